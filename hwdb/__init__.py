@@ -1,0 +1,1 @@
+"""Bundled hardware entries (YAML), shipped as the package data ``roofline.hwdb``."""

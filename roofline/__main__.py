@@ -1,0 +1,5 @@
+"""``python -m roofline`` runs the command-line tool."""
+
+from .cli import main
+
+main()

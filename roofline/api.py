@@ -1,0 +1,23 @@
+"""One-call entry points for scripts and notebooks: names or paths in, a Report out."""
+
+from __future__ import annotations
+
+import os
+
+from .analysis import Report, analyze
+from .database import load_hardware
+from .hardware import HardwareSpec
+from .network import Network, load_network
+
+
+def analyze_model(model: Network | str | os.PathLike, hardware: HardwareSpec | str,
+                  batch: int | None = None, dtype: str | None = None,
+                  mode: str | None = None) -> Report:
+    """Analyze ``model`` (a Network or a model.yaml path) on ``hardware`` (a spec, name or path).
+
+    ``batch``, ``dtype`` and ``mode`` override the model's own settings when given.
+    """
+    network = model if isinstance(model, Network) else load_network(model)
+    network = network.with_overrides(batch=batch, dtype=dtype, mode=mode)
+    spec = hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
+    return analyze(network, spec)

@@ -1,0 +1,132 @@
+"""The ``roofline`` command: parses options, calls the library, prints what it returns.
+
+Bad input (an unreadable or invalid file, an unknown hardware name or dtype) exits with status 2
+and one line on stderr; no command prints a traceback for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .dtypes import DTYPES
+from .errors import RooflineError
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+class BadInput(click.ClickException):
+    """A RooflineError shown as ``Error: <message>`` with exit status 2."""
+
+    exit_code = 2
+
+
+class RooflineGroup(click.Group):
+    """Turns every RooflineError raised by a command into BadInput, in one place."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except RooflineError as exc:
+            raise BadInput(str(exc)) from None
+
+
+@click.group(cls=RooflineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="roofline")
+def cli() -> None:
+    """Roofline / GEMM-shape advisor.
+
+    Lists the GEMMs of a network, says which are memory-bound on a device, which dimensions
+    miss Tensor-Core alignment and what batch makes a layer compute-bound; measures what this
+    machine delivers.
+
+    \b
+    Examples:
+      roofline analyze examples/mlp-1024-4096-1000.yaml --hw a100-sxm4-80gb
+      roofline analyze model.yaml --hw v100 --batch 1 --format json
+      roofline hw list --kind gpu
+      roofline probe --quick
+    """
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
+              help="Hardware entry name or alias (see `roofline hw list`), or a path to an "
+                   "entry YAML file. Repeat to compare devices.")
+@click.option("--batch", type=click.IntRange(min=1), help="Override the model's batch size.")
+@click.option("--dtype", type=click.Choice(DTYPES), help="Override the model's dtype.")
+@click.option("--mode", type=click.Choice(("train", "inference")),
+              help="train: forward and backward GEMMs (3n-1 for n layers); inference: forward.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format. json prints one object (a list of them with several --hw).")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
+def analyze(model: Path, hardware: tuple[str, ...], batch: int | None, dtype: str | None,
+            mode: str | None, fmt: str, plot: Path | None) -> None:
+    """List every GEMM of MODEL (a model.yaml) with its FLOPs, bytes, intensity, bound,
+    attainable throughput, time, alignment warnings and advice on the given hardware.
+
+    Peaks are the dense datasheet figures of the hardware entry (or measured ones, for an
+    entry saved by `roofline probe --save`).
+    """
+    from .api import analyze_model
+
+    reports = [analyze_model(model, hw, batch=batch, dtype=dtype, mode=mode) for hw in hardware]
+    click.echo(_render_reports(reports, fmt), nl=False)
+    if plot is not None:
+        from .plot import save_plot
+
+        save_plot(reports, plot)
+        click.echo(f"wrote {plot}", err=True)
+
+
+def _render_reports(reports: list, fmt: str) -> str:
+    from .format import REPORT_FORMATS, to_json
+
+    if fmt == "json" and len(reports) > 1:
+        return to_json([r.to_dict() for r in reports]) + "\n"
+    text = [REPORT_FORMATS[fmt](r) for r in reports]
+    return ("\n" if fmt != "json" else "").join(text) + ("\n" if fmt == "json" else "")
+
+
+@cli.group()
+def hw() -> None:
+    """Browse the hardware database (bundled entries plus your own)."""
+
+
+@hw.command("list")
+@click.option("--kind", type=click.Choice(("gpu", "cpu")), help="Only GPUs or only CPUs.")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
+              show_default=True)
+def hw_list(kind: str | None, fmt: str) -> None:
+    """List hardware entries with their headline figures (dense peaks)."""
+    from .database import list_hardware, user_hwdb_dir
+    from .hwformat import hardware_list_json, hardware_table
+
+    specs = list_hardware(kind)
+    if fmt == "json":
+        click.echo(hardware_list_json(specs))
+    else:
+        click.echo(hardware_table(specs), nl=False)
+        click.echo(f"\nuser entries: {user_hwdb_dir()} (set $ROOFLINE_HWDB to change)")
+
+
+@hw.command("show")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
+              show_default=True)
+def hw_show(name: str, fmt: str) -> None:
+    """Show every figure of one entry, its sources, and the ridge point per dtype."""
+    from .database import load_hardware
+    from .hwformat import hardware_detail, hardware_json
+
+    spec = load_hardware(name)
+    click.echo(hardware_json(spec) if fmt == "json" else hardware_detail(spec), nl=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="roofline")

@@ -1,0 +1,30 @@
+"""Exceptions raised by the library; the CLI turns each into one line on stderr, exit 2."""
+
+from __future__ import annotations
+
+
+class RooflineError(Exception):
+    """Base class of every error the library raises for bad input."""
+
+
+class InputError(RooflineError):
+    """A model or hardware file is unreadable or invalid.
+
+    The message names the file and the field path, for example
+    ``model.yaml: layers[1].out: expected a positive integer, got -5``.
+    """
+
+    def __init__(self, source: str, path: str, problem: str) -> None:
+        self.source = source
+        self.path = path
+        self.problem = problem
+        where = f"{source}: {path}: " if path else f"{source}: "
+        super().__init__(where + problem)
+
+
+class UnknownHardwareError(RooflineError):
+    """No hardware entry has this name or alias."""
+
+
+class UnsupportedDtypeError(RooflineError):
+    """The dtype is unknown, or the hardware has no peak for it."""

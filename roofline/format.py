@@ -1,0 +1,140 @@
+"""Turning results into text: table, CSV, Markdown, JSON, HTML. Display only; numbers stay raw
+everywhere else. Prefixes are decimal (SI): 1 GB = 10^9 B, 1 TFLOP/s = 10^12 FLOP/s.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from typing import Any
+
+from .analysis import Report
+
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
+
+
+def si(value: float, unit: str, digits: int = 3) -> str:
+    """``si(4.29e9, "FLOP") == "4.29 GFLOP"``: decimal prefixes, ``digits`` significant digits."""
+    for scale, prefix in _PREFIXES:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+def seconds(value: float) -> str:
+    """A duration with the unit that keeps it readable: s, ms, us, ns."""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} s"
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False)
+
+
+def report_json(report: Report) -> str:
+    return to_json(report.to_dict())
+
+
+_COLUMNS = ("GEMM", "layer", "pass", "M", "N", "K", "FLOP", "bytes", "FLOP/B", "bound",
+            "TFLOP/s", "time", "align")
+
+
+def _row(report: Report, result) -> list[str]:
+    g = result.gemm
+    return [g.name, g.layer[:10], _PASS_SHORT[g.pass_], str(g.m), str(g.n), str(g.k),
+            si(g.flops, ""), si(g.bytes, "B"), f"{g.intensity:.1f}", result.bound,
+            f"{result.attainable_flops_per_s / 1e12:.1f}", seconds(result.time_s),
+            "ok" if result.aligned else "NO"]
+
+
+def _header(report: Report) -> str:
+    net, hw = report.network, report.hardware
+    return (f"{net.name} on {hw.name}: {report.dtype}, batch {net.batch}, {net.mode}\n"
+            f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
+            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})")
+
+
+def _totals_line(report: Report) -> str:
+    t = report.totals
+    return (f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}; "
+            f"{t['memory_bound_time_fraction']:.0%} of the time in memory-bound GEMMs")
+
+
+def _notes(report: Report) -> list[str]:
+    lines = []
+    for r in report.results:
+        lines += [f"  {r.gemm.name}: {text}" for text in r.warnings + r.advice]
+    return lines
+
+
+def report_table(report: Report) -> str:
+    """A plain-text table that fits in 100 columns, with totals, warnings and advice below."""
+    rows = [list(_COLUMNS)] + [_row(report, r) for r in report.results]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    left = {0, 1, 2, 9, 12}
+    lines = ["  ".join(cell.ljust(w) if i in left else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+             for row in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    notes = _notes(report)
+    out = [_header(report), "", *lines, "", _totals_line(report)]
+    if notes:
+        out += ["", "warnings and advice:", *notes]
+    return "\n".join(out) + "\n"
+
+
+_CSV_FIELDS = ("name", "layer", "pass", "m", "n", "k", "dtype", "flops", "bytes", "intensity",
+               "bound", "attainable_tflops", "time_s", "aligned", "min_compute_bound_batch",
+               "warnings", "advice")
+
+
+def report_csv(report: Report) -> str:
+    """One row per GEMM, raw numbers in SI units; warnings and advice joined with '; '."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=_CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for result in report.results:
+        row = {key: value for key, value in result.to_dict().items() if key in _CSV_FIELDS}
+        row["warnings"] = "; ".join(row["warnings"])
+        row["advice"] = "; ".join(row["advice"])
+        writer.writerow(row)
+    return buffer.getvalue()
+
+
+def report_markdown(report: Report) -> str:
+    """A GitHub-flavoured Markdown table with the header and totals as text around it."""
+    rows = [_row(report, r) for r in report.results]
+    lines = [_header(report).replace("\n", "  \n"), "",
+             "| " + " | ".join(_COLUMNS) + " |",
+             "|" + "|".join("---" if i in {0, 1, 2, 9, 12} else "--:"
+                            for i in range(len(_COLUMNS))) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["", _totals_line(report)]
+    notes = _notes(report)
+    if notes:
+        lines += ["", *(f"- {note.strip()}" for note in notes)]
+    return "\n".join(lines) + "\n"
+
+
+def report_html(report: Report) -> str:
+    """An HTML table for Jupyter (``Report._repr_html_``); memory-bound rows shaded."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in _COLUMNS)
+    body = []
+    for result in report.results:
+        style = ' style="background:#fde0dc"' if result.bound == "memory" else ""
+        cells = "".join(f"<td>{html.escape(c)}</td>" for c in _row(report, result))
+        body.append(f"<tr{style}>{cells}</tr>")
+    notes = "".join(f"<li>{html.escape(n.strip())}</li>" for n in _notes(report))
+    return (f"<p>{html.escape(_header(report)).replace(chr(10), '<br>')}</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            f"<p>{html.escape(_totals_line(report))}</p>"
+            + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+REPORT_FORMATS = {"table": report_table, "json": report_json, "csv": report_csv,
+                  "markdown": report_markdown}

@@ -1,0 +1,79 @@
+"""A GEMM's shape and its work: FLOPs, compulsory bytes, arithmetic intensity.
+
+Conventions (NVIDIA's, from the Matrix Multiplication Background guide):
+
+- C(M, N) = A(M, K) . B(K, N); one multiply-add counts 2 FLOPs, so FLOPs = 2 * M * N * K
+  (the 2K - 1 vs 2K difference is ignored, as every vendor peak figure does).
+- Bytes are the compulsory minimum: each operand read once and C written once,
+  ``itemsize * (M*K + K*N + M*N)``. C is not read (no beta * C term), and every matrix has the
+  GEMM's element size.
+- Intensity = FLOPs / bytes, in FLOP/B.
+
+With M = batch this is DESIGN.md's convention (M = batch, N = outputs, K = inputs for a forward
+linear layer); NVIDIA's FC guide writes the same GEMM as M = outputs, N = batch. The intensity is
+the same either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dtypes import check_dtype, itemsize
+
+PASSES = ("forward", "backward-data", "backward-weight")
+
+#: What each of M, N, K is, per pass of a linear layer (see roofline.network).
+DIM_ROLES: dict[str, tuple[str, str, str]] = {
+    "forward": ("batch", "out", "in"),
+    "backward-data": ("batch", "in", "out"),
+    "backward-weight": ("in", "out", "batch"),
+}
+
+
+def gemm_flops(m: int, n: int, k: int) -> int:
+    """FLOPs of C(m, n) = A(m, k) . B(k, n): ``2 * m * n * k``."""
+    return 2 * m * n * k
+
+
+def gemm_bytes(m: int, n: int, k: int, dtype: str) -> int:
+    """Compulsory traffic: ``itemsize(dtype) * (m*k + k*n + m*n)`` bytes."""
+    return itemsize(dtype) * (m * k + k * n + m * n)
+
+
+def gemm_intensity(m: int, n: int, k: int, dtype: str) -> float:
+    """Arithmetic intensity in FLOP/B: ``2mnk / (e (mk + kn + mn))``."""
+    return gemm_flops(m, n, k) / gemm_bytes(m, n, k, dtype)
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """One GEMM of a network: its name (MM1...), the layer and pass it belongs to, and its shape."""
+
+    name: str
+    layer: str
+    pass_: str
+    m: int
+    n: int
+    k: int
+    dtype: str
+
+    def __post_init__(self) -> None:
+        check_dtype(self.dtype)
+        if self.pass_ not in PASSES:
+            raise ValueError(f"pass must be one of {PASSES}, got {self.pass_!r}")
+        for dim in ("m", "n", "k"):
+            value = getattr(self, dim)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{dim} must be a positive integer, got {value!r}")
+
+    @property
+    def flops(self) -> int:
+        return gemm_flops(self.m, self.n, self.k)
+
+    @property
+    def bytes(self) -> int:
+        return gemm_bytes(self.m, self.n, self.k, self.dtype)
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
