@@ -103,16 +103,19 @@ class HardwareSpec:
         """Validate a parsed entry; problems raise InputError naming ``source`` and the field."""
         top = Fields(data, source)
         top.reject_unknown(TOP_KEYS)
+        name = _entry_name(top, "name")
         kind = top.choice("kind", KINDS)
+        vendor, model = top.string("vendor"), top.string("model")
+        architecture = top.string("architecture")
         _check_sections(top, kind)
         sources = _sources(top)
         _check_covered(top, sources)
         return cls(
-            name=_entry_name(top, "name"),
+            name=name,
             kind=kind,
-            vendor=top.string("vendor"),
-            model=top.string("model"),
-            architecture=top.string("architecture"),
+            vendor=vendor,
+            model=model,
+            architecture=architecture,
             peak_tflops=_dtype_numbers(top, "peak_tflops"),
             bandwidth_gbs=top.positive_number("bandwidth_gbs"),
             alignment=_alignment(top),
