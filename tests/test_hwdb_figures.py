@@ -1,0 +1,184 @@
+"""Pin the headline figures of every bundled hwdb entry to the vendor's published value.
+
+Each row names its source. Dense figures only (the schema's ``peak_tflops``); NVIDIA's starred
+2:4-sparse figures are halved where the vendor prints only the sparse number. CPU peaks are derived
+(sockets x cores x clock x FMA units x SIMD lanes x 2) and pinned to that arithmetic; see each
+entry's ``notes`` and docs/hwdb-unconfirmed.md for figures not confirmed from a vendor document.
+"""
+
+import pytest
+
+from roofline import load_hardware
+
+REL = 1e-3
+
+# (name, dtype, expected TFLOP/s or TOPS, source)
+PEAKS = [
+    # V100: NVIDIA Tesla V100 datasheet 1165301-r5 (SXM2 / PCIe columns)
+    ("v100-sxm2-16gb", "fp16", 125.0, "V100 datasheet: Tensor Performance 125 TFLOPS (SXM2)"),
+    ("v100-sxm2-16gb", "fp32", 15.7, "V100 datasheet: single-precision 15.7 TFLOPS (SXM2)"),
+    ("v100-sxm2-16gb", "fp64", 7.8, "V100 datasheet: double-precision 7.8 TFLOPS (SXM2)"),
+    ("v100-sxm2-32gb", "fp16", 125.0, "V100 datasheet: 125 TFLOPS (SXM2, 16/32 GB same compute)"),
+    ("v100-sxm2-32gb", "fp32", 15.7, "V100 datasheet: 15.7 TFLOPS (SXM2)"),
+    ("v100-pcie-16gb", "fp16", 112.0, "V100 datasheet: Tensor Performance 112 TFLOPS (PCIe)"),
+    ("v100-pcie-16gb", "fp32", 14.0, "V100 datasheet: 14 TFLOPS (PCIe)"),
+    ("v100-pcie-16gb", "fp64", 7.0, "V100 datasheet: 7 TFLOPS (PCIe)"),
+    # T4: NVIDIA T4 datasheet 951643
+    ("t4", "fp16", 65.0, "T4 datasheet: Mixed-Precision (FP16/FP32) 65 TFLOPS"),
+    ("t4", "int8", 130.0, "T4 datasheet: INT8 130 TOPS"),
+    ("t4", "fp32", 8.1, "T4 datasheet: Single-Precision 8.1 TFLOPS"),
+    # A100: NVIDIA A100 datasheets 1758950-r4 (40GB) and 2188504 (80GB); dense column
+    ("a100-sxm4-80gb", "fp16", 312.0, "A100 datasheet: FP16 Tensor Core 312 TFLOPS (dense)"),
+    ("a100-sxm4-80gb", "bf16", 312.0, "A100 datasheet: BFLOAT16 Tensor Core 312 TFLOPS"),
+    ("a100-sxm4-80gb", "tf32", 156.0, "A100 datasheet: TF32 Tensor Core 156 TFLOPS"),
+    ("a100-sxm4-80gb", "int8", 624.0, "A100 datasheet: INT8 Tensor Core 624 TOPS"),
+    ("a100-sxm4-80gb", "fp64", 19.5, "A100 datasheet: FP64 Tensor Core 19.5 TFLOPS"),
+    ("a100-sxm4-80gb", "fp32", 19.5, "A100 datasheet: FP32 19.5 TFLOPS"),
+    ("a100-sxm4-40gb", "fp16", 312.0, "A100 datasheet r4: FP16 Tensor Core 312 TFLOPS"),
+    ("a100-sxm4-40gb", "tf32", 156.0, "A100 datasheet r4: TF32 156 TFLOPS"),
+    ("a100-pcie-40gb", "fp16", 312.0, "A100 datasheet r4: PCIe same peaks as SXM"),
+    ("a100-pcie-80gb", "fp16", 312.0, "A100 80GB datasheet: PCIe column 312 TFLOPS"),
+    # A10: NVIDIA A10 datasheet (dense | sparse pairs)
+    ("a10", "fp16", 125.0, "A10 datasheet: FP16 Tensor Core 125 | 250* TFLOPS"),
+    ("a10", "bf16", 125.0, "A10 datasheet: BFLOAT16 Tensor Core 125 | 250* TFLOPS"),
+    ("a10", "tf32", 62.5, "A10 datasheet: TF32 Tensor Core 62.5 | 125* TFLOPS"),
+    ("a10", "int8", 250.0, "A10 datasheet: INT8 Tensor Core 250 | 500* TOPS"),
+    ("a10", "fp32", 31.2, "A10 datasheet: FP32 31.2 TFLOPS"),
+    # L4: NVIDIA L4 page/datasheet prints sparse only ('one-half lower without sparsity')
+    ("l4", "fp16", 121.0, "L4 datasheet: FP16 Tensor Core 242* TFLOPS (sparse) / 2"),
+    ("l4", "bf16", 121.0, "L4 datasheet: BFLOAT16 Tensor Core 242* / 2"),
+    ("l4", "fp8", 242.5, "L4 datasheet: FP8 Tensor Core 485* / 2"),
+    ("l4", "int8", 242.5, "L4 datasheet: INT8 Tensor Core 485* TOPS / 2"),
+    ("l4", "tf32", 60.0, "L4 datasheet: TF32 Tensor Core 120* / 2"),
+    ("l4", "fp32", 30.3, "L4 datasheet: FP32 30.3 TFLOPS"),
+    # L40S: NVIDIA L40S page/datasheet (dense | sparse pairs)
+    ("l40s", "fp16", 362.05, "L40S datasheet: FP16 Tensor Core 362.05 | 733*"),
+    ("l40s", "bf16", 362.05, "L40S datasheet: BFLOAT16 Tensor Core 362.05 | 733*"),
+    ("l40s", "fp8", 733.0, "L40S datasheet: FP8 Tensor Core 733 | 1,466*"),
+    ("l40s", "tf32", 183.0, "L40S datasheet: TF32 Tensor Core 183 | 366*"),
+    ("l40s", "fp32", 91.6, "L40S datasheet: FP32 91.6 TFLOPS"),
+    # H100: NVIDIA H100 datasheet ('* With sparsity'; dense = 1/2)
+    ("h100-sxm5-80gb", "fp16", 989.5, "H100 datasheet SXM: FP16 Tensor Core 1,979* / 2"),
+    ("h100-sxm5-80gb", "bf16", 989.5, "H100 datasheet SXM: BFLOAT16 1,979* / 2"),
+    ("h100-sxm5-80gb", "fp8", 1979.0, "H100 datasheet SXM: FP8 3,958* / 2"),
+    ("h100-sxm5-80gb", "int8", 1979.0, "H100 datasheet SXM: INT8 3,958* TOPS / 2"),
+    ("h100-sxm5-80gb", "tf32", 494.5, "H100 datasheet SXM: TF32 989* / 2"),
+    ("h100-sxm5-80gb", "fp64", 67.0, "H100 datasheet SXM: FP64 Tensor Core 67 TFLOPS"),
+    ("h100-sxm5-80gb", "fp32", 67.0, "H100 datasheet SXM: FP32 67 TFLOPS"),
+    ("h100-pcie-80gb", "fp16", 756.5, "H100 datasheet PCIe: FP16 Tensor Core 1,513* / 2"),
+    ("h100-pcie-80gb", "fp8", 1513.0, "H100 datasheet PCIe: FP8 3,026* / 2"),
+    ("h100-pcie-80gb", "tf32", 378.0, "H100 datasheet PCIe: TF32 756* / 2"),
+    ("h100-pcie-80gb", "fp64", 51.0, "H100 datasheet PCIe: FP64 Tensor Core 51 TFLOPS"),
+    ("h100-pcie-80gb", "fp32", 51.0, "H100 datasheet PCIe: FP32 51 TFLOPS"),
+    # H200: NVIDIA H200 page/datasheet, SXM column ('* With sparsity')
+    ("h200-sxm-141gb", "fp16", 989.5, "H200 datasheet SXM: FP16 Tensor Core 1,979* / 2"),
+    ("h200-sxm-141gb", "bf16", 989.5, "H200 datasheet SXM: BFLOAT16 1,979* / 2"),
+    ("h200-sxm-141gb", "fp8", 1979.0, "H200 datasheet SXM: FP8 3,958* / 2"),
+    ("h200-sxm-141gb", "fp64", 67.0, "H200 datasheet SXM: FP64 Tensor Core 67 TFLOPS"),
+    # CPUs: derived peaks, 2 sockets; inputs from Intel ARK / AMD product pages (see notes)
+    ("xeon-platinum-8180", "fp32", 7.14, "Intel DL-training article: up to 3.57 TFLOPS FP32/socket x 2"),
+    ("xeon-platinum-8180", "fp64", 3.57, "derived: fp32 / 2"),
+    ("xeon-platinum-8280", "fp32", 9.677, "derived: 2 x 28 x 2.7 GHz (ARK base) x 2 FMA x 16 x 2"),
+    ("xeon-platinum-8280", "int8", 38.707, "derived: VNNI 4 x fp32"),
+    ("xeon-platinum-8380h", "fp32", 10.394, "derived: 2 x 28 x 2.9 GHz (ARK base) x 2 x 16 x 2"),
+    ("xeon-platinum-8380h", "bf16", 20.787, "derived: AVX512_BF16 2 x fp32"),
+    ("xeon-platinum-8380", "fp32", 11.776, "derived: 2 x 40 x 2.3 GHz (ARK base) x 2 x 16 x 2"),
+    ("xeon-platinum-8480plus", "fp32", 14.336, "derived: 2 x 56 x 2.0 GHz (ARK base) x 2 x 16 x 2"),
+    ("xeon-platinum-8480plus", "bf16", 229.376, "derived: AMX 1024 BF16 FLOP/clk/core x 2 x 56 x 2.0 GHz"),
+    ("xeon-platinum-8480plus", "int8", 458.752, "derived: AMX 2048 INT8 op/clk/core x 2 x 56 x 2.0 GHz"),
+    ("epyc-7763", "fp32", 10.035, "derived: 2 x 64 x 2.45 GHz (AMD base) x 2 x 8 x 2"),
+    ("epyc-9654", "fp32", 14.746, "derived: 2 x 96 x 2.4 GHz (AMD base) x 2 x 8 x 2"),
+    ("epyc-9654", "bf16", 29.491, "derived: AVX512_BF16 2 x fp32"),
+]
+
+# (name, expected peak DRAM/HBM bandwidth in GB/s)  -- source in the comment
+BANDWIDTHS = [
+    ("v100-sxm2-16gb", 900.0),  # V100 datasheet: 900 GB/s
+    ("v100-sxm2-32gb", 900.0),  # V100 datasheet: 900 GB/s
+    ("v100-pcie-16gb", 900.0),  # V100 datasheet: 900 GB/s
+    ("t4", 320.0),  # T4 product page: 320+ GB/s (datasheet PDF prints 300 GB/sec)
+    ("a100-sxm4-40gb", 1555.0),  # A100 datasheet r4: 1,555 GB/s
+    ("a100-sxm4-80gb", 2039.0),  # A100 80GB datasheet: 2,039 GB/s
+    ("a100-pcie-40gb", 1555.0),  # A100 datasheet r4: 1,555 GB/s
+    ("a100-pcie-80gb", 1935.0),  # A100 80GB datasheet: 1,935 GB/s
+    ("a10", 600.0),  # A10 datasheet: 600 GB/s
+    ("l4", 300.0),  # L4 datasheet: 300 GB/s
+    ("l40s", 864.0),  # L40S datasheet: 864 GB/s
+    ("h100-sxm5-80gb", 3350.0),  # H100 datasheet SXM: 3.35 TB/s
+    ("h100-pcie-80gb", 2000.0),  # H100 datasheet PCIe: 2 TB/s
+    ("h200-sxm-141gb", 4800.0),  # H200 datasheet: 4.8 TB/s
+    ("xeon-platinum-8180", 255.9),  # derived: 2 sockets x 6 ch x DDR4-2666 x 8 B (Intel ARK)
+    ("xeon-platinum-8280", 281.6),  # derived: 2 x 6 x DDR4-2933 x 8 B (Intel ARK)
+    ("xeon-platinum-8380h", 307.2),  # derived: 2 x 6 x DDR4-3200 x 8 B (Intel ARK)
+    ("xeon-platinum-8380", 409.6),  # derived: 2 x 8 x DDR4-3200 x 8 B (Intel ARK)
+    ("xeon-platinum-8480plus", 614.4),  # derived: 2 x 8 x DDR5-4800 x 8 B (Intel ARK)
+    ("epyc-7763", 409.6),  # derived: 2 x 8 x DDR4-3200 x 8 B (AMD product page)
+    ("epyc-9654", 921.6),  # derived: 2 x 12 x DDR5-4800 x 8 B (AMD product page)
+]
+
+# (name, dtype, expected ridge FLOP/B, absolute tolerance) -- published / DESIGN.md ratios
+RIDGES = [
+    ("v100-sxm2-16gb", "fp16", 138.9, 0.5),  # NVIDIA GPU Performance Background: 125 / 0.9 = 139
+    ("a100-sxm4-80gb", "fp16", 153.0, 0.5),  # 312 / 2.039 (DESIGN.md)
+    ("a100-sxm4-40gb", "fp16", 200.6, 0.5),  # 312 / 1.555 (DESIGN.md)
+    ("h100-sxm5-80gb", "fp16", 295.0, 0.5),  # 989.5 / 3.35
+]
+
+ALL_NAMES = sorted({row[0] for row in PEAKS} | {row[0] for row in BANDWIDTHS})
+
+GPUS = [
+    "v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "t4", "a100-sxm4-40gb", "a100-sxm4-80gb",
+    "a100-pcie-40gb", "a100-pcie-80gb", "a10", "l4", "l40s", "h100-sxm5-80gb", "h100-pcie-80gb",
+    "h200-sxm-141gb",
+]
+CPUS = [
+    "xeon-platinum-8180", "xeon-platinum-8280", "xeon-platinum-8380h", "xeon-platinum-8380",
+    "xeon-platinum-8480plus", "epyc-7763", "epyc-9654",
+]
+
+
+@pytest.mark.parametrize("name,dtype,expected,source", PEAKS, ids=lambda v: str(v))
+def test_peak_matches_vendor_figure(name, dtype, expected, source):
+    spec = load_hardware(name)
+    assert spec.peak_tflops[dtype] == pytest.approx(expected, rel=REL), source
+
+
+@pytest.mark.parametrize("name,expected", BANDWIDTHS)
+def test_bandwidth_matches_vendor_figure(name, expected):
+    assert load_hardware(name).bandwidth_gbs == pytest.approx(expected, rel=REL)
+
+
+@pytest.mark.parametrize("name,dtype,expected,tol", RIDGES)
+def test_published_ridge_points(name, dtype, expected, tol):
+    assert load_hardware(name).ridge(dtype) == pytest.approx(expected, abs=tol)
+
+
+def test_every_bundled_device_is_pinned():
+    assert sorted(GPUS + CPUS) == ALL_NAMES
+    for name in ALL_NAMES:
+        assert any(row[0] == name for row in PEAKS), name
+        assert any(row[0] == name for row in BANDWIDTHS), name
+
+
+@pytest.mark.parametrize("name", GPUS)
+def test_gpu_kind(name):
+    assert load_hardware(name).kind == "gpu"
+
+
+@pytest.mark.parametrize("name", CPUS)
+def test_cpu_kind(name):
+    assert load_hardware(name).kind == "cpu"
+
+
+@pytest.mark.parametrize(
+    "name,absent",
+    [
+        ("v100-sxm2-16gb", ["bf16", "tf32", "int8", "fp8"]),  # Volta TCs are FP16-only
+        ("t4", ["bf16", "tf32", "fp8"]),  # Turing: FP16/INT8/INT4 TCs
+        ("a100-sxm4-80gb", ["fp8"]),  # no FP8 before Ada/Hopper
+    ],
+)
+def test_unsupported_dtypes_absent(name, absent):
+    peaks = load_hardware(name).peak_tflops
+    for dtype in absent:
+        assert dtype not in peaks, f"{name} must not list {dtype}"
