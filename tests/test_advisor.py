@@ -1,0 +1,115 @@
+"""Alignment flags and batch advice, checked against hand-computed figures."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline import Gemm, load_hardware
+from roofline.advisor import (
+    alignment_warnings,
+    intensity_limit,
+    min_compute_bound_batch,
+    pad_to,
+)
+from roofline.gemm import gemm_intensity
+from roofline.hardware import Alignment
+
+FP16_V100 = Alignment(multiple=8, preferred=8)
+FP16_A100 = Alignment(multiple=8, preferred=64)
+
+
+def test_pad_to():
+    assert pad_to(1002, 8) == 1008  # the issue's example: 1002 -> 1008 for FP16
+    assert pad_to(1008, 8) == 1008
+    assert pad_to(1, 64) == 64
+
+
+def test_misaligned_input_is_flagged_with_the_padded_size():
+    gemm = Gemm("MM1", "fc1", "forward", 512, 4096, 1002, "fp16")
+    aligned, warnings = alignment_warnings(gemm, FP16_V100)
+    assert not aligned
+    assert warnings == ["K=1002 (in) is not a multiple of 8 (best for fp16 Tensor Cores): "
+                        "pad to 1008"]
+
+
+def test_every_misaligned_dimension_is_flagged():
+    gemm = Gemm("MM4", "fc2", "backward-weight", 1002, 1001, 500, "fp16")
+    aligned, warnings = alignment_warnings(gemm, FP16_V100)
+    assert not aligned
+    assert [w.split(" ")[0] for w in warnings] == ["M=1002", "N=1001", "K=500"]
+
+
+def test_a100_preference_for_64_is_a_hint_not_a_misalignment():
+    gemm = Gemm("MM2", "fc2", "forward", 512, 1000, 4096, "fp16")
+    aligned, warnings = alignment_warnings(gemm, FP16_A100)
+    assert aligned
+    assert warnings == ["N=1000 (out): multiples of 64 run best on this device (next: 1024)"]
+
+
+def test_fp8_alignment_is_a_requirement():
+    gemm = Gemm("MM1", "fc1", "forward", 8, 24, 100, "fp8")
+    aligned, warnings = alignment_warnings(gemm, Alignment(16, 128))
+    assert not aligned and "required for fp8" in warnings[-1]
+
+
+def test_no_rule_means_nothing_to_miss():
+    assert alignment_warnings(Gemm("MM1", "fc1", "forward", 3, 5, 7, "fp32"), None) == (True, [])
+
+
+def test_min_batch_for_1024_to_4096_on_v100_is_168():
+    # V100 ridge R = 125e12 / 900e9 = 138.89 FLOP/B; a=4096, b=1024, e=2:
+    # B >= eRab / (2ab - eR(a+b)) = 2*138.89*4194304 / (8388608 - 2*138.89*5120)
+    #   = 1,165,084,444 / 6,966,386 = 167.24 -> 168
+    ridge = 125e12 / 900e9
+    gemm = Gemm("MM1", "fc1", "forward", 8, 4096, 1024, "fp16")
+    assert min_compute_bound_batch(gemm, ridge) == 168
+    assert gemm_intensity(168, 4096, 1024, "fp16") >= ridge > gemm_intensity(167, 4096, 1024,
+                                                                              "fp16")
+
+
+def test_weight_gradient_has_the_same_threshold_with_batch_as_k():
+    ridge = 125e12 / 900e9
+    wgrad = Gemm("MM5", "fc1", "backward-weight", 1024, 4096, 8, "fp16")
+    assert min_compute_bound_batch(wgrad, ridge) == 168
+
+
+def test_slide_output_layer_cannot_become_compute_bound_on_v100():
+    # hidden 128 -> 670,091 outputs in FP16: the limit 2ab/(e(a+b)) = 2*128*670091/(2*670219)
+    # = 127.98 FLOP/B, below V100's 138.9, so no batch helps.
+    ridge = 125e12 / 900e9
+    gemm = Gemm("MM2", "out", "forward", 128, 670_091, 128, "fp16")
+    assert intensity_limit(128, 670_091, "fp16") == pytest.approx(127.976, abs=1e-3)
+    assert min_compute_bound_batch(gemm, ridge) is None
+
+
+@given(st.integers(1, 20000), st.integers(1, 20000), st.floats(1.0, 600.0))
+def test_min_batch_is_exactly_the_threshold(a, b, ridge):
+    gemm = Gemm("MM1", "l", "forward", 1, a, b, "fp16")
+    batch = min_compute_bound_batch(gemm, ridge)
+    if batch is None:
+        assert intensity_limit(a, b, "fp16") <= ridge
+        assert gemm_intensity(10**9, a, b, "fp16") < ridge
+    else:
+        assert gemm_intensity(batch, a, b, "fp16") >= ridge
+        assert batch == 1 or gemm_intensity(batch - 1, a, b, "fp16") < ridge
+
+
+@given(st.integers(1, 5000), st.integers(1, 5000), st.integers(1, 10**6))
+def test_intensity_rises_with_batch_and_saturates(a, b, batch):
+    lower = gemm_intensity(batch, a, b, "fp16")
+    higher = gemm_intensity(batch + 1, a, b, "fp16")
+    assert higher >= lower
+    assert higher < intensity_limit(a, b, "fp16") * (1 + 1e-12)
+
+
+def test_advice_appears_in_the_report_for_memory_bound_gemms():
+    from roofline import analyze, network_from_yaml
+
+    net = network_from_yaml("batch: 8\ndtype: fp16\nmlp: [1024, 4096]")
+    report = analyze(net, load_hardware("v100-sxm2-16gb"))
+    mm1 = report.results[0]
+    assert mm1.bound == "memory"
+    assert mm1.min_compute_bound_batch == 168
+    assert mm1.advice == ("batch >= 168 makes it compute-bound",)

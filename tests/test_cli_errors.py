@@ -1,0 +1,106 @@
+"""Bad input never crashes: exit status 2 and one line on stderr naming the file and field."""
+
+from __future__ import annotations
+
+import pytest
+
+GOOD = "batch: 512\ndtype: fp16\nlayers:\n  - {type: linear, in: 1024, out: 4096}\n"
+
+
+def run_model(invoke, tmp_path, text, *extra, name="model.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return invoke("analyze", path, "--hw", "v100-sxm2-16gb", *extra), str(path)
+
+
+def one_error_line(result):
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("text, expected", [
+    # DESIGN.md's own example of the message shape
+    ("batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 8}\n"
+     "  - {type: linear, in: 8, out: -5}\n",
+     "layers[1].out: expected a positive integer, got -5"),
+    ("batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: 8}\n",
+     "layers[0].out: missing required field"),
+    ("batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: '1024', out: 8}\n",
+     "layers[0].in: expected a positive integer, got '1024'"),
+    ("batch: 8\ndtype: fp16\nlayers:\n  - {type: conv3d, in: 8, out: 8}\n",
+     "layers[0].type: unknown layer type 'conv3d' (known: linear)"),
+    ("batch: 8\ndtype: fp12\nmlp: [8, 8]\n",
+     "dtype: expected one of fp64, fp32, tf32, fp16, bf16, int8, fp8, got 'fp12'"),
+    ("batch: 0\ndtype: fp16\nmlp: [8, 8]\n", "batch: expected a positive integer, got 0"),
+    ("batch: 8\ndtype: fp16\nmlp: [8, 8]\nmode: eval\n",
+     "mode: expected one of train, inference, got 'eval'"),
+    ("batch: 8\ndtype: fp16\nmlp: [8, 0]\n", "mlp[1]: expected a positive integer, got 0"),
+    ("batch: 8\ndtype: fp16\n", "layers: give exactly one of 'layers' or 'mlp'"),
+    ("batch: 8\ndtype: fp16\nlayers: []\n", "layers: expected at least one layer"),
+    ("batch: 8\ndtype: fp16\nlayers: {a: 1}\n", "layers: expected a list, got a dict"),
+    ("batch: 8\ndtype: fp16\nmlp: [8, 8]\nbtach: 3\n", "btach: unknown field"),
+    ("- 1\n- 2\n", "expected a mapping, got a list"),
+    ("batch: [8\n", "invalid YAML: line 2, column 1"),
+    ("", "file is empty"),
+    ("!!python/object/apply:os.system ['echo hacked']\n", "invalid YAML"),
+])
+def test_bad_model_file(invoke, tmp_path, text, expected):
+    result, path = run_model(invoke, tmp_path, text)
+    line = one_error_line(result)
+    assert line.startswith(f"Error: {path}: ")
+    assert expected in line
+
+
+def test_missing_file(invoke, tmp_path):
+    result = invoke("analyze", tmp_path / "nope.yaml", "--hw", "v100")
+    line = one_error_line(result)
+    assert "nope.yaml: cannot read file: No such file or directory" in line
+
+
+def test_directory_instead_of_file(invoke, tmp_path):
+    result = invoke("analyze", tmp_path, "--hw", "v100")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_binary_file(invoke, tmp_path):
+    path = tmp_path / "model.yaml"
+    path.write_bytes(b"\xff\xfe\x00\x01")
+    line = one_error_line(invoke("analyze", path, "--hw", "v100"))
+    assert "cannot read file" in line
+
+
+def test_unknown_hardware_suggests_the_closest(invoke, tmp_path):
+    result, _ = run_model(invoke, tmp_path, GOOD)
+    result = invoke("analyze", tmp_path / "model.yaml", "--hw", "a100-sxm4-8gb")
+    line = one_error_line(result)
+    assert "unknown hardware 'a100-sxm4-8gb'; did you mean a100-sxm4-80gb" in line
+
+
+def test_dtype_the_hardware_lacks(invoke, tmp_path):
+    result, _ = run_model(invoke, tmp_path, GOOD, "--dtype", "bf16")
+    line = one_error_line(result)
+    assert "v100-sxm2-16gb has no bf16 peak" in line
+
+
+def test_unknown_dtype_option(invoke, tmp_path):
+    result, _ = run_model(invoke, tmp_path, GOOD, "--dtype", "fp12")
+    assert result.exit_code == 2
+    assert "Invalid value for '--dtype'" in result.stderr
+
+
+def test_bad_batch_option(invoke, tmp_path):
+    result, _ = run_model(invoke, tmp_path, GOOD, "--batch", "-3")
+    assert result.exit_code == 2
+    assert "Invalid value for '--batch'" in result.stderr
+
+
+def test_broken_hardware_file_given_by_path(invoke, tmp_path):
+    hw = tmp_path / "mine.yaml"
+    hw.write_text("name: mine\nkind: gpu\n")
+    result, _ = run_model(invoke, tmp_path, GOOD)
+    line = one_error_line(invoke("analyze", tmp_path / "model.yaml", "--hw", hw))
+    assert f"{hw}: vendor: missing required field" in line
