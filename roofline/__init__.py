@@ -3,27 +3,37 @@
 Which GEMMs of a network are memory-bound on a device, which dimensions miss Tensor-Core
 alignment, what batch makes a layer compute-bound, and what a machine actually delivers.
 
-Importing this package imports neither numpy, matplotlib nor any GPU library.
+The public names below are imported on first use (PEP 562), so ``import roofline`` and
+``roofline --help`` stay fast; neither numpy, matplotlib nor any GPU library is imported.
 """
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-from .analysis import GemmResult, Report, analyze, analyze_gemm  # noqa: E402
-from .api import analyze_model  # noqa: E402
-from .database import list_hardware, load_hardware, user_hwdb_dir  # noqa: E402
-from .errors import (  # noqa: E402
-    InputError,
-    RooflineError,
-    UnknownHardwareError,
-    UnsupportedDtypeError,
-)
-from .gemm import Gemm, gemm_bytes, gemm_flops, gemm_intensity  # noqa: E402
-from .hardware import HardwareSpec  # noqa: E402
-from .network import Linear, Network, load_network, network_from_yaml  # noqa: E402
+_EXPORTS = {
+    "analysis": ("GemmResult", "Report", "analyze", "analyze_gemm"),
+    "api": ("analyze_model",),
+    "database": ("list_hardware", "load_hardware", "user_hwdb_dir"),
+    "errors": ("InputError", "RooflineError", "UnknownHardwareError", "UnsupportedDtypeError"),
+    "gemm": ("Gemm", "gemm_bytes", "gemm_flops", "gemm_intensity"),
+    "hardware": ("HardwareSpec",),
+    "network": ("Linear", "Network", "load_network", "network_from_yaml"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = [
-    "Gemm", "GemmResult", "HardwareSpec", "InputError", "Linear", "Network", "Report",
-    "RooflineError", "UnknownHardwareError", "UnsupportedDtypeError", "__version__",
-    "analyze", "analyze_gemm", "analyze_model", "gemm_bytes", "gemm_flops", "gemm_intensity",
-    "list_hardware", "load_hardware", "load_network", "network_from_yaml", "user_hwdb_dir",
-]
+__all__ = sorted(_WHERE) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'roofline' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -33,7 +33,28 @@ def seconds(value: float) -> str:
 
 
 def to_json(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=False)
+    """JSON with one line per top-level key and per item of a list of objects.
+
+    Readable, and fast: each line goes through the C encoder, which ``indent=`` would disable
+    (a 10,000-layer report took 2.7 s with ``indent=2``).
+    """
+    if isinstance(data, list):
+        return _json_items(data, "")
+    if not isinstance(data, dict):
+        return json.dumps(data)
+    parts = []
+    for key, value in data.items():
+        is_table = isinstance(value, list) and value and isinstance(value[0], dict)
+        text = _json_items(value, "  ") if is_table else json.dumps(value)
+        parts.append(f"  {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}"
+
+
+def _json_items(items: list, indent: str) -> str:
+    if not items:
+        return "[]"
+    inner = ",\n".join(f"{indent}  {json.dumps(item)}" for item in items)
+    return f"[\n{inner}\n{indent}]"
 
 
 def report_json(report: Report) -> str:
