@@ -79,15 +79,12 @@ def _user_files(folder: Path) -> list[tuple[Path, str]]:
 @lru_cache(maxsize=4)
 def _catalog(user_dir: str) -> Catalog:
     entries: dict[str, HardwareSpec] = {}
+    aliases: dict[str, str] = {}
     for path, location in _bundled_files() + _user_files(Path(user_dir)):
         spec = load_entry_file(path, location)
         entries[spec.name] = spec  # user entries come last and override bundled ones
-    aliases: dict[str, str] = {}
-    for spec in entries.values():
-        for alias in spec.aliases:
-            if alias not in entries:
-                aliases[alias] = spec.name
-    return Catalog(entries, aliases)
+        aliases.update(dict.fromkeys(spec.aliases, spec.name))  # an override keeps old aliases
+    return Catalog(entries, {a: n for a, n in aliases.items() if a not in entries})
 
 
 def catalog() -> Catalog:

@@ -1,0 +1,177 @@
+"""Every bundled entry through the loader and the sanity rules; user entries and loader errors."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from roofline import InputError, UnknownHardwareError, database, list_hardware, load_hardware
+
+HWDB = Path(__file__).parent.parent / "hwdb"
+FILES = sorted(HWDB.rglob("*.yaml"))
+NAMES = [p.stem for p in FILES]
+
+# Peak bandwidth one device of each memory type can plausibly reach, GB/s (generous bounds:
+# GDDR6 at 384 bit x 20 Gb/s = 960; HBM2 5 stacks x 410 = 2050; HBM2e 5 x 461 = 2300 (A100
+# 80GB: 2039); HBM3 5-6 stacks x 819 = 4100; HBM3e 6 x 1229 = 7400).
+MAX_GBS = {"GDDR6": 960, "HBM2": 2050, "HBM2e": 2400, "HBM3": 4100, "HBM3e": 7400}
+
+
+@pytest.mark.parametrize("path", FILES, ids=NAMES)
+def test_entry_loads_and_is_named_after_its_file(path):
+    spec = load_hardware(path.stem)
+    assert spec.name == path.stem
+    assert spec.location == "bundled"
+    assert all(s.url and s.url.startswith("https://") for s in spec.sources)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ridge_points_are_plausible(name):
+    spec = load_hardware(name)
+    low, high = (50, 700) if spec.kind == "gpu" else (5, 200)
+    main = "fp16" if spec.kind == "gpu" else "fp32"
+    assert low <= spec.ridge(main) <= high, spec.ridge(main)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_matrix_engine_peaks_are_not_below_vector_peaks(name):
+    raw = load_hardware(name).raw
+    for dtype, vector in raw.get("vector_tflops", {}).items():
+        if dtype in raw["peak_tflops"]:
+            assert raw["peak_tflops"][dtype] >= vector
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sparse_figures_are_about_twice_dense_and_never_the_peak(name):
+    raw = load_hardware(name).raw
+    for dtype, sparse in raw.get("sparse_tflops", {}).items():
+        dense = raw["peak_tflops"][dtype]
+        assert sparse == pytest.approx(2 * dense, rel=0.03)  # L40S prints 362.05 / 733
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bandwidth_below_what_the_memory_allows(name):
+    spec = load_hardware(name)
+    memory = spec.raw["memory"]["type"]
+    if spec.kind == "gpu":
+        assert spec.bandwidth_gbs <= MAX_GBS[memory]
+    else:
+        # DDRx-<MT/s>: at most 12 channels per socket x MT/s x 8 B
+        transfers = int(re.fullmatch(r"DDR[45]-(\d+)", memory).group(1))
+        assert spec.bandwidth_gbs <= spec.raw["cpu"]["sockets"] * 12 * transfers * 8 / 1000
+
+
+@pytest.mark.parametrize("name", [n for n, p in zip(NAMES, FILES) if p.parent.name == "cpu"])
+def test_cpu_fp32_peak_follows_from_cores_clock_and_simd(name):
+    cpu = load_hardware(name).raw["cpu"]
+    fp32 = load_hardware(name).raw.get("vector_tflops", load_hardware(name).peak_tflops)["fp32"]
+    derived = (cpu["sockets"] * cpu["cores_per_socket"] * cpu["clock_ghz"] * cpu["fma_units"]
+               * cpu["simd_bits"] / 32 * 2 / 1000)
+    assert fp32 == pytest.approx(derived, rel=0.02)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_alignment_only_for_dtypes_with_a_peak(name):
+    spec = load_hardware(name)
+    assert set(spec.alignment) <= set(spec.peak_tflops)
+
+
+def test_aliases_are_unique_and_resolve():
+    seen = {}
+    for spec in list_hardware():
+        for alias in spec.aliases:
+            assert alias not in seen and alias not in NAMES
+            seen[alias] = spec.name
+    assert load_hardware("v100").name == "v100-sxm2-16gb"
+    assert load_hardware("A100").name == "a100-sxm4-80gb"
+    assert load_hardware("8180").name == "xeon-platinum-8180"
+
+
+def test_list_filters_by_kind():
+    assert {s.kind for s in list_hardware("gpu")} == {"gpu"}
+    assert len(list_hardware("cpu")) + len(list_hardware("gpu")) == len(FILES)
+
+
+def test_unknown_name_lists_close_matches():
+    with pytest.raises(UnknownHardwareError, match="did you mean h100-sxm5-80gb"):
+        load_hardware("h100-sxm5")
+
+
+def _user_entry(folder: Path, name: str, **changes) -> Path:
+    data = yaml.safe_load((HWDB / "gpu" / "v100-sxm2-16gb.yaml").read_text())
+    data.update(name=name, aliases=[], **changes)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_user_entry_is_added_and_says_where_it_came_from(isolated_user_hwdb):
+    _user_entry(isolated_user_hwdb, "my-gpu", bandwidth_gbs=1000.0)
+    database.clear_cache()
+    spec = load_hardware("my-gpu")
+    assert spec.bandwidth_gbs == 1000.0
+    assert spec.location.startswith("user (")
+
+
+def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
+    _user_entry(isolated_user_hwdb, "v100-sxm2-16gb", bandwidth_gbs=800.0)
+    database.clear_cache()
+    assert load_hardware("v100-sxm2-16gb").bandwidth_gbs == 800.0
+    assert load_hardware("v100").bandwidth_gbs == 800.0  # alias of the bundled entry still works
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"bandwidth_gbs": -3}, "bandwidth_gbs: expected a positive number, got -3"),
+    ({"peak_tflops": {"fp17": 3}}, "peak_tflops.fp17: unknown field"),
+    ({"kind": "tpu"}, "kind: expected one of gpu, cpu, got 'tpu'"),
+    ({"sources": []}, "sources: expected at least one source"),
+    ({"sources": [{"title": "x", "url": "ftp://x", "covers": []}]},
+     "sources[0].url: expected an http(s) URL"),
+    ({"sources": [{"title": "x", "url": "https://x", "covers": ["gpu"]}]},
+     "peak_tflops: no entry in 'sources' covers this figure"),
+    ({"alignment": {"fp16": {"multiple": 8, "preferred": 60}}},
+     "alignment.fp16.preferred: expected a multiple of 8, got 60"),
+    ({"gpu": {"boost_clock_ghz": 1.5}}, "gpu.sms: missing required field"),
+])
+def test_broken_user_entry_gives_one_line_naming_file_and_field(isolated_user_hwdb, change,
+                                                                message):
+    path = _user_entry(isolated_user_hwdb, "broken", **change)
+    database.clear_cache()
+    with pytest.raises(InputError) as info:
+        load_hardware("anything")
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_user_entry_name_must_match_its_file(isolated_user_hwdb):
+    path = _user_entry(isolated_user_hwdb, "one")
+    path.rename(isolated_user_hwdb / "two.yaml")
+    database.clear_cache()
+    with pytest.raises(InputError, match="name: must equal the file name stem 'two'"):
+        list_hardware()
+
+
+def test_hw_show_cli_lists_sources_and_ridge(invoke):
+    result = invoke("hw", "show", "a100")
+    assert result.exit_code == 0
+    assert "ridge FLOP/B" in result.stdout and "153.0" in result.stdout
+    assert "https://" in result.stdout and "from: bundled" in result.stdout
+
+
+def test_hw_list_json_contract(invoke):
+    import json
+
+    data = json.loads(invoke("hw", "list", "--format", "json", "--kind", "gpu").stdout)
+    assert {d["kind"] for d in data} == {"gpu"}
+    for entry in data:
+        assert {"name", "kind", "peak_tflops", "bandwidth_gbs"} <= set(entry)
+
+
+def test_hw_show_unknown_exits_2(invoke):
+    result = invoke("hw", "show", "a100-sxm4-8gb")
+    assert result.exit_code == 2
+    assert "did you mean a100-sxm4-80gb" in result.stderr

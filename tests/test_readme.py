@@ -1,0 +1,23 @@
+"""The README stays true: its hardware table is generated from hwdb/, its quick start is what CI runs."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+README = ROOT / "README.md"
+
+
+def test_readme_hardware_table_is_current():
+    expected_readme = runpy.run_path(str(ROOT / "tools" / "update_readme.py"))["expected_readme"]
+    text = README.read_text(encoding="utf-8")
+    assert expected_readme(text) == text, "run: python tools/update_readme.py"
+
+
+def test_ci_runs_the_readme_test_command():
+    quick_start = README.read_text(encoding="utf-8").split("```sh")[1].split("```")[0]
+    lines = [line for line in quick_start.strip().splitlines() if line]
+    assert len(lines) == 2
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert lines[1] in ci
