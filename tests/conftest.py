@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from click.testing import CliRunner
 
 from roofline import database
+
+
+def pytest_configure(config):
+    if importlib.util.find_spec("roofline.hwdb") is None:
+        raise pytest.UsageError(
+            "roofline.hwdb (the bundled hardware entries) is not importable: the source tree's "
+            "roofline/ shadows the installed package. Run `.venv/bin/pytest` rather than "
+            "`python -m pytest`, or install with `pip install -e .`.")
 
 
 @pytest.fixture(autouse=True)
