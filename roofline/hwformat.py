@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from .dtypes import DTYPES
 from .format import to_json
 from .hardware import HardwareSpec
@@ -76,7 +78,7 @@ def hardware_detail(spec: HardwareSpec) -> str:
         lines.append(f"  [{i}] {source.title}")
         lines.append(f"      {source.url or source.command}")
         lines.append(f"      covers: {', '.join(source.covers)}")
-    lines += ["", "notes: " + " ".join(spec.notes.split())]
+    lines += ["", *textwrap.wrap("notes: " + " ".join(spec.notes.split()), width=100)]
     return "\n".join(lines) + "\n"
 
 
