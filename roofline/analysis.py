@@ -88,6 +88,16 @@ class Report:
 
         return report_html(self)
 
+    def plot(self, ax: Any = None, **options: Any) -> Any:
+        """Draw the roofline chart (``roofline.plot.plot_roofline``) and return the Axes.
+
+        Without ``ax`` the chart gets a figure of its own, which Jupyter shows inline as
+        ``report.plot().figure``; pyplot is never touched.
+        """
+        from .plot import plot_roofline
+
+        return plot_roofline(self, ax=ax, **options)
+
 
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec) -> GemmResult:
     """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype."""

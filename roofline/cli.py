@@ -74,6 +74,10 @@ def analyze(model: Path, hardware: tuple[str, ...], batch: int | None, dtype: st
     """
     from .api import analyze_model
 
+    if plot is not None:
+        from .plot import check_plot_path
+
+        check_plot_path(plot)  # a bad extension fails before any analysis work
     reports = [analyze_model(model, hw, batch=batch, dtype=dtype, mode=mode) for hw in hardware]
     click.echo(_render_reports(reports, fmt), nl=False)
     if plot is not None:

@@ -28,3 +28,7 @@ class UnknownHardwareError(RooflineError):
 
 class UnsupportedDtypeError(RooflineError):
     """The dtype is unknown, or the hardware has no peak for it."""
+
+
+class PlotError(RooflineError):
+    """A chart cannot be drawn or written (an unsupported file extension, a missing folder)."""

@@ -142,18 +142,25 @@ def report_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _html_cell(tag: str, text: str, column: int) -> str:
+    align = "left" if column in {0, 1, 2, 9, 12} else "right"
+    return f'<{tag} style="text-align:{align}">{html.escape(text)}</{tag}>'
+
+
 def report_html(report: Report) -> str:
-    """An HTML table for Jupyter (``Report._repr_html_``); memory-bound rows shaded."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in _COLUMNS)
+    """An HTML table for Jupyter (``Report._repr_html_``): numbers right-aligned, memory-bound
+    rows shaded (with dark text, so dark themes stay readable), warnings and advice below."""
+    head = "".join(_html_cell("th", c, i) for i, c in enumerate(_COLUMNS))
     body = []
     for result in report.results:
-        style = ' style="background:#fde0dc"' if result.bound == "memory" else ""
-        cells = "".join(f"<td>{html.escape(c)}</td>" for c in _row(report, result))
+        style = ' style="background:#fde0dc;color:#000"' if result.bound == "memory" else ""
+        cells = "".join(_html_cell("td", c, i) for i, c in enumerate(_row(report, result)))
         body.append(f"<tr{style}>{cells}</tr>")
     notes = "".join(f"<li>{html.escape(n.strip())}</li>" for n in _notes(report))
-    return (f"<p>{html.escape(_header(report)).replace(chr(10), '<br>')}</p>"
+    shaded = " (shaded rows: memory-bound)" if "memory" in {r.bound for r in report.results} else ""
+    return (f"<p><b>{html.escape(_header(report)).replace(chr(10), '</b><br>', 1)}</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-            f"<p>{html.escape(_totals_line(report))}</p>"
+            f"<p>{html.escape(_totals_line(report))}{shaded}</p>"
             + (f"<ul>{notes}</ul>" if notes else ""))
 
 

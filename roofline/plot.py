@@ -1,0 +1,568 @@
+"""Roofline charts: Reports drawn on a matplotlib Axes, and written to PNG, SVG or PDF.
+
+Every function takes result objects and an optional ``ax`` and returns the Axes. matplotlib is
+imported inside the functions, so ``import roofline`` stays light, and nothing here touches
+pyplot: a chart drawn without an ``ax`` gets a ``matplotlib.figure.Figure`` of its own (a
+``RooflineFigure``, which Jupyter shows inline as PNG), so it renders headless with Agg and is
+freed like any other object.
+
+Units: arithmetic intensity in FLOP/byte on x, throughput in TFLOP/s (10^12 FLOP/s) on y, both
+log scale; a memory slope of B GB/s is the line y = x * B / 1000. Every drawn element carries a
+``gid`` (``"roof-compute:a100-sxm4-80gb:fp16"``, ``"points-memory:v100-sxm2-16gb"``...) so
+tests and users can find it again.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import PlotError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from .analysis import Report
+
+PLOT_FORMATS = ("png", "svg", "pdf")
+BOUND_COLORS = {"memory": "#d62728", "compute": "#1f77b4"}
+HARDWARE_COLORS = ("#222222", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
+MARKERS = ("o", "s", "^", "D", "v", "P")
+LABEL_SIZE = 8
+_SAVE_METADATA = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One roofline in chart units: a compute ceiling over a memory slope."""
+
+    peak_tflops: float
+    bandwidth_gbs: float
+
+    @property
+    def ridge(self) -> float:
+        """Where the slope meets the ceiling, in FLOP/B: ``peak * 1e12 / (bandwidth * 1e9)``."""
+        return self.peak_tflops * 1e3 / self.bandwidth_gbs
+
+    def slope_at(self, intensity: float) -> float:
+        """TFLOP/s the memory slope allows at ``intensity`` FLOP/B."""
+        return intensity * self.bandwidth_gbs / 1e3
+
+
+def main_roof(report: Report) -> Roof:
+    """The roof the report was analyzed against (measured figures for a measured entry)."""
+    return Roof(report.peak_flops_per_s / 1e12, report.bandwidth_bytes_per_s / 1e9)
+
+
+def datasheet_roof(report: Report) -> Roof | None:
+    """For a measured entry, the theoretical roof stored beside it (``theoretical:``); else None.
+
+    A missing theoretical peak or bandwidth falls back to the measured one.
+    """
+    spec = report.hardware
+    theory = spec.raw.get("theoretical")
+    if spec.origin != "measured" or not isinstance(theory, dict):
+        return None
+    peaks = theory.get("peak_tflops")
+    peak = peaks.get(report.dtype) if isinstance(peaks, dict) else None
+    bandwidth = theory.get("bandwidth_gbs")
+    if isinstance(bandwidth, dict):
+        bandwidth = bandwidth.get("dram")
+    if not _positive(peak) and not _positive(bandwidth):
+        return None
+    measured = main_roof(report)
+    return Roof(float(peak) if _positive(peak) else measured.peak_tflops,
+                float(bandwidth) if _positive(bandwidth) else measured.bandwidth_gbs)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def other_ceilings(report: Report) -> list[tuple[str, float]]:
+    """The entry's other dtypes' peaks (TFLOP/s), dtypes with equal peaks grouped:
+    ``[("fp64, fp32", 19.5), ("tf32", 156.0), ("int8", 624.0)]`` for an fp16 A100 report."""
+    spec = report.hardware
+    main = spec.peak_tflops[report.dtype]
+    groups: dict[float, list[str]] = {}
+    for dtype in spec.dtypes:
+        if spec.peak_tflops[dtype] != main:
+            groups.setdefault(spec.peak_tflops[dtype], []).append(dtype)
+    return [(", ".join(names), peak) for peak, names in groups.items()]
+
+
+def _main_dtypes(report: Report) -> str:
+    """The report's dtype, with the dtypes sharing its peak: ``"fp16 (= bf16)"``."""
+    spec = report.hardware
+    same = [d for d in spec.dtypes
+            if d != report.dtype and spec.peak_tflops[d] == spec.peak_tflops[report.dtype]]
+    return report.dtype + (f" (= {', '.join(same)})" if same else "")
+
+
+def compact_names(names: Sequence[str], limit: int = 4) -> str:
+    """One label for coincident GEMMs: ``MM1,MM5``; runs of three or more become ``MM2-MM4``;
+    past ``limit`` pieces the rest is counted: ``MM1,MM3,MM5,MM7,+4``."""
+    numbers = [re.fullmatch(r"MM(\d+)", n) for n in names]
+    if not all(numbers):
+        pieces = list(names)
+    else:
+        pieces = _runs(sorted(int(m.group(1)) for m in numbers if m))
+    if len(pieces) > limit:
+        hidden = len(pieces) - limit + 1
+        pieces = pieces[:limit - 1] + [f"+{hidden}"]
+    return ",".join(pieces)
+
+
+def _runs(numbers: list[int]) -> list[str]:
+    """``[1, 2, 3, 5]`` -> ``["MM1-MM3", "MM5"]``: runs of three or more shortened."""
+    pieces: list[str] = []
+    start = prev = numbers[0]
+    for value in numbers[1:] + [None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        if prev - start >= 2:
+            pieces.append(f"MM{start}-MM{prev}")
+        else:
+            pieces += [f"MM{i}" for i in range(start, prev + 1)]
+        start = prev = value if value is not None else prev
+    return pieces
+
+
+def point_groups(report: Report) -> list[tuple[float, float, str]]:
+    """``(intensity FLOP/B, attainable TFLOP/s, label)`` per distinct point, coincident GEMMs
+    sharing one label, sorted by intensity then attainable."""
+    groups: dict[tuple[float, float], tuple[float, float, list[str]]] = {}
+    for result in report.results:
+        x, y = result.gemm.intensity, result.attainable_flops_per_s / 1e12
+        key = (round(math.log10(x), 9), round(math.log10(y), 9))
+        groups.setdefault(key, (x, y, []))[2].append(result.gemm.name)
+    return sorted((x, y, compact_names(names)) for x, y, names in groups.values())
+
+
+@functools.cache
+def _figure_class() -> type:
+    from matplotlib.figure import Figure
+
+    class RooflineFigure(Figure):
+        """A pyplot-free Figure that Jupyter displays inline (as PNG)."""
+
+        def _repr_png_(self) -> bytes:
+            import io
+
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png", bbox_inches="tight")
+            return buffer.getvalue()
+
+    return RooflineFigure
+
+
+def new_axes(figsize: tuple[float, float] = (10.0, 5.5)) -> Axes:
+    """An Axes on a new RooflineFigure, room on the right for the legend; pyplot untouched."""
+    figure = _figure_class()(figsize=figsize, dpi=100)
+    return figure.add_axes((0.08, 0.1, 0.6, 0.82))
+
+
+def _as_list(reports: Report | Sequence[Report]) -> list[Report]:
+    items = [reports] if hasattr(reports, "results") else list(reports)
+    if not items:
+        raise PlotError("nothing to plot: no report given")
+    return items
+
+
+def _nice_below(value: float) -> float:
+    """The largest of 1, 2, 5 x 10^k at or below ``value``."""
+    decade = 10.0 ** math.floor(math.log10(value))
+    return max(step * decade for step in (1, 2, 5) if step * decade <= value * (1 + 1e-12))
+
+
+def _nice_above(value: float) -> float:
+    """The smallest of 1, 2, 5 x 10^k at or above ``value``."""
+    decade = 10.0 ** math.floor(math.log10(value))
+    return min(step * decade for step in (1, 2, 5, 10) if step * decade >= value * (1 - 1e-12))
+
+
+def chart_limits(reports: Sequence[Report], other_dtypes: bool) -> tuple[tuple, tuple]:
+    """x (FLOP/B) and y (TFLOP/s) ranges, at 1-2-5 steps, holding every point, ridge and ceiling
+    drawn, with room (a factor of 2 or more) around the points for their labels."""
+    roofs = [main_roof(r) for r in reports] + [d for d in map(datasheet_roof, reports) if d]
+    points = [(x, y) for r in reports for x, y, _ in point_groups(r)]
+    xs = [x for x, _ in points] + [roof.ridge for roof in roofs]
+    x_range = (_nice_below(min(xs) / 2), _nice_above(max(xs) * 2))
+    ceilings = [roof.peak_tflops for roof in roofs]
+    if other_dtypes:
+        ceilings += [peak for r in reports for _, peak in other_ceilings(r)]
+    lows = [y / 2.5 for _, y in points] + [roof.slope_at(x_range[0]) / 1.2 for roof in roofs]
+    lows += [peak / 1.2 for peak in ceilings]
+    links = [r.hardware.host_link_gbs for r in reports if r.hardware.host_link_gbs]
+    lows += [min(x_range[1] * gbs / 1e3, max(ceilings)) / 1.5 for gbs in links]  # its right end
+    return x_range, (_nice_below(min(lows)), _nice_above(max(ceilings) * 1.5))
+
+
+def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
+                  other_dtypes: bool | None = None, host_link: bool = True,
+                  labels: bool = True) -> Axes:
+    """Draw one Report, or several (one per hardware entry, to compare), on ``ax``.
+
+    Each entry gets its roof (the memory slope up to the ridge, marked, then the compute
+    ceiling of the report's dtype), lighter ceilings for its other dtypes (``other_dtypes``;
+    by default only when one report is drawn), its host-link slope when the entry has one
+    (dotted), and for a measured entry the datasheet roof (dash-dot) beside the measured one.
+    Each GEMM is a point coloured by bound, labelled with its name; coincident GEMMs share
+    one label (``MM1,MM5``) and labels are moved apart so none overlaps another. Returns the
+    Axes; without ``ax`` a new figure is made (see ``new_axes``).
+    """
+    items = _as_list(reports)
+    ax = ax if ax is not None else new_axes()
+    other_dtypes = len(items) == 1 if other_dtypes is None else other_dtypes
+    xlim, ylim = chart_limits(items, other_dtypes)
+    _setup_axes(ax, xlim, ylim, _title(items))
+    placer = _Placer(ax)
+    for report in items:
+        _block_markers(placer, report, ylim[0])
+    for index, report in enumerate(items):
+        color = HARDWARE_COLORS[index % len(HARDWARE_COLORS)]
+        _draw_roofs(ax, report, color, other_dtypes, host_link, placer)
+    for index, report in enumerate(items):
+        suffix = f" ({report.hardware.name})" if len(items) > 1 else ""
+        _draw_points(ax, report, MARKERS[index % len(MARKERS)], suffix)
+    if labels:
+        for index, report in enumerate(items):
+            color = HARDWARE_COLORS[index % len(HARDWARE_COLORS)] if len(items) > 1 else "0.15"
+            _label_points(ax, report, color, placer)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=LABEL_SIZE, frameon=False)
+    return ax
+
+
+def _title(reports: Sequence[Report]) -> str:
+    first = reports[0].network
+    names = list(dict.fromkeys(r.network.name for r in reports))
+    hardware = " vs ".join(dict.fromkeys(r.hardware.name for r in reports))
+    dtypes = ", ".join(dict.fromkeys(r.dtype for r in reports))
+    batches = ", ".join(dict.fromkeys(str(r.network.batch) for r in reports))
+    return (f"{' / '.join(names)} on {hardware}\n"
+            f"{dtypes}, batch {batches}, {first.mode}")
+
+
+def _setup_axes(ax: Axes, xlim: tuple, ylim: tuple, title: str) -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    plain = FuncFormatter(lambda value, _pos: f"{value:g}")
+    for axis, (low, high) in ((ax.xaxis, xlim), (ax.yaxis, ylim)):
+        if high / low <= 1e3:  # a short range gets ticks at 1, 2, 5 x 10^k too
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable throughput (TFLOP/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", alpha=0.08)
+
+
+def _block_markers(placer: _Placer, report: Report, y0: float) -> None:
+    """Keep every label off the report's points, its ridge marker and its ridge line."""
+    for x, y, _ in point_groups(report):
+        placer.block(x, y, 5.0)
+    roof = main_roof(report)
+    placer.block(roof.ridge, roof.peak_tflops, 5.0)
+    placer.block_vertical(roof.ridge, y0, roof.peak_tflops)
+
+
+def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
+    hw = report.hardware.name
+    for which in ("memory", "compute"):
+        chosen = [r for r in report.results if r.bound == which]
+        if not chosen:
+            continue
+        xs = [r.gemm.intensity for r in chosen]
+        ys = [r.attainable_flops_per_s / 1e12 for r in chosen]
+        ax.scatter(xs, ys, s=40, marker=marker, color=BOUND_COLORS[which], zorder=6,
+                   edgecolors="white", linewidths=0.6, gid=f"points-{which}:{hw}",
+                   label=f"{which}-bound GEMMs{suffix}")
+
+
+def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_link: bool,
+                placer: _Placer) -> None:
+    hw, roof = report.hardware.name, main_roof(report)
+    measured = report.hardware.origin == "measured"
+    kind = " measured" if measured else ""
+    label = (f"{hw}{kind}: {_main_dtypes(report)} {roof.peak_tflops:g} TFLOP/s, "
+             f"{roof.bandwidth_gbs:g} GB/s")
+    _draw_roof(ax, roof, ("roof", hw, report.dtype), label, dict(color=color, lw=2.0))
+    _mark_ridge(ax, roof, hw, color, placer)
+    _ceiling_text(ax, roof.peak_tflops, f"{report.dtype} {roof.peak_tflops:g}", color, placer)
+    sheet = datasheet_roof(report)
+    if sheet is not None:
+        _draw_roof(ax, sheet, ("datasheet", hw, report.dtype),
+                   f"{hw} datasheet: {sheet.peak_tflops:g} TFLOP/s, {sheet.bandwidth_gbs:g} GB/s",
+                   dict(color=color, lw=1.2, ls="-.", alpha=0.6))
+    if other_dtypes:
+        _draw_other_ceilings(ax, report, roof, color, placer)
+    if host_link and report.hardware.host_link_gbs:
+        _draw_host_link(ax, report, roof, color)
+
+
+def _draw_roof(ax: Axes, roof: Roof, names: tuple[str, str, str], label: str,
+               style: dict) -> None:
+    """The memory slope from the left edge to the ridge, then the ceiling to the right edge.
+
+    ``names`` = (kind, hardware, dtype) give the gids ``kind-memory:hw`` and
+    ``kind-compute:hw:dtype``."""
+    kind, hw, dtype = names
+    x0, x1 = ax.get_xlim()
+    ridge, peak = roof.ridge, roof.peak_tflops
+    ax.plot([x0, ridge], [roof.slope_at(x0), peak], gid=f"{kind}-memory:{hw}",
+            label="_nolegend_", **style)
+    ax.plot([ridge, x1], [peak, peak], gid=f"{kind}-compute:{hw}:{dtype}", label=label, **style)
+
+
+def _mark_ridge(ax: Axes, roof: Roof, hw: str, color: str, placer: _Placer) -> None:
+    y0 = ax.get_ylim()[0]
+    ax.plot([roof.ridge], [roof.peak_tflops], ls="none", marker="D", ms=5, mfc="white",
+            mec=color, mew=1.2, zorder=5, gid=f"ridge:{hw}", label="_nolegend_")
+    ax.plot([roof.ridge, roof.ridge], [y0, roof.peak_tflops], ls=":", lw=0.8, color=color,
+            alpha=0.7, gid=f"ridge-line:{hw}", label="_nolegend_")
+    text = f"ridge {roof.ridge:.3g} FLOP/B"
+    w, h = placer.text_size(text, LABEL_SIZE - 1)
+    dx, dy = placer.place(roof.ridge, y0, (h, w), _ridge_offsets(w, h))
+    ax.annotate(text, (roof.ridge, y0), xytext=placer.to_points(dx, dy),
+                textcoords="offset points", rotation=90, ha="left", va="bottom",
+                fontsize=LABEL_SIZE - 1, color=color, gid=f"ridge-label:{hw}")
+
+
+def _ridge_offsets(w: float, h: float) -> list[tuple[float, float]]:
+    """Left of the ridge line at the bottom, else right of it, else higher up."""
+    return [(-h - 2, 3 + j * (w / 2)) if side == 0 else (2, 3 + j * (w / 2))
+            for j in range(6) for side in (0, 1)]
+
+
+def _ceiling_text(ax: Axes, peak: float, text: str, color: str, placer: _Placer,
+                  alpha: float = 1.0) -> None:
+    """``text`` just above the right end of a ceiling (or just below if that is taken)."""
+    x1 = ax.get_xlim()[1]
+    w, h = placer.text_size(text, LABEL_SIZE - 1)
+    offsets = [(-w - 4, 2), (-w - 4, -h - 2)] + [(-w - 4 - j * w, 2) for j in range(1, 6)]
+    dx, dy = placer.place(x1, peak, (w, h), offsets)
+    ax.annotate(text, (x1, peak), xytext=placer.to_points(dx, dy), textcoords="offset points",
+                ha="left", va="bottom", fontsize=LABEL_SIZE - 1, color=color, alpha=alpha,
+                gid=f"ceiling-label:{text}")
+
+
+def _draw_other_ceilings(ax: Axes, report: Report, roof: Roof, color: str,
+                         placer: _Placer) -> None:
+    """Lighter dashed ceilings of the entry's other dtypes, each from its own ridge."""
+    x0, x1 = ax.get_xlim()
+    hw = report.hardware.name
+    for index, (dtypes, peak) in enumerate(other_ceilings(report)):
+        start = max(x0, peak * 1e3 / roof.bandwidth_gbs)
+        ax.plot([start, x1], [peak, peak], ls="--", lw=1.0, color=color, alpha=0.35,
+                gid=f"dtype-ceiling:{hw}:{dtypes.replace(' ', '')}",
+                label=f"{hw}: other dtypes" if index == 0 else "_nolegend_")
+        _ceiling_text(ax, peak, f"{dtypes} {peak:g}", color, placer, alpha=0.6)
+
+
+def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
+    """The slope data streamed over the host link would follow, up to the compute ceiling."""
+    gbs = report.hardware.host_link_gbs
+    link = report.hardware.raw.get("host_link", {})
+    name = {"pcie": "PCIe", "nvlink": "NVLink"}.get(link.get("type"), "host link")
+    if link.get("generation"):
+        name += f" {link['generation']}"
+    x0, x1 = ax.get_xlim()
+    end = min(x1, roof.peak_tflops * 1e3 / gbs)
+    ax.plot([x0, end], [x0 * gbs / 1e3, end * gbs / 1e3], ls=":", lw=1.2, color=color,
+            alpha=0.8, gid=f"host-link:{report.hardware.name}",
+            label=f"{report.hardware.name}: host link ({name}) {gbs:g} GB/s")
+
+
+def _label_points(ax: Axes, report: Report, color: str, placer: _Placer) -> None:
+    hw = report.hardware.name
+    for x, y, text in point_groups(report):
+        w, h = placer.text_size(text, LABEL_SIZE)
+        dx, dy = placer.place(x, y, (w, h), _label_offsets(w, h))
+        far = abs(dy) > h + 6 or abs(dx) > w + 6
+        arrow = dict(arrowstyle="-", color="0.5", lw=0.6, shrinkA=0, shrinkB=4) if far else None
+        ax.annotate(text, (x, y), xytext=placer.to_points(dx, dy), textcoords="offset points",
+                    ha="left", va="bottom", fontsize=LABEL_SIZE, color=color, zorder=7,
+                    arrowprops=arrow, gid=f"label:{hw}",
+                    bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.75))
+
+
+def _label_offsets(w: float, h: float, gap: float = 6.0) -> list[tuple[float, float]]:
+    """Candidate lower-left corners (pixels from the point): the four corners first, then
+    further up or down in steps of a line, and further left or right."""
+    offsets = []
+    for j in range(16):
+        lift = j * (h + 2)
+        for dx in (gap, -w - gap, -w / 2):
+            offsets += [(dx, gap + lift), (dx, -h - gap - lift)]
+    return offsets
+
+
+class _Placer:
+    """First-fit placement of text boxes, in display pixels: a box is taken by the first
+    candidate offset that stays inside the Axes and overlaps nothing placed or blocked before;
+    if none does, the inside candidate overlapping the fewest boxes (else the first candidate).
+    Deterministic: no randomness, no renderer."""
+
+    def __init__(self, ax: Axes) -> None:
+        self.ax = ax
+        self.scale = ax.figure.dpi / 72.0
+        self.taken: list[tuple[float, float, float, float]] = []
+
+    def to_points(self, dx: float, dy: float) -> tuple[float, float]:
+        return dx / self.scale, dy / self.scale
+
+    def text_size(self, text: str, fontsize: float) -> tuple[float, float]:
+        """Width and height in pixels, a little generous (padding, line height)."""
+        width_pt = _text_width_pt(text, fontsize)
+        return (width_pt + 0.4 * fontsize) * self.scale, 1.45 * fontsize * self.scale
+
+    def block(self, x: float, y: float, radius: float) -> None:
+        """Keep text off a marker of ``radius`` pixels at data point (x, y)."""
+        px, py = self.ax.transData.transform((x, y))
+        self.taken.append((px - radius, py - radius, px + radius, py + radius))
+
+    def block_vertical(self, x: float, y0: float, y1: float) -> None:
+        """Keep text off a vertical line from (x, y0) to (x, y1)."""
+        (px, py0), (_, py1) = self.ax.transData.transform([(x, y0), (x, y1)])
+        self.taken.append((px - 1.0, py0, px + 1.0, py1))
+
+    def place(self, x: float, y: float, size: tuple[float, float],
+              offsets: list[tuple[float, float]]) -> tuple[float, float]:
+        px, py = self.ax.transData.transform((x, y))
+        w, h = size
+        frame = self.ax.bbox.extents
+        best, fewest = offsets[0], math.inf
+        for dx, dy in offsets:
+            box = (px + dx, py + dy, px + dx + w, py + dy + h)
+            if not _inside(box, frame):
+                continue
+            clashes = sum(_overlap(box, t) for t in self.taken)
+            if clashes == 0:
+                best = (dx, dy)
+                break
+            if clashes < fewest:
+                best, fewest = (dx, dy), clashes
+        dx, dy = best
+        self.taken.append((px + dx, py + dy, px + dx + w, py + dy + h))
+        return dx, dy
+
+
+def _inside(box: tuple, frame: Sequence[float]) -> bool:
+    return box[0] >= frame[0] and box[1] >= frame[1] and box[2] <= frame[2] and box[3] <= frame[3]
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@functools.lru_cache(maxsize=512)
+def _text_width_pt(text: str, fontsize: float) -> float:
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    width, _height, _descent = TextToPath().get_text_width_height_descent(
+        text, FontProperties(size=fontsize), ismath=False)
+    return width
+
+
+def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
+                     metric: str = "intensity") -> Axes:
+    """Per-GEMM arithmetic intensity (``metric="intensity"``, FLOP/B) or attainable throughput
+    (``"attainable"``, TFLOP/s) against batch size, from reports of one model on one entry at
+    several batches. GEMMs with identical curves share a line; the ridge (or the peak) is the
+    horizontal line that GEMMs cross to become compute-bound. Returns the Axes."""
+    items = sorted(_as_list(reports), key=lambda r: r.network.batch)
+    if metric not in ("intensity", "attainable"):
+        raise PlotError(f"unknown metric {metric!r}; choose intensity or attainable")
+    if len({r.hardware.name for r in items}) > 1 or len({r.dtype for r in items}) > 1:
+        raise PlotError("a batch sweep needs reports of one hardware entry and one dtype")
+    ax = ax if ax is not None else new_axes((9.0, 4.5))
+    batches = [r.network.batch for r in items]
+    series = _sweep_series(items, metric)
+    for index, (names, ys) in enumerate(series):
+        ax.plot(batches, ys, marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
+                label=compact_names(names), gid=f"sweep:{','.join(names)}")
+    values = [y for _, ys in series for y in ys]
+    _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)))
+    return ax
+
+
+def _sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[list[str], list]]:
+    """``(GEMM names, values per batch)``, GEMMs whose values coincide at every batch merged."""
+    def value(result) -> float:
+        if metric == "intensity":
+            return result.gemm.intensity
+        return result.attainable_flops_per_s / 1e12
+
+    series: dict[tuple, tuple[list[str], list[float]]] = {}
+    for position, result in enumerate(reports[0].results):
+        ys = [value(r.results[position]) for r in reports]
+        key = tuple(round(math.log10(y), 9) for y in ys)
+        series.setdefault(key, ([], ys))[0].append(result.gemm.name)
+    return list(series.values())
+
+
+def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
+                 span: tuple[float, float]) -> None:
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    roof = main_roof(report)
+    level, what = ((roof.ridge, f"ridge {roof.ridge:.3g} FLOP/B") if metric == "intensity"
+                   else (roof.peak_tflops, f"peak {roof.peak_tflops:g} TFLOP/s"))
+    ax.axhline(level, color="#222222", ls="--", lw=1.2, gid=f"sweep-{metric}-limit",
+               label=f"{what} ({report.dtype})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylim(min(span[0], level) / 1.5, max(span[1], level) * 1.5)
+    ax.xaxis.set_major_locator(FixedLocator(batches))
+    ax.xaxis.set_minor_locator(NullLocator())
+    plain = FuncFormatter(lambda value, _pos: f"{value:g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
+                  else "attainable throughput (TFLOP/s)")
+    ax.set_title(f"{report.network.name} on {report.hardware.name}: {metric} vs batch "
+                 f"({report.dtype}, {report.network.mode})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=LABEL_SIZE, frameon=False)
+
+
+def check_plot_path(path: str | Path) -> str:
+    """The format to write ``path`` in, from its extension (png, svg, pdf); PlotError for any
+    other extension or a missing directory. Cheap: imports no matplotlib."""
+    path = Path(path)
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in PLOT_FORMATS:
+        got = f"'.{suffix}'" if suffix else "no extension"
+        raise PlotError(f"{path}: cannot write a plot with {got}; "
+                        f"use a file name ending in .png, .svg or .pdf")
+    if not path.parent.is_dir():
+        raise PlotError(f"{path}: cannot write the plot: directory {path.parent} does not exist")
+    return suffix
+
+
+def save_plot(reports: Report | Sequence[Report], path: str | Path, **options: Any) -> Path:
+    """Draw ``reports`` (see ``plot_roofline``, which takes ``options``) and write the chart to
+    ``path`` as PNG, SVG or PDF, chosen by its extension. Returns the path."""
+    fmt = check_plot_path(path)
+    ax = plot_roofline(reports, **options)
+    try:
+        ax.figure.savefig(path, format=fmt, bbox_inches="tight", dpi=110,
+                          metadata=_SAVE_METADATA[fmt])
+    except OSError as exc:
+        raise PlotError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
+    return Path(path)
