@@ -78,7 +78,10 @@ def analyze(model: Path, hardware: tuple[str, ...], batch: int | None, dtype: st
         from .plot import check_plot_path
 
         check_plot_path(plot)  # a bad extension fails before any analysis work
-    reports = [analyze_model(model, hw, batch=batch, dtype=dtype, mode=mode) for hw in hardware]
+    from .probe import resolve_hardware
+
+    reports = [analyze_model(model, resolve_hardware(hw, _progress), batch=batch, dtype=dtype,
+                             mode=mode) for hw in hardware]
     click.echo(_render_reports(reports, fmt), nl=False)
     if plot is not None:
         from .plot import save_plot
@@ -129,6 +132,38 @@ def hw_show(name: str, fmt: str) -> None:
 
     spec = load_hardware(name)
     click.echo(hardware_json(spec) if fmt == "json" else hardware_detail(spec), nl=False)
+
+
+def _progress(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="A few seconds instead of about 20 (smaller sizes, "
+                                            "fewer repeats).")
+@click.option("--save", "save_name", metavar="NAME",
+              help="Save the result as user hardware entry NAME, usable as `--hw NAME`.")
+@click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME.")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
+              show_default=True)
+@click.option("--preset", type=click.Choice(("full", "quick", "tiny")), hidden=True)
+def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str | None) -> None:
+    """Measure this machine (GEMM per dtype, DRAM and cache bandwidth, small-GEMM overhead,
+    GPU figures when torch or cupy is installed) beside its theoretical peaks.
+
+    Progress goes to stderr. `--hw local` in analyze runs `probe --quick --save local` once.
+    """
+    from .probe import run_probe
+    from .probeentry import check_can_save, save_entry
+    from .probeformat import probe_json, probe_table
+
+    if save_name:
+        check_can_save(save_name, force)
+    result = run_probe(quick=quick, progress=_progress, preset=preset)
+    click.echo(probe_json(result) if fmt == "json" else probe_table(result), nl=False)
+    if save_name:
+        path = save_entry(result, save_name, force=force)
+        click.echo(f"saved {save_name!r} to {path}; use it with --hw {save_name}", err=True)
 
 
 def main() -> None:

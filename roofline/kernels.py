@@ -1,0 +1,157 @@
+"""The numpy kernels the probe times: GEMM through numpy's BLAS, and STREAM-style bandwidth.
+
+Each kernel is a ``run(loops)`` callable for ``roofline.bench.measure`` plus the work one call
+does (FLOPs or bytes), on preallocated arrays, checked once against a reference before any
+timing is trusted. numpy is imported inside the functions.
+
+Bandwidth kernels use every usable core: numpy's ufuncs are single-threaded but release the GIL
+when given ``out=``, so each thread of a small pool streams its own contiguous share of the
+arrays (first-touched by the same thread). Triad works block by block (``b*s`` into ``a``, then
+``a += b``) so that the second pass over a block hits the cache and DRAM sees about the traffic
+of a fused loop. Bytes are counted as STREAM does: copy 16 B and triad 24 B per element, the
+write-allocate read not counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+NUMPY_GEMM_DTYPES = {"fp64": "float64", "fp32": "float32"}
+TRIAD_SCALAR = 3.0
+STREAM_BYTES_PER_ELEMENT = {"copy": 16, "triad": 24}
+BLOCK_ELEMENTS = 65536  # 512 KiB per array and block: two blocks stay in a core's L2
+
+
+class KernelCheckError(RuntimeError):
+    """A kernel produced a wrong result; its timings must not be trusted."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """``run(loops)`` repeats one call ``loops`` times; ``work`` is what one call does."""
+
+    label: str
+    run: Callable[[int], None]
+    work: float
+    unit: str
+
+
+def gemm_kernel(n: int, dtype: str, seed: int = 0) -> Kernel:
+    """C = A @ B for square ``n`` matrices of ``dtype`` (fp64 or fp32): 2 n^3 FLOPs per call."""
+    import numpy as np
+
+    np_dtype = np.dtype(NUMPY_GEMM_DTYPES[dtype])
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n), dtype=np_dtype)
+    b = rng.standard_normal((n, n), dtype=np_dtype)
+    c = np.empty((n, n), dtype=np_dtype)
+
+    def run(loops: int) -> None:
+        for _ in range(loops):
+            np.matmul(a, b, out=c)
+
+    run(1)
+    _check_gemm(a, b, c, dtype)
+    return Kernel(f"{dtype} GEMM n={n}", run, 2.0 * n ** 3, "FLOP")
+
+
+def _check_gemm(a, b, c, dtype: str) -> None:
+    import numpy as np
+
+    rows = min(4, a.shape[0])
+    ref = a[:rows].astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-3 if dtype == "fp32" else 1e-9
+    if not np.allclose(c[:rows], ref, rtol=tol, atol=tol * np.sqrt(a.shape[1])):
+        raise KernelCheckError(f"{dtype} GEMM n={a.shape[0]}: result differs from the reference")
+
+
+def small_gemm_kernel(n: int = 8, dtype: str = "fp32") -> Kernel:
+    """A tiny ``n`` x ``n`` GEMM: its time per call is the overhead any small layer pays."""
+    kernel = gemm_kernel(n, dtype)
+    return Kernel(f"{dtype} GEMM n={n} (per call)", kernel.run, 1.0, "call")
+
+
+class StreamArrays:
+    """Three float64 arrays of ``elements`` each, shared out over ``threads`` threads.
+
+    Use as a context manager; ``kernel("triad")`` / ``kernel("copy")`` give timed kernels.
+    """
+
+    def __init__(self, elements: int, threads: int, block: int = BLOCK_ELEMENTS) -> None:
+        import numpy as np
+
+        self.elements = elements
+        self.threads = max(1, min(threads, elements))
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="roofline-stream")
+        self.a, self.b, self.c = (np.empty(elements) for _ in range(3))
+        self._bounds = [(i * elements // self.threads, (i + 1) * elements // self.threads)
+                        for i in range(self.threads)]
+        self._blocks = [self._views(lo, hi, max(1, block)) for lo, hi in self._bounds]
+        self._parallel(self._first_touch)
+
+    @property
+    def nbytes(self) -> int:
+        return 3 * self.a.nbytes
+
+    def _views(self, lo: int, hi: int, block: int) -> list:
+        return [(self.a[i:min(i + block, hi)], self.b[i:min(i + block, hi)],
+                 self.c[i:min(i + block, hi)]) for i in range(lo, hi, block)]
+
+    def _parallel(self, part: Callable[[int], None]) -> None:
+        for _ in self._pool.map(part, range(self.threads)):
+            pass
+
+    def _first_touch(self, k: int) -> None:
+        lo, hi = self._bounds[k]
+        self.a[lo:hi] = 0.0
+        self.b[lo:hi] = 1.0
+        self.c[lo:hi] = 2.0
+
+    def _triad_part(self, k: int) -> None:
+        import numpy as np
+
+        multiply, add, s = np.multiply, np.add, TRIAD_SCALAR
+        for av, bv, cv in self._blocks[k]:
+            multiply(cv, s, out=av)
+            add(av, bv, out=av)
+
+    def _copy_part(self, k: int) -> None:
+        import numpy as np
+
+        lo, hi = self._bounds[k]
+        np.copyto(self.a[lo:hi], self.b[lo:hi])
+
+    def kernel(self, name: str) -> Kernel:
+        """``triad``: a = b + s*c (24 B/element); ``copy``: a = b (16 B/element); checked once."""
+        part = {"triad": self._triad_part, "copy": self._copy_part}[name]
+
+        def run(loops: int) -> None:
+            for _ in range(loops):
+                self._parallel(part)
+
+        run(1)
+        self._check(name)
+        work = STREAM_BYTES_PER_ELEMENT[name] * self.elements
+        return Kernel(f"{name} {self.nbytes / 2**20:.0f} MiB x{self.threads} threads", run,
+                      float(work), "B")
+
+    def _check(self, name: str) -> None:
+        import numpy as np
+
+        expected = 1.0 + TRIAD_SCALAR * 2.0 if name == "triad" else 1.0
+        step = max(1, self.elements // 4096)
+        if not np.all(self.a[::step] == expected) or self.a[-1] != expected:
+            raise KernelCheckError(f"{name}: wrong result, bandwidth not trusted")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.a = self.b = self.c = None
+        self._blocks = []
+
+    def __enter__(self) -> StreamArrays:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

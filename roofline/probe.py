@@ -1,0 +1,348 @@
+"""``roofline probe``: measure the machine in use and describe it as a hardware entry.
+
+``run_probe`` identifies the machine (roofline.machine), computes its theoretical ceilings
+(roofline.peaks), times GEMM and bandwidth kernels (roofline.kernels, roofline.gpuprobe) with
+one calibrated loop (roofline.bench), and returns a ProbeResult. ``save_entry`` writes it into
+the user hardware directory (roofline.probeentry); ``local_hardware`` backs ``--hw local``.
+
+Only the standard library is imported at module level.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from . import __version__
+
+SCHEMA_VERSION = 1
+# METHOD_VERSION history (bump whenever the way we measure changes):
+#   1: calibrated loops (bench.measure), best over GEMM sizes, blocked threaded triad + copy,
+#      dram = best of the two, LLC reported only when clearly above DRAM.
+METHOD_VERSION = 1
+MiB = 2**20
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes and repetition counts of one preset."""
+
+    name: str
+    gemm_sizes: dict[str, tuple[int, ...]]
+    repeats: int
+    warmups: int
+    min_time_s: float
+    dram_array_bytes: tuple[int, int]  # (min, max) per array; 4 x LLC in between
+    dram_llc_factor: float
+    llc: bool
+    small_gemm_n: int = 8
+    lowp_sizes: tuple[int, ...] = (1024,)
+    gpu_gemm_sizes: tuple[int, ...] = (4096, 8192)
+    gpu_copy_bytes: int = 1024 * MiB
+    gpu_h2d_bytes: int = 256 * MiB
+
+
+PRESETS = {
+    "full": Plan("full", {"fp32": (1024, 1536, 2560), "fp64": (1024, 1536, 2560)}, repeats=5,
+                 warmups=1, min_time_s=0.1, dram_array_bytes=(64 * MiB, 512 * MiB),
+                 dram_llc_factor=4.0, llc=True, lowp_sizes=(1024, 2048)),
+    "quick": Plan("quick", {"fp32": (1536,), "fp64": (1024,)}, repeats=3, warmups=1,
+                  min_time_s=0.03, dram_array_bytes=(32 * MiB, 128 * MiB), dram_llc_factor=1.0,
+                  llc=False, gpu_gemm_sizes=(4096,), gpu_copy_bytes=256 * MiB,
+                  gpu_h2d_bytes=64 * MiB),
+    # for tests: finishes in well under a second, figures meaningless
+    "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
+                 min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
+                 dram_llc_factor=1.0, llc=True, small_gemm_n=4, lowp_sizes=(16,),
+                 gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096),
+}
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one probe found; ``to_dict`` is the ``probe --format json`` object."""
+
+    preset: str
+    cpu: Any  # machine.CpuInfo
+    blas: list[dict[str, Any]]
+    gpus: list[dict[str, Any]]
+    measured: dict[str, Any]
+    theoretical: dict[str, Any]
+    details: dict[str, Any]
+    not_measured: list[dict[str, str]]
+    warnings: list[str]
+    assumptions: list[str]
+    metadata: dict[str, Any]
+    cpu_peak: Any = None  # peaks.CpuPeak or None
+    cpu_match: str | None = None
+    gpu_matches: dict[int, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        cpu = self.cpu.to_dict() | {"hwdb_match": self.cpu_match}
+        gpus = [g | {"hwdb_match": self.gpu_matches.get(g["index"])} for g in self.gpus]
+        return {"schema_version": SCHEMA_VERSION, "method_version": METHOD_VERSION,
+                "preset": self.preset, "cpu": cpu, "blas": self.blas, "gpus": gpus,
+                "measured": self.measured, "theoretical": self.theoretical,
+                "assumptions": self.assumptions, "not_measured": self.not_measured,
+                "warnings": self.warnings, "details": self.details, "metadata": self.metadata}
+
+    def to_hardware_dict(self, name: str, command: str | None = None) -> dict[str, Any]:
+        """This result as a hwdb entry (docs/hwdb-schema.md) with ``origin: measured``."""
+        from .probeentry import hardware_dict
+
+        return hardware_dict(self, name, command)
+
+
+class _Session:
+    """Runs the kernels of one plan and collects figures, statistics and gaps."""
+
+    def __init__(self, plan: Plan, say: Progress, clock: Callable[[], float]) -> None:
+        self.plan, self.say, self.clock = plan, say, clock
+        self.measured: dict[str, Any] = {"gemm_gflops": {}, "bandwidth_gbs": {}}
+        self.details: dict[str, Any] = {}
+        self.not_measured: list[dict[str, str]] = []
+        self.warnings: list[str] = []
+
+    def skip(self, figure: str, reason: str) -> None:
+        self.not_measured.append({"figure": figure, "reason": reason})
+        self.say(f"  not measured: {figure}: {reason}")
+
+    def time(self, kernel, scale: float) -> dict[str, Any]:
+        from .bench import instability_warning, measure
+
+        p = self.plan
+        result = measure(kernel.run, p.repeats, p.warmups, p.min_time_s, self.clock)
+        warning = instability_warning(kernel.label, result)
+        if warning:
+            self.warnings.append(warning)
+        return result.to_dict(kernel.work, kernel.unit, scale)
+
+    def best_over_sizes(self, key: str, make, sizes, unit: str) -> float | None:
+        """Time ``make(n)`` for each size; the best rate, with the plateau check."""
+        per_size = {}
+        for n in sizes:
+            stats = self.time(make(n), 1e9)
+            per_size[str(n)] = stats
+            self.say(f"  {key} n={n}: {stats['best']:.1f} {unit} (median {stats['median']:.1f})")
+        best_n = max(per_size, key=lambda n: per_size[n]["best"])
+        best = per_size[best_n]["best"]
+        plateau = per_size[str(sizes[-1])]["best"] >= 0.9 * best
+        self.details[key] = {"sizes": per_size, "best_n": int(best_n), "plateau": plateau}
+        if not plateau and len(sizes) > 1:
+            self.warnings.append(f"{key}: the largest size ran >10% below the best one "
+                                 f"(n={best_n}); the machine was probably busy")
+        return best
+
+
+def _cpu_gemm(s: _Session, threads: int | None) -> None:
+    from .kernels import gemm_kernel
+
+    for dtype, sizes in s.plan.gemm_sizes.items():
+        s.say(f"{dtype} GEMM through numpy's BLAS ({threads or '?'} threads) ...")
+        best = s.best_over_sizes(f"gemm_{dtype}", lambda n, d=dtype: gemm_kernel(n, d), sizes,
+                                 "GFLOP/s")
+        s.measured["gemm_gflops"][dtype] = best
+
+
+def _small_gemm(s: _Session) -> None:
+    from .kernels import small_gemm_kernel
+
+    n = s.plan.small_gemm_n
+    stats = s.time(small_gemm_kernel(n), 1.0)
+    s.details["small_gemm_overhead"] = stats | {"n": n, "dtype": "fp32"}
+    s.measured["small_gemm_overhead_s"] = stats["best_s"]
+    s.say(f"  {n}x{n}x{n} fp32 GEMM: {stats['best_s'] * 1e6:.2f} us per call")
+
+
+def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> float:
+    from .kernels import StreamArrays
+
+    with StreamArrays(max(1, array_bytes // 8), threads) as arrays:
+        rates = {}
+        for name in ("triad", "copy"):
+            stats = s.time(arrays.kernel(name), 1e9)
+            s.details[f"{key}_{name}"] = stats | {"working_set_bytes": arrays.nbytes,
+                                                   "threads": arrays.threads}
+            rates[name] = stats["best"]
+            s.say(f"  {key} {name} ({arrays.nbytes / MiB:.0f} MiB, {arrays.threads} threads): "
+                  f"{stats['best']:.1f} GB/s")
+    return max(rates.values())
+
+
+def _bandwidth(s: _Session, cpu) -> None:
+    threads = cpu.usable_cpus
+    low, high = s.plan.dram_array_bytes
+    llc = cpu.llc_bytes_total or 32 * MiB
+    per_array = int(min(max(s.plan.dram_llc_factor * llc, low), high, _available_memory() / 8))
+    s.say(f"DRAM bandwidth, all {threads} CPUs ...")
+    dram = _streams(s, "dram", per_array, threads)
+    s.measured["bandwidth_gbs"].update(dram=dram, triad=s.details["dram_triad"]["best"],
+                                       copy=s.details["dram_copy"]["best"])
+    s.details["dram_kernel"] = "triad" if dram == s.measured["bandwidth_gbs"]["triad"] else "copy"
+    if 3 * per_array < 2 * llc:
+        s.warnings.append(f"DRAM working set {3 * per_array / MiB:.0f} MiB is not well beyond "
+                          f"the {llc / MiB:.0f} MiB last-level cache ({s.plan.name} preset)")
+    if s.plan.llc:
+        _llc(s, cpu, dram, threads)
+
+
+def _llc(s: _Session, cpu, dram: float, threads: int) -> None:
+    llc, l2 = cpu.llc_bytes_total, cpu.l2_bytes_total or 0
+    if not llc:
+        return s.skip("bandwidth_gbs.llc", "last-level cache size unknown")
+    working_set = min(llc / 2, max(8 * l2, 8 * MiB))
+    if working_set < 2 * l2 or s.plan.name == "tiny":
+        return s.skip("bandwidth_gbs.llc", "the last-level cache is not much larger than L2")
+    s.say("last-level cache bandwidth ...")
+    rate = _streams(s, "llc", int(working_set // 3), threads)
+    if rate < 1.2 * dram:
+        return s.skip("bandwidth_gbs.llc", f"cache-resident rate {rate:.1f} GB/s is within 20% "
+                                           f"of DRAM (shared or virtualised cache?): not reported")
+    s.measured["bandwidth_gbs"]["llc"] = rate
+
+
+def _available_memory() -> float:
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def _cpu_lowp(s: _Session) -> None:
+    from .gpuprobe import cpu_lowp_backend
+
+    backend, reason = cpu_lowp_backend()
+    if backend is None:
+        for dtype in ("bf16", "fp16"):
+            s.skip(f"gemm_gflops.{dtype}", reason)
+        return
+    for dtype in backend.dtypes:
+        s.say(f"{dtype} GEMM on the CPU through torch ...")
+        s.measured["gemm_gflops"][dtype] = s.best_over_sizes(
+            f"gemm_{dtype}", lambda n, d=dtype: backend.gemm(n, d), s.plan.lowp_sizes, "GFLOP/s")
+
+
+def _gpu(s: _Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dict | None:
+    from .gpuprobe import gpu_backend
+
+    backend, reason = gpu_backend()
+    if backend is None:
+        why = reason if gpus else (nvml_reason or "no NVIDIA GPU found")
+        s.skip("gpu (GEMM, device and host-to-device bandwidth)", why)
+        return None
+    facts = backend.device_facts()
+    s.say(f"GPU 0 ({facts.get('name')}) through {backend.name} ...")
+    sub = _Session(s.plan, s.say, s.clock)
+    for dtype in backend.dtypes:
+        sub.measured["gemm_gflops"][dtype] = sub.best_over_sizes(
+            f"gpu_gemm_{dtype}", lambda n, d=dtype: backend.gemm(n, d), s.plan.gpu_gemm_sizes,
+            "GFLOP/s")
+    for key, make, size in (("device", backend.device_copy, s.plan.gpu_copy_bytes),
+                            ("host_to_device", backend.host_to_device, s.plan.gpu_h2d_bytes)):
+        stats = sub.time(make(size), 1e9)
+        sub.details[f"gpu_{key}"] = stats
+        sub.measured["bandwidth_gbs"][key] = stats["best"]
+        s.say(f"  {key} bandwidth: {stats['best']:.1f} GB/s")
+    s.details.update(sub.details)
+    s.warnings += sub.warnings
+    return sub.measured | {"index": 0, "backend": backend.name, "device": facts}
+
+
+def _metadata(cpu, blas, started: float, wall_start: datetime) -> dict[str, Any]:
+    import numpy
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS_", "OMP_", "MKL_"))}
+    return {"date": wall_start.isoformat(timespec="seconds"), "hostname": platform.node(),
+            "platform": platform.platform(), "python": platform.python_version(),
+            "numpy_version": numpy.__version__, "roofline_version": __version__,
+            "method_version": METHOD_VERSION, "cpu_model_name": cpu.brand,
+            "cpu_count": os.cpu_count(), "cpu_affinity": sorted(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity") else None,
+            "blas": blas, "env": env, "duration_s": time.perf_counter() - started}
+
+
+def _theoretical(peak, gpu_theory: dict | None) -> dict[str, Any]:
+    result: dict[str, Any] = {"gemm_gflops": dict(peak.gflops) if peak else {},
+                              "bandwidth_gbs": {}}
+    if peak and peak.bandwidth_gbs:
+        result["bandwidth_gbs"]["dram"] = peak.bandwidth_gbs
+    if gpu_theory:
+        result["gpu"] = gpu_theory
+    return result
+
+
+def run_probe(quick: bool = False, progress: Progress | None = None, preset: str | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> ProbeResult:
+    """Identify and measure this machine. ``progress(message)`` hears what is going on;
+    ``preset`` ("full", "quick", "tiny") overrides ``quick``."""
+    from . import machine, peaks
+
+    plan = PRESETS[preset or ("quick" if quick else "full")]
+    say = progress or (lambda message: None)
+    started, wall_start = time.perf_counter(), datetime.now(timezone.utc)
+    say(f"roofline probe ({plan.name}): identifying the CPU (py-cpuinfo) ...")
+    cpu, blas = machine.identify_cpu(), machine.blas_info()
+    gpus, nvml_reason = machine.identify_gpus()
+    entries = machine.datasheet_entries()
+    cpu_entry = machine.match_cpu(cpu.brand, entries)
+    peak = peaks.cpu_peak(cpu, cpu_entry)
+    blas_text = ", ".join(f"{b['internal_api']} x{b['num_threads']}" for b in blas)
+    say(f"  {cpu.brand}: {cpu.cores} cores, {' '.join(cpu.isa) or 'no AVX'}; "
+        f"BLAS {blas_text or 'unknown'}")
+    session = _Session(plan, say, clock)
+    _cpu_gemm(session, blas[0]["num_threads"] if blas else None)
+    _small_gemm(session)
+    _bandwidth(session, cpu)
+    _cpu_lowp(session)
+    gpu_matches = {g["index"]: m.name for g in gpus if (m := machine.match_gpu(g["name"], entries))}
+    gpu_measured = _gpu(session, gpus, nvml_reason)
+    gpu_theory = None
+    if gpu_measured is not None and gpus:
+        gpu_entry = machine.match_gpu(gpus[0]["name"], entries)
+        gpu_theory = peaks.gpu_theoretical(gpus[0], gpu_entry)
+        session.measured["gpu"] = gpu_measured
+    assumptions = (peak.assumptions if peak else ["no clock known: no theoretical CPU peak"])
+    assumptions = assumptions + (gpu_theory or {}).get("assumptions", [])
+    say(f"done in {time.perf_counter() - started:.1f} s")
+    return ProbeResult(plan.name, cpu, blas, gpus, session.measured, _theoretical(peak, gpu_theory),
+                       session.details, session.not_measured, session.warnings, assumptions,
+                       _metadata(cpu, blas, started, wall_start), peak,
+                       cpu_entry.name if cpu_entry else None, gpu_matches)
+
+
+def save_entry(result: ProbeResult, name: str, force: bool = False,
+               command: str | None = None) -> os.PathLike:
+    """Write ``result`` as user hardware entry ``name`` (atomically); see probeentry."""
+    from .probeentry import save_entry as _save
+
+    return _save(result, name, force, command)
+
+
+def local_hardware(progress: Progress | None = None):
+    """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``."""
+    from .database import clear_cache, load_hardware
+    from .errors import UnknownHardwareError
+
+    say = progress or (lambda message: None)
+    try:
+        return load_hardware("local")
+    except UnknownHardwareError:
+        pass
+    say("no saved 'local' hardware entry: running a quick probe of this machine (a few s)")
+    result = run_probe(quick=True, progress=say)
+    path = save_entry(result, "local", command="roofline analyze --hw local (quick probe)")
+    clear_cache()
+    say(f"saved as 'local' in {path}; for steadier figures run "
+        f"`roofline probe --save local --force`")
+    return load_hardware("local")
+
+
+def resolve_hardware(name: str, progress: Progress | None = None):
+    """``name`` unchanged, except that ``local`` becomes local_hardware(progress)."""
+    return local_hardware(progress) if name.lower() == "local" else name

@@ -1,0 +1,242 @@
+"""A probe result as a hwdb entry (``origin: measured``), and its atomic save.
+
+The entry's ``peak_tflops`` and ``bandwidth_gbs`` are the MEASURED figures, so that
+``analyze --hw NAME`` speaks about this machine; ``theoretical`` holds the computed ceilings
+beside them. If a GPU was measured the entry describes the GPU, otherwise the CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .dtypes import DTYPES
+from .errors import RooflineError
+from .hardware import FIGURE_KEYS, HardwareSpec
+
+_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
+
+
+class ProbeSaveError(RooflineError):
+    """The entry cannot be saved: a bad name, nothing measured, or it already exists."""
+
+
+def _sig(value: float, digits: int = 4) -> float:
+    return float(f"{value:.{digits}g}")
+
+
+def _tflops(gflops: dict[str, float]) -> dict[str, float]:
+    return {d: _sig(v / 1000) for d, v in gflops.items() if d in DTYPES and v and v > 0}
+
+
+def _command(result, name: str) -> str:
+    flag = {"quick": " --quick", "full": ""}.get(result.preset, f" --preset {result.preset}")
+    return f"roofline probe{flag} --save {name}"
+
+
+def _provenance(result, command: str, figures: dict) -> dict[str, Any]:
+    meta, cpu = result.metadata, result.cpu
+    return {"date": meta.get("date"), "machine": f"{meta.get('hostname')}: {cpu.brand}, "
+            f"{cpu.cores} cores, {meta.get('platform')}",
+            "method_version": meta.get("method_version"), "command": command,
+            "preset": result.preset, "figures": figures}
+
+
+def _cpu_entry(result, name: str) -> dict[str, Any]:
+    cpu, peak = result.cpu, result.cpu_peak
+    dram = result.measured["bandwidth_gbs"].get("dram")
+    block = peak.cpu_block() if peak else _effective_cpu_block(result)
+    data: dict[str, Any] = {
+        "name": name, "kind": "cpu", "vendor": cpu.vendor, "model": cpu.brand,
+        "architecture": _architecture(result), "origin": "measured",
+        "peak_tflops": _tflops(result.measured["gemm_gflops"]), "bandwidth_gbs": _sig(dram)}
+    if cpu.llc_bytes_total:
+        data["llc_mb"] = _sig(cpu.llc_bytes_total / 2**20)
+    data["cpu"] = block
+    theory = {"peak_tflops": _tflops(result.theoretical.get("gemm_gflops", {}))}
+    if result.theoretical.get("bandwidth_gbs", {}).get("dram"):
+        theory["bandwidth_gbs"] = result.theoretical["bandwidth_gbs"]["dram"]
+    data["theoretical"] = theory
+    return data
+
+
+def _effective_cpu_block(result) -> dict[str, Any]:
+    """No clock known: the clock that would make the measured fp32 rate the peak."""
+    from .peaks import simd_bits_for
+
+    cpu = result.cpu
+    simd, _ = simd_bits_for(cpu)
+    fp32 = result.measured["gemm_gflops"].get("fp32") or max(
+        result.measured["gemm_gflops"].values())
+    clock = fp32 / (cpu.cores * 2 * simd / 32 * 2)
+    return {"sockets": max(1, cpu.sockets), "cores_per_socket": cpu.cores_per_socket,
+            "simd_bits": simd, "fma_units": 2, "clock_ghz": _sig(clock),
+            "clock_basis": "effective: measured fp32 / (cores x 2 FMA x lanes x 2); "
+                           "no clock was reported"}
+
+
+def _architecture(result) -> str:
+    if result.cpu_match:
+        from .database import load_hardware
+
+        return load_hardware(result.cpu_match).architecture
+    cpu = result.cpu
+    return f"unknown ({cpu.vendor} family {cpu.family} model {cpu.model})"
+
+
+def _gpu_entry(result, name: str) -> dict[str, Any]:
+    from .database import load_hardware
+
+    gm, facts = result.measured["gpu"], result.measured["gpu"].get("device", {})
+    nvml = result.gpus[0] if result.gpus else {}
+    match = load_hardware(result.gpu_matches[0]) if 0 in result.gpu_matches else None
+    clock_mhz = nvml.get("sm_clock_max_mhz")
+    gpu_block = {"sms": facts.get("sms") or (match.sms if match else None),
+                 "boost_clock_ghz": clock_mhz / 1000 if clock_mhz else
+                 (match.raw["gpu"]["boost_clock_ghz"] if match else None)}
+    if not all(gpu_block.values()):
+        raise ProbeSaveError("the GPU's SM count or clock is unknown (no NVML, no hwdb match)")
+    data: dict[str, Any] = {
+        "name": name, "kind": "gpu", "vendor": "NVIDIA",
+        "model": nvml.get("name") or facts.get("name") or "unknown GPU",
+        "architecture": match.architecture if match else
+        f"compute capability {nvml.get('compute_capability') or 'unknown'}",
+        "origin": "measured", "peak_tflops": _tflops(gm["gemm_gflops"]),
+        "bandwidth_gbs": _sig(gm["bandwidth_gbs"]["device"])}
+    memory = nvml.get("memory_bytes") or facts.get("memory_bytes")
+    if memory:
+        data["memory"] = {"capacity_gb": _sig(memory / 1e9)}
+    if gm["bandwidth_gbs"].get("host_to_device"):
+        data["host_link"] = {"type": "pcie", "bandwidth_gbs": _sig(
+            gm["bandwidth_gbs"]["host_to_device"])} | {
+            k: nvml[f"pcie_{v}"] for k, v in (("generation", "generation"), ("lanes", "width"))
+            if nvml.get(f"pcie_{v}")}
+    data["gpu"] = gpu_block
+    if match is not None and match.raw.get("alignment"):
+        data["alignment"] = match.raw["alignment"]
+    theory = result.theoretical.get("gpu", {})
+    data["theoretical"] = {"peak_tflops": _tflops(theory.get("gemm_gflops", {}))} | (
+        {"bandwidth_gbs": theory["bandwidth_gbs"]["device"]}
+        if theory.get("bandwidth_gbs", {}).get("device") else {})
+    return data
+
+
+def _notes(result, data: dict[str, Any]) -> str:
+    kind = data["kind"]
+    parts = [f"Measured by `roofline probe` ({result.preset} preset, method "
+             f"{result.metadata.get('method_version')}) on {result.metadata.get('date')}: "
+             f"peak_tflops are the best measured GEMM rates and bandwidth_gbs the best "
+             f"all-core streaming rate, not datasheet peaks; theoretical holds the computed "
+             f"ceilings."]
+    if kind == "cpu":
+        parts.append("Assumptions: " + "; ".join(result.assumptions) + ".")
+        parts.append("llc_mb read from sysfs/py-cpuinfo (MiB).")
+    else:
+        parts.append("host_link.bandwidth_gbs is the measured pinned host-to-device copy rate "
+                     "(type assumed pcie); gpu.boost_clock_ghz is NVML's max SM clock.")
+        if "alignment" in data:
+            parts.append("alignment copied from the matching datasheet entry.")
+    missing = [m["figure"] for m in result.not_measured]
+    if missing:
+        parts.append("Not measured: " + ", ".join(missing) + ".")
+    return " ".join(parts)
+
+
+def hardware_dict(result, name: str, command: str | None = None) -> dict[str, Any]:
+    """See ProbeResult.to_hardware_dict; raises ProbeSaveError if nothing can be saved."""
+    gpu = result.measured.get("gpu")
+    if gpu and gpu.get("gemm_gflops") and gpu["bandwidth_gbs"].get("device"):
+        data = _gpu_entry(result, name)
+        figures = {k: gpu[k] for k in ("gemm_gflops", "bandwidth_gbs")}
+    elif result.measured["gemm_gflops"] and result.measured["bandwidth_gbs"].get("dram"):
+        data = _cpu_entry(result, name)
+        figures = {k: result.measured.get(k) for k in
+                   ("gemm_gflops", "bandwidth_gbs", "small_gemm_overhead_s")}
+    else:
+        raise ProbeSaveError("the probe measured no GEMM rate or no bandwidth: nothing to save")
+    command = command or _command(result, name)
+    data["measured"] = _provenance(result, command, figures)
+    covers = [key for key in FIGURE_KEYS if key in data and key != "alignment"]
+    data["sources"] = [{"title": f"roofline probe on {result.metadata.get('hostname')}",
+                        "command": command, "covers": covers}]
+    if "alignment" in data:
+        match = result.gpu_matches[0]
+        url = next((s.url for s in _spec(match).sources if s.url), None)
+        if url is None:
+            del data["alignment"]
+        else:
+            data["sources"].append({"title": f"hwdb entry {match} (datasheet)", "url": url,
+                                    "covers": ["alignment"]})
+    data["notes"] = _notes(result, data)
+    return data
+
+
+def _spec(name: str) -> HardwareSpec:
+    from .database import load_hardware
+
+    return load_hardware(name)
+
+
+def check_can_save(name: str, force: bool = False) -> Path:
+    """The path ``name`` would be saved to; raises if the name is bad or taken (no --force)."""
+    from .database import user_hwdb_dir
+
+    if not name or not set(name) <= _NAME_CHARS or name.startswith("."):
+        raise ProbeSaveError(f"entry names use lowercase letters, digits and . - _ + only, "
+                             f"got {name!r}")
+    path = user_hwdb_dir() / f"{name}.yaml"
+    if path.exists() and not force:
+        raise ProbeSaveError(f"{path} already exists; pass --force to replace it")
+    return path
+
+
+def write_atomic(path: Path, text: str, force: bool) -> None:
+    """Write ``text`` to a temp file beside ``path``, fsync, then move it into place.
+
+    Without ``force`` an existing ``path`` is never replaced (os.link refuses to). An
+    exception at any point leaves neither ``path`` half-written nor the temp file behind.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an entry is an ordinary file
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if force:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise ProbeSaveError(f"{path} already exists; pass --force to replace it") from None
+        except OSError:  # no hard links here (some network/FAT file systems)
+            if path.exists():
+                raise ProbeSaveError(f"{path} already exists; pass --force to replace it") \
+                    from None
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def save_entry(result, name: str, force: bool = False, command: str | None = None) -> Path:
+    """Validate ``result`` as entry ``name`` and write it into the user hardware directory."""
+    import yaml
+
+    from .database import clear_cache
+
+    path = check_can_save(name, force)
+    data = result.to_hardware_dict(name, command)
+    HardwareSpec.from_dict(data, f"probe result {name!r}")
+    header = ("# Measured by roofline probe; schema: docs/hwdb-schema.md. "
+              "Figures are measured, not datasheet peaks.\n")
+    write_atomic(path, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True,
+                                               width=100), force)
+    clear_cache()
+    return path

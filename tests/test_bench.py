@@ -1,0 +1,72 @@
+"""The shared timing loop, driven by a fake clock: no real time passes, no timing asserted."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline.bench import BenchResult, calibrate_loops, instability_warning, measure
+
+
+class FakeClock:
+    """Each ``run(loops)`` advances the clock by loops x the next per-call time."""
+
+    def __init__(self, per_call_s):
+        self.now = 0.0
+        self.per_call = list(per_call_s)
+        self.calls = []
+
+    def __call__(self):
+        return self.now
+
+    def run(self, loops):
+        self.calls.append(loops)
+        self.now += loops * (self.per_call.pop(0) if len(self.per_call) > 1 else self.per_call[0])
+
+
+def test_calibrate_jumps_to_the_target_then_stops():
+    clock = FakeClock([1e-3])
+    # 1 loop: 1 ms -> x16 (capped; 1.2 x 0.1 / 0.001 = 120) -> 16 loops: 16 ms
+    # -> x7.5 -> 120 loops: 120 ms >= 100 ms, done
+    assert calibrate_loops(clock.run, 0.1, clock) == 120
+    assert clock.calls == [1, 16, 120]
+
+
+def test_calibrate_keeps_one_loop_for_a_slow_kernel():
+    clock = FakeClock([0.5])
+    assert calibrate_loops(clock.run, 0.1, clock) == 1
+
+
+def test_measure_keeps_warmups_apart_and_reports_per_call_statistics():
+    # warmup 9 ms, then per-call 1, 2, 3, 4, 10 ms
+    clock = FakeClock([9e-3, 1e-3, 2e-3, 3e-3, 4e-3, 10e-3])
+    result = measure(clock.run, repeats=5, warmups=1, clock=clock, loops=1)
+    assert result.warmups_s == pytest.approx((9e-3,))
+    assert result.best_s == pytest.approx(1e-3)
+    assert result.median_s == pytest.approx(3e-3)
+    # |1-3|, |2-3|, 0, |4-3|, |10-3| -> median of (2, 1, 0, 1, 7) ms = 1 ms
+    assert result.mad_s == pytest.approx(1e-3)
+    assert result.spread == pytest.approx(1 / 3)
+    assert result.unstable
+    assert "may be unstable" in instability_warning("fp32 GEMM", result)
+
+
+def test_rates_and_dict():
+    result = BenchResult((2e-3, 2e-3, 2e-3), (), loops=10)
+    # 2 * 100^3 = 2e6 FLOP per call in 2 ms = 1e9 FLOP/s = 1 GFLOP/s
+    data = result.to_dict(2e6, "FLOP", 1e9)
+    assert data["best"] == pytest.approx(1.0)
+    assert data["median"] == pytest.approx(1.0)
+    assert (data["repeats"], data["loops"], data["spread"], data["unstable"]) == (3, 10, 0, False)
+    assert instability_warning("x", result) is None
+
+
+def test_zero_time_is_rejected():
+    with pytest.raises(ValueError, match="did not advance"):
+        measure(lambda loops: None, clock=lambda: 1.0, loops=1)
+    with pytest.raises(ValueError):
+        BenchResult((), (), 1)
+
+
+def test_bad_repeats():
+    with pytest.raises(ValueError):
+        measure(lambda loops: None, repeats=0)

@@ -1,0 +1,163 @@
+"""Probe orchestration on the tiny preset: the JSON contract, the hardware entry, the atomic
+save, --hw local and the CLI. Figures are whatever the tiny kernels give; none is asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+from _probe_fakes import CPUINFO
+
+from roofline import machine, probe
+from roofline.api import analyze_model
+from roofline.database import clear_cache, load_hardware
+from roofline.hardware import HardwareSpec
+from roofline.probeentry import ProbeSaveError, write_atomic
+
+MODEL = "examples/mlp-1024-4096-1000.yaml"
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """No py-cpuinfo subprocess, no NVML, no torch/cupy: the plain CPU path, fast."""
+    monkeypatch.setattr(machine, "cpuinfo_dict", lambda: dict(CPUINFO))
+    for name in ("pynvml", "torch", "cupy"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.fixture
+def result(no_gpu):
+    return probe.run_probe(preset="tiny")
+
+
+def test_json_contract(result):
+    data = json.loads(json.dumps(result.to_dict()))
+    assert {"schema_version", "method_version", "cpu", "gpus", "measured", "theoretical",
+            "metadata", "details", "not_measured", "assumptions"} <= set(data)
+    assert {"brand", "cores", "isa", "flags"} <= set(data["cpu"])
+    assert data["gpus"] == []
+    measured = data["measured"]
+    assert set(measured["gemm_gflops"]) == {"fp64", "fp32"}
+    assert measured["bandwidth_gbs"]["dram"] > 0
+    assert {"triad", "copy"} <= set(measured["bandwidth_gbs"])
+    assert measured["small_gemm_overhead_s"] > 0
+    assert set(data["theoretical"]["gemm_gflops"]) >= {"fp64", "fp32"}
+    stats = data["details"]["gemm_fp32"]["sizes"]["16"]
+    assert {"best", "median", "mad_s", "spread", "repeats"} <= set(stats)
+    meta = data["metadata"]
+    assert {"date", "platform", "numpy_version", "blas", "method_version"} <= set(meta)
+    figures = {n["figure"] for n in data["not_measured"]}
+    assert {"gemm_gflops.bf16", "gemm_gflops.fp16"} <= figures
+    assert any(f.startswith("gpu") for f in figures)
+
+
+def test_progress_is_reported(no_gpu):
+    messages = []
+    probe.run_probe(preset="tiny", progress=messages.append)
+    assert messages[0].startswith("roofline probe (tiny)")
+    assert any("fp32 GEMM" in m for m in messages)
+
+
+def test_hardware_entry_validates_and_analyzes(result):
+    entry = result.to_hardware_dict("mybox")
+    assert entry["origin"] == "measured" and entry["kind"] == "cpu"
+    assert entry["peak_tflops"]["fp32"] == pytest.approx(
+        result.measured["gemm_gflops"]["fp32"] / 1000, rel=1e-3)
+    assert entry["theoretical"]["peak_tflops"]["fp32"] > 0
+    assert {"date", "machine", "method_version", "command"} <= set(entry["measured"])
+    assert set(entry["sources"][0]["covers"]) == {"peak_tflops", "bandwidth_gbs", "cpu",
+                                                  "llc_mb"} & set(entry)
+    spec = HardwareSpec.from_dict(entry, "probe")
+    report = analyze_model(MODEL, spec, dtype="fp32")
+    assert report.hardware.origin == "measured"
+
+
+def test_save_then_use_by_name(result, isolated_user_hwdb):
+    path = probe.save_entry(result, "mybox")
+    assert path == isolated_user_hwdb / "mybox.yaml"
+    assert load_hardware("mybox").origin == "measured"  # the cache was cleared by the save
+    with pytest.raises(ProbeSaveError, match="already exists"):
+        probe.save_entry(result, "mybox")
+    probe.save_entry(result, "mybox", force=True)
+    assert sorted(p.name for p in isolated_user_hwdb.iterdir()) == ["mybox.yaml"]
+
+
+@pytest.mark.parametrize("name", ["My Box", "../evil", "", ".hidden"])
+def test_bad_names_are_refused(result, name):
+    with pytest.raises(ProbeSaveError):
+        probe.save_entry(result, name)
+
+
+def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
+    def boom(fd):
+        raise KeyboardInterrupt  # Ctrl-C in the middle of writing
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(tmp_path / "d" / "x.yaml", "name: x\n", force=False)
+    assert list((tmp_path / "d").iterdir()) == []
+
+
+def test_interrupted_overwrite_keeps_the_old_file(tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    target = tmp_path / "d" / "x.yaml"
+    target.write_text("old\n")
+    monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        write_atomic(target, "new\n", force=True)
+    assert target.read_text() == "old\n"
+    assert list(target.parent.iterdir()) == [target]
+
+
+def test_nothing_measured_cannot_be_saved(result):
+    empty = result.__class__(**{**result.__dict__, "measured": {"gemm_gflops": {},
+                                                                 "bandwidth_gbs": {}}})
+    with pytest.raises(ProbeSaveError, match="nothing to save"):
+        empty.to_hardware_dict("x")
+
+
+def test_local_hardware_probes_once_then_reuses(no_gpu, monkeypatch, isolated_user_hwdb):
+    real = probe.run_probe
+    monkeypatch.setattr(probe, "run_probe", lambda quick, progress: real(preset="tiny"))
+    messages = []
+    spec = probe.local_hardware(messages.append)
+    assert spec.name == "local" and spec.origin == "measured"
+    assert (isolated_user_hwdb / "local.yaml").exists()
+    assert any("quick probe" in m for m in messages)
+
+    def fail(**kwargs):
+        raise AssertionError("a saved local entry must be reused")
+
+    monkeypatch.setattr(probe, "run_probe", fail)
+    clear_cache()
+    assert probe.local_hardware().name == "local"
+    assert probe.resolve_hardware("v100") == "v100"
+
+
+def test_cli_probe_json_and_save(no_gpu, invoke, isolated_user_hwdb):
+    res = invoke("probe", "--preset", "tiny", "--format", "json", "--save", "box")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["measured"]["gemm_gflops"]["fp32"] > 0
+    assert "saved 'box'" in res.stderr and "fp32 GEMM" in res.stderr
+    assert (isolated_user_hwdb / "box.yaml").exists()
+    again = invoke("probe", "--preset", "tiny", "--save", "box")
+    assert again.exit_code == 2 and "already exists" in again.stderr
+    assert "fp32 GEMM" not in again.stderr  # refused before probing
+
+
+def test_cli_probe_table(no_gpu, invoke):
+    res = invoke("probe", "--preset", "tiny")
+    assert res.exit_code == 0
+    assert "GEMM fp32" in res.stdout and "not measured" in res.stdout
+
+
+def test_cli_analyze_hw_local(no_gpu, invoke, monkeypatch):
+    real = probe.run_probe
+    monkeypatch.setattr(probe, "run_probe", lambda quick, progress: real(preset="tiny"))
+    res = invoke("analyze", MODEL, "--hw", "local", "--dtype", "fp32", "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["hardware"] == "local"
+    assert "saved as 'local'" in res.stderr

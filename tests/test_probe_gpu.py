@@ -1,0 +1,86 @@
+"""The GPU path against fake pynvml and torch modules (numpy underneath).
+
+This checks the wiring at the library boundary only; it was never run on a real GPU.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from _probe_fakes import CPUINFO, fake_pynvml, fake_torch
+
+from roofline import gpuprobe, machine
+from roofline.api import analyze_model
+from roofline.hardware import HardwareSpec
+from roofline.probe import run_probe, save_entry
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    torch = fake_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    monkeypatch.setattr(machine, "cpuinfo_dict", lambda: dict(CPUINFO))
+    return torch
+
+
+def test_torch_backend_kernels(fake_gpu):
+    backend, reason = gpuprobe.gpu_backend()
+    assert reason is None and isinstance(backend, gpuprobe.TorchBackend)
+    gemm = backend.gemm(8, "tf32")
+    assert gemm.work == 2 * 8**3
+    assert fake_gpu.backends.cuda.matmul.allow_tf32 is True
+    backend.gemm(8, "fp32")
+    assert fake_gpu.backends.cuda.matmul.allow_tf32 is False  # plain fp32 is not TF32
+    copy = backend.device_copy(4096)
+    assert copy.work == 2 * 4096  # read + write
+    h2d = backend.host_to_device(4096)
+    assert h2d.work == 4096
+    syncs = len(fake_gpu.syncs)
+    h2d.run(3)
+    assert len(fake_gpu.syncs) == syncs + 1  # one synchronize per timed value
+
+
+def test_no_gpu_library_says_why(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    backend, reason = gpuprobe.gpu_backend()
+    assert backend is None
+    assert "torch is not installed" in reason and "roofline[gpu]" in reason
+
+
+def test_torch_without_cuda(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda=False))
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    backend, reason = gpuprobe.gpu_backend()
+    assert backend is None and "sees no CUDA device" in reason
+    cpu_backend, _ = gpuprobe.cpu_lowp_backend()
+    assert cpu_backend.dtypes == ("bf16", "fp16")
+    cpu_backend.gemm(8, "bf16").run(1)
+
+
+def test_probe_measures_the_gpu_and_saves_a_gpu_entry(fake_gpu):
+    result = run_probe(preset="tiny")
+    gpu = result.measured["gpu"]
+    assert set(gpu["gemm_gflops"]) == {"fp64", "fp32", "tf32", "fp16", "bf16"}
+    assert set(gpu["bandwidth_gbs"]) == {"device", "host_to_device"}
+    assert result.gpu_matches == {0: "a100-sxm4-80gb"}
+    assert result.to_dict()["gpus"][0]["hwdb_match"] == "a100-sxm4-80gb"
+    assert result.theoretical["gpu"]["bandwidth_gbs"]["device"] == pytest.approx(2039.04)
+    # torch on the CPU (the fake) also ran the CPU bf16/fp16 GEMMs
+    assert {"bf16", "fp16"} <= set(result.measured["gemm_gflops"])
+
+    entry = result.to_hardware_dict("my-a100")
+    assert entry["kind"] == "gpu" and entry["origin"] == "measured"
+    assert entry["gpu"] == {"sms": 108, "boost_clock_ghz": 1.41}
+    assert entry["host_link"]["generation"] == 4 and entry["host_link"]["lanes"] == 16
+    assert entry["alignment"]["fp16"]["multiple"] == 8  # copied from the datasheet entry
+    assert entry["theoretical"]["peak_tflops"]["fp16"] == 312
+    spec = HardwareSpec.from_dict(entry, "probe")
+    assert spec.peak_tflops["fp16"] == pytest.approx(gpu["gemm_gflops"]["fp16"] / 1000, rel=1e-3)
+
+    save_entry(result, "my-a100")
+    report = analyze_model("examples/mlp-1024-4096-1000.yaml", "my-a100")
+    assert report.hardware.origin == "measured"

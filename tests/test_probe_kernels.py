@@ -1,0 +1,59 @@
+"""The numpy kernels on tiny sizes: right results, right work counts; no timing asserted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline.kernels import (
+    KernelCheckError,
+    StreamArrays,
+    _check_gemm,
+    gemm_kernel,
+    small_gemm_kernel,
+)
+
+
+@pytest.mark.parametrize("dtype", ["fp64", "fp32"])
+def test_gemm_kernel_work_and_run(dtype):
+    kernel = gemm_kernel(8, dtype)
+    assert kernel.work == 2 * 8 * 8 * 8  # 2 m n k = 1024 FLOP
+    assert kernel.unit == "FLOP"
+    kernel.run(3)
+
+
+def test_gemm_check_catches_a_wrong_result():
+    a = np.ones((4, 4))
+    with pytest.raises(KernelCheckError):
+        _check_gemm(a, a, np.zeros((4, 4)), "fp64")
+
+
+def test_small_gemm_counts_calls():
+    kernel = small_gemm_kernel(4)
+    assert (kernel.work, kernel.unit) == (1.0, "call")
+
+
+def test_stream_triad_and_copy_results_and_bytes():
+    with StreamArrays(1000, threads=2, block=64) as arrays:
+        triad = arrays.kernel("triad")
+        assert np.all(arrays.a == 1.0 + 3.0 * 2.0)  # a = b + s c = 1 + 3 x 2
+        assert triad.work == 24 * 1000  # STREAM counts 3 x 8 B per element
+        copy = arrays.kernel("copy")
+        assert np.all(arrays.a == 1.0)
+        assert copy.work == 16 * 1000
+        assert arrays.nbytes == 3 * 8 * 1000
+        triad.run(2)
+
+
+def test_stream_threads_capped_by_elements():
+    with StreamArrays(3, threads=8) as arrays:
+        assert arrays.threads == 3
+        arrays.kernel("triad")
+
+
+def test_stream_check_catches_corruption():
+    with StreamArrays(100, threads=1) as arrays:
+        arrays.kernel("triad")
+        arrays.a[-1] = 0
+        with pytest.raises(KernelCheckError):
+            arrays._check("triad")

@@ -1,0 +1,144 @@
+"""Identification and theoretical peaks, against fake /proc, sysfs, py-cpuinfo and pynvml."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from _probe_fakes import CPUINFO, fake_pynvml
+
+from roofline import machine, peaks
+from roofline.database import list_hardware, load_hardware
+
+PROC = """processor\t: 0
+physical id\t: 0
+core id\t\t: 0
+
+processor\t: 1
+physical id\t: 0
+core id\t\t: 0
+
+processor\t: 2
+physical id\t: 1
+core id\t\t: 0
+
+processor\t: 3
+physical id\t: 1
+core id\t\t: 1
+"""
+
+
+def test_topology_counts_physical_cores_not_threads(tmp_path):
+    path = tmp_path / "cpuinfo"
+    path.write_text(PROC)
+    # cpus 0 and 1 are hyperthreads of one core: 3 cores on 2 sockets
+    assert machine.topology([0, 1, 2, 3], path)[:2] == (2, 3)
+    assert machine.topology([0, 1], path)[:2] == (1, 1)
+
+
+def test_topology_without_core_ids_assumes_one_core_per_cpu(tmp_path):
+    path = tmp_path / "cpuinfo"
+    path.write_text("processor\t: 0\n\nprocessor\t: 1\n")
+    sockets, cores, source = machine.topology([0, 1], path)
+    assert (sockets, cores) == (1, 2)
+    assert "assumed" in source
+
+
+def test_sysfs_caches(tmp_path):
+    for cpu, l3_shared in ((0, "0-1"), (1, "0-1")):
+        for index, (level, kind, size, shared) in enumerate(
+                [(1, "Data", "48K", str(cpu)), (1, "Instruction", "32K", str(cpu)),
+                 (2, "Unified", "2048K", str(cpu)), (3, "Unified", "260M", l3_shared)]):
+            folder = tmp_path / f"cpu{cpu}" / "cache" / f"index{index}"
+            folder.mkdir(parents=True)
+            for name, value in (("level", level), ("type", kind), ("size", size),
+                                ("shared_cpu_list", shared)):
+                (folder / name).write_text(f"{value}\n")
+    caches = machine.sysfs_caches([0, 1], tmp_path)
+    assert caches[2] == (2048 * 1024, 2)  # one L2 per core
+    assert caches[3] == (260 * 2**20, 1)  # one shared L3
+    assert caches[1] == (48 * 1024, 2)  # data caches only
+
+
+def test_identify_cpu_from_a_cpuinfo_dict():
+    cpu = machine.identify_cpu(CPUINFO)
+    assert cpu.brand == CPUINFO["brand_raw"]
+    assert cpu.vendor == "Intel"
+    assert cpu.clock_hz == 2.1e9
+    assert "AVX-512F" in cpu.isa and "AMX-BF16" in cpu.isa
+    assert cpu.to_dict()["isa"] == cpu.isa
+
+
+def test_identify_cpu_survives_an_empty_cpuinfo():
+    cpu = machine.identify_cpu({})
+    assert cpu.brand == "unknown CPU" and cpu.clock_hz is None
+    assert peaks.cpu_peak(cpu) is None
+
+
+def test_unknown_cpu_peak_is_derived_and_states_assumptions():
+    cpu = machine.identify_cpu(CPUINFO)
+    peak = peaks.cpu_peak(cpu)
+    # cores x 2.1 GHz x 2 FMA x 16 fp32 lanes x 2 = cores x 134.4 GFLOP/s
+    assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 134.4)
+    assert peak.gflops["fp64"] == pytest.approx(cpu.cores * 67.2)
+    # AMX: 1024 bf16 ops per cycle per core; int8 2048
+    assert peak.gflops["bf16"] == pytest.approx(cpu.cores * 2.1 * 1024)
+    assert peak.gflops["int8"] == pytest.approx(cpu.cores * 2.1 * 2048)
+    assert "fp16" not in peak.gflops  # neither avx512_fp16 nor amx_fp16 in the fake flags
+    text = " ".join(peak.assumptions)
+    assert "2 FMA units" in text and "base clock" in text
+    assert peak.cpu_block()["simd_bits"] == 512
+
+
+def test_zen4_avx512_counts_256_bit_units():
+    info = CPUINFO | {"vendor_id_raw": "AuthenticAMD", "family": 25, "brand_raw": "AMD EPYC",
+                      "flags": ["avx2", "fma", "avx512f"]}
+    cpu = machine.identify_cpu(info)
+    peak = peaks.cpu_peak(cpu)
+    assert peak.simd_bits == 256
+    assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 2.1 * 2 * 8 * 2)
+
+
+def test_known_cpu_uses_the_hwdb_block():
+    brand = "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz"
+    entry = machine.match_cpu(brand, list_hardware())
+    assert entry is not None and entry.name == "xeon-platinum-8180"
+    cpu = machine.identify_cpu(CPUINFO | {"brand_raw": brand})
+    peak = peaks.cpu_peak(cpu, entry)
+    # the entry's AVX-512 all-core clock, not the 2.5 GHz base: cores x 1.992 x 2 x 16 x 2
+    assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 1.992 * 64)
+    assert peak.bandwidth_gbs == entry.bandwidth_gbs
+    assert machine.match_cpu("AMD EPYC", list_hardware()) is None
+
+
+def test_identify_gpus_with_a_fake_pynvml(monkeypatch):
+    nv = fake_pynvml()
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    gpus, reason = machine.identify_gpus()
+    assert reason is None and len(gpus) == 1
+    gpu = gpus[0]
+    assert gpu["name"] == "NVIDIA A100-SXM4-80GB"
+    assert (gpu["pcie_generation"], gpu["pcie_width"], gpu["sm_clock_max_mhz"]) == (4, 16, 1410)
+    assert gpu["compute_capability"] is None  # NOT_SUPPORTED is tolerated
+    # 2 x 1593 MHz x 5120 bit / 8 / 1000 = 2039.04 GB/s (A100 80GB datasheet: 2039)
+    assert gpu["theoretical_bandwidth_gbs"] == pytest.approx(2039.04)
+    assert nv.calls == ["init", "shutdown"]
+    assert machine.match_gpu(gpu["name"], list_hardware()).name == "a100-sxm4-80gb"
+    theory = peaks.gpu_theoretical(gpu, load_hardware("a100-sxm4-80gb"))
+    assert theory["gemm_gflops"]["fp16"] == pytest.approx(312_000)
+
+
+def test_identify_gpus_without_a_driver(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error=OSError("no driver")))
+    gpus, reason = machine.identify_gpus()
+    assert gpus == [] and "NVML is not available" in reason
+
+
+def test_identify_gpus_without_pynvml(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import raises ImportError
+    assert machine.identify_gpus() == ([], "pynvml (nvidia-ml-py) is not installed")
+
+
+def test_blas_info_reports_numpys_blas():
+    info = machine.blas_info()
+    assert info and {"internal_api", "num_threads"} <= set(info[0])
