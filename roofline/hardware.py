@@ -68,7 +68,8 @@ class HardwareSpec:
         if dtype not in self.peak_tflops:
             supported = ", ".join(self.dtypes) or "none"
             raise UnsupportedDtypeError(
-                f"{self.name} has no {dtype} peak (its entry lists: {supported})")
+                f"{self.name} has no {dtype} peak (its entry lists: {supported}; "
+                f"choose one with --dtype)")
         return self.peak_tflops[dtype] * 1e12
 
     @property
