@@ -212,7 +212,7 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
     Each entry gets its roof (the memory slope up to the ridge, marked, then the compute
     ceiling of the report's dtype), lighter ceilings for its other dtypes (``other_dtypes``;
     by default only when one report is drawn), its host-link slope when the entry has one
-    (dotted), and for a measured entry the datasheet roof (dash-dot) beside the measured one.
+    (dotted), and for a measured entry the theoretical roof (dash-dot) beside the measured one.
     Each GEMM is a point coloured by bound, labelled with its name; coincident GEMMs share
     one label (``MM1,MM5``) and labels are moved apart so none overlaps another. Returns the
     Axes; without ``ax`` a new figure is made (see ``new_axes``).
@@ -303,13 +303,21 @@ def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_l
     _ceiling_text(ax, roof.peak_tflops, f"{report.dtype} {roof.peak_tflops:g}", color, placer)
     sheet = datasheet_roof(report)
     if sheet is not None:
-        _draw_roof(ax, sheet, ("datasheet", hw, report.dtype),
-                   f"{hw} datasheet: {sheet.peak_tflops:g} TFLOP/s, {sheet.bandwidth_gbs:g} GB/s",
+        _draw_roof(ax, sheet, ("datasheet", hw, report.dtype), _theory_label(report, sheet),
                    dict(color=color, lw=1.2, ls="-.", alpha=0.6))
     if other_dtypes:
         _draw_other_ceilings(ax, report, roof, color, placer)
     if host_link and report.hardware.host_link_gbs:
         _draw_host_link(ax, report, roof, color)
+
+
+def _theory_label(report: Report, sheet: Roof) -> str:
+    """Legend text of a measured entry's theoretical roof; says when its bandwidth is unknown
+    (the slope then falls back to the measured one)."""
+    theory = report.hardware.raw["theoretical"].get("bandwidth_gbs")
+    known = _positive(theory.get("dram") if isinstance(theory, dict) else theory)
+    bandwidth = f"{sheet.bandwidth_gbs:g} GB/s" if known else "bandwidth not known"
+    return f"{report.hardware.name} theoretical: {sheet.peak_tflops:g} TFLOP/s, {bandwidth}"
 
 
 def _draw_roof(ax: Axes, roof: Roof, names: tuple[str, str, str], label: str,

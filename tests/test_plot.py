@@ -171,12 +171,15 @@ def test_several_hardware_entries_on_one_chart():
         ax, "roof-compute:v100-sxm2-16gb:fp32").get_color()
 
 
-def _measured_spec():
+def _measured_spec(theory_bandwidth=40.0):
+    theoretical = {"peak_tflops": {"fp32": 1.0, "fp64": 0.5}}
+    if theory_bandwidth:
+        theoretical["bandwidth_gbs"] = theory_bandwidth
     return HardwareSpec.from_dict({
         "name": "local", "kind": "cpu", "vendor": "Test", "model": "Test CPU",
         "architecture": "test", "origin": "measured",
         "peak_tflops": {"fp32": 0.5, "fp64": 0.25}, "bandwidth_gbs": 20.0,
-        "theoretical": {"peak_tflops": {"fp32": 1.0, "fp64": 0.5}, "bandwidth_gbs": 40.0},
+        "theoretical": theoretical,
         "cpu": {"sockets": 1, "cores_per_socket": 2, "simd_bits": 256, "fma_units": 2,
                 "clock_ghz": 2.0},
         "sources": [{"title": "roofline probe", "command": "roofline probe --save local",
@@ -198,7 +201,16 @@ def test_measured_entry_draws_its_datasheet_roof_apart():
     assert by_gid(ax, "ridge:local").get_xdata()[0] == pytest.approx(25.0)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "local measured: fp32 0.5 TFLOP/s, 20 GB/s" in legend
-    assert "local datasheet: 1 TFLOP/s, 40 GB/s" in legend
+    assert "local theoretical: 1 TFLOP/s, 40 GB/s" in legend
+
+
+def test_theoretical_roof_without_a_known_bandwidth_says_so():
+    # a probe cannot see DRAM channels without root: the theoretical slope is the measured one
+    report = analyze_model(MLP, _measured_spec(theory_bandwidth=None), dtype="fp32")
+    ax = plot_roofline(report)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "local theoretical: 1 TFLOP/s, bandwidth not known" in legend
+    assert by_gid(ax, "datasheet-memory:local").get_ydata()[-1] == 1.0
 
 
 TEN_LAYERS = [
