@@ -69,7 +69,7 @@ def _row(report: Report, result) -> list[str]:
     g = result.gemm
     return [g.name, g.layer[:10], _PASS_SHORT[g.pass_], str(g.m), str(g.n), str(g.k),
             si(g.flops, ""), si(g.bytes, "B"), f"{g.intensity:.1f}", result.bound,
-            f"{result.attainable_flops_per_s / 1e12:.1f}", seconds(result.time_s),
+            f"{result.attainable_flops_per_s / 1e12:.3g}", seconds(result.time_s),
             "ok" if result.aligned else "NO"]
 
 

@@ -21,3 +21,21 @@ def test_ci_runs_the_readme_test_command():
     assert len(lines) == 2
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert lines[1] in ci
+
+
+def _console_examples():
+    """``(command args, printed output)`` of each README console block that runs analyze."""
+    text = README.read_text(encoding="utf-8")
+    for block in text.split("```console\n")[1:]:
+        body = block.split("```")[0]
+        first, _, output = body.partition("\n")
+        if first.startswith("$ roofline analyze") and "\\" not in first and "--plot" not in first:
+            yield first.removeprefix("$ roofline ").split(), output
+
+
+def test_readme_analyze_examples_show_real_output(invoke, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    examples = list(_console_examples())
+    assert len(examples) >= 2
+    for args, output in examples:
+        assert invoke(*args).stdout == output, " ".join(args)
