@@ -45,7 +45,8 @@ def probe_table(result) -> str:
                      f"threads)" for b in result.blas) or "unknown"
     match = f" = hwdb {result.cpu_match}" if result.cpu_match else " (no hwdb match)"
     out = [f"CPU   {cpu.brand}{match}: {cpu.sockets} socket(s), {cpu.cores} cores "
-           f"({cpu.usable_cpus} usable CPUs), {' '.join(cpu.isa) or 'no AVX'}",
+           f"({cpu.usable_cpus} usable CPUs)",
+           f"ISA   {' '.join(cpu.isa) or 'no AVX'}",
            f"BLAS  {blas}"]
     out += [f"GPU   {g['index']}: {g['name']}" for g in result.gpus]
     out += ["", f"measured ({result.preset} preset)      vs theoretical"]
