@@ -102,15 +102,17 @@ def test_help_explains_commands(invoke):
     assert "--hw" in invoke("analyze", "--help").stdout
 
 
-def test_python_dash_m_works():
+def test_python_dash_m_works(tmp_path):
+    # cwd: the installed package, not the checkout (python puts the cwd first on sys.path)
     out = subprocess.run([sys.executable, "-m", "roofline", "--version"], capture_output=True,
-                         text=True, check=True)
+                         text=True, check=True, cwd=tmp_path)
     assert out.stdout.startswith("roofline, version")
 
 
-def test_import_stays_light():
+def test_import_stays_light(tmp_path):
     code = ("import sys, roofline, roofline.cli; "
             "heavy = [m for m in ('numpy', 'matplotlib', 'pynvml', 'torch', 'cpuinfo') "
             "if m in sys.modules]; print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
     assert out.stdout.strip() == "[]"
