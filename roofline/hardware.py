@@ -21,7 +21,7 @@ FIGURE_KEYS = ("peak_tflops", "vector_tflops", "sparse_tflops", "bandwidth_gbs",
 _DESCRIPTIVE_KEYS = ("name", "kind", "vendor", "model", "architecture", "aliases", "nvml_names",
                      "cpu_brands", "sources", "notes", "origin", "theoretical", "measured")
 TOP_KEYS = frozenset(FIGURE_KEYS + _DESCRIPTIVE_KEYS)
-_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ class HardwareSpec:
 
 def _entry_name(top: Fields, key: str, value: str | None = None) -> str:
     name = top.string(key) if value is None else value
-    if not set(name) <= _NAME_CHARS:
+    if not set(name) <= NAME_CHARS:
         raise top.fail(key, f"names use lowercase letters, digits and . - _ + only, got {name!r}")
     return name
 

@@ -8,8 +8,6 @@ from .dtypes import DTYPES
 from .format import to_json
 from .hardware import HardwareSpec
 
-_LIST_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "int8", "fp8")
-
 
 def hardware_summary(spec: HardwareSpec) -> dict:
     """The fields ``hw list --format json`` promises (DESIGN.md), plus a few useful ones."""
@@ -40,9 +38,9 @@ def hardware_json(spec: HardwareSpec) -> str:
 
 def hardware_table(specs: list[HardwareSpec]) -> str:
     """One line per entry: dense peak TFLOP/s per dtype ('-' where absent), bandwidth."""
-    header = ["name", "kind", *_LIST_DTYPES, "GB/s"]
+    header = ["name", "kind", *DTYPES, "GB/s"]
     rows = [header] + [
-        [s.name, s.kind, *(_num(s.peak_tflops.get(d)) for d in _LIST_DTYPES),
+        [s.name, s.kind, *(_num(s.peak_tflops.get(d)) for d in DTYPES),
          _num(s.bandwidth_gbs)]
         for s in specs
     ]
@@ -109,7 +107,7 @@ def hardware_markdown_table(specs: list[HardwareSpec]) -> str:
     for s in specs:
         main = "fp16" if "fp16" in s.peak_tflops else "fp32"
         cells = [f"`{s.name}`", f"{s.vendor} {s.model}",
-                 *(_num(s.peak_tflops.get(d)) for d in _LIST_DTYPES),
+                 *(_num(s.peak_tflops.get(d)) for d in DTYPES),
                  _num(s.bandwidth_gbs), f"{s.ridge(main):.0f} ({main})"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join([README_START, *lines, README_END])

@@ -14,9 +14,7 @@ from typing import Any
 
 from .dtypes import DTYPES
 from .errors import RooflineError
-from .hardware import FIGURE_KEYS, HardwareSpec
-
-_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
+from .hardware import FIGURE_KEYS, NAME_CHARS, HardwareSpec
 
 
 class ProbeSaveError(RooflineError):
@@ -183,7 +181,7 @@ def check_can_save(name: str, force: bool = False) -> Path:
     """The path ``name`` would be saved to; raises if the name is bad or taken (no --force)."""
     from .database import user_hwdb_dir
 
-    if not name or not set(name) <= _NAME_CHARS or name.startswith("."):
+    if not name or not set(name) <= NAME_CHARS or name.startswith("."):
         raise ProbeSaveError(f"entry names use lowercase letters, digits and . - _ + only, "
                              f"got {name!r}")
     path = user_hwdb_dir() / f"{name}.yaml"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from .dtypes import DTYPES
 from .format import to_json
-
-_DTYPE_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 
 
 def probe_json(result) -> str:
@@ -19,7 +18,7 @@ def _ratio(measured: float | None, theory: float | None) -> str:
 
 def _gemm_lines(measured: dict, theory: dict, label: str) -> list[str]:
     lines = []
-    for dtype in _DTYPE_ORDER:
+    for dtype in DTYPES:
         if dtype in measured or dtype in theory:
             got, peak = measured.get(dtype), theory.get(dtype)
             shown = f"{got:10,.1f}" if got else f"{'-':>10}"
