@@ -43,6 +43,43 @@ def alignment_warnings(gemm: Gemm, rule: Alignment | None) -> tuple[bool, list[s
     return aligned, warnings
 
 
+def tile_wave_efficiency(m: int, n: int, tile: tuple[int, int], sms: int) -> float:
+    """Share of the GPU's tile slots doing useful work for a C(m, n) output (one block per SM).
+
+    tiles = ceil(m / tm) * ceil(n / tn); waves = ceil(tiles / sms);
+    efficiency = m * n / (waves * sms * tm * tn). Partial edge tiles (tile quantization) and a
+    part-empty last wave (wave quantization) both lower it (NVIDIA, Matrix Multiplication
+    Background guide, section 3).
+    """
+    tiles = -(-m // tile[0]) * -(-n // tile[1])
+    waves = -(-tiles // sms)
+    return m * n / (waves * sms * tile[0] * tile[1])
+
+
+#: Below this share of useful tile slots, a GEMM is flagged: the roofline time is optimistic.
+QUANTIZATION_THRESHOLD = 0.75
+
+
+def quantization_warning(gemm: Gemm, sms: int | None,
+                         tiles: tuple[tuple[int, int], ...]) -> str | None:
+    """A warning when even the best of the modelled tiles leaves over a quarter of the GPU idle.
+
+    The tile cuBLAS picks is not known ahead of time, so every candidate is tried and only a
+    GEMM that no tile fills well is flagged. Meant for compute-bound GEMMs: for skinny,
+    memory-bound ones cuBLAS switches to split-K or GEMV kernels that this model does not cover.
+    """
+    if not sms or not tiles:
+        return None
+    best = max(tiles, key=lambda t: tile_wave_efficiency(gemm.m, gemm.n, t, sms))
+    efficiency = tile_wave_efficiency(gemm.m, gemm.n, best, sms)
+    if efficiency >= QUANTIZATION_THRESHOLD:
+        return None
+    count = -(-gemm.m // best[0]) * -(-gemm.n // best[1])
+    return (f"tile/wave quantization: the best modelled tile ({best[0]}x{best[1]}: {count} tiles "
+            f"on {sms} SMs) keeps {efficiency:.0%} of the tile slots useful; expect less than "
+            f"the roofline")
+
+
 def intensity_limit(a: int, b: int, dtype: str) -> float:
     """Intensity as the batch grows without bound, for a GEMM whose other dimensions are a, b.
 

@@ -108,6 +108,9 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec) -> GemmResult:
     which = bound(gemm.intensity, ridge)
     rule = hardware.alignment.get(gemm.dtype)
     aligned, warnings = advisor.alignment_warnings(gemm, rule)
+    if which == "compute":  # a memory-bound GEMM is limited by bandwidth, not tile slots
+        quantization = advisor.quantization_warning(gemm, hardware.sms, hardware.tiles)
+        warnings += [quantization] if quantization else []
     batch, advice = None, []
     if which == "memory":
         batch, sentence = advisor.batch_advice(gemm, ridge, rule)

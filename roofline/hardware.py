@@ -90,6 +90,11 @@ class HardwareSpec:
         return self.raw.get("gpu", {}).get("sms")
 
     @property
+    def tiles(self) -> tuple[tuple[int, int], ...]:
+        """Thread-block tiles (rows x columns of C) worth modelling on this GPU; () for a CPU."""
+        return tuple((int(a), int(b)) for a, b in self.raw.get("gpu", {}).get("tiles", ()))
+
+    @property
     def host_link_gbs(self) -> float | None:
         return self.raw.get("host_link", {}).get("bandwidth_gbs")
 
@@ -183,6 +188,12 @@ def _check_sections(top: Fields, kind: str) -> None:
         gpu = top.sub("gpu")
         gpu.positive_int("sms")
         gpu.positive_number("boost_clock_ghz")
+        for i, tile in enumerate(gpu.items("tiles", [])):
+            ok = isinstance(tile, list) and len(tile) == 2 and all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in tile)
+            if not ok:
+                raise gpu.fail(f"tiles[{i}]", f"expected [rows, columns] of positive integers, "
+                                              f"got {tile!r}")
     else:
         cpu = top.sub("cpu")
         for key in ("sockets", "cores_per_socket", "simd_bits", "fma_units"):

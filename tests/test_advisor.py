@@ -113,3 +113,44 @@ def test_advice_appears_in_the_report_for_memory_bound_gemms():
     assert mm1.bound == "memory"
     assert mm1.min_compute_bound_batch == 168
     assert mm1.advice == ("batch >= 168 makes it compute-bound",)
+
+
+def test_tile_quantization_nvidia_example():
+    # Matrix Multiplication Background guide: with 128x128 tiles a 256x256 output needs 4 tiles,
+    # 257x256 needs 6. One SM isolates tile quantization: 65,792 / (6 x 16,384) = 0.669
+    from roofline.advisor import tile_wave_efficiency
+
+    assert tile_wave_efficiency(256, 256, (128, 128), sms=1) == 1.0
+    assert tile_wave_efficiency(257, 256, (128, 128), sms=1) == pytest.approx(65_792 / 98_304)
+
+
+def test_wave_quantization_nvidia_example():
+    # 1792x1792 with 256x128 tiles: 7 x 14 = 98 tiles, one wave on A100's 108 SMs, 91% full:
+    # 1792 * 1792 / (108 * 256 * 128) = 3,211,264 / 3,538,944 = 0.907
+    from roofline.advisor import tile_wave_efficiency
+
+    assert tile_wave_efficiency(1792, 1792, (256, 128), sms=108) == pytest.approx(0.9074, abs=1e-4)
+    # one more row of tiles spills into a nearly empty second wave: 8 x 14 = 112 tiles
+    assert tile_wave_efficiency(1793, 1792, (256, 128), sms=108) < 0.5
+
+
+def test_small_compute_bound_gemm_is_flagged_on_a100():
+    # 512 x 512 x 8192 fp16: intensity 2*512*512*8192 / (2*(2*512*8192 + 512*512)) = 248 FLOP/B,
+    # above A100's 153; the best tile (64x64) gives 8 x 8 = 64 tiles for 108 SMs:
+    # 262,144 / (108 * 4096) = 59% of the tile slots busy
+    from roofline import analyze, network_from_yaml
+
+    report = analyze(network_from_yaml("batch: 512\ndtype: fp16\nmlp: [8192, 512]\n"
+                                       "mode: inference"), load_hardware("a100-sxm4-80gb"))
+    mm1 = report.results[0]
+    assert mm1.bound == "compute"
+    assert ("tile/wave quantization: the best modelled tile (64x64: 64 tiles on 108 SMs) keeps "
+            "59% of the tile slots useful; expect less than the roofline") in mm1.warnings
+
+
+def test_no_quantization_warning_on_a_cpu_or_a_well_filled_gpu():
+    from roofline.advisor import quantization_warning
+
+    big = Gemm("MM1", "fc1", "forward", 4096, 4096, 4096, "fp16")
+    assert quantization_warning(big, None, ()) is None
+    assert quantization_warning(big, 108, ((256, 128), (64, 64))) is None
