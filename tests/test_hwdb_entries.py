@@ -135,6 +135,8 @@ def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
     ({"alignment": {"fp16": {"multiple": 8, "preferred": 60}}},
      "alignment.fp16.preferred: expected a multiple of 8, got 60"),
     ({"gpu": {"boost_clock_ghz": 1.5}}, "gpu.sms: missing required field"),
+    ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "tiles": [[128]]}},
+     "gpu.tiles[0]: expected [rows, columns] of positive integers, got [128]"),
 ])
 def test_broken_user_entry_gives_one_line_naming_file_and_field(isolated_user_hwdb, change,
                                                                 message):
