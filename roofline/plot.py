@@ -300,11 +300,12 @@ def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_l
              f"{roof.bandwidth_gbs:g} GB/s")
     _draw_roof(ax, roof, ("roof", hw, report.dtype), label, dict(color=color, lw=2.0))
     _mark_ridge(ax, roof, hw, color, placer)
-    _ceiling_text(ax, roof.peak_tflops, f"{report.dtype} {roof.peak_tflops:g}", color, placer)
     sheet = datasheet_roof(report)
     if sheet is not None:
         _draw_roof(ax, sheet, ("datasheet", hw, report.dtype), _theory_label(report, sheet),
                    dict(color=color, lw=1.2, ls="-.", alpha=0.6))
+        placer.block_horizontal(sheet.peak_tflops, sheet.ridge, ax.get_xlim()[1])
+    _ceiling_text(ax, roof.peak_tflops, f"{report.dtype} {roof.peak_tflops:g}", color, placer)
     if other_dtypes:
         _draw_other_ceilings(ax, report, roof, color, placer)
     if host_link and report.hardware.host_link_gbs:
@@ -445,6 +446,11 @@ class _Placer:
         """Keep text off a vertical line from (x, y0) to (x, y1)."""
         (px, py0), (_, py1) = self.ax.transData.transform([(x, y0), (x, y1)])
         self.taken.append((px - 1.0, py0, px + 1.0, py1))
+
+    def block_horizontal(self, y: float, x0: float, x1: float) -> None:
+        """Keep text off a horizontal line from (x0, y) to (x1, y)."""
+        (px0, py), (px1, _) = self.ax.transData.transform([(x0, y), (x1, y)])
+        self.taken.append((px0, py - 1.0, px1, py + 1.0))
 
     def place(self, x: float, y: float, size: tuple[float, float],
               offsets: list[tuple[float, float]]) -> tuple[float, float]:
