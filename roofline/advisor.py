@@ -70,14 +70,12 @@ def quantization_warning(gemm: Gemm, sms: int | None,
     """
     if not sms or not tiles:
         return None
-    best = max(tiles, key=lambda t: tile_wave_efficiency(gemm.m, gemm.n, t, sms))
-    efficiency = tile_wave_efficiency(gemm.m, gemm.n, best, sms)
+    efficiency, best = max((tile_wave_efficiency(gemm.m, gemm.n, t, sms), t) for t in tiles)
     if efficiency >= QUANTIZATION_THRESHOLD:
         return None
     count = -(-gemm.m // best[0]) * -(-gemm.n // best[1])
-    return (f"tile/wave quantization: the best modelled tile ({best[0]}x{best[1]}: {count} tiles "
-            f"on {sms} SMs) keeps {efficiency:.0%} of the tile slots useful; expect less than "
-            f"the roofline")
+    return (f"tile/wave quantization: best tile {best[0]}x{best[1]} ({count} tiles, {sms} SMs) "
+            f"keeps {efficiency:.0%} of slots busy")
 
 
 def intensity_limit(a: int, b: int, dtype: str) -> float:
@@ -125,8 +123,8 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int 
     if batch is None:
         _, a, b = _split_batch(gemm)
         limit = intensity_limit(a, b, gemm.dtype)
-        return None, (f"no batch makes it compute-bound: intensity tends to {limit:.1f} FLOP/B "
-                      f"as batch grows, below the ridge of {ridge:.1f}; widen the layer")
+        return None, (f"no batch reaches the ridge ({ridge:.1f}): intensity tends to "
+                      f"{limit:.1f} FLOP/B; widen the layer")
     text = f"batch >= {batch} makes it compute-bound"
     if rule is not None and batch % rule.multiple:
         text += f" ({pad_to(batch, rule.multiple)} keeps the {rule.multiple}-multiple)"

@@ -103,8 +103,8 @@ def report_table(report: Report) -> str:
                        for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
              for row in rows]
     lines.insert(1, "-" * len(lines[0]))
-    notes = [wrapped for note in _notes(report)
-             for wrapped in textwrap.wrap(note, width=100, subsequent_indent=" " * 7)]
+    notes = [wrapped for note in _notes(report) for wrapped in (
+        textwrap.wrap(note, width=100, subsequent_indent=" " * 7) if len(note) > 100 else [note])]
     out = [_header(report), "", *lines, "", _totals_line(report)]
     if notes:
         out += ["", "warnings and advice:", *notes]

@@ -17,6 +17,7 @@ the same either way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .dtypes import check_dtype, itemsize
 
@@ -66,14 +67,15 @@ class Gemm:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{dim} must be a positive integer, got {value!r}")
 
-    @property
+    # computed once per GEMM: a 10,000-layer report reads each of them several times
+    @cached_property
     def flops(self) -> int:
         return gemm_flops(self.m, self.n, self.k)
 
-    @property
+    @cached_property
     def bytes(self) -> int:
         return gemm_bytes(self.m, self.n, self.k, self.dtype)
 
-    @property
+    @cached_property
     def intensity(self) -> float:
         return self.flops / self.bytes

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .dtypes import DTYPES
@@ -89,7 +90,7 @@ class HardwareSpec:
     def sms(self) -> int | None:
         return self.raw.get("gpu", {}).get("sms")
 
-    @property
+    @cached_property
     def tiles(self) -> tuple[tuple[int, int], ...]:
         """Thread-block tiles (rows x columns of C) worth modelling on this GPU; () for a CPU."""
         return tuple((int(a), int(b)) for a, b in self.raw.get("gpu", {}).get("tiles", ()))

@@ -144,8 +144,16 @@ def test_small_compute_bound_gemm_is_flagged_on_a100():
                                        "mode: inference"), load_hardware("a100-sxm4-80gb"))
     mm1 = report.results[0]
     assert mm1.bound == "compute"
-    assert ("tile/wave quantization: the best modelled tile (64x64: 64 tiles on 108 SMs) keeps "
-            "59% of the tile slots useful; expect less than the roofline") in mm1.warnings
+    assert ("tile/wave quantization: best tile 64x64 (64 tiles, 108 SMs) keeps 59% of slots "
+            "busy") in mm1.warnings
+
+
+def test_no_batch_advice_names_the_limit_and_the_ridge():
+    from roofline.advisor import batch_advice
+
+    gemm = Gemm("MM2", "out", "forward", 128, 670_091, 128, "fp16")
+    assert batch_advice(gemm, 125e12 / 900e9, None) == (
+        None, "no batch reaches the ridge (138.9): intensity tends to 128.0 FLOP/B; widen the layer")
 
 
 def test_no_quantization_warning_on_a_cpu_or_a_well_filled_gpu():
