@@ -55,7 +55,8 @@ def cli() -> None:
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="Hardware entry name or alias (see `roofline hw list`), or a path to an "
-                   "entry YAML file. Repeat to compare devices.")
+                   "entry YAML file; `local` probes this machine once and reuses the result. "
+                   "Repeat to compare devices.")
 @click.option("--batch", type=click.IntRange(min=1), help="Override the model's batch size.")
 @click.option("--dtype", type=click.Choice(DTYPES), help="Override the model's dtype.")
 @click.option("--mode", type=click.Choice(("train", "inference")),
