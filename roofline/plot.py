@@ -70,14 +70,18 @@ def datasheet_roof(report: Report) -> Roof | None:
         return None
     peaks = theory.get("peak_tflops")
     peak = peaks.get(report.dtype) if isinstance(peaks, dict) else None
-    bandwidth = theory.get("bandwidth_gbs")
-    if isinstance(bandwidth, dict):
-        bandwidth = bandwidth.get("dram")
+    bandwidth = _theory_bandwidth(theory)
     if not _positive(peak) and not _positive(bandwidth):
         return None
     measured = main_roof(report)
     return Roof(float(peak) if _positive(peak) else measured.peak_tflops,
                 float(bandwidth) if _positive(bandwidth) else measured.bandwidth_gbs)
+
+
+def _theory_bandwidth(theory: dict) -> Any:
+    """A measured entry's theoretical DRAM bandwidth (a number, or ``{"dram": number}``)."""
+    bandwidth = theory.get("bandwidth_gbs")
+    return bandwidth.get("dram") if isinstance(bandwidth, dict) else bandwidth
 
 
 def _positive(value: Any) -> bool:
@@ -315,8 +319,7 @@ def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_l
 def _theory_label(report: Report, sheet: Roof) -> str:
     """Legend text of a measured entry's theoretical roof; says when its bandwidth is unknown
     (the slope then falls back to the measured one)."""
-    theory = report.hardware.raw["theoretical"].get("bandwidth_gbs")
-    known = _positive(theory.get("dram") if isinstance(theory, dict) else theory)
+    known = _positive(_theory_bandwidth(report.hardware.raw["theoretical"]))
     bandwidth = f"{sheet.bandwidth_gbs:g} GB/s" if known else "bandwidth not known"
     return f"{report.hardware.name} theoretical: {sheet.peak_tflops:g} TFLOP/s, {bandwidth}"
 

@@ -326,7 +326,7 @@ def save_entry(result: ProbeResult, name: str, force: bool = False,
 
 def local_hardware(progress: Progress | None = None):
     """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``."""
-    from .database import clear_cache, load_hardware
+    from .database import load_hardware
     from .errors import UnknownHardwareError
 
     say = progress or (lambda message: None)
@@ -337,7 +337,6 @@ def local_hardware(progress: Progress | None = None):
     say("no saved 'local' hardware entry: running a quick probe of this machine (a few s)")
     result = run_probe(quick=True, progress=say)
     path = save_entry(result, "local", command="roofline analyze --hw local (quick probe)")
-    clear_cache()
     say(f"saved as 'local' in {path}; for steadier figures run "
         f"`roofline probe --save local --force`")
     return load_hardware("local")
