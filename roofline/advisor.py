@@ -43,16 +43,20 @@ def alignment_warnings(gemm: Gemm, rule: Alignment | None) -> tuple[bool, list[s
     return aligned, warnings
 
 
+def tile_count(m: int, n: int, tile: tuple[int, int]) -> int:
+    """Thread-block tiles covering a C(m, n) output: ``ceil(m / tm) * ceil(n / tn)``."""
+    return -(-m // tile[0]) * -(-n // tile[1])
+
+
 def tile_wave_efficiency(m: int, n: int, tile: tuple[int, int], sms: int) -> float:
     """Share of the GPU's tile slots doing useful work for a C(m, n) output (one block per SM).
 
-    tiles = ceil(m / tm) * ceil(n / tn); waves = ceil(tiles / sms);
+    tiles = tile_count(m, n, tile); waves = ceil(tiles / sms);
     efficiency = m * n / (waves * sms * tm * tn). Partial edge tiles (tile quantization) and a
     part-empty last wave (wave quantization) both lower it (NVIDIA, Matrix Multiplication
     Background guide, section 3).
     """
-    tiles = -(-m // tile[0]) * -(-n // tile[1])
-    waves = -(-tiles // sms)
+    waves = -(-tile_count(m, n, tile) // sms)
     return m * n / (waves * sms * tile[0] * tile[1])
 
 
@@ -73,7 +77,7 @@ def quantization_warning(gemm: Gemm, sms: int | None,
     efficiency, best = max((tile_wave_efficiency(gemm.m, gemm.n, t, sms), t) for t in tiles)
     if efficiency >= QUANTIZATION_THRESHOLD:
         return None
-    count = -(-gemm.m // best[0]) * -(-gemm.n // best[1])
+    count = tile_count(gemm.m, gemm.n, best)
     return (f"tile/wave quantization: best tile {best[0]}x{best[1]} ({count} tiles, {sms} SMs) "
             f"keeps {efficiency:.0%} of slots busy")
 

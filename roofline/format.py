@@ -64,6 +64,7 @@ def report_json(report: Report) -> str:
 
 _COLUMNS = ("GEMM", "layer", "pass", "M", "N", "K", "FLOP", "bytes", "FLOP/B", "bound",
             "TFLOP/s", "time", "align")
+_LEFT_COLUMNS = frozenset({0, 1, 2, 9, 12})  # text columns; numbers are right-aligned
 
 
 def _row(report: Report, result) -> list[str]:
@@ -98,8 +99,7 @@ def report_table(report: Report) -> str:
     """A plain-text table that fits in 100 columns, with totals, warnings and advice below."""
     rows = [list(_COLUMNS)] + [_row(report, r) for r in report.results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    left = {0, 1, 2, 9, 12}
-    lines = ["  ".join(cell.ljust(w) if i in left else cell.rjust(w)
+    lines = ["  ".join(cell.ljust(w) if i in _LEFT_COLUMNS else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
              for row in rows]
     lines.insert(1, "-" * len(lines[0]))
@@ -134,7 +134,7 @@ def report_markdown(report: Report) -> str:
     rows = [_row(report, r) for r in report.results]
     lines = [_header(report).replace("\n", "  \n"), "",
              "| " + " | ".join(_COLUMNS) + " |",
-             "|" + "|".join("---" if i in {0, 1, 2, 9, 12} else "--:"
+             "|" + "|".join("---" if i in _LEFT_COLUMNS else "--:"
                             for i in range(len(_COLUMNS))) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     lines += ["", _totals_line(report)]
@@ -145,7 +145,7 @@ def report_markdown(report: Report) -> str:
 
 
 def _html_cell(tag: str, text: str, column: int) -> str:
-    align = "left" if column in {0, 1, 2, 9, 12} else "right"
+    align = "left" if column in _LEFT_COLUMNS else "right"
     return f'<{tag} style="text-align:{align}">{html.escape(text)}</{tag}>'
 
 
