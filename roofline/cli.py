@@ -154,9 +154,9 @@ def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str
 
     Progress goes to stderr. `--hw local` in analyze runs `probe --quick --save local` once.
     """
-    from .probe import run_probe
-    from .probeentry import check_can_save, save_entry
-    from .probeformat import probe_json, probe_table
+    from .probe import run_probe, save_entry
+    from .probe.entry import check_can_save
+    from .probe.render import probe_json, probe_table
 
     if save_name:
         check_can_save(save_name, force)

@@ -32,3 +32,11 @@ class UnsupportedDtypeError(RooflineError):
 
 class PlotError(RooflineError):
     """A chart cannot be drawn or written (an unsupported file extension, a missing folder)."""
+
+
+class ProbeSaveError(RooflineError):
+    """A probe result cannot be saved: a bad name, nothing measured, or the entry exists."""
+
+
+class KernelCheckError(RooflineError):
+    """A probe kernel produced a wrong result, so its timings must not be trusted."""

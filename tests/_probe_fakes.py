@@ -1,6 +1,6 @@
 """Fakes at the probe's boundaries: py-cpuinfo's dict, a pynvml module, a torch-like module.
 
-The fake torch is backed by numpy, so the torch code path of roofline.gpuprobe runs for real on
+The fake torch is backed by numpy, so the torch code path of roofline.probe.gpu_kernels runs for real on
 tiny arrays; nothing here needs a GPU (and nothing here proves the code right on one).
 """
 
@@ -72,7 +72,7 @@ class FakeTensor:
 
 
 def fake_torch(cuda: bool = True, device_name: str = "NVIDIA A100-SXM4-80GB"):
-    """A module with the few torch names gpuprobe uses; bfloat16 is float32 underneath."""
+    """A module with the few torch names gpu_kernels uses; bfloat16 is float32 underneath."""
     torch = types.ModuleType("torch")
     rng = np.random.default_rng(0)
     torch.float64, torch.float32, torch.float16, torch.bfloat16 = (

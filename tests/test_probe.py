@@ -10,11 +10,13 @@ import sys
 import pytest
 from _probe_fakes import CPUINFO
 
-from roofline import machine, probe
+from roofline import probe
+from roofline.probe import identify, runner
 from roofline.api import analyze_model
 from roofline.database import clear_cache, load_hardware
 from roofline.hardware import HardwareSpec
-from roofline.probeentry import ProbeSaveError, write_atomic
+from roofline.errors import ProbeSaveError
+from roofline.probe.entry import write_atomic
 
 MODEL = "examples/mlp-1024-4096-1000.yaml"
 
@@ -22,7 +24,7 @@ MODEL = "examples/mlp-1024-4096-1000.yaml"
 @pytest.fixture
 def no_gpu(monkeypatch):
     """No py-cpuinfo subprocess, no NVML, no torch/cupy: the plain CPU path, fast."""
-    monkeypatch.setattr(machine, "cpuinfo_dict", lambda: dict(CPUINFO))
+    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(CPUINFO))
     for name in ("pynvml", "torch", "cupy"):
         monkeypatch.setitem(sys.modules, name, None)
 
@@ -120,7 +122,7 @@ def test_nothing_measured_cannot_be_saved(result):
 
 def test_local_hardware_probes_once_then_reuses(no_gpu, monkeypatch, isolated_user_hwdb):
     real = probe.run_probe
-    monkeypatch.setattr(probe, "run_probe", lambda quick, progress: real(preset="tiny"))
+    monkeypatch.setattr(runner, "run_probe", lambda quick, progress: real(preset="tiny"))
     messages = []
     spec = probe.local_hardware(messages.append)
     assert spec.name == "local" and spec.origin == "measured"
@@ -130,7 +132,7 @@ def test_local_hardware_probes_once_then_reuses(no_gpu, monkeypatch, isolated_us
     def fail(**kwargs):
         raise AssertionError("a saved local entry must be reused")
 
-    monkeypatch.setattr(probe, "run_probe", fail)
+    monkeypatch.setattr(runner, "run_probe", fail)
     clear_cache()
     assert probe.local_hardware().name == "local"
     assert probe.resolve_hardware("v100") == "v100"
@@ -156,8 +158,22 @@ def test_cli_probe_table(no_gpu, invoke):
 
 def test_cli_analyze_hw_local(no_gpu, invoke, monkeypatch):
     real = probe.run_probe
-    monkeypatch.setattr(probe, "run_probe", lambda quick, progress: real(preset="tiny"))
+    monkeypatch.setattr(runner, "run_probe", lambda quick, progress: real(preset="tiny"))
     res = invoke("analyze", MODEL, "--hw", "local", "--dtype", "fp32", "--format", "json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["hardware"] == "local"
     assert "saved as 'local'" in res.stderr
+
+
+def test_a_kernel_that_fails_its_check_ends_in_one_line(no_gpu, invoke, monkeypatch):
+    from roofline.errors import KernelCheckError
+    from roofline.probe import cpu_kernels
+
+    def wrong(n, dtype):
+        raise KernelCheckError(f"{dtype} GEMM n={n}: result differs from the reference")
+
+    monkeypatch.setattr(cpu_kernels, "gemm_kernel", wrong)
+    res = invoke("probe", "--preset", "tiny")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    errors = [line for line in res.stderr.splitlines() if line.startswith("Error")]
+    assert errors == ["Error: fp32 GEMM n=16: result differs from the reference"]

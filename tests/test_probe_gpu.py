@@ -10,7 +10,7 @@ import sys
 import pytest
 from _probe_fakes import CPUINFO, fake_pynvml, fake_torch
 
-from roofline import gpuprobe, machine
+from roofline.probe import gpu_kernels, identify
 from roofline.api import analyze_model
 from roofline.hardware import HardwareSpec
 from roofline.probe import run_probe, save_entry
@@ -22,13 +22,13 @@ def fake_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setitem(sys.modules, "cupy", None)
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
-    monkeypatch.setattr(machine, "cpuinfo_dict", lambda: dict(CPUINFO))
+    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(CPUINFO))
     return torch
 
 
 def test_torch_backend_kernels(fake_gpu):
-    backend, reason = gpuprobe.gpu_backend()
-    assert reason is None and isinstance(backend, gpuprobe.TorchBackend)
+    backend, reason = gpu_kernels.gpu_backend()
+    assert reason is None and isinstance(backend, gpu_kernels.TorchBackend)
     gemm = backend.gemm(8, "tf32")
     assert gemm.work == 2 * 8**3
     assert fake_gpu.backends.cuda.matmul.allow_tf32 is True
@@ -46,7 +46,7 @@ def test_torch_backend_kernels(fake_gpu):
 def test_no_gpu_library_says_why(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "cupy", None)
-    backend, reason = gpuprobe.gpu_backend()
+    backend, reason = gpu_kernels.gpu_backend()
     assert backend is None
     assert "torch is not installed" in reason and "roofline[gpu]" in reason
 
@@ -54,9 +54,9 @@ def test_no_gpu_library_says_why(monkeypatch):
 def test_torch_without_cuda(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda=False))
     monkeypatch.setitem(sys.modules, "cupy", None)
-    backend, reason = gpuprobe.gpu_backend()
+    backend, reason = gpu_kernels.gpu_backend()
     assert backend is None and "sees no CUDA device" in reason
-    cpu_backend, _ = gpuprobe.cpu_lowp_backend()
+    cpu_backend, _ = gpu_kernels.cpu_lowp_backend()
     assert cpu_backend.dtypes == ("bf16", "fp16")
     cpu_backend.gemm(8, "bf16").run(1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roofline.kernels import (
+from roofline.probe.cpu_kernels import (
     KernelCheckError,
     StreamArrays,
     _check_gemm,

@@ -7,7 +7,7 @@ import sys
 import pytest
 from _probe_fakes import CPUINFO, fake_pynvml
 
-from roofline import machine, peaks
+from roofline.probe import ceilings, identify
 from roofline.database import list_hardware, load_hardware
 
 PROC = """processor\t: 0
@@ -32,14 +32,14 @@ def test_topology_counts_physical_cores_not_threads(tmp_path):
     path = tmp_path / "cpuinfo"
     path.write_text(PROC)
     # cpus 0 and 1 are hyperthreads of one core: 3 cores on 2 sockets
-    assert machine.topology([0, 1, 2, 3], path)[:2] == (2, 3)
-    assert machine.topology([0, 1], path)[:2] == (1, 1)
+    assert identify.topology([0, 1, 2, 3], path)[:2] == (2, 3)
+    assert identify.topology([0, 1], path)[:2] == (1, 1)
 
 
 def test_topology_without_core_ids_assumes_one_core_per_cpu(tmp_path):
     path = tmp_path / "cpuinfo"
     path.write_text("processor\t: 0\n\nprocessor\t: 1\n")
-    sockets, cores, source = machine.topology([0, 1], path)
+    sockets, cores, source = identify.topology([0, 1], path)
     assert (sockets, cores) == (1, 2)
     assert "assumed" in source
 
@@ -54,14 +54,14 @@ def test_sysfs_caches(tmp_path):
             for name, value in (("level", level), ("type", kind), ("size", size),
                                 ("shared_cpu_list", shared)):
                 (folder / name).write_text(f"{value}\n")
-    caches = machine.sysfs_caches([0, 1], tmp_path)
+    caches = identify.sysfs_caches([0, 1], tmp_path)
     assert caches[2] == (2048 * 1024, 2)  # one L2 per core
     assert caches[3] == (260 * 2**20, 1)  # one shared L3
     assert caches[1] == (48 * 1024, 2)  # data caches only
 
 
 def test_identify_cpu_from_a_cpuinfo_dict():
-    cpu = machine.identify_cpu(CPUINFO)
+    cpu = identify.identify_cpu(CPUINFO)
     assert cpu.brand == CPUINFO["brand_raw"]
     assert cpu.vendor == "Intel"
     assert cpu.clock_hz == 2.1e9
@@ -70,14 +70,14 @@ def test_identify_cpu_from_a_cpuinfo_dict():
 
 
 def test_identify_cpu_survives_an_empty_cpuinfo():
-    cpu = machine.identify_cpu({})
+    cpu = identify.identify_cpu({})
     assert cpu.brand == "unknown CPU" and cpu.clock_hz is None
-    assert peaks.cpu_peak(cpu) is None
+    assert ceilings.cpu_peak(cpu) is None
 
 
 def test_unknown_cpu_peak_is_derived_and_states_assumptions():
-    cpu = machine.identify_cpu(CPUINFO)
-    peak = peaks.cpu_peak(cpu)
+    cpu = identify.identify_cpu(CPUINFO)
+    peak = ceilings.cpu_peak(cpu)
     # cores x 2.1 GHz x 2 FMA x 16 fp32 lanes x 2 = cores x 134.4 GFLOP/s
     assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 134.4)
     assert peak.gflops["fp64"] == pytest.approx(cpu.cores * 67.2)
@@ -93,28 +93,28 @@ def test_unknown_cpu_peak_is_derived_and_states_assumptions():
 def test_zen4_avx512_counts_256_bit_units():
     info = CPUINFO | {"vendor_id_raw": "AuthenticAMD", "family": 25, "brand_raw": "AMD EPYC",
                       "flags": ["avx2", "fma", "avx512f"]}
-    cpu = machine.identify_cpu(info)
-    peak = peaks.cpu_peak(cpu)
+    cpu = identify.identify_cpu(info)
+    peak = ceilings.cpu_peak(cpu)
     assert peak.simd_bits == 256
     assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 2.1 * 2 * 8 * 2)
 
 
 def test_known_cpu_uses_the_hwdb_block():
     brand = "Intel(R) Xeon(R) Platinum 8180 CPU @ 2.50GHz"
-    entry = machine.match_cpu(brand, list_hardware())
+    entry = identify.match_cpu(brand, list_hardware())
     assert entry is not None and entry.name == "xeon-platinum-8180"
-    cpu = machine.identify_cpu(CPUINFO | {"brand_raw": brand})
-    peak = peaks.cpu_peak(cpu, entry)
+    cpu = identify.identify_cpu(CPUINFO | {"brand_raw": brand})
+    peak = ceilings.cpu_peak(cpu, entry)
     # the entry's AVX-512 all-core clock, not the 2.5 GHz base: cores x 1.992 x 2 x 16 x 2
     assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 1.992 * 64)
     assert peak.bandwidth_gbs == entry.bandwidth_gbs
-    assert machine.match_cpu("AMD EPYC", list_hardware()) is None
+    assert identify.match_cpu("AMD EPYC", list_hardware()) is None
 
 
 def test_identify_gpus_with_a_fake_pynvml(monkeypatch):
     nv = fake_pynvml()
     monkeypatch.setitem(sys.modules, "pynvml", nv)
-    gpus, reason = machine.identify_gpus()
+    gpus, reason = identify.identify_gpus()
     assert reason is None and len(gpus) == 1
     gpu = gpus[0]
     assert gpu["name"] == "NVIDIA A100-SXM4-80GB"
@@ -123,22 +123,22 @@ def test_identify_gpus_with_a_fake_pynvml(monkeypatch):
     # 2 x 1593 MHz x 5120 bit / 8 / 1000 = 2039.04 GB/s (A100 80GB datasheet: 2039)
     assert gpu["theoretical_bandwidth_gbs"] == pytest.approx(2039.04)
     assert nv.calls == ["init", "shutdown"]
-    assert machine.match_gpu(gpu["name"], list_hardware()).name == "a100-sxm4-80gb"
-    theory = peaks.gpu_theoretical(gpu, load_hardware("a100-sxm4-80gb"))
+    assert identify.match_gpu(gpu["name"], list_hardware()).name == "a100-sxm4-80gb"
+    theory = ceilings.gpu_theoretical(gpu, load_hardware("a100-sxm4-80gb"))
     assert theory["gemm_gflops"]["fp16"] == pytest.approx(312_000)
 
 
 def test_identify_gpus_without_a_driver(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error=OSError("no driver")))
-    gpus, reason = machine.identify_gpus()
+    gpus, reason = identify.identify_gpus()
     assert gpus == [] and "NVML is not available" in reason
 
 
 def test_identify_gpus_without_pynvml(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import raises ImportError
-    assert machine.identify_gpus() == ([], "pynvml (nvidia-ml-py) is not installed")
+    assert identify.identify_gpus() == ([], "pynvml (nvidia-ml-py) is not installed")
 
 
 def test_blas_info_reports_numpys_blas():
-    info = machine.blas_info()
+    info = identify.blas_info()
     assert info and {"internal_api", "num_threads"} <= set(info[0])

@@ -12,13 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .dtypes import DTYPES
-from .errors import RooflineError
-from .hardware import FIGURE_KEYS, NAME_CHARS, HardwareSpec
-
-
-class ProbeSaveError(RooflineError):
-    """The entry cannot be saved: a bad name, nothing measured, or it already exists."""
+from ..dtypes import DTYPES
+from ..errors import ProbeSaveError
+from ..hardware import FIGURE_KEYS, NAME_CHARS, HardwareSpec
 
 
 def _sig(value: float, digits: int = 4) -> float:
@@ -62,7 +58,7 @@ def _cpu_entry(result, name: str) -> dict[str, Any]:
 
 def _effective_cpu_block(result) -> dict[str, Any]:
     """No clock known: the clock that would make the measured fp32 rate the peak."""
-    from .peaks import simd_bits_for
+    from .ceilings import simd_bits_for
 
     cpu = result.cpu
     simd, _ = simd_bits_for(cpu)
@@ -77,7 +73,7 @@ def _effective_cpu_block(result) -> dict[str, Any]:
 
 def _architecture(result) -> str:
     if result.cpu_match:
-        from .database import load_hardware
+        from ..database import load_hardware
 
         return load_hardware(result.cpu_match).architecture
     cpu = result.cpu
@@ -85,7 +81,7 @@ def _architecture(result) -> str:
 
 
 def _gpu_entry(result, name: str) -> dict[str, Any]:
-    from .database import load_hardware
+    from ..database import load_hardware
 
     gm, facts = result.measured["gpu"], result.measured["gpu"].get("device", {})
     nvml = result.gpus[0] if result.gpus else {}
@@ -172,14 +168,14 @@ def hardware_dict(result, name: str, command: str | None = None) -> dict[str, An
 
 
 def _spec(name: str) -> HardwareSpec:
-    from .database import load_hardware
+    from ..database import load_hardware
 
     return load_hardware(name)
 
 
 def check_can_save(name: str, force: bool = False) -> Path:
     """The path ``name`` would be saved to; raises if the name is bad or taken (no --force)."""
-    from .database import user_hwdb_dir
+    from ..database import user_hwdb_dir
 
     if not name or not set(name) <= NAME_CHARS or name.startswith("."):
         raise ProbeSaveError(f"entry names use lowercase letters, digits and . - _ + only, "
@@ -227,7 +223,7 @@ def save_entry(result, name: str, force: bool = False, command: str | None = Non
     """Validate ``result`` as entry ``name`` and write it into the user hardware directory."""
     import yaml
 
-    from .database import clear_cache
+    from ..database import clear_cache
 
     path = check_can_save(name, force)
     data = result.to_hardware_dict(name, command)

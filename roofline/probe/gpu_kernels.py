@@ -1,7 +1,7 @@
 """GPU (and CPU low-precision) kernels through torch or cupy, the optional ``roofline[gpu]``.
 
 One small adapter per array library gives the probe three kernel kinds, each a
-``roofline.kernels.Kernel`` that synchronizes the device at the end of ``run(loops)`` so the
+``roofline.probe.cpu_kernels.Kernel`` that synchronizes the device at the end of ``run(loops)`` so the
 host clock measures finished work: GEMM per dtype, device-memory copy, and host-to-device copy
 from pinned memory (the PCIe / NVLink roof). Nothing here imports torch or cupy at module level.
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .kernels import Kernel, KernelCheckError
+from ..errors import KernelCheckError
+from .cpu_kernels import Kernel
 
 TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "fp16": "float16",
                 "bf16": "bfloat16"}

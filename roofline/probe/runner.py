@@ -1,9 +1,6 @@
-"""``roofline probe``: measure the machine in use and describe it as a hardware entry.
-
-``run_probe`` identifies the machine (roofline.machine), computes its theoretical ceilings
-(roofline.peaks), times GEMM and bandwidth kernels (roofline.kernels, roofline.gpuprobe) with
-one calibrated loop (roofline.bench), and returns a ProbeResult. ``save_entry`` writes it into
-the user hardware directory (roofline.probeentry); ``local_hardware`` backs ``--hw local``.
+"""The probe's presets and ``run_probe``: identify the machine (``identify``), compute its
+theoretical ceilings (``ceilings``), time GEMM and bandwidth kernels (``cpu_kernels``,
+``gpu_kernels``) with one calibrated loop (``timing``), and return a ProbeResult.
 
 Only the standard library is imported at module level.
 """
@@ -18,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import __version__
+from .. import __version__
 
 SCHEMA_VERSION = 1
 # METHOD_VERSION history (bump whenever the way we measure changes):
@@ -69,7 +66,7 @@ class ProbeResult:
     """What one probe found; ``to_dict`` is the ``probe --format json`` object."""
 
     preset: str
-    cpu: Any  # machine.CpuInfo
+    cpu: Any  # identify.CpuInfo
     blas: list[dict[str, Any]]
     gpus: list[dict[str, Any]]
     measured: dict[str, Any]
@@ -79,7 +76,7 @@ class ProbeResult:
     warnings: list[str]
     assumptions: list[str]
     metadata: dict[str, Any]
-    cpu_peak: Any = None  # peaks.CpuPeak or None
+    cpu_peak: Any = None  # ceilings.CpuPeak or None
     cpu_match: str | None = None
     gpu_matches: dict[int, str] = field(default_factory=dict)
 
@@ -94,7 +91,7 @@ class ProbeResult:
 
     def to_hardware_dict(self, name: str, command: str | None = None) -> dict[str, Any]:
         """This result as a hwdb entry (docs/hwdb-schema.md) with ``origin: measured``."""
-        from .probeentry import hardware_dict
+        from .entry import hardware_dict
 
         return hardware_dict(self, name, command)
 
@@ -114,7 +111,7 @@ class _Session:
         self.say(f"  not measured: {figure}: {reason}")
 
     def time(self, kernel, scale: float) -> dict[str, Any]:
-        from .bench import instability_warning, measure
+        from .timing import instability_warning, measure
 
         p = self.plan
         result = measure(kernel.run, p.repeats, p.warmups, p.min_time_s, self.clock)
@@ -141,7 +138,7 @@ class _Session:
 
 
 def _cpu_gemm(s: _Session, threads: int | None) -> None:
-    from .kernels import gemm_kernel
+    from .cpu_kernels import gemm_kernel
 
     for dtype, sizes in s.plan.gemm_sizes.items():
         s.say(f"{dtype} GEMM through numpy's BLAS ({threads or '?'} threads) ...")
@@ -151,7 +148,7 @@ def _cpu_gemm(s: _Session, threads: int | None) -> None:
 
 
 def _small_gemm(s: _Session) -> None:
-    from .kernels import small_gemm_kernel
+    from .cpu_kernels import small_gemm_kernel
 
     n = s.plan.small_gemm_n
     stats = s.time(small_gemm_kernel(n), 1.0)
@@ -161,7 +158,7 @@ def _small_gemm(s: _Session) -> None:
 
 
 def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> float:
-    from .kernels import StreamArrays
+    from .cpu_kernels import StreamArrays
 
     with StreamArrays(max(1, array_bytes // 8), threads) as arrays:
         rates = {}
@@ -215,7 +212,7 @@ def _available_memory() -> float:
 
 
 def _cpu_lowp(s: _Session) -> None:
-    from .gpuprobe import cpu_lowp_backend
+    from .gpu_kernels import cpu_lowp_backend
 
     backend, reason = cpu_lowp_backend()
     if backend is None:
@@ -229,7 +226,7 @@ def _cpu_lowp(s: _Session) -> None:
 
 
 def _gpu(s: _Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dict | None:
-    from .gpuprobe import gpu_backend
+    from .gpu_kernels import gpu_backend
 
     backend, reason = gpu_backend()
     if backend is None:
@@ -281,17 +278,17 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
               clock: Callable[[], float] = time.perf_counter) -> ProbeResult:
     """Identify and measure this machine. ``progress(message)`` hears what is going on;
     ``preset`` ("full", "quick", "tiny") overrides ``quick``."""
-    from . import machine, peaks
+    from . import ceilings, identify
 
     plan = PRESETS[preset or ("quick" if quick else "full")]
     say = progress or (lambda message: None)
     started, wall_start = time.perf_counter(), datetime.now(timezone.utc)
     say(f"roofline probe ({plan.name}): identifying the CPU (py-cpuinfo) ...")
-    cpu, blas = machine.identify_cpu(), machine.blas_info()
-    gpus, nvml_reason = machine.identify_gpus()
-    entries = machine.datasheet_entries()
-    cpu_entry = machine.match_cpu(cpu.brand, entries)
-    peak = peaks.cpu_peak(cpu, cpu_entry)
+    cpu, blas = identify.identify_cpu(), identify.blas_info()
+    gpus, nvml_reason = identify.identify_gpus()
+    entries = identify.datasheet_entries()
+    cpu_entry = identify.match_cpu(cpu.brand, entries)
+    peak = ceilings.cpu_peak(cpu, cpu_entry)
     blas_text = ", ".join(f"{b['internal_api']} x{b['num_threads']}" for b in blas)
     say(f"  {cpu.brand}: {cpu.cores} cores, {' '.join(cpu.isa) or 'no AVX'}; "
         f"BLAS {blas_text or 'unknown'}")
@@ -300,12 +297,12 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     _small_gemm(session)
     _bandwidth(session, cpu)
     _cpu_lowp(session)
-    gpu_matches = {g["index"]: m.name for g in gpus if (m := machine.match_gpu(g["name"], entries))}
+    gpu_matches = {g["index"]: m.name for g in gpus if (m := identify.match_gpu(g["name"], entries))}
     gpu_measured = _gpu(session, gpus, nvml_reason)
     gpu_theory = None
     if gpu_measured is not None and gpus:
-        gpu_entry = machine.match_gpu(gpus[0]["name"], entries)
-        gpu_theory = peaks.gpu_theoretical(gpus[0], gpu_entry)
+        gpu_entry = identify.match_gpu(gpus[0]["name"], entries)
+        gpu_theory = ceilings.gpu_theoretical(gpus[0], gpu_entry)
         session.measured["gpu"] = gpu_measured
     assumptions = (peak.assumptions if peak else ["no clock known: no theoretical CPU peak"])
     assumptions = assumptions + (gpu_theory or {}).get("assumptions", [])
@@ -314,34 +311,3 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
                        session.details, session.not_measured, session.warnings, assumptions,
                        _metadata(cpu, blas, started, wall_start), peak,
                        cpu_entry.name if cpu_entry else None, gpu_matches)
-
-
-def save_entry(result: ProbeResult, name: str, force: bool = False,
-               command: str | None = None) -> os.PathLike:
-    """Write ``result`` as user hardware entry ``name`` (atomically); see probeentry."""
-    from .probeentry import save_entry as _save
-
-    return _save(result, name, force, command)
-
-
-def local_hardware(progress: Progress | None = None):
-    """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``."""
-    from .database import load_hardware
-    from .errors import UnknownHardwareError
-
-    say = progress or (lambda message: None)
-    try:
-        return load_hardware("local")
-    except UnknownHardwareError:
-        pass
-    say("no saved 'local' hardware entry: running a quick probe of this machine (a few s)")
-    result = run_probe(quick=True, progress=say)
-    path = save_entry(result, "local", command="roofline analyze --hw local (quick probe)")
-    say(f"saved as 'local' in {path}; for steadier figures run "
-        f"`roofline probe --save local --force`")
-    return load_hardware("local")
-
-
-def resolve_hardware(name: str, progress: Progress | None = None):
-    """``name`` unchanged, except that ``local`` becomes local_hardware(progress)."""
-    return local_hardware(progress) if name.lower() == "local" else name

@@ -1,6 +1,6 @@
 """The numpy kernels the probe times: GEMM through numpy's BLAS, and STREAM-style bandwidth.
 
-Each kernel is a ``run(loops)`` callable for ``roofline.bench.measure`` plus the work one call
+Each kernel is a ``run(loops)`` callable for ``roofline.probe.timing.measure`` plus the work one call
 does (FLOPs or bytes), on preallocated arrays, checked once against a reference before any
 timing is trusted. numpy is imported inside the functions.
 
@@ -18,14 +18,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ..errors import KernelCheckError
+
 NUMPY_GEMM_DTYPES = {"fp64": "float64", "fp32": "float32"}
 TRIAD_SCALAR = 3.0
 STREAM_BYTES_PER_ELEMENT = {"copy": 16, "triad": 24}
 BLOCK_ELEMENTS = 65536  # 512 KiB per array and block: two blocks stay in a core's L2
-
-
-class KernelCheckError(RuntimeError):
-    """A kernel produced a wrong result; its timings must not be trusted."""
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .dtypes import DTYPES
-from .format import to_json
+from ..dtypes import DTYPES
+from ..format import to_json
 
 
 def probe_json(result) -> str:
