@@ -13,9 +13,8 @@ from roofline import database
 def pytest_configure(config):
     if importlib.util.find_spec("roofline.hwdb") is None:
         raise pytest.UsageError(
-            "roofline.hwdb (the bundled hardware entries) is not importable: the source tree's "
-            "roofline/ shadows the installed package. Run `.venv/bin/pytest` rather than "
-            "`python -m pytest`, or install with `pip install -e .`.")
+            "roofline.hwdb (the bundled hardware entries) is not importable: install the package "
+            "first (README: pip install \".[test]\"), then run the venv's pytest.")
 
 
 @pytest.fixture(autouse=True)
