@@ -38,38 +38,39 @@ def test_ridge_points_are_plausible(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_matrix_engine_peaks_are_not_below_vector_peaks(name):
-    raw = load_hardware(name).raw
-    for dtype, vector in raw.get("vector_tflops", {}).items():
-        if dtype in raw["peak_tflops"]:
-            assert raw["peak_tflops"][dtype] >= vector
+    spec = load_hardware(name)
+    for dtype, vector in spec.vector_tflops.items():
+        if dtype in spec.peak_tflops:
+            assert spec.peak_tflops[dtype] >= vector
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_sparse_figures_are_about_twice_dense_and_never_the_peak(name):
-    raw = load_hardware(name).raw
-    for dtype, sparse in raw.get("sparse_tflops", {}).items():
-        dense = raw["peak_tflops"][dtype]
+    spec = load_hardware(name)
+    for dtype, sparse in spec.sparse_tflops.items():
+        dense = spec.peak_tflops[dtype]
         assert sparse == pytest.approx(2 * dense, rel=0.03)  # L40S prints 362.05 / 733
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_bandwidth_below_what_the_memory_allows(name):
     spec = load_hardware(name)
-    memory = spec.raw["memory"]["type"]
+    memory = spec.memory_type
     if spec.kind == "gpu":
         assert spec.bandwidth_gbs <= MAX_GBS[memory]
     else:
         # DDRx-<MT/s>: at most 12 channels per socket x MT/s x 8 B
         transfers = int(re.fullmatch(r"DDR[45]-(\d+)", memory).group(1))
-        assert spec.bandwidth_gbs <= spec.raw["cpu"]["sockets"] * 12 * transfers * 8 / 1000
+        assert spec.bandwidth_gbs <= spec.cpu.sockets * 12 * transfers * 8 / 1000
 
 
 @pytest.mark.parametrize("name", [n for n, p in zip(NAMES, FILES) if p.parent.name == "cpu"])
 def test_cpu_fp32_peak_follows_from_cores_clock_and_simd(name):
-    cpu = load_hardware(name).raw["cpu"]
-    fp32 = load_hardware(name).raw.get("vector_tflops", load_hardware(name).peak_tflops)["fp32"]
-    derived = (cpu["sockets"] * cpu["cores_per_socket"] * cpu["clock_ghz"] * cpu["fma_units"]
-               * cpu["simd_bits"] / 32 * 2 / 1000)
+    spec = load_hardware(name)
+    cpu = spec.cpu
+    fp32 = (spec.vector_tflops or spec.peak_tflops)["fp32"]
+    derived = (cpu.sockets * cpu.cores_per_socket * cpu.clock_ghz * cpu.fma_units
+               * cpu.simd_bits / 32 * 2 / 1000)
     assert fp32 == pytest.approx(derived, rel=0.02)
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from .dtypes import DTYPES
 from .errors import UnsupportedDtypeError
 from .fields import Fields
+from .roof import ridge_point
 
 KINDS = ("gpu", "cpu")
 ORIGINS = ("datasheet", "measured")
@@ -45,6 +45,54 @@ class Source:
     covers: tuple[str, ...]
 
 
+_LINK_NAMES = {"pcie": "PCIe", "nvlink": "NVLink"}
+
+
+@dataclass(frozen=True)
+class HostLink:
+    """The link host memory is reached through: its type and per-direction bandwidth."""
+
+    type: str
+    bandwidth_gbs: float
+    generation: int | None = None
+    lanes: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``"PCIe 4"``, ``"NVLink 2"``, or ``"host link"`` for an unknown type."""
+        name = _LINK_NAMES.get(self.type, "host link")
+        return f"{name} {self.generation}" if self.generation else name
+
+
+@dataclass(frozen=True)
+class GpuBlock:
+    """A GPU's SM count, the clock its Tensor-Core peak assumes, and the tiles worth modelling."""
+
+    sms: int
+    boost_clock_ghz: float
+    tiles: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class CpuBlock:
+    """What a CPU entry's peak is derived from: sockets x cores x clock x FMA units x lanes x 2."""
+
+    sockets: int
+    cores_per_socket: int
+    simd_bits: int
+    fma_units: int
+    clock_ghz: float
+    clock_basis: str = ""
+
+
+@dataclass(frozen=True)
+class Theoretical:
+    """A measured entry's computed ceilings, beside its measured ones (``theoretical:``)."""
+
+    peak_tflops: dict[str, float]
+    bandwidth_gbs: float | None
+
+
 @dataclass(frozen=True)
 class HardwareSpec:
     """One device's ceilings and the facts the advisor needs, as stored in hwdb/."""
@@ -62,7 +110,17 @@ class HardwareSpec:
     aliases: tuple[str, ...] = ()
     origin: str = "datasheet"
     location: str = ""
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    host_link: HostLink | None = None
+    gpu: GpuBlock | None = None
+    cpu: CpuBlock | None = None
+    theoretical: Theoretical | None = None
+    nvml_names: tuple[str, ...] = ()
+    cpu_brands: tuple[str, ...] = ()
+    vector_tflops: dict[str, float] = field(default_factory=dict)
+    sparse_tflops: dict[str, float] = field(default_factory=dict)
+    memory_type: str | None = None
+    llc_mb: float | None = None
+    stored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def peak_flops_per_s(self, dtype: str) -> float:
         """Dense peak for ``dtype`` in FLOP/s; UnsupportedDtypeError if the device lacks it."""
@@ -84,24 +142,29 @@ class HardwareSpec:
 
     def ridge(self, dtype: str) -> float:
         """Ridge point (ops:byte ratio) in FLOP/B: dense peak / DRAM bandwidth."""
-        return self.peak_flops_per_s(dtype) / self.bandwidth_bytes_per_s
+        return ridge_point(self.peak_flops_per_s(dtype), self.bandwidth_bytes_per_s)
 
     @property
     def sms(self) -> int | None:
-        return self.raw.get("gpu", {}).get("sms")
+        return self.gpu.sms if self.gpu else None
 
-    @cached_property
+    @property
     def tiles(self) -> tuple[tuple[int, int], ...]:
         """Thread-block tiles (rows x columns of C) worth modelling on this GPU; () for a CPU."""
-        return tuple((int(a), int(b)) for a, b in self.raw.get("gpu", {}).get("tiles", ()))
+        return self.gpu.tiles if self.gpu else ()
 
     @property
     def host_link_gbs(self) -> float | None:
-        return self.raw.get("host_link", {}).get("bandwidth_gbs")
+        return self.host_link.bandwidth_gbs if self.host_link else None
+
+    def alignment_dict(self) -> dict[str, dict[str, int]]:
+        """The ``alignment:`` section in its stored form (to copy into another entry)."""
+        return {d: {"multiple": a.multiple, "preferred": a.preferred}
+                for d, a in self.alignment.items()}
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored (a deep copy), plus where it was loaded from."""
-        data = copy.deepcopy(self.raw)
+        data = copy.deepcopy(self.stored)
         data["location"] = self.location
         return data
 
@@ -114,7 +177,8 @@ class HardwareSpec:
         kind = top.choice("kind", KINDS)
         vendor, model = top.string("vendor"), top.string("model")
         architecture = top.string("architecture")
-        _check_sections(top, kind)
+        _check_sections(top)
+        gpu, cpu = _gpu_block(top, kind), _cpu_block(top, kind)
         sources = _sources(top)
         _check_covered(top, sources)
         return cls(
@@ -132,7 +196,17 @@ class HardwareSpec:
                           for i, alias in enumerate(top.strings("aliases"))),
             origin=top.choice("origin", ORIGINS, "datasheet"),
             location=location,
-            raw=copy.deepcopy(dict(data)),
+            host_link=_host_link(top),
+            gpu=gpu,
+            cpu=cpu,
+            theoretical=_theoretical(top),
+            nvml_names=top.strings("nvml_names"),
+            cpu_brands=top.strings("cpu_brands"),
+            vector_tflops=_dtype_numbers(top, "vector_tflops", required=False),
+            sparse_tflops=_dtype_numbers(top, "sparse_tflops", required=False),
+            memory_type=_memory_type(top),
+            llc_mb=top.positive_number("llc_mb", None),
+            stored=copy.deepcopy(dict(data)),
         )
 
 
@@ -172,36 +246,67 @@ def _alignment(top: Fields) -> dict[str, Alignment]:
     return result
 
 
-def _check_sections(top: Fields, kind: str) -> None:
-    """Type-check the optional figure sections and the kind-specific block."""
-    _dtype_numbers(top, "vector_tflops", required=False)
-    _dtype_numbers(top, "sparse_tflops", required=False)
-    for key in ("llc_mb", "tdp_w"):
-        top.positive_number(key, None)
-    link = top.sub("host_link", None)
-    if link is not None:
-        link.reject_unknown(frozenset({"type", "generation", "lanes", "bandwidth_gbs"}))
-        link.choice("type", ("pcie", "nvlink"))
-        link.positive_number("bandwidth_gbs")
-    for key in ("memory", "nvlink", "theoretical", "measured"):
+def _check_sections(top: Fields) -> None:
+    """Type-check the optional figure sections that have no typed field of their own."""
+    top.positive_number("tdp_w", None)
+    for key in ("nvlink", "measured"):
         top.sub(key, None)
-    if kind == "gpu":
-        gpu = top.sub("gpu")
-        gpu.positive_int("sms")
-        gpu.positive_number("boost_clock_ghz")
-        for i, tile in enumerate(gpu.items("tiles", [])):
-            ok = isinstance(tile, list) and len(tile) == 2 and all(
-                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in tile)
-            if not ok:
-                raise gpu.fail(f"tiles[{i}]", f"expected [rows, columns] of positive integers, "
-                                              f"got {tile!r}")
-    else:
-        cpu = top.sub("cpu")
-        for key in ("sockets", "cores_per_socket", "simd_bits", "fma_units"):
-            cpu.positive_int(key)
-        cpu.positive_number("clock_ghz")
-    top.strings("nvml_names")
-    top.strings("cpu_brands")
+
+
+def _memory_type(top: Fields) -> str | None:
+    memory = top.sub("memory", None)
+    return None if memory is None else memory.string("type", None)
+
+
+def _host_link(top: Fields) -> HostLink | None:
+    link = top.sub("host_link", None)
+    if link is None:
+        return None
+    link.reject_unknown(frozenset({"type", "generation", "lanes", "bandwidth_gbs"}))
+    return HostLink(link.choice("type", ("pcie", "nvlink")), link.positive_number("bandwidth_gbs"),
+                    link.positive_int("generation", None), link.positive_int("lanes", None))
+
+
+def _gpu_block(top: Fields, kind: str) -> GpuBlock | None:
+    if kind != "gpu":
+        return None
+    gpu = top.sub("gpu")
+    sms, clock = gpu.positive_int("sms"), gpu.positive_number("boost_clock_ghz")
+    tiles = []
+    for i, tile in enumerate(gpu.items("tiles", [])):
+        ok = isinstance(tile, list) and len(tile) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in tile)
+        if not ok:
+            raise gpu.fail(f"tiles[{i}]", f"expected [rows, columns] of positive integers, "
+                                          f"got {tile!r}")
+        tiles.append((tile[0], tile[1]))
+    return GpuBlock(sms, clock, tuple(tiles))
+
+
+def _cpu_block(top: Fields, kind: str) -> CpuBlock | None:
+    if kind != "cpu":
+        return None
+    cpu = top.sub("cpu")
+    counts = [cpu.positive_int(key) for key in ("sockets", "cores_per_socket", "simd_bits",
+                                                 "fma_units")]
+    return CpuBlock(*counts, clock_ghz=cpu.positive_number("clock_ghz"),
+                    clock_basis=cpu.string("clock_basis", ""))
+
+
+def _theoretical(top: Fields) -> Theoretical | None:
+    """``theoretical: {peak_tflops: {dtype: x}, bandwidth_gbs: x | {dram: x}}``."""
+    theory = top.sub("theoretical", None)
+    if theory is None:
+        return None
+    theory.reject_unknown(frozenset({"peak_tflops", "bandwidth_gbs"}))
+    empty = theory.get("peak_tflops", None) == {}  # a probe that knew no clock computed none
+    peaks = {} if empty else _dtype_numbers(theory, "peak_tflops", required=False)
+    bandwidth = theory.get("bandwidth_gbs", None)
+    if isinstance(bandwidth, dict):
+        bandwidth = theory.sub("bandwidth_gbs").positive_number("dram", None)
+    elif bandwidth is not None:
+        bandwidth = theory.positive_number("bandwidth_gbs")
+    return Theoretical(peaks, bandwidth)
 
 
 def _sources(top: Fields) -> tuple[Source, ...]:

@@ -66,7 +66,7 @@ def hardware_detail(spec: HardwareSpec) -> str:
             lines.append(f"{dtype:<6}  {spec.peak_tflops[dtype]:>12g}   "
                          f"{spec.ridge(dtype):>12.1f}   {align}")
     lines.append(f"bandwidth: {spec.bandwidth_gbs:g} GB/s")
-    for key, value in spec.raw.items():
+    for key, value in spec.to_dict().items():
         if key in _SHOWN:
             continue
         lines.append(f"{key}: {_flat(value)}")
@@ -81,7 +81,7 @@ def hardware_detail(spec: HardwareSpec) -> str:
 
 
 _SHOWN = {"name", "kind", "vendor", "model", "architecture", "aliases", "peak_tflops",
-          "bandwidth_gbs", "alignment", "sources", "notes", "origin"}
+          "bandwidth_gbs", "alignment", "sources", "notes", "origin", "location"}
 
 
 def _flat(value) -> str:

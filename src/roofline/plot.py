@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import PlotError
+from .roof import ridge_point
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -46,8 +47,8 @@ class Roof:
 
     @property
     def ridge(self) -> float:
-        """Where the slope meets the ceiling, in FLOP/B: ``peak * 1e12 / (bandwidth * 1e9)``."""
-        return self.peak_tflops * 1e3 / self.bandwidth_gbs
+        """Where the slope meets the ceiling, in FLOP/B (``roofline.roof.ridge_point``)."""
+        return ridge_point(self.peak_tflops * 1e12, self.bandwidth_gbs * 1e9)
 
     def slope_at(self, intensity: float) -> float:
         """TFLOP/s the memory slope allows at ``intensity`` FLOP/B."""
@@ -64,28 +65,14 @@ def datasheet_roof(report: Report) -> Roof | None:
 
     A missing theoretical peak or bandwidth falls back to the measured one.
     """
-    spec = report.hardware
-    theory = spec.raw.get("theoretical")
-    if spec.origin != "measured" or not isinstance(theory, dict):
+    spec, theory = report.hardware, report.hardware.theoretical
+    if spec.origin != "measured" or theory is None:
         return None
-    peaks = theory.get("peak_tflops")
-    peak = peaks.get(report.dtype) if isinstance(peaks, dict) else None
-    bandwidth = _theory_bandwidth(theory)
-    if not _positive(peak) and not _positive(bandwidth):
+    peak = theory.peak_tflops.get(report.dtype)
+    if peak is None and theory.bandwidth_gbs is None:
         return None
     measured = main_roof(report)
-    return Roof(float(peak) if _positive(peak) else measured.peak_tflops,
-                float(bandwidth) if _positive(bandwidth) else measured.bandwidth_gbs)
-
-
-def _theory_bandwidth(theory: dict) -> Any:
-    """A measured entry's theoretical DRAM bandwidth (a number, or ``{"dram": number}``)."""
-    bandwidth = theory.get("bandwidth_gbs")
-    return bandwidth.get("dram") if isinstance(bandwidth, dict) else bandwidth
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    return Roof(peak or measured.peak_tflops, theory.bandwidth_gbs or measured.bandwidth_gbs)
 
 
 def other_ceilings(report: Report) -> list[tuple[str, float]]:
@@ -319,7 +306,7 @@ def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_l
 def _theory_label(report: Report, sheet: Roof) -> str:
     """Legend text of a measured entry's theoretical roof; says when its bandwidth is unknown
     (the slope then falls back to the measured one)."""
-    known = _positive(_theory_bandwidth(report.hardware.raw["theoretical"]))
+    known = report.hardware.theoretical.bandwidth_gbs is not None
     bandwidth = f"{sheet.bandwidth_gbs:g} GB/s" if known else "bandwidth not known"
     return f"{report.hardware.name} theoretical: {sheet.peak_tflops:g} TFLOP/s, {bandwidth}"
 
@@ -376,7 +363,7 @@ def _draw_other_ceilings(ax: Axes, report: Report, roof: Roof, color: str,
     x0, x1 = ax.get_xlim()
     hw = report.hardware.name
     for index, (dtypes, peak) in enumerate(other_ceilings(report)):
-        start = max(x0, peak * 1e3 / roof.bandwidth_gbs)
+        start = max(x0, Roof(peak, roof.bandwidth_gbs).ridge)
         ax.plot([start, x1], [peak, peak], ls="--", lw=1.0, color=color, alpha=0.35,
                 gid=f"dtype-ceiling:{hw}:{dtypes.replace(' ', '')}",
                 label=f"{hw}: other dtypes" if index == 0 else "_nolegend_")
@@ -385,13 +372,10 @@ def _draw_other_ceilings(ax: Axes, report: Report, roof: Roof, color: str,
 
 def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
     """The slope data streamed over the host link would follow, up to the compute ceiling."""
-    gbs = report.hardware.host_link_gbs
-    link = report.hardware.raw.get("host_link", {})
-    name = {"pcie": "PCIe", "nvlink": "NVLink"}.get(link.get("type"), "host link")
-    if link.get("generation"):
-        name += f" {link['generation']}"
+    link = report.hardware.host_link
+    gbs, name = link.bandwidth_gbs, link.label
     x0, x1 = ax.get_xlim()
-    end = min(x1, roof.peak_tflops * 1e3 / gbs)
+    end = min(x1, Roof(roof.peak_tflops, gbs).ridge)
     ax.plot([x0, end], [x0 * gbs / 1e3, end * gbs / 1e3], ls=":", lw=1.2, color=color,
             alpha=0.8, gid=f"host-link:{report.hardware.name}",
             label=f"{report.hardware.name}: host link ({name}) {gbs:g} GB/s")

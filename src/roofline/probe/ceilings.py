@@ -68,10 +68,10 @@ def cpu_peak(cpu, entry=None) -> CpuPeak | None:
     """Theoretical peaks of ``cpu`` (a machine.CpuInfo), ``entry`` its hwdb match or None."""
     assumptions = [f"{cpu.cores} physical cores usable by this process "
                    f"({cpu.topology_source}), {cpu.sockets} socket(s)"]
-    block = entry.raw.get("cpu", {}) if entry is not None else {}
+    block = entry.cpu if entry is not None else None
     if block:
-        simd, fma, clock_ghz = block["simd_bits"], block["fma_units"], block["clock_ghz"]
-        basis = f"from hwdb entry {entry.name}: {block.get('clock_basis', 'clock as listed')}"
+        simd, fma, clock_ghz = block.simd_bits, block.fma_units, block.clock_ghz
+        basis = f"from hwdb entry {entry.name}: {block.clock_basis or 'clock as listed'}"
         assumptions.append(f"SIMD width, FMA units and clock from hwdb entry {entry.name}")
     else:
         if not cpu.clock_hz:
@@ -108,7 +108,6 @@ def gpu_theoretical(gpu: dict[str, Any], entry=None) -> dict[str, Any]:
         result["assumptions"].append("device bandwidth = 2 x NVML max memory clock x bus width")
     elif entry is not None:
         result["bandwidth_gbs"]["device"] = entry.bandwidth_gbs
-    link = entry.raw.get("host_link", {}) if entry is not None else {}
-    if link.get("bandwidth_gbs"):
-        result["bandwidth_gbs"]["host_to_device"] = link["bandwidth_gbs"]
+    if entry is not None and entry.host_link_gbs:
+        result["bandwidth_gbs"]["host_to_device"] = entry.host_link_gbs
     return result

@@ -89,7 +89,7 @@ def _gpu_entry(result, name: str) -> dict[str, Any]:
     clock_mhz = nvml.get("sm_clock_max_mhz")
     gpu_block = {"sms": facts.get("sms") or (match.sms if match else None),
                  "boost_clock_ghz": clock_mhz / 1000 if clock_mhz else
-                 (match.raw["gpu"]["boost_clock_ghz"] if match else None)}
+                 (match.gpu.boost_clock_ghz if match else None)}
     if not all(gpu_block.values()):
         raise ProbeSaveError("the GPU's SM count or clock is unknown (no NVML, no hwdb match)")
     data: dict[str, Any] = {
@@ -108,8 +108,8 @@ def _gpu_entry(result, name: str) -> dict[str, Any]:
             k: nvml[f"pcie_{v}"] for k, v in (("generation", "generation"), ("lanes", "width"))
             if nvml.get(f"pcie_{v}")}
     data["gpu"] = gpu_block
-    if match is not None and match.raw.get("alignment"):
-        data["alignment"] = match.raw["alignment"]
+    if match is not None and match.alignment:
+        data["alignment"] = match.alignment_dict()
     theory = result.theoretical.get("gpu", {})
     data["theoretical"] = {"peak_tflops": _tflops(theory.get("gemm_gflops", {}))} | (
         {"bandwidth_gbs": theory["bandwidth_gbs"]["device"]}

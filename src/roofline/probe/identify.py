@@ -160,7 +160,7 @@ def match_cpu(brand: str, specs: list) -> Any:
     """The first datasheet cpu entry one of whose ``cpu_brands`` is a substring of ``brand``."""
     for spec in specs:
         if spec.kind == "cpu" and spec.origin == "datasheet" and any(
-                b.strip() and b.strip() in brand for b in spec.raw.get("cpu_brands", [])):
+                b.strip() and b.strip() in brand for b in spec.cpu_brands):
             return spec
     return None
 
@@ -168,7 +168,7 @@ def match_cpu(brand: str, specs: list) -> Any:
 def match_gpu(name: str, specs: list) -> Any:
     """The datasheet gpu entry whose ``nvml_names`` holds ``name`` (case-insensitive)."""
     for spec in specs:
-        names = [n.lower() for n in spec.raw.get("nvml_names", [])]
+        names = [n.lower() for n in spec.nvml_names]
         if spec.kind == "gpu" and spec.origin == "datasheet" and name.lower() in names:
             return spec
     return None
