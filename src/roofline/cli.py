@@ -92,7 +92,8 @@ def analyze(model: Path, hardware: tuple[str, ...], batch: int | None, dtype: st
 
 
 def _render_reports(reports: list, fmt: str) -> str:
-    from .format import REPORT_FORMATS, to_json
+    from .format import REPORT_FORMATS
+    from .json_output import to_json
 
     if fmt == "json" and len(reports) > 1:
         return to_json([r.to_dict() for r in reports]) + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from .dtypes import DTYPES
-from .format import to_json
+from .json_output import to_json
 from .hardware import HardwareSpec
 
 

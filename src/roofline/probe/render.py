@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..dtypes import DTYPES
-from ..format import to_json
+from ..json_output import to_json
 
 
 def probe_json(result) -> str:
