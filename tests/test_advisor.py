@@ -20,6 +20,21 @@ FP16_V100 = Alignment(multiple=8, preferred=8)
 FP16_A100 = Alignment(multiple=8, preferred=64)
 
 
+def linear_gemm(name, layer, pass_, m, n, k, dtype):
+    """A GEMM of a linear layer, made by roofline.layers.Linear (so it carries the layer's
+    roles and batch dimensions), with the given M x N x K."""
+    from roofline.layers import Linear
+
+    if pass_ == "forward":
+        (shape,) = Linear(layer, k, n).forward(m)
+    elif pass_ == "backward-data":
+        shape = Linear(layer, n, k).backward(m, data_grad=True)[0]
+    else:
+        (shape,) = Linear(layer, m, n).backward(k, data_grad=False)
+    assert (shape.pass_, shape.m, shape.n, shape.k) == (pass_, m, n, k)
+    return Gemm(name, layer, pass_, m, n, k, dtype, shape.roles, shape.batch_dims)
+
+
 def test_pad_to():
     assert pad_to(1002, 8) == 1008  # the issue's example: 1002 -> 1008 for FP16
     assert pad_to(1008, 8) == 1008
@@ -27,7 +42,7 @@ def test_pad_to():
 
 
 def test_misaligned_input_is_flagged_with_the_padded_size():
-    gemm = Gemm("MM1", "fc1", "forward", 512, 4096, 1002, "fp16")
+    gemm = linear_gemm("MM1", "fc1", "forward", 512, 4096, 1002, "fp16")
     aligned, warnings = alignment_warnings(gemm, FP16_V100)
     assert not aligned
     assert warnings == ["K=1002 (in) is not a multiple of 8 (best for fp16 Tensor Cores): "
@@ -35,27 +50,27 @@ def test_misaligned_input_is_flagged_with_the_padded_size():
 
 
 def test_every_misaligned_dimension_is_flagged():
-    gemm = Gemm("MM4", "fc2", "backward-weight", 1002, 1001, 500, "fp16")
+    gemm = linear_gemm("MM4", "fc2", "backward-weight", 1002, 1001, 500, "fp16")
     aligned, warnings = alignment_warnings(gemm, FP16_V100)
     assert not aligned
     assert [w.split(" ")[0] for w in warnings] == ["M=1002", "N=1001", "K=500"]
 
 
 def test_a100_preference_for_64_is_a_hint_not_a_misalignment():
-    gemm = Gemm("MM2", "fc2", "forward", 512, 1000, 4096, "fp16")
+    gemm = linear_gemm("MM2", "fc2", "forward", 512, 1000, 4096, "fp16")
     aligned, warnings = alignment_warnings(gemm, FP16_A100)
     assert aligned
     assert warnings == ["N=1000 (out): multiples of 64 run best on this device (next: 1024)"]
 
 
 def test_fp8_alignment_is_a_requirement():
-    gemm = Gemm("MM1", "fc1", "forward", 8, 24, 100, "fp8")
+    gemm = linear_gemm("MM1", "fc1", "forward", 8, 24, 100, "fp8")
     aligned, warnings = alignment_warnings(gemm, Alignment(16, 128))
     assert not aligned and "required for fp8" in warnings[-1]
 
 
 def test_no_rule_means_nothing_to_miss():
-    assert alignment_warnings(Gemm("MM1", "fc1", "forward", 3, 5, 7, "fp32"), None) == (True, [])
+    assert alignment_warnings(linear_gemm("MM1", "fc1", "forward", 3, 5, 7, "fp32"), None) == (True, [])
 
 
 def test_min_batch_for_1024_to_4096_on_v100_is_168():
@@ -63,7 +78,7 @@ def test_min_batch_for_1024_to_4096_on_v100_is_168():
     # B >= eRab / (2ab - eR(a+b)) = 2*138.89*4194304 / (8388608 - 2*138.89*5120)
     #   = 1,165,084,444 / 6,966,386 = 167.24 -> 168
     ridge = 125e12 / 900e9
-    gemm = Gemm("MM1", "fc1", "forward", 8, 4096, 1024, "fp16")
+    gemm = linear_gemm("MM1", "fc1", "forward", 8, 4096, 1024, "fp16")
     assert min_compute_bound_batch(gemm, ridge) == 168
     assert gemm_intensity(168, 4096, 1024, "fp16") >= ridge > gemm_intensity(167, 4096, 1024,
                                                                               "fp16")
@@ -71,7 +86,7 @@ def test_min_batch_for_1024_to_4096_on_v100_is_168():
 
 def test_weight_gradient_has_the_same_threshold_with_batch_as_k():
     ridge = 125e12 / 900e9
-    wgrad = Gemm("MM5", "fc1", "backward-weight", 1024, 4096, 8, "fp16")
+    wgrad = linear_gemm("MM5", "fc1", "backward-weight", 1024, 4096, 8, "fp16")
     assert min_compute_bound_batch(wgrad, ridge) == 168
 
 
@@ -79,14 +94,14 @@ def test_slide_output_layer_cannot_become_compute_bound_on_v100():
     # hidden 128 -> 670,091 outputs in FP16: the limit 2ab/(e(a+b)) = 2*128*670091/(2*670219)
     # = 127.98 FLOP/B, below V100's 138.9, so no batch helps.
     ridge = 125e12 / 900e9
-    gemm = Gemm("MM2", "out", "forward", 128, 670_091, 128, "fp16")
+    gemm = linear_gemm("MM2", "out", "forward", 128, 670_091, 128, "fp16")
     assert intensity_limit(128, 670_091, "fp16") == pytest.approx(127.976, abs=1e-3)
     assert min_compute_bound_batch(gemm, ridge) is None
 
 
 @given(st.integers(1, 20000), st.integers(1, 20000), st.floats(1.0, 600.0))
 def test_min_batch_is_exactly_the_threshold(a, b, ridge):
-    gemm = Gemm("MM1", "l", "forward", 1, a, b, "fp16")
+    gemm = linear_gemm("MM1", "l", "forward", 1, a, b, "fp16")
     batch = min_compute_bound_batch(gemm, ridge)
     if batch is None:
         assert intensity_limit(a, b, "fp16") <= ridge
@@ -151,7 +166,7 @@ def test_small_compute_bound_gemm_is_flagged_on_a100():
 def test_no_batch_advice_names_the_limit_and_the_ridge():
     from roofline.advisor import batch_advice
 
-    gemm = Gemm("MM2", "out", "forward", 128, 670_091, 128, "fp16")
+    gemm = linear_gemm("MM2", "out", "forward", 128, 670_091, 128, "fp16")
     assert batch_advice(gemm, 125e12 / 900e9, None) == (
         None, "no batch reaches the ridge (138.9): intensity tends to 128.0 FLOP/B; widen the layer")
 
@@ -159,6 +174,37 @@ def test_no_batch_advice_names_the_limit_and_the_ridge():
 def test_no_quantization_warning_on_a_cpu_or_a_well_filled_gpu():
     from roofline.advisor import quantization_warning
 
-    big = Gemm("MM1", "fc1", "forward", 4096, 4096, 4096, "fp16")
+    big = linear_gemm("MM1", "fc1", "forward", 4096, 4096, 4096, "fp16")
     assert quantization_warning(big, None, ()) is None
     assert quantization_warning(big, 108, ((256, 128), (64, 64))) is None
+
+
+def test_batch_advice_when_a_dimension_is_a_multiple_of_the_batch():
+    # A layer whose M = 128 x batch (128 tokens per sample), N = 4096, K = 1024, fp16, V100:
+    # the 1024 -> 4096 closed form needs M >= 167.24 tokens (see above), so batch 2 (M = 256)
+    # is the first that is compute-bound; batch 1 (M = 128) gives 2*128*4096*1024 /
+    # (2*(128*1024 + 1024*4096 + 128*4096)) = 1,073,741,824 / 9,699,328 = 110.7 FLOP/B < 138.9.
+    ridge = 125e12 / 900e9
+    tokens = Gemm("MM1", "blk", "forward", 128, 4096, 1024, "fp16", ("tokens", "out", "in"),
+                  (128, 0, 0))
+    assert gemm_intensity(128, 4096, 1024, "fp16") == pytest.approx(110.70, abs=0.01)
+    assert min_compute_bound_batch(tokens, ridge) == 2
+
+
+def test_no_batch_dimension_means_no_batch_advice():
+    from roofline.advisor import batch_advice
+
+    fixed = Gemm("MM1", "x", "forward", 64, 4096, 1024, "fp16")  # nothing grows with the batch
+    assert min_compute_bound_batch(fixed, 138.9) is None
+    assert batch_advice(fixed, 138.9, None)[1].startswith("its shape does not depend on the batch")
+
+
+def test_two_batch_dimensions_are_searched():
+    # M = N = batch, K = 64, fp16: I(B) = 2*B*B*64 / (2*(64B + 64B + B*B)) = 64B / (128 + B);
+    # >= 100 when 64B >= 12800 + 100B: never (limit 64 < 100); >= 32 when 32B >= 4096: B = 128.
+    from roofline.advisor import batch_intensity_limit
+
+    square = Gemm("MM1", "x", "forward", 1, 1, 64, "fp16", ("batch", "batch", "k"), (1, 1, 0))
+    assert min_compute_bound_batch(square, 32.0) == 128
+    assert min_compute_bound_batch(square, 100.0) is None
+    assert batch_intensity_limit(square) == pytest.approx(64.0)

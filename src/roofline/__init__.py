@@ -20,7 +20,8 @@ _EXPORTS = {
     "errors": ("InputError", "RooflineError", "UnknownHardwareError", "UnsupportedDtypeError"),
     "gemm": ("Gemm", "gemm_bytes", "gemm_flops", "gemm_intensity"),
     "hardware": ("HardwareSpec",),
-    "network": ("Linear", "Network", "load_network", "network_from_yaml"),
+    "layers": ("Linear",),
+    "network": ("Network", "load_network", "network_from_yaml"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

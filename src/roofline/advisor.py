@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from .dtypes import itemsize
-from .gemm import DIM_ROLES, Gemm, gemm_intensity
+from .gemm import Gemm
 from .hardware import Alignment
 
 
@@ -29,7 +29,7 @@ def alignment_warnings(gemm: Gemm, rule: Alignment | None) -> tuple[bool, list[s
     if rule is None:
         return True, []
     aligned, warnings = True, []
-    for dim, role in zip(("m", "n", "k"), DIM_ROLES[gemm.pass_]):
+    for dim, role in zip(("m", "n", "k"), gemm.roles):
         value = getattr(gemm, dim)
         label = f"{dim.upper()}={value} ({role})"
         if value % rule.multiple:
@@ -91,42 +91,83 @@ def intensity_limit(a: int, b: int, dtype: str) -> float:
     return 2 * a * b / (itemsize(dtype) * (a + b))
 
 
+def _intensity_at(gemm: Gemm, batch: int) -> float:
+    dims = gemm.dims_at_batch(batch)
+    return 2 * dims[0] * dims[1] * dims[2] / gemm.traffic(dims)
+
+
+def batch_intensity_limit(gemm: Gemm) -> float | None:
+    """The intensity ``gemm`` tends to as the batch grows; None when no dimension grows with it.
+
+    With one batch dimension D = f B and the other two a, b: bytes are affine in D,
+    bytes(D) = s D + t, so I(D) = 2abD / (sD + t) rises towards 2ab / s (for a single element
+    size e: s = e (a + b), the familiar 2ab / (e (a + b))).
+    """
+    if not any(gemm.batch_dims):
+        return None
+    slope, _, (a, b) = _affine_bytes(gemm)
+    if slope is None:  # several batch dimensions: read the limit off a very large batch
+        return _intensity_at(gemm, 2**60)
+    return 2 * a * b / slope
+
+
+def _affine_bytes(gemm: Gemm) -> tuple[int | None, int, tuple[int, int]]:
+    """(s, t, (a, b)) with bytes = s D + t in the one batch dimension D, a and b the others."""
+    scaled = [i for i, f in enumerate(gemm.batch_dims) if f]
+    if len(scaled) != 1:
+        return None, 0, (0, 0)
+    index = scaled[0]
+    dims = [gemm.m, gemm.n, gemm.k]
+    others = tuple(d for i, d in enumerate(dims) if i != index)
+
+    def with_d(value: int) -> tuple[int, int, int]:
+        shape = list(dims)
+        shape[index] = value
+        return shape[0], shape[1], shape[2]
+
+    t = gemm.traffic(with_d(0))
+    return gemm.traffic(with_d(1)) - t, t, (others[0], others[1])
+
+
 def min_compute_bound_batch(gemm: Gemm, ridge: float) -> int | None:
     """The smallest batch at which ``gemm`` reaches the ridge, or None if no batch can.
 
-    Solving I(B) >= R for B: B >= e R a b / (2ab - e R (a + b)), when 2ab > e R (a + b).
+    With one batch dimension D = f B (see ``batch_intensity_limit``): 2abD / (sD + t) >= R
+    gives D >= R t / (2ab - R s) when 2ab > R s, so B = ceil(D / f). A step check guards the
+    rounding; several batch dimensions fall back to a doubling-and-bisecting search.
     """
-    batch_dim, a, b = _split_batch(gemm)
-    e = itemsize(gemm.dtype)
-    denominator = 2 * a * b - e * ridge * (a + b)
-    if denominator <= 0:
+    limit = batch_intensity_limit(gemm)
+    if limit is None or limit <= ridge:
         return None
-    batch = max(1, math.ceil(e * ridge * a * b / denominator))
-    shape = [a, b]
-    while gemm_intensity(*_with_batch(shape, batch_dim, batch), gemm.dtype) < ridge:
+    slope, t, (a, b) = _affine_bytes(gemm)
+    if slope is None:
+        return _search_batch(gemm, ridge)
+    factor = next(f for f in gemm.batch_dims if f)
+    length = ridge * t / (2 * a * b - ridge * slope)
+    batch = max(1, math.ceil(length / factor))
+    while _intensity_at(gemm, batch) < ridge:
         batch += 1  # guards against rounding in the closed form; at most a step or two
     return batch
 
 
-def _split_batch(gemm: Gemm) -> tuple[int, int, int]:
-    """Which of (M, N, K) is the batch, and the other two dimensions."""
-    batch_dim = DIM_ROLES[gemm.pass_].index("batch")
-    a, b = (v for i, v in enumerate((gemm.m, gemm.n, gemm.k)) if i != batch_dim)
-    return batch_dim, a, b
-
-
-def _with_batch(others: list[int], batch_dim: int, batch: int) -> tuple[int, int, int]:
-    dims = list(others)
-    dims.insert(batch_dim, batch)
-    return dims[0], dims[1], dims[2]
+def _search_batch(gemm: Gemm, ridge: float) -> int:
+    high = 1
+    while _intensity_at(gemm, high) < ridge:
+        high *= 2
+    low = high // 2  # below ridge (or 0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _intensity_at(gemm, middle) >= ridge else (middle, high)
+    return high
 
 
 def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
     """The minimum compute-bound batch for a memory-bound GEMM, and a sentence saying so."""
     batch = min_compute_bound_batch(gemm, ridge)
     if batch is None:
-        _, a, b = _split_batch(gemm)
-        limit = intensity_limit(a, b, gemm.dtype)
+        limit = batch_intensity_limit(gemm)
+        if limit is None:
+            return None, "its shape does not depend on the batch; a larger batch does not help"
         return None, (f"no batch reaches the ridge ({ridge:.1f}): intensity tends to "
                       f"{limit:.1f} FLOP/B; widen the layer")
     text = f"batch >= {batch} makes it compute-bound"

@@ -9,26 +9,42 @@ Conventions (NVIDIA's, from the Matrix Multiplication Background guide):
   GEMM's element size.
 - Intensity = FLOPs / bytes, in FLOP/B.
 
-With M = batch this is DESIGN.md's convention (M = batch, N = outputs, K = inputs for a forward
-linear layer); NVIDIA's FC guide writes the same GEMM as M = outputs, N = batch. The intensity is
-the same either way.
+With M = batch this is the project's convention (M = batch, N = outputs, K = inputs for a
+forward linear layer); NVIDIA's FC guide writes the same GEMM as M = outputs, N = batch. The
+intensity is the same either way.
+
+What each dimension *means* (batch, a layer's inputs or outputs, ...) belongs to the layer that
+made the GEMM (roofline.layers): a Gemm carries it as ``roles`` (for messages) and
+``batch_dims`` (which dimensions grow with the batch, for batch advice).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from .dtypes import check_dtype, itemsize
 
 PASSES = ("forward", "backward-data", "backward-weight")
+Dims = tuple[int, int, int]
 
-#: What each of M, N, K is, per pass of a linear layer (see roofline.network).
-DIM_ROLES: dict[str, tuple[str, str, str]] = {
-    "forward": ("batch", "out", "in"),
-    "backward-data": ("batch", "in", "out"),
-    "backward-weight": ("in", "out", "batch"),
-}
+
+class GemmShape(NamedTuple):
+    """A GEMM as a layer describes it, before the network numbers it and gives it a dtype.
+
+    ``roles`` say what M, N and K are ("batch", "in", "out", ...); ``batch_dims`` hold, per
+    dimension, the factor f when the dimension is f x batch (a linear layer's M = batch: f = 1;
+    a transformer's M = batch x seq: f = seq), else 0.
+    """
+
+    layer: str
+    pass_: str
+    m: int
+    n: int
+    k: int
+    roles: tuple[str, str, str]
+    batch_dims: Dims
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -57,6 +73,8 @@ class Gemm:
     n: int
     k: int
     dtype: str
+    roles: tuple[str, str, str] = ("M", "N", "K")
+    batch_dims: Dims = (0, 0, 0)
 
     def __post_init__(self) -> None:
         check_dtype(self.dtype)
@@ -74,7 +92,17 @@ class Gemm:
 
     @cached_property
     def bytes(self) -> int:
-        return gemm_bytes(self.m, self.n, self.k, self.dtype)
+        return self.traffic((self.m, self.n, self.k))
+
+    def traffic(self, dims: Dims) -> int:
+        """Compulsory bytes of this GEMM (its dtype) had it the dimensions ``dims``."""
+        return gemm_bytes(*dims, self.dtype)
+
+    def dims_at_batch(self, batch: int) -> Dims:
+        """(M, N, K) had the step run with ``batch``: each batch dimension becomes f x batch."""
+        m, n, k = (f * batch if f else d
+                   for d, f in zip((self.m, self.n, self.k), self.batch_dims))
+        return m, n, k
 
     @cached_property
     def intensity(self) -> float:

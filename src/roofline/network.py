@@ -1,6 +1,6 @@
 """A network described by model.yaml, and its expansion into GEMMs.
 
-model.yaml (the contract in DESIGN.md)::
+model.yaml (the contract in docs/design.md)::
 
     name: mlp-1024-4096-1000    # optional; defaults to the file stem
     batch: 512                  # positive int
@@ -10,17 +10,13 @@ model.yaml (the contract in DESIGN.md)::
       - {type: linear, in: 1024, out: 4096, name: fc1}   # name optional (default fc<i>)
       - {type: linear, in: 4096, out: 1000}
 
-or ``mlp: [1024, 4096, 1000]`` in place of ``layers``.
-
-GEMMs of a linear layer with ``in`` inputs, ``out`` outputs and batch B (M x N x K):
-
-- forward          Y  = X . W        M = B,   N = out, K = in
-- backward-data    dX = dY . W^T     M = B,   N = in,  K = out   (not for the first layer)
-- backward-weight  dW = X^T . dY     M = in,  N = out, K = B
+or ``mlp: [1024, 4096, 1000]`` in place of ``layers``. Each layer type (roofline.layers) reads
+its own fields and gives its own GEMMs; this module orders and numbers them.
 
 Numbering: forward GEMMs first in layer order (MM1..MMn), then the backward pass in reverse
-layer order, each layer's data-gradient GEMM before its weight-gradient GEMM. Training an
-n-layer MLP therefore takes 3n - 1 GEMMs; inference takes n.
+layer order, each layer's data-gradient GEMMs before its weight-gradient GEMMs. A layer computes
+its data gradient only when an earlier layer has trainable weights (the first weighted layer has
+none). Training an n-layer MLP therefore takes 3n - 1 GEMMs; inference takes n.
 """
 
 from __future__ import annotations
@@ -32,30 +28,11 @@ from typing import Any
 from .dtypes import DTYPES
 from .errors import InputError
 from .fields import Fields, load_yaml_file, load_yaml_text, positive_int
-from .gemm import Gemm
+from .gemm import Gemm, GemmShape
+from .layers import Linear, layer_from_fields  # noqa: F401 - Linear: the mlp shorthand
 
 MODES = ("train", "inference")
-LAYER_TYPES = ("linear",)
 _TOP_KEYS = frozenset({"name", "batch", "dtype", "mode", "layers", "mlp"})
-_LINEAR_KEYS = frozenset({"type", "in", "out", "name"})
-
-
-@dataclass(frozen=True)
-class Linear:
-    """A fully connected layer: ``in_features`` inputs, ``out_features`` outputs."""
-
-    name: str
-    in_features: int
-    out_features: int
-
-    def forward(self, batch: int) -> tuple[str, int, int, int]:
-        return ("forward", batch, self.out_features, self.in_features)
-
-    def backward(self, batch: int, first: bool) -> list[tuple[str, int, int, int]]:
-        weight = ("backward-weight", self.in_features, self.out_features, batch)
-        if first:
-            return [weight]
-        return [("backward-data", batch, self.in_features, self.out_features), weight]
 
 
 @dataclass(frozen=True)
@@ -66,7 +43,7 @@ class Network:
     batch: int
     dtype: str
     mode: str
-    layers: tuple[Linear, ...]
+    layers: tuple[Any, ...]  # roofline.layers classes
 
     def with_overrides(self, batch: int | None = None, dtype: str | None = None,
                        mode: str | None = None) -> Network:
@@ -85,15 +62,24 @@ class Network:
 
     def gemms(self) -> tuple[Gemm, ...]:
         """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
-        shapes = [(layer, layer.forward(self.batch)) for layer in self.layers]
+        shapes: list[GemmShape] = []
+        for layer in self.layers:
+            shapes += layer.forward(self.batch)
         if self.mode == "train":
-            for index in range(len(self.layers) - 1, -1, -1):
-                layer = self.layers[index]
-                shapes += [(layer, s) for s in layer.backward(self.batch, first=index == 0)]
+            shapes += self._backward()
         return tuple(
-            Gemm(f"MM{i}", layer.name, pass_, m, n, k, self.dtype)
-            for i, (layer, (pass_, m, n, k)) in enumerate(shapes, start=1)
+            Gemm(f"MM{i}", s.layer, s.pass_, s.m, s.n, s.k, self.dtype, s.roles, s.batch_dims)
+            for i, s in enumerate(shapes, start=1)
         )
+
+    def _backward(self) -> list[GemmShape]:
+        weighted_before = [False]  # weighted_before[i]: does any layer before i have weights?
+        for layer in self.layers[:-1]:
+            weighted_before.append(weighted_before[-1] or layer.has_weights)
+        shapes: list[GemmShape] = []
+        for index in range(len(self.layers) - 1, -1, -1):
+            shapes += self.layers[index].backward(self.batch, data_grad=weighted_before[index])
+        return shapes
 
 
 def load_network(path: str | Path) -> Network:
@@ -119,7 +105,7 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
     )
 
 
-def _layers(top: Fields) -> tuple[Linear, ...]:
+def _layers(top: Fields) -> tuple[Any, ...]:
     if top.has("layers") == top.has("mlp"):
         raise InputError(top.source, "layers", "give exactly one of 'layers' or 'mlp'")
     if top.has("mlp"):
@@ -127,20 +113,8 @@ def _layers(top: Fields) -> tuple[Linear, ...]:
     entries = top.items("layers")
     if not entries:
         raise top.fail("layers", "expected at least one layer")
-    return tuple(_layer(Fields(entry, top.source, top.where("layers") + f"[{i}]"), i)
+    return tuple(layer_from_fields(Fields(entry, top.source, top.where("layers") + f"[{i}]"), i)
                  for i, entry in enumerate(entries))
-
-
-def _layer(fields: Fields, index: int) -> Linear:
-    kind = fields.string("type")
-    if kind not in LAYER_TYPES:
-        raise fields.fail("type", f"unknown layer type {kind!r} (known: {', '.join(LAYER_TYPES)})")
-    fields.reject_unknown(_LINEAR_KEYS)
-    return Linear(
-        name=fields.string("name", f"fc{index + 1}"),
-        in_features=fields.positive_int("in"),
-        out_features=fields.positive_int("out"),
-    )
 
 
 def _mlp_layers(top: Fields) -> tuple[Linear, ...]:

@@ -1,0 +1,37 @@
+"""Layer types: each reads itself from model.yaml, expands into GEMMs, and says what each GEMM
+dimension means.
+
+A layer type is a small frozen class with:
+
+- ``from_fields(fields, index)``: read and validate its own keys (errors name the field path);
+- ``has_weights``: whether it has trainable weights (the data-gradient rule below needs it);
+- ``forward(batch)`` and ``backward(batch, data_grad)``: its GEMMs as ``GemmShape``s, the
+  backward list with the data-gradient GEMMs (only when ``data_grad``) before the weight-gradient
+  ones. Each shape carries the roles of M, N and K (for alignment messages) and which of them
+  grow with the batch (for batch advice), so the rest of the package never asks a layer's type.
+
+``REGISTRY`` maps model.yaml's ``type:`` to the class: a new layer type is one new file here and
+one line in ``REGISTRY``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..gemm import GemmShape
+from .linear import Linear
+
+if TYPE_CHECKING:
+    from ..fields import Fields
+
+REGISTRY: dict[str, type] = {"linear": Linear}
+
+__all__ = ["REGISTRY", "GemmShape", "Linear", "layer_from_fields"]
+
+
+def layer_from_fields(fields: Fields, index: int):
+    """The layer described by one ``layers[i]`` mapping."""
+    kind = fields.string("type")
+    if kind not in REGISTRY:
+        raise fields.fail("type", f"unknown layer type {kind!r} (known: {', '.join(REGISTRY)})")
+    return REGISTRY[kind].from_fields(fields, index)
