@@ -22,7 +22,7 @@ def one_error_line(result):
 
 
 @pytest.mark.parametrize("text, expected", [
-    # DESIGN.md's own example of the message shape
+    # docs/design.md's own example of the message shape
     ("batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 8}\n"
      "  - {type: linear, in: 8, out: -5}\n",
      "layers[1].out: expected a positive integer, got -5"),

@@ -1,4 +1,4 @@
-"""GEMM expansion of model.yaml: numbering, passes and shapes from DESIGN.md."""
+"""GEMM expansion of model.yaml: numbering, passes and shapes from docs/design.md."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ layers:
 
 
 def test_two_layer_mlp_gives_mm1_to_mm5_exactly_as_design_md():
-    # DESIGN.md: MM1 = X.W1, MM2 = H.W2, MM3 = dY.W2^T, MM4 = H^T.dY, MM5 = X^T.dH
+    # docs/design.md: MM1 = X.W1, MM2 = H.W2, MM3 = dY.W2^T, MM4 = H^T.dY, MM5 = X^T.dH
     # X: 512x1024, W1: 1024x4096, H: 512x4096, W2: 4096x1000, dY: 512x1000
     gemms = network_from_yaml(TWO_LAYER).gemms()
     got = [(g.name, g.layer, g.pass_, g.m, g.n, g.k) for g in gemms]

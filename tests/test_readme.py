@@ -39,3 +39,32 @@ def test_readme_analyze_examples_show_real_output(invoke, monkeypatch):
     assert len(examples) >= 2
     for args, output in examples:
         assert invoke(*args).stdout == output, " ".join(args)
+
+
+def _text_files():
+    for folder in ("docs", "src", "tests", "examples", "notebooks", "tools", "benchmarks", "hwdb"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and path.suffix in {".md", ".py", ".ipynb", ".yaml", ".json"}:
+                yield path
+    yield README
+
+
+def test_the_project_points_at_nothing_outside_it():
+    for path in _text_files():
+        text = path.read_text(encoding="utf-8")
+        for outside in ("DESIGN" + ".md", "../" + "shared", "shared" + "/reference"):
+            assert outside not in text, f"{path.relative_to(ROOT)} mentions {outside}"
+
+
+def test_relative_links_in_markdown_resolve():
+    import re
+
+    for path in [README, *(ROOT / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#\s]+)\)", path.read_text(encoding="utf-8")):
+            if "://" in target:
+                continue
+            assert (path.parent / target).exists(), f"{path.name} links to missing {target}"
+
+
+def test_readme_links_the_design_doc():
+    assert "(docs/design.md)" in README.read_text(encoding="utf-8")

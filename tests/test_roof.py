@@ -19,7 +19,7 @@ def test_v100_ridge_is_139():
 
 
 def test_a100_dense_ridges_not_416():
-    # DESIGN.md: 416 only comes out of the sparse 624 TFLOPS; dense 312 / 1.555 = 200.6,
+    # docs/design.md: 416 only comes out of the sparse 624 TFLOPS; dense 312 / 1.555 = 200.6,
     # 312 / 2.039 = 153.0
     assert load_hardware("a100-sxm4-40gb").ridge("fp16") == pytest.approx(200.6, abs=0.1)
     assert load_hardware("a100-sxm4-80gb").ridge("fp16") == pytest.approx(153.0, abs=0.1)

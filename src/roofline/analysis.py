@@ -68,7 +68,7 @@ class Report:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form of DESIGN.md's contract (plus peak and bandwidth used)."""
+        """The JSON contract of docs/design.md (plus peak and bandwidth used)."""
         return {
             "model": self.network.name,
             "hardware": self.hardware.name,

@@ -10,7 +10,7 @@ from .hardware import HardwareSpec
 
 
 def hardware_summary(spec: HardwareSpec) -> dict:
-    """The fields ``hw list --format json`` promises (DESIGN.md), plus a few useful ones."""
+    """The fields ``hw list --format json`` promises (docs/design.md), plus a few useful ones."""
     return {
         "name": spec.name,
         "kind": spec.kind,
