@@ -30,6 +30,7 @@ class GemmResult:
         return {
             "name": g.name, "layer": g.layer, "pass": g.pass_,
             "m": g.m, "n": g.n, "k": g.k, "dtype": g.dtype,
+            "c_dtype": g.c_dtype, "c_read": g.c_read, "bytes_by_operand": g.bytes_by_operand,
             "flops": g.flops, "bytes": g.bytes, "intensity": g.intensity,
             "bound": self.bound,
             "attainable_tflops": self.attainable_flops_per_s / 1e12,
@@ -73,6 +74,8 @@ class Report:
             "model": self.network.name,
             "hardware": self.hardware.name,
             "dtype": self.dtype,
+            "output_dtype": self.network.c_dtype,
+            "grad_accumulation": self.network.grad_accumulation,
             "batch": self.network.batch,
             "mode": self.network.mode,
             "ridge": self.ridge,

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .dtypes import DTYPES
+from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES
 from .errors import RooflineError
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -51,22 +51,40 @@ def cli() -> None:
     """
 
 
+def model_options(command):
+    """The options that override a model's own settings (every command that reads a model)."""
+    options = [
+        click.option("--batch", type=click.IntRange(min=1), help="Override the model's batch."),
+        click.option("--dtype", type=click.Choice(DTYPES),
+                     help="Override the model's dtype (of A and B, the operands)."),
+        click.option("--output-dtype", type=click.Choice(OUTPUT_DTYPES),
+                     help="dtype of C, the output [default: the operands'; int8 -> int32, "
+                          "fp8 -> bf16]."),
+        click.option("--grad-accumulation", type=click.Choice(ACCUMULATION_DTYPES + ("none",)),
+                     help="Weight gradients accumulate into a buffer of this dtype (C read "
+                          "and written, beta = 1); none: written once [default: the model's]."),
+        click.option("--mode", type=click.Choice(("train", "inference")),
+                     help="train: forward and backward GEMMs (3n-1 for n linear layers); "
+                          "inference: forward only."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="Hardware entry name or alias (see `roofline hw list`), or a path to an "
                    "entry YAML file; `local` probes this machine once and reuses the result. "
                    "Repeat to compare devices.")
-@click.option("--batch", type=click.IntRange(min=1), help="Override the model's batch size.")
-@click.option("--dtype", type=click.Choice(DTYPES), help="Override the model's dtype.")
-@click.option("--mode", type=click.Choice(("train", "inference")),
-              help="train: forward and backward GEMMs (3n-1 for n layers); inference: forward.")
+@model_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format. json prints one object (a list of them with several --hw).")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
-def analyze(model: Path, hardware: tuple[str, ...], batch: int | None, dtype: str | None,
-            mode: str | None, fmt: str, plot: Path | None) -> None:
+def analyze(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
+            **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml) with its FLOPs, bytes, intensity, bound,
     attainable throughput, time, alignment warnings and advice on the given hardware.
 
@@ -81,8 +99,8 @@ def analyze(model: Path, hardware: tuple[str, ...], batch: int | None, dtype: st
         check_plot_path(plot)  # a bad extension fails before any analysis work
     from .probe import resolve_hardware
 
-    reports = [analyze_model(model, resolve_hardware(hw, _progress), batch=batch, dtype=dtype,
-                             mode=mode) for hw in hardware]
+    reports = [analyze_model(model, resolve_hardware(hw, _progress), **overrides)
+               for hw in hardware]
     click.echo(_render_reports(reports, fmt), nl=False)
     if plot is not None:
         from .plot import save_plot

@@ -52,9 +52,21 @@ def _row(report: Report, result) -> list[str]:
             "ok" if result.aligned else "NO"]
 
 
+def precision_text(network) -> str:
+    """The precision a report assumed, in words: operands, output, weight-gradient buffer."""
+    text = f"A, B {network.dtype} -> C {network.c_dtype}"
+    if network.mode != "train":
+        return text
+    if network.grad_accumulation:
+        return text + (f"; weight gradients accumulate into {network.grad_accumulation} "
+                       f"(C read and written)")
+    return text + "; weight gradients written once (no accumulation buffer)"
+
+
 def _header(report: Report) -> str:
     net, hw = report.network, report.hardware
     return (f"{net.name} on {hw.name}: {report.dtype}, batch {net.batch}, {net.mode}\n"
+            f"precision: {precision_text(net)}\n"
             f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
             f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})")
 
@@ -88,9 +100,10 @@ def report_table(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-_CSV_FIELDS = ("name", "layer", "pass", "m", "n", "k", "dtype", "flops", "bytes", "intensity",
-               "bound", "attainable_tflops", "time_s", "aligned", "min_compute_bound_batch",
-               "warnings", "advice")
+_CSV_FIELDS = ("name", "layer", "pass", "m", "n", "k", "dtype", "c_dtype", "c_read", "flops",
+               "bytes", "bytes_a", "bytes_b", "bytes_c", "intensity", "bound",
+               "attainable_tflops", "time_s", "aligned", "min_compute_bound_batch", "warnings",
+               "advice")
 
 
 def report_csv(report: Report) -> str:
@@ -99,7 +112,9 @@ def report_csv(report: Report) -> str:
     writer = csv.DictWriter(buffer, fieldnames=_CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     for result in report.results:
-        row = {key: value for key, value in result.to_dict().items() if key in _CSV_FIELDS}
+        data = result.to_dict()
+        row = {key: value for key, value in data.items() if key in _CSV_FIELDS}
+        row.update({f"bytes_{op}": value for op, value in data["bytes_by_operand"].items()})
         row["warnings"] = "; ".join(row["warnings"])
         row["advice"] = "; ".join(row["advice"])
         writer.writerow(row)
@@ -137,7 +152,8 @@ def report_html(report: Report) -> str:
         body.append(f"<tr{style}>{cells}</tr>")
     notes = "".join(f"<li>{html.escape(n.strip())}</li>" for n in _notes(report))
     shaded = " (shaded rows: memory-bound)" if "memory" in {r.bound for r in report.results} else ""
-    return (f"<p><b>{html.escape(_header(report)).replace(chr(10), '</b><br>', 1)}</p>"
+    header = html.escape(_header(report)).replace(chr(10), "</b><br>", 1)
+    return (f"<p><b>{header.replace(chr(10), '<br>')}</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
             f"<p>{html.escape(_totals_line(report))}{shaded}</p>"
             + (f"<ul>{notes}</ul>" if notes else ""))

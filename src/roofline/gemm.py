@@ -5,8 +5,9 @@ Conventions (NVIDIA's, from the Matrix Multiplication Background guide):
 - C(M, N) = A(M, K) . B(K, N); one multiply-add counts 2 FLOPs, so FLOPs = 2 * M * N * K
   (the 2K - 1 vs 2K difference is ignored, as every vendor peak figure does).
 - Bytes are the compulsory minimum: each operand read once and C written once,
-  ``itemsize * (M*K + K*N + M*N)``. C is not read (no beta * C term), and every matrix has the
-  GEMM's element size.
+  ``e(A, B) * (M*K + K*N) + e(C) * M*N``, twice the C term when C is read as well (beta = 1,
+  a weight gradient accumulated into a buffer). A and B have the GEMM's dtype; C has its own
+  (``c_dtype``; by default the operands', but INT32 for INT8 and BF16 for FP8 operands).
 - Intensity = FLOPs / bytes, in FLOP/B.
 
 With M = batch this is the project's convention (M = batch, N = outputs, K = inputs for a
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
-from .dtypes import check_dtype, itemsize
+from .dtypes import check_dtype, default_output_dtype, itemsize
 
 PASSES = ("forward", "backward-data", "backward-weight")
 Dims = tuple[int, int, int]
@@ -52,14 +53,28 @@ def gemm_flops(m: int, n: int, k: int) -> int:
     return 2 * m * n * k
 
 
-def gemm_bytes(m: int, n: int, k: int, dtype: str) -> int:
-    """Compulsory traffic: ``itemsize(dtype) * (m*k + k*n + m*n)`` bytes."""
-    return itemsize(dtype) * (m * k + k * n + m * n)
+def operand_bytes(m: int, n: int, k: int, dtype: str, c_dtype: str | None = None,
+                  c_read: bool = False) -> tuple[int, int, int]:
+    """Compulsory bytes of (A, B, C): ``e mk``, ``e kn`` and ``e_C mn`` (x2 when C is read).
+
+    ``c_dtype`` None means ``default_output_dtype(dtype)``.
+    """
+    e = itemsize(dtype)
+    e_c = itemsize(c_dtype or default_output_dtype(dtype))
+    return e * m * k, e * k * n, e_c * m * n * (2 if c_read else 1)
 
 
-def gemm_intensity(m: int, n: int, k: int, dtype: str) -> float:
-    """Arithmetic intensity in FLOP/B: ``2mnk / (e (mk + kn + mn))``."""
-    return gemm_flops(m, n, k) / gemm_bytes(m, n, k, dtype)
+def gemm_bytes(m: int, n: int, k: int, dtype: str, c_dtype: str | None = None,
+               c_read: bool = False) -> int:
+    """Compulsory traffic in bytes: A + B + C as ``operand_bytes`` counts them."""
+    return sum(operand_bytes(m, n, k, dtype, c_dtype, c_read))
+
+
+def gemm_intensity(m: int, n: int, k: int, dtype: str, c_dtype: str | None = None,
+                   c_read: bool = False) -> float:
+    """Arithmetic intensity in FLOP/B: ``2mnk / bytes`` (with one element size e and C written
+    once, ``2mnk / (e (mk + kn + mn))``)."""
+    return gemm_flops(m, n, k) / gemm_bytes(m, n, k, dtype, c_dtype, c_read)
 
 
 @dataclass(frozen=True)
@@ -75,9 +90,14 @@ class Gemm:
     dtype: str
     roles: tuple[str, str, str] = ("M", "N", "K")
     batch_dims: Dims = (0, 0, 0)
+    c_dtype: str = ""  # C's dtype; "" means default_output_dtype(dtype)
+    c_read: bool = False  # C read as well as written (beta = 1: accumulation into a buffer)
 
     def __post_init__(self) -> None:
         check_dtype(self.dtype)
+        if not self.c_dtype:
+            object.__setattr__(self, "c_dtype", default_output_dtype(self.dtype))
+        itemsize(self.c_dtype)
         if self.pass_ not in PASSES:
             raise ValueError(f"pass must be one of {PASSES}, got {self.pass_!r}")
         for dim in ("m", "n", "k"):
@@ -95,8 +115,13 @@ class Gemm:
         return self.traffic((self.m, self.n, self.k))
 
     def traffic(self, dims: Dims) -> int:
-        """Compulsory bytes of this GEMM (its dtype) had it the dimensions ``dims``."""
-        return gemm_bytes(*dims, self.dtype)
+        """Compulsory bytes of this GEMM (its precision) had it the dimensions ``dims``."""
+        return gemm_bytes(*dims, self.dtype, self.c_dtype, self.c_read)
+
+    @property
+    def bytes_by_operand(self) -> dict[str, int]:
+        a, b, c = operand_bytes(self.m, self.n, self.k, self.dtype, self.c_dtype, self.c_read)
+        return {"a": a, "b": b, "c": c}
 
     def dims_at_batch(self, batch: int) -> Dims:
         """(M, N, K) had the step run with ``batch``: each batch dimension becomes f x batch."""

@@ -4,7 +4,10 @@ model.yaml (the contract in docs/design.md)::
 
     name: mlp-1024-4096-1000    # optional; defaults to the file stem
     batch: 512                  # positive int
-    dtype: fp16                 # fp64 | fp32 | tf32 | fp16 | bf16 | int8 | fp8
+    dtype: fp16                 # A and B: fp64 | fp32 | tf32 | fp16 | bf16 | int8 | fp8
+    output_dtype: fp16          # optional, C: default dtype (int8 -> int32, fp8 -> bf16)
+    grad_accumulation: fp32     # optional: weight gradients accumulate into this buffer
+                                # (C read and written); default none (C written once)
     mode: train                 # train (forward + backward GEMMs) | inference (forward only)
     layers:
       - {type: linear, in: 1024, out: 4096, name: fc1}   # name optional (default fc<i>)
@@ -25,39 +28,53 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .dtypes import DTYPES
+from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_dtype
 from .errors import InputError
 from .fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from .gemm import Gemm, GemmShape
 from .layers import Linear, layer_from_fields  # noqa: F401 - Linear: the mlp shorthand
 
 MODES = ("train", "inference")
-_TOP_KEYS = frozenset({"name", "batch", "dtype", "mode", "layers", "mlp"})
+_TOP_KEYS = frozenset({"name", "batch", "dtype", "output_dtype", "grad_accumulation", "mode",
+                       "layers", "mlp"})
+NO_ACCUMULATION = "none"
 
 
 @dataclass(frozen=True)
 class Network:
-    """A model to analyze: its layers and the batch, dtype and mode it runs with."""
+    """A model to analyze: its layers and the batch, precision and mode it runs with.
+
+    ``output_dtype`` None means C gets the default for ``dtype``; ``grad_accumulation`` None
+    means weight gradients are written once (no accumulation buffer).
+    """
 
     name: str
     batch: int
     dtype: str
     mode: str
     layers: tuple[Any, ...]  # roofline.layers classes
+    output_dtype: str | None = None
+    grad_accumulation: str | None = None
+
+    @property
+    def c_dtype(self) -> str:
+        """The dtype C has in every GEMM but an accumulating weight gradient."""
+        return self.output_dtype or default_output_dtype(self.dtype)
 
     def with_overrides(self, batch: int | None = None, dtype: str | None = None,
-                       mode: str | None = None) -> Network:
-        """A copy with the given settings replaced (the CLI's --batch/--dtype/--mode)."""
-        changes: dict[str, Any] = {}
-        given = {"batch": batch, "dtype": dtype, "mode": mode}
-        changes = {key: value for key, value in given.items() if value is not None}
+                       mode: str | None = None, output_dtype: str | None = None,
+                       grad_accumulation: str | None = None) -> Network:
+        """A copy with the given settings replaced (the CLI's --batch, --dtype, --mode,
+        --output-dtype, --grad-accumulation; ``grad_accumulation="none"`` turns it off)."""
+        given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
+                 "grad_accumulation": grad_accumulation}
+        changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         fields = Fields(changes, "overrides")
-        if batch is not None:
-            fields.positive_int("batch")
-        if dtype is not None:
-            fields.choice("dtype", DTYPES)
-        if mode is not None:
-            fields.choice("mode", MODES)
+        checks = {"batch": fields.positive_int, "dtype": lambda k: fields.choice(k, DTYPES),
+                  "mode": lambda k: fields.choice(k, MODES),
+                  "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
+                  "grad_accumulation": lambda k: _accumulation(fields)}
+        changes = {key: checks[key](key) for key in changes}
         return replace(self, **changes)
 
     def gemms(self) -> tuple[Gemm, ...]:
@@ -67,10 +84,13 @@ class Network:
             shapes += layer.forward(self.batch)
         if self.mode == "train":
             shapes += self._backward()
-        return tuple(
-            Gemm(f"MM{i}", s.layer, s.pass_, s.m, s.n, s.k, self.dtype, s.roles, s.batch_dims)
-            for i, s in enumerate(shapes, start=1)
-        )
+        return tuple(self._gemm(i, s) for i, s in enumerate(shapes, start=1))
+
+    def _gemm(self, index: int, s: GemmShape) -> Gemm:
+        accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
+        c_dtype = self.grad_accumulation if accumulate else self.c_dtype
+        return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.dtype, s.roles,
+                    s.batch_dims, c_dtype, accumulate)
 
     def _backward(self) -> list[GemmShape]:
         weighted_before = [False]  # weighted_before[i]: does any layer before i have weights?
@@ -102,7 +122,17 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
         dtype=top.choice("dtype", DTYPES),
         mode=top.choice("mode", MODES, "train"),
         layers=_layers(top),
+        output_dtype=top.choice("output_dtype", OUTPUT_DTYPES, None),
+        grad_accumulation=_accumulation(top),
     )
+
+
+def _accumulation(fields: Fields) -> str | None:
+    """``grad_accumulation``: a dtype, or none (absent, null or "none")."""
+    if fields.get("grad_accumulation", None) is None:
+        return None
+    choice = fields.choice("grad_accumulation", (NO_ACCUMULATION,) + ACCUMULATION_DTYPES)
+    return None if choice == NO_ACCUMULATION else choice
 
 
 def _layers(top: Fields) -> tuple[Any, ...]:

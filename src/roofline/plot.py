@@ -231,13 +231,15 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
 
 
 def _title(reports: Sequence[Report]) -> str:
+    from .format import precision_text
+
     first = reports[0].network
     names = list(dict.fromkeys(r.network.name for r in reports))
     hardware = " vs ".join(dict.fromkeys(r.hardware.name for r in reports))
-    dtypes = ", ".join(dict.fromkeys(r.dtype for r in reports))
+    precision = " | ".join(dict.fromkeys(precision_text(r.network) for r in reports))
     batches = ", ".join(dict.fromkeys(str(r.network.batch) for r in reports))
-    return (f"{' / '.join(names)} on {hardware}\n"
-            f"{dtypes}, batch {batches}, {first.mode}")
+    return (f"{' / '.join(names)} on {hardware}, batch {batches}, {first.mode}\n"
+            f"{precision}")
 
 
 def _setup_axes(ax: Axes, xlim: tuple, ylim: tuple, title: str) -> None:
@@ -536,8 +538,10 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     ax.set_xlabel("batch size")
     ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
                   else "attainable throughput (TFLOP/s)")
-    ax.set_title(f"{report.network.name} on {report.hardware.name}: {metric} vs batch "
-                 f"({report.dtype}, {report.network.mode})", fontsize=10)
+    from .format import precision_text
+
+    ax.set_title(f"{report.network.name} on {report.hardware.name}: {metric} vs batch, "
+                 f"{report.network.mode}\n{precision_text(report.network)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=LABEL_SIZE, frameon=False)
 
