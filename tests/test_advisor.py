@@ -23,14 +23,17 @@ FP16_A100 = Alignment(multiple=8, preferred=64)
 def linear_gemm(name, layer, pass_, m, n, k, dtype):
     """A GEMM of a linear layer, made by roofline.layers.Linear (so it carries the layer's
     roles and batch dimensions), with the given M x N x K."""
-    from roofline.layers import Linear
+    from roofline.layers import Linear, Step
+
+    def step(batch):
+        return Step(batch, None, "train", 2)
 
     if pass_ == "forward":
-        (shape,) = Linear(layer, k, n).forward(m)
+        (shape,) = Linear(layer, k, n).forward(step(m))
     elif pass_ == "backward-data":
-        shape = Linear(layer, n, k).backward(m, data_grad=True)[0]
+        shape = Linear(layer, n, k).backward(step(m), data_grad=True)[0]
     else:
-        (shape,) = Linear(layer, m, n).backward(k, data_grad=False)
+        (shape,) = Linear(layer, m, n).backward(step(k), data_grad=False)
     assert (shape.pass_, shape.m, shape.n, shape.k) == (pass_, m, n, k)
     return Gemm(name, layer, pass_, m, n, k, dtype, shape.roles, shape.batch_dims)
 

@@ -93,7 +93,7 @@ def intensity_limit(a: int, b: int, dtype: str) -> float:
 
 def _intensity_at(gemm: Gemm, batch: int) -> float:
     dims = gemm.dims_at_batch(batch)
-    return 2 * dims[0] * dims[1] * dims[2] / gemm.traffic(dims)
+    return 2 * dims[0] * dims[1] * dims[2] * gemm.batch_count / gemm.traffic(dims)
 
 
 def batch_intensity_limit(gemm: Gemm) -> float | None:
@@ -108,7 +108,7 @@ def batch_intensity_limit(gemm: Gemm) -> float | None:
     slope, _, (a, b) = _affine_bytes(gemm)
     if slope is None:  # several batch dimensions: read the limit off a very large batch
         return _intensity_at(gemm, 2**60)
-    return 2 * a * b / slope
+    return 2 * a * b * gemm.batch_count / slope
 
 
 def _affine_bytes(gemm: Gemm) -> tuple[int | None, int, tuple[int, int]]:
@@ -143,7 +143,7 @@ def min_compute_bound_batch(gemm: Gemm, ridge: float) -> int | None:
     if slope is None:
         return _search_batch(gemm, ridge)
     factor = next(f for f in gemm.batch_dims if f)
-    length = ridge * t / (2 * a * b - ridge * slope)
+    length = ridge * t / (2 * a * b * gemm.batch_count - ridge * slope)
     batch = max(1, math.ceil(length / factor))
     while _intensity_at(gemm, batch) < ridge:
         batch += 1  # guards against rounding in the closed form; at most a step or two

@@ -1,4 +1,5 @@
-"""Analyze a network's GEMMs against one hardware entry: the Report behind every output."""
+"""Analyze a network's GEMMs and ops against one hardware entry: the Report behind every
+output."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from . import advisor
 from .gemm import Gemm
 from .hardware import HardwareSpec
 from .network import Network
-from .roof import attainable_flops_per_s, bound, ridge_point
+from .ops import Op
+from .roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class GemmResult:
         g = self.gemm
         return {
             "name": g.name, "layer": g.layer, "pass": g.pass_,
-            "m": g.m, "n": g.n, "k": g.k, "dtype": g.dtype,
+            "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count, "dtype": g.dtype,
             "c_dtype": g.c_dtype, "c_read": g.c_read, "bytes_by_operand": g.bytes_by_operand,
             "flops": g.flops, "bytes": g.bytes, "intensity": g.intensity,
             "bound": self.bound,
@@ -43,8 +45,25 @@ class GemmResult:
 
 
 @dataclass(frozen=True)
+class OpResult:
+    """One non-GEMM op placed on the same roofline."""
+
+    op: Op
+    bound: str
+    attainable_flops_per_s: float
+    time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        o = self.op
+        return {"name": o.name, "layer": o.layer, "pass": o.pass_, "kind": o.kind,
+                "flops": o.flops, "bytes": o.bytes, "intensity": o.intensity,
+                "bound": self.bound, "attainable_tflops": self.attainable_flops_per_s / 1e12,
+                "time_s": self.time_s}
+
+
+@dataclass(frozen=True)
 class Report:
-    """A network analyzed on one device: per-GEMM results and the step's totals."""
+    """A network analyzed on one device: per-GEMM and per-op results and the step's totals."""
 
     network: Network
     hardware: HardwareSpec
@@ -52,6 +71,7 @@ class Report:
     peak_flops_per_s: float
     bandwidth_bytes_per_s: float
     results: tuple[GemmResult, ...]
+    ops: tuple[OpResult, ...] = ()
 
     @property
     def dtype(self) -> str:
@@ -59,13 +79,20 @@ class Report:
 
     @property
     def totals(self) -> dict[str, float]:
-        time_s = sum(r.time_s for r in self.results)
-        memory_s = sum(r.time_s for r in self.results if r.bound == "memory")
+        gemm_s = sum(r.time_s for r in self.results)
+        op_s = sum(r.time_s for r in self.ops)
+        rows = (*self.results, *self.ops)
+        memory_s = sum(r.time_s for r in rows if r.bound == "memory")
+        gemm_flops = sum(r.gemm.flops for r in self.results)
         return {
-            "flops": sum(r.gemm.flops for r in self.results),
-            "bytes": sum(r.gemm.bytes for r in self.results),
-            "time_s": time_s,
-            "memory_bound_time_fraction": memory_s / time_s,
+            "flops": gemm_flops + sum(r.op.flops for r in self.ops),
+            "bytes": sum(r.gemm.bytes for r in self.results) + sum(r.op.bytes for r in self.ops),
+            "time_s": gemm_s + op_s,
+            "memory_bound_time_fraction": memory_s / (gemm_s + op_s),
+            "gemm_flops": gemm_flops,
+            "gemm_time_s": gemm_s,
+            "op_time_s": op_s,
+            "parameters": self.network.parameters,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,12 +104,16 @@ class Report:
             "output_dtype": self.network.c_dtype,
             "grad_accumulation": self.network.grad_accumulation,
             "batch": self.network.batch,
+            "seq": self.network.seq,
             "mode": self.network.mode,
+            "phase": self.network.step_phase,
+            "optimizer": self.network.optimizer,
             "ridge": self.ridge,
             "peak_basis": "dense",
             "peak_tflops": self.peak_flops_per_s / 1e12,
             "bandwidth_gbs": self.bandwidth_bytes_per_s / 1e9,
             "gemms": [r.to_dict() for r in self.results],
+            "ops": [r.to_dict() for r in self.ops],
             "totals": self.totals,
         }
 
@@ -118,13 +149,24 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec) -> GemmResult:
     if which == "memory":
         batch, sentence = advisor.batch_advice(gemm, ridge, rule)
         advice.append(sentence)
-    return GemmResult(gemm, which, attainable, gemm.flops / attainable, aligned,
-                      tuple(warnings), tuple(advice), batch)
+    time_s = roofline_time_s(gemm.flops, gemm.bytes, peak, bandwidth)
+    return GemmResult(gemm, which, attainable, time_s, aligned, tuple(warnings), tuple(advice),
+                      batch)
+
+
+def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:
+    """Place one op on the roofline of the report's dtype (ops are almost all memory-bound)."""
+    attainable = attainable_flops_per_s(op.intensity, peak, bandwidth)
+    which = bound(op.intensity, ridge_point(peak, bandwidth))
+    return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth))
 
 
 def analyze(network: Network, hardware: HardwareSpec) -> Report:
-    """Every GEMM of one training (or inference) step of ``network`` on ``hardware``."""
+    """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``."""
     peak = hardware.peak_flops_per_s(network.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
-    results = tuple(analyze_gemm(g, hardware) for g in network.gemms())
-    return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results)
+    gemms, ops = network.expand()
+    results = tuple(analyze_gemm(g, hardware) for g in gemms)
+    op_results = tuple(analyze_op(op, peak, bandwidth) for op in ops)
+    return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
+                  op_results)

@@ -107,6 +107,14 @@ class Fields:
             raise self.fail(key, f"expected a non-empty string, got {_describe(value)}")
         return value
 
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        if self.absent(key, default):
+            return default
+        value = self.data[key]
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_describe(value)}")
+        return value
+
     def choice(self, key: str, choices: tuple[str, ...], default: Any = _MISSING) -> str:
         if self.absent(key, default):
             return default

@@ -21,6 +21,7 @@ made the GEMM (roofline.layers): a Gemm carries it as ``roles`` (for messages) a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
@@ -36,7 +37,9 @@ class GemmShape(NamedTuple):
 
     ``roles`` say what M, N and K are ("batch", "in", "out", ...); ``batch_dims`` hold, per
     dimension, the factor f when the dimension is f x batch (a linear layer's M = batch: f = 1;
-    a transformer's M = batch x seq: f = seq), else 0.
+    a transformer's M = batch x seq: f = seq; a mixture-of-experts expert's M = batch x seq x
+    top_k / experts, a fraction), else 0. ``batch_count`` independent GEMMs of this shape run
+    as one batched GEMM (attention heads, experts).
     """
 
     layer: str
@@ -45,7 +48,8 @@ class GemmShape(NamedTuple):
     n: int
     k: int
     roles: tuple[str, str, str]
-    batch_dims: Dims
+    batch_dims: tuple[float, float, float]
+    batch_count: int = 1
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -89,9 +93,11 @@ class Gemm:
     k: int
     dtype: str
     roles: tuple[str, str, str] = ("M", "N", "K")
-    batch_dims: Dims = (0, 0, 0)
+    batch_dims: tuple[float, float, float] = (0, 0, 0)
     c_dtype: str = ""  # C's dtype; "" means default_output_dtype(dtype)
     c_read: bool = False  # C read as well as written (beta = 1: accumulation into a buffer)
+    batch_count: int = 1  # independent GEMMs of this shape in one batched call
+    copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
 
     def __post_init__(self) -> None:
         check_dtype(self.dtype)
@@ -108,24 +114,26 @@ class Gemm:
     # computed once per GEMM: a 10,000-layer report reads each of them several times
     @cached_property
     def flops(self) -> int:
-        return gemm_flops(self.m, self.n, self.k)
+        return gemm_flops(self.m, self.n, self.k) * self.batch_count
 
     @cached_property
     def bytes(self) -> int:
         return self.traffic((self.m, self.n, self.k))
 
     def traffic(self, dims: Dims) -> int:
-        """Compulsory bytes of this GEMM (its precision) had it the dimensions ``dims``."""
-        return gemm_bytes(*dims, self.dtype, self.c_dtype, self.c_read)
+        """Compulsory bytes of this GEMM (its precision, its batch count) had it the dimensions
+        ``dims``."""
+        return gemm_bytes(*dims, self.dtype, self.c_dtype, self.c_read) * self.batch_count
 
     @property
     def bytes_by_operand(self) -> dict[str, int]:
         a, b, c = operand_bytes(self.m, self.n, self.k, self.dtype, self.c_dtype, self.c_read)
-        return {"a": a, "b": b, "c": c}
+        count = self.batch_count
+        return {"a": a * count, "b": b * count, "c": c * count}
 
     def dims_at_batch(self, batch: int) -> Dims:
         """(M, N, K) had the step run with ``batch``: each batch dimension becomes f x batch."""
-        m, n, k = (f * batch if f else d
+        m, n, k = (math.ceil(f * batch) if f else d
                    for d, f in zip((self.m, self.n, self.k), self.batch_dims))
         return m, n, k
 

@@ -22,3 +22,10 @@ def attainable_flops_per_s(intensity: float, peak_flops_per_s: float,
 def bound(intensity: float, ridge: float) -> str:
     """``"memory"`` below the ridge, ``"compute"`` at or above it."""
     return "memory" if intensity < ridge else "compute"
+
+
+def roofline_time_s(flops: float, nbytes: float, peak_flops_per_s: float,
+                    bandwidth_bytes_per_s: float) -> float:
+    """Time at the roofline: ``max(flops / peak, bytes / bandwidth)``, which is
+    ``flops / attainable`` written so that work without FLOPs (a copy, a gather) has a time."""
+    return max(flops / peak_flops_per_s, nbytes / bandwidth_bytes_per_s)

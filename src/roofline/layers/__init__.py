@@ -5,10 +5,14 @@ A layer type is a small frozen class with:
 
 - ``from_fields(fields, index)``: read and validate its own keys (errors name the field path);
 - ``has_weights``: whether it has trainable weights (the data-gradient rule below needs it);
-- ``forward(batch)`` and ``backward(batch, data_grad)``: its GEMMs as ``GemmShape``s, the
-  backward list with the data-gradient GEMMs (only when ``data_grad``) before the weight-gradient
-  ones. Each shape carries the roles of M, N and K (for alignment messages) and which of them
-  grow with the batch (for batch advice), so the rest of the package never asks a layer's type.
+- ``parameters``: its trainable parameter count; ``in_width`` / ``out_width``: the feature
+  widths it takes and gives (None where that is not a width, e.g. token ids);
+- ``forward(step)`` and ``backward(step, data_grad)`` (``step``: a ``Step`` with batch, seq,
+  phase and the activation element size): its GEMMs (``GemmShape``) and non-GEMM ops
+  (``roofline.ops.OpShape``) in execution order, the backward list with the data-gradient GEMMs
+  (only when ``data_grad``) before the weight-gradient ones. Each GEMM shape carries the roles of
+  M, N and K (for alignment messages) and which of them grow with the batch (for batch advice),
+  so the rest of the package never asks a layer's type.
 
 ``REGISTRY`` maps model.yaml's ``type:`` to the class: a new layer type is one new file here and
 one line in ``REGISTRY``.
@@ -19,14 +23,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..gemm import GemmShape
+from .embedding import Embedding
 from .linear import Linear
+from .norm import Norm
+from .step import PHASES, Step
+from .transformer import Transformer
 
 if TYPE_CHECKING:
     from ..fields import Fields
 
-REGISTRY: dict[str, type] = {"linear": Linear}
+REGISTRY: dict[str, type] = {"linear": Linear, "transformer": Transformer,
+                             "embedding": Embedding, "norm": Norm}
 
-__all__ = ["REGISTRY", "GemmShape", "Linear", "layer_from_fields"]
+__all__ = ["PHASES", "REGISTRY", "Embedding", "GemmShape", "Linear", "Norm", "Step",
+           "Transformer", "layer_from_fields"]
 
 
 def layer_from_fields(fields: Fields, index: int):

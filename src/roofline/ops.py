@@ -1,0 +1,89 @@
+"""Non-GEMM work between the GEMMs: elementwise ops, norms, softmax, embedding lookups, the
+optimizer update, and fused attention kernels. Each is a row with FLOPs and bytes, placed on the
+same roofline as the GEMMs (almost all are memory-bound), so that a step's time is not silently
+only its GEMMs.
+
+Counts are per element of the tensor the op works on, with e the activation element size
+(the model's dtype). Bytes are the compulsory traffic: each input read once, each output written
+once. FLOPs per element are small, documented estimates (exp, tanh and divide count as one
+FLOP each, as vendors' peak figures do); the ops are memory-bound, so their time is their bytes
+over the bandwidth and the FLOP estimate hardly matters. Anchors (NVIDIA, *GPU Performance
+Background*, "Understanding Performance"): ReLU 0.25 FLOP/B in fp16 (1 FLOP over 2 + 2 bytes);
+layer normalization "< 10 FLOP/B".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+#: kind -> (FLOPs, elements read, elements written) per element, forward and backward.
+ELEMENTWISE: dict[str, tuple[int, int, int]] = {
+    "relu": (1, 1, 1),            # max(x, 0)
+    "gelu": (8, 1, 1),            # tanh approximation: x^3, 2 mul-adds, tanh, add, 2 mul
+    "silu": (4, 1, 1),            # x * sigmoid(x): exp, add, divide, multiply
+    "bias": (1, 1, 1),            # y = x + b (the bias vector itself is negligible)
+    "residual": (1, 2, 1),        # y = x + f(x)
+    "gate": (1, 2, 1),            # SwiGLU: y = silu(a) * b
+    "layernorm": (8, 1, 1),       # mean, variance, normalize, scale, shift
+    "rmsnorm": (4, 1, 1),         # mean of squares, rsqrt, normalize, scale
+    "softmax": (5, 1, 1),         # max, subtract, exp, sum, divide (scale and mask folded in)
+    "dropout": (2, 1, 1),         # plus a one-byte mask written (see DROPOUT_MASK_BYTES)
+    "relu-backward": (1, 2, 1),   # dx = dy * (x > 0): reads dy and x
+    "gelu-backward": (12, 2, 1),
+    "silu-backward": (8, 2, 1),
+    "bias-backward": (1, 1, 0),   # db = sum of dy over rows (the bias gradient is negligible)
+    "residual-backward": (1, 2, 1),  # the two branches' gradients summed
+    "gate-backward": (2, 3, 2),   # da = dy * b, db = dy * a
+    "layernorm-backward": (12, 2, 1),
+    "rmsnorm-backward": (8, 2, 1),
+    "softmax-backward": (4, 2, 1),  # ds = p * (dp - sum(dp * p))
+    "dropout-backward": (1, 1, 1),  # plus the mask read
+}
+DROPOUT_MASK_BYTES = 1
+INDEX_BYTES = 8  # int64 token ids
+#: Optimizer updates on fp32 master weights and states (mixed-precision training keeps them):
+#: kind -> (FLOPs, bytes) per parameter. SGD: w -= lr g (read w, g; write w). Adam(W): m, v
+#: moments, bias correction and the update (read w, g, m, v; write w, m, v).
+OPTIMIZERS: dict[str, tuple[int, int]] = {"sgd": (2, 12), "adam": (13, 28)}
+
+
+class OpShape(NamedTuple):
+    """An op as a layer describes it, before the network numbers it."""
+
+    layer: str
+    pass_: str
+    kind: str
+    flops: int
+    bytes: int
+
+
+def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpShape:
+    """An elementwise op of ``kind`` over ``elements`` values of ``e`` bytes each."""
+    flops, reads, writes = ELEMENTWISE[kind]
+    extra = DROPOUT_MASK_BYTES * elements if kind.startswith("dropout") else 0
+    return OpShape(layer, pass_, kind, flops * elements, (reads + writes) * e * elements + extra)
+
+
+def optimizer_update(kind: str, parameters: int) -> OpShape:
+    """One optimizer step over ``parameters`` fp32 weights."""
+    flops, nbytes = OPTIMIZERS[kind]
+    return OpShape("optimizer", "update", f"{kind}-update", flops * parameters,
+                   nbytes * parameters)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One non-GEMM row of a step: its name (OP1...), layer, pass, kind, FLOPs and bytes."""
+
+    name: str
+    layer: str
+    pass_: str
+    kind: str
+    flops: int
+    bytes: int
+    copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
