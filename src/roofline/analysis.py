@@ -163,6 +163,7 @@ def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:
 
 def analyze(network: Network, hardware: HardwareSpec) -> Report:
     """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``."""
+    network.check()
     peak = hardware.peak_flops_per_s(network.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()

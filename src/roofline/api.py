@@ -13,15 +13,19 @@ from .network import Network, load_network
 def analyze_model(model: Network | str | os.PathLike, hardware: HardwareSpec | str,
                   batch: int | None = None, dtype: str | None = None,
                   mode: str | None = None, output_dtype: str | None = None,
-                  grad_accumulation: str | None = None) -> Report:
-    """Analyze ``model`` (a Network or a model.yaml path) on ``hardware`` (a spec, name or path).
+                  grad_accumulation: str | None = None, seq: int | None = None,
+                  phase: str | None = None) -> Report:
+    """Analyze ``model`` (a Network, a model.yaml path or a Hugging Face config.json path) on
+    ``hardware`` (a spec, name or path).
 
-    ``batch``, ``dtype``, ``mode``, ``output_dtype`` and ``grad_accumulation`` (a dtype, or
-    ``"none"``) override the model's own settings when given.
+    ``batch``, ``dtype``, ``mode``, ``output_dtype``, ``grad_accumulation`` (a dtype, or
+    ``"none"``), ``seq`` and ``phase`` (inference: ``"prefill"`` or ``"decode"``) override the
+    model's own settings when given.
     """
     network = model if isinstance(model, Network) else load_network(model)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
                                       output_dtype=output_dtype,
-                                      grad_accumulation=grad_accumulation)
+                                      grad_accumulation=grad_accumulation, seq=seq,
+                                      phase=phase)
     spec = hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
     return analyze(network, spec)

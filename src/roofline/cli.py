@@ -66,6 +66,11 @@ def model_options(command):
         click.option("--mode", type=click.Choice(("train", "inference")),
                      help="train: forward and backward GEMMs (3n-1 for n linear layers); "
                           "inference: forward only."),
+        click.option("--seq", type=click.IntRange(min=1),
+                     help="Override the tokens per sample (transformer models need it)."),
+        click.option("--phase", type=click.Choice(("prefill", "decode")),
+                     help="Inference phase: prefill (seq tokens at once) or decode (one new "
+                          "token per sequence against a KV cache of seq tokens)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -81,12 +86,18 @@ def model_options(command):
 @model_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format. json prints one object (a list of them with several --hw).")
+@click.option("--gemms-only", is_flag=True,
+              help="Hide the non-GEMM ops (norms, activations, softmax, ...) in tables and "
+                   "CSV; the totals still count them.")
+@click.option("--expand", is_flag=True,
+              help="Show every copy of a repeated layer (by default only the first).")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
-def analyze(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
-            **overrides) -> None:
-    """List every GEMM of MODEL (a model.yaml) with its FLOPs, bytes, intensity, bound,
-    attainable throughput, time, alignment warnings and advice on the given hardware.
+def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
+            plot: Path | None, **overrides) -> None:
+    """List every GEMM of MODEL (a model.yaml, or a Hugging Face config.json) and its other
+    ops with FLOPs, bytes, intensity, bound, attainable throughput, time, alignment warnings and
+    advice on the given hardware.
 
     Peaks are the dense datasheet figures of the hardware entry (or measured ones, for an
     entry saved by `roofline probe --save`).
@@ -101,7 +112,9 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
 
     reports = [analyze_model(model, resolve_hardware(hw, _progress), **overrides)
                for hw in hardware]
-    click.echo(_render_reports(reports, fmt), nl=False)
+    from .format import View
+
+    click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
     if plot is not None:
         from .plot import save_plot
 
@@ -109,13 +122,13 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
         click.echo(f"wrote {plot}", err=True)
 
 
-def _render_reports(reports: list, fmt: str) -> str:
+def _render_reports(reports: list, fmt: str, view) -> str:
     from .format import REPORT_FORMATS
     from .json_output import to_json
 
     if fmt == "json" and len(reports) > 1:
         return to_json([r.to_dict() for r in reports]) + "\n"
-    text = [REPORT_FORMATS[fmt](r) for r in reports]
+    text = [REPORT_FORMATS[fmt](r, view) for r in reports]
     return ("\n" if fmt != "json" else "").join(text) + ("\n" if fmt == "json" else "")
 
 

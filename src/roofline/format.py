@@ -8,6 +8,7 @@ import csv
 import html
 import io
 import textwrap
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .json_output import to_json
@@ -35,21 +36,51 @@ def seconds(value: float) -> str:
     return f"{value:.3g} s"
 
 
-def report_json(report: Report) -> str:
-    return to_json(report.to_dict())
-
-
 _COLUMNS = ("GEMM", "layer", "pass", "M", "N", "K", "FLOP", "bytes", "FLOP/B", "bound",
             "TFLOP/s", "time", "align")
 _LEFT_COLUMNS = frozenset({0, 1, 2, 9, 12})  # text columns; numbers are right-aligned
+_OP_COLUMNS = ("op", "layer", "pass", "kind", "FLOP", "bytes", "FLOP/B", "bound", "TFLOP/s",
+               "time")
+_OP_LEFT_COLUMNS = frozenset({0, 1, 2, 3, 7})
+LAYER_WIDTH = 16  # the table's layer column; JSON and CSV carry the full name
+
+
+@dataclass(frozen=True)
+class View:
+    """What a human-readable report shows: ``gemms_only`` hides the non-GEMM ops; ``expand``
+    shows every copy of a repeated layer (by default only the first, and a note)."""
+
+    gemms_only: bool = False
+    expand: bool = False
+
+
+def report_json(report: Report, view: View = View()) -> str:
+    """The JSON contract: every GEMM and op one by one, repeated layers included."""
+    return to_json(report.to_dict())
+
+
+def _shown(report: Report, view: View) -> tuple[list, list]:
+    """The GEMM and op results a table shows under ``view``."""
+    keep = (lambda row: True) if view.expand else (lambda row: row.copy == 0)
+    gemms = [r for r in report.results if keep(r.gemm)]
+    ops = [] if view.gemms_only else [r for r in report.ops if keep(r.op)]
+    return gemms, ops
 
 
 def _row(report: Report, result) -> list[str]:
     g = result.gemm
-    return [g.name, g.layer[:10], _PASS_SHORT[g.pass_], str(g.m), str(g.n), str(g.k),
-            si(g.flops, ""), si(g.bytes, "B"), f"{g.intensity:.1f}", result.bound,
+    count = f"{g.batch_count}x " if g.batch_count > 1 else ""
+    return [g.name, g.layer[:LAYER_WIDTH], _PASS_SHORT[g.pass_], f"{count}{g.m}", str(g.n),
+            str(g.k), si(g.flops, ""), si(g.bytes, "B"), f"{g.intensity:.1f}", result.bound,
             f"{result.attainable_flops_per_s / 1e12:.3g}", seconds(result.time_s),
             "ok" if result.aligned else "NO"]
+
+
+def _op_row(result) -> list[str]:
+    o = result.op
+    return [o.name, o.layer[:LAYER_WIDTH], o.pass_, o.kind, si(o.flops, ""), si(o.bytes, "B"),
+            f"{o.intensity:.2f}", result.bound, f"{result.attainable_flops_per_s / 1e12:.3g}",
+            seconds(result.time_s)]
 
 
 def precision_text(network) -> str:
@@ -65,7 +96,9 @@ def precision_text(network) -> str:
 
 def _header(report: Report) -> str:
     net, hw = report.network, report.hardware
-    return (f"{net.name} on {hw.name}: {report.dtype}, batch {net.batch}, {net.mode}\n"
+    shape = f"batch {net.batch}" + (f", seq {net.seq}" if net.seq else "")
+    mode = net.mode if net.mode == "train" else f"{net.mode} ({net.step_phase})"
+    return (f"{net.name} on {hw.name}: {report.dtype}, {shape}, {mode}\n"
             f"precision: {precision_text(net)}\n"
             f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
             f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})")
@@ -73,89 +106,140 @@ def _header(report: Report) -> str:
 
 def _totals_line(report: Report) -> str:
     t = report.totals
-    return (f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}; "
-            f"{t['memory_bound_time_fraction']:.0%} of the time in memory-bound GEMMs")
+    head = f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}"
+    if not report.ops:
+        return (f"{head}; {t['memory_bound_time_fraction']:.0%} of the time in memory-bound "
+                f"GEMMs; {si(t['parameters'], 'parameters')}")
+    return (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops {seconds(t['op_time_s'])}); "
+            f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound; "
+            f"{si(t['parameters'], 'parameters')}")
 
 
-def _notes(report: Report) -> list[str]:
+def _repeat_note(report: Report, view: View) -> str | None:
+    """Says how many rows a table hides because they repeat the first copy of a layer."""
+    hidden = (sum(1 for r in report.results if r.gemm.copy)
+              + sum(1 for r in report.ops if r.op.copy))
+    if view.expand or not hidden:
+        return None
+    copies = sum(1 for copy in report.network.copies if copy)
+    return (f"{copies} repeated layer copies ({hidden} rows) not shown: each repeats the rows "
+            f"of its first copy; the totals count every copy (--expand shows all)")
+
+
+def _notes(report: Report, gemms: list) -> list[str]:
     lines = []
-    for r in report.results:
+    for r in gemms:
         lines += [f"  {r.gemm.name}: {text}" for text in r.warnings + r.advice]
     return lines
 
 
-def report_table(report: Report) -> str:
-    """A plain-text table that fits in 100 columns, with totals, warnings and advice below."""
-    rows = [list(_COLUMNS)] + [_row(report, r) for r in report.results]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) if i in _LEFT_COLUMNS else cell.rjust(w)
+def _aligned_table(header: tuple[str, ...], rows: list[list[str]], left: frozenset) -> list[str]:
+    rows = [list(header)] + rows
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i in left else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
              for row in rows]
     lines.insert(1, "-" * len(lines[0]))
-    notes = [wrapped for note in _notes(report) for wrapped in (
+    return lines
+
+
+def report_table(report: Report, view: View = View()) -> str:
+    """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
+    warnings and advice below."""
+    gemms, ops = _shown(report, view)
+    out = [_header(report), "",
+           *_aligned_table(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+    if ops:
+        out += ["", "non-GEMM ops:",
+                *_aligned_table(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
+    note = _repeat_note(report, view)
+    out += ["", _totals_line(report)] + ([note] if note else [])
+    notes = [wrapped for note in _notes(report, gemms) for wrapped in (
         textwrap.wrap(note, width=100, subsequent_indent=" " * 7) if len(note) > 100 else [note])]
-    out = [_header(report), "", *lines, "", _totals_line(report)]
     if notes:
         out += ["", "warnings and advice:", *notes]
     return "\n".join(out) + "\n"
 
 
-_CSV_FIELDS = ("name", "layer", "pass", "m", "n", "k", "dtype", "c_dtype", "c_read", "flops",
-               "bytes", "bytes_a", "bytes_b", "bytes_c", "intensity", "bound",
+_CSV_FIELDS = ("name", "layer", "pass", "kind", "m", "n", "k", "batch_count", "dtype", "c_dtype",
+               "c_read", "flops", "bytes", "bytes_a", "bytes_b", "bytes_c", "intensity", "bound",
                "attainable_tflops", "time_s", "aligned", "min_compute_bound_batch", "warnings",
                "advice")
 
 
-def report_csv(report: Report) -> str:
-    """One row per GEMM, raw numbers in SI units; warnings and advice joined with '; '."""
+def report_csv(report: Report, view: View = View()) -> str:
+    """One row per GEMM (kind ``gemm``) and per op (``--gemms-only``: GEMMs only), every copy
+    of a repeated layer included; raw numbers in SI units; warnings and advice joined with
+    '; '."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=_CSV_FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=_CSV_FIELDS, lineterminator="\n",
+                            extrasaction="ignore")
     writer.writeheader()
     for result in report.results:
-        data = result.to_dict()
-        row = {key: value for key, value in data.items() if key in _CSV_FIELDS}
-        row.update({f"bytes_{op}": value for op, value in data["bytes_by_operand"].items()})
-        row["warnings"] = "; ".join(row["warnings"])
-        row["advice"] = "; ".join(row["advice"])
-        writer.writerow(row)
+        data = result.to_dict() | {"kind": "gemm"}
+        data.update({f"bytes_{op}": value for op, value in data["bytes_by_operand"].items()})
+        data["warnings"] = "; ".join(data["warnings"])
+        data["advice"] = "; ".join(data["advice"])
+        writer.writerow(data)
+    for result in [] if view.gemms_only else report.ops:
+        writer.writerow(result.to_dict())
     return buffer.getvalue()
 
 
-def report_markdown(report: Report) -> str:
-    """A GitHub-flavoured Markdown table with the header and totals as text around it."""
-    rows = [_row(report, r) for r in report.results]
-    lines = [_header(report).replace("\n", "  \n"), "",
-             "| " + " | ".join(_COLUMNS) + " |",
-             "|" + "|".join("---" if i in _LEFT_COLUMNS else "--:"
-                            for i in range(len(_COLUMNS))) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    lines += ["", _totals_line(report)]
-    notes = _notes(report)
+def report_markdown(report: Report, view: View = View()) -> str:
+    """GitHub-flavoured Markdown tables with the header and totals as text around them."""
+    gemms, ops = _shown(report, view)
+    lines = [_header(report).replace("\n", "  \n"), "", *_markdown(
+        _COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+    if ops:
+        lines += ["", *_markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
+    note = _repeat_note(report, view)
+    lines += ["", _totals_line(report)] + (["", note] if note else [])
+    notes = _notes(report, gemms)
     if notes:
         lines += ["", *(f"- {note.strip()}" for note in notes)]
     return "\n".join(lines) + "\n"
 
 
-def _html_cell(tag: str, text: str, column: int) -> str:
-    align = "left" if column in _LEFT_COLUMNS else "right"
-    return f'<{tag} style="text-align:{align}">{html.escape(text)}</{tag}>'
+def _markdown(header: tuple[str, ...], rows: list[list[str]], left: frozenset) -> list[str]:
+    return ["| " + " | ".join(header) + " |",
+            "|" + "|".join("---" if i in left else "--:" for i in range(len(header))) + "|",
+            *("| " + " | ".join(row) + " |" for row in rows)]
 
 
-def report_html(report: Report) -> str:
-    """An HTML table for Jupyter (``Report._repr_html_``): numbers right-aligned, memory-bound
+def _html_table(header: tuple[str, ...], rows: list[tuple[str, list[str]]],
+                left: frozenset) -> str:
+    def cell(tag: str, text: str, column: int) -> str:
+        align = "left" if column in left else "right"
+        return f'<{tag} style="text-align:{align}">{html.escape(text)}</{tag}>'
+
+    head = "".join(cell("th", c, i) for i, c in enumerate(header))
+    body = "".join(
+        f"<tr{_SHADE if bound == 'memory' else ''}>"
+        + "".join(cell("td", c, i) for i, c in enumerate(cells)) + "</tr>"
+        for bound, cells in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_SHADE = ' style="background:#fde0dc;color:#000"'
+
+
+def report_html(report: Report, view: View = View()) -> str:
+    """HTML tables for Jupyter (``Report._repr_html_``): numbers right-aligned, memory-bound
     rows shaded (with dark text, so dark themes stay readable), warnings and advice below."""
-    head = "".join(_html_cell("th", c, i) for i, c in enumerate(_COLUMNS))
-    body = []
-    for result in report.results:
-        style = ' style="background:#fde0dc;color:#000"' if result.bound == "memory" else ""
-        cells = "".join(_html_cell("td", c, i) for i, c in enumerate(_row(report, result)))
-        body.append(f"<tr{style}>{cells}</tr>")
-    notes = "".join(f"<li>{html.escape(n.strip())}</li>" for n in _notes(report))
-    shaded = " (shaded rows: memory-bound)" if "memory" in {r.bound for r in report.results} else ""
+    gemms, ops = _shown(report, view)
+    tables = _html_table(_COLUMNS, [(r.bound, _row(report, r)) for r in gemms], _LEFT_COLUMNS)
+    if ops:
+        tables += _html_table(_OP_COLUMNS, [(r.bound, _op_row(r)) for r in ops],
+                              _OP_LEFT_COLUMNS)
+    notes = "".join(f"<li>{html.escape(n.strip())}</li>" for n in _notes(report, gemms))
+    bounds = {r.bound for r in (*gemms, *ops)}
+    shaded = " (shaded rows: memory-bound)" if "memory" in bounds else ""
+    note = _repeat_note(report, view)
     header = html.escape(_header(report)).replace(chr(10), "</b><br>", 1)
-    return (f"<p><b>{header.replace(chr(10), '<br>')}</p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-            f"<p>{html.escape(_totals_line(report))}{shaded}</p>"
+    return (f"<p><b>{header.replace(chr(10), '<br>')}</p>{tables}"
+            f"<p>{html.escape(_totals_line(report))}{shaded}"
+            + (f"<br>{html.escape(note)}" if note else "") + "</p>"
             + (f"<ul>{notes}</ul>" if notes else ""))
 
 

@@ -60,8 +60,8 @@ class Network:
     """
 
     name: str
-    batch: int
-    dtype: str
+    batch: int | None  # None until given (a config.json has none): check() says so
+    dtype: str | None
     mode: str
     layers: tuple[Any, ...]  # roofline.layers classes
     output_dtype: str | None = None
@@ -114,9 +114,24 @@ class Network:
         """Every non-GEMM op of one step, numbered OP1..OPk."""
         return self.expand()[1]
 
+    def check(self) -> None:
+        """Raise InputError naming the first setting the step still lacks (batch, dtype, seq):
+        a config.json gives no batch, and maybe no dtype; the CLI's options fill them in."""
+        for key, value in (("batch", self.batch), ("dtype", self.dtype)):
+            if value is None:
+                raise InputError(self.source, key, f"missing required field (give {key} in the "
+                                                   f"model or --{key})")
+        if self.seq is None:
+            for layer in self.layers:
+                if isinstance(layer, _NEEDS_SEQ):
+                    raise InputError(self.source, "seq", f"missing required field: layer "
+                                     f"{layer.name!r} needs tokens per sample (give seq in the "
+                                     f"model or --seq)")
+
     def expand(self) -> tuple[tuple[Gemm, ...], tuple[Op, ...]]:
         """The step's GEMMs and ops, in the order the module docstring describes."""
-        step = self._step()
+        self.check()
+        step = Step(self.batch, self.seq, self.step_phase, itemsize(self.dtype))
         copies = self.copies or (0,) * len(self.layers)
         items: list[tuple[int, GemmShape | OpShape]] = []
         for layer, copy in zip(self.layers, copies):
@@ -133,15 +148,6 @@ class Network:
             else:
                 ops.append(Op(f"OP{len(ops) + 1}", *item, copy=copy))
         return tuple(gemms), tuple(ops)
-
-    def _step(self) -> Step:
-        if self.seq is None:
-            for layer in self.layers:
-                if isinstance(layer, _NEEDS_SEQ):
-                    raise InputError(self.source, "seq", f"missing required field: layer "
-                                     f"{layer.name!r} needs tokens per sample (give seq in the "
-                                     f"model or --seq)")
-        return Step(self.batch, self.seq, self.step_phase, itemsize(self.dtype))
 
     def _gemm(self, index: int, s: GemmShape, copy: int) -> Gemm:
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
@@ -183,8 +189,8 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
     layers, copies = _layers(top)
     return Network(
         name=top.string("name", default_name),
-        batch=top.positive_int("batch"),
-        dtype=top.choice("dtype", DTYPES),
+        batch=top.positive_int("batch", None),
+        dtype=top.choice("dtype", DTYPES, None),
         mode=top.choice("mode", MODES, "train"),
         layers=layers,
         output_dtype=top.choice("output_dtype", OUTPUT_DTYPES, None),
