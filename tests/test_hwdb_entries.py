@@ -207,6 +207,21 @@ def test_hw_show_cli_lists_sources_and_ridge(invoke):
     assert "https://" in result.stdout and "from: bundled" in result.stdout
 
 
+@pytest.mark.parametrize("name, lines", [
+    ("8180", ["fp64, fp32 (vector): 2.3 GHz = avx512 all_core_turbo [3P]",
+              "clock non_avx base: 2.5 GHz [R]"]),
+    ("8480+", ["fp64, fp32 (vector): 2 GHz = avx512 base, upper bound [R]",
+               "bf16, int8 (amx): 2 GHz = amx base, upper bound [R]",
+               "vector_tflops bf16, int8 (vector): 2 GHz = avx512 base, upper bound [R]"]),
+    ("7763", ["fp64, fp32 (vector): 2.45 GHz = avx2 base, lower bound [R]"]),
+])
+def test_hw_show_says_which_clock_each_peak_assumes(invoke, name, lines):
+    out = invoke("hw", "show", name).stdout
+    for line in lines:
+        assert line in out
+    assert "\ncpu: {" not in out  # the clocks are shown once, readably
+
+
 def test_hw_list_json_contract(invoke):
     import json
 
