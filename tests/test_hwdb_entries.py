@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from roofline import InputError, UnknownHardwareError, database, list_hardware, load_hardware
+from roofline.hardware import FIGURE_KEYS
 
 HWDB = Path(__file__).parent.parent / "hwdb"
 FILES = sorted(HWDB.rglob("*.yaml"))
@@ -64,14 +65,39 @@ def test_bandwidth_below_what_the_memory_allows(name):
         assert spec.bandwidth_gbs <= spec.cpu.sockets * 12 * transfers * 8 / 1000
 
 
-@pytest.mark.parametrize("name", [n for n, p in zip(NAMES, FILES) if p.parent.name == "cpu"])
-def test_cpu_fp32_peak_follows_from_cores_clock_and_simd(name):
+CPU_NAMES = [n for n, p in zip(NAMES, FILES) if p.parent.name == "cpu"]
+# per-cycle rate of one vector FMA lane pair, relative to fp32: fp64 lanes are twice as wide;
+# AVX512_BF16 (VDPBF16PS) does 2 bf16 products per fp32 lane, VNNI (VPDPBUSD) 4 int8 products
+VECTOR_RATIO = {"fp64": 0.5, "fp32": 1, "bf16": 2, "int8": 4}
+
+
+def _expected_tflops(cpu, dtype, vector_only):
+    """sockets x cores x clock x FMA units x lanes x 2, or AMX: sockets x cores x clock x ops."""
+    unit = cpu.unit_for(dtype, vector_only)
+    per_core_cycle = (cpu.amx_ops_per_cycle[dtype] if unit == "amx" else
+                      cpu.fma_units * cpu.simd_bits / 32 * 2 * VECTOR_RATIO[dtype])
+    return cpu.sockets * cpu.cores_per_socket * cpu.clock_for(unit) * per_core_cycle / 1000
+
+
+@pytest.mark.parametrize("name", CPU_NAMES)
+def test_cpu_peaks_follow_from_cores_clock_and_units(name):
     spec = load_hardware(name)
-    cpu = spec.cpu
-    fp32 = (spec.vector_tflops or spec.peak_tflops)["fp32"]
-    derived = (cpu.sockets * cpu.cores_per_socket * cpu.clock_ghz * cpu.fma_units
-               * cpu.simd_bits / 32 * 2 / 1000)
-    assert fp32 == pytest.approx(derived, rel=0.02)
+    for dtype, peak in spec.peak_tflops.items():
+        assert peak == pytest.approx(_expected_tflops(spec.cpu, dtype, False), rel=1e-3), dtype
+    for dtype, peak in spec.vector_tflops.items():
+        assert peak == pytest.approx(_expected_tflops(spec.cpu, dtype, True), rel=1e-3), dtype
+
+
+@pytest.mark.parametrize("name", CPU_NAMES)
+def test_cpu_entries_give_the_clock_per_isa_with_a_source(name):
+    cpu = load_hardware(name).cpu
+    assert "vector" in cpu.peak_clock
+    assert ("amx" in cpu.peak_clock) == bool(cpu.amx_ops_per_cycle)
+    for isa, kinds in cpu.clocks.items():
+        for kind, clock in kinds.items():
+            assert clock.source and clock.tag in ("R", "3P", "D", "unconfirmed"), (isa, kind)
+    isa, kind = cpu.peak_clock["vector"]
+    assert isa in (("avx512",) if cpu.simd_bits == 512 else ("avx2", "avx512"))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -99,6 +125,12 @@ def test_list_filters_by_kind():
 def test_unknown_name_lists_close_matches():
     with pytest.raises(UnknownHardwareError, match="did you mean h100-sxm5-80gb"):
         load_hardware("h100-sxm5")
+
+
+CPU = {"sockets": 1, "cores_per_socket": 4, "simd_bits": 512, "fma_units": 2,
+       "clocks": {"avx512": {"base": {"ghz": 2.0, "tag": "R", "source": "x"}}},
+       "peak_clock": {"vector": "avx512.base"}}
+AS_CPU = {"kind": "cpu", "sources": [{"title": "x", "url": "https://x", "covers": list(FIGURE_KEYS)}]}
 
 
 def _user_entry(folder: Path, name: str, **changes) -> Path:
@@ -138,6 +170,16 @@ def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
     ({"gpu": {"boost_clock_ghz": 1.5}}, "gpu.sms: missing required field"),
     ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "tiles": [[128]]}},
      "gpu.tiles[0]: expected [rows, columns] of positive integers, got [128]"),
+    ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"turbo": {}}})},
+     "cpu.clocks.avx512.turbo: unknown field"),
+    ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"base": {"ghz": 2, "tag": "K", "source": "x"}}})},
+     "cpu.clocks.avx512.base.tag: expected one of R, 3P, D, unconfirmed, got 'K'"),
+    ({**AS_CPU, "cpu": dict(CPU, peak_clock={"vector": "avx2.base"})},
+     "cpu.peak_clock.vector: expected isa.kind naming a figure of cpu.clocks (avx512.base), "
+     "got 'avx2.base'"),
+    ({**AS_CPU, "cpu": dict(CPU, clock_ghz=2.0)},
+     "cpu.clock_ghz: give either clock_ghz or clocks and peak_clock, not both"),
+    ({**AS_CPU, "cpu": dict(CPU, amx_ops_per_cycle={"bf16": 1024})}, "cpu.peak_clock.amx: missing"),
 ])
 def test_broken_user_entry_gives_one_line_naming_file_and_field(isolated_user_hwdb, change,
                                                                 message):
@@ -163,6 +205,21 @@ def test_hw_show_cli_lists_sources_and_ridge(invoke):
     assert result.exit_code == 0
     assert "ridge FLOP/B" in result.stdout and "153.0" in result.stdout
     assert "https://" in result.stdout and "from: bundled" in result.stdout
+
+
+@pytest.mark.parametrize("name, lines", [
+    ("8180", ["fp64, fp32 (vector): 2.3 GHz = avx512 all_core_turbo [3P]",
+              "clock non_avx base: 2.5 GHz [R]"]),
+    ("8480+", ["fp64, fp32 (vector): 2 GHz = avx512 base, upper bound [R]",
+               "bf16, int8 (amx): 2 GHz = amx base, upper bound [R]",
+               "vector_tflops bf16, int8 (vector): 2 GHz = avx512 base, upper bound [R]"]),
+    ("7763", ["fp64, fp32 (vector): 2.45 GHz = avx2 base, lower bound [R]"]),
+])
+def test_hw_show_says_which_clock_each_peak_assumes(invoke, name, lines):
+    out = invoke("hw", "show", name).stdout
+    for line in lines:
+        assert line in out
+    assert "\ncpu: {" not in out  # the clocks are shown once, readably
 
 
 def test_hw_list_json_contract(invoke):

@@ -79,20 +79,33 @@ PEAKS = [
     ("h200-sxm-141gb", "bf16", 989.5, "H200 datasheet SXM: BFLOAT16 1,979* / 2"),
     ("h200-sxm-141gb", "fp8", 1979.0, "H200 datasheet SXM: FP8 3,958* / 2"),
     ("h200-sxm-141gb", "fp64", 67.0, "H200 datasheet SXM: FP64 Tensor Core 67 TFLOPS"),
-    # CPUs: derived peaks, 2 sockets; inputs from Intel ARK / AMD product pages (see notes)
-    ("xeon-platinum-8180", "fp32", 7.14, "Intel DL-training article: up to 3.57 TFLOPS FP32/socket x 2"),
-    ("xeon-platinum-8180", "fp64", 3.57, "derived: fp32 / 2"),
-    ("xeon-platinum-8280", "fp32", 9.677, "derived: 2 x 28 x 2.7 GHz (ARK base) x 2 FMA x 16 x 2"),
-    ("xeon-platinum-8280", "int8", 38.707, "derived: VNNI 4 x fp32"),
-    ("xeon-platinum-8380h", "fp32", 10.394, "derived: 2 x 28 x 2.9 GHz (ARK base) x 2 x 16 x 2"),
-    ("xeon-platinum-8380h", "bf16", 20.787, "derived: AVX512_BF16 2 x fp32"),
-    ("xeon-platinum-8380", "fp32", 11.776, "derived: 2 x 40 x 2.3 GHz (ARK base) x 2 x 16 x 2"),
-    ("xeon-platinum-8480plus", "fp32", 14.336, "derived: 2 x 56 x 2.0 GHz (ARK base) x 2 x 16 x 2"),
+    # CPUs: derived peaks, 2 sockets: sockets x cores x clock x FMA units x lanes x 2 (AMX:
+    # sockets x cores x clock x ops/cycle/core). Each clock is the entry's cpu.peak_clock figure;
+    # its source and tag are in cpu.clocks, the unconfirmed ones in docs/hwdb-unconfirmed.md.
+    # 8180: AVX-512 all-core turbo 2.3 GHz (3P, ULHPC citing Intel spec update 336065):
+    # 2 x 28 x 2.3 x 2 x 16 x 2 = 8243.2 GFLOP/s
+    ("xeon-platinum-8180", "fp32", 8.2432, "derived: 2 x 28 x 2.3 GHz (AVX-512 all-core) x 2 x 16 x 2"),
+    ("xeon-platinum-8180", "fp64", 4.1216, "derived: fp32 / 2"),
+    # 8280: AVX-512 base <= 2.7 GHz (upper bound: ARK non-AVX base): 2 x 28 x 2.7 x 64 = 9676.8
+    ("xeon-platinum-8280", "fp32", 9.6768, "derived: 2 x 28 x 2.7 GHz (upper bound) x 2 FMA x 16 x 2"),
+    ("xeon-platinum-8280", "int8", 38.7072, "derived: VNNI 4 x fp32 = 4 x 9676.8"),
+    # 8380H: AVX-512 base <= 2.9 GHz (upper bound): 2 x 28 x 2.9 x 64 = 10393.6
+    ("xeon-platinum-8380h", "fp32", 10.3936, "derived: 2 x 28 x 2.9 GHz (upper bound) x 2 x 16 x 2"),
+    ("xeon-platinum-8380h", "bf16", 20.7872, "derived: AVX512_BF16 2 x fp32"),
+    # 8380: AVX-512 base <= 2.3 GHz (upper bound): 2 x 40 x 2.3 x 64 = 11776
+    ("xeon-platinum-8380", "fp32", 11.776, "derived: 2 x 40 x 2.3 GHz (upper bound) x 2 x 16 x 2"),
+    # 8480+: AVX-512 and AMX base <= 2.0 GHz (upper bounds): 2 x 56 x 2.0 x 64 = 14336;
+    # AMX 2 x 56 x 2.0 x 1024 = 229376 (bf16), x 2048 = 458752 (int8)
+    ("xeon-platinum-8480plus", "fp32", 14.336, "derived: 2 x 56 x 2.0 GHz (upper bound) x 2 x 16 x 2"),
     ("xeon-platinum-8480plus", "bf16", 229.376, "derived: AMX 1024 BF16 FLOP/clk/core x 2 x 56 x 2.0 GHz"),
     ("xeon-platinum-8480plus", "int8", 458.752, "derived: AMX 2048 INT8 op/clk/core x 2 x 56 x 2.0 GHz"),
-    ("epyc-7763", "fp32", 10.035, "derived: 2 x 64 x 2.45 GHz (AMD base) x 2 x 8 x 2"),
-    ("epyc-9654", "fp32", 14.746, "derived: 2 x 96 x 2.4 GHz (AMD base) x 2 x 8 x 2"),
-    ("epyc-9654", "bf16", 29.491, "derived: AVX512_BF16 2 x fp32"),
+    # 7763: base 2.45 GHz (lower bound: no all-core boost published): 2 x 64 x 2.45 x 2 x 8 x 2 = 10035.2
+    ("epyc-7763", "fp32", 10.0352, "derived: 2 x 64 x 2.45 GHz (AMD base) x 2 x 8 x 2"),
+    # 9654: all-core boost 3.55 GHz (R, AMD table): 2 x 96 x 3.55 x 2 x 8 x 2 = 21811.2
+    ("epyc-9654", "fp32", 21.8112, "derived: 2 x 96 x 3.55 GHz (AMD all-core boost) x 2 x 8 x 2"),
+    ("epyc-9654", "fp64", 10.9056, "derived: fp32 / 2"),
+    ("epyc-9654", "bf16", 43.6224, "derived: AVX512_BF16 2 x fp32"),
+    ("epyc-9654", "int8", 87.2448, "derived: VNNI 4 x fp32"),
 ]
 
 # (name, expected peak DRAM/HBM bandwidth in GB/s)  -- source in the comment

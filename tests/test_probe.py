@@ -55,6 +55,22 @@ def test_json_contract(result):
     assert any(f.startswith("gpu") for f in figures)
 
 
+def test_theoretical_is_never_below_measured_on_a_cpu_clocked_above_base(no_gpu, monkeypatch):
+    # a fake CPU advertised at 1 MHz whose cores were measured at 2 MHz: both far below what
+    # even the tiny GEMMs reach, so every measured rate is above the computed ceiling
+    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: CPUINFO | {"hz_advertised": [1e6, 0]})
+    monkeypatch.setattr(runner, "_effective_clock", lambda cpu, say: 0.002)
+    result = probe.run_probe(preset="tiny")
+    theory = result.theoretical["gemm_gflops"]
+    for dtype, rate in result.measured["gemm_gflops"].items():
+        assert theory[dtype] >= rate * (1 - 1e-9), dtype
+    assert any("clock is raised from 0.00" in a for a in result.assumptions)
+    assert result.details["effective_clock_ghz"] == 0.002
+    from roofline.probe.render import probe_table
+
+    assert "measured under load" in probe_table(result)
+
+
 def test_progress_is_reported(no_gpu):
     messages = []
     probe.run_probe(preset="tiny", progress=messages.append)

@@ -105,8 +105,8 @@ def test_known_cpu_uses_the_hwdb_block():
     assert entry is not None and entry.name == "xeon-platinum-8180"
     cpu = identify.identify_cpu(CPUINFO | {"brand_raw": brand})
     peak = ceilings.cpu_peak(cpu, entry)
-    # the entry's AVX-512 all-core clock, not the 2.5 GHz base: cores x 1.992 x 2 x 16 x 2
-    assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 1.992 * 64)
+    # the entry's AVX-512 all-core turbo, not the 2.5 GHz base: cores x 2.3 x 2 x 16 x 2
+    assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 2.3 * 64)
     assert peak.bandwidth_gbs == entry.bandwidth_gbs
     assert identify.match_cpu("AMD EPYC", list_hardware()) is None
 
@@ -142,3 +142,54 @@ def test_identify_gpus_without_pynvml(monkeypatch):
 def test_blas_info_reports_numpys_blas():
     info = identify.blas_info()
     assert info and {"internal_api", "num_threads"} <= set(info[0])
+
+
+def test_measured_clock_above_base_sets_the_theoretical_peak():
+    cpu = identify.identify_cpu(CPUINFO)  # advertised 2.1 GHz
+    peak = ceilings.cpu_peak(cpu, effective_ghz=3.5)
+    # cores x 3.5 GHz x 2 FMA x 16 fp32 lanes x 2 = cores x 224 GFLOP/s
+    assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 224)
+    assert peak.gflops["bf16"] == pytest.approx(cpu.cores * 3.5 * 1024)  # AMX, same clock
+    assert "measured 3.50 GHz" in " ".join(peak.assumptions)
+    assert peak.cpu_block()["clock_ghz"] == 3.5
+
+
+def test_measured_clock_below_base_keeps_the_base_clock():
+    cpu = identify.identify_cpu(CPUINFO)
+    peak = ceilings.cpu_peak(cpu, effective_ghz=1.5)
+    assert peak.clock_ghz == 2.1
+    assert "measured under load was 1.50 GHz" in " ".join(peak.assumptions)
+
+
+def test_zen4_measured_clock_counts_256_bit_units():
+    info = CPUINFO | {"vendor_id_raw": "AuthenticAMD", "family": 25, "brand_raw": "AMD EPYC",
+                      "hz_advertised": [2600000000, 0], "flags": ["avx2", "fma", "avx512f"]}
+    cpu = identify.identify_cpu(info)
+    peak = ceilings.cpu_peak(cpu, effective_ghz=3.5)
+    # the Zen 4 VM: 2 cores x 3.5 GHz x 2 FMA x 8 lanes x 2 = 224 GFLOP/s, not the
+    # 166.2 at the 2.6 GHz base, and AVX-512 doubles nothing (256-bit units)
+    assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 3.5 * 32)
+
+
+def test_a_measured_rate_above_the_peak_raises_the_clock_and_says_why():
+    cpu = identify.identify_cpu(CPUINFO)
+    peak = ceilings.cpu_peak(cpu)  # 2.1 GHz: fp32 = cores x 134.4
+    measured = {"fp32": cpu.cores * 3.0 * 64, "fp64": cpu.cores * 10.0}  # fp32 implies 3.0 GHz
+    raised = ceilings.raise_to_measured(peak, measured)
+    assert raised.gflops["fp32"] == pytest.approx(measured["fp32"])
+    assert raised.gflops["fp64"] == pytest.approx(cpu.cores * 3.0 * 32)  # same vector unit
+    assert raised.gflops["bf16"] == peak.gflops["bf16"]  # AMX: no measurement, not raised
+    assert raised.clock_ghz == pytest.approx(3.0)
+    assert "the vector clock is raised from 2.10 to the 3.00 GHz" in raised.assumptions[-1]
+    assert ceilings.raise_to_measured(peak, {"fp32": 1.0}) is peak
+
+
+def test_known_cpu_notes_the_measured_clock_but_keeps_its_isa_clock():
+    brand = "Intel(R) Xeon(R) Platinum 8480+"
+    entry = identify.match_cpu(brand, list_hardware())
+    cpu = identify.identify_cpu(CPUINFO | {"brand_raw": brand})
+    peak = ceilings.cpu_peak(cpu, entry, effective_ghz=3.0)
+    # AVX-512 and AMX at the entry's 2.0 GHz (upper bounds), not the 3.0 GHz scalar clock
+    assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 2.0 * 64)
+    assert peak.gflops["bf16"] == pytest.approx(cpu.cores * 2.0 * 1024)
+    assert "3.00 GHz (not used" in " ".join(peak.assumptions)

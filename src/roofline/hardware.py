@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .dtypes import DTYPES
-from .errors import UnsupportedDtypeError
+from .errors import InputError, UnsupportedDtypeError
 from .fields import Fields
 from .roof import ridge_point
 
@@ -73,9 +73,32 @@ class GpuBlock:
     tiles: tuple[tuple[int, int], ...] = ()
 
 
+CLOCK_ISAS = ("non_avx", "avx2", "avx512", "amx")
+CLOCK_KINDS = ("base", "all_core_turbo")
+CLOCK_TAGS = ("R", "3P", "D", "unconfirmed")
+CLOCK_UNITS = ("vector", "amx")
+
+
+@dataclass(frozen=True)
+class Clock:
+    """One clock figure of ``cpu.clocks``: GHz, how sure (tag), where from, and whether the
+    value is the figure itself (bound None) or only an upper / lower bound of it."""
+
+    ghz: float
+    tag: str
+    source: str
+    bound: str | None = None
+
+
 @dataclass(frozen=True)
 class CpuBlock:
-    """What a CPU entry's peak is derived from: sockets x cores x clock x FMA units x lanes x 2."""
+    """What a CPU entry's peak is derived from: sockets x cores x clock x FMA units x lanes x 2
+    (AMX: sockets x cores x clock x ops per cycle).
+
+    ``clock_ghz`` is the vector units' clock. Datasheet entries give it as
+    ``peak_clock.vector`` (an ``isa.kind`` of ``clocks``) and AMX dtypes run at
+    ``peak_clock.amx``; the single-clock form (``clock_ghz``) has one clock for every unit.
+    """
 
     sockets: int
     cores_per_socket: int
@@ -83,6 +106,29 @@ class CpuBlock:
     fma_units: int
     clock_ghz: float
     clock_basis: str = ""
+    clocks: dict[str, dict[str, Clock]] = field(default_factory=dict)
+    peak_clock: dict[str, tuple[str, str]] = field(default_factory=dict)
+    amx_ops_per_cycle: dict[str, int] = field(default_factory=dict)
+
+    def unit_for(self, dtype: str, vector_only: bool = False) -> str:
+        """``"amx"`` for a dtype the matrix engine runs (unless ``vector_only``), else vector."""
+        return "amx" if dtype in self.amx_ops_per_cycle and not vector_only else "vector"
+
+    def clock_for(self, unit: str) -> float:
+        """GHz the peak of ``unit`` ("vector" or "amx") assumes."""
+        if unit not in self.peak_clock:
+            return self.clock_ghz
+        isa, kind = self.peak_clock[unit]
+        return self.clocks[isa][kind].ghz
+
+    def clock_label(self, unit: str) -> str:
+        """``"2.3 GHz = avx512 all_core_turbo [3P]"``, or the single clock and its basis."""
+        if unit not in self.peak_clock:
+            return f"{self.clock_ghz:g} GHz ({self.clock_basis or 'one clock for every unit'})"
+        isa, kind = self.peak_clock[unit]
+        clock = self.clocks[isa][kind]
+        bound = f", {clock.bound} bound" if clock.bound else ""
+        return f"{clock.ghz:g} GHz = {isa} {kind}{bound} [{clock.tag}]"
 
 
 @dataclass(frozen=True)
@@ -287,10 +333,76 @@ def _cpu_block(top: Fields, kind: str) -> CpuBlock | None:
     if kind != "cpu":
         return None
     cpu = top.sub("cpu")
+    cpu.reject_unknown(frozenset({"sockets", "cores_per_socket", "simd_bits", "fma_units",
+                                  "clock_ghz", "clock_basis", "clocks", "peak_clock",
+                                  "amx_ops_per_cycle"}))
     counts = [cpu.positive_int(key) for key in ("sockets", "cores_per_socket", "simd_bits",
                                                  "fma_units")]
-    return CpuBlock(*counts, clock_ghz=cpu.positive_number("clock_ghz"),
-                    clock_basis=cpu.string("clock_basis", ""))
+    amx = _amx_ops(cpu)
+    if not cpu.has("clocks"):  # the single-clock form
+        if amx or cpu.has("peak_clock"):
+            raise cpu.fail("clocks", "missing required field (amx_ops_per_cycle and "
+                                     "peak_clock need per-ISA clocks)")
+        return CpuBlock(*counts, clock_ghz=cpu.positive_number("clock_ghz"),
+                        clock_basis=cpu.string("clock_basis", ""))
+    if cpu.has("clock_ghz"):
+        raise cpu.fail("clock_ghz", "give either clock_ghz or clocks and peak_clock, not both")
+    clocks = _clocks(cpu.sub("clocks"))
+    peak = _peak_clock(cpu, clocks, bool(amx))
+    isa, kind_ = peak["vector"]
+    return CpuBlock(*counts, clock_ghz=clocks[isa][kind_].ghz,
+                    clock_basis=cpu.string("clock_basis", ""), clocks=clocks,
+                    peak_clock=peak, amx_ops_per_cycle=amx)
+
+
+def _amx_ops(cpu: Fields) -> dict[str, int]:
+    section = cpu.sub("amx_ops_per_cycle", None)
+    if section is None:
+        return {}
+    section.reject_unknown(frozenset(DTYPES))
+    return {d: section.positive_int(d) for d in DTYPES if section.has(d)}
+
+
+def _clocks(section: Fields) -> dict[str, dict[str, Clock]]:
+    """``cpu.clocks``: isa -> kind -> {ghz, tag, source, bound}."""
+    section.reject_unknown(frozenset(CLOCK_ISAS))
+    result: dict[str, dict[str, Clock]] = {}
+    for isa in (i for i in CLOCK_ISAS if section.has(i)):
+        kinds = section.sub(isa)
+        kinds.reject_unknown(frozenset(CLOCK_KINDS))
+        for kind in (k for k in CLOCK_KINDS if kinds.has(k)):
+            leaf = kinds.sub(kind)
+            leaf.reject_unknown(frozenset({"ghz", "tag", "source", "bound"}))
+            result.setdefault(isa, {})[kind] = Clock(
+                leaf.positive_number("ghz"), leaf.choice("tag", CLOCK_TAGS),
+                leaf.string("source"), leaf.choice("bound", ("upper", "lower"), None))
+    if not result:
+        raise InputError(section.source, section.path, "expected at least one clock")
+    return result
+
+
+def _peak_clock(cpu: Fields, clocks: dict[str, dict[str, Clock]],
+                has_amx: bool) -> dict[str, tuple[str, str]]:
+    """``cpu.peak_clock``: unit -> "isa.kind", each naming a figure of ``cpu.clocks``."""
+    section = cpu.sub("peak_clock")
+    section.reject_unknown(frozenset(CLOCK_UNITS))
+    result = {}
+    for unit in CLOCK_UNITS:
+        if unit == "amx" and not has_amx:
+            if section.has("amx"):
+                raise section.fail("amx", "given without cpu.amx_ops_per_cycle")
+            continue
+        isa, _, kind = section.string(unit).partition(".")
+        if kind not in clocks.get(isa, {}):
+            raise section.fail(unit, f"expected isa.kind naming a figure of cpu.clocks "
+                                     f"({', '.join(_clock_names(clocks))}), "
+                                     f"got {section.data[unit]!r}")
+        result[unit] = (isa, kind)
+    return result
+
+
+def _clock_names(clocks: dict[str, dict[str, Clock]]) -> list[str]:
+    return [f"{isa}.{kind}" for isa, kinds in clocks.items() for kind in kinds]
 
 
 def _theoretical(top: Fields) -> Theoretical | None:

@@ -66,8 +66,10 @@ def hardware_detail(spec: HardwareSpec) -> str:
             lines.append(f"{dtype:<6}  {spec.peak_tflops[dtype]:>12g}   "
                          f"{spec.ridge(dtype):>12.1f}   {align}")
     lines.append(f"bandwidth: {spec.bandwidth_gbs:g} GB/s")
+    if spec.cpu is not None:
+        lines += _cpu_clock_lines(spec)
     for key, value in spec.to_dict().items():
-        if key in _SHOWN:
+        if key in _SHOWN or (key == "cpu" and spec.cpu is not None):
             continue
         lines.append(f"{key}: {_flat(value)}")
     lines.append("")
@@ -78,6 +80,32 @@ def hardware_detail(spec: HardwareSpec) -> str:
         lines.append(f"      covers: {', '.join(source.covers)}")
     lines += ["", *textwrap.wrap("notes: " + " ".join(spec.notes.split()), width=100)]
     return "\n".join(lines) + "\n"
+
+
+def _cpu_clock_lines(spec: HardwareSpec) -> list[str]:
+    """The clock each dtype's peak assumes, the counts it multiplies, every clock figure known."""
+    cpu = spec.cpu
+    lines = [f"cpu: {cpu.sockets} socket(s) x {cpu.cores_per_socket} cores, {cpu.simd_bits}-bit "
+             f"SIMD, {cpu.fma_units} FMA units per core"
+             + (f", AMX {_flat(cpu.amx_ops_per_cycle)} ops/cycle/core"
+                if cpu.amx_ops_per_cycle else ""), "peak clocks:"]
+    groups: dict[str, list[str]] = {}
+    for dtype in spec.dtypes:
+        groups.setdefault(cpu.unit_for(dtype), []).append(dtype)
+    vector_only = [d for d in spec.vector_tflops if cpu.unit_for(d) == "amx"]
+    for unit, dtypes in groups.items():
+        lines.append(f"  {', '.join(dtypes)} ({unit}): {cpu.clock_label(unit)}")
+    if vector_only:
+        lines.append(f"  vector_tflops {', '.join(vector_only)} (vector): "
+                     f"{cpu.clock_label('vector')}")
+    for isa, kinds in cpu.clocks.items():
+        for kind, clock in kinds.items():
+            bound = f" ({clock.bound} bound)" if clock.bound else ""
+            text = (f"clock {isa} {kind}: {clock.ghz:g} GHz{bound} [{clock.tag}] "
+                    f"{' '.join(clock.source.split())}")
+            lines += textwrap.wrap(text, width=100, subsequent_indent="    ",
+                                   break_on_hyphens=False)
+    return lines
 
 
 _SHOWN = {"name", "kind", "vendor", "model", "architecture", "aliases", "peak_tflops",

@@ -1,15 +1,22 @@
 """Theoretical ceilings of the probed machine, with every assumption written down.
 
-CPU: peak FLOP/s = cores x clock x FMA units x SIMD lanes x 2 (an FMA is 2 FLOPs). Lanes come
-from the ISA flags; FMA units and clock from the matching hwdb entry's ``cpu:`` block when the
-brand is known, else assumed (2 FMA units; the advertised base clock, which is neither the
-AVX-512 all-core clock, usually lower, nor the turbo clock, usually higher). The core count is
-always the physical cores this process may run on, so a VM slice gets its own share.
+CPU: peak FLOP/s = cores x clock x FMA units x SIMD lanes x 2 (an FMA is 2 FLOPs); AMX dtypes
+cores x clock x ops per cycle. Lanes come from the ISA flags (``simd_bits_for``: AMD before
+Zen 5 runs AVX-512 on 256-bit units). A CPU with a hwdb entry takes its FMA units and the
+clock of the unit that runs each dtype (``cpu.peak_clock``). Otherwise 2 FMA units are assumed
+and the clock is the higher of the advertised base clock and the clock measured on this
+machine under an all-core load (``probe.clock``): cores run above base under load, and a
+theoretical figure is a ceiling. The core count is always the physical cores this process may
+run on, so a VM slice gets its own share.
+
+A measured rate above its theoretical figure means that the clock or unit count assumed was
+too low: ``raise_to_measured`` raises the clock of that unit to the one the measurement
+implies, and says so, so no probe prints a measured figure above its ceiling unexplained.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 AMX_OPS_PER_CYCLE = {"bf16": 1024, "fp16": 1024, "int8": 2048}  # per core (Intel)
@@ -21,14 +28,17 @@ class CpuPeak:
     sockets: int
     simd_bits: int
     fma_units: int
-    clock_ghz: float
+    clock_ghz: float  # the vector units' clock
     clock_basis: str
     gflops: dict[str, float]
     bandwidth_gbs: float | None
     assumptions: list[str] = field(default_factory=list)
+    rates: dict[str, float] = field(default_factory=dict)  # FLOP per cycle per core
+    units: dict[str, str] = field(default_factory=dict)  # dtype -> "vector" | "amx"
+    clocks: dict[str, float] = field(default_factory=dict)  # unit -> GHz
 
     def cpu_block(self) -> dict[str, Any]:
-        """The hwdb ``cpu:`` block (docs/hwdb-schema.md) for these figures."""
+        """The hwdb ``cpu:`` block (docs/hwdb-schema.md, single-clock form) for these figures."""
         return {"sockets": self.sockets, "cores_per_socket": -(-self.cores // self.sockets),
                 "simd_bits": self.simd_bits, "fma_units": self.fma_units,
                 "clock_ghz": round(self.clock_ghz, 3), "clock_basis": self.clock_basis}
@@ -46,55 +56,115 @@ def simd_bits_for(cpu) -> tuple[int, str | None]:
     return 128, "no AVX flags seen: 128-bit SIMD assumed"
 
 
-def _per_core_cycle(simd_bits: int, fma_units: int, flags: set[str]) -> tuple[dict, list[str]]:
+def _per_core_cycle(simd_bits: int, fma_units: int, flags: set[str]
+                    ) -> tuple[dict[str, float], dict[str, str], list[str]]:
+    """FLOP per cycle per core by dtype, the unit that runs each, and what was assumed."""
     fp32 = fma_units * simd_bits / 32 * 2
     rates = {"fp64": fp32 / 2, "fp32": fp32}
+    units = {"fp64": "vector", "fp32": "vector"}
     notes = []
     for dtype, amx_flag, vec_flag in (("bf16", "amx_bf16", "avx512_bf16"),
                                       ("fp16", "amx_fp16", "avx512_fp16"),
                                       ("int8", "amx_int8", "avx512_vnni")):
         if amx_flag in flags:
-            rates[dtype] = AMX_OPS_PER_CYCLE[dtype]
-            notes.append(f"{dtype}: AMX, {AMX_OPS_PER_CYCLE[dtype]} ops/cycle/core at the same "
-                         f"clock (the sustained AMX clock is not published; an upper bound)")
+            rates[dtype], units[dtype] = AMX_OPS_PER_CYCLE[dtype], "amx"
+            notes.append(f"{dtype}: AMX, {AMX_OPS_PER_CYCLE[dtype]} ops/cycle/core")
         elif vec_flag in flags:
-            rates[dtype] = fp32 * (4 if dtype == "int8" else 2)
+            rates[dtype], units[dtype] = fp32 * (4 if dtype == "int8" else 2), "vector"
             notes.append(f"{dtype}: {vec_flag.upper()}, {4 if dtype == 'int8' else 2}x the "
                          f"fp32 rate")
-    return rates, notes
+    return rates, units, notes
 
 
-def cpu_peak(cpu, entry=None) -> CpuPeak | None:
-    """Theoretical peaks of ``cpu`` (a machine.CpuInfo), ``entry`` its hwdb match or None."""
+def _entry_clocks(entry) -> tuple[dict[str, float], str, list[str]]:
+    block = entry.cpu
+    clocks = {unit: block.clock_for(unit) for unit in ("vector", "amx")}
+    basis = f"from hwdb entry {entry.name}: {block.clock_label('vector')}"
+    notes = [f"SIMD width, FMA units and clocks from hwdb entry {entry.name}: vector "
+             f"{block.clock_label('vector')}"]
+    if "amx" in block.peak_clock:
+        notes.append(f"AMX clock {block.clock_label('amx')}")
+    return clocks, basis, notes
+
+
+def _measured_clocks(cpu, effective_ghz: float | None) -> tuple[dict[str, float], str, list]:
+    advertised = (cpu.clock_hz or 0) / 1e9
+    if effective_ghz and effective_ghz > advertised:
+        clock = effective_ghz
+        basis = (f"measured {effective_ghz:.2f} GHz with all cores busy (dependent-add chain), "
+                 f"above the {advertised:.2f} GHz advertised base clock"
+                 if advertised else f"measured {effective_ghz:.2f} GHz (dependent-add chain)")
+    else:
+        clock = advertised
+        basis = "advertised base clock (py-cpuinfo hz_advertised)" + (
+            f"; the clock measured under load was {effective_ghz:.2f} GHz" if effective_ghz
+            else "; the core clock could not be measured here")
+    basis += ("; Intel parts run AVX-512 and AMX below the scalar clock, so for them this is "
+              "an upper bound")
+    return {"vector": clock, "amx": clock}, basis, [f"clock {clock:.2f} GHz = {basis}"]
+
+
+def cpu_peak(cpu, entry=None, effective_ghz: float | None = None) -> CpuPeak | None:
+    """Theoretical peaks of ``cpu`` (identify.CpuInfo), ``entry`` its hwdb match or None,
+    ``effective_ghz`` the clock measured on this machine (probe.clock) or None."""
     assumptions = [f"{cpu.cores} physical cores usable by this process "
                    f"({cpu.topology_source}), {cpu.sockets} socket(s)"]
-    block = entry.cpu if entry is not None else None
-    if block:
-        simd, fma, clock_ghz = block.simd_bits, block.fma_units, block.clock_ghz
-        basis = f"from hwdb entry {entry.name}: {block.clock_basis or 'clock as listed'}"
-        assumptions.append(f"SIMD width, FMA units and clock from hwdb entry {entry.name}")
+    if entry is not None and entry.cpu:
+        simd, fma = entry.cpu.simd_bits, entry.cpu.fma_units
+        clocks, basis, notes = _entry_clocks(entry)
+        if effective_ghz:
+            notes.append(f"the scalar clock measured under all-core load was "
+                         f"{effective_ghz:.2f} GHz (not used: the entry's ISA clocks are)")
     else:
-        if not cpu.clock_hz:
+        if not cpu.clock_hz and not effective_ghz:
             return None
         simd, why = simd_bits_for(cpu)
-        fma, clock_ghz = 2, cpu.clock_hz / 1e9
-        basis = ("advertised base clock (py-cpuinfo hz_advertised); the AVX-512 all-core clock "
-                 "is usually lower, turbo higher")
-        assumptions += [f"{simd}-bit SIMD from the ISA flags", "2 FMA units per core assumed "
-                        "(true for recent server cores; some Xeon Silver/Gold 5xxx have 1)",
-                        f"clock {clock_ghz:.2f} GHz = {basis}"] + ([why] if why else [])
-    rates, notes = _per_core_cycle(simd, fma, set(cpu.flags))
-    gflops = {d: cpu.cores * clock_ghz * r for d, r in rates.items()}
+        fma = 2
+        clocks, basis, notes = _measured_clocks(cpu, effective_ghz)
+        notes = [f"{simd}-bit SIMD from the ISA flags", "2 FMA units per core assumed (true "
+                 "for recent server cores; some Xeon Silver/Gold 5xxx have 1)"] + notes + (
+            [why] if why else [])
+    rates, units, dtype_notes = _per_core_cycle(simd, fma, set(cpu.flags))
+    gflops = {d: cpu.cores * clocks[units[d]] * r for d, r in rates.items()}
     bandwidth = None
     if entry is not None:
         bandwidth = entry.bandwidth_gbs
-        assumptions.append(f"DRAM bandwidth {bandwidth:g} GB/s from hwdb entry {entry.name} "
-                           f"(all sockets and channels it models)")
+        notes.append(f"DRAM bandwidth {bandwidth:g} GB/s from hwdb entry {entry.name} "
+                     f"(all sockets and channels it models)")
     else:
-        assumptions.append("theoretical DRAM bandwidth unknown: channels and memory speed are "
-                           "not visible without root (dmidecode)")
-    return CpuPeak(cpu.cores, max(1, cpu.sockets), simd, fma, clock_ghz, basis, gflops,
-                   bandwidth, assumptions + notes)
+        notes.append("theoretical DRAM bandwidth unknown: channels and memory speed are "
+                     "not visible without root (dmidecode)")
+    return CpuPeak(cpu.cores, max(1, cpu.sockets), simd, fma, clocks["vector"], basis, gflops,
+                   bandwidth, assumptions + notes + dtype_notes, rates, units, clocks)
+
+
+def raise_to_measured(peak: CpuPeak | None, measured: dict[str, float]) -> CpuPeak | None:
+    """``peak`` with each unit's clock raised to what a measured rate above it implies.
+
+    A measurement above the ceiling proves the assumed clock (or unit count) too low; the
+    implied clock = measured / (cores x FLOP per cycle per core) is the least that explains it.
+    """
+    if peak is None:
+        return None
+    clocks, notes = dict(peak.clocks), []
+    for dtype, rate in measured.items():
+        unit = peak.units.get(dtype)
+        if unit is None or not rate or rate <= peak.gflops.get(dtype, 0):
+            continue
+        implied = rate / (peak.cores * peak.rates[dtype])
+        if implied > clocks[unit]:
+            notes.append(f"measured {dtype} {rate:,.1f} GFLOP/s exceeds the computed "
+                         f"{peak.gflops[dtype]:,.1f}: the {unit} clock is raised from "
+                         f"{clocks[unit]:.2f} to the {implied:.2f} GHz it implies (the cores "
+                         f"ran faster than assumed, or have more or wider units)")
+            clocks[unit] = implied
+    if not notes:
+        return peak
+    gflops = {d: peak.cores * clocks[peak.units[d]] * r for d, r in peak.rates.items()}
+    basis = peak.clock_basis + ("; raised to the clock the measured GEMM rate implies"
+                                if clocks["vector"] != peak.clock_ghz else "")
+    return replace(peak, gflops=gflops, clocks=clocks, clock_ghz=clocks["vector"],
+                   clock_basis=basis, assumptions=peak.assumptions + notes)
 
 
 def gpu_theoretical(gpu: dict[str, Any], entry=None) -> dict[str, Any]:

@@ -43,8 +43,12 @@ def probe_table(result) -> str:
     blas = ", ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('num_threads')} "
                      f"threads)" for b in result.blas) or "unknown"
     match = f" = hwdb {result.cpu_match}" if result.cpu_match else " (no hwdb match)"
+    clock = result.details.get("effective_clock_ghz")
+    peak = result.cpu_peak
+    clocks = (f", {clock:.2f} GHz measured under load" if clock else "") + (
+        f", peaks at {peak.clock_ghz:.2f} GHz" if peak else "")
     out = [f"CPU   {cpu.brand}{match}: {cpu.sockets} socket(s), {cpu.cores} cores "
-           f"({cpu.usable_cpus} usable CPUs)",
+           f"({cpu.usable_cpus} usable CPUs){clocks}",
            f"ISA   {' '.join(cpu.isa) or 'no AVX'}",
            f"BLAS  {blas}"]
     out += [f"GPU   {g['index']}: {g['name']}" for g in result.gpus]

@@ -21,7 +21,9 @@ SCHEMA_VERSION = 1
 # METHOD_VERSION history (bump whenever the way we measure changes):
 #   1: calibrated loops (bench.measure), best over GEMM sizes, blocked threaded triad + copy,
 #      dram = best of the two, LLC reported only when clearly above DRAM.
-METHOD_VERSION = 1
+#   2: the CPU's theoretical clock is measured under load (dependent-add chain) when no hwdb
+#      entry matches, and raised to what a measured GEMM rate above it implies.
+METHOD_VERSION = 2
 MiB = 2**20
 Progress = Callable[[str], None]
 
@@ -264,6 +266,17 @@ def _metadata(cpu, blas, started: float, wall_start: datetime) -> dict[str, Any]
             "blas": blas, "env": env, "duration_s": time.perf_counter() - started}
 
 
+def _effective_clock(cpu, say: Progress) -> float | None:
+    """The clock the cores run at with all of them busy (probe.clock), or None."""
+    from .clock import chain_clock_ghz
+
+    ghz = chain_clock_ghz(cpu.usable_cpus)
+    say(f"  core clock under load: {ghz:.2f} GHz (dependent-add chain, "
+        f"{cpu.usable_cpus} threads)" if ghz else
+        "  core clock: not measurable here (not Linux x86-64, or no executable memory)")
+    return ghz
+
+
 def _theoretical(peak, gpu_theory: dict | None) -> dict[str, Any]:
     result: dict[str, Any] = {"gemm_gflops": dict(peak.gflops) if peak else {},
                               "bandwidth_gbs": {}}
@@ -288,7 +301,8 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     gpus, nvml_reason = identify.identify_gpus()
     entries = identify.datasheet_entries()
     cpu_entry = identify.match_cpu(cpu.brand, entries)
-    peak = ceilings.cpu_peak(cpu, cpu_entry)
+    effective = _effective_clock(cpu, say)
+    peak = ceilings.cpu_peak(cpu, cpu_entry, effective)
     blas_text = ", ".join(f"{b['internal_api']} x{b['num_threads']}" for b in blas)
     say(f"  {cpu.brand}: {cpu.cores} cores, {' '.join(cpu.isa) or 'no AVX'}; "
         f"BLAS {blas_text or 'unknown'}")
@@ -297,6 +311,8 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     _small_gemm(session)
     _bandwidth(session, cpu)
     _cpu_lowp(session)
+    session.details["effective_clock_ghz"] = effective
+    peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])
     gpu_matches = {g["index"]: m.name for g in gpus if (m := identify.match_gpu(g["name"], entries))}
     gpu_measured = _gpu(session, gpus, nvml_reason)
     gpu_theory = None
