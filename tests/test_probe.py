@@ -11,11 +11,11 @@ import pytest
 from _probe_fakes import CPUINFO
 
 from roofline import probe
-from roofline.probe import identify, runner
 from roofline.api import analyze_model
 from roofline.database import clear_cache, load_hardware
-from roofline.hardware import HardwareSpec
 from roofline.errors import ProbeSaveError
+from roofline.hardware import HardwareSpec
+from roofline.probe import identify, runner
 from roofline.probe.entry import write_atomic
 
 MODEL = "examples/mlp-1024-4096-1000.yaml"

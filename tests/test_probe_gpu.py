@@ -10,10 +10,9 @@ import sys
 import pytest
 from _probe_fakes import CPUINFO, fake_pynvml, fake_torch
 
-from roofline.probe import gpu_kernels, identify
 from roofline.api import analyze_model
 from roofline.hardware import HardwareSpec
-from roofline.probe import run_probe, save_entry
+from roofline.probe import gpu_kernels, identify, run_probe, save_entry
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import sys
 import pytest
 from _probe_fakes import CPUINFO, fake_pynvml
 
-from roofline.probe import ceilings, identify
 from roofline.database import list_hardware, load_hardware
+from roofline.probe import ceilings, identify
 
 PROC = """processor\t: 0
 physical id\t: 0

@@ -42,7 +42,7 @@ _LEFT_COLUMNS = frozenset({0, 1, 2, 9, 12})  # text columns; numbers are right-a
 _OP_COLUMNS = ("op", "layer", "pass", "kind", "FLOP", "bytes", "FLOP/B", "bound", "TFLOP/s",
                "time")
 _OP_LEFT_COLUMNS = frozenset({0, 1, 2, 3, 7})
-LAYER_WIDTH = 16  # the table's layer column; JSON and CSV carry the full name
+LAYER_WIDTH = 13  # the table's layer column; JSON and CSV carry the full name
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,11 @@ def _totals_line(report: Report) -> str:
                 f"GEMMs; {si(t['parameters'], 'parameters')}")
     return (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops {seconds(t['op_time_s'])}); "
             f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound; "
-            f"{si(t['parameters'], 'parameters')}")
+            f"{_parameters(t['parameters'])}")
+
+
+def _parameters(count: int) -> str:
+    return f"{si(count, '').rstrip()} parameters"
 
 
 def _repeat_note(report: Report, view: View) -> str | None:
@@ -153,7 +157,8 @@ def report_table(report: Report, view: View = View()) -> str:
         out += ["", "non-GEMM ops:",
                 *_aligned_table(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     note = _repeat_note(report, view)
-    out += ["", _totals_line(report)] + ([note] if note else [])
+    out += ["", *textwrap.wrap(_totals_line(report), width=100)]
+    out += textwrap.wrap(note, width=100) if note else []
     notes = [wrapped for note in _notes(report, gemms) for wrapped in (
         textwrap.wrap(note, width=100, subsequent_indent=" " * 7) if len(note) > 100 else [note])]
     if notes:

@@ -49,7 +49,7 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
     hidden, vocab = f.positive_int("hidden_size"), f.positive_int("vocab_size")
     heads = f.positive_int("num_attention_heads")
     block: dict[str, Any] = {
-        "type": "transformer", "name": "layers", "hidden": hidden, "heads": heads,
+        "type": "transformer", "name": "blk", "hidden": hidden, "heads": heads,
         "kv_heads": f.positive_int("num_key_value_heads", heads),
         "ffn": f.positive_int("intermediate_size"), "gated": True, "causal": True,
         "norm": "rmsnorm", "repeat": f.positive_int("num_hidden_layers")}
@@ -72,7 +72,7 @@ def _gpt2(f: Fields) -> list[dict[str, Any]]:
     inner = f.get("n_inner", None)
     return [{"type": "embedding", "name": "wte", "vocab": vocab, "dim": hidden,
              "positions": f.positive_int("n_positions")},
-            {"type": "transformer", "name": "h", "hidden": hidden,
+            {"type": "transformer", "name": "blk", "hidden": hidden,
              "heads": f.positive_int("n_head"),
              "ffn": f.positive_int("n_inner") if inner is not None else 4 * hidden,
              "causal": True, "bias": "all", "repeat": f.positive_int("n_layer")},
@@ -87,7 +87,7 @@ def _bert(f: Fields) -> list[dict[str, Any]]:
              "positions": f.positive_int("max_position_embeddings"),
              "types": f.positive_int("type_vocab_size")},
             {"type": "norm", "name": "embeddings.norm", "dim": hidden},
-            {"type": "transformer", "name": "encoder", "hidden": hidden,
+            {"type": "transformer", "name": "blk", "hidden": hidden,
              "heads": f.positive_int("num_attention_heads"),
              "ffn": f.positive_int("intermediate_size"), "bias": "all",
              "repeat": f.positive_int("num_hidden_layers")},

@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 
 from .dtypes import DTYPES
-from .json_output import to_json
 from .hardware import HardwareSpec
+from .json_output import to_json
 
 
 def hardware_summary(spec: HardwareSpec) -> dict:

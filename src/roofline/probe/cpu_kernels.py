@@ -1,8 +1,8 @@
 """The numpy kernels the probe times: GEMM through numpy's BLAS, and STREAM-style bandwidth.
 
-Each kernel is a ``run(loops)`` callable for ``roofline.probe.timing.measure`` plus the work one call
-does (FLOPs or bytes), on preallocated arrays, checked once against a reference before any
-timing is trusted. numpy is imported inside the functions.
+Each kernel is a ``run(loops)`` callable for ``roofline.probe.timing.measure`` plus the work
+one call does (FLOPs or bytes), on preallocated arrays, checked once against a reference before
+any timing is trusted. numpy is imported inside the functions.
 
 Bandwidth kernels use every usable core: numpy's ufuncs are single-threaded but release the GIL
 when given ``out=``, so each thread of a small pool streams its own contiguous share of the

@@ -313,7 +313,8 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     _cpu_lowp(session)
     session.details["effective_clock_ghz"] = effective
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])
-    gpu_matches = {g["index"]: m.name for g in gpus if (m := identify.match_gpu(g["name"], entries))}
+    gpu_matches = {g["index"]: m.name for g in gpus
+                   if (m := identify.match_gpu(g["name"], entries))}
     gpu_measured = _gpu(session, gpus, nvml_reason)
     gpu_theory = None
     if gpu_measured is not None and gpus:

@@ -1,0 +1,234 @@
+"""Transformer blocks, embeddings, non-GEMM ops and Hugging Face configs, against hand-computed
+shapes and published figures (Megatron-LM's FLOP formula, published parameter counts, NVIDIA's
+op intensities)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline import analyze_model, load_network, network_from_yaml
+from roofline.errors import InputError
+from roofline.ops import elementwise
+
+HF = Path(__file__).parent.parent / "examples" / "hf"
+
+GQA_BLOCK = """
+batch: 2
+seq: 512
+dtype: bf16
+mode: {mode}
+layers:
+  - {{type: transformer, hidden: 4096, heads: 32, kv_heads: 8, ffn: 14336, gated: true,
+     attention: naive, name: b}}
+"""
+
+
+def _shapes(net, pass_=None):
+    return [(g.layer, g.pass_, g.m, g.n, g.k, g.batch_count) for g in net.gemms()
+            if pass_ is None or g.pass_ == pass_]
+
+
+def test_one_gqa_block_forward_gemm_shapes_by_hand():
+    # T = 2 x 512 = 1024 tokens; head_dim = 4096 / 32 = 128; hq = 4096; hkv = 8 x 128 = 1024
+    # qkv: T x (4096 + 2 x 1024) x 4096; scores: G = 2 x 32 = 64 batched 512 x 512 x 128;
+    # context: 64 x (512 x 128 x 512); proj: T x 4096 x 4096; gated up: T x 2 x 14336 x 4096;
+    # down: T x 4096 x 14336
+    net = network_from_yaml(GQA_BLOCK.format(mode="inference"))
+    assert _shapes(net) == [
+        ("b.qkv", "forward", 1024, 6144, 4096, 1),
+        ("b.scores", "forward", 512, 512, 128, 64),
+        ("b.context", "forward", 512, 128, 512, 64),
+        ("b.proj", "forward", 1024, 4096, 4096, 1),
+        ("b.ffn_up", "forward", 1024, 28672, 4096, 1),
+        ("b.ffn_down", "forward", 1024, 4096, 14336, 1),
+    ]
+    scores = net.gemms()[1]
+    # a batched GEMM's FLOPs and bytes include its count: 64 x 2 x 512 x 512 x 128
+    assert scores.flops == 64 * 2 * 512 * 512 * 128
+    assert scores.bytes == 64 * 2 * (512 * 128 + 128 * 512 + 512 * 512)
+
+
+def test_one_gqa_block_backward_by_hand():
+    # the block is the first weighted layer: no data gradient for qkv; every other weight GEMM
+    # has dX and dW; each attention GEMM has two data gradients
+    net = network_from_yaml(GQA_BLOCK.format(mode="train"))
+    backward = [s for s in _shapes(net) if s[1] != "forward"]
+    assert backward == [
+        ("b.ffn_down", "backward-data", 1024, 14336, 4096, 1),
+        ("b.ffn_down", "backward-weight", 14336, 4096, 1024, 1),
+        ("b.ffn_up", "backward-data", 1024, 4096, 28672, 1),
+        ("b.ffn_up", "backward-weight", 4096, 28672, 1024, 1),
+        ("b.proj", "backward-data", 1024, 4096, 4096, 1),
+        ("b.proj", "backward-weight", 4096, 4096, 1024, 1),
+        ("b.context", "backward-data", 512, 512, 128, 64),   # dP = dO . V^T
+        ("b.context", "backward-data", 512, 128, 512, 64),   # dV = P^T . dO
+        ("b.scores", "backward-data", 512, 128, 512, 64),    # dQ = dS . K
+        ("b.scores", "backward-data", 512, 128, 512, 64),    # dK = dS^T . Q
+        ("b.qkv", "backward-weight", 4096, 6144, 1024, 1),
+    ]
+
+
+@pytest.mark.parametrize("b, s, layers, h, vocab", [(2, 512, 3, 256, 1000), (1, 1024, 2, 512, 5000)])
+def test_training_gemm_flops_equal_megatron_formula(b, s, layers, h, vocab):
+    # Narayanan et al. (2021): 72 B s L h^2 (1 + s/(6h) + V/(12 h L)) for naive attention,
+    # kv_heads = heads, ffn = 4h, an embedding before the blocks and a final linear to V
+    text = f"""
+batch: {b}
+seq: {s}
+dtype: fp16
+layers:
+  - {{type: embedding, vocab: {vocab}, dim: {h}}}
+  - {{type: transformer, hidden: {h}, heads: 8, attention: naive, repeat: {layers}}}
+  - {{type: linear, in: {h}, out: {vocab}}}
+"""
+    net = network_from_yaml(text)
+    total = sum(g.flops for g in net.gemms())
+    # 72 B s L h^2 + 72 B s L h^2 s/(6h) + 72 B s L h^2 V/(12 h L) = 72BsLh^2 + 12BLs^2h + 6BshV
+    megatron = 72 * b * s * layers * h * h + 12 * b * layers * s * s * h + 6 * b * s * h * vocab
+    assert total == megatron
+
+
+@pytest.mark.parametrize("config, parameters", [
+    ("llama-2-7b.json", 6_738_415_616),    # Llama-2-7B, as published
+    ("mistral-7b.json", 7_241_732_096),    # Mistral-7B-v0.1, as published
+    ("mixtral-8x7b.json", 46_702_792_704),  # Mixtral-8x7B-v0.1 (46.7 B)
+    ("qwen2-7b.json", 7_615_616_512),      # Qwen2-7B (7.6 B, with the QKV bias)
+    ("gpt2.json", 124_439_808),            # GPT2LMHeadModel (tied output)
+    ("bert-base-uncased.json", 109_514_298),  # BertForMaskedLM
+])
+def test_parameter_counts_from_hugging_face_configs(config, parameters):
+    net = load_network(HF / config).with_overrides(batch=1, seq=128, dtype="fp16")
+    assert net.parameters == parameters
+    report = analyze_model(net, "h100")
+    assert report.totals["parameters"] == parameters
+
+
+def test_llama_2_7b_parameters_by_hand():
+    # embed 32000 x 4096 = 131,072,000; per block: qkv 4096 x 12288 + proj 4096^2 +
+    # gated up 4096 x 22016 + down 11008 x 4096 + 2 rmsnorm x 4096 = 202,383,360; x 32;
+    # final norm 4096; untied lm_head 131,072,000
+    assert 131_072_000 + 32 * 202_383_360 + 4096 + 131_072_000 == 6_738_415_616
+
+
+def test_decode_weight_gemms_have_intensity_near_2_batch_over_e():
+    # decode: M = batch; I = 2 B N K / (e (B K + K N + B N)) -> 2 B / e when N, K >> B
+    for batch in (1, 8, 32):
+        net = load_network(HF / "llama-2-7b.json").with_overrides(
+            batch=batch, seq=1024, mode="inference", phase="decode")
+        qkv = net.gemms()[0]
+        assert (qkv.m, qkv.n, qkv.k) == (batch, 12288, 4096)
+        assert qkv.intensity == pytest.approx(2 * batch / 2, rel=0.02)
+
+
+def test_decode_reads_the_kv_cache():
+    # flash decode on Mistral-7B (kv_heads 8, head_dim 128), batch 4, cache 2048 fp16:
+    # Q and O: 4 x 4096 x 2 B each; K and V cache: 4 x 2048 x 1024 x 2 B each
+    net = load_network(HF / "mistral-7b.json").with_overrides(
+        batch=4, seq=2048, dtype="fp16", mode="inference", phase="decode")
+    attention = next(op for op in net.ops() if op.kind == "flash-attention")
+    assert attention.bytes == 2 * (2 * 4 * 4096 + 2 * 4 * 2048 * 1024)
+    # 4 x G (4 x 32 heads) x 1 query x 2048 keys x 128: no causal halving in decode
+    assert attention.flops == 4 * 4 * 32 * 1 * 2048 * 128
+
+
+def test_flash_attention_keeps_no_seq_by_seq_matrix_and_causal_halves_it():
+    base = ("batch: 1\nseq: 4096\ndtype: fp16\nmode: inference\nlayers:\n"
+            "  - {type: transformer, hidden: 1024, heads: 8, causal: %s}\n")
+    full = network_from_yaml(base % "false").ops()
+    causal = network_from_yaml(base % "true").ops()
+    (flash,) = [op for op in full if op.kind == "flash-attention"]
+    (half,) = [op for op in causal if op.kind == "flash-attention"]
+    # 4 x 8 heads x 4096 x 4096 x 128 FLOPs; bytes: Q, K, V, O of 4096 x 1024 fp16, far below
+    # the 8 heads x 4096 x 4096 fp16 scores a naive kernel writes
+    assert flash.flops == 4 * 8 * 4096 * 4096 * 128 == 2 * half.flops
+    assert flash.bytes == 4 * 4096 * 1024 * 2 < 8 * 4096 * 4096 * 2
+
+
+def test_nvidia_op_intensities():
+    # NVIDIA GPU Performance Background: ReLU 0.25 FLOP/B and layer normalization < 10 (fp16)
+    relu = elementwise("x", "forward", "relu", 1_000_000, 2)
+    assert relu.flops / relu.bytes == pytest.approx(0.25)
+    norm = elementwise("x", "forward", "layernorm", 1_000_000, 2)
+    assert norm.flops / norm.bytes < 10
+
+
+def test_mixture_of_experts_token_counts():
+    # Mixtral: 8 experts, top 2; T = 4 x 512 = 2048 tokens -> each expert ceil(2048 x 2 / 8) = 512
+    net = load_network(HF / "mixtral-8x7b.json").with_overrides(batch=4, seq=512,
+                                                                  mode="inference")
+    experts = [g for g in net.gemms()[:8] if g.layer.endswith("expert_up")]
+    (up,) = experts
+    assert (up.m, up.n, up.k, up.batch_count) == (512, 2 * 14336, 4096, 8)
+
+
+def test_embedding_makes_every_later_layer_compute_its_data_gradient():
+    net = network_from_yaml("batch: 2\nseq: 8\ndtype: fp16\nlayers:\n"
+                            "  - {type: embedding, vocab: 100, dim: 64}\n"
+                            "  - {type: linear, in: 64, out: 64}\n")
+    assert [g.pass_ for g in net.gemms()] == ["forward", "backward-data", "backward-weight"]
+    kinds = [op.kind for op in net.ops()]
+    assert kinds == ["embedding-gather", "embedding-scatter-add"]
+
+
+def test_optimizer_update_counts_every_parameter():
+    # Adam on fp32 master weights: 28 bytes per parameter (read w, g, m, v; write w, m, v)
+    net = network_from_yaml("batch: 8\ndtype: fp32\noptimizer: adam\nmlp: [100, 10]")
+    (update,) = net.ops()
+    assert (update.kind, update.bytes) == ("adam-update", 28 * 1000)
+
+
+def test_a_transformer_needs_seq(tmp_path, invoke):
+    model = tmp_path / "m.yaml"
+    model.write_text("batch: 1\ndtype: fp16\nlayers:\n  - {type: transformer, hidden: 64, heads: 4}\n")
+    result = invoke("analyze", model, "--hw", "h100")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Error: {model}: seq: missing required field: layer 'block1' needs tokens per sample "
+        f"(give seq in the model or --seq)")
+    assert invoke("analyze", model, "--hw", "h100", "--seq", "16").exit_code == 0
+
+
+def test_a_config_without_batch_names_the_option(invoke):
+    result = invoke("analyze", HF / "gpt2.json", "--hw", "h100", "--seq", "128")
+    assert result.exit_code == 2
+    assert "gpt2.json: batch: missing required field (give batch in the model or --batch)" in (
+        result.stderr)
+
+
+def test_unknown_model_type_lists_the_supported_ones(tmp_path, invoke):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "t5", "d_model": 512}))
+    result = invoke("analyze", config, "--hw", "h100", "--batch", "1", "--seq", "8")
+    assert result.exit_code == 2
+    assert "model_type: unsupported model_type 't5' (supported: llama, mistral, qwen2" in (
+        result.stderr)
+
+
+def test_bad_transformer_fields():
+    with pytest.raises(InputError, match=r"layers\[0\].kv_heads: expected a divisor of heads"):
+        network_from_yaml("batch: 1\nseq: 8\ndtype: fp16\nlayers:\n"
+                          "  - {type: transformer, hidden: 64, heads: 4, kv_heads: 3}\n")
+    with pytest.raises(InputError, match=r"layers\[1\]: 'fc2' takes 32 features but the previous"):
+        network_from_yaml("batch: 1\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 16}\n"
+                          "  - {type: linear, in: 32, out: 8}\n")
+
+
+def test_table_groups_repeated_blocks_and_expand_shows_them(invoke):
+    args = ("analyze", HF / "gpt2.json", "--hw", "a100", "--batch", "4", "--seq", "256",
+            "--dtype", "fp16")
+    table = invoke(*args).stdout
+    assert "blk.1.qkv" in table and "blk.2.qkv" not in table
+    assert "11 repeated layer copies" in table
+    expanded = invoke(*args, "--expand").stdout
+    assert "blk.12.qkv" in expanded and "repeated layer copies" not in expanded
+    only = invoke(*args, "--gemms-only").stdout
+    assert "non-GEMM ops" not in only and "non-GEMM ops" in table
+    data = json.loads(invoke(*args, "--format", "json").stdout)
+    # every copy in JSON: blk.12.qkv forward, data and weight gradient (the embedding has weights)
+    assert sum(g["layer"] == "blk.12.qkv" for g in data["gemms"]) == 3
+    assert {"gemm_flops", "gemm_time_s", "op_time_s", "parameters"} <= set(data["totals"])
+    assert data["totals"]["time_s"] == pytest.approx(data["totals"]["gemm_time_s"]
+                                                     + data["totals"]["op_time_s"])
