@@ -3,7 +3,8 @@
 One small adapter per array library gives the probe three kernel kinds, each a
 ``roofline.probe.cpu_kernels.Kernel`` that synchronizes the device at the end of
 ``run(loops)`` so the host clock measures finished work: GEMM per dtype, device-memory copy,
-and host-to-device copy from pinned memory (the PCIe / NVLink roof). Nothing here imports torch or cupy at module level.
+and host-to-device copy from pinned memory (the PCIe / NVLink roof). Nothing here imports
+torch or cupy at module level.
 
 Not run on a real GPU while this was written (the session had none): the code is tested
 against fake ``torch`` / ``cupy`` modules at this boundary only.
