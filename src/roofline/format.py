@@ -94,11 +94,16 @@ def precision_text(network) -> str:
     return text + "; weight gradients written once (no accumulation buffer)"
 
 
+def step_text(network) -> str:
+    """``batch 8, seq 4096, inference (decode)``: the step a report describes."""
+    shape = f"batch {network.batch}" + (f", seq {network.seq}" if network.seq else "")
+    mode = network.mode if network.mode == "train" else f"{network.mode} ({network.step_phase})"
+    return f"{shape}, {mode}"
+
+
 def _header(report: Report) -> str:
     net, hw = report.network, report.hardware
-    shape = f"batch {net.batch}" + (f", seq {net.seq}" if net.seq else "")
-    mode = net.mode if net.mode == "train" else f"{net.mode} ({net.step_phase})"
-    return (f"{net.name} on {hw.name}: {report.dtype}, {shape}, {mode}\n"
+    return (f"{net.name} on {hw.name}: {report.dtype}, {step_text(net)}\n"
             f"precision: {precision_text(net)}\n"
             f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
             f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})")

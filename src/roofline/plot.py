@@ -125,15 +125,33 @@ def _runs(numbers: list[int]) -> list[str]:
     return pieces
 
 
-def point_groups(report: Report) -> list[tuple[float, float, str]]:
-    """``(intensity FLOP/B, attainable TFLOP/s, label)`` per distinct point, coincident GEMMs
-    sharing one label, sorted by intensity then attainable."""
-    groups: dict[tuple[float, float], tuple[float, float, list[str]]] = {}
-    for result in report.results:
-        x, y = result.gemm.intensity, result.attainable_flops_per_s / 1e12
+def _grouped(rows, name) -> list[tuple[float, float, str]]:
+    """Coincident rows share one point and one label: ``name(row)`` of the first copy's rows,
+    and ``x32`` when the point stands for 32 copies of a repeated layer."""
+    groups: dict[tuple[float, float], tuple[float, float, list]] = {}
+    for row, item in rows:
+        x, y = item.intensity, row.attainable_flops_per_s / 1e12
         key = (round(math.log10(x), 9), round(math.log10(y), 9))
-        groups.setdefault(key, (x, y, []))[2].append(result.gemm.name)
-    return sorted((x, y, compact_names(names)) for x, y, names in groups.values())
+        groups.setdefault(key, (x, y, []))[2].append(item)
+    points = []
+    for x, y, items in groups.values():
+        copies = len({item.copy for item in items})
+        label = compact_names(list(dict.fromkeys(name(i) for i in items if i.copy == 0))
+                              or [name(items[0])])
+        points.append((x, y, label + (f" x{copies}" if copies > 1 else "")))
+    return sorted(points)
+
+
+def point_groups(report: Report) -> list[tuple[float, float, str]]:
+    """``(intensity FLOP/B, attainable TFLOP/s, label)`` per distinct GEMM point, coincident
+    GEMMs sharing one label (repeated layers counted: ``MM1 x32``), sorted by intensity."""
+    return _grouped([(r, r.gemm) for r in report.results], lambda g: g.name)
+
+
+def op_groups(report: Report) -> list[tuple[float, float, str]]:
+    """The same for the non-GEMM ops, labelled by kind; ops without FLOPs (a gather) have no
+    place on a log-scale intensity axis and are left out."""
+    return _grouped([(r, r.op) for r in report.ops if r.op.flops], lambda o: o.kind)
 
 
 @functools.cache
@@ -182,7 +200,7 @@ def chart_limits(reports: Sequence[Report], other_dtypes: bool) -> tuple[tuple, 
     """x (FLOP/B) and y (TFLOP/s) ranges, at 1-2-5 steps, holding every point, ridge and ceiling
     drawn, with room (a factor of 2 or more) around the points for their labels."""
     roofs = [main_roof(r) for r in reports] + [d for d in map(datasheet_roof, reports) if d]
-    points = [(x, y) for r in reports for x, y, _ in point_groups(r)]
+    points = [(x, y) for r in reports for x, y, _ in point_groups(r) + op_groups(r)]
     xs = [x for x, _ in points] + [roof.ridge for roof in roofs]
     x_range = (_nice_below(min(xs) / 2), _nice_above(max(xs) * 2))
     ceilings = [roof.peak_tflops for roof in roofs]
@@ -231,15 +249,13 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
 
 
 def _title(reports: Sequence[Report]) -> str:
-    from .format import precision_text
+    from .format import precision_text, step_text
 
-    first = reports[0].network
     names = list(dict.fromkeys(r.network.name for r in reports))
     hardware = " vs ".join(dict.fromkeys(r.hardware.name for r in reports))
     precision = " | ".join(dict.fromkeys(precision_text(r.network) for r in reports))
-    batches = ", ".join(dict.fromkeys(str(r.network.batch) for r in reports))
-    return (f"{' / '.join(names)} on {hardware}, batch {batches}, {first.mode}\n"
-            f"{precision}")
+    steps = " | ".join(dict.fromkeys(step_text(r.network) for r in reports))
+    return f"{' / '.join(names)} on {hardware}, {steps}\n{precision}"
 
 
 def _setup_axes(ax: Axes, xlim: tuple, ylim: tuple, title: str) -> None:
@@ -264,7 +280,7 @@ def _setup_axes(ax: Axes, xlim: tuple, ylim: tuple, title: str) -> None:
 
 def _block_markers(placer: _Placer, report: Report, y0: float) -> None:
     """Keep every label off the report's points, its ridge marker and its ridge line."""
-    for x, y, _ in point_groups(report):
+    for x, y, _ in point_groups(report) + op_groups(report):
         placer.block(x, y, 5.0)
     roof = main_roof(report)
     placer.block(roof.ridge, roof.peak_tflops, 5.0)
@@ -282,6 +298,13 @@ def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
         ax.scatter(xs, ys, s=40, marker=marker, color=BOUND_COLORS[which], zorder=6,
                    edgecolors="white", linewidths=0.6, gid=f"points-{which}:{hw}",
                    label=f"{which}-bound GEMMs{suffix}")
+    for which in ("memory", "compute"):
+        chosen = [(x, y) for r in report.ops if r.bound == which and r.op.flops
+                  for x, y in [(r.op.intensity, r.attainable_flops_per_s / 1e12)]]
+        if chosen:
+            ax.scatter(*zip(*chosen), s=36, marker="x", color=BOUND_COLORS[which], zorder=6,
+                       linewidths=1.4, gid=f"ops-{which}:{hw}",
+                       label=f"{which}-bound other ops{suffix}")
 
 
 def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_link: bool,
@@ -385,7 +408,7 @@ def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
 
 def _label_points(ax: Axes, report: Report, color: str, placer: _Placer) -> None:
     hw = report.hardware.name
-    for x, y, text in point_groups(report):
+    for x, y, text in point_groups(report) + op_groups(report):
         w, h = placer.text_size(text, LABEL_SIZE)
         dx, dy = placer.place(x, y, (w, h), _label_offsets(w, h))
         far = abs(dy) > h + 6 or abs(dx) > w + 6
@@ -494,26 +517,34 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
     ax = ax if ax is not None else new_axes((9.0, 4.5))
     batches = [r.network.batch for r in items]
     series = _sweep_series(items, metric)
-    for index, (names, ys) in enumerate(series):
+    for index, (gemms, ys) in enumerate(series):
+        names = [g.name for g in gemms]
         ax.plot(batches, ys, marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
-                label=compact_names(names), gid=f"sweep:{','.join(names)}")
+                label=_series_label(gemms), gid=f"sweep:{','.join(names)}")
     values = [y for _, ys in series for y in ys]
     _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)))
     return ax
 
 
-def _sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[list[str], list]]:
-    """``(GEMM names, values per batch)``, GEMMs whose values coincide at every batch merged."""
+def _series_label(gemms: list) -> str:
+    """The first copy's GEMM names, and ``x32`` when the curve stands for 32 copies."""
+    copies = len({g.copy for g in gemms})
+    first = [g.name for g in gemms if g.copy == 0] or [gemms[0].name]
+    return compact_names(first) + (f" x{copies}" if copies > 1 else "")
+
+
+def _sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[list, list]]:
+    """``(GEMMs, values per batch)``, GEMMs whose values coincide at every batch merged."""
     def value(result) -> float:
         if metric == "intensity":
             return result.gemm.intensity
         return result.attainable_flops_per_s / 1e12
 
-    series: dict[tuple, tuple[list[str], list[float]]] = {}
+    series: dict[tuple, tuple[list, list[float]]] = {}
     for position, result in enumerate(reports[0].results):
         ys = [value(r.results[position]) for r in reports]
         key = tuple(round(math.log10(y), 9) for y in ys)
-        series.setdefault(key, ([], ys))[0].append(result.gemm.name)
+        series.setdefault(key, ([], ys))[0].append(result.gemm)
     return list(series.values())
 
 
@@ -540,8 +571,11 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
                   else "attainable throughput (TFLOP/s)")
     from .format import precision_text
 
-    ax.set_title(f"{report.network.name} on {report.hardware.name}: {metric} vs batch, "
-                 f"{report.network.mode}\n{precision_text(report.network)}", fontsize=10)
+    net = report.network
+    step = net.mode if net.mode == "train" else f"{net.mode} ({net.step_phase})"
+    seq = f", seq {net.seq}" if net.seq else ""
+    ax.set_title(f"{net.name} on {report.hardware.name}: {metric} vs batch{seq}, {step}\n"
+                 f"{precision_text(net)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=LABEL_SIZE, frameon=False)
 
