@@ -68,7 +68,12 @@ def _header(report: Report) -> str:
     return (f"{net.name} on {hw.name}: {report.dtype}, batch {net.batch}, {net.mode}\n"
             f"precision: {precision_text(net)}\n"
             f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
-            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})")
+            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})"
+            + (_QUANTIZATION_LINE if getattr(report, "quantization", False) else ""))
+
+
+_QUANTIZATION_LINE = ("\nquantization: on (compute-bound GEMM times divided by the tile/wave "
+                      "efficiency of the best candidate tile, after split-K where chosen)")
 
 
 def _totals_line(report: Report) -> str:
@@ -77,11 +82,48 @@ def _totals_line(report: Report) -> str:
             f"{t['memory_bound_time_fraction']:.0%} of the time in memory-bound GEMMs")
 
 
-def _notes(report: Report) -> list[str]:
+_TIER_REASON = {
+    "error": "cuBLASLt requires multiples of {multiple} for {dtype}",
+    "warning": "16-byte rule: multiples of {multiple} for {dtype} Tensor Cores",
+    "advice": "128-byte tier: multiples of {multiple} run best here",
+}
+
+
+def _alignment_groups(report: Report) -> list[str]:
+    """Alignment notes grouped by the dimension value they are about, most severe tier first:
+    ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
+    from .advisor import TIERS
+
+    groups: dict[tuple, tuple[dict, dict, object]] = {}
+    for result in report.results:
+        for note in result.alignment:
+            key = (TIERS.index(note.tier), note.value, note.multiple)
+            label = "batch" if note.role == "batch" else f"{note.layer}.{note.role}"
+            labels, gemms, _ = groups.setdefault(key, ({}, {}, note))
+            labels[label] = gemms[note.gemm] = None
     lines = []
-    for r in report.results:
-        lines += [f"  {r.gemm.name}: {text}" for text in r.warnings + r.advice]
+    for (_, value, _), (labels, gemms, note) in sorted(groups.items(), key=lambda i: i[0]):
+        noun = "batch" if list(labels) == ["batch"] else (
+            "width" if note.role in ("in", "out", "batch") else "dimension")
+        where = "" if list(labels) == ["batch"] else f" ({', '.join(labels)})"
+        reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
+        lines.append(f"{note.tier}: {noun} {value}{where}: {', '.join(gemms)}: "
+                     f"pad to {note.pad_to} ({reason})")
     return lines
+
+
+def _notes(report: Report) -> list[str]:
+    """Warnings and advice as read: alignment grouped by dimension value and tier, then every
+    other sentence once, with the GEMMs it is about (``MM4, MM5: no batch reaches ...``).
+    JSON and CSV keep the per-GEMM lists."""
+    others: dict[str, list[str]] = {}
+    for r in report.results:
+        aligned = {note.text for note in r.alignment}
+        for text in r.warnings + r.advice:
+            if text not in aligned:
+                others.setdefault(text, []).append(r.gemm.name)
+    return [f"  {line}" for line in _alignment_groups(report)] + [
+        f"  {', '.join(names)}: {text}" for text, names in others.items()]
 
 
 def report_table(report: Report) -> str:
