@@ -13,7 +13,7 @@ from .network import Network, load_network
 def analyze_model(model: Network | str | os.PathLike, hardware: HardwareSpec | str,
                   batch: int | None = None, dtype: str | None = None,
                   mode: str | None = None, output_dtype: str | None = None,
-                  grad_accumulation: str | None = None) -> Report:
+                  grad_accumulation: str | None = None, quantization: bool = False) -> Report:
     """Analyze ``model`` (a Network or a model.yaml path) on ``hardware`` (a spec, name or path).
 
     ``batch``, ``dtype``, ``mode``, ``output_dtype`` and ``grad_accumulation`` (a dtype, or
@@ -24,4 +24,4 @@ def analyze_model(model: Network | str | os.PathLike, hardware: HardwareSpec | s
                                       output_dtype=output_dtype,
                                       grad_accumulation=grad_accumulation)
     spec = hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
-    return analyze(network, spec)
+    return analyze(network, spec, quantization)

@@ -563,11 +563,95 @@ def check_plot_path(path: str | Path) -> str:
 def save_plot(reports: Report | Sequence[Report], path: str | Path, **options: Any) -> Path:
     """Draw ``reports`` (see ``plot_roofline``, which takes ``options``) and write the chart to
     ``path`` as PNG, SVG or PDF, chosen by its extension. Returns the path."""
+    check_plot_path(path)
+    return save_chart(plot_roofline(reports, **options), path)
+
+
+def save_chart(ax: Axes, path: str | Path) -> Path:
+    """Write the figure of ``ax`` to ``path`` (PNG, SVG or PDF by its extension)."""
     fmt = check_plot_path(path)
-    ax = plot_roofline(reports, **options)
     try:
         ax.figure.savefig(path, format=fmt, bbox_inches="tight", dpi=110,
                           metadata=_SAVE_METADATA[fmt])
     except OSError as exc:
         raise PlotError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
     return Path(path)
+
+
+def plot_comparison(comparison: Any, ax: Axes | None = None) -> Axes:
+    """Step time by device as horizontal bars, each split into time in memory-bound GEMMs
+    (red) and in compute-bound GEMMs (blue), labelled with the step time, the speedup over the
+    baseline (the top bar) and the dtype a device ran when it lacks the model's. Log-free, so
+    bar lengths compare directly; many devices stay readable (one row each). Returns the Axes."""
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
+
+    from .format import seconds
+
+    reports = list(comparison.reports)
+    if ax is None:
+        figure = _figure_class()(figsize=(9.0, 2.0 + 0.5 * len(reports)), dpi=100)
+        ax = figure.add_axes((0.27, 0.7 / (2.0 + 0.5 * len(reports)), 0.68,
+                              0.5 * len(reports) / (2.0 + 0.5 * len(reports))))
+    names = [r.hardware.name for r in reports]
+    rows = list(range(len(reports)))[::-1]  # the baseline on top
+    times = [r.totals["time_s"] for r in reports]
+    scale, unit = _time_unit(max(times))
+    fractions = [r.totals["memory_bound_time_fraction"] for r in reports]
+    wide = max(times) / min(times) > COMPARISON_LOG_SPAN
+    if wide:  # log scale: a bar cannot be split, so it takes the colour of its larger share
+        colors = [BOUND_COLORS["memory" if f >= 0.5 else "compute"] for f in fractions]
+        ax.barh(rows, [t / scale for t in times], color=colors, height=0.6, gid="bars-step")
+        ax.set_xscale("log")
+        ax.set_xlim(min(times) / scale / 2, max(times) / scale * 12)
+        handles = [Patch(color=BOUND_COLORS[k], label=f"mostly {k}-bound") for k in BOUND_COLORS]
+        ax.legend(handles=handles, **_below_axes(ax))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    else:  # linear: each bar split into memory-bound and compute-bound time
+        memory = [t * f / scale for t, f in zip(times, fractions)]
+        compute = [t / scale - m for t, m in zip(times, memory)]
+        ax.barh(rows, memory, color=BOUND_COLORS["memory"], height=0.6, gid="bars-memory",
+                label="time in memory-bound GEMMs")
+        ax.barh(rows, compute, left=memory, color=BOUND_COLORS["compute"], height=0.6,
+                gid="bars-compute", label="time in compute-bound GEMMs")
+        ax.set_xlim(0, max(times) / scale * 1.35)
+        ax.legend(**_below_axes(ax))
+    for row, report, t, f in zip(rows, reports, times, fractions):
+        text = f"{seconds(t)}  {comparison.speedup(report):.2f}x"
+        if report.dtype != comparison.requested_dtype:
+            text += f"  ({report.dtype})"
+        if wide:
+            text += f"  {f:.0%} mem"
+        x = t / scale * (1.08 if wide else 1.0) + (0 if wide else max(times) / scale * 0.01)
+        ax.text(x, row, text, va="center", ha="left", fontsize=LABEL_SIZE + 1,
+                gid=f"bar-label:{report.hardware.name}")
+    ax.set_yticks(rows, names, fontsize=LABEL_SIZE + 1)
+    ax.set_xlabel(f"step time ({unit}{', log scale' if wide else ''}); "
+                  f"speedup over {names[0]}", fontsize=LABEL_SIZE + 1)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    net = reports[0].network
+    ax.set_title(f"{net.name}, batch {net.batch}, {net.mode}: step time by device\n"
+                 f"{comparison.requested_dtype} (devices without it run the nearest dtype)",
+                 fontsize=LABEL_SIZE + 2)
+    return ax
+
+
+def _below_axes(ax: Axes) -> dict[str, Any]:
+    """Legend options that put it in one row under the x-axis label, clear of the title."""
+    height_in = ax.get_position().height * ax.figure.get_figheight()
+    return dict(loc="upper center", bbox_to_anchor=(0.5, -0.62 / height_in), ncol=2,
+                fontsize=LABEL_SIZE + 1, frameon=False)
+
+
+#: Above this ratio of slowest to fastest step the comparison chart switches to a log scale.
+COMPARISON_LOG_SPAN = 20
+
+
+def _time_unit(seconds_max: float) -> tuple[float, str]:
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if seconds_max >= scale:
+            return scale, unit
+    return 1e-9, "ns"
