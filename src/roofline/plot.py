@@ -34,7 +34,7 @@ PLOT_FORMATS = ("png", "svg", "pdf")
 BOUND_COLORS = {"memory": "#d62728", "compute": "#1f77b4"}
 HARDWARE_COLORS = ("#222222", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 MARKERS = ("o", "s", "^", "D", "v", "P")
-LABEL_SIZE = 8
+LABEL_SIZE = 10  # readable on a slide; ridge and ceiling labels one point smaller
 _SAVE_METADATA = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
 
 
@@ -153,10 +153,11 @@ def _figure_class() -> type:
     return RooflineFigure
 
 
-def new_axes(figsize: tuple[float, float] = (10.0, 5.5)) -> Axes:
-    """An Axes on a new RooflineFigure, room on the right for the legend; pyplot untouched."""
+def new_axes(figsize: tuple[float, float] = (11.0, 7.5)) -> Axes:
+    """An Axes on a new RooflineFigure, the full width, room below for the legend (in columns,
+    so it never takes a third of the width); pyplot untouched."""
     figure = _figure_class()(figsize=figsize, dpi=100)
-    return figure.add_axes((0.08, 0.1, 0.6, 0.82))
+    return figure.add_axes((0.08, 0.3, 0.9, 0.62))
 
 
 def _as_list(reports: Report | Sequence[Report]) -> list[Report]:
@@ -216,6 +217,7 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
     placer = _Placer(ax)
     for report in items:
         _block_markers(placer, report, ylim[0])
+        _block_lines(placer, report, xlim, other_dtypes, host_link)
     for index, report in enumerate(items):
         color = HARDWARE_COLORS[index % len(HARDWARE_COLORS)]
         _draw_roofs(ax, report, color, other_dtypes, host_link, placer)
@@ -226,8 +228,17 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
         for index, report in enumerate(items):
             color = HARDWARE_COLORS[index % len(HARDWARE_COLORS)] if len(items) > 1 else "0.15"
             _label_points(ax, report, color, placer)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=LABEL_SIZE, frameon=False)
+    _legend_below(ax)
     return ax
+
+
+def _legend_below(ax: Axes) -> None:
+    """The legend in columns under the x-axis label, as wide as the Axes at most."""
+    handles, names = ax.get_legend_handles_labels()
+    height_in = ax.get_position().height * ax.figure.get_figheight()
+    ax.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.55 / height_in),
+              ncol=2 if len(names) > 3 else len(names) or 1, fontsize=LABEL_SIZE - 1,
+              frameon=False)
 
 
 def _title(reports: Sequence[Report]) -> str:
@@ -257,7 +268,10 @@ def _setup_axes(ax: Axes, xlim: tuple, ylim: tuple, title: str) -> None:
         axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable throughput (TFLOP/s)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=LABEL_SIZE + 2)
+    ax.xaxis.label.set_size(LABEL_SIZE + 1)
+    ax.yaxis.label.set_size(LABEL_SIZE + 1)
+    ax.tick_params(labelsize=LABEL_SIZE)
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.08)
 
@@ -269,6 +283,25 @@ def _block_markers(placer: _Placer, report: Report, y0: float) -> None:
     roof = main_roof(report)
     placer.block(roof.ridge, roof.peak_tflops, 5.0)
     placer.block_vertical(roof.ridge, y0, roof.peak_tflops)
+
+
+def _block_lines(placer: _Placer, report: Report, xlim: tuple, other_dtypes: bool,
+                 host_link: bool) -> None:
+    """Keep every label off the report's roof (slope and ceiling), its other-dtype ceilings
+    and its host-link slope: drawn lines never run through text."""
+    x0, x1 = xlim
+    roofs = [main_roof(report)] + [d for d in [datasheet_roof(report)] if d]
+    for roof in roofs:
+        placer.block_line((x0, roof.slope_at(x0)), (roof.ridge, roof.peak_tflops))
+        placer.block_line((roof.ridge, roof.peak_tflops), (x1, roof.peak_tflops))
+    main = roofs[0]
+    if other_dtypes:
+        for _, peak in other_ceilings(report):
+            placer.block_line((max(x0, Roof(peak, main.bandwidth_gbs).ridge), peak), (x1, peak))
+    gbs = report.hardware.host_link_gbs
+    if host_link and gbs:
+        end = min(x1, Roof(main.peak_tflops, gbs).ridge)
+        placer.block_line((x0, x0 * gbs / 1e3), (end, end * gbs / 1e3))
 
 
 def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
@@ -291,7 +324,11 @@ def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_l
     kind = " measured" if measured else ""
     label = (f"{hw}{kind}: {_main_dtypes(report)} {roof.peak_tflops:g} TFLOP/s, "
              f"{roof.bandwidth_gbs:g} GB/s")
-    _draw_roof(ax, roof, ("roof", hw, report.dtype), label, dict(color=color, lw=2.0))
+    style = dict(color=color, lw=2.0)
+    if (roof.peak_tflops, roof.bandwidth_gbs) in placer.roofs:  # coincides with one drawn:
+        style.update(ls=(0, (4, 3)), lw=2.4)                    # dashed, the first shows through
+    placer.roofs.add((roof.peak_tflops, roof.bandwidth_gbs))
+    _draw_roof(ax, roof, ("roof", hw, report.dtype), label, style)
     _mark_ridge(ax, roof, hw, color, placer)
     sheet = datasheet_roof(report)
     if sheet is not None:
@@ -334,6 +371,9 @@ def _mark_ridge(ax: Axes, roof: Roof, hw: str, color: str, placer: _Placer) -> N
     ax.plot([roof.ridge, roof.ridge], [y0, roof.peak_tflops], ls=":", lw=0.8, color=color,
             alpha=0.7, gid=f"ridge-line:{hw}", label="_nolegend_")
     text = f"ridge {roof.ridge:.3g} FLOP/B"
+    if text in placer.texts:  # a coincident roof already labelled this ridge
+        return
+    placer.texts.add(text)
     w, h = placer.text_size(text, LABEL_SIZE - 1)
     dx, dy = placer.place(roof.ridge, y0, (h, w), _ridge_offsets(w, h))
     ax.annotate(text, (roof.ridge, y0), xytext=placer.to_points(dx, dy),
@@ -343,13 +383,18 @@ def _mark_ridge(ax: Axes, roof: Roof, hw: str, color: str, placer: _Placer) -> N
 
 def _ridge_offsets(w: float, h: float) -> list[tuple[float, float]]:
     """Left of the ridge line at the bottom, else right of it, else higher up."""
-    return [(-h - 2, 3 + j * (w / 2)) if side == 0 else (2, 3 + j * (w / 2))
-            for j in range(6) for side in (0, 1)]
+    return [(-h - 2, 3 + j * (w / 4)) if side == 0 else (2, 3 + j * (w / 4))
+            for j in range(16) for side in (0, 1)]
 
 
 def _ceiling_text(ax: Axes, peak: float, text: str, color: str, placer: _Placer,
                   alpha: float = 1.0) -> None:
-    """``text`` just above the right end of a ceiling (or just below if that is taken)."""
+    """``text`` just above the right end of a ceiling (or just below if that is taken); a
+    ceiling another device already labelled at the same height with the same text is not
+    labelled twice (no "fp16 125fp16 125")."""
+    if text in placer.texts:
+        return
+    placer.texts.add(text)
     x1 = ax.get_xlim()[1]
     w, h = placer.text_size(text, LABEL_SIZE - 1)
     offsets = [(-w - 4, 2), (-w - 4, -h - 2)] + [(-w - 4 - j * w, 2) for j in range(1, 6)]
@@ -386,6 +431,10 @@ def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
 def _label_points(ax: Axes, report: Report, color: str, placer: _Placer) -> None:
     hw = report.hardware.name
     for x, y, text in point_groups(report):
+        key = f"point:{x:.9g}:{y:.9g}:{text}"
+        if key in placer.texts:  # the same GEMMs at the same point on a coincident device
+            continue
+        placer.texts.add(key)
         w, h = placer.text_size(text, LABEL_SIZE)
         dx, dy = placer.place(x, y, (w, h), _label_offsets(w, h))
         far = abs(dy) > h + 6 or abs(dx) > w + 6
@@ -400,9 +449,10 @@ def _label_offsets(w: float, h: float, gap: float = 6.0) -> list[tuple[float, fl
     """Candidate lower-left corners (pixels from the point): the four corners first, then
     further up or down in steps of a line, and further left or right."""
     offsets = []
-    for j in range(16):
-        lift = j * (h + 2)
-        for dx in (gap, -w - gap, -w / 2):
+    for j in range(28):
+        lift = j * (h + 2) / 2
+        for dx in (gap, -w - gap, -w / 2, gap + w / 2, -1.5 * w - gap, gap + w, -2 * w - gap,
+                   gap + 2 * w, -3 * w - gap):
             offsets += [(dx, gap + lift), (dx, -h - gap - lift)]
     return offsets
 
@@ -417,6 +467,9 @@ class _Placer:
         self.ax = ax
         self.scale = ax.figure.dpi / 72.0
         self.taken: list[tuple[float, float, float, float]] = []
+        self.lines: list[tuple[float, float, float, float]] = []  # segments, display pixels
+        self.texts: set[str] = set()  # ceiling labels already drawn
+        self.roofs: set[tuple[float, float]] = set()  # (peak, bandwidth) of roofs drawn
 
     def to_points(self, dx: float, dy: float) -> tuple[float, float]:
         return dx / self.scale, dy / self.scale
@@ -441,6 +494,11 @@ class _Placer:
         (px0, py), (px1, _) = self.ax.transData.transform([(x0, y), (x1, y)])
         self.taken.append((px0, py - 1.0, px1, py + 1.0))
 
+    def block_line(self, start: tuple[float, float], end: tuple[float, float]) -> None:
+        """Keep text off the straight (in display space) line from ``start`` to ``end``."""
+        (ax0, ay0), (ax1, ay1) = self.ax.transData.transform([start, end])
+        self.lines.append((ax0, ay0, ax1, ay1))
+
     def place(self, x: float, y: float, size: tuple[float, float],
               offsets: list[tuple[float, float]]) -> tuple[float, float]:
         px, py = self.ax.transData.transform((x, y))
@@ -452,6 +510,7 @@ class _Placer:
             if not _inside(box, frame):
                 continue
             clashes = sum(_overlap(box, t) for t in self.taken)
+            clashes += sum(_crosses(box, line) for line in self.lines)
             if clashes == 0:
                 best = (dx, dy)
                 break
@@ -460,6 +519,23 @@ class _Placer:
         dx, dy = best
         self.taken.append((px + dx, py + dy, px + dx + w, py + dy + h))
         return dx, dy
+
+
+def _crosses(box: tuple, line: tuple, pad: float = 1.5) -> bool:
+    """Whether segment ``line`` (x0, y0, x1, y1) passes through ``box`` grown by ``pad``:
+    clip the segment to the box's x range, then compare its y span there (Liang-Barsky style)."""
+    left, bottom, right, top = box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad
+    x0, y0, x1, y1 = line
+    if x0 > x1:
+        x0, y0, x1, y1 = x1, y1, x0, y0
+    if x1 < left or x0 > right:
+        return False
+    if x1 == x0:
+        return min(y0, y1) <= top and max(y0, y1) >= bottom
+    slope = (y1 - y0) / (x1 - x0)
+    xa, xb = max(x0, left), min(x1, right)
+    ya, yb = y0 + slope * (xa - x0), y0 + slope * (xb - x0)
+    return min(ya, yb) <= top and max(ya, yb) >= bottom
 
 
 def _inside(box: tuple, frame: Sequence[float]) -> bool:
@@ -491,7 +567,7 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
         raise PlotError(f"unknown metric {metric!r}; choose intensity or attainable")
     if len({r.hardware.name for r in items}) > 1 or len({r.dtype for r in items}) > 1:
         raise PlotError("a batch sweep needs reports of one hardware entry and one dtype")
-    ax = ax if ax is not None else new_axes((9.0, 4.5))
+    ax = ax if ax is not None else new_axes((10.0, 6.5))
     batches = [r.network.batch for r in items]
     series = _sweep_series(items, metric)
     for index, (names, ys) in enumerate(series):
@@ -543,7 +619,7 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     ax.set_title(f"{report.network.name} on {report.hardware.name}: {metric} vs batch, "
                  f"{report.network.mode}\n{precision_text(report.network)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=LABEL_SIZE, frameon=False)
+    _legend_below(ax)
 
 
 def check_plot_path(path: str | Path) -> str:
