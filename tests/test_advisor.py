@@ -162,8 +162,13 @@ def test_small_compute_bound_gemm_is_flagged_on_a100():
                                        "mode: inference"), load_hardware("a100-sxm4-80gb"))
     mm1 = report.results[0]
     assert mm1.bound == "compute"
-    assert ("tile/wave quantization: best tile 64x64 (64 tiles, 108 SMs) keeps 59% of slots "
-            "busy") in mm1.warnings
+    # the nearest shape that loses less: M = 768 gives 12 x 8 = 96 tiles in one wave,
+    # 768 * 512 / (108 * 4096) = 393,216 / 442,368 = 89% (nothing within +-50% reaches 90%)
+    assert mm1.warnings == ("tile/wave quantization: best tile 64x64 (64 tiles, 108 SMs, 1 wave) "
+                            "keeps 59% of slots busy; nearest shape losing less: "
+                            "768 x 512 x 8192 (89%)",)
+    assert mm1.quantization.efficiency == pytest.approx(262_144 / 442_368)
+    assert mm1.quantization.better == (768, 512, 8192, pytest.approx(393_216 / 442_368))
 
 
 def test_no_batch_advice_names_the_limit_and_the_ridge():

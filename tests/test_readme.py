@@ -24,12 +24,15 @@ def test_ci_runs_the_readme_test_command():
 
 
 def _console_examples():
-    """``(command args, printed output)`` of each README console block that runs analyze."""
+    """``(command args, printed output)`` of each README console block that runs analyze,
+    gemm, compare or sweep."""
     text = README.read_text(encoding="utf-8")
     for block in text.split("```console\n")[1:]:
         body = block.split("```")[0]
         first, _, output = body.partition("\n")
-        if first.startswith("$ roofline analyze") and "\\" not in first and "--plot" not in first:
+        commands = ("$ roofline analyze", "$ roofline gemm", "$ roofline compare",
+                    "$ roofline sweep")
+        if first.startswith(commands) and "\\" not in first and "--plot" not in first:
             yield first.removeprefix("$ roofline ").split(), output
 
 
@@ -37,6 +40,7 @@ def test_readme_analyze_examples_show_real_output(invoke, monkeypatch):
     monkeypatch.chdir(ROOT)
     examples = list(_console_examples())
     assert len(examples) >= 2
+    assert {args[0] for args, _ in examples} >= {"analyze", "gemm", "compare", "sweep"}
     for args, output in examples:
         assert invoke(*args).stdout == output, " ".join(args)
 

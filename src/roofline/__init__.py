@@ -22,6 +22,7 @@ _EXPORTS = {
     "hardware": ("HardwareSpec",),
     "layers": ("Linear",),
     "network": ("Network", "load_network", "network_from_yaml"),
+    "whatif": ("Comparison", "Sweep", "compare", "gemm_report", "nearest_dtype", "sweep"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -8,7 +8,10 @@ requirement before cuBLAS 11.0, and for FP8 always), and on A100 and later multi
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
+from typing import Any
 
 from .dtypes import itemsize
 from .gemm import Gemm
@@ -20,27 +23,79 @@ def pad_to(dim: int, multiple: int) -> int:
     return -(-dim // multiple) * multiple
 
 
-def alignment_warnings(gemm: Gemm, rule: Alignment | None) -> tuple[bool, list[str]]:
-    """Whether every dimension meets ``rule.multiple``, and one warning per missed multiple.
+#: Alignment tiers, most severe first. ``error``: an FP8 dimension off the 16-byte rule (cuBLASLt
+#: refuses FP8 GEMMs that miss it); ``warning``: any other dtype off the 16-byte rule (Tensor
+#: Cores run it, slower); ``advice``: on the 16-byte rule but off the 128-byte tier that runs best
+#: on A100 and later.
+TIERS = ("error", "warning", "advice")
 
-    A dimension that meets ``multiple`` but not ``preferred`` gets a softer hint. With no rule
-    (a device without a matrix engine for this dtype) everything counts as aligned.
+
+@dataclass(frozen=True)
+class AlignmentNote:
+    """One dimension of one GEMM that misses an alignment tier, with what to pad it to."""
+
+    gemm: str
+    layer: str
+    dim: str        # "M", "N" or "K"
+    role: str       # what the dimension is in its layer: "batch", "in", "out", ...
+    value: int
+    tier: str       # one of TIERS
+    multiple: int
+    pad_to: int
+    dtype: str
+
+    @property
+    def text(self) -> str:
+        """The per-GEMM sentence (JSON ``warnings`` / ``advice``)."""
+        label = f"{self.dim}={self.value} ({self.role})"
+        if self.tier == "advice":
+            return (f"{label}: multiples of {self.multiple} run best on this device "
+                    f"(next: {self.pad_to})")
+        need = "required for" if self.tier == "error" else "best for"
+        return (f"{label} is not a multiple of {self.multiple} ({need} {self.dtype} "
+                f"Tensor Cores): pad to {self.pad_to}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dim": self.dim, "role": self.role, "value": self.value, "tier": self.tier,
+                "multiple": self.multiple, "pad_to": self.pad_to}
+
+
+def is_matrix_vector(gemm: Gemm) -> bool:
+    """M = 1 or N = 1: a matrix-vector product, always memory-bound (intensity below 1 FLOP/B
+    in FP16), run by GEMV kernels; padding its dimensions only adds work."""
+    return gemm.m == 1 or gemm.n == 1
+
+
+def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
+    """Every dimension of ``gemm`` that misses ``rule``, in its tier (see ``TIERS``).
+
+    No notes without a rule (no matrix engine for this dtype), for a dimension of 1 (padding
+    it to 8 does eight times the work), or for a matrix-vector product unless it is FP8 (where
+    the 16-byte rule is a requirement, not a speed-up).
     """
-    if rule is None:
-        return True, []
-    aligned, warnings = True, []
-    for dim, role in zip(("m", "n", "k"), gemm.roles):
-        value = getattr(gemm, dim)
-        label = f"{dim.upper()}={value} ({role})"
+    if rule is None or (is_matrix_vector(gemm) and gemm.dtype != "fp8"):
+        return []
+    notes = []
+    for dim, role in zip(("M", "N", "K"), gemm.roles):
+        value = getattr(gemm, dim.lower())
+        if value == 1:
+            continue
         if value % rule.multiple:
-            aligned = False
-            need = "required for" if gemm.dtype == "fp8" else "best for"
-            warnings.append(f"{label} is not a multiple of {rule.multiple} ({need} {gemm.dtype} "
-                            f"Tensor Cores): pad to {pad_to(value, rule.multiple)}")
+            tier, multiple = ("error" if gemm.dtype == "fp8" else "warning"), rule.multiple
         elif value % rule.preferred:
-            warnings.append(f"{label}: multiples of {rule.preferred} run best on this device "
-                            f"(next: {pad_to(value, rule.preferred)})")
-    return aligned, warnings
+            tier, multiple = "advice", rule.preferred
+        else:
+            continue
+        notes.append(AlignmentNote(gemm.name, gemm.layer, dim, role, value, tier, multiple,
+                                   pad_to(value, multiple), gemm.dtype))
+    return notes
+
+
+def alignment_warnings(gemm: Gemm, rule: Alignment | None) -> tuple[bool, list[str]]:
+    """Whether every dimension meets ``rule.multiple``, and one sentence per note
+    (``alignment_notes``; the 128-byte tier included, as a softer hint)."""
+    notes = alignment_notes(gemm, rule)
+    return all(n.tier == "advice" for n in notes), [n.text for n in notes]
 
 
 def tile_count(m: int, n: int, tile: tuple[int, int]) -> int:
@@ -62,6 +117,141 @@ def tile_wave_efficiency(m: int, n: int, tile: tuple[int, int], sms: int) -> flo
 
 #: Below this share of useful tile slots, a GEMM is flagged: the roofline time is optimistic.
 QUANTIZATION_THRESHOLD = 0.75
+#: Split-K rule: chosen when the output has fewer tiles than SMs / SPLIT_K_TILES_SHARE and K is
+#: at least SPLIT_K_LONG x the larger of M and N; each K slice keeps at least SPLIT_K_MIN_SLICE.
+SPLIT_K_TILES_SHARE = 2
+SPLIT_K_LONG = 4
+SPLIT_K_MIN_SLICE = 256
+#: The nearest shape is looked for until this share of slots is busy (or within +-50%).
+GOOD_EFFICIENCY = 0.9
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """Split-K as cuBLAS would choose it: K cut into ``factor`` slices, each its own tiles,
+    partial sums in an FP32 workspace reduced afterwards (``extra_bytes`` written and read)."""
+
+    factor: int
+    efficiency: float
+    extra_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"factor": self.factor, "efficiency": self.efficiency,
+                "extra_bytes": self.extra_bytes}
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """Tile and wave quantization of one GEMM on one GPU, at its best candidate tile.
+
+    ``efficiency``: share of the tile slots doing useful work (``tile_wave_efficiency``);
+    ``effective``: the same after split-K when split-K is chosen; ``better``: the nearest
+    (M, N, K) changing one of M or N, within +-50% and on the 16-byte multiple, that keeps
+    more slots busy (None when the shape is already good or nothing near is better).
+    """
+
+    efficiency: float
+    tile: tuple[int, int]
+    tiles: int
+    waves: int
+    sms: int
+    split_k: SplitK | None
+    better: tuple[int, int, int, float] | None
+
+    @property
+    def effective(self) -> float:
+        return self.split_k.efficiency if self.split_k else self.efficiency
+
+    def to_dict(self) -> dict[str, Any]:
+        better = None
+        if self.better:
+            m, n, k, eff = self.better
+            better = {"m": m, "n": n, "k": k, "efficiency": eff}
+        return {"efficiency": self.efficiency, "effective_efficiency": self.effective,
+                "loss": 1 - self.effective, "tile": list(self.tile), "tiles": self.tiles,
+                "waves": self.waves, "sms": self.sms,
+                "split_k": self.split_k.to_dict() if self.split_k else None,
+                "nearest_better_shape": better}
+
+    def sentence(self) -> str:
+        tm, tn = self.tile
+        wave = "wave" if self.waves == 1 else "waves"
+        text = (f"tile/wave quantization: best tile {tm}x{tn} ({self.tiles} tiles, {self.sms} "
+                f"SMs, {self.waves} {wave}) keeps {self.efficiency:.0%} of slots busy")
+        if self.split_k:
+            text += (f"; split-K x{self.split_k.factor} would be chosen: "
+                     f"{self.split_k.efficiency:.0%} busy, +{self.split_k.extra_bytes / 1e6:.3g}"
+                     f" MB of fp32 partial sums")
+        if self.better:
+            m, n, k, eff = self.better
+            text += f"; nearest shape losing less: {m} x {n} x {k} ({eff:.0%})"
+        return text
+
+
+def best_tile(m: int, n: int, sms: int,
+              tiles: tuple[tuple[int, int], ...]) -> tuple[float, tuple[int, int]]:
+    """(efficiency, tile) of the candidate tile that keeps the most slots busy (the first
+    listed on a tie: the larger, more efficient tiles come first in hwdb)."""
+    best = max(tiles, key=lambda t: tile_wave_efficiency(m, n, t, sms))
+    return tile_wave_efficiency(m, n, best, sms), best
+
+
+def split_k(m: int, n: int, k: int, tile: tuple[int, int], sms: int) -> SplitK | None:
+    """Split-K when the output has few tiles (fewer than SMs / 2) and K is long (K >= 4
+    max(M, N)): factor = min(SMs // tiles, K // 256) slices, efficiency m n s / (waves' SMs
+    tm tn) with waves' = ceil(tiles s / SMs); the FP32 partial sums cost 2 x 4 x s x m x n bytes
+    (written, then read by the reduction). None when the rule does not pick it."""
+    count = tile_count(m, n, tile)
+    if count * SPLIT_K_TILES_SHARE > sms or k < SPLIT_K_LONG * max(m, n):
+        return None
+    factor = min(sms // count, k // SPLIT_K_MIN_SLICE)
+    if factor < 2:
+        return None
+    waves = -(-count * factor // sms)
+    efficiency = m * n * factor / (waves * sms * tile[0] * tile[1])
+    return SplitK(factor, min(1.0, efficiency), 2 * 4 * factor * m * n)
+
+
+@functools.lru_cache(maxsize=4096)
+def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int], ...],
+                    multiple: int, current: float) -> tuple[int, int, int, float] | None:
+    """Walk M and N outwards (one at a time, on multiples of ``multiple``, within +-50%) to the
+    nearest shape whose best tile keeps GOOD_EFFICIENCY of the slots busy (or 0.1 more than
+    now); failing that, the best shape seen if it gains 0.05 or more."""
+    goal = max(GOOD_EFFICIENCY, min(1.0, current + 0.1))
+    hits, best = [], (current + 0.05, None)
+    for index, value in ((0, m), (1, n)):
+        low, high = max(multiple, value // 2), value + value // 2
+        candidates = sorted(range(pad_to(low, multiple), high + 1, multiple),
+                            key=lambda c: (abs(c - value), c))
+        for candidate in candidates:
+            if candidate == value:
+                continue
+            shape = (candidate, n) if index == 0 else (m, candidate)
+            eff, _ = best_tile(*shape, sms, tiles)
+            if eff >= goal:
+                hits.append((abs(candidate - value) / value, (*shape, k, eff)))
+                break
+            if eff > best[0]:
+                best = (eff, (*shape, k, eff))
+    return min(hits)[1] if hits else best[1]
+
+
+def quantization(gemm: Gemm, sms: int | None, tiles: tuple[tuple[int, int], ...],
+                 multiple: int = 8) -> Quantization | None:
+    """Tile and wave quantization of ``gemm`` over the candidate tiles; None on a CPU (no SMs
+    or tiles) and for a matrix-vector product (GEMV kernels, no output tiles)."""
+    if not sms or not tiles or is_matrix_vector(gemm):
+        return None
+    efficiency, tile = best_tile(gemm.m, gemm.n, sms, tuple(tiles))
+    count = tile_count(gemm.m, gemm.n, tile)
+    split = split_k(gemm.m, gemm.n, gemm.k, tile, sms)
+    result = Quantization(efficiency, tile, count, -(-count // sms), sms, split, None)
+    if result.effective < GOOD_EFFICIENCY:
+        better = _nearest_better(gemm.m, gemm.n, gemm.k, sms, tuple(tiles), multiple,
+                                 result.effective)
+        result = Quantization(efficiency, tile, count, result.waves, sms, split, better)
+    return result
 
 
 def quantization_warning(gemm: Gemm, sms: int | None,
@@ -69,17 +259,13 @@ def quantization_warning(gemm: Gemm, sms: int | None,
     """A warning when even the best of the modelled tiles leaves over a quarter of the GPU idle.
 
     The tile cuBLAS picks is not known ahead of time, so every candidate is tried and only a
-    GEMM that no tile fills well is flagged. Meant for compute-bound GEMMs: for skinny,
-    memory-bound ones cuBLAS switches to split-K or GEMV kernels that this model does not cover.
+    GEMM that no tile fills well is flagged. Meant for compute-bound GEMMs: a memory-bound
+    GEMM's time is set by bandwidth, not by tile slots.
     """
-    if not sms or not tiles:
+    result = quantization(gemm, sms, tiles)
+    if result is None or result.effective >= QUANTIZATION_THRESHOLD:
         return None
-    efficiency, best = max((tile_wave_efficiency(gemm.m, gemm.n, t, sms), t) for t in tiles)
-    if efficiency >= QUANTIZATION_THRESHOLD:
-        return None
-    count = tile_count(gemm.m, gemm.n, best)
-    return (f"tile/wave quantization: best tile {best[0]}x{best[1]} ({count} tiles, {sms} SMs) "
-            f"keeps {efficiency:.0%} of slots busy")
+    return result.sentence()
 
 
 def intensity_limit(a: int, b: int, dtype: str) -> float:
@@ -171,6 +357,15 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int 
         return None, (f"no batch reaches the ridge ({ridge:.1f}): intensity tends to "
                       f"{limit:.1f} FLOP/B; widen the layer")
     text = f"batch >= {batch} makes it compute-bound"
-    if rule is not None and batch % rule.multiple:
-        text += f" ({pad_to(batch, rule.multiple)} keeps the {rule.multiple}-multiple)"
-    return batch, text
+    factor = next((f for f in gemm.batch_dims if f), 0)
+    if rule is None or not factor or factor != int(factor):  # (an expert's share of tokens:
+        return batch, text                                    # no batch makes it a multiple)
+    factor = int(factor)
+    if factor * batch % rule.preferred == 0:
+        return batch, text
+    if rule.preferred > rule.multiple:  # the same tier alignment advice names on this device
+        tier = f"the 128-byte tier (a multiple of {rule.preferred})"
+    else:
+        tier = f"the 16-byte rule (a multiple of {rule.multiple})"
+    step = rule.preferred // math.gcd(factor, rule.preferred)  # batches whose dimension fits
+    return batch, text + f"; {pad_to(batch, step)} also meets {tier}"

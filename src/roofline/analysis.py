@@ -26,6 +26,8 @@ class GemmResult:
     warnings: tuple[str, ...]
     advice: tuple[str, ...]
     min_compute_bound_batch: int | None
+    alignment: tuple[advisor.AlignmentNote, ...] = ()
+    quantization: advisor.Quantization | None = None
 
     def to_dict(self) -> dict[str, Any]:
         g = self.gemm
@@ -41,6 +43,8 @@ class GemmResult:
             "warnings": list(self.warnings),
             "advice": list(self.advice),
             "min_compute_bound_batch": self.min_compute_bound_batch,
+            "alignment": [note.to_dict() for note in self.alignment],
+            "quantization": self.quantization.to_dict() if self.quantization else None,
         }
 
 
@@ -72,6 +76,7 @@ class Report:
     bandwidth_bytes_per_s: float
     results: tuple[GemmResult, ...]
     ops: tuple[OpResult, ...] = ()
+    quantization: bool = False  # tile and wave losses folded into compute-bound GEMM times
 
     @property
     def dtype(self) -> str:
@@ -115,6 +120,7 @@ class Report:
             "gemms": [r.to_dict() for r in self.results],
             "ops": [r.to_dict() for r in self.ops],
             "totals": self.totals,
+            "quantization_in_time": self.quantization,
         }
 
     def _repr_html_(self) -> str:
@@ -133,25 +139,37 @@ class Report:
         return plot_roofline(self, ax=ax, **options)
 
 
-def analyze_gemm(gemm: Gemm, hardware: HardwareSpec) -> GemmResult:
-    """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype."""
+def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False) -> GemmResult:
+    """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype.
+
+    Alignment misses go to ``warnings`` (16-byte rule; FP8: a requirement) or ``advice``
+    (128-byte tier). With ``quantization`` a compute-bound GEMM's time is divided by its
+    tile/wave efficiency (after split-K when chosen); memory-bound times are set by bandwidth.
+    """
     peak = hardware.peak_flops_per_s(gemm.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     ridge = ridge_point(peak, bandwidth)
     attainable = attainable_flops_per_s(gemm.intensity, peak, bandwidth)
     which = bound(gemm.intensity, ridge)
     rule = hardware.alignment.get(gemm.dtype)
-    aligned, warnings = advisor.alignment_warnings(gemm, rule)
-    if which == "compute":  # a memory-bound GEMM is limited by bandwidth, not tile slots
-        quantization = advisor.quantization_warning(gemm, hardware.sms, hardware.tiles)
-        warnings += [quantization] if quantization else []
-    batch, advice = None, []
+    notes = tuple(advisor.alignment_notes(gemm, rule))
+    aligned = all(n.tier == "advice" for n in notes)
+    warnings = [n.text for n in notes if n.tier != "advice"]
+    advice = [n.text for n in notes if n.tier == "advice"]
+    tiles = advisor.quantization(gemm, hardware.sms, hardware.tiles,
+                                 rule.multiple if rule else 8)
+    if which == "compute" and tiles is not None:  # memory-bound: bandwidth binds, not slots
+        if tiles.effective < advisor.QUANTIZATION_THRESHOLD:
+            warnings.append(tiles.sentence())
+        if quantization:
+            attainable *= tiles.effective
+    batch = None
     if which == "memory":
         batch, sentence = advisor.batch_advice(gemm, ridge, rule)
         advice.append(sentence)
-    time_s = roofline_time_s(gemm.flops, gemm.bytes, peak, bandwidth)
-    return GemmResult(gemm, which, attainable, time_s, aligned, tuple(warnings), tuple(advice),
-                      batch)
+    # flops / attainable: the roofline time (roof.roofline_time_s), less any quantization loss
+    return GemmResult(gemm, which, attainable, gemm.flops / attainable, aligned,
+                      tuple(warnings), tuple(advice), batch, notes, tiles)
 
 
 def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:
@@ -161,13 +179,14 @@ def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:
     return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth))
 
 
-def analyze(network: Network, hardware: HardwareSpec) -> Report:
-    """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``."""
+def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False) -> Report:
+    """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
+    ``quantization`` folds tile and wave losses into compute-bound GEMM times."""
     network.check()
     peak = hardware.peak_flops_per_s(network.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
-    results = tuple(analyze_gemm(g, hardware) for g in gemms)
+    results = tuple(analyze_gemm(g, hardware, quantization) for g in gemms)
     op_results = tuple(analyze_op(op, peak, bandwidth) for op in ops)
     return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
-                  op_results)
+                  op_results, quantization)

@@ -14,7 +14,7 @@ def analyze_model(model: Network | str | os.PathLike, hardware: HardwareSpec | s
                   batch: int | None = None, dtype: str | None = None,
                   mode: str | None = None, output_dtype: str | None = None,
                   grad_accumulation: str | None = None, seq: int | None = None,
-                  phase: str | None = None) -> Report:
+                  phase: str | None = None, quantization: bool = False) -> Report:
     """Analyze ``model`` (a Network, a model.yaml path or a Hugging Face config.json path) on
     ``hardware`` (a spec, name or path).
 
@@ -28,4 +28,4 @@ def analyze_model(model: Network | str | os.PathLike, hardware: HardwareSpec | s
                                       grad_accumulation=grad_accumulation, seq=seq,
                                       phase=phase)
     spec = hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
-    return analyze(network, spec)
+    return analyze(network, spec, quantization)

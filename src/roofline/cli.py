@@ -6,6 +6,7 @@ and one line on stderr; no command prints a traceback for it.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import click
@@ -46,13 +47,17 @@ def cli() -> None:
     Examples:
       roofline analyze examples/mlp-1024-4096-1000.yaml --hw a100-sxm4-80gb
       roofline analyze model.yaml --hw v100 --batch 1 --format json
+      roofline gemm 512 4096 1024 --hw a100
+      roofline compare model.yaml --hw v100 --hw a100 --hw h100
+      roofline sweep model.yaml --hw v100 --batch 1..4096
       roofline hw list --kind gpu
       roofline probe --quick
     """
 
 
-def model_options(command):
-    """The options that override a model's own settings (every command that reads a model)."""
+def _model_option_list(batch: bool = True) -> list:
+    """The options that override a model's own settings (every command that reads a model);
+    sweep gives its batches its own way."""
     options = [
         click.option("--batch", type=click.IntRange(min=1), help="Override the model's batch."),
         click.option("--dtype", type=click.Choice(DTYPES),
@@ -72,9 +77,25 @@ def model_options(command):
                      help="Inference phase: prefill (seq tokens at once) or decode (one new "
                           "token per sequence against a KV cache of seq tokens)."),
     ]
-    for option in reversed(options):
+    return options if batch else options[1:]
+
+
+def model_options(command, batch: bool = True):
+    """Decorate ``command`` with the model-override options."""
+    for option in reversed(_model_option_list(batch)):
         command = option(command)
     return command
+
+
+QUANTIZATION_HELP = ("Fold tile and wave quantization into compute-bound GEMM times (best "
+                     "candidate tile of the entry, split-K where chosen); stated in the header.")
+
+
+def _check_plot(plot: Path | None) -> None:
+    if plot is not None:
+        from .plot import check_plot_path
+
+        check_plot_path(plot)  # a bad extension fails before any analysis work
 
 
 @cli.command()
@@ -93,8 +114,9 @@ def model_options(command):
               help="Show every copy of a repeated layer (by default only the first).")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
+@click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
-            plot: Path | None, **overrides) -> None:
+            plot: Path | None, quantization: bool, **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml, or a Hugging Face config.json) and its other
     ops with FLOPs, bytes, intensity, bound, attainable throughput, time, alignment warnings and
     advice on the given hardware.
@@ -104,14 +126,11 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     """
     from .api import analyze_model
 
-    if plot is not None:
-        from .plot import check_plot_path
-
-        check_plot_path(plot)  # a bad extension fails before any analysis work
+    _check_plot(plot)
     from .probe import resolve_hardware
 
-    reports = [analyze_model(model, resolve_hardware(hw, _progress), **overrides)
-               for hw in hardware]
+    reports = [analyze_model(model, resolve_hardware(hw, _progress), quantization=quantization,
+                             **overrides) for hw in hardware]
     from .format import View
 
     click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
@@ -122,14 +141,122 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
         click.echo(f"wrote {plot}", err=True)
 
 
-def _render_reports(reports: list, fmt: str, view) -> str:
+def _render_reports(reports: list, fmt: str, view=None) -> str:
     from .format import REPORT_FORMATS
     from .json_output import to_json
 
     if fmt == "json" and len(reports) > 1:
         return to_json([r.to_dict() for r in reports]) + "\n"
-    text = [REPORT_FORMATS[fmt](r, view) for r in reports]
+    from .format import View
+
+    text = [REPORT_FORMATS[fmt](r, view or View()) for r in reports]
     return ("\n" if fmt != "json" else "").join(text) + ("\n" if fmt == "json" else "")
+
+
+@cli.command()
+@click.argument("m", metavar="M")
+@click.argument("n", metavar="N")
+@click.argument("k", metavar="K")
+@click.option("--hw", "hardware", required=True, metavar="NAME",
+              help="Hardware entry name, alias or entry file; `local` probes this machine.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="fp16", show_default=True,
+              help="dtype of A and B.")
+@click.option("--output-dtype", type=click.Choice(OUTPUT_DTYPES),
+              help="dtype of C [default: the operands'; int8 -> int32, fp8 -> bf16].")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format; json is the analyze object with one GEMM, MM1.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
+@click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | None, fmt: str,
+         plot: Path | None, quantization: bool) -> None:
+    """The full verdict for one GEMM C(M, N) = A(M, K) . B(K, N): FLOPs, bytes, intensity,
+    bound, time, alignment, tile and wave quantization, batch advice.
+
+    The shape is read as the forward GEMM of a linear layer with K inputs and N outputs at
+    batch M, so batch advice is about M (the rows of A and C).
+    """
+    from .probe import resolve_hardware
+    from .whatif import GEMM_NOTE, gemm_report
+
+    _check_plot(plot)
+    report = gemm_report(m, n, k, resolve_hardware(hardware, _progress), dtype, output_dtype,
+                         quantization)
+    click.echo(_render_reports([report], fmt), nl=False)
+    if fmt in ("table", "markdown"):
+        click.echo("\n" + GEMM_NOTE)
+    if plot is not None:
+        from .plot import save_plot
+
+        save_plot([report], plot)
+        click.echo(f"wrote {plot}", err=True)
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
+              help="A device to compare (two or more; the first is the baseline).")
+@model_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also draw step time by device (stacked memory/compute-bound) to FILE.")
+@click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
+            quantization: bool, **overrides) -> None:
+    """Per-GEMM and whole-step time of MODEL on each device, the speedup over the first, and
+    why: a GEMM memory-bound on both gains the bandwidth ratio, one compute-bound on both the
+    peak ratio, one that changes side says so. Ends in one plain sentence.
+
+    A device without the model's dtype runs the nearest one it has (same element size and
+    kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.
+    """
+    from .probe import resolve_hardware
+    from .whatif import compare as run_compare
+    from .whatif_format import COMPARE_FORMATS
+
+    _check_plot(plot)
+    result = run_compare(model, [resolve_hardware(hw, _progress) for hw in hardware],
+                         quantization=quantization, **overrides)
+    click.echo(COMPARE_FORMATS[fmt](result), nl=False)
+    if plot is not None:
+        from .plot import save_chart
+
+        save_chart(result.plot(), plot)
+        click.echo(f"wrote {plot}", err=True)
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--hw", "hardware", required=True, metavar="NAME",
+              help="Hardware entry name, alias or entry file; `local` probes this machine.")
+@click.option("--batch", "batches", required=True, metavar="LIST|A..B",
+              help="Batches: a comma list (1,8,64,512) or a..b, every power of two from a to "
+                   "b inclusive (1..4096: 1, 2, 4, ..., 4096).")
+@functools.partial(model_options, batch=False)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also draw per-GEMM intensity against batch, with the ridge, to FILE.")
+@click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+def sweep(model: Path, hardware: str, batches: str, fmt: str, plot: Path | None,
+          quantization: bool, **overrides) -> None:
+    """Step time, samples/s and which GEMMs are memory-bound for MODEL at each batch, and
+    the batch at which each GEMM turns compute-bound (closed form; null/never if no batch
+    does)."""
+    from .probe import resolve_hardware
+    from .whatif import parse_batches
+    from .whatif import sweep as run_sweep
+    from .whatif_format import SWEEP_FORMATS
+
+    _check_plot(plot)
+    values = parse_batches(batches)  # bad input fails before any work
+    result = run_sweep(model, resolve_hardware(hardware, _progress), values,
+                       quantization=quantization, **overrides)
+    click.echo(SWEEP_FORMATS[fmt](result), nl=False)
+    if plot is not None:
+        from .plot import save_chart
+
+        save_chart(result.plot(), plot)
+        click.echo(f"wrote {plot}", err=True)
 
 
 @cli.group()

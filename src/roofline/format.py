@@ -7,7 +7,9 @@ from __future__ import annotations
 import csv
 import html
 import io
+import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +28,38 @@ def si(value: float, unit: str, digits: int = 3) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.{digits}g} {prefix}{unit}"
     return f"{value:.{digits}g} {unit}"
+
+
+def compact_names(names: Sequence[str], limit: int = 4) -> str:
+    """One label for coincident GEMMs: ``MM1,MM5``; runs of three or more become ``MM2-MM4``;
+    past ``limit`` pieces the rest is counted: ``MM1,MM3,MM5,MM7,+4``."""
+    if not names:
+        return ""
+    numbers = [re.fullmatch(r"MM(\d+)", n) for n in names]
+    if not all(numbers):
+        pieces = list(names)
+    else:
+        pieces = _runs(sorted(int(m.group(1)) for m in numbers if m))
+    if len(pieces) > limit:
+        hidden = len(pieces) - limit + 1
+        pieces = pieces[:limit - 1] + [f"+{hidden}"]
+    return ",".join(pieces)
+
+
+def _runs(numbers: list[int]) -> list[str]:
+    """``[1, 2, 3, 5]`` -> ``["MM1-MM3", "MM5"]``: runs of three or more shortened."""
+    pieces: list[str] = []
+    start = prev = numbers[0]
+    for value in numbers[1:] + [None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        if prev - start >= 2:
+            pieces.append(f"MM{start}-MM{prev}")
+        else:
+            pieces += [f"MM{i}" for i in range(start, prev + 1)]
+        start = prev = value if value is not None else prev
+    return pieces
 
 
 def seconds(value: float) -> str:
@@ -95,10 +129,12 @@ def precision_text(network) -> str:
 
 
 def step_text(network) -> str:
-    """``batch 8, seq 4096, inference (decode)``: the step a report describes."""
-    shape = f"batch {network.batch}" + (f", seq {network.seq}" if network.seq else "")
+    """``batch 8, seq 4096, inference (decode)``: the step a report describes (the phase only
+    for a model with a sequence, where it changes anything)."""
+    if network.seq is None:
+        return f"batch {network.batch}, {network.mode}"
     mode = network.mode if network.mode == "train" else f"{network.mode} ({network.step_phase})"
-    return f"{shape}, {mode}"
+    return f"batch {network.batch}, seq {network.seq}, {mode}"
 
 
 def _header(report: Report) -> str:
@@ -106,7 +142,12 @@ def _header(report: Report) -> str:
     return (f"{net.name} on {hw.name}: {report.dtype}, {step_text(net)}\n"
             f"precision: {precision_text(net)}\n"
             f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
-            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})")
+            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})"
+            + (_QUANTIZATION_LINE if getattr(report, "quantization", False) else ""))
+
+
+_QUANTIZATION_LINE = ("\nquantization: on (compute-bound GEMM times divided by the tile/wave "
+                      "efficiency of the best candidate tile, after split-K where chosen)")
 
 
 def _totals_line(report: Report) -> str:
@@ -114,7 +155,7 @@ def _totals_line(report: Report) -> str:
     head = f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}"
     if not report.ops:
         return (f"{head}; {t['memory_bound_time_fraction']:.0%} of the time in memory-bound "
-                f"GEMMs; {si(t['parameters'], 'parameters')}")
+                f"GEMMs; {_parameters(t['parameters'])}")
     return (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops {seconds(t['op_time_s'])}); "
             f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound; "
             f"{_parameters(t['parameters'])}")
@@ -135,11 +176,48 @@ def _repeat_note(report: Report, view: View) -> str | None:
             f"of its first copy; the totals count every copy (--expand shows all)")
 
 
-def _notes(report: Report, gemms: list) -> list[str]:
+_TIER_REASON = {
+    "error": "cuBLASLt requires multiples of {multiple} for {dtype}",
+    "warning": "16-byte rule: multiples of {multiple} for {dtype} Tensor Cores",
+    "advice": "128-byte tier: multiples of {multiple} run best here",
+}
+
+
+def _alignment_groups(gemms: list) -> list[str]:
+    """Alignment notes grouped by the dimension value they are about, most severe tier first:
+    ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
+    from .advisor import TIERS
+
+    groups: dict[tuple, tuple[dict, dict, object]] = {}
+    for result in gemms:
+        for note in result.alignment:
+            key = (TIERS.index(note.tier), note.value, note.multiple)
+            label = "batch" if note.role == "batch" else f"{note.layer}.{note.role}"
+            labels, names, _ = groups.setdefault(key, ({}, {}, note))
+            labels[label] = names[note.gemm] = None
     lines = []
-    for r in gemms:
-        lines += [f"  {r.gemm.name}: {text}" for text in r.warnings + r.advice]
+    for (_, value, _), (labels, names, note) in sorted(groups.items(), key=lambda i: i[0]):
+        noun = "batch" if list(labels) == ["batch"] else (
+            "width" if note.role in ("in", "out", "batch") else "dimension")
+        where = "" if list(labels) == ["batch"] else f" ({', '.join(labels)})"
+        reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
+        lines.append(f"{note.tier}: {noun} {value}{where}: {', '.join(names)}: "
+                     f"pad to {note.pad_to} ({reason})")
     return lines
+
+
+def _notes(report: Report, gemms: list) -> list[str]:
+    """Warnings and advice as read, for the GEMMs a table shows: alignment grouped by dimension
+    value and tier, then every other sentence once, with the GEMMs it is about (``MM4, MM5: no
+    batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
+    others: dict[str, list[str]] = {}
+    for r in gemms:
+        aligned = {note.text for note in r.alignment}
+        for text in r.warnings + r.advice:
+            if text not in aligned:
+                others.setdefault(text, []).append(r.gemm.name)
+    return [f"  {line}" for line in _alignment_groups(gemms)] + [
+        f"  {', '.join(names)}: {text}" for text, names in others.items()]
 
 
 def _aligned_table(header: tuple[str, ...], rows: list[list[str]], left: frozenset) -> list[str]:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import PlotError
+from .format import compact_names
 from .roof import ridge_point
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ PLOT_FORMATS = ("png", "svg", "pdf")
 BOUND_COLORS = {"memory": "#d62728", "compute": "#1f77b4"}
 HARDWARE_COLORS = ("#222222", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 MARKERS = ("o", "s", "^", "D", "v", "P")
-LABEL_SIZE = 8
+LABEL_SIZE = 10  # readable on a slide; ridge and ceiling labels one point smaller
 _SAVE_METADATA = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
 
 
@@ -95,36 +95,6 @@ def _main_dtypes(report: Report) -> str:
     return report.dtype + (f" (= {', '.join(same)})" if same else "")
 
 
-def compact_names(names: Sequence[str], limit: int = 4) -> str:
-    """One label for coincident GEMMs: ``MM1,MM5``; runs of three or more become ``MM2-MM4``;
-    past ``limit`` pieces the rest is counted: ``MM1,MM3,MM5,MM7,+4``."""
-    numbers = [re.fullmatch(r"MM(\d+)", n) for n in names]
-    if not all(numbers):
-        pieces = list(names)
-    else:
-        pieces = _runs(sorted(int(m.group(1)) for m in numbers if m))
-    if len(pieces) > limit:
-        hidden = len(pieces) - limit + 1
-        pieces = pieces[:limit - 1] + [f"+{hidden}"]
-    return ",".join(pieces)
-
-
-def _runs(numbers: list[int]) -> list[str]:
-    """``[1, 2, 3, 5]`` -> ``["MM1-MM3", "MM5"]``: runs of three or more shortened."""
-    pieces: list[str] = []
-    start = prev = numbers[0]
-    for value in numbers[1:] + [None]:
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        if prev - start >= 2:
-            pieces.append(f"MM{start}-MM{prev}")
-        else:
-            pieces += [f"MM{i}" for i in range(start, prev + 1)]
-        start = prev = value if value is not None else prev
-    return pieces
-
-
 def _grouped(rows, name) -> list[tuple[float, float, str]]:
     """Coincident rows share one point and one label: ``name(row)`` of the first copy's rows,
     and ``x32`` when the point stands for 32 copies of a repeated layer."""
@@ -171,10 +141,11 @@ def _figure_class() -> type:
     return RooflineFigure
 
 
-def new_axes(figsize: tuple[float, float] = (10.0, 5.5)) -> Axes:
-    """An Axes on a new RooflineFigure, room on the right for the legend; pyplot untouched."""
+def new_axes(figsize: tuple[float, float] = (11.0, 7.5)) -> Axes:
+    """An Axes on a new RooflineFigure, the full width, room below for the legend (in columns,
+    so it never takes a third of the width); pyplot untouched."""
     figure = _figure_class()(figsize=figsize, dpi=100)
-    return figure.add_axes((0.08, 0.1, 0.6, 0.82))
+    return figure.add_axes((0.08, 0.3, 0.9, 0.62))
 
 
 def _as_list(reports: Report | Sequence[Report]) -> list[Report]:
@@ -234,6 +205,7 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
     placer = _Placer(ax)
     for report in items:
         _block_markers(placer, report, ylim[0])
+        _block_lines(placer, report, xlim, other_dtypes, host_link)
     for index, report in enumerate(items):
         color = HARDWARE_COLORS[index % len(HARDWARE_COLORS)]
         _draw_roofs(ax, report, color, other_dtypes, host_link, placer)
@@ -244,8 +216,17 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
         for index, report in enumerate(items):
             color = HARDWARE_COLORS[index % len(HARDWARE_COLORS)] if len(items) > 1 else "0.15"
             _label_points(ax, report, color, placer)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=LABEL_SIZE, frameon=False)
+    _legend_below(ax)
     return ax
+
+
+def _legend_below(ax: Axes) -> None:
+    """The legend in columns under the x-axis label, as wide as the Axes at most."""
+    handles, names = ax.get_legend_handles_labels()
+    height_in = ax.get_position().height * ax.figure.get_figheight()
+    ax.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.55 / height_in),
+              ncol=2 if len(names) > 3 else len(names) or 1, fontsize=LABEL_SIZE - 1,
+              frameon=False)
 
 
 def _title(reports: Sequence[Report]) -> str:
@@ -273,7 +254,10 @@ def _setup_axes(ax: Axes, xlim: tuple, ylim: tuple, title: str) -> None:
         axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable throughput (TFLOP/s)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=LABEL_SIZE + 2)
+    ax.xaxis.label.set_size(LABEL_SIZE + 1)
+    ax.yaxis.label.set_size(LABEL_SIZE + 1)
+    ax.tick_params(labelsize=LABEL_SIZE)
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.08)
 
@@ -285,6 +269,25 @@ def _block_markers(placer: _Placer, report: Report, y0: float) -> None:
     roof = main_roof(report)
     placer.block(roof.ridge, roof.peak_tflops, 5.0)
     placer.block_vertical(roof.ridge, y0, roof.peak_tflops)
+
+
+def _block_lines(placer: _Placer, report: Report, xlim: tuple, other_dtypes: bool,
+                 host_link: bool) -> None:
+    """Keep every label off the report's roof (slope and ceiling), its other-dtype ceilings
+    and its host-link slope: drawn lines never run through text."""
+    x0, x1 = xlim
+    roofs = [main_roof(report)] + [d for d in [datasheet_roof(report)] if d]
+    for roof in roofs:
+        placer.block_line((x0, roof.slope_at(x0)), (roof.ridge, roof.peak_tflops))
+        placer.block_line((roof.ridge, roof.peak_tflops), (x1, roof.peak_tflops))
+    main = roofs[0]
+    if other_dtypes:
+        for _, peak in other_ceilings(report):
+            placer.block_line((max(x0, Roof(peak, main.bandwidth_gbs).ridge), peak), (x1, peak))
+    gbs = report.hardware.host_link_gbs
+    if host_link and gbs:
+        end = min(x1, Roof(main.peak_tflops, gbs).ridge)
+        placer.block_line((x0, x0 * gbs / 1e3), (end, end * gbs / 1e3))
 
 
 def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
@@ -314,7 +317,11 @@ def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_l
     kind = " measured" if measured else ""
     label = (f"{hw}{kind}: {_main_dtypes(report)} {roof.peak_tflops:g} TFLOP/s, "
              f"{roof.bandwidth_gbs:g} GB/s")
-    _draw_roof(ax, roof, ("roof", hw, report.dtype), label, dict(color=color, lw=2.0))
+    style = dict(color=color, lw=2.0)
+    if (roof.peak_tflops, roof.bandwidth_gbs) in placer.roofs:  # coincides with one drawn:
+        style.update(ls=(0, (4, 3)), lw=2.4)                    # dashed, the first shows through
+    placer.roofs.add((roof.peak_tflops, roof.bandwidth_gbs))
+    _draw_roof(ax, roof, ("roof", hw, report.dtype), label, style)
     _mark_ridge(ax, roof, hw, color, placer)
     sheet = datasheet_roof(report)
     if sheet is not None:
@@ -357,6 +364,9 @@ def _mark_ridge(ax: Axes, roof: Roof, hw: str, color: str, placer: _Placer) -> N
     ax.plot([roof.ridge, roof.ridge], [y0, roof.peak_tflops], ls=":", lw=0.8, color=color,
             alpha=0.7, gid=f"ridge-line:{hw}", label="_nolegend_")
     text = f"ridge {roof.ridge:.3g} FLOP/B"
+    if text in placer.texts:  # a coincident roof already labelled this ridge
+        return
+    placer.texts.add(text)
     w, h = placer.text_size(text, LABEL_SIZE - 1)
     dx, dy = placer.place(roof.ridge, y0, (h, w), _ridge_offsets(w, h))
     ax.annotate(text, (roof.ridge, y0), xytext=placer.to_points(dx, dy),
@@ -366,13 +376,18 @@ def _mark_ridge(ax: Axes, roof: Roof, hw: str, color: str, placer: _Placer) -> N
 
 def _ridge_offsets(w: float, h: float) -> list[tuple[float, float]]:
     """Left of the ridge line at the bottom, else right of it, else higher up."""
-    return [(-h - 2, 3 + j * (w / 2)) if side == 0 else (2, 3 + j * (w / 2))
-            for j in range(6) for side in (0, 1)]
+    return [(-h - 2, 3 + j * (w / 4)) if side == 0 else (2, 3 + j * (w / 4))
+            for j in range(16) for side in (0, 1)]
 
 
 def _ceiling_text(ax: Axes, peak: float, text: str, color: str, placer: _Placer,
                   alpha: float = 1.0) -> None:
-    """``text`` just above the right end of a ceiling (or just below if that is taken)."""
+    """``text`` just above the right end of a ceiling (or just below if that is taken); a
+    ceiling another device already labelled at the same height with the same text is not
+    labelled twice (no "fp16 125fp16 125")."""
+    if text in placer.texts:
+        return
+    placer.texts.add(text)
     x1 = ax.get_xlim()[1]
     w, h = placer.text_size(text, LABEL_SIZE - 1)
     offsets = [(-w - 4, 2), (-w - 4, -h - 2)] + [(-w - 4 - j * w, 2) for j in range(1, 6)]
@@ -409,6 +424,10 @@ def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
 def _label_points(ax: Axes, report: Report, color: str, placer: _Placer) -> None:
     hw = report.hardware.name
     for x, y, text in point_groups(report) + op_groups(report):
+        key = f"point:{x:.9g}:{y:.9g}:{text}"
+        if key in placer.texts:  # the same GEMMs at the same point on a coincident device
+            continue
+        placer.texts.add(key)
         w, h = placer.text_size(text, LABEL_SIZE)
         dx, dy = placer.place(x, y, (w, h), _label_offsets(w, h))
         far = abs(dy) > h + 6 or abs(dx) > w + 6
@@ -423,9 +442,10 @@ def _label_offsets(w: float, h: float, gap: float = 6.0) -> list[tuple[float, fl
     """Candidate lower-left corners (pixels from the point): the four corners first, then
     further up or down in steps of a line, and further left or right."""
     offsets = []
-    for j in range(16):
-        lift = j * (h + 2)
-        for dx in (gap, -w - gap, -w / 2):
+    for j in range(28):
+        lift = j * (h + 2) / 2
+        for dx in (gap, -w - gap, -w / 2, gap + w / 2, -1.5 * w - gap, gap + w, -2 * w - gap,
+                   gap + 2 * w, -3 * w - gap):
             offsets += [(dx, gap + lift), (dx, -h - gap - lift)]
     return offsets
 
@@ -440,6 +460,9 @@ class _Placer:
         self.ax = ax
         self.scale = ax.figure.dpi / 72.0
         self.taken: list[tuple[float, float, float, float]] = []
+        self.lines: list[tuple[float, float, float, float]] = []  # segments, display pixels
+        self.texts: set[str] = set()  # ceiling labels already drawn
+        self.roofs: set[tuple[float, float]] = set()  # (peak, bandwidth) of roofs drawn
 
     def to_points(self, dx: float, dy: float) -> tuple[float, float]:
         return dx / self.scale, dy / self.scale
@@ -464,6 +487,11 @@ class _Placer:
         (px0, py), (px1, _) = self.ax.transData.transform([(x0, y), (x1, y)])
         self.taken.append((px0, py - 1.0, px1, py + 1.0))
 
+    def block_line(self, start: tuple[float, float], end: tuple[float, float]) -> None:
+        """Keep text off the straight (in display space) line from ``start`` to ``end``."""
+        (ax0, ay0), (ax1, ay1) = self.ax.transData.transform([start, end])
+        self.lines.append((ax0, ay0, ax1, ay1))
+
     def place(self, x: float, y: float, size: tuple[float, float],
               offsets: list[tuple[float, float]]) -> tuple[float, float]:
         px, py = self.ax.transData.transform((x, y))
@@ -475,6 +503,7 @@ class _Placer:
             if not _inside(box, frame):
                 continue
             clashes = sum(_overlap(box, t) for t in self.taken)
+            clashes += sum(_crosses(box, line) for line in self.lines)
             if clashes == 0:
                 best = (dx, dy)
                 break
@@ -483,6 +512,23 @@ class _Placer:
         dx, dy = best
         self.taken.append((px + dx, py + dy, px + dx + w, py + dy + h))
         return dx, dy
+
+
+def _crosses(box: tuple, line: tuple, pad: float = 1.5) -> bool:
+    """Whether segment ``line`` (x0, y0, x1, y1) passes through ``box`` grown by ``pad``:
+    clip the segment to the box's x range, then compare its y span there (Liang-Barsky style)."""
+    left, bottom, right, top = box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad
+    x0, y0, x1, y1 = line
+    if x0 > x1:
+        x0, y0, x1, y1 = x1, y1, x0, y0
+    if x1 < left or x0 > right:
+        return False
+    if x1 == x0:
+        return min(y0, y1) <= top and max(y0, y1) >= bottom
+    slope = (y1 - y0) / (x1 - x0)
+    xa, xb = max(x0, left), min(x1, right)
+    ya, yb = y0 + slope * (xa - x0), y0 + slope * (xb - x0)
+    return min(ya, yb) <= top and max(ya, yb) >= bottom
 
 
 def _inside(box: tuple, frame: Sequence[float]) -> bool:
@@ -514,7 +560,7 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
         raise PlotError(f"unknown metric {metric!r}; choose intensity or attainable")
     if len({r.hardware.name for r in items}) > 1 or len({r.dtype for r in items}) > 1:
         raise PlotError("a batch sweep needs reports of one hardware entry and one dtype")
-    ax = ax if ax is not None else new_axes((9.0, 4.5))
+    ax = ax if ax is not None else new_axes((10.0, 6.5))
     batches = [r.network.batch for r in items]
     series = _sweep_series(items, metric)
     for index, (gemms, ys) in enumerate(series):
@@ -569,15 +615,14 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     ax.set_xlabel("batch size")
     ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
                   else "attainable throughput (TFLOP/s)")
-    from .format import precision_text
+    from .format import precision_text, step_text
 
     net = report.network
-    step = net.mode if net.mode == "train" else f"{net.mode} ({net.step_phase})"
-    seq = f", seq {net.seq}" if net.seq else ""
-    ax.set_title(f"{net.name} on {report.hardware.name}: {metric} vs batch{seq}, {step}\n"
+    step = step_text(net).split(", ", 1)[1]  # without the batch, which is the x axis
+    ax.set_title(f"{net.name} on {report.hardware.name}: {metric} vs batch, {step}\n"
                  f"{precision_text(net)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=LABEL_SIZE, frameon=False)
+    _legend_below(ax)
 
 
 def check_plot_path(path: str | Path) -> str:
@@ -597,11 +642,95 @@ def check_plot_path(path: str | Path) -> str:
 def save_plot(reports: Report | Sequence[Report], path: str | Path, **options: Any) -> Path:
     """Draw ``reports`` (see ``plot_roofline``, which takes ``options``) and write the chart to
     ``path`` as PNG, SVG or PDF, chosen by its extension. Returns the path."""
+    check_plot_path(path)
+    return save_chart(plot_roofline(reports, **options), path)
+
+
+def save_chart(ax: Axes, path: str | Path) -> Path:
+    """Write the figure of ``ax`` to ``path`` (PNG, SVG or PDF by its extension)."""
     fmt = check_plot_path(path)
-    ax = plot_roofline(reports, **options)
     try:
         ax.figure.savefig(path, format=fmt, bbox_inches="tight", dpi=110,
                           metadata=_SAVE_METADATA[fmt])
     except OSError as exc:
         raise PlotError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
     return Path(path)
+
+
+def plot_comparison(comparison: Any, ax: Axes | None = None) -> Axes:
+    """Step time by device as horizontal bars, each split into time in memory-bound GEMMs
+    (red) and in compute-bound GEMMs (blue), labelled with the step time, the speedup over the
+    baseline (the top bar) and the dtype a device ran when it lacks the model's. Log-free, so
+    bar lengths compare directly; many devices stay readable (one row each). Returns the Axes."""
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
+
+    from .format import seconds
+
+    reports = list(comparison.reports)
+    if ax is None:
+        figure = _figure_class()(figsize=(9.0, 2.0 + 0.5 * len(reports)), dpi=100)
+        ax = figure.add_axes((0.27, 0.7 / (2.0 + 0.5 * len(reports)), 0.68,
+                              0.5 * len(reports) / (2.0 + 0.5 * len(reports))))
+    names = [r.hardware.name for r in reports]
+    rows = list(range(len(reports)))[::-1]  # the baseline on top
+    times = [r.totals["time_s"] for r in reports]
+    scale, unit = _time_unit(max(times))
+    fractions = [r.totals["memory_bound_time_fraction"] for r in reports]
+    wide = max(times) / min(times) > COMPARISON_LOG_SPAN
+    if wide:  # log scale: a bar cannot be split, so it takes the colour of its larger share
+        colors = [BOUND_COLORS["memory" if f >= 0.5 else "compute"] for f in fractions]
+        ax.barh(rows, [t / scale for t in times], color=colors, height=0.6, gid="bars-step")
+        ax.set_xscale("log")
+        ax.set_xlim(min(times) / scale / 2, max(times) / scale * 12)
+        handles = [Patch(color=BOUND_COLORS[k], label=f"mostly {k}-bound") for k in BOUND_COLORS]
+        ax.legend(handles=handles, **_below_axes(ax))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    else:  # linear: each bar split into memory-bound and compute-bound time
+        memory = [t * f / scale for t, f in zip(times, fractions)]
+        compute = [t / scale - m for t, m in zip(times, memory)]
+        ax.barh(rows, memory, color=BOUND_COLORS["memory"], height=0.6, gid="bars-memory",
+                label="time in memory-bound GEMMs")
+        ax.barh(rows, compute, left=memory, color=BOUND_COLORS["compute"], height=0.6,
+                gid="bars-compute", label="time in compute-bound GEMMs")
+        ax.set_xlim(0, max(times) / scale * 1.35)
+        ax.legend(**_below_axes(ax))
+    for row, report, t, f in zip(rows, reports, times, fractions):
+        text = f"{seconds(t)}  {comparison.speedup(report):.2f}x"
+        if report.dtype != comparison.requested_dtype:
+            text += f"  ({report.dtype})"
+        if wide:
+            text += f"  {f:.0%} mem"
+        x = t / scale * (1.08 if wide else 1.0) + (0 if wide else max(times) / scale * 0.01)
+        ax.text(x, row, text, va="center", ha="left", fontsize=LABEL_SIZE + 1,
+                gid=f"bar-label:{report.hardware.name}")
+    ax.set_yticks(rows, names, fontsize=LABEL_SIZE + 1)
+    ax.set_xlabel(f"step time ({unit}{', log scale' if wide else ''}); "
+                  f"speedup over {names[0]}", fontsize=LABEL_SIZE + 1)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    net = reports[0].network
+    ax.set_title(f"{net.name}, batch {net.batch}, {net.mode}: step time by device\n"
+                 f"{comparison.requested_dtype} (devices without it run the nearest dtype)",
+                 fontsize=LABEL_SIZE + 2)
+    return ax
+
+
+def _below_axes(ax: Axes) -> dict[str, Any]:
+    """Legend options that put it in one row under the x-axis label, clear of the title."""
+    height_in = ax.get_position().height * ax.figure.get_figheight()
+    return dict(loc="upper center", bbox_to_anchor=(0.5, -0.62 / height_in), ncol=2,
+                fontsize=LABEL_SIZE + 1, frameon=False)
+
+
+#: Above this ratio of slowest to fastest step the comparison chart switches to a log scale.
+COMPARISON_LOG_SPAN = 20
+
+
+def _time_unit(seconds_max: float) -> tuple[float, str]:
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if seconds_max >= scale:
+            return scale, unit
+    return 1e-9, "ns"

@@ -1,0 +1,124 @@
+"""Advice worth reading: tiers, grouping by dimension value, no padding for matrix-vector
+products, batch advice in the same tier, and tile/wave quantization as a number."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline import analyze, load_hardware, network_from_yaml
+from roofline.advisor import alignment_notes, quantization, split_k, tile_wave_efficiency
+from roofline.format import report_table
+from roofline.gemm import Gemm
+from roofline.hardware import Alignment
+
+A100_TILES = ((256, 128), (128, 256), (128, 128), (64, 64))
+
+
+def _gemm(m, n, k, dtype="fp16", roles=("batch", "out", "in")):
+    return Gemm("MM1", "fc1", "forward", m, n, k, dtype, roles, (1, 0, 0))
+
+
+def test_tiers_16_byte_warning_128_byte_advice_fp8_error():
+    a100 = Alignment(8, 64)
+    # 1002 misses 8 (16 bytes of fp16): a warning; 1000 is a multiple of 8 but not of 64: advice
+    tiers = {n.value: n.tier for n in alignment_notes(_gemm(1002, 1000, 4096), a100)}
+    assert tiers == {1002: "warning", 1000: "advice"}
+    # fp8: 1 byte, so 16 elements; cuBLASLt refuses a misaligned FP8 GEMM: an error
+    fp8 = alignment_notes(_gemm(1000, 4096, 4096, "fp8"), Alignment(16, 128))
+    assert [(n.value, n.tier, n.pad_to) for n in fp8] == [(1000, "error", 1008)]
+
+
+def test_no_padding_advice_for_matrix_vector_products():
+    # batch-1 inference: M = 1, a GEMV; padding M to 8 would do 8x the work for nothing
+    assert alignment_notes(_gemm(1, 1000, 1002), Alignment(8, 64)) == []
+    assert alignment_notes(_gemm(1000, 1, 1002), Alignment(8, 64)) == []
+    report = analyze(network_from_yaml("batch: 1\ndtype: fp16\nmode: inference\n"
+                                       "mlp: [1002, 1000]"), load_hardware("a100"))
+    assert "pad to" not in report_table(report)
+
+
+def test_warnings_are_grouped_by_the_dimension_value():
+    # a 4-layer MLP on an A100: 1000 is in fc1.in, fc2.out, fc3.in; 10 is fc4.out
+    report = analyze(network_from_yaml("batch: 512\ndtype: fp16\n"
+                                       "mlp: [784, 1000, 1000, 1000, 10]"), load_hardware("a100"))
+    table = report_table(report).replace("\n       ", " ")
+    notes = table.split("warnings and advice:\n")[1].splitlines()
+    assert ("  warning: width 10 (fc4.out): MM4, MM5, MM6: pad to 16 (16-byte rule: multiples of 8 "
+            "for fp16 Tensor Cores)") in notes
+    width_1000 = [n for n in notes if "width 1000" in n]
+    assert len(width_1000) == 1 and width_1000[0].startswith(
+        "  advice: width 1000 (fc1.out, fc2.out, fc2.in, fc3.out, fc3.in, fc4.in):")
+    # every GEMM keeps its own lists in JSON (the contract)
+    mm4 = report.to_dict()["gemms"][3]
+    assert any("N=10 (out)" in w for w in mm4["warnings"])
+    assert mm4["alignment"][0] == {"dim": "N", "role": "out", "value": 10, "tier": "warning",
+                                   "multiple": 8, "pad_to": 16}
+    # 30 per-GEMM lines before grouping; 6 now
+    assert len(notes) <= 8
+
+
+def test_batch_advice_names_the_tier_alignment_advice_uses():
+    # 1024 -> 4096 fp16 on A100 80GB: ridge 312/2.039 = 153.016; 2*1024*4096 B / (2*(5120 B
+    # + 4,194,304)) >= 153.016 gives B >= 153.016*4,194,304 / (4,194,304 - 153.016*5120)
+    # = 641,797,987 / 3,410,862 = 188.2 -> 189; the 128-byte tier (64) rounds it up to 192
+    report = analyze(network_from_yaml("batch: 64\ndtype: fp16\nmode: inference\n"
+                                       "mlp: [1024, 4096]"), load_hardware("a100"))
+    assert report.results[0].advice == (
+        "batch >= 189 makes it compute-bound; 192 also meets the 128-byte tier (a multiple of 64)",)
+    # on a V100 (no 128-byte tier) the 16-byte rule: 168 is already a multiple of 8
+    v100 = analyze(report.network, load_hardware("v100"))
+    assert v100.results[0].advice == ("batch >= 168 makes it compute-bound",)
+
+
+def test_nvidia_tile_example_257_by_256():
+    # 128x128 tiles: 256x256 -> 2*2 = 4 tiles; 257x256 -> 3*2 = 6 tiles, 50% more tiles for
+    # 0.4% more work: 257*256 / (6*128*128) = 65,792 / 98,304 = 0.669 (one SM: no wave effect)
+    q = quantization(_gemm(257, 256, 4096), sms=1, tiles=((128, 128),))
+    assert (q.tiles, q.tile) == (6, (128, 128))
+    assert q.efficiency == pytest.approx(65_792 / 98_304)
+    assert quantization(_gemm(256, 256, 4096), sms=1, tiles=((128, 128),)).tiles == 4
+
+
+def test_nvidia_wave_example_on_a100():
+    # M = 2304, 256x128 tiles, 108 SMs: 2304/256 = 9 tile rows; N = 1536 -> 1536/128 = 12
+    # columns: 9*12 = 108 tiles = one full wave, 100% busy. N = 1664 -> 13 columns, 117 tiles:
+    # two waves, 2304*1664 / (2*108*256*128) = 3,833,856 / 7,077,888 = 54%
+    q = quantization(_gemm(2304, 1536, 4096), sms=108, tiles=((256, 128),))
+    assert (q.tiles, q.waves, q.efficiency) == (108, 1, 1.0)
+    assert tile_wave_efficiency(2304, 1664, (256, 128), 108) == pytest.approx(3_833_856 / 7_077_888)
+
+
+def test_split_k_for_few_output_tiles_and_a_long_k():
+    # SLIDE's 256x128 output with K = 135,909 on an A100: 64x64 tiles give 4*2 = 8 tiles,
+    # 8 < 108/2 and K >= 4*256: split-K x min(108 // 8, 135,909 // 256) = x13, 104 tiles in
+    # one wave: 256*128*13 / (108*64*64) = 425,984 / 442,368 = 96% busy instead of
+    # 32,768 / 442,368 = 7%; partial sums 2 * 4 B * 13 * 256 * 128 = 3,407,872 B
+    q = quantization(_gemm(256, 128, 135_909), sms=108, tiles=A100_TILES)
+    assert q.efficiency == pytest.approx(32_768 / 442_368)
+    assert (q.split_k.factor, q.split_k.extra_bytes) == (13, 3_407_872)
+    assert q.effective == pytest.approx(425_984 / 442_368)
+    # a wide output (many tiles) or a short K: no split
+    assert split_k(4096, 4096, 4096, (256, 128), 108) is None
+    assert split_k(256, 128, 512, (64, 64), 108) is None
+
+
+def test_quantization_flag_folds_the_loss_into_compute_bound_times():
+    # 512 x 512 x 8192 fp16 on A100 (compute-bound, 248 FLOP/B): 59% of slots busy
+    text = "batch: 512\ndtype: fp16\nmlp: [8192, 512]\nmode: inference"
+    spec = load_hardware("a100")
+    plain = analyze(network_from_yaml(text), spec)
+    folded = analyze(network_from_yaml(text), spec, quantization=True)
+    eff = plain.results[0].quantization.effective
+    assert folded.results[0].time_s == pytest.approx(plain.results[0].time_s / eff)
+    assert "quantization: on" in report_table(folded)
+    assert "quantization: on" not in report_table(plain)
+    data = folded.to_dict()
+    assert data["quantization_in_time"] is True
+    assert set(data["gemms"][0]["quantization"]) >= {"efficiency", "tile", "tiles", "waves",
+                                                     "split_k"}
+
+
+def test_no_quantization_on_a_cpu():
+    report = analyze(network_from_yaml("batch: 512\ndtype: bf16\nmlp: [1024, 4096]"),
+                     load_hardware("xeon-platinum-8480plus"))
+    assert all(r.quantization is None for r in report.results)

@@ -1,0 +1,139 @@
+"""roofline gemm, compare and sweep: library results against hand arithmetic, and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofline import network_from_yaml
+from roofline.whatif import compare, gemm_report, nearest_dtype, parse_batches, sweep
+
+EXAMPLE = "examples/mlp-1024-4096-1000.yaml"
+
+
+def test_gemm_is_the_analyze_object_with_one_forward_gemm(invoke):
+    data = json.loads(invoke("gemm", 512, 4096, 1024, "--hw", "v100", "--format", "json").stdout)
+    (mm1,) = data["gemms"]
+    assert (mm1["name"], mm1["pass"], mm1["m"], mm1["n"], mm1["k"]) == ("MM1", "forward", 512,
+                                                                        4096, 1024)
+    # NVIDIA's table: 2*512*4096*1024 / (2*(512*1024 + 1024*4096 + 512*4096)) = 315.1 FLOP/B
+    assert mm1["intensity"] == pytest.approx(315.08, abs=0.01)
+    assert data["batch"] == 512 and data["mode"] == "inference"
+
+
+def test_gemm_reads_m_as_the_batch_and_says_so(invoke):
+    # 1 x 4096 x 1024 on V100: memory-bound; batch advice is about M: the 1024 -> 4096 closed
+    # form gives 168 (see the sweep test); a GEMV gets no padding advice
+    result = invoke("gemm", 1, 4096, 1024, "--hw", "v100")
+    assert "M is read as the batch" in result.stdout
+    assert "MM1: batch >= 168 makes it compute-bound" in result.stdout
+    assert "pad to" not in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("gemm", 0, 8, 8, "--hw", "v100"), "gemm: M: expected a positive integer, got '0'"),
+    (("gemm", 8, "x", 8, "--hw", "v100"), "gemm: N: expected a positive integer, got 'x'"),
+    (("compare", EXAMPLE, "--hw", "v100"), "compare: --hw: give two devices or more"),
+    (("sweep", EXAMPLE, "--hw", "v100", "--batch", "0..8"), "--batch: expected 1 <= a <= b"),
+    (("sweep", EXAMPLE, "--hw", "v100", "--batch", "abc"), "--batch: expected positive integers"),
+    (("sweep", EXAMPLE, "--hw", "v100", "--batch", "1,0"), "--batch: expected positive integers"),
+])
+def test_bad_input_is_one_line_and_exit_2(invoke, args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: " + message), result.stderr
+
+
+def test_v100_to_a100_memory_bound_gains_the_bandwidth_ratio():
+    # batch 1, 1024 -> 4096 fp16: memory-bound on both (about 1 FLOP/B), so time = bytes / BW
+    # and the speedup is 2039 / 900 = 2.27x
+    net = network_from_yaml("batch: 1\ndtype: fp16\nmode: inference\nmlp: [1024, 4096]")
+    c = compare(net, ["v100-sxm2-16gb", "a100-sxm4-80gb"])
+    assert c.speedup(c.reports[1]) == pytest.approx(2039 / 900)
+    assert c.why(0, c.reports[1]) == ("memory-bound on both: the bandwidth ratio 2039/900 = "
+                                      "2.27x")
+
+
+def test_v100_to_a100_compute_bound_gains_the_peak_ratio():
+    # batch 4096: 2*4096*4096*1024 / (2*(4096*1024 + 1024*4096 + 4096*4096)) = 682.7 FLOP/B,
+    # above both ridges (138.9, 153.0): time = FLOPs / peak, speedup 312 / 125 = 2.496 ("2.5x")
+    net = network_from_yaml("batch: 4096\ndtype: fp16\nmode: inference\nmlp: [1024, 4096]")
+    c = compare(net, ["v100", "a100"])
+    data = c.to_dict()
+    assert data["devices"][1]["speedup"] == pytest.approx(312 / 125)
+    assert data["gemms"][0]["speedup"]["a100-sxm4-80gb"] == pytest.approx(312 / 125)
+    assert data["gemms"][0]["bound"] == {"v100-sxm2-16gb": "compute", "a100-sxm4-80gb": "compute"}
+    assert "peak ratio 312/125 = 2.50x" in data["gemms"][0]["why"]["a100-sxm4-80gb"]
+    assert data["verdict"].startswith("a100-sxm4-80gb is the fastest")
+    assert set(data) >= {"model", "baseline", "devices", "gemms", "verdict"}
+    assert set(data["devices"][0]) >= {"hardware", "dtype", "time_s", "speedup",
+                                       "memory_bound_time_fraction"}
+
+
+def test_a_gemm_that_changes_side_says_so():
+    # A100 80GB (ridge 153.0) -> V100 (138.9) at batch 176, 1024 -> 4096 fp16:
+    # 176 * 4,194,304 / (5120 * 176 + 4,194,304) = 738,197,504 / 5,095,424 = 144.9 FLOP/B,
+    # memory-bound on the A100 and compute-bound on the V100
+    net = network_from_yaml("batch: 176\ndtype: fp16\nmode: inference\nmlp: [1024, 4096]")
+    c = compare(net, ["a100", "v100"])
+    assert c.why(0, c.reports[1]).startswith("turns compute-bound (intensity 144.9 >= ridge 138.9")
+
+
+def test_nearest_dtype_rule():
+    assert nearest_dtype("fp16", ("fp64", "fp32", "bf16", "int8")) == "bf16"  # same size, float
+    assert nearest_dtype("fp16", ("fp64", "fp32")) == "fp32"                  # then wider
+    assert nearest_dtype("tf32", ("fp64", "fp32", "fp16")) == "fp32"
+    assert nearest_dtype("int8", ("fp64", "fp32", "bf16")) == "bf16"           # wider, other kind
+    assert nearest_dtype("fp16", ("fp16",)) == "fp16"
+
+
+def test_mixed_cpu_gpu_comparison_runs_the_nearest_dtype(invoke):
+    result = invoke("compare", EXAMPLE, "--hw", "a100", "--hw", "xeon-platinum-8480plus",
+                    "--hw", "epyc-7763", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [d["dtype"] for d in data["devices"]] == ["fp16", "bf16", "fp32"]
+    assert "has no fp16 peak: runs bf16" in data["devices"][1]["dtype_note"]
+    table = invoke("compare", EXAMPLE, "--hw", "a100", "--hw", "xeon-platinum-8480plus").stdout
+    assert "note: xeon-platinum-8480plus has no fp16 peak: runs bf16" in table
+    assert table.rstrip().splitlines()[-1].startswith("verdict: ")
+
+
+def test_sweep_transition_matches_the_closed_form():
+    # 1024 -> 4096 fp16 on V100: I(B) = 4,194,304 B / (5120 B + 4,194,304) >= 125e12/900e9
+    # = 138.89 gives B >= 138.89 * 4,194,304 / (4,194,304 - 138.89 * 5120) = 167.2 -> 168
+    net = network_from_yaml("batch: 1\ndtype: fp16\nmode: inference\nmlp: [1024, 4096]")
+    s = sweep(net, "v100", "1..4096")
+    assert s.transitions() == {"MM1": 168}
+    points = s.to_dict()["points"]
+    assert [p["batch"] for p in points] == [2**i for i in range(13)]
+    assert [p["gemms"][0]["bound"] for p in points][7:9] == ["memory", "compute"]  # 128, 256
+    assert points[0]["samples_per_s"] == pytest.approx(1 / points[0]["time_s"])
+
+
+def test_batch_range_is_the_powers_of_two_between():
+    assert parse_batches("1..16") == (1, 2, 4, 8, 16)
+    assert parse_batches("3..100") == (4, 8, 16, 32, 64)
+    assert parse_batches("512, 1,8,64,8") == (1, 8, 64, 512)
+
+
+def test_sweep_cli_json_and_plot(invoke, tmp_path):
+    plot = tmp_path / "sweep.png"
+    result = invoke("sweep", EXAMPLE, "--hw", "v100", "--batch", "1,8,64,512", "--format", "json",
+                    "--plot", plot)
+    data = json.loads(result.stdout)
+    assert set(data) >= {"model", "hardware", "points", "transitions"}
+    assert data["transitions"]["MM1"] == 168 and plot.stat().st_size > 0
+
+
+def test_compare_plot_is_written(invoke, tmp_path):
+    plot = tmp_path / "compare.png"
+    result = invoke("compare", EXAMPLE, "--hw", "v100", "--hw", "a100", "--plot", plot)
+    assert result.exit_code == 0 and plot.stat().st_size > 0
+
+
+def test_gemm_report_api_with_quantization():
+    report = gemm_report(512, 512, 8192, "a100", quantization=True)
+    assert report.quantization and report.results[0].quantization.efficiency < 0.6
