@@ -38,7 +38,7 @@ from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_d
 from .errors import InputError
 from .fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from .gemm import Gemm, GemmShape
-from .layers import Linear, Step, Transformer, layer_from_fields
+from .layers import Linear, Step, layer_from_fields
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
 
 MODES = ("train", "inference")
@@ -47,7 +47,6 @@ OPTIMIZER_CHOICES = ("none", *OPTIMIZERS)
 _TOP_KEYS = frozenset({"name", "batch", "seq", "dtype", "output_dtype", "grad_accumulation",
                        "mode", "phase", "optimizer", "layers", "mlp"})
 NO_ACCUMULATION = "none"
-_NEEDS_SEQ = (Transformer,)
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ class Network:
                                                    f"model or --{key})")
         if self.seq is None:
             for layer in self.layers:
-                if isinstance(layer, _NEEDS_SEQ):
+                if getattr(layer, "needs_seq", False):
                     raise InputError(self.source, "seq", f"missing required field: layer "
                                      f"{layer.name!r} needs tokens per sample (give seq in the "
                                      f"model or --seq)")

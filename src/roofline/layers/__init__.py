@@ -5,7 +5,8 @@ A layer type is a small frozen class with:
 
 - ``from_fields(fields, index)``: read and validate its own keys (errors name the field path);
 - ``has_weights``: whether it has trainable weights (the data-gradient rule below needs it);
-- ``parameters``: its trainable parameter count; ``in_width`` / ``out_width``: the feature
+- ``parameters``: its trainable parameter count; ``needs_seq`` (optional, default false):
+  whether the model must give ``seq``; ``in_width`` / ``out_width``: the feature
   widths it takes and gives (None where that is not a width, e.g. token ids);
 - ``forward(step)`` and ``backward(step, data_grad)`` (``step``: a ``Step`` with batch, seq,
   phase and the activation element size): its GEMMs (``GemmShape``) and non-GEMM ops

@@ -73,6 +73,7 @@ class Transformer:
     experts: int = 0
     top_k: int = 0
     has_weights = True
+    needs_seq = True  # attention runs over seq tokens: the model must give seq
 
     @classmethod
     def from_fields(cls, fields: Fields, index: int) -> Transformer:
