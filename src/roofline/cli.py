@@ -91,6 +91,15 @@ QUANTIZATION_HELP = ("Fold tile and wave quantization into compute-bound GEMM ti
                      "candidate tile of the entry, split-K where chosen); stated in the header.")
 
 
+def _write_plot(plot: Path | None, draw) -> None:
+    """``draw(plot, roofline.plot)`` writes the chart when ``--plot`` was given; says where."""
+    if plot is not None:
+        from . import plot as charts
+
+        draw(plot, charts)
+        click.echo(f"wrote {plot}", err=True)
+
+
 def _check_plot(plot: Path | None) -> None:
     if plot is not None:
         from .plot import check_plot_path
@@ -134,11 +143,7 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     from .format import View
 
     click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
-    if plot is not None:
-        from .plot import save_plot
-
-        save_plot(reports, plot)
-        click.echo(f"wrote {plot}", err=True)
+    _write_plot(plot, lambda path, save: save.save_plot(reports, path))
 
 
 def _render_reports(reports: list, fmt: str, view=None) -> str:
@@ -185,11 +190,7 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
     click.echo(_render_reports([report], fmt), nl=False)
     if fmt in ("table", "markdown"):
         click.echo("\n" + GEMM_NOTE)
-    if plot is not None:
-        from .plot import save_plot
-
-        save_plot([report], plot)
-        click.echo(f"wrote {plot}", err=True)
+    _write_plot(plot, lambda path, save: save.save_plot([report], path))
 
 
 @cli.command()
@@ -218,11 +219,7 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
     result = run_compare(model, [resolve_hardware(hw, _progress) for hw in hardware],
                          quantization=quantization, **overrides)
     click.echo(COMPARE_FORMATS[fmt](result), nl=False)
-    if plot is not None:
-        from .plot import save_chart
-
-        save_chart(result.plot(), plot)
-        click.echo(f"wrote {plot}", err=True)
+    _write_plot(plot, lambda path, save: save.save_chart(result.plot(), path))
 
 
 @cli.command()
@@ -252,11 +249,7 @@ def sweep(model: Path, hardware: str, batches: str, fmt: str, plot: Path | None,
     result = run_sweep(model, resolve_hardware(hardware, _progress), values,
                        quantization=quantization, **overrides)
     click.echo(SWEEP_FORMATS[fmt](result), nl=False)
-    if plot is not None:
-        from .plot import save_chart
-
-        save_chart(result.plot(), plot)
-        click.echo(f"wrote {plot}", err=True)
+    _write_plot(plot, lambda path, save: save.save_chart(result.plot(), path))
 
 
 @cli.group()
