@@ -6,13 +6,14 @@ and one line on stderr; no command prints a traceback for it.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import click
 
 from . import __version__
 from .dtypes import DTYPES
-from .errors import RooflineError
+from .errors import RooflineError, one_line
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -24,13 +25,34 @@ class BadInput(click.ClickException):
 
 
 class RooflineGroup(click.Group):
-    """Turns every RooflineError raised by a command into BadInput, in one place."""
+    """Turns every RooflineError raised by a command into BadInput, in one place, and prints
+    each skipped user hardware file (a HwdbWarning) as one ``Warning:`` line on stderr."""
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except RooflineError as exc:
-            raise BadInput(str(exc)) from None
+        from .database import HwdbWarning
+
+        error = ""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", HwdbWarning)
+            try:
+                return super().invoke(ctx)
+            except RooflineError as exc:
+                error = str(exc)
+                raise BadInput(one_line(error)) from None
+            finally:
+                for warning in caught:  # the file asked for is reported once, as the error
+                    if not (error and str(warning.message).startswith(error)):
+                        _print_warning(warning)
+
+
+def _print_warning(warning: warnings.WarningMessage) -> None:
+    from .database import HwdbWarning
+
+    if issubclass(warning.category, HwdbWarning):
+        click.echo(f"Warning: {one_line(str(warning.message))}", err=True)
+    else:
+        warnings.showwarning(warning.message, warning.category, warning.filename,
+                             warning.lineno)
 
 
 @click.group(cls=RooflineGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -121,6 +121,7 @@ class HardwareSpec:
     memory_type: str | None = None
     llc_mb: float | None = None
     stored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    overrides: tuple[str, ...] = ()  # bundled names or aliases a user entry shadows
 
     def peak_flops_per_s(self, dtype: str) -> float:
         """Dense peak for ``dtype`` in FLOP/s; UnsupportedDtypeError if the device lacks it."""
