@@ -181,11 +181,11 @@ def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str
     from .probe.entry import check_can_save
     from .probe.render import probe_json, probe_table
 
-    if save_name:
+    if save_name is not None:  # checked before probing: an empty name is an error, not "no"
         check_can_save(save_name, force)
     result = run_probe(quick=quick, progress=_progress, preset=preset)
     click.echo(probe_json(result) if fmt == "json" else probe_table(result), nl=False)
-    if save_name:
+    if save_name is not None:
         path = save_entry(result, save_name, force=force)
         click.echo(f"saved {save_name!r} to {path}; use it with --hw {save_name}", err=True)
 
