@@ -14,6 +14,7 @@ import click
 from . import __version__
 from .dtypes import DTYPES
 from .errors import RooflineError, one_line
+from .fields import MAX_INT
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -79,7 +80,8 @@ def cli() -> None:
               help="Hardware entry name or alias (see `roofline hw list`), or a path to an "
                    "entry YAML file; `local` probes this machine once and reuses the result. "
                    "Repeat to compare devices.")
-@click.option("--batch", type=click.IntRange(min=1), help="Override the model's batch size.")
+@click.option("--batch", type=click.IntRange(min=1, max=MAX_INT),
+              help="Override the model's batch size (required when the file has none).")
 @click.option("--dtype", type=click.Choice(DTYPES), help="Override the model's dtype.")
 @click.option("--mode", type=click.Choice(("train", "inference")),
               help="train: forward and backward GEMMs (3n-1 for n layers); inference: forward.")
@@ -119,6 +121,10 @@ def _render_reports(reports: list, fmt: str) -> str:
 
     if fmt == "json" and len(reports) > 1:
         return to_json([r.to_dict() for r in reports]) + "\n"
+    if fmt == "csv":
+        from .format import reports_csv
+
+        return reports_csv(reports)
     text = [REPORT_FORMATS[fmt](r) for r in reports]
     return ("\n" if fmt != "json" else "").join(text) + ("\n" if fmt == "json" else "")
 

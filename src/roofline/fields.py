@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .safe_yaml import parse, read_text
 
 _MISSING = object()
 
@@ -25,12 +24,16 @@ MAX_INT = 2**40
 
 def load_yaml_file(path: str | Path) -> Any:
     """Read ``path`` (a regular file of at most 16 MiB) and parse it with ``load_yaml_text``."""
+    from .safe_yaml import read_text  # PyYAML only when a file is read: --help stays fast
+
     return load_yaml_text(read_text(path), str(path))
 
 
 def load_yaml_text(text: str, source: str) -> Any:
     """Parse YAML ``text`` safely (roofline.safe_yaml: no Python objects, bounded depth and
     aliases, unique keys); ``source`` names it in error messages. Empty text is an error."""
+    from .safe_yaml import parse
+
     data = parse(text, source)
     if data is None:
         raise InputError(source, "", "file is empty")

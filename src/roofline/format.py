@@ -93,16 +93,28 @@ _CSV_FIELDS = ("name", "layer", "pass", "m", "n", "k", "dtype", "flops", "bytes"
                "warnings", "advice")
 
 
+_CSV_CONTEXT = ("hardware", "batch", "mode")  # so rows of several reports share one table
+
+
 def report_csv(report: Report) -> str:
     """One row per GEMM, raw numbers in SI units; warnings and advice joined with '; '."""
+    return reports_csv([report])
+
+
+def reports_csv(reports: list[Report]) -> str:
+    """ONE table for one or several reports (``analyze --hw A --hw B``): a header, then a row per
+    GEMM per report, each row starting with its hardware, batch and mode."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=_CSV_FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=_CSV_CONTEXT + _CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
-    for result in report.results:
-        row = {key: value for key, value in result.to_dict().items() if key in _CSV_FIELDS}
-        row["warnings"] = "; ".join(row["warnings"])
-        row["advice"] = "; ".join(row["advice"])
-        writer.writerow(row)
+    for report in reports:
+        context = {"hardware": report.hardware.name, "batch": report.network.batch,
+                   "mode": report.network.mode}
+        for result in report.results:
+            row = {key: value for key, value in result.to_dict().items() if key in _CSV_FIELDS}
+            row["warnings"] = "; ".join(row["warnings"])
+            row["advice"] = "; ".join(row["advice"])
+            writer.writerow(context | row)
     return buffer.getvalue()
 
 

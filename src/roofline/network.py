@@ -21,7 +21,7 @@ none). Training an n-layer MLP therefore takes 3n - 1 GEMMs; inference takes n.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +40,11 @@ class Network:
     """A model to analyze: its layers and the batch, dtype and mode it runs with."""
 
     name: str
-    batch: int
+    batch: int | None  # None until --batch gives it, when the file has none
     dtype: str
     mode: str
     layers: tuple[Any, ...]  # roofline.layers classes
+    source: str = field(default="<model>", compare=False)
 
     def with_overrides(self, batch: int | None = None, dtype: str | None = None,
                        mode: str | None = None) -> Network:
@@ -62,6 +63,9 @@ class Network:
 
     def gemms(self) -> tuple[Gemm, ...]:
         """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
+        if self.batch is None:
+            raise InputError(self.source, "batch", "missing required field (give it in the "
+                                                   "model file or with --batch)")
         shapes: list[GemmShape] = []
         for layer in self.layers:
             shapes += layer.forward(self.batch)
@@ -98,10 +102,11 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
     top.reject_unknown(_TOP_KEYS)
     return Network(
         name=top.string("name", default_name),
-        batch=top.positive_int("batch"),
+        batch=top.positive_int("batch", None),
         dtype=top.choice("dtype", DTYPES),
         mode=top.choice("mode", MODES, "train"),
-        layers=_layers(top),
+        layers=_check_widths(_layers(top), top),
+        source=source,
     )
 
 
@@ -115,6 +120,19 @@ def _layers(top: Fields) -> tuple[Any, ...]:
         raise top.fail("layers", "expected at least one layer")
     return tuple(layer_from_fields(Fields(entry, top.source, top.where("layers") + f"[{i}]"), i)
                  for i, entry in enumerate(entries))
+
+
+def _check_widths(layers: tuple[Any, ...], top: Fields) -> tuple[Any, ...]:
+    """Consecutive layers must fit: a layer's inputs are the previous layer's outputs."""
+    for i in range(1, len(layers)):
+        width = getattr(layers[i - 1], "out_features", None)
+        wanted = getattr(layers[i], "in_features", None)
+        if width is not None and wanted is not None and width != wanted:
+            raise InputError(top.source, f"layers[{i}].in",
+                             f"layer {layers[i].name!r} takes {wanted} inputs but the previous "
+                             f"layer {layers[i - 1].name!r} (layers[{i - 1}]) gives {width} "
+                             f"outputs")
+    return layers
 
 
 def _mlp_layers(top: Fields) -> tuple[Linear, ...]:
