@@ -9,6 +9,7 @@ requirement before cuBLAS 11.0, and for FP8 always), and on A100 and later multi
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from .dtypes import itemsize
 from .gemm import Gemm
@@ -28,19 +29,27 @@ def alignment_warnings(gemm: Gemm, rule: Alignment | None) -> tuple[bool, list[s
     """
     if rule is None:
         return True, []
+    aligned, warnings = _alignment(gemm.m, gemm.n, gemm.k, gemm.roles, gemm.dtype, rule)
+    return aligned, list(warnings)
+
+
+# A deep MLP repeats a few shapes thousands of times: the cached messages are shared strings,
+# not one copy per GEMM (a 100,000-layer report held about 1 GB before, mostly these).
+@lru_cache(maxsize=4096)
+def _alignment(m: int, n: int, k: int, roles: tuple[str, str, str], dtype: str,
+               rule: Alignment) -> tuple[bool, tuple[str, ...]]:
     aligned, warnings = True, []
-    for dim, role in zip(("m", "n", "k"), gemm.roles):
-        value = getattr(gemm, dim)
+    for dim, role, value in zip(("m", "n", "k"), roles, (m, n, k)):
         label = f"{dim.upper()}={value} ({role})"
         if value % rule.multiple:
             aligned = False
-            need = "required for" if gemm.dtype == "fp8" else "best for"
-            warnings.append(f"{label} is not a multiple of {rule.multiple} ({need} {gemm.dtype} "
+            need = "required for" if dtype == "fp8" else "best for"
+            warnings.append(f"{label} is not a multiple of {rule.multiple} ({need} {dtype} "
                             f"Tensor Cores): pad to {pad_to(value, rule.multiple)}")
         elif value % rule.preferred:
             warnings.append(f"{label}: multiples of {rule.preferred} run best on this device "
                             f"(next: {pad_to(value, rule.preferred)})")
-    return aligned, warnings
+    return aligned, tuple(warnings)
 
 
 def tile_count(m: int, n: int, tile: tuple[int, int]) -> int:
@@ -74,10 +83,15 @@ def quantization_warning(gemm: Gemm, sms: int | None,
     """
     if not sms or not tiles:
         return None
-    efficiency, best = max((tile_wave_efficiency(gemm.m, gemm.n, t, sms), t) for t in tiles)
+    return _quantization(gemm.m, gemm.n, sms, tiles)
+
+
+@lru_cache(maxsize=4096)
+def _quantization(m: int, n: int, sms: int, tiles: tuple[tuple[int, int], ...]) -> str | None:
+    efficiency, best = max((tile_wave_efficiency(m, n, t, sms), t) for t in tiles)
     if efficiency >= QUANTIZATION_THRESHOLD:
         return None
-    count = tile_count(gemm.m, gemm.n, best)
+    count = tile_count(m, n, best)
     return (f"tile/wave quantization: best tile {best[0]}x{best[1]} ({count} tiles, {sms} SMs) "
             f"keeps {efficiency:.0%} of slots busy")
 
@@ -163,6 +177,15 @@ def _search_batch(gemm: Gemm, ridge: float) -> int:
 
 def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
     """The minimum compute-bound batch for a memory-bound GEMM, and a sentence saying so."""
+    return _batch_advice(gemm.m, gemm.n, gemm.k, gemm.dtype, gemm.roles, gemm.batch_dims,
+                         ridge, rule)
+
+
+@lru_cache(maxsize=4096)
+def _batch_advice(m: int, n: int, k: int, dtype: str, roles: tuple[str, str, str],
+                  batch_dims: tuple[int, int, int], ridge: float,
+                  rule: Alignment | None) -> tuple[int | None, str]:
+    gemm = Gemm("MM", "layer", "forward", m, n, k, dtype, roles, batch_dims)
     batch = min_compute_bound_batch(gemm, ridge)
     if batch is None:
         limit = batch_intensity_limit(gemm)

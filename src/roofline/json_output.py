@@ -4,6 +4,7 @@ and the probe alike. Numbers stay raw (SI units); this module only lays them out
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .errors import RooflineError
@@ -55,3 +56,27 @@ def _json_items(items: list, indent: str) -> str:
         return "[]"
     inner = ",\n".join(f"{indent}  {_dumps(item)}" for item in items)
     return f"[\n{inner}\n{indent}]"
+
+
+
+def write_json(data: dict, write: Callable[[str], Any]) -> None:
+    """``to_json(data) + "\\n"`` written piece by piece through ``write``. A value may be an
+    iterator of objects (a generator), written one line per item as it comes, so a
+    300,000-GEMM report is never held as 300,000 dicts and one giant string at once."""
+    write("{")
+    for i, (key, value) in enumerate(data.items()):
+        write(("," if i else "") + f"\n  {_dumps(key)}: ")
+        if isinstance(value, Iterator) or (isinstance(value, list) and value
+                                           and isinstance(value[0], dict)):
+            _write_items(value, write)
+        else:
+            write(_dumps(value))
+    write("\n}\n")
+
+
+def _write_items(items: Iterable, write: Callable[[str], Any]) -> None:
+    count = 0
+    for item in items:
+        write(("," if count else "[") + f"\n    {_dumps(item)}")
+        count += 1
+    write("\n  ]" if count else "[]")
