@@ -211,7 +211,7 @@ def test_bad_transformer_fields():
     with pytest.raises(InputError, match=r"layers\[0\].kv_heads: expected a divisor of heads"):
         network_from_yaml("batch: 1\nseq: 8\ndtype: fp16\nlayers:\n"
                           "  - {type: transformer, hidden: 64, heads: 4, kv_heads: 3}\n")
-    with pytest.raises(InputError, match=r"layers\[1\]: 'fc2' takes 32 features but the previous"):
+    with pytest.raises(InputError, match=r"layers\[1\].in: layer 'fc2' takes 32 inputs but the previous"):
         network_from_yaml("batch: 1\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 16}\n"
                           "  - {type: linear, in: 32, out: 8}\n")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .dtypes import itemsize
@@ -212,18 +212,24 @@ def split_k(m: int, n: int, k: int, tile: tuple[int, int], sms: int) -> SplitK |
     return SplitK(factor, min(1.0, efficiency), 2 * 4 * factor * m * n)
 
 
+NEAREST_SHAPE_STEPS = 256  # multiples tried on each side of M and of N
+
+
 @functools.lru_cache(maxsize=4096)
 def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int], ...],
                     multiple: int, current: float) -> tuple[int, int, int, float] | None:
-    """Walk M and N outwards (one at a time, on multiples of ``multiple``, within +-50%) to the
+    """Walk M and N outwards (one at a time, on multiples of ``multiple``, within +-50% and at
+    most NEAREST_SHAPE_STEPS multiples away) to the
     nearest shape whose best tile keeps GOOD_EFFICIENCY of the slots busy (or 0.1 more than
     now); failing that, the best shape seen if it gains 0.05 or more."""
     goal = max(GOOD_EFFICIENCY, min(1.0, current + 0.1))
     hits, best = [], (current + 0.05, None)
     for index, value in ((0, m), (1, n)):
         low, high = max(multiple, value // 2), value + value // 2
-        candidates = sorted(range(pad_to(low, multiple), high + 1, multiple),
-                            key=lambda c: (abs(c - value), c))
+        base = pad_to(value, multiple)  # the walk is bounded: a huge M must not list billions
+        steps = range(NEAREST_SHAPE_STEPS)
+        candidates = sorted({c for s in steps for c in (base - s * multiple, base + s * multiple)
+                             if low <= c <= high}, key=lambda c: (abs(c - value), c))
         for candidate in candidates:
             if candidate == value:
                 continue
@@ -349,6 +355,14 @@ def _search_batch(gemm: Gemm, ridge: float) -> int:
 
 def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
     """The minimum compute-bound batch for a memory-bound GEMM, and a sentence saying so."""
+    # A deep model repeats a few shapes thousands of times: the sentence is computed once per
+    # shape and precision and shared (a 100,000-layer report held about 1 GB of copies).
+    shape = replace(gemm, name="MM", layer="layer", pass_="forward", copy=0)
+    return _batch_advice(shape, ridge, rule)
+
+
+@functools.lru_cache(maxsize=4096)
+def _batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
     batch = min_compute_bound_batch(gemm, ridge)
     if batch is None:
         limit = batch_intensity_limit(gemm)

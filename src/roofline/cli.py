@@ -7,13 +7,16 @@ and one line on stderr; no command prints a traceback for it.
 from __future__ import annotations
 
 import functools
+import sys
+import warnings
 from pathlib import Path
 
 import click
 
 from . import __version__
 from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES
-from .errors import RooflineError
+from .errors import RooflineError, one_line
+from .fields import MAX_INT
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -25,13 +28,34 @@ class BadInput(click.ClickException):
 
 
 class RooflineGroup(click.Group):
-    """Turns every RooflineError raised by a command into BadInput, in one place."""
+    """Turns every RooflineError raised by a command into BadInput, in one place, and prints
+    each skipped user hardware file (a HwdbWarning) as one ``Warning:`` line on stderr."""
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except RooflineError as exc:
-            raise BadInput(str(exc)) from None
+        from .database import HwdbWarning
+
+        error = ""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", HwdbWarning)
+            try:
+                return super().invoke(ctx)
+            except RooflineError as exc:
+                error = str(exc)
+                raise BadInput(one_line(error)) from None
+            finally:
+                for warning in caught:  # the file asked for is reported once, as the error
+                    if not (error and str(warning.message).startswith(error)):
+                        _print_warning(warning)
+
+
+def _print_warning(warning: warnings.WarningMessage) -> None:
+    from .database import HwdbWarning
+
+    if issubclass(warning.category, HwdbWarning):
+        click.echo(f"Warning: {one_line(str(warning.message))}", err=True)
+    else:
+        warnings.showwarning(warning.message, warning.category, warning.filename,
+                             warning.lineno)
 
 
 @click.group(cls=RooflineGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,7 +83,8 @@ def _model_option_list(batch: bool = True) -> list:
     """The options that override a model's own settings (every command that reads a model);
     sweep gives its batches its own way."""
     options = [
-        click.option("--batch", type=click.IntRange(min=1), help="Override the model's batch."),
+        click.option("--batch", type=click.IntRange(min=1, max=MAX_INT),
+                     help="Override the model's batch (required when the file has none)."),
         click.option("--dtype", type=click.Choice(DTYPES),
                      help="Override the model's dtype (of A and B, the operands)."),
         click.option("--output-dtype", type=click.Choice(OUTPUT_DTYPES),
@@ -71,7 +96,7 @@ def _model_option_list(batch: bool = True) -> list:
         click.option("--mode", type=click.Choice(("train", "inference")),
                      help="train: forward and backward GEMMs (3n-1 for n linear layers); "
                           "inference: forward only."),
-        click.option("--seq", type=click.IntRange(min=1),
+        click.option("--seq", type=click.IntRange(min=1, max=MAX_INT),
                      help="Override the tokens per sample (transformer models need it)."),
         click.option("--phase", type=click.Choice(("prefill", "decode")),
                      help="Inference phase: prefill (seq tokens at once) or decode (one new "
@@ -142,8 +167,27 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
                              **overrides) for hw in hardware]
     from .format import View
 
-    click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
+    if fmt == "json" and len(reports) == 1:
+        _stream_json(reports[0])
+    else:
+        click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
     _write_plot(plot, lambda path, save: save.save_plot(reports, path))
+
+
+def _stream_json(report) -> None:
+    """``report.to_dict()`` as JSON, its GEMMs and ops converted and written one at a time: the
+    same text as json_output.to_json, without 300,000 dicts and a 200 MB string in memory at
+    once. The header keys come from to_dict itself (on a one-row copy), so they cannot drift."""
+    from dataclasses import replace
+
+    from .json_output import write_json
+
+    data = replace(report, results=report.results[:1], ops=report.ops[:1]).to_dict()
+    data["gemms"] = (result.to_dict() for result in report.results)
+    data["ops"] = (result.to_dict() for result in report.ops)
+    data["totals"] = report.totals
+    write_json(data, sys.stdout.write)  # sys.stdout: what click.echo and CliRunner use too
+    sys.stdout.flush()
 
 
 def _render_reports(reports: list, fmt: str, view=None) -> str:
@@ -154,7 +198,12 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
         return to_json([r.to_dict() for r in reports]) + "\n"
     from .format import View
 
-    text = [REPORT_FORMATS[fmt](r, view or View()) for r in reports]
+    view = view or View()
+    if fmt == "csv":
+        from .format import reports_csv
+
+        return reports_csv(reports, view)
+    text = [REPORT_FORMATS[fmt](r, view) for r in reports]
     return ("\n" if fmt != "json" else "").join(text) + ("\n" if fmt == "json" else "")
 
 
@@ -310,11 +359,11 @@ def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str
     from .probe.entry import check_can_save
     from .probe.render import probe_json, probe_table
 
-    if save_name:
+    if save_name is not None:  # checked before probing: an empty name is an error, not "no"
         check_can_save(save_name, force)
     result = run_probe(quick=quick, progress=_progress, preset=preset)
     click.echo(probe_json(result) if fmt == "json" else probe_table(result), nl=False)
-    if save_name:
+    if save_name is not None:
         path = save_entry(result, save_name, force=force)
         click.echo(f"saved {save_name!r} to {path}; use it with --hw {save_name}", err=True)
 

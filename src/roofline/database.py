@@ -2,14 +2,20 @@
 
 User entries live in ``$ROOFLINE_HWDB`` if set, else in the platform's user data directory
 (``platformdirs.user_data_dir("roofline")/hwdb``). A user entry with the same name as a bundled
-one overrides it. Entries are read on first use and cached; ``clear_cache()`` forgets them.
+one overrides it (and says so in ``HardwareSpec.overrides``). Entries are read on first use and
+cached; ``clear_cache()`` forgets them.
+
+A user file that cannot be read or validated is skipped with a ``HwdbWarning`` (its message is
+the usual ``file: field: problem``) and listed in ``catalog().problems``; it is an error only
+when it is the entry asked for.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -31,16 +37,26 @@ def user_hwdb_dir() -> Path:
     return Path(platformdirs.user_data_dir("roofline")) / "hwdb"
 
 
+class HwdbWarning(UserWarning):
+    """A user hardware file was skipped because it cannot be read or is invalid."""
+
+
 @dataclass(frozen=True)
 class Catalog:
-    """Every known entry by name, and every alias mapped to its entry's name."""
+    """Every known entry by name, and every alias mapped to its entry's name; ``broken`` holds
+    the error of each skipped user file by its stem, ``problems`` their one-line messages."""
 
     entries: dict[str, HardwareSpec]
     aliases: dict[str, str]
+    broken: dict[str, InputError] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
 
     def resolve(self, name: str) -> HardwareSpec:
-        key = name.lower()
-        key = self.aliases.get(key, key)
+        asked = name.lower()
+        key = self.aliases.get(asked, asked)
+        for stem in (asked, key):  # the entry asked for is a skipped file: now it is an error
+            if stem in self.broken:
+                raise self.broken[stem]
         if key in self.entries:
             return self.entries[key]
         raise UnknownHardwareError(_unknown_message(name, self))
@@ -56,6 +72,7 @@ def load_entry_file(path: Path, location: str, require_stem: bool = True) -> Har
 
 
 def _bundled_files() -> list[tuple[Path, str]]:
+    """Bundled entries are ours: an invalid one is a bug, raised, never skipped."""
     root = resources.files("roofline.hwdb")
     return [(Path(str(p)), "bundled") for p in _walk_yaml(root)]
 
@@ -70,21 +87,52 @@ def _walk_yaml(folder) -> list:
     return found
 
 
-def _user_files(folder: Path) -> list[tuple[Path, str]]:
+def _user_files(folder: Path) -> tuple[list[Path], list[str]]:
+    if not folder.exists():
+        return [], []
     if not folder.is_dir():
-        return []
-    return [(p, f"user ({folder})") for p in sorted(folder.rglob("*.yaml"))]
+        return [], [f"{folder}: not a directory (${ENV_VAR} or the user data dir); "
+                    f"no user entries read"]
+    return sorted(folder.rglob("*.yaml")), []
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> Catalog:
+    entries: dict[str, HardwareSpec] = {}
+    aliases: dict[str, str] = {}
+    for path, location in _bundled_files():
+        spec = load_entry_file(path, location)
+        entries[spec.name] = spec
+        aliases.update(dict.fromkeys(spec.aliases, spec.name))
+    return Catalog(entries, aliases)
+
+
+def bundled_names() -> dict[str, str]:
+    """Every bundled entry name and alias, mapped to the bundled entry's name."""
+    bundled = _bundled()
+    return dict(bundled.aliases) | {name: name for name in bundled.entries}
 
 
 @lru_cache(maxsize=4)
 def _catalog(user_dir: str) -> Catalog:
-    entries: dict[str, HardwareSpec] = {}
-    aliases: dict[str, str] = {}
-    for path, location in _bundled_files() + _user_files(Path(user_dir)):
-        spec = load_entry_file(path, location)
-        entries[spec.name] = spec  # user entries come last and override bundled ones
+    entries, aliases = dict(_bundled().entries), dict(_bundled().aliases)
+    taken = bundled_names()
+    paths, problems = _user_files(Path(user_dir))
+    broken: dict[str, InputError] = {}
+    for path in paths:
+        try:
+            spec = load_entry_file(path, f"user ({user_dir})")
+        except InputError as exc:
+            broken[path.stem.lower()] = exc
+            problems.append(f"{exc}; entry skipped")
+            continue
+        shadowed = tuple(n for n in (spec.name, *spec.aliases) if n in taken)
+        entries[spec.name] = replace(spec, overrides=shadowed) if shadowed else spec
         aliases.update(dict.fromkeys(spec.aliases, spec.name))  # an override keeps old aliases
-    return Catalog(entries, {a: n for a, n in aliases.items() if a not in entries})
+    for problem in problems:
+        warnings.warn(HwdbWarning(problem), stacklevel=3)
+    aliases = {a: n for a, n in aliases.items() if a not in entries}
+    return Catalog(entries, aliases, broken, tuple(problems))
 
 
 def catalog() -> Catalog:
@@ -95,6 +143,7 @@ def catalog() -> Catalog:
 def clear_cache() -> None:
     """Forget loaded entries (after saving a new one, or changing ``$ROOFLINE_HWDB``)."""
     _catalog.cache_clear()
+    _bundled.cache_clear()
 
 
 def list_hardware(kind: str | None = None) -> list[HardwareSpec]:

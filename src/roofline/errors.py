@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
+# C0 and C1 control characters, line and paragraph separators, bidirectional overrides
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with newlines and other control characters escaped (``\\n``), so that a file
+    name or key holding them cannot split or disguise a one-line message."""
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
+
 
 class RooflineError(Exception):
     """Base class of every error the library raises for bad input."""
@@ -18,7 +29,7 @@ class InputError(RooflineError):
         self.source = source
         self.path = path
         self.problem = problem
-        where = f"{source}: {path}: " if path else f"{source}: "
+        where = f"{one_line(source)}: {one_line(path)}: " if path else f"{one_line(source)}: "
         super().__init__(where + problem)
 
 

@@ -6,45 +6,35 @@ the same shape: ``<file>: <field path>: <problem>``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import InputError
 
 _MISSING = object()
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+#: The largest dimension, batch or count a file may give: 2**40 (about 1.1e12). No layer width
+#: or batch comes near it (a 2**40-element fp8 matrix is already 1 TB), and with every dimension
+#: below it a GEMM's 2MNK stays under 2**122, so FLOPs, bytes, times and batch advice stay far
+#: inside float64's range.
+MAX_INT = 2**40
 
 
 def load_yaml_file(path: str | Path) -> Any:
-    """Read ``path`` with ``yaml.safe_load``; unreadable, empty or malformed files raise InputError.
+    """Read ``path`` (a regular file of at most 16 MiB) and parse it with ``load_yaml_text``."""
+    from .safe_yaml import read_text  # PyYAML only when a file is read: --help stays fast
 
-    ``safe_load`` refuses tags that would construct Python objects (``!!python/object``).
-    """
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(source, "", f"cannot read file: {reason}") from None
-    return load_yaml_text(text, source)
+    return load_yaml_text(read_text(path), str(path))
 
 
 def load_yaml_text(text: str, source: str) -> Any:
-    """Parse YAML ``text`` safely; ``source`` names it in error messages.
+    """Parse YAML ``text`` safely (roofline.safe_yaml: no Python objects, bounded depth and
+    aliases, unique keys); ``source`` names it in error messages. Empty text is an error."""
+    from .safe_yaml import parse
 
-    Uses libyaml's C loader when PyYAML has it (10x faster on a 10,000-layer model), else the
-    pure-Python one; both are the *safe* loaders.
-    """
-    try:
-        data = yaml.load(text, Loader=_SAFE_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(source, "", f"invalid YAML: {where}{problem}") from None
+    data = parse(text, source)
     if data is None:
         raise InputError(source, "", "file is empty")
     return data
@@ -150,6 +140,8 @@ def positive_int(value: Any, fail: Callable[[Any, str], Exception], key: Any) ->
     """Return ``value`` if it is a positive int (not a bool), else raise ``fail(key, ...)``."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise fail(key, f"expected a positive integer, got {_describe(value)}")
+    if value > MAX_INT:
+        raise fail(key, f"{_describe(value)} is out of range (at most 2**40 = {MAX_INT})")
     return value
 
 
@@ -157,14 +149,45 @@ def positive_number(value: Any, fail: Callable[[Any, str], Exception], key: Any)
     """``value`` as a float if it is a positive finite number, else raise ``fail(key, ...)``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise fail(key, f"expected a positive number, got {_describe(value)}")
+    if isinstance(value, int) and value > MAX_INT ** 2:
+        raise fail(key, f"{_describe(value)} is out of range")
     if value == float("inf"):
         raise fail(key, "expected a finite number, got inf")
     return float(value)
 
 
+def check_plain(value: Any, fail: Callable[[Any, str], Exception], key: Any) -> None:
+    """Refuse what JSON cannot print in a free-form block (``measured:``, ``nvlink:``): sets,
+    binary, non-finite numbers, non-string keys. Depth and size are bounded by the loader."""
+    stack = [(value, key)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    raise fail(where, f"keys must be strings, got {_describe(k)}")
+                stack.append((v, f"{where}.{k}"))
+        elif isinstance(item, list):
+            stack += [(v, f"{where}[{i}]") for i, v in enumerate(item)]
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise fail(where, f"expected a finite number, got {item!r}")
+        elif not isinstance(item, (str, int, float, bool)) and item is not None:
+            raise fail(where, f"expected plain data (text, numbers, lists, mappings), "
+                              f"got {_describe(item)}")
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, str):
-        return repr(value)
+        return repr(value) if len(value) <= 60 else f"{value[:40]!r}... ({len(value):,} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return f"an integer of {_digits(value):,} digits"
     if isinstance(value, (bool, int, float)) or value is None:
         return f"{value!r}" if value is not None else "nothing (null)"
     return f"a {type(value).__name__}"
+
+
+def _digits(value: int) -> int:
+    try:
+        return len(str(abs(value)))
+    except ValueError:  # beyond Python's int-to-text limit: estimate from the bit length
+        return int(value.bit_length() * math.log10(2)) + 1

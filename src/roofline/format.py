@@ -255,22 +255,34 @@ _CSV_FIELDS = ("name", "layer", "pass", "kind", "m", "n", "k", "batch_count", "d
                "advice")
 
 
+_CSV_CONTEXT = ("hardware", "batch", "mode")  # so rows of several reports share one table
+
+
 def report_csv(report: Report, view: View = View()) -> str:
-    """One row per GEMM (kind ``gemm``) and per op (``--gemms-only``: GEMMs only), every copy
-    of a repeated layer included; raw numbers in SI units; warnings and advice joined with
-    '; '."""
+    """One table (see ``reports_csv``) for one report."""
+    return reports_csv([report], view)
+
+
+def reports_csv(reports: list[Report], view: View = View()) -> str:
+    """ONE table for one or several reports (``analyze --hw A --hw B``): a header, then a row
+    per GEMM (kind ``gemm``) and per op (``--gemms-only``: GEMMs only) per report, every copy of
+    a repeated layer included, each row starting with its hardware, batch and mode; raw numbers
+    in SI units; warnings and advice joined with '; '."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=_CSV_FIELDS, lineterminator="\n",
+    writer = csv.DictWriter(buffer, fieldnames=_CSV_CONTEXT + _CSV_FIELDS, lineterminator="\n",
                             extrasaction="ignore")
     writer.writeheader()
-    for result in report.results:
-        data = result.to_dict() | {"kind": "gemm"}
-        data.update({f"bytes_{op}": value for op, value in data["bytes_by_operand"].items()})
-        data["warnings"] = "; ".join(data["warnings"])
-        data["advice"] = "; ".join(data["advice"])
-        writer.writerow(data)
-    for result in [] if view.gemms_only else report.ops:
-        writer.writerow(result.to_dict())
+    for report in reports:
+        context = {"hardware": report.hardware.name, "batch": report.network.batch,
+                   "mode": report.network.mode}
+        for result in report.results:
+            data = result.to_dict() | {"kind": "gemm"}
+            data.update({f"bytes_{op}": v for op, v in data["bytes_by_operand"].items()})
+            data["warnings"] = "; ".join(data["warnings"])
+            data["advice"] = "; ".join(data["advice"])
+            writer.writerow(context | data)
+        for result in [] if view.gemms_only else report.ops:
+            writer.writerow(context | result.to_dict())
     return buffer.getvalue()
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from .dtypes import DTYPES
 from .errors import InputError, UnsupportedDtypeError
-from .fields import Fields
+from .fields import Fields, check_plain
 from .roof import ridge_point
 
 KINDS = ("gpu", "cpu")
@@ -167,6 +167,7 @@ class HardwareSpec:
     memory_type: str | None = None
     llc_mb: float | None = None
     stored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    overrides: tuple[str, ...] = ()  # bundled names or aliases a user entry shadows
 
     def peak_flops_per_s(self, dtype: str) -> float:
         """Dense peak for ``dtype`` in FLOP/s; UnsupportedDtypeError if the device lacks it."""
@@ -227,7 +228,7 @@ class HardwareSpec:
         gpu, cpu = _gpu_block(top, kind), _cpu_block(top, kind)
         sources = _sources(top)
         _check_covered(top, sources)
-        return cls(
+        spec = cls(
             name=name,
             kind=kind,
             vendor=vendor,
@@ -254,6 +255,8 @@ class HardwareSpec:
             llc_mb=top.positive_number("llc_mb", None),
             stored=copy.deepcopy(dict(data)),
         )
+        check_plausible(top)  # after the type checks, which give the clearer message
+        return spec
 
 
 def _entry_name(top: Fields, key: str, value: str | None = None) -> str:
@@ -293,10 +296,39 @@ def _alignment(top: Fields) -> dict[str, Alignment]:
 
 
 def _check_sections(top: Fields) -> None:
-    """Type-check the optional figure sections that have no typed field of their own."""
+    """Type-check the optional figure sections that have no typed field of their own; their
+    content must be plain data JSON can print (the loader already bounds depth and aliases)."""
     top.positive_number("tdp_w", None)
-    for key in ("nvlink", "measured"):
-        top.sub(key, None)
+    for key in ("nvlink", "measured", "memory"):
+        if top.sub(key, None) is not None:
+            check_plain(top.data[key], top.fail, key)
+
+
+#: Plausible ranges, far wider than any device (an NVL72 rack is 3.6e5 dense fp8 TFLOP/s and
+#: 5.8e5 GB/s): they catch typos in units and absurd figures (1e308, 1e-320) that would
+#: overflow the ridge or print Infinity, not real hardware.
+_PLAUSIBLE = {"peak_tflops": (1e-6, 1e7, "TFLOP/s"), "vector_tflops": (1e-6, 1e7, "TFLOP/s"),
+              "sparse_tflops": (1e-6, 1e7, "TFLOP/s"), "bandwidth_gbs": (1e-3, 1e7, "GB/s"),
+              "llc_mb": (1e-3, 1e7, "MB"), "tdp_w": (1e-3, 1e7, "W"),
+              "clock_ghz": (1e-3, 100, "GHz"), "boost_clock_ghz": (1e-3, 100, "GHz"),
+              "sms": (1, 1e6, "SMs"), "sockets": (1, 1e4, "sockets"),
+              "cores_per_socket": (1, 1e6, "cores"), "simd_bits": (1, 1e5, "bits"),
+              "fma_units": (1, 1e3, "units"), "capacity_gb": (1e-6, 1e9, "GB")}
+
+
+def check_plausible(top: Fields) -> None:
+    """Refuse figures outside ``_PLAUSIBLE``, naming the field (peak_tflops.fp16, gpu.sms)."""
+    stack: list[tuple[Any, str, str]] = [(top.data, "", "")]
+    while stack:
+        value, path, key = stack.pop()
+        if isinstance(value, dict):
+            stack += [(v, f"{path}.{k}" if path else str(k), str(k) if k not in DTYPES else key)
+                      for k, v in value.items() if k not in ("measured", "sources")]
+        elif key in _PLAUSIBLE and isinstance(value, (int, float)) and not isinstance(value, bool):
+            low, high, unit = _PLAUSIBLE[key]
+            if not low <= value <= high:
+                raise InputError(top.source, path, f"{value:g} {unit} is implausible (expected "
+                                                   f"{low:g} to {high:g})")
 
 
 def _memory_type(top: Fields) -> str | None:

@@ -23,6 +23,7 @@ def hardware_summary(spec: HardwareSpec) -> dict:
         "ridge": {dtype: spec.ridge(dtype) for dtype in spec.dtypes},
         "origin": spec.origin,
         "location": spec.location,
+        "overrides": list(spec.overrides),
     }
 
 
@@ -32,6 +33,8 @@ def hardware_list_json(specs: list[HardwareSpec]) -> str:
 
 def hardware_json(spec: HardwareSpec) -> str:
     data = spec.to_dict()
+    if spec.overrides:
+        data["overrides"] = list(spec.overrides)
     data["ridge"] = {dtype: spec.ridge(dtype) for dtype in spec.dtypes}
     return to_json(data) + "\n"
 
@@ -40,7 +43,8 @@ def hardware_table(specs: list[HardwareSpec]) -> str:
     """One line per entry: dense peak TFLOP/s per dtype ('-' where absent), bandwidth."""
     header = ["name", "kind", *DTYPES, "GB/s"]
     rows = [header] + [
-        [s.name, s.kind, *(_num(s.peak_tflops.get(d)) for d in DTYPES),
+        [s.name + ("*" if s.overrides else ""), s.kind,
+         *(_num(s.peak_tflops.get(d)) for d in DTYPES),
          _num(s.bandwidth_gbs)]
         for s in specs
     ]
@@ -48,6 +52,8 @@ def hardware_table(specs: list[HardwareSpec]) -> str:
     lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.insert(1, "-" * len(lines[0]))
+    if any(s.overrides for s in specs):
+        lines.append("* a user entry that overrides a bundled name or alias (hw show NAME)")
     return "\n".join(lines) + "\n(dense peaks in TFLOP/s, integer dtypes in TOPS; DRAM GB/s)\n"
 
 
@@ -57,6 +63,9 @@ def hardware_detail(spec: HardwareSpec) -> str:
              f"from: {spec.location or 'unknown'}; origin: {spec.origin}"]
     if spec.aliases:
         lines.append(f"aliases: {', '.join(spec.aliases)}")
+    if spec.overrides:
+        lines.append(f"overrides the bundled {', '.join(spec.overrides)}: this user entry is "
+                     f"used in its place")
     lines.append("")
     lines.append("dtype   peak TFLOP/s   ridge FLOP/B   alignment")
     for dtype in DTYPES:

@@ -227,7 +227,7 @@ def _layers(top: Fields) -> tuple[tuple[Any, ...], tuple[int, ...]]:
         fields = Fields(entry, top.source, top.where("layers") + f"[{i}]")
         layer = layer_from_fields(fields, i)
         repeat = fields.positive_int("repeat", 1)
-        _check_widths(fields, previous, layer)
+        _check_widths(fields, previous, layer, i)
         names = [layer.name] if repeat == 1 else [f"{layer.name}.{c}" for c in range(1, repeat + 1)]
         layers += [replace(layer, name=name) for name in names]
         copies += range(repeat)
@@ -235,14 +235,17 @@ def _layers(top: Fields) -> tuple[tuple[Any, ...], tuple[int, ...]]:
     return tuple(layers), tuple(copies)
 
 
-def _check_widths(fields: Fields, previous: Any, layer: Any) -> None:
-    """A layer's input width must be the previous layer's output width."""
+def _check_widths(fields: Fields, previous: Any, layer: Any, index: int) -> None:
+    """Consecutive layers must fit: a layer's input width is the previous layer's output
+    width (where both are feature widths; an embedding takes token ids)."""
     if previous is None or layer.in_width is None or previous.out_width is None:
         return
     if layer.in_width != previous.out_width:
-        raise InputError(fields.source, fields.path,
-                         f"{layer.name!r} takes {layer.in_width} features but the previous layer "
-                         f"{previous.name!r} gives {previous.out_width}")
+        key = "in" if fields.has("in") else ""
+        raise InputError(fields.source, f"{fields.path}.{key}" if key else fields.path,
+                         f"layer {layer.name!r} takes {layer.in_width} inputs but the previous "
+                         f"layer {previous.name!r} (layers[{index - 1}]) gives "
+                         f"{previous.out_width} outputs")
 
 
 def _mlp_layers(top: Fields) -> tuple[Linear, ...]:

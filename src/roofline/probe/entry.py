@@ -173,17 +173,64 @@ def _spec(name: str) -> HardwareSpec:
     return load_hardware(name)
 
 
-def check_can_save(name: str, force: bool = False) -> Path:
-    """The path ``name`` would be saved to; raises if the name is bad or taken (no --force)."""
-    from ..database import user_hwdb_dir
+MAX_NAME_CHARS = 64  # with ".yaml" and the temp file's affixes, well inside 255-byte names
 
-    if not name or not set(name) <= NAME_CHARS or name.startswith("."):
-        raise ProbeSaveError(f"entry names use lowercase letters, digits and . - _ + only, "
-                             f"got {name!r}")
-    path = user_hwdb_dir() / f"{name}.yaml"
+
+def check_can_save(name: str, force: bool = False) -> Path:
+    """The path ``name`` would be saved to. Raises ProbeSaveError, before any probing, if the
+    name is malformed, shadows a bundled entry or alias (without ``force``), is taken (without
+    ``force``), or the user directory cannot take a new file."""
+    from ..database import bundled_names, user_hwdb_dir
+
+    _check_name(name)
+    bundled = bundled_names().get(name)
+    if bundled and not force:
+        what = "a bundled entry" if bundled == name else f"an alias of bundled {bundled}"
+        raise ProbeSaveError(f"{name!r} is {what}; saving under it would replace the datasheet "
+                             f"figures in every --hw {name}: choose another name, or pass "
+                             f"--force")
+    folder = user_hwdb_dir()
+    _check_folder(folder)
+    path = folder / f"{name}.yaml"
     if path.exists() and not force:
         raise ProbeSaveError(f"{path} already exists; pass --force to replace it")
     return path
+
+
+def _check_name(name: str) -> None:
+    if name.endswith((".yaml", ".yml")):
+        stem = name.rsplit(".", 1)[0]
+        raise ProbeSaveError(f"give the entry name without the file suffix: --save {stem} "
+                             f"(got {name!r})")
+    if not name or not set(name) <= NAME_CHARS or name.startswith("."):
+        raise ProbeSaveError(f"entry names use lowercase letters, digits and . - _ + only "
+                             f"(not starting with .), got {_short(name)}")
+    if len(name) > MAX_NAME_CHARS:
+        raise ProbeSaveError(f"entry names have at most {MAX_NAME_CHARS} characters, got "
+                             f"{len(name)}")
+
+
+def _short(name: str) -> str:
+    return repr(name) if len(name) <= 60 else f"{name[:40]!r}... ({len(name)} characters)"
+
+
+def _check_folder(folder: Path) -> None:
+    """The user directory, or its nearest existing parent, must be a writable directory."""
+    existing = folder
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ProbeSaveError(f"cannot save into {folder}: {existing} is not a directory "
+                             f"(check ${_env_var()})")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ProbeSaveError(f"cannot save into {folder}: {existing} is not writable "
+                             f"(check ${_env_var()})")
+
+
+def _env_var() -> str:
+    from ..database import ENV_VAR
+
+    return ENV_VAR
 
 
 def write_atomic(path: Path, text: str, force: bool) -> None:
@@ -230,7 +277,10 @@ def save_entry(result, name: str, force: bool = False, command: str | None = Non
     HardwareSpec.from_dict(data, f"probe result {name!r}")
     header = ("# Measured by roofline probe; schema: docs/hwdb-schema.md. "
               "Figures are measured, not datasheet peaks.\n")
-    write_atomic(path, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True,
-                                               width=100), force)
+    text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    try:
+        write_atomic(path, text, force)
+    except OSError as exc:
+        raise ProbeSaveError(f"cannot save {path}: {exc.strerror or exc}") from None
     clear_cache()
     return path
