@@ -249,13 +249,19 @@ def quantization(gemm: Gemm, sms: int | None, tiles: tuple[tuple[int, int], ...]
     or tiles) and for a matrix-vector product (GEMV kernels, no output tiles)."""
     if not sms or not tiles or is_matrix_vector(gemm):
         return None
-    efficiency, tile = best_tile(gemm.m, gemm.n, sms, tuple(tiles))
-    count = tile_count(gemm.m, gemm.n, tile)
-    split = split_k(gemm.m, gemm.n, gemm.k, tile, sms)
+    return _quantization(gemm.m, gemm.n, gemm.k, sms, tuple(tiles), multiple)
+
+
+# A deep model repeats a few shapes thousands of times: one (immutable) result per shape.
+@functools.lru_cache(maxsize=4096)
+def _quantization(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int], ...],
+                  multiple: int) -> Quantization:
+    efficiency, tile = best_tile(m, n, sms, tiles)
+    count = tile_count(m, n, tile)
+    split = split_k(m, n, k, tile, sms)
     result = Quantization(efficiency, tile, count, -(-count // sms), sms, split, None)
     if result.effective < GOOD_EFFICIENCY:
-        better = _nearest_better(gemm.m, gemm.n, gemm.k, sms, tuple(tiles), multiple,
-                                 result.effective)
+        better = _nearest_better(m, n, k, sms, tiles, multiple, result.effective)
         result = Quantization(efficiency, tile, count, result.waves, sms, split, better)
     return result
 
