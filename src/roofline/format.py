@@ -192,13 +192,15 @@ def _alignment_groups(gemms: list) -> list[str]:
     for result in gemms:
         for note in result.alignment:
             key = (TIERS.index(note.tier), note.value, note.multiple)
-            label = "batch" if note.role == "batch" else f"{note.layer}.{note.role}"
+            role = note.role.split(" x ")[0]  # a convolution's "in_channels x R x S": channels
+            label = "batch" if role == "batch" else f"{note.layer}.{role}"
             labels, names, _ = groups.setdefault(key, ({}, {}, note))
             labels[label] = names[note.gemm] = None
     lines = []
     for (_, value, _), (labels, names, note) in sorted(groups.items(), key=lambda i: i[0]):
         noun = "batch" if list(labels) == ["batch"] else (
-            "width" if note.role in ("in", "out", "batch") else "dimension")
+            "width" if note.role in ("in", "out", "batch") else
+            "channels" if "channels" in note.role else "dimension")
         where = "" if list(labels) == ["batch"] else f" ({', '.join(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
         lines.append(f"{note.tier}: {noun} {value}{where}: {', '.join(names)}: "
