@@ -183,6 +183,16 @@ _TIER_REASON = {
 }
 
 
+def _scaling_lines(report: Report) -> list[str]:
+    """The streamed-input verdict and the data-parallel table (``--stream-input``,
+    ``--data-parallel``), when asked for."""
+    scaling = getattr(report, "scaling", None)
+    lines = [wrapped for line in (scaling.lines() if scaling else []) for wrapped in (
+        textwrap.wrap(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
+        if len(line) > 100 else [line])]
+    return ["", *lines] if lines else []
+
+
 def _alignment_groups(gemms: list) -> list[str]:
     """Alignment notes grouped by the dimension value they are about, most severe tier first:
     ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
@@ -244,6 +254,7 @@ def report_table(report: Report, view: View = View()) -> str:
     note = _repeat_note(report, view)
     out += ["", *textwrap.wrap(_totals_line(report), width=100)]
     out += textwrap.wrap(note, width=100) if note else []
+    out += _scaling_lines(report)
     notes = [wrapped for note in _notes(report, gemms) for wrapped in (
         textwrap.wrap(note, width=100, subsequent_indent=" " * 7) if len(note) > 100 else [note])]
     if notes:
@@ -285,6 +296,8 @@ def report_markdown(report: Report, view: View = View()) -> str:
         lines += ["", *_markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     note = _repeat_note(report, view)
     lines += ["", _totals_line(report)] + (["", note] if note else [])
+    scaling = _scaling_lines(report)
+    lines += ["", "```", *scaling[1:], "```"] if scaling else []
     notes = _notes(report, gemms)
     if notes:
         lines += ["", *(f"- {note.strip()}" for note in notes)]
