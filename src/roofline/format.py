@@ -246,10 +246,11 @@ def report_table(report: Report, view: View = View()) -> str:
     """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
     warnings and advice below."""
     gemms, ops = _shown(report, view)
-    out = [_header(report), "",
-           *_aligned_table(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+    out = [_header(report)]
+    if report.results:
+        out += ["", *_aligned_table(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
     if ops:
-        out += ["", "non-GEMM ops:",
+        out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
                 *_aligned_table(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     note = _repeat_note(report, view)
     out += ["", *textwrap.wrap(_totals_line(report), width=100)]
