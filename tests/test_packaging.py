@@ -91,3 +91,7 @@ def test_readme_python_snippets_run_from_the_repository_root():
     finally:  # the snippets save a chart where they stand; leave the checkout as it was
         for path in set(ROOT.iterdir()) - before:
             path.unlink()
+
+
+def test_wheel_holds_the_named_links(wheel_names):
+    assert "roofline/links.yaml" in wheel_names

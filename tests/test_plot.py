@@ -30,7 +30,7 @@ from roofline.plot import (  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
-SLIDE = ROOT / "examples" / "slide-amazon-670k.yaml"
+SLIDE = ROOT / "examples" / "slide-amazon-670k-dense.yaml"
 
 
 def by_gid(ax, gid):

@@ -43,11 +43,15 @@ class AlignmentNote:
     multiple: int
     pad_to: int
     dtype: str
+    unit: int = 1   # the dimension is value x unit (a convolution's K = C.R.S: unit R.S)
 
     @property
     def text(self) -> str:
         """The per-GEMM sentence (JSON ``warnings`` / ``advice``)."""
         label = f"{self.dim}={self.value} ({self.role})"
+        if self.unit > 1:
+            channels = self.role.split(" x ")[0]
+            label = f"{self.dim}={self.value * self.unit} ({self.role}): {channels} {self.value}"
         if self.tier == "advice":
             return (f"{label}: multiples of {self.multiple} run best on this device "
                     f"(next: {self.pad_to})")
@@ -71,13 +75,16 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
 
     No notes without a rule (no matrix engine for this dtype), for a dimension of 1 (padding
     it to 8 does eight times the work), or for a matrix-vector product unless it is FP8 (where
-    the 16-byte rule is a requirement, not a speed-up).
+    the 16-byte rule is a requirement, not a speed-up). The rule applies to what ``gemm.align``
+    says: a convolution's channels (K = C.R.S is checked as C), never its N.P.Q.
     """
     if rule is None or (is_matrix_vector(gemm) and gemm.dtype != "fp8"):
         return []
     notes = []
-    for dim, role in zip(("M", "N", "K"), gemm.roles):
-        value = getattr(gemm, dim.lower())
+    for dim, role, unit in zip(("M", "N", "K"), gemm.roles, gemm.align):
+        if not unit:  # e.g. a convolution's N.P.Q: the rule is on channels only
+            continue
+        value = getattr(gemm, dim.lower()) // unit
         if value == 1:
             continue
         if value % rule.multiple:
@@ -87,7 +94,7 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
         else:
             continue
         notes.append(AlignmentNote(gemm.name, gemm.layer, dim, role, value, tier, multiple,
-                                   pad_to(value, multiple), gemm.dtype))
+                                   pad_to(value, multiple), gemm.dtype, unit))
     return notes
 
 
@@ -377,7 +384,9 @@ def _batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int
         return None, (f"no batch reaches the ridge ({ridge:.1f}): intensity tends to "
                       f"{limit:.1f} FLOP/B; widen the layer")
     text = f"batch >= {batch} makes it compute-bound"
-    factor = next((f for f in gemm.batch_dims if f), 0)
+    index, factor = next(((i, f) for i, f in enumerate(gemm.batch_dims) if f), (0, 0))
+    if not gemm.align[index]:  # a dimension the rule leaves free (N.P.Q): nothing to meet
+        return batch, text
     if rule is None or not factor or factor != int(factor):  # (an expert's share of tokens:
         return batch, text                                    # no batch makes it a multiple)
     factor = int(factor)

@@ -77,6 +77,7 @@ class Report:
     results: tuple[GemmResult, ...]
     ops: tuple[OpResult, ...] = ()
     quantization: bool = False  # tile and wave losses folded into compute-bound GEMM times
+    scaling: Any = None  # roofline.scaling.Scaling: streamed input, data parallelism (asked for)
 
     @property
     def dtype(self) -> str:
@@ -121,7 +122,7 @@ class Report:
             "ops": [r.to_dict() for r in self.ops],
             "totals": self.totals,
             "quantization_in_time": self.quantization,
-        }
+        } | (self.scaling.to_dict() if self.scaling else {})
 
     def _repr_html_(self) -> str:
         from .format import report_html

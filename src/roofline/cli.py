@@ -71,6 +71,8 @@ def cli() -> None:
     Examples:
       roofline analyze examples/mlp-1024-4096-1000.yaml --hw a100-sxm4-80gb
       roofline analyze model.yaml --hw v100 --batch 1 --format json
+      roofline analyze examples/snapml-criteo.yaml --hw v100 --host-link nvlink2-cpu-snapml
+      roofline analyze examples/resnet50.yaml --hw 8180 --data-parallel 1,2,4,8,16,32 --interconnect 10gbe
       roofline gemm 512 4096 1024 --hw a100
       roofline compare model.yaml --hw v100 --hw a100 --hw h100
       roofline sweep model.yaml --hw v100 --batch 1..4096
@@ -149,8 +151,26 @@ def _check_plot(plot: Path | None) -> None:
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+@click.option("--stream-input", is_flag=True,
+              help="Each step's input (the first layer's: dense, sparse rows with indices, "
+                   "images) streams from host memory over the entry's host link: its bytes, "
+                   "time, and whether the step is host-link-bound (JSON host_link).")
+@click.option("--host-link", metavar="NAME|GBPS",
+              help="The host link to stream over instead of the entry's (implies "
+                   "--stream-input): a name from links.yaml (pcie3-x16, nvlink2-cpu, "
+                   "nvlink2-cpu-snapml, ...) or GB/s per direction.")
+@click.option("--data-parallel", "workers", metavar="P[,P...]",
+              help="Data-parallel training on P workers (a comma list for a table): ring "
+                   "all-reduce of the gradients, 2(P-1)/P x bytes / bandwidth, step time with "
+                   "and without overlap, scaling efficiency (JSON data_parallel). Needs "
+                   "--interconnect.")
+@click.option("--interconnect", metavar="NAME|GBPS",
+              help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
+                   "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
+                   "direction.")
 def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
-            plot: Path | None, quantization: bool, **overrides) -> None:
+            plot: Path | None, quantization: bool, stream_input: bool, host_link: str | None,
+            workers: str | None, interconnect: str | None, **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml, or a Hugging Face config.json) and its other
     ops with FLOPs, bytes, intensity, bound, attainable throughput, time, alignment warnings and
     advice on the given hardware.
@@ -162,9 +182,11 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
 
     _check_plot(plot)
     from .probe import resolve_hardware
+    from .scaling import scale
 
-    reports = [analyze_model(model, resolve_hardware(hw, _progress), quantization=quantization,
-                             **overrides) for hw in hardware]
+    reports = [scale(analyze_model(model, resolve_hardware(hw, _progress),
+                                   quantization=quantization, **overrides),
+                     stream_input, host_link, workers, interconnect) for hw in hardware]
     from .format import View
 
     if fmt == "json" and len(reports) == 1:

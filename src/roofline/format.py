@@ -183,6 +183,16 @@ _TIER_REASON = {
 }
 
 
+def _scaling_lines(report: Report) -> list[str]:
+    """The streamed-input verdict and the data-parallel table (``--stream-input``,
+    ``--data-parallel``), when asked for."""
+    scaling = getattr(report, "scaling", None)
+    lines = [wrapped for line in (scaling.lines() if scaling else []) for wrapped in (
+        textwrap.wrap(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
+        if len(line) > 100 else [line])]
+    return ["", *lines] if lines else []
+
+
 def _alignment_groups(gemms: list) -> list[str]:
     """Alignment notes grouped by the dimension value they are about, most severe tier first:
     ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
@@ -192,13 +202,15 @@ def _alignment_groups(gemms: list) -> list[str]:
     for result in gemms:
         for note in result.alignment:
             key = (TIERS.index(note.tier), note.value, note.multiple)
-            label = "batch" if note.role == "batch" else f"{note.layer}.{note.role}"
+            role = note.role.split(" x ")[0]  # a convolution's "in_channels x R x S": channels
+            label = "batch" if role == "batch" else f"{note.layer}.{role}"
             labels, names, _ = groups.setdefault(key, ({}, {}, note))
             labels[label] = names[note.gemm] = None
     lines = []
     for (_, value, _), (labels, names, note) in sorted(groups.items(), key=lambda i: i[0]):
         noun = "batch" if list(labels) == ["batch"] else (
-            "width" if note.role in ("in", "out", "batch") else "dimension")
+            "width" if note.role in ("in", "out", "batch") else
+            "channels" if "channels" in note.role else "dimension")
         where = "" if list(labels) == ["batch"] else f" ({', '.join(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
         lines.append(f"{note.tier}: {noun} {value}{where}: {', '.join(names)}: "
@@ -234,14 +246,16 @@ def report_table(report: Report, view: View = View()) -> str:
     """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
     warnings and advice below."""
     gemms, ops = _shown(report, view)
-    out = [_header(report), "",
-           *_aligned_table(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+    out = [_header(report)]
+    if report.results:
+        out += ["", *_aligned_table(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
     if ops:
-        out += ["", "non-GEMM ops:",
+        out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
                 *_aligned_table(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     note = _repeat_note(report, view)
     out += ["", *textwrap.wrap(_totals_line(report), width=100)]
     out += textwrap.wrap(note, width=100) if note else []
+    out += _scaling_lines(report)
     notes = [wrapped for note in _notes(report, gemms) for wrapped in (
         textwrap.wrap(note, width=100, subsequent_indent=" " * 7) if len(note) > 100 else [note])]
     if notes:
@@ -295,6 +309,8 @@ def report_markdown(report: Report, view: View = View()) -> str:
         lines += ["", *_markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     note = _repeat_note(report, view)
     lines += ["", _totals_line(report)] + (["", note] if note else [])
+    scaling = _scaling_lines(report)
+    lines += ["", "```", *scaling[1:], "```"] if scaling else []
     notes = _notes(report, gemms)
     if notes:
         lines += ["", *(f"- {note.strip()}" for note in notes)]

@@ -39,7 +39,10 @@ class GemmShape(NamedTuple):
     dimension, the factor f when the dimension is f x batch (a linear layer's M = batch: f = 1;
     a transformer's M = batch x seq: f = seq; a mixture-of-experts expert's M = batch x seq x
     top_k / experts, a fraction), else 0. ``batch_count`` independent GEMMs of this shape run
-    as one batched GEMM (attention heads, experts).
+    as one batched GEMM (attention heads, experts, convolution groups). ``align`` says, per
+    dimension, what the alignment rule checks: 1 the dimension itself, u > 1 the dimension
+    divided by u (a convolution's K = C.R.S is C channels, R.S times: u = R.S), 0 nothing (a
+    convolution's N.P.Q: NVIDIA's channel rule leaves the batch and the image size free).
     """
 
     layer: str
@@ -50,6 +53,7 @@ class GemmShape(NamedTuple):
     roles: tuple[str, str, str]
     batch_dims: tuple[float, float, float]
     batch_count: int = 1
+    align: tuple[int, int, int] = (1, 1, 1)
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -98,6 +102,7 @@ class Gemm:
     c_read: bool = False  # C read as well as written (beta = 1: accumulation into a buffer)
     batch_count: int = 1  # independent GEMMs of this shape in one batched call
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
+    align: tuple[int, int, int] = (1, 1, 1)  # per dimension: what alignment checks (GemmShape)
 
     def __post_init__(self) -> None:
         check_dtype(self.dtype)

@@ -13,6 +13,7 @@ model.yaml (the contract in docs/design.md)::
     phase: prefill              # inference: prefill (seq tokens at once) | decode (one token
                                 # per sequence against a KV cache of seq tokens)
     optimizer: adam             # train: none | sgd | adam (the update counted as an op)
+    input: {channels: 3, height: 224, width: 224}   # optional: the image a CNN starts from
     layers:
       - {type: linear, in: 1024, out: 4096, name: fc1}   # name optional (default fc<i>)
       - {type: linear, in: 4096, out: 1000}
@@ -20,6 +21,12 @@ model.yaml (the contract in docs/design.md)::
 or ``mlp: [1024, 4096, 1000]`` in place of ``layers``. Each layer type (roofline.layers) reads
 its own fields and gives its own GEMMs and ops; this module orders and numbers them. A layer
 with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``).
+
+Layers are chained: each layer's ``in_width`` must equal the previous ``out_width`` (features,
+or channels for a feature map). A layer that reads a feature map (it has ``with_input``) gets
+the previous layer's ``out_shape`` (or the top-level ``input``) and returns itself bound to it;
+a layer marked ``branch`` (a side branch such as a projection shortcut) reads its own input and
+leaves the chain where it was. The step's host input is the first layer's ``input_bytes``.
 
 Numbering: forward GEMMs first in layer order (MM1..MMn), then the backward pass in reverse
 layer order, each layer's data-gradient GEMMs before its weight-gradient GEMMs; ops are numbered
@@ -39,13 +46,14 @@ from .errors import InputError
 from .fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from .gemm import Gemm, GemmShape
 from .layers import Linear, Step, layer_from_fields
+from .layers.spatial import Shape
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
 
 MODES = ("train", "inference")
 INFERENCE_PHASES = ("prefill", "decode")
 OPTIMIZER_CHOICES = ("none", *OPTIMIZERS)
 _TOP_KEYS = frozenset({"name", "batch", "seq", "dtype", "output_dtype", "grad_accumulation",
-                       "mode", "phase", "optimizer", "layers", "mlp"})
+                       "mode", "phase", "optimizer", "layers", "mlp", "input"})
 NO_ACCUMULATION = "none"
 
 
@@ -105,6 +113,16 @@ class Network:
         changes = {key: checks[key](key) for key in changes}
         return replace(self, **changes)
 
+    def input_bytes(self) -> int:
+        """The bytes one step reads as input (the first layer's input: a dense batch, sparse
+        rows' values and indices, images, token ids), e.g. from host memory."""
+        self.check()
+        step = Step(self.batch, self.seq, self.step_phase, itemsize(self.dtype))
+        first = self.layers[0]
+        if hasattr(first, "input_bytes"):
+            return first.input_bytes(step)
+        return step.tokens * (first.in_width or 0) * step.e
+
     def gemms(self) -> tuple[Gemm, ...]:
         """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
         return self.expand()[0]
@@ -152,7 +170,7 @@ class Network:
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
         c_dtype = self.grad_accumulation if accumulate else self.c_dtype
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.dtype, s.roles,
-                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy)
+                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align)
 
     def _backward(self, step: Step, copies: tuple[int, ...]) -> list[tuple[int, Any]]:
         weighted_before = [False]  # weighted_before[i]: does any layer before i have weights?
@@ -222,30 +240,59 @@ def _layers(top: Fields) -> tuple[tuple[Any, ...], tuple[int, ...]]:
         raise top.fail("layers", "expected at least one layer")
     layers: list[Any] = []
     copies: list[int] = []
-    previous = None
+    previous, shape = None, _input_shape(top)
     for i, entry in enumerate(entries):
         fields = Fields(entry, top.source, top.where("layers") + f"[{i}]")
         layer = layer_from_fields(fields, i)
         repeat = fields.positive_int("repeat", 1)
-        _check_widths(fields, previous, layer, i)
+        if hasattr(layer, "with_input"):
+            layer = layer.with_input(shape, fields)
+        branch = getattr(layer, "branch", False)
+        if not branch:
+            _check_widths(fields, previous, layer, i)
+        out_shape = getattr(layer, "out_shape", None)
+        if repeat > 1 and out_shape is not None and out_shape != shape:
+            raise fields.fail("repeat", f"{layer.name!r} changes its input {tuple(shape or ())}"
+                                        f" to {tuple(out_shape)}: only a layer that keeps its"
+                                        f" input's size can repeat")
         names = [layer.name] if repeat == 1 else [f"{layer.name}.{c}" for c in range(1, repeat + 1)]
         layers += [replace(layer, name=name) for name in names]
         copies += range(repeat)
-        previous = layer
+        if not branch:
+            previous, shape = layer, out_shape
     return tuple(layers), tuple(copies)
 
 
+def _input_shape(top: Fields) -> Shape | None:
+    """Top-level ``input: {channels, height, width}``: the image a CNN starts from."""
+    given = top.sub("input", None)
+    if given is None:
+        return None
+    given.reject_unknown(frozenset({"channels", "height", "width"}))
+    return Shape(given.positive_int("channels"), given.positive_int("height"),
+                 given.positive_int("width"))
+
+
 def _check_widths(fields: Fields, previous: Any, layer: Any, index: int) -> None:
-    """Consecutive layers must fit: a layer's input width is the previous layer's output
-    width (where both are feature widths; an embedding takes token ids)."""
+    """A layer's input width must be the previous layer's output width (features; channels for
+    a feature map; an embedding takes token ids), and a layer that reads features cannot follow
+    a map larger than 1 x 1 without a ``flatten``."""
     if previous is None or layer.in_width is None or previous.out_width is None:
         return
     if layer.in_width != previous.out_width:
+        spatial = hasattr(layer, "with_input")
+        what = ("channels", "channels") if spatial else ("inputs", "outputs")
         key = "in" if fields.has("in") else ""
         raise InputError(fields.source, f"{fields.path}.{key}" if key else fields.path,
-                         f"layer {layer.name!r} takes {layer.in_width} inputs but the previous "
-                         f"layer {previous.name!r} (layers[{index - 1}]) gives "
-                         f"{previous.out_width} outputs")
+                         f"layer {layer.name!r} takes {layer.in_width} {what[0]} but the "
+                         f"previous layer {previous.name!r} (layers[{index - 1}]) gives "
+                         f"{previous.out_width} {what[1]}")
+    shape = getattr(previous, "out_shape", None)
+    if shape is not None and not hasattr(layer, "with_input") and shape.height * shape.width > 1:
+        raise InputError(fields.source, fields.path,
+                         f"{layer.name!r} reads features but the previous layer "
+                         f"{previous.name!r} gives a {shape.channels}x{shape.height}x"
+                         f"{shape.width} map: put a flatten between them")
 
 
 def _mlp_layers(top: Fields) -> tuple[Linear, ...]:

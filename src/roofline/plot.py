@@ -419,6 +419,16 @@ def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
     ax.plot([x0, end], [x0 * gbs / 1e3, end * gbs / 1e3], ls=":", lw=1.2, color=color,
             alpha=0.8, gid=f"host-link:{report.hardware.name}",
             label=f"{report.hardware.name}: host link ({name}) {gbs:g} GB/s")
+    stream = report.scaling.host_link if getattr(report, "scaling", None) else None
+    if stream is not None:  # the step: its FLOPs over the bytes it streams, at its pace
+        flops = report.totals["flops"]
+        x, y = flops / stream.bytes, flops / max(stream.time_s, stream.compute_s) / 1e12
+        (xlo, xhi), (ylo, yhi) = ax.get_xlim(), ax.get_ylim()
+        ax.set_xlim(min(xlo, x / 2), max(xhi, x * 2))  # keep the point on the chart
+        ax.set_ylim(min(ylo, y / 2), yhi)
+        ax.plot([x], [y], ls="none", marker="*", ms=13, color=color, mec="black", zorder=7,
+                gid=f"host-link-step:{report.hardware.name}",
+                label=f"{report.hardware.name}: step, input streamed ({stream.bound}-bound)")
 
 
 def _label_points(ax: Axes, report: Report, color: str, placer: _Placer) -> None:

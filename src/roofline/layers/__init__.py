@@ -15,6 +15,11 @@ A layer type is a small frozen class with:
   M, N and K (for alignment messages) and which of them grow with the batch (for batch advice),
   so the rest of the package never asks a layer's type.
 
+Optional, for layers that need them: ``with_input(shape, fields)`` (a layer that reads a feature
+map returns itself bound to the previous layer's ``out_shape``: see ``spatial``), ``out_shape``,
+``branch`` (a side branch: the chain continues from the layer before it) and
+``input_bytes(step)`` (what the step reads as input when the layer comes first).
+
 ``REGISTRY`` maps model.yaml's ``type:`` to the class: a new layer type is one new file here and
 one line in ``REGISTRY``.
 """
@@ -24,9 +29,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..gemm import GemmShape
+from .conv2d import Conv2d
 from .embedding import Embedding
+from .flatten import Flatten
 from .linear import Linear
 from .norm import Norm
+from .pooling import AvgPool2d, MaxPool2d
 from .step import PHASES, Step
 from .transformer import Transformer
 
@@ -34,10 +42,12 @@ if TYPE_CHECKING:
     from ..fields import Fields
 
 REGISTRY: dict[str, type] = {"linear": Linear, "transformer": Transformer,
-                             "embedding": Embedding, "norm": Norm}
+                             "embedding": Embedding, "norm": Norm, "conv2d": Conv2d,
+                             "maxpool2d": MaxPool2d, "avgpool2d": AvgPool2d,
+                             "flatten": Flatten}
 
-__all__ = ["PHASES", "REGISTRY", "Embedding", "GemmShape", "Linear", "Norm", "Step",
-           "Transformer", "layer_from_fields"]
+__all__ = ["PHASES", "REGISTRY", "AvgPool2d", "Conv2d", "Embedding", "Flatten", "GemmShape",
+           "Linear", "MaxPool2d", "Norm", "Step", "Transformer", "layer_from_fields"]
 
 
 def layer_from_fields(fields: Fields, index: int):

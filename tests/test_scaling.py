@@ -1,0 +1,109 @@
+"""--stream-input (the host-link roof) and --data-parallel (ring all-reduce), by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.api import analyze_model
+from roofline.cli import cli
+from roofline.scaling import (
+    DataParallel,
+    HostLinkStream,
+    links,
+    network_roof_workers,
+    resolve_link,
+    scale,
+)
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def test_ring_allreduce_by_hand():
+    # 8 workers, 100 MB of gradients, 10 GbE (1.25 GB/s):
+    # 2 (8 - 1) / 8 x 100e6 / 1.25e9 = 1.75 x 0.08 s = 0.14 s
+    d = DataParallel(8, 100_000_000, "10 GbE", 1.25, compute_s=0.2)
+    assert d.allreduce_s == pytest.approx(0.14)
+    assert d.step_s == pytest.approx(0.34)           # no overlap: 0.2 + 0.14
+    assert d.step_overlap_s == pytest.approx(0.2)    # overlapped: max(0.2, 0.14)
+    assert d.to_dict()["scaling_efficiency"] == pytest.approx(0.2 / 0.34)
+    assert DataParallel(1, 100_000_000, "x", 1.25, 0.2).allreduce_s == 0
+    # network roof: T1 = 0.08 s; 2 (P-1)/P x 0.08 > 0.15 <=> P > 0.16 / 0.01 = 16 -> 17
+    assert network_roof_workers(100_000_000, 1.25, 0.15) == 17
+    # 2 T1 = 0.16 <= 0.2: never
+    assert network_roof_workers(100_000_000, 1.25, 0.2) is None
+
+
+def test_resnet50_on_10gbe_xeons_scales_with_overlap():
+    report = scale(analyze_model(EXAMPLES / "resnet50.yaml", "xeon-platinum-8180"),
+                   workers="1,2,4,8,16,32", interconnect="10gbe")
+    data = report.to_dict()
+    # gradients: 25,503,912 fp32 parameters x 4 B
+    assert data["data_parallel"]["gradient_bytes"] == 25_503_912 * 4
+    assert data["data_parallel"]["workers"] == 32
+    assert [d["workers"] for d in data["data_parallel_sweep"]] == [1, 2, 4, 8, 16, 32]
+    # near-linear to 32 workers once the all-reduce overlaps the backward pass
+    assert data["data_parallel"]["scaling_efficiency_overlap"] == 1.0
+    assert data["data_parallel"]["network_roof_workers"] is None
+
+
+def test_snapml_example_is_pcie_bound_and_nvlink_fast_enough():
+    pcie, nvlink = (scale(analyze_model(EXAMPLES / "snapml-criteo.yaml", "v100-sxm2-32gb"),
+                          host_link=name).to_dict()["host_link"]
+                    for name in ("pcie3-x16-snapml", "nvlink2-cpu-snapml"))
+    # 12,000,000 rows x 39 nonzeros x (4 + 4) B = 3.744 GB per chunk
+    assert pcie["bytes"] == nvlink["bytes"] == 3_744_000_000
+    # Snap ML: 318 ms over PCIe Gen3 (11.8 GB/s), 55 ms over NVLink 2.0 (68.1 GB/s)
+    assert pcie["time_s"] == pytest.approx(0.318, rel=0.01)
+    assert nvlink["time_s"] == pytest.approx(0.055, rel=0.01)
+    assert pcie["bound"] == "host-link"
+    # against Snap ML's 90 ms of GPU compute per chunk, NVLink hides and PCIe does not
+    assert HostLinkStream("nvlink", 68.1, nvlink["bytes"], nvlink["time_s"], 0.090).bound == "device"
+    assert HostLinkStream("pcie", 11.8, pcie["bytes"], pcie["time_s"], 0.090).bound == "host-link"
+
+
+def test_entry_host_link_is_the_default_and_json_only_when_asked():
+    plain = analyze_model(EXAMPLES / "slide-amazon-670k.yaml", "v100-sxm2-32gb")
+    assert "host_link" not in plain.to_dict() and "data_parallel" not in plain.to_dict()
+    stream = scale(plain, stream_input=True).to_dict()["host_link"]
+    # 256 samples x 75 nonzeros x (4 + 4) B = 153,600 B over PCIe Gen3 x16 (15.75 GB/s)
+    assert stream["bytes"] == 153_600
+    assert stream["time_s"] == pytest.approx(153_600 / 15.75e9)
+    assert (stream["link"], stream["bound"]) == ("PCIe 3", "device")
+
+
+def test_every_named_link_has_a_source_and_a_bandwidth():
+    table = links()
+    for name in ("10gbe", "25gbe", "100gbe", "ib-edr", "ib-hdr", "ib-ndr", "nvlink2", "nvlink3",
+                 "nvlink4", "pcie3-x16", "nvlink2-cpu"):
+        assert table[name].bandwidth_gbs > 0
+    assert resolve_link("12.5", "--interconnect").bandwidth_gbs == 12.5
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--data-parallel", "0", "--interconnect", "10gbe"], "Error: --data-parallel: expected worker counts >= 1"),
+    (["--data-parallel", "4", "--interconnect", "11gbe"], "Error: --interconnect: unknown link '11gbe' (known: pcie3-x16"),
+    (["--data-parallel", "4"], "--data-parallel and --interconnect go together"),
+    (["--host-link", "-3"], "Error: --host-link: expected a positive bandwidth in GB/s"),
+])
+def test_bad_scaling_options_are_one_line_errors(runner, args, message):
+    result = runner.invoke(cli, ["analyze", str(EXAMPLES / "resnet50.yaml"), "--hw", "8180",
+                                 *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert result.output.count("\n") == 1
+
+
+def test_cli_table_and_json(runner):
+    result = runner.invoke(cli, ["analyze", str(EXAMPLES / "resnet50.yaml"), "--hw", "8180",
+                                 "--data-parallel", "1,8,32", "--interconnect", "10gbe",
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data["data_parallel"]) >= {"workers", "gradient_bytes", "interconnect_gbs",
+                                          "allreduce_s", "step_s", "scaling_efficiency"}
+    result = runner.invoke(cli, ["analyze", str(EXAMPLES / "snapml-criteo.yaml"), "--hw",
+                                 "v100-sxm2-32gb", "--stream-input"])
+    assert "host-link-bound" in result.output
