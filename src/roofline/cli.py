@@ -115,14 +115,21 @@ def _check_plot(plot: Path | None) -> None:
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+@click.option("--measure", is_flag=True,
+              help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
+                   "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
+                   "measured time, FLOP/s, share of the roof, measured / predicted; each "
+                   "distinct shape once; progress on stderr.")
 def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
-            plot: Path | None, quantization: bool, **overrides) -> None:
+            plot: Path | None, quantization: bool, measure: bool, **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml, or a Hugging Face config.json) and its other
     ops with FLOPs, bytes, intensity, bound, attainable throughput, time, alignment warnings and
     advice on the given hardware.
 
     Peaks are the dense datasheet figures of the hardware entry (or measured ones, for an
-    entry saved by `roofline probe --save`).
+    entry saved by `roofline probe --save`). Beside each GEMM's roofline time (a bound) stands
+    a predicted time: calibrated from the probe on a measured entry, from documented effects
+    (tile/wave quantization, launch latency) on a datasheet one; the report says which.
     """
     from .api import analyze_model
 
@@ -131,6 +138,12 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
 
     reports = [analyze_model(model, resolve_hardware(hw, _progress), quantization=quantization,
                              **overrides) for hw in hardware]
+    if measure:
+        from .measure import check_measurable, measure_report
+
+        for report in reports:  # refuse before any timing starts
+            check_measurable(report)
+        reports = [measure_report(r, _progress) for r in reports]
     from .format import View
 
     click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)

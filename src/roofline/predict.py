@@ -13,8 +13,9 @@ cache L (``llc_mb``)::
 
 - ``t_call``: the per-call overhead, the probe's 8x8x8 GEMM time (Python, numpy dispatch,
   the BLAS's thread wake-up). Paid by every call whatever its size.
-- ``t_flop = 2MNK / (P x eff)``: ``eff = min(eff_square(s), eff_thin(r))``, ``s = (MNK)^(1/3)``
-  and ``r = min(M, N)``. ``eff_square`` interpolates, linearly in log s, the efficiencies the
+- ``t_flop = 2MNK / (P x eff)``: ``eff = eff_square(s)``, ``s = (MNK)^(1/3)``; for a thin
+  GEMM (``r = min(M, N)`` at most a quarter of ``max(M, N, K)``) ``min(eff_square(s),
+  eff_thin(r))``. ``eff_square`` interpolates, linearly in log s, the efficiencies the
   probe measured for small n^3 GEMMs (n = 32..512) and 1.0 at the size the peak was measured
   at; ``eff_thin`` the ones of m x n_t x n_t GEMMs (m = 1..64, n_t = 1024, in cache: B's
   packing for thin M, register tiles not filled) and ``eff_square(n_t)`` at r = n_t; both are
@@ -130,12 +131,16 @@ def interpolate(table: tuple[tuple[int, float], ...], x: float) -> float:
 
 
 def efficiency(eff: GemmEfficiency, m: int, n: int, k: int) -> float:
-    """``min(eff_square((MNK)^(1/3)), eff_thin(min(M, N)))`` (module docstring)."""
+    """``eff_square((MNK)^(1/3))``, and for a thin GEMM (min(M, N) <= max(M, N, K) / 4) the
+    smaller of that and ``eff_thin(min(M, N))`` (module docstring)."""
     square = _with_peak(eff.square, eff.peak_n)
     at_nk = interpolate(square, eff.thin_nk)
     thin = tuple(sorted({**dict(eff.thin), **({eff.thin_nk: at_nk}
                                               if eff.thin_nk > eff.thin[-1][0] else {})}.items()))
-    return min(interpolate(square, (m * n * k) ** (1 / 3)), interpolate(thin, min(m, n)))
+    square_eff = interpolate(square, (m * n * k) ** (1 / 3))
+    if 4 * min(m, n) > max(m, n, k):
+        return square_eff
+    return min(square_eff, interpolate(thin, min(m, n)))
 
 
 def _with_peak(square: tuple[tuple[int, float], ...], peak_n: int) -> tuple:
