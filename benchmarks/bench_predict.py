@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_predict.py [--quick] [--markdown]
 
 One run: a C OpenMP STREAM triad (gcc -O3 -fopenmp, from bench_probe.py) before and after a
-fresh probe (full preset unless --quick; not saved), a quick probe timed on its own, then 50
+fresh probe (full preset unless --quick; not saved), a quick probe timed on its own, then 42
 GEMM shapes timed through numpy's BLAS with the probe's loop (roofline.measure's settings)
 against the calibrated prediction of the fresh entry. Prints the machine, per-shape predicted
 vs measured, the share within 1.25x and 2x, the median and geometric-mean ratio, the worst five
