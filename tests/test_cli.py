@@ -89,7 +89,8 @@ def test_markdown_table(invoke):
     result = invoke("analyze", EXAMPLE, "--hw", "v100", "--format", "markdown")
     lines = result.stdout.splitlines()
     assert any(line.startswith("| GEMM | layer | pass |") for line in lines)
-    assert sum(line.startswith("| MM") for line in lines) == 5
+    assert sum(line.startswith("| MM") and "| fc" in line for line in lines) == 5
+    assert any(line.startswith("| GEMM | roof | predicted |") for line in lines)  # time table
 
 
 def test_several_hardware_entries_in_json_give_a_list(invoke):

@@ -11,6 +11,7 @@ from .gemm import Gemm
 from .hardware import HardwareSpec
 from .network import Network
 from .ops import Op
+from .predict import basis_of, predict_gemm
 from .roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 
 
@@ -28,10 +29,13 @@ class GemmResult:
     min_compute_bound_batch: int | None
     alignment: tuple[advisor.AlignmentNote, ...] = ()
     quantization: advisor.Quantization | None = None
+    predicted_time_s: float | None = None  # roofline.predict: the time to expect
+    measured: Any = None  # roofline.measure.Measurement, with `analyze --measure`
 
     def to_dict(self) -> dict[str, Any]:
         g = self.gemm
-        return {
+        extra = self.measured.to_dict(self) if self.measured is not None else {}
+        return extra | {
             "name": g.name, "layer": g.layer, "pass": g.pass_,
             "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count, "dtype": g.dtype,
             "c_dtype": g.c_dtype, "c_read": g.c_read, "bytes_by_operand": g.bytes_by_operand,
@@ -39,13 +43,14 @@ class GemmResult:
             "bound": self.bound,
             "attainable_tflops": self.attainable_flops_per_s / 1e12,
             "time_s": self.time_s,
+            "predicted_time_s": self.predicted_time_s,
             "aligned": self.aligned,
             "warnings": list(self.warnings),
             "advice": list(self.advice),
             "min_compute_bound_batch": self.min_compute_bound_batch,
             "alignment": [note.to_dict() for note in self.alignment],
             "quantization": self.quantization.to_dict() if self.quantization else None,
-        }
+        } | extra
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,7 @@ class Report:
             "ops": [r.to_dict() for r in self.ops],
             "totals": self.totals,
             "quantization_in_time": self.quantization,
+            "prediction_basis": basis_of(self.hardware),
         } | (self.scaling.to_dict() if self.scaling else {})
 
     def _repr_html_(self) -> str:
@@ -168,9 +174,10 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False)
     if which == "memory":
         batch, sentence = advisor.batch_advice(gemm, ridge, rule)
         advice.append(sentence)
+    predicted = predict_gemm(gemm, hardware, tiles)
     # flops / attainable: the roofline time (roof.roofline_time_s), less any quantization loss
     return GemmResult(gemm, which, attainable, gemm.flops / attainable, aligned,
-                      tuple(warnings), tuple(advice), batch, notes, tiles)
+                      tuple(warnings), tuple(advice), batch, notes, tiles, predicted.time_s)
 
 
 def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:

@@ -72,7 +72,7 @@ def cli() -> None:
       roofline analyze examples/mlp-1024-4096-1000.yaml --hw a100-sxm4-80gb
       roofline analyze model.yaml --hw v100 --batch 1 --format json
       roofline analyze examples/snapml-criteo.yaml --hw v100 --host-link nvlink2-cpu-snapml
-      roofline analyze examples/resnet50.yaml --hw 8180 --data-parallel 1,2,4,8,16,32 --interconnect 10gbe
+      roofline analyze examples/resnet50.yaml --hw 8180 --data-parallel 1,8,32 --interconnect 10gbe
       roofline gemm 512 4096 1024 --hw a100
       roofline compare model.yaml --hw v100 --hw a100 --hw h100
       roofline sweep model.yaml --hw v100 --batch 1..4096
@@ -168,15 +168,23 @@ def _check_plot(plot: Path | None) -> None:
               help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
                    "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
                    "direction.")
+@click.option("--measure", is_flag=True,
+              help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
+                   "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
+                   "measured time, FLOP/s, share of the roof, measured / predicted; each "
+                   "distinct shape once; progress on stderr.")
 def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
             plot: Path | None, quantization: bool, stream_input: bool, host_link: str | None,
-            workers: str | None, interconnect: str | None, **overrides) -> None:
+            workers: str | None, interconnect: str | None, measure: bool,
+            **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml, or a Hugging Face config.json) and its other
     ops with FLOPs, bytes, intensity, bound, attainable throughput, time, alignment warnings and
     advice on the given hardware.
 
     Peaks are the dense datasheet figures of the hardware entry (or measured ones, for an
-    entry saved by `roofline probe --save`).
+    entry saved by `roofline probe --save`). Beside each GEMM's roofline time (a bound) stands
+    a predicted time: calibrated from the probe on a measured entry, from documented effects
+    (tile/wave quantization, launch latency) on a datasheet one; the report says which.
     """
     from .api import analyze_model
 
@@ -187,6 +195,12 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     reports = [scale(analyze_model(model, resolve_hardware(hw, _progress),
                                    quantization=quantization, **overrides),
                      stream_input, host_link, workers, interconnect) for hw in hardware]
+    if measure:
+        from .measure import check_measurable, measure_report
+
+        for report in reports:  # refuse before any timing starts
+            check_measurable(report)
+        reports = [measure_report(r, _progress) for r in reports]
     from .format import View
 
     if fmt == "json" and len(reports) == 1:

@@ -242,6 +242,21 @@ def _aligned_table(header: tuple[str, ...], rows: list[list[str]], left: frozens
     return lines
 
 
+def _time_section(report: Report, gemms: list, markdown: bool = False) -> list[str]:
+    """Roof vs predicted (vs measured) per GEMM: roofline.predict_format (nothing for a model
+    without GEMMs, such as a sparse-only one)."""
+    if not gemms:
+        return []
+    from .predict_format import _LEFT, time_lines, time_rows
+
+    header, rows = time_rows(report, gemms)
+    table = _markdown(header, rows, _LEFT) if markdown else _aligned_table(header, rows, _LEFT)
+    lines = time_lines(report) if markdown else [
+        part for line in time_lines(report) for part in textwrap.wrap(
+            line, width=100, subsequent_indent="  ", break_on_hyphens=False)]
+    return ["", *(f"{line}  " if markdown else line for line in lines), "", *table]
+
+
 def report_table(report: Report, view: View = View()) -> str:
     """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
     warnings and advice below."""
@@ -249,6 +264,7 @@ def report_table(report: Report, view: View = View()) -> str:
     out = [_header(report)]
     if report.results:
         out += ["", *_aligned_table(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+    out += _time_section(report, gemms)
     if ops:
         out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
                 *_aligned_table(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
@@ -265,7 +281,8 @@ def report_table(report: Report, view: View = View()) -> str:
 
 _CSV_FIELDS = ("name", "layer", "pass", "kind", "m", "n", "k", "batch_count", "dtype", "c_dtype",
                "c_read", "flops", "bytes", "bytes_a", "bytes_b", "bytes_c", "intensity", "bound",
-               "attainable_tflops", "time_s", "aligned", "min_compute_bound_batch", "warnings",
+               "attainable_tflops", "time_s", "predicted_time_s", "measured_time_s",
+               "efficiency", "aligned", "min_compute_bound_batch", "warnings",
                "advice")
 
 
@@ -307,6 +324,7 @@ def report_markdown(report: Report, view: View = View()) -> str:
         _COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
     if ops:
         lines += ["", *_markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
+    lines += _time_section(report, gemms, markdown=True)
     note = _repeat_note(report, view)
     lines += ["", _totals_line(report)] + (["", note] if note else [])
     scaling = _scaling_lines(report)

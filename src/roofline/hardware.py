@@ -20,7 +20,9 @@ ORIGINS = ("datasheet", "measured")
 FIGURE_KEYS = ("peak_tflops", "vector_tflops", "sparse_tflops", "bandwidth_gbs", "memory",
                "llc_mb", "host_link", "nvlink", "tdp_w", "gpu", "cpu", "alignment")
 _DESCRIPTIVE_KEYS = ("name", "kind", "vendor", "model", "architecture", "aliases", "nvml_names",
-                     "cpu_brands", "sources", "notes", "origin", "theoretical", "measured")
+                     "cpu_brands", "sources", "notes", "origin", "theoretical", "measured",
+                     "calibration")
+CALIBRATION_VERSIONS = (1,)  # roofline.predict.CALIBRATION_VERSION and the ones it still reads
 TOP_KEYS = frozenset(FIGURE_KEYS + _DESCRIPTIVE_KEYS)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
 
@@ -140,6 +142,30 @@ class Theoretical:
 
 
 @dataclass(frozen=True)
+class GemmEfficiency:
+    """What the probe measured of one dtype's GEMMs, as a share of its peak (after the per-call
+    overhead): ``square`` (n, efficiency) for n^3 GEMMs, ``thin`` (m, efficiency) for
+    m x ``thin_nk`` x ``thin_nk``; ``peak_n`` is the size the peak itself was measured at."""
+
+    square: tuple[tuple[int, float], ...]
+    thin: tuple[tuple[int, float], ...]
+    thin_nk: int
+    peak_n: int
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A measured entry's ``calibration:`` block (probe method 3 on): what roofline.predict
+    needs for a calibrated time per GEMM. ``c_write_passes``: C's real traffic (write-allocate,
+    the zero-fill of beta = 0) in passes over C at DRAM speed; None when not measured."""
+
+    version: int
+    call_overhead_s: float
+    efficiency: dict[str, GemmEfficiency]
+    c_write_passes: float | None = None
+
+
+@dataclass(frozen=True)
 class HardwareSpec:
     """One device's ceilings and the facts the advisor needs, as stored in hwdb/."""
 
@@ -160,6 +186,7 @@ class HardwareSpec:
     gpu: GpuBlock | None = None
     cpu: CpuBlock | None = None
     theoretical: Theoretical | None = None
+    calibration: Calibration | None = None
     nvml_names: tuple[str, ...] = ()
     cpu_brands: tuple[str, ...] = ()
     vector_tflops: dict[str, float] = field(default_factory=dict)
@@ -247,6 +274,7 @@ class HardwareSpec:
             gpu=gpu,
             cpu=cpu,
             theoretical=_theoretical(top),
+            calibration=_calibration(top),
             nvml_names=top.strings("nvml_names"),
             cpu_brands=top.strings("cpu_brands"),
             vector_tflops=_dtype_numbers(top, "vector_tflops", required=False),
@@ -451,6 +479,51 @@ def _theoretical(top: Fields) -> Theoretical | None:
     elif bandwidth is not None:
         bandwidth = theory.positive_number("bandwidth_gbs")
     return Theoretical(peaks, bandwidth)
+
+
+def _calibration(top: Fields) -> Calibration | None:
+    """``calibration: {version, call_overhead_s, gemm_efficiency: {dtype: {square: {n: eff},
+    thin: {m: eff}, thin_nk, peak_n}}, c_write: {passes, m, n, k, dtype, time_s}}``."""
+    block = top.sub("calibration", None)
+    if block is None:
+        return None
+    block.reject_unknown(frozenset({"version", "call_overhead_s", "gemm_efficiency", "c_write"}))
+    version = block.positive_int("version")
+    if version not in CALIBRATION_VERSIONS:
+        raise block.fail("version", f"expected one of {', '.join(map(str, CALIBRATION_VERSIONS))}"
+                                    f" (the calibration versions this roofline reads), got "
+                                    f"{version}; re-run `roofline probe --save NAME --force`")
+    efficiency = {}
+    section = block.sub("gemm_efficiency")
+    section.reject_unknown(frozenset(DTYPES))
+    for dtype in (d for d in DTYPES if section.has(d)):
+        one = section.sub(dtype)
+        one.reject_unknown(frozenset({"square", "thin", "thin_nk", "peak_n"}))
+        efficiency[dtype] = GemmEfficiency(_size_table(one, "square"), _size_table(one, "thin"),
+                                           one.positive_int("thin_nk"), one.positive_int("peak_n"))
+    c_write = block.sub("c_write", None)
+    passes = None
+    if c_write is not None:
+        c_write.reject_unknown(frozenset({"passes", "m", "n", "k", "dtype", "time_s"}))
+        passes = c_write.get("passes")
+        if isinstance(passes, bool) or not isinstance(passes, (int, float)) or passes < 0:
+            raise c_write.fail("passes", f"expected a number >= 0, got {passes!r}")
+        passes = float(passes)
+    return Calibration(version, block.positive_number("call_overhead_s"), efficiency, passes)
+
+
+def _size_table(section: Fields, key: str) -> tuple[tuple[int, float], ...]:
+    """``{size: positive number}`` (sizes as integers or digit strings), sorted by size."""
+    table = section.sub(key)
+    rows = []
+    for size in table.data:
+        text = str(size)
+        if not text.isdigit() or int(text) < 1:
+            raise table.fail(text, "expected a positive integer size as the key")
+        rows.append((int(text), table.positive_number(size)))
+    if not rows:
+        raise section.fail(key, "expected at least one size")
+    return tuple(sorted(rows))
 
 
 def _sources(top: Fields) -> tuple[Source, ...]:

@@ -172,6 +172,8 @@ def chart_limits(reports: Sequence[Report], other_dtypes: bool) -> tuple[tuple, 
     drawn, with room (a factor of 2 or more) around the points for their labels."""
     roofs = [main_roof(r) for r in reports] + [d for d in map(datasheet_roof, reports) if d]
     points = [(x, y) for r in reports for x, y, _ in point_groups(r) + op_groups(r)]
+    points += [(x, y) for r in reports for kind in ("predicted", "measured")
+               for x, y in time_points(r, kind)]
     xs = [x for x, _ in points] + [roof.ridge for roof in roofs]
     x_range = (_nice_below(min(xs) / 2), _nice_above(max(xs) * 2))
     ceilings = [roof.peak_tflops for roof in roofs]
@@ -212,6 +214,7 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
     for index, report in enumerate(items):
         suffix = f" ({report.hardware.name})" if len(items) > 1 else ""
         _draw_points(ax, report, MARKERS[index % len(MARKERS)], suffix)
+        _draw_time_points(ax, report, suffix)
     if labels:
         for index, report in enumerate(items):
             color = HARDWARE_COLORS[index % len(HARDWARE_COLORS)] if len(items) > 1 else "0.15"
@@ -308,6 +311,43 @@ def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
             ax.scatter(*zip(*chosen), s=36, marker="x", color=BOUND_COLORS[which], zorder=6,
                        linewidths=1.4, gid=f"ops-{which}:{hw}",
                        label=f"{which}-bound other ops{suffix}")
+
+
+def time_points(report: Report, kind: str) -> list[tuple[float, float]]:
+    """``(intensity, TFLOP/s)`` at the ``predicted`` or ``measured`` time of each GEMM (first
+    copies of repeated layers only); empty when the report has no such time."""
+    points = []
+    for r in report.results:
+        seconds = r.predicted_time_s if kind == "predicted" else (
+            r.measured.best_s if r.measured is not None else None)
+        if seconds and not r.gemm.copy:
+            points.append((r.gemm.intensity, r.gemm.flops / seconds / 1e12))
+    return points
+
+
+def _draw_time_points(ax: Axes, report: Report, suffix: str) -> None:
+    """Predicted times as hollow grey circles, measured ones as black diamonds, each tied to
+    its roof point by a thin dotted line: the roof points stay the bound they are."""
+    from .predict import basis_of
+
+    hw = report.hardware.name
+    roof = {r.gemm.name: (r.gemm.intensity, r.attainable_flops_per_s / 1e12)
+            for r in report.results if not r.gemm.copy}
+    for kind, style in (("predicted", {"s": 46, "marker": "o", "facecolors": "none",
+                                       "edgecolors": "0.35", "linewidths": 1.2}),
+                        ("measured", {"s": 44, "marker": "D", "color": "black",
+                                      "edgecolors": "white", "linewidths": 0.6})):
+        points = time_points(report, kind)
+        if not points:
+            continue
+        name = (f"predicted time ({basis_of(report.hardware)})" if kind == "predicted"
+                else "measured here (--measure)")
+        ax.scatter(*zip(*points), zorder=7, gid=f"points-{kind}:{hw}", label=name + suffix,
+                   **style)
+        if kind == "measured":
+            for (x, y), (x0, y0) in zip(points, roof.values()):
+                ax.plot([x, x0], [y, y0], color="0.4", linewidth=0.7, linestyle=":", zorder=5,
+                        gid=f"measured-to-roof:{hw}")
 
 
 def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_link: bool,

@@ -65,6 +65,47 @@ def _check_gemm(a, b, c, dtype: str) -> None:
         raise KernelCheckError(f"{dtype} GEMM n={a.shape[0]}: result differs from the reference")
 
 
+def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0) -> Kernel:
+    """C(m, n) = A(m, k) @ B(k, n) in ``dtype`` (fp64 or fp32), beta = 0 (numpy's ``out=``):
+    2 m n k FLOPs per call; checked once against a float64 reference."""
+    import numpy as np
+
+    np_dtype = np.dtype(NUMPY_GEMM_DTYPES[dtype])
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k), dtype=np_dtype)
+    b = rng.standard_normal((k, n), dtype=np_dtype)
+    c = np.empty((m, n), dtype=np_dtype)
+
+    def run(loops: int) -> None:
+        for _ in range(loops):
+            np.matmul(a, b, out=c)
+
+    run(1)
+    _check_gemm(a, b, c, dtype)
+    return Kernel(f"{dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k, "FLOP")
+
+
+def read_stream_kernel(elements: int) -> Kernel:
+    """DRAM as a GEMM reads it: ``numpy.dot`` of two float64 vectors of ``elements`` each,
+    through the BLAS (its own threads), 16 B read per element and nothing written. This is
+    the traffic of a memory-bound GEMM (A and B streamed in), with no write-allocate."""
+    import numpy as np
+
+    x = np.full(elements, 0.5)
+    y = np.full(elements, 2.0)
+    out = [0.0]
+
+    def run(loops: int) -> None:
+        for _ in range(loops):
+            out[0] = float(np.dot(x, y))
+
+    run(1)
+    if out[0] != float(elements):
+        raise KernelCheckError("read stream (dot): wrong result, bandwidth not trusted")
+    return Kernel(f"read stream (dot) {2 * x.nbytes / 2**20:.0f} MiB", run,
+                  16.0 * elements, "B")
+
+
 def small_gemm_kernel(n: int = 8, dtype: str = "fp32") -> Kernel:
     """A tiny ``n`` x ``n`` GEMM: its time per call is the overhead any small layer pays."""
     kernel = gemm_kernel(n, dtype)

@@ -53,6 +53,8 @@ def _cpu_entry(result, name: str) -> dict[str, Any]:
     if result.theoretical.get("bandwidth_gbs", {}).get("dram"):
         theory["bandwidth_gbs"] = result.theoretical["bandwidth_gbs"]["dram"]
     data["theoretical"] = theory
+    if result.measured.get("calibration", {}).get("gemm_efficiency"):
+        data["calibration"] = result.measured["calibration"]
     return data
 
 
@@ -125,6 +127,9 @@ def _notes(result, data: dict[str, Any]) -> str:
              f"all-core streaming rate, not datasheet peaks; theoretical holds the computed "
              f"ceilings."]
     if kind == "cpu":
+        parts.append("bandwidth_gbs is a read stream through the BLAS (numpy.dot).")
+        if "calibration" in data:
+            parts.append("calibration: the GEMMs predicted_time_s is calibrated from.")
         parts.append("Assumptions: " + "; ".join(result.assumptions) + ".")
         parts.append("llc_mb read from sysfs/py-cpuinfo (MiB).")
     else:

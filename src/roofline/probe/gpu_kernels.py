@@ -70,6 +70,25 @@ class TorchBackend:
         return Kernel(f"{self.name} {dtype} GEMM n={n} on {self.device}", run, 2.0 * n ** 3,
                       "FLOP")
 
+    def shaped_gemm(self, m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
+        """``g`` GEMMs (m, k) x (k, n) in ``dtype`` (batched when g > 1), one sync per call."""
+        t = self.torch
+        dt = getattr(t, TORCH_DTYPES[dtype])
+        if self.is_gpu:
+            t.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        lead = (g,) if g > 1 else ()
+        a = t.randn(lead + (m, k), device=self.device, dtype=dt)
+        b = t.randn(lead + (k, n), device=self.device, dtype=dt)
+        c = t.empty(lead + (m, n), device=self.device, dtype=dt)
+
+        def run(loops: int) -> None:
+            for _ in range(loops):
+                t.matmul(a, b, out=c)
+            self.sync()
+
+        run(1)
+        return Kernel(f"{self.name} {dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k * g, "FLOP")
+
     def device_copy(self, nbytes: int) -> Kernel:
         t = self.torch
         src = t.ones((nbytes // 4,), device=self.device, dtype=t.float32)
@@ -133,6 +152,22 @@ class CupyBackend:
                                 atol=rtol * n ** 0.5 * 4)):
             raise KernelCheckError(f"cupy {dtype} GEMM n={n}: wrong result")
         return Kernel(f"cupy {dtype} GEMM n={n}", run, 2.0 * n ** 3, "FLOP")
+
+    def shaped_gemm(self, m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
+        """``g`` GEMMs (m, k) x (k, n) in ``dtype`` (batched when g > 1), one sync per call."""
+        cp = self.cp
+        lead = (g,) if g > 1 else ()
+        a = cp.random.standard_normal(lead + (m, k)).astype(CUPY_DTYPES[dtype])
+        b = cp.random.standard_normal(lead + (k, n)).astype(CUPY_DTYPES[dtype])
+        c = cp.empty(lead + (m, n), dtype=CUPY_DTYPES[dtype])
+
+        def run(loops: int) -> None:
+            for _ in range(loops):
+                cp.matmul(a, b, out=c)
+            self.sync()
+
+        run(1)
+        return Kernel(f"cupy {dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k * g, "FLOP")
 
     def device_copy(self, nbytes: int) -> Kernel:
         cp = self.cp

@@ -17,13 +17,21 @@ from typing import Any
 
 from .. import __version__
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# SCHEMA_VERSION history (bump whenever the JSON object changes shape):
+#   1: measured {gemm_gflops, bandwidth_gbs, small_gemm_overhead_s}, details, metadata.
+#   2: measured.bandwidth_gbs.dram is a read stream (triad and copy kept beside it),
+#      measured.bandwidth_stats {kernel: {best, median, spread}}, measured.calibration
+#      (roofline.predict.CALIBRATION_VERSION) for the calibrated GEMM time.
 # METHOD_VERSION history (bump whenever the way we measure changes):
 #   1: calibrated loops (bench.measure), best over GEMM sizes, blocked threaded triad + copy,
 #      dram = best of the two, LLC reported only when clearly above DRAM.
 #   2: the CPU's theoretical clock is measured under load (dependent-add chain) when no hwdb
 #      entry matches, and raised to what a measured GEMM rate above it implies.
-METHOD_VERSION = 2
+#   3: dram is a read-only stream through the BLAS (numpy.dot of two vectors beyond the LLC),
+#      no longer the best of triad and copy (kept as STREAM-comparable extras); calibration
+#      GEMMs for predicted_time_s: small squares, thin M, C's write cost (small K).
+METHOD_VERSION = 3
 MiB = 2**20
 Progress = Callable[[str], None]
 
@@ -41,6 +49,17 @@ class Plan:
     dram_llc_factor: float
     llc: bool
     small_gemm_n: int = 8
+    # calibration of predicted_time_s (roofline.predict): small squares and thin M (N = K =
+    # cal_thin_nk, in cache) per dtype, and C's write cost at cal_c_mn^2 x cal_c_k (fp32)
+    cal_square: tuple[int, ...] = (32, 64, 128, 256, 512)
+    cal_thin_m: tuple[int, ...] = (1, 4, 16, 64)
+    cal_thin_nk: int = 1024
+    cal_c_mn: int = 4096
+    cal_c_k: int = 16
+    # short values, many of them: on a shared machine a preempted BLAS thread costs a whole
+    # scheduler tick, and the best of many short values is the one that missed it
+    cal_min_time_s: float = 0.002
+    cal_repeats: int = 9
     lowp_sizes: tuple[int, ...] = (1024,)
     gpu_gemm_sizes: tuple[int, ...] = (4096, 8192)
     gpu_copy_bytes: int = 1024 * MiB
@@ -54,12 +73,14 @@ PRESETS = {
     "quick": Plan("quick", {"fp32": (1536,), "fp64": (1024,)}, repeats=3, warmups=1,
                   min_time_s=0.03, dram_array_bytes=(32 * MiB, 128 * MiB), dram_llc_factor=1.0,
                   llc=False, gpu_gemm_sizes=(4096,), gpu_copy_bytes=256 * MiB,
-                  gpu_h2d_bytes=64 * MiB),
+                  gpu_h2d_bytes=64 * MiB, cal_square=(32, 64, 128, 256), cal_repeats=7),
     # for tests: finishes in well under a second, figures meaningless
     "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
                  min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
                  dram_llc_factor=1.0, llc=True, small_gemm_n=4, lowp_sizes=(16,),
-                 gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096),
+                 gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
+                 cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_c_mn=16, cal_c_k=2,
+                 cal_min_time_s=0.0005),
 }
 
 
@@ -112,11 +133,13 @@ class _Session:
         self.not_measured.append({"figure": figure, "reason": reason})
         self.say(f"  not measured: {figure}: {reason}")
 
-    def time(self, kernel, scale: float) -> dict[str, Any]:
+    def time(self, kernel, scale: float, min_time_s: float | None = None,
+             repeats: int | None = None) -> dict[str, Any]:
         from .timing import instability_warning, measure
 
         p = self.plan
-        result = measure(kernel.run, p.repeats, p.warmups, p.min_time_s, self.clock)
+        result = measure(kernel.run, repeats or p.repeats, p.warmups,
+                         p.min_time_s if min_time_s is None else min_time_s, self.clock)
         warning = instability_warning(kernel.label, result)
         if warning:
             self.warnings.append(warning)
@@ -159,7 +182,7 @@ def _small_gemm(s: _Session) -> None:
     s.say(f"  {n}x{n}x{n} fp32 GEMM: {stats['best_s'] * 1e6:.2f} us per call")
 
 
-def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> float:
+def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> dict[str, float]:
     from .cpu_kernels import StreamArrays
 
     with StreamArrays(max(1, array_bytes // 8), threads) as arrays:
@@ -170,8 +193,22 @@ def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> float:
                                                    "threads": arrays.threads}
             rates[name] = stats["best"]
             s.say(f"  {key} {name} ({arrays.nbytes / MiB:.0f} MiB, {arrays.threads} threads): "
-                  f"{stats['best']:.1f} GB/s")
-    return max(rates.values())
+                  f"{stats['best']:.1f} GB/s (median {stats['median']:.1f})")
+    return rates
+
+
+def _read_stream(s: _Session, per_array: int) -> float:
+    """DRAM as GEMMs read it: a dot product of two vectors through the BLAS (read only)."""
+    from .cpu_kernels import read_stream_kernel
+
+    p = s.plan  # short values, many: the best of them is the one no other process disturbed
+    stats = s.time(read_stream_kernel(max(1, per_array // 8)), 1e9, p.min_time_s / 3,
+                   p.cal_repeats)
+    s.details["dram_read"] = stats | {"working_set_bytes": 2 * per_array,
+                                      "kernel": "numpy.dot (BLAS ddot), read only"}
+    s.say(f"  dram read stream ({2 * per_array / MiB:.0f} MiB, BLAS dot): {stats['best']:.1f} "
+          f"GB/s (median {stats['median']:.1f}, spread {stats['spread']:.1%})")
+    return stats["best"]
 
 
 def _bandwidth(s: _Session, cpu) -> None:
@@ -180,10 +217,17 @@ def _bandwidth(s: _Session, cpu) -> None:
     llc = cpu.llc_bytes_total or 32 * MiB
     per_array = int(min(max(s.plan.dram_llc_factor * llc, low), high, _available_memory() / 8))
     s.say(f"DRAM bandwidth, all {threads} CPUs ...")
-    dram = _streams(s, "dram", per_array, threads)
-    s.measured["bandwidth_gbs"].update(dram=dram, triad=s.details["dram_triad"]["best"],
-                                       copy=s.details["dram_copy"]["best"])
-    s.details["dram_kernel"] = "triad" if dram == s.measured["bandwidth_gbs"]["triad"] else "copy"
+    # the read stream's two vectors: each at least twice the LLC, whatever the preset
+    read_bytes = int(min(max(2 * llc, per_array), high, _available_memory() / 8))
+    dram = _read_stream(s, read_bytes)
+    rates = _streams(s, "dram", per_array, threads)
+    s.measured["bandwidth_gbs"].update(dram=dram, triad=rates["triad"], copy=rates["copy"])
+    s.measured["bandwidth_stats"] = {
+        name: {k: s.details[key][k] for k in ("best", "median", "spread")}
+        for name, key in (("dram", "dram_read"), ("triad", "dram_triad"), ("copy", "dram_copy"))}
+    s.details["dram_kernel"] = "read stream (BLAS dot)"
+    s.details["stream_note"] = ("triad and copy count bytes as STREAM does, without the "
+                                "write-allocate traffic; dram is the read stream")
     if 3 * per_array < 2 * llc:
         s.warnings.append(f"DRAM working set {3 * per_array / MiB:.0f} MiB is not well beyond "
                           f"the {llc / MiB:.0f} MiB last-level cache ({s.plan.name} preset)")
@@ -199,11 +243,55 @@ def _llc(s: _Session, cpu, dram: float, threads: int) -> None:
     if working_set < 2 * l2 or s.plan.name == "tiny":
         return s.skip("bandwidth_gbs.llc", "the last-level cache is not much larger than L2")
     s.say("last-level cache bandwidth ...")
-    rate = _streams(s, "llc", int(working_set // 3), threads)
+    rate = _streams(s, "llc", int(working_set // 3), threads)["triad"]
+    dram = s.measured["bandwidth_gbs"]["triad"]  # like for like: triad against triad
     if rate < 1.2 * dram:
         return s.skip("bandwidth_gbs.llc", f"cache-resident rate {rate:.1f} GB/s is within 20% "
                                            f"of DRAM (shared or virtualised cache?): not reported")
     s.measured["bandwidth_gbs"]["llc"] = rate
+
+
+def _calibration(s: _Session, llc_bytes: int | None) -> None:
+    """The GEMMs roofline.predict calibrates from: small squares and thin M per dtype, and
+    C's write cost (a small-K GEMM whose C is beyond the LLC); see predict.Calibration."""
+    from ..predict import CALIBRATION_VERSION, c_write_passes
+    from .cpu_kernels import shaped_gemm_kernel
+
+    p, gflops = s.plan, s.measured["gemm_gflops"]
+    call_s = s.measured["small_gemm_overhead_s"]
+    s.say("calibration GEMMs (small, thin, small K) ...")
+    efficiency: dict[str, Any] = {}
+    for dtype in (d for d in p.gemm_sizes if gflops.get(d)):
+        peak = gflops[dtype] * 1e9
+
+        def eff(m: int, n: int, k: int, d: str = dtype, rate: float = peak) -> float:
+            stats = s.time(shaped_gemm_kernel(m, n, k, d), 1e9, p.cal_min_time_s,
+                           p.cal_repeats)
+            return _sig(2.0 * m * n * k / max(stats["best_s"] - call_s, 1e-12) / rate)
+
+        square = {str(n): eff(n, n, n) for n in p.cal_square}
+        thin = {str(m): eff(m, p.cal_thin_nk, p.cal_thin_nk) for m in p.cal_thin_m}
+        efficiency[dtype] = {"square": square, "thin": thin, "thin_nk": p.cal_thin_nk,
+                             "peak_n": s.details[f"gemm_{dtype}"]["best_n"]}
+        s.say(f"  {dtype} efficiency: squares {square}; thin M (N = K = {p.cal_thin_nk}) {thin}")
+    dtype = "fp32" if "fp32" in efficiency else next(iter(efficiency), None)
+    block: dict[str, Any] = {"version": CALIBRATION_VERSION, "call_overhead_s": call_s,
+                             "gemm_efficiency": efficiency}
+    if dtype is not None:
+        m, k = p.cal_c_mn, p.cal_c_k
+        stats = s.time(shaped_gemm_kernel(m, m, k, dtype), 1e9, p.cal_min_time_s,
+                       p.cal_repeats)
+        passes = c_write_passes(stats["best_s"], m, m, k, dtype, call_s, gflops[dtype] * 1e9,
+                                efficiency[dtype], s.measured["bandwidth_gbs"]["dram"] * 1e9,
+                                llc_bytes)
+        block["c_write"] = {"passes": _sig(passes), "m": m, "n": m, "k": k, "dtype": dtype,
+                            "time_s": stats["best_s"]}
+        s.say(f"  C write cost ({m}x{m}x{k} {dtype}): {passes:.2f} passes of C at DRAM speed")
+    s.measured["calibration"] = block
+
+
+def _sig(value: float, digits: int = 4) -> float:
+    return float(f"{value:.{digits}g}")
 
 
 def _available_memory() -> float:
@@ -310,6 +398,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     _cpu_gemm(session, blas[0]["num_threads"] if blas else None)
     _small_gemm(session)
     _bandwidth(session, cpu)
+    _calibration(session, cpu.llc_bytes_total)
     _cpu_lowp(session)
     session.details["effective_clock_ghz"] = effective
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])

@@ -1,0 +1,132 @@
+"""Does predicted_time_s hold on this machine? Run on demand (not a test):
+
+    .venv/bin/python benchmarks/bench_predict.py [--quick] [--markdown]
+
+One run: a C OpenMP STREAM triad (gcc -O3 -fopenmp, from bench_probe.py) before and after a
+fresh probe (full preset unless --quick; not saved), a quick probe timed on its own, then 42
+GEMM shapes timed through numpy's BLAS with the probe's loop (roofline.measure's settings)
+against the calibrated prediction of the fresh entry. Prints the machine, per-shape predicted
+vs measured, the share within 1.25x and 2x, the median and geometric-mean ratio, the worst five
+with the term that dominated their prediction, and the probe's DRAM figure against the C triad.
+
+Fit and validation are apart: the probe calibrates on squares n = 32..512 (quick: ..256),
+thin M = 1..64 at N = K = 1024 and one 4096 x 4096 x 16 GEMM; the shapes here are others
+(squares 48..2048, thin M at N = K = 4096, the README's MLP, small K, ...). Overlap: the
+fp32 4096 x 4096 x 16 shape is the probe's C-write shape (marked * in the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_probe import compile_stream, run_stream  # noqa: E402
+
+MLP = [(512, 4096, 1024), (512, 1000, 4096), (512, 4096, 1000), (4096, 1000, 512),
+       (1024, 4096, 512)]  # MM1..MM5 of examples/mlp-1024-4096-1000.yaml at batch 512
+
+
+def shapes() -> list[tuple[int, int, int, str, str]]:
+    out = []
+    for d in ("fp32", "fp64"):
+        out += [(s, s, s, d, "square") for s in (48, 96, 192, 384, 768, 2048)]
+        out += [(m, 4096, 4096, d, "thin M") for m in (1, 4, 16, 32, 256)]
+        out += [(*s, d, f"MLP MM{i + 1}") for i, s in enumerate(MLP)]
+        out += [(4096, 4096, 16, d, "small K"), (65536, 64, 64, d, "small K, tall"),
+                (1, 11008, 4096, d, "decode M=1"), (128, 8192, 128, d, "in cache"),
+                (8192, 1024, 1024, d, "large batch")]
+    return out
+
+
+def reason(terms: dict) -> str:
+    if terms.get("resident"):
+        return "cache-resident: compute at in-cache efficiency"
+    top = max(("flop_s", "ab_s", "c_s", "call_s"), key=lambda k: terms.get(k, 0))
+    return {"flop_s": "compute-limited (efficiency table)", "ab_s": "A/B streaming (read BW)",
+            "c_s": "C write traffic", "call_s": "per-call overhead"}[top]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="calibrate from a quick probe")
+    parser.add_argument("--array-mib", type=int, default=512)
+    args = parser.parse_args()
+    from roofline.analysis import analyze_gemm
+    from roofline.gemm import Gemm
+    from roofline.hardware import HardwareSpec
+    from roofline.measure import MIN_TIME_S, REPEATS, WARMUPS, _numpy_kernel
+    from roofline.predict import predict_gemm
+    from roofline.probe import run_probe
+    from roofline.probe.timing import measure
+
+    say = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    elements = args.array_mib * 2**20 // 8
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = compile_stream(Path(tmp))
+        c_runs = [run_stream(exe, elements) for _ in range(2)] if exe else []
+        t0 = time.perf_counter()
+        quick = run_probe(quick=True, progress=say)
+        quick_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        result = quick if args.quick else run_probe(progress=say)
+        probe_s = quick_s if args.quick else time.perf_counter() - t0
+        c_runs += [run_stream(exe, elements) for _ in range(2)] if exe else []
+    hw = HardwareSpec.from_dict(result.to_hardware_dict("bench"), "fresh probe")
+    meta = result.metadata
+    print(f"machine: {meta['hostname']}: {result.cpu.brand}, {result.cpu.cores} cores, "
+          f"{meta['platform']}; BLAS {', '.join(b['internal_api'] + ' ' + str(b['version']) + ' x' + str(b['num_threads']) for b in result.blas)}")
+    print(f"probe: quick {quick_s:.1f} s, {result.preset} {probe_s:.1f} s; peaks fp32 "
+          f"{hw.peak_tflops['fp32'] * 1e3:.1f}, fp64 {hw.peak_tflops['fp64'] * 1e3:.1f} GFLOP/s; "
+          f"dram (read stream) {hw.bandwidth_gbs:.1f} GB/s")
+    rows = []
+    for m, n, k, d, kind in shapes():
+        g = Gemm("MM", "x", "forward", m, n, k, d)
+        p = predict_gemm(g, hw)
+        roof = analyze_gemm(g, hw).time_s
+        r = measure(_numpy_kernel(m, n, k, 1, d).run, REPEATS, WARMUPS, MIN_TIME_S)
+        rows.append((m, n, k, d, kind, roof, p, r.best_s, r.spread))
+        say(f"  {m}x{n}x{k} {d}: predicted {p.time_s * 1e6:.1f} us, measured "
+            f"{r.best_s * 1e6:.1f} us")
+    print("\n| shape (M x N x K) | dtype | kind | roof | predicted | measured | spread | "
+          "measured / predicted |\n|---|---|---|--:|--:|--:|--:|--:|")
+    from roofline.format import seconds
+
+    ratios = []
+    for m, n, k, d, kind, roof, p, best, spread in rows:
+        ratio = best / p.time_s
+        ratios.append(ratio)
+        star = "*" if (m, n, k, d) == (4096, 4096, 16, "fp32") else ""
+        print(f"| {m} x {n} x {k}{star} | {d} | {kind} | {seconds(roof)} | "
+              f"{seconds(p.time_s)} | {seconds(best)} | {spread:.0%} | {ratio:.2f} |")
+    off = [max(r, 1 / r) for r in ratios]
+    print(f"\n{len(rows)} shapes: within 1.25x {sum(o <= 1.25 for o in off) / len(off):.0%} "
+          f"[target >= 90%], within 2x {sum(o <= 2 for o in off) / len(off):.0%} [target 100%]; "
+          f"median measured/predicted {statistics.median(ratios):.2f}, geometric mean "
+          f"{statistics.geometric_mean(ratios):.2f}")
+    roof_off = [max(b / rf, rf / b) for *_, rf, p, b, _ in rows]
+    print(f"pure roofline for comparison: within 1.25x "
+          f"{sum(o <= 1.25 for o in roof_off) / len(roof_off):.0%}, within 2x "
+          f"{sum(o <= 2 for o in roof_off) / len(roof_off):.0%}")
+    print("worst five:")
+    worst = sorted(zip(off, ratios, rows), key=lambda t: -t[0])[:5]
+    for o, ratio, (m, n, k, d, kind, _, p, best, _) in worst:
+        print(f"  {m}x{n}x{k} {d} ({kind}): measured/predicted {ratio:.2f}; predicted by "
+              f"{reason(p.terms)}")
+    if c_runs:
+        c_triad = max(r[0] for r in c_runs)
+        print(f"DRAM: probe read stream {hw.bandwidth_gbs:.1f} GB/s / C triad (best of "
+              f"{len(c_runs)} runs, {c_runs[0][2]} threads, 3 x {args.array_mib} MiB) "
+              f"{c_triad:.1f} GB/s = {hw.bandwidth_gbs / c_triad:.2f}x [target >= 0.95]; "
+              f"C triad runs: {', '.join(f'{r[0]:.1f}' for r in c_runs)}")
+    else:
+        print("gcc not found: no C triad comparison")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""predicted_time_s and analyze --measure: hand-derived model values, the calibration block's
+validation, and the measure path driven by fake kernels and a fake clock (no real timing)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+
+import pytest
+from _probe_fakes import fake_torch
+
+from roofline import measure as measure_mod
+from roofline.analysis import analyze, analyze_gemm
+from roofline.database import load_hardware
+from roofline.errors import InputError
+from roofline.gemm import Gemm
+from roofline.hardware import GemmEfficiency, HardwareSpec
+from roofline.network import load_network
+from roofline.predict import LAUNCH_LATENCY_S, basis_sentence, efficiency, interpolate, predict_gemm
+from roofline.probe.cpu_kernels import Kernel
+
+EXAMPLE = "examples/mlp-1024-4096-1000.yaml"
+HOST = "testbox"
+
+ENTRY = {
+    "name": "box", "kind": "cpu", "vendor": "AMD", "model": "AMD EPYC", "architecture": "x",
+    "origin": "measured", "peak_tflops": {"fp64": 0.05, "fp32": 0.1}, "bandwidth_gbs": 20.0,
+    "llc_mb": 1.0,
+    "cpu": {"sockets": 1, "cores_per_socket": 2, "simd_bits": 512, "fma_units": 2,
+            "clock_ghz": 3.0},
+    "measured": {"machine": f"{HOST}: AMD EPYC, 2 cores, Linux"},
+    "calibration": {"version": 1, "call_overhead_s": 1e-6,
+                    "gemm_efficiency": {
+                        "fp32": {"square": {"32": 0.25, "128": 0.5}, "thin": {"1": 0.1, "16": 0.4},
+                                 "thin_nk": 1024, "peak_n": 512},
+                        "fp64": {"square": {"32": 0.5}, "thin": {"1": 0.5}, "thin_nk": 64,
+                                 "peak_n": 64}},
+                    "c_write": {"passes": 2.0, "m": 4096, "n": 4096, "k": 16, "dtype": "fp32"}},
+    "sources": [{"title": "probe", "command": "roofline probe",
+                 "covers": ["peak_tflops", "bandwidth_gbs", "llc_mb", "cpu"]}],
+    "notes": "test entry",
+}
+
+
+def spec(data=None) -> HardwareSpec:
+    return HardwareSpec.from_dict(copy.deepcopy(data or ENTRY), "box.yaml")
+
+
+def test_interpolation_is_linear_in_log_size_and_clamped():
+    table = ((32, 0.25), (128, 0.5))
+    assert interpolate(table, 64) == pytest.approx(0.375)  # halfway in log2: 5 -> 6 -> 7
+    assert interpolate(table, 8) == 0.25 and interpolate(table, 4096) == 0.5
+
+
+def test_efficiency_takes_the_thin_limit_and_reaches_one_at_the_peak_size():
+    eff = spec().calibration.efficiency["fp32"]
+    assert isinstance(eff, GemmEfficiency)
+    assert efficiency(eff, 512, 512, 512) == pytest.approx(1.0)  # not thin: squares only
+    # square table + (512, 1.0): at 256, halfway in log between 128 (0.5) and 512 (1.0)
+    assert efficiency(eff, 256, 256, 256) == pytest.approx(0.75)
+    # M = 4 of N = K = 4096: square s = (4*4096^2)^(1/3) = 406 -> 0.5 + 0.5*log(406/128)/log 4
+    # thin at 4: halfway between 1 (0.1) and 16 (0.4) in log -> 0.25, the smaller one wins
+    assert efficiency(eff, 4, 4096, 4096) == pytest.approx(0.25)
+
+
+def test_calibrated_prediction_by_hand():
+    hw = spec()
+    # 4 x 4096 x 4096 fp32: A 64 KiB, B 64 MiB, C 64 KiB > 1 MiB LLC: from DRAM
+    g = Gemm("MM1", "fc", "forward", 4, 4096, 4096, "fp32")
+    p = predict_gemm(g, hw)
+    flop_s = 2 * 4 * 4096 * 4096 / (0.1e12 * 0.25)
+    ab_s = 4 * (4 * 4096 + 4096 * 4096) / 20e9
+    c_s = 2.0 * 4 * 4 * 4096 / 20e9
+    assert p.basis == "calibrated"
+    assert p.time_s == pytest.approx(1e-6 + max(flop_s, ab_s) + c_s)
+    # cache-resident (64^3 fp32, 48 KiB <= 1 MiB): no DRAM terms
+    small = predict_gemm(Gemm("MM1", "fc", "forward", 64, 64, 64, "fp32"), hw)
+    eff64 = 0.25 + 0.25 * 0.5
+    assert small.time_s == pytest.approx(1e-6 + 2 * 64**3 / (0.1e12 * eff64))
+    assert small.terms["ab_s"] == 0 and small.terms["c_s"] == 0
+
+
+def test_json_carries_predicted_beside_the_roofline_time():
+    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), spec())
+    data = report.to_dict()
+    assert data["prediction_basis"] == "calibrated"
+    for gemm in data["gemms"]:
+        assert gemm["predicted_time_s"] >= gemm["time_s"] * 0.5
+        assert "measured_time_s" not in gemm
+
+
+def test_datasheet_gpu_prediction_adds_quantization_and_launch_latency():
+    hw = load_hardware("a100")
+    g = Gemm("MM2", "fc2", "forward", 512, 1000, 4096, "fp16")
+    result = analyze_gemm(g, hw)
+    q = result.quantization.effective
+    expected = LAUNCH_LATENCY_S + max(g.flops / (312e12 * q), g.bytes / 2039e9)
+    assert result.predicted_time_s == pytest.approx(expected)
+    assert result.time_s == pytest.approx(g.flops / 312e12)  # the bound is unchanged
+    assert "launch latency" in basis_sentence(hw)
+
+
+def test_old_measured_entry_without_calibration_loads_and_says_so():
+    data = copy.deepcopy(ENTRY)
+    del data["calibration"]
+    hw = spec(data)
+    assert hw.calibration is None
+    assert "uncalibrated" in basis_sentence(hw) and "probe method < 3" in basis_sentence(hw)
+    g = Gemm("MM1", "fc", "forward", 64, 64, 64, "fp32")
+    assert predict_gemm(g, hw).time_s == pytest.approx(
+        max(g.flops / 0.1e12, g.bytes / 20e9))
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("version",), 9, "calibration.version: expected one of 1"),
+    (("call_overhead_s",), -1, "calibration.call_overhead_s"),
+    (("gemm_efficiency", "fp32", "square"), {"x": 0.1}, "calibration.gemm_efficiency.fp32"
+                                                          ".square.x"),
+    (("gemm_efficiency", "fp32", "thin"), {}, "calibration.gemm_efficiency.fp32.thin"),
+    (("c_write", "passes"), -2, "calibration.c_write.passes"),
+    (("gemm_efficiency", "fp99"), {}, "calibration.gemm_efficiency.fp99: unknown field"),
+])
+def test_calibration_errors_name_the_field(path, value, message):
+    data = copy.deepcopy(ENTRY)
+    node = data["calibration"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    with pytest.raises(InputError, match=message.replace(".", r"\.")):
+        spec(data)
+
+
+class FakeClock:
+    """Advances by ``per_call_s[shape]`` for each call a fake kernel makes."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def fake_kernels(clock, per_call):
+    made = []
+
+    def make(m, n, k, g, dtype):
+        made.append((m, n, k, g, dtype))
+
+        def run(loops):
+            clock.now += loops * per_call[(m, n, k)]
+
+        return Kernel("fake", run, 2.0 * m * n * k * g, "FLOP")
+
+    return make, made
+
+
+def test_measure_times_each_distinct_shape_once_and_flags_a_point_above_its_roof():
+    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), spec())
+    clock = FakeClock()
+    # MM1 and MM5 share no shape; MM2/MM3 differ; give MM1 a time below its roof
+    roof = {(r.gemm.m, r.gemm.n, r.gemm.k): r.time_s for r in report.results}
+    per_call = {shape: t * 2 for shape, t in roof.items()}
+    per_call[(512, 4096, 1024)] = roof[(512, 4096, 1024)] / 2
+    make, made = fake_kernels(clock, per_call)
+    said = []
+    measured = measure_mod.measure_report(report, said.append, make, "fake", clock, HOST)
+    assert len(made) == len(set(made)) == len(roof)
+    mm1, mm2 = measured.results[0].to_dict(), measured.results[1].to_dict()
+    assert mm1["measured_time_s"] == pytest.approx(roof[(512, 4096, 1024)] / 2)
+    assert mm1["efficiency"] == pytest.approx(2.0) and mm1["beats_roof"]
+    assert mm2["efficiency"] == pytest.approx(0.5) and not mm2["beats_roof"]
+    assert mm2["measured_over_predicted"] == pytest.approx(
+        mm2["measured_time_s"] / mm2["predicted_time_s"])
+    assert any("measuring" in line for line in said)
+    notes = measure_mod.beats_roof_notes(measured)
+    assert len(notes) == 1 and notes[0].startswith("MM1: measured 2.00x its roof")
+    from roofline.format import report_table
+
+    assert "BEATS ROOF" in report_table(measured)
+
+
+def test_measure_shares_shapes_of_repeated_blocks():
+    from roofline.network import network_from_dict
+
+    net = network_from_dict({"name": "deep", "batch": 8, "dtype": "fp32", "mode": "inference",
+                             "layers": [{"type": "linear", "in": 64, "out": 64, "repeat": 6}]},
+                            "deep.yaml")
+    report = analyze(net, spec())
+    clock = FakeClock()
+    make, made = fake_kernels(clock, {(8, 64, 64): 1e-6})
+    measure_mod.measure_report(report, None, make, "fake", clock, HOST)
+    assert len(report.results) == 6 and made == [(8, 64, 64, 1, "fp32")]
+
+
+def test_measure_refuses_another_machine_and_datasheet_entries_and_fp16():
+    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), spec())
+    with pytest.raises(measure_mod.MeasureError, match="measured on testbox, this is other"):
+        measure_mod.check_measurable(report, "other")
+    sheet = analyze(load_network(EXAMPLE), load_hardware("a100"))
+    with pytest.raises(measure_mod.MeasureError, match="datasheet entry"):
+        measure_mod.check_measurable(sheet, HOST)
+    fp16 = copy.deepcopy(ENTRY)
+    fp16["peak_tflops"]["fp16"] = 0.2
+    half = analyze(load_network(EXAMPLE), spec(fp16))
+    with pytest.raises(measure_mod.MeasureError, match="fp64 and fp32 only"):
+        measure_mod.check_measurable(half, HOST)
+
+
+def test_cli_refuses_measure_on_a_datasheet_entry_in_one_line(invoke):
+    result = invoke("analyze", EXAMPLE, "--hw", "a100", "--measure")
+    assert result.exit_code == 2
+    assert result.stderr.strip().count("\n") == 0 and "datasheet entry" in result.stderr
+
+
+def test_gpu_measure_path_through_a_fake_torch(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    gpu = copy.deepcopy(ENTRY) | {"kind": "gpu", "gpu": {"sms": 108, "boost_clock_ghz": 1.4},
+                                 "peak_tflops": {"fp32": 19.5}}
+    del gpu["cpu"], gpu["calibration"]
+    gpu["sources"][0]["covers"] = ["peak_tflops", "bandwidth_gbs", "llc_mb", "gpu"]
+    net = load_network(EXAMPLE).with_overrides(dtype="fp32", batch=4)
+    report = analyze(net, spec(gpu))
+    make, backend = measure_mod.default_kernels(report)
+    assert backend == "torch"
+    kernel = make(4, 8, 16, 2, "fp32")
+    kernel.run(2)
+    assert kernel.work == 2.0 * 4 * 8 * 16 * 2
+    measured = measure_mod.measure_report(report, None, make, backend, hostname=HOST)
+    assert all(math.isfinite(r.to_dict()["efficiency"]) for r in measured.results)
+
+
+def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
+    from _probe_fakes import CPUINFO
+
+    from roofline import probe
+    from roofline.probe import identify
+
+    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(CPUINFO))
+    for name in ("pynvml", "torch", "cupy"):
+        monkeypatch.setitem(sys.modules, name, None)
+    result = probe.run_probe(preset="tiny")
+    data = result.to_dict()
+    assert data["schema_version"] == 2 and data["method_version"] == 3
+    bw = data["measured"]["bandwidth_gbs"]
+    assert {"dram", "triad", "copy"} <= set(bw)
+    assert set(data["measured"]["bandwidth_stats"]["dram"]) == {"best", "median", "spread"}
+    assert data["details"]["dram_kernel"].startswith("read stream")
+    cal = data["measured"]["calibration"]
+    assert set(cal["gemm_efficiency"]) == {"fp32", "fp64"} and cal["c_write"]["passes"] >= 0
+    hw = HardwareSpec.from_dict(result.to_hardware_dict("tinybox"), "tinybox")
+    assert hw.calibration is not None and basis_sentence(hw).startswith("predicted: calibrated")
