@@ -28,7 +28,7 @@ SCHEMA_VERSION = 2
 #      dram = best of the two, LLC reported only when clearly above DRAM.
 #   2: the CPU's theoretical clock is measured under load (dependent-add chain) when no hwdb
 #      entry matches, and raised to what a measured GEMM rate above it implies.
-#   3: dram is a read-only stream through the BLAS (numpy.dot of two vectors beyond the LLC),
+#   3: dram is a read-only stream through the BLAS (an M = 1 GEMM whose B is beyond the LLC),
 #      no longer the best of triad and copy (kept as STREAM-comparable extras); calibration
 #      GEMMs for predicted_time_s: small squares, thin M, C's write cost (small K).
 METHOD_VERSION = 3
@@ -198,15 +198,15 @@ def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> dict[str,
 
 
 def _read_stream(s: _Session, per_array: int) -> float:
-    """DRAM as GEMMs read it: a dot product of two vectors through the BLAS (read only)."""
+    """DRAM as GEMMs read it: an M = 1 GEMM through the BLAS, its B well beyond the LLC."""
     from .cpu_kernels import read_stream_kernel
 
     p = s.plan  # short values, many: the best of them is the one no other process disturbed
     stats = s.time(read_stream_kernel(max(1, per_array // 8)), 1e9, p.min_time_s / 3,
                    p.cal_repeats)
-    s.details["dram_read"] = stats | {"working_set_bytes": 2 * per_array,
-                                      "kernel": "numpy.dot (BLAS ddot), read only"}
-    s.say(f"  dram read stream ({2 * per_array / MiB:.0f} MiB, BLAS dot): {stats['best']:.1f} "
+    s.details["dram_read"] = stats | {"working_set_bytes": per_array,
+                                      "kernel": "numpy matmul, M = 1 (BLAS GEMV/GEMM), read only"}
+    s.say(f"  dram read stream ({per_array / MiB:.0f} MiB, M = 1 GEMM): {stats['best']:.1f} "
           f"GB/s (median {stats['median']:.1f}, spread {stats['spread']:.1%})")
     return stats["best"]
 
@@ -217,15 +217,15 @@ def _bandwidth(s: _Session, cpu) -> None:
     llc = cpu.llc_bytes_total or 32 * MiB
     per_array = int(min(max(s.plan.dram_llc_factor * llc, low), high, _available_memory() / 8))
     s.say(f"DRAM bandwidth, all {threads} CPUs ...")
-    # the read stream's two vectors: each at least twice the LLC, whatever the preset
-    read_bytes = int(min(max(2 * llc, per_array), high, _available_memory() / 8))
+    # the read stream's B: at least four times the LLC, whatever the preset
+    read_bytes = int(min(max(4 * llc, per_array), high, _available_memory() / 8))
     dram = _read_stream(s, read_bytes)
     rates = _streams(s, "dram", per_array, threads)
     s.measured["bandwidth_gbs"].update(dram=dram, triad=rates["triad"], copy=rates["copy"])
     s.measured["bandwidth_stats"] = {
         name: {k: s.details[key][k] for k in ("best", "median", "spread")}
         for name, key in (("dram", "dram_read"), ("triad", "dram_triad"), ("copy", "dram_copy"))}
-    s.details["dram_kernel"] = "read stream (BLAS dot)"
+    s.details["dram_kernel"] = "read stream (M = 1 GEMM)"
     s.details["stream_note"] = ("triad and copy count bytes as STREAM does, without the "
                                 "write-allocate traffic; dram is the read stream")
     if 3 * per_array < 2 * llc:
