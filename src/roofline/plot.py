@@ -174,6 +174,7 @@ def chart_limits(reports: Sequence[Report], other_dtypes: bool) -> tuple[tuple, 
     points = [(x, y) for r in reports for x, y, _ in point_groups(r) + op_groups(r)]
     points += [(x, y) for r in reports for kind in ("predicted", "measured")
                for x, y in time_points(r, kind)]
+    points += [p for p in map(stream_point, reports) if p is not None]
     xs = [x for x, _ in points] + [roof.ridge for roof in roofs]
     x_range = (_nice_below(min(xs) / 2), _nice_above(max(xs) * 2))
     ceilings = [roof.peak_tflops for roof in roofs]
@@ -442,12 +443,26 @@ def _draw_other_ceilings(ax: Axes, report: Report, roof: Roof, color: str,
     """Lighter dashed ceilings of the entry's other dtypes, each from its own ridge."""
     x0, x1 = ax.get_xlim()
     hw = report.hardware.name
-    for index, (dtypes, peak) in enumerate(other_ceilings(report)):
+    drawn = 0
+    for dtypes, peak in other_ceilings(report):
         start = max(x0, Roof(peak, roof.bandwidth_gbs).ridge)
+        if start >= x1:  # its ridge lies right of the chart: no ceiling to draw here
+            continue
         ax.plot([start, x1], [peak, peak], ls="--", lw=1.0, color=color, alpha=0.35,
                 gid=f"dtype-ceiling:{hw}:{dtypes.replace(' ', '')}",
-                label=f"{hw}: other dtypes" if index == 0 else "_nolegend_")
+                label=f"{hw}: other dtypes" if not drawn else "_nolegend_")
+        drawn += 1
         _ceiling_text(ax, peak, f"{dtypes} {peak:g}", color, placer, alpha=0.6)
+
+
+def stream_point(report: Report) -> tuple[float, float] | None:
+    """With ``--stream-input``: the step as one point, its FLOPs over the bytes it streams
+    (FLOP/B) at the pace the slower of the transfer and the compute allows (TFLOP/s)."""
+    stream = report.scaling.host_link if getattr(report, "scaling", None) else None
+    if stream is None:
+        return None
+    flops = report.totals["flops"]
+    return flops / stream.bytes, flops / max(stream.time_s, stream.compute_s) / 1e12
 
 
 def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
@@ -459,13 +474,10 @@ def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
     ax.plot([x0, end], [x0 * gbs / 1e3, end * gbs / 1e3], ls=":", lw=1.2, color=color,
             alpha=0.8, gid=f"host-link:{report.hardware.name}",
             label=f"{report.hardware.name}: host link ({name}) {gbs:g} GB/s")
-    stream = report.scaling.host_link if getattr(report, "scaling", None) else None
-    if stream is not None:  # the step: its FLOPs over the bytes it streams, at its pace
-        flops = report.totals["flops"]
-        x, y = flops / stream.bytes, flops / max(stream.time_s, stream.compute_s) / 1e12
-        (xlo, xhi), (ylo, yhi) = ax.get_xlim(), ax.get_ylim()
-        ax.set_xlim(min(xlo, x / 2), max(xhi, x * 2))  # keep the point on the chart
-        ax.set_ylim(min(ylo, y / 2), yhi)
+    point = stream_point(report)
+    if point is not None:
+        stream = report.scaling.host_link
+        x, y = point
         ax.plot([x], [y], ls="none", marker="*", ms=13, color=color, mec="black", zorder=7,
                 gid=f"host-link-step:{report.hardware.name}",
                 label=f"{report.hardware.name}: step, input streamed ({stream.bound}-bound)")
