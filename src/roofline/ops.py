@@ -65,6 +65,21 @@ def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpS
     return OpShape(layer, pass_, kind, flops * elements, (reads + writes) * e * elements + extra)
 
 
+def bias_activation(layer: str, pass_: str, elements: int, e: int, bias: bool,
+                    activation: str) -> list[OpShape]:
+    """A layer's epilogue over its ``elements`` outputs: forward, the bias add then the
+    activation; backward, the activation's gradient then the bias's (``activation`` "none":
+    no activation op)."""
+    ops = []
+    if bias:
+        ops.append(elementwise(layer, pass_, "bias" if pass_ == "forward" else "bias-backward",
+                               elements, e))
+    if activation != "none":
+        kind = activation if pass_ == "forward" else f"{activation}-backward"
+        ops.append(elementwise(layer, pass_, kind, elements, e))
+    return ops if pass_ == "forward" else ops[::-1]
+
+
 def optimizer_update(kind: str, parameters: int) -> OpShape:
     """One optimizer step over ``parameters`` fp32 weights."""
     flops, nbytes = OPTIMIZERS[kind]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..gemm import GemmShape
-from ..ops import OpShape, elementwise
+from ..ops import OpShape, bias_activation
 from .linear import ACTIVATIONS
 from .spatial import Shape, input_shape, pair, window_out
 from .step import Step
@@ -140,22 +140,15 @@ class Conv2d:
             ("batch x P x Q", "out_channels", "in_channels x R x S"), (pq, 0, 0), self.groups,
             (0, 1, rs))]
         elements = n * self.out_channels * pq
-        if self.bias:
-            items.append(elementwise(self.name, "forward", "bias", elements, step.e))
-        if self.activation != "none":
-            items.append(elementwise(self.name, "forward", self.activation, elements, step.e))
-        return items
+        return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
+                                       self.activation)
 
     def backward(self, step: Step, data_grad: bool) -> list[GemmShape | OpShape]:
         c, k, rs, pq = self._dims()
         n, hw = step.batch, self.height * self.width
         elements = n * self.out_channels * pq
-        items: list[GemmShape | OpShape] = []
-        if self.activation != "none":
-            items.append(elementwise(self.name, "backward", f"{self.activation}-backward",
-                                     elements, step.e))
-        if self.bias:
-            items.append(elementwise(self.name, "backward", "bias-backward", elements, step.e))
+        items: list[GemmShape | OpShape] = list(bias_activation(
+            self.name, "backward", elements, step.e, self.bias, self.activation))
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", n * hw, c, k * rs,
                                    ("batch x H x W", "in_channels", "out_channels x R x S"),

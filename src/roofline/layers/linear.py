@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..gemm import GemmShape
-from ..ops import OpShape, elementwise
+from ..ops import OpShape, bias_activation
 from .step import Step
 
 if TYPE_CHECKING:
@@ -128,21 +128,14 @@ class Linear:
             items = [GemmShape(self.name, "forward", rows, self.out_features, self.in_features,
                                (role, "out", "in"), (f, 0, 0))]
         elements = self._outputs(step)
-        if self.bias:
-            items.append(elementwise(self.name, "forward", "bias", elements, step.e))
-        if self.activation != "none":
-            items.append(elementwise(self.name, "forward", self.activation, elements, step.e))
-        return items
+        return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
+                                       self.activation)
 
     def backward(self, step: Step, data_grad: bool) -> list[GemmShape | OpShape]:
         rows, f, role = step.tokens, step.per_sample, step.row_role
         elements = self._outputs(step)
-        items: list[GemmShape | OpShape] = []
-        if self.activation != "none":
-            items.append(elementwise(self.name, "backward", f"{self.activation}-backward",
-                                     elements, step.e))
-        if self.bias:
-            items.append(elementwise(self.name, "backward", "bias-backward", elements, step.e))
+        items: list[GemmShape | OpShape] = list(bias_activation(
+            self.name, "backward", elements, step.e, self.bias, self.activation))
         if self.sparse:
             return items + self._sparse_backward(step, data_grad)
         if data_grad:

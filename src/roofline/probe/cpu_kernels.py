@@ -38,21 +38,8 @@ class Kernel:
 
 def gemm_kernel(n: int, dtype: str, seed: int = 0) -> Kernel:
     """C = A @ B for square ``n`` matrices of ``dtype`` (fp64 or fp32): 2 n^3 FLOPs per call."""
-    import numpy as np
-
-    np_dtype = np.dtype(NUMPY_GEMM_DTYPES[dtype])
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((n, n), dtype=np_dtype)
-    b = rng.standard_normal((n, n), dtype=np_dtype)
-    c = np.empty((n, n), dtype=np_dtype)
-
-    def run(loops: int) -> None:
-        for _ in range(loops):
-            np.matmul(a, b, out=c)
-
-    run(1)
-    _check_gemm(a, b, c, dtype)
-    return Kernel(f"{dtype} GEMM n={n}", run, 2.0 * n ** 3, "FLOP")
+    kernel = shaped_gemm_kernel(n, n, n, dtype, seed)
+    return Kernel(f"{dtype} GEMM n={n}", kernel.run, kernel.work, kernel.unit)
 
 
 def _check_gemm(a, b, c, dtype: str) -> None:
