@@ -53,7 +53,7 @@ class GemmResult:
         } | extra
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpResult:
     """One non-GEMM op placed on the same roofline."""
 

@@ -22,8 +22,7 @@ made the GEMM (roofline.layers): a Gemm carries it as ``roles`` (for messages) a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .dtypes import check_dtype, default_output_dtype, itemsize
@@ -85,7 +84,7 @@ def gemm_intensity(m: int, n: int, k: int, dtype: str, c_dtype: str | None = Non
     return gemm_flops(m, n, k) / gemm_bytes(m, n, k, dtype, c_dtype, c_read)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no per-GEMM __dict__: 300,000 of them in a deep MLP
 class Gemm:
     """One GEMM of a network: its name (MM1...), the layer and pass it belongs to, and its shape."""
 
@@ -103,6 +102,10 @@ class Gemm:
     batch_count: int = 1  # independent GEMMs of this shape in one batched call
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
     align: tuple[int, int, int] = (1, 1, 1)  # per dimension: what alignment checks (GemmShape)
+    # computed once in __post_init__ (a deep report reads each several times); not compared
+    flops: int = field(init=False, repr=False, compare=False)
+    bytes: int = field(init=False, repr=False, compare=False)
+    intensity: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_dtype(self.dtype)
@@ -115,15 +118,11 @@ class Gemm:
             value = getattr(self, dim)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{dim} must be a positive integer, got {value!r}")
-
-    # computed once per GEMM: a 10,000-layer report reads each of them several times
-    @cached_property
-    def flops(self) -> int:
-        return gemm_flops(self.m, self.n, self.k) * self.batch_count
-
-    @cached_property
-    def bytes(self) -> int:
-        return self.traffic((self.m, self.n, self.k))
+        flops = gemm_flops(self.m, self.n, self.k) * self.batch_count
+        nbytes = self.traffic((self.m, self.n, self.k))
+        object.__setattr__(self, "flops", flops)
+        object.__setattr__(self, "bytes", nbytes)
+        object.__setattr__(self, "intensity", flops / nbytes)
 
     def traffic(self, dims: Dims) -> int:
         """Compulsory bytes of this GEMM (its precision, its batch count) had it the dimensions
@@ -141,7 +140,3 @@ class Gemm:
         m, n, k = (math.ceil(f * batch) if f else d
                    for d, f in zip((self.m, self.n, self.k), self.batch_dims))
         return m, n, k
-
-    @cached_property
-    def intensity(self) -> float:
-        return self.flops / self.bytes

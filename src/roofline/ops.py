@@ -87,7 +87,7 @@ def optimizer_update(kind: str, parameters: int) -> OpShape:
                    nbytes * parameters)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     """One non-GEMM row of a step: its name (OP1...), layer, pass, kind, FLOPs and bytes."""
 
