@@ -180,6 +180,11 @@ class Quantization:
                 "split_k": self.split_k.to_dict() if self.split_k else None,
                 "nearest_better_shape": better}
 
+    def warning(self) -> str | None:
+        """The sentence, when even the best tile leaves over a quarter of the GPU idle
+        (effective efficiency below QUANTIZATION_THRESHOLD); else None."""
+        return self.sentence() if self.effective < QUANTIZATION_THRESHOLD else None
+
     def sentence(self) -> str:
         tm, tn = self.tile
         wave = "wave" if self.waves == 1 else "waves"
@@ -282,9 +287,7 @@ def quantization_warning(gemm: Gemm, sms: int | None,
     GEMM's time is set by bandwidth, not by tile slots.
     """
     result = quantization(gemm, sms, tiles)
-    if result is None or result.effective >= QUANTIZATION_THRESHOLD:
-        return None
-    return result.sentence()
+    return result.warning() if result is not None else None
 
 
 def intensity_limit(a: int, b: int, dtype: str) -> float:

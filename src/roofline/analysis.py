@@ -166,8 +166,8 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False)
     tiles = advisor.quantization(gemm, hardware.sms, hardware.tiles,
                                  rule.multiple if rule else 8)
     if which == "compute" and tiles is not None:  # memory-bound: bandwidth binds, not slots
-        if tiles.effective < advisor.QUANTIZATION_THRESHOLD:
-            warnings.append(tiles.sentence())
+        if text := tiles.warning():
+            warnings.append(text)
         if quantization:
             attainable *= tiles.effective
     batch = None

@@ -35,9 +35,8 @@ class Embedding:
         fields.reject_unknown(_KEYS)
         return cls(name=fields.string("name", f"embed{index + 1}"),
                    vocab=fields.positive_int("vocab"), dim=fields.positive_int("dim"),
-                   positions=fields.positive_int("positions", 0) if fields.has("positions")
-                   else 0,
-                   types=fields.positive_int("types", 0) if fields.has("types") else 0)
+                   positions=fields.positive_int("positions", 0),
+                   types=fields.positive_int("types", 0))
 
     @property
     def parameters(self) -> int:

@@ -85,7 +85,7 @@ class Transformer:
         if not fields.has("head_dim") and hidden % heads:
             raise fields.fail("heads", f"hidden ({hidden}) is not a multiple of heads ({heads}); "
                                        f"give head_dim")
-        experts = fields.positive_int("experts", 0) if fields.has("experts") else 0
+        experts = fields.positive_int("experts", 0)
         top_k = _top_k(fields, experts)
         return cls(
             name=fields.string("name", f"block{index + 1}"), hidden=hidden, heads=heads,
