@@ -95,33 +95,53 @@ def _main_dtypes(report: Report) -> str:
     return report.dtype + (f" (= {', '.join(same)})" if same else "")
 
 
-def _grouped(rows, name) -> list[tuple[float, float, str]]:
-    """Coincident rows share one point and one label: ``name(row)`` of the first copy's rows,
-    and ``x32`` when the point stands for 32 copies of a repeated layer."""
-    groups: dict[tuple[float, float], tuple[float, float, list]] = {}
+@dataclass
+class _Group:
+    """Coincident rows drawn as one point: where, and the first copy's names it stands for."""
+
+    x: float
+    y: float
+    names: list[str]
+    copies: int
+
+    @property
+    def label(self) -> str:
+        """``MM1,MM5``, and ``x32`` when the point stands for 32 copies of a repeated layer."""
+        return compact_names(self.names) + (f" x{self.copies}" if self.copies > 1 else "")
+
+
+def _groups(rows, name) -> list[_Group]:
+    """Rows at one (intensity, throughput) point grouped, sorted by intensity."""
+    found: dict[tuple[float, float], tuple[float, float, list]] = {}
     for row, item in rows:
         x, y = item.intensity, row.attainable_flops_per_s / 1e12
         key = (round(math.log10(x), 9), round(math.log10(y), 9))
-        groups.setdefault(key, (x, y, []))[2].append(item)
-    points = []
-    for x, y, items in groups.values():
-        copies = len({item.copy for item in items})
-        label = compact_names(list(dict.fromkeys(name(i) for i in items if i.copy == 0))
-                              or [name(items[0])])
-        points.append((x, y, label + (f" x{copies}" if copies > 1 else "")))
-    return sorted(points)
+        found.setdefault(key, (x, y, []))[2].append(item)
+    groups = []
+    for x, y, items in found.values():
+        names = list(dict.fromkeys(name(i) for i in items if i.copy == 0)) or [name(items[0])]
+        groups.append(_Group(x, y, names, len({item.copy for item in items})))
+    return sorted(groups, key=lambda g: (g.x, g.y))
+
+
+def _gemm_groups(report: Report) -> list[_Group]:
+    return _groups([(r, r.gemm) for r in report.results], lambda g: g.name)
+
+
+def _op_groups(report: Report) -> list[_Group]:
+    return _groups([(r, r.op) for r in report.ops if r.op.flops], lambda o: o.kind)
 
 
 def point_groups(report: Report) -> list[tuple[float, float, str]]:
     """``(intensity FLOP/B, attainable TFLOP/s, label)`` per distinct GEMM point, coincident
     GEMMs sharing one label (repeated layers counted: ``MM1 x32``), sorted by intensity."""
-    return _grouped([(r, r.gemm) for r in report.results], lambda g: g.name)
+    return [(g.x, g.y, g.label) for g in _gemm_groups(report)]
 
 
 def op_groups(report: Report) -> list[tuple[float, float, str]]:
     """The same for the non-GEMM ops, labelled by kind; ops without FLOPs (a gather) have no
     place on a log-scale intensity axis and are left out."""
-    return _grouped([(r, r.op) for r in report.ops if r.op.flops], lambda o: o.kind)
+    return [(g.x, g.y, g.label) for g in _op_groups(report)]
 
 
 @functools.cache
@@ -215,11 +235,9 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
     for index, report in enumerate(items):
         suffix = f" ({report.hardware.name})" if len(items) > 1 else ""
         _draw_points(ax, report, MARKERS[index % len(MARKERS)], suffix)
-        _draw_time_points(ax, report, suffix)
+        _draw_time_points(ax, report)
     if labels:
-        for index, report in enumerate(items):
-            color = HARDWARE_COLORS[index % len(HARDWARE_COLORS)] if len(items) > 1 else "0.15"
-            _label_points(ax, report, color, placer)
+        _label_points(ax, items, placer)
     _legend_below(ax)
     return ax
 
@@ -227,6 +245,10 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
 def _legend_below(ax: Axes) -> None:
     """The legend in columns under the x-axis label, as wide as the Axes at most."""
     handles, names = ax.get_legend_handles_labels()
+    first = {}  # one entry per name: the devices' predicted-time points share one
+    for handle, name in zip(handles, names):
+        first.setdefault(name, handle)
+    handles, names = list(first.values()), list(first)
     height_in = ax.get_position().height * ax.figure.get_figheight()
     ax.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.55 / height_in),
               ncol=2 if len(names) > 3 else len(names) or 1, fontsize=LABEL_SIZE - 1,
@@ -326,9 +348,10 @@ def time_points(report: Report, kind: str) -> list[tuple[float, float]]:
     return points
 
 
-def _draw_time_points(ax: Axes, report: Report, suffix: str) -> None:
+def _draw_time_points(ax: Axes, report: Report) -> None:
     """Predicted times as hollow grey circles, measured ones as black diamonds, each tied to
-    its roof point by a thin dotted line: the roof points stay the bound they are."""
+    its roof point by a thin dotted line: the roof points stay the bound they are. They look
+    the same for every device, so the legend has one entry for each basis."""
     from .predict import basis_of
 
     hw = report.hardware.name
@@ -343,7 +366,7 @@ def _draw_time_points(ax: Axes, report: Report, suffix: str) -> None:
             continue
         name = (f"predicted time ({basis_of(report.hardware)})" if kind == "predicted"
                 else "measured here (--measure)")
-        ax.scatter(*zip(*points), zorder=7, gid=f"points-{kind}:{hw}", label=name + suffix,
+        ax.scatter(*zip(*points), zorder=7, gid=f"points-{kind}:{hw}", label=name,
                    **style)
         if kind == "measured":
             for (x, y), (x0, y0) in zip(points, roof.values()):
@@ -408,17 +431,23 @@ def _mark_ridge(ax: Axes, roof: Roof, hw: str, color: str, placer: _Placer) -> N
     if text in placer.texts:  # a coincident roof already labelled this ridge
         return
     placer.texts.add(text)
-    w, h = placer.text_size(text, LABEL_SIZE - 1)
-    dx, dy = placer.place(roof.ridge, y0, (h, w), _ridge_offsets(w, h))
-    ax.annotate(text, (roof.ridge, y0), xytext=placer.to_points(dx, dy),
+    # where slopes crowd the ridge line, the shorter "ridge 153" (the axis gives the unit)
+    for words in (text, f"ridge {roof.ridge:.3g}", f"{roof.ridge:.3g}"):
+        w, h = placer.text_size(words, LABEL_SIZE - 1)
+        offset = placer.place(roof.ridge, y0, (h, w), _ridge_offsets(w, h, placer.frame_height),
+                              must_fit=words != f"{roof.ridge:.3g}")
+        if offset is not None:
+            break
+    ax.annotate(words, (roof.ridge, y0), xytext=placer.to_points(*offset),
                 textcoords="offset points", rotation=90, ha="left", va="bottom",
                 fontsize=LABEL_SIZE - 1, color=color, gid=f"ridge-label:{hw}")
 
 
-def _ridge_offsets(w: float, h: float) -> list[tuple[float, float]]:
-    """Left of the ridge line at the bottom, else right of it, else higher up."""
-    return [(-h - 2, 3 + j * (w / 4)) if side == 0 else (2, 3 + j * (w / 4))
-            for j in range(16) for side in (0, 1)]
+def _ridge_offsets(w: float, h: float, height: float) -> list[tuple[float, float]]:
+    """Left of the ridge line at the bottom, else right of it, else higher up in steps of
+    4 pixels (fine enough to find the gap between two slopes that cross the ridge line)."""
+    return [(-h - 2, 3 + lift) if side == 0 else (2, 3 + lift)
+            for lift in range(0, max(4, int(height - w)), 4) for side in (0, 1)]
 
 
 def _ceiling_text(ax: Axes, peak: float, text: str, color: str, placer: _Placer,
@@ -431,7 +460,7 @@ def _ceiling_text(ax: Axes, peak: float, text: str, color: str, placer: _Placer,
     placer.texts.add(text)
     x1 = ax.get_xlim()[1]
     w, h = placer.text_size(text, LABEL_SIZE - 1)
-    offsets = [(-w - 4, 2), (-w - 4, -h - 2)] + [(-w - 4 - j * w, 2) for j in range(1, 6)]
+    offsets = [(-w - 4 - j * w / 4, dy) for j in range(24) for dy in (2, -h - 2)]
     dx, dy = placer.place(x1, peak, (w, h), offsets)
     ax.annotate(text, (x1, peak), xytext=placer.to_points(dx, dy), textcoords="offset points",
                 ha="left", va="bottom", fontsize=LABEL_SIZE - 1, color=color, alpha=alpha,
@@ -483,21 +512,43 @@ def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
                 label=f"{report.hardware.name}: step, input streamed ({stream.bound}-bound)")
 
 
-def _label_points(ax: Axes, report: Report, color: str, placer: _Placer) -> None:
-    hw = report.hardware.name
-    for x, y, text in point_groups(report) + op_groups(report):
-        key = f"point:{x:.9g}:{y:.9g}:{text}"
-        if key in placer.texts:  # the same GEMMs at the same point on a coincident device
-            continue
-        placer.texts.add(key)
+def _label_points(ax: Axes, reports: list[Report], placer: _Placer) -> None:
+    """One label per point of one device. On a chart of several devices a GEMM sits at the
+    same intensity on every device of one dtype, one above the other, so each column of points
+    (those within a few pixels of one x, as many copies each) gets one label at its top point,
+    naming every GEMM in it; the device markers tell the points apart. Six devices' labels are
+    then as few as one device's."""
+    groups = [g for report in reports for g in _gemm_groups(report) + _op_groups(report)]
+    if len(reports) > 1:
+        groups = _columns(ax, groups)
+    gid = f"label:{reports[0].hardware.name}" if len(reports) == 1 else "label:all"
+    for group in groups:
+        text = group.label
         w, h = placer.text_size(text, LABEL_SIZE)
-        dx, dy = placer.place(x, y, (w, h), _label_offsets(w, h))
+        dx, dy = placer.place(group.x, group.y, (w, h), _label_offsets(w, h))
         far = abs(dy) > h + 6 or abs(dx) > w + 6
         arrow = dict(arrowstyle="-", color="0.5", lw=0.6, shrinkA=0, shrinkB=4) if far else None
-        ax.annotate(text, (x, y), xytext=placer.to_points(dx, dy), textcoords="offset points",
-                    ha="left", va="bottom", fontsize=LABEL_SIZE, color=color, zorder=7,
-                    arrowprops=arrow, gid=f"label:{hw}",
+        ax.annotate(text, (group.x, group.y), xytext=placer.to_points(dx, dy),
+                    textcoords="offset points", ha="left", va="bottom", fontsize=LABEL_SIZE,
+                    color="0.15", zorder=7, arrowprops=arrow, gid=gid,
                     bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.75))
+
+
+def _columns(ax: Axes, groups: list[_Group], within_px: float = 6.0) -> list[_Group]:
+    """Groups of several devices merged into columns: those within ``within_px`` pixels of
+    one x and standing for as many copies share one group, anchored at its top point."""
+    columns: list[tuple[float, _Group]] = []
+    for group in sorted(groups, key=lambda g: (g.x, g.y)):
+        px = ax.transData.transform((group.x, group.y))[0]
+        for start, column in columns:
+            if px - start <= within_px and column.copies == group.copies:
+                column.names += [n for n in group.names if n not in column.names]
+                if group.y > column.y:
+                    column.x, column.y = group.x, group.y
+                break
+        else:
+            columns.append((px, _Group(group.x, group.y, list(group.names), group.copies)))
+    return [column for _, column in columns]
 
 
 def _label_offsets(w: float, h: float, gap: float = 6.0) -> list[tuple[float, float]]:
@@ -525,6 +576,11 @@ class _Placer:
         self.lines: list[tuple[float, float, float, float]] = []  # segments, display pixels
         self.texts: set[str] = set()  # ceiling labels already drawn
         self.roofs: set[tuple[float, float]] = set()  # (peak, bandwidth) of roofs drawn
+
+    @property
+    def frame_height(self) -> float:
+        """The Axes' height in display pixels."""
+        return self.ax.bbox.height
 
     def to_points(self, dx: float, dy: float) -> tuple[float, float]:
         return dx / self.scale, dy / self.scale
@@ -555,7 +611,10 @@ class _Placer:
         self.lines.append((ax0, ay0, ax1, ay1))
 
     def place(self, x: float, y: float, size: tuple[float, float],
-              offsets: list[tuple[float, float]]) -> tuple[float, float]:
+              offsets: list[tuple[float, float]], must_fit: bool = False):
+        """The first offset (pixels) at which a box of ``size`` anchored at data point
+        (x, y) clashes with nothing, and take that box; if none, the offset with the fewest
+        clashes, or None (taking nothing) when ``must_fit``."""
         px, py = self.ax.transData.transform((x, y))
         w, h = size
         frame = self.ax.bbox.extents
@@ -571,6 +630,9 @@ class _Placer:
                 break
             if clashes < fewest:
                 best, fewest = (dx, dy), clashes
+        else:
+            if must_fit:
+                return None
         dx, dy = best
         self.taken.append((px + dx, py + dy, px + dx + w, py + dy + h))
         return dx, dy
