@@ -81,6 +81,46 @@ def test_calibrated_prediction_by_hand():
     assert small.terms["ab_s"] == 0 and small.terms["c_s"] == 0
 
 
+def _v2_entry():
+    data = copy.deepcopy(ENTRY)
+    cal = data["calibration"]
+    cal["version"] = 2
+    cal["gemm_efficiency"]["fp32"].update(
+        thin_dram={"1": 0.05, "16": 0.2}, thin_dram_nk=4096,
+        c_write={"passes": 3.0, "m": 8192, "n": 4096, "k": 16, "time_s": 0.01})
+    return data
+
+
+def test_version_2_uses_thin_gemms_beyond_the_llc_and_c_cost_per_dtype():
+    hw = spec(_v2_entry())
+    # 4 x 4096 x 4096 fp32, B 64 MiB beyond the 1 MiB LLC: the thin_dram table, halfway in log
+    # between 1 (0.05) and 16 (0.2) -> 0.125, below the square figure at s = 406 (0.916)
+    g = Gemm("MM1", "fc", "forward", 4, 4096, 4096, "fp32")
+    p = predict_gemm(g, hw)
+    flop_s = 2 * 4 * 4096 * 4096 / (0.1e12 * 0.125)
+    ab_s = 4 * (4 * 4096 + 4096 * 4096) / 20e9
+    c_s = 3.0 * 4 * 4 * 4096 / 20e9  # fp32's own 3.0 passes, not the version-1 figure 2.0
+    assert p.time_s == pytest.approx(1e-6 + max(flop_s, ab_s) + c_s)
+    # resident (4 x 256 x 256 fp32: 270 KB <= 1 MiB): the in-cache thin table, 0.25 at 4
+    small = predict_gemm(Gemm("MM1", "fc", "forward", 4, 256, 256, "fp32"), hw)
+    assert small.time_s == pytest.approx(1e-6 + 2 * 4 * 256 * 256 / (0.1e12 * 0.25))
+    # fp64 has no C figure of its own: the top-level one (version 1's) holds
+    g64 = Gemm("MM1", "fc", "forward", 4096, 4096, 16, "fp64")
+    assert predict_gemm(g64, hw).terms["c_s"] == pytest.approx(2.0 * 8 * 4096 * 4096 / 20e9)
+
+
+def test_c_write_passes_by_hand():
+    from roofline.predict import c_write_passes
+
+    eff = {"square": {"32": 1.0}, "thin": {"1": 1.0}, "thin_nk": 64, "peak_n": 32}
+    # 1024 x 1024 x 16 fp32 at 1 TFLOP/s: t_flop 33.6 us, above t_ab (A and B 64 KiB each at
+    # 10 GB/s: 13.1 us); 33.6 + 200 us measured leaves 200 us for C, and one pass of C (4 MiB
+    # at 10 GB/s) takes 419.4 us: 0.477 passes
+    t_flop = 2 * 1024 * 1024 * 16 / 1e12
+    passes = c_write_passes(t_flop + 200e-6, 1024, 1024, 16, "fp32", 0.0, 1e12, eff, 10e9)
+    assert passes == pytest.approx(0.4768, rel=1e-3)
+
+
 def test_json_carries_predicted_beside_the_roofline_time():
     report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), spec())
     data = report.to_dict()
@@ -119,6 +159,10 @@ def test_old_measured_entry_without_calibration_loads_and_says_so():
                                                           ".square.x"),
     (("gemm_efficiency", "fp32", "thin"), {}, "calibration.gemm_efficiency.fp32.thin"),
     (("c_write", "passes"), -2, "calibration.c_write.passes"),
+    (("gemm_efficiency", "fp32", "c_write"), {"passes": "x"},
+     "calibration.gemm_efficiency.fp32.c_write.passes"),
+    (("gemm_efficiency", "fp32", "thin_dram"), {"0": 1}, "calibration.gemm_efficiency.fp32"
+                                                          ".thin_dram.0"),
     (("gemm_efficiency", "fp99"), {}, "calibration.gemm_efficiency.fp99: unknown field"),
 ])
 def test_calibration_errors_name_the_field(path, value, message):
@@ -242,12 +286,15 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = probe.run_probe(preset="tiny")
     data = result.to_dict()
-    assert data["schema_version"] == 2 and data["method_version"] == 3
+    assert data["schema_version"] == 3 and data["method_version"] == 4
     bw = data["measured"]["bandwidth_gbs"]
     assert {"dram", "triad", "copy"} <= set(bw)
     assert set(data["measured"]["bandwidth_stats"]["dram"]) == {"best", "median", "spread"}
     assert data["details"]["dram_kernel"].startswith("read stream")
     cal = data["measured"]["calibration"]
-    assert set(cal["gemm_efficiency"]) == {"fp32", "fp64"} and cal["c_write"]["passes"] >= 0
+    assert cal["version"] == 2 and set(cal["gemm_efficiency"]) == {"fp32", "fp64"}
+    for block in cal["gemm_efficiency"].values():
+        assert block["c_write"]["passes"] >= 0 and block["thin_dram_nk"] == 24
+        assert set(block["thin_dram"]) == set(block["thin"]) == {"1", "2"}
     hw = HardwareSpec.from_dict(result.to_hardware_dict("tinybox"), "tinybox")
     assert hw.calibration is not None and basis_sentence(hw).startswith("predicted: calibrated")

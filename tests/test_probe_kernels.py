@@ -10,7 +10,9 @@ from roofline.probe.cpu_kernels import (
     StreamArrays,
     _check_gemm,
     gemm_kernel,
+    read_stream_kernel,
     small_gemm_kernel,
+    thin_gemm_kernels,
 )
 
 
@@ -57,3 +59,28 @@ def test_stream_check_catches_corruption():
         arrays.a[-1] = 0
         with pytest.raises(KernelCheckError):
             arrays._check("triad")
+
+
+def test_read_stream_is_a_dot_product_counting_every_byte_read():
+    kernel = read_stream_kernel(1000)  # two float64 vectors of 500: 8000 B read, nothing written
+    assert (kernel.work, kernel.unit) == (8000.0, "B")
+    assert "dot product" in kernel.label
+    kernel.run(2)
+
+
+def test_thin_kernels_share_one_b_and_count_their_flops():
+    kernels = thin_gemm_kernels((1, 4), 32, "fp32")
+    assert [k.work for k in kernels] == [2 * 1 * 32 * 32, 2 * 4 * 32 * 32]  # 2 m nk^2
+    assert [k.label for k in kernels] == ["fp32 GEMM 1x32x32", "fp32 GEMM 4x32x32"]
+    for kernel in kernels:
+        kernel.run(2)
+
+
+def test_gemm_check_reads_a_corner_of_a_wide_b():
+    rng = np.random.default_rng(0)
+    a, b = rng.random((2, 8)), rng.random((8, 600))
+    c = a @ b
+    _check_gemm(a, b, c, "fp64")
+    c[0, 100] += 1.0  # inside the 256 columns checked
+    with pytest.raises(KernelCheckError):
+        _check_gemm(a, b, c, "fp64")

@@ -22,7 +22,7 @@ FIGURE_KEYS = ("peak_tflops", "vector_tflops", "sparse_tflops", "bandwidth_gbs",
 _DESCRIPTIVE_KEYS = ("name", "kind", "vendor", "model", "architecture", "aliases", "nvml_names",
                      "cpu_brands", "sources", "notes", "origin", "theoretical", "measured",
                      "calibration")
-CALIBRATION_VERSIONS = (1,)  # roofline.predict.CALIBRATION_VERSION and the ones it still reads
+CALIBRATION_VERSIONS = (1, 2)  # roofline.predict.CALIBRATION_VERSION and the ones it still reads
 TOP_KEYS = frozenset(FIGURE_KEYS + _DESCRIPTIVE_KEYS)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
 
@@ -145,19 +145,26 @@ class Theoretical:
 class GemmEfficiency:
     """What the probe measured of one dtype's GEMMs, as a share of its peak (after the per-call
     overhead): ``square`` (n, efficiency) for n^3 GEMMs, ``thin`` (m, efficiency) for
-    m x ``thin_nk`` x ``thin_nk``; ``peak_n`` is the size the peak itself was measured at."""
+    m x ``thin_nk`` x ``thin_nk`` (B in cache), ``thin_dram`` the same at ``thin_dram_nk``
+    (B beyond the LLC; empty before calibration version 2); ``peak_n`` is the size the peak
+    itself was measured at; ``c_write_passes`` C's cost for this dtype (None before version 2:
+    then the calibration's one figure holds)."""
 
     square: tuple[tuple[int, float], ...]
     thin: tuple[tuple[int, float], ...]
     thin_nk: int
     peak_n: int
+    thin_dram: tuple[tuple[int, float], ...] = ()
+    thin_dram_nk: int = 0
+    c_write_passes: float | None = None
 
 
 @dataclass(frozen=True)
 class Calibration:
     """A measured entry's ``calibration:`` block (probe method 3 on): what roofline.predict
     needs for a calibrated time per GEMM. ``c_write_passes``: C's real traffic (write-allocate,
-    the zero-fill of beta = 0) in passes over C at DRAM speed; None when not measured."""
+    the zero-fill of beta = 0) in passes over C at DRAM speed, version 1's one figure for every
+    dtype (version 2 keeps one per dtype in ``efficiency``); None when not measured."""
 
     version: int
     call_overhead_s: float
@@ -483,7 +490,9 @@ def _theoretical(top: Fields) -> Theoretical | None:
 
 def _calibration(top: Fields) -> Calibration | None:
     """``calibration: {version, call_overhead_s, gemm_efficiency: {dtype: {square: {n: eff},
-    thin: {m: eff}, thin_nk, peak_n}}, c_write: {passes, m, n, k, dtype, time_s}}``."""
+    thin: {m: eff}, thin_nk, thin_dram: {m: eff}, thin_dram_nk, c_write: {passes, m, n, k,
+    time_s}, peak_n}}}``; version 1 had no thin_dram and one top-level ``c_write`` (with its
+    dtype) for every dtype."""
     block = top.sub("calibration", None)
     if block is None:
         return None
@@ -498,18 +507,27 @@ def _calibration(top: Fields) -> Calibration | None:
     section.reject_unknown(frozenset(DTYPES))
     for dtype in (d for d in DTYPES if section.has(d)):
         one = section.sub(dtype)
-        one.reject_unknown(frozenset({"square", "thin", "thin_nk", "peak_n"}))
-        efficiency[dtype] = GemmEfficiency(_size_table(one, "square"), _size_table(one, "thin"),
-                                           one.positive_int("thin_nk"), one.positive_int("peak_n"))
-    c_write = block.sub("c_write", None)
-    passes = None
-    if c_write is not None:
-        c_write.reject_unknown(frozenset({"passes", "m", "n", "k", "dtype", "time_s"}))
-        passes = c_write.get("passes")
-        if isinstance(passes, bool) or not isinstance(passes, (int, float)) or passes < 0:
-            raise c_write.fail("passes", f"expected a number >= 0, got {passes!r}")
-        passes = float(passes)
+        one.reject_unknown(frozenset({"square", "thin", "thin_nk", "peak_n", "thin_dram",
+                                      "thin_dram_nk", "c_write"}))
+        dram = _size_table(one, "thin_dram") if one.has("thin_dram") else ()
+        efficiency[dtype] = GemmEfficiency(
+            _size_table(one, "square"), _size_table(one, "thin"), one.positive_int("thin_nk"),
+            one.positive_int("peak_n"), dram, one.positive_int("thin_dram_nk") if dram else 0,
+            _c_write_passes(one.sub("c_write", None), has_dtype=False))
+    passes = _c_write_passes(block.sub("c_write", None), has_dtype=True)
     return Calibration(version, block.positive_number("call_overhead_s"), efficiency, passes)
+
+
+def _c_write_passes(c_write: Fields | None, has_dtype: bool) -> float | None:
+    """``c_write: {passes, m, n, k, time_s}`` (and ``dtype`` at the top, version 1)."""
+    if c_write is None:
+        return None
+    c_write.reject_unknown(frozenset({"passes", "m", "n", "k", "time_s"} |
+                                     ({"dtype"} if has_dtype else set())))
+    passes = c_write.get("passes")
+    if isinstance(passes, bool) or not isinstance(passes, (int, float)) or passes < 0:
+        raise c_write.fail("passes", f"expected a number >= 0, got {passes!r}")
+    return float(passes)
 
 
 def _size_table(section: Fields, key: str) -> tuple[tuple[int, float], ...]:

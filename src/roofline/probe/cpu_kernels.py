@@ -45,10 +45,10 @@ def gemm_kernel(n: int, dtype: str, seed: int = 0) -> Kernel:
 def _check_gemm(a, b, c, dtype: str) -> None:
     import numpy as np
 
-    rows = min(4, a.shape[0])
-    ref = a[:rows].astype(np.float64) @ b.astype(np.float64)
+    rows, cols = min(4, a.shape[0]), min(256, b.shape[1])  # a corner: cheap on a large B
+    ref = a[:rows].astype(np.float64) @ b[:, :cols].astype(np.float64)
     tol = 1e-3 if dtype == "fp32" else 1e-9
-    if not np.allclose(c[:rows], ref, rtol=tol, atol=tol * np.sqrt(a.shape[1])):
+    if not np.allclose(c[:rows, :cols], ref, rtol=tol, atol=tol * np.sqrt(a.shape[1])):
         raise KernelCheckError(f"{dtype} GEMM n={a.shape[0]}: result differs from the reference")
 
 
@@ -72,32 +72,53 @@ def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0) -> Ker
     return Kernel(f"{dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k, "FLOP")
 
 
-READ_STREAM_COLUMNS = 1024
-
-
 def read_stream_kernel(elements: int) -> Kernel:
-    """DRAM as a memory-bound GEMM reads it: an M = 1 GEMM, x(1 x K) . B(K x 1024) in float64
-    through numpy's BLAS (its own threads), B holding about ``elements`` values. B is read once
-    (8 B per element); x and the 1 x 1024 output are negligible and counted. A decode step's
-    weight GEMMs are exactly this; a BLAS dot product can stream faster than a GEMM does (1.8x
-    on a Zen 5 VM), so it would promise memory-bound GEMMs more than they get."""
+    """DRAM as the memory delivers it to the BLAS: a dot product x . y of two float64 vectors
+    of ``elements / 2`` values each (numpy's ``dot``, the BLAS's ddot and its threads), read
+    once and nothing written: 8 B per element. Read-only, so no write-allocate traffic to
+    count or to argue about, and 0.96-1.2x of a compiled C triad on the machines tried. A
+    GEMV (an M = 1 GEMM) can read slower than this (OpenBLAS's, up to 1.8x slower on a Zen VM):
+    that is the BLAS's efficiency, which the calibration's out-of-cache thin GEMMs measure, not
+    the memory's speed."""
     import numpy as np
 
-    n = min(READ_STREAM_COLUMNS, max(1, elements))
-    k = max(1, elements // n)
-    x = np.full((1, k), 0.5)
-    b = np.full((k, n), 2.0)
-    c = np.empty((1, n))
+    half = max(1, elements // 2)
+    x = np.full(half, 0.5)
+    y = np.full(half, 2.0)
+    result = [0.0]
 
     def run(loops: int) -> None:
         for _ in range(loops):
-            np.matmul(x, b, out=c)
+            result[0] = np.dot(x, y)
 
     run(1)
-    if not np.all(c == float(k)):
-        raise KernelCheckError("read stream (M = 1 GEMM): wrong result, bandwidth not trusted")
-    return Kernel(f"read stream (M = 1 GEMM) {b.nbytes / 2**20:.0f} MiB", run,
-                  8.0 * (k * n + k + n), "B")
+    if result[0] != float(half):
+        raise KernelCheckError("read stream (dot product): wrong result, bandwidth not trusted")
+    return Kernel(f"read stream (dot product) 2 x {x.nbytes / 2**20:.0f} MiB", run,
+                  8.0 * 2 * half, "B")
+
+
+def thin_gemm_kernels(ms: tuple[int, ...], nk: int, dtype: str, seed: int = 0) -> list[Kernel]:
+    """C(m, nk) = A(m, nk) @ B(nk, nk) for each m, sharing one B (the large operand is made
+    once, not once per m); each checked once against a float64 reference."""
+    import numpy as np
+
+    np_dtype = np.dtype(NUMPY_GEMM_DTYPES[dtype])
+    rng = np.random.default_rng(seed)
+    b = rng.random((nk, nk), dtype=np_dtype) - 0.5
+    kernels = []
+    for m in ms:
+        a = rng.random((m, nk), dtype=np_dtype) - 0.5
+        c = np.empty((m, nk), dtype=np_dtype)
+
+        def run(loops: int, a=a, c=c) -> None:
+            for _ in range(loops):
+                np.matmul(a, b, out=c)
+
+        run(1)
+        _check_gemm(a, b, c, dtype)
+        kernels.append(Kernel(f"{dtype} GEMM {m}x{nk}x{nk}", run, 2.0 * m * nk * nk, "FLOP"))
+    return kernels
 
 
 def small_gemm_kernel(n: int = 8, dtype: str = "fp32") -> Kernel:

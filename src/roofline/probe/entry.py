@@ -127,7 +127,7 @@ def _notes(result, data: dict[str, Any]) -> str:
              f"all-core streaming rate, not datasheet peaks; theoretical holds the computed "
              f"ceilings."]
     if kind == "cpu":
-        parts.append("bandwidth_gbs is a read stream through the BLAS (an M = 1 GEMM).")
+        parts.append("bandwidth_gbs is a read stream through the BLAS (a dot product).")
         if "calibration" in data:
             parts.append("calibration: the GEMMs predicted_time_s is calibrated from.")
         parts.append("Assumptions: " + "; ".join(result.assumptions) + ".")

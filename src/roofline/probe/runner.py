@@ -7,6 +7,7 @@ Only the standard library is imported at module level.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import time
@@ -17,12 +18,13 @@ from typing import Any
 
 from .. import __version__
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # SCHEMA_VERSION history (bump whenever the JSON object changes shape):
 #   1: measured {gemm_gflops, bandwidth_gbs, small_gemm_overhead_s}, details, metadata.
 #   2: measured.bandwidth_gbs.dram is a read stream (triad and copy kept beside it),
 #      measured.bandwidth_stats {kernel: {best, median, spread}}, measured.calibration
 #      (roofline.predict.CALIBRATION_VERSION) for the calibrated GEMM time.
+#   3: measured.calibration version 2: per dtype thin_dram / thin_dram_nk and c_write.
 # METHOD_VERSION history (bump whenever the way we measure changes):
 #   1: calibrated loops (bench.measure), best over GEMM sizes, blocked threaded triad + copy,
 #      dram = best of the two, LLC reported only when clearly above DRAM.
@@ -31,7 +33,10 @@ SCHEMA_VERSION = 2
 #   3: dram is a read-only stream through the BLAS (an M = 1 GEMM whose B is beyond the LLC),
 #      no longer the best of triad and copy (kept as STREAM-comparable extras); calibration
 #      GEMMs for predicted_time_s: small squares, thin M, C's write cost (small K).
-METHOD_VERSION = 3
+#   4: dram is a dot product through the BLAS (read only, the memory's speed; an M = 1 GEMM
+#      can read slower, and that is now the calibration's: thin GEMMs whose B is beyond the
+#      LLC, per dtype), C's write cost per dtype on a C sized from the LLC.
+METHOD_VERSION = 4
 MiB = 2**20
 Progress = Callable[[str], None]
 
@@ -49,12 +54,17 @@ class Plan:
     dram_llc_factor: float
     llc: bool
     small_gemm_n: int = 8
-    # calibration of predicted_time_s (roofline.predict): small squares and thin M (N = K =
-    # cal_thin_nk, in cache) per dtype, and C's write cost at cal_c_mn^2 x cal_c_k (fp32)
+    # calibration of predicted_time_s (roofline.predict), per dtype: small squares; thin M at
+    # N = K = cal_thin_nk (in cache) and at N = K sized so that B is cal_llc_factor x the LLC
+    # (cal_thin_dram_nk when given); C's write cost on an M x cal_c_n x cal_c_k GEMM whose C
+    # is cal_llc_factor x the LLC (cal_c_m when given)
     cal_square: tuple[int, ...] = (32, 64, 128, 256, 512)
     cal_thin_m: tuple[int, ...] = (1, 4, 16, 64)
     cal_thin_nk: int = 1024
-    cal_c_mn: int = 4096
+    cal_llc_factor: float = 3.0
+    cal_thin_dram_nk: int | None = None
+    cal_c_m: int | None = None
+    cal_c_n: int = 4096
     cal_c_k: int = 16
     # short values, many of them: on a shared machine a preempted BLAS thread costs a whole
     # scheduler tick, and the best of many short values is the one that missed it
@@ -79,7 +89,8 @@ PRESETS = {
                  min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
                  dram_llc_factor=1.0, llc=True, small_gemm_n=4, lowp_sizes=(16,),
                  gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
-                 cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_c_mn=16, cal_c_k=2,
+                 cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_thin_dram_nk=24,
+                 cal_c_m=16, cal_c_n=16, cal_c_k=2,
                  cal_min_time_s=0.0005),
 }
 
@@ -197,16 +208,31 @@ def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> dict[str,
     return rates
 
 
-def _read_stream(s: _Session, per_array: int) -> float:
-    """DRAM as GEMMs read it: an M = 1 GEMM through the BLAS, its B well beyond the LLC."""
+def read_stream(nbytes: int, preset: str = "full",
+                clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """The probe's DRAM figure on its own: a dot product through the BLAS over ``nbytes``
+    (``cpu_kernels.read_stream_kernel``), timed as ``preset`` times it; the statistics dict
+    (``best`` and ``median`` in GB/s, ``spread``...). Benchmarks call it next to a C triad."""
     from .cpu_kernels import read_stream_kernel
+    from .timing import measure
 
-    p = s.plan  # short values, many: the best of them is the one no other process disturbed
-    stats = s.time(read_stream_kernel(max(1, per_array // 8)), 1e9, p.min_time_s / 3,
-                   p.cal_repeats)
-    s.details["dram_read"] = stats | {"working_set_bytes": per_array,
-                                      "kernel": "numpy matmul, M = 1 (BLAS GEMV/GEMM), read only"}
-    s.say(f"  dram read stream ({per_array / MiB:.0f} MiB, M = 1 GEMM): {stats['best']:.1f} "
+    p = PRESETS[preset]  # short values, many: the best is the one no other process disturbed
+    kernel = read_stream_kernel(max(2, nbytes // 8))
+    result = measure(kernel.run, 2 * p.cal_repeats, p.warmups, p.min_time_s / 3, clock)
+    return result.to_dict(kernel.work, kernel.unit, 1e9) | {"label": kernel.label,
+                                                            "unstable": result.unstable}
+
+
+def _read_stream(s: _Session, nbytes: int) -> float:
+    """DRAM as the memory delivers it: a dot product through the BLAS over ``nbytes``."""
+    stats = read_stream(nbytes, s.plan.name, s.clock)
+    if stats["unstable"]:
+        s.warnings.append(f"{stats['label']} may be unstable: spread (MAD/median) "
+                          f"{stats['spread']:.0%}; close other programs and rerun")
+    s.details["dram_read"] = stats | {"working_set_bytes": nbytes,
+                                      "kernel": "numpy dot of two float64 vectors (BLAS ddot), "
+                                                "read only"}
+    s.say(f"  dram read stream ({nbytes / MiB:.0f} MiB, dot product): {stats['best']:.1f} "
           f"GB/s (median {stats['median']:.1f}, spread {stats['spread']:.1%})")
     return stats["best"]
 
@@ -217,7 +243,7 @@ def _bandwidth(s: _Session, cpu) -> None:
     llc = cpu.llc_bytes_total or 32 * MiB
     per_array = int(min(max(s.plan.dram_llc_factor * llc, low), high, _available_memory() / 8))
     s.say(f"DRAM bandwidth, all {threads} CPUs ...")
-    # the read stream's B: at least four times the LLC, whatever the preset
+    # the read stream's two vectors: at least four times the LLC together, whatever the preset
     read_bytes = int(min(max(4 * llc, per_array), high, _available_memory() / 8))
     dram = _read_stream(s, read_bytes)
     rates = _streams(s, "dram", per_array, threads)
@@ -225,7 +251,7 @@ def _bandwidth(s: _Session, cpu) -> None:
     s.measured["bandwidth_stats"] = {
         name: {k: s.details[key][k] for k in ("best", "median", "spread")}
         for name, key in (("dram", "dram_read"), ("triad", "dram_triad"), ("copy", "dram_copy"))}
-    s.details["dram_kernel"] = "read stream (M = 1 GEMM)"
+    s.details["dram_kernel"] = "read stream (dot product)"
     s.details["stream_note"] = ("triad and copy count bytes as STREAM does, without the "
                                 "write-allocate traffic; dram is the read stream")
     if 3 * per_array < 2 * llc:
@@ -252,42 +278,56 @@ def _llc(s: _Session, cpu, dram: float, threads: int) -> None:
 
 
 def _calibration(s: _Session, llc_bytes: int | None) -> None:
-    """The GEMMs roofline.predict calibrates from: small squares and thin M per dtype, and
-    C's write cost (a small-K GEMM whose C is beyond the LLC); see predict.Calibration."""
-    from ..predict import CALIBRATION_VERSION, c_write_passes
-    from .cpu_kernels import shaped_gemm_kernel
+    """The GEMMs roofline.predict calibrates from, per dtype: small squares, thin M in cache
+    and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
+    see roofline.hardware.Calibration."""
+    from ..predict import CALIBRATION_VERSION
 
     p, gflops = s.plan, s.measured["gemm_gflops"]
-    call_s = s.measured["small_gemm_overhead_s"]
-    s.say("calibration GEMMs (small, thin, small K) ...")
-    efficiency: dict[str, Any] = {}
-    for dtype in (d for d in p.gemm_sizes if gflops.get(d)):
-        peak = gflops[dtype] * 1e9
+    s.say("calibration GEMMs (small, thin in and out of cache, small K) ...")
+    efficiency = {dtype: _dtype_calibration(s, dtype, gflops[dtype] * 1e9, llc_bytes)
+                  for dtype in p.gemm_sizes if gflops.get(dtype)}
+    s.measured["calibration"] = {"version": CALIBRATION_VERSION,
+                                 "call_overhead_s": s.measured["small_gemm_overhead_s"],
+                                 "gemm_efficiency": efficiency}
 
-        def eff(m: int, n: int, k: int, d: str = dtype, rate: float = peak) -> float:
-            stats = s.time(shaped_gemm_kernel(m, n, k, d), 1e9, p.cal_min_time_s,
-                           p.cal_repeats)
-            return _sig(2.0 * m * n * k / max(stats["best_s"] - call_s, 1e-12) / rate)
 
-        square = {str(n): eff(n, n, n) for n in p.cal_square}
-        thin = {str(m): eff(m, p.cal_thin_nk, p.cal_thin_nk) for m in p.cal_thin_m}
-        efficiency[dtype] = {"square": square, "thin": thin, "thin_nk": p.cal_thin_nk,
-                             "peak_n": s.details[f"gemm_{dtype}"]["best_n"]}
-        s.say(f"  {dtype} efficiency: squares {square}; thin M (N = K = {p.cal_thin_nk}) {thin}")
-    dtype = "fp32" if "fp32" in efficiency else next(iter(efficiency), None)
-    block: dict[str, Any] = {"version": CALIBRATION_VERSION, "call_overhead_s": call_s,
-                             "gemm_efficiency": efficiency}
-    if dtype is not None:
-        m, k = p.cal_c_mn, p.cal_c_k
-        stats = s.time(shaped_gemm_kernel(m, m, k, dtype), 1e9, p.cal_min_time_s,
-                       p.cal_repeats)
-        passes = c_write_passes(stats["best_s"], m, m, k, dtype, call_s, gflops[dtype] * 1e9,
-                                efficiency[dtype], s.measured["bandwidth_gbs"]["dram"] * 1e9,
-                                llc_bytes)
-        block["c_write"] = {"passes": _sig(passes), "m": m, "n": m, "k": k, "dtype": dtype,
-                            "time_s": stats["best_s"]}
-        s.say(f"  C write cost ({m}x{m}x{k} {dtype}): {passes:.2f} passes of C at DRAM speed")
-    s.measured["calibration"] = block
+def _dtype_calibration(s: _Session, dtype: str, peak: float, llc_bytes: int | None) -> dict:
+    from ..dtypes import itemsize
+    from ..predict import c_write_passes
+    from .cpu_kernels import shaped_gemm_kernel, thin_gemm_kernels
+
+    p, call_s = s.plan, s.measured["small_gemm_overhead_s"]
+    e, beyond = itemsize(dtype), p.cal_llc_factor * (llc_bytes or 32 * MiB)
+    spare = _available_memory() / 4
+
+    def eff(kernel) -> float:
+        stats = s.time(kernel, 1e9, p.cal_min_time_s, p.cal_repeats)
+        return _sig(kernel.work / max(stats["best_s"] - call_s, 1e-12) / peak)
+
+    def thin(nk: int) -> dict[str, float]:
+        kernels = thin_gemm_kernels(p.cal_thin_m, nk, dtype)
+        return {str(m): eff(k) for m, k in zip(p.cal_thin_m, kernels)}
+
+    square = {str(n): eff(shaped_gemm_kernel(n, n, n, dtype)) for n in p.cal_square}
+    dram_nk = p.cal_thin_dram_nk or _round_up(math.sqrt(min(beyond, spare) / e), 512)
+    block = {"square": square, "thin": thin(p.cal_thin_nk), "thin_nk": p.cal_thin_nk,
+             "thin_dram": thin(dram_nk), "thin_dram_nk": dram_nk,
+             "peak_n": s.details[f"gemm_{dtype}"]["best_n"]}
+    n, k = p.cal_c_n, p.cal_c_k
+    m = p.cal_c_m or _round_up(min(beyond, spare) / (e * n), 1024)
+    stats = s.time(shaped_gemm_kernel(m, n, k, dtype), 1e9, p.cal_min_time_s, p.cal_repeats)
+    passes = c_write_passes(stats["best_s"], m, n, k, dtype, call_s, peak, block,
+                            s.measured["bandwidth_gbs"]["dram"] * 1e9)
+    block["c_write"] = {"passes": _sig(passes), "m": m, "n": n, "k": k, "time_s": stats["best_s"]}
+    s.say(f"  {dtype} efficiency: squares {square}; thin M (N = K = {p.cal_thin_nk}) "
+          f"{block['thin']}, (N = K = {dram_nk}, beyond the LLC) {block['thin_dram']}; "
+          f"C write ({m}x{n}x{k}): {passes:.2f} passes of C at DRAM speed")
+    return block
+
+
+def _round_up(value: float, step: int) -> int:
+    return max(step, int(math.ceil(value / step)) * step)
 
 
 def _sig(value: float, digits: int = 4) -> float:
