@@ -2,17 +2,21 @@
 
     .venv/bin/python benchmarks/bench_predict.py [--quick] [--markdown]
 
-One run: a C OpenMP STREAM triad (gcc -O3 -fopenmp, from bench_probe.py) before and after a
-fresh probe (full preset unless --quick; not saved), a quick probe timed on its own, then 42
-GEMM shapes timed through numpy's BLAS with the probe's loop (roofline.measure's settings)
-against the calibrated prediction of the fresh entry. Prints the machine, per-shape predicted
-vs measured, the share within 1.25x and 2x, the median and geometric-mean ratio, the worst five
-with the term that dominated their prediction, and the probe's DRAM figure against the C triad.
+One run: a C OpenMP STREAM triad (gcc -O3 -fopenmp, from bench_probe.py) right before a quick
+probe and a fresh probe (full preset unless --quick; not saved), then four pairs, each the C
+triad and right after it the probe's DRAM measurement on its own (roofline.probe.runner.
+read_stream: the same kernel, size and settings as in the probe); then 42 GEMM shapes timed
+through numpy's BLAS with the probe's loop (roofline.measure's settings) against the calibrated
+prediction of the fresh entry. Prints the machine, per-shape predicted vs measured, the share
+within 1.25x and 2x, the median and geometric-mean ratio, the worst five with the term that
+dominated their prediction, and the DRAM figure against the C triad: pairs, because the
+memory bandwidth of a shared VM can move by 1.7x within seconds.
 
 Fit and validation are apart: the probe calibrates on squares n = 32..512 (quick: ..256),
-thin M = 1..64 at N = K = 1024 and one 4096 x 4096 x 16 GEMM; the shapes here are others
-(squares 48..2048, thin M at N = K = 4096, the README's MLP, small K, ...). Overlap: the
-fp32 4096 x 4096 x 16 shape is the probe's C-write shape (marked * in the table).
+thin M = 1..64 at N = K = 1024 and at an N = K that puts B at 3x the LLC (5120 in fp32 and
+3584 in fp64 for a 32 MiB LLC), and an M x 4096 x 16 GEMM whose C is 3x the LLC; the shapes
+here are others (squares 48..2048, thin M at N = K = 4096, the README's MLP, small K, ...).
+A shape the probe also timed would be marked * in the table.
 """
 
 from __future__ import annotations
@@ -43,6 +47,19 @@ def shapes() -> list[tuple[int, int, int, str, str]]:
     return out
 
 
+def calibration_shapes(calibration: dict) -> set[tuple[int, int, int, str]]:
+    """Every (M, N, K, dtype) the probe timed for its calibration block."""
+    out = set()
+    for d, block in calibration["gemm_efficiency"].items():
+        out |= {(int(n), int(n), int(n), d) for n in block["square"]}
+        for table, nk in (("thin", "thin_nk"), ("thin_dram", "thin_dram_nk")):
+            out |= {(int(m), block[nk], block[nk], d) for m in block.get(table, {})}
+        if "c_write" in block:
+            c = block["c_write"]
+            out.add((c["m"], c["n"], c["k"], d))
+    return out
+
+
 def reason(terms: dict) -> str:
     if terms.get("resident"):
         return "cache-resident: compute at in-cache efficiency"
@@ -62,27 +79,32 @@ def main() -> int:
     from roofline.measure import MIN_TIME_S, REPEATS, WARMUPS, _numpy_kernel
     from roofline.predict import predict_gemm
     from roofline.probe import run_probe
+    from roofline.probe.runner import read_stream
     from roofline.probe.timing import measure
 
     say = lambda m: print(m, file=sys.stderr)  # noqa: E731
     elements = args.array_mib * 2**20 // 8
     with tempfile.TemporaryDirectory() as tmp:
         exe = compile_stream(Path(tmp))
-        c_runs = [run_stream(exe, elements) for _ in range(2)] if exe else []
+        c_before = run_stream(exe, elements)[0] if exe else None
         t0 = time.perf_counter()
         quick = run_probe(quick=True, progress=say)
         quick_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         result = quick if args.quick else run_probe(progress=say)
         probe_s = quick_s if args.quick else time.perf_counter() - t0
-        c_runs += [run_stream(exe, elements) for _ in range(2)] if exe else []
+        read_bytes = result.details["dram_read"]["working_set_bytes"]
+        pairs = [(run_stream(exe, elements)[0], read_stream(read_bytes, result.preset)["best"])
+                 for _ in range(4)] if exe else []
     hw = HardwareSpec.from_dict(result.to_hardware_dict("bench"), "fresh probe")
     meta = result.metadata
+    blas = ", ".join(f"{b['internal_api']} {b['version']} x{b['num_threads']}" for b in result.blas)
     print(f"machine: {meta['hostname']}: {result.cpu.brand}, {result.cpu.cores} cores, "
-          f"{meta['platform']}; BLAS {', '.join(b['internal_api'] + ' ' + str(b['version']) + ' x' + str(b['num_threads']) for b in result.blas)}")
+          f"{meta['platform']}; BLAS {blas}")
     print(f"probe: quick {quick_s:.1f} s, {result.preset} {probe_s:.1f} s; peaks fp32 "
           f"{hw.peak_tflops['fp32'] * 1e3:.1f}, fp64 {hw.peak_tflops['fp64'] * 1e3:.1f} GFLOP/s; "
           f"dram (read stream) {hw.bandwidth_gbs:.1f} GB/s")
+    fitted = calibration_shapes(result.measured["calibration"])
     rows = []
     for m, n, k, d, kind in shapes():
         g = Gemm("MM", "x", "forward", m, n, k, d)
@@ -100,7 +122,7 @@ def main() -> int:
     for m, n, k, d, kind, roof, p, best, spread in rows:
         ratio = best / p.time_s
         ratios.append(ratio)
-        star = "*" if (m, n, k, d) == (4096, 4096, 16, "fp32") else ""
+        star = "*" if (m, n, k, d) in fitted else ""
         print(f"| {m} x {n} x {k}{star} | {d} | {kind} | {seconds(roof)} | "
               f"{seconds(p.time_s)} | {seconds(best)} | {spread:.0%} | {ratio:.2f} |")
     off = [max(r, 1 / r) for r in ratios]
@@ -114,15 +136,17 @@ def main() -> int:
           f"{sum(o <= 2 for o in roof_off) / len(roof_off):.0%}")
     print("worst five:")
     worst = sorted(zip(off, ratios, rows), key=lambda t: -t[0])[:5]
-    for o, ratio, (m, n, k, d, kind, _, p, best, _) in worst:
+    for _off, ratio, (m, n, k, d, kind, _, p, _best, _) in worst:
         print(f"  {m}x{n}x{k} {d} ({kind}): measured/predicted {ratio:.2f}; predicted by "
               f"{reason(p.terms)}")
-    if c_runs:
-        c_triad = max(r[0] for r in c_runs)
-        print(f"DRAM: probe read stream {hw.bandwidth_gbs:.1f} GB/s / C triad (best of "
-              f"{len(c_runs)} runs, {c_runs[0][2]} threads, 3 x {args.array_mib} MiB) "
-              f"{c_triad:.1f} GB/s = {hw.bandwidth_gbs / c_triad:.2f}x [target >= 0.95]; "
-              f"C triad runs: {', '.join(f'{r[0]:.1f}' for r in c_runs)}")
+    if pairs:
+        c_best, r_best = max(c for c, _ in pairs), max(r for _, r in pairs)
+        print(f"DRAM: the probe's read stream (dot product, 2 x {read_bytes / 2**21:.0f} MiB) "
+              f"next to a C triad ({args.array_mib} MiB arrays), four pairs: "
+              f"{', '.join(f'{r:.1f} / {c:.1f} = {r / c:.2f}x' for c, r in pairs)}; best "
+              f"{r_best:.1f} / {c_best:.1f} GB/s = {r_best / c_best:.2f}x [target >= 0.95]")
+        print(f"      the {result.preset} probe's own figure {hw.bandwidth_gbs:.1f} GB/s; C triad right "
+              f"before the probes {c_before:.1f} GB/s")
     else:
         print("gcc not found: no C triad comparison")
     return 0
