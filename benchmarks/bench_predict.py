@@ -145,7 +145,8 @@ def main() -> int:
               f"next to a C triad ({args.array_mib} MiB arrays), four pairs: "
               f"{', '.join(f'{r:.1f} / {c:.1f} = {r / c:.2f}x' for c, r in pairs)}; best "
               f"{r_best:.1f} / {c_best:.1f} GB/s = {r_best / c_best:.2f}x [target >= 0.95]")
-        print(f"      the {result.preset} probe's own figure {hw.bandwidth_gbs:.1f} GB/s; C triad right "
+        print(f"      the {result.preset} probe's own figure {hw.bandwidth_gbs:.1f} GB/s; "
+              f"C triad right "
               f"before the probes {c_before:.1f} GB/s")
     else:
         print("gcc not found: no C triad comparison")
