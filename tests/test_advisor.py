@@ -216,3 +216,16 @@ def test_two_batch_dimensions_are_searched():
     assert min_compute_bound_batch(square, 32.0) == 128
     assert min_compute_bound_batch(square, 100.0) is None
     assert batch_intensity_limit(square) == pytest.approx(64.0)
+
+
+def test_batch_advice_cache_key_covers_every_field_of_a_gemms_shape():
+    # the advice is shared between GEMMs that differ only in name and place; a new Gemm field
+    # that changes the shape must join the key, or two shapes would share one sentence
+    from dataclasses import fields
+
+    from roofline.advisor import _SHAPE_FIELDS
+    from roofline.gemm import Gemm
+
+    place = {"name", "layer", "pass_", "copy"}
+    shape = {f.name for f in fields(Gemm) if f.init} - place
+    assert set(_SHAPE_FIELDS) == shape

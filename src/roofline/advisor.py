@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .dtypes import itemsize
@@ -372,12 +372,24 @@ def _search_batch(gemm: Gemm, ridge: float) -> int:
 def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
     """The minimum compute-bound batch for a memory-bound GEMM, and a sentence saying so."""
     # A deep model repeats a few shapes thousands of times: the sentence is computed once per
-    # shape and precision and shared (a 100,000-layer report held about 1 GB of copies).
-    shape = replace(gemm, name="MM", layer="layer", pass_="forward", copy=0)
-    return _batch_advice(shape, ridge, rule)
+    # shape and precision and shared (a 100,000-layer report held about 1 GB of copies). The
+    # key is every field but the GEMM's name and place (building a Gemm per lookup cost more
+    # than the advice).
+    key = (tuple(getattr(gemm, name) for name in _SHAPE_FIELDS), ridge, rule)
+    advice = _ADVICE.get(key)
+    if advice is None:
+        if len(_ADVICE) >= _ADVICE_LIMIT:
+            _ADVICE.clear()
+        advice = _ADVICE[key] = _batch_advice(gemm, ridge, rule)
+    return advice
 
 
-@functools.lru_cache(maxsize=4096)
+_SHAPE_FIELDS = ("m", "n", "k", "dtype", "roles", "batch_dims", "c_dtype", "c_read",
+                 "batch_count", "align")
+_ADVICE: dict[tuple, tuple[int | None, str]] = {}
+_ADVICE_LIMIT = 4096
+
+
 def _batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
     batch = min_compute_bound_batch(gemm, ridge)
     if batch is None:
