@@ -96,6 +96,14 @@ def test_mixed_cpu_gpu_comparison_runs_the_nearest_dtype(invoke):
     data = json.loads(result.stdout)
     assert [d["dtype"] for d in data["devices"]] == ["fp16", "bf16", "fp32"]
     assert "has no fp16 peak: runs bf16" in data["devices"][1]["dtype_note"]
+    # the prediction beside the bound: on a datasheet GPU entry at least the bound plus the
+    # 0.9 us launch latency per GEMM; on a datasheet CPU entry the bound itself (nothing
+    # documented to add)
+    a100, xeon = data["devices"][0], data["devices"][1]
+    assert a100["predicted_gemm_time_s"] >= a100["time_s"] + 5 * 0.9e-6 - 1e-12
+    assert xeon["predicted_gemm_time_s"] == pytest.approx(xeon["time_s"])
+    mm1 = data["gemms"][0]
+    assert mm1["predicted_time_s"]["a100-sxm4-80gb"] >= mm1["time_s"]["a100-sxm4-80gb"] + 0.9e-6
     table = invoke("compare", EXAMPLE, "--hw", "a100", "--hw", "xeon-platinum-8480plus").stdout
     assert "note: xeon-platinum-8480plus has no fp16 peak: runs bf16" in table
     assert table.rstrip().splitlines()[-1].startswith("verdict: ")
@@ -111,6 +119,7 @@ def test_sweep_transition_matches_the_closed_form():
     assert [p["batch"] for p in points] == [2**i for i in range(13)]
     assert [p["gemms"][0]["bound"] for p in points][7:9] == ["memory", "compute"]  # 128, 256
     assert points[0]["samples_per_s"] == pytest.approx(1 / points[0]["time_s"])
+    assert all(g["predicted_time_s"] >= g["time_s"] for p in points for g in p["gemms"])
 
 
 def test_batch_range_is_the_powers_of_two_between():

@@ -102,6 +102,7 @@ class Report:
             "memory_bound_time_fraction": memory_s / (gemm_s + op_s),
             "gemm_flops": gemm_flops,
             "gemm_time_s": gemm_s,
+            "predicted_gemm_time_s": sum(r.predicted_time_s for r in self.results),
             "op_time_s": op_s,
             "parameters": self.network.parameters,
         }

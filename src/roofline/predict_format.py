@@ -42,9 +42,9 @@ def time_lines(report: Report) -> list[str]:
     """What says which time is which, and the step's totals of each."""
     lines = ["roof: the pure roofline time, a lower bound from DRAM (the time column above)",
              basis_sentence(report.hardware)]
-    total = sum(r.predicted_time_s for r in report.results)
-    text = (f"GEMM time: roof {seconds(report.totals['gemm_time_s'])}, predicted "
-            f"{seconds(total)}")
+    totals = report.totals
+    text = (f"GEMM time: roof {seconds(totals['gemm_time_s'])}, predicted "
+            f"{seconds(totals['predicted_gemm_time_s'])}")
     if _measured(report) and all(r.measured is not None for r in report.results):
         measured = sum(r.measured.best_s for r in report.results)
         text += f", measured {seconds(measured)} (best of each distinct shape, summed)"

@@ -187,12 +187,15 @@ class Comparison:
             devices.append({"hardware": report.hardware.name, "dtype": report.dtype,
                             "time_s": totals["time_s"], "speedup": self.speedup(report),
                             "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
+                            "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
                             "dtype_note": self.dtype_note(report)})
         gemms = []
         for index, result in enumerate(base.results):
             row: dict[str, Any] = {"name": result.gemm.name, "layer": result.gemm.layer,
                                    "pass": result.gemm.pass_}
             row["time_s"] = {r.hardware.name: r.results[index].time_s for r in self.reports}
+            row["predicted_time_s"] = {r.hardware.name: r.results[index].predicted_time_s
+                                       for r in self.reports}
             row["speedup"] = {r.hardware.name: result.time_s / r.results[index].time_s
                               for r in self.reports}
             row["bound"] = {r.hardware.name: r.results[index].bound for r in self.reports}
@@ -304,8 +307,10 @@ class Sweep:
                 "batch": report.network.batch, "time_s": totals["time_s"],
                 "samples_per_s": report.network.batch / totals["time_s"],
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
+                "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
                 "gemms": [{"name": r.gemm.name, "intensity": r.gemm.intensity, "bound": r.bound,
-                           "time_s": r.time_s} for r in report.results]})
+                           "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
+                          for r in report.results]})
         return {"model": first.network.name, "hardware": first.hardware.name,
                 "dtype": first.dtype, "mode": first.network.mode, "ridge": first.ridge,
                 "quantization_in_time": first.quantization,
