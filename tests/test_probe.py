@@ -193,3 +193,11 @@ def test_a_kernel_that_fails_its_check_ends_in_one_line(no_gpu, invoke, monkeypa
     assert res.exit_code == 2 and "Traceback" not in res.output
     errors = [line for line in res.stderr.splitlines() if line.startswith("Error")]
     assert errors == ["Error: fp32 GEMM n=16: result differs from the reference"]
+
+
+def test_a_variable_that_pins_the_blas_kernels_is_named():
+    from roofline.probe.runner import blas_env_warnings
+
+    (warning,) = blas_env_warnings({"OPENBLAS_CORETYPE": "Haswell", "PATH": "/bin"})
+    assert warning.startswith("OPENBLAS_CORETYPE=Haswell is set: OpenBLAS runs its kernels")
+    assert blas_env_warnings({"OPENBLAS_NUM_THREADS": "2"}) == []

@@ -76,15 +76,27 @@ def read_stream_kernel(elements: int) -> Kernel:
     """DRAM as the memory delivers it to the BLAS: a dot product x . y of two float64 vectors
     of ``elements / 2`` values each (numpy's ``dot``, the BLAS's ddot and its threads), read
     once and nothing written: 8 B per element. Read-only, so no write-allocate traffic to
-    count or to argue about, and 0.96-1.2x of a compiled C triad on the machines tried. A
-    GEMV (an M = 1 GEMM) can read slower than this (OpenBLAS's, up to 1.8x slower on a Zen VM):
-    that is the BLAS's efficiency, which the calibration's out-of-cache thin GEMMs measure, not
-    the memory's speed."""
+    count or to argue about; over 16x the LLC, 1.04-1.16x of a compiled C triad on the
+    development VM. A GEMV (an M = 1 GEMM) can read slower than this (OpenBLAS's, 0.7-1.0x on
+    that VM): that is the BLAS's efficiency, which the calibration's out-of-cache thin GEMMs
+    measure, not the memory's speed. The vectors are first-touched by one thread per CPU."""
+    import os
+
     import numpy as np
 
     half = max(1, elements // 2)
-    x = np.full(half, 0.5)
-    y = np.full(half, 2.0)
+    x, y = np.empty(half), np.empty(half)
+    threads = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                         else os.cpu_count() or 1, half))
+
+    def first_touch(part: int) -> None:  # a thread per CPU: 10x faster than one in a VM
+        lo, hi = part * half // threads, (part + 1) * half // threads
+        x[lo:hi] = 0.5
+        y[lo:hi] = 2.0
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="roofline-touch") as pool:
+        for _ in pool.map(first_touch, range(threads)):
+            pass
     result = [0.0]
 
     def run(loops: int) -> None:

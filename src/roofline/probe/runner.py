@@ -33,11 +33,13 @@ SCHEMA_VERSION = 3
 #   3: dram is a read-only stream through the BLAS (an M = 1 GEMM whose B is beyond the LLC),
 #      no longer the best of triad and copy (kept as STREAM-comparable extras); calibration
 #      GEMMs for predicted_time_s: small squares, thin M, C's write cost (small K).
-#   4: dram is a dot product through the BLAS (read only, the memory's speed; an M = 1 GEMM
-#      can read slower, and that is now the calibration's: thin GEMMs whose B is beyond the
-#      LLC, per dtype), C's write cost per dtype on a C sized from the LLC.
+#   4: dram is a dot product through the BLAS over 16x the LLC (read only, the memory's speed;
+#      an M = 1 GEMM can read slower, and that is now the calibration's: thin GEMMs whose B is
+#      beyond the LLC, per dtype), C's write cost per dtype on a C sized from the LLC.
 METHOD_VERSION = 4
 MiB = 2**20
+READ_STREAM_LLC_FACTOR = 16
+READ_STREAM_MAX_BYTES = 2048 * MiB
 Progress = Callable[[str], None]
 
 
@@ -54,6 +56,7 @@ class Plan:
     dram_llc_factor: float
     llc: bool
     small_gemm_n: int = 8
+    dram_read_bytes: int | None = None  # the read stream's size; None: 16x the LLC (capped)
     # calibration of predicted_time_s (roofline.predict), per dtype: small squares; thin M at
     # N = K = cal_thin_nk (in cache) and at N = K sized so that B is cal_llc_factor x the LLC
     # (cal_thin_dram_nk when given); C's write cost on an M x cal_c_n x cal_c_k GEMM whose C
@@ -88,6 +91,7 @@ PRESETS = {
     "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
                  min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
                  dram_llc_factor=1.0, llc=True, small_gemm_n=4, lowp_sizes=(16,),
+                 dram_read_bytes=64 * 1024,
                  gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
                  cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_thin_dram_nk=24,
                  cal_c_m=16, cal_c_n=16, cal_c_k=2,
@@ -173,6 +177,23 @@ class _Session:
         return best
 
 
+#: Variables that pin a BLAS to an older instruction set than the CPU has.
+BLAS_PINNING_VARIABLES = {
+    "OPENBLAS_CORETYPE": "OpenBLAS runs its kernels for this core type",
+    "MKL_ENABLE_INSTRUCTIONS": "MKL uses at most this instruction set",
+    "MKL_DEBUG_CPU_TYPE": "MKL takes the CPU for this type",
+}
+
+
+def blas_env_warnings(environ) -> list[str]:
+    """A warning per variable that pins the BLAS's kernels (``OPENBLAS_CORETYPE=Haswell``: AVX2
+    kernels on an AVX-512 CPU): the measured GEMM rates are then the BLAS's, and can stay far
+    below a theoretical peak computed from the CPU's widest SIMD."""
+    return [f"{name}={environ[name]} is set: {what}, so GEMM rates can stay well below the "
+            f"theoretical peak of this CPU's widest SIMD (the measured figures are what analyze "
+            f"uses)" for name, what in BLAS_PINNING_VARIABLES.items() if environ.get(name)]
+
+
 def _cpu_gemm(s: _Session, threads: int | None) -> None:
     from .cpu_kernels import gemm_kernel
 
@@ -243,8 +264,16 @@ def _bandwidth(s: _Session, cpu) -> None:
     llc = cpu.llc_bytes_total or 32 * MiB
     per_array = int(min(max(s.plan.dram_llc_factor * llc, low), high, _available_memory() / 8))
     s.say(f"DRAM bandwidth, all {threads} CPUs ...")
-    # the read stream's two vectors: at least four times the LLC together, whatever the preset
-    read_bytes = int(min(max(4 * llc, per_array), high, _available_memory() / 8))
+    # the read stream's two vectors: 16x the LLC together, whatever the preset (at 4x an AMD
+    # L3 still held enough of them to read 1.4x faster than at 16x, where it levels off), at
+    # most READ_STREAM_MAX_BYTES and a quarter of the free memory
+    read_bytes = s.plan.dram_read_bytes or int(min(
+        max(READ_STREAM_LLC_FACTOR * llc, per_array), READ_STREAM_MAX_BYTES,
+        _available_memory() / 4))
+    if s.plan.dram_read_bytes is None and read_bytes < READ_STREAM_LLC_FACTOR * llc:
+        s.warnings.append(f"DRAM read stream over {read_bytes / MiB:.0f} MiB, less than "
+                          f"{READ_STREAM_LLC_FACTOR}x the {llc / MiB:.0f} MiB last-level cache: "
+                          f"the cache may hold part of it and inflate the figure")
     dram = _read_stream(s, read_bytes)
     rates = _streams(s, "dram", per_array, threads)
     s.measured["bandwidth_gbs"].update(dram=dram, triad=rates["triad"], copy=rates["copy"])
@@ -435,6 +464,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     say(f"  {cpu.brand}: {cpu.cores} cores, {' '.join(cpu.isa) or 'no AVX'}; "
         f"BLAS {blas_text or 'unknown'}")
     session = _Session(plan, say, clock)
+    session.warnings += blas_env_warnings(os.environ)
     _cpu_gemm(session, blas[0]["num_threads"] if blas else None)
     _small_gemm(session)
     _bandwidth(session, cpu)
