@@ -233,23 +233,24 @@ def read_stream(nbytes: int, preset: str = "full",
                 clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
     """The probe's DRAM figure on its own: a dot product through the BLAS over ``nbytes``
     (``cpu_kernels.read_stream_kernel``), timed as ``preset`` times it; the statistics dict
-    (``best`` and ``median`` in GB/s, ``spread``...). Benchmarks call it next to a C triad."""
+    (``best`` and ``median`` in GB/s, ``spread``..., and ``warning``: the instability warning
+    or None). Benchmarks call it next to a C triad."""
     from .cpu_kernels import read_stream_kernel
-    from .timing import measure
+    from .timing import instability_warning, measure
 
     p = PRESETS[preset]  # short values, many: the best is the one no other process disturbed
     kernel = read_stream_kernel(max(2, nbytes // 8))
     result = measure(kernel.run, 2 * p.cal_repeats, p.warmups, p.min_time_s / 3, clock)
-    return result.to_dict(kernel.work, kernel.unit, 1e9) | {"label": kernel.label,
-                                                            "unstable": result.unstable}
+    return result.to_dict(kernel.work, kernel.unit, 1e9) | {
+        "warning": instability_warning(kernel.label, result)}
 
 
 def _read_stream(s: _Session, nbytes: int) -> float:
     """DRAM as the memory delivers it: a dot product through the BLAS over ``nbytes``."""
     stats = read_stream(nbytes, s.plan.name, s.clock)
-    if stats["unstable"]:
-        s.warnings.append(f"{stats['label']} may be unstable: spread (MAD/median) "
-                          f"{stats['spread']:.0%}; close other programs and rerun")
+    warning = stats.pop("warning")
+    if warning:
+        s.warnings.append(warning)
     s.details["dram_read"] = stats | {"working_set_bytes": nbytes,
                                       "kernel": "numpy dot of two float64 vectors (BLAS ddot), "
                                                 "read only"}
