@@ -217,8 +217,9 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
     by default only when one report is drawn), its host-link slope when the entry has one
     (dotted), and for a measured entry the theoretical roof (dash-dot) beside the measured one.
     Each GEMM is a point coloured by bound, labelled with its name; coincident GEMMs share
-    one label (``MM1,MM5``) and labels are moved apart so none overlaps another. Returns the
-    Axes; without ``ax`` a new figure is made (see ``new_axes``).
+    one label (``MM1,MM5``), with several devices each column of points has one label
+    (``_label_points``), and labels are placed so that none overlaps another or crosses a
+    drawn line. Returns the Axes; without ``ax`` a new figure is made (see ``new_axes``).
     """
     items = _as_list(reports)
     ax = ax if ax is not None else new_axes()
