@@ -12,6 +12,7 @@ against fake ``torch`` / ``cupy`` modules at this boundary only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import KernelCheckError
@@ -21,6 +22,18 @@ TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "fp16":
                 "bf16": "bfloat16"}
 CUPY_DTYPES = {"fp64": "float64", "fp32": "float32", "fp16": "float16"}
 CHECK_RTOL = {"fp64": 1e-9, "fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 3e-2}
+
+
+def _matmul_run(matmul, a, b, c, sync) -> Callable[[int], None]:
+    """``run(loops)``: ``matmul(a, b, out=c)`` ``loops`` times, then one ``sync``; called once
+    (the warm-up that also fills ``c`` for the check) before it is returned."""
+    def run(loops: int) -> None:
+        for _ in range(loops):
+            matmul(a, b, out=c)
+        sync()
+
+    run(1)
+    return run
 
 
 class TorchBackend:
@@ -56,13 +69,7 @@ class TorchBackend:
         a = t.randn((n, n), device=self.device, dtype=dt)
         b = t.randn((n, n), device=self.device, dtype=dt)
         c = t.empty((n, n), device=self.device, dtype=dt)
-
-        def run(loops: int) -> None:
-            for _ in range(loops):
-                t.matmul(a, b, out=c)
-            self.sync()
-
-        run(1)
+        run = _matmul_run(t.matmul, a, b, c, self.sync)
         ref = t.matmul(a[:4].to(t.float64), b.to(t.float64))
         rtol = CHECK_RTOL[dtype]
         if not t.allclose(c[:4].to(t.float64), ref, rtol=rtol, atol=rtol * n ** 0.5 * 4):
@@ -80,13 +87,7 @@ class TorchBackend:
         a = t.randn(lead + (m, k), device=self.device, dtype=dt)
         b = t.randn(lead + (k, n), device=self.device, dtype=dt)
         c = t.empty(lead + (m, n), device=self.device, dtype=dt)
-
-        def run(loops: int) -> None:
-            for _ in range(loops):
-                t.matmul(a, b, out=c)
-            self.sync()
-
-        run(1)
+        run = _matmul_run(t.matmul, a, b, c, self.sync)
         return Kernel(f"{self.name} {dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k * g, "FLOP")
 
     def device_copy(self, nbytes: int) -> Kernel:
@@ -139,13 +140,7 @@ class CupyBackend:
         a = cp.random.standard_normal((n, n)).astype(CUPY_DTYPES[dtype])
         b = cp.random.standard_normal((n, n)).astype(CUPY_DTYPES[dtype])
         c = cp.empty((n, n), dtype=CUPY_DTYPES[dtype])
-
-        def run(loops: int) -> None:
-            for _ in range(loops):
-                cp.matmul(a, b, out=c)
-            self.sync()
-
-        run(1)
+        run = _matmul_run(cp.matmul, a, b, c, self.sync)
         ref = cp.matmul(a[:4].astype("float64"), b.astype("float64"))
         rtol = CHECK_RTOL[dtype]
         if not bool(cp.allclose(c[:4].astype("float64"), ref, rtol=rtol,
@@ -160,13 +155,7 @@ class CupyBackend:
         a = cp.random.standard_normal(lead + (m, k)).astype(CUPY_DTYPES[dtype])
         b = cp.random.standard_normal(lead + (k, n)).astype(CUPY_DTYPES[dtype])
         c = cp.empty(lead + (m, n), dtype=CUPY_DTYPES[dtype])
-
-        def run(loops: int) -> None:
-            for _ in range(loops):
-                cp.matmul(a, b, out=c)
-            self.sync()
-
-        run(1)
+        run = _matmul_run(cp.matmul, a, b, c, self.sync)
         return Kernel(f"cupy {dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k * g, "FLOP")
 
     def device_copy(self, nbytes: int) -> Kernel:
