@@ -72,30 +72,31 @@ def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0) -> Ker
     return Kernel(f"{dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k, "FLOP")
 
 
-def read_stream_kernel(elements: int) -> Kernel:
+def touch_share(fills: tuple, part: int, threads: int) -> None:
+    """Write ``value`` into share ``part`` of ``threads`` equal shares of each ``(array,
+    value)`` in ``fills``: run by thread ``part``, so each thread first-touches its own share
+    (a thread per CPU also maps the pages 10x faster than one thread does in a VM)."""
+    for array, value in fills:
+        lo, hi = part * len(array) // threads, (part + 1) * len(array) // threads
+        array[lo:hi] = value
+
+
+def read_stream_kernel(elements: int, threads: int) -> Kernel:
     """DRAM as the memory delivers it to the BLAS: a dot product x . y of two float64 vectors
     of ``elements / 2`` values each (numpy's ``dot``, the BLAS's ddot and its threads), read
     once and nothing written: 8 B per element. Read-only, so no write-allocate traffic to
     count or to argue about; over 16x the LLC, 1.04-1.16x of a compiled C triad on the
     development VM. A GEMV (an M = 1 GEMM) can read slower than this (OpenBLAS's, 0.7-1.0x on
     that VM): that is the BLAS's efficiency, which the calibration's out-of-cache thin GEMMs
-    measure, not the memory's speed. The vectors are first-touched by one thread per CPU."""
-    import os
-
+    measure, not the memory's speed. The vectors are first-touched by ``threads`` threads."""
     import numpy as np
 
     half = max(1, elements // 2)
     x, y = np.empty(half), np.empty(half)
-    threads = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                         else os.cpu_count() or 1, half))
-
-    def first_touch(part: int) -> None:  # a thread per CPU: 10x faster than one in a VM
-        lo, hi = part * half // threads, (part + 1) * half // threads
-        x[lo:hi] = 0.5
-        y[lo:hi] = 2.0
-
+    threads = max(1, min(threads, half))
     with ThreadPoolExecutor(threads, thread_name_prefix="roofline-touch") as pool:
-        for _ in pool.map(first_touch, range(threads)):
+        for _ in pool.map(touch_share, [((x, 0.5), (y, 2.0))] * threads, range(threads),
+                          [threads] * threads):
             pass
     result = [0.0]
 
@@ -170,10 +171,7 @@ class StreamArrays:
             pass
 
     def _first_touch(self, k: int) -> None:
-        lo, hi = self._bounds[k]
-        self.a[lo:hi] = 0.0
-        self.b[lo:hi] = 1.0
-        self.c[lo:hi] = 2.0
+        touch_share(((self.a, 0.0), (self.b, 1.0), (self.c, 2.0)), k, self.threads)
 
     def _triad_part(self, k: int) -> None:
         import numpy as np

@@ -229,25 +229,27 @@ def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> dict[str,
     return rates
 
 
-def read_stream(nbytes: int, preset: str = "full",
+def read_stream(nbytes: int, preset: str = "full", threads: int | None = None,
                 clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
     """The probe's DRAM figure on its own: a dot product through the BLAS over ``nbytes``
-    (``cpu_kernels.read_stream_kernel``), timed as ``preset`` times it; the statistics dict
+    (``cpu_kernels.read_stream_kernel``, its vectors first-touched by ``threads`` threads, by
+    default one per usable CPU), timed as ``preset`` times it; the statistics dict
     (``best`` and ``median`` in GB/s, ``spread``..., and ``warning``: the instability warning
     or None). Benchmarks call it next to a C triad."""
     from .cpu_kernels import read_stream_kernel
+    from .identify import usable_cpus
     from .timing import instability_warning, measure
 
     p = PRESETS[preset]  # short values, many: the best is the one no other process disturbed
-    kernel = read_stream_kernel(max(2, nbytes // 8))
+    kernel = read_stream_kernel(max(2, nbytes // 8), threads or len(usable_cpus()))
     result = measure(kernel.run, 2 * p.cal_repeats, p.warmups, p.min_time_s / 3, clock)
     return result.to_dict(kernel.work, kernel.unit, 1e9) | {
         "warning": instability_warning(kernel.label, result)}
 
 
-def _read_stream(s: _Session, nbytes: int) -> float:
+def _read_stream(s: _Session, nbytes: int, threads: int) -> float:
     """DRAM as the memory delivers it: a dot product through the BLAS over ``nbytes``."""
-    stats = read_stream(nbytes, s.plan.name, s.clock)
+    stats = read_stream(nbytes, s.plan.name, threads, s.clock)
     warning = stats.pop("warning")
     if warning:
         s.warnings.append(warning)
@@ -275,7 +277,7 @@ def _bandwidth(s: _Session, cpu) -> None:
         s.warnings.append(f"DRAM read stream over {read_bytes / MiB:.0f} MiB, less than "
                           f"{READ_STREAM_LLC_FACTOR}x the {llc / MiB:.0f} MiB last-level cache: "
                           f"the cache may hold part of it and inflate the figure")
-    dram = _read_stream(s, read_bytes)
+    dram = _read_stream(s, read_bytes, threads)
     rates = _streams(s, "dram", per_array, threads)
     s.measured["bandwidth_gbs"].update(dram=dram, triad=rates["triad"], copy=rates["copy"])
     s.measured["bandwidth_stats"] = {
