@@ -73,14 +73,14 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="calibrate from a quick probe")
     parser.add_argument("--array-mib", type=int, default=512)
     args = parser.parse_args()
-    from roofline.analysis import analyze_gemm
-    from roofline.gemm import Gemm
-    from roofline.hardware import HardwareSpec
-    from roofline.measure import MIN_TIME_S, REPEATS, WARMUPS, _numpy_kernel
-    from roofline.predict import predict_gemm
+    from roofline.analysis.measure import MIN_TIME_S, REPEATS, WARMUPS, _numpy_kernel
+    from roofline.analysis.predict import predict_gemm
+    from roofline.analysis.report import analyze_gemm
+    from roofline.hardware.spec import HardwareSpec
+    from roofline.kernels.timing import measure
+    from roofline.model.gemm import Gemm
     from roofline.probe import run_probe
     from roofline.probe.runner import read_stream
-    from roofline.probe.timing import measure
 
     say = lambda m: print(m, file=sys.stderr)  # noqa: E731
     elements = args.array_mib * 2**20 // 8
@@ -116,7 +116,7 @@ def main() -> int:
             f"{r.best_s * 1e6:.1f} us")
     print("\n| shape (M x N x K) | dtype | kind | roof | predicted | measured | spread | "
           "measured / predicted |\n|---|---|---|--:|--:|--:|--:|--:|")
-    from roofline.format import seconds
+    from roofline.units import seconds
 
     ratios = []
     for m, n, k, d, kind, roof, p, best, spread in rows:

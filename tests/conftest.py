@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 from click.testing import CliRunner
 
-from roofline import database
+from roofline.hardware import catalog as database
 
 
 def pytest_configure(config):

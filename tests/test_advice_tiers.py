@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from roofline import analyze, load_hardware, network_from_yaml
-from roofline.advisor import alignment_notes, quantization, split_k, tile_wave_efficiency
-from roofline.format import report_table
-from roofline.gemm import Gemm
-from roofline.hardware import Alignment
+from roofline.analysis.advisor import alignment_notes, quantization, split_k, tile_wave_efficiency
+from roofline.hardware.spec import Alignment
+from roofline.model.gemm import Gemm
+from roofline.output.report import report_table
 
 A100_TILES = ((256, 128), (128, 256), (128, 128), (64, 64))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.probe.timing import BenchResult, calibrate_loops, instability_warning, measure
+from roofline.kernels.timing import BenchResult, calibrate_loops, instability_warning, measure
 
 
 class FakeClock:

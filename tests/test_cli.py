@@ -126,7 +126,7 @@ def test_import_stays_light(tmp_path):
 def test_json_is_streamed_with_the_same_text_as_to_json(invoke):
     """analyze writes one report's JSON GEMM by GEMM (issue 9: memory); the text is unchanged."""
     from roofline.api import analyze_model
-    from roofline.json_output import to_json
+    from roofline.output.json import to_json
 
     result = invoke("analyze", EXAMPLE, "--hw", "v100", "--format", "json")
     expected = to_json(analyze_model(EXAMPLE, "v100").to_dict()) + "\n"

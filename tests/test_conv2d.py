@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from roofline.analysis import analyze
-from roofline.database import load_hardware
+from roofline.analysis.report import analyze
 from roofline.errors import InputError
-from roofline.network import load_network, network_from_yaml
+from roofline.hardware.catalog import load_hardware
+from roofline.model.network import load_network, network_from_yaml
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

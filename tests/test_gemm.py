@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline.gemm import Gemm, gemm_bytes, gemm_flops, gemm_intensity
+from roofline.model.gemm import Gemm, gemm_bytes, gemm_flops, gemm_intensity
 
 dims = st.integers(min_value=1, max_value=100_000)
 dtypes = st.sampled_from(["fp64", "fp32", "tf32", "fp16", "bf16", "int8", "fp8"])
@@ -59,6 +59,6 @@ def test_flops_is_2mnk_and_symmetric_in_m_n(m, n, k):
 @given(dims, dims, dims, dtypes)
 def test_intensity_is_below_twice_the_smallest_dimension_over_itemsize(m, n, k, dtype):
     # mk + kn + mn >= mn, so 2mnk / (e(mk + kn + mn)) <= 2k/e; likewise for m and n.
-    from roofline.dtypes import itemsize
+    from roofline.model.dtypes import itemsize
 
     assert gemm_intensity(m, n, k, dtype) <= 2 * min(m, n, k) / itemsize(dtype) * (1 + 1e-12)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline import InputError, UnknownHardwareError, database, list_hardware, load_hardware
-from roofline.hardware import FIGURE_KEYS
+from roofline import InputError, UnknownHardwareError, list_hardware, load_hardware
+from roofline.hardware import catalog as database
+from roofline.hardware.spec import FIGURE_KEYS
 
 HWDB = Path(__file__).parent.parent / "hwdb"
 FILES = sorted(HWDB.rglob("*.yaml"))

@@ -94,4 +94,4 @@ def test_readme_python_snippets_run_from_the_repository_root():
 
 
 def test_wheel_holds_the_named_links(wheel_names):
-    assert "roofline/links.yaml" in wheel_names
+    assert "roofline/hardware/links.yaml" in wheel_names

@@ -61,7 +61,7 @@ def test_labels_do_not_cross_lines(six_device_chart):
 
 
 def test_each_gemm_is_named_once_on_the_chart_of_six_devices(six_device_chart):
-    from roofline.format import compact_names
+    from roofline.output.report import compact_names
 
     _ax, _renderer, texts = six_device_chart
     labels = [t.get_text() for t in texts if t.get_gid() == "label:all"]

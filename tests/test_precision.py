@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from roofline import analyze_model, network_from_yaml
-from roofline.gemm import Gemm, gemm_bytes, gemm_intensity
+from roofline.model.gemm import Gemm, gemm_bytes, gemm_intensity
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "mlp-1024-4096-1000.yaml"
 
@@ -92,7 +92,7 @@ def test_every_report_format_states_the_precision(invoke):
     report = analyze_model(EXAMPLE, "a100", grad_accumulation="fp32")
     assert wanted.replace(">", "&gt;") in report._repr_html_()
     inference = analyze_model(EXAMPLE, "a100", mode="inference")
-    from roofline.format import report_table
+    from roofline.output.report import report_table
 
     assert "precision: A, B fp16 -> C fp16\n" in report_table(inference)
 

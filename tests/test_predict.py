@@ -10,15 +10,21 @@ import sys
 import pytest
 from _probe_fakes import fake_torch
 
-from roofline import measure as measure_mod
-from roofline.analysis import analyze, analyze_gemm
-from roofline.database import load_hardware
+from roofline.analysis import measure as measure_mod
+from roofline.analysis.predict import (
+    LAUNCH_LATENCY_S,
+    basis_sentence,
+    efficiency,
+    interpolate,
+    predict_gemm,
+)
+from roofline.analysis.report import analyze, analyze_gemm
 from roofline.errors import InputError
-from roofline.gemm import Gemm
-from roofline.hardware import GemmEfficiency, HardwareSpec
-from roofline.network import load_network
-from roofline.predict import LAUNCH_LATENCY_S, basis_sentence, efficiency, interpolate, predict_gemm
-from roofline.probe.cpu_kernels import Kernel
+from roofline.hardware.catalog import load_hardware
+from roofline.hardware.spec import GemmEfficiency, HardwareSpec
+from roofline.kernels.cpu import Kernel
+from roofline.model.gemm import Gemm
+from roofline.model.network import load_network
 
 EXAMPLE = "examples/mlp-1024-4096-1000.yaml"
 HOST = "testbox"
@@ -110,7 +116,7 @@ def test_version_2_uses_thin_gemms_beyond_the_llc_and_c_cost_per_dtype():
 
 
 def test_c_write_passes_by_hand():
-    from roofline.predict import c_write_passes
+    from roofline.analysis.predict import c_write_passes
 
     eff = {"square": {"32": 1.0}, "thin": {"1": 1.0}, "thin_nk": 64, "peak_n": 32}
     # 1024 x 1024 x 16 fp32 at 1 TFLOP/s: t_flop 33.6 us, above t_ab (A and B 64 KiB each at
@@ -219,13 +225,13 @@ def test_measure_times_each_distinct_shape_once_and_flags_a_point_above_its_roof
     assert any("measuring" in line for line in said)
     notes = measure_mod.beats_roof_notes(measured)
     assert len(notes) == 1 and notes[0].startswith("MM1: measured 2.00x its roof")
-    from roofline.format import report_table
+    from roofline.output.report import report_table
 
     assert "BEATS ROOF" in report_table(measured)
 
 
 def test_measure_shares_shapes_of_repeated_blocks():
-    from roofline.network import network_from_dict
+    from roofline.model.network import network_from_dict
 
     net = network_from_dict({"name": "deep", "batch": 8, "dtype": "fp32", "mode": "inference",
                              "layers": [{"type": "linear", "in": 64, "out": 64, "repeat": 6}]},

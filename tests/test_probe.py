@@ -12,9 +12,9 @@ from _probe_fakes import CPUINFO
 
 from roofline import probe
 from roofline.api import analyze_model
-from roofline.database import clear_cache, load_hardware
 from roofline.errors import ProbeSaveError
-from roofline.hardware import HardwareSpec
+from roofline.hardware.catalog import clear_cache, load_hardware
+from roofline.hardware.spec import HardwareSpec
 from roofline.probe import identify, runner
 from roofline.probe.entry import write_atomic
 
@@ -66,7 +66,7 @@ def test_theoretical_is_never_below_measured_on_a_cpu_clocked_above_base(no_gpu,
         assert theory[dtype] >= rate * (1 - 1e-9), dtype
     assert any("clock is raised from 0.00" in a for a in result.assumptions)
     assert result.details["effective_clock_ghz"] == 0.002
-    from roofline.probe.render import probe_table
+    from roofline.output.probe import probe_table
 
     assert "measured under load" in probe_table(result)
 
@@ -183,7 +183,7 @@ def test_cli_analyze_hw_local(no_gpu, invoke, monkeypatch):
 
 def test_a_kernel_that_fails_its_check_ends_in_one_line(no_gpu, invoke, monkeypatch):
     from roofline.errors import KernelCheckError
-    from roofline.probe import cpu_kernels
+    from roofline.kernels import cpu as cpu_kernels
 
     def wrong(n, dtype):
         raise KernelCheckError(f"{dtype} GEMM n={n}: result differs from the reference")

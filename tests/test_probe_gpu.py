@@ -11,8 +11,9 @@ import pytest
 from _probe_fakes import CPUINFO, fake_pynvml, fake_torch
 
 from roofline.api import analyze_model
-from roofline.hardware import HardwareSpec
-from roofline.probe import gpu_kernels, identify, run_probe, save_entry
+from roofline.hardware.spec import HardwareSpec
+from roofline.kernels import gpu as gpu_kernels
+from roofline.probe import identify, run_probe, save_entry
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from roofline.probe.cpu_kernels import (
+from roofline.kernels.cpu import (
     KernelCheckError,
     StreamArrays,
     _check_gemm,

@@ -7,7 +7,7 @@ import sys
 import pytest
 from _probe_fakes import CPUINFO, fake_pynvml
 
-from roofline.database import list_hardware, load_hardware
+from roofline.hardware.catalog import list_hardware, load_hardware
 from roofline.probe import ceilings, identify
 
 PROC = """processor\t: 0

@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from roofline.api import analyze_model
-from roofline.cli import cli
-from roofline.scaling import (
+from roofline.analysis.scaling import (
     DataParallel,
     HostLinkStream,
-    links,
     network_roof_workers,
-    resolve_link,
     scale,
 )
+from roofline.api import analyze_model
+from roofline.cli import cli
+from roofline.hardware.links import links, resolve_link
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

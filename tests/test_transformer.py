@@ -11,7 +11,7 @@ import pytest
 
 from roofline import analyze_model, load_network, network_from_yaml
 from roofline.errors import InputError
-from roofline.ops import elementwise
+from roofline.model.ops import elementwise
 
 HF = Path(__file__).parent.parent / "examples" / "hf"
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from roofline import network_from_yaml
-from roofline.whatif import compare, gemm_report, nearest_dtype, parse_batches, sweep
+from roofline.analysis.whatif import compare, gemm_report, nearest_dtype, parse_batches, sweep
 
 EXAMPLE = "examples/mlp-1024-4096-1000.yaml"
 

@@ -13,8 +13,8 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def expected_readme(text: str) -> str:
-    from roofline.database import list_hardware
-    from roofline.hwformat import README_END, README_START, hardware_markdown_table
+    from roofline.hardware.catalog import list_hardware
+    from roofline.output.hardware import README_END, README_START, hardware_markdown_table
 
     bundled = [s for s in list_hardware() if s.location == "bundled"]
     start, end = text.index(README_START), text.index(README_END) + len(README_END)

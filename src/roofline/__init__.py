@@ -14,15 +14,15 @@ import importlib
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "analysis": ("GemmResult", "Report", "analyze", "analyze_gemm"),
+    "analysis.report": ("GemmResult", "Report", "analyze", "analyze_gemm"),
+    "analysis.whatif": ("Comparison", "Sweep", "compare", "gemm_report", "nearest_dtype", "sweep"),
     "api": ("analyze_model",),
-    "database": ("list_hardware", "load_hardware", "user_hwdb_dir"),
     "errors": ("InputError", "RooflineError", "UnknownHardwareError", "UnsupportedDtypeError"),
-    "gemm": ("Gemm", "gemm_bytes", "gemm_flops", "gemm_intensity"),
-    "hardware": ("HardwareSpec",),
-    "layers": ("Linear",),
-    "network": ("Network", "load_network", "network_from_yaml"),
-    "whatif": ("Comparison", "Sweep", "compare", "gemm_report", "nearest_dtype", "sweep"),
+    "hardware.catalog": ("HwdbWarning", "list_hardware", "load_hardware", "user_hwdb_dir"),
+    "hardware.spec": ("HardwareSpec",),
+    "model.gemm": ("Gemm", "gemm_bytes", "gemm_flops", "gemm_intensity"),
+    "model.layers": ("Linear",),
+    "model.network": ("Network", "load_network", "network_from_yaml"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

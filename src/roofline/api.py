@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-from .analysis import Report, analyze
-from .database import load_hardware
-from .hardware import HardwareSpec
-from .network import Network, load_network
+from .analysis.report import Report, analyze
+from .hardware.catalog import load_hardware
+from .hardware.spec import HardwareSpec
+from .model.network import Network, load_network
 
 
 def analyze_model(model: Network | str | os.PathLike, hardware: HardwareSpec | str,

@@ -14,9 +14,9 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES
 from .errors import RooflineError, one_line
-from .fields import MAX_INT
+from .files.fields import MAX_INT
+from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -32,7 +32,7 @@ class RooflineGroup(click.Group):
     each skipped user hardware file (a HwdbWarning) as one ``Warning:`` line on stderr."""
 
     def invoke(self, ctx: click.Context):
-        from .database import HwdbWarning
+        from .hardware.catalog import HwdbWarning
 
         error = ""
         with warnings.catch_warnings(record=True) as caught:
@@ -49,7 +49,7 @@ class RooflineGroup(click.Group):
 
 
 def _print_warning(warning: warnings.WarningMessage) -> None:
-    from .database import HwdbWarning
+    from .hardware.catalog import HwdbWarning
 
     if issubclass(warning.category, HwdbWarning):
         click.echo(f"Warning: {one_line(str(warning.message))}", err=True)
@@ -189,19 +189,19 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     from .api import analyze_model
 
     _check_plot(plot)
+    from .analysis.scaling import scale
     from .probe import resolve_hardware
-    from .scaling import scale
 
     reports = [scale(analyze_model(model, resolve_hardware(hw, _progress),
                                    quantization=quantization, **overrides),
                      stream_input, host_link, workers, interconnect) for hw in hardware]
     if measure:
-        from .measure import check_measurable, measure_report
+        from .analysis.measure import check_measurable, measure_report
 
         for report in reports:  # refuse before any timing starts
             check_measurable(report)
         reports = [measure_report(r, _progress) for r in reports]
-    from .format import View
+    from .output.report import View
 
     if fmt == "json" and len(reports) == 1:
         _stream_json(reports[0])
@@ -216,7 +216,7 @@ def _stream_json(report) -> None:
     once. The header keys come from to_dict itself (on a one-row copy), so they cannot drift."""
     from dataclasses import replace
 
-    from .json_output import write_json
+    from .output.json import write_json
 
     data = replace(report, results=report.results[:1], ops=report.ops[:1]).to_dict()
     data["gemms"] = (result.to_dict() for result in report.results)
@@ -227,16 +227,16 @@ def _stream_json(report) -> None:
 
 
 def _render_reports(reports: list, fmt: str, view=None) -> str:
-    from .format import REPORT_FORMATS
-    from .json_output import to_json
+    from .output.json import to_json
+    from .output.report import REPORT_FORMATS
 
     if fmt == "json" and len(reports) > 1:
         return to_json([r.to_dict() for r in reports]) + "\n"
-    from .format import View
+    from .output.report import View
 
     view = view or View()
     if fmt == "csv":
-        from .format import reports_csv
+        from .output.report import reports_csv
 
         return reports_csv(reports, view)
     text = [REPORT_FORMATS[fmt](r, view) for r in reports]
@@ -266,8 +266,8 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
     The shape is read as the forward GEMM of a linear layer with K inputs and N outputs at
     batch M, so batch advice is about M (the rows of A and C).
     """
+    from .analysis.whatif import GEMM_NOTE, gemm_report
     from .probe import resolve_hardware
-    from .whatif import GEMM_NOTE, gemm_report
 
     _check_plot(plot)
     report = gemm_report(m, n, k, resolve_hardware(hardware, _progress), dtype, output_dtype,
@@ -296,9 +296,9 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
     A device without the model's dtype runs the nearest one it has (same element size and
     kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.
     """
+    from .analysis.whatif import compare as run_compare
+    from .output.whatif import COMPARE_FORMATS
     from .probe import resolve_hardware
-    from .whatif import compare as run_compare
-    from .whatif_format import COMPARE_FORMATS
 
     _check_plot(plot)
     result = run_compare(model, [resolve_hardware(hw, _progress) for hw in hardware],
@@ -324,10 +324,10 @@ def sweep(model: Path, hardware: str, batches: str, fmt: str, plot: Path | None,
     """Step time, samples/s and which GEMMs are memory-bound for MODEL at each batch, and
     the batch at which each GEMM turns compute-bound (closed form; null/never if no batch
     does)."""
+    from .analysis.whatif import parse_batches
+    from .analysis.whatif import sweep as run_sweep
+    from .output.whatif import SWEEP_FORMATS
     from .probe import resolve_hardware
-    from .whatif import parse_batches
-    from .whatif import sweep as run_sweep
-    from .whatif_format import SWEEP_FORMATS
 
     _check_plot(plot)
     values = parse_batches(batches)  # bad input fails before any work
@@ -348,8 +348,8 @@ def hw() -> None:
               show_default=True)
 def hw_list(kind: str | None, fmt: str) -> None:
     """List hardware entries with their headline figures (dense peaks)."""
-    from .database import list_hardware, user_hwdb_dir
-    from .hwformat import hardware_list_json, hardware_table
+    from .hardware.catalog import list_hardware, user_hwdb_dir
+    from .output.hardware import hardware_list_json, hardware_table
 
     specs = list_hardware(kind)
     if fmt == "json":
@@ -365,8 +365,8 @@ def hw_list(kind: str | None, fmt: str) -> None:
               show_default=True)
 def hw_show(name: str, fmt: str) -> None:
     """Show every figure of one entry, its sources, and the ridge point per dtype."""
-    from .database import load_hardware
-    from .hwformat import hardware_detail, hardware_json
+    from .hardware.catalog import load_hardware
+    from .output.hardware import hardware_detail, hardware_json
 
     spec = load_hardware(name)
     click.echo(hardware_json(spec) if fmt == "json" else hardware_detail(spec), nl=False)
@@ -391,9 +391,9 @@ def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str
 
     Progress goes to stderr. `--hw local` in analyze runs `probe --quick --save local` once.
     """
+    from .output.probe import probe_json, probe_table
     from .probe import run_probe, save_entry
     from .probe.entry import check_can_save
-    from .probe.render import probe_json, probe_table
 
     if save_name is not None:  # checked before probing: an empty name is an error, not "no"
         check_can_save(save_name, force)

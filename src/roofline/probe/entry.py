@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..dtypes import DTYPES
 from ..errors import ProbeSaveError
-from ..hardware import FIGURE_KEYS, NAME_CHARS, HardwareSpec
+from ..hardware.spec import FIGURE_KEYS, NAME_CHARS, HardwareSpec
+from ..model.dtypes import DTYPES
 
 
 def _sig(value: float, digits: int = 4) -> float:
@@ -75,7 +75,7 @@ def _effective_cpu_block(result) -> dict[str, Any]:
 
 def _architecture(result) -> str:
     if result.cpu_match:
-        from ..database import load_hardware
+        from ..hardware.catalog import load_hardware
 
         return load_hardware(result.cpu_match).architecture
     cpu = result.cpu
@@ -83,7 +83,7 @@ def _architecture(result) -> str:
 
 
 def _gpu_entry(result, name: str) -> dict[str, Any]:
-    from ..database import load_hardware
+    from ..hardware.catalog import load_hardware
 
     gm, facts = result.measured["gpu"], result.measured["gpu"].get("device", {})
     nvml = result.gpus[0] if result.gpus else {}
@@ -173,7 +173,7 @@ def hardware_dict(result, name: str, command: str | None = None) -> dict[str, An
 
 
 def _spec(name: str) -> HardwareSpec:
-    from ..database import load_hardware
+    from ..hardware.catalog import load_hardware
 
     return load_hardware(name)
 
@@ -185,7 +185,7 @@ def check_can_save(name: str, force: bool = False) -> Path:
     """The path ``name`` would be saved to. Raises ProbeSaveError, before any probing, if the
     name is malformed, shadows a bundled entry or alias (without ``force``), is taken (without
     ``force``), or the user directory cannot take a new file."""
-    from ..database import bundled_names, user_hwdb_dir
+    from ..hardware.catalog import bundled_names, user_hwdb_dir
 
     _check_name(name)
     bundled = bundled_names().get(name)
@@ -233,7 +233,7 @@ def _check_folder(folder: Path) -> None:
 
 
 def _env_var() -> str:
-    from ..database import ENV_VAR
+    from ..hardware.catalog import ENV_VAR
 
     return ENV_VAR
 
@@ -275,7 +275,7 @@ def save_entry(result, name: str, force: bool = False, command: str | None = Non
     """Validate ``result`` as entry ``name`` and write it into the user hardware directory."""
     import yaml
 
-    from ..database import clear_cache
+    from ..hardware.catalog import clear_cache
 
     path = check_can_save(name, force)
     data = result.to_hardware_dict(name, command)

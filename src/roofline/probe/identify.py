@@ -176,8 +176,8 @@ def match_gpu(name: str, specs: list) -> Any:
 
 def datasheet_entries() -> list:
     """Bundled and user entries; [] if the database cannot be read (identification goes on)."""
-    from ..database import list_hardware
     from ..errors import RooflineError
+    from ..hardware.catalog import list_hardware
 
     try:
         return list_hardware()

@@ -9,8 +9,8 @@ from .runner import Progress
 
 def local_hardware(progress: Progress | None = None):
     """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``."""
-    from ..database import load_hardware
     from ..errors import UnknownHardwareError
+    from ..hardware.catalog import load_hardware
 
     say = progress or (lambda message: None)
     try:

@@ -150,7 +150,7 @@ class _Session:
 
     def time(self, kernel, scale: float, min_time_s: float | None = None,
              repeats: int | None = None) -> dict[str, Any]:
-        from .timing import instability_warning, measure
+        from ..kernels.timing import instability_warning, measure
 
         p = self.plan
         result = measure(kernel.run, repeats or p.repeats, p.warmups,
@@ -195,7 +195,7 @@ def blas_env_warnings(environ) -> list[str]:
 
 
 def _cpu_gemm(s: _Session, threads: int | None) -> None:
-    from .cpu_kernels import gemm_kernel
+    from ..kernels.cpu import gemm_kernel
 
     for dtype, sizes in s.plan.gemm_sizes.items():
         s.say(f"{dtype} GEMM through numpy's BLAS ({threads or '?'} threads) ...")
@@ -205,7 +205,7 @@ def _cpu_gemm(s: _Session, threads: int | None) -> None:
 
 
 def _small_gemm(s: _Session) -> None:
-    from .cpu_kernels import small_gemm_kernel
+    from ..kernels.cpu import small_gemm_kernel
 
     n = s.plan.small_gemm_n
     stats = s.time(small_gemm_kernel(n), 1.0)
@@ -215,7 +215,7 @@ def _small_gemm(s: _Session) -> None:
 
 
 def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> dict[str, float]:
-    from .cpu_kernels import StreamArrays
+    from ..kernels.cpu import StreamArrays
 
     with StreamArrays(max(1, array_bytes // 8), threads) as arrays:
         rates = {}
@@ -236,9 +236,9 @@ def read_stream(nbytes: int, preset: str = "full", threads: int | None = None,
     default one per usable CPU), timed as ``preset`` times it; the statistics dict
     (``best`` and ``median`` in GB/s, ``spread``..., and ``warning``: the instability warning
     or None). Benchmarks call it next to a C triad."""
-    from .cpu_kernels import read_stream_kernel
+    from ..kernels.cpu import read_stream_kernel
+    from ..kernels.timing import instability_warning, measure
     from .identify import usable_cpus
-    from .timing import instability_warning, measure
 
     p = PRESETS[preset]  # short values, many: the best is the one no other process disturbed
     kernel = read_stream_kernel(max(2, nbytes // 8), threads or len(usable_cpus()))
@@ -313,7 +313,7 @@ def _calibration(s: _Session, llc_bytes: int | None) -> None:
     """The GEMMs roofline.predict calibrates from, per dtype: small squares, thin M in cache
     and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
     see roofline.hardware.Calibration."""
-    from ..predict import CALIBRATION_VERSION
+    from ..analysis.predict import CALIBRATION_VERSION
 
     p, gflops = s.plan, s.measured["gemm_gflops"]
     s.say("calibration GEMMs (small, thin in and out of cache, small K) ...")
@@ -325,9 +325,9 @@ def _calibration(s: _Session, llc_bytes: int | None) -> None:
 
 
 def _dtype_calibration(s: _Session, dtype: str, peak: float, llc_bytes: int | None) -> dict:
-    from ..dtypes import itemsize
-    from ..predict import c_write_passes
-    from .cpu_kernels import shaped_gemm_kernel, thin_gemm_kernels
+    from ..analysis.predict import c_write_passes
+    from ..kernels.cpu import shaped_gemm_kernel, thin_gemm_kernels
+    from ..model.dtypes import itemsize
 
     p, call_s = s.plan, s.measured["small_gemm_overhead_s"]
     e, beyond = itemsize(dtype), p.cal_llc_factor * (llc_bytes or 32 * MiB)
@@ -374,7 +374,7 @@ def _available_memory() -> float:
 
 
 def _cpu_lowp(s: _Session) -> None:
-    from .gpu_kernels import cpu_lowp_backend
+    from ..kernels.gpu import cpu_lowp_backend
 
     backend, reason = cpu_lowp_backend()
     if backend is None:
@@ -388,7 +388,7 @@ def _cpu_lowp(s: _Session) -> None:
 
 
 def _gpu(s: _Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dict | None:
-    from .gpu_kernels import gpu_backend
+    from ..kernels.gpu import gpu_backend
 
     backend, reason = gpu_backend()
     if backend is None:

@@ -1,0 +1,164 @@
+"""``analyze --measure``: time every GEMM of a report at its real shape and dtype on this
+machine, and set each measurement beside the roofline bound and the prediction.
+
+Each distinct shape (M, N, K, batch_count, dtype) is timed once, whatever number of GEMMs
+share it (repeated blocks share their shapes), through the probe's calibrated loop
+(``probe.timing.measure``: warm-ups apart, repeats, best / median / spread). The CPU path is
+numpy's BLAS (fp64, fp32); on a GPU entry, torch or cupy (``probe.gpu_kernels``). A point
+faster than its roof is flagged, never hidden: the ceiling is wrong, or the operands sat in a
+cache the DRAM roof does not know.
+
+Only the standard library is imported at module level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RooflineError
+
+if TYPE_CHECKING:
+    from .report import GemmResult, Report
+
+NUMPY_DTYPES = ("fp64", "fp32")
+MAX_SHAPE_BYTES = 2 * 2**30  # one shape's A + B + C; larger ones are refused, not swapped
+REPEATS, WARMUPS, MIN_TIME_S = 7, 1, 0.005  # short values, many: see probe.runner.Plan
+BEATS_ROOF = 1.05  # efficiency above this is flagged (5 % for timer and clock noise)
+
+
+class MeasureError(RooflineError):
+    """``--measure`` cannot run here: another machine's entry, or a dtype this machine lacks."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One shape timed on this machine: seconds for all ``batch_count`` GEMMs of it."""
+
+    best_s: float
+    median_s: float
+    spread: float
+    backend: str
+
+    def to_dict(self, result: GemmResult) -> dict[str, Any]:
+        """``measured_time_s`` and ``efficiency`` (measured FLOP/s over the roof), and more."""
+        achieved = result.gemm.flops / self.best_s
+        efficiency = achieved / result.attainable_flops_per_s
+        predicted = result.predicted_time_s
+        return {"measured_time_s": self.best_s, "measured_median_s": self.median_s,
+                "measured_spread": self.spread, "measured_tflops": achieved / 1e12,
+                "efficiency": efficiency,
+                "measured_over_predicted": self.best_s / predicted if predicted else None,
+                "beats_roof": efficiency > BEATS_ROOF}
+
+
+def check_measurable(report: Report, hostname: str | None = None) -> None:
+    """Raise MeasureError unless ``report``'s entry describes this machine and its dtypes run
+    here."""
+    hw = report.hardware
+    if hw.origin != "measured":
+        raise MeasureError(f"--measure times GEMMs on this machine, but {hw.name} is a "
+                           f"datasheet entry; use --hw local (or an entry saved by `roofline "
+                           f"probe --save` here)")
+    machine = str((hw.stored.get("measured") or {}).get("machine", ""))
+    host = hostname or platform.node()
+    if machine and not machine.startswith(f"{host}:"):
+        raise MeasureError(f"--measure: {hw.name} was measured on {machine.split(':')[0]}, "
+                           f"this is {host}; use --hw local")
+    dtypes = {r.gemm.dtype for r in report.results} | {r.gemm.c_dtype for r in report.results}
+    if hw.kind == "cpu" and not dtypes <= set(NUMPY_DTYPES):
+        bad = ", ".join(sorted(dtypes - set(NUMPY_DTYPES)))
+        raise MeasureError(f"--measure on the CPU runs numpy's BLAS, which has fp64 and fp32 "
+                           f"only (C included); this model needs {bad}: add --dtype fp32 "
+                           f"(and --output-dtype fp32)")
+
+
+def shape_key(result: GemmResult) -> tuple:
+    g = result.gemm
+    return (g.m, g.n, g.k, g.batch_count, g.dtype)
+
+
+def _numpy_kernel(m: int, n: int, k: int, g: int, dtype: str):
+    import numpy as np
+
+    from ..kernels.cpu import NUMPY_GEMM_DTYPES, Kernel
+
+    dt = np.dtype(NUMPY_GEMM_DTYPES[dtype])
+    rng = np.random.default_rng(0)
+    lead = (g,) if g > 1 else ()
+    a = rng.standard_normal(lead + (m, k), dtype=dt)
+    b = rng.standard_normal(lead + (k, n), dtype=dt)
+    c = np.empty(lead + (m, n), dtype=dt)
+
+    def run(loops: int) -> None:
+        for _ in range(loops):
+            np.matmul(a, b, out=c)
+
+    run(1)
+    return Kernel(f"numpy {dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k * g, "FLOP")
+
+
+def default_kernels(report: Report) -> tuple[Callable, str]:
+    """``(make(m, n, k, g, dtype) -> Kernel, backend name)`` for the report's device."""
+    if report.hardware.kind == "cpu":
+        return _numpy_kernel, "numpy"
+    from ..kernels.gpu import gpu_backend
+
+    backend, reason = gpu_backend()
+    if backend is None:
+        raise MeasureError(f"--measure on a GPU entry needs torch or cupy with a GPU: {reason}")
+    if any(r.gemm.dtype not in backend.dtypes for r in report.results):
+        raise MeasureError(f"--measure: {backend.name} here runs {', '.join(backend.dtypes)}")
+    return backend.shaped_gemm, backend.name
+
+
+def measure_report(report: Report, progress: Callable[[str], None] | None = None,
+                   make_kernel: Callable | None = None, backend: str | None = None,
+                   clock: Callable[[], float] = time.perf_counter,
+                   hostname: str | None = None) -> Report:
+    """``report`` with a Measurement on every GEMM (each distinct shape timed once)."""
+    from ..kernels.timing import measure
+
+    check_measurable(report, hostname)
+    if make_kernel is None:
+        make_kernel, backend = default_kernels(report)
+    say = progress or (lambda message: None)
+    shapes = list(dict.fromkeys(shape_key(r) for r in report.results))
+    for m, n, k, g, dtype in shapes:
+        size = 4 if dtype == "fp32" else 8
+        if g * (m * k + k * n + m * n) * size > MAX_SHAPE_BYTES:
+            raise MeasureError(f"--measure: {g} x {m}x{n}x{k} {dtype} needs more than "
+                               f"{MAX_SHAPE_BYTES / 2**30:.0f} GiB of operands; lower --batch "
+                               f"or --seq")
+    timed: dict[tuple, Measurement] = {}
+    say(f"measuring {len(shapes)} distinct GEMM shapes of {len(report.results)} GEMMs "
+        f"({backend}) ...")
+    for i, key in enumerate(shapes, 1):
+        m, n, k, g, dtype = key
+        kernel = make_kernel(m, n, k, g, dtype)
+        result = measure(kernel.run, REPEATS, WARMUPS, MIN_TIME_S, clock)
+        timed[key] = Measurement(result.best_s, result.median_s, result.spread, backend or "")
+        say(f"  [{i}/{len(shapes)}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}: "
+            f"{result.best_s * 1e6:.1f} us (median {result.median_s * 1e6:.1f}, spread "
+            f"{result.spread:.1%})")
+    results = tuple(dataclasses.replace(r, measured=timed[shape_key(r)])
+                    for r in report.results)
+    return dataclasses.replace(report, results=results)
+
+
+def beats_roof_notes(report: Report) -> list[str]:
+    """One sentence per GEMM that ran faster than its roof (never silently)."""
+    notes = []
+    for r in report.results:
+        if r.measured is None or r.gemm.copy:
+            continue
+        eff = r.gemm.flops / r.measured.best_s / r.attainable_flops_per_s
+        if eff > BEATS_ROOF:
+            notes.append(f"{r.gemm.name}: measured {eff:.2f}x its roof: the ceiling is too low "
+                         f"(rerun `roofline probe --save local --force`) or the operands sat in "
+                         f"a cache the DRAM roof does not count")
+    return notes

@@ -1,0 +1,204 @@
+"""The time to expect for one GEMM (``predicted_time_s``), beside the pure roofline bound.
+
+The roofline time ``max(FLOPs / peak, bytes / bandwidth)`` is a bound: no GEMM runs faster
+than it from DRAM. Real GEMMs run slower, for reasons the roofline leaves out; this module adds
+them, in one of three ways, and says which (``Prediction.basis``):
+
+``calibrated`` (a measured entry whose ``calibration:`` block the probe wrote, method 3 on).
+For one call of C(M, N) = A(M, K) . B(K, N), element sizes e (A, B) and e_C (C), peak P (the
+best large GEMM the probe measured), DRAM bandwidth BW (the probe's read stream), last-level
+cache L (``llc_mb``); a GEMM is *resident* when its working set ``e(MK + KN) + e_C MN`` fits
+in L::
+
+    t = G x (t_call + max(t_flop, t_ab) + t_c)
+
+- ``t_call``: the per-call overhead, the probe's 8x8x8 GEMM time (Python, numpy dispatch,
+  the BLAS's thread wake-up). Paid by every call whatever its size.
+- ``t_flop = 2MNK / (P x eff)``: ``eff = eff_square(s)``, ``s = (MNK)^(1/3)``; for a thin
+  GEMM (``r = min(M, N)`` at most a quarter of ``max(M, N, K)``) ``min(eff_square(s),
+  eff_thin(r))``. ``eff_square`` interpolates, linearly in log s, the efficiencies the
+  probe measured for small n^3 GEMMs (n = 32..512) and 1.0 at the size the peak was measured
+  at. ``eff_thin`` does the same for r x n_t x n_t GEMMs (r = 1..64, then ``eff_square(n_t)``
+  at r = n_t), measured twice: with n_t = 1024, B in cache (register tiles not filled, B
+  packed from cache), for a resident GEMM; and with n_t sized so that B is 3x the LLC
+  (``thin_dram``), for one that is not: there B is read from DRAM while it is packed, at a
+  rate no read stream shows (for M = 1, a GEMV, at the BLAS's GEMV speed), and both the
+  packing and the streaming scale with N x K as the FLOPs do, so the efficiency carries over
+  to other N and K. Tables are clamped to their end values outside the measured range.
+  Efficiencies are measured after ``t_call``, so the two terms add up to what the probe timed.
+- ``t_ab = (e MK + e KN) / BW`` unless resident, else 0 (cache-resident operands: the
+  in-cache efficiencies above already hold their cost; such a GEMM may beat the DRAM roofline,
+  and ``time_s`` stays the DRAM bound).
+- ``t_c = passes x e_C MN / BW`` unless resident, else 0: C's real traffic (write-allocate,
+  the zero-fill pass of beta = 0) that does not overlap the compute, in passes over C at
+  DRAM speed, from a small-K GEMM the probe times per dtype (``c_write``; calibration version
+  1 had one figure, from fp32, for every dtype).
+- ``G`` = ``batch_count`` (a batched GEMM as G calls).
+
+``datasheet`` (an entry from the datasheet, or a measured entry without calibration, method
+2 and older: the report says so). Documented effects only, nothing fitted::
+
+    t = t_launch + max(FLOPs / (P x q), bytes / BW)
+
+- ``q``: tile and wave quantization, the effective efficiency of the best candidate tile
+  after split-K (``advisor.Quantization.effective``); 1 on a CPU or without tiles.
+- ``t_launch``: on a GPU, ``LAUNCH_LATENCY_S`` per kernel (NVIDIA's figure, see there); on a
+  CPU none is documented, so none is added.
+
+Only the standard library is imported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..model.dtypes import itemsize as element_size
+
+if TYPE_CHECKING:
+    from ..hardware.spec import GemmEfficiency, HardwareSpec
+    from ..model.gemm import Gemm
+    from .advisor import Quantization
+
+CALIBRATION_VERSION = 2
+# History: 1: square and thin-M efficiencies per dtype, per-call overhead, C's write passes.
+#          2: thin M also with B beyond the LLC (thin_dram), C's write passes per dtype.
+
+# NVIDIA, "Getting Started with CUDA Graphs" (developer.nvidia.com/blog/cuda-graphs/, 2019):
+# a 2.9 us kernel launched back to back in one stream took 3.8 us per kernel, i.e. about 1 us
+# of launch overhead each that the GPU does not hide. Uncalibrated: one figure for every GPU.
+LAUNCH_LATENCY_S = 0.9e-6
+LAUNCH_SOURCE = "https://developer.nvidia.com/blog/cuda-graphs/"
+
+BASES = ("calibrated", "datasheet")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """``time_s`` for all ``batch_count`` calls, the ``basis``, and each term (one call)."""
+
+    time_s: float
+    basis: str
+    terms: dict[str, float]
+
+
+def basis_of(hardware: HardwareSpec) -> str:
+    """``calibrated`` when the entry carries a probe calibration, else ``datasheet``."""
+    return "calibrated" if hardware.calibration is not None else "datasheet"
+
+
+def basis_sentence(hardware: HardwareSpec) -> str:
+    """One line saying how ``predicted_time_s`` was made for this entry."""
+    if hardware.calibration is not None:
+        return ("predicted: calibrated from the probe's measurements of this machine (per-call "
+                "overhead, small and thin GEMM efficiency, C's write cost, cache-resident "
+                "operands)")
+    if hardware.origin == "measured":
+        return ("predicted: uncalibrated (this measured entry has no calibration block, probe "
+                "method < 3; re-run `roofline probe --save NAME --force`): roofline on its "
+                "measured figures" + (", plus a launch latency" if hardware.kind == "gpu" else ""))
+    if hardware.kind == "gpu":
+        return (f"predicted: datasheet effects, uncalibrated (tile/wave quantization and "
+                f"{LAUNCH_LATENCY_S * 1e6:g} us launch latency per kernel, {LAUNCH_SOURCE})")
+    return ("predicted: datasheet, uncalibrated (no per-call overhead is documented for a "
+            "CPU: equal to the roofline time)")
+
+
+def predict_gemm(gemm: Gemm, hardware: HardwareSpec,
+                 tiles: Quantization | None = None) -> Prediction:
+    """The time to expect for ``gemm`` on ``hardware`` (see the module docstring)."""
+    calibration = hardware.calibration
+    if calibration is not None and gemm.dtype in calibration.efficiency:
+        return _calibrated(gemm, hardware)
+    return _datasheet(gemm, hardware, tiles)
+
+
+def _datasheet(gemm: Gemm, hardware: HardwareSpec, tiles: Quantization | None) -> Prediction:
+    peak = hardware.peak_flops_per_s(gemm.dtype)
+    q = tiles.effective if tiles is not None else 1.0
+    launch = LAUNCH_LATENCY_S if hardware.kind == "gpu" else 0.0
+    g = gemm.batch_count
+    flop_s = gemm.flops / g / (peak * q)
+    memory_s = gemm.bytes / g / hardware.bandwidth_bytes_per_s
+    return Prediction(g * (launch + max(flop_s, memory_s)), "datasheet",
+                      {"launch_s": launch, "flop_s": flop_s, "memory_s": memory_s,
+                       "quantization": q})
+
+
+def interpolate(table: tuple[tuple[int, float], ...], x: float) -> float:
+    """Linear in log x between the (size, value) rows of ``table``; clamped at both ends."""
+    if x <= table[0][0]:
+        return table[0][1]
+    for (x0, y0), (x1, y1) in zip(table, table[1:]):
+        if x <= x1:
+            t = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return y0 + t * (y1 - y0)
+    return table[-1][1]
+
+
+def efficiency(eff: GemmEfficiency, m: int, n: int, k: int, resident: bool = True) -> float:
+    """``eff_square((MNK)^(1/3))``, and for a thin GEMM (min(M, N) <= max(M, N, K) / 4) the
+    smaller of that and ``eff_thin(min(M, N))``, from the in-cache table for a ``resident``
+    GEMM and the beyond-the-LLC one (when measured) for another (module docstring)."""
+    square = _with_peak(eff.square, eff.peak_n)
+    square_eff = interpolate(square, (m * n * k) ** (1 / 3))
+    if 4 * min(m, n) > max(m, n, k):
+        return square_eff
+    rows, nk = eff.thin, eff.thin_nk
+    if not resident and eff.thin_dram:
+        rows, nk = eff.thin_dram, eff.thin_dram_nk
+    thin = dict(rows)
+    if nk > rows[-1][0]:
+        thin[nk] = interpolate(square, nk)
+    return min(square_eff, interpolate(tuple(sorted(thin.items())), min(m, n)))
+
+
+def _with_peak(square: tuple[tuple[int, float], ...], peak_n: int) -> tuple:
+    if peak_n <= square[-1][0]:
+        return square
+    return square + ((peak_n, 1.0),)
+
+
+def gemm_terms(m: int, n: int, k: int, e: int, e_c: int, peak: float, eff: GemmEfficiency,
+               bandwidth: float, llc_bytes: float | None, c_passes: float) -> dict[str, float]:
+    """The calibrated terms of one call (seconds), without ``t_call``."""
+    working_set = e * (m * k + k * n) + e_c * m * n
+    resident = llc_bytes is not None and working_set <= llc_bytes
+    flop_s = 2.0 * m * n * k / (peak * efficiency(eff, m, n, k, resident))
+    ab_s = 0.0 if resident else e * (m * k + k * n) / bandwidth
+    c_s = 0.0 if resident else c_passes * e_c * m * n / bandwidth
+    return {"flop_s": flop_s, "ab_s": ab_s, "c_s": c_s, "resident": float(resident)}
+
+
+def _calibrated(gemm: Gemm, hardware: HardwareSpec) -> Prediction:
+    cal = hardware.calibration
+    e, e_c = element_size(gemm.dtype), element_size(gemm.c_dtype)
+    llc = hardware.llc_mb * 2**20 if hardware.llc_mb else None
+    eff = cal.efficiency[gemm.dtype]
+    passes = eff.c_write_passes if eff.c_write_passes is not None else cal.c_write_passes
+    terms = gemm_terms(gemm.m, gemm.n, gemm.k, e, e_c, hardware.peak_flops_per_s(gemm.dtype),
+                       eff, hardware.bandwidth_bytes_per_s, llc, passes or 0.0)
+    one = cal.call_overhead_s + max(terms["flop_s"], terms["ab_s"]) + terms["c_s"]
+    return Prediction(gemm.batch_count * one, "calibrated",
+                      terms | {"call_s": cal.call_overhead_s})
+
+
+def c_write_passes(time_s: float, m: int, n: int, k: int, dtype: str, call_s: float,
+                   peak: float, eff: dict[str, Any], bandwidth: float) -> float:
+    """C's cost, in passes over C at DRAM speed, from one timed small-K GEMM (beta = 0) whose
+    C is beyond the LLC: ``(t - t_call - max(t_flop, t_ab)) x BW / (e_C MN)``, at least 0."""
+    from ..hardware.spec import GemmEfficiency
+
+    dram = eff.get("thin_dram")
+    table = GemmEfficiency(_rows(eff["square"]), _rows(eff["thin"]), eff["thin_nk"],
+                           eff["peak_n"], _rows(dram) if dram else (),
+                           eff.get("thin_dram_nk", 0))
+    e = element_size(dtype)
+    terms = gemm_terms(m, n, k, e, e, peak, table, bandwidth, None, 0.0)
+    left = time_s - call_s - max(terms["flop_s"], terms["ab_s"])
+    return max(0.0, left * bandwidth / (e * m * n))
+
+
+def _rows(table: dict[str, float]) -> tuple[tuple[int, float], ...]:
+    return tuple(sorted((int(size), value) for size, value in table.items()))

@@ -1,0 +1,201 @@
+"""Analyze a network's GEMMs and ops against one hardware entry: the Report behind every
+output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..hardware.spec import HardwareSpec
+from ..model.gemm import Gemm
+from ..model.network import Network
+from ..model.ops import Op
+from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
+from . import advisor
+from .predict import basis_of, predict_gemm
+
+
+@dataclass(frozen=True, slots=True)  # no per-result __dict__: 300,000 of them in a deep MLP
+class GemmResult:
+    """One GEMM placed on the roofline, with its alignment warnings and batch advice."""
+
+    gemm: Gemm
+    bound: str
+    attainable_flops_per_s: float
+    time_s: float
+    aligned: bool
+    warnings: tuple[str, ...]
+    advice: tuple[str, ...]
+    min_compute_bound_batch: int | None
+    alignment: tuple[advisor.AlignmentNote, ...] = ()
+    quantization: advisor.Quantization | None = None
+    predicted_time_s: float | None = None  # roofline.predict: the time to expect
+    measured: Any = None  # roofline.measure.Measurement, with `analyze --measure`
+
+    def to_dict(self) -> dict[str, Any]:
+        g = self.gemm
+        extra = self.measured.to_dict(self) if self.measured is not None else {}
+        return extra | {
+            "name": g.name, "layer": g.layer, "pass": g.pass_,
+            "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count, "dtype": g.dtype,
+            "c_dtype": g.c_dtype, "c_read": g.c_read, "bytes_by_operand": g.bytes_by_operand,
+            "flops": g.flops, "bytes": g.bytes, "intensity": g.intensity,
+            "bound": self.bound,
+            "attainable_tflops": self.attainable_flops_per_s / 1e12,
+            "time_s": self.time_s,
+            "predicted_time_s": self.predicted_time_s,
+            "aligned": self.aligned,
+            "warnings": list(self.warnings),
+            "advice": list(self.advice),
+            "min_compute_bound_batch": self.min_compute_bound_batch,
+            "alignment": [note.to_dict() for note in self.alignment],
+            "quantization": self.quantization.to_dict() if self.quantization else None,
+        } | extra
+
+
+@dataclass(frozen=True, slots=True)
+class OpResult:
+    """One non-GEMM op placed on the same roofline."""
+
+    op: Op
+    bound: str
+    attainable_flops_per_s: float
+    time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        o = self.op
+        return {"name": o.name, "layer": o.layer, "pass": o.pass_, "kind": o.kind,
+                "flops": o.flops, "bytes": o.bytes, "intensity": o.intensity,
+                "bound": self.bound, "attainable_tflops": self.attainable_flops_per_s / 1e12,
+                "time_s": self.time_s}
+
+
+@dataclass(frozen=True)
+class Report:
+    """A network analyzed on one device: per-GEMM and per-op results and the step's totals."""
+
+    network: Network
+    hardware: HardwareSpec
+    ridge: float
+    peak_flops_per_s: float
+    bandwidth_bytes_per_s: float
+    results: tuple[GemmResult, ...]
+    ops: tuple[OpResult, ...] = ()
+    quantization: bool = False  # tile and wave losses folded into compute-bound GEMM times
+    scaling: Any = None  # roofline.scaling.Scaling: streamed input, data parallelism (asked for)
+
+    @property
+    def dtype(self) -> str:
+        return self.network.dtype
+
+    @property
+    def totals(self) -> dict[str, float]:
+        gemm_s = sum(r.time_s for r in self.results)
+        op_s = sum(r.time_s for r in self.ops)
+        rows = (*self.results, *self.ops)
+        memory_s = sum(r.time_s for r in rows if r.bound == "memory")
+        gemm_flops = sum(r.gemm.flops for r in self.results)
+        return {
+            "flops": gemm_flops + sum(r.op.flops for r in self.ops),
+            "bytes": sum(r.gemm.bytes for r in self.results) + sum(r.op.bytes for r in self.ops),
+            "time_s": gemm_s + op_s,
+            "memory_bound_time_fraction": memory_s / (gemm_s + op_s),
+            "gemm_flops": gemm_flops,
+            "gemm_time_s": gemm_s,
+            "predicted_gemm_time_s": sum(r.predicted_time_s for r in self.results),
+            "op_time_s": op_s,
+            "parameters": self.network.parameters,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of docs/design.md (plus peak and bandwidth used)."""
+        return {
+            "model": self.network.name,
+            "hardware": self.hardware.name,
+            "dtype": self.dtype,
+            "output_dtype": self.network.c_dtype,
+            "grad_accumulation": self.network.grad_accumulation,
+            "batch": self.network.batch,
+            "seq": self.network.seq,
+            "mode": self.network.mode,
+            "phase": self.network.step_phase,
+            "optimizer": self.network.optimizer,
+            "ridge": self.ridge,
+            "peak_basis": "dense",
+            "peak_tflops": self.peak_flops_per_s / 1e12,
+            "bandwidth_gbs": self.bandwidth_bytes_per_s / 1e9,
+            "gemms": [r.to_dict() for r in self.results],
+            "ops": [r.to_dict() for r in self.ops],
+            "totals": self.totals,
+            "quantization_in_time": self.quantization,
+            "prediction_basis": basis_of(self.hardware),
+        } | (self.scaling.to_dict() if self.scaling else {})
+
+    def _repr_html_(self) -> str:
+        from ..output.report import report_html
+
+        return report_html(self)
+
+    def plot(self, ax: Any = None, **options: Any) -> Any:
+        """Draw the roofline chart (``roofline.plot.plot_roofline``) and return the Axes.
+
+        Without ``ax`` the chart gets a figure of its own, which Jupyter shows inline as
+        ``report.plot().figure``; pyplot is never touched.
+        """
+        from ..plot import plot_roofline
+
+        return plot_roofline(self, ax=ax, **options)
+
+
+def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False) -> GemmResult:
+    """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype.
+
+    Alignment misses go to ``warnings`` (16-byte rule; FP8: a requirement) or ``advice``
+    (128-byte tier). With ``quantization`` a compute-bound GEMM's time is divided by its
+    tile/wave efficiency (after split-K when chosen); memory-bound times are set by bandwidth.
+    """
+    peak = hardware.peak_flops_per_s(gemm.dtype)
+    bandwidth = hardware.bandwidth_bytes_per_s
+    ridge = ridge_point(peak, bandwidth)
+    attainable = attainable_flops_per_s(gemm.intensity, peak, bandwidth)
+    which = bound(gemm.intensity, ridge)
+    rule = hardware.alignment.get(gemm.dtype)
+    notes = tuple(advisor.alignment_notes(gemm, rule))
+    aligned = all(n.tier == "advice" for n in notes)
+    warnings = [n.text for n in notes if n.tier != "advice"]
+    advice = [n.text for n in notes if n.tier == "advice"]
+    tiles = advisor.quantization(gemm, hardware.sms, hardware.tiles,
+                                 rule.multiple if rule else 8)
+    if which == "compute" and tiles is not None:  # memory-bound: bandwidth binds, not slots
+        if text := tiles.warning():
+            warnings.append(text)
+        if quantization:
+            attainable *= tiles.effective
+    batch = None
+    if which == "memory":
+        batch, sentence = advisor.batch_advice(gemm, ridge, rule)
+        advice.append(sentence)
+    predicted = predict_gemm(gemm, hardware, tiles)
+    # flops / attainable: the roofline time (roof.roofline_time_s), less any quantization loss
+    return GemmResult(gemm, which, attainable, gemm.flops / attainable, aligned,
+                      tuple(warnings), tuple(advice), batch, notes, tiles, predicted.time_s)
+
+
+def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:
+    """Place one op on the roofline of the report's dtype (ops are almost all memory-bound)."""
+    attainable = attainable_flops_per_s(op.intensity, peak, bandwidth)
+    which = bound(op.intensity, ridge_point(peak, bandwidth))
+    return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth))
+
+
+def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False) -> Report:
+    """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
+    ``quantization`` folds tile and wave losses into compute-bound GEMM times."""
+    network.check()
+    peak = hardware.peak_flops_per_s(network.dtype)
+    bandwidth = hardware.bandwidth_bytes_per_s
+    gemms, ops = network.expand()
+    results = tuple(analyze_gemm(g, hardware, quantization) for g in gemms)
+    op_results = tuple(analyze_op(op, peak, bandwidth) for op in ops)
+    return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
+                  op_results, quantization)

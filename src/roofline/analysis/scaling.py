@@ -1,0 +1,211 @@
+"""Beyond one device: a step's input streamed from host memory, and data-parallel training
+with a ring all-reduce. Arithmetic on a Report's totals; links are data (``links.yaml``).
+
+Host link (``--stream-input``): the step reads its input (``Network.input_bytes``: the first
+layer's dense batch, sparse rows with their indices, images) from host memory over the device's
+host link, ``time = bytes / bandwidth``; the step is host-link-bound when that is longer than
+its compute time (the roofline step time), else device-bound.
+
+Data parallelism (``--data-parallel P --interconnect NAME|GBPS``): each of P workers runs the
+model's batch and all-reduces its gradients, ``G = parameters x gradient element size`` bytes
+(the ``grad_accumulation`` dtype when set, else the model's dtype). A ring all-reduce sends and
+receives ``2 (P - 1) / P x G`` bytes per worker (Patarasuk and Yuan, 2009), so
+``allreduce_s = 2 (P - 1) / P x G / bandwidth``. Without overlap a step takes ``compute +
+allreduce``; with the all-reduce fully overlapped with the backward pass, ``max(compute,
+allreduce)``. Scaling efficiency = compute / step (weak scaling: throughput over P x one
+worker's). The network is the roof from the smallest P whose all-reduce outlasts the compute:
+``2 (P - 1) / P x T1 > Tc`` with T1 = G / bandwidth gives P > 2 T1 / (2 T1 - Tc), and never
+when 2 T1 <= Tc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import InputError
+from ..hardware.links import resolve_link
+from ..hardware.spec import HostLink
+from ..model.dtypes import itemsize
+from ..units import seconds, si
+from .report import Report
+
+
+def parse_workers(value: str) -> tuple[int, ...]:
+    """``--data-parallel``: one worker count or a comma list (``1,2,4,8,16,32``)."""
+    counts = []
+    for piece in value.split(","):
+        try:
+            count = int(piece)
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise InputError("--data-parallel", "", f"expected worker counts >= 1 (one, or a "
+                                                    f"comma list such as 1,2,4,8), got {value!r}")
+        counts.append(count)
+    return tuple(counts)
+
+
+@dataclass(frozen=True)
+class HostLinkStream:
+    """One step's input over the host link."""
+
+    link: str
+    bandwidth_gbs: float
+    bytes: int
+    time_s: float
+    compute_s: float
+
+    @property
+    def bound(self) -> str:
+        return "host-link" if self.time_s > self.compute_s else "device"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"link": self.link, "bandwidth_gbs": self.bandwidth_gbs, "bytes": self.bytes,
+                "time_s": self.time_s, "bound": self.bound}
+
+    def lines(self) -> list[str]:
+        verdict = ("host-link-bound: the transfer outlasts the compute" if self.bound ==
+                   "host-link" else "device-bound: the transfer hides under the compute")
+        return [f"streamed input: {si(self.bytes, 'B')} per step over {self.link} "
+                f"({self.bandwidth_gbs:g} GB/s): {seconds(self.time_s)} against "
+                f"{seconds(self.compute_s)} of compute; {verdict}"]
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    """One worker count of data-parallel training with a ring all-reduce."""
+
+    workers: int
+    gradient_bytes: int
+    interconnect: str
+    interconnect_gbs: float
+    compute_s: float
+
+    @property
+    def allreduce_s(self) -> float:
+        """2 (P - 1) / P x gradient bytes / bandwidth."""
+        p = self.workers
+        return 2 * (p - 1) / p * self.gradient_bytes / (self.interconnect_gbs * 1e9)
+
+    @property
+    def step_s(self) -> float:
+        """Compute, then the all-reduce (no overlap)."""
+        return self.compute_s + self.allreduce_s
+
+    @property
+    def step_overlap_s(self) -> float:
+        """The all-reduce fully hidden behind the backward pass where it can be."""
+        return max(self.compute_s, self.allreduce_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workers": self.workers, "gradient_bytes": self.gradient_bytes,
+                "interconnect": self.interconnect, "interconnect_gbs": self.interconnect_gbs,
+                "compute_s": self.compute_s, "allreduce_s": self.allreduce_s,
+                "step_s": self.step_s, "scaling_efficiency": self.compute_s / self.step_s,
+                "step_overlap_s": self.step_overlap_s,
+                "scaling_efficiency_overlap": self.compute_s / self.step_overlap_s}
+
+
+def network_roof_workers(gradient_bytes: int, gbs: float, compute_s: float) -> int | None:
+    """The fewest workers whose ring all-reduce outlasts ``compute_s``; None if no count does
+    (2 T1 <= Tc: the all-reduce tends to 2 T1 as P grows)."""
+    t1 = gradient_bytes / (gbs * 1e9)
+    if 2 * t1 <= compute_s:
+        return None
+    def outlasts(p: int) -> bool:
+        return 2 * (p - 1) / p * t1 > compute_s
+
+    workers = max(2, int(2 * t1 / (2 * t1 - compute_s)))
+    while not outlasts(workers):  # the closed form, guarded against rounding either way
+        workers += 1
+    while workers > 2 and outlasts(workers - 1):
+        workers -= 1
+    return workers
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """What ``--stream-input`` and ``--data-parallel`` add to a report."""
+
+    host_link: HostLinkStream | None = None
+    data_parallel: tuple[DataParallel, ...] = ()
+    network_roof_workers: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON: ``host_link`` and ``data_parallel`` (the last worker count given), and with
+        several counts ``data_parallel_sweep`` (all of them); only what was asked for."""
+        out: dict[str, Any] = {}
+        if self.host_link:
+            out["host_link"] = self.host_link.to_dict()
+        if self.data_parallel:
+            out["data_parallel"] = self.data_parallel[-1].to_dict() | {
+                "network_roof_workers": self.network_roof_workers}
+            if len(self.data_parallel) > 1:
+                out["data_parallel_sweep"] = [d.to_dict() for d in self.data_parallel]
+        return out
+
+    def lines(self) -> list[str]:
+        out = self.host_link.lines() if self.host_link else []
+        if not self.data_parallel:
+            return out
+        first = self.data_parallel[0]
+        out += [f"data parallel: ring all-reduce of {si(first.gradient_bytes, 'B')} of gradients"
+                f" per step over {first.interconnect} ({first.interconnect_gbs:g} GB/s), "
+                f"{seconds(first.compute_s)} of compute per worker",
+                f"{'workers':>8}  {'all-reduce':>10}  {'step':>9}  {'efficiency':>10}  "
+                f"{'step (overlap)':>14}  {'efficiency':>10}"]
+        for d in self.data_parallel:
+            out.append(f"{d.workers:>8}  {seconds(d.allreduce_s):>10}  {seconds(d.step_s):>9}  "
+                       f"{d.compute_s / d.step_s:>10.0%}  {seconds(d.step_overlap_s):>14}  "
+                       f"{d.compute_s / d.step_overlap_s:>10.0%}")
+        roof = self.network_roof_workers
+        out.append("the network is never the roof: the all-reduce stays shorter than the "
+                   "compute at any worker count" if roof is None else
+                   f"the network is the roof from {roof} workers (the all-reduce outlasts the "
+                   f"compute; overlap no longer hides it)")
+        return out
+
+
+def scale(report: Report, stream_input: bool = False, host_link: str | None = None,
+          workers: str | tuple[int, ...] | None = None,
+          interconnect: str | None = None) -> Report:
+    """``report`` with what was asked for: the streamed input over the entry's host link (or
+    ``host_link``, a links.yaml name or GB/s, which also replaces the entry's link on the plot)
+    and a data-parallel table over ``interconnect`` for each worker count."""
+    if (workers is None) != (interconnect is None):
+        raise InputError("--data-parallel", "", "--data-parallel and --interconnect go "
+                                                "together: give both")
+    result = Scaling()
+    if host_link is not None or stream_input:
+        report = _stream(report, host_link)
+        result = report.scaling
+    if workers is not None:
+        counts = parse_workers(workers) if isinstance(workers, str) else tuple(workers)
+        if not counts or min(counts) < 1:
+            raise InputError("--data-parallel", "", f"expected worker counts >= 1, got {workers}")
+        link = resolve_link(interconnect, "--interconnect")
+        net = report.network
+        grad = itemsize(net.grad_accumulation or net.dtype) * net.parameters
+        compute = report.totals["time_s"]
+        result = replace(result, data_parallel=tuple(
+            DataParallel(p, grad, link.label, link.bandwidth_gbs, compute) for p in counts),
+            network_roof_workers=network_roof_workers(grad, link.bandwidth_gbs, compute))
+    return replace(report, scaling=result)
+
+
+def _stream(report: Report, host_link: str | None) -> Report:
+    spec = report.hardware
+    if host_link is not None:
+        link = resolve_link(host_link, "--host-link")
+        spec = replace(spec, host_link=HostLink(link.type, link.bandwidth_gbs, link.generation))
+        label = link.label
+    elif spec.host_link is None:
+        raise InputError(spec.name, "host_link", "the entry has no host link; give "
+                                                 "--host-link NAME|GBPS")
+    else:
+        label = spec.host_link.label
+    gbs = spec.host_link.bandwidth_gbs
+    nbytes = report.network.input_bytes()
+    stream = HostLinkStream(label, gbs, nbytes, nbytes / (gbs * 1e9), report.totals["time_s"])
+    return replace(report, hardware=spec, scaling=Scaling(host_link=stream))

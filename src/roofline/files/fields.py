@@ -1,0 +1,193 @@
+"""Safe YAML reading and typed field access that names the file and field path on error.
+
+Both model files and hardware entries are read through here, so every bad-input message has
+the same shape: ``<file>: <field path>: <problem>``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+_MISSING = object()
+
+#: The largest dimension, batch or count a file may give: 2**40 (about 1.1e12). No layer width
+#: or batch comes near it (a 2**40-element fp8 matrix is already 1 TB), and with every dimension
+#: below it a GEMM's 2MNK stays under 2**122, so FLOPs, bytes, times and batch advice stay far
+#: inside float64's range.
+MAX_INT = 2**40
+
+
+def load_yaml_file(path: str | Path) -> Any:
+    """Read ``path`` (a regular file of at most 16 MiB) and parse it with ``load_yaml_text``."""
+    from .safe_yaml import read_text  # PyYAML only when a file is read: --help stays fast
+
+    return load_yaml_text(read_text(path), str(path))
+
+
+def load_yaml_text(text: str, source: str) -> Any:
+    """Parse YAML ``text`` safely (roofline.safe_yaml: no Python objects, bounded depth and
+    aliases, unique keys); ``source`` names it in error messages. Empty text is an error."""
+    from .safe_yaml import parse
+
+    data = parse(text, source)
+    if data is None:
+        raise InputError(source, "", "file is empty")
+    return data
+
+
+class Fields:
+    """A mapping read field by field, each failure naming ``source`` and the field path."""
+
+    def __init__(self, data: Any, source: str, path: str = "") -> None:
+        if not isinstance(data, Mapping):
+            raise InputError(source, path, f"expected a mapping, got {_describe(data)}")
+        self.data = data
+        self.source = source
+        self.path = path
+
+    def where(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return f"{self.path}.{key}" if self.path else key
+
+    def fail(self, key: str | int, problem: str) -> InputError:
+        return InputError(self.source, self.where(key), problem)
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def absent(self, key: str, default: Any) -> bool:
+        """True if ``key`` is missing and has a default; raise if missing and required."""
+        if key in self.data:
+            return False
+        if default is _MISSING:
+            raise self.fail(key, "missing required field")
+        return True
+
+    def get(self, key: str, default: Any = _MISSING) -> Any:
+        return default if self.absent(key, default) else self.data[key]
+
+    def reject_unknown(self, allowed: set[str] | frozenset[str]) -> None:
+        for key in self.data:
+            if key not in allowed:
+                choices = ", ".join(sorted(allowed))
+                raise self.fail(str(key), f"unknown field (expected one of: {choices})")
+
+    def positive_int(self, key: str, default: Any = _MISSING) -> int:
+        if self.absent(key, default):
+            return default
+        return positive_int(self.data[key], self.fail, key)
+
+    def positive_number(self, key: str, default: Any = _MISSING) -> float:
+        if self.absent(key, default):
+            return default
+        value = self.data[key]
+        return positive_number(value, self.fail, key)
+
+    def string(self, key: str, default: Any = _MISSING) -> str:
+        if self.absent(key, default):
+            return default
+        value = self.data[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, f"expected a non-empty string, got {_describe(value)}")
+        return value
+
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        if self.absent(key, default):
+            return default
+        value = self.data[key]
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {_describe(value)}")
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...], default: Any = _MISSING) -> str:
+        if self.absent(key, default):
+            return default
+        value = self.string(key)
+        if value not in choices:
+            raise self.fail(key, f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def sub(self, key: str, default: Any = _MISSING) -> Fields | None:
+        if self.absent(key, default):
+            return default
+        value = self.data[key]
+        return Fields(value, self.source, self.where(key))
+
+    def items(self, key: str, default: Any = _MISSING) -> list[Any] | Any:
+        if self.absent(key, default):
+            return default
+        value = self.data[key]
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list, got {_describe(value)}")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        values = self.items(key, [])
+        for i, value in enumerate(values):
+            if not isinstance(value, str) or not value:
+                raise InputError(self.source, f"{self.where(key)}[{i}]",
+                                 f"expected a non-empty string, got {_describe(value)}")
+        return tuple(values)
+
+
+def positive_int(value: Any, fail: Callable[[Any, str], Exception], key: Any) -> int:
+    """Return ``value`` if it is a positive int (not a bool), else raise ``fail(key, ...)``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise fail(key, f"expected a positive integer, got {_describe(value)}")
+    if value > MAX_INT:
+        raise fail(key, f"{_describe(value)} is out of range (at most 2**40 = {MAX_INT})")
+    return value
+
+
+def positive_number(value: Any, fail: Callable[[Any, str], Exception], key: Any) -> float:
+    """``value`` as a float if it is a positive finite number, else raise ``fail(key, ...)``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise fail(key, f"expected a positive number, got {_describe(value)}")
+    if isinstance(value, int) and value > MAX_INT ** 2:
+        raise fail(key, f"{_describe(value)} is out of range")
+    if value == float("inf"):
+        raise fail(key, "expected a finite number, got inf")
+    return float(value)
+
+
+def check_plain(value: Any, fail: Callable[[Any, str], Exception], key: Any) -> None:
+    """Refuse what JSON cannot print in a free-form block (``measured:``, ``nvlink:``): sets,
+    binary, non-finite numbers, non-string keys. Depth and size are bounded by the loader."""
+    stack = [(value, key)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    raise fail(where, f"keys must be strings, got {_describe(k)}")
+                stack.append((v, f"{where}.{k}"))
+        elif isinstance(item, list):
+            stack += [(v, f"{where}[{i}]") for i, v in enumerate(item)]
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise fail(where, f"expected a finite number, got {item!r}")
+        elif not isinstance(item, (str, int, float, bool)) and item is not None:
+            raise fail(where, f"expected plain data (text, numbers, lists, mappings), "
+                              f"got {_describe(item)}")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 60 else f"{value[:40]!r}... ({len(value):,} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return f"an integer of {_digits(value):,} digits"
+    if isinstance(value, (bool, int, float)) or value is None:
+        return f"{value!r}" if value is not None else "nothing (null)"
+    return f"a {type(value).__name__}"
+
+
+def _digits(value: int) -> int:
+    try:
+        return len(str(abs(value)))
+    except ValueError:  # beyond Python's int-to-text limit: estimate from the bit length
+        return int(value.bit_length() * math.log10(2)) + 1

@@ -1,0 +1,168 @@
+"""The hardware database: bundled entries (package data ``roofline.hwdb``) plus user entries.
+
+User entries live in ``$ROOFLINE_HWDB`` if set, else in the platform's user data directory
+(``platformdirs.user_data_dir("roofline")/hwdb``). A user entry with the same name as a bundled
+one overrides it (and says so in ``HardwareSpec.overrides``). Entries are read on first use and
+cached; ``clear_cache()`` forgets them.
+
+A user file that cannot be read or validated is skipped with a ``HwdbWarning`` (its message is
+the usual ``file: field: problem``) and listed in ``catalog().problems``; it is an error only
+when it is the entry asked for.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import warnings
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from ..errors import InputError, UnknownHardwareError
+from ..files.fields import load_yaml_file
+from .spec import HardwareSpec
+
+ENV_VAR = "ROOFLINE_HWDB"
+
+
+def user_hwdb_dir() -> Path:
+    """Where user and probe-saved entries live: ``$ROOFLINE_HWDB`` or the user data dir."""
+    configured = os.environ.get(ENV_VAR)
+    if configured:
+        return Path(configured).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("roofline")) / "hwdb"
+
+
+class HwdbWarning(UserWarning):
+    """A user hardware file was skipped because it cannot be read or is invalid."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every known entry by name, and every alias mapped to its entry's name; ``broken`` holds
+    the error of each skipped user file by its stem, ``problems`` their one-line messages."""
+
+    entries: dict[str, HardwareSpec]
+    aliases: dict[str, str]
+    broken: dict[str, InputError] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+    def resolve(self, name: str) -> HardwareSpec:
+        asked = name.lower()
+        key = self.aliases.get(asked, asked)
+        for stem in (asked, key):  # the entry asked for is a skipped file: now it is an error
+            if stem in self.broken:
+                raise self.broken[stem]
+        if key in self.entries:
+            return self.entries[key]
+        raise UnknownHardwareError(_unknown_message(name, self))
+
+
+def load_entry_file(path: Path, location: str, require_stem: bool = True) -> HardwareSpec:
+    """Read and validate one entry file; with ``require_stem`` its name must equal the stem."""
+    spec = HardwareSpec.from_dict(load_yaml_file(path), str(path), location)
+    if require_stem and spec.name != path.stem:
+        raise InputError(str(path), "name", f"must equal the file name stem {path.stem!r}, "
+                                            f"got {spec.name!r}")
+    return spec
+
+
+def _bundled_files() -> list[tuple[Path, str]]:
+    """Bundled entries are ours: an invalid one is a bug, raised, never skipped."""
+    root = resources.files("roofline.hwdb")
+    return [(Path(str(p)), "bundled") for p in _walk_yaml(root)]
+
+
+def _walk_yaml(folder) -> list:
+    found = []
+    for child in sorted(folder.iterdir(), key=lambda c: c.name):
+        if child.is_dir():
+            found += _walk_yaml(child)
+        elif child.name.endswith(".yaml"):
+            found.append(child)
+    return found
+
+
+def _user_files(folder: Path) -> tuple[list[Path], list[str]]:
+    if not folder.exists():
+        return [], []
+    if not folder.is_dir():
+        return [], [f"{folder}: not a directory (${ENV_VAR} or the user data dir); "
+                    f"no user entries read"]
+    return sorted(folder.rglob("*.yaml")), []
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> Catalog:
+    entries: dict[str, HardwareSpec] = {}
+    aliases: dict[str, str] = {}
+    for path, location in _bundled_files():
+        spec = load_entry_file(path, location)
+        entries[spec.name] = spec
+        aliases.update(dict.fromkeys(spec.aliases, spec.name))
+    return Catalog(entries, aliases)
+
+
+def bundled_names() -> dict[str, str]:
+    """Every bundled entry name and alias, mapped to the bundled entry's name."""
+    bundled = _bundled()
+    return dict(bundled.aliases) | {name: name for name in bundled.entries}
+
+
+@lru_cache(maxsize=4)
+def _catalog(user_dir: str) -> Catalog:
+    entries, aliases = dict(_bundled().entries), dict(_bundled().aliases)
+    taken = bundled_names()
+    paths, problems = _user_files(Path(user_dir))
+    broken: dict[str, InputError] = {}
+    for path in paths:
+        try:
+            spec = load_entry_file(path, f"user ({user_dir})")
+        except InputError as exc:
+            broken[path.stem.lower()] = exc
+            problems.append(f"{exc}; entry skipped")
+            continue
+        shadowed = tuple(n for n in (spec.name, *spec.aliases) if n in taken)
+        entries[spec.name] = replace(spec, overrides=shadowed) if shadowed else spec
+        aliases.update(dict.fromkeys(spec.aliases, spec.name))  # an override keeps old aliases
+    for problem in problems:
+        warnings.warn(HwdbWarning(problem), stacklevel=3)
+    aliases = {a: n for a, n in aliases.items() if a not in entries}
+    return Catalog(entries, aliases, broken, tuple(problems))
+
+
+def catalog() -> Catalog:
+    """The bundled and user entries, loaded once per user directory."""
+    return _catalog(str(user_hwdb_dir()))
+
+
+def clear_cache() -> None:
+    """Forget loaded entries (after saving a new one, or changing ``$ROOFLINE_HWDB``)."""
+    _catalog.cache_clear()
+    _bundled.cache_clear()
+
+
+def list_hardware(kind: str | None = None) -> list[HardwareSpec]:
+    """All entries, sorted by kind then name; ``kind`` ("gpu" or "cpu") filters."""
+    specs = sorted(catalog().entries.values(), key=lambda s: (s.kind, s.name))
+    return [s for s in specs if kind is None or s.kind == kind]
+
+
+def load_hardware(name_or_path: str | os.PathLike) -> HardwareSpec:
+    """An entry by name or alias (case-insensitive), or a YAML file given by path."""
+    text = os.fspath(name_or_path)
+    if text.endswith((".yaml", ".yml")) or os.sep in text:
+        return load_entry_file(Path(text), f"file ({text})", require_stem=False)
+    return catalog().resolve(text)
+
+
+def _unknown_message(name: str, cat: Catalog) -> str:
+    known = sorted(cat.entries)
+    close = difflib.get_close_matches(name.lower(), known + sorted(cat.aliases), n=3, cutoff=0.6)
+    close = list(dict.fromkeys(cat.aliases.get(c, c) for c in close))
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"unknown hardware {name!r}{hint} (known: {', '.join(known)})"

@@ -1,0 +1,60 @@
+"""Named links (``links.yaml`` beside this module): host links and interconnects, each with its
+bandwidth per direction, basis and source. Data, no arithmetic."""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..files.fields import Fields, load_yaml_text
+
+LINKS_FILE = "links.yaml"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A named link from links.yaml (or a bare bandwidth: ``name`` is then the number)."""
+
+    name: str
+    label: str
+    type: str
+    bandwidth_gbs: float
+    basis: str = ""
+    generation: int | None = None
+
+
+@functools.lru_cache(maxsize=1)
+def links() -> dict[str, Link]:
+    """Every named link in ``links.yaml``, by name."""
+    text = importlib.resources.files("roofline.hardware").joinpath(LINKS_FILE).read_text("utf-8")
+    top = Fields(load_yaml_text(text, LINKS_FILE), LINKS_FILE)
+    table = top.sub("links")
+    out = {}
+    for name in table.data:
+        entry = table.sub(name)
+        entry.reject_unknown(frozenset({"label", "type", "generation", "bandwidth_gbs",
+                                        "basis", "source"}))
+        source = entry.sub("source")
+        source.string("title"), source.string("url")  # every figure has a source
+        out[name] = Link(name, entry.string("label"),
+                         entry.choice("type", ("pcie", "nvlink", "ethernet", "infiniband")),
+                         entry.positive_number("bandwidth_gbs"), entry.string("basis"),
+                         entry.positive_int("generation", None))
+    return out
+
+
+def resolve_link(value: str, option: str) -> Link:
+    """``NAME`` (a links.yaml entry) or ``GBPS`` (a positive number of GB/s per direction)."""
+    known = links()
+    if value in known:
+        return known[value]
+    try:
+        gbs = float(value)
+    except ValueError:
+        raise InputError(option, "", f"unknown link {value!r} (known: {', '.join(known)}; or "
+                                     f"a bandwidth in GB/s)") from None
+    if not gbs > 0 or gbs == float("inf"):
+        raise InputError(option, "", f"expected a positive bandwidth in GB/s, got {value!r}")
+    return Link(f"{gbs:g}", f"{gbs:g} GB/s", "custom", gbs)

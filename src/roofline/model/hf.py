@@ -1,0 +1,107 @@
+"""Hugging Face ``config.json`` files as models: one small adapter per ``model_type``.
+
+Each adapter maps the config's names (``hidden_size``, ``num_key_value_heads``, ``n_embd``...)
+onto model.yaml's layers: an embedding, the transformer blocks (``repeat``), the final norm and
+the output layer (tied to the embedding or not). The result is a model.yaml mapping, validated
+like any other; ``batch`` and ``seq`` are never in a config (give ``--batch`` and ``--seq``),
+``dtype`` comes from ``torch_dtype`` (or ``dtype``) when the config has it.
+
+- llama, mistral, qwen2, mixtral: rmsnorm, gated (SwiGLU) FFN, causal, no biases (qwen2: a
+  bias on the fused QKV projection), untied output unless ``tie_word_embeddings``; mixtral:
+  ``num_local_experts`` experts, ``num_experts_per_tok`` per token.
+- gpt2: learned positions, layernorm, GELU FFN of ``n_inner`` (4 x n_embd), biases, causal,
+  output tied to the token embedding.
+- bert: as BertForMaskedLM: word, position and token-type embeddings and their layernorm,
+  bidirectional blocks with biases, and the masked-LM head (dense + GELU + layernorm, then the
+  vocabulary projection tied to the word embedding, with its bias).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..files.fields import Fields
+
+TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
+
+
+def model_from_config(config: Any, source: str) -> dict[str, Any]:
+    """The model.yaml mapping a Hugging Face config describes (see the module docstring)."""
+    fields = Fields(config, source)
+    kind = fields.string("model_type")
+    if kind not in ADAPTERS:
+        raise fields.fail("model_type", f"unsupported model_type {kind!r} (supported: "
+                                        f"{', '.join(ADAPTERS)})")
+    model: dict[str, Any] = {"layers": ADAPTERS[kind](fields)}
+    for key in ("torch_dtype", "dtype"):
+        value = config.get(key)
+        if isinstance(value, str) and value in TORCH_DTYPES:
+            model["dtype"] = TORCH_DTYPES[value]
+            break
+    name = config.get("_name_or_path")
+    if isinstance(name, str) and name.strip():
+        model["name"] = name
+    return model
+
+
+def _llama(f: Fields) -> list[dict[str, Any]]:
+    hidden, vocab = f.positive_int("hidden_size"), f.positive_int("vocab_size")
+    heads = f.positive_int("num_attention_heads")
+    block: dict[str, Any] = {
+        "type": "transformer", "name": "blk", "hidden": hidden, "heads": heads,
+        "kv_heads": f.positive_int("num_key_value_heads", heads),
+        "ffn": f.positive_int("intermediate_size"), "gated": True, "causal": True,
+        "norm": "rmsnorm", "repeat": f.positive_int("num_hidden_layers")}
+    if f.get("head_dim", None) is not None:
+        block["head_dim"] = f.positive_int("head_dim")
+    if f.get("model_type") == "qwen2":
+        block["bias"] = "qkv"
+    if f.get("model_type") == "mixtral":
+        block["experts"] = f.positive_int("num_local_experts")
+        block["top_k"] = f.positive_int("num_experts_per_tok")
+    return [{"type": "embedding", "name": "embed_tokens", "vocab": vocab, "dim": hidden},
+            block,
+            {"type": "norm", "name": "norm", "dim": hidden, "norm": "rmsnorm"},
+            {"type": "linear", "name": "lm_head", "in": hidden, "out": vocab,
+             "tied": _tied(f, False)}]
+
+
+def _gpt2(f: Fields) -> list[dict[str, Any]]:
+    hidden, vocab = f.positive_int("n_embd"), f.positive_int("vocab_size")
+    inner = f.get("n_inner", None)
+    return [{"type": "embedding", "name": "wte", "vocab": vocab, "dim": hidden,
+             "positions": f.positive_int("n_positions")},
+            {"type": "transformer", "name": "blk", "hidden": hidden,
+             "heads": f.positive_int("n_head"),
+             "ffn": f.positive_int("n_inner") if inner is not None else 4 * hidden,
+             "causal": True, "bias": "all", "repeat": f.positive_int("n_layer")},
+            {"type": "norm", "name": "ln_f", "dim": hidden},
+            {"type": "linear", "name": "lm_head", "in": hidden, "out": vocab,
+             "tied": _tied(f, True)}]
+
+
+def _bert(f: Fields) -> list[dict[str, Any]]:
+    hidden, vocab = f.positive_int("hidden_size"), f.positive_int("vocab_size")
+    return [{"type": "embedding", "name": "embeddings", "vocab": vocab, "dim": hidden,
+             "positions": f.positive_int("max_position_embeddings"),
+             "types": f.positive_int("type_vocab_size")},
+            {"type": "norm", "name": "embeddings.norm", "dim": hidden},
+            {"type": "transformer", "name": "blk", "hidden": hidden,
+             "heads": f.positive_int("num_attention_heads"),
+             "ffn": f.positive_int("intermediate_size"), "bias": "all",
+             "repeat": f.positive_int("num_hidden_layers")},
+            {"type": "linear", "name": "mlm.transform", "in": hidden, "out": hidden,
+             "bias": True, "activation": "gelu"},
+            {"type": "norm", "name": "mlm.norm", "dim": hidden},
+            {"type": "linear", "name": "mlm.decoder", "in": hidden, "out": vocab, "bias": True,
+             "tied": _tied(f, True)}]
+
+
+def _tied(f: Fields, default: bool) -> bool:
+    return f.boolean("tie_word_embeddings", default)
+
+
+ADAPTERS: dict[str, Callable[[Fields], list[dict[str, Any]]]] = {
+    "llama": _llama, "mistral": _llama, "qwen2": _llama, "mixtral": _llama, "gpt2": _gpt2,
+    "bert": _bert}

@@ -1,0 +1,58 @@
+"""Layer types: each reads itself from model.yaml, expands into GEMMs, and says what each GEMM
+dimension means.
+
+A layer type is a small frozen class with:
+
+- ``from_fields(fields, index)``: read and validate its own keys (errors name the field path);
+- ``has_weights``: whether it has trainable weights (the data-gradient rule below needs it);
+- ``parameters``: its trainable parameter count; ``needs_seq`` (optional, default false):
+  whether the model must give ``seq``; ``in_width`` / ``out_width``: the feature
+  widths it takes and gives (None where that is not a width, e.g. token ids);
+- ``forward(step)`` and ``backward(step, data_grad)`` (``step``: a ``Step`` with batch, seq,
+  phase and the activation element size): its GEMMs (``GemmShape``) and non-GEMM ops
+  (``roofline.ops.OpShape``) in execution order, the backward list with the data-gradient GEMMs
+  (only when ``data_grad``) before the weight-gradient ones. Each GEMM shape carries the roles of
+  M, N and K (for alignment messages) and which of them grow with the batch (for batch advice),
+  so the rest of the package never asks a layer's type.
+
+Optional, for layers that need them: ``with_input(shape, fields)`` (a layer that reads a feature
+map returns itself bound to the previous layer's ``out_shape``: see ``spatial``), ``out_shape``,
+``branch`` (a side branch: the chain continues from the layer before it) and
+``input_bytes(step)`` (what the step reads as input when the layer comes first).
+
+``REGISTRY`` maps model.yaml's ``type:`` to the class: a new layer type is one new file here and
+one line in ``REGISTRY``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..gemm import GemmShape
+from .conv2d import Conv2d
+from .embedding import Embedding
+from .flatten import Flatten
+from .linear import Linear
+from .norm import Norm
+from .pooling import AvgPool2d, MaxPool2d
+from .step import PHASES, Step
+from .transformer import Transformer
+
+if TYPE_CHECKING:
+    from ...files.fields import Fields
+
+REGISTRY: dict[str, type] = {"linear": Linear, "transformer": Transformer,
+                             "embedding": Embedding, "norm": Norm, "conv2d": Conv2d,
+                             "maxpool2d": MaxPool2d, "avgpool2d": AvgPool2d,
+                             "flatten": Flatten}
+
+__all__ = ["PHASES", "REGISTRY", "AvgPool2d", "Conv2d", "Embedding", "Flatten", "GemmShape",
+           "Linear", "MaxPool2d", "Norm", "Step", "Transformer", "layer_from_fields"]
+
+
+def layer_from_fields(fields: Fields, index: int):
+    """The layer described by one ``layers[i]`` mapping."""
+    kind = fields.string("type")
+    if kind not in REGISTRY:
+        raise fields.fail("type", f"unknown layer type {kind!r} (known: {', '.join(REGISTRY)})")
+    return REGISTRY[kind].from_fields(fields, index)

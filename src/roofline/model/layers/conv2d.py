@@ -1,0 +1,159 @@
+"""``{type: conv2d, in_channels, out_channels, kernel, stride, padding, dilation, groups, height,
+width, bias, activation, branch, repeat, name}``: a 2-D convolution as an implicit GEMM.
+
+NVIDIA's convention (*Convolutional Layers User's Guide*, "Convolution Algorithms", the
+implicit-GEMM table): input N x C x H x W, filter K x C x R x S, output N x K x P x Q with
+``P = floor((H + 2 pad - dilation (R - 1) - 1) / stride) + 1`` (Q likewise from W and S):
+
+- forward          M = N.P.Q,  N = K,  K = C.R.S
+- backward-data    M = N.H.W,  N = C,  K = K.R.S   (only when an earlier layer has weights)
+- backward-weight  M = C.R.S,  N = K,  K = N.P.Q
+
+``groups`` g splits the channels into g independent convolutions, run as one batched GEMM
+(batch_count = g) with C and K divided by g; a depthwise convolution is groups = C. ``kernel``,
+``stride``, ``padding`` and ``dilation`` take one integer or ``[height, width]``.
+
+Batch: M = N.P.Q grows with the batch with the factor P.Q (N.H.W: H.W), so batch advice works
+on images. Alignment (NVIDIA: for Tensor Cores the channels C and K should be multiples of 8 in
+FP16; the batch and the image size need not be): each GEMM says which dimension is channels
+(K = C.R.S counts C, R.S times), and N.P.Q is never checked.
+
+``height`` / ``width`` (and ``in_channels``) may be left out when the previous layer, or the
+top-level ``input:``, gives them. ``branch: true`` marks a side branch (a ResNet projection
+shortcut): it reads its own ``in_channels``, ``height`` and ``width`` (the block's input), its
+output is added back, and the next layer continues from the layer before it. ``bias`` and
+``activation`` add elementwise ops over N.K.P.Q values, as in ``linear``. Parameters:
+K . (C / g) . R . S (+ K with bias).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from ..gemm import GemmShape
+from ..ops import OpShape, bias_activation
+from .linear import ACTIVATIONS
+from .spatial import Shape, input_shape, pair, window_out
+from .step import Step
+
+if TYPE_CHECKING:
+    from ...files.fields import Fields
+
+_KEYS = frozenset({"type", "name", "in_channels", "out_channels", "kernel", "stride", "padding",
+                   "dilation", "groups", "height", "width", "bias", "activation", "branch",
+                   "repeat"})
+
+
+@dataclass(frozen=True)
+class Conv2d:
+    name: str
+    out_channels: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    in_channels: int | None = None  # None until the previous layer gives it (with_input)
+    height: int | None = None
+    width: int | None = None
+    bias: bool = False
+    activation: str = "none"
+    branch: bool = False
+    has_weights = True
+
+    @classmethod
+    def from_fields(cls, fields: Fields, index: int) -> Conv2d:
+        fields.reject_unknown(_KEYS)
+        return cls(name=fields.string("name", f"conv{index + 1}"),
+                   out_channels=fields.positive_int("out_channels"),
+                   kernel=pair(fields, "kernel", None),
+                   stride=pair(fields, "stride", 1),
+                   padding=pair(fields, "padding", 0, minimum=0),
+                   dilation=pair(fields, "dilation", 1),
+                   groups=fields.positive_int("groups", 1),
+                   in_channels=fields.positive_int("in_channels", None),
+                   bias=fields.boolean("bias", False),
+                   activation=fields.choice("activation", ACTIVATIONS, "none"),
+                   branch=fields.boolean("branch", False))
+
+    def with_input(self, given: Shape | None, fields: Fields) -> Conv2d:
+        """This layer reading ``given`` (the previous layer's map; a branch reads its own)."""
+        shape = input_shape(fields, None if self.branch else given, self.name, self.in_channels)
+        channels = self.in_channels or shape.channels
+        for key, value in (("in_channels", channels), ("out_channels", self.out_channels)):
+            if value % self.groups:
+                raise fields.fail("groups", f"{self.name!r}: groups {self.groups} does not "
+                                            f"divide {key} {value}")
+        bound = replace(self, in_channels=channels, height=shape.height, width=shape.width)
+        if bound.p < 1 or bound.q < 1:
+            (r, s), (ph, pw) = self.kernel, self.padding
+            raise fields.fail("kernel", f"{self.name!r}: kernel {r}x{s} (dilation "
+                                        f"{self.dilation[0]}x{self.dilation[1]}) exceeds the "
+                                        f"padded input {shape.height + 2 * ph}x"
+                                        f"{shape.width + 2 * pw}")
+        return bound
+
+    @property
+    def p(self) -> int:
+        return window_out(self.height, self.kernel[0], self.stride[0], self.padding[0],
+                          self.dilation[0])
+
+    @property
+    def q(self) -> int:
+        return window_out(self.width, self.kernel[1], self.stride[1], self.padding[1],
+                          self.dilation[1])
+
+    @property
+    def out_shape(self) -> Shape:
+        return Shape(self.out_channels, self.p, self.q)
+
+    @property
+    def in_width(self) -> int | None:
+        return self.in_channels
+
+    @property
+    def out_width(self) -> int:
+        return self.out_channels
+
+    @property
+    def parameters(self) -> int:
+        r, s = self.kernel
+        weight = self.out_channels * (self.in_channels // self.groups) * r * s
+        return weight + (self.out_channels if self.bias else 0)
+
+    def input_bytes(self, step: Step) -> int:
+        """The input map of one step: N . C . H . W elements."""
+        return step.batch * self.in_channels * self.height * self.width * step.e
+
+    def _dims(self) -> tuple[int, int, int, int]:
+        """(C / g, K / g, R . S, P . Q)."""
+        r, s = self.kernel
+        return (self.in_channels // self.groups, self.out_channels // self.groups, r * s,
+                self.p * self.q)
+
+    def forward(self, step: Step) -> list[GemmShape | OpShape]:
+        c, k, rs, pq = self._dims()
+        n = step.batch
+        items: list[GemmShape | OpShape] = [GemmShape(
+            self.name, "forward", n * pq, k, c * rs,
+            ("batch x P x Q", "out_channels", "in_channels x R x S"), (pq, 0, 0), self.groups,
+            (0, 1, rs))]
+        elements = n * self.out_channels * pq
+        return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
+                                       self.activation)
+
+    def backward(self, step: Step, data_grad: bool) -> list[GemmShape | OpShape]:
+        c, k, rs, pq = self._dims()
+        n, hw = step.batch, self.height * self.width
+        elements = n * self.out_channels * pq
+        items: list[GemmShape | OpShape] = list(bias_activation(
+            self.name, "backward", elements, step.e, self.bias, self.activation))
+        if data_grad:
+            items.append(GemmShape(self.name, "backward-data", n * hw, c, k * rs,
+                                   ("batch x H x W", "in_channels", "out_channels x R x S"),
+                                   (hw, 0, 0), self.groups, (0, 1, rs)))
+        items.append(GemmShape(self.name, "backward-weight", c * rs, k, n * pq,
+                               ("in_channels x R x S", "out_channels", "batch x P x Q"),
+                               (0, 0, pq), self.groups, (rs, 1, 0)))
+        return items

@@ -1,0 +1,334 @@
+"""``{type: transformer, hidden, heads, kv_heads, head_dim, ffn, gated, causal, attention, norm,
+bias, dropout, experts, top_k, repeat, name}``: a pre-norm transformer block.
+
+Defaults: kv_heads = heads (grouped-query attention when fewer), head_dim = hidden / heads,
+ffn = 4 x hidden, gated (SwiGLU FFN) false, causal false, attention ``flash`` (or ``naive``),
+norm ``layernorm`` (or ``rmsnorm``), bias ``none`` (``all``: every projection; ``qkv``: the
+fused QKV projection only, as Qwen2), dropout 0, experts 0 (a dense FFN; experts E with top_k k:
+a mixture of experts). With T tokens (batch x seq; batch in decode), hq = heads x head_dim,
+hkv = kv_heads x head_dim, G = batch x heads, and a query length q and key length s (both seq;
+in decode q = 1 against a KV cache of s = seq):
+
+Forward, in order (M x N x K):
+  norm1 (op); ``qkv`` T x (hq + 2 hkv) x hidden;
+  attention, naive: ``scores`` G batched q x s x head_dim, softmax (op), ``context`` G batched
+  q x head_dim x s; flash: one fused kernel (op ``flash-attention``: 4 G q s head_dim FLOPs,
+  halved when causal outside decode; bytes: Q, K, V read once, O and the row log-sum-exp
+  written once; no s x s matrix in memory);
+  ``proj`` T x hidden x hq; residual add (op); norm2 (op);
+  dense FFN: ``ffn_up`` T x ffn x hidden (T x 2 ffn x hidden when gated), activation (op: gelu;
+  gated: silu and the gate product), ``ffn_down`` T x hidden x ffn;
+  mixture of experts: ``router`` T x E x hidden, top-k softmax (op), ``expert_up`` and
+  ``expert_down`` as batched GEMMs over the E experts, each with ceil(T k / E) tokens (uniform
+  routing assumed), the activation ops on T k rows, and the weighted combine (op);
+  residual add (op).
+Backward, in reverse: every weight GEMM has its data-gradient GEMM (the first projection's only
+when an earlier layer has weights) and its weight-gradient GEMM; each batched attention GEMM has
+two data-gradient GEMMs (scores: dQ = dS.K, dK = dS^T.Q; context: dP = dO.V^T, dV = P^T.dO);
+the fused flash kernel's backward recomputes the scores (10 G q s head_dim FLOPs: five GEMMs,
+halved when causal; bytes: Q, K, V, O, dO read, dQ, dK, dV written); every op has its
+backward op.
+
+With attention naive, kv_heads = heads, ffn = 4 hidden and no gating, a training step's GEMM
+FLOPs per block are 72 B s h^2 (1 + s / (6 h)) / L of Megatron-LM's formula (Narayanan et al.,
+2021).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..gemm import GemmShape
+from ..ops import OpShape, elementwise
+from .step import Step
+
+if TYPE_CHECKING:
+    from ...files.fields import Fields
+
+Item = GemmShape | OpShape
+_KEYS = frozenset({"type", "name", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated",
+                   "causal", "attention", "norm", "bias", "dropout", "experts", "top_k",
+                   "repeat"})
+LSE_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
+
+
+@dataclass(frozen=True)
+class Transformer:
+    """One transformer block (see the module docstring for its GEMMs and ops)."""
+
+    name: str
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    gated: bool = False
+    causal: bool = False
+    attention: str = "flash"
+    norm: str = "layernorm"
+    bias: str = "none"
+    dropout: float = 0.0
+    experts: int = 0
+    top_k: int = 0
+    has_weights = True
+    needs_seq = True  # attention runs over seq tokens: the model must give seq
+
+    @classmethod
+    def from_fields(cls, fields: Fields, index: int) -> Transformer:
+        fields.reject_unknown(_KEYS)
+        hidden, heads = fields.positive_int("hidden"), fields.positive_int("heads")
+        kv_heads = fields.positive_int("kv_heads", heads)
+        if heads % kv_heads:
+            raise fields.fail("kv_heads", f"expected a divisor of heads ({heads}), got {kv_heads}")
+        if not fields.has("head_dim") and hidden % heads:
+            raise fields.fail("heads", f"hidden ({hidden}) is not a multiple of heads ({heads}); "
+                                       f"give head_dim")
+        experts = fields.positive_int("experts", 0)
+        top_k = _top_k(fields, experts)
+        return cls(
+            name=fields.string("name", f"block{index + 1}"), hidden=hidden, heads=heads,
+            kv_heads=kv_heads, head_dim=fields.positive_int("head_dim", hidden // heads),
+            ffn=fields.positive_int("ffn", 4 * hidden), gated=fields.boolean("gated", False),
+            causal=fields.boolean("causal", False),
+            attention=fields.choice("attention", ("flash", "naive"), "flash"),
+            norm=fields.choice("norm", ("layernorm", "rmsnorm"), "layernorm"),
+            bias=fields.choice("bias", ("none", "all", "qkv"), "none"),
+            dropout=_dropout(fields), experts=experts, top_k=top_k)
+
+    @property
+    def hq(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def hkv(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def in_width(self) -> int:
+        return self.hidden
+
+    out_width = in_width
+
+    @property
+    def up_width(self) -> int:
+        return self.ffn * (2 if self.gated else 1)
+
+    @property
+    def parameters(self) -> int:
+        """Weights (and biases) of the projections, FFN or experts and router, and 2 norms."""
+        qkv, proj = self.hidden * (self.hq + 2 * self.hkv), self.hq * self.hidden
+        ffn = self.hidden * self.up_width + self.ffn * self.hidden
+        if self.experts:
+            ffn = self.experts * ffn + self.hidden * self.experts
+        norms = 2 * self.hidden * (2 if self.norm == "layernorm" else 1)
+        biases = 0
+        if self.bias != "none":
+            biases = self.hq + 2 * self.hkv
+        if self.bias == "all":
+            ffn_bias = self.up_width + self.hidden
+            biases += self.hidden + (self.experts or 1) * ffn_bias
+        return qkv + proj + ffn + norms + biases
+
+    # -- forward ------------------------------------------------------------------------------
+
+    def forward(self, step: Step) -> list[Item]:
+        t = step.tokens
+        items = [self._op("forward", self.norm, t * self.hidden, step)]
+        items += self._proj_forward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
+                                    self.bias != "none")
+        items += self._attention_forward(step)
+        items += self._proj_forward("proj", self.hidden, self.hq, step, self.bias == "all")
+        items += self._dropout("forward", t * self.hidden, step)
+        items += [self._op("forward", "residual", t * self.hidden, step),
+                  self._op("forward", self.norm, t * self.hidden, step)]
+        items += self._moe_forward(step) if self.experts else self._ffn_forward(step)
+        items += self._dropout("forward", t * self.hidden, step)
+        items.append(self._op("forward", "residual", t * self.hidden, step))
+        return items
+
+    def _proj_forward(self, part: str, out: int, inp: int, step: Step, bias: bool) -> list[Item]:
+        items: list[Item] = [GemmShape(f"{self.name}.{part}", "forward", step.tokens, out, inp,
+                                       (step.row_role, f"{part}.out", f"{part}.in"),
+                                       (step.per_sample, 0, 0))]
+        if bias:
+            items.append(self._op("forward", "bias", step.tokens * out, step, part))
+        return items
+
+    def _attention_forward(self, step: Step) -> list[Item]:
+        q, s, count = self._attention_shape(step)
+        if self.attention == "flash":
+            return [self._flash(step, "forward")]
+        items: list[Item] = [
+            GemmShape(f"{self.name}.scores", "forward", q, s, self.head_dim,
+                      ("query", "key", "head_dim"), (0, 0, 0), count),
+            self._op("forward", "softmax", count * q * s, step, "attn")]
+        items += self._dropout("forward", count * q * s, step, "attn")
+        items.append(GemmShape(f"{self.name}.context", "forward", q, self.head_dim, s,
+                               ("query", "head_dim", "key"), (0, 0, 0), count))
+        return items
+
+    def _attention_shape(self, step: Step) -> tuple[int, int, int]:
+        """(query rows, key length, batched count) of the attention GEMMs."""
+        seq = step.seq or 1
+        q = 1 if step.phase == "decode" else seq
+        return q, seq, step.batch * self.heads
+
+    def _flash(self, step: Step, pass_: str) -> OpShape:
+        """FlashAttention as one fused kernel: compulsory traffic, no s x s matrix in memory."""
+        q, s, count = self._attention_shape(step)
+        causal = 0.5 if self.causal and step.phase != "decode" else 1.0
+        forward = pass_ == "forward"
+        flops = int((4 if forward else 10) * count * q * s * self.head_dim * causal)
+        rows_q, rows_kv = step.batch * q, step.batch * s
+        if forward:  # read Q, K, V; write O (and the log-sum-exp when training)
+            elements = rows_q * 2 * self.hq + rows_kv * 2 * self.hkv
+            lse = count * q * LSE_BYTES if step.phase == "train" else 0
+        else:  # read Q, O, dO, K, V, LSE; write dQ, dK, dV
+            elements = rows_q * 4 * self.hq + rows_kv * 4 * self.hkv
+            lse = count * q * LSE_BYTES
+        kind = "flash-attention" if forward else "flash-attention-backward"
+        return OpShape(f"{self.name}.attn", pass_, kind, flops, elements * step.e + lse)
+
+    def _ffn_forward(self, step: Step) -> list[Item]:
+        t = step.tokens
+        items = self._proj_forward("ffn_up", self.up_width, self.hidden, step, self.bias == "all")
+        items += self._activation("forward", t * self.ffn, step, "ffn")
+        items += self._proj_forward("ffn_down", self.hidden, self.ffn, step, self.bias == "all")
+        return items
+
+    def _activation(self, pass_: str, elements: int, step: Step, part: str) -> list[Item]:
+        suffix = "" if pass_ == "forward" else "-backward"
+        if self.gated:
+            return [self._op(pass_, "silu" + suffix, elements, step, part),
+                    self._op(pass_, "gate" + suffix, elements, step, part)]
+        return [self._op(pass_, "gelu" + suffix, elements, step, part)]
+
+    def _expert_rows(self, step: Step) -> tuple[int, float]:
+        """Tokens each expert gets (uniform routing: T k / E, rounded up) and their factor of
+        the batch."""
+        rows = math.ceil(step.tokens * self.top_k / self.experts)
+        return rows, step.per_sample * self.top_k / self.experts
+
+    def _moe_forward(self, step: Step) -> list[Item]:
+        t, (rows, f) = step.tokens, self._expert_rows(step)
+        routed = t * self.top_k
+        return [
+            GemmShape(f"{self.name}.router", "forward", t, self.experts, self.hidden,
+                      (step.row_role, "experts", "hidden"), (step.per_sample, 0, 0)),
+            self._op("forward", "softmax", t * self.experts, step, "router"),
+            GemmShape(f"{self.name}.expert_up", "forward", rows, self.up_width, self.hidden,
+                      ("expert tokens", "ffn_up.out", "hidden"), (f, 0, 0), self.experts),
+            *self._activation("forward", routed * self.ffn, step, "experts"),
+            GemmShape(f"{self.name}.expert_down", "forward", rows, self.hidden, self.ffn,
+                      ("expert tokens", "hidden", "ffn"), (f, 0, 0), self.experts),
+            self._op("forward", "gate", routed * self.hidden, step, "combine")]
+
+    # -- backward -----------------------------------------------------------------------------
+
+    def backward(self, step: Step, data_grad: bool) -> list[Item]:
+        t = step.tokens
+        items: list[Item] = [self._op("backward", "residual-backward", t * self.hidden, step)]
+        items += self._dropout("backward", t * self.hidden, step)
+        items += self._moe_backward(step) if self.experts else self._ffn_backward(step)
+        items.append(self._op("backward", f"{self.norm}-backward", t * self.hidden, step))
+        items.append(self._op("backward", "residual-backward", t * self.hidden, step))
+        items += self._dropout("backward", t * self.hidden, step)
+        items += self._proj_backward("proj", self.hidden, self.hq, step, self.bias == "all")
+        items += self._attention_backward(step)
+        items += self._proj_backward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
+                                     self.bias != "none", data_grad)
+        items.append(self._op("backward", f"{self.norm}-backward", t * self.hidden, step))
+        return items
+
+    def _proj_backward(self, part: str, out: int, inp: int, step: Step, bias: bool,
+                       data_grad: bool = True) -> list[Item]:
+        t, f, role, layer = step.tokens, step.per_sample, step.row_role, f"{self.name}.{part}"
+        items: list[Item] = []
+        if bias:
+            items.append(self._op("backward", "bias-backward", t * out, step, part))
+        if data_grad:
+            items.append(GemmShape(layer, "backward-data", t, inp, out,
+                                   (role, f"{part}.in", f"{part}.out"), (f, 0, 0)))
+        items.append(GemmShape(layer, "backward-weight", inp, out, t,
+                               (f"{part}.in", f"{part}.out", role), (0, 0, f)))
+        return items
+
+    def _attention_backward(self, step: Step) -> list[Item]:
+        if self.attention == "flash":
+            return [self._flash(step, "backward")]
+        q, s, count = self._attention_shape(step)
+        d, scores, context = self.head_dim, f"{self.name}.scores", f"{self.name}.context"
+        items: list[Item] = [
+            GemmShape(context, "backward-data", q, s, d, ("query", "key", "head_dim"),
+                      (0, 0, 0), count),  # dP = dO . V^T
+            GemmShape(context, "backward-data", s, d, q, ("key", "head_dim", "query"),
+                      (0, 0, 0), count)]  # dV = P^T . dO
+        items += self._dropout("backward", count * q * s, step, "attn")
+        items.append(self._op("backward", "softmax-backward", count * q * s, step, "attn"))
+        items += [
+            GemmShape(scores, "backward-data", q, d, s, ("query", "head_dim", "key"),
+                      (0, 0, 0), count),  # dQ = dS . K
+            GemmShape(scores, "backward-data", s, d, q, ("key", "head_dim", "query"),
+                      (0, 0, 0), count)]  # dK = dS^T . Q
+        return items
+
+    def _ffn_backward(self, step: Step) -> list[Item]:
+        t, bias = step.tokens, self.bias == "all"
+        items = self._proj_backward("ffn_down", self.hidden, self.ffn, step, bias)
+        items += self._activation("backward", t * self.ffn, step, "ffn")
+        items += self._proj_backward("ffn_up", self.up_width, self.hidden, step, bias)
+        return items
+
+    def _moe_backward(self, step: Step) -> list[Item]:
+        t, (rows, f) = step.tokens, self._expert_rows(step)
+        routed, role = t * self.top_k, step.row_role
+        up, down = f"{self.name}.expert_up", f"{self.name}.expert_down"
+        router = f"{self.name}.router"
+        return [
+            self._op("backward", "gate-backward", routed * self.hidden, step, "combine"),
+            GemmShape(down, "backward-data", rows, self.ffn, self.hidden,
+                      ("expert tokens", "ffn", "hidden"), (f, 0, 0), self.experts),
+            GemmShape(down, "backward-weight", self.ffn, self.hidden, rows,
+                      ("ffn", "hidden", "expert tokens"), (0, 0, f), self.experts),
+            *self._activation("backward", routed * self.ffn, step, "experts"),
+            GemmShape(up, "backward-data", rows, self.hidden, self.up_width,
+                      ("expert tokens", "hidden", "ffn_up.out"), (f, 0, 0), self.experts),
+            GemmShape(up, "backward-weight", self.hidden, self.up_width, rows,
+                      ("hidden", "ffn_up.out", "expert tokens"), (0, 0, f), self.experts),
+            self._op("backward", "softmax-backward", t * self.experts, step, "router"),
+            GemmShape(router, "backward-data", t, self.hidden, self.experts,
+                      (role, "hidden", "experts"), (step.per_sample, 0, 0)),
+            GemmShape(router, "backward-weight", self.hidden, self.experts, t,
+                      ("hidden", "experts", role), (0, 0, step.per_sample))]
+
+    # -- ops ----------------------------------------------------------------------------------
+
+    def _op(self, pass_: str, kind: str, elements: int, step: Step, part: str = "") -> OpShape:
+        layer = f"{self.name}.{part}" if part else self.name
+        return elementwise(layer, pass_, kind, elements, step.e)
+
+    def _dropout(self, pass_: str, elements: int, step: Step, part: str = "") -> list[Item]:
+        if not self.dropout or step.phase != "train":
+            return []
+        kind = "dropout" if pass_ == "forward" else "dropout-backward"
+        return [self._op(pass_, kind, elements, step, part)]
+
+
+def _top_k(fields: Fields, experts: int) -> int:
+    if not experts:
+        if fields.has("top_k"):
+            raise fields.fail("top_k", "top_k needs experts")
+        return 0
+    top_k = fields.positive_int("top_k", 2)
+    if top_k > experts:
+        raise fields.fail("top_k", f"expected at most experts ({experts}), got {top_k}")
+    return top_k
+
+
+def _dropout(fields: Fields) -> float:
+    value = fields.get("dropout", 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise fields.fail("dropout", f"expected a probability in [0, 1), got {value!r}")
+    return float(value)

@@ -1,0 +1,304 @@
+"""A network described by model.yaml, and its expansion into GEMMs and non-GEMM ops.
+
+model.yaml (the contract in docs/design.md)::
+
+    name: mlp-1024-4096-1000    # optional; defaults to the file stem
+    batch: 512                  # positive int
+    seq: 2048                   # tokens per sample; required when a layer needs it
+    dtype: fp16                 # A and B: fp64 | fp32 | tf32 | fp16 | bf16 | int8 | fp8
+    output_dtype: fp16          # optional, C: default dtype (int8 -> int32, fp8 -> bf16)
+    grad_accumulation: fp32     # optional: weight gradients accumulate into this buffer
+                                # (C read and written); default none (C written once)
+    mode: train                 # train (forward + backward) | inference (forward only)
+    phase: prefill              # inference: prefill (seq tokens at once) | decode (one token
+                                # per sequence against a KV cache of seq tokens)
+    optimizer: adam             # train: none | sgd | adam (the update counted as an op)
+    input: {channels: 3, height: 224, width: 224}   # optional: the image a CNN starts from
+    layers:
+      - {type: linear, in: 1024, out: 4096, name: fc1}   # name optional (default fc<i>)
+      - {type: linear, in: 4096, out: 1000}
+
+or ``mlp: [1024, 4096, 1000]`` in place of ``layers``. Each layer type (roofline.layers) reads
+its own fields and gives its own GEMMs and ops; this module orders and numbers them. A layer
+with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``).
+
+Layers are chained: each layer's ``in_width`` must equal the previous ``out_width`` (features,
+or channels for a feature map). A layer that reads a feature map (it has ``with_input``) gets
+the previous layer's ``out_shape`` (or the top-level ``input``) and returns itself bound to it;
+a layer marked ``branch`` (a side branch such as a projection shortcut) reads its own input and
+leaves the chain where it was. The step's host input is the first layer's ``input_bytes``.
+
+Numbering: forward GEMMs first in layer order (MM1..MMn), then the backward pass in reverse
+layer order, each layer's data-gradient GEMMs before its weight-gradient GEMMs; ops are numbered
+OP1.. in the same order, the optimizer update last. A layer computes its data gradient only
+when an earlier layer has trainable weights (the first weighted layer of an MLP has none; every
+layer after an embedding has one). Training an n-layer MLP therefore takes 3n - 1 GEMMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
+from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_dtype, itemsize
+from .gemm import Gemm, GemmShape
+from .layers import Linear, Step, layer_from_fields
+from .layers.spatial import Shape
+from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
+
+MODES = ("train", "inference")
+INFERENCE_PHASES = ("prefill", "decode")
+OPTIMIZER_CHOICES = ("none", *OPTIMIZERS)
+_TOP_KEYS = frozenset({"name", "batch", "seq", "dtype", "output_dtype", "grad_accumulation",
+                       "mode", "phase", "optimizer", "layers", "mlp", "input"})
+NO_ACCUMULATION = "none"
+
+
+@dataclass(frozen=True)
+class Network:
+    """A model to analyze: its layers and the batch, precision and mode it runs with.
+
+    ``output_dtype`` None means C gets the default for ``dtype``; ``grad_accumulation`` None
+    means weight gradients are written once (no accumulation buffer). ``copies[i]`` is 0 for a
+    layer that is not a repeat of the one before, else which copy it is (1 = the second).
+    """
+
+    name: str
+    batch: int | None  # None until given (a config.json has none): check() says so
+    dtype: str | None
+    mode: str
+    layers: tuple[Any, ...]  # roofline.layers classes
+    output_dtype: str | None = None
+    grad_accumulation: str | None = None
+    seq: int | None = None
+    phase: str = "prefill"
+    optimizer: str = "none"
+    copies: tuple[int, ...] = ()
+    source: str = "<model>"
+
+    @property
+    def c_dtype(self) -> str:
+        """The dtype C has in every GEMM but an accumulating weight gradient."""
+        return self.output_dtype or default_output_dtype(self.dtype)
+
+    @property
+    def parameters(self) -> int:
+        """Every trainable parameter: weights, biases, embeddings, norms."""
+        return sum(layer.parameters for layer in self.layers)
+
+    @property
+    def step_phase(self) -> str:
+        return "train" if self.mode == "train" else self.phase
+
+    def with_overrides(self, batch: int | None = None, dtype: str | None = None,
+                       mode: str | None = None, output_dtype: str | None = None,
+                       grad_accumulation: str | None = None, seq: int | None = None,
+                       phase: str | None = None) -> Network:
+        """A copy with the given settings replaced (the CLI's --batch, --dtype, --mode,
+        --output-dtype, --grad-accumulation, --seq, --phase; ``grad_accumulation="none"``
+        turns accumulation off)."""
+        given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
+                 "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase}
+        changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+        fields = Fields(changes, "overrides")
+        checks = {"batch": fields.positive_int, "seq": fields.positive_int,
+                  "dtype": lambda k: fields.choice(k, DTYPES),
+                  "mode": lambda k: fields.choice(k, MODES),
+                  "phase": lambda k: fields.choice(k, INFERENCE_PHASES),
+                  "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
+                  "grad_accumulation": lambda k: _accumulation(fields)}
+        changes = {key: checks[key](key) for key in changes}
+        return replace(self, **changes)
+
+    def input_bytes(self) -> int:
+        """The bytes one step reads as input (the first layer's input: a dense batch, sparse
+        rows' values and indices, images, token ids), e.g. from host memory."""
+        self.check()
+        step = Step(self.batch, self.seq, self.step_phase, itemsize(self.dtype))
+        first = self.layers[0]
+        if hasattr(first, "input_bytes"):
+            return first.input_bytes(step)
+        return step.tokens * (first.in_width or 0) * step.e
+
+    def gemms(self) -> tuple[Gemm, ...]:
+        """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
+        return self.expand()[0]
+
+    def ops(self) -> tuple[Op, ...]:
+        """Every non-GEMM op of one step, numbered OP1..OPk."""
+        return self.expand()[1]
+
+    def check(self) -> None:
+        """Raise InputError naming the first setting the step still lacks (batch, dtype, seq):
+        a config.json gives no batch, and maybe no dtype; the CLI's options fill them in."""
+        for key, value in (("batch", self.batch), ("dtype", self.dtype)):
+            if value is None:
+                raise InputError(self.source, key, f"missing required field (give {key} in the "
+                                                   f"model or --{key})")
+        if self.seq is None:
+            for layer in self.layers:
+                if getattr(layer, "needs_seq", False):
+                    raise InputError(self.source, "seq", f"missing required field: layer "
+                                     f"{layer.name!r} needs tokens per sample (give seq in the "
+                                     f"model or --seq)")
+
+    def expand(self) -> tuple[tuple[Gemm, ...], tuple[Op, ...]]:
+        """The step's GEMMs and ops, in the order the module docstring describes."""
+        self.check()
+        step = Step(self.batch, self.seq, self.step_phase, itemsize(self.dtype))
+        copies = self.copies or (0,) * len(self.layers)
+        items: list[tuple[int, GemmShape | OpShape]] = []
+        for layer, copy in zip(self.layers, copies):
+            items += [(copy, item) for item in layer.forward(step)]
+        if self.mode == "train":
+            items += self._backward(step, copies)
+            if self.optimizer != "none":
+                items.append((0, optimizer_update(self.optimizer, self.parameters)))
+        gemms: list[Gemm] = []
+        ops: list[Op] = []
+        for copy, item in items:
+            if isinstance(item, GemmShape):
+                gemms.append(self._gemm(len(gemms) + 1, item, copy))
+            else:
+                ops.append(Op(f"OP{len(ops) + 1}", *item, copy=copy))
+        return tuple(gemms), tuple(ops)
+
+    def _gemm(self, index: int, s: GemmShape, copy: int) -> Gemm:
+        accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
+        c_dtype = self.grad_accumulation if accumulate else self.c_dtype
+        return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.dtype, s.roles,
+                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align)
+
+    def _backward(self, step: Step, copies: tuple[int, ...]) -> list[tuple[int, Any]]:
+        weighted_before = [False]  # weighted_before[i]: does any layer before i have weights?
+        for layer in self.layers[:-1]:
+            weighted_before.append(weighted_before[-1] or layer.has_weights)
+        items: list[tuple[int, Any]] = []
+        for index in range(len(self.layers) - 1, -1, -1):
+            backward = self.layers[index].backward(step, data_grad=weighted_before[index])
+            items += [(copies[index], item) for item in backward]
+        return items
+
+
+def load_network(path: str | Path) -> Network:
+    """Read a model.yaml file, or a Hugging Face config.json (one with ``model_type``), into a
+    Network; bad input raises InputError naming the file and the field."""
+    data = load_yaml_file(path)
+    if isinstance(data, dict) and "model_type" in data:
+        from .hf import model_from_config
+
+        data = model_from_config(data, str(path))
+    return network_from_dict(data, str(path), default_name=Path(path).stem)
+
+
+def network_from_yaml(text: str, source: str = "<model>") -> Network:
+    """Parse model.yaml text (for notebooks and tests)."""
+    return network_from_dict(load_yaml_text(text, source), source, default_name=source)
+
+
+def network_from_dict(data: Any, source: str, default_name: str = "model") -> Network:
+    """Validate a parsed model.yaml mapping and build the Network."""
+    top = Fields(data, source)
+    top.reject_unknown(_TOP_KEYS)
+    layers, copies = _layers(top)
+    return Network(
+        name=top.string("name", default_name),
+        batch=top.positive_int("batch", None),
+        dtype=top.choice("dtype", DTYPES, None),
+        mode=top.choice("mode", MODES, "train"),
+        layers=layers,
+        output_dtype=top.choice("output_dtype", OUTPUT_DTYPES, None),
+        grad_accumulation=_accumulation(top),
+        seq=top.positive_int("seq", None),
+        phase=top.choice("phase", INFERENCE_PHASES, "prefill"),
+        optimizer=top.choice("optimizer", OPTIMIZER_CHOICES, "none"),
+        copies=copies,
+        source=source,
+    )
+
+
+def _accumulation(fields: Fields) -> str | None:
+    """``grad_accumulation``: a dtype, or none (absent, null or "none")."""
+    if fields.get("grad_accumulation", None) is None:
+        return None
+    choice = fields.choice("grad_accumulation", (NO_ACCUMULATION,) + ACCUMULATION_DTYPES)
+    return None if choice == NO_ACCUMULATION else choice
+
+
+def _layers(top: Fields) -> tuple[tuple[Any, ...], tuple[int, ...]]:
+    """The layers, repeats expanded, and each one's copy number (0: not a repeat)."""
+    if top.has("layers") == top.has("mlp"):
+        raise InputError(top.source, "layers", "give exactly one of 'layers' or 'mlp'")
+    if top.has("mlp"):
+        layers = _mlp_layers(top)
+        return layers, (0,) * len(layers)
+    entries = top.items("layers")
+    if not entries:
+        raise top.fail("layers", "expected at least one layer")
+    layers: list[Any] = []
+    copies: list[int] = []
+    previous, shape = None, _input_shape(top)
+    for i, entry in enumerate(entries):
+        fields = Fields(entry, top.source, top.where("layers") + f"[{i}]")
+        layer = layer_from_fields(fields, i)
+        repeat = fields.positive_int("repeat", 1)
+        if hasattr(layer, "with_input"):
+            layer = layer.with_input(shape, fields)
+        branch = getattr(layer, "branch", False)
+        if not branch:
+            _check_widths(fields, previous, layer, i)
+        out_shape = getattr(layer, "out_shape", None)
+        if repeat > 1 and out_shape is not None and out_shape != shape:
+            raise fields.fail("repeat", f"{layer.name!r} changes its input {tuple(shape or ())}"
+                                        f" to {tuple(out_shape)}: only a layer that keeps its"
+                                        f" input's size can repeat")
+        names = [layer.name] if repeat == 1 else [f"{layer.name}.{c}" for c in range(1, repeat + 1)]
+        layers += [replace(layer, name=name) for name in names]
+        copies += range(repeat)
+        if not branch:
+            previous, shape = layer, out_shape
+    return tuple(layers), tuple(copies)
+
+
+def _input_shape(top: Fields) -> Shape | None:
+    """Top-level ``input: {channels, height, width}``: the image a CNN starts from."""
+    given = top.sub("input", None)
+    if given is None:
+        return None
+    given.reject_unknown(frozenset({"channels", "height", "width"}))
+    return Shape(given.positive_int("channels"), given.positive_int("height"),
+                 given.positive_int("width"))
+
+
+def _check_widths(fields: Fields, previous: Any, layer: Any, index: int) -> None:
+    """A layer's input width must be the previous layer's output width (features; channels for
+    a feature map; an embedding takes token ids), and a layer that reads features cannot follow
+    a map larger than 1 x 1 without a ``flatten``."""
+    if previous is None or layer.in_width is None or previous.out_width is None:
+        return
+    if layer.in_width != previous.out_width:
+        spatial = hasattr(layer, "with_input")
+        what = ("channels", "channels") if spatial else ("inputs", "outputs")
+        key = "in" if fields.has("in") else ""
+        raise InputError(fields.source, f"{fields.path}.{key}" if key else fields.path,
+                         f"layer {layer.name!r} takes {layer.in_width} {what[0]} but the "
+                         f"previous layer {previous.name!r} (layers[{index - 1}]) gives "
+                         f"{previous.out_width} {what[1]}")
+    shape = getattr(previous, "out_shape", None)
+    if shape is not None and not hasattr(layer, "with_input") and shape.height * shape.width > 1:
+        raise InputError(fields.source, fields.path,
+                         f"{layer.name!r} reads features but the previous layer "
+                         f"{previous.name!r} gives a {shape.channels}x{shape.height}x"
+                         f"{shape.width} map: put a flatten between them")
+
+
+def _mlp_layers(top: Fields) -> tuple[Linear, ...]:
+    widths = top.items("mlp")
+    if len(widths) < 2:
+        raise top.fail("mlp", "expected at least two widths (inputs, outputs)")
+    for i, width in enumerate(widths):
+        positive_int(width, lambda key, problem: InputError(top.source, f"mlp[{key}]", problem), i)
+    return tuple(Linear(f"fc{i + 1}", a, b) for i, (a, b) in enumerate(zip(widths, widths[1:])))

@@ -1,0 +1,150 @@
+"""Text and JSON views of hardware entries (``roofline hw list`` / ``hw show``). Display only."""
+
+from __future__ import annotations
+
+import textwrap
+
+from ..hardware.spec import HardwareSpec
+from ..model.dtypes import DTYPES
+from .json import to_json
+
+
+def hardware_summary(spec: HardwareSpec) -> dict:
+    """The fields ``hw list --format json`` promises (docs/design.md), plus a few useful ones."""
+    return {
+        "name": spec.name,
+        "kind": spec.kind,
+        "vendor": spec.vendor,
+        "model": spec.model,
+        "architecture": spec.architecture,
+        "aliases": list(spec.aliases),
+        "peak_tflops": dict(spec.peak_tflops),
+        "bandwidth_gbs": spec.bandwidth_gbs,
+        "ridge": {dtype: spec.ridge(dtype) for dtype in spec.dtypes},
+        "origin": spec.origin,
+        "location": spec.location,
+        "overrides": list(spec.overrides),
+    }
+
+
+def hardware_list_json(specs: list[HardwareSpec]) -> str:
+    return to_json([hardware_summary(s) for s in specs])
+
+
+def hardware_json(spec: HardwareSpec) -> str:
+    data = spec.to_dict()
+    if spec.overrides:
+        data["overrides"] = list(spec.overrides)
+    data["ridge"] = {dtype: spec.ridge(dtype) for dtype in spec.dtypes}
+    return to_json(data) + "\n"
+
+
+def hardware_table(specs: list[HardwareSpec]) -> str:
+    """One line per entry: dense peak TFLOP/s per dtype ('-' where absent), bandwidth."""
+    header = ["name", "kind", *DTYPES, "GB/s"]
+    rows = [header] + [
+        [s.name + ("*" if s.overrides else ""), s.kind,
+         *(_num(s.peak_tflops.get(d)) for d in DTYPES),
+         _num(s.bandwidth_gbs)]
+        for s in specs
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    if any(s.overrides for s in specs):
+        lines.append("* a user entry that overrides a bundled name or alias (hw show NAME)")
+    return "\n".join(lines) + "\n(dense peaks in TFLOP/s, integer dtypes in TOPS; DRAM GB/s)\n"
+
+
+def hardware_detail(spec: HardwareSpec) -> str:
+    """Every figure of the entry, the ridge per dtype, its sources and notes."""
+    lines = [f"{spec.name}: {spec.vendor} {spec.model} ({spec.architecture}, {spec.kind})",
+             f"from: {spec.location or 'unknown'}; origin: {spec.origin}"]
+    if spec.aliases:
+        lines.append(f"aliases: {', '.join(spec.aliases)}")
+    if spec.overrides:
+        lines.append(f"overrides the bundled {', '.join(spec.overrides)}: this user entry is "
+                     f"used in its place")
+    lines.append("")
+    lines.append("dtype   peak TFLOP/s   ridge FLOP/B   alignment")
+    for dtype in DTYPES:
+        if dtype in spec.peak_tflops:
+            rule = spec.alignment.get(dtype)
+            align = f"x{rule.multiple} (best x{rule.preferred})" if rule else "-"
+            lines.append(f"{dtype:<6}  {spec.peak_tflops[dtype]:>12g}   "
+                         f"{spec.ridge(dtype):>12.1f}   {align}")
+    lines.append(f"bandwidth: {spec.bandwidth_gbs:g} GB/s")
+    if spec.cpu is not None:
+        lines += _cpu_clock_lines(spec)
+    for key, value in spec.to_dict().items():
+        if key in _SHOWN or (key == "cpu" and spec.cpu is not None):
+            continue
+        lines.append(f"{key}: {_flat(value)}")
+    lines.append("")
+    lines.append("sources:")
+    for i, source in enumerate(spec.sources, 1):
+        lines.append(f"  [{i}] {source.title}")
+        lines.append(f"      {source.url or source.command}")
+        lines.append(f"      covers: {', '.join(source.covers)}")
+    lines += ["", *textwrap.wrap("notes: " + " ".join(spec.notes.split()), width=100)]
+    return "\n".join(lines) + "\n"
+
+
+def _cpu_clock_lines(spec: HardwareSpec) -> list[str]:
+    """The clock each dtype's peak assumes, the counts it multiplies, every clock figure known."""
+    cpu = spec.cpu
+    lines = [f"cpu: {cpu.sockets} socket(s) x {cpu.cores_per_socket} cores, {cpu.simd_bits}-bit "
+             f"SIMD, {cpu.fma_units} FMA units per core"
+             + (f", AMX {_flat(cpu.amx_ops_per_cycle)} ops/cycle/core"
+                if cpu.amx_ops_per_cycle else ""), "peak clocks:"]
+    groups: dict[str, list[str]] = {}
+    for dtype in spec.dtypes:
+        groups.setdefault(cpu.unit_for(dtype), []).append(dtype)
+    vector_only = [d for d in spec.vector_tflops if cpu.unit_for(d) == "amx"]
+    for unit, dtypes in groups.items():
+        lines.append(f"  {', '.join(dtypes)} ({unit}): {cpu.clock_label(unit)}")
+    if vector_only:
+        lines.append(f"  vector_tflops {', '.join(vector_only)} (vector): "
+                     f"{cpu.clock_label('vector')}")
+    for isa, kinds in cpu.clocks.items():
+        for kind, clock in kinds.items():
+            bound = f" ({clock.bound} bound)" if clock.bound else ""
+            text = (f"clock {isa} {kind}: {clock.ghz:g} GHz{bound} [{clock.tag}] "
+                    f"{' '.join(clock.source.split())}")
+            lines += textwrap.wrap(text, width=100, subsequent_indent="    ",
+                                   break_on_hyphens=False)
+    return lines
+
+
+_SHOWN = {"name", "kind", "vendor", "model", "architecture", "aliases", "peak_tflops",
+          "bandwidth_gbs", "alignment", "sources", "notes", "origin", "location"}
+
+
+def _flat(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_flat(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "[" + ", ".join(_flat(v) for v in value) + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+README_START = "<!-- hwdb-table:start (generated by tools/update_readme.py; do not edit) -->"
+README_END = "<!-- hwdb-table:end -->"
+
+
+def hardware_markdown_table(specs: list[HardwareSpec]) -> str:
+    """The README's table of bundled devices: dense peaks, bandwidth, main ridge point."""
+    lines = ["| name | device | fp64 | fp32 | tf32 | fp16 | bf16 | int8 | fp8 | GB/s | ridge |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for s in specs:
+        main = "fp16" if "fp16" in s.peak_tflops else "fp32"
+        cells = [f"`{s.name}`", f"{s.vendor} {s.model}",
+                 *(_num(s.peak_tflops.get(d)) for d in DTYPES),
+                 _num(s.bandwidth_gbs), f"{s.ridge(main):.0f} ({main})"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join([README_START, *lines, README_END])

@@ -1,0 +1,70 @@
+"""Rendering a ProbeResult: a readable table for people, JSON for programs. Display only."""
+
+from __future__ import annotations
+
+from ..model.dtypes import DTYPES
+from .json import to_json
+
+
+def probe_json(result) -> str:
+    return to_json(result.to_dict()) + "\n"
+
+
+def _ratio(measured: float | None, theory: float | None) -> str:
+    if not measured or not theory:
+        return ""
+    return f"{measured / theory:.0%} of {theory:,.1f}"
+
+
+def _gemm_lines(measured: dict, theory: dict, label: str) -> list[str]:
+    lines = []
+    for dtype in DTYPES:
+        if dtype in measured or dtype in theory:
+            got, peak = measured.get(dtype), theory.get(dtype)
+            shown = f"{got:10,.1f}" if got else f"{'-':>10}"
+            versus = (_ratio(got, peak) if got else
+                      f"not measured; theoretical {peak:,.1f}" if peak else "not measured")
+            lines.append(f"  {label} {dtype:<5} {shown} GFLOP/s   {versus}".rstrip())
+    return lines
+
+
+def _bandwidth_lines(measured: dict, theory: dict, keys) -> list[str]:
+    lines = []
+    for key in keys:
+        if key in measured:
+            lines.append(f"  {key:<16} {measured[key]:10,.1f} GB/s      "
+                         f"{_ratio(measured[key], theory.get(key))}".rstrip())
+    return lines
+
+
+def probe_table(result) -> str:
+    """Identity, measured vs theoretical figures, what was not measured, and warnings."""
+    cpu, m, t = result.cpu, result.measured, result.theoretical
+    blas = ", ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('num_threads')} "
+                     f"threads)" for b in result.blas) or "unknown"
+    match = f" = hwdb {result.cpu_match}" if result.cpu_match else " (no hwdb match)"
+    clock = result.details.get("effective_clock_ghz")
+    peak = result.cpu_peak
+    clocks = (f", {clock:.2f} GHz measured under load" if clock else "") + (
+        f", peaks at {peak.clock_ghz:.2f} GHz" if peak else "")
+    out = [f"CPU   {cpu.brand}{match}: {cpu.sockets} socket(s), {cpu.cores} cores "
+           f"({cpu.usable_cpus} usable CPUs){clocks}",
+           f"ISA   {' '.join(cpu.isa) or 'no AVX'}",
+           f"BLAS  {blas}"]
+    out += [f"GPU   {g['index']}: {g['name']}" for g in result.gpus]
+    out += ["", f"measured ({result.preset} preset)      vs theoretical"]
+    out += _gemm_lines(m["gemm_gflops"], t.get("gemm_gflops", {}), "GEMM")
+    out += _bandwidth_lines(m["bandwidth_gbs"], t.get("bandwidth_gbs", {}),
+                            ("dram", "triad", "copy", "llc"))
+    if "small_gemm_overhead_s" in m:
+        out.append(f"  small GEMM call  {m['small_gemm_overhead_s'] * 1e6:10.2f} us")
+    gpu = m.get("gpu")
+    if gpu:
+        theory = t.get("gpu", {})
+        out += _gemm_lines(gpu["gemm_gflops"], theory.get("gemm_gflops", {}), "GPU ")
+        out += _bandwidth_lines(gpu["bandwidth_gbs"], theory.get("bandwidth_gbs", {}),
+                                ("device", "host_to_device"))
+    out += [""] + [f"assumed: {a}" for a in result.assumptions]
+    out += [f"not measured: {n['figure']}: {n['reason']}" for n in result.not_measured]
+    out += [f"warning: {w}" for w in result.warnings]
+    return "\n".join(out) + "\n"

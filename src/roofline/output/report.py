@@ -1,0 +1,365 @@
+"""Turning results into text: table, CSV, Markdown, JSON, HTML. Display only; numbers stay raw
+everywhere else. Prefixes are decimal (SI): 1 GB = 10^9 B, 1 TFLOP/s = 10^12 FLOP/s.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import re
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..units import seconds, si
+from .json import to_json
+
+if TYPE_CHECKING:
+    from ..analysis.report import Report
+
+_PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
+
+
+def compact_names(names: Sequence[str], limit: int = 4) -> str:
+    """One label for coincident GEMMs: ``MM1,MM5``; runs of three or more become ``MM2-MM4``;
+    past ``limit`` pieces the rest is counted: ``MM1,MM3,MM5,MM7,+4``."""
+    if not names:
+        return ""
+    numbers = [re.fullmatch(r"MM(\d+)", n) for n in names]
+    if not all(numbers):
+        pieces = list(names)
+    else:
+        pieces = _runs(sorted(int(m.group(1)) for m in numbers if m))
+    if len(pieces) > limit:
+        hidden = len(pieces) - limit + 1
+        pieces = pieces[:limit - 1] + [f"+{hidden}"]
+    return ",".join(pieces)
+
+
+def _runs(numbers: list[int]) -> list[str]:
+    """``[1, 2, 3, 5]`` -> ``["MM1-MM3", "MM5"]``: runs of three or more shortened."""
+    pieces: list[str] = []
+    start = prev = numbers[0]
+    for value in numbers[1:] + [None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        if prev - start >= 2:
+            pieces.append(f"MM{start}-MM{prev}")
+        else:
+            pieces += [f"MM{i}" for i in range(start, prev + 1)]
+        start = prev = value if value is not None else prev
+    return pieces
+
+
+_COLUMNS = ("GEMM", "layer", "pass", "M", "N", "K", "FLOP", "bytes", "FLOP/B", "bound",
+            "TFLOP/s", "time", "align")
+_LEFT_COLUMNS = frozenset({0, 1, 2, 9, 12})  # text columns; numbers are right-aligned
+_OP_COLUMNS = ("op", "layer", "pass", "kind", "FLOP", "bytes", "FLOP/B", "bound", "TFLOP/s",
+               "time")
+_OP_LEFT_COLUMNS = frozenset({0, 1, 2, 3, 7})
+LAYER_WIDTH = 13  # the table's layer column; JSON and CSV carry the full name
+
+
+@dataclass(frozen=True)
+class View:
+    """What a human-readable report shows: ``gemms_only`` hides the non-GEMM ops; ``expand``
+    shows every copy of a repeated layer (by default only the first, and a note)."""
+
+    gemms_only: bool = False
+    expand: bool = False
+
+
+def report_json(report: Report, view: View = View()) -> str:
+    """The JSON contract: every GEMM and op one by one, repeated layers included."""
+    return to_json(report.to_dict())
+
+
+def _shown(report: Report, view: View) -> tuple[list, list]:
+    """The GEMM and op results a table shows under ``view``."""
+    keep = (lambda row: True) if view.expand else (lambda row: row.copy == 0)
+    gemms = [r for r in report.results if keep(r.gemm)]
+    ops = [] if view.gemms_only else [r for r in report.ops if keep(r.op)]
+    return gemms, ops
+
+
+def _row(report: Report, result) -> list[str]:
+    g = result.gemm
+    count = f"{g.batch_count}x " if g.batch_count > 1 else ""
+    return [g.name, g.layer[:LAYER_WIDTH], _PASS_SHORT[g.pass_], f"{count}{g.m}", str(g.n),
+            str(g.k), si(g.flops, ""), si(g.bytes, "B"), f"{g.intensity:.1f}", result.bound,
+            f"{result.attainable_flops_per_s / 1e12:.3g}", seconds(result.time_s),
+            "ok" if result.aligned else "NO"]
+
+
+def _op_row(result) -> list[str]:
+    o = result.op
+    return [o.name, o.layer[:LAYER_WIDTH], o.pass_, o.kind, si(o.flops, ""), si(o.bytes, "B"),
+            f"{o.intensity:.2f}", result.bound, f"{result.attainable_flops_per_s / 1e12:.3g}",
+            seconds(result.time_s)]
+
+
+def precision_text(network) -> str:
+    """The precision a report assumed, in words: operands, output, weight-gradient buffer."""
+    text = f"A, B {network.dtype} -> C {network.c_dtype}"
+    if network.mode != "train":
+        return text
+    if network.grad_accumulation:
+        return text + (f"; weight gradients accumulate into {network.grad_accumulation} "
+                       f"(C read and written)")
+    return text + "; weight gradients written once (no accumulation buffer)"
+
+
+def step_text(network) -> str:
+    """``batch 8, seq 4096, inference (decode)``: the step a report describes (the phase only
+    for a model with a sequence, where it changes anything)."""
+    if network.seq is None:
+        return f"batch {network.batch}, {network.mode}"
+    mode = network.mode if network.mode == "train" else f"{network.mode} ({network.step_phase})"
+    return f"batch {network.batch}, seq {network.seq}, {mode}"
+
+
+def _header(report: Report) -> str:
+    net, hw = report.network, report.hardware
+    return (f"{net.name} on {hw.name}: {report.dtype}, {step_text(net)}\n"
+            f"precision: {precision_text(net)}\n"
+            f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
+            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})"
+            + (_QUANTIZATION_LINE if getattr(report, "quantization", False) else ""))
+
+
+_QUANTIZATION_LINE = ("\nquantization: on (compute-bound GEMM times divided by the tile/wave "
+                      "efficiency of the best candidate tile, after split-K where chosen)")
+
+
+def _totals_line(report: Report) -> str:
+    t = report.totals
+    head = f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}"
+    if not report.ops:
+        return (f"{head}; {t['memory_bound_time_fraction']:.0%} of the time in memory-bound "
+                f"GEMMs; {_parameters(t['parameters'])}")
+    return (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops {seconds(t['op_time_s'])}); "
+            f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound; "
+            f"{_parameters(t['parameters'])}")
+
+
+def _parameters(count: int) -> str:
+    return f"{si(count, '').rstrip()} parameters"
+
+
+def _repeat_note(report: Report, view: View) -> str | None:
+    """Says how many rows a table hides because they repeat the first copy of a layer."""
+    hidden = (sum(1 for r in report.results if r.gemm.copy)
+              + sum(1 for r in report.ops if r.op.copy))
+    if view.expand or not hidden:
+        return None
+    copies = sum(1 for copy in report.network.copies if copy)
+    return (f"{copies} repeated layer copies ({hidden} rows) not shown: each repeats the rows "
+            f"of its first copy; the totals count every copy (--expand shows all)")
+
+
+_TIER_REASON = {
+    "error": "cuBLASLt requires multiples of {multiple} for {dtype}",
+    "warning": "16-byte rule: multiples of {multiple} for {dtype} Tensor Cores",
+    "advice": "128-byte tier: multiples of {multiple} run best here",
+}
+
+
+def _scaling_lines(report: Report) -> list[str]:
+    """The streamed-input verdict and the data-parallel table (``--stream-input``,
+    ``--data-parallel``), when asked for."""
+    scaling = getattr(report, "scaling", None)
+    lines = [wrapped for line in (scaling.lines() if scaling else []) for wrapped in (
+        textwrap.wrap(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
+        if len(line) > 100 else [line])]
+    return ["", *lines] if lines else []
+
+
+def _alignment_groups(gemms: list) -> list[str]:
+    """Alignment notes grouped by the dimension value they are about, most severe tier first:
+    ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
+    from ..analysis.advisor import TIERS
+
+    groups: dict[tuple, tuple[dict, dict, object]] = {}
+    for result in gemms:
+        for note in result.alignment:
+            key = (TIERS.index(note.tier), note.value, note.multiple)
+            role = note.role.split(" x ")[0]  # a convolution's "in_channels x R x S": channels
+            label = "batch" if role == "batch" else f"{note.layer}.{role}"
+            labels, names, _ = groups.setdefault(key, ({}, {}, note))
+            labels[label] = names[note.gemm] = None
+    lines = []
+    for (_, value, _), (labels, names, note) in sorted(groups.items(), key=lambda i: i[0]):
+        noun = "batch" if list(labels) == ["batch"] else (
+            "width" if note.role in ("in", "out", "batch") else
+            "channels" if "channels" in note.role else "dimension")
+        where = "" if list(labels) == ["batch"] else f" ({', '.join(labels)})"
+        reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
+        lines.append(f"{note.tier}: {noun} {value}{where}: {', '.join(names)}: "
+                     f"pad to {note.pad_to} ({reason})")
+    return lines
+
+
+def _notes(report: Report, gemms: list) -> list[str]:
+    """Warnings and advice as read, for the GEMMs a table shows: alignment grouped by dimension
+    value and tier, then every other sentence once, with the GEMMs it is about (``MM4, MM5: no
+    batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
+    others: dict[str, list[str]] = {}
+    for r in gemms:
+        aligned = {note.text for note in r.alignment}
+        for text in r.warnings + r.advice:
+            if text not in aligned:
+                others.setdefault(text, []).append(r.gemm.name)
+    return [f"  {line}" for line in _alignment_groups(gemms)] + [
+        f"  {', '.join(names)}: {text}" for text, names in others.items()]
+
+
+def _aligned_table(header: tuple[str, ...], rows: list[list[str]], left: frozenset) -> list[str]:
+    rows = [list(header)] + rows
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i in left else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+             for row in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return lines
+
+
+def _time_section(report: Report, gemms: list, markdown: bool = False) -> list[str]:
+    """Roof vs predicted (vs measured) per GEMM: roofline.predict_format (nothing for a model
+    without GEMMs, such as a sparse-only one)."""
+    if not gemms:
+        return []
+    from .times import _LEFT, time_lines, time_rows
+
+    header, rows = time_rows(report, gemms)
+    table = _markdown(header, rows, _LEFT) if markdown else _aligned_table(header, rows, _LEFT)
+    lines = time_lines(report) if markdown else [
+        part for line in time_lines(report) for part in textwrap.wrap(
+            line, width=100, subsequent_indent="  ", break_on_hyphens=False)]
+    return ["", *(f"{line}  " if markdown else line for line in lines), "", *table]
+
+
+def report_table(report: Report, view: View = View()) -> str:
+    """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
+    warnings and advice below."""
+    gemms, ops = _shown(report, view)
+    out = [_header(report)]
+    if report.results:
+        out += ["", *_aligned_table(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+    out += _time_section(report, gemms)
+    if ops:
+        out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
+                *_aligned_table(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
+    note = _repeat_note(report, view)
+    out += ["", *textwrap.wrap(_totals_line(report), width=100)]
+    out += textwrap.wrap(note, width=100) if note else []
+    out += _scaling_lines(report)
+    notes = [wrapped for note in _notes(report, gemms) for wrapped in (
+        textwrap.wrap(note, width=100, subsequent_indent=" " * 7) if len(note) > 100 else [note])]
+    if notes:
+        out += ["", "warnings and advice:", *notes]
+    return "\n".join(out) + "\n"
+
+
+_CSV_FIELDS = ("name", "layer", "pass", "kind", "m", "n", "k", "batch_count", "dtype", "c_dtype",
+               "c_read", "flops", "bytes", "bytes_a", "bytes_b", "bytes_c", "intensity", "bound",
+               "attainable_tflops", "time_s", "predicted_time_s", "measured_time_s",
+               "efficiency", "aligned", "min_compute_bound_batch", "warnings",
+               "advice")
+
+
+_CSV_CONTEXT = ("hardware", "batch", "mode")  # so rows of several reports share one table
+
+
+def report_csv(report: Report, view: View = View()) -> str:
+    """One table (see ``reports_csv``) for one report."""
+    return reports_csv([report], view)
+
+
+def reports_csv(reports: list[Report], view: View = View()) -> str:
+    """ONE table for one or several reports (``analyze --hw A --hw B``): a header, then a row
+    per GEMM (kind ``gemm``) and per op (``--gemms-only``: GEMMs only) per report, every copy of
+    a repeated layer included, each row starting with its hardware, batch and mode; raw numbers
+    in SI units; warnings and advice joined with '; '."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=_CSV_CONTEXT + _CSV_FIELDS, lineterminator="\n",
+                            extrasaction="ignore")
+    writer.writeheader()
+    for report in reports:
+        context = {"hardware": report.hardware.name, "batch": report.network.batch,
+                   "mode": report.network.mode}
+        for result in report.results:
+            data = result.to_dict() | {"kind": "gemm"}
+            data.update({f"bytes_{op}": v for op, v in data["bytes_by_operand"].items()})
+            data["warnings"] = "; ".join(data["warnings"])
+            data["advice"] = "; ".join(data["advice"])
+            writer.writerow(context | data)
+        for result in [] if view.gemms_only else report.ops:
+            writer.writerow(context | result.to_dict())
+    return buffer.getvalue()
+
+
+def report_markdown(report: Report, view: View = View()) -> str:
+    """GitHub-flavoured Markdown tables with the header and totals as text around them."""
+    gemms, ops = _shown(report, view)
+    lines = [_header(report).replace("\n", "  \n"), "", *_markdown(
+        _COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+    if ops:
+        lines += ["", *_markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
+    lines += _time_section(report, gemms, markdown=True)
+    note = _repeat_note(report, view)
+    lines += ["", _totals_line(report)] + (["", note] if note else [])
+    scaling = _scaling_lines(report)
+    lines += ["", "```", *scaling[1:], "```"] if scaling else []
+    notes = _notes(report, gemms)
+    if notes:
+        lines += ["", *(f"- {note.strip()}" for note in notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown(header: tuple[str, ...], rows: list[list[str]], left: frozenset) -> list[str]:
+    return ["| " + " | ".join(header) + " |",
+            "|" + "|".join("---" if i in left else "--:" for i in range(len(header))) + "|",
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def _html_table(header: tuple[str, ...], rows: list[tuple[str, list[str]]],
+                left: frozenset) -> str:
+    def cell(tag: str, text: str, column: int) -> str:
+        align = "left" if column in left else "right"
+        return f'<{tag} style="text-align:{align}">{html.escape(text)}</{tag}>'
+
+    head = "".join(cell("th", c, i) for i, c in enumerate(header))
+    body = "".join(
+        f"<tr{_SHADE if bound == 'memory' else ''}>"
+        + "".join(cell("td", c, i) for i, c in enumerate(cells)) + "</tr>"
+        for bound, cells in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_SHADE = ' style="background:#fde0dc;color:#000"'
+
+
+def report_html(report: Report, view: View = View()) -> str:
+    """HTML tables for Jupyter (``Report._repr_html_``): numbers right-aligned, memory-bound
+    rows shaded (with dark text, so dark themes stay readable), warnings and advice below."""
+    gemms, ops = _shown(report, view)
+    tables = _html_table(_COLUMNS, [(r.bound, _row(report, r)) for r in gemms], _LEFT_COLUMNS)
+    if ops:
+        tables += _html_table(_OP_COLUMNS, [(r.bound, _op_row(r)) for r in ops],
+                              _OP_LEFT_COLUMNS)
+    notes = "".join(f"<li>{html.escape(n.strip())}</li>" for n in _notes(report, gemms))
+    bounds = {r.bound for r in (*gemms, *ops)}
+    shaded = " (shaded rows: memory-bound)" if "memory" in bounds else ""
+    note = _repeat_note(report, view)
+    header = html.escape(_header(report)).replace(chr(10), "</b><br>", 1)
+    return (f"<p><b>{header.replace(chr(10), '<br>')}</p>{tables}"
+            f"<p>{html.escape(_totals_line(report))}{shaded}"
+            + (f"<br>{html.escape(note)}" if note else "") + "</p>"
+            + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+REPORT_FORMATS = {"table": report_table, "json": report_json, "csv": report_csv,
+                  "markdown": report_markdown}

@@ -1,0 +1,54 @@
+"""The time table under a report: the roofline bound, the prediction and (``--measure``) the
+measurement of each GEMM, and the line that says which is which. Display only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..analysis.predict import basis_sentence
+from ..units import seconds
+
+if TYPE_CHECKING:
+    from ..analysis.report import Report
+
+_LEFT = frozenset({0, 8})
+
+
+def _measured(report: Report) -> bool:
+    return any(r.measured is not None for r in report.results)
+
+
+def time_rows(report: Report, gemms: list) -> tuple[tuple[str, ...], list[list[str]]]:
+    """Header and rows: GEMM, roof, predicted (and measured, TFLOP/s, efficiency, measured /
+    predicted, a flag when a GEMM beat its roof)."""
+    header = ("GEMM", "roof", "predicted")
+    measured = _measured(report)
+    if measured:
+        header += ("measured", "spread", "TFLOP/s", "of roof", "meas/pred", "note")
+    rows = []
+    for r in gemms:
+        row = [r.gemm.name, seconds(r.time_s), seconds(r.predicted_time_s)]
+        if measured and r.measured is not None:
+            d = r.measured.to_dict(r)
+            row += [seconds(d["measured_time_s"]), f"{d['measured_spread']:.0%}",
+                    f"{d['measured_tflops']:.3g}", f"{d['efficiency']:.0%}",
+                    f"{d['measured_over_predicted']:.2f}x",
+                    "BEATS ROOF" if d["beats_roof"] else ""]
+        rows.append(row)
+    return header, rows
+
+
+def time_lines(report: Report) -> list[str]:
+    """What says which time is which, and the step's totals of each."""
+    lines = ["roof: the pure roofline time, a lower bound from DRAM (the time column above)",
+             basis_sentence(report.hardware)]
+    totals = report.totals
+    text = (f"GEMM time: roof {seconds(totals['gemm_time_s'])}, predicted "
+            f"{seconds(totals['predicted_gemm_time_s'])}")
+    if _measured(report) and all(r.measured is not None for r in report.results):
+        measured = sum(r.measured.best_s for r in report.results)
+        text += f", measured {seconds(measured)} (best of each distinct shape, summed)"
+        lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")
+    from ..analysis.measure import beats_roof_notes
+
+    return lines + [text] + beats_roof_notes(report)

@@ -1,0 +1,21 @@
+"""Numbers as people read them: decimal (SI) prefixes and durations. The one place units are
+formatted; every renderer and chart uses these. 1 GB = 10^9 B, 1 TFLOP/s = 10^12 FLOP/s."""
+
+from __future__ import annotations
+
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+
+def si(value: float, unit: str, digits: int = 3) -> str:
+    """``si(4.29e9, "FLOP") == "4.29 GFLOP"``: decimal prefixes, ``digits`` significant digits."""
+    for scale, prefix in _PREFIXES:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+def seconds(value: float) -> str:
+    """A duration with the unit that keeps it readable: s, ms, us, ns."""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} s"
