@@ -170,7 +170,7 @@ class Network:
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
         c_dtype = self.grad_accumulation if accumulate else self.c_dtype
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.dtype, s.roles,
-                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align)
+                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors)
 
     def _backward(self, step: Step, copies: tuple[int, ...]) -> list[tuple[int, Any]]:
         weighted_before = [False]  # weighted_before[i]: does any layer before i have weights?
