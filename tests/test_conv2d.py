@@ -162,7 +162,8 @@ def test_resnet50_example_forward_multiply_adds():
     # layout, whose downsampling stride sits on the 1x1 convolution)
     macs = sum(g.flops for g in forward) / 2 / net.batch
     assert macs == 4_089_184_256
-    # parameters: torchvision's resnet50 has 25,557,032, of which 53,120 are batch norm's
-    assert net.parameters == 25_557_032 - 53_120
-    # conv1, 16 blocks x 3, 4 shortcuts, the two pools, flatten and fc
-    assert len(net.layers) == 1 + 48 + 4 + 2 + 1 + 1
+    # parameters: torchvision's resnet50 has 25,557,032 (batch norms included)
+    assert net.parameters == 25_557_032
+    # conv1, 16 blocks x 3, 4 shortcuts (each with its batch norm), 16 adds, the two pools,
+    # flatten and fc
+    assert len(net.layers) == 2 * (1 + 48 + 4) + 16 + 2 + 1 + 1

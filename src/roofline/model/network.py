@@ -26,7 +26,8 @@ Layers are chained: each layer's ``in_width`` must equal the previous ``out_widt
 or channels for a feature map). A layer that reads a feature map (it has ``with_input``) gets
 the previous layer's ``out_shape`` (or the top-level ``input``) and returns itself bound to it;
 a layer marked ``branch`` (a side branch such as a projection shortcut) reads its own input and
-leaves the chain where it was. The step's host input is the first layer's ``input_bytes``.
+leaves the chain where it was; a branch layer right after another one (the shortcut's batch
+norm) reads that branch's map. The step's host input is the first layer's ``input_bytes``.
 
 Numbering: forward GEMMs first in layer order (MM1..MMn), then the backward pass in reverse
 layer order, each layer's data-gradient GEMMs before its weight-gradient GEMMs; ops are numbered
@@ -241,13 +242,15 @@ def _layers(top: Fields) -> tuple[tuple[Any, ...], tuple[int, ...]]:
     layers: list[Any] = []
     copies: list[int] = []
     previous, shape = None, _input_shape(top)
+    branch_shape = None  # the map the side branch just before gives (a branch's batch norm)
     for i, entry in enumerate(entries):
         fields = Fields(entry, top.source, top.where("layers") + f"[{i}]")
         layer = layer_from_fields(fields, i)
         repeat = fields.positive_int("repeat", 1)
-        if hasattr(layer, "with_input"):
-            layer = layer.with_input(shape, fields)
         branch = getattr(layer, "branch", False)
+        if hasattr(layer, "with_input"):
+            layer = layer.with_input(branch_shape if branch and branch_shape else shape, fields)
+        branch_shape = getattr(layer, "out_shape", None) if branch else None
         if not branch:
             _check_widths(fields, previous, layer, i)
         out_shape = getattr(layer, "out_shape", None)
