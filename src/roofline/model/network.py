@@ -48,6 +48,7 @@ from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_d
 from .gemm import Gemm, GemmShape
 from .layers import Linear, Step, layer_from_fields
 from .layers.spatial import Shape
+from .layers.transformer import ATTENTION_FORMS
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
 
 MODES = ("train", "inference")
@@ -97,10 +98,18 @@ class Network:
     def with_overrides(self, batch: int | None = None, dtype: str | None = None,
                        mode: str | None = None, output_dtype: str | None = None,
                        grad_accumulation: str | None = None, seq: int | None = None,
-                       phase: str | None = None) -> Network:
+                       phase: str | None = None, attention: str | None = None) -> Network:
         """A copy with the given settings replaced (the CLI's --batch, --dtype, --mode,
         --output-dtype, --grad-accumulation, --seq, --phase; ``grad_accumulation="none"``
-        turns accumulation off)."""
+        turns accumulation off; ``attention``, --attention, sets every transformer block's
+        attention form: a config.json has none of its own)."""
+        network = self
+        if attention is not None:
+            form = Fields({"attention": attention}, "overrides").choice("attention",
+                                                                        ATTENTION_FORMS)
+            network = replace(self, layers=tuple(
+                replace(layer, attention=form) if hasattr(layer, "attention") else layer
+                for layer in self.layers))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase}
         changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
@@ -112,7 +121,7 @@ class Network:
                   "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
-        return replace(self, **changes)
+        return replace(network, **changes)
 
     def input_bytes(self) -> int:
         """The bytes one step reads as input (the first layer's input: a dense batch, sparse
@@ -137,8 +146,10 @@ class Network:
         a config.json gives no batch, and maybe no dtype; the CLI's options fill them in."""
         for key, value in (("batch", self.batch), ("dtype", self.dtype)):
             if value is None:
-                raise InputError(self.source, key, f"missing required field (give {key} in the "
-                                                   f"model or --{key})")
+                where = ("the config.json has no torch_dtype: give" if key == "dtype" and
+                         self.source.endswith(".json") else f"give {key} in the model or")
+                raise InputError(self.source, key, f"missing required field ({where} "
+                                                   f"--{key})")
         if self.seq is None:
             for layer in self.layers:
                 if getattr(layer, "needs_seq", False):
