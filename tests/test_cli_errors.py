@@ -31,7 +31,7 @@ def one_error_line(result):
     ("batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: '1024', out: 8}\n",
      "layers[0].in: expected a positive integer, got '1024'"),
     ("batch: 8\ndtype: fp16\nlayers:\n  - {type: conv3d, in: 8, out: 8}\n",
-     "layers[0].type: unknown layer type 'conv3d' (known: linear, transformer, embedding, norm, conv2d, maxpool2d, avgpool2d, flatten)"),
+     "layers[0].type: unknown layer type 'conv3d' (known: linear, transformer, embedding, norm, conv2d, maxpool2d, avgpool2d, flatten, batchnorm, add)"),
     ("batch: 8\ndtype: fp12\nmlp: [8, 8]\n",
      "dtype: expected one of fp64, fp32, tf32, fp16, bf16, int8, fp8, got 'fp12'"),
     ("batch: 0\ndtype: fp16\nmlp: [8, 8]\n", "batch: expected a positive integer, got 0"),

@@ -27,7 +27,8 @@ def _shapes(net) -> list[tuple]:
 def test_resnet50_first_convolution_forward_and_both_gradients():
     # 7x7, stride 2, padding 3, 3 -> 64 channels, 224x224 -> P = Q = (224 + 6 - 6 - 1) // 2 + 1 = 112
     # forward  M = N.P.Q = 8 x 112 x 112 = 100352, N = K = 64, K = C.R.S = 3 x 7 x 7 = 147
-    # data     M = N.H.W = 8 x 224 x 224 = 401408, N = C = 3,  K = K.R.S = 64 x 49 = 3136
+    # data     M = N.P.Q = 100352, N = C = 3,  K = K.R.S = 64 x 49 = 3136 (scatter form: the
+    #          forward's FLOPs, as torch counts a strided convolution's input gradient)
     # weight   M = C.R.S = 147,                    N = K = 64, K = N.P.Q = 100352
     # (the data gradient exists only because a weighted layer comes before: a 1x1 stem here)
     net = _net("  - {type: conv2d, name: stem, in_channels: 3, out_channels: 3, kernel: 1, "
@@ -36,7 +37,7 @@ def test_resnet50_first_convolution_forward_and_both_gradients():
                "padding: 3}\n")
     conv1 = [s for s in _shapes(net) if s[0] == "conv1"]
     assert conv1 == [("conv1", "forward", 100352, 64, 147, 1),
-                     ("conv1", "backward-data", 401408, 3, 3136, 1),
+                     ("conv1", "backward-data", 100352, 3, 3136, 1),
                      ("conv1", "backward-weight", 147, 64, 100352, 1)]
     assert net.layers[1].out_shape == (64, 112, 112)
     # parameters: 64 x 3 x 7 x 7 = 9408 (+ the stem's 3 x 3 = 9)
@@ -46,7 +47,7 @@ def test_resnet50_first_convolution_forward_and_both_gradients():
 def test_bottleneck_3x3_convolution_and_its_batch_dimensions():
     # res3's 3x3: 128 -> 128 channels on 28x28, stride 1, padding 1: P = Q = 28
     # forward  M = 8 x 28 x 28 = 6272, N = 128, K = 128 x 9 = 1152
-    # data     M = 8 x 28 x 28 = 6272, N = 128, K = 128 x 9 = 1152
+    # data     M = 8 x 28 x 28 = 6272 (N.P.Q), N = 128, K = 128 x 9 = 1152
     # weight   M = 1152, N = 128, K = 6272
     net = _net("  - {type: conv2d, name: a, out_channels: 128, kernel: 1}\n"
                "  - {type: conv2d, name: b, out_channels: 128, kernel: 3, padding: 1}\n",
@@ -161,7 +162,8 @@ def test_resnet50_example_forward_multiply_adds():
     # layout, whose downsampling stride sits on the 1x1 convolution)
     macs = sum(g.flops for g in forward) / 2 / net.batch
     assert macs == 4_089_184_256
-    # parameters: torchvision's resnet50 has 25,557,032, of which 53,120 are batch norm's
-    assert net.parameters == 25_557_032 - 53_120
-    # conv1, 16 blocks x 3, 4 shortcuts, the two pools, flatten and fc
-    assert len(net.layers) == 1 + 48 + 4 + 2 + 1 + 1
+    # parameters: torchvision's resnet50 has 25,557,032 (batch norms included)
+    assert net.parameters == 25_557_032
+    # conv1, 16 blocks x 3, 4 shortcuts (each with its batch norm), 16 adds, the two pools,
+    # flatten and fc
+    assert len(net.layers) == 2 * (1 + 48 + 4) + 16 + 2 + 1 + 1

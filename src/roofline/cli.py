@@ -103,6 +103,9 @@ def _model_option_list(batch: bool = True) -> list:
         click.option("--phase", type=click.Choice(("prefill", "decode")),
                      help="Inference phase: prefill (seq tokens at once) or decode (one new "
                           "token per sequence against a KV cache of seq tokens)."),
+        click.option("--attention", type=click.Choice(("flash", "naive")),
+                     help="Attention form of every transformer block (a config.json has "
+                          "none: flash) [default: the model's]."),
     ]
     return options if batch else options[1:]
 

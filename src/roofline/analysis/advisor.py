@@ -385,7 +385,7 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int 
 
 
 _SHAPE_FIELDS = ("m", "n", "k", "dtype", "roles", "batch_dims", "c_dtype", "c_read",
-                 "batch_count", "align")
+                 "batch_count", "align", "tensors")
 _ADVICE: dict[tuple, tuple[int | None, str]] = {}
 _ADVICE_LIMIT = 4096
 

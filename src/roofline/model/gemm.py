@@ -9,6 +9,13 @@ Conventions (NVIDIA's, from the Matrix Multiplication Background guide):
   a weight gradient accumulated into a buffer). A and B have the GEMM's dtype; C has its own
   (``c_dtype``; by default the operands', but INT32 for INT8 and BF16 for FP8 operands).
 - Intensity = FLOPs / bytes, in FLOP/B.
+- A GEMM that is a view of smaller tensors states them: ``tensors`` gives the element counts
+  of A, B and C the kernel really reads and writes (all ``batch_count`` GEMMs together), and
+  the bytes are counted on those. An implicit-GEMM convolution never writes its unfolded
+  (im2col) A matrix: it reads the input map, N.C.H.W elements, not N.P.Q x C.R.S (NVIDIA's
+  *Convolutional Layers User's Guide* computes a convolution's intensity from the tensors).
+  Each tensor's count is a product of the dimensions it spans, so at other dimensions (batch
+  advice) it scales with its matrix: ``tensor x (new matrix / own matrix)``.
 
 With M = batch this is the project's convention (M = batch, N = outputs, K = inputs for a
 forward linear layer); NVIDIA's FC guide writes the same GEMM as M = outputs, N = batch. The
@@ -42,6 +49,9 @@ class GemmShape(NamedTuple):
     dimension, what the alignment rule checks: 1 the dimension itself, u > 1 the dimension
     divided by u (a convolution's K = C.R.S is C channels, R.S times: u = R.S), 0 nothing (a
     convolution's N.P.Q: NVIDIA's channel rule leaves the batch and the image size free).
+    ``tensors`` (None: the matrices themselves) are the element counts of A, B and C over all
+    ``batch_count`` GEMMs, when the kernel reads and writes tensors smaller than its matrices
+    (a convolution's input map, not its unfolded matrix).
     """
 
     layer: str
@@ -53,6 +63,7 @@ class GemmShape(NamedTuple):
     batch_dims: tuple[float, float, float]
     batch_count: int = 1
     align: tuple[int, int, int] = (1, 1, 1)
+    tensors: tuple[int, int, int] | None = None  # A, B, C elements when not the matrices
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -102,6 +113,7 @@ class Gemm:
     batch_count: int = 1  # independent GEMMs of this shape in one batched call
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
     align: tuple[int, int, int] = (1, 1, 1)  # per dimension: what alignment checks (GemmShape)
+    tensors: tuple[int, int, int] | None = None  # A, B, C elements read/written (GemmShape)
     # computed once in __post_init__ (a deep report reads each several times); not compared
     flops: int = field(init=False, repr=False, compare=False)
     bytes: int = field(init=False, repr=False, compare=False)
@@ -125,15 +137,27 @@ class Gemm:
         object.__setattr__(self, "intensity", flops / nbytes)
 
     def traffic(self, dims: Dims) -> int:
-        """Compulsory bytes of this GEMM (its precision, its batch count) had it the dimensions
-        ``dims``."""
-        return gemm_bytes(*dims, self.dtype, self.c_dtype, self.c_read) * self.batch_count
+        """Compulsory bytes of this GEMM (its precision, its batch count, its tensors) had it
+        the dimensions ``dims``."""
+        return sum(self._operand_bytes(dims))
+
+    def _operand_bytes(self, dims: Dims) -> tuple[int, int, int]:
+        m, n, k = dims
+        a, b, c = operand_bytes(m, n, k, self.dtype, self.c_dtype, self.c_read)
+        count = self.batch_count
+        if self.tensors is None:
+            return a * count, b * count, c * count
+        # each tensor scales with its matrix: tensor x new matrix / own matrix (exact at dims)
+        own = operand_bytes(self.m, self.n, self.k, self.dtype, self.c_dtype, self.c_read)
+        per = (itemsize(self.dtype), itemsize(self.dtype),
+               itemsize(self.c_dtype) * (2 if self.c_read else 1))
+        return tuple((t * e * new + mine // 2) // mine  # type: ignore[return-value]
+                     for t, e, new, mine in zip(self.tensors, per, (a, b, c), own))
 
     @property
     def bytes_by_operand(self) -> dict[str, int]:
-        a, b, c = operand_bytes(self.m, self.n, self.k, self.dtype, self.c_dtype, self.c_read)
-        count = self.batch_count
-        return {"a": a * count, "b": b * count, "c": c * count}
+        a, b, c = self._operand_bytes((self.m, self.n, self.k))
+        return {"a": a, "b": b, "c": c}
 
     def dims_at_batch(self, batch: int) -> Dims:
         """(M, N, K) had the step run with ``batch``: each batch dimension becomes f x batch."""

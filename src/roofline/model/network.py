@@ -26,7 +26,8 @@ Layers are chained: each layer's ``in_width`` must equal the previous ``out_widt
 or channels for a feature map). A layer that reads a feature map (it has ``with_input``) gets
 the previous layer's ``out_shape`` (or the top-level ``input``) and returns itself bound to it;
 a layer marked ``branch`` (a side branch such as a projection shortcut) reads its own input and
-leaves the chain where it was. The step's host input is the first layer's ``input_bytes``.
+leaves the chain where it was; a branch layer right after another one (the shortcut's batch
+norm) reads that branch's map. The step's host input is the first layer's ``input_bytes``.
 
 Numbering: forward GEMMs first in layer order (MM1..MMn), then the backward pass in reverse
 layer order, each layer's data-gradient GEMMs before its weight-gradient GEMMs; ops are numbered
@@ -47,6 +48,7 @@ from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_d
 from .gemm import Gemm, GemmShape
 from .layers import Linear, Step, layer_from_fields
 from .layers.spatial import Shape
+from .layers.transformer import ATTENTION_FORMS
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
 
 MODES = ("train", "inference")
@@ -96,10 +98,18 @@ class Network:
     def with_overrides(self, batch: int | None = None, dtype: str | None = None,
                        mode: str | None = None, output_dtype: str | None = None,
                        grad_accumulation: str | None = None, seq: int | None = None,
-                       phase: str | None = None) -> Network:
+                       phase: str | None = None, attention: str | None = None) -> Network:
         """A copy with the given settings replaced (the CLI's --batch, --dtype, --mode,
         --output-dtype, --grad-accumulation, --seq, --phase; ``grad_accumulation="none"``
-        turns accumulation off)."""
+        turns accumulation off; ``attention``, --attention, sets every transformer block's
+        attention form: a config.json has none of its own)."""
+        network = self
+        if attention is not None:
+            form = Fields({"attention": attention}, "overrides").choice("attention",
+                                                                        ATTENTION_FORMS)
+            network = replace(self, layers=tuple(
+                replace(layer, attention=form) if hasattr(layer, "attention") else layer
+                for layer in self.layers))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase}
         changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
@@ -111,7 +121,7 @@ class Network:
                   "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
-        return replace(self, **changes)
+        return replace(network, **changes)
 
     def input_bytes(self) -> int:
         """The bytes one step reads as input (the first layer's input: a dense batch, sparse
@@ -136,8 +146,10 @@ class Network:
         a config.json gives no batch, and maybe no dtype; the CLI's options fill them in."""
         for key, value in (("batch", self.batch), ("dtype", self.dtype)):
             if value is None:
-                raise InputError(self.source, key, f"missing required field (give {key} in the "
-                                                   f"model or --{key})")
+                where = ("the config.json has no torch_dtype: give" if key == "dtype" and
+                         self.source.endswith(".json") else f"give {key} in the model or")
+                raise InputError(self.source, key, f"missing required field ({where} "
+                                                   f"--{key})")
         if self.seq is None:
             for layer in self.layers:
                 if getattr(layer, "needs_seq", False):
@@ -170,7 +182,7 @@ class Network:
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
         c_dtype = self.grad_accumulation if accumulate else self.c_dtype
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.dtype, s.roles,
-                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align)
+                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors)
 
     def _backward(self, step: Step, copies: tuple[int, ...]) -> list[tuple[int, Any]]:
         weighted_before = [False]  # weighted_before[i]: does any layer before i have weights?
@@ -241,13 +253,15 @@ def _layers(top: Fields) -> tuple[tuple[Any, ...], tuple[int, ...]]:
     layers: list[Any] = []
     copies: list[int] = []
     previous, shape = None, _input_shape(top)
+    branch_shape = None  # the map the side branch just before gives (a branch's batch norm)
     for i, entry in enumerate(entries):
         fields = Fields(entry, top.source, top.where("layers") + f"[{i}]")
         layer = layer_from_fields(fields, i)
         repeat = fields.positive_int("repeat", 1)
-        if hasattr(layer, "with_input"):
-            layer = layer.with_input(shape, fields)
         branch = getattr(layer, "branch", False)
+        if hasattr(layer, "with_input"):
+            layer = layer.with_input(branch_shape if branch and branch_shape else shape, fields)
+        branch_shape = getattr(layer, "out_shape", None) if branch else None
         if not branch:
             _check_widths(fields, previous, layer, i)
         out_shape = getattr(layer, "out_shape", None)

@@ -27,6 +27,7 @@ ELEMENTWISE: dict[str, tuple[int, int, int]] = {
     "gate": (1, 2, 1),            # SwiGLU: y = silu(a) * b
     "layernorm": (8, 1, 1),       # mean, variance, normalize, scale, shift
     "rmsnorm": (4, 1, 1),         # mean of squares, rsqrt, normalize, scale
+    "batchnorm": (8, 1, 1),       # as layernorm, the statistics per channel over N.H.W
     "softmax": (5, 1, 1),         # max, subtract, exp, sum, divide (scale and mask folded in)
     "dropout": (2, 1, 1),         # plus a one-byte mask written (see DROPOUT_MASK_BYTES)
     "relu-backward": (1, 2, 1),   # dx = dy * (x > 0): reads dy and x
@@ -37,6 +38,7 @@ ELEMENTWISE: dict[str, tuple[int, int, int]] = {
     "gate-backward": (2, 3, 2),   # da = dy * b, db = dy * a
     "layernorm-backward": (12, 2, 1),
     "rmsnorm-backward": (8, 2, 1),
+    "batchnorm-backward": (12, 2, 1),
     "softmax-backward": (4, 2, 1),  # ds = p * (dp - sum(dp * p))
     "dropout-backward": (1, 1, 1),  # plus the mask read
 }

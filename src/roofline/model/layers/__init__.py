@@ -29,6 +29,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..gemm import GemmShape
+from .add import Add
+from .batchnorm import BatchNorm
 from .conv2d import Conv2d
 from .embedding import Embedding
 from .flatten import Flatten
@@ -44,10 +46,11 @@ if TYPE_CHECKING:
 REGISTRY: dict[str, type] = {"linear": Linear, "transformer": Transformer,
                              "embedding": Embedding, "norm": Norm, "conv2d": Conv2d,
                              "maxpool2d": MaxPool2d, "avgpool2d": AvgPool2d,
-                             "flatten": Flatten}
+                             "flatten": Flatten, "batchnorm": BatchNorm, "add": Add}
 
-__all__ = ["PHASES", "REGISTRY", "AvgPool2d", "Conv2d", "Embedding", "Flatten", "GemmShape",
-           "Linear", "MaxPool2d", "Norm", "Step", "Transformer", "layer_from_fields"]
+__all__ = ["PHASES", "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Conv2d", "Embedding",
+           "Flatten", "GemmShape", "Linear", "MaxPool2d", "Norm", "Step", "Transformer",
+           "layer_from_fields"]
 
 
 def layer_from_fields(fields: Fields, index: int):

@@ -5,17 +5,33 @@ NVIDIA's convention (*Convolutional Layers User's Guide*, "Convolution Algorithm
 implicit-GEMM table): input N x C x H x W, filter K x C x R x S, output N x K x P x Q with
 ``P = floor((H + 2 pad - dilation (R - 1) - 1) / stride) + 1`` (Q likewise from W and S):
 
-- forward          M = N.P.Q,  N = K,  K = C.R.S
-- backward-data    M = N.H.W,  N = C,  K = K.R.S   (only when an earlier layer has weights)
-- backward-weight  M = C.R.S,  N = K,  K = N.P.Q
+- forward          M = N.P.Q,  N = K,  K = C.R.S   A = X, B = W, C = Y
+- backward-data    M = N.P.Q,  N = C,  K = K.R.S   A = dY, B = W, C = dX   (only when an
+                                                   earlier layer has weights)
+- backward-weight  M = C.R.S,  N = K,  K = N.P.Q   A = X, B = dY, C = dW
+
+The data gradient is written in its scatter form (each output position's K.R.S gradient values
+times the filter give the C channels of the R.S input positions it read), not cuDNN's
+gather form M = N.H.W, K = K.R.S: with a stride, only 1 / (stride_h stride_w) of the R.S taps
+of an input position meet an output, so the gather form counts the zero taps of a zero-dilated
+dY and puts a strided data gradient at stride_h stride_w times the forward's FLOPs; its exact
+K would be K.R.S / (stride_h stride_w), not an integer in general. Every input-output pair is
+one multiply-add, in the forward and in either gradient, so all three passes have the same
+2 N.P.Q.K.C.R.S / g FLOPs (as torch's FlopCounterMode counts them).
+
+Bytes are the compulsory traffic of the tensors, not of the unfolded matrices (an implicit
+GEMM never writes the im2col matrix; ``GemmShape.tensors``): X is N.C.H'.W' elements, W is
+K.(C / g).R.S, Y and dY N.K.P.Q, dX N.C.H.W (written whole: the positions no window reads get
+zeros) and dW like W. H' and W' are the rows and columns some window reads: H and W unless the
+stride skips some (a 1x1 convolution with stride 2 reads a quarter of its input).
 
 ``groups`` g splits the channels into g independent convolutions, run as one batched GEMM
 (batch_count = g) with C and K divided by g; a depthwise convolution is groups = C. ``kernel``,
 ``stride``, ``padding`` and ``dilation`` take one integer or ``[height, width]``.
 
-Batch: M = N.P.Q grows with the batch with the factor P.Q (N.H.W: H.W), so batch advice works
-on images. Alignment (NVIDIA: for Tensor Cores the channels C and K should be multiples of 8 in
-FP16; the batch and the image size need not be): each GEMM says which dimension is channels
+Batch: M = N.P.Q grows with the batch with the factor P.Q, so batch advice works on images.
+Alignment (NVIDIA: for Tensor Cores the channels C and K should be multiples of 8 in FP16; the
+batch and the image size need not be): each GEMM says which dimension is channels
 (K = C.R.S counts C, R.S times), and N.P.Q is never checked.
 
 ``height`` / ``width`` (and ``in_channels``) may be left out when the previous layer, or the
@@ -132,28 +148,46 @@ class Conv2d:
         return (self.in_channels // self.groups, self.out_channels // self.groups, r * s,
                 self.p * self.q)
 
+    def _tensors(self, batch: int) -> tuple[int, int, int, int]:
+        """Elements of (X as read, W, Y, dX): N.C.H'.W', K.(C / g).R.S, N.K.P.Q, N.C.H.W."""
+        rows = _touched(self.height, self.kernel[0], self.stride[0], self.padding[0],
+                        self.dilation[0], self.p)
+        cols = _touched(self.width, self.kernel[1], self.stride[1], self.padding[1],
+                        self.dilation[1], self.q)
+        channels = batch * self.in_channels
+        return (channels * rows * cols, self.parameters - (self.out_channels if self.bias else 0),
+                batch * self.out_channels * self.p * self.q, channels * self.height * self.width)
+
     def forward(self, step: Step) -> list[GemmShape | OpShape]:
         c, k, rs, pq = self._dims()
         n = step.batch
+        x, w, y, _ = self._tensors(n)
         items: list[GemmShape | OpShape] = [GemmShape(
             self.name, "forward", n * pq, k, c * rs,
             ("batch x P x Q", "out_channels", "in_channels x R x S"), (pq, 0, 0), self.groups,
-            (0, 1, rs))]
+            (0, 1, rs), (x, w, y))]
         elements = n * self.out_channels * pq
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
                                        self.activation)
 
     def backward(self, step: Step, data_grad: bool) -> list[GemmShape | OpShape]:
         c, k, rs, pq = self._dims()
-        n, hw = step.batch, self.height * self.width
+        n = step.batch
+        x, w, dy, dx = self._tensors(n)
         elements = n * self.out_channels * pq
         items: list[GemmShape | OpShape] = list(bias_activation(
             self.name, "backward", elements, step.e, self.bias, self.activation))
         if data_grad:
-            items.append(GemmShape(self.name, "backward-data", n * hw, c, k * rs,
-                                   ("batch x H x W", "in_channels", "out_channels x R x S"),
-                                   (hw, 0, 0), self.groups, (0, 1, rs)))
+            items.append(GemmShape(self.name, "backward-data", n * pq, c, k * rs,
+                                   ("batch x P x Q", "in_channels", "out_channels x R x S"),
+                                   (pq, 0, 0), self.groups, (0, 1, rs), (dy, w, dx)))
         items.append(GemmShape(self.name, "backward-weight", c * rs, k, n * pq,
                                ("in_channels x R x S", "out_channels", "batch x P x Q"),
-                               (0, 0, pq), self.groups, (rs, 1, 0)))
+                               (0, 0, pq), self.groups, (rs, 1, 0), (x, dy, w)))
         return items
+
+
+def _touched(size: int, kernel: int, stride: int, padding: int, dilation: int, out: int) -> int:
+    """How many of ``size`` input rows (or columns) some of the ``out`` windows reads."""
+    return len({o * stride - padding + r * dilation for o in range(out) for r in range(kernel)}
+               & set(range(size)))

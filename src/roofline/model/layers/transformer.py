@@ -51,6 +51,7 @@ Item = GemmShape | OpShape
 _KEYS = frozenset({"type", "name", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated",
                    "causal", "attention", "norm", "bias", "dropout", "experts", "top_k",
                    "repeat"})
+ATTENTION_FORMS = ("flash", "naive")
 LSE_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 
 
@@ -92,7 +93,7 @@ class Transformer:
             kv_heads=kv_heads, head_dim=fields.positive_int("head_dim", hidden // heads),
             ffn=fields.positive_int("ffn", 4 * hidden), gated=fields.boolean("gated", False),
             causal=fields.boolean("causal", False),
-            attention=fields.choice("attention", ("flash", "naive"), "flash"),
+            attention=fields.choice("attention", ATTENTION_FORMS, "flash"),
             norm=fields.choice("norm", ("layernorm", "rmsnorm"), "layernorm"),
             bias=fields.choice("bias", ("none", "all", "qkv"), "none"),
             dropout=_dropout(fields), experts=experts, top_k=top_k)

@@ -1,0 +1,53 @@
+"""A config.json without torch_dtype names the option to give; --attention picks a config.json
+model's attention form (analyze, compare and sweep pass it through)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from roofline.cli import cli
+from roofline.errors import InputError
+from roofline.model.network import load_network
+
+GPT2 = Path(__file__).parent.parent / "examples" / "hf" / "gpt2.json"
+
+
+def test_missing_dtype_names_the_option():
+    net = load_network(GPT2).with_overrides(batch=1, seq=128)
+    with pytest.raises(InputError, match=r"dtype: missing required field \(the config.json has "
+                                         r"no torch_dtype: give --dtype\)"):
+        net.gemms()
+
+
+def test_attention_override_gives_naive_attention_gemms():
+    # gpt2: 12 heads of 64, 12 blocks; naive attention at batch 1, seq 128 adds per block a
+    # scores GEMM (12 batched 128 x 128 x 64) and a context GEMM (12 batched 128 x 64 x 128):
+    # 2 x 2 x 128 x 128 x 64 x 12 = 50,331,648 FLOPs per block
+    base = load_network(GPT2).with_overrides(batch=1, seq=128, dtype="fp16", mode="inference")
+    naive = base.with_overrides(attention="naive")
+    assert not [g for g in base.gemms() if g.layer.endswith((".scores", ".context"))]
+    attention = [g for g in naive.gemms() if g.layer.endswith((".scores", ".context"))]
+    assert len(attention) == 24
+    assert sum(g.flops for g in attention) == 12 * 50_331_648
+    with pytest.raises(InputError, match="attention"):
+        base.with_overrides(attention="sparse")
+
+
+@pytest.mark.parametrize("command", [["analyze", "--hw", "v100", "--batch", "1"],
+                                     ["compare", "--hw", "v100", "--hw", "a100", "--batch", "1"],
+                                     ["sweep", "--hw", "v100", "--batch", "1,2"]])
+def test_cli_passes_attention_through(command):
+    args = [command[0], str(GPT2), *command[1:], "--seq", "128", "--dtype", "fp16", "--mode",
+            "inference", "--format", "json"]
+    runs = {form: CliRunner().invoke(cli, args + ["--attention", form])
+            for form in ("flash", "naive")}
+    for run in runs.values():
+        assert run.exit_code == 0, run.output
+    assert json.loads(runs["flash"].output) != json.loads(runs["naive"].output)
+    if command[0] == "analyze":
+        assert "blk.1.scores" in runs["naive"].output
+        assert "blk.1.scores" not in runs["flash"].output
