@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# ~70 subprocesses of ~0.25 s each (interpreter start and imports, no waiting): ~10 s on two cores
+pytestmark = pytest.mark.slow
+
 ROOFLINE = Path(sys.executable).parent / "roofline"
 V100 = Path(__file__).resolve().parents[1] / "hwdb" / "gpu" / "v100-sxm2-16gb.yaml"
 GOOD = "batch: 8\ndtype: fp16\nmlp: [8, 16, 8]\n"
