@@ -97,3 +97,11 @@ def test_relative_links_in_markdown_resolve():
 
 def test_readme_links_the_design_doc():
     assert "(docs/design.md)" in README.read_text(encoding="utf-8")
+
+
+def test_changes_has_an_entry_for_the_current_version():
+    import roofline
+
+    changes = (ROOT / "CHANGES.md").read_text(encoding="utf-8")
+    assert f"\n## {roofline.__version__}: " in changes, "a version move gets a CHANGES.md entry"
+    assert "(CHANGES.md)" in README.read_text(encoding="utf-8")
