@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-# ~70 subprocesses of ~0.25 s each (interpreter start and imports, no waiting): ~10 s on two cores
+# ~70 subprocesses of ~0.25 s of CPU each (interpreter start, imports, the bundled catalogue;
+# none waits: the FIFO cases are refused before any open): ~10 s on two cores. --durations
+# shows it all as the setup of the first case (fifo-model), where the module fixture runs.
 pytestmark = pytest.mark.slow
 
 ROOFLINE = Path(sys.executable).parent / "roofline"
