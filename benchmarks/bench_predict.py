@@ -73,10 +73,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="calibrate from a quick probe")
     parser.add_argument("--array-mib", type=int, default=512)
     args = parser.parse_args()
-    from roofline.analysis.measure import MIN_TIME_S, REPEATS, WARMUPS, _numpy_kernel
+    from roofline.analysis.measure import MIN_TIME_S, REPEATS, WARMUPS
     from roofline.analysis.predict import predict_gemm
     from roofline.analysis.report import analyze_gemm
     from roofline.hardware.spec import HardwareSpec
+    from roofline.kernels.cpu import shaped_gemm_kernel
     from roofline.kernels.timing import measure
     from roofline.model.gemm import Gemm
     from roofline.probe import run_probe
@@ -110,7 +111,7 @@ def main() -> int:
         g = Gemm("MM", "x", "forward", m, n, k, d)
         p = predict_gemm(g, hw)
         roof = analyze_gemm(g, hw).time_s
-        r = measure(_numpy_kernel(m, n, k, 1, d).run, REPEATS, WARMUPS, MIN_TIME_S)
+        r = measure(shaped_gemm_kernel(m, n, k, d).run, REPEATS, WARMUPS, MIN_TIME_S)
         rows.append((m, n, k, d, kind, roof, p, r.best_s, r.spread))
         say(f"  {m}x{n}x{k} {d}: predicted {p.time_s * 1e6:.1f} us, measured "
             f"{r.best_s * 1e6:.1f} us")

@@ -18,6 +18,11 @@ from pathlib import Path
 
 import pytest
 
+# ~70 subprocesses of ~0.25 s of CPU each (interpreter start, imports, the bundled catalogue;
+# none waits: the FIFO cases are refused before any open): ~10 s on two cores. --durations
+# shows it all as the setup of the first case (fifo-model), where the module fixture runs.
+pytestmark = pytest.mark.slow
+
 ROOFLINE = Path(sys.executable).parent / "roofline"
 V100 = Path(__file__).resolve().parents[1] / "hwdb" / "gpu" / "v100-sxm2-16gb.yaml"
 GOOD = "batch: 8\ndtype: fp16\nmlp: [8, 16, 8]\n"

@@ -56,6 +56,7 @@ def test_notebook_imports_from_roofline_only(path):
                 assert module.split(".")[0] == "roofline", f"{path.name} imports {module}"
 
 
+@pytest.mark.slow  # a kernel start and every chart of the tour: ~15-20 s
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
 def test_notebook_runs_top_to_bottom(path, isolated_user_hwdb):
     """Executes a copy in memory (the file is never rewritten) from the notebook's folder."""

@@ -38,6 +38,7 @@ def wheel_names(tmp_path_factory) -> set[str]:
         return set(archive.namelist())
 
 
+@pytest.mark.slow  # builds the wheel (once per module)
 def test_wheel_holds_every_package_of_the_source_tree(wheel_names):
     packages = {p.parent.relative_to(ROOT / "src").as_posix()
                 for p in (ROOT / "src").rglob("__init__.py") if "__pycache__" not in p.parts}
@@ -49,6 +50,7 @@ def test_wheel_holds_every_package_of_the_source_tree(wheel_names):
     assert modules <= wheel_names
 
 
+@pytest.mark.slow  # builds the wheel (once per module)
 def test_wheel_holds_every_bundled_entry_and_nothing_else_from_hwdb(wheel_names):
     entries = {f"roofline/hwdb/{p.relative_to(ROOT / 'hwdb').as_posix()}"
                for p in (ROOT / "hwdb").rglob("*.yaml")}
@@ -93,5 +95,6 @@ def test_readme_python_snippets_run_from_the_repository_root():
             path.unlink()
 
 
+@pytest.mark.slow  # builds the wheel (once per module)
 def test_wheel_holds_the_named_links(wheel_names):
     assert "roofline/hardware/links.yaml" in wheel_names

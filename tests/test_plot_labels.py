@@ -15,7 +15,12 @@ SIX = ("v100-sxm2-16gb", "a100-sxm4-80gb", "h100-sxm5-80gb", "l4", "v100-sxm2-32
        "a100-sxm4-40gb")
 
 
-@pytest.fixture(scope="module", params=[176, 1, 8, 64, 512, 4096])
+# Each batch is six reports and a drawn chart (~0.5 s); the default run keeps the README's batch,
+# the slow group (pytest -m slow) sweeps the rest.
+BATCHES = [176] + [pytest.param(b, marks=pytest.mark.slow) for b in (1, 8, 64, 512, 4096)]
+
+
+@pytest.fixture(scope="module", params=BATCHES)
 def six_device_chart(request):
     from roofline.plot import plot_roofline
 

@@ -281,6 +281,18 @@ def test_gpu_measure_path_through_a_fake_torch(monkeypatch):
     assert all(math.isfinite(r.to_dict()["efficiency"]) for r in measured.results)
 
 
+def test_cpu_measure_times_the_probes_checked_numpy_kernel():
+    from roofline.kernels import cpu
+
+    net = load_network(EXAMPLE).with_overrides(dtype="fp32", batch=2)
+    report = analyze(net, spec())
+    make, backend = measure_mod.default_kernels(report)
+    assert (make, backend) == (cpu.shaped_gemm, "numpy")  # one numpy GEMM kernel, not a copy
+    kernel = make(4, 8, 16, 3, "fp32")
+    assert kernel.work == 2.0 * 4 * 8 * 16 * 3 and kernel.label == "fp32 GEMM 3 x 4x8x16"
+    kernel.run(2)
+
+
 def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
     from _probe_fakes import CPUINFO
 

@@ -13,7 +13,7 @@ from _probe_fakes import CPUINFO
 from roofline import probe
 from roofline.api import analyze_model
 from roofline.errors import ProbeSaveError
-from roofline.hardware.catalog import clear_cache, load_hardware
+from roofline.hardware.catalog import ENV_VAR, clear_cache, load_hardware
 from roofline.hardware.spec import HardwareSpec
 from roofline.probe import identify, runner
 from roofline.probe.entry import write_atomic
@@ -21,17 +21,30 @@ from roofline.probe.entry import write_atomic
 MODEL = "examples/mlp-1024-4096-1000.yaml"
 
 
-@pytest.fixture
-def no_gpu(monkeypatch):
-    """No py-cpuinfo subprocess, no NVML, no torch/cupy: the plain CPU path, fast."""
+def _without_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(CPUINFO))
     for name in ("pynvml", "torch", "cupy"):
         monkeypatch.setitem(sys.modules, name, None)
 
 
 @pytest.fixture
-def result(no_gpu):
-    return probe.run_probe(preset="tiny")
+def no_gpu(monkeypatch):
+    """No py-cpuinfo subprocess, no NVML, no torch/cupy: the plain CPU path, fast."""
+    _without_gpu(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    """One tiny probe (~0.2 s) shared by the tests that only read it, run as ``no_gpu`` runs it
+    and with its own empty user directory (the per-test one is not set up yet)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _without_gpu(monkeypatch)
+        monkeypatch.setenv(ENV_VAR, str(tmp_path_factory.mktemp("probe-user-hwdb")))
+        clear_cache()
+        try:
+            return probe.run_probe(preset="tiny")
+        finally:
+            clear_cache()
 
 
 def test_json_contract(result):

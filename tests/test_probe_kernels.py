@@ -11,6 +11,7 @@ from roofline.kernels.cpu import (
     _check_gemm,
     gemm_kernel,
     read_stream_kernel,
+    shaped_gemm_kernel,
     small_gemm_kernel,
     thin_gemm_kernels,
 )
@@ -84,3 +85,16 @@ def test_gemm_check_reads_a_corner_of_a_wide_b():
     c[0, 100] += 1.0  # inside the 256 columns checked
     with pytest.raises(KernelCheckError):
         _check_gemm(a, b, c, "fp64")
+
+
+def test_batched_shaped_gemm_counts_every_product_and_checks_first_and_last():
+    kernel = shaped_gemm_kernel(3, 5, 7, "fp64", batch_count=4)
+    assert kernel.work == 2 * 3 * 5 * 7 * 4
+    kernel.run(2)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((4, 3, 7)), rng.random((4, 7, 5))
+    c = a @ b
+    _check_gemm(a, b, c, "fp64", "batched")
+    c[-1, 0, 0] += 1.0  # the last product of the batch is read too
+    with pytest.raises(KernelCheckError, match="batched: result differs"):
+        _check_gemm(a, b, c, "fp64", "batched")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import runpy
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
 
@@ -16,11 +18,34 @@ def test_readme_hardware_table_is_current():
 
 
 def test_ci_runs_the_readme_test_command():
-    quick_start = README.read_text(encoding="utf-8").split("```sh")[1].split("```")[0]
+    """CI installs as the quick start says, then runs its pytest with -m "" (every group), after
+    ruff and mypy; nothing may swallow a failure, pytest's exit 5 (no tests) included."""
+    text = README.read_text(encoding="utf-8")
+    quick_start = text.split("```sh")[1].split("```")[0]
     lines = [line for line in quick_start.strip().splitlines() if line]
     assert len(lines) == 2
+    install, _, test = lines[1].rpartition(" && ")
+    assert test == ".venv/bin/pytest"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert lines[1] in ci
+    commands = [line for line in ci.splitlines() if line and not line.startswith("#")]
+    assert "set -euo pipefail" in commands
+    assert install in commands
+    ruff, mypy, every_group = (".venv/bin/ruff check src tests benchmarks tools", ".venv/bin/mypy",
+                               f'{test} -m ""')
+    assert commands.index(install) < commands.index(ruff) < commands.index(mypy) \
+        < commands.index(every_group) == len(commands) - 1
+    assert not [line for line in commands if "|" in line], "no pipes, no || true"
+    assert f"`{every_group}`" in text, "the README says how to run every group"
+
+
+def test_the_default_run_leaves_out_the_slow_and_browser_groups():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    options = pyproject["tool"]["pytest"]["ini_options"]
+    assert '-m "not slow and not browser"' in options["addopts"]
+    assert "--strict-markers" in options["addopts"]
+    assert {m.split(":")[0] for m in options["markers"]} == {"slow", "browser"}
 
 
 def _console_examples():
@@ -72,3 +97,11 @@ def test_relative_links_in_markdown_resolve():
 
 def test_readme_links_the_design_doc():
     assert "(docs/design.md)" in README.read_text(encoding="utf-8")
+
+
+def test_changes_has_an_entry_for_the_current_version():
+    import roofline
+
+    changes = (ROOT / "CHANGES.md").read_text(encoding="utf-8")
+    assert f"\n## {roofline.__version__}: " in changes, "a version move gets a CHANGES.md entry"
+    assert "(CHANGES.md)" in README.read_text(encoding="utf-8")

@@ -3,8 +3,9 @@ machine, and set each measurement beside the roofline bound and the prediction.
 
 Each distinct shape (M, N, K, batch_count, dtype) is timed once, whatever number of GEMMs
 share it (repeated blocks share their shapes), through the probe's calibrated loop
-(``probe.timing.measure``: warm-ups apart, repeats, best / median / spread). The CPU path is
-numpy's BLAS (fp64, fp32); on a GPU entry, torch or cupy (``probe.gpu_kernels``). A point
+(``kernels.timing.measure``: warm-ups apart, repeats, best / median / spread), on the probe's
+own kernels, each checked against a reference before it is timed: on a CPU numpy's BLAS
+(fp64, fp32, ``kernels.cpu.shaped_gemm``); on a GPU entry, torch or cupy (``kernels.gpu``). A point
 faster than its roof is flagged, never hidden: the ceiling is wrong, or the operands sat in a
 cache the DRAM roof does not know.
 
@@ -82,30 +83,12 @@ def shape_key(result: GemmResult) -> tuple:
     return (g.m, g.n, g.k, g.batch_count, g.dtype)
 
 
-def _numpy_kernel(m: int, n: int, k: int, g: int, dtype: str):
-    import numpy as np
-
-    from ..kernels.cpu import NUMPY_GEMM_DTYPES, Kernel
-
-    dt = np.dtype(NUMPY_GEMM_DTYPES[dtype])
-    rng = np.random.default_rng(0)
-    lead = (g,) if g > 1 else ()
-    a = rng.standard_normal(lead + (m, k), dtype=dt)
-    b = rng.standard_normal(lead + (k, n), dtype=dt)
-    c = np.empty(lead + (m, n), dtype=dt)
-
-    def run(loops: int) -> None:
-        for _ in range(loops):
-            np.matmul(a, b, out=c)
-
-    run(1)
-    return Kernel(f"numpy {dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k * g, "FLOP")
-
-
 def default_kernels(report: Report) -> tuple[Callable, str]:
     """``(make(m, n, k, g, dtype) -> Kernel, backend name)`` for the report's device."""
     if report.hardware.kind == "cpu":
-        return _numpy_kernel, "numpy"
+        from ..kernels.cpu import shaped_gemm
+
+        return shaped_gemm, "numpy"
     from ..kernels.gpu import gpu_backend
 
     backend, reason = gpu_backend()

@@ -42,34 +42,51 @@ def gemm_kernel(n: int, dtype: str, seed: int = 0) -> Kernel:
     return Kernel(f"{dtype} GEMM n={n}", kernel.run, kernel.work, kernel.unit)
 
 
-def _check_gemm(a, b, c, dtype: str) -> None:
+def _check_gemm(a, b, c, dtype: str, label: str | None = None) -> None:
+    """Raise KernelCheckError unless ``c`` holds ``a @ b``, read on a corner (the first rows
+    and columns); for a batched GEMM, on the first and the last product of the batch."""
     import numpy as np
 
+    if a.ndim == 3:
+        for i in sorted({0, a.shape[0] - 1}):
+            _check_gemm(a[i], b[i], c[i], dtype, label)
+        return
     rows, cols = min(4, a.shape[0]), min(256, b.shape[1])  # a corner: cheap on a large B
     ref = a[:rows].astype(np.float64) @ b[:, :cols].astype(np.float64)
     tol = 1e-3 if dtype == "fp32" else 1e-9
     if not np.allclose(c[:rows, :cols], ref, rtol=tol, atol=tol * np.sqrt(a.shape[1])):
-        raise KernelCheckError(f"{dtype} GEMM n={a.shape[0]}: result differs from the reference")
+        name = label or f"{dtype} GEMM n={a.shape[0]}"
+        raise KernelCheckError(f"{name}: result differs from the reference")
 
 
-def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0) -> Kernel:
-    """C(m, n) = A(m, k) @ B(k, n) in ``dtype`` (fp64 or fp32), beta = 0 (numpy's ``out=``):
-    2 m n k FLOPs per call; checked once against a float64 reference."""
+def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0,
+                       batch_count: int = 1) -> Kernel:
+    """C(m, n) = A(m, k) @ B(k, n) in ``dtype`` (fp64 or fp32), beta = 0 (numpy's ``out=``),
+    ``batch_count`` independent products per call (one batched ``matmul`` when above 1):
+    2 m n k batch_count FLOPs per call; checked once against a float64 reference."""
     import numpy as np
 
     np_dtype = np.dtype(NUMPY_GEMM_DTYPES[dtype])
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k), dtype=np_dtype)
-    b = rng.standard_normal((k, n), dtype=np_dtype)
-    c = np.empty((m, n), dtype=np_dtype)
+    lead = (batch_count,) if batch_count > 1 else ()
+    a = rng.standard_normal(lead + (m, k), dtype=np_dtype)
+    b = rng.standard_normal(lead + (k, n), dtype=np_dtype)
+    c = np.empty(lead + (m, n), dtype=np_dtype)
 
     def run(loops: int) -> None:
         for _ in range(loops):
             np.matmul(a, b, out=c)
 
+    label = f"{dtype} GEMM {f'{batch_count} x ' if lead else ''}{m}x{n}x{k}"
     run(1)
-    _check_gemm(a, b, c, dtype)
-    return Kernel(f"{dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k, "FLOP")
+    _check_gemm(a, b, c, dtype, label)
+    return Kernel(label, run, 2.0 * m * n * k * batch_count, "FLOP")
+
+
+def shaped_gemm(m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
+    """``shaped_gemm_kernel`` with the GPU backends' ``shaped_gemm`` signature (the batch
+    count ``g`` before the dtype): the kernel ``analyze --measure`` times on a CPU."""
+    return shaped_gemm_kernel(m, n, k, dtype, batch_count=g)
 
 
 def touch_share(fills: tuple, part: int, threads: int) -> None:
