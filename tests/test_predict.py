@@ -316,3 +316,15 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
         assert set(block["thin_dram"]) == set(block["thin"]) == {"1", "2"}
     hw = HardwareSpec.from_dict(result.to_hardware_dict("tinybox"), "tinybox")
     assert hw.calibration is not None and basis_sentence(hw).startswith("predicted: calibrated")
+
+
+def test_measure_sizes_a_gemm_by_its_dtype_not_eight_bytes():
+    """By hand: 16384^3 in fp16 allocates 3 x 16384^2 x 2 B = 1.5 GiB, under the 2 GiB cap (it
+    was counted at 8 bytes an element, 6 GiB, and refused); in fp32 it is 3 GiB, refused; int8
+    writes an int32 C: 2 x 2^28 x 1 + 2^28 x 4 = 1.5 GiB."""
+    side = 16384
+    assert measure_mod.allocated_bytes(side, side, side, 1, "fp16") == 3 * side**2 * 2
+    assert measure_mod.allocated_bytes(side, side, side, 1, "fp16") < measure_mod.MAX_SHAPE_BYTES
+    assert measure_mod.allocated_bytes(side, side, side, 1, "fp32") > measure_mod.MAX_SHAPE_BYTES
+    assert measure_mod.allocated_bytes(side, side, side, 1, "int8") == 6 * side**2
+    assert measure_mod.allocated_bytes(4, 8, 16, 3, "fp64") == 3 * (64 + 128 + 32) * 8

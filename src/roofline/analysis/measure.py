@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError
+from ..model.dtypes import default_output_dtype, itemsize
 
 if TYPE_CHECKING:
     from .report import GemmResult, Report
@@ -99,6 +100,14 @@ def default_kernels(report: Report) -> tuple[Callable, str]:
     return backend.shaped_gemm, backend.name
 
 
+def allocated_bytes(m: int, n: int, k: int, g: int, dtype: str) -> int:
+    """What timing one shape allocates: A and B in ``dtype``, C in its default output dtype
+    (int8 -> int32, fp8 -> bf16), ``g`` times: the kernels in roofline.kernels allocate no
+    more."""
+    c_size = itemsize(default_output_dtype(dtype))
+    return g * ((m * k + k * n) * itemsize(dtype) + m * n * c_size)
+
+
 def measure_report(report: Report, progress: Callable[[str], None] | None = None,
                    make_kernel: Callable | None = None, backend: str | None = None,
                    clock: Callable[[], float] = time.perf_counter,
@@ -112,8 +121,7 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     say = progress or (lambda message: None)
     shapes = list(dict.fromkeys(shape_key(r) for r in report.results))
     for m, n, k, g, dtype in shapes:
-        size = 4 if dtype == "fp32" else 8
-        if g * (m * k + k * n + m * n) * size > MAX_SHAPE_BYTES:
+        if allocated_bytes(m, n, k, g, dtype) > MAX_SHAPE_BYTES:
             raise MeasureError(f"--measure: {g} x {m}x{n}x{k} {dtype} needs more than "
                                f"{MAX_SHAPE_BYTES / 2**30:.0f} GiB of operands; lower --batch "
                                f"or --seq")
