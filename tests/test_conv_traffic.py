@@ -101,3 +101,23 @@ def test_flops_match_torch_for_every_pass(stride, dilation, padding):
     theirs = sum(v for op, v in counts.items() if "convolution" in str(op))
     assert ours == theirs
     assert gemms["forward"].flops * 3 == theirs
+
+
+def test_rows_read_match_a_listing_and_stay_quick_on_huge_maps():
+    """The rows some window reads, against listing every tap (small maps, every stride,
+    padding and dilation), and without listing on a map of 2**40 rows."""
+    import itertools
+
+    from roofline.model.layers.conv2d import _touched
+
+    for size, k, s, p, d in itertools.product(range(1, 13), range(1, 5), range(1, 5),
+                                              range(3), range(1, 3)):
+        span = size + 2 * p - d * (k - 1) - 1
+        if span < 0:
+            continue
+        out = span // s + 1
+        listed = {o * s - p + r * d for o in range(out) for r in range(k)} & set(range(size))
+        assert _touched(size, k, s, p, d, out) == len(listed), (size, k, s, p, d)
+    huge = 2**40
+    assert _touched(huge, 1, 2, 0, 1, huge // 2) == huge // 2  # a strided 1x1 reads half
+    assert _touched(huge, 3, 1, 1, 1, huge) == huge

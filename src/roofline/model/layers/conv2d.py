@@ -188,6 +188,31 @@ class Conv2d:
 
 
 def _touched(size: int, kernel: int, stride: int, padding: int, dilation: int, out: int) -> int:
-    """How many of ``size`` input rows (or columns) some of the ``out`` windows reads."""
-    return len({o * stride - padding + r * dilation for o in range(out) for r in range(kernel)}
-               & set(range(size)))
+    """How many of ``size`` input rows (or columns) some of the ``out`` windows reads.
+
+    Tap r of window o reads ``o stride + r dilation - padding``. Taps whose offsets
+    ``r dilation - padding`` agree modulo the stride read the same grid of rows, each an interval
+    of ``out`` grid points; the answer is the size of the union of those intervals inside
+    ``[0, size)``, found per residue without listing rows (``size`` may be large)."""
+    if kernel > _MAX_TAPS:  # far beyond any real kernel: the span the windows cover, clipped
+        first, last = -padding, (out - 1) * stride + (kernel - 1) * dilation - padding
+        return max(0, min(last, size - 1) - max(first, 0) + 1)
+    grids: dict[int, list[tuple[int, int]]] = {}
+    for r in range(kernel):
+        start = r * dilation - padding
+        residue = start % stride
+        first = (start - residue) // stride
+        grids.setdefault(residue, []).append((first, first + out - 1))
+    total = 0
+    for residue, spans in grids.items():
+        top = (size - 1 - residue) // stride  # the last grid point inside the input
+        reach = -1
+        for low, high in sorted(spans):
+            low, high = max(low, 0, reach + 1), min(high, top)
+            if high >= low:
+                total += high - low + 1
+                reach = high
+    return total
+
+
+_MAX_TAPS = 1 << 16
