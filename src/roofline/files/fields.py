@@ -6,14 +6,24 @@ the same shape: ``<file>: <field path>: <problem>``.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypeVar, overload
 
 from ..errors import InputError
 
-_MISSING = object()
+_T = TypeVar("_T")
+
+
+class _Missing(enum.Enum):
+    """The default of a required field (a type of its own, so overloads can tell it apart)."""
+
+    MISSING = 0
+
+
+_MISSING: Final = _Missing.MISSING
 
 #: The largest dimension, batch or count a file may give: 2**40 (about 1.1e12). No layer width
 #: or batch comes near it (a 2**40-element fp8 matrix is already 1 TB), and with every dimension
@@ -61,7 +71,7 @@ class Fields:
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def absent(self, key: str, default: Any) -> bool:
+    def absent(self, key: str, default: object) -> bool:
         """True if ``key`` is missing and has a default; raise if missing and required."""
         if key in self.data:
             return False
@@ -69,7 +79,8 @@ class Fields:
             raise self.fail(key, "missing required field")
         return True
 
-    def get(self, key: str, default: Any = _MISSING) -> Any:
+    def get(self, key: str, default: object = _MISSING) -> Any:
+        """The raw value (any YAML value: the caller checks its type)."""
         return default if self.absent(key, default) else self.data[key]
 
     def reject_unknown(self, allowed: set[str] | frozenset[str]) -> None:
@@ -78,18 +89,30 @@ class Fields:
                 choices = ", ".join(sorted(allowed))
                 raise self.fail(str(key), f"unknown field (expected one of: {choices})")
 
-    def positive_int(self, key: str, default: Any = _MISSING) -> int:
+    @overload
+    def positive_int(self, key: str) -> int: ...
+    @overload
+    def positive_int(self, key: str, default: _T) -> int | _T: ...
+    def positive_int(self, key: str, default: object = _MISSING) -> object:
         if self.absent(key, default):
             return default
         return positive_int(self.data[key], self.fail, key)
 
-    def positive_number(self, key: str, default: Any = _MISSING) -> float:
+    @overload
+    def positive_number(self, key: str) -> float: ...
+    @overload
+    def positive_number(self, key: str, default: _T) -> float | _T: ...
+    def positive_number(self, key: str, default: object = _MISSING) -> object:
         if self.absent(key, default):
             return default
         value = self.data[key]
         return positive_number(value, self.fail, key)
 
-    def string(self, key: str, default: Any = _MISSING) -> str:
+    @overload
+    def string(self, key: str) -> str: ...
+    @overload
+    def string(self, key: str, default: _T) -> str | _T: ...
+    def string(self, key: str, default: object = _MISSING) -> object:
         if self.absent(key, default):
             return default
         value = self.data[key]
@@ -97,7 +120,11 @@ class Fields:
             raise self.fail(key, f"expected a non-empty string, got {_describe(value)}")
         return value
 
-    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+    @overload
+    def boolean(self, key: str) -> bool: ...
+    @overload
+    def boolean(self, key: str, default: _T) -> bool | _T: ...
+    def boolean(self, key: str, default: object = _MISSING) -> object:
         if self.absent(key, default):
             return default
         value = self.data[key]
@@ -105,7 +132,11 @@ class Fields:
             raise self.fail(key, f"expected true or false, got {_describe(value)}")
         return value
 
-    def choice(self, key: str, choices: tuple[str, ...], default: Any = _MISSING) -> str:
+    @overload
+    def choice(self, key: str, choices: tuple[str, ...]) -> str: ...
+    @overload
+    def choice(self, key: str, choices: tuple[str, ...], default: _T) -> str | _T: ...
+    def choice(self, key: str, choices: tuple[str, ...], default: object = _MISSING) -> object:
         if self.absent(key, default):
             return default
         value = self.string(key)
@@ -113,13 +144,21 @@ class Fields:
             raise self.fail(key, f"expected one of {', '.join(choices)}, got {value!r}")
         return value
 
-    def sub(self, key: str, default: Any = _MISSING) -> Fields | None:
+    @overload
+    def sub(self, key: str) -> Fields: ...
+    @overload
+    def sub(self, key: str, default: _T) -> Fields | _T: ...
+    def sub(self, key: str, default: object = _MISSING) -> object:
         if self.absent(key, default):
             return default
         value = self.data[key]
         return Fields(value, self.source, self.where(key))
 
-    def items(self, key: str, default: Any = _MISSING) -> list[Any] | Any:
+    @overload
+    def items(self, key: str) -> list[Any]: ...
+    @overload
+    def items(self, key: str, default: _T) -> list[Any] | _T: ...
+    def items(self, key: str, default: object = _MISSING) -> object:
         if self.absent(key, default):
             return default
         value = self.data[key]

@@ -403,21 +403,21 @@ def _cpu_block(top: Fields, kind: str) -> CpuBlock | None:
     cpu.reject_unknown(frozenset({"sockets", "cores_per_socket", "simd_bits", "fma_units",
                                   "clock_ghz", "clock_basis", "clocks", "peak_clock",
                                   "amx_ops_per_cycle"}))
-    counts = [cpu.positive_int(key) for key in ("sockets", "cores_per_socket", "simd_bits",
-                                                 "fma_units")]
+    sockets, cores, simd, fma = (cpu.positive_int(key) for key in (
+        "sockets", "cores_per_socket", "simd_bits", "fma_units"))
     amx = _amx_ops(cpu)
     if not cpu.has("clocks"):  # the single-clock form
         if amx or cpu.has("peak_clock"):
             raise cpu.fail("clocks", "missing required field (amx_ops_per_cycle and "
                                      "peak_clock need per-ISA clocks)")
-        return CpuBlock(*counts, clock_ghz=cpu.positive_number("clock_ghz"),
+        return CpuBlock(sockets, cores, simd, fma, clock_ghz=cpu.positive_number("clock_ghz"),
                         clock_basis=cpu.string("clock_basis", ""))
     if cpu.has("clock_ghz"):
         raise cpu.fail("clock_ghz", "give either clock_ghz or clocks and peak_clock, not both")
     clocks = _clocks(cpu.sub("clocks"))
     peak = _peak_clock(cpu, clocks, bool(amx))
     isa, kind_ = peak["vector"]
-    return CpuBlock(*counts, clock_ghz=clocks[isa][kind_].ghz,
+    return CpuBlock(sockets, cores, simd, fma, clock_ghz=clocks[isa][kind_].ghz,
                     clock_basis=cpu.string("clock_basis", ""), clocks=clocks,
                     peak_clock=peak, amx_ops_per_cycle=amx)
 

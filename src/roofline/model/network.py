@@ -38,6 +38,7 @@ layer after an embedding has one). Training an n-layer MLP therefore takes 3n - 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from ..errors import InputError
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_dtype, itemsize
 from .gemm import Gemm, GemmShape
-from .layers import Linear, Step, layer_from_fields
+from .layers import Layer, Linear, Step, Transformer, layer_from_fields
 from .layers.spatial import Shape
 from .layers.transformer import ATTENTION_FORMS
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
@@ -72,7 +73,7 @@ class Network:
     batch: int | None  # None until given (a config.json has none): check() says so
     dtype: str | None
     mode: str
-    layers: tuple[Any, ...]  # roofline.layers classes
+    layers: tuple[Layer, ...]
     output_dtype: str | None = None
     grad_accumulation: str | None = None
     seq: int | None = None
@@ -84,7 +85,15 @@ class Network:
     @property
     def c_dtype(self) -> str:
         """The dtype C has in every GEMM but an accumulating weight gradient."""
-        return self.output_dtype or default_output_dtype(self.dtype)
+        return self.output_dtype or default_output_dtype(self.operand_dtype)
+
+    @property
+    def operand_dtype(self) -> str:
+        """``dtype``, or InputError naming it when it is still missing."""
+        if self.dtype is None:
+            self.check()  # raises: the message names the missing dtype and its option
+        assert self.dtype is not None
+        return self.dtype
 
     @property
     def parameters(self) -> int:
@@ -108,13 +117,14 @@ class Network:
             form = Fields({"attention": attention}, "overrides").choice("attention",
                                                                         ATTENTION_FORMS)
             network = replace(self, layers=tuple(
-                replace(layer, attention=form) if hasattr(layer, "attention") else layer
+                replace(layer, attention=form) if isinstance(layer, Transformer) else layer
                 for layer in self.layers))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase}
         changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         fields = Fields(changes, "overrides")
-        checks = {"batch": fields.positive_int, "seq": fields.positive_int,
+        checks: dict[str, Callable[[str], object]] = {
+                  "batch": fields.positive_int, "seq": fields.positive_int,
                   "dtype": lambda k: fields.choice(k, DTYPES),
                   "mode": lambda k: fields.choice(k, MODES),
                   "phase": lambda k: fields.choice(k, INFERENCE_PHASES),
@@ -126,8 +136,8 @@ class Network:
     def input_bytes(self) -> int:
         """The bytes one step reads as input (the first layer's input: a dense batch, sparse
         rows' values and indices, images, token ids), e.g. from host memory."""
-        self.check()
-        step = Step(self.batch, self.seq, self.step_phase, itemsize(self.dtype))
+        batch, dtype = self.settled()
+        step = Step(batch, self.seq, self.step_phase, itemsize(dtype))
         first = self.layers[0]
         if hasattr(first, "input_bytes"):
             return first.input_bytes(step)
@@ -157,10 +167,16 @@ class Network:
                                      f"{layer.name!r} needs tokens per sample (give seq in the "
                                      f"model or --seq)")
 
+    def settled(self) -> tuple[int, str]:
+        """``(batch, dtype)`` once ``check()`` passes (it raises InputError otherwise)."""
+        self.check()
+        assert self.batch is not None and self.dtype is not None  # check() raised otherwise
+        return self.batch, self.dtype
+
     def expand(self) -> tuple[tuple[Gemm, ...], tuple[Op, ...]]:
         """The step's GEMMs and ops, in the order the module docstring describes."""
-        self.check()
-        step = Step(self.batch, self.seq, self.step_phase, itemsize(self.dtype))
+        batch, dtype = self.settled()
+        step = Step(batch, self.seq, self.step_phase, itemsize(dtype))
         copies = self.copies or (0,) * len(self.layers)
         items: list[tuple[int, GemmShape | OpShape]] = []
         for layer, copy in zip(self.layers, copies):
@@ -181,7 +197,7 @@ class Network:
     def _gemm(self, index: int, s: GemmShape, copy: int) -> Gemm:
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
         c_dtype = self.grad_accumulation if accumulate else self.c_dtype
-        return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.dtype, s.roles,
+        return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.operand_dtype, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors)
 
     def _backward(self, step: Step, copies: tuple[int, ...]) -> list[tuple[int, Any]]:
@@ -240,17 +256,17 @@ def _accumulation(fields: Fields) -> str | None:
     return None if choice == NO_ACCUMULATION else choice
 
 
-def _layers(top: Fields) -> tuple[tuple[Any, ...], tuple[int, ...]]:
+def _layers(top: Fields) -> tuple[tuple[Layer, ...], tuple[int, ...]]:
     """The layers, repeats expanded, and each one's copy number (0: not a repeat)."""
     if top.has("layers") == top.has("mlp"):
         raise InputError(top.source, "layers", "give exactly one of 'layers' or 'mlp'")
     if top.has("mlp"):
-        layers = _mlp_layers(top)
-        return layers, (0,) * len(layers)
+        mlp = _mlp_layers(top)
+        return mlp, (0,) * len(mlp)
     entries = top.items("layers")
     if not entries:
         raise top.fail("layers", "expected at least one layer")
-    layers: list[Any] = []
+    layers: list[Layer] = []
     copies: list[int] = []
     previous, shape = None, _input_shape(top)
     branch_shape = None  # the map the side branch just before gives (a branch's batch norm)

@@ -26,7 +26,7 @@ one line in ``REGISTRY``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
 from ..gemm import GemmShape
 from .add import Add
@@ -43,17 +43,21 @@ from .transformer import Transformer
 if TYPE_CHECKING:
     from ...files.fields import Fields
 
-REGISTRY: dict[str, type] = {"linear": Linear, "transformer": Transformer,
+#: Any layer a Network holds.
+Layer = Union[Linear, Transformer, Embedding, Norm, Conv2d, MaxPool2d, AvgPool2d, Flatten,
+              BatchNorm, Add]
+
+REGISTRY: dict[str, type[Layer]] = {"linear": Linear, "transformer": Transformer,
                              "embedding": Embedding, "norm": Norm, "conv2d": Conv2d,
                              "maxpool2d": MaxPool2d, "avgpool2d": AvgPool2d,
                              "flatten": Flatten, "batchnorm": BatchNorm, "add": Add}
 
 __all__ = ["PHASES", "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Conv2d", "Embedding",
-           "Flatten", "GemmShape", "Linear", "MaxPool2d", "Norm", "Step", "Transformer",
+           "Flatten", "GemmShape", "Layer", "Linear", "MaxPool2d", "Norm", "Step", "Transformer",
            "layer_from_fields"]
 
 
-def layer_from_fields(fields: Fields, index: int):
+def layer_from_fields(fields: Fields, index: int) -> Layer:
     """The layer described by one ``layers[i]`` mapping."""
     kind = fields.string("type")
     if kind not in REGISTRY:

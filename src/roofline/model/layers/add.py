@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..ops import OpShape, elementwise
 from .linear import ACTIVATIONS
-from .spatial import Shape
+from .spatial import Shape, bound
 from .step import Step
 
 if TYPE_CHECKING:
@@ -35,6 +35,11 @@ class Add:
     shape: Shape | None = None
     has_weights = False
     parameters = 0
+
+    @property
+    def map(self) -> Shape:
+        """The input map (known once the previous layer gives it)."""
+        return bound(self.shape, self.name)
 
     @classmethod
     def from_fields(cls, fields: Fields, index: int) -> Add:
@@ -59,7 +64,7 @@ class Add:
         return self.shape
 
     def forward(self, step: Step) -> list[OpShape]:
-        elements = step.batch * self.shape.elements
+        elements = step.batch * self.map.elements
         items = [elementwise(self.name, "forward", "residual", elements, step.e)]
         if self.activation != "none":
             items.append(elementwise(self.name, "forward", self.activation, elements, step.e))
@@ -68,7 +73,7 @@ class Add:
     def backward(self, step: Step, data_grad: bool) -> list[OpShape]:
         if not data_grad:
             return []
-        elements = step.batch * self.shape.elements
+        elements = step.batch * self.map.elements
         items = []
         if self.activation != "none":
             items.append(elementwise(self.name, "backward", f"{self.activation}-backward",

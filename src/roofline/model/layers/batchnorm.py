@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..ops import OpShape, elementwise
 from .linear import ACTIVATIONS
-from .spatial import Shape
+from .spatial import Shape, bound
 from .step import Step
 
 if TYPE_CHECKING:
@@ -40,6 +40,11 @@ class BatchNorm:
     branch: bool = False
     shape: Shape | None = None  # the map it normalizes, once the previous layer gives it
     has_weights = True
+
+    @property
+    def map(self) -> Shape:
+        """The input map (known once the previous layer gives it)."""
+        return bound(self.shape, self.name)
 
     @classmethod
     def from_fields(cls, fields: Fields, index: int) -> BatchNorm:
@@ -75,17 +80,17 @@ class BatchNorm:
         return [elementwise(self.name, pass_, kind, elements, e)]
 
     def forward(self, step: Step) -> list[OpShape]:
-        elements = step.batch * self.shape.elements
+        elements = step.batch * self.map.elements
         items = []
         if step.phase == "train":  # inference: folded into the convolution before it
             norm = elementwise(self.name, "forward", "batchnorm", elements, step.e)
-            stats = 2 * self.shape.channels * STAT_BYTES
+            stats = 2 * self.map.channels * STAT_BYTES
             items.append(norm._replace(bytes=norm.bytes + stats))
         return items + self._activation("forward", elements, step.e)
 
     def backward(self, step: Step, data_grad: bool) -> list[OpShape]:
-        elements = step.batch * self.shape.elements
+        elements = step.batch * self.map.elements
         norm = elementwise(self.name, "backward", "batchnorm-backward", elements, step.e)
-        stats = 2 * self.shape.channels * STAT_BYTES
+        stats = 2 * self.map.channels * STAT_BYTES
         return self._activation("backward", elements, step.e) + [
             norm._replace(bytes=norm.bytes + stats)]

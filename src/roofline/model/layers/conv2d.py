@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 from ..gemm import GemmShape
 from ..ops import OpShape, bias_activation
 from .linear import ACTIVATIONS
-from .spatial import Shape, input_shape, pair, window_out
+from .spatial import Shape, bound, input_shape, pair, window_out
 from .step import Step
 
 if TYPE_CHECKING:
@@ -101,23 +101,36 @@ class Conv2d:
             if value % self.groups:
                 raise fields.fail("groups", f"{self.name!r}: groups {self.groups} does not "
                                             f"divide {key} {value}")
-        bound = replace(self, in_channels=channels, height=shape.height, width=shape.width)
-        if bound.p < 1 or bound.q < 1:
+        bound_layer = replace(self, in_channels=channels, height=shape.height, width=shape.width)
+        if bound_layer.p < 1 or bound_layer.q < 1:
             (r, s), (ph, pw) = self.kernel, self.padding
             raise fields.fail("kernel", f"{self.name!r}: kernel {r}x{s} (dilation "
                                         f"{self.dilation[0]}x{self.dilation[1]}) exceeds the "
                                         f"padded input {shape.height + 2 * ph}x"
                                         f"{shape.width + 2 * pw}")
-        return bound
+        return bound_layer
+
+    @property
+    def c(self) -> int:
+        """Input channels (known once the previous layer, or the file, gives them)."""
+        return bound(self.in_channels, self.name)
+
+    @property
+    def h(self) -> int:
+        return bound(self.height, self.name)
+
+    @property
+    def w(self) -> int:
+        return bound(self.width, self.name)
 
     @property
     def p(self) -> int:
-        return window_out(self.height, self.kernel[0], self.stride[0], self.padding[0],
+        return window_out(self.h, self.kernel[0], self.stride[0], self.padding[0],
                           self.dilation[0])
 
     @property
     def q(self) -> int:
-        return window_out(self.width, self.kernel[1], self.stride[1], self.padding[1],
+        return window_out(self.w, self.kernel[1], self.stride[1], self.padding[1],
                           self.dilation[1])
 
     @property
@@ -135,28 +148,28 @@ class Conv2d:
     @property
     def parameters(self) -> int:
         r, s = self.kernel
-        weight = self.out_channels * (self.in_channels // self.groups) * r * s
+        weight = self.out_channels * (self.c // self.groups) * r * s
         return weight + (self.out_channels if self.bias else 0)
 
     def input_bytes(self, step: Step) -> int:
         """The input map of one step: N . C . H . W elements."""
-        return step.batch * self.in_channels * self.height * self.width * step.e
+        return step.batch * self.c * self.h * self.w * step.e
 
     def _dims(self) -> tuple[int, int, int, int]:
         """(C / g, K / g, R . S, P . Q)."""
         r, s = self.kernel
-        return (self.in_channels // self.groups, self.out_channels // self.groups, r * s,
+        return (self.c // self.groups, self.out_channels // self.groups, r * s,
                 self.p * self.q)
 
     def _tensors(self, batch: int) -> tuple[int, int, int, int]:
         """Elements of (X as read, W, Y, dX): N.C.H'.W', K.(C / g).R.S, N.K.P.Q, N.C.H.W."""
-        rows = _touched(self.height, self.kernel[0], self.stride[0], self.padding[0],
+        rows = _touched(self.h, self.kernel[0], self.stride[0], self.padding[0],
                         self.dilation[0], self.p)
-        cols = _touched(self.width, self.kernel[1], self.stride[1], self.padding[1],
+        cols = _touched(self.w, self.kernel[1], self.stride[1], self.padding[1],
                         self.dilation[1], self.q)
-        channels = batch * self.in_channels
+        channels = batch * self.c
         return (channels * rows * cols, self.parameters - (self.out_channels if self.bias else 0),
-                batch * self.out_channels * self.p * self.q, channels * self.height * self.width)
+                batch * self.out_channels * self.p * self.q, channels * self.h * self.w)
 
     def forward(self, step: Step) -> list[GemmShape | OpShape]:
         c, k, rs, pq = self._dims()

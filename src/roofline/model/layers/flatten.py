@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .spatial import Shape, input_shape
+from .spatial import Shape, bound, input_shape
 from .step import Step
 
 if TYPE_CHECKING:
@@ -22,6 +22,11 @@ class Flatten:
     shape: Shape | None = None
     has_weights = False
     parameters = 0
+
+    @property
+    def map(self) -> Shape:
+        """The input map (known once the previous layer gives it)."""
+        return bound(self.shape, self.name)
 
     @classmethod
     def from_fields(cls, fields: Fields, index: int) -> Flatten:
@@ -43,7 +48,7 @@ class Flatten:
     out_shape = None  # what follows reads features, not a map
 
     def input_bytes(self, step: Step) -> int:
-        return step.batch * self.shape.elements * step.e
+        return step.batch * self.map.elements * step.e
 
     def forward(self, step: Step) -> list:
         return []

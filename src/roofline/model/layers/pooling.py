@@ -13,10 +13,10 @@ writes dX; R.S FLOPs per output value either way. The channels pass through unch
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..ops import OpShape
-from .spatial import Shape, input_shape, pair, window_out
+from .spatial import Shape, bound, input_shape, pair, window_out
 from .step import Step
 
 if TYPE_CHECKING:
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 _KEYS = frozenset({"type", "name", "kernel", "stride", "padding", "height", "width",
                    "channels"})
+
+
+_P = TypeVar("_P", bound="_Pool2d")
 
 
 @dataclass(frozen=True)
@@ -36,15 +39,20 @@ class _Pool2d:
     kind = ""
     has_weights = False
 
+    @property
+    def map(self) -> Shape:
+        """The input map (known once the previous layer gives it)."""
+        return bound(self.shape, self.name)
+
     @classmethod
-    def from_fields(cls, fields: Fields, index: int) -> _Pool2d:
+    def from_fields(cls: type[_P], fields: Fields, index: int) -> _P:
         fields.reject_unknown(_KEYS)
         kernel = pair(fields, "kernel", None)
         return cls(name=fields.string("name", f"pool{index + 1}"), kernel=kernel,
                    stride=pair(fields, "stride", kernel) if fields.has("stride") else kernel,
                    padding=pair(fields, "padding", 0, minimum=0))
 
-    def with_input(self, given: Shape | None, fields: Fields) -> _Pool2d:
+    def with_input(self: _P, given: Shape | None, fields: Fields) -> _P:
         shape = input_shape(fields, given, self.name, fields.positive_int("channels", None))
         bound = replace(self, shape=shape)
         if bound.out_shape.height < 1 or bound.out_shape.width < 1:
@@ -57,8 +65,8 @@ class _Pool2d:
     @property
     def out_shape(self) -> Shape:
         (r, s), (sh, sw), (ph, pw) = self.kernel, self.stride, self.padding
-        return Shape(self.shape.channels, window_out(self.shape.height, r, sh, ph),
-                     window_out(self.shape.width, s, sw, pw))
+        return Shape(self.map.channels, window_out(self.map.height, r, sh, ph),
+                     window_out(self.map.width, s, sw, pw))
 
     @property
     def in_width(self) -> int | None:
@@ -68,12 +76,12 @@ class _Pool2d:
     parameters = 0
 
     def input_bytes(self, step: Step) -> int:
-        return step.batch * self.shape.elements * step.e
+        return step.batch * self.map.elements * step.e
 
     def _sizes(self, step: Step) -> tuple[int, int, int]:
         """(input values, output values, FLOPs) of one pass."""
         outputs = step.batch * self.out_shape.elements
-        return step.batch * self.shape.elements, outputs, outputs * self.kernel[0] * self.kernel[1]
+        return step.batch * self.map.elements, outputs, outputs * self.kernel[0] * self.kernel[1]
 
     def forward(self, step: Step) -> list[OpShape]:
         inputs, outputs, flops = self._sizes(step)

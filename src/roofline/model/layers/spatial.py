@@ -10,10 +10,21 @@ the chain).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from ...files.fields import Fields
+
+
+_T = TypeVar("_T")
+
+
+def bound(value: _T | None, layer: str) -> _T:
+    """A size a spatial layer learns from ``with_input``; reading it earlier is a bug in the
+    caller (the network binds every spatial layer before it expands GEMMs or ops)."""
+    if value is None:
+        raise AssertionError(f"layer {layer!r} used before its input map is known")
+    return value
 
 
 class Shape(NamedTuple):

@@ -136,7 +136,7 @@ class Transformer:
 
     def forward(self, step: Step) -> list[Item]:
         t = step.tokens
-        items = [self._op("forward", self.norm, t * self.hidden, step)]
+        items: list[Item] = [self._op("forward", self.norm, t * self.hidden, step)]
         items += self._proj_forward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
                                     self.bias != "none")
         items += self._attention_forward(step)
