@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from roofline import network_from_yaml
 from roofline.analysis.whatif import compare, gemm_report, nearest_dtype, parse_batches, sweep
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 EXAMPLE = "examples/mlp-1024-4096-1000.yaml"
 
@@ -146,3 +149,46 @@ def test_compare_plot_is_written(invoke, tmp_path):
 def test_gemm_report_api_with_quantization():
     report = gemm_report(512, 512, 8192, "a100", quantization=True)
     assert report.quantization and report.results[0].quantization.efficiency < 0.6
+
+
+def test_compare_substitution_keeps_every_model_field():
+    """A device without the model's dtype runs another; nothing else about the model changes
+    (seq, phase, optimizer, repeats, accumulation: every field but the dtypes, by construction)."""
+    import dataclasses
+
+    from roofline.analysis.whatif import substitute_dtype
+    from roofline.model.network import load_network
+
+    net = load_network(EXAMPLES / "hf" / "bert-base-uncased.json").with_overrides(
+        batch=32, seq=128, mode="train", dtype="bf16", grad_accumulation="fp32")
+    net = dataclasses.replace(net, optimizer="adam")
+    run = substitute_dtype(net, "fp16")
+    for field in dataclasses.fields(net):
+        if field.name not in ("dtype", "output_dtype"):
+            assert getattr(run, field.name) == getattr(net, field.name), field.name
+    assert run.dtype == "fp16"
+
+
+def test_compare_across_a_dtype_substitution_matches_direct_analysis(tmp_path):
+    """The issue's case: a bf16 MLP trained with Adam on A100 and V100 (no bf16: fp16). Each
+    device's step must equal the model analyzed directly on it in the dtype it runs, with the
+    optimizer update included (it vanished, and V100 came out 2.44x faster)."""
+    from roofline import analyze_model
+
+    model = tmp_path / "mlp.yaml"
+    model.write_text("batch: 64\ndtype: bf16\nmode: train\noptimizer: adam\n"
+                     "mlp: [1024, 4096, 4096, 1000]\n")
+    result = compare(model, ["a100-sxm4-80gb", "v100-sxm2-16gb"])
+    a100, v100 = result.reports
+    assert v100.dtype == "fp16"
+    assert any(r.op.kind == "adam-update" for r in v100.ops)
+    direct = analyze_model(str(model), "v100-sxm2-16gb", dtype="fp16")
+    assert v100.totals["time_s"] == pytest.approx(direct.totals["time_s"], rel=1e-12)
+    assert a100.totals["time_s"] < v100.totals["time_s"]  # A100 is the faster device
+
+
+def test_compare_of_a_config_json_keeps_seq():
+    result = compare(EXAMPLES / "hf" / "bert-base-uncased.json",
+                     ["a100-sxm4-80gb", "xeon-platinum-8180"], batch=32, seq=128, mode="train",
+                     dtype="bf16")
+    assert [r.network.seq for r in result.reports] == [128, 128]

@@ -10,7 +10,7 @@ from .hardware.spec import HardwareSpec
 from .model.network import Network, load_network
 
 
-def analyze_model(model: Network | str | os.PathLike, hardware: HardwareSpec | str,
+def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                   batch: int | None = None, dtype: str | None = None,
                   mode: str | None = None, output_dtype: str | None = None,
                   grad_accumulation: str | None = None, seq: int | None = None,

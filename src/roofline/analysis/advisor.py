@@ -235,7 +235,8 @@ def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, in
     nearest shape whose best tile keeps GOOD_EFFICIENCY of the slots busy (or 0.1 more than
     now); failing that, the best shape seen if it gains 0.05 or more."""
     goal = max(GOOD_EFFICIENCY, min(1.0, current + 0.1))
-    hits, best = [], (current + 0.05, None)
+    hits: list[tuple[float, tuple[int, int, int, float]]] = []
+    best: tuple[float, tuple[int, int, int, float] | None] = (current + 0.05, None)
     for index, value in ((0, m), (1, n)):
         low, high = max(multiple, value // 2), value + value // 2
         base = pad_to(value, multiple)  # the walk is bounded: a huge M must not list billions
@@ -248,10 +249,10 @@ def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, in
             shape = (candidate, n) if index == 0 else (m, candidate)
             eff, _ = best_tile(*shape, sms, tiles)
             if eff >= goal:
-                hits.append((abs(candidate - value) / value, (*shape, k, eff)))
+                hits.append((abs(candidate - value) / value, (shape[0], shape[1], k, eff)))
                 break
             if eff > best[0]:
-                best = (eff, (*shape, k, eff))
+                best = (eff, (shape[0], shape[1], k, eff))
     return min(hits)[1] if hits else best[1]
 
 

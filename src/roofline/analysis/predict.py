@@ -173,6 +173,7 @@ def gemm_terms(m: int, n: int, k: int, e: int, e_c: int, peak: float, eff: GemmE
 
 def _calibrated(gemm: Gemm, hardware: HardwareSpec) -> Prediction:
     cal = hardware.calibration
+    assert cal is not None  # predict_gemm chose this path because the entry has one
     e, e_c = element_size(gemm.dtype), element_size(gemm.c_dtype)
     llc = hardware.llc_mb * 2**20 if hardware.llc_mb else None
     eff = cal.efficiency[gemm.dtype]

@@ -4,7 +4,7 @@ output."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
@@ -13,6 +13,27 @@ from ..model.ops import Op
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from . import advisor
 from .predict import basis_of, predict_gemm
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from .measure import Measurement
+    from .scaling import Scaling
+
+
+class Totals(TypedDict):
+    """A step's totals (the JSON ``totals`` object): FLOPs and bytes of GEMMs and ops, the
+    roofline time, the share of it that is memory-bound, the GEMMs' predicted time."""
+
+    flops: int
+    bytes: int
+    time_s: float
+    memory_bound_time_fraction: float
+    gemm_flops: int
+    gemm_time_s: float
+    predicted_gemm_time_s: float
+    op_time_s: float
+    parameters: int
 
 
 @dataclass(frozen=True, slots=True)  # no per-result __dict__: 300,000 of them in a deep MLP
@@ -29,8 +50,8 @@ class GemmResult:
     min_compute_bound_batch: int | None
     alignment: tuple[advisor.AlignmentNote, ...] = ()
     quantization: advisor.Quantization | None = None
-    predicted_time_s: float | None = None  # roofline.predict: the time to expect
-    measured: Any = None  # roofline.measure.Measurement, with `analyze --measure`
+    predicted_time_s: float = 0.0  # analysis.predict: the time to expect (set by analyze_gemm)
+    measured: Measurement | None = None  # with `analyze --measure`
 
     def to_dict(self) -> dict[str, Any]:
         g = self.gemm
@@ -82,18 +103,22 @@ class Report:
     results: tuple[GemmResult, ...]
     ops: tuple[OpResult, ...] = ()
     quantization: bool = False  # tile and wave losses folded into compute-bound GEMM times
-    scaling: Any = None  # roofline.scaling.Scaling: streamed input, data parallelism (asked for)
+    scaling: Scaling | None = None  # streamed input, data parallelism (when asked for)
 
     @property
     def dtype(self) -> str:
-        return self.network.dtype
+        return self.network.operand_dtype
 
     @property
-    def totals(self) -> dict[str, float]:
+    def batch(self) -> int:
+        return self.network.settled()[0]
+
+    @property
+    def totals(self) -> Totals:
         gemm_s = sum(r.time_s for r in self.results)
         op_s = sum(r.time_s for r in self.ops)
-        rows = (*self.results, *self.ops)
-        memory_s = sum(r.time_s for r in rows if r.bound == "memory")
+        memory_s = (sum(r.time_s for r in self.results if r.bound == "memory")
+                    + sum(r.time_s for r in self.ops if r.bound == "memory"))
         gemm_flops = sum(r.gemm.flops for r in self.results)
         return {
             "flops": gemm_flops + sum(r.op.flops for r in self.ops),
@@ -136,7 +161,7 @@ class Report:
 
         return report_html(self)
 
-    def plot(self, ax: Any = None, **options: Any) -> Any:
+    def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
         """Draw the roofline chart (``roofline.plot.plot_roofline``) and return the Axes.
 
         Without ``ax`` the chart gets a figure of its own, which Jupyter shows inline as
@@ -192,7 +217,7 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
     ``quantization`` folds tile and wave losses into compute-bound GEMM times."""
     network.check()
-    peak = hardware.peak_flops_per_s(network.dtype)
+    peak = hardware.peak_flops_per_s(network.operand_dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
     results = tuple(analyze_gemm(g, hardware, quantization) for g in gemms)

@@ -179,14 +179,14 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
     result = Scaling()
     if host_link is not None or stream_input:
         report = _stream(report, host_link)
-        result = report.scaling
+        result = report.scaling or result
     if workers is not None:
         counts = parse_workers(workers) if isinstance(workers, str) else tuple(workers)
         if not counts or min(counts) < 1:
             raise InputError("--data-parallel", "", f"expected worker counts >= 1, got {workers}")
-        link = resolve_link(interconnect, "--interconnect")
+        link = resolve_link(interconnect or "", "--interconnect")
         net = report.network
-        grad = itemsize(net.grad_accumulation or net.dtype) * net.parameters
+        grad = itemsize(net.grad_accumulation or net.operand_dtype) * net.parameters
         compute = report.totals["time_s"]
         result = replace(result, data_parallel=tuple(
             DataParallel(p, grad, link.label, link.bandwidth_gbs, compute) for p in counts),
@@ -205,6 +205,7 @@ def _stream(report: Report, host_link: str | None) -> Report:
                                                  "--host-link NAME|GBPS")
     else:
         label = spec.host_link.label
+    assert spec.host_link is not None  # set above, or the entry's own
     gbs = spec.host_link.bandwidth_gbs
     nbytes = report.network.input_bytes()
     stream = HostLinkStream(label, gbs, nbytes, nbytes / (gbs * 1e9), report.totals["time_s"])

@@ -15,7 +15,7 @@ Numbers stay raw here; ``whatif_format`` renders them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
@@ -40,7 +40,7 @@ def _spec(hardware: HardwareSpec | str) -> HardwareSpec:
     return hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
 
 
-def _network(model: Network | str | os.PathLike, **overrides: Any) -> Network:
+def _network(model: Network | str | os.PathLike[str], **overrides: Any) -> Network:
     network = model if isinstance(model, Network) else load_network(model)
     return network.with_overrides(**overrides)
 
@@ -55,7 +55,7 @@ def parse_dimension(value: Any, name: str) -> int:
     return int(text)
 
 
-def gemm_network(m: int, n: int, k: int, dtype: str = "fp16",
+def gemm_network(m: int | str, n: int | str, k: int | str, dtype: str = "fp16",
                  output_dtype: str | None = None) -> Network:
     """The shape as a one-layer network: a linear layer with in = K, out = N, run forward at
     batch M (inference), so its single GEMM MM1 is (M, N, K) with M the batch dimension."""
@@ -66,8 +66,9 @@ def gemm_network(m: int, n: int, k: int, dtype: str = "fp16",
     return network.with_overrides(output_dtype=output_dtype)
 
 
-def gemm_report(m: int, n: int, k: int, hardware: HardwareSpec | str, dtype: str = "fp16",
-                output_dtype: str | None = None, quantization: bool = False) -> Report:
+def gemm_report(m: int | str, n: int | str, k: int | str, hardware: HardwareSpec | str,
+                dtype: str = "fp16", output_dtype: str | None = None,
+                quantization: bool = False) -> Report:
     """One GEMM's full verdict: the analyze Report of ``gemm_network(m, n, k)``."""
     return analyze(gemm_network(m, n, k, dtype, output_dtype), _spec(hardware), quantization)
 
@@ -212,7 +213,7 @@ class Comparison:
         return plot_comparison(self, ax=ax, **options)
 
 
-def compare(model: Network | str | os.PathLike, hardware: list[HardwareSpec | str],
+def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec | str],
             quantization: bool = False, **overrides: Any) -> Comparison:
     """Analyze ``model`` on each device; the first is the baseline. A device without the
     model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more."""
@@ -220,27 +221,29 @@ def compare(model: Network | str | os.PathLike, hardware: list[HardwareSpec | st
         raise InputError("compare", "--hw", "give two devices or more (the first is the "
                                             "baseline), e.g. --hw v100 --hw a100")
     network = _network(model, **overrides)
+    network.check()  # a missing batch, dtype or seq is named once, not per device
+    requested = network.operand_dtype
     reports = []
     for entry in hardware:
         spec = _spec(entry)
-        dtype = nearest_dtype(network.dtype, spec.dtypes)
+        dtype = nearest_dtype(requested, spec.dtypes)
         if dtype is None:
-            spec.peak_flops_per_s(network.dtype)  # raises: the entry has no peak at all
-        run = network if dtype == network.dtype else _substitute(network, dtype)
+            spec.peak_flops_per_s(requested)  # raises: the entry has no peak at all
+            raise AssertionError("unreachable: an entry without peaks fails validation")
+        run = network if dtype == requested else substitute_dtype(network, dtype)
         reports.append(analyze(run, spec, quantization))
     names = [r.hardware.name for r in reports]
     if len(set(names)) < len(names):
         raise InputError("compare", "--hw", f"a device is given twice: {', '.join(names)}")
-    return Comparison(tuple(reports), network.dtype)
+    return Comparison(tuple(reports), requested)
 
 
-def _substitute(network: Network, dtype: str) -> Network:
-    """``network`` in ``dtype``; an explicit output dtype of the old operand dtype follows it."""
-    output = network.output_dtype
-    if output == network.dtype:
-        output = None
-    return Network(network.name, network.batch, dtype, network.mode, network.layers, output,
-                   network.grad_accumulation)
+def substitute_dtype(network: Network, dtype: str) -> Network:
+    """``network`` run in ``dtype`` and otherwise unchanged: every other field (seq, phase,
+    optimizer, repeats, accumulation, source ...) is kept by construction (``replace``). An
+    explicit output dtype equal to the old operand dtype follows the operands."""
+    output = None if network.output_dtype == network.dtype else network.output_dtype
+    return replace(network, dtype=dtype, output_dtype=output)
 
 
 # --------------------------------------------------------------------------------------- sweep
@@ -305,7 +308,7 @@ class Sweep:
             totals = report.totals
             points.append({
                 "batch": report.network.batch, "time_s": totals["time_s"],
-                "samples_per_s": report.network.batch / totals["time_s"],
+                "samples_per_s": report.batch / totals["time_s"],
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                 "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
                 "gemms": [{"name": r.gemm.name, "intensity": r.gemm.intensity, "bound": r.bound,
@@ -322,7 +325,7 @@ class Sweep:
         return plot_batch_sweep(list(self.reports), ax=ax, **options)
 
 
-def sweep(model: Network | str | os.PathLike, hardware: HardwareSpec | str,
+def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
           batches: str | list[int] | tuple[int, ...], quantization: bool = False,
           **overrides: Any) -> Sweep:
     """Analyze ``model`` on ``hardware`` at each batch (a list, or ``parse_batches`` text)."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import enum
 import math
+import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Final, TypeVar, overload
 
 from ..errors import InputError
@@ -32,7 +32,7 @@ _MISSING: Final = _Missing.MISSING
 MAX_INT = 2**40
 
 
-def load_yaml_file(path: str | Path) -> Any:
+def load_yaml_file(path: str | os.PathLike[str]) -> Any:
     """Read ``path`` (a regular file of at most 16 MiB) and parse it with ``load_yaml_text``."""
     from .safe_yaml import read_text  # PyYAML only when a file is read: --help stays fast
 

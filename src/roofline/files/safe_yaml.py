@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -38,7 +37,7 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISSOCK, "a socket"))
 
 
-def read_text(path: str | Path) -> str:
+def read_text(path: str | os.PathLike[str]) -> str:
     """The UTF-8 text of ``path``, refusing anything but a regular file of at most 16 MiB.
 
     The type is checked before opening (opening a FIFO blocks until a writer comes) and again
@@ -99,24 +98,25 @@ def check_structure(text: str, source: str) -> None:
     nodes = 0
     for index, event in enumerate(yaml.parse(text, Loader=_BASE)):
         kind = type(event)
+        anchor: str | None = getattr(event, "anchor", None)  # node and alias events have one
         if kind is yaml.ScalarEvent:
             nodes += 1
-            if event.anchor:
-                sizes[event.anchor] = 1
+            if anchor:
+                sizes[anchor] = 1
         elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
             depth += 1
             if depth > MAX_DEPTH:
                 raise _structure_error(text, source, index, f"nested deeper than {MAX_DEPTH} "
                                                             f"levels")
-            starts.append((event.anchor, nodes))
+            starts.append((anchor, nodes))
             nodes += 1
         elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
             depth -= 1
-            anchor, start = starts.pop()
-            if anchor:
-                sizes[anchor] = nodes - start
+            opened, start = starts.pop()
+            if opened:
+                sizes[opened] = nodes - start
         elif kind is yaml.AliasEvent:
-            size = sizes.get(event.anchor, 1)
+            size = sizes.get(anchor or "", 1)
             nodes, added = nodes + size, added + size
             if added > MAX_ALIAS_NODES:
                 raise _structure_error(text, source, index, f"aliases expand to more than "

@@ -228,7 +228,7 @@ class StreamArrays:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-        self.a = self.b = self.c = None
+        del self.a, self.b, self.c  # the arrays go now, not when the object does
         self._blocks = []
 
     def __enter__(self) -> StreamArrays:

@@ -63,7 +63,8 @@ class BenchResult:
 
     def to_dict(self, work: float | None = None, unit: str = "", scale: float = 1.0) -> dict:
         """Raw statistics; with ``work``, also best/median rates in ``unit`` (rate / scale)."""
-        data = {"best_s": self.best_s, "median_s": self.median_s, "mad_s": self.mad_s,
+        data: dict[str, float | str] = {
+                "best_s": self.best_s, "median_s": self.median_s, "mad_s": self.mad_s,
                 "spread": self.spread, "repeats": len(self.samples_s), "loops": self.loops,
                 "warmups": len(self.warmups_s), "unstable": self.unstable}
         if work is not None:

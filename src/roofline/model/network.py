@@ -38,6 +38,7 @@ layer after an embedding has one). Training an n-layer MLP therefore takes 3n - 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -196,7 +197,7 @@ class Network:
 
     def _gemm(self, index: int, s: GemmShape, copy: int) -> Gemm:
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
-        c_dtype = self.grad_accumulation if accumulate else self.c_dtype
+        c_dtype = self.grad_accumulation if self.grad_accumulation and accumulate else self.c_dtype
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.operand_dtype, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors)
 
@@ -211,7 +212,7 @@ class Network:
         return items
 
 
-def load_network(path: str | Path) -> Network:
+def load_network(path: str | os.PathLike[str]) -> Network:
     """Read a model.yaml file, or a Hugging Face config.json (one with ``model_type``), into a
     Network; bad input raises InputError naming the file and the field."""
     data = load_yaml_file(path)

@@ -94,6 +94,8 @@ def hardware_detail(spec: HardwareSpec) -> str:
 def _cpu_clock_lines(spec: HardwareSpec) -> list[str]:
     """The clock each dtype's peak assumes, the counts it multiplies, every clock figure known."""
     cpu = spec.cpu
+    if cpu is None:  # only CPU entries come here
+        return []
     lines = [f"cpu: {cpu.sockets} socket(s) x {cpu.cores_per_socket} cores, {cpu.simd_bits}-bit "
              f"SIMD, {cpu.fma_units} FMA units per core"
              + (f", AMX {_flat(cpu.amx_ops_per_cycle)} ops/cycle/core"

@@ -17,6 +17,7 @@ from ..units import seconds, si
 from .json import to_json
 
 if TYPE_CHECKING:
+    from ..analysis.advisor import AlignmentNote
     from ..analysis.report import Report
 
 _PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
@@ -182,7 +183,8 @@ def _alignment_groups(gemms: list) -> list[str]:
     ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
     from ..analysis.advisor import TIERS
 
-    groups: dict[tuple, tuple[dict, dict, object]] = {}
+    groups: dict[tuple[int, int, int], tuple[dict[str, None], dict[str, None], AlignmentNote]]
+    groups = {}
     for result in gemms:
         for note in result.alignment:
             key = (TIERS.index(note.tier), note.value, note.multiple)
@@ -296,8 +298,8 @@ def reports_csv(reports: list[Report], view: View = View()) -> str:
             data["warnings"] = "; ".join(data["warnings"])
             data["advice"] = "; ".join(data["advice"])
             writer.writerow(context | data)
-        for result in [] if view.gemms_only else report.ops:
-            writer.writerow(context | result.to_dict())
+        for op_result in [] if view.gemms_only else report.ops:
+            writer.writerow(context | op_result.to_dict())
     return buffer.getvalue()
 
 

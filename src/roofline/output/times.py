@@ -21,7 +21,7 @@ def _measured(report: Report) -> bool:
 def time_rows(report: Report, gemms: list) -> tuple[tuple[str, ...], list[list[str]]]:
     """Header and rows: GEMM, roof, predicted (and measured, TFLOP/s, efficiency, measured /
     predicted, a flag when a GEMM beat its roof)."""
-    header = ("GEMM", "roof", "predicted")
+    header: tuple[str, ...] = ("GEMM", "roof", "predicted")
     measured = _measured(report)
     if measured:
         header += ("measured", "spread", "TFLOP/s", "of roof", "meas/pred", "note")
@@ -46,7 +46,7 @@ def time_lines(report: Report) -> list[str]:
     text = (f"GEMM time: roof {seconds(totals['gemm_time_s'])}, predicted "
             f"{seconds(totals['predicted_gemm_time_s'])}")
     if _measured(report) and all(r.measured is not None for r in report.results):
-        measured = sum(r.measured.best_s for r in report.results)
+        measured = sum(r.measured.best_s for r in report.results if r.measured is not None)
         text += f", measured {seconds(measured)} (best of each distinct shape, summed)"
         lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")
     from ..analysis.measure import beats_roof_notes

@@ -134,7 +134,7 @@ def _sweep_rows(s: Sweep) -> list[list[str]]:
         t = r.totals
         memory = [x.gemm.name for x in r.results if x.bound == "memory"]
         rows.append([str(r.network.batch), seconds(t["time_s"]),
-                     si(r.network.batch / t["time_s"], ""),
+                     si(r.batch / t["time_s"], ""),
                      f"{t['memory_bound_time_fraction']:.0%}",
                      compact_names(memory, 6) if len(memory) < len(r.results) else "all"])
         rows[-1][4] = rows[-1][4] or "none"
@@ -176,7 +176,7 @@ def sweep_csv(s: Sweep) -> str:
         t = r.totals
         for x in r.results:
             writer.writerow([r.network.batch, x.gemm.name, x.gemm.intensity, x.bound, x.time_s,
-                             t["time_s"], r.network.batch / t["time_s"],
+                             t["time_s"], r.batch / t["time_s"],
                              t["memory_bound_time_fraction"],
                              "" if transitions[x.gemm.name] is None
                              else transitions[x.gemm.name]])

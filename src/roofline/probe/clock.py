@@ -55,7 +55,7 @@ def _chain_function(iterations: int):
         page.write(code)
         address = ctypes.addressof(ctypes.c_char.from_buffer(page))
         function = ctypes.CFUNCTYPE(ctypes.c_uint64)(address)
-        function.page = page  # keep the page mapped as long as the function lives
+        function.page = page  # type: ignore[attr-defined]  # keep the page mapped while it lives
         return function
     except (OSError, ValueError, AttributeError, ImportError):  # no PROT_EXEC, SELinux execmem
         return None

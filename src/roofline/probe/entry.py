@@ -91,7 +91,7 @@ def _gpu_entry(result, name: str) -> dict[str, Any]:
     clock_mhz = nvml.get("sm_clock_max_mhz")
     gpu_block = {"sms": facts.get("sms") or (match.sms if match else None),
                  "boost_clock_ghz": clock_mhz / 1000 if clock_mhz else
-                 (match.gpu.boost_clock_ghz if match else None)}
+                 (match.gpu.boost_clock_ghz if match and match.gpu else None)}
     if not all(gpu_block.values()):
         raise ProbeSaveError("the GPU's SM count or clock is unknown (no NVML, no hwdb match)")
     data: dict[str, Any] = {

@@ -379,7 +379,7 @@ def _cpu_lowp(s: _Session) -> None:
     backend, reason = cpu_lowp_backend()
     if backend is None:
         for dtype in ("bf16", "fp16"):
-            s.skip(f"gemm_gflops.{dtype}", reason)
+            s.skip(f"gemm_gflops.{dtype}", reason or "no torch")
         return
     for dtype in backend.dtypes:
         s.say(f"{dtype} GEMM on the CPU through torch ...")
@@ -392,7 +392,7 @@ def _gpu(s: _Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> di
 
     backend, reason = gpu_backend()
     if backend is None:
-        why = reason if gpus else (nvml_reason or "no NVIDIA GPU found")
+        why = (reason or "no GPU backend") if gpus else (nvml_reason or "no NVIDIA GPU found")
         s.skip("gpu (GEMM, device and host-to-device bandwidth)", why)
         return None
     facts = backend.device_facts()
