@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import PlotError
 from ..output.report import compact_names
@@ -27,6 +27,7 @@ from ..roof import ridge_point
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
     from ..analysis.report import Report
 
@@ -169,7 +170,8 @@ def new_axes(figsize: tuple[float, float] = (11.0, 7.5)) -> Axes:
 
 
 def _as_list(reports: Report | Sequence[Report]) -> list[Report]:
-    items = [reports] if hasattr(reports, "results") else list(reports)
+    items: list[Report] = ([reports] if not isinstance(reports, Sequence)  # one Report
+                           else list(reports))
     if not items:
         raise PlotError("nothing to plot: no report given")
     return items
@@ -243,14 +245,19 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
     return ax
 
 
+def _figure(ax: Axes) -> Figure:
+    """The figure ``ax`` is drawn on (a chart here never lives on a SubFigure)."""
+    return cast("Figure", ax.figure)
+
+
 def _legend_below(ax: Axes) -> None:
     """The legend in columns under the x-axis label, as wide as the Axes at most."""
     handles, names = ax.get_legend_handles_labels()
-    first = {}  # one entry per name: the devices' predicted-time points share one
+    first: dict[str, Any] = {}  # one entry per name: the devices' predicted-time points share one
     for handle, name in zip(handles, names):
         first.setdefault(name, handle)
     handles, names = list(first.values()), list(first)
-    height_in = ax.get_position().height * ax.figure.get_figheight()
+    height_in = ax.get_position().height * _figure(ax).get_figheight()
     ax.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.55 / height_in),
               ncol=2 if len(names) > 3 else len(names) or 1, fontsize=LABEL_SIZE - 1,
               frameon=False)
@@ -282,8 +289,8 @@ def _setup_axes(ax: Axes, xlim: tuple, ylim: tuple, title: str) -> None:
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable throughput (TFLOP/s)")
     ax.set_title(title, fontsize=LABEL_SIZE + 2)
-    ax.xaxis.label.set_size(LABEL_SIZE + 1)
-    ax.yaxis.label.set_size(LABEL_SIZE + 1)
+    ax.xaxis.label.set_fontsize(LABEL_SIZE + 1)
+    ax.yaxis.label.set_fontsize(LABEL_SIZE + 1)
     ax.tick_params(labelsize=LABEL_SIZE)
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.08)
@@ -329,11 +336,11 @@ def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
                    edgecolors="white", linewidths=0.6, gid=f"points-{which}:{hw}",
                    label=f"{which}-bound GEMMs{suffix}")
     for which in ("memory", "compute"):
-        chosen = [(x, y) for r in report.ops if r.bound == which and r.op.flops
-                  for x, y in [(r.op.intensity, r.attainable_flops_per_s / 1e12)]]
-        if chosen:
-            ax.scatter(*zip(*chosen), s=36, marker="x", color=BOUND_COLORS[which], zorder=6,
-                       linewidths=1.4, gid=f"ops-{which}:{hw}",
+        ops = [r for r in report.ops if r.bound == which and r.op.flops]
+        if ops:
+            ax.scatter([r.op.intensity for r in ops],
+                       [r.attainable_flops_per_s / 1e12 for r in ops], s=36, marker="x",
+                       color=BOUND_COLORS[which], zorder=6, linewidths=1.4, gid=f"ops-{which}:{hw}",
                        label=f"{which}-bound other ops{suffix}")
 
 
@@ -358,10 +365,12 @@ def _draw_time_points(ax: Axes, report: Report) -> None:
     hw = report.hardware.name
     roof = {r.gemm.name: (r.gemm.intensity, r.attainable_flops_per_s / 1e12)
             for r in report.results if not r.gemm.copy}
-    for kind, style in (("predicted", {"s": 46, "marker": "o", "facecolors": "none",
+    styles: tuple[tuple[str, dict[str, Any]], ...]
+    styles = (("predicted", {"s": 46, "marker": "o", "facecolors": "none",
                                        "edgecolors": "0.35", "linewidths": 1.2}),
                         ("measured", {"s": 44, "marker": "D", "color": "black",
-                                      "edgecolors": "white", "linewidths": 0.6})):
+                                      "edgecolors": "white", "linewidths": 0.6}))
+    for kind, style in styles:
         points = time_points(report, kind)
         if not points:
             continue
@@ -403,7 +412,8 @@ def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_l
 def _theory_label(report: Report, sheet: Roof) -> str:
     """Legend text of a measured entry's theoretical roof; says when its bandwidth is unknown
     (the slope then falls back to the measured one)."""
-    known = report.hardware.theoretical.bandwidth_gbs is not None
+    theory = report.hardware.theoretical
+    known = theory is not None and theory.bandwidth_gbs is not None
     bandwidth = f"{sheet.bandwidth_gbs:g} GB/s" if known else "bandwidth not known"
     return f"{report.hardware.name} theoretical: {sheet.peak_tflops:g} TFLOP/s, {bandwidth}"
 
@@ -488,7 +498,7 @@ def _draw_other_ceilings(ax: Axes, report: Report, roof: Roof, color: str,
 def stream_point(report: Report) -> tuple[float, float] | None:
     """With ``--stream-input``: the step as one point, its FLOPs over the bytes it streams
     (FLOP/B) at the pace the slower of the transfer and the compute allows (TFLOP/s)."""
-    stream = report.scaling.host_link if getattr(report, "scaling", None) else None
+    stream = report.scaling.host_link if report.scaling else None
     if stream is None:
         return None
     flops = report.totals["flops"]
@@ -498,6 +508,8 @@ def stream_point(report: Report) -> tuple[float, float] | None:
 def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
     """The slope data streamed over the host link would follow, up to the compute ceiling."""
     link = report.hardware.host_link
+    if link is None:
+        return
     gbs, name = link.bandwidth_gbs, link.label
     x0, x1 = ax.get_xlim()
     end = min(x1, Roof(roof.peak_tflops, gbs).ridge)
@@ -505,8 +517,8 @@ def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
             alpha=0.8, gid=f"host-link:{report.hardware.name}",
             label=f"{report.hardware.name}: host link ({name}) {gbs:g} GB/s")
     point = stream_point(report)
-    if point is not None:
-        stream = report.scaling.host_link
+    stream = report.scaling.host_link if report.scaling else None
+    if point is not None and stream is not None:
         x, y = point
         ax.plot([x], [y], ls="none", marker="*", ms=13, color=color, mec="black", zorder=7,
                 gid=f"host-link-step:{report.hardware.name}",
@@ -680,13 +692,13 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
     (``"attainable"``, TFLOP/s) against batch size, from reports of one model on one entry at
     several batches. GEMMs with identical curves share a line; the ridge (or the peak) is the
     horizontal line that GEMMs cross to become compute-bound. Returns the Axes."""
-    items = sorted(_as_list(reports), key=lambda r: r.network.batch)
+    items = sorted(_as_list(reports), key=lambda r: r.batch)
     if metric not in ("intensity", "attainable"):
         raise PlotError(f"unknown metric {metric!r}; choose intensity or attainable")
     if len({r.hardware.name for r in items}) > 1 or len({r.dtype for r in items}) > 1:
         raise PlotError("a batch sweep needs reports of one hardware entry and one dtype")
     ax = ax if ax is not None else new_axes((10.0, 6.5))
-    batches = [r.network.batch for r in items]
+    batches = [r.batch for r in items]
     series = _sweep_series(items, metric)
     for index, (gemms, ys) in enumerate(series):
         names = [g.name for g in gemms]
@@ -775,7 +787,7 @@ def save_chart(ax: Axes, path: str | Path) -> Path:
     """Write the figure of ``ax`` to ``path`` (PNG, SVG or PDF by its extension)."""
     fmt = check_plot_path(path)
     try:
-        ax.figure.savefig(path, format=fmt, bbox_inches="tight", dpi=110,
+        _figure(ax).savefig(path, format=fmt, bbox_inches="tight", dpi=110,
                           metadata=_SAVE_METADATA[fmt])
     except OSError as exc:
         raise PlotError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
@@ -845,7 +857,7 @@ def plot_comparison(comparison: Any, ax: Axes | None = None) -> Axes:
 
 def _below_axes(ax: Axes) -> dict[str, Any]:
     """Legend options that put it in one row under the x-axis label, clear of the title."""
-    height_in = ax.get_position().height * ax.figure.get_figheight()
+    height_in = ax.get_position().height * _figure(ax).get_figheight()
     return dict(loc="upper center", bbox_to_anchor=(0.5, -0.62 / height_in), ncol=2,
                 fontsize=LABEL_SIZE + 1, frameon=False)
 
