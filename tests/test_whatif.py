@@ -9,6 +9,7 @@ import pytest
 
 from roofline import network_from_yaml
 from roofline.analysis.whatif import compare, gemm_report, nearest_dtype, parse_batches, sweep
+from roofline.output.whatif import change_text, comparison_dict
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -55,7 +56,7 @@ def test_v100_to_a100_memory_bound_gains_the_bandwidth_ratio():
     net = network_from_yaml("batch: 1\ndtype: fp16\nmode: inference\nmlp: [1024, 4096]")
     c = compare(net, ["v100-sxm2-16gb", "a100-sxm4-80gb"])
     assert c.speedup(c.reports[1]) == pytest.approx(2039 / 900)
-    assert c.why(0, c.reports[1]) == ("memory-bound on both: the bandwidth ratio 2039/900 = "
+    assert change_text(c.why(0, c.reports[1]), "v100-sxm2-16gb") == ("memory-bound on both: the bandwidth ratio 2039/900 = "
                                       "2.27x")
 
 
@@ -64,7 +65,7 @@ def test_v100_to_a100_compute_bound_gains_the_peak_ratio():
     # above both ridges (138.9, 153.0): time = FLOPs / peak, speedup 312 / 125 = 2.496 ("2.5x")
     net = network_from_yaml("batch: 4096\ndtype: fp16\nmode: inference\nmlp: [1024, 4096]")
     c = compare(net, ["v100", "a100"])
-    data = c.to_dict()
+    data = comparison_dict(c)
     assert data["devices"][1]["speedup"] == pytest.approx(312 / 125)
     assert data["gemms"][0]["speedup"]["a100-sxm4-80gb"] == pytest.approx(312 / 125)
     assert data["gemms"][0]["bound"] == {"v100-sxm2-16gb": "compute", "a100-sxm4-80gb": "compute"}
@@ -81,7 +82,7 @@ def test_a_gemm_that_changes_side_says_so():
     # memory-bound on the A100 and compute-bound on the V100
     net = network_from_yaml("batch: 176\ndtype: fp16\nmode: inference\nmlp: [1024, 4096]")
     c = compare(net, ["a100", "v100"])
-    assert c.why(0, c.reports[1]).startswith("turns compute-bound (intensity 144.9 >= ridge 138.9")
+    assert change_text(c.why(0, c.reports[1]), c.baseline.hardware.name).startswith("turns compute-bound (intensity 144.9 >= ridge 138.9")
 
 
 def test_nearest_dtype_rule():
@@ -192,3 +193,46 @@ def test_compare_of_a_config_json_keeps_seq():
                      ["a100-sxm4-80gb", "xeon-platinum-8180"], batch=32, seq=128, mode="train",
                      dtype="bf16")
     assert [r.network.seq for r in result.reports] == [128, 128]
+
+
+def test_verdict_names_the_slowest_device_of_all_the_baseline_included():
+    """Llama-2-7B decode on A100 (baseline), H100, H200: every step is memory-bound, so the
+    times follow the bandwidths (2039, 3350, 4800 GB/s): H200 fastest, the A100 baseline the
+    slowest (the verdict called H100 the slowest, at 1.64x)."""
+    c = compare(EXAMPLES / "hf" / "llama-2-7b.json",
+                ["a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb"], batch=1, seq=1024,
+                mode="inference", phase="decode")
+    assert c.fastest.hardware.name == "h200-sxm-141gb"
+    assert c.slowest is c.baseline
+    text = comparison_dict(c)["verdict"]
+    assert text.startswith("h200-sxm-141gb is the fastest")
+    assert "the baseline, a100-sxm4-80gb, is the slowest" in text
+    assert "the slowest, h100" not in text
+
+
+def test_compare_and_sweep_say_which_step_they_time():
+    """seq and phase in compare's header and JSON, and in sweep's JSON (users copy them)."""
+    from roofline.output.whatif import comparison_table
+
+    c = compare(EXAMPLES / "hf" / "llama-2-7b.json", ["a100-sxm4-80gb", "h100-sxm5-80gb"],
+                batch=8, seq=512, mode="inference", phase="decode")
+    data = comparison_dict(c)
+    assert (data["seq"], data["phase"], data["mode"]) == (512, "decode", "inference")
+    assert "batch 8, seq 512, inference (decode)" in comparison_table(c).splitlines()[0]
+    s = sweep(EXAMPLES / "hf" / "llama-2-7b.json", "a100-sxm4-80gb", [1, 8], seq=512,
+              mode="inference", phase="decode")
+    assert (s.to_dict()["seq"], s.to_dict()["phase"]) == (512, "decode")
+
+
+def test_analyze_csv_rows_carry_seq_and_phase():
+    import csv
+    import io
+
+    from roofline import analyze_model
+    from roofline.output.report import reports_csv
+
+    report = analyze_model(str(EXAMPLES / "hf" / "gpt2.json"), "a100-sxm4-80gb", batch=2,
+                           seq=64, dtype="fp16", mode="inference", phase="decode")
+    rows = list(csv.DictReader(io.StringIO(reports_csv([report]))))
+    assert list(rows[0])[:5] == ["hardware", "batch", "mode", "seq", "phase"]
+    assert {(r["seq"], r["phase"]) for r in rows} == {("64", "decode")}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError
 from ..hardware.catalog import load_hardware
@@ -27,6 +27,9 @@ from ..model.network import Network, load_network
 from ..roof import bound as roof_bound
 from . import advisor
 from .report import Report, analyze
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 GEMM_LAYER = "gemm"
 #: What ``roofline gemm`` prints under its table: how it reads a bare shape.
@@ -104,6 +107,25 @@ def nearest_dtype(dtype: str, available: tuple[str, ...]) -> str | None:
     return min(available, key=rank) if available else None
 
 
+class GemmChange(NamedTuple):
+    """Why one GEMM runs faster or slower on a device than on the baseline (data; the sentence
+    is ``output.whatif.change_text``).
+
+    ``kind``: ``"memory"`` (memory-bound on both: the bandwidth ratio, ``other / base`` GB/s,
+    times the ratio of the bytes it moves), ``"compute"`` (compute-bound on both: the peak
+    ratio, TFLOP/s) or ``"turns"`` (the bound changes: ``intensity`` against the device's
+    ``ridge``)."""
+
+    kind: str
+    base: float  # GB/s or TFLOP/s on the baseline ("memory", "compute")
+    other: float  # the same on the device
+    bytes_ratio: float = 1.0  # "memory": the device's bytes over the baseline's
+    bound: str = ""  # "turns": the bound on the device, and on the baseline
+    base_bound: str = ""
+    intensity: float = 0.0
+    ridge: float = 0.0
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One model on several devices; ``reports[0]`` is the baseline."""
@@ -115,81 +137,50 @@ class Comparison:
     def baseline(self) -> Report:
         return self.reports[0]
 
-    def dtype_note(self, report: Report) -> str | None:
-        """Why a device runs another dtype than the model's, or None."""
-        if report.dtype == self.requested_dtype:
-            return None
-        return (f"{report.hardware.name} has no {self.requested_dtype} peak: runs "
-                f"{report.dtype}, the nearest it has")
+    def substituted(self, report: Report) -> bool:
+        """True when ``report``'s device runs another dtype than the model's (it has no peak
+        for it: ``nearest_dtype`` chose)."""
+        return report.dtype != self.requested_dtype
 
     def speedup(self, report: Report) -> float:
         return self.baseline.totals["time_s"] / report.totals["time_s"]
 
-    def why(self, index: int, report: Report) -> str:
-        """Why GEMM ``index`` runs faster or slower on ``report``'s device than on the baseline."""
+    @property
+    def fastest(self) -> Report:
+        """The device with the shortest step (the baseline included)."""
+        return min(self.reports, key=lambda r: r.totals["time_s"])
+
+    @property
+    def slowest(self) -> Report:
+        """The device with the longest step (the baseline included)."""
+        return max(self.reports, key=lambda r: r.totals["time_s"])
+
+    def why(self, index: int, report: Report) -> GemmChange:
+        """Why GEMM ``index`` runs faster or slower on ``report``'s device than on the
+        baseline."""
         base, other = self.baseline.results[index], report.results[index]
         b_hw, o_hw = self.baseline.hardware, report.hardware
         if base.bound == other.bound == "memory":
-            ratio = o_hw.bandwidth_gbs / b_hw.bandwidth_gbs
-            text = (f"memory-bound on both: the bandwidth ratio {o_hw.bandwidth_gbs:g}/"
-                    f"{b_hw.bandwidth_gbs:g} = {ratio:.2f}x")
-            if other.gemm.bytes != base.gemm.bytes:
-                text += f", moving {other.gemm.bytes / base.gemm.bytes:.2g}x the bytes"
-            return text
+            return GemmChange("memory", b_hw.bandwidth_gbs, o_hw.bandwidth_gbs,
+                              other.gemm.bytes / base.gemm.bytes)
         if base.bound == other.bound == "compute":
-            b_peak = self.baseline.hardware.peak_tflops[base.gemm.dtype]
-            o_peak = report.hardware.peak_tflops[other.gemm.dtype]
-            return (f"compute-bound on both: the peak ratio {o_peak:g}/{b_peak:g} = "
-                    f"{o_peak / b_peak:.2f}x")
-        ridge = report.hardware.ridge(other.gemm.dtype)
-        relation = ">=" if other.bound == "compute" else "<"
-        return (f"turns {other.bound}-bound (intensity {other.gemm.intensity:.1f} {relation} "
-                f"ridge {ridge:.1f}; {base.bound}-bound on {b_hw.name})")
-
-    def verdict(self) -> str:
-        """One plain sentence: who is fastest, by how much, and what decides it."""
-        base = self.baseline
-        others = sorted(self.reports[1:], key=lambda r: r.totals["time_s"])
-        best = others[0]
-        from ..units import seconds
-
-        def reason(report: Report) -> str:
-            fraction = report.totals["memory_bound_time_fraction"]
-            hw, b_hw = report.hardware, base.hardware
-            if fraction >= 0.5:
-                return (f"{fraction:.0%} of its step is memory-bound, so bandwidth decides "
-                        f"({hw.bandwidth_gbs:g} vs {b_hw.bandwidth_gbs:g} GB/s)")
-            peak, b_peak = hw.peak_tflops[report.dtype], b_hw.peak_tflops[base.dtype]
-            return (f"{1 - fraction:.0%} of its step is compute-bound, so the {report.dtype} "
-                    f"peak decides ({peak:g} vs {b_peak:g} TFLOP/s)")
-
-        x = self.speedup(best)
-        faster = f"{x:.2f}x faster than" if x >= 1 else f"{1 / x:.2f}x slower than"
-        if x < 1:
-            text = (f"{base.hardware.name} (the baseline) stays fastest at "
-                    f"{seconds(base.totals['time_s'])} per step; the next, {best.hardware.name}, "
-                    f"is {faster} it: {reason(best)}")
-        else:
-            text = (f"{best.hardware.name} is the fastest: {seconds(best.totals['time_s'])} per "
-                    f"step, {faster} {base.hardware.name}; {reason(best)}")
-        if len(others) > 1:
-            worst = others[-1]
-            y = self.speedup(worst)
-            text += f"; the slowest, {worst.hardware.name}, runs at {y:.2f}x"
-        return text + "."
+            return GemmChange("compute", b_hw.peak_tflops[base.gemm.dtype],
+                              o_hw.peak_tflops[other.gemm.dtype])
+        return GemmChange("turns", 0.0, 0.0, bound=other.bound, base_bound=base.bound,
+                          intensity=other.gemm.intensity,
+                          ridge=o_hw.ridge(other.gemm.dtype))
 
     def to_dict(self) -> dict[str, Any]:
-        """The compare JSON contract of docs/design.md (plus ``why``, ``dtype_note``, ``batch``,
-        ``mode``)."""
-        base = self.baseline
+        """The numbers of the compare JSON contract (docs/design.md); the sentences it carries
+        (``why``, ``dtype_note``, ``verdict``) are added by ``output.whatif``."""
+        base, first = self.baseline, self.baseline.network
         devices = []
         for report in self.reports:
             totals = report.totals
             devices.append({"hardware": report.hardware.name, "dtype": report.dtype,
                             "time_s": totals["time_s"], "speedup": self.speedup(report),
                             "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
-                            "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
-                            "dtype_note": self.dtype_note(report)})
+                            "predicted_gemm_time_s": totals["predicted_gemm_time_s"]})
         gemms = []
         for index, result in enumerate(base.results):
             row: dict[str, Any] = {"name": result.gemm.name, "layer": result.gemm.layer,
@@ -200,14 +191,13 @@ class Comparison:
             row["speedup"] = {r.hardware.name: result.time_s / r.results[index].time_s
                               for r in self.reports}
             row["bound"] = {r.hardware.name: r.results[index].bound for r in self.reports}
-            row["why"] = {r.hardware.name: self.why(index, r) for r in self.reports[1:]}
             gemms.append(row)
-        return {"model": base.network.name, "baseline": base.hardware.name,
-                "batch": base.network.batch, "mode": base.network.mode,
-                "quantization_in_time": base.quantization,
-                "devices": devices, "gemms": gemms, "verdict": self.verdict()}
+        return {"model": first.name, "baseline": base.hardware.name, "batch": base.batch,
+                "seq": first.seq, "mode": first.mode, "phase": first.step_phase,
+                "optimizer": first.optimizer, "quantization_in_time": base.quantization,
+                "devices": devices, "gemms": gemms}
 
-    def plot(self, ax: Any = None, **options: Any) -> Any:
+    def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
         from ..plot import plot_comparison
 
         return plot_comparison(self, ax=ax, **options)
@@ -315,11 +305,12 @@ class Sweep:
                            "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
                           for r in report.results]})
         return {"model": first.network.name, "hardware": first.hardware.name,
-                "dtype": first.dtype, "mode": first.network.mode, "ridge": first.ridge,
+                "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
+                "phase": first.network.step_phase, "ridge": first.ridge,
                 "quantization_in_time": first.quantization,
                 "points": points, "transitions": self.transitions()}
 
-    def plot(self, ax: Any = None, **options: Any) -> Any:
+    def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
         from ..plot import plot_batch_sweep
 
         return plot_batch_sweep(list(self.reports), ax=ax, **options)

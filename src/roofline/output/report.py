@@ -272,7 +272,8 @@ _CSV_FIELDS = ("name", "layer", "pass", "kind", "m", "n", "k", "batch_count", "d
                "advice")
 
 
-_CSV_CONTEXT = ("hardware", "batch", "mode")  # so rows of several reports share one table
+# so that rows of several reports share one table
+_CSV_CONTEXT = ("hardware", "batch", "mode", "seq", "phase")
 
 
 def report_csv(report: Report, view: View = View()) -> str:
@@ -283,15 +284,17 @@ def report_csv(report: Report, view: View = View()) -> str:
 def reports_csv(reports: list[Report], view: View = View()) -> str:
     """ONE table for one or several reports (``analyze --hw A --hw B``): a header, then a row
     per GEMM (kind ``gemm``) and per op (``--gemms-only``: GEMMs only) per report, every copy of
-    a repeated layer included, each row starting with its hardware, batch and mode; raw numbers
+    a repeated layer included, each row starting with its hardware, batch, mode, seq (empty
+    without one) and phase; raw numbers
     in SI units; warnings and advice joined with '; '."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=_CSV_CONTEXT + _CSV_FIELDS, lineterminator="\n",
                             extrasaction="ignore")
     writer.writeheader()
     for report in reports:
-        context = {"hardware": report.hardware.name, "batch": report.network.batch,
-                   "mode": report.network.mode}
+        net = report.network
+        context = {"hardware": report.hardware.name, "batch": net.batch, "mode": net.mode,
+                   "seq": "" if net.seq is None else net.seq, "phase": net.step_phase}
         for result in report.results:
             data = result.to_dict() | {"kind": "gemm"}
             data.update({f"bytes_{op}": v for op, v in data["bytes_by_operand"].items()})

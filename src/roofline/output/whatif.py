@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..units import seconds, si
 from .json import to_json
-from .report import LAYER_WIDTH, compact_names, precision_text
+from .report import LAYER_WIDTH, compact_names, precision_text, step_text
 
 if TYPE_CHECKING:
-    from ..analysis.whatif import Comparison, Sweep
+    from ..analysis.report import Report
+    from ..analysis.whatif import Comparison, GemmChange, Sweep
 
 
 def _grid(rows: list[list[str]], left: set[int]) -> list[str]:
@@ -30,14 +31,84 @@ def _markdown(rows: list[list[str]], left: set[int]) -> list[str]:
 
 # ------------------------------------------------------------------------------------- compare
 
+def dtype_note(c: Comparison, report: Report) -> str | None:
+    """Why a device runs another dtype than the model's, or None."""
+    if not c.substituted(report):
+        return None
+    return (f"{report.hardware.name} has no {c.requested_dtype} peak: runs "
+            f"{report.dtype}, the nearest it has")
+
+
+def change_text(change: GemmChange, baseline: str) -> str:
+    """Why one GEMM gains or loses on a device (``Comparison.why``), as a clause."""
+    if change.kind == "memory":
+        text = (f"memory-bound on both: the bandwidth ratio {change.other:g}/{change.base:g} = "
+                f"{change.other / change.base:.2f}x")
+        if change.bytes_ratio != 1.0:
+            text += f", moving {change.bytes_ratio:.2g}x the bytes"
+        return text
+    if change.kind == "compute":
+        return (f"compute-bound on both: the peak ratio {change.other:g}/{change.base:g} = "
+                f"{change.other / change.base:.2f}x")
+    relation = ">=" if change.bound == "compute" else "<"
+    return (f"turns {change.bound}-bound (intensity {change.intensity:.1f} {relation} "
+            f"ridge {change.ridge:.1f}; {change.base_bound}-bound on {baseline})")
+
+
+def _decider(report: Report, base: Report) -> str:
+    """What sets ``report``'s step against the baseline's: bandwidth or the dtype's peak."""
+    fraction = report.totals["memory_bound_time_fraction"]
+    hw, b_hw = report.hardware, base.hardware
+    if fraction >= 0.5:
+        return (f"{fraction:.0%} of its step is memory-bound, so bandwidth decides "
+                f"({hw.bandwidth_gbs:g} vs {b_hw.bandwidth_gbs:g} GB/s)")
+    peak, b_peak = hw.peak_tflops[report.dtype], b_hw.peak_tflops[base.dtype]
+    return (f"{1 - fraction:.0%} of its step is compute-bound, so the {report.dtype} "
+            f"peak decides ({peak:g} vs {b_peak:g} TFLOP/s)")
+
+
+def verdict_text(c: Comparison) -> str:
+    """One plain sentence: who is fastest, by how much, what decides it, and who is slowest
+    (the baseline included)."""
+    base, fastest, slowest = c.baseline, c.fastest, c.slowest
+    if fastest is base:
+        best = min(c.reports[1:], key=lambda r: r.totals["time_s"])
+        text = (f"{base.hardware.name} (the baseline) stays fastest at "
+                f"{seconds(base.totals['time_s'])} per step; the next, {best.hardware.name}, "
+                f"is {1 / c.speedup(best):.2f}x slower than it: {_decider(best, base)}")
+    else:
+        text = (f"{fastest.hardware.name} is the fastest: {seconds(fastest.totals['time_s'])} "
+                f"per step, {c.speedup(fastest):.2f}x faster than {base.hardware.name}; "
+                f"{_decider(fastest, base)}")
+    if len(c.reports) > 2 and slowest is base:
+        text += f"; the baseline, {base.hardware.name}, is the slowest"
+    elif len(c.reports) > 2:
+        text += f"; the slowest, {slowest.hardware.name}, runs at {c.speedup(slowest):.2f}x"
+    return text + "."
+
+
+def comparison_dict(c: Comparison) -> dict[str, Any]:
+    """The compare JSON contract: ``Comparison.to_dict``'s numbers with the sentences."""
+    data = c.to_dict()
+    for device, report in zip(data["devices"], c.reports):
+        device["dtype_note"] = dtype_note(c, report)
+    baseline = c.baseline.hardware.name
+    for index, row in enumerate(data["gemms"]):
+        row["why"] = {r.hardware.name: change_text(c.why(index, r), baseline)
+                      for r in c.reports[1:]}
+    data["verdict"] = verdict_text(c)
+    return data
+
+
 def _compare_header(c: Comparison) -> list[str]:
     net = c.baseline.network
-    lines = [f"{net.name}: batch {net.batch}, {net.mode}; baseline {c.baseline.hardware.name}",
+    lines = [f"{net.name}: {step_text(net)}; baseline {c.baseline.hardware.name}",
              f"precision: {precision_text(net)}"]
     if c.baseline.quantization:
         lines.append("quantization: on (compute-bound GEMM times divided by the tile/wave "
                      "efficiency)")
-    return lines + [f"note: {c.dtype_note(r)}" for r in c.reports if c.dtype_note(r)]
+    notes = (dtype_note(c, r) for r in c.reports)
+    return lines + [f"note: {note}" for note in notes if note]
 
 
 def _device_rows(c: Comparison) -> list[list[str]]:
@@ -73,7 +144,8 @@ def _why_lines(c: Comparison) -> list[str]:
     for r in c.reports[1:]:
         groups: dict[str, list[str]] = {}
         for i, result in enumerate(c.baseline.results):
-            groups.setdefault(c.why(i, r), []).append(result.gemm.name)
+            why = change_text(c.why(i, r), c.baseline.hardware.name)
+            groups.setdefault(why, []).append(result.gemm.name)
         lines.append(f"{r.hardware.name} vs {c.baseline.hardware.name}:")
         lines += [f"  {compact_names(names, 8)}: {why}" for why, names in groups.items()]
     return lines
@@ -85,14 +157,14 @@ def comparison_table(c: Comparison) -> str:
     out = [*_compare_header(c), "", *_grid(_device_rows(c), {0, 1}), "",
            *_grid(_gemm_rows(c), {0, 1}),
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)", "",
-           *_why_lines(c), "", f"verdict: {c.verdict()}"]
+           *_why_lines(c), "", f"verdict: {verdict_text(c)}"]
     return "\n".join(out) + "\n"
 
 
 def comparison_markdown(c: Comparison) -> str:
     out = ["  \n".join(_compare_header(c)), "", *_markdown(_device_rows(c), {0, 1}), "",
            *_markdown(_gemm_rows(c), {0, 1}), "",
-           *(f"- {line.strip()}" for line in _why_lines(c)), "", f"**{c.verdict()}**"]
+           *(f"- {line.strip()}" for line in _why_lines(c)), "", f"**{verdict_text(c)}**"]
     return "\n".join(out) + "\n"
 
 
@@ -105,14 +177,15 @@ def comparison_csv(c: Comparison) -> str:
     for i, base in enumerate(c.baseline.results):
         for r in c.reports:
             other = r.results[i]
-            why = "" if r is c.baseline else c.why(i, r)
+            why = ("" if r is c.baseline
+                   else change_text(c.why(i, r), c.baseline.hardware.name))
             writer.writerow([base.gemm.name, base.gemm.layer, base.gemm.pass_, r.hardware.name,
                              r.dtype, other.time_s, base.time_s / other.time_s, other.bound, why])
     return buffer.getvalue()
 
 
 COMPARE_FORMATS = {"table": comparison_table, "markdown": comparison_markdown,
-                   "csv": comparison_csv, "json": lambda c: to_json(c.to_dict()) + "\n"}
+                   "csv": comparison_csv, "json": lambda c: to_json(comparison_dict(c)) + "\n"}
 
 
 # --------------------------------------------------------------------------------------- sweep

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ..analysis.report import Report
+    from ..analysis.whatif import Comparison
 
 PLOT_FORMATS = ("png", "svg", "pdf")
 BOUND_COLORS = {"memory": "#d62728", "compute": "#1f77b4"}
@@ -794,14 +795,16 @@ def save_chart(ax: Axes, path: str | Path) -> Path:
     return Path(path)
 
 
-def plot_comparison(comparison: Any, ax: Axes | None = None) -> Axes:
-    """Step time by device as horizontal bars, each split into time in memory-bound GEMMs
-    (red) and in compute-bound GEMMs (blue), labelled with the step time, the speedup over the
-    baseline (the top bar) and the dtype a device ran when it lacks the model's. Log-free, so
-    bar lengths compare directly; many devices stay readable (one row each). Returns the Axes."""
+def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
+    """Step time by device as horizontal bars, each split into memory-bound time (red) and
+    compute-bound time (blue), GEMMs and other ops alike, labelled with the step time, the
+    speedup over the baseline (the top bar) and the dtype a device ran when it lacks the
+    model's. Log-free, so bar lengths compare directly; many devices stay readable (one row
+    each). Returns the Axes."""
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
 
+    from ..output.report import step_text
     from ..units import seconds
 
     reports = list(comparison.reports)
@@ -827,9 +830,9 @@ def plot_comparison(comparison: Any, ax: Axes | None = None) -> Axes:
         memory = [t * f / scale for t, f in zip(times, fractions)]
         compute = [t / scale - m for t, m in zip(times, memory)]
         ax.barh(rows, memory, color=BOUND_COLORS["memory"], height=0.6, gid="bars-memory",
-                label="time in memory-bound GEMMs")
+                label="memory-bound time (GEMMs and other ops)")
         ax.barh(rows, compute, left=memory, color=BOUND_COLORS["compute"], height=0.6,
-                gid="bars-compute", label="time in compute-bound GEMMs")
+                gid="bars-compute", label="compute-bound time (GEMMs and other ops)")
         ax.set_xlim(0, max(times) / scale * 1.35)
         ax.legend(**_below_axes(ax))
     for row, report, t, f in zip(rows, reports, times, fractions):
@@ -842,6 +845,8 @@ def plot_comparison(comparison: Any, ax: Axes | None = None) -> Axes:
         ax.text(x, row, text, va="center", ha="left", fontsize=LABEL_SIZE + 1,
                 gid=f"bar-label:{report.hardware.name}")
     ax.set_yticks(rows, names, fontsize=LABEL_SIZE + 1)
+    net = comparison.baseline.network
+    ax.set_title(f"{net.name}, {step_text(net)}", fontsize=LABEL_SIZE + 1)
     ax.set_xlabel(f"step time ({unit}{', log scale' if wide else ''}); "
                   f"speedup over {names[0]}", fontsize=LABEL_SIZE + 1)
     ax.grid(True, axis="x", alpha=0.3)
