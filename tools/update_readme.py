@@ -1,7 +1,9 @@
-"""Regenerate the README's table of bundled hardware from hwdb/ (run after editing an entry).
+"""Regenerate the README's table of bundled hardware from hwdb/ (run after editing an entry),
+and the printed output of its analyze / gemm / compare / sweep console examples (run after
+changing what those commands print; tests/test_readme.py checks both).
 
     python tools/update_readme.py          # rewrite README.md in place
-    python tools/update_readme.py --check  # exit 1 if README.md is stale (what the test does)
+    python tools/update_readme.py --check  # exit 1 if the hardware table is stale
 """
 
 from __future__ import annotations
@@ -21,6 +23,31 @@ def expected_readme(text: str) -> str:
     return text[:start] + hardware_markdown_table(bundled) + text[end:]
 
 
+EXAMPLE_COMMANDS = ("$ roofline analyze", "$ roofline gemm", "$ roofline compare",
+                    "$ roofline sweep")
+
+
+def with_example_outputs(text: str) -> str:
+    """``text`` with each runnable console example's output printed afresh (from the
+    repository root, as a reader would run it)."""
+    import os
+
+    from click.testing import CliRunner
+
+    from roofline.cli import cli
+
+    os.chdir(README.parent)
+    pieces = text.split("```console\n")
+    for i, block in enumerate(pieces[1:], 1):
+        body, fence, rest = block.partition("```")
+        first, _, _ = body.partition("\n")
+        if first.startswith(EXAMPLE_COMMANDS) and "\\" not in first and "--plot" not in first:
+            args = first.removeprefix("$ roofline ").split()
+            output = CliRunner().invoke(cli, args, catch_exceptions=False).stdout
+            pieces[i] = f"{first}\n{output}{fence}{rest}"
+    return "```console\n".join(pieces)
+
+
 def main() -> int:
     text = README.read_text(encoding="utf-8")
     new = expected_readme(text)
@@ -29,7 +56,7 @@ def main() -> int:
             print("README.md hardware table is stale: run python tools/update_readme.py")
             return 1
         return 0
-    README.write_text(new, encoding="utf-8")
+    README.write_text(with_example_outputs(new), encoding="utf-8")
     return 0
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.2.0"  # moves when a contract changes: CHANGES.md
+__version__ = "0.3.0"  # moves when a contract changes: CHANGES.md
 
 _EXPORTS = {
     "analysis.report": ("GemmResult", "Report", "analyze", "analyze_gemm"),

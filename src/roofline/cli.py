@@ -103,6 +103,9 @@ def _model_option_list(batch: bool = True) -> list:
         click.option("--phase", type=click.Choice(("prefill", "decode")),
                      help="Inference phase: prefill (seq tokens at once) or decode (one new "
                           "token per sequence against a KV cache of seq tokens)."),
+        click.option("--optimizer", type=click.Choice(("none", "sgd", "adam")),
+                     help="Training: the optimizer update the step counts, on fp32 master "
+                          "weights (a config.json has none) [default: the model's, else none]."),
         click.option("--attention", type=click.Choice(("flash", "naive")),
                      help="Attention form of every transformer block (a config.json has "
                           "none: flash) [default: the model's]."),

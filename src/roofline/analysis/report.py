@@ -32,8 +32,15 @@ class Totals(TypedDict):
     gemm_flops: int
     gemm_time_s: float
     predicted_gemm_time_s: float
+    predicted_time_s: float  # the GEMMs' predictions plus the other ops at their roof
     op_time_s: float
     parameters: int
+
+
+#: What a training step may leave out (``Report.not_counted``): the optimizer update when the
+#: optimizer is none, the loss and its gradient (never modelled), dropout when the blocks'
+#: rate is 0 (a config.json gives none).
+NOT_COUNTED = ("optimizer", "loss", "dropout")
 
 
 @dataclass(frozen=True, slots=True)  # no per-result __dict__: 300,000 of them in a deep MLP
@@ -120,6 +127,7 @@ class Report:
         memory_s = (sum(r.time_s for r in self.results if r.bound == "memory")
                     + sum(r.time_s for r in self.ops if r.bound == "memory"))
         gemm_flops = sum(r.gemm.flops for r in self.results)
+        predicted_gemm_s = sum(r.predicted_time_s for r in self.results)
         return {
             "flops": gemm_flops + sum(r.op.flops for r in self.ops),
             "bytes": sum(r.gemm.bytes for r in self.results) + sum(r.op.bytes for r in self.ops),
@@ -127,10 +135,21 @@ class Report:
             "memory_bound_time_fraction": memory_s / (gemm_s + op_s),
             "gemm_flops": gemm_flops,
             "gemm_time_s": gemm_s,
-            "predicted_gemm_time_s": sum(r.predicted_time_s for r in self.results),
+            "predicted_gemm_time_s": predicted_gemm_s,
+            "predicted_time_s": predicted_gemm_s + op_s,
             "op_time_s": op_s,
             "parameters": self.network.parameters,
         }
+
+    def not_counted(self) -> tuple[str, ...]:
+        """What this step leaves out (of ``NOT_COUNTED``), so that no reader takes the step
+        for more than it is; nothing for inference."""
+        net = self.network
+        if net.mode != "train":
+            return ()
+        no_dropout = any(getattr(layer, "dropout", None) == 0 for layer in net.layers)
+        left = {"optimizer": net.optimizer == "none", "loss": True, "dropout": no_dropout}
+        return tuple(key for key in NOT_COUNTED if left[key])
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of docs/design.md (plus peak and bandwidth used)."""
@@ -154,6 +173,7 @@ class Report:
             "totals": self.totals,
             "quantization_in_time": self.quantization,
             "prediction_basis": basis_of(self.hardware),
+            "not_counted": list(self.not_counted()),
         } | (self.scaling.to_dict() if self.scaling else {})
 
     def _repr_html_(self) -> str:

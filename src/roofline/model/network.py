@@ -108,9 +108,11 @@ class Network:
     def with_overrides(self, batch: int | None = None, dtype: str | None = None,
                        mode: str | None = None, output_dtype: str | None = None,
                        grad_accumulation: str | None = None, seq: int | None = None,
-                       phase: str | None = None, attention: str | None = None) -> Network:
+                       phase: str | None = None, attention: str | None = None,
+                       optimizer: str | None = None) -> Network:
         """A copy with the given settings replaced (the CLI's --batch, --dtype, --mode,
-        --output-dtype, --grad-accumulation, --seq, --phase; ``grad_accumulation="none"``
+        --output-dtype, --grad-accumulation, --seq, --phase, --optimizer;
+        ``grad_accumulation="none"``
         turns accumulation off; ``attention``, --attention, sets every transformer block's
         attention form: a config.json has none of its own)."""
         network = self
@@ -121,7 +123,8 @@ class Network:
                 replace(layer, attention=form) if isinstance(layer, Transformer) else layer
                 for layer in self.layers))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
-                 "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase}
+                 "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase,
+                 "optimizer": optimizer}
         changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         fields = Fields(changes, "overrides")
         checks: dict[str, Callable[[str], object]] = {
@@ -130,6 +133,7 @@ class Network:
                   "mode": lambda k: fields.choice(k, MODES),
                   "phase": lambda k: fields.choice(k, INFERENCE_PHASES),
                   "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
+                  "optimizer": lambda k: fields.choice(k, OPTIMIZER_CHOICES),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
         return replace(network, **changes)

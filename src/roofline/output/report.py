@@ -139,11 +139,22 @@ def _totals_line(report: Report) -> str:
     t = report.totals
     head = f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}"
     if not report.ops:
-        return (f"{head}; {t['memory_bound_time_fraction']:.0%} of the time in memory-bound "
+        text = (f"{head}; {t['memory_bound_time_fraction']:.0%} of the time in memory-bound "
                 f"GEMMs; {_parameters(t['parameters'])}")
-    return (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops {seconds(t['op_time_s'])}); "
-            f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound; "
-            f"{_parameters(t['parameters'])}")
+    else:
+        text = (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops "
+                f"{seconds(t['op_time_s'])}); {t['memory_bound_time_fraction']:.0%} of the time "
+                f"memory-bound; {_parameters(t['parameters'])}")
+    left = [_NOT_COUNTED[key] for key in report.not_counted()]
+    return text + (f"; not counted: {', '.join(left)}" if left else "")
+
+
+#: What ``Report.not_counted`` keys mean to a reader.
+_NOT_COUNTED = {
+    "optimizer": "the optimizer update (optimizer none: give --optimizer sgd|adam)",
+    "loss": "the loss and its gradient",
+    "dropout": "dropout (the model's rate is 0)",
+}
 
 
 def _parameters(count: int) -> str:

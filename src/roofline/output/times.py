@@ -51,4 +51,9 @@ def time_lines(report: Report) -> list[str]:
         lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")
     from ..analysis.measure import beats_roof_notes
 
-    return lines + [text] + beats_roof_notes(report)
+    step = []
+    if report.ops:  # else the step is its GEMMs
+        step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
+                f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, other ops at "
+                f"their roof)"]
+    return lines + [text] + step + beats_roof_notes(report)
