@@ -7,6 +7,7 @@ import textwrap
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES
 from .json import to_json
+from .table import aligned
 
 
 def hardware_summary(spec: HardwareSpec) -> dict:
@@ -42,16 +43,10 @@ def hardware_json(spec: HardwareSpec) -> str:
 def hardware_table(specs: list[HardwareSpec]) -> str:
     """One line per entry: dense peak TFLOP/s per dtype ('-' where absent), bandwidth."""
     header = ["name", "kind", *DTYPES, "GB/s"]
-    rows = [header] + [
-        [s.name + ("*" if s.overrides else ""), s.kind,
-         *(_num(s.peak_tflops.get(d)) for d in DTYPES),
-         _num(s.bandwidth_gbs)]
-        for s in specs
-    ]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
-    lines.insert(1, "-" * len(lines[0]))
+    rows = [[s.name + ("*" if s.overrides else ""), s.kind,
+             *(_num(s.peak_tflops.get(d)) for d in DTYPES), _num(s.bandwidth_gbs)]
+            for s in specs]
+    lines = aligned(header, rows, {0, 1})
     if any(s.overrides for s in specs):
         lines.append("* a user entry that overrides a bundled name or alias (hw show NAME)")
     return "\n".join(lines) + "\n(dense peaks in TFLOP/s, integer dtypes in TOPS; DRAM GB/s)\n"

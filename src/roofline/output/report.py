@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..units import seconds, si
 from .json import to_json
+from .table import aligned, markdown
 
 if TYPE_CHECKING:
     from ..analysis.advisor import AlignmentNote
@@ -229,29 +230,19 @@ def _notes(report: Report, gemms: list) -> list[str]:
         f"  {', '.join(names)}: {text}" for text, names in others.items()]
 
 
-def _aligned_table(header: tuple[str, ...], rows: list[list[str]], left: frozenset) -> list[str]:
-    rows = [list(header)] + rows
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) if i in left else cell.rjust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-             for row in rows]
-    lines.insert(1, "-" * len(lines[0]))
-    return lines
-
-
-def _time_section(report: Report, gemms: list, markdown: bool = False) -> list[str]:
-    """Roof vs predicted (vs measured) per GEMM: roofline.predict_format (nothing for a model
+def _time_section(report: Report, gemms: list, as_markdown: bool = False) -> list[str]:
+    """Roof vs predicted (vs measured) per GEMM: output.times (nothing for a model
     without GEMMs, such as a sparse-only one)."""
     if not gemms:
         return []
     from .times import _LEFT, time_lines, time_rows
 
     header, rows = time_rows(report, gemms)
-    table = _markdown(header, rows, _LEFT) if markdown else _aligned_table(header, rows, _LEFT)
-    lines = time_lines(report) if markdown else [
+    table = markdown(header, rows, _LEFT) if as_markdown else aligned(header, rows, _LEFT)
+    lines = time_lines(report) if as_markdown else [
         part for line in time_lines(report) for part in textwrap.wrap(
             line, width=100, subsequent_indent="  ", break_on_hyphens=False)]
-    return ["", *(f"{line}  " if markdown else line for line in lines), "", *table]
+    return ["", *(f"{line}  " if as_markdown else line for line in lines), "", *table]
 
 
 def report_table(report: Report, view: View = View()) -> str:
@@ -260,11 +251,11 @@ def report_table(report: Report, view: View = View()) -> str:
     gemms, ops = _shown(report, view)
     out = [_header(report)]
     if report.results:
-        out += ["", *_aligned_table(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+        out += ["", *aligned(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
     out += _time_section(report, gemms)
     if ops:
         out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
-                *_aligned_table(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
+                *aligned(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     note = _repeat_note(report, view)
     out += ["", *textwrap.wrap(_totals_line(report), width=100)]
     out += textwrap.wrap(note, width=100) if note else []
@@ -320,11 +311,11 @@ def reports_csv(reports: list[Report], view: View = View()) -> str:
 def report_markdown(report: Report, view: View = View()) -> str:
     """GitHub-flavoured Markdown tables with the header and totals as text around them."""
     gemms, ops = _shown(report, view)
-    lines = [_header(report).replace("\n", "  \n"), "", *_markdown(
+    lines = [_header(report).replace("\n", "  \n"), "", *markdown(
         _COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
     if ops:
-        lines += ["", *_markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
-    lines += _time_section(report, gemms, markdown=True)
+        lines += ["", *markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
+    lines += _time_section(report, gemms, as_markdown=True)
     note = _repeat_note(report, view)
     lines += ["", _totals_line(report)] + (["", note] if note else [])
     scaling = _scaling_lines(report)
@@ -333,12 +324,6 @@ def report_markdown(report: Report, view: View = View()) -> str:
     if notes:
         lines += ["", *(f"- {note.strip()}" for note in notes)]
     return "\n".join(lines) + "\n"
-
-
-def _markdown(header: tuple[str, ...], rows: list[list[str]], left: frozenset) -> list[str]:
-    return ["| " + " | ".join(header) + " |",
-            "|" + "|".join("---" if i in left else "--:" for i in range(len(header))) + "|",
-            *("| " + " | ".join(row) + " |" for row in rows)]
 
 
 def _html_table(header: tuple[str, ...], rows: list[tuple[str, list[str]]],

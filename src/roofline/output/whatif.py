@@ -9,24 +9,16 @@ from typing import TYPE_CHECKING, Any
 from ..units import seconds, si
 from .json import to_json
 from .report import LAYER_WIDTH, compact_names, precision_text, step_text
+from .table import aligned, markdown
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
     from ..analysis.whatif import Comparison, GemmChange, Sweep
 
 
-def _grid(rows: list[list[str]], left: set[int]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) if i in left else cell.rjust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows]
-    lines.insert(1, "-" * max(len(line) for line in lines))
-    return lines
-
-
-def _markdown(rows: list[list[str]], left: set[int]) -> list[str]:
-    out = ["| " + " | ".join(rows[0]) + " |",
-           "|" + "|".join("---" if i in left else "--:" for i in range(len(rows[0]))) + "|"]
-    return out + ["| " + " | ".join(row) + " |" for row in rows[1:]]
+def _split(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """``(header, body)`` of rows whose first row is the header."""
+    return rows[0], rows[1:]
 
 
 # ------------------------------------------------------------------------------------- compare
@@ -154,16 +146,16 @@ def _why_lines(c: Comparison) -> list[str]:
 def comparison_table(c: Comparison) -> str:
     """Devices (step time, speedup), then per GEMM ``time bound speedup`` on each device
     (m / c: memory- or compute-bound), why, and the verdict."""
-    out = [*_compare_header(c), "", *_grid(_device_rows(c), {0, 1}), "",
-           *_grid(_gemm_rows(c), {0, 1}),
+    out = [*_compare_header(c), "", *aligned(*_split(_device_rows(c)), {0, 1}), "",
+           *aligned(*_split(_gemm_rows(c)), {0, 1}),
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)", "",
            *_why_lines(c), "", f"verdict: {verdict_text(c)}"]
     return "\n".join(out) + "\n"
 
 
 def comparison_markdown(c: Comparison) -> str:
-    out = ["  \n".join(_compare_header(c)), "", *_markdown(_device_rows(c), {0, 1}), "",
-           *_markdown(_gemm_rows(c), {0, 1}), "",
+    out = ["  \n".join(_compare_header(c)), "", *markdown(*_split(_device_rows(c)), {0, 1}), "",
+           *markdown(*_split(_gemm_rows(c)), {0, 1}), "",
            *(f"- {line.strip()}" for line in _why_lines(c)), "", f"**{verdict_text(c)}**"]
     return "\n".join(out) + "\n"
 
@@ -226,13 +218,13 @@ def _transition_lines(s: Sweep) -> list[str]:
 def sweep_table(s: Sweep) -> str:
     """One row per batch (step time, samples/s, memory-bound share and GEMMs), then the batch
     at which each GEMM turns compute-bound."""
-    out = [*_sweep_header(s), "", *_grid(_sweep_rows(s), {4}), "",
+    out = [*_sweep_header(s), "", *aligned(*_split(_sweep_rows(s)), {4}), "",
            "compute-bound from (closed form, any batch):", *_transition_lines(s)]
     return "\n".join(out) + "\n"
 
 
 def sweep_markdown(s: Sweep) -> str:
-    out = ["  \n".join(_sweep_header(s)), "", *_markdown(_sweep_rows(s), {4}), "",
+    out = ["  \n".join(_sweep_header(s)), "", *markdown(*_split(_sweep_rows(s)), {4}), "",
            "Compute-bound from (closed form, any batch):", "",
            *(f"- {line.strip()}" for line in _transition_lines(s))]
     return "\n".join(out) + "\n"
