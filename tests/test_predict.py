@@ -13,7 +13,6 @@ from _probe_fakes import fake_torch
 from roofline.analysis import measure as measure_mod
 from roofline.analysis.predict import (
     LAUNCH_LATENCY_S,
-    basis_sentence,
     efficiency,
     interpolate,
     predict_gemm,
@@ -25,6 +24,7 @@ from roofline.hardware.spec import GemmEfficiency, HardwareSpec
 from roofline.kernels.cpu import Kernel
 from roofline.model.gemm import Gemm
 from roofline.model.network import load_network
+from roofline.output.times import basis_sentence, beats_roof_notes
 
 EXAMPLE = "examples/mlp-1024-4096-1000.yaml"
 HOST = "testbox"
@@ -223,7 +223,7 @@ def test_measure_times_each_distinct_shape_once_and_flags_a_point_above_its_roof
     assert mm2["measured_over_predicted"] == pytest.approx(
         mm2["measured_time_s"] / mm2["predicted_time_s"])
     assert any("measuring" in line for line in said)
-    notes = measure_mod.beats_roof_notes(measured)
+    notes = beats_roof_notes(measured)
     assert len(notes) == 1 and notes[0].startswith("MM1: measured 2.00x its roof")
     from roofline.output.report import report_table
 

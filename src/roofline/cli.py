@@ -272,7 +272,8 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
     The shape is read as the forward GEMM of a linear layer with K inputs and N outputs at
     batch M, so batch advice is about M (the rows of A and C).
     """
-    from .analysis.whatif import GEMM_NOTE, gemm_report
+    from .analysis.whatif import gemm_report
+    from .output.whatif import GEMM_NOTE
     from .probe import resolve_hardware
 
     _check_plot(plot)

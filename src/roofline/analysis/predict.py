@@ -88,23 +88,6 @@ def basis_of(hardware: HardwareSpec) -> str:
     return "calibrated" if hardware.calibration is not None else "datasheet"
 
 
-def basis_sentence(hardware: HardwareSpec) -> str:
-    """One line saying how ``predicted_time_s`` was made for this entry."""
-    if hardware.calibration is not None:
-        return ("predicted: calibrated from the probe's measurements of this machine (per-call "
-                "overhead, small and thin GEMM efficiency, C's write cost, cache-resident "
-                "operands)")
-    if hardware.origin == "measured":
-        return ("predicted: uncalibrated (this measured entry has no calibration block, probe "
-                "method < 3; re-run `roofline probe --save NAME --force`): roofline on its "
-                "measured figures" + (", plus a launch latency" if hardware.kind == "gpu" else ""))
-    if hardware.kind == "gpu":
-        return (f"predicted: datasheet effects, uncalibrated (tile/wave quantization and "
-                f"{LAUNCH_LATENCY_S * 1e6:g} us launch latency per kernel, {LAUNCH_SOURCE})")
-    return ("predicted: datasheet, uncalibrated (no per-call overhead is documented for a "
-            "CPU: equal to the roofline time)")
-
-
 def predict_gemm(gemm: Gemm, hardware: HardwareSpec,
                  tiles: Quantization | None = None) -> Prediction:
     """The time to expect for ``gemm`` on ``hardware`` (see the module docstring)."""

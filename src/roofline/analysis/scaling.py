@@ -27,7 +27,6 @@ from ..errors import InputError
 from ..hardware.links import resolve_link
 from ..hardware.spec import HostLink
 from ..model.dtypes import itemsize
-from ..units import seconds, si
 from .report import Report
 
 
@@ -64,12 +63,6 @@ class HostLinkStream:
         return {"link": self.link, "bandwidth_gbs": self.bandwidth_gbs, "bytes": self.bytes,
                 "time_s": self.time_s, "bound": self.bound}
 
-    def lines(self) -> list[str]:
-        verdict = ("host-link-bound: the transfer outlasts the compute" if self.bound ==
-                   "host-link" else "device-bound: the transfer hides under the compute")
-        return [f"streamed input: {si(self.bytes, 'B')} per step over {self.link} "
-                f"({self.bandwidth_gbs:g} GB/s): {seconds(self.time_s)} against "
-                f"{seconds(self.compute_s)} of compute; {verdict}"]
 
 
 @dataclass(frozen=True)
@@ -145,26 +138,6 @@ class Scaling:
                 out["data_parallel_sweep"] = [d.to_dict() for d in self.data_parallel]
         return out
 
-    def lines(self) -> list[str]:
-        out = self.host_link.lines() if self.host_link else []
-        if not self.data_parallel:
-            return out
-        first = self.data_parallel[0]
-        out += [f"data parallel: ring all-reduce of {si(first.gradient_bytes, 'B')} of gradients"
-                f" per step over {first.interconnect} ({first.interconnect_gbs:g} GB/s), "
-                f"{seconds(first.compute_s)} of compute per worker",
-                f"{'workers':>8}  {'all-reduce':>10}  {'step':>9}  {'efficiency':>10}  "
-                f"{'step (overlap)':>14}  {'efficiency':>10}"]
-        for d in self.data_parallel:
-            out.append(f"{d.workers:>8}  {seconds(d.allreduce_s):>10}  {seconds(d.step_s):>9}  "
-                       f"{d.compute_s / d.step_s:>10.0%}  {seconds(d.step_overlap_s):>14}  "
-                       f"{d.compute_s / d.step_overlap_s:>10.0%}")
-        roof = self.network_roof_workers
-        out.append("the network is never the roof: the all-reduce stays shorter than the "
-                   "compute at any worker count" if roof is None else
-                   f"the network is the roof from {roof} workers (the all-reduce outlasts the "
-                   f"compute; overlap no longer hides it)")
-        return out
 
 
 def scale(report: Report, stream_input: bool = False, host_link: str | None = None,

@@ -32,9 +32,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 GEMM_LAYER = "gemm"
-#: What ``roofline gemm`` prints under its table: how it reads a bare shape.
-GEMM_NOTE = ("M is read as the batch: the shape is the forward GEMM of a linear layer with K "
-             "inputs and N outputs\n(C(M, N) = A(M, K) . B(K, N)), so batch advice is about M.")
 #: The most points ``--batch a..b`` may give (2^0 .. 2^30).
 MAX_SWEEP_POINTS = 31
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..units import seconds, si
 from .json import to_json
+from .scaling import scaling_lines
 from .table import aligned, markdown
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def _scaling_lines(report: Report) -> list[str]:
     """The streamed-input verdict and the data-parallel table (``--stream-input``,
     ``--data-parallel``), when asked for."""
     scaling = getattr(report, "scaling", None)
-    lines = [wrapped for line in (scaling.lines() if scaling else []) for wrapped in (
+    lines = [wrapped for line in (scaling_lines(scaling) if scaling else []) for wrapped in (
         textwrap.wrap(line, width=100, subsequent_indent="  ", break_on_hyphens=False)
         if len(line) > 100 else [line])]
     return ["", *lines] if lines else []

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..analysis.predict import basis_sentence
+from ..analysis.predict import LAUNCH_LATENCY_S, LAUNCH_SOURCE
 from ..units import seconds
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
+    from ..hardware.spec import HardwareSpec
 
 _LEFT = frozenset({0, 8})
 
@@ -49,11 +50,35 @@ def time_lines(report: Report) -> list[str]:
         measured = sum(r.measured.best_s for r in report.results if r.measured is not None)
         text += f", measured {seconds(measured)} (best of each distinct shape, summed)"
         lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")
-    from ..analysis.measure import beats_roof_notes
-
     step = []
     if report.ops:  # else the step is its GEMMs
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, other ops at "
                 f"their roof)"]
     return lines + [text] + step + beats_roof_notes(report)
+
+
+def basis_sentence(hardware: HardwareSpec) -> str:
+    """One line saying how ``predicted_time_s`` was made for this entry."""
+    if hardware.calibration is not None:
+        return ("predicted: calibrated from the probe's measurements of this machine (per-call "
+                "overhead, small and thin GEMM efficiency, C's write cost, cache-resident "
+                "operands)")
+    if hardware.origin == "measured":
+        return ("predicted: uncalibrated (this measured entry has no calibration block, probe "
+                "method < 3; re-run `roofline probe --save NAME --force`): roofline on its "
+                "measured figures" + (", plus a launch latency" if hardware.kind == "gpu" else ""))
+    if hardware.kind == "gpu":
+        return (f"predicted: datasheet effects, uncalibrated (tile/wave quantization and "
+                f"{LAUNCH_LATENCY_S * 1e6:g} us launch latency per kernel, {LAUNCH_SOURCE})")
+    return ("predicted: datasheet, uncalibrated (no per-call overhead is documented for a "
+            "CPU: equal to the roofline time)")
+
+
+def beats_roof_notes(report: Report) -> list[str]:
+    """One sentence per GEMM that ran faster than its roof (``analysis.measure.beats_roof``)."""
+    from ..analysis.measure import beats_roof
+
+    return [f"{name}: measured {eff:.2f}x its roof: the ceiling is too low (rerun `roofline "
+            f"probe --save local --force`) or the operands sat in a cache the DRAM roof does "
+            f"not count" for name, eff in beats_roof(report)]

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from ..analysis.whatif import Comparison, GemmChange, Sweep
 
 
+#: What ``roofline gemm`` prints under its table: how it reads a bare shape
+#: (``analysis.whatif.gemm_network``).
+GEMM_NOTE = ("M is read as the batch: the shape is the forward GEMM of a linear layer with K "
+             "inputs and N outputs\n(C(M, N) = A(M, K) . B(K, N)), so batch advice is about M.")
+
+
 def _split(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
     """``(header, body)`` of rows whose first row is the header."""
     return rows[0], rows[1:]

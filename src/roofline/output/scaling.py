@@ -1,0 +1,43 @@
+"""What ``--stream-input`` and ``--data-parallel`` add to a report, as lines of text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..units import seconds, si
+
+if TYPE_CHECKING:
+    from ..analysis.scaling import HostLinkStream, Scaling
+
+
+def host_link_lines(stream: HostLinkStream) -> list[str]:
+    """The streamed input's verdict: transfer time against compute time."""
+    verdict = ("host-link-bound: the transfer outlasts the compute" if stream.bound ==
+               "host-link" else "device-bound: the transfer hides under the compute")
+    return [f"streamed input: {si(stream.bytes, 'B')} per step over {stream.link} "
+            f"({stream.bandwidth_gbs:g} GB/s): {seconds(stream.time_s)} against "
+            f"{seconds(stream.compute_s)} of compute; {verdict}"]
+
+
+def scaling_lines(scaling: Scaling) -> list[str]:
+    """The streamed input's verdict, then the data-parallel table and where the network
+    becomes the roof."""
+    out = host_link_lines(scaling.host_link) if scaling.host_link else []
+    if not scaling.data_parallel:
+        return out
+    first = scaling.data_parallel[0]
+    out += [f"data parallel: ring all-reduce of {si(first.gradient_bytes, 'B')} of gradients"
+            f" per step over {first.interconnect} ({first.interconnect_gbs:g} GB/s), "
+            f"{seconds(first.compute_s)} of compute per worker",
+            f"{'workers':>8}  {'all-reduce':>10}  {'step':>9}  {'efficiency':>10}  "
+            f"{'step (overlap)':>14}  {'efficiency':>10}"]
+    for d in scaling.data_parallel:
+        out.append(f"{d.workers:>8}  {seconds(d.allreduce_s):>10}  {seconds(d.step_s):>9}  "
+                   f"{d.compute_s / d.step_s:>10.0%}  {seconds(d.step_overlap_s):>14}  "
+                   f"{d.compute_s / d.step_overlap_s:>10.0%}")
+    roof = scaling.network_roof_workers
+    out.append("the network is never the roof: the all-reduce stays shorter than the "
+               "compute at any worker count" if roof is None else
+               f"the network is the roof from {roof} workers (the all-reduce outlasts the "
+               f"compute; overlap no longer hides it)")
+    return out
