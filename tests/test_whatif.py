@@ -38,7 +38,7 @@ def test_gemm_reads_m_as_the_batch_and_says_so(invoke):
 @pytest.mark.parametrize("args, message", [
     (("gemm", 0, 8, 8, "--hw", "v100"), "gemm: M: expected a positive integer, got '0'"),
     (("gemm", 8, "x", 8, "--hw", "v100"), "gemm: N: expected a positive integer, got 'x'"),
-    (("compare", EXAMPLE, "--hw", "v100"), "compare: --hw: give two devices or more"),
+    (("compare", EXAMPLE, "--hw", "v100"), "--hw: give two devices or more"),
     (("sweep", EXAMPLE, "--hw", "v100", "--batch", "0..8"), "--batch: expected 1 <= a <= b"),
     (("sweep", EXAMPLE, "--hw", "v100", "--batch", "abc"), "--batch: expected positive integers"),
     (("sweep", EXAMPLE, "--hw", "v100", "--batch", "1,0"), "--batch: expected positive integers"),
@@ -236,3 +236,15 @@ def test_analyze_csv_rows_carry_seq_and_phase():
     rows = list(csv.DictReader(io.StringIO(reports_csv([report]))))
     assert list(rows[0])[:5] == ["hardware", "batch", "mode", "seq", "phase"]
     assert {(r["seq"], r["phase"]) for r in rows} == {("64", "decode")}
+
+
+def test_library_errors_name_the_argument_not_a_cli_flag():
+    """The library has no flags: it names the argument; the CLI maps it to its option."""
+    from roofline.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        compare(EXAMPLES / "mlp-1024-4096-1000.yaml", ["v100"])
+    assert str(caught.value).startswith("hardware: give two devices or more")
+    with pytest.raises(InputError) as caught:
+        parse_batches("8..1")
+    assert str(caught.value).startswith("batches: ") and "--" not in str(caught.value)

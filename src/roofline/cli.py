@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import RooflineError, one_line
+from .errors import InputError, RooflineError, one_line
 from .files.fields import MAX_INT
 from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES
 
@@ -41,11 +41,24 @@ class RooflineGroup(click.Group):
                 return super().invoke(ctx)
             except RooflineError as exc:
                 error = str(exc)
-                raise BadInput(one_line(error)) from None
+                raise BadInput(one_line(_with_flag(exc))) from None
             finally:
                 for warning in caught:  # the file asked for is reported once, as the error
                     if not (error and str(warning.message).startswith(error)):
                         _print_warning(warning)
+
+
+#: The library names the value it was given (a function argument); the command line names the
+#: option that gave it. The one place one becomes the other.
+_FLAGS = {"hardware": "--hw", "batches": "--batch", "workers": "--data-parallel",
+          "interconnect": "--interconnect", "host_link": "--host-link"}
+
+
+def _with_flag(exc: RooflineError) -> str:
+    """The error's message, an argument's name replaced by the option that gave it."""
+    if isinstance(exc, InputError) and exc.source in _FLAGS and not exc.path:
+        return f"{_FLAGS[exc.source]}: {exc.problem}"
+    return str(exc)
 
 
 def _print_warning(warning: warnings.WarningMessage) -> None:

@@ -39,7 +39,7 @@ def parse_workers(value: str) -> tuple[int, ...]:
         except ValueError:
             count = 0
         if count < 1:
-            raise InputError("--data-parallel", "", f"expected worker counts >= 1 (one, or a "
+            raise InputError("workers", "", f"expected worker counts >= 1 (one, or a "
                                                     f"comma list such as 1,2,4,8), got {value!r}")
         counts.append(count)
     return tuple(counts)
@@ -147,7 +147,7 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
     ``host_link``, a links.yaml name or GB/s, which also replaces the entry's link on the plot)
     and a data-parallel table over ``interconnect`` for each worker count."""
     if (workers is None) != (interconnect is None):
-        raise InputError("--data-parallel", "", "--data-parallel and --interconnect go "
+        raise InputError("workers", "", "a worker count and an interconnect go "
                                                 "together: give both")
     result = Scaling()
     if host_link is not None or stream_input:
@@ -156,8 +156,8 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
     if workers is not None:
         counts = parse_workers(workers) if isinstance(workers, str) else tuple(workers)
         if not counts or min(counts) < 1:
-            raise InputError("--data-parallel", "", f"expected worker counts >= 1, got {workers}")
-        link = resolve_link(interconnect or "", "--interconnect")
+            raise InputError("workers", "", f"expected worker counts >= 1, got {workers}")
+        link = resolve_link(interconnect or "", "interconnect")
         net = report.network
         grad = itemsize(net.grad_accumulation or net.operand_dtype) * net.parameters
         compute = report.totals["time_s"]
@@ -170,12 +170,12 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
 def _stream(report: Report, host_link: str | None) -> Report:
     spec = report.hardware
     if host_link is not None:
-        link = resolve_link(host_link, "--host-link")
+        link = resolve_link(host_link, "host_link")
         spec = replace(spec, host_link=HostLink(link.type, link.bandwidth_gbs, link.generation))
         label = link.label
     elif spec.host_link is None:
-        raise InputError(spec.name, "host_link", "the entry has no host link; give "
-                                                 "--host-link NAME|GBPS")
+        raise InputError(spec.name, "host_link", "the entry has no host link; give one (a "
+                                                 "links.yaml name or GB/s)")
     else:
         label = spec.host_link.label
     assert spec.host_link is not None  # set above, or the entry's own

@@ -205,8 +205,8 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
     """Analyze ``model`` on each device; the first is the baseline. A device without the
     model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more."""
     if len(hardware) < 2:
-        raise InputError("compare", "--hw", "give two devices or more (the first is the "
-                                            "baseline), e.g. --hw v100 --hw a100")
+        raise InputError("hardware", "", "give two devices or more (the first is the "
+                                         "baseline)")
     network = _network(model, **overrides)
     network.check()  # a missing batch, dtype or seq is named once, not per device
     requested = network.operand_dtype
@@ -221,7 +221,7 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
         reports.append(analyze(run, spec, quantization))
     names = [r.hardware.name for r in reports]
     if len(set(names)) < len(names):
-        raise InputError("compare", "--hw", f"a device is given twice: {', '.join(names)}")
+        raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
     return Comparison(tuple(reports), requested)
 
 
@@ -242,7 +242,7 @@ def parse_batches(text: str) -> tuple[int, ...]:
     spec = str(text).strip()
 
     def fail(problem: str) -> InputError:
-        return InputError("--batch", "", f"{problem}, got {spec!r} (use e.g. 1,8,64,512 or "
+        return InputError("batches", "", f"{problem}, got {spec!r} (use e.g. 1,8,64,512 or "
                                          f"1..4096: the powers of two from 1 to 4096)")
 
     if ".." in spec:
@@ -320,7 +320,7 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
     values = parse_batches(batches) if isinstance(batches, str) else tuple(sorted(set(batches)))
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InputError("--batch", "", f"expected positive integers, got {value!r}")
+            raise InputError("batches", "", f"expected positive integers, got {value!r}")
     network, spec = _network(model, **overrides), _spec(hardware)
     return Sweep(tuple(analyze(network.with_overrides(batch=b), spec, quantization)
                        for b in values))

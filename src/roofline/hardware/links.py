@@ -45,7 +45,7 @@ def links() -> dict[str, Link]:
     return out
 
 
-def resolve_link(value: str, option: str) -> Link:
+def resolve_link(value: str, field: str) -> Link:
     """``NAME`` (a links.yaml entry) or ``GBPS`` (a positive number of GB/s per direction)."""
     known = links()
     if value in known:
@@ -53,8 +53,8 @@ def resolve_link(value: str, option: str) -> Link:
     try:
         gbs = float(value)
     except ValueError:
-        raise InputError(option, "", f"unknown link {value!r} (known: {', '.join(known)}; or "
+        raise InputError(field, "", f"unknown link {value!r} (known: {', '.join(known)}; or "
                                      f"a bandwidth in GB/s)") from None
     if not gbs > 0 or gbs == float("inf"):
-        raise InputError(option, "", f"expected a positive bandwidth in GB/s, got {value!r}")
+        raise InputError(field, "", f"expected a positive bandwidth in GB/s, got {value!r}")
     return Link(f"{gbs:g}", f"{gbs:g} GB/s", "custom", gbs)
