@@ -86,6 +86,8 @@ def test_every_import_points_down_the_layer_order():
     wrong = []
     for path in _modules():
         module = _module_name(path)
+        if module == "roofline":  # the facade: names for type checkers, imported lazily
+            continue
         for target in sorted(_imports(path, top_level_only=False)):
             if target == "roofline" or (module, target) in UPWARD_ALLOWED:
                 continue
@@ -130,3 +132,16 @@ def test_the_layer_check_sees_function_level_imports(tmp_path):
     sample = SRC / "analysis" / "report.py"
     inside = _imports(sample, top_level_only=False) - _imports(sample, top_level_only=True)
     assert "roofline.plot" in inside
+
+
+def test_the_facade_lists_every_lazy_name_and_imports_none():
+    import subprocess
+    import sys
+
+    import roofline
+
+    assert sorted(roofline.__all__) == sorted([*roofline._WHERE, "__version__"])
+    code = "import sys, roofline; print(sorted(m for m in sys.modules if m.startswith('roofline')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout
+    assert loaded.strip() == "['roofline']"

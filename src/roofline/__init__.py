@@ -10,6 +10,7 @@ The public names below are imported on first use (PEP 562), so ``import roofline
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.3.0"  # moves when a contract changes: CHANGES.md
 
@@ -24,12 +25,29 @@ _EXPORTS = {
     "model.layers": ("Linear",),
     "model.network": ("Network", "load_network", "network_from_yaml"),
 }
+if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ imports on first use
+    from .analysis.report import GemmResult, Report, analyze, analyze_gemm
+    from .analysis.whatif import Comparison, Sweep, compare, gemm_report, nearest_dtype, sweep
+    from .api import analyze_model
+    from .errors import InputError, RooflineError, UnknownHardwareError, UnsupportedDtypeError
+    from .hardware.catalog import HwdbWarning, list_hardware, load_hardware, user_hwdb_dir
+    from .hardware.spec import HardwareSpec
+    from .model.gemm import Gemm, gemm_bytes, gemm_flops, gemm_intensity
+    from .model.layers import Linear
+    from .model.network import Network, load_network, network_from_yaml
+
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = sorted(_WHERE) + ["__version__"]
+__all__ = [  # the names of _EXPORTS (tests/test_architecture.py checks), written out for tools
+    "Comparison", "Gemm", "GemmResult", "HardwareSpec", "HwdbWarning", "InputError", "Linear",
+    "Network", "Report", "RooflineError", "Sweep", "UnknownHardwareError",
+    "UnsupportedDtypeError", "__version__", "analyze", "analyze_gemm", "analyze_model", "compare",
+    "gemm_bytes", "gemm_flops", "gemm_intensity", "gemm_report", "list_hardware", "load_hardware",
+    "load_network", "nearest_dtype", "network_from_yaml", "sweep", "user_hwdb_dir",
+]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _WHERE:
         value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
         globals()[name] = value
