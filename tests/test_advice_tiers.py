@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from roofline import analyze, load_hardware, network_from_yaml
-from roofline.analysis.advisor import alignment_notes, quantization, split_k, tile_wave_efficiency
+from roofline.analysis.alignment import alignment_notes
+from roofline.analysis.quantization import quantization_of as quantization
+from roofline.analysis.quantization import split_k, tile_wave_efficiency
 from roofline.hardware.spec import Alignment
 from roofline.model.gemm import Gemm
 from roofline.output.report import report_table

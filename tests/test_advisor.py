@@ -7,12 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline import Gemm, load_hardware
-from roofline.analysis.advisor import (
-    alignment_warnings,
-    intensity_limit,
-    min_compute_bound_batch,
-    pad_to,
-)
+from roofline.analysis.alignment import alignment_warnings, pad_to
+from roofline.analysis.batch import intensity_limit, min_compute_bound_batch
 from roofline.hardware.spec import Alignment
 from roofline.model.gemm import gemm_intensity
 
@@ -136,7 +132,7 @@ def test_advice_appears_in_the_report_for_memory_bound_gemms():
 def test_tile_quantization_nvidia_example():
     # Matrix Multiplication Background guide: with 128x128 tiles a 256x256 output needs 4 tiles,
     # 257x256 needs 6. One SM isolates tile quantization: 65,792 / (6 x 16,384) = 0.669
-    from roofline.analysis.advisor import tile_wave_efficiency
+    from roofline.analysis.quantization import tile_wave_efficiency
 
     assert tile_wave_efficiency(256, 256, (128, 128), sms=1) == 1.0
     assert tile_wave_efficiency(257, 256, (128, 128), sms=1) == pytest.approx(65_792 / 98_304)
@@ -145,7 +141,7 @@ def test_tile_quantization_nvidia_example():
 def test_wave_quantization_nvidia_example():
     # 1792x1792 with 256x128 tiles: 7 x 14 = 98 tiles, one wave on A100's 108 SMs, 91% full:
     # 1792 * 1792 / (108 * 256 * 128) = 3,211,264 / 3,538,944 = 0.907
-    from roofline.analysis.advisor import tile_wave_efficiency
+    from roofline.analysis.quantization import tile_wave_efficiency
 
     assert tile_wave_efficiency(1792, 1792, (256, 128), sms=108) == pytest.approx(0.9074, abs=1e-4)
     # one more row of tiles spills into a nearly empty second wave: 8 x 14 = 112 tiles
@@ -172,7 +168,7 @@ def test_small_compute_bound_gemm_is_flagged_on_a100():
 
 
 def test_no_batch_advice_names_the_limit_and_the_ridge():
-    from roofline.analysis.advisor import batch_advice
+    from roofline.analysis.batch import batch_advice
 
     gemm = linear_gemm("MM2", "out", "forward", 128, 670_091, 128, "fp16")
     assert batch_advice(gemm, 125e12 / 900e9, None) == (
@@ -180,7 +176,7 @@ def test_no_batch_advice_names_the_limit_and_the_ridge():
 
 
 def test_no_quantization_warning_on_a_cpu_or_a_well_filled_gpu():
-    from roofline.analysis.advisor import quantization_warning
+    from roofline.analysis.quantization import quantization_warning
 
     big = linear_gemm("MM1", "fc1", "forward", 4096, 4096, 4096, "fp16")
     assert quantization_warning(big, None, ()) is None
@@ -200,7 +196,7 @@ def test_batch_advice_when_a_dimension_is_a_multiple_of_the_batch():
 
 
 def test_no_batch_dimension_means_no_batch_advice():
-    from roofline.analysis.advisor import batch_advice
+    from roofline.analysis.batch import batch_advice
 
     fixed = Gemm("MM1", "x", "forward", 64, 4096, 1024, "fp16")  # nothing grows with the batch
     assert min_compute_bound_batch(fixed, 138.9) is None
@@ -210,7 +206,7 @@ def test_no_batch_dimension_means_no_batch_advice():
 def test_two_batch_dimensions_are_searched():
     # M = N = batch, K = 64, fp16: I(B) = 2*B*B*64 / (2*(64B + 64B + B*B)) = 64B / (128 + B);
     # >= 100 when 64B >= 12800 + 100B: never (limit 64 < 100); >= 32 when 32B >= 4096: B = 128.
-    from roofline.analysis.advisor import batch_intensity_limit
+    from roofline.analysis.batch import batch_intensity_limit
 
     square = Gemm("MM1", "x", "forward", 1, 1, 64, "fp16", ("batch", "batch", "k"), (1, 1, 0))
     assert min_compute_bound_batch(square, 32.0) == 128
@@ -223,7 +219,7 @@ def test_batch_advice_cache_key_covers_every_field_of_a_gemms_shape():
     # that changes the shape must join the key, or two shapes would share one sentence
     from dataclasses import fields
 
-    from roofline.analysis.advisor import _SHAPE_FIELDS
+    from roofline.analysis.batch import _SHAPE_FIELDS
     from roofline.model.gemm import Gemm
 
     place = {"name", "layer", "pass_", "copy"}

@@ -41,7 +41,7 @@ in L::
     t = t_launch + max(FLOPs / (P x q), bytes / BW)
 
 - ``q``: tile and wave quantization, the effective efficiency of the best candidate tile
-  after split-K (``advisor.Quantization.effective``); 1 on a CPU or without tiles.
+  after split-K (``quantization.Quantization.effective``); 1 on a CPU or without tiles.
 - ``t_launch``: on a GPU, ``LAUNCH_LATENCY_S`` per kernel (NVIDIA's figure, see there); on a
   CPU none is documented, so none is added.
 
@@ -59,7 +59,7 @@ from ..model.dtypes import itemsize as element_size
 if TYPE_CHECKING:
     from ..hardware.spec import GemmEfficiency, HardwareSpec
     from ..model.gemm import Gemm
-    from .advisor import Quantization
+    from .quantization import Quantization
 
 CALIBRATION_VERSION = 2
 # History: 1: square and thin-M efficiencies per dtype, per-call overhead, C's write passes.

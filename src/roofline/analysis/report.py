@@ -11,8 +11,10 @@ from ..model.gemm import Gemm
 from ..model.network import Network
 from ..model.ops import Op
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
-from . import advisor
+from .alignment import AlignmentNote, alignment_notes
+from .batch import batch_advice
 from .predict import basis_of, predict_gemm
+from .quantization import Quantization, quantization_of
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -55,8 +57,8 @@ class GemmResult:
     warnings: tuple[str, ...]
     advice: tuple[str, ...]
     min_compute_bound_batch: int | None
-    alignment: tuple[advisor.AlignmentNote, ...] = ()
-    quantization: advisor.Quantization | None = None
+    alignment: tuple[AlignmentNote, ...] = ()
+    quantization: Quantization | None = None
     predicted_time_s: float = 0.0  # analysis.predict: the time to expect (set by analyze_gemm)
     measured: Measurement | None = None  # with `analyze --measure`
 
@@ -205,11 +207,11 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False)
     attainable = attainable_flops_per_s(gemm.intensity, peak, bandwidth)
     which = bound(gemm.intensity, ridge)
     rule = hardware.alignment.get(gemm.dtype)
-    notes = tuple(advisor.alignment_notes(gemm, rule))
+    notes = tuple(alignment_notes(gemm, rule))
     aligned = all(n.tier == "advice" for n in notes)
     warnings = [n.text for n in notes if n.tier != "advice"]
     advice = [n.text for n in notes if n.tier == "advice"]
-    tiles = advisor.quantization(gemm, hardware.sms, hardware.tiles,
+    tiles = quantization_of(gemm, hardware.sms, hardware.tiles,
                                  rule.multiple if rule else 8)
     if which == "compute" and tiles is not None:  # memory-bound: bandwidth binds, not slots
         if text := tiles.warning():
@@ -218,7 +220,7 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False)
             attainable *= tiles.effective
     batch = None
     if which == "memory":
-        batch, sentence = advisor.batch_advice(gemm, ridge, rule)
+        batch, sentence = batch_advice(gemm, ridge, rule)
         advice.append(sentence)
     predicted = predict_gemm(gemm, hardware, tiles)
     # flops / attainable: the roofline time (roof.roofline_time_s), less any quantization loss

@@ -7,9 +7,10 @@
   compute-bound on both the peak ratio, one that changes side says so), and one plain sentence.
   A device without the model's dtype runs the nearest one it has (``nearest_dtype``).
 - ``sweep(model, hardware, batches)``: time, samples/s and bound per GEMM per batch, and the
-  batch at which each GEMM turns compute-bound (closed form, ``advisor.min_compute_bound_batch``).
+  batch at which each GEMM turns compute-bound (closed form,
+  ``analysis.batch.min_compute_bound_batch``).
 
-Numbers stay raw here; ``whatif_format`` renders them.
+Numbers stay raw here; ``output.whatif`` renders them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..model.dtypes import DTYPES, check_dtype, itemsize
 from ..model.layers import Linear
 from ..model.network import Network, load_network
 from ..roof import bound as roof_bound
-from . import advisor
+from .batch import min_compute_bound_batch
 from .report import Report, analyze
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ class Sweep:
             if not any(gemm.batch_dims):
                 out[gemm.name] = 1 if roof_bound(gemm.intensity, ridge) == "compute" else None
             else:
-                out[gemm.name] = advisor.min_compute_bound_batch(gemm, ridge)
+                out[gemm.name] = min_compute_bound_batch(gemm, ridge)
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from .scaling import scaling_lines
 from .table import aligned, markdown
 
 if TYPE_CHECKING:
-    from ..analysis.advisor import AlignmentNote
+    from ..analysis.alignment import AlignmentNote
     from ..analysis.report import Report
 
 _PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
@@ -194,7 +194,7 @@ def _scaling_lines(report: Report) -> list[str]:
 def _alignment_groups(gemms: list) -> list[str]:
     """Alignment notes grouped by the dimension value they are about, most severe tier first:
     ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
-    from ..analysis.advisor import TIERS
+    from ..analysis.alignment import TIERS
 
     groups: dict[tuple[int, int, int], tuple[dict[str, None], dict[str, None], AlignmentNote]]
     groups = {}

@@ -1,0 +1,102 @@
+"""Tensor-Core alignment of a GEMM's dimensions, in tiers.
+
+NVIDIA, Matrix Multiplication Background guide, Table 1: GEMM dimensions should be multiples
+of 16 bytes of the dtype (FP16: 8 elements) to use Tensor Cores efficiently (a hard requirement
+before cuBLAS 11.0, and for FP8 always), and on A100 and later multiples of 128 bytes (FP16: 64)
+run best. The multiples come from the hardware entry's ``alignment`` section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..hardware.spec import Alignment
+from ..model.gemm import Gemm
+
+
+def pad_to(dim: int, multiple: int) -> int:
+    """Smallest multiple of ``multiple`` >= ``dim``: ``ceil(dim / multiple) * multiple``."""
+    return -(-dim // multiple) * multiple
+
+
+#: Alignment tiers, most severe first. ``error``: an FP8 dimension off the 16-byte rule (cuBLASLt
+#: refuses FP8 GEMMs that miss it); ``warning``: any other dtype off the 16-byte rule (Tensor
+#: Cores run it, slower); ``advice``: on the 16-byte rule but off the 128-byte tier that runs best
+#: on A100 and later.
+TIERS = ("error", "warning", "advice")
+
+
+@dataclass(frozen=True)
+class AlignmentNote:
+    """One dimension of one GEMM that misses an alignment tier, with what to pad it to."""
+
+    gemm: str
+    layer: str
+    dim: str        # "M", "N" or "K"
+    role: str       # what the dimension is in its layer: "batch", "in", "out", ...
+    value: int
+    tier: str       # one of TIERS
+    multiple: int
+    pad_to: int
+    dtype: str
+    unit: int = 1   # the dimension is value x unit (a convolution's K = C.R.S: unit R.S)
+
+    @property
+    def text(self) -> str:
+        """The per-GEMM sentence (JSON ``warnings`` / ``advice``)."""
+        label = f"{self.dim}={self.value} ({self.role})"
+        if self.unit > 1:
+            channels = self.role.split(" x ")[0]
+            label = f"{self.dim}={self.value * self.unit} ({self.role}): {channels} {self.value}"
+        if self.tier == "advice":
+            return (f"{label}: multiples of {self.multiple} run best on this device "
+                    f"(next: {self.pad_to})")
+        need = "required for" if self.tier == "error" else "best for"
+        return (f"{label} is not a multiple of {self.multiple} ({need} {self.dtype} "
+                f"Tensor Cores): pad to {self.pad_to}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dim": self.dim, "role": self.role, "value": self.value, "tier": self.tier,
+                "multiple": self.multiple, "pad_to": self.pad_to}
+
+
+def is_matrix_vector(gemm: Gemm) -> bool:
+    """M = 1 or N = 1: a matrix-vector product, always memory-bound (intensity below 1 FLOP/B
+    in FP16), run by GEMV kernels; padding its dimensions only adds work."""
+    return gemm.m == 1 or gemm.n == 1
+
+
+def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
+    """Every dimension of ``gemm`` that misses ``rule``, in its tier (see ``TIERS``).
+
+    No notes without a rule (no matrix engine for this dtype), for a dimension of 1 (padding
+    it to 8 does eight times the work), or for a matrix-vector product unless it is FP8 (where
+    the 16-byte rule is a requirement, not a speed-up). The rule applies to what ``gemm.align``
+    says: a convolution's channels (K = C.R.S is checked as C), never its N.P.Q.
+    """
+    if rule is None or (is_matrix_vector(gemm) and gemm.dtype != "fp8"):
+        return []
+    notes = []
+    for dim, role, unit in zip(("M", "N", "K"), gemm.roles, gemm.align):
+        if not unit:  # e.g. a convolution's N.P.Q: the rule is on channels only
+            continue
+        value = getattr(gemm, dim.lower()) // unit
+        if value == 1:
+            continue
+        if value % rule.multiple:
+            tier, multiple = ("error" if gemm.dtype == "fp8" else "warning"), rule.multiple
+        elif value % rule.preferred:
+            tier, multiple = "advice", rule.preferred
+        else:
+            continue
+        notes.append(AlignmentNote(gemm.name, gemm.layer, dim, role, value, tier, multiple,
+                                   pad_to(value, multiple), gemm.dtype, unit))
+    return notes
+
+
+def alignment_warnings(gemm: Gemm, rule: Alignment | None) -> tuple[bool, list[str]]:
+    """Whether every dimension meets ``rule.multiple``, and one sentence per note
+    (``alignment_notes``; the 128-byte tier included, as a softer hint)."""
+    notes = alignment_notes(gemm, rule)
+    return all(n.tier == "advice" for n in notes), [n.text for n in notes]

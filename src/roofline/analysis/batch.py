@@ -1,0 +1,137 @@
+"""The batch that makes a GEMM compute-bound: intensity as a function of the batch, its limit,
+and the smallest batch whose intensity reaches the ridge (closed form on the batch dimension; a
+search when several dimensions grow with it), with the advice sentence alignment adds."""
+
+from __future__ import annotations
+
+import math
+
+from ..hardware.spec import Alignment
+from ..model.dtypes import itemsize
+from ..model.gemm import Gemm
+from .alignment import pad_to
+
+
+def intensity_limit(a: int, b: int, dtype: str) -> float:
+    """Intensity as the batch grows without bound, for a GEMM whose other dimensions are a, b.
+
+    With batch B in any one of M, N or K: I(B) = 2Bab / (e (B(a + b) + ab)), which rises with B
+    towards ``2ab / (e (a + b))``.
+    """
+    return 2 * a * b / (itemsize(dtype) * (a + b))
+
+
+def _intensity_at(gemm: Gemm, batch: int) -> float:
+    dims = gemm.dims_at_batch(batch)
+    return 2 * dims[0] * dims[1] * dims[2] * gemm.batch_count / gemm.traffic(dims)
+
+
+def batch_intensity_limit(gemm: Gemm) -> float | None:
+    """The intensity ``gemm`` tends to as the batch grows; None when no dimension grows with it.
+
+    With one batch dimension D = f B and the other two a, b: bytes are affine in D,
+    bytes(D) = s D + t, so I(D) = 2abD / (sD + t) rises towards 2ab / s (for a single element
+    size e: s = e (a + b), the familiar 2ab / (e (a + b))).
+    """
+    if not any(gemm.batch_dims):
+        return None
+    slope, _, (a, b) = _affine_bytes(gemm)
+    if slope is None:  # several batch dimensions: read the limit off a very large batch
+        return _intensity_at(gemm, 2**60)
+    return 2 * a * b * gemm.batch_count / slope
+
+
+def _affine_bytes(gemm: Gemm) -> tuple[int | None, int, tuple[int, int]]:
+    """(s, t, (a, b)) with bytes = s D + t in the one batch dimension D, a and b the others."""
+    scaled = [i for i, f in enumerate(gemm.batch_dims) if f]
+    if len(scaled) != 1:
+        return None, 0, (0, 0)
+    index = scaled[0]
+    dims = [gemm.m, gemm.n, gemm.k]
+    others = tuple(d for i, d in enumerate(dims) if i != index)
+
+    def with_d(value: int) -> tuple[int, int, int]:
+        shape = list(dims)
+        shape[index] = value
+        return shape[0], shape[1], shape[2]
+
+    t = gemm.traffic(with_d(0))
+    return gemm.traffic(with_d(1)) - t, t, (others[0], others[1])
+
+
+def min_compute_bound_batch(gemm: Gemm, ridge: float) -> int | None:
+    """The smallest batch at which ``gemm`` reaches the ridge, or None if no batch can.
+
+    With one batch dimension D = f B (see ``batch_intensity_limit``): 2abD / (sD + t) >= R
+    gives D >= R t / (2ab - R s) when 2ab > R s, so B = ceil(D / f). A step check guards the
+    rounding; several batch dimensions fall back to a doubling-and-bisecting search.
+    """
+    limit = batch_intensity_limit(gemm)
+    if limit is None or limit <= ridge:
+        return None
+    slope, t, (a, b) = _affine_bytes(gemm)
+    if slope is None:
+        return _search_batch(gemm, ridge)
+    factor = next(f for f in gemm.batch_dims if f)
+    length = ridge * t / (2 * a * b * gemm.batch_count - ridge * slope)
+    batch = max(1, math.ceil(length / factor))
+    while _intensity_at(gemm, batch) < ridge:
+        batch += 1  # guards against rounding in the closed form; at most a step or two
+    return batch
+
+
+def _search_batch(gemm: Gemm, ridge: float) -> int:
+    high = 1
+    while _intensity_at(gemm, high) < ridge:
+        high *= 2
+    low = high // 2  # below ridge (or 0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _intensity_at(gemm, middle) >= ridge else (middle, high)
+    return high
+
+
+def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
+    """The minimum compute-bound batch for a memory-bound GEMM, and a sentence saying so."""
+    # A deep model repeats a few shapes thousands of times: the sentence is computed once per
+    # shape and precision and shared (a 100,000-layer report held about 1 GB of copies). The
+    # key is every field but the GEMM's name and place (building a Gemm per lookup cost more
+    # than the advice).
+    key = (tuple(getattr(gemm, name) for name in _SHAPE_FIELDS), ridge, rule)
+    advice = _ADVICE.get(key)
+    if advice is None:
+        if len(_ADVICE) >= _ADVICE_LIMIT:
+            _ADVICE.clear()
+        advice = _ADVICE[key] = _batch_advice(gemm, ridge, rule)
+    return advice
+
+
+_SHAPE_FIELDS = ("m", "n", "k", "dtype", "roles", "batch_dims", "c_dtype", "c_read",
+                 "batch_count", "align", "tensors")
+_ADVICE: dict[tuple, tuple[int | None, str]] = {}
+_ADVICE_LIMIT = 4096
+
+
+def _batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
+    batch = min_compute_bound_batch(gemm, ridge)
+    if batch is None:
+        limit = batch_intensity_limit(gemm)
+        if limit is None:
+            return None, "its shape does not depend on the batch; a larger batch does not help"
+        return None, (f"no batch reaches the ridge ({ridge:.1f}): intensity tends to "
+                      f"{limit:.1f} FLOP/B; widen the layer")
+    text = f"batch >= {batch} makes it compute-bound"
+    index, factor = next(((i, f) for i, f in enumerate(gemm.batch_dims) if f), (0, 0))
+    if not gemm.align[index]:  # a dimension the rule leaves free (N.P.Q): nothing to meet
+        return batch, text
+    if rule is None or not factor or factor != int(factor):  # (an expert's share of tokens:
+        return batch, text                                    # no batch makes it a multiple)
+    factor = int(factor)
+    if factor * batch % rule.preferred == 0:
+        return batch, text
+    if rule.preferred > rule.multiple:  # the same tier alignment advice names on this device
+        tier = f"the 128-byte tier (a multiple of {rule.preferred})"
+    else:
+        tier = f"the 16-byte rule (a multiple of {rule.multiple})"
+    step = rule.preferred // math.gcd(factor, rule.preferred)  # batches whose dimension fits
+    return batch, text + f"; {pad_to(batch, step)} also meets {tier}"

@@ -1,0 +1,198 @@
+"""Tile and wave quantization: how many of a GPU's tile slots a GEMM's output keeps busy, the
+split-K rule, and the nearest shape that does better (NVIDIA, Matrix Multiplication Background
+guide, "Tile Quantization" and "Wave Quantization")."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.gemm import Gemm
+from .alignment import is_matrix_vector, pad_to
+
+
+def tile_count(m: int, n: int, tile: tuple[int, int]) -> int:
+    """Thread-block tiles covering a C(m, n) output: ``ceil(m / tm) * ceil(n / tn)``."""
+    return -(-m // tile[0]) * -(-n // tile[1])
+
+
+def tile_wave_efficiency(m: int, n: int, tile: tuple[int, int], sms: int) -> float:
+    """Share of the GPU's tile slots doing useful work for a C(m, n) output (one block per SM).
+
+    tiles = tile_count(m, n, tile); waves = ceil(tiles / sms);
+    efficiency = m * n / (waves * sms * tm * tn). Partial edge tiles (tile quantization) and a
+    part-empty last wave (wave quantization) both lower it (NVIDIA, Matrix Multiplication
+    Background guide, section 3).
+    """
+    waves = -(-tile_count(m, n, tile) // sms)
+    return m * n / (waves * sms * tile[0] * tile[1])
+
+
+#: Below this share of useful tile slots, a GEMM is flagged: the roofline time is optimistic.
+QUANTIZATION_THRESHOLD = 0.75
+#: Split-K rule: chosen when the output has fewer tiles than SMs / SPLIT_K_TILES_SHARE and K is
+#: at least SPLIT_K_LONG x the larger of M and N; each K slice keeps at least SPLIT_K_MIN_SLICE.
+SPLIT_K_TILES_SHARE = 2
+SPLIT_K_LONG = 4
+SPLIT_K_MIN_SLICE = 256
+#: The nearest shape is looked for until this share of slots is busy (or within +-50%).
+GOOD_EFFICIENCY = 0.9
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """Split-K as cuBLAS would choose it: K cut into ``factor`` slices, each its own tiles,
+    partial sums in an FP32 workspace reduced afterwards (``extra_bytes`` written and read)."""
+
+    factor: int
+    efficiency: float
+    extra_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"factor": self.factor, "efficiency": self.efficiency,
+                "extra_bytes": self.extra_bytes}
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """Tile and wave quantization of one GEMM on one GPU, at its best candidate tile.
+
+    ``efficiency``: share of the tile slots doing useful work (``tile_wave_efficiency``);
+    ``effective``: the same after split-K when split-K is chosen; ``better``: the nearest
+    (M, N, K) changing one of M or N, within +-50% and on the 16-byte multiple, that keeps
+    more slots busy (None when the shape is already good or nothing near is better).
+    """
+
+    efficiency: float
+    tile: tuple[int, int]
+    tiles: int
+    waves: int
+    sms: int
+    split_k: SplitK | None
+    better: tuple[int, int, int, float] | None
+
+    @property
+    def effective(self) -> float:
+        return self.split_k.efficiency if self.split_k else self.efficiency
+
+    def to_dict(self) -> dict[str, Any]:
+        better = None
+        if self.better:
+            m, n, k, eff = self.better
+            better = {"m": m, "n": n, "k": k, "efficiency": eff}
+        return {"efficiency": self.efficiency, "effective_efficiency": self.effective,
+                "loss": 1 - self.effective, "tile": list(self.tile), "tiles": self.tiles,
+                "waves": self.waves, "sms": self.sms,
+                "split_k": self.split_k.to_dict() if self.split_k else None,
+                "nearest_better_shape": better}
+
+    def warning(self) -> str | None:
+        """The sentence, when even the best tile leaves over a quarter of the GPU idle
+        (effective efficiency below QUANTIZATION_THRESHOLD); else None."""
+        return self.sentence() if self.effective < QUANTIZATION_THRESHOLD else None
+
+    def sentence(self) -> str:
+        tm, tn = self.tile
+        wave = "wave" if self.waves == 1 else "waves"
+        text = (f"tile/wave quantization: best tile {tm}x{tn} ({self.tiles} tiles, {self.sms} "
+                f"SMs, {self.waves} {wave}) keeps {self.efficiency:.0%} of slots busy")
+        if self.split_k:
+            text += (f"; split-K x{self.split_k.factor} would be chosen: "
+                     f"{self.split_k.efficiency:.0%} busy, +{self.split_k.extra_bytes / 1e6:.3g}"
+                     f" MB of fp32 partial sums")
+        if self.better:
+            m, n, k, eff = self.better
+            text += f"; nearest shape losing less: {m} x {n} x {k} ({eff:.0%})"
+        return text
+
+
+def best_tile(m: int, n: int, sms: int,
+              tiles: tuple[tuple[int, int], ...]) -> tuple[float, tuple[int, int]]:
+    """(efficiency, tile) of the candidate tile that keeps the most slots busy (the first
+    listed on a tie: the larger, more efficient tiles come first in hwdb)."""
+    best = max(tiles, key=lambda t: tile_wave_efficiency(m, n, t, sms))
+    return tile_wave_efficiency(m, n, best, sms), best
+
+
+def split_k(m: int, n: int, k: int, tile: tuple[int, int], sms: int) -> SplitK | None:
+    """Split-K when the output has few tiles (fewer than SMs / 2) and K is long (K >= 4
+    max(M, N)): factor = min(SMs // tiles, K // 256) slices, efficiency m n s / (waves' SMs
+    tm tn) with waves' = ceil(tiles s / SMs); the FP32 partial sums cost 2 x 4 x s x m x n bytes
+    (written, then read by the reduction). None when the rule does not pick it."""
+    count = tile_count(m, n, tile)
+    if count * SPLIT_K_TILES_SHARE > sms or k < SPLIT_K_LONG * max(m, n):
+        return None
+    factor = min(sms // count, k // SPLIT_K_MIN_SLICE)
+    if factor < 2:
+        return None
+    waves = -(-count * factor // sms)
+    efficiency = m * n * factor / (waves * sms * tile[0] * tile[1])
+    return SplitK(factor, min(1.0, efficiency), 2 * 4 * factor * m * n)
+
+
+NEAREST_SHAPE_STEPS = 256  # multiples tried on each side of M and of N
+
+
+@functools.lru_cache(maxsize=4096)
+def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int], ...],
+                    multiple: int, current: float) -> tuple[int, int, int, float] | None:
+    """Walk M and N outwards (one at a time, on multiples of ``multiple``, within +-50% and at
+    most NEAREST_SHAPE_STEPS multiples away) to the
+    nearest shape whose best tile keeps GOOD_EFFICIENCY of the slots busy (or 0.1 more than
+    now); failing that, the best shape seen if it gains 0.05 or more."""
+    goal = max(GOOD_EFFICIENCY, min(1.0, current + 0.1))
+    hits: list[tuple[float, tuple[int, int, int, float]]] = []
+    best: tuple[float, tuple[int, int, int, float] | None] = (current + 0.05, None)
+    for index, value in ((0, m), (1, n)):
+        low, high = max(multiple, value // 2), value + value // 2
+        base = pad_to(value, multiple)  # the walk is bounded: a huge M must not list billions
+        steps = range(NEAREST_SHAPE_STEPS)
+        candidates = sorted({c for s in steps for c in (base - s * multiple, base + s * multiple)
+                             if low <= c <= high}, key=lambda c: (abs(c - value), c))
+        for candidate in candidates:
+            if candidate == value:
+                continue
+            shape = (candidate, n) if index == 0 else (m, candidate)
+            eff, _ = best_tile(*shape, sms, tiles)
+            if eff >= goal:
+                hits.append((abs(candidate - value) / value, (shape[0], shape[1], k, eff)))
+                break
+            if eff > best[0]:
+                best = (eff, (shape[0], shape[1], k, eff))
+    return min(hits)[1] if hits else best[1]
+
+
+def quantization_of(gemm: Gemm, sms: int | None, tiles: tuple[tuple[int, int], ...],
+                 multiple: int = 8) -> Quantization | None:
+    """Tile and wave quantization of ``gemm`` over the candidate tiles; None on a CPU (no SMs
+    or tiles) and for a matrix-vector product (GEMV kernels, no output tiles)."""
+    if not sms or not tiles or is_matrix_vector(gemm):
+        return None
+    return _quantization(gemm.m, gemm.n, gemm.k, sms, tuple(tiles), multiple)
+
+
+# A deep model repeats a few shapes thousands of times: one (immutable) result per shape.
+@functools.lru_cache(maxsize=4096)
+def _quantization(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int], ...],
+                  multiple: int) -> Quantization:
+    efficiency, tile = best_tile(m, n, sms, tiles)
+    count = tile_count(m, n, tile)
+    split = split_k(m, n, k, tile, sms)
+    result = Quantization(efficiency, tile, count, -(-count // sms), sms, split, None)
+    if result.effective < GOOD_EFFICIENCY:
+        better = _nearest_better(m, n, k, sms, tiles, multiple, result.effective)
+        result = Quantization(efficiency, tile, count, result.waves, sms, split, better)
+    return result
+
+
+def quantization_warning(gemm: Gemm, sms: int | None,
+                         tiles: tuple[tuple[int, int], ...]) -> str | None:
+    """A warning when even the best of the modelled tiles leaves over a quarter of the GPU idle.
+
+    The tile cuBLAS picks is not known ahead of time, so every candidate is tried and only a
+    GEMM that no tile fills well is flagged. Meant for compute-bound GEMMs: a memory-bound
+    GEMM's time is set by bandwidth, not by tile slots.
+    """
+    result = quantization_of(gemm, sms, tiles)
+    return result.warning() if result is not None else None
