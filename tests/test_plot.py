@@ -295,6 +295,22 @@ def test_no_pyplot_and_no_matplotlib_on_import(tmp_path):
     assert done.stdout.strip() == "RooflineFigure"
 
 
+def test_chart_data_and_the_face_import_no_matplotlib(tmp_path):
+    """``roofline.plot`` and its ``data`` module (what is drawn, as numbers) need no matplotlib:
+    the axis ranges and point groups of a chart come without it."""
+    code = (
+        "import sys, roofline, roofline.plot\n"
+        "from roofline.plot.data import chart_limits, gemm_groups\n"
+        f"r = roofline.analyze_model({str(MLP)!r}, 'a100', batch=512)\n"
+        "(x0, x1), (y0, y1) = chart_limits([r], other_dtypes=True)\n"
+        "assert x0 < min(g.x for g in gemm_groups(r)) and y1 > 312, (x0, y1)\n"
+        "assert 'matplotlib' not in sys.modules, 'chart data imported matplotlib'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
 def test_report_plot_figure_displays_inline_as_png(a100_512):
     ax = a100_512.plot()
     png = ax.figure._repr_png_()

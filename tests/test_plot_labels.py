@@ -52,7 +52,7 @@ def test_labels_do_not_overlap_each_other(six_device_chart):
 
 
 def test_labels_do_not_cross_lines(six_device_chart):
-    from roofline.plot import _crosses
+    from roofline.plot.labels import crosses
 
     ax, renderer, texts = six_device_chart
     lines = [line for line in ax.lines if len(line.get_xydata()) > 1]
@@ -61,7 +61,7 @@ def test_labels_do_not_cross_lines(six_device_chart):
         extents = (box.x0 + 1, box.y0 + 1, box.x1 - 1, box.y1 - 1)
         for line in lines:
             for (x0, y0), (x1, y1) in _segments(line, ax):
-                assert not _crosses(extents, (x0, y0, x1, y1), pad=0), (
+                assert not crosses(extents, (x0, y0, x1, y1), pad=0), (
                     f"{text.get_text()!r} crosses {line.get_gid()}")
 
 

@@ -1,0 +1,231 @@
+"""What the charts show, as numbers: roofs in chart units, the GEMM and op points (coincident
+ones grouped under one label), predicted and measured time points, the streamed step, the axis
+ranges and the batch sweep's curves. Nothing here draws or imports matplotlib.
+
+Chart units: arithmetic intensity in FLOP/byte, throughput in TFLOP/s (10^12 FLOP/s); a memory
+slope of B GB/s is the line y = x * B / 1000.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from ..errors import PlotError
+from ..output.report import compact_names
+from ..roof import ridge_point
+
+if TYPE_CHECKING:
+    from ..analysis.report import GemmResult, OpResult, Report
+    from ..model.gemm import Gemm
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One roofline in chart units: a compute ceiling over a memory slope."""
+
+    peak_tflops: float
+    bandwidth_gbs: float
+
+    @property
+    def ridge(self) -> float:
+        """Where the slope meets the ceiling, in FLOP/B (``roofline.roof.ridge_point``)."""
+        return ridge_point(self.peak_tflops * 1e12, self.bandwidth_gbs * 1e9)
+
+    def slope_at(self, intensity: float) -> float:
+        """TFLOP/s the memory slope allows at ``intensity`` FLOP/B."""
+        return intensity * self.bandwidth_gbs / 1e3
+
+
+def main_roof(report: Report) -> Roof:
+    """The roof the report was analyzed against (measured figures for a measured entry)."""
+    return Roof(report.peak_flops_per_s / 1e12, report.bandwidth_bytes_per_s / 1e9)
+
+
+def datasheet_roof(report: Report) -> Roof | None:
+    """For a measured entry, the theoretical roof stored beside it (``theoretical:``); else None.
+
+    A missing theoretical peak or bandwidth falls back to the measured one.
+    """
+    spec, theory = report.hardware, report.hardware.theoretical
+    if spec.origin != "measured" or theory is None:
+        return None
+    peak = theory.peak_tflops.get(report.dtype)
+    if peak is None and theory.bandwidth_gbs is None:
+        return None
+    measured = main_roof(report)
+    return Roof(peak or measured.peak_tflops, theory.bandwidth_gbs or measured.bandwidth_gbs)
+
+
+def other_ceilings(report: Report) -> list[tuple[str, float]]:
+    """The entry's other dtypes' peaks (TFLOP/s), dtypes with equal peaks grouped:
+    ``[("fp64, fp32", 19.5), ("tf32", 156.0), ("int8", 624.0)]`` for an fp16 A100 report."""
+    spec = report.hardware
+    main = spec.peak_tflops[report.dtype]
+    groups: dict[float, list[str]] = {}
+    for dtype in spec.dtypes:
+        if spec.peak_tflops[dtype] != main:
+            groups.setdefault(spec.peak_tflops[dtype], []).append(dtype)
+    return [(", ".join(names), peak) for peak, names in groups.items()]
+
+
+def main_dtypes(report: Report) -> str:
+    """The report's dtype, with the dtypes sharing its peak: ``"fp16 (= bf16)"``."""
+    spec = report.hardware
+    same = [d for d in spec.dtypes
+            if d != report.dtype and spec.peak_tflops[d] == spec.peak_tflops[report.dtype]]
+    return report.dtype + (f" (= {', '.join(same)})" if same else "")
+
+
+def copies_label(names: list[str], copies: int) -> str:
+    """``MM1,MM5`` for the first copy's names, and ``x32`` when they stand for 32 copies of a
+    repeated layer: one rule for a chart's points and a sweep's curves."""
+    return compact_names(names) + (f" x{copies}" if copies > 1 else "")
+
+
+class _Placed(Protocol):
+    """A GEMM or an op: what a point is made of."""
+
+    @property
+    def intensity(self) -> float: ...
+
+    @property
+    def copy(self) -> int: ...
+
+
+_P = TypeVar("_P", bound=_Placed)
+
+
+@dataclass
+class Group:
+    """Coincident rows drawn as one point: where, and the first copy's names it stands for."""
+
+    x: float
+    y: float
+    names: list[str]
+    copies: int
+
+    @property
+    def label(self) -> str:
+        """``MM1,MM5``, and ``x32`` when the point stands for 32 copies of a repeated layer."""
+        return copies_label(self.names, self.copies)
+
+
+def _groups(rows: Sequence[tuple[GemmResult | OpResult, _P]],
+            name: Callable[[_P], str]) -> list[Group]:
+    """Rows at one (intensity, throughput) point grouped, sorted by intensity."""
+    found: dict[tuple[float, float], tuple[float, float, list[_P]]] = {}
+    for row, item in rows:
+        x, y = item.intensity, row.attainable_flops_per_s / 1e12
+        key = (round(math.log10(x), 9), round(math.log10(y), 9))
+        found.setdefault(key, (x, y, []))[2].append(item)
+    groups = []
+    for x, y, items in found.values():
+        names = list(dict.fromkeys(name(i) for i in items if i.copy == 0)) or [name(items[0])]
+        groups.append(Group(x, y, names, len({item.copy for item in items})))
+    return sorted(groups, key=lambda g: (g.x, g.y))
+
+
+def gemm_groups(report: Report) -> list[Group]:
+    """One point per distinct (intensity FLOP/B, attainable TFLOP/s) of the report's GEMMs,
+    coincident GEMMs sharing one label (repeated layers counted: ``MM1 x32``), sorted by
+    intensity."""
+    return _groups([(r, r.gemm) for r in report.results], lambda g: g.name)
+
+
+def op_groups(report: Report) -> list[Group]:
+    """The same for the non-GEMM ops, labelled by kind; ops without FLOPs (a gather) have no
+    place on a log-scale intensity axis and are left out."""
+    return _groups([(r, r.op) for r in report.ops if r.op.flops], lambda o: o.kind)
+
+
+def time_points(report: Report, kind: str) -> list[tuple[float, float]]:
+    """``(intensity, TFLOP/s)`` at the ``predicted`` or ``measured`` time of each GEMM (first
+    copies of repeated layers only); empty when the report has no such time."""
+    points = []
+    for r in report.results:
+        seconds = r.predicted_time_s if kind == "predicted" else (
+            r.measured.best_s if r.measured is not None else None)
+        if seconds and not r.gemm.copy:
+            points.append((r.gemm.intensity, r.gemm.flops / seconds / 1e12))
+    return points
+
+
+def stream_point(report: Report) -> tuple[float, float] | None:
+    """With ``--stream-input``: the step as one point, its FLOPs over the bytes it streams
+    (FLOP/B) at the pace the slower of the transfer and the compute allows (TFLOP/s)."""
+    stream = report.scaling.host_link if report.scaling else None
+    if stream is None:
+        return None
+    flops = report.totals["flops"]
+    return flops / stream.bytes, flops / max(stream.time_s, stream.compute_s) / 1e12
+
+
+def as_reports(reports: Report | Sequence[Report]) -> list[Report]:
+    """One report or several, as a list; PlotError when there is none."""
+    items: list[Report] = ([reports] if not isinstance(reports, Sequence)  # one Report
+                           else list(reports))
+    if not items:
+        raise PlotError("nothing to plot: no report given")
+    return items
+
+
+def nice_below(value: float) -> float:
+    """The largest of 1, 2, 5 x 10^k at or below ``value``."""
+    decade = 10.0 ** math.floor(math.log10(value))
+    return max(step * decade for step in (1, 2, 5) if step * decade <= value * (1 + 1e-12))
+
+
+def nice_above(value: float) -> float:
+    """The smallest of 1, 2, 5 x 10^k at or above ``value``."""
+    decade = 10.0 ** math.floor(math.log10(value))
+    return min(step * decade for step in (1, 2, 5, 10) if step * decade >= value * (1 - 1e-12))
+
+
+Range = tuple[float, float]
+
+
+def chart_limits(reports: Sequence[Report], other_dtypes: bool) -> tuple[Range, Range]:
+    """x (FLOP/B) and y (TFLOP/s) ranges, at 1-2-5 steps, holding every point, ridge and ceiling
+    drawn, with room (a factor of 2 or more) around the points for their labels."""
+    roofs = [main_roof(r) for r in reports] + [d for d in map(datasheet_roof, reports) if d]
+    points = [(g.x, g.y) for r in reports for g in gemm_groups(r) + op_groups(r)]
+    points += [(x, y) for r in reports for kind in ("predicted", "measured")
+               for x, y in time_points(r, kind)]
+    points += [p for p in map(stream_point, reports) if p is not None]
+    xs = [x for x, _ in points] + [roof.ridge for roof in roofs]
+    x_range = (nice_below(min(xs) / 2), nice_above(max(xs) * 2))
+    ceilings = [roof.peak_tflops for roof in roofs]
+    if other_dtypes:
+        ceilings += [peak for r in reports for _, peak in other_ceilings(r)]
+    lows = [y / 2.5 for _, y in points] + [roof.slope_at(x_range[0]) / 1.2 for roof in roofs]
+    lows += [peak / 1.2 for peak in ceilings]
+    links = [r.hardware.host_link_gbs for r in reports if r.hardware.host_link_gbs]
+    lows += [min(x_range[1] * gbs / 1e3, max(ceilings)) / 1.5 for gbs in links]  # its right end
+    return x_range, (nice_below(min(lows)), nice_above(max(ceilings) * 1.5))
+
+
+def sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[list[Gemm], list[float]]]:
+    """``(GEMMs, values per batch)`` of reports at several batches: intensity (FLOP/B) or
+    attainable throughput (TFLOP/s) by ``metric``, GEMMs whose values coincide at every batch
+    merged into one curve."""
+    def value(result: GemmResult) -> float:
+        if metric == "intensity":
+            return result.gemm.intensity
+        return result.attainable_flops_per_s / 1e12
+
+    series: dict[tuple[float, ...], tuple[list[Gemm], list[float]]] = {}
+    for position, result in enumerate(reports[0].results):
+        ys = [value(r.results[position]) for r in reports]
+        key = tuple(round(math.log10(y), 9) for y in ys)
+        series.setdefault(key, ([], ys))[0].append(result.gemm)
+    return list(series.values())
+
+
+def series_label(gemms: list[Gemm]) -> str:
+    """A sweep curve's label: the first copy's GEMM names, and ``x32`` when the curve stands
+    for 32 copies."""
+    first = [g.name for g in gemms if g.copy == 0] or [gemms[0].name]
+    return copies_label(first, len({g.copy for g in gemms}))

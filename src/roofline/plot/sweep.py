@@ -1,0 +1,74 @@
+"""The batch-sweep chart: per-GEMM arithmetic intensity (FLOP/B) or attainable throughput
+(TFLOP/s) against batch size, with the ridge (or the peak) as the line a GEMM crosses to become
+compute-bound. Log-log (batch in powers of 2); GEMMs with identical curves share one line
+(``data.sweep_series``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import PlotError
+from .data import as_reports, main_roof, series_label, sweep_series
+from .figure import legend_below, new_axes
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from ..analysis.report import Report
+
+
+def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
+                     metric: str = "intensity") -> Axes:
+    """Per-GEMM arithmetic intensity (``metric="intensity"``, FLOP/B) or attainable throughput
+    (``"attainable"``, TFLOP/s) against batch size, from reports of one model on one entry at
+    several batches. GEMMs with identical curves share a line; the ridge (or the peak) is the
+    horizontal line that GEMMs cross to become compute-bound. Returns the Axes."""
+    items = sorted(as_reports(reports), key=lambda r: r.batch)
+    if metric not in ("intensity", "attainable"):
+        raise PlotError(f"unknown metric {metric!r}; choose intensity or attainable")
+    if len({r.hardware.name for r in items}) > 1 or len({r.dtype for r in items}) > 1:
+        raise PlotError("a batch sweep needs reports of one hardware entry and one dtype")
+    ax = ax if ax is not None else new_axes((10.0, 6.5))
+    batches = [r.batch for r in items]
+    series = sweep_series(items, metric)
+    for index, (gemms, ys) in enumerate(series):
+        names = [g.name for g in gemms]
+        ax.plot(batches, ys, marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
+                label=series_label(gemms), gid=f"sweep:{','.join(names)}")
+    values = [y for _, ys in series for y in ys]
+    _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)))
+    return ax
+
+
+def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
+                 span: tuple[float, float]) -> None:
+    """The limit line (ridge or peak), log axes (batch in powers of 2, each batch a tick), axis
+    names, the title (the step and precision in output/'s words) and the legend."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    from ..output.report import precision_text, step_text
+
+    roof = main_roof(report)
+    level, what = ((roof.ridge, f"ridge {roof.ridge:.3g} FLOP/B") if metric == "intensity"
+                   else (roof.peak_tflops, f"peak {roof.peak_tflops:g} TFLOP/s"))
+    ax.axhline(level, color="#222222", ls="--", lw=1.2, gid=f"sweep-{metric}-limit",
+               label=f"{what} ({report.dtype})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylim(min(span[0], level) / 1.5, max(span[1], level) * 1.5)
+    ax.xaxis.set_major_locator(FixedLocator(batches))
+    ax.xaxis.set_minor_locator(NullLocator())
+    plain = FuncFormatter(lambda value, _pos: f"{value:g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
+                  else "attainable throughput (TFLOP/s)")
+    net = report.network
+    step = step_text(net).split(", ", 1)[1]  # without the batch, which is the x axis
+    ax.set_title(f"{net.name} on {report.hardware.name}: {metric} vs batch, {step}\n"
+                 f"{precision_text(net)}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    legend_below(ax)
