@@ -1,7 +1,8 @@
 """A hardware entry: the validated, immutable form of one ``hwdb/**/*.yaml`` file.
 
-Parsing and validation are in ``hardware.schema``; the schema is docs/hwdb-schema.md. Units are in the key names: TFLOP/s
-(10^12 FLOP/s, a multiply-add is 2 FLOPs), decimal GB/s (10^9 B/s), GB, MB, GHz, W.
+Parsing and validation are in ``hardware.schema``; the schema is docs/hwdb-schema.md. Units
+are in the key names: TFLOP/s (10^12 FLOP/s, a multiply-add is 2 FLOPs), decimal GB/s (10^9
+B/s), GB, MB, GHz, W.
 """
 
 from __future__ import annotations
