@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 NUMPY_DTYPES = ("fp64", "fp32")
 MAX_SHAPE_BYTES = 2 * 2**30  # one shape's A + B + C; larger ones are refused, not swapped
-REPEATS, WARMUPS, MIN_TIME_S = 7, 1, 0.005  # short values, many: see probe.runner.Plan
+REPEATS, WARMUPS, MIN_TIME_S = 7, 1, 0.005  # short values, many: see probe.plan.Plan
 BEATS_ROOF = 1.05  # efficiency above this is flagged (5 % for timer and clock noise)
 
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from .entry import save_entry
 from .local import local_hardware, resolve_hardware
-from .runner import METHOD_VERSION, PRESETS, SCHEMA_VERSION, ProbeResult, run_probe
+from .plan import METHOD_VERSION, PRESETS, SCHEMA_VERSION
+from .result import ProbeResult
+from .runner import run_probe
 
 __all__ = ["METHOD_VERSION", "PRESETS", "SCHEMA_VERSION", "ProbeResult", "local_hardware",
            "resolve_hardware", "run_probe", "save_entry"]

@@ -1,140 +1,35 @@
-"""The probe's presets and ``run_probe``: identify the machine (``identify``), compute its
-theoretical ceilings (``ceilings``), time GEMM and bandwidth kernels (``cpu_kernels``,
-``gpu_kernels``) with one calibrated loop (``timing``), and return a ProbeResult.
+"""``run_probe``: identify the machine (``identify``), compute its theoretical ceilings
+(``ceilings``), time GEMM and bandwidth kernels (``kernels.cpu``, ``kernels.gpu``) with one
+calibrated loop (``kernels.timing``) as a preset says (``plan``), calibrate the prediction
+(``calibrate``), and return a ``ProbeResult`` (``result``).
 
 Only the standard library is imported at module level.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from .. import __version__
-
-SCHEMA_VERSION = 3
-# SCHEMA_VERSION history (bump whenever the JSON object changes shape):
-#   1: measured {gemm_gflops, bandwidth_gbs, small_gemm_overhead_s}, details, metadata.
-#   2: measured.bandwidth_gbs.dram is a read stream (triad and copy kept beside it),
-#      measured.bandwidth_stats {kernel: {best, median, spread}}, measured.calibration
-#      (roofline.predict.CALIBRATION_VERSION) for the calibrated GEMM time.
-#   3: measured.calibration version 2: per dtype thin_dram / thin_dram_nk and c_write.
-# METHOD_VERSION history (bump whenever the way we measure changes):
-#   1: calibrated loops (bench.measure), best over GEMM sizes, blocked threaded triad + copy,
-#      dram = best of the two, LLC reported only when clearly above DRAM.
-#   2: the CPU's theoretical clock is measured under load (dependent-add chain) when no hwdb
-#      entry matches, and raised to what a measured GEMM rate above it implies.
-#   3: dram is a read-only stream through the BLAS (an M = 1 GEMM whose B is beyond the LLC),
-#      no longer the best of triad and copy (kept as STREAM-comparable extras); calibration
-#      GEMMs for predicted_time_s: small squares, thin M, C's write cost (small K).
-#   4: dram is a dot product through the BLAS over 16x the LLC (read only, the memory's speed;
-#      an M = 1 GEMM can read slower, and that is now the calibration's: thin GEMMs whose B is
-#      beyond the LLC, per dtype), C's write cost per dtype on a C sized from the LLC.
-METHOD_VERSION = 4
-MiB = 2**20
-READ_STREAM_LLC_FACTOR = 16
-READ_STREAM_MAX_BYTES = 2048 * MiB
-Progress = Callable[[str], None]
+from .calibrate import available_memory, calibrate
+from .plan import (
+    METHOD_VERSION,
+    PRESETS,
+    READ_STREAM_LLC_FACTOR,
+    READ_STREAM_MAX_BYTES,
+    MiB,
+    Plan,
+    Progress,
+)
+from .result import ProbeResult
 
 
-@dataclass(frozen=True)
-class Plan:
-    """Sizes and repetition counts of one preset."""
-
-    name: str
-    gemm_sizes: dict[str, tuple[int, ...]]
-    repeats: int
-    warmups: int
-    min_time_s: float
-    dram_array_bytes: tuple[int, int]  # (min, max) per array; 4 x LLC in between
-    dram_llc_factor: float
-    llc: bool
-    small_gemm_n: int = 8
-    dram_read_bytes: int | None = None  # the read stream's size; None: 16x the LLC (capped)
-    # calibration of predicted_time_s (roofline.predict), per dtype: small squares; thin M at
-    # N = K = cal_thin_nk (in cache) and at N = K sized so that B is cal_llc_factor x the LLC
-    # (cal_thin_dram_nk when given); C's write cost on an M x cal_c_n x cal_c_k GEMM whose C
-    # is cal_llc_factor x the LLC (cal_c_m when given)
-    cal_square: tuple[int, ...] = (32, 64, 128, 256, 512)
-    cal_thin_m: tuple[int, ...] = (1, 4, 16, 64)
-    cal_thin_nk: int = 1024
-    cal_llc_factor: float = 3.0
-    cal_thin_dram_nk: int | None = None
-    cal_c_m: int | None = None
-    cal_c_n: int = 4096
-    cal_c_k: int = 16
-    # short values, many of them: on a shared machine a preempted BLAS thread costs a whole
-    # scheduler tick, and the best of many short values is the one that missed it
-    cal_min_time_s: float = 0.002
-    cal_repeats: int = 9
-    lowp_sizes: tuple[int, ...] = (1024,)
-    gpu_gemm_sizes: tuple[int, ...] = (4096, 8192)
-    gpu_copy_bytes: int = 1024 * MiB
-    gpu_h2d_bytes: int = 256 * MiB
-
-
-PRESETS = {
-    "full": Plan("full", {"fp32": (1024, 1536, 2560), "fp64": (1024, 1536, 2560)}, repeats=5,
-                 warmups=1, min_time_s=0.1, dram_array_bytes=(64 * MiB, 512 * MiB),
-                 dram_llc_factor=4.0, llc=True, lowp_sizes=(1024, 2048)),
-    "quick": Plan("quick", {"fp32": (1536,), "fp64": (1024,)}, repeats=3, warmups=1,
-                  min_time_s=0.03, dram_array_bytes=(32 * MiB, 128 * MiB), dram_llc_factor=1.0,
-                  llc=False, gpu_gemm_sizes=(4096,), gpu_copy_bytes=256 * MiB,
-                  gpu_h2d_bytes=64 * MiB, cal_square=(32, 64, 128, 256), cal_repeats=7),
-    # for tests: finishes in well under a second, figures meaningless
-    "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
-                 min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
-                 dram_llc_factor=1.0, llc=True, small_gemm_n=4, lowp_sizes=(16,),
-                 dram_read_bytes=64 * 1024,
-                 gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
-                 cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_thin_dram_nk=24,
-                 cal_c_m=16, cal_c_n=16, cal_c_k=2,
-                 cal_min_time_s=0.0005),
-}
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    """What one probe found; ``to_dict`` is the ``probe --format json`` object."""
-
-    preset: str
-    cpu: Any  # identify.CpuInfo
-    blas: list[dict[str, Any]]
-    gpus: list[dict[str, Any]]
-    measured: dict[str, Any]
-    theoretical: dict[str, Any]
-    details: dict[str, Any]
-    not_measured: list[dict[str, str]]
-    warnings: list[str]
-    assumptions: list[str]
-    metadata: dict[str, Any]
-    cpu_peak: Any = None  # ceilings.CpuPeak or None
-    cpu_match: str | None = None
-    gpu_matches: dict[int, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        cpu = self.cpu.to_dict() | {"hwdb_match": self.cpu_match}
-        gpus = [g | {"hwdb_match": self.gpu_matches.get(g["index"])} for g in self.gpus]
-        return {"schema_version": SCHEMA_VERSION, "method_version": METHOD_VERSION,
-                "preset": self.preset, "cpu": cpu, "blas": self.blas, "gpus": gpus,
-                "measured": self.measured, "theoretical": self.theoretical,
-                "assumptions": self.assumptions, "not_measured": self.not_measured,
-                "warnings": self.warnings, "details": self.details, "metadata": self.metadata}
-
-    def to_hardware_dict(self, name: str, command: str | None = None) -> dict[str, Any]:
-        """This result as a hwdb entry (docs/hwdb-schema.md) with ``origin: measured``."""
-        from .entry import hardware_dict
-
-        return hardware_dict(self, name, command)
-
-
-class _Session:
+class Session:
     """Runs the kernels of one plan and collects figures, statistics and gaps."""
 
     def __init__(self, plan: Plan, say: Progress, clock: Callable[[], float]) -> None:
@@ -194,7 +89,7 @@ def blas_env_warnings(environ) -> list[str]:
             f"uses)" for name, what in BLAS_PINNING_VARIABLES.items() if environ.get(name)]
 
 
-def _cpu_gemm(s: _Session, threads: int | None) -> None:
+def _cpu_gemm(s: Session, threads: int | None) -> None:
     from ..kernels.cpu import gemm_kernel
 
     for dtype, sizes in s.plan.gemm_sizes.items():
@@ -204,7 +99,7 @@ def _cpu_gemm(s: _Session, threads: int | None) -> None:
         s.measured["gemm_gflops"][dtype] = best
 
 
-def _small_gemm(s: _Session) -> None:
+def _small_gemm(s: Session) -> None:
     from ..kernels.cpu import small_gemm_kernel
 
     n = s.plan.small_gemm_n
@@ -214,7 +109,7 @@ def _small_gemm(s: _Session) -> None:
     s.say(f"  {n}x{n}x{n} fp32 GEMM: {stats['best_s'] * 1e6:.2f} us per call")
 
 
-def _streams(s: _Session, key: str, array_bytes: int, threads: int) -> dict[str, float]:
+def _streams(s: Session, key: str, array_bytes: int, threads: int) -> dict[str, float]:
     from ..kernels.cpu import StreamArrays
 
     with StreamArrays(max(1, array_bytes // 8), threads) as arrays:
@@ -247,7 +142,7 @@ def read_stream(nbytes: int, preset: str = "full", threads: int | None = None,
         "warning": instability_warning(kernel.label, result)}
 
 
-def _read_stream(s: _Session, nbytes: int, threads: int) -> float:
+def _read_stream(s: Session, nbytes: int, threads: int) -> float:
     """DRAM as the memory delivers it: a dot product through the BLAS over ``nbytes``."""
     stats = read_stream(nbytes, s.plan.name, threads, s.clock)
     warning = stats.pop("warning")
@@ -261,18 +156,18 @@ def _read_stream(s: _Session, nbytes: int, threads: int) -> float:
     return stats["best"]
 
 
-def _bandwidth(s: _Session, cpu) -> None:
+def _bandwidth(s: Session, cpu) -> None:
     threads = cpu.usable_cpus
     low, high = s.plan.dram_array_bytes
     llc = cpu.llc_bytes_total or 32 * MiB
-    per_array = int(min(max(s.plan.dram_llc_factor * llc, low), high, _available_memory() / 8))
+    per_array = int(min(max(s.plan.dram_llc_factor * llc, low), high, available_memory() / 8))
     s.say(f"DRAM bandwidth, all {threads} CPUs ...")
     # the read stream's two vectors: 16x the LLC together, whatever the preset (at 4x an AMD
     # L3 still held enough of them to read 1.4x faster than at 16x, where it levels off), at
     # most READ_STREAM_MAX_BYTES and a quarter of the free memory
     read_bytes = s.plan.dram_read_bytes or int(min(
         max(READ_STREAM_LLC_FACTOR * llc, per_array), READ_STREAM_MAX_BYTES,
-        _available_memory() / 4))
+        available_memory() / 4))
     if s.plan.dram_read_bytes is None and read_bytes < READ_STREAM_LLC_FACTOR * llc:
         s.warnings.append(f"DRAM read stream over {read_bytes / MiB:.0f} MiB, less than "
                           f"{READ_STREAM_LLC_FACTOR}x the {llc / MiB:.0f} MiB last-level cache: "
@@ -293,7 +188,7 @@ def _bandwidth(s: _Session, cpu) -> None:
         _llc(s, cpu, dram, threads)
 
 
-def _llc(s: _Session, cpu, dram: float, threads: int) -> None:
+def _llc(s: Session, cpu, dram: float, threads: int) -> None:
     llc, l2 = cpu.llc_bytes_total, cpu.l2_bytes_total or 0
     if not llc:
         return s.skip("bandwidth_gbs.llc", "last-level cache size unknown")
@@ -309,71 +204,7 @@ def _llc(s: _Session, cpu, dram: float, threads: int) -> None:
     s.measured["bandwidth_gbs"]["llc"] = rate
 
 
-def _calibration(s: _Session, llc_bytes: int | None) -> None:
-    """The GEMMs roofline.predict calibrates from, per dtype: small squares, thin M in cache
-    and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
-    see roofline.hardware.Calibration."""
-    from ..analysis.predict import CALIBRATION_VERSION
-
-    p, gflops = s.plan, s.measured["gemm_gflops"]
-    s.say("calibration GEMMs (small, thin in and out of cache, small K) ...")
-    efficiency = {dtype: _dtype_calibration(s, dtype, gflops[dtype] * 1e9, llc_bytes)
-                  for dtype in p.gemm_sizes if gflops.get(dtype)}
-    s.measured["calibration"] = {"version": CALIBRATION_VERSION,
-                                 "call_overhead_s": s.measured["small_gemm_overhead_s"],
-                                 "gemm_efficiency": efficiency}
-
-
-def _dtype_calibration(s: _Session, dtype: str, peak: float, llc_bytes: int | None) -> dict:
-    from ..analysis.predict import c_write_passes
-    from ..kernels.cpu import shaped_gemm_kernel, thin_gemm_kernels
-    from ..model.dtypes import itemsize
-
-    p, call_s = s.plan, s.measured["small_gemm_overhead_s"]
-    e, beyond = itemsize(dtype), p.cal_llc_factor * (llc_bytes or 32 * MiB)
-    spare = _available_memory() / 4
-
-    def eff(kernel) -> float:
-        stats = s.time(kernel, 1e9, p.cal_min_time_s, p.cal_repeats)
-        return _sig(kernel.work / max(stats["best_s"] - call_s, 1e-12) / peak)
-
-    def thin(nk: int) -> dict[str, float]:
-        kernels = thin_gemm_kernels(p.cal_thin_m, nk, dtype)
-        return {str(m): eff(k) for m, k in zip(p.cal_thin_m, kernels)}
-
-    square = {str(n): eff(shaped_gemm_kernel(n, n, n, dtype)) for n in p.cal_square}
-    dram_nk = p.cal_thin_dram_nk or _round_up(math.sqrt(min(beyond, spare) / e), 512)
-    block = {"square": square, "thin": thin(p.cal_thin_nk), "thin_nk": p.cal_thin_nk,
-             "thin_dram": thin(dram_nk), "thin_dram_nk": dram_nk,
-             "peak_n": s.details[f"gemm_{dtype}"]["best_n"]}
-    n, k = p.cal_c_n, p.cal_c_k
-    m = p.cal_c_m or _round_up(min(beyond, spare) / (e * n), 1024)
-    stats = s.time(shaped_gemm_kernel(m, n, k, dtype), 1e9, p.cal_min_time_s, p.cal_repeats)
-    passes = c_write_passes(stats["best_s"], m, n, k, dtype, call_s, peak, block,
-                            s.measured["bandwidth_gbs"]["dram"] * 1e9)
-    block["c_write"] = {"passes": _sig(passes), "m": m, "n": n, "k": k, "time_s": stats["best_s"]}
-    s.say(f"  {dtype} efficiency: squares {square}; thin M (N = K = {p.cal_thin_nk}) "
-          f"{block['thin']}, (N = K = {dram_nk}, beyond the LLC) {block['thin_dram']}; "
-          f"C write ({m}x{n}x{k}): {passes:.2f} passes of C at DRAM speed")
-    return block
-
-
-def _round_up(value: float, step: int) -> int:
-    return max(step, int(math.ceil(value / step)) * step)
-
-
-def _sig(value: float, digits: int = 4) -> float:
-    return float(f"{value:.{digits}g}")
-
-
-def _available_memory() -> float:
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 8 * 2**30
-
-
-def _cpu_lowp(s: _Session) -> None:
+def _cpu_lowp(s: Session) -> None:
     from ..kernels.gpu import cpu_lowp_backend
 
     backend, reason = cpu_lowp_backend()
@@ -387,7 +218,7 @@ def _cpu_lowp(s: _Session) -> None:
             f"gemm_{dtype}", lambda n, d=dtype: backend.gemm(n, d), s.plan.lowp_sizes, "GFLOP/s")
 
 
-def _gpu(s: _Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dict | None:
+def _gpu(s: Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dict | None:
     from ..kernels.gpu import gpu_backend
 
     backend, reason = gpu_backend()
@@ -397,7 +228,7 @@ def _gpu(s: _Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> di
         return None
     facts = backend.device_facts()
     s.say(f"GPU 0 ({facts.get('name')}) through {backend.name} ...")
-    sub = _Session(s.plan, s.say, s.clock)
+    sub = Session(s.plan, s.say, s.clock)
     for dtype in backend.dtypes:
         sub.measured["gemm_gflops"][dtype] = sub.best_over_sizes(
             f"gpu_gemm_{dtype}", lambda n, d=dtype: backend.gemm(n, d), s.plan.gpu_gemm_sizes,
@@ -466,12 +297,12 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     blas_text = ", ".join(f"{b['internal_api']} x{b['num_threads']}" for b in blas)
     say(f"  {cpu.brand}: {cpu.cores} cores, {' '.join(cpu.isa) or 'no AVX'}; "
         f"BLAS {blas_text or 'unknown'}")
-    session = _Session(plan, say, clock)
+    session = Session(plan, say, clock)
     session.warnings += blas_env_warnings(os.environ)
     _cpu_gemm(session, blas[0]["num_threads"] if blas else None)
     _small_gemm(session)
     _bandwidth(session, cpu)
-    _calibration(session, cpu.llc_bytes_total)
+    calibrate(session, cpu.llc_bytes_total)
     _cpu_lowp(session)
     session.details["effective_clock_ghz"] = effective
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])

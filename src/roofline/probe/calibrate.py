@@ -1,0 +1,78 @@
+"""The calibration GEMMs a probe times for ``analysis.predict``: per dtype, small squares, thin
+M in cache and with B beyond the LLC, and C's write cost; saved as an entry's ``calibration:``
+block (``hardware.spec.Calibration``)."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import TYPE_CHECKING
+
+from .plan import MiB
+
+if TYPE_CHECKING:
+    from .runner import Session
+
+
+def calibrate(s: Session, llc_bytes: int | None) -> None:
+    """The GEMMs roofline.predict calibrates from, per dtype: small squares, thin M in cache
+    and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
+    see roofline.hardware.Calibration."""
+    from ..analysis.predict import CALIBRATION_VERSION
+
+    p, gflops = s.plan, s.measured["gemm_gflops"]
+    s.say("calibration GEMMs (small, thin in and out of cache, small K) ...")
+    efficiency = {dtype: _dtype_calibration(s, dtype, gflops[dtype] * 1e9, llc_bytes)
+                  for dtype in p.gemm_sizes if gflops.get(dtype)}
+    s.measured["calibration"] = {"version": CALIBRATION_VERSION,
+                                 "call_overhead_s": s.measured["small_gemm_overhead_s"],
+                                 "gemm_efficiency": efficiency}
+
+
+def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | None) -> dict:
+    from ..analysis.predict import c_write_passes
+    from ..kernels.cpu import shaped_gemm_kernel, thin_gemm_kernels
+    from ..model.dtypes import itemsize
+
+    p, call_s = s.plan, s.measured["small_gemm_overhead_s"]
+    e, beyond = itemsize(dtype), p.cal_llc_factor * (llc_bytes or 32 * MiB)
+    spare = available_memory() / 4
+
+    def eff(kernel) -> float:
+        stats = s.time(kernel, 1e9, p.cal_min_time_s, p.cal_repeats)
+        return _sig(kernel.work / max(stats["best_s"] - call_s, 1e-12) / peak)
+
+    def thin(nk: int) -> dict[str, float]:
+        kernels = thin_gemm_kernels(p.cal_thin_m, nk, dtype)
+        return {str(m): eff(k) for m, k in zip(p.cal_thin_m, kernels)}
+
+    square = {str(n): eff(shaped_gemm_kernel(n, n, n, dtype)) for n in p.cal_square}
+    dram_nk = p.cal_thin_dram_nk or _round_up(math.sqrt(min(beyond, spare) / e), 512)
+    block = {"square": square, "thin": thin(p.cal_thin_nk), "thin_nk": p.cal_thin_nk,
+             "thin_dram": thin(dram_nk), "thin_dram_nk": dram_nk,
+             "peak_n": s.details[f"gemm_{dtype}"]["best_n"]}
+    n, k = p.cal_c_n, p.cal_c_k
+    m = p.cal_c_m or _round_up(min(beyond, spare) / (e * n), 1024)
+    stats = s.time(shaped_gemm_kernel(m, n, k, dtype), 1e9, p.cal_min_time_s, p.cal_repeats)
+    passes = c_write_passes(stats["best_s"], m, n, k, dtype, call_s, peak, block,
+                            s.measured["bandwidth_gbs"]["dram"] * 1e9)
+    block["c_write"] = {"passes": _sig(passes), "m": m, "n": n, "k": k, "time_s": stats["best_s"]}
+    s.say(f"  {dtype} efficiency: squares {square}; thin M (N = K = {p.cal_thin_nk}) "
+          f"{block['thin']}, (N = K = {dram_nk}, beyond the LLC) {block['thin_dram']}; "
+          f"C write ({m}x{n}x{k}): {passes:.2f} passes of C at DRAM speed")
+    return block
+
+
+def _round_up(value: float, step: int) -> int:
+    return max(step, int(math.ceil(value / step)) * step)
+
+
+def _sig(value: float, digits: int = 4) -> float:
+    return float(f"{value:.{digits}g}")
+
+
+def available_memory() -> float:
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30

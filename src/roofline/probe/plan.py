@@ -1,0 +1,87 @@
+"""What a probe run does: the presets (``Plan``: sizes, repeats, calibration shapes) and the
+version numbers of the probe's method and of its JSON schema, with their histories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 3
+# SCHEMA_VERSION history (bump whenever the JSON object changes shape):
+#   1: measured {gemm_gflops, bandwidth_gbs, small_gemm_overhead_s}, details, metadata.
+#   2: measured.bandwidth_gbs.dram is a read stream (triad and copy kept beside it),
+#      measured.bandwidth_stats {kernel: {best, median, spread}}, measured.calibration
+#      (roofline.predict.CALIBRATION_VERSION) for the calibrated GEMM time.
+#   3: measured.calibration version 2: per dtype thin_dram / thin_dram_nk and c_write.
+# METHOD_VERSION history (bump whenever the way we measure changes):
+#   1: calibrated loops (bench.measure), best over GEMM sizes, blocked threaded triad + copy,
+#      dram = best of the two, LLC reported only when clearly above DRAM.
+#   2: the CPU's theoretical clock is measured under load (dependent-add chain) when no hwdb
+#      entry matches, and raised to what a measured GEMM rate above it implies.
+#   3: dram is a read-only stream through the BLAS (an M = 1 GEMM whose B is beyond the LLC),
+#      no longer the best of triad and copy (kept as STREAM-comparable extras); calibration
+#      GEMMs for predicted_time_s: small squares, thin M, C's write cost (small K).
+#   4: dram is a dot product through the BLAS over 16x the LLC (read only, the memory's speed;
+#      an M = 1 GEMM can read slower, and that is now the calibration's: thin GEMMs whose B is
+#      beyond the LLC, per dtype), C's write cost per dtype on a C sized from the LLC.
+METHOD_VERSION = 4
+MiB = 2**20
+READ_STREAM_LLC_FACTOR = 16
+READ_STREAM_MAX_BYTES = 2048 * MiB
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes and repetition counts of one preset."""
+
+    name: str
+    gemm_sizes: dict[str, tuple[int, ...]]
+    repeats: int
+    warmups: int
+    min_time_s: float
+    dram_array_bytes: tuple[int, int]  # (min, max) per array; 4 x LLC in between
+    dram_llc_factor: float
+    llc: bool
+    small_gemm_n: int = 8
+    dram_read_bytes: int | None = None  # the read stream's size; None: 16x the LLC (capped)
+    # calibration of predicted_time_s (roofline.predict), per dtype: small squares; thin M at
+    # N = K = cal_thin_nk (in cache) and at N = K sized so that B is cal_llc_factor x the LLC
+    # (cal_thin_dram_nk when given); C's write cost on an M x cal_c_n x cal_c_k GEMM whose C
+    # is cal_llc_factor x the LLC (cal_c_m when given)
+    cal_square: tuple[int, ...] = (32, 64, 128, 256, 512)
+    cal_thin_m: tuple[int, ...] = (1, 4, 16, 64)
+    cal_thin_nk: int = 1024
+    cal_llc_factor: float = 3.0
+    cal_thin_dram_nk: int | None = None
+    cal_c_m: int | None = None
+    cal_c_n: int = 4096
+    cal_c_k: int = 16
+    # short values, many of them: on a shared machine a preempted BLAS thread costs a whole
+    # scheduler tick, and the best of many short values is the one that missed it
+    cal_min_time_s: float = 0.002
+    cal_repeats: int = 9
+    lowp_sizes: tuple[int, ...] = (1024,)
+    gpu_gemm_sizes: tuple[int, ...] = (4096, 8192)
+    gpu_copy_bytes: int = 1024 * MiB
+    gpu_h2d_bytes: int = 256 * MiB
+
+
+PRESETS = {
+    "full": Plan("full", {"fp32": (1024, 1536, 2560), "fp64": (1024, 1536, 2560)}, repeats=5,
+                 warmups=1, min_time_s=0.1, dram_array_bytes=(64 * MiB, 512 * MiB),
+                 dram_llc_factor=4.0, llc=True, lowp_sizes=(1024, 2048)),
+    "quick": Plan("quick", {"fp32": (1536,), "fp64": (1024,)}, repeats=3, warmups=1,
+                  min_time_s=0.03, dram_array_bytes=(32 * MiB, 128 * MiB), dram_llc_factor=1.0,
+                  llc=False, gpu_gemm_sizes=(4096,), gpu_copy_bytes=256 * MiB,
+                  gpu_h2d_bytes=64 * MiB, cal_square=(32, 64, 128, 256), cal_repeats=7),
+    # for tests: finishes in well under a second, figures meaningless
+    "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
+                 min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
+                 dram_llc_factor=1.0, llc=True, small_gemm_n=4, lowp_sizes=(16,),
+                 dram_read_bytes=64 * 1024,
+                 gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
+                 cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_thin_dram_nk=24,
+                 cal_c_m=16, cal_c_n=16, cal_c_k=2,
+                 cal_min_time_s=0.0005),
+}

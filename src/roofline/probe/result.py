@@ -1,0 +1,44 @@
+"""What one probe found: ``ProbeResult``, whose ``to_dict`` is the ``probe --format json``
+object and ``to_hardware_dict`` a hwdb entry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .plan import METHOD_VERSION, SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What one probe found; ``to_dict`` is the ``probe --format json`` object."""
+
+    preset: str
+    cpu: Any  # identify.CpuInfo
+    blas: list[dict[str, Any]]
+    gpus: list[dict[str, Any]]
+    measured: dict[str, Any]
+    theoretical: dict[str, Any]
+    details: dict[str, Any]
+    not_measured: list[dict[str, str]]
+    warnings: list[str]
+    assumptions: list[str]
+    metadata: dict[str, Any]
+    cpu_peak: Any = None  # ceilings.CpuPeak or None
+    cpu_match: str | None = None
+    gpu_matches: dict[int, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        cpu = self.cpu.to_dict() | {"hwdb_match": self.cpu_match}
+        gpus = [g | {"hwdb_match": self.gpu_matches.get(g["index"])} for g in self.gpus]
+        return {"schema_version": SCHEMA_VERSION, "method_version": METHOD_VERSION,
+                "preset": self.preset, "cpu": cpu, "blas": self.blas, "gpus": gpus,
+                "measured": self.measured, "theoretical": self.theoretical,
+                "assumptions": self.assumptions, "not_measured": self.not_measured,
+                "warnings": self.warnings, "details": self.details, "metadata": self.metadata}
+
+    def to_hardware_dict(self, name: str, command: str | None = None) -> dict[str, Any]:
+        """This result as a hwdb entry (docs/hwdb-schema.md) with ``origin: measured``."""
+        from .entry import hardware_dict
+
+        return hardware_dict(self, name, command)
