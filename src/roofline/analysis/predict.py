@@ -61,9 +61,8 @@ if TYPE_CHECKING:
     from ..model.gemm import Gemm
     from .quantization import Quantization
 
+#: What an entry's ``calibration:`` block holds; its history is in CHANGES.md.
 CALIBRATION_VERSION = 2
-# History: 1: square and thin-M efficiencies per dtype, per-call overhead, C's write passes.
-#          2: thin M also with B beyond the LLC (thin_dram), C's write passes per dtype.
 
 # NVIDIA, "Getting Started with CUDA Graphs" (developer.nvidia.com/blog/cuda-graphs/, 2019):
 # a 2.9 us kernel launched back to back in one stream took 3.8 us per kernel, i.e. about 1 us

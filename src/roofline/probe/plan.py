@@ -1,29 +1,14 @@
 """What a probe run does: the presets (``Plan``: sizes, repeats, calibration shapes) and the
-version numbers of the probe's method and of its JSON schema, with their histories."""
+version numbers of the probe's method and of its JSON schema (their histories: CHANGES.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+#: The shape of ``probe --format json``, and how the probe measures: bump each when it changes
+#: and say why in CHANGES.md, which keeps both histories.
 SCHEMA_VERSION = 3
-# SCHEMA_VERSION history (bump whenever the JSON object changes shape):
-#   1: measured {gemm_gflops, bandwidth_gbs, small_gemm_overhead_s}, details, metadata.
-#   2: measured.bandwidth_gbs.dram is a read stream (triad and copy kept beside it),
-#      measured.bandwidth_stats {kernel: {best, median, spread}}, measured.calibration
-#      (roofline.predict.CALIBRATION_VERSION) for the calibrated GEMM time.
-#   3: measured.calibration version 2: per dtype thin_dram / thin_dram_nk and c_write.
-# METHOD_VERSION history (bump whenever the way we measure changes):
-#   1: calibrated loops (bench.measure), best over GEMM sizes, blocked threaded triad + copy,
-#      dram = best of the two, LLC reported only when clearly above DRAM.
-#   2: the CPU's theoretical clock is measured under load (dependent-add chain) when no hwdb
-#      entry matches, and raised to what a measured GEMM rate above it implies.
-#   3: dram is a read-only stream through the BLAS (an M = 1 GEMM whose B is beyond the LLC),
-#      no longer the best of triad and copy (kept as STREAM-comparable extras); calibration
-#      GEMMs for predicted_time_s: small squares, thin M, C's write cost (small K).
-#   4: dram is a dot product through the BLAS over 16x the LLC (read only, the memory's speed;
-#      an M = 1 GEMM can read slower, and that is now the calibration's: thin GEMMs whose B is
-#      beyond the LLC, per dtype), C's write cost per dtype on a C sized from the LLC.
 METHOD_VERSION = 4
 MiB = 2**20
 READ_STREAM_LLC_FACTOR = 16
