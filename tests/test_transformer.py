@@ -46,9 +46,11 @@ def test_one_gqa_block_forward_gemm_shapes_by_hand():
         ("b.ffn_down", "forward", 1024, 4096, 14336, 1),
     ]
     scores = net.gemms()[1]
-    # a batched GEMM's FLOPs and bytes include its count: 64 x 2 x 512 x 512 x 128
+    # a batched GEMM's FLOPs and bytes include its count: 64 x 2 x 512 x 512 x 128; bytes are
+    # the tensors (bf16): Q 64 x 512 x 128, K shared by groups of 4 query heads, 16 x 512 x 128,
+    # S 64 x 512 x 512
     assert scores.flops == 64 * 2 * 512 * 512 * 128
-    assert scores.bytes == 64 * 2 * (512 * 128 + 128 * 512 + 512 * 512)
+    assert scores.bytes == 2 * (64 * 512 * 128 + 16 * 512 * 128 + 64 * 512 * 512)
 
 
 def test_one_gqa_block_backward_by_hand():
@@ -232,3 +234,44 @@ def test_table_groups_repeated_blocks_and_expand_shows_them(invoke):
     assert {"gemm_flops", "gemm_time_s", "op_time_s", "parameters"} <= set(data["totals"])
     assert data["totals"]["time_s"] == pytest.approx(data["totals"]["gemm_time_s"]
                                                      + data["totals"]["op_time_s"])
+
+
+def test_naive_gqa_attention_reads_k_and_v_once_per_kv_head():
+    """Llama-like block (32 query heads, 8 KV heads, head_dim 128), decode at batch 1 with a
+    1024-token cache, fp16. By hand, scores = Q . K^T over 32 batched GEMMs: Q 32 x 1 x 128,
+    K shared by groups of 4 heads, 8 x 1024 x 128, S 32 x 1 x 1024 elements:
+    (4,096 + 1,048,576 + 32,768) x 2 B = 2,170,880 B (K counted per query head was 4x).
+    context = P . V: (32,768 + 1,048,576 + 4,096) x 2 B, the same. With kv_heads = heads the
+    matrices are the tensors: 2 x (4,096 + 4,194,304 + 32,768) B."""
+    from roofline.model.network import network_from_yaml
+
+    def attention(kv_heads: int) -> dict[str, int]:
+        net = network_from_yaml(
+            f"batch: 1\nseq: 1024\ndtype: fp16\nmode: inference\nphase: decode\nlayers:\n"
+            f"  - {{type: transformer, hidden: 4096, heads: 32, kv_heads: {kv_heads}, "
+            f"attention: naive}}\n")
+        return {g.layer.rsplit(".", 1)[1]: g.bytes for g in net.gemms()
+                if g.layer.endswith((".scores", ".context"))}
+
+    assert attention(8) == {"scores": 2_170_880, "context": 2_170_880}
+    assert attention(32) == {"scores": 2 * (4_096 + 4_194_304 + 32_768),
+                             "context": 2 * (4_096 + 4_194_304 + 32_768)}
+
+
+def test_naive_gqa_training_bytes_by_hand():
+    """Prefill/training shapes, batch 2, seq 16, 4 heads sharing 2 KV heads, head_dim 8, fp32:
+    G = 8 query-head GEMMs, Gkv = 4. Forward scores: Q 8x16x8 + K 4x16x8 + S 8x16x16 =
+    1,024 + 512 + 2,048 elements; dQ = dS.K: dS 2,048 + K 512 + dQ 1,024; dK = dS^T.Q:
+    dS 2,048 + Q 1,024 + dK 512."""
+    from roofline.model.network import network_from_yaml
+
+    net = network_from_yaml(
+        "batch: 2\nseq: 16\ndtype: fp32\nmode: train\nlayers:\n"
+        "  - {type: embedding, vocab: 64, dim: 32}\n"
+        "  - {type: transformer, hidden: 32, heads: 4, kv_heads: 2, attention: naive}\n")
+    scores = [g for g in net.gemms() if g.layer.endswith(".scores")]
+    forward = next(g for g in scores if g.pass_ == "forward")
+    assert forward.bytes_by_operand == {"a": 1_024 * 4, "b": 512 * 4, "c": 2_048 * 4}
+    d_q, d_k = [g for g in scores if g.pass_ == "backward-data"]  # dQ = dS.K, dK = dS^T.Q
+    assert d_q.bytes_by_operand == {"a": 2_048 * 4, "b": 512 * 4, "c": 1_024 * 4}
+    assert d_k.bytes_by_operand == {"a": 2_048 * 4, "b": 1_024 * 4, "c": 512 * 4}

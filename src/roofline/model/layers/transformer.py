@@ -161,14 +161,29 @@ class Transformer:
         q, s, count = self._attention_shape(step)
         if self.attention == "flash":
             return [self._flash(step, "forward")]
+        qs, qd, kv = self._attention_tensors(step)
         items: list[Item] = [
             GemmShape(f"{self.name}.scores", "forward", q, s, self.head_dim,
-                      ("query", "key", "head_dim"), (0, 0, 0), count),
+                      ("query", "key", "head_dim"), (0, 0, 0), count, (1, 1, 1),
+                      self._shared_kv(step, (qd, kv, qs))),
             self._op("forward", "softmax", count * q * s, step, "attn")]
         items += self._dropout("forward", count * q * s, step, "attn")
         items.append(GemmShape(f"{self.name}.context", "forward", q, self.head_dim, s,
-                               ("query", "head_dim", "key"), (0, 0, 0), count))
+                               ("query", "head_dim", "key"), (0, 0, 0), count, (1, 1, 1),
+                               self._shared_kv(step, (qs, kv, qd))))
         return items
+
+    def _attention_tensors(self, step: Step) -> tuple[int, int, int]:
+        """Elements of a q x s score matrix, of q x head_dim query rows (all query heads), and
+        of K or V (the kv_heads the query heads share): G q s, G q d, Gkv s d."""
+        q, s, count = self._attention_shape(step)
+        kv = step.batch * self.kv_heads * s * self.head_dim
+        return count * q * s, count * q * self.head_dim, kv
+
+    def _shared_kv(self, step: Step, tensors: tuple[int, int, int]) -> tuple[int, int, int] | None:
+        """``tensors`` when query heads share K and V (grouped-query attention: K and V are read
+        once per KV head, not once per query head); None (the matrices) otherwise."""
+        return tensors if self.kv_heads < self.heads else None
 
     def _attention_shape(self, step: Step) -> tuple[int, int, int]:
         """(query rows, key length, batched count) of the attention GEMMs."""
@@ -261,18 +276,20 @@ class Transformer:
             return [self._flash(step, "backward")]
         q, s, count = self._attention_shape(step)
         d, scores, context = self.head_dim, f"{self.name}.scores", f"{self.name}.context"
+        qs, qd, kv = self._attention_tensors(step)
+        one = (1, 1, 1)
         items: list[Item] = [
             GemmShape(context, "backward-data", q, s, d, ("query", "key", "head_dim"),
-                      (0, 0, 0), count),  # dP = dO . V^T
+                      (0, 0, 0), count, one, self._shared_kv(step, (qd, kv, qs))),  # dP = dO.V^T
             GemmShape(context, "backward-data", s, d, q, ("key", "head_dim", "query"),
-                      (0, 0, 0), count)]  # dV = P^T . dO
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qd, kv)))]  # dV = P^T.dO
         items += self._dropout("backward", count * q * s, step, "attn")
         items.append(self._op("backward", "softmax-backward", count * q * s, step, "attn"))
         items += [
             GemmShape(scores, "backward-data", q, d, s, ("query", "head_dim", "key"),
-                      (0, 0, 0), count),  # dQ = dS . K
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, kv, qd))),  # dQ = dS.K
             GemmShape(scores, "backward-data", s, d, q, ("key", "head_dim", "query"),
-                      (0, 0, 0), count)]  # dK = dS^T . Q
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qd, kv)))]  # dK = dS^T.Q
         return items
 
     def _ffn_backward(self, step: Step) -> list[Item]:
