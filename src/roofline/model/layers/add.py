@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..ops import OpShape, elementwise
 from .linear import ACTIVATIONS
-from .spatial import Shape, bound
+from .spatial import OnMap, Shape
 from .step import Step
 
 if TYPE_CHECKING:
@@ -29,17 +29,12 @@ _KEYS = frozenset({"type", "name", "activation"})
 
 
 @dataclass(frozen=True)
-class Add:
+class Add(OnMap):
     name: str
     activation: str = "none"
     shape: Shape | None = None
     has_weights = False
     parameters = 0
-
-    @property
-    def map(self) -> Shape:
-        """The input map (known once the previous layer gives it)."""
-        return bound(self.shape, self.name)
 
     @classmethod
     def from_fields(cls, fields: Fields, index: int) -> Add:
@@ -52,12 +47,6 @@ class Add:
             raise fields.fail("type", f"{self.name!r} adds feature maps: put it after a layer "
                                       f"that gives one")
         return replace(self, shape=given)
-
-    @property
-    def in_width(self) -> int | None:
-        return self.shape.channels if self.shape else None
-
-    out_width = in_width
 
     @property
     def out_shape(self) -> Shape | None:

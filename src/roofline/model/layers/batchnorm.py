@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..ops import OpShape, elementwise
 from .linear import ACTIVATIONS
-from .spatial import Shape, bound
+from .spatial import OnMap, Shape
 from .step import Step
 
 if TYPE_CHECKING:
@@ -34,17 +34,12 @@ STAT_BYTES = 4  # the saved mean and inverse deviation are fp32, one of each per
 
 
 @dataclass(frozen=True)
-class BatchNorm:
+class BatchNorm(OnMap):
     name: str
     activation: str = "none"
     branch: bool = False
     shape: Shape | None = None  # the map it normalizes, once the previous layer gives it
     has_weights = True
-
-    @property
-    def map(self) -> Shape:
-        """The input map (known once the previous layer gives it)."""
-        return bound(self.shape, self.name)
 
     @classmethod
     def from_fields(cls, fields: Fields, index: int) -> BatchNorm:
@@ -58,12 +53,6 @@ class BatchNorm:
             raise fields.fail("type", f"{self.name!r} normalizes a feature map: put it after "
                                       f"a layer that gives one")
         return replace(self, shape=given)
-
-    @property
-    def in_width(self) -> int | None:
-        return self.shape.channels if self.shape else None
-
-    out_width = in_width
 
     @property
     def out_shape(self) -> Shape | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .spatial import Shape, bound, input_shape
+from .spatial import OnMap, Shape, input_shape
 from .step import Step
 
 if TYPE_CHECKING:
@@ -17,16 +17,11 @@ _KEYS = frozenset({"type", "name", "channels", "height", "width"})
 
 
 @dataclass(frozen=True)
-class Flatten:
+class Flatten(OnMap):
     name: str
     shape: Shape | None = None
     has_weights = False
     parameters = 0
-
-    @property
-    def map(self) -> Shape:
-        """The input map (known once the previous layer gives it)."""
-        return bound(self.shape, self.name)
 
     @classmethod
     def from_fields(cls, fields: Fields, index: int) -> Flatten:
@@ -36,10 +31,6 @@ class Flatten:
     def with_input(self, given: Shape | None, fields: Fields) -> Flatten:
         return replace(self, shape=input_shape(fields, given, self.name,
                                                fields.positive_int("channels", None)))
-
-    @property
-    def in_width(self) -> int | None:
-        return self.shape.channels if self.shape else None
 
     @property
     def out_width(self) -> int | None:

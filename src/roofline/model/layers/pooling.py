@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from ..ops import OpShape
-from .spatial import Shape, bound, input_shape, pair, window_out
+from .spatial import OnMap, Shape, input_shape, pair, window_out
 from .step import Step
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ _P = TypeVar("_P", bound="_Pool2d")
 
 
 @dataclass(frozen=True)
-class _Pool2d:
+class _Pool2d(OnMap):
     name: str
     kernel: tuple[int, int]
     stride: tuple[int, int]
@@ -38,11 +38,6 @@ class _Pool2d:
     shape: Shape | None = None  # the input map, once the previous layer gives it
     kind = ""
     has_weights = False
-
-    @property
-    def map(self) -> Shape:
-        """The input map (known once the previous layer gives it)."""
-        return bound(self.shape, self.name)
 
     @classmethod
     def from_fields(cls: type[_P], fields: Fields, index: int) -> _P:
@@ -68,11 +63,6 @@ class _Pool2d:
         return Shape(self.map.channels, window_out(self.map.height, r, sh, ph),
                      window_out(self.map.width, s, sw, pw))
 
-    @property
-    def in_width(self) -> int | None:
-        return self.shape.channels if self.shape else None
-
-    out_width = in_width
     parameters = 0
 
     def input_bytes(self, step: Step) -> int:

@@ -76,3 +76,24 @@ def input_shape(fields: Fields, given: Shape | None, name: str,
                                     f"(and in_channels), a top-level input: {{channels, "
                                     f"height, width}}, or a previous layer that gives them")
     return Shape(channels, height, width)
+
+
+class OnMap:
+    """What a layer that reads the previous layer's feature map (``shape``, bound by
+    ``with_input``) shares: the map itself and its channels as the width in and out."""
+
+    name: str
+    shape: Shape | None
+
+    @property
+    def map(self) -> Shape:
+        """The input map (known once the previous layer gives it)."""
+        return bound(self.shape, self.name)
+
+    @property
+    def in_width(self) -> int | None:
+        return self.shape.channels if self.shape else None
+
+    @property
+    def out_width(self) -> int | None:
+        return self.in_width
