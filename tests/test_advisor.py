@@ -7,10 +7,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline import Gemm, load_hardware
-from roofline.analysis.alignment import alignment_warnings, pad_to
+from roofline.analysis.alignment import alignment_notes, pad_to
 from roofline.analysis.batch import intensity_limit, min_compute_bound_batch
 from roofline.hardware.spec import Alignment
 from roofline.model.gemm import gemm_intensity
+
+
+def alignment_warnings(gemm, rule):
+    """(every dimension on the 16-byte rule, one sentence per note) as a report shows them."""
+    from roofline.output.advice import alignment_text
+
+    notes = alignment_notes(gemm, rule)
+    return all(n.tier == "advice" for n in notes), [alignment_text(n) for n in notes]
+
 
 FP16_V100 = Alignment(multiple=8, preferred=8)
 FP16_A100 = Alignment(multiple=8, preferred=64)
@@ -169,18 +178,21 @@ def test_small_compute_bound_gemm_is_flagged_on_a100():
 
 def test_no_batch_advice_names_the_limit_and_the_ridge():
     from roofline.analysis.batch import batch_advice
+    from roofline.output.advice import batch_text
 
     gemm = linear_gemm("MM2", "out", "forward", 128, 670_091, 128, "fp16")
-    assert batch_advice(gemm, 125e12 / 900e9, None) == (
-        None, "no batch reaches the ridge (138.9): intensity tends to 128.0 FLOP/B; widen the layer")
+    advice = batch_advice(gemm, 125e12 / 900e9, None)
+    assert advice.batch is None and advice.limit == pytest.approx(128.0, abs=0.05)
+    assert batch_text(advice) == (
+        "no batch reaches the ridge (138.9): intensity tends to 128.0 FLOP/B; widen the layer")
 
 
 def test_no_quantization_warning_on_a_cpu_or_a_well_filled_gpu():
-    from roofline.analysis.quantization import quantization_warning
+    from roofline.analysis.quantization import quantization_of
 
     big = linear_gemm("MM1", "fc1", "forward", 4096, 4096, 4096, "fp16")
-    assert quantization_warning(big, None, ()) is None
-    assert quantization_warning(big, 108, ((256, 128), (64, 64))) is None
+    assert quantization_of(big, None, ()) is None
+    assert not quantization_of(big, 108, ((256, 128), (64, 64))).warns
 
 
 def test_batch_advice_when_a_dimension_is_a_multiple_of_the_batch():
@@ -197,10 +209,12 @@ def test_batch_advice_when_a_dimension_is_a_multiple_of_the_batch():
 
 def test_no_batch_dimension_means_no_batch_advice():
     from roofline.analysis.batch import batch_advice
+    from roofline.output.advice import batch_text
 
     fixed = Gemm("MM1", "x", "forward", 64, 4096, 1024, "fp16")  # nothing grows with the batch
     assert min_compute_bound_batch(fixed, 138.9) is None
-    assert batch_advice(fixed, 138.9, None)[1].startswith("its shape does not depend on the batch")
+    assert batch_text(batch_advice(fixed, 138.9, None)).startswith(
+        "its shape does not depend on the batch")
 
 
 def test_two_batch_dimensions_are_searched():

@@ -42,20 +42,6 @@ class AlignmentNote:
     dtype: str
     unit: int = 1   # the dimension is value x unit (a convolution's K = C.R.S: unit R.S)
 
-    @property
-    def text(self) -> str:
-        """The per-GEMM sentence (JSON ``warnings`` / ``advice``)."""
-        label = f"{self.dim}={self.value} ({self.role})"
-        if self.unit > 1:
-            channels = self.role.split(" x ")[0]
-            label = f"{self.dim}={self.value * self.unit} ({self.role}): {channels} {self.value}"
-        if self.tier == "advice":
-            return (f"{label}: multiples of {self.multiple} run best on this device "
-                    f"(next: {self.pad_to})")
-        need = "required for" if self.tier == "error" else "best for"
-        return (f"{label} is not a multiple of {self.multiple} ({need} {self.dtype} "
-                f"Tensor Cores): pad to {self.pad_to}")
-
     def to_dict(self) -> dict[str, Any]:
         return {"dim": self.dim, "role": self.role, "value": self.value, "tier": self.tier,
                 "multiple": self.multiple, "pad_to": self.pad_to}
@@ -93,10 +79,3 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
         notes.append(AlignmentNote(gemm.name, gemm.layer, dim, role, value, tier, multiple,
                                    pad_to(value, multiple), gemm.dtype, unit))
     return notes
-
-
-def alignment_warnings(gemm: Gemm, rule: Alignment | None) -> tuple[bool, list[str]]:
-    """Whether every dimension meets ``rule.multiple``, and one sentence per note
-    (``alignment_notes``; the 128-byte tier included, as a softer hint)."""
-    notes = alignment_notes(gemm, rule)
-    return all(n.tier == "advice" for n in notes), [n.text for n in notes]

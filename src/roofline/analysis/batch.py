@@ -5,6 +5,7 @@ search when several dimensions grow with it), with the advice sentence alignment
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from ..hardware.spec import Alignment
 from ..model.dtypes import itemsize
@@ -91,9 +92,26 @@ def _search_batch(gemm: Gemm, ridge: float) -> int:
     return high
 
 
-def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
-    """The minimum compute-bound batch for a memory-bound GEMM, and a sentence saying so."""
-    # A deep model repeats a few shapes thousands of times: the sentence is computed once per
+class BatchAdvice(NamedTuple):
+    """What a larger batch does for a memory-bound GEMM (``output.advice.batch_text`` says it).
+
+    ``batch``: the smallest batch that makes it compute-bound, or None when none does; then
+    ``limit`` is the intensity the batch tends to (None: the shape does not depend on the
+    batch). ``pad_to`` is the first batch from ``batch`` whose dimension also meets the
+    alignment ``tier`` (``"preferred"``: the 128-byte tier, ``"multiple"``: the 16-byte rule)
+    of ``multiple`` elements, or None when ``batch`` already does or no batch can."""
+
+    batch: int | None
+    ridge: float
+    limit: float | None = None
+    pad_to: int | None = None
+    tier: str = ""
+    multiple: int = 0
+
+
+def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> BatchAdvice:
+    """The minimum compute-bound batch for a memory-bound GEMM, and what it takes to align."""
+    # A deep model repeats a few shapes thousands of times: the advice is computed once per
     # shape and precision and shared (a 100,000-layer report held about 1 GB of copies). The
     # key is every field but the GEMM's name and place (building a Gemm per lookup cost more
     # than the advice).
@@ -108,30 +126,25 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int 
 
 _SHAPE_FIELDS = ("m", "n", "k", "dtype", "roles", "batch_dims", "c_dtype", "c_read",
                  "batch_count", "align", "tensors")
-_ADVICE: dict[tuple, tuple[int | None, str]] = {}
+_ADVICE: dict[tuple, BatchAdvice] = {}
 _ADVICE_LIMIT = 4096
 
 
-def _batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> tuple[int | None, str]:
+def _batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> BatchAdvice:
     batch = min_compute_bound_batch(gemm, ridge)
     if batch is None:
-        limit = batch_intensity_limit(gemm)
-        if limit is None:
-            return None, "its shape does not depend on the batch; a larger batch does not help"
-        return None, (f"no batch reaches the ridge ({ridge:.1f}): intensity tends to "
-                      f"{limit:.1f} FLOP/B; widen the layer")
-    text = f"batch >= {batch} makes it compute-bound"
+        return BatchAdvice(None, ridge, batch_intensity_limit(gemm))
+    plain = BatchAdvice(batch, ridge)
     index, factor = next(((i, f) for i, f in enumerate(gemm.batch_dims) if f), (0, 0))
     if not gemm.align[index]:  # a dimension the rule leaves free (N.P.Q): nothing to meet
-        return batch, text
+        return plain
     if rule is None or not factor or factor != int(factor):  # (an expert's share of tokens:
-        return batch, text                                    # no batch makes it a multiple)
+        return plain                                          # no batch makes it a multiple)
     factor = int(factor)
     if factor * batch % rule.preferred == 0:
-        return batch, text
-    if rule.preferred > rule.multiple:  # the same tier alignment advice names on this device
-        tier = f"the 128-byte tier (a multiple of {rule.preferred})"
-    else:
-        tier = f"the 16-byte rule (a multiple of {rule.multiple})"
+        return plain
+    # the same tier alignment advice names on this device
+    tier, multiple = (("preferred", rule.preferred) if rule.preferred > rule.multiple
+                      else ("multiple", rule.multiple))
     step = rule.preferred // math.gcd(factor, rule.preferred)  # batches whose dimension fits
-    return batch, text + f"; {pad_to(batch, step)} also meets {tier}"
+    return BatchAdvice(batch, ridge, None, pad_to(batch, step), tier, multiple)

@@ -76,6 +76,12 @@ class Quantization:
     def effective(self) -> float:
         return self.split_k.efficiency if self.split_k else self.efficiency
 
+    @property
+    def warns(self) -> bool:
+        """Even the best tile leaves over a quarter of the GPU idle (effective efficiency
+        below QUANTIZATION_THRESHOLD): worth a warning on a compute-bound GEMM."""
+        return self.effective < QUANTIZATION_THRESHOLD
+
     def to_dict(self) -> dict[str, Any]:
         better = None
         if self.better:
@@ -86,26 +92,6 @@ class Quantization:
                 "waves": self.waves, "sms": self.sms,
                 "split_k": self.split_k.to_dict() if self.split_k else None,
                 "nearest_better_shape": better}
-
-    def warning(self) -> str | None:
-        """The sentence, when even the best tile leaves over a quarter of the GPU idle
-        (effective efficiency below QUANTIZATION_THRESHOLD); else None."""
-        return self.sentence() if self.effective < QUANTIZATION_THRESHOLD else None
-
-    def sentence(self) -> str:
-        tm, tn = self.tile
-        wave = "wave" if self.waves == 1 else "waves"
-        text = (f"tile/wave quantization: best tile {tm}x{tn} ({self.tiles} tiles, {self.sms} "
-                f"SMs, {self.waves} {wave}) keeps {self.efficiency:.0%} of slots busy")
-        if self.split_k:
-            text += (f"; split-K x{self.split_k.factor} would be chosen: "
-                     f"{self.split_k.efficiency:.0%} busy, +{self.split_k.extra_bytes / 1e6:.3g}"
-                     f" MB of fp32 partial sums")
-        if self.better:
-            m, n, k, eff = self.better
-            text += f"; nearest shape losing less: {m} x {n} x {k} ({eff:.0%})"
-        return text
-
 
 def best_tile(m: int, n: int, sms: int,
               tiles: tuple[tuple[int, int], ...]) -> tuple[float, tuple[int, int]]:
@@ -184,15 +170,3 @@ def _quantization(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int]
         better = _nearest_better(m, n, k, sms, tiles, multiple, result.effective)
         result = Quantization(efficiency, tile, count, result.waves, sms, split, better)
     return result
-
-
-def quantization_warning(gemm: Gemm, sms: int | None,
-                         tiles: tuple[tuple[int, int], ...]) -> str | None:
-    """A warning when even the best of the modelled tiles leaves over a quarter of the GPU idle.
-
-    The tile cuBLAS picks is not known ahead of time, so every candidate is tried and only a
-    GEMM that no tile fills well is flagged. Meant for compute-bound GEMMs: a memory-bound
-    GEMM's time is set by bandwidth, not by tile slots.
-    """
-    result = quantization_of(gemm, sms, tiles)
-    return result.warning() if result is not None else None

@@ -12,7 +12,7 @@ from ..model.network import Network
 from ..model.ops import Op
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
-from .batch import batch_advice
+from .batch import BatchAdvice, batch_advice
 from .predict import basis_of, predict_gemm
 from .quantization import Quantization, quantization_of
 
@@ -54,13 +54,26 @@ class GemmResult:
     attainable_flops_per_s: float
     time_s: float
     aligned: bool
-    warnings: tuple[str, ...]
-    advice: tuple[str, ...]
     min_compute_bound_batch: int | None
     alignment: tuple[AlignmentNote, ...] = ()
     quantization: Quantization | None = None
+    batch_advice: BatchAdvice | None = None  # memory-bound GEMMs: what a larger batch does
     predicted_time_s: float = 0.0  # analysis.predict: the time to expect (set by analyze_gemm)
     measured: Measurement | None = None  # with `analyze --measure`
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Alignment misses and tile/wave quantization, as sentences (``output.advice``)."""
+        from ..output.advice import gemm_warnings
+
+        return gemm_warnings(self)
+
+    @property
+    def advice(self) -> tuple[str, ...]:
+        """The 128-byte tier and batch advice, as sentences (``output.advice``)."""
+        from ..output.advice import gemm_advice
+
+        return gemm_advice(self)
 
     def to_dict(self) -> dict[str, Any]:
         g = self.gemm
@@ -75,7 +88,7 @@ class GemmResult:
             "time_s": self.time_s,
             "predicted_time_s": self.predicted_time_s,
             "aligned": self.aligned,
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings),  # the sentences: output.advice
             "advice": list(self.advice),
             "min_compute_bound_batch": self.min_compute_bound_batch,
             "alignment": [note.to_dict() for note in self.alignment],
@@ -195,11 +208,11 @@ class Report:
 
 
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False) -> GemmResult:
-    """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype.
-
-    Alignment misses go to ``warnings`` (16-byte rule; FP8: a requirement) or ``advice``
-    (128-byte tier). With ``quantization`` a compute-bound GEMM's time is divided by its
-    tile/wave efficiency (after split-K when chosen); memory-bound times are set by bandwidth.
+    """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype, with its alignment
+    notes, its tile/wave quantization and, when memory-bound, what a larger batch does (data;
+    ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences). With
+    ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
+    split-K when chosen); memory-bound times are set by bandwidth.
     """
     peak = hardware.peak_flops_per_s(gemm.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
@@ -209,23 +222,14 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False)
     rule = hardware.alignment.get(gemm.dtype)
     notes = tuple(alignment_notes(gemm, rule))
     aligned = all(n.tier == "advice" for n in notes)
-    warnings = [n.text for n in notes if n.tier != "advice"]
-    advice = [n.text for n in notes if n.tier == "advice"]
-    tiles = quantization_of(gemm, hardware.sms, hardware.tiles,
-                                 rule.multiple if rule else 8)
-    if which == "compute" and tiles is not None:  # memory-bound: bandwidth binds, not slots
-        if text := tiles.warning():
-            warnings.append(text)
-        if quantization:
-            attainable *= tiles.effective
-    batch = None
-    if which == "memory":
-        batch, sentence = batch_advice(gemm, ridge, rule)
-        advice.append(sentence)
+    tiles = quantization_of(gemm, hardware.sms, hardware.tiles, rule.multiple if rule else 8)
+    if which == "compute" and tiles is not None and quantization:
+        attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
+    more = batch_advice(gemm, ridge, rule) if which == "memory" else None
     predicted = predict_gemm(gemm, hardware, tiles)
     # flops / attainable: the roofline time (roof.roofline_time_s), less any quantization loss
     return GemmResult(gemm, which, attainable, gemm.flops / attainable, aligned,
-                      tuple(warnings), tuple(advice), batch, notes, tiles, predicted.time_s)
+                      more.batch if more else None, notes, tiles, more, predicted.time_s)
 
 
 def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:

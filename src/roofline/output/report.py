@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..units import seconds, si
+from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
 from .scaling import scaling_lines
 from .table import aligned, markdown
@@ -223,8 +224,8 @@ def _notes(report: Report, gemms: list) -> list[str]:
     batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
     others: dict[str, list[str]] = {}
     for r in gemms:
-        aligned = {note.text for note in r.alignment}
-        for text in r.warnings + r.advice:
+        aligned = {alignment_text(note) for note in r.alignment}
+        for text in gemm_warnings(r) + gemm_advice(r):
             if text not in aligned:
                 others.setdefault(text, []).append(r.gemm.name)
     return [f"  {line}" for line in _alignment_groups(gemms)] + [

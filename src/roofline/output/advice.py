@@ -1,0 +1,78 @@
+"""The sentences of shape advice: alignment notes, tile/wave quantization and what a larger
+batch does, made from the data ``analysis.alignment``, ``analysis.quantization`` and
+``analysis.batch`` return. A GEMM's JSON ``warnings`` and ``advice`` lists are these."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..analysis.alignment import AlignmentNote
+    from ..analysis.batch import BatchAdvice
+    from ..analysis.quantization import Quantization
+    from ..analysis.report import GemmResult
+
+
+def alignment_text(note: AlignmentNote) -> str:
+    """One dimension off an alignment tier, and what to pad it to."""
+    label = f"{note.dim}={note.value} ({note.role})"
+    if note.unit > 1:
+        channels = note.role.split(" x ")[0]
+        label = f"{note.dim}={note.value * note.unit} ({note.role}): {channels} {note.value}"
+    if note.tier == "advice":
+        return (f"{label}: multiples of {note.multiple} run best on this device "
+                f"(next: {note.pad_to})")
+    need = "required for" if note.tier == "error" else "best for"
+    return (f"{label} is not a multiple of {note.multiple} ({need} {note.dtype} "
+            f"Tensor Cores): pad to {note.pad_to}")
+
+
+def quantization_text(q: Quantization) -> str:
+    """The best tile, how busy it keeps the SMs, split-K and the nearest better shape."""
+    tm, tn = q.tile
+    wave = "wave" if q.waves == 1 else "waves"
+    text = (f"tile/wave quantization: best tile {tm}x{tn} ({q.tiles} tiles, {q.sms} "
+            f"SMs, {q.waves} {wave}) keeps {q.efficiency:.0%} of slots busy")
+    if q.split_k:
+        text += (f"; split-K x{q.split_k.factor} would be chosen: "
+                 f"{q.split_k.efficiency:.0%} busy, +{q.split_k.extra_bytes / 1e6:.3g}"
+                 f" MB of fp32 partial sums")
+    if q.better:
+        m, n, k, eff = q.better
+        text += f"; nearest shape losing less: {m} x {n} x {k} ({eff:.0%})"
+    return text
+
+
+_TIER = {"preferred": "the 128-byte tier", "multiple": "the 16-byte rule"}
+
+
+def batch_text(advice: BatchAdvice) -> str:
+    """What a larger batch does for a memory-bound GEMM."""
+    if advice.batch is None:
+        if advice.limit is None:
+            return "its shape does not depend on the batch; a larger batch does not help"
+        return (f"no batch reaches the ridge ({advice.ridge:.1f}): intensity tends to "
+                f"{advice.limit:.1f} FLOP/B; widen the layer")
+    text = f"batch >= {advice.batch} makes it compute-bound"
+    if advice.pad_to is None:
+        return text
+    return (text + f"; {advice.pad_to} also meets {_TIER[advice.tier]} (a multiple of "
+                   f"{advice.multiple})")
+
+
+def gemm_warnings(result: GemmResult) -> tuple[str, ...]:
+    """The JSON ``warnings`` of a GEMM: 16-byte misses and FP8 errors, then a tile/wave
+    quantization that leaves over a quarter of the GPU idle on a compute-bound GEMM."""
+    texts = [alignment_text(n) for n in result.alignment if n.tier != "advice"]
+    q = result.quantization
+    if result.bound == "compute" and q is not None and q.warns:
+        texts.append(quantization_text(q))
+    return tuple(texts)
+
+
+def gemm_advice(result: GemmResult) -> tuple[str, ...]:
+    """The JSON ``advice`` of a GEMM: the 128-byte tier, then what a larger batch does."""
+    texts = [alignment_text(n) for n in result.alignment if n.tier == "advice"]
+    if result.batch_advice is not None:
+        texts.append(batch_text(result.batch_advice))
+    return tuple(texts)
