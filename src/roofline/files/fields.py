@@ -40,7 +40,7 @@ def load_yaml_file(path: str | os.PathLike[str]) -> Any:
 
 
 def load_yaml_text(text: str, source: str) -> Any:
-    """Parse YAML ``text`` safely (roofline.safe_yaml: no Python objects, bounded depth and
+    """Parse YAML ``text`` safely (roofline.files.safe_yaml: no Python objects, bounded depth and
     aliases, unique keys); ``source`` names it in error messages. Empty text is an error."""
     from .safe_yaml import parse
 

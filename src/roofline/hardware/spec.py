@@ -22,7 +22,7 @@ FIGURE_KEYS = ("peak_tflops", "vector_tflops", "sparse_tflops", "bandwidth_gbs",
 _DESCRIPTIVE_KEYS = ("name", "kind", "vendor", "model", "architecture", "aliases", "nvml_names",
                      "cpu_brands", "sources", "notes", "origin", "theoretical", "measured",
                      "calibration")
-CALIBRATION_VERSIONS = (1, 2)  # roofline.predict.CALIBRATION_VERSION and the ones it still reads
+CALIBRATION_VERSIONS = (1, 2)  # roofline.analysis.predict.CALIBRATION_VERSION and the ones it still reads
 TOP_KEYS = frozenset(FIGURE_KEYS + _DESCRIPTIVE_KEYS)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
 
@@ -161,7 +161,7 @@ class GemmEfficiency:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A measured entry's ``calibration:`` block (probe method 3 on): what roofline.predict
+    """A measured entry's ``calibration:`` block (probe method 3 on): what roofline.analysis.predict
     needs for a calibrated time per GEMM. ``c_write_passes``: C's real traffic (write-allocate,
     the zero-fill of beta = 0) in passes over C at DRAM speed, version 1's one figure for every
     dtype (version 2 keeps one per dtype in ``efficiency``); None when not measured."""

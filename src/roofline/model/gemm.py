@@ -22,7 +22,7 @@ forward linear layer); NVIDIA's FC guide writes the same GEMM as M = outputs, N 
 intensity is the same either way.
 
 What each dimension *means* (batch, a layer's inputs or outputs, ...) belongs to the layer that
-made the GEMM (roofline.layers): a Gemm carries it as ``roles`` (for messages) and
+made the GEMM (roofline.model.layers): a Gemm carries it as ``roles`` (for messages) and
 ``batch_dims`` (which dimensions grow with the batch, for batch advice).
 """
 

@@ -18,7 +18,7 @@ model.yaml (the contract in docs/design.md)::
       - {type: linear, in: 1024, out: 4096, name: fc1}   # name optional (default fc<i>)
       - {type: linear, in: 4096, out: 1000}
 
-or ``mlp: [1024, 4096, 1000]`` in place of ``layers``. Each layer type (roofline.layers) reads
+or ``mlp: [1024, 4096, 1000]`` in place of ``layers``. Each layer type (roofline.model.layers) reads
 its own fields and gives its own GEMMs and ops; this module orders and numbers them. A layer
 with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``).
 

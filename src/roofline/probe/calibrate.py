@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def calibrate(s: Session, llc_bytes: int | None) -> None:
-    """The GEMMs roofline.predict calibrates from, per dtype: small squares, thin M in cache
+    """The GEMMs roofline.analysis.predict calibrates from, per dtype: small squares, thin M in cache
     and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
     see roofline.hardware.Calibration."""
     from ..analysis.predict import CALIBRATION_VERSION
