@@ -22,7 +22,8 @@ FIGURE_KEYS = ("peak_tflops", "vector_tflops", "sparse_tflops", "bandwidth_gbs",
 _DESCRIPTIVE_KEYS = ("name", "kind", "vendor", "model", "architecture", "aliases", "nvml_names",
                      "cpu_brands", "sources", "notes", "origin", "theoretical", "measured",
                      "calibration")
-CALIBRATION_VERSIONS = (1, 2)  # roofline.analysis.predict.CALIBRATION_VERSION and the ones it still reads
+# analysis.predict.CALIBRATION_VERSION and the ones it still reads
+CALIBRATION_VERSIONS = (1, 2)
 TOP_KEYS = frozenset(FIGURE_KEYS + _DESCRIPTIVE_KEYS)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
 

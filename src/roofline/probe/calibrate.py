@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 
 
 def calibrate(s: Session, llc_bytes: int | None) -> None:
-    """The GEMMs roofline.analysis.predict calibrates from, per dtype: small squares, thin M in cache
+    """The GEMMs analysis.predict calibrates from, per dtype: small squares, thin M in cache
     and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
-    see roofline.hardware.Calibration."""
+    see hardware.spec.Calibration."""
     from ..analysis.predict import CALIBRATION_VERSION
 
     p, gflops = s.plan, s.measured["gemm_gflops"]

@@ -30,7 +30,7 @@ class Plan:
     llc: bool
     small_gemm_n: int = 8
     dram_read_bytes: int | None = None  # the read stream's size; None: 16x the LLC (capped)
-    # calibration of predicted_time_s (roofline.analysis.predict), per dtype: small squares; thin M at
+    # calibration of predicted_time_s (analysis.predict), per dtype: small squares; thin M at
     # N = K = cal_thin_nk (in cache) and at N = K sized so that B is cal_llc_factor x the LLC
     # (cal_thin_dram_nk when given); C's write cost on an M x cal_c_n x cal_c_k GEMM whose C
     # is cal_llc_factor x the LLC (cal_c_m when given)
