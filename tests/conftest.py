@@ -21,11 +21,7 @@ def _forget_user_entries() -> None:
     """Forget the catalogues built with user directories, keep the bundled entries: hwdb/ does
     not change during a run, and reading its files again for each of ~700 tests (~40 ms each
     time) cost ~15 s. A test that saves an entry still clears everything (the library does)."""
-    per_user_dir = getattr(database, "_catalog", None)
-    if callable(getattr(per_user_dir, "cache_clear", None)):
-        per_user_dir.cache_clear()
-    else:  # the catalogue's caches were reorganised: fall back to the public reset
-        database.clear_cache()
+    database.clear_cache(bundled=False)
 
 
 @pytest.fixture(autouse=True)

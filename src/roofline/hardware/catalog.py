@@ -140,10 +140,12 @@ def catalog() -> Catalog:
     return _catalog(str(user_hwdb_dir()))
 
 
-def clear_cache() -> None:
-    """Forget loaded entries (after saving a new one, or changing ``$ROOFLINE_HWDB``)."""
+def clear_cache(bundled: bool = True) -> None:
+    """Forget loaded entries (after saving a new one, or changing ``$ROOFLINE_HWDB``); with
+    ``bundled=False`` keep the bundled ones, which do not change while a process runs."""
     _catalog.cache_clear()
-    _bundled.cache_clear()
+    if bundled:
+        _bundled.cache_clear()
 
 
 def list_hardware(kind: str | None = None) -> list[HardwareSpec]:
