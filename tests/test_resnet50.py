@@ -54,11 +54,29 @@ def test_batch_norm_and_add_bytes():
     assert ops["a.bn", "batchnorm"].bytes == 2 * 2048 * 2 + 2 * 32 * 4
     # backward: read dY and x, write dX + the saved statistics read
     assert ops["a.bn", "batchnorm-backward"].bytes == 3 * 2048 * 2 + 2 * 32 * 4
-    # add: read both maps, write one; its gradient likewise
+    # add: read both maps, write one; its gradient likewise, where the two paths fork: the
+    # block's input, 16 x 8 x 8 = 1024 values per image, 4096 in all (the shortcut's map)
     assert ops["add", "residual"].bytes == 3 * 2048 * 2
-    assert ops["add", "residual-backward"].bytes == 3 * 2048 * 2
+    assert ops["add", "residual-backward"].bytes == 3 * 4096 * 2
     # parameters: 32 x 16 x 9 + 32 x 16 + 2 x (32 + 32)
     assert net.parameters == 4608 + 512 + 128
+
+
+def test_resnet50_residual_gradients_are_summed_at_each_blocks_fork():
+    # batch 64, fp32: each residual-backward reads two gradients and writes one (12 bytes a
+    # value) over the block's input. Identity blocks: the add's own map. The four first blocks
+    # fork at the previous stage's output: res2.1 at the pool's 64 x 56 x 56, res3.1 at
+    # 256 x 56 x 56, res4.1 at 512 x 28 x 28, res5.1 at 1024 x 14 x 14
+    net = load_network(EXAMPLES / "resnet50.yaml")
+    grads = {op.layer: op.bytes for op in net.ops() if op.kind == "residual-backward"}
+    forks = {"res2.1.add": 64 * 56 * 56, "res3.1.add": 256 * 56 * 56,
+             "res4.1.add": 512 * 28 * 28, "res5.1.add": 1024 * 14 * 14}
+    for name, fork in forks.items():
+        assert grads[name] == 64 * 12 * fork, name
+    # the others: the stage's map, 256 x 56 x 56 ... 2048 x 7 x 7
+    assert grads["res2.2.add"] == grads["res2.3.add"] == 64 * 12 * 256 * 56 * 56
+    assert grads["res5.3.add"] == 64 * 12 * 2048 * 7 * 7
+    assert len(grads) == 16
 
 
 def test_branch_batch_norm_reads_the_branch_and_leaves_the_chain():

@@ -48,7 +48,7 @@ from ..errors import InputError
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_dtype, itemsize
 from .gemm import Gemm, GemmShape
-from .layers import Layer, Linear, Step, Transformer, layer_from_fields
+from .layers import Add, Conv2d, Layer, Linear, Step, Transformer, layer_from_fields
 from .layers.spatial import Shape
 from .layers.transformer import ATTENTION_FORMS
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
@@ -275,6 +275,7 @@ def _layers(top: Fields) -> tuple[tuple[Layer, ...], tuple[int, ...]]:
     copies: list[int] = []
     previous, shape = None, _input_shape(top)
     branch_shape = None  # the map the side branch just before gives (a branch's batch norm)
+    fork: Shape | None = None  # the map a side branch read from outside the chain (an add's)
     for i, entry in enumerate(entries):
         fields = Fields(entry, top.source, top.where("layers") + f"[{i}]")
         layer = layer_from_fields(fields, i)
@@ -282,6 +283,7 @@ def _layers(top: Fields) -> tuple[tuple[Layer, ...], tuple[int, ...]]:
         branch = getattr(layer, "branch", False)
         if hasattr(layer, "with_input"):
             layer = layer.with_input(branch_shape if branch and branch_shape else shape, fields)
+        layer, fork = _track_fork(layer, fork, branch and not branch_shape)
         branch_shape = getattr(layer, "out_shape", None) if branch else None
         if not branch:
             _check_widths(fields, previous, layer, i)
@@ -296,6 +298,17 @@ def _layers(top: Fields) -> tuple[tuple[Layer, ...], tuple[int, ...]]:
         if not branch:
             previous, shape = layer, out_shape
     return tuple(layers), tuple(copies)
+
+
+def _track_fork(layer: Layer, fork: Shape | None, opens: bool) -> tuple[Layer, Shape | None]:
+    """A side branch that reads from outside the chain (``opens``: a projection shortcut's
+    convolution) marks where the paths fork; the add that joins them takes that map, where its
+    gradients are summed."""
+    if opens and isinstance(layer, Conv2d):
+        return layer, layer.in_shape
+    if isinstance(layer, Add):
+        return layer.with_fork(fork), None
+    return layer, fork
 
 
 def _input_shape(top: Fields) -> Shape | None:

@@ -6,10 +6,10 @@ block's input).
 Forward: op ``residual`` (reads both maps, writes y: 1 FLOP, 3 values moved per element).
 Backward (only when an earlier layer has weights): the gradient passes to both paths
 unchanged, and where the two paths fork (the block's input) their gradients are summed: op
-``residual-backward`` (reads two, writes one), counted here over the add's own map (the
-block's input map is the same size except in a downsampling block, where it is larger in
-area and smaller in channels). ``activation`` (the ReLU after a ResNet block's add) adds its op
-and gradient over the same values. No weights.
+``residual-backward`` (reads two, writes one), counted over the fork's map: the input of the
+side branch just before (a projection shortcut's convolution, ``fork``), else the add's own
+map (an identity shortcut: the block's input is the add's size). ``activation`` (the ReLU
+after a ResNet block's add) adds its op and gradient over the add's map. No weights.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class Add(OnMap):
     name: str
     activation: str = "none"
     shape: Shape | None = None
+    fork: Shape | None = None  # the map a projection shortcut forked from (None: identity)
     has_weights = False
     parameters = 0
 
@@ -41,6 +42,10 @@ class Add(OnMap):
         fields.reject_unknown(_KEYS)
         return cls(name=fields.string("name", f"add{index + 1}"),
                    activation=fields.choice("activation", ACTIVATIONS, "none"))
+
+    def with_fork(self, fork: Shape | None) -> Add:
+        """This add joining a shortcut that forked at ``fork`` (None: an identity shortcut)."""
+        return replace(self, fork=fork)
 
     def with_input(self, given: Shape | None, fields: Fields) -> Add:
         if given is None:
@@ -67,5 +72,5 @@ class Add(OnMap):
         if self.activation != "none":
             items.append(elementwise(self.name, "backward", f"{self.activation}-backward",
                                      elements, step.e))
-        return items + [elementwise(self.name, "backward", "residual-backward", elements,
-                                    step.e)]
+        fork = step.batch * (self.fork or self.map).elements
+        return items + [elementwise(self.name, "backward", "residual-backward", fork, step.e)]

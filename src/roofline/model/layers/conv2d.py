@@ -111,6 +111,11 @@ class Conv2d:
         return bound_layer
 
     @property
+    def in_shape(self) -> Shape:
+        """The map one sample gives this layer (a branch's: the residual block's fork)."""
+        return Shape(self.c, self.h, self.w)
+
+    @property
     def c(self) -> int:
         """Input channels (known once the previous layer, or the file, gives them)."""
         return bound(self.in_channels, self.name)
