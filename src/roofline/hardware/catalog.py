@@ -19,10 +19,14 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InputError, UnknownHardwareError
 from ..files.fields import load_yaml_file
 from .spec import HardwareSpec
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 ENV_VAR = "ROOFLINE_HWDB"
 
@@ -77,7 +81,7 @@ def _bundled_files() -> list[tuple[Path, str]]:
     return [(Path(str(p)), "bundled") for p in _walk_yaml(root)]
 
 
-def _walk_yaml(folder) -> list:
+def _walk_yaml(folder: Traversable) -> list[Traversable]:
     found = []
     for child in sorted(folder.iterdir(), key=lambda c: c.name):
         if child.is_dir():
