@@ -131,11 +131,15 @@ def _header(report: Report) -> str:
             f"precision: {precision_text(net)}\n"
             f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
             f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})"
-            + (_QUANTIZATION_LINE if getattr(report, "quantization", False) else ""))
+            + ("\n" + quantization_line(detail=True) if report.quantization else ""))
 
 
-_QUANTIZATION_LINE = ("\nquantization: on (compute-bound GEMM times divided by the tile/wave "
-                      "efficiency of the best candidate tile, after split-K where chosen)")
+def quantization_line(detail: bool) -> str:
+    """The header line of a report whose compute-bound times carry tile/wave losses; ``detail``
+    says which tile and split-K (analyze), else the short form (compare, sweep)."""
+    how = ("efficiency of the best candidate tile, after split-K where chosen" if detail
+           else "efficiency")
+    return f"quantization: on (compute-bound GEMM times divided by the tile/wave {how})"
 
 
 def _totals_line(report: Report) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..units import seconds, si
 from .json import to_json
-from .report import LAYER_WIDTH, compact_names, precision_text, step_text
+from .report import LAYER_WIDTH, compact_names, precision_text, quantization_line, step_text
 from .table import aligned, markdown
 
 if TYPE_CHECKING:
@@ -103,8 +103,7 @@ def _compare_header(c: Comparison) -> list[str]:
     lines = [f"{net.name}: {step_text(net)}; baseline {c.baseline.hardware.name}",
              f"precision: {precision_text(net)}"]
     if c.baseline.quantization:
-        lines.append("quantization: on (compute-bound GEMM times divided by the tile/wave "
-                     "efficiency)")
+        lines.append(quantization_line(detail=False))
     notes = (dtype_note(c, r) for r in c.reports)
     return lines + [f"note: {note}" for note in notes if note]
 
@@ -194,8 +193,7 @@ def _sweep_header(s: Sweep) -> list[str]:
              f"precision: {precision_text(first.network)}",
              f"ridge {first.ridge:.1f} FLOP/B"]
     if first.quantization:
-        lines.append("quantization: on (compute-bound GEMM times divided by the tile/wave "
-                     "efficiency)")
+        lines.append(quantization_line(detail=False))
     return lines
 
 
