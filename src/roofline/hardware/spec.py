@@ -200,6 +200,7 @@ class HardwareSpec:
     vector_tflops: dict[str, float] = field(default_factory=dict)
     sparse_tflops: dict[str, float] = field(default_factory=dict)
     memory_type: str | None = None
+    memory_capacity_gb: float | None = None  # memory.capacity_gb (GB = 10^9 B); None: unknown
     llc_mb: float | None = None
     stored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     overrides: tuple[str, ...] = ()  # bundled names or aliases a user entry shadows
@@ -225,6 +226,13 @@ class HardwareSpec:
     def ridge(self, dtype: str) -> float:
         """Ridge point (ops:byte ratio) in FLOP/B: dense peak / DRAM bandwidth."""
         return ridge_point(self.peak_flops_per_s(dtype), self.bandwidth_bytes_per_s)
+
+    @property
+    def memory_capacity_bytes(self) -> float | None:
+        """Device memory in bytes (``memory.capacity_gb`` x 10^9), or None when the entry
+        does not give it (a CPU entry may leave it unset)."""
+        gb = self.memory_capacity_gb
+        return gb * 1e9 if gb is not None else None
 
     @property
     def sms(self) -> int | None:
