@@ -15,21 +15,23 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
                   mode: str | None = None, output_dtype: str | None = None,
                   grad_accumulation: str | None = None, seq: int | None = None,
                   phase: str | None = None, quantization: bool = False,
-                  attention: str | None = None, optimizer: str | None = None) -> Report:
+                  attention: str | None = None, optimizer: str | None = None,
+                  recompute: str | None = None) -> Report:
     """Analyze ``model`` (a Network, a model.yaml path or a Hugging Face config.json path) on
     ``hardware`` (a spec, name or path).
 
     ``batch``, ``dtype``, ``mode``, ``output_dtype``, ``grad_accumulation`` (a dtype, or
     ``"none"``), ``seq``, ``phase`` (inference: ``"prefill"`` or ``"decode"``) and ``attention``
     (``"flash"`` or ``"naive"``, every transformer block) and ``optimizer`` (``"none"``,
-    ``"sgd"``, ``"adam"``: the update a training step counts) override the model's own
-    settings when given.
+    ``"sgd"``, ``"adam"``: the update a training step counts) and ``recompute`` (``"none"``,
+    ``"selective"``, ``"full"``: activation recomputation, for the memory count) override the
+    model's own settings when given.
     """
     network = model if isinstance(model, Network) else load_network(model)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
                                       output_dtype=output_dtype,
                                       grad_accumulation=grad_accumulation, seq=seq,
                                       phase=phase, attention=attention,
-                                      optimizer=optimizer)
+                                      optimizer=optimizer, recompute=recompute)
     spec = hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
     return analyze(network, spec, quantization)

@@ -119,6 +119,10 @@ def _model_option_list(batch: bool = True) -> list:
         click.option("--optimizer", type=click.Choice(("none", "sgd", "adam")),
                      help="Training: the optimizer update the step counts, on fp32 master "
                           "weights (a config.json has none) [default: the model's, else none]."),
+        click.option("--recompute", type=click.Choice(("none", "selective", "full")),
+                     help="Training: activation recomputation, for the memory count: none "
+                          "(keep every tensor), selective (recompute the attention core), full "
+                          "(keep each block's input) [default: the model's, else none]."),
         click.option("--attention", type=click.Choice(("flash", "naive")),
                      help="Attention form of every transformer block (a config.json has "
                           "none: flash) [default: the model's]."),

@@ -99,7 +99,9 @@ class BatchAdvice(NamedTuple):
     ``limit`` is the intensity the batch tends to (None: the shape does not depend on the
     batch). ``pad_to`` is the first batch from ``batch`` whose dimension also meets the
     alignment ``tier`` (``"preferred"``: the 128-byte tier, ``"multiple"``: the 16-byte rule)
-    of ``multiple`` elements, or None when ``batch`` already does or no batch can."""
+    of ``multiple`` elements, or None when ``batch`` already does or no batch can.
+    ``max_batch`` is set when ``batch`` does not fit in the device's memory: the largest batch
+    that does (0: none)."""
 
     batch: int | None
     ridge: float
@@ -107,10 +109,13 @@ class BatchAdvice(NamedTuple):
     pad_to: int | None = None
     tier: str = ""
     multiple: int = 0
+    max_batch: int | None = None
 
 
-def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> BatchAdvice:
-    """The minimum compute-bound batch for a memory-bound GEMM, and what it takes to align."""
+def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
+                 max_batch: int | None = None) -> BatchAdvice:
+    """The minimum compute-bound batch for a memory-bound GEMM, and what it takes to align;
+    marked (``max_batch``) when that batch does not fit in memory (above ``max_batch``)."""
     # A deep model repeats a few shapes thousands of times: the advice is computed once per
     # shape and precision and shared (a 100,000-layer report held about 1 GB of copies). The
     # key is every field but the GEMM's name and place (building a Gemm per lookup cost more
@@ -121,6 +126,8 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> BatchAdvic
         if len(_ADVICE) >= _ADVICE_LIMIT:
             _ADVICE.clear()
         advice = _ADVICE[key] = _batch_advice(gemm, ridge, rule)
+    if advice.batch is not None and max_batch is not None and advice.batch > max_batch:
+        return advice._replace(max_batch=max_batch)
     return advice
 
 

@@ -13,6 +13,7 @@ from ..model.ops import Op
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
+from .memory import Memory, memory_of
 from .predict import basis_of, predict_gemm
 from .quantization import Quantization, quantization_of
 
@@ -41,8 +42,9 @@ class Totals(TypedDict):
 
 #: What a training step may leave out (``Report.not_counted``): the optimizer update when the
 #: optimizer is none, the loss and its gradient (never modelled), dropout when the blocks'
-#: rate is 0 (a config.json gives none).
-NOT_COUNTED = ("optimizer", "loss", "dropout")
+#: rate is 0 (a config.json gives none), the forward work recomputed in the backward pass
+#: (``recompute`` selective or full changes the memory count only).
+NOT_COUNTED = ("optimizer", "loss", "dropout", "recomputation")
 
 
 @dataclass(frozen=True, slots=True)  # no per-result __dict__: 300,000 of them in a deep MLP
@@ -126,6 +128,7 @@ class Report:
     ops: tuple[OpResult, ...] = ()
     quantization: bool = False  # tile and wave losses folded into compute-bound GEMM times
     scaling: Scaling | None = None  # streamed input, data parallelism (when asked for)
+    memory: Memory | None = None  # the step's memory against the device's capacity
 
     @property
     def dtype(self) -> str:
@@ -163,7 +166,8 @@ class Report:
         if net.mode != "train":
             return ()
         no_dropout = any(getattr(layer, "dropout", None) == 0 for layer in net.layers)
-        left = {"optimizer": net.optimizer == "none", "loss": True, "dropout": no_dropout}
+        left = {"optimizer": net.optimizer == "none", "loss": True, "dropout": no_dropout,
+                "recomputation": net.recompute != "none"}
         return tuple(key for key in NOT_COUNTED if left[key])
 
     def to_dict(self) -> dict[str, Any]:
@@ -189,7 +193,8 @@ class Report:
             "quantization_in_time": self.quantization,
             "prediction_basis": basis_of(self.hardware),
             "not_counted": list(self.not_counted()),
-        } | (self.scaling.to_dict() if self.scaling else {})
+        } | ({"memory": self.memory.to_dict()} if self.memory else {}) | (
+            self.scaling.to_dict() if self.scaling else {})
 
     def _repr_html_(self) -> str:
         from ..output.report import report_html
@@ -207,10 +212,12 @@ class Report:
         return plot_roofline(self, ax=ax, **options)
 
 
-def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False) -> GemmResult:
+def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
+                 max_batch: int | None = None) -> GemmResult:
     """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype, with its alignment
     notes, its tile/wave quantization and, when memory-bound, what a larger batch does (data;
-    ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences). With
+    ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences), marked when
+    that batch is above ``max_batch``, the largest whose step fits in memory. With
     ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
     split-K when chosen); memory-bound times are set by bandwidth.
     """
@@ -225,7 +232,7 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False)
     tiles = quantization_of(gemm, hardware.sms, hardware.tiles, rule.multiple if rule else 8)
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
-    more = batch_advice(gemm, ridge, rule) if which == "memory" else None
+    more = batch_advice(gemm, ridge, rule, max_batch) if which == "memory" else None
     predicted = predict_gemm(gemm, hardware, tiles)
     # flops / attainable: the roofline time (roof.roofline_time_s), less any quantization loss
     return GemmResult(gemm, which, attainable, gemm.flops / attainable, aligned,
@@ -246,7 +253,8 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     peak = hardware.peak_flops_per_s(network.operand_dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
-    results = tuple(analyze_gemm(g, hardware, quantization) for g in gemms)
+    memory = memory_of(network, hardware)
+    results = tuple(analyze_gemm(g, hardware, quantization, memory.max_batch) for g in gemms)
     op_results = tuple(analyze_op(op, peak, bandwidth) for op in ops)
     return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
-                  op_results, quantization)
+                  op_results, quantization, memory=memory)

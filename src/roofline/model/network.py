@@ -13,6 +13,10 @@ model.yaml (the contract in docs/design.md)::
     phase: prefill              # inference: prefill (seq tokens at once) | decode (one token
                                 # per sequence against a KV cache of seq tokens)
     optimizer: adam             # train: none | sgd | adam (the update counted as an op)
+    recompute: none             # train: none | selective | full activation recomputation
+                                # (memory only: the recomputed work is not timed)
+    context: 4096               # optional: the longest sequence the model takes (a config's
+                                # max_position_embeddings)
     input: {channels: 3, height: 224, width: 224}   # optional: the image a CNN starts from
     layers:
       - {type: linear, in: 1024, out: 4096, name: fc1}   # name optional (default fc<i>)
@@ -56,8 +60,10 @@ from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
 MODES = ("train", "inference")
 INFERENCE_PHASES = ("prefill", "decode")
 OPTIMIZER_CHOICES = ("none", *OPTIMIZERS)
+RECOMPUTE = ("none", "selective", "full")
 _TOP_KEYS = frozenset({"name", "batch", "seq", "dtype", "output_dtype", "grad_accumulation",
-                       "mode", "phase", "optimizer", "layers", "mlp", "input"})
+                       "mode", "phase", "optimizer", "layers", "mlp", "input", "recompute",
+                       "context"})
 NO_ACCUMULATION = "none"
 
 
@@ -82,6 +88,8 @@ class Network:
     optimizer: str = "none"
     copies: tuple[int, ...] = ()
     source: str = "<model>"
+    recompute: str = "none"
+    context: int | None = None  # the longest sequence the model takes; None: not stated
 
     @property
     def c_dtype(self) -> str:
@@ -109,9 +117,9 @@ class Network:
                        mode: str | None = None, output_dtype: str | None = None,
                        grad_accumulation: str | None = None, seq: int | None = None,
                        phase: str | None = None, attention: str | None = None,
-                       optimizer: str | None = None) -> Network:
+                       optimizer: str | None = None, recompute: str | None = None) -> Network:
         """A copy with the given settings replaced (the CLI's --batch, --dtype, --mode,
-        --output-dtype, --grad-accumulation, --seq, --phase, --optimizer;
+        --output-dtype, --grad-accumulation, --seq, --phase, --optimizer, --recompute;
         ``grad_accumulation="none"``
         turns accumulation off; ``attention``, --attention, sets every transformer block's
         attention form: a config.json has none of its own)."""
@@ -124,7 +132,7 @@ class Network:
                 for layer in self.layers))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase,
-                 "optimizer": optimizer}
+                 "optimizer": optimizer, "recompute": recompute}
         changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         fields = Fields(changes, "overrides")
         checks: dict[str, Callable[[str], object]] = {
@@ -134,6 +142,7 @@ class Network:
                   "phase": lambda k: fields.choice(k, INFERENCE_PHASES),
                   "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
                   "optimizer": lambda k: fields.choice(k, OPTIMIZER_CHOICES),
+                  "recompute": lambda k: fields.choice(k, RECOMPUTE),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
         return replace(network, **changes)
@@ -147,6 +156,11 @@ class Network:
         if hasattr(first, "input_bytes"):
             return first.input_bytes(step)
         return step.tokens * (first.in_width or 0) * step.e
+
+    def step(self) -> Step:
+        """The step the layers see: batch, seq, phase and element sizes."""
+        batch, dtype = self.settled()
+        return Step(batch, self.seq, self.step_phase, itemsize(dtype))
 
     def gemms(self) -> tuple[Gemm, ...]:
         """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
@@ -250,6 +264,8 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
         optimizer=top.choice("optimizer", OPTIMIZER_CHOICES, "none"),
         copies=copies,
         source=source,
+        recompute=top.choice("recompute", RECOMPUTE, "none"),
+        context=top.positive_int("context", None),
     )
 
 

@@ -161,7 +161,51 @@ _NOT_COUNTED = {
     "optimizer": "the optimizer update (optimizer none: give --optimizer sgd|adam)",
     "loss": "the loss and its gradient",
     "dropout": "dropout (the model's rate is 0)",
+    "recomputation": "the recomputed forward work (recompute changes the memory count only)",
 }
+
+
+#: How each part of ``Memory`` reads in a sentence.
+_PART_NAMES = {"weights": "weights", "kv_cache": "KV cache", "activations": "activations",
+               "gradients": "gradients", "optimizer": "optimizer states",
+               "workspace": "workspace"}
+
+
+def memory_line(report: Report) -> str | None:
+    """The step's memory in one sentence: the total by part against the capacity, with a
+    "does not fit" verdict, and the largest batch (at this seq) and seq (at this batch) that
+    fit."""
+    memory = report.memory
+    if memory is None:
+        return None
+    net = report.network
+    parts = ", ".join(f"{_PART_NAMES[part]} {si(value, 'B')}"
+                      for part, value in memory.parts.items() if value)
+    total = si(memory.total_bytes, "B")
+    if memory.capacity_bytes is None:
+        return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
+                f"whether it fits is not checked")
+    capacity = si(memory.capacity_bytes, "B")
+    if memory.fits:
+        head = f"memory: {total} of {capacity} ({parts})"
+    else:
+        head = f"memory: does not fit: needs {total} of {capacity} ({parts})"
+    return head + "; " + _largest_fitting(memory, net)
+
+
+def _largest_fitting(memory, net) -> str:
+    """``fits up to batch 61 at seq 2048, or up to seq 1952 at batch 64``."""
+    seq = f" at seq {net.seq}" if net.seq is not None else ""
+    if not memory.max_batch:
+        return f"not even batch 1 fits{seq}"
+    text = f"fits up to batch {memory.max_batch}{seq}"
+    if memory.max_seq is None:
+        return text
+    if memory.seq_limit == "context":
+        return text + f", and up to the model's context ({memory.max_seq}) at batch {net.batch}"
+    if not memory.max_seq:
+        return text
+    return text + f", or up to seq {memory.max_seq} at batch {net.batch}"
 
 
 def _parameters(count: int) -> str:
@@ -264,6 +308,8 @@ def report_table(report: Report, view: View = View()) -> str:
                 *aligned(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     note = _repeat_note(report, view)
     out += ["", *textwrap.wrap(_totals_line(report), width=100)]
+    memory = memory_line(report)
+    out += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
     out += textwrap.wrap(note, width=100) if note else []
     out += _scaling_lines(report)
     notes = [wrapped for note in _notes(report, gemms) for wrapped in (
@@ -323,7 +369,9 @@ def report_markdown(report: Report, view: View = View()) -> str:
         lines += ["", *markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     lines += _time_section(report, gemms, as_markdown=True)
     note = _repeat_note(report, view)
-    lines += ["", _totals_line(report)] + (["", note] if note else [])
+    memory = memory_line(report)
+    lines += ["", _totals_line(report)] + (["", memory] if memory else []) + (
+        ["", note] if note else [])
     scaling = _scaling_lines(report)
     lines += ["", "```", *scaling[1:], "```"] if scaling else []
     notes = _notes(report, gemms)
@@ -362,8 +410,10 @@ def report_html(report: Report, view: View = View()) -> str:
     shaded = " (shaded rows: memory-bound)" if "memory" in bounds else ""
     note = _repeat_note(report, view)
     header = html.escape(_header(report)).replace(chr(10), "</b><br>", 1)
+    memory = memory_line(report)
     return (f"<p><b>{header.replace(chr(10), '<br>')}</p>{tables}"
             f"<p>{html.escape(_totals_line(report))}{shaded}"
+            + (f"<br>{html.escape(memory)}" if memory else "")
             + (f"<br>{html.escape(note)}" if note else "") + "</p>"
             + (f"<ul>{notes}</ul>" if notes else ""))
 

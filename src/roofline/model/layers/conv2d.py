@@ -156,6 +156,11 @@ class Conv2d:
         weight = self.out_channels * (self.c // self.groups) * r * s
         return weight + (self.out_channels if self.bias else 0)
 
+    @property
+    def matrix_parameters(self) -> int:
+        """The filter, K x (C / g) x R x S: the GEMMs' B operand."""
+        return self.parameters - (self.out_channels if self.bias else 0)
+
     def input_bytes(self, step: Step) -> int:
         """The input map of one step: N . C . H . W elements."""
         return step.batch * self.c * self.h * self.w * step.e

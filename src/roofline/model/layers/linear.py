@@ -108,6 +108,23 @@ class Linear:
         return weight + (self.out_features if self.bias else 0)
 
     @property
+    def matrix_parameters(self) -> int:
+        """The weight matrix GEMMs read as B (none when tied: the embedding holds it)."""
+        return 0 if self.tied else self.in_features * self.out_features
+
+    def saved_bytes(self, step: Step, recompute: str) -> int:
+        """Training: the input the weight gradient reads (T x in, or T x nnz values and their
+        indices), and the pre-activation output when an activation follows (T x out)."""
+        kept = self.input_bytes(step)
+        if self.activation != "none" and recompute != "full":
+            kept += self._outputs(step) * step.e
+        return kept
+
+    def live_bytes(self, step: Step) -> int:
+        """Inference: the input and the output at once."""
+        return self.input_bytes(step) + self._outputs(step) * step.e
+
+    @property
     def in_width(self) -> int:
         return self.in_features
 

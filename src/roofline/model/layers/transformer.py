@@ -132,6 +132,81 @@ class Transformer:
             biases += self.hidden + (self.experts or 1) * ffn_bias
         return qkv + proj + ffn + norms + biases
 
+    @property
+    def matrix_parameters(self) -> int:
+        """The weights GEMMs read as their B operand (projections, FFN or experts, router):
+        what a weight format (int4, int8, fp8) stores; biases and norms stay at the model's
+        dtype."""
+        ffn = self.hidden * self.up_width + self.ffn * self.hidden
+        if self.experts:
+            ffn = self.experts * ffn + self.hidden * self.experts
+        return self.hidden * (self.hq + 2 * self.hkv) + self.hq * self.hidden + ffn
+
+    # -- memory -------------------------------------------------------------------------------
+
+    def kv_cache_bytes(self, step: Step) -> int:
+        """Inference: the K and V of ``seq`` tokens per sequence, 2 x kv_heads x head_dim x seq
+        x batch elements of the KV cache's size (prefill writes them, decode reads them); none
+        in training."""
+        if step.phase == "train":
+            return 0
+        return 2 * self.hkv * (step.seq or 1) * step.batch * step.kv_e
+
+    def _ffn_rows(self, step: Step) -> int:
+        """Rows the FFN's inner tensors have: T, or T x top_k routed rows (experts)."""
+        return step.tokens * (self.top_k if self.experts else 1)
+
+    def saved_bytes(self, step: Step, recompute: str) -> int:
+        """Training: what the forward pass keeps for the backward pass, per block (Korthikanti
+        et al., "Reducing Activation Recomputation in Large Transformer Models", 2022, sec. 4):
+
+        - ``none``: the two norms' inputs 2 T h e; the QKV input T h e; Q, K, V T (hq + 2 hkv)
+          e; the attention core: naive, the softmax output G q s e, and with dropout its mask
+          G q s (1 byte) and output G q s e; flash, the log-sum-exp G q 4 bytes (no s x s
+          matrix); the projection's input T hq e; the FFN input T h e; the FFN's inner tensors,
+          R up e + R ffn e (R = T, or T x top_k with experts; gated: up = 2 ffn, plus the
+          gate's product R ffn e), the router's logits T E e; dropout masks T h (1 byte) after
+          the attention and the FFN.
+          With e = 2, dropout, naive attention, kv_heads = heads, ffn = 4h, ungated: 34 s b h +
+          5 a s^2 b bytes, the paper's per-layer figure.
+        - ``selective``: the attention core is recomputed: the G q s terms go (34 s b h).
+          FlashAttention already recomputes it, so with flash selective equals none.
+        - ``full``: only the block's input, T h e (2 s b h); the block is recomputed in the
+          backward pass.
+        """
+        t, e, h = step.tokens, step.e, self.hidden
+        if recompute == "full":
+            return t * h * e
+        q, s, count = self._attention_shape(step)
+        masks = 2 * t * h if self.dropout else 0
+        rows = self._ffn_rows(step)
+        inner = rows * self.up_width * e + rows * self.ffn * e * (2 if self.gated else 1)
+        router = t * self.experts * e if self.experts else 0
+        kept = (2 * t * h * e + t * h * e + t * (self.hq + 2 * self.hkv) * e
+                + t * self.hq * e + t * h * e + inner + router + masks)
+        if self.attention == "flash":
+            return kept + count * q * LSE_BYTES
+        if recompute == "selective":
+            return kept
+        core = count * q * s * e * (2 if self.dropout else 1) + (count * q * s
+                                                                 if self.dropout else 0)
+        return kept + core
+
+    def live_bytes(self, step: Step) -> int:
+        """Inference: the most this block holds at once: the residual stream T h e, plus the
+        larger branch: attention (Q, K, V and the attention output, T (hq + 2 hkv + hq) e, and
+        with naive attention the G q s scores) or the FFN (R (up + ffn) e, and the router's
+        logits T E e with experts)."""
+        t, e = step.tokens, step.e
+        q, s, count = self._attention_shape(step)
+        attention = t * (2 * self.hq + 2 * self.hkv) * e
+        if self.attention == "naive":
+            attention += count * q * s * e
+        rows = self._ffn_rows(step)
+        ffn = rows * (self.up_width + self.ffn) * e + (t * self.experts * e if self.experts
+                                                       else 0)
+        return t * self.hidden * e + max(attention, ffn)
+
     # -- forward ------------------------------------------------------------------------------
 
     def forward(self, step: Step) -> list[Item]:
