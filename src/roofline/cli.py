@@ -16,7 +16,7 @@ import click
 from . import __version__
 from .errors import InputError, RooflineError, one_line
 from .files.fields import MAX_INT
-from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES
+from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -119,6 +119,19 @@ def _model_option_list(batch: bool = True) -> list:
         click.option("--optimizer", type=click.Choice(("none", "sgd", "adam")),
                      help="Training: the optimizer update the step counts, on fp32 master "
                           "weights (a config.json has none) [default: the model's, else none]."),
+        click.option("--weights", type=click.Choice(WEIGHT_DTYPES),
+                     help="Inference: how weights are stored (int4 group-quantized, int8, fp8: "
+                          "weight-only when narrower than --activations, dequantized and "
+                          "counted) [default: the activations' dtype]."),
+        click.option("--group-size", type=click.IntRange(min=1, max=MAX_INT),
+                     help="int4 weights: values per fp16 scale (must divide every weight "
+                          "GEMM's K) [default: 128]."),
+        click.option("--activations", type=click.Choice(DTYPES),
+                     help="The activation operand and math dtype of weight GEMMs (int8 with "
+                          "int8 weights: W8A8 at the int8 peak) [default: --dtype]."),
+        click.option("--kv-cache", type=click.Choice(KV_DTYPES),
+                     help="Inference: the KV cache's dtype (fp8, int8: half the cache and its "
+                          "reads) [default: --dtype]."),
         click.option("--recompute", type=click.Choice(("none", "selective", "full")),
                      help="Training: activation recomputation, for the memory count: none "
                           "(keep every tensor), selective (recompute the attention core), full "

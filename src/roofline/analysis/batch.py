@@ -23,8 +23,10 @@ def intensity_limit(a: int, b: int, dtype: str) -> float:
 
 
 def _intensity_at(gemm: Gemm, batch: int) -> float:
+    """Work (FLOPs and any dequantization of B) over bytes, had the step run with ``batch``."""
     dims = gemm.dims_at_batch(batch)
-    return 2 * dims[0] * dims[1] * dims[2] * gemm.batch_count / gemm.traffic(dims)
+    work = 2 * dims[0] * dims[1] * dims[2] * gemm.batch_count + gemm.dequant_flops_at(dims)
+    return work / gemm.traffic(dims)
 
 
 def batch_intensity_limit(gemm: Gemm) -> float | None:
@@ -74,7 +76,10 @@ def min_compute_bound_batch(gemm: Gemm, ridge: float) -> int | None:
     if slope is None:
         return _search_batch(gemm, ridge)
     factor = next(f for f in gemm.batch_dims if f)
-    length = ridge * t / (2 * a * b * gemm.batch_count - ridge * slope)
+    # a weight-only GEMM's dequantization, c FLOPs whatever the batch: (2abD + c) / (sD + t)
+    # >= R gives D >= (R t - c) / (2ab - R s)
+    c = gemm.dequant_flops if not gemm.batch_dims[1] and not gemm.batch_dims[2] else 0
+    length = (ridge * t - c) / (2 * a * b * gemm.batch_count - ridge * slope)
     batch = max(1, math.ceil(length / factor))
     while _intensity_at(gemm, batch) < ridge:
         batch += 1  # guards against rounding in the closed form; at most a step or two
@@ -132,7 +137,7 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
 
 
 _SHAPE_FIELDS = ("m", "n", "k", "dtype", "roles", "batch_dims", "c_dtype", "c_read",
-                 "batch_count", "align", "tensors")
+                 "batch_count", "align", "tensors", "b_dtype", "group_size")
 _ADVICE: dict[tuple, BatchAdvice] = {}
 _ADVICE_LIMIT = 4096
 

@@ -2,9 +2,11 @@
 
 Parts (bytes, per device):
 
-- ``weights``: every parameter at its size: the matrices GEMMs read as B
-  (``matrix_parameters``) at the model's dtype, norms, biases and embeddings too.
-  Llama-2-7B in fp16: 6,738,415,616 x 2 = 13,476,831,232 B.
+- ``weights``: the matrices GEMMs read as B (``matrix_parameters``) as stored (``weights``:
+  int4 is half a byte per value plus one fp16 scale per ``group_size`` values), every other
+  parameter (norms, biases, embeddings) at the model's dtype. Llama-2-7B in fp16:
+  6,738,415,616 x 2 = 13,476,831,232 B. A training step keeps all at the model's dtype.
+- The KV cache is stored at ``kv_cache``'s size (default the model's dtype).
 - ``kv_cache`` (inference): per attention block 2 x kv_heads x head_dim x seq x batch elements
   (Llama-2-7B in fp16: 32 blocks x 2 x 32 x 128 x 2 B = 0.5 MiB per token).
 - ``activations``: inference, the most one layer holds at once (``live_bytes``; the peak of a
@@ -35,7 +37,7 @@ from typing import Any
 
 from ..files.fields import MAX_INT
 from ..hardware.spec import HardwareSpec
-from ..model.dtypes import itemsize
+from ..model.dtypes import SCALE_BYTES, bits, itemsize
 from ..model.layers import kv_cache_bytes, live_bytes, matrix_parameters, saved_bytes
 from ..model.network import Network
 
@@ -107,7 +109,10 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str
     step = net.step()
     parameters = net.parameters
     matrices = sum(matrix_parameters(layer) for layer in net.layers)
-    weights = matrices * e + (parameters - matrices) * e
+    stored = net.weight_dtype if net.mode != "train" else dtype
+    weights = -(-matrices * bits(stored) // 8) + (parameters - matrices) * e
+    if net.group and net.mode != "train":  # one fp16 scale per group of each column
+        weights += matrices // net.group * SCALE_BYTES
     parts = dict.fromkeys(PARTS, 0) | {"weights": weights, "workspace": workspace}
     if net.mode != "train":
         parts["kv_cache"] = sum(kv_cache_bytes(layer, step) for layer in net.layers)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from ..errors import UnsupportedDtypeError
 from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
 from ..model.network import Network
@@ -84,6 +85,8 @@ class GemmResult:
             "name": g.name, "layer": g.layer, "pass": g.pass_,
             "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count, "dtype": g.dtype,
             "c_dtype": g.c_dtype, "c_read": g.c_read, "bytes_by_operand": g.bytes_by_operand,
+            "b_dtype": g.stored_b, "group_size": g.group_size or None,
+            "dequant_flops": g.dequant_flops,
             "flops": g.flops, "bytes": g.bytes, "intensity": g.intensity,
             "bound": self.bound,
             "attainable_tflops": self.attainable_flops_per_s / 1e12,
@@ -178,6 +181,10 @@ class Report:
             "dtype": self.dtype,
             "output_dtype": self.network.c_dtype,
             "grad_accumulation": self.network.grad_accumulation,
+            "weights": self.network.weight_dtype,
+            "activations": self.network.activation_dtype,
+            "kv_cache": self.network.kv_dtype,
+            "group_size": self.network.group or None,
             "batch": self.network.batch,
             "seq": self.network.seq,
             "mode": self.network.mode,
@@ -224,8 +231,11 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     peak = hardware.peak_flops_per_s(gemm.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     ridge = ridge_point(peak, bandwidth)
-    attainable = attainable_flops_per_s(gemm.intensity, peak, bandwidth)
-    which = bound(gemm.intensity, ridge)
+    # the work on the roof: the GEMM's FLOPs and, for a stored B narrower than the math,
+    # its dequantization (Gemm.dequant_flops); time = work / attainable
+    work = gemm.flops + gemm.dequant_flops
+    attainable = attainable_flops_per_s(work / gemm.bytes, peak, bandwidth)
+    which = bound(work / gemm.bytes, ridge)
     rule = hardware.alignment.get(gemm.dtype)
     notes = tuple(alignment_notes(gemm, rule))
     aligned = all(n.tier == "advice" for n in notes)
@@ -234,8 +244,11 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
     more = batch_advice(gemm, ridge, rule, max_batch) if which == "memory" else None
     predicted = predict_gemm(gemm, hardware, tiles)
-    # flops / attainable: the roofline time (roof.roofline_time_s), less any quantization loss
-    return GemmResult(gemm, which, attainable, gemm.flops / attainable, aligned,
+    # work / attainable: the roofline time (roof.roofline_time_s), less any quantization loss;
+    # the rate reported is the GEMM's own FLOPs over that time
+    time = work / attainable
+    rate = gemm.flops / time if gemm.dequant_flops else attainable
+    return GemmResult(gemm, which, rate, time, aligned,
                       more.batch if more else None, notes, tiles, more, predicted.time_s)
 
 
@@ -246,11 +259,21 @@ def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:
     return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth))
 
 
+def _check_activations(network: Network, hardware: HardwareSpec) -> None:
+    """GEMMs in activations other than the model's dtype need the device's peak for them."""
+    act = network.activation_dtype
+    if act not in hardware.peak_tflops:
+        raise UnsupportedDtypeError(
+            f"{hardware.name} cannot run {act} activations: its entry has no {act} peak (it "
+            f"lists: {', '.join(hardware.dtypes)})")
+
+
 def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False) -> Report:
     """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
     ``quantization`` folds tile and wave losses into compute-bound GEMM times."""
     network.check()
     peak = hardware.peak_flops_per_s(network.operand_dtype)
+    _check_activations(network, hardware)
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
     memory = memory_of(network, hardware)

@@ -106,7 +106,10 @@ def _op_row(result) -> list[str]:
 
 
 def precision_text(network) -> str:
-    """The precision a report assumed, in words: operands, output, weight-gradient buffer."""
+    """The precision a report assumed, in words: operands, output, weight-gradient buffer;
+    with separate weights, activations or KV cache, each of them."""
+    if network.mixed_precision:
+        return _mixed_precision_text(network)
     text = f"A, B {network.dtype} -> C {network.c_dtype}"
     if network.mode != "train":
         return text
@@ -114,6 +117,20 @@ def precision_text(network) -> str:
         return text + (f"; weight gradients accumulate into {network.grad_accumulation} "
                        f"(C read and written)")
     return text + "; weight gradients written once (no accumulation buffer)"
+
+
+def _mixed_precision_text(network) -> str:
+    """``weights int4-g128 (fp16 scales) x activations fp16 -> C fp16; KV cache fp8; rest
+    fp16``: the weight GEMMs compute in the activations' dtype (a narrower weight is
+    dequantized to it), everything else in the model's dtype."""
+    stored = network.weight_dtype
+    if network.group:
+        stored += f"-g{network.group} (fp16 scales)"
+    text = (f"weights {stored} x activations {network.activation_dtype} -> C "
+            f"{network.weight_c_dtype}")
+    if network.mode != "train":
+        text += f"; KV cache {network.kv_dtype}"
+    return text + f"; rest {network.dtype}"
 
 
 def step_text(network) -> str:

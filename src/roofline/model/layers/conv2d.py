@@ -188,7 +188,7 @@ class Conv2d:
         items: list[GemmShape | OpShape] = [GemmShape(
             self.name, "forward", n * pq, k, c * rs,
             ("batch x P x Q", "out_channels", "in_channels x R x S"), (pq, 0, 0), self.groups,
-            (0, 1, rs), (x, w, y))]
+            (0, 1, rs), (x, w, y), b_operand="weight")]
         elements = n * self.out_channels * pq
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
                                        self.activation)
@@ -203,7 +203,8 @@ class Conv2d:
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", n * pq, c, k * rs,
                                    ("batch x P x Q", "in_channels", "out_channels x R x S"),
-                                   (pq, 0, 0), self.groups, (0, 1, rs), (dy, w, dx)))
+                                   (pq, 0, 0), self.groups, (0, 1, rs), (dy, w, dx),
+                                   b_operand="weight"))
         items.append(GemmShape(self.name, "backward-weight", c * rs, k, n * pq,
                                ("in_channels x R x S", "out_channels", "batch x P x Q"),
                                (0, 0, pq), self.groups, (rs, 1, 0), (x, dy, w)))

@@ -143,7 +143,7 @@ class Linear:
             items = [OpShape(self.name, "forward", "sparse-linear", flops, x + w + y + ids)]
         else:
             items = [GemmShape(self.name, "forward", rows, self.out_features, self.in_features,
-                               (role, "out", "in"), (f, 0, 0))]
+                               (role, "out", "in"), (f, 0, 0), b_operand="weight")]
         elements = self._outputs(step)
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
                                        self.activation)
@@ -157,7 +157,8 @@ class Linear:
             return items + self._sparse_backward(step, data_grad)
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", rows, self.in_features,
-                                   self.out_features, (role, "in", "out"), (f, 0, 0)))
+                                   self.out_features, (role, "in", "out"), (f, 0, 0),
+                                   b_operand="weight"))
         items.append(GemmShape(self.name, "backward-weight", self.in_features, self.out_features,
                                rows, ("in", "out", role), (0, 0, f)))
         return items

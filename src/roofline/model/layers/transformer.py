@@ -14,7 +14,8 @@ Forward, in order (M x N x K):
   attention, naive: ``scores`` G batched q x s x head_dim, softmax (op), ``context`` G batched
   q x head_dim x s; flash: one fused kernel (op ``flash-attention``: 4 G q s head_dim FLOPs,
   halved when causal outside decode; bytes: Q, K, V read once, O and the row log-sum-exp
-  written once; no s x s matrix in memory);
+  written once; no s x s matrix in memory; in decode K and V are read at the KV cache's size,
+  and a cache narrower than the activations adds 2 FLOPs per K and V element to dequantize);
   ``proj`` T x hidden x hq; residual add (op); norm2 (op);
   dense FFN: ``ffn_up`` T x ffn x hidden (T x 2 ffn x hidden when gated), activation (op: gelu;
   gated: silu and the gate product), ``ffn_down`` T x hidden x ffn;
@@ -227,7 +228,7 @@ class Transformer:
     def _proj_forward(self, part: str, out: int, inp: int, step: Step, bias: bool) -> list[Item]:
         items: list[Item] = [GemmShape(f"{self.name}.{part}", "forward", step.tokens, out, inp,
                                        (step.row_role, f"{part}.out", f"{part}.in"),
-                                       (step.per_sample, 0, 0))]
+                                       (step.per_sample, 0, 0), b_operand="weight")]
         if bias:
             items.append(self._op("forward", "bias", step.tokens * out, step, part))
         return items
@@ -240,13 +241,18 @@ class Transformer:
         items: list[Item] = [
             GemmShape(f"{self.name}.scores", "forward", q, s, self.head_dim,
                       ("query", "key", "head_dim"), (0, 0, 0), count, (1, 1, 1),
-                      self._shared_kv(step, (qd, kv, qs))),
+                      self._shared_kv(step, (qd, kv, qs)), self._cache(step)),
             self._op("forward", "softmax", count * q * s, step, "attn")]
         items += self._dropout("forward", count * q * s, step, "attn")
         items.append(GemmShape(f"{self.name}.context", "forward", q, self.head_dim, s,
                                ("query", "head_dim", "key"), (0, 0, 0), count, (1, 1, 1),
-                               self._shared_kv(step, (qs, kv, qd))))
+                               self._shared_kv(step, (qs, kv, qd)), self._cache(step)))
         return items
+
+    @staticmethod
+    def _cache(step: Step) -> str:
+        """In decode, naive attention's B (K, then V) is read from the KV cache."""
+        return "kv" if step.phase == "decode" else ""
 
     def _attention_tensors(self, step: Step) -> tuple[int, int, int]:
         """Elements of a q x s score matrix, of q x head_dim query rows (all query heads), and
@@ -274,13 +280,16 @@ class Transformer:
         flops = int((4 if forward else 10) * count * q * s * self.head_dim * causal)
         rows_q, rows_kv = step.batch * q, step.batch * s
         if forward:  # read Q, K, V; write O (and the log-sum-exp when training)
-            elements = rows_q * 2 * self.hq + rows_kv * 2 * self.hkv
+            nbytes = rows_q * 2 * self.hq * step.e + rows_kv * 2 * self.hkv * step.e
             lse = count * q * LSE_BYTES if step.phase == "train" else 0
+            if step.phase == "decode" and step.kv_e != step.e:  # K, V from a narrower cache,
+                nbytes = rows_q * 2 * self.hq * step.e + rows_kv * 2 * self.hkv * step.kv_e
+                flops += 2 * rows_kv * 2 * self.hkv  # dequantized: 2 FLOPs per element
         else:  # read Q, O, dO, K, V, LSE; write dQ, dK, dV
-            elements = rows_q * 4 * self.hq + rows_kv * 4 * self.hkv
+            nbytes = (rows_q * 4 * self.hq + rows_kv * 4 * self.hkv) * step.e
             lse = count * q * LSE_BYTES
         kind = "flash-attention" if forward else "flash-attention-backward"
-        return OpShape(f"{self.name}.attn", pass_, kind, flops, elements * step.e + lse)
+        return OpShape(f"{self.name}.attn", pass_, kind, flops, nbytes + lse)
 
     def _ffn_forward(self, step: Step) -> list[Item]:
         t = step.tokens
@@ -307,13 +316,16 @@ class Transformer:
         routed = t * self.top_k
         return [
             GemmShape(f"{self.name}.router", "forward", t, self.experts, self.hidden,
-                      (step.row_role, "experts", "hidden"), (step.per_sample, 0, 0)),
+                      (step.row_role, "experts", "hidden"), (step.per_sample, 0, 0),
+                      b_operand="weight"),
             self._op("forward", "softmax", t * self.experts, step, "router"),
             GemmShape(f"{self.name}.expert_up", "forward", rows, self.up_width, self.hidden,
-                      ("expert tokens", "ffn_up.out", "hidden"), (f, 0, 0), self.experts),
+                      ("expert tokens", "ffn_up.out", "hidden"), (f, 0, 0), self.experts,
+                      b_operand="weight"),
             *self._activation("forward", routed * self.ffn, step, "experts"),
             GemmShape(f"{self.name}.expert_down", "forward", rows, self.hidden, self.ffn,
-                      ("expert tokens", "hidden", "ffn"), (f, 0, 0), self.experts),
+                      ("expert tokens", "hidden", "ffn"), (f, 0, 0), self.experts,
+                      b_operand="weight"),
             self._op("forward", "gate", routed * self.hidden, step, "combine")]
 
     # -- backward -----------------------------------------------------------------------------
@@ -341,7 +353,8 @@ class Transformer:
             items.append(self._op("backward", "bias-backward", t * out, step, part))
         if data_grad:
             items.append(GemmShape(layer, "backward-data", t, inp, out,
-                                   (role, f"{part}.in", f"{part}.out"), (f, 0, 0)))
+                                   (role, f"{part}.in", f"{part}.out"), (f, 0, 0),
+                                   b_operand="weight"))
         items.append(GemmShape(layer, "backward-weight", inp, out, t,
                                (f"{part}.in", f"{part}.out", role), (0, 0, f)))
         return items
@@ -382,17 +395,20 @@ class Transformer:
         return [
             self._op("backward", "gate-backward", routed * self.hidden, step, "combine"),
             GemmShape(down, "backward-data", rows, self.ffn, self.hidden,
-                      ("expert tokens", "ffn", "hidden"), (f, 0, 0), self.experts),
+                      ("expert tokens", "ffn", "hidden"), (f, 0, 0), self.experts,
+                      b_operand="weight"),
             GemmShape(down, "backward-weight", self.ffn, self.hidden, rows,
                       ("ffn", "hidden", "expert tokens"), (0, 0, f), self.experts),
             *self._activation("backward", routed * self.ffn, step, "experts"),
             GemmShape(up, "backward-data", rows, self.hidden, self.up_width,
-                      ("expert tokens", "hidden", "ffn_up.out"), (f, 0, 0), self.experts),
+                      ("expert tokens", "hidden", "ffn_up.out"), (f, 0, 0), self.experts,
+                      b_operand="weight"),
             GemmShape(up, "backward-weight", self.hidden, self.up_width, rows,
                       ("hidden", "ffn_up.out", "expert tokens"), (0, 0, f), self.experts),
             self._op("backward", "softmax-backward", t * self.experts, step, "router"),
             GemmShape(router, "backward-data", t, self.hidden, self.experts,
-                      (role, "hidden", "experts"), (step.per_sample, 0, 0)),
+                      (role, "hidden", "experts"), (step.per_sample, 0, 0),
+                      b_operand="weight"),
             GemmShape(router, "backward-weight", self.hidden, self.experts, t,
                       ("hidden", "experts", role), (0, 0, step.per_sample))]
 
