@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from .analysis.report import Report, analyze
+from .errors import InputError
 from .hardware.catalog import load_hardware
 from .hardware.spec import HardwareSpec
 from .model.network import Network, load_network
@@ -18,7 +19,8 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
                   attention: str | None = None, optimizer: str | None = None,
                   recompute: str | None = None, weights: str | None = None,
                   activations: str | None = None, kv_cache: str | None = None,
-                  group_size: int | None = None) -> Report:
+                  group_size: int | None = None, logits: str | None = None,
+                  prompt: int | None = None, generate: int | None = None) -> Report:
     """Analyze ``model`` (a Network, a model.yaml path or a Hugging Face config.json path) on
     ``hardware`` (a spec, name or path).
 
@@ -29,7 +31,13 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
     ``"selective"``, ``"full"``: activation recomputation, for the memory count), ``weights``
     (how weights are stored: ``"int4"`` with ``group_size``, ``"int8"``, ``"fp8"``, ...),
     ``activations`` (weight GEMMs' activation and math dtype) and ``kv_cache`` (the KV cache's
-    dtype) override the model's own settings when given.
+    dtype) and ``logits`` (``"all"`` or ``"last"``: a prefill's output layer on every token or
+    the last) override the model's own settings when given.
+
+    ``prompt`` and ``generate`` (together) ask for a generation (``analysis.generation``):
+    the Report of its last decode step, with ``report.generation`` (time to first token, time
+    per output token, tokens/s, latency); they set the sequence lengths, so ``seq`` is not
+    given with them.
     """
     network = model if isinstance(model, Network) else load_network(model)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
@@ -38,6 +46,17 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
                                       phase=phase, attention=attention,
                                       optimizer=optimizer, recompute=recompute,
                                       weights=weights, activations=activations,
-                                      kv_cache=kv_cache, group_size=group_size)
+                                      kv_cache=kv_cache, group_size=group_size,
+                                      logits=logits)
     spec = hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
-    return analyze(network, spec, quantization)
+    if prompt is None and generate is None:
+        return analyze(network, spec, quantization)
+    if prompt is None or generate is None:
+        raise InputError(network.source, "prompt" if prompt is None else "generate",
+                         "a generation needs both a prompt length and an output length")
+    if seq is not None:
+        raise InputError(network.source, "seq", "a generation sets the sequence lengths from "
+                                                "the prompt and output lengths: give no seq")
+    from .analysis.generation import generate as run_generation
+
+    return run_generation(network, spec, prompt, generate, quantization)

@@ -132,6 +132,10 @@ def _model_option_list(batch: bool = True) -> list:
         click.option("--kv-cache", type=click.Choice(KV_DTYPES),
                      help="Inference: the KV cache's dtype (fp8, int8: half the cache and its "
                           "reads) [default: --dtype]."),
+        click.option("--logits", type=click.Choice(("all", "last")),
+                     help="Prefill: the output layer on every token (all: scoring) or on each "
+                          "sequence's last token (last: generation) [default: all; last with "
+                          "--prompt/--generate]."),
         click.option("--recompute", type=click.Choice(("none", "selective", "full")),
                      help="Training: activation recomputation, for the memory count: none "
                           "(keep every tensor), selective (recompute the attention core), full "
@@ -204,6 +208,12 @@ def _check_plot(plot: Path | None) -> None:
               help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
                    "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
                    "direction.")
+@click.option("--prompt", type=click.IntRange(min=1, max=MAX_INT), metavar="P",
+              help="Generation: P prompt tokens per sequence (with --generate; sets the "
+                   "sequence lengths, so no --seq): time to first token, time per output "
+                   "token over the growing KV cache, tokens/s, latency (JSON generation).")
+@click.option("--generate", type=click.IntRange(min=1, max=MAX_INT), metavar="G",
+              help="Generation: G output tokens per sequence (with --prompt).")
 @click.option("--measure", is_flag=True,
               help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
                    "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "

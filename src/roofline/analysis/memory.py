@@ -116,7 +116,8 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str
     parts = dict.fromkeys(PARTS, 0) | {"weights": weights, "workspace": workspace}
     if net.mode != "train":
         parts["kv_cache"] = sum(kv_cache_bytes(layer, step) for layer in net.layers)
-        parts["activations"] = max(live_bytes(layer, step) for layer in net.layers)
+        parts["activations"] = max(live_bytes(layer, own)
+                                   for layer, own in zip(net.layers, net.layer_steps()))
         return parts
     saved = [saved_bytes(layer, step, net.recompute) for layer in net.layers]
     last = net.layers[-1]

@@ -21,6 +21,7 @@ from .quantization import Quantization, quantization_of
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from .generation import Generation
     from .measure import Measurement
     from .scaling import Scaling
 
@@ -132,6 +133,7 @@ class Report:
     quantization: bool = False  # tile and wave losses folded into compute-bound GEMM times
     scaling: Scaling | None = None  # streamed input, data parallelism (when asked for)
     memory: Memory | None = None  # the step's memory against the device's capacity
+    generation: Generation | None = None  # with a prompt and an output length
 
     @property
     def dtype(self) -> str:
@@ -185,6 +187,7 @@ class Report:
             "activations": self.network.activation_dtype,
             "kv_cache": self.network.kv_dtype,
             "group_size": self.network.group or None,
+            "logits": self.network.logits or "all",
             "batch": self.network.batch,
             "seq": self.network.seq,
             "mode": self.network.mode,
@@ -201,6 +204,7 @@ class Report:
             "prediction_basis": basis_of(self.hardware),
             "not_counted": list(self.not_counted()),
         } | ({"memory": self.memory.to_dict()} if self.memory else {}) | (
+            {"generation": self.generation.to_dict()} if self.generation else {}) | (
             self.scaling.to_dict() if self.scaling else {})
 
     def _repr_html_(self) -> str:

@@ -20,6 +20,9 @@ model.yaml (the contract in docs/design.md)::
                                 # (default: dtype; int8 with int8 weights is W8A8)
     kv_cache: fp8               # optional, inference: the KV cache's dtype: fp32 | fp16 | bf16 |
                                 # fp8 | int8 (default: dtype)
+    logits: all                 # prefill: all (scoring: every token's logits) | last (generation:
+                                # the output layer runs on each sequence's last token only);
+                                # default all, and last in a generation (--prompt, --generate)
     recompute: none             # train: none | selective | full activation recomputation
                                 # (memory only: the recomputed work is not timed)
     context: 4096               # optional: the longest sequence the model takes (a config's
@@ -83,7 +86,8 @@ OPTIMIZER_CHOICES = ("none", *OPTIMIZERS)
 RECOMPUTE = ("none", "selective", "full")
 _TOP_KEYS = frozenset({"name", "batch", "seq", "dtype", "output_dtype", "grad_accumulation",
                        "mode", "phase", "optimizer", "layers", "mlp", "input", "recompute",
-                       "context", "weights", "activations", "kv_cache", "group_size"})
+                       "context", "weights", "activations", "kv_cache", "group_size", "logits"})
+LOGITS = ("all", "last")
 NO_ACCUMULATION = "none"
 
 
@@ -114,6 +118,8 @@ class Network:
     activations: str | None = None  # GEMM activation operand and math (None: dtype)
     kv_cache: str | None = None  # KV cache dtype (None: dtype)
     group_size: int | None = None  # int4 weights: values per scale (None: 128)
+    logits: str | None = None  # prefill: "all" tokens' logits or the "last" token's only;
+    # None: all, except in a generation (analysis.generation), which keeps the last
 
     @property
     def activation_dtype(self) -> str:
@@ -181,10 +187,11 @@ class Network:
                        phase: str | None = None, attention: str | None = None,
                        optimizer: str | None = None, recompute: str | None = None,
                        weights: str | None = None, activations: str | None = None,
-                       kv_cache: str | None = None, group_size: int | None = None) -> Network:
+                       kv_cache: str | None = None, group_size: int | None = None,
+                       logits: str | None = None) -> Network:
         """A copy with the given settings replaced (the CLI's --batch, --dtype, --mode,
         --output-dtype, --grad-accumulation, --seq, --phase, --optimizer, --recompute,
-        --weights, --activations, --kv-cache, --group-size;
+        --weights, --activations, --kv-cache, --group-size, --logits;
         ``grad_accumulation="none"``
         turns accumulation off; ``attention``, --attention, sets every transformer block's
         attention form: a config.json has none of its own)."""
@@ -198,7 +205,8 @@ class Network:
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase,
                  "optimizer": optimizer, "recompute": recompute, "weights": weights,
-                 "activations": activations, "kv_cache": kv_cache, "group_size": group_size}
+                 "activations": activations, "kv_cache": kv_cache, "group_size": group_size,
+                 "logits": logits}
         changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         fields = Fields(changes, "overrides")
         checks: dict[str, Callable[[str], object]] = {
@@ -213,6 +221,7 @@ class Network:
                   "activations": lambda k: fields.choice(k, ACTIVATION_DTYPES),
                   "kv_cache": lambda k: fields.choice(k, KV_DTYPES),
                   "group_size": fields.positive_int,
+                  "logits": lambda k: fields.choice(k, LOGITS),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
         return replace(network, **changes)
@@ -231,6 +240,18 @@ class Network:
         """The step the layers see: batch, seq, phase and element sizes."""
         batch, dtype = self.settled()
         return Step(batch, self.seq, self.step_phase, itemsize(dtype), itemsize(self.kv_dtype))
+
+    def layer_steps(self) -> list[Step]:
+        """The step each layer sees: ``step()``, except that with ``logits: last`` a prefill's
+        output layer (the last layer, when it is not attention) runs on one token per sequence,
+        as generation does (it keeps only the last token's logits)."""
+        step = self.step()
+        steps = [step] * len(self.layers)
+        last = self.layers[-1]
+        if (self.logits == "last" and step.phase == "prefill" and step.seq is not None
+                and not getattr(last, "needs_seq", False)):
+            steps[-1] = replace(step, phase="decode")  # batch rows, one per sequence
+        return steps
 
     def gemms(self) -> tuple[Gemm, ...]:
         """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
@@ -290,8 +311,8 @@ class Network:
         step = self.step()
         copies = self.copies or (0,) * len(self.layers)
         items: list[tuple[int, GemmShape | OpShape]] = []
-        for layer, copy in zip(self.layers, copies):
-            items += [(copy, item) for item in layer.forward(step)]
+        for layer, copy, own in zip(self.layers, copies, self.layer_steps()):
+            items += [(copy, item) for item in layer.forward(own)]
         if self.mode == "train":
             items += self._backward(step, copies)
             if self.optimizer != "none":
@@ -379,6 +400,7 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
         activations=top.choice("activations", ACTIVATION_DTYPES, None),
         kv_cache=top.choice("kv_cache", KV_DTYPES, None),
         group_size=top.positive_int("group_size", None),
+        logits=top.choice("logits", LOGITS, None),
     )
 
 

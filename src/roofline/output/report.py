@@ -210,6 +210,23 @@ def memory_line(report: Report) -> str | None:
     return head + "; " + _largest_fitting(memory, net)
 
 
+def generation_line(report: Report) -> str | None:
+    """A generation in one sentence: TTFT, TPOT, latency, tokens/s (``report.generation``)."""
+    g = report.generation
+    if g is None:
+        return None
+    logits = "last-token logits" if g.logits == "last" else "every token's logits"
+    text = (f"generation: prompt {g.prompt} + {g.generate} tokens, batch {g.batch}: time to "
+            f"first token {seconds(g.ttft_s)} (prefill, {logits})")
+    if g.tpot_s is not None:
+        text += (f"; time per output token {seconds(g.tpot_s)} (mean of {g.decode_steps} "
+                 f"decode steps, KV cache {g.prompt + 1} to {g.prompt + g.generate - 1} "
+                 f"tokens)")
+    return text + (f"; latency {seconds(g.latency_s)}; {si(g.tokens_per_s_per_sequence, '')}"
+                   f"tokens/s per sequence, {si(g.tokens_per_s, '')}tokens/s on the device "
+                   f"(roofline times: lower bounds); the table is the last step")
+
+
 def _largest_fitting(memory, net) -> str:
     """``fits up to batch 61 at seq 2048, or up to seq 1952 at batch 64``."""
     seq = f" at seq {net.seq}" if net.seq is not None else ""
@@ -327,6 +344,8 @@ def report_table(report: Report, view: View = View()) -> str:
     out += ["", *textwrap.wrap(_totals_line(report), width=100)]
     memory = memory_line(report)
     out += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
+    generated = generation_line(report)
+    out += textwrap.wrap(generated, width=100, subsequent_indent="  ") if generated else []
     out += textwrap.wrap(note, width=100) if note else []
     out += _scaling_lines(report)
     notes = [wrapped for note in _notes(report, gemms) for wrapped in (
@@ -387,8 +406,9 @@ def report_markdown(report: Report, view: View = View()) -> str:
     lines += _time_section(report, gemms, as_markdown=True)
     note = _repeat_note(report, view)
     memory = memory_line(report)
+    generated = generation_line(report)
     lines += ["", _totals_line(report)] + (["", memory] if memory else []) + (
-        ["", note] if note else [])
+        ["", generated] if generated else []) + (["", note] if note else [])
     scaling = _scaling_lines(report)
     lines += ["", "```", *scaling[1:], "```"] if scaling else []
     notes = _notes(report, gemms)
@@ -431,6 +451,7 @@ def report_html(report: Report, view: View = View()) -> str:
     return (f"<p><b>{header.replace(chr(10), '<br>')}</p>{tables}"
             f"<p>{html.escape(_totals_line(report))}{shaded}"
             + (f"<br>{html.escape(memory)}" if memory else "")
+            + (f"<br>{html.escape(generation_line(report) or '')}" if report.generation else "")
             + (f"<br>{html.escape(note)}" if note else "") + "</p>"
             + (f"<ul>{notes}</ul>" if notes else ""))
 
