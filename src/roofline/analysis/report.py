@@ -4,6 +4,7 @@ output."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import UnsupportedDtypeError
@@ -17,6 +18,7 @@ from .batch import BatchAdvice, batch_advice
 from .memory import Memory, memory_of
 from .predict import basis_of, predict_gemm
 from .quantization import Quantization, quantization_of
+from .step import StepVerdict, step_verdict
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -164,6 +166,13 @@ class Report:
             "parameters": self.network.parameters,
         }
 
+    @cached_property
+    def step(self) -> StepVerdict:
+        """The whole step's verdict: the smallest batch at which it turns compute-bound, or
+        never and why (``analysis.step``); computed when first read."""
+        return step_verdict(self.network, self.hardware,
+                            self.memory.max_batch if self.memory else None)
+
     def not_counted(self) -> tuple[str, ...]:
         """What this step leaves out (of ``NOT_COUNTED``), so that no reader takes the step
         for more than it is; nothing for inference."""
@@ -203,6 +212,7 @@ class Report:
             "quantization_in_time": self.quantization,
             "prediction_basis": basis_of(self.hardware),
             "not_counted": list(self.not_counted()),
+            "step": self.step.to_dict(),
         } | ({"memory": self.memory.to_dict()} if self.memory else {}) | (
             {"generation": self.generation.to_dict()} if self.generation else {}) | (
             self.scaling.to_dict() if self.scaling else {})

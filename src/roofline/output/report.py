@@ -210,6 +210,25 @@ def memory_line(report: Report) -> str | None:
     return head + "; " + _largest_fitting(memory, net)
 
 
+def step_line(report: Report) -> str:
+    """The whole step's verdict (``Report.step``): from which batch it is compute-bound, or
+    why no batch makes it so."""
+    v = report.step
+    if v.batch is not None:
+        text = (f"step: compute-bound from batch {v.batch} (the whole step's FLOP time reaches "
+                f"its byte time)")
+        if v.fits is False:
+            text += (f", which does not fit in memory (at most batch {v.max_batch})"
+                     if v.max_batch else ", which does not fit in memory")
+        return text
+    part = "the GEMMs make" if v.limiter == "gemm" else f"{v.limiter} (an op) makes"
+    limit = (f"its intensity tends to {v.intensity_limit:.1f} FLOP/B (ridge "
+             f"{report.ridge:.1f})" if v.intensity_limit is not None else "")
+    own = (f" at {v.limiter_intensity:.1f} FLOP/B" if v.limiter_intensity is not None else "")
+    return (f"step: memory-bound at every batch: {limit}; {part} {v.limiter_share:.0%} of "
+            f"the bytes each sequence adds{own}")
+
+
 def generation_line(report: Report) -> str | None:
     """A generation in one sentence: TTFT, TPOT, latency, tokens/s (``report.generation``)."""
     g = report.generation
@@ -344,6 +363,7 @@ def report_table(report: Report, view: View = View()) -> str:
     out += ["", *textwrap.wrap(_totals_line(report), width=100)]
     memory = memory_line(report)
     out += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
+    out += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
     generated = generation_line(report)
     out += textwrap.wrap(generated, width=100, subsequent_indent="  ") if generated else []
     out += textwrap.wrap(note, width=100) if note else []
@@ -407,8 +427,9 @@ def report_markdown(report: Report, view: View = View()) -> str:
     note = _repeat_note(report, view)
     memory = memory_line(report)
     generated = generation_line(report)
-    lines += ["", _totals_line(report)] + (["", memory] if memory else []) + (
-        ["", generated] if generated else []) + (["", note] if note else [])
+    lines += ["", _totals_line(report)] + (["", memory] if memory else []) + [
+        "", step_line(report)] + (["", generated] if generated else []) + (
+        ["", note] if note else [])
     scaling = _scaling_lines(report)
     lines += ["", "```", *scaling[1:], "```"] if scaling else []
     notes = _notes(report, gemms)
@@ -451,6 +472,7 @@ def report_html(report: Report, view: View = View()) -> str:
     return (f"<p><b>{header.replace(chr(10), '<br>')}</p>{tables}"
             f"<p>{html.escape(_totals_line(report))}{shaded}"
             + (f"<br>{html.escape(memory)}" if memory else "")
+            + f"<br>{html.escape(step_line(report))}"
             + (f"<br>{html.escape(generation_line(report) or '')}" if report.generation else "")
             + (f"<br>{html.escape(note)}" if note else "") + "</p>"
             + (f"<ul>{notes}</ul>" if notes else ""))
