@@ -196,9 +196,10 @@ def _scaling_lines(report: Report) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _alignment_groups(gemms: list) -> list[str]:
-    """Alignment notes grouped by the dimension value they are about, most severe tier first:
-    ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
+def _alignment_groups(gemms: list) -> list[tuple[str, str]]:
+    """Alignment notes grouped by the dimension value they are about, most severe tier first,
+    as ``(tier, text)``: ``("advice", "width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024
+    (...)")``."""
     from ..analysis.alignment import TIERS
 
     groups: dict[tuple[int, int, int], tuple[dict[str, None], dict[str, None], AlignmentNote]]
@@ -217,23 +218,41 @@ def _alignment_groups(gemms: list) -> list[str]:
             "channels" if "channels" in note.role else "dimension")
         where = "" if list(labels) == ["batch"] else f" ({', '.join(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
-        lines.append(f"{note.tier}: {noun} {value}{where}: {', '.join(names)}: "
-                     f"pad to {note.pad_to} ({reason})")
+        lines.append((note.tier, f"{noun} {value}{where}: {', '.join(names)}: "
+                                 f"pad to {note.pad_to} ({reason})"))
     return lines
+
+
+def _other_notes(gemms: list) -> list[tuple[str, str]]:
+    """Every sentence that is not an alignment note, once, with the GEMMs it is about, as
+    ``(tier, text)``: a tile/wave warning is a ``warning``, batch advice ``advice``."""
+    others: dict[str, tuple[str, list[str]]] = {}
+    for r in gemms:
+        aligned = {alignment_text(note) for note in r.alignment}
+        for tier, texts in (("warning", gemm_warnings(r)), ("advice", gemm_advice(r))):
+            for text in texts:
+                if text not in aligned:
+                    others.setdefault(text, (tier, []))[1].append(r.gemm.name)
+    return [(tier, f"{', '.join(names)}: {text}") for text, (tier, names) in others.items()]
 
 
 def _notes(report: Report, gemms: list) -> list[str]:
     """Warnings and advice as read, for the GEMMs a table shows: alignment grouped by dimension
     value and tier, then every other sentence once, with the GEMMs it is about (``MM4, MM5: no
     batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
-    others: dict[str, list[str]] = {}
-    for r in gemms:
-        aligned = {alignment_text(note) for note in r.alignment}
-        for text in gemm_warnings(r) + gemm_advice(r):
-            if text not in aligned:
-                others.setdefault(text, []).append(r.gemm.name)
-    return [f"  {line}" for line in _alignment_groups(gemms)] + [
-        f"  {', '.join(names)}: {text}" for text, names in others.items()]
+    return [f"  {tier}: {text}" for tier, text in _alignment_groups(gemms)] + [
+        f"  {text}" for _, text in _other_notes(gemms)]
+
+
+def notes_by_tier(gemms: list) -> dict[str, list[str]]:
+    """The same notes grouped by tier, most severe first (``error``, ``warning``, ``advice``;
+    empty tiers left out): the HTML page's advice section."""
+    from ..analysis.alignment import TIERS
+
+    tiers: dict[str, list[str]] = {tier: [] for tier in TIERS}
+    for tier, text in _alignment_groups(gemms) + _other_notes(gemms):
+        tiers[tier].append(text)
+    return {tier: texts for tier, texts in tiers.items() if texts}
 
 
 def _time_section(report: Report, gemms: list, as_markdown: bool = False) -> list[str]:
