@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # The one named exception: hooks on results reach up to a renderer or a chart (Jupyter's
 # _repr_html_ and .plot(), and GemmResult.warnings / .advice, whose sentences output/ makes).
 UPWARD_ALLOWED = {
-    ("roofline.analysis.report", "roofline.output.report"),   # Report._repr_html_
+    ("roofline.analysis.report", "roofline.output.html"),     # Report._repr_html_
     ("roofline.analysis.report", "roofline.output.advice"),   # GemmResult.warnings, .advice
     ("roofline.analysis.report", "roofline.plot"),            # Report.plot()
     ("roofline.analysis.whatif", "roofline.plot"),            # Comparison.plot(), Sweep.plot()

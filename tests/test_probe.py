@@ -214,3 +214,12 @@ def test_a_variable_that_pins_the_blas_kernels_is_named():
     (warning,) = blas_env_warnings({"OPENBLAS_CORETYPE": "Haswell", "PATH": "/bin"})
     assert warning.startswith("OPENBLAS_CORETYPE=Haswell is set: OpenBLAS runs its kernels")
     assert blas_env_warnings({"OPENBLAS_NUM_THREADS": "2"}) == []
+
+
+def test_cli_probe_html(no_gpu, invoke):
+    res = invoke("probe", "--preset", "tiny", "--format", "html")
+    assert res.exit_code == 0
+    text = res.stdout
+    assert text.startswith("<!DOCTYPE html>") and "<h1>roofline probe: " in text
+    assert "GEMM fp32" in text and "not measured" in text  # the probe's table, in the page
+    assert "<code>roofline probe --preset tiny --format html</code>" in text

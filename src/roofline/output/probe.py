@@ -68,3 +68,13 @@ def probe_table(result) -> str:
     out += [f"not measured: {n['figure']}: {n['reason']}" for n in result.not_measured]
     out += [f"warning: {w}" for w in result.warnings]
     return "\n".join(out) + "\n"
+
+
+def probe_html(result, command: str | None = None) -> str:
+    """The self-contained HTML page (``output.html.probe_page``)."""
+    from .html import probe_page
+
+    return probe_page(result, command)
+
+
+PROBE_FORMATS = {"table": probe_table, "json": probe_json, "html": probe_html}

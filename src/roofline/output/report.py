@@ -1,11 +1,11 @@
-"""Turning results into text: table, CSV, Markdown, JSON, HTML. Display only; numbers stay raw
-everywhere else. Prefixes are decimal (SI): 1 GB = 10^9 B, 1 TFLOP/s = 10^12 FLOP/s.
+"""Turning results into text: table, CSV, Markdown, JSON, HTML (the page itself is
+``output.html``). Display only; numbers stay raw everywhere else. Prefixes are decimal (SI):
+1 GB = 10^9 B, 1 TFLOP/s = 10^12 FLOP/s.
 """
 
 from __future__ import annotations
 
 import csv
-import html
 import io
 import re
 import textwrap
@@ -81,7 +81,7 @@ def report_json(report: Report, view: View = View()) -> str:
     return to_json(report.to_dict())
 
 
-def _shown(report: Report, view: View) -> tuple[list, list]:
+def shown_results(report: Report, view: View) -> tuple[list, list]:
     """The GEMM and op results a table shows under ``view``."""
     keep = (lambda row: True) if view.expand else (lambda row: row.copy == 0)
     gemms = [r for r in report.results if keep(r.gemm)]
@@ -142,7 +142,7 @@ def quantization_line(detail: bool) -> str:
     return f"quantization: on (compute-bound GEMM times divided by the tile/wave {how})"
 
 
-def _totals_line(report: Report) -> str:
+def totals_line(report: Report) -> str:
     t = report.totals
     head = f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}"
     if not report.ops:
@@ -168,7 +168,7 @@ def _parameters(count: int) -> str:
     return f"{si(count, '').rstrip()} parameters"
 
 
-def _repeat_note(report: Report, view: View) -> str | None:
+def repeat_note(report: Report, view: View) -> str | None:
     """Says how many rows a table hides because they repeat the first copy of a layer."""
     hidden = (sum(1 for r in report.results if r.gemm.copy)
               + sum(1 for r in report.ops if r.op.copy))
@@ -273,7 +273,7 @@ def _time_section(report: Report, gemms: list, as_markdown: bool = False) -> lis
 def report_table(report: Report, view: View = View()) -> str:
     """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
     warnings and advice below."""
-    gemms, ops = _shown(report, view)
+    gemms, ops = shown_results(report, view)
     out = [_header(report)]
     if report.results:
         out += ["", *aligned(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
@@ -281,8 +281,8 @@ def report_table(report: Report, view: View = View()) -> str:
     if ops:
         out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
                 *aligned(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
-    note = _repeat_note(report, view)
-    out += ["", *textwrap.wrap(_totals_line(report), width=100)]
+    note = repeat_note(report, view)
+    out += ["", *textwrap.wrap(totals_line(report), width=100)]
     out += textwrap.wrap(note, width=100) if note else []
     out += _scaling_lines(report)
     notes = [wrapped for note in _notes(report, gemms) for wrapped in (
@@ -335,14 +335,14 @@ def reports_csv(reports: list[Report], view: View = View()) -> str:
 
 def report_markdown(report: Report, view: View = View()) -> str:
     """GitHub-flavoured Markdown tables with the header and totals as text around them."""
-    gemms, ops = _shown(report, view)
+    gemms, ops = shown_results(report, view)
     lines = [_header(report).replace("\n", "  \n"), "", *markdown(
         _COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
     if ops:
         lines += ["", *markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     lines += _time_section(report, gemms, as_markdown=True)
-    note = _repeat_note(report, view)
-    lines += ["", _totals_line(report)] + (["", note] if note else [])
+    note = repeat_note(report, view)
+    lines += ["", totals_line(report)] + (["", note] if note else [])
     scaling = _scaling_lines(report)
     lines += ["", "```", *scaling[1:], "```"] if scaling else []
     notes = _notes(report, gemms)
@@ -351,41 +351,13 @@ def report_markdown(report: Report, view: View = View()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _html_table(header: tuple[str, ...], rows: list[tuple[str, list[str]]],
-                left: frozenset) -> str:
-    def cell(tag: str, text: str, column: int) -> str:
-        align = "left" if column in left else "right"
-        return f'<{tag} style="text-align:{align}">{html.escape(text)}</{tag}>'
+def report_html(report: Report, view: View = View(), command: str | None = None) -> str:
+    """The standalone HTML page (``output.html.report_page``): chart, sortable table, advice
+    and provenance in one file that needs no network."""
+    from .html import report_page
 
-    head = "".join(cell("th", c, i) for i, c in enumerate(header))
-    body = "".join(
-        f"<tr{_SHADE if bound == 'memory' else ''}>"
-        + "".join(cell("td", c, i) for i, c in enumerate(cells)) + "</tr>"
-        for bound, cells in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_SHADE = ' style="background:#fde0dc;color:#000"'
-
-
-def report_html(report: Report, view: View = View()) -> str:
-    """HTML tables for Jupyter (``Report._repr_html_``): numbers right-aligned, memory-bound
-    rows shaded (with dark text, so dark themes stay readable), warnings and advice below."""
-    gemms, ops = _shown(report, view)
-    tables = _html_table(_COLUMNS, [(r.bound, _row(report, r)) for r in gemms], _LEFT_COLUMNS)
-    if ops:
-        tables += _html_table(_OP_COLUMNS, [(r.bound, _op_row(r)) for r in ops],
-                              _OP_LEFT_COLUMNS)
-    notes = "".join(f"<li>{html.escape(n.strip())}</li>" for n in _notes(report, gemms))
-    bounds = {r.bound for r in (*gemms, *ops)}
-    shaded = " (shaded rows: memory-bound)" if "memory" in bounds else ""
-    note = _repeat_note(report, view)
-    header = html.escape(_header(report)).replace(chr(10), "</b><br>", 1)
-    return (f"<p><b>{header.replace(chr(10), '<br>')}</p>{tables}"
-            f"<p>{html.escape(_totals_line(report))}{shaded}"
-            + (f"<br>{html.escape(note)}" if note else "") + "</p>"
-            + (f"<ul>{notes}</ul>" if notes else ""))
+    return report_page([report], view, command)
 
 
 REPORT_FORMATS = {"table": report_table, "json": report_json, "csv": report_csv,
-                  "markdown": report_markdown}
+                  "markdown": report_markdown, "html": report_html}
