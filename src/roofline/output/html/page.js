@@ -9,6 +9,19 @@
     root.dataset.ready = "1";
     var tip = root.querySelector(".tip");
     var points = {};
+    root.querySelectorAll("svg").forEach(function (chart) {
+      var all = Array.prototype.slice.call(chart.querySelectorAll(".pt"));
+      all.forEach(function (pt) {
+        var x = parseFloat(pt.getAttribute("cx") || pt.getAttribute("x"));
+        var y = parseFloat(pt.getAttribute("cy") || pt.getAttribute("y"));
+        if (!pt.hasAttribute("cx")) { /* a square: its middle */
+          x += parseFloat(pt.getAttribute("width")) / 2;
+          y += parseFloat(pt.getAttribute("height")) / 2;
+        }
+        pt.rlAt = [x, y];
+        pt.rlChart = all;
+      });
+    });
     root.querySelectorAll(".pt").forEach(function (pt) {
       var title = pt.querySelector("title");
       pt.dataset.tip = title ? title.textContent : "";
@@ -22,9 +35,24 @@
     });
     function show(pt, x, y) {
       if (!tip) return;
-      tip.textContent = pt.dataset.tip;
+      var others = near(pt);
+      var text = pt.dataset.tip;
+      others.slice(0, 5).forEach(function (o) { text += "\n\n" + o.dataset.tip; });
+      if (others.length > 5) text += "\n\n+" + (others.length - 5) + " more at this point";
+      tip.textContent = text;
       tip.hidden = false;
       place(x, y);
+    }
+    function near(pt) {
+      /* the points drawn on or beside this one (coincident GEMMs): one tooltip names them */
+      var found = [];
+      (pt.rlChart || []).forEach(function (o) {
+        var dx = o.rlAt[0] - pt.rlAt[0], dy = o.rlAt[1] - pt.rlAt[1];
+        var d = dx * dx + dy * dy;
+        if (o !== pt && d <= 64) found.push([d, o]);
+      });
+      found.sort(function (a, b) { return a[0] - b[0]; });
+      return found.map(function (f) { return f[1]; });
     }
     function place(x, y) {
       if (!tip || tip.hidden) return;
