@@ -37,8 +37,8 @@
       if (!tip) return;
       var others = near(pt);
       var text = pt.dataset.tip;
-      others.slice(0, 5).forEach(function (o) { text += "\n\n" + o.dataset.tip; });
-      if (others.length > 5) text += "\n\n+" + (others.length - 5) + " more at this point";
+      others.slice(0, 3).forEach(function (o) { text += "\n\n" + o.dataset.tip; });
+      if (others.length > 3) text += "\n\n+" + (others.length - 3) + " more at this point";
       tip.textContent = text;
       tip.hidden = false;
       place(x, y);

@@ -166,7 +166,8 @@ def _roof(x: Axis, y: Axis, peak: float, gbs: float) -> list[str]:
     line = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b in corners)
     out = [f'<polyline class="roof" points="{line}"/>']
     top = y.at(peak)
-    out.append(f'<text x="{_f(x.start + x.length - 4)}" y="{_f(top - 6)}" text-anchor="end">'
+    # below the ceiling, at its right end: the points sit on the roof itself
+    out.append(f'<text x="{_f(x.start + x.length - 4)}" y="{_f(top + 18)}" text-anchor="end">'
                f'peak {peak:,.4g} TFLOP/s</text>')
     if x.low < ridge < x.high:
         at = _f(x.at(ridge))
@@ -178,7 +179,7 @@ def _roof(x: Axis, y: Axis, peak: float, gbs: float) -> list[str]:
         (a, b), (c, d) = corners[0], corners[1]
         angle = math.degrees(math.atan2(y.at(d) - y.at(b), x.at(c) - x.at(a)))
         px, py = x.at(a) + 0.25 * (x.at(c) - x.at(a)), y.at(b) + 0.25 * (y.at(d) - y.at(b))
-        out.append(f'<text transform="translate({_f(px)} {_f(py - 6)}) rotate({angle:.1f})">'
+        out.append(f'<text transform="translate({_f(px)} {_f(py - 9)}) rotate({angle:.1f})">'
                    f'{gbs:,.4g} GB/s</text>')
     return out
 
