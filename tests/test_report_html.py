@@ -232,3 +232,14 @@ def test_the_assets_ship_with_the_package():
     folder = files("roofline.output.html")
     assert folder.joinpath("page.css").read_text(encoding="utf-8").lstrip().startswith("/*")
     assert "function" in folder.joinpath("page.js").read_text(encoding="utf-8")
+
+
+def test_the_cli_choices_are_the_renderers():
+    """cli.FORMATS is a literal (so that --help imports no renderer): the same names as the
+    renderers' tables, html included."""
+    from roofline.cli import FORMATS
+    from roofline.output.report import REPORT_FORMATS
+    from roofline.output.whatif import COMPARE_FORMATS, SWEEP_FORMATS
+
+    assert set(FORMATS) == set(REPORT_FORMATS) == set(COMPARE_FORMATS) == set(SWEEP_FORMATS)
+    assert "html" in FORMATS
