@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 UPWARD_ALLOWED = {
     ("roofline.analysis.report", "roofline.output.report"),   # Report._repr_html_
     ("roofline.analysis.report", "roofline.output.advice"),   # GemmResult.warnings, .advice
+    ("roofline.probe.result", "roofline.output.probe_notes"),  # ProbeResult.to_dict
     ("roofline.analysis.report", "roofline.plot"),            # Report.plot()
     ("roofline.analysis.whatif", "roofline.plot"),            # Comparison.plot(), Sweep.plot()
 }
