@@ -51,7 +51,8 @@ class RooflineGroup(click.Group):
 #: The library names the value it was given (a function argument); the command line names the
 #: option that gave it. The one place one becomes the other.
 _FLAGS = {"hardware": "--hw", "batches": "--batch", "workers": "--data-parallel",
-          "interconnect": "--interconnect", "host_link": "--host-link"}
+          "interconnect": "--interconnect", "host_link": "--host-link",
+          "name": "--save"}  # probe's entry name
 
 
 def _flag(name: str, value: str | None = None) -> str:

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProbeSaveError
+from ..errors import ProbeSaveError, option
 from ..hardware.spec import FIGURE_KEYS, NAME_CHARS, HardwareSpec
 from ..model.dtypes import DTYPES
 
@@ -195,20 +195,24 @@ def check_can_save(name: str, force: bool = False) -> Path:
     if bundled and not force:
         what = "a bundled entry" if bundled == name else f"an alias of bundled {bundled}"
         raise ProbeSaveError(f"{name!r} is {what}; saving under it would replace the datasheet "
-                             f"figures in every --hw {name}: choose another name, or pass "
-                             f"--force")
+                             f"figures in every {option('hardware', name)}: choose another "
+                             f"name, or pass {option('force', 'True')}")
     folder = user_hwdb_dir()
     _check_folder(folder)
     path = folder / f"{name}.yaml"
     if path.exists() and not force:
-        raise ProbeSaveError(f"{path} already exists; pass --force to replace it")
+        raise _exists(path)
     return path
+
+
+def _exists(path: Path) -> ProbeSaveError:
+    return ProbeSaveError(f"{path} already exists; pass {option('force', 'True')} to replace it")
 
 
 def _check_name(name: str) -> None:
     if name.endswith((".yaml", ".yml")):
         stem = name.rsplit(".", 1)[0]
-        raise ProbeSaveError(f"give the entry name without the file suffix: --save {stem} "
+        raise ProbeSaveError(f"give the entry name without the file suffix: {option('name', stem)} "
                              f"(got {name!r})")
     if not name or not set(name) <= NAME_CHARS or name.startswith("."):
         raise ProbeSaveError(f"entry names use lowercase letters, digits and . - _ + only "
@@ -263,11 +267,10 @@ def write_atomic(path: Path, text: str, force: bool) -> None:
         try:
             os.link(tmp, path)
         except FileExistsError:
-            raise ProbeSaveError(f"{path} already exists; pass --force to replace it") from None
+            raise _exists(path) from None
         except OSError:  # no hard links here (some network/FAT file systems)
             if path.exists():
-                raise ProbeSaveError(f"{path} already exists; pass --force to replace it") \
-                    from None
+                raise _exists(path) from None
             os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
