@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("roofline.probe",),
     ("roofline.output",),
     ("roofline.plot",),
-    ("roofline.api",),
+    ("roofline.api", "roofline.torch"),
     ("roofline.cli", "roofline.__main__"),
 )
 

@@ -82,6 +82,7 @@ class Network:
     optimizer: str = "none"
     copies: tuple[int, ...] = ()
     source: str = "<model>"
+    uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
 
     @property
     def c_dtype(self) -> str:
