@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("roofline.probe",),
     ("roofline.output",),
     ("roofline.plot",),
-    ("roofline.api",),
+    ("roofline.api", "roofline.torch"),
     ("roofline.cli", "roofline.__main__"),
 )
 
@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 UPWARD_ALLOWED = {
     ("roofline.analysis.report", "roofline.output.html"),     # Report._repr_html_
     ("roofline.analysis.report", "roofline.output.advice"),   # GemmResult.warnings, .advice
+    ("roofline.probe.result", "roofline.output.probe_notes"),  # ProbeResult.to_dict
     ("roofline.analysis.report", "roofline.plot"),            # Report.plot()
     ("roofline.analysis.whatif", "roofline.plot"),            # Comparison.plot(), Sweep.plot()
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import InputError, RooflineError, one_line
+from .errors import InputError, RooflineError, one_line, render_options
 from .files.fields import MAX_INT
 from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES
 
@@ -70,14 +70,21 @@ def _render(formats: dict, fmt: str, result) -> str:
 #: The library names the value it was given (a function argument); the command line names the
 #: option that gave it. The one place one becomes the other.
 _FLAGS = {"hardware": "--hw", "batches": "--batch", "workers": "--data-parallel",
-          "interconnect": "--interconnect", "host_link": "--host-link"}
+          "interconnect": "--interconnect", "host_link": "--host-link",
+          "name": "--save"}  # probe's entry name
+
+
+def _flag(name: str, value: str | None = None) -> str:
+    """The option that sets the library argument ``name`` (``output_dtype``: --output-dtype)."""
+    flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+    return flag if value in (None, "True") else f"{flag} {value}"
 
 
 def _with_flag(exc: RooflineError) -> str:
-    """The error's message, an argument's name replaced by the option that gave it."""
+    """The error's message, each argument's name replaced by the option that gave it."""
     if isinstance(exc, InputError) and exc.source in _FLAGS and not exc.path:
-        return f"{_FLAGS[exc.source]}: {exc.problem}"
-    return str(exc)
+        return f"{_FLAGS[exc.source]}: {render_options(exc.problem, _flag)}"
+    return (f"{_flag(exc.option)}: " if exc.option else "") + exc.text(_flag)
 
 
 def _print_warning(warning: warnings.WarningMessage) -> None:

@@ -189,6 +189,7 @@ class Report:
             "quantization_in_time": self.quantization,
             "prediction_basis": basis_of(self.hardware),
             "not_counted": list(self.not_counted()),
+            "uncosted_ops": list(self.network.uncosted),
         } | (self.scaling.to_dict() if self.scaling else {})
 
     def _repr_html_(self) -> str:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, option
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_dtype, itemsize
 from .gemm import Gemm, GemmShape
@@ -82,6 +82,7 @@ class Network:
     optimizer: str = "none"
     copies: tuple[int, ...] = ()
     source: str = "<model>"
+    uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
 
     @property
     def c_dtype(self) -> str:
@@ -164,13 +165,13 @@ class Network:
                 where = ("the config.json has no torch_dtype: give" if key == "dtype" and
                          self.source.endswith(".json") else f"give {key} in the model or")
                 raise InputError(self.source, key, f"missing required field ({where} "
-                                                   f"--{key})")
+                                                   f"{option(key)})")
         if self.seq is None:
             for layer in self.layers:
                 if getattr(layer, "needs_seq", False):
                     raise InputError(self.source, "seq", f"missing required field: layer "
                                      f"{layer.name!r} needs tokens per sample (give seq in the "
-                                     f"model or --seq)")
+                                     f"model or {option('seq')})")
 
     def settled(self) -> tuple[int, str]:
         """``(batch, dtype)`` once ``check()`` passes (it raises InputError otherwise)."""

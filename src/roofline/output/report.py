@@ -153,7 +153,9 @@ def totals_line(report: Report) -> str:
                 f"{seconds(t['op_time_s'])}); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'])}")
     left = [_NOT_COUNTED[key] for key in report.not_counted()]
-    return text + (f"; not counted: {', '.join(left)}" if left else "")
+    uncosted = report.network.uncosted
+    return text + (f"; not counted: {', '.join(left)}" if left else "") + (
+        f"; FLOPs unknown (their bytes counted): {', '.join(uncosted)}" if uncosted else "")
 
 
 #: What ``Report.not_counted`` keys mean to a reader.
