@@ -77,7 +77,7 @@ def test_h100_batch_64_seq_2048_decode_does_not_fit(invoke):
                       "max_batch": 61,
                       # at batch 64: (80e9 - 14,476,831,232 - 4,751,360) // (64 x 524,288)
                       # = 65,518,417,408 // 33,554,432 = 1952
-                      "max_seq": 1952}
+                      "max_seq": 1952, "not_counted": []}
     table = invoke("analyze", *args).stdout
     assert "memory: does not fit: needs 83.2 GB of 80 GB" in table
     assert "fits up to batch 61 at seq 2048, or up to seq 1952 at batch 64" in " ".join(

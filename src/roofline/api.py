@@ -8,6 +8,7 @@ from .analysis.report import Report, analyze
 from .errors import InputError
 from .hardware.catalog import load_hardware
 from .hardware.spec import HardwareSpec
+from .model.capture import capture_network, is_factory, load_factory
 from .model.network import Network, load_network
 
 
@@ -21,8 +22,9 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
                   activations: str | None = None, kv_cache: str | None = None,
                   group_size: int | None = None, logits: str | None = None,
                   prompt: int | None = None, generate: int | None = None) -> Report:
-    """Analyze ``model`` (a Network, a model.yaml path or a Hugging Face config.json path) on
-    ``hardware`` (a spec, name or path).
+    """Analyze ``model`` (a Network, a model.yaml path, a Hugging Face config.json path, or
+    ``package.module:callable`` returning a torch module and its example inputs, captured by
+    ``roofline.torch``) on ``hardware`` (a spec, name or path).
 
     ``batch``, ``dtype``, ``mode``, ``output_dtype``, ``grad_accumulation`` (a dtype, or
     ``"none"``), ``seq``, ``phase`` (inference: ``"prefill"`` or ``"decode"``) and ``attention``
@@ -39,7 +41,14 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
     per output token, tokens/s, latency); they set the sequence lengths, so ``seq`` is not
     given with them.
     """
-    network = model if isinstance(model, Network) else load_network(model)
+    if isinstance(model, Network):
+        network = model
+    elif is_factory(str(model)) and not os.path.exists(model):  # package.module:callable
+        module, inputs = load_factory(str(model))
+        network = capture_network(module, inputs, mode or "train", dtype, attention or "flash",
+                                  optimizer or "none")
+    else:
+        network = load_network(model)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
                                       output_dtype=output_dtype,
                                       grad_accumulation=grad_accumulation, seq=seq,

@@ -59,6 +59,7 @@ class Memory:
     max_batch: int | None = None  # the largest batch that fits at this seq (0: none does)
     max_seq: int | None = None  # the largest seq that fits at this batch (0: none does)
     seq_limit: str = ""  # "context" when max_seq is the model's context, not the memory
+    not_counted: tuple[str, ...] = ()  # parts left at 0 because nothing says what they hold
 
     @property
     def total_bytes(self) -> int:
@@ -98,7 +99,8 @@ class Memory:
         fits, the largest batch (at this seq) and seq (at this batch) that fit."""
         return dict(self.parts) | {"total_bytes": self.total_bytes,
                              "capacity_bytes": self.capacity_bytes, "fits": self.fits,
-                             "max_batch": self.max_batch, "max_seq": self.max_seq}
+                             "max_batch": self.max_batch, "max_seq": self.max_seq,
+                             "not_counted": list(self.not_counted)}
 
 
 def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str, int]:
@@ -143,9 +145,13 @@ def memory_of(network: Network, hardware: HardwareSpec,
     """The step's memory on ``hardware``: its parts, and against the capacity, the largest
     batch and sequence length that fit."""
     parts = memory_parts(network, workspace)
+    # a captured module: its activations are not recorded, and it exists at one batch and seq
+    unknown = ("activations",) if network.captured_batch is not None else ()
     if hardware.memory_capacity_bytes is None:
-        return Memory(parts, capacity_bytes=None)
+        return Memory(parts, capacity_bytes=None, not_counted=unknown)
     capacity = round(hardware.memory_capacity_bytes)
+    if unknown:
+        return Memory(parts, capacity_bytes=capacity, not_counted=unknown)
     max_seq, limit = _max_seq(network, capacity, workspace)
     return Memory(parts, capacity_bytes=capacity,
                   max_batch=max_batch(network, capacity, workspace), max_seq=max_seq,

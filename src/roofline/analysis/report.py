@@ -213,14 +213,16 @@ class Report:
             "prediction_basis": basis_of(self.hardware),
             "not_counted": list(self.not_counted()),
             "step": self.step.to_dict(),
+            "uncosted_ops": list(self.network.uncosted),
         } | ({"memory": self.memory.to_dict()} if self.memory else {}) | (
             {"generation": self.generation.to_dict()} if self.generation else {}) | (
             self.scaling.to_dict() if self.scaling else {})
 
     def _repr_html_(self) -> str:
-        from ..output.report import report_html
+        """Jupyter: the HTML report's block (chart, sortable table, advice, sources)."""
+        from ..output.html import report_fragment
 
-        return report_html(self)
+        return report_fragment(self)
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
         """Draw the roofline chart (``roofline.plot.plot_roofline``) and return the Axes.

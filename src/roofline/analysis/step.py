@@ -37,6 +37,7 @@ class StepVerdict:
     limiter_share: float
     limiter_intensity: float | None
     max_batch: int | None = None
+    captured_batch: int | None = None  # a captured module: judged at this batch only
 
     @property
     def fits(self) -> bool | None:
@@ -49,7 +50,8 @@ class StepVerdict:
         return {"min_compute_bound_batch": self.batch, "fits": self.fits,
                 "intensity_limit": self.intensity_limit, "limiter": self.limiter,
                 "limiter_share": self.limiter_share,
-                "limiter_intensity": self.limiter_intensity}
+                "limiter_intensity": self.limiter_intensity,
+                "captured_batch": self.captured_batch}
 
 
 def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
@@ -77,7 +79,10 @@ def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
 
 def step_verdict(network: Network, hardware: HardwareSpec,
                  max_batch: int | None = None) -> StepVerdict:
-    """The whole step's verdict (see the module docstring)."""
+    """The whole step's verdict (see the module docstring). A captured module ran at one
+    batch, so no other batch is judged: the verdict names that batch instead."""
+    if network.captured_batch is not None:
+        return StepVerdict(None, None, "", 0.0, None, max_batch, network.captured_batch)
     c_one, m_one, k_one = _times(network, hardware, 1)
     c_two, m_two, k_two = _times(network, hardware, 2)
     c1, m1 = c_two - c_one, m_two - m_one

@@ -11,7 +11,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UnsupportedDtypeError
+from ..errors import UnsupportedDtypeError, option
 from ..model.dtypes import DTYPES
 from ..roof import ridge_point
 
@@ -211,7 +211,7 @@ class HardwareSpec:
             supported = ", ".join(self.dtypes) or "none"
             raise UnsupportedDtypeError(
                 f"{self.name} has no {dtype} peak (its entry lists: {supported}; "
-                f"choose one with --dtype)")
+                f"choose one with {option('dtype')})")
         return self.peak_tflops[dtype] * 1e12
 
     @property

@@ -58,7 +58,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, option
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from .dtypes import (
     ACCUMULATION_DTYPES,
@@ -75,7 +75,7 @@ from .dtypes import (
     itemsize,
 )
 from .gemm import Gemm, GemmShape
-from .layers import Add, Conv2d, Layer, Linear, Step, Transformer, layer_from_fields
+from .layers import Add, Captured, Conv2d, Layer, Linear, Step, Transformer, layer_from_fields
 from .layers.spatial import Shape
 from .layers.transformer import ATTENTION_FORMS
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
@@ -158,6 +158,13 @@ class Network:
         """Whether weights, activations or the KV cache differ from ``dtype``."""
         d = self.operand_dtype
         return (self.weight_dtype, self.activation_dtype, self.kv_dtype) != (d, d, d)
+    uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
+
+    @property
+    def captured_batch(self) -> int | None:
+        """The batch a captured module ran at (its steps exist at that batch only), or None
+        for a network read from a file."""
+        return next((layer.batch for layer in self.layers if isinstance(layer, Captured)), None)
 
     @property
     def c_dtype(self) -> str:
@@ -269,14 +276,14 @@ class Network:
                 where = ("the config.json has no torch_dtype: give" if key == "dtype" and
                          self.source.endswith(".json") else f"give {key} in the model or")
                 raise InputError(self.source, key, f"missing required field ({where} "
-                                                   f"--{key})")
+                                                   f"{option(key)})")
         self._check_precision()
         if self.seq is None:
             for layer in self.layers:
                 if getattr(layer, "needs_seq", False):
                     raise InputError(self.source, "seq", f"missing required field: layer "
                                      f"{layer.name!r} needs tokens per sample (give seq in the "
-                                     f"model or --seq)")
+                                     f"model or {option('seq')})")
 
     def _check_precision(self) -> None:
         """Weights may be stored narrower than the activations they meet (weight-only formats:

@@ -1,4 +1,5 @@
-"""``compare`` and ``sweep`` results as table, JSON, CSV and Markdown (display only)."""
+"""``compare`` and ``sweep`` results as table, JSON, CSV and Markdown (display only); their
+HTML pages are ``output.html.whatif``'s."""
 
 from __future__ import annotations
 
@@ -181,8 +182,16 @@ def comparison_csv(c: Comparison) -> str:
     return buffer.getvalue()
 
 
+def comparison_html(c: Comparison, command: str | None = None) -> str:
+    """The self-contained HTML page (``output.html.comparison_page``)."""
+    from .html import comparison_page
+
+    return comparison_page(c, command)
+
+
 COMPARE_FORMATS = {"table": comparison_table, "markdown": comparison_markdown,
-                   "csv": comparison_csv, "json": lambda c: to_json(comparison_dict(c)) + "\n"}
+                   "csv": comparison_csv, "json": lambda c: to_json(comparison_dict(c)) + "\n",
+                   "html": comparison_html}
 
 
 # --------------------------------------------------------------------------------------- sweep
@@ -289,5 +298,12 @@ def sweep_csv(s: Sweep) -> str:
     return buffer.getvalue()
 
 
+def sweep_html(s: Sweep, command: str | None = None) -> str:
+    """The self-contained HTML page (``output.html.sweep_page``)."""
+    from .html import sweep_page
+
+    return sweep_page(s, command)
+
+
 SWEEP_FORMATS = {"table": sweep_table, "markdown": sweep_markdown, "csv": sweep_csv,
-                 "json": lambda s: to_json(s.to_dict()) + "\n"}
+                 "json": lambda s: to_json(s.to_dict()) + "\n", "html": sweep_html}

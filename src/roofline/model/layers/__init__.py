@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Union
 from ..gemm import GemmShape
 from .add import Add
 from .batchnorm import BatchNorm
+from .captured import Captured
 from .conv2d import Conv2d
 from .embedding import Embedding
 from .flatten import Flatten
@@ -50,17 +51,19 @@ from .transformer import Transformer
 if TYPE_CHECKING:
     from ...files.fields import Fields
 
-#: Any layer a Network holds.
-Layer = Union[Linear, Transformer, Embedding, Norm, Conv2d, MaxPool2d, AvgPool2d, Flatten,
-              BatchNorm, Add]
+#: A layer model.yaml can name.
+FileLayer = Union[Linear, Transformer, Embedding, Norm, Conv2d, MaxPool2d, AvgPool2d, Flatten,
+                  BatchNorm, Add]
+#: Any layer a Network holds: a file's, or a module's work captured from PyTorch.
+Layer = Union[FileLayer, Captured]
 
-REGISTRY: dict[str, type[Layer]] = {"linear": Linear, "transformer": Transformer,
+REGISTRY: dict[str, type[FileLayer]] = {"linear": Linear, "transformer": Transformer,
                              "embedding": Embedding, "norm": Norm, "conv2d": Conv2d,
                              "maxpool2d": MaxPool2d, "avgpool2d": AvgPool2d,
                              "flatten": Flatten, "batchnorm": BatchNorm, "add": Add}
 
 __all__ = ["PHASES", "kv_cache_bytes", "live_bytes", "matrix_parameters", "saved_bytes",
-           "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Conv2d", "Embedding",
+           "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Captured", "Conv2d", "Embedding",
            "Flatten", "GemmShape", "Layer", "Linear", "MaxPool2d", "Norm", "Step", "Transformer",
            "layer_from_fields"]
 
