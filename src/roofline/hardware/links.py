@@ -1,5 +1,7 @@
 """Named links (``links.yaml`` beside this module): host links and interconnects, each with its
-bandwidth per direction, basis and source. Data, no arithmetic."""
+bandwidth per direction, basis and source, and for interconnects their tier (``intra``: GPUs of
+one node; ``inter``: between nodes; ``host``: CPU to GPU) and the latency of one collective step
+(NCCL's model). Data, no arithmetic: the collectives are ``analysis.collectives``."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ class Link:
     bandwidth_gbs: float
     basis: str = ""
     generation: int | None = None
+    tier: str = ""  # intra | inter | host; "" for a bare bandwidth
+    latency_us: float = 0.0  # per step of a ring collective; 0 when not stated
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,18 +39,24 @@ def links() -> dict[str, Link]:
     for name in table.data:
         entry = table.sub(name)
         entry.reject_unknown(frozenset({"label", "type", "generation", "bandwidth_gbs",
-                                        "basis", "source"}))
-        source = entry.sub("source")
-        source.string("title"), source.string("url")  # every figure has a source
+                                        "basis", "source", "tier", "latency_us",
+                                        "source_latency"}))
+        for key in ("source", "source_latency"):  # every figure has a source
+            if key == "source" or entry.has("latency_us"):
+                source = entry.sub(key)
+                source.string("title"), source.string("url")
         out[name] = Link(name, entry.string("label"),
                          entry.choice("type", ("pcie", "nvlink", "ethernet", "infiniband")),
                          entry.positive_number("bandwidth_gbs"), entry.string("basis"),
-                         entry.positive_int("generation", None))
+                         entry.positive_int("generation", None),
+                         entry.choice("tier", ("intra", "inter", "host"), ""),
+                         entry.positive_number("latency_us", 0.0))
     return out
 
 
 def resolve_link(value: str, field: str) -> Link:
-    """``NAME`` (a links.yaml entry) or ``GBPS`` (a positive number of GB/s per direction)."""
+    """``NAME`` (a links.yaml entry) or ``GBPS`` (a positive number of GB/s per direction; no
+    latency term)."""
     known = links()
     if value in known:
         return known[value]
