@@ -8,7 +8,8 @@ is freed like any other object.
 
 Modules: ``data`` (what is drawn, as numbers: roofs, grouped points, axis ranges, sweep curves;
 no drawing), ``labels`` (the label-placement engine), ``roofline`` (``plot_roofline``),
-``sweep`` (``plot_batch_sweep``), ``compare`` (``plot_comparison``), ``figure`` (the pyplot-free
+``sweep`` (``plot_batch_sweep``), ``compare`` (``plot_comparison``), ``plan`` (``plot_plan``:
+step time against GPUs, the layout search's front), ``figure`` (the pyplot-free
 figure and legend placement), ``save`` (formats, path checks, writing), ``style`` (colours,
 markers, font size).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from ..output.report import compact_names
 from .compare import plot_comparison
+from .plan import plot_plan
 from .roofline import plot_roofline
 from .save import check_plot_path, save_chart, save_plot
 from .sweep import plot_batch_sweep
@@ -26,6 +28,7 @@ __all__ = [
     "compact_names",  # output's, re-exported as before: a chart's labels are written with it
     "plot_batch_sweep",
     "plot_comparison",
+    "plot_plan",
     "plot_roofline",
     "save_chart",
     "save_plot",

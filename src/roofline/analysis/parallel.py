@@ -1,0 +1,612 @@
+"""A training step split over GPUs: tensor, sequence, pipeline, data (ZeRO) and expert
+parallelism, per GPU. Each rule is stated here; the collectives' times are
+``analysis.collectives``.
+
+Tensor parallelism (``tp``; Megatron-LM: Shoeybi et al. 2019, Narayanan et al., SC'21): in every
+transformer block the QKV projection and the FFN's up (and gate) projection are split by
+columns (each GPU computes heads / tp query heads, kv_heads / tp KV heads and ffn / tp FFN
+columns), the output projection and the FFN's down projection by rows (their K is divided), so
+each GPU runs the block with heads, kv_heads and ffn divided by tp (``shard_network``), and the
+existing analysis (alignment, tile and wave quantization, batch advice) applies to the shards.
+The embedding and the output layer (the linear layer whose outputs are the vocabulary) are
+vocabulary-parallel: vocab / tp rows, the vocabulary first padded to a multiple of 128 tp as
+Megatron-LM does (``--make-vocab-size-divisible-by 128``). Any other layer (a norm, a linear
+layer that is not the logits) runs whole on every GPU of the group (``replicated``). tp must
+divide heads, kv_heads and ffn (one line otherwise). Communication per micro-batch of T = b s
+tokens (Narayanan et al., sec. 2.3: "two all-reduces in the forward pass and two in the
+backward pass" per layer): each block all-reduces T h elements twice in the forward pass and
+twice in the backward pass; the vocabulary-parallel embedding once in the forward pass (T h),
+the output layer once in the backward pass (its input gradient, T h) and its cross entropy 3
+times T fp32 values (the maximum, the sum of exponentials, the target logit).
+
+Sequence parallelism (``sequence_parallel``; Korthikanti et al., "Reducing Activation
+Recomputation in Large Transformer Models", 2022): each all-reduce becomes a reduce-scatter and
+an all-gather (the same bytes and ring steps, so the same time); the norms, dropouts and
+residual adds run on T / tp tokens (their op time is divided by tp) and the activations they
+keep are divided by tp. Activation memory per block (the paper's sec. 4.2, with its 2-byte
+activations, dropout and naive attention): sbh (34 + 5as/h) without TP, sbh (10 + 24/t +
+5as/(ht)) with TP (10 sbh replicated: the two norms' inputs, the inputs of the QKV and the first
+FFN projection, the two dropout masks), sbh/t (34 + 5as/h) with TP and SP. The replicated part
+here is what ``Transformer.saved_bytes`` counts for those tensors: 4 T h e + 2 T h (masks).
+
+Pipeline parallelism (``pp``): the transformer blocks are split into pp stages as evenly as
+they go (the first ones take one more when they do not divide); the layers before the first
+block (embedding) join the first stage, those after the last block (final norm, output layer)
+the last. Schedule 1F1B (Narayanan et al., sec. 2.2): with m micro-batches a step takes (m + p
+- 1) times the slowest stage's micro-batch time, the bubble (p - 1) / (m + p - 1) of the step;
+stage i keeps the activations of min(m, p - i) micro-batches (the first stage p). Between
+stages each micro-batch sends T h elements forward and their gradient backward
+(point-to-point, over the inter-node link when the pipeline spans more than one node).
+
+Data parallelism (``dp``) with ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward
+Training Trillion Parameter Models", SC'20): per GPU, Psi parameters (its TP and pipeline
+shard), weights 2 Psi, gradients 2 Psi and Adam's fp32 states 12 Psi bytes in mixed precision;
+stage 1 divides the optimizer states by Nd = dp, stage 2 the gradients too, stage 3 the weights
+too (FSDP's full sharding is stage 3). Communication of the gradients G = Psi x gradient size:
+stages 0 and 1 all-reduce them once a step (stage 1 as a reduce-scatter and an all-gather of
+the updated weights: the same volume); stage 2 reduce-scatters them after every micro-batch's
+backward and all-gathers the updated weights once; stage 3 all-gathers the weights before every
+micro-batch's forward and again before its backward and reduce-scatters the gradients (with
+one micro-batch, 3 (Nd - 1)/Nd Psi: 1.5 times the all-reduce, the paper's sec. 7.2.2). ZeRO 2
+and 3 are not combined with pipeline parallelism (DeepSpeed refuses it; Megatron-LM's
+distributed optimizer is stage 1).
+
+Overlap, an assumption stated in every output: tensor-, expert- and pipeline-parallel
+transfers sit on the critical path (exposed); the data-parallel collectives hide behind
+backward compute where they can: stages 0 and 1 behind the last micro-batch's backward pass,
+stage 2 behind every backward pass, stage 3 behind every forward and backward pass. What does
+not fit in that window is exposed; ``step_s`` counts it, ``step_no_overlap_s`` counts it all.
+
+Expert parallelism (``ep``, mixture-of-experts blocks): the experts are split over ep GPUs of
+the data-parallel group (ep divides dp and the experts); each GPU holds experts / ep of them
+and, with uniform routing, computes the same T k expert rows as before. Each MoE block
+all-to-alls the T k routed rows of h elements four times per micro-batch (dispatch and combine,
+forward and backward). Expert weights are data-parallel over dp / ep GPUs. The router's GEMM is
+modelled over the local experts (N = experts / ep rather than experts): a few FLOPs per token.
+
+Not modelled: the work recomputation adds, interleaved (virtual) pipeline stages, context
+parallelism, ZeRO-3's gathered-layer buffer, compute-communication contention.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import InputError, option
+from ..hardware.spec import HardwareSpec
+from ..model.dtypes import itemsize
+from ..model.layers import Embedding, Linear, Step, Transformer, saved_bytes
+from ..model.network import Network
+from .collectives import Fabric
+from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES, WORKSPACE_BYTES
+from .report import Report, analyze
+
+VOCAB_MULTIPLE = 128  # Megatron-LM's --make-vocab-size-divisible-by default
+#: Ops that sequence parallelism runs on T / tp tokens.
+SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
+CE_ALLREDUCES = 3  # the vocabulary-parallel cross entropy: max, sum of exp, target logit
+CE_BYTES = 4  # fp32
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a step is split: tp x pp x dp GPUs, ep experts groups inside dp, ZeRO stage, the
+    micro-batch (sequences per GPU per forward pass) and sequence parallelism."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    zero: int = 0
+    micro_batch: int = 1
+    sequence_parallel: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def label(self) -> str:
+        """``tp8 pp2 dp4 z1 mb2`` (ep and sp only when used)."""
+        parts = [f"tp{self.tp}", f"pp{self.pp}", f"dp{self.dp}"]
+        parts += [f"ep{self.ep}"] if self.ep > 1 else []
+        parts += [f"z{self.zero}", f"mb{self.micro_batch}"]
+        return " ".join(parts) + (" sp" if self.sequence_parallel and self.tp > 1 else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "zero": self.zero,
+                "micro_batch": self.micro_batch,
+                "sequence_parallel": self.sequence_parallel and self.tp > 1,
+                "gpus": self.gpus}
+
+
+def padded_vocab(vocab: int, tp: int) -> int:
+    """The vocabulary Megatron-LM shards: padded to a multiple of 128 tp when tp > 1."""
+    if tp <= 1:
+        return vocab
+    multiple = VOCAB_MULTIPLE * tp
+    return -(-vocab // multiple) * multiple
+
+
+def blocks_of(network: Network) -> list[int]:
+    """Indices of the transformer blocks."""
+    return [i for i, layer in enumerate(network.layers) if isinstance(layer, Transformer)]
+
+
+def _vocabularies(network: Network) -> set[int]:
+    return {layer.vocab for layer in network.layers if isinstance(layer, Embedding)}
+
+
+def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
+    return isinstance(layer, Linear) and layer.out_features in vocabularies
+
+
+def check_layout(network: Network, layout: Layout) -> None:
+    """One line (InputError) for a layout this network cannot run: tp not dividing a block's
+    heads, kv_heads or ffn, a pipeline deeper than the blocks, ep not dividing the experts or
+    dp, ZeRO 2 or 3 with a pipeline, a training-only split of an inference step."""
+    src = network.source
+    if network.mode != "train":
+        raise InputError(src, "mode", "parallel layouts are modelled for training steps (give "
+                                      "mode train)")
+    for name, value in (("tp", layout.tp), ("pp", layout.pp), ("dp", layout.dp),
+                        ("ep", layout.ep), ("micro_batch", layout.micro_batch)):
+        if value < 1:
+            raise InputError(src, "", f"{option(name)} must be at least 1, got {value}")
+    if layout.zero not in ZERO_STAGES:
+        raise InputError(src, "", f"{option('zero')} must be 0, 1, 2 or 3, got {layout.zero}")
+    blocks = [layer for layer in network.layers if isinstance(layer, Transformer)]
+    if not blocks and (layout.tp > 1 or layout.pp > 1 or layout.ep > 1):
+        raise InputError(src, "", f"tensor, pipeline and expert parallelism split transformer "
+                                  f"blocks; the model has none (use {option('tp', '1')} "
+                                  f"{option('pp', '1')})")
+    for block in blocks:
+        _check_block(src, block, layout)
+    if layout.pp > len(blocks) and layout.pp > 1:
+        raise InputError(src, "", f"a pipeline of {layout.pp} stages is deeper than the model's "
+                                  f"{len(blocks)} transformer blocks ({option('pp')})")
+    if layout.dp % layout.ep:
+        raise InputError(src, "", f"expert parallelism {layout.ep} must divide the "
+                                  f"data-parallel degree {layout.dp} ({option('ep')})")
+    if layout.zero >= 2 and layout.pp > 1:
+        raise InputError(src, "", f"ZeRO stage {layout.zero} does not combine with pipeline "
+                                  f"parallelism (DeepSpeed refuses it; use {option('zero', '1')}"
+                                  f" or {option('pp', '1')})")
+
+
+def _check_block(src: str, block: Transformer, layout: Layout) -> None:
+    """tp divides the block's heads, kv_heads and ffn; ep its experts, leaving top_k."""
+    for what, value in (("heads", block.heads), ("kv_heads", block.kv_heads),
+                        ("ffn", block.ffn)):
+        if value % layout.tp:
+            raise InputError(src, "", f"tensor parallelism {layout.tp} does not divide "
+                                      f"{what} ({value}) of block {block.name!r}: each GPU "
+                                      f"must get whole {what} ({option('tp')})")
+    if layout.ep == 1:
+        return
+    if not block.experts or block.experts % layout.ep:
+        raise InputError(src, "", f"expert parallelism {layout.ep} needs a number of "
+                                  f"experts it divides; block {block.name!r} has "
+                                  f"{block.experts} ({option('ep')})")
+    local = block.experts // layout.ep
+    if block.top_k > local:
+        raise InputError(src, "", f"expert parallelism {layout.ep} leaves {local} experts "
+                                  f"per GPU, fewer than top_k ({block.top_k}) "
+                                  f"({option('ep')})")
+
+
+def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
+    """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
+    block with heads, kv_heads and ffn divided by tp and experts by ep, the embedding and the
+    logits with vocab / tp rows (padded); other layers whole (module docstring)."""
+    if tp == 1 and ep == 1:
+        return network
+    vocabularies = _vocabularies(network)
+    layers = []
+    for layer in network.layers:
+        if isinstance(layer, Transformer):
+            layer = replace(layer, heads=layer.heads // tp, kv_heads=layer.kv_heads // tp,
+                            ffn=layer.ffn // tp,
+                            experts=layer.experts // ep if layer.experts else 0)
+        elif isinstance(layer, Embedding):
+            layer = replace(layer, vocab=padded_vocab(layer.vocab, tp) // tp)
+        elif _is_logits(layer, vocabularies):
+            assert isinstance(layer, Linear)
+            layer = replace(layer, out_features=padded_vocab(layer.out_features, tp) // tp)
+        layers.append(layer)
+    return replace(network, layers=tuple(layers))
+
+
+def replicated_layers(network: Network, tp: int) -> list[str]:
+    """Layers with weights that tensor parallelism leaves whole on every GPU of the group."""
+    if tp == 1:
+        return []
+    vocabularies = _vocabularies(network)
+    return [layer.name for layer in network.layers
+            if layer.has_weights and not isinstance(layer, (Transformer, Embedding))
+            and not _is_logits(layer, vocabularies) and layer.parameters > 0
+            and type(layer).__name__ != "Norm"]
+
+
+def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
+    """Layer indices of each pipeline stage (module docstring)."""
+    blocks = blocks_of(network)
+    if pp == 1 or not blocks:
+        return (tuple(range(len(network.layers))),)
+    base, extra = divmod(len(blocks), pp)
+    owner: dict[int, int] = {}
+    start = 0
+    for stage in range(pp):
+        count = base + (1 if stage < extra else 0)
+        for index in blocks[start:start + count]:
+            owner[index] = stage
+        start += count
+    stages: list[list[int]] = [[] for _ in range(pp)]
+    current = 0
+    for index in range(len(network.layers)):
+        current = owner.get(index, current if index > blocks[0] else 0)
+        if index > blocks[-1]:
+            current = pp - 1
+        stages[current].append(index)
+    return tuple(tuple(stage) for stage in stages)
+
+
+def activation_bytes_per_block(block: Transformer, step: Step, recompute: str, tp: int,
+                               sequence_parallel: bool) -> int:
+    """What one (sharded) block keeps for the backward pass: ``saved_bytes`` of the shard,
+    with sequence parallelism its replicated part (module docstring) divided by tp too."""
+    kept = saved_bytes(block, step, recompute)
+    if not sequence_parallel or tp == 1:
+        return kept
+    if recompute == "full":  # the block's input, kept sharded along the sequence
+        return kept // tp
+    t, h, e = step.tokens, block.hidden, step.e
+    replicated = 4 * t * h * e + (2 * t * h if block.dropout else 0)
+    return kept - replicated + replicated // tp
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """One pipeline stage on one GPU: per micro-batch times, and the step's memory."""
+
+    forward_s: float
+    backward_s: float
+    memory_bound_s: float  # of forward + backward, the memory-bound time
+    tp_comm_s: float
+    ep_comm_s: float
+    p2p_s: float
+    optimizer_s: float
+    dp_comm_s: float
+    dp_window_s: float  # the compute the data-parallel collectives can hide behind
+    parameters: int
+    memory: dict[str, int]
+
+    @property
+    def microbatch_s(self) -> float:
+        return (self.forward_s + self.backward_s + self.tp_comm_s + self.ep_comm_s
+                + self.p2p_s)
+
+    @property
+    def dp_overlapped_s(self) -> float:
+        return min(self.dp_comm_s, self.dp_window_s)
+
+    @property
+    def dp_exposed_s(self) -> float:
+        return self.dp_comm_s - self.dp_overlapped_s
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    """A layout of one training step on ``layout.gpus`` GPUs: per GPU, its step time and its
+    parts, communication exposed and overlapped, memory against the capacity, the bound."""
+
+    layout: Layout
+    batch: int  # the global batch: sequences per optimizer step
+    seq: int
+    micro_batches: int  # m, per data-parallel rank
+    stages: tuple[StageCost, ...]
+    capacity_bytes: int | None
+    allreduce_bytes: int  # one tensor-parallel all-reduce of a block (T h e)
+    replicated: tuple[str, ...] = ()
+    report: Report | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def critical(self) -> StageCost:
+        """The slowest stage per micro-batch: it sets the pipeline's pace."""
+        return max(self.stages, key=lambda s: s.microbatch_s)
+
+    @property
+    def pipeline_s(self) -> float:
+        """(m + p - 1) x the slowest stage's micro-batch time (m x it without a pipeline)."""
+        return (self.micro_batches + self.layout.pp - 1) * self.critical.microbatch_s
+
+    @property
+    def tail(self) -> StageCost:
+        """The stage whose exposed data-parallel communication and update take longest."""
+        return max(self.stages, key=lambda s: s.dp_exposed_s + s.optimizer_s)
+
+    @property
+    def step_s(self) -> float:
+        tail = self.tail
+        return self.pipeline_s + tail.dp_exposed_s + tail.optimizer_s
+
+    @property
+    def step_no_overlap_s(self) -> float:
+        return self.pipeline_s + max(s.dp_comm_s + s.optimizer_s for s in self.stages)
+
+    @property
+    def bubble_fraction(self) -> float:
+        """(p - 1) / (m + p - 1)."""
+        p, m = self.layout.pp, self.micro_batches
+        return (p - 1) / (m + p - 1)
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """The step by part, seconds per GPU (they add up to ``step_s``)."""
+        c, m, tail = self.critical, self.micro_batches, self.tail
+        return {"compute_s": m * (c.forward_s + c.backward_s), "tp_comm_s": m * c.tp_comm_s,
+                "ep_comm_s": m * c.ep_comm_s, "p2p_s": m * c.p2p_s,
+                "bubble_s": (self.layout.pp - 1) * c.microbatch_s,
+                "dp_comm_exposed_s": tail.dp_exposed_s,
+                "dp_comm_overlapped_s": tail.dp_overlapped_s, "optimizer_s": tail.optimizer_s}
+
+    @property
+    def memory(self) -> dict[str, int]:
+        """The stage that needs the most memory, by part."""
+        return max((s.memory for s in self.stages), key=lambda parts: sum(parts.values()))
+
+    @property
+    def memory_bytes(self) -> int:
+        return sum(self.memory.values())
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.capacity_bytes is None else self.memory_bytes <= self.capacity_bytes
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch * self.seq / self.step_s
+
+    @property
+    def bound(self) -> str:
+        """What takes the largest share of the step: compute (compute-bound work), memory
+        (memory-bound work and the optimizer update), communication (exposed), or the
+        pipeline bubble."""
+        parts, c, m = self.parts, self.critical, self.micro_batches
+        memory = m * c.memory_bound_s + parts["optimizer_s"]
+        shares = {"compute": parts["compute_s"] - m * c.memory_bound_s, "memory": memory,
+                  "communication": parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
+                  + parts["dp_comm_exposed_s"], "pipeline bubble": parts["bubble_s"]}
+        return max(shares, key=lambda k: shares[k])
+
+    def to_dict(self) -> dict[str, Any]:
+        memory = self.memory
+        return self.layout.to_dict() | {
+            "micro_batches": self.micro_batches, "step_s": self.step_s,
+            "step_no_overlap_s": self.step_no_overlap_s, "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s / self.layout.gpus,
+            "parts": self.parts, "bubble_fraction": self.bubble_fraction, "bound": self.bound,
+            "tp_allreduce_bytes": self.allreduce_bytes,
+            "memory": memory | {"total_bytes": self.memory_bytes,
+                                "capacity_bytes": self.capacity_bytes, "fits": self.fits},
+            "replicated_layers": list(self.replicated)}
+
+
+def _owner_of(names: list[str]):
+    """A function from an item's layer (``blk.3.qkv``) to the index of its layer (``blk.3``):
+    the longest layer name equal to it or followed by a dot."""
+    by_name = {name: i for i, name in enumerate(names)}
+    cache: dict[str, int | None] = {}
+
+    def owner(item_layer: str) -> int | None:
+        if item_layer not in cache:
+            found, probe = None, item_layer
+            while probe:
+                if probe in by_name:
+                    found = by_name[probe]
+                    break
+                probe = probe.rpartition(".")[0]
+            cache[item_layer] = found
+        return cache[item_layer]
+    return owner
+
+
+def _layer_times(report: Report, sp_tp: int) -> tuple[list[list[float]], float]:
+    """Per layer: [forward, backward, memory-bound] seconds of one micro-batch; and the
+    optimizer update's time. With sequence parallelism (sp_tp > 1) the norms, dropouts and
+    residual adds of the blocks take 1 / tp of their time."""
+    net = report.network
+    owner = _owner_of([layer.name for layer in net.layers])
+    times = [[0.0, 0.0, 0.0] for _ in net.layers]
+    update = 0.0
+    blocks = set(blocks_of(net))
+    items = [(r.gemm.layer, r.gemm.pass_, r.time_s, r.bound, "") for r in report.results]
+    items += [(r.op.layer, r.op.pass_, r.time_s, r.bound, r.op.kind) for r in report.ops]
+    for layer, pass_, time, bound, kind in items:
+        if pass_ == "update":
+            update += time
+            continue
+        index = owner(layer)
+        if index is None:
+            raise AssertionError(f"no layer owns {layer!r}")  # every item names its layer
+        if sp_tp > 1 and index in blocks and kind.removesuffix("-backward") in SP_KINDS:
+            time /= sp_tp
+        times[index][0 if pass_ == "forward" else 1] += time
+        if bound == "memory":
+            times[index][2] += time
+    return times, update
+
+
+def _expert_parameters(layer: Any) -> int:
+    """A block's expert weights (and their biases): data-parallel over dp / ep GPUs."""
+    if not isinstance(layer, Transformer) or not layer.experts:
+        return 0
+    per = layer.hidden * layer.up_width + layer.ffn * layer.hidden
+    if layer.bias == "all":
+        per += layer.up_width + layer.hidden
+    return layer.experts * per
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every stage of one layout shares."""
+
+    layout: Layout
+    fabric: Fabric
+    step: Step
+    m: int  # micro-batches per data-parallel rank
+    e: int  # activation and weight bytes
+    grad_e: int
+    state_e: int  # optimizer state bytes per parameter
+    recompute: str
+    vocabularies: set[int]  # the sharded vocabularies (the logits' widths)
+
+    @property
+    def sp(self) -> bool:
+        return self.layout.sequence_parallel and self.layout.tp > 1
+
+    @property
+    def edp(self) -> int:
+        """The expert weights' data-parallel group: dp / ep."""
+        return self.layout.dp // self.layout.ep
+
+
+def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: int,
+             fabric: Fabric, report: Report | None = None) -> LayoutResult:
+    """``layout`` for a global batch of ``batch`` sequences (module docstring). ``report``: the
+    sharded network analyzed at the micro-batch (``shard_report``), when already made."""
+    check_layout(network, layout)
+    per_rank = layout.dp * layout.micro_batch
+    if batch % per_rank:
+        raise InputError(network.source, "", f"the global batch {batch} is not a multiple of "
+                                             f"dp x micro-batch = {layout.dp} x "
+                                             f"{layout.micro_batch} ({option('batch')})")
+    if report is None:
+        report = shard_report(network, hardware, layout)
+    sharded = report.network
+    e = itemsize(sharded.operand_dtype)
+    state_e = OPTIMIZER_STATE_BYTES[sharded.optimizer] + (
+        MASTER_BYTES if e < MASTER_BYTES and sharded.optimizer != "none" else 0)
+    ctx = _Context(layout, fabric, sharded.step(), batch // per_rank, e,
+                   itemsize(sharded.grad_accumulation) if sharded.grad_accumulation else e,
+                   state_e, sharded.recompute,
+                   {padded_vocab(v, layout.tp) // layout.tp for v in _vocabularies(network)})
+    times, update = _layer_times(report, layout.tp if ctx.sp else 1)
+    stage_indices = split_stages(sharded, layout.pp)
+    stages = tuple(_stage(ctx, s, [sharded.layers[i] for i in indices],
+                          [times[i] for i in indices], update / max(1, sharded.parameters))
+                   for s, indices in enumerate(stage_indices))
+    blocks = [layer for layer in sharded.layers if isinstance(layer, Transformer)]
+    allreduce = ctx.step.tokens * blocks[0].hidden * e if blocks else 0
+    capacity = hardware.memory_capacity_bytes
+    return LayoutResult(layout, batch, sharded.seq or 1, ctx.m, stages,
+                        None if capacity is None else round(capacity), allreduce,
+                        tuple(replicated_layers(network, layout.tp)), report)
+
+
+def _stage(ctx: _Context, s: int, layers: list[Any], times: list[list[float]],
+           update_per_parameter: float) -> StageCost:
+    """Stage ``s``: its compute per micro-batch, its communication, its memory."""
+    layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
+    fwd, bwd, mem_s = (sum(row[k] for row in times) for k in range(3))
+    tp_comm, ep_comm = _model_parallel_comm(ctx, layers)
+    p2p = 0.0
+    if layout.pp > 1:
+        boundary = t * (layers[-1].out_width or 0) * e
+        sends = (s < layout.pp - 1) + (s > 0)  # activations forward, their gradient backward
+        p2p = sends * fabric.p2p_s(boundary, layout.gpus > fabric.gpus_per_node)
+    params = sum(layer.parameters for layer in layers)
+    expert = sum(_expert_parameters(layer) for layer in layers)
+    dense = params - expert
+    dp_comm = _dp_comm(ctx, dense, expert)
+    window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
+    sharded_update = (dense / (layout.dp if layout.zero >= 1 else 1)
+                      + expert / (ctx.edp if layout.zero >= 1 else 1))
+    memory = _stage_memory(ctx, s, layers, dense, expert)
+    return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
+                     update_per_parameter * sharded_update, dp_comm, window, params, memory)
+
+
+def _model_parallel_comm(ctx: _Context, layers: list[Any]) -> tuple[float, float]:
+    """Tensor- and expert-parallel communication of one micro-batch on these layers."""
+    tp, fabric, t, e = ctx.layout.tp, ctx.fabric, ctx.step.tokens, ctx.e
+    tp_comm = ep_comm = 0.0
+    for layer in layers:
+        if isinstance(layer, Transformer):
+            tp_comm += 4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)
+            if layer.experts and ctx.layout.ep > 1:
+                routed = t * layer.top_k * layer.hidden * e
+                ep_comm += 4 * fabric.time_s("all-to-all", routed, ctx.layout.ep, tp)
+        elif isinstance(layer, Embedding):
+            tp_comm += fabric.time_s("all-reduce", t * layer.dim * e, tp, 1)
+        elif isinstance(layer, Linear) and layer.out_features in ctx.vocabularies and tp > 1:
+            tp_comm += fabric.time_s("all-reduce", t * layer.in_features * e, tp, 1)
+            tp_comm += CE_ALLREDUCES * fabric.time_s("all-reduce", t * CE_BYTES, tp, 1)
+    return tp_comm, ep_comm
+
+
+def _dp_comm(ctx: _Context, dense: int, expert: int) -> float:
+    """The data-parallel collectives of one step, by ZeRO stage (module docstring): dense
+    weights over dp GPUs tp apart, expert weights over dp / ep GPUs tp ep apart."""
+    layout, fabric, m = ctx.layout, ctx.fabric, ctx.m
+    total = 0.0
+    for group, stride, count in ((layout.dp, layout.tp, dense),
+                                 (ctx.edp, layout.tp * layout.ep, expert)):
+        grads, weights = count * ctx.grad_e, count * ctx.e
+        if layout.zero <= 1:
+            total += fabric.time_s("all-reduce", grads, group, stride)
+        elif layout.zero == 2:
+            total += (m * fabric.time_s("reduce-scatter", grads, group, stride)
+                      + fabric.time_s("all-gather", weights, group, stride))
+        else:
+            total += m * (2 * fabric.time_s("all-gather", weights, group, stride)
+                          + fabric.time_s("reduce-scatter", grads, group, stride))
+    return total
+
+
+def _stage_memory(ctx: _Context, s: int, layers: list[Any], dense: int,
+                  expert: int) -> dict[str, int]:
+    """One GPU of stage ``s``: weights, gradients and optimizer states by ZeRO stage, the
+    activations of the micro-batches 1F1B keeps in flight, the workspace."""
+    layout, step, zero = ctx.layout, ctx.step, ctx.layout.zero
+
+    def part(per: int, divide: bool) -> int:
+        if not divide:
+            return (dense + expert) * per
+        return -(-dense * per // layout.dp) + -(-expert * per // ctx.edp)
+
+    kept = sum(activation_bytes_per_block(layer, step, ctx.recompute, layout.tp, ctx.sp)
+               if isinstance(layer, Transformer) else saved_bytes(layer, step, ctx.recompute)
+               for layer in layers)
+    activations = kept * min(ctx.m, layout.pp - s)
+    if s == layout.pp - 1:  # the logits the loss reads, one micro-batch at a time
+        activations += step.tokens * (layers[-1].out_width or 0) * ctx.e
+    if ctx.recompute == "full":  # one block's tensors while it is recomputed
+        activations += max(saved_bytes(layer, step, "none") - saved_bytes(layer, step, "full")
+                           for layer in layers)
+    return {"weights": part(ctx.e, zero >= 3), "gradients": part(ctx.grad_e, zero >= 2),
+            "optimizer": part(ctx.state_e, zero >= 1), "activations": activations,
+            "workspace": WORKSPACE_BYTES}
+
+
+def shard_report(network: Network, hardware: HardwareSpec, layout: Layout,
+                 quantization: bool = False) -> Report:
+    """One GPU's step at the layout's micro-batch: the tensor- and expert-parallel shard
+    analyzed like any network (its GEMMs' shapes, alignment, quantization and advice)."""
+    check_layout(network, layout)
+    sharded = shard_network(network, layout.tp, layout.ep)
+    return analyze(sharded.with_overrides(batch=layout.micro_batch), hardware, quantization)
+
+
+def pipeline_bubble(pp: int, micro_batches: int) -> float:
+    """The 1F1B bubble's share of the step: (p - 1) / (m + p - 1)."""
+    return (pp - 1) / (micro_batches + pp - 1)
+
+
+def divisors(n: int) -> list[int]:
+    """Every divisor of n, ascending."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))

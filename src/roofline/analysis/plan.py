@@ -1,0 +1,261 @@
+"""The layout search: for N GPUs of one kind, every (tp, pp, dp, ep, ZeRO stage, micro-batch)
+split of a training step of a global batch that the model allows, evaluated per GPU
+(``analysis.parallel``), those that fit ranked by step time, and the Pareto front of step time
+against GPU count.
+
+Candidates, for each N: tp a divisor of N up to the GPUs of one node (tensor parallelism stays
+inside a node, on its fastest link) that divides every block's heads, kv_heads and ffn; pp a
+divisor of N / tp that divides the number of transformer blocks (even stages); dp = N / (tp
+pp); the micro-batch a power of two (1, 2, 4, 8 unless given) with dp x micro-batch dividing the
+global batch; ZeRO 0 to 3 (0 and 1 with a pipeline); ep (MoE models) a divisor of dp and of the
+experts (1 unless given). Sequence parallelism is on whenever tp > 1 unless turned off (it
+costs no more communication and saves activation memory). Each distinct (tp, ep,
+micro-batch) shard is analyzed once. The front: the fastest fitting layout at each GPU count
+that is faster than every smaller count's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+from ..errors import InputError, option
+from ..files.fields import MAX_INT
+from ..hardware.spec import HardwareSpec
+from ..model.layers import Transformer
+from ..model.network import Network
+from .collectives import Fabric
+from .parallel import (
+    ZERO_STAGES,
+    Layout,
+    LayoutResult,
+    check_layout,
+    divisors,
+    evaluate,
+    shard_report,
+)
+from .report import Report
+
+DEFAULT_MICRO_BATCHES = (1, 2, 4, 8)
+
+
+def parse_counts(value: str, name: str) -> tuple[int, ...]:
+    """``8``, ``8,16,64`` or ``8..512`` (every power of two from 8 to 512 inclusive); ``name``
+    is the option the error names."""
+    text = value.strip()
+    try:
+        if ".." in text:
+            low, high = (int(part) for part in text.split("..", 1))
+            if not 1 <= low <= high <= MAX_INT:
+                raise ValueError
+            counts, n = [], 1
+            while n <= high:
+                if n >= low:
+                    counts.append(n)
+                n *= 2
+            if not counts:
+                raise ValueError
+            return tuple(counts)
+        counts = [int(piece) for piece in text.split(",")]
+        if min(counts) < 1 or max(counts) > MAX_INT:
+            raise ValueError
+        return tuple(sorted(set(counts)))
+    except ValueError:
+        raise InputError(name, "", f"expected a count, a comma list (8,16,64) or A..B (every "
+                                   f"power of two from A to B), got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every evaluated layout, fitting or not, and the front."""
+
+    network: Network
+    hardware: HardwareSpec
+    batch: int
+    fabric: Fabric
+    gpus: tuple[int, ...]
+    results: tuple[LayoutResult, ...]  # every candidate, by GPUs then step time
+    reports: dict[tuple[int, int, int], Report] = field(default_factory=dict, repr=False)
+
+    @property
+    def fitting(self) -> list[LayoutResult]:
+        return [r for r in self.results if r.fits is not False]
+
+    def ranked(self, gpus: int) -> list[LayoutResult]:
+        """The layouts on ``gpus`` GPUs that fit, fastest first."""
+        return sorted((r for r in self.fitting if r.layout.gpus == gpus),
+                      key=lambda r: r.step_s)
+
+    @property
+    def front(self) -> list[LayoutResult]:
+        """The Pareto front of step time against GPUs: the best layout at each count that
+        beats every smaller count."""
+        out: list[LayoutResult] = []
+        for n in self.gpus:
+            ranked = self.ranked(n)
+            if ranked and (not out or ranked[0].step_s < out[-1].step_s):
+                out.append(ranked[0])
+        return out
+
+    @property
+    def best(self) -> LayoutResult | None:
+        front = self.front
+        return front[-1] if front else None
+
+    def to_dict(self, top: int | None = None) -> dict[str, Any]:
+        """JSON: the model and device, the fabric, the assumptions, per GPU count the fitting
+        layouts fastest first (``top`` of them), and the front."""
+        net = self.network
+        per_count = []
+        for n in self.gpus:
+            ranked = self.ranked(n)
+            considered = [r for r in self.results if r.layout.gpus == n]
+            per_count.append({"gpus": n, "candidates": len(considered),
+                              "fitting": len(ranked),
+                              "layouts": [r.to_dict() for r in ranked[:top]]})
+        return {"model": net.name, "hardware": self.hardware.name, "dtype": net.operand_dtype,
+                "batch": self.batch, "seq": net.seq, "optimizer": net.optimizer,
+                "recompute": net.recompute, "fabric": self.fabric.to_dict(),
+                "assumptions": list(ASSUMPTIONS), "counts": per_count,
+                "front": [r.to_dict() for r in self.front]}
+
+
+ASSUMPTIONS = (
+    "roofline step times per GPU (lower bounds), the same model as analyze",
+    "tensor-, expert- and pipeline-parallel transfers are exposed; data-parallel collectives "
+    "hide behind the backward passes they are issued with (ZeRO 0/1: the last micro-batch's, "
+    "2: every backward, 3: every forward and backward)",
+    "ring collectives, hierarchical across nodes, one NIC per GPU; NCCL's per-step latency",
+    "1F1B pipeline schedule; ranks ordered tensor, data, pipeline",
+)
+
+
+def _choices(given: Sequence[int] | None, default: Sequence[int]) -> list[int]:
+    return sorted(set(given)) if given else list(default)
+
+
+def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], batch: int,
+                 fabric: Fabric, tp: Sequence[int] | None = None,
+                 pp: Sequence[int] | None = None, zero: Sequence[int] | None = None,
+                 micro_batch: Sequence[int] | None = None, ep: Sequence[int] | None = None,
+                 sequence_parallel: bool = True, quantization: bool = False,
+                 progress: Callable[[str], None] | None = None) -> Plan:
+    """Every layout of ``network``'s training step (global batch ``batch``) on each count in
+    ``gpus`` (module docstring). Given lists restrict the choices; a given value the model
+    cannot take (tp not dividing the heads, a pipeline deeper than the blocks, ZeRO 2 with a
+    pipeline) is one line, and so is a layout no count can hold."""
+    network.check()
+    _check_choices(network, gpus, tp, pp, zero, ep)
+    reports: dict[tuple[int, int, int], Report] = {}
+    results: list[LayoutResult] = []
+    for layout in _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
+                              sequence_parallel):
+        key = (layout.tp, layout.ep, layout.micro_batch)
+        if key not in reports:
+            if progress:
+                progress(f"plan: analyzing the shard tp={layout.tp} ep={layout.ep} "
+                         f"micro-batch={layout.micro_batch}")
+            reports[key] = shard_report(network, hardware, layout, quantization)
+        results.append(evaluate(network, hardware, layout, batch, fabric, reports[key]))
+    if not results:
+        raise InputError(network.source, "", f"no layout of the global batch {batch} runs on "
+                                             f"{', '.join(map(str, gpus))} GPUs with the "
+                                             f"choices given (dp x micro-batch must divide "
+                                             f"{option('batch')})")
+    results.sort(key=lambda r: (r.layout.gpus, r.step_s, r.step_no_overlap_s, r.memory_bytes))
+    return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports)
+
+
+def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | None,
+                   pp: Sequence[int] | None, zero: Sequence[int] | None,
+                   ep: Sequence[int] | None) -> None:
+    """Explicit choices the model cannot take, and a layout no count can hold: one line."""
+    for value in tp or ():
+        check_layout(network, Layout(tp=value))
+    for value in pp or ():
+        check_layout(network, Layout(pp=value))
+    for value in ep or ():
+        check_layout(network, Layout(ep=value, dp=value))
+    for value in zero or ():
+        if value not in ZERO_STAGES:
+            raise InputError(network.source, "", f"{option('zero')} must be 0, 1, 2 or 3, got "
+                                                 f"{value}")
+        for depth in pp or ():
+            check_layout(network, Layout(pp=depth, zero=value))
+    smallest = min(tp or [1]) * min(pp or [1]) * min(ep or [1])
+    if smallest > max(gpus):
+        raise InputError(network.source, "", f"the smallest layout asked for (tp x pp x ep = "
+                                             f"{smallest}) needs more GPUs than the "
+                                             f"{max(gpus)} given ({option('gpus')})")
+
+
+def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabric,
+                tp: Sequence[int] | None, pp: Sequence[int] | None,
+                zero: Sequence[int] | None, micro_batch: Sequence[int] | None,
+                ep: Sequence[int] | None, sequence_parallel: bool) -> Iterator[Layout]:
+    """Every layout the module docstring allows, GPU count by count."""
+    blocks = [layer for layer in network.layers if isinstance(layer, Transformer)]
+    experts = max((b.experts for b in blocks), default=0)
+    tp_ok = {t: _tp_ok(network, t) for n in gpus for t in divisors(n)} | {
+        t: _tp_ok(network, t) for t in tp or ()}
+    for n in gpus:
+        tps = _choices(tp, [d for d in divisors(n) if d <= fabric.gpus_per_node])
+        for t, p, e, b, z in product(tps, _choices(pp, divisors(n)), _choices(ep, [1]),
+                                     _choices(micro_batch, DEFAULT_MICRO_BATCHES),
+                                     _choices(zero, ZERO_STAGES)):
+            if n % (t * p) or not tp_ok[t] or (p > 1 and (not blocks or len(blocks) % p)):
+                continue
+            dp = n // (t * p)
+            if (dp % e or (e > 1 and (not experts or experts % e)) or batch % (dp * b)
+                    or (z >= 2 and p > 1)):
+                continue
+            yield Layout(t, p, dp, e, z, b, sequence_parallel and t > 1)
+
+
+DEFAULT_INTER = "ib-ndr"
+DEFAULT_GPUS_PER_NODE = 8
+
+
+def make_fabric(hardware: HardwareSpec, intra: str | None = None, inter: str | None = None,
+                gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Fabric:
+    """The links of a cluster of ``hardware``: ``intra`` and ``inter`` (links.yaml names or
+    GB/s) when given; else inside a node the NVSwitch of an SXM entry's NVLink generation (an
+    8-GPU HGX board), or PCIe of the entry's host-link generation (a PCIe card's NVLink
+    bridge joins two GPUs only), and between nodes InfiniBand NDR, one 400 Gb/s NIC per GPU (as
+    in a DGX H100). The basis says which were defaults."""
+    from ..hardware.links import resolve_link
+
+    if gpus_per_node < 1:
+        raise InputError("gpus_per_node", "", f"expected at least 1, got {gpus_per_node}")
+    said = []
+    if intra is None:
+        intra = _default_intra(hardware)
+        said.append(f"intra-node {intra} (default for {hardware.name})")
+    if inter is None:
+        inter = DEFAULT_INTER
+        said.append(f"inter-node {inter} (default)")
+    fabric = Fabric(resolve_link(intra, "intra"), resolve_link(inter, "inter"), gpus_per_node,
+                    "; ".join(said) or "given")
+    return fabric
+
+
+def _default_intra(hardware: HardwareSpec) -> str:
+    nvlink = hardware.stored.get("nvlink") or {}
+    version = nvlink.get("version") if isinstance(nvlink, dict) else None
+    if "sxm" in hardware.name.lower() and version in (2, 3, 4):
+        return {2: "nvlink2", 3: "nvswitch-a100", 4: "nvswitch-h100"}[version]
+    link = hardware.host_link
+    if link is not None and link.type == "pcie" and link.generation in (3, 4, 5):
+        return f"pcie{link.generation}-x16"
+    raise InputError(hardware.name, "", f"no intra-node link known for this entry: give one "
+                                        f"({option('intra')} NAME or GB/s)")
+
+
+def _tp_ok(network: Network, tp: int) -> bool:
+    try:
+        check_layout(network, Layout(tp=tp))
+    except InputError:
+        return False
+    return True

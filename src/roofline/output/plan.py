@@ -1,0 +1,110 @@
+"""``roofline plan`` as text: the header (model, device, batch, links, assumptions), the fastest
+fitting layouts at each GPU count, the Pareto front, and the best layout's details; JSON."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..units import seconds, si
+from .json import to_json
+from .table import aligned
+
+if TYPE_CHECKING:
+    from ..analysis.parallel import LayoutResult
+    from ..analysis.plan import Plan
+
+
+def _gb(nbytes: float) -> str:
+    return f"{nbytes / 1e9:.1f}"
+
+
+def _row(r: LayoutResult) -> list[str]:
+    lay, parts = r.layout, r.parts
+    comm = (parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
+            + parts["dp_comm_exposed_s"])
+    return [str(lay.gpus), str(lay.tp), str(lay.pp), str(lay.dp), str(lay.ep), str(lay.zero),
+            str(lay.micro_batch), str(r.micro_batches),
+            "yes" if lay.sequence_parallel and lay.tp > 1 else "no", seconds(r.step_s),
+            seconds(parts["compute_s"]), seconds(comm), seconds(parts["dp_comm_overlapped_s"]),
+            f"{r.bubble_fraction:.0%}", _gb(r.memory_bytes), si(r.tokens_per_s, "tok/s"),
+            r.bound]
+
+
+HEADER = ["gpus", "tp", "pp", "dp", "ep", "zero", "mb", "m", "sp", "step", "compute",
+          "comm exposed", "comm hidden", "bubble", "mem GB", "throughput", "bound"]
+
+
+def plan_table(plan: Plan, top: int = 3) -> str:
+    """The header, the ``top`` fastest fitting layouts at each count, the front, the best."""
+    net, hw, fabric = plan.network, plan.hardware, plan.fabric
+    capacity = hw.memory_capacity_bytes
+    lines = [f"model: {net.name}   hardware: {hw.name}   training step: global batch "
+             f"{plan.batch} x seq {net.seq}, {net.operand_dtype}, optimizer {net.optimizer}, "
+             f"recompute {net.recompute}",
+             f"links: inside a node ({fabric.gpus_per_node} GPUs) {fabric.intra.label} "
+             f"({fabric.intra.bandwidth_gbs:g} GB/s per direction, {fabric.intra.latency_us:g} "
+             f"us a step); between nodes {fabric.inter.label} ({fabric.inter.bandwidth_gbs:g} "
+             f"GB/s per direction per GPU, {fabric.inter.latency_us:g} us a step)",
+             "memory per GPU against " + (f"{capacity / 1e9:g} GB" if capacity else
+                                          "no stated capacity")]
+    from ..analysis.plan import ASSUMPTIONS
+
+    lines += [f"assumes: {text}" for text in ASSUMPTIONS]
+    rows, skipped = [], []
+    for n in plan.gpus:
+        ranked = plan.ranked(n)
+        if not ranked:
+            considered = [r for r in plan.results if r.layout.gpus == n]
+            skipped.append(f"{n} GPUs: " + (f"none of {len(considered)} layouts fits (the "
+                                            f"smallest needs "
+                                            f"{_gb(min(r.memory_bytes for r in considered))} "
+                                            f"GB)" if considered else "no layout divides the "
+                                                                      "batch"))
+        rows += [_row(r) for r in ranked[:top]]
+    lines += ["", f"fastest layouts that fit (up to {top} per GPU count):"]
+    lines += aligned(HEADER, rows, {16}) if rows else ["none fits"]
+    lines += skipped
+    front = plan.front
+    if front:
+        base = front[0]
+        lines += ["", "Pareto front (step time against GPUs; efficiency against the smallest):"]
+        front_rows = [[str(r.layout.gpus), r.layout.label, seconds(r.step_s),
+                       si(r.tokens_per_s, "tok/s"),
+                       f"{base.step_s * base.layout.gpus / (r.step_s * r.layout.gpus):.0%}",
+                       r.bound] for r in front]
+        lines += aligned(["gpus", "layout", "step", "throughput", "efficiency", "bound"],
+                         front_rows, {1, 5})
+        lines += ["", *best_lines(front[-1])]
+    return "\n".join(lines) + "\n"
+
+
+def best_lines(r: LayoutResult) -> list[str]:
+    """One layout in words: its parts, communication and memory."""
+    lay, parts, mem = r.layout, r.parts, r.memory
+    out = [f"best on {lay.gpus} GPUs: {lay.label}: {r.micro_batches} micro-batches of "
+           f"{lay.micro_batch} per data-parallel rank, step {seconds(r.step_s)} "
+           f"({seconds(r.step_no_overlap_s)} without overlap), {r.bound}-bound",
+           "  step = " + " + ".join(f"{key.removesuffix('_s').replace('_', ' ')} "
+                                    f"{seconds(value)}" for key, value in parts.items()
+                                    if value and key != "dp_comm_overlapped_s")
+           + (f" (data-parallel {seconds(parts['dp_comm_overlapped_s'])} hidden)"
+              if parts["dp_comm_overlapped_s"] else "")]
+    if lay.tp > 1:
+        out.append(f"  tensor parallel: 4 all-reduces of {si(r.allreduce_bytes, 'B')} per "
+                   f"block per micro-batch (2 forward, 2 backward)"
+                   + (" as reduce-scatter + all-gather (sequence parallel)"
+                      if lay.sequence_parallel else ""))
+    if lay.pp > 1:
+        out.append(f"  pipeline: {lay.pp} stages, bubble {r.bubble_fraction:.1%} = (p - 1) / "
+                   f"(m + p - 1) with m = {r.micro_batches}")
+    out.append("  memory per GPU: " + ", ".join(f"{key} {_gb(value)} GB"
+                                                 for key, value in mem.items() if value)
+               + f"; {_gb(r.memory_bytes)} GB of "
+               + (f"{r.capacity_bytes / 1e9:g} GB" if r.capacity_bytes else "?"))
+    if r.replicated:
+        out.append(f"  replicated on every tensor-parallel GPU: {', '.join(r.replicated)}")
+    return out
+
+
+def plan_json(plan: Plan, top: int | None = None) -> str:
+    return to_json(plan.to_dict(top)) + "\n"
