@@ -1,0 +1,346 @@
+"""Tensor, sequence, pipeline, data (ZeRO) and expert parallelism, and the collectives, against
+published figures and arithmetic done by hand (each in a comment)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.analysis.collectives import Fabric, p2p_time_s, ring_time_s
+from roofline.analysis.memory import memory_of
+from roofline.analysis.parallel import (
+    Layout,
+    activation_bytes_per_block,
+    evaluate,
+    padded_vocab,
+    pipeline_bubble,
+    shard_network,
+    shard_report,
+    split_stages,
+)
+from roofline.analysis.plan import make_fabric, parse_counts, plan_layouts
+from roofline.cli import cli
+from roofline.errors import InputError
+from roofline.hardware.catalog import load_hardware
+from roofline.hardware.links import links, resolve_link
+from roofline.model.layers import Transformer
+from roofline.model.network import load_network, network_from_yaml
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+LLAMA = EXAMPLES / "hf" / "llama-2-7b.json"
+
+
+def llama(batch: int = 1, seq: int = 4096):
+    return load_network(LLAMA).with_overrides(batch=batch, seq=seq, optimizer="adam")
+
+
+def h100_fabric() -> Fabric:
+    return Fabric(links()["nvswitch-h100"], links()["ib-ndr"], 8)
+
+
+def no_latency_fabric(intra: float = 100.0, inter: float = 10.0) -> Fabric:
+    return Fabric(resolve_link(str(intra), "intra"), resolve_link(str(inter), "inter"), 8)
+
+
+# -- links and collectives ------------------------------------------------------------------
+
+
+def test_links_state_one_convention_and_sources():
+    table = links()
+    # A100: 12 NVLink 3 links, 600 GB/s both ways (NVIDIA's NVLink page) = 300 per direction
+    assert table["nvlink3"].bandwidth_gbs == 300.0
+    assert table["nvlink4"].bandwidth_gbs == 450.0  # H100 SXM: 900 GB/s both ways
+    assert table["nvswitch-h100"].bandwidth_gbs == 450.0
+    assert table["nvswitch-a100"].bandwidth_gbs == 300.0
+    assert table["pcie4-x16"].bandwidth_gbs == 31.5  # 16 GT/s x 16 x 128/130 / 8
+    assert table["pcie5-x16"].bandwidth_gbs == 63.0
+    assert table["ib-hdr"].bandwidth_gbs == 25.0  # 200 Gb/s / 8
+    assert table["ib-ndr"].bandwidth_gbs == 50.0  # 400 Gb/s / 8
+    assert table["100gbe"].bandwidth_gbs == 12.5
+    assert table["400gbe"].bandwidth_gbs == 50.0
+    assert {table[n].tier for n in ("nvlink3", "nvswitch-h100", "pcie5-x16")} == {"intra"}
+    assert {table[n].tier for n in ("ib-ndr", "400gbe", "100gbe")} == {"inter"}
+    # NCCL tuning.cc hwLat, ring / Simple: NVLink 3.4 us, PCI 5.7 us, network 14.0 us a step
+    assert (table["nvlink4"].latency_us, table["pcie4-x16"].latency_us,
+            table["ib-ndr"].latency_us) == (3.4, 5.7, 14.0)
+    assert resolve_link("80", "intra").latency_us == 0.0
+
+
+def test_ring_collectives_by_hand():
+    # 8 GPUs, 100 MB, 450 GB/s, 3.4 us a step
+    # all-reduce: 2 x 7/8 x 1e8 / 4.5e11 = 3.8889e-4 s, + 14 steps x 3.4 us = 4.76e-5
+    assert ring_time_s("all-reduce", 1e8, 8, 450, 3.4) == pytest.approx(3.8889e-4 + 4.76e-5,
+                                                                       rel=1e-4)
+    # reduce-scatter and all-gather: 7/8 x 1e8 / 4.5e11 = 1.9444e-4, + 7 x 3.4 us = 2.38e-5
+    for kind in ("reduce-scatter", "all-gather", "all-to-all"):
+        assert ring_time_s(kind, 1e8, 8, 450, 3.4) == pytest.approx(1.9444e-4 + 2.38e-5,
+                                                                    rel=1e-4)
+    assert ring_time_s("all-reduce", 1e8, 1, 450, 3.4) == 0.0
+    assert p2p_time_s(1e8, 50, 14) == pytest.approx(2e-3 + 14e-6)  # 1e8 / 5e10 + 14 us
+
+
+def test_hierarchical_allreduce_by_hand():
+    fabric = h100_fabric()
+    # 16 GPUs one rank apart, 8 a node: reduce-scatter in the node (7/8 x 1e8 / 4.5e11 +
+    # 7 x 3.4 us = 2.1824e-4), all-reduce of 1e8 / 8 between 2 nodes (2 x 1/2 x 1.25e7 / 5e10
+    # + 2 x 14 us = 2.78e-4), all-gather in the node (2.1824e-4): 7.1449e-4 s
+    assert fabric.time_s("all-reduce", 1e8, 16, 1) == pytest.approx(7.1449e-4, rel=1e-4)
+    # one GPU per node (stride 8): a plain ring on InfiniBand: 2 x 3/4 x 1e8 / 5e10 + 6 x 14 us
+    assert fabric.time_s("all-reduce", 1e8, 4, 8) == pytest.approx(3e-3 + 84e-6)
+    # inside a node: the NVSwitch ring
+    assert fabric.time_s("all-reduce", 1e8, 8, 1) == pytest.approx(4.3649e-4, rel=1e-4)
+
+
+# -- tensor parallelism: Llama-2-7B, TP = 8 -------------------------------------------------
+
+
+def test_llama_tp8_shard_shapes_and_alignment():
+    report = shard_report(llama(), load_hardware("h100"), Layout(tp=8))
+    forward = {r.gemm.layer: r for r in report.results
+               if r.gemm.pass_ == "forward" and r.gemm.layer.startswith(("blk.1.", "lm_head"))}
+    shapes = {layer: (r.gemm.m, r.gemm.n, r.gemm.k) for layer, r in forward.items()}
+    # T = 1 x 4096 tokens; qkv: 3 x 4096 / 8 = 1536 columns; proj: K = 4096 / 8 = 512;
+    # gated FFN: up and gate fused, 2 x 11008 / 8 = 2752 columns; down: K = 11008 / 8 = 1376;
+    # logits: 32000 padded to a multiple of 128 x 8 = 1024 -> 32768, / 8 = 4096 columns
+    assert shapes == {"blk.1.qkv": (4096, 1536, 4096), "blk.1.proj": (4096, 4096, 512),
+                      "blk.1.ffn_up": (4096, 2752, 4096), "blk.1.ffn_down": (4096, 4096, 1376),
+                      "lm_head": (4096, 4096, 4096)}
+    # 1376 fp16 values = 2752 bytes: a multiple of 16 bytes (the rule), not of 128 (1376 % 64
+    # = 32): only the advice tier, pad to 1408
+    notes = forward["blk.1.ffn_down"].alignment
+    assert [(n.dim, n.value, n.tier, n.pad_to) for n in notes] == [("K", 1376, "advice", 1408)]
+    assert forward["blk.1.ffn_down"].aligned
+    assert not forward["blk.1.ffn_up"].alignment  # 2752 = 43 x 64
+
+
+def test_vocabulary_padding_as_megatron():
+    assert padded_vocab(32000, 1) == 32000
+    assert padded_vocab(32000, 8) == 32768  # next multiple of 1024
+    assert padded_vocab(50257, 2) == 50432  # next multiple of 256 (GPT-2)
+
+
+def test_tp_allreduce_bytes_and_time_per_block():
+    result = evaluate(llama(batch=8), load_hardware("h100"), Layout(tp=8, micro_batch=1), 8,
+                      h100_fabric())
+    # one all-reduce: b x s x h x 2 bytes = 1 x 4096 x 4096 x 2 = 33,554,432
+    assert result.allreduce_bytes == 1 * 4096 * 4096 * 2
+    # per micro-batch: 32 blocks x 4 all-reduces (Narayanan et al.: 2 forward, 2 backward),
+    # + the embedding's (forward) and the logits' input gradient (backward), each T h, + the
+    # cross entropy's 3 all-reduces of T fp32; each on 8 GPUs over the NVSwitch:
+    # AR(33,554,432) = 2 x 7/8 x 33554432 / 4.5e11 + 14 x 3.4e-6 = 1.30489e-4 + 4.76e-5
+    big = 1.75 * 33554432 / 4.5e11 + 14 * 3.4e-6
+    small = 1.75 * 4096 * 4 / 4.5e11 + 14 * 3.4e-6
+    stage = result.stages[0]
+    assert stage.tp_comm_s == pytest.approx(130 * big + 3 * small)
+    assert result.parts["tp_comm_s"] == pytest.approx(8 * (130 * big + 3 * small))
+
+
+def test_tp_must_divide_heads_and_ffn():
+    with pytest.raises(InputError, match=r"tensor parallelism 3 does not divide heads \(32\)"):
+        shard_report(llama(), load_hardware("h100"), Layout(tp=3))
+    net = network_from_yaml("batch: 1\nseq: 8\ndtype: fp16\nlayers:\n- {type: transformer, "
+                            "hidden: 64, heads: 8, kv_heads: 2, ffn: 96}\n")
+    with pytest.raises(InputError, match=r"does not divide kv_heads \(2\)"):
+        shard_report(net, load_hardware("h100"), Layout(tp=4))
+    ffn = network_from_yaml("batch: 1\nseq: 8\ndtype: fp16\nlayers:\n- {type: transformer, "
+                            "hidden: 64, heads: 8, ffn: 100}\n")
+    with pytest.raises(InputError, match=r"does not divide ffn \(100\)"):
+        shard_report(ffn, load_hardware("h100"), Layout(tp=8))
+
+
+# -- activation memory: Korthikanti et al. 2022 ---------------------------------------------
+
+KORTHIKANTI = """
+batch: 1
+seq: 2048
+dtype: fp16
+layers:
+- {type: transformer, hidden: 1024, heads: 16, attention: naive, dropout: 0.1}
+"""
+
+
+@pytest.mark.parametrize("tp, sp, per_sbh", [
+    # s b h = 2048 x 1 x 1024 = 2,097,152; 5 a s / h = 5 x 16 x 2048 / 1024 = 160
+    (1, False, 34 + 160),              # sbh (34 + 5as/h)
+    (4, False, 10 + 24 / 4 + 160 / 4),  # sbh (10 + 24/t + 5as/(ht))
+    (4, True, (34 + 160) / 4),         # sbh/t (34 + 5as/h)
+    (8, False, 10 + 24 / 8 + 160 / 8),
+    (8, True, (34 + 160) / 8),
+])
+def test_activation_memory_per_block_is_korthikanti(tp, sp, per_sbh):
+    net = shard_network(network_from_yaml(KORTHIKANTI), tp)
+    block = net.layers[0]
+    assert isinstance(block, Transformer)
+    kept = activation_bytes_per_block(block, net.step(), "none", tp, sp)
+    assert kept == 2048 * 1024 * per_sbh
+
+
+# -- pipeline parallelism -------------------------------------------------------------------
+
+
+def test_pipeline_bubble_is_narayanans():
+    # (p - 1) / (m + p - 1): p = 4, m = 32 -> 3 / 35; as a share of the ideal time, (p - 1) / m
+    assert pipeline_bubble(4, 32) == pytest.approx(3 / 35)
+    assert pipeline_bubble(1, 8) == 0.0
+    result = evaluate(llama(batch=64), load_hardware("h100"),
+                      Layout(tp=8, pp=4, dp=2, zero=1, micro_batch=1), 64, h100_fabric())
+    assert result.micro_batches == 32  # 64 sequences / (dp 2 x micro-batch 1)
+    assert result.bubble_fraction == pytest.approx(3 / 35)
+    c = result.critical
+    assert result.parts["bubble_s"] / (32 * c.microbatch_s) == pytest.approx(3 / 32)
+    assert result.pipeline_s == pytest.approx(35 * c.microbatch_s)
+
+
+def test_pipeline_stages_and_their_memory():
+    net = llama()
+    stages = split_stages(net, 4)
+    names = [[net.layers[i].name for i in stage] for stage in stages]
+    assert names[0][:2] == ["embed_tokens", "blk.1"] and names[0][-1] == "blk.8"
+    assert names[3][-3:] == ["blk.32", "norm", "lm_head"]
+    assert [len(s) for s in stages] == [9, 8, 8, 10]
+    result = evaluate(llama(batch=64), load_hardware("h100"),
+                      Layout(tp=1, pp=4, dp=1, zero=0, micro_batch=1), 64, h100_fabric())
+    # 1F1B: the first stage keeps 4 micro-batches of its 8 blocks, the last 1 of its 8
+    block = shard_network(net, 1).layers[1]
+    per_block = activation_bytes_per_block(block, net.step(), "none", 1, False)
+    first, last = result.stages[0].memory, result.stages[3].memory
+    # (the embedding keeps nothing: its input is token ids, its gradient a scatter-add)
+    assert first["activations"] == 4 * 8 * per_block
+    # the last stage: 1 micro-batch of 8 blocks, the norm's and lm_head's inputs, the logits
+    assert last["activations"] == 8 * per_block + 2 * 4096 * 4096 * 2 + 4096 * 32000 * 2
+    # p2p: each boundary sends T h e = 4096 x 4096 x 2 bytes forward and backward
+    assert result.stages[1].p2p_s == pytest.approx(2 * (33554432 / 4.5e11 + 3.4e-6))
+
+
+def test_pipeline_deeper_than_blocks_is_refused():
+    with pytest.raises(InputError, match="a pipeline of 64 stages is deeper than the model's 32"):
+        evaluate(llama(batch=64), load_hardware("h100"), Layout(pp=64), 64, h100_fabric())
+
+
+# -- data parallelism with ZeRO: Rajbhandari et al. 2020 ------------------------------------
+
+ZERO_MODEL = "batch: 64\ndtype: fp16\noptimizer: adam\nmlp: [75000, 100000]\n"
+
+
+@pytest.mark.parametrize("zero, gb", [(0, 120.0), (1, 31.40625), (2, 16.640625),
+                                      (3, 1.875)])
+def test_zero_memory_is_the_papers_figure_1(zero, gb):
+    # Psi = 75,000 x 100,000 = 7.5e9 parameters, Nd = 64, mixed-precision Adam (K = 12):
+    # baseline (2 + 2 + 12) Psi = 120 GB; P_os 2 Psi + 2 Psi + 12 Psi / 64 = 31.4 GB;
+    # P_os+g 2 Psi + 14 Psi / 64 = 16.6 GB; P_os+g+p 16 Psi / 64 = 1.9 GB (the paper's figure 1)
+    result = evaluate(network_from_yaml(ZERO_MODEL), load_hardware("h100"),
+                      Layout(dp=64, zero=zero), 64, h100_fabric())
+    memory = result.memory
+    assert (memory["weights"] + memory["gradients"] + memory["optimizer"]) / 1e9 == \
+        pytest.approx(gb)
+
+
+def test_zero3_moves_one_and_a_half_times_the_allreduce():
+    fabric = no_latency_fabric()  # bare bandwidths: no latency term
+    net = network_from_yaml(ZERO_MODEL)
+    times = {z: evaluate(net, load_hardware("h100"), Layout(dp=64, zero=z), 64,
+                         fabric).stages[0].dp_comm_s for z in (0, 1, 3)}
+    # ZeRO sec. 7.2.2: stage 3 moves 3 Psi against the all-reduce's 2 Psi (one micro-batch)
+    assert times[3] / times[0] == pytest.approx(1.5)
+    assert times[1] == times[0]  # stage 1: reduce-scatter + all-gather, the same volume
+    # dp = 64 GPUs 1 apart, 8 a node: hierarchical. The all-reduce of 1.5e10 bytes:
+    # 2 x (7/8 x 1.5e10 / 1e11) + 2 x 7/8 x (1.5e10 / 8) / 1e10 = 0.2625 + 0.328125 s
+    assert times[0] == pytest.approx(0.2625 + 0.328125)
+
+
+def test_one_gpu_memory_is_analyzes():
+    net = llama()
+    result = evaluate(net, load_hardware("h100"), Layout(), 1, h100_fabric())
+    parts = memory_of(net, load_hardware("h100")).parts
+    assert result.memory == {key: parts[key] for key in result.memory}
+
+
+# -- expert parallelism ---------------------------------------------------------------------
+
+
+def test_moe_all_to_all_by_hand():
+    net = load_network(EXAMPLES / "hf" / "mixtral-8x7b.json").with_overrides(
+        batch=8, seq=4096, optimizer="adam")
+    result = evaluate(net, load_hardware("h100"), Layout(dp=8, ep=8, zero=1), 8,
+                      h100_fabric())
+    # per MoE block and micro-batch: 4 all-to-alls (dispatch, combine; forward, backward) of
+    # T k h e = 4096 x 2 x 4096 x 2 = 67,108,864 bytes over 8 GPUs of a node:
+    # 7/8 x 67108864 / 4.5e11 + 7 x 3.4 us
+    one = 7 / 8 * 67108864 / 4.5e11 + 7 * 3.4e-6
+    assert result.stages[0].ep_comm_s == pytest.approx(32 * 4 * one)
+    # each GPU holds 8 / 8 = 1 expert of each block
+    sharded = result.report.network
+    assert {layer.experts for layer in sharded.layers if isinstance(layer, Transformer)} == {1}
+    with pytest.raises(InputError, match="expert parallelism 16 needs a number of experts"):
+        evaluate(net, load_hardware("h100"), Layout(dp=16, ep=16), 16, h100_fabric())
+
+
+# -- the search -----------------------------------------------------------------------------
+
+
+def test_parse_counts():
+    assert parse_counts("8..64", "gpus") == (8, 16, 32, 64)
+    assert parse_counts("64,8", "gpus") == (8, 64)
+    with pytest.raises(InputError, match="expected a count"):
+        parse_counts("0..8", "gpus")
+
+
+def test_default_fabric_from_the_entry():
+    assert make_fabric(load_hardware("h100")).intra.name == "nvswitch-h100"
+    assert make_fabric(load_hardware("a100-sxm4-80gb")).intra.name == "nvswitch-a100"
+    assert make_fabric(load_hardware("h100-pcie-80gb")).intra.name == "pcie5-x16"
+    assert make_fabric(load_hardware("h100")).inter.name == "ib-ndr"
+
+
+def test_plan_front_is_monotonic_and_fits():
+    net = llama(batch=64)
+    plan = plan_layouts(net, load_hardware("h100"), (8, 16, 32), 64, h100_fabric(),
+                        micro_batch=(1, 2))
+    front = plan.front
+    assert [r.layout.gpus for r in front] == [8, 16, 32]
+    assert all(a.step_s > b.step_s for a, b in zip(front, front[1:]))
+    assert all(r.fits for r in front)
+    for n in (8, 16, 32):
+        ranked = plan.ranked(n)
+        assert [r.step_s for r in ranked] == sorted(r.step_s for r in ranked)
+        assert all(r.layout.gpus == n for r in ranked)
+
+
+def test_plan_cli_table_json_and_chart(runner, tmp_path):
+    chart = tmp_path / "plan.png"
+    args = ["plan", str(LLAMA), "--hw", "h100", "--gpus", "8,16", "--batch", "32", "--seq",
+            "2048", "--micro-batch", "1", "--zero", "1"]
+    result = runner.invoke(cli, [*args, "--plot", str(chart)])
+    assert result.exit_code == 0, result.output
+    assert "Pareto front" in result.output and "assumes:" in result.output
+    assert chart.stat().st_size > 10_000
+    data = json.loads(runner.invoke(cli, [*args, "--format", "json"]).stdout)
+    assert [c["gpus"] for c in data["counts"]] == [8, 16]
+    assert data["fabric"]["intra"]["name"] == "nvswitch-h100"
+    layout = data["front"][0]
+    for key in ("tp", "pp", "dp", "zero", "micro_batch", "step_s", "step_no_overlap_s",
+                "parts", "memory", "bound", "bubble_fraction"):
+        assert key in layout
+    assert layout["memory"]["fits"] is True
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tp", "3"], "tensor parallelism 3 does not divide heads (32) of block 'blk.1'"),
+    (["--pp", "64"], "a pipeline of 64 stages is deeper than the model's 32 transformer"),
+    (["--tp", "8", "--pp", "4"], "needs more GPUs than the 16 given (--gpus)"),
+    (["--zero", "3", "--pp", "2"], "ZeRO stage 3 does not combine with pipeline"),
+    (["--zero", "5"], "Error: --zero: expected ZeRO stages 0, 1, 2 or 3"),
+    (["--inter", "11gbe"], "Error: --inter: unknown link '11gbe'"),
+    (["--gpus", "0"], None),
+])
+def test_plan_bad_input_is_one_line(runner, args, message):
+    base = ["plan", str(LLAMA), "--hw", "h100", "--gpus", "16", "--batch", "32", "--seq",
+            "2048"]
+    result = runner.invoke(cli, base + args)
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1, result.output
+    assert "Error:" in result.output
+    if message:
+        assert message in result.output
