@@ -13,7 +13,7 @@ from ..model.ops import Op
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
-from .predict import basis_of, predict_gemm
+from .predict import basis_of, fit_of, predict_gemm
 from .quantization import Quantization, quantization_of
 
 if TYPE_CHECKING:
@@ -188,6 +188,7 @@ class Report:
             "totals": self.totals,
             "quantization_in_time": self.quantization,
             "prediction_basis": basis_of(self.hardware),
+            "prediction_fit": fit_of(self.hardware),
             "not_counted": list(self.not_counted()),
         } | (self.scaling.to_dict() if self.scaling else {})
 

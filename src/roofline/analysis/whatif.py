@@ -27,6 +27,7 @@ from ..model.layers import Linear
 from ..model.network import Network, load_network
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
+from .predict import basis_of
 from .report import Report, analyze
 
 if TYPE_CHECKING:
@@ -178,7 +179,8 @@ class Comparison:
             devices.append({"hardware": report.hardware.name, "dtype": report.dtype,
                             "time_s": totals["time_s"], "speedup": self.speedup(report),
                             "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
-                            "predicted_gemm_time_s": totals["predicted_gemm_time_s"]})
+                            "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
+                            "prediction_basis": basis_of(report.hardware)})
         gemms = []
         for index, result in enumerate(base.results):
             row: dict[str, Any] = {"name": result.gemm.name, "layer": result.gemm.layer,
@@ -306,6 +308,7 @@ class Sweep:
                 "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
                 "phase": first.network.step_phase, "ridge": first.ridge,
                 "quantization_in_time": first.quantization,
+                "prediction_basis": basis_of(first.hardware),
                 "points": points, "transitions": self.transitions()}
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
