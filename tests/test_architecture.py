@@ -20,15 +20,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("roofline.probe",),
     ("roofline.output",),
     ("roofline.plot",),
-    ("roofline.api",),
+    ("roofline.api", "roofline.torch"),
     ("roofline.cli", "roofline.__main__"),
 )
 
 # The one named exception: hooks on results reach up to a renderer or a chart (Jupyter's
 # _repr_html_ and .plot(), and GemmResult.warnings / .advice, whose sentences output/ makes).
 UPWARD_ALLOWED = {
-    ("roofline.analysis.report", "roofline.output.report"),   # Report._repr_html_
+    ("roofline.analysis.report", "roofline.output.html"),     # Report._repr_html_
     ("roofline.analysis.report", "roofline.output.advice"),   # GemmResult.warnings, .advice
+    ("roofline.probe.result", "roofline.output.probe_notes"),  # ProbeResult.to_dict
     ("roofline.analysis.report", "roofline.plot"),            # Report.plot()
     ("roofline.analysis.whatif", "roofline.plot"),            # Comparison.plot(), Sweep.plot()
 }

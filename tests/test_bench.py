@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.kernels.timing import BenchResult, calibrate_loops, instability_warning, measure
+from roofline.kernels.timing import BenchResult, calibrate_loops, measure
+from roofline.output.probe_notes import note_text
+from roofline.probe.runner import instability_note
 
 
 class FakeClock:
@@ -47,7 +49,10 @@ def test_measure_keeps_warmups_apart_and_reports_per_call_statistics():
     assert result.mad_s == pytest.approx(1e-3)
     assert result.spread == pytest.approx(1 / 3)
     assert result.unstable
-    assert "may be unstable" in instability_warning("fp32 GEMM", result)
+    assert note_text(instability_note("fp32 GEMM", result)) == (
+        "fp32 GEMM may be unstable: spread (MAD/median) 33%, best 0.001 s, median 0.003 s, "
+        "worst 0.01 s per call over 5 values; close other programs and rerun `roofline probe` "
+        "(the full probe repeats more)")
 
 
 def test_rates_and_dict():
@@ -57,7 +62,7 @@ def test_rates_and_dict():
     assert data["best"] == pytest.approx(1.0)
     assert data["median"] == pytest.approx(1.0)
     assert (data["repeats"], data["loops"], data["spread"], data["unstable"]) == (3, 10, 0, False)
-    assert instability_warning("x", result) is None
+    assert instability_note("x", result) is None
 
 
 def test_zero_time_is_rejected():

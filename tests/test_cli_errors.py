@@ -104,3 +104,28 @@ def test_broken_hardware_file_given_by_path(invoke, tmp_path):
     result, _ = run_model(invoke, tmp_path, GOOD)
     line = one_error_line(invoke("analyze", tmp_path / "model.yaml", "--hw", hw))
     assert f"{hw}: vendor: missing required field" in line
+
+
+def test_options_read_as_keywords_in_the_library_and_as_flags_on_the_command_line(invoke):
+    from roofline import analyze_model
+    from roofline.analysis.measure import MeasureError, measure_report
+
+    # the library's user passes arguments, so the message names them as keyword arguments
+    report = analyze_model("examples/mlp-1024-4096-1000.yaml", "a100-sxm4-80gb")
+    with pytest.raises(MeasureError) as caught:
+        measure_report(report)
+    assert "use hardware='local'" in str(caught.value)
+    assert "--" not in str(caught.value).replace("probe --save", "")
+    # the CLI's user typed flags, so the same error names the flags
+    result = invoke("analyze", "examples/mlp-1024-4096-1000.yaml", "--hw", "a100-sxm4-80gb",
+                    "--measure")
+    assert result.exit_code == 2
+    assert "Error: --measure: GEMMs are timed on this machine, but" in result.output
+    assert "use --hw local (or an entry saved by `roofline probe --save` here)" in result.output
+
+
+def test_missing_dtype_of_a_config_names_the_flag(invoke):
+    result = invoke("analyze", "examples/hf/gpt2.json", "--hw", "a100-sxm4-80gb",
+                    "--batch", "1", "--seq", "128")
+    assert result.exit_code == 2
+    assert "no torch_dtype: give --dtype)" in result.output

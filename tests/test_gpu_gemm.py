@@ -120,3 +120,19 @@ def test_fitted_constants_reproduce_the_committed_measurements():
         if r.device.startswith(("a100", "h100")):
             assert 0.9 <= r.time_s / predictor.new(r) <= 1.1
     assert statistics.median(ratios) == s["median"]
+
+
+def test_a_stored_weight_format_loads_b_at_its_own_width_and_pays_for_dequantization():
+    # 256 x 256 x 1024, one wave of 4 blocks, 32 iterations + 2 overhead (as above).
+    # int4 B (0.5 B an element): loads (128 x 2 + 128 x 0.5) x 32 = 10,240 B at 64 B/clk at
+    # 1 GHz -> 1.6e-7 s, still shorter than the math; dequantization (2 FLOPs per weight over
+    # 2 x M x N x K: scale 1 + 1/256 for M = 256) stretches the math:
+    # 34 x 2.097152e-6 x (1 + 1/256) = 7.1581699e-5 s
+    assert tile_time(256, 256, 1024, 2, (128, 128), 1, 1, DEV, C, e_b=0.5,
+                     math_scale=1 + 1 / 256) == pytest.approx(7.1303168e-5 * (1 + 1 / 256))
+    # where the loads decide (a 1 PFLOP/s device: math 1,048,576 FLOP at 0.5 x 1e15 / 10 ->
+    # 2.097e-8 s per iteration): fp16 B loads 16,384 B -> 2.56e-7 s, int4 B 10,240 B -> 1.6e-7 s
+    fast = dataclasses.replace(DEV, peak_flops_per_s=1e15)
+    assert tile_time(128, 128, 1024, 2, (128, 128), 1, 1, fast, C) == pytest.approx(34 * 2.56e-7)
+    assert tile_time(128, 128, 1024, 2, (128, 128), 1, 1, fast, C, e_b=0.5) == pytest.approx(
+        34 * 1.6e-7)

@@ -19,7 +19,7 @@ GPT2 = Path(__file__).parent.parent / "examples" / "hf" / "gpt2.json"
 def test_missing_dtype_names_the_option():
     net = load_network(GPT2).with_overrides(batch=1, seq=128)
     with pytest.raises(InputError, match=r"dtype: missing required field \(the config.json has "
-                                         r"no torch_dtype: give --dtype\)"):
+                                         r"no torch_dtype: give dtype=...\)"):
         net.gemms()
 
 

@@ -67,6 +67,32 @@ def test_bandwidth_below_what_the_memory_allows(name):
         assert spec.bandwidth_gbs <= spec.cpu.sockets * 12 * transfers * 8 / 1000
 
 
+GPU_NAMES = [n for n, p in zip(NAMES, FILES) if p.parent.name == "gpu"]
+# Datasheet capacities in GB (the figure on the box): what `analyze` checks a step against
+CAPACITY_GB = {"a10": 24, "a100-pcie-40gb": 40, "a100-pcie-80gb": 80, "a100-sxm4-40gb": 40,
+               "a100-sxm4-80gb": 80, "h100-pcie-80gb": 80, "h100-sxm5-80gb": 80,
+               "gtx-1080-ti": 11, "h200-sxm-141gb": 141, "l4": 24, "l40s": 48, "p100-pcie-16gb": 16,
+               "t4": 16, "titan-xp": 12, "v100-pcie-16gb": 16,
+               "v100-sxm2-16gb": 16, "v100-sxm2-32gb": 32}
+
+
+@pytest.mark.parametrize("name", GPU_NAMES)
+def test_every_gpu_entry_has_its_memory_capacity_with_a_source(name):
+    spec = load_hardware(name)
+    assert spec.memory_capacity_gb == CAPACITY_GB[name]
+    assert spec.memory_capacity_bytes == CAPACITY_GB[name] * 1e9  # GB = 10^9 B
+    assert any("memory" in s.covers for s in spec.sources)
+
+
+def test_every_bundled_gpu_is_in_the_capacity_table():
+    assert sorted(CAPACITY_GB) == sorted(GPU_NAMES)
+
+
+@pytest.mark.parametrize("name", [n for n, p in zip(NAMES, FILES) if p.parent.name == "cpu"])
+def test_cpu_entries_may_leave_the_capacity_unset(name):
+    assert load_hardware(name).memory_capacity_bytes is None
+
+
 CPU_NAMES = [n for n, p in zip(NAMES, FILES) if p.parent.name == "cpu"]
 # per-cycle rate of one vector FMA lane pair, relative to fp32: fp64 lanes are twice as wide;
 # AVX512_BF16 (VDPBF16PS) does 2 bf16 products per fp32 lane, VNNI (VPDPBUSD) 4 int8 products

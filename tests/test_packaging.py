@@ -51,6 +51,12 @@ def test_wheel_holds_every_package_of_the_source_tree(wheel_names):
 
 
 @pytest.mark.slow  # builds the wheel (once per module)
+def test_wheel_holds_the_html_reports_stylesheet_and_script(wheel_names):
+    # package data beside roofline/output/html: without them --format html cannot build a page
+    assert {"roofline/output/html/page.css", "roofline/output/html/page.js"} <= wheel_names
+
+
+@pytest.mark.slow  # builds the wheel (once per module)
 def test_wheel_holds_every_bundled_entry_and_nothing_else_from_hwdb(wheel_names):
     entries = {f"roofline/hwdb/{p.relative_to(ROOT / 'hwdb').as_posix()}"
                for p in (ROOT / "hwdb").rglob("*.yaml")}

@@ -77,7 +77,7 @@ def test_theoretical_is_never_below_measured_on_a_cpu_clocked_above_base(no_gpu,
     theory = result.theoretical["gemm_gflops"]
     for dtype, rate in result.measured["gemm_gflops"].items():
         assert theory[dtype] >= rate * (1 - 1e-9), dtype
-    assert any("clock is raised from 0.00" in a for a in result.assumptions)
+    assert any("clock is raised from 0.00" in a for a in result.to_dict()["assumptions"])
     assert result.details["effective_clock_ghz"] == 0.002
     from roofline.output.probe import probe_table
 
@@ -209,8 +209,18 @@ def test_a_kernel_that_fails_its_check_ends_in_one_line(no_gpu, invoke, monkeypa
 
 
 def test_a_variable_that_pins_the_blas_kernels_is_named():
+    from roofline.output.probe_notes import note_text
     from roofline.probe.runner import blas_env_warnings
 
     (warning,) = blas_env_warnings({"OPENBLAS_CORETYPE": "Haswell", "PATH": "/bin"})
-    assert warning.startswith("OPENBLAS_CORETYPE=Haswell is set: OpenBLAS runs its kernels")
+    assert note_text(warning).startswith("OPENBLAS_CORETYPE=Haswell is set: OpenBLAS runs its kernels")
     assert blas_env_warnings({"OPENBLAS_NUM_THREADS": "2"}) == []
+
+
+def test_cli_probe_html(no_gpu, invoke):
+    res = invoke("probe", "--preset", "tiny", "--format", "html")
+    assert res.exit_code == 0
+    text = res.stdout
+    assert text.startswith("<!DOCTYPE html>") and "<h1>roofline probe: " in text
+    assert "GEMM fp32" in text and "not measured" in text  # the probe's table, in the page
+    assert "<code>roofline probe --preset tiny --format html</code>" in text

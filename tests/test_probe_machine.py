@@ -8,6 +8,7 @@ import pytest
 from _probe_fakes import CPUINFO, fake_pynvml
 
 from roofline.hardware.catalog import list_hardware, load_hardware
+from roofline.output.probe_notes import note_text
 from roofline.probe import ceilings, identify
 
 PROC = """processor\t: 0
@@ -85,7 +86,7 @@ def test_unknown_cpu_peak_is_derived_and_states_assumptions():
     assert peak.gflops["bf16"] == pytest.approx(cpu.cores * 2.1 * 1024)
     assert peak.gflops["int8"] == pytest.approx(cpu.cores * 2.1 * 2048)
     assert "fp16" not in peak.gflops  # neither avx512_fp16 nor amx_fp16 in the fake flags
-    text = " ".join(peak.assumptions)
+    text = " ".join(map(note_text, peak.assumptions))
     assert "2 FMA units" in text and "base clock" in text
     assert peak.cpu_block()["simd_bits"] == 512
 
@@ -150,7 +151,7 @@ def test_measured_clock_above_base_sets_the_theoretical_peak():
     # cores x 3.5 GHz x 2 FMA x 16 fp32 lanes x 2 = cores x 224 GFLOP/s
     assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 224)
     assert peak.gflops["bf16"] == pytest.approx(cpu.cores * 3.5 * 1024)  # AMX, same clock
-    assert "measured 3.50 GHz" in " ".join(peak.assumptions)
+    assert "measured 3.50 GHz" in " ".join(map(note_text, peak.assumptions))
     assert peak.cpu_block()["clock_ghz"] == 3.5
 
 
@@ -158,7 +159,7 @@ def test_measured_clock_below_base_keeps_the_base_clock():
     cpu = identify.identify_cpu(CPUINFO)
     peak = ceilings.cpu_peak(cpu, effective_ghz=1.5)
     assert peak.clock_ghz == 2.1
-    assert "measured under load was 1.50 GHz" in " ".join(peak.assumptions)
+    assert "measured under load was 1.50 GHz" in " ".join(map(note_text, peak.assumptions))
 
 
 def test_zen4_measured_clock_counts_256_bit_units():
@@ -180,7 +181,7 @@ def test_a_measured_rate_above_the_peak_raises_the_clock_and_says_why():
     assert raised.gflops["fp64"] == pytest.approx(cpu.cores * 3.0 * 32)  # same vector unit
     assert raised.gflops["bf16"] == peak.gflops["bf16"]  # AMX: no measurement, not raised
     assert raised.clock_ghz == pytest.approx(3.0)
-    assert "the vector clock is raised from 2.10 to the 3.00 GHz" in raised.assumptions[-1]
+    assert "the vector clock is raised from 2.10 to the 3.00 GHz" in note_text(raised.assumptions[-1])
     assert ceilings.raise_to_measured(peak, {"fp32": 1.0}) is peak
 
 
@@ -192,4 +193,4 @@ def test_known_cpu_notes_the_measured_clock_but_keeps_its_isa_clock():
     # AVX-512 and AMX at the entry's 2.0 GHz (upper bounds), not the 3.0 GHz scalar clock
     assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 2.0 * 64)
     assert peak.gflops["bf16"] == pytest.approx(cpu.cores * 2.0 * 1024)
-    assert "3.00 GHz (not used" in " ".join(peak.assumptions)
+    assert "3.00 GHz (not used" in " ".join(map(note_text, peak.assumptions))

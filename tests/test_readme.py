@@ -38,6 +38,18 @@ def test_ci_runs_the_readme_test_command():
     assert f"`{every_group}`" in text, "the README says how to run every group"
 
 
+def test_ci_installs_the_browser_and_fails_without_it():
+    """The browser group runs under .ci/run: Debian's chromium installed when missing (never a
+    download by playwright), and CI=true, under which a missing browser fails those tests."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line.strip() for line in ci.splitlines() if line and not line.startswith("#")]
+    assert "export CI=true" in commands
+    assert "apt-get install -y chromium" in commands
+    assert "playwright install" not in ci
+    browser_tests = (ROOT / "tests" / "test_report_browser.py").read_text(encoding="utf-8")
+    assert 'executable_path=CHROMIUM' in browser_tests and "pytest.fail(" in browser_tests
+
+
 def test_the_default_run_leaves_out_the_slow_and_browser_groups():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 

@@ -1,65 +1,245 @@
-"""The HTML table Jupyter shows for a Report (``Report._repr_html_``)."""
+"""The HTML report as text: one self-contained page (analyze, compare, sweep), its inline SVG
+chart, escaping of every name that comes from a user's file, the size of big models' pages, and
+Jupyter's ``_repr_html_`` built by the same renderer. The page in a real browser:
+tests/test_report_browser.py."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
+
 from roofline import analyze_model
+from roofline.output.html import report_page
+from roofline.output.report import View
 
-MLP = Path(__file__).resolve().parents[1] / "examples" / "mlp-1024-4096-1000.yaml"
-VOID = {"br"}
+ROOT = Path(__file__).resolve().parents[1]
+MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
+RESNET = ROOT / "examples" / "resnet50.yaml"
+LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
+VOID = {"meta", "link", "input", "br", "img", "hr", "col", "source", "wbr"}
 
 
-class _Check(HTMLParser):
-    """Records rows and cells, and fails on an unbalanced tag."""
+class _Page(HTMLParser):
+    """Fails on an unbalanced tag; records every element's attributes and each point."""
 
     def __init__(self):
         super().__init__()
-        self.stack, self.rows, self.cell_styles = [], [], []
+        self.stack, self.elements, self.titles = [], [], []
+        self._title = None
 
     def handle_starttag(self, tag, attrs):
-        if tag in VOID:
-            return
-        self.stack.append(tag)
-        if tag == "tr":
-            self.rows.append((dict(attrs).get("style") or "", []))
-        if tag in ("td", "th"):
-            self.cell_styles.append(dict(attrs).get("style") or "")
+        self.elements.append((tag, dict(attrs)))
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
 
     def handle_endtag(self, tag):
         assert self.stack and self.stack.pop() == tag, f"unbalanced </{tag}>"
 
     def handle_data(self, data):
-        if self.stack and self.stack[-1] in ("td", "th"):
-            self.rows[-1][1].append(data)
+        if self.stack and self.stack[-1] == "title" and "svg" in self.stack:
+            self.titles.append(data)
+
+    def points(self) -> list[dict]:
+        return [a for tag, a in self.elements if "pt" in (a.get("class") or "").split()]
 
 
-def _parse(report):
-    check = _Check()
-    check.feed(report._repr_html_())
-    check.close()
-    assert check.stack == []
-    return check
+def parse(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    page.close()
+    assert page.stack == [], page.stack
+    return page
 
 
-def test_html_table_has_a_row_per_gemm_and_shades_memory_bound_rows():
-    # batch 100: every GEMM of the MLP is memory-bound on an A100 (about 89 FLOP/B < 153)
-    check = _parse(analyze_model(MLP, "a100-sxm4-80gb", batch=100))
-    header, *rows = check.rows
-    assert header[1][:3] == ["GEMM", "layer", "pass"]
-    assert [cells[0] for _, cells in rows] == ["MM1", "MM2", "MM3", "MM4", "MM5"]
-    assert all("background" in style and "color:#000" in style for style, _ in rows)
-    assert "shaded rows: memory-bound" in analyze_model(MLP, "a100", batch=100)._repr_html_()
+def test_the_page_is_one_document_that_fetches_nothing():
+    text = report_page([analyze_model(MLP, "a100-sxm4-80gb")])
+    assert text.startswith("<!DOCTYPE html>\n<html") and text.endswith("</html>\n")
+    page = parse(text)
+    for tag, attrs in page.elements:
+        assert "src" not in attrs, (tag, attrs)  # no script, image or frame from anywhere
+        if tag == "link":
+            assert attrs["href"].startswith("data:"), attrs
+        if tag in ("a",):
+            assert attrs["href"].startswith("https://"), attrs  # the sources' links, to click
+    assert "@import" not in text and "url(http" not in text and "@font-face" not in text
+    assert text.count("<script>") == 1 and text.count("<style>") == 1
 
 
-def test_html_numbers_right_aligned_and_compute_rows_plain():
-    report = analyze_model(MLP, "a100-sxm4-80gb")  # batch 512: all compute-bound
-    check = _parse(report)
-    assert all(style == "" for style, _ in check.rows)
-    columns = 13
-    first_row = check.cell_styles[columns:2 * columns]
-    assert first_row[0] == "text-align:left"       # GEMM name
-    assert first_row[3] == "text-align:right"      # M
-    assert first_row[8] == "text-align:right"      # FLOP/B
-    assert "shaded rows" not in report._repr_html_()
+def test_one_point_per_gemm_and_op():
+    # the MLP trains with 3n - 1 = 5 GEMMs (2 linear layers) and has no other op
+    page = parse(report_page([analyze_model(MLP, "a100-sxm4-80gb")]))
+    assert [p["data-r"] for p in page.points()] == [f"r0-MM{i}" for i in range(1, 6)]
+    # ResNet-50: every GEMM and op one point, each linked to its row
+    report = analyze_model(RESNET, "a100-sxm4-80gb")
+    page = parse(report_page([report]))
+    assert len(page.points()) == len(report.results) + len(report.ops) == 161 + 243
+    rows = {a["id"] for tag, a in page.elements if tag == "tr" and "id" in a}
+    assert {p["data-r"] for p in page.points()} == rows
+
+
+def test_a_gathers_point_is_left_out_and_the_caption_says_so():
+    # llama-2-7b at the default view: the first copy of its 32 blocks, plus the embedding's
+    # gather (no FLOPs, no place on a log axis)
+    report = analyze_model(LLAMA, "h100-sxm5-80gb", batch=1, seq=2048, mode="inference")
+    gemms = [r for r in report.results if r.gemm.copy == 0]
+    ops = [r for r in report.ops if r.op.copy == 0]
+    gathers = [r for r in ops if r.op.flops == 0]
+    assert [r.op.kind for r in gathers] == ["embedding-gather"]
+    text = report_page([report])
+    assert len(parse(text).points()) == len(gemms) + len(ops) - 1
+    assert "1 ops without FLOPs (gathers) have no place on the chart" in text
+
+
+def test_a_tooltip_holds_the_gemms_intensity_worked_by_hand():
+    # MM1 of the MLP at batch 512, fp16 in and out: M 512, N 4096, K 1024
+    flops = 2 * 512 * 4096 * 1024                      # 4,294,967,296
+    nbytes = 2 * (512 * 1024 + 1024 * 4096) + 2 * 512 * 4096  # 13,631,488
+    assert round(flops / nbytes, 1) == 315.1
+    page = parse(report_page([analyze_model(MLP, "a100-sxm4-80gb")]))
+    tip = page.titles[0]
+    assert tip.splitlines() == [
+        "MM1 \u00b7 fc1 \u00b7 forward", "GEMM 512 x 4096 x 1024 (M x N x K)",
+        "315.1 FLOP/B, compute-bound", tip.splitlines()[3]]
+    assert tip.splitlines()[3].startswith("time ")
+
+
+def test_points_sit_where_their_numbers_say():
+    """A point's pixel position is the log of its intensity and throughput on the axes the
+    tick labels name: checked for MM1 from two tick labels, not from the chart's own code."""
+    text = report_page([analyze_model(MLP, "a100-sxm4-80gb", batch=8)])
+    svg = text[text.index("<svg"):text.index("</svg>")]
+    ticks = {float(v.replace(",", "")): float(x) for x, v in re.findall(
+        r'<text x="([\d.]+)" y="[\d.]+" text-anchor="middle">([\d.,]+)</text>', svg)}
+    (a, xa), (b, xb) = sorted(ticks.items())[:2]
+    # MM1 at batch 8: M 8, N 4096, K 1024, fp16: 2*8*4096*1024 / 2(8*1024 + 1024*4096 + 8*4096)
+    intensity = 2 * 8 * 4096 * 1024 / (2 * (8 * 1024 + 1024 * 4096 + 8 * 4096))  # 7.92 FLOP/B
+    import math
+
+    expected = xa + (xb - xa) * math.log10(intensity / a) / math.log10(b / a)
+    first = re.search(r'class="pt m" data-r="r0-MM1" cx="([\d.]+)"', svg)
+    assert first, "MM1 at batch 8 is memory-bound: a circle"
+    assert float(first.group(1)) == pytest.approx(expected, abs=0.2)
+
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def test_names_from_user_files_are_escaped(tmp_path, isolated_user_hwdb):
+    model = tmp_path / "model.yaml"
+    model.write_text(
+        'name: "<b>bold</b> & co"\nbatch: 64\ndtype: fp16\nmode: train\nlayers:\n'
+        f'  - {{type: linear, in: 1024, out: 4096, name: "{HOSTILE}"}}\n'
+        '  - {type: linear, in: 4096, out: 1000, name: "x\\" onmouseover=\\"alert(2)"}\n')
+    entry = (ROOT / "hwdb" / "gpu" / "a100-sxm4-80gb.yaml").read_text(encoding="utf-8")
+    entry = entry.replace("name: a100-sxm4-80gb", "name: evil-gpu")
+    entry = re.sub(r"- title: .*", '- title: "<img src=x onerror=alert(3)>"', entry, count=1)
+    entry = re.sub(r"aliases: \[[^]]*\]", "aliases: []", entry)
+    (isolated_user_hwdb / "evil-gpu.yaml").write_text(entry, encoding="utf-8")
+    text = report_page([analyze_model(model, "evil-gpu")], command=f"roofline {HOSTILE}")
+    assert HOSTILE not in text and "<b>bold" not in text and "onmouseover=\"" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in text
+    assert "<img" not in text and "&lt;img src=x onerror=alert(3)&gt;" in text
+    page = parse(text)
+    layers = {a["data-layer"] for tag, a in page.elements if tag == "tr" and "data-layer" in a}
+    assert HOSTILE in layers  # the attribute holds the name itself, once parsed
+    assert text.count("<script>") == 1
+
+
+@pytest.mark.parametrize("expand", [False, True])
+def test_big_models_stay_under_a_megabyte(expand):
+    view = View(expand=expand)
+    resnet = report_page([analyze_model(RESNET, "a100-sxm4-80gb", mode="train")], view)
+    llama = report_page([analyze_model(LLAMA, "h100-sxm5-80gb", batch=8, seq=4096,
+                                       mode="train")], view)
+    for text in (resnet, llama):
+        assert len(text.encode("utf-8")) < 1_000_000
+    if expand:  # every one of the 32 blocks' rows and points, less the embedding's gather
+        report = analyze_model(LLAMA, "h100-sxm5-80gb", batch=8, seq=4096, mode="train")
+        assert len(report.results) + len(report.ops) == 387 + 452
+        assert len(parse(llama).points()) == 387 + 452 - 1
+
+
+def test_jupyter_shows_the_same_block():
+    report = analyze_model(MLP, "a100-sxm4-80gb", batch=100)
+    first, second = report._repr_html_(), report._repr_html_()
+    page = parse(first)
+    assert [p["data-r"].split("-")[1] for p in page.points()] == [f"MM{i}" for i in range(1, 6)]
+    assert all("m" in p["class"].split() for p in page.points())  # batch 100: memory-bound
+    ids = {a["id"] for tag, a in page.elements if "id" in a}
+    assert not ids & {a["id"] for tag, a in parse(second).elements if "id" in a}
+    assert first.count("<style>") == 1 and first.count("<script>") == 1
+    whole = report_page([report])
+    for piece in ('<table class="sortable filterable">', "Warnings and advice</h",
+                  "no batch reaches" if "no batch reaches" in whole else "batch &gt;="):
+        assert piece in first and piece in whole
+
+
+def test_memory_bound_is_told_without_colour():
+    report = analyze_model(MLP, "a100-sxm4-80gb", batch=100)
+    text = report_page([report])
+    assert "<circle" in text and "<rect class=\"pt" not in text  # memory-bound: circles
+    assert text.count("\u25cf memory</td>") == 5  # the row says it in words and shape
+    compute = report_page([analyze_model(MLP, "a100-sxm4-80gb")])
+    assert '<rect class="pt c"' in compute and "\u25a0 compute</td>" in compute
+    assert "@media print" in text and 'tabindex="0"' in text
+
+
+def test_cli_analyze_html_names_the_command(invoke):
+    res = invoke("analyze", MLP, "--hw", "a100", "--format", "html")
+    assert res.exit_code == 0
+    assert res.stdout.startswith("<!DOCTYPE html>")
+    assert f"<code>roofline analyze {MLP} --hw a100 --format html</code>" in res.stdout
+    two = invoke("analyze", MLP, "--hw", "a100", "--hw", "v100", "--format", "html").stdout
+    assert two.count("<!DOCTYPE html>") == 1 and two.count("<article") == 2
+    assert 'data-r="r0-MM1"' in two and 'data-r="r1-MM1"' in two
+
+
+def test_cli_compare_and_sweep_html(invoke):
+    res = invoke("compare", MLP, "--hw", "v100", "--hw", "a100", "--format", "html")
+    assert res.exit_code == 0
+    page = parse(res.stdout)
+    assert 'class="verdict"' in res.stdout and "a100-sxm4-80gb is the fastest" in res.stdout
+    assert len(page.points()) == 2 * 5  # one chart per device, a point per GEMM
+    assert res.stdout.count('class="bar-m"') == 2 + 1  # a bar per device, and the key
+    res = invoke("sweep", MLP, "--hw", "a100", "--batch", "1..4096", "--format", "html")
+    assert res.exit_code == 0
+    parse(res.stdout)
+    # closed form: MM1 (512 x 4096 x 1024 at batch 512) turns compute-bound where
+    # 2 B 4096 1024 / 2(1024 B + 1024 4096 + 4096 B) >= 312/2.039 = 153.0
+    assert "batch &gt;= " in res.stdout and 'class="mark"' in res.stdout
+    assert len(re.findall(r'class="pt c"', res.stdout)) == 2 * 13  # 2 charts, 13 batches
+
+
+def test_the_html_package_imports_no_numpy_or_matplotlib():
+    code = ("import sys, roofline.output.html; "
+            "print(sorted(m for m in ('numpy', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_assets_ship_with_the_package():
+    from importlib.resources import files
+
+    folder = files("roofline.output.html")
+    assert folder.joinpath("page.css").read_text(encoding="utf-8").lstrip().startswith("/*")
+    assert "function" in folder.joinpath("page.js").read_text(encoding="utf-8")
+
+
+def test_the_cli_choices_are_the_renderers():
+    """cli.FORMATS is a literal (so that --help imports no renderer): the same names as the
+    renderers' tables, html included."""
+    from roofline.cli import FORMATS
+    from roofline.output.report import REPORT_FORMATS
+    from roofline.output.whatif import COMPARE_FORMATS, SWEEP_FORMATS
+
+    assert set(FORMATS) == set(REPORT_FORMATS) == set(COMPARE_FORMATS) == set(SWEEP_FORMATS)
+    assert "html" in FORMATS

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 
 from .analysis.report import Report, analyze
+from .errors import InputError
 from .hardware.catalog import load_hardware
 from .hardware.spec import HardwareSpec
+from .model.capture import capture_network, is_factory, load_factory
 from .model.network import Network, load_network
 
 
@@ -15,21 +17,55 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
                   mode: str | None = None, output_dtype: str | None = None,
                   grad_accumulation: str | None = None, seq: int | None = None,
                   phase: str | None = None, quantization: bool = False,
-                  attention: str | None = None, optimizer: str | None = None) -> Report:
-    """Analyze ``model`` (a Network, a model.yaml path or a Hugging Face config.json path) on
-    ``hardware`` (a spec, name or path).
+                  attention: str | None = None, optimizer: str | None = None,
+                  recompute: str | None = None, weights: str | None = None,
+                  activations: str | None = None, kv_cache: str | None = None,
+                  group_size: int | None = None, logits: str | None = None,
+                  prompt: int | None = None, generate: int | None = None) -> Report:
+    """Analyze ``model`` (a Network, a model.yaml path, a Hugging Face config.json path, or
+    ``package.module:callable`` returning a torch module and its example inputs, captured by
+    ``roofline.torch``) on ``hardware`` (a spec, name or path).
 
     ``batch``, ``dtype``, ``mode``, ``output_dtype``, ``grad_accumulation`` (a dtype, or
     ``"none"``), ``seq``, ``phase`` (inference: ``"prefill"`` or ``"decode"``) and ``attention``
     (``"flash"`` or ``"naive"``, every transformer block) and ``optimizer`` (``"none"``,
-    ``"sgd"``, ``"adam"``: the update a training step counts) override the model's own
-    settings when given.
+    ``"sgd"``, ``"adam"``: the update a training step counts) and ``recompute`` (``"none"``,
+    ``"selective"``, ``"full"``: activation recomputation, for the memory count), ``weights``
+    (how weights are stored: ``"int4"`` with ``group_size``, ``"int8"``, ``"fp8"``, ...),
+    ``activations`` (weight GEMMs' activation and math dtype) and ``kv_cache`` (the KV cache's
+    dtype) and ``logits`` (``"all"`` or ``"last"``: a prefill's output layer on every token or
+    the last) override the model's own settings when given.
+
+    ``prompt`` and ``generate`` (together) ask for a generation (``analysis.generation``):
+    the Report of its last decode step, with ``report.generation`` (time to first token, time
+    per output token, tokens/s, latency); they set the sequence lengths, so ``seq`` is not
+    given with them.
     """
-    network = model if isinstance(model, Network) else load_network(model)
+    if isinstance(model, Network):
+        network = model
+    elif is_factory(str(model)) and not os.path.exists(model):  # package.module:callable
+        module, inputs = load_factory(str(model))
+        network = capture_network(module, inputs, mode or "train", dtype, attention or "flash",
+                                  optimizer or "none")
+    else:
+        network = load_network(model)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
                                       output_dtype=output_dtype,
                                       grad_accumulation=grad_accumulation, seq=seq,
                                       phase=phase, attention=attention,
-                                      optimizer=optimizer)
+                                      optimizer=optimizer, recompute=recompute,
+                                      weights=weights, activations=activations,
+                                      kv_cache=kv_cache, group_size=group_size,
+                                      logits=logits)
     spec = hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
-    return analyze(network, spec, quantization)
+    if prompt is None and generate is None:
+        return analyze(network, spec, quantization)
+    if prompt is None or generate is None:
+        raise InputError(network.source, "prompt" if prompt is None else "generate",
+                         "a generation needs both a prompt length and an output length")
+    if seq is not None:
+        raise InputError(network.source, "seq", "a generation sets the sequence lengths from "
+                                                "the prompt and output lengths: give no seq")
+    from .analysis.generation import generate as run_generation
+
+    return run_generation(network, spec, prompt, generate, quantization)

@@ -14,11 +14,11 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import InputError, RooflineError, one_line
+from .errors import InputError, RooflineError, one_line, render_options
 from .files.fields import MAX_INT
-from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES
+from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
 
-FORMATS = ("table", "json", "csv", "markdown")
+FORMATS = ("table", "json", "csv", "markdown", "html")
 
 
 class BadInput(click.ClickException):
@@ -30,6 +30,10 @@ class BadInput(click.ClickException):
 class RooflineGroup(click.Group):
     """Turns every RooflineError raised by a command into BadInput, in one place, and prints
     each skipped user hardware file (a HwdbWarning) as one ``Warning:`` line on stderr."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGV] = list(args)  # what the HTML page names as the command that made it
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         from .hardware.catalog import HwdbWarning
@@ -48,17 +52,39 @@ class RooflineGroup(click.Group):
                         _print_warning(warning)
 
 
+_ARGV = "roofline.argv"
+
+
+def _command() -> str:
+    """The command line being run, quoted for a shell: ``roofline analyze m.yaml --hw a100``."""
+    import shlex
+
+    return shlex.join(["roofline", *click.get_current_context().meta.get(_ARGV, [])])
+
+
+def _render(formats: dict, fmt: str, result) -> str:
+    """A compare or sweep result in ``fmt``; an HTML page also names the command."""
+    return formats[fmt](result, command=_command()) if fmt == "html" else formats[fmt](result)
+
+
 #: The library names the value it was given (a function argument); the command line names the
 #: option that gave it. The one place one becomes the other.
 _FLAGS = {"hardware": "--hw", "batches": "--batch", "workers": "--data-parallel",
-          "interconnect": "--interconnect", "host_link": "--host-link"}
+          "interconnect": "--interconnect", "host_link": "--host-link",
+          "name": "--save"}  # probe's entry name
+
+
+def _flag(name: str, value: str | None = None) -> str:
+    """The option that sets the library argument ``name`` (``output_dtype``: --output-dtype)."""
+    flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+    return flag if value in (None, "True") else f"{flag} {value}"
 
 
 def _with_flag(exc: RooflineError) -> str:
-    """The error's message, an argument's name replaced by the option that gave it."""
+    """The error's message, each argument's name replaced by the option that gave it."""
     if isinstance(exc, InputError) and exc.source in _FLAGS and not exc.path:
-        return f"{_FLAGS[exc.source]}: {exc.problem}"
-    return str(exc)
+        return f"{_FLAGS[exc.source]}: {render_options(exc.problem, _flag)}"
+    return (f"{_flag(exc.option)}: " if exc.option else "") + exc.text(_flag)
 
 
 def _print_warning(warning: warnings.WarningMessage) -> None:
@@ -119,6 +145,27 @@ def _model_option_list(batch: bool = True) -> list:
         click.option("--optimizer", type=click.Choice(("none", "sgd", "adam")),
                      help="Training: the optimizer update the step counts, on fp32 master "
                           "weights (a config.json has none) [default: the model's, else none]."),
+        click.option("--weights", type=click.Choice(WEIGHT_DTYPES),
+                     help="Inference: how weights are stored (int4 group-quantized, int8, fp8: "
+                          "weight-only when narrower than --activations, dequantized and "
+                          "counted) [default: the activations' dtype]."),
+        click.option("--group-size", type=click.IntRange(min=1, max=MAX_INT),
+                     help="int4 weights: values per fp16 scale (must divide every weight "
+                          "GEMM's K) [default: 128]."),
+        click.option("--activations", type=click.Choice(DTYPES),
+                     help="The activation operand and math dtype of weight GEMMs (int8 with "
+                          "int8 weights: W8A8 at the int8 peak) [default: --dtype]."),
+        click.option("--kv-cache", type=click.Choice(KV_DTYPES),
+                     help="Inference: the KV cache's dtype (fp8, int8: half the cache and its "
+                          "reads) [default: --dtype]."),
+        click.option("--logits", type=click.Choice(("all", "last")),
+                     help="Prefill: the output layer on every token (all: scoring) or on each "
+                          "sequence's last token (last: generation) [default: all; last with "
+                          "--prompt/--generate]."),
+        click.option("--recompute", type=click.Choice(("none", "selective", "full")),
+                     help="Training: activation recomputation, for the memory count: none "
+                          "(keep every tensor), selective (recompute the attention core), full "
+                          "(keep each block's input) [default: the model's, else none]."),
         click.option("--attention", type=click.Choice(("flash", "naive")),
                      help="Attention form of every transformer block (a config.json has "
                           "none: flash) [default: the model's]."),
@@ -161,7 +208,8 @@ def _check_plot(plot: Path | None) -> None:
                    "Repeat to compare devices.")
 @model_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="Output format. json prints one object (a list of them with several --hw).")
+              help="Output format. json prints one object (a list of them with several --hw); "
+                   "html one self-contained page (redirect it to a file).")
 @click.option("--gemms-only", is_flag=True,
               help="Hide the non-GEMM ops (norms, activations, softmax, ...) in tables and "
                    "CSV; the totals still count them.")
@@ -187,6 +235,12 @@ def _check_plot(plot: Path | None) -> None:
               help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
                    "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
                    "direction.")
+@click.option("--prompt", type=click.IntRange(min=1, max=MAX_INT), metavar="P",
+              help="Generation: P prompt tokens per sequence (with --generate; sets the "
+                   "sequence lengths, so no --seq): time to first token, time per output "
+                   "token over the growing KV cache, tokens/s, latency (JSON generation).")
+@click.option("--generate", type=click.IntRange(min=1, max=MAX_INT), metavar="G",
+              help="Generation: G output tokens per sequence (with --prompt).")
 @click.option("--measure", is_flag=True,
               help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
                    "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
@@ -254,6 +308,10 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
     from .output.report import View
 
     view = view or View()
+    if fmt == "html":  # one page for every device
+        from .output.html import report_page
+
+        return report_page(reports, view, _command())
     if fmt == "csv":
         from .output.report import reports_csv
 
@@ -323,7 +381,7 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
     _check_plot(plot)
     result = run_compare(model, [resolve_hardware(hw, _progress) for hw in hardware],
                          quantization=quantization, **overrides)
-    click.echo(COMPARE_FORMATS[fmt](result), nl=False)
+    click.echo(_render(COMPARE_FORMATS, fmt, result), nl=False)
     _write_plot(plot, lambda path, save: save.save_chart(result.plot(), path))
 
 
@@ -353,7 +411,7 @@ def sweep(model: Path, hardware: str, batches: str, fmt: str, plot: Path | None,
     values = parse_batches(batches)  # bad input fails before any work
     result = run_sweep(model, resolve_hardware(hardware, _progress), values,
                        quantization=quantization, **overrides)
-    click.echo(SWEEP_FORMATS[fmt](result), nl=False)
+    click.echo(_render(SWEEP_FORMATS, fmt, result), nl=False)
     _write_plot(plot, lambda path, save: save.save_chart(result.plot(), path))
 
 
@@ -402,7 +460,7 @@ def _progress(message: str) -> None:
 @click.option("--save", "save_name", metavar="NAME",
               help="Save the result as user hardware entry NAME, usable as `--hw NAME`.")
 @click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME.")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "html")), default="table",
               show_default=True)
 @click.option("--preset", type=click.Choice(("full", "quick", "tiny")), hidden=True)
 def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str | None) -> None:
@@ -411,14 +469,14 @@ def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str
 
     Progress goes to stderr. `--hw local` in analyze runs `probe --quick --save local` once.
     """
-    from .output.probe import probe_json, probe_table
+    from .output.probe import PROBE_FORMATS
     from .probe import run_probe, save_entry
     from .probe.entry import check_can_save
 
     if save_name is not None:  # checked before probing: an empty name is an error, not "no"
         check_can_save(save_name, force)
     result = run_probe(quick=quick, progress=_progress, preset=preset)
-    click.echo(probe_json(result) if fmt == "json" else probe_table(result), nl=False)
+    click.echo(_render(PROBE_FORMATS, fmt, result), nl=False)
     if save_name is not None:
         path = save_entry(result, save_name, force=force)
         click.echo(f"saved {save_name!r} to {path}; use it with --hw {save_name}", err=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 # C0 and C1 control characters, line and paragraph separators, bidirectional overrides
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -14,8 +15,45 @@ def one_line(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+#: An option the user can set, written into a message as ``option("batch")`` or with a value,
+#: ``option("hardware", "local")``. A library user reads it as the keyword argument (``batch=``,
+#: ``hardware="local"``), the command line as its flag (``--batch``, ``--hw local``): the library
+#: never names a flag, and the CLI never names a Python argument. The marks are a control
+#: character, which one_line escapes in any user text put in a message, so a file or key name
+#: cannot pose as an option.
+_OPTION = re.compile("\x1f([a-z_]+)(?:=([^\x1f]*))?\x1f")
+
+
+def option(name: str, value: str | None = None) -> str:
+    """``name`` (a library argument, ``batch``), and a value to give it, marked as a user
+    setting in a message."""
+    return f"\x1f{name}\x1f" if value is None else f"\x1f{name}={value}\x1f"
+
+
+def render_options(text: str, spell: Callable[[str, str | None], str]) -> str:
+    """``text`` with each marked option written as ``spell(name, value)``."""
+    return _OPTION.sub(lambda m: spell(m.group(1), m.group(2)), text)
+
+
+def keyword(name: str, value: str | None) -> str:
+    """How the library spells an option to its users: the keyword argument."""
+    if value is None:
+        return f"{name}=..."
+    return f"{name}={value}" if value in ("True", "False") else f"{name}={value!r}"
+
+
 class RooflineError(Exception):
-    """Base class of every error the library raises for bad input."""
+    """Base class of every error the library raises for bad input. Options named in the
+    message (``option``) read as keyword arguments; ``text(spell)`` writes them otherwise."""
+
+    #: The setting the error is about, when one is: the CLI puts its flag first.
+    option: str | None = None
+
+    def text(self, spell: Callable[[str, str | None], str] = keyword) -> str:
+        return render_options(super().__str__(), spell)
+
+    def __str__(self) -> str:
+        return self.text()
 
 
 class InputError(RooflineError):

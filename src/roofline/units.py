@@ -1,7 +1,10 @@
-"""Numbers as people read them: decimal (SI) prefixes and durations. The one place units are
-formatted; every renderer and chart uses these. 1 GB = 10^9 B, 1 TFLOP/s = 10^12 FLOP/s."""
+"""Numbers as people read them: decimal (SI) prefixes, durations and the 1-2-5 steps an axis
+ends on. The one place units are formatted; every renderer and chart uses these. 1 GB = 10^9
+B, 1 TFLOP/s = 10^12 FLOP/s."""
 
 from __future__ import annotations
+
+import math
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
@@ -19,3 +22,15 @@ def seconds(value: float) -> str:
         if value >= scale:
             return f"{value / scale:.3g} {unit}"
     return f"{value:.3g} s"
+
+
+def nice_below(value: float) -> float:
+    """The largest of 1, 2, 5 x 10^k at or below ``value``."""
+    decade = 10.0 ** math.floor(math.log10(value))
+    return max(step * decade for step in (1, 2, 5) if step * decade <= value * (1 + 1e-12))
+
+
+def nice_above(value: float) -> float:
+    """The smallest of 1, 2, 5 x 10^k at or above ``value``."""
+    decade = 10.0 ** math.floor(math.log10(value))
+    return min(step * decade for step in (1, 2, 5, 10) if step * decade >= value * (1 - 1e-12))

@@ -23,8 +23,10 @@ def intensity_limit(a: int, b: int, dtype: str) -> float:
 
 
 def _intensity_at(gemm: Gemm, batch: int) -> float:
+    """Work (FLOPs and any dequantization of B) over bytes, had the step run with ``batch``."""
     dims = gemm.dims_at_batch(batch)
-    return 2 * dims[0] * dims[1] * dims[2] * gemm.batch_count / gemm.traffic(dims)
+    work = 2 * dims[0] * dims[1] * dims[2] * gemm.batch_count + gemm.dequant_flops_at(dims)
+    return work / gemm.traffic(dims)
 
 
 def batch_intensity_limit(gemm: Gemm) -> float | None:
@@ -74,7 +76,10 @@ def min_compute_bound_batch(gemm: Gemm, ridge: float) -> int | None:
     if slope is None:
         return _search_batch(gemm, ridge)
     factor = next(f for f in gemm.batch_dims if f)
-    length = ridge * t / (2 * a * b * gemm.batch_count - ridge * slope)
+    # a weight-only GEMM's dequantization, c FLOPs whatever the batch: (2abD + c) / (sD + t)
+    # >= R gives D >= (R t - c) / (2ab - R s)
+    c = gemm.dequant_flops if not gemm.batch_dims[1] and not gemm.batch_dims[2] else 0
+    length = (ridge * t - c) / (2 * a * b * gemm.batch_count - ridge * slope)
     batch = max(1, math.ceil(length / factor))
     while _intensity_at(gemm, batch) < ridge:
         batch += 1  # guards against rounding in the closed form; at most a step or two
@@ -99,7 +104,9 @@ class BatchAdvice(NamedTuple):
     ``limit`` is the intensity the batch tends to (None: the shape does not depend on the
     batch). ``pad_to`` is the first batch from ``batch`` whose dimension also meets the
     alignment ``tier`` (``"preferred"``: the 128-byte tier, ``"multiple"``: the 16-byte rule)
-    of ``multiple`` elements, or None when ``batch`` already does or no batch can."""
+    of ``multiple`` elements, or None when ``batch`` already does or no batch can.
+    ``max_batch`` is set when ``batch`` does not fit in the device's memory: the largest batch
+    that does (0: none)."""
 
     batch: int | None
     ridge: float
@@ -107,10 +114,13 @@ class BatchAdvice(NamedTuple):
     pad_to: int | None = None
     tier: str = ""
     multiple: int = 0
+    max_batch: int | None = None
 
 
-def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> BatchAdvice:
-    """The minimum compute-bound batch for a memory-bound GEMM, and what it takes to align."""
+def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
+                 max_batch: int | None = None) -> BatchAdvice:
+    """The minimum compute-bound batch for a memory-bound GEMM, and what it takes to align;
+    marked (``max_batch``) when that batch does not fit in memory (above ``max_batch``)."""
     # A deep model repeats a few shapes thousands of times: the advice is computed once per
     # shape and precision and shared (a 100,000-layer report held about 1 GB of copies). The
     # key is every field but the GEMM's name and place (building a Gemm per lookup cost more
@@ -121,11 +131,13 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None) -> BatchAdvic
         if len(_ADVICE) >= _ADVICE_LIMIT:
             _ADVICE.clear()
         advice = _ADVICE[key] = _batch_advice(gemm, ridge, rule)
+    if advice.batch is not None and max_batch is not None and advice.batch > max_batch:
+        return advice._replace(max_batch=max_batch)
     return advice
 
 
 _SHAPE_FIELDS = ("m", "n", "k", "dtype", "roles", "batch_dims", "c_dtype", "c_read",
-                 "batch_count", "align", "tensors")
+                 "batch_count", "align", "tensors", "b_dtype", "group_size")
 _ADVICE: dict[tuple, BatchAdvice] = {}
 _ADVICE_LIMIT = 4096
 

@@ -146,22 +146,28 @@ def _splits(base: int, k: int, sms: int) -> list[int]:
     return splits
 
 
-def tile_time(m: int, n: int, k: int, e: int, tile: tuple[int, int], split: int, count: int,
-              dev: GpuDevice, c: GpuGemmConstants) -> float:
-    """``waves x (iters + c) x t_iter`` for one tile and split (module docstring)."""
+def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: int, count: int,
+              dev: GpuDevice, c: GpuGemmConstants, e_b: float | None = None,
+              math_scale: float = 1.0) -> float:
+    """``waves x (iters + c) x t_iter`` for one tile and split (module docstring). A stored
+    weight format (int4, int8, fp8 under wider math) loads B at ``e_b`` bytes per element and
+    multiplies the math by ``math_scale`` (the GEMM's FLOPs plus its dequantization, over its
+    FLOPs)."""
     tm, tn = tile
     blocks = -(-m // tm) * -(-n // tn) * split * count
     waves = -(-blocks // dev.sms)
     slice_k = -(-k // split)
     iters = -(-slice_k // dev.k_step)
     fraction = c.tensor_core_fraction if dev.tensor_core else c.cuda_core_fraction
-    math_s = 2.0 * tm * tn * dev.k_step / (fraction * dev.peak_flops_per_s / dev.sms)
-    load_s = (tm + tn) * dev.k_step * e / (c.sm_bytes_per_clock * dev.clock_hz)
+    math_s = math_scale * 2.0 * tm * tn * dev.k_step / (fraction * dev.peak_flops_per_s / dev.sms)
+    load_s = (tm * e + tn * (e if e_b is None else e_b)) * dev.k_step / (
+        c.sm_bytes_per_clock * dev.clock_hz)
     return waves * (iters + c.tile_overhead_iterations) * max(math_s, load_s)
 
 
-def gemm_time(m: int, n: int, k: int, e: int, count: int, working: int, dev: GpuDevice,
-              c: GpuGemmConstants = FITTED) -> dict[str, float]:
+def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, dev: GpuDevice,
+              c: GpuGemmConstants = FITTED, e_b: float | None = None,
+              math_scale: float = 1.0) -> dict[str, float]:
     """The predicted time of ``count`` C(m, n) = A(m, k) B(k, n) GEMMs (one batched kernel)
     whose compulsory traffic is ``working`` bytes (``Gemm.bytes``: e(MK + KN) + e_C MN, x2 on
     C when read, for all ``count``; a convolution's tensors), and the terms of the best tile
@@ -173,7 +179,7 @@ def gemm_time(m: int, n: int, k: int, e: int, count: int, working: int, dev: Gpu
     for tile in dev.tiles:
         base = -(-m // tile[0]) * -(-n // tile[1]) * count
         for split in _splits(base, k, dev.sms):
-            main = tile_time(m, n, k, e, tile, split, count, dev, c)
+            main = tile_time(m, n, k, e, tile, split, count, dev, c, e_b, math_scale)
             extra = 8 * split * m * n * count if split > 1 else 0
             dram = ((0 if resident else working) + extra) / bandwidth
             time = max(c.min_kernel_s, main, dram)

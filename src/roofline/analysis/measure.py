@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RooflineError
+from ..errors import RooflineError, option
 from ..model.dtypes import default_output_dtype, itemsize
 
 if TYPE_CHECKING:
@@ -34,7 +34,9 @@ BEATS_ROOF = 1.05  # efficiency above this is flagged (5 % for timer and clock n
 
 
 class MeasureError(RooflineError):
-    """``--measure`` cannot run here: another machine's entry, or a dtype this machine lacks."""
+    """GEMMs cannot be timed here: another machine's entry, or a dtype this machine lacks."""
+
+    option = "measure"
 
 
 @dataclass(frozen=True)
@@ -63,20 +65,21 @@ def check_measurable(report: Report, hostname: str | None = None) -> None:
     here."""
     hw = report.hardware
     if hw.origin != "measured":
-        raise MeasureError(f"--measure times GEMMs on this machine, but {hw.name} is a "
-                           f"datasheet entry; use --hw local (or an entry saved by `roofline "
-                           f"probe --save` here)")
+        raise MeasureError(f"GEMMs are timed on this machine, but {hw.name} is a datasheet "
+                           f"entry; use {option('hardware', 'local')} (or an entry "
+                           f"saved by `roofline probe --save` here)")
     machine = str((hw.stored.get("measured") or {}).get("machine", ""))
     host = hostname or platform.node()
     if machine and not machine.startswith(f"{host}:"):
-        raise MeasureError(f"--measure: {hw.name} was measured on {machine.split(':')[0]}, "
-                           f"this is {host}; use --hw local")
+        raise MeasureError(f"{hw.name} was measured on "
+                           f"{machine.split(':')[0]}, this is {host}; use "
+                           f"{option('hardware', 'local')}")
     dtypes = {r.gemm.dtype for r in report.results} | {r.gemm.c_dtype for r in report.results}
     if hw.kind == "cpu" and not dtypes <= set(NUMPY_DTYPES):
         bad = ", ".join(sorted(dtypes - set(NUMPY_DTYPES)))
-        raise MeasureError(f"--measure on the CPU runs numpy's BLAS, which has fp64 and fp32 "
-                           f"only (C included); this model needs {bad}: add --dtype fp32 "
-                           f"(and --output-dtype fp32)")
+        raise MeasureError(f"on the CPU, GEMMs are timed through numpy's BLAS, which has fp64 "
+                           f"and fp32 only (C included); this model needs {bad}: add "
+                           f"{option('dtype', 'fp32')} (and {option('output_dtype', 'fp32')})")
 
 
 def shape_key(result: GemmResult) -> tuple:
@@ -94,9 +97,11 @@ def default_kernels(report: Report) -> tuple[Callable, str]:
 
     backend, reason = gpu_backend()
     if backend is None:
-        raise MeasureError(f"--measure on a GPU entry needs torch or cupy with a GPU: {reason}")
+        raise MeasureError(f"timing GEMMs on a GPU entry needs torch or cupy with a GPU: "
+                           f"{reason}")
     if any(r.gemm.dtype not in backend.dtypes for r in report.results):
-        raise MeasureError(f"--measure: {backend.name} here runs {', '.join(backend.dtypes)}")
+        raise MeasureError(f"{backend.name} here runs "
+                           f"{', '.join(backend.dtypes)}")
     return backend.shaped_gemm, backend.name
 
 
@@ -122,9 +127,9 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     shapes = list(dict.fromkeys(shape_key(r) for r in report.results))
     for m, n, k, g, dtype in shapes:
         if allocated_bytes(m, n, k, g, dtype) > MAX_SHAPE_BYTES:
-            raise MeasureError(f"--measure: {g} x {m}x{n}x{k} {dtype} needs more than "
-                               f"{MAX_SHAPE_BYTES / 2**30:.0f} GiB of operands; lower --batch "
-                               f"or --seq")
+            raise MeasureError(f"{g} x {m}x{n}x{k} {dtype} needs more "
+                               f"than {MAX_SHAPE_BYTES / 2**30:.0f} GiB of operands; lower "
+                               f"{option('batch')} or {option('seq')}")
     timed: dict[tuple, Measurement] = {}
     say(f"measuring {len(shapes)} distinct GEMM shapes of {len(report.results)} GEMMs "
         f"({backend}) ...")

@@ -61,6 +61,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..model.dtypes import bits
 from ..model.dtypes import itemsize as element_size
 
 if TYPE_CHECKING:
@@ -124,8 +125,10 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec) -> Prediction:
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants."""
     from .gpu_gemm import device_for, gemm_time
 
+    e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
+    scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
-                      gemm.bytes, device_for(hardware, gemm.dtype))
+                      gemm.bytes, device_for(hardware, gemm.dtype), e_b=e_b, math_scale=scale)
     return Prediction(terms["time_s"], "fitted", terms)
 
 

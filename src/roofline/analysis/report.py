@@ -4,8 +4,10 @@ output."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from ..errors import UnsupportedDtypeError
 from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
 from ..model.network import Network
@@ -13,12 +15,15 @@ from ..model.ops import Op
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
+from .memory import Memory, memory_of
 from .predict import basis_of, fit_of, predict_gemm
 from .quantization import Quantization, quantization_of
+from .step import StepVerdict, step_verdict
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from .generation import Generation
     from .measure import Measurement
     from .scaling import Scaling
 
@@ -41,8 +46,9 @@ class Totals(TypedDict):
 
 #: What a training step may leave out (``Report.not_counted``): the optimizer update when the
 #: optimizer is none, the loss and its gradient (never modelled), dropout when the blocks'
-#: rate is 0 (a config.json gives none).
-NOT_COUNTED = ("optimizer", "loss", "dropout")
+#: rate is 0 (a config.json gives none), the forward work recomputed in the backward pass
+#: (``recompute`` selective or full changes the memory count only).
+NOT_COUNTED = ("optimizer", "loss", "dropout", "recomputation")
 
 
 @dataclass(frozen=True, slots=True)  # no per-result __dict__: 300,000 of them in a deep MLP
@@ -82,6 +88,8 @@ class GemmResult:
             "name": g.name, "layer": g.layer, "pass": g.pass_,
             "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count, "dtype": g.dtype,
             "c_dtype": g.c_dtype, "c_read": g.c_read, "bytes_by_operand": g.bytes_by_operand,
+            "b_dtype": g.stored_b, "group_size": g.group_size or None,
+            "dequant_flops": g.dequant_flops,
             "flops": g.flops, "bytes": g.bytes, "intensity": g.intensity,
             "bound": self.bound,
             "attainable_tflops": self.attainable_flops_per_s / 1e12,
@@ -126,6 +134,8 @@ class Report:
     ops: tuple[OpResult, ...] = ()
     quantization: bool = False  # tile and wave losses folded into compute-bound GEMM times
     scaling: Scaling | None = None  # streamed input, data parallelism (when asked for)
+    memory: Memory | None = None  # the step's memory against the device's capacity
+    generation: Generation | None = None  # with a prompt and an output length
 
     @property
     def dtype(self) -> str:
@@ -156,6 +166,13 @@ class Report:
             "parameters": self.network.parameters,
         }
 
+    @cached_property
+    def step(self) -> StepVerdict:
+        """The whole step's verdict: the smallest batch at which it turns compute-bound, or
+        never and why (``analysis.step``); computed when first read."""
+        return step_verdict(self.network, self.hardware,
+                            self.memory.max_batch if self.memory else None)
+
     def not_counted(self) -> tuple[str, ...]:
         """What this step leaves out (of ``NOT_COUNTED``), so that no reader takes the step
         for more than it is; nothing for inference."""
@@ -163,7 +180,8 @@ class Report:
         if net.mode != "train":
             return ()
         no_dropout = any(getattr(layer, "dropout", None) == 0 for layer in net.layers)
-        left = {"optimizer": net.optimizer == "none", "loss": True, "dropout": no_dropout}
+        left = {"optimizer": net.optimizer == "none", "loss": True, "dropout": no_dropout,
+                "recomputation": net.recompute != "none"}
         return tuple(key for key in NOT_COUNTED if left[key])
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,6 +192,11 @@ class Report:
             "dtype": self.dtype,
             "output_dtype": self.network.c_dtype,
             "grad_accumulation": self.network.grad_accumulation,
+            "weights": self.network.weight_dtype,
+            "activations": self.network.activation_dtype,
+            "kv_cache": self.network.kv_dtype,
+            "group_size": self.network.group or None,
+            "logits": self.network.logits or "all",
             "batch": self.network.batch,
             "seq": self.network.seq,
             "mode": self.network.mode,
@@ -190,12 +213,17 @@ class Report:
             "prediction_basis": basis_of(self.hardware),
             "prediction_fit": fit_of(self.hardware),
             "not_counted": list(self.not_counted()),
-        } | (self.scaling.to_dict() if self.scaling else {})
+            "step": self.step.to_dict(),
+            "uncosted_ops": list(self.network.uncosted),
+        } | ({"memory": self.memory.to_dict()} if self.memory else {}) | (
+            {"generation": self.generation.to_dict()} if self.generation else {}) | (
+            self.scaling.to_dict() if self.scaling else {})
 
     def _repr_html_(self) -> str:
-        from ..output.report import report_html
+        """Jupyter: the HTML report's block (chart, sortable table, advice, sources)."""
+        from ..output.html import report_fragment
 
-        return report_html(self)
+        return report_fragment(self)
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
         """Draw the roofline chart (``roofline.plot.plot_roofline``) and return the Axes.
@@ -208,28 +236,36 @@ class Report:
         return plot_roofline(self, ax=ax, **options)
 
 
-def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False) -> GemmResult:
+def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
+                 max_batch: int | None = None) -> GemmResult:
     """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype, with its alignment
     notes, its tile/wave quantization and, when memory-bound, what a larger batch does (data;
-    ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences). With
+    ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences), marked when
+    that batch is above ``max_batch``, the largest whose step fits in memory. With
     ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
     split-K when chosen); memory-bound times are set by bandwidth.
     """
     peak = hardware.peak_flops_per_s(gemm.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     ridge = ridge_point(peak, bandwidth)
-    attainable = attainable_flops_per_s(gemm.intensity, peak, bandwidth)
-    which = bound(gemm.intensity, ridge)
+    # the work on the roof: the GEMM's FLOPs and, for a stored B narrower than the math,
+    # its dequantization (Gemm.dequant_flops); time = work / attainable
+    work = gemm.flops + gemm.dequant_flops
+    attainable = attainable_flops_per_s(work / gemm.bytes, peak, bandwidth)
+    which = bound(work / gemm.bytes, ridge)
     rule = hardware.alignment.get(gemm.dtype)
     notes = tuple(alignment_notes(gemm, rule))
     aligned = all(n.tier == "advice" for n in notes)
     tiles = quantization_of(gemm, hardware.sms, hardware.tiles, rule.multiple if rule else 8)
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
-    more = batch_advice(gemm, ridge, rule) if which == "memory" else None
+    more = batch_advice(gemm, ridge, rule, max_batch) if which == "memory" else None
     predicted = predict_gemm(gemm, hardware, tiles)
-    # flops / attainable: the roofline time (roof.roofline_time_s), less any quantization loss
-    return GemmResult(gemm, which, attainable, gemm.flops / attainable, aligned,
+    # work / attainable: the roofline time (roof.roofline_time_s), less any quantization loss;
+    # the rate reported is the GEMM's own FLOPs over that time
+    time = work / attainable
+    rate = gemm.flops / time if gemm.dequant_flops else attainable
+    return GemmResult(gemm, which, rate, time, aligned,
                       more.batch if more else None, notes, tiles, more, predicted.time_s)
 
 
@@ -240,14 +276,25 @@ def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:
     return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth))
 
 
+def _check_activations(network: Network, hardware: HardwareSpec) -> None:
+    """GEMMs in activations other than the model's dtype need the device's peak for them."""
+    act = network.activation_dtype
+    if act not in hardware.peak_tflops:
+        raise UnsupportedDtypeError(
+            f"{hardware.name} cannot run {act} activations: its entry has no {act} peak (it "
+            f"lists: {', '.join(hardware.dtypes)})")
+
+
 def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False) -> Report:
     """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
     ``quantization`` folds tile and wave losses into compute-bound GEMM times."""
     network.check()
     peak = hardware.peak_flops_per_s(network.operand_dtype)
+    _check_activations(network, hardware)
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
-    results = tuple(analyze_gemm(g, hardware, quantization) for g in gemms)
+    memory = memory_of(network, hardware)
+    results = tuple(analyze_gemm(g, hardware, quantization, memory.max_batch) for g in gemms)
     op_results = tuple(analyze_op(op, peak, bandwidth) for op in ops)
     return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
-                  op_results, quantization)
+                  op_results, quantization, memory=memory)

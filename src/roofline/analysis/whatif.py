@@ -275,6 +275,13 @@ class Sweep:
     def hardware(self) -> HardwareSpec:
         return self.reports[0].hardware
 
+    @property
+    def max_batch(self) -> int | None:
+        """The largest batch whose step fits in the device's memory at the swept seq (0: none;
+        None: the entry states no capacity)."""
+        memory = self.reports[0].memory
+        return memory.max_batch if memory else None
+
     def transitions(self) -> dict[str, int | None]:
         """Per GEMM, the smallest batch at which it is compute-bound (closed form), or None if
         no batch makes it so; a GEMM whose shape does not depend on the batch gets 1 when it is
@@ -296,8 +303,11 @@ class Sweep:
         points = []
         for report in self.reports:
             totals = report.totals
+            memory = report.memory
             points.append({
                 "batch": report.network.batch, "time_s": totals["time_s"],
+                "memory_bytes": memory.total_bytes if memory else None,
+                "fits": memory.fits if memory else None,
                 "samples_per_s": report.batch / totals["time_s"],
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                 "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
@@ -309,6 +319,8 @@ class Sweep:
                 "phase": first.network.step_phase, "ridge": first.ridge,
                 "quantization_in_time": first.quantization,
                 "prediction_basis": basis_of(first.hardware),
+                "capacity_bytes": first.memory.capacity_bytes if first.memory else None,
+                "max_batch": self.max_batch,
                 "points": points, "transitions": self.transitions()}
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:

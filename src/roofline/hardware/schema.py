@@ -71,6 +71,7 @@ def parse_entry(data: Any, source: str, location: str = "") -> HardwareSpec:
         vector_tflops=_dtype_numbers(top, "vector_tflops", required=False),
         sparse_tflops=_dtype_numbers(top, "sparse_tflops", required=False),
         memory_type=_memory_type(top),
+        memory_capacity_gb=_memory_capacity(top),
         llc_mb=top.positive_number("llc_mb", None),
         stored=copy.deepcopy(dict(data)),
     )
@@ -153,6 +154,11 @@ def check_plausible(top: Fields) -> None:
 def _memory_type(top: Fields) -> str | None:
     memory = top.sub("memory", None)
     return None if memory is None else memory.string("type", None)
+
+
+def _memory_capacity(top: Fields) -> float | None:
+    memory = top.sub("memory", None)
+    return None if memory is None else memory.positive_number("capacity_gb", None)
 
 
 def _host_link(top: Fields) -> HostLink | None:

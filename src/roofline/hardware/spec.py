@@ -11,7 +11,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UnsupportedDtypeError
+from ..errors import UnsupportedDtypeError, option
 from ..model.dtypes import DTYPES
 from ..roof import ridge_point
 
@@ -203,6 +203,7 @@ class HardwareSpec:
     vector_tflops: dict[str, float] = field(default_factory=dict)
     sparse_tflops: dict[str, float] = field(default_factory=dict)
     memory_type: str | None = None
+    memory_capacity_gb: float | None = None  # memory.capacity_gb (GB = 10^9 B); None: unknown
     llc_mb: float | None = None
     stored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     overrides: tuple[str, ...] = ()  # bundled names or aliases a user entry shadows
@@ -213,7 +214,7 @@ class HardwareSpec:
             supported = ", ".join(self.dtypes) or "none"
             raise UnsupportedDtypeError(
                 f"{self.name} has no {dtype} peak (its entry lists: {supported}; "
-                f"choose one with --dtype)")
+                f"choose one with {option('dtype')})")
         return self.peak_tflops[dtype] * 1e12
 
     @property
@@ -228,6 +229,13 @@ class HardwareSpec:
     def ridge(self, dtype: str) -> float:
         """Ridge point (ops:byte ratio) in FLOP/B: dense peak / DRAM bandwidth."""
         return ridge_point(self.peak_flops_per_s(dtype), self.bandwidth_bytes_per_s)
+
+    @property
+    def memory_capacity_bytes(self) -> float | None:
+        """Device memory in bytes (``memory.capacity_gb`` x 10^9), or None when the entry
+        does not give it (a CPU entry may leave it unset)."""
+        gb = self.memory_capacity_gb
+        return gb * 1e9 if gb is not None else None
 
     @property
     def sms(self) -> int | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import KernelCheckError
 
@@ -42,7 +43,7 @@ def gemm_kernel(n: int, dtype: str, seed: int = 0) -> Kernel:
     return Kernel(f"{dtype} GEMM n={n}", kernel.run, kernel.work, kernel.unit)
 
 
-def _check_gemm(a, b, c, dtype: str, label: str | None = None) -> None:
+def _check_gemm(a: Any, b: Any, c: Any, dtype: str, label: str | None = None) -> None:
     """Raise KernelCheckError unless ``c`` holds ``a @ b``, read on a corner (the first rows
     and columns); for a batched GEMM, on the first and the last product of the batch."""
     import numpy as np
@@ -141,7 +142,7 @@ def thin_gemm_kernels(ms: tuple[int, ...], nk: int, dtype: str, seed: int = 0) -
         a = rng.random((m, nk), dtype=np_dtype) - 0.5
         c = np.empty((m, nk), dtype=np_dtype)
 
-        def run(loops: int, a=a, c=c) -> None:
+        def run(loops: int, a: Any = a, c: Any = c) -> None:
             for _ in range(loops):
                 np.matmul(a, b, out=c)
 
@@ -234,5 +235,5 @@ class StreamArrays:
     def __enter__(self) -> StreamArrays:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -24,7 +24,8 @@ CUPY_DTYPES = {"fp64": "float64", "fp32": "float32", "fp16": "float16"}
 CHECK_RTOL = {"fp64": 1e-9, "fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 3e-2}
 
 
-def _matmul_run(matmul, a, b, c, sync) -> Callable[[int], None]:
+def _matmul_run(matmul: Any, a: Any, b: Any, c: Any,
+                sync: Callable[[], object]) -> Callable[[int], None]:
     """``run(loops)``: ``matmul(a, b, out=c)`` ``loops`` times, then one ``sync``; called once
     (the warm-up that also fills ``c`` for the check) before it is returned."""
     def run(loops: int) -> None:
@@ -103,7 +104,7 @@ class TorchBackend:
         return self._copy_kernel(f"host-to-device {nbytes / 2**20:.0f} MiB (pinned)", dst, src,
                                  nbytes)
 
-    def _copy_kernel(self, label: str, dst, src, work: int) -> Kernel:
+    def _copy_kernel(self, label: str, dst: Any, src: Any, work: int) -> Kernel:
         def run(loops: int) -> None:
             for _ in range(loops):
                 dst.copy_(src, non_blocking=True)

@@ -108,14 +108,3 @@ def measure(run: Callable[[int], object], repeats: int = 5, warmups: int = 1,
     warm = tuple(time_once(run, loops, clock) / loops for _ in range(warmups))
     samples = tuple(time_once(run, loops, clock) / loops for _ in range(repeats))
     return BenchResult(samples, warm, loops)
-
-
-def instability_warning(label: str, result: BenchResult) -> str | None:
-    """A pyperf-style warning when ``result`` looks unstable, saying what to do about it."""
-    if not result.unstable:
-        return None
-    return (f"{label} may be unstable: spread (MAD/median) {result.spread:.0%}, best "
-            f"{result.best_s:.3g} s, median {result.median_s:.3g} s, worst "
-            f"{max(result.samples_s):.3g} s per call over "
-            f"{len(result.samples_s)} values; close other programs and rerun `roofline probe` "
-            f"(the full probe repeats more)")

@@ -29,6 +29,27 @@ OUTPUT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "fp16", "bf16", "int32", "int8
 ACCUMULATION_DTYPES: tuple[str, ...] = ("fp64", "fp32", "fp16", "bf16")
 _DEFAULT_OUTPUT = {"int8": "int32", "fp8": "bf16", "tf32": "fp32"}
 
+#: How weights may be stored (``weights:``): the operand dtypes a serving stack keeps weights in,
+#: and int4, group-quantized (``group_size`` values share one fp16 scale, as GPTQ and AWQ do).
+WEIGHT_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+#: How the KV cache may be stored (``kv_cache:``).
+KV_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp8", "int8")
+#: What a GEMM's activation operand (and its math) may be (``activations:``).
+ACTIVATION_DTYPES: tuple[str, ...] = DTYPES
+GROUPED_DTYPES: tuple[str, ...] = ("int4",)  # stored with per-group scales
+DEFAULT_GROUP_SIZE = 128  # GPTQ's and AWQ's usual group
+SCALE_BYTES = 2  # one fp16 scale per group (symmetric: no zero points)
+_BITS = {"int4": 4}
+
+
+def bits(dtype: str) -> int:
+    """Bits per element of ``dtype`` (int4: 4; every other dtype 8 x ``itemsize``)."""
+    return _BITS.get(dtype) or 8 * itemsize(dtype)
+
+
+def is_float(dtype: str) -> bool:
+    return not dtype.startswith("int")
+
 
 def default_output_dtype(dtype: str) -> str:
     """C's dtype when the model does not say: the operands', except INT8 -> INT32 (integer

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .dtypes import check_dtype, default_output_dtype, itemsize
+from .dtypes import SCALE_BYTES, bits, check_dtype, default_output_dtype, itemsize
 
 PASSES = ("forward", "backward-data", "backward-weight")
 Dims = tuple[int, int, int]
@@ -51,7 +51,10 @@ class GemmShape(NamedTuple):
     convolution's N.P.Q: NVIDIA's channel rule leaves the batch and the image size free).
     ``tensors`` (None: the matrices themselves) are the element counts of A, B and C over all
     ``batch_count`` GEMMs, when the kernel reads and writes tensors smaller than its matrices
-    (a convolution's input map, not its unfolded matrix).
+    (a convolution's input map, not its unfolded matrix). ``b_operand`` says what B is when the
+    model may store it in its own format: ``"weight"`` (a weight matrix: forward and
+    data-gradient GEMMs of a weighted layer), ``"kv"`` (K or V read from the KV cache: naive
+    attention in decode), else ``""``.
     """
 
     layer: str
@@ -64,6 +67,7 @@ class GemmShape(NamedTuple):
     batch_count: int = 1
     align: tuple[int, int, int] = (1, 1, 1)
     tensors: tuple[int, int, int] | None = None  # A, B, C elements when not the matrices
+    b_operand: str = ""  # "weight" | "kv" | "": what B is
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -72,14 +76,21 @@ def gemm_flops(m: int, n: int, k: int) -> int:
 
 
 def operand_bytes(m: int, n: int, k: int, dtype: str, c_dtype: str | None = None,
-                  c_read: bool = False) -> tuple[int, int, int]:
+                  c_read: bool = False, b_dtype: str = "",
+                  group_size: int = 0) -> tuple[int, int, int]:
     """Compulsory bytes of (A, B, C): ``e mk``, ``e kn`` and ``e_C mn`` (x2 when C is read).
 
-    ``c_dtype`` None means ``default_output_dtype(dtype)``.
+    ``c_dtype`` None means ``default_output_dtype(dtype)``. ``b_dtype`` (a stored weight or
+    KV format; "" means ``dtype``) sets B's bytes: ``ceil(kn bits / 8)``, plus with
+    ``group_size`` g one fp16 scale per g values of each column, ``2 kn / g``.
     """
     e = itemsize(dtype)
     e_c = itemsize(c_dtype or default_output_dtype(dtype))
-    return e * m * k, e * k * n, e_c * m * n * (2 if c_read else 1)
+    b = e * k * n
+    if b_dtype:
+        b = -(-k * n * bits(b_dtype) // 8) + (k * n // group_size * SCALE_BYTES
+                                              if group_size else 0)
+    return e * m * k, b, e_c * m * n * (2 if c_read else 1)
 
 
 def gemm_bytes(m: int, n: int, k: int, dtype: str, c_dtype: str | None = None,
@@ -114,6 +125,8 @@ class Gemm:
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
     align: tuple[int, int, int] = (1, 1, 1)  # per dimension: what alignment checks (GemmShape)
     tensors: tuple[int, int, int] | None = None  # A, B, C elements read/written (GemmShape)
+    b_dtype: str = ""  # B as stored when not ``dtype`` (int4/int8/fp8 weights, an fp8 KV cache)
+    group_size: int = 0  # values per fp16 scale of a group-quantized B (int4); 0: none
     # computed once in __post_init__ (a deep report reads each several times); not compared
     flops: int = field(init=False, repr=False, compare=False)
     bytes: int = field(init=False, repr=False, compare=False)
@@ -130,6 +143,8 @@ class Gemm:
             value = getattr(self, dim)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{dim} must be a positive integer, got {value!r}")
+        if self.b_dtype == self.dtype:
+            object.__setattr__(self, "b_dtype", "")
         flops = gemm_flops(self.m, self.n, self.k) * self.batch_count
         nbytes = self.traffic((self.m, self.n, self.k))
         object.__setattr__(self, "flops", flops)
@@ -141,9 +156,24 @@ class Gemm:
         the dimensions ``dims``."""
         return sum(self._operand_bytes(dims))
 
+    @property
+    def stored_b(self) -> str:
+        """B's dtype as stored: ``b_dtype``, else the GEMM's ``dtype``."""
+        return self.b_dtype or self.dtype
+
+    def dequant_flops_at(self, dims: Dims) -> int:
+        """FLOPs turning a stored B (``b_dtype``) into the math dtype: 2 per element (convert
+        and scale), once per element of B, k x n x ``batch_count``; 0 for a plain GEMM."""
+        return 2 * dims[1] * dims[2] * self.batch_count if self.b_dtype else 0
+
+    @property
+    def dequant_flops(self) -> int:
+        return self.dequant_flops_at((self.m, self.n, self.k))
+
     def _operand_bytes(self, dims: Dims) -> tuple[int, int, int]:
         m, n, k = dims
-        a, b, c = operand_bytes(m, n, k, self.dtype, self.c_dtype, self.c_read)
+        a, b, c = operand_bytes(m, n, k, self.dtype, self.c_dtype, self.c_read, self.b_dtype,
+                                self.group_size)
         count = self.batch_count
         if self.tensors is None:
             return a * count, b * count, c * count
@@ -151,8 +181,12 @@ class Gemm:
         own = operand_bytes(self.m, self.n, self.k, self.dtype, self.c_dtype, self.c_read)
         per = (itemsize(self.dtype), itemsize(self.dtype),
                itemsize(self.c_dtype) * (2 if self.c_read else 1))
-        return tuple((t * e * new + mine // 2) // mine  # type: ignore[return-value]
-                     for t, e, new, mine in zip(self.tensors, per, (a, b, c), own))
+        scaled = [(t * e * new + mine // 2) // mine
+                  for t, e, new, mine in zip(self.tensors, per, (a, b, c), own)]
+        if self.b_dtype:  # B stored narrower: its tensor's elements at B's own bytes per element
+            elements = self.k * self.n
+            scaled[1] = (self.tensors[1] * b + elements // 2) // elements
+        return scaled[0], scaled[1], scaled[2]
 
     @property
     def bytes_by_operand(self) -> dict[str, int]:

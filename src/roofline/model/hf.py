@@ -4,7 +4,8 @@ Each adapter maps the config's names (``hidden_size``, ``num_key_value_heads``, 
 onto model.yaml's layers: an embedding, the transformer blocks (``repeat``), the final norm and
 the output layer (tied to the embedding or not). The result is a model.yaml mapping, validated
 like any other; ``batch`` and ``seq`` are never in a config (give ``--batch`` and ``--seq``),
-``dtype`` comes from ``torch_dtype`` (or ``dtype``) when the config has it.
+``dtype`` comes from ``torch_dtype`` (or ``dtype``) when the config has it, ``context`` (the
+longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_positions``).
 
 - llama, mistral, qwen2, mixtral: rmsnorm, gated (SwiGLU) FFN, causal, no biases (qwen2: a
   bias on the fused QKV projection), untied output unless ``tie_word_embeddings``; mixtral:
@@ -34,6 +35,10 @@ def model_from_config(config: Any, source: str) -> dict[str, Any]:
         raise fields.fail("model_type", f"unsupported model_type {kind!r} (supported: "
                                         f"{', '.join(ADAPTERS)})")
     model: dict[str, Any] = {"layers": ADAPTERS[kind](fields)}
+    for key in ("max_position_embeddings", "n_positions"):  # the context the model takes
+        if fields.get(key, None) is not None:
+            model["context"] = fields.positive_int(key)
+            break
     for key in ("torch_dtype", "dtype"):
         value = config.get(key)
         if isinstance(value, str) and value in TORCH_DTYPES:

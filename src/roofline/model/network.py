@@ -13,6 +13,20 @@ model.yaml (the contract in docs/design.md)::
     phase: prefill              # inference: prefill (seq tokens at once) | decode (one token
                                 # per sequence against a KV cache of seq tokens)
     optimizer: adam             # train: none | sgd | adam (the update counted as an op)
+    weights: int4               # optional, inference: how weights are stored: fp32 | fp16 | bf16 |
+                                # fp8 | int8 | int4 (default: activations)
+    group_size: 128             # int4 weights: values per fp16 scale (default 128)
+    activations: fp16           # optional: the GEMMs' activation operand and math dtype
+                                # (default: dtype; int8 with int8 weights is W8A8)
+    kv_cache: fp8               # optional, inference: the KV cache's dtype: fp32 | fp16 | bf16 |
+                                # fp8 | int8 (default: dtype)
+    logits: all                 # prefill: all (scoring: every token's logits) | last (generation:
+                                # the output layer runs on each sequence's last token only);
+                                # default all, and last in a generation (--prompt, --generate)
+    recompute: none             # train: none | selective | full activation recomputation
+                                # (memory only: the recomputed work is not timed)
+    context: 4096               # optional: the longest sequence the model takes (a config's
+                                # max_position_embeddings)
     input: {channels: 3, height: 224, width: 224}   # optional: the image a CNN starts from
     layers:
       - {type: linear, in: 1024, out: 4096, name: fc1}   # name optional (default fc<i>)
@@ -44,11 +58,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, option
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
-from .dtypes import ACCUMULATION_DTYPES, DTYPES, OUTPUT_DTYPES, default_output_dtype, itemsize
+from .dtypes import (
+    ACCUMULATION_DTYPES,
+    ACTIVATION_DTYPES,
+    DEFAULT_GROUP_SIZE,
+    DTYPES,
+    GROUPED_DTYPES,
+    KV_DTYPES,
+    OUTPUT_DTYPES,
+    WEIGHT_DTYPES,
+    bits,
+    default_output_dtype,
+    is_float,
+    itemsize,
+)
 from .gemm import Gemm, GemmShape
-from .layers import Add, Conv2d, Layer, Linear, Step, Transformer, layer_from_fields
+from .layers import Add, Captured, Conv2d, Layer, Linear, Step, Transformer, layer_from_fields
 from .layers.spatial import Shape
 from .layers.transformer import ATTENTION_FORMS
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
@@ -56,8 +83,11 @@ from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
 MODES = ("train", "inference")
 INFERENCE_PHASES = ("prefill", "decode")
 OPTIMIZER_CHOICES = ("none", *OPTIMIZERS)
+RECOMPUTE = ("none", "selective", "full")
 _TOP_KEYS = frozenset({"name", "batch", "seq", "dtype", "output_dtype", "grad_accumulation",
-                       "mode", "phase", "optimizer", "layers", "mlp", "input"})
+                       "mode", "phase", "optimizer", "layers", "mlp", "input", "recompute",
+                       "context", "weights", "activations", "kv_cache", "group_size", "logits"})
+LOGITS = ("all", "last")
 NO_ACCUMULATION = "none"
 
 
@@ -82,6 +112,59 @@ class Network:
     optimizer: str = "none"
     copies: tuple[int, ...] = ()
     source: str = "<model>"
+    recompute: str = "none"
+    context: int | None = None  # the longest sequence the model takes; None: not stated
+    weights: str | None = None  # weight storage (None: the activations' dtype)
+    activations: str | None = None  # GEMM activation operand and math (None: dtype)
+    kv_cache: str | None = None  # KV cache dtype (None: dtype)
+    group_size: int | None = None  # int4 weights: values per scale (None: 128)
+    logits: str | None = None  # prefill: "all" tokens' logits or the "last" token's only;
+    # None: all, except in a generation (analysis.generation), which keeps the last
+
+    @property
+    def activation_dtype(self) -> str:
+        """The dtype weight GEMMs compute in and read their activation operand as."""
+        return self.activations or self.operand_dtype
+
+    @property
+    def weight_dtype(self) -> str:
+        """How weights are stored: ``weights``, else the activations' dtype."""
+        return self.weights or self.activation_dtype
+
+    @property
+    def kv_dtype(self) -> str:
+        return self.kv_cache or self.operand_dtype
+
+    @property
+    def group(self) -> int:
+        """Values per scale of group-quantized (int4) weights; 0 for other formats."""
+        if self.weight_dtype not in GROUPED_DTYPES:
+            return 0
+        return self.group_size or DEFAULT_GROUP_SIZE
+
+    @property
+    def weight_c_dtype(self) -> str:
+        """C of a weight GEMM: ``output_dtype``; else, under activations other than ``dtype``,
+        the model's dtype (W8A8 kernels dequantize in their epilogue), else the default for
+        the math dtype."""
+        if self.output_dtype:
+            return self.output_dtype
+        if self.activation_dtype != self.operand_dtype:
+            return self.operand_dtype
+        return default_output_dtype(self.activation_dtype)
+
+    @property
+    def mixed_precision(self) -> bool:
+        """Whether weights, activations or the KV cache differ from ``dtype``."""
+        d = self.operand_dtype
+        return (self.weight_dtype, self.activation_dtype, self.kv_dtype) != (d, d, d)
+    uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
+
+    @property
+    def captured_batch(self) -> int | None:
+        """The batch a captured module ran at (its steps exist at that batch only), or None
+        for a network read from a file."""
+        return next((layer.batch for layer in self.layers if isinstance(layer, Captured)), None)
 
     @property
     def c_dtype(self) -> str:
@@ -109,9 +192,13 @@ class Network:
                        mode: str | None = None, output_dtype: str | None = None,
                        grad_accumulation: str | None = None, seq: int | None = None,
                        phase: str | None = None, attention: str | None = None,
-                       optimizer: str | None = None) -> Network:
+                       optimizer: str | None = None, recompute: str | None = None,
+                       weights: str | None = None, activations: str | None = None,
+                       kv_cache: str | None = None, group_size: int | None = None,
+                       logits: str | None = None) -> Network:
         """A copy with the given settings replaced (the CLI's --batch, --dtype, --mode,
-        --output-dtype, --grad-accumulation, --seq, --phase, --optimizer;
+        --output-dtype, --grad-accumulation, --seq, --phase, --optimizer, --recompute,
+        --weights, --activations, --kv-cache, --group-size, --logits;
         ``grad_accumulation="none"``
         turns accumulation off; ``attention``, --attention, sets every transformer block's
         attention form: a config.json has none of its own)."""
@@ -124,7 +211,9 @@ class Network:
                 for layer in self.layers))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase,
-                 "optimizer": optimizer}
+                 "optimizer": optimizer, "recompute": recompute, "weights": weights,
+                 "activations": activations, "kv_cache": kv_cache, "group_size": group_size,
+                 "logits": logits}
         changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
         fields = Fields(changes, "overrides")
         checks: dict[str, Callable[[str], object]] = {
@@ -134,6 +223,12 @@ class Network:
                   "phase": lambda k: fields.choice(k, INFERENCE_PHASES),
                   "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
                   "optimizer": lambda k: fields.choice(k, OPTIMIZER_CHOICES),
+                  "recompute": lambda k: fields.choice(k, RECOMPUTE),
+                  "weights": lambda k: fields.choice(k, WEIGHT_DTYPES),
+                  "activations": lambda k: fields.choice(k, ACTIVATION_DTYPES),
+                  "kv_cache": lambda k: fields.choice(k, KV_DTYPES),
+                  "group_size": fields.positive_int,
+                  "logits": lambda k: fields.choice(k, LOGITS),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
         return replace(network, **changes)
@@ -147,6 +242,23 @@ class Network:
         if hasattr(first, "input_bytes"):
             return first.input_bytes(step)
         return step.tokens * (first.in_width or 0) * step.e
+
+    def step(self) -> Step:
+        """The step the layers see: batch, seq, phase and element sizes."""
+        batch, dtype = self.settled()
+        return Step(batch, self.seq, self.step_phase, itemsize(dtype), itemsize(self.kv_dtype))
+
+    def layer_steps(self) -> list[Step]:
+        """The step each layer sees: ``step()``, except that with ``logits: last`` a prefill's
+        output layer (the last layer, when it is not attention) runs on one token per sequence,
+        as generation does (it keeps only the last token's logits)."""
+        step = self.step()
+        steps = [step] * len(self.layers)
+        last = self.layers[-1]
+        if (self.logits == "last" and step.phase == "prefill" and step.seq is not None
+                and not getattr(last, "needs_seq", False)):
+            steps[-1] = replace(step, phase="decode")  # batch rows, one per sequence
+        return steps
 
     def gemms(self) -> tuple[Gemm, ...]:
         """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
@@ -164,13 +276,36 @@ class Network:
                 where = ("the config.json has no torch_dtype: give" if key == "dtype" and
                          self.source.endswith(".json") else f"give {key} in the model or")
                 raise InputError(self.source, key, f"missing required field ({where} "
-                                                   f"--{key})")
+                                                   f"{option(key)})")
+        self._check_precision()
         if self.seq is None:
             for layer in self.layers:
                 if getattr(layer, "needs_seq", False):
                     raise InputError(self.source, "seq", f"missing required field: layer "
                                      f"{layer.name!r} needs tokens per sample (give seq in the "
-                                     f"model or --seq)")
+                                     f"model or {option('seq')})")
+
+    def _check_precision(self) -> None:
+        """Weights may be stored narrower than the activations they meet (weight-only formats:
+        W4A16, W8A16, fp8 weights under fp16 math; int4 under int8 math, W4A8), never wider,
+        and integer weights need integer or float math, fp8 weights float math; a group size
+        belongs to int4 weights; a training step keeps its weights at the activations' dtype."""
+        weights, act = self.weight_dtype, self.activation_dtype
+        if weights != act:
+            narrower = bits(weights) < bits(act)
+            kinds = is_float(act) or (weights == "int4" and act == "int8")
+            if not (narrower and kinds):
+                raise InputError(self.source, "weights", f"{weights} weights cannot meet {act} "
+                                 f"activations: a stored weight format must be narrower than the "
+                                 f"activations (weight-only: int4, int8 or fp8 weights with fp16 "
+                                 f"or bf16 activations; W4A8: int4 with int8) or the same")
+            if self.mode == "train":
+                raise InputError(self.source, "weights", f"{weights} weights with {act} "
+                                 f"activations are modelled for inference only (a training step"
+                                 f" keeps its weights at the activations' dtype)")
+        if self.group_size is not None and weights not in GROUPED_DTYPES:
+            raise InputError(self.source, "group_size", f"a group size needs group-quantized "
+                             f"weights ({', '.join(GROUPED_DTYPES)}); the weights are {weights}")
 
     def settled(self) -> tuple[int, str]:
         """``(batch, dtype)`` once ``check()`` passes (it raises InputError otherwise)."""
@@ -180,12 +315,11 @@ class Network:
 
     def expand(self) -> tuple[tuple[Gemm, ...], tuple[Op, ...]]:
         """The step's GEMMs and ops, in the order the module docstring describes."""
-        batch, dtype = self.settled()
-        step = Step(batch, self.seq, self.step_phase, itemsize(dtype))
+        step = self.step()
         copies = self.copies or (0,) * len(self.layers)
         items: list[tuple[int, GemmShape | OpShape]] = []
-        for layer, copy in zip(self.layers, copies):
-            items += [(copy, item) for item in layer.forward(step)]
+        for layer, copy, own in zip(self.layers, copies, self.layer_steps()):
+            items += [(copy, item) for item in layer.forward(own)]
         if self.mode == "train":
             items += self._backward(step, copies)
             if self.optimizer != "none":
@@ -200,10 +334,27 @@ class Network:
         return tuple(gemms), tuple(ops)
 
     def _gemm(self, index: int, s: GemmShape, copy: int) -> Gemm:
+        """GEMM ``index``: weight GEMMs (B a weight, and weight gradients) compute in the
+        activations' dtype, B stored as the weights are (a group-quantized B needs a group size
+        dividing K); naive attention in decode reads B from the KV cache; C is ``output_dtype``,
+        else the math dtype's default, except under separate activations, where a weight GEMM
+        writes the model's dtype (the dequantizing epilogue of W8A8 kernels)."""
+        weighted = s.b_operand == "weight" or s.pass_ == "backward-weight"
+        math = self.activation_dtype if weighted else self.operand_dtype
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
-        c_dtype = self.grad_accumulation if self.grad_accumulation and accumulate else self.c_dtype
-        return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, self.operand_dtype, s.roles,
-                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors)
+        c_dtype = self.grad_accumulation if self.grad_accumulation and accumulate else (
+            self.weight_c_dtype if weighted else self.c_dtype)
+        b_dtype, group = "", 0
+        if s.b_operand == "weight":
+            b_dtype, group = self.weight_dtype, self.group
+            if group and s.k % group:
+                raise InputError(self.source, "group_size", f"group size {group} does not "
+                                 f"divide {s.roles[2]} ({s.k}) of layer {s.layer!r}")
+        elif s.b_operand == "kv":
+            b_dtype = self.kv_dtype
+        return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
+                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
+                    b_dtype, group)
 
     def _backward(self, step: Step, copies: tuple[int, ...]) -> list[tuple[int, Any]]:
         weighted_before = [False]  # weighted_before[i]: does any layer before i have weights?
@@ -250,6 +401,13 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
         optimizer=top.choice("optimizer", OPTIMIZER_CHOICES, "none"),
         copies=copies,
         source=source,
+        recompute=top.choice("recompute", RECOMPUTE, "none"),
+        context=top.positive_int("context", None),
+        weights=top.choice("weights", WEIGHT_DTYPES, None),
+        activations=top.choice("activations", ACTIVATION_DTYPES, None),
+        kv_cache=top.choice("kv_cache", KV_DTYPES, None),
+        group_size=top.positive_int("group_size", None),
+        logits=top.choice("logits", LOGITS, None),
     )
 
 

@@ -54,6 +54,10 @@ def batch_text(advice: BatchAdvice) -> str:
         return (f"no batch reaches the ridge ({advice.ridge:.1f}): intensity tends to "
                 f"{advice.limit:.1f} FLOP/B; widen the layer")
     text = f"batch >= {advice.batch} makes it compute-bound"
+    if advice.max_batch is not None:
+        return text + (f", but does not fit in memory (at most batch {advice.max_batch} "
+                       f"fits at this sequence length)" if advice.max_batch else
+                       ", but does not fit in memory (not even batch 1 fits)")
     if advice.pad_to is None:
         return text
     return (text + f"; {advice.pad_to} also meets {_TIER[advice.tier]} (a multiple of "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..model.dtypes import DTYPES
 from .json import to_json
+from .probe_notes import note_text
 
 
 def probe_json(result) -> str:
@@ -64,7 +65,17 @@ def probe_table(result) -> str:
         out += _gemm_lines(gpu["gemm_gflops"], theory.get("gemm_gflops", {}), "GPU ")
         out += _bandwidth_lines(gpu["bandwidth_gbs"], theory.get("bandwidth_gbs", {}),
                                 ("device", "host_to_device"))
-    out += [""] + [f"assumed: {a}" for a in result.assumptions]
-    out += [f"not measured: {n['figure']}: {n['reason']}" for n in result.not_measured]
-    out += [f"warning: {w}" for w in result.warnings]
+    out += [""] + [f"assumed: {note_text(a)}" for a in result.assumptions]
+    out += [f"not measured: {s.figure}: {note_text(s.reason)}" for s in result.not_measured]
+    out += [f"warning: {note_text(w)}" for w in result.warnings]
     return "\n".join(out) + "\n"
+
+
+def probe_html(result, command: str | None = None) -> str:
+    """The self-contained HTML page (``output.html.probe_page``)."""
+    from .html import probe_page
+
+    return probe_page(result, command)
+
+
+PROBE_FORMATS = {"table": probe_table, "json": probe_json, "html": probe_html}

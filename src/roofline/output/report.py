@@ -1,11 +1,11 @@
-"""Turning results into text: table, CSV, Markdown, JSON, HTML. Display only; numbers stay raw
-everywhere else. Prefixes are decimal (SI): 1 GB = 10^9 B, 1 TFLOP/s = 10^12 FLOP/s.
+"""Turning results into text: table, CSV, Markdown, JSON, HTML (the page itself is
+``output.html``). Display only; numbers stay raw everywhere else. Prefixes are decimal (SI):
+1 GB = 10^9 B, 1 TFLOP/s = 10^12 FLOP/s.
 """
 
 from __future__ import annotations
 
 import csv
-import html
 import io
 import re
 import textwrap
@@ -81,7 +81,7 @@ def report_json(report: Report, view: View = View()) -> str:
     return to_json(report.to_dict())
 
 
-def _shown(report: Report, view: View) -> tuple[list, list]:
+def shown_results(report: Report, view: View) -> tuple[list, list]:
     """The GEMM and op results a table shows under ``view``."""
     keep = (lambda row: True) if view.expand else (lambda row: row.copy == 0)
     gemms = [r for r in report.results if keep(r.gemm)]
@@ -106,7 +106,10 @@ def _op_row(result) -> list[str]:
 
 
 def precision_text(network) -> str:
-    """The precision a report assumed, in words: operands, output, weight-gradient buffer."""
+    """The precision a report assumed, in words: operands, output, weight-gradient buffer;
+    with separate weights, activations or KV cache, each of them."""
+    if network.mixed_precision:
+        return _mixed_precision_text(network)
     text = f"A, B {network.dtype} -> C {network.c_dtype}"
     if network.mode != "train":
         return text
@@ -114,6 +117,20 @@ def precision_text(network) -> str:
         return text + (f"; weight gradients accumulate into {network.grad_accumulation} "
                        f"(C read and written)")
     return text + "; weight gradients written once (no accumulation buffer)"
+
+
+def _mixed_precision_text(network) -> str:
+    """``weights int4-g128 (fp16 scales) x activations fp16 -> C fp16; KV cache fp8; rest
+    fp16``: the weight GEMMs compute in the activations' dtype (a narrower weight is
+    dequantized to it), everything else in the model's dtype."""
+    stored = network.weight_dtype
+    if network.group:
+        stored += f"-g{network.group} (fp16 scales)"
+    text = (f"weights {stored} x activations {network.activation_dtype} -> C "
+            f"{network.weight_c_dtype}")
+    if network.mode != "train":
+        text += f"; KV cache {network.kv_dtype}"
+    return text + f"; rest {network.dtype}"
 
 
 def step_text(network) -> str:
@@ -142,7 +159,7 @@ def quantization_line(detail: bool) -> str:
     return f"quantization: on (compute-bound GEMM times divided by the tile/wave {how})"
 
 
-def _totals_line(report: Report) -> str:
+def totals_line(report: Report) -> str:
     t = report.totals
     head = f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}"
     if not report.ops:
@@ -153,7 +170,9 @@ def _totals_line(report: Report) -> str:
                 f"{seconds(t['op_time_s'])}); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'])}")
     left = [_NOT_COUNTED[key] for key in report.not_counted()]
-    return text + (f"; not counted: {', '.join(left)}" if left else "")
+    uncosted = report.network.uncosted
+    return text + (f"; not counted: {', '.join(left)}" if left else "") + (
+        f"; FLOPs unknown (their bytes counted): {', '.join(uncosted)}" if uncosted else "")
 
 
 #: What ``Report.not_counted`` keys mean to a reader.
@@ -161,14 +180,102 @@ _NOT_COUNTED = {
     "optimizer": "the optimizer update (optimizer none: give --optimizer sgd|adam)",
     "loss": "the loss and its gradient",
     "dropout": "dropout (the model's rate is 0)",
+    "recomputation": "the recomputed forward work (recompute changes the memory count only)",
 }
+
+
+#: How each part of ``Memory`` reads in a sentence.
+_PART_NAMES = {"weights": "weights", "kv_cache": "KV cache", "activations": "activations",
+               "gradients": "gradients", "optimizer": "optimizer states",
+               "workspace": "workspace"}
+
+
+def memory_line(report: Report) -> str | None:
+    """The step's memory in one sentence: the total by part against the capacity, with a
+    "does not fit" verdict, and the largest batch (at this seq) and seq (at this batch) that
+    fit."""
+    memory = report.memory
+    if memory is None:
+        return None
+    net = report.network
+    parts = ", ".join(f"{_PART_NAMES[part]} {si(value, 'B')}"
+                      for part, value in memory.parts.items() if value)
+    total = si(memory.total_bytes, "B")
+    if memory.not_counted:
+        parts += "; not counted: " + ", ".join(
+            f"{_PART_NAMES[part]} (a capture does not record them)" for part in memory.not_counted)
+    if memory.capacity_bytes is None:
+        return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
+                f"whether it fits is not checked")
+    capacity = si(memory.capacity_bytes, "B")
+    if memory.fits:
+        head = f"memory: {total} of {capacity} ({parts})"
+    else:
+        head = f"memory: does not fit: needs {total} of {capacity} ({parts})"
+    return head + "; " + _largest_fitting(memory, net)
+
+
+def step_line(report: Report) -> str:
+    """The whole step's verdict (``Report.step``): from which batch it is compute-bound, or
+    why no batch makes it so."""
+    v = report.step
+    if v.captured_batch is not None:
+        return (f"step: not judged across batches: the module was captured at batch "
+                f"{v.captured_batch} (capture it with inputs of another batch to see that one)")
+    if v.batch is not None:
+        text = (f"step: compute-bound from batch {v.batch} (the whole step's FLOP time reaches "
+                f"its byte time)")
+        if v.fits is False:
+            text += (f", which does not fit in memory (at most batch {v.max_batch})"
+                     if v.max_batch else ", which does not fit in memory")
+        return text
+    part = "the GEMMs make" if v.limiter == "gemm" else f"{v.limiter} (an op) makes"
+    limit = (f"its intensity tends to {v.intensity_limit:.1f} FLOP/B (ridge "
+             f"{report.ridge:.1f})" if v.intensity_limit is not None else "")
+    own = (f" at {v.limiter_intensity:.1f} FLOP/B" if v.limiter_intensity is not None else "")
+    return (f"step: memory-bound at every batch: {limit}; {part} {v.limiter_share:.0%} of "
+            f"the bytes each sequence adds{own}")
+
+
+def generation_line(report: Report) -> str | None:
+    """A generation in one sentence: TTFT, TPOT, latency, tokens/s (``report.generation``)."""
+    g = report.generation
+    if g is None:
+        return None
+    logits = "last-token logits" if g.logits == "last" else "every token's logits"
+    text = (f"generation: prompt {g.prompt} + {g.generate} tokens, batch {g.batch}: time to "
+            f"first token {seconds(g.ttft_s)} (prefill, {logits})")
+    if g.tpot_s is not None:
+        text += (f"; time per output token {seconds(g.tpot_s)} (mean of {g.decode_steps} "
+                 f"decode steps, KV cache {g.prompt + 1} to {g.prompt + g.generate - 1} "
+                 f"tokens)")
+    return text + (f"; latency {seconds(g.latency_s)}; {si(g.tokens_per_s_per_sequence, '')}"
+                   f"tokens/s per sequence, {si(g.tokens_per_s, '')}tokens/s on the device "
+                   f"(roofline times: lower bounds); the table is the last step")
+
+
+def _largest_fitting(memory, net) -> str:
+    """``fits up to batch 61 at seq 2048, or up to seq 1952 at batch 64``."""
+    seq = f" at seq {net.seq}" if net.seq is not None else ""
+    if memory.max_batch is None:
+        return f"captured at batch {net.batch}, so no other batch is judged"
+    if not memory.max_batch:
+        return f"not even batch 1 fits{seq}"
+    text = f"fits up to batch {memory.max_batch}{seq}"
+    if memory.max_seq is None:
+        return text
+    if memory.seq_limit == "context":
+        return text + f", and up to the model's context ({memory.max_seq}) at batch {net.batch}"
+    if not memory.max_seq:
+        return text
+    return text + f", or up to seq {memory.max_seq} at batch {net.batch}"
 
 
 def _parameters(count: int) -> str:
     return f"{si(count, '').rstrip()} parameters"
 
 
-def _repeat_note(report: Report, view: View) -> str | None:
+def repeat_note(report: Report, view: View) -> str | None:
     """Says how many rows a table hides because they repeat the first copy of a layer."""
     hidden = (sum(1 for r in report.results if r.gemm.copy)
               + sum(1 for r in report.ops if r.op.copy))
@@ -196,9 +303,10 @@ def _scaling_lines(report: Report) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _alignment_groups(gemms: list) -> list[str]:
-    """Alignment notes grouped by the dimension value they are about, most severe tier first:
-    ``advice: width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024 (...)``."""
+def _alignment_groups(gemms: list) -> list[tuple[str, str]]:
+    """Alignment notes grouped by the dimension value they are about, most severe tier first,
+    as ``(tier, text)``: ``("advice", "width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024
+    (...)")``."""
     from ..analysis.alignment import TIERS
 
     groups: dict[tuple[int, int, int], tuple[dict[str, None], dict[str, None], AlignmentNote]]
@@ -217,23 +325,41 @@ def _alignment_groups(gemms: list) -> list[str]:
             "channels" if "channels" in note.role else "dimension")
         where = "" if list(labels) == ["batch"] else f" ({', '.join(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
-        lines.append(f"{note.tier}: {noun} {value}{where}: {', '.join(names)}: "
-                     f"pad to {note.pad_to} ({reason})")
+        lines.append((note.tier, f"{noun} {value}{where}: {', '.join(names)}: "
+                                 f"pad to {note.pad_to} ({reason})"))
     return lines
+
+
+def _other_notes(gemms: list) -> list[tuple[str, str]]:
+    """Every sentence that is not an alignment note, once, with the GEMMs it is about, as
+    ``(tier, text)``: a tile/wave warning is a ``warning``, batch advice ``advice``."""
+    others: dict[str, tuple[str, list[str]]] = {}
+    for r in gemms:
+        aligned = {alignment_text(note) for note in r.alignment}
+        for tier, texts in (("warning", gemm_warnings(r)), ("advice", gemm_advice(r))):
+            for text in texts:
+                if text not in aligned:
+                    others.setdefault(text, (tier, []))[1].append(r.gemm.name)
+    return [(tier, f"{', '.join(names)}: {text}") for text, (tier, names) in others.items()]
 
 
 def _notes(report: Report, gemms: list) -> list[str]:
     """Warnings and advice as read, for the GEMMs a table shows: alignment grouped by dimension
     value and tier, then every other sentence once, with the GEMMs it is about (``MM4, MM5: no
     batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
-    others: dict[str, list[str]] = {}
-    for r in gemms:
-        aligned = {alignment_text(note) for note in r.alignment}
-        for text in gemm_warnings(r) + gemm_advice(r):
-            if text not in aligned:
-                others.setdefault(text, []).append(r.gemm.name)
-    return [f"  {line}" for line in _alignment_groups(gemms)] + [
-        f"  {', '.join(names)}: {text}" for text, names in others.items()]
+    return [f"  {tier}: {text}" for tier, text in _alignment_groups(gemms)] + [
+        f"  {text}" for _, text in _other_notes(gemms)]
+
+
+def notes_by_tier(gemms: list) -> dict[str, list[str]]:
+    """The same notes grouped by tier, most severe first (``error``, ``warning``, ``advice``;
+    empty tiers left out): the HTML page's advice section."""
+    from ..analysis.alignment import TIERS
+
+    tiers: dict[str, list[str]] = {tier: [] for tier in TIERS}
+    for tier, text in _alignment_groups(gemms) + _other_notes(gemms):
+        tiers[tier].append(text)
+    return {tier: texts for tier, texts in tiers.items() if texts}
 
 
 def _time_section(report: Report, gemms: list, as_markdown: bool = False) -> list[str]:
@@ -254,7 +380,7 @@ def _time_section(report: Report, gemms: list, as_markdown: bool = False) -> lis
 def report_table(report: Report, view: View = View()) -> str:
     """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
     warnings and advice below."""
-    gemms, ops = _shown(report, view)
+    gemms, ops = shown_results(report, view)
     out = [_header(report)]
     if report.results:
         out += ["", *aligned(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
@@ -262,8 +388,13 @@ def report_table(report: Report, view: View = View()) -> str:
     if ops:
         out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
                 *aligned(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
-    note = _repeat_note(report, view)
-    out += ["", *textwrap.wrap(_totals_line(report), width=100)]
+    note = repeat_note(report, view)
+    out += ["", *textwrap.wrap(totals_line(report), width=100)]
+    memory = memory_line(report)
+    out += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
+    out += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
+    generated = generation_line(report)
+    out += textwrap.wrap(generated, width=100, subsequent_indent="  ") if generated else []
     out += textwrap.wrap(note, width=100) if note else []
     out += _scaling_lines(report)
     notes = [wrapped for note in _notes(report, gemms) for wrapped in (
@@ -316,14 +447,18 @@ def reports_csv(reports: list[Report], view: View = View()) -> str:
 
 def report_markdown(report: Report, view: View = View()) -> str:
     """GitHub-flavoured Markdown tables with the header and totals as text around them."""
-    gemms, ops = _shown(report, view)
+    gemms, ops = shown_results(report, view)
     lines = [_header(report).replace("\n", "  \n"), "", *markdown(
         _COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
     if ops:
         lines += ["", *markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     lines += _time_section(report, gemms, as_markdown=True)
-    note = _repeat_note(report, view)
-    lines += ["", _totals_line(report)] + (["", note] if note else [])
+    note = repeat_note(report, view)
+    memory = memory_line(report)
+    generated = generation_line(report)
+    lines += ["", totals_line(report)] + (["", memory] if memory else []) + [
+        "", step_line(report)] + (["", generated] if generated else []) + (
+        ["", note] if note else [])
     scaling = _scaling_lines(report)
     lines += ["", "```", *scaling[1:], "```"] if scaling else []
     notes = _notes(report, gemms)
@@ -332,41 +467,13 @@ def report_markdown(report: Report, view: View = View()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _html_table(header: tuple[str, ...], rows: list[tuple[str, list[str]]],
-                left: frozenset) -> str:
-    def cell(tag: str, text: str, column: int) -> str:
-        align = "left" if column in left else "right"
-        return f'<{tag} style="text-align:{align}">{html.escape(text)}</{tag}>'
+def report_html(report: Report, view: View = View(), command: str | None = None) -> str:
+    """The standalone HTML page (``output.html.report_page``): chart, sortable table, advice
+    and provenance in one file that needs no network."""
+    from .html import report_page
 
-    head = "".join(cell("th", c, i) for i, c in enumerate(header))
-    body = "".join(
-        f"<tr{_SHADE if bound == 'memory' else ''}>"
-        + "".join(cell("td", c, i) for i, c in enumerate(cells)) + "</tr>"
-        for bound, cells in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_SHADE = ' style="background:#fde0dc;color:#000"'
-
-
-def report_html(report: Report, view: View = View()) -> str:
-    """HTML tables for Jupyter (``Report._repr_html_``): numbers right-aligned, memory-bound
-    rows shaded (with dark text, so dark themes stay readable), warnings and advice below."""
-    gemms, ops = _shown(report, view)
-    tables = _html_table(_COLUMNS, [(r.bound, _row(report, r)) for r in gemms], _LEFT_COLUMNS)
-    if ops:
-        tables += _html_table(_OP_COLUMNS, [(r.bound, _op_row(r)) for r in ops],
-                              _OP_LEFT_COLUMNS)
-    notes = "".join(f"<li>{html.escape(n.strip())}</li>" for n in _notes(report, gemms))
-    bounds = {r.bound for r in (*gemms, *ops)}
-    shaded = " (shaded rows: memory-bound)" if "memory" in bounds else ""
-    note = _repeat_note(report, view)
-    header = html.escape(_header(report)).replace(chr(10), "</b><br>", 1)
-    return (f"<p><b>{header.replace(chr(10), '<br>')}</p>{tables}"
-            f"<p>{html.escape(_totals_line(report))}{shaded}"
-            + (f"<br>{html.escape(note)}" if note else "") + "</p>"
-            + (f"<ul>{notes}</ul>" if notes else ""))
+    return report_page([report], view, command)
 
 
 REPORT_FORMATS = {"table": report_table, "json": report_json, "csv": report_csv,
-                  "markdown": report_markdown}
+                  "markdown": report_markdown, "html": report_html}

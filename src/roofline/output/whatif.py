@@ -1,4 +1,5 @@
-"""``compare`` and ``sweep`` results as table, JSON, CSV and Markdown (display only)."""
+"""``compare`` and ``sweep`` results as table, JSON, CSV and Markdown (display only); their
+HTML pages are ``output.html.whatif``'s."""
 
 from __future__ import annotations
 
@@ -181,11 +182,33 @@ def comparison_csv(c: Comparison) -> str:
     return buffer.getvalue()
 
 
+def comparison_html(c: Comparison, command: str | None = None) -> str:
+    """The self-contained HTML page (``output.html.comparison_page``)."""
+    from .html import comparison_page
+
+    return comparison_page(c, command)
+
+
 COMPARE_FORMATS = {"table": comparison_table, "markdown": comparison_markdown,
-                   "csv": comparison_csv, "json": lambda c: to_json(comparison_dict(c)) + "\n"}
+                   "csv": comparison_csv, "json": lambda c: to_json(comparison_dict(c)) + "\n",
+                   "html": comparison_html}
 
 
 # --------------------------------------------------------------------------------------- sweep
+
+def fit_text(max_batch: int | None, seq: int | None) -> str | None:
+    """The largest batch that fits in memory, in words (None: no capacity stated)."""
+    if max_batch is None:
+        return None
+    at = f" at seq {seq}" if seq is not None else ""
+    return (f"batch <= {max_batch} fits in memory{at}" if max_batch else
+            f"no batch fits in memory{at}")
+
+
+def no_fit_label(max_batch: int) -> str:
+    """A sweep chart's label for the batches whose step does not fit in memory."""
+    return f"does not fit in memory (batch > {max_batch})"
+
 
 def _sweep_header(s: Sweep) -> list[str]:
     first = s.reports[0]
@@ -194,19 +217,32 @@ def _sweep_header(s: Sweep) -> list[str]:
              f"ridge {first.ridge:.1f} FLOP/B"]
     if first.quantization:
         lines.append(quantization_line(detail=False))
+    fit = fit_text(s.max_batch, first.network.seq)
+    if fit is not None and first.memory and first.memory.capacity_bytes is not None:
+        lines.append(f"memory: {fit} ({si(first.memory.capacity_bytes, 'B')}); larger "
+                     f"batches are marked 'does not fit'")
     return lines
 
 
+def _memory_cell(r: Report) -> str:
+    memory = r.memory
+    if memory is None:
+        return ""
+    text = si(memory.total_bytes, "B")
+    return text + (": does not fit" if memory.fits is False else "")
+
+
 def _sweep_rows(s: Sweep) -> list[list[str]]:
-    rows = [["batch", "step time", "samples/s", "memory-bound time", "memory-bound GEMMs"]]
+    rows = [["batch", "step time", "samples/s", "memory", "memory-bound time",
+             "memory-bound GEMMs"]]
     for r in s.reports:
         t = r.totals
         memory = [x.gemm.name for x in r.results if x.bound == "memory"]
         rows.append([str(r.network.batch), seconds(t["time_s"]),
-                     si(r.batch / t["time_s"], ""),
+                     si(r.batch / t["time_s"], ""), _memory_cell(r),
                      f"{t['memory_bound_time_fraction']:.0%}",
                      compact_names(memory, 6) if len(memory) < len(r.results) else "all"])
-        rows[-1][4] = rows[-1][4] or "none"
+        rows[-1][5] = rows[-1][5] or "none"
     return rows
 
 
@@ -215,20 +251,26 @@ def _transition_lines(s: Sweep) -> list[str]:
     for name, batch in s.transitions().items():
         groups.setdefault(batch, []).append(name)
     order = sorted(groups, key=lambda b: (b is None, b or 0))
+    limit = s.max_batch
+
+    def mark(b: int | None) -> str:
+        return (f" (does not fit in memory: at most batch {limit})"
+                if b is not None and limit is not None and b > limit else "")
+
     return [f"  {'never' if b is None else f'batch >= {b}'}: {compact_names(groups[b], 8)}"
-            for b in order]
+            f"{mark(b)}" for b in order]
 
 
 def sweep_table(s: Sweep) -> str:
     """One row per batch (step time, samples/s, memory-bound share and GEMMs), then the batch
     at which each GEMM turns compute-bound."""
-    out = [*_sweep_header(s), "", *aligned(*_split(_sweep_rows(s)), {4}), "",
+    out = [*_sweep_header(s), "", *aligned(*_split(_sweep_rows(s)), {3, 5}), "",
            "compute-bound from (closed form, any batch):", *_transition_lines(s)]
     return "\n".join(out) + "\n"
 
 
 def sweep_markdown(s: Sweep) -> str:
-    out = ["  \n".join(_sweep_header(s)), "", *markdown(*_split(_sweep_rows(s)), {4}), "",
+    out = ["  \n".join(_sweep_header(s)), "", *markdown(*_split(_sweep_rows(s)), {3, 5}), "",
            "Compute-bound from (closed form, any batch):", "",
            *(f"- {line.strip()}" for line in _transition_lines(s))]
     return "\n".join(out) + "\n"
@@ -239,7 +281,8 @@ def sweep_csv(s: Sweep) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["batch", "name", "intensity", "bound", "time_s", "step_time_s",
-                     "samples_per_s", "memory_bound_time_fraction", "compute_bound_from"])
+                     "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
+                     "memory_bytes", "fits"])
     transitions = s.transitions()
     for r in s.reports:
         t = r.totals
@@ -248,9 +291,19 @@ def sweep_csv(s: Sweep) -> str:
                              t["time_s"], r.batch / t["time_s"],
                              t["memory_bound_time_fraction"],
                              "" if transitions[x.gemm.name] is None
-                             else transitions[x.gemm.name]])
+                             else transitions[x.gemm.name],
+                             r.memory.total_bytes if r.memory else "",
+                             "" if r.memory is None or r.memory.fits is None
+                             else r.memory.fits])
     return buffer.getvalue()
 
 
+def sweep_html(s: Sweep, command: str | None = None) -> str:
+    """The self-contained HTML page (``output.html.sweep_page``)."""
+    from .html import sweep_page
+
+    return sweep_page(s, command)
+
+
 SWEEP_FORMATS = {"table": sweep_table, "markdown": sweep_markdown, "csv": sweep_csv,
-                 "json": lambda s: to_json(s.to_dict()) + "\n"}
+                 "json": lambda s: to_json(s.to_dict()) + "\n", "html": sweep_html}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from ..errors import PlotError
 from ..output.report import compact_names
 from ..roof import ridge_point
+from ..units import nice_above, nice_below
 
 if TYPE_CHECKING:
     from ..analysis.report import GemmResult, OpResult, Report
@@ -170,18 +171,6 @@ def as_reports(reports: Report | Sequence[Report]) -> list[Report]:
     if not items:
         raise PlotError("nothing to plot: no report given")
     return items
-
-
-def nice_below(value: float) -> float:
-    """The largest of 1, 2, 5 x 10^k at or below ``value``."""
-    decade = 10.0 ** math.floor(math.log10(value))
-    return max(step * decade for step in (1, 2, 5) if step * decade <= value * (1 + 1e-12))
-
-
-def nice_above(value: float) -> float:
-    """The smallest of 1, 2, 5 x 10^k at or above ``value``."""
-    decade = 10.0 ** math.floor(math.log10(value))
-    return min(step * decade for step in (1, 2, 5, 10) if step * decade >= value * (1 - 1e-12))
 
 
 Range = tuple[float, float]

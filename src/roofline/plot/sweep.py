@@ -37,8 +37,22 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
         ax.plot(batches, ys, marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
                 label=series_label(gemms), gid=f"sweep:{','.join(names)}")
     values = [y for _, ys in series for y in ys]
+    _mark_no_fit(ax, items, batches)
     _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)))
     return ax
+
+
+def _mark_no_fit(ax: Axes, items: list[Report], batches: list[int]) -> None:
+    """Shade the batches whose step does not fit in the device's memory (they stay drawn)."""
+    from ..output.whatif import no_fit_label
+
+    memory = items[0].memory
+    if memory is None or memory.max_batch is None or all(r.memory and r.memory.fits
+                                                         for r in items):
+        return
+    start = max(memory.max_batch, batches[0] / 1.5)
+    ax.axvspan(start, batches[-1] * 1.5, color="#888888", alpha=0.18, lw=0,
+               gid="sweep-no-fit", label=no_fit_label(memory.max_batch))
 
 
 def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .plan import MiB
 
 if TYPE_CHECKING:
+    from ..kernels.cpu import Kernel
     from .runner import Session
 
 
@@ -38,7 +39,7 @@ def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | Non
     e, beyond = itemsize(dtype), p.cal_llc_factor * (llc_bytes or 32 * MiB)
     spare = available_memory() / 4
 
-    def eff(kernel) -> float:
+    def eff(kernel: Kernel) -> float:
         stats = s.time(kernel, 1e9, p.cal_min_time_s, p.cal_repeats)
         return _sig(kernel.work / max(stats["best_s"] - call_s, 1e-12) / peak)
 

@@ -17,7 +17,13 @@ implies, and says so, so no probe prints a measured figure above its ceiling une
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .result import Note
+
+if TYPE_CHECKING:
+    from ..hardware.spec import HardwareSpec
+    from .identify import CpuInfo
 
 AMX_OPS_PER_CYCLE = {"bf16": 1024, "fp16": 1024, "int8": 2048}  # per core (Intel)
 
@@ -32,7 +38,7 @@ class CpuPeak:
     clock_basis: str
     gflops: dict[str, float]
     bandwidth_gbs: float | None
-    assumptions: list[str] = field(default_factory=list)
+    assumptions: list[Note] = field(default_factory=list)
     rates: dict[str, float] = field(default_factory=dict)  # FLOP per cycle per core
     units: dict[str, str] = field(default_factory=dict)  # dtype -> "vector" | "amx"
     clocks: dict[str, float] = field(default_factory=dict)  # unit -> GHz
@@ -44,50 +50,51 @@ class CpuPeak:
                 "clock_ghz": round(self.clock_ghz, 3), "clock_basis": self.clock_basis}
 
 
-def simd_bits_for(cpu) -> tuple[int, str | None]:
+def simd_bits_for(cpu: CpuInfo) -> tuple[int, Note | None]:
     """Vector width that sets the FMA rate; AMD Zen 2-4 run AVX-512 on 256-bit units."""
     flags = set(cpu.flags)
     if "avx512f" in flags:
         if cpu.vendor == "AMD" and (cpu.family or 0) < 26:
-            return 256, "AMD family < 26 (Zen 4 and older) executes AVX-512 on 256-bit units"
+            return 256, Note("amd_avx512_on_256")
         return 512, None
     if "avx2" in flags or "avx" in flags:
         return 256, None
-    return 128, "no AVX flags seen: 128-bit SIMD assumed"
+    return 128, Note("no_avx")
 
 
 def _per_core_cycle(simd_bits: int, fma_units: int, flags: set[str]
-                    ) -> tuple[dict[str, float], dict[str, str], list[str]]:
+                    ) -> tuple[dict[str, float], dict[str, str], list[Note]]:
     """FLOP per cycle per core by dtype, the unit that runs each, and what was assumed."""
     fp32 = fma_units * simd_bits / 32 * 2
     rates = {"fp64": fp32 / 2, "fp32": fp32}
     units = {"fp64": "vector", "fp32": "vector"}
-    notes = []
+    notes: list[Note] = []
     for dtype, amx_flag, vec_flag in (("bf16", "amx_bf16", "avx512_bf16"),
                                       ("fp16", "amx_fp16", "avx512_fp16"),
                                       ("int8", "amx_int8", "avx512_vnni")):
         if amx_flag in flags:
             rates[dtype], units[dtype] = AMX_OPS_PER_CYCLE[dtype], "amx"
-            notes.append(f"{dtype}: AMX, {AMX_OPS_PER_CYCLE[dtype]} ops/cycle/core")
+            notes.append(Note("dtype_amx", {"dtype": dtype, "ops": AMX_OPS_PER_CYCLE[dtype]}))
         elif vec_flag in flags:
             rates[dtype], units[dtype] = fp32 * (4 if dtype == "int8" else 2), "vector"
-            notes.append(f"{dtype}: {vec_flag.upper()}, {4 if dtype == 'int8' else 2}x the "
-                         f"fp32 rate")
+            notes.append(Note("dtype_vector", {"dtype": dtype, "flag": vec_flag.upper(),
+                                               "factor": 4 if dtype == "int8" else 2}))
     return rates, units, notes
 
 
-def _entry_clocks(entry) -> tuple[dict[str, float], str, list[str]]:
+def _entry_clocks(entry: HardwareSpec) -> tuple[dict[str, float], str, list[Note]]:
     block = entry.cpu
+    assert block is not None  # cpu_peak asks only when the entry has a cpu block
     clocks = {unit: block.clock_for(unit) for unit in ("vector", "amx")}
     basis = f"from hwdb entry {entry.name}: {block.clock_label('vector')}"
-    notes = [f"SIMD width, FMA units and clocks from hwdb entry {entry.name}: vector "
-             f"{block.clock_label('vector')}"]
+    notes = [Note("entry_clocks", {"entry": entry.name, "label": block.clock_label("vector")})]
     if "amx" in block.peak_clock:
-        notes.append(f"AMX clock {block.clock_label('amx')}")
+        notes.append(Note("amx_clock", {"label": block.clock_label("amx")}))
     return clocks, basis, notes
 
 
-def _measured_clocks(cpu, effective_ghz: float | None) -> tuple[dict[str, float], str, list]:
+def _measured_clocks(cpu: CpuInfo, effective_ghz: float | None
+                     ) -> tuple[dict[str, float], str, list[Note]]:
     advertised = (cpu.clock_hz or 0) / 1e9
     if effective_ghz and effective_ghz > advertised:
         clock = effective_ghz
@@ -101,39 +108,36 @@ def _measured_clocks(cpu, effective_ghz: float | None) -> tuple[dict[str, float]
             else "; the core clock could not be measured here")
     basis += ("; Intel parts run AVX-512 and AMX below the scalar clock, so for them this is "
               "an upper bound")
-    return {"vector": clock, "amx": clock}, basis, [f"clock {clock:.2f} GHz = {basis}"]
+    return {"vector": clock, "amx": clock}, basis, [Note("clock", {"ghz": clock, "basis": basis})]
 
 
-def cpu_peak(cpu, entry=None, effective_ghz: float | None = None) -> CpuPeak | None:
+def cpu_peak(cpu: CpuInfo, entry: HardwareSpec | None = None,
+             effective_ghz: float | None = None) -> CpuPeak | None:
     """Theoretical peaks of ``cpu`` (identify.CpuInfo), ``entry`` its hwdb match or None,
     ``effective_ghz`` the clock measured on this machine (probe.clock) or None."""
-    assumptions = [f"{cpu.cores} physical cores usable by this process "
-                   f"({cpu.topology_source}), {cpu.sockets} socket(s)"]
+    assumptions = [Note("cores", {"cores": cpu.cores, "source": cpu.topology_source,
+                                  "sockets": cpu.sockets})]
     if entry is not None and entry.cpu:
         simd, fma = entry.cpu.simd_bits, entry.cpu.fma_units
         clocks, basis, notes = _entry_clocks(entry)
         if effective_ghz:
-            notes.append(f"the scalar clock measured under all-core load was "
-                         f"{effective_ghz:.2f} GHz (not used: the entry's ISA clocks are)")
+            notes.append(Note("scalar_clock_unused", {"ghz": effective_ghz}))
     else:
         if not cpu.clock_hz and not effective_ghz:
             return None
         simd, why = simd_bits_for(cpu)
         fma = 2
         clocks, basis, notes = _measured_clocks(cpu, effective_ghz)
-        notes = [f"{simd}-bit SIMD from the ISA flags", "2 FMA units per core assumed (true "
-                 "for recent server cores; some Xeon Silver/Gold 5xxx have 1)"] + notes + (
+        notes = [Note("simd_from_isa", {"bits": simd}), Note("two_fma_units")] + notes + (
             [why] if why else [])
     rates, units, dtype_notes = _per_core_cycle(simd, fma, set(cpu.flags))
     gflops = {d: cpu.cores * clocks[units[d]] * r for d, r in rates.items()}
     bandwidth = None
     if entry is not None:
         bandwidth = entry.bandwidth_gbs
-        notes.append(f"DRAM bandwidth {bandwidth:g} GB/s from hwdb entry {entry.name} "
-                     f"(all sockets and channels it models)")
+        notes.append(Note("dram_from_entry", {"bandwidth": bandwidth, "entry": entry.name}))
     else:
-        notes.append("theoretical DRAM bandwidth unknown: channels and memory speed are "
-                     "not visible without root (dmidecode)")
+        notes.append(Note("dram_unknown"))
     return CpuPeak(cpu.cores, max(1, cpu.sockets), simd, fma, clocks["vector"], basis, gflops,
                    bandwidth, assumptions + notes + dtype_notes, rates, units, clocks)
 
@@ -153,10 +157,9 @@ def raise_to_measured(peak: CpuPeak | None, measured: dict[str, float]) -> CpuPe
             continue
         implied = rate / (peak.cores * peak.rates[dtype])
         if implied > clocks[unit]:
-            notes.append(f"measured {dtype} {rate:,.1f} GFLOP/s exceeds the computed "
-                         f"{peak.gflops[dtype]:,.1f}: the {unit} clock is raised from "
-                         f"{clocks[unit]:.2f} to the {implied:.2f} GHz it implies (the cores "
-                         f"ran faster than assumed, or have more or wider units)")
+            notes.append(Note("clock_raised", {"dtype": dtype, "rate": rate,
+                                               "computed": peak.gflops[dtype], "unit": unit,
+                                               "old": clocks[unit], "new": implied}))
             clocks[unit] = implied
     if not notes:
         return peak
@@ -167,15 +170,15 @@ def raise_to_measured(peak: CpuPeak | None, measured: dict[str, float]) -> CpuPe
                    clock_basis=basis, assumptions=peak.assumptions + notes)
 
 
-def gpu_theoretical(gpu: dict[str, Any], entry=None) -> dict[str, Any]:
+def gpu_theoretical(gpu: dict[str, Any], entry: HardwareSpec | None = None) -> dict[str, Any]:
     """Datasheet peaks of the matching entry, and the bandwidth NVML's clocks imply."""
     result: dict[str, Any] = {"gemm_gflops": {}, "bandwidth_gbs": {}, "assumptions": []}
     if entry is not None:
         result["gemm_gflops"] = {d: v * 1000 for d, v in entry.peak_tflops.items()}
-        result["assumptions"].append(f"peaks: dense datasheet figures of hwdb entry {entry.name}")
+        result["assumptions"].append(Note("gpu_peaks_from_entry", {"entry": entry.name}))
     if gpu.get("theoretical_bandwidth_gbs"):
         result["bandwidth_gbs"]["device"] = gpu["theoretical_bandwidth_gbs"]
-        result["assumptions"].append("device bandwidth = 2 x NVML max memory clock x bus width")
+        result["assumptions"].append(Note("gpu_bandwidth_from_nvml"))
     elif entry is not None:
         result["bandwidth_gbs"]["device"] = entry.bandwidth_gbs
     if entry is not None and entry.host_link_gbs:

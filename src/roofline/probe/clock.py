@@ -39,7 +39,7 @@ def _machine_code(iterations: int) -> bytes:
             + body + b"\x75" + jump.to_bytes(1, "little", signed=True) + b"\xc3")
 
 
-def _chain_function(iterations: int):
+def _chain_function(iterations: int) -> Callable[[], None] | None:
     """The add chain as a ctypes function, or None where it cannot run here."""
     import platform
 
@@ -61,7 +61,7 @@ def _chain_function(iterations: int):
         return None
 
 
-def _best_seconds(run, repeats: int, timer: Callable[[], float]) -> float:
+def _best_seconds(run: Callable[[], object], repeats: int, timer: Callable[[], float]) -> float:
     best = float("inf")
     for _ in range(repeats):
         start = timer()
@@ -72,7 +72,7 @@ def _best_seconds(run, repeats: int, timer: Callable[[], float]) -> float:
 
 def chain_clock_ghz(threads: int, repeats: int = 10, iterations: int = ITERATIONS,
                     timer: Callable[[], float] = time.perf_counter,
-                    function=None) -> float | None:
+                    function: Callable[[], None] | None = None) -> float | None:
     """The best clock, in GHz, seen by ``threads`` threads running the chain at once.
 
     Each thread runs the chain ``repeats`` times; a run that was preempted, or shared its

@@ -10,11 +10,14 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ProbeSaveError
+from ..errors import ProbeSaveError, option
 from ..hardware.spec import FIGURE_KEYS, NAME_CHARS, HardwareSpec
 from ..model.dtypes import DTYPES
+
+if TYPE_CHECKING:
+    from .result import ProbeResult
 
 
 def _sig(value: float, digits: int = 4) -> float:
@@ -25,12 +28,12 @@ def _tflops(gflops: dict[str, float]) -> dict[str, float]:
     return {d: _sig(v / 1000) for d, v in gflops.items() if d in DTYPES and v and v > 0}
 
 
-def _command(result, name: str) -> str:
+def _command(result: ProbeResult, name: str) -> str:
     flag = {"quick": " --quick", "full": ""}.get(result.preset, f" --preset {result.preset}")
     return f"roofline probe{flag} --save {name}"
 
 
-def _provenance(result, command: str, figures: dict) -> dict[str, Any]:
+def _provenance(result: ProbeResult, command: str, figures: dict[str, Any]) -> dict[str, Any]:
     meta, cpu = result.metadata, result.cpu
     return {"date": meta.get("date"), "machine": f"{meta.get('hostname')}: {cpu.brand}, "
             f"{cpu.cores} cores, {meta.get('platform')}",
@@ -38,7 +41,7 @@ def _provenance(result, command: str, figures: dict) -> dict[str, Any]:
             "preset": result.preset, "figures": figures}
 
 
-def _cpu_entry(result, name: str) -> dict[str, Any]:
+def _cpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
     cpu, peak = result.cpu, result.cpu_peak
     dram = result.measured["bandwidth_gbs"].get("dram")
     block = peak.cpu_block() if peak else _effective_cpu_block(result)
@@ -58,7 +61,7 @@ def _cpu_entry(result, name: str) -> dict[str, Any]:
     return data
 
 
-def _effective_cpu_block(result) -> dict[str, Any]:
+def _effective_cpu_block(result: ProbeResult) -> dict[str, Any]:
     """No clock known: the clock that would make the measured fp32 rate the peak."""
     from .ceilings import simd_bits_for
 
@@ -73,7 +76,7 @@ def _effective_cpu_block(result) -> dict[str, Any]:
                            "no clock was reported"}
 
 
-def _architecture(result) -> str:
+def _architecture(result: ProbeResult) -> str:
     if result.cpu_match:
         from ..hardware.catalog import load_hardware
 
@@ -82,7 +85,7 @@ def _architecture(result) -> str:
     return f"unknown ({cpu.vendor} family {cpu.family} model {cpu.model})"
 
 
-def _gpu_entry(result, name: str) -> dict[str, Any]:
+def _gpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
     from ..hardware.catalog import load_hardware
 
     gm, facts = result.measured["gpu"], result.measured["gpu"].get("device", {})
@@ -119,7 +122,7 @@ def _gpu_entry(result, name: str) -> dict[str, Any]:
     return data
 
 
-def _notes(result, data: dict[str, Any]) -> str:
+def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
     kind = data["kind"]
     parts = [f"Measured by `roofline probe` ({result.preset} preset, method "
              f"{result.metadata.get('method_version')}) on {result.metadata.get('date')}: "
@@ -130,20 +133,20 @@ def _notes(result, data: dict[str, Any]) -> str:
         parts.append("bandwidth_gbs is a read stream through the BLAS (a dot product).")
         if "calibration" in data:
             parts.append("calibration: the GEMMs predicted_time_s is calibrated from.")
-        parts.append("Assumptions: " + "; ".join(result.assumptions) + ".")
+        parts.append("Assumptions: " + "; ".join(result.to_dict()["assumptions"]) + ".")
         parts.append("llc_mb read from sysfs/py-cpuinfo (MiB).")
     else:
         parts.append("host_link.bandwidth_gbs is the measured pinned host-to-device copy rate "
                      "(type assumed pcie); gpu.boost_clock_ghz is NVML's max SM clock.")
         if "alignment" in data:
             parts.append("alignment copied from the matching datasheet entry.")
-    missing = [m["figure"] for m in result.not_measured]
+    missing = [m.figure for m in result.not_measured]
     if missing:
         parts.append("Not measured: " + ", ".join(missing) + ".")
     return " ".join(parts)
 
 
-def hardware_dict(result, name: str, command: str | None = None) -> dict[str, Any]:
+def hardware_dict(result: ProbeResult, name: str, command: str | None = None) -> dict[str, Any]:
     """See ProbeResult.to_hardware_dict; raises ProbeSaveError if nothing can be saved."""
     gpu = result.measured.get("gpu")
     if gpu and gpu.get("gemm_gflops") and gpu["bandwidth_gbs"].get("device"):
@@ -192,20 +195,24 @@ def check_can_save(name: str, force: bool = False) -> Path:
     if bundled and not force:
         what = "a bundled entry" if bundled == name else f"an alias of bundled {bundled}"
         raise ProbeSaveError(f"{name!r} is {what}; saving under it would replace the datasheet "
-                             f"figures in every --hw {name}: choose another name, or pass "
-                             f"--force")
+                             f"figures in every {option('hardware', name)}: choose another "
+                             f"name, or pass {option('force', 'True')}")
     folder = user_hwdb_dir()
     _check_folder(folder)
     path = folder / f"{name}.yaml"
     if path.exists() and not force:
-        raise ProbeSaveError(f"{path} already exists; pass --force to replace it")
+        raise _exists(path)
     return path
+
+
+def _exists(path: Path) -> ProbeSaveError:
+    return ProbeSaveError(f"{path} already exists; pass {option('force', 'True')} to replace it")
 
 
 def _check_name(name: str) -> None:
     if name.endswith((".yaml", ".yml")):
         stem = name.rsplit(".", 1)[0]
-        raise ProbeSaveError(f"give the entry name without the file suffix: --save {stem} "
+        raise ProbeSaveError(f"give the entry name without the file suffix: {option('name', stem)} "
                              f"(got {name!r})")
     if not name or not set(name) <= NAME_CHARS or name.startswith("."):
         raise ProbeSaveError(f"entry names use lowercase letters, digits and . - _ + only "
@@ -260,18 +267,18 @@ def write_atomic(path: Path, text: str, force: bool) -> None:
         try:
             os.link(tmp, path)
         except FileExistsError:
-            raise ProbeSaveError(f"{path} already exists; pass --force to replace it") from None
+            raise _exists(path) from None
         except OSError:  # no hard links here (some network/FAT file systems)
             if path.exists():
-                raise ProbeSaveError(f"{path} already exists; pass --force to replace it") \
-                    from None
+                raise _exists(path) from None
             os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def save_entry(result, name: str, force: bool = False, command: str | None = None) -> Path:
+def save_entry(result: ProbeResult, name: str, force: bool = False,
+               command: str | None = None) -> Path:
     """Validate ``result`` as entry ``name`` and write it into the user hardware directory."""
     import yaml
 

@@ -185,7 +185,7 @@ def datasheet_entries() -> list:
         return []
 
 
-def _nvml(call, *args) -> Any:
+def _nvml(call: Any, *args: Any) -> Any:
     """One NVML query; None when the driver or device does not support it."""
     try:
         value = call(*args)
@@ -194,7 +194,7 @@ def _nvml(call, *args) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _gpu_facts(nv, index: int) -> dict[str, Any]:
+def _gpu_facts(nv: Any, index: int) -> dict[str, Any]:
     handle = nv.nvmlDeviceGetHandleByIndex(index)
     memory = _nvml(nv.nvmlDeviceGetMemoryInfo, handle)
     mem_mhz = _nvml(nv.nvmlDeviceGetMaxClockInfo, handle, nv.NVML_CLOCK_MEM)

@@ -3,11 +3,16 @@ made (a quick probe, saved as ``local``) the first time it is asked for."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import entry, runner
 from .runner import Progress
 
+if TYPE_CHECKING:
+    from ..hardware.spec import HardwareSpec
 
-def local_hardware(progress: Progress | None = None):
+
+def local_hardware(progress: Progress | None = None) -> HardwareSpec:
     """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``."""
     from ..errors import UnknownHardwareError
     from ..hardware.catalog import load_hardware
@@ -26,6 +31,6 @@ def local_hardware(progress: Progress | None = None):
     return load_hardware("local")
 
 
-def resolve_hardware(name: str, progress: Progress | None = None):
+def resolve_hardware(name: str, progress: Progress | None = None) -> HardwareSpec | str:
     """``name`` unchanged, except that ``local`` becomes local_hardware(progress)."""
     return local_hardware(progress) if name.lower() == "local" else name

@@ -13,7 +13,8 @@ import platform
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .calibrate import available_memory, calibrate
@@ -26,7 +27,15 @@ from .plan import (
     Plan,
     Progress,
 )
-from .result import ProbeResult
+from .result import Note, ProbeResult, Skipped
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ..kernels.cpu import Kernel
+    from ..kernels.timing import BenchResult
+    from .ceilings import CpuPeak
+    from .identify import CpuInfo
 
 
 class Session:
@@ -36,26 +45,27 @@ class Session:
         self.plan, self.say, self.clock = plan, say, clock
         self.measured: dict[str, Any] = {"gemm_gflops": {}, "bandwidth_gbs": {}}
         self.details: dict[str, Any] = {}
-        self.not_measured: list[dict[str, str]] = []
-        self.warnings: list[str] = []
+        self.not_measured: list[Skipped] = []
+        self.warnings: list[Note] = []
 
-    def skip(self, figure: str, reason: str) -> None:
-        self.not_measured.append({"figure": figure, "reason": reason})
-        self.say(f"  not measured: {figure}: {reason}")
+    def skip(self, figure: str, reason: Note) -> None:
+        self.not_measured.append(Skipped(figure, reason))
+        self.say(f"  not measured: {figure} (the result says why)")
 
-    def time(self, kernel, scale: float, min_time_s: float | None = None,
+    def time(self, kernel: Kernel, scale: float, min_time_s: float | None = None,
              repeats: int | None = None) -> dict[str, Any]:
-        from ..kernels.timing import instability_warning, measure
+        from ..kernels.timing import measure
 
         p = self.plan
         result = measure(kernel.run, repeats or p.repeats, p.warmups,
                          p.min_time_s if min_time_s is None else min_time_s, self.clock)
-        warning = instability_warning(kernel.label, result)
+        warning = instability_note(kernel.label, result)
         if warning:
             self.warnings.append(warning)
         return result.to_dict(kernel.work, kernel.unit, scale)
 
-    def best_over_sizes(self, key: str, make, sizes, unit: str) -> float | None:
+    def best_over_sizes(self, key: str, make: Callable[[int], Kernel], sizes: Sequence[int],
+                        unit: str) -> float | None:
         """Time ``make(n)`` for each size; the best rate, with the plateau check."""
         per_size = {}
         for n in sizes:
@@ -67,8 +77,7 @@ class Session:
         plateau = per_size[str(sizes[-1])]["best"] >= 0.9 * best
         self.details[key] = {"sizes": per_size, "best_n": int(best_n), "plateau": plateau}
         if not plateau and len(sizes) > 1:
-            self.warnings.append(f"{key}: the largest size ran >10% below the best one "
-                                 f"(n={best_n}); the machine was probably busy")
+            self.warnings.append(Note("no_plateau", {"key": key, "best_n": best_n}))
         return best
 
 
@@ -80,13 +89,21 @@ BLAS_PINNING_VARIABLES = {
 }
 
 
-def blas_env_warnings(environ) -> list[str]:
+def instability_note(label: str, result: BenchResult) -> Note | None:
+    """A pyperf-style warning when ``result`` (a kernels.timing.BenchResult) looks unstable."""
+    if not result.unstable:
+        return None
+    return Note("unstable", {"label": label, "spread": result.spread, "best_s": result.best_s,
+                             "median_s": result.median_s, "worst_s": max(result.samples_s),
+                             "values": len(result.samples_s)})
+
+
+def blas_env_warnings(environ: Mapping[str, str]) -> list[Note]:
     """A warning per variable that pins the BLAS's kernels (``OPENBLAS_CORETYPE=Haswell``: AVX2
     kernels on an AVX-512 CPU): the measured GEMM rates are then the BLAS's, and can stay far
     below a theoretical peak computed from the CPU's widest SIMD."""
-    return [f"{name}={environ[name]} is set: {what}, so GEMM rates can stay well below the "
-            f"theoretical peak of this CPU's widest SIMD (the measured figures are what analyze "
-            f"uses)" for name, what in BLAS_PINNING_VARIABLES.items() if environ.get(name)]
+    return [Note("blas_pinned", {"name": name, "value": environ[name], "what": what})
+            for name, what in BLAS_PINNING_VARIABLES.items() if environ.get(name)]
 
 
 def _cpu_gemm(s: Session, threads: int | None) -> None:
@@ -94,7 +111,7 @@ def _cpu_gemm(s: Session, threads: int | None) -> None:
 
     for dtype, sizes in s.plan.gemm_sizes.items():
         s.say(f"{dtype} GEMM through numpy's BLAS ({threads or '?'} threads) ...")
-        best = s.best_over_sizes(f"gemm_{dtype}", lambda n, d=dtype: gemm_kernel(n, d), sizes,
+        best = s.best_over_sizes(f"gemm_{dtype}", partial(gemm_kernel, dtype=dtype), sizes,
                                  "GFLOP/s")
         s.measured["gemm_gflops"][dtype] = best
 
@@ -129,17 +146,17 @@ def read_stream(nbytes: int, preset: str = "full", threads: int | None = None,
     """The probe's DRAM figure on its own: a dot product through the BLAS over ``nbytes``
     (``cpu_kernels.read_stream_kernel``, its vectors first-touched by ``threads`` threads, by
     default one per usable CPU), timed as ``preset`` times it; the statistics dict
-    (``best`` and ``median`` in GB/s, ``spread``..., and ``warning``: the instability warning
+    (``best`` and ``median`` in GB/s, ``spread``..., and ``warning``: the instability Note
     or None). Benchmarks call it next to a C triad."""
     from ..kernels.cpu import read_stream_kernel
-    from ..kernels.timing import instability_warning, measure
+    from ..kernels.timing import measure
     from .identify import usable_cpus
 
     p = PRESETS[preset]  # short values, many: the best is the one no other process disturbed
     kernel = read_stream_kernel(max(2, nbytes // 8), threads or len(usable_cpus()))
     result = measure(kernel.run, 2 * p.cal_repeats, p.warmups, p.min_time_s / 3, clock)
     return result.to_dict(kernel.work, kernel.unit, 1e9) | {
-        "warning": instability_warning(kernel.label, result)}
+        "warning": instability_note(kernel.label, result)}
 
 
 def _read_stream(s: Session, nbytes: int, threads: int) -> float:
@@ -156,7 +173,7 @@ def _read_stream(s: Session, nbytes: int, threads: int) -> float:
     return stats["best"]
 
 
-def _bandwidth(s: Session, cpu) -> None:
+def _bandwidth(s: Session, cpu: CpuInfo) -> None:
     threads = cpu.usable_cpus
     low, high = s.plan.dram_array_bytes
     llc = cpu.llc_bytes_total or 32 * MiB
@@ -169,9 +186,9 @@ def _bandwidth(s: Session, cpu) -> None:
         max(READ_STREAM_LLC_FACTOR * llc, per_array), READ_STREAM_MAX_BYTES,
         available_memory() / 4))
     if s.plan.dram_read_bytes is None and read_bytes < READ_STREAM_LLC_FACTOR * llc:
-        s.warnings.append(f"DRAM read stream over {read_bytes / MiB:.0f} MiB, less than "
-                          f"{READ_STREAM_LLC_FACTOR}x the {llc / MiB:.0f} MiB last-level cache: "
-                          f"the cache may hold part of it and inflate the figure")
+        s.warnings.append(Note("read_stream_small", {"read_mib": read_bytes / MiB,
+                                                     "factor": READ_STREAM_LLC_FACTOR,
+                                                     "llc_mib": llc / MiB}))
     dram = _read_stream(s, read_bytes, threads)
     rates = _streams(s, "dram", per_array, threads)
     s.measured["bandwidth_gbs"].update(dram=dram, triad=rates["triad"], copy=rates["copy"])
@@ -182,25 +199,25 @@ def _bandwidth(s: Session, cpu) -> None:
     s.details["stream_note"] = ("triad and copy count bytes as STREAM does, without the "
                                 "write-allocate traffic; dram is the read stream")
     if 3 * per_array < 2 * llc:
-        s.warnings.append(f"DRAM working set {3 * per_array / MiB:.0f} MiB is not well beyond "
-                          f"the {llc / MiB:.0f} MiB last-level cache ({s.plan.name} preset)")
+        s.warnings.append(Note("working_set_small", {"working_mib": 3 * per_array / MiB,
+                                                     "llc_mib": llc / MiB,
+                                                     "preset": s.plan.name}))
     if s.plan.llc:
         _llc(s, cpu, dram, threads)
 
 
-def _llc(s: Session, cpu, dram: float, threads: int) -> None:
+def _llc(s: Session, cpu: CpuInfo, dram: float, threads: int) -> None:
     llc, l2 = cpu.llc_bytes_total, cpu.l2_bytes_total or 0
     if not llc:
-        return s.skip("bandwidth_gbs.llc", "last-level cache size unknown")
+        return s.skip("bandwidth_gbs.llc", Note("llc_size_unknown"))
     working_set = min(llc / 2, max(8 * l2, 8 * MiB))
     if working_set < 2 * l2 or s.plan.name == "tiny":
-        return s.skip("bandwidth_gbs.llc", "the last-level cache is not much larger than L2")
+        return s.skip("bandwidth_gbs.llc", Note("llc_like_l2"))
     s.say("last-level cache bandwidth ...")
     rate = _streams(s, "llc", int(working_set // 3), threads)["triad"]
     dram = s.measured["bandwidth_gbs"]["triad"]  # like for like: triad against triad
     if rate < 1.2 * dram:
-        return s.skip("bandwidth_gbs.llc", f"cache-resident rate {rate:.1f} GB/s is within 20% "
-                                           f"of DRAM (shared or virtualised cache?): not reported")
+        return s.skip("bandwidth_gbs.llc", Note("llc_like_dram", {"rate": rate}))
     s.measured["bandwidth_gbs"]["llc"] = rate
 
 
@@ -210,12 +227,14 @@ def _cpu_lowp(s: Session) -> None:
     backend, reason = cpu_lowp_backend()
     if backend is None:
         for dtype in ("bf16", "fp16"):
-            s.skip(f"gemm_gflops.{dtype}", reason or "no torch")
+            s.skip(f"gemm_gflops.{dtype}",
+                   Note("backend_missing", {"reason": reason or "no torch"}))
         return
     for dtype in backend.dtypes:
         s.say(f"{dtype} GEMM on the CPU through torch ...")
         s.measured["gemm_gflops"][dtype] = s.best_over_sizes(
-            f"gemm_{dtype}", lambda n, d=dtype: backend.gemm(n, d), s.plan.lowp_sizes, "GFLOP/s")
+            f"gemm_{dtype}", partial(backend.gemm, dtype=dtype), s.plan.lowp_sizes,
+            "GFLOP/s")
 
 
 def _gpu(s: Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dict | None:
@@ -224,14 +243,15 @@ def _gpu(s: Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dic
     backend, reason = gpu_backend()
     if backend is None:
         why = (reason or "no GPU backend") if gpus else (nvml_reason or "no NVIDIA GPU found")
-        s.skip("gpu (GEMM, device and host-to-device bandwidth)", why)
+        s.skip("gpu (GEMM, device and host-to-device bandwidth)",
+               Note("backend_missing", {"reason": why}))
         return None
     facts = backend.device_facts()
     s.say(f"GPU 0 ({facts.get('name')}) through {backend.name} ...")
     sub = Session(s.plan, s.say, s.clock)
     for dtype in backend.dtypes:
         sub.measured["gemm_gflops"][dtype] = sub.best_over_sizes(
-            f"gpu_gemm_{dtype}", lambda n, d=dtype: backend.gemm(n, d), s.plan.gpu_gemm_sizes,
+            f"gpu_gemm_{dtype}", partial(backend.gemm, dtype=dtype), s.plan.gpu_gemm_sizes,
             "GFLOP/s")
     for key, make, size in (("device", backend.device_copy, s.plan.gpu_copy_bytes),
                             ("host_to_device", backend.host_to_device, s.plan.gpu_h2d_bytes)):
@@ -244,7 +264,8 @@ def _gpu(s: Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dic
     return sub.measured | {"index": 0, "backend": backend.name, "device": facts}
 
 
-def _metadata(cpu, blas, started: float, wall_start: datetime) -> dict[str, Any]:
+def _metadata(cpu: CpuInfo, blas: list[dict[str, Any]], started: float,
+              wall_start: datetime) -> dict[str, Any]:
     import numpy
 
     env = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS_", "OMP_", "MKL_"))}
@@ -257,7 +278,7 @@ def _metadata(cpu, blas, started: float, wall_start: datetime) -> dict[str, Any]
             "blas": blas, "env": env, "duration_s": time.perf_counter() - started}
 
 
-def _effective_clock(cpu, say: Progress) -> float | None:
+def _effective_clock(cpu: CpuInfo, say: Progress) -> float | None:
     """The clock the cores run at with all of them busy (probe.clock), or None."""
     from .clock import chain_clock_ghz
 
@@ -268,7 +289,7 @@ def _effective_clock(cpu, say: Progress) -> float | None:
     return ghz
 
 
-def _theoretical(peak, gpu_theory: dict | None) -> dict[str, Any]:
+def _theoretical(peak: CpuPeak | None, gpu_theory: dict[str, Any] | None) -> dict[str, Any]:
     result: dict[str, Any] = {"gemm_gflops": dict(peak.gflops) if peak else {},
                               "bandwidth_gbs": {}}
     if peak and peak.bandwidth_gbs:
@@ -314,7 +335,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
         gpu_entry = identify.match_gpu(gpus[0]["name"], entries)
         gpu_theory = ceilings.gpu_theoretical(gpus[0], gpu_entry)
         session.measured["gpu"] = gpu_measured
-    assumptions = (peak.assumptions if peak else ["no clock known: no theoretical CPU peak"])
+    assumptions = (peak.assumptions if peak else [Note("no_clock")])
     assumptions = assumptions + (gpu_theory or {}).get("assumptions", [])
     say(f"done in {time.perf_counter() - started:.1f} s")
     return ProbeResult(plan.name, cpu, blas, gpus, session.measured, _theoretical(peak, gpu_theory),

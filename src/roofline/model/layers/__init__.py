@@ -20,6 +20,13 @@ map returns itself bound to the previous layer's ``out_shape``: see ``spatial``)
 ``branch`` (a side branch: the chain continues from the layer before it) and
 ``input_bytes(step)`` (what the step reads as input when the layer comes first).
 
+Memory (optional; ``saved_bytes``, ``live_bytes`` and ``matrix_parameters`` below give the
+rule for a layer without them): ``matrix_parameters`` (the weights its GEMMs read as B, which a
+weight format stores; default 0), ``kv_cache_bytes(step)`` (default 0), ``saved_bytes(step,
+recompute)`` (training: what the forward pass keeps for the backward pass; default the layer's
+input) and ``live_bytes(step)`` (inference: the most it holds at once; default its input and
+output).
+
 ``REGISTRY`` maps model.yaml's ``type:`` to the class: a new layer type is one new file here and
 one line in ``REGISTRY``.
 """
@@ -31,6 +38,7 @@ from typing import TYPE_CHECKING, Union
 from ..gemm import GemmShape
 from .add import Add
 from .batchnorm import BatchNorm
+from .captured import Captured
 from .conv2d import Conv2d
 from .embedding import Embedding
 from .flatten import Flatten
@@ -43,16 +51,19 @@ from .transformer import Transformer
 if TYPE_CHECKING:
     from ...files.fields import Fields
 
-#: Any layer a Network holds.
-Layer = Union[Linear, Transformer, Embedding, Norm, Conv2d, MaxPool2d, AvgPool2d, Flatten,
-              BatchNorm, Add]
+#: A layer model.yaml can name.
+FileLayer = Union[Linear, Transformer, Embedding, Norm, Conv2d, MaxPool2d, AvgPool2d, Flatten,
+                  BatchNorm, Add]
+#: Any layer a Network holds: a file's, or a module's work captured from PyTorch.
+Layer = Union[FileLayer, Captured]
 
-REGISTRY: dict[str, type[Layer]] = {"linear": Linear, "transformer": Transformer,
+REGISTRY: dict[str, type[FileLayer]] = {"linear": Linear, "transformer": Transformer,
                              "embedding": Embedding, "norm": Norm, "conv2d": Conv2d,
                              "maxpool2d": MaxPool2d, "avgpool2d": AvgPool2d,
                              "flatten": Flatten, "batchnorm": BatchNorm, "add": Add}
 
-__all__ = ["PHASES", "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Conv2d", "Embedding",
+__all__ = ["PHASES", "kv_cache_bytes", "live_bytes", "matrix_parameters", "saved_bytes",
+           "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Captured", "Conv2d", "Embedding",
            "Flatten", "GemmShape", "Layer", "Linear", "MaxPool2d", "Norm", "Step", "Transformer",
            "layer_from_fields"]
 
@@ -63,3 +74,45 @@ def layer_from_fields(fields: Fields, index: int) -> Layer:
     if kind not in REGISTRY:
         raise fields.fail("type", f"unknown layer type {kind!r} (known: {', '.join(REGISTRY)})")
     return REGISTRY[kind].from_fields(fields, index)
+
+
+def matrix_parameters(layer: Layer) -> int:
+    """The weights ``layer``'s GEMMs read as their B operand (0 for a layer without GEMMs)."""
+    return int(getattr(layer, "matrix_parameters", 0))
+
+
+def kv_cache_bytes(layer: Layer, step: Step) -> int:
+    """The KV cache ``layer`` keeps for the step (attention only)."""
+    own = getattr(layer, "kv_cache_bytes", None)
+    return own(step) if own is not None else 0
+
+
+def _map_bytes(layer: Layer, step: Step, which: str) -> int | None:
+    """A spatial layer's input (``which`` "in") or output map over the batch, or None."""
+    shape = getattr(layer, "out_shape", None) if which == "out" else getattr(layer, "shape",
+                                                                             None)
+    return None if shape is None else step.batch * shape.elements * step.e
+
+
+def saved_bytes(layer: Layer, step: Step, recompute: str) -> int:
+    """Training: what ``layer`` keeps from its forward pass for its backward pass (its own
+    rule, else its input: the tensor a weight gradient or an elementwise gradient reads)."""
+    own = getattr(layer, "saved_bytes", None)
+    if own is not None:
+        return int(own(step, recompute))
+    if hasattr(layer, "input_bytes"):
+        return int(layer.input_bytes(step))
+    spatial = _map_bytes(layer, step, "in")
+    return spatial if spatial is not None else step.tokens * (layer.in_width or 0) * step.e
+
+
+def live_bytes(layer: Layer, step: Step) -> int:
+    """Inference: the most ``layer`` holds at once (its own rule, else its input and its
+    output)."""
+    own = getattr(layer, "live_bytes", None)
+    if own is not None:
+        return int(own(step))
+    out = _map_bytes(layer, step, "out")
+    if out is None:
+        out = step.tokens * (layer.out_width or 0) * step.e
+    return saved_bytes(layer, step, "none") + out

@@ -156,6 +156,11 @@ class Conv2d:
         weight = self.out_channels * (self.c // self.groups) * r * s
         return weight + (self.out_channels if self.bias else 0)
 
+    @property
+    def matrix_parameters(self) -> int:
+        """The filter, K x (C / g) x R x S: the GEMMs' B operand."""
+        return self.parameters - (self.out_channels if self.bias else 0)
+
     def input_bytes(self, step: Step) -> int:
         """The input map of one step: N . C . H . W elements."""
         return step.batch * self.c * self.h * self.w * step.e
@@ -183,7 +188,7 @@ class Conv2d:
         items: list[GemmShape | OpShape] = [GemmShape(
             self.name, "forward", n * pq, k, c * rs,
             ("batch x P x Q", "out_channels", "in_channels x R x S"), (pq, 0, 0), self.groups,
-            (0, 1, rs), (x, w, y))]
+            (0, 1, rs), (x, w, y), b_operand="weight")]
         elements = n * self.out_channels * pq
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
                                        self.activation)
@@ -198,7 +203,8 @@ class Conv2d:
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", n * pq, c, k * rs,
                                    ("batch x P x Q", "in_channels", "out_channels x R x S"),
-                                   (pq, 0, 0), self.groups, (0, 1, rs), (dy, w, dx)))
+                                   (pq, 0, 0), self.groups, (0, 1, rs), (dy, w, dx),
+                                   b_operand="weight"))
         items.append(GemmShape(self.name, "backward-weight", c * rs, k, n * pq,
                                ("in_channels x R x S", "out_channels", "batch x P x Q"),
                                (0, 0, pq), self.groups, (rs, 1, 0), (x, dy, w)))

@@ -41,6 +41,12 @@ class Flatten(OnMap):
     def input_bytes(self, step: Step) -> int:
         return step.batch * self.map.elements * step.e
 
+    def saved_bytes(self, step: Step, recompute: str) -> int:
+        return 0  # a view of the previous layer's map: nothing of its own
+
+    def live_bytes(self, step: Step) -> int:
+        return 0
+
     def forward(self, step: Step) -> list:
         return []
 

@@ -108,6 +108,23 @@ class Linear:
         return weight + (self.out_features if self.bias else 0)
 
     @property
+    def matrix_parameters(self) -> int:
+        """The weight matrix GEMMs read as B (none when tied: the embedding holds it)."""
+        return 0 if self.tied else self.in_features * self.out_features
+
+    def saved_bytes(self, step: Step, recompute: str) -> int:
+        """Training: the input the weight gradient reads (T x in, or T x nnz values and their
+        indices), and the pre-activation output when an activation follows (T x out)."""
+        kept = self.input_bytes(step)
+        if self.activation != "none" and recompute != "full":
+            kept += self._outputs(step) * step.e
+        return kept
+
+    def live_bytes(self, step: Step) -> int:
+        """Inference: the input and the output at once."""
+        return self.input_bytes(step) + self._outputs(step) * step.e
+
+    @property
     def in_width(self) -> int:
         return self.in_features
 
@@ -126,7 +143,7 @@ class Linear:
             items = [OpShape(self.name, "forward", "sparse-linear", flops, x + w + y + ids)]
         else:
             items = [GemmShape(self.name, "forward", rows, self.out_features, self.in_features,
-                               (role, "out", "in"), (f, 0, 0))]
+                               (role, "out", "in"), (f, 0, 0), b_operand="weight")]
         elements = self._outputs(step)
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
                                        self.activation)
@@ -140,7 +157,8 @@ class Linear:
             return items + self._sparse_backward(step, data_grad)
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", rows, self.in_features,
-                                   self.out_features, (role, "in", "out"), (f, 0, 0)))
+                                   self.out_features, (role, "in", "out"), (f, 0, 0),
+                                   b_operand="weight"))
         items.append(GemmShape(self.name, "backward-weight", self.in_features, self.out_features,
                                rows, ("in", "out", role), (0, 0, f)))
         return items

@@ -12,13 +12,20 @@ class Step:
     """One step: ``batch`` samples of ``seq`` tokens each (None: no sequence), in ``phase``.
 
     ``train`` and ``prefill`` process every token; ``decode`` one new token per sequence
-    against a KV cache of ``seq`` tokens. ``e`` is the activation element size in bytes.
+    against a KV cache of ``seq`` tokens. ``e`` is the activation element size in bytes;
+    ``e_kv`` the KV cache's (0: ``e``).
     """
 
     batch: int
     seq: int | None
     phase: str
     e: int
+    e_kv: int = 0
+
+    @property
+    def kv_e(self) -> int:
+        """Bytes per KV-cache element: ``e_kv``, else the activations' ``e``."""
+        return self.e_kv or self.e
 
     @property
     def per_sample(self) -> int:

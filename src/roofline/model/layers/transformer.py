@@ -14,7 +14,8 @@ Forward, in order (M x N x K):
   attention, naive: ``scores`` G batched q x s x head_dim, softmax (op), ``context`` G batched
   q x head_dim x s; flash: one fused kernel (op ``flash-attention``: 4 G q s head_dim FLOPs,
   halved when causal outside decode; bytes: Q, K, V read once, O and the row log-sum-exp
-  written once; no s x s matrix in memory);
+  written once; no s x s matrix in memory; in decode K and V are read at the KV cache's size,
+  and a cache narrower than the activations adds 2 FLOPs per K and V element to dequantize);
   ``proj`` T x hidden x hq; residual add (op); norm2 (op);
   dense FFN: ``ffn_up`` T x ffn x hidden (T x 2 ffn x hidden when gated), activation (op: gelu;
   gated: silu and the gate product), ``ffn_down`` T x hidden x ffn;
@@ -132,6 +133,81 @@ class Transformer:
             biases += self.hidden + (self.experts or 1) * ffn_bias
         return qkv + proj + ffn + norms + biases
 
+    @property
+    def matrix_parameters(self) -> int:
+        """The weights GEMMs read as their B operand (projections, FFN or experts, router):
+        what a weight format (int4, int8, fp8) stores; biases and norms stay at the model's
+        dtype."""
+        ffn = self.hidden * self.up_width + self.ffn * self.hidden
+        if self.experts:
+            ffn = self.experts * ffn + self.hidden * self.experts
+        return self.hidden * (self.hq + 2 * self.hkv) + self.hq * self.hidden + ffn
+
+    # -- memory -------------------------------------------------------------------------------
+
+    def kv_cache_bytes(self, step: Step) -> int:
+        """Inference: the K and V of ``seq`` tokens per sequence, 2 x kv_heads x head_dim x seq
+        x batch elements of the KV cache's size (prefill writes them, decode reads them); none
+        in training."""
+        if step.phase == "train":
+            return 0
+        return 2 * self.hkv * (step.seq or 1) * step.batch * step.kv_e
+
+    def _ffn_rows(self, step: Step) -> int:
+        """Rows the FFN's inner tensors have: T, or T x top_k routed rows (experts)."""
+        return step.tokens * (self.top_k if self.experts else 1)
+
+    def saved_bytes(self, step: Step, recompute: str) -> int:
+        """Training: what the forward pass keeps for the backward pass, per block (Korthikanti
+        et al., "Reducing Activation Recomputation in Large Transformer Models", 2022, sec. 4):
+
+        - ``none``: the two norms' inputs 2 T h e; the QKV input T h e; Q, K, V T (hq + 2 hkv)
+          e; the attention core: naive, the softmax output G q s e, and with dropout its mask
+          G q s (1 byte) and output G q s e; flash, the log-sum-exp G q 4 bytes (no s x s
+          matrix); the projection's input T hq e; the FFN input T h e; the FFN's inner tensors,
+          R up e + R ffn e (R = T, or T x top_k with experts; gated: up = 2 ffn, plus the
+          gate's product R ffn e), the router's logits T E e; dropout masks T h (1 byte) after
+          the attention and the FFN.
+          With e = 2, dropout, naive attention, kv_heads = heads, ffn = 4h, ungated: 34 s b h +
+          5 a s^2 b bytes, the paper's per-layer figure.
+        - ``selective``: the attention core is recomputed: the G q s terms go (34 s b h).
+          FlashAttention already recomputes it, so with flash selective equals none.
+        - ``full``: only the block's input, T h e (2 s b h); the block is recomputed in the
+          backward pass.
+        """
+        t, e, h = step.tokens, step.e, self.hidden
+        if recompute == "full":
+            return t * h * e
+        q, s, count = self._attention_shape(step)
+        masks = 2 * t * h if self.dropout else 0
+        rows = self._ffn_rows(step)
+        inner = rows * self.up_width * e + rows * self.ffn * e * (2 if self.gated else 1)
+        router = t * self.experts * e if self.experts else 0
+        kept = (2 * t * h * e + t * h * e + t * (self.hq + 2 * self.hkv) * e
+                + t * self.hq * e + t * h * e + inner + router + masks)
+        if self.attention == "flash":
+            return kept + count * q * LSE_BYTES
+        if recompute == "selective":
+            return kept
+        core = count * q * s * e * (2 if self.dropout else 1) + (count * q * s
+                                                                 if self.dropout else 0)
+        return kept + core
+
+    def live_bytes(self, step: Step) -> int:
+        """Inference: the most this block holds at once: the residual stream T h e, plus the
+        larger branch: attention (Q, K, V and the attention output, T (hq + 2 hkv + hq) e, and
+        with naive attention the G q s scores) or the FFN (R (up + ffn) e, and the router's
+        logits T E e with experts)."""
+        t, e = step.tokens, step.e
+        q, s, count = self._attention_shape(step)
+        attention = t * (2 * self.hq + 2 * self.hkv) * e
+        if self.attention == "naive":
+            attention += count * q * s * e
+        rows = self._ffn_rows(step)
+        ffn = rows * (self.up_width + self.ffn) * e + (t * self.experts * e if self.experts
+                                                       else 0)
+        return t * self.hidden * e + max(attention, ffn)
+
     # -- forward ------------------------------------------------------------------------------
 
     def forward(self, step: Step) -> list[Item]:
@@ -152,7 +228,7 @@ class Transformer:
     def _proj_forward(self, part: str, out: int, inp: int, step: Step, bias: bool) -> list[Item]:
         items: list[Item] = [GemmShape(f"{self.name}.{part}", "forward", step.tokens, out, inp,
                                        (step.row_role, f"{part}.out", f"{part}.in"),
-                                       (step.per_sample, 0, 0))]
+                                       (step.per_sample, 0, 0), b_operand="weight")]
         if bias:
             items.append(self._op("forward", "bias", step.tokens * out, step, part))
         return items
@@ -165,13 +241,18 @@ class Transformer:
         items: list[Item] = [
             GemmShape(f"{self.name}.scores", "forward", q, s, self.head_dim,
                       ("query", "key", "head_dim"), (0, 0, 0), count, (1, 1, 1),
-                      self._shared_kv(step, (qd, kv, qs))),
+                      self._shared_kv(step, (qd, kv, qs)), self._cache(step)),
             self._op("forward", "softmax", count * q * s, step, "attn")]
         items += self._dropout("forward", count * q * s, step, "attn")
         items.append(GemmShape(f"{self.name}.context", "forward", q, self.head_dim, s,
                                ("query", "head_dim", "key"), (0, 0, 0), count, (1, 1, 1),
-                               self._shared_kv(step, (qs, kv, qd))))
+                               self._shared_kv(step, (qs, kv, qd)), self._cache(step)))
         return items
+
+    @staticmethod
+    def _cache(step: Step) -> str:
+        """In decode, naive attention's B (K, then V) is read from the KV cache."""
+        return "kv" if step.phase == "decode" else ""
 
     def _attention_tensors(self, step: Step) -> tuple[int, int, int]:
         """Elements of a q x s score matrix, of q x head_dim query rows (all query heads), and
@@ -199,13 +280,16 @@ class Transformer:
         flops = int((4 if forward else 10) * count * q * s * self.head_dim * causal)
         rows_q, rows_kv = step.batch * q, step.batch * s
         if forward:  # read Q, K, V; write O (and the log-sum-exp when training)
-            elements = rows_q * 2 * self.hq + rows_kv * 2 * self.hkv
+            nbytes = rows_q * 2 * self.hq * step.e + rows_kv * 2 * self.hkv * step.e
             lse = count * q * LSE_BYTES if step.phase == "train" else 0
+            if step.phase == "decode" and step.kv_e != step.e:  # K, V from a narrower cache,
+                nbytes = rows_q * 2 * self.hq * step.e + rows_kv * 2 * self.hkv * step.kv_e
+                flops += 2 * rows_kv * 2 * self.hkv  # dequantized: 2 FLOPs per element
         else:  # read Q, O, dO, K, V, LSE; write dQ, dK, dV
-            elements = rows_q * 4 * self.hq + rows_kv * 4 * self.hkv
+            nbytes = (rows_q * 4 * self.hq + rows_kv * 4 * self.hkv) * step.e
             lse = count * q * LSE_BYTES
         kind = "flash-attention" if forward else "flash-attention-backward"
-        return OpShape(f"{self.name}.attn", pass_, kind, flops, elements * step.e + lse)
+        return OpShape(f"{self.name}.attn", pass_, kind, flops, nbytes + lse)
 
     def _ffn_forward(self, step: Step) -> list[Item]:
         t = step.tokens
@@ -232,13 +316,16 @@ class Transformer:
         routed = t * self.top_k
         return [
             GemmShape(f"{self.name}.router", "forward", t, self.experts, self.hidden,
-                      (step.row_role, "experts", "hidden"), (step.per_sample, 0, 0)),
+                      (step.row_role, "experts", "hidden"), (step.per_sample, 0, 0),
+                      b_operand="weight"),
             self._op("forward", "softmax", t * self.experts, step, "router"),
             GemmShape(f"{self.name}.expert_up", "forward", rows, self.up_width, self.hidden,
-                      ("expert tokens", "ffn_up.out", "hidden"), (f, 0, 0), self.experts),
+                      ("expert tokens", "ffn_up.out", "hidden"), (f, 0, 0), self.experts,
+                      b_operand="weight"),
             *self._activation("forward", routed * self.ffn, step, "experts"),
             GemmShape(f"{self.name}.expert_down", "forward", rows, self.hidden, self.ffn,
-                      ("expert tokens", "hidden", "ffn"), (f, 0, 0), self.experts),
+                      ("expert tokens", "hidden", "ffn"), (f, 0, 0), self.experts,
+                      b_operand="weight"),
             self._op("forward", "gate", routed * self.hidden, step, "combine")]
 
     # -- backward -----------------------------------------------------------------------------
@@ -266,7 +353,8 @@ class Transformer:
             items.append(self._op("backward", "bias-backward", t * out, step, part))
         if data_grad:
             items.append(GemmShape(layer, "backward-data", t, inp, out,
-                                   (role, f"{part}.in", f"{part}.out"), (f, 0, 0)))
+                                   (role, f"{part}.in", f"{part}.out"), (f, 0, 0),
+                                   b_operand="weight"))
         items.append(GemmShape(layer, "backward-weight", inp, out, t,
                                (f"{part}.in", f"{part}.out", role), (0, 0, f)))
         return items
@@ -307,17 +395,20 @@ class Transformer:
         return [
             self._op("backward", "gate-backward", routed * self.hidden, step, "combine"),
             GemmShape(down, "backward-data", rows, self.ffn, self.hidden,
-                      ("expert tokens", "ffn", "hidden"), (f, 0, 0), self.experts),
+                      ("expert tokens", "ffn", "hidden"), (f, 0, 0), self.experts,
+                      b_operand="weight"),
             GemmShape(down, "backward-weight", self.ffn, self.hidden, rows,
                       ("ffn", "hidden", "expert tokens"), (0, 0, f), self.experts),
             *self._activation("backward", routed * self.ffn, step, "experts"),
             GemmShape(up, "backward-data", rows, self.hidden, self.up_width,
-                      ("expert tokens", "hidden", "ffn_up.out"), (f, 0, 0), self.experts),
+                      ("expert tokens", "hidden", "ffn_up.out"), (f, 0, 0), self.experts,
+                      b_operand="weight"),
             GemmShape(up, "backward-weight", self.hidden, self.up_width, rows,
                       ("hidden", "ffn_up.out", "expert tokens"), (0, 0, f), self.experts),
             self._op("backward", "softmax-backward", t * self.experts, step, "router"),
             GemmShape(router, "backward-data", t, self.hidden, self.experts,
-                      (role, "hidden", "experts"), (step.per_sample, 0, 0)),
+                      (role, "hidden", "experts"), (step.per_sample, 0, 0),
+                      b_operand="weight"),
             GemmShape(router, "backward-weight", self.hidden, self.experts, t,
                       ("hidden", "experts", role), (0, 0, step.per_sample))]
 

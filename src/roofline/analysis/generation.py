@@ -1,0 +1,174 @@
+"""Generating G tokens from a prompt of P: time to first token, time per output token, tokens
+per second and the end-to-end latency, at the roofline (lower bounds).
+
+- TTFT: one prefill step of the P prompt tokens per sequence; generation keeps only the last
+  token's logits (``logits: last``: the output layer runs on one row per sequence), unless the
+  network asks for all of them (scoring).
+- Then G - 1 decode steps (the prefill already gave the first token): step i (1 .. G - 1) feeds
+  token i and attends to P + i keys (the prompt, the tokens generated so far and its own), so
+  the KV cache grows from P + 1 to P + G - 1. TPOT is the mean of those steps, summed exactly,
+  not read at one point: in decode every GEMM and op has FLOPs and bytes affine in the key
+  length s (attention reads s keys), so each one's time, max(work(s) / peak, bytes(s) /
+  bandwidth), is summed over s in closed form (two arithmetic series either side of where the
+  two terms cross). An item whose work does not depend on s keeps its report time (tile and
+  wave quantization included, with ``quantization``); one that does (attention) is on the pure
+  roofline.
+- latency = TTFT + (G - 1) x TPOT; tokens/s = batch x G / latency on the device, G / latency
+  per sequence.
+- Memory: the larger of the prefill step's and the last decode step's (the KV cache of
+  P + G - 1 tokens), with the largest batch that fits both.
+
+The Report shown is the last decode step (the prefill when G = 1), with this attached.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import InputError
+from ..hardware.spec import HardwareSpec
+from ..model.network import Network
+from .memory import Memory
+from .report import Report, analyze
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A prompt of ``prompt`` tokens and ``generate`` output tokens, ``batch`` sequences."""
+
+    prompt: int
+    generate: int
+    batch: int
+    logits: str  # "last" (generation) or "all" (scoring)
+    ttft_s: float
+    decode_s: float  # all G - 1 decode steps together
+    prefill: Report
+
+    @property
+    def decode_steps(self) -> int:
+        return self.generate - 1
+
+    @property
+    def tpot_s(self) -> float | None:
+        """The mean decode step (None when one token is generated: there is none)."""
+        return self.decode_s / self.decode_steps if self.decode_steps else None
+
+    @property
+    def latency_s(self) -> float:
+        return self.ttft_s + self.decode_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens per second on the device: batch x G / latency."""
+        return self.batch * self.generate / self.latency_s
+
+    @property
+    def tokens_per_s_per_sequence(self) -> float:
+        return self.generate / self.latency_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``generation`` object."""
+        return {"prompt": self.prompt, "generate": self.generate, "batch": self.batch,
+                "logits": self.logits, "ttft_s": self.ttft_s, "tpot_s": self.tpot_s,
+                "tokens_per_s": self.tokens_per_s,
+                "tokens_per_s_per_sequence": self.tokens_per_s_per_sequence,
+                "latency_s": self.latency_s, "decode_steps": self.decode_steps,
+                "kv_cache_tokens": [self.prompt + 1, self.prompt + self.generate - 1]
+                if self.decode_steps else None}
+
+
+def check_lengths(network: Network, prompt: int, generate: int) -> None:
+    """Positive lengths whose total the model's context holds, else InputError."""
+    for key, value in (("prompt", prompt), ("generate", generate)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(network.source, key, f"expected a positive integer, got {value!r}")
+    context = network.context
+    if context is not None and prompt + generate > context:
+        raise InputError(network.source, "prompt", f"prompt {prompt} + generate {generate} = "
+                         f"{prompt + generate} tokens is longer than the model's context "
+                         f"({context} tokens)")
+
+
+def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: int,
+             quantization: bool = False) -> Report:
+    """The last decode step's Report (the prefill's when ``generate`` is 1) with the
+    ``Generation`` attached (see the module docstring)."""
+    network = network.with_overrides(mode="inference")
+    check_lengths(network, prompt, generate)
+    logits = network.logits or "last"
+    prefill = analyze(network.with_overrides(phase="prefill", seq=prompt, logits=logits),
+                      hardware, quantization)
+    steps = generate - 1
+    if not steps:
+        shown = prefill
+        decode_s = 0.0
+    else:
+        first = analyze(_decode(network, prompt + 1), hardware, quantization)
+        second = analyze(_decode(network, prompt + 2), hardware, quantization)
+        decode_s = _decode_sum(first, second, prompt + 1, prompt + steps)
+        shown = (first if steps == 1 else
+                 analyze(_decode(network, prompt + steps), hardware, quantization))
+    result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],
+                        decode_s, prefill)
+    return replace(shown, generation=result, memory=_peak_memory(prefill.memory, shown.memory))
+
+
+def _decode(network: Network, seq: int) -> Network:
+    return network.with_overrides(phase="decode", seq=seq)
+
+
+def _peak_memory(prefill: Memory | None, decode: Memory | None) -> Memory | None:
+    """The larger of the two steps' memory, with the largest batch that fits both."""
+    if prefill is None or decode is None:
+        return prefill or decode
+    peak = max(prefill, decode, key=lambda m: m.total_bytes)
+    if prefill.max_batch is None or decode.max_batch is None:
+        return peak
+    return replace(peak, max_batch=min(prefill.max_batch, decode.max_batch))
+
+
+def _decode_sum(a: Report, b: Report, first: int, last: int) -> float:
+    """The decode steps' time for key lengths ``first`` .. ``last``, from the reports at
+    ``first`` (``a``) and ``first + 1`` (``b``): each item's FLOPs and bytes are affine in the
+    key length; its time is summed in closed form (``_sum_max``)."""
+    bandwidth = a.bandwidth_bytes_per_s
+    total = 0.0
+    pairs: list[tuple[float, float, float, float, float, float]] = []
+    for x, y in zip(a.results, b.results):
+        peak = a.hardware.peak_flops_per_s(x.gemm.dtype)
+        work = (x.gemm.flops + x.gemm.dequant_flops, y.gemm.flops + y.gemm.dequant_flops)
+        pairs.append((*work, x.gemm.bytes, y.gemm.bytes, peak, x.time_s))
+    for p, q in zip(a.ops, b.ops):
+        pairs.append((p.op.flops, q.op.flops, p.op.bytes, q.op.bytes, a.peak_flops_per_s,
+                      p.time_s))
+    count = last - first + 1
+    for work_a, work_b, bytes_a, bytes_b, peak, time_a in pairs:
+        if work_a == work_b and bytes_a == bytes_b:
+            total += count * time_a
+            continue
+        total += _sum_max(work_a / peak, (work_b - work_a) / peak, bytes_a / bandwidth,
+                          (bytes_b - bytes_a) / bandwidth, count)
+    return total
+
+
+def _series(c0: float, c1: float, low: int, high: int) -> float:
+    """sum of c0 + c1 x for x = low .. high (0 when empty)."""
+    if high < low:
+        return 0.0
+    n = high - low + 1
+    return n * c0 + c1 * (low + high) * n / 2
+
+
+def _sum_max(u0: float, u1: float, w0: float, w1: float, count: int) -> float:
+    """sum over x = 0 .. count - 1 of max(u0 + u1 x, w0 + w1 x), in closed form."""
+    du, dx = u0 - w0, u1 - w1
+    if dx == 0:
+        return _series(u0, u1, 0, count - 1) if du >= 0 else _series(w0, w1, 0, count - 1)
+    root = -du / dx  # where the two lines cross
+    if dx > 0:  # u is the larger from the crossing on
+        k = min(count, max(0, math.ceil(root)))
+        return _series(w0, w1, 0, k - 1) + _series(u0, u1, k, count - 1)
+    k = min(count - 1, max(-1, math.floor(root)))  # u is the larger up to the crossing
+    return _series(u0, u1, 0, k) + _series(w0, w1, k + 1, count - 1)

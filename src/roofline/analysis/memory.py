@@ -1,0 +1,200 @@
+"""Device memory a step needs, part by part, against the device's capacity.
+
+Parts (bytes, per device):
+
+- ``weights``: the matrices GEMMs read as B (``matrix_parameters``) as stored (``weights``:
+  int4 is half a byte per value plus one fp16 scale per ``group_size`` values), every other
+  parameter (norms, biases, embeddings) at the model's dtype. Llama-2-7B in fp16:
+  6,738,415,616 x 2 = 13,476,831,232 B. A training step keeps all at the model's dtype.
+- The KV cache is stored at ``kv_cache``'s size (default the model's dtype).
+- ``kv_cache`` (inference): per attention block 2 x kv_heads x head_dim x seq x batch elements
+  (Llama-2-7B in fp16: 32 blocks x 2 x 32 x 128 x 2 B = 0.5 MiB per token).
+- ``activations``: inference, the most one layer holds at once (``live_bytes``; the peak of a
+  forward pass that frees each layer's inputs once it has run); training, everything the forward
+  pass keeps for the backward pass (``saved_bytes``, by ``recompute``: Korthikanti et al.'s
+  per-layer counts, see ``model.layers.transformer``), plus the logits the loss reads (the last
+  layer's output), plus with full recomputation one block's saved tensors while it is
+  recomputed.
+- ``gradients`` (training): one per parameter at the weight-gradient buffer's size
+  (``grad_accumulation``, else the model's dtype).
+- ``optimizer`` (training): fp32 states, as the update op counts them: Adam's two moments (8 B
+  per parameter) and, when the weights are narrower than fp32, an fp32 master copy (4 B); SGD
+  the master copy only. Mixed-precision Adam: 2 + 2 + 12 = 16 B per parameter (ZeRO, Rajbhandari
+  et al., 2020).
+- ``workspace``: ``WORKSPACE_BYTES``, a stated allowance for the CUDA context, library
+  workspaces and allocator slack (not measured).
+
+Against ``HardwareSpec.memory_capacity_bytes``: ``fits``, the largest batch that fits at this
+sequence length (every part is affine in the batch: found in closed form and checked) and the
+largest sequence length that fits at this batch (a bisection; at most the model's context).
+A device without a stated capacity (a CPU entry) gets None for all three.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..files.fields import MAX_INT
+from ..hardware.spec import HardwareSpec
+from ..model.dtypes import SCALE_BYTES, bits, itemsize
+from ..model.layers import kv_cache_bytes, live_bytes, matrix_parameters, saved_bytes
+from ..model.network import Network
+
+#: The stated allowance for what a step needs beyond its tensors: the CUDA context (about
+#: 0.3-0.5 GB), cuBLAS and attention workspaces, allocator fragmentation. A round figure.
+WORKSPACE_BYTES = 10**9
+MASTER_BYTES = 4  # fp32 master weights and optimizer states
+#: Optimizer states per parameter besides the master copy: Adam's two fp32 moments.
+OPTIMIZER_STATE_BYTES = {"none": 0, "sgd": 0, "adam": 8}
+PARTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "workspace")
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One step's memory by part (bytes), the device's capacity and what fits."""
+
+    parts: dict[str, int]  # PARTS -> bytes
+    capacity_bytes: int | None  # None: the entry states no capacity
+    max_batch: int | None = None  # the largest batch that fits at this seq (0: none does)
+    max_seq: int | None = None  # the largest seq that fits at this batch (0: none does)
+    seq_limit: str = ""  # "context" when max_seq is the model's context, not the memory
+    not_counted: tuple[str, ...] = ()  # parts left at 0 because nothing says what they hold
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.parts.values())
+
+    @property
+    def weights(self) -> int:
+        return self.parts["weights"]
+
+    @property
+    def kv_cache(self) -> int:
+        return self.parts["kv_cache"]
+
+    @property
+    def activations(self) -> int:
+        return self.parts["activations"]
+
+    @property
+    def gradients(self) -> int:
+        return self.parts["gradients"]
+
+    @property
+    def optimizer(self) -> int:
+        return self.parts["optimizer"]
+
+    @property
+    def workspace(self) -> int:
+        return self.parts["workspace"]
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the step fits in the device's memory (None: no capacity stated)."""
+        return None if self.capacity_bytes is None else self.total_bytes <= self.capacity_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``memory`` object: each part in bytes, the total, the capacity, whether it
+        fits, the largest batch (at this seq) and seq (at this batch) that fit."""
+        return dict(self.parts) | {"total_bytes": self.total_bytes,
+                             "capacity_bytes": self.capacity_bytes, "fits": self.fits,
+                             "max_batch": self.max_batch, "max_seq": self.max_seq,
+                             "not_counted": list(self.not_counted)}
+
+
+def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str, int]:
+    """The step's memory by part (see the module docstring), in bytes."""
+    net = network
+    batch, dtype = net.settled()
+    e = itemsize(dtype)
+    step = net.step()
+    parameters = net.parameters
+    matrices = sum(matrix_parameters(layer) for layer in net.layers)
+    stored = net.weight_dtype if net.mode != "train" else dtype
+    weights = -(-matrices * bits(stored) // 8) + (parameters - matrices) * e
+    if net.group and net.mode != "train":  # one fp16 scale per group of each column
+        weights += matrices // net.group * SCALE_BYTES
+    parts = dict.fromkeys(PARTS, 0) | {"weights": weights, "workspace": workspace}
+    if net.mode != "train":
+        parts["kv_cache"] = sum(kv_cache_bytes(layer, step) for layer in net.layers)
+        parts["activations"] = max(live_bytes(layer, own)
+                                   for layer, own in zip(net.layers, net.layer_steps()))
+        return parts
+    saved = [saved_bytes(layer, step, net.recompute) for layer in net.layers]
+    last = net.layers[-1]
+    logits = step.tokens * (last.out_width or 0) * e  # what the loss reads
+    working = 0
+    if net.recompute == "full":  # one block's tensors while it is recomputed
+        working = max(saved_bytes(layer, step, "none") - kept
+                      for layer, kept in zip(net.layers, saved))
+    parts["activations"] = sum(saved) + logits + working
+    grad_e = itemsize(net.grad_accumulation) if net.grad_accumulation else e
+    parts["gradients"] = parameters * grad_e
+    master = MASTER_BYTES if e < MASTER_BYTES and net.optimizer != "none" else 0
+    parts["optimizer"] = parameters * (OPTIMIZER_STATE_BYTES[net.optimizer] + master)
+    return parts
+
+
+def _total(network: Network, workspace: int) -> int:
+    return sum(memory_parts(network, workspace).values())
+
+
+def memory_of(network: Network, hardware: HardwareSpec,
+              workspace: int = WORKSPACE_BYTES) -> Memory:
+    """The step's memory on ``hardware``: its parts, and against the capacity, the largest
+    batch and sequence length that fit."""
+    parts = memory_parts(network, workspace)
+    # a captured module: its activations are not recorded, and it exists at one batch and seq
+    unknown = ("activations",) if network.captured_batch is not None else ()
+    if hardware.memory_capacity_bytes is None:
+        return Memory(parts, capacity_bytes=None, not_counted=unknown)
+    capacity = round(hardware.memory_capacity_bytes)
+    if unknown:
+        return Memory(parts, capacity_bytes=capacity, not_counted=unknown)
+    max_seq, limit = _max_seq(network, capacity, workspace)
+    return Memory(parts, capacity_bytes=capacity,
+                  max_batch=max_batch(network, capacity, workspace), max_seq=max_seq,
+                  seq_limit=limit)
+
+
+def max_batch(network: Network, capacity: float, workspace: int = WORKSPACE_BYTES) -> int:
+    """The largest batch whose step fits in ``capacity`` bytes (0: not even batch 1).
+
+    Every part is a + b x batch (weights and optimizer states fixed; the KV cache and the
+    activations proportional to the batch), so B = floor((capacity - a) / b), then checked
+    against the parts themselves (a step or two, for rounding)."""
+    def total(batch: int) -> int:
+        return _total(replace(network, batch=batch), workspace)
+
+    one, two = total(1), total(2)
+    if one > capacity:
+        return 0
+    per = two - one
+    if per <= 0:
+        return MAX_INT
+    batch = min(MAX_INT, max(1, int((capacity - (one - per)) // per)))
+    while batch > 1 and total(batch) > capacity:
+        batch -= 1
+    while batch < MAX_INT and total(batch + 1) <= capacity:
+        batch += 1
+    return batch
+
+
+def _max_seq(network: Network, capacity: float, workspace: int) -> tuple[int | None, str]:
+    """The largest seq whose step fits at the network's batch (None for a model without a
+    sequence), bisected up to the model's context (``"context"`` when that is the limit)."""
+    if network.seq is None:
+        return None, ""
+
+    def fits(seq: int) -> bool:
+        return _total(replace(network, seq=seq), workspace) <= capacity
+
+    high = network.context or MAX_INT
+    if fits(high):
+        return high, "context" if network.context else ""
+    low = 0  # fits(low) holds (or low is 0); fits(high) does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low, ""

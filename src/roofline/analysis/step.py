@@ -1,0 +1,112 @@
+"""The whole step's verdict: the smallest batch at which the step, taken as one, turns
+compute-bound, or never, and why.
+
+The step is compute-bound at batch B when its compute time, the sum of every GEMM's and op's
+work over its peak (a GEMM's dequantization included), reaches its memory time, the sum of
+their bytes over the bandwidth: the roofline of the step as one fused kernel, beside the
+per-GEMM transitions (``analysis.batch``). Both are affine in the batch, C(B) = c0 + c1 B and
+M(B) = m0 + m1 B (weights and the optimizer update are fixed, tokens grow with B), so the
+smallest such batch is ceil((m0 - c0) / (c1 - m1)) when c1 > m1, checked against the step
+itself; when c1 <= m1 no batch gets there: each sequence adds more byte time than compute time,
+and the reason is the part whose bytes grow fastest with the batch (in decode, attention reading
+the KV cache at about 1 FLOP/B).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ..files.fields import MAX_INT
+from ..hardware.spec import HardwareSpec
+from ..model.network import Network
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    """``batch``: the smallest batch at which the whole step is compute-bound (None: none);
+    ``intensity_limit``: the FLOPs over the bytes each added sequence brings (FLOP/B, what the
+    step's intensity tends to); ``limiter``: the GEMMs (``"gemm"``) or the op kind whose bytes
+    grow fastest with the batch, its ``limiter_share`` of that growth and its own
+    ``limiter_intensity``; ``max_batch``: the largest batch that fits in memory (None: no
+    capacity stated)."""
+
+    batch: int | None
+    intensity_limit: float | None  # None: no bytes grow with the batch
+    limiter: str
+    limiter_share: float
+    limiter_intensity: float | None
+    max_batch: int | None = None
+    captured_batch: int | None = None  # a captured module: judged at this batch only
+
+    @property
+    def fits(self) -> bool | None:
+        if self.batch is None or self.max_batch is None:
+            return None
+        return self.batch <= self.max_batch
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON ``step`` object."""
+        return {"min_compute_bound_batch": self.batch, "fits": self.fits,
+                "intensity_limit": self.intensity_limit, "limiter": self.limiter,
+                "limiter_share": self.limiter_share,
+                "limiter_intensity": self.limiter_intensity,
+                "captured_batch": self.captured_batch}
+
+
+def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
+        float, float, dict[str, tuple[float, float]]]:
+    """(compute time, memory time, per kind (FLOPs, bytes)) of the step at ``batch``."""
+    net = replace(network, batch=batch)
+    gemms, ops = net.expand()
+    bandwidth = hardware.bandwidth_bytes_per_s
+    op_peak = hardware.peak_flops_per_s(net.operand_dtype)
+    compute = memory = 0.0
+    kinds: dict[str, tuple[float, float]] = {}
+    for g in gemms:
+        work = g.flops + g.dequant_flops
+        compute += work / hardware.peak_flops_per_s(g.dtype)
+        memory += g.bytes / bandwidth
+        f, b = kinds.get("gemm", (0, 0))
+        kinds["gemm"] = (f + work, b + g.bytes)
+    for o in ops:
+        compute += o.flops / op_peak
+        memory += o.bytes / bandwidth
+        f, b = kinds.get(o.kind, (0, 0))
+        kinds[o.kind] = (f + o.flops, b + o.bytes)
+    return compute, memory, kinds
+
+
+def step_verdict(network: Network, hardware: HardwareSpec,
+                 max_batch: int | None = None) -> StepVerdict:
+    """The whole step's verdict (see the module docstring). A captured module ran at one
+    batch, so no other batch is judged: the verdict names that batch instead."""
+    if network.captured_batch is not None:
+        return StepVerdict(None, None, "", 0.0, None, max_batch, network.captured_batch)
+    c_one, m_one, k_one = _times(network, hardware, 1)
+    c_two, m_two, k_two = _times(network, hardware, 2)
+    c1, m1 = c_two - c_one, m_two - m_one
+    growth = {kind: (k_two[kind][0] - k_one.get(kind, (0, 0))[0],
+                     k_two[kind][1] - k_one.get(kind, (0, 0))[1]) for kind in k_two}
+    flops_slope = sum(f for f, _ in growth.values())
+    bytes_slope = sum(b for _, b in growth.values())
+    limiter = max(growth, key=lambda kind: growth[kind][1])
+    lf, lb = growth[limiter]
+    limit = flops_slope / bytes_slope if bytes_slope > 0 else None
+    verdict = StepVerdict(None, limit, limiter, lb / bytes_slope if bytes_slope else 0.0,
+                          lf / lb if lb else None, max_batch)
+    if c_one >= m_one:
+        return replace(verdict, batch=1)
+    if c1 <= m1:
+        return verdict
+    batch = max(1, math.ceil(((m_one - m1) - (c_one - c1)) / (c1 - m1)))
+
+    def compute_bound(b: int) -> bool:
+        c, m, _ = _times(network, hardware, b)
+        return c >= m
+
+    while batch < MAX_INT and not compute_bound(batch):  # rounding, uneven expert rows
+        batch += 1
+    while batch > 1 and compute_bound(batch - 1):
+        batch -= 1
+    return replace(verdict, batch=min(batch, MAX_INT))

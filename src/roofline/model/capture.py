@@ -1,0 +1,414 @@
+"""The PyTorch front end: run an ``nn.Module`` on the meta device (shapes, no memory, no
+arithmetic) and record every GEMM and op it runs, forward and, when training, backward, into a
+``Network`` of ``Captured`` layers, one per module that ran something.
+
+How: the parameters, buffers and inputs are replaced by meta tensors of the same shapes and
+dtypes (``torch.func.functional_call``; the user's module is not touched), and two modes listen:
+a dispatch mode sees each aten op below autograd, and a function mode above it tags each
+autograd node with the module that made it, so that a backward op is charged to the module
+whose forward created it (``torch.utils.module_tracker`` names the module in the forward).
+
+- GEMMs: ``mm``, ``addmm`` (M, N, K from the operands), ``bmm``, ``baddbmm`` (batch_count),
+  ``convolution`` and ``convolution_backward`` of 2-D convolutions, whose GEMMs are the ones a
+  ``conv2d`` layer of model.yaml gives (NVIDIA's implicit-GEMM shapes, tensor bytes): the same
+  layer code makes them. In the backward, a GEMM whose output has the shape of one of its
+  module's parameters is the weight gradient; any other is a data gradient.
+- ``scaled_dot_product_attention`` with ``attention="flash"`` (the default) is one fused op, as
+  FlashAttention runs it (FLOPs 4 B H Sq Sk D forward, 10/4 of that backward, halved when
+  causal; bytes Q, K, V, O read or written once): the same op a transformer layer gives. With
+  ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
+  softmax.
+- Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
+  written once; a view moves nothing and is left out), its FLOPs from ``FLOPS_PER_ELEMENT``;
+  an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``.
+
+torch is imported inside the functions: it is an optional extra (``roofline[torch]``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..errors import RooflineError
+from .gemm import GemmShape
+from .layers.captured import Captured, CapturedOp, Item
+from .layers.conv2d import Conv2d
+from .layers.step import Step
+from .network import OPTIMIZER_CHOICES, Network
+
+#: Ops that move no data: views, metadata, allocation without writing.
+FREE_OPS = frozenset({
+    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided",
+    "detach", "alias", "unsqueeze", "squeeze", "select", "slice", "split", "split_with_sizes",
+    "unbind", "chunk", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+    "_reshape_alias", "lift_fresh", "scalar_tensor", "unflatten", "flatten", "view_as",
+    "_to_copy_meta", "narrow", "diagonal", "movedim", "expand_as", "numpy_T", "mT",
+})
+#: FLOPs per output element of the ops whose count is known: an arithmetic op of one output
+#: element per operation 1; the activations and norms as ``model/ops.ELEMENTWISE`` counts them
+#: (GELU 8, SiLU 4, layer norm 8, softmax 5 per element; their backward 12, 8, 12, 4).
+FLOPS_PER_ELEMENT = {
+    **{name: 1 for name in ("add", "sub", "mul", "div", "neg", "relu", "threshold_backward",
+                            "rsqrt", "sqrt", "exp", "log", "tanh", "sigmoid", "pow", "where",
+                            "maximum", "minimum", "clamp", "addcmul", "addcdiv", "reciprocal",
+                            "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub",
+                            "tril", "triu", "eq", "ne", "lt", "gt", "le", "ge", "sum", "mean",
+                            "amax", "max", "min", "cumsum", "tanh_backward",
+                            "sigmoid_backward", "_foreach_add", "_foreach_mul")},
+    **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
+                            "embedding_dense_backward", "index_select", "gather", "scatter",
+                            "scatter_add", "index", "index_put", "ones", "zeros", "full",
+                            "ones_like", "zeros_like", "full_like", "arange", "contiguous",
+                            "constant_pad_nd", "repeat", "roll", "new_zeros", "new_ones",
+                            "new_full", "_unsafe_index", "masked_select")},
+    "gelu": 8, "gelu_backward": 12, "silu": 4, "silu_backward": 8,
+    "native_layer_norm": 8, "native_layer_norm_backward": 12,
+    "_softmax": 5, "_safe_softmax": 5, "_softmax_backward_data": 4,
+    "_log_softmax": 5, "_log_softmax_backward_data": 4,
+    "native_batch_norm": 8, "_native_batch_norm_legit": 8,
+    "_native_batch_norm_legit_no_training": 8, "native_batch_norm_backward": 12,
+    "max_pool2d_with_indices": 0, "max_pool2d_with_indices_backward": 0,
+    "avg_pool2d": 1, "avg_pool2d_backward": 1, "_adaptive_avg_pool2d": 1,
+    "_adaptive_avg_pool2d_backward": 1, "native_dropout": 2, "native_dropout_backward": 1,
+}
+TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+MODES = ("train", "inference")
+ATTENTION = ("flash", "naive")
+_FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class CaptureError(RooflineError):
+    """A module cannot be captured: it fails on meta tensors, or the factory is wrong."""
+
+
+def is_factory(text: str) -> bool:
+    """Whether ``text`` reads as ``package.module:callable``."""
+    return bool(_FACTORY.match(text))
+
+
+@dataclass
+class _Recorder:
+    """What the two modes saw: per module, the forward and backward items in order."""
+
+    root: str
+    train: bool
+    flash: bool
+    params: dict[str, list[tuple[int, ...]]]  # module -> its parameters' shapes
+    forward: dict[str, list[Item]] = field(default_factory=dict)
+    backward: dict[str, list[Item]] = field(default_factory=dict)
+    uncosted: dict[str, int] = field(default_factory=dict)
+    weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
+    last: str = ""
+    module: str = ""
+    quiet: int = 0
+
+    def add(self, module: str, backward: bool, item: Item) -> None:
+        book = self.backward if backward else self.forward
+        book.setdefault(module, []).append(item)
+        self.forward.setdefault(module, [])
+
+
+def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inference",
+                    dtype: str | None = None, attention: str = "flash",
+                    optimizer: str = "none", name: str | None = None) -> Network:
+    """``module`` run on ``example_inputs`` (tensors keep their shapes, not their values), its
+    work as a Network at the batch of the first input's leading dimension."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise CaptureError(f"expected a torch.nn.Module, got {type(module).__name__}")
+    for key, value, choices in (("mode", mode, MODES), ("attention", attention, ATTENTION),
+                                ("optimizer", optimizer, OPTIMIZER_CHOICES)):
+        if value not in choices:
+            raise CaptureError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    cast = _torch_dtype(dtype) if dtype is not None else None
+    label = name or type(module).__name__
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    if not tensors or tensors[0].dim() == 0:
+        raise CaptureError(f"{label}: the first example input must be a tensor whose leading "
+                           f"dimension is the batch")
+    batch = int(tensors[0].shape[0])
+    train = mode == "train"
+    meta_params = {n: _meta(p, cast).requires_grad_(train and p.requires_grad)
+                   for n, p in module.named_parameters()}
+    meta_buffers = {n: _meta(b, cast) for n, b in module.named_buffers()}
+    inputs = tuple(_meta(x, cast) if isinstance(x, torch.Tensor) else x for x in example_inputs)
+    params: dict[str, list[tuple[int, ...]]] = {}
+    for qualified, p in module.named_parameters():
+        owner = qualified.rsplit(".", 1)[0] if "." in qualified else ""
+        params.setdefault(owner, []).append(tuple(p.shape))
+    rec = _Recorder(type(module).__name__, train, attention == "flash", params)
+    rec.weights = {id(p): p for p in meta_params.values()}
+    _run(module, meta_params | meta_buffers, inputs, rec, label)
+    net_dtype = dtype or _dtype_of(meta_params, inputs)
+    source = f"<torch {label}>"
+    layers = []
+    for owner in dict.fromkeys([*rec.forward, *params]):
+        count = sum(_numel(s) for s in params.get(owner, []))
+        layers.append(Captured(owner or label, batch, tuple(rec.forward.get(owner, [])),
+                               tuple(rec.backward.get(owner, [])), count, source))
+    return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=optimizer,
+                   source=source, uncosted=tuple(sorted(rec.uncosted)))
+
+
+def _meta(x: Any, cast: Any) -> Any:
+    import torch
+
+    dtype = cast if cast is not None and x.is_floating_point() else x.dtype
+    return torch.empty_like(x, device="meta", dtype=dtype)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    names = {v: k for k, v in TORCH_DTYPES.items()}
+    if dtype not in names:
+        raise CaptureError(f"dtype: capture runs {', '.join(names)}, got {dtype!r}")
+    return getattr(torch, names[dtype])
+
+
+def _dtype_of(params: dict[str, Any], inputs: tuple[Any, ...]) -> str:
+    import torch
+
+    for x in [*params.values(), *inputs]:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            return TORCH_DTYPES.get(str(x.dtype).removeprefix("torch."), "fp32")
+    return "fp32"
+
+
+def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Recorder,
+         label: str) -> None:
+    import torch
+    from torch.utils.module_tracker import ModuleTracker
+
+    try:
+        with ModuleTracker() as tracker, _modes(rec, tracker):
+            out = torch.func.functional_call(module, state, inputs)
+            if rec.train:
+                outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)
+                        and o.requires_grad]
+                if not outs:
+                    raise CaptureError(f"{label}: mode train, but no output needs a gradient "
+                                       f"(no trainable parameter was used)")
+                rec.module = ""
+                torch.autograd.backward(outs, [torch.empty_like(o) for o in outs])
+    except RooflineError:
+        raise
+    except Exception as exc:  # the user's module failing on meta tensors: say where
+        where = f"module {rec.module or label!r}" + (f", op {rec.last}" if rec.last else "")
+        text = " ".join(str(exc).split())[:300]
+        raise CaptureError(f"{label}: {where} failed on the meta device ({type(exc).__name__}: "
+                           f"{text}); capture needs a module whose work follows from shapes "
+                           f"alone (no .item(), no data-dependent branches)") from None
+
+
+def _flatten(out: Any) -> Iterator[Any]:
+    if isinstance(out, (list, tuple)):
+        for item in out:
+            yield from _flatten(item)
+    elif isinstance(out, dict):
+        for item in out.values():
+            yield from _flatten(item)
+    elif hasattr(out, "to_tuple"):  # transformers' ModelOutput
+        yield from _flatten(out.to_tuple())
+    else:
+        yield out
+
+
+@contextmanager
+def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def current() -> str:
+        names = [p for p in tracker.parents if p != "Global"]
+        deepest = max(names, key=len, default=rec.root)
+        return deepest.split(".", 1)[1] if "." in deepest else ""
+
+    class Functions(TorchFunctionMode):
+        def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if func is F.scaled_dot_product_attention and rec.flash:
+                return _fused_attention(rec, current(), *args, **kwargs)
+            out = func(*args, **kwargs)
+            if not tracker.is_bw:
+                _tag([o.grad_fn for o in _flatten(out) if isinstance(o, torch.Tensor)],
+                     current())
+            return out
+
+    class Dispatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if not rec.quiet:
+                _record(rec, func.overloadpacket.__name__, args, out, current)
+            return out
+
+    with Functions(), Dispatch():
+        yield
+
+
+def _metadata(node: Any) -> dict[str, Any]:
+    """An autograd node's metadata dict (a property; torch's stubs call it a method)."""
+    return cast(dict[str, Any], node.metadata)
+
+
+def _tag(nodes: list[Any], owner: str) -> None:
+    """Charge to ``owner`` the autograd nodes a call made: those reachable from its outputs
+    that no earlier call tagged (linear on a 3-D input makes a view, an addmm and a view)."""
+    while nodes:
+        node = nodes.pop()
+        if node is None or "roofline_module" in _metadata(node):
+            continue
+        _metadata(node)["roofline_module"] = owner
+        nodes += [child for child, _ in node.next_functions]
+
+
+def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], str]) -> None:
+    """One aten op, charged in the backward to the module whose forward made the autograd node
+    that runs it, in the forward to the innermost module running."""
+    import torch
+
+    node = torch._C._current_autograd_node()
+    backward = node is not None
+    owner = _metadata(node).get("roofline_module", "") if node is not None else current()
+    rec.module, rec.last = owner, f"aten.{op}"
+    for item in _items(op, args, out, backward, owner, rec):
+        rec.add(owner, backward, item)
+
+
+def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
+                     attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+                     scale: float | None = None, enable_gqa: bool = False) -> Any:
+    """One fused attention op forward (and its backward, through a custom autograd node)."""
+    import torch
+
+    count = _numel(tuple(q.shape[:-2]))  # batch x heads
+    sq, sk, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    causal = 0.5 if is_causal else 1.0
+    elements = q.numel() * 2 + k.numel() + v.numel()  # read Q, K, V; write O
+
+    class Flash(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, q: Any, k: Any, v: Any) -> Any:
+            return q.new_empty((*q.shape[:-1], v.shape[-1]))
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            rec.add(owner, True, CapturedOp(owner, "backward", "flash-attention-backward",
+                                            int(10 * count * sq * sk * d * causal),
+                                            2 * elements, 0))
+            return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+    rec.add(owner, False, CapturedOp(owner, "forward", "flash-attention",
+                                     int(4 * count * sq * sk * d * causal), elements, 0))
+    rec.quiet += 1
+    try:
+        return Flash.apply(q, k, v)
+    finally:
+        rec.quiet -= 1
+
+
+def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
+           rec: _Recorder) -> list[Item]:
+    import torch
+
+    pass_ = "backward" if backward else "forward"
+    tensors = [a for a in _flatten(list(args)) if isinstance(a, torch.Tensor)]
+    outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)]
+    if op in ("mm", "addmm", "bmm", "baddbmm"):
+        a, b = tensors[-2], tensors[-1]
+        g = a.shape[0] if a.dim() == 3 else 1
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        # in the backward, a GEMM that reads a weight computes a data gradient; one that reads
+        # none (the output gradient and a saved activation) a weight gradient
+        reads_weight = id(a) in rec.weights or id(b) in rec.weights
+        role = ("forward" if not backward else
+                "backward-data" if reads_weight or not rec.params.get(owner) else
+                "backward-weight")
+        return [GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
+                          int(g))]
+    if op == "convolution" and not args[6]:
+        return _conv(args[0], args[1], args, owner, None)
+    if op == "convolution_backward" and not args[7]:
+        return _conv(args[1], args[2], [None, None, None, *args[4:7], None, None, args[9]], owner,
+                     tuple(args[10]))
+    if op in FREE_OPS:
+        if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
+            rec.weights.update((id(o), o) for o in outs)
+        return []
+    elements = other = 0
+    for t in [*tensors, *outs]:
+        if t.is_floating_point():
+            elements += t.numel()
+        else:
+            other += t.numel() * t.element_size()
+    if op == "embedding":  # a gather reads the rows it returns, not the whole table
+        elements = 2 * outs[0].numel()
+    per = FLOPS_PER_ELEMENT.get(op.rstrip("_"))  # add_: add in place
+    if per is None:
+        rec.uncosted[f"aten.{op}"] = rec.uncosted.get(f"aten.{op}", 0) + 1
+        per = 0
+    flops = per * max((o.numel() for o in outs), default=0)
+    return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other)]
+
+
+def _conv(x: Any, w: Any, args: Sequence[Any], owner: str,
+          mask: tuple[bool, ...] | None) -> list[Item]:
+    """A 2-D convolution's GEMMs as the conv2d layer gives them: the forward (``mask`` None)
+    or the gradients ``mask`` asks for (input, weight; the bias gradient is an op)."""
+    if x.dim() != 4:
+        raise CaptureError(f"module {owner!r}: only 2-D convolutions are captured, this one "
+                           f"has {x.dim() - 2} spatial dimensions")
+    stride, padding, dilation, groups = args[3], args[4], args[5], args[8]
+    n, c, h, width = (int(s) for s in x.shape)
+    k, _, r, s = (int(v) for v in w.shape)
+    layer = Conv2d(owner, k, (r, s), tuple(stride), tuple(padding), tuple(dilation),
+                   int(groups), c, h, width)
+    step = Step(n, None, "train", x.element_size())
+    if mask is None:
+        return [item for item in layer.forward(step) if isinstance(item, GemmShape)]
+    items = [item for item in layer.backward(step, data_grad=bool(mask[0]))
+             if isinstance(item, GemmShape)]
+    return [i for i in items if i.pass_ != "backward-weight" or mask[1]]
+
+
+def load_factory(spec: str) -> tuple[Any, tuple[Any, ...]]:
+    """``package.module:callable`` imported and called: it returns ``(module, inputs)`` where
+    ``inputs`` is one tensor or a tuple of them."""
+    import importlib
+
+    path, _, attr = spec.partition(":")
+    try:
+        factory = getattr(importlib.import_module(path), attr)
+    except ImportError as exc:
+        raise CaptureError(f"{spec}: cannot import {path} ({exc})") from None
+    except AttributeError:
+        raise CaptureError(f"{spec}: {path} has no {attr}") from None
+    if not callable(factory):
+        raise CaptureError(f"{spec}: {attr} is not callable")
+    try:
+        made = factory()
+    except Exception as exc:
+        raise CaptureError(f"{spec}: the factory raised {type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:300]}") from None
+    if not (isinstance(made, tuple) and len(made) == 2):
+        raise CaptureError(f"{spec}: the factory must return (module, example_inputs), got "
+                           f"{type(made).__name__}")
+    module, inputs = made
+    return module, inputs if isinstance(inputs, tuple) else (inputs,)

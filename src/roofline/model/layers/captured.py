@@ -1,0 +1,70 @@
+"""A module's work as PyTorch ran it (``roofline.torch.capture``): not read from model.yaml, but
+recorded, GEMM by GEMM and op by op, at the batch of the example inputs.
+
+A captured GEMM keeps its shape; its bytes follow the step's dtype like any GEMM's. A captured
+op keeps its FLOPs and splits its bytes into floating-point elements (which take the step's
+activation element size, so ``dtype`` overrides change them) and other bytes (integer indices,
+boolean masks). The capture ran at one batch: a step at another batch would need another
+capture, and ``forward`` says so instead of answering for a batch that never ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ...errors import InputError
+from ..gemm import GemmShape
+from ..ops import OpShape
+from .step import Step
+
+
+class CapturedOp(NamedTuple):
+    """A non-GEMM op as recorded: ``elements`` floating-point values read and written, plus
+    ``other_bytes`` of integer or boolean tensors."""
+
+    layer: str
+    pass_: str
+    kind: str
+    flops: int
+    elements: int
+    other_bytes: int
+
+    def at(self, e: int) -> OpShape:
+        return OpShape(self.layer, self.pass_, self.kind, self.flops,
+                       self.elements * e + self.other_bytes)
+
+
+Item = GemmShape | CapturedOp
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One module (``name``: its qualified name) with what it ran, in the order it ran."""
+
+    name: str
+    batch: int
+    forward_items: tuple[Item, ...]
+    backward_items: tuple[Item, ...]
+    parameters: int
+    source: str = "<torch>"
+    in_width = None
+    out_width = None
+
+    @property
+    def has_weights(self) -> bool:
+        return self.parameters > 0
+
+    def _items(self, step: Step, items: tuple[Item, ...]) -> list[GemmShape | OpShape]:
+        if step.batch != self.batch:
+            raise InputError(self.source, "batch", f"captured at batch {self.batch}; a batch of "
+                             f"{step.batch} needs a capture with inputs of that batch")
+        return [item.at(step.e) if isinstance(item, CapturedOp) else item for item in items]
+
+    def forward(self, step: Step) -> list[GemmShape | OpShape]:
+        return self._items(step, self.forward_items)
+
+    def backward(self, step: Step, data_grad: bool) -> list[GemmShape | OpShape]:
+        """What autograd ran for this module (it computed the gradients torch needed: no data
+        gradient where nothing before needs one, whatever ``data_grad`` says)."""
+        return self._items(step, self.backward_items)

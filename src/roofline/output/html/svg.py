@@ -1,0 +1,255 @@
+"""Inline SVG charts built as text from numbers: the roofline (one point per GEMM and op), a
+line over batches (the sweep's throughput and memory-bound share, transitions marked) and bars
+of step time (compare). No matplotlib: this works where only the core install is.
+
+Chart units as in ``roofline.plot``: arithmetic intensity in FLOP/B, throughput in TFLOP/s
+(a memory slope of B GB/s is y = x B / 1000). Every text is escaped here; callers pass plain
+strings. Memory-bound points are circles, compute-bound ones squares, ops hollow: the shape
+tells the bound without colour (``page.css`` colours them too).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+from ...units import nice_above, nice_below
+
+WIDTH, HEIGHT = 720, 420
+LEFT, RIGHT, TOP, BOTTOM = 72, 24, 18, 52  # room for tick labels and axis titles
+POINT_R = 4.5  # a circle's radius; a square of equal area has side r * sqrt(pi)
+
+Range = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One GEMM or op on the roofline: where, its bound, whether it is an op (drawn hollow),
+    the id of its table row and the tooltip text."""
+
+    x: float
+    y: float
+    bound: str
+    op: bool
+    row: str
+    tip: str
+
+
+@dataclass(frozen=True)
+class Axis:
+    """Values in ``[low, high]`` onto pixels ``[start, start + length]``, log or linear;
+    ``flip`` for y (pixels grow downwards)."""
+
+    low: float
+    high: float
+    start: float
+    length: float
+    log: bool = True
+    flip: bool = False
+
+    def at(self, value: float) -> float:
+        if self.log:
+            share = math.log10(value / self.low) / math.log10(self.high / self.low)
+        else:
+            share = (value - self.low) / (self.high - self.low)
+        return self.start + (self.length * (1 - share) if self.flip else self.length * share)
+
+    def ticks(self) -> list[float]:
+        """Decades on a log axis (with 2 and 5 when it spans under two decades); on a linear
+        one, five equal steps."""
+        if not self.log:
+            step = (self.high - self.low) / 5
+            return [self.low + i * step for i in range(6)]
+        first, last = math.floor(math.log10(self.low)), math.ceil(math.log10(self.high))
+        steps = (1, 2, 5) if last - first <= 2 else (1,)
+        values = [s * 10.0 ** e for e in range(first, last + 1) for s in steps]
+        return [v for v in values if self.low * (1 - 1e-9) <= v <= self.high * (1 + 1e-9)]
+
+
+def _x_axis(low: float, high: float, log: bool = True) -> Axis:
+    return Axis(low, high, LEFT, WIDTH - LEFT - RIGHT, log)
+
+
+def _y_axis(low: float, high: float, log: bool = True) -> Axis:
+    return Axis(low, high, TOP, HEIGHT - TOP - BOTTOM, log, flip=True)
+
+
+def tick_text(value: float, percent: bool = False) -> str:
+    """``0.01``, ``1``, ``2,000``; ``40%`` on a share axis."""
+    if percent:
+        return f"{value:.0%}"
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _open(label: str) -> str:
+    return (f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}" '
+            f'xmlns="http://www.w3.org/2000/svg">')
+
+
+def _frame(x: Axis, y: Axis, x_title: str, y_title: str, percent: bool = False) -> list[str]:
+    """Grid, ticks and their labels, the axes' box and titles."""
+    out = []
+    x0, x1 = x.start, x.start + x.length
+    y0, y1 = y.start, y.start + y.length
+    for value in x.ticks():
+        px = _f(x.at(value))
+        out.append(f'<line class="grid" x1="{px}" y1="{_f(y0)}" x2="{px}" y2="{_f(y1)}"/>'
+                   f'<text x="{px}" y="{_f(y1 + 16)}" text-anchor="middle">'
+                   f'{tick_text(value)}</text>')
+    for value in y.ticks():
+        py = _f(y.at(value))
+        out.append(f'<line class="grid" x1="{_f(x0)}" y1="{py}" x2="{_f(x1)}" y2="{py}"/>'
+                   f'<text x="{_f(x0 - 6)}" y="{py}" text-anchor="end" dominant-baseline='
+                   f'"middle">{tick_text(value, percent)}</text>')
+    out.append(f'<rect class="ax" x="{_f(x0)}" y="{_f(y0)}" width="{_f(x.length)}" '
+               f'height="{_f(y.length)}"/>')
+    out.append(f'<text x="{_f((x0 + x1) / 2)}" y="{HEIGHT - 8}" text-anchor="middle">'
+               f'{escape(x_title)}</text>')
+    out.append(f'<text transform="translate(14 {_f((y0 + y1) / 2)}) rotate(-90)" '
+               f'text-anchor="middle">{escape(y_title)}</text>')
+    return out
+
+
+def marker(x: float, y: float, bound: str, extra: str = "", inner: str = "") -> str:
+    """A circle (memory-bound) or a square of the same area (compute-bound) at pixel x, y."""
+    if bound == "memory":
+        return (f'<circle {extra}cx="{_f(x)}" cy="{_f(y)}" r="{POINT_R}">{inner}</circle>')
+    side = POINT_R * math.sqrt(math.pi)
+    return (f'<rect {extra}x="{_f(x - side / 2)}" y="{_f(y - side / 2)}" width="{side:.1f}" '
+            f'height="{side:.1f}">{inner}</rect>')
+
+
+def roofline_ranges(xy: Sequence[tuple[float, float]],
+                    roofs: Sequence[tuple[float, float]]) -> tuple[Range, Range]:
+    """x (FLOP/B) and y (TFLOP/s) ranges at 1-2-5 steps holding every point, ridge and ceiling
+    (``roofs``: (peak TFLOP/s, bandwidth GB/s)), with room around the points (as
+    ``roofline.plot.data.chart_limits``)."""
+    ridges = [peak * 1e3 / gbs for peak, gbs in roofs]
+    xs = [x for x, _ in xy] + ridges
+    x_range = (nice_below(min(xs) / 2), nice_above(max(xs) * 2))
+    lows = [y / 2.5 for _, y in xy] + [x_range[0] * gbs / 1e3 / 1.2 for _, gbs in roofs]
+    lows += [peak / 1.2 for peak, _ in roofs]
+    return x_range, (nice_below(min(lows)), nice_above(max(p for p, _ in roofs) * 1.5))
+
+
+def roofline_chart(points: Sequence[Point], peak_tflops: float, bandwidth_gbs: float,
+                   x_range: Range, y_range: Range, label: str) -> str:
+    """The roof (memory slope, ridge, compute ceiling) and one marker per point, each a
+    ``.pt`` element carrying its row id (``data-r``) and its tooltip as ``<title>``."""
+    x, y = _x_axis(*x_range), _y_axis(*y_range)
+    out = [_open(label), *_frame(x, y, "arithmetic intensity (FLOP/B)", "attainable TFLOP/s")]
+    out += _roof(x, y, peak_tflops, bandwidth_gbs)
+    for p in points:
+        kind = f'pt {"m" if p.bound == "memory" else "c"}{" op" if p.op else ""}'
+        out.append(marker(x.at(p.x), y.at(p.y), p.bound,
+                          f'class="{kind}" data-r="{escape(p.row)}" ',
+                          f"<title>{escape(p.tip)}</title>"))
+    return "".join(out) + "</svg>"
+
+
+def _roof(x: Axis, y: Axis, peak: float, gbs: float) -> list[str]:
+    """The roof as one polyline clipped to the chart, the ridge as a dashed line, and their
+    labels."""
+    ridge = peak * 1e3 / gbs
+    start = max(x.low, y.low * 1e3 / gbs)  # where the slope enters the chart
+    corners = [(start, start * gbs / 1e3)] if start < ridge else []
+    if ridge <= x.high:
+        corners += [(max(ridge, x.low), peak), (x.high, peak)]
+    else:
+        corners.append((x.high, x.high * gbs / 1e3))
+    line = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b in corners)
+    out = [f'<polyline class="roof" points="{line}"/>']
+    top = y.at(peak)
+    # below the ceiling, at its right end: the points sit on the roof itself
+    out.append(f'<text x="{_f(x.start + x.length - 4)}" y="{_f(top + 18)}" text-anchor="end">'
+               f'peak {peak:,.4g} TFLOP/s</text>')
+    if x.low < ridge < x.high:
+        at = _f(x.at(ridge))
+        out.append(f'<line class="ridge" x1="{at}" y1="{_f(top)}" x2="{at}" '
+                   f'y2="{_f(y.start + y.length)}"/>'
+                   f'<text x="{_f(x.at(ridge) + 4)}" y="{_f(y.start + y.length - 6)}">'
+                   f'ridge {ridge:,.1f} FLOP/B</text>')
+    if start < ridge:  # the slope's label, along it, near its lower end
+        (a, b), (c, d) = corners[0], corners[1]
+        angle = math.degrees(math.atan2(y.at(d) - y.at(b), x.at(c) - x.at(a)))
+        px, py = x.at(a) + 0.25 * (x.at(c) - x.at(a)), y.at(b) + 0.25 * (y.at(d) - y.at(b))
+        out.append(f'<text transform="translate({_f(px)} {_f(py - 9)}) rotate({angle:.1f})">'
+                   f'{gbs:,.4g} GB/s</text>')
+    return out
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A vertical dashed line at ``x`` on a line chart, labelled (a sweep's transition)."""
+
+    x: float
+    label: str
+
+
+def line_chart(xy: Sequence[tuple[float, float, str]], x_range: Range, y_range: Range,
+               titles: tuple[str, str], label: str, y_log: bool = True,
+               percent: bool = False, marks: Sequence[Mark] = ()) -> str:
+    """One curve through ``(x, y, tooltip)`` points (log x), a marker at each, and ``marks``."""
+    x, y = _x_axis(*x_range), _y_axis(*y_range, log=y_log)
+    out = [_open(label), *_frame(x, y, *titles, percent=percent)]
+    for index, mark in enumerate(marks):
+        px = _f(x.at(mark.x))
+        out.append(f'<line class="mark" x1="{px}" y1="{_f(y.start)}" x2="{px}" '
+                   f'y2="{_f(y.start + y.length)}"/>'
+                   f'<text x="{_f(x.at(mark.x) + 3)}" y="{_f(y.start + 14 + 14 * (index % 4))}" '
+                   f'class="mark-label">{escape(mark.label)}</text>')
+    line = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b, _ in xy)
+    out.append(f'<polyline class="curve" points="{line}"/>')
+    for a, b, tip in xy:
+        out.append(marker(x.at(a), y.at(b), "compute", 'class="pt c" ',
+                          f"<title>{escape(tip)}</title>"))
+    return "".join(out) + "</svg>"
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One device's step: its memory- and compute-bound seconds and the text at the bar's end."""
+
+    label: str
+    memory_s: float
+    compute_s: float
+    text: str
+
+
+HATCH = ('<defs><pattern id="rl-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+         'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fdecea"/>'
+         '<line x1="0" y1="0" x2="0" y2="6" stroke="#c62828" stroke-width="2.5"/></pattern>'
+         '</defs>')
+
+
+def bar_chart(bars: Sequence[Bar], label: str) -> str:
+    """Horizontal bars of step time on a linear axis from 0, the memory-bound part hatched
+    (pattern, not only colour) and the compute-bound part solid."""
+    row, left = 34, 150
+    height = TOP + row * len(bars) + 40
+    longest = max(b.memory_s + b.compute_s for b in bars)
+    scale = (WIDTH - left - 170) / longest
+    out = [f'<svg viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(label)}" '
+           f'xmlns="http://www.w3.org/2000/svg">', HATCH]
+    for index, bar in enumerate(bars):
+        top = TOP + index * row
+        memory, compute = bar.memory_s * scale, bar.compute_s * scale
+        out.append(f'<text x="{left - 8}" y="{top + 13}" text-anchor="end" '
+                   f'dominant-baseline="middle">{escape(bar.label)}</text>')
+        out.append(f'<rect class="bar-m" x="{left}" y="{top}" width="{memory:.1f}" '
+                   f'height="26"/><rect class="bar-c" x="{left + memory:.1f}" y="{top}" '
+                   f'width="{compute:.1f}" height="26"/>')
+        out.append(f'<text x="{left + memory + compute + 6:.1f}" y="{top + 13}" '
+                   f'dominant-baseline="middle">{escape(bar.text)}</text>')
+    key = TOP + row * len(bars) + 10
+    out.append(f'<rect class="bar-m" x="{left}" y="{key}" width="18" height="12"/>'
+               f'<text x="{left + 24}" y="{key + 10}">memory-bound time</text>'
+               f'<rect class="bar-c" x="{left + 170}" y="{key}" width="18" height="12"/>'
+               f'<text x="{left + 194}" y="{key + 10}">compute-bound time</text>')
+    return "".join(out) + "</svg>"

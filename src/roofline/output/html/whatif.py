@@ -1,0 +1,227 @@
+"""The compare and sweep pages: the verdict and why, bars of step time and one roofline per
+device (compare); throughput and memory-bound share over batch with each GEMM's transition
+marked (sweep). Sentences are ``output.whatif``'s."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import TYPE_CHECKING
+
+from ...units import nice_above, nice_below, seconds, si
+from ..report import compact_names, precision_text, quantization_line, step_text
+from ..whatif import change_text, dtype_note, verdict_text
+from . import svg
+from .page import (
+    Cell,
+    block,
+    bound_cell,
+    document,
+    facts,
+    figures,
+    gemm_tip,
+    hardware_sources,
+    provenance,
+    table,
+    text,
+)
+
+if TYPE_CHECKING:
+    from ...analysis.report import Report
+    from ...analysis.whatif import Comparison, Sweep
+
+
+# ------------------------------------------------------------------------------------- compare
+
+def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
+    net = c.baseline.network
+    pairs = [("model", net.name), ("step", step_text(net)), ("precision", precision_text(net)),
+             ("baseline", c.baseline.hardware.name)]
+    if c.baseline.quantization:
+        pairs.append(("quantization", quantization_line(detail=False)))
+    return pairs + [("note", note) for note in (dtype_note(c, r) for r in c.reports) if note]
+
+
+def _device_table(c: Comparison) -> str:
+    header = (("hardware", True), ("dtype", True), ("ridge FLOP/B", False),
+              ("step time", False), ("speedup", False), ("memory-bound time", False))
+    rows = []
+    for r in c.reports:
+        t = r.totals
+        rows.append(("", [text(r.hardware.name), text(r.dtype), Cell(f"{r.ridge:.1f}"),
+                          Cell(seconds(t["time_s"]), t["time_s"]),
+                          Cell(f"{c.speedup(r):.2f}x", c.speedup(r)),
+                          Cell(f"{t['memory_bound_time_fraction']:.0%}",
+                               t["memory_bound_time_fraction"])]))
+    return table(header, rows)
+
+
+def _bars(c: Comparison) -> str:
+    bars = []
+    for r in c.reports:
+        t = r.totals
+        memory = t["time_s"] * t["memory_bound_time_fraction"]
+        speed = "baseline" if r is c.baseline else f"{c.speedup(r):.2f}x"
+        bars.append(svg.Bar(r.hardware.name, memory, t["time_s"] - memory,
+                            f"{seconds(t['time_s'])} ({speed})"))
+    chart = svg.bar_chart(bars, "step time by device")
+    return (f"<figure>{chart}<figcaption>Step time by device: the hatched part is memory-bound "
+            "(GEMMs and ops), the solid part compute-bound.</figcaption></figure>")
+
+
+def _why(c: Comparison) -> str:
+    """Per device, the GEMMs grouped by why they gain or lose against the baseline."""
+    out = []
+    base = c.baseline.hardware.name
+    for r in c.reports[1:]:
+        groups: dict[str, list[str]] = {}
+        for i, result in enumerate(c.baseline.results):
+            groups.setdefault(change_text(c.why(i, r), base), []).append(result.gemm.name)
+        items = "".join(f"<li><b>{escape(compact_names(names, 8))}</b>: {escape(why)}</li>"
+                        for why, names in groups.items())
+        out.append(f"<h4>{escape(r.hardware.name)} vs {escape(base)}</h4><ul>{items}</ul>")
+    return "".join(out)
+
+
+def _compare_charts(c: Comparison) -> str:
+    """One roofline per device on shared axes, the GEMMs (first copies) as points; a click
+    finds the GEMM's row in the table below."""
+    per_device = []
+    for r in c.reports:
+        per_device.append([svg.Point(x.gemm.intensity, x.attainable_flops_per_s / 1e12, x.bound,
+                                     False, f"c-{x.gemm.name}",
+                                     f"{r.hardware.name}: " + gemm_tip(x))
+                           for x in r.results if not x.gemm.copy])
+    roofs = [(r.peak_flops_per_s / 1e12, r.bandwidth_bytes_per_s / 1e9) for r in c.reports]
+    x_range, y_range = svg.roofline_ranges([(p.x, p.y) for ps in per_device for p in ps], roofs)
+    charts = []
+    for r, points, (peak, gbs) in zip(c.reports, per_device, roofs):
+        chart = svg.roofline_chart(points, peak, gbs, x_range, y_range,
+                                   f"roofline on {r.hardware.name}")
+        charts.append(f"<figure>{chart}<figcaption>{escape(r.hardware.name)} ({escape(r.dtype)})"
+                      f"</figcaption></figure>")
+    return f'<div class="charts">{"".join(charts)}</div>'
+
+
+def _gemm_table(c: Comparison) -> str:
+    header: list[tuple[str, bool]] = [("GEMM", True), ("layer", True), ("M", False),
+                                      ("N", False), ("K", False)]
+    for r in c.reports:
+        header.append((f"{r.hardware.name} time", False))
+        if r is not c.baseline:
+            header.append((f"{r.hardware.name} speedup", False))
+    rows = []
+    for i, result in enumerate(c.baseline.results):
+        g = result.gemm
+        if g.copy:
+            continue
+        cells = [text(g.name), text(g.layer), Cell(str(g.m)), Cell(str(g.n)), Cell(str(g.k))]
+        for r in c.reports:
+            other = r.results[i]
+            bound = bound_cell(other.bound)
+            cells.append(Cell(f"{bound.text.split()[0]} {seconds(other.time_s)}",
+                              other.time_s))
+            if r is not c.baseline:
+                speedup = result.time_s / other.time_s
+                cells.append(Cell(f"{speedup:.2f}x", speedup))
+        rows.append((f' id="c-{escape(g.name)}" tabindex="0" class="{result.bound[0]}"',
+                     cells))
+    return table(header, rows, caption="per device: \u25cf memory-bound, \u25a0 compute-bound "
+                                       "(on that device); the row's shading is the baseline's")
+
+
+def comparison_page(c: Comparison, command: str | None = None) -> str:
+    """compare ``--format html``."""
+    names = " vs ".join(r.hardware.name for r in c.reports)
+    title = f"{c.baseline.network.name}: {names}"
+    fastest = c.fastest
+    body = (f"<h1>{escape(title)}</h1>{facts(_compare_facts(c))}"
+            f'<p class="verdict">{escape(verdict_text(c))}</p>'
+            + figures([("fastest", fastest.hardware.name),
+                       ("its step time", seconds(fastest.totals["time_s"])),
+                       ("speedup over the baseline", f"{c.speedup(fastest):.2f}x")])
+            + f"<h2>Devices</h2>{_device_table(c)}{_bars(c)}"
+            + f"<h2>Why</h2>{_why(c)}"
+            + f"<h2>Roofline per device</h2>{_compare_charts(c)}"
+            + f"<h2>GEMMs</h2>{_gemm_table(c)}"
+            + "<h2>Sources</h2>" + "".join(f"<h3>{escape(r.hardware.name)}</h3>"
+                                           f"{hardware_sources(r.hardware)}" for r in c.reports)
+            + provenance(command))
+    return document(title, block(body))
+
+
+# --------------------------------------------------------------------------------------- sweep
+
+def _transition_groups(s: Sweep) -> list[tuple[int | None, list[str]]]:
+    groups: dict[int | None, list[str]] = {}
+    for name, batch in s.transitions().items():
+        groups.setdefault(batch, []).append(name)
+    return sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or 0))
+
+
+def _sweep_charts(s: Sweep) -> str:
+    reports = s.reports
+    batches = [r.batch for r in reports]
+    x_range = (nice_below(min(batches) / 1.5), nice_above(max(batches) * 1.5))
+    marks = [svg.Mark(b, f"{compact_names(names, 3)} \u2192 compute")
+             for b, names in _transition_groups(s)
+             if b is not None and x_range[0] <= b <= x_range[1]]
+    rate = [(r.batch, r.batch / r.totals["time_s"], _tip(r)) for r in reports]
+    share = [(r.batch, r.totals["memory_bound_time_fraction"], _tip(r)) for r in reports]
+    ys = [y for _, y, _ in rate]
+    throughput = svg.line_chart(rate, x_range, (nice_below(min(ys) / 1.5),
+                                                nice_above(max(ys) * 1.5)),
+                                ("batch", "samples/s"), "samples per second by batch",
+                                marks=marks)
+    bound = svg.line_chart(share, x_range, (0.0, 1.0), ("batch", "memory-bound share of time"),
+                           "memory-bound share of the step by batch", y_log=False,
+                           percent=True, marks=marks)
+    caption = ("Dashed lines: the batch at which GEMMs turn compute-bound (closed form; the "
+               "list below names every GEMM).")
+    return (f'<div class="charts"><figure>{throughput}<figcaption>Throughput.</figcaption>'
+            f"</figure><figure>{bound}<figcaption>Share of the step time spent memory-bound."
+            f"</figcaption></figure></div><p class=muted>{escape(caption)}</p>")
+
+
+def _tip(r: Report) -> str:
+    t = r.totals
+    return (f"batch {r.batch}\nstep {seconds(t['time_s'])}, "
+            f"{si(r.batch / t['time_s'], 'samples/s')}\n"
+            f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound")
+
+
+def _sweep_table(s: Sweep) -> str:
+    header = (("batch", False), ("step time", False), ("samples/s", False),
+              ("memory-bound time", False), ("memory-bound GEMMs", True))
+    rows = []
+    for r in s.reports:
+        t = r.totals
+        memory = [x.gemm.name for x in r.results if x.bound == "memory"]
+        names = ("all" if memory and len(memory) == len(r.results)
+                 else compact_names(memory, 6) or "none")
+        rate = r.batch / t["time_s"]
+        rows.append(("", [Cell(str(r.batch)), Cell(seconds(t["time_s"]), t["time_s"]),
+                          Cell(si(rate, ""), rate),
+                          Cell(f"{t['memory_bound_time_fraction']:.0%}",
+                               t["memory_bound_time_fraction"]), text(names)]))
+    return table(header, rows)
+
+
+def sweep_page(s: Sweep, command: str | None = None) -> str:
+    """sweep ``--format html``."""
+    first = s.reports[0]
+    title = f"{first.network.name} on {s.hardware.name}: batch sweep"
+    pairs = [("model", first.network.name), ("device", s.hardware.name),
+             ("dtype", first.dtype), ("mode", first.network.mode),
+             ("precision", precision_text(first.network)),
+             ("ridge", f"{first.ridge:.1f} FLOP/B"),
+             ("batches", ", ".join(str(r.batch) for r in s.reports))]
+    if first.quantization:
+        pairs.append(("quantization", quantization_line(detail=False)))
+    items = "".join(f"<li><b>{'never' if b is None else f'batch &gt;= {b}'}</b>: "
+                    f"{escape(compact_names(names, len(names) + 1))}</li>"
+                    for b, names in _transition_groups(s))
+    body = (f"<h1>{escape(title)}</h1>{facts(pairs)}<h2>Throughput and bound</h2>"
+            f"{_sweep_charts(s)}<h2>Batches</h2>{_sweep_table(s)}"
+            f"<h2>Compute-bound from (closed form, any batch)</h2><ul>{items}</ul>"
+            f"<h2>Sources</h2>{hardware_sources(s.hardware)}{provenance(command)}")
+    return document(title, block(body))

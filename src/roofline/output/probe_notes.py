@@ -1,0 +1,63 @@
+"""The sentences of a probe's notes: what it assumed, what it could not measure and why, and
+what it warns of. The probe records each as a ``Note`` (a code and the values its sentence
+needs, ``probe.result``); this is the one place the words are. ``probe --format json`` and the
+saved entry's notes carry the sentences, so a change here changes those outputs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..probe.result import Note
+
+TEXT: dict[str, str] = {
+    # warnings
+    "unstable": ("{label} may be unstable: spread (MAD/median) {spread:.0%}, best {best_s:.3g} s, "
+                 "median {median_s:.3g} s, worst {worst_s:.3g} s per call over {values} values; "
+                 "close other programs and rerun `roofline probe` (the full probe repeats more)"),
+    "no_plateau": ("{key}: the largest size ran >10% below the best one (n={best_n}); the "
+                   "machine was probably busy"),
+    "read_stream_small": ("DRAM read stream over {read_mib:.0f} MiB, less than {factor}x the "
+                          "{llc_mib:.0f} MiB last-level cache: the cache may hold part of it and "
+                          "inflate the figure"),
+    "working_set_small": ("DRAM working set {working_mib:.0f} MiB is not well beyond the "
+                          "{llc_mib:.0f} MiB last-level cache ({preset} preset)"),
+    "blas_pinned": ("{name}={value} is set: {what}, so GEMM rates can stay well below the "
+                    "theoretical peak of this CPU's widest SIMD (the measured figures are what "
+                    "analyze uses)"),
+    # reasons a figure was not measured
+    "llc_size_unknown": "last-level cache size unknown",
+    "llc_like_l2": "the last-level cache is not much larger than L2",
+    "llc_like_dram": ("cache-resident rate {rate:.1f} GB/s is within 20% of DRAM (shared or "
+                      "virtualised cache?): not reported"),
+    "backend_missing": "{reason}",
+    # assumptions
+    "cores": "{cores} physical cores usable by this process ({source}), {sockets} socket(s)",
+    "no_clock": "no clock known: no theoretical CPU peak",
+    "entry_clocks": "SIMD width, FMA units and clocks from hwdb entry {entry}: vector {label}",
+    "amx_clock": "AMX clock {label}",
+    "scalar_clock_unused": ("the scalar clock measured under all-core load was {ghz:.2f} GHz "
+                            "(not used: the entry's ISA clocks are)"),
+    "simd_from_isa": "{bits}-bit SIMD from the ISA flags",
+    "two_fma_units": ("2 FMA units per core assumed (true for recent server cores; some Xeon "
+                      "Silver/Gold 5xxx have 1)"),
+    "clock": "clock {ghz:.2f} GHz = {basis}",
+    "amd_avx512_on_256": "AMD family < 26 (Zen 4 and older) executes AVX-512 on 256-bit units",
+    "no_avx": "no AVX flags seen: 128-bit SIMD assumed",
+    "dram_from_entry": ("DRAM bandwidth {bandwidth:g} GB/s from hwdb entry {entry} (all sockets "
+                        "and channels it models)"),
+    "dram_unknown": ("theoretical DRAM bandwidth unknown: channels and memory speed are not "
+                     "visible without root (dmidecode)"),
+    "dtype_amx": "{dtype}: AMX, {ops} ops/cycle/core",
+    "dtype_vector": "{dtype}: {flag}, {factor}x the fp32 rate",
+    "clock_raised": ("measured {dtype} {rate:,.1f} GFLOP/s exceeds the computed {computed:,.1f}: "
+                     "the {unit} clock is raised from {old:.2f} to the {new:.2f} GHz it implies "
+                     "(the cores ran faster than assumed, or have more or wider units)"),
+    "gpu_peaks_from_entry": "peaks: dense datasheet figures of hwdb entry {entry}",
+    "gpu_bandwidth_from_nvml": "device bandwidth = 2 x NVML max memory clock x bus width",
+}
+
+
+def note_text(note: Note) -> str:
+    """The sentence of ``note``."""
+    return TEXT[note.code].format(**note.values)

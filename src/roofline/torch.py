@@ -1,0 +1,43 @@
+"""Analyze the module you already have: ``capture(module, *example_inputs)`` runs it on the
+meta device (no memory, no arithmetic) and returns the Network that model.yaml would describe,
+every GEMM and op with its module's name, or, given ``hw=``, its Report on that device.
+
+    from roofline.torch import capture
+    report = capture(model, torch.zeros(8, 3, 224, 224), mode="train", hw="h100")
+
+torch is an optional extra: ``pip install "roofline[torch]"``. How ops are recorded, and what a
+capture cannot do (another batch than the example's; data-dependent control flow), is in
+``roofline.model.capture``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .model.capture import CaptureError, capture_network, load_factory
+
+if TYPE_CHECKING:
+    from .analysis.report import Report
+    from .hardware.spec import HardwareSpec
+    from .model.network import Network
+
+
+def capture(module: Any, *example_inputs: Any, mode: str = "train", dtype: str | None = None,
+            attention: str = "flash", optimizer: str = "none", name: str | None = None,
+            hw: HardwareSpec | str | None = None) -> Network | Report:
+    """``module`` run on ``example_inputs`` (only their shapes and dtypes matter; the batch is
+    the first input's leading dimension) in ``mode`` ("train": forward and backward;
+    "inference": forward), as a Network, or as a Report on ``hw`` when it is given. ``dtype``
+    (fp32, fp16, bf16, fp64) casts the floating-point parameters and inputs first;
+    ``attention`` "flash" counts ``scaled_dot_product_attention`` as one fused op, "naive" as
+    the batched GEMMs torch runs on the meta device; ``optimizer`` (none, sgd, adam) adds the
+    update a training step makes."""
+    network = capture_network(module, example_inputs, mode, dtype, attention, optimizer, name)
+    if hw is None:
+        return network
+    from .api import analyze_model
+
+    return analyze_model(network, hw)
+
+
+__all__ = ["CaptureError", "capture", "load_factory"]

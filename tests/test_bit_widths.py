@@ -1,0 +1,155 @@
+"""Separate bit widths for weights, activations and the KV cache: bytes, peaks and memory against
+hand arithmetic; bad combinations as one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from roofline import analyze_model
+
+LLAMA = "examples/hf/llama-2-7b.json"
+A100 = "a100-sxm4-80gb"
+H, FFN, VOCAB, LAYERS = 4096, 11008, 32000, 32
+
+
+@pytest.fixture(autouse=True)
+def _root(monkeypatch):
+    monkeypatch.chdir(Path(__file__).parent.parent)
+
+
+def _decode(**options):
+    return analyze_model(LLAMA, A100, batch=1, seq=1024, mode="inference", phase="decode",
+                         **options)
+
+
+def _w4(k, n):
+    """int4 B of k x n: half a byte per value, plus one fp16 scale per 128 values."""
+    return k * n // 2 + k * n // 128 * 2
+
+
+def test_w4a16_decode_step_bytes_with_group_size_128():
+    report = _decode(weights="int4", group_size=128)
+    # per block at batch 1 (M = 1), fp16 A and C:
+    # (k, n): qkv 4096 x 12288, proj 4096 x 4096, ffn_up 4096 x 22016, ffn_down 11008 x 4096
+    shapes = [(H, 3 * H), (H, H), (H, 2 * FFN), (FFN, H)]
+    block = sum(2 * k + _w4(k, n) + 2 * n for k, n in shapes)
+    # qkv: 8,192 + 25,165,824 + 786,432 + 24,576 = 25,985,024
+    assert 2 * H + _w4(H, 3 * H) + 2 * 3 * H == 25_985_024
+    lm_head = 2 * H + _w4(H, VOCAB) + 2 * VOCAB
+    gemm_bytes = LAYERS * block + lm_head
+    assert sum(r.gemm.bytes for r in report.results) == gemm_bytes
+    first = report.results[0].gemm
+    assert first.bytes == 25_985_024 and first.bytes_by_operand == {
+        "a": 8_192, "b": 25_165_824 + 786_432, "c": 24_576}
+    # ops per block, fp16, one token, KV cache of 1024 tokens: two rmsnorms (read, write h),
+    # flash attention (Q and O: 2 x 4096; K and V: 1024 x 2 x 4096), two residual adds (read 2,
+    # write 1), silu (read, write ffn) and the gate (read 2, write 1 x ffn)
+    ops = (2 * 2 * H * 2 + (2 * H + 1024 * 2 * H) * 2 + 2 * 3 * H * 2
+           + 2 * FFN * 2 + 3 * FFN * 2)
+    # embedding gather: read a row, write a row, one int64 id; the final rmsnorm
+    head = 2 * H * 2 + 8 + 2 * H * 2
+    assert report.totals["bytes"] == gemm_bytes + LAYERS * ops + head
+
+
+def test_w4a16_weights_in_memory():
+    # matrices 6,607,077,376 at 0.5 B plus their scales, embedding and norms at 2 B
+    matrices = LAYERS * (H * 3 * H + H * H + H * 2 * FFN + FFN * H) + H * VOCAB
+    assert matrices == 6_607_077_376
+    rest = 6_738_415_616 - matrices  # embedding 131,072,000 + norms 266,240
+    expected = matrices // 2 + matrices // 128 * 2 + rest * 2
+    assert expected == 3_669_450_752
+    assert _decode(weights="int4").memory.weights == expected
+
+
+def test_weight_only_math_runs_at_the_activations_peak_and_counts_the_dequantization():
+    result = _decode(weights="int4").results[0]
+    g = result.gemm
+    assert (g.dtype, g.stored_b, g.c_dtype) == ("fp16", "int4", "fp16")
+    assert g.flops == 2 * 12288 * 4096
+    assert g.dequant_flops == 2 * 4096 * 12288  # convert and scale each weight once
+    # time = max(work / fp16 peak, bytes / bandwidth) = max(201.3 MFLOP / 312 T, 26 MB / 2039 G)
+    assert result.time_s == pytest.approx(max((g.flops + g.dequant_flops) / 312e12,
+                                              25_985_024 / 2039e9))
+    data = _decode(weights="int4").to_dict()
+    assert data["weights"] == "int4" and data["group_size"] == 128
+    assert data["gemms"][0]["b_dtype"] == "int4"
+    assert data["gemms"][0]["dequant_flops"] == 100_663_296
+
+
+def test_w4a16_batch_advice_counts_the_dequantization():
+    g = _decode(weights="int4").results[0]
+    ridge = 312e12 / 2039e9
+    # (2 n k B + 2 n k) / (2 k B + B bytes + 2 n B) >= R, k = 4096, n = 12288:
+    # B >= (R x 25,952,256 - 100,663,296) / (100,663,296 - R x 32,768)
+    nk2 = 2 * 12288 * 4096
+    expected = math.ceil((ridge * _w4(4096, 12288) - nk2) / (nk2 - ridge * (2 * 4096 + 2 * 12288)))
+    assert g.min_compute_bound_batch == expected
+
+
+def test_w8a8_runs_at_the_int8_peak_and_attention_stays_fp16():
+    report = analyze_model(LLAMA, A100, batch=8, seq=1024, mode="inference", phase="decode",
+                           weights="int8", activations="int8", attention="naive")
+    qkv = report.results[0]
+    assert (qkv.gemm.dtype, qkv.gemm.stored_b, qkv.gemm.c_dtype) == ("int8", "int8", "fp16")
+    assert qkv.gemm.dequant_flops == 0
+    # A 8 x 4096 int8, B 4096 x 12288 int8, C 8 x 12288 fp16
+    assert qkv.gemm.bytes == 8 * 4096 + 4096 * 12288 + 2 * 8 * 12288
+    scores = next(r.gemm for r in report.results if r.gemm.layer.endswith("scores"))
+    assert scores.dtype == "fp16"
+    assert report.to_dict()["activations"] == "int8"
+
+
+def test_fp8_kv_cache_halves_the_cache_and_its_reads():
+    fp16, fp8 = _decode(), _decode(kv_cache="fp8")
+    assert fp16.memory.kv_cache == 1024 * 524_288
+    assert fp8.memory.kv_cache == 1024 * 524_288 // 2
+    attn16 = next(o.op for o in fp16.ops if o.op.kind == "flash-attention")
+    attn8 = next(o.op for o in fp8.ops if o.op.kind == "flash-attention")
+    # Q and O fp16 (2 x 4096 x 2 B); K and V of 1024 tokens at 2 B, then 1 B
+    assert attn16.bytes == 2 * 4096 * 2 + 1024 * 2 * 4096 * 2
+    assert attn8.bytes == 2 * 4096 * 2 + 1024 * 2 * 4096 * 1
+    # dequantizing K and V: 2 FLOPs per element
+    assert attn8.flops == attn16.flops + 2 * 1024 * 2 * 4096
+
+
+def test_model_yaml_takes_the_bit_widths(tmp_path):
+    model = tmp_path / "m.yaml"
+    model.write_text("batch: 4\ndtype: fp16\nmode: inference\nweights: int4\ngroup_size: 64\n"
+                     "kv_cache: fp8\nmlp: [1024, 4096]\n")
+    g = analyze_model(model, A100).results[0].gemm
+    assert (g.stored_b, g.group_size) == ("int4", 64)
+    assert g.bytes_by_operand["b"] == 1024 * 4096 // 2 + 1024 * 4096 // 64 * 2
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--weights", "int4", "--group-size", "100"],
+     "group_size: group size 100 does not divide qkv.in (4096) of layer 'blk.1.qkv'"),
+    (["--weights", "int8", "--group-size", "64"],
+     "group_size: a group size needs group-quantized weights (int4); the weights are int8"),
+    (["--weights", "fp16", "--activations", "int8"],
+     "weights: fp16 weights cannot meet int8 activations"),
+    (["--activations", "fp8"],
+     "a100-sxm4-80gb cannot run fp8 activations: its entry has no fp8 peak"),
+    (["--weights", "int4", "--mode", "train"],
+     "int4 weights with fp16 activations are modelled for inference only"),
+])
+def test_bad_bit_widths_are_one_line_and_exit_2(invoke, options, message):
+    args = [LLAMA, "--hw", A100, "--batch", "1", "--seq", "64", "--mode", "inference", *options]
+    result = invoke("analyze", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_precision_line_names_each_width(invoke):
+    out = invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", "--seq", "64", "--mode",
+                 "inference", "--weights", "int4", "--kv-cache", "fp8").stdout
+    assert ("precision: weights int4-g128 (fp16 scales) x activations fp16 -> C fp16; KV cache "
+            "fp8; rest fp16") in out
+    plain = json.loads(invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", "--seq", "64",
+                              "--format", "json").stdout)
+    assert (plain["weights"], plain["activations"], plain["kv_cache"]) == ("fp16",) * 3
+    assert plain["group_size"] is None

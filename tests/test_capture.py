@@ -1,0 +1,189 @@
+"""roofline.torch.capture against independent routes: torch's own FlopCounterMode on the same
+run, and roofline's model.yaml for the same network (tools/torch_flops.py builds the examples
+by hand in torch.nn). Needs torch (the `torch` extra; .ci/run installs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+try:
+    import torch
+except ImportError:  # CI installs the torch extra: there, a missing torch is a failure
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("torch is not installed (pip install 'roofline[torch]')", allow_module_level=True)
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from roofline.model.capture import CaptureError  # noqa: E402
+from roofline.model.network import load_network  # noqa: E402
+from roofline.torch import capture  # noqa: E402
+
+ROOT = Path(__file__).parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import torch_flops  # noqa: E402
+
+
+def _meta(make):
+    with torch.device("meta"):
+        return make()
+
+
+def _torch_flops(module, x, mode):
+    params = {n: torch.empty_like(p, device="meta").requires_grad_(mode == "train")
+              for n, p in module.named_parameters()}
+    with FlopCounterMode(display=False) as counter:
+        out = torch.func.functional_call(module, params, (x,))
+        if mode == "train":
+            out.backward(torch.empty_like(out))
+    return counter.get_total_flops()
+
+
+CASES = {"mlp": (torch_flops.mlp, lambda: torch.empty(512, 1024, device="meta")),
+         "gpt2": (torch_flops.gpt2, lambda: torch.zeros(2, 128, dtype=torch.long,
+                                                        device="meta"))}
+
+
+@pytest.mark.parametrize("mode", ["inference", "train"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gemm_flops_equal_flop_counter_mode(name, mode):
+    make, inputs = CASES[name]
+    module, x = _meta(make), inputs()
+    net = capture(module, x, mode=mode, attention="naive")
+    assert sum(g.flops for g in net.gemms()) == _torch_flops(module, x, mode)
+    assert net.parameters == sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["inference", "train"])
+def test_resnet50_flops_equal_flop_counter_mode(mode):
+    module, x = _meta(torch_flops.resnet50), torch.empty(64, 3, 224, 224, device="meta")
+    net = capture(module, x, mode=mode)
+    assert sum(g.flops for g in net.gemms()) == _torch_flops(module, x, mode)
+
+
+def _key(g):
+    # torch writes a linear layer's weight gradient as dY^T X (out x in), roofline's linear
+    # layer as X^T dY (in x out): the same GEMM transposed, so M and N are compared unordered
+    return (g.pass_, *sorted((g.m, g.n)), g.k, g.batch_count)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["inference", "train"])
+def test_resnet50_gemms_are_the_model_yaml_ones(mode):
+    # the same 54 forward GEMMs (53 convolutions and the classifier) and, training, the same
+    # gradients: shapes, passes and, for the convolutions, the tensors they move
+    module, x = _meta(torch_flops.resnet50), torch.empty(64, 3, 224, 224, device="meta")
+    captured = capture(module, x, mode=mode).gemms()
+    yaml = load_network(ROOT / "examples" / "resnet50.yaml").with_overrides(
+        batch=64, mode=mode, dtype="fp32").gemms()
+    assert Counter(map(_key, captured)) == Counter(map(_key, yaml))
+    convs = Counter((_key(g), g.tensors) for g in captured if g.tensors)
+    assert convs == Counter((_key(g), g.tensors) for g in yaml if g.tensors)
+    assert len(captured) == (54 if mode == "inference" else 161)
+
+
+def test_backward_gemms_belong_to_their_module_and_pass():
+    # two linear layers 64 -> 256 -> 64 at batch 256: the first layer's output (256 x 256) has
+    # its weight's shape, so only the operands tell a data gradient from a weight gradient
+    module = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                 torch.nn.Linear(256, 64))
+    net = capture(module, torch.zeros(256, 64), mode="train")
+    rows = [(g.layer, g.pass_, g.m, g.n, g.k) for g in net.gemms()]
+    assert rows == [("0", "forward", 256, 256, 64), ("2", "forward", 256, 64, 256),
+                    ("2", "backward-data", 256, 256, 64), ("2", "backward-weight", 64, 256, 256),
+                    ("0", "backward-weight", 256, 64, 256)]
+
+
+def test_flash_attention_is_one_fused_op():
+    # one causal attention, batch 2, 4 heads, 128 tokens, head dim 64: 4 B H s^2 d / 2 FLOPs
+    class Attention(torch.nn.Module):
+        def forward(self, q):
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    net = capture(Attention(), torch.zeros(2, 4, 128, 64), mode="inference")
+    (op,) = [o for o in net.ops() if o.kind == "flash-attention"]
+    assert op.flops == 4 * 2 * 4 * 128 * 128 * 64 // 2 == 16_777_216
+    assert not net.gemms()
+
+
+def test_a_report_on_a_device_and_a_batch_it_was_not_captured_at():
+    module = torch.nn.Linear(1024, 1024)
+    report = capture(module, torch.zeros(8, 1024), mode="inference", hw="a100-sxm4-80gb")
+    (result,) = report.results
+    assert (result.gemm.m, result.gemm.n, result.gemm.k) == (8, 1024, 1024)
+    with pytest.raises(Exception, match="captured at batch 8"):
+        report.network.with_overrides(batch=16).gemms()
+
+
+def test_data_dependent_control_flow_names_the_module_and_op():
+    class Branchy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.fc(x)
+            return y if y.sum().item() > 0 else -y
+
+    # the root module's forward calls .item() on the sum: the error names it and the last op
+    with pytest.raises(CaptureError, match=r"module 'Branchy', op aten.sum failed on the meta "
+                                           r"device \(RuntimeError: Tensor.item\(\)"):
+        capture(Branchy(), torch.zeros(2, 4))
+
+
+def test_not_a_module():
+    with pytest.raises(CaptureError, match="expected a torch.nn.Module, got function"):
+        capture(lambda x: x, torch.zeros(2))
+
+
+FACTORY = '''
+import torch
+def make():
+    return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU()), torch.zeros(32, 64)
+def wrong():
+    return torch.nn.Linear(4, 4)
+def broken():
+    raise RuntimeError("no weights here")
+'''
+
+
+def test_the_cli_analyzes_a_factory(invoke, tmp_path, monkeypatch):
+    (tmp_path / "capture_factory_example.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = invoke("analyze", "capture_factory_example:make", "--hw", "h100", "--mode",
+                    "inference", "--format", "json")
+    assert result.exit_code == 0, result.output
+    import json
+
+    data = json.loads(result.stdout)
+    # one GEMM 32 x 128 x 64 (the addmm) and the GELU over 32 x 128 values
+    assert [(g["m"], g["n"], g["k"]) for g in data["gemms"]] == [(32, 128, 64)]
+    assert [o["kind"] for o in data["ops"]] == ["aten.gelu"]
+    assert data["uncosted_ops"] == []
+    for name, text in (("wrong", "must return (module, example_inputs), got Linear"),
+                       ("broken", "the factory raised RuntimeError: no weights here"),
+                       ("missing", "capture_factory_example has no missing")):
+        result = invoke("analyze", f"capture_factory_example:{name}", "--hw", "h100")
+        assert result.exit_code == 2
+        assert text in result.stderr and "Traceback" not in result.output
+
+
+def test_a_captured_step_is_judged_at_its_own_batch_only(invoke, tmp_path, monkeypatch):
+    """A capture exists at one batch: memory names the activations it does not record and gives
+    no largest batch, and the step verdict names the batch instead of judging others."""
+    (tmp_path / "capture_factory_example.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = invoke("analyze", "capture_factory_example:make", "--hw", "h100", "--format",
+                    "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["memory"]["not_counted"] == ["activations"]
+    assert report["memory"]["max_batch"] is None and report["memory"]["activations"] == 0
+    assert report["step"]["min_compute_bound_batch"] is None
+    assert report["step"]["captured_batch"] == report["batch"]

@@ -1,0 +1,142 @@
+"""Generation: TTFT, TPOT, tokens/s and latency against hand arithmetic; the closed-form sum of
+the decode steps against the steps one by one; bad lengths as one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline import analyze_model
+from roofline.analysis.report import analyze
+from roofline.model.network import load_network
+
+LLAMA = "examples/hf/llama-2-7b.json"
+A100 = "a100-sxm4-80gb"
+PEAK, BW = 312e12, 2039e9  # A100 SXM4 80GB: dense fp16 FLOP/s, HBM bytes/s
+H, FFN, VOCAB, LAYERS = 4096, 11008, 32000, 32
+
+
+@pytest.fixture(autouse=True)
+def _root(monkeypatch):
+    monkeypatch.chdir(Path(__file__).parent.parent)
+
+
+def roof(flops, nbytes):
+    """An item's roofline time: max(FLOPs / peak, bytes / bandwidth)."""
+    return max(flops / PEAK, nbytes / BW)
+
+
+def gemm(m, n, k):
+    """A fp16 GEMM: 2mnk FLOPs, 2 (mk + kn + mn) bytes."""
+    return roof(2 * m * n * k, 2 * (m * k + k * n + m * n))
+
+
+def test_ttft_by_hand_llama_2_7b_prompt_1024():
+    """Batch 1, prompt 1024: one prefill step; the output layer on the last token only."""
+    t = 1024
+    block = (2 * roof(4 * t * H, 2 * t * H * 2)            # two rmsnorms: 4 FLOPs, read + write
+             + gemm(t, 3 * H, H)                            # qkv
+             # causal flash attention: 4 x heads x q x s x head_dim / 2; reads Q, K, V, writes O
+             + roof(4 * 32 * t * t * 128 // 2, t * 4 * H * 2)
+             + gemm(t, H, H)                                # proj
+             + 2 * roof(t * H, 3 * t * H * 2)               # two residual adds
+             + gemm(t, 2 * FFN, H)                          # ffn_up (gated: 2 x ffn)
+             + roof(4 * t * FFN, 2 * t * FFN * 2)           # silu
+             + roof(t * FFN, 3 * t * FFN * 2)               # gate product
+             + gemm(t, H, FFN))                             # ffn_down
+    embedding = roof(0, 2 * t * H * 2 + t * 8)  # gather: read and write rows, int64 ids
+    final_norm = roof(4 * t * H, 2 * t * H * 2)
+    lm_head = gemm(1, VOCAB, H)  # last-token logits: M = batch = 1
+    ttft = LAYERS * block + embedding + final_norm + lm_head
+    report = analyze_model(LLAMA, A100, batch=1, prompt=1024, generate=3)
+    assert report.generation.ttft_s == pytest.approx(ttft, rel=1e-12)
+    # scoring (every token's logits) costs the full lm_head: M = 1024
+    scoring = analyze_model(LLAMA, A100, batch=1, prompt=1024, generate=3, logits="all")
+    assert scoring.generation.ttft_s == pytest.approx(ttft - lm_head + gemm(t, VOCAB, H),
+                                                      rel=1e-12)
+
+
+def decode_bytes(s):
+    """One decode step's bytes at batch 1 with s keys (everything is memory-bound there)."""
+    gemms = sum(2 * (k + k * n + n) for n, k in ((3 * H, H), (H, H), (2 * FFN, H), (H, FFN)))
+    ops = (2 * 2 * H * 2                  # two rmsnorms
+           + (2 * H + s * 2 * H) * 2      # flash attention: Q and O, then K and V of s keys
+           + 2 * 3 * H * 2                # two residual adds
+           + 2 * FFN * 2 + 3 * FFN * 2)   # silu, gate
+    head = (2 * H * 2 + 8) + 2 * H * 2 + 2 * (H + H * VOCAB + VOCAB)  # embed, norm, lm_head
+    return LAYERS * (gemms + ops) + head
+
+
+def test_tpot_by_hand_over_the_growing_kv_cache():
+    """Prompt 1024, 3 tokens: the prefill gives the first, then 2 decode steps with 1025 and
+    1026 keys; all memory-bound at batch 1, so each step takes its bytes / bandwidth."""
+    report = analyze_model(LLAMA, A100, batch=1, prompt=1024, generate=3)
+    g = report.generation
+    steps = [decode_bytes(1025) / BW, decode_bytes(1026) / BW]
+    assert g.tpot_s == pytest.approx(sum(steps) / 2, rel=1e-12)
+    assert g.latency_s == pytest.approx(g.ttft_s + sum(steps), rel=1e-12)
+    assert g.tokens_per_s == pytest.approx(1 * 3 / g.latency_s)
+    assert g.tokens_per_s_per_sequence == pytest.approx(3 / g.latency_s)
+    # the table and JSON show the last decode step: 1026 keys
+    assert report.network.seq == 1026 and report.network.step_phase == "decode"
+
+
+@pytest.mark.parametrize("attention, batch", [("flash", 4), ("naive", 2), ("flash", 256)])
+def test_decode_sum_equals_the_steps_one_by_one(attention, batch):
+    """The closed-form sum against analyzing every decode step (batch 256 puts some GEMMs on
+    the compute side)."""
+    prompt, count = 100, 9
+    report = analyze_model(LLAMA, "h100", batch=batch, prompt=prompt, generate=count,
+                           attention=attention)
+    net = load_network(LLAMA).with_overrides(batch=batch, mode="inference", phase="decode",
+                                             attention=attention)
+    spec = report.hardware
+    steps = sum(analyze(net.with_overrides(seq=prompt + i), spec).totals["time_s"]
+                for i in range(1, count))
+    assert report.generation.decode_s == pytest.approx(steps, rel=1e-9)
+
+
+def test_one_output_token_is_the_prefill_alone():
+    report = analyze_model(LLAMA, A100, batch=2, prompt=64, generate=1)
+    g = report.generation
+    assert g.tpot_s is None and g.latency_s == g.ttft_s
+    assert report.network.step_phase == "prefill" and report.network.logits == "last"
+
+
+def test_generation_json_and_table(invoke):
+    args = [LLAMA, "--hw", A100, "--batch", "8", "--prompt", "1024", "--generate", "256"]
+    data = json.loads(invoke("analyze", *args, "--format", "json").stdout)
+    g = data["generation"]
+    assert {"ttft_s", "tpot_s", "tokens_per_s", "latency_s"} <= set(g)
+    assert g["latency_s"] == pytest.approx(g["ttft_s"] + 255 * g["tpot_s"])
+    assert g["tokens_per_s"] == pytest.approx(8 * 256 / g["latency_s"])
+    assert g["kv_cache_tokens"] == [1025, 1279] and data["seq"] == 1279
+    table = " ".join(invoke("analyze", *args).stdout.split())
+    assert "generation: prompt 1024 + 256 tokens, batch 8: time to first token" in table
+    assert "mean of 255 decode steps, KV cache 1025 to 1279 tokens" in table
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--prompt", "4000", "--generate", "200"],
+     "prompt: prompt 4000 + generate 200 = 4200 tokens is longer than the model's context "
+     "(4096 tokens)"),
+    (["--prompt", "10"], "generate: a generation needs both a prompt length and an output"),
+    (["--prompt", "10", "--generate", "5", "--seq", "64"],
+     "seq: a generation sets the sequence lengths"),
+])
+def test_bad_lengths_are_one_line_and_exit_2(invoke, options, message):
+    result = invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", *options)
+    assert result.exit_code == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_prefill_keeps_every_tokens_logits_unless_asked():
+    """Plain analyze is unchanged (scoring: all logits); --logits last shrinks the output
+    layer to one row per sequence."""
+    plain = analyze_model(LLAMA, A100, batch=2, seq=128, mode="inference")
+    last = analyze_model(LLAMA, A100, batch=2, seq=128, mode="inference", logits="last")
+    head = [r.gemm for r in plain.results if r.gemm.layer == "lm_head"][0]
+    head_last = [r.gemm for r in last.results if r.gemm.layer == "lm_head"][0]
+    assert (head.m, head_last.m) == (2 * 128, 2)

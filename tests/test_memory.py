@@ -1,0 +1,190 @@
+"""Device memory by part against the capacity: every figure computed by hand here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofline import analyze_model
+from roofline.analysis.memory import WORKSPACE_BYTES, memory_parts
+from roofline.model.layers import Step, Transformer
+from roofline.model.network import load_network
+
+LLAMA = "examples/hf/llama-2-7b.json"
+MLP = "examples/mlp-1024-4096-1000.yaml"
+# Llama-2-7B: 32 blocks, hidden 4096, 32 heads (= kv heads) of 128, ffn 11008 gated, vocab 32000
+LLAMA_PARAMETERS = 6_738_415_616
+KV_PER_TOKEN = 32 * 2 * 32 * 128 * 2  # blocks x (K, V) x kv_heads x head_dim x 2 B = 524,288
+
+
+@pytest.fixture(autouse=True)
+def _root(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.chdir(Path(__file__).parent.parent)
+
+
+def _memory(hw="a100-sxm4-80gb", **options):
+    return analyze_model(LLAMA, hw, mode="inference", **options).memory
+
+
+def test_llama_2_7b_fp16_weights_are_13_48_gb():
+    memory = _memory(batch=1, seq=1, phase="decode")
+    assert memory.weights == LLAMA_PARAMETERS * 2 == 13_476_831_232  # 13.48 GB
+
+
+def test_kv_cache_is_half_a_mib_per_token():
+    assert KV_PER_TOKEN == 0.5 * 2**20
+    assert _memory(batch=1, seq=1, phase="decode").kv_cache == 524_288
+    assert _memory(batch=64, seq=2048, phase="decode").kv_cache == 64 * 2048 * 524_288
+
+
+def test_decode_activations_are_the_largest_live_set():
+    # decode, batch 1: one token. Block: residual 4096 + the larger branch: attention
+    # 2 x 4096 + 2 x 4096 = 16384, FFN 2 x 11008 + 11008 = 33024 -> 37120 values x 2 B;
+    # lm_head: 4096 + 32000 = 36096 x 2 B is smaller
+    assert _memory(batch=1, seq=1024, phase="decode").activations == 37_120 * 2
+    # prefill, batch 1, seq 1024: 1024 tokens x 37120 x 2 B = 76,021,760
+    assert _memory(batch=1, seq=1024, phase="prefill").activations == 76_021_760
+
+
+def test_largest_decode_batch_at_1024_plus_1024_tokens_on_a100_80gb():
+    memory = _memory(batch=1, seq=2048, phase="decode")
+    fixed = 13_476_831_232 + 10**9  # weights + the stated workspace
+    per_sequence = 2048 * 524_288 + 74_240  # KV cache of 2048 tokens + decode activations
+    # (80e9 - 14,476,831,232) / 1,073,816,064 = 61.02 -> 61
+    assert memory.max_batch == (80 * 10**9 - fixed) // per_sequence == 61
+    assert WORKSPACE_BYTES == 10**9
+    at_61 = _memory(batch=61, seq=2048, phase="decode")
+    at_62 = _memory(batch=62, seq=2048, phase="decode")
+    assert at_61.fits and not at_62.fits
+    assert at_62.total_bytes == fixed + 62 * per_sequence
+
+
+def test_h100_batch_64_seq_2048_decode_does_not_fit(invoke):
+    args = [LLAMA, "--hw", "h100", "--batch", "64", "--seq", "2048", "--mode", "inference",
+            "--phase", "decode"]
+    data = json.loads(invoke("analyze", *args, "--format", "json").stdout)
+    memory = data["memory"]
+    # 13,476,831,232 + 64 x 2048 x 524,288 + 64 x 74,240 + 10^9
+    total = 13_476_831_232 + 68_719_476_736 + 4_751_360 + 10**9
+    assert memory == {"weights": 13_476_831_232, "kv_cache": 68_719_476_736,
+                      "activations": 4_751_360, "gradients": 0, "optimizer": 0,
+                      "workspace": 10**9, "total_bytes": total,
+                      "capacity_bytes": 80 * 10**9, "fits": False,
+                      # (80e9 - 14,476,831,232) // (1,073,741,824 + 74,240) = 61
+                      "max_batch": 61,
+                      # at batch 64: (80e9 - 14,476,831,232 - 4,751,360) // (64 x 524,288)
+                      # = 65,518,417,408 // 33,554,432 = 1952
+                      "max_seq": 1952, "not_counted": []}
+    table = invoke("analyze", *args).stdout
+    assert "memory: does not fit: needs 83.2 GB of 80 GB" in table
+    assert "fits up to batch 61 at seq 2048, or up to seq 1952 at batch 64" in " ".join(
+        table.split())
+    # the batch advice no longer offers a batch that cannot exist, and says why
+    assert ("MM1: batch >= 327 makes it compute-bound, but does not fit in memory (at most "
+            "batch 61 fits at this sequence length)") in " ".join(table.split())
+    assert data["gemms"][0]["min_compute_bound_batch"] == 327  # the number itself is kept
+
+
+def test_nothing_fits_on_a_16_gb_card():
+    # T4: weights 13.48 GB + workspace 1 GB + KV 4096 x 0.5 MiB = 2.15 GB > 16 GB
+    memory = _memory(hw="t4", batch=1, seq=4096, phase="decode")
+    assert not memory.fits and memory.max_batch == 0
+
+
+def test_a_cpu_entry_states_no_capacity(invoke):
+    report = analyze_model(MLP, "xeon-platinum-8180", dtype="fp32")
+    assert report.memory.capacity_bytes is None and report.memory.fits is None
+    assert report.memory.max_batch is None
+    data = report.to_dict()["memory"]
+    assert data["fits"] is None and data["capacity_bytes"] is None
+    out = invoke("analyze", MLP, "--hw", "8180", "--dtype", "fp32").stdout
+    assert "states no capacity, so whether it fits is not checked" in " ".join(out.split())
+
+
+def test_context_bounds_the_longest_sequence():
+    # batch 1 decode: 4096 tokens need 2.1 GB of KV cache, far below 80 GB: the context binds
+    memory = _memory(batch=1, seq=1024, phase="decode")
+    assert memory.max_seq == 4096 and memory.seq_limit == "context"
+
+
+# -- training ----------------------------------------------------------------------------------
+
+def _block(**fields):
+    base = {"name": "b", "hidden": 1024, "heads": 16, "kv_heads": 16, "head_dim": 64,
+            "ffn": 4096, "attention": "naive", "dropout": 0.1}
+    return Transformer(**(base | fields))
+
+
+@pytest.mark.parametrize("s, b", [(128, 2), (512, 1)])
+def test_per_layer_activations_match_korthikanti(s, b):
+    """Korthikanti et al. 2022, sec. 4.1: per layer, fp16, with dropout: no recomputation
+    s b h (34 + 5 a s / h) bytes; selective recomputation 34 s b h; full 2 s b h."""
+    h, a = 1024, 16
+    block = _block()
+    step = Step(b, s, "train", 2)
+    assert block.saved_bytes(step, "none") == s * b * h * 34 + 5 * a * s * s * b
+    assert block.saved_bytes(step, "selective") == 34 * s * b * h
+    assert block.saved_bytes(step, "full") == 2 * s * b * h
+
+
+def test_flash_attention_keeps_no_score_matrix():
+    # flash: 34 s b h, plus the fp32 log-sum-exp per query row and head: 4 a s b
+    s, b, h, a = 256, 2, 1024, 16
+    step = Step(b, s, "train", 2)
+    assert _block(attention="flash").saved_bytes(step, "none") == 34 * s * b * h + 4 * a * s * b
+    # no dropout: the two 1-byte masks (2 s b h) go: 32 s b h + 4 a s b
+    assert (_block(attention="flash", dropout=0.0).saved_bytes(step, "none")
+            == 32 * s * b * h + 4 * a * s * b)
+
+
+MLP_PARAMETERS = 1024 * 4096 + 4096 * 1000  # 8,290,304
+
+
+def test_mixed_precision_adam_is_16_bytes_per_parameter():
+    report = analyze_model(MLP, "a100", optimizer="adam")  # fp16, batch 512, train
+    m = report.memory
+    p = MLP_PARAMETERS
+    assert (m.weights, m.gradients, m.optimizer) == (2 * p, 2 * p, 12 * p)  # ZeRO's 2 + 2 + 12
+    # activations: fc1's input 512 x 1024, fc2's input 512 x 4096, the logits 512 x 1000, 2 B
+    assert m.activations == 2 * 512 * (1024 + 4096 + 1000)
+    fp32 = analyze_model(MLP, "a100", optimizer="adam", dtype="fp32").memory
+    assert (fp32.weights, fp32.gradients, fp32.optimizer) == (4 * p, 4 * p, 8 * p)  # no master
+    accumulate = analyze_model(MLP, "a100", optimizer="sgd", grad_accumulation="fp32").memory
+    assert (accumulate.gradients, accumulate.optimizer) == (4 * p, 4 * p)  # fp32 master only
+
+
+def test_full_recomputation_keeps_block_inputs_and_one_block_at_work():
+    net = load_network(LLAMA).with_overrides(batch=1, seq=512, mode="train")
+    e, t, h = 2, 512, 4096
+    none = memory_parts(net)["activations"]
+    full = memory_parts(net.with_overrides(recompute="full"))["activations"]
+    block_none = Transformer("b", 4096, 32, 32, 128, 11008, gated=True, causal=True,
+                             norm="rmsnorm").saved_bytes(Step(1, 512, "train", 2), "none")
+    # 32 blocks drop from block_none to t h e each; one block's worth comes back while it runs
+    assert none - full == 32 * (block_none - t * h * e) - (block_none - t * h * e)
+
+
+def test_recomputation_is_named_as_not_timed():
+    report = analyze_model(LLAMA, "a100", batch=1, seq=512, mode="train", recompute="full")
+    assert "recomputation" in report.not_counted()
+
+
+def test_sweep_marks_batches_that_do_not_fit(invoke, tmp_path):
+    args = ["sweep", LLAMA, "--hw", "h100", "--batch", "32,64", "--seq", "2048", "--mode",
+            "inference", "--phase", "decode"]
+    data = json.loads(invoke(*args, "--format", "json").stdout)
+    assert data["max_batch"] == 61 and data["capacity_bytes"] == 80 * 10**9
+    # batch 32: 14,476,831,232 + 32 x (2048 x 524,288 + 74,240) = 48,838,945,280 fits;
+    # batch 64: 83,201,059,328 does not, and is kept, marked
+    assert [(p["batch"], p["memory_bytes"], p["fits"]) for p in data["points"]] == [
+        (32, 48_838_945_280, True), (64, 83_201_059_328, False)]
+    table = invoke(*args).stdout
+    assert "memory: batch <= 61 fits in memory at seq 2048 (80 GB)" in table
+    assert "83.2 GB: does not fit" in table
+    assert "batch >= 322: MM129 (does not fit in memory: at most batch 61)" in table
+    plot = tmp_path / "sweep.svg"
+    invoke(*args, "--plot", plot)
+    assert 'id="sweep-no-fit' in plot.read_text()

@@ -1,0 +1,234 @@
+"""The HTML report in a real browser: Debian's headless Chromium driven by Playwright (never a
+browser downloaded at run time; .ci/run installs the Debian package when it is missing).
+
+The page loads without a console error and without asking the network for anything; sorting a
+column reorders the rows; hovering a point shows its tooltip; the SVG has one point per GEMM and
+op; a click on a point finds its row; the filters, the keyboard and the print stylesheet work;
+two Jupyter blocks on one page work apart. Group ``browser`` (left out of the default run;
+``pytest -m browser`` or ``pytest -m ""`` runs it). Under CI (``CI=true``) a missing browser
+fails these tests; elsewhere they are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from roofline import analyze_model, compare, sweep
+from roofline.output.html import comparison_page, report_page, sweep_page
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
+RESNET = ROOT / "examples" / "resnet50.yaml"
+#: Debian's chromium package; ROOFLINE_CHROMIUM names another binary.
+CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser tests cannot run under CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed (pip install '.[test]')")
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        _unavailable(f"no browser at {CHROMIUM} (apt-get install chromium)")
+    args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        yield chromium
+        chromium.close()
+
+
+class Opened:
+    """A page opened from a file, with what it logged and what it asked the network for."""
+
+    def __init__(self, browser, path: Path):
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error"
+                     else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(path.as_uri())
+        self.page.wait_for_load_state("load")
+
+    def column(self, table: str, index: int) -> list[str]:
+        """The sort keys (``data-v``, else the text) of one column, in the order shown."""
+        return self.page.eval_on_selector_all(
+            f"{table} tbody tr", "(rows, i) => rows.map(r => r.cells[i].dataset.v ?? "
+                                 "r.cells[i].textContent.trim())", index)
+
+    def hover(self, selector: str) -> tuple[float, float]:
+        """Move the mouse to the middle of the first element ``selector`` finds, as a person
+        would (a point drawn over it, a coincident GEMM, gets the event), and say where."""
+        self.page.locator(selector).first.scroll_into_view_if_needed()
+        box = self.page.locator(selector).first.bounding_box()
+        assert box is not None, selector
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        self.page.mouse.move(x, y)
+        return x, y
+
+    def close(self):
+        self.page.close()
+
+
+@pytest.fixture
+def open_page(browser, tmp_path):
+    opened = []
+
+    def open_(text: str, name: str = "page.html") -> Opened:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        opened.append(Opened(browser, path))
+        return opened[-1]
+
+    yield open_
+    for page in opened:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    return analyze_model(RESNET, "a100-sxm4-80gb")
+
+
+def test_loads_without_errors_and_fetches_nothing(open_page, resnet):
+    opened = open_page(report_page([resnet], command="roofline analyze resnet50.yaml"))
+    assert opened.errors == []
+    page_url = opened.page.url
+    assert [url for url in opened.requests if url != page_url] == []
+    assert opened.page.locator("main.rl[data-ready]").count() == 1  # the script ran
+
+
+def test_the_svg_has_one_point_per_gemm_and_op(open_page, resnet):
+    opened = open_page(report_page([resnet]))
+    # ResNet-50 trains with 161 GEMMs and 243 other ops, every one with FLOPs
+    assert len(resnet.results) == 161 and len(resnet.ops) == 243
+    assert opened.page.locator("svg .pt").count() == 161 + 243
+    assert opened.page.locator("svg .pt.op").count() == 243
+    assert opened.page.locator("tbody tr[id]").count() == 161 + 243
+
+
+def test_sorting_a_column_reorders_the_rows(open_page, resnet):
+    opened = open_page(report_page([resnet]))
+    index = 9  # FLOP/B
+    before = [float(v) for v in opened.column("table.sortable.filterable", index)]
+    assert before != sorted(before)
+    header = opened.page.locator("table.filterable th", has_text="FLOP/B")
+    header.locator("button").click()
+    after = [float(v) for v in opened.column("table.sortable.filterable", index)]
+    assert after == sorted(before)
+    assert header.get_attribute("aria-sort") == "ascending"
+    header.locator("button").click()
+    assert [float(v) for v in opened.column("table.sortable.filterable", index)] == sorted(
+        before, reverse=True)
+    # a text column sorts in natural order: MM2 before MM10
+    opened.page.locator("table.filterable th", has_text="name").locator("button").click()
+    names = opened.column("table.sortable.filterable", 0)
+    assert names[:3] == ["MM1", "MM2", "MM3"] and names.index("MM9") < names.index("MM10")
+
+
+def test_hovering_a_point_shows_its_tooltip(open_page):
+    opened = open_page(report_page([analyze_model(MLP, "a100-sxm4-80gb")]))
+    tip = opened.page.locator(".rl .tip")
+    assert tip.is_hidden()
+    opened.hover('svg .pt[data-r="r0-MM3"]')
+    assert tip.is_visible()
+    text = tip.inner_text()
+    # MM3 = dY . W2^T: M 512, N 4096, K 1000, fp16:
+    # 2*512*4096*1000 / 2(512*1000 + 1000*4096 + 512*4096) = 4,194,304,000 / 13,410,304
+    assert f"{4_194_304_000 / 13_410_304:.1f}" == "312.8"
+    assert "MM3 \u00b7 fc2 \u00b7 backward-data" in text and "312.8 FLOP/B" in text
+    assert "512 x 4096 x 1000" in text
+    # the tooltip names the points drawn on or beside the one under the mouse, three at most
+    # and a count: MM4 = H^T . dY (4096 x 1000 x 512) moves MM3's bytes for MM3's FLOPs, and
+    # MM1 and MM5 (315.1 FLOP/B) sit a pixel away: four points, one of them counted
+    assert text.count(" \u00b7 ") == 2 * 4 and text.endswith("+1 more at this point")
+    opened.page.mouse.move(5, 5)
+    assert tip.is_hidden()
+
+
+def test_clicking_a_point_focuses_its_row(open_page, resnet):
+    opened = open_page(report_page([resnet]))
+    x, y = opened.hover('svg .pt[data-r="r0-MM1"]')
+    # the point on top where the mouse is (MM1, or one drawn over it) heads the tooltip
+    top = opened.page.evaluate("([x, y]) => document.elementFromPoint(x, y).dataset.r", [x, y])
+    assert opened.page.inner_text(".rl .tip").startswith(top.removeprefix("r0-") + " \u00b7")
+    assert "MM1 \u00b7 conv1 \u00b7 forward" in opened.page.inner_text(".rl .tip")
+    opened.page.mouse.click(x, y)
+    assert opened.page.evaluate("document.activeElement.id") == top
+    row = opened.page.locator(f"#{top}")
+    assert row.is_visible()
+    box, view = row.bounding_box(), opened.page.viewport_size
+    assert box is not None and 0 <= box["y"] <= view["height"]
+
+
+def test_filters_hide_rows_and_dim_points(open_page, resnet):
+    opened = open_page(report_page([resnet]))
+    opened.page.select_option("select[name=bound]", "memory")
+    bounds = opened.page.eval_on_selector_all(
+        "tbody tr[id]:not([hidden])", "rows => rows.map(r => r.dataset.bound)")
+    memory = sum(1 for r in (*resnet.results, *resnet.ops) if r.bound == "memory")
+    assert bounds == ["memory"] * memory
+    assert opened.page.locator("svg .pt.off").count() == 161 + 243 - memory
+    opened.page.fill("input[name=layer]", "res5.3")
+    shown = opened.page.eval_on_selector_all(
+        "tbody tr[id]:not([hidden])", "rows => rows.map(r => r.dataset.layer)")
+    assert shown and all(layer.startswith("res5.3") for layer in shown)
+    assert f"{len(shown)} of 404 rows" in opened.page.inner_text(".controls .count")
+
+
+def test_rows_take_the_keyboard_focus_and_light_their_point(open_page):
+    opened = open_page(report_page([analyze_model(MLP, "a100-sxm4-80gb")]))
+    opened.page.focus("#r0-MM2")
+    assert opened.page.locator('svg .pt.hl[data-r="r0-MM2"]').count() == 1
+    assert "MM2" in opened.page.inner_text(".rl .tip")
+    opened.page.keyboard.press("Tab")  # rows are in the tab order
+    assert opened.page.evaluate("document.activeElement.id") == "r0-MM3"
+
+
+def test_the_print_stylesheet_hides_the_controls(open_page, resnet):
+    opened = open_page(report_page([resnet]))
+    assert opened.page.locator(".controls").is_visible()
+    opened.page.emulate_media(media="print")
+    assert opened.page.locator(".controls").is_hidden()
+
+
+def test_compare_and_sweep_pages(open_page):
+    result = compare(MLP, ["v100", "a100", "h100"])
+    opened = open_page(comparison_page(result), "compare.html")
+    assert opened.errors == []
+    assert opened.page.locator("svg .pt").count() == 3 * 5
+    opened.page.locator("table.sortable th", has_text="step time").first.locator(
+        "button").click()
+    times = [float(v) for v in opened.column("table.sortable >> nth=0", 3)]
+    assert times == sorted(times)
+    opened = open_page(sweep_page(sweep(MLP, "a100", "1..4096")), "sweep.html")
+    assert opened.errors == []
+    opened.hover("svg .pt")
+    assert "batch 1\n" in opened.page.inner_text(".rl .tip")
+
+
+def test_two_jupyter_blocks_on_one_page_work_apart(open_page):
+    first = analyze_model(MLP, "a100-sxm4-80gb")._repr_html_()
+    second = analyze_model(MLP, "v100-sxm2-16gb", batch=8)._repr_html_()
+    opened = open_page(f"<!DOCTYPE html><html><body>{first}{second}</body></html>")
+    assert opened.errors == []
+    assert opened.page.locator(".rl[data-ready]").count() == 2
+    blocks = opened.page.locator("div.rl")
+    opened.hover("div.rl >> nth=1 >> svg .pt")
+    assert blocks.nth(1).locator(".tip").is_visible()
+    assert blocks.nth(0).locator(".tip").is_hidden()
+    assert "v100" not in blocks.nth(1).locator(".tip").inner_text()  # its own GEMM's text

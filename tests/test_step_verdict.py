@@ -1,0 +1,69 @@
+"""The whole step's verdict against hand arithmetic: compute time (work / peak) against memory
+time (bytes / bandwidth), both affine in the batch."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from roofline import analyze_model
+
+LLAMA = "examples/hf/llama-2-7b.json"
+H, FFN, VOCAB, LAYERS = 4096, 11008, 32000, 32
+
+
+@pytest.fixture(autouse=True)
+def _root(monkeypatch):
+    monkeypatch.chdir(Path(__file__).parent.parent)
+
+
+def test_mlp_step_turns_compute_bound_where_hand_arithmetic_says():
+    # V100: 125 TFLOP/s fp16, 900 GB/s. fc1 1024 -> 4096, fc2 4096 -> 1000, fp16, no ops:
+    # compute 2B (1024 x 4096 + 4096 x 1000) / 125e12 >= memory 2 (B (1024 + 4096) +
+    # 1024 x 4096 + B (4096 + 1000) + 4096 x 1000) / 900e9
+    flops = 2 * (1024 * 4096 + 4096 * 1000)
+    per_row = 2 * (1024 + 4096 + 4096 + 1000)
+    fixed = 2 * (1024 * 4096 + 4096 * 1000)
+    expected = math.ceil((fixed / 900e9) / (flops / 125e12 - per_row / 900e9))
+    step = analyze_model("examples/mlp-1024-4096-1000.yaml", "v100", batch=1).step
+    assert step.batch == expected == 168
+
+
+def test_llama_decode_never_turns_compute_bound_and_says_why(invoke):
+    """Decode with 2048 keys: per added sequence, the GEMMs add 2 FLOPs per weight but only
+    their A and C rows in bytes; attention adds 4 x 32 x 2048 x 128 FLOPs per layer against
+    2 x 2048 x 4096 x 2 bytes of K and V: about 1 FLOP/B, so the step tends to 13 FLOP/B."""
+    s = 2048
+    matrices = LAYERS * (H * 3 * H + H * H + H * 2 * FFN + FFN * H) + H * VOCAB
+    gemm_flops = 2 * matrices
+    gemm_bytes = (LAYERS * sum(2 * (k + n) for n, k in ((3 * H, H), (H, H), (2 * FFN, H),
+                                                         (H, FFN))) + 2 * (H + VOCAB))
+    attn_flops, attn_bytes = 4 * 32 * s * 128, (2 * H + s * 2 * H) * 2
+    op_flops = LAYERS * (2 * 4 * H + 2 * H + 4 * FFN + FFN) + 4 * H  # norms, adds, silu, gate
+    op_bytes = (LAYERS * (2 * 2 * H * 2 + 2 * 3 * H * 2 + 2 * FFN * 2 + 3 * FFN * 2)
+                + 2 * H * 2 + 8 + 2 * H * 2)  # ... embedding gather, final norm
+    limit = ((gemm_flops + LAYERS * attn_flops + op_flops)
+             / (gemm_bytes + LAYERS * attn_bytes + op_bytes))
+    step = analyze_model(LLAMA, "h100", batch=64, seq=s, mode="inference", phase="decode").step
+    assert step.batch is None
+    assert step.intensity_limit == pytest.approx(limit, rel=1e-12)
+    assert round(limit, 1) == 13.2
+    assert step.limiter == "flash-attention"
+    assert step.limiter_share == pytest.approx(LAYERS * attn_bytes / (
+        gemm_bytes + LAYERS * attn_bytes + op_bytes), rel=1e-12)
+    out = " ".join(invoke("analyze", LLAMA, "--hw", "h100", "--batch", "64", "--seq", "2048",
+                          "--mode", "inference", "--phase", "decode").stdout.split())
+    assert ("step: memory-bound at every batch: its intensity tends to 13.2 FLOP/B (ridge "
+            "295.4); flash-attention (an op) makes 99% of the bytes each sequence adds at 1.0 "
+            "FLOP/B") in out
+
+
+def test_step_verdict_marks_a_batch_that_does_not_fit():
+    # prefill of 4096 tokens on a 16 GB T4: compute-bound from batch 1, which does not fit
+    # (13.48 GB of weights + 1 GB workspace + 4096 x 0.5 MiB of KV cache > 16 GB)
+    step = analyze_model(LLAMA, "t4", batch=1, seq=4096, mode="inference").step
+    assert step.batch == 1 and step.max_batch == 0 and step.fits is False
+    data = analyze_model(LLAMA, "t4", batch=1, seq=4096, mode="inference").to_dict()["step"]
+    assert data["min_compute_bound_batch"] == 1 and data["fits"] is False
