@@ -106,6 +106,15 @@ PEAKS = [
     ("epyc-9654", "fp64", 10.9056, "derived: fp32 / 2"),
     ("epyc-9654", "bf16", 43.6224, "derived: AVX512_BF16 2 x fp32"),
     ("epyc-9654", "int8", 87.2448, "derived: VNNI 4 x fp32"),
+    # P100 PCIe: NVIDIA Tesla P100 PCIe datasheet (fp16 here = FP32-accumulate, the FP32 rate)
+    ("p100-pcie-16gb", "fp32", 9.3, "P100 PCIe datasheet: single-precision 9.3 TFLOPS"),
+    ("p100-pcie-16gb", "fp64", 4.7, "P100 PCIe datasheet: double-precision 4.7 TFLOPS"),
+    ("p100-pcie-16gb", "fp16", 9.3, "no FP16 x FP16 -> FP32 unit: the FP32 rate (entry notes)"),
+    # GTX 1080 Ti / TITAN Xp: derived, cores x 2 x boost clock (NVIDIA specification pages)
+    ("gtx-1080-ti", "fp32", 11.34, "3584 cores x 2 x 1.582 GHz = 11.34 (GTX 1080 Ti specs)"),
+    ("gtx-1080-ti", "fp64", 0.354, "fp32 / 32, compute capability 6.1 (CUDA guide)"),
+    ("titan-xp", "fp32", 12.15, "3840 cores x 2 x 1.582 GHz = 12.15 (NVIDIA: 12 TFLOPS)"),
+    ("titan-xp", "fp64", 0.380, "fp32 / 32, compute capability 6.1 (CUDA guide)"),
 ]
 
 # (name, expected peak DRAM/HBM bandwidth in GB/s)  -- source in the comment
@@ -124,6 +133,9 @@ BANDWIDTHS = [
     ("h100-sxm5-80gb", 3350.0),  # H100 datasheet SXM: 3.35 TB/s
     ("h100-pcie-80gb", 2000.0),  # H100 datasheet PCIe: 2 TB/s
     ("h200-sxm-141gb", 4800.0),  # H200 datasheet: 4.8 TB/s
+    ("p100-pcie-16gb", 732.0),  # P100 PCIe datasheet: 732 GB/s (16 GB)
+    ("gtx-1080-ti", 484.0),  # derived: 11 Gbps x 352 bits / 8 (GTX 1080 Ti specifications)
+    ("titan-xp", 547.7),  # TITAN Xp product page: 547.7 GB/s
     ("xeon-platinum-8180", 255.9),  # derived: 2 sockets x 6 ch x DDR4-2666 x 8 B (Intel ARK)
     ("xeon-platinum-8280", 281.6),  # derived: 2 x 6 x DDR4-2933 x 8 B (Intel ARK)
     ("xeon-platinum-8380h", 307.2),  # derived: 2 x 6 x DDR4-3200 x 8 B (Intel ARK)
@@ -146,7 +158,7 @@ ALL_NAMES = sorted({row[0] for row in PEAKS} | {row[0] for row in BANDWIDTHS})
 GPUS = [
     "v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "t4", "a100-sxm4-40gb", "a100-sxm4-80gb",
     "a100-pcie-40gb", "a100-pcie-80gb", "a10", "l4", "l40s", "h100-sxm5-80gb", "h100-pcie-80gb",
-    "h200-sxm-141gb",
+    "h200-sxm-141gb", "p100-pcie-16gb", "gtx-1080-ti", "titan-xp",
 ]
 CPUS = [
     "xeon-platinum-8180", "xeon-platinum-8280", "xeon-platinum-8380h", "xeon-platinum-8380",

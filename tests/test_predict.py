@@ -13,7 +13,11 @@ from _probe_fakes import fake_torch
 from roofline.analysis import measure as measure_mod
 from roofline.analysis.predict import (
     LAUNCH_LATENCY_S,
+    basis_of,
+    datasheet_gemm,
     efficiency,
+    fit_of,
+    fitted_gemm,
     interpolate,
     predict_gemm,
 )
@@ -136,15 +140,33 @@ def test_json_carries_predicted_beside_the_roofline_time():
         assert "measured_time_s" not in gemm
 
 
-def test_datasheet_gpu_prediction_adds_quantization_and_launch_latency():
+def test_datasheet_gpu_model_adds_quantization_and_launch_latency():
+    """The pre-0.4.0 GPU prediction, kept as datasheet_gemm for comparison (bench_gpu_model)."""
     hw = load_hardware("a100")
     g = Gemm("MM2", "fc2", "forward", 512, 1000, 4096, "fp16")
     result = analyze_gemm(g, hw)
     q = result.quantization.effective
     expected = LAUNCH_LATENCY_S + max(g.flops / (312e12 * q), g.bytes / 2039e9)
-    assert result.predicted_time_s == pytest.approx(expected)
+    assert datasheet_gemm(g, hw, result.quantization).time_s == pytest.approx(expected)
     assert result.time_s == pytest.approx(g.flops / 312e12)  # the bound is unchanged
-    assert "launch latency" in basis_sentence(hw)
+
+
+def test_gpu_entry_prediction_is_the_fitted_gpu_model_and_says_so():
+    hw = load_hardware("a100")
+    g = Gemm("MM2", "fc2", "forward", 512, 1000, 4096, "fp16")
+    result = analyze_gemm(g, hw)
+    fitted = fitted_gemm(g, hw)
+    assert result.predicted_time_s == fitted.time_s and fitted.basis == "fitted"
+    assert basis_of(hw) == "fitted"
+    fit = fit_of(hw)
+    assert fit is not None and fit["architecture_in_data"] is True  # A100 MAMF rows
+    assert "DeepBench" in fit["data"] and "t4" in fit["devices"]  # the data, named
+    sentence = basis_sentence(hw)
+    assert sentence.startswith("predicted: fitted") and "DeepBench" in sentence
+    volta = load_hardware("v100")
+    assert fit_of(volta)["architecture_in_data"] is False  # held out: no Volta in the fit
+    assert "none of them Volta" in basis_sentence(volta)
+    assert fit_of(load_hardware("xeon-platinum-8180")) is None
 
 
 def test_old_measured_entry_without_calibration_loads_and_says_so():

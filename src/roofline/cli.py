@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import InputError, RooflineError, one_line, render_options
+from .errors import InputError, PlotError, RooflineError, one_line, render_options
 from .files.fields import MAX_INT
 from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
 
@@ -69,7 +69,7 @@ def _render(formats: dict, fmt: str, result) -> str:
 
 #: The library names the value it was given (a function argument); the command line names the
 #: option that gave it. The one place one becomes the other.
-_FLAGS = {"hardware": "--hw", "batches": "--batch", "workers": "--data-parallel",
+_FLAGS = {"hardware": "--hw", "batches": "--batch", "seqs": "--seq", "workers": "--data-parallel",
           "interconnect": "--interconnect", "host_link": "--host-link",
           "name": "--save",  # probe's entry name
           "gpus": "--gpus", "tp": "--tp", "pp": "--pp", "zero": "--zero", "ep": "--ep",
@@ -124,9 +124,9 @@ def cli() -> None:
     """
 
 
-def _model_option_list(batch: bool = True) -> list:
+def _model_option_list(batch: bool = True, seq: bool = True) -> list:
     """The options that override a model's own settings (every command that reads a model);
-    sweep gives its batches its own way."""
+    sweep gives its batches and sequence lengths its own way."""
     options = [
         click.option("--batch", type=click.IntRange(min=1, max=MAX_INT),
                      help="Override the model's batch (required when the file has none)."),
@@ -174,12 +174,13 @@ def _model_option_list(batch: bool = True) -> list:
                      help="Attention form of every transformer block (a config.json has "
                           "none: flash) [default: the model's]."),
     ]
-    return options if batch else options[1:]
+    omitted = {index for index, given in ((0, batch), (5, seq)) if not given}  # --batch, --seq
+    return [o for index, o in enumerate(options) if index not in omitted]
 
 
-def model_options(command, batch: bool = True):
+def model_options(command, batch: bool = True, seq: bool = True):
     """Decorate ``command`` with the model-override options."""
-    for option in reversed(_model_option_list(batch)):
+    for option in reversed(_model_option_list(batch, seq)):
         command = option(command)
     return command
 
@@ -393,28 +394,41 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", required=True, metavar="NAME",
               help="Hardware entry name, alias or entry file; `local` probes this machine.")
-@click.option("--batch", "batches", required=True, metavar="LIST|A..B",
+@click.option("--batch", "batches", metavar="LIST|A..B",
               help="Batches: a comma list (1,8,64,512) or a..b, every power of two from a to "
-                   "b inclusive (1..4096: 1, 2, 4, ..., 4096).")
-@functools.partial(model_options, batch=False)
+                   "b inclusive (1..4096: 1, 2, 4, ..., 4096) [default: the model's].")
+@click.option("--seq", "seqs", metavar="N|LIST|A..B",
+              help="Sequence lengths (tokens per sample; in decode, the KV cache), the same "
+                   "way: one value, or several to sweep them (with several batches too: a "
+                   "batch x seq grid) [default: the model's].")
+@functools.partial(model_options, batch=False, seq=False)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help="Also draw per-GEMM intensity against batch, with the ridge, to FILE.")
+              help="Also draw per-GEMM intensity against the swept batch (or seq), with the "
+                   "ridge, to FILE (not for a batch x seq grid).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
-def sweep(model: Path, hardware: str, batches: str, fmt: str, plot: Path | None,
-          quantization: bool, **overrides) -> None:
-    """Step time, samples/s and which GEMMs are memory-bound for MODEL at each batch, and
-    the batch at which each GEMM turns compute-bound (closed form; null/never if no batch
-    does)."""
+def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt: str,
+          plot: Path | None, quantization: bool, **overrides) -> None:
+    """Step time, samples/s, memory and which GEMMs are memory-bound for MODEL at each batch
+    (--batch), each sequence length (--seq) or each pair of both; the batch at which each GEMM
+    turns compute-bound (closed form; null/never if no batch does) and, for a model with a
+    sequence, the sequence length at which it does. Steps that do not fit in the device's
+    memory are marked, not dropped."""
     from .analysis.whatif import parse_batches
     from .analysis.whatif import sweep as run_sweep
     from .output.whatif import SWEEP_FORMATS
     from .probe import resolve_hardware
 
     _check_plot(plot)
-    values = parse_batches(batches)  # bad input fails before any work
-    result = run_sweep(model, resolve_hardware(hardware, _progress), values,
-                       quantization=quantization, **overrides)
+    # bad input fails before any work
+    batch_values = parse_batches(batches) if batches is not None else None
+    seq_values = parse_batches(seqs, "seqs") if seqs is not None else None
+    if plot is not None and batch_values and seq_values and len(batch_values) > 1 and len(
+            seq_values) > 1:
+        raise PlotError("--plot draws one swept axis: give one batch or one seq with it (a "
+                        "batch x seq grid is a table, CSV, Markdown or JSON)")
+    result = run_sweep(model, resolve_hardware(hardware, _progress), batch_values,
+                       quantization=quantization, seqs=seq_values, **overrides)
     click.echo(_render(SWEEP_FORMATS, fmt, result), nl=False)
     _write_plot(plot, lambda path, save: save.save_chart(result.plot(), path))
 

@@ -4,6 +4,12 @@ The roofline time ``max(FLOPs / peak, bytes / bandwidth)`` is a bound: no GEMM r
 than it from DRAM. Real GEMMs run slower, for reasons the roofline leaves out; this module adds
 them, in one of three ways, and says which (``Prediction.basis``):
 
+``fitted`` (a GPU entry without a probe calibration). The GPU GEMM model of
+``analysis.gpu_gemm``: tiles, waves, split-K, per-SM bandwidth, the main loop, sustained
+fractions of the peak, a minimum kernel time and L2-resident operands, with constants fitted on
+public measurements (``gpu_gemm.FITTED`` names them; ``fit_of`` says whether this entry's
+architecture is among them).
+
 ``calibrated`` (a measured entry whose ``calibration:`` block the probe wrote, method 3 on).
 For one call of C(M, N) = A(M, K) . B(K, N), element sizes e (A, B) and e_C (C), peak P (the
 best large GEMM the probe measured), DRAM bandwidth BW (the probe's read stream), last-level
@@ -35,8 +41,9 @@ in L::
   1 had one figure, from fp32, for every dtype).
 - ``G`` = ``batch_count`` (a batched GEMM as G calls).
 
-``datasheet`` (an entry from the datasheet, or a measured entry without calibration, method
-2 and older: the report says so). Documented effects only, nothing fitted::
+``datasheet`` (a CPU entry from the datasheet, or a measured CPU entry without calibration,
+method 2 and older: the report says so). Documented effects only, nothing fitted (before 0.4.0
+GPU entries were predicted this way too; ``datasheet_gemm`` keeps it for comparison)::
 
     t = t_launch + max(FLOPs / (P x q), bytes / BW)
 
@@ -54,6 +61,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..model.dtypes import bits
 from ..model.dtypes import itemsize as element_size
 
 if TYPE_CHECKING:
@@ -70,7 +78,7 @@ CALIBRATION_VERSION = 2
 LAUNCH_LATENCY_S = 0.9e-6
 LAUNCH_SOURCE = "https://developer.nvidia.com/blog/cuda-graphs/"
 
-BASES = ("calibrated", "datasheet")
+BASES = ("calibrated", "fitted", "datasheet")
 
 
 @dataclass(frozen=True)
@@ -83,8 +91,23 @@ class Prediction:
 
 
 def basis_of(hardware: HardwareSpec) -> str:
-    """``calibrated`` when the entry carries a probe calibration, else ``datasheet``."""
-    return "calibrated" if hardware.calibration is not None else "datasheet"
+    """``calibrated`` when the entry carries a probe calibration, else ``fitted`` on a GPU
+    (the GPU GEMM model and its fitted constants), else ``datasheet``."""
+    if hardware.calibration is not None:
+        return "calibrated"
+    return "fitted" if hardware.kind == "gpu" and hardware.gpu is not None else "datasheet"
+
+
+def fit_of(hardware: HardwareSpec) -> dict[str, Any] | None:
+    """What a ``fitted`` prediction was fitted on: ``data`` (the measurements, named),
+    ``devices`` (hwdb entries they were measured on) and ``architecture_in_data`` (whether
+    this entry's architecture is among theirs); None for another basis."""
+    if basis_of(hardware) != "fitted":
+        return None
+    from .gpu_gemm import FITTED
+
+    return {"data": FITTED.data, "devices": list(FITTED.devices),
+            "architecture_in_data": hardware.architecture in FITTED.architectures}
 
 
 def predict_gemm(gemm: Gemm, hardware: HardwareSpec,
@@ -93,10 +116,25 @@ def predict_gemm(gemm: Gemm, hardware: HardwareSpec,
     calibration = hardware.calibration
     if calibration is not None and gemm.dtype in calibration.efficiency:
         return _calibrated(gemm, hardware)
-    return _datasheet(gemm, hardware, tiles)
+    if hardware.kind == "gpu" and hardware.gpu is not None:
+        return fitted_gemm(gemm, hardware)
+    return datasheet_gemm(gemm, hardware, tiles)
 
 
-def _datasheet(gemm: Gemm, hardware: HardwareSpec, tiles: Quantization | None) -> Prediction:
+def fitted_gemm(gemm: Gemm, hardware: HardwareSpec) -> Prediction:
+    """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants."""
+    from .gpu_gemm import device_for, gemm_time
+
+    e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
+    scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
+    terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
+                      gemm.bytes, device_for(hardware, gemm.dtype), e_b=e_b, math_scale=scale)
+    return Prediction(terms["time_s"], "fitted", terms)
+
+
+def datasheet_gemm(gemm: Gemm, hardware: HardwareSpec,
+                   tiles: Quantization | None) -> Prediction:
+    """Roofline with tile/wave quantization and, on a GPU, a launch latency per kernel."""
     peak = hardware.peak_flops_per_s(gemm.dtype)
     q = tiles.effective if tiles is not None else 1.0
     launch = LAUNCH_LATENCY_S if hardware.kind == "gpu" else 0.0

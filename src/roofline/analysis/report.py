@@ -16,7 +16,7 @@ from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
 from .memory import Memory, memory_of
-from .predict import basis_of, predict_gemm
+from .predict import basis_of, fit_of, predict_gemm
 from .quantization import Quantization, quantization_of
 from .step import StepVerdict, step_verdict
 
@@ -211,6 +211,7 @@ class Report:
             "totals": self.totals,
             "quantization_in_time": self.quantization,
             "prediction_basis": basis_of(self.hardware),
+            "prediction_fit": fit_of(self.hardware),
             "not_counted": list(self.not_counted()),
             "step": self.step.to_dict(),
             "uncosted_ops": list(self.network.uncosted),

@@ -6,9 +6,10 @@
   over the first and why (a GEMM memory-bound on both gains the bandwidth ratio, one
   compute-bound on both the peak ratio, one that changes side says so), and one plain sentence.
   A device without the model's dtype runs the nearest one it has (``nearest_dtype``).
-- ``sweep(model, hardware, batches)``: time, samples/s and bound per GEMM per batch, and the
-  batch at which each GEMM turns compute-bound (closed form,
-  ``analysis.batch.min_compute_bound_batch``).
+- ``sweep(model, hardware, batches, seqs=...)``: time, samples/s and bound per GEMM per batch,
+  per sequence length, or on a batch x seq grid; the batch at which each GEMM turns
+  compute-bound (closed form, ``analysis.batch.min_compute_bound_batch``) and the sequence
+  length at which it does (``seq_transitions``: the smallest seq, searched).
 
 Numbers stay raw here; ``output.whatif`` renders them.
 """
@@ -19,7 +20,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import InputError
+from ..errors import InputError, option
 from ..hardware.catalog import load_hardware
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize
@@ -27,6 +28,7 @@ from ..model.layers import Linear
 from ..model.network import Network, load_network
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
+from .predict import basis_of
 from .report import Report, analyze
 
 if TYPE_CHECKING:
@@ -178,7 +180,8 @@ class Comparison:
             devices.append({"hardware": report.hardware.name, "dtype": report.dtype,
                             "time_s": totals["time_s"], "speedup": self.speedup(report),
                             "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
-                            "predicted_gemm_time_s": totals["predicted_gemm_time_s"]})
+                            "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
+                            "prediction_basis": basis_of(report.hardware)})
         gemms = []
         for index, result in enumerate(base.results):
             row: dict[str, Any] = {"name": result.gemm.name, "layer": result.gemm.layer,
@@ -236,15 +239,16 @@ def substitute_dtype(network: Network, dtype: str) -> Network:
 
 # --------------------------------------------------------------------------------------- sweep
 
-def parse_batches(text: str) -> tuple[int, ...]:
-    """``--batch``: a comma list (``1,8,64,512``) or a range ``a..b``: every power of two from
-    a to b inclusive (a and b need not be powers of two: ``3..100`` is 4, 8, 16, 32, 64; ``1..1``
-    is 1). Sorted, duplicates dropped; InputError for anything else."""
+def parse_batches(text: str, what: str = "batches") -> tuple[int, ...]:
+    """``--batch`` (or ``--seq``, ``what="seqs"``): a comma list (``1,8,64,512``) or a range
+    ``a..b``: every power of two from a to b inclusive (a and b need not be powers of two:
+    ``3..100`` is 4, 8, 16, 32, 64; ``1..1`` is 1). Sorted, duplicates dropped; InputError for
+    anything else."""
     spec = str(text).strip()
 
     def fail(problem: str) -> InputError:
-        return InputError("batches", "", f"{problem}, got {spec!r} (use e.g. 1,8,64,512 or "
-                                         f"1..4096: the powers of two from 1 to 4096)")
+        return InputError(what, "", f"{problem}, got {spec!r} (use e.g. 1,8,64,512 or "
+                                    f"1..4096: the powers of two from 1 to 4096)")
 
     if ".." in spec:
         low, _, high = spec.partition("..")
@@ -263,28 +267,58 @@ def parse_batches(text: str) -> tuple[int, ...]:
     return tuple(sorted({int(p) for p in pieces}))
 
 
+#: ``seq_transitions`` searches sequence lengths up to the model's context, or this without one.
+SEQ_SEARCH_LIMIT = 2**20
+
+
 @dataclass(frozen=True)
 class Sweep:
-    """One model on one device at several batches (``reports`` sorted by batch)."""
+    """One model on one device at several batches, sequence lengths, or both (``reports``
+    sorted by seq, then batch). ``batches`` and ``seqs`` are the values swept (``seqs`` empty
+    for a model without a sequence)."""
 
     reports: tuple[Report, ...]
+    batches: tuple[int, ...] = ()
+    seqs: tuple[int, ...] = ()
 
     @property
     def hardware(self) -> HardwareSpec:
         return self.reports[0].hardware
 
     @property
+    def axis(self) -> str:
+        """``"seq"`` when only the sequence length varies, else ``"batch"``."""
+        return "seq" if len(self.seqs) > 1 and len(self.batches) <= 1 else "batch"
+
+    @property
+    def grid(self) -> bool:
+        """Whether both the batch and the sequence length vary."""
+        return len(self.seqs) > 1 and len(self.batches) > 1
+
+    def x(self, report: Report) -> int:
+        """A report's value on the swept axis (its batch, or its seq)."""
+        seq = report.network.seq
+        return seq if self.axis == "seq" and seq is not None else report.network.batch or 1
+
+    @property
     def max_batch(self) -> int | None:
-        """The largest batch whose step fits in the device's memory at the swept seq (0: none;
-        None: the entry states no capacity)."""
+        """The largest batch whose step fits in the device's memory at the first swept seq (0:
+        none; None: the entry states no capacity)."""
         memory = self.reports[0].memory
         return memory.max_batch if memory else None
 
-    def transitions(self) -> dict[str, int | None]:
+    @property
+    def max_seq(self) -> int | None:
+        """The largest seq whose step fits at the first swept batch (None: no capacity, or no
+        sequence)."""
+        memory = self.reports[0].memory
+        return memory.max_seq if memory else None
+
+    def transitions(self, report: Report | None = None) -> dict[str, int | None]:
         """Per GEMM, the smallest batch at which it is compute-bound (closed form), or None if
-        no batch makes it so; a GEMM whose shape does not depend on the batch gets 1 when it is
-        compute-bound, else None."""
-        report = self.reports[0]
+        no batch makes it so, at the seq of ``report`` (default: the first); a GEMM whose shape
+        does not depend on the batch gets 1 when it is compute-bound, else None."""
+        report = report or self.reports[0]
         out: dict[str, int | None] = {}
         for result in report.results:
             gemm = result.gemm
@@ -295,6 +329,62 @@ class Sweep:
                 out[gemm.name] = min_compute_bound_batch(gemm, ridge)
         return out
 
+    def _first_at_each_seq(self) -> dict[int, Report]:
+        firsts: dict[int, Report] = {}
+        for report in self.reports:
+            if report.network.seq is not None:
+                firsts.setdefault(report.network.seq, report)
+        return firsts
+
+    def transitions_by_seq(self) -> dict[int, dict[str, int | None]]:
+        """``transitions`` at each swept seq (a grid's batch transitions move with the seq)."""
+        return {seq: self.transitions(r) for seq, r in self._first_at_each_seq().items()}
+
+    def max_batch_by_seq(self) -> dict[int, int | None]:
+        """The largest batch that fits in memory at each swept seq (None: no capacity)."""
+        return {seq: r.memory.max_batch if r.memory else None
+                for seq, r in self._first_at_each_seq().items()}
+
+    @property
+    def seq_limit(self) -> int:
+        """How far ``seq_transitions`` searches: the model's context, else
+        ``SEQ_SEARCH_LIMIT``."""
+        return self.reports[0].network.context or SEQ_SEARCH_LIMIT
+
+    def seq_transitions(self) -> dict[str, int | None] | None:
+        """Per GEMM, the smallest sequence length at which it is compute-bound at the first
+        swept batch (searched up to the model's context, else ``SEQ_SEARCH_LIMIT``), or None
+        if none is; None for a model without a sequence. The search assumes a GEMM stays
+        compute-bound once it is (its intensity does not fall as seq grows)."""
+        first = self.reports[0]
+        network = first.network
+        if network.seq is None:
+            return None
+        limit = self.seq_limit
+        ridges: dict[str, float] = {}
+        cache: dict[int, dict[str, bool]] = {}
+
+        def bound_at(seq: int) -> dict[str, bool]:
+            if seq not in cache:
+                gemms = network.with_overrides(seq=seq).gemms()
+                cache[seq] = {g.name: g.intensity >= ridges.setdefault(
+                    g.name, self.hardware.ridge(g.dtype)) for g in gemms}
+            return cache[seq]
+
+        out: dict[str, int | None] = {}
+        for result in first.results:
+            name = result.gemm.name
+            if not bound_at(limit).get(name, False):
+                out[name] = None
+                continue
+            low, high = 0, limit  # bound at high; not at low (or low is 0)
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (low, middle) if bound_at(middle).get(name, False) else (
+                    middle, high)
+            out[name] = high
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """The sweep JSON contract of docs/design.md (plus ``dtype``, ``mode``, ``ridge``)."""
         first = self.reports[0]
@@ -303,7 +393,8 @@ class Sweep:
             totals = report.totals
             memory = report.memory
             points.append({
-                "batch": report.network.batch, "time_s": totals["time_s"],
+                "batch": report.network.batch, "seq": report.network.seq,
+                "time_s": totals["time_s"],
                 "memory_bytes": memory.total_bytes if memory else None,
                 "fits": memory.fits if memory else None,
                 "samples_per_s": report.batch / totals["time_s"],
@@ -312,13 +403,20 @@ class Sweep:
                 "gemms": [{"name": r.gemm.name, "intensity": r.gemm.intensity, "bound": r.bound,
                            "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
                           for r in report.results]})
+        by_seq = self.transitions_by_seq() if self.grid else None
         return {"model": first.network.name, "hardware": first.hardware.name,
                 "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
                 "phase": first.network.step_phase, "ridge": first.ridge,
                 "quantization_in_time": first.quantization,
+                "prediction_basis": basis_of(first.hardware),
                 "capacity_bytes": first.memory.capacity_bytes if first.memory else None,
-                "max_batch": self.max_batch,
-                "points": points, "transitions": self.transitions()}
+                "max_batch": self.max_batch, "max_seq": self.max_seq,
+                "axis": self.axis, "batches": list(self.batches), "seqs": list(self.seqs),
+                "points": points, "transitions": self.transitions(),
+                "seq_transitions": self.seq_transitions(),
+                "transitions_by_seq": None if by_seq is None else [
+                    {"seq": seq, "transitions": t, "max_batch": self.max_batch_by_seq()[seq]}
+                    for seq, t in by_seq.items()]}
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
         from ..plot import plot_batch_sweep
@@ -326,14 +424,39 @@ class Sweep:
         return plot_batch_sweep(list(self.reports), ax=ax, **options)
 
 
-def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
-          batches: str | list[int] | tuple[int, ...], quantization: bool = False,
-          **overrides: Any) -> Sweep:
-    """Analyze ``model`` on ``hardware`` at each batch (a list, or ``parse_batches`` text)."""
-    values = parse_batches(batches) if isinstance(batches, str) else tuple(sorted(set(batches)))
+def _values(given: str | list[int] | tuple[int, ...], what: str) -> tuple[int, ...]:
+    values = parse_batches(given, what) if isinstance(given, str) else tuple(sorted(set(given)))
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InputError("batches", "", f"expected positive integers, got {value!r}")
+            raise InputError(what, "", f"expected positive integers, got {value!r}")
+    if not values:
+        raise InputError(what, "", "expected at least one value")
+    return values
+
+
+def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
+          batches: str | list[int] | tuple[int, ...] | None = None, quantization: bool = False,
+          seqs: str | list[int] | tuple[int, ...] | None = None, **overrides: Any) -> Sweep:
+    """Analyze ``model`` on ``hardware`` at each batch, each sequence length, or each pair
+    (lists, or ``parse_batches`` text); the one not given stays the model's own."""
+    if batches is None and seqs is None:
+        raise InputError("sweep", "", f"give the batches or the sequence lengths to sweep "
+                                      f"({option('batches')} or {option('seqs')})")
     network, spec = _network(model, **overrides), _spec(hardware)
-    return Sweep(tuple(analyze(network.with_overrides(batch=b), spec, quantization)
-                       for b in values))
+    seq_values = _values(seqs, "seqs") if seqs is not None else ()
+    if seq_values and network.seq is None and not any(
+            getattr(layer, "needs_seq", False) for layer in network.layers):
+        raise InputError(network.source, "seq", "the model has no sequence length to sweep "
+                                                "(no transformer layer)")
+    if batches is not None:
+        batch_values = _values(batches, "batches")
+    else:
+        batch_values = (network.settled()[0],) if network.batch is not None else ()
+        if not batch_values:
+            raise InputError(network.source, "batch", f"missing required field (give batch "
+                                                      f"in the model or {option('batch')})")
+    grid = [(b, s) for s in (seq_values or (None,)) for b in batch_values]
+    reports = tuple(analyze(network.with_overrides(batch=b, seq=s), spec, quantization)
+                    for b, s in grid)
+    seq_list = seq_values or ((network.seq,) if network.seq is not None else ())
+    return Sweep(reports, batch_values, seq_list)

@@ -175,15 +175,19 @@ def _gpu_block(top: Fields, kind: str) -> GpuBlock | None:
         return None
     gpu = top.sub("gpu")
     sms, clock = gpu.positive_int("sms"), gpu.positive_number("boost_clock_ghz")
+    return GpuBlock(sms, clock, _tiles(gpu, "tiles"), _tiles(gpu, "simt_tiles"))
+
+
+def _tiles(gpu: Fields, key: str) -> tuple[tuple[int, int], ...]:
     tiles = []
-    for i, tile in enumerate(gpu.items("tiles", [])):
+    for i, tile in enumerate(gpu.items(key, [])):
         ok = isinstance(tile, list) and len(tile) == 2 and all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in tile)
         if not ok:
-            raise gpu.fail(f"tiles[{i}]", f"expected [rows, columns] of positive integers, "
+            raise gpu.fail(f"{key}[{i}]", f"expected [rows, columns] of positive integers, "
                                           f"got {tile!r}")
         tiles.append((tile[0], tile[1]))
-    return GpuBlock(sms, clock, tuple(tiles))
+    return tuple(tiles)
 
 
 def _cpu_block(top: Fields, kind: str) -> CpuBlock | None:

@@ -69,11 +69,14 @@ class HostLink:
 
 @dataclass(frozen=True)
 class GpuBlock:
-    """A GPU's SM count, the clock its Tensor-Core peak assumes, and the tiles worth modelling."""
+    """A GPU's SM count, the clock its Tensor-Core peak assumes, and the tiles worth modelling:
+    ``tiles`` for the Tensor Cores (empty before Volta), ``simt_tiles`` for CUDA-core GEMMs
+    (empty: the GPU model's defaults, ``analysis.gpu_gemm.DEFAULT_CUDA_CORE_TILES``)."""
 
     sms: int
     boost_clock_ghz: float
     tiles: tuple[tuple[int, int], ...] = ()
+    simt_tiles: tuple[tuple[int, int], ...] = ()
 
 
 CLOCK_ISAS = ("non_avx", "avx2", "avx512", "amx")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..analysis.predict import LAUNCH_LATENCY_S, LAUNCH_SOURCE
+from ..analysis.predict import fit_of
 from ..units import seconds
 
 if TYPE_CHECKING:
@@ -67,10 +67,13 @@ def basis_sentence(hardware: HardwareSpec) -> str:
     if hardware.origin == "measured":
         return ("predicted: uncalibrated (this measured entry has no calibration block, probe "
                 "method < 3; re-run `roofline probe --save NAME --force`): roofline on its "
-                "measured figures" + (", plus a launch latency" if hardware.kind == "gpu" else ""))
-    if hardware.kind == "gpu":
-        return (f"predicted: datasheet effects, uncalibrated (tile/wave quantization and "
-                f"{LAUNCH_LATENCY_S * 1e6:g} us launch latency per kernel, {LAUNCH_SOURCE})")
+                "measured figures")
+    fit = fit_of(hardware)
+    if fit is not None:
+        where = (f"{hardware.architecture} among them" if fit["architecture_in_data"] else
+                 f"none of them {hardware.architecture}")
+        return (f"predicted: fitted, not measured here (GPU GEMM model: tiles, waves, split-K, "
+                f"per-SM bandwidth, sustained peak; fitted on {fit['data']}; {where})")
     return ("predicted: datasheet, uncalibrated (no per-call overhead is documented for a "
             "CPU: equal to the roofline time)")
 

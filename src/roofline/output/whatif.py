@@ -205,22 +205,49 @@ def fit_text(max_batch: int | None, seq: int | None) -> str | None:
             f"no batch fits in memory{at}")
 
 
-def no_fit_label(max_batch: int) -> str:
-    """A sweep chart's label for the batches whose step does not fit in memory."""
-    return f"does not fit in memory (batch > {max_batch})"
+def seq_fit_text(max_seq: int | None, batch: int | None, context: bool = False) -> str | None:
+    """The largest seq that fits in memory at a batch, in words (None: not known);
+    ``context``: the model's context is the limit, memory would allow more."""
+    if max_seq is None:
+        return None
+    if context:
+        return f"every seq up to the model's context ({max_seq}) fits in memory at batch {batch}"
+    return (f"seq <= {max_seq} fits in memory at batch {batch}" if max_seq else
+            f"no seq fits in memory at batch {batch}")
 
 
-def _sweep_header(s: Sweep) -> list[str]:
+def no_fit_label(limit: int, axis: str = "batch", context: bool = False) -> str:
+    """A sweep chart's label for the batches (or seqs) whose step does not fit in memory, or
+    (``context``) the seqs past the model's context, the memory limit lying beyond it."""
+    if context:
+        return f"past the model's context (seq > {limit})"
+    return f"does not fit in memory ({axis} > {limit})"
+
+
+def sweep_header(s: Sweep) -> list[str]:
     first = s.reports[0]
-    lines = [f"{first.network.name} on {s.hardware.name}: {first.dtype}, {first.network.mode}",
-             f"precision: {precision_text(first.network)}",
+    net = first.network
+    what = {"batch": "batch sweep", "seq": f"seq sweep at batch {net.batch}"}[s.axis]
+    lines = [f"{net.name} on {s.hardware.name}: {first.dtype}, {net.mode}"
+             + (f", {net.step_phase}" if net.seq is not None else "")
+             + f" ({'batch x seq grid' if s.grid else what})",
+             f"precision: {precision_text(net)}",
              f"ridge {first.ridge:.1f} FLOP/B"]
     if first.quantization:
         lines.append(quantization_line(detail=False))
-    fit = fit_text(s.max_batch, first.network.seq)
-    if fit is not None and first.memory and first.memory.capacity_bytes is not None:
-        lines.append(f"memory: {fit} ({si(first.memory.capacity_bytes, 'B')}); larger "
-                     f"batches are marked 'does not fit'")
+    capacity = first.memory.capacity_bytes if first.memory else None
+    at_context = first.memory is not None and first.memory.seq_limit == "context"
+    fit = (seq_fit_text(s.max_seq, net.batch, at_context) if s.axis == "seq" else
+           fit_text(s.max_batch, net.seq))
+    if fit is not None and capacity is not None:
+        larger = "longer sequences" if s.axis == "seq" else "larger batches"
+        lines.append(f"memory: {fit} ({si(capacity, 'B')}); {larger} are marked 'does not "
+                     f"fit'" + ("; each row says whether its step fits" if s.grid else ""))
+    context = net.context
+    past = [seq for seq in s.seqs if context is not None and seq > context]
+    if past:
+        lines.append(f"note: seq {', '.join(map(str, past))} is past the model's context "
+                     f"({context} tokens): the step is analyzed as asked")
     return lines
 
 
@@ -233,68 +260,102 @@ def _memory_cell(r: Report) -> str:
 
 
 def _sweep_rows(s: Sweep) -> list[list[str]]:
-    rows = [["batch", "step time", "samples/s", "memory", "memory-bound time",
-             "memory-bound GEMMs"]]
+    with_seq = len(s.seqs) > 1
+    rows = [["batch", *(["seq"] if with_seq else []), "step time", "samples/s", "memory",
+             "memory-bound time", "memory-bound GEMMs"]]
     for r in s.reports:
         t = r.totals
         memory = [x.gemm.name for x in r.results if x.bound == "memory"]
-        rows.append([str(r.network.batch), seconds(t["time_s"]),
-                     si(r.batch / t["time_s"], ""), _memory_cell(r),
-                     f"{t['memory_bound_time_fraction']:.0%}",
-                     compact_names(memory, 6) if len(memory) < len(r.results) else "all"])
-        rows[-1][5] = rows[-1][5] or "none"
+        names = compact_names(memory, 6) if len(memory) < len(r.results) else "all"
+        rows.append([str(r.network.batch), *([str(r.network.seq)] if with_seq else []),
+                     seconds(t["time_s"]), si(r.batch / t["time_s"], ""), _memory_cell(r),
+                     f"{t['memory_bound_time_fraction']:.0%}", names or "none"])
     return rows
 
 
-def _transition_lines(s: Sweep) -> list[str]:
+def _left(s: Sweep) -> set[int]:
+    """The left-aligned columns of the sweep table (memory, memory-bound GEMMs)."""
+    shift = 1 if len(s.seqs) > 1 else 0
+    return {3 + shift, 5 + shift}
+
+
+def _grouped(transitions: dict[str, int | None], unit: str, limit: int | None) -> list[str]:
     groups: dict[int | None, list[str]] = {}
-    for name, batch in s.transitions().items():
-        groups.setdefault(batch, []).append(name)
+    for name, value in transitions.items():
+        groups.setdefault(value, []).append(name)
     order = sorted(groups, key=lambda b: (b is None, b or 0))
-    limit = s.max_batch
 
     def mark(b: int | None) -> str:
-        return (f" (does not fit in memory: at most batch {limit})"
+        return (f" (does not fit in memory: at most {unit} {limit})"
                 if b is not None and limit is not None and b > limit else "")
 
-    return [f"  {'never' if b is None else f'batch >= {b}'}: {compact_names(groups[b], 8)}"
+    return [f"  {'never' if b is None else f'{unit} >= {b}'}: {compact_names(groups[b], 8)}"
             f"{mark(b)}" for b in order]
 
 
+def transition_lines(s: Sweep) -> list[str]:
+    """The batch (and, for a model with a sequence, the seq) at which each GEMM turns
+    compute-bound, each marked when it does not fit in memory."""
+    first = s.reports[0].network
+    lines: list[str] = []
+    if s.grid:
+        limits = s.max_batch_by_seq()
+        for seq, transitions in s.transitions_by_seq().items():
+            lines += [f"compute-bound from (closed form, any batch) at seq {seq}:",
+                      *_grouped(transitions, "batch", limits[seq])]
+    elif s.axis == "batch":
+        lines += ["compute-bound from (closed form, any batch)"
+                  + (f" at seq {first.seq}:" if first.seq is not None else ":"),
+                  *_grouped(s.transitions(), "batch", s.max_batch)]
+    by_seq = s.seq_transitions()
+    if by_seq is not None:
+        lines += [f"compute-bound from (searched, any seq up to {s.seq_limit}) at batch "
+                  f"{first.batch}:",
+                  *_grouped(by_seq, "seq", s.max_seq)]
+    return lines
+
+
 def sweep_table(s: Sweep) -> str:
-    """One row per batch (step time, samples/s, memory-bound share and GEMMs), then the batch
-    at which each GEMM turns compute-bound."""
-    out = [*_sweep_header(s), "", *aligned(*_split(_sweep_rows(s)), {3, 5}), "",
-           "compute-bound from (closed form, any batch):", *_transition_lines(s)]
+    """One row per batch (or seq, or pair: step time, samples/s, memory, memory-bound share
+    and GEMMs), then the batch (and seq) at which each GEMM turns compute-bound."""
+    out = [*sweep_header(s), "", *aligned(*_split(_sweep_rows(s)), _left(s)), ""]
+    out += transition_lines(s)
     return "\n".join(out) + "\n"
 
 
 def sweep_markdown(s: Sweep) -> str:
-    out = ["  \n".join(_sweep_header(s)), "", *markdown(*_split(_sweep_rows(s)), {3, 5}), "",
-           "Compute-bound from (closed form, any batch):", "",
-           *(f"- {line.strip()}" for line in _transition_lines(s))]
+    out = ["  \n".join(sweep_header(s)), "", *markdown(*_split(_sweep_rows(s)), _left(s))]
+    for line in transition_lines(s):
+        out += ["", line[0].upper() + line[1:], ""] if not line.startswith(" ") else [
+            f"- {line.strip()}"]
     return "\n".join(out) + "\n"
 
 
 def sweep_csv(s: Sweep) -> str:
-    """One row per (batch, GEMM), raw numbers; the step's totals repeated on each row."""
+    """One row per (batch, seq, GEMM), raw numbers; the step's totals repeated on each row;
+    ``seq`` and ``compute_bound_from_seq`` at the end (empty without a sequence)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["batch", "name", "intensity", "bound", "time_s", "step_time_s",
                      "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
-                     "memory_bytes", "fits"])
-    transitions = s.transitions()
+                     "memory_bytes", "fits", "seq", "compute_bound_from_seq"])
+    by_seq = s.transitions_by_seq() if s.grid else None
+    seq_transitions = s.seq_transitions() or {}
     for r in s.reports:
         t = r.totals
+        transitions = by_seq[r.network.seq] if by_seq and r.network.seq else s.transitions()
         for x in r.results:
-            writer.writerow([r.network.batch, x.gemm.name, x.gemm.intensity, x.bound, x.time_s,
+            name = x.gemm.name
+            writer.writerow([r.network.batch, name, x.gemm.intensity, x.bound, x.time_s,
                              t["time_s"], r.batch / t["time_s"],
                              t["memory_bound_time_fraction"],
-                             "" if transitions[x.gemm.name] is None
-                             else transitions[x.gemm.name],
+                             "" if transitions.get(name) is None else transitions[name],
                              r.memory.total_bytes if r.memory else "",
                              "" if r.memory is None or r.memory.fits is None
-                             else r.memory.fits])
+                             else r.memory.fits,
+                             "" if r.network.seq is None else r.network.seq,
+                             "" if seq_transitions.get(name) is None
+                             else seq_transitions[name]])
     return buffer.getvalue()
 
 

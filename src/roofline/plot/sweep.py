@@ -1,7 +1,7 @@
-"""The batch-sweep chart: per-GEMM arithmetic intensity (FLOP/B) or attainable throughput
-(TFLOP/s) against batch size, with the ridge (or the peak) as the line a GEMM crosses to become
-compute-bound. Log-log (batch in powers of 2); GEMMs with identical curves share one line
-(``data.sweep_series``)."""
+"""The sweep chart: per-GEMM arithmetic intensity (FLOP/B) or attainable throughput
+(TFLOP/s) against batch size (or sequence length, when only it varies), with the ridge (or the
+peak) as the line a GEMM crosses to become compute-bound. Log-log (x in powers of 2); GEMMs
+with identical curves share one line (``data.sweep_series``)."""
 
 from __future__ import annotations
 
@@ -22,41 +22,50 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
                      metric: str = "intensity") -> Axes:
     """Per-GEMM arithmetic intensity (``metric="intensity"``, FLOP/B) or attainable throughput
     (``"attainable"``, TFLOP/s) against batch size, from reports of one model on one entry at
-    several batches. GEMMs with identical curves share a line; the ridge (or the peak) is the
-    horizontal line that GEMMs cross to become compute-bound. Returns the Axes."""
-    items = sorted(as_reports(reports), key=lambda r: r.batch)
+    several batches, or at one batch and several sequence lengths (then seq is the x axis).
+    GEMMs with identical curves share a line; the ridge (or the peak) is the horizontal line
+    that GEMMs cross to become compute-bound. Returns the Axes."""
+    items = as_reports(reports)
     if metric not in ("intensity", "attainable"):
         raise PlotError(f"unknown metric {metric!r}; choose intensity or attainable")
     if len({r.hardware.name for r in items}) > 1 or len({r.dtype for r in items}) > 1:
         raise PlotError("a batch sweep needs reports of one hardware entry and one dtype")
+    axis = "seq" if len({r.batch for r in items}) == 1 and len(
+        {r.network.seq for r in items}) > 1 else "batch"
+    if axis == "batch" and len({r.network.seq for r in items}) > 1:
+        raise PlotError("a sweep chart draws one swept axis: give reports at one batch or at "
+                        "one seq (a batch x seq grid is a table)")
+    items = sorted(items, key=lambda r: (r.network.seq or 0) if axis == "seq" else r.batch)
     ax = ax if ax is not None else new_axes((10.0, 6.5))
-    batches = [r.batch for r in items]
+    batches = [(r.network.seq or 0) if axis == "seq" else r.batch for r in items]
     series = sweep_series(items, metric)
     for index, (gemms, ys) in enumerate(series):
         names = [g.name for g in gemms]
         ax.plot(batches, ys, marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
                 label=series_label(gemms), gid=f"sweep:{','.join(names)}")
     values = [y for _, ys in series for y in ys]
-    _mark_no_fit(ax, items, batches)
-    _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)))
+    _mark_no_fit(ax, items, batches, axis)
+    _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)), axis)
     return ax
 
 
-def _mark_no_fit(ax: Axes, items: list[Report], batches: list[int]) -> None:
-    """Shade the batches whose step does not fit in the device's memory (they stay drawn)."""
+def _mark_no_fit(ax: Axes, items: list[Report], batches: list[int], axis: str) -> None:
+    """Shade the batches (or seqs) whose step does not fit in the device's memory (they stay
+    drawn)."""
     from ..output.whatif import no_fit_label
 
     memory = items[0].memory
-    if memory is None or memory.max_batch is None or all(r.memory and r.memory.fits
-                                                         for r in items):
+    limit = None if memory is None else memory.max_seq if axis == "seq" else memory.max_batch
+    if limit is None or all(r.memory and r.memory.fits for r in items):
         return
-    start = max(memory.max_batch, batches[0] / 1.5)
+    start = max(limit, batches[0] / 1.5)
+    context = axis == "seq" and memory is not None and memory.seq_limit == "context"
     ax.axvspan(start, batches[-1] * 1.5, color="#888888", alpha=0.18, lw=0,
-               gid="sweep-no-fit", label=no_fit_label(memory.max_batch))
+               gid="sweep-no-fit", label=no_fit_label(limit, axis, context))
 
 
 def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
-                 span: tuple[float, float]) -> None:
+                 span: tuple[float, float], axis: str = "batch") -> None:
     """The limit line (ridge or peak), log axes (batch in powers of 2, each batch a tick), axis
     names, the title (the step and precision in output/'s words) and the legend."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
@@ -77,12 +86,13 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     ax.xaxis.set_major_formatter(plain)
     ax.yaxis.set_major_formatter(plain)
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("batch size")
+    ax.set_xlabel("batch size" if axis == "batch" else "sequence length (tokens)")
     ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
                   else "attainable throughput (TFLOP/s)")
     net = report.network
-    step = step_text(net).split(", ", 1)[1]  # without the batch, which is the x axis
-    ax.set_title(f"{net.name} on {report.hardware.name}: {metric} vs batch, {step}\n"
+    parts = step_text(net).split(", ")  # without the swept one, which is the x axis
+    step = ", ".join(p for p in parts if not p.startswith(f"{axis} "))
+    ax.set_title(f"{net.name} on {report.hardware.name}: {metric} vs {axis}, {step}\n"
                  f"{precision_text(net)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     legend_below(ax)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ...units import nice_above, nice_below, seconds, si
 from ..report import compact_names, precision_text, quantization_line, step_text
-from ..whatif import change_text, dtype_note, verdict_text
+from ..whatif import change_text, dtype_note, sweep_header, transition_lines, verdict_text
 from . import svg
 from .page import (
     Cell,
@@ -151,32 +151,34 @@ def comparison_page(c: Comparison, command: str | None = None) -> str:
 
 # --------------------------------------------------------------------------------------- sweep
 
-def _transition_groups(s: Sweep) -> list[tuple[int | None, list[str]]]:
-    groups: dict[int | None, list[str]] = {}
-    for name, batch in s.transitions().items():
-        groups.setdefault(batch, []).append(name)
-    return sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or 0))
-
-
 def _sweep_charts(s: Sweep) -> str:
+    if s.grid:
+        return ("<p class=muted>A batch x seq grid: the charts draw one swept axis (sweep one "
+                "batch or one seq to see them); the table below has every pair.</p>")
     reports = s.reports
-    batches = [r.batch for r in reports]
-    x_range = (nice_below(min(batches) / 1.5), nice_above(max(batches) * 1.5))
+    axis = s.axis
+    xs = [s.x(r) for r in reports]
+    x_range = (nice_below(min(xs) / 1.5), nice_above(max(xs) * 1.5))
+    groups: dict[int | None, list[str]] = {}
+    transitions = s.transitions() if axis == "batch" else (s.seq_transitions() or {})
+    for name, value in transitions.items():
+        groups.setdefault(value, []).append(name)
     marks = [svg.Mark(b, f"{compact_names(names, 3)} \u2192 compute")
-             for b, names in _transition_groups(s)
+             for b, names in sorted(groups.items(), key=lambda i: (i[0] is None, i[0] or 0))
              if b is not None and x_range[0] <= b <= x_range[1]]
-    rate = [(r.batch, r.batch / r.totals["time_s"], _tip(r)) for r in reports]
-    share = [(r.batch, r.totals["memory_bound_time_fraction"], _tip(r)) for r in reports]
+    rate = [(s.x(r), r.batch / r.totals["time_s"], _tip(r)) for r in reports]
+    share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(r)) for r in reports]
     ys = [y for _, y, _ in rate]
     throughput = svg.line_chart(rate, x_range, (nice_below(min(ys) / 1.5),
                                                 nice_above(max(ys) * 1.5)),
-                                ("batch", "samples/s"), "samples per second by batch",
+                                (axis, "samples/s"), f"samples per second by {axis}",
                                 marks=marks)
-    bound = svg.line_chart(share, x_range, (0.0, 1.0), ("batch", "memory-bound share of time"),
-                           "memory-bound share of the step by batch", y_log=False,
+    bound = svg.line_chart(share, x_range, (0.0, 1.0), (axis, "memory-bound share of time"),
+                           f"memory-bound share of the step by {axis}", y_log=False,
                            percent=True, marks=marks)
-    caption = ("Dashed lines: the batch at which GEMMs turn compute-bound (closed form; the "
-               "list below names every GEMM).")
+    how = "closed form" if axis == "batch" else "searched"
+    caption = (f"Dashed lines: the {axis} at which GEMMs turn compute-bound ({how}; the list "
+               f"below names every GEMM).")
     return (f'<div class="charts"><figure>{throughput}<figcaption>Throughput.</figcaption>'
             f"</figure><figure>{bound}<figcaption>Share of the step time spent memory-bound."
             f"</figcaption></figure></div><p class=muted>{escape(caption)}</p>")
@@ -184,14 +186,17 @@ def _sweep_charts(s: Sweep) -> str:
 
 def _tip(r: Report) -> str:
     t = r.totals
-    return (f"batch {r.batch}\nstep {seconds(t['time_s'])}, "
+    seq = f", seq {r.network.seq}" if r.network.seq is not None else ""
+    return (f"batch {r.batch}{seq}\nstep {seconds(t['time_s'])}, "
             f"{si(r.batch / t['time_s'], 'samples/s')}\n"
             f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound")
 
 
 def _sweep_table(s: Sweep) -> str:
-    header = (("batch", False), ("step time", False), ("samples/s", False),
-              ("memory-bound time", False), ("memory-bound GEMMs", True))
+    with_seq = len(s.seqs) > 1
+    header = (("batch", False), *((("seq", False),) if with_seq else ()), ("step time", False),
+              ("samples/s", False), ("memory", True), ("memory-bound time", False),
+              ("memory-bound GEMMs", True))
     rows = []
     for r in s.reports:
         t = r.totals
@@ -199,29 +204,51 @@ def _sweep_table(s: Sweep) -> str:
         names = ("all" if memory and len(memory) == len(r.results)
                  else compact_names(memory, 6) or "none")
         rate = r.batch / t["time_s"]
-        rows.append(("", [Cell(str(r.batch)), Cell(seconds(t["time_s"]), t["time_s"]),
+        held = r.memory
+        rows.append(("", [Cell(str(r.batch)),
+                          *([Cell(str(r.network.seq))] if with_seq else []),
+                          Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(si(rate, ""), rate),
+                          text("" if held is None else si(held.total_bytes, "B")
+                               + (": does not fit" if held.fits is False else "")),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
                                t["memory_bound_time_fraction"]), text(names)]))
     return table(header, rows)
 
 
+def _transitions_html(s: Sweep) -> str:
+    """The transition lines of the table output (``output.whatif.transition_lines``), as
+    headed lists."""
+    out, items = "", ""
+    for line in transition_lines(s):
+        if line.startswith(" "):
+            head, _, names = line.strip().partition(": ")
+            items += f"<li><b>{escape(head)}</b>: {escape(names)}</li>"
+        else:
+            out += f"<ul>{items}</ul>" if items else ""
+            items = ""
+            out += f"<h3>{escape(line[0].upper() + line[1:].rstrip(':'))}</h3>"
+    return out + (f"<ul>{items}</ul>" if items else "")
+
+
 def sweep_page(s: Sweep, command: str | None = None) -> str:
     """sweep ``--format html``."""
     first = s.reports[0]
-    title = f"{first.network.name} on {s.hardware.name}: batch sweep"
+    what = "batch x seq grid" if s.grid else f"{s.axis} sweep"
+    title = f"{first.network.name} on {s.hardware.name}: {what}"
     pairs = [("model", first.network.name), ("device", s.hardware.name),
              ("dtype", first.dtype), ("mode", first.network.mode),
              ("precision", precision_text(first.network)),
              ("ridge", f"{first.ridge:.1f} FLOP/B"),
-             ("batches", ", ".join(str(r.batch) for r in s.reports))]
+             ("batches", ", ".join(map(str, s.batches)))]
+    if s.seqs:
+        pairs.append(("seqs" if len(s.seqs) > 1 else "seq", ", ".join(map(str, s.seqs))))
     if first.quantization:
         pairs.append(("quantization", quantization_line(detail=False)))
-    items = "".join(f"<li><b>{'never' if b is None else f'batch &gt;= {b}'}</b>: "
-                    f"{escape(compact_names(names, len(names) + 1))}</li>"
-                    for b, names in _transition_groups(s))
-    body = (f"<h1>{escape(title)}</h1>{facts(pairs)}<h2>Throughput and bound</h2>"
-            f"{_sweep_charts(s)}<h2>Batches</h2>{_sweep_table(s)}"
-            f"<h2>Compute-bound from (closed form, any batch)</h2><ul>{items}</ul>"
+    notes = "".join(f"<p>{escape(line)}</p>" for line in sweep_header(s)
+                    if line.startswith(("memory:", "note:")))
+    body = (f"<h1>{escape(title)}</h1>{facts(pairs)}{notes}<h2>Throughput and bound</h2>"
+            f"{_sweep_charts(s)}<h2>Steps</h2>{_sweep_table(s)}"
+            f"<h2>Compute-bound from</h2>{_transitions_html(s)}"
             f"<h2>Sources</h2>{hardware_sources(s.hardware)}{provenance(command)}")
     return document(title, block(body))

@@ -1,0 +1,233 @@
+"""How well does predicted_time_s hold on GPUs? Run on demand (not a test):
+
+    .venv/bin/python benchmarks/bench_gpu_model.py [--fit] [--no-loo] [--markdown]
+
+Reads the public measurements in benchmarks/data/ (DeepBench's GEMM timings for P100, GTX 1080
+Ti, Titan Xp and T4, and the best bf16 matmul rates published for A100 and H100; see
+benchmarks/data/README.md) and prints, per device and dtype, measured vs predicted for three
+predictions: the pure roofline (``time_s``), the datasheet model used for GPUs before 0.4.0
+(roofline + tile/wave quantization + launch latency, ``predict.datasheet_gemm``) and the GPU GEMM
+model (``analysis.gpu_gemm`` with its fitted constants): the share within 1.25x and 2x, the
+median measured / predicted and the worst ratio (either way).
+
+Leave-one-device-out (unless --no-loo): the constants are refitted without the device's rows
+and the device is predicted with them, so a term that only fits what it was fitted on shows.
+--fit refits on all rows and prints the constants to paste into gpu_gemm.FITTED.
+DeepBench's V100 results are held out: they are not in benchmarks/data/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import math
+import statistics
+from pathlib import Path
+
+from roofline.analysis.gpu_gemm import FITTED, GpuGemmConstants, device_for, gemm_time
+from roofline.analysis.predict import datasheet_gemm
+from roofline.analysis.quantization import quantization_of
+from roofline.hardware.catalog import load_hardware
+from roofline.model.dtypes import itemsize
+from roofline.model.gemm import Gemm
+from roofline.roof import roofline_time_s
+
+DATA = Path(__file__).parent / "data"
+#: the constants the fit moves (dram_fraction and sm_bytes_per_clock are stated, not fitted:
+#: gpu_gemm.FITTED says where from; this data leaves the per-SM rate unconstrained)
+FREE = ("tensor_core_fraction", "cuda_core_fraction", "tile_overhead_iterations",
+        "min_kernel_s")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    device: str
+    dtype: str
+    m: int
+    n: int
+    k: int
+    time_s: float
+
+
+def load_rows(data: Path = DATA) -> list[Row]:
+    """Every measured GEMM of benchmarks/data/ (DeepBench timings, then the MAMF maxima)."""
+    rows = []
+    with open(data / "deepbench_gemm.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            rows.append(Row(r["device"], r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]),
+                            float(r["time_ms"]) * 1e-3))
+    with open(data / "mamf.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+            rows.append(Row(r["device"], r["dtype"], m, n, k,
+                            2 * m * n * k / (float(r["tflops"]) * 1e12)))
+    return rows
+
+
+class Predictor:
+    """The three predictions of one measured row (hardware entries and devices cached)."""
+
+    def __init__(self) -> None:
+        self._hw: dict = {}
+        self._dev: dict = {}
+
+    def hardware(self, name: str):
+        if name not in self._hw:
+            self._hw[name] = load_hardware(name)
+        return self._hw[name]
+
+    def gemm(self, row: Row) -> Gemm:
+        return Gemm("MM1", "bench", "forward", row.m, row.n, row.k, row.dtype, c_dtype=row.dtype)
+
+    def new(self, row: Row, c: GpuGemmConstants = FITTED) -> float:
+        key = (row.device, row.dtype)
+        if key not in self._dev:
+            self._dev[key] = device_for(self.hardware(row.device), row.dtype)
+        g = self.gemm(row)
+        return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), 1, g.bytes,
+                         self._dev[key], c)["time_s"]
+
+    def old(self, row: Row) -> float:
+        hw, g = self.hardware(row.device), self.gemm(row)
+        return datasheet_gemm(g, hw, quantization_of(g, hw.sms, hw.tiles)).time_s
+
+    def roof(self, row: Row) -> float:
+        hw, g = self.hardware(row.device), self.gemm(row)
+        return roofline_time_s(g.flops, g.bytes, hw.peak_flops_per_s(row.dtype),
+                               hw.bandwidth_bytes_per_s)
+
+
+def summary(ratios: list[float]) -> dict[str, float]:
+    """Share within 1.25x and 2x (either way), median measured / predicted, worst (either way)."""
+    both = [max(r, 1 / r) for r in ratios]
+    return {"n": len(ratios), "within_1.25": sum(b <= 1.25 for b in both) / len(both),
+            "within_2": sum(b <= 2 for b in both) / len(both),
+            "median": statistics.median(ratios), "worst": max(both)}
+
+
+def loss(rows: list[Row], predictor: Predictor, c: GpuGemmConstants) -> float:
+    """Mean over devices of the mean |log(measured / predicted)| (each device weighs the same)."""
+    by_device: dict[str, list[float]] = {}
+    for row in rows:
+        by_device.setdefault(row.device, []).append(
+            abs(math.log(row.time_s / predictor.new(row, c))))
+    return statistics.fmean(statistics.fmean(v) for v in by_device.values())
+
+
+def fit(rows: list[Row], predictor: Predictor, start: GpuGemmConstants = FITTED,
+        iterations: int = 300) -> GpuGemmConstants:
+    """Nelder-Mead on the logs of the FREE constants, from ``start``."""
+    def constants(x: list[float]) -> GpuGemmConstants:
+        return dataclasses.replace(start, **{k: math.exp(v) for k, v in zip(FREE, x)})
+
+    def f(x: list[float]) -> float:
+        return loss(rows, predictor, constants(x))
+
+    x0 = [math.log(getattr(start, k)) for k in FREE]
+    simplex = [x0] + [[v + (0.3 if i == j else 0.0) for j, v in enumerate(x0)]
+                      for i in range(len(x0))]
+    values = [f(x) for x in simplex]
+    for _ in range(iterations):
+        order = sorted(range(len(simplex)), key=values.__getitem__)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        if values[-1] - values[0] < 1e-6:
+            break
+        centre = [statistics.fmean(col) for col in zip(*simplex[:-1])]
+        step = [c - w for c, w in zip(centre, simplex[-1])]
+        reflected = [c + s for c, s in zip(centre, step)]
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = [c + 2 * s for c, s in zip(centre, step)]
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = [c - 0.5 * s for c, s in zip(centre, step)]
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [[b + 0.5 * (v - b) for b, v in zip(best, x)]
+                                    for x in simplex[1:]]
+                values = [values[0]] + [f(x) for x in simplex[1:]]
+    return constants(simplex[min(range(len(values)), key=values.__getitem__)])
+
+
+def groups(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
+    out: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        out.setdefault((row.device, row.dtype), []).append(row)
+    return out
+
+
+def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants] | None,
+          markdown: bool) -> list[str]:
+    header = ["device", "dtype", "n", "roof 1.25x/2x", "old 1.25x/2x", "new 1.25x/2x",
+              "new median", "new worst"]
+    if loo is not None:
+        header += ["LOO 1.25x/2x", "LOO median", "LOO worst"]
+    lines = []
+    everything: dict[str, list[float]] = {"roof": [], "old": [], "new": [], "loo": []}
+
+    def cell(s: dict[str, float]) -> str:
+        return f"{s['within_1.25']:.0%} / {s['within_2']:.0%}"
+
+    body = []
+    for (device, dtype), rs in groups(rows).items():
+        ratios = {"roof": [r.time_s / predictor.roof(r) for r in rs],
+                  "old": [r.time_s / predictor.old(r) for r in rs],
+                  "new": [r.time_s / predictor.new(r) for r in rs]}
+        if loo is not None:
+            ratios["loo"] = [r.time_s / predictor.new(r, loo[device]) for r in rs]
+        for key, values in ratios.items():
+            everything[key] += values
+        s = {k: summary(v) for k, v in ratios.items()}
+        line = [device, dtype, str(len(rs)), cell(s["roof"]), cell(s["old"]), cell(s["new"]),
+                f"{s['new']['median']:.2f}", f"{s['new']['worst']:.1f}x"]
+        if loo is not None:
+            line += [cell(s["loo"]), f"{s['loo']['median']:.2f}", f"{s['loo']['worst']:.1f}x"]
+        body.append(line)
+    s = {k: summary(v) for k, v in everything.items() if v}
+    total = ["all", "", str(len(rows)), cell(s["roof"]), cell(s["old"]), cell(s["new"]),
+             f"{s['new']['median']:.2f}", f"{s['new']['worst']:.1f}x"]
+    if loo is not None:
+        total += [cell(s["loo"]), f"{s['loo']['median']:.2f}", f"{s['loo']['worst']:.1f}x"]
+    body.append(total)
+    if markdown:
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join(" --- " for _ in header) + "|")
+        lines += ["| " + " | ".join(line) + " |" for line in body]
+    else:
+        widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+        lines += ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in body]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--fit", action="store_true", help="refit on all rows, print constants")
+    parser.add_argument("--no-loo", action="store_true", help="skip leave-one-device-out")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    rows, predictor = load_rows(), Predictor()
+    if args.fit:
+        c = fit(rows, predictor)
+        print({k: float(f"{getattr(c, k):.3g}") for k in FREE},
+              f"loss {loss(rows, predictor, c):.4f} (now {loss(rows, predictor, FITTED):.4f})")
+        return
+    loo = None
+    if not args.no_loo:
+        devices = sorted({r.device for r in rows})
+        loo = {d: fit([r for r in rows if r.device != d], predictor) for d in devices}
+    print("measured / predicted per device and dtype: share within 1.25x and 2x (either way); "
+          "roof = pure roofline, old = datasheet model (before 0.4.0), new = GPU GEMM model "
+          "(fitted constants), LOO = new refitted without that device")
+    print("\n".join(table(rows, predictor, loo, args.markdown)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""sweep over sequence lengths (--seq LIST|A..B) and over a batch x seq grid: the seq at which
+each GEMM turns compute-bound, against the roofline solved by hand, and the fit marks against
+the memory arithmetic of tests/test_memory.py."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from roofline.analysis.whatif import sweep
+
+ROOT = Path(__file__).parent.parent
+LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
+MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
+
+# A100 SXM4 80GB, dense fp16: 312 TFLOP/s over 2039 GB/s
+RIDGE = 312e12 / 2039e9  # 153.016 FLOP/B
+
+
+def _min_tokens(n: int, k: int) -> int:
+    """The fewest rows m at which an fp16 GEMM (m x n x k, C fp16 written once) reaches the
+    ridge: intensity 2mnk / 2(mk + kn + mn) >= R  <=>  m >= R k n / (n k - R (k + n))."""
+    return math.ceil(RIDGE * k * n / (n * k - RIDGE * (k + n)))
+
+
+def test_seq_transitions_solve_the_roofline_by_hand():
+    # Llama-2-7B prefill at batch 16: a weight GEMM's rows are batch x seq tokens.
+    # qkv (n = 3 x 4096, k = 4096): m >= 153.016 x 4096 x 12288 / (50,331,648 - 153.016 x
+    # 16,384) = 161.04 -> 162 tokens -> seq >= ceil(162 / 16) = 11.
+    # logits (n = 32000, k = 4096, every token in a plain prefill): m >= 159.75 -> 160 -> 10.
+    assert _min_tokens(12288, 4096) == 162 and _min_tokens(32000, 4096) == 160
+    s = sweep(LLAMA, "a100-sxm4-80gb", [16], seqs=[128, 256], mode="inference", dtype="fp16")
+    found = s.seq_transitions()
+    assert found is not None
+    assert found["MM1"] == math.ceil(162 / 16) == 11
+    assert found["MM129"] == 10
+    # the FFN (n = 11008, k = 4096; and down: n = 4096, k = 11008) and proj (4096 x 4096)
+    for name, (n, k) in {"MM2": (4096, 4096), "MM3": (22016, 4096),
+                         "MM4": (4096, 11008)}.items():
+        assert found[name] == math.ceil(_min_tokens(n, k) / 16), name
+
+
+def test_decode_gemms_never_turn_compute_bound_by_seq():
+    # decode: a weight GEMM has one row per sequence whatever the KV cache holds
+    s = sweep(LLAMA, "a100-sxm4-80gb", [64], seqs="128..4096", mode="inference",
+              phase="decode", dtype="fp16")
+    assert s.axis == "seq" and s.seqs == (128, 256, 512, 1024, 2048, 4096)
+    assert set((s.seq_transitions() or {}).values()) == {None}
+
+
+def test_seq_sweep_marks_the_sequences_that_do_not_fit(invoke):
+    # decode at batch 64 on 80 GB: (80e9 - 14,476,831,232 - 4,751,360) // (64 x 524,288)
+    # = 1952 tokens fit (tests/test_memory.py); 2048 does not
+    out = invoke("sweep", LLAMA, "--hw", "a100-sxm4-80gb", "--batch", "64", "--seq",
+                 "1024,2048", "--mode", "inference", "--phase", "decode", "--dtype", "fp16",
+                 "--format", "json")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["axis"] == "seq" and data["seqs"] == [1024, 2048] and data["batches"] == [64]
+    assert data["max_seq"] == 1952
+    assert [(p["seq"], p["fits"]) for p in data["points"]] == [(1024, True), (2048, False)]
+    table = invoke("sweep", LLAMA, "--hw", "a100-sxm4-80gb", "--batch", "64", "--seq",
+                   "1024,2048", "--mode", "inference", "--phase", "decode", "--dtype",
+                   "fp16").output
+    assert "seq <= 1952 fits in memory at batch 64" in table
+    assert "83.2 GB: does not fit" in table
+
+
+def test_a_grid_has_every_pair_and_batch_transitions_per_seq(invoke):
+    out = invoke("sweep", LLAMA, "--hw", "a100-sxm4-80gb", "--batch", "1,16", "--seq",
+                 "1024,4096", "--mode", "inference", "--phase", "decode", "--dtype", "fp16",
+                 "--format", "json")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert [(p["batch"], p["seq"]) for p in data["points"]] == [
+        (1, 1024), (16, 1024), (1, 4096), (16, 4096)]
+    by_seq = {t["seq"]: t for t in data["transitions_by_seq"]}
+    assert sorted(by_seq) == [1024, 4096]
+    # decode's logits GEMM: m = batch rows, n = 32000, k = 4096 -> 160 rows whatever the seq
+    assert by_seq[1024]["transitions"]["MM129"] == by_seq[4096]["transitions"]["MM129"] == 160
+    # at seq 4096 less fits: the KV cache is 4x as large per sequence
+    assert by_seq[4096]["max_batch"] < by_seq[1024]["max_batch"]
+    csv = invoke("sweep", LLAMA, "--hw", "a100-sxm4-80gb", "--batch", "1,16", "--seq",
+                 "1024,4096", "--mode", "inference", "--phase", "decode", "--dtype", "fp16",
+                 "--format", "csv").output.splitlines()
+    assert csv[0].endswith(",seq,compute_bound_from_seq")
+    assert len(csv) == 1 + 4 * 129
+
+
+def test_a_batch_sweep_keeps_its_json_and_gains_the_seq(invoke):
+    out = invoke("sweep", LLAMA, "--hw", "h100", "--batch", "1,2", "--seq", "512", "--mode",
+                 "inference", "--format", "json")
+    data = json.loads(out.output)
+    assert data["axis"] == "batch" and data["seq"] == 512 and data["seqs"] == [512]
+    assert data["transitions_by_seq"] is None
+    assert all(p["seq"] == 512 for p in data["points"])
+
+
+def test_a_model_without_a_sequence_has_no_seq_transitions(invoke):
+    data = json.loads(invoke("sweep", MLP, "--hw", "h100", "--batch", "1,64", "--format",
+                             "json").output)
+    assert data["seqs"] == [] and data["seq_transitions"] is None
+    assert all(p["seq"] is None for p in data["points"])
+
+
+@pytest.mark.parametrize("args, message", [
+    ((LLAMA, "--hw", "h100", "--mode", "inference"), "give the batches or the sequence"),
+    ((MLP, "--hw", "h100", "--batch", "8", "--seq", "1,2"), "no sequence length to sweep"),
+    ((LLAMA, "--hw", "h100", "--seq", "1,2"), "--batch"),
+    ((LLAMA, "--hw", "h100", "--batch", "1,2", "--seq", "0..4"), "--seq"),
+    ((LLAMA, "--hw", "h100", "--batch", "1,2", "--seq", "x"), "--seq"),
+    ((LLAMA, "--hw", "h100", "--batch", "1,2", "--seq", "8,16", "--plot", "grid.png"),
+     "--plot draws one swept axis"),
+])
+def test_bad_sweeps_are_one_line(invoke, tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    out = invoke("sweep", *args)
+    assert out.exit_code == 2, out.output
+    lines = out.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and message in lines[0], lines
+    assert not (tmp_path / "grid.png").exists()
+
+
+def test_a_seq_sweep_chart_has_seq_on_its_x_axis(tmp_path):
+    s = sweep(LLAMA, "a100-sxm4-80gb", [64], seqs=[1024, 2048], mode="inference",
+              phase="decode", dtype="fp16")
+    ax = s.plot()
+    assert ax.get_xlabel() == "sequence length (tokens)"
+    assert "vs seq" in ax.get_title() and "seq 1024" not in ax.get_title()
+    labels = ax.get_legend_handles_labels()[1]
+    assert "does not fit in memory (seq > 1952)" in labels
