@@ -113,6 +113,8 @@ def _gpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
             k: nvml[f"pcie_{v}"] for k, v in (("generation", "generation"), ("lanes", "width"))
             if nvml.get(f"pcie_{v}")}
     data["gpu"] = gpu_block
+    if gm.get("calibration"):
+        data["calibration"] = gm["calibration"]
     if match is not None and match.alignment:
         data["alignment"] = match.alignment_dict()
     theory = result.theoretical.get("gpu", {})
@@ -140,6 +142,9 @@ def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
                      "(type assumed pcie); gpu.boost_clock_ghz is NVML's max SM clock.")
         if "alignment" in data:
             parts.append("alignment copied from the matching datasheet entry.")
+        if "calibration" in data:
+            parts.append("calibration: the probe's GPU constants (shortest GEMM kernel, one "
+                         "small kernel's time; sustained shares of the measured figures).")
     missing = [m.figure for m in result.not_measured]
     if missing:
         parts.append("Not measured: " + ", ".join(missing) + ".")
