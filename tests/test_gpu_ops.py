@@ -165,3 +165,13 @@ def test_outputs_state_each_ops_basis():
     text = "\n".join(time_lines(report))
     assert "88% of DRAM bandwidth plus 900 ns launch each (published)" in text
     assert "FlashAttention-3's published H100 rates" in text
+
+
+def test_html_page_shows_each_ops_prediction_and_basis():
+    from roofline.output.html import report_fragment
+    from roofline.units import seconds
+
+    report, (attn,) = _attention("h100-sxm5-80gb")
+    page = report_fragment(report)
+    assert "ops predicted: other ops at 88% of DRAM bandwidth" in page
+    assert seconds(attn.predicted_time_s) in page  # 441 us, in the op's predicted cell
