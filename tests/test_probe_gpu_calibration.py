@@ -57,6 +57,10 @@ def test_probe_on_a_gpu_writes_a_version_3_gpu_calibration(fake_gpu):
     assert spec.calibration is not None and spec.calibration.gpu_ops is not None
     assert spec.calibration.efficiency == {}
     assert basis_of(spec) == "calibrated"
+    # the datasheet entry's tiles and L2 came along, so fp16 runs on the Tensor-Core tiles
+    assert spec.tiles and spec.llc_mb == 40
+    gemm = predict_gemm(Gemm("MM1", "fc", "forward", 4096, 4096, 4096, "fp16"), spec)
+    assert gemm.basis == "calibrated" and gemm.terms["tile_m"] in (256.0, 128.0, 64.0)
     assert "calibrated from the probe's measurements of this GPU" in basis_sentence(spec)
 
 
