@@ -332,7 +332,7 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
     assert set(data["measured"]["bandwidth_stats"]["dram"]) == {"best", "median", "spread"}
     assert data["details"]["dram_kernel"].startswith("read stream")
     cal = data["measured"]["calibration"]
-    assert cal["version"] == 2 and set(cal["gemm_efficiency"]) == {"fp32", "fp64"}
+    assert cal["version"] == 3 and set(cal["gemm_efficiency"]) == {"fp32", "fp64"}
     for block in cal["gemm_efficiency"].values():
         assert block["c_write"]["passes"] >= 0 and block["thin_dram_nk"] == 24
         assert set(block["thin_dram"]) == set(block["thin"]) == {"1", "2"}

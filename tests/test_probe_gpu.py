@@ -74,7 +74,12 @@ def test_probe_measures_the_gpu_and_saves_a_gpu_entry(fake_gpu):
 
     entry = result.to_hardware_dict("my-a100")
     assert entry["kind"] == "gpu" and entry["origin"] == "measured"
-    assert entry["gpu"] == {"sms": 108, "boost_clock_ghz": 1.41}
+    # the tiles and L2 the GPU GEMM model needs come from the matching datasheet entry
+    assert entry["gpu"] == {"sms": 108, "boost_clock_ghz": 1.41,
+                            "tiles": [[256, 128], [128, 256], [128, 128], [64, 64]]}
+    assert entry["llc_mb"] == 40
+    assert {"llc_mb", "alignment"} <= set(entry["sources"][1]["covers"])
+    assert "llc_mb" not in entry["sources"][0]["covers"]
     assert entry["host_link"]["generation"] == 4 and entry["host_link"]["lanes"] == 16
     assert entry["alignment"]["fp16"]["multiple"] == 8  # copied from the datasheet entry
     assert entry["theoretical"]["peak_tflops"]["fp16"] == 312

@@ -46,7 +46,8 @@ def test_predicted_step_covers_the_ops_not_only_the_gemms():
     """Llama-2-7B decode at batch 64 with 1024 tokens: the KV cache is read by the fused
     attention ops, not by GEMMs. By hand, per layer 2 (K and V) x 32 heads x 128 x 1024 tokens
     x 64 sequences x 2 bytes = 1.07 GB; 32 layers: 34.4 GB, at 2039 GB/s about 16.8 ms. The
-    predicted step must include it (it was in the roof total only)."""
+    predicted step must include it (it was in the roof total only); on a GPU the ops stream at
+    88% of the DRAM bandwidth (analysis.gpu_ops), so at least 34.4 GB / (0.88 x 2039 GB/s)."""
     report = analyze_model(str(HF / "llama-2-7b.json"), "a100-sxm4-80gb", batch=64, seq=1024,
                            dtype="fp16", mode="inference", phase="decode")
     t = report.totals
@@ -54,5 +55,6 @@ def test_predicted_step_covers_the_ops_not_only_the_gemms():
     attention = sum(r.op.bytes for r in report.ops if r.op.kind == "flash-attention")
     assert attention >= kv_bytes
     assert kv_bytes / 2039e9 == pytest.approx(16.85e-3, rel=0.01)
-    assert t["predicted_time_s"] == pytest.approx(t["predicted_gemm_time_s"] + t["op_time_s"])
-    assert t["predicted_time_s"] - t["predicted_gemm_time_s"] >= kv_bytes / 2039e9
+    assert t["predicted_time_s"] == pytest.approx(t["predicted_gemm_time_s"]
+                                                  + t["predicted_op_time_s"])
+    assert t["predicted_time_s"] - t["predicted_gemm_time_s"] >= kv_bytes / (0.88 * 2039e9)

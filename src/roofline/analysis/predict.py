@@ -10,8 +10,13 @@ fractions of the peak, a minimum kernel time and L2-resident operands, with cons
 public measurements (``gpu_gemm.FITTED`` names them; ``fit_of`` says whether this entry's
 architecture is among them).
 
-``calibrated`` (a measured entry whose ``calibration:`` block the probe wrote, method 3 on).
-For one call of C(M, N) = A(M, K) . B(K, N), element sizes e (A, B) and e_C (C), peak P (the
+``calibrated`` on a GPU (a GPU entry whose ``calibration:`` block holds ``gpu``, version 3):
+the GPU GEMM model with the probe's own constants in place of ``FITTED``'s sustained
+fractions, DRAM share and minimum kernel time (``calibrated_constants``; the per-SM rate and the
+tile overhead stay the fitted ones, which the probe does not measure).
+
+``calibrated`` on a CPU (a measured entry whose ``calibration:`` block the probe wrote, method 3
+on). For one call of C(M, N) = A(M, K) . B(K, N), element sizes e (A, B) and e_C (C), peak P (the
 best large GEMM the probe measured), DRAM bandwidth BW (the probe's read stream), last-level
 cache L (``llc_mb``); a GEMM is *resident* when its working set ``e(MK + KN) + e_C MN`` fits
 in L::
@@ -65,12 +70,13 @@ from ..model.dtypes import bits
 from ..model.dtypes import itemsize as element_size
 
 if TYPE_CHECKING:
-    from ..hardware.spec import GemmEfficiency, HardwareSpec
+    from ..hardware.spec import GemmEfficiency, GpuOpsCalibration, HardwareSpec
     from ..model.gemm import Gemm
+    from .gpu_gemm import GpuGemmConstants
     from .quantization import Quantization
 
 #: What an entry's ``calibration:`` block holds; its history is in CHANGES.md.
-CALIBRATION_VERSION = 2
+CALIBRATION_VERSION = 3
 
 # NVIDIA, "Getting Started with CUDA Graphs" (developer.nvidia.com/blog/cuda-graphs/, 2019):
 # a 2.9 us kernel launched back to back in one stream took 3.8 us per kernel, i.e. about 1 us
@@ -117,19 +123,37 @@ def predict_gemm(gemm: Gemm, hardware: HardwareSpec,
     if calibration is not None and gemm.dtype in calibration.efficiency:
         return _calibrated(gemm, hardware)
     if hardware.kind == "gpu" and hardware.gpu is not None:
+        if calibration is not None and calibration.gpu_ops is not None:
+            return fitted_gemm(gemm, hardware, calibrated_constants(calibration.gpu_ops),
+                               "calibrated")
         return fitted_gemm(gemm, hardware)
     return datasheet_gemm(gemm, hardware, tiles)
 
 
-def fitted_gemm(gemm: Gemm, hardware: HardwareSpec) -> Prediction:
-    """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants."""
-    from .gpu_gemm import device_for, gemm_time
+def calibrated_constants(gpu: GpuOpsCalibration) -> GpuGemmConstants:
+    """``gpu_gemm.FITTED`` with what a probe on this GPU measured in its place."""
+    from dataclasses import replace
+
+    from .gpu_gemm import FITTED
+
+    return replace(FITTED, tensor_core_fraction=gpu.tensor_core_fraction,
+                   cuda_core_fraction=gpu.cuda_core_fraction, min_kernel_s=gpu.min_kernel_s,
+                   dram_fraction=gpu.dram_fraction, data="this GPU's probe", devices=(),
+                   architectures=())
+
+
+def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants | None = None,
+                basis: str = "fitted") -> Prediction:
+    """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
+    calibration's, ``basis`` calibrated)."""
+    from .gpu_gemm import FITTED, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
     scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
-                      gemm.bytes, device_for(hardware, gemm.dtype), e_b=e_b, math_scale=scale)
-    return Prediction(terms["time_s"], "fitted", terms)
+                      gemm.bytes, device_for(hardware, gemm.dtype), constants or FITTED,
+                      e_b=e_b, math_scale=scale)
+    return Prediction(terms["time_s"], basis, terms)
 
 
 def datasheet_gemm(gemm: Gemm, hardware: HardwareSpec,

@@ -15,6 +15,7 @@ from ..model.ops import Op
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
+from .gpu_ops import op_constants, op_sources, predict_op
 from .memory import Memory, memory_of
 from .predict import basis_of, fit_of, predict_gemm
 from .quantization import Quantization, quantization_of
@@ -39,7 +40,8 @@ class Totals(TypedDict):
     gemm_flops: int
     gemm_time_s: float
     predicted_gemm_time_s: float
-    predicted_time_s: float  # the GEMMs' predictions plus the other ops at their roof
+    predicted_time_s: float  # the GEMMs' predictions plus the ops' (analysis.gpu_ops)
+    predicted_op_time_s: float
     op_time_s: float
     parameters: int
 
@@ -106,19 +108,23 @@ class GemmResult:
 
 @dataclass(frozen=True, slots=True)
 class OpResult:
-    """One non-GEMM op placed on the same roofline."""
+    """One non-GEMM op placed on the same roofline, and the time to expect for it
+    (``analysis.gpu_ops``: its ``predicted_basis``, one of ``gpu_ops.OP_BASES``)."""
 
     op: Op
     bound: str
     attainable_flops_per_s: float
     time_s: float
+    predicted_time_s: float = 0.0
+    predicted_basis: str = "roofline"
 
     def to_dict(self) -> dict[str, Any]:
         o = self.op
         return {"name": o.name, "layer": o.layer, "pass": o.pass_, "kind": o.kind,
                 "flops": o.flops, "bytes": o.bytes, "intensity": o.intensity,
                 "bound": self.bound, "attainable_tflops": self.attainable_flops_per_s / 1e12,
-                "time_s": self.time_s}
+                "time_s": self.time_s, "predicted_time_s": self.predicted_time_s,
+                "predicted_basis": self.predicted_basis}
 
 
 @dataclass(frozen=True)
@@ -153,6 +159,7 @@ class Report:
                     + sum(r.time_s for r in self.ops if r.bound == "memory"))
         gemm_flops = sum(r.gemm.flops for r in self.results)
         predicted_gemm_s = sum(r.predicted_time_s for r in self.results)
+        predicted_op_s = sum(r.predicted_time_s for r in self.ops)
         return {
             "flops": gemm_flops + sum(r.op.flops for r in self.ops),
             "bytes": sum(r.gemm.bytes for r in self.results) + sum(r.op.bytes for r in self.ops),
@@ -161,7 +168,8 @@ class Report:
             "gemm_flops": gemm_flops,
             "gemm_time_s": gemm_s,
             "predicted_gemm_time_s": predicted_gemm_s,
-            "predicted_time_s": predicted_gemm_s + op_s,
+            "predicted_time_s": predicted_gemm_s + predicted_op_s,
+            "predicted_op_time_s": predicted_op_s,
             "op_time_s": op_s,
             "parameters": self.network.parameters,
         }
@@ -183,6 +191,12 @@ class Report:
         left = {"optimizer": net.optimizer == "none", "loss": True, "dropout": no_dropout,
                 "recomputation": net.recompute != "none"}
         return tuple(key for key in NOT_COUNTED if left[key])
+
+    def op_prediction(self) -> dict[str, Any] | None:
+        """How the ops were predicted on this device (``gpu_ops.op_sources``); None on a CPU,
+        where an op's prediction is its roofline time."""
+        constants = op_constants(self.hardware)
+        return op_sources(constants) if constants is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of docs/design.md (plus peak and bandwidth used)."""
@@ -212,6 +226,7 @@ class Report:
             "quantization_in_time": self.quantization,
             "prediction_basis": basis_of(self.hardware),
             "prediction_fit": fit_of(self.hardware),
+            "op_prediction": self.op_prediction(),
             "not_counted": list(self.not_counted()),
             "step": self.step.to_dict(),
             "uncosted_ops": list(self.network.uncosted),
@@ -269,11 +284,16 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
                       more.batch if more else None, notes, tiles, more, predicted.time_s)
 
 
-def analyze_op(op: Op, peak: float, bandwidth: float) -> OpResult:
-    """Place one op on the roofline of the report's dtype (ops are almost all memory-bound)."""
+def analyze_op(op: Op, hardware: HardwareSpec, dtype: str) -> OpResult:
+    """Place one op on the roofline of the report's ``dtype`` (ops are almost all memory-bound)
+    and predict its time (``analysis.gpu_ops``)."""
+    peak = hardware.peak_flops_per_s(dtype)
+    bandwidth = hardware.bandwidth_bytes_per_s
     attainable = attainable_flops_per_s(op.intensity, peak, bandwidth)
     which = bound(op.intensity, ridge_point(peak, bandwidth))
-    return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth))
+    predicted = predict_op(op, hardware, dtype, peak, bandwidth)
+    return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth),
+                    predicted.time_s, predicted.basis)
 
 
 def _check_activations(network: Network, hardware: HardwareSpec) -> None:
@@ -295,6 +315,6 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     gemms, ops = network.expand()
     memory = memory_of(network, hardware)
     results = tuple(analyze_gemm(g, hardware, quantization, memory.max_batch) for g in gemms)
-    op_results = tuple(analyze_op(op, peak, bandwidth) for op in ops)
+    op_results = tuple(analyze_op(op, hardware, network.operand_dtype) for op in ops)
     return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
                   op_results, quantization, memory=memory)

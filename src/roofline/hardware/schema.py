@@ -27,6 +27,7 @@ from .spec import (
     CpuBlock,
     GemmEfficiency,
     GpuBlock,
+    GpuOpsCalibration,
     HardwareSpec,
     HostLink,
     Source,
@@ -290,14 +291,20 @@ def _calibration(top: Fields) -> Calibration | None:
     block = top.sub("calibration", None)
     if block is None:
         return None
-    block.reject_unknown(frozenset({"version", "call_overhead_s", "gemm_efficiency", "c_write"}))
+    block.reject_unknown(frozenset({"version", "call_overhead_s", "gemm_efficiency", "c_write",
+                                    "gpu"}))
     version = block.positive_int("version")
     if version not in CALIBRATION_VERSIONS:
         raise block.fail("version", f"expected one of {', '.join(map(str, CALIBRATION_VERSIONS))}"
                                     f" (the calibration versions this roofline reads), got "
                                     f"{version}; re-run `roofline probe --save NAME --force`")
+    if block.has("gpu") and version < 3:
+        raise block.fail("gpu", "a GPU calibration needs calibration version 3")
+    gpu = _gpu_calibration(block.sub("gpu", None))
     efficiency = {}
-    section = block.sub("gemm_efficiency")
+    # a GPU's calibration (version 3) may have no GEMM efficiency tables
+    section = block.sub("gemm_efficiency") if gpu is None or block.has(
+        "gemm_efficiency") else Fields({}, block.source, block.where("gemm_efficiency"))
     section.reject_unknown(frozenset(DTYPES))
     for dtype in (d for d in DTYPES if section.has(d)):
         one = section.sub(dtype)
@@ -309,7 +316,25 @@ def _calibration(top: Fields) -> Calibration | None:
             one.positive_int("peak_n"), dram, one.positive_int("thin_dram_nk") if dram else 0,
             _c_write_passes(one.sub("c_write", None), has_dtype=False))
     passes = _c_write_passes(block.sub("c_write", None), has_dtype=True)
-    return Calibration(version, block.positive_number("call_overhead_s"), efficiency, passes)
+    call_s = block.positive_number("call_overhead_s") if gpu is None else (
+        block.positive_number("call_overhead_s") if block.has("call_overhead_s") else 0.0)
+    return Calibration(version, call_s, efficiency, passes, gpu)
+
+
+def _gpu_calibration(gpu: Fields | None) -> GpuOpsCalibration | None:
+    """``gpu: {dram_fraction, launch_s, tensor_core_fraction, cuda_core_fraction,
+    min_kernel_s}`` (calibration version 3 on): a probe on a GPU."""
+    if gpu is None:
+        return None
+    keys = ("dram_fraction", "launch_s", "tensor_core_fraction", "cuda_core_fraction",
+            "min_kernel_s")
+    gpu.reject_unknown(frozenset(keys))
+    values = {key: gpu.positive_number(key) for key in keys}
+    for key in ("dram_fraction", "tensor_core_fraction", "cuda_core_fraction"):
+        if values[key] > 1.5:
+            raise gpu.fail(key, f"expected a share of the entry's figure (at most 1.5), got "
+                                f"{values[key]}")
+    return GpuOpsCalibration(**values)
 
 
 def _c_write_passes(c_write: Fields | None, has_dtype: bool) -> float | None:

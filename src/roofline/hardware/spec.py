@@ -23,7 +23,7 @@ _DESCRIPTIVE_KEYS = ("name", "kind", "vendor", "model", "architecture", "aliases
                      "cpu_brands", "sources", "notes", "origin", "theoretical", "measured",
                      "calibration")
 # analysis.predict.CALIBRATION_VERSION and the ones it still reads
-CALIBRATION_VERSIONS = (1, 2)
+CALIBRATION_VERSIONS = (1, 2, 3)
 TOP_KEYS = frozenset(FIGURE_KEYS + _DESCRIPTIVE_KEYS)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
 
@@ -164,6 +164,21 @@ class GemmEfficiency:
 
 
 @dataclass(frozen=True)
+class GpuOpsCalibration:
+    """What a probe on a GPU measured (calibration version 3), against the entry's own measured
+    peaks and bandwidth: for ``analysis.gpu_ops`` the share of the bandwidth a streaming kernel
+    sustains and one small kernel's time back to back (``launch_s``); for the GPU GEMM model
+    (``analysis.gpu_gemm``) the sustained share of the peak of Tensor-Core and CUDA-core GEMMs
+    and the shortest GEMM kernel (``min_kernel_s``)."""
+
+    dram_fraction: float
+    launch_s: float
+    tensor_core_fraction: float
+    cuda_core_fraction: float
+    min_kernel_s: float
+
+
+@dataclass(frozen=True)
 class Calibration:
     """A measured entry's ``calibration:`` block (probe method 3 on): what roofline.analysis.predict
     needs for a calibrated time per GEMM. ``c_write_passes``: C's real traffic (write-allocate,
@@ -174,6 +189,7 @@ class Calibration:
     call_overhead_s: float
     efficiency: dict[str, GemmEfficiency]
     c_write_passes: float | None = None
+    gpu_ops: GpuOpsCalibration | None = None  # a GPU's streaming kernels (version 3)
 
 
 @dataclass(frozen=True)

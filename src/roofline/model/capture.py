@@ -39,6 +39,7 @@ from .layers.captured import Captured, CapturedOp, Item
 from .layers.conv2d import Conv2d
 from .layers.step import Step
 from .network import OPTIMIZER_CHOICES, Network
+from .ops import AttentionShape
 
 #: Ops that move no data: views, metadata, allocation without writing.
 FREE_OPS = frozenset({
@@ -302,6 +303,7 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     sq, sk, d = q.shape[-2], k.shape[-2], q.shape[-1]
     causal = 0.5 if is_causal else 1.0
     elements = q.numel() * 2 + k.numel() + v.numel()  # read Q, K, V; write O
+    shape = AttentionShape(int(d), int(sq), int(sk), bool(is_causal))
 
     class Flash(torch.autograd.Function):
         @staticmethod
@@ -312,11 +314,11 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
         def backward(ctx: Any, grad: Any) -> Any:
             rec.add(owner, True, CapturedOp(owner, "backward", "flash-attention-backward",
                                             int(10 * count * sq * sk * d * causal),
-                                            2 * elements, 0))
+                                            2 * elements, 0, shape))
             return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
     rec.add(owner, False, CapturedOp(owner, "forward", "flash-attention",
-                                     int(4 * count * sq * sk * d * causal), elements, 0))
+                                     int(4 * count * sq * sk * d * causal), elements, 0, shape))
     rec.quiet += 1
     try:
         return Flash.apply(q, k, v)

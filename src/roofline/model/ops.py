@@ -50,14 +50,26 @@ INDEX_BYTES = 8  # int64 token ids
 OPTIMIZERS: dict[str, tuple[int, int]] = {"sgd": (2, 12), "adam": (13, 28)}
 
 
+class AttentionShape(NamedTuple):
+    """What a fused attention op's published speed depends on: the head dimension, the query
+    and key lengths (``q`` 1 against ``s`` keys in decode) and the causal mask."""
+
+    head_dim: int
+    q: int
+    s: int
+    causal: bool
+
+
 class OpShape(NamedTuple):
-    """An op as a layer describes it, before the network numbers it."""
+    """An op as a layer describes it, before the network numbers it (``attention``: the shape
+    of a fused attention op, None for every other op)."""
 
     layer: str
     pass_: str
     kind: str
     flops: int
     bytes: int
+    attention: AttentionShape | None = None
 
 
 def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpShape:
@@ -99,6 +111,7 @@ class Op:
     kind: str
     flops: int
     bytes: int
+    attention: AttentionShape | None = None  # a fused attention op's shape (OpShape's)
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
 
     @property

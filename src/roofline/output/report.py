@@ -408,7 +408,7 @@ _CSV_FIELDS = ("name", "layer", "pass", "kind", "m", "n", "k", "batch_count", "d
                "c_read", "flops", "bytes", "bytes_a", "bytes_b", "bytes_c", "intensity", "bound",
                "attainable_tflops", "time_s", "predicted_time_s", "measured_time_s",
                "efficiency", "aligned", "min_compute_bound_batch", "warnings",
-               "advice")
+               "advice", "predicted_basis")
 
 
 # so that rows of several reports share one table

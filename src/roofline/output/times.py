@@ -53,13 +53,40 @@ def time_lines(report: Report) -> list[str]:
     step = []
     if report.ops:  # else the step is its GEMMs
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
-                f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, other ops at "
-                f"their roof)"]
+                f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
+                f"{op_basis_text(report)})"]
     return lines + [text] + step + beats_roof_notes(report)
+
+
+_ATTENTION_TEXT = {
+    "flash-attention-3": "fused attention at FlashAttention-3's published H100 rates (Shah et "
+                         "al. 2024) by head dim and seq",
+    "flash-attention-2": "fused attention at FlashAttention-2's best published A100 share, 73% "
+                         "of peak (Dao 2023; optimistic at short seqs)",
+    "gemm-sustained": "fused attention at the GEMM model's sustained share of peak (no "
+                      "published attention figure for this device)",
+}
+
+
+def op_basis_text(report: Report) -> str:
+    """How the step's other ops were predicted, in words (``analysis.gpu_ops``)."""
+    constants = report.op_prediction()
+    if constants is None:
+        return "other ops at their roof"
+    where = "calibrated here" if constants["basis"] == "calibrated" else "published"
+    parts = [f"other ops at {constants['dram_fraction']:.0%} of DRAM bandwidth plus "
+             f"{seconds(constants['launch_s'])} launch each ({where})"]
+    bases = {r.predicted_basis for r in report.ops}
+    parts += [text for basis, text in _ATTENTION_TEXT.items() if basis in bases]
+    return "; ".join(parts)
 
 
 def basis_sentence(hardware: HardwareSpec) -> str:
     """One line saying how ``predicted_time_s`` was made for this entry."""
+    if hardware.calibration is not None and hardware.calibration.gpu_ops is not None:
+        return ("predicted: calibrated from the probe's measurements of this GPU (GPU GEMM "
+                "model on its measured peaks and bandwidth, its shortest GEMM kernel and "
+                "per-kernel launch time)")
     if hardware.calibration is not None:
         return ("predicted: calibrated from the probe's measurements of this machine (per-call "
                 "overhead, small and thin GEMM efficiency, C's write cost, cache-resident "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .plan import MiB
 
@@ -77,3 +77,26 @@ def available_memory() -> float:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return 8 * 2**30
+
+
+def gpu_calibration(s: Session, backend: Any) -> dict[str, Any]:
+    """A GPU's ``calibration:`` block (version 3, ``hardware.spec.GpuOpsCalibration``), fitted
+    against what the saved entry holds: its peaks are the best GEMM rates measured here and its
+    bandwidth the device copy measured here, so the sustained shares of both are 1 by
+    construction (a large GEMM or copy runs at the entry's figure); measured: ``min_kernel_s``,
+    the time of one small GEMM (n = ``plan.gpu_cal_gemm_n``) back to back, and ``launch_s``, the
+    time of one small device copy (``plan.gpu_cal_copy_bytes``) back to back."""
+    from ..analysis.predict import CALIBRATION_VERSION
+
+    p = s.plan
+    dtype = next((d for d in ("fp16", "bf16", "fp32") if d in backend.dtypes),
+                 backend.dtypes[0])
+    gemm = s.time(backend.gemm(p.gpu_cal_gemm_n, dtype), 1e9)
+    copy = s.time(backend.device_copy(p.gpu_cal_copy_bytes), 1e9)
+    block = {"dram_fraction": 1.0, "launch_s": _sig(copy["best_s"]),
+             "tensor_core_fraction": 1.0, "cuda_core_fraction": 1.0,
+             "min_kernel_s": _sig(gemm["best_s"])}
+    s.say(f"  calibration: smallest GEMM ({p.gpu_cal_gemm_n}^3 {dtype}) "
+          f"{gemm['best_s'] * 1e6:.3g} us, small copy ({p.gpu_cal_copy_bytes} B) "
+          f"{copy['best_s'] * 1e6:.3g} us per kernel")
+    return {"version": CALIBRATION_VERSION, "gpu": block}

@@ -112,7 +112,17 @@ def _gpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
             gm["bandwidth_gbs"]["host_to_device"])} | {
             k: nvml[f"pcie_{v}"] for k, v in (("generation", "generation"), ("lanes", "width"))
             if nvml.get(f"pcie_{v}")}
+    if match is not None and match.gpu is not None:
+        # what the GPU GEMM model needs and a probe cannot time: the matching datasheet entry's
+        # thread-block tiles and L2 size (sourced to that entry below)
+        for key, tiles in (("tiles", match.gpu.tiles), ("simt_tiles", match.gpu.simt_tiles)):
+            if tiles:
+                gpu_block[key] = [list(tile) for tile in tiles]
+        if match.llc_mb:
+            data["llc_mb"] = match.llc_mb
     data["gpu"] = gpu_block
+    if gm.get("calibration"):
+        data["calibration"] = gm["calibration"]
     if match is not None and match.alignment:
         data["alignment"] = match.alignment_dict()
     theory = result.theoretical.get("gpu", {})
@@ -140,6 +150,12 @@ def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
                      "(type assumed pcie); gpu.boost_clock_ghz is NVML's max SM clock.")
         if "alignment" in data:
             parts.append("alignment copied from the matching datasheet entry.")
+        if "tiles" in data["gpu"] or "llc_mb" in data:
+            parts.append("gpu.tiles, gpu.simt_tiles and llc_mb (L2) copied from the matching "
+                         "datasheet entry.")
+        if "calibration" in data:
+            parts.append("calibration: the probe's GPU constants (shortest GEMM kernel, one "
+                         "small kernel's time; sustained shares of the measured figures).")
     missing = [m.figure for m in result.not_measured]
     if missing:
         parts.append("Not measured: " + ", ".join(missing) + ".")
@@ -160,17 +176,20 @@ def hardware_dict(result: ProbeResult, name: str, command: str | None = None) ->
         raise ProbeSaveError("the probe measured no GEMM rate or no bandwidth: nothing to save")
     command = command or _command(result, name)
     data["measured"] = _provenance(result, command, figures)
-    covers = [key for key in FIGURE_KEYS if key in data and key != "alignment"]
+    datasheet = ("alignment", "llc_mb") if data["kind"] == "gpu" else ("alignment",)
+    covers = [key for key in FIGURE_KEYS if key in data and key not in datasheet]
     data["sources"] = [{"title": f"roofline probe on {result.metadata.get('hostname')}",
                         "command": command, "covers": covers}]
-    if "alignment" in data:
+    copied = [key for key in ("alignment", "llc_mb") if key in data and data.get("kind") == "gpu"]
+    if copied:
         match = result.gpu_matches[0]
         url = next((s.url for s in _spec(match).sources if s.url), None)
         if url is None:
-            del data["alignment"]
+            for key in copied:
+                del data[key]
         else:
             data["sources"].append({"title": f"hwdb entry {match} (datasheet)", "url": url,
-                                    "covers": ["alignment"]})
+                                    "covers": copied})
     data["notes"] = _notes(result, data)
     return data
 

@@ -49,6 +49,8 @@ class Plan:
     lowp_sizes: tuple[int, ...] = (1024,)
     gpu_gemm_sizes: tuple[int, ...] = (4096, 8192)
     gpu_copy_bytes: int = 1024 * MiB
+    gpu_cal_gemm_n: int = 64        # the GPU calibration's smallest GEMM (min_kernel_s)
+    gpu_cal_copy_bytes: int = 4096  # and small copy (launch_s)
     gpu_h2d_bytes: int = 256 * MiB
 
 

@@ -259,6 +259,9 @@ def _gpu(s: Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dic
         sub.details[f"gpu_{key}"] = stats
         sub.measured["bandwidth_gbs"][key] = stats["best"]
         s.say(f"  {key} bandwidth: {stats['best']:.1f} GB/s")
+    from .calibrate import gpu_calibration
+
+    sub.measured["calibration"] = gpu_calibration(sub, backend)
     s.details.update(sub.details)
     s.warnings += sub.warnings
     return sub.measured | {"index": 0, "backend": backend.name, "device": facts}

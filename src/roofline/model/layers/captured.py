@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ...errors import InputError
 from ..gemm import GemmShape
-from ..ops import OpShape
+from ..ops import AttentionShape, OpShape
 from .step import Step
 
 
@@ -29,10 +29,11 @@ class CapturedOp(NamedTuple):
     flops: int
     elements: int
     other_bytes: int
+    attention: AttentionShape | None = None  # a fused attention op's shape
 
     def at(self, e: int) -> OpShape:
         return OpShape(self.layer, self.pass_, self.kind, self.flops,
-                       self.elements * e + self.other_bytes)
+                       self.elements * e + self.other_bytes, self.attention)
 
 
 Item = GemmShape | CapturedOp

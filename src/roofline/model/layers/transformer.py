@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..gemm import GemmShape
-from ..ops import OpShape, elementwise
+from ..ops import AttentionShape, OpShape, elementwise
 from .step import Step
 
 if TYPE_CHECKING:
@@ -289,7 +289,8 @@ class Transformer:
             nbytes = (rows_q * 4 * self.hq + rows_kv * 4 * self.hkv) * step.e
             lse = count * q * LSE_BYTES
         kind = "flash-attention" if forward else "flash-attention-backward"
-        return OpShape(f"{self.name}.attn", pass_, kind, flops, nbytes + lse)
+        shape = AttentionShape(self.head_dim, q, s, self.causal and step.phase != "decode")
+        return OpShape(f"{self.name}.attn", pass_, kind, flops, nbytes + lse, shape)
 
     def _ffn_forward(self, step: Step) -> list[Item]:
         t = step.tokens

@@ -32,7 +32,7 @@ from ..report import (
     totals_line,
 )
 from ..scaling import scaling_lines
-from ..times import basis_sentence, beats_roof_notes
+from ..times import basis_sentence, beats_roof_notes, op_basis_text
 from . import svg
 
 if TYPE_CHECKING:
@@ -162,7 +162,8 @@ def _op_cells(r: OpResult, measured: bool) -> list[Cell]:
              Cell(""), Cell(si(o.flops, ""), o.flops), Cell(si(o.bytes, "B"), o.bytes),
              Cell(f"{o.intensity:.2f}", o.intensity), bound_cell(r.bound, True),
              Cell(f"{r.attainable_flops_per_s / 1e12:.3g}", r.attainable_flops_per_s / 1e12),
-             Cell(seconds(r.time_s), r.time_s), Cell("")]
+             Cell(seconds(r.time_s), r.time_s),
+             Cell(seconds(r.predicted_time_s), r.predicted_time_s)]
     return cells + ([Cell("")] if measured else []) + [text("")]
 
 
@@ -281,6 +282,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
     left_out = sum(1 for r in ops if not r.op.flops)
     notes = ["roof: the pure roofline time, a lower bound from DRAM; predicted: "
              + basis_sentence(report.hardware).removeprefix("predicted: "),
+             *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
              *beats_roof_notes(report)]
     scaling = scaling_lines(report.scaling) if report.scaling else []
     title = f"{report.network.name} on {report.hardware.name}"

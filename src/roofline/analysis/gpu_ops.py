@@ -1,0 +1,154 @@
+"""The time to expect for a non-GEMM op (elementwise, reduction, norm, softmax, embedding
+gather, optimizer update, fused attention) on a GPU, beside its roofline bound.
+
+On a CPU entry an op's prediction is its roofline time (basis ``roofline``). On a GPU entry
+every op is one kernel, and::
+
+    t = t_launch + max(t_flop, bytes / (D x BW))
+
+- ``t_launch``: the per-kernel cost the GPU does not hide, ``predict.LAUNCH_LATENCY_S`` (NVIDIA's
+  CUDA Graphs post: a 2.9 us kernel launched back to back took 3.8 us per kernel).
+- ``D``: the share of the DRAM bandwidth BW an elementwise or reduction kernel sustains,
+  ``DRAM_FRACTION`` 0.88: a streaming read kernel on an A100 80GB SXM reached 1.80 TB/s of the
+  datasheet's 2.04 TB/s, 88% by Nsight Compute, and the same thread cites NVIDIA's GTC material
+  where no kernel passed about 90% (``DRAM_FRACTION_SOURCE``). One figure for every NVIDIA GPU
+  and for reductions too (a reduction reads its input and writes a far smaller output, so it
+  streams like an elementwise kernel).
+- ``t_flop``: for every op but fused attention, FLOPs / P (the peak of the report's dtype;
+  these ops are memory-bound, basis ``streaming``). For a ``flash-attention`` op (and its
+  backward) FLOPs / (a x P), with the share a of the peak its authors published
+  (``analysis.attention_rates``), chosen by these rules, the first that applies:
+
+  1. decode (one query row against a KV cache: no published figure is for it): basis
+     ``streaming``, as an elementwise kernel;
+  2. fp16 or bf16 on a Hopper GPU: FlashAttention-3's published rate (H100 SXM5) for the pass,
+     the causal mask (backward: the unmasked figure, the only one published), the head dimension
+     and the sequence length, linear in log2 of each between the published points and clamped
+     at their ends (head dim 64..256 forward, 64..128 backward; seq 512..16k), as a share of
+     H100 SXM5's peak; basis ``flash-attention-3``;
+  3. fp16 or bf16 on an Ampere GPU: FlashAttention-2's best published share of the A100's peak,
+     73%, at every shape and for both passes (optimistic at short sequences and backward);
+     basis ``flash-attention-2``;
+  4. otherwise (another architecture or dtype; no published figure): the sustained share of the
+     peak the GPU GEMM model uses for its math unit (``gpu_gemm.FITTED``: Tensor-Core or
+     CUDA-core fraction); basis ``gemm-sustained``.
+
+A calibrated GPU entry (``roofline probe`` on a GPU) supplies its own D and t_launch
+(``calibration.gpu_ops``); the attention shares stay the published ones. Only the standard
+library is imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..roof import roofline_time_s
+from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
+from .predict import LAUNCH_LATENCY_S, LAUNCH_SOURCE, interpolate
+
+if TYPE_CHECKING:
+    from ..hardware.spec import HardwareSpec
+    from ..model.ops import AttentionShape, Op
+
+DRAM_FRACTION = 0.88
+DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
+                        "trouble-to-reach-peak-bandwidth-of-a100/339083")
+
+#: Every op basis, in the JSON's ``predicted_basis`` of an op.
+OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained")
+ATTENTION_KINDS = frozenset({"flash-attention", "flash-attention-backward"})
+_FLASH_DTYPES = frozenset({"fp16", "bf16"})
+
+
+@dataclass(frozen=True)
+class OpConstants:
+    """The DRAM share ``dram_fraction`` and per-kernel ``launch_s`` ops are predicted with,
+    and where they come from (``basis``: ``published`` or ``calibrated``)."""
+
+    dram_fraction: float
+    launch_s: float
+    basis: str
+
+
+PUBLISHED = OpConstants(DRAM_FRACTION, LAUNCH_LATENCY_S, "published")
+
+
+@dataclass(frozen=True)
+class OpPrediction:
+    """One op's ``time_s``, its ``basis`` (one of ``OP_BASES``) and the terms."""
+
+    time_s: float
+    basis: str
+    terms: dict[str, float]
+
+
+def op_constants(hardware: HardwareSpec) -> OpConstants | None:
+    """The constants ops are predicted with on ``hardware``: a GPU calibration's own, else the
+    published ones; None on a CPU (ops at their roofline)."""
+    if hardware.kind != "gpu" or hardware.gpu is None:
+        return None
+    calibration = hardware.calibration
+    ops = calibration.gpu_ops if calibration is not None else None
+    if ops is not None:
+        return OpConstants(ops.dram_fraction, ops.launch_s, "calibrated")
+    return PUBLISHED
+
+
+def op_sources(constants: OpConstants) -> dict[str, object]:
+    """The JSON ``op_prediction`` object: the constants and where each comes from."""
+    return {"dram_fraction": constants.dram_fraction, "launch_s": constants.launch_s,
+            "basis": constants.basis,
+            "sources": {"dram_fraction": DRAM_FRACTION_SOURCE if constants.basis == "published"
+                        else "calibration", "launch_s": LAUNCH_SOURCE
+                        if constants.basis == "published" else "calibration",
+                        "flash-attention-3": "https://arxiv.org/abs/2407.08608",
+                        "flash-attention-2": "https://arxiv.org/abs/2307.08691"}}
+
+
+def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
+               bandwidth: float) -> OpPrediction:
+    """The time to expect for ``op`` (module docstring); ``peak`` is the report dtype's."""
+    constants = op_constants(hardware)
+    if constants is None:
+        return OpPrediction(roofline_time_s(op.flops, op.bytes, peak, bandwidth), "roofline", {})
+    memory_s = op.bytes / (constants.dram_fraction * bandwidth)
+    share, basis = 1.0, "streaming"
+    if op.kind in ATTENTION_KINDS and op.attention is not None:
+        share, basis = attention_share(op.attention, op.pass_, hardware, dtype)
+    flop_s = op.flops / (share * peak)
+    return OpPrediction(constants.launch_s + max(flop_s, memory_s), basis,
+                        {"launch_s": constants.launch_s, "flop_s": flop_s,
+                         "memory_s": memory_s, "peak_share": share})
+
+
+def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
+                    dtype: str) -> tuple[float, str]:
+    """The share of the peak a fused attention kernel runs at, and its basis (rules 1-4 of
+    the module docstring)."""
+    if shape.q != shape.s:
+        return 1.0, "streaming"
+    if dtype in _FLASH_DTYPES and hardware.architecture == "Hopper":
+        return fa3_tflops(pass_, shape.head_dim, shape.s, shape.causal) / (
+            MEASURED_ON_PEAK_TFLOPS), "flash-attention-3"
+    if dtype in _FLASH_DTYPES and hardware.architecture == "Ampere":
+        return FA2_AMPERE_FRACTION, "flash-attention-2"
+    from .gpu_gemm import FITTED, uses_tensor_cores
+
+    tensor = uses_tensor_cores(hardware, dtype)
+    return (FITTED.tensor_core_fraction if tensor else FITTED.cuda_core_fraction,
+            "gemm-sustained")
+
+
+def fa3_tflops(pass_: str, head_dim: int, seq: int, causal: bool) -> float:
+    """FlashAttention-3's published TFLOP/s on H100 SXM5 at this shape: linear in log2 of the
+    sequence length along each head dimension's figure, then in log2 of the head dimension,
+    clamped at the published ends (the backward pass: the unmasked figures)."""
+    backward = pass_ != "forward"
+    curves: dict[int, Curve] = {
+        c.head_dim: c for c in FA3_FIGURES
+        if c.pass_ == ("backward" if backward else "forward") and c.causal == (causal and not
+                                                                               backward)}
+    by_dim = tuple((d, interpolate(tuple(zip(SEQS, curves[d].tflops)), seq))
+                   for d in sorted(curves))
+    return interpolate(by_dim, head_dim)

@@ -1,0 +1,177 @@
+"""Non-GEMM ops on a GPU (analysis.gpu_ops): streaming kernels at 88% of the DRAM bandwidth plus
+a launch each, fused attention at its authors' published rates. Every expected time below is
+worked by hand from the cited figures, never taken from the code."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from roofline.analysis.gpu_ops import fa3_tflops
+from roofline.analysis.report import analyze
+from roofline.hardware.catalog import load_hardware
+from roofline.model.network import network_from_yaml
+from roofline.model.ops import Op
+from roofline.output.times import time_lines
+
+LAUNCH = 0.9e-6     # NVIDIA, "Getting Started with CUDA Graphs": 3.8 - 2.9 us per kernel
+FRACTION = 0.88     # an A100 80GB SXM streaming kernel: 1.80 of 2.04 TB/s (Nsight Compute 88%)
+
+
+def _attention(hw: str, causal: bool = False, seq: int = 2048, batch: int = 8,
+               dtype: str = "fp16", mode: str = "inference", heads: int = 16,
+               hidden: int = 2048, phase: str = "prefill"):
+    net = network_from_yaml(
+        f"batch: {batch}\ndtype: {dtype}\nmode: {mode}\nseq: {seq}\n"
+        + (f"phase: {phase}\n" if mode == "inference" else "")
+        + f"layers:\n  - {{type: transformer, hidden: {hidden}, heads: {heads}, "
+          f"causal: {str(causal).lower()}}}\n")
+    report = analyze(net, load_hardware(hw))
+    return report, [r for r in report.ops if r.op.kind.startswith("flash-attention")]
+
+
+def test_elementwise_op_on_an_a100_streams_at_88_percent_plus_a_launch():
+    # ReLU over 2^26 fp16 values: reads 2 B and writes 2 B each = 268,435,456 B.
+    # 268,435,456 / (0.88 x 2039e9) = 149.60 us, + 0.9 us launch = 150.50 us
+    # (the roof: 268,435,456 / 2039e9 = 131.65 us)
+    elements = 2**26
+    hw = load_hardware("a100-sxm4-80gb")
+    from roofline.analysis.gpu_ops import predict_op
+
+    op = Op("OP1", "fc1", "forward", "relu", elements, 4 * elements)
+    p = predict_op(op, hw, "fp16", 312e12, 2039e9)
+    assert p.basis == "streaming"
+    assert p.time_s == pytest.approx(0.9e-6 + 268_435_456 / (0.88 * 2039e9), rel=1e-12)
+    assert p.time_s == pytest.approx(150.50e-6, rel=1e-4)
+
+
+def test_reduction_and_tiny_ops_pay_the_launch():
+    # A layernorm over 1024 fp16 values: 4096 B; 4096 / (0.88 x 2039e9) = 2.28 ns: the launch,
+    # 0.9 us, is nearly all of it (the roof would say 2 ns)
+    net = network_from_yaml("batch: 1\ndtype: fp16\nmode: inference\nlayers:\n"
+                            "  - {type: norm, dim: 1024}\n")
+    report = analyze(net, load_hardware("a100-sxm4-80gb"))
+    (op,) = report.ops
+    assert op.op.bytes == 4096
+    assert op.predicted_time_s == pytest.approx(0.9e-6 + 4096 / (0.88 * 2039e9), rel=1e-12)
+    assert op.time_s == pytest.approx(4096 / 2039e9)
+
+
+def test_flash_attention_3_forward_head_dim_128_seq_2k_on_h100_at_the_published_rate():
+    # FlashAttention-3 (Shah et al. 2024), figure "Attention forward speed, head dim 128
+    # (H100 80GB SXM5)", no mask: 625 TFLOP/s at seq 2k. Batch 8, 16 heads of 128:
+    # FLOPs = 4 x (8 x 16) x 2048 x 2048 x 128 = 274,877,906,944
+    # time = 0.9 us + 274,877,906,944 / 625e12 = 0.9 us + 439.80 us = 440.70 us
+    # (bytes: Q, K, V, O = 4 x 8 x 2048 x 2048 x 2 B = 268 MB at 0.88 x 3350 GB/s = 91 us: less)
+    assert fa3_tflops("forward", 128, 2048, causal=False) == 625
+    _, (attn,) = _attention("h100-sxm5-80gb")
+    flops = 4 * (8 * 16) * 2048 * 2048 * 128
+    assert attn.op.flops == flops == 274_877_906_944
+    assert attn.predicted_basis == "flash-attention-3"
+    assert attn.predicted_time_s == pytest.approx(0.9e-6 + flops / 625e12, rel=1e-12)
+    assert attn.predicted_time_s == pytest.approx(440.70e-6, rel=1e-4)
+
+
+def test_flash_attention_on_h100_pcie_keeps_h100_sxm5s_share_of_peak():
+    # 625 / 989.5 = 63.16% of the SXM5's peak; H100 PCIe's fp16 peak from its entry
+    hw = load_hardware("h100-pcie-80gb")
+    _, (attn,) = _attention("h100-pcie-80gb")
+    share = 625 / 989.5
+    flops = 274_877_906_944
+    expected = 0.9e-6 + flops / (share * hw.peak_flops_per_s("fp16"))
+    assert attn.predicted_time_s == pytest.approx(expected, rel=1e-12)
+
+
+def test_flash_attention_2_on_an_a100_at_its_best_published_share():
+    # FlashAttention-2 (Dao 2023), abstract: "reaching 50-73% of the theoretical maximum
+    # FLOPs/s on A100". Rule: 73% of 312 TFLOP/s = 227.76 TFLOP/s at every shape.
+    # Head dim 128, seq 2k, batch 8, 16 heads: 274,877,906,944 / 227.76e12 = 1206.9 us, + 0.9 us
+    _, (attn,) = _attention("a100-sxm4-80gb")
+    assert attn.predicted_basis == "flash-attention-2"
+    expected = 0.9e-6 + 274_877_906_944 / (0.73 * 312e12)
+    assert attn.predicted_time_s == pytest.approx(expected, rel=1e-12)
+    assert attn.predicted_time_s == pytest.approx(1207.8e-6, rel=1e-4)
+
+
+def test_published_rates_interpolate_in_log2_and_clamp():
+    # causal head dim 128: 521 at 2k, 579 at 4k; seq 3072 is log2(1.5) = 0.58496 of the way:
+    # 521 + 0.58496 x 58 = 554.93
+    assert fa3_tflops("forward", 128, 3072, True) == pytest.approx(
+        521 + math.log2(1.5) * 58, rel=1e-12)
+    # no mask, seq 2k: head dim 64 gives 460, 128 gives 625; head dim 96: 460 + 0.58496 x 165
+    assert fa3_tflops("forward", 96, 2048, False) == pytest.approx(
+        460 + math.log2(1.5) * 165, rel=1e-12)
+    # clamped at the published ends: seq 32k reads 16k's figure, head dim 32 reads 64's
+    assert fa3_tflops("forward", 128, 32768, False) == 648
+    assert fa3_tflops("forward", 32, 512, False) == 333
+    # backward: the unmasked figures only (head dim 128, 2k: 501), 256 clamped to 128
+    assert fa3_tflops("backward", 128, 2048, True) == 501
+    assert fa3_tflops("backward", 256, 16384, False) == 561
+
+
+def test_training_step_charges_the_backward_at_the_backward_figure():
+    # causal Llama-style block on H100, seq 4k, batch 2, 32 heads of 128 (hidden 4096):
+    # forward FLOPs 4 x 64 x 4096^2 x 128 / 2 = 274,877,906,944 at 579 TFLOP/s (causal, 4k);
+    # backward 10 x 64 x 4096^2 x 128 / 2 = 687,194,767,360 at 542 (unmasked figure, 4k)
+    _, ops = _attention("h100-sxm5-80gb", causal=True, seq=4096, batch=2, mode="train",
+                        heads=32, hidden=4096)
+    forward, backward = ops
+    assert forward.predicted_time_s == pytest.approx(0.9e-6 + 274_877_906_944 / 579e12)
+    assert backward.predicted_time_s == pytest.approx(0.9e-6 + 687_194_767_360 / 542e12)
+
+
+def test_decode_attention_streams_the_kv_cache():
+    # decode: one query row against 2048 keys: no published figure: basis streaming, bytes at
+    # 88% of the bandwidth plus a launch
+    _, (attn,) = _attention("h100-sxm5-80gb", phase="decode", causal=True)
+    assert attn.predicted_basis == "streaming"
+    assert attn.predicted_time_s == pytest.approx(0.9e-6 + attn.op.bytes / (0.88 * 3350e9))
+
+
+def test_other_architectures_fall_back_to_the_gemm_models_sustained_share():
+    # T4 (Turing): no published FlashAttention figure: the fitted Tensor-Core share, 0.833, of
+    # its 65 TFLOP/s fp16 peak; fp32 on an H100: the CUDA-core share, 0.818, of 67 TFLOP/s
+    t4 = load_hardware("t4")
+    _, (attn,) = _attention("t4", seq=512, batch=1)
+    flops = 4 * 16 * 512 * 512 * 128
+    assert attn.predicted_basis == "gemm-sustained"
+    assert attn.predicted_time_s == pytest.approx(
+        0.9e-6 + max(flops / (0.833 * t4.peak_flops_per_s("fp16")),
+                     attn.op.bytes / (0.88 * t4.bandwidth_bytes_per_s)))
+    _, (attn32,) = _attention("h100-sxm5-80gb", dtype="fp32")
+    assert attn32.predicted_basis == "gemm-sustained"
+    assert attn32.predicted_time_s == pytest.approx(0.9e-6 + 274_877_906_944 / (0.818 * 67e12))
+
+
+def test_a_cpu_keeps_ops_at_their_roof():
+    report, (attn,) = _attention("xeon-platinum-8380", dtype="fp32")
+    assert attn.predicted_basis == "roofline" and attn.predicted_time_s == attn.time_s
+    assert report.to_dict()["op_prediction"] is None
+
+
+def test_outputs_state_each_ops_basis():
+    report, _ = _attention("h100-sxm5-80gb")
+    data = report.to_dict()
+    assert data["op_prediction"]["dram_fraction"] == 0.88
+    assert data["op_prediction"]["launch_s"] == 0.9e-6
+    assert data["op_prediction"]["basis"] == "published"
+    assert {op["predicted_basis"] for op in data["ops"]} == {"flash-attention-3", "streaming"}
+    totals = data["totals"]
+    assert totals["predicted_time_s"] == pytest.approx(
+        totals["predicted_gemm_time_s"] + totals["predicted_op_time_s"])
+    assert totals["predicted_op_time_s"] == pytest.approx(
+        sum(op["predicted_time_s"] for op in data["ops"]))
+    text = "\n".join(time_lines(report))
+    assert "88% of DRAM bandwidth plus 900 ns launch each (published)" in text
+    assert "FlashAttention-3's published H100 rates" in text
+
+
+def test_html_page_shows_each_ops_prediction_and_basis():
+    from roofline.output.html import report_fragment
+    from roofline.units import seconds
+
+    report, (attn,) = _attention("h100-sxm5-80gb")
+    page = report_fragment(report)
+    assert "ops predicted: other ops at 88% of DRAM bandwidth" in page
+    assert seconds(attn.predicted_time_s) in page  # 441 us, in the op's predicted cell

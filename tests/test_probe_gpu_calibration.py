@@ -1,0 +1,94 @@
+"""Item 5 of issue 20: a probe on a GPU fits the GPU constants (calibration version 3), and a
+saved GPU entry predicts with basis ``calibrated``. Against fake pynvml and torch modules only:
+this path has never run on a real GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from _probe_fakes import CPUINFO, fake_pynvml, fake_torch
+
+from roofline.analysis.gpu_ops import predict_op
+from roofline.analysis.predict import basis_of, predict_gemm
+from roofline.errors import InputError
+from roofline.hardware.spec import HardwareSpec
+from roofline.model.gemm import Gemm
+from roofline.model.ops import Op
+from roofline.output.times import basis_sentence
+from roofline.probe import identify, run_probe
+
+HWDB = Path(__file__).parent.parent / "hwdb" / "gpu"
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    torch = fake_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(CPUINFO))
+    return torch
+
+
+def _a100(calibration: dict | None) -> HardwareSpec:
+    data = yaml.safe_load((HWDB / "a100-sxm4-80gb.yaml").read_text())
+    if calibration is not None:
+        data["calibration"] = calibration
+    return HardwareSpec.from_dict(data, "test")
+
+
+GPU_BLOCK = {"dram_fraction": 0.95, "launch_s": 4e-6, "tensor_core_fraction": 0.9,
+             "cuda_core_fraction": 0.8, "min_kernel_s": 6e-6}
+
+
+def test_probe_on_a_gpu_writes_a_version_3_gpu_calibration(fake_gpu):
+    result = run_probe(preset="tiny")
+    cal = result.measured["gpu"]["calibration"]
+    assert cal["version"] == 3
+    gpu = cal["gpu"]
+    assert gpu["dram_fraction"] == gpu["tensor_core_fraction"] == gpu["cuda_core_fraction"] == 1
+    assert gpu["min_kernel_s"] > 0 and gpu["launch_s"] > 0
+    entry = result.to_hardware_dict("my-a100")
+    assert entry["calibration"] == cal
+    spec = HardwareSpec.from_dict(entry, "probe")
+    assert spec.calibration is not None and spec.calibration.gpu_ops is not None
+    assert spec.calibration.efficiency == {}
+    assert basis_of(spec) == "calibrated"
+    # the datasheet entry's tiles and L2 came along, so fp16 runs on the Tensor-Core tiles
+    assert spec.tiles and spec.llc_mb == 40
+    gemm = predict_gemm(Gemm("MM1", "fc", "forward", 4096, 4096, 4096, "fp16"), spec)
+    assert gemm.basis == "calibrated" and gemm.terms["tile_m"] in (256.0, 128.0, 64.0)
+    assert "calibrated from the probe's measurements of this GPU" in basis_sentence(spec)
+
+
+def test_a_calibrated_gpu_entry_predicts_ops_from_its_own_constants():
+    # ReLU over 2^26 fp16 values (268,435,456 B) on an A100 calibrated at 95% of 2039 GB/s and
+    # 4 us a kernel: 4e-6 + 268,435,456 / (0.95 x 2039e9) = 4 us + 138.58 us = 142.58 us
+    hw = _a100({"version": 3, "gpu": GPU_BLOCK})
+    op = Op("OP1", "fc1", "forward", "relu", 2**26, 4 * 2**26)
+    p = predict_op(op, hw, "fp16", 312e12, 2039e9)
+    assert p.time_s == pytest.approx(4e-6 + 268_435_456 / (0.95 * 2039e9), rel=1e-12)
+    assert p.time_s == pytest.approx(142.58e-6, rel=1e-4)
+
+
+def test_a_calibrated_gpu_entry_predicts_gemms_with_its_own_constants():
+    hw = _a100({"version": 3, "gpu": GPU_BLOCK})
+    # 8 x 8 x 8: the shortest kernel the probe timed, 6 us (fitted: 9.08 us)
+    tiny = predict_gemm(Gemm("MM1", "fc", "forward", 8, 8, 8, "fp16"), hw)
+    assert tiny.basis == "calibrated" and tiny.time_s == pytest.approx(6e-6)
+    # 8192^3 fp16: 1,099,511,627,776 FLOPs at 0.9 x 312 TFLOP/s = 3.9157 ms; the model's waves
+    # (64 x 64 tiles of 128 x 128... over 108 SMs) only add to it: at least that, at most 10% more
+    big = predict_gemm(Gemm("MM1", "fc", "forward", 8192, 8192, 8192, "fp16"), hw)
+    assert 2 * 8192**3 / (0.9 * 312e12) <= big.time_s <= 1.1 * 2 * 8192**3 / (0.9 * 312e12)
+
+
+def test_old_calibration_versions_still_load_and_gpu_needs_version_3():
+    assert _a100(None).calibration is None
+    with pytest.raises(InputError, match="calibration.gpu: a GPU calibration needs calibration "
+                                         "version 3"):
+        _a100({"version": 2, "gpu": GPU_BLOCK})
+    with pytest.raises(InputError, match="dram_fraction: expected a share"):
+        _a100({"version": 3, "gpu": GPU_BLOCK | {"dram_fraction": 88}})
