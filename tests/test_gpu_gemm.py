@@ -92,29 +92,36 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 
 
 def test_committed_data_holds_no_v100_row():
-    from bench_gpu_model import load_rows
+    from bench_gpu_model import CHECK_ONLY, load_rows
 
     devices = {r.device for r in load_rows()}
-    assert devices == {"p100-pcie-16gb", "gtx-1080-ti", "titan-xp", "t4", "a100-sxm4-80gb",
-                       "a100-pcie-80gb", "h100-sxm5-80gb"}
-    assert set(FITTED.devices) == devices
+    assert devices == {"p100-pcie-16gb", "gtx-1080-ti", "titan-xp", "titan-x-pascal", "t4",
+                       "m40-24gb", "gtx-titan-x", "a100-sxm4-80gb", "a100-pcie-80gb",
+                       "h100-sxm5-80gb"}
+    assert not any("v100" in d for d in devices)
+    # the Maxwell timings are checked, never fitted
+    assert set(FITTED.devices) == devices - CHECK_ONLY
+    assert CHECK_ONLY == {"m40-24gb", "gtx-titan-x"}
 
 
 def test_fitted_constants_reproduce_the_committed_measurements():
-    from bench_gpu_model import Predictor, groups, load_rows, summary
+    from bench_gpu_model import CHECK_ONLY, Predictor, groups, load_rows, summary
 
     rows, predictor = load_rows(), Predictor()
-    assert len(rows) == 963
-    ratios = [r.time_s / predictor.new(r) for r in rows]
-    old = [r.time_s / predictor.old(r) for r in rows]
+    assert len(rows) == 1443  # 9 DeepBench sheets x 160 + 3 published maxima
+    fitted = [r for r in rows if r.device not in CHECK_ONLY]
+    assert len(fitted) == 1123
+    ratios = [r.time_s / predictor.new(r) for r in fitted]
+    old = [r.time_s / predictor.old(r) for r in fitted]
     s, s_old = summary(ratios), summary(old)
-    assert s["within_2"] >= 0.88  # 90% at this commit
-    assert s["within_1.25"] >= 0.45  # 47%
-    assert 1.0 <= s["median"] <= 1.25  # 1.16: T4 runs below the shared sustained fraction
+    assert s["within_2"] >= 0.84  # 86% at this commit
+    assert s["within_1.25"] >= 0.44  # 47%
+    assert 1.0 <= s["median"] <= 1.25  # 1.17: T4 runs below the shared sustained fraction
     assert s["within_2"] > s_old["within_2"] and s["within_1.25"] > s_old["within_1.25"]
     for (device, dtype), rs in groups(rows).items():
         per = summary([r.time_s / predictor.new(r) for r in rs])
-        assert per["within_2"] >= 0.75, (device, dtype, per)  # 79% (Titan Xp) at worst
+        # 59% (TITAN X Pascal; M40, never fitted, 60%) at worst
+        assert per["within_2"] >= 0.55, (device, dtype, per)
     # the published maxima: within 10% of each
     for r in rows:
         if r.device.startswith(("a100", "h100")):
