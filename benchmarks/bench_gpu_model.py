@@ -39,11 +39,18 @@ DATA = Path(__file__).parent / "data"
 #: the constants the fit moves (dram_fraction and sm_bytes_per_clock are stated, not fitted:
 #: gpu_gemm.FITTED says where from; this data leaves the per-SM rate unconstrained)
 FREE = ("tensor_core_fraction", "cuda_core_fraction", "tile_overhead_iterations",
-        "min_kernel_s")
+        "min_kernel_s", "tensor_core_watts_per_sm_ghz", "cuda_core_watts_per_sm_ghz")
 #: devices checked but never fitted (not in the fit, not in leave-one-device-out): Maxwell on
 #: CUDA 7.5 (DeepBench's M40 and GTX TITAN X), an older architecture and cuBLAS; their rows show
 #: how the constants carry to hardware and software they were not fitted on
 CHECK_ONLY = frozenset({"m40-24gb", "gtx-titan-x"})
+#: where every fit starts (--fit and each leave-one-device-out fit alike), so that no fit starts
+#: from constants that saw the device it leaves out: fractions 0.8, no tile overhead to speak
+#: of, 10 us, and 1 W per SM-GHz (below every fitted device's TDP / (SMs x boost GHz): no power
+#: limit until the data shows one)
+START = dataclasses.replace(FITTED, tensor_core_fraction=0.8, cuda_core_fraction=0.8,
+                            tile_overhead_iterations=0.05, min_kernel_s=1e-5,
+                            tensor_core_watts_per_sm_ghz=1.0, cuda_core_watts_per_sm_ghz=1.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +130,8 @@ def loss(rows: list[Row], predictor: Predictor, c: GpuGemmConstants) -> float:
     return statistics.fmean(statistics.fmean(v) for v in by_device.values())
 
 
-def fit(rows: list[Row], predictor: Predictor, start: GpuGemmConstants = FITTED,
-        iterations: int = 300) -> GpuGemmConstants:
+def fit(rows: list[Row], predictor: Predictor, start: GpuGemmConstants = START,
+        iterations: int = 400) -> GpuGemmConstants:
     """Nelder-Mead on the logs of the FREE constants, from ``start``."""
     def constants(x: list[float]) -> GpuGemmConstants:
         return dataclasses.replace(start, **{k: math.exp(v) for k, v in zip(FREE, x)})

@@ -15,6 +15,7 @@ from roofline.analysis.gpu_gemm import (
     GpuDevice,
     device_for,
     gemm_time,
+    power_clock_factor,
     tile_time,
     uses_tensor_cores,
 )
@@ -73,6 +74,25 @@ def test_operands_that_fit_in_l2_cost_no_dram_time_and_tiny_gemms_take_the_minim
     assert t["time_s"] == pytest.approx(4 * 2.097152e-6)
     floor = dataclasses.replace(C, min_kernel_s=1e-4)
     assert gemm_time(64, 64, 64, 2, 1, 24576, dev, floor)["time_s"] == 1e-4
+
+
+def test_a_board_power_below_what_the_sms_draw_at_boost_lowers_the_math_rate():
+    # T4: 70 W for 40 SMs at 1.59 GHz. At 2.0 W per SM-GHz (CUDA cores) its boost would need
+    # 40 x 1.59 x 2.0 = 127.2 W: it holds 70 / 127.2 = 0.5503 of its clock
+    t4 = load_hardware("t4")
+    c = dataclasses.replace(C, cuda_core_watts_per_sm_ghz=2.0, tensor_core_watts_per_sm_ghz=1.0)
+    assert power_clock_factor(device_for(t4, "fp32"), c) == pytest.approx(70 / 127.2)
+    # Tensor Cores at 1.0 W per SM-GHz: 63.6 W needed, 70 W available -> the full clock
+    assert power_clock_factor(device_for(t4, "fp16"), c) == 1.0
+    # no TDP in the entry, or no power limit in the constants: the full clock
+    assert power_clock_factor(DEV, c) == 1.0
+    off = dataclasses.replace(c, cuda_core_watts_per_sm_ghz=0.0)
+    assert power_clock_factor(device_for(t4, "fp32"), off) == 1.0
+    # 5 W for 10 SMs at 1 GHz at 1.0 W per SM-GHz: half the clock, so each iteration's math
+    # takes 2 x 2.097152e-6 s: (32 + 2) x 4.194304e-6 = 1.42606336e-4 s for 256 x 256 x 1024
+    hot = dataclasses.replace(DEV, tdp_w=5.0)
+    assert power_clock_factor(hot, c) == pytest.approx(0.5)
+    assert tile_time(256, 256, 1024, 2, (128, 128), 1, 1, hot, c) == pytest.approx(1.42606336e-4)
 
 
 def test_math_unit_follows_the_dtype_and_the_entry():
