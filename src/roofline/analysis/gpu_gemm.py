@@ -68,7 +68,8 @@ class GpuGemmConstants:
     main-loop iterations; ``min_kernel_s``: the shortest kernel (launch, setup, drain);
     ``dram_fraction``: the share of DRAM bandwidth a streaming kernel sustains;
     ``tensor_core_watts_per_sm_ghz`` / ``cuda_core_watts_per_sm_ghz``: the board power a
-    full-rate GEMM draws per SM per GHz of clock (``power_clock_factor``; 0: no power limit).
+    full-rate GEMM draws per SM per GHz of clock (``power_clock_factor``; 0, the default: no
+    power limit, so constants built without them, a calibration's, predict as before).
     ``data`` names the measurements they were fitted on and ``devices`` the hwdb entries those
     were measured on (``architectures``: their architectures).
     """
@@ -79,11 +80,11 @@ class GpuGemmConstants:
     tile_overhead_iterations: float
     min_kernel_s: float
     dram_fraction: float
-    tensor_core_watts_per_sm_ghz: float
-    cuda_core_watts_per_sm_ghz: float
     data: str
     devices: tuple[str, ...]
     architectures: tuple[str, ...]
+    tensor_core_watts_per_sm_ghz: float = 0.0
+    cuda_core_watts_per_sm_ghz: float = 0.0
 
 
 #: Fitted by ``python benchmarks/bench_gpu_model.py --fit`` (a Nelder-Mead search on log
