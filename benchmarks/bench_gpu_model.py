@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_gpu_model.py [--fit] [--no-loo] [--markdown]
 
 Reads the public measurements in benchmarks/data/ (DeepBench's GEMM timings for P100, GTX 1080
-Ti, Titan Xp and T4, and the best bf16 matmul rates published for A100 and H100; see
+Ti, Titan Xp, TITAN X (Pascal), T4, M40 and GTX TITAN X (Maxwell), and the best bf16 matmul
+rates published for A100 and H100; see
 benchmarks/data/README.md) and prints, per device and dtype, measured vs predicted for three
 predictions: the pure roofline (``time_s``), the datasheet model used for GPUs before 0.4.0
 (roofline + tile/wave quantization + launch latency, ``predict.datasheet_gemm``) and the GPU GEMM
@@ -12,7 +13,8 @@ median measured / predicted and the worst ratio (either way).
 
 Leave-one-device-out (unless --no-loo): the constants are refitted without the device's rows
 and the device is predicted with them, so a term that only fits what it was fitted on shows.
---fit refits on all rows and prints the constants to paste into gpu_gemm.FITTED. The Maxwell
+--fit refits on the fitted devices' rows and prints the constants to paste into
+gpu_gemm.FITTED; every fit starts from ``START`` (no power limit). The Maxwell
 devices (``CHECK_ONLY``: DeepBench's M40 and GTX TITAN X on CUDA 7.5) are never fitted; their
 LOO column is the fitted constants as they are.
 DeepBench's V100 results are held out: they are not in benchmarks/data/.
@@ -233,7 +235,8 @@ def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--fit", action="store_true", help="refit on all rows, print constants")
+    parser.add_argument("--fit", action="store_true",
+                        help="refit on the fitted devices' rows, print constants")
     parser.add_argument("--no-loo", action="store_true", help="skip leave-one-device-out")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
