@@ -165,8 +165,10 @@ def power_clock_factor(dev: GpuDevice, c: GpuGemmConstants) -> float:
     GHz (``c.tensor_core_watts_per_sm_ghz`` or ``c.cuda_core_watts_per_sm_ghz``). A part whose
     board power is low for its SMs and clock (T4: 70 W for 40 SMs at 1.59 GHz, 1.1 W per SM-GHz)
     cannot hold its boost clock through a long GEMM: its power limiter lowers the clock (NVIDIA's
-    forum: "power capping ... expected behavior for approximately continuous matrix multiply
-    operations on a T4"). 1 when the entry gives no TDP or w is 0."""
+    developer forum, "About GPU peak performance", a T4 cuBLAS FP16 GEMM at ~24 of 65 TFLOPS:
+    "power capping ... expected behavior for approximately continuous matrix multiply operations
+    on a T4", https://forums.developer.nvidia.com/t/about-gpu-peak-performance/264462). 1 when
+    the entry gives no TDP or w is 0."""
     w = c.tensor_core_watts_per_sm_ghz if dev.tensor_core else c.cuda_core_watts_per_sm_ghz
     if dev.tdp_w is None or w <= 0.0:
         return 1.0
