@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_gpu_model.py [--fit] [--no-loo] [--markdown]
 
 Reads the public measurements in benchmarks/data/ (DeepBench's GEMM timings for P100, GTX 1080
-Ti, Titan Xp and T4, and the best bf16 matmul rates published for A100 and H100; see
+Ti, Titan Xp, TITAN X (Pascal), T4, M40 and GTX TITAN X (Maxwell), and the best bf16 matmul
+rates published for A100 and H100; see
 benchmarks/data/README.md) and prints, per device and dtype, measured vs predicted for three
 predictions: the pure roofline (``time_s``), the datasheet model used for GPUs before 0.4.0
 (roofline + tile/wave quantization + launch latency, ``predict.datasheet_gemm``) and the GPU GEMM
@@ -12,7 +13,10 @@ median measured / predicted and the worst ratio (either way).
 
 Leave-one-device-out (unless --no-loo): the constants are refitted without the device's rows
 and the device is predicted with them, so a term that only fits what it was fitted on shows.
---fit refits on all rows and prints the constants to paste into gpu_gemm.FITTED.
+--fit refits on the fitted devices' rows and prints the constants to paste into
+gpu_gemm.FITTED; every fit starts from ``START`` (no power limit). The Maxwell
+devices (``CHECK_ONLY``: DeepBench's M40 and GTX TITAN X on CUDA 7.5) are never fitted; their
+LOO column is the fitted constants as they are.
 DeepBench's V100 results are held out: they are not in benchmarks/data/.
 """
 
@@ -37,7 +41,18 @@ DATA = Path(__file__).parent / "data"
 #: the constants the fit moves (dram_fraction and sm_bytes_per_clock are stated, not fitted:
 #: gpu_gemm.FITTED says where from; this data leaves the per-SM rate unconstrained)
 FREE = ("tensor_core_fraction", "cuda_core_fraction", "tile_overhead_iterations",
-        "min_kernel_s")
+        "min_kernel_s", "tensor_core_watts_per_sm_ghz", "cuda_core_watts_per_sm_ghz")
+#: devices checked but never fitted (not in the fit, not in leave-one-device-out): Maxwell on
+#: CUDA 7.5 (DeepBench's M40 and GTX TITAN X), an older architecture and cuBLAS; their rows show
+#: how the constants carry to hardware and software they were not fitted on
+CHECK_ONLY = frozenset({"m40-24gb", "gtx-titan-x"})
+#: where every fit starts (--fit and each leave-one-device-out fit alike), so that no fit starts
+#: from constants that saw the device it leaves out: fractions 0.8, no tile overhead to speak
+#: of, 10 us, and 1 W per SM-GHz (below every fitted device's TDP / (SMs x boost GHz): no power
+#: limit until the data shows one)
+START = dataclasses.replace(FITTED, tensor_core_fraction=0.8, cuda_core_fraction=0.8,
+                            tile_overhead_iterations=0.05, min_kernel_s=1e-5,
+                            tensor_core_watts_per_sm_ghz=1.0, cuda_core_watts_per_sm_ghz=1.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +86,7 @@ class Predictor:
     def __init__(self) -> None:
         self._hw: dict = {}
         self._dev: dict = {}
+        self._bytes: dict = {}
 
     def hardware(self, name: str):
         if name not in self._hw:
@@ -84,8 +100,9 @@ class Predictor:
         key = (row.device, row.dtype)
         if key not in self._dev:
             self._dev[key] = device_for(self.hardware(row.device), row.dtype)
-        g = self.gemm(row)
-        return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), 1, g.bytes,
+        if row not in self._bytes:
+            self._bytes[row] = self.gemm(row).bytes
+        return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), 1, self._bytes[row],
                          self._dev[key], c)["time_s"]
 
     def old(self, row: Row) -> float:
@@ -115,8 +132,8 @@ def loss(rows: list[Row], predictor: Predictor, c: GpuGemmConstants) -> float:
     return statistics.fmean(statistics.fmean(v) for v in by_device.values())
 
 
-def fit(rows: list[Row], predictor: Predictor, start: GpuGemmConstants = FITTED,
-        iterations: int = 300) -> GpuGemmConstants:
+def fit(rows: list[Row], predictor: Predictor, start: GpuGemmConstants = START,
+        iterations: int = 400) -> GpuGemmConstants:
     """Nelder-Mead on the logs of the FREE constants, from ``start``."""
     def constants(x: list[float]) -> GpuGemmConstants:
         return dataclasses.replace(start, **{k: math.exp(v) for k, v in zip(FREE, x)})
@@ -163,6 +180,20 @@ def groups(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
     return out
 
 
+def _cell(s: dict[str, float]) -> str:
+    return f"{s['within_1.25']:.0%} / {s['within_2']:.0%}"
+
+
+def _total(label: str, collected: dict[str, list[float]], with_loo: bool) -> list[str]:
+    """A total row over ``collected`` ratios (by prediction)."""
+    s = {k: summary(v) for k, v in collected.items() if v}
+    total = [label, "", str(len(collected["new"])), _cell(s["roof"]), _cell(s["old"]),
+             _cell(s["new"]), f"{s['new']['median']:.2f}", f"{s['new']['worst']:.1f}x"]
+    if with_loo:
+        total += [_cell(s["loo"]), f"{s['loo']['median']:.2f}", f"{s['loo']['worst']:.1f}x"]
+    return total
+
+
 def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants] | None,
           markdown: bool) -> list[str]:
     header = ["device", "dtype", "n", "roof 1.25x/2x", "old 1.25x/2x", "new 1.25x/2x",
@@ -171,10 +202,7 @@ def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants
         header += ["LOO 1.25x/2x", "LOO median", "LOO worst"]
     lines = []
     everything: dict[str, list[float]] = {"roof": [], "old": [], "new": [], "loo": []}
-
-    def cell(s: dict[str, float]) -> str:
-        return f"{s['within_1.25']:.0%} / {s['within_2']:.0%}"
-
+    in_fit: dict[str, list[float]] = {"roof": [], "old": [], "new": [], "loo": []}
     body = []
     for (device, dtype), rs in groups(rows).items():
         ratios = {"roof": [r.time_s / predictor.roof(r) for r in rs],
@@ -184,18 +212,16 @@ def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants
             ratios["loo"] = [r.time_s / predictor.new(r, loo[device]) for r in rs]
         for key, values in ratios.items():
             everything[key] += values
+            if device not in CHECK_ONLY:
+                in_fit[key] += values
         s = {k: summary(v) for k, v in ratios.items()}
-        line = [device, dtype, str(len(rs)), cell(s["roof"]), cell(s["old"]), cell(s["new"]),
+        line = [device, dtype, str(len(rs)), _cell(s["roof"]), _cell(s["old"]), _cell(s["new"]),
                 f"{s['new']['median']:.2f}", f"{s['new']['worst']:.1f}x"]
         if loo is not None:
-            line += [cell(s["loo"]), f"{s['loo']['median']:.2f}", f"{s['loo']['worst']:.1f}x"]
+            line += [_cell(s["loo"]), f"{s['loo']['median']:.2f}", f"{s['loo']['worst']:.1f}x"]
         body.append(line)
-    s = {k: summary(v) for k, v in everything.items() if v}
-    total = ["all", "", str(len(rows)), cell(s["roof"]), cell(s["old"]), cell(s["new"]),
-             f"{s['new']['median']:.2f}", f"{s['new']['worst']:.1f}x"]
-    if loo is not None:
-        total += [cell(s["loo"]), f"{s['loo']['median']:.2f}", f"{s['loo']['worst']:.1f}x"]
-    body.append(total)
+    body += [_total(label, collected, loo is not None)
+             for label, collected in (("fitted devices", in_fit), ("all", everything))]
     if markdown:
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "|".join(" --- " for _ in header) + "|")
@@ -209,20 +235,23 @@ def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--fit", action="store_true", help="refit on all rows, print constants")
+    parser.add_argument("--fit", action="store_true",
+                        help="refit on the fitted devices' rows, print constants")
     parser.add_argument("--no-loo", action="store_true", help="skip leave-one-device-out")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     rows, predictor = load_rows(), Predictor()
+    fitted = [r for r in rows if r.device not in CHECK_ONLY]
     if args.fit:
-        c = fit(rows, predictor)
+        c = fit(fitted, predictor)
         print({k: float(f"{getattr(c, k):.3g}") for k in FREE},
-              f"loss {loss(rows, predictor, c):.4f} (now {loss(rows, predictor, FITTED):.4f})")
+              f"loss {loss(fitted, predictor, c):.4f} (now {loss(fitted, predictor, FITTED):.4f})")
         return
     loo = None
     if not args.no_loo:
-        devices = sorted({r.device for r in rows})
-        loo = {d: fit([r for r in rows if r.device != d], predictor) for d in devices}
+        devices = sorted({r.device for r in fitted})
+        loo = {d: fit([r for r in fitted if r.device != d], predictor) for d in devices}
+        loo.update({d: FITTED for d in CHECK_ONLY})  # never fitted: out of sample as they are
     print("measured / predicted per device and dtype: share within 1.25x and 2x (either way); "
           "roof = pure roofline, old = datasheet model (before 0.4.0), new = GPU GEMM model "
           "(fitted constants), LOO = new refitted without that device")

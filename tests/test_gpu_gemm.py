@@ -15,6 +15,7 @@ from roofline.analysis.gpu_gemm import (
     GpuDevice,
     device_for,
     gemm_time,
+    power_clock_factor,
     tile_time,
     uses_tensor_cores,
 )
@@ -75,6 +76,25 @@ def test_operands_that_fit_in_l2_cost_no_dram_time_and_tiny_gemms_take_the_minim
     assert gemm_time(64, 64, 64, 2, 1, 24576, dev, floor)["time_s"] == 1e-4
 
 
+def test_a_board_power_below_what_the_sms_draw_at_boost_lowers_the_math_rate():
+    # T4: 70 W for 40 SMs at 1.59 GHz. At 2.0 W per SM-GHz (CUDA cores) its boost would need
+    # 40 x 1.59 x 2.0 = 127.2 W: it holds 70 / 127.2 = 0.5503 of its clock
+    t4 = load_hardware("t4")
+    c = dataclasses.replace(C, cuda_core_watts_per_sm_ghz=2.0, tensor_core_watts_per_sm_ghz=1.0)
+    assert power_clock_factor(device_for(t4, "fp32"), c) == pytest.approx(70 / 127.2)
+    # Tensor Cores at 1.0 W per SM-GHz: 63.6 W needed, 70 W available -> the full clock
+    assert power_clock_factor(device_for(t4, "fp16"), c) == 1.0
+    # no TDP in the entry, or no power limit in the constants: the full clock
+    assert power_clock_factor(DEV, c) == 1.0
+    off = dataclasses.replace(c, cuda_core_watts_per_sm_ghz=0.0)
+    assert power_clock_factor(device_for(t4, "fp32"), off) == 1.0
+    # 5 W for 10 SMs at 1 GHz at 1.0 W per SM-GHz: half the clock, so each iteration's math
+    # takes 2 x 2.097152e-6 s: (32 + 2) x 4.194304e-6 = 1.42606336e-4 s for 256 x 256 x 1024
+    hot = dataclasses.replace(DEV, tdp_w=5.0)
+    assert power_clock_factor(hot, c) == pytest.approx(0.5)
+    assert tile_time(256, 256, 1024, 2, (128, 128), 1, 1, hot, c) == pytest.approx(1.42606336e-4)
+
+
 def test_math_unit_follows_the_dtype_and_the_entry():
     assert uses_tensor_cores(load_hardware("v100"), "fp16")
     assert not uses_tensor_cores(load_hardware("v100"), "fp32")
@@ -92,29 +112,36 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 
 
 def test_committed_data_holds_no_v100_row():
-    from bench_gpu_model import load_rows
+    from bench_gpu_model import CHECK_ONLY, load_rows
 
     devices = {r.device for r in load_rows()}
-    assert devices == {"p100-pcie-16gb", "gtx-1080-ti", "titan-xp", "t4", "a100-sxm4-80gb",
-                       "a100-pcie-80gb", "h100-sxm5-80gb"}
-    assert set(FITTED.devices) == devices
+    assert devices == {"p100-pcie-16gb", "gtx-1080-ti", "titan-xp", "titan-x-pascal", "t4",
+                       "m40-24gb", "gtx-titan-x", "a100-sxm4-80gb", "a100-pcie-80gb",
+                       "h100-sxm5-80gb"}
+    assert not any("v100" in d for d in devices)
+    # the Maxwell timings are checked, never fitted
+    assert set(FITTED.devices) == devices - CHECK_ONLY
+    assert CHECK_ONLY == {"m40-24gb", "gtx-titan-x"}
 
 
 def test_fitted_constants_reproduce_the_committed_measurements():
-    from bench_gpu_model import Predictor, groups, load_rows, summary
+    from bench_gpu_model import CHECK_ONLY, Predictor, groups, load_rows, summary
 
     rows, predictor = load_rows(), Predictor()
-    assert len(rows) == 963
-    ratios = [r.time_s / predictor.new(r) for r in rows]
-    old = [r.time_s / predictor.old(r) for r in rows]
+    assert len(rows) == 1443  # 9 DeepBench sheets x 160 + 3 published maxima
+    fitted = [r for r in rows if r.device not in CHECK_ONLY]
+    assert len(fitted) == 1123
+    ratios = [r.time_s / predictor.new(r) for r in fitted]
+    old = [r.time_s / predictor.old(r) for r in fitted]
     s, s_old = summary(ratios), summary(old)
-    assert s["within_2"] >= 0.88  # 90% at this commit
-    assert s["within_1.25"] >= 0.45  # 47%
-    assert 1.0 <= s["median"] <= 1.25  # 1.16: T4 runs below the shared sustained fraction
+    assert s["within_2"] >= 0.84  # 86% at this commit
+    assert s["within_1.25"] >= 0.44  # 47%
+    assert 1.0 <= s["median"] <= 1.25  # 1.17: T4 runs below the shared sustained fraction
     assert s["within_2"] > s_old["within_2"] and s["within_1.25"] > s_old["within_1.25"]
     for (device, dtype), rs in groups(rows).items():
         per = summary([r.time_s / predictor.new(r) for r in rs])
-        assert per["within_2"] >= 0.75, (device, dtype, per)  # 79% (Titan Xp) at worst
+        # 59% (TITAN X Pascal; M40, never fitted, 60%) at worst
+        assert per["within_2"] >= 0.55, (device, dtype, per)
     # the published maxima: within 10% of each
     for r in rows:
         if r.device.startswith(("a100", "h100")):

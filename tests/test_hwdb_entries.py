@@ -17,9 +17,9 @@ FILES = sorted(HWDB.rglob("*.yaml"))
 NAMES = [p.stem for p in FILES]
 
 # Peak bandwidth one device of each memory type can plausibly reach, GB/s (generous bounds:
-# GDDR6 at 384 bit x 20 Gb/s = 960; HBM2 5 stacks x 410 = 2050; HBM2e 5 x 461 = 2300 (A100
+# GDDR5 at 512 bit x 8 Gb/s = 512; GDDR6 at 384 bit x 20 Gb/s = 960; HBM2 5 stacks x 410 = 2050; HBM2e 5 x 461 = 2300 (A100
 # 80GB: 2039); HBM3 5-6 stacks x 819 = 4100; HBM3e 6 x 1229 = 7400).
-MAX_GBS = {"GDDR5X": 560, "GDDR6": 960, "HBM2": 2050, "HBM2e": 2400, "HBM3": 4100, "HBM3e": 7400}
+MAX_GBS = {"GDDR5": 512, "GDDR5X": 560, "GDDR6": 960, "HBM2": 2050, "HBM2e": 2400, "HBM3": 4100, "HBM3e": 7400}
 
 
 @pytest.mark.parametrize("path", FILES, ids=NAMES)
@@ -35,7 +35,8 @@ def test_ridge_points_are_plausible(name):
     spec = load_hardware(name)
     # a GPU without Tensor Cores (Pascal) has a CUDA-core ridge, like a CPU's
     low, high = (50, 700) if spec.kind == "gpu" and spec.tiles else (5, 200)
-    main = "fp16" if spec.kind == "gpu" else "fp32"
+    # Maxwell has no fp16 entry: its ridge is the fp32 one
+    main = "fp16" if spec.kind == "gpu" and "fp16" in spec.peak_tflops else "fp32"
     assert low <= spec.ridge(main) <= high, spec.ridge(main)
 
 
@@ -72,7 +73,8 @@ GPU_NAMES = [n for n, p in zip(NAMES, FILES) if p.parent.name == "gpu"]
 CAPACITY_GB = {"a10": 24, "a100-pcie-40gb": 40, "a100-pcie-80gb": 80, "a100-sxm4-40gb": 40,
                "a100-sxm4-80gb": 80, "h100-pcie-80gb": 80, "h100-sxm5-80gb": 80,
                "gtx-1080-ti": 11, "h200-sxm-141gb": 141, "l4": 24, "l40s": 48, "p100-pcie-16gb": 16,
-               "t4": 16, "titan-xp": 12, "v100-pcie-16gb": 16,
+               "t4": 16, "titan-xp": 12, "v100-pcie-16gb": 16, "m40-24gb": 24,
+               "gtx-titan-x": 12, "titan-x-pascal": 12,
                "v100-sxm2-16gb": 16, "v100-sxm2-32gb": 32}
 
 

@@ -115,6 +115,13 @@ PEAKS = [
     ("gtx-1080-ti", "fp64", 0.354, "fp32 / 32, compute capability 6.1 (CUDA guide)"),
     ("titan-xp", "fp32", 12.15, "3840 cores x 2 x 1.582 GHz = 12.15 (NVIDIA: 12 TFLOPS)"),
     ("titan-xp", "fp64", 0.380, "fp32 / 32, compute capability 6.1 (CUDA guide)"),
+    ("titan-x-pascal", "fp32", 10.97, "3584 cores x 2 x 1.531 GHz = 10.97 (NVIDIA: 11 TFLOPS)"),
+    ("titan-x-pascal", "fp64", 0.343, "fp32 / 32, compute capability 6.1 (CUDA guide)"),
+    # Maxwell: cores x 2 x boost clock; fp64 = fp32 / 32 (compute capability 5.2)
+    ("m40-24gb", "fp32", 6.84, "3072 cores x 2 x 1.114 GHz = 6.84 (M40 datasheet: 7 TFLOPS)"),
+    ("m40-24gb", "fp64", 0.214, "6.84 / 32, compute capability 5.2 (CUDA guide)"),
+    ("gtx-titan-x", "fp32", 6.60, "3072 cores x 2 x 1.075 GHz = 6.60 (GTX TITAN X specs)"),
+    ("gtx-titan-x", "fp64", 0.206, "6.60 / 32, compute capability 5.2 (CUDA guide)"),
 ]
 
 # (name, expected peak DRAM/HBM bandwidth in GB/s)  -- source in the comment
@@ -136,6 +143,9 @@ BANDWIDTHS = [
     ("p100-pcie-16gb", 732.0),  # P100 PCIe datasheet: 732 GB/s (16 GB)
     ("gtx-1080-ti", 484.0),  # derived: 11 Gbps x 352 bits / 8 (GTX 1080 Ti specifications)
     ("titan-xp", 547.7),  # TITAN Xp product page: 547.7 GB/s
+    ("titan-x-pascal", 480.0),  # TITAN X (Pascal) specifications: 480 GB/s (10 Gbps x 384 / 8)
+    ("m40-24gb", 288.0),  # M40 24GB datasheet: 288 GB/s
+    ("gtx-titan-x", 336.5),  # GTX TITAN X specifications: 336.5 GB/s
     ("xeon-platinum-8180", 255.9),  # derived: 2 sockets x 6 ch x DDR4-2666 x 8 B (Intel ARK)
     ("xeon-platinum-8280", 281.6),  # derived: 2 x 6 x DDR4-2933 x 8 B (Intel ARK)
     ("xeon-platinum-8380h", 307.2),  # derived: 2 x 6 x DDR4-3200 x 8 B (Intel ARK)
@@ -158,7 +168,8 @@ ALL_NAMES = sorted({row[0] for row in PEAKS} | {row[0] for row in BANDWIDTHS})
 GPUS = [
     "v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "t4", "a100-sxm4-40gb", "a100-sxm4-80gb",
     "a100-pcie-40gb", "a100-pcie-80gb", "a10", "l4", "l40s", "h100-sxm5-80gb", "h100-pcie-80gb",
-    "h200-sxm-141gb", "p100-pcie-16gb", "gtx-1080-ti", "titan-xp",
+    "h200-sxm-141gb", "p100-pcie-16gb", "gtx-1080-ti", "titan-xp", "titan-x-pascal", "m40-24gb",
+    "gtx-titan-x",
 ]
 CPUS = [
     "xeon-platinum-8180", "xeon-platinum-8280", "xeon-platinum-8380h", "xeon-platinum-8380",

@@ -35,6 +35,12 @@ WORKBOOKS = {
         "Results FP32": ("fp32", "fp32"),
         # "16 bit inputs, 16 bit multiplication, 32 bit addition": Tensor Cores, fp32 accumulate
         "Results - FP16 ip, Mixed math": ("fp16", "fp16-tc")}),
+    # Maxwell (CUDA 7.5.18) and the Pascal TITAN X (CUDA 8): FP32 only
+    "results/train/DeepBench_NV_M40.xlsx": ("m40-24gb", {"Results - FP32": ("fp32", "fp32")}),
+    "results/train/DeepBench_NV_TitanX.xlsx": ("gtx-titan-x", {
+        "Results - FP32": ("fp32", "fp32")}),
+    "results/train/DeepBench_NV_TitanX_Pascal.xlsx": ("titan-x-pascal", {
+        "Results - FP32": ("fp32", "fp32")}),
 }
 HEADER = ("device", "dtype", "math", "m", "n", "k", "a_t", "b_t", "time_ms")
 

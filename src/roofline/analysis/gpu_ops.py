@@ -31,7 +31,8 @@ every op is one kernel, and::
      basis ``flash-attention-2``;
   4. otherwise (another architecture or dtype; no published figure): the sustained share of the
      peak the GPU GEMM model uses for its math unit (``gpu_gemm.FITTED``: Tensor-Core or
-     CUDA-core fraction); basis ``gemm-sustained``.
+     CUDA-core fraction, times the clock share its board power holds, ``power_clock_factor``);
+     basis ``gemm-sustained``.
 
 A calibrated GPU entry (``roofline probe`` on a GPU) supplies its own D and t_launch
 (``calibration.gpu_ops``); the attention shares stay the published ones. Only the standard
@@ -133,11 +134,11 @@ def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
             MEASURED_ON_PEAK_TFLOPS), "flash-attention-3"
     if dtype in _FLASH_DTYPES and hardware.architecture == "Ampere":
         return FA2_AMPERE_FRACTION, "flash-attention-2"
-    from .gpu_gemm import FITTED, uses_tensor_cores
+    from .gpu_gemm import FITTED, device_for, power_clock_factor
 
-    tensor = uses_tensor_cores(hardware, dtype)
-    return (FITTED.tensor_core_fraction if tensor else FITTED.cuda_core_fraction,
-            "gemm-sustained")
+    device = device_for(hardware, dtype)
+    fraction = FITTED.tensor_core_fraction if device.tensor_core else FITTED.cuda_core_fraction
+    return fraction * power_clock_factor(device, FITTED), "gemm-sustained"
 
 
 def fa3_tflops(pass_: str, head_dim: int, seq: int, causal: bool) -> float:

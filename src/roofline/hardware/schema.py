@@ -74,6 +74,7 @@ def parse_entry(data: Any, source: str, location: str = "") -> HardwareSpec:
         memory_type=_memory_type(top),
         memory_capacity_gb=_memory_capacity(top),
         llc_mb=top.positive_number("llc_mb", None),
+        tdp_w=top.positive_number("tdp_w", None),
         stored=copy.deepcopy(dict(data)),
     )
     check_plausible(top)  # after the type checks, which give the clearer message
@@ -119,7 +120,6 @@ def _alignment(top: Fields) -> dict[str, Alignment]:
 def _check_sections(top: Fields) -> None:
     """Type-check the optional figure sections that have no typed field of their own; their
     content must be plain data JSON can print (the loader already bounds depth and aliases)."""
-    top.positive_number("tdp_w", None)
     for key in ("nvlink", "measured", "memory"):
         if top.sub(key, None) is not None:
             check_plain(top.data[key], top.fail, key)

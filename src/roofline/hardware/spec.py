@@ -221,6 +221,7 @@ class HardwareSpec:
     memory_type: str | None = None
     memory_capacity_gb: float | None = None  # memory.capacity_gb (GB = 10^9 B); None: unknown
     llc_mb: float | None = None
+    tdp_w: float | None = None  # board power (GPU: the GEMM model's power limit)
     stored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     overrides: tuple[str, ...] = ()  # bundled names or aliases a user entry shadows
 
