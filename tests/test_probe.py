@@ -328,3 +328,12 @@ def test_a_kernel_cut_by_its_budget_says_so():
     (note,) = [n for n in session.warnings if n.code == "time_budget"]
     assert note_text(note) == ("slow GEMM: 1 of 5 values timed, within the 0.5 s budget of one "
                                "kernel; its figure is less steady than the others")
+
+
+def test_a_probe_says_which_check_a_save_would_fail(no_gpu, monkeypatch):
+    monkeypatch.setattr(runner, "unstable_reasons",
+                        lambda result: ["fp32 GEMM ran slower than fp64 (1.0 < 2.0 GFLOP/s)"])
+    warnings = probe.run_probe(preset="tiny").to_dict()["warnings"]
+    assert warnings[-1] == ("fp32 GEMM ran slower than fp64 (1.0 < 2.0 GFLOP/s): `roofline "
+                            "probe --save` keeps this result only with --force (the probe's "
+                            "own checks)")

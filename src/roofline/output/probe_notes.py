@@ -22,6 +22,8 @@ TEXT: dict[str, str] = {
                           "inflate the figure"),
     "working_set_small": ("DRAM working set {working_mib:.0f} MiB is not well beyond the "
                           "{llc_mib:.0f} MiB last-level cache ({preset} preset)"),
+    "fails_check": ("{reason}: `roofline probe --save` keeps this result only with --force "
+                    "(the probe's own checks)"),
     "time_budget": ("{label}: {values} of {asked} values timed, within the {budget_s:g} s "
                     "budget of one kernel; its figure is less steady than the others"),
     "size_over_budget": ("{key}: n={n} not run: one call would take about {estimate_s:.3g} s "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .calibrate import available_memory, calibrate
+from .checks import unstable_reasons
 from .plan import (
     METHOD_VERSION,
     PRESETS,
@@ -367,7 +368,12 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     assumptions = (peak.assumptions if peak else [Note("no_clock")])
     assumptions = assumptions + (gpu_theory or {}).get("assumptions", [])
     say(f"done in {time.perf_counter() - started:.1f} s")
-    return ProbeResult(plan.name, cpu, blas, gpus, session.measured, _theoretical(peak, gpu_theory),
-                       session.details, session.not_measured, session.warnings, assumptions,
-                       _metadata(cpu, blas, started, wall_start), peak,
-                       cpu_entry.name if cpu_entry else None, gpu_matches)
+    result = ProbeResult(plan.name, cpu, blas, gpus, session.measured,
+                         _theoretical(peak, gpu_theory), session.details, session.not_measured,
+                         session.warnings, assumptions, _metadata(cpu, blas, started, wall_start),
+                         peak, cpu_entry.name if cpu_entry else None, gpu_matches)
+    # the checks a save applies (probe.checks), said in the result itself: a probe without
+    # --save shows why a save would be refused
+    result.warnings.extend(Note("fails_check", {"reason": reason})
+                           for reason in unstable_reasons(result))
+    return result
