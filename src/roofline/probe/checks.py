@@ -4,9 +4,9 @@ call unstable is refused (``save_entry`` raises) unless the caller forces it.
 - fp32 slower than fp64 (on the CPU, or on the GPU measured): a wider type never runs faster
   on the same units, so one of the two figures was disturbed;
 - an efficiency above ``EFFICIENCY_LIMIT``: a measured rate over its theoretical ceiling
-  (GEMM per dtype, DRAM bandwidth) or a calibration GEMM over the measured peak it is a share
-  of; more than the limit is a cache or a clock the ceiling does not know, or a disturbed
-  peak, never noise;
+  (GEMM per dtype, DRAM bandwidth), or a calibration GEMM's rate over the theoretical ceiling
+  (over the measured peak it is a share of when no ceiling is known); more than the limit is
+  a cache or a clock the ceiling does not know, or a disturbed timing, never noise;
 - a spread (MAD / median of the timed values) above ``SPREAD_LIMIT`` on a figure the entry
   saves (the GEMM rate per dtype at its best size, the DRAM read stream): other programs
   shared the machine while it was timed.
@@ -49,15 +49,25 @@ def _over(what: str, measured: float | None, ceiling: float | None, unit: str) -
 _SIZE = {"square": "n", "thin": "M", "thin_dram": "M"}
 
 
-def _calibration(efficiency: dict[str, Any]) -> list[str]:
+def _calibration(efficiency: dict[str, Any], measured: dict[str, float],
+                 ceilings: dict[str, float]) -> list[str]:
+    """A calibration GEMM's efficiency is a share of the measured peak after the per-call
+    time; it is checked against the theoretical ceiling (efficiency x measured peak / ceiling)
+    where one is known: a small GEMM's share of the measured peak is the difference of two
+    near-equal times (its call and the overhead), and can pass 1 with no disturbance, but no
+    GEMM outruns the ceiling."""
     out = []
     for dtype, block in efficiency.items():
+        peak, ceiling = measured.get(dtype), ceilings.get(dtype)
+        scale = peak / ceiling if peak and ceiling else 1.0
+        against = (f"the theoretical {ceiling:,.1f} GFLOP/s" if peak and ceiling
+                   else f"the measured {dtype} peak")
         for kind in ("square", "thin", "thin_dram"):
             for size, value in (block.get(kind) or {}).items():
-                if value > EFFICIENCY_LIMIT:
+                if value * scale > EFFICIENCY_LIMIT:
                     out.append(f"calibration {dtype} {kind} GEMM ({_SIZE[kind]} = {size}) "
-                               f"ran at {value:.2f}x the measured {dtype} peak (more "
-                               f"than {EFFICIENCY_LIMIT:g}x)")
+                               f"ran at {value * scale:.2f}x {against} (more than "
+                               f"{EFFICIENCY_LIMIT:g}x)")
     return out
 
 
@@ -85,7 +95,8 @@ def unstable_reasons(result: ProbeResult) -> list[str]:
     dram = measured.get("bandwidth_gbs", {}).get("dram")
     reasons += _over("the DRAM read stream", dram, theory.get("bandwidth_gbs", {}).get("dram"),
                      "GB/s")
-    reasons += _calibration(measured.get("calibration", {}).get("gemm_efficiency", {}))
+    reasons += _calibration(measured.get("calibration", {}).get("gemm_efficiency", {}), gflops,
+                            theory.get("gemm_gflops", {}))
     reasons += _spreads(details, list(gflops), "")
     read = details.get("dram_read")
     if dram and read and read.get("spread", 0) > SPREAD_LIMIT:
