@@ -88,6 +88,12 @@ def test_a_calibration_gemm_above_the_ceiling():
         "(more than 1.05x)"]
     result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 2.2  # 1.1x
     assert len(unstable_reasons(result)) == 2
+    # timed below the per-call overhead: calibrate's floor of 1e-12 s makes it huge
+    result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 671_386.7
+    assert unstable_reasons(result)[1] == (
+        "calibration fp32 thin GEMM (M = 1) ran at 335,693x the theoretical 200.0 GFLOP/s "
+        "(more than 1.05x)")  # 671,386.7 x 100 / 200
+    result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 2.2
     # no ceiling known (no clock): against the measured peak itself
     del result.theoretical["gemm_gflops"]["fp32"]
     assert unstable_reasons(result) == [
