@@ -594,7 +594,10 @@ def _progress(message: str) -> None:
                                             "fewer repeats).")
 @click.option("--save", "save_name", metavar="NAME",
               help="Save the result as user hardware entry NAME, usable as `--hw NAME`.")
-@click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME.")
+@click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME, and "
+                                            "save a result the probe's own checks call "
+                                            "unstable (fp32 slower than fp64, an efficiency "
+                                            "above 1.05, a spread above 25%).")
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "html")), default="table",
               show_default=True)
 @click.option("--preset", type=click.Choice(("full", "quick", "tiny")), hidden=True)
