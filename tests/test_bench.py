@@ -75,3 +75,41 @@ def test_zero_time_is_rejected():
 def test_bad_repeats():
     with pytest.raises(ValueError):
         measure(lambda loops: None, repeats=0)
+
+
+def test_a_budget_stops_the_repeats_one_value_past_it_at_most():
+    # a 1 s kernel, budget 2.5 s: calibration times 1 value (1 s >= 0.1 s: loops = 1); the
+    # warm-up starts at 1 s (1 + 1 <= 2.5) and ends at 2 s; the next value would end at 3 s >
+    # 2.5 s, so only the one value every measurement has is timed: 3 s in all
+    clock = FakeClock([1.0])
+    result = measure(clock.run, repeats=5, warmups=1, min_time_s=0.1, clock=clock,
+                     budget_s=2.5)
+    assert clock.calls == [1, 1, 1]
+    assert result.warmups_s == (1.0,) and result.samples_s == (1.0,)
+    assert result.cut and result.repeats_asked == 5
+    assert clock.now == 3.0
+
+
+def test_a_budget_shorter_than_one_value_skips_the_warmups():
+    # calibration's 1 s value already spends a 0.5 s budget: no warm-up, one timed value
+    clock = FakeClock([1.0])
+    result = measure(clock.run, repeats=5, warmups=2, min_time_s=0.1, clock=clock,
+                     budget_s=0.5)
+    assert clock.calls == [1, 1]
+    assert result.warmups_s == () and result.samples_s == (1.0,) and result.cut
+
+
+def test_a_budget_stops_the_calibration_doubling():
+    # 1 ms per call, target 0.1 s, budget 0.05 s: 1 loop (1 ms) -> x16 (16 ms, 17 ms spent);
+    # x7.5 next would end at 17 + 120 = 137 ms > 50 ms: stay at 16 loops
+    clock = FakeClock([1e-3])
+    assert calibrate_loops(clock.run, 0.1, clock, budget_s=0.05) == 16
+    assert clock.calls == [1, 16]
+
+
+def test_within_the_budget_nothing_changes():
+    clock = FakeClock([1e-3])
+    result = measure(clock.run, repeats=5, warmups=1, min_time_s=0.1, clock=clock,
+                     budget_s=10.0)
+    assert clock.calls == [1, 16, 120] + [120] * 6
+    assert not result.cut and result.repeats_asked is None and len(result.samples_s) == 5

@@ -10,6 +10,7 @@ parametrized test then checks one case's result against hand-written expectation
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,25 @@ GOOD = "batch: 8\ndtype: fp16\nmlp: [8, 16, 8]\n"
 LAYER = "batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: %s, out: 8}\n"
 BOMB = "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10) if p else '1, 1, 1, 1, 1, 1, 1, 1, 1, 1'}]\n"
                for p, c in zip(["", "a", "b", "c", "d"], "abcde"))
+
+
+#: A CPU entry measured on this machine (analyze --measure times GEMMs only against one):
+#: 0.1 TFLOP/s fp32, 20 GB/s.
+MEASURED_BOX = f"""name: box
+kind: cpu
+vendor: AMD
+model: AMD EPYC
+architecture: x
+origin: measured
+peak_tflops: {{fp64: 0.05, fp32: 0.1}}
+bandwidth_gbs: 20.0
+cpu: {{sockets: 1, cores_per_socket: 2, simd_bits: 512, fma_units: 2, clock_ghz: 3.0}}
+measured: {{machine: "{platform.node()}: AMD EPYC, 2 cores, Linux"}}
+sources: [{{title: probe, command: roofline probe, covers: [peak_tflops, bandwidth_gbs, cpu]}}]
+notes: a test entry
+"""
+BIG_GEMM = "batch: 9000\ndtype: fp32\nmode: inference\nlayers:\n  - {type: linear, in: 9000, out: 9000}\n"
+BATCHES = ",".join(str(b) for b in range(1, 2001))
 
 
 def entry(name: str, replace: dict[str, str] | None = None, extra: str = "") -> str:
@@ -204,6 +224,30 @@ CASES = {
     "save-path-name": Case(["probe", "--save", "../evil"], 2, ["entry names use lowercase"]),
     "save-hwdb-is-a-file": Case(["probe", "--save", "x"], 2, ["is not a directory"],
                                 model=GOOD, env={"ROOFLINE_HWDB": "{model}"}),
+    # unbounded time (issue 25, class 8): refused at once, in one line, or now fast
+    "hw-local-unsavable": Case(["analyze", "{model}", "--hw", "local"], 2,
+                               ["--hw local saves a quick probe of this machine, but cannot "
+                                "save into", "model.yaml is not a directory"],
+                               model=GOOD, env={"ROOFLINE_HWDB": "{model}/hwdb"}),
+    # 9 calls x 2 x 9000^3 FLOP / 0.1 TFLOP/s = 9 x 14.58 s = 131 s > 60 s
+    "measure-9000-cubed": Case(["analyze", "{model}", "--hw", "box", "--measure"], 2,
+                               ["Error: --measure: timing the 1 distinct GEMM shape of model on "
+                                "box would take at least 131 s", "over the 60 s budget",
+                                "raise --measure-budget"],
+                               model=BIG_GEMM, user={"box.yaml": MEASURED_BOX}),
+    "measure-budget-alone": Case(AN + ["--measure-budget", "500"], 2,
+                                 ["--measure-budget: goes with --measure"], model=GOOD),
+    "measure-budget-zero": Case(AN + ["--measure", "--measure-budget", "0"], 2, model=GOOD,
+                                usage=True),
+    # 5,000 took a minute, most of it searching nearest better shapes a sweep never shows;
+    # 2,000 now take about 2 s of CPU (5,000 about 5 s: too near this file's 20 s timeout
+    # on a shared two-core machine)
+    "sweep-2000-batches": Case(["sweep", "{model}", "--hw", "a100", "--batch", BATCHES], 0,
+                               model=GOOD),
+    "sweep-10001-batches": Case(["sweep", "{model}", "--hw", "a100", "--batch",
+                                 ",".join(str(b) for b in range(1, 10_002))],
+                                2, ["--batch: 10,001 points (10,001 batches) are more than the "
+                                    "10,000 a sweep analyzes"], model=GOOD),
 }
 
 

@@ -105,7 +105,7 @@ def test_hardware_entry_validates_and_analyzes(result):
     assert report.hardware.origin == "measured"
 
 
-def test_save_then_use_by_name(result, isolated_user_hwdb):
+def test_save_then_use_by_name(result, isolated_user_hwdb, stable_probe):
     path = probe.save_entry(result, "mybox")
     assert path == isolated_user_hwdb / "mybox.yaml"
     assert load_hardware("mybox").origin == "measured"  # the cache was cleared by the save
@@ -149,7 +149,8 @@ def test_nothing_measured_cannot_be_saved(result):
         empty.to_hardware_dict("x")
 
 
-def test_local_hardware_probes_once_then_reuses(no_gpu, monkeypatch, isolated_user_hwdb):
+def test_local_hardware_probes_once_then_reuses(no_gpu, monkeypatch, isolated_user_hwdb,
+                                                stable_probe):
     real = probe.run_probe
     monkeypatch.setattr(runner, "run_probe", lambda quick, progress: real(preset="tiny"))
     messages = []
@@ -167,7 +168,7 @@ def test_local_hardware_probes_once_then_reuses(no_gpu, monkeypatch, isolated_us
     assert probe.resolve_hardware("v100") == "v100"
 
 
-def test_cli_probe_json_and_save(no_gpu, invoke, isolated_user_hwdb):
+def test_cli_probe_json_and_save(no_gpu, invoke, isolated_user_hwdb, stable_probe):
     res = invoke("probe", "--preset", "tiny", "--format", "json", "--save", "box")
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -185,7 +186,7 @@ def test_cli_probe_table(no_gpu, invoke):
     assert "GEMM fp32" in res.stdout and "not measured" in res.stdout
 
 
-def test_cli_analyze_hw_local(no_gpu, invoke, monkeypatch):
+def test_cli_analyze_hw_local(no_gpu, invoke, monkeypatch, stable_probe):
     real = probe.run_probe
     monkeypatch.setattr(runner, "run_probe", lambda quick, progress: real(preset="tiny"))
     res = invoke("analyze", MODEL, "--hw", "local", "--dtype", "fp32", "--format", "json")
@@ -224,3 +225,115 @@ def test_cli_probe_html(no_gpu, invoke):
     assert text.startswith("<!DOCTYPE html>") and "<h1>roofline probe: " in text
     assert "GEMM fp32" in text and "not measured" in text  # the probe's table, in the page
     assert "<code>roofline probe --preset tiny --format html</code>" in text
+
+
+NO_LOWP_FLAGS = CPUINFO | {"flags": ["avx", "avx2", "fma", "sse2"]}
+
+
+def test_a_dtype_without_native_units_is_not_timed(no_gpu, monkeypatch):
+    # issue 25, class 11: torch timed bf16 on an AVX2 CPU at 0.6 GFLOP/s for 21 minutes
+    from roofline.kernels import gpu as gpu_kernels
+    from roofline.output.probe_notes import note_text
+
+    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(NO_LOWP_FLAGS))
+    monkeypatch.setattr(gpu_kernels, "cpu_lowp_backend",
+                        lambda: pytest.fail("no native unit: torch is not asked"))
+    result = probe.run_probe(preset="tiny")
+    assert not {"bf16", "fp16"} & set(result.measured["gemm_gflops"])
+    reasons = {s.figure: s.reason for s in result.not_measured}
+    assert note_text(reasons["gemm_gflops.bf16"]) == (
+        "this CPU has no native bf16 arithmetic (none of AMX_BF16, AVX512_BF16, BF16 among "
+        "its flags): torch would convert every element through fp32, and its rate would "
+        "describe the conversion, not the CPU's units; not timed")
+    assert "AMX_FP16, AVX512_FP16, ASIMDHP" in note_text(reasons["gemm_gflops.fp16"])
+    data = result.to_dict()
+    assert {"figure": "gemm_gflops.bf16", "reason": note_text(reasons["gemm_gflops.bf16"])} \
+        in data["not_measured"]
+
+
+def test_a_native_dtype_is_timed_through_torch(no_gpu, monkeypatch):
+    from _probe_fakes import fake_torch
+
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda=False))
+    result = probe.run_probe(preset="tiny")  # CPUINFO: AVX512_BF16 and AMX-BF16, no fp16
+    assert result.measured["gemm_gflops"]["bf16"] > 0
+    assert "fp16" not in result.measured["gemm_gflops"]
+
+
+def test_native_flags():
+    from roofline.probe.ceilings import native_flag
+
+    assert native_flag("bf16", ("avx2", "avx512_bf16", "amx_bf16")) == "amx_bf16"
+    assert native_flag("bf16", ("avx2", "avx512f")) is None
+    assert native_flag("fp16", ("avx512_fp16",)) == "avx512_fp16"
+    assert native_flag("fp16", ("asimd", "asimdhp")) == "asimdhp"  # Armv8.2-A
+    assert native_flag("bf16", ("asimd", "bf16")) == "bf16"  # Armv8.6-A
+
+
+class _Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_size_whose_one_call_would_pass_the_budget_is_not_run():
+    import dataclasses
+
+    from roofline.kernels.cpu import Kernel
+    from roofline.output.probe_notes import note_text
+    from roofline.probe.plan import PRESETS
+
+    clock = _Clock()
+    made = []
+
+    def make(n):  # one call takes n^3 ns: n = 100 -> 1 ms
+        made.append(n)
+
+        def run(loops):
+            clock.now += loops * n**3 * 1e-9
+
+        return Kernel(f"GEMM n={n}", run, 2.0 * n**3, "FLOP")
+
+    plan = dataclasses.replace(PRESETS["tiny"], kernel_budget_s=0.5)
+    session = runner.Session(plan, lambda m: None, clock)
+    # n = 100 timed at 1 ms; n = 1000 would take 1 ms x (1000 / 100)^3 = 1 s > 0.5 s
+    best = session.best_over_sizes("gemm_x", make, (100, 1000), "GFLOP/s")
+    assert made == [100]
+    assert best == pytest.approx(2e6 / 1e-3 / 1e9)  # 2 GFLOP/s
+    assert session.details["gemm_x"]["best_n"] == 100
+    (note,) = [n for n in session.warnings if n.code == "size_over_budget"]
+    assert note_text(note) == ("gemm_x: n=1000 not run: one call would take about 1 s (the "
+                               "smaller size's time x the n^3 work), over the 0.5 s budget of "
+                               "one kernel")
+
+
+def test_a_kernel_cut_by_its_budget_says_so():
+    import dataclasses
+
+    from roofline.kernels.cpu import Kernel
+    from roofline.output.probe_notes import note_text
+    from roofline.probe.plan import PRESETS
+
+    clock = _Clock()
+
+    def run(loops):  # 0.3 s a call
+        clock.now += loops * 0.3
+
+    plan = dataclasses.replace(PRESETS["tiny"], kernel_budget_s=0.5, repeats=5, warmups=1)
+    session = runner.Session(plan, lambda m: None, clock)
+    stats = session.time(Kernel("slow GEMM", run, 1.0, "FLOP"), 1.0)
+    # calibration 0.3 s; warm-up 0.3 -> 0.6 s would pass 0.5 s: one value, no warm-up
+    assert stats["repeats"] == 1 and stats["warmups"] == 0
+    (note,) = [n for n in session.warnings if n.code == "time_budget"]
+    assert note_text(note) == ("slow GEMM: 1 of 5 values timed, within the 0.5 s budget of one "
+                               "kernel; its figure is less steady than the others")
+
+
+def test_a_probe_says_which_check_a_save_would_fail(no_gpu, monkeypatch):
+    monkeypatch.setattr(runner, "unstable_reasons",
+                        lambda result: ["fp32 GEMM ran slower than fp64 (1.0 < 2.0 GFLOP/s)"])
+    warnings = probe.run_probe(preset="tiny").to_dict()["warnings"]
+    assert warnings[-1] == ("fp32 GEMM ran slower than fp64 (1.0 < 2.0 GFLOP/s): `roofline "
+                            "probe --save` keeps this result only with --force (the probe's "
+                            "own checks)")

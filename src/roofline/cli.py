@@ -74,7 +74,8 @@ _FLAGS = {"hardware": "--hw", "batches": "--batch", "seqs": "--seq", "workers": 
           "name": "--save",  # probe's entry name
           "gpus": "--gpus", "tp": "--tp", "pp": "--pp", "zero": "--zero", "ep": "--ep",
           "micro_batch": "--micro-batch", "intra": "--intra", "inter": "--inter",
-          "gpus_per_node": "--gpus-per-node", "gemms": "--gemms"}
+          "gpus_per_node": "--gpus-per-node", "gemms": "--gemms",
+          "measure_budget": "--measure-budget"}
 
 
 def _flag(name: str, value: str | None = None) -> str:
@@ -251,10 +252,14 @@ def _check_plot(plot: Path | None) -> None:
                    "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
                    "measured time, FLOP/s, share of the roof, measured / predicted; each "
                    "distinct shape once; progress on stderr.")
+@click.option("--measure-budget", type=click.FloatRange(min=1, max=86_400), default=60,
+              show_default=True, metavar="SECONDS",
+              help="With --measure: refuse a run whose timing would take longer (9 calls of "
+                   "each distinct shape, each at least its roofline time).")
 def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
             plot: Path | None, quantization: bool, stream_input: bool, host_link: str | None,
             workers: str | None, interconnect: str | None, measure: bool,
-            **overrides) -> None:
+            measure_budget: float, **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml, or a Hugging Face config.json) and its other
     ops with FLOPs, bytes, intensity, bound, attainable throughput, time, alignment warnings and
     advice on the given hardware.
@@ -267,6 +272,9 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     from .api import analyze_model
 
     _check_plot(plot)
+    if _given("measure_budget") and not measure:
+        raise InputError("measure_budget", "", "goes with --measure (it bounds the time "
+                                               "--measure spends timing GEMMs)")
     from .analysis.scaling import scale
     from .probe import resolve_hardware
 
@@ -274,11 +282,12 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
                                    quantization=quantization, **overrides),
                      stream_input, host_link, workers, interconnect) for hw in hardware]
     if measure:
-        from .analysis.measure import check_measurable, measure_report
+        from .analysis.measure import check_budget, check_measurable, measure_report
 
         for report in reports:  # refuse before any timing starts
             check_measurable(report)
-        reports = [measure_report(r, _progress) for r in reports]
+            check_budget(report, measure_budget)
+        reports = [measure_report(r, _progress, budget_s=measure_budget) for r in reports]
     from .output.report import View
 
     if fmt == "json" and len(reports) == 1:
@@ -585,7 +594,10 @@ def _progress(message: str) -> None:
                                             "fewer repeats).")
 @click.option("--save", "save_name", metavar="NAME",
               help="Save the result as user hardware entry NAME, usable as `--hw NAME`.")
-@click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME.")
+@click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME, and "
+                                            "save a result the probe's own checks call "
+                                            "unstable (fp32 slower than fp64, an efficiency "
+                                            "above 1.05, a spread above 25%).")
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "html")), default="table",
               show_default=True)
 @click.option("--preset", type=click.Choice(("full", "quick", "tiny")), hidden=True)

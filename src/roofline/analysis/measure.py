@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, option
 from ..model.dtypes import default_output_dtype, itemsize
+from ..units import seconds
 
 if TYPE_CHECKING:
     from .report import GemmResult, Report
@@ -30,6 +31,12 @@ if TYPE_CHECKING:
 NUMPY_DTYPES = ("fp64", "fp32")
 MAX_SHAPE_BYTES = 2 * 2**30  # one shape's A + B + C; larger ones are refused, not swapped
 REPEATS, WARMUPS, MIN_TIME_S = 7, 1, 0.005  # short values, many: see probe.plan.Plan
+#: The least number of calls one shape's timing makes: calibration's first, the warm-ups and
+#: the repeats (``kernels.timing.measure``), each value at least MIN_TIME_S long.
+CALLS_PER_SHAPE = 1 + WARMUPS + REPEATS
+#: A run estimated to take longer than this (``estimated_seconds``) is refused before any
+#: timing: a 9000^3 fp32 GEMM ran for minutes. ``measure_budget`` raises it.
+MEASURE_BUDGET_S = 60.0
 BEATS_ROOF = 1.05  # efficiency above this is flagged (5 % for timer and clock noise)
 
 
@@ -87,6 +94,29 @@ def shape_key(result: GemmResult) -> tuple:
     return (g.m, g.n, g.k, g.batch_count, g.dtype)
 
 
+def estimated_seconds(report: Report) -> float:
+    """The least time timing ``report``'s GEMMs takes: per distinct shape, CALLS_PER_SHAPE
+    values, each at least the shape's roofline time (its FLOPs over the entry's peak, or its
+    bytes over the bandwidth when longer: no call is faster than that on this machine, whose
+    entry holds its measured figures) and at least MIN_TIME_S (the calibrated value)."""
+    roof = {shape_key(r): r.time_s for r in reversed(report.results)}
+    return sum(CALLS_PER_SHAPE * max(t, MIN_TIME_S) for t in roof.values())
+
+
+def check_budget(report: Report, budget_s: float = MEASURE_BUDGET_S) -> None:
+    """Raise MeasureError if timing ``report`` would take longer than ``budget_s`` by
+    ``estimated_seconds``."""
+    estimate = estimated_seconds(report)
+    if estimate > budget_s:
+        shapes = len({shape_key(r) for r in report.results})
+        raise MeasureError(f"timing the {shapes} distinct GEMM shape{'s' * (shapes > 1)} of "
+                           f"{report.network.name} on {report.hardware.name} would take at "
+                           f"least {seconds(estimate)} ({CALLS_PER_SHAPE} calls each at its "
+                           f"roofline time), over the {budget_s:g} s budget; lower "
+                           f"{option('batch')} or {option('seq')}, or raise "
+                           f"{option('measure_budget')}")
+
+
 def default_kernels(report: Report) -> tuple[Callable, str]:
     """``(make(m, n, k, g, dtype) -> Kernel, backend name)`` for the report's device."""
     if report.hardware.kind == "cpu":
@@ -116,11 +146,14 @@ def allocated_bytes(m: int, n: int, k: int, g: int, dtype: str) -> int:
 def measure_report(report: Report, progress: Callable[[str], None] | None = None,
                    make_kernel: Callable | None = None, backend: str | None = None,
                    clock: Callable[[], float] = time.perf_counter,
-                   hostname: str | None = None) -> Report:
-    """``report`` with a Measurement on every GEMM (each distinct shape timed once)."""
+                   hostname: str | None = None,
+                   budget_s: float = MEASURE_BUDGET_S) -> Report:
+    """``report`` with a Measurement on every GEMM (each distinct shape timed once); refused
+    (MeasureError) when the timing would take longer than ``budget_s`` (``check_budget``)."""
     from ..kernels.timing import measure
 
     check_measurable(report, hostname)
+    check_budget(report, budget_s)
     if make_kernel is None:
         make_kernel, backend = default_kernels(report)
     say = progress or (lambda message: None)
@@ -133,14 +166,19 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     timed: dict[tuple, Measurement] = {}
     say(f"measuring {len(shapes)} distinct GEMM shapes of {len(report.results)} GEMMs "
         f"({backend}) ...")
+    started = clock()
     for i, key in enumerate(shapes, 1):
         m, n, k, g, dtype = key
         kernel = make_kernel(m, n, k, g, dtype)
-        result = measure(kernel.run, REPEATS, WARMUPS, MIN_TIME_S, clock)
+        # what is left of the budget (a shape past it still times one value)
+        left = max(0.0, budget_s - (clock() - started))
+        result = measure(kernel.run, REPEATS, WARMUPS, MIN_TIME_S, clock, budget_s=left)
         timed[key] = Measurement(result.best_s, result.median_s, result.spread, backend or "")
+        cut = (f"; {len(result.samples_s)} of {REPEATS} values, within the {budget_s:g} s "
+               f"budget" if result.cut else "")
         say(f"  [{i}/{len(shapes)}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}: "
             f"{result.best_s * 1e6:.1f} us (median {result.median_s * 1e6:.1f}, spread "
-            f"{result.spread:.1%})")
+            f"{result.spread:.1%}{cut})")
     results = tuple(dataclasses.replace(r, measured=timed[shape_key(r)])
                     for r in report.results)
     return dataclasses.replace(report, results=results)

@@ -5,7 +5,7 @@ guide, "Tile Quantization" and "Wave Quantization")."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.gemm import Gemm
@@ -61,7 +61,9 @@ class Quantization:
     ``efficiency``: share of the tile slots doing useful work (``tile_wave_efficiency``);
     ``effective``: the same after split-K when split-K is chosen; ``better``: the nearest
     (M, N, K) changing one of M or N, within +-50% and on the 16-byte multiple, that keeps
-    more slots busy (None when the shape is already good or nothing near is better).
+    more slots busy (None when the shape is already good or nothing near is better). It is
+    searched when first read (``search`` holds what the search needs): a sweep analyzes
+    thousands of shapes and never reads it, and the search is most of a GEMM's analysis.
     """
 
     efficiency: float
@@ -70,7 +72,16 @@ class Quantization:
     waves: int
     sms: int
     split_k: SplitK | None
-    better: tuple[int, int, int, float] | None
+    #: (m, n, k, candidate tiles, multiple) of the GEMM, for ``better``
+    search: tuple[int, int, int, tuple[tuple[int, int], ...], int] | None = field(
+        default=None, compare=False, repr=False)
+
+    @property
+    def better(self) -> tuple[int, int, int, float] | None:
+        if self.search is None or self.effective >= GOOD_EFFICIENCY:
+            return None
+        m, n, k, tiles, multiple = self.search
+        return _nearest_better(m, n, k, self.sms, tiles, multiple, self.effective)
 
     @property
     def effective(self) -> float:
@@ -165,8 +176,5 @@ def _quantization(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int]
     efficiency, tile = best_tile(m, n, sms, tiles)
     count = tile_count(m, n, tile)
     split = split_k(m, n, k, tile, sms)
-    result = Quantization(efficiency, tile, count, -(-count // sms), sms, split, None)
-    if result.effective < GOOD_EFFICIENCY:
-        better = _nearest_better(m, n, k, sms, tiles, multiple, result.effective)
-        result = Quantization(efficiency, tile, count, result.waves, sms, split, better)
-    return result
+    return Quantization(efficiency, tile, count, -(-count // sms), sms, split,
+                        (m, n, k, tiles, multiple))

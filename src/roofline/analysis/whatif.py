@@ -37,6 +37,13 @@ if TYPE_CHECKING:
 GEMM_LAYER = "gemm"
 #: The most points ``--batch a..b`` may give (2^0 .. 2^30).
 MAX_SWEEP_POINTS = 31
+#: The most points (batches x seqs) one sweep analyzes: each is a whole analysis, about 1 ms
+#: for a small MLP on a 2-core machine (5,000 listed batches: 4 s), so this bounds a sweep to
+#: seconds rather than the minutes a longer list (or a large grid) would take.
+MAX_SWEEP_GRID = 10_000
+#: The most GEMMs and ops (points x those of one step) one sweep analyzes: about 0.04 ms each
+#: on a 2-core machine (Llama-2-7B's 839 a step: about 300 points in 10 s).
+MAX_SWEEP_ITEMS = 250_000
 
 
 def _spec(hardware: HardwareSpec | str) -> HardwareSpec:
@@ -455,8 +462,25 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
         if not batch_values:
             raise InputError(network.source, "batch", f"missing required field (give batch "
                                                       f"in the model or {option('batch')})")
+    points = len(batch_values) * max(1, len(seq_values))
+    if points > MAX_SWEEP_GRID:
+        shape = (f"{len(batch_values):,} batches x {len(seq_values):,} seqs" if seq_values
+                 else f"{len(batch_values):,} batches")
+        raise InputError("batches" if len(batch_values) > 1 else "seqs", "",
+                         f"{points:,} points ({shape}) are more than the {MAX_SWEEP_GRID:,} a "
+                         f"sweep analyzes (each point is a whole analysis); give fewer values, "
+                         f"or a range a..b (its powers of two)")
     grid = [(b, s) for s in (seq_values or (None,)) for b in batch_values]
-    reports = tuple(analyze(network.with_overrides(batch=b, seq=s), spec, quantization)
-                    for b, s in grid)
+    first = analyze(network.with_overrides(batch=grid[0][0], seq=grid[0][1]), spec,
+                    quantization)
+    items = len(first.results) + len(first.ops)
+    if items * points > MAX_SWEEP_ITEMS:
+        raise InputError("batches" if len(batch_values) > 1 else "seqs", "",
+                         f"{points:,} points of {items:,} GEMMs and ops each are "
+                         f"{items * points:,} analyses, more than the {MAX_SWEEP_ITEMS:,} a "
+                         f"sweep does (about {MAX_SWEEP_ITEMS // items:,} points of this "
+                         f"model); give fewer values, or a range a..b (its powers of two)")
+    reports = (first,) + tuple(analyze(network.with_overrides(batch=b, seq=s), spec,
+                                       quantization) for b, s in grid[1:])
     seq_list = seq_values or ((network.seq,) if network.seq is not None else ())
     return Sweep(reports, batch_values, seq_list)

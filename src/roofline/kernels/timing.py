@@ -3,7 +3,10 @@
 A kernel is ``run(loops)``: it does its work ``loops`` times. ``measure`` first calibrates
 ``loops`` (doubling) until one timed value lasts ``min_time_s``, keeps ``warmups`` values
 apart, then times ``repeats`` values and reports per-call seconds: best, median, MAD, spread.
-The clock is injectable, so the statistics are tested without real time passing.
+With a ``budget_s`` no measurement outlasts it by more than one value: calibration stops
+doubling, and warm-ups then repeats stop, when the next value would pass it (at least one
+value is always timed; ``BenchResult.cut`` says the repeats were cut short). The clock is
+injectable, so the statistics are tested without real time passing.
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ class BenchResult:
     samples_s: tuple[float, ...]
     warmups_s: tuple[float, ...]
     loops: int
+    repeats_asked: int | None = None  # set when a time budget cut the repeats short
+
+    @property
+    def cut(self) -> bool:
+        """Whether a time budget stopped the repeats before all asked for were timed."""
+        return self.repeats_asked is not None and len(self.samples_s) < self.repeats_asked
 
     def __post_init__(self) -> None:
         if not self.samples_s or min(self.samples_s) <= 0:
@@ -85,26 +94,52 @@ def time_once(run: Callable[[int], object], loops: int, clock: Clock) -> float:
 
 
 def calibrate_loops(run: Callable[[int], object], min_time_s: float,
-                    clock: Clock = time.perf_counter, max_loops: int = MAX_LOOPS) -> int:
-    """Double ``loops`` from 1 until one value takes at least ``min_time_s`` (pyperf)."""
-    loops = 1
+                    clock: Clock = time.perf_counter, max_loops: int = MAX_LOOPS,
+                    budget_s: float | None = None) -> int:
+    """Double ``loops`` from 1 until one value takes at least ``min_time_s`` (pyperf); with
+    ``budget_s``, stop at the loops reached when the next value would end past the budget."""
+    return _calibrate(run, min_time_s, clock, max_loops, budget_s)[0]
+
+
+def _calibrate(run: Callable[[int], object], min_time_s: float, clock: Clock,
+               max_loops: int, budget_s: float | None) -> tuple[int, float | None]:
+    """(loops, seconds of the last value timed at those loops, or None)."""
+    loops, spent, last = 1, 0.0, None
     while loops < max_loops:
         elapsed = time_once(run, loops, clock)
+        spent, last = spent + elapsed, elapsed
         if elapsed >= min_time_s:
             break
         # jump to 1.2x the estimated target (at least 2x, at most 16x per step)
-        loops = int(loops * max(2.0, min(16.0, 1.2 * min_time_s / elapsed)))
-    return min(loops, max_loops)
+        grow = max(2.0, min(16.0, 1.2 * min_time_s / elapsed))
+        if budget_s is not None and spent + elapsed * grow > budget_s:
+            break
+        loops, last = int(loops * grow), None
+    return min(loops, max_loops), last
 
 
 def measure(run: Callable[[int], object], repeats: int = 5, warmups: int = 1,
             min_time_s: float = 0.1, clock: Clock = time.perf_counter,
-            loops: int | None = None) -> BenchResult:
-    """Calibrate (unless ``loops`` is given), run ``warmups`` then ``repeats`` timed values."""
+            loops: int | None = None, budget_s: float | None = None) -> BenchResult:
+    """Calibrate (unless ``loops`` is given), run ``warmups`` then ``repeats`` timed values.
+
+    With ``budget_s`` (seconds for the whole measurement, calibration included) a value is not
+    started when the last one's time would take it past the budget: the remaining warm-ups
+    are skipped and one value is timed if none was, else the repeats stop there."""
     if repeats < 1 or warmups < 0:
         raise ValueError("repeats must be >= 1 and warmups >= 0")
+    start, last = clock(), None
     if loops is None:
-        loops = calibrate_loops(run, min_time_s, clock)
-    warm = tuple(time_once(run, loops, clock) / loops for _ in range(warmups))
-    samples = tuple(time_once(run, loops, clock) / loops for _ in range(repeats))
-    return BenchResult(samples, warm, loops)
+        loops, last = _calibrate(run, min_time_s, clock, MAX_LOOPS, budget_s)
+    warm: list[float] = []
+    samples: list[float] = []
+    for index in range(warmups + repeats):
+        over = budget_s is not None and last is not None and clock() - start + last > budget_s
+        if over and samples:
+            break
+        last = time_once(run, loops, clock)
+        (samples if over or index >= warmups else warm).append(last / loops)
+        if over:
+            break
+    cut = budget_s is not None and len(samples) < repeats
+    return BenchResult(tuple(samples), tuple(warm), loops, repeats if cut else None)

@@ -22,6 +22,13 @@ TEXT: dict[str, str] = {
                           "inflate the figure"),
     "working_set_small": ("DRAM working set {working_mib:.0f} MiB is not well beyond the "
                           "{llc_mib:.0f} MiB last-level cache ({preset} preset)"),
+    "fails_check": ("{reason}: `roofline probe --save` keeps this result only with --force "
+                    "(the probe's own checks)"),
+    "time_budget": ("{label}: {values} of {asked} values timed, within the {budget_s:g} s "
+                    "budget of one kernel; its figure is less steady than the others"),
+    "size_over_budget": ("{key}: n={n} not run: one call would take about {estimate_s:.3g} s "
+                         "(the smaller size's time x the n^3 work), over the {budget_s:g} s "
+                         "budget of one kernel"),
     "blas_pinned": ("{name}={value} is set: {what}, so GEMM rates can stay well below the "
                     "theoretical peak of this CPU's widest SIMD (the measured figures are what "
                     "analyze uses)"),
@@ -31,6 +38,9 @@ TEXT: dict[str, str] = {
     "llc_like_dram": ("cache-resident rate {rate:.1f} GB/s is within 20% of DRAM (shared or "
                       "virtualised cache?): not reported"),
     "backend_missing": "{reason}",
+    "no_native_unit": ("this CPU has no native {dtype} arithmetic (none of {flags} among its "
+                       "flags): torch would convert every element through fp32, and its rate "
+                       "would describe the conversion, not the CPU's units; not timed"),
     # assumptions
     "cores": "{cores} physical cores usable by this process ({source}), {sockets} socket(s)",
     "no_clock": "no clock known: no theoretical CPU peak",

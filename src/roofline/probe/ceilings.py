@@ -22,10 +22,23 @@ from typing import TYPE_CHECKING, Any
 from .result import Note
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..hardware.spec import HardwareSpec
     from .identify import CpuInfo
 
 AMX_OPS_PER_CYCLE = {"bf16": 1024, "fp16": 1024, "int8": 2048}  # per core (Intel)
+#: The CPU flags (Linux /proc/cpuinfo names) of native arithmetic in a low-precision dtype:
+#: Intel AMX tiles, AVX-512 (AVX512_BF16: Cooper Lake and later; AVX512_FP16: Sapphire
+#: Rapids), Arm (BF16: Armv8.6-A BFDOT/BFMMLA; ASIMDHP: Armv8.2-A half-precision SIMD). A CPU
+#: with none of them runs the dtype by converting to and from fp32.
+NATIVE_FLAGS = {"bf16": ("amx_bf16", "avx512_bf16", "bf16"),
+                "fp16": ("amx_fp16", "avx512_fp16", "asimdhp")}
+
+
+def native_flag(dtype: str, flags: Sequence[str]) -> str | None:
+    """The first flag in ``flags`` that gives ``dtype`` native arithmetic, or None."""
+    return next((f for f in NATIVE_FLAGS.get(dtype, ()) if f in flags), None)
 
 
 @dataclass(frozen=True)

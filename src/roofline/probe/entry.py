@@ -298,12 +298,18 @@ def write_atomic(path: Path, text: str, force: bool) -> None:
 
 def save_entry(result: ProbeResult, name: str, force: bool = False,
                command: str | None = None) -> Path:
-    """Validate ``result`` as entry ``name`` and write it into the user hardware directory."""
+    """Validate ``result`` as entry ``name`` and write it into the user hardware directory.
+
+    A result that fails the probe's own checks (``probe.checks``: fp32 slower than fp64, an
+    efficiency above its limit, a spread above its limit) is refused unless ``force``."""
     import yaml
 
     from ..hardware.catalog import clear_cache
+    from .checks import check_stable
 
     path = check_can_save(name, force)
+    if not force:
+        check_stable(result, name)
     data = result.to_hardware_dict(name, command)
     HardwareSpec.from_dict(data, f"probe result {name!r}")
     header = ("# Measured by roofline probe; schema: docs/hwdb-schema.md. "

@@ -15,7 +15,8 @@ from typing import Any
 ISA_FLAGS = {"fma": "FMA", "avx2": "AVX2", "avx512f": "AVX-512F", "avx512_vnni": "AVX512_VNNI",
              "avx_vnni": "AVX_VNNI", "avx512_bf16": "AVX512_BF16", "avx512_fp16": "AVX512_FP16",
              "amx_tile": "AMX-TILE", "amx_bf16": "AMX-BF16", "amx_int8": "AMX-INT8",
-             "amx_fp16": "AMX-FP16", "asimd": "NEON", "sve": "SVE"}
+             "amx_fp16": "AMX-FP16", "asimd": "NEON", "asimdhp": "ASIMDHP", "bf16": "BF16",
+             "sve": "SVE"}
 VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
 
 

@@ -11,21 +11,38 @@ from .runner import Progress
 if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
 
+LOCAL_COMMAND = "roofline analyze --hw local (quick probe)"
+
 
 def local_hardware(progress: Progress | None = None) -> HardwareSpec:
-    """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``."""
-    from ..errors import UnknownHardwareError
+    """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``.
+
+    Whether ``local`` can be saved (the user directory writable, no file in the way) is
+    checked before the probe runs, so a read-only directory fails at once, not after the
+    probe's seconds of timing; a probe whose figures fail its own checks
+    (``probe.checks``) is not saved."""
+    from ..errors import ProbeSaveError, UnknownHardwareError, option
     from ..hardware.catalog import load_hardware
+    from .checks import unstable_reasons
 
     say = progress or (lambda message: None)
     try:
         return load_hardware("local")
     except UnknownHardwareError:
         pass
+    try:
+        entry.check_can_save("local")
+    except ProbeSaveError as exc:
+        raise ProbeSaveError(f"{option('hardware', 'local')} saves a quick probe of this "
+                             f"machine, but {exc.args[0]}") from None
     say("no saved 'local' hardware entry: running a quick probe of this machine (a few s)")
     result = runner.run_probe(quick=True, progress=say)
-    path = entry.save_entry(result, "local",
-                            command="roofline analyze --hw local (quick probe)")
+    reasons = unstable_reasons(result)
+    if reasons:
+        raise ProbeSaveError(f"the quick probe behind {option('hardware', 'local')} failed its "
+                             f"own check: {reasons[0]}; nothing saved: run `roofline probe "
+                             f"--save local` on an idle machine (`--force` saves it anyway)")
+    path = entry.save_entry(result, "local", command=LOCAL_COMMAND)
     say(f"saved as 'local' in {path}; for steadier figures run "
         f"`roofline probe --save local --force`")
     return load_hardware("local")

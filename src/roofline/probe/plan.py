@@ -47,6 +47,10 @@ class Plan:
     cal_min_time_s: float = 0.002
     cal_repeats: int = 9
     lowp_sizes: tuple[int, ...] = (1024,)
+    # every timed kernel stops within this many seconds (one value past it at most;
+    # kernels.timing.measure), and a GEMM size whose one call the smaller size says would
+    # take longer is not run (runner.Session.best_over_sizes)
+    kernel_budget_s: float = 10.0
     gpu_gemm_sizes: tuple[int, ...] = (4096, 8192)
     gpu_copy_bytes: int = 1024 * MiB
     gpu_cal_gemm_n: int = 64        # the GPU calibration's smallest GEMM (min_kernel_s)
@@ -61,7 +65,8 @@ PRESETS = {
     "quick": Plan("quick", {"fp32": (1536,), "fp64": (1024,)}, repeats=3, warmups=1,
                   min_time_s=0.03, dram_array_bytes=(32 * MiB, 128 * MiB), dram_llc_factor=1.0,
                   llc=False, gpu_gemm_sizes=(4096,), gpu_copy_bytes=256 * MiB,
-                  gpu_h2d_bytes=64 * MiB, cal_square=(32, 64, 128, 256), cal_repeats=7),
+                  gpu_h2d_bytes=64 * MiB, cal_square=(32, 64, 128, 256), cal_repeats=7,
+                  kernel_budget_s=3.0),
     # for tests: finishes in well under a second, figures meaningless
     "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
                  min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
@@ -70,5 +75,5 @@ PRESETS = {
                  gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
                  cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_thin_dram_nk=24,
                  cal_c_m=16, cal_c_n=16, cal_c_k=2,
-                 cal_min_time_s=0.0005),
+                 cal_min_time_s=0.0005, kernel_budget_s=0.5),
 }

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .calibrate import available_memory, calibrate
+from .checks import unstable_reasons
 from .plan import (
     METHOD_VERSION,
     PRESETS,
@@ -58,25 +59,40 @@ class Session:
 
         p = self.plan
         result = measure(kernel.run, repeats or p.repeats, p.warmups,
-                         p.min_time_s if min_time_s is None else min_time_s, self.clock)
+                         p.min_time_s if min_time_s is None else min_time_s, self.clock,
+                         budget_s=p.kernel_budget_s)
         warning = instability_note(kernel.label, result)
         if warning:
             self.warnings.append(warning)
+        if result.cut:
+            self.warnings.append(Note("time_budget", {
+                "label": kernel.label, "values": len(result.samples_s),
+                "asked": result.repeats_asked, "budget_s": p.kernel_budget_s}))
         return result.to_dict(kernel.work, kernel.unit, scale)
 
     def best_over_sizes(self, key: str, make: Callable[[int], Kernel], sizes: Sequence[int],
                         unit: str) -> float | None:
-        """Time ``make(n)`` for each size; the best rate, with the plateau check."""
-        per_size = {}
+        """Time ``make(n)`` for each size (GEMMs: work n^3); the best rate, with the plateau
+        check. A size whose one call would take longer than the plan's kernel budget, going
+        by the last size's time x (n / last n)^3, is not run, and a warning says so."""
+        per_size: dict[str, dict[str, Any]] = {}
         for n in sizes:
+            if per_size:
+                last_n = int(list(per_size)[-1])
+                estimate = per_size[str(last_n)]["best_s"] * (n / last_n) ** 3
+                if estimate > self.plan.kernel_budget_s:
+                    self.warnings.append(Note("size_over_budget", {
+                        "key": key, "n": n, "estimate_s": estimate,
+                        "budget_s": self.plan.kernel_budget_s}))
+                    break
             stats = self.time(make(n), 1e9)
             per_size[str(n)] = stats
             self.say(f"  {key} n={n}: {stats['best']:.1f} {unit} (median {stats['median']:.1f})")
         best_n = max(per_size, key=lambda n: per_size[n]["best"])
         best = per_size[best_n]["best"]
-        plateau = per_size[str(sizes[-1])]["best"] >= 0.9 * best
+        plateau = per_size[list(per_size)[-1]]["best"] >= 0.9 * best  # the largest timed
         self.details[key] = {"sizes": per_size, "best_n": int(best_n), "plateau": plateau}
-        if not plateau and len(sizes) > 1:
+        if not plateau and len(per_size) > 1:
             self.warnings.append(Note("no_plateau", {"key": key, "best_n": best_n}))
         return best
 
@@ -154,7 +170,8 @@ def read_stream(nbytes: int, preset: str = "full", threads: int | None = None,
 
     p = PRESETS[preset]  # short values, many: the best is the one no other process disturbed
     kernel = read_stream_kernel(max(2, nbytes // 8), threads or len(usable_cpus()))
-    result = measure(kernel.run, 2 * p.cal_repeats, p.warmups, p.min_time_s / 3, clock)
+    result = measure(kernel.run, 2 * p.cal_repeats, p.warmups, p.min_time_s / 3, clock,
+                     budget_s=p.kernel_budget_s)
     return result.to_dict(kernel.work, kernel.unit, 1e9) | {
         "warning": instability_note(kernel.label, result)}
 
@@ -221,16 +238,29 @@ def _llc(s: Session, cpu: CpuInfo, dram: float, threads: int) -> None:
     s.measured["bandwidth_gbs"]["llc"] = rate
 
 
-def _cpu_lowp(s: Session) -> None:
+def _cpu_lowp(s: Session, flags: Sequence[str]) -> None:
+    """bf16 and fp16 GEMMs on the CPU through torch, for each dtype the CPU has native
+    arithmetic for (``ceilings.native_flag``); one without is not timed (torch would time its
+    conversion through fp32, not the CPU's units), and the result says why."""
     from ..kernels.gpu import cpu_lowp_backend
+    from .ceilings import NATIVE_FLAGS, native_flag
 
+    native = []
+    for dtype in ("bf16", "fp16"):
+        if native_flag(dtype, flags) is None:
+            s.skip(f"gemm_gflops.{dtype}", Note("no_native_unit", {
+                "dtype": dtype, "flags": ", ".join(f.upper() for f in NATIVE_FLAGS[dtype])}))
+        else:
+            native.append(dtype)
+    if not native:
+        return
     backend, reason = cpu_lowp_backend()
     if backend is None:
-        for dtype in ("bf16", "fp16"):
+        for dtype in native:
             s.skip(f"gemm_gflops.{dtype}",
                    Note("backend_missing", {"reason": reason or "no torch"}))
         return
-    for dtype in backend.dtypes:
+    for dtype in (d for d in backend.dtypes if d in native):
         s.say(f"{dtype} GEMM on the CPU through torch ...")
         s.measured["gemm_gflops"][dtype] = s.best_over_sizes(
             f"gemm_{dtype}", partial(backend.gemm, dtype=dtype), s.plan.lowp_sizes,
@@ -327,7 +357,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     _small_gemm(session)
     _bandwidth(session, cpu)
     calibrate(session, cpu.llc_bytes_total)
-    _cpu_lowp(session)
+    _cpu_lowp(session, cpu.flags)
     session.details["effective_clock_ghz"] = effective
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])
     gpu_matches = {g["index"]: m.name for g in gpus
@@ -341,7 +371,12 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     assumptions = (peak.assumptions if peak else [Note("no_clock")])
     assumptions = assumptions + (gpu_theory or {}).get("assumptions", [])
     say(f"done in {time.perf_counter() - started:.1f} s")
-    return ProbeResult(plan.name, cpu, blas, gpus, session.measured, _theoretical(peak, gpu_theory),
-                       session.details, session.not_measured, session.warnings, assumptions,
-                       _metadata(cpu, blas, started, wall_start), peak,
-                       cpu_entry.name if cpu_entry else None, gpu_matches)
+    result = ProbeResult(plan.name, cpu, blas, gpus, session.measured,
+                         _theoretical(peak, gpu_theory), session.details, session.not_measured,
+                         session.warnings, assumptions, _metadata(cpu, blas, started, wall_start),
+                         peak, cpu_entry.name if cpu_entry else None, gpu_matches)
+    # the checks a save applies (probe.checks), said in the result itself: a probe without
+    # --save shows why a save would be refused
+    result.warnings.extend(Note("fails_check", {"reason": reason})
+                           for reason in unstable_reasons(result))
+    return result

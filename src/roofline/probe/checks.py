@@ -1,0 +1,131 @@
+"""The probe's own checks on a result before it is saved as a hardware entry: a result they
+call unstable is refused (``save_entry`` raises) unless the caller forces it.
+
+- fp32 slower than fp64 (on the CPU, or on the GPU measured): a wider type never runs faster
+  on the same units, so one of the two figures was disturbed;
+- an efficiency above ``EFFICIENCY_LIMIT``: a measured rate over its theoretical ceiling
+  (GEMM per dtype, DRAM bandwidth), or a calibration GEMM's rate over the theoretical ceiling
+  (over the measured peak it is a share of when no ceiling is known); more than the limit is
+  a cache or a clock the ceiling does not know, or a disturbed timing, never noise;
+- a spread (MAD / median of the timed values) above ``SPREAD_LIMIT`` on a figure the entry
+  saves (the GEMM rate per dtype at its best size, the DRAM read stream): other programs
+  shared the machine while it was timed.
+
+Each failed check is one sentence; ``unstable_reasons`` lists them, ``check_stable`` raises
+with the first ones. Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ProbeSaveError, option
+
+if TYPE_CHECKING:
+    from .result import ProbeResult
+
+#: An efficiency (measured / ceiling) above this fails: 5 % for timer and clock noise, the
+#: same allowance ``analyze --measure`` gives a GEMM before it flags it as beating its roof.
+EFFICIENCY_LIMIT = 1.05
+#: A saved figure whose timed values spread (MAD / median) more than this fails; a spread
+#: above 10 % only warns (``kernels.timing.UNSTABLE_SPREAD``).
+SPREAD_LIMIT = 0.25
+
+
+def _order(where: str, gflops: dict[str, float]) -> list[str]:
+    fp32, fp64 = gflops.get("fp32"), gflops.get("fp64")
+    if fp32 and fp64 and fp32 < fp64:
+        return [f"{where}fp32 GEMM ran slower than fp64 ({fp32:,.1f} < {fp64:,.1f} GFLOP/s)"]
+    return []
+
+
+def _over(what: str, measured: float | None, ceiling: float | None, unit: str) -> list[str]:
+    if not measured or not ceiling or measured <= EFFICIENCY_LIMIT * ceiling:
+        return []
+    return [f"{what} {measured:,.1f} {unit} is {_times(measured / ceiling)} its ceiling "
+            f"{ceiling:,.1f} (more than {EFFICIENCY_LIMIT:g}x)"]
+
+
+def _times(ratio: float) -> str:
+    """``1.25x``; ``335,693x`` (a calibration GEMM timed below the per-call overhead comes out
+    at its floor, 1e-12 s)."""
+    return f"{ratio:,.2f}x" if ratio < 1000 else f"{ratio:,.0f}x"
+
+
+_SIZE = {"square": "n", "thin": "M", "thin_dram": "M"}
+
+
+def _calibration(efficiency: dict[str, Any], measured: dict[str, float],
+                 ceilings: dict[str, float]) -> list[str]:
+    """A calibration GEMM's efficiency is a share of the measured peak after the per-call
+    time; it is checked against the theoretical ceiling (efficiency x measured peak / ceiling)
+    where one is known: a small GEMM's share of the measured peak is the difference of two
+    near-equal times (its call and the overhead), and can pass 1 with no disturbance, but no
+    GEMM outruns the ceiling."""
+    out = []
+    for dtype, block in efficiency.items():
+        peak, ceiling = measured.get(dtype), ceilings.get(dtype)
+        scale = peak / ceiling if peak and ceiling else 1.0
+        against = (f"the theoretical {ceiling:,.1f} GFLOP/s" if peak and ceiling
+                   else f"the measured {dtype} peak")
+        for kind in ("square", "thin", "thin_dram"):
+            for size, value in (block.get(kind) or {}).items():
+                if value * scale > EFFICIENCY_LIMIT:
+                    out.append(f"calibration {dtype} {kind} GEMM ({_SIZE[kind]} = {size}) "
+                               f"ran at {_times(value * scale)} {against} (more than "
+                               f"{EFFICIENCY_LIMIT:g}x)")
+    return out
+
+
+def _spreads(details: dict[str, Any], dtypes: list[str], prefix: str) -> list[str]:
+    out = []
+    for dtype in dtypes:
+        block = details.get(f"{prefix}gemm_{dtype}")
+        if not block:
+            continue
+        stats = block["sizes"][str(block["best_n"])]
+        if stats["spread"] > SPREAD_LIMIT:
+            out.append(f"{prefix.replace('gpu_', 'GPU ')}{dtype} GEMM n={block['best_n']} spread "
+                       f"{stats['spread']:.0%} (MAD / median, more than {SPREAD_LIMIT:.0%})")
+    return out
+
+
+def unstable_reasons(result: ProbeResult) -> list[str]:
+    """One sentence per check ``result`` fails (empty: it may be saved)."""
+    measured, theory, details = result.measured, result.theoretical, result.details
+    gflops = measured.get("gemm_gflops", {})
+    reasons = _order("", gflops)
+    for dtype, rate in gflops.items():
+        reasons += _over(f"measured {dtype} GEMM", rate,
+                         theory.get("gemm_gflops", {}).get(dtype), "GFLOP/s")
+    dram = measured.get("bandwidth_gbs", {}).get("dram")
+    reasons += _over("the DRAM read stream", dram, theory.get("bandwidth_gbs", {}).get("dram"),
+                     "GB/s")
+    reasons += _calibration(measured.get("calibration", {}).get("gemm_efficiency", {}), gflops,
+                            theory.get("gemm_gflops", {}))
+    reasons += _spreads(details, list(gflops), "")
+    read = details.get("dram_read")
+    if dram and read and read.get("spread", 0) > SPREAD_LIMIT:
+        reasons.append(f"DRAM read stream spread {read['spread']:.0%} (MAD / median, more than "
+                       f"{SPREAD_LIMIT:.0%})")
+    gpu = measured.get("gpu")
+    if gpu:
+        gpu_theory = theory.get("gpu", {})
+        reasons += _order("GPU ", gpu.get("gemm_gflops", {}))
+        for dtype, rate in gpu.get("gemm_gflops", {}).items():
+            reasons += _over(f"measured GPU {dtype} GEMM", rate,
+                             gpu_theory.get("gemm_gflops", {}).get(dtype), "GFLOP/s")
+        reasons += _over("GPU device bandwidth", gpu.get("bandwidth_gbs", {}).get("device"),
+                         gpu_theory.get("bandwidth_gbs", {}).get("device"), "GB/s")
+        reasons += _spreads(details, list(gpu.get("gemm_gflops", {})), "gpu_")
+    return reasons
+
+
+def check_stable(result: ProbeResult, name: str) -> None:
+    """Raise ProbeSaveError, in one line naming the failed check, if ``result`` fails one."""
+    reasons = unstable_reasons(result)
+    if reasons:
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        raise ProbeSaveError(f"not saving {name!r}: the probe's own check failed: "
+                             f"{reasons[0]}{more}; rerun on an idle machine, or pass "
+                             f"{option('force', 'True')} to save it anyway")

@@ -1,0 +1,98 @@
+"""``analyze --measure`` is bounded in time (issue 25, class 8: a 9000^3 fp32 GEMM ran for
+minutes): a run whose estimated timing passes its budget is refused in one line before any
+timing, and a run under way stops each shape's repeats when the budget is spent."""
+
+from __future__ import annotations
+
+import copy
+import platform
+
+import pytest
+import yaml
+from test_predict import ENTRY, HOST, FakeClock, fake_kernels, spec
+
+from roofline.analysis import measure as measure_mod
+from roofline.analysis.report import analyze
+from roofline.model.network import network_from_dict
+
+BIG = {"name": "big", "batch": 9000, "dtype": "fp32", "mode": "inference",
+       "layers": [{"type": "linear", "in": 9000, "out": 9000}]}
+
+
+def big_report():
+    return analyze(network_from_dict(copy.deepcopy(BIG), "big.yaml"), spec())
+
+
+def test_the_budget_and_the_calls_are_the_stated_ones():
+    assert measure_mod.MEASURE_BUDGET_S == 60.0
+    assert measure_mod.CALLS_PER_SHAPE == 1 + 1 + 7  # calibration, warm-up, repeats
+    from roofline.cli import analyze as command
+
+    (option,) = [p for p in command.params if p.name == "measure_budget"]
+    assert option.default == measure_mod.MEASURE_BUDGET_S
+
+
+def test_the_estimate_is_nine_calls_at_the_roofline_time():
+    # MM1 = 9000 x 9000 x 9000 fp32: 2 x 9000^3 = 1.458e12 FLOP; bytes 4 x 3 x 9000^2 =
+    # 9.72e8, 1500 FLOP/B, above the ridge 0.1e12 / 20e9 = 5: compute-bound, 1.458e12 / 1e11
+    # = 14.58 s a call; 9 calls = 131.22 s
+    assert measure_mod.estimated_seconds(big_report()) == pytest.approx(131.22)
+
+
+def test_a_small_shape_counts_the_calibrated_value():
+    # 64 x 64 x 64: 2 x 64^3 / 1e11 = 5.2 us < 5 ms a value: 9 x 5 ms = 45 ms
+    small = copy.deepcopy(BIG) | {"batch": 64}
+    small["layers"] = [{"type": "linear", "in": 64, "out": 64, "repeat": 3}]
+    report = analyze(network_from_dict(small, "small.yaml"), spec())
+    assert measure_mod.estimated_seconds(report) == pytest.approx(9 * 0.005)  # one shape
+
+
+def test_a_run_over_the_budget_is_refused_before_any_kernel():
+    def make(*args):
+        raise AssertionError("no kernel is made")
+
+    with pytest.raises(measure_mod.MeasureError) as caught:
+        measure_mod.measure_report(big_report(), None, make, "fake", FakeClock(), HOST)
+    assert str(caught.value) == (
+        "timing the 1 distinct GEMM shape of big on box would take at least 131 s (9 calls "
+        "each at its roofline time), over the 60 s budget; lower batch=... or seq=..., or "
+        "raise measure_budget=...")
+    measure_mod.check_budget(big_report(), 132.0)  # a larger budget lets it through
+
+
+def test_a_run_under_way_stops_at_its_budget():
+    # two shapes whose roofline times are microseconds, but whose calls take 1 s each here:
+    # shape 1 (budget 3 s): calibration 1 s, warm-up to 2 s, one value to 3 s; the next would
+    # end at 4 s > 3 s. Shape 2 (nothing left): calibration, then the one value: 5 s in all
+    net = network_from_dict({"name": "two", "batch": 8, "dtype": "fp32", "mode": "inference",
+                             "layers": [{"type": "linear", "in": 64, "out": 32},
+                                        {"type": "linear", "in": 32, "out": 16}]}, "two.yaml")
+    report = analyze(net, spec())
+    clock = FakeClock()
+    make, made = fake_kernels(clock, {(8, 32, 64): 1.0, (8, 16, 32): 1.0})
+    said = []
+    measured = measure_mod.measure_report(report, said.append, make, "fake", clock, HOST,
+                                          budget_s=3.0)
+    assert clock.now == 5.0
+    assert all(r.measured.best_s == 1.0 for r in measured.results)
+    assert [line.endswith("1 of 7 values, within the 3 s budget)") for line in said[1:]] == [
+        True, True]
+
+
+def test_cli_refuses_in_one_line_and_names_the_way_past(invoke, isolated_user_hwdb, tmp_path):
+    entry = copy.deepcopy(ENTRY)
+    entry["measured"]["machine"] = f"{platform.node()}: AMD EPYC, 2 cores, Linux"
+    (isolated_user_hwdb / "box.yaml").write_text(yaml.safe_dump(entry))
+    model = tmp_path / "big.yaml"
+    model.write_text(yaml.safe_dump(BIG))
+    res = invoke("analyze", model, "--hw", "box", "--measure")
+    assert res.exit_code == 2
+    assert res.stderr.splitlines() == [
+        "Error: --measure: timing the 1 distinct GEMM shape of big on box would take at least "
+        "131 s (9 calls each at its roofline time), over the 60 s budget; lower --batch or "
+        "--seq, or raise --measure-budget"]
+    res = invoke("analyze", model, "--hw", "box", "--measure-budget", "200")
+    assert res.exit_code == 2
+    assert res.stderr.splitlines() == [
+        "Error: --measure-budget: goes with --measure (it bounds the time --measure spends "
+        "timing GEMMs)"]

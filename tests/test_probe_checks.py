@@ -1,0 +1,204 @@
+"""The probe's own checks (issue 25): a result they call unstable (fp32 slower than fp64, an
+efficiency above 1.05, a spread above 25 %) is not saved without --force, and the refusal names
+the check in one line. Results are built by hand; only the CLI test runs a (tiny) probe."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+from _probe_fakes import CPUINFO
+
+from roofline import probe
+from roofline.errors import ProbeSaveError
+from roofline.probe import checks, identify, runner
+from roofline.probe.checks import EFFICIENCY_LIMIT, SPREAD_LIMIT, unstable_reasons
+from roofline.probe.result import ProbeResult
+
+
+def _gemm_details(spread: float) -> dict:
+    return {"sizes": {"1024": {"spread": spread, "best": 1.0}}, "best_n": 1024}
+
+
+def steady(**changes) -> ProbeResult:
+    """A CPU result that passes every check: fp32 100 GFLOP/s = half its 200 ceiling, fp64 50
+    of 100, DRAM 10 of 20 GB/s, calibration efficiencies at most 0.9, spreads 1-2 %."""
+    measured = {"gemm_gflops": {"fp32": 100.0, "fp64": 50.0},
+                "bandwidth_gbs": {"dram": 10.0, "triad": 9.0, "copy": 9.5},
+                "small_gemm_overhead_s": 1e-6,
+                "calibration": {"version": 2, "call_overhead_s": 1e-6, "gemm_efficiency": {
+                    "fp32": {"square": {"32": 0.2, "512": 0.9}, "thin": {"1": 0.05},
+                             "thin_nk": 1024, "thin_dram": {"1": 0.01}, "thin_dram_nk": 5120,
+                             "peak_n": 1024, "c_write": {"passes": 2.5, "m": 6144, "n": 4096,
+                                                         "k": 16, "time_s": 0.09}}}}}
+    theoretical = {"gemm_gflops": {"fp32": 200.0, "fp64": 100.0},
+                   "bandwidth_gbs": {"dram": 20.0}}
+    details = {"gemm_fp32": _gemm_details(0.01), "gemm_fp64": _gemm_details(0.02),
+               "dram_read": {"spread": 0.02}}
+    cpu = identify.identify_cpu(dict(CPUINFO))
+    result = ProbeResult("quick", cpu, [], [], measured, theoretical, details, [], [], [],
+                         {"date": "2026-11-25T08:00:00+00:00", "hostname": "box",
+                          "platform": "Linux", "method_version": 4})
+    return dataclasses.replace(result, **changes)
+
+
+def test_the_limits_are_the_stated_ones():
+    assert (EFFICIENCY_LIMIT, SPREAD_LIMIT) == (1.05, 0.25)
+
+
+def test_a_steady_result_passes_and_saves(isolated_user_hwdb):
+    assert unstable_reasons(steady()) == []
+    assert probe.save_entry(steady(), "box") == isolated_user_hwdb / "box.yaml"
+
+
+def test_fp32_slower_than_fp64():
+    result = steady()
+    result.measured["gemm_gflops"].update(fp32=40.0)  # below fp64's 50
+    assert unstable_reasons(result) == [
+        "fp32 GEMM ran slower than fp64 (40.0 < 50.0 GFLOP/s)"]
+
+
+def test_an_efficiency_above_the_limit():
+    result = steady()
+    result.measured["bandwidth_gbs"]["dram"] = 21.2  # 21.2 / 20 = 1.06 > 1.05
+    assert unstable_reasons(result) == [
+        "the DRAM read stream 21.2 GB/s is 1.06x its ceiling 20.0 (more than 1.05x)"]
+    result.measured["bandwidth_gbs"]["dram"] = 21.0  # exactly 1.05: within the allowance
+    assert unstable_reasons(result) == []
+    result.measured["gemm_gflops"]["fp32"] = 250.0  # 250 / 200 = 1.25
+    assert unstable_reasons(result) == [
+        "measured fp32 GEMM 250.0 GFLOP/s is 1.25x its ceiling 200.0 (more than 1.05x)",
+        # the n = 512 calibration GEMM at 0.9 of that peak: 0.9 x 250 / 200 = 1.125
+        "calibration fp32 square GEMM (n = 512) ran at 1.12x the theoretical 200.0 GFLOP/s "
+        "(more than 1.05x)"]
+
+
+def test_a_calibration_gemm_above_the_ceiling():
+    # efficiencies are shares of the measured fp32 peak, 100 of a 200 GFLOP/s ceiling: 13.5 x
+    # 100 / 200 = 6.75x the ceiling fails; 2.1 x 100 / 200 = 1.05 does not (it outran the
+    # measured peak, which a small GEMM's share after the call overhead can, but not the
+    # ceiling)
+    result = steady()
+    result.measured["calibration"]["gemm_efficiency"]["fp32"]["square"]["32"] = 13.5
+    result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 2.1
+    assert unstable_reasons(result) == [
+        "calibration fp32 square GEMM (n = 32) ran at 6.75x the theoretical 200.0 GFLOP/s "
+        "(more than 1.05x)"]
+    result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 2.2  # 1.1x
+    assert len(unstable_reasons(result)) == 2
+    # timed below the per-call overhead: calibrate's floor of 1e-12 s makes it huge
+    result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 671_386.7
+    assert unstable_reasons(result)[1] == (
+        "calibration fp32 thin GEMM (M = 1) ran at 335,693x the theoretical 200.0 GFLOP/s "
+        "(more than 1.05x)")  # 671,386.7 x 100 / 200
+    result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 2.2
+    # no ceiling known (no clock): against the measured peak itself
+    del result.theoretical["gemm_gflops"]["fp32"]
+    assert unstable_reasons(result) == [
+        "calibration fp32 square GEMM (n = 32) ran at 13.50x the measured fp32 peak (more "
+        "than 1.05x)",
+        "calibration fp32 thin GEMM (M = 1) ran at 2.20x the measured fp32 peak (more than "
+        "1.05x)"]
+
+
+def test_a_spread_above_the_limit():
+    result = steady()
+    result.details["gemm_fp64"] = _gemm_details(0.30)
+    result.details["dram_read"]["spread"] = 0.26
+    assert unstable_reasons(result) == [
+        "fp64 GEMM n=1024 spread 30% (MAD / median, more than 25%)",
+        "DRAM read stream spread 26% (MAD / median, more than 25%)"]
+    result.details["gemm_fp64"] = _gemm_details(0.25)  # at the limit: passes
+    result.details["dram_read"]["spread"] = 0.25
+    assert unstable_reasons(result) == []
+
+
+def test_a_gpu_result_is_checked_too():
+    result = steady()
+    result.measured["gpu"] = {"gemm_gflops": {"fp32": 10_000.0, "fp64": 19_000.0},
+                              "bandwidth_gbs": {"device": 1500.0}}
+    result.theoretical["gpu"] = {"gemm_gflops": {"fp32": 19_500.0, "fp64": 9_700.0},
+                                 "bandwidth_gbs": {"device": 2039.0}}
+    # 19,000 / 9,700 = 1.96
+    assert unstable_reasons(result) == [
+        "GPU fp32 GEMM ran slower than fp64 (10,000.0 < 19,000.0 GFLOP/s)",
+        "measured GPU fp64 GEMM 19,000.0 GFLOP/s is 1.96x its ceiling 9,700.0 (more than "
+        "1.05x)"]
+
+
+def test_an_unstable_result_is_refused_unless_forced(isolated_user_hwdb):
+    result = steady()
+    result.measured["gemm_gflops"].update(fp32=40.0)
+    with pytest.raises(ProbeSaveError) as caught:
+        probe.save_entry(result, "box")
+    assert str(caught.value) == (
+        "not saving 'box': the probe's own check failed: fp32 GEMM ran slower than fp64 (40.0 "
+        "< 50.0 GFLOP/s); rerun on an idle machine, or pass force=True to save it anyway")
+    assert list(isolated_user_hwdb.iterdir()) == []
+    probe.save_entry(result, "box", force=True)
+    assert (isolated_user_hwdb / "box.yaml").exists()
+
+
+def test_the_cli_refuses_in_one_line_and_force_saves(invoke, monkeypatch, isolated_user_hwdb):
+    result = steady()
+    result.details["dram_read"]["spread"] = 0.4
+    result.measured["gemm_gflops"].update(fp32=40.0)
+    monkeypatch.setattr(runner, "run_probe", lambda **kwargs: result)
+    monkeypatch.setattr(probe, "run_probe", lambda **kwargs: result)
+    res = invoke("probe", "--save", "box", "--format", "json")
+    assert res.exit_code == 2
+    assert json.loads(res.stdout)["measured"]["gemm_gflops"]["fp32"] == 40.0  # still shown
+    assert res.stderr.splitlines() == [
+        "Error: not saving 'box': the probe's own check failed: fp32 GEMM ran slower than fp64 "
+        "(40.0 < 50.0 GFLOP/s) (and 1 more); rerun on an idle machine, or pass --force to "
+        "save it anyway"]
+    assert list(isolated_user_hwdb.iterdir()) == []
+    res = invoke("probe", "--save", "box", "--force")
+    assert res.exit_code == 0 and (isolated_user_hwdb / "box.yaml").exists()
+
+
+def test_hw_local_checks_the_directory_before_probing(monkeypatch, isolated_user_hwdb):
+    # issue 25, class 8: a read-only user directory used to fail after 20 s of probing
+    monkeypatch.setattr(runner, "run_probe", lambda **kwargs: pytest.fail("probed"))
+    isolated_user_hwdb.chmod(0o500)
+    try:
+        if os.access(isolated_user_hwdb, os.W_OK):
+            pytest.skip("running as root: a read-only mode does not stop root")
+        with pytest.raises(ProbeSaveError, match=r"^hardware='local' saves a quick probe of "
+                                                 r"this machine, but cannot save into .*user-"
+                                                 r"hwdb: .*user-hwdb is not writable"):
+            probe.local_hardware()
+    finally:
+        isolated_user_hwdb.chmod(0o700)
+
+
+def test_hw_local_checks_the_directory_before_probing_as_root_too(monkeypatch, tmp_path):
+    # a user directory below a regular file cannot be made, whoever runs it
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("ROOFLINE_HWDB", str(blocker / "hwdb"))
+    monkeypatch.setattr(runner, "run_probe", lambda **kwargs: pytest.fail("probed"))
+    with pytest.raises(ProbeSaveError, match=r"saves a quick probe of this machine, but "
+                                             r"cannot save into .*file is not a directory"):
+        probe.local_hardware()
+
+
+def test_hw_local_does_not_save_an_unstable_probe(monkeypatch, isolated_user_hwdb):
+    result = steady()
+    result.measured["gemm_gflops"].update(fp32=40.0)
+    monkeypatch.setattr(runner, "run_probe", lambda **kwargs: result)
+    with pytest.raises(ProbeSaveError) as caught:
+        probe.local_hardware()
+    assert caught.value.text(lambda name, value: f"--hw {value}") == (
+        "the quick probe behind --hw local failed its own check: fp32 GEMM ran slower than "
+        "fp64 (40.0 < 50.0 GFLOP/s); nothing saved: run `roofline probe --save local` on an "
+        "idle machine (`--force` saves it anyway)")
+    assert list(isolated_user_hwdb.iterdir()) == []
+
+
+def test_checks_module_is_the_one_save_uses(monkeypatch, isolated_user_hwdb):
+    monkeypatch.setattr(checks, "unstable_reasons", lambda result: ["made up"])
+    with pytest.raises(ProbeSaveError, match="check failed: made up;"):
+        probe.save_entry(steady(), "box")
