@@ -10,6 +10,7 @@ import functools
 import sys
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -633,5 +634,34 @@ def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="roofline")
+    """Console-script entry point. Output that cannot be written (stdout on a full device, a
+    closed pipe) ends the run with one line, never a traceback (``_output_failed``)."""
+    try:
+        try:
+            cli(prog_name="roofline")
+        finally:  # text still buffered fails here, not in the interpreter's own exit
+            sys.stdout.flush()
+    except OSError as exc:
+        if exc.filename is not None:  # a named file, not stdout: not ours to explain
+            raise
+        _output_failed(exc)
+
+
+def _output_failed(exc: OSError) -> NoReturn:
+    """stdout failed: a reader that went away (``| head -1``) ends the run quietly, exit 1;
+    any other failure (``> /dev/full``: no space left) is one line on stderr, exit 2. What is
+    still buffered is dropped (stdout goes to /dev/null), so the exit does not fail again."""
+    import errno
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    if exc.errno == errno.EPIPE:
+        sys.exit(1)
+    try:
+        click.echo(f"Error: cannot write the output: {exc.strerror or exc}", err=True)
+    except OSError:
+        pass
+    sys.exit(2)
