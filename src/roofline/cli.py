@@ -68,6 +68,10 @@ class RooflineGroup(click.Group):
             except RooflineError as exc:
                 error = str(exc)
                 raise BadInput(one_line(_with_flag(exc))) from None
+            except OSError as exc:  # stdout failed: main() says so (click would exit 0 on EPIPE)
+                if exc.filename is not None:
+                    raise
+                raise _OutputFailed(exc) from None
             finally:
                 for warning in caught:  # the file asked for is reported once, as the error
                     if not (error and str(warning.message).startswith(error)):
@@ -75,6 +79,14 @@ class RooflineGroup(click.Group):
 
 
 _ARGV = "roofline.argv"
+
+
+class _OutputFailed(Exception):
+    """Writing stdout failed (a full device, a closed pipe): carried past click to main()."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _command() -> str:
@@ -641,6 +653,8 @@ def main() -> None:
             cli(prog_name="roofline")
         finally:  # text still buffered fails here, not in the interpreter's own exit
             sys.stdout.flush()
+    except _OutputFailed as exc:
+        _output_failed(exc.error)
     except OSError as exc:
         if exc.filename is not None:  # a named file, not stdout: not ours to explain
             raise
