@@ -26,9 +26,6 @@ class _Missing(enum.Enum):
 
 _MISSING: Final = _Missing.MISSING
 
-__all__ = ["MAX_INT", "Fields", "check_plain", "load_yaml_file", "load_yaml_text",
-           "positive_int", "positive_number"]  # MAX_INT: files.numbers, kept importable here
-
 
 def load_yaml_file(path: str | os.PathLike[str]) -> Any:
     """Read ``path`` (a regular file of at most 16 MiB) and parse it with ``load_yaml_text``."""
