@@ -9,6 +9,7 @@ parametrized test then checks one case's result against hand-written expectation
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -25,7 +26,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOFLINE = Path(sys.executable).parent / "roofline"
-V100 = Path(__file__).resolve().parents[1] / "hwdb" / "gpu" / "v100-sxm2-16gb.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+V100 = ROOT / "hwdb" / "gpu" / "v100-sxm2-16gb.yaml"
+LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
+RESNET = str(ROOT / "examples" / "resnet50.yaml")
 GOOD = "batch: 8\ndtype: fp16\nmlp: [8, 16, 8]\n"
 LAYER = "batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: %s, out: 8}\n"
 BOMB = "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10) if p else '1, 1, 1, 1, 1, 1, 1, 1, 1, 1'}]\n"
@@ -61,6 +65,26 @@ def entry(name: str, replace: dict[str, str] | None = None, extra: str = "") -> 
     return "\n".join(lines) + "\n" + extra
 
 
+def config(**changes: object) -> str:
+    """Llama-2-7B's config.json with some keys changed."""
+    return json.dumps({**json.loads(LLAMA.read_text()), **changes})
+
+
+def saved_entry(name: str, square: dict) -> str:
+    """A probe-saved (measured) CPU entry whose fp32 calibration table is ``square``."""
+    data = {"name": name, "kind": "cpu", "vendor": "AMD", "model": "AMD EPYC",
+            "architecture": "x", "origin": "measured", "peak_tflops": {"fp32": 0.1},
+            "bandwidth_gbs": 20.0, "llc_mb": 1.0,
+            "cpu": {"sockets": 1, "cores_per_socket": 2, "simd_bits": 512, "fma_units": 2,
+                    "clock_ghz": 3.0},
+            "calibration": {"version": 2, "call_overhead_s": 0.001, "gemm_efficiency": {
+                "fp32": {"square": square, "thin": {"1": 0.1}, "thin_nk": 64, "peak_n": 64}}},
+            "sources": [{"title": "probe", "command": "roofline probe",
+                         "covers": ["peak_tflops", "bandwidth_gbs", "llc_mb", "cpu"]}],
+            "notes": "a saved entry"}
+    return json.dumps(data, ensure_ascii=False)  # JSON is YAML
+
+
 @dataclass
 class Case:
     args: list[str]                      # {model}, {hwdb} and {tmp} are filled in
@@ -72,9 +96,15 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     warns: list[str] = field(default_factory=list)  # exit 0 with these Warning: lines
     usage: bool = False                  # click's own usage error (Usage / Try / Error lines)
+    files: dict[str, str] = field(default_factory=dict)  # other files, under {tmp}
+    stdout: list[str] = field(default_factory=list)  # exit 0: what stdout must contain
+    stdout_to: str | None = None         # stdout goes to this file (/dev/full), not a pipe
+    read_one_line: bool = False          # the reader closes the pipe after one line (| head -1)
 
 
 AN = ["analyze", "{model}", "--hw", "a100"]
+CONV = ("batch: 8\ndtype: fp16\ninput: {channels: 3, height: 224, width: 224}\nlayers:\n"
+        "  - {type: conv2d, out_channels: 64, kernel: 7, %s: %s}\n")
 CASES = {
     # files that are not regular files, or too large
     "fifo-model": Case(["analyze", "{tmp}/pipe.yaml", "--hw", "a100"], 2,
@@ -248,6 +278,112 @@ CASES = {
                                  ",".join(str(b) for b in range(1, 10_002))],
                                 2, ["--batch: 10,001 points (10,001 batches) are more than the "
                                     "10,000 a sweep analyzes"], model=GOOD),
+    # issue 25, class 1: digits that are not digits ('²'.isdigit() is true; int('٣') is 3)
+    "gemm-superscript": Case(["gemm", "--hw", "a100-sxm4-80gb", "²", "4096", "1024"], 2,
+                             ["gemm: M: expected a positive integer, got '²'"]),
+    "gemm-arabic-indic-digit": Case(["gemm", "--hw", "a100", "8", "٣", "8"], 2,
+                                    ["gemm: N: expected a positive integer, got '٣'"]),
+    "gemm-underscores-are-legal": Case(["gemm", "--hw", "a100", "1_024", "8", "8"], 0,
+                                       stdout=["gemm-1024x8x8"]),
+    "sweep-batch-superscript": Case(["sweep", "{model}", "--hw", "a100", "--batch", "²"], 2,
+                                    ["--batch: expected positive integers"], model=GOOD),
+    "sweep-range-superscript": Case(["sweep", "{model}", "--hw", "a100", "--batch", "1..²"], 2,
+                                    ["--batch: expected a range a..b"], model=GOOD),
+    "sweep-seq-superscript": Case(["sweep", str(LLAMA), "--hw", "a100", "--batch", "1",
+                                   "--seq", "8,²"], 2, ["--seq: expected positive integers"]),
+    "batch-option-superscript": Case(AN + ["--batch", "²"], 2, model=GOOD, usage=True),
+    "data-parallel-superscript": Case(AN + ["--data-parallel", "2,²", "--interconnect", "25"],
+                                      2, ["--data-parallel: expected worker counts"],
+                                      model=GOOD),
+    "plan-gpus-superscript": Case(["plan", str(LLAMA), "--hw", "h100", "--batch", "8", "--seq",
+                                   "128", "--gpus", "²"], 2, ["--gpus: expected a count"]),
+    "plan-zero-superscript": Case(["plan", str(LLAMA), "--hw", "h100", "--batch", "8", "--seq",
+                                   "128", "--gpus", "8", "--zero", "¹"], 2,
+                                  ["--zero: expected ZeRO stages 0, 1, 2 or 3"]),
+    "saved-key-superscript-skipped": Case(["hw", "list"], 0,
+                                          user={"sup.yaml": saved_entry("sup", {"²": 0.5})},
+                                          warns=["sup.yaml: calibration.gemm_efficiency.fp32."
+                                                 "square.²: expected a positive integer size",
+                                                 "entry skipped"]),
+    "saved-key-superscript-asked": Case(["hw", "show", "sup"], 2,
+                                        ["sup.yaml: calibration.gemm_efficiency.fp32.square.²"],
+                                        user={"sup.yaml": saved_entry("sup", {"²": 0.5})}),
+    "saved-key-digits-legal": Case(["hw", "show", "fine"], 0, stdout=["fine"],
+                                   user={"fine.yaml": saved_entry("fine", {"64": 0.5})}),
+    # class 2: the bounds of the Limits section on every path
+    "gemm-k-10**400": Case(["gemm", "--hw", "a100", "1", "1", "1" + "0" * 400], 2,
+                           ["gemm: K: an integer of 401 digits is out of range (at most 2**40"]),
+    "gemm-m-2**40+1": Case(["gemm", "--hw", "a100", str(2**40 + 1), "8", "8"], 2,
+                           ["gemm: M: 1099511627777 is out of range"]),
+    "conv-stride-10**39": Case(AN, 2, ["model.yaml: layers[0].stride: an integer of 40 digits "
+                                       "is out of range"], model=CONV % ("stride", 10**39)),
+    "conv-padding-10**39": Case(AN, 2, ["model.yaml: layers[0].padding: an integer of 40 "
+                                        "digits is out of range"],
+                                model=CONV % ("padding", 10**39)),
+    "conv-dilation-list-2**40+1": Case(AN, 2, ["layers[0].dilation: 1099511627777 is out of "
+                                               "range"],
+                                       model=CONV % ("dilation", f"[1, {2**40 + 1}]")),
+    "pool-stride-10**39": Case(AN, 2, ["model.yaml: layers[1].stride: an integer of 40 digits"],
+                               model=CONV % ("stride", 1) + "  - {type: maxpool2d, kernel: 3, "
+                                                           f"stride: {10**39}}}\n"),
+    "interconnect-1e-320": Case(AN + ["--interconnect", "1e-320", "--data-parallel", "2"], 2,
+                                ["--interconnect: 1e-320 GB/s is implausible (expected 0.001 "
+                                 "to 1e+07)"], model=GOOD),
+    "host-link-1e-320-json": Case(AN + ["--host-link", "1e-320", "--format", "json"], 2,
+                                  ["--host-link: 1e-320 GB/s is implausible"], model=GOOD),
+    "host-link-1e400": Case(AN + ["--host-link", "1e400"], 2,
+                            ["--host-link: 1e400 GB/s is implausible"], model=GOOD),
+    "host-link-nan": Case(AN + ["--host-link", "nan"], 2, ["--host-link: unknown link 'nan'"],
+                          model=GOOD),
+    "host-link-1e8": Case(AN + ["--host-link", "1e8"], 2, ["--host-link: 1e8 GB/s is "
+                                                           "implausible"], model=GOOD),
+    "plan-intra-1e-320": Case(["plan", str(LLAMA), "--hw", "h100", "--batch", "8", "--seq",
+                               "128", "--gpus", "8", "--intra", "1e-320"], 2,
+                              ["--intra: 1e-320 GB/s is implausible"]),
+    "plan-inter-arabic-digit": Case(["plan", str(LLAMA), "--hw", "h100", "--batch", "8",
+                                     "--seq", "128", "--gpus", "8", "--inter", "٣"], 2,
+                                    ["--inter: unknown link '٣'"]),
+    "gpus-per-node-superscript": Case(["plan", str(LLAMA), "--hw", "h100", "--batch", "8",
+                                       "--seq", "128", "--gpus", "8", "--gpus-per-node", "²"],
+                                      2, usage=True),
+    # class 6: a config.json's errors name its own keys
+    "config-kv-heads": Case(["analyze", "{tmp}/config.json", "--hw", "a100", "--batch", "1",
+                             "--seq", "8"], 2,
+                            ["config.json: num_key_value_heads: expected a divisor of "
+                             "num_attention_heads (32), got 5"],
+                            files={"config.json": config(num_key_value_heads=5)}),
+    "config-hidden-heads": Case(["analyze", "{tmp}/config.json", "--hw", "a100", "--batch", "1",
+                                 "--seq", "8"], 2,
+                                ["config.json: num_attention_heads: hidden_size (4097) is not "
+                                 "a multiple of num_attention_heads (32)"],
+                                files={"config.json": config(hidden_size=4097)}),
+    "config-superscript-layers": Case(["analyze", "{tmp}/config.json", "--hw", "a100",
+                                       "--batch", "1", "--seq", "8"], 2,
+                                      ["config.json: num_hidden_layers: expected a positive "
+                                       "integer, got '²'"],
+                                      files={"config.json": config(num_hidden_layers="²")}),
+    # class 9: a sweep range reaches its end, up to the stated cap
+    "sweep-range-to-10**12": Case(["sweep", "{model}", "--hw", "a100", "--batch",
+                                   f"1..{10**12}"], 0, stdout=["549755813888"], model=GOOD),
+    "sweep-range-above-2**30": Case(["sweep", "{model}", "--hw", "a100", "--batch",
+                                     "2000000000..3000000000"], 0, stdout=["2147483648"],
+                                    model=GOOD),
+    "sweep-range-above-cap": Case(["sweep", "{model}", "--hw", "a100", "--batch",
+                                   f"1..{10**13}"], 2,
+                                  ["--batch: in the range '1..10000000000000': 10000000000000 "
+                                   "is out of range (at most 2**40 = 1099511627776)"],
+                                  model=GOOD),
+    # class 10: stdout that cannot be written
+    "stdout-dev-full": Case(AN, 2, ["Error: cannot write the output: No space left on device"],
+                            model=GOOD, stdout_to="/dev/full"),
+    "stdout-dev-full-json": Case(AN + ["--format", "json"], 2, ["cannot write the output"],
+                                 model=GOOD, stdout_to="/dev/full"),
+    "stdout-dev-full-hw-list": Case(["hw", "list"], 2, ["cannot write the output"],
+                                    stdout_to="/dev/full"),
+    "stdout-closed-pipe": Case(["analyze", RESNET, "--hw", "a100", "--expand", "--format",
+                                "json"], 1, read_one_line=True),
+    "stdout-closed-pipe-table": Case(AN, 1, model="batch: 8\ndtype: fp16\nmlp: " +
+                                     str([64] * 3000) + "\n", read_one_line=True),
 }
 
 
@@ -262,6 +398,8 @@ def _prepare(name: str, case: Case, root: Path) -> tuple[list[str], dict[str, st
         model.write_bytes(data)
     for file, text in case.user.items():
         (hwdb / file).write_text(text)
+    for file, text in case.files.items():
+        (tmp / file).write_text(text)
     if case.fifo:
         os.mkfifo(tmp / case.fifo)
     fill = {"{model}": str(model), "{hwdb}": str(hwdb), "{tmp}": str(tmp)}
@@ -277,12 +415,30 @@ def _prepare(name: str, case: Case, root: Path) -> tuple[list[str], dict[str, st
     return [str(ROOFLINE)] + [filled(a) for a in case.args], env
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess | str:
+def _run(cmd: list[str], env: dict[str, str], case: Case) -> subprocess.CompletedProcess | str:
     try:
+        if case.read_one_line:
+            return _read_one_line(cmd, env)
+        if case.stdout_to:
+            with open(case.stdout_to, "w") as out:
+                return subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.PIPE,
+                                      text=True, timeout=20, stdin=subprocess.DEVNULL)
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=20,
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return "timed out (a hang)"
+
+
+def _read_one_line(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``cmd | head -1``: the reader takes one line and closes the pipe."""
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, text=True) as process:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        stderr = process.stderr.read()
+        code = process.wait(timeout=20)
+    return subprocess.CompletedProcess(cmd, code, first, stderr)
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +448,8 @@ def results(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     prepared = {name: _prepare(name, case, root) for name, case in CASES.items()}
     with ThreadPoolExecutor(max_workers=max(2, (os.cpu_count() or 2) * 2)) as pool:
-        futures = {name: pool.submit(_run, *args) for name, args in prepared.items()}
+        futures = {name: pool.submit(_run, *args, CASES[name])
+                   for name, args in prepared.items()}
         return {name: future.result() for name, future in futures.items()}
 
 
@@ -301,6 +458,10 @@ def test_hostile_input(results, name):
     case, result = CASES[name], results[name]
     assert not isinstance(result, str), result
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    if case.read_one_line:  # 1 when a write failed (EPIPE); 0 when the pipe took all of it
+        assert result.returncode in (0, 1) and result.stderr == "", result.stderr[-2000:]
+        assert result.stdout, "the first line arrives"
+        return
     assert result.returncode == case.code, result.stderr[-2000:]
     lines = result.stderr.splitlines()
     if case.code == 2 and not case.usage:
@@ -308,11 +469,16 @@ def test_hostile_input(results, name):
         assert lines[0].startswith("Error: ")
         for expected in case.names:
             assert expected in lines[0], lines[0][:500]
+        if not case.stdout_to:  # nothing half-printed before the error
+            assert result.stdout == "", result.stdout[:500]
     elif case.code == 0:
         warnings = [line for line in lines if line.startswith("Warning: ")]
         assert len(warnings) == (1 if case.warns else 0), result.stderr[-2000:]
         for expected in case.warns:
             assert expected in warnings[0]
+        for expected in case.stdout:
+            assert expected in result.stdout, result.stdout[:2000]
+
 
 
 def test_click_usage_errors_keep_their_shape(results):

@@ -13,10 +13,10 @@ from _probe_fakes import CPUINFO
 from roofline import probe
 from roofline.api import analyze_model
 from roofline.errors import ProbeSaveError
+from roofline.files.atomic import write_atomic
 from roofline.hardware.catalog import ENV_VAR, clear_cache, load_hardware
 from roofline.hardware.spec import HardwareSpec
 from roofline.probe import identify, runner
-from roofline.probe.entry import write_atomic
 
 MODEL = "examples/mlp-1024-4096-1000.yaml"
 

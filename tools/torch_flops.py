@@ -198,7 +198,9 @@ def main() -> int:
                                 "parameters": parameters(name),
                                 "inference": count(name, "inference"),
                                 "train": count(name, "train")}
-    OUT.write_text(json.dumps(data, indent=2) + "\n")
+    from roofline.files.atomic import write_atomic
+
+    write_atomic(OUT, json.dumps(data, indent=2) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}", file=sys.stderr)
     return 0
 

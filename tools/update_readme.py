@@ -56,7 +56,9 @@ def main() -> int:
             print("README.md hardware table is stale: run python tools/update_readme.py")
             return 1
         return 0
-    README.write_text(with_example_outputs(new), encoding="utf-8")
+    from roofline.files.atomic import write_atomic
+
+    write_atomic(README, with_example_outputs(new))  # whole or not at all
     return 0
 
 

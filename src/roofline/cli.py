@@ -10,15 +10,37 @@ import functools
 import sys
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from . import __version__
 from .errors import InputError, PlotError, RooflineError, one_line, render_options
-from .files.fields import MAX_INT
+from .files.numbers import MAX_INT, parse_int
 from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
+
+
+class Count(click.ParamType):
+    """An integer option read by the tool's one integer parser (``files.numbers.parse_int``:
+    ASCII digits, ``low`` .. ``high``); anything else is click's usage error, exit 2."""
+
+    name = "integer"
+
+    def __init__(self, low: int = 1, high: int = MAX_INT) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):  # a default
+            return value
+        try:
+            return parse_int(value, self.low, self.high)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+COUNT = Count()
 
 
 class BadInput(click.ClickException):
@@ -46,6 +68,10 @@ class RooflineGroup(click.Group):
             except RooflineError as exc:
                 error = str(exc)
                 raise BadInput(one_line(_with_flag(exc))) from None
+            except OSError as exc:  # stdout failed: main() says so (click would exit 0 on EPIPE)
+                if exc.filename is not None:
+                    raise
+                raise _OutputFailed(exc) from None
             finally:
                 for warning in caught:  # the file asked for is reported once, as the error
                     if not (error and str(warning.message).startswith(error)):
@@ -53,6 +79,14 @@ class RooflineGroup(click.Group):
 
 
 _ARGV = "roofline.argv"
+
+
+class _OutputFailed(Exception):
+    """Writing stdout failed (a full device, a closed pipe): carried past click to main()."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _command() -> str:
@@ -129,7 +163,7 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
     """The options that override a model's own settings (every command that reads a model);
     sweep gives its batches and sequence lengths its own way."""
     options = [
-        click.option("--batch", type=click.IntRange(min=1, max=MAX_INT),
+        click.option("--batch", type=COUNT,
                      help="Override the model's batch (required when the file has none)."),
         click.option("--dtype", type=click.Choice(DTYPES),
                      help="Override the model's dtype (of A and B, the operands)."),
@@ -142,7 +176,7 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
         click.option("--mode", type=click.Choice(("train", "inference")),
                      help="train: forward and backward GEMMs (3n-1 for n linear layers); "
                           "inference: forward only."),
-        click.option("--seq", type=click.IntRange(min=1, max=MAX_INT),
+        click.option("--seq", type=COUNT,
                      help="Override the tokens per sample (transformer models need it)."),
         click.option("--phase", type=click.Choice(("prefill", "decode")),
                      help="Inference phase: prefill (seq tokens at once) or decode (one new "
@@ -154,7 +188,7 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
                      help="Inference: how weights are stored (int4 group-quantized, int8, fp8: "
                           "weight-only when narrower than --activations, dequantized and "
                           "counted) [default: the activations' dtype]."),
-        click.option("--group-size", type=click.IntRange(min=1, max=MAX_INT),
+        click.option("--group-size", type=COUNT,
                      help="int4 weights: values per fp16 scale (must divide every weight "
                           "GEMM's K) [default: 128]."),
         click.option("--activations", type=click.Choice(DTYPES),
@@ -241,11 +275,11 @@ def _check_plot(plot: Path | None) -> None:
               help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
                    "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
                    "direction.")
-@click.option("--prompt", type=click.IntRange(min=1, max=MAX_INT), metavar="P",
+@click.option("--prompt", type=COUNT, metavar="P",
               help="Generation: P prompt tokens per sequence (with --generate; sets the "
                    "sequence lengths, so no --seq): time to first token, time per output "
                    "token over the growing KV cache, tokens/s, latency (JSON generation).")
-@click.option("--generate", type=click.IntRange(min=1, max=MAX_INT), metavar="G",
+@click.option("--generate", type=COUNT, metavar="G",
               help="Generation: G output tokens per sequence (with --prompt).")
 @click.option("--measure", is_flag=True,
               help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
@@ -464,14 +498,14 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
 @click.option("--sequence-parallel/--no-sequence-parallel", default=True, show_default=True,
               help="Sequence parallelism with tensor parallelism (Korthikanti et al.): "
                    "activations and norms divided by tp, same communication.")
-@click.option("--gpus-per-node", type=click.IntRange(min=1, max=1024), default=8,
+@click.option("--gpus-per-node", type=Count(high=1024), default=8,
               show_default=True, help="GPUs that share the intra-node link.")
 @click.option("--intra", metavar="NAME|GBPS", help="The link inside a node (links.yaml: "
               "nvswitch-h100, nvswitch-a100, nvlink4, pcie5-x16, ...; or GB/s per direction) "
               "[default: the NVSwitch of an SXM entry's NVLink, else PCIe of its host link].")
 @click.option("--inter", metavar="NAME|GBPS", help="The link between nodes, per GPU (ib-ndr, "
               "ib-hdr, 400gbe, 100gbe, ...; or GB/s per direction) [default: ib-ndr].")
-@click.option("--top", type=click.IntRange(min=1, max=MAX_INT), default=3, show_default=True,
+@click.option("--top", type=COUNT, default=3, show_default=True,
               help="Layouts shown per GPU count (JSON: all that fit unless given).")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
               show_default=True)
@@ -537,10 +571,13 @@ def plan(model: Path, hardware: str, gpus: str, tp: str | None, pp: str | None,
 
 
 def _zero_stage(piece: str) -> int:
-    if piece.strip() not in ("0", "1", "2", "3"):
+    from .files.numbers import parse_int, quoted
+
+    try:
+        return parse_int(piece, low=0, high=3)
+    except ValueError:
         raise InputError("zero", "", f"expected ZeRO stages 0, 1, 2 or 3 (a comma list), got "
-                                     f"{piece!r}")
-    return int(piece)
+                                     f"{quoted(piece)}") from None
 
 
 def _given(name: str) -> bool:
@@ -621,5 +658,36 @@ def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="roofline")
+    """Console-script entry point. Output that cannot be written (stdout on a full device, a
+    closed pipe) ends the run with one line, never a traceback (``_output_failed``)."""
+    try:
+        try:
+            cli(prog_name="roofline")
+        finally:  # text still buffered fails here, not in the interpreter's own exit
+            sys.stdout.flush()
+    except _OutputFailed as exc:
+        _output_failed(exc.error)
+    except OSError as exc:
+        if exc.filename is not None:  # a named file, not stdout: not ours to explain
+            raise
+        _output_failed(exc)
+
+
+def _output_failed(exc: OSError) -> NoReturn:
+    """stdout failed: a reader that went away (``| head -1``) ends the run quietly, exit 1;
+    any other failure (``> /dev/full``: no space left) is one line on stderr, exit 2. What is
+    still buffered is dropped (stdout goes to /dev/null), so the exit does not fail again."""
+    import errno
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    if exc.errno == errno.EPIPE:
+        sys.exit(1)
+    try:
+        click.echo(f"Error: cannot write the output: {exc.strerror or exc}", err=True)
+    except OSError:
+        pass
+    sys.exit(2)

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..files.fields import MAX_INT
+from ..files.numbers import MAX_INT
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import SCALE_BYTES, bits, itemsize
 from ..model.layers import kv_cache_bytes, live_bytes, matrix_parameters, saved_bytes

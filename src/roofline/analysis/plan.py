@@ -22,7 +22,7 @@ from itertools import product
 from typing import Any
 
 from ..errors import InputError, option
-from ..files.fields import MAX_INT
+from ..files.numbers import parse_int, quoted
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Transformer
 from ..model.network import Network
@@ -47,8 +47,8 @@ def parse_counts(value: str, name: str) -> tuple[int, ...]:
     text = value.strip()
     try:
         if ".." in text:
-            low, high = (int(part) for part in text.split("..", 1))
-            if not 1 <= low <= high <= MAX_INT:
+            low, high = (parse_int(part) for part in text.split("..", 1))
+            if not low <= high:
                 raise ValueError
             counts, n = [], 1
             while n <= high:
@@ -58,13 +58,11 @@ def parse_counts(value: str, name: str) -> tuple[int, ...]:
             if not counts:
                 raise ValueError
             return tuple(counts)
-        counts = [int(piece) for piece in text.split(",")]
-        if min(counts) < 1 or max(counts) > MAX_INT:
-            raise ValueError
-        return tuple(sorted(set(counts)))
-    except ValueError:
+        return tuple(sorted({parse_int(piece) for piece in text.split(",")}))
+    except ValueError as exc:
+        why = f" ({exc})" if str(exc) else ""
         raise InputError(name, "", f"expected a count, a comma list (8,16,64) or A..B (every "
-                                   f"power of two from A to B), got {value!r}") from None
+                                   f"power of two from A to B), got {quoted(value)}{why}") from None
 
 
 @dataclass(frozen=True)

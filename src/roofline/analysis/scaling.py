@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
+from ..files.numbers import parse_int, quoted
 from ..hardware.links import resolve_link
 from ..hardware.spec import HostLink
 from ..model.dtypes import itemsize
@@ -35,13 +36,11 @@ def parse_workers(value: str) -> tuple[int, ...]:
     counts = []
     for piece in value.split(","):
         try:
-            count = int(piece)
-        except ValueError:
-            count = 0
-        if count < 1:
-            raise InputError("workers", "", f"expected worker counts >= 1 (one, or a "
-                                                    f"comma list such as 1,2,4,8), got {value!r}")
-        counts.append(count)
+            counts.append(parse_int(piece))
+        except ValueError as exc:
+            raise InputError("workers", "", f"expected worker counts >= 1 (one, or a comma "
+                                            f"list such as 1,2,4,8), got {quoted(value)} "
+                                            f"({exc})") from None
     return tuple(counts)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..files.fields import MAX_INT
+from ..files.numbers import MAX_INT
 from ..hardware.spec import HardwareSpec
 from ..model.network import Network
 

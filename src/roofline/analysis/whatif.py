@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError, option
+from ..files.fields import positive_int
+from ..files.numbers import MAX_INT, OutOfRange, parse_int, quoted
 from ..hardware.catalog import load_hardware
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize
@@ -35,8 +37,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 GEMM_LAYER = "gemm"
-#: The most points ``--batch a..b`` may give (2^0 .. 2^30).
-MAX_SWEEP_POINTS = 31
 #: The most points (batches x seqs) one sweep analyzes: each is a whole analysis, about 1 ms
 #: for a small MLP on a 2-core machine (5,000 listed batches: 4 s), so this bounds a sweep to
 #: seconds rather than the minutes a longer list (or a large grid) would take.
@@ -44,6 +44,9 @@ MAX_SWEEP_GRID = 10_000
 #: The most GEMMs and ops (points x those of one step) one sweep analyzes: about 0.04 ms each
 #: on a 2-core machine (Llama-2-7B's 839 a step: about 300 points in 10 s).
 MAX_SWEEP_ITEMS = 250_000
+#: The most points ``--batch a..b`` may give: 2^0 .. 2^40, every power of two up to the bound
+#: of any integer a user gives (``files.numbers.MAX_INT``), so no range stops short of its end.
+MAX_SWEEP_POINTS = MAX_INT.bit_length()
 
 
 def _spec(hardware: HardwareSpec | str) -> HardwareSpec:
@@ -58,11 +61,14 @@ def _network(model: Network | str | os.PathLike[str], **overrides: Any) -> Netwo
 # ---------------------------------------------------------------------------------------- gemm
 
 def parse_dimension(value: Any, name: str) -> int:
-    """A GEMM dimension from the command line: a positive integer, else InputError."""
-    text = str(value).strip().replace("_", "")
-    if not text.isdigit() or int(text) <= 0:
-        raise InputError("gemm", name, f"expected a positive integer, got {str(value)!r}")
-    return int(text)
+    """A GEMM dimension: a positive integer of at most 2**40 (an int, or text read by
+    ``files.numbers.parse_int``), else InputError."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return positive_int(value, lambda _, problem: InputError("gemm", name, problem), name)
+    try:
+        return parse_int(value if isinstance(value, str) else repr(value))
+    except ValueError as exc:
+        raise InputError("gemm", name, str(exc)) from None
 
 
 def gemm_network(m: int | str, n: int | str, k: int | str, dtype: str = "fp16",
@@ -253,25 +259,31 @@ def parse_batches(text: str, what: str = "batches") -> tuple[int, ...]:
     anything else."""
     spec = str(text).strip()
 
-    def fail(problem: str) -> InputError:
-        return InputError(what, "", f"{problem}, got {spec!r} (use e.g. 1,8,64,512 or "
-                                    f"1..4096: the powers of two from 1 to 4096)")
+    def fail(problem: str, got: bool = True) -> InputError:
+        return InputError(what, "", f"{problem}{f', got {quoted(spec)}' if got else ''} (use e.g. "
+                                    f"1,8,64,512 or 1..4096: the powers of two from 1 to 4096)")
 
     if ".." in spec:
         low, _, high = spec.partition("..")
-        if not (low.strip().isdigit() and high.strip().isdigit()):
-            raise fail("expected a range a..b of positive integers")
-        a, b = int(low), int(high)
+        try:
+            a, b = parse_int(low, low=0), parse_int(high, low=0)
+        except OutOfRange as exc:
+            raise fail(f"in the range {quoted(spec)}: {exc}", got=False) from None
+        except ValueError:
+            raise fail("expected a range a..b of positive integers") from None
         if a <= 0 or b < a:
             raise fail("expected 1 <= a <= b in a..b")
         batches = [2**i for i in range(MAX_SWEEP_POINTS) if a <= 2**i <= b]
         if not batches:
             raise fail(f"no power of two between {a} and {b}")
         return tuple(batches)
-    pieces = [p.strip() for p in spec.split(",")]
-    if not pieces or not all(p.isdigit() and int(p) > 0 for p in pieces):
-        raise fail("expected positive integers separated by commas")
-    return tuple(sorted({int(p) for p in pieces}))
+    try:
+        values = {parse_int(piece) for piece in spec.split(",")}
+    except OutOfRange as exc:
+        raise fail(f"in {quoted(spec)}: {exc}", got=False) from None
+    except ValueError:
+        raise fail("expected positive integers separated by commas") from None
+    return tuple(sorted(values))
 
 
 #: ``seq_transitions`` searches sequence lengths up to the model's context, or this without one.

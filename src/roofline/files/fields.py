@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, overload
 
 from ..errors import InputError
+from .numbers import MAX_INT, int_digits, int_range_problem
 
 _T = TypeVar("_T")
 
@@ -24,12 +25,6 @@ class _Missing(enum.Enum):
 
 
 _MISSING: Final = _Missing.MISSING
-
-#: The largest dimension, batch or count a file may give: 2**40 (about 1.1e12). No layer width
-#: or batch comes near it (a 2**40-element fp8 matrix is already 1 TB), and with every dimension
-#: below it a GEMM's 2MNK stays under 2**122, so FLOPs, bytes, times and batch advice stay far
-#: inside float64's range.
-MAX_INT = 2**40
 
 
 def load_yaml_file(path: str | os.PathLike[str]) -> Any:
@@ -175,12 +170,16 @@ class Fields:
         return tuple(values)
 
 
-def positive_int(value: Any, fail: Callable[[Any, str], Exception], key: Any) -> int:
-    """Return ``value`` if it is a positive int (not a bool), else raise ``fail(key, ...)``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise fail(key, f"expected a positive integer, got {_describe(value)}")
-    if value > MAX_INT:
-        raise fail(key, f"{_describe(value)} is out of range (at most 2**40 = {MAX_INT})")
+def positive_int(value: Any, fail: Callable[[Any, str], Exception], key: Any,
+                 minimum: int = 1) -> int:
+    """Return ``value`` if it is an int (not a bool) in ``minimum`` .. ``MAX_INT``, else raise
+    ``fail(key, ...)`` (the bounds of ``files.numbers``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise fail(key, f"expected {expected}, got {_describe(value)}")
+    problem = int_range_problem(value, minimum)
+    if problem:
+        raise fail(key, problem)
     return value
 
 
@@ -219,14 +218,8 @@ def _describe(value: Any) -> str:
     if isinstance(value, str):
         return repr(value) if len(value) <= 60 else f"{value[:40]!r}... ({len(value):,} characters)"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
-        return f"an integer of {_digits(value):,} digits"
+        return f"an integer of {int_digits(value):,} digits"
     if isinstance(value, (bool, int, float)) or value is None:
         return f"{value!r}" if value is not None else "nothing (null)"
     return f"a {type(value).__name__}"
 
-
-def _digits(value: int) -> int:
-    try:
-        return len(str(abs(value)))
-    except ValueError:  # beyond Python's int-to-text limit: estimate from the bit length
-        return int(value.bit_length() * math.log10(2)) + 1

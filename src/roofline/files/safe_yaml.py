@@ -24,11 +24,12 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
+from .numbers import MAX_INT_DIGITS
 
 MAX_FILE_BYTES = 16 * 2**20
 MAX_DEPTH = 100
 MAX_ALIAS_NODES = 10_000
-MAX_INT_CHARS = 40
+MAX_INT_CHARS = MAX_INT_DIGITS  # the one bound of integer literals, files and options alike
 
 _BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..files.fields import Fields, load_yaml_text
+from ..files.numbers import parse_number, plausible, quoted
 
 LINKS_FILE = "links.yaml"
 
@@ -45,6 +46,10 @@ def links() -> dict[str, Link]:
             if key == "source" or entry.has("latency_us"):
                 source = entry.sub(key)
                 source.string("title"), source.string("url")
+        for key in ("bandwidth_gbs", "latency_us"):
+            problem = plausible(entry.positive_number(key, 0.0), key) if entry.has(key) else None
+            if problem:
+                raise entry.fail(key, problem)
         out[name] = Link(name, entry.string("label"),
                          entry.choice("type", ("pcie", "nvlink", "ethernet", "infiniband")),
                          entry.positive_number("bandwidth_gbs"), entry.string("basis"),
@@ -61,10 +66,13 @@ def resolve_link(value: str, field: str) -> Link:
     if value in known:
         return known[value]
     try:
-        gbs = float(value)
+        gbs = parse_number(value)
     except ValueError:
-        raise InputError(field, "", f"unknown link {value!r} (known: {', '.join(known)}; or "
-                                     f"a bandwidth in GB/s)") from None
-    if not gbs > 0 or gbs == float("inf"):
-        raise InputError(field, "", f"expected a positive bandwidth in GB/s, got {value!r}")
+        raise InputError(field, "", f"unknown link {quoted(value)} (known: {', '.join(known)}; "
+                                    f"or a bandwidth in GB/s)") from None
+    if not gbs > 0:
+        raise InputError(field, "", f"expected a positive bandwidth in GB/s, got {quoted(value)}")
+    problem = plausible(gbs, "bandwidth_gbs", value)  # the range of every bandwidth given
+    if problem:
+        raise InputError(field, "", problem)
     return Link(f"{gbs:g}", f"{gbs:g} GB/s", "custom", gbs)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..files.fields import Fields, check_plain
+from ..files.numbers import PLAUSIBLE, parse_int, plausible
 from ..model.dtypes import DTYPES
 from .spec import (
     CALIBRATION_VERSIONS,
@@ -125,31 +126,19 @@ def _check_sections(top: Fields) -> None:
             check_plain(top.data[key], top.fail, key)
 
 
-#: Plausible ranges, far wider than any device (an NVL72 rack is 3.6e5 dense fp8 TFLOP/s and
-#: 5.8e5 GB/s): they catch typos in units and absurd figures (1e308, 1e-320) that would
-#: overflow the ridge or print Infinity, not real hardware.
-_PLAUSIBLE = {"peak_tflops": (1e-6, 1e7, "TFLOP/s"), "vector_tflops": (1e-6, 1e7, "TFLOP/s"),
-              "sparse_tflops": (1e-6, 1e7, "TFLOP/s"), "bandwidth_gbs": (1e-3, 1e7, "GB/s"),
-              "llc_mb": (1e-3, 1e7, "MB"), "tdp_w": (1e-3, 1e7, "W"),
-              "clock_ghz": (1e-3, 100, "GHz"), "boost_clock_ghz": (1e-3, 100, "GHz"),
-              "sms": (1, 1e6, "SMs"), "sockets": (1, 1e4, "sockets"),
-              "cores_per_socket": (1, 1e6, "cores"), "simd_bits": (1, 1e5, "bits"),
-              "fma_units": (1, 1e3, "units"), "capacity_gb": (1e-6, 1e9, "GB")}
-
-
 def check_plausible(top: Fields) -> None:
-    """Refuse figures outside ``_PLAUSIBLE``, naming the field (peak_tflops.fp16, gpu.sms)."""
+    """Refuse figures outside their plausible range (``files.numbers.PLAUSIBLE``), naming the
+    field (peak_tflops.fp16, gpu.sms)."""
     stack: list[tuple[Any, str, str]] = [(top.data, "", "")]
     while stack:
         value, path, key = stack.pop()
         if isinstance(value, dict):
             stack += [(v, f"{path}.{k}" if path else str(k), str(k) if k not in DTYPES else key)
                       for k, v in value.items() if k not in ("measured", "sources")]
-        elif key in _PLAUSIBLE and isinstance(value, (int, float)) and not isinstance(value, bool):
-            low, high, unit = _PLAUSIBLE[key]
-            if not low <= value <= high:
-                raise InputError(top.source, path, f"{value:g} {unit} is implausible (expected "
-                                                   f"{low:g} to {high:g})")
+        elif key in PLAUSIBLE and isinstance(value, (int, float)) and not isinstance(value, bool):
+            problem = plausible(value, key)
+            if problem:
+                raise InputError(top.source, path, problem)
 
 
 def _memory_type(top: Fields) -> str | None:
@@ -355,9 +344,12 @@ def _size_table(section: Fields, key: str) -> tuple[tuple[int, float], ...]:
     rows = []
     for size in table.data:
         text = str(size)
-        if not text.isdigit() or int(text) < 1:
-            raise table.fail(text, "expected a positive integer size as the key")
-        rows.append((int(text), table.positive_number(size)))
+        try:  # an int key, or digits as text (what a JSON round trip makes of one)
+            number = parse_int(text)
+        except ValueError as exc:
+            raise table.fail(text, f"expected a positive integer size as the key: {exc}") \
+                from None
+        rows.append((number, table.positive_number(size)))
     if not rows:
         raise section.fail(key, "expected at least one size")
     return tuple(sorted(rows))

@@ -19,35 +19,76 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import InputError
 from ..files.fields import Fields
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
 
+#: In a layer an adapter builds: which config key gave each model.yaml field. model_from_config
+#: takes it out of the layer (model.yaml has no such field) into ``ConfigModel.names``.
+_FROM = "_from"
 
-def model_from_config(config: Any, source: str) -> dict[str, Any]:
+
+class ConfigModel(dict):
+    """The model.yaml mapping a config describes; ``names`` maps each model.yaml field path it
+    filled (``layers[1].kv_heads``) to the config key that gave it (``num_key_value_heads``),
+    so that an error names the key the user wrote (``renamed``)."""
+
+    names: dict[str, str]
+
+
+def model_from_config(config: Any, source: str) -> ConfigModel:
     """The model.yaml mapping a Hugging Face config describes (see the module docstring)."""
     fields = Fields(config, source)
     kind = fields.string("model_type")
     if kind not in ADAPTERS:
         raise fields.fail("model_type", f"unsupported model_type {kind!r} (supported: "
                                         f"{', '.join(ADAPTERS)})")
-    model: dict[str, Any] = {"layers": ADAPTERS[kind](fields)}
+    model = ConfigModel()
+    model.names = {}
+    model["layers"] = ADAPTERS[kind](fields)
+    for index, layer in enumerate(model["layers"]):
+        for field, key in layer.pop(_FROM, {}).items():
+            model.names[f"layers[{index}].{field}"] = key
     for key in ("max_position_embeddings", "n_positions"):  # the context the model takes
         if fields.get(key, None) is not None:
             model["context"] = fields.positive_int(key)
+            model.names["context"] = key
             break
     for key in ("torch_dtype", "dtype"):
         value = config.get(key)
         if isinstance(value, str) and value in TORCH_DTYPES:
             model["dtype"] = TORCH_DTYPES[value]
+            model.names["dtype"] = key
             break
     name = config.get("_name_or_path")
     if isinstance(name, str) and name.strip():
         model["name"] = name
+        model.names["name"] = "_name_or_path"
     return model
+
+
+def renamed(error: InputError, model: ConfigModel) -> InputError:
+    """``error`` (raised on ``model``, named by model.yaml's field paths) named by the config's
+    own keys: ``layers[1].kv_heads: expected a divisor of heads (32)`` becomes
+    ``num_key_value_heads: expected a divisor of num_attention_heads (32)``. A path no config
+    key gave (a layer as a whole) is kept, said to be of the model built from the config."""
+    path = error.path
+    if path not in model.names:
+        if not path:
+            return error
+        return InputError(error.source, "", f"{error.problem} (at {path} of the model built "
+                                            f"from the config)")
+    layer = path.rpartition(".")[0] + "." if "." in path else ""
+    fields = {p[len(layer):]: key for p, key in model.names.items()
+              if p.startswith(layer) and "." not in p[len(layer):]}
+    problem = re.sub(r"\b(\w+)(?= \()", lambda m: fields.get(m.group(1), m.group(1)),
+                     error.problem)  # "heads (32)": another field named with its value
+    return InputError(error.source, model.names[path], problem)
 
 
 def _llama(f: Fields) -> list[dict[str, Any]]:
@@ -57,7 +98,12 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
         "type": "transformer", "name": "blk", "hidden": hidden, "heads": heads,
         "kv_heads": f.positive_int("num_key_value_heads", heads),
         "ffn": f.positive_int("intermediate_size"), "gated": True, "causal": True,
-        "norm": "rmsnorm", "repeat": f.positive_int("num_hidden_layers")}
+        "norm": "rmsnorm", "repeat": f.positive_int("num_hidden_layers"),
+        _FROM: {"hidden": "hidden_size", "heads": "num_attention_heads",
+                "kv_heads": "num_key_value_heads" if f.has("num_key_value_heads")
+                else "num_attention_heads", "ffn": "intermediate_size",
+                "repeat": "num_hidden_layers", "head_dim": "head_dim",
+                "experts": "num_local_experts", "top_k": "num_experts_per_tok"}}
     if f.get("head_dim", None) is not None:
         block["head_dim"] = f.positive_int("head_dim")
     if f.get("model_type") == "qwen2":
@@ -65,42 +111,59 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
     if f.get("model_type") == "mixtral":
         block["experts"] = f.positive_int("num_local_experts")
         block["top_k"] = f.positive_int("num_experts_per_tok")
-    return [{"type": "embedding", "name": "embed_tokens", "vocab": vocab, "dim": hidden},
+    return [{"type": "embedding", "name": "embed_tokens", "vocab": vocab, "dim": hidden,
+             _FROM: {"vocab": "vocab_size", "dim": "hidden_size"}},
             block,
-            {"type": "norm", "name": "norm", "dim": hidden, "norm": "rmsnorm"},
+            {"type": "norm", "name": "norm", "dim": hidden, "norm": "rmsnorm",
+             _FROM: {"dim": "hidden_size"}},
             {"type": "linear", "name": "lm_head", "in": hidden, "out": vocab,
-             "tied": _tied(f, False)}]
+             "tied": _tied(f, False), _FROM: _HEAD}]
 
 
 def _gpt2(f: Fields) -> list[dict[str, Any]]:
     hidden, vocab = f.positive_int("n_embd"), f.positive_int("vocab_size")
     inner = f.get("n_inner", None)
     return [{"type": "embedding", "name": "wte", "vocab": vocab, "dim": hidden,
-             "positions": f.positive_int("n_positions")},
+             "positions": f.positive_int("n_positions"),
+             _FROM: {"vocab": "vocab_size", "dim": "n_embd", "positions": "n_positions"}},
             {"type": "transformer", "name": "blk", "hidden": hidden,
              "heads": f.positive_int("n_head"),
              "ffn": f.positive_int("n_inner") if inner is not None else 4 * hidden,
-             "causal": True, "bias": "all", "repeat": f.positive_int("n_layer")},
-            {"type": "norm", "name": "ln_f", "dim": hidden},
+             "causal": True, "bias": "all", "repeat": f.positive_int("n_layer"),
+             _FROM: {"hidden": "n_embd", "heads": "n_head", "kv_heads": "n_head",
+                     "ffn": "n_inner" if inner is not None else "n_embd",
+                     "repeat": "n_layer"}},
+            {"type": "norm", "name": "ln_f", "dim": hidden, _FROM: {"dim": "n_embd"}},
             {"type": "linear", "name": "lm_head", "in": hidden, "out": vocab,
-             "tied": _tied(f, True)}]
+             "tied": _tied(f, True), _FROM: {"in": "n_embd", "out": "vocab_size",
+                                             "tied": "tie_word_embeddings"}}]
 
 
 def _bert(f: Fields) -> list[dict[str, Any]]:
     hidden, vocab = f.positive_int("hidden_size"), f.positive_int("vocab_size")
+    dim = {"dim": "hidden_size"}
     return [{"type": "embedding", "name": "embeddings", "vocab": vocab, "dim": hidden,
              "positions": f.positive_int("max_position_embeddings"),
-             "types": f.positive_int("type_vocab_size")},
-            {"type": "norm", "name": "embeddings.norm", "dim": hidden},
+             "types": f.positive_int("type_vocab_size"),
+             _FROM: {"vocab": "vocab_size", "dim": "hidden_size",
+                     "positions": "max_position_embeddings", "types": "type_vocab_size"}},
+            {"type": "norm", "name": "embeddings.norm", "dim": hidden, _FROM: dim},
             {"type": "transformer", "name": "blk", "hidden": hidden,
              "heads": f.positive_int("num_attention_heads"),
              "ffn": f.positive_int("intermediate_size"), "bias": "all",
-             "repeat": f.positive_int("num_hidden_layers")},
+             "repeat": f.positive_int("num_hidden_layers"),
+             _FROM: {"hidden": "hidden_size", "heads": "num_attention_heads",
+                     "kv_heads": "num_attention_heads", "ffn": "intermediate_size",
+                     "repeat": "num_hidden_layers"}},
             {"type": "linear", "name": "mlm.transform", "in": hidden, "out": hidden,
-             "bias": True, "activation": "gelu"},
-            {"type": "norm", "name": "mlm.norm", "dim": hidden},
+             "bias": True, "activation": "gelu", _FROM: {"in": "hidden_size",
+                                                         "out": "hidden_size"}},
+            {"type": "norm", "name": "mlm.norm", "dim": hidden, _FROM: dim},
             {"type": "linear", "name": "mlm.decoder", "in": hidden, "out": vocab, "bias": True,
-             "tied": _tied(f, True)}]
+             "tied": _tied(f, True), _FROM: _HEAD}]
+
+
+_HEAD = {"in": "hidden_size", "out": "vocab_size", "tied": "tie_word_embeddings"}
 
 
 def _tied(f: Fields, default: bool) -> bool:

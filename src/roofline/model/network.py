@@ -372,9 +372,13 @@ def load_network(path: str | os.PathLike[str]) -> Network:
     Network; bad input raises InputError naming the file and the field."""
     data = load_yaml_file(path)
     if isinstance(data, dict) and "model_type" in data:
-        from .hf import model_from_config
+        from .hf import model_from_config, renamed
 
-        data = model_from_config(data, str(path))
+        model = model_from_config(data, str(path))
+        try:  # an error names the config's key (num_key_value_heads), not model.yaml's
+            return network_from_dict(model, str(path), default_name=Path(path).stem)
+        except InputError as exc:
+            raise renamed(exc, model) from None
     return network_from_dict(data, str(path), default_name=Path(path).stem)
 
 

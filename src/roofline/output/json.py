@@ -62,15 +62,22 @@ def _json_items(items: list, indent: str) -> str:
 def write_json(data: dict, write: Callable[[str], Any]) -> None:
     """``to_json(data) + "\\n"`` written piece by piece through ``write``. A value may be an
     iterator of objects (a generator), written one line per item as it comes, so a
-    300,000-GEMM report is never held as 300,000 dicts and one giant string at once."""
+    300,000-GEMM report is never held as 300,000 dicts and one giant string at once. Every
+    other value is encoded before the first byte is written, so one that cannot be printed
+    (a non-finite number) fails without leaving half a document on stdout."""
+    def is_rows(value: Any) -> bool:
+        return isinstance(value, Iterator) or (isinstance(value, list) and bool(value)
+                                               and isinstance(value[0], dict))
+
+    encoded = {key: None if is_rows(value) else _dumps(value) for key, value in data.items()}
     write("{")
     for i, (key, value) in enumerate(data.items()):
         write(("," if i else "") + f"\n  {_dumps(key)}: ")
-        if isinstance(value, Iterator) or (isinstance(value, list) and value
-                                           and isinstance(value[0], dict)):
+        text = encoded[key]
+        if text is None:
             _write_items(value, write)
         else:
-            write(_dumps(value))
+            write(text)
     write("\n}\n")
 
 

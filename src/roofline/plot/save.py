@@ -4,11 +4,13 @@ creation date, so the same chart gives the same SVG or PDF bytes."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PlotError
+from ..files.atomic import write_atomic
 from .figure import figure_of
 from .roofline import plot_roofline
 
@@ -44,11 +46,16 @@ def save_plot(reports: Report | Sequence[Report], path: str | Path, **options: A
 
 
 def save_chart(ax: Axes, path: str | Path) -> Path:
-    """Write the figure of ``ax`` to ``path`` (PNG, SVG or PDF by its extension)."""
+    """Write the figure of ``ax`` to ``path`` (PNG, SVG or PDF by its extension), atomically
+    (``files.atomic``): a full disk leaves an existing chart as it was, never a partial one.
+    The chart is drawn in memory first: matplotlib's PDF writer, its stream cut by a full
+    disk, fails again in its own cleanup (a zlib error, not an OSError)."""
     fmt = check_plot_path(path)
-    try:
-        figure_of(ax).savefig(path, format=fmt, bbox_inches="tight", dpi=110,
+    buffer = io.BytesIO()
+    figure_of(ax).savefig(buffer, format=fmt, bbox_inches="tight", dpi=110,
                           metadata=_SAVE_METADATA[fmt])
+    try:
+        write_atomic(path, buffer.getvalue())
     except OSError as exc:
         raise PlotError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
     return Path(path)

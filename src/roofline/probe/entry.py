@@ -8,11 +8,11 @@ beside them. If a GPU was measured the entry describes the GPU, otherwise the CP
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbeSaveError, option
+from ..files.atomic import write_atomic
 from ..hardware.spec import FIGURE_KEYS, NAME_CHARS, HardwareSpec
 from ..model.dtypes import DTYPES
 
@@ -264,38 +264,6 @@ def _env_var() -> str:
     return ENV_VAR
 
 
-def write_atomic(path: Path, text: str, force: bool) -> None:
-    """Write ``text`` to a temp file beside ``path``, fsync, then move it into place.
-
-    Without ``force`` an existing ``path`` is never replaced (os.link refuses to). An
-    exception at any point leaves neither ``path`` half-written nor the temp file behind.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an entry is an ordinary file
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if force:
-            os.replace(tmp, path)
-            return
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise _exists(path) from None
-        except OSError:  # no hard links here (some network/FAT file systems)
-            if path.exists():
-                raise _exists(path) from None
-            os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def save_entry(result: ProbeResult, name: str, force: bool = False,
                command: str | None = None) -> Path:
     """Validate ``result`` as entry ``name`` and write it into the user hardware directory.
@@ -317,6 +285,8 @@ def save_entry(result: ProbeResult, name: str, force: bool = False,
     text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     try:
         write_atomic(path, text, force)
+    except FileExistsError:
+        raise _exists(path) from None
     except OSError as exc:
         raise ProbeSaveError(f"cannot save {path}: {exc.strerror or exc}") from None
     clear_cache()

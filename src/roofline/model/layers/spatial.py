@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from ...files.fields import positive_int
+
 if TYPE_CHECKING:
     from ...files.fields import Fields
 
@@ -48,6 +50,8 @@ def pair(fields: Fields, key: str, default: Any, minimum: int = 1) -> tuple[int,
                                    and v >= minimum for v in values):
         raise fields.fail(key, f"expected an integer >= {minimum} or a list of two, "
                                f"got {value!r}")
+    for v in values:  # the bound of every integer a file gives (files.numbers.MAX_INT)
+        positive_int(v, fields.fail, key, minimum)
     return values[0], values[1]
 
 
