@@ -326,7 +326,7 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = probe.run_probe(preset="tiny")
     data = result.to_dict()
-    assert data["schema_version"] == 3 and data["method_version"] == 4
+    assert data["schema_version"] == 4 and data["method_version"] == 5
     bw = data["measured"]["bandwidth_gbs"]
     assert {"dram", "triad", "copy"} <= set(bw)
     assert set(data["measured"]["bandwidth_stats"]["dram"]) == {"best", "median", "spread"}

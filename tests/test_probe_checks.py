@@ -202,3 +202,19 @@ def test_checks_module_is_the_one_save_uses(monkeypatch, isolated_user_hwdb):
     monkeypatch.setattr(checks, "unstable_reasons", lambda result: ["made up"])
     with pytest.raises(ProbeSaveError, match="check failed: made up;"):
         probe.save_entry(steady(), "box")
+
+
+def test_a_gemm_timed_within_the_call_overhead_is_held_at_the_ceiling():
+    from roofline.probe.calibrate import gemm_efficiency
+
+    # 32^3 fp32: 2 x 32^3 = 65,536 FLOP; measured peak 100 GFLOP/s, theoretical 200 GFLOP/s
+    work, peak, ceiling = 2 * 32**3, 100e9, 200e9
+    # timed at 3.0 us after an 8^3 overhead of 2.0 us: 65,536 / 1.0e-6 / 100e9 = 0.65536
+    assert gemm_efficiency(work, 3.0e-6, 2.0e-6, peak, ceiling) == (
+        pytest.approx(0.65536), False)
+    # timed at 1.9 us, under the 2.0 us overhead (the two timed apart on a busy machine): the
+    # math is taken at the ceiling, 65,536 / 200e9 = 0.32768 us, an efficiency of 200 / 100 = 2
+    # of the measured peak: exactly the ceiling, which the save check lets through
+    value, held = gemm_efficiency(work, 1.9e-6, 2.0e-6, peak, ceiling)
+    assert held and value == pytest.approx(2.0)
+    assert value * peak / ceiling <= 1.0

@@ -24,6 +24,9 @@ TEXT: dict[str, str] = {
                           "{llc_mib:.0f} MiB last-level cache ({preset} preset)"),
     "fails_check": ("{reason}: `roofline probe --save` keeps this result only with --force "
                     "(the probe's own checks)"),
+    "calibration_at_ceiling": ("calibration {dtype}: {kernels} ran within the {overhead_us:.2f} us "
+                               "per-call overhead (timed apart on a busy machine?): their math "
+                               "is taken at the theoretical ceiling"),
     "time_budget": ("{label}: {values} of {asked} values timed, within the {budget_s:g} s "
                     "budget of one kernel; its figure is less steady than the others"),
     "size_over_budget": ("{key}: n={n} not run: one call would take about {estimate_s:.3g} s "

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from .runner import Session
 
 
-def calibrate(s: Session, llc_bytes: int | None) -> None:
+def calibrate(s: Session, llc_bytes: int | None,
+              ceilings_gflops: dict[str, float] | None = None) -> None:
     """The GEMMs analysis.predict calibrates from, per dtype: small squares, thin M in cache
     and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
     see hardware.spec.Calibration."""
@@ -23,17 +24,30 @@ def calibrate(s: Session, llc_bytes: int | None) -> None:
 
     p, gflops = s.plan, s.measured["gemm_gflops"]
     s.say("calibration GEMMs (small, thin in and out of cache, small K) ...")
-    efficiency = {dtype: _dtype_calibration(s, dtype, gflops[dtype] * 1e9, llc_bytes)
+    ceilings = ceilings_gflops or {}
+    efficiency = {dtype: _dtype_calibration(s, dtype, gflops[dtype] * 1e9, llc_bytes,
+                                            ceilings.get(dtype, 0.0) * 1e9)
                   for dtype in p.gemm_sizes if gflops.get(dtype)}
     s.measured["calibration"] = {"version": CALIBRATION_VERSION,
                                  "call_overhead_s": s.measured["small_gemm_overhead_s"],
                                  "gemm_efficiency": efficiency}
 
 
-def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | None) -> dict:
+def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | None,
+                       ceiling: float = 0.0) -> dict:
+    """One dtype's calibration block. A GEMM's efficiency is its work over (its best time less
+    the per-call overhead) as a share of the measured ``peak``; its math cannot outrun the
+    theoretical ``ceiling`` (or the measured peak, whichever is higher), so that time is never
+    taken below work / ceiling: a small GEMM timed at or under the overhead (the two timed at
+    different moments of a busy machine) is charged the overhead plus its work at the ceiling,
+    not an efficiency of millions, and a warning says which sizes were held there."""
     from ..analysis.predict import c_write_passes
     from ..kernels.cpu import shaped_gemm_kernel, thin_gemm_kernels
     from ..model.dtypes import itemsize
+    from .result import Note
+
+    fastest = max(ceiling, peak)
+    held: list[str] = []
 
     p, call_s = s.plan, s.measured["small_gemm_overhead_s"]
     e, beyond = itemsize(dtype), p.cal_llc_factor * (llc_bytes or 32 * MiB)
@@ -41,7 +55,10 @@ def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | Non
 
     def eff(kernel: Kernel) -> float:
         stats = s.time(kernel, 1e9, p.cal_min_time_s, p.cal_repeats)
-        return _sig(kernel.work / max(stats["best_s"] - call_s, 1e-12) / peak)
+        value, at_ceiling = gemm_efficiency(kernel.work, stats["best_s"], call_s, peak, fastest)
+        if at_ceiling:
+            held.append(kernel.label)
+        return _sig(value)
 
     def thin(nk: int) -> dict[str, float]:
         kernels = thin_gemm_kernels(p.cal_thin_m, nk, dtype)
@@ -58,10 +75,23 @@ def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | Non
     passes = c_write_passes(stats["best_s"], m, n, k, dtype, call_s, peak, block,
                             s.measured["bandwidth_gbs"]["dram"] * 1e9)
     block["c_write"] = {"passes": _sig(passes), "m": m, "n": n, "k": k, "time_s": stats["best_s"]}
+    if held:
+        s.warnings.append(Note("calibration_at_ceiling", {
+            "dtype": dtype, "kernels": ", ".join(held), "overhead_us": call_s * 1e6}))
     s.say(f"  {dtype} efficiency: squares {square}; thin M (N = K = {p.cal_thin_nk}) "
           f"{block['thin']}, (N = K = {dram_nk}, beyond the LLC) {block['thin_dram']}; "
           f"C write ({m}x{n}x{k}): {passes:.2f} passes of C at DRAM speed")
     return block
+
+
+def gemm_efficiency(work: float, best_s: float, call_s: float, peak: float,
+                    fastest: float) -> tuple[float, bool]:
+    """A calibration GEMM's efficiency, work / (best_s - call_s) / peak, with the math's time
+    never taken below work / fastest (the higher of the theoretical ceiling and the measured
+    peak); and whether that floor held it."""
+    floor = work / fastest
+    math_s = best_s - call_s
+    return work / max(math_s, floor) / peak, math_s < floor
 
 
 def _round_up(value: float, step: int) -> int:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 #: The shape of ``probe --format json``, and how the probe measures: bump each when it changes
 #: and say why in CHANGES.md, which keeps both histories.
-SCHEMA_VERSION = 3
-METHOD_VERSION = 4
+SCHEMA_VERSION = 4
+METHOD_VERSION = 5
 MiB = 2**20
 READ_STREAM_LLC_FACTOR = 16
 READ_STREAM_MAX_BYTES = 2048 * MiB

@@ -356,7 +356,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     _cpu_gemm(session, blas[0]["num_threads"] if blas else None)
     _small_gemm(session)
     _bandwidth(session, cpu)
-    calibrate(session, cpu.llc_bytes_total)
+    calibrate(session, cpu.llc_bytes_total, dict(peak.gflops) if peak else None)
     _cpu_lowp(session, cpu.flags)
     session.details["effective_clock_ghz"] = effective
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])
