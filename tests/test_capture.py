@@ -112,6 +112,49 @@ def test_flash_attention_is_one_fused_op():
     assert not net.gemms()
 
 
+def test_flash_attention_in_training_keeps_its_log_sum_exp():
+    # the same attention (q = k = v, 2 x 4 x 128 x 64, fp32) trained: forward reads Q, K, V and
+    # writes O, 4 x 65,536 values of 4 B, and writes one fp32 log-sum-exp per query row,
+    # 2 x 4 x 128 x 4 B; the backward reads Q, K, V, O, dO and the log-sum-exp and writes dQ,
+    # dK, dV (8 x 65,536 values); as the transformer layer counts them
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(64))
+
+        def forward(self, x):
+            q = x * self.scale
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    net = capture(Attention(), torch.zeros(2, 4, 128, 64), mode="train")
+    ops = {o.kind: o for o in net.ops() if o.kind.startswith("flash")}
+    values, lse = 2 * 4 * 128 * 64, 2 * 4 * 128 * 4
+    assert ops["flash-attention"].bytes == 4 * values * 4 + lse == 1_052_672
+    assert ops["flash-attention-backward"].bytes == 8 * values * 4 + lse == 2_101_248
+    assert ops["flash-attention-backward"].flops == 10 * 2 * 4 * 128 * 128 * 64 // 2
+
+
+def test_a_tied_weight_has_its_gradient_gemm_where_it_is_used():
+    # GPT-2's LM head shares the token embedding's weight (100 x 16 here; 4 x 8 tokens): the
+    # head's backward GEMM that reads no weight is its weight gradient dW = dY^T X (100 x 16
+    # over the 32 tokens), not a data gradient; the weight is counted once
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(100, 16)
+            self.head = torch.nn.Linear(16, 100, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, tokens):
+            return self.head(self.embed(tokens))
+
+    net = capture(Tied(), torch.zeros(4, 8, dtype=torch.long), mode="train")
+    rows = sorted((g.layer, g.pass_, g.m, g.n, g.k) for g in net.gemms())
+    assert rows == [("head", "backward-data", 32, 16, 100),
+                    ("head", "backward-weight", 100, 16, 32), ("head", "forward", 32, 100, 16)]
+    assert net.parameters == 100 * 16
+
+
 def test_a_report_on_a_device_and_a_batch_it_was_not_captured_at():
     module = torch.nn.Linear(1024, 1024)
     report = capture(module, torch.zeros(8, 1024), mode="inference", hw="a100-sxm4-80gb")

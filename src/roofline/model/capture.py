@@ -15,7 +15,8 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   module's parameters is the weight gradient; any other is a data gradient.
 - ``scaled_dot_product_attention`` with ``attention="flash"`` (the default) is one fused op, as
   FlashAttention runs it (FLOPs 4 B H Sq Sk D forward, 10/4 of that backward, halved when
-  causal; bytes Q, K, V, O read or written once): the same op a transformer layer gives. With
+  causal; bytes Q, K, V, O read or written once, and, training, the fp32 log-sum-exp per query
+  row written forward and read backward): the same op a transformer layer gives. With
   ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
   softmax.
 - Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
@@ -38,6 +39,7 @@ from .gemm import GemmShape
 from .layers.captured import Captured, CapturedOp, Item
 from .layers.conv2d import Conv2d
 from .layers.step import Step
+from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
 
 #: Ops that move no data: views, metadata, allocation without writing.
@@ -58,13 +60,15 @@ FLOPS_PER_ELEMENT = {
                             "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub",
                             "tril", "triu", "eq", "ne", "lt", "gt", "le", "ge", "sum", "mean",
                             "amax", "max", "min", "cumsum", "tanh_backward",
-                            "sigmoid_backward", "_foreach_add", "_foreach_mul")},
+                            "sigmoid_backward", "_foreach_add", "_foreach_mul", "sin", "cos",
+                            "bernoulli")},
     **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
                             "embedding_dense_backward", "index_select", "gather", "scatter",
                             "scatter_add", "index", "index_put", "ones", "zeros", "full",
                             "ones_like", "zeros_like", "full_like", "arange", "contiguous",
                             "constant_pad_nd", "repeat", "roll", "new_zeros", "new_ones",
-                            "new_full", "_unsafe_index", "masked_select")},
+                            "new_full", "_unsafe_index", "masked_select", "slice_backward",
+                            "select_backward")},
     "gelu": 8, "gelu_backward": 12, "silu": 4, "silu_backward": 8,
     "native_layer_norm": 8, "native_layer_norm_backward": 12,
     "_softmax": 5, "_safe_softmax": 5, "_softmax_backward_data": 4,
@@ -137,11 +141,11 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                    for n, p in module.named_parameters()}
     meta_buffers = {n: _meta(b, cast) for n, b in module.named_buffers()}
     inputs = tuple(_meta(x, cast) if isinstance(x, torch.Tensor) else x for x in example_inputs)
-    params: dict[str, list[tuple[int, ...]]] = {}
-    for qualified, p in module.named_parameters():
-        owner = qualified.rsplit(".", 1)[0] if "." in qualified else ""
-        params.setdefault(owner, []).append(tuple(p.shape))
-    rec = _Recorder(type(module).__name__, train, attention == "flash", params)
+    params = _owned(module, remove_duplicate=True)  # each parameter counted once
+    # a tied weight (GPT-2's LM head shares the token embedding's) also belongs to each module
+    # that uses it: there, a backward GEMM that reads no weight is the weight gradient
+    rec = _Recorder(type(module).__name__, train, attention == "flash",
+                    _owned(module, remove_duplicate=False))
     rec.weights = {id(p): p for p in meta_params.values()}
     _run(module, meta_params | meta_buffers, inputs, rec, label)
     net_dtype = dtype or _dtype_of(meta_params, inputs)
@@ -153,6 +157,15 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                                tuple(rec.backward.get(owner, [])), count, source))
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=optimizer,
                    source=source, uncosted=tuple(sorted(rec.uncosted)))
+
+
+def _owned(module: Any, remove_duplicate: bool) -> dict[str, list[tuple[int, ...]]]:
+    """Module name -> the shapes of its own parameters."""
+    params: dict[str, list[tuple[int, ...]]] = {}
+    for qualified, p in module.named_parameters(remove_duplicate=remove_duplicate):
+        owner = qualified.rsplit(".", 1)[0] if "." in qualified else ""
+        params.setdefault(owner, []).append(tuple(p.shape))
+    return params
 
 
 def _meta(x: Any, cast: Any) -> Any:
@@ -302,6 +315,8 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     sq, sk, d = q.shape[-2], k.shape[-2], q.shape[-1]
     causal = 0.5 if is_causal else 1.0
     elements = q.numel() * 2 + k.numel() + v.numel()  # read Q, K, V; write O
+    # training, the forward writes one fp32 log-sum-exp per query row that the backward reads
+    lse = count * sq * LSE_BYTES if rec.train else 0
 
     class Flash(torch.autograd.Function):
         @staticmethod
@@ -312,11 +327,11 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
         def backward(ctx: Any, grad: Any) -> Any:
             rec.add(owner, True, CapturedOp(owner, "backward", "flash-attention-backward",
                                             int(10 * count * sq * sk * d * causal),
-                                            2 * elements, 0))
+                                            2 * elements, lse))
             return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
     rec.add(owner, False, CapturedOp(owner, "forward", "flash-attention",
-                                     int(4 * count * sq * sk * d * causal), elements, 0))
+                                     int(4 * count * sq * sk * d * causal), elements, lse))
     rec.quiet += 1
     try:
         return Flash.apply(q, k, v)
