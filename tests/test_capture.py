@@ -230,3 +230,92 @@ def test_a_captured_step_is_judged_at_its_own_batch_only(invoke, tmp_path, monke
     assert report["memory"]["max_batch"] is None and report["memory"]["activations"] == 0
     assert report["step"]["min_compute_bound_batch"] is None
     assert report["step"]["captured_batch"] == report["batch"]
+
+
+# the optimizer's step as torch runs it: two linear layers 64 -> 256 -> 64 with biases,
+# 64 x 256 + 256 + 256 x 64 + 64 = 33,088 parameters, fp32 (4 B)
+PARAMS = 64 * 256 + 256 + 256 * 64 + 64
+
+
+def _mlp():
+    return torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                               torch.nn.Linear(256, 64))
+
+
+def _update(optimizer):
+    net = capture(_mlp(), torch.zeros(32, 64), mode="train", optimizer=optimizer)
+    assert net.parameters == PARAMS == 33_088
+    return net, {o.kind: o for o in net.ops() if o.pass_ == "update"}
+
+
+def test_adam_step_is_recorded_as_torch_runs_it():
+    """torch.optim.Adam's default step on the meta device (torch/optim/adam.py,
+    _single_tensor_adam, not capturable), per parameter element, each op reading its tensor
+    operands and writing its output (values of 4 B):
+      exp_avg.lerp_(grad, 1 - beta1)            read m, g; write m          3
+      exp_avg_sq.mul_(beta2)                    read v; write v             2
+        .addcmul_(grad, grad, 1 - beta2)        read v, g, g; write v       4
+      exp_avg_sq.sqrt()                         read v; write a temporary   2
+        / bias_correction2_sqrt                 read it; write another      2
+        .add_(eps)                              read, write                 2
+      param.addcdiv_(exp_avg, denom, -lr_t)     read w, m, denom; write w   4
+    19 values a parameter, 76 B, where a fused kernel (roofline's adam-update) moves 28 B
+    (read w, g, m, v; write w, m, v: 7 x 4 B); each op 1 FLOP an element (capture's table)."""
+    net, ops = _update(torch.optim.Adam)
+    per_value = {"aten.lerp_": 3, "aten.mul_": 2, "aten.addcmul_": 4, "aten.sqrt": 2,
+                 "aten.div": 2, "aten.add_": 2, "aten.addcdiv_": 4}
+    assert {k: o.bytes for k, o in ops.items()} == {k: v * 4 * PARAMS
+                                                    for k, v in per_value.items()}
+    assert sum(o.bytes for o in ops.values()) == 19 * 4 * PARAMS == 2_514_688
+    assert sum(o.flops for o in ops.values()) == 7 * PARAMS
+    assert {o.layer for o in ops.values()} == {"optimizer"}
+    assert net.optimizer == "adam" and net.uncosted == ()
+    # the update is the step's last work, after the backward
+    assert [o.pass_ for o in net.ops()][-len(ops):] == ["update"] * len(ops)
+
+
+def test_adamw_adds_its_decoupled_weight_decay():
+    # AdamW (weight_decay 0.01) first scales the weights, param.mul_(1 - lr wd): read w, write
+    # w, 2 more values a parameter: 21 x 4 B
+    _, ops = _update(torch.optim.AdamW)
+    assert sum(o.bytes for o in ops.values()) == 21 * 4 * PARAMS == 2_779_392
+
+
+def test_sgd_step_is_recorded_as_torch_runs_it():
+    import functools
+
+    # plain SGD: param.add_(grad, alpha=-lr): read w, g; write w: 3 x 4 B = 12 B a parameter,
+    # the figure roofline's sgd-update counts
+    _, ops = _update(functools.partial(torch.optim.SGD, lr=0.1))
+    assert {k: o.bytes for k, o in ops.items()} == {"aten.add_": 3 * 4 * PARAMS}
+    # with momentum, from the second step on: buf.mul_(m) (2), buf.add_(grad) (3),
+    # param.add_(buf, alpha=-lr) (3): 8 values a parameter
+    _, ops = _update(functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9))
+    assert {k: o.bytes for k, o in ops.items()} == {"aten.mul_": 2 * 4 * PARAMS,
+                                                    "aten.add_": 6 * 4 * PARAMS}
+
+
+def test_an_optimizer_instance_is_rebuilt_on_the_meta_parameters():
+    module = _mlp()
+    adam = torch.optim.Adam(module.parameters(), lr=1e-3)
+    net = capture(module, torch.zeros(32, 64), mode="train", optimizer=adam)
+    update = [o for o in net.ops() if o.pass_ == "update"]
+    assert sum(o.bytes for o in update) == 19 * 4 * PARAMS
+    # the user's optimizer and weights are untouched: no state, still on the CPU
+    assert not adam.state and all(p.device.type == "cpu" for p in module.parameters())
+    # another optimizer asked later replaces the recorded step with its own update op
+    other = net.with_overrides(optimizer="sgd")
+    assert [(o.kind, o.bytes) for o in other.ops() if o.pass_ == "update"] == [
+        ("sgd-update", 12 * PARAMS)]
+
+
+@pytest.mark.parametrize("optimizer, mode, text", [
+    (torch.optim.RMSprop, "train", "optimizer: RMSprop is not modelled"),
+    (lambda params: "adam", "train", "the callable must return a torch.optim.Optimizer, got str"),
+    (torch.optim.Adam, "inference", "a torch optimizer steps in mode train only"),
+    (3, "train", "expected none, sgd, adam or a torch optimizer"),
+    ("lion", "train", "optimizer: expected one of none, sgd, adam, got 'lion'"),
+])
+def test_an_optimizer_capture_cannot_make(optimizer, mode, text):
+    with pytest.raises(CaptureError, match=text):
+        capture(_mlp(), torch.zeros(32, 64), mode=mode, optimizer=optimizer)

@@ -23,6 +23,11 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   written once; a view moves nothing and is left out), its FLOPs from ``FLOPS_PER_ELEMENT``;
   an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``.
 
+- A torch optimizer, when one is given, steps on the meta parameters and the gradients the
+  backward left them: the first step creates its state and is not recorded; the second is, each
+  aten op summed over the parameters as one op of pass ``update`` (module ``optimizer``); ops
+  on host tensors only (the step count torch keeps on the CPU) are left out.
+
 torch is imported inside the functions: it is an optional extra (``roofline[torch]``).
 """
 
@@ -109,6 +114,10 @@ class _Recorder:
     last: str = ""
     module: str = ""
     quiet: int = 0
+    updating: bool = False  # recording the optimizer's step
+    kind: str = "none"  # the optimizer stepped (OPTIMIZER_KINDS)
+    update: dict[str, list[int]] = field(default_factory=dict)  # aten op -> flops, elements,
+    # other bytes, summed over the parameters
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -118,17 +127,25 @@ class _Recorder:
 
 def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inference",
                     dtype: str | None = None, attention: str = "flash",
-                    optimizer: str = "none", name: str | None = None) -> Network:
+                    optimizer: Any = "none", name: str | None = None) -> Network:
     """``module`` run on ``example_inputs`` (tensors keep their shapes, not their values), its
-    work as a Network at the batch of the first input's leading dimension."""
+    work as a Network at the batch of the first input's leading dimension. ``optimizer``: a
+    name (none, sgd, adam: the update op of ``model/ops.py``) or a torch optimizer, recorded
+    (see ``_optimizer``)."""
     import torch
 
     if not isinstance(module, torch.nn.Module):
         raise CaptureError(f"expected a torch.nn.Module, got {type(module).__name__}")
-    for key, value, choices in (("mode", mode, MODES), ("attention", attention, ATTENTION),
-                                ("optimizer", optimizer, OPTIMIZER_CHOICES)):
+    checks: list[tuple[str, Any, tuple[str, ...]]] = [("mode", mode, MODES),
+                                                      ("attention", attention, ATTENTION)]
+    if isinstance(optimizer, str):
+        checks.append(("optimizer", optimizer, OPTIMIZER_CHOICES))
+    for key, value, choices in checks:
         if value not in choices:
             raise CaptureError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    if not isinstance(optimizer, str) and mode != "train":
+        raise CaptureError("optimizer: a torch optimizer steps in mode train only, the mode "
+                           f"is {mode}")
     cast = _torch_dtype(dtype) if dtype is not None else None
     label = name or type(module).__name__
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
@@ -147,7 +164,8 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     rec = _Recorder(type(module).__name__, train, attention == "flash",
                     _owned(module, remove_duplicate=False))
     rec.weights = {id(p): p for p in meta_params.values()}
-    _run(module, meta_params | meta_buffers, inputs, rec, label)
+    step = None if isinstance(optimizer, str) else _optimizer(optimizer, label)
+    _run(module, meta_params | meta_buffers, inputs, rec, label, step)
     net_dtype = dtype or _dtype_of(meta_params, inputs)
     source = f"<torch {label}>"
     layers = []
@@ -155,8 +173,44 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
         count = sum(_numel(s) for s in params.get(owner, []))
         layers.append(Captured(owner or label, batch, tuple(rec.forward.get(owner, [])),
                                tuple(rec.backward.get(owner, [])), count, source))
-    return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=optimizer,
-                   source=source, uncosted=tuple(sorted(rec.uncosted)))
+    update = tuple(CapturedOp("optimizer", "update", kind, *sums)
+                   for kind, sums in rec.update.items())
+    kind = optimizer if step is None else rec.kind
+    return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
+                   source=source, uncosted=tuple(sorted(rec.uncosted)), update=update)
+
+
+#: torch optimizer classes -> the optimizer whose states memory counts (``analysis/memory``)
+OPTIMIZER_KINDS = {"Adam": "adam", "AdamW": "adam", "SGD": "sgd"}
+
+
+def _optimizer(given: Any, label: str) -> Callable[[list[Any]], Any]:
+    """A torch optimizer as a maker on the meta parameters, from a class or a callable
+    taking the parameters (``functools.partial(torch.optim.AdamW, lr=1e-4)``), or an instance,
+    rebuilt from its class and ``defaults`` (per-group settings are not carried over)."""
+    import torch
+
+    if isinstance(given, torch.optim.Optimizer):
+        cls, defaults = type(given), dict(given.defaults)
+        make: Callable[[list[Any]], Any] = lambda params: cls(params, **defaults)  # noqa: E731
+    elif callable(given):
+        make = given
+    else:
+        raise CaptureError(f"optimizer: expected none, sgd, adam or a torch optimizer (a class, "
+                           f"a callable of the parameters or an instance), got "
+                           f"{type(given).__name__}")
+
+    def checked(params: list[Any]) -> Any:
+        opt = make(params)
+        if not isinstance(opt, torch.optim.Optimizer):
+            raise CaptureError(f"{label}: optimizer: the callable must return a "
+                               f"torch.optim.Optimizer, got {type(opt).__name__}")
+        if type(opt).__name__ not in OPTIMIZER_KINDS:
+            raise CaptureError(f"{label}: optimizer: {type(opt).__name__} is not modelled "
+                               f"(its states' memory is known for {', '.join(OPTIMIZER_KINDS)})")
+        return opt
+
+    return checked
 
 
 def _owned(module: Any, remove_duplicate: bool) -> dict[str, list[tuple[int, ...]]]:
@@ -201,7 +255,7 @@ def _dtype_of(params: dict[str, Any], inputs: tuple[Any, ...]) -> str:
 
 
 def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Recorder,
-         label: str) -> None:
+         label: str, optimizer: Callable[[list[Any]], Any] | None = None) -> None:
     import torch
     from torch.utils.module_tracker import ModuleTracker
 
@@ -216,6 +270,8 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
                                        f"(no trainable parameter was used)")
                 rec.module = ""
                 torch.autograd.backward(outs, [torch.empty_like(o) for o in outs])
+            if optimizer is not None:
+                _step(rec, optimizer, [p for p in state.values() if p.requires_grad])
     except RooflineError:
         raise
     except Exception as exc:  # the user's module failing on meta tensors: say where
@@ -224,6 +280,42 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
         raise CaptureError(f"{label}: {where} failed on the meta device ({type(exc).__name__}: "
                            f"{text}); capture needs a module whose work follows from shapes "
                            f"alone (no .item(), no data-dependent branches)") from None
+
+
+def _step(rec: _Recorder, make: Callable[[list[Any]], Any], params: list[Any]) -> None:
+    """The optimizer's step on the meta parameters and the gradients the backward left them:
+    the first step creates its state (zeroed moments, a momentum buffer) and is not recorded;
+    the second, the one every later step repeats, is."""
+    rec.module, rec.last = "optimizer", ""
+    opt = make(params)
+    rec.kind = OPTIMIZER_KINDS[type(opt).__name__]
+    rec.quiet += 1
+    try:
+        opt.step()
+    finally:
+        rec.quiet -= 1
+    rec.updating = True
+    try:
+        opt.step()
+    finally:
+        rec.updating = False
+
+
+def _record_update(rec: _Recorder, op: str, args: Any, out: Any) -> None:
+    """One aten op of the optimizer's step, summed by op over the parameters; ops on host
+    tensors only (the step count torch keeps on the CPU) are bookkeeping, not device work."""
+    import torch
+
+    if not any(t.is_meta for t in _flatten([*args, out]) if isinstance(t, torch.Tensor)):
+        return
+    rec.module, rec.last = "optimizer", f"aten.{op}"
+    for item in _items(op, args, out, False, "optimizer", rec):
+        if isinstance(item, GemmShape):
+            raise CaptureError(f"module 'optimizer', op aten.{op}: the optimizer's step runs "
+                               f"a GEMM; only elementwise steps (SGD, Adam) are recorded")
+        sums = rec.update.setdefault(item.kind, [0, 0, 0])
+        for index, value in enumerate((item.flops, item.elements, item.other_bytes)):
+            sums[index] += value
 
 
 def _flatten(out: Any) -> Iterator[Any]:
@@ -297,6 +389,9 @@ def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], 
     that runs it, in the forward to the innermost module running."""
     import torch
 
+    if rec.updating:
+        _record_update(rec, op, args, out)
+        return
     node = torch._C._current_autograd_node()
     backward = node is not None
     owner = _metadata(node).get("roofline_module", "") if node is not None else current()
