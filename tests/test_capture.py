@@ -155,6 +155,21 @@ def test_a_tied_weight_has_its_gradient_gemm_where_it_is_used():
     assert net.parameters == 100 * 16
 
 
+def test_an_op_on_empty_tensors_is_no_row():
+    # an op whose tensors hold no value moves nothing: no row (a row of 0 bytes has no
+    # intensity and failed the report; Llama's rotary embedding makes such zeros in training)
+    class Empty(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x) + torch.zeros(0, 4, device=x.device).sum()
+
+    report = capture(Empty(), torch.zeros(2, 4), mode="train", hw="h100")
+    assert all(o.op.bytes > 0 for o in report.ops)
+
+
 def test_a_report_on_a_device_and_a_batch_it_was_not_captured_at():
     module = torch.nn.Linear(1024, 1024)
     report = capture(module, torch.zeros(8, 1024), mode="inference", hw="a100-sxm4-80gb")

@@ -468,6 +468,8 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
             elements += t.numel()
         else:
             other += t.numel() * t.element_size()
+    if elements == other == 0:  # empty tensors only (Llama's rotary backward makes some)
+        return []
     if op == "embedding":  # a gather reads the rows it returns, not the whole table
         elements = 2 * outs[0].numel()
     per = FLOPS_PER_ELEMENT.get(op.rstrip("_"))  # add_: add in place
