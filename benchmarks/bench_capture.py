@@ -58,7 +58,7 @@ def child(mode: str, batch: int, seq: int, hw: str) -> None:
     report = analyze_model(net, hw)
     times["report_s"] = time.perf_counter() - mark
     print(json.dumps({**times, "parameters": net.parameters, "gemms": len(report.results),
-                      "ops": len(report.ops), "step_time_s": report.totals.time_s}))
+                      "ops": len(report.ops), "step_time_s": report.totals["time_s"]}))
 
 
 def run_child(args: list[str], timeout_s: float) -> tuple[float, float, int, str]:
@@ -103,7 +103,8 @@ def main() -> None:
         return
     print(f"Llama-2-7B ({CONFIG.relative_to(ROOT)}) through transformers on the meta device, "
           f"batch {args.batch}, seq {args.seq}, fp16, report on {args.hw}; python "
-          f"{sys.version.split()[0]}")
+          f"{sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}")
     for mode in args.modes:
         wall, rss, code, out = run_child([mode, "--batch", str(args.batch), "--seq",
                                           str(args.seq), "--hw", args.hw], timeout_s=300)

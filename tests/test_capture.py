@@ -155,6 +155,15 @@ def test_a_tied_weight_has_its_gradient_gemm_where_it_is_used():
     assert net.parameters == 100 * 16
 
 
+def test_a_reduction_counts_a_flop_per_value_it_reads():
+    # Linear(256, 64) trained at batch 512: its bias gradient sums dY (512 x 64) over the rows:
+    # 512 x 64 = 32,768 adds, reading 32,768 values and writing 64 (4 B each)
+    net = capture(torch.nn.Linear(256, 64), torch.zeros(512, 256), mode="train")
+    (bias,) = [o for o in net.ops() if o.kind == "aten.sum"]
+    assert bias.flops == 512 * 64 == 32_768
+    assert bias.bytes == (512 * 64 + 64) * 4 == 131_328
+
+
 def test_an_op_on_empty_tensors_is_no_row():
     # an op whose tensors hold no value moves nothing: no row (a row of 0 bytes has no
     # intensity and failed the report; Llama's rotary embedding makes such zeros in training)

@@ -84,6 +84,8 @@ FLOPS_PER_ELEMENT = {
     "avg_pool2d": 1, "avg_pool2d_backward": 1, "_adaptive_avg_pool2d": 1,
     "_adaptive_avg_pool2d_backward": 1, "native_dropout": 2, "native_dropout_backward": 1,
 }
+#: Ops that reduce their input: their FLOPs count per element read.
+REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
 TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
@@ -462,6 +464,12 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
             rec.weights.update((id(o), o) for o in outs)
         return []
+    return _op(op, tensors, outs, pass_, owner, rec)
+
+
+def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
+        rec: _Recorder) -> list[Item]:
+    """A non-GEMM op: its tensors' bytes, its FLOPs from ``FLOPS_PER_ELEMENT``."""
     elements = other = 0
     for t in [*tensors, *outs]:
         if t.is_floating_point():
@@ -476,7 +484,10 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
     if per is None:
         rec.uncosted[f"aten.{op}"] = rec.uncosted.get(f"aten.{op}", 0) + 1
         per = 0
-    flops = per * max((o.numel() for o in outs), default=0)
+    # an op's FLOPs are per output element, a reduction's per input element (a bias gradient
+    # sums every row of dY: one add a value read, not one a value written)
+    counted = tensors if op.rstrip("_") in REDUCTIONS else outs
+    flops = per * max((t.numel() for t in counted), default=0)
     return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other)]
 
 
