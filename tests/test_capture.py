@@ -213,6 +213,10 @@ FACTORY = '''
 import torch
 def make():
     return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU()), torch.zeros(32, 64)
+def batched(batch=32):
+    return torch.nn.Linear(64, 128), torch.zeros(batch, 64)
+def ignores(batch=32):
+    return torch.nn.Linear(64, 128), torch.zeros(32, 64)
 def wrong():
     return torch.nn.Linear(4, 4)
 def broken():
@@ -343,3 +347,24 @@ def test_an_optimizer_instance_is_rebuilt_on_the_meta_parameters():
 def test_an_optimizer_capture_cannot_make(optimizer, mode, text):
     with pytest.raises(CaptureError, match=text):
         capture(_mlp(), torch.zeros(32, 64), mode=mode, optimizer=optimizer)
+
+
+def test_a_factory_with_a_batch_parameter_is_recaptured_at_the_asked_batch(invoke, tmp_path,
+                                                                           monkeypatch):
+    (tmp_path / "capture_factory_example.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # Linear(64, 128) at batch 48: the forward GEMM is 48 x 128 x 64
+    result = invoke("analyze", "capture_factory_example:batched", "--hw", "h100", "--mode",
+                    "inference", "--batch", "48", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["batch"] == 48
+    assert [(g["m"], g["n"], g["k"]) for g in data["gemms"]] == [(48, 128, 64)]
+    # a factory without one (make) keeps the refusal, one line naming the batch it ran at;
+    # so does one that takes a batch and ignores it
+    for name in ("make", "ignores"):
+        result = invoke("analyze", f"capture_factory_example:{name}", "--hw", "h100",
+                        "--batch", "48")
+        assert result.exit_code == 2, result.output
+        assert "captured at batch 32; a batch of 48 needs a capture with inputs of that batch" \
+            in result.stderr and "Traceback" not in result.output

@@ -511,10 +511,13 @@ def _conv(x: Any, w: Any, args: Sequence[Any], owner: str,
     return [i for i in items if i.pass_ != "backward-weight" or mask[1]]
 
 
-def load_factory(spec: str) -> tuple[Any, tuple[Any, ...]]:
+def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, ...]]:
     """``package.module:callable`` imported and called: it returns ``(module, inputs)`` where
-    ``inputs`` is one tensor or a tuple of them."""
+    ``inputs`` is one tensor or a tuple of them. Given a ``batch``, a callable with a ``batch``
+    parameter is called with it (its inputs then have that batch); one without is called as is,
+    and its capture refuses another batch than its inputs' (``Captured``)."""
     import importlib
+    import inspect
 
     path, _, attr = spec.partition(":")
     try:
@@ -526,7 +529,11 @@ def load_factory(spec: str) -> tuple[Any, tuple[Any, ...]]:
     if not callable(factory):
         raise CaptureError(f"{spec}: {attr} is not callable")
     try:
-        made = factory()
+        takes_batch = "batch" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        takes_batch = False
+    try:
+        made = factory(batch=batch) if batch is not None and takes_batch else factory()
     except Exception as exc:
         raise CaptureError(f"{spec}: the factory raised {type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:300]}") from None
