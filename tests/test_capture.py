@@ -198,10 +198,63 @@ def test_data_dependent_control_flow_names_the_module_and_op():
             y = self.fc(x)
             return y if y.sum().item() > 0 else -y
 
-    # the root module's forward calls .item() on the sum: the error names it and the last op
-    with pytest.raises(CaptureError, match=r"module 'Branchy', op aten.sum failed on the meta "
-                                           r"device \(RuntimeError: Tensor.item\(\)"):
+    # the root module's forward calls .item() on the sum: the error names it and the op that
+    # failed, the one .item() runs
+    with pytest.raises(CaptureError, match=r"module 'Branchy', op aten._local_scalar_dense "
+                                           r"failed on the meta device \(RuntimeError: "
+                                           r"Tensor.item\(\)"):
         capture(Branchy(), torch.zeros(2, 4))
+
+
+def test_a_submodule_failing_on_meta_tensors_is_named_with_its_op():
+    # the child copies its input to the CPU, which a meta tensor cannot do: the error names the
+    # child (not the linear layer before it) and the op that failed
+    class Child(torch.nn.Module):
+        def forward(self, x):
+            return x.cpu() * 2
+
+    class Parent(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+            self.child = Child()
+
+        def forward(self, x):
+            return self.child(self.fc(x))
+
+    with pytest.raises(CaptureError, match=r"^Parent: module 'child', op aten._to_copy failed "
+                                           r"on the meta device \(NotImplementedError: Cannot "
+                                           r"copy out of meta tensor; no data!\)"):
+        capture(Parent(), torch.zeros(2, 4))
+
+
+def test_an_op_of_unknown_cost_is_listed_with_its_bytes(invoke, tmp_path, monkeypatch):
+    # erfcx has no FLOP count in the table: its row stays, 0 FLOPs and its bytes (8 values
+    # read, 8 written, 4 B each: 64 B), and the report names it
+    class Erfcx(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.special.erfcx(self.fc(x))
+
+    net = capture(Erfcx(), torch.zeros(2, 4), mode="inference")
+    assert net.uncosted == ("aten.special_erfcx",)
+    assert [(o.kind, o.flops, o.bytes) for o in net.ops()] == [("aten.special_erfcx", 0, 64)]
+    (tmp_path / "capture_erfcx_example.py").write_text(
+        "import torch\n"
+        "def make():\n"
+        "    fc = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Softplus(), "
+        "torch.nn.Mish())\n"
+        "    return fc, torch.zeros(2, 4)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = invoke("analyze", "capture_erfcx_example:make", "--hw", "h100", "--mode",
+                    "inference", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["uncosted_ops"] == ["aten.mish", "aten.softplus"]
+    assert {o["kind"] for o in data["ops"]} == {"aten.mish", "aten.softplus"}
 
 
 def test_not_a_module():

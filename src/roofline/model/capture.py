@@ -361,9 +361,12 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
                                kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
+            op = func.overloadpacket.__name__
+            if not rec.quiet:  # named before it runs: an op that fails is the one named
+                rec.module, rec.last = _owner(rec, current)[0], f"aten.{op}"
             out = func(*args, **kwargs)
             if not rec.quiet:
-                _record(rec, func.overloadpacket.__name__, args, out, current)
+                _record(rec, op, args, out, current)
             return out
 
     with Functions(), Dispatch():
@@ -394,12 +397,21 @@ def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], 
     if rec.updating:
         _record_update(rec, op, args, out)
         return
-    node = torch._C._current_autograd_node()
-    backward = node is not None
-    owner = _metadata(node).get("roofline_module", "") if node is not None else current()
-    rec.module, rec.last = owner, f"aten.{op}"
+    owner, backward = _owner(rec, current)
     for item in _items(op, args, out, backward, owner, rec):
         rec.add(owner, backward, item)
+
+
+def _owner(rec: _Recorder, current: Callable[[], str]) -> tuple[str, bool]:
+    """The module an op running now belongs to, and whether it runs in the backward."""
+    import torch
+
+    if rec.updating:
+        return "optimizer", False
+    node = torch._C._current_autograd_node()
+    if node is None:
+        return current(), False
+    return _metadata(node).get("roofline_module", ""), True
 
 
 def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
