@@ -110,13 +110,17 @@ def built():
     return {name: _build(name) for name in MODELS}
 
 
+# flash: scaled_dot_product_attention as one fused op on both routes; naive (slow group): as
+# torch's math decomposes it, the scores and context batched GEMMs (full s x s even when causal)
+# against the transformer layer's naive form
+@pytest.mark.parametrize("attention", ["flash", pytest.param("naive", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("mode", ["inference", "train"])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_transformers_gemms_equal_the_config_adapters(built, name, mode):
+def test_transformers_gemms_equal_the_config_adapters(built, name, mode, attention):
     module = built[name].train(mode == "train")
     tokens = torch.zeros(BATCH, SEQ, dtype=torch.long)
-    net = capture(module, tokens, mode=mode, dtype="fp32")
-    ref = _reference(name, mode)
+    net = capture(module, tokens, mode=mode, dtype="fp32", attention=attention)
+    ref = _reference(name, mode).with_overrides(attention=attention)
     assert _fused(net.gemms(), MODELS[name][1]) == Counter(map(_key, ref.gemms()))
     assert net.parameters == ref.parameters == sum(p.numel() for p in module.parameters())
     flash = lambda n: sorted((o.pass_, o.flops, o.bytes) for o in n.ops()  # noqa: E731
