@@ -4,6 +4,7 @@ by hand in torch.nn). Needs torch (the `torch` extra; .ci/run installs it)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -363,8 +364,6 @@ def test_adamw_adds_its_decoupled_weight_decay():
 
 
 def test_sgd_step_is_recorded_as_torch_runs_it():
-    import functools
-
     # plain SGD: param.add_(grad, alpha=-lr): read w, g; write w: 3 x 4 B = 12 B a parameter,
     # the figure roofline's sgd-update counts
     _, ops = _update(functools.partial(torch.optim.SGD, lr=0.1))
@@ -376,6 +375,17 @@ def test_sgd_step_is_recorded_as_torch_runs_it():
                                                     "aten.add_": 6 * 4 * PARAMS}
 
 
+def test_foreach_adam_moves_what_the_loop_moves():
+    # foreach=True (torch's default on CUDA) runs the same seven ops as _foreach_ ops over the
+    # lists of tensors, the in-place ones returning nothing: still 19 values and 7 FLOPs a
+    # parameter, each op's FLOPs summed over its list
+    _, ops = _update(functools.partial(torch.optim.Adam, foreach=True))
+    assert sorted(ops) == sorted(f"aten._foreach_{op}" for op in (
+        "lerp_", "mul_", "addcmul_", "sqrt", "div_", "add_", "addcdiv_"))
+    assert sum(o.bytes for o in ops.values()) == 19 * 4 * PARAMS
+    assert sum(o.flops for o in ops.values()) == 7 * PARAMS
+
+
 def test_an_optimizer_instance_is_rebuilt_on_the_meta_parameters():
     module = _mlp()
     adam = torch.optim.Adam(module.parameters(), lr=1e-3)
@@ -384,6 +394,10 @@ def test_an_optimizer_instance_is_rebuilt_on_the_meta_parameters():
     assert sum(o.bytes for o in update) == 19 * 4 * PARAMS
     # the user's optimizer and weights are untouched: no state, still on the CPU
     assert not adam.state and all(p.device.type == "cpu" for p in module.parameters())
+    # AdamW's defaults hold a setting its constructor does not take: still rebuilt (21 values)
+    net = capture(module, torch.zeros(32, 64), mode="train",
+                  optimizer=torch.optim.AdamW(module.parameters()))
+    assert sum(o.bytes for o in net.ops() if o.pass_ == "update") == 21 * 4 * PARAMS
     # another optimizer asked later replaces the recorded step with its own update op
     other = net.with_overrides(optimizer="sgd")
     assert [(o.kind, o.bytes) for o in other.ops() if o.pass_ == "update"] == [
@@ -395,6 +409,10 @@ def test_an_optimizer_instance_is_rebuilt_on_the_meta_parameters():
     (lambda params: "adam", "train", "the callable must return a torch.optim.Optimizer, got str"),
     (torch.optim.Adam, "inference", "a torch optimizer steps in mode train only"),
     (3, "train", "expected none, sgd, adam or a torch optimizer"),
+    (functools.partial(torch.optim.Adam, fused=True), "train",
+     r"^Sequential: module 'optimizer': Adam's step failed on the meta device \(RuntimeError: "
+     r"`fused=True` requires .*; give it without fused=True \(its eager or foreach step is "
+     r"recorded\), or optimizer='adam' or 'sgd' for roofline's fused update op$"),
     ("lion", "train", "optimizer: expected one of none, sgd, adam, got 'lion'"),
 ])
 def test_an_optimizer_capture_cannot_make(optimizer, mode, text):

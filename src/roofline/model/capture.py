@@ -65,7 +65,7 @@ FLOPS_PER_ELEMENT = {
                             "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub",
                             "tril", "triu", "eq", "ne", "lt", "gt", "le", "ge", "sum", "mean",
                             "amax", "max", "min", "cumsum", "tanh_backward",
-                            "sigmoid_backward", "_foreach_add", "_foreach_mul", "sin", "cos",
+                            "sigmoid_backward", "sin", "cos",
                             "bernoulli")},
     **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
                             "embedding_dense_backward", "index_select", "gather", "scatter",
@@ -190,10 +190,14 @@ def _optimizer(given: Any, label: str) -> Callable[[list[Any]], Any]:
     """A torch optimizer as a maker on the meta parameters, from a class or a callable
     taking the parameters (``functools.partial(torch.optim.AdamW, lr=1e-4)``), or an instance,
     rebuilt from its class and ``defaults`` (per-group settings are not carried over)."""
+    import inspect
+
     import torch
 
     if isinstance(given, torch.optim.Optimizer):
-        cls, defaults = type(given), dict(given.defaults)
+        cls = type(given)
+        accepted = inspect.signature(cls).parameters  # AdamW keeps settings it does not take
+        defaults = {k: v for k, v in given.defaults.items() if k in accepted}
         make: Callable[[list[Any]], Any] = lambda params: cls(params, **defaults)  # noqa: E731
     elif callable(given):
         make = given
@@ -273,7 +277,7 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
                 rec.module = ""
                 torch.autograd.backward(outs, [torch.empty_like(o) for o in outs])
             if optimizer is not None:
-                _step(rec, optimizer, [p for p in state.values() if p.requires_grad])
+                _step(rec, optimizer, [p for p in state.values() if p.requires_grad], label)
     except RooflineError:
         raise
     except Exception as exc:  # the user's module failing on meta tensors: say where
@@ -284,21 +288,31 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
                            f"alone (no .item(), no data-dependent branches)") from None
 
 
-def _step(rec: _Recorder, make: Callable[[list[Any]], Any], params: list[Any]) -> None:
+def _step(rec: _Recorder, make: Callable[[list[Any]], Any], params: list[Any],
+          label: str) -> None:
     """The optimizer's step on the meta parameters and the gradients the backward left them:
     the first step creates its state (zeroed moments, a momentum buffer) and is not recorded;
     the second, the one every later step repeats, is."""
     rec.module, rec.last = "optimizer", ""
     opt = make(params)
     rec.kind = OPTIMIZER_KINDS[type(opt).__name__]
-    rec.quiet += 1
     try:
+        rec.quiet += 1
+        try:
+            opt.step()
+        finally:
+            rec.quiet -= 1
+        rec.updating = True
         opt.step()
-    finally:
-        rec.quiet -= 1
-    rec.updating = True
-    try:
-        opt.step()
+    except RooflineError:
+        raise
+    except Exception as exc:  # a fused kernel has no meta implementation
+        op = f", op {rec.last}" if rec.last else ""
+        text = " ".join(str(exc).split())[:300]
+        raise CaptureError(f"{label}: module 'optimizer'{op}: {type(opt).__name__}'s step failed "
+                           f"on the meta device ({type(exc).__name__}: {text}); give it without "
+                           f"fused=True (its eager or foreach step is recorded), or "
+                           f"optimizer='adam' or 'sgd' for roofline's fused update op") from None
     finally:
         rec.updating = False
 
@@ -392,7 +406,6 @@ def _tag(nodes: list[Any], owner: str) -> None:
 def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], str]) -> None:
     """One aten op, charged in the backward to the module whose forward made the autograd node
     that runs it, in the forward to the innermost module running."""
-    import torch
 
     if rec.updating:
         _record_update(rec, op, args, out)
@@ -476,12 +489,15 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
             rec.weights.update((id(o), o) for o in outs)
         return []
+    if not outs and op.endswith("_") and args:  # in place, returning nothing (_foreach_add_):
+        outs = [t for t in _flatten([args[0]]) if isinstance(t, torch.Tensor)]  # writes self
     return _op(op, tensors, outs, pass_, owner, rec)
 
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
         rec: _Recorder) -> list[Item]:
-    """A non-GEMM op: its tensors' bytes, its FLOPs from ``FLOPS_PER_ELEMENT``."""
+    """A non-GEMM op: its tensors' bytes, its FLOPs from ``FLOPS_PER_ELEMENT`` (a ``_foreach_``
+    op as its elementwise op over every tensor of its lists)."""
     elements = other = 0
     for t in [*tensors, *outs]:
         if t.is_floating_point():
@@ -492,14 +508,15 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
         return []
     if op == "embedding":  # a gather reads the rows it returns, not the whole table
         elements = 2 * outs[0].numel()
-    per = FLOPS_PER_ELEMENT.get(op.rstrip("_"))  # add_: add in place
+    base = op.removeprefix("_foreach_").rstrip("_")  # add_: add in place
+    per = FLOPS_PER_ELEMENT.get(base)
     if per is None:
         rec.uncosted[f"aten.{op}"] = rec.uncosted.get(f"aten.{op}", 0) + 1
         per = 0
     # an op's FLOPs are per output element, a reduction's per input element (a bias gradient
     # sums every row of dY: one add a value read, not one a value written)
-    counted = tensors if op.rstrip("_") in REDUCTIONS else outs
-    flops = per * max((t.numel() for t in counted), default=0)
+    sizes = [t.numel() for t in (tensors if base in REDUCTIONS else outs)]
+    flops = per * (sum(sizes) if op.startswith("_foreach_") else max(sizes, default=0))
     return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other)]
 
 
