@@ -4,6 +4,7 @@ by hand in torch.nn). Needs torch (the `torch` extra; .ci/run installs it)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -112,6 +113,73 @@ def test_flash_attention_is_one_fused_op():
     assert not net.gemms()
 
 
+def test_flash_attention_in_training_keeps_its_log_sum_exp():
+    # the same attention (q = k = v, 2 x 4 x 128 x 64, fp32) trained: forward reads Q, K, V and
+    # writes O, 4 x 65,536 values of 4 B, and writes one fp32 log-sum-exp per query row,
+    # 2 x 4 x 128 x 4 B; the backward reads Q, K, V, O, dO and the log-sum-exp and writes dQ,
+    # dK, dV (8 x 65,536 values); as the transformer layer counts them
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(64))
+
+        def forward(self, x):
+            q = x * self.scale
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    net = capture(Attention(), torch.zeros(2, 4, 128, 64), mode="train")
+    ops = {o.kind: o for o in net.ops() if o.kind.startswith("flash")}
+    values, lse = 2 * 4 * 128 * 64, 2 * 4 * 128 * 4
+    assert ops["flash-attention"].bytes == 4 * values * 4 + lse == 1_052_672
+    assert ops["flash-attention-backward"].bytes == 8 * values * 4 + lse == 2_101_248
+    assert ops["flash-attention-backward"].flops == 10 * 2 * 4 * 128 * 128 * 64 // 2
+
+
+def test_a_tied_weight_has_its_gradient_gemm_where_it_is_used():
+    # GPT-2's LM head shares the token embedding's weight (100 x 16 here; 4 x 8 tokens): the
+    # head's backward GEMM that reads no weight is its weight gradient dW = dY^T X (100 x 16
+    # over the 32 tokens), not a data gradient; the weight is counted once
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(100, 16)
+            self.head = torch.nn.Linear(16, 100, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, tokens):
+            return self.head(self.embed(tokens))
+
+    net = capture(Tied(), torch.zeros(4, 8, dtype=torch.long), mode="train")
+    rows = sorted((g.layer, g.pass_, g.m, g.n, g.k) for g in net.gemms())
+    assert rows == [("head", "backward-data", 32, 16, 100),
+                    ("head", "backward-weight", 100, 16, 32), ("head", "forward", 32, 100, 16)]
+    assert net.parameters == 100 * 16
+
+
+def test_a_reduction_counts_a_flop_per_value_it_reads():
+    # Linear(256, 64) trained at batch 512: its bias gradient sums dY (512 x 64) over the rows:
+    # 512 x 64 = 32,768 adds, reading 32,768 values and writing 64 (4 B each)
+    net = capture(torch.nn.Linear(256, 64), torch.zeros(512, 256), mode="train")
+    (bias,) = [o for o in net.ops() if o.kind == "aten.sum"]
+    assert bias.flops == 512 * 64 == 32_768
+    assert bias.bytes == (512 * 64 + 64) * 4 == 131_328
+
+
+def test_an_op_on_empty_tensors_is_no_row():
+    # an op whose tensors hold no value moves nothing: no row (a row of 0 bytes has no
+    # intensity and failed the report; Llama's rotary embedding makes such zeros in training)
+    class Empty(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x) + torch.zeros(0, 4, device=x.device).sum()
+
+    report = capture(Empty(), torch.zeros(2, 4), mode="train", hw="h100")
+    assert all(o.op.bytes > 0 for o in report.ops)
+
+
 def test_a_report_on_a_device_and_a_batch_it_was_not_captured_at():
     module = torch.nn.Linear(1024, 1024)
     report = capture(module, torch.zeros(8, 1024), mode="inference", hw="a100-sxm4-80gb")
@@ -131,10 +199,63 @@ def test_data_dependent_control_flow_names_the_module_and_op():
             y = self.fc(x)
             return y if y.sum().item() > 0 else -y
 
-    # the root module's forward calls .item() on the sum: the error names it and the last op
-    with pytest.raises(CaptureError, match=r"module 'Branchy', op aten.sum failed on the meta "
-                                           r"device \(RuntimeError: Tensor.item\(\)"):
+    # the root module's forward calls .item() on the sum: the error names it and the op that
+    # failed, the one .item() runs
+    with pytest.raises(CaptureError, match=r"module 'Branchy', op aten._local_scalar_dense "
+                                           r"failed on the meta device \(RuntimeError: "
+                                           r"Tensor.item\(\)"):
         capture(Branchy(), torch.zeros(2, 4))
+
+
+def test_a_submodule_failing_on_meta_tensors_is_named_with_its_op():
+    # the child copies its input to the CPU, which a meta tensor cannot do: the error names the
+    # child (not the linear layer before it) and the op that failed
+    class Child(torch.nn.Module):
+        def forward(self, x):
+            return x.cpu() * 2
+
+    class Parent(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+            self.child = Child()
+
+        def forward(self, x):
+            return self.child(self.fc(x))
+
+    with pytest.raises(CaptureError, match=r"^Parent: module 'child', op aten._to_copy failed "
+                                           r"on the meta device \(NotImplementedError: Cannot "
+                                           r"copy out of meta tensor; no data!\)"):
+        capture(Parent(), torch.zeros(2, 4))
+
+
+def test_an_op_of_unknown_cost_is_listed_with_its_bytes(invoke, tmp_path, monkeypatch):
+    # erfcx has no FLOP count in the table: its row stays, 0 FLOPs and its bytes (8 values
+    # read, 8 written, 4 B each: 64 B), and the report names it
+    class Erfcx(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.special.erfcx(self.fc(x))
+
+    net = capture(Erfcx(), torch.zeros(2, 4), mode="inference")
+    assert net.uncosted == ("aten.special_erfcx",)
+    assert [(o.kind, o.flops, o.bytes) for o in net.ops()] == [("aten.special_erfcx", 0, 64)]
+    (tmp_path / "capture_erfcx_example.py").write_text(
+        "import torch\n"
+        "def make():\n"
+        "    fc = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Softplus(), "
+        "torch.nn.Mish())\n"
+        "    return fc, torch.zeros(2, 4)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = invoke("analyze", "capture_erfcx_example:make", "--hw", "h100", "--mode",
+                    "inference", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["uncosted_ops"] == ["aten.mish", "aten.softplus"]
+    assert {o["kind"] for o in data["ops"]} == {"aten.mish", "aten.softplus"}
 
 
 def test_not_a_module():
@@ -146,6 +267,10 @@ FACTORY = '''
 import torch
 def make():
     return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU()), torch.zeros(32, 64)
+def batched(batch=32):
+    return torch.nn.Linear(64, 128), torch.zeros(batch, 64)
+def ignores(batch=32):
+    return torch.nn.Linear(64, 128), torch.zeros(32, 64)
 def wrong():
     return torch.nn.Linear(4, 4)
 def broken():
@@ -187,3 +312,130 @@ def test_a_captured_step_is_judged_at_its_own_batch_only(invoke, tmp_path, monke
     assert report["memory"]["max_batch"] is None and report["memory"]["activations"] == 0
     assert report["step"]["min_compute_bound_batch"] is None
     assert report["step"]["captured_batch"] == report["batch"]
+
+
+# the optimizer's step as torch runs it: two linear layers 64 -> 256 -> 64 with biases,
+# 64 x 256 + 256 + 256 x 64 + 64 = 33,088 parameters, fp32 (4 B)
+PARAMS = 64 * 256 + 256 + 256 * 64 + 64
+
+
+def _mlp():
+    return torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                               torch.nn.Linear(256, 64))
+
+
+def _update(optimizer):
+    net = capture(_mlp(), torch.zeros(32, 64), mode="train", optimizer=optimizer)
+    assert net.parameters == PARAMS == 33_088
+    return net, {o.kind: o for o in net.ops() if o.pass_ == "update"}
+
+
+def test_adam_step_is_recorded_as_torch_runs_it():
+    """torch.optim.Adam's default step on the meta device (torch/optim/adam.py,
+    _single_tensor_adam, not capturable), per parameter element, each op reading its tensor
+    operands and writing its output (values of 4 B):
+      exp_avg.lerp_(grad, 1 - beta1)            read m, g; write m          3
+      exp_avg_sq.mul_(beta2)                    read v; write v             2
+        .addcmul_(grad, grad, 1 - beta2)        read v, g, g; write v       4
+      exp_avg_sq.sqrt()                         read v; write a temporary   2
+        / bias_correction2_sqrt                 read it; write another      2
+        .add_(eps)                              read, write                 2
+      param.addcdiv_(exp_avg, denom, -lr_t)     read w, m, denom; write w   4
+    19 values a parameter, 76 B, where a fused kernel (roofline's adam-update) moves 28 B
+    (read w, g, m, v; write w, m, v: 7 x 4 B); each op 1 FLOP an element (capture's table)."""
+    net, ops = _update(torch.optim.Adam)
+    per_value = {"aten.lerp_": 3, "aten.mul_": 2, "aten.addcmul_": 4, "aten.sqrt": 2,
+                 "aten.div": 2, "aten.add_": 2, "aten.addcdiv_": 4}
+    assert {k: o.bytes for k, o in ops.items()} == {k: v * 4 * PARAMS
+                                                    for k, v in per_value.items()}
+    assert sum(o.bytes for o in ops.values()) == 19 * 4 * PARAMS == 2_514_688
+    assert sum(o.flops for o in ops.values()) == 7 * PARAMS
+    assert {o.layer for o in ops.values()} == {"optimizer"}
+    assert net.optimizer == "adam" and net.uncosted == ()
+    # the update is the step's last work, after the backward
+    assert [o.pass_ for o in net.ops()][-len(ops):] == ["update"] * len(ops)
+
+
+def test_adamw_adds_its_decoupled_weight_decay():
+    # AdamW (weight_decay 0.01) first scales the weights, param.mul_(1 - lr wd): read w, write
+    # w, 2 more values a parameter: 21 x 4 B
+    _, ops = _update(torch.optim.AdamW)
+    assert sum(o.bytes for o in ops.values()) == 21 * 4 * PARAMS == 2_779_392
+
+
+def test_sgd_step_is_recorded_as_torch_runs_it():
+    # plain SGD: param.add_(grad, alpha=-lr): read w, g; write w: 3 x 4 B = 12 B a parameter,
+    # the figure roofline's sgd-update counts
+    _, ops = _update(functools.partial(torch.optim.SGD, lr=0.1))
+    assert {k: o.bytes for k, o in ops.items()} == {"aten.add_": 3 * 4 * PARAMS}
+    # with momentum, from the second step on: buf.mul_(m) (2), buf.add_(grad) (3),
+    # param.add_(buf, alpha=-lr) (3): 8 values a parameter
+    _, ops = _update(functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9))
+    assert {k: o.bytes for k, o in ops.items()} == {"aten.mul_": 2 * 4 * PARAMS,
+                                                    "aten.add_": 6 * 4 * PARAMS}
+
+
+def test_foreach_adam_moves_what_the_loop_moves():
+    # foreach=True (torch's default on CUDA) runs the same seven ops as _foreach_ ops over the
+    # lists of tensors, the in-place ones returning nothing: still 19 values and 7 FLOPs a
+    # parameter, each op's FLOPs summed over its list
+    _, ops = _update(functools.partial(torch.optim.Adam, foreach=True))
+    assert sorted(ops) == sorted(f"aten._foreach_{op}" for op in (
+        "lerp_", "mul_", "addcmul_", "sqrt", "div_", "add_", "addcdiv_"))
+    assert sum(o.bytes for o in ops.values()) == 19 * 4 * PARAMS
+    assert sum(o.flops for o in ops.values()) == 7 * PARAMS
+
+
+def test_an_optimizer_instance_is_rebuilt_on_the_meta_parameters():
+    module = _mlp()
+    adam = torch.optim.Adam(module.parameters(), lr=1e-3)
+    net = capture(module, torch.zeros(32, 64), mode="train", optimizer=adam)
+    update = [o for o in net.ops() if o.pass_ == "update"]
+    assert sum(o.bytes for o in update) == 19 * 4 * PARAMS
+    # the user's optimizer and weights are untouched: no state, still on the CPU
+    assert not adam.state and all(p.device.type == "cpu" for p in module.parameters())
+    # AdamW's defaults hold a setting its constructor does not take: still rebuilt (21 values)
+    net = capture(module, torch.zeros(32, 64), mode="train",
+                  optimizer=torch.optim.AdamW(module.parameters()))
+    assert sum(o.bytes for o in net.ops() if o.pass_ == "update") == 21 * 4 * PARAMS
+    # another optimizer asked later replaces the recorded step with its own update op
+    other = net.with_overrides(optimizer="sgd")
+    assert [(o.kind, o.bytes) for o in other.ops() if o.pass_ == "update"] == [
+        ("sgd-update", 12 * PARAMS)]
+
+
+@pytest.mark.parametrize("optimizer, mode, text", [
+    (torch.optim.RMSprop, "train", "optimizer: RMSprop is not modelled"),
+    (lambda params: "adam", "train", "the callable must return a torch.optim.Optimizer, got str"),
+    (torch.optim.Adam, "inference", "a torch optimizer steps in mode train only"),
+    (3, "train", "expected none, sgd, adam or a torch optimizer"),
+    (functools.partial(torch.optim.Adam, fused=True), "train",
+     r"^Sequential: module 'optimizer': Adam's step failed on the meta device \(RuntimeError: "
+     r"`fused=True` requires .*; give it without fused=True \(its eager or foreach step is "
+     r"recorded\), or optimizer='adam' or 'sgd' for roofline's fused update op$"),
+    ("lion", "train", "optimizer: expected one of none, sgd, adam, got 'lion'"),
+])
+def test_an_optimizer_capture_cannot_make(optimizer, mode, text):
+    with pytest.raises(CaptureError, match=text):
+        capture(_mlp(), torch.zeros(32, 64), mode=mode, optimizer=optimizer)
+
+
+def test_a_factory_with_a_batch_parameter_is_recaptured_at_the_asked_batch(invoke, tmp_path,
+                                                                           monkeypatch):
+    (tmp_path / "capture_factory_example.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # Linear(64, 128) at batch 48: the forward GEMM is 48 x 128 x 64
+    result = invoke("analyze", "capture_factory_example:batched", "--hw", "h100", "--mode",
+                    "inference", "--batch", "48", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["batch"] == 48
+    assert [(g["m"], g["n"], g["k"]) for g in data["gemms"]] == [(48, 128, 64)]
+    # a factory without one (make) keeps the refusal, one line naming the batch it ran at;
+    # so does one that takes a batch and ignores it
+    for name in ("make", "ignores"):
+        result = invoke("analyze", f"capture_factory_example:{name}", "--hw", "h100",
+                        "--batch", "48")
+        assert result.exit_code == 2, result.output
+        assert "captured at batch 32; a batch of 48 needs a capture with inputs of that batch" \
+            in result.stderr and "Traceback" not in result.output

@@ -24,7 +24,8 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
                   prompt: int | None = None, generate: int | None = None) -> Report:
     """Analyze ``model`` (a Network, a model.yaml path, a Hugging Face config.json path, or
     ``package.module:callable`` returning a torch module and its example inputs, captured by
-    ``roofline.torch``) on ``hardware`` (a spec, name or path).
+    ``roofline.torch``; a callable with a ``batch`` parameter is called with ``batch``) on
+    ``hardware`` (a spec, name or path).
 
     ``batch``, ``dtype``, ``mode``, ``output_dtype``, ``grad_accumulation`` (a dtype, or
     ``"none"``), ``seq``, ``phase`` (inference: ``"prefill"`` or ``"decode"``) and ``attention``
@@ -44,7 +45,7 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
     if isinstance(model, Network):
         network = model
     elif is_factory(str(model)) and not os.path.exists(model):  # package.module:callable
-        module, inputs = load_factory(str(model))
+        module, inputs = load_factory(str(model), batch)  # a batch keyword: made at batch
         network = capture_network(module, inputs, mode or "train", dtype, attention or "flash",
                                   optimizer or "none")
     else:

@@ -294,9 +294,11 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
             plot: Path | None, quantization: bool, stream_input: bool, host_link: str | None,
             workers: str | None, interconnect: str | None, measure: bool,
             measure_budget: float, **overrides) -> None:
-    """List every GEMM of MODEL (a model.yaml, or a Hugging Face config.json) and its other
-    ops with FLOPs, bytes, intensity, bound, attainable throughput, time, alignment warnings and
-    advice on the given hardware.
+    """List every GEMM of MODEL (a model.yaml, a Hugging Face config.json, or
+    package.module:factory, a callable returning a PyTorch module and its example inputs,
+    captured on the meta device; called with --batch when it has a batch parameter) and its
+    other ops with FLOPs, bytes, intensity, bound, attainable throughput, time, alignment
+    warnings and advice on the given hardware.
 
     Peaks are the dense datasheet figures of the hardware entry (or measured ones, for an
     entry saved by `roofline probe --save`). Beside each GEMM's roofline time (a bound) stands

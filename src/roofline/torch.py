@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def capture(module: Any, *example_inputs: Any, mode: str = "train", dtype: str | None = None,
-            attention: str = "flash", optimizer: str = "none", name: str | None = None,
+            attention: str = "flash", optimizer: Any = "none", name: str | None = None,
             hw: HardwareSpec | str | None = None) -> Network | Report:
     """``module`` run on ``example_inputs`` (only their shapes and dtypes matter; the batch is
     the first input's leading dimension) in ``mode`` ("train": forward and backward;
@@ -31,7 +31,12 @@ def capture(module: Any, *example_inputs: Any, mode: str = "train", dtype: str |
     (fp32, fp16, bf16, fp64) casts the floating-point parameters and inputs first;
     ``attention`` "flash" counts ``scaled_dot_product_attention`` as one fused op, "naive" as
     the batched GEMMs torch runs on the meta device; ``optimizer`` (none, sgd, adam) adds the
-    update a training step makes."""
+    update a training step makes as one fused op, or, given a torch optimizer (a class such as
+    ``torch.optim.AdamW``, a callable of the parameters such as
+    ``functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9)``, or an instance, rebuilt from
+    its class and defaults), records its step as torch runs it: the second step on the meta
+    parameters (the first creates its state), each aten op summed over the parameters (SGD,
+    Adam and AdamW)."""
     network = capture_network(module, example_inputs, mode, dtype, attention, optimizer, name)
     if hw is None:
         return network

@@ -15,12 +15,18 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   module's parameters is the weight gradient; any other is a data gradient.
 - ``scaled_dot_product_attention`` with ``attention="flash"`` (the default) is one fused op, as
   FlashAttention runs it (FLOPs 4 B H Sq Sk D forward, 10/4 of that backward, halved when
-  causal; bytes Q, K, V, O read or written once): the same op a transformer layer gives. With
+  causal; bytes Q, K, V, O read or written once, and, training, the fp32 log-sum-exp per query
+  row written forward and read backward): the same op a transformer layer gives. With
   ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
   softmax.
 - Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
   written once; a view moves nothing and is left out), its FLOPs from ``FLOPS_PER_ELEMENT``;
   an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``.
+
+- A torch optimizer, when one is given, steps on the meta parameters and the gradients the
+  backward left them: the first step creates its state and is not recorded; the second is, each
+  aten op summed over the parameters as one op of pass ``update`` (module ``optimizer``); ops
+  on host tensors only (the step count torch keeps on the CPU) are left out.
 
 torch is imported inside the functions: it is an optional extra (``roofline[torch]``).
 """
@@ -38,6 +44,7 @@ from .gemm import GemmShape
 from .layers.captured import Captured, CapturedOp, Item
 from .layers.conv2d import Conv2d
 from .layers.step import Step
+from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
 from .ops import AttentionShape
 
@@ -59,13 +66,15 @@ FLOPS_PER_ELEMENT = {
                             "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub",
                             "tril", "triu", "eq", "ne", "lt", "gt", "le", "ge", "sum", "mean",
                             "amax", "max", "min", "cumsum", "tanh_backward",
-                            "sigmoid_backward", "_foreach_add", "_foreach_mul")},
+                            "sigmoid_backward", "sin", "cos",
+                            "bernoulli")},
     **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
                             "embedding_dense_backward", "index_select", "gather", "scatter",
                             "scatter_add", "index", "index_put", "ones", "zeros", "full",
                             "ones_like", "zeros_like", "full_like", "arange", "contiguous",
                             "constant_pad_nd", "repeat", "roll", "new_zeros", "new_ones",
-                            "new_full", "_unsafe_index", "masked_select")},
+                            "new_full", "_unsafe_index", "masked_select", "slice_backward",
+                            "select_backward")},
     "gelu": 8, "gelu_backward": 12, "silu": 4, "silu_backward": 8,
     "native_layer_norm": 8, "native_layer_norm_backward": 12,
     "_softmax": 5, "_safe_softmax": 5, "_softmax_backward_data": 4,
@@ -76,6 +85,8 @@ FLOPS_PER_ELEMENT = {
     "avg_pool2d": 1, "avg_pool2d_backward": 1, "_adaptive_avg_pool2d": 1,
     "_adaptive_avg_pool2d_backward": 1, "native_dropout": 2, "native_dropout_backward": 1,
 }
+#: Ops that reduce their input: their FLOPs count per element read.
+REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
 TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
@@ -106,6 +117,10 @@ class _Recorder:
     last: str = ""
     module: str = ""
     quiet: int = 0
+    updating: bool = False  # recording the optimizer's step
+    kind: str = "none"  # the optimizer stepped (OPTIMIZER_KINDS)
+    update: dict[str, list[int]] = field(default_factory=dict)  # aten op -> flops, elements,
+    # other bytes, summed over the parameters
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -115,17 +130,25 @@ class _Recorder:
 
 def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inference",
                     dtype: str | None = None, attention: str = "flash",
-                    optimizer: str = "none", name: str | None = None) -> Network:
+                    optimizer: Any = "none", name: str | None = None) -> Network:
     """``module`` run on ``example_inputs`` (tensors keep their shapes, not their values), its
-    work as a Network at the batch of the first input's leading dimension."""
+    work as a Network at the batch of the first input's leading dimension. ``optimizer``: a
+    name (none, sgd, adam: the update op of ``model/ops.py``) or a torch optimizer, recorded
+    (see ``_optimizer``)."""
     import torch
 
     if not isinstance(module, torch.nn.Module):
         raise CaptureError(f"expected a torch.nn.Module, got {type(module).__name__}")
-    for key, value, choices in (("mode", mode, MODES), ("attention", attention, ATTENTION),
-                                ("optimizer", optimizer, OPTIMIZER_CHOICES)):
+    checks: list[tuple[str, Any, tuple[str, ...]]] = [("mode", mode, MODES),
+                                                      ("attention", attention, ATTENTION)]
+    if isinstance(optimizer, str):
+        checks.append(("optimizer", optimizer, OPTIMIZER_CHOICES))
+    for key, value, choices in checks:
         if value not in choices:
             raise CaptureError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    if not isinstance(optimizer, str) and mode != "train":
+        raise CaptureError("optimizer: a torch optimizer steps in mode train only, the mode "
+                           f"is {mode}")
     cast = _torch_dtype(dtype) if dtype is not None else None
     label = name or type(module).__name__
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
@@ -138,13 +161,14 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                    for n, p in module.named_parameters()}
     meta_buffers = {n: _meta(b, cast) for n, b in module.named_buffers()}
     inputs = tuple(_meta(x, cast) if isinstance(x, torch.Tensor) else x for x in example_inputs)
-    params: dict[str, list[tuple[int, ...]]] = {}
-    for qualified, p in module.named_parameters():
-        owner = qualified.rsplit(".", 1)[0] if "." in qualified else ""
-        params.setdefault(owner, []).append(tuple(p.shape))
-    rec = _Recorder(type(module).__name__, train, attention == "flash", params)
+    params = _owned(module, remove_duplicate=True)  # each parameter counted once
+    # a tied weight (GPT-2's LM head shares the token embedding's) also belongs to each module
+    # that uses it: there, a backward GEMM that reads no weight is the weight gradient
+    rec = _Recorder(type(module).__name__, train, attention == "flash",
+                    _owned(module, remove_duplicate=False))
     rec.weights = {id(p): p for p in meta_params.values()}
-    _run(module, meta_params | meta_buffers, inputs, rec, label)
+    step = None if isinstance(optimizer, str) else _optimizer(optimizer, label)
+    _run(module, meta_params | meta_buffers, inputs, rec, label, step)
     net_dtype = dtype or _dtype_of(meta_params, inputs)
     source = f"<torch {label}>"
     layers = []
@@ -152,8 +176,57 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
         count = sum(_numel(s) for s in params.get(owner, []))
         layers.append(Captured(owner or label, batch, tuple(rec.forward.get(owner, [])),
                                tuple(rec.backward.get(owner, [])), count, source))
-    return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=optimizer,
-                   source=source, uncosted=tuple(sorted(rec.uncosted)))
+    update = tuple(CapturedOp("optimizer", "update", kind, *sums)
+                   for kind, sums in rec.update.items())
+    kind = optimizer if step is None else rec.kind
+    return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
+                   source=source, uncosted=tuple(sorted(rec.uncosted)), update=update)
+
+
+#: torch optimizer classes -> the optimizer whose states memory counts (``analysis/memory``)
+OPTIMIZER_KINDS = {"Adam": "adam", "AdamW": "adam", "SGD": "sgd"}
+
+
+def _optimizer(given: Any, label: str) -> Callable[[list[Any]], Any]:
+    """A torch optimizer as a maker on the meta parameters, from a class or a callable
+    taking the parameters (``functools.partial(torch.optim.AdamW, lr=1e-4)``), or an instance,
+    rebuilt from its class and ``defaults`` (per-group settings are not carried over)."""
+    import inspect
+
+    import torch
+
+    if isinstance(given, torch.optim.Optimizer):
+        cls = type(given)
+        accepted = inspect.signature(cls).parameters  # AdamW keeps settings it does not take
+        defaults = {k: v for k, v in given.defaults.items() if k in accepted}
+        make: Callable[[list[Any]], Any] = lambda params: cls(params, **defaults)  # noqa: E731
+    elif callable(given):
+        make = given
+    else:
+        raise CaptureError(f"optimizer: expected none, sgd, adam or a torch optimizer (a class, "
+                           f"a callable of the parameters or an instance), got "
+                           f"{type(given).__name__}")
+
+    def checked(params: list[Any]) -> Any:
+        opt = make(params)
+        if not isinstance(opt, torch.optim.Optimizer):
+            raise CaptureError(f"{label}: optimizer: the callable must return a "
+                               f"torch.optim.Optimizer, got {type(opt).__name__}")
+        if type(opt).__name__ not in OPTIMIZER_KINDS:
+            raise CaptureError(f"{label}: optimizer: {type(opt).__name__} is not modelled "
+                               f"(its states' memory is known for {', '.join(OPTIMIZER_KINDS)})")
+        return opt
+
+    return checked
+
+
+def _owned(module: Any, remove_duplicate: bool) -> dict[str, list[tuple[int, ...]]]:
+    """Module name -> the shapes of its own parameters."""
+    params: dict[str, list[tuple[int, ...]]] = {}
+    for qualified, p in module.named_parameters(remove_duplicate=remove_duplicate):
+        owner = qualified.rsplit(".", 1)[0] if "." in qualified else ""
+        params.setdefault(owner, []).append(tuple(p.shape))
+    return params
 
 
 def _meta(x: Any, cast: Any) -> Any:
@@ -189,7 +262,7 @@ def _dtype_of(params: dict[str, Any], inputs: tuple[Any, ...]) -> str:
 
 
 def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Recorder,
-         label: str) -> None:
+         label: str, optimizer: Callable[[list[Any]], Any] | None = None) -> None:
     import torch
     from torch.utils.module_tracker import ModuleTracker
 
@@ -204,6 +277,8 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
                                        f"(no trainable parameter was used)")
                 rec.module = ""
                 torch.autograd.backward(outs, [torch.empty_like(o) for o in outs])
+            if optimizer is not None:
+                _step(rec, optimizer, [p for p in state.values() if p.requires_grad], label)
     except RooflineError:
         raise
     except Exception as exc:  # the user's module failing on meta tensors: say where
@@ -212,6 +287,52 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
         raise CaptureError(f"{label}: {where} failed on the meta device ({type(exc).__name__}: "
                            f"{text}); capture needs a module whose work follows from shapes "
                            f"alone (no .item(), no data-dependent branches)") from None
+
+
+def _step(rec: _Recorder, make: Callable[[list[Any]], Any], params: list[Any],
+          label: str) -> None:
+    """The optimizer's step on the meta parameters and the gradients the backward left them:
+    the first step creates its state (zeroed moments, a momentum buffer) and is not recorded;
+    the second, the one every later step repeats, is."""
+    rec.module, rec.last = "optimizer", ""
+    opt = make(params)
+    rec.kind = OPTIMIZER_KINDS[type(opt).__name__]
+    try:
+        rec.quiet += 1
+        try:
+            opt.step()
+        finally:
+            rec.quiet -= 1
+        rec.updating = True
+        opt.step()
+    except RooflineError:
+        raise
+    except Exception as exc:  # a fused kernel has no meta implementation
+        op = f", op {rec.last}" if rec.last else ""
+        text = " ".join(str(exc).split())[:300]
+        raise CaptureError(f"{label}: module 'optimizer'{op}: {type(opt).__name__}'s step failed "
+                           f"on the meta device ({type(exc).__name__}: {text}); give it without "
+                           f"fused=True (its eager or foreach step is recorded), or "
+                           f"optimizer='adam' or 'sgd' for roofline's fused update op") from None
+    finally:
+        rec.updating = False
+
+
+def _record_update(rec: _Recorder, op: str, args: Any, out: Any) -> None:
+    """One aten op of the optimizer's step, summed by op over the parameters; ops on host
+    tensors only (the step count torch keeps on the CPU) are bookkeeping, not device work."""
+    import torch
+
+    if not any(t.is_meta for t in _flatten([*args, out]) if isinstance(t, torch.Tensor)):
+        return
+    rec.module, rec.last = "optimizer", f"aten.{op}"
+    for item in _items(op, args, out, False, "optimizer", rec):
+        if isinstance(item, GemmShape):
+            raise CaptureError(f"module 'optimizer', op aten.{op}: the optimizer's step runs "
+                               f"a GEMM; only elementwise steps (SGD, Adam) are recorded")
+        sums = rec.update.setdefault(item.kind, [0, 0, 0])
+        for index, value in enumerate((item.flops, item.elements, item.other_bytes)):
+            sums[index] += value
 
 
 def _flatten(out: Any) -> Iterator[Any]:
@@ -255,9 +376,12 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
                                kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
+            op = func.overloadpacket.__name__
+            if not rec.quiet:  # named before it runs: an op that fails is the one named
+                rec.module, rec.last = _owner(rec, current)[0], f"aten.{op}"
             out = func(*args, **kwargs)
             if not rec.quiet:
-                _record(rec, func.overloadpacket.__name__, args, out, current)
+                _record(rec, op, args, out, current)
             return out
 
     with Functions(), Dispatch():
@@ -283,14 +407,25 @@ def _tag(nodes: list[Any], owner: str) -> None:
 def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], str]) -> None:
     """One aten op, charged in the backward to the module whose forward made the autograd node
     that runs it, in the forward to the innermost module running."""
-    import torch
 
-    node = torch._C._current_autograd_node()
-    backward = node is not None
-    owner = _metadata(node).get("roofline_module", "") if node is not None else current()
-    rec.module, rec.last = owner, f"aten.{op}"
+    if rec.updating:
+        _record_update(rec, op, args, out)
+        return
+    owner, backward = _owner(rec, current)
     for item in _items(op, args, out, backward, owner, rec):
         rec.add(owner, backward, item)
+
+
+def _owner(rec: _Recorder, current: Callable[[], str]) -> tuple[str, bool]:
+    """The module an op running now belongs to, and whether it runs in the backward."""
+    import torch
+
+    if rec.updating:
+        return "optimizer", False
+    node = torch._C._current_autograd_node()
+    if node is None:
+        return current(), False
+    return _metadata(node).get("roofline_module", ""), True
 
 
 def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
@@ -304,6 +439,8 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     causal = 0.5 if is_causal else 1.0
     elements = q.numel() * 2 + k.numel() + v.numel()  # read Q, K, V; write O
     shape = AttentionShape(int(d), int(sq), int(sk), bool(is_causal))
+    # training, the forward writes one fp32 log-sum-exp per query row that the backward reads
+    lse = count * sq * LSE_BYTES if rec.train else 0
 
     class Flash(torch.autograd.Function):
         @staticmethod
@@ -314,11 +451,11 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
         def backward(ctx: Any, grad: Any) -> Any:
             rec.add(owner, True, CapturedOp(owner, "backward", "flash-attention-backward",
                                             int(10 * count * sq * sk * d * causal),
-                                            2 * elements, 0, shape))
+                                            2 * elements, lse, shape))
             return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
     rec.add(owner, False, CapturedOp(owner, "forward", "flash-attention",
-                                     int(4 * count * sq * sk * d * causal), elements, 0, shape))
+                                     int(4 * count * sq * sk * d * causal), elements, lse, shape))
     rec.quiet += 1
     try:
         return Flash.apply(q, k, v)
@@ -354,19 +491,34 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
             rec.weights.update((id(o), o) for o in outs)
         return []
+    if not outs and op.endswith("_") and args:  # in place, returning nothing (_foreach_add_):
+        outs = [t for t in _flatten([args[0]]) if isinstance(t, torch.Tensor)]  # writes self
+    return _op(op, tensors, outs, pass_, owner, rec)
+
+
+def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
+        rec: _Recorder) -> list[Item]:
+    """A non-GEMM op: its tensors' bytes, its FLOPs from ``FLOPS_PER_ELEMENT`` (a ``_foreach_``
+    op as its elementwise op over every tensor of its lists)."""
     elements = other = 0
     for t in [*tensors, *outs]:
         if t.is_floating_point():
             elements += t.numel()
         else:
             other += t.numel() * t.element_size()
+    if elements == other == 0:  # empty tensors only (Llama's rotary backward makes some)
+        return []
     if op == "embedding":  # a gather reads the rows it returns, not the whole table
         elements = 2 * outs[0].numel()
-    per = FLOPS_PER_ELEMENT.get(op.rstrip("_"))  # add_: add in place
+    base = op.removeprefix("_foreach_").rstrip("_")  # add_: add in place
+    per = FLOPS_PER_ELEMENT.get(base)
     if per is None:
         rec.uncosted[f"aten.{op}"] = rec.uncosted.get(f"aten.{op}", 0) + 1
         per = 0
-    flops = per * max((o.numel() for o in outs), default=0)
+    # an op's FLOPs are per output element, a reduction's per input element (a bias gradient
+    # sums every row of dY: one add a value read, not one a value written)
+    sizes = [t.numel() for t in (tensors if base in REDUCTIONS else outs)]
+    flops = per * (sum(sizes) if op.startswith("_foreach_") else max(sizes, default=0))
     return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other)]
 
 
@@ -390,10 +542,13 @@ def _conv(x: Any, w: Any, args: Sequence[Any], owner: str,
     return [i for i in items if i.pass_ != "backward-weight" or mask[1]]
 
 
-def load_factory(spec: str) -> tuple[Any, tuple[Any, ...]]:
+def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, ...]]:
     """``package.module:callable`` imported and called: it returns ``(module, inputs)`` where
-    ``inputs`` is one tensor or a tuple of them."""
+    ``inputs`` is one tensor or a tuple of them. Given a ``batch``, a callable with a ``batch``
+    parameter is called with it (its inputs then have that batch); one without is called as is,
+    and its capture refuses another batch than its inputs' (``Captured``)."""
     import importlib
+    import inspect
 
     path, _, attr = spec.partition(":")
     try:
@@ -405,7 +560,11 @@ def load_factory(spec: str) -> tuple[Any, tuple[Any, ...]]:
     if not callable(factory):
         raise CaptureError(f"{spec}: {attr} is not callable")
     try:
-        made = factory()
+        takes_batch = "batch" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        takes_batch = False
+    try:
+        made = factory(batch=batch) if batch is not None and takes_batch else factory()
     except Exception as exc:
         raise CaptureError(f"{spec}: the factory raised {type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:300]}") from None

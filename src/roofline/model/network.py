@@ -76,6 +76,7 @@ from .dtypes import (
 )
 from .gemm import Gemm, GemmShape
 from .layers import Add, Captured, Conv2d, Layer, Linear, Step, Transformer, layer_from_fields
+from .layers.captured import CapturedOp
 from .layers.spatial import Shape
 from .layers.transformer import ATTENTION_FORMS
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
@@ -159,6 +160,9 @@ class Network:
         d = self.operand_dtype
         return (self.weight_dtype, self.activation_dtype, self.kv_dtype) != (d, d, d)
     uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
+    # a captured torch optimizer's step, as torch ran it (used in place of the update op while
+    # ``optimizer`` is the kind it recorded)
+    update: tuple[CapturedOp, ...] = ()
 
     @property
     def captured_batch(self) -> int | None:
@@ -231,6 +235,8 @@ class Network:
                   "logits": lambda k: fields.choice(k, LOGITS),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
+        if changes.get("optimizer", network.optimizer) != network.optimizer:
+            changes["update"] = ()  # another optimizer than the captured one: its own update
         return replace(network, **changes)
 
     def input_bytes(self) -> int:
@@ -322,7 +328,9 @@ class Network:
             items += [(copy, item) for item in layer.forward(own)]
         if self.mode == "train":
             items += self._backward(step, copies)
-            if self.optimizer != "none":
+            if self.update:
+                items += [(0, op.at(step.e)) for op in self.update]
+            elif self.optimizer != "none":
                 items.append((0, optimizer_update(self.optimizer, self.parameters)))
         gemms: list[Gemm] = []
         ops: list[Op] = []

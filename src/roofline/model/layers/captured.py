@@ -59,7 +59,8 @@ class Captured:
     def _items(self, step: Step, items: tuple[Item, ...]) -> list[GemmShape | OpShape]:
         if step.batch != self.batch:
             raise InputError(self.source, "batch", f"captured at batch {self.batch}; a batch of "
-                             f"{step.batch} needs a capture with inputs of that batch")
+                             f"{step.batch} needs a capture with inputs of that batch (a "
+                             f"factory with a batch parameter is called with it)")
         return [item.at(step.e) if isinstance(item, CapturedOp) else item for item in items]
 
     def forward(self, step: Step) -> list[GemmShape | OpShape]:
