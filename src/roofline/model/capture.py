@@ -176,7 +176,7 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
         count = sum(_numel(s) for s in params.get(owner, []))
         layers.append(Captured(owner or label, batch, tuple(rec.forward.get(owner, [])),
                                tuple(rec.backward.get(owner, [])), count, source))
-    update = tuple(CapturedOp("optimizer", "update", kind, *sums)
+    update = tuple(CapturedOp("optimizer", "update", kind, sums[0], sums[1], sums[2])
                    for kind, sums in rec.update.items())
     kind = optimizer if step is None else rec.kind
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
