@@ -25,7 +25,8 @@ matmuls the module runs) and analyzed on the local machine's entry: ``--hw NAME`
 you saved, e.g. with ``roofline probe --save local``), by default the saved ``local`` entry
 when there is one, else a quick probe run here and not saved (as bench_predict.py does);
 ``--probe`` always probes. The probe calibrates through numpy's BLAS with all cores, not through
-torch (MKL / oneDNN): issue 20 item 8.
+torch (MKL / oneDNN): issue 20 item 8; with ``--threads`` below the core count the prediction
+still describes every core.
 
 Timing: ``--warmups`` untimed steps (default 2), then at least ``--repeats`` timed steps (default
 5), more for a short step (until about 3 s of timed steps, at most 50); best, median and spread
@@ -64,6 +65,11 @@ MAX_REPEATS = 50
 #: The prediction's op kinds that are not aten names, as the aten op that runs them here:
 #: torch.optim.SGD (no momentum) updates each parameter with one add_.
 KIND_AS_ATEN = {"sgd-update": "add_"}
+#: A profiled CPU kernel and the op names the capture (on the meta device, above the CPU
+#: kernels) records for the same work: relu runs as clamp_min; a copy (reshape of a transposed
+#: tensor, contiguous, matmul's expand) as copy_ under the clone the capture sees.
+PROFILED_AS = {"copy_": ("copy_", "clone", "copy", "_to_copy", "contiguous"),
+               "clamp_min": ("clamp_min", "relu")}
 
 
 def is_gemm_op(name: str) -> bool:
@@ -195,16 +201,21 @@ class Row:
 
     def misses(self, top: int = 4) -> list[tuple[str, float, float | None]]:
         """The ``top`` non-GEMM aten ops by profiled self time, those of at least 1% of the
-        profiled step: (op, measured s, predicted s for the same aten op, or None when the
-        prediction has none of that name)."""
+        profiled step: (op, measured s, predicted s for the same aten op (``PROFILED_AS``),
+        or None when the prediction has none of that name)."""
         if self.profile is None:
             return []
         floor = 0.01 * self.profile.wall_s
         ops = sorted(((op, t) for op, t in self.profile.self_s.items()
                       if op.startswith("aten::") and not is_gemm_op(op) and t >= floor),
                      key=lambda x: -x[1])
-        return [(op, t, self.predicted_by_op.get(op.removeprefix("aten::")))
-                for op, t in ops[:top]]
+        out = []
+        for op, t in ops[:top]:
+            name = op.removeprefix("aten::")
+            known = [self.predicted_by_op[k] for k in PROFILED_AS.get(name, (name,))
+                     if k in self.predicted_by_op]
+            out.append((op, t, sum(known) if known else None))
+        return out
 
 
 def predict(module: Any, inputs: tuple[Any, ...], case: Case, hw: Any) -> Any:
@@ -338,7 +349,8 @@ def machine(hw: Any, threads: int) -> str:
     return (f"machine: {platform.node()}: {cpu}, {os.cpu_count()} logical CPUs; torch "
             f"{torch.__version__}, {threads} threads, fp32; load average "
             f"{', '.join(f'{x:.1f}' for x in load) if load else 'unknown'}\n"
-            f"prediction: hardware {hw.name} ({hw.origin}), basis {basis_of(hw)}")
+            f"prediction: hardware {hw.name} ({hw.origin}), basis {basis_of(hw)}; fp32 peak "
+            f"{hw.peak_flops_per_s('fp32') / 1e9:.1f} GFLOP/s, DRAM {hw.bandwidth_gbs:.1f} GB/s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

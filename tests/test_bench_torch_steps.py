@@ -61,6 +61,10 @@ def test_profile_split_and_misses():
     assert prof.other_s == pytest.approx(0.015 + 0.005 + 0.0005 + 0.003)
     row = _row((0.09,), 0.08, prof, {"gelu": 0.003})
     assert row.misses() == [("aten::gelu", 0.015, 0.003), ("aten::add_", 0.005, None)]
+    # relu runs as clamp_min on the CPU; a reshape's copy_ is the capture's clone
+    prof2 = bench.Profile(0.1, {"aten::clamp_min": 0.004, "aten::copy_": 0.002})
+    assert _row((0.09,), 0.08, prof2, {"relu": 0.001, "clone": 0.0005}).misses() == [
+        ("aten::clamp_min", 0.004, 0.001), ("aten::copy_", 0.002, 0.0005)]
     text = bench.render([row], markdown=True)
     # 90 / 80 ms = 1.125 <= 1.15: within; GEMMs 70 ms against 0.4 x 80 = 32 ms: 2.19;
     # others 23.5 against 48 ms: 0.49; gelu 15 / 3 = 5.00
