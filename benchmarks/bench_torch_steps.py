@@ -142,10 +142,11 @@ def step_function(module: Any, inputs: tuple[Any, ...], mode: str,
 
 @dataclass
 class Profile:
-    """One profiled step: self CPU seconds per aten op, and the step's wall time."""
+    """One profiled step: self CPU seconds and calls per aten op, and the step's wall time."""
 
     wall_s: float
     self_s: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def gemm_s(self) -> float:
@@ -165,7 +166,9 @@ def profile_step(step: Callable[[], None]) -> Profile:
         t0 = time.perf_counter()
         step()
         wall = time.perf_counter() - t0
-    return Profile(wall, {e.key: e.self_cpu_time_total / 1e6 for e in prof.key_averages()})
+    events = prof.key_averages()
+    return Profile(wall, {e.key: e.self_cpu_time_total / 1e6 for e in events},
+                   {e.key: e.count for e in events})
 
 
 @dataclass
@@ -199,10 +202,10 @@ class Row:
     def ratio(self) -> float:
         return self.best_s / self.predicted_s
 
-    def misses(self, top: int = 4) -> list[tuple[str, float, float | None]]:
+    def misses(self, top: int = 4) -> list[tuple[str, float, float | None, int]]:
         """The ``top`` non-GEMM aten ops by profiled self time, those of at least 1% of the
         profiled step: (op, measured s, predicted s for the same aten op (``PROFILED_AS``),
-        or None when the prediction has none of that name)."""
+        or None when the prediction has none of that name, calls in the profiled step)."""
         if self.profile is None:
             return []
         floor = 0.01 * self.profile.wall_s
@@ -214,7 +217,7 @@ class Row:
             name = op.removeprefix("aten::")
             known = [self.predicted_by_op[k] for k in PROFILED_AS.get(name, (name,))
                      if k in self.predicted_by_op]
-            out.append((op, t, sum(known) if known else None))
+            out.append((op, t, sum(known) if known else None, self.profile.calls.get(op, 0)))
         return out
 
 
@@ -321,12 +324,14 @@ def render(rows: Sequence[Row], markdown: bool) -> str:
     lines.append("")
     lines.append(f"{within} of {len(rows)} steps within {TARGET}x of the prediction "
                  f"[target: all]")
-    misses = [(r.case.name, op, t, pred) for r in rows for op, t, pred in r.misses()]
+    misses = [(r.case.name, *miss) for r in rows for miss in r.misses()]
     if misses:
         lines.append("")
-        head = ("step", "non-GEMM op", "profiled ms", "predicted ms", "ratio")
-        body = [[name, op.removeprefix("aten::"), ms(t), ms(pred),
-                 ratio(t, pred) if pred else "-"] for name, op, t, pred in misses]
+        head = ("step", "non-GEMM op", "calls", "profiled ms", "per call ms", "predicted ms",
+                "ratio")
+        body = [[name, op.removeprefix("aten::"), str(calls), ms(t),
+                 f"{t / calls * 1e3:.2f}" if calls else "-", ms(pred),
+                 ratio(t, pred) if pred else "-"] for name, op, t, pred, calls in misses]
         lines += (md if markdown else aligned)(head, body, {0, 1})
     return "\n".join(lines)
 

@@ -56,22 +56,24 @@ def test_profile_split_and_misses():
     # step: left out of the misses) + 3 (autograd's own entry: in "other", not an aten op)
     prof = bench.Profile(0.1, {"aten::addmm": 0.05, "aten::bmm": 0.02, "aten::gelu": 0.015,
                                "aten::add_": 0.005, "aten::view": 0.0005,
-                               "autograd::engine::evaluate_function: X": 0.003})
+                               "autograd::engine::evaluate_function: X": 0.003},
+                         {"aten::gelu": 12, "aten::add_": 4})
     assert prof.gemm_s == pytest.approx(0.07)
     assert prof.other_s == pytest.approx(0.015 + 0.005 + 0.0005 + 0.003)
     row = _row((0.09,), 0.08, prof, {"gelu": 0.003})
-    assert row.misses() == [("aten::gelu", 0.015, 0.003), ("aten::add_", 0.005, None)]
+    assert row.misses() == [("aten::gelu", 0.015, 0.003, 12), ("aten::add_", 0.005, None, 4)]
     # relu runs as clamp_min on the CPU; a reshape's copy_ is the capture's clone
     prof2 = bench.Profile(0.1, {"aten::clamp_min": 0.004, "aten::copy_": 0.002})
     assert _row((0.09,), 0.08, prof2, {"relu": 0.001, "clone": 0.0005}).misses() == [
-        ("aten::clamp_min", 0.004, 0.001), ("aten::copy_", 0.002, 0.0005)]
+        ("aten::clamp_min", 0.004, 0.001, 0), ("aten::copy_", 0.002, 0.0005, 0)]
     text = bench.render([row], markdown=True)
     # 90 / 80 ms = 1.125 <= 1.15: within; GEMMs 70 ms against 0.4 x 80 = 32 ms: 2.19;
-    # others 23.5 against 48 ms: 0.49; gelu 15 / 3 = 5.00
+    # others 23.5 against 48 ms: 0.49; gelu 15 / 3 = 5.00, 15 ms over 12 calls = 1.25 ms
     assert "| tiny | batch 2 | 1.0 | 90.0 | 90.0 | 0% | 80.0 | 1.12 | 70.0 / 32.0 = 2.19 | " \
            "23.5 / 48.0 = 0.49 | 100.0 |" in text
     assert "1 of 1 steps within 1.15x of the prediction" in text
-    assert "| tiny | gelu | 15.0 | 3.0 | 5.00 |" in text
+    assert "| tiny | gelu | 12 | 15.0 | 1.25 | 3.0 | 5.00 |" in text
+    assert "| tiny | add_ | 4 | 5.0 | 1.25 | - | - |" in text
 
 
 def test_the_five_steps_of_issue_20():
