@@ -256,7 +256,9 @@ def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: b
         step()
         warm.append(time.perf_counter() - t0)
     count = min(max(repeats, round(min_timed_s / warm[-1])), MAX_REPEATS)
-    say(f"  {case.name}: warm-up {', '.join(f'{w:.3f}' for w in warm)} s; timing {count} steps")
+    load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    say(f"  {case.name}: warm-up {', '.join(f'{w:.3f}' for w in warm)} s; timing {count} "
+        f"steps{load}")
     samples = []
     for _ in range(count):
         t0 = time.perf_counter()

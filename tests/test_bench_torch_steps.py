@@ -122,3 +122,11 @@ def test_a_wrong_step_name_is_one_line_and_exit_2(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("Error: unknown step nope (choose from mlp-train, ")
     assert len(err.splitlines()) == 1
+
+
+@needs_torch
+def test_an_unknown_entry_is_one_line_and_exit_2(capsys):
+    assert bench.main(["--hw", "no-such-entry"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("Error: unknown hardware 'no-such-entry'")
+    assert len(err.splitlines()) == 1
