@@ -1,0 +1,405 @@
+"""Do whole PyTorch steps take the time roofline predicts? Run on demand (not a test):
+
+    .venv/bin/python benchmarks/bench_torch_steps.py [--threads 2] [--repeats 5]
+        [--hw NAME | --probe] [--steps mlp-train,gpt2-forward,...] [--markdown]
+
+Needs torch (``pip install -e ".[torch]"``). Each step is a real fp32 PyTorch step on this CPU
+with ``torch.set_num_threads(--threads)`` (default 2), built in plain torch.nn by
+tools/torch_flops.py's builders (the same modules the FLOP cross-check uses):
+
+- mlp-train: examples/mlp-1024-4096-1000.yaml's network (two linear layers, no biases) at batch
+  512: forward, backward (the output's gradient all ones, no loss) and a plain SGD update
+  (``torch.optim.SGD``, lr 1e-4, no momentum, no weight decay: w -= lr g);
+- gpt2-forward, bert-forward: GPT-2 (124M, examples/hf/gpt2.json) and BERT-base
+  (examples/hf/bert-base-uncased.json, with its masked-LM head) at batch 1, seq 128, forward
+  under ``torch.no_grad()``, attention as two batched matmuls and a softmax, GELU as
+  ``F.gelu`` (the exact erf form, one kernel; Hugging Face's GPT-2 writes the tanh form as
+  about seven elementwise ops, which this step does not time);
+- resnet50-forward: torchvision's v1.5 ResNet-50 built by hand, batch 2, 224 x 224, eval mode;
+- resnet50-train: the same at batch 2 in train mode (batch statistics), forward, backward and
+  the SGD update.
+
+The prediction describes exactly the module that is timed: the module is captured with
+``roofline.torch.capture`` (mode, optimizer and, for the transformers, attention "naive": the
+matmuls the module runs) and analyzed on the local machine's entry: ``--hw NAME`` (an entry
+you saved, e.g. with ``roofline probe --save local``), by default the saved ``local`` entry
+when there is one, else a quick probe run here and not saved (as bench_predict.py does);
+``--probe`` always probes. The probe calibrates through numpy's BLAS with all cores, not through
+torch (MKL / oneDNN): issue 20 item 8; with ``--threads`` below the core count the prediction
+still describes every core.
+
+Timing: ``--warmups`` untimed steps (default 2), then at least ``--repeats`` timed steps (default
+5), more for a short step (until about 3 s of timed steps, at most 50); best, median and spread
+(MAD / median, roofline.kernels.timing). Then one more step under ``torch.profiler``: the
+self CPU time of every aten op, grouped into GEMM-class ops (``GEMM_OPS``: mm, addmm, bmm,
+the convolutions forward and backward, ...) and the rest, held against the prediction's GEMMs
+(``predicted_gemm_time_s``) and its other ops at their roof (``op_time_s``); the profiled
+step's wall time is printed beside the timed best so that the profiler's own cost shows. The
+non-GEMM ops that take longest are listed with the prediction for the same aten op.
+
+A shared machine moves these figures: run it twice and report both, with the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+#: aten ops (profiler names less ``aten::``) that are GEMMs or convolutions: what roofline
+#: counts as GEMMs. Wrappers (matmul, linear, conv2d) have small self times of their own.
+GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "addmv", "mv", "dot",
+                      "matmul", "linear", "_addmm_activation", "einsum"})
+TARGET = 1.15  # issue 20: each whole step within 1.15x
+MIN_TIMED_S = 3.0  # a short step repeats until about this much timed time
+MAX_REPEATS = 50
+#: The prediction's op kinds that are not aten names, as the aten op that runs them here:
+#: torch.optim.SGD (no momentum) updates each parameter with one add_.
+KIND_AS_ATEN = {"sgd-update": "add_"}
+#: A profiled CPU kernel and the op names the capture (on the meta device, above the CPU
+#: kernels) records for the same work: relu runs as clamp_min; a copy (reshape of a transposed
+#: tensor, contiguous, matmul's expand) as copy_ under the clone the capture sees.
+PROFILED_AS = {"copy_": ("copy_", "clone", "copy", "_to_copy", "contiguous"),
+               "clamp_min": ("clamp_min", "relu")}
+
+
+def is_gemm_op(name: str) -> bool:
+    """Whether a profiler op name (``aten::addmm``) is GEMM-class work: a matrix product or a
+    convolution (forward, backward, its mkldnn / slow-path kernels)."""
+    op = name.removeprefix("aten::")
+    return op in GEMM_OPS or "conv" in op
+
+
+@dataclass(frozen=True)
+class Case:
+    """One step to time: a module builder, its inputs, the mode and the optimizer."""
+
+    name: str
+    build: Callable[[], Any]
+    inputs: Callable[[], tuple[Any, ...]]
+    mode: str  # "train" | "inference"
+    optimizer: str  # "none" | "sgd"
+    shape: str  # the batch (and seq) in words
+    attention: str = "naive"  # the transformers here run attention as matmuls
+
+
+def cases() -> dict[str, Case]:
+    import torch
+    import torch_flops
+
+    def ids(vocab: int, batch: int, seq: int) -> Callable[[], tuple[Any, ...]]:
+        return lambda: (torch.randint(0, vocab, (batch, seq)),)
+
+    return {c.name: c for c in (
+        Case("mlp-train", torch_flops.mlp, lambda: (torch.randn(512, 1024),), "train", "sgd",
+             "batch 512"),
+        Case("gpt2-forward", torch_flops.gpt2, ids(50257, 1, 128), "inference", "none",
+             "batch 1, seq 128"),
+        Case("bert-forward", torch_flops.bert, ids(30522, 1, 128), "inference", "none",
+             "batch 1, seq 128"),
+        Case("resnet50-forward", torch_flops.resnet50, lambda: (torch.randn(2, 3, 224, 224),),
+             "inference", "none", "batch 2, 224 x 224"),
+        Case("resnet50-train", torch_flops.resnet50, lambda: (torch.randn(2, 3, 224, 224),),
+             "train", "sgd", "batch 2, 224 x 224"),
+    )}
+
+
+def step_function(module: Any, inputs: tuple[Any, ...], mode: str,
+                  optimizer: str) -> Callable[[], None]:
+    """One step of ``module``: inference, a forward under no_grad; train, the gradients set to
+    None, a forward, a backward from an all-ones output gradient (what capture runs: no loss)
+    and, with ``optimizer`` sgd, ``torch.optim.SGD``'s update."""
+    import torch
+
+    if mode == "inference":
+        module.eval()
+
+        def infer() -> None:
+            with torch.no_grad():
+                module(*inputs)
+        return infer
+    module.train()
+    opt = torch.optim.SGD(module.parameters(), lr=1e-4) if optimizer == "sgd" else None
+    with torch.no_grad():
+        grad = torch.ones_like(module(*inputs))
+
+    def train() -> None:
+        module.zero_grad(set_to_none=True)
+        module(*inputs).backward(grad)
+        if opt is not None:
+            opt.step()
+    return train
+
+
+@dataclass
+class Profile:
+    """One profiled step: self CPU seconds and calls per aten op, and the step's wall time."""
+
+    wall_s: float
+    self_s: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def gemm_s(self) -> float:
+        return sum(t for op, t in self.self_s.items() if is_gemm_op(op))
+
+    @property
+    def other_s(self) -> float:
+        """Every other op's self time, the framework's own entries (autograd, optimizer)
+        included; Python between ops is in neither."""
+        return sum(t for op, t in self.self_s.items() if not is_gemm_op(op))
+
+
+def profile_step(step: Callable[[], None]) -> Profile:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        step()
+        wall = time.perf_counter() - t0
+    events = prof.key_averages()
+    return Profile(wall, {e.key: e.self_cpu_time_total / 1e6 for e in events},
+                   {e.key: e.count for e in events})
+
+
+@dataclass
+class Row:
+    """A step measured and predicted."""
+
+    case: Case
+    samples: tuple[float, ...]
+    predicted_s: float
+    predicted_gemm_s: float
+    predicted_other_s: float
+    predicted_by_op: dict[str, float]  # the prediction's non-GEMM time per aten op / kind
+    flops: int
+    profile: Profile | None
+
+    @property
+    def best_s(self) -> float:
+        return min(self.samples)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self) -> float:
+        """MAD / median, as roofline.kernels.timing.BenchResult.spread."""
+        med = self.median_s
+        return statistics.median(abs(s - med) for s in self.samples) / med
+
+    @property
+    def ratio(self) -> float:
+        return self.best_s / self.predicted_s
+
+    def misses(self, top: int = 4) -> list[tuple[str, float, float | None, int]]:
+        """The ``top`` non-GEMM aten ops by profiled self time, those of at least 1% of the
+        profiled step: (op, measured s, predicted s for the same aten op (``PROFILED_AS``),
+        or None when the prediction has none of that name, calls in the profiled step)."""
+        if self.profile is None:
+            return []
+        floor = 0.01 * self.profile.wall_s
+        ops = sorted(((op, t) for op, t in self.profile.self_s.items()
+                      if op.startswith("aten::") and not is_gemm_op(op) and t >= floor),
+                     key=lambda x: -x[1])
+        out = []
+        for op, t in ops[:top]:
+            name = op.removeprefix("aten::")
+            known = [self.predicted_by_op[k] for k in PROFILED_AS.get(name, (name,))
+                     if k in self.predicted_by_op]
+            out.append((op, t, sum(known) if known else None, self.profile.calls.get(op, 0)))
+        return out
+
+
+def predict(module: Any, inputs: tuple[Any, ...], case: Case, hw: Any) -> Any:
+    """roofline's Report for ``module`` as ``case`` runs it, on ``hw``."""
+    from roofline.torch import capture
+
+    if case.mode == "inference":
+        module.eval()
+    else:
+        module.train()
+    return capture(module, *inputs, mode=case.mode, optimizer=case.optimizer,
+                   attention=case.attention, name=case.name, hw=hw)
+
+
+def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: bool = True,
+             min_timed_s: float = MIN_TIMED_S, say: Callable[[str], None] = print) -> Row:
+    """Build ``case``, predict it on ``hw``, time it (``warmups``, then at least ``repeats``
+    steps, more until ``min_timed_s`` of timed steps, at most MAX_REPEATS) and profile one
+    more step."""
+    import torch
+
+    torch.manual_seed(0)
+    module, inputs = case.build(), case.inputs()
+    report = predict(module, inputs, case, hw)
+    totals = report.totals
+    by_op: dict[str, float] = {}
+    for r in report.ops:
+        key = r.op.kind.removeprefix("aten.")
+        key = KIND_AS_ATEN.get(key, key)
+        by_op[key] = by_op.get(key, 0.0) + r.time_s
+    step = step_function(module, inputs, case.mode, case.optimizer)
+    warm = []
+    for _ in range(max(warmups, 1)):
+        t0 = time.perf_counter()
+        step()
+        warm.append(time.perf_counter() - t0)
+    count = min(max(repeats, round(min_timed_s / warm[-1])), MAX_REPEATS)
+    load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    say(f"  {case.name}: warm-up {', '.join(f'{w:.3f}' for w in warm)} s; timing {count} "
+        f"steps{load}")
+    samples = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        step()
+        samples.append(time.perf_counter() - t0)
+    return Row(case, tuple(samples), totals["predicted_time_s"], totals["predicted_gemm_time_s"],
+               totals["op_time_s"], by_op, totals["flops"],
+               profile_step(step) if profile else None)
+
+
+def local_entry(name: str | None, probe: bool, say: Callable[[str], None]) -> Any:
+    """The entry to predict with: ``name`` (an error when unknown), else the saved ``local``
+    entry, else (or with ``probe``) a quick probe of this machine, not saved."""
+    from roofline.errors import UnknownHardwareError
+    from roofline.hardware.catalog import load_hardware
+    from roofline.hardware.spec import HardwareSpec
+
+    if name is not None:
+        return load_hardware(name)
+    if not probe:
+        try:
+            return load_hardware("local")
+        except UnknownHardwareError:
+            say("no saved 'local' entry: running a quick probe (not saved)")
+    from roofline.probe import run_probe
+
+    result = run_probe(quick=True, progress=say)
+    return HardwareSpec.from_dict(result.to_hardware_dict("local-bench"), "quick probe")
+
+
+def ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.1f}"
+
+
+def ratio(measured: float, predicted: float) -> str:
+    return f"{measured / predicted:.2f}" if predicted > 0 else "-"
+
+
+HEADER = ("step", "shape", "GFLOP", "best ms", "median ms", "spread", "predicted ms",
+          "measured / predicted", "GEMM ms (profiled / predicted)",
+          "other ms (profiled / predicted)", "profiled step ms")
+
+
+def table_rows(rows: Sequence[Row]) -> list[list[str]]:
+    out = []
+    for r in rows:
+        p = r.profile
+        gemm = (f"{ms(p.gemm_s)} / {ms(r.predicted_gemm_s)} = {ratio(p.gemm_s, r.predicted_gemm_s)}"
+                if p else f"- / {ms(r.predicted_gemm_s)}")
+        other = (f"{ms(p.other_s)} / {ms(r.predicted_other_s)} = "
+                 f"{ratio(p.other_s, r.predicted_other_s)}" if p else
+                 f"- / {ms(r.predicted_other_s)}")
+        out.append([r.case.name, r.case.shape, f"{r.flops / 1e9:.1f}", ms(r.best_s),
+                    ms(r.median_s), f"{r.spread:.0%}", ms(r.predicted_s), f"{r.ratio:.2f}",
+                    gemm, other, ms(p.wall_s) if p else "-"])
+    return out
+
+
+def render(rows: Sequence[Row], markdown: bool) -> str:
+    from roofline.output.table import aligned
+    from roofline.output.table import markdown as md
+
+    lines = (md if markdown else aligned)(HEADER, table_rows(rows), {0, 1})
+    within = sum(max(r.ratio, 1 / r.ratio) <= TARGET for r in rows)
+    lines.append("")
+    lines.append(f"{within} of {len(rows)} steps within {TARGET}x of the prediction "
+                 f"[target: all]")
+    misses = [(r.case.name, *miss) for r in rows for miss in r.misses()]
+    if misses:
+        lines.append("")
+        head = ("step", "non-GEMM op", "calls", "profiled ms", "per call ms", "predicted ms",
+                "ratio")
+        body = [[name, op.removeprefix("aten::"), str(calls), ms(t),
+                 f"{t / calls * 1e3:.2f}" if calls else "-", ms(pred),
+                 ratio(t, pred) if pred else "-"] for name, op, t, pred, calls in misses]
+        lines += (md if markdown else aligned)(head, body, {0, 1})
+    return "\n".join(lines)
+
+
+def machine(hw: Any, threads: int) -> str:
+    import platform
+
+    import torch
+
+    from roofline.analysis.predict import basis_of
+
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    cpu = platform.processor() or platform.machine()
+    try:
+        from roofline.probe.identify import identify_cpu
+
+        cpu = identify_cpu().brand
+    except Exception:
+        pass
+    return (f"machine: {platform.node()}: {cpu}, {os.cpu_count()} logical CPUs; torch "
+            f"{torch.__version__}, {threads} threads, fp32; load average "
+            f"{', '.join(f'{x:.1f}' for x in load) if load else 'unknown'}\n"
+            f"prediction: hardware {hw.name} ({hw.origin}), basis {basis_of(hw)}; fp32 peak "
+            f"{hw.peak_flops_per_s('fp32') / 1e9:.1f} GFLOP/s, DRAM {hw.bandwidth_gbs:.1f} GB/s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (2)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed steps, at least (5)")
+    parser.add_argument("--warmups", type=int, default=2, help="untimed steps first (2)")
+    parser.add_argument("--hw", help="hardware entry to predict with (default: the saved "
+                                     "'local' entry, else a quick probe)")
+    parser.add_argument("--probe", action="store_true", help="always run a quick probe")
+    parser.add_argument("--steps", help="comma-separated subset of the steps")
+    parser.add_argument("--no-profile", action="store_true", help="skip the profiled step")
+    parser.add_argument("--markdown", action="store_true", help="Markdown tables")
+    args = parser.parse_args(argv)
+    say = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    try:
+        import torch
+    except ImportError:
+        print("Error: torch is not installed (pip install -e '.[torch]')", file=sys.stderr)
+        return 2
+    from roofline.errors import RooflineError
+
+    known = cases()
+    names = args.steps.split(",") if args.steps else list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown or args.repeats < 1 or args.threads < 1 or args.warmups < 0:
+        what = (f"unknown step {', '.join(unknown)} (choose from {', '.join(known)})"
+                if unknown else "--repeats and --threads must be >= 1, --warmups >= 0")
+        print(f"Error: {what}", file=sys.stderr)
+        return 2
+    try:
+        hw = local_entry(args.hw, args.probe, say)
+    except RooflineError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    rows = [run_case(known[n], hw, args.repeats, args.warmups, not args.no_profile, say=say)
+            for n in names]
+    print(machine(hw, args.threads))
+    print(render(rows, args.markdown))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""benchmarks/bench_torch_steps.py, the whole-step measuring stick: its bookkeeping with hand
+figures (no timing asserted), and, marked slow, its core run on a tiny model for one repeat so
+that the script cannot rot. The slow tests need torch (the `torch` extra; CI installs it)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    import torch
+except ImportError:  # CI installs the torch extra: there, a missing torch is a failure
+    if os.environ.get("CI"):
+        raise
+    torch = None
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+import bench_torch_steps as bench  # noqa: E402
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed "
+                                                       "(pip install 'roofline[torch]')")
+
+
+def test_gemm_class_ops_are_products_and_convolutions():
+    for op in ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear",
+               "aten::mkldnn_convolution", "aten::_slow_conv2d_forward",
+               "aten::_slow_conv2d_backward", "aten::convolution_backward", "aten::conv2d"):
+        assert bench.is_gemm_op(op), op
+    for op in ("aten::gelu", "aten::native_batch_norm", "aten::max_pool2d_with_indices",
+               "aten::_softmax", "aten::add_", "aten::fill_",
+               "autograd::engine::evaluate_function: AddmmBackward0"):
+        assert not bench.is_gemm_op(op), op
+
+
+def _row(samples, predicted, profile=None, by_op=None):
+    case = bench.Case("tiny", lambda: None, lambda: (), "train", "sgd", "batch 2")
+    return bench.Row(case, samples, predicted, 0.4 * predicted, 0.6 * predicted, by_op or {},
+                     10**9, profile)
+
+
+def test_row_statistics_by_hand():
+    # per-step 1, 2, 3, 4, 10 ms: best 1, median 3; |x - 3| = 2, 1, 0, 1, 7 -> MAD 1 ms,
+    # spread 1/3; predicted 0.8 ms -> measured / predicted 1 / 0.8 = 1.25
+    row = _row((2e-3, 1e-3, 3e-3, 10e-3, 4e-3), 0.8e-3)
+    assert row.best_s == pytest.approx(1e-3)
+    assert row.median_s == pytest.approx(3e-3)
+    assert row.spread == pytest.approx(1 / 3)
+    assert row.ratio == pytest.approx(1.25)
+
+
+def test_profile_split_and_misses():
+    # wall 100 ms; GEMMs 50 + 20 ms; others 15 (gelu) + 5 (add_) + 0.5 (below 1% of the
+    # step: left out of the misses) + 3 (autograd's own entry: in "other", not an aten op)
+    prof = bench.Profile(0.1, {"aten::addmm": 0.05, "aten::bmm": 0.02, "aten::gelu": 0.015,
+                               "aten::add_": 0.005, "aten::view": 0.0005,
+                               "autograd::engine::evaluate_function: X": 0.003},
+                         {"aten::gelu": 12, "aten::add_": 4})
+    assert prof.gemm_s == pytest.approx(0.07)
+    assert prof.other_s == pytest.approx(0.015 + 0.005 + 0.0005 + 0.003)
+    row = _row((0.09,), 0.08, prof, {"gelu": 0.003})
+    assert row.misses() == [("aten::gelu", 0.015, 0.003, 12), ("aten::add_", 0.005, None, 4)]
+    # relu runs as clamp_min on the CPU; a reshape's copy_ is the capture's clone
+    prof2 = bench.Profile(0.1, {"aten::clamp_min": 0.004, "aten::copy_": 0.002})
+    assert _row((0.09,), 0.08, prof2, {"relu": 0.001, "clone": 0.0005}).misses() == [
+        ("aten::clamp_min", 0.004, 0.001, 0), ("aten::copy_", 0.002, 0.0005, 0)]
+    text = bench.render([row], markdown=True)
+    # 90 / 80 ms = 1.125 <= 1.15: within; GEMMs 70 ms against 0.4 x 80 = 32 ms: 2.19;
+    # others 23.5 against 48 ms: 0.49; gelu 15 / 3 = 5.00, 15 ms over 12 calls = 1.25 ms
+    assert "| tiny | batch 2 | 1.0 | 90.0 | 90.0 | 0% | 80.0 | 1.12 | 70.0 / 32.0 = 2.19 | " \
+           "23.5 / 48.0 = 0.49 | 100.0 |" in text
+    assert "1 of 1 steps within 1.15x of the prediction" in text
+    assert "| tiny | gelu | 12 | 15.0 | 1.25 | 3.0 | 5.00 |" in text
+    assert "| tiny | add_ | 4 | 5.0 | 1.25 | - | - |" in text
+
+
+def test_the_five_steps_of_issue_20():
+    pytest.importorskip("torch")
+    steps = bench.cases()
+    assert list(steps) == ["mlp-train", "gpt2-forward", "bert-forward", "resnet50-forward",
+                           "resnet50-train"]
+    assert [(c.mode, c.optimizer) for c in steps.values()] == [
+        ("train", "sgd"), ("inference", "none"), ("inference", "none"), ("inference", "none"),
+        ("train", "sgd")]
+
+
+def _tiny_mlp():
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+
+
+def _tiny_cnn():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                               torch.nn.Linear(4 * 4 * 4, 10))
+
+
+@pytest.mark.slow
+@needs_torch
+@pytest.mark.parametrize("mode,optimizer,build,inputs", [
+    ("train", "sgd", _tiny_mlp, lambda: (torch.randn(4, 16),)),
+    ("inference", "none", _tiny_cnn, lambda: (torch.randn(2, 3, 8, 8),)),
+])
+def test_core_runs_a_tiny_step_once(mode, optimizer, build, inputs):
+    case = bench.Case("tiny", build, inputs, mode, optimizer, "tiny")
+    row = bench.run_case(case, "epyc-7763", repeats=1, warmups=0, min_timed_s=0,
+                         say=lambda m: None)
+    assert len(row.samples) == 1 and row.best_s > 0
+    assert row.predicted_s == pytest.approx(row.predicted_gemm_s + row.predicted_other_s)
+    assert row.predicted_gemm_s > 0 and row.predicted_other_s > 0
+    assert row.profile is not None and row.profile.gemm_s > 0
+    if optimizer == "sgd":  # the SGD update, predicted as the add_ each parameter gets
+        assert row.predicted_by_op["add_"] > 0
+    text = bench.render([row], markdown=False)
+    assert text.splitlines()[0].startswith("step")
+
+
+@needs_torch
+def test_a_wrong_step_name_is_one_line_and_exit_2(capsys):
+    assert bench.main(["--steps", "mlp-train,nope", "--hw", "epyc-7763"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("Error: unknown step nope (choose from mlp-train, ")
+    assert len(err.splitlines()) == 1
+
+
+@needs_torch
+def test_an_unknown_entry_is_one_line_and_exit_2(capsys):
+    assert bench.main(["--hw", "no-such-entry"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("Error: unknown hardware 'no-such-entry'")
+    assert len(err.splitlines()) == 1
