@@ -58,22 +58,23 @@ def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
         float, float, dict[str, tuple[float, float]]]:
     """(compute time, memory time, per kind (FLOPs, bytes)) of the step at ``batch``."""
     net = replace(network, batch=batch)
-    gemms, ops = net.expand()
+    gemms, ops = net.expand()  # a repeat's copies once (model.repeats): sums times the count
     bandwidth = hardware.bandwidth_bytes_per_s
     op_peak = hardware.peak_flops_per_s(net.operand_dtype)
-    compute = memory = 0.0
+    compute = gemms.float_total(lambda g: (g.flops + g.dequant_flops)
+                                / hardware.peak_flops_per_s(g.dtype))
+    compute = ops.float_total(lambda o: o.flops / op_peak, start=compute)
+    memory = gemms.float_total(lambda g: g.bytes / bandwidth)
+    memory = ops.float_total(lambda o: o.bytes / bandwidth, start=memory)
     kinds: dict[str, tuple[float, float]] = {}
-    for g in gemms:
-        work = g.flops + g.dequant_flops
-        compute += work / hardware.peak_flops_per_s(g.dtype)
-        memory += g.bytes / bandwidth
-        f, b = kinds.get("gemm", (0, 0))
-        kinds["gemm"] = (f + work, b + g.bytes)
-    for o in ops:
-        compute += o.flops / op_peak
-        memory += o.bytes / bandwidth
-        f, b = kinds.get(o.kind, (0, 0))
-        kinds[o.kind] = (f + o.flops, b + o.bytes)
+    for run in gemms.runs:
+        for g in run.items:
+            f, b = kinds.get("gemm", (0, 0))
+            kinds["gemm"] = (f + (g.flops + g.dequant_flops) * run.count, b + g.bytes * run.count)
+    for op_run in ops.runs:
+        for o in op_run.items:
+            f, b = kinds.get(o.kind, (0, 0))
+            kinds[o.kind] = (f + o.flops * op_run.count, b + o.bytes * op_run.count)
     return compute, memory, kinds
 
 
