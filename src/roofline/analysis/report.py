@@ -147,8 +147,8 @@ class Report:
     def batch(self) -> int:
         return self.network.settled()[0]
 
-    @property
-    def totals(self) -> Totals:
+    @cached_property
+    def totals(self) -> Totals:  # computed once: a deep step sums many items
         results, ops = self.results, self.ops
         gemm_s = _float_total(results, _time)
         op_s = _float_total(ops, _time)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from ..files.fields import MAX_INT
 from ..hardware.spec import HardwareSpec
 from ..model.network import Network
+from ..model.repeats import repeated_values
 
 
 @dataclass(frozen=True)
@@ -61,20 +62,24 @@ def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
     gemms, ops = net.expand()  # a repeat's copies once (model.repeats): sums times the count
     bandwidth = hardware.bandwidth_bytes_per_s
     op_peak = hardware.peak_flops_per_s(net.operand_dtype)
-    compute = gemms.float_total(lambda g: (g.flops + g.dequant_flops)
-                                / hardware.peak_flops_per_s(g.dtype))
-    compute = ops.float_total(lambda o: o.flops / op_peak, start=compute)
-    memory = gemms.float_total(lambda g: g.bytes / bandwidth)
-    memory = ops.float_total(lambda o: o.bytes / bandwidth, start=memory)
+    compute_s: list[float] = []  # in numbering order, GEMMs then ops, as they were added
+    memory_s: list[float] = []
     kinds: dict[str, tuple[float, float]] = {}
     for run in gemms.runs:
-        for g in run.items:
+        own = [(g.flops + g.dequant_flops, g.bytes, hardware.peak_flops_per_s(g.dtype))
+               for g in run.items]
+        compute_s += repeated_values([work / peak for work, _, peak in own], run)
+        memory_s += repeated_values([nbytes / bandwidth for _, nbytes, _ in own], run)
+        for work, nbytes, _ in own:
             f, b = kinds.get("gemm", (0, 0))
-            kinds["gemm"] = (f + (g.flops + g.dequant_flops) * run.count, b + g.bytes * run.count)
+            kinds["gemm"] = (f + work * run.count, b + nbytes * run.count)
     for op_run in ops.runs:
+        compute_s += repeated_values([o.flops / op_peak for o in op_run.items], op_run)
+        memory_s += repeated_values([o.bytes / bandwidth for o in op_run.items], op_run)
         for o in op_run.items:
             f, b = kinds.get(o.kind, (0, 0))
             kinds[o.kind] = (f + o.flops * op_run.count, b + o.bytes * op_run.count)
+    compute, memory = sum(compute_s), sum(memory_s)
     return compute, memory, kinds
 
 

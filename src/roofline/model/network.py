@@ -180,7 +180,8 @@ class Network:
     def captured_batch(self) -> int | None:
         """The batch a captured module ran at (its steps exist at that batch only), or None
         for a network read from a file."""
-        return next((layer.batch for layer in self.layers if isinstance(layer, Captured)), None)
+        return next((run.layer.batch for run in self.layer_runs
+                     if isinstance(run.layer, Captured)), None)
 
     @property
     def c_dtype(self) -> str:
@@ -363,7 +364,8 @@ class Network:
                 data_grads.append(weighted)
                 weighted = weighted or run.layer.has_weights
             for run, data_grad in zip(reversed(runs), reversed(data_grads)):
-                run = replace(run, reverse=True)  # last copy first
+                if run.count > 1:
+                    run = replace(run, reverse=True)  # last copy first
                 parts.append((run, list(run.copy(0).backward(step, data_grad=data_grad))))
             if self.optimizer != "none":
                 parts.append((LayerRun(None), [optimizer_update(self.optimizer,

@@ -156,7 +156,7 @@ class Numbered(Sequence[T]):
     ``prefix``1.. in order, copy by copy. ``build(item, name, layer, copy)`` makes the item of a
     copy from the run's stored one; ``layer_of(item)`` reads its layer name."""
 
-    __slots__ = ("runs", "_build", "_ends", "_prefix", "_layer_of")
+    __slots__ = ("runs", "_build", "_ends", "_prefix", "_layer_of", "_flat")
 
     def __init__(self, runs: Iterable[ItemRun[T]], prefix: str,
                  build: Callable[[T, str, str, int], T],
@@ -167,6 +167,10 @@ class Numbered(Sequence[T]):
         self._build = build
         self._layer_of = layer_of
         self._ends = list(itertools.accumulate(len(run) for run in self.runs))
+        # no run repeats: every item is stored, read straight from one tuple
+        self._flat: tuple[T, ...] | None = None
+        if all(run.count == 1 for run in self.runs):
+            self._flat = tuple(itertools.chain.from_iterable(run.items for run in self.runs))
 
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
@@ -189,6 +193,8 @@ class Numbered(Sequence[T]):
     def __getitem__(self, index: slice) -> tuple[T, ...]: ...
 
     def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        if self._flat is not None:
+            return self._flat[index]
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         if index < 0:
@@ -199,6 +205,9 @@ class Numbered(Sequence[T]):
         return self._item(self.runs[run], index - (self._ends[run - 1] if run else 0))
 
     def __iter__(self) -> Iterator[T]:
+        if self._flat is not None:
+            yield from self._flat
+            return
         for run in self.runs:
             for offset in range(len(run)):
                 yield self._item(run, offset)
@@ -216,6 +225,9 @@ class Numbered(Sequence[T]):
 
     def firsts(self) -> Iterator[T]:
         """Each run's lowest-numbered copy (the rows a table shows of a repeated layer)."""
+        if self._flat is not None:
+            yield from self._flat
+            return
         for run in self.runs:
             c = run.count - 1 if run.layer.reverse else 0
             for offset in range(len(run.items)):
@@ -242,14 +254,11 @@ class Numbered(Sequence[T]):
         in numbering order after ``start``, except that a run of more than ``EXACT_SUM_ITEMS``
         items adds its copy's sum times its count (closer to the exact sum than adding copy by
         copy, and the same to a few units in the last place)."""
-        def values() -> Iterator[float]:
-            for run in self.runs:
-                own = [value(item) for item in run.items if keep is None or keep(item)]
-                if len(run) <= EXACT_SUM_ITEMS:
-                    yield from itertools.chain.from_iterable(itertools.repeat(own, run.count))
-                elif own:
-                    yield sum(own) * run.count
-        return sum(values(), start)
+        flat: list[float] = []  # every value in numbering order; sum() adds in this order
+        for run in self.runs:
+            own = [value(item) for item in run.items if keep is None or keep(item)]
+            flat += repeated_values(own, run)
+        return sum(flat, start)
 
 
 def map_items(items: Numbered[T], change: Callable[[T], Any],
@@ -264,3 +273,26 @@ def map_items(items: Numbered[T], change: Callable[[T], Any],
 def rebuild(item: Any, name: str, layer: str, copy: int) -> Any:
     """A GEMM or op renamed (a ``Numbered`` build for ``Gemm`` and ``Op``)."""
     return replace(item, name=name, layer=layer, copy=copy)
+
+
+def first_copies(items: Sequence[T]) -> Iterable[T]:
+    """The first copy of each run of ``items`` (every item when they are not in runs): every
+    item of copy 0 among them, in order."""
+    return items.firsts() if isinstance(items, Numbered) else items
+
+
+def distinct(items: Sequence[T]) -> Iterable[T]:
+    """One copy of each run of ``items`` (every item when they are not in runs): enough to
+    ask whether any item has a property its copies share."""
+    return items.stored() if isinstance(items, Numbered) else items
+
+
+def repeated_values(own: list[float], run: ItemRun[Any]) -> list[float]:
+    """A run's float figures in numbering order, ``own`` being one copy's: the copies' one by
+    one (``own`` ``count`` times), or for a run of more than ``EXACT_SUM_ITEMS`` items their sum
+    as one value (a copy's sum times the count), so that summing stays bounded."""
+    if run.count == 1:
+        return own
+    if len(run) <= EXACT_SUM_ITEMS:
+        return own * run.count
+    return [sum(own) * run.count] if own else []

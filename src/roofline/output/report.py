@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, option
-from ..model.repeats import MAX_LISTED, Layers, Numbered
+from ..model.repeats import MAX_LISTED, Layers, Numbered, first_copies
 from ..units import seconds, si
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
@@ -104,12 +104,6 @@ def check_listed(reports: Sequence[Report], fmt: str, view: View) -> None:
         raise RooflineError(f"{reports[0].network.source}: the step has {rows:,} GEMMs and ops; "
                             f"{how} lists each one and is capped at {MAX_LISTED:,} rows (the "
                             f"table shows a repeated layer once)")
-
-
-def first_copies(items: Sequence[Any]) -> Iterable[Any]:
-    """The first copy of each run of ``items`` (every item when they are not in runs): a
-    superset of the rows of copy 0, in order."""
-    return items.firsts() if isinstance(items, Numbered) else items
 
 
 def _repeated(items: Sequence[Any], copy: Callable[[Any], int]) -> int:

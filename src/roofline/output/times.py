@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..analysis.predict import fit_of
-from ..model.repeats import Numbered
+from ..model.repeats import distinct
 from ..units import seconds
 
 if TYPE_CHECKING:
@@ -18,9 +18,7 @@ _LEFT = frozenset({0, 8})
 
 def _measured(report: Report) -> bool:
     # a measured report holds every GEMM (analysis.measure); a repeat's copies share a result
-    results = report.results
-    stored = results.stored() if isinstance(results, Numbered) else results
-    return any(r.measured is not None for r in stored)
+    return any(r.measured is not None for r in distinct(report.results))
 
 
 def time_rows(report: Report, gemms: list) -> tuple[tuple[str, ...], list[list[str]]]:
