@@ -244,6 +244,9 @@ CASES |= {
     "decode-on-a-cnn": Case(AN + ["--mode", "inference"], 2,
                             ["model.yaml: phase: decode reads a KV cache", "no transformer"],
                             model=CONV % 3 + "phase: decode\n"),
+    "generate-on-an-mlp": Case(AN + ["--prompt", "8", "--generate", "4"], 2,
+                               ["model.yaml: generate: a generation decodes against the KV "
+                                "cache", "no transformer block"], model=GOOD),
 }
 
 

@@ -117,3 +117,11 @@ def test_decode_is_refused_where_it_means_nothing():
         network_from_yaml(mlp + "mode: inference\n").check()
     llama = HEAD + "mode: inference\nphase: decode\nlayers:\n  - " + BLOCK % "" + "\n"
     network_from_yaml(llama).check()  # attention keeps a cache: decode stands
+
+
+def test_a_generation_needs_attention():
+    from roofline.analysis.generation import generate
+
+    mlp = network_from_yaml("batch: 1\ndtype: fp16\nmlp: [8, 8]\n")
+    with pytest.raises(InputError, match="generate: a generation decodes against the KV cache"):
+        generate(mlp, A100, 8, 4)
