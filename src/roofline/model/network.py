@@ -632,3 +632,11 @@ class _CopyNumbers(Sequence[int]):
     def __iter__(self) -> Any:
         for run in self._layers.runs:
             yield from range(run.first_copy, run.first_copy + run.count)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (_CopyNumbers, tuple, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
