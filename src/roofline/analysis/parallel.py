@@ -79,7 +79,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.dtypes import itemsize
 from ..model.layers import Embedding, Linear, Step, Transformer, saved_bytes
 from ..model.network import Network
-from ..model.repeats import Layers
+from ..model.repeats import Layers, labelled
 from .collectives import Fabric
 from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES, WORKSPACE_BYTES
 from .report import Report, analyze
@@ -421,8 +421,11 @@ def _layer_times(report: Report, sp_tp: int) -> tuple[list[list[float]], float]:
     times = [[0.0, 0.0, 0.0] for _ in net.layers]
     update = 0.0
     blocks = set(blocks_of(net))
-    items = [(r.gemm.layer, r.gemm.pass_, r.time_s, r.bound, "") for r in report.results]
-    items += [(r.op.layer, r.op.pass_, r.time_s, r.bound, r.op.kind) for r in report.ops]
+    # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
+    items = [(layer, r.gemm.pass_, r.time_s, r.bound, "")
+             for layer, r in labelled(report.results, lambda r: r.gemm.layer)]
+    items += [(layer, r.op.pass_, r.time_s, r.bound, r.op.kind)
+              for layer, r in labelled(report.ops, lambda r: r.op.layer)]
     for layer, pass_, time, bound, kind in items:
         if pass_ == "update":
             update += time

@@ -223,6 +223,20 @@ class Numbered(Sequence[T]):
     def __repr__(self) -> str:
         return f"Numbered({self._prefix}: {len(self)} items in {len(self.runs)} runs)"
 
+    def labelled(self) -> Iterator[tuple[str, T]]:
+        """Every item as (its copy's layer name, the stored item it repeats), in order: the
+        copies' figures without building each copy."""
+        for run in self.runs:
+            if run.count == 1:
+                yield from ((self._layer_of(item), item) for item in run.items)
+                continue
+            first = run.layer.name(0)
+            for c in range(run.count):
+                own = run.layer.name(c)
+                for item in run.items:
+                    layer = self._layer_of(item)
+                    yield (own + layer[len(first):] if c else layer), item
+
     def firsts(self) -> Iterator[T]:
         """Each run's lowest-numbered copy (the rows a table shows of a repeated layer)."""
         if self._flat is not None:
@@ -296,3 +310,10 @@ def repeated_values(own: list[float], run: ItemRun[Any]) -> list[float]:
     if len(run) <= EXACT_SUM_ITEMS:
         return own * run.count
     return [sum(own) * run.count] if own else []
+
+
+def labelled(items: Sequence[T], layer_of: Callable[[T], str]) -> Iterable[tuple[str, T]]:
+    """Every item as (its layer name, the item or the stored one it repeats), in order."""
+    if isinstance(items, Numbered):
+        return items.labelled()
+    return ((layer_of(item), item) for item in items)
