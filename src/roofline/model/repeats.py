@@ -136,16 +136,20 @@ class Layers(Sequence[L]):
         return Layers(replace(run, layer=change(run.layer)) for run in self.runs)
 
 
-@dataclass(frozen=True)
 class ItemRun(Generic[T]):
     """The items (GEMMs or ops) of ``count`` copies of a layer (``layer``), stored as those of
     the first copy, numbered and named as it is; ``start``: the index (0-based) of the run's
-    first item in the step. Copy c's items are the same, renamed for ``layer.name(c)``."""
+    first item in the step. Copy c's items are the same, renamed for ``layer.name(c)``. (A
+    plain class: a deep network makes one per layer and per expansion.)"""
 
-    items: tuple[T, ...]
-    count: int
-    layer: LayerRun[Any]
-    start: int
+    __slots__ = ("items", "count", "layer", "start")
+
+    def __init__(self, items: tuple[T, ...], count: int, layer: LayerRun[Any], start: int
+                 ) -> None:
+        self.items = items
+        self.count = count
+        self.layer = layer
+        self.start = start
 
     def __len__(self) -> int:
         return len(self.items) * self.count
