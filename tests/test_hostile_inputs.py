@@ -227,6 +227,12 @@ CASES |= {
                                "capped at 2,097,152 rows"], model=LINEAR_REPEAT % 10**6),
     "repeat-10**6-expand": Case(AN + ["--expand"], 2, ["--expand lists each one"],
                                 model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-compare": Case(["compare", "{model}", "--hw", "a100", "--hw", "h100"], 2,
+                                 ["2,999,999 GEMMs and ops; compare reads each one and is "
+                                  "capped at 2,097,152"], model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-sweep": Case(["sweep", "{model}", "--hw", "a100", "--batch", "1..4"], 2,
+                               ["sweep reads each one and is capped at 2,097,152"],
+                               model=LINEAR_REPEAT % 10**6),
     "repeat-not-chaining": Case(AN, 2, ["model.yaml: layers[0].repeat: 'fc1' takes 64 but "
                                         "gives 32: its copies cannot follow each other"],
                                 model=LINEAR_REPEAT.replace("in: 8, out: 8", "in: 64, out: 32")

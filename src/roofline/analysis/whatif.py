@@ -20,12 +20,13 @@ import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import InputError, option
+from ..errors import InputError, RooflineError, option
 from ..hardware.catalog import load_hardware
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize
 from ..model.layers import Linear
 from ..model.network import Network, load_network
+from ..model.repeats import MAX_LISTED
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
 from .predict import basis_of
@@ -213,6 +214,7 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
                                          "baseline)")
     network = _network(model, **overrides)
     network.check()  # a missing batch, dtype or seq is named once, not per device
+    _check_rows(network, "compare")
     requested = network.operand_dtype
     reports = []
     for entry in hardware:
@@ -227,6 +229,19 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
     if len(set(names)) < len(names):
         raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
     return Comparison(tuple(reports), requested)
+
+
+def _check_rows(network: Network, command: str) -> None:
+    """compare and sweep read every GEMM and op of the step (per device, per point), a
+    repeat's copies included: at most ``MAX_LISTED`` of them, else RooflineError, before any
+    work (the step's own count, from its runs)."""
+    network.check()
+    gemms, ops = network.expand()
+    rows = len(gemms) + len(ops)
+    if rows > MAX_LISTED:
+        raise RooflineError(f"{network.source}: the step has {rows:,} GEMMs and ops; {command} "
+                            f"reads each one and is capped at {MAX_LISTED:,} (analyze's table "
+                            f"shows a repeated layer once)")
 
 
 def substitute_dtype(network: Network, dtype: str) -> Network:
@@ -443,9 +458,10 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
         raise InputError("sweep", "", f"give the batches or the sequence lengths to sweep "
                                       f"({option('batches')} or {option('seqs')})")
     network, spec = _network(model, **overrides), _spec(hardware)
+    _check_rows(network, "sweep")
     seq_values = _values(seqs, "seqs") if seqs is not None else ()
     if seq_values and network.seq is None and not any(
-            getattr(layer, "needs_seq", False) for layer in network.layers):
+            getattr(run.layer, "needs_seq", False) for run in network.layer_runs):
         raise InputError(network.source, "seq", "the model has no sequence length to sweep "
                                                 "(no transformer layer)")
     if batches is not None:

@@ -38,7 +38,7 @@ def copy_name(base: str, copy: int) -> str:
     return f"{base}.{copy + 1}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per layer of a deep model
 class LayerRun(Generic[L]):
     """``count`` copies of ``layer``, the first numbered ``first_copy``; ``named``: copies are
     called ``layer.name`` + ``.<copy + 1>`` (a ``repeat``), else the layer keeps its name;
