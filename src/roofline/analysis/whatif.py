@@ -234,9 +234,13 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
 def _check_rows(network: Network, command: str) -> None:
     """compare and sweep read every GEMM and op of the step (per device, per point), a
     repeat's copies included: at most ``MAX_LISTED`` of them, else RooflineError, before any
-    work (the step's own count, from its runs)."""
-    network.check()
-    gemms, ops = network.expand()
+    work (the step's own count, from its runs; the batch and seq a sweep has yet to set do not
+    change it)."""
+    probe = replace(network, batch=network.batch or 1, seq=network.seq or 1)
+    try:
+        gemms, ops = probe.expand()
+    except RooflineError:
+        return  # what is missing or wrong is the command's own one-line error
     rows = len(gemms) + len(ops)
     if rows > MAX_LISTED:
         raise RooflineError(f"{network.source}: the step has {rows:,} GEMMs and ops; {command} "
