@@ -264,6 +264,8 @@ class Numbered(Sequence[T]):
 
     def total(self, value: Callable[[T], int]) -> int:
         """The exact sum of an integer figure over every item."""
+        if self._flat is not None:
+            return sum(value(item) for item in self._flat)
         return sum(sum(value(item) for item in run.items) * run.count for run in self.runs)
 
     def float_total(self, value: Callable[[T], float], keep: Callable[[T], bool] | None = None,
@@ -272,6 +274,9 @@ class Numbered(Sequence[T]):
         in numbering order after ``start``, except that a run of more than ``EXACT_SUM_ITEMS``
         items adds its copy's sum times its count (closer to the exact sum than adding copy by
         copy, and the same to a few units in the last place)."""
+        if self._flat is not None:  # no repeats: every item in order
+            return sum((value(item) for item in self._flat if keep is None or keep(item)),
+                       start)
         flat: list[float] = []  # every value in numbering order; sum() adds in this order
         for run in self.runs:
             own = [value(item) for item in run.items if keep is None or keep(item)]
