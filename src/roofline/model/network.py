@@ -34,7 +34,9 @@ model.yaml (the contract in docs/design.md)::
 
 or ``mlp: [1024, 4096, 1000]`` in place of ``layers``. Each layer type (roofline.model.layers) reads
 its own fields and gives its own GEMMs and ops; this module orders and numbers them. A layer
-with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``).
+with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``), kept as one run
+(``model.repeats``): expanded once, its copies numbered and named when read; the copies must
+chain (the layer gives what it takes), and a model expands to at most ``MAX_LAYERS`` layers.
 
 Layers are chained: each layer's ``in_width`` must equal the previous ``out_width`` (features,
 or channels for a feature map). A layer that reads a feature map (it has ``with_input``) gets
