@@ -386,6 +386,55 @@ CASES = {
                                      str([64] * 3000) + "\n", read_one_line=True),
 }
 
+# issue 25, classes 3-5: repeats kept as runs and capped, models that do not fit, decode where
+# it means nothing
+LINEAR_REPEAT = "batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 8, repeat: %d}\n"
+LLAMA_LAYERS = ('{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, '
+                '"intermediate_size": 128, "vocab_size": 100, "num_hidden_layers": %d}')
+CONV = ("batch: 2\ndtype: fp16\ninput: {channels: 3, height: 8, width: 8}\nlayers:\n"
+        "  - {type: conv2d, in_channels: %d, out_channels: 8, kernel: 3}\n")
+CASES |= {
+    "repeat-10**9": Case(AN, 2, ["model.yaml: layers[0].repeat: the model expands to "
+                                 "1,000,000,000 layers", "at most 1,048,576"],
+                         model=LINEAR_REPEAT % 10**9),
+    "config-10**12-layers": Case(AN + ["--batch", "1", "--seq", "8", "--dtype", "fp16"], 2,
+                                 ["model.yaml: num_hidden_layers: the model expands to", "at most 1,048,576"],
+                                 model=LLAMA_LAYERS % 10**12),
+    "repeat-10**6-table": Case(AN, 0, model=LINEAR_REPEAT % 10**6),
+    # 10**6 copies train with 3 x 10**6 - 1 GEMMs: JSON and --expand list each one, capped
+    "repeat-10**6-json": Case(AN + ["--format", "json"], 2,
+                              ["2,999,999 GEMMs and ops", "--format json lists each one",
+                               "capped at 2,097,152 rows"], model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-expand": Case(AN + ["--expand"], 2, ["--expand lists each one"],
+                                model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-compare": Case(["compare", "{model}", "--hw", "a100", "--hw", "h100"], 2,
+                                 ["2,999,999 GEMMs and ops; compare reads each one and is "
+                                  "capped at 2,097,152"], model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-sweep": Case(["sweep", "{model}", "--hw", "a100", "--batch", "1..4"], 2,
+                               ["sweep reads each one and is capped at 2,097,152"],
+                               model=LINEAR_REPEAT % 10**6),
+    "repeat-not-chaining": Case(AN, 2, ["model.yaml: layers[0].repeat: 'fc1' takes 64 but "
+                                        "gives 32: its copies cannot follow each other"],
+                                model=LINEAR_REPEAT.replace("in: 8, out: 8", "in: 64, out: 32")
+                                % 3),
+    "conv-channels-miss-input": Case(AN, 2, ["model.yaml: layers[0].in_channels: layer "
+                                             "'conv1' takes 4 channels but the input gives 3"],
+                                     model=CONV % 4),
+    "conv-channels-fit-input": Case(AN, 0, model=CONV % 3),
+    "decode-in-training": Case(AN, 2, ["model.yaml: phase: decode is an inference phase but "
+                                       "the model trains", "--mode inference"],
+                               model=GOOD + "phase: decode\n"),
+    "decode-option-in-training": Case(AN + ["--phase", "decode"], 2,
+                                      ["model.yaml: phase: decode is an inference phase"],
+                                      model=GOOD),
+    "decode-on-a-cnn": Case(AN + ["--mode", "inference"], 2,
+                            ["model.yaml: phase: decode reads a KV cache", "no transformer"],
+                            model=CONV % 3 + "phase: decode\n"),
+    "generate-on-an-mlp": Case(AN + ["--prompt", "8", "--generate", "4"], 2,
+                               ["model.yaml: generate: a generation decodes against the KV "
+                                "cache", "no transformer block"], model=GOOD),
+}
+
 
 def _prepare(name: str, case: Case, root: Path) -> tuple[list[str], dict[str, str]]:
     tmp = root / name

@@ -317,6 +317,9 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     reports = [scale(analyze_model(model, resolve_hardware(hw, _progress),
                                    quantization=quantization, **overrides),
                      stream_input, host_link, workers, interconnect) for hw in hardware]
+    from .output.report import View, check_listed
+
+    check_listed(reports, fmt, View(gemms_only, expand))  # before anything is timed
     if measure:
         from .analysis.measure import check_budget, check_measurable, measure_report
 

@@ -24,14 +24,17 @@ The Report shown is the last decode step (the prefill when G = 1), with this att
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
 from ..hardware.spec import HardwareSpec
+from ..model.layers import Transformer
 from ..model.network import Network
+from ..model.repeats import Numbered, repeated_values
 from .memory import Memory
-from .report import Report, analyze
+from .report import GemmResult, OpResult, Report, analyze
 
 
 @dataclass(frozen=True)
@@ -80,10 +83,14 @@ class Generation:
 
 
 def check_lengths(network: Network, prompt: int, generate: int) -> None:
-    """Positive lengths whose total the model's context holds, else InputError."""
+    """Positive lengths whose total the model's context holds, on a model with attention (a
+    KV cache to decode against), else InputError."""
     for key, value in (("prompt", prompt), ("generate", generate)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(network.source, key, f"expected a positive integer, got {value!r}")
+    if not any(isinstance(run.layer, Transformer) for run in network.layer_runs):
+        raise InputError(network.source, "generate", "a generation decodes against the KV "
+                         "cache attention keeps, but no layer keeps one (no transformer block)")
     context = network.context
     if context is not None and prompt + generate > context:
         raise InputError(network.source, "prompt", f"prompt {prompt} + generate {generate} = "
@@ -134,23 +141,41 @@ def _decode_sum(a: Report, b: Report, first: int, last: int) -> float:
     ``first`` (``a``) and ``first + 1`` (``b``): each item's FLOPs and bytes are affine in the
     key length; its time is summed in closed form (``_sum_max``)."""
     bandwidth = a.bandwidth_bytes_per_s
-    total = 0.0
-    pairs: list[tuple[float, float, float, float, float, float]] = []
-    for x, y in zip(a.results, b.results):
+    count = last - first + 1
+
+    def gemm_time(x: GemmResult, y: GemmResult) -> float:
         peak = a.hardware.peak_flops_per_s(x.gemm.dtype)
         work = (x.gemm.flops + x.gemm.dequant_flops, y.gemm.flops + y.gemm.dequant_flops)
-        pairs.append((*work, x.gemm.bytes, y.gemm.bytes, peak, x.time_s))
-    for p, q in zip(a.ops, b.ops):
-        pairs.append((p.op.flops, q.op.flops, p.op.bytes, q.op.bytes, a.peak_flops_per_s,
-                      p.time_s))
-    count = last - first + 1
-    for work_a, work_b, bytes_a, bytes_b, peak, time_a in pairs:
-        if work_a == work_b and bytes_a == bytes_b:
-            total += count * time_a
-            continue
-        total += _sum_max(work_a / peak, (work_b - work_a) / peak, bytes_a / bandwidth,
-                          (bytes_b - bytes_a) / bandwidth, count)
-    return total
+        return _item_sum(*work, x.gemm.bytes, y.gemm.bytes, peak, x.time_s, bandwidth, count)
+
+    def op_time(p: OpResult, q: OpResult) -> float:
+        return _item_sum(p.op.flops, q.op.flops, p.op.bytes, q.op.bytes, a.peak_flops_per_s,
+                         p.time_s, bandwidth, count)
+
+    # each item's sum in numbering order (GEMMs, then ops); a repeat's copies share theirs
+    times = _paired(a.results, b.results, gemm_time) + _paired(a.ops, b.ops, op_time)
+    return sum(times, 0.0)
+
+
+def _paired(one: Sequence[Any], two: Sequence[Any], time: Callable[[Any, Any], float]
+            ) -> list[float]:
+    """``time(x, y)`` of each item of ``one`` with its twin in ``two`` (the same step at the
+    next key length), in order; for runs of copies (``model.repeats``) once per run."""
+    if isinstance(one, Numbered) and isinstance(two, Numbered):
+        out: list[float] = []
+        for run, twin in zip(one.runs, two.runs):
+            out += repeated_values([time(x, y) for x, y in zip(run.items, twin.items)], run)
+        return out
+    return [time(x, y) for x, y in zip(one, two)]
+
+
+def _item_sum(work_a: float, work_b: float, bytes_a: float, bytes_b: float, peak: float,
+              time_a: float, bandwidth: float, count: int) -> float:
+    """One item's time summed over ``count`` decode steps (``_sum_max``)."""
+    if work_a == work_b and bytes_a == bytes_b:
+        return count * time_a
+    return _sum_max(work_a / peak, (work_b - work_a) / peak, bytes_a / bandwidth,
+                    (bytes_b - bytes_a) / bandwidth, count)
 
 
 def _series(c0: float, c1: float, low: int, high: int) -> float:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, option
 from ..model.dtypes import default_output_dtype, itemsize
+from ..model.repeats import first_copies
 from ..units import seconds
 
 if TYPE_CHECKING:
@@ -188,7 +189,7 @@ def beats_roof(report: Report) -> list[tuple[str, float]]:
     """``(GEMM name, measured FLOP/s over the roof)`` for each GEMM that ran faster than its
     roof (by more than ``BEATS_ROOF``): never passed over silently."""
     out = []
-    for r in report.results:
+    for r in first_copies(report.results):
         if r.measured is None or r.gemm.copy:
             continue
         eff = r.gemm.flops / r.measured.best_s / r.attainable_flops_per_s

@@ -79,6 +79,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.dtypes import itemsize
 from ..model.layers import Embedding, Linear, Step, Transformer, saved_bytes
 from ..model.network import Network
+from ..model.repeats import Layers, labelled
 from .collectives import Fabric
 from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES, WORKSPACE_BYTES
 from .report import Report, analyze
@@ -137,7 +138,7 @@ def blocks_of(network: Network) -> list[int]:
 
 
 def _vocabularies(network: Network) -> set[int]:
-    return {layer.vocab for layer in network.layers if isinstance(layer, Embedding)}
+    return {run.layer.vocab for run in network.layer_runs if isinstance(run.layer, Embedding)}
 
 
 def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
@@ -200,8 +201,8 @@ def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
     if tp == 1 and ep == 1:
         return network
     vocabularies = _vocabularies(network)
-    layers = []
-    for layer in network.layers:
+
+    def shard(layer: Any) -> Any:
         if isinstance(layer, Transformer):
             layer = replace(layer, heads=layer.heads // tp, kv_heads=layer.kv_heads // tp,
                             ffn=layer.ffn // tp,
@@ -211,8 +212,10 @@ def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
         elif _is_logits(layer, vocabularies):
             assert isinstance(layer, Linear)
             layer = replace(layer, out_features=padded_vocab(layer.out_features, tp) // tp)
-        layers.append(layer)
-    return replace(network, layers=tuple(layers))
+        return layer
+
+    assert isinstance(network.layers, Layers)  # a repeat's copies sharded once
+    return replace(network, layers=network.layers.map(shard))
 
 
 def replicated_layers(network: Network, tp: int) -> list[str]:
@@ -418,8 +421,11 @@ def _layer_times(report: Report, sp_tp: int) -> tuple[list[list[float]], float]:
     times = [[0.0, 0.0, 0.0] for _ in net.layers]
     update = 0.0
     blocks = set(blocks_of(net))
-    items = [(r.gemm.layer, r.gemm.pass_, r.time_s, r.bound, "") for r in report.results]
-    items += [(r.op.layer, r.op.pass_, r.time_s, r.bound, r.op.kind) for r in report.ops]
+    # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
+    items = [(layer, r.gemm.pass_, r.time_s, r.bound, "")
+             for layer, r in labelled(report.results, lambda r: r.gemm.layer)]
+    items += [(layer, r.op.pass_, r.time_s, r.bound, r.op.kind)
+              for layer, r in labelled(report.ops, lambda r: r.op.layer)]
     for layer, pass_, time, bound, kind in items:
         if pass_ == "update":
             update += time

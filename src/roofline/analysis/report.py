@@ -3,7 +3,8 @@ output."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -12,6 +13,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
 from ..model.network import Network
 from ..model.ops import Op
+from ..model.repeats import Numbered, map_items
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
@@ -136,8 +138,8 @@ class Report:
     ridge: float
     peak_flops_per_s: float
     bandwidth_bytes_per_s: float
-    results: tuple[GemmResult, ...]
-    ops: tuple[OpResult, ...] = ()
+    results: Sequence[GemmResult]  # a repeat's copies analyzed once (model.repeats.Numbered)
+    ops: Sequence[OpResult] = ()
     quantization: bool = False  # tile and wave losses folded into compute-bound GEMM times
     scaling: Scaling | None = None  # streamed input, data parallelism (when asked for)
     memory: Memory | None = None  # the step's memory against the device's capacity
@@ -151,18 +153,20 @@ class Report:
     def batch(self) -> int:
         return self.network.settled()[0]
 
-    @property
-    def totals(self) -> Totals:
-        gemm_s = sum(r.time_s for r in self.results)
-        op_s = sum(r.time_s for r in self.ops)
-        memory_s = (sum(r.time_s for r in self.results if r.bound == "memory")
-                    + sum(r.time_s for r in self.ops if r.bound == "memory"))
-        gemm_flops = sum(r.gemm.flops for r in self.results)
-        predicted_gemm_s = sum(r.predicted_time_s for r in self.results)
-        predicted_op_s = sum(r.predicted_time_s for r in self.ops)
+    @cached_property
+    def totals(self) -> Totals:  # computed once: a deep step sums many items
+        results, ops = self.results, self.ops
+        gemm_s = _float_total(results, _time)
+        op_s = _float_total(ops, _time)
+        memory_s = (_float_total(results, _time, _memory_bound)
+                    + _float_total(ops, _time, _memory_bound))
+        gemm_flops = _int_total(results, lambda r: r.gemm.flops)
+        predicted_gemm_s = _float_total(results, lambda r: r.predicted_time_s)
+        predicted_op_s = _float_total(ops, lambda r: r.predicted_time_s)
         return {
-            "flops": gemm_flops + sum(r.op.flops for r in self.ops),
-            "bytes": sum(r.gemm.bytes for r in self.results) + sum(r.op.bytes for r in self.ops),
+            "flops": gemm_flops + _int_total(ops, lambda r: r.op.flops),
+            "bytes": _int_total(results, lambda r: r.gemm.bytes) + _int_total(
+                ops, lambda r: r.op.bytes),
             "time_s": gemm_s + op_s,
             "memory_bound_time_fraction": memory_s / (gemm_s + op_s),
             "gemm_flops": gemm_flops,
@@ -187,7 +191,7 @@ class Report:
         net = self.network
         if net.mode != "train":
             return ()
-        no_dropout = any(getattr(layer, "dropout", None) == 0 for layer in net.layers)
+        no_dropout = any(getattr(run.layer, "dropout", None) == 0 for run in net.layer_runs)
         left = {"optimizer": net.optimizer == "none", "loss": True, "dropout": no_dropout,
                 "recomputation": net.recompute != "none"}
         return tuple(key for key in NOT_COUNTED if left[key])
@@ -249,6 +253,42 @@ class Report:
         from ..plot import plot_roofline
 
         return plot_roofline(self, ax=ax, **options)
+
+
+def _time(result: Any) -> float:
+    return float(result.time_s)
+
+
+def _memory_bound(result: Any) -> bool:
+    return bool(result.bound == "memory")
+
+
+def _int_total(items: Sequence[Any], value: Callable[[Any], int]) -> int:
+    """An integer figure summed over every GEMM or op (a repeat's copies: one copy's sum times
+    the count, exactly)."""
+    if isinstance(items, Numbered):
+        return items.total(value)
+    return sum(value(item) for item in items)
+
+
+def _float_total(items: Sequence[Any], value: Callable[[Any], float],
+                 keep: Callable[[Any], bool] | None = None) -> float:
+    """A float figure summed over every GEMM or op (those ``keep`` accepts), in numbering order
+    (``Numbered.float_total``)."""
+    if isinstance(items, Numbered):
+        return items.float_total(value, keep)
+    return sum(value(item) for item in items if keep is None or keep(item))
+
+
+def _rename_result(result: GemmResult, name: str, layer: str, copy: int) -> GemmResult:
+    """A copy's result: the stored copy's, renamed (its alignment notes name it too)."""
+    notes = tuple(replace(note, gemm=name, layer=layer) for note in result.alignment)
+    return replace(result, gemm=replace(result.gemm, name=name, layer=layer, copy=copy),
+                   alignment=notes)
+
+
+def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
+    return replace(result, op=replace(result.op, name=name, layer=layer, copy=copy))
 
 
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
@@ -314,7 +354,11 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
     memory = memory_of(network, hardware)
-    results = tuple(analyze_gemm(g, hardware, quantization, memory.max_batch) for g in gemms)
-    op_results = tuple(analyze_op(op, hardware, network.operand_dtype) for op in ops)
+    # a repeat's copies are analyzed once: the results of its first copy stand for the rest
+    results = map_items(gemms, lambda g: analyze_gemm(g, hardware, quantization,
+                                                      memory.max_batch),
+                        _rename_result, lambda r: r.gemm.layer)
+    op_results = map_items(ops, lambda op: analyze_op(op, hardware, network.operand_dtype),
+                           _rename_op, lambda r: r.op.layer)
     return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
                   op_results, quantization, memory=memory)

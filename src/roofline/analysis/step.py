@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..files.numbers import MAX_INT
 from ..hardware.spec import HardwareSpec
 from ..model.network import Network
+from ..model.repeats import ItemRun, repeated_values
 
 
 @dataclass(frozen=True)
@@ -58,23 +60,33 @@ def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
         float, float, dict[str, tuple[float, float]]]:
     """(compute time, memory time, per kind (FLOPs, bytes)) of the step at ``batch``."""
     net = replace(network, batch=batch)
-    gemms, ops = net.expand()
+    gemms, ops = net.expand()  # a repeat's copies once (model.repeats): sums times the count
     bandwidth = hardware.bandwidth_bytes_per_s
     op_peak = hardware.peak_flops_per_s(net.operand_dtype)
-    compute = memory = 0.0
+    compute = memory = 0.0  # added in numbering order, GEMMs then ops, copy by copy
     kinds: dict[str, tuple[float, float]] = {}
-    for g in gemms:
-        work = g.flops + g.dequant_flops
-        compute += work / hardware.peak_flops_per_s(g.dtype)
-        memory += g.bytes / bandwidth
-        f, b = kinds.get("gemm", (0, 0))
-        kinds["gemm"] = (f + work, b + g.bytes)
-    for o in ops:
-        compute += o.flops / op_peak
-        memory += o.bytes / bandwidth
-        f, b = kinds.get(o.kind, (0, 0))
-        kinds[o.kind] = (f + o.flops, b + o.bytes)
+    for run in gemms.runs:
+        own = [(g.flops + g.dequant_flops, g.bytes, hardware.peak_flops_per_s(g.dtype))
+               for g in run.items]
+        compute = _add(compute, [work / peak for work, _, peak in own], run)
+        memory = _add(memory, [nbytes / bandwidth for _, nbytes, _ in own], run)
+        for work, nbytes, _ in own:
+            f, b = kinds.get("gemm", (0, 0))
+            kinds["gemm"] = (f + work * run.count, b + nbytes * run.count)
+    for op_run in ops.runs:
+        compute = _add(compute, [o.flops / op_peak for o in op_run.items], op_run)
+        memory = _add(memory, [o.bytes / bandwidth for o in op_run.items], op_run)
+        for o in op_run.items:
+            f, b = kinds.get(o.kind, (0, 0))
+            kinds[o.kind] = (f + o.flops * op_run.count, b + o.bytes * op_run.count)
     return compute, memory, kinds
+
+
+def _add(total: float, own: list[float], run: ItemRun[Any]) -> float:
+    """``total`` plus a run's values, one by one in order (``repeated_values``)."""
+    for value in own if run.count == 1 else repeated_values(own, run):
+        total += value
+    return total
 
 
 def step_verdict(network: Network, hardware: HardwareSpec,

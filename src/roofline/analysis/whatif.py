@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import InputError, option
+from ..errors import InputError, RooflineError, option
 from ..files.fields import positive_int
 from ..files.numbers import MAX_INT, OutOfRange, parse_int, quoted
 from ..hardware.catalog import load_hardware
@@ -28,6 +28,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize
 from ..model.layers import Linear
 from ..model.network import Network, load_network
+from ..model.repeats import MAX_LISTED
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
 from .predict import basis_of
@@ -226,6 +227,7 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
                                          "baseline)")
     network = _network(model, **overrides)
     network.check()  # a missing batch, dtype or seq is named once, not per device
+    _check_rows(network, "compare")
     requested = network.operand_dtype
     reports = []
     for entry in hardware:
@@ -240,6 +242,23 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
     if len(set(names)) < len(names):
         raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
     return Comparison(tuple(reports), requested)
+
+
+def _check_rows(network: Network, command: str) -> None:
+    """compare and sweep read every GEMM and op of the step (per device, per point), a
+    repeat's copies included: at most ``MAX_LISTED`` of them, else RooflineError, before any
+    work (the step's own count, from its runs; the batch and seq a sweep has yet to set do not
+    change it)."""
+    probe = replace(network, batch=network.batch or 1, seq=network.seq or 1)
+    try:
+        gemms, ops = probe.expand()
+    except RooflineError:
+        return  # what is missing or wrong is the command's own one-line error
+    rows = len(gemms) + len(ops)
+    if rows > MAX_LISTED:
+        raise RooflineError(f"{network.source}: the step has {rows:,} GEMMs and ops; {command} "
+                            f"reads each one and is capped at {MAX_LISTED:,} (analyze's table "
+                            f"shows a repeated layer once)")
 
 
 def substitute_dtype(network: Network, dtype: str) -> Network:
@@ -462,9 +481,10 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
         raise InputError("sweep", "", f"give the batches or the sequence lengths to sweep "
                                       f"({option('batches')} or {option('seqs')})")
     network, spec = _network(model, **overrides), _spec(hardware)
+    _check_rows(network, "sweep")
     seq_values = _values(seqs, "seqs") if seqs is not None else ()
     if seq_values and network.seq is None and not any(
-            getattr(layer, "needs_seq", False) for layer in network.layers):
+            getattr(run.layer, "needs_seq", False) for run in network.layer_runs):
         raise InputError(network.source, "seq", "the model has no sequence length to sweep "
                                                 "(no transformer layer)")
     if batches is not None:

@@ -34,7 +34,9 @@ model.yaml (the contract in docs/design.md)::
 
 or ``mlp: [1024, 4096, 1000]`` in place of ``layers``. Each layer type (roofline.model.layers) reads
 its own fields and gives its own GEMMs and ops; this module orders and numbers them. A layer
-with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``).
+with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``), kept as one run
+(``model.repeats``): expanded once, its copies numbered and named when read; the copies must
+chain (the layer gives what it takes), and a model expands to at most ``MAX_LAYERS`` layers.
 
 Layers are chained: each layer's ``in_width`` must equal the previous ``out_width`` (features,
 or channels for a feature map). A layer that reads a feature map (it has ``with_input``) gets
@@ -53,8 +55,8 @@ layer after an embedding has one). Training an n-layer MLP therefore takes 3n - 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,7 @@ from .layers.captured import CapturedOp
 from .layers.spatial import Shape
 from .layers.transformer import ATTENTION_FORMS
 from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
+from .repeats import MAX_LAYERS, ItemRun, LayerRun, Layers, Numbered, rebuild
 
 MODES = ("train", "inference")
 INFERENCE_PHASES = ("prefill", "decode")
@@ -97,7 +100,9 @@ class Network:
     """A model to analyze: its layers and the batch, precision and mode it runs with.
 
     ``output_dtype`` None means C gets the default for ``dtype``; ``grad_accumulation`` None
-    means weight gradients are written once (no accumulation buffer). ``copies[i]`` is 0 for a
+    means weight gradients are written once (no accumulation buffer). ``layers`` reads as every
+    layer, copies of a repeat included, and is stored as runs (``model.repeats.Layers``): plain
+    layers given here become runs of one, numbered by ``copies``. ``copies[i]`` is 0 for a
     layer that is not a repeat of the one before, else which copy it is (1 = the second).
     """
 
@@ -105,13 +110,13 @@ class Network:
     batch: int | None  # None until given (a config.json has none): check() says so
     dtype: str | None
     mode: str
-    layers: tuple[Layer, ...]
+    layers: Sequence[Layer]
     output_dtype: str | None = None
     grad_accumulation: str | None = None
     seq: int | None = None
     phase: str = "prefill"
     optimizer: str = "none"
-    copies: tuple[int, ...] = ()
+    copies: Sequence[int] = field(default=(), compare=False, hash=False)
     source: str = "<model>"
     recompute: str = "none"
     context: int | None = None  # the longest sequence the model takes; None: not stated
@@ -121,6 +126,19 @@ class Network:
     group_size: int | None = None  # int4 weights: values per scale (None: 128)
     logits: str | None = None  # prefill: "all" tokens' logits or the "last" token's only;
     # None: all, except in a generation (analysis.generation), which keeps the last
+
+    def __post_init__(self) -> None:
+        layers = self.layers
+        if not isinstance(layers, Layers):
+            layers = Layers.of(layers, self.copies)
+            object.__setattr__(self, "layers", layers)
+        object.__setattr__(self, "copies", _CopyNumbers(layers))
+
+    @property
+    def layer_runs(self) -> tuple[LayerRun[Layer], ...]:
+        """The layers as runs of identical copies (``model.repeats``)."""
+        assert isinstance(self.layers, Layers)
+        return self.layers.runs
 
     @property
     def activation_dtype(self) -> str:
@@ -168,7 +186,8 @@ class Network:
     def captured_batch(self) -> int | None:
         """The batch a captured module ran at (its steps exist at that batch only), or None
         for a network read from a file."""
-        return next((layer.batch for layer in self.layers if isinstance(layer, Captured)), None)
+        return next((run.layer.batch for run in self.layer_runs
+                     if isinstance(run.layer, Captured)), None)
 
     @property
     def c_dtype(self) -> str:
@@ -186,7 +205,7 @@ class Network:
     @property
     def parameters(self) -> int:
         """Every trainable parameter: weights, biases, embeddings, norms."""
-        return sum(layer.parameters for layer in self.layers)
+        return sum(run.layer.parameters * run.count for run in self.layer_runs)
 
     @property
     def step_phase(self) -> str:
@@ -210,9 +229,10 @@ class Network:
         if attention is not None:
             form = Fields({"attention": attention}, "overrides").choice("attention",
                                                                         ATTENTION_FORMS)
-            network = replace(self, layers=tuple(
-                replace(layer, attention=form) if isinstance(layer, Transformer) else layer
-                for layer in self.layers))
+            assert isinstance(self.layers, Layers)
+            network = replace(self, layers=self.layers.map(
+                lambda layer: replace(layer, attention=form) if isinstance(layer, Transformer)
+                else layer))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase,
                  "optimizer": optimizer, "recompute": recompute, "weights": weights,
@@ -254,25 +274,24 @@ class Network:
         batch, dtype = self.settled()
         return Step(batch, self.seq, self.step_phase, itemsize(dtype), itemsize(self.kv_dtype))
 
-    def layer_steps(self) -> list[Step]:
-        """The step each layer sees: ``step()``, except that with ``logits: last`` a prefill's
-        output layer (the last layer, when it is not attention) runs on one token per sequence,
-        as generation does (it keeps only the last token's logits)."""
+    def last_step(self) -> Step:
+        """The step the last layer sees: ``step()``, except that with ``logits: last`` a
+        prefill's output layer (the last layer, when it is not attention) runs on one token
+        per sequence, as generation does (it keeps only the last token's logits)."""
         step = self.step()
-        steps = [step] * len(self.layers)
-        last = self.layers[-1]
+        last = self.layer_runs[-1].layer
         if (self.logits == "last" and step.phase == "prefill" and step.seq is not None
                 and not getattr(last, "needs_seq", False)):
-            steps[-1] = replace(step, phase="decode")  # batch rows, one per sequence
-        return steps
+            return replace(step, phase="decode")
+        return step
 
     def gemms(self) -> tuple[Gemm, ...]:
         """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
-        return self.expand()[0]
+        return tuple(self.expand()[0])
 
     def ops(self) -> tuple[Op, ...]:
         """Every non-GEMM op of one step, numbered OP1..OPk."""
-        return self.expand()[1]
+        return tuple(self.expand()[1])
 
     def check(self) -> None:
         """Raise InputError naming the first setting the step still lacks (batch, dtype, seq):
@@ -284,12 +303,29 @@ class Network:
                 raise InputError(self.source, key, f"missing required field ({where} "
                                                    f"{option(key)})")
         self._check_precision()
+        self._check_phase()
         if self.seq is None:
-            for layer in self.layers:
+            for run in self.layer_runs:
+                layer = run.layer
                 if getattr(layer, "needs_seq", False):
                     raise InputError(self.source, "seq", f"missing required field: layer "
                                      f"{layer.name!r} needs tokens per sample (give seq in the "
                                      f"model or {option('seq')})")
+
+    def _check_phase(self) -> None:
+        """``phase: decode`` is an inference phase, one new token per sequence against the KV
+        cache attention keeps: refused in a training step and on a model without attention,
+        where it would change nothing (never ignored in silence)."""
+        if self.phase != "decode":
+            return
+        if self.mode == "train":
+            raise InputError(self.source, "phase", f"decode is an inference phase but the "
+                             f"model trains (mode train): set mode to inference (in the model "
+                             f"or {option('mode', 'inference')}) or leave phase out")
+        if not any(isinstance(run.layer, Transformer) for run in self.layer_runs):
+            raise InputError(self.source, "phase", "decode reads a KV cache of seq tokens per "
+                             "sequence, but no layer keeps one (no transformer block): leave "
+                             "phase out (prefill)")
 
     def _check_precision(self) -> None:
         """Weights may be stored narrower than the activations they meet (weight-only formats:
@@ -319,27 +355,73 @@ class Network:
         assert self.batch is not None and self.dtype is not None  # check() raised otherwise
         return self.batch, self.dtype
 
-    def expand(self) -> tuple[tuple[Gemm, ...], tuple[Op, ...]]:
-        """The step's GEMMs and ops, in the order the module docstring describes."""
+    def expand(self) -> tuple[Numbered[Gemm], Numbered[Op]]:
+        """The step's GEMMs and ops, in the order the module docstring describes; a run of
+        copies (a ``repeat``) is expanded once and its copies numbered and named on demand."""
         step = self.step()
-        copies = self.copies or (0,) * len(self.layers)
-        items: list[tuple[int, GemmShape | OpShape]] = []
-        for layer, copy, own in zip(self.layers, copies, self.layer_steps()):
-            items += [(copy, item) for item in layer.forward(own)]
+        runs = self._split_runs(self.layer_runs)
+        last_step = self.last_step()
+        parts: list[tuple[LayerRun[Any], list[GemmShape | OpShape]]] = []
+        for i, run in enumerate(runs):  # a run's items are its first copy's (renamed later)
+            own = last_step if i == len(runs) - 1 else step
+            parts.append((run, list(run.copy(0).forward(own))))
         if self.mode == "train":
-            items += self._backward(step, copies)
-            if self.update:
-                items += [(0, op.at(step.e)) for op in self.update]
-            elif self.optimizer != "none":
-                items.append((0, optimizer_update(self.optimizer, self.parameters)))
-        gemms: list[Gemm] = []
-        ops: list[Op] = []
-        for copy, item in items:
-            if isinstance(item, GemmShape):
-                gemms.append(self._gemm(len(gemms) + 1, item, copy))
+            weighted = False  # does any layer before this run's first copy have weights?
+            data_grads = []
+            for run in runs:
+                data_grads.append(weighted)
+                weighted = weighted or run.layer.has_weights
+            for run, data_grad in zip(reversed(runs), reversed(data_grads)):
+                if run.count > 1:
+                    run = replace(run, reverse=True)  # last copy first
+                parts.append((run, list(run.copy(0).backward(step, data_grad=data_grad))))
+            if self.update or self.optimizer != "none":
+                parts.append((LayerRun(None), self._update_ops(step)))
+        gemm_runs: list[ItemRun[Gemm]] = []
+        op_runs: list[ItemRun[Op]] = []
+        gemm_count = op_count = 0
+        for run, items in parts:
+            copy = run.number(0)
+            gemms: list[Gemm] = []
+            ops: list[Op] = []
+            for item in items:
+                if isinstance(item, GemmShape):
+                    gemms.append(self._gemm(gemm_count + len(gemms) + 1, item, copy))
+                else:
+                    ops.append(Op(f"OP{op_count + len(ops) + 1}", *item, copy=copy))
+            gemm_runs.append(ItemRun(tuple(gemms), run.count, run, gemm_count))
+            op_runs.append(ItemRun(tuple(ops), run.count, run, op_count))
+            gemm_count += len(gemms) * run.count
+            op_count += len(ops) * run.count
+        return Numbered(gemm_runs, "MM", rebuild), Numbered(op_runs, "OP", rebuild)
+
+    def _update_ops(self, step: Step) -> list[GemmShape | OpShape]:
+        """The optimizer's step: a recorded one (a capture's) op by op, else the fused update."""
+        if self.update:
+            return [op.at(step.e) for op in self.update]
+        return [optimizer_update(self.optimizer, self.parameters)]
+
+    def _split_runs(self, runs: tuple[LayerRun[Layer], ...]) -> list[LayerRun[Layer]]:
+        """The runs, copies named, with the first copy of a weighted run apart when nothing
+        before it has weights (it computes no data gradient; its copies do) and the last copy
+        apart when the last layer sees its own step (``logits: last``)."""
+        out: list[LayerRun[Layer]] = []
+        weighted = False
+        for run in runs:
+            if run.count > 1 and self.mode == "train" and not weighted and run.layer.has_weights:
+                out += [LayerRun(run.copy(0), 1, run.first_copy),
+                        replace(run, count=run.count - 1, first_copy=run.first_copy + 1)]
             else:
-                ops.append(Op(f"OP{len(ops) + 1}", *item, copy=copy))
-        return tuple(gemms), tuple(ops)
+                out.append(run)
+            weighted = weighted or run.layer.has_weights
+        last = out[-1]
+        if last.count > 1 and self.last_step() != self.step():
+            c = last.count - 1
+            out[-1:] = [replace(last, count=c),
+                        LayerRun(last.copy(c), 1, last.first_copy + c)]
+        return [run if run.count > 1 or not run.named else LayerRun(run.copy(0), 1,
+                                                                    run.first_copy)
+                for run in out]
 
     def _gemm(self, index: int, s: GemmShape, copy: int) -> Gemm:
         """GEMM ``index``: weight GEMMs (B a weight, and weight gradients) compute in the
@@ -363,17 +445,6 @@ class Network:
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
                     b_dtype, group)
-
-    def _backward(self, step: Step, copies: tuple[int, ...]) -> list[tuple[int, Any]]:
-        weighted_before = [False]  # weighted_before[i]: does any layer before i have weights?
-        for layer in self.layers[:-1]:
-            weighted_before.append(weighted_before[-1] or layer.has_weights)
-        items: list[tuple[int, Any]] = []
-        for index in range(len(self.layers) - 1, -1, -1):
-            backward = self.layers[index].backward(step, data_grad=weighted_before[index])
-            items += [(copies[index], item) for item in backward]
-        return items
-
 
 def load_network(path: str | os.PathLike[str]) -> Network:
     """Read a model.yaml file, or a Hugging Face config.json (one with ``model_type``), into a
@@ -399,7 +470,7 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
     """Validate a parsed model.yaml mapping and build the Network."""
     top = Fields(data, source)
     top.reject_unknown(_TOP_KEYS)
-    layers, copies = _layers(top)
+    layers = _layers(top)
     return Network(
         name=top.string("name", default_name),
         batch=top.positive_int("batch", None),
@@ -411,7 +482,6 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
         seq=top.positive_int("seq", None),
         phase=top.choice("phase", INFERENCE_PHASES, "prefill"),
         optimizer=top.choice("optimizer", OPTIMIZER_CHOICES, "none"),
-        copies=copies,
         source=source,
         recompute=top.choice("recompute", RECOMPUTE, "none"),
         context=top.positive_int("context", None),
@@ -431,18 +501,21 @@ def _accumulation(fields: Fields) -> str | None:
     return None if choice == NO_ACCUMULATION else choice
 
 
-def _layers(top: Fields) -> tuple[tuple[Layer, ...], tuple[int, ...]]:
-    """The layers, repeats expanded, and each one's copy number (0: not a repeat)."""
+def _layers(top: Fields) -> Layers[Layer]:
+    """The layers, a repeat kept as one run of its copies (at most ``MAX_LAYERS`` in all)."""
     if top.has("layers") == top.has("mlp"):
         raise InputError(top.source, "layers", "give exactly one of 'layers' or 'mlp'")
     if top.has("mlp"):
         mlp = _mlp_layers(top)
-        return mlp, (0,) * len(mlp)
+        if len(mlp) > MAX_LAYERS:
+            raise top.fail("mlp", f"{len(mlp):,} layers: a model may have at most "
+                                  f"{MAX_LAYERS:,} layers")
+        return Layers.of(mlp)
     entries = top.items("layers")
     if not entries:
         raise top.fail("layers", "expected at least one layer")
-    layers: list[Layer] = []
-    copies: list[int] = []
+    runs: list[LayerRun[Layer]] = []
+    total = 0
     previous, shape = None, _input_shape(top)
     branch_shape = None  # the map the side branch just before gives (a branch's batch norm)
     fork: Shape | None = None  # the map a side branch read from outside the chain (an add's)
@@ -457,17 +530,39 @@ def _layers(top: Fields) -> tuple[tuple[Layer, ...], tuple[int, ...]]:
         branch_shape = getattr(layer, "out_shape", None) if branch else None
         if not branch:
             _check_widths(fields, previous, layer, i)
+            if previous is None:
+                _check_input(fields, layer, shape)
         out_shape = getattr(layer, "out_shape", None)
-        if repeat > 1 and out_shape is not None and out_shape != shape:
-            raise fields.fail("repeat", f"{layer.name!r} changes its input {tuple(shape or ())}"
-                                        f" to {tuple(out_shape)}: only a layer that keeps its"
-                                        f" input's size can repeat")
-        names = [layer.name] if repeat == 1 else [f"{layer.name}.{c}" for c in range(1, repeat + 1)]
-        layers += [replace(layer, name=name) for name in names]
-        copies += range(repeat)
+        total += repeat
+        _check_repeat(fields, layer, repeat, shape, total)
+        runs.append(LayerRun(layer, repeat, 0, named=repeat > 1))
         if not branch:
-            previous, shape = layer, out_shape
-    return tuple(layers), tuple(copies)
+            previous, shape = runs[-1].copy(repeat - 1), out_shape
+    return Layers(runs)
+
+
+def _check_repeat(fields: Fields, layer: Any, repeat: int, shape: Shape | None,
+                  total: int) -> None:
+    """A repeated layer's copies must chain (its output fits its own input: widths, and a
+    feature map's size), and the model may expand to at most ``MAX_LAYERS`` layers (``total``
+    so far, every copy counted)."""
+    if total > MAX_LAYERS:
+        raise fields.fail("repeat" if repeat > 1 else "type",
+                          f"the model expands to {total:,} layers or more (every copy of a "
+                          f"repeat counted): a model may have at most {MAX_LAYERS:,}")
+    if repeat == 1:
+        return
+    if layer.in_width is not None and layer.out_width is not None and (
+            layer.in_width != layer.out_width):
+        raise fields.fail("repeat", f"{layer.name!r} takes {layer.in_width} but gives "
+                                    f"{layer.out_width}: its copies cannot follow each other "
+                                    f"(only a layer whose output width is its input width can "
+                                    f"repeat)")
+    out_shape = getattr(layer, "out_shape", None)
+    if out_shape is not None and out_shape != shape:
+        raise fields.fail("repeat", f"{layer.name!r} changes its input {tuple(shape or ())}"
+                                    f" to {tuple(out_shape)}: only a layer that keeps its"
+                                    f" input's size can repeat")
 
 
 def _track_fork(layer: Layer, fork: Shape | None, opens: bool) -> tuple[Layer, Shape | None]:
@@ -489,6 +584,18 @@ def _input_shape(top: Fields) -> Shape | None:
     given.reject_unknown(frozenset({"channels", "height", "width"}))
     return Shape(given.positive_int("channels"), given.positive_int("height"),
                  given.positive_int("width"))
+
+
+def _check_input(fields: Fields, layer: Any, shape: Shape | None) -> None:
+    """The first layer that reads a feature map takes the channels of the top-level
+    ``input`` (the image the model starts from)."""
+    if shape is None or not hasattr(layer, "with_input") or layer.in_width is None:
+        return
+    if layer.in_width != shape.channels:
+        key = "in_channels" if fields.has("in_channels") else ""
+        raise InputError(fields.source, f"{fields.path}.{key}" if key else fields.path,
+                         f"layer {layer.name!r} takes {layer.in_width} channels but the "
+                         f"input gives {shape.channels} (input.channels)")
 
 
 def _check_widths(fields: Fields, previous: Any, layer: Any, index: int) -> None:
@@ -520,3 +627,33 @@ def _mlp_layers(top: Fields) -> tuple[Linear, ...]:
     for i, width in enumerate(widths):
         positive_int(width, lambda key, problem: InputError(top.source, f"mlp[{key}]", problem), i)
     return tuple(Linear(f"fc{i + 1}", a, b) for i, (a, b) in enumerate(zip(widths, widths[1:])))
+
+
+class _CopyNumbers(Sequence[int]):
+    """Every layer's copy number, read from the runs (``Layers.copies`` without the tuple)."""
+
+    __slots__ = ("_layers",)
+
+    def __init__(self, layers: Layers[Layer]) -> None:
+        self._layers = layers
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        run, c = self._layers.locate(index)
+        return self._layers.runs[run].first_copy + c
+
+    def __iter__(self) -> Any:
+        for run in self._layers.runs:
+            yield from range(run.first_copy, run.first_copy + run.count)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (_CopyNumbers, tuple, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))

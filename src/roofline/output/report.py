@@ -9,10 +9,12 @@ import csv
 import io
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..errors import RooflineError, option
+from ..model.repeats import MAX_LISTED, Layers, Numbered, first_copies
 from ..units import seconds, si
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
@@ -83,10 +85,32 @@ def report_json(report: Report, view: View = View()) -> str:
 
 def shown_results(report: Report, view: View) -> tuple[list, list]:
     """The GEMM and op results a table shows under ``view``."""
-    keep = (lambda row: True) if view.expand else (lambda row: row.copy == 0)
-    gemms = [r for r in report.results if keep(r.gemm)]
-    ops = [] if view.gemms_only else [r for r in report.ops if keep(r.op)]
+    if view.expand:
+        return list(report.results), [] if view.gemms_only else list(report.ops)
+    gemms = [r for r in first_copies(report.results) if r.gemm.copy == 0]
+    ops = [] if view.gemms_only else [r for r in first_copies(report.ops) if r.op.copy == 0]
     return gemms, ops
+
+
+def check_listed(reports: Sequence[Report], fmt: str, view: View) -> None:
+    """A format that lists every GEMM and op one by one (JSON, CSV, ``expand``) prints at most
+    ``MAX_LISTED`` rows; over that, RooflineError before anything is printed. The table,
+    Markdown and HTML show a repeated layer's rows once, so they have no such cap."""
+    if fmt not in ("json", "csv") and not view.expand:
+        return
+    rows = sum(len(r.results) + len(r.ops) for r in reports)
+    if rows > MAX_LISTED:
+        how = option("format", fmt) if fmt in ("json", "csv") else option("expand")
+        raise RooflineError(f"{reports[0].network.source}: the step has {rows:,} GEMMs and ops; "
+                            f"{how} lists each one and is capped at {MAX_LISTED:,} rows (the "
+                            f"table shows a repeated layer once)")
+
+
+def _repeated(items: Sequence[Any], copy: Callable[[Any], int]) -> int:
+    """How many of ``items`` repeat a first copy (copy number above 0)."""
+    if isinstance(items, Numbered):
+        return items.repeated()
+    return sum(1 for item in items if copy(item))
 
 
 def _row(report: Report, result) -> list[str]:
@@ -277,11 +301,12 @@ def _parameters(count: int) -> str:
 
 def repeat_note(report: Report, view: View) -> str | None:
     """Says how many rows a table hides because they repeat the first copy of a layer."""
-    hidden = (sum(1 for r in report.results if r.gemm.copy)
-              + sum(1 for r in report.ops if r.op.copy))
+    hidden = _repeated(report.results, lambda r: r.gemm.copy) + _repeated(
+        report.ops, lambda r: r.op.copy)
     if view.expand or not hidden:
         return None
-    copies = sum(1 for copy in report.network.copies if copy)
+    copies = sum(1 for copy in report.network.copies if copy) if not isinstance(
+        report.network.layers, Layers) else report.network.layers.repeated()
     return (f"{copies} repeated layer copies ({hidden} rows) not shown: each repeats the rows "
             f"of its first copy; the totals count every copy (--expand shows all)")
 

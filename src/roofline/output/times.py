@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..analysis.predict import fit_of
+from ..model.repeats import distinct
 from ..units import seconds
 
 if TYPE_CHECKING:
@@ -16,7 +17,8 @@ _LEFT = frozenset({0, 8})
 
 
 def _measured(report: Report) -> bool:
-    return any(r.measured is not None for r in report.results)
+    # a measured report holds every GEMM (analysis.measure); a repeat's copies share a result
+    return any(r.measured is not None for r in distinct(report.results))
 
 
 def time_rows(report: Report, gemms: list) -> tuple[tuple[str, ...], list[list[str]]]:
