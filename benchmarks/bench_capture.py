@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _child import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "examples" / "hf" / "llama-2-7b.json"
@@ -61,33 +61,12 @@ def child(mode: str, batch: int, seq: int, hw: str) -> None:
                       "ops": len(report.ops), "step_time_s": report.totals["time_s"]}))
 
 
-def run_child(args: list[str], timeout_s: float) -> tuple[float, float, int, str]:
-    """Wall seconds, peak RSS in MiB (the child's own, from ``os.wait4``), exit status and
-    stdout of this script run as a child (killed after ``timeout_s``)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, __file__, "--child", *args], stdout=out,
-                                stderr=err, text=True)
-        deadline = start + timeout_s
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.01)
-        wall = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        proc.returncode = code
-        out.seek(0)
-        err.seek(0)
-        text, problem = out.read(), err.read().strip()
-    if code and problem:
-        print(problem.splitlines()[-1], file=sys.stderr)
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    return wall, usage.ru_maxrss * scale / 2**20, code, text
+def run_child_mode(args: list[str], timeout_s: float) -> tuple[float, float, int, str]:
+    """Wall seconds, peak RSS in MiB, exit status and stdout of this script run as a child."""
+    run = run_child([sys.executable, __file__, "--child", *args], timeout_s)
+    if run.code and run.stderr.strip():
+        print(run.stderr.strip().splitlines()[-1], file=sys.stderr)
+    return run.wall_s, run.peak_mib, run.code, run.stdout
 
 
 def main() -> None:
@@ -106,7 +85,7 @@ def main() -> None:
           f"{sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}")
     for mode in args.modes:
-        wall, rss, code, out = run_child([mode, "--batch", str(args.batch), "--seq",
+        wall, rss, code, out = run_child_mode([mode, "--batch", str(args.batch), "--seq",
                                           str(args.seq), "--hw", args.hw], timeout_s=300)
         if code:
             print(f"{mode:<12} exit {code}")

@@ -20,11 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _child import run_child
 
 
 def write_mlp(folder: Path, layers: int) -> Path:
@@ -32,27 +32,6 @@ def write_mlp(folder: Path, layers: int) -> Path:
     path = folder / f"mlp-{layers}.yaml"
     path.write_text(f"batch: 256\ndtype: fp16\nmlp: {widths}\n")
     return path
-
-
-def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = None
-              ) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MiB and exit status of ``cmd`` (killed after ``timeout_s``)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    deadline = start + timeout_s
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            child.kill()
-            pid, status, usage = os.wait4(child.pid, 0)
-            break
-        time.sleep(0.01)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - start
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    return wall, usage.ru_maxrss * scale / 2**20, child.returncode
 
 
 LLAMA_70B = {  # Llama-2-70B's config.json figures (huggingface.co/meta-llama/Llama-2-70b-hf)
@@ -108,7 +87,7 @@ def main() -> None:
                        "--format", fmt, *extra]
                 runs = [run_child(cmd, max(60.0, 3 * args.limit), env)
                         for _ in range(args.repeat)]
-                wall, rss, code = min(runs)
+                wall, rss, code = min(run[:3] for run in runs)
                 worst = max(r[0] for r in runs)
                 print(f"{label:<48} {fmt:<6} best {wall:6.2f} s  spread {worst / wall:5.2f}x  "
                       f"peak {rss:6.0f} MiB  exit {code}", flush=True)

@@ -401,6 +401,11 @@ CASES |= {
                                  ["model.yaml: num_hidden_layers: the model expands to", "at most 1,048,576"],
                                  model=LLAMA_LAYERS % 10**12),
     "repeat-10**6-table": Case(AN, 0, model=LINEAR_REPEAT % 10**6),
+    # the page and the chart show a repeat once too, each point placed from its stored copy
+    # (both walked every copy: over a minute for 10**6 transformer blocks)
+    "repeat-10**6-html": Case(AN + ["--format", "html"], 0, model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-plot": Case(AN + ["--plot", "{tmp}/chart.svg"], 0,
+                              model=LINEAR_REPEAT % 10**6),
     # 10**6 copies train with 3 x 10**6 - 1 GEMMs: JSON and --expand list each one, capped
     "repeat-10**6-json": Case(AN + ["--format", "json"], 2,
                               ["2,999,999 GEMMs and ops", "--format json lists each one",

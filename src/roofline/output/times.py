@@ -78,7 +78,7 @@ def op_basis_text(report: Report) -> str:
     where = "calibrated here" if constants["basis"] == "calibrated" else "published"
     parts = [f"other ops at {constants['dram_fraction']:.0%} of DRAM bandwidth plus "
              f"{seconds(constants['launch_s'])} launch each ({where})"]
-    bases = {r.predicted_basis for r in report.ops}
+    bases = {r.predicted_basis for r in distinct(report.ops)}  # copies share their basis
     parts += [text for basis, text in _ATTENTION_TEXT.items() if basis in bases]
     return "; ".join(parts)
 

@@ -9,17 +9,18 @@ slope of B GB/s is the line y = x * B / 1000.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..errors import PlotError
+from ..model.repeats import Numbered, first_copies
 from ..output.report import compact_names
 from ..roof import ridge_point
 from ..units import nice_above, nice_below
 
 if TYPE_CHECKING:
-    from ..analysis.report import GemmResult, OpResult, Report
+    from ..analysis.report import GemmResult, Report
     from ..model.gemm import Gemm
 
 
@@ -96,7 +97,15 @@ class _Placed(Protocol):
     def copy(self) -> int: ...
 
 
+class _Row(Protocol):
+    """A GEMM's or an op's result: where its point sits on the roof."""
+
+    @property
+    def attainable_flops_per_s(self) -> float: ...
+
+
 _P = TypeVar("_P", bound=_Placed)
+_R = TypeVar("_R", bound=_Row)
 
 
 @dataclass
@@ -114,39 +123,73 @@ class Group:
         return copies_label(self.names, self.copies)
 
 
-def _groups(rows: Sequence[tuple[GemmResult | OpResult, _P]],
-            name: Callable[[_P], str]) -> list[Group]:
-    """Rows at one (intensity, throughput) point grouped, sorted by intensity."""
-    found: dict[tuple[float, float], tuple[float, float, list[_P]]] = {}
-    for row, item in rows:
-        x, y = item.intensity, row.attainable_flops_per_s / 1e12
-        key = (round(math.log10(x), 9), round(math.log10(y), 9))
-        found.setdefault(key, (x, y, []))[2].append(item)
-    groups = []
-    for x, y, items in found.values():
-        names = list(dict.fromkeys(name(i) for i in items if i.copy == 0)) or [name(items[0])]
-        groups.append(Group(x, y, names, len({item.copy for item in items})))
+def _groups(rows: Sequence[_R], item_of: Callable[[_R], _P], name: Callable[[_P], str],
+            keep: Callable[[_P], bool] = lambda item: True) -> list[Group]:
+    """Rows at one (intensity, throughput) point grouped, sorted by intensity; a group is named
+    by its rows of copy 0 (else its first row) and counts the copies it stands for. A repeat's
+    copies sit where its stored copy does, so a run is read once: its stored rows place the
+    points and bring the run's copy numbers (a range), its copy 0 names them."""
+    def key(row: _R, item: _P) -> tuple[float, float]:
+        y = row.attainable_flops_per_s / 1e12
+        return round(math.log10(item.intensity), 9), round(math.log10(y), 9)
+
+    placed: list[tuple[_R, range]]
+    if isinstance(rows, Numbered):
+        placed = [(row, range(run.layer.first_copy, run.layer.first_copy + run.count))
+                  for run in rows.runs for row in run.items]
+        firsts: Iterable[_R] = rows.firsts()
+    else:
+        placed = [(row, range(item_of(row).copy, item_of(row).copy + 1)) for row in rows]
+        firsts = rows
+    found: dict[tuple[float, float], tuple[float, float, str, list[range]]] = {}
+    for row, copies in placed:
+        item = item_of(row)
+        if keep(item):
+            k = key(row, item)
+            y = row.attainable_flops_per_s / 1e12
+            at: tuple[float, float, str, list[range]] = (item.intensity, y, name(item), [])
+            found.setdefault(k, at)[3].append(copies)
+    names: dict[tuple[float, float], list[str]] = {}
+    for row in firsts:
+        item = item_of(row)
+        if item.copy == 0 and keep(item):
+            own = names.setdefault(key(row, item), [])
+            if name(item) not in own:
+                own.append(name(item))
+    groups = [Group(x, y, names.get(k) or [first], _union_size(copies))
+              for k, (x, y, first, copies) in found.items()]
     return sorted(groups, key=lambda g: (g.x, g.y))
+
+
+def _union_size(ranges: list[range]) -> int:
+    """How many integers the ranges cover together."""
+    total, end = 0, None
+    for r in sorted(ranges, key=lambda r: r.start):
+        start = r.start if end is None else max(r.start, end)
+        if r.stop > start:
+            total += r.stop - start
+        end = r.stop if end is None else max(end, r.stop)
+    return total
 
 
 def gemm_groups(report: Report) -> list[Group]:
     """One point per distinct (intensity FLOP/B, attainable TFLOP/s) of the report's GEMMs,
     coincident GEMMs sharing one label (repeated layers counted: ``MM1 x32``), sorted by
     intensity."""
-    return _groups([(r, r.gemm) for r in report.results], lambda g: g.name)
+    return _groups(report.results, lambda r: r.gemm, lambda g: g.name)
 
 
 def op_groups(report: Report) -> list[Group]:
     """The same for the non-GEMM ops, labelled by kind; ops without FLOPs (a gather) have no
     place on a log-scale intensity axis and are left out."""
-    return _groups([(r, r.op) for r in report.ops if r.op.flops], lambda o: o.kind)
+    return _groups(report.ops, lambda r: r.op, lambda o: o.kind, lambda o: bool(o.flops))
 
 
 def time_points(report: Report, kind: str) -> list[tuple[float, float]]:
     """``(intensity, TFLOP/s)`` at the ``predicted`` or ``measured`` time of each GEMM (first
     copies of repeated layers only); empty when the report has no such time."""
     points = []
-    for r in report.results:
+    for r in first_copies(report.results):
         seconds = r.predicted_time_s if kind == "predicted" else (
             r.measured.best_s if r.measured is not None else None)
         if seconds and not r.gemm.copy:

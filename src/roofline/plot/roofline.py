@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..model.repeats import distinct, first_copies
 from .data import (
     Group,
     Range,
@@ -137,7 +138,7 @@ def _block_lines(placer: Placer, report: Report, xlim: Range, other_dtypes: bool
 def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
     hw = report.hardware.name
     for which in ("memory", "compute"):
-        chosen = [r for r in report.results if r.bound == which]
+        chosen = [r for r in distinct(report.results) if r.bound == which]  # copies coincide
         if not chosen:
             continue
         xs = [r.gemm.intensity for r in chosen]
@@ -146,7 +147,7 @@ def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
                    edgecolors="white", linewidths=0.6, gid=f"points-{which}:{hw}",
                    label=f"{which}-bound GEMMs{suffix}")
     for which in ("memory", "compute"):
-        ops = [r for r in report.ops if r.bound == which and r.op.flops]
+        ops = [r for r in distinct(report.ops) if r.bound == which and r.op.flops]
         if ops:
             ax.scatter([r.op.intensity for r in ops],
                        [r.attainable_flops_per_s / 1e12 for r in ops], s=36, marker="x",
@@ -162,7 +163,7 @@ def _draw_time_points(ax: Axes, report: Report) -> None:
 
     hw = report.hardware.name
     roof = {r.gemm.name: (r.gemm.intensity, r.attainable_flops_per_s / 1e12)
-            for r in report.results if not r.gemm.copy}
+            for r in first_copies(report.results) if not r.gemm.copy}
     styles: tuple[tuple[str, dict[str, Any]], ...]
     styles = (("predicted", {"s": 46, "marker": "o", "facecolors": "none",
                                        "edgecolors": "0.35", "linewidths": 1.2}),

@@ -17,6 +17,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING
 
 from ... import __version__
+from ...model.repeats import distinct
 from ...units import seconds, si
 from ..report import (
     View,
@@ -132,7 +133,8 @@ _COLUMNS = (("name", True), ("layer", True), ("pass", True), ("kind", True), ("M
 
 
 def _measured(report: Report) -> bool:
-    return any(r.measured is not None for r in report.results)
+    # a repeat's copies share their stored copy's measurement: one copy of each is enough
+    return any(r.measured is not None for r in distinct(report.results))
 
 
 def _row_attrs(row_id: str, layer: str, bound: str, kind: str) -> str:

@@ -1,0 +1,43 @@
+"""One child process timed for the benchmarks: its wall time, its own peak memory (from
+``os.wait4``, so one child's peak never hides another's), its exit status and its output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import NamedTuple
+
+
+class ChildRun(NamedTuple):
+    wall_s: float
+    peak_mib: float
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = None) -> ChildRun:
+    """Run ``cmd`` (killed after ``timeout_s``) and say what it took."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, text=True)
+        deadline = start + timeout_s
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                child.kill()
+                pid, status, usage = os.wait4(child.pid, 0)
+                break
+            time.sleep(0.01)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    return ChildRun(wall, usage.ru_maxrss * scale / 2**20, child.returncode, stdout, stderr)
