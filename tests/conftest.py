@@ -58,3 +58,21 @@ def stable_probe(monkeypatch):
     from roofline.probe import checks
 
     monkeypatch.setattr(checks, "unstable_reasons", lambda result: [])
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A GPU as the probe sees it, faked at the boundary: torch (CUDA), pynvml and this test
+    machine's CPU (tests/_probe_fakes.py); cupy absent. Returns the fake torch module."""
+    import sys
+
+    from _probe_fakes import CPUINFO, fake_pynvml, fake_torch
+
+    from roofline.probe import identify
+
+    torch = fake_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(CPUINFO))
+    return torch

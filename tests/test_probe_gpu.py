@@ -8,22 +8,12 @@ from __future__ import annotations
 import sys
 
 import pytest
-from _probe_fakes import CPUINFO, fake_pynvml, fake_torch
+from _probe_fakes import fake_torch
 
 from roofline.api import analyze_model
 from roofline.hardware.spec import HardwareSpec
 from roofline.kernels import gpu as gpu_kernels
-from roofline.probe import identify, run_probe, save_entry
-
-
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    torch = fake_torch()
-    monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.setitem(sys.modules, "cupy", None)
-    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
-    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(CPUINFO))
-    return torch
+from roofline.probe import run_probe, save_entry
 
 
 def test_torch_backend_kernels(fake_gpu):

@@ -4,12 +4,10 @@ this path has never run on a real GPU."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from _probe_fakes import CPUINFO, fake_pynvml, fake_torch
 
 from roofline.analysis.gpu_ops import predict_op
 from roofline.analysis.predict import basis_of, predict_gemm
@@ -18,19 +16,9 @@ from roofline.hardware.spec import HardwareSpec
 from roofline.model.gemm import Gemm
 from roofline.model.ops import Op
 from roofline.output.times import basis_sentence
-from roofline.probe import identify, run_probe
+from roofline.probe import run_probe
 
 HWDB = Path(__file__).parent.parent / "hwdb" / "gpu"
-
-
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    torch = fake_torch()
-    monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.setitem(sys.modules, "cupy", None)
-    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
-    monkeypatch.setattr(identify, "cpuinfo_dict", lambda: dict(CPUINFO))
-    return torch
 
 
 def _a100(calibration: dict | None) -> HardwareSpec:
