@@ -8,6 +8,8 @@ itself is built and listed here. The source lives under src/, so a checkout's ro
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -89,9 +91,13 @@ def _readme_python_blocks() -> list[str]:
 def test_readme_python_snippets_run_from_the_repository_root():
     blocks = _readme_python_blocks()
     assert blocks, "the README shows library use"
+    # a block that uses the torch extra runs where torch is (CI installs it: there it must run)
+    has_torch = importlib.util.find_spec("torch") is not None or bool(os.environ.get("CI"))
+    runnable = [b for b in blocks if has_torch or "import torch" not in b]
+    assert runnable, "the README shows library use without torch"
     before = set(ROOT.iterdir())
     try:
-        for block in blocks:
+        for block in runnable:
             code = "import matplotlib\nmatplotlib.use('Agg')\n" + block
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                  cwd=ROOT)
