@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from roofline.kernels.timing import BenchResult
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -185,18 +186,21 @@ class Row:
     profile: Profile | None
 
     @property
+    def timing(self) -> BenchResult:
+        """The samples as the probe's own measurement: best, median, spread (MAD / median)."""
+        return BenchResult(self.samples, (), 1)
+
+    @property
     def best_s(self) -> float:
-        return min(self.samples)
+        return self.timing.best_s
 
     @property
     def median_s(self) -> float:
-        return statistics.median(self.samples)
+        return self.timing.median_s
 
     @property
     def spread(self) -> float:
-        """MAD / median, as roofline.kernels.timing.BenchResult.spread."""
-        med = self.median_s
-        return statistics.median(abs(s - med) for s in self.samples) / med
+        return self.timing.spread
 
     @property
     def ratio(self) -> float:
