@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 _LEFT = frozenset({0, 8})
 
 
-def _measured(report: Report) -> bool:
+def is_measured(report: Report) -> bool:
+    """Whether ``--measure`` timed this report's GEMMs."""
     # a measured report holds every GEMM (analysis.measure); a repeat's copies share a result
     return any(r.measured is not None for r in distinct(report.results))
 
@@ -25,7 +26,7 @@ def time_rows(report: Report, gemms: list) -> tuple[tuple[str, ...], list[list[s
     """Header and rows: GEMM, roof, predicted (and measured, TFLOP/s, efficiency, measured /
     predicted, a flag when a GEMM beat its roof)."""
     header: tuple[str, ...] = ("GEMM", "roof", "predicted")
-    measured = _measured(report)
+    measured = is_measured(report)
     if measured:
         header += ("measured", "spread", "TFLOP/s", "of roof", "meas/pred", "note")
     rows = []
@@ -48,7 +49,7 @@ def time_lines(report: Report) -> list[str]:
     totals = report.totals
     text = (f"GEMM time: roof {seconds(totals['gemm_time_s'])}, predicted "
             f"{seconds(totals['predicted_gemm_time_s'])}")
-    if _measured(report) and all(r.measured is not None for r in report.results):
+    if is_measured(report) and all(r.measured is not None for r in report.results):
         measured = sum(r.measured.best_s for r in report.results if r.measured is not None)
         text += f", measured {seconds(measured)} (best of each distinct shape, summed)"
         lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")

@@ -17,7 +17,6 @@ from importlib.resources import files
 from typing import TYPE_CHECKING
 
 from ... import __version__
-from ...model.repeats import distinct
 from ...units import seconds, si
 from ..report import (
     View,
@@ -33,7 +32,7 @@ from ..report import (
     totals_line,
 )
 from ..scaling import scaling_lines
-from ..times import basis_sentence, beats_roof_notes, op_basis_text
+from ..times import basis_sentence, beats_roof_notes, is_measured, op_basis_text
 from . import svg
 
 if TYPE_CHECKING:
@@ -132,11 +131,6 @@ _COLUMNS = (("name", True), ("layer", True), ("pass", True), ("kind", True), ("M
             ("bound", True), ("TFLOP/s", False), ("roof time", False), ("predicted", False))
 
 
-def _measured(report: Report) -> bool:
-    # a repeat's copies share their stored copy's measurement: one copy of each is enough
-    return any(r.measured is not None for r in distinct(report.results))
-
-
 def _row_attrs(row_id: str, layer: str, bound: str, kind: str) -> str:
     return (f' id="{escape(row_id)}" class="{bound[0]}" tabindex="0" '
             f'data-layer="{escape(layer)}" data-bound="{bound}" data-kind="{kind}"')
@@ -226,7 +220,7 @@ def _controls(layers: Iterable[str], list_id: str, count: int) -> str:
 
 
 def _rows_table(report: Report, gemms: list, ops: list, prefix: str) -> str:
-    measured = _measured(report)
+    measured = is_measured(report)
     header = _COLUMNS + ((("measured", False),) if measured else ()) + (("align", True),)
     rows = [(_row_attrs(f"{prefix}-{r.gemm.name}", r.gemm.layer, r.bound, "gemm"),
              _gemm_cells(r, measured)) for r in gemms]
