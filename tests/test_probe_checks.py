@@ -88,7 +88,7 @@ def test_a_calibration_gemm_above_the_ceiling():
         "(more than 1.05x)"]
     result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 2.2  # 1.1x
     assert len(unstable_reasons(result)) == 2
-    # timed below the per-call overhead: calibrate's floor of 1e-12 s makes it huge
+    # timed below the per-call overhead at probe method 4's floor of 1e-12 s: huge
     result.measured["calibration"]["gemm_efficiency"]["fp32"]["thin"]["1"] = 671_386.7
     assert unstable_reasons(result)[1] == (
         "calibration fp32 thin GEMM (M = 1) ran at 335,693x the theoretical 200.0 GFLOP/s "

@@ -47,8 +47,9 @@ def _over(what: str, measured: float | None, ceiling: float | None, unit: str) -
 
 
 def _times(ratio: float) -> str:
-    """``1.25x``; ``335,693x`` (a calibration GEMM timed below the per-call overhead comes out
-    at its floor, 1e-12 s)."""
+    """``1.25x``; ``335,693x`` (an entry saved before probe method 5 could hold a calibration
+    GEMM timed below the per-call overhead at a floor of 1e-12 s; the probe now floors its
+    math time at the ceiling, ``calibrate.gemm_efficiency``)."""
     return f"{ratio:,.2f}x" if ratio < 1000 else f"{ratio:,.0f}x"
 
 
