@@ -27,12 +27,11 @@ def pad_to(dim: int, multiple: int) -> int:
 TIERS = ("error", "warning", "advice")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no per-note __dict__: a deep model has 100,000s
 class AlignmentNote:
-    """One dimension of one GEMM that misses an alignment tier, with what to pad it to."""
+    """One dimension of a GEMM that misses an alignment tier, with what to pad it to. Shape
+    only: the result that holds it names the GEMM, so that GEMMs of one shape share it."""
 
-    gemm: str
-    layer: str
     dim: str        # "M", "N" or "K"
     role: str       # what the dimension is in its layer: "batch", "in", "out", ...
     value: int
@@ -76,6 +75,6 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
             tier, multiple = "advice", rule.preferred
         else:
             continue
-        notes.append(AlignmentNote(gemm.name, gemm.layer, dim, role, value, tier, multiple,
+        notes.append(AlignmentNote(dim, role, value, tier, multiple,
                                    pad_to(value, multiple), gemm.dtype, unit))
     return notes

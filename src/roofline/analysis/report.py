@@ -3,7 +3,7 @@ output."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -224,7 +224,7 @@ class Report:
             "peak_basis": "dense",
             "peak_tflops": self.peak_flops_per_s / 1e12,
             "bandwidth_gbs": self.bandwidth_bytes_per_s / 1e9,
-            "gemms": [r.to_dict() for r in self.results],
+            "gemms": [own | rest for own, rest in gemm_objects(self.results)],
             "ops": [r.to_dict() for r in self.ops],
             "totals": self.totals,
             "quantization_in_time": self.quantization,
@@ -255,6 +255,24 @@ class Report:
         return plot_roofline(self, ax=ax, **options)
 
 
+def gemm_objects(results: Sequence[GemmResult]) -> Iterator[tuple[dict[str, Any],
+                                                                   dict[str, Any]]]:
+    """Each GEMM's JSON object as (its own keys, the rest): the name and the layer, then the
+    rest, which is a function of the GEMM's shape (``Gemm.shape_key``) and is made once per
+    shape and shared by the GEMMs of that shape (a deep model has 100,000s of GEMMs and few
+    shapes). A measured GEMM's object (its measurement first) is its own: ``({}, object)``."""
+    tails: dict[tuple[object, ...], dict[str, Any]] = {}
+    for r in results:
+        if r.measured is not None:
+            yield {}, r.to_dict()
+            continue
+        tail = tails.get(r.gemm.shape_key)
+        if tail is None:
+            tail = tails[r.gemm.shape_key] = r.to_dict()
+            del tail["name"], tail["layer"]
+        yield {"name": r.gemm.name, "layer": r.gemm.layer}, tail
+
+
 def _time(result: Any) -> float:
     return float(result.time_s)
 
@@ -281,10 +299,16 @@ def _float_total(items: Sequence[Any], value: Callable[[Any], float],
 
 
 def _rename_result(result: GemmResult, name: str, layer: str, copy: int) -> GemmResult:
-    """A copy's result: the stored copy's, renamed (its alignment notes name it too)."""
-    notes = tuple(replace(note, gemm=name, layer=layer) for note in result.alignment)
-    return replace(result, gemm=replace(result.gemm, name=name, layer=layer, copy=copy),
-                   alignment=notes)
+    """A copy's result: the stored copy's, renamed."""
+    return _as_gemm(result, result.gemm.renamed(name, layer, copy))
+
+
+def _as_gemm(result: GemmResult, gemm: Gemm) -> GemmResult:
+    """``result``, the analysis of a GEMM of the same shape, as ``gemm``'s."""
+    return GemmResult(gemm, result.bound, result.attainable_flops_per_s, result.time_s,
+                      result.aligned, result.min_compute_bound_batch, result.alignment,
+                      result.quantization, result.batch_advice, result.predicted_time_s,
+                      result.measured)
 
 
 def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
@@ -354,10 +378,19 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
     memory = memory_of(network, hardware)
-    # a repeat's copies are analyzed once: the results of its first copy stand for the rest
-    results = map_items(gemms, lambda g: analyze_gemm(g, hardware, quantization,
-                                                      memory.max_batch),
-                        _rename_result, lambda r: r.gemm.layer)
+    # a repeat's copies are analyzed once: the results of its first copy stand for the rest;
+    # and GEMMs of one shape (Gemm.shape_key) once: a deep model has few distinct shapes
+    seen: dict[tuple[object, ...], GemmResult] = {}
+
+    def place(gemm: Gemm) -> GemmResult:
+        key = gemm.shape_key
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = analyze_gemm(gemm, hardware, quantization, memory.max_batch)
+            return found
+        return _as_gemm(found, gemm)
+
+    results = map_items(gemms, place, _rename_result, lambda r: r.gemm.layer)
     op_results = map_items(ops, lambda op: analyze_op(op, hardware, network.operand_dtype),
                            _rename_op, lambda r: r.op.layer)
     return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ..files.numbers import MAX_INT
 from ..hardware.spec import HardwareSpec
+from ..model.gemm import Gemm
 from ..model.network import Network
-from ..model.repeats import ItemRun, repeated_values
 
 
 @dataclass(frozen=True)
@@ -57,36 +56,28 @@ class StepVerdict:
 
 
 def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
-        float, float, dict[str, tuple[float, float]]]:
-    """(compute time, memory time, per kind (FLOPs, bytes)) of the step at ``batch``."""
+        float, float, dict[str, tuple[int, int]]]:
+    """(compute time, memory time, per kind (FLOPs, bytes)) of the step at ``batch``: the
+    FLOPs summed exactly per dtype and each sum over its peak (a GEMM's at its own dtype's, an
+    op's at the model's), the bytes summed exactly over the bandwidth. Read once per distinct
+    layer and pass, times its copies (``Network.tally``)."""
     net = replace(network, batch=batch)
-    gemms, ops = net.expand()  # a repeat's copies once (model.repeats): sums times the count
-    bandwidth = hardware.bandwidth_bytes_per_s
-    op_peak = hardware.peak_flops_per_s(net.operand_dtype)
-    compute = memory = 0.0  # added in numbering order, GEMMs then ops, copy by copy
-    kinds: dict[str, tuple[float, float]] = {}
-    for run in gemms.runs:
-        own = [(g.flops + g.dequant_flops, g.bytes, hardware.peak_flops_per_s(g.dtype))
-               for g in run.items]
-        compute = _add(compute, [work / peak for work, _, peak in own], run)
-        memory = _add(memory, [nbytes / bandwidth for _, nbytes, _ in own], run)
-        for work, nbytes, _ in own:
-            f, b = kinds.get("gemm", (0, 0))
-            kinds["gemm"] = (f + work * run.count, b + nbytes * run.count)
-    for op_run in ops.runs:
-        compute = _add(compute, [o.flops / op_peak for o in op_run.items], op_run)
-        memory = _add(memory, [o.bytes / bandwidth for o in op_run.items], op_run)
-        for o in op_run.items:
-            f, b = kinds.get(o.kind, (0, 0))
-            kinds[o.kind] = (f + o.flops * op_run.count, b + o.bytes * op_run.count)
-    return compute, memory, kinds
-
-
-def _add(total: float, own: list[float], run: ItemRun[Any]) -> float:
-    """``total`` plus a run's values, one by one in order (``repeated_values``)."""
-    for value in own if run.count == 1 else repeated_values(own, run):
-        total += value
-    return total
+    op_dtype = net.operand_dtype
+    work: dict[str, int] = {}  # dtype -> FLOPs at its peak
+    nbytes = 0
+    kinds: dict[str, tuple[int, int]] = {}
+    for count, items in net.tally():
+        for item in items:
+            if isinstance(item, Gemm):
+                kind, dtype, flops = "gemm", item.dtype, item.flops + item.dequant_flops
+            else:
+                kind, dtype, flops = item.kind, op_dtype, item.flops
+            work[dtype] = work.get(dtype, 0) + flops * count
+            nbytes += item.bytes * count
+            f, b = kinds.get(kind, (0, 0))
+            kinds[kind] = (f + flops * count, b + item.bytes * count)
+    compute = sum(flops / hardware.peak_flops_per_s(dtype) for dtype, flops in work.items())
+    return compute, nbytes / hardware.bandwidth_bytes_per_s, kinds
 
 
 def step_verdict(network: Network, hardware: HardwareSpec,

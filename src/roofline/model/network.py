@@ -57,8 +57,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InputError, option
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
@@ -358,42 +359,102 @@ class Network:
     def expand(self) -> tuple[Numbered[Gemm], Numbered[Op]]:
         """The step's GEMMs and ops, in the order the module docstring describes; a run of
         copies (a ``repeat``) is expanded once and its copies numbered and named on demand."""
-        step = self.step()
+        gemm_runs: list[ItemRun[Gemm]] = []
+        op_runs: list[ItemRun[Op]] = []
+        gemm_count = op_count = 0
+        for part in self.parts():
+            run, copy, first, own = part.run, part.run.number(0), part.first, part.own
+            gemms: list[Gemm] = []
+            ops: list[Op] = []
+            for item in part.items:  # the templates, under this layer's names
+                layer = item.layer if own == first else own + item.layer[len(first):]
+                if isinstance(item, Gemm):
+                    gemms.append(item.renamed(f"MM{gemm_count + len(gemms) + 1}", layer, copy))
+                else:
+                    ops.append(Op(f"OP{op_count + len(ops) + 1}", layer, item.pass_, item.kind,
+                                  item.flops, item.bytes, item.attention, copy))
+            gemm_runs.append(ItemRun(tuple(gemms), run.count, run, gemm_count))
+            op_runs.append(ItemRun(tuple(ops), run.count, run, op_count))
+            gemm_count += len(gemms) * run.count
+            op_count += len(ops) * run.count
+        return Numbered(gemm_runs, "MM", rebuild), Numbered(op_runs, "OP", rebuild)
+
+    def parts(self) -> list[Part]:
+        """The step's runs in numbering order (the forward pass, then the backward pass in
+        reverse, then the optimizer's update), each with its first copy's GEMMs and ops as
+        templates: not numbered, and named for ``Part.first``, the first layer of the step with
+        the same fields and the same pass (``Part.own`` is the run's own name). A layer and its
+        GEMMs are built once per distinct set of fields, not once per layer: a 100,000-layer
+        MLP of seven widths has seven. The step's totals read these without numbering
+        anything (``analysis.step``); ``expand`` numbers and names them."""
+        step, last_step = self.step(), self.last_step()
+        templates = _Templates(self)
+        parts: list[Part] = []
+        for run, same, last, data_grad in self._passes():
+            layer = run.copy(0)  # a run's items are its first copy's (renamed when read)
+            first, shared = templates.of(layer, same, last_step if last else step, data_grad)
+            parts.append(Part(run, first, layer.name, shared))
+        if self.mode == "train" and (self.update or self.optimizer != "none"):
+            update = tuple(Op("OP0", *shape) for shape in self._update_ops(step))
+            parts.append(Part(LayerRun(None), "", "", update))
+        return parts
+
+    def tally(self) -> list[tuple[int, tuple[Gemm | Op, ...]]]:
+        """The step's GEMMs and ops as (how many times, templates), once per distinct layer
+        and pass: what the step's totals need, in time that grows with the distinct layers,
+        not the layers (the grouping does not depend on the batch and is made once for the
+        layers of every batch, ``Layers.cached``). Not in numbering order."""
+        step, last_step = self.step(), self.last_step()
+        templates = _Templates(self)
+        out = [(count, templates.of(layer, same, last_step if last else step, data_grad)[1])
+               for count, layer, same, last, data_grad in self._groups()]
+        if self.mode == "train" and (self.update or self.optimizer != "none"):
+            out.append((1, tuple(Op("OP0", *shape) for shape in self._update_ops(step))))
+        return out
+
+    def _passes(self) -> list[tuple[LayerRun[Layer], Any, bool, bool | None]]:
+        """Every run's pass in numbering order (module docstring): (the run, its layer's
+        ``_fields_key``, whether it sees ``last_step``, and ``data_grad``: None in the forward
+        pass, else whether its backward pass computes a data gradient). The same at every
+        batch: made once for these layers (``Layers.cached``)."""
+        assert isinstance(self.layers, Layers)
+        layers = self.layers
+        return layers.cached(("passes", self.mode, self.last_step() != self.step()),
+                             self._make_passes)
+
+    def _make_passes(self) -> list[tuple[LayerRun[Layer], Any, bool, bool | None]]:
+        assert isinstance(self.layers, Layers)
         runs = self._split_runs(self.layer_runs)
-        last_step = self.last_step()
-        parts: list[tuple[LayerRun[Any], list[GemmShape | OpShape]]] = []
-        for i, run in enumerate(runs):  # a run's items are its first copy's (renamed later)
-            own = last_step if i == len(runs) - 1 else step
-            parts.append((run, list(run.copy(0).forward(own))))
+        keys = [self.layers.key_of(run.layer, _fields_key) for run in runs]
+        out: list[tuple[LayerRun[Layer], Any, bool, bool | None]] = [
+            (run, key, i == len(runs) - 1, None) for i, (run, key) in enumerate(zip(runs, keys))]
         if self.mode == "train":
             weighted = False  # does any layer before this run's first copy have weights?
             data_grads = []
             for run in runs:
                 data_grads.append(weighted)
                 weighted = weighted or run.layer.has_weights
-            for run, data_grad in zip(reversed(runs), reversed(data_grads)):
+            for run, data_grad, key in zip(reversed(runs), reversed(data_grads), reversed(keys)):
                 if run.count > 1:
                     run = replace(run, reverse=True)  # last copy first
-                parts.append((run, list(run.copy(0).backward(step, data_grad=data_grad))))
-            if self.update or self.optimizer != "none":
-                parts.append((LayerRun(None), self._update_ops(step)))
-        gemm_runs: list[ItemRun[Gemm]] = []
-        op_runs: list[ItemRun[Op]] = []
-        gemm_count = op_count = 0
-        for run, items in parts:
-            copy = run.number(0)
-            gemms: list[Gemm] = []
-            ops: list[Op] = []
-            for item in items:
-                if isinstance(item, GemmShape):
-                    gemms.append(self._gemm(gemm_count + len(gemms) + 1, item, copy))
-                else:
-                    ops.append(Op(f"OP{op_count + len(ops) + 1}", *item, copy=copy))
-            gemm_runs.append(ItemRun(tuple(gemms), run.count, run, gemm_count))
-            op_runs.append(ItemRun(tuple(ops), run.count, run, op_count))
-            gemm_count += len(gemms) * run.count
-            op_count += len(ops) * run.count
-        return Numbered(gemm_runs, "MM", rebuild), Numbered(op_runs, "OP", rebuild)
+                out.append((run, key, False, data_grad))
+        return out
+
+    def _groups(self) -> list[tuple[int, Layer, Any, bool, bool | None]]:
+        """``_passes`` grouped by (fields, last, data_grad): (copies, a layer of the group,
+        its key, last, data_grad); a layer whose fields make no key is a group of its own."""
+        assert isinstance(self.layers, Layers)
+
+        def make() -> list[tuple[int, Layer, Any, bool, bool | None]]:
+            groups: dict[Any, list[Any]] = {}
+            for i, (run, key, last, data_grad) in enumerate(self._passes()):
+                group = (key, last, data_grad) if key is not None else i
+                found = groups.setdefault(group, [0, run.copy(0), key, last, data_grad])
+                found[0] += run.count
+            return [tuple(group) for group in groups.values()]
+
+        return self.layers.cached(
+            ("groups", self.mode, self.last_step() != self.step()), make)
 
     def _update_ops(self, step: Step) -> list[GemmShape | OpShape]:
         """The optimizer's step: a recorded one (a capture's) op by op, else the fused update."""
@@ -445,6 +506,79 @@ class Network:
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
                     b_dtype, group)
+
+class _Templates:
+    """The GEMMs and ops of ``Network.parts``, made once per distinct layer (its fields but
+    its name, ``_fields_key``) and pass, and each GEMM once per distinct shape: named for the
+    first layer that made them, not numbered."""
+
+    def __init__(self, network: Network) -> None:
+        self.network = network
+        self.made: dict[Any, tuple[str, tuple[Gemm | Op, ...]]] = {}
+        self.gemms: dict[tuple[Any, ...], Gemm] = {}  # a GemmShape but its layer -> its Gemm
+
+    def of(self, layer: Layer, same: tuple[Any, ...] | None, step: Step,
+           data_grad: bool | None) -> tuple[str, tuple[Gemm | Op, ...]]:
+        """(the layer they are named for, the templates) of ``layer``'s forward pass
+        (``data_grad`` None) or backward pass at ``step``; ``same`` is its ``_fields_key``."""
+        key = (same, id(step), data_grad)  # (the caller's steps outlive this object)
+        found = self.made.get(key) if same is not None else None
+        if found is not None:
+            return found
+        shapes = list(layer.forward(step) if data_grad is None
+                      else layer.backward(step, data_grad=data_grad))
+        out: list[Gemm | Op] = []
+        for shape in shapes:
+            if isinstance(shape, GemmShape):
+                gemm = self.gemms.get(shape[1:])
+                if gemm is None:
+                    gemm = self.gemms[shape[1:]] = self.network._gemm(0, shape, 0)
+                out.append(gemm if gemm.layer == shape.layer else
+                           gemm.renamed(gemm.name, shape.layer, 0))
+            else:
+                out.append(Op("OP0", *shape))
+        found = (layer.name, tuple(out))
+        if same is not None and all(shape.layer.startswith(layer.name) for shape in shapes):
+            self.made[key] = found  # (a layer whose items it names otherwise is not shared)
+        return found
+
+
+class Part(NamedTuple):
+    """One run of ``Network.parts``: the run, the layer its templates are named for
+    (``first``), the run's own first copy's name (``own``) and the templates, GEMMs and ops in
+    order."""
+
+    run: LayerRun[Any]
+    first: str
+    own: str
+    items: tuple[Gemm | Op, ...]
+
+
+_NAME_AT: dict[type, tuple[int, int]] = {}  # a layer type -> (where ``name`` is, how many)
+
+
+def _fields_key(layer: Any) -> tuple[Any, ...] | None:
+    """A layer's fields but its name, as a key (None when a field cannot be hashed): two
+    layers with one key give the same GEMMs and ops, named for each. Read from the instance's
+    dictionary (its fields in order) rather than field by field: a deep model asks 200,000
+    times."""
+    kind = type(layer)
+    found = _NAME_AT.get(kind)
+    if found is None:
+        names = [f.name for f in dataclass_fields(kind)]
+        found = _NAME_AT[kind] = (names.index("name"), len(names))
+    at, count = found
+    values = list(layer.__dict__.values())
+    if len(values) != count:
+        return None  # something beside the fields (a cached value): not a key
+    del values[at]
+    key = (kind, *values)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
 
 def load_network(path: str | os.PathLike[str]) -> Network:
     """Read a model.yaml file, or a Hugging Face config.json (one with ``model_type``), into a

@@ -69,11 +69,28 @@ class Layers(Sequence[L]):
     """A model's layers as runs of copies; reads as the tuple of every copy (built on demand).
     Equal and hashed by its runs."""
 
-    __slots__ = ("runs", "_ends")
+    __slots__ = ("runs", "_ends", "_keys", "_cache")
 
     def __init__(self, runs: Iterable[LayerRun[L]]) -> None:
         self.runs: tuple[LayerRun[L], ...] = tuple(runs)
         self._ends = list(itertools.accumulate(run.count for run in self.runs))
+        self._keys: dict[int, Any] | None = None
+        self._cache: dict[Any, Any] = {}
+
+    def cached(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()``, once per ``key``, for a value that depends on these layers and on what
+        ``key`` states only (networks at other batches share their layers, and so this)."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def key_of(self, layer: L, key: Callable[[L], Any]) -> Any:
+        """``key(layer)``, kept for this object's own layers (computed once for them, however
+        many networks at other batches share these layers; another layer's is computed)."""
+        if self._keys is None:
+            self._keys = {id(run.layer): key(run.layer) for run in self.runs}
+        found = self._keys.get(id(layer), self)  # (its layers are alive while it is: ids hold)
+        return key(layer) if found is self else found
 
     @classmethod
     def of(cls, layers: Iterable[L], copies: Sequence[int] = ()) -> Layers[L]:

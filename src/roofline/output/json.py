@@ -62,7 +62,9 @@ def _json_items(items: list, indent: str) -> str:
 def write_json(data: dict, write: Callable[[str], Any]) -> None:
     """``to_json(data) + "\\n"`` written piece by piece through ``write``. A value may be an
     iterator of objects (a generator), written one line per item as it comes, so a
-    300,000-GEMM report is never held as 300,000 dicts and one giant string at once. Every
+    300,000-GEMM report is never held as 300,000 dicts and one giant string at once; an item
+    may be a pair of dicts (its own keys, keys it shares with other items: ``analysis.report.
+    gemm_objects``), written as one object, the shared part encoded once. Every
     other value is encoded before the first byte is written, so one that cannot be printed
     (a non-finite number) fails without leaving half a document on stdout."""
     def is_rows(value: Any) -> bool:
@@ -83,7 +85,20 @@ def write_json(data: dict, write: Callable[[str], Any]) -> None:
 
 def _write_items(items: Iterable, write: Callable[[str], Any]) -> None:
     count = 0
+    shared: dict[int, tuple[dict, str]] = {}  # id -> (the shared dict, kept alive; its text)
     for item in items:
-        write(("," if count else "[") + f"\n    {_dumps(item)}")
+        text = _joined(item[0], item[1], shared) if isinstance(item, tuple) else _dumps(item)
+        write(("," if count else "[") + f"\n    {text}")
         count += 1
     write("\n  ]" if count else "[]")
+
+
+def _joined(own: dict, rest: dict, shared: dict[int, tuple[dict, str]]) -> str:
+    """``_dumps(own | rest)`` (``own``'s keys first, none of them in ``rest``), with ``rest``
+    encoded once however many items share it."""
+    found = shared.get(id(rest))
+    if found is None or found[0] is not rest:
+        found = shared[id(rest)] = (rest, _dumps(rest))
+    if not own:
+        return found[1]
+    return f"{_dumps(own)[:-1]}, {found[1][1:]}" if rest else _dumps(own)

@@ -113,6 +113,20 @@ def _repeated(items: Sequence[Any], copy: Callable[[Any], int]) -> int:
     return sum(1 for item in items if copy(item))
 
 
+def _rows(report: Report, results: Sequence[Any]) -> list[tuple[str, ...]]:
+    """The GEMM table's rows. Every cell but the name and the layer is a function of the
+    GEMM's shape (``Gemm.shape_key``), so it is formatted once per shape: a deep model has
+    100,000s of rows and few shapes."""
+    tails: dict[tuple[object, ...], tuple[str, ...]] = {}
+    rows = []
+    for r in results:
+        tail = tails.get(r.gemm.shape_key)
+        if tail is None:
+            tail = tails[r.gemm.shape_key] = tuple(_row(report, r)[2:])
+        rows.append((r.gemm.name, r.gemm.layer[:LAYER_WIDTH], *tail))
+    return rows
+
+
 def _row(report: Report, result) -> list[str]:
     g = result.gemm
     count = f"{g.batch_count}x " if g.batch_count > 1 else ""
@@ -336,36 +350,62 @@ def _alignment_groups(gemms: list) -> list[tuple[str, str]]:
 
     groups: dict[tuple[int, int, int], tuple[dict[str, None], dict[str, None], AlignmentNote]]
     groups = {}
+    # GEMMs of one shape share their notes (analysis.report): each tuple read once
+    read: dict[int, list[tuple[tuple[int, int, int], str, AlignmentNote]]] = {}
     for result in gemms:
-        for note in result.alignment:
-            key = (TIERS.index(note.tier), note.value, note.multiple)
-            role = note.role.split(" x ")[0]  # a convolution's "in_channels x R x S": channels
-            label = "batch" if role == "batch" else f"{note.layer}.{role}"
+        if not result.alignment:
+            continue
+        notes = read.get(id(result.alignment))
+        if notes is None:
+            notes = read[id(result.alignment)] = [
+                # a convolution's "in_channels x R x S": channels
+                ((TIERS.index(note.tier), note.value, note.multiple),
+                 note.role.split(" x ")[0], note) for note in result.alignment]
+        for key, role, note in notes:
+            label = "batch" if role == "batch" else f"{result.gemm.layer}.{role}"
             labels, names, _ = groups.setdefault(key, ({}, {}, note))
-            labels[label] = names[note.gemm] = None
+            labels[label] = names[result.gemm.name] = None
     lines = []
     for (_, value, _), (labels, names, note) in sorted(groups.items(), key=lambda i: i[0]):
         noun = "batch" if list(labels) == ["batch"] else (
             "width" if note.role in ("in", "out", "batch") else
             "channels" if "channels" in note.role else "dimension")
-        where = "" if list(labels) == ["batch"] else f" ({', '.join(labels)})"
+        where = "" if list(labels) == ["batch"] else f" ({listed(list(labels))})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
-        lines.append((note.tier, f"{noun} {value}{where}: {', '.join(names)}: "
+        lines.append((note.tier, f"{noun} {value}{where}: {listed(list(names))}: "
                                  f"pad to {note.pad_to} ({reason})"))
     return lines
+
+
+#: A note names at most this many GEMMs or layers, then counts the rest.
+NOTE_NAMES = 24
+
+
+def listed(names: list[str]) -> str:
+    """``MM1, MM2, MM3``; past ``NOTE_NAMES`` names the rest counted (``..., MM24 and 29,976
+    more``): a note about most GEMMs of a deep model stays a line, and JSON and CSV list every
+    GEMM's own warnings and advice."""
+    if len(names) <= NOTE_NAMES:
+        return ", ".join(names)
+    return f"{', '.join(names[:NOTE_NAMES])} and {len(names) - NOTE_NAMES:,} more"
 
 
 def _other_notes(gemms: list) -> list[tuple[str, str]]:
     """Every sentence that is not an alignment note, once, with the GEMMs it is about, as
     ``(tier, text)``: a tile/wave warning is a ``warning``, batch advice ``advice``."""
     others: dict[str, tuple[str, list[str]]] = {}
+    said: dict[tuple[object, ...], list[tuple[str, str]]] = {}  # a shape's sentences, once
     for r in gemms:
-        aligned = {alignment_text(note) for note in r.alignment}
-        for tier, texts in (("warning", gemm_warnings(r)), ("advice", gemm_advice(r))):
-            for text in texts:
-                if text not in aligned:
-                    others.setdefault(text, (tier, []))[1].append(r.gemm.name)
-    return [(tier, f"{', '.join(names)}: {text}") for text, (tier, names) in others.items()]
+        texts = said.get(r.gemm.shape_key)
+        if texts is None:
+            aligned = {alignment_text(note) for note in r.alignment}
+            texts = said[r.gemm.shape_key] = [
+                (tier, text) for tier, sentences in (("warning", gemm_warnings(r)),
+                                                     ("advice", gemm_advice(r)))
+                for text in sentences if text not in aligned]
+        for tier, text in texts:
+            others.setdefault(text, (tier, []))[1].append(r.gemm.name)
+    return [(tier, f"{listed(names)}: {text}") for text, (tier, names) in others.items()]
 
 
 def _notes(report: Report, gemms: list) -> list[str]:
@@ -408,7 +448,7 @@ def report_table(report: Report, view: View = View()) -> str:
     gemms, ops = shown_results(report, view)
     out = [_header(report)]
     if report.results:
-        out += ["", *aligned(_COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+        out += ["", *aligned(_COLUMNS, _rows(report, gemms), _LEFT_COLUMNS)]
     out += _time_section(report, gemms)
     if ops:
         out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
@@ -474,7 +514,7 @@ def report_markdown(report: Report, view: View = View()) -> str:
     """GitHub-flavoured Markdown tables with the header and totals as text around them."""
     gemms, ops = shown_results(report, view)
     lines = [_header(report).replace("\n", "  \n"), "", *markdown(
-        _COLUMNS, [_row(report, r) for r in gemms], _LEFT_COLUMNS)]
+        _COLUMNS, _rows(report, gemms), _LEFT_COLUMNS)]
     if ops:
         lines += ["", *markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     lines += _time_section(report, gemms, as_markdown=True)

@@ -30,7 +30,12 @@ def time_rows(report: Report, gemms: list) -> tuple[tuple[str, ...], list[list[s
     if measured:
         header += ("measured", "spread", "TFLOP/s", "of roof", "meas/pred", "note")
     rows = []
+    tails: dict[tuple[object, ...], list[str]] = {}  # one shape's cells, formatted once
     for r in gemms:
+        tail = tails.get(r.gemm.shape_key)
+        if tail is not None:
+            rows.append([r.gemm.name, *tail])
+            continue
         row = [r.gemm.name, seconds(r.time_s), seconds(r.predicted_time_s)]
         if measured and r.measured is not None:
             d = r.measured.to_dict(r)
@@ -39,6 +44,7 @@ def time_rows(report: Report, gemms: list) -> tuple[tuple[str, ...], list[list[s
                     f"{d['measured_over_predicted']:.2f}x",
                     "BEATS ROOF" if d["beats_roof"] else ""]
         rows.append(row)
+        tails[r.gemm.shape_key] = row[1:]
     return header, rows
 
 
