@@ -137,3 +137,26 @@ def test_an_unknown_library_is_refused_by_the_library_in_one_line():
     with pytest.raises(RooflineError, match=r"^library=\.\.\.: expected one of numpy, torch, "
                                             r"got 'jax'$"):
         run_probe(preset="tiny", library="jax")
+
+
+def test_measure_times_through_the_calibration_s_library(monkeypatch):
+    from roofline.analysis.measure import MeasureError, cpu_library, default_kernels
+
+    network = load_network(EXAMPLE).with_overrides(dtype="fp32")
+    numpy_report = analyze(network, HardwareSpec.from_dict(entry(), "box.yaml"))
+    torch_report = analyze(network, HardwareSpec.from_dict(entry(TORCH), "box.yaml"))
+    assert cpu_library(numpy_report) == "numpy" and default_kernels(numpy_report)[1] == "numpy"
+    assert cpu_library(torch_report) == "torch"
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(MeasureError, match=r"^box was calibrated through torch, which is not "
+                                           r"installed here: GEMMs are timed through the "
+                                           r"library the prediction was calibrated through$"):
+        default_kernels(torch_report)
+
+
+def test_the_chart_legend_names_the_library():
+    pytest.importorskip("matplotlib")
+    hw = HardwareSpec.from_dict(entry(TORCH), "box.yaml")
+    ax = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), hw).plot()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "predicted time (calibrated, torch)" in legend

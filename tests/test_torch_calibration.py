@@ -187,3 +187,15 @@ def test_hw_local_probes_through_torch_for_a_captured_model(cpu_only, invoke, mo
     result = invoke("analyze", "examples/mlp-1024-4096-1000.yaml", "--hw", "local", "--dtype",
                     "fp32", "--format", "json")
     assert result.exit_code == 0 and libraries == ["torch"]
+
+
+def test_measure_on_a_torch_calibration_times_through_torch(recorded):
+    from roofline.analysis.measure import default_kernels
+
+    data = copy.deepcopy(ENTRY)
+    data["calibration"].update(version=4, library=TORCH)
+    report = analyze(_captured(), HardwareSpec.from_dict(data, "box.yaml"))
+    make, backend = default_kernels(report)
+    kernel = make(32, 128, 64, 1, "fp32")
+    assert backend == "torch" and kernel.label == "torch fp32 GEMM 32x128x64"
+    assert recorded and recorded[-1][2].shape == (32, 128)  # torch.matmul made the product

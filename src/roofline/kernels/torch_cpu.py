@@ -83,6 +83,12 @@ def thin_gemm_kernels(ms: tuple[int, ...], nk: int, dtype: str, seed: int = 0) -
     return kernels
 
 
+def shaped_gemm(m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
+    """``shaped_gemm_kernel`` with the GPU backends' ``shaped_gemm`` signature: the kernel
+    ``analyze --measure`` times on a CPU entry calibrated through torch."""
+    return shaped_gemm_kernel(m, n, k, dtype, batch_count=g)
+
+
 def small_gemm_kernel(n: int = 8, dtype: str = "fp32") -> Kernel:
     """A tiny ``n`` x ``n`` GEMM through torch: its time per call is the overhead any small
     layer pays in torch (its dispatcher, not numpy's)."""
