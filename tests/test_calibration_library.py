@@ -160,3 +160,11 @@ def test_the_chart_legend_names_the_library():
     ax = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), hw).plot()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "predicted time (calibrated, torch)" in legend
+
+
+def test_the_cli_library_choices_are_the_probe_s():
+    from roofline.cli import probe
+    from roofline.probe.plan import GEMM_LIBRARIES
+
+    choice = next(p for p in probe.params if p.name == "library")
+    assert tuple(choice.type.choices) == GEMM_LIBRARIES  # kept a literal: --help imports less
