@@ -21,12 +21,14 @@ tools/torch_flops.py's builders (the same modules the FLOP cross-check uses):
 
 The prediction describes exactly the module that is timed: the module is captured with
 ``roofline.torch.capture`` (mode, optimizer and, for the transformers, attention "naive": the
-matmuls the module runs) and analyzed on the local machine's entry: ``--hw NAME`` (an entry
-you saved, e.g. with ``roofline probe --save local``), by default the saved ``local`` entry
-when there is one, else a quick probe run here and not saved (as bench_predict.py does);
-``--probe`` always probes. The probe calibrates through numpy's BLAS with all cores, not through
-torch (MKL / oneDNN): issue 20 item 8; with ``--threads`` below the core count the prediction
-still describes every core.
+matmuls the module runs) and analyzed on an entry calibrated through torch (issue 20 item 8:
+torch's CPU GEMMs, MKL / oneDNN here, ran shapes 1.0-1.7x apart from numpy's BLAS): ``--hw
+NAME`` (an entry you saved with ``roofline probe --library torch --save NAME``; one calibrated
+through numpy's BLAS is refused in one line), by default the saved ``local`` entry when its
+calibration is torch's, else a quick probe through torch run here and not saved (it says
+why); ``--probe`` always probes. The probe runs at ``--threads`` (set before it), so the
+calibration describes the threads the steps run with; a saved entry calibrated at another
+thread count is used, and the header says so.
 
 Timing: ``--warmups`` untimed steps (default 2), then at least ``--repeats`` timed steps (default
 5), more for a short step (until about 3 s of timed steps, at most 50); best, median and spread
@@ -274,23 +276,48 @@ def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: b
 
 
 def local_entry(name: str | None, probe: bool, say: Callable[[str], None]) -> Any:
-    """The entry to predict with: ``name`` (an error when unknown), else the saved ``local``
-    entry, else (or with ``probe``) a quick probe of this machine, not saved."""
-    from roofline.errors import UnknownHardwareError
+    """The entry to predict with, calibrated through torch: ``name`` (an error when unknown or
+    calibrated through another library), else the saved ``local`` entry when it is torch's,
+    else (or with ``probe``) a quick probe through torch of this machine, not saved."""
+    from roofline.errors import RooflineError, UnknownHardwareError
     from roofline.hardware.catalog import load_hardware
     from roofline.hardware.spec import HardwareSpec
 
     if name is not None:
-        return load_hardware(name)
+        hw = load_hardware(name)
+        if torch_calibrated(hw):
+            return hw
+        raise RooflineError(f"{name} is {calibrated_through(hw)}, and these steps run in torch: "
+                            f"save one with `roofline probe --library torch --save NAME`, or "
+                            f"pass --probe")
     if not probe:
         try:
-            return load_hardware("local")
+            hw = load_hardware("local")
         except UnknownHardwareError:
-            say("no saved 'local' entry: running a quick probe (not saved)")
+            say("no saved 'local' entry: running a quick probe through torch (not saved)")
+        else:
+            if torch_calibrated(hw):
+                return hw
+            say(f"the saved 'local' entry is {calibrated_through(hw)}: running a quick probe "
+                f"through torch instead (not saved)")
     from roofline.probe import run_probe
 
-    result = run_probe(quick=True, progress=say)
+    result = run_probe(quick=True, progress=say, library="torch")
     return HardwareSpec.from_dict(result.to_hardware_dict("local-bench"), "quick probe")
+
+
+def torch_calibrated(hw: Any) -> bool:
+    """Whether ``hw``'s calibration was timed through torch."""
+    library = hw.calibration.through if hw.calibration is not None else None
+    return library is not None and library.name == "torch"
+
+
+def calibrated_through(hw: Any) -> str:
+    """``calibrated through numpy 2.4.6 (OpenBLAS ...)`` or ``not calibrated``."""
+    from roofline.output.times import library_text
+
+    return (f"calibrated through {library_text(hw)}" if hw.calibration is not None else
+            "not calibrated")
 
 
 def ms(seconds: float | None) -> str:
@@ -360,8 +387,18 @@ def machine(hw: Any, threads: int) -> str:
     return (f"machine: {platform.node()}: {cpu}, {os.cpu_count()} logical CPUs; torch "
             f"{torch.__version__}, {threads} threads, fp32; load average "
             f"{', '.join(f'{x:.1f}' for x in load) if load else 'unknown'}\n"
-            f"prediction: hardware {hw.name} ({hw.origin}), basis {basis_of(hw)}; fp32 peak "
+            f"prediction: hardware {hw.name} ({hw.origin}), basis {basis_of(hw)}"
+            f"{f', {calibrated_through(hw)}' if hw.calibration is not None else ''}"
+            f"{threads_note(hw, threads)}; fp32 peak "
             f"{hw.peak_flops_per_s('fp32') / 1e9:.1f} GFLOP/s, DRAM {hw.bandwidth_gbs:.1f} GB/s")
+
+
+def threads_note(hw: Any, threads: int) -> str:
+    """A note when ``hw`` was calibrated at another thread count than the steps run at."""
+    library = hw.calibration.through if hw.calibration is not None else None
+    if library is None or library.threads in (None, threads):
+        return ""
+    return f" (calibrated at {library.threads} threads, the steps run at {threads})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -369,9 +406,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (2)")
     parser.add_argument("--repeats", type=int, default=5, help="timed steps, at least (5)")
     parser.add_argument("--warmups", type=int, default=2, help="untimed steps first (2)")
-    parser.add_argument("--hw", help="hardware entry to predict with (default: the saved "
-                                     "'local' entry, else a quick probe)")
-    parser.add_argument("--probe", action="store_true", help="always run a quick probe")
+    parser.add_argument("--hw", help="hardware entry calibrated through torch to predict "
+                                     "with (default: the saved 'local' entry when it is, else "
+                                     "a quick probe through torch)")
+    parser.add_argument("--probe", action="store_true",
+                        help="always run a quick probe through torch")
     parser.add_argument("--steps", help="comma-separated subset of the steps")
     parser.add_argument("--no-profile", action="store_true", help="skip the profiled step")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables")
@@ -392,12 +431,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if unknown else "--repeats and --threads must be >= 1, --warmups >= 0")
         print(f"Error: {what}", file=sys.stderr)
         return 2
+    torch.set_num_threads(args.threads)  # before a probe: it calibrates at these threads
     try:
         hw = local_entry(args.hw, args.probe, say)
     except RooflineError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2
-    torch.set_num_threads(args.threads)
     rows = [run_case(known[n], hw, args.repeats, args.warmups, not args.no_profile, say=say)
             for n in names]
     print(machine(hw, args.threads))

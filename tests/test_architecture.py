@@ -28,7 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # _repr_html_ and .plot(), and GemmResult.warnings / .advice, whose sentences output/ makes).
 UPWARD_ALLOWED = {
     ("roofline.analysis.report", "roofline.output.html"),     # Report._repr_html_
-    ("roofline.analysis.report", "roofline.output.advice"),   # GemmResult.warnings, .advice
+    ("roofline.analysis.report", "roofline.output.advice"),   # GemmResult.warnings, .advice,
+                                                              # Report.warnings
     ("roofline.probe.result", "roofline.output.probe_notes"),  # ProbeResult.to_dict
     ("roofline.analysis.report", "roofline.plot"),            # Report.plot()
     ("roofline.analysis.whatif", "roofline.plot"),            # Comparison.plot(), Sweep.plot()

@@ -130,3 +130,11 @@ def test_an_unknown_entry_is_one_line_and_exit_2(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("Error: unknown hardware 'no-such-entry'")
     assert len(err.splitlines()) == 1
+
+
+@needs_torch
+def test_an_entry_not_calibrated_through_torch_is_one_line_and_exit_2(capsys):
+    assert bench.main(["--hw", "epyc-7763"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("Error: epyc-7763 is not calibrated, and these steps run in torch: save one "
+                   "with `roofline probe --library torch --save NAME`, or pass --probe")

@@ -152,7 +152,8 @@ def test_nothing_measured_cannot_be_saved(result):
 def test_local_hardware_probes_once_then_reuses(no_gpu, monkeypatch, isolated_user_hwdb,
                                                 stable_probe):
     real = probe.run_probe
-    monkeypatch.setattr(runner, "run_probe", lambda quick, progress: real(preset="tiny"))
+    monkeypatch.setattr(runner, "run_probe", lambda quick, progress, library="numpy": real(
+        preset="tiny", library=library))
     messages = []
     spec = probe.local_hardware(messages.append)
     assert spec.name == "local" and spec.origin == "measured"
@@ -188,7 +189,8 @@ def test_cli_probe_table(no_gpu, invoke):
 
 def test_cli_analyze_hw_local(no_gpu, invoke, monkeypatch, stable_probe):
     real = probe.run_probe
-    monkeypatch.setattr(runner, "run_probe", lambda quick, progress: real(preset="tiny"))
+    monkeypatch.setattr(runner, "run_probe", lambda quick, progress, library="numpy": real(
+        preset="tiny", library=library))
     res = invoke("analyze", MODEL, "--hw", "local", "--dtype", "fp32", "--format", "json")
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["hardware"] == "local"

@@ -8,7 +8,7 @@ import pytest
 from roofline.kernels.cpu import (
     KernelCheckError,
     StreamArrays,
-    _check_gemm,
+    check_gemm,
     gemm_kernel,
     read_stream_kernel,
     shaped_gemm_kernel,
@@ -28,7 +28,7 @@ def test_gemm_kernel_work_and_run(dtype):
 def test_gemm_check_catches_a_wrong_result():
     a = np.ones((4, 4))
     with pytest.raises(KernelCheckError):
-        _check_gemm(a, a, np.zeros((4, 4)), "fp64")
+        check_gemm(a, a, np.zeros((4, 4)), "fp64")
 
 
 def test_small_gemm_counts_calls():
@@ -81,10 +81,10 @@ def test_gemm_check_reads_a_corner_of_a_wide_b():
     rng = np.random.default_rng(0)
     a, b = rng.random((2, 8)), rng.random((8, 600))
     c = a @ b
-    _check_gemm(a, b, c, "fp64")
+    check_gemm(a, b, c, "fp64")
     c[0, 100] += 1.0  # inside the 256 columns checked
     with pytest.raises(KernelCheckError):
-        _check_gemm(a, b, c, "fp64")
+        check_gemm(a, b, c, "fp64")
 
 
 def test_batched_shaped_gemm_counts_every_product_and_checks_first_and_last():
@@ -94,7 +94,7 @@ def test_batched_shaped_gemm_counts_every_product_and_checks_first_and_last():
     rng = np.random.default_rng(0)
     a, b = rng.random((4, 3, 7)), rng.random((4, 7, 5))
     c = a @ b
-    _check_gemm(a, b, c, "fp64", "batched")
+    check_gemm(a, b, c, "fp64", "batched")
     c[-1, 0, 0] += 1.0  # the last product of the batch is read too
     with pytest.raises(KernelCheckError, match="batched: result differs"):
-        _check_gemm(a, b, c, "fp64", "batched")
+        check_gemm(a, b, c, "fp64", "batched")

@@ -12,6 +12,14 @@ from .model.capture import capture_network, is_factory, load_factory
 from .model.network import Network, load_network
 
 
+def model_framework(model: Network | str | os.PathLike[str]) -> str | None:
+    """The framework ``model`` runs in where that is known before it is read: ``torch`` for
+    ``package.module:callable`` (captured), a Network's own ``framework``; else None."""
+    if isinstance(model, Network):
+        return model.framework
+    return "torch" if is_factory(str(model)) and not os.path.exists(model) else None
+
+
 def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                   batch: int | None = None, dtype: str | None = None,
                   mode: str | None = None, output_dtype: str | None = None,
@@ -44,7 +52,7 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
     """
     if isinstance(model, Network):
         network = model
-    elif is_factory(str(model)) and not os.path.exists(model):  # package.module:callable
+    elif model_framework(model) == "torch":  # package.module:callable
         module, inputs = load_factory(str(model), batch)  # a batch keyword: made at batch
         network = capture_network(module, inputs, mode or "train", dtype, attention or "flash",
                                   optimizer or "none")

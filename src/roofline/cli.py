@@ -306,7 +306,7 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     a predicted time: calibrated from the probe on a measured entry, from documented effects
     (tile/wave quantization, launch latency) on a datasheet one; the report says which.
     """
-    from .api import analyze_model
+    from .api import analyze_model, model_framework
 
     _check_plot(plot)
     if _given("measure_budget") and not measure:
@@ -315,7 +315,8 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     from .analysis.scaling import scale
     from .probe import resolve_hardware
 
-    reports = [scale(analyze_model(model, resolve_hardware(hw, _progress),
+    library = "torch" if model_framework(model) == "torch" else "numpy"  # for a new `local`
+    reports = [scale(analyze_model(model, resolve_hardware(hw, _progress, library),
                                    quantization=quantization, **overrides),
                      stream_input, host_link, workers, interconnect) for hw in hardware]
     from .output.report import View, check_listed
@@ -644,20 +645,29 @@ def _progress(message: str) -> None:
                                             "above 1.05, a spread above 25%).")
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "html")), default="table",
               show_default=True)
+@click.option("--library", type=click.Choice(("numpy", "torch")), default="numpy",
+              show_default=True,
+              help="What the CPU GEMMs, and so the calibration of predicted times, go through: "
+                   "numpy's BLAS, or torch (its MKL / oneDNN / OpenBLAS), for models that run "
+                   "in torch.")
 @click.option("--preset", type=click.Choice(("full", "quick", "tiny")), hidden=True)
-def probe(quick: bool, save_name: str | None, force: bool, fmt: str, preset: str | None) -> None:
+def probe(quick: bool, save_name: str | None, force: bool, fmt: str, library: str,
+          preset: str | None) -> None:
     """Measure this machine (GEMM per dtype, DRAM and cache bandwidth, small-GEMM overhead,
     GPU figures when torch or cupy is installed) beside its theoretical peaks.
 
-    Progress goes to stderr. `--hw local` in analyze runs `probe --quick --save local` once.
+    Progress goes to stderr. `--hw local` in analyze runs `probe --quick --save local` once
+    (with `--library torch` for a captured PyTorch model).
     """
     from .output.probe import PROBE_FORMATS
     from .probe import run_probe, save_entry
     from .probe.entry import check_can_save
+    from .probe.runner import check_library
 
+    check_library(library)  # before anything is timed, or a name checked
     if save_name is not None:  # checked before probing: an empty name is an error, not "no"
         check_can_save(save_name, force)
-    result = run_probe(quick=quick, progress=_progress, preset=preset)
+    result = run_probe(quick=quick, progress=_progress, preset=preset, library=library)
     click.echo(_render(PROBE_FORMATS, fmt, result), nl=False)
     if save_name is not None:
         path = save_entry(result, save_name, force=force)

@@ -89,3 +89,7 @@ class ProbeSaveError(RooflineError):
 
 class KernelCheckError(RooflineError):
     """A probe kernel produced a wrong result, so its timings must not be trusted."""
+
+
+class MissingLibraryError(RooflineError):
+    """An optional library a request needs is not installed (``probe --library torch``)."""

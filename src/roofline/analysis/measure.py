@@ -4,10 +4,11 @@ machine, and set each measurement beside the roofline bound and the prediction.
 Each distinct shape (M, N, K, batch_count, dtype) is timed once, whatever number of GEMMs
 share it (repeated blocks share their shapes), through the probe's calibrated loop
 (``kernels.timing.measure``: warm-ups apart, repeats, best / median / spread), on the probe's
-own kernels, each checked against a reference before it is timed: on a CPU numpy's BLAS
-(fp64, fp32, ``kernels.cpu.shaped_gemm``); on a GPU entry, torch or cupy (``kernels.gpu``). A point
-faster than its roof is flagged, never hidden: the ceiling is wrong, or the operands sat in a
-cache the DRAM roof does not know.
+own kernels, each checked against a reference before it is timed: on a CPU the library the
+entry's calibration was timed through (``cpu_library``), numpy's BLAS (fp64, fp32,
+``kernels.cpu.shaped_gemm``) or torch (``kernels.torch_cpu.shaped_gemm``); on a GPU entry,
+torch or cupy (``kernels.gpu``). A point faster than its roof is flagged, never hidden: the
+ceiling is wrong, or the operands sat in a cache the DRAM roof does not know.
 
 Only the standard library is imported at module level.
 """
@@ -85,7 +86,8 @@ def check_measurable(report: Report, hostname: str | None = None) -> None:
     dtypes = {r.gemm.dtype for r in report.results} | {r.gemm.c_dtype for r in report.results}
     if hw.kind == "cpu" and not dtypes <= set(NUMPY_DTYPES):
         bad = ", ".join(sorted(dtypes - set(NUMPY_DTYPES)))
-        raise MeasureError(f"on the CPU, GEMMs are timed through numpy's BLAS, which has fp64 "
+        through = "numpy's BLAS" if cpu_library(report) == "numpy" else "torch"
+        raise MeasureError(f"on the CPU, GEMMs are timed through {through}, for fp64 "
                            f"and fp32 only (C included); this model needs {bad}: add "
                            f"{option('dtype', 'fp32')} (and {option('output_dtype', 'fp32')})")
 
@@ -118,8 +120,27 @@ def check_budget(report: Report, budget_s: float = MEASURE_BUDGET_S) -> None:
                            f"{option('measure_budget')}")
 
 
+def cpu_library(report: Report) -> str:
+    """What a CPU entry's GEMMs are timed through: the library its calibration was (torch for
+    ``probe --library torch``), else numpy's BLAS; measured and predicted then describe the
+    same library."""
+    calibration = report.hardware.calibration
+    library = calibration.through if calibration is not None else None
+    return "torch" if library is not None and library.name == "torch" else "numpy"
+
+
 def default_kernels(report: Report) -> tuple[Callable, str]:
     """``(make(m, n, k, g, dtype) -> Kernel, backend name)`` for the report's device."""
+    if report.hardware.kind == "cpu" and cpu_library(report) == "torch":
+        try:
+            import torch  # noqa: F401 - only whether it imports
+        except ImportError:
+            raise MeasureError(f"{report.hardware.name} was calibrated through torch, which "
+                               f"is not installed here: GEMMs are timed through the library "
+                               f"the prediction was calibrated through") from None
+        from ..kernels.torch_cpu import shaped_gemm as torch_gemm
+
+        return torch_gemm, "torch"
     if report.hardware.kind == "cpu":
         from ..kernels.cpu import shaped_gemm
 

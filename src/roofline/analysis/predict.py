@@ -16,15 +16,17 @@ fractions, DRAM share and minimum kernel time (``calibrated_constants``; the per
 tile overhead stay the fitted ones, which the probe does not measure).
 
 ``calibrated`` on a CPU (a measured entry whose ``calibration:`` block the probe wrote, method 3
-on). For one call of C(M, N) = A(M, K) . B(K, N), element sizes e (A, B) and e_C (C), peak P (the
-best large GEMM the probe measured), DRAM bandwidth BW (the probe's read stream), last-level
+on), through the library the probe timed its GEMMs with (``library_of``: numpy's BLAS, or torch
+with ``probe --library torch``; a block older than calibration version 4 is numpy's). For one
+call of C(M, N) = A(M, K) . B(K, N), element sizes e (A, B) and e_C (C), peak P (the best large
+GEMM the probe measured), DRAM bandwidth BW (the probe's read stream), last-level
 cache L (``llc_mb``); a GEMM is *resident* when its working set ``e(MK + KN) + e_C MN`` fits
 in L::
 
     t = G x (t_call + max(t_flop, t_ab) + t_c)
 
-- ``t_call``: the per-call overhead, the probe's 8x8x8 GEMM time (Python, numpy dispatch,
-  the BLAS's thread wake-up). Paid by every call whatever its size.
+- ``t_call``: the per-call overhead, the probe's 8x8x8 GEMM time (Python, numpy's or torch's
+  dispatch, the BLAS's thread wake-up). Paid by every call whatever its size.
 - ``t_flop = 2MNK / (P x eff)``: ``eff = eff_square(s)``, ``s = (MNK)^(1/3)``; for a thin
   GEMM (``r = min(M, N)`` at most a quarter of ``max(M, N, K)``) ``min(eff_square(s),
   eff_thin(r))``. ``eff_square`` interpolates, linearly in log s, the efficiencies the
@@ -76,7 +78,7 @@ if TYPE_CHECKING:
     from .quantization import Quantization
 
 #: What an entry's ``calibration:`` block holds; its history is in CHANGES.md.
-CALIBRATION_VERSION = 3
+CALIBRATION_VERSION = 4
 
 # NVIDIA, "Getting Started with CUDA Graphs" (developer.nvidia.com/blog/cuda-graphs/, 2019):
 # a 2.9 us kernel launched back to back in one stream took 3.8 us per kernel, i.e. about 1 us
@@ -114,6 +116,29 @@ def fit_of(hardware: HardwareSpec) -> dict[str, Any] | None:
 
     return {"data": FITTED.data, "devices": list(FITTED.devices),
             "architecture_in_data": hardware.architecture in FITTED.architectures}
+
+
+def library_of(hardware: HardwareSpec) -> dict[str, Any] | None:
+    """What a ``calibrated`` prediction's GEMMs were timed through (``Calibration.through``):
+    ``name``, ``version``, ``blas``, ``threads`` (None where not known) and ``recorded``
+    (False for a CPU block older than calibration version 4, numpy's BLAS by definition);
+    None for another basis, or a GPU calibration that does not say."""
+    calibration = hardware.calibration
+    library = calibration.through if calibration is not None else None
+    if calibration is None or library is None:
+        return None
+    return {"name": library.name, "version": library.version, "blas": library.blas,
+            "threads": library.threads, "recorded": calibration.library is not None}
+
+
+def library_mismatch(hardware: HardwareSpec, framework: str | None) -> str | None:
+    """The library a CPU calibration was timed through when the model runs in another one
+    (``framework``: ``Network.framework``, torch for a capture): numpy's BLAS and torch's
+    GEMMs differ by 1.0-1.7x per shape on one CPU. None when they agree, or nothing says."""
+    library = library_of(hardware)
+    if framework is None or library is None or library["name"] != "numpy":
+        return None
+    return library["name"] if framework != library["name"] else None
 
 
 def predict_gemm(gemm: Gemm, hardware: HardwareSpec,

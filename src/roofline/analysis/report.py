@@ -19,7 +19,7 @@ from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
 from .gpu_ops import op_constants, op_sources, predict_op
 from .memory import Memory, memory_of
-from .predict import basis_of, fit_of, predict_gemm
+from .predict import basis_of, fit_of, library_of, predict_gemm
 from .quantization import Quantization, quantization_of
 from .step import StepVerdict, step_verdict
 
@@ -202,6 +202,14 @@ class Report:
         constants = op_constants(self.hardware)
         return op_sources(constants) if constants is not None else None
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Warnings about the whole report, as sentences (``output.advice.report_warnings``):
+        a model that runs in torch predicted from a calibration timed through numpy's BLAS."""
+        from ..output.advice import report_warnings
+
+        return report_warnings(self)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of docs/design.md (plus peak and bandwidth used)."""
         return {
@@ -230,10 +238,12 @@ class Report:
             "quantization_in_time": self.quantization,
             "prediction_basis": basis_of(self.hardware),
             "prediction_fit": fit_of(self.hardware),
+            "calibration_library": library_of(self.hardware),
             "op_prediction": self.op_prediction(),
             "not_counted": list(self.not_counted()),
             "step": self.step.to_dict(),
             "uncosted_ops": list(self.network.uncosted),
+            "warnings": list(self.warnings),
         } | ({"memory": self.memory.to_dict()} if self.memory else {}) | (
             {"generation": self.generation.to_dict()} if self.generation else {}) | (
             self.scaling.to_dict() if self.scaling else {})

@@ -31,7 +31,7 @@ from ..model.network import Network, load_network
 from ..model.repeats import MAX_LISTED
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
-from .predict import basis_of
+from .predict import basis_of, library_of
 from .report import Report, analyze
 
 if TYPE_CHECKING:
@@ -195,7 +195,8 @@ class Comparison:
                             "time_s": totals["time_s"], "speedup": self.speedup(report),
                             "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                             "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
-                            "prediction_basis": basis_of(report.hardware)})
+                            "prediction_basis": basis_of(report.hardware),
+                            "calibration_library": library_of(report.hardware)})
         gemms = []
         for index, result in enumerate(base.results):
             row: dict[str, Any] = {"name": result.gemm.name, "layer": result.gemm.layer,
@@ -447,6 +448,7 @@ class Sweep:
                 "phase": first.network.step_phase, "ridge": first.ridge,
                 "quantization_in_time": first.quantization,
                 "prediction_basis": basis_of(first.hardware),
+                "calibration_library": library_of(first.hardware),
                 "capacity_bytes": first.memory.capacity_bytes if first.memory else None,
                 "max_batch": self.max_batch, "max_seq": self.max_seq,
                 "axis": self.axis, "batches": list(self.batches), "seqs": list(self.seqs),

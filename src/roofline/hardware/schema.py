@@ -12,6 +12,7 @@ from ..files.fields import Fields, check_plain
 from ..files.numbers import PLAUSIBLE, parse_int, plausible
 from ..model.dtypes import DTYPES
 from .spec import (
+    CALIBRATION_LIBRARIES,
     CALIBRATION_VERSIONS,
     CLOCK_ISAS,
     CLOCK_KINDS,
@@ -24,6 +25,7 @@ from .spec import (
     TOP_KEYS,
     Alignment,
     Calibration,
+    CalibrationLibrary,
     Clock,
     CpuBlock,
     GemmEfficiency,
@@ -275,13 +277,13 @@ def _theoretical(top: Fields) -> Theoretical | None:
 def _calibration(top: Fields) -> Calibration | None:
     """``calibration: {version, call_overhead_s, gemm_efficiency: {dtype: {square: {n: eff},
     thin: {m: eff}, thin_nk, thin_dram: {m: eff}, thin_dram_nk, c_write: {passes, m, n, k,
-    time_s}, peak_n}}}``; version 1 had no thin_dram and one top-level ``c_write`` (with its
-    dtype) for every dtype."""
+    time_s}, peak_n}}, library: {name, version, blas, threads}}``; version 1 had no thin_dram
+    and one top-level ``c_write`` (with its dtype) for every dtype; ``library`` is version 4's."""
     block = top.sub("calibration", None)
     if block is None:
         return None
     block.reject_unknown(frozenset({"version", "call_overhead_s", "gemm_efficiency", "c_write",
-                                    "gpu"}))
+                                    "gpu", "library"}))
     version = block.positive_int("version")
     if version not in CALIBRATION_VERSIONS:
         raise block.fail("version", f"expected one of {', '.join(map(str, CALIBRATION_VERSIONS))}"
@@ -289,6 +291,10 @@ def _calibration(top: Fields) -> Calibration | None:
                                     f"{version}; re-run `roofline probe --save NAME --force`")
     if block.has("gpu") and version < 3:
         raise block.fail("gpu", "a GPU calibration needs calibration version 3")
+    if block.has("library") and version < 4:
+        raise block.fail("library", f"a calibration's library needs calibration version 4, "
+                                    f"got version {version}")
+    library = _calibration_library(block.sub("library", None))
     gpu = _gpu_calibration(block.sub("gpu", None))
     efficiency = {}
     # a GPU's calibration (version 3) may have no GEMM efficiency tables
@@ -307,7 +313,19 @@ def _calibration(top: Fields) -> Calibration | None:
     passes = _c_write_passes(block.sub("c_write", None), has_dtype=True)
     call_s = block.positive_number("call_overhead_s") if gpu is None else (
         block.positive_number("call_overhead_s") if block.has("call_overhead_s") else 0.0)
-    return Calibration(version, call_s, efficiency, passes, gpu)
+    return Calibration(version, call_s, efficiency, passes, gpu, library)
+
+
+def _calibration_library(library: Fields | None) -> CalibrationLibrary | None:
+    """``library: {name, version, blas, threads}`` (calibration version 4 on): ``name`` one of
+    CALIBRATION_LIBRARIES, ``version`` and ``blas`` text (``blas`` optional), ``threads`` a
+    positive integer (optional)."""
+    if library is None:
+        return None
+    library.reject_unknown(frozenset({"name", "version", "blas", "threads"}))
+    return CalibrationLibrary(library.choice("name", CALIBRATION_LIBRARIES),
+                              library.string("version"), library.string("blas", None),
+                              library.positive_int("threads", None))
 
 
 def _gpu_calibration(gpu: Fields | None) -> GpuOpsCalibration | None:

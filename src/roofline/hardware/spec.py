@@ -23,7 +23,10 @@ _DESCRIPTIVE_KEYS = ("name", "kind", "vendor", "model", "architecture", "aliases
                      "cpu_brands", "sources", "notes", "origin", "theoretical", "measured",
                      "calibration")
 # analysis.predict.CALIBRATION_VERSION and the ones it still reads
-CALIBRATION_VERSIONS = (1, 2, 3)
+CALIBRATION_VERSIONS = (1, 2, 3, 4)
+#: The libraries a calibration's GEMMs can be timed through (``calibration.library.name``):
+#: numpy's BLAS or torch on a CPU, torch or cupy on a GPU.
+CALIBRATION_LIBRARIES = ("numpy", "torch", "cupy")
 TOP_KEYS = frozenset(FIGURE_KEYS + _DESCRIPTIVE_KEYS)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
 
@@ -179,17 +182,60 @@ class GpuOpsCalibration:
 
 
 @dataclass(frozen=True)
+class CalibrationLibrary:
+    """The library a calibration's GEMMs were timed through (``calibration.library``, version 4
+    on): ``name`` (one of ``CALIBRATION_LIBRARIES``), its ``version``, the GEMM library under it
+    as it reports itself (``blas``: numpy's BLAS from threadpoolctl, ``OpenBLAS 0.3.31``; what
+    torch was built with, ``MKL 2024.2, oneDNN 3.12.0``; ``cuBLAS``) and the ``threads`` it ran
+    with; None where not known. The same shape of GEMM can run 1.0-1.7x apart in two libraries
+    on one CPU, so a calibration describes the library it was timed through."""
+
+    name: str
+    version: str | None = None
+    blas: str | None = None
+    threads: int | None = None
+
+    @property
+    def words(self) -> str:
+        """``torch 2.13.0 (MKL 2024.2, oneDNN 3.12.0; 2 threads)``; ``numpy's BLAS`` when
+        nothing more is known (a block older than calibration version 4)."""
+        inside = "; ".join(part for part in (
+            self.blas, f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+            if self.threads else None) if part)
+        if self.version is None and not inside:
+            return "numpy's BLAS" if self.name == "numpy" else self.name
+        return (f"{self.name}{f' {self.version}' if self.version else ''}"
+                f"{f' ({inside})' if inside else ''}")
+
+
+#: What a CPU calibration written before version 4 was timed through: numpy's BLAS, the only
+#: library the probe used then (its version and BLAS not recorded).
+UNRECORDED_NUMPY = CalibrationLibrary("numpy")
+
+
+@dataclass(frozen=True)
 class Calibration:
     """A measured entry's ``calibration:`` block (probe method 3 on): what roofline.analysis.predict
     needs for a calibrated time per GEMM. ``c_write_passes``: C's real traffic (write-allocate,
     the zero-fill of beta = 0) in passes over C at DRAM speed, version 1's one figure for every
-    dtype (version 2 keeps one per dtype in ``efficiency``); None when not measured."""
+    dtype (version 2 keeps one per dtype in ``efficiency``); None when not measured.
+    ``library``: what the GEMMs were timed through (version 4 on); None in an older block."""
 
     version: int
     call_overhead_s: float
     efficiency: dict[str, GemmEfficiency]
     c_write_passes: float | None = None
     gpu_ops: GpuOpsCalibration | None = None  # a GPU's streaming kernels (version 3)
+    library: CalibrationLibrary | None = None
+
+    @property
+    def through(self) -> CalibrationLibrary | None:
+        """The library the calibration belongs to: ``library``, or for a CPU block without one
+        (written before version 4) numpy's BLAS by definition (``UNRECORDED_NUMPY``); None for a
+        GPU block without one (torch or cupy, not recorded)."""
+        if self.library is not None:
+            return self.library
+        return UNRECORDED_NUMPY if self.gpu_ops is None else None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The numpy kernels the probe times: GEMM through numpy's BLAS, and STREAM-style bandwidth.
+"""The numpy kernels the probe times: GEMM through numpy's BLAS (``kernels.torch_cpu`` has the
+same GEMMs through torch), and STREAM-style bandwidth.
 
 Each kernel is a ``run(loops)`` callable for ``roofline.probe.timing.measure`` plus the work
 one call does (FLOPs or bytes), on preallocated arrays, checked once against a reference before
@@ -43,14 +44,14 @@ def gemm_kernel(n: int, dtype: str, seed: int = 0) -> Kernel:
     return Kernel(f"{dtype} GEMM n={n}", kernel.run, kernel.work, kernel.unit)
 
 
-def _check_gemm(a: Any, b: Any, c: Any, dtype: str, label: str | None = None) -> None:
+def check_gemm(a: Any, b: Any, c: Any, dtype: str, label: str | None = None) -> None:
     """Raise KernelCheckError unless ``c`` holds ``a @ b``, read on a corner (the first rows
     and columns); for a batched GEMM, on the first and the last product of the batch."""
     import numpy as np
 
     if a.ndim == 3:
         for i in sorted({0, a.shape[0] - 1}):
-            _check_gemm(a[i], b[i], c[i], dtype, label)
+            check_gemm(a[i], b[i], c[i], dtype, label)
         return
     rows, cols = min(4, a.shape[0]), min(256, b.shape[1])  # a corner: cheap on a large B
     ref = a[:rows].astype(np.float64) @ b[:, :cols].astype(np.float64)
@@ -80,7 +81,7 @@ def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0,
 
     label = f"{dtype} GEMM {f'{batch_count} x ' if lead else ''}{m}x{n}x{k}"
     run(1)
-    _check_gemm(a, b, c, dtype, label)
+    check_gemm(a, b, c, dtype, label)
     return Kernel(label, run, 2.0 * m * n * k * batch_count, "FLOP")
 
 
@@ -147,7 +148,7 @@ def thin_gemm_kernels(ms: tuple[int, ...], nk: int, dtype: str, seed: int = 0) -
                 np.matmul(a, b, out=c)
 
         run(1)
-        _check_gemm(a, b, c, dtype)
+        check_gemm(a, b, c, dtype)
         kernels.append(Kernel(f"{dtype} GEMM {m}x{nk}x{nk}", run, 2.0 * m * nk * nk, "FLOP"))
     return kernels
 

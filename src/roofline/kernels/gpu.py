@@ -49,6 +49,10 @@ class TorchBackend:
         if not self.is_gpu:
             self.dtypes = ("bf16", "fp16")  # numpy's BLAS covers fp64/fp32 on the CPU
 
+    @property
+    def version(self) -> str:
+        return str(getattr(self.torch, "__version__", None) or "unknown")
+
     def sync(self) -> None:
         if self.is_gpu:
             self.torch.cuda.synchronize()
@@ -125,6 +129,10 @@ class CupyBackend:
 
     def __init__(self, cupy: Any) -> None:
         self.cp = cupy
+
+    @property
+    def version(self) -> str:
+        return str(getattr(self.cp, "__version__", None) or "unknown")
 
     def sync(self) -> None:
         self.cp.cuda.runtime.deviceSynchronize()

@@ -191,6 +191,13 @@ class Network:
                      if isinstance(run.layer, Captured)), None)
 
     @property
+    def framework(self) -> str | None:
+        """The framework this network runs in, where that is known: ``torch`` for a captured
+        module (``model.capture``); None for a model.yaml or a config.json, which say nothing
+        of what runs them."""
+        return "torch" if self.captured_batch is not None else None
+
+    @property
     def c_dtype(self) -> str:
         """The dtype C has in every GEMM but an accumulating weight gradient."""
         return self.output_dtype or default_output_dtype(self.operand_dtype)

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
     from ..analysis.batch import BatchAdvice
     from ..analysis.quantization import Quantization
-    from ..analysis.report import GemmResult
+    from ..analysis.report import GemmResult, Report
 
 
 def alignment_text(note: AlignmentNote) -> str:
@@ -80,3 +80,13 @@ def gemm_advice(result: GemmResult) -> tuple[str, ...]:
     if result.batch_advice is not None:
         texts.append(batch_text(result.batch_advice))
     return tuple(texts)
+
+
+def report_warnings(report: Report) -> tuple[str, ...]:
+    """The warnings about a whole report rather than one GEMM (JSON's top-level ``warnings``):
+    a prediction calibrated through another library than the one the model runs in
+    (``output.times.calibration_warning``)."""
+    from .times import calibration_warning
+
+    warning = calibration_warning(report)
+    return (warning,) if warning else ()

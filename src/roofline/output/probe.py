@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..hardware.spec import CalibrationLibrary
 from ..model.dtypes import DTYPES
 from .json import to_json
 from .probe_notes import note_text
@@ -52,6 +53,9 @@ def probe_table(result) -> str:
            f"({cpu.usable_cpus} usable CPUs){clocks}",
            f"ISA   {' '.join(cpu.isa) or 'no AVX'}",
            f"BLAS  {blas}"]
+    if result.library:
+        out.append(f"GEMM  through {CalibrationLibrary(**result.library).words} (the peaks, "
+                   f"small-GEMM call and calibration)")
     out += [f"GPU   {g['index']}: {g['name']}" for g in result.gpus]
     out += ["", f"measured ({result.preset} preset)      vs theoretical"]
     out += _gemm_lines(m["gemm_gflops"], t.get("gemm_gflops", {}), "GEMM")

@@ -412,17 +412,20 @@ def _notes(report: Report, gemms: list) -> list[str]:
     """Warnings and advice as read, for the GEMMs a table shows: alignment grouped by dimension
     value and tier, then every other sentence once, with the GEMMs it is about (``MM4, MM5: no
     batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
-    return [f"  {tier}: {text}" for tier, text in _alignment_groups(gemms)] + [
+    return [f"  warning: {text}" for text in report.warnings] + [
+        f"  {tier}: {text}" for tier, text in _alignment_groups(gemms)] + [
         f"  {text}" for _, text in _other_notes(gemms)]
 
 
-def notes_by_tier(gemms: list) -> dict[str, list[str]]:
+def notes_by_tier(gemms: list, report: Report | None = None) -> dict[str, list[str]]:
     """The same notes grouped by tier, most severe first (``error``, ``warning``, ``advice``;
-    empty tiers left out): the HTML page's advice section."""
+    empty tiers left out), the ``report``'s own warnings first among the warnings: the HTML
+    page's advice section."""
     from ..analysis.alignment import TIERS
 
     tiers: dict[str, list[str]] = {tier: [] for tier in TIERS}
-    for tier, text in _alignment_groups(gemms) + _other_notes(gemms):
+    own = [("warning", text) for text in report.warnings] if report is not None else []
+    for tier, text in own + _alignment_groups(gemms) + _other_notes(gemms):
         tiers[tier].append(text)
     return {tier: texts for tier, texts in tiers.items() if texts}
 

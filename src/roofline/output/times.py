@@ -93,13 +93,15 @@ def op_basis_text(report: Report) -> str:
 def basis_sentence(hardware: HardwareSpec) -> str:
     """One line saying how ``predicted_time_s`` was made for this entry."""
     if hardware.calibration is not None and hardware.calibration.gpu_ops is not None:
-        return ("predicted: calibrated from the probe's measurements of this GPU (GPU GEMM "
-                "model on its measured peaks and bandwidth, its shortest GEMM kernel and "
-                "per-kernel launch time)")
+        through = (f" through {library_text(hardware)}"
+                   if hardware.calibration.library is not None else "")
+        return (f"predicted: calibrated from the probe's measurements of this GPU{through} (GPU "
+                f"GEMM model on its measured peaks and bandwidth, its shortest GEMM kernel and "
+                f"per-kernel launch time)")
     if hardware.calibration is not None:
-        return ("predicted: calibrated from the probe's measurements of this machine (per-call "
-                "overhead, small and thin GEMM efficiency, C's write cost, cache-resident "
-                "operands)")
+        return (f"predicted: calibrated from the probe's measurements of this machine through "
+                f"{library_text(hardware)} (per-call overhead, small and thin GEMM efficiency, "
+                f"C's write cost, cache-resident operands)")
     if hardware.origin == "measured":
         return ("predicted: uncalibrated (this measured entry has no calibration block, probe "
                 "method < 3; re-run `roofline probe --save NAME --force`): roofline on its "
@@ -112,6 +114,34 @@ def basis_sentence(hardware: HardwareSpec) -> str:
                 f"per-SM bandwidth, sustained peak; fitted on {fit['data']}; {where})")
     return ("predicted: datasheet, uncalibrated (no per-call overhead is documented for a "
             "CPU: equal to the roofline time)")
+
+
+def library_text(hardware: HardwareSpec) -> str:
+    """What the entry's calibration was timed through, in words (``CalibrationLibrary.words``):
+    ``torch 2.13.0 (MKL 2024.2, oneDNN 3.12.0; 2 threads)``; a CPU block older than calibration
+    version 4 is numpy's BLAS, and says that it did not record it."""
+    calibration = hardware.calibration
+    library = calibration.through if calibration is not None else None
+    if library is None:
+        return "a library not recorded"
+    if calibration is not None and calibration.library is None:
+        return (f"numpy's BLAS (calibration version {calibration.version} does not record the "
+                f"library; version 4 does)")
+    return library.words
+
+
+def calibration_warning(report: Report) -> str | None:
+    """The sentence for a model that runs in torch predicted from a calibration timed through
+    numpy's BLAS (``predict.library_mismatch``), or None."""
+    from ..analysis.predict import library_mismatch
+
+    if library_mismatch(report.hardware, report.network.framework) is None:
+        return None
+    return (f"the predicted times are calibrated through {library_text(report.hardware)}, "
+            f"while this model runs in {report.network.framework}, whose CPU GEMMs can run "
+            f"1.0-1.7x apart from numpy's on the same shapes: `roofline probe --library "
+            f"{report.network.framework} --save NAME` calibrates through "
+            f"{report.network.framework}")
 
 
 def beats_roof_notes(report: Report) -> list[str]:

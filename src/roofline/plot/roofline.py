@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from ..analysis.report import Report
+    from ..hardware.spec import HardwareSpec
 
 
 def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
@@ -155,12 +156,19 @@ def _draw_points(ax: Axes, report: Report, marker: str, suffix: str) -> None:
                        label=f"{which}-bound other ops{suffix}")
 
 
+def _basis_label(hardware: HardwareSpec) -> str:
+    """The prediction's basis for a legend: ``calibrated, torch`` names the library a
+    calibration was timed through (``analysis.predict.library_of``)."""
+    from ..analysis.predict import basis_of, library_of
+
+    library = library_of(hardware)
+    return basis_of(hardware) + (f", {library['name']}" if library else "")
+
+
 def _draw_time_points(ax: Axes, report: Report) -> None:
     """Predicted times as hollow grey circles, measured ones as black diamonds, each tied to
     its roof point by a thin dotted line: the roof points stay the bound they are. They look
     the same for every device, so the legend has one entry for each basis."""
-    from ..analysis.predict import basis_of
-
     hw = report.hardware.name
     roof = {r.gemm.name: (r.gemm.intensity, r.attainable_flops_per_s / 1e12)
             for r in first_copies(report.results) if not r.gemm.copy}
@@ -173,7 +181,7 @@ def _draw_time_points(ax: Axes, report: Report) -> None:
         points = time_points(report, kind)
         if not points:
             continue
-        name = (f"predicted time ({basis_of(report.hardware)})" if kind == "predicted"
+        name = (f"predicted time ({_basis_label(report.hardware)})" if kind == "predicted"
                 else "measured here (--measure)")
         ax.scatter(*zip(*points), zorder=7, gid=f"points-{kind}:{hw}", label=name,
                    **style)

@@ -1,6 +1,7 @@
 """The calibration GEMMs a probe times for ``analysis.predict``: per dtype, small squares, thin
-M in cache and with B beyond the LLC, and C's write cost; saved as an entry's ``calibration:``
-block (``hardware.spec.Calibration``)."""
+M in cache and with B beyond the LLC, and C's write cost, through the session's library (numpy's
+BLAS or torch: ``runner.gemm_kernels``); saved as an entry's ``calibration:`` block
+(``hardware.spec.Calibration``), which names that library."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ if TYPE_CHECKING:
 
 
 def calibrate(s: Session, llc_bytes: int | None,
-              ceilings_gflops: dict[str, float] | None = None) -> None:
+              ceilings_gflops: dict[str, float] | None = None,
+              library: dict[str, Any] | None = None) -> None:
     """The GEMMs analysis.predict calibrates from, per dtype: small squares, thin M in cache
     and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
-    see hardware.spec.Calibration."""
+    see hardware.spec.Calibration. ``library``: what they go through (``identify.numpy_library``
+    or ``torch_library``), written into the block."""
     from ..analysis.predict import CALIBRATION_VERSION
 
     p, gflops = s.plan, s.measured["gemm_gflops"]
@@ -28,9 +31,9 @@ def calibrate(s: Session, llc_bytes: int | None,
     efficiency = {dtype: _dtype_calibration(s, dtype, gflops[dtype] * 1e9, llc_bytes,
                                             ceilings.get(dtype, 0.0) * 1e9)
                   for dtype in p.gemm_sizes if gflops.get(dtype)}
-    s.measured["calibration"] = {"version": CALIBRATION_VERSION,
-                                 "call_overhead_s": s.measured["small_gemm_overhead_s"],
-                                 "gemm_efficiency": efficiency}
+    s.measured["calibration"] = {"version": CALIBRATION_VERSION} | (
+        {"library": _known(library)} if library else {}) | {
+        "call_overhead_s": s.measured["small_gemm_overhead_s"], "gemm_efficiency": efficiency}
 
 
 def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | None,
@@ -42,10 +45,12 @@ def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | Non
     different moments of a busy machine) is charged the overhead plus its work at the ceiling,
     not an efficiency of millions, and a warning says which sizes were held there."""
     from ..analysis.predict import c_write_passes
-    from ..kernels.cpu import shaped_gemm_kernel, thin_gemm_kernels
     from ..model.dtypes import itemsize
     from .result import Note
+    from .runner import gemm_kernels
 
+    kernels = gemm_kernels(s.library)
+    shaped_gemm_kernel, thin_gemm_kernels = kernels.shaped_gemm_kernel, kernels.thin_gemm_kernels
     fastest = max(ceiling, peak)
     held: list[str] = []
 
@@ -94,6 +99,12 @@ def gemm_efficiency(work: float, best_s: float, call_s: float, peak: float,
     return work / max(math_s, floor) / peak, math_s < floor
 
 
+def _known(library: dict[str, Any]) -> dict[str, Any]:
+    """A calibration's ``library`` block: the keys whose value is known (the schema takes no
+    nulls)."""
+    return {key: value for key, value in library.items() if value is not None}
+
+
 def _round_up(value: float, step: int) -> int:
     return max(step, int(math.ceil(value / step)) * step)
 
@@ -110,7 +121,8 @@ def available_memory() -> float:
 
 
 def gpu_calibration(s: Session, backend: Any) -> dict[str, Any]:
-    """A GPU's ``calibration:`` block (version 3, ``hardware.spec.GpuOpsCalibration``), fitted
+    """A GPU's ``calibration:`` block (version 4: ``hardware.spec.GpuOpsCalibration``, and the
+    ``library``, the backend and its version, whose GEMMs are cuBLAS's), fitted
     against what the saved entry holds: its peaks are the best GEMM rates measured here and its
     bandwidth the device copy measured here, so the sustained shares of both are 1 by
     construction (a large GEMM or copy runs at the entry's figure); measured: ``min_kernel_s``,
@@ -119,6 +131,7 @@ def gpu_calibration(s: Session, backend: Any) -> dict[str, Any]:
     from ..analysis.predict import CALIBRATION_VERSION
 
     p = s.plan
+    library = {"name": backend.name, "version": backend.version, "blas": "cuBLAS"}
     dtype = next((d for d in ("fp16", "bf16", "fp32") if d in backend.dtypes),
                  backend.dtypes[0])
     gemm = s.time(backend.gemm(p.gpu_cal_gemm_n, dtype), 1e9)
@@ -129,4 +142,4 @@ def gpu_calibration(s: Session, backend: Any) -> dict[str, Any]:
     s.say(f"  calibration: smallest GEMM ({p.gpu_cal_gemm_n}^3 {dtype}) "
           f"{gemm['best_s'] * 1e6:.3g} us, small copy ({p.gpu_cal_copy_bytes} B) "
           f"{copy['best_s'] * 1e6:.3g} us per kernel")
-    return {"version": CALIBRATION_VERSION, "gpu": block}
+    return {"version": CALIBRATION_VERSION, "library": library, "gpu": block}

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbeSaveError, option
 from ..files.atomic import write_atomic
-from ..hardware.spec import FIGURE_KEYS, NAME_CHARS, HardwareSpec
+from ..hardware.spec import (
+    FIGURE_KEYS,
+    NAME_CHARS,
+    UNRECORDED_NUMPY,
+    CalibrationLibrary,
+    HardwareSpec,
+)
 from ..model.dtypes import DTYPES
 
 if TYPE_CHECKING:
@@ -30,7 +36,16 @@ def _tflops(gflops: dict[str, float]) -> dict[str, float]:
 
 def _command(result: ProbeResult, name: str) -> str:
     flag = {"quick": " --quick", "full": ""}.get(result.preset, f" --preset {result.preset}")
+    library = (result.library or {}).get("name", "numpy")
+    flag += f" --library {library}" if library != "numpy" else ""
     return f"roofline probe{flag} --save {name}"
+
+
+
+def _library(calibration: dict[str, Any]) -> str:
+    """The calibration block's library in words (``CalibrationLibrary.words``)."""
+    library = calibration.get("library")
+    return CalibrationLibrary(**library).words if library else UNRECORDED_NUMPY.words
 
 
 def _provenance(result: ProbeResult, command: str, figures: dict[str, Any]) -> dict[str, Any]:
@@ -142,7 +157,9 @@ def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
     if kind == "cpu":
         parts.append("bandwidth_gbs is a read stream through the BLAS (a dot product).")
         if "calibration" in data:
-            parts.append("calibration: the GEMMs predicted_time_s is calibrated from.")
+            parts.append(f"calibration: the GEMMs predicted_time_s is calibrated from, timed "
+                         f"with the GEMM peaks through "
+                         f"{_library(data['calibration'])}.")
         parts.append("Assumptions: " + "; ".join(result.to_dict()["assumptions"]) + ".")
         parts.append("llc_mb read from sysfs/py-cpuinfo (MiB).")
     else:

@@ -157,6 +157,51 @@ def blas_info() -> list[dict[str, Any]]:
             if entry.get("user_api") == "blas"]
 
 
+#: threadpoolctl's ``internal_api`` -> how the BLAS names itself
+BLAS_NAMES = {"openblas": "OpenBLAS", "mkl": "MKL", "blis": "BLIS", "flexiblas": "FlexiBLAS",
+              "accelerate": "Accelerate", "open": "OpenBLAS"}  # open: torch's BLAS_INFO
+
+
+def numpy_library(blas: list[dict[str, Any]]) -> dict[str, Any]:
+    """numpy as a calibration's library (``hardware.spec.CalibrationLibrary``): its version,
+    its BLAS (``blas_info``'s first entry: ``OpenBLAS 0.3.31``) and that BLAS's threads."""
+    import numpy
+
+    first = blas[0] if blas else {}
+    api = str(first.get("internal_api") or "")
+    name = " ".join(str(part) for part in (BLAS_NAMES.get(api, api), first.get("version"))
+                    if part) or None
+    return {"name": "numpy", "version": numpy.__version__, "blas": name,
+            "threads": first.get("num_threads")}
+
+
+def torch_library() -> dict[str, Any]:
+    """torch as a calibration's library: its version, the GEMM libraries it was built with as
+    ``torch.__config__.show()`` names them (``MKL 2024.2, oneDNN 3.12.0``; its
+    ``BLAS_INFO`` when no version is printed) and ``torch.get_num_threads()``."""
+    import torch
+
+    return {"name": "torch", "version": str(torch.__version__),
+            "blas": torch_blas(torch.__config__.show()), "threads": torch.get_num_threads()}
+
+
+def torch_blas(config: str) -> str | None:
+    """The GEMM libraries in torch's build description (``torch.__config__.show()``)."""
+    import re
+
+    found = []
+    mkl = re.search(r"Math Kernel Library Version ([0-9.]+)", config)
+    info = re.search(r"BLAS_INFO=(\w+)", config)
+    if mkl:
+        found.append(f"MKL {mkl.group(1)}")
+    elif info:
+        found.append(BLAS_NAMES.get(info.group(1).lower(), info.group(1)))
+    dnn = re.search(r"(?:MKL-DNN|oneDNN) v?([0-9][0-9.]*)", config)
+    if dnn and "USE_MKLDNN=OFF" not in config:
+        found.append(f"oneDNN {dnn.group(1)}")
+    return ", ".join(found) or None
+
+
 def match_cpu(brand: str, specs: list) -> Any:
     """The first datasheet cpu entry one of whose ``cpu_brands`` is a substring of ``brand``."""
     for spec in specs:

@@ -14,8 +14,11 @@ if TYPE_CHECKING:
 LOCAL_COMMAND = "roofline analyze --hw local (quick probe)"
 
 
-def local_hardware(progress: Progress | None = None) -> HardwareSpec:
-    """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``.
+def local_hardware(progress: Progress | None = None, library: str = "numpy") -> HardwareSpec:
+    """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``, its
+    GEMMs timed through ``library`` (the caller's: torch for a model captured from torch, when
+    torch imports; numpy's BLAS otherwise). A saved ``local`` is used whatever its library (a
+    report on a model in torch then says when it is numpy's).
 
     Whether ``local`` can be saved (the user directory writable, no file in the way) is
     checked before the probe runs, so a read-only directory fails at once, not after the
@@ -35,19 +38,34 @@ def local_hardware(progress: Progress | None = None) -> HardwareSpec:
     except ProbeSaveError as exc:
         raise ProbeSaveError(f"{option('hardware', 'local')} saves a quick probe of this "
                              f"machine, but {exc.args[0]}") from None
-    say("no saved 'local' hardware entry: running a quick probe of this machine (a few s)")
-    result = runner.run_probe(quick=True, progress=say)
+    if library == "torch" and not _imports("torch"):
+        library = "numpy"  # the capture says what is missing, in its own words
+    through = "numpy's BLAS" if library == "numpy" else library
+    say(f"no saved 'local' hardware entry: running a quick probe of this machine through "
+        f"{through} (a few s)")
+    result = runner.run_probe(quick=True, progress=say, library=library)
     reasons = unstable_reasons(result)
     if reasons:
         raise ProbeSaveError(f"the quick probe behind {option('hardware', 'local')} failed its "
                              f"own check: {reasons[0]}; nothing saved: run `roofline probe "
                              f"--save local` on an idle machine (`--force` saves it anyway)")
-    path = entry.save_entry(result, "local", command=LOCAL_COMMAND)
+    command = LOCAL_COMMAND if library == "numpy" else LOCAL_COMMAND.replace(
+        "quick probe", f"quick probe, --library {library}")
+    path = entry.save_entry(result, "local", command=command)
     say(f"saved as 'local' in {path}; for steadier figures run "
         f"`roofline probe --save local --force`")
     return load_hardware("local")
 
 
-def resolve_hardware(name: str, progress: Progress | None = None) -> HardwareSpec | str:
-    """``name`` unchanged, except that ``local`` becomes local_hardware(progress)."""
-    return local_hardware(progress) if name.lower() == "local" else name
+def _imports(name: str) -> bool:
+    try:
+        __import__(name)
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_hardware(name: str, progress: Progress | None = None,
+                     library: str = "numpy") -> HardwareSpec | str:
+    """``name`` unchanged, except that ``local`` becomes local_hardware(progress, library)."""
+    return local_hardware(progress, library) if name.lower() == "local" else name

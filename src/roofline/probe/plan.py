@@ -8,8 +8,11 @@ from dataclasses import dataclass
 
 #: The shape of ``probe --format json``, and how the probe measures: bump each when it changes
 #: and say why in CHANGES.md, which keeps both histories.
-SCHEMA_VERSION = 4
-METHOD_VERSION = 5
+SCHEMA_VERSION = 5
+METHOD_VERSION = 6
+#: What the probe's CPU GEMMs (and so a CPU calibration) can go through: numpy's BLAS
+#: (``kernels.cpu``) or torch (``kernels.torch_cpu``); ``probe --library``.
+GEMM_LIBRARIES = ("numpy", "torch")
 MiB = 2**20
 READ_STREAM_LLC_FACTOR = 16
 READ_STREAM_MAX_BYTES = 2048 * MiB

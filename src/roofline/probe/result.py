@@ -45,6 +45,8 @@ class ProbeResult:
     cpu_peak: Any = None  # ceilings.CpuPeak or None
     cpu_match: str | None = None
     gpu_matches: dict[int, str] = field(default_factory=dict)
+    # what the CPU GEMMs were timed through: identify.numpy_library or torch_library
+    library: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object, each note as its sentence (a hook up to output/probe_notes)."""
@@ -53,7 +55,8 @@ class ProbeResult:
         cpu = self.cpu.to_dict() | {"hwdb_match": self.cpu_match}
         gpus = [g | {"hwdb_match": self.gpu_matches.get(g["index"])} for g in self.gpus]
         return {"schema_version": SCHEMA_VERSION, "method_version": METHOD_VERSION,
-                "preset": self.preset, "cpu": cpu, "blas": self.blas, "gpus": gpus,
+                "preset": self.preset, "cpu": cpu, "blas": self.blas, "library": self.library,
+                "gpus": gpus,
                 "measured": self.measured, "theoretical": self.theoretical,
                 "assumptions": [note_text(n) for n in self.assumptions],
                 "not_measured": [{"figure": s.figure, "reason": note_text(s.reason)}

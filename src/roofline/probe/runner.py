@@ -1,7 +1,10 @@
 """``run_probe``: identify the machine (``identify``), compute its theoretical ceilings
 (``ceilings``), time GEMM and bandwidth kernels (``kernels.cpu``, ``kernels.gpu``) with one
 calibrated loop (``kernels.timing``) as a preset says (``plan``), calibrate the prediction
-(``calibrate``), and return a ``ProbeResult`` (``result``).
+(``calibrate``), and return a ``ProbeResult`` (``result``). The CPU GEMMs the calibration rests
+on (the peak per dtype, the per-call GEMM, the calibration GEMMs) go through the library asked
+for (``GEMM_LIBRARIES``: numpy's BLAS, or torch, ``kernels.torch_cpu``); the bandwidth kernels
+are numpy's whatever the library.
 
 Only the standard library is imported at module level.
 """
@@ -20,6 +23,7 @@ from .. import __version__
 from .calibrate import available_memory, calibrate
 from .checks import unstable_reasons
 from .plan import (
+    GEMM_LIBRARIES,
     METHOD_VERSION,
     PRESETS,
     READ_STREAM_LLC_FACTOR,
@@ -32,6 +36,7 @@ from .result import Note, ProbeResult, Skipped
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from types import ModuleType
 
     from ..kernels.cpu import Kernel
     from ..kernels.timing import BenchResult
@@ -42,8 +47,10 @@ if TYPE_CHECKING:
 class Session:
     """Runs the kernels of one plan and collects figures, statistics and gaps."""
 
-    def __init__(self, plan: Plan, say: Progress, clock: Callable[[], float]) -> None:
+    def __init__(self, plan: Plan, say: Progress, clock: Callable[[], float],
+                 library: str = "numpy") -> None:
         self.plan, self.say, self.clock = plan, say, clock
+        self.library = library  # what the CPU GEMMs go through (GEMM_LIBRARIES)
         self.measured: dict[str, Any] = {"gemm_gflops": {}, "bandwidth_gbs": {}}
         self.details: dict[str, Any] = {}
         self.not_measured: list[Skipped] = []
@@ -122,21 +129,50 @@ def blas_env_warnings(environ: Mapping[str, str]) -> list[Note]:
             for name, what in BLAS_PINNING_VARIABLES.items() if environ.get(name)]
 
 
-def _cpu_gemm(s: Session, threads: int | None) -> None:
-    from ..kernels.cpu import gemm_kernel
+def gemm_kernels(library: str) -> ModuleType:
+    """The module of CPU GEMM kernels for ``library`` (``kernels.cpu`` for numpy,
+    ``kernels.torch_cpu`` for torch: the same functions by the same names), looked up when a
+    kernel is made."""
+    if library == "torch":
+        from ..kernels import torch_cpu
 
+        return torch_cpu
+    from ..kernels import cpu
+
+    return cpu
+
+
+def check_library(library: str) -> None:
+    """Raise a one-line RooflineError, before anything is timed, unless the CPU GEMMs can go
+    through ``library`` (one of GEMM_LIBRARIES; torch must be installed)."""
+    from ..errors import MissingLibraryError, RooflineError, option
+
+    if library not in GEMM_LIBRARIES:
+        raise RooflineError(f"{option('library')}: expected one of {', '.join(GEMM_LIBRARIES)}"
+                            f", got {library!r}")
+    if library == "torch":
+        try:
+            import torch  # noqa: F401 - only whether it imports
+        except ImportError:
+            raise MissingLibraryError(
+                f"{option('library', 'torch')}: torch is not installed (pip install "
+                f"'roofline[torch]'); the default, numpy, calibrates through numpy's BLAS") \
+                from None
+
+
+def _cpu_gemm(s: Session, threads: int | None) -> None:
+    through = "numpy's BLAS" if s.library == "numpy" else s.library
     for dtype, sizes in s.plan.gemm_sizes.items():
-        s.say(f"{dtype} GEMM through numpy's BLAS ({threads or '?'} threads) ...")
-        best = s.best_over_sizes(f"gemm_{dtype}", partial(gemm_kernel, dtype=dtype), sizes,
-                                 "GFLOP/s")
+        s.say(f"{dtype} GEMM through {through} ({threads or '?'} threads) ...")
+        best = s.best_over_sizes(f"gemm_{dtype}",
+                                 partial(gemm_kernels(s.library).gemm_kernel, dtype=dtype),
+                                 sizes, "GFLOP/s")
         s.measured["gemm_gflops"][dtype] = best
 
 
 def _small_gemm(s: Session) -> None:
-    from ..kernels.cpu import small_gemm_kernel
-
     n = s.plan.small_gemm_n
-    stats = s.time(small_gemm_kernel(n), 1.0)
+    stats = s.time(gemm_kernels(s.library).small_gemm_kernel(n), 1.0)
     s.details["small_gemm_overhead"] = stats | {"n": n, "dtype": "fp32"}
     s.measured["small_gemm_overhead_s"] = stats["best_s"]
     s.say(f"  {n}x{n}x{n} fp32 GEMM: {stats['best_s'] * 1e6:.2f} us per call")
@@ -333,11 +369,14 @@ def _theoretical(peak: CpuPeak | None, gpu_theory: dict[str, Any] | None) -> dic
 
 
 def run_probe(quick: bool = False, progress: Progress | None = None, preset: str | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> ProbeResult:
+              clock: Callable[[], float] = time.perf_counter,
+              library: str = "numpy") -> ProbeResult:
     """Identify and measure this machine. ``progress(message)`` hears what is going on;
-    ``preset`` ("full", "quick", "tiny") overrides ``quick``."""
+    ``preset`` ("full", "quick", "tiny") overrides ``quick``; ``library`` (numpy, torch) is
+    what the CPU GEMMs and so the calibration go through (``check_library``)."""
     from . import ceilings, identify
 
+    check_library(library)
     plan = PRESETS[preset or ("quick" if quick else "full")]
     say = progress or (lambda message: None)
     started, wall_start = time.perf_counter(), datetime.now(timezone.utc)
@@ -351,12 +390,17 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     blas_text = ", ".join(f"{b['internal_api']} x{b['num_threads']}" for b in blas)
     say(f"  {cpu.brand}: {cpu.cores} cores, {' '.join(cpu.isa) or 'no AVX'}; "
         f"BLAS {blas_text or 'unknown'}")
-    session = Session(plan, say, clock)
+    gemm_library = (identify.torch_library() if library == "torch" else
+                    identify.numpy_library(blas))
+    if library != "numpy":
+        say(f"  CPU GEMMs through {library} {gemm_library['version']} "
+            f"({gemm_library['blas'] or 'its GEMM library not reported'})")
+    session = Session(plan, say, clock, library)
     session.warnings += blas_env_warnings(os.environ)
-    _cpu_gemm(session, blas[0]["num_threads"] if blas else None)
+    _cpu_gemm(session, gemm_library["threads"])
     _small_gemm(session)
     _bandwidth(session, cpu)
-    calibrate(session, cpu.llc_bytes_total, dict(peak.gflops) if peak else None)
+    calibrate(session, cpu.llc_bytes_total, dict(peak.gflops) if peak else None, gemm_library)
     _cpu_lowp(session, cpu.flags)
     session.details["effective_clock_ghz"] = effective
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])
@@ -374,7 +418,8 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     result = ProbeResult(plan.name, cpu, blas, gpus, session.measured,
                          _theoretical(peak, gpu_theory), session.details, session.not_measured,
                          session.warnings, assumptions, _metadata(cpu, blas, started, wall_start),
-                         peak, cpu_entry.name if cpu_entry else None, gpu_matches)
+                         peak, cpu_entry.name if cpu_entry else None, gpu_matches,
+                         gemm_library)
     # the checks a save applies (probe.checks), said in the result itself: a probe without
     # --save shows why a save would be refused
     result.warnings.extend(Note("fails_check", {"reason": reason})

@@ -246,8 +246,8 @@ def _summary(report: Report, view: View) -> str:
     return figures(pairs) + paragraphs([line for line in lines if line])
 
 
-def _advice(gemms: list, level: int) -> str:
-    tiers = notes_by_tier(gemms)
+def _advice(report: Report, gemms: list, level: int) -> str:
+    tiers = notes_by_tier(gemms, report)
     if not tiers:
         return "<p>No alignment warnings or advice for these GEMMs.</p>"
     heads = {"error": "Errors", "warning": "Warnings", "advice": "Advice"}
@@ -292,7 +292,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
             + head("GEMMs and ops") + _rows_table(report, gemms, ops, prefix)
             + paragraphs(notes, "muted")
             + (head("Scaling") + f"<pre>{escape(chr(10).join(scaling))}</pre>" if scaling else "")
-            + head("Warnings and advice") + _advice(gemms, level + 2)
+            + head("Warnings and advice") + _advice(report, gemms, level + 2)
             + head("Sources") + hardware_sources(report.hardware) + "</article>")
 
 

@@ -1,0 +1,96 @@
+"""The probe's CPU GEMM kernels through torch (``probe --library torch``): the same kernels as
+``kernels.cpu``'s GEMMs, by the same names, timed through ``torch.matmul`` on CPU tensors.
+
+PyTorch on a CPU multiplies through the library it was built with (MKL, oneDNN, OpenBLAS), not
+numpy's BLAS, and the two ran the same shapes 1.0-1.7x apart on the development VM (GPT-2's
+512 x 50257 x 768 output layer 1.44-1.70x slower in torch), so a model that runs in torch is
+calibrated through torch. The operands are made by numpy's generator (the numpy kernels' own
+values) and shared with torch (``torch.from_numpy``), so each product is checked against the
+same float64 reference as the numpy kernels' (``kernels.cpu.check_gemm``) before it is timed.
+torch runs with the threads it has (``torch.get_num_threads()``, as numpy's BLAS runs with its
+own); nothing here changes them. torch and numpy are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cpu import NUMPY_GEMM_DTYPES, Kernel, check_gemm
+
+
+def _operands(shapes: tuple[tuple[int, ...], ...], dtype: str, seed: int) -> list[Any]:
+    """torch CPU tensors of ``shapes`` in ``dtype`` (fp64 or fp32), standard normal values from
+    numpy's generator (the memory shared with numpy)."""
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(seed)
+    np_dtype = np.dtype(NUMPY_GEMM_DTYPES[dtype])
+    return [torch.from_numpy(rng.standard_normal(shape, dtype=np_dtype)) for shape in shapes]
+
+
+def _run(a: Any, b: Any, c: Any) -> Any:
+    """``run(loops)``: ``torch.matmul(a, b, out=c)`` ``loops`` times (beta = 0)."""
+    import torch
+
+    matmul = torch.matmul
+
+    def run(loops: int) -> None:
+        for _ in range(loops):
+            matmul(a, b, out=c)
+
+    return run
+
+
+def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0,
+                       batch_count: int = 1) -> Kernel:
+    """C(m, n) = A(m, k) @ B(k, n) in ``dtype`` (fp64 or fp32) through torch, ``batch_count``
+    products per call (one batched ``matmul`` when above 1): 2 m n k batch_count FLOPs per
+    call; checked once against a float64 reference."""
+    import torch
+
+    lead = (batch_count,) if batch_count > 1 else ()
+    a, b = _operands((lead + (m, k), lead + (k, n)), dtype, seed)
+    c = torch.empty(lead + (m, n), dtype=a.dtype)
+    run = _run(a, b, c)
+    label = f"torch {dtype} GEMM {f'{batch_count} x ' if lead else ''}{m}x{n}x{k}"
+    run(1)
+    check_gemm(a.numpy(), b.numpy(), c.numpy(), dtype, label)
+    return Kernel(label, run, 2.0 * m * n * k * batch_count, "FLOP")
+
+
+def gemm_kernel(n: int, dtype: str, seed: int = 0) -> Kernel:
+    """C = A @ B for square ``n`` matrices of ``dtype`` through torch: 2 n^3 FLOPs per call."""
+    kernel = shaped_gemm_kernel(n, n, n, dtype, seed)
+    return Kernel(f"torch {dtype} GEMM n={n}", kernel.run, kernel.work, kernel.unit)
+
+
+def thin_gemm_kernels(ms: tuple[int, ...], nk: int, dtype: str, seed: int = 0) -> list[Kernel]:
+    """C(m, nk) = A(m, nk) @ B(nk, nk) through torch for each m, sharing one B; each checked
+    once against a float64 reference."""
+    import torch
+
+    (b,) = _operands(((nk, nk),), dtype, seed)
+    kernels = []
+    for i, m in enumerate(ms):
+        (a,) = _operands(((m, nk),), dtype, seed + 1 + i)
+        c = torch.empty((m, nk), dtype=a.dtype)
+        run = _run(a, b, c)
+        label = f"torch {dtype} GEMM {m}x{nk}x{nk}"
+        run(1)
+        check_gemm(a.numpy(), b.numpy(), c.numpy(), dtype, label)
+        kernels.append(Kernel(label, run, 2.0 * m * nk * nk, "FLOP"))
+    return kernels
+
+
+def shaped_gemm(m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
+    """``shaped_gemm_kernel`` with the GPU backends' ``shaped_gemm`` signature: the kernel
+    ``analyze --measure`` times on a CPU entry calibrated through torch."""
+    return shaped_gemm_kernel(m, n, k, dtype, batch_count=g)
+
+
+def small_gemm_kernel(n: int = 8, dtype: str = "fp32") -> Kernel:
+    """A tiny ``n`` x ``n`` GEMM through torch: its time per call is the overhead any small
+    layer pays in torch (its dispatcher, not numpy's)."""
+    kernel = gemm_kernel(n, dtype)
+    return Kernel(f"torch {dtype} GEMM n={n} (per call)", kernel.run, 1.0, "call")
