@@ -1,5 +1,10 @@
 """One child process timed for the benchmarks: its wall time, its own peak memory (from
-``os.wait4``, so one child's peak never hides another's), its exit status and its output."""
+``os.wait4``, so one child's peak never hides another's), its exit status and its output.
+
+Linux starts a child's peak at the parent's when it execs (the kernel carries the old memory's
+high-water mark over), so the parent must stay small: a child's output that the caller does
+not need is never read (``keep_output=False``; a 100,000-layer report's JSON is 370 MB, and
+once read it became every later child's "peak")."""
 
 from __future__ import annotations
 
@@ -19,8 +24,10 @@ class ChildRun(NamedTuple):
     stderr: str
 
 
-def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = None) -> ChildRun:
-    """Run ``cmd`` (killed after ``timeout_s``) and say what it took."""
+def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = None,
+              keep_output: bool = True) -> ChildRun:
+    """Run ``cmd`` (killed after ``timeout_s``) and say what it took; its stdout is read back
+    only with ``keep_output`` (else it is empty)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         child = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, text=True)
@@ -38,6 +45,6 @@ def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = Non
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        stdout, stderr = out.read(), err.read()
+        stdout, stderr = out.read() if keep_output else "", err.read()
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
     return ChildRun(wall, usage.ru_maxrss * scale / 2**20, child.returncode, stdout, stderr)

@@ -80,12 +80,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cases = write_cases(Path(tmp), args.cases, args.sizes)
         warm = [sys.executable, "-m", "roofline", "analyze", str(cases[0][1]), "--hw", "a100"]
-        run_child(warm + cases[0][2], 600.0, env)  # bytecode written once, untimed
+        run_child(warm + cases[0][2], 600.0, env, keep_output=False)  # bytecode, untimed
         for label, model, extra in cases:
             for fmt in args.formats:
                 cmd = [sys.executable, "-m", "roofline", "analyze", str(model), "--hw", "a100",
                        "--format", fmt, *extra]
-                runs = [run_child(cmd, max(60.0, 3 * args.limit), env)
+                runs = [run_child(cmd, max(60.0, 3 * args.limit), env, keep_output=False)
                         for _ in range(args.repeat)]
                 wall, rss, code = min(run[:3] for run in runs)
                 worst = max(r[0] for r in runs)

@@ -333,6 +333,12 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
 
     if fmt == "json" and len(reports) == 1:
         _stream_json(reports[0])
+    elif fmt == "table" and len(reports) == 1:
+        from .output.report import report_table_lines
+
+        for line in report_table_lines(reports[0], View(gemms_only, expand)):
+            sys.stdout.write(f"{line}\n")  # line by line: a deep model's table is 40 MB
+        sys.stdout.flush()
     else:
         click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
     _write_plot(plot, lambda path, save: save.save_plot(reports, path))

@@ -9,7 +9,7 @@ import csv
 import io
 import re
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from ..units import seconds, si
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
 from .scaling import scaling_lines
-from .table import aligned, markdown
+from .table import aligned_lines, markdown
 
 if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
@@ -430,46 +430,56 @@ def notes_by_tier(gemms: list, report: Report | None = None) -> dict[str, list[s
     return {tier: texts for tier, texts in tiers.items() if texts}
 
 
-def _time_section(report: Report, gemms: list, as_markdown: bool = False) -> list[str]:
+def _time_section(report: Report, gemms: list, as_markdown: bool = False) -> Iterator[str]:
     """Roof vs predicted (vs measured) per GEMM: output.times (nothing for a model
-    without GEMMs, such as a sparse-only one)."""
+    without GEMMs, such as a sparse-only one); its table's lines made as they are read."""
     if not gemms:
-        return []
+        return
     from .times import _LEFT, time_lines, time_rows
 
     header, rows = time_rows(report, gemms)
-    table = markdown(header, rows, _LEFT) if as_markdown else aligned(header, rows, _LEFT)
+    table = markdown(header, rows, _LEFT) if as_markdown else aligned_lines(header, rows, _LEFT)
     lines = time_lines(report) if as_markdown else [
         part for line in time_lines(report) for part in textwrap.wrap(
             line, width=100, subsequent_indent="  ", break_on_hyphens=False)]
-    return ["", *(f"{line}  " if as_markdown else line for line in lines), "", *table]
+    yield from ["", *(f"{line}  " if as_markdown else line for line in lines), ""]
+    yield from table
 
 
 def report_table(report: Report, view: View = View()) -> str:
     """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
     warnings and advice below."""
+    return "".join(f"{line}\n" for line in report_table_lines(report, view))
+
+
+def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
+    """``report_table``'s lines, made as they are read (the CLI writes a deep model's table
+    line by line, never holding its 1,000,000 lines at once). What follows the tables (totals,
+    the step's verdict, notes) is made before the first line, so that a failure there leaves
+    nothing half written."""
     gemms, ops = shown_results(report, view)
-    out = [_header(report)]
-    if report.results:
-        out += ["", *aligned(_COLUMNS, _rows(report, gemms), _LEFT_COLUMNS)]
-    out += _time_section(report, gemms)
-    if ops:
-        out += ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:",
-                *aligned(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     note = repeat_note(report, view)
-    out += ["", *textwrap.wrap(totals_line(report), width=100)]
+    end = ["", *textwrap.wrap(totals_line(report), width=100)]
     memory = memory_line(report)
-    out += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
-    out += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
+    end += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
+    end += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
     generated = generation_line(report)
-    out += textwrap.wrap(generated, width=100, subsequent_indent="  ") if generated else []
-    out += textwrap.wrap(note, width=100) if note else []
-    out += _scaling_lines(report)
+    end += textwrap.wrap(generated, width=100, subsequent_indent="  ") if generated else []
+    end += textwrap.wrap(note, width=100) if note else []
+    end += _scaling_lines(report)
     notes = [wrapped for note in _notes(report, gemms) for wrapped in (
         textwrap.wrap(note, width=100, subsequent_indent=" " * 7) if len(note) > 100 else [note])]
     if notes:
-        out += ["", "warnings and advice:", *notes]
-    return "\n".join(out) + "\n"
+        end += ["", "warnings and advice:", *notes]
+    yield _header(report)
+    if report.results:
+        yield ""
+        yield from aligned_lines(_COLUMNS, _rows(report, gemms), _LEFT_COLUMNS)
+    yield from _time_section(report, gemms)
+    if ops:
+        yield from ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:"]
+        yield from aligned_lines(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)
+    yield from end
 
 
 _CSV_FIELDS = ("name", "layer", "pass", "kind", "m", "n", "k", "batch_count", "dtype", "c_dtype",
