@@ -326,13 +326,13 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = probe.run_probe(preset="tiny")
     data = result.to_dict()
-    assert data["schema_version"] == 4 and data["method_version"] == 5
+    assert data["schema_version"] == 5 and data["method_version"] == 6
     bw = data["measured"]["bandwidth_gbs"]
     assert {"dram", "triad", "copy"} <= set(bw)
     assert set(data["measured"]["bandwidth_stats"]["dram"]) == {"best", "median", "spread"}
     assert data["details"]["dram_kernel"].startswith("read stream")
     cal = data["measured"]["calibration"]
-    assert cal["version"] == 3 and set(cal["gemm_efficiency"]) == {"fp32", "fp64"}
+    assert cal["version"] == 4 and set(cal["gemm_efficiency"]) == {"fp32", "fp64"}
     for block in cal["gemm_efficiency"].values():
         assert block["c_write"]["passes"] >= 0 and block["thin_dram_nk"] == 24
         assert set(block["thin_dram"]) == set(block["thin"]) == {"1", "2"}

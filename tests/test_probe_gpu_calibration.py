@@ -32,10 +32,10 @@ GPU_BLOCK = {"dram_fraction": 0.95, "launch_s": 4e-6, "tensor_core_fraction": 0.
              "cuda_core_fraction": 0.8, "min_kernel_s": 6e-6}
 
 
-def test_probe_on_a_gpu_writes_a_version_3_gpu_calibration(fake_gpu):
+def test_probe_on_a_gpu_writes_a_gpu_calibration(fake_gpu):
     result = run_probe(preset="tiny")
     cal = result.measured["gpu"]["calibration"]
-    assert cal["version"] == 3
+    assert cal["version"] == 4
     gpu = cal["gpu"]
     assert gpu["dram_fraction"] == gpu["tensor_core_fraction"] == gpu["cuda_core_fraction"] == 1
     assert gpu["min_kernel_s"] > 0 and gpu["launch_s"] > 0

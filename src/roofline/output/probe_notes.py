@@ -41,6 +41,8 @@ TEXT: dict[str, str] = {
     "llc_like_dram": ("cache-resident rate {rate:.1f} GB/s is within 20% of DRAM (shared or "
                       "virtualised cache?): not reported"),
     "backend_missing": "{reason}",
+    "op_kernel_missing": ("{reason}: ops of this class are predicted as streaming passes "
+                          "(analysis.cpu_ops)"),
     "no_native_unit": ("this CPU has no native {dtype} arithmetic (none of {flags} among its "
                        "flags): torch would convert every element through fp32, and its rate "
                        "would describe the conversion, not the CPU's units; not timed"),

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 #: The shape of ``probe --format json``, and how the probe measures: bump each when it changes
 #: and say why in CHANGES.md, which keeps both histories.
-SCHEMA_VERSION = 4
-METHOD_VERSION = 5
+SCHEMA_VERSION = 5
+METHOD_VERSION = 6
 MiB = 2**20
 READ_STREAM_LLC_FACTOR = 16
 READ_STREAM_MAX_BYTES = 2048 * MiB
@@ -56,6 +56,17 @@ class Plan:
     gpu_cal_gemm_n: int = 64        # the GPU calibration's smallest GEMM (min_kernel_s)
     gpu_cal_copy_bytes: int = 4096  # and small copy (launch_s)
     gpu_h2d_bytes: int = 256 * MiB
+    # op costs (probe.op_costs, analysis.cpu_ops): values per tensor of the in-cache kernels,
+    # the DRAM add's three tensors together this many times the LLC (ops_dram_elements per
+    # tensor when given), the NCHW map of batch norm and max pooling, and fused attention's
+    # heads, head dim and sequence lengths
+    ops_elements: int = 2**18
+    ops_dram_llc_factor: float = 4.0
+    ops_dram_elements: int | None = None
+    ops_nchw: tuple[int, int, int, int] = (4, 64, 32, 32)
+    ops_heads: int = 12
+    ops_head_dim: int = 64
+    ops_seqs: tuple[int, ...] = (128, 512)
 
 
 PRESETS = {
@@ -75,5 +86,7 @@ PRESETS = {
                  gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
                  cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_thin_dram_nk=24,
                  cal_c_m=16, cal_c_n=16, cal_c_k=2,
-                 cal_min_time_s=0.0005, kernel_budget_s=0.5),
+                 cal_min_time_s=0.0005, kernel_budget_s=0.5, ops_elements=4096,
+                 ops_dram_elements=16384, ops_nchw=(1, 4, 8, 8), ops_heads=2, ops_head_dim=8,
+                 ops_seqs=(16, 32)),
 }

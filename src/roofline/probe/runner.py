@@ -1,7 +1,7 @@
 """``run_probe``: identify the machine (``identify``), compute its theoretical ceilings
 (``ceilings``), time GEMM and bandwidth kernels (``kernels.cpu``, ``kernels.gpu``) with one
 calibrated loop (``kernels.timing``) as a preset says (``plan``), calibrate the prediction
-(``calibrate``), and return a ``ProbeResult`` (``result``).
+(``calibrate``; the ops between the GEMMs: ``op_costs``), and return a ``ProbeResult`` (``result``).
 
 Only the standard library is imported at module level.
 """
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from .calibrate import available_memory, calibrate
 from .checks import unstable_reasons
+from .op_costs import calibrate_ops
 from .plan import (
     METHOD_VERSION,
     PRESETS,
@@ -357,6 +358,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     _small_gemm(session)
     _bandwidth(session, cpu)
     calibrate(session, cpu.llc_bytes_total, dict(peak.gflops) if peak else None)
+    calibrate_ops(session, cpu.llc_bytes_total)
     _cpu_lowp(session, cpu.flags)
     session.details["effective_clock_ghz"] = effective
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])
