@@ -5,11 +5,15 @@ Each maker returns a ``Kernel`` (``kernels.cpu``) whose work is counted as roofl
 same op (``model/ops.py``, ``model/capture.py``): every input read once and every output
 written once, in bytes, so that ``analysis.cpu_ops`` can divide an op's bytes by the rate of
 its class. Each is run once and checked against a reference before it is timed. Outputs are
-allocated by each call, as a framework's ops allocate theirs.
+allocated by each call, as a framework's ops allocate theirs, except the two streaming adds,
+which write into a tensor made once: in a step the allocator hands a freed block back (glibc
+raises its mmap threshold to a freed block's size, up to 32 MiB), so a step's ops rarely fault
+their output's pages in, while a fresh 43 MiB output would (an add beyond the LLC ran 4.6 GB/s
+allocating against 21.5 into a kept tensor on the development VM).
 
 - ``call``: one tiny op (an add of 16 values): Python, dispatch and allocation, per call;
-- ``stream_cache``: ``x + y`` over ``elements`` values each (12 B a value in fp32: two read,
-  one written), the three tensors together inside the last-level cache;
+- ``stream_cache``: ``x + y`` into ``z`` over ``elements`` values each (12 B a value in fp32:
+  two read, one written), the three tensors together inside the last-level cache;
 - ``stream_dram``: the same over ``dram_elements`` values each, beyond it;
 - ``copy``: a permuted copy, (rows, 16, 64) -> (16, rows, 64) made contiguous (what a
   transformer's head split and merge run; 8 B a value);
@@ -137,10 +141,11 @@ def _torch_call(sizes: OpSizes) -> Kernel:
 def _torch_stream(count: int, key: str) -> Kernel:
     import torch
 
-    x, y = _randn(count), _randn(count) + 1.0
-    _check_sum(key, x, y, torch.add(x, y))
-    return _kernel(f"torch add {3 * count * E / 2**20:.1f} MiB", lambda: torch.add(x, y),
-                   3 * count * E)
+    x, y, z = _randn(count), _randn(count) + 1.0, torch.empty(count)
+    torch.add(x, y, out=z)
+    _check_sum(key, x, y, z)
+    return _kernel(f"torch add {3 * count * E / 2**20:.1f} MiB",
+                   lambda: torch.add(x, y, out=z), 3 * count * E)
 
 
 def _check_sum(key: str, x: Any, y: Any, out: Any) -> None:
@@ -287,9 +292,10 @@ def _numpy_call(sizes: OpSizes) -> Kernel:
 def _numpy_stream(count: int, key: str) -> Kernel:
     import numpy as np
 
-    x, y = _np_randn(count), _np_randn(count) + 1.0
-    _check_sum(key, x, y, np.add(x, y))
-    return _kernel(f"numpy add {3 * count * E / 2**20:.1f} MiB", lambda: np.add(x, y),
+    x, y, z = _np_randn(count), _np_randn(count) + 1.0, np.empty(count, dtype=np.float32)
+    np.add(x, y, out=z)
+    _check_sum(key, x, y, z)
+    return _kernel(f"numpy add {3 * count * E / 2**20:.1f} MiB", lambda: np.add(x, y, out=z),
                    3 * count * E)
 
 
