@@ -28,7 +28,7 @@ OPS = {"library": "torch", "dtype": "fp32", "threads": 2, "call_s": 2e-6,
 ENTRY = {
     "name": "box", "kind": "cpu", "vendor": "AMD", "model": "AMD EPYC", "architecture": "x",
     "origin": "measured", "peak_tflops": {"fp32": 0.1, "fp16": 0.1}, "bandwidth_gbs": 20.0,
-    "llc_mb": 1.0,
+    "llc_mb": 32.0,
     "cpu": {"sockets": 1, "cores_per_socket": 2, "simd_bits": 512, "fma_units": 2,
             "clock_ghz": 3.0},
     "calibration": {"version": 4, "call_overhead_s": 1e-6,
@@ -62,7 +62,8 @@ def of(shape) -> Op:
 
 
 def test_a_gelu_in_cache_pays_a_call_and_its_work_at_the_gelu_rate():
-    # 65,536 fp32 values: read and written, 2 x 4 x 65,536 = 524,288 B <= the 1 MiB LLC;
+    # 65,536 fp32 values: read and written, 2 x 4 x 65,536 = 524,288 B <= 1 MiB, 1/32 of the
+    # 32 MiB LLC: in cache;
     # streaming 524,288 / 50e9 = 10.49 us, work 524,288 / 2e9 = 262.1 us: 2 + 262.1 us
     gelu = of(elementwise("l", "forward", "gelu", 65536, 4))
     assert gelu.bytes == 524288
@@ -72,11 +73,20 @@ def test_a_gelu_in_cache_pays_a_call_and_its_work_at_the_gelu_rate():
 
 
 def test_a_relu_beyond_the_llc_streams_at_the_dram_rate():
-    # 2^20 values: 8 MiB > 1 MiB: 8,388,608 / 10e9 = 838.9 us, plus the 2 us call
+    # 2^20 values: 8 MiB > 1 MiB (1/32 of the LLC, though inside it): 8,388,608 / 10e9 =
+    # 838.9 us, plus the 2 us call
     relu = of(elementwise("l", "forward", "relu", MIB, 4))
     r = analyze_op(relu, spec(), "fp32")
     assert r.predicted_basis == "calibrated: streaming"
     assert r.predicted_time_s == pytest.approx(2e-6 + 8 * MIB / 10e9)
+
+
+def test_an_op_is_in_cache_up_to_a_32nd_of_the_llc():
+    # 131,072 values: 1 MiB = 32 MiB / 32: 2 + 1,048,576 / 50e9 us; one more value: DRAM
+    at = analyze_op(of(elementwise("l", "forward", "relu", MIB // 8, 4)), spec(), "fp32")
+    assert at.predicted_time_s == pytest.approx(2e-6 + MIB / 50e9)
+    over = analyze_op(of(elementwise("l", "forward", "relu", MIB // 8 + 1, 4)), spec(), "fp32")
+    assert over.predicted_time_s == pytest.approx(2e-6 + (MIB + 8) / 10e9)
 
 
 def test_a_rate_is_held_per_value_across_dtypes():
@@ -88,7 +98,7 @@ def test_a_rate_is_held_per_value_across_dtypes():
 
 
 def test_a_slow_stream_outlasts_a_fast_class():
-    # tanh of 2^20 values, 8 MiB beyond the LLC: work 8 MiB / 4 GB/s = 2.10 ms against the
+    # tanh of 2^20 values, 8 MiB, beyond 1/32 of the LLC: work 8 MiB / 4 GB/s = 2.10 ms against the
     # DRAM stream 8 MiB / 10 GB/s = 0.84 ms: the work; with a tanh rate of 40 GB/s, the stream
     tanh = op("aten.tanh", MIB, 8 * MIB)
     assert analyze_op(tanh, spec(), "fp32").predicted_time_s == pytest.approx(

@@ -10,8 +10,13 @@ Every op is one call of the library, and::
 - ``t_call``: one tiny op's time (``call_s``: Python, dispatch, allocating the output).
 - ``t_stream = bytes / R_stream``: the op's bytes (as roofline counts them: each input read
   once, each output written once) at the rate an add reached: ``stream_cache`` when the bytes
-  fit in the last-level cache (``llc_mb``, as ``analysis.predict`` decides a GEMM is
-  resident), else ``stream_dram``.
+  are at most ``RESIDENT_SHARE`` (1/32) of the last-level cache (``llc_mb``), else
+  ``stream_dram``. Not the whole LLC, as for a GEMM's working set (``analysis.predict``): in a
+  step the GEMMs between two ops stream their weights and activations through the LLC, and a
+  framework's ops write fresh outputs; timed in whole fp32 torch steps on the development VM
+  (32 MiB L3, 1 thread), GPT-2's 1.2 MB residual add took 100 us (the DRAM add's rate: 89 us;
+  in cache: 26 us), ResNet-50's 3-13 MB ReLUs and adds ran at 8 GB/s (DRAM add 13.7, in cache
+  51). 1/32 of an LLC is about one core's L2 there.
 - ``t_work``: what the op's class costs beyond moving its bytes, from the kernel the probe timed
   for that class (``CLASSES``, one row per kind): ``bytes x e_cal / e / R_class`` for a
   ``transcendental`` (tanh, exp, erf-GELU), ``normalization`` (softmax, layer norm, batch
@@ -50,6 +55,7 @@ NORMALIZATION, POOLING, ATTENTION = "normalization", "pooling", "attention"
 #: Every class, in the basis ``calibrated: <class>``.
 CLASS_NAMES = (STREAMING, COPY, TRANSCENDENTAL, NORMALIZATION, POOLING, ATTENTION)
 UNMAPPED = "calibrated: streaming (unmapped)"
+RESIDENT_SHARE = 1 / 32  # of the LLC: an op this small streams at the in-cache rate
 NOT_MEASURED = "calibrated: streaming (not measured)"
 
 #: op kind -> (class, the calibration's rate that prices it; None: streaming or attention).
@@ -161,7 +167,7 @@ def cpu_ops_of(hardware: HardwareSpec) -> CpuOpsCalibration | None:
 def predict_cpu_op(op: Op, ops: CpuOpsCalibration, dtype: str, peak: float,
                    llc_bytes: float | None) -> OpPrediction:
     """The time to expect for ``op`` (module docstring); ``peak`` is the report dtype's."""
-    resident = llc_bytes is not None and op.bytes <= llc_bytes
+    resident = llc_bytes is not None and op.bytes <= RESIDENT_SHARE * llc_bytes
     stream_gbs = ops.rates_gbs["stream_cache" if resident else "stream_dram"]
     stream_s = op.bytes / (stream_gbs * 1e9)
     found = class_of(op.kind)

@@ -71,10 +71,11 @@ def torch_available() -> bool:
     """Whether a torch with ``scaled_dot_product_attention`` (2.0 on) imports here: the op costs
     then come from it."""
     try:
-        import torch.nn.functional as F
+        import torch
     except ImportError:
         return False
-    return hasattr(F, "scaled_dot_product_attention")
+    functional = getattr(getattr(torch, "nn", None), "functional", None)
+    return hasattr(functional, "scaled_dot_product_attention")
 
 
 def threads(library: str) -> int:

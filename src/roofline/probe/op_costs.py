@@ -54,7 +54,7 @@ def calibrate_ops(s: Session, llc_bytes: int | None) -> None:
     makers = rate_kernels(library, sizes)
     timed: dict[str, dict[str, Any]] = {}
     for key, make in makers.items():
-        timed[key] = s.time(make(), 1.0, p.cal_min_time_s, p.cal_repeats)
+        timed[key] = s.time(make(), 1.0, p.ops_min_time_s, p.ops_repeats)
     call_s = timed.pop("call")["best_s"]
     rates = {key: _sig(stats["work"] / after_call(stats["best_s"], call_s) / 1e9)
              for key, stats in timed.items()}
@@ -69,8 +69,8 @@ def calibrate_ops(s: Session, llc_bytes: int | None) -> None:
         for key, causal in (("attention", False), ("attention_causal", True)):
             shares = {}
             for seq in sizes.seqs:
-                stats = s.time(attention_kernel(seq, causal, sizes), 1.0, p.cal_min_time_s,
-                               p.cal_repeats)
+                stats = s.time(attention_kernel(seq, causal, sizes), 1.0, p.ops_min_time_s,
+                               p.ops_repeats)
                 timed[f"{key}_{seq}"] = stats
                 shares[seq] = _sig(stats["work"] / after_call(stats["best_s"], call_s)
                                    / (peak * 1e9))

@@ -67,6 +67,10 @@ class Plan:
     ops_heads: int = 12
     ops_head_dim: int = 64
     ops_seqs: tuple[int, ...] = (128, 512)
+    # shorter values than the GEMMs', more of them: a loaded 2-vCPU VM stalled 3% of 17 us op
+    # calls for a scheduler tick (8 ms), so a 2 ms value of ~100 calls almost always held one
+    ops_min_time_s: float = 0.0005
+    ops_repeats: int = 15
 
 
 PRESETS = {
@@ -77,7 +81,7 @@ PRESETS = {
                   min_time_s=0.03, dram_array_bytes=(32 * MiB, 128 * MiB), dram_llc_factor=1.0,
                   llc=False, gpu_gemm_sizes=(4096,), gpu_copy_bytes=256 * MiB,
                   gpu_h2d_bytes=64 * MiB, cal_square=(32, 64, 128, 256), cal_repeats=7,
-                  kernel_budget_s=3.0),
+                  kernel_budget_s=3.0, ops_repeats=11),
     # for tests: finishes in well under a second, figures meaningless
     "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
                  min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
@@ -88,5 +92,5 @@ PRESETS = {
                  cal_c_m=16, cal_c_n=16, cal_c_k=2,
                  cal_min_time_s=0.0005, kernel_budget_s=0.5, ops_elements=4096,
                  ops_dram_elements=16384, ops_nchw=(1, 4, 8, 8), ops_heads=2, ops_head_dim=8,
-                 ops_seqs=(16, 32)),
+                 ops_seqs=(16, 32), ops_min_time_s=0.0002, ops_repeats=5),
 }
