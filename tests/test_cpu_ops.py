@@ -312,3 +312,19 @@ def test_a_quick_probe_writes_an_ops_block():
     assert set(block["attention"]) == {128, 512} and block["attention_head_dim"] == 64
     ops_s = sum(stats["best_s"] for stats in result.details["op_costs"].values())
     assert ops_s < 1.0  # the kernels themselves: milliseconds each
+
+
+def test_an_eval_batch_norm_is_captured_as_the_scale_and_shift_it_is():
+    torch = pytest.importorskip("torch")
+    from roofline.torch import capture
+
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8))
+    kinds = {}
+    for mode in ("inference", "train"):
+        module.train(mode == "train")
+        net = capture(module, torch.randn(2, 3, 16, 16), mode=mode)
+        kinds[mode] = {o.kind for o in net.expand()[1] if "batch_norm" in o.kind}
+    assert kinds["inference"] == {"aten._native_batch_norm_legit_no_training"}
+    assert kinds["train"] == {"aten.native_batch_norm", "aten.native_batch_norm_backward"}
+    assert cpu_ops.class_of("aten._native_batch_norm_legit_no_training") == ("streaming", None)
+    assert cpu_ops.class_of("aten.native_batch_norm") == ("normalization", "batchnorm")
