@@ -328,3 +328,20 @@ def test_an_eval_batch_norm_is_captured_as_the_scale_and_shift_it_is():
     assert kinds["train"] == {"aten.native_batch_norm", "aten.native_batch_norm_backward"}
     assert cpu_ops.class_of("aten._native_batch_norm_legit_no_training") == ("streaming", None)
     assert cpu_ops.class_of("aten.native_batch_norm") == ("normalization", "batchnorm")
+
+
+def test_an_add_in_cache_slower_than_dram_is_called_stalled(monkeypatch):
+    import time
+
+    from roofline.output.probe_notes import note_text
+    from roofline.probe import op_costs
+    from roofline.probe.plan import PRESETS
+    from roofline.probe.runner import Session
+
+    monkeypatch.setattr(op_costs, "ops_library", lambda: "numpy")
+    s = Session(PRESETS["tiny"], lambda m: None, time.perf_counter)
+    s.measured["bandwidth_gbs"]["dram"] = 1e9  # no add can reach half of it
+    s.measured["calibration"] = {}
+    op_costs.calibrate_ops(s, 2**20)
+    stalled = [w for w in s.warnings if w.code == "op_costs_stalled"]
+    assert len(stalled) == 1 and "OMP_WAIT_POLICY=ACTIVE" in note_text(stalled[0])

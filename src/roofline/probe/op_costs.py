@@ -22,6 +22,13 @@ if TYPE_CHECKING:
     from .runner import Session
 
 
+#: An add in cache slower than this share of the DRAM read stream did not stream: its calls
+#: stalled (on the development VM a parallel torch op took 8 ms a call for seconds at a time,
+#: with the machine otherwise idle, under OpenMP's default wait policy: 0.58 ms with
+#: OMP_WAIT_POLICY=ACTIVE, 0.9 ms on one thread).
+STALLED_SHARE = 0.5
+
+
 def ops_library() -> str:
     """The library the op costs are timed through: torch when it imports, else numpy."""
     from ..kernels.cpu_ops import torch_available
@@ -80,6 +87,10 @@ def calibrate_ops(s: Session, llc_bytes: int | None) -> None:
         block["missing"] = missing
         for key, why in missing.items():
             s.skip(f"calibration.ops.{key}", Note("op_kernel_missing", {"reason": why}))
+    dram = s.measured["bandwidth_gbs"].get("dram")
+    if dram and rates["stream_cache"] < STALLED_SHARE * dram:
+        s.warnings.append(Note("op_costs_stalled", {"rate": rates["stream_cache"], "dram": dram,
+                                                    "library": library}))
     s.details["op_costs"] = {key: {k: stats[k] for k in ("best_s", "median_s", "spread", "work",
                                                          "unit")}
                              for key, stats in timed.items()}
