@@ -75,7 +75,13 @@ KIND_AS_ATEN = {"sgd-update": "add_"}
 #: kernels) records for the same work: relu runs as clamp_min; a copy (reshape of a transposed
 #: tensor, contiguous, matmul's expand) as copy_ under the clone the capture sees.
 PROFILED_AS = {"copy_": ("copy_", "clone", "copy", "_to_copy", "contiguous"),
-               "clamp_min": ("clamp_min", "relu")}
+               "clamp_min": ("clamp_min", "relu"),
+               # an eval batch norm runs as native_batch_norm; the capture names it by its
+               # eval-only form
+               "native_batch_norm": ("native_batch_norm",
+                                     "_native_batch_norm_legit_no_training")}
+#: A profiled op that runs, in an inference step, what the capture names otherwise.
+EVAL_AS = {"aten::native_batch_norm": "aten::_native_batch_norm_legit_no_training"}
 
 
 def is_gemm_op(name: str) -> bool:
@@ -219,7 +225,9 @@ class Row:
         if self.profile is not None:
             for op, t in self.profile.self_s.items():
                 if not is_gemm_op(op):
-                    profiled[op_class(op)] = profiled.get(op_class(op), 0.0) + t
+                    name = op_class(EVAL_AS.get(op, op) if self.case.mode == "inference"
+                                    else op)
+                    profiled[name] = profiled.get(name, 0.0) + t
         names = sorted(set(profiled) | set(self.predicted_by_class),
                        key=lambda c: -profiled.get(c, 0.0))
         return [(c, profiled.get(c, 0.0), self.predicted_by_class.get(c, 0.0)) for c in names]
