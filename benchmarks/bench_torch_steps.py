@@ -1,7 +1,7 @@
 """Do whole PyTorch steps take the time roofline predicts? Run on demand (not a test):
 
     .venv/bin/python benchmarks/bench_torch_steps.py [--threads 2] [--repeats 5]
-        [--hw NAME | --probe] [--steps mlp-train,gpt2-forward,...] [--markdown]
+        [--hw NAME | --probe] [--steps mlp-train,gpt2-forward,...] [--roof-ops] [--markdown]
 
 Needs torch (``pip install -e ".[torch]"``). Each step is a real fp32 PyTorch step on this CPU
 with ``torch.set_num_threads(--threads)`` (default 2), built in plain torch.nn by
@@ -35,9 +35,14 @@ Timing: ``--warmups`` untimed steps (default 2), then at least ``--repeats`` tim
 (MAD / median, roofline.kernels.timing). Then one more step under ``torch.profiler``: the
 self CPU time of every aten op, grouped into GEMM-class ops (``GEMM_OPS``: mm, addmm, bmm,
 the convolutions forward and backward, ...) and the rest, held against the prediction's GEMMs
-(``predicted_gemm_time_s``) and its other ops at their roof (``op_time_s``); the profiled
+(``predicted_gemm_time_s``) and its other ops (``predicted_op_time_s``: on an entry whose
+calibration holds the probe's op costs, ``analysis.cpu_ops``; else their roof); the profiled
 step's wall time is printed beside the timed best so that the profiler's own cost shows. The
-non-GEMM ops that take longest are listed with the prediction for the same aten op.
+non-GEMM aten ops are also summed by the class ``analysis.cpu_ops.CLASSES`` gives them
+(streaming, copy, transcendental, normalization, pooling, attention; ``unmapped`` for a
+profiled op no row names, ``framework`` for the profiler's non-aten entries: autograd nodes,
+the optimizer's step), against the prediction's ops of that class; and the non-GEMM ops that
+take longest are listed with the prediction for the same aten op.
 
 A shared machine moves these figures: run it twice and report both, with the load.
 """
@@ -72,7 +77,13 @@ KIND_AS_ATEN = {"sgd-update": "add_"}
 #: kernels) records for the same work: relu runs as clamp_min; a copy (reshape of a transposed
 #: tensor, contiguous, matmul's expand) as copy_ under the clone the capture sees.
 PROFILED_AS = {"copy_": ("copy_", "clone", "copy", "_to_copy", "contiguous"),
-               "clamp_min": ("clamp_min", "relu")}
+               "clamp_min": ("clamp_min", "relu"),
+               # an eval batch norm runs as native_batch_norm; the capture names it by its
+               # eval-only form
+               "native_batch_norm": ("native_batch_norm",
+                                     "_native_batch_norm_legit_no_training")}
+#: A profiled op that runs, in an inference step, what the capture names otherwise.
+EVAL_AS = {"aten::native_batch_norm": "aten::_native_batch_norm_legit_no_training"}
 
 
 def is_gemm_op(name: str) -> bool:
@@ -186,6 +197,7 @@ class Row:
     predicted_by_op: dict[str, float]  # the prediction's non-GEMM time per aten op / kind
     flops: int
     profile: Profile | None
+    predicted_by_class: dict[str, float] = field(default_factory=dict)  # cpu_ops classes
 
     @property
     def timing(self) -> BenchResult:
@@ -208,6 +220,20 @@ class Row:
     def ratio(self) -> float:
         return self.best_s / self.predicted_s
 
+    def by_class(self) -> list[tuple[str, float, float]]:
+        """(class, profiled s, predicted s) of the non-GEMM work, by ``op_class``, largest
+        profiled first; the prediction's classes the profile lacks too."""
+        profiled: dict[str, float] = {}
+        if self.profile is not None:
+            for op, t in self.profile.self_s.items():
+                if not is_gemm_op(op):
+                    name = op_class(EVAL_AS.get(op, op) if self.case.mode == "inference"
+                                    else op)
+                    profiled[name] = profiled.get(name, 0.0) + t
+        names = sorted(set(profiled) | set(self.predicted_by_class),
+                       key=lambda c: -profiled.get(c, 0.0))
+        return [(c, profiled.get(c, 0.0), self.predicted_by_class.get(c, 0.0)) for c in names]
+
     def misses(self, top: int = 4) -> list[tuple[str, float, float | None, int]]:
         """The ``top`` non-GEMM aten ops by profiled self time, those of at least 1% of the
         profiled step: (op, measured s, predicted s for the same aten op (``PROFILED_AS``),
@@ -225,6 +251,18 @@ class Row:
                      if k in self.predicted_by_op]
             out.append((op, t, sum(known) if known else None, self.profile.calls.get(op, 0)))
         return out
+
+
+def op_class(name: str) -> str:
+    """The class ``analysis.cpu_ops`` prices a profiled op by (``aten::gelu`` ->
+    transcendental); ``unmapped`` for an aten op no row names, ``framework`` for the profiler's
+    own entries (autograd nodes, the optimizer's step: Python and bookkeeping)."""
+    from roofline.analysis.cpu_ops import class_of
+
+    if not name.startswith("aten::"):
+        return "framework"
+    found = class_of("aten." + name.removeprefix("aten::"))
+    return found[0] if found is not None else "unmapped"
 
 
 def predict(module: Any, inputs: tuple[Any, ...], case: Case, hw: Any) -> Any:
@@ -249,12 +287,18 @@ def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: b
     torch.manual_seed(0)
     module, inputs = case.build(), case.inputs()
     report = predict(module, inputs, case, hw)
+    from roofline.analysis.cpu_ops import class_of
+
     totals = report.totals
     by_op: dict[str, float] = {}
+    by_class: dict[str, float] = {}
     for r in report.ops:
         key = r.op.kind.removeprefix("aten.")
         key = KIND_AS_ATEN.get(key, key)
-        by_op[key] = by_op.get(key, 0.0) + r.time_s
+        by_op[key] = by_op.get(key, 0.0) + r.predicted_time_s
+        found = class_of(r.op.kind)
+        name = found[0] if found is not None else "unmapped"
+        by_class[name] = by_class.get(name, 0.0) + r.predicted_time_s
     step = step_function(module, inputs, case.mode, case.optimizer)
     warm = []
     for _ in range(max(warmups, 1)):
@@ -271,8 +315,8 @@ def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: b
         step()
         samples.append(time.perf_counter() - t0)
     return Row(case, tuple(samples), totals["predicted_time_s"], totals["predicted_gemm_time_s"],
-               totals["op_time_s"], by_op, totals["flops"],
-               profile_step(step) if profile else None)
+               totals["predicted_op_time_s"], by_op, totals["flops"],
+               profile_step(step) if profile else None, by_class)
 
 
 def local_entry(name: str | None, probe: bool, say: Callable[[str], None]) -> Any:
@@ -318,6 +362,13 @@ def calibrated_through(hw: Any) -> str:
 
     return (f"calibrated through {library_text(hw)}" if hw.calibration is not None else
             "not calibrated")
+def without_op_costs(hw: Any) -> Any:
+    """``hw`` with its calibration's op costs left out (ops then at their roof)."""
+    from dataclasses import replace
+
+    if hw.calibration is None or hw.calibration.cpu_ops is None:
+        return hw
+    return replace(hw, calibration=replace(hw.calibration, cpu_ops=None))
 
 
 def ms(seconds: float | None) -> str:
@@ -357,6 +408,12 @@ def render(rows: Sequence[Row], markdown: bool) -> str:
     lines.append("")
     lines.append(f"{within} of {len(rows)} steps within {TARGET}x of the prediction "
                  f"[target: all]")
+    classes = [[r.case.name, name, ms(t), ms(pred), ratio(t, pred) if pred else "-"]
+               for r in rows if r.profile is not None for name, t, pred in r.by_class()]
+    if classes:
+        lines.append("")
+        lines += (md if markdown else aligned)(
+            ("step", "op class", "profiled ms", "predicted ms", "ratio"), classes, {0, 1})
     misses = [(r.case.name, *miss) for r in rows for miss in r.misses()]
     if misses:
         lines.append("")
@@ -390,7 +447,22 @@ def machine(hw: Any, threads: int) -> str:
             f"prediction: hardware {hw.name} ({hw.origin}), basis {basis_of(hw)}"
             f"{f', {calibrated_through(hw)}' if hw.calibration is not None else ''}"
             f"{threads_note(hw, threads)}; fp32 peak "
-            f"{hw.peak_flops_per_s('fp32') / 1e9:.1f} GFLOP/s, DRAM {hw.bandwidth_gbs:.1f} GB/s")
+            f"{hw.peak_flops_per_s('fp32') / 1e9:.1f} GFLOP/s, DRAM {hw.bandwidth_gbs:.1f} GB/s"
+            f"; {op_costs(hw)}")
+
+
+def op_costs(hw: Any) -> str:
+    """The entry's op costs in one line (``calibration.ops``), or that it has none."""
+    from roofline.analysis.cpu_ops import cpu_ops_of
+
+    ops = cpu_ops_of(hw)
+    if ops is None:
+        return "no op costs (ops at their roof)"
+    rates = ", ".join(f"{k} {v:.3g}" for k, v in ops.rates_gbs.items())
+    attention = ", ".join(f"s={s} {a:.0%}" for s, a in ops.attention)
+    return (f"op costs through {ops.library} ({ops.threads} threads): "
+            f"{ops.call_s * 1e6:.2f} us a call; {rates} GB/s"
+            + (f"; attention {attention} of the peak" if attention else ""))
 
 
 def threads_note(hw: Any, threads: int) -> str:
@@ -413,6 +485,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="always run a quick probe through torch")
     parser.add_argument("--steps", help="comma-separated subset of the steps")
     parser.add_argument("--no-profile", action="store_true", help="skip the profiled step")
+    parser.add_argument("--roof-ops", action="store_true",
+                        help="leave out the entry's op costs: ops at their roof, as before "
+                             "calibration version 4 (to compare)")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables")
     args = parser.parse_args(argv)
     say = lambda m: print(m, file=sys.stderr)  # noqa: E731
@@ -437,6 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RooflineError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2
+    if args.roof_ops:
+        hw = without_op_costs(hw)
     rows = [run_case(known[n], hw, args.repeats, args.warmups, not args.no_profile, say=say)
             for n in names]
     print(machine(hw, args.threads))

@@ -138,3 +138,13 @@ def test_an_entry_not_calibrated_through_torch_is_one_line_and_exit_2(capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("Error: epyc-7763 is not calibrated, and these steps run in torch: save one "
                    "with `roofline probe --library torch --save NAME`, or pass --probe")
+
+
+def test_an_eval_batch_norm_is_classed_as_the_capture_names_it():
+    prof = bench.Profile(0.1, {"aten::native_batch_norm": 0.004})
+    case = bench.Case("tiny", lambda: None, lambda: (), "inference", "none", "batch 2")
+    row = bench.Row(case, (0.09,), 0.08, 0.04, 0.04, {"_native_batch_norm_legit_no_training":
+                                                      0.002}, 10**9, prof,
+                    {"streaming": 0.002})
+    assert row.by_class() == [("streaming", 0.004, 0.002)]
+    assert row.misses() == [("aten::native_batch_norm", 0.004, 0.002, 0)]

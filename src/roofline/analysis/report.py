@@ -17,6 +17,7 @@ from ..model.repeats import Numbered, map_items
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
+from .cpu_ops import cpu_ops_of, predict_cpu_op
 from .gpu_ops import op_constants, op_sources, predict_op
 from .memory import Memory, memory_of
 from .predict import basis_of, fit_of, library_of, predict_gemm
@@ -111,7 +112,8 @@ class GemmResult:
 @dataclass(frozen=True, slots=True)
 class OpResult:
     """One non-GEMM op placed on the same roofline, and the time to expect for it
-    (``analysis.gpu_ops``: its ``predicted_basis``, one of ``gpu_ops.OP_BASES``)."""
+    (``analysis.gpu_ops``: its ``predicted_basis``, one of ``gpu_ops.OP_BASES``; on a CPU with
+    the probe's op costs ``analysis.cpu_ops``: ``calibrated: <class>``)."""
 
     op: Op
     bound: str
@@ -197,8 +199,14 @@ class Report:
         return tuple(key for key in NOT_COUNTED if left[key])
 
     def op_prediction(self) -> dict[str, Any] | None:
-        """How the ops were predicted on this device (``gpu_ops.op_sources``); None on a CPU,
-        where an op's prediction is its roofline time."""
+        """How the ops were predicted on this device (``gpu_ops.op_sources``, on a CPU with the
+        probe's op costs ``cpu_ops.op_sources``); None on a CPU without them, where an op's
+        prediction is its roofline time."""
+        cpu = cpu_ops_of(self.hardware)
+        if cpu is not None:
+            from .cpu_ops import op_sources as cpu_sources
+
+            return cpu_sources(cpu)
         constants = op_constants(self.hardware)
         return op_sources(constants) if constants is not None else None
 
@@ -360,12 +368,16 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
 
 def analyze_op(op: Op, hardware: HardwareSpec, dtype: str) -> OpResult:
     """Place one op on the roofline of the report's ``dtype`` (ops are almost all memory-bound)
-    and predict its time (``analysis.gpu_ops``)."""
+    and predict its time: on a CPU with the probe's op costs ``analysis.cpu_ops``, else
+    ``analysis.gpu_ops`` (a GPU's model, or the roofline time)."""
     peak = hardware.peak_flops_per_s(dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     attainable = attainable_flops_per_s(op.intensity, peak, bandwidth)
     which = bound(op.intensity, ridge_point(peak, bandwidth))
-    predicted = predict_op(op, hardware, dtype, peak, bandwidth)
+    cpu = cpu_ops_of(hardware)
+    predicted = (predict_cpu_op(op, cpu, dtype, peak, hardware.llc_mb * 2**20
+                                if hardware.llc_mb else None) if cpu is not None else
+                 predict_op(op, hardware, dtype, peak, bandwidth))
     return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth),
                     predicted.time_s, predicted.basis)
 

@@ -21,6 +21,8 @@ from .spec import (
     FIGURE_KEYS,
     KINDS,
     NAME_CHARS,
+    OP_LIBRARIES,
+    OP_RATE_KEYS,
     ORIGINS,
     TOP_KEYS,
     Alignment,
@@ -28,6 +30,7 @@ from .spec import (
     CalibrationLibrary,
     Clock,
     CpuBlock,
+    CpuOpsCalibration,
     GemmEfficiency,
     GpuBlock,
     GpuOpsCalibration,
@@ -283,7 +286,7 @@ def _calibration(top: Fields) -> Calibration | None:
     if block is None:
         return None
     block.reject_unknown(frozenset({"version", "call_overhead_s", "gemm_efficiency", "c_write",
-                                    "gpu", "library"}))
+                                    "gpu", "library", "ops"}))
     version = block.positive_int("version")
     if version not in CALIBRATION_VERSIONS:
         raise block.fail("version", f"expected one of {', '.join(map(str, CALIBRATION_VERSIONS))}"
@@ -296,6 +299,9 @@ def _calibration(top: Fields) -> Calibration | None:
                                     f"got version {version}")
     library = _calibration_library(block.sub("library", None))
     gpu = _gpu_calibration(block.sub("gpu", None))
+    if block.has("ops") and version < 4:
+        raise block.fail("ops", "op costs need calibration version 4")
+    ops = _cpu_ops_calibration(block.sub("ops", None))
     efficiency = {}
     # a GPU's calibration (version 3) may have no GEMM efficiency tables
     section = block.sub("gemm_efficiency") if gpu is None or block.has(
@@ -313,7 +319,7 @@ def _calibration(top: Fields) -> Calibration | None:
     passes = _c_write_passes(block.sub("c_write", None), has_dtype=True)
     call_s = block.positive_number("call_overhead_s") if gpu is None else (
         block.positive_number("call_overhead_s") if block.has("call_overhead_s") else 0.0)
-    return Calibration(version, call_s, efficiency, passes, gpu, library)
+    return Calibration(version, call_s, efficiency, passes, gpu, library, ops)
 
 
 def _calibration_library(library: Fields | None) -> CalibrationLibrary | None:
@@ -326,6 +332,49 @@ def _calibration_library(library: Fields | None) -> CalibrationLibrary | None:
     return CalibrationLibrary(library.choice("name", CALIBRATION_LIBRARIES),
                               library.string("version"), library.string("blas", None),
                               library.positive_int("threads", None))
+
+
+#: A share of the peak a fused attention kernel may claim (a little over 1: timer noise).
+MAX_ATTENTION_SHARE = 1.5
+
+
+def _cpu_ops_calibration(ops: Fields | None) -> CpuOpsCalibration | None:
+    """``ops: {library, dtype, threads, call_s, rates_gbs: {class: GB/s}, attention: {seq:
+    share}, attention_causal: {seq: share}, attention_head_dim, missing: {class: why}}``
+    (calibration version 4 on): a probe's op costs on a CPU."""
+    if ops is None:
+        return None
+    ops.reject_unknown(frozenset({"library", "dtype", "threads", "call_s", "rates_gbs",
+                                  "attention", "attention_causal", "attention_head_dim",
+                                  "missing"}))
+    library, dtype = ops.choice("library", OP_LIBRARIES), ops.choice("dtype", DTYPES)
+    threads, call_s = ops.positive_int("threads"), ops.positive_number("call_s")
+    section = ops.sub("rates_gbs")
+    section.reject_unknown(frozenset(OP_RATE_KEYS))
+    rates = {}
+    for key in (k for k in OP_RATE_KEYS if section.has(k) or k.startswith("stream_")):
+        rates[key] = section.positive_number(key)
+        problem = plausible(rates[key], "op_rate_gbs")
+        if problem:
+            raise section.fail(key, problem)
+    tables = {}
+    for key in ("attention", "attention_causal"):
+        tables[key] = _size_table(ops, key) if ops.has(key) else ()
+        for seq, share in tables[key]:
+            if share > MAX_ATTENTION_SHARE:
+                raise ops.sub(key).fail(str(seq), f"expected a share of the entry's peak (at "
+                                                  f"most {MAX_ATTENTION_SHARE}), got {share}")
+    head_dim = ops.positive_int("attention_head_dim", 0)
+    if (tables["attention"] or tables["attention_causal"]) and not head_dim:
+        raise ops.fail("attention_head_dim", "missing: the head dimension attention was "
+                                             "timed at")
+    missing = ops.sub("missing", None)
+    reasons = {}
+    if missing is not None:
+        missing.reject_unknown(frozenset(OP_RATE_KEYS + ("attention",)))
+        reasons = {str(key): missing.string(str(key)) for key in missing.data}
+    return CpuOpsCalibration(library, dtype, threads, call_s, rates, tables["attention"],
+                             tables["attention_causal"], head_dim, reasons)
 
 
 def _gpu_calibration(gpu: Fields | None) -> GpuOpsCalibration | None:

@@ -181,6 +181,38 @@ class GpuOpsCalibration:
     min_kernel_s: float
 
 
+#: The op-cost rates a CPU calibration may hold (``CpuOpsCalibration.rates_gbs``), each the
+#: bytes an op of its class moves (counted as roofline counts the op's bytes) per second of
+#: its work: ``stream_cache`` / ``stream_dram`` an add within / beyond the last-level cache,
+#: ``copy`` a permuted copy, ``tanh``, ``exp``, ``gelu`` (erf), ``softmax``, ``layernorm``,
+#: ``batchnorm`` (training statistics), ``max_pool2d`` (3x3, stride 2, NCHW). What each kernel
+#: is: ``kernels.cpu_ops``; how an op uses them: ``analysis.cpu_ops``.
+OP_RATE_KEYS = ("stream_cache", "stream_dram", "copy", "tanh", "exp", "gelu", "softmax",
+                "layernorm", "batchnorm", "max_pool2d")
+OP_LIBRARIES = ("numpy", "torch")
+
+
+@dataclass(frozen=True)
+class CpuOpsCalibration:
+    """What a probe on a CPU measured of the ops between the GEMMs (calibration version 4,
+    ``ops``), timed through ``library`` with ``threads`` threads in ``dtype``: ``call_s`` one
+    tiny op call (Python, dispatch, allocation), ``rates_gbs`` per op class (``OP_RATE_KEYS``;
+    ``stream_cache`` and ``stream_dram`` always), fused attention (``scaled_dot_product_attention``)
+    as a share of the entry's peak of ``dtype`` by sequence length, without and with the causal
+    mask, at head dim ``attention_head_dim`` (empty: not measured), and ``missing``: each class
+    not measured and why (``analysis.cpu_ops`` then streams it and says so)."""
+
+    library: str
+    dtype: str
+    threads: int
+    call_s: float
+    rates_gbs: dict[str, float]
+    attention: tuple[tuple[int, float], ...] = ()
+    attention_causal: tuple[tuple[int, float], ...] = ()
+    attention_head_dim: int = 0
+    missing: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class CalibrationLibrary:
     """The library a calibration's GEMMs were timed through (``calibration.library``, version 4
@@ -227,6 +259,7 @@ class Calibration:
     c_write_passes: float | None = None
     gpu_ops: GpuOpsCalibration | None = None  # a GPU's streaming kernels (version 3)
     library: CalibrationLibrary | None = None
+    cpu_ops: CpuOpsCalibration | None = None  # a CPU's op costs (version 4, ``ops``)
 
     @property
     def through(self) -> CalibrationLibrary | None:

@@ -21,7 +21,10 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   softmax.
 - Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
   written once; a view moves nothing and is left out), its FLOPs from ``FLOPS_PER_ELEMENT``;
-  an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``.
+  an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``. An
+  eval-mode ``native_batch_norm`` is recorded as ``_native_batch_norm_legit_no_training``
+  (torch's eval-only form: a scale and shift, no statistics), so that its cost on a CPU
+  (``analysis.cpu_ops``) follows from its name.
 
 - A torch optimizer, when one is given, steps on the meta parameters and the gradients the
   backward left them: the first step creates its state and is not recorded; the second is, each
@@ -493,6 +496,10 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         return []
     if not outs and op.endswith("_") and args:  # in place, returning nothing (_foreach_add_):
         outs = [t for t in _flatten([args[0]]) if isinstance(t, torch.Tensor)]  # writes self
+    if op == "native_batch_norm" and len(args) > 5 and args[5] is False:
+        # an eval-mode batch norm scales and shifts with the running statistics, computing none:
+        # named as torch's eval-only form of it, so that its cost follows from its name
+        op = "_native_batch_norm_legit_no_training"
     return _op(op, tensors, outs, pass_, owner, rec)
 
 

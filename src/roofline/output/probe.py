@@ -39,6 +39,20 @@ def _bandwidth_lines(measured: dict, theory: dict, keys) -> list[str]:
     return lines
 
 
+def _op_cost_lines(ops: dict | None) -> list[str]:
+    """The op costs (calibration ``ops``): the call, each class's rate, attention's share."""
+    if not ops:
+        return []
+    lines = [f"  op costs ({ops['library']}, {ops['threads']} threads, {ops['dtype']}): "
+             f"{ops['call_s'] * 1e6:.2f} us a call"]
+    lines += [f"    {key:<14}{rate:10.3g} GB/s" for key, rate in ops["rates_gbs"].items()]
+    for key in ("attention", "attention_causal"):
+        if ops.get(key):
+            shares = ", ".join(f"s={seq} {share:.0%}" for seq, share in ops[key].items())
+            lines.append(f"    {key:<14}{shares} of the {ops['dtype']} peak")
+    return lines
+
+
 def probe_table(result) -> str:
     """Identity, measured vs theoretical figures, what was not measured, and warnings."""
     cpu, m, t = result.cpu, result.measured, result.theoretical
@@ -63,6 +77,7 @@ def probe_table(result) -> str:
                             ("dram", "triad", "copy", "llc"))
     if "small_gemm_overhead_s" in m:
         out.append(f"  small GEMM call  {m['small_gemm_overhead_s'] * 1e6:10.2f} us")
+    out += _op_cost_lines(m.get("calibration", {}).get("ops"))
     gpu = m.get("gpu")
     if gpu:
         theory = t.get("gpu", {})

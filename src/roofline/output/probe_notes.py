@@ -27,6 +27,11 @@ TEXT: dict[str, str] = {
     "calibration_at_ceiling": ("calibration {dtype}: {kernels} ran within the {overhead_us:.2f} us "
                                "per-call overhead (timed apart on a busy machine?): their math "
                                "is taken at the theoretical ceiling"),
+    "op_costs_stalled": ("op costs: an add in cache ran {rate:.3g} GB/s through {library}, "
+                         "under half the {dram:.1f} GB/s DRAM read stream, so its calls stalled "
+                         "(a busy machine, or OpenMP threads waking a halted vCPU: try "
+                         "OMP_WAIT_POLICY=ACTIVE, or fewer threads); the ops' predictions "
+                         "carry the stalls"),
     "time_budget": ("{label}: {values} of {asked} values timed, within the {budget_s:g} s "
                     "budget of one kernel; its figure is less steady than the others"),
     "size_over_budget": ("{key}: n={n} not run: one call would take about {estimate_s:.3g} s "
@@ -41,6 +46,8 @@ TEXT: dict[str, str] = {
     "llc_like_dram": ("cache-resident rate {rate:.1f} GB/s is within 20% of DRAM (shared or "
                       "virtualised cache?): not reported"),
     "backend_missing": "{reason}",
+    "op_kernel_missing": ("{reason}: ops of this class are predicted as streaming passes "
+                          "(analysis.cpu_ops)"),
     "no_native_unit": ("this CPU has no native {dtype} arithmetic (none of {flags} among its "
                        "flags): torch would convert every element through fp32, and its rate "
                        "would describe the conversion, not the CPU's units; not timed"),

@@ -82,6 +82,15 @@ def op_basis_text(report: Report) -> str:
     constants = report.op_prediction()
     if constants is None:
         return "other ops at their roof"
+    if "rates_gbs" in constants:  # a CPU with the probe's op costs (analysis.cpu_ops)
+        classes = sorted({r.predicted_basis.removeprefix("calibrated: ")
+                          for r in distinct(report.ops)})
+        missing = f"; not measured: {', '.join(constants['missing'])}" if constants[
+            "missing"] else ""
+        return (f"other ops calibrated here through {constants['library']} "
+                f"({constants['threads']} threads): {seconds(constants['call_s'])} a call plus "
+                f"their bytes at the measured rate of their class ({', '.join(classes)})"
+                f"{missing}")
     where = "calibrated here" if constants["basis"] == "calibrated" else "published"
     parts = [f"other ops at {constants['dram_fraction']:.0%} of DRAM bandwidth plus "
              f"{seconds(constants['launch_s'])} launch each ({where})"]

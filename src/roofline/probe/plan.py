@@ -59,6 +59,21 @@ class Plan:
     gpu_cal_gemm_n: int = 64        # the GPU calibration's smallest GEMM (min_kernel_s)
     gpu_cal_copy_bytes: int = 4096  # and small copy (launch_s)
     gpu_h2d_bytes: int = 256 * MiB
+    # op costs (probe.op_costs, analysis.cpu_ops): values per tensor of the in-cache kernels,
+    # the DRAM add's three tensors together this many times the LLC (ops_dram_elements per
+    # tensor when given), the NCHW map of batch norm and max pooling, and fused attention's
+    # heads, head dim and sequence lengths
+    ops_elements: int = 2**18
+    ops_dram_llc_factor: float = 4.0
+    ops_dram_elements: int | None = None
+    ops_nchw: tuple[int, int, int, int] = (4, 64, 32, 32)
+    ops_heads: int = 12
+    ops_head_dim: int = 64
+    ops_seqs: tuple[int, ...] = (128, 512)
+    # shorter values than the GEMMs', more of them: a loaded 2-vCPU VM stalled 3% of 17 us op
+    # calls for a scheduler tick (8 ms), so a 2 ms value of ~100 calls almost always held one
+    ops_min_time_s: float = 0.0005
+    ops_repeats: int = 15
 
 
 PRESETS = {
@@ -69,7 +84,7 @@ PRESETS = {
                   min_time_s=0.03, dram_array_bytes=(32 * MiB, 128 * MiB), dram_llc_factor=1.0,
                   llc=False, gpu_gemm_sizes=(4096,), gpu_copy_bytes=256 * MiB,
                   gpu_h2d_bytes=64 * MiB, cal_square=(32, 64, 128, 256), cal_repeats=7,
-                  kernel_budget_s=3.0),
+                  kernel_budget_s=3.0, ops_repeats=11),
     # for tests: finishes in well under a second, figures meaningless
     "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
                  min_time_s=0.0005, dram_array_bytes=(64 * 1024, 64 * 1024),
@@ -78,5 +93,7 @@ PRESETS = {
                  gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
                  cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_thin_dram_nk=24,
                  cal_c_m=16, cal_c_n=16, cal_c_k=2,
-                 cal_min_time_s=0.0005, kernel_budget_s=0.5),
+                 cal_min_time_s=0.0005, kernel_budget_s=0.5, ops_elements=4096,
+                 ops_dram_elements=16384, ops_nchw=(1, 4, 8, 8), ops_heads=2, ops_head_dim=8,
+                 ops_seqs=(16, 32), ops_min_time_s=0.0002, ops_repeats=5),
 }

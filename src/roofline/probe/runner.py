@@ -1,10 +1,11 @@
 """``run_probe``: identify the machine (``identify``), compute its theoretical ceilings
 (``ceilings``), time GEMM and bandwidth kernels (``kernels.cpu``, ``kernels.gpu``) with one
 calibrated loop (``kernels.timing``) as a preset says (``plan``), calibrate the prediction
-(``calibrate``), and return a ``ProbeResult`` (``result``). The CPU GEMMs the calibration rests
-on (the peak per dtype, the per-call GEMM, the calibration GEMMs) go through the library asked
-for (``GEMM_LIBRARIES``: numpy's BLAS, or torch, ``kernels.torch_cpu``); the bandwidth kernels
-are numpy's whatever the library.
+(``calibrate``; the ops between the GEMMs: ``op_costs``), and return a ``ProbeResult``
+(``result``). The CPU GEMMs the calibration rests on (the peak per dtype, the per-call GEMM,
+the calibration GEMMs) go through the library asked for (``GEMM_LIBRARIES``: numpy's BLAS, or
+torch, ``kernels.torch_cpu``); the bandwidth kernels are numpy's whatever the library; the op
+costs go through torch where it imports (the ops between GEMMs are a framework's), else numpy.
 
 Only the standard library is imported at module level.
 """
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from .calibrate import available_memory, calibrate
 from .checks import unstable_reasons
+from .op_costs import calibrate_ops
 from .plan import (
     GEMM_LIBRARIES,
     METHOD_VERSION,
@@ -401,6 +403,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     _small_gemm(session)
     _bandwidth(session, cpu)
     calibrate(session, cpu.llc_bytes_total, dict(peak.gflops) if peak else None, gemm_library)
+    calibrate_ops(session, cpu.llc_bytes_total)
     _cpu_lowp(session, cpu.flags)
     session.details["effective_clock_ghz"] = effective
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])
