@@ -47,3 +47,22 @@ def test_a_sentence_reads_as_before():
     assert note_text(note) == ("measured fp32 1,234.5 GFLOP/s exceeds the computed 1,000.0: the "
                                "vector clock is raised from 2.10 to the 2.59 GHz it implies (the "
                                "cores ran faster than assumed, or have more or wider units)")
+
+
+def test_fp32_gemms_far_below_fp64s_share_warn():
+    """The development VM's two torch probes, by hand: stalled, fp32 87.7 of 203.5 GFLOP/s
+    (43.1%) against fp64 78.5 of 101.8 (77.1%): 43.1 < 0.7 x 77.1 = 54.0, a warning; in the
+    active regime 174.3 of 204.7 (85.1%) against 82.1 of 102.4 (80.2%): none."""
+    from roofline.probe.runner import share_gap
+
+    ceilings = {"fp32": 203.5, "fp64": 101.8}
+    [note] = share_gap({"fp32": 87.7, "fp64": 78.5}, ceilings, "torch")
+    assert note_text(note) == (
+        "fp32 GEMMs through torch reached 43% of their computed peak against fp64's 77% on the "
+        "same units: the fp32 run was disturbed (a busy machine, or OpenMP threads waking a "
+        "halted vCPU: try OMP_WAIT_POLICY=ACTIVE, and run the workload the same way); times "
+        "predicted from it come out too long")
+    assert share_gap({"fp32": 174.3, "fp64": 82.1}, {"fp32": 204.7, "fp64": 102.4},
+                     "torch") == []
+    assert share_gap({"fp32": 87.7}, ceilings, "numpy") == []  # fp64 not timed
+    assert share_gap({"fp32": 87.7, "fp64": 78.5}, {}, "numpy") == []  # no ceilings

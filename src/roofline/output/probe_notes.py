@@ -27,6 +27,11 @@ TEXT: dict[str, str] = {
     "calibration_at_ceiling": ("calibration {dtype}: {kernels} ran within the {overhead_us:.2f} us "
                                "per-call overhead (timed apart on a busy machine?): their math "
                                "is taken at the theoretical ceiling"),
+    "gemm_share_gap": ("fp32 GEMMs through {library} reached {fp32:.0%} of their computed peak "
+                       "against fp64's {fp64:.0%} on the same units: the fp32 run was "
+                       "disturbed (a busy machine, or OpenMP threads waking a halted vCPU: try "
+                       "OMP_WAIT_POLICY=ACTIVE, and run the workload the same way); times "
+                       "predicted from it come out too long"),
     "op_costs_stalled": ("op costs: an add in cache ran {rate:.3g} GB/s through {library}, "
                          "under half the {dram:.1f} GB/s DRAM read stream, so its calls stalled "
                          "(a busy machine, or OpenMP threads waking a halted vCPU: try "

@@ -162,6 +162,23 @@ def check_library(library: str) -> None:
                 from None
 
 
+#: fp32 GEMMs whose share of their computed peak is under this fraction of fp64's share were
+#: disturbed: the same units run both (a stalled OpenMP run through torch on the development
+#: VM reached 43% against fp64's 77%, and 85% a few minutes later with OMP_WAIT_POLICY=ACTIVE).
+SHARE_GAP = 0.7
+
+
+def share_gap(gflops: dict[str, float], ceilings: dict[str, float], library: str) -> list[Note]:
+    """A warning when fp32 GEMMs reached a much smaller share of their computed peak than fp64
+    (``SHARE_GAP``); none without both figures and both ceilings."""
+    shares = {d: gflops[d] / ceilings[d] for d in ("fp32", "fp64")
+              if gflops.get(d) and ceilings.get(d)}
+    if len(shares) < 2 or shares["fp32"] >= SHARE_GAP * shares["fp64"]:
+        return []
+    return [Note("gemm_share_gap", {"fp32": shares["fp32"], "fp64": shares["fp64"],
+                                    "library": library})]
+
+
 def _cpu_gemm(s: Session, threads: int | None) -> None:
     through = "numpy's BLAS" if s.library == "numpy" else s.library
     for dtype, sizes in s.plan.gemm_sizes.items():
@@ -400,6 +417,8 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     session = Session(plan, say, clock, library)
     session.warnings += blas_env_warnings(os.environ)
     _cpu_gemm(session, gemm_library["threads"])
+    session.warnings += share_gap(session.measured["gemm_gflops"],
+                                  dict(peak.gflops) if peak else {}, library)
     _small_gemm(session)
     _bandwidth(session, cpu)
     calibrate(session, cpu.llc_bytes_total, dict(peak.gflops) if peak else None, gemm_library)
