@@ -132,13 +132,13 @@ def cpu_library(report: Report) -> str:
 def default_kernels(report: Report) -> tuple[Callable, str]:
     """``(make(m, n, k, g, dtype) -> Kernel, backend name)`` for the report's device."""
     if report.hardware.kind == "cpu" and cpu_library(report) == "torch":
-        try:
-            import torch  # noqa: F401 - only whether it imports
-        except ImportError:
+        from ..kernels.torch_cpu import installed
+        from ..kernels.torch_cpu import shaped_gemm as torch_gemm
+
+        if not installed():
             raise MeasureError(f"{report.hardware.name} was calibrated through torch, which "
                                f"is not installed here: GEMMs are timed through the library "
-                               f"the prediction was calibrated through") from None
-        from ..kernels.torch_cpu import shaped_gemm as torch_gemm
+                               f"the prediction was calibrated through")
 
         return torch_gemm, "torch"
     if report.hardware.kind == "cpu":

@@ -70,10 +70,12 @@ class OpSizes:
 def torch_available() -> bool:
     """Whether a torch with ``scaled_dot_product_attention`` (2.0 on) imports here: the op costs
     then come from it."""
-    try:
-        import torch
-    except ImportError:
+    from .torch_cpu import installed
+
+    if not installed():
         return False
+    import torch
+
     functional = getattr(getattr(torch, "nn", None), "functional", None)
     return hasattr(functional, "scaled_dot_product_attention")
 

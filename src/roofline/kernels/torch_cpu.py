@@ -18,6 +18,17 @@ from typing import Any
 from .cpu import NUMPY_GEMM_DTYPES, Kernel, check_gemm
 
 
+def installed() -> bool:
+    """Whether torch imports here: the one check of every path that runs through torch on the
+    CPU (``probe --library torch``, ``--measure`` on a torch calibration, ``--hw local`` for a
+    captured model, the op costs)."""
+    try:
+        import torch  # noqa: F401 - only whether it imports
+    except ImportError:
+        return False
+    return True
+
+
 def _operands(shapes: tuple[tuple[int, ...], ...], dtype: str, seed: int) -> list[Any]:
     """torch CPU tensors of ``shapes`` in ``dtype`` (fp64 or fp32), standard normal values from
     numpy's generator (the memory shared with numpy)."""

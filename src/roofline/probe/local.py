@@ -26,6 +26,7 @@ def local_hardware(progress: Progress | None = None, library: str = "numpy") -> 
     (``probe.checks``) is not saved."""
     from ..errors import ProbeSaveError, UnknownHardwareError, option
     from ..hardware.catalog import load_hardware
+    from ..kernels.torch_cpu import installed
     from .checks import unstable_reasons
 
     say = progress or (lambda message: None)
@@ -38,7 +39,7 @@ def local_hardware(progress: Progress | None = None, library: str = "numpy") -> 
     except ProbeSaveError as exc:
         raise ProbeSaveError(f"{option('hardware', 'local')} saves a quick probe of this "
                              f"machine, but {exc.args[0]}") from None
-    if library == "torch" and not _imports("torch"):
+    if library == "torch" and not installed():
         library = "numpy"  # the capture says what is missing, in its own words
     through = "numpy's BLAS" if library == "numpy" else library
     say(f"no saved 'local' hardware entry: running a quick probe of this machine through "
@@ -55,14 +56,6 @@ def local_hardware(progress: Progress | None = None, library: str = "numpy") -> 
     say(f"saved as 'local' in {path}; for steadier figures run "
         f"`roofline probe --save local --force`")
     return load_hardware("local")
-
-
-def _imports(name: str) -> bool:
-    try:
-        __import__(name)
-    except ImportError:
-        return False
-    return True
 
 
 def resolve_hardware(name: str, progress: Progress | None = None,

@@ -152,14 +152,12 @@ def check_library(library: str) -> None:
     if library not in GEMM_LIBRARIES:
         raise RooflineError(f"{option('library')}: expected one of {', '.join(GEMM_LIBRARIES)}"
                             f", got {library!r}")
-    if library == "torch":
-        try:
-            import torch  # noqa: F401 - only whether it imports
-        except ImportError:
-            raise MissingLibraryError(
-                f"{option('library', 'torch')}: torch is not installed (pip install "
-                f"'roofline[torch]'); the default, numpy, calibrates through numpy's BLAS") \
-                from None
+    from ..kernels.torch_cpu import installed
+
+    if library == "torch" and not installed():
+        raise MissingLibraryError(
+            f"{option('library', 'torch')}: torch is not installed (pip install "
+            f"'roofline[torch]'); the default, numpy, calibrates through numpy's BLAS")
 
 
 #: fp32 GEMMs whose share of their computed peak is under this fraction of fp64's share were
