@@ -82,7 +82,7 @@ from .layers import Add, Captured, Conv2d, Layer, Linear, Step, Transformer, lay
 from .layers.captured import CapturedOp
 from .layers.spatial import Shape
 from .layers.transformer import ATTENTION_FORMS
-from .ops import OPTIMIZERS, Op, OpShape, optimizer_update
+from .ops import OPTIMIZERS, Op, optimizer_update
 from .repeats import MAX_LAYERS, ItemRun, LayerRun, Layers, Numbered, rebuild
 
 MODES = ("train", "inference")
@@ -401,8 +401,8 @@ class Network:
             layer = run.copy(0)  # a run's items are its first copy's (renamed when read)
             first, shared = templates.of(layer, same, last_step if last else step, data_grad)
             parts.append(Part(run, first, layer.name, shared))
-        if self.mode == "train" and (self.update or self.optimizer != "none"):
-            update = tuple(Op("OP0", *shape) for shape in self._update_ops(step))
+        update = self._update(step)
+        if update:
             parts.append(Part(LayerRun(None), "", "", update))
         return parts
 
@@ -415,9 +415,8 @@ class Network:
         templates = _Templates(self)
         out = [(count, templates.of(layer, same, last_step if last else step, data_grad)[1])
                for count, layer, same, last, data_grad in self._groups()]
-        if self.mode == "train" and (self.update or self.optimizer != "none"):
-            out.append((1, tuple(Op("OP0", *shape) for shape in self._update_ops(step))))
-        return out
+        update = self._update(step)
+        return out + [(1, update)] if update else out
 
     def _passes(self) -> list[tuple[LayerRun[Layer], Any, bool, bool | None]]:
         """Every run's pass in numbering order (module docstring): (the run, its layer's
@@ -425,9 +424,7 @@ class Network:
         pass, else whether its backward pass computes a data gradient). The same at every
         batch: made once for these layers (``Layers.cached``)."""
         assert isinstance(self.layers, Layers)
-        layers = self.layers
-        return layers.cached(("passes", self.mode, self.last_step() != self.step()),
-                             self._make_passes)
+        return self.layers.cached(("passes", *self._layout()), self._make_passes)
 
     def _make_passes(self) -> list[tuple[LayerRun[Layer], Any, bool, bool | None]]:
         assert isinstance(self.layers, Layers)
@@ -460,14 +457,21 @@ class Network:
                 found[0] += run.count
             return [tuple(group) for group in groups.values()]
 
-        return self.layers.cached(
-            ("groups", self.mode, self.last_step() != self.step()), make)
+        return self.layers.cached(("groups", *self._layout()), make)
 
-    def _update_ops(self, step: Step) -> list[GemmShape | OpShape]:
-        """The optimizer's step: a recorded one (a capture's) op by op, else the fused update."""
-        if self.update:
-            return [op.at(step.e) for op in self.update]
-        return [optimizer_update(self.optimizer, self.parameters)]
+    def _layout(self) -> tuple[str, bool]:
+        """What ``_passes`` depends on beside the layers: the mode (a backward pass or not) and
+        whether the last layer sees a step of its own (``_split_runs``)."""
+        return self.mode, self.last_step() != self.step()
+
+    def _update(self, step: Step) -> tuple[Op, ...]:
+        """The optimizer's step as templates (``parts``): a recorded one (a capture's) op by op,
+        else the fused update; none outside training or without an optimizer."""
+        if self.mode != "train" or not (self.update or self.optimizer != "none"):
+            return ()
+        shapes = ([op.at(step.e) for op in self.update] if self.update
+                  else [optimizer_update(self.optimizer, self.parameters)])
+        return tuple(Op("OP0", *shape) for shape in shapes)
 
     def _split_runs(self, runs: tuple[LayerRun[Layer], ...]) -> list[LayerRun[Layer]]:
         """The runs, copies named, with the first copy of a weighted run apart when nothing
