@@ -100,3 +100,13 @@ def test_json_of_layers_alike_is_each_gemm_whole(tmp_path, invoke):
     assert [(g["name"], g["layer"]) for g in gemms[:4]] == [
         ("MM1", "fc1"), ("MM2", "fc2"), ("MM3", "fc3"), ("MM4", "fc4")]
     assert all(g["flops"] == 128_000_000 for g in gemms)  # 2 x 64 x 1000 x 1000
+
+
+def test_a_renamed_op_keeps_every_other_field():
+    from roofline.model.ops import AttentionShape, Op
+
+    op = Op("OP3", "blk.attn", "backward", "flash-attention", 10, 20,
+            AttentionShape(64, 128, 128, True), 0)
+    assert op.renamed("OP9", "blk.7.attn", 6) == Op(
+        "OP9", "blk.7.attn", "backward", "flash-attention", 10, 20,
+        AttentionShape(64, 128, 128, True), 6)

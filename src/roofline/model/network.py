@@ -378,8 +378,7 @@ class Network:
                 if isinstance(item, Gemm):
                     gemms.append(item.renamed(f"MM{gemm_count + len(gemms) + 1}", layer, copy))
                 else:
-                    ops.append(Op(f"OP{op_count + len(ops) + 1}", layer, item.pass_, item.kind,
-                                  item.flops, item.bytes, item.attention, copy))
+                    ops.append(item.renamed(f"OP{op_count + len(ops) + 1}", layer, copy))
             gemm_runs.append(ItemRun(tuple(gemms), run.count, run, gemm_count))
             op_runs.append(ItemRun(tuple(ops), run.count, run, op_count))
             gemm_count += len(gemms) * run.count

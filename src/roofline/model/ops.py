@@ -117,3 +117,8 @@ class Op:
     @property
     def intensity(self) -> float:
         return self.flops / self.bytes
+
+    def renamed(self, name: str, layer: str, copy: int) -> Op:
+        """This op under another name, layer and copy number (as ``Gemm.renamed``)."""
+        return Op(name, layer, self.pass_, self.kind, self.flops, self.bytes, self.attention,
+                  copy)
