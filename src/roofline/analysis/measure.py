@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, option
 from ..model.dtypes import default_output_dtype, itemsize
-from ..model.repeats import first_copies
+from ..model.repeats import distinct, first_copies
 from ..units import seconds
 
 if TYPE_CHECKING:
@@ -209,7 +209,9 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
 def beats_roof(report: Report) -> list[tuple[str, float]]:
     """``(GEMM name, measured FLOP/s over the roof)`` for each GEMM that ran faster than its
     roof (by more than ``BEATS_ROOF``): never passed over silently."""
-    out = []
+    out: list[tuple[str, float]] = []
+    if not any(r.measured is not None for r in distinct(report.results)):
+        return out  # nothing measured: no GEMM built to be asked
     for r in first_copies(report.results):
         if r.measured is None or r.gemm.copy:
             continue

@@ -110,30 +110,33 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str
     e = itemsize(dtype)
     step = net.step()
     parameters = net.parameters
-    runs = net.layer_runs  # a repeat's copies hold the same: counted once, times the count
-    matrices = sum(matrix_parameters(run.layer) * run.count for run in runs)
+    runs = net.layer_runs
+    # layers alike (a repeat's copies, layers of the same fields) hold the same: each counted
+    # once, times its copies (Network.layer_groups)
+    groups = net.layer_groups()
+    matrices = sum(matrix_parameters(layer) * count for count, layer in groups)
     stored = net.weight_dtype if net.mode != "train" else dtype
     weights = -(-matrices * bits(stored) // 8) + (parameters - matrices) * e
     if net.group and net.mode != "train":  # one fp16 scale per group of each column
         weights += matrices // net.group * SCALE_BYTES
     parts = dict.fromkeys(PARTS, 0) | {"weights": weights, "workspace": workspace}
     if net.mode != "train":
-        parts["kv_cache"] = sum(kv_cache_bytes(run.layer, step) * run.count for run in runs)
+        parts["kv_cache"] = sum(kv_cache_bytes(layer, step) * count for count, layer in groups)
         last = net.last_step()
         parts["activations"] = max(
-            [live_bytes(run.layer, step) for run in runs[:-1]]
+            [live_bytes(layer, step) for _, layer in net.layer_groups(but_last=True)]
             + [live_bytes(runs[-1].layer, step)] * (runs[-1].count > 1)
             + [live_bytes(runs[-1].layer, last)])
         return parts
-    saved = [saved_bytes(run.layer, step, net.recompute) for run in runs]
+    saved = [saved_bytes(layer, step, net.recompute) for _, layer in groups]
     last_layer = runs[-1].layer
     logits = step.tokens * (last_layer.out_width or 0) * e  # what the loss reads
     working = 0
     if net.recompute == "full":  # one block's tensors while it is recomputed
-        working = max(saved_bytes(run.layer, step, "none") - kept
-                      for run, kept in zip(runs, saved))
-    saved = [kept * run.count for run, kept in zip(runs, saved)]
-    parts["activations"] = sum(saved) + logits + working
+        working = max(saved_bytes(layer, step, "none") - kept
+                      for (_, layer), kept in zip(groups, saved))
+    parts["activations"] = sum(kept * count for (count, _), kept in zip(groups, saved)) + (
+        logits + working)
     grad_e = itemsize(net.grad_accumulation) if net.grad_accumulation else e
     parts["gradients"] = parameters * grad_e
     master = MASTER_BYTES if e < MASTER_BYTES and net.optimizer != "none" else 0

@@ -279,16 +279,22 @@ def gemm_objects(results: Sequence[GemmResult]) -> Iterator[tuple[dict[str, Any]
     rest, which is a function of the GEMM's shape (``Gemm.shape_key``) and is made once per
     shape and shared by the GEMMs of that shape (a deep model has 100,000s of GEMMs and few
     shapes). A measured GEMM's object (its measurement first) is its own: ``({}, object)``."""
-    tails: dict[tuple[object, ...], dict[str, Any]] = {}
-    for r in results:
+    tails: dict[int, dict[str, Any]] = {}  # by the result read: one per shape in a deep model
+    shapes: dict[tuple[object, ...], dict[str, Any]] = {}
+    named = (results.named() if isinstance(results, Numbered) else
+             ((r.gemm.name, r.gemm.layer, r.gemm.copy, r) for r in results))
+    for name, layer, copy, r in named:
         if r.measured is not None:
-            yield {}, r.to_dict()
+            yield {}, _rename_result(r, name, layer, copy).to_dict()
             continue
-        tail = tails.get(r.gemm.shape_key)
+        tail = tails.get(id(r))
         if tail is None:
-            tail = tails[r.gemm.shape_key] = r.to_dict()
-            del tail["name"], tail["layer"]
-        yield {"name": r.gemm.name, "layer": r.gemm.layer}, tail
+            tail = shapes.get(r.gemm.shape_key)
+            if tail is None:
+                tail = shapes[r.gemm.shape_key] = r.to_dict()
+                del tail["name"], tail["layer"]
+            tails[id(r)] = tail
+        yield {"name": name, "layer": layer}, tail
 
 
 def _time(result: Any) -> float:

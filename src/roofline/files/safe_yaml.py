@@ -33,6 +33,7 @@ MAX_INT_CHARS = MAX_INT_DIGITS  # the one bound of integer literals, files and o
 
 _BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_INT_TAG = "tag:yaml.org,2002:int"
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISSOCK, "a socket"))
@@ -192,6 +193,20 @@ class StrictLoader(_BASE):  # type: ignore[misc, valid-type]
                                           f"unique; the file gives it twice)", as_key=True)
         return super().construct_mapping(node, deep)
 
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        """A plain decimal integer (a 100,000-width ``mlp:`` list) resolved at once, to the
+        int tag YAML 1.1's rule gives it; everything else as the base loader does."""
+        if kind is yaml.ScalarNode and implicit[0] and _plain_decimal(value):
+            return _INT_TAG
+        return super().resolve(kind, value, implicit)
+
+    def construct_sequence(self, node: Any, deep: bool = False) -> Any:
+        """The items, a plain decimal integer read at once (``construct_bounded_int``'s value
+        for it); the rest as the base loader does."""
+        return [int(child.value) if child.tag == _INT_TAG and type(child) is yaml.ScalarNode
+                and _plain_decimal(child.value) and not child.style
+                else self.construct_object(child, deep=deep) for child in node.value]
+
     def construct_bounded_int(self, node: Any) -> int:
         if len(node.value) > MAX_INT_CHARS:
             digits = sum(c.isdigit() for c in node.value)
@@ -204,6 +219,13 @@ class StrictLoader(_BASE):  # type: ignore[misc, valid-type]
 
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_bounded_int)
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
+
+
+def _plain_decimal(value: str) -> bool:
+    """ASCII digits without a leading zero (YAML 1.1 reads ``012`` as octal), within the
+    digits any integer may have."""
+    return (value.isascii() and value.isdigit() and len(value) <= MAX_INT_CHARS
+            and (value[0] != "0" or len(value) == 1))
 
 
 def node_path(root: Any, target: Any, as_key: bool = False) -> str:

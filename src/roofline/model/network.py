@@ -58,6 +58,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -213,7 +214,27 @@ class Network:
     @property
     def parameters(self) -> int:
         """Every trainable parameter: weights, biases, embeddings, norms."""
-        return sum(run.layer.parameters * run.count for run in self.layer_runs)
+        return sum(layer.parameters * count for count, layer in self.layer_groups())
+
+    def layer_groups(self, but_last: bool = False) -> list[tuple[int, Layer]]:
+        """The layers (``but_last``: all but the last run) grouped by their fields but their
+        name (``_fields_key``; a layer whose fields make no key is a group of its own), as
+        (copies, a layer of the group) in order of first appearance: what a figure summed or
+        maximized over the layers needs, once per distinct layer (a 100,000-layer MLP of seven
+        widths has seven). The same at every batch: made once for these layers."""
+        assert isinstance(self.layers, Layers)
+        layers = self.layers
+
+        def make() -> list[tuple[int, Layer]]:
+            groups: dict[Any, list[Any]] = {}
+            runs = layers.runs[:-1] if but_last else layers.runs
+            for i, run in enumerate(runs):
+                key = layers.key_of(run.layer, _fields_key)
+                found = groups.setdefault(i if key is None else key, [0, run.layer])
+                found[0] += run.count
+            return [(count, layer) for count, layer in groups.values()]
+
+        return layers.cached(("layer_groups", but_last), make)
 
     @property
     def step_phase(self) -> str:
@@ -313,8 +334,7 @@ class Network:
         self._check_precision()
         self._check_phase()
         if self.seq is None:
-            for run in self.layer_runs:
-                layer = run.layer
+            for _, layer in self.layer_groups():
                 if getattr(layer, "needs_seq", False):
                     raise InputError(self.source, "seq", f"missing required field: layer "
                                      f"{layer.name!r} needs tokens per sample (give seq in the "
@@ -364,23 +384,25 @@ class Network:
         return self.batch, self.dtype
 
     def expand(self) -> tuple[Numbered[Gemm], Numbered[Op]]:
-        """The step's GEMMs and ops, in the order the module docstring describes; a run of
-        copies (a ``repeat``) is expanded once and its copies numbered and named on demand."""
+        """The step's GEMMs and ops, in the order the module docstring describes: each run's
+        templates (``parts``), numbered and named for each copy and layer when read, so that
+        a deep model's 300,000 GEMMs are never built unless something reads them one by one."""
         gemm_runs: list[ItemRun[Gemm]] = []
         op_runs: list[ItemRun[Op]] = []
         gemm_count = op_count = 0
+        split: dict[int, tuple[tuple[Gemm, ...], tuple[Op, ...]]] = {}  # per template tuple
         for part in self.parts():
-            run, copy, first, own = part.run, part.run.number(0), part.first, part.own
-            gemms: list[Gemm] = []
-            ops: list[Op] = []
-            for item in part.items:  # the templates, under this layer's names
-                layer = item.layer if own == first else own + item.layer[len(first):]
-                if isinstance(item, Gemm):
-                    gemms.append(item.renamed(f"MM{gemm_count + len(gemms) + 1}", layer, copy))
-                else:
-                    ops.append(item.renamed(f"OP{op_count + len(ops) + 1}", layer, copy))
-            gemm_runs.append(ItemRun(tuple(gemms), run.count, run, gemm_count))
-            op_runs.append(ItemRun(tuple(ops), run.count, run, op_count))
+            run = part.run
+            found = split.get(id(part.items))
+            if found is None:
+                found = split[id(part.items)] = (
+                    tuple(item for item in part.items if isinstance(item, Gemm)),
+                    tuple(item for item in part.items if not isinstance(item, Gemm)))
+            gemms, ops = found
+            if gemms:
+                gemm_runs.append(ItemRun(gemms, run.count, run, gemm_count, part.first))
+            if ops:
+                op_runs.append(ItemRun(ops, run.count, run, op_count, part.first))
             gemm_count += len(gemms) * run.count
             op_count += len(ops) * run.count
         return Numbered(gemm_runs, "MM", rebuild), Numbered(op_runs, "OP", rebuild)
@@ -402,7 +424,7 @@ class Network:
             parts.append(Part(run, first, layer.name, shared))
         update = self._update(step)
         if update:
-            parts.append(Part(LayerRun(None), "", "", update))
+            parts.append(Part(LayerRun(_UPDATE), "", "", update))
         return parts
 
     def tally(self) -> list[tuple[int, tuple[Gemm | Op, ...]]]:
@@ -564,25 +586,40 @@ class Part(NamedTuple):
     items: tuple[Gemm | Op, ...]
 
 
-_NAME_AT: dict[type, tuple[int, int]] = {}  # a layer type -> (where ``name`` is, how many)
+class _Update(NamedTuple):
+    """What the optimizer's update stands in place of a layer (``parts``): no name, so its ops
+    keep their own layer, ``optimizer``."""
+
+    name: str = ""
+
+
+_UPDATE = _Update()
+#: a layer type -> (how many fields, a getter of every field but the name, as a tuple)
+_KEY_OF: dict[type, tuple[int, Callable[[Any], tuple[Any, ...]]]] = {}
+
+
+def _one_field(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A getter of at most one field, as a tuple (``attrgetter`` gives a bare value)."""
+    if not names:
+        return lambda layer: ()
+    at = attrgetter(names[0])
+    return lambda layer: (at(layer),)
 
 
 def _fields_key(layer: Any) -> tuple[Any, ...] | None:
     """A layer's fields but its name, as a key (None when a field cannot be hashed): two
-    layers with one key give the same GEMMs and ops, named for each. Read from the instance's
-    dictionary (its fields in order) rather than field by field: a deep model asks 200,000
-    times."""
+    layers with one key give the same GEMMs and ops, named for each. Read through one getter
+    per type (a deep model asks 200,000 times)."""
     kind = type(layer)
-    found = _NAME_AT.get(kind)
+    found = _KEY_OF.get(kind)
     if found is None:
-        names = [f.name for f in dataclass_fields(kind)]
-        found = _NAME_AT[kind] = (names.index("name"), len(names))
-    at, count = found
-    values = list(layer.__dict__.values())
-    if len(values) != count:
+        names = [f.name for f in dataclass_fields(kind) if f.name != "name"]
+        getter = attrgetter(*names) if len(names) > 1 else _one_field(names)
+        found = _KEY_OF[kind] = (len(names) + 1, getter)
+    count, getter = found
+    if len(layer.__dict__) != count:
         return None  # something beside the fields (a cached value): not a key
-    del values[at]
-    key = (kind, *values)
+    key = (kind, getter(layer))
     try:
         hash(key)
     except TypeError:

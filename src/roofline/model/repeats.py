@@ -154,58 +154,97 @@ class Layers(Sequence[L]):
 
 
 class ItemRun(Generic[T]):
-    """The items (GEMMs or ops) of ``count`` copies of a layer (``layer``), stored as those of
-    the first copy, numbered and named as it is; ``start``: the index (0-based) of the run's
-    first item in the step. Copy c's items are the same, renamed for ``layer.name(c)``. (A
-    plain class: a deep network makes one per layer and per expansion.)"""
+    """The items (GEMMs or ops) of ``count`` copies of a layer (``layer``, a LayerRun), stored
+    once as templates: one copy's items, not numbered, named for the layer ``first`` (the
+    first layer of the step with the same fields and pass: a template serves every layer alike,
+    so the tuple itself is shared); ``start``: the index (0-based) of the run's first item in
+    the step. Copy c's items are the templates numbered in place and renamed for
+    ``layer.name(c)``, built when read. (A plain class: a deep network makes one per layer and
+    pass.)"""
 
-    __slots__ = ("items", "count", "layer", "start")
+    __slots__ = ("items", "count", "layer", "start", "first")
 
-    def __init__(self, items: tuple[T, ...], count: int, layer: LayerRun[Any], start: int
-                 ) -> None:
+    def __init__(self, items: tuple[T, ...], count: int, layer: LayerRun[Any], start: int,
+                 first: str) -> None:
         self.items = items
         self.count = count
         self.layer = layer
         self.start = start
+        self.first = first
 
     def __len__(self) -> int:
         return len(self.items) * self.count
 
+    def layer_name(self, own: str, item_layer: str) -> str:
+        """The layer an item of the copy named ``own`` belongs to, its template's being
+        ``item_layer`` (a sub-layer keeps its suffix: ``blk.1.attn`` -> ``blk.2.attn``)."""
+        first = self.first
+        return item_layer if own == first else own + item_layer[len(first):]
+
+    def copies(self, firsts: bool) -> Iterable[int]:
+        """The copies to read (0-based, in the run's order): every one, or (``firsts``) the
+        lowest-numbered only."""
+        if not firsts:
+            return range(self.count)
+        return (self.count - 1 if self.layer.reverse else 0,)
+
 
 class Numbered(Sequence[T]):
     """A step's GEMMs (``prefix`` "MM") or ops ("OP") as runs; reads as every item, numbered
-    ``prefix``1.. in order, copy by copy. ``build(item, name, layer, copy)`` makes the item of a
-    copy from the run's stored one; ``layer_of(item)`` reads its layer name."""
+    ``prefix``1.. in order, copy by copy, each built when read. ``build(item, name, layer,
+    copy)`` makes an item from its template; ``layer_of(item)`` reads its layer name.
+    ``named`` gives every item's name, layer and copy number beside its template without
+    building anything: what a deep model's tables and JSON read. ``map`` gives the same runs
+    with each distinct template tuple changed once (a GEMM's analysis): the runs themselves
+    are shared, and a run's items read through ``items_of``."""
 
-    __slots__ = ("runs", "_build", "_ends", "_prefix", "_layer_of", "_flat")
+    __slots__ = ("_runs", "_build", "_ends", "_prefix", "_layer_of", "_swap", "_size")
 
-    def __init__(self, runs: Iterable[ItemRun[T]], prefix: str,
+    def __init__(self, runs: Iterable[ItemRun[Any]], prefix: str,
                  build: Callable[[T, str, str, int], T],
                  layer_of: Callable[[T], str] = lambda item: item.layer,  # type: ignore
-                 ) -> None:
-        self.runs: tuple[ItemRun[T], ...] = tuple(run for run in runs if run.items)
+                 swap: dict[int, tuple[T, ...]] | None = None) -> None:
+        self._runs: tuple[ItemRun[Any], ...] = tuple(run for run in runs if run.items)
         self._prefix = prefix
         self._build = build
         self._layer_of = layer_of
-        self._ends = list(itertools.accumulate(len(run) for run in self.runs))
-        # no run repeats: every item is stored, read straight from one tuple
-        self._flat: tuple[T, ...] | None = None
-        if all(run.count == 1 for run in self.runs):
-            self._flat = tuple(itertools.chain.from_iterable(run.items for run in self.runs))
+        self._swap = swap  # id of a run's stored items -> the items this sequence reads
+        self._ends: list[int] | None = None  # made when an item is first looked up by index
+        self._size = sum(len(run.items) * run.count for run in self._runs)
+
+    def items_of(self, run: ItemRun[Any]) -> tuple[T, ...]:
+        """The items this sequence reads for ``run`` (one of ``_runs``)."""
+        return run.items if self._swap is None else self._swap[id(run.items)]
+
+    @property
+    def runs(self) -> tuple[ItemRun[T], ...]:
+        """The runs, each with the items this sequence reads."""
+        if self._swap is None:
+            return self._runs
+        return tuple(ItemRun(self.items_of(run), run.count, run.layer, run.start, run.first)
+                     for run in self._runs)
+
+    def map(self, change: Callable[[T], Any], build: Callable[[Any, str, str, int], Any],
+            layer_of: Callable[[Any], str]) -> Numbered[Any]:
+        """These items with ``change`` applied to each distinct template tuple's items once
+        (runs of layers alike share their tuple, and share the changed one), read back with
+        ``build`` and ``layer_of``."""
+        swap: dict[int, tuple[Any, ...]] = {}
+        for run in self._runs:
+            if id(run.items) not in swap:
+                swap[id(run.items)] = tuple(change(i) for i in self.items_of(run))
+        return Numbered(self._runs, self._prefix, build, layer_of, swap)
 
     def __len__(self) -> int:
-        return self._ends[-1] if self._ends else 0
+        return self._size
 
-    def _item(self, run: ItemRun[T], offset: int) -> T:
-        c, j = divmod(offset, len(run.items))
-        item = run.items[j]
-        if not c:
-            return item
-        layer = self._layer_of(item)
-        first, own = run.layer.name(0), run.layer.name(c)
-        layer = own + layer[len(first):]
-        copy = run.layer.number(c)
-        return self._build(item, f"{self._prefix}{run.start + offset + 1}", layer, copy)
+    def _item(self, run: ItemRun[Any], offset: int) -> T:
+        items = self.items_of(run)
+        c, j = divmod(offset, len(items))
+        item = items[j]
+        layer = run.layer_name(run.layer.name(c), self._layer_of(item))
+        return self._build(item, f"{self._prefix}{run.start + offset + 1}", layer,
+                           run.layer.number(c))
 
     @overload
     def __getitem__(self, index: int) -> T: ...
@@ -214,24 +253,21 @@ class Numbered(Sequence[T]):
     def __getitem__(self, index: slice) -> tuple[T, ...]: ...
 
     def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
-        if self._flat is not None:
-            return self._flat[index]
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError("item index out of range")
+        if self._ends is None:
+            self._ends = list(itertools.accumulate(len(run) for run in self._runs))
         run = bisect.bisect_right(self._ends, index)
-        return self._item(self.runs[run], index - (self._ends[run - 1] if run else 0))
+        return self._item(self._runs[run], index - (self._ends[run - 1] if run else 0))
 
     def __iter__(self) -> Iterator[T]:
-        if self._flat is not None:
-            yield from self._flat
-            return
-        for run in self.runs:
-            for offset in range(len(run)):
-                yield self._item(run, offset)
+        build = self._build
+        for name, layer, copy, item in self.named():
+            yield build(item, name, layer, copy)
 
     def __eq__(self, other: object) -> bool:  # equal to any sequence of the same items
         if isinstance(other, (Numbered, tuple, list)):
@@ -242,48 +278,74 @@ class Numbered(Sequence[T]):
         return hash(tuple(self))
 
     def __repr__(self) -> str:
-        return f"Numbered({self._prefix}: {len(self)} items in {len(self.runs)} runs)"
+        return f"Numbered({self._prefix}: {len(self)} items in {len(self._runs)} runs)"
+
+    def named(self, firsts: bool = False) -> Iterator[tuple[str, str, int, T]]:
+        """Every item as (its name, its layer, its copy number, the template it is built
+        from), in numbering order, nothing built; ``firsts``: the first copy's items only
+        (copy number 0: the rows a table shows of a repeated layer)."""
+        prefix, layer_of = self._prefix, self._layer_of
+        # each template tuple's items with their layer and its part after the template's
+        # layer name (a sub-layer's ``.attn``), once per tuple: runs of layers alike share it
+        read: dict[tuple[int, str], list[tuple[T, str, str]]] = {}
+        for run in self._runs:
+            layer, first = run.layer, run.first
+            entries = read.get((id(run.items), first))
+            if entries is None:
+                entries = read[id(run.items), first] = [
+                    (item, name, name[len(first):]) for item, name in (
+                        (item, layer_of(item)) for item in self.items_of(run))]
+            for c in ((0,) if run.count == 1 else run.copies(firsts)):
+                copy = layer.first_copy + c if not layer.reverse else layer.number(c)
+                if firsts and copy:
+                    continue
+                own = copy_name(layer.layer.name, copy) if layer.named else layer.layer.name
+                number = run.start + c * len(entries)
+                if own == first:
+                    for item, name, _ in entries:
+                        number += 1
+                        yield f"{prefix}{number}", name, copy, item
+                else:
+                    for item, _, suffix in entries:
+                        number += 1
+                        yield f"{prefix}{number}", own + suffix, copy, item
 
     def labelled(self) -> Iterator[tuple[str, T]]:
-        """Every item as (its copy's layer name, the stored item it repeats), in order: the
-        copies' figures without building each copy."""
-        for run in self.runs:
-            if run.count == 1:
-                yield from ((self._layer_of(item), item) for item in run.items)
-                continue
-            first = run.layer.name(0)
-            for c in range(run.count):
-                own = run.layer.name(c)
-                for item in run.items:
-                    layer = self._layer_of(item)
-                    yield (own + layer[len(first):] if c else layer), item
+        """Every item as (its copy's layer name, the template it is built from), in order:
+        the copies' figures without building each copy."""
+        return ((layer, item) for _, layer, _, item in self.named())
 
     def firsts(self) -> Iterator[T]:
-        """Each run's lowest-numbered copy (the rows a table shows of a repeated layer)."""
-        if self._flat is not None:
-            yield from self._flat
-            return
-        for run in self.runs:
-            c = run.count - 1 if run.layer.reverse else 0
-            for offset in range(len(run.items)):
-                yield self._item(run, c * len(run.items) + offset)
+        """The first copy (copy number 0) of each run: the rows a table shows of a repeated
+        layer."""
+        build = self._build
+        for name, layer, copy, item in self.named(firsts=True):
+            yield build(item, name, layer, copy)
 
     def stored(self) -> Iterator[T]:
-        """Each run's stored items (its first copy's), numbered as they are; what holds for
-        one copy holds for each."""
-        for run in self.runs:
-            yield from run.items
+        """Each distinct template once (not numbered, named for the first layer alike): what
+        holds for one copy holds for each."""
+        seen: set[int] = set()
+        for run in self._runs:
+            if id(run.items) not in seen:
+                seen.add(id(run.items))
+                yield from self.items_of(run)
 
     def repeated(self) -> int:
         """How many items belong to a copy after the first (copy number above 0)."""
         return sum(len(run.items) * (run.count - (run.layer.first_copy == 0))
-                   for run in self.runs)
+                   for run in self._runs)
 
     def total(self, value: Callable[[T], int]) -> int:
         """The exact sum of an integer figure over every item."""
-        if self._flat is not None:
-            return sum(value(item) for item in self._flat)
-        return sum(sum(value(item) for item in run.items) * run.count for run in self.runs)
+        sums: dict[int, int] = {}  # per template tuple: runs of layers alike share theirs
+        total = 0
+        for run in self._runs:
+            own = sums.get(id(run.items))
+            if own is None:
+                own = sums[id(run.items)] = sum(value(item) for item in self.items_of(run))
+            total += own * run.count
+        return total
 
     def float_total(self, value: Callable[[T], float], keep: Callable[[T], bool] | None = None,
                     start: float = 0) -> float:
@@ -291,23 +353,26 @@ class Numbered(Sequence[T]):
         in numbering order after ``start``, except that a run of more than ``EXACT_SUM_ITEMS``
         items adds its copy's sum times its count (closer to the exact sum than adding copy by
         copy, and the same to a few units in the last place)."""
-        if self._flat is not None:  # no repeats: every item in order
-            return sum((value(item) for item in self._flat if keep is None or keep(item)),
-                       start)
+        values: dict[int, list[float]] = {}  # per template tuple, as ``total``
         flat: list[float] = []  # every value in numbering order; sum() adds in this order
-        for run in self.runs:
-            own = [value(item) for item in run.items if keep is None or keep(item)]
-            flat += repeated_values(own, run)
+        for run in self._runs:
+            own = values.get(id(run.items))
+            if own is None:
+                own = values[id(run.items)] = [value(item) for item in self.items_of(run)
+                                               if keep is None or keep(item)]
+            if run.count == 1:
+                flat += own
+            else:
+                flat += repeated_values(own, run)
         return sum(flat, start)
 
 
 def map_items(items: Numbered[T], change: Callable[[T], Any],
               build: Callable[[Any, str, str, int], Any],
               layer_of: Callable[[Any], str]) -> Numbered[Any]:
-    """``items`` with ``change`` applied to each run's stored items (once per run), read back
-    with ``build`` and ``layer_of``."""
-    return Numbered((ItemRun(tuple(change(i) for i in run.items), run.count, run.layer,
-                             run.start) for run in items.runs), items._prefix, build, layer_of)
+    """``items.map(change, build, layer_of)``: ``change`` applied to each distinct template
+    tuple once."""
+    return items.map(change, build, layer_of)
 
 
 def rebuild(item: Any, name: str, layer: str, copy: int) -> Any:

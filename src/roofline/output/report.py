@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RooflineError, option
-from ..model.repeats import MAX_LISTED, Layers, Numbered, first_copies
+from ..model.repeats import MAX_LISTED, Layers, Numbered
 from ..units import seconds, si
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
 from .scaling import scaling_lines
-from .table import aligned_lines, markdown
+from .table import aligned_lines, aligned_shared, markdown
 
 if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
@@ -83,13 +84,89 @@ def report_json(report: Report, view: View = View()) -> str:
     return to_json(report.to_dict())
 
 
-def shown_results(report: Report, view: View) -> tuple[list, list]:
+class Scan(NamedTuple):
+    """What ``Shown.scan`` reads of the rows: how many, the longest name and layer (in
+    characters), and each distinct result by its id."""
+
+    rows: int
+    name_width: int
+    layer_width: int
+    results: dict[int, Any]
+
+
+class Shown:
+    """The GEMM or op results a table shows (``shown_results``): every one (``firsts``
+    False), or each repeated layer's first copy only. Iterated, each result is built as it is
+    read; ``named()`` gives (name, layer, a result of the same shape) without building any,
+    which is what a deep model's table reads (300,000 rows, a few shapes)."""
+
+    __slots__ = ("_items", "_firsts", "_what", "_scan")
+
+    def __init__(self, items: Sequence[Any], firsts: bool, what: Callable[[Any], Any]) -> None:
+        self._items = items
+        self._firsts = firsts
+        self._what = what  # a result's GEMM or op
+        self._scan: Scan | None = None
+
+    def scan(self) -> Scan:
+        """The rows' count, longest name and layer, and distinct results: read once."""
+        if self._scan is None:
+            count = name = layer = 0
+            results: dict[int, Any] = {}
+            for own, lay, _, r in self.named():
+                count += 1
+                name = max(name, len(own))
+                layer = max(layer, len(lay))
+                results[id(r)] = r
+            self._scan = Scan(count, name, layer, results)
+        return self._scan
+
+    def named(self) -> Iterator[tuple[str, str, int, Any]]:
+        """(name, layer, copy number, result) of every row in order; the result is the row's
+        own or, in a run of layers alike, the one it repeats (whose name and layer are not the
+        row's)."""
+        if isinstance(self._items, Numbered):
+            return self._items.named(self._firsts)
+        what = self._what
+        return ((own.name, own.layer, own.copy, item) for item, own in (
+            (item, what(item)) for item in self._items) if not (self._firsts and own.copy))
+
+    def __iter__(self) -> Iterator[Any]:
+        if not isinstance(self._items, Numbered):
+            yield from (r for r in self._items if not (self._firsts and self._what(r).copy))
+            return
+        build = self._items._build
+        for name, layer, copy, item in self._items.named(self._firsts):
+            yield build(item, name, layer, copy)
+
+    def __len__(self) -> int:
+        return self.scan().rows
+
+    def __bool__(self) -> bool:
+        return next(self.named(), None) is not None
+
+
+def shown_results(report: Report, view: View) -> tuple[Shown, Shown]:
     """The GEMM and op results a table shows under ``view``."""
-    if view.expand:
-        return list(report.results), [] if view.gemms_only else list(report.ops)
-    gemms = [r for r in first_copies(report.results) if r.gemm.copy == 0]
-    ops = [] if view.gemms_only else [r for r in first_copies(report.ops) if r.op.copy == 0]
-    return gemms, ops
+    ops: Sequence[Any] = () if view.gemms_only else report.ops
+    return (Shown(report.results, not view.expand, _gemm_of),
+            Shown(ops, not view.expand, _op_of))
+
+
+def _gemm_of(result: Any) -> Any:
+    return result.gemm
+
+
+def named_rows(results: Shown | Iterable[Any]) -> Iterator[tuple[str, str, int, Any]]:
+    """(name, layer, copy number, result) of each GEMM result shown (``Shown.named``, or a
+    plain list's): the name and layer are the row's, the figures the result's."""
+    if isinstance(results, Shown):
+        return results.named()
+    return ((r.gemm.name, r.gemm.layer, r.gemm.copy, r) for r in results)
+
+
+def _op_of(result: Any) -> Any:
+    return result.op
 
 
 def check_listed(reports: Sequence[Report], fmt: str, view: View) -> None:
@@ -113,18 +190,20 @@ def _repeated(items: Sequence[Any], copy: Callable[[Any], int]) -> int:
     return sum(1 for item in items if copy(item))
 
 
-def _rows(report: Report, results: Sequence[Any]) -> list[tuple[str, ...]]:
-    """The GEMM table's rows. Every cell but the name and the layer is a function of the
-    GEMM's shape (``Gemm.shape_key``), so it is formatted once per shape: a deep model has
-    100,000s of rows and few shapes."""
-    tails: dict[tuple[object, ...], tuple[str, ...]] = {}
-    rows = []
-    for r in results:
-        tail = tails.get(r.gemm.shape_key)
-        if tail is None:
-            tail = tails[r.gemm.shape_key] = tuple(_row(report, r)[2:])
-        rows.append((r.gemm.name, r.gemm.layer[:LAYER_WIDTH], *tail))
-    return rows
+def _rows(report: Report, results: Shown | Sequence[Any]
+          ) -> tuple[Iterator[tuple[str, str, int]], dict[int, tuple[str, ...]], list[int]]:
+    """The GEMM table as rows (name, layer, the key of the rest in the second value), the rest
+    of each distinct result's row, and the widest name and layer. Every cell but the name and
+    the layer is a function of the GEMM's shape (``Gemm.shape_key``), so it is formatted once
+    per shape: a deep model has 100,000s of rows and few shapes, and its rows are made as the
+    table is written (``table.aligned_shared``)."""
+    shown = results if isinstance(results, Shown) else Shown(results, False, _gemm_of)
+    scan = shown.scan()
+    shapes: dict[tuple[object, ...], tuple[str, ...]] = {}
+    tails = {key: shapes.setdefault(r.gemm.shape_key, tuple(_row(report, r)[2:]))
+             for key, r in scan.results.items()}
+    rows = ((name, layer[:LAYER_WIDTH], id(r)) for name, layer, _, r in shown.named())
+    return rows, tails, [scan.name_width, min(scan.layer_width, LAYER_WIDTH)]
 
 
 def _row(report: Report, result) -> list[str]:
@@ -342,37 +421,62 @@ def _scaling_lines(report: Report) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _alignment_groups(gemms: list) -> list[tuple[str, str]]:
+class _Group:
+    """The GEMMs and layer dimensions one alignment note is about (``_alignment_groups``): the
+    GEMMs' names in order, and each dimension's layers by role, with the order they came in
+    (a deep model's 300,000 GEMMs add their layers without a string made for each)."""
+
+    __slots__ = ("note", "names", "roles")
+
+    def __init__(self, note: AlignmentNote) -> None:
+        self.note = note
+        self.names: list[str] = []
+        self.roles: dict[str, dict[str, int]] = {}  # role -> layer -> when it came
+
+    def labels(self) -> list[str]:
+        """``fc2.out``, ``fc3.in``, ... in the order they came (``batch`` for the batch)."""
+        came = sorted((when, layer, role) for role, layers in self.roles.items()
+                      for layer, when in layers.items())
+        return ["batch" if role == "batch" else f"{layer}.{role}" for _, layer, role in came]
+
+
+def _alignment_groups(gemms: Shown | Iterable[Any]) -> list[tuple[str, str]]:
     """Alignment notes grouped by the dimension value they are about, most severe tier first,
     as ``(tier, text)``: ``("advice", "width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024
     (...)")``."""
     from ..analysis.alignment import TIERS
 
-    groups: dict[tuple[int, int, int], tuple[dict[str, None], dict[str, None], AlignmentNote]]
-    groups = {}
-    # GEMMs of one shape share their notes (analysis.report): each tuple read once
-    read: dict[int, list[tuple[tuple[int, int, int], str, AlignmentNote]]] = {}
-    for result in gemms:
+    groups: dict[tuple[int, int, int], _Group] = {}
+    # GEMMs of one shape share their notes (analysis.report): each tuple read once, into the
+    # group each note goes to and the layers of its role there
+    read: dict[int, list[tuple[_Group, dict[str, int], bool]]] = {}
+    came = itertools.count()
+    for name, layer, _, result in named_rows(gemms):
         if not result.alignment:
             continue
-        notes = read.get(id(result.alignment))
-        if notes is None:
-            notes = read[id(result.alignment)] = [
-                # a convolution's "in_channels x R x S": channels
-                ((TIERS.index(note.tier), note.value, note.multiple),
-                 note.role.split(" x ")[0], note) for note in result.alignment]
-        for key, role, note in notes:
-            label = "batch" if role == "batch" else f"{result.gemm.layer}.{role}"
-            labels, names, _ = groups.setdefault(key, ({}, {}, note))
-            labels[label] = names[result.gemm.name] = None
+        targets = read.get(id(result.alignment))
+        if targets is None:
+            targets = read[id(result.alignment)] = []
+            for note in result.alignment:
+                role = note.role.split(" x ")[0]  # a convolution's "in_channels x R x S"
+                key = (TIERS.index(note.tier), note.value, note.multiple)
+                group = groups.setdefault(key, _Group(note))
+                targets.append((group, group.roles.setdefault(role, {}), role == "batch"))
+        for group, layers, batch in targets:
+            own = "batch" if batch else layer
+            if own not in layers:
+                layers[own] = next(came)
+            if not group.names or group.names[-1] is not name:  # (a GEMM's two notes alike)
+                group.names.append(name)
     lines = []
-    for (_, value, _), (labels, names, note) in sorted(groups.items(), key=lambda i: i[0]):
-        noun = "batch" if list(labels) == ["batch"] else (
+    for (_, value, _), group in sorted(groups.items(), key=lambda i: i[0]):
+        note, labels = group.note, group.labels()
+        noun = "batch" if labels == ["batch"] else (
             "width" if note.role in ("in", "out", "batch") else
             "channels" if "channels" in note.role else "dimension")
-        where = "" if list(labels) == ["batch"] else f" ({listed(list(labels))})"
+        where = "" if labels == ["batch"] else f" ({listed(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
-        lines.append((note.tier, f"{noun} {value}{where}: {listed(list(names))}: "
+        lines.append((note.tier, f"{noun} {value}{where}: {listed(group.names)}: "
                                  f"pad to {note.pad_to} ({reason})"))
     return lines
 
@@ -390,25 +494,30 @@ def listed(names: list[str]) -> str:
     return f"{', '.join(names[:NOTE_NAMES])} and {len(names) - NOTE_NAMES:,} more"
 
 
-def _other_notes(gemms: list) -> list[tuple[str, str]]:
+def _other_notes(gemms: Iterable[Any]) -> list[tuple[str, str]]:
     """Every sentence that is not an alignment note, once, with the GEMMs it is about, as
     ``(tier, text)``: a tile/wave warning is a ``warning``, batch advice ``advice``."""
     others: dict[str, tuple[str, list[str]]] = {}
-    said: dict[tuple[object, ...], list[tuple[str, str]]] = {}  # a shape's sentences, once
-    for r in gemms:
-        texts = said.get(r.gemm.shape_key)
-        if texts is None:
-            aligned = {alignment_text(note) for note in r.alignment}
-            texts = said[r.gemm.shape_key] = [
-                (tier, text) for tier, sentences in (("warning", gemm_warnings(r)),
-                                                     ("advice", gemm_advice(r)))
-                for text in sentences if text not in aligned]
-        for tier, text in texts:
-            others.setdefault(text, (tier, []))[1].append(r.gemm.name)
+    said: dict[tuple[object, ...], list[list[str]]] = {}  # a shape's sentences, once
+    read: dict[int, list[list[str]]] = {}  # by the result read: one per shape in a deep model
+    for name, _, _, r in named_rows(gemms):
+        lists = read.get(id(r))
+        if lists is None:
+            lists = said.get(r.gemm.shape_key)
+            if lists is None:
+                aligned = {alignment_text(note) for note in r.alignment}
+                lists = said[r.gemm.shape_key] = [
+                    others.setdefault(text, (tier, []))[1]
+                    for tier, sentences in (("warning", gemm_warnings(r)),
+                                            ("advice", gemm_advice(r)))
+                    for text in sentences if text not in aligned]
+            read[id(r)] = lists
+        for names in lists:
+            names.append(name)
     return [(tier, f"{listed(names)}: {text}") for text, (tier, names) in others.items()]
 
 
-def _notes(report: Report, gemms: list) -> list[str]:
+def _notes(report: Report, gemms: Iterable[Any]) -> list[str]:
     """Warnings and advice as read, for the GEMMs a table shows: alignment grouped by dimension
     value and tier, then every other sentence once, with the GEMMs it is about (``MM4, MM5: no
     batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
@@ -417,7 +526,7 @@ def _notes(report: Report, gemms: list) -> list[str]:
         f"  {text}" for _, text in _other_notes(gemms)]
 
 
-def notes_by_tier(gemms: list, report: Report | None = None) -> dict[str, list[str]]:
+def notes_by_tier(gemms: Iterable[Any], report: Report | None = None) -> dict[str, list[str]]:
     """The same notes grouped by tier, most severe first (``error``, ``warning``, ``advice``;
     empty tiers left out), the ``report``'s own warnings first among the warnings: the HTML
     page's advice section."""
@@ -430,15 +539,16 @@ def notes_by_tier(gemms: list, report: Report | None = None) -> dict[str, list[s
     return {tier: texts for tier, texts in tiers.items() if texts}
 
 
-def _time_section(report: Report, gemms: list, as_markdown: bool = False) -> Iterator[str]:
+def _time_section(report: Report, gemms: Iterable[Any], as_markdown: bool = False) -> Iterator[str]:
     """Roof vs predicted (vs measured) per GEMM: output.times (nothing for a model
     without GEMMs, such as a sparse-only one); its table's lines made as they are read."""
     if not gemms:
         return
     from .times import _LEFT, time_lines, time_rows
 
-    header, rows = time_rows(report, gemms)
-    table = markdown(header, rows, _LEFT) if as_markdown else aligned_lines(header, rows, _LEFT)
+    header, rows, tails, widths = time_rows(report, gemms)
+    table = (markdown(header, ((name, *tails[key]) for name, key in rows), _LEFT)
+             if as_markdown else aligned_shared(header, rows, tails, _LEFT, widths))
     lines = time_lines(report) if as_markdown else [
         part for line in time_lines(report) for part in textwrap.wrap(
             line, width=100, subsequent_indent="  ", break_on_hyphens=False)]
@@ -474,7 +584,8 @@ def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
     yield _header(report)
     if report.results:
         yield ""
-        yield from aligned_lines(_COLUMNS, _rows(report, gemms), _LEFT_COLUMNS)
+        rows, tails, widths = _rows(report, gemms)
+        yield from aligned_shared(_COLUMNS, rows, tails, _LEFT_COLUMNS, widths)
     yield from _time_section(report, gemms)
     if ops:
         yield from ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:"]
@@ -526,8 +637,9 @@ def reports_csv(reports: list[Report], view: View = View()) -> str:
 def report_markdown(report: Report, view: View = View()) -> str:
     """GitHub-flavoured Markdown tables with the header and totals as text around them."""
     gemms, ops = shown_results(report, view)
+    rows, tails, _ = _rows(report, gemms)
     lines = [_header(report).replace("\n", "  \n"), "", *markdown(
-        _COLUMNS, _rows(report, gemms), _LEFT_COLUMNS)]
+        _COLUMNS, ((name, layer, *tails[key]) for name, layer, key in rows), _LEFT_COLUMNS)]
     if ops:
         lines += ["", *markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
     lines += _time_section(report, gemms, as_markdown=True)

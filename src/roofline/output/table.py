@@ -3,7 +3,8 @@ Every table the CLI prints (analyze, compare, sweep, hw list) goes through here.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]],
@@ -14,13 +15,19 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]],
     return list(aligned_lines(header, rows, left))
 
 
-def aligned_lines(header: Sequence[str], rows: Sequence[Sequence[str]],
-                  left: Collection[int]) -> Iterator[str]:
+def aligned_lines(header: Sequence[str], rows: Iterable[Sequence[str]], left: Collection[int],
+                  widths: Sequence[int] | None = None) -> Iterator[str]:
     """``aligned``'s lines one by one, made as they are read: a table of 300,000 rows is
-    never held as 300,000 lines at once (the rows are: the widths need every cell)."""
+    never held as 300,000 lines at once. ``widths``, when the caller knows them (the widest
+    cell of each column, the header left out), lets ``rows`` be an iterator, read once and
+    never held; without them the rows are read twice (a sequence)."""
     blank = ("",) * len(header)  # a short row's missing cells are empty
-    widths = [max(len(cell) for cell in column) for column in zip(
-        header, *(tuple(row) + blank[len(row):] for row in rows))]
+    if widths is None:
+        rows = rows if isinstance(rows, Sequence) else list(rows)
+        widths = [0] * len(header)
+        for row in rows:
+            widths = [max(w, len(cell)) for w, cell in zip(widths, tuple(row) + blank)]
+    widths = [max(w, len(h)) for w, h in zip(widths, header)]
     # one format for every row: a row is one call, not a call per cell (100,000s of rows)
     line = "  ".join(f"{{:{'<' if i in left else '>'}{width}}}"
                      for i, width in enumerate(widths)).format
@@ -31,7 +38,34 @@ def aligned_lines(header: Sequence[str], rows: Sequence[Sequence[str]],
         yield line(*row, *blank[len(row):]).rstrip()
 
 
-def markdown(header: Sequence[str], rows: Sequence[Sequence[str]],
+def aligned_shared(header: Sequence[str], rows: Iterable[Sequence[Any]],
+                   tails: Mapping[Any, Sequence[str]], left: Collection[int],
+                   widths: Sequence[int]) -> Iterator[str]:
+    """``aligned_lines`` for a table whose rows end in cells that many rows share (a deep
+    model's GEMMs: a name and a layer each, then one of a few shapes' figures): a row is its
+    own leading cells, then the key of its trailing ones in ``tails``; ``widths`` are the
+    widest leading cells. Each distinct tail is padded once, so a row costs one short format
+    (the lines are ``aligned_lines``'s, character for character)."""
+    lead = len(widths)
+    blank = ("",) * (len(header) - lead)
+    width = [max([len(h)] + [len(cells[i]) for cells in tails.values() if i < len(cells)])
+             for i, h in enumerate(header[lead:])]
+
+    def pad(cells: Sequence[str]) -> str:
+        return "  ".join(f"{c:<{w}}" if lead + i in left else f"{c:>{w}}"
+                         for i, (c, w) in enumerate(zip((*cells, *blank[len(cells):]), width)))
+
+    padded = {key: pad(cells) for key, cells in tails.items()}
+    line = "  ".join([*(f"{{:{'<' if i in left else '>'}{max(w, len(h))}}}"
+                        for i, (w, h) in enumerate(zip(widths, header))), "{}"]).format
+    first = line(*header[:lead], pad(header[lead:])).rstrip()
+    yield first
+    yield "-" * len(first)
+    for row in rows:
+        yield line(*row[:-1], padded[row[-1]]).rstrip()
+
+
+def markdown(header: Sequence[str], rows: Iterable[Sequence[str]],
              left: Collection[int]) -> list[str]:
     """A Markdown table: columns in ``left`` left-aligned (``---``), the others right-aligned
     (``--:``)."""

@@ -3,14 +3,15 @@ measurement of each GEMM, and the line that says which is which. Display only.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import fit_of
 from ..model.repeats import distinct
 from ..units import seconds
 
 if TYPE_CHECKING:
-    from ..analysis.report import Report
+    from ..analysis.report import GemmResult, Report
     from ..hardware.spec import HardwareSpec
 
 _LEFT = frozenset({0, 8})
@@ -22,30 +23,38 @@ def is_measured(report: Report) -> bool:
     return any(r.measured is not None for r in distinct(report.results))
 
 
-def time_rows(report: Report, gemms: list) -> tuple[tuple[str, ...], list[list[str]]]:
-    """Header and rows: GEMM, roof, predicted (and measured, TFLOP/s, efficiency, measured /
-    predicted, a flag when a GEMM beat its roof)."""
+def time_rows(report: Report, gemms: Any) -> tuple[tuple[str, ...], Iterator[tuple[str, int]],
+                                                    dict[int, list[str]], list[int]]:
+    """Header, rows (a GEMM's name and the key of the rest), the rest of each distinct
+    result's row, and the widest name: GEMM, roof, predicted (and measured, TFLOP/s,
+    efficiency, measured / predicted, a flag when a GEMM beat its roof). ``gemms``: the results
+    shown (``output.report.Shown``, or a list); a shape's cells are formatted once and the
+    rows made as they are read (``table.aligned_shared``)."""
+    from .report import Shown
+
     header: tuple[str, ...] = ("GEMM", "roof", "predicted")
     measured = is_measured(report)
     if measured:
         header += ("measured", "spread", "TFLOP/s", "of roof", "meas/pred", "note")
-    rows = []
-    tails: dict[tuple[object, ...], list[str]] = {}  # one shape's cells, formatted once
-    for r in gemms:
-        tail = tails.get(r.gemm.shape_key)
-        if tail is not None:
-            rows.append([r.gemm.name, *tail])
-            continue
-        row = [r.gemm.name, seconds(r.time_s), seconds(r.predicted_time_s)]
-        if measured and r.measured is not None:
-            d = r.measured.to_dict(r)
-            row += [seconds(d["measured_time_s"]), f"{d['measured_spread']:.0%}",
-                    f"{d['measured_tflops']:.3g}", f"{d['efficiency']:.0%}",
-                    f"{d['measured_over_predicted']:.2f}x",
-                    "BEATS ROOF" if d["beats_roof"] else ""]
-        rows.append(row)
-        tails[r.gemm.shape_key] = row[1:]
-    return header, rows
+    shown = gemms if isinstance(gemms, Shown) else Shown(gemms, False, lambda r: r.gemm)
+    scan = shown.scan()
+    shapes: dict[tuple[object, ...], list[str]] = {}  # one shape's cells, formatted once
+    tails = {key: shapes.setdefault(r.gemm.shape_key, _time_cells(r, measured))
+             for key, r in scan.results.items()}
+    rows = ((name, id(r)) for name, _, _, r in shown.named())
+    return header, rows, tails, [scan.name_width]
+
+
+def _time_cells(r: GemmResult, measured: bool) -> list[str]:
+    """A GEMM's cells after its name: roof, predicted (and its measurement's)."""
+    row = [seconds(r.time_s), seconds(r.predicted_time_s)]
+    if measured and r.measured is not None:
+        d = r.measured.to_dict(r)
+        row += [seconds(d["measured_time_s"]), f"{d['measured_spread']:.0%}",
+                f"{d['measured_tflops']:.3g}", f"{d['efficiency']:.0%}",
+                f"{d['measured_over_predicted']:.2f}x",
+                "BEATS ROOF" if d["beats_roof"] else ""]
+    return row
 
 
 def time_lines(report: Report) -> list[str]:

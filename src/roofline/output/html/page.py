@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from html import escape
 from importlib.resources import files
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ... import __version__
 from ...units import seconds, si
@@ -179,7 +179,8 @@ def op_tip(r: OpResult) -> str:
             f"{o.intensity:.2f} FLOP/B, {r.bound}-bound\ntime {seconds(r.time_s)} (roof)")
 
 
-def report_points(report: Report, gemms: list, ops: list, prefix: str) -> list[svg.Point]:
+def report_points(report: Report, gemms: Iterable[Any], ops: Iterable[Any],
+                  prefix: str) -> list[svg.Point]:
     """One point per GEMM and op shown (ops without FLOPs, a gather, have no place on a log
     intensity axis)."""
     points = [svg.Point(r.gemm.intensity, r.attainable_flops_per_s / 1e12, r.bound, False,
@@ -219,7 +220,7 @@ def _controls(layers: Iterable[str], list_id: str, count: int) -> str:
             "</div>")
 
 
-def _rows_table(report: Report, gemms: list, ops: list, prefix: str) -> str:
+def _rows_table(report: Report, gemms: Iterable[Any], ops: Iterable[Any], prefix: str) -> str:
     measured = is_measured(report)
     header = _COLUMNS + ((("measured", False),) if measured else ()) + (("align", True),)
     rows = [(_row_attrs(f"{prefix}-{r.gemm.name}", r.gemm.layer, r.bound, "gemm"),
@@ -246,7 +247,7 @@ def _summary(report: Report, view: View) -> str:
     return figures(pairs) + paragraphs([line for line in lines if line])
 
 
-def _advice(report: Report, gemms: list, level: int) -> str:
+def _advice(report: Report, gemms: Iterable[Any], level: int) -> str:
     tiers = notes_by_tier(gemms, report)
     if not tiers:
         return "<p>No alignment warnings or advice for these GEMMs.</p>"
