@@ -336,9 +336,9 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     elif fmt == "table" and len(reports) == 1:
         from .output.report import report_table_lines
 
-        for line in report_table_lines(reports[0], View(gemms_only, expand)):
-            sys.stdout.write(f"{line}\n")  # line by line: a deep model's table is 40 MB
-        sys.stdout.flush()
+        with _Chunked() as out:  # made line by line: a deep model's table is 60 MB
+            for line in report_table_lines(reports[0], View(gemms_only, expand)):
+                out.write(f"{line}\n")
     else:
         click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
     _write_plot(plot, lambda path, save: save.save_plot(reports, path))
@@ -357,8 +357,38 @@ def _stream_json(report) -> None:
     data["gemms"] = gemm_objects(report.results)
     data["ops"] = (result.to_dict() for result in report.ops)
     data["totals"] = report.totals
-    write_json(data, sys.stdout.write)  # sys.stdout: what click.echo and CliRunner use too
-    sys.stdout.flush()
+    with _Chunked() as out:
+        write_json(data, out.write)
+
+
+class _Chunked:
+    """Text for stdout gathered into writes of about 1 MB: a 600,000-line table is a few dozen
+    writes, not one system call a line when stdout is unbuffered (``PYTHONUNBUFFERED``, set in
+    many containers). ``sys.stdout`` at each write: what click.echo and CliRunner use too."""
+
+    LIMIT = 2**20
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self._size = 0
+
+    def write(self, text: str) -> None:
+        self._pieces.append(text)
+        self._size += len(text)
+        if self._size >= self.LIMIT:
+            self.flush()
+
+    def flush(self) -> None:
+        sys.stdout.write("".join(self._pieces))
+        self._pieces, self._size = [], 0
+
+    def __enter__(self) -> _Chunked:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        if kind is None:  # an error leaves what was not yet written unwritten
+            self.flush()
+            sys.stdout.flush()
 
 
 def _render_reports(reports: list, fmt: str, view=None) -> str:

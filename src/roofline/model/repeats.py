@@ -198,7 +198,8 @@ class Numbered(Sequence[T]):
     with each distinct template tuple changed once (a GEMM's analysis): the runs themselves
     are shared, and a run's items read through ``items_of``."""
 
-    __slots__ = ("_runs", "_build", "_ends", "_prefix", "_layer_of", "_swap", "_size")
+    __slots__ = ("_runs", "_build", "_ends", "_prefix", "_layer_of", "_swap", "_size",
+                 "_distinct")
 
     def __init__(self, runs: Iterable[ItemRun[Any]], prefix: str,
                  build: Callable[[T, str, str, int], T],
@@ -210,6 +211,7 @@ class Numbered(Sequence[T]):
         self._layer_of = layer_of
         self._swap = swap  # id of a run's stored items -> the items this sequence reads
         self._ends: list[int] | None = None  # made when an item is first looked up by index
+        self._distinct: list[ItemRun[Any]] | None = None  # a run per template tuple (stored)
         self._size = sum(len(run.items) * run.count for run in self._runs)
 
     def items_of(self, run: ItemRun[Any]) -> tuple[T, ...]:
@@ -325,11 +327,10 @@ class Numbered(Sequence[T]):
     def stored(self) -> Iterator[T]:
         """Each distinct template once (not numbered, named for the first layer alike): what
         holds for one copy holds for each."""
-        seen: set[int] = set()
-        for run in self._runs:
-            if id(run.items) not in seen:
-                seen.add(id(run.items))
-                yield from self.items_of(run)
+        if self._distinct is None:
+            self._distinct = list({id(run.items): run for run in self._runs}.values())
+        for run in self._distinct:
+            yield from self.items_of(run)
 
     def repeated(self) -> int:
         """How many items belong to a copy after the first (copy number above 0)."""

@@ -12,6 +12,7 @@ import re
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RooflineError, option
@@ -94,42 +95,51 @@ class Scan(NamedTuple):
     results: dict[int, Any]
 
 
+_NAME, _LAYER = itemgetter(0), itemgetter(1)
+
+
 class Shown:
     """The GEMM or op results a table shows (``shown_results``): every one (``firsts``
     False), or each repeated layer's first copy only. Iterated, each result is built as it is
     read; ``named()`` gives (name, layer, a result of the same shape) without building any,
     which is what a deep model's table reads (300,000 rows, a few shapes)."""
 
-    __slots__ = ("_items", "_firsts", "_what", "_scan")
+    __slots__ = ("_items", "_firsts", "_what", "_scan", "_rows")
 
     def __init__(self, items: Sequence[Any], firsts: bool, what: Callable[[Any], Any]) -> None:
         self._items = items
         self._firsts = firsts
         self._what = what  # a result's GEMM or op
         self._scan: Scan | None = None
+        self._rows: list[tuple[str, str, int, Any]] | None = None
 
     def scan(self) -> Scan:
         """The rows' count, longest name and layer, and distinct results: read once."""
         if self._scan is None:
-            count = name = layer = 0
-            results: dict[int, Any] = {}
-            for own, lay, _, r in self.named():
-                count += 1
-                name = max(name, len(own))
-                layer = max(layer, len(lay))
-                results[id(r)] = r
-            self._scan = Scan(count, name, layer, results)
+            rows = self._read()
+            self._scan = Scan(len(rows), max(map(len, map(_NAME, rows)), default=0),
+                              max(map(len, map(_LAYER, rows)), default=0),
+                              {id(row[3]): row[3] for row in rows})
         return self._scan
 
     def named(self) -> Iterator[tuple[str, str, int, Any]]:
         """(name, layer, copy number, result) of every row in order; the result is the row's
         own or, in a run of layers alike, the one it repeats (whose name and layer are not the
         row's)."""
-        if isinstance(self._items, Numbered):
-            return self._items.named(self._firsts)
-        what = self._what
-        return ((own.name, own.layer, own.copy, item) for item, own in (
-            (item, what(item)) for item in self._items) if not (self._firsts and own.copy))
+        return iter(self._read())
+
+    def _read(self) -> list[tuple[str, str, int, Any]]:
+        """``named``'s rows, read once and kept: a table reads them five times (widths, two
+        kinds of notes, two tables), and a tuple a row costs less than making it again."""
+        if self._rows is None:
+            if isinstance(self._items, Numbered):
+                self._rows = list(self._items.named(self._firsts))
+            else:
+                what = self._what
+                self._rows = [(own.name, own.layer, own.copy, item) for item, own in (
+                    (item, what(item)) for item in self._items)
+                    if not (self._firsts and own.copy)]
+        return self._rows
 
     def __iter__(self) -> Iterator[Any]:
         if not isinstance(self._items, Numbered):

@@ -55,14 +55,20 @@ def aligned_shared(header: Sequence[str], rows: Iterable[Sequence[Any]],
         return "  ".join(f"{c:<{w}}" if lead + i in left else f"{c:>{w}}"
                          for i, (c, w) in enumerate(zip((*cells, *blank[len(cells):]), width)))
 
-    padded = {key: pad(cells) for key, cells in tails.items()}
+    padded = {key: pad(cells).rstrip() for key, cells in tails.items()}
     line = "  ".join([*(f"{{:{'<' if i in left else '>'}{max(w, len(h))}}}"
                         for i, (w, h) in enumerate(zip(widths, header))), "{}"]).format
     first = line(*header[:lead], pad(header[lead:])).rstrip()
     yield first
     yield "-" * len(first)
-    for row in rows:
-        yield line(*row[:-1], padded[row[-1]]).rstrip()
+    if all(padded.values()):  # a row ends in its tail, already trimmed: one format a row
+        if lead == 1:
+            yield from (line(cell, padded[key]) for cell, key in rows)
+            return
+        if lead == 2:
+            yield from (line(one, two, padded[key]) for one, two, key in rows)
+            return
+    yield from (line(*row[:-1], padded[row[-1]]).rstrip() for row in rows)
 
 
 def markdown(header: Sequence[str], rows: Iterable[Sequence[str]],
