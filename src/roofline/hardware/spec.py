@@ -74,12 +74,15 @@ class HostLink:
 class GpuBlock:
     """A GPU's SM count, the clock its Tensor-Core peak assumes, and the tiles worth modelling:
     ``tiles`` for the Tensor Cores (empty before Volta), ``simt_tiles`` for CUDA-core GEMMs
-    (empty: the GPU model's defaults, ``analysis.gpu_gemm.DEFAULT_CUDA_CORE_TILES``)."""
+    (empty: the GPU model's defaults, ``analysis.gpu_gemm.DEFAULT_CUDA_CORE_TILES``).
+    ``sustained_clock_ghz``: the SM clock a published measurement saw this board hold through a
+    long GEMM-heavy load (power or thermal limits, GPU Boost); None: the boost clock."""
 
     sms: int
     boost_clock_ghz: float
     tiles: tuple[tuple[int, int], ...] = ()
     simt_tiles: tuple[tuple[int, int], ...] = ()
+    sustained_clock_ghz: float | None = None
 
 
 CLOCK_ISAS = ("non_avx", "avx2", "avx512", "amx")
