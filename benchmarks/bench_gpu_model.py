@@ -14,7 +14,7 @@ median measured / predicted and the worst ratio (either way).
 Leave-one-device-out (unless --no-loo): the constants are refitted without the device's rows
 and the device is predicted with them, so a term that only fits what it was fitted on shows.
 --fit refits on the fitted devices' rows and prints the constants to paste into
-gpu_gemm.FITTED; every fit starts from ``START`` (no power limit). The Maxwell
+gpu_gemm.FITTED; every fit starts from ``START`` (neutral constants). The Maxwell
 devices (``CHECK_ONLY``: DeepBench's M40 and GTX TITAN X on CUDA 7.5) are never fitted; their
 LOO column is the fitted constants as they are.
 --layouts prints how far apart DeepBench's timings of one shape under different transposes
@@ -44,18 +44,16 @@ DATA = Path(__file__).parent / "data"
 #: the constants the fit moves (dram_fraction and sm_bytes_per_clock are stated, not fitted:
 #: gpu_gemm.FITTED says where from; this data leaves the per-SM rate unconstrained)
 FREE = ("tensor_core_fraction", "cuda_core_fraction", "tile_overhead_iterations",
-        "min_kernel_s", "tensor_core_watts_per_sm_ghz", "cuda_core_watts_per_sm_ghz")
+        "min_kernel_s")
 #: devices checked but never fitted (not in the fit, not in leave-one-device-out): Maxwell on
 #: CUDA 7.5 (DeepBench's M40 and GTX TITAN X), an older architecture and cuBLAS; their rows show
 #: how the constants carry to hardware and software they were not fitted on
 CHECK_ONLY = frozenset({"m40-24gb", "gtx-titan-x"})
 #: where every fit starts (--fit and each leave-one-device-out fit alike), so that no fit starts
 #: from constants that saw the device it leaves out: fractions 0.8, no tile overhead to speak
-#: of, 10 us, and 1 W per SM-GHz (below every fitted device's TDP / (SMs x boost GHz): no power
-#: limit until the data shows one)
+#: of, 10 us (FITTED gives only the stated sm_bytes_per_clock and dram_fraction)
 START = dataclasses.replace(FITTED, tensor_core_fraction=0.8, cuda_core_fraction=0.8,
-                            tile_overhead_iterations=0.05, min_kernel_s=1e-5,
-                            tensor_core_watts_per_sm_ghz=1.0, cuda_core_watts_per_sm_ghz=1.0)
+                            tile_overhead_iterations=0.05, min_kernel_s=1e-5)
 
 
 @dataclasses.dataclass(frozen=True)
