@@ -1,7 +1,8 @@
 """A GPU GEMM as cuBLAS-class libraries run it: thread-block tiles, waves over the SMs, split-K,
-the bandwidth one SM can draw, the main loop over K, a sustained fraction of the peak, a
-minimum kernel duration and operands that stay in L2. Each term is a documented effect or a
-stated fit; the fitted constants (``FITTED``) come from public measurements (see there).
+the bandwidth one SM can draw, the main loop over K, a sustained fraction of the peak at the
+clock the board holds, a kernel's fixed time and operands that stay in L2. Each term is a
+documented effect or a stated fit; the fitted constants (``FITTED``) come from public
+measurements (see there).
 
 For C(M, N) = A(M, K) . B(K, N) in ``G`` = batch_count copies, element sizes e (A, B) and
 e_C (C), on a GPU of S SMs at clock f, datasheet peak P for the dtype, DRAM bandwidth BW and an
@@ -95,8 +96,9 @@ class GpuGemmConstants:
 #: Two constants are stated, not fitted. ``dram_fraction`` 0.9: what DeepBench's bandwidth-bound
 #: T4 fp16 GEMMs reach (8448 x 16 x 2816: 47.6 MB in 161 us, 296 GB/s of 320).
 #: ``sm_bytes_per_clock`` 64: an assumption, neither fitted nor cited. This data does not pin it
-#: (with split-K and small tiles every value above ~30 B per clock fits as well, and the fit
-#: drives it to infinity); 64 lets a GEMM of few blocks stream at most blocks x 64 B per clock.
+#: (with split-K and small tiles every value from ~48 B per clock up gives the same loss, 0.204;
+#: 32 gives 0.226 and 24 0.275, though 24 puts 66% rather than 64% within 1.25x); 64 lets a
+#: GEMM of few blocks stream at most blocks x 64 B per clock.
 #: ``tile_overhead_iterations`` came out near 0.06 and ``min_kernel_s`` (added to every kernel)
 #: near 8 us: DeepBench's smallest GEMMs take 9-16 us. T4 enters at its published sustained
 #: clock (hwdb/gpu/t4.yaml: ~0.9 GHz, a third-party measurement, not fitted), so no constant is
