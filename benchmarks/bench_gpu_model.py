@@ -1,6 +1,6 @@
 """How well does predicted_time_s hold on GPUs? Run on demand (not a test):
 
-    .venv/bin/python benchmarks/bench_gpu_model.py [--fit] [--no-loo] [--markdown]
+    .venv/bin/python benchmarks/bench_gpu_model.py [--fit] [--no-loo] [--markdown] [--layouts]
 
 Reads the public measurements in benchmarks/data/ (DeepBench's GEMM timings for P100, GTX 1080
 Ti, Titan Xp, TITAN X (Pascal), T4, M40 and GTX TITAN X (Maxwell), and the best bf16 matmul
@@ -14,9 +14,12 @@ median measured / predicted and the worst ratio (either way).
 Leave-one-device-out (unless --no-loo): the constants are refitted without the device's rows
 and the device is predicted with them, so a term that only fits what it was fitted on shows.
 --fit refits on the fitted devices' rows and prints the constants to paste into
-gpu_gemm.FITTED; every fit starts from ``START`` (no power limit). The Maxwell
+gpu_gemm.FITTED; every fit starts from ``START`` (neutral constants). The Maxwell
 devices (``CHECK_ONLY``: DeepBench's M40 and GTX TITAN X on CUDA 7.5) are never fitted; their
 LOO column is the fitted constants as they are.
+--layouts prints how far apart DeepBench's timings of one shape under different transposes
+(a_t, b_t) lie, and the best share within 1.25x / 2x any prediction of one time per shape could
+reach (the model, like its users, knows no transposes).
 DeepBench's V100 results are held out: they are not in benchmarks/data/.
 """
 
@@ -41,18 +44,16 @@ DATA = Path(__file__).parent / "data"
 #: the constants the fit moves (dram_fraction and sm_bytes_per_clock are stated, not fitted:
 #: gpu_gemm.FITTED says where from; this data leaves the per-SM rate unconstrained)
 FREE = ("tensor_core_fraction", "cuda_core_fraction", "tile_overhead_iterations",
-        "min_kernel_s", "tensor_core_watts_per_sm_ghz", "cuda_core_watts_per_sm_ghz")
+        "min_kernel_s")
 #: devices checked but never fitted (not in the fit, not in leave-one-device-out): Maxwell on
 #: CUDA 7.5 (DeepBench's M40 and GTX TITAN X), an older architecture and cuBLAS; their rows show
 #: how the constants carry to hardware and software they were not fitted on
 CHECK_ONLY = frozenset({"m40-24gb", "gtx-titan-x"})
 #: where every fit starts (--fit and each leave-one-device-out fit alike), so that no fit starts
 #: from constants that saw the device it leaves out: fractions 0.8, no tile overhead to speak
-#: of, 10 us, and 1 W per SM-GHz (below every fitted device's TDP / (SMs x boost GHz): no power
-#: limit until the data shows one)
+#: of, 10 us (FITTED gives only the stated sm_bytes_per_clock and dram_fraction)
 START = dataclasses.replace(FITTED, tensor_core_fraction=0.8, cuda_core_fraction=0.8,
-                            tile_overhead_iterations=0.05, min_kernel_s=1e-5,
-                            tensor_core_watts_per_sm_ghz=1.0, cuda_core_watts_per_sm_ghz=1.0)
+                            tile_overhead_iterations=0.05, min_kernel_s=1e-5)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +114,51 @@ class Predictor:
         hw, g = self.hardware(row.device), self.gemm(row)
         return roofline_time_s(g.flops, g.bytes, hw.peak_flops_per_s(row.dtype),
                                hw.bandwidth_bytes_per_s)
+
+
+def layout_times(data: Path = DATA) -> dict[tuple[str, str], list[list[float]]]:
+    """DeepBench's times per device and dtype, grouped by shape (m, n, k): one per layout."""
+    shapes: dict[tuple[str, str, int, int, int], list[float]] = {}
+    with open(data / "deepbench_gemm.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["device"], r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]))
+            shapes.setdefault(key, []).append(float(r["time_ms"]))
+    out: dict[tuple[str, str], list[list[float]]] = {}
+    for key, times in shapes.items():
+        out.setdefault(key[:2], []).append(times)
+    return out
+
+
+def best_single(times: list[float], band: float) -> int:
+    """The most of ``times`` one predicted time can hold within ``band`` either way."""
+    return max(sum(t / band <= p <= t * band for t in times)
+               for p in [t * f for t in times for f in (1.0, band)])
+
+
+def _layout_line(label: str, dtype: str, shapes: list[list[float]]) -> list[str]:
+    n = sum(len(ts) for ts in shapes)
+    multi = [max(ts) / min(ts) for ts in shapes if len(ts) > 1]
+    geo = [t / math.exp(statistics.fmean(math.log(x) for x in ts)) for ts in shapes for t in ts]
+    within = [sum(max(g, 1 / g) <= b for g in geo) / n for b in (1.25, 2.0)]
+    best = [sum(best_single(ts, b) for ts in shapes) / n for b in (1.25, 2.0)]
+    return [label, dtype, str(n), str(len(multi)),
+            f"{statistics.median(multi):.2f} / {max(multi):.2f}",
+            f"{within[0]:.0%} / {within[1]:.0%}", f"{best[0]:.0%} / {best[1]:.0%}"]
+
+
+def layouts(data: Path = DATA) -> list[str]:
+    """Per device and dtype: shapes timed in more than one layout, the median and largest
+    slowest / fastest ratio among them, and the share within 1.25x / 2x reached by predicting
+    each shape's geometric mean over its layouts, and by the best single time per shape."""
+    header = ["device", "dtype", "n", "shapes in >1 layout", "spread median / max",
+              "geomean 1.25x / 2x", "best 1.25x / 2x"]
+    grouped = layout_times(data)
+    body = [_layout_line(device, dtype, shapes) for (device, dtype), shapes in grouped.items()]
+    fitted = [ts for (device, _), shapes in grouped.items() if device not in CHECK_ONLY
+              for ts in shapes]
+    body.append(_layout_line("fitted devices", "", fitted))
+    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
+    return ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in [header] + body]
 
 
 def summary(ratios: list[float]) -> dict[str, float]:
@@ -239,7 +285,12 @@ def main() -> None:
                         help="refit on the fitted devices' rows, print constants")
     parser.add_argument("--no-loo", action="store_true", help="skip leave-one-device-out")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--layouts", action="store_true",
+                        help="the spread of one shape's timings over its transposes")
     args = parser.parse_args()
+    if args.layouts:
+        print("\n".join(layouts()))
+        return
     rows, predictor = load_rows(), Predictor()
     fitted = [r for r in rows if r.device not in CHECK_ONLY]
     if args.fit:

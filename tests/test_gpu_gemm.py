@@ -13,9 +13,9 @@ import pytest
 from roofline.analysis.gpu_gemm import (
     FITTED,
     GpuDevice,
+    clock_share,
     device_for,
     gemm_time,
-    power_clock_factor,
     tile_time,
     uses_tensor_cores,
 )
@@ -57,42 +57,45 @@ def test_dram_term_uses_the_sustained_fraction_and_split_k_partial_sums():
     # 128 x 128 x 65536, fp16: 1 tile < 10 SMs / 2 and K long -> splits 1, 2, 4, 8 tried.
     # bytes: 2 x (128 x 65536 x 2) + 128 x 128 x 2 = 33,587,200; at 0.5 x 1 TB/s = 6.71744e-5 s
     # split 8: 8 blocks, one wave, 8192 / 32 = 256 iterations: 258 x 2.097152e-6 = 5.4106522e-4
-    #   plus partial sums 8 x 8 x 128 x 128 = 1,048,576 B -> DRAM 6.92716e-5 s; main loop wins
+    #   plus partial sums 8 x 8 x 128 x 128 = 1,048,576 B -> DRAM 6.92716e-5 s; main loop wins,
+    #   and the kernel's fixed 1e-6 s comes on top
     working = 2 * (128 * 65536 * 2) + 128 * 128 * 2
     t = gemm_time(128, 128, 65536, 2, 1, working, DEV, C)
     assert t["split_k"] == 8
     assert t["main_s"] == pytest.approx(258 * 2.097152e-6)
     assert t["dram_s"] == pytest.approx((working + 8 * 8 * 128 * 128) / 0.5e12)
-    assert t["time_s"] == t["main_s"]
+    assert t["time_s"] == pytest.approx(1e-6 + 258 * 2.097152e-6)
 
 
-def test_operands_that_fit_in_l2_cost_no_dram_time_and_tiny_gemms_take_the_minimum():
+def test_operands_that_fit_in_l2_cost_no_dram_time_and_every_kernel_pays_its_fixed_time():
     dev = dataclasses.replace(DEV, l2_bytes=1e6)
     t = gemm_time(64, 64, 64, 2, 1, 3 * 64 * 64 * 2, dev, C)
     assert t["resident"] == 1.0 and t["dram_s"] == 0.0
-    # 1 block, 2 iterations: (2 + 2) x 2.097152e-6 = 8.39e-6 > 1e-6 minimum
-    assert t["time_s"] == pytest.approx(4 * 2.097152e-6)
-    floor = dataclasses.replace(C, min_kernel_s=1e-4)
-    assert gemm_time(64, 64, 64, 2, 1, 24576, dev, floor)["time_s"] == 1e-4
+    # 1 block, 2 iterations: (2 + 2) x 2.097152e-6 = 8.388608e-6, plus the fixed 1e-6 s
+    assert t["time_s"] == pytest.approx(4 * 2.097152e-6 + 1e-6)
+    # a 1e-4 s fixed time: 1e-4 + 8.388608e-6 = 1.08388608e-4 (added, not a floor)
+    slow = dataclasses.replace(C, min_kernel_s=1e-4)
+    assert gemm_time(64, 64, 64, 2, 1, 24576, dev, slow)["time_s"] == pytest.approx(
+        1.08388608e-4)
 
 
-def test_a_board_power_below_what_the_sms_draw_at_boost_lowers_the_math_rate():
-    # T4: 70 W for 40 SMs at 1.59 GHz. At 2.0 W per SM-GHz (CUDA cores) its boost would need
-    # 40 x 1.59 x 2.0 = 127.2 W: it holds 70 / 127.2 = 0.5503 of its clock
+def test_a_board_that_holds_a_lower_clock_runs_its_math_and_loads_at_that_clock():
+    # T4: sustained 0.9 GHz of its 1.59 GHz boost -> 0.9 / 1.59 = 0.566038 of its clock
     t4 = load_hardware("t4")
-    c = dataclasses.replace(C, cuda_core_watts_per_sm_ghz=2.0, tensor_core_watts_per_sm_ghz=1.0)
-    assert power_clock_factor(device_for(t4, "fp32"), c) == pytest.approx(70 / 127.2)
-    # Tensor Cores at 1.0 W per SM-GHz: 63.6 W needed, 70 W available -> the full clock
-    assert power_clock_factor(device_for(t4, "fp16"), c) == 1.0
-    # no TDP in the entry, or no power limit in the constants: the full clock
-    assert power_clock_factor(DEV, c) == 1.0
-    off = dataclasses.replace(c, cuda_core_watts_per_sm_ghz=0.0)
-    assert power_clock_factor(device_for(t4, "fp32"), off) == 1.0
-    # 5 W for 10 SMs at 1 GHz at 1.0 W per SM-GHz: half the clock, so each iteration's math
-    # takes 2 x 2.097152e-6 s: (32 + 2) x 4.194304e-6 = 1.42606336e-4 s for 256 x 256 x 1024
-    hot = dataclasses.replace(DEV, tdp_w=5.0)
-    assert power_clock_factor(hot, c) == pytest.approx(0.5)
-    assert tile_time(256, 256, 1024, 2, (128, 128), 1, 1, hot, c) == pytest.approx(1.42606336e-4)
+    assert clock_share(t4) == pytest.approx(0.566038, rel=1e-5)
+    # FP32 peak 8.1e12 x 0.566038 = 4.584906e12 FLOP/s; FP16 65e12 x 0.566038 = 3.679245e13;
+    # the per-SM loads run at 0.9e9 clocks per second
+    fp32, fp16 = device_for(t4, "fp32"), device_for(t4, "fp16")
+    assert fp32.peak_flops_per_s == pytest.approx(4.584906e12, rel=1e-6)
+    assert fp16.peak_flops_per_s == pytest.approx(3.679245e13, rel=1e-6)
+    assert fp32.clock_hz == pytest.approx(0.9e9) and fp16.clock_hz == pytest.approx(0.9e9)
+    # an entry without a sustained clock runs at its boost clock
+    p100 = load_hardware("p100-pcie-16gb")
+    assert clock_share(p100) == 1.0 and device_for(p100, "fp32").clock_hz == pytest.approx(1.303e9)
+    # half the clock on DEV: each iteration's math takes 2 x 2.097152e-6 s, so
+    # 256 x 256 x 1024 takes (32 + 2) x 4.194304e-6 = 1.42606336e-4 s
+    half = dataclasses.replace(DEV, clock_hz=0.5e9, peak_flops_per_s=5e12)
+    assert tile_time(256, 256, 1024, 2, (128, 128), 1, 1, half, C) == pytest.approx(1.42606336e-4)
 
 
 def test_math_unit_follows_the_dtype_and_the_entry():
@@ -135,18 +138,33 @@ def test_fitted_constants_reproduce_the_committed_measurements():
     old = [r.time_s / predictor.old(r) for r in fitted]
     s, s_old = summary(ratios), summary(old)
     assert s["within_2"] >= 0.84  # 86% at this commit
-    assert s["within_1.25"] >= 0.44  # 47%
-    assert 1.0 <= s["median"] <= 1.25  # 1.17: T4 runs below the shared sustained fraction
+    assert s["within_1.25"] >= 0.60  # 64%
+    assert 0.9 <= s["median"] <= 1.1  # 0.98
     assert s["within_2"] > s_old["within_2"] and s["within_1.25"] > s_old["within_1.25"]
     for (device, dtype), rs in groups(rows).items():
         per = summary([r.time_s / predictor.new(r) for r in rs])
-        # 59% (TITAN X Pascal; M40, never fitted, 60%) at worst
+        # 60% (TITAN X Pascal; M40, never fitted, 57%) at worst
         assert per["within_2"] >= 0.55, (device, dtype, per)
     # the published maxima: within 10% of each
     for r in rows:
         if r.device.startswith(("a100", "h100")):
             assert 0.9 <= r.time_s / predictor.new(r) <= 1.1
     assert statistics.median(ratios) == s["median"]
+
+
+def test_t4_left_out_is_predicted_from_the_others_constants_and_its_sourced_clock():
+    # no constant is pinned by T4 alone: refitted without it (from the neutral START, as the
+    # benchmark's leave-one-device-out does), T4's timings stay within 1.25x as often as
+    # in-sample (81% / 71% at this commit; 2% / 28% under the former T4-fitted power limit)
+    from bench_gpu_model import CHECK_ONLY, Predictor, fit, load_rows, summary
+
+    rows, predictor = load_rows(), Predictor()
+    others = [r for r in rows if r.device not in CHECK_ONLY and r.device != "t4"]
+    c = fit(others, predictor)
+    for dtype in ("fp32", "fp16"):
+        t4 = [r.time_s / predictor.new(r, c) for r in rows if (r.device, r.dtype) == ("t4", dtype)]
+        assert summary(t4)["within_1.25"] >= 0.65, dtype
+        assert summary(t4)["within_2"] >= 0.95, dtype
 
 
 def test_a_stored_weight_format_loads_b_at_its_own_width_and_pays_for_dequantization():

@@ -202,6 +202,26 @@ def test_every_bundled_device_is_pinned():
         assert any(row[0] == name for row in BANDWIDTHS), name
 
 
+# gpu.sustained_clock_ghz: the SM clock a published measurement saw the board hold through a
+# long GEMM-heavy load (None: the boost clock)
+SUSTAINED_CLOCKS = [
+    ("t4", 0.9, "MLCommons inference_results_v0.5 issue #20: a T4 at 1590 MHz application "
+                "clocks 'dropping down to ~900 MHz' through an MLPerf BERT run"),
+]
+
+
+@pytest.mark.parametrize("name,expected,source", SUSTAINED_CLOCKS)
+def test_sustained_clock_matches_its_source(name, expected, source):
+    assert load_hardware(name).gpu.sustained_clock_ghz == pytest.approx(expected), source
+
+
+def test_only_the_pinned_entries_give_a_sustained_clock():
+    pinned = {row[0] for row in SUSTAINED_CLOCKS}
+    for name in GPUS:
+        given = load_hardware(name).gpu.sustained_clock_ghz is not None
+        assert given == (name in pinned), name
+
+
 @pytest.mark.parametrize("name", GPUS)
 def test_gpu_kind(name):
     assert load_hardware(name).kind == "gpu"

@@ -31,7 +31,7 @@ every op is one kernel, and::
      basis ``flash-attention-2``;
   4. otherwise (another architecture or dtype; no published figure): the sustained share of the
      peak the GPU GEMM model uses for its math unit (``gpu_gemm.FITTED``: Tensor-Core or
-     CUDA-core fraction, times the clock share its board power holds, ``power_clock_factor``);
+     CUDA-core fraction, times the share of its boost clock the board holds, ``clock_share``);
      basis ``gemm-sustained``.
 
 A calibrated GPU entry (``roofline probe`` on a GPU) supplies its own D and t_launch
@@ -134,11 +134,11 @@ def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
             MEASURED_ON_PEAK_TFLOPS), "flash-attention-3"
     if dtype in _FLASH_DTYPES and hardware.architecture == "Ampere":
         return FA2_AMPERE_FRACTION, "flash-attention-2"
-    from .gpu_gemm import FITTED, device_for, power_clock_factor
+    from .gpu_gemm import FITTED, clock_share, uses_tensor_cores
 
-    device = device_for(hardware, dtype)
-    fraction = FITTED.tensor_core_fraction if device.tensor_core else FITTED.cuda_core_fraction
-    return fraction * power_clock_factor(device, FITTED), "gemm-sustained"
+    tensor = uses_tensor_cores(hardware, dtype)
+    fraction = FITTED.tensor_core_fraction if tensor else FITTED.cuda_core_fraction
+    return fraction * clock_share(hardware), "gemm-sustained"
 
 
 def fa3_tflops(pass_: str, head_dim: int, seq: int, causal: bool) -> float:

@@ -74,12 +74,15 @@ class HostLink:
 class GpuBlock:
     """A GPU's SM count, the clock its Tensor-Core peak assumes, and the tiles worth modelling:
     ``tiles`` for the Tensor Cores (empty before Volta), ``simt_tiles`` for CUDA-core GEMMs
-    (empty: the GPU model's defaults, ``analysis.gpu_gemm.DEFAULT_CUDA_CORE_TILES``)."""
+    (empty: the GPU model's defaults, ``analysis.gpu_gemm.DEFAULT_CUDA_CORE_TILES``).
+    ``sustained_clock_ghz``: the SM clock a published measurement saw this board hold through a
+    long GEMM-heavy load (power or thermal limits, GPU Boost); None: the boost clock."""
 
     sms: int
     boost_clock_ghz: float
     tiles: tuple[tuple[int, int], ...] = ()
     simt_tiles: tuple[tuple[int, int], ...] = ()
+    sustained_clock_ghz: float | None = None
 
 
 CLOCK_ISAS = ("non_avx", "avx2", "avx512", "amx")
@@ -172,7 +175,8 @@ class GpuOpsCalibration:
     peaks and bandwidth: for ``analysis.gpu_ops`` the share of the bandwidth a streaming kernel
     sustains and one small kernel's time back to back (``launch_s``); for the GPU GEMM model
     (``analysis.gpu_gemm``) the sustained share of the peak of Tensor-Core and CUDA-core GEMMs
-    and the shortest GEMM kernel (``min_kernel_s``)."""
+    and a GEMM kernel's fixed time (``min_kernel_s``: a small GEMM's, back to back; the model
+    adds it to every GEMM's main loop or DRAM stream)."""
 
     dram_fraction: float
     launch_s: float
@@ -300,7 +304,7 @@ class HardwareSpec:
     memory_type: str | None = None
     memory_capacity_gb: float | None = None  # memory.capacity_gb (GB = 10^9 B); None: unknown
     llc_mb: float | None = None
-    tdp_w: float | None = None  # board power (GPU: the GEMM model's power limit)
+    tdp_w: float | None = None  # board power
     stored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     overrides: tuple[str, ...] = ()  # bundled names or aliases a user entry shadows
 
