@@ -333,11 +333,18 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
 
     if fmt == "json" and len(reports) == 1:
         _stream_json(reports[0])
-    elif fmt == "table" and len(reports) == 1:
-        from .output.report import report_table_lines
+    elif fmt == "csv":
+        from .output.report import csv_chunks
 
+        with _Chunked() as out:  # made row by row: a deep model's CSV is 200 MB
+            for chunk in csv_chunks(reports, View(gemms_only, expand)):
+                out.write(chunk)
+    elif fmt in ("table", "markdown") and len(reports) == 1:
+        from .output.report import report_markdown_lines, report_table_lines
+
+        lines = report_table_lines if fmt == "table" else report_markdown_lines
         with _Chunked() as out:  # made line by line: a deep model's table is 60 MB
-            for line in report_table_lines(reports[0], View(gemms_only, expand)):
+            for line in lines(reports[0], View(gemms_only, expand)):
                 out.write(f"{line}\n")
     else:
         click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)

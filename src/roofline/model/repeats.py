@@ -282,10 +282,13 @@ class Numbered(Sequence[T]):
     def __repr__(self) -> str:
         return f"Numbered({self._prefix}: {len(self)} items in {len(self._runs)} runs)"
 
-    def named(self, firsts: bool = False) -> Iterator[tuple[str, str, int, T]]:
+    def named(self, firsts: bool = False, lowest: bool = False
+              ) -> Iterator[tuple[str, str, int, T]]:
         """Every item as (its name, its layer, its copy number, the template it is built
         from), in numbering order, nothing built; ``firsts``: the first copy's items only
-        (copy number 0: the rows a table shows of a repeated layer)."""
+        (copy number 0: the rows a table shows of a repeated layer); ``lowest``: each run's
+        lowest-numbered copy, whatever its number (a run of copies 1.. of a split repeat)."""
+        lowest = lowest or firsts
         prefix, layer_of = self._prefix, self._layer_of
         # each template tuple's items with their layer and its part after the template's
         # layer name (a sub-layer's ``.attn``), once per tuple: runs of layers alike share it
@@ -297,7 +300,7 @@ class Numbered(Sequence[T]):
                 entries = read[id(run.items), first] = [
                     (item, name, name[len(first):]) for item, name in (
                         (item, layer_of(item)) for item in self.items_of(run))]
-            for c in ((0,) if run.count == 1 else run.copies(firsts)):
+            for c in ((0,) if run.count == 1 else run.copies(lowest)):
                 copy = layer.first_copy + c if not layer.reverse else layer.number(c)
                 if firsts and copy:
                     continue
@@ -311,6 +314,14 @@ class Numbered(Sequence[T]):
                     for item, _, suffix in entries:
                         number += 1
                         yield f"{prefix}{number}", own + suffix, copy, item
+
+    def placed(self) -> Iterator[tuple[T, int, int]]:
+        """Each run's stored items with the copy numbers they stand for (``start`` to
+        ``stop``): where every copy sits, without naming any."""
+        for run in self._runs:
+            start = run.layer.first_copy
+            for item in self.items_of(run):
+                yield item, start, start + run.count
 
     def labelled(self) -> Iterator[tuple[str, T]]:
         """Every item as (its copy's layer name, the template it is built from), in order:

@@ -21,7 +21,7 @@ from ..units import seconds, si
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
 from .scaling import scaling_lines
-from .table import aligned_lines, aligned_shared, markdown
+from .table import aligned_lines, aligned_shared, markdown_lines
 
 if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
@@ -557,7 +557,7 @@ def _time_section(report: Report, gemms: Iterable[Any], as_markdown: bool = Fals
     from .times import _LEFT, time_lines, time_rows
 
     header, rows, tails, widths = time_rows(report, gemms)
-    table = (markdown(header, ((name, *tails[key]) for name, key in rows), _LEFT)
+    table = (markdown_lines(header, ((name, *tails[key]) for name, key in rows), _LEFT)
              if as_markdown else aligned_shared(header, rows, tails, _LEFT, widths))
     lines = time_lines(report) if as_markdown else [
         part for line in time_lines(report) for part in textwrap.wrap(
@@ -625,46 +625,98 @@ def reports_csv(reports: list[Report], view: View = View()) -> str:
     a repeated layer included, each row starting with its hardware, batch, mode, seq (empty
     without one) and phase; raw numbers
     in SI units; warnings and advice joined with '; '."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=_CSV_CONTEXT + _CSV_FIELDS, lineterminator="\n",
-                            extrasaction="ignore")
-    writer.writeheader()
+    return "".join(csv_chunks(reports, view))
+
+
+def csv_chunks(reports: list[Report], view: View = View()) -> Iterator[str]:
+    """``reports_csv``'s text in pieces, made as they are read: a row's cells after its name
+    and layer are a function of its shape, written once per shape (a deep model's 300,000 rows
+    are never held at once)."""
+    yield _csv_line(_CSV_CONTEXT + _CSV_FIELDS)
     for report in reports:
         net = report.network
         context = {"hardware": report.hardware.name, "batch": net.batch, "mode": net.mode,
                    "seq": "" if net.seq is None else net.seq, "phase": net.step_phase}
-        for result in report.results:
-            data = result.to_dict() | {"kind": "gemm"}
-            data.update({f"bytes_{op}": v for op, v in data["bytes_by_operand"].items()})
-            data["warnings"] = "; ".join(data["warnings"])
-            data["advice"] = "; ".join(data["advice"])
-            writer.writerow(context | data)
-        for op_result in [] if view.gemms_only else report.ops:
-            writer.writerow(context | op_result.to_dict())
+        yield from _csv_rows(report.results, context, _gemm_csv, _gemm_of)
+        if not view.gemms_only:
+            yield from _csv_rows(report.ops, context, _op_csv, _op_of)
+
+
+def _csv_rows(results: Sequence[Any], context: dict[str, Any], data: Callable[[Any], dict],
+              what: Callable[[Any], Any]) -> Iterator[str]:
+    """One CSV line per result (each copy of a repeat its own), its name and layer written
+    into the line its shape's other cells make once."""
+    head = _csv_line([context[key] for key in _CSV_CONTEXT])[:-1]
+    tails: dict[int, str] = {}  # by the result read: one per shape in a deep model
+    named = results.named() if isinstance(results, Numbered) else (
+        (what(r).name, what(r).layer, what(r).copy, r) for r in results)
+    for name, layer, _, r in named:
+        tail = tails.get(id(r))
+        if tail is None:
+            row = data(r)
+            tail = tails[id(r)] = _csv_line([row.get(key, "") for key in _CSV_FIELDS[2:]])
+        yield f"{head},{_csv_cell(name)},{_csv_cell(layer)},{tail}"
+
+
+def _gemm_csv(result: Any) -> dict[str, Any]:
+    data = result.to_dict() | {"kind": "gemm"}
+    data.update({f"bytes_{op}": v for op, v in data["bytes_by_operand"].items()})
+    data["warnings"] = "; ".join(data["warnings"])
+    data["advice"] = "; ".join(data["advice"])
+    return data
+
+
+def _op_csv(result: Any) -> dict[str, Any]:
+    return dict(result.to_dict())
+
+
+def _csv_line(cells: Sequence[Any]) -> str:
+    """One CSV line as ``csv.writer`` writes it (the excel dialect, ``\n`` at the end)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(cells)
     return buffer.getvalue()
+
+
+_CSV_SPECIAL = frozenset(',"\r\n')
+
+
+def _csv_cell(text: str) -> str:
+    """One text cell as ``csv.writer`` writes it: as it is, or quoted when it holds a comma, a
+    quote or a line break."""
+    if text and not _CSV_SPECIAL.intersection(text):
+        return text
+    return _csv_line([text])[:-1]
 
 
 def report_markdown(report: Report, view: View = View()) -> str:
     """GitHub-flavoured Markdown tables with the header and totals as text around them."""
+    return "".join(f"{line}\n" for line in report_markdown_lines(report, view))
+
+
+def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
+    """``report_markdown``'s lines, made as they are read; what follows the tables is made
+    before the first line (``report_table_lines``)."""
     gemms, ops = shown_results(report, view)
     rows, tails, _ = _rows(report, gemms)
-    lines = [_header(report).replace("\n", "  \n"), "", *markdown(
-        _COLUMNS, ((name, layer, *tails[key]) for name, layer, key in rows), _LEFT_COLUMNS)]
-    if ops:
-        lines += ["", *markdown(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)]
-    lines += _time_section(report, gemms, as_markdown=True)
     note = repeat_note(report, view)
     memory = memory_line(report)
     generated = generation_line(report)
-    lines += ["", totals_line(report)] + (["", memory] if memory else []) + [
+    end = ["", totals_line(report)] + (["", memory] if memory else []) + [
         "", step_line(report)] + (["", generated] if generated else []) + (
         ["", note] if note else [])
     scaling = _scaling_lines(report)
-    lines += ["", "```", *scaling[1:], "```"] if scaling else []
+    end += ["", "```", *scaling[1:], "```"] if scaling else []
     notes = _notes(report, gemms)
     if notes:
-        lines += ["", *(f"- {note.strip()}" for note in notes)]
-    return "\n".join(lines) + "\n"
+        end += ["", *(f"- {note.strip()}" for note in notes)]
+    yield from [_header(report).replace("\n", "  \n"), ""]
+    yield from markdown_lines(_COLUMNS, ((name, layer, *tails[key])
+                                         for name, layer, key in rows), _LEFT_COLUMNS)
+    if ops:
+        yield ""
+        yield from markdown_lines(_OP_COLUMNS, (_op_row(r) for r in ops), _OP_LEFT_COLUMNS)
+    yield from _time_section(report, gemms, as_markdown=True)
+    yield from end
 
 
 def report_html(report: Report, view: View = View(), command: str | None = None) -> str:

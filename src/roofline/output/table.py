@@ -43,9 +43,10 @@ def aligned_shared(header: Sequence[str], rows: Iterable[Sequence[Any]],
                    widths: Sequence[int]) -> Iterator[str]:
     """``aligned_lines`` for a table whose rows end in cells that many rows share (a deep
     model's GEMMs: a name and a layer each, then one of a few shapes' figures): a row is its
-    own leading cells, then the key of its trailing ones in ``tails``; ``widths`` are the
-    widest leading cells. Each distinct tail is padded once, so a row costs one short format
-    (the lines are ``aligned_lines``'s, character for character)."""
+    own leading cells, then the key of its trailing ones in ``tails`` (the keys the rows use,
+    no other: every tail sets its columns' widths); ``widths`` are the widest leading cells.
+    Each distinct tail is padded once, so a row costs one short format (the lines are
+    ``aligned_lines``'s, character for character)."""
     lead = len(widths)
     blank = ("",) * (len(header) - lead)
     width = [max([len(h)] + [len(cells[i]) for cells in tails.values() if i < len(cells)])
@@ -75,6 +76,12 @@ def markdown(header: Sequence[str], rows: Iterable[Sequence[str]],
              left: Collection[int]) -> list[str]:
     """A Markdown table: columns in ``left`` left-aligned (``---``), the others right-aligned
     (``--:``)."""
-    return ["| " + " | ".join(header) + " |",
-            "|" + "|".join("---" if i in left else "--:" for i in range(len(header))) + "|",
-            *("| " + " | ".join(row) + " |" for row in rows)]
+    return list(markdown_lines(header, rows, left))
+
+
+def markdown_lines(header: Sequence[str], rows: Iterable[Sequence[str]],
+                   left: Collection[int]) -> Iterator[str]:
+    """``markdown``'s lines one by one, made as they are read (a deep model's 300,000 rows)."""
+    yield "| " + " | ".join(header) + " |"
+    yield "|" + "|".join("---" if i in left else "--:" for i in range(len(header))) + "|"
+    yield from ("| " + " | ".join(row) + " |" for row in rows)

@@ -9,7 +9,7 @@ slope of B GB/s is the line y = x * B / 1000.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -91,6 +91,9 @@ class _Placed(Protocol):
     """A GEMM or an op: what a point is made of."""
 
     @property
+    def name(self) -> str: ...
+
+    @property
     def intensity(self) -> float: ...
 
     @property
@@ -123,42 +126,61 @@ class Group:
         return copies_label(self.names, self.copies)
 
 
-def _groups(rows: Sequence[_R], item_of: Callable[[_R], _P], name: Callable[[_P], str],
+def _groups(rows: Sequence[_R], item_of: Callable[[_R], _P],
+            name: Callable[[str, _P], str],
             keep: Callable[[_P], bool] = lambda item: True) -> list[Group]:
     """Rows at one (intensity, throughput) point grouped, sorted by intensity; a group is named
-    by its rows of copy 0 (else its first row) and counts the copies it stands for. A repeat's
-    copies sit where its stored copy does, so a run is read once: its stored rows place the
-    points and bring the run's copy numbers (a range), its copy 0 names them."""
-    def key(row: _R, item: _P) -> tuple[float, float]:
-        y = row.attainable_flops_per_s / 1e12
-        return round(math.log10(item.intensity), 9), round(math.log10(y), 9)
+    by its rows of copy 0 (else its first row; ``name(row's own name, item)``) and counts the
+    copies it stands for. A repeat's copies sit where its stored copy does, and layers alike
+    share their stored rows, so each stored row is placed once and a run brings only its copy
+    numbers (a range); the names are read beside the stored rows, nothing built per row."""
+    keys: dict[int, tuple[float, float] | None] = {}  # a stored row's point (None: left out)
 
-    placed: list[tuple[_R, range]]
-    if isinstance(rows, Numbered):
-        placed = [(row, range(run.layer.first_copy, run.layer.first_copy + run.count))
-                  for run in rows.runs for row in run.items]
-        firsts: Iterable[_R] = rows.firsts()
-    else:
-        placed = [(row, range(item_of(row).copy, item_of(row).copy + 1)) for row in rows]
-        firsts = rows
-    found: dict[tuple[float, float], tuple[float, float, str, list[range]]] = {}
-    for row, copies in placed:
-        item = item_of(row)
-        if keep(item):
-            k = key(row, item)
-            y = row.attainable_flops_per_s / 1e12
-            at: tuple[float, float, str, list[range]] = (item.intensity, y, name(item), [])
-            found.setdefault(k, at)[3].append(copies)
-    names: dict[tuple[float, float], list[str]] = {}
-    for row in firsts:
-        item = item_of(row)
-        if item.copy == 0 and keep(item):
-            own = names.setdefault(key(row, item), [])
-            if name(item) not in own:
-                own.append(name(item))
-    groups = [Group(x, y, names.get(k) or [first], _union_size(copies))
-              for k, (x, y, first, copies) in found.items()]
+    def point(row: _R) -> tuple[float, float] | None:
+        if id(row) not in keys:
+            item = item_of(row)
+            keys[id(row)] = (round(math.log10(item.intensity), 9), round(math.log10(
+                row.attainable_flops_per_s / 1e12), 9)) if keep(item) else None
+        return keys[id(row)]
+
+    found: dict[tuple[float, float], tuple[float, float, set[tuple[int, int]]]] = {}
+    for row, start, stop in _placed(rows, item_of):
+        k = point(row)
+        if k is not None:
+            at: tuple[float, float, set[tuple[int, int]]] = (
+                item_of(row).intensity, row.attainable_flops_per_s / 1e12, set())
+            found.setdefault(k, at)[2].add((start, stop))
+    names: dict[tuple[float, float], dict[str, None]] = {}  # of copy 0, in numbering order
+    first: dict[tuple[float, float], str] = {}  # the lowest-numbered row's, whatever its copy
+    for own, copy, row in _named(rows, item_of):
+        k = point(row)
+        if k is not None:
+            label = name(own, item_of(row))
+            first.setdefault(k, label)
+            if not copy:
+                names.setdefault(k, {})[label] = None
+    groups = [Group(x, y, list(names.get(k) or [first[k]]),
+                    _union_size([range(a, b) for a, b in copies]))
+              for k, (x, y, copies) in found.items()]
     return sorted(groups, key=lambda g: (g.x, g.y))
+
+
+def _placed(rows: Sequence[_R], item_of: Callable[[_R], _P]) -> Iterator[tuple[_R, int, int]]:
+    """Each stored row with the copy numbers it stands for (``start`` to ``stop``)."""
+    if isinstance(rows, Numbered):
+        yield from rows.placed()
+        return
+    for row in rows:
+        copy = item_of(row).copy
+        yield row, copy, copy + 1
+
+
+def _named(rows: Sequence[_R], item_of: Callable[[_R], _P]) -> Iterator[tuple[str, int, _R]]:
+    """Each run's lowest-numbered copy's rows: their own names and copy numbers beside their
+    stored rows, nothing built (a point's first row, in numbering order, is among them)."""
+    if isinstance(rows, Numbered):
+        return ((own, copy, row) for own, _, copy, row in rows.named(lowest=True))
+    return ((item_of(row).name, item_of(row).copy, row) for row in rows)
 
 
 def _union_size(ranges: list[range]) -> int:
@@ -176,13 +198,13 @@ def gemm_groups(report: Report) -> list[Group]:
     """One point per distinct (intensity FLOP/B, attainable TFLOP/s) of the report's GEMMs,
     coincident GEMMs sharing one label (repeated layers counted: ``MM1 x32``), sorted by
     intensity."""
-    return _groups(report.results, lambda r: r.gemm, lambda g: g.name)
+    return _groups(report.results, lambda r: r.gemm, lambda own, g: own)
 
 
 def op_groups(report: Report) -> list[Group]:
     """The same for the non-GEMM ops, labelled by kind; ops without FLOPs (a gather) have no
     place on a log-scale intensity axis and are left out."""
-    return _groups(report.ops, lambda r: r.op, lambda o: o.kind, lambda o: bool(o.flops))
+    return _groups(report.ops, lambda r: r.op, lambda own, o: o.kind, lambda o: bool(o.flops))
 
 
 def time_points(report: Report, kind: str) -> list[tuple[float, float]]:
