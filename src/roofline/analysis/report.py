@@ -13,7 +13,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
 from ..model.network import Network
 from ..model.ops import Op
-from ..model.repeats import Numbered, map_items
+from ..model.repeats import Numbered
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
@@ -418,8 +418,8 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
             return found
         return _as_gemm(found, gemm)
 
-    results = map_items(gemms, place, _rename_result, lambda r: r.gemm.layer)
-    op_results = map_items(ops, lambda op: analyze_op(op, hardware, network.operand_dtype),
-                           _rename_op, lambda r: r.op.layer)
+    results = gemms.map(place, _rename_result, lambda r: r.gemm.layer)
+    op_results = ops.map(lambda op: analyze_op(op, hardware, network.operand_dtype),
+                         _rename_op, lambda r: r.op.layer)
     return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
                   op_results, quantization, memory=memory)

@@ -181,10 +181,10 @@ class ItemRun(Generic[T]):
         first = self.first
         return item_layer if own == first else own + item_layer[len(first):]
 
-    def copies(self, firsts: bool) -> Iterable[int]:
-        """The copies to read (0-based, in the run's order): every one, or (``firsts``) the
+    def copies(self, lowest: bool) -> Iterable[int]:
+        """The copies to read (0-based, in the run's order): every one, or (``lowest``) the
         lowest-numbered only."""
-        if not firsts:
+        if not lowest:
             return range(self.count)
         return (self.count - 1 if self.layer.reverse else 0,)
 
@@ -300,11 +300,11 @@ class Numbered(Sequence[T]):
                 entries = read[id(run.items), first] = [
                     (item, name, name[len(first):]) for item, name in (
                         (item, layer_of(item)) for item in self.items_of(run))]
-            for c in ((0,) if run.count == 1 else run.copies(lowest)):
-                copy = layer.first_copy + c if not layer.reverse else layer.number(c)
+            for c in run.copies(lowest):
+                copy = layer.number(c)
                 if firsts and copy:
                     continue
-                own = copy_name(layer.layer.name, copy) if layer.named else layer.layer.name
+                own = layer.name(c)  # (its items' layers as ItemRun.layer_name gives them)
                 number = run.start + c * len(entries)
                 if own == first:
                     for item, name, _ in entries:
@@ -377,14 +377,6 @@ class Numbered(Sequence[T]):
             else:
                 flat += repeated_values(own, run)
         return sum(flat, start)
-
-
-def map_items(items: Numbered[T], change: Callable[[T], Any],
-              build: Callable[[Any, str, str, int], Any],
-              layer_of: Callable[[Any], str]) -> Numbered[Any]:
-    """``items.map(change, build, layer_of)``: ``change`` applied to each distinct template
-    tuple once."""
-    return items.map(change, build, layer_of)
 
 
 def rebuild(item: Any, name: str, layer: str, copy: int) -> Any:
