@@ -152,3 +152,24 @@ def test_a_busy_machine_gets_the_extra_rounds_and_a_warning():
     s = session(clock, loads=(1.0, 0.05), extra=2)
     time_rounds(s, kernels(clock))
     assert s.details["calibration_rounds"]["rounds"] == 2 and s.warnings == []
+
+
+def test_the_first_rounds_start_spread_over_the_span():
+    # 3 rounds over 10 s: starts at 0, 5 and 10 s after the first; a round here takes
+    # 2 x (10 + 2 + 1.25 + 50) ms = 126.5 ms, so the session idles 5 - 0.1265 s, then 5 s
+    # less the second round's 126.5 ms
+    clock = Scripted(PER_CALL)
+    s = session(clock)
+    s.plan = dataclasses.replace(s.plan, cal_rounds=3, cal_span_s=10.0)
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        clock.now += seconds
+
+    s.sleep = sleep
+    time_rounds(s, kernels(clock))
+    assert slept == pytest.approx([5 - 0.1265, 5 - 0.1265])
+    # the setup (one call of each kernel: 63.25 ms), then the last round starts 10 s later
+    assert clock.now == pytest.approx(0.06325 + 10 + 0.1265)
+    assert s.details["calibration_rounds"]["rounds"] == 3

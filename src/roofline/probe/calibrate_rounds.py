@@ -1,6 +1,7 @@
 """The calibration's rounds (``calibrate.calibrate``): every calibration kernel, a large GEMM
 per dtype and the DRAM read stream timed round-robin (``kernels.rounds.RoundRobin``), each
-figure its best over the rounds, and more rounds while the figures say the machine was busy:
+figure its best over the rounds, the rounds' starts spread over ``plan.cal_span_s`` (full
+preset 40 s), and more rounds while the figures say the machine was busy:
 
 - a figure contradicts its neighbours: a square GEMM's efficiency more than ``MONOTONE_TOL``
   under a smaller square's, a thin GEMM's (M >= 2; M = 1 is the BLAS's GEMV, another kernel)
@@ -38,13 +39,22 @@ MONOTONE_TOL = 0.10
 def time_rounds(s: Session, kernels: list[CalKernel],
                 ceilings: dict[str, float] | None = None) -> list[float]:
     """Each kernel's best time over the rounds; raises the session's peaks and DRAM figure
-    to the rounds' best (``raise_figures``) and records the rounds in ``details``."""
+    to the rounds' best (``raise_figures``) and records the rounds in ``details``. The first
+    ``plan.cal_rounds`` start spread over ``plan.cal_span_s`` (the session idles between
+    them): this VM's host slows 2-thread GEMMs for 25-45 s at a time (a 128^3 fp64 GEMM 100
+    us against 60, a 1024^3 fp32 one 10 % slower), which no in-guest counter shows, so rounds
+    a second apart can all fall in one such stretch."""
     from ..kernels.rounds import RoundRobin
 
     p, loads = s.plan, []
     meter = s.load_meter()
     timer = RoundRobin([k.kernel.run for k in kernels], p.cal_min_time_s, p.warmups, s.clock)
-    timer.rounds(p.cal_rounds, p.cal_values, after_round=lambda _: loads.append(meter.lap()))
+    start = s.clock()
+    for i in range(p.cal_rounds):
+        if i and p.cal_span_s > 0:  # round i starts i / (rounds - 1) of the span in, at least
+            s.sleep(max(0.0, start + i * p.cal_span_s / (p.cal_rounds - 1) - s.clock()))
+            meter.lap()  # the load while idle is not the round's
+        timer.rounds(1, p.cal_values, after_round=lambda _: loads.append(meter.lap()))
     flagged, extra = _flagged(s, kernels, timer, ceilings or {}), 0
     first_flagged = [kernels[i].kernel.label for i in flagged]
     while (flagged or not quiet(loads)) and extra < p.cal_extra_rounds:

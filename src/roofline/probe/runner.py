@@ -59,6 +59,7 @@ class Session:
         self.not_measured: list[Skipped] = []
         self.warnings: list[Note] = []
         self.load_meter: Callable[[], LoadMeter] = LoadMeter  # other programs' load
+        self.sleep: Callable[[float], None] = time.sleep  # between spread calibration rounds
 
     def skip(self, figure: str, reason: Note) -> None:
         self.not_measured.append(Skipped(figure, reason))
