@@ -6,11 +6,14 @@ One run: a C OpenMP STREAM triad (gcc -O3 -fopenmp, from bench_probe.py) right b
 probe and a fresh probe (full preset unless --quick; not saved), then four pairs, each the C
 triad and right after it the probe's DRAM measurement on its own (roofline.probe.runner.
 read_stream: the same kernel, size and settings as in the probe); then 42 GEMM shapes timed
-through numpy's BLAS with the probe's loop (roofline.analysis.measure's settings) against the
-calibrated prediction of the fresh entry. Prints the machine, per-shape predicted vs measured,
-the share within 1.25x and 2x, the median and geometric-mean ratio, the worst five with the
-term that dominated their prediction, and the DRAM figure against the C triad: pairs, because the
-memory bandwidth of a shared VM can move by 1.7x within seconds.
+through numpy's BLAS as ``analyze --measure`` times shapes (roofline.analysis.measure.
+time_kernels: 4 round-robin rounds over all of them, 2 values each, the best kept, as the
+probe times its calibration) against the calibrated prediction of the fresh entry. Prints the
+machine, the calibration's rounds, other programs' load through each phase (roofline.kernels.
+load: a run that overlapped other load is to be rerun), per-shape predicted vs measured and how
+far apart its rounds' bests were, the share within 1.25x and 2x, the median and geometric-mean
+ratio, the worst five with the term that dominated their prediction, and the DRAM figure against
+the C triad: pairs, because the memory bandwidth of a shared VM can move by 1.7x within seconds.
 
 Fit and validation are apart: the probe calibrates on squares n = 32..512 (quick: ..256),
 thin M = 1..64 at N = K = 1024 and at an N = K that puts B at 3x the LLC (5120 in fp32 and

@@ -127,6 +127,14 @@ def test_other_programs_load_is_the_busy_time_not_ours():
     assert meter.laps == pytest.approx([0.6, 0.0])
 
 
+def test_our_children_count_as_ours(monkeypatch):
+    # 2 s of process time, and 1.5 s of a child's user and 0.5 s of its system time: 4 s
+    monkeypatch.setattr(load_mod.time, "process_time", lambda: 2.0)
+    monkeypatch.setattr(load_mod.os, "times", lambda: load_mod.os.times_result(
+        (0.0, 0.0, 1.5, 0.5, 0.0)))
+    assert load_mod.own_seconds() == pytest.approx(4.0)
+
+
 def test_no_busy_counter_no_load():
     meter = LoadMeter(lambda: None, lambda: 0.0, lambda: 1.0)
     assert meter.lap() is None and meter.total() is None and meter.laps == []

@@ -1,7 +1,8 @@
 """What other programs took of the CPUs while something was timed: the busy time Linux counts
 for all CPUs (``/proc/stat``: user, nice, system, irq, softirq and steal, the hypervisor's
-share), less this process's own CPU time (``time.process_time``, every thread of it), over the
-wall time, in CPUs (1.0: one CPU kept busy by others on average).
+share), less this process's own CPU time (``own_seconds``: every thread of it, and the children
+it has waited for, such as py-cpuinfo's subprocess), over the wall time, in CPUs (1.0: one CPU
+kept busy by others on average).
 
 On a 2-vCPU machine one other busy program is enough to slow a 2-thread BLAS call 2-20x (the
 BLAS's second thread waits for a CPU: a 5 ms GEMM took 104 ms), so a figure timed under such
@@ -36,13 +37,19 @@ def busy_seconds(path: str = PROC_STAT) -> float | None:
     return (user + nice + system + irq + softirq + steal) / tick
 
 
+def own_seconds() -> float:
+    """This process's CPU time (``time.process_time``) and its waited-for children's."""
+    times = os.times()
+    return time.process_time() + times.children_user + times.children_system
+
+
 class LoadMeter:
     """``lap()``: the CPUs other programs kept busy on average since the last lap (or since
     the meter was made); None where the busy time cannot be read. ``total()``: the same since
     the meter was made."""
 
     def __init__(self, busy: Callable[[], float | None] = busy_seconds,
-                 own: Callable[[], float] = time.process_time,
+                 own: Callable[[], float] = own_seconds,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.busy, self.own, self.clock = busy, own, clock
         self.laps: list[float] = []
