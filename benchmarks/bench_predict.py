@@ -6,11 +6,14 @@ One run: a C OpenMP STREAM triad (gcc -O3 -fopenmp, from bench_probe.py) right b
 probe and a fresh probe (full preset unless --quick; not saved), then four pairs, each the C
 triad and right after it the probe's DRAM measurement on its own (roofline.probe.runner.
 read_stream: the same kernel, size and settings as in the probe); then 42 GEMM shapes timed
-through numpy's BLAS with the probe's loop (roofline.analysis.measure's settings) against the
-calibrated prediction of the fresh entry. Prints the machine, per-shape predicted vs measured,
-the share within 1.25x and 2x, the median and geometric-mean ratio, the worst five with the
-term that dominated their prediction, and the DRAM figure against the C triad: pairs, because the
-memory bandwidth of a shared VM can move by 1.7x within seconds.
+through numpy's BLAS as ``analyze --measure`` times shapes (roofline.analysis.measure.
+time_kernels: 4 round-robin rounds over all of them, 2 values each, the best kept, as the
+probe times its calibration) against the calibrated prediction of the fresh entry. Prints the
+machine, the calibration's rounds, other programs' load through each phase (roofline.kernels.
+load: a run that overlapped other load is to be rerun), per-shape predicted vs measured and how
+far apart its rounds' bests were, the share within 1.25x and 2x, the median and geometric-mean
+ratio, the worst five with the term that dominated their prediction, and the DRAM figure against
+the C triad: pairs, because the memory bandwidth of a shared VM can move by 1.7x within seconds.
 
 Fit and validation are apart: the probe calibrates on squares n = 32..512 (quick: ..256),
 thin M = 1..64 at N = K = 1024 and at an N = K that puts B at 3x the LLC (5120 in fp32 and
@@ -73,27 +76,30 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="calibrate from a quick probe")
     parser.add_argument("--array-mib", type=int, default=512)
     args = parser.parse_args()
-    from roofline.analysis.measure import MIN_TIME_S, REPEATS, WARMUPS
+    from roofline.analysis.measure import time_kernels
     from roofline.analysis.predict import predict_gemm
     from roofline.analysis.report import analyze_gemm
     from roofline.hardware.spec import HardwareSpec
     from roofline.kernels.cpu import shaped_gemm_kernel
-    from roofline.kernels.timing import measure
+    from roofline.kernels.load import LoadMeter
     from roofline.model.gemm import Gemm
     from roofline.probe import run_probe
     from roofline.probe.runner import read_stream
 
     say = lambda m: print(m, file=sys.stderr)  # noqa: E731
     elements = args.array_mib * 2**20 // 8
+    meter, load = LoadMeter(), {}
     with tempfile.TemporaryDirectory() as tmp:
         exe = compile_stream(Path(tmp))
         c_before = run_stream(exe, elements)[0] if exe else None
         t0 = time.perf_counter()
+        meter.lap()
         quick = run_probe(quick=True, progress=say)
-        quick_s = time.perf_counter() - t0
+        quick_s, load["quick probe"] = time.perf_counter() - t0, meter.lap()
         t0 = time.perf_counter()
         result = quick if args.quick else run_probe(progress=say)
         probe_s = quick_s if args.quick else time.perf_counter() - t0
+        load[f"{result.preset} probe"] = meter.lap()
         read_bytes = result.details["dram_read"]["working_set_bytes"]
         pairs = [(run_stream(exe, elements)[0], read_stream(read_bytes, result.preset)["best"])
                  for _ in range(4)] if exe else []
@@ -105,17 +111,29 @@ def main() -> int:
     print(f"probe: quick {quick_s:.1f} s, {result.preset} {probe_s:.1f} s; peaks fp32 "
           f"{hw.peak_tflops['fp32'] * 1e3:.1f}, fp64 {hw.peak_tflops['fp64'] * 1e3:.1f} GFLOP/s; "
           f"dram (read stream) {hw.bandwidth_gbs:.1f} GB/s")
+    rounds = result.details.get("calibration_rounds", {})
+    print(f"calibration: {rounds.get('rounds')} rounds ({rounds.get('extra_rounds')} more for "
+          f"{', '.join(rounds.get('contradicting_first', [])) or 'nothing'}; still "
+          f"contradicted: {', '.join(rounds.get('contradicting_left', [])) or 'nothing'})")
     fitted = calibration_shapes(result.measured["calibration"])
+    todo = shapes()
+    say(f"timing {len(todo)} shapes in rounds (roofline.analysis.measure.time_kernels) ...")
+    meter.lap()
+    timed = time_kernels([shaped_gemm_kernel(m, n, k, d).run for m, n, k, d, _ in todo])
+    load["the shapes' rounds"] = meter.lap()
     rows = []
-    for m, n, k, d, kind in shapes():
+    for (m, n, k, d, kind), r in zip(todo, timed):
         g = Gemm("MM", "x", "forward", m, n, k, d)
         p = predict_gemm(g, hw)
         roof = analyze_gemm(g, hw).time_s
-        r = measure(shaped_gemm_kernel(m, n, k, d).run, REPEATS, WARMUPS, MIN_TIME_S)
-        rows.append((m, n, k, d, kind, roof, p, r.best_s, r.spread))
+        rows.append((m, n, k, d, kind, roof, p, r.best_s, r.round_spread))
         say(f"  {m}x{n}x{k} {d}: predicted {p.time_s * 1e6:.1f} us, measured "
-            f"{r.best_s * 1e6:.1f} us")
-    print("\n| shape (M x N x K) | dtype | kind | roof | predicted | measured | spread | "
+            f"{r.best_s * 1e6:.1f} us (rounds' bests {r.round_spread:.0%} apart: "
+            f"{', '.join(f'{t * 1e6:.0f}' for t in r.round_best_s)} us)")
+    print("other programs' load (CPUs, kernels.load): " + ", ".join(
+        f"{what} {cpus:.2f}" if cpus is not None else f"{what} unknown"
+        for what, cpus in load.items()))
+    print("\n| shape (M x N x K) | dtype | kind | roof | predicted | measured | rounds apart | "
           "measured / predicted |\n|---|---|---|--:|--:|--:|--:|--:|")
     from roofline.units import seconds
 

@@ -327,7 +327,10 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = probe.run_probe(preset="tiny")
     data = result.to_dict()
-    assert data["schema_version"] == 5 and data["method_version"] == 6
+    assert data["schema_version"] == 6 and data["method_version"] == 7
+    rounds = data["details"]["calibration_rounds"]
+    assert rounds["rounds"] >= 2 and "fp32 GEMM 8x8x8" in rounds["kernels"]
+    assert "other_load_cpus" in data["details"]
     bw = data["measured"]["bandwidth_gbs"]
     assert {"dram", "triad", "copy"} <= set(bw)
     assert set(data["measured"]["bandwidth_stats"]["dram"]) == {"best", "median", "spread"}

@@ -2,8 +2,11 @@
 machine, and set each measurement beside the roofline bound and the prediction.
 
 Each distinct shape (M, N, K, batch_count, dtype) is timed once, whatever number of GEMMs
-share it (repeated blocks share their shapes), through the probe's calibrated loop
-(``kernels.timing.measure``: warm-ups apart, repeats, best / median / spread), on the probe's
+share it (repeated blocks share their shapes), as the probe times its calibration: loops
+calibrated, a warm-up apart, then ``ROUNDS`` round-robin rounds over the shapes of ``VALUES``
+values each (``time_kernels``, ``kernels.rounds``), best / median / spread over them, so that a
+slow spell of a shared machine slows one round of every shape, not every value of one (the
+shapes in groups of at most ``MAX_SHAPE_BYTES`` of operands together), on the probe's
 own kernels, each checked against a reference before it is timed: on a CPU the library the
 entry's calibration was timed through (``cpu_library``), numpy's BLAS (fp64, fp32,
 ``kernels.cpu.shaped_gemm``) or torch (``kernels.torch_cpu.shaped_gemm``); on a GPU entry,
@@ -28,13 +31,16 @@ from ..model.repeats import distinct, first_copies
 from ..units import seconds
 
 if TYPE_CHECKING:
+    from ..kernels.timing import BenchResult
     from .report import GemmResult, Report
 
 NUMPY_DTYPES = ("fp64", "fp32")
 MAX_SHAPE_BYTES = 2 * 2**30  # one shape's A + B + C; larger ones are refused, not swapped
-REPEATS, WARMUPS, MIN_TIME_S = 7, 1, 0.005  # short values, many: see probe.plan.Plan
+ROUNDS, VALUES, WARMUPS, MIN_TIME_S = 4, 2, 1, 0.005  # short values, many: probe.plan.Plan
+REPEATS = ROUNDS * VALUES  # the values timed per shape
 #: The least number of calls one shape's timing makes: calibration's first, the warm-ups and
-#: the repeats (``kernels.timing.measure``), each value at least MIN_TIME_S long.
+#: the values (``kernels.rounds``), each value at least MIN_TIME_S long (a round's untimed
+#: warm call, made when a value is several calls, is under half a value).
 CALLS_PER_SHAPE = 1 + WARMUPS + REPEATS
 #: A run estimated to take longer than this (``estimated_seconds``) is refused before any
 #: timing: a 9000^3 fp32 GEMM ran for minutes. ``measure_budget`` raises it.
@@ -172,8 +178,6 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
                    budget_s: float = MEASURE_BUDGET_S) -> Report:
     """``report`` with a Measurement on every GEMM (each distinct shape timed once); refused
     (MeasureError) when the timing would take longer than ``budget_s`` (``check_budget``)."""
-    from ..kernels.timing import measure
-
     check_measurable(report, hostname)
     check_budget(report, budget_s)
     if make_kernel is None:
@@ -185,25 +189,55 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
             raise MeasureError(f"{g} x {m}x{n}x{k} {dtype} needs more "
                                f"than {MAX_SHAPE_BYTES / 2**30:.0f} GiB of operands; lower "
                                f"{option('batch')} or {option('seq')}")
-    timed: dict[tuple, Measurement] = {}
     say(f"measuring {len(shapes)} distinct GEMM shapes of {len(report.results)} GEMMs "
-        f"({backend}) ...")
+        f"({backend}), {ROUNDS} rounds ...")
+    timed: dict[tuple, Measurement] = {}
     started = clock()
-    for i, key in enumerate(shapes, 1):
-        m, n, k, g, dtype = key
-        kernel = make_kernel(m, n, k, g, dtype)
-        # what is left of the budget (a shape past it still times one value)
+    for group in groups(shapes):
         left = max(0.0, budget_s - (clock() - started))
-        result = measure(kernel.run, REPEATS, WARMUPS, MIN_TIME_S, clock, budget_s=left)
-        timed[key] = Measurement(result.best_s, result.median_s, result.spread, backend or "")
-        cut = (f"; {len(result.samples_s)} of {REPEATS} values, within the {budget_s:g} s "
-               f"budget" if result.cut else "")
-        say(f"  [{i}/{len(shapes)}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}: "
-            f"{result.best_s * 1e6:.1f} us (median {result.median_s * 1e6:.1f}, spread "
-            f"{result.spread:.1%}{cut})")
+        kernels = [make_kernel(*key) for key in group]
+        for key, result in zip(group, time_kernels([k.run for k in kernels], clock, left)):
+            timed[key] = Measurement(result.best_s, result.median_s, result.spread,
+                                     backend or "")
+            say(_line(len(timed), len(shapes), key, result, budget_s))
     results = tuple(dataclasses.replace(r, measured=timed[shape_key(r)])
                     for r in report.results)
     return dataclasses.replace(report, results=results)
+
+
+def time_kernels(runs: list[Callable[[int], object]],
+                 clock: Callable[[], float] = time.perf_counter,
+                 budget_s: float | None = None) -> list[BenchResult]:
+    """Kernels timed as ``--measure`` times GEMM shapes (the module docstring), within
+    ``budget_s``: ``benchmarks/bench_predict.py`` times its shapes through this too."""
+    from ..kernels.rounds import measure_rounds
+
+    return measure_rounds(runs, ROUNDS, VALUES, WARMUPS, MIN_TIME_S, clock, budget_s)
+
+
+def groups(shapes: list[tuple]) -> list[list[tuple]]:
+    """``shapes`` (M, N, K, batch_count, dtype) in order, in groups whose operands
+    (``allocated_bytes``) together stay within ``MAX_SHAPE_BYTES``: a group's kernels live
+    together while its rounds run."""
+    out: list[list[tuple]] = []
+    held = 0
+    for key in shapes:
+        size = allocated_bytes(*key)
+        if not out or held + size > MAX_SHAPE_BYTES:
+            out.append([])
+            held = 0
+        out[-1].append(key)
+        held += size
+    return out
+
+
+def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float) -> str:
+    m, n, k, g, dtype = key
+    cut = (f"; {len(result.samples_s)} of {REPEATS} values, within the {budget_s:g} s "
+           f"budget" if result.cut else "")
+    return (f"  [{i}/{count}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}: "
+            f"{result.best_s * 1e6:.1f} us (median {result.median_s * 1e6:.1f}, spread "
+            f"{result.spread:.1%}, rounds {result.round_spread:.0%} apart{cut})")
 
 
 def beats_roof(report: Report) -> list[tuple[str, float]]:

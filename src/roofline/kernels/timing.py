@@ -31,6 +31,7 @@ class BenchResult:
     warmups_s: tuple[float, ...]
     loops: int
     repeats_asked: int | None = None  # set when a time budget cut the repeats short
+    round_best_s: tuple[float, ...] = ()  # each round's best, when timed in rounds (rounds.py)
 
     @property
     def cut(self) -> bool:
@@ -59,6 +60,13 @@ class BenchResult:
     def spread(self) -> float:
         """MAD relative to the median (0.02 = 2 %)."""
         return self.mad_s / self.median_s
+
+    @property
+    def round_spread(self) -> float:
+        """The slowest round's best over the fastest one's, less 1 (0.3: one round of the
+        kernel ran 30 % slower at its best than another); 0 without two rounds."""
+        rounds = self.round_best_s
+        return max(rounds) / min(rounds) - 1 if len(rounds) > 1 else 0.0
 
     @property
     def unstable(self) -> bool:

@@ -37,6 +37,14 @@ TEXT: dict[str, str] = {
                          "(a busy machine, or OpenMP threads waking a halted vCPU: try "
                          "OMP_WAIT_POLICY=ACTIVE, or fewer threads); the ops' predictions "
                          "carry the stalls"),
+    "calibration_contradiction": ("calibration: {kernels} still contradicted a neighbouring "
+                                  "size after {rounds} rounds (slower than a smaller size, or "
+                                  "a square faster than the peak): a real step of the BLAS, "
+                                  "or a machine busy throughout"),
+    "shared_machine": ("other programs kept {cpus:.2f} CPUs busy on average through {what}: "
+                       "its figures are those of a shared machine, where a multi-threaded BLAS "
+                       "call waits for its threads; rerun `roofline probe` when the machine is "
+                       "idle"),
     "time_budget": ("{label}: {values} of {asked} values timed, within the {budget_s:g} s "
                     "budget of one kernel; its figure is less steady than the others"),
     "size_over_budget": ("{key}: n={n} not run: one call would take about {estimate_s:.3g} s "

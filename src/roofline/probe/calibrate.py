@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .plan import MiB
+
+#: The rounds time the peak at the smallest size the peak search timed within this share of
+#: its best rate (``_peak_n``).
+PEAK_SIZE_SHARE = 0.97
 
 if TYPE_CHECKING:
     from ..kernels.cpu import Kernel
@@ -22,71 +27,148 @@ def calibrate(s: Session, llc_bytes: int | None,
     """The GEMMs analysis.predict calibrates from, per dtype: small squares, thin M in cache
     and with B beyond the LLC, and C's write cost (a small-K GEMM whose C is beyond the LLC);
     see hardware.spec.Calibration. ``library``: what they go through (``identify.numpy_library``
-    or ``torch_library``), written into the block."""
+    or ``torch_library``), written into the block.
+
+    All of them, with a large GEMM per dtype and the DRAM read stream, are timed in rounds
+    (``rounds.RoundRobin``, ``plan.cal_rounds``; more, up to ``plan.cal_extra_rounds``, while
+    a figure contradicts its neighbours or no round ran on an otherwise idle machine:
+    ``calibrate_rounds.time_rounds``), each kernel's figure its best over them: one slow spell
+    of a shared machine slows a round, not a figure. The peak and the DRAM figure become the
+    best of their own measurement and of the rounds, so that every figure the prediction
+    reads is a best over the same span."""
     from ..analysis.predict import CALIBRATION_VERSION
+    from .calibrate_rounds import time_rounds
 
     p, gflops = s.plan, s.measured["gemm_gflops"]
-    s.say("calibration GEMMs (small, thin in and out of cache, small K) ...")
+    s.say("calibration GEMMs (small, thin in and out of cache, small K), "
+          f"{p.cal_rounds} rounds ...")
     ceilings = ceilings_gflops or {}
-    efficiency = {dtype: _dtype_calibration(s, dtype, gflops[dtype] * 1e9, llc_bytes,
+    kernels = calibration_kernels(s, [d for d in p.gemm_sizes if gflops.get(d)], llc_bytes)
+    best = time_rounds(s, kernels, ceilings)
+    efficiency = {dtype: _dtype_calibration(s, dtype, kernels, best,
                                             ceilings.get(dtype, 0.0) * 1e9)
-                  for dtype in p.gemm_sizes if gflops.get(dtype)}
+                  for dtype in dict.fromkeys(k.dtype for k in kernels if k.dtype)}
     s.measured["calibration"] = {"version": CALIBRATION_VERSION} | (
         {"library": _known(library)} if library else {}) | {
         "call_overhead_s": s.measured["small_gemm_overhead_s"], "gemm_efficiency": efficiency}
 
 
-def _dtype_calibration(s: Session, dtype: str, peak: float, llc_bytes: int | None,
-                       ceiling: float = 0.0) -> dict:
-    """One dtype's calibration block. A GEMM's efficiency is its work over (its best time less
-    the per-call overhead) as a share of the measured ``peak``; its math cannot outrun the
-    theoretical ``ceiling`` (or the measured peak, whichever is higher), so that time is never
-    taken below work / ceiling: a small GEMM timed at or under the overhead (the two timed at
-    different moments of a busy machine) is charged the overhead plus its work at the ceiling,
-    not an efficiency of millions, and a warning says which sizes were held there."""
-    from ..analysis.predict import c_write_passes
+@dataclass(frozen=True)
+class CalKernel:
+    """One kernel of the calibration rounds: ``kind`` is ``peak`` (a large square GEMM of
+    ``dtype``, n = ``size``), ``square`` (n), ``thin`` or ``thin_dram`` (M; N = K = ``nk``),
+    ``c_write`` (M = ``size``, N x K = ``nk`` x ``k``) or ``dram`` (the read stream, no
+    dtype)."""
+
+    dtype: str | None
+    kind: str
+    size: int
+    kernel: Kernel
+    nk: int = 0
+    k: int = 0
+
+
+def calibration_kernels(s: Session, dtypes: list[str], llc_bytes: int | None) -> list[CalKernel]:
+    """Every kernel the rounds time, built (and checked) once: per dtype a large GEMM, the
+    squares, the thin GEMMs in cache and beyond the LLC, C's write; then the read stream."""
+    from ..kernels.cpu import read_stream_kernel
     from ..model.dtypes import itemsize
-    from .result import Note
     from .runner import gemm_kernels
 
-    kernels = gemm_kernels(s.library)
-    shaped_gemm_kernel, thin_gemm_kernels = kernels.shaped_gemm_kernel, kernels.thin_gemm_kernels
-    fastest = max(ceiling, peak)
-    held: list[str] = []
+    p, out = s.plan, []
+    make = gemm_kernels(s.library)
+    beyond = p.cal_llc_factor * (llc_bytes or 32 * MiB)
+    spare = available_memory() / 10  # two dtypes' operands and the read stream live together
+    for dtype in dtypes:
+        e = itemsize(dtype)
+        out.append(CalKernel(dtype, "peak", _peak_n(s, dtype),
+                             make.gemm_kernel(_peak_n(s, dtype), dtype)))
+        out += [CalKernel(dtype, "square", n, make.shaped_gemm_kernel(n, n, n, dtype))
+                for n in p.cal_square]
+        dram_nk = p.cal_thin_dram_nk or _round_up(math.sqrt(min(beyond, spare) / e), 512)
+        for kind, nk in (("thin", p.cal_thin_nk), ("thin_dram", dram_nk)):
+            out += [CalKernel(dtype, kind, m, kernel, nk) for m, kernel in
+                    zip(p.cal_thin_m, make.thin_gemm_kernels(p.cal_thin_m, nk, dtype))]
+        m = p.cal_c_m or _round_up(min(beyond, spare) / (e * p.cal_c_n), 1024)
+        out.append(CalKernel(dtype, "c_write", m,
+                             make.shaped_gemm_kernel(m, p.cal_c_n, p.cal_c_k, dtype),
+                             p.cal_c_n, p.cal_c_k))
+    read = s.details.get("dram_read", {}).get("working_set_bytes")
+    if read:
+        out.append(CalKernel(None, "dram", read, read_stream_kernel(read // 8, _threads())))
+    return out
+
+
+def _peak_n(s: Session, dtype: str) -> int:
+    """The size the rounds time for the peak: the smallest size the peak search timed within
+    ``PEAK_SIZE_SHARE`` of its best rate (one call of the best, often the largest, size can
+    take half a second)."""
+    sizes = s.details[f"gemm_{dtype}"]["sizes"]
+    best = max(stats["best"] for stats in sizes.values())
+    return min(int(n) for n, stats in sizes.items() if stats["best"] >= PEAK_SIZE_SHARE * best)
+
+
+def _threads() -> int:
+    from .identify import usable_cpus
+
+    return len(usable_cpus())
+
+
+def _dtype_calibration(s: Session, dtype: str, kernels: list[CalKernel], best: list[float],
+                       ceiling: float = 0.0) -> dict:
+    """One dtype's calibration block from each kernel's best time (``best``, in the order of
+    ``kernels``). A GEMM's efficiency is its work over (its best time less the per-call
+    overhead) as a share of the measured peak; its math cannot outrun the theoretical
+    ``ceiling`` (or the measured peak, whichever is higher), so that time is never taken below
+    work / ceiling: a small GEMM timed at or under the overhead (the two timed at different
+    moments of a busy machine) is charged the overhead plus its work at the ceiling, not an
+    efficiency of millions, and a warning says which sizes were held there."""
+    from ..analysis.predict import c_write_passes
+    from .result import Note
 
     p, call_s = s.plan, s.measured["small_gemm_overhead_s"]
-    e, beyond = itemsize(dtype), p.cal_llc_factor * (llc_bytes or 32 * MiB)
-    spare = available_memory() / 4
-
-    def eff(kernel: Kernel) -> float:
-        stats = s.time(kernel, 1e9, p.cal_min_time_s, p.cal_repeats)
-        value, at_ceiling = gemm_efficiency(kernel.work, stats["best_s"], call_s, peak, fastest)
-        if at_ceiling:
-            held.append(kernel.label)
-        return _sig(value)
-
-    def thin(nk: int) -> dict[str, float]:
-        kernels = thin_gemm_kernels(p.cal_thin_m, nk, dtype)
-        return {str(m): eff(k) for m, k in zip(p.cal_thin_m, kernels)}
-
-    square = {str(n): eff(shaped_gemm_kernel(n, n, n, dtype)) for n in p.cal_square}
-    dram_nk = p.cal_thin_dram_nk or _round_up(math.sqrt(min(beyond, spare) / e), 512)
-    block = {"square": square, "thin": thin(p.cal_thin_nk), "thin_nk": p.cal_thin_nk,
-             "thin_dram": thin(dram_nk), "thin_dram_nk": dram_nk,
-             "peak_n": s.details[f"gemm_{dtype}"]["best_n"]}
-    n, k = p.cal_c_n, p.cal_c_k
-    m = p.cal_c_m or _round_up(min(beyond, spare) / (e * n), 1024)
-    stats = s.time(shaped_gemm_kernel(m, n, k, dtype), 1e9, p.cal_min_time_s, p.cal_repeats)
-    passes = c_write_passes(stats["best_s"], m, n, k, dtype, call_s, peak, block,
+    peak = s.measured["gemm_gflops"][dtype] * 1e9
+    held: list[str] = []
+    block: dict[str, Any] = efficiencies(kernels, best, dtype, call_s, peak,
+                                         max(ceiling, peak), held)
+    mine = [(k, t) for k, t in zip(kernels, best) if k.dtype == dtype]
+    c, c_s = next((k, t) for k, t in mine if k.kind == "c_write")
+    block |= {"thin_nk": p.cal_thin_nk,
+              "thin_dram_nk": next(k.nk for k, _ in mine if k.kind == "thin_dram"),
+              "peak_n": s.details[f"gemm_{dtype}"]["best_n"]}
+    passes = c_write_passes(c_s, c.size, c.nk, c.k, dtype, call_s, peak, block,
                             s.measured["bandwidth_gbs"]["dram"] * 1e9)
-    block["c_write"] = {"passes": _sig(passes), "m": m, "n": n, "k": k, "time_s": stats["best_s"]}
+    block["c_write"] = {"passes": _sig(passes), "m": c.size, "n": c.nk, "k": c.k,
+                        "time_s": c_s}
     if held:
         s.warnings.append(Note("calibration_at_ceiling", {
             "dtype": dtype, "kernels": ", ".join(held), "overhead_us": call_s * 1e6}))
-    s.say(f"  {dtype} efficiency: squares {square}; thin M (N = K = {p.cal_thin_nk}) "
-          f"{block['thin']}, (N = K = {dram_nk}, beyond the LLC) {block['thin_dram']}; "
-          f"C write ({m}x{n}x{k}): {passes:.2f} passes of C at DRAM speed")
+    s.say(f"  {dtype} efficiency: squares {block['square']}; thin M (N = K = {p.cal_thin_nk}) "
+          f"{block['thin']}, (N = K = {block['thin_dram_nk']}, beyond the LLC) "
+          f"{block['thin_dram']}; C write ({c.size}x{c.nk}x{c.k}): {passes:.2f} passes of C "
+          f"at DRAM speed")
     return block
+
+
+#: The kinds of calibration kernel whose efficiency the block keeps, per size.
+EFFICIENCY_KINDS = ("square", "thin", "thin_dram")
+
+
+def efficiencies(kernels: list[CalKernel], best: list[float], dtype: str, call_s: float,
+                 peak: float, fastest: float,
+                 held: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """``{square: {n: eff}, thin: {M: eff}, thin_dram: {M: eff}}`` of ``dtype``'s kernels
+    from their best times (``gemm_efficiency``); the labels of those its floor held go into
+    ``held``."""
+    out: dict[str, dict[str, float]] = {kind: {} for kind in EFFICIENCY_KINDS}
+    for k, best_s in zip(kernels, best):
+        if k.dtype != dtype or k.kind not in out:
+            continue
+        value, at_ceiling = gemm_efficiency(k.kernel.work, best_s, call_s, peak, fastest)
+        if at_ceiling and held is not None:
+            held.append(k.kernel.label)
+        out[k.kind][str(k.size)] = _sig(value)
+    return out
 
 
 def gemm_efficiency(work: float, best_s: float, call_s: float, peak: float,

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 #: The shape of ``probe --format json``, and how the probe measures: bump each when it changes
 #: and say why in CHANGES.md, which keeps both histories.
-SCHEMA_VERSION = 5
-METHOD_VERSION = 6
+SCHEMA_VERSION = 6
+METHOD_VERSION = 7
 #: What the probe's CPU GEMMs (and so a CPU calibration) can go through: numpy's BLAS
 #: (``kernels.cpu``) or torch (``kernels.torch_cpu``); ``probe --library``.
 GEMM_LIBRARIES = ("numpy", "torch")
@@ -46,9 +46,17 @@ class Plan:
     cal_c_n: int = 4096
     cal_c_k: int = 16
     # short values, many of them: on a shared machine a preempted BLAS thread costs a whole
-    # scheduler tick, and the best of many short values is the one that missed it
+    # scheduler tick, and the best of many short values is the one that missed it; timed in
+    # cal_rounds round-robin rounds of cal_values values each (kernels.rounds), their starts
+    # spread over cal_span_s (idle between them), and up to cal_extra_rounds more while a
+    # figure contradicts its neighbours or no round was quiet (probe.calibrate_rounds); the
+    # read stream's values: 2 x cal_repeats
     cal_min_time_s: float = 0.002
     cal_repeats: int = 9
+    cal_rounds: int = 6
+    cal_values: int = 2
+    cal_extra_rounds: int = 4
+    cal_span_s: float = 40.0
     lowp_sizes: tuple[int, ...] = (1024,)
     # every timed kernel stops within this many seconds (one value past it at most;
     # kernels.timing.measure), and a GEMM size whose one call the smaller size says would
@@ -84,6 +92,7 @@ PRESETS = {
                   min_time_s=0.03, dram_array_bytes=(32 * MiB, 128 * MiB), dram_llc_factor=1.0,
                   llc=False, gpu_gemm_sizes=(4096,), gpu_copy_bytes=256 * MiB,
                   gpu_h2d_bytes=64 * MiB, cal_square=(32, 64, 128, 256), cal_repeats=7,
+                  cal_rounds=3, cal_extra_rounds=3, cal_span_s=0.0,
                   kernel_budget_s=3.0, ops_repeats=11),
     # for tests: finishes in well under a second, figures meaningless
     "tiny": Plan("tiny", {"fp32": (16, 32), "fp64": (16,)}, repeats=2, warmups=1,
@@ -93,7 +102,9 @@ PRESETS = {
                  gpu_gemm_sizes=(16,), gpu_copy_bytes=4096, gpu_h2d_bytes=4096,
                  cal_square=(4, 8), cal_thin_m=(1, 2), cal_thin_nk=16, cal_thin_dram_nk=24,
                  cal_c_m=16, cal_c_n=16, cal_c_k=2,
-                 cal_min_time_s=0.0005, kernel_budget_s=0.5, ops_elements=4096,
+                 cal_min_time_s=0.0005, cal_rounds=2, cal_values=1, cal_extra_rounds=1,
+                 cal_span_s=0.0,
+                 kernel_budget_s=0.5, ops_elements=4096,
                  ops_dram_elements=16384, ops_nchw=(1, 4, 8, 8), ops_heads=2, ops_head_dim=8,
                  ops_seqs=(16, 32), ops_min_time_s=0.0002, ops_repeats=5),
 }

@@ -21,6 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..kernels.load import BUSY_CPUS, LoadMeter
 from .calibrate import available_memory, calibrate
 from .checks import unstable_reasons
 from .op_costs import calibrate_ops
@@ -57,6 +58,8 @@ class Session:
         self.details: dict[str, Any] = {}
         self.not_measured: list[Skipped] = []
         self.warnings: list[Note] = []
+        self.load_meter: Callable[[], LoadMeter] = LoadMeter  # other programs' load
+        self.sleep: Callable[[float], None] = time.sleep  # between spread calibration rounds
 
     def skip(self, figure: str, reason: Note) -> None:
         self.not_measured.append(Skipped(figure, reason))
@@ -350,6 +353,15 @@ def _gpu(s: Session, gpus: list[dict[str, Any]], nvml_reason: str | None) -> dic
     return sub.measured | {"index": 0, "backend": backend.name, "device": facts}
 
 
+def _other_load(s: Session, meter: LoadMeter) -> None:
+    """``details.other_load_cpus``: what other programs kept busy while the CPU was probed
+    (``kernels.load``; None where not measurable), and a warning above ``BUSY_CPUS``."""
+    load = meter.total()
+    s.details["other_load_cpus"] = load
+    if load is not None and load > BUSY_CPUS:
+        s.warnings.append(Note("shared_machine", {"what": "the probe", "cpus": load}))
+
+
 def _metadata(cpu: CpuInfo, blas: list[dict[str, Any]], started: float,
               wall_start: datetime) -> dict[str, Any]:
     import numpy
@@ -413,6 +425,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
         say(f"  CPU GEMMs through {library} {gemm_library['version']} "
             f"({gemm_library['blas'] or 'its GEMM library not reported'})")
     session = Session(plan, say, clock, library)
+    meter = session.load_meter()
     session.warnings += blas_env_warnings(os.environ)
     _cpu_gemm(session, gemm_library["threads"])
     session.warnings += share_gap(session.measured["gemm_gflops"],
@@ -423,6 +436,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     calibrate_ops(session, cpu.llc_bytes_total)
     _cpu_lowp(session, cpu.flags)
     session.details["effective_clock_ghz"] = effective
+    _other_load(session, meter)
     peak = ceilings.raise_to_measured(peak, session.measured["gemm_gflops"])
     gpu_matches = {g["index"]: m.name for g in gpus
                    if (m := identify.match_gpu(g["name"], entries))}
