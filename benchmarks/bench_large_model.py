@@ -12,7 +12,8 @@ Models (``--cases``): ``mlp`` (MLPs of ``--sizes`` layers, every layer distinct)
 (``repeat: 10**6`` of a transformer block and of a linear layer: a run analyzed once), ``70b``
 (a Llama-2-70B-class config.json: hidden 8192, 64 heads, 8 KV heads, FFN 28672, vocab 32000,
 80 layers). Goals (issue 25): ``repeat: 10**6`` under 1 s; a 100,000-layer MLP under 5 s and
-300 MB; the 70B config under 1 s.
+300 MB; the 70B config under 1 s. ``--formats`` takes any of analyze's (table, json, csv,
+markdown, html).
 """
 
 from __future__ import annotations
