@@ -140,3 +140,43 @@ def test_prefill_keeps_every_tokens_logits_unless_asked():
     head = [r.gemm for r in plain.results if r.gemm.layer == "lm_head"][0]
     head_last = [r.gemm for r in last.results if r.gemm.layer == "lm_head"][0]
     assert (head.m, head_last.m) == (2 * 128, 2)
+
+
+@pytest.mark.parametrize("attention", ["flash", "naive"])
+def test_predicted_times_are_the_steps_predictions(attention):
+    """Predicted TTFT is the prefill step's predicted time; the decode steps are summed by the
+    trapezoid rule from the first and last step's predicted times, each analyzed on its own
+    here; on H100 flash decode attention is a launch plus its bytes, affine in the keys, so the
+    rule matches the steps one by one (naive attention's GEMMs step with tiles and waves:
+    within 2%)."""
+    prompt, count = 100, 9
+    report = analyze_model(LLAMA, "h100", batch=4, prompt=prompt, generate=count,
+                           attention=attention)
+    g = report.generation
+    net = load_network(LLAMA).with_overrides(batch=4, mode="inference", attention=attention)
+    spec = report.hardware
+    prefill = analyze(net.with_overrides(phase="prefill", seq=prompt, logits="last"), spec)
+    assert g.predicted_ttft_s == prefill.totals["predicted_time_s"]
+    steps = [analyze(net.with_overrides(phase="decode", seq=prompt + i), spec)
+             .totals["predicted_time_s"] for i in range(1, count)]
+    assert g.predicted_tpot_s == pytest.approx((steps[0] + steps[-1]) / 2, rel=1e-12)
+    assert g.predicted_decode_s == pytest.approx(sum(steps),
+                                                 rel=1e-9 if attention == "flash" else 0.02)
+    assert g.predicted_latency_s == pytest.approx(g.predicted_ttft_s + sum(steps), rel=0.02)
+    assert g.predicted_tokens_per_s == pytest.approx(4 * count / g.predicted_latency_s)
+    # a prediction is never under the roofline bound it refines
+    assert g.predicted_ttft_s >= g.ttft_s and g.predicted_tpot_s >= g.tpot_s
+
+
+def test_predicted_generation_in_json_and_table(invoke):
+    args = [LLAMA, "--hw", "h100", "--batch", "8", "--prompt", "1024", "--generate", "256"]
+    g = json.loads(invoke("analyze", *args, "--format", "json").stdout)["generation"]
+    assert g["predicted_latency_s"] == pytest.approx(
+        g["predicted_ttft_s"] + 255 * g["predicted_tpot_s"])
+    assert g["predicted_tokens_per_s"] == pytest.approx(8 * 256 / g["predicted_latency_s"])
+    table = invoke("analyze", *args).stdout
+    assert "predicted: time to first token" in " ".join(table.split())
+    one = json.loads(invoke("analyze", LLAMA, "--hw", "h100", "--batch", "1", "--prompt", "64",
+                            "--generate", "1", "--format", "json").stdout)["generation"]
+    assert one["predicted_tpot_s"] is None
+    assert one["predicted_latency_s"] == one["predicted_ttft_s"]

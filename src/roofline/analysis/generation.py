@@ -15,6 +15,12 @@ per second and the end-to-end latency, at the roofline (lower bounds).
   roofline.
 - latency = TTFT + (G - 1) x TPOT; tokens/s = batch x G / latency on the device, G / latency
   per sequence.
+- The same four predicted (``predicted_*``: the reports' ``predicted_time_s``, on the basis
+  the report states: calibrated, fitted or datasheet): TTFT the prefill's predicted step; the
+  decode steps the mean of the first and the last step's predicted times, times their number
+  (the trapezoid rule: exact where a step's prediction is affine in the key length, as a
+  GPU's decode attention, a launch plus its bytes, is; near it where tile and wave steps of a
+  naive attention GEMM or a CPU op leaving the cache bend it).
 - Memory: the larger of the prefill step's and the last decode step's (the KV cache of
   P + G - 1 tokens), with the largest batch that fits both.
 
@@ -48,6 +54,8 @@ class Generation:
     ttft_s: float
     decode_s: float  # all G - 1 decode steps together
     prefill: Report
+    predicted_ttft_s: float = 0.0
+    predicted_decode_s: float = 0.0  # all G - 1 decode steps together, predicted
 
     @property
     def decode_steps(self) -> int:
@@ -71,13 +79,29 @@ class Generation:
     def tokens_per_s_per_sequence(self) -> float:
         return self.generate / self.latency_s
 
+    @property
+    def predicted_tpot_s(self) -> float | None:
+        return self.predicted_decode_s / self.decode_steps if self.decode_steps else None
+
+    @property
+    def predicted_latency_s(self) -> float:
+        return self.predicted_ttft_s + self.predicted_decode_s
+
+    @property
+    def predicted_tokens_per_s(self) -> float:
+        return self.batch * self.generate / self.predicted_latency_s
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``generation`` object."""
         return {"prompt": self.prompt, "generate": self.generate, "batch": self.batch,
                 "logits": self.logits, "ttft_s": self.ttft_s, "tpot_s": self.tpot_s,
                 "tokens_per_s": self.tokens_per_s,
                 "tokens_per_s_per_sequence": self.tokens_per_s_per_sequence,
-                "latency_s": self.latency_s, "decode_steps": self.decode_steps,
+                "latency_s": self.latency_s, "predicted_ttft_s": self.predicted_ttft_s,
+                "predicted_tpot_s": self.predicted_tpot_s,
+                "predicted_latency_s": self.predicted_latency_s,
+                "predicted_tokens_per_s": self.predicted_tokens_per_s,
+                "decode_steps": self.decode_steps,
                 "kv_cache_tokens": [self.prompt + 1, self.prompt + self.generate - 1]
                 if self.decode_steps else None}
 
@@ -110,15 +134,17 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
     steps = generate - 1
     if not steps:
         shown = prefill
-        decode_s = 0.0
+        decode_s = predicted_s = 0.0
     else:
         first = analyze(_decode(network, prompt + 1), hardware, quantization)
         second = analyze(_decode(network, prompt + 2), hardware, quantization)
         decode_s = _decode_sum(first, second, prompt + 1, prompt + steps)
         shown = (first if steps == 1 else
                  analyze(_decode(network, prompt + steps), hardware, quantization))
+        predicted_s = steps * (first.totals["predicted_time_s"]
+                               + shown.totals["predicted_time_s"]) / 2  # the trapezoid rule
     result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],
-                        decode_s, prefill)
+                        decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s)
     return replace(shown, generation=result, memory=_peak_memory(prefill.memory, shown.memory))
 
 

@@ -376,9 +376,15 @@ def generation_line(report: Report) -> str | None:
         text += (f"; time per output token {seconds(g.tpot_s)} (mean of {g.decode_steps} "
                  f"decode steps, KV cache {g.prompt + 1} to {g.prompt + g.generate - 1} "
                  f"tokens)")
-    return text + (f"; latency {seconds(g.latency_s)}; {si(g.tokens_per_s_per_sequence, '')}"
-                   f"tokens/s per sequence, {si(g.tokens_per_s, '')}tokens/s on the device "
-                   f"(roofline times: lower bounds); the table is the last step")
+    text += (f"; latency {seconds(g.latency_s)}; {si(g.tokens_per_s_per_sequence, '')}"
+             f"tokens/s per sequence, {si(g.tokens_per_s, '')}tokens/s on the device "
+             f"(roofline times: lower bounds); predicted: time to first token "
+             f"{seconds(g.predicted_ttft_s)}")
+    if g.predicted_tpot_s is not None:
+        text += f", time per output token {seconds(g.predicted_tpot_s)}"
+    return text + (f", latency {seconds(g.predicted_latency_s)}, "
+                   f"{si(g.predicted_tokens_per_s, '')}tokens/s on the device (the prediction's "
+                   f"basis above); the table is the last step")
 
 
 def _largest_fitting(memory, net) -> str:
