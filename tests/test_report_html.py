@@ -95,7 +95,7 @@ def test_a_gathers_point_is_left_out_and_the_caption_says_so():
     assert [r.op.kind for r in gathers] == ["embedding-gather"]
     text = report_page([report])
     assert len(parse(text).points()) == len(gemms) + len(ops) - 1
-    assert "1 ops without FLOPs (gathers) have no place on the chart" in text
+    assert "1 op without FLOPs (a gather) has no place on the chart" in text
 
 
 def test_a_tooltip_holds_the_gemms_intensity_worked_by_hand():

@@ -202,7 +202,8 @@ def _chart(report: Report, points: list[svg.Point], left_out: int,
                f"(\u25cf memory-bound GEMM, \u25a0 compute-bound GEMM, \u25cb \u25a1 the same "
                f"for an op). Hover a point for its figures; click it to find its row.")
     if left_out:
-        caption += f" {left_out} ops without FLOPs (gathers) have no place on the chart."
+        caption += (" 1 op without FLOPs (a gather) has no place on the chart." if left_out == 1
+                    else f" {left_out} ops without FLOPs (gathers) have no place on the chart.")
     return f"<figure>{chart}<figcaption>{escape(caption)}</figcaption></figure>"
 
 
