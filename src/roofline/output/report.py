@@ -142,11 +142,12 @@ class Shown:
         return self._rows
 
     def __iter__(self) -> Iterator[Any]:
+        """Each row's result, built as it is read (the rows' own names and layers)."""
         if not isinstance(self._items, Numbered):
-            yield from (r for r in self._items if not (self._firsts and self._what(r).copy))
+            yield from (item for _, _, _, item in self._read())
             return
         build = self._items._build
-        for name, layer, copy, item in self._items.named(self._firsts):
+        for name, layer, copy, item in self._read():
             yield build(item, name, layer, copy)
 
     def __len__(self) -> int:
@@ -167,16 +168,16 @@ def _gemm_of(result: Any) -> Any:
     return result.gemm
 
 
+def _op_of(result: Any) -> Any:
+    return result.op
+
+
 def named_rows(results: Shown | Iterable[Any]) -> Iterator[tuple[str, str, int, Any]]:
     """(name, layer, copy number, result) of each GEMM result shown (``Shown.named``, or a
     plain list's): the name and layer are the row's, the figures the result's."""
     if isinstance(results, Shown):
         return results.named()
     return ((r.gemm.name, r.gemm.layer, r.gemm.copy, r) for r in results)
-
-
-def _op_of(result: Any) -> Any:
-    return result.op
 
 
 def check_listed(reports: Sequence[Report], fmt: str, view: View) -> None:
@@ -677,7 +678,7 @@ def _op_csv(result: Any) -> dict[str, Any]:
 
 
 def _csv_line(cells: Sequence[Any]) -> str:
-    """One CSV line as ``csv.writer`` writes it (the excel dialect, ``\n`` at the end)."""
+    """One CSV line as ``csv.writer`` writes it (the excel dialect, a newline at the end)."""
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(cells)
     return buffer.getvalue()
