@@ -15,19 +15,15 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]],
     return list(aligned_lines(header, rows, left))
 
 
-def aligned_lines(header: Sequence[str], rows: Iterable[Sequence[str]], left: Collection[int],
-                  widths: Sequence[int] | None = None) -> Iterator[str]:
+def aligned_lines(header: Sequence[str], rows: Sequence[Sequence[str]],
+                  left: Collection[int]) -> Iterator[str]:
     """``aligned``'s lines one by one, made as they are read: a table of 300,000 rows is
-    never held as 300,000 lines at once. ``widths``, when the caller knows them (the widest
-    cell of each column, the header left out), lets ``rows`` be an iterator, read once and
-    never held; without them the rows are read twice (a sequence)."""
+    never held as 300,000 lines at once (the rows are: the widths need every cell; a deep
+    model's GEMM table goes through ``aligned_shared``, which needs no row twice)."""
     blank = ("",) * len(header)  # a short row's missing cells are empty
-    if widths is None:
-        rows = rows if isinstance(rows, Sequence) else list(rows)
-        widths = [0] * len(header)
-        for row in rows:
-            widths = [max(w, len(cell)) for w, cell in zip(widths, tuple(row) + blank)]
-    widths = [max(w, len(h)) for w, h in zip(widths, header)]
+    widths = [len(h) for h in header]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, tuple(row) + blank)]
     # one format for every row: a row is one call, not a call per cell (100,000s of rows)
     line = "  ".join(f"{{:{'<' if i in left else '>'}{width}}}"
                      for i, width in enumerate(widths)).format
