@@ -13,7 +13,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
 from ..model.network import Network
 from ..model.ops import Op
-from ..model.repeats import Numbered
+from ..model.repeats import Numbered, named
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
@@ -281,9 +281,7 @@ def gemm_objects(results: Sequence[GemmResult]) -> Iterator[tuple[dict[str, Any]
     shapes). A measured GEMM's object (its measurement first) is its own: ``({}, object)``."""
     tails: dict[int, dict[str, Any]] = {}  # by the result read: one per shape in a deep model
     shapes: dict[tuple[object, ...], dict[str, Any]] = {}
-    named = (results.named() if isinstance(results, Numbered) else
-             ((r.gemm.name, r.gemm.layer, r.gemm.copy, r) for r in results))
-    for name, layer, copy, r in named:
+    for name, layer, copy, r in named(results, _gemm_of):
         if r.measured is not None:
             yield {}, _rename_result(r, name, layer, copy).to_dict()
             continue
@@ -295,6 +293,10 @@ def gemm_objects(results: Sequence[GemmResult]) -> Iterator[tuple[dict[str, Any]
                 del tail["name"], tail["layer"]
             tails[id(r)] = tail
         yield {"name": name, "layer": layer}, tail
+
+
+def _gemm_of(result: GemmResult) -> Gemm:
+    return result.gemm
 
 
 def _time(result: Any) -> float:

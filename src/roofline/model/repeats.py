@@ -408,6 +408,17 @@ def repeated_values(own: list[float], run: ItemRun[Any]) -> list[float]:
     return [sum(own) * run.count] if own else []
 
 
+def named(items: Sequence[T], what: Callable[[T], Any], firsts: bool = False
+          ) -> Iterator[tuple[str, str, int, T]]:
+    """(name, layer, copy number, item) of every item in order (``firsts``: copy 0's only):
+    ``Numbered.named`` (the item a template, nothing built), or a plain sequence's own, read
+    from ``what(item)`` (the GEMM or op a result holds)."""
+    if isinstance(items, Numbered):
+        return items.named(firsts)
+    return ((own.name, own.layer, own.copy, item) for item, own in (
+        (item, what(item)) for item in items) if not (firsts and own.copy))
+
+
 def labelled(items: Sequence[T], layer_of: Callable[[T], str]) -> Iterable[tuple[str, T]]:
     """Every item as (its layer name, the item or the stored one it repeats), in order."""
     if isinstance(items, Numbered):

@@ -10,13 +10,13 @@ import io
 import itertools
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RooflineError, option
-from ..model.repeats import MAX_LISTED, Layers, Numbered
+from ..model.repeats import MAX_LISTED, Layers, Numbered, named
 from ..units import seconds, si
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
@@ -113,6 +113,11 @@ class Shown:
         self._scan: Scan | None = None
         self._rows: list[tuple[str, str, int, Any]] | None = None
 
+    @classmethod
+    def of(cls, results: Shown | Sequence[Any]) -> Shown:
+        """``results`` as shown: a ``Shown`` as it is, a plain list of GEMM results all."""
+        return results if isinstance(results, Shown) else cls(results, False, _gemm_of)
+
     def scan(self) -> Scan:
         """The rows' count, longest name and layer, and distinct results: read once."""
         if self._scan is None:
@@ -132,13 +137,7 @@ class Shown:
         """``named``'s rows, read once and kept: a table reads them five times (widths, two
         kinds of notes, two tables), and a tuple a row costs less than making it again."""
         if self._rows is None:
-            if isinstance(self._items, Numbered):
-                self._rows = list(self._items.named(self._firsts))
-            else:
-                what = self._what
-                self._rows = [(own.name, own.layer, own.copy, item) for item, own in (
-                    (item, what(item)) for item in self._items)
-                    if not (self._firsts and own.copy)]
+            self._rows = list(named(self._items, self._what, self._firsts))
         return self._rows
 
     def __iter__(self) -> Iterator[Any]:
@@ -172,14 +171,6 @@ def _op_of(result: Any) -> Any:
     return result.op
 
 
-def named_rows(results: Shown | Iterable[Any]) -> Iterator[tuple[str, str, int, Any]]:
-    """(name, layer, copy number, result) of each GEMM result shown (``Shown.named``, or a
-    plain list's): the name and layer are the row's, the figures the result's."""
-    if isinstance(results, Shown):
-        return results.named()
-    return ((r.gemm.name, r.gemm.layer, r.gemm.copy, r) for r in results)
-
-
 def check_listed(reports: Sequence[Report], fmt: str, view: View) -> None:
     """A format that lists every GEMM and op one by one (JSON, CSV, ``expand``) prints at most
     ``MAX_LISTED`` rows; over that, RooflineError before anything is printed. The table,
@@ -208,7 +199,7 @@ def _rows(report: Report, results: Shown | Sequence[Any]
     the layer is a function of the GEMM's shape (``Gemm.shape_key``), so it is formatted once
     per shape: a deep model has 100,000s of rows and few shapes, and its rows are made as the
     table is written (``table.aligned_shared``)."""
-    shown = results if isinstance(results, Shown) else Shown(results, False, _gemm_of)
+    shown = Shown.of(results)
     scan = shown.scan()
     shapes: dict[tuple[object, ...], tuple[str, ...]] = {}
     tails = {key: shapes.setdefault(r.gemm.shape_key, tuple(_row(report, r)[2:]))
@@ -457,7 +448,7 @@ class _Group:
         return ["batch" if role == "batch" else f"{layer}.{role}" for _, layer, role in came]
 
 
-def _alignment_groups(gemms: Shown | Iterable[Any]) -> list[tuple[str, str]]:
+def _alignment_groups(gemms: Shown | Sequence[Any]) -> list[tuple[str, str]]:
     """Alignment notes grouped by the dimension value they are about, most severe tier first,
     as ``(tier, text)``: ``("advice", "width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024
     (...)")``."""
@@ -468,7 +459,7 @@ def _alignment_groups(gemms: Shown | Iterable[Any]) -> list[tuple[str, str]]:
     # group each note goes to and the layers of its role there
     read: dict[int, list[tuple[_Group, dict[str, int], bool]]] = {}
     came = itertools.count()
-    for name, layer, _, result in named_rows(gemms):
+    for name, layer, _, result in Shown.of(gemms).named():
         if not result.alignment:
             continue
         targets = read.get(id(result.alignment))
@@ -511,13 +502,13 @@ def listed(names: list[str]) -> str:
     return f"{', '.join(names[:NOTE_NAMES])} and {len(names) - NOTE_NAMES:,} more"
 
 
-def _other_notes(gemms: Iterable[Any]) -> list[tuple[str, str]]:
+def _other_notes(gemms: Shown | Sequence[Any]) -> list[tuple[str, str]]:
     """Every sentence that is not an alignment note, once, with the GEMMs it is about, as
     ``(tier, text)``: a tile/wave warning is a ``warning``, batch advice ``advice``."""
     others: dict[str, tuple[str, list[str]]] = {}
     said: dict[tuple[object, ...], list[list[str]]] = {}  # a shape's sentences, once
     read: dict[int, list[list[str]]] = {}  # by the result read: one per shape in a deep model
-    for name, _, _, r in named_rows(gemms):
+    for name, _, _, r in Shown.of(gemms).named():
         lists = read.get(id(r))
         if lists is None:
             lists = said.get(r.gemm.shape_key)
@@ -534,7 +525,7 @@ def _other_notes(gemms: Iterable[Any]) -> list[tuple[str, str]]:
     return [(tier, f"{listed(names)}: {text}") for text, (tier, names) in others.items()]
 
 
-def _notes(report: Report, gemms: Iterable[Any]) -> list[str]:
+def _notes(report: Report, gemms: Shown | Sequence[Any]) -> list[str]:
     """Warnings and advice as read, for the GEMMs a table shows: alignment grouped by dimension
     value and tier, then every other sentence once, with the GEMMs it is about (``MM4, MM5: no
     batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
@@ -543,7 +534,8 @@ def _notes(report: Report, gemms: Iterable[Any]) -> list[str]:
         f"  {text}" for _, text in _other_notes(gemms)]
 
 
-def notes_by_tier(gemms: Iterable[Any], report: Report | None = None) -> dict[str, list[str]]:
+def notes_by_tier(gemms: Shown | Sequence[Any], report: Report | None = None
+                  ) -> dict[str, list[str]]:
     """The same notes grouped by tier, most severe first (``error``, ``warning``, ``advice``;
     empty tiers left out), the ``report``'s own warnings first among the warnings: the HTML
     page's advice section."""
@@ -556,7 +548,8 @@ def notes_by_tier(gemms: Iterable[Any], report: Report | None = None) -> dict[st
     return {tier: texts for tier, texts in tiers.items() if texts}
 
 
-def _time_section(report: Report, gemms: Iterable[Any], as_markdown: bool = False) -> Iterator[str]:
+def _time_section(report: Report, gemms: Shown | Sequence[Any], as_markdown: bool = False
+                  ) -> Iterator[str]:
     """Roof vs predicted (vs measured) per GEMM: output.times (nothing for a model
     without GEMMs, such as a sparse-only one); its table's lines made as they are read."""
     if not gemms:
@@ -655,9 +648,7 @@ def _csv_rows(results: Sequence[Any], context: dict[str, Any], data: Callable[[A
     into the line its shape's other cells make once."""
     head = _csv_line([context[key] for key in _CSV_CONTEXT])[:-1]
     tails: dict[int, str] = {}  # by the result read: one per shape in a deep model
-    named = results.named() if isinstance(results, Numbered) else (
-        (what(r).name, what(r).layer, what(r).copy, r) for r in results)
-    for name, layer, _, r in named:
+    for name, layer, _, r in named(results, what):
         tail = tails.get(id(r))
         if tail is None:
             row = data(r)

@@ -36,7 +36,7 @@ def time_rows(report: Report, gemms: Any) -> tuple[tuple[str, ...], Iterator[tup
     measured = is_measured(report)
     if measured:
         header += ("measured", "spread", "TFLOP/s", "of roof", "meas/pred", "note")
-    shown = gemms if isinstance(gemms, Shown) else Shown(gemms, False, lambda r: r.gemm)
+    shown = Shown.of(gemms)
     scan = shown.scan()
     shapes: dict[tuple[object, ...], list[str]] = {}  # one shape's cells, formatted once
     tails = {key: shapes.setdefault(r.gemm.shape_key, _time_cells(r, measured))

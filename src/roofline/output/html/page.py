@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ... import __version__
 from ...units import seconds, si
 from ..report import (
+    Shown,
     View,
     generation_line,
     memory_line,
@@ -248,7 +249,7 @@ def _summary(report: Report, view: View) -> str:
     return figures(pairs) + paragraphs([line for line in lines if line])
 
 
-def _advice(report: Report, gemms: Iterable[Any], level: int) -> str:
+def _advice(report: Report, gemms: Shown, level: int) -> str:
     tiers = notes_by_tier(gemms, report)
     if not tiers:
         return "<p>No alignment warnings or advice for these GEMMs.</p>"
