@@ -300,12 +300,44 @@ def test_plan_front_is_monotonic_and_fits():
                         micro_batch=(1, 2))
     front = plan.front
     assert [r.layout.gpus for r in front] == [8, 16, 32]
-    assert all(a.step_s > b.step_s for a, b in zip(front, front[1:]))
+    assert all(a.predicted_step_s > b.predicted_step_s for a, b in zip(front, front[1:]))
     assert all(r.fits for r in front)
     for n in (8, 16, 32):
         ranked = plan.ranked(n)
-        assert [r.step_s for r in ranked] == sorted(r.step_s for r in ranked)
+        assert [r.predicted_step_s for r in ranked] == sorted(r.predicted_step_s for r in ranked)
         assert all(r.layout.gpus == n for r in ranked)
+        # the roofline is a lower bound of the prediction, layout by layout
+        assert all(r.step_s <= r.predicted_step_s for r in ranked)
+
+
+def test_one_gpu_step_is_analyzes_totals():
+    """On one GPU with one micro-batch there is no communication and no bubble: the layout's
+    roofline step is analyze's total roofline time and its predicted step analyze's total
+    predicted time (every GEMM and op, the optimizer update among them)."""
+    net = llama(batch=2, seq=1024)
+    hw = load_hardware("h100")
+    result = evaluate(net, hw, Layout(micro_batch=2), 2, h100_fabric())
+    totals = shard_report(net, hw, Layout(micro_batch=2)).totals
+    assert result.step_s == pytest.approx(totals["time_s"], rel=1e-9)
+    assert result.predicted_step_s == pytest.approx(totals["predicted_time_s"], rel=1e-9)
+    assert result.predicted_step_s > result.step_s
+    data = result.to_dict()
+    assert data["predicted_step_s"] == pytest.approx(totals["predicted_time_s"], rel=1e-9)
+    assert data["predicted_tokens_per_s"] == pytest.approx(2 * 1024 / data["predicted_step_s"])
+    assert sum(data["predicted_parts"].values()) - data["predicted_parts"][
+        "dp_comm_overlapped_s"] == pytest.approx(data["predicted_step_s"], rel=1e-9)
+
+
+def test_prediction_breaks_the_roofline_tie_between_micro_batches():
+    """Eight micro-batches of 1 and two of 4 do the same compute-bound work, so the roofline
+    ties them; the prediction charges each of the 8 x more kernels its fixed time and the
+    narrow GEMMs their tile waste, and ranks the micro-batch of 4 first."""
+    plan = plan_layouts(llama(batch=64, seq=2048), load_hardware("h100"), (8,), 64,
+                        h100_fabric(), zero=(1,), micro_batch=(1, 4), tp=(1,), pp=(1,))
+    by_mb = {r.layout.micro_batch: r for r in plan.ranked(8)}
+    assert by_mb[1].step_s == pytest.approx(by_mb[4].step_s, rel=1e-3)
+    assert by_mb[1].predicted_step_s > by_mb[4].predicted_step_s * 1.01
+    assert plan.ranked(8)[0].layout.micro_batch == 4
 
 
 def test_plan_cli_table_json_and_chart(runner, tmp_path):
@@ -321,8 +353,12 @@ def test_plan_cli_table_json_and_chart(runner, tmp_path):
     assert data["fabric"]["intra"]["name"] == "nvswitch-h100"
     layout = data["front"][0]
     for key in ("tp", "pp", "dp", "zero", "micro_batch", "step_s", "step_no_overlap_s",
-                "parts", "memory", "bound", "bubble_fraction"):
+                "parts", "memory", "bound", "bubble_fraction", "predicted_step_s",
+                "predicted_tokens_per_s", "predicted_parts", "predicted_bound"):
         assert key in layout
+    assert data["prediction_basis"] == "fitted"
+    assert data["prediction_fit"]["architecture_in_data"] is True  # H100: Hopper was fitted
+    assert "predicted: fitted" in result.output
     assert layout["memory"]["fits"] is True
 
 

@@ -64,6 +64,13 @@ all-to-alls the T k routed rows of h elements four times per micro-batch (dispat
 forward and backward). Expert weights are data-parallel over dp / ep GPUs. The router's GEMM is
 modelled over the local experts (N = experts / ep rather than experts): a few FLOPs per token.
 
+Two step times per layout: the roofline (``step_s``: every GEMM and op at its roof, a lower
+bound) and the prediction (``predicted_step_s``: every GEMM and op at analyze's
+``predicted_time_s``, on the device's prediction basis), each with the same communication,
+pipeline and overlap rules; layouts are ranked by the prediction, which sees what the roof does
+not (a small micro-batch's or a narrow tensor-parallel shard's tile waste, a kernel's fixed
+time).
+
 Not modelled: the work recomputation adds, interleaved (virtual) pipeline stages, context
 parallelism, ZeRO-3's gathered-layer buffer, compute-communication contention.
 """
@@ -310,6 +317,19 @@ class LayoutResult:
     allreduce_bytes: int  # one tensor-parallel all-reduce of a block (T h e)
     replicated: tuple[str, ...] = ()
     report: Report | None = field(default=None, compare=False, repr=False)
+    #: the stages with every GEMM and op at its predicted time (empty: the prediction's own view)
+    predicted_stages: tuple[StageCost, ...] = ()
+
+    @property
+    def predicted(self) -> LayoutResult:
+        """This layout with every GEMM and op at its predicted time (module docstring)."""
+        if not self.predicted_stages:
+            return self
+        return replace(self, stages=self.predicted_stages, predicted_stages=())
+
+    @property
+    def predicted_step_s(self) -> float:
+        return self.predicted.step_s
 
     @property
     def critical(self) -> StageCost:
@@ -381,12 +401,15 @@ class LayoutResult:
         return max(shares, key=lambda k: shares[k])
 
     def to_dict(self) -> dict[str, Any]:
-        memory = self.memory
+        memory, predicted = self.memory, self.predicted
         return self.layout.to_dict() | {
             "micro_batches": self.micro_batches, "step_s": self.step_s,
             "step_no_overlap_s": self.step_no_overlap_s, "tokens_per_s": self.tokens_per_s,
             "tokens_per_s_per_gpu": self.tokens_per_s / self.layout.gpus,
             "parts": self.parts, "bubble_fraction": self.bubble_fraction, "bound": self.bound,
+            "predicted_step_s": predicted.step_s,
+            "predicted_tokens_per_s": predicted.tokens_per_s,
+            "predicted_parts": predicted.parts, "predicted_bound": predicted.bound,
             "tp_allreduce_bytes": self.allreduce_bytes,
             "memory": memory | {"total_bytes": self.memory_bytes,
                                 "capacity_bytes": self.capacity_bytes, "fits": self.fits},
@@ -412,20 +435,22 @@ def _owner_of(names: list[str]):
     return owner
 
 
-def _layer_times(report: Report, sp_tp: int) -> tuple[list[list[float]], float]:
+def _layer_times(report: Report, sp_tp: int,
+                 predicted: bool = False) -> tuple[list[list[float]], float]:
     """Per layer: [forward, backward, memory-bound] seconds of one micro-batch; and the
-    optimizer update's time. With sequence parallelism (sp_tp > 1) the norms, dropouts and
-    residual adds of the blocks take 1 / tp of their time."""
+    optimizer update's time: each GEMM and op at its roof, or at its predicted time when
+    ``predicted``. With sequence parallelism (sp_tp > 1) the norms, dropouts and residual adds
+    of the blocks take 1 / tp of their time."""
     net = report.network
     owner = _owner_of([layer.name for layer in net.layers])
     times = [[0.0, 0.0, 0.0] for _ in net.layers]
     update = 0.0
     blocks = set(blocks_of(net))
     # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
-    items = [(layer, r.gemm.pass_, r.time_s, r.bound, "")
+    items = [(layer, r.gemm.pass_, r.predicted_time_s if predicted else r.time_s, r.bound, "")
              for layer, r in labelled(report.results, lambda r: r.gemm.layer)]
-    items += [(layer, r.op.pass_, r.time_s, r.bound, r.op.kind)
-              for layer, r in labelled(report.ops, lambda r: r.op.layer)]
+    items += [(layer, r.op.pass_, r.predicted_time_s if predicted else r.time_s, r.bound,
+               r.op.kind) for layer, r in labelled(report.ops, lambda r: r.op.layer)]
     for layer, pass_, time, bound, kind in items:
         if pass_ == "update":
             update += time
@@ -495,17 +520,20 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                    itemsize(sharded.grad_accumulation) if sharded.grad_accumulation else e,
                    state_e, sharded.recompute,
                    {padded_vocab(v, layout.tp) // layout.tp for v in _vocabularies(network)})
-    times, update = _layer_times(report, layout.tp if ctx.sp else 1)
     stage_indices = split_stages(sharded, layout.pp)
-    stages = tuple(_stage(ctx, s, [sharded.layers[i] for i in indices],
-                          [times[i] for i in indices], update / max(1, sharded.parameters))
-                   for s, indices in enumerate(stage_indices))
+
+    def stages_at(predicted: bool) -> tuple[StageCost, ...]:
+        times, update = _layer_times(report, layout.tp if ctx.sp else 1, predicted)
+        return tuple(_stage(ctx, s, [sharded.layers[i] for i in indices],
+                            [times[i] for i in indices], update / max(1, sharded.parameters))
+                     for s, indices in enumerate(stage_indices))
+
     blocks = [layer for layer in sharded.layers if isinstance(layer, Transformer)]
     allreduce = ctx.step.tokens * blocks[0].hidden * e if blocks else 0
     capacity = hardware.memory_capacity_bytes
-    return LayoutResult(layout, batch, sharded.seq or 1, ctx.m, stages,
+    return LayoutResult(layout, batch, sharded.seq or 1, ctx.m, stages_at(False),
                         None if capacity is None else round(capacity), allreduce,
-                        tuple(replicated_layers(network, layout.tp)), report)
+                        tuple(replicated_layers(network, layout.tp)), report, stages_at(True))
 
 
 def _stage(ctx: _Context, s: int, layers: list[Any], times: list[list[float]],

@@ -1,7 +1,7 @@
 """The layout search: for N GPUs of one kind, every (tp, pp, dp, ep, ZeRO stage, micro-batch)
 split of a training step of a global batch that the model allows, evaluated per GPU
-(``analysis.parallel``), those that fit ranked by step time, and the Pareto front of step time
-against GPU count.
+(``analysis.parallel``), those that fit ranked by predicted step time (the roofline step time
+beside it, a lower bound), and the Pareto front of predicted step time against GPU count.
 
 Candidates, for each N: tp a divisor of N up to the GPUs of one node (tensor parallelism stays
 inside a node, on its fastest link) that divides every block's heads, kv_heads and ffn; pp a
@@ -36,6 +36,7 @@ from .parallel import (
     evaluate,
     shard_report,
 )
+from .predict import basis_of, fit_of
 from .report import Report
 
 DEFAULT_MICRO_BATCHES = (1, 2, 4, 8)
@@ -74,7 +75,7 @@ class Plan:
     batch: int
     fabric: Fabric
     gpus: tuple[int, ...]
-    results: tuple[LayoutResult, ...]  # every candidate, by GPUs then step time
+    results: tuple[LayoutResult, ...]  # every candidate, by GPUs then predicted step time
     reports: dict[tuple[int, int, int], Report] = field(default_factory=dict, repr=False)
 
     @property
@@ -82,18 +83,19 @@ class Plan:
         return [r for r in self.results if r.fits is not False]
 
     def ranked(self, gpus: int) -> list[LayoutResult]:
-        """The layouts on ``gpus`` GPUs that fit, fastest first."""
+        """The layouts on ``gpus`` GPUs that fit, fastest predicted first (then by the
+        roofline step time)."""
         return sorted((r for r in self.fitting if r.layout.gpus == gpus),
-                      key=lambda r: r.step_s)
+                      key=lambda r: (r.predicted_step_s, r.step_s))
 
     @property
     def front(self) -> list[LayoutResult]:
-        """The Pareto front of step time against GPUs: the best layout at each count that
-        beats every smaller count."""
+        """The Pareto front of predicted step time against GPUs: the best layout at each count
+        that beats every smaller count."""
         out: list[LayoutResult] = []
         for n in self.gpus:
             ranked = self.ranked(n)
-            if ranked and (not out or ranked[0].step_s < out[-1].step_s):
+            if ranked and (not out or ranked[0].predicted_step_s < out[-1].predicted_step_s):
                 out.append(ranked[0])
         return out
 
@@ -103,8 +105,9 @@ class Plan:
         return front[-1] if front else None
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
-        """JSON: the model and device, the fabric, the assumptions, per GPU count the fitting
-        layouts fastest first (``top`` of them), and the front."""
+        """JSON: the model and device, the fabric, the prediction's basis (as analyze's), the
+        assumptions, per GPU count the fitting layouts fastest first (``top`` of them), and the
+        front."""
         net = self.network
         per_count = []
         for n in self.gpus:
@@ -116,12 +119,15 @@ class Plan:
         return {"model": net.name, "hardware": self.hardware.name, "dtype": net.operand_dtype,
                 "batch": self.batch, "seq": net.seq, "optimizer": net.optimizer,
                 "recompute": net.recompute, "fabric": self.fabric.to_dict(),
+                "prediction_basis": basis_of(self.hardware),
+                "prediction_fit": fit_of(self.hardware),
                 "assumptions": list(ASSUMPTIONS), "counts": per_count,
                 "front": [r.to_dict() for r in self.front]}
 
 
 ASSUMPTIONS = (
-    "roofline step times per GPU (lower bounds), the same model as analyze",
+    "step times per GPU as analyze gives them: the roofline (a lower bound) and the prediction "
+    "(each GEMM and op at its predicted time); layouts ranked by the prediction",
     "tensor-, expert- and pipeline-parallel transfers are exposed; data-parallel collectives "
     "hide behind the backward passes they are issued with (ZeRO 0/1: the last micro-batch's, "
     "2: every backward, 3: every forward and backward)",
@@ -162,7 +168,8 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
                                              f"{', '.join(map(str, gpus))} GPUs with the "
                                              f"choices given (dp x micro-batch must divide "
                                              f"{option('batch')})")
-    results.sort(key=lambda r: (r.layout.gpus, r.step_s, r.step_no_overlap_s, r.memory_bytes))
+    results.sort(key=lambda r: (r.layout.gpus, r.predicted_step_s, r.step_s,
+                                r.step_no_overlap_s, r.memory_bytes))
     return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports)
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..units import seconds, si
 from .json import to_json
 from .table import aligned
+from .times import basis_sentence
 
 if TYPE_CHECKING:
     from ..analysis.parallel import LayoutResult
@@ -19,19 +20,21 @@ def _gb(nbytes: float) -> str:
 
 
 def _row(r: LayoutResult) -> list[str]:
-    lay, parts = r.layout, r.parts
+    """One layout: its predicted step and the parts of it, the roofline step beside it."""
+    lay, p = r.layout, r.predicted
+    parts = p.parts
     comm = (parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
             + parts["dp_comm_exposed_s"])
     return [str(lay.gpus), str(lay.tp), str(lay.pp), str(lay.dp), str(lay.ep), str(lay.zero),
             str(lay.micro_batch), str(r.micro_batches),
-            "yes" if lay.sequence_parallel and lay.tp > 1 else "no", seconds(r.step_s),
-            seconds(parts["compute_s"]), seconds(comm), seconds(parts["dp_comm_overlapped_s"]),
-            f"{r.bubble_fraction:.0%}", _gb(r.memory_bytes), si(r.tokens_per_s, "tok/s"),
-            r.bound]
+            "yes" if lay.sequence_parallel and lay.tp > 1 else "no", seconds(p.step_s),
+            seconds(r.step_s), seconds(parts["compute_s"]), seconds(comm),
+            seconds(parts["dp_comm_overlapped_s"]), f"{r.bubble_fraction:.0%}",
+            _gb(r.memory_bytes), si(p.tokens_per_s, "tok/s"), p.bound]
 
 
-HEADER = ["gpus", "tp", "pp", "dp", "ep", "zero", "mb", "m", "sp", "step", "compute",
-          "comm exposed", "comm hidden", "bubble", "mem GB", "throughput", "bound"]
+HEADER = ["gpus", "tp", "pp", "dp", "ep", "zero", "mb", "m", "sp", "predicted", "roofline",
+          "compute", "comm exposed", "comm hidden", "bubble", "mem GB", "throughput", "bound"]
 
 
 def plan_table(plan: Plan, top: int = 3) -> str:
@@ -50,6 +53,7 @@ def plan_table(plan: Plan, top: int = 3) -> str:
     from ..analysis.plan import ASSUMPTIONS
 
     lines += [f"assumes: {text}" for text in ASSUMPTIONS]
+    lines.append(basis_sentence(hw))
     rows, skipped = [], []
     for n in plan.gpus:
         ranked = plan.ranked(n)
@@ -62,28 +66,37 @@ def plan_table(plan: Plan, top: int = 3) -> str:
                                                                       "batch"))
         rows += [_row(r) for r in ranked[:top]]
     lines += ["", f"fastest layouts that fit (up to {top} per GPU count):"]
-    lines += aligned(HEADER, rows, {16}) if rows else ["none fits"]
+    lines += aligned(HEADER, rows, {17}) if rows else ["none fits"]
     lines += skipped
     front = plan.front
     if front:
         base = front[0]
-        lines += ["", "Pareto front (step time against GPUs; efficiency against the smallest):"]
-        front_rows = [[str(r.layout.gpus), r.layout.label, seconds(r.step_s),
-                       si(r.tokens_per_s, "tok/s"),
-                       f"{base.step_s * base.layout.gpus / (r.step_s * r.layout.gpus):.0%}",
-                       r.bound] for r in front]
-        lines += aligned(["gpus", "layout", "step", "throughput", "efficiency", "bound"],
-                         front_rows, {1, 5})
+        lines += ["", "Pareto front (predicted step time against GPUs; efficiency against the "
+                      "smallest):"]
+        front_rows = [[str(r.layout.gpus), r.layout.label, seconds(r.predicted_step_s),
+                       seconds(r.step_s), si(r.predicted.tokens_per_s, "tok/s"),
+                       f"{_efficiency(base, r):.0%}", r.predicted.bound] for r in front]
+        lines += aligned(["gpus", "layout", "predicted", "roofline", "throughput",
+                          "efficiency", "bound"], front_rows, {1, 6})
         lines += ["", *best_lines(front[-1])]
     return "\n".join(lines) + "\n"
 
 
+def _efficiency(base: LayoutResult, r: LayoutResult) -> float:
+    """GPU-seconds of the step on ``base`` over those on ``r`` (predicted times)."""
+    return (base.predicted_step_s * base.layout.gpus) / (r.predicted_step_s * r.layout.gpus)
+
+
 def best_lines(r: LayoutResult) -> list[str]:
-    """One layout in words: its parts, communication and memory."""
-    lay, parts, mem = r.layout, r.parts, r.memory
-    out = [f"best on {lay.gpus} GPUs: {lay.label}: {r.micro_batches} micro-batches of "
-           f"{lay.micro_batch} per data-parallel rank, step {seconds(r.step_s)} "
-           f"({seconds(r.step_no_overlap_s)} without overlap), {r.bound}-bound",
+    """One layout in words: its predicted step by part (the roofline beside it),
+    communication and memory."""
+    lay, mem, p = r.layout, r.memory, r.predicted
+    parts = p.parts
+    out = [f"best on {lay.gpus} GPUs: {lay.label}: {r.micro_batches} micro-batch"
+           f"{'es' if r.micro_batches != 1 else ''} of "
+           f"{lay.micro_batch} per data-parallel rank, step {seconds(p.step_s)} predicted "
+           f"({seconds(p.step_no_overlap_s)} without overlap; roofline {seconds(r.step_s)}), "
+           f"{p.bound}-bound",
            "  step = " + " + ".join(f"{key.removesuffix('_s').replace('_', ' ')} "
                                     f"{seconds(value)}" for key, value in parts.items()
                                     if value and key != "dp_comm_overlapped_s")

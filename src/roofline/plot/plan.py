@@ -1,6 +1,7 @@
-"""The layout-search chart: step time against GPU count (both log scales), one point per
-fitting layout (coloured by what bounds it), the Pareto front as a line with each point's
-layout, and ideal linear scaling from the front's first point for reference."""
+"""The layout-search chart: predicted step time against GPU count (both log scales), one point
+per fitting layout (coloured by what bounds it), the Pareto front as a line with each point's
+layout, the front's roofline step times (lower bounds) as a dotted line under it, and ideal
+linear scaling from the front's first point for reference."""
 
 from __future__ import annotations
 
@@ -21,27 +22,30 @@ PLAN_COLORS = {"compute": "#1f77b4", "memory": "#d62728", "communication": "#ff7
 
 
 def plot_plan(plan: Plan, ax: Axes | None = None) -> Axes:
-    """Every fitting layout's step time against its GPU count, the front joined and labelled,
-    and the ideal (time x GPUs constant) from the front's first point. Returns the Axes."""
+    """Every fitting layout's predicted step time against its GPU count, the front joined and
+    labelled, its roofline times below it, and the ideal (time x GPUs constant) from the
+    front's first point. Returns the Axes."""
     fitting = plan.fitting
     if not fitting:
         raise PlotError("no layout fits in memory: nothing to draw")
     ax = ax if ax is not None else new_axes((10.0, 6.5))
     for bound, color in PLAN_COLORS.items():
-        points = [r for r in fitting if r.bound == bound]
+        points = [r.predicted for r in fitting if r.predicted.bound == bound]
         if points:
             ax.scatter([r.layout.gpus for r in points], [r.step_s for r in points], s=14,
                        color=color, alpha=0.45, lw=0, label=f"a layout, {bound}-bound",
                        gid=f"plan:{bound}")
     front = plan.front
-    xs, ys = [r.layout.gpus for r in front], [r.step_s for r in front]
-    ax.plot(xs, ys, color="#222222", marker="o", ms=6, lw=1.6, label="Pareto front (best)",
-            gid="plan-front")
+    xs, ys = [r.layout.gpus for r in front], [r.predicted_step_s for r in front]
+    ax.plot(xs, ys, color="#222222", marker="o", ms=6, lw=1.6,
+            label="Pareto front (best, predicted)", gid="plan-front")
+    ax.plot(xs, [r.step_s for r in front], color="#222222", ls=":", lw=1.2,
+            label="the front's roofline (lower bound)", gid="plan-front-roofline")
     ideal = [ys[0] * xs[0] / x for x in xs]
     ax.plot(xs, ideal, color="#888888", ls="--", lw=1, label="linear scaling from the first",
             gid="plan-ideal")
     for r in front:
-        ax.annotate(r.layout.label, (r.layout.gpus, r.step_s), xytext=(6, 6),
+        ax.annotate(r.layout.label, (r.layout.gpus, r.predicted_step_s), xytext=(6, 6),
                     textcoords="offset points", fontsize=LABEL_SIZE - 2, rotation=20)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -49,7 +53,7 @@ def plot_plan(plan: Plan, ax: Axes | None = None) -> Axes:
     ax.set_xticks(counts, [str(c) for c in counts])
     ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.6)
     ax.set_xlabel("GPUs", fontsize=LABEL_SIZE)
-    ax.set_ylabel("step time per global batch (s)", fontsize=LABEL_SIZE)
+    ax.set_ylabel("predicted step time per global batch (s)", fontsize=LABEL_SIZE)
     net = plan.network
     ax.set_title(f"{net.name} on {plan.hardware.name}: training step, global batch "
                  f"{plan.batch} x seq {net.seq}, {net.operand_dtype}", fontsize=LABEL_SIZE + 1)
