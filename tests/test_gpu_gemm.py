@@ -181,3 +181,23 @@ def test_a_stored_weight_format_loads_b_at_its_own_width_and_pays_for_dequantiza
     assert tile_time(128, 128, 1024, 2, (128, 128), 1, 1, fast, C) == pytest.approx(34 * 2.56e-7)
     assert tile_time(128, 128, 1024, 2, (128, 128), 1, 1, fast, C, e_b=0.5) == pytest.approx(
         34 * 1.6e-7)
+
+
+def test_held_out_scoring_counts_shares_against_the_targets(tmp_path):
+    """--held-out scores timings no fit has seen: rows made at known multiples of the fitted
+    prediction (1.0, 1.2, 1/1.2 within 1.25x; 1.5 within 2x; 3.0 neither) give 60% / 80%,
+    a median of 1.2 and a worst of 3.0x, and miss the 80% / 98% targets."""
+    from bench_gpu_model import TARGETS, Predictor, Row, held_out
+
+    predictor = Predictor()
+    shapes = [(1760, 16, 1760), (2048, 128, 2048), (4096, 7000, 4096), (512, 16, 500000),
+              (35, 8457, 2560)]
+    lines = ["device,dtype,math,m,n,k,a_t,b_t,time_ms"]
+    for (m, n, k), factor in zip(shapes, (1.0, 1.2, 1 / 1.2, 1.5, 3.0)):
+        predicted = predictor.new(Row("t4", "fp32", m, n, k, 0.0))
+        lines.append(f"t4,fp32,fp32,{m},{n},{k},N,N,{predicted * factor * 1e3!r}")
+    path = tmp_path / "held_out.csv"
+    path.write_text("\n".join(lines) + "\n")
+    out = held_out(path, predictor)
+    assert out[1].split() == ["t4", "fp32", "5", "60%", "80%", "1.20", "3.0x", "missed"]
+    assert TARGETS == {"within_1.25": 0.80, "within_2": 0.98}
