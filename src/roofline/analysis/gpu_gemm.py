@@ -55,6 +55,14 @@ CUDA_CORE_K_STEP = 8
 #: CUDA-core (SIMT) tiles when an entry gives none (``gpu.simt_tiles``): the shapes of cuBLAS's
 #: SGEMM kernels (``maxwell_sgemm_128x128``, ``_128x64``, ``_64x64``; kernel names as nvprof
 #: lists them) and CUTLASS's SIMT tiles (128x32 / 32x128 for thin outputs).
+#: cuBLAS also ships a 32x32 SGEMM (``sgemm_32x32x32_NN`` / ``_NN_vec`` in the example output of
+#: PyTorch's profiler recipe, pytorch/tutorials recipes_source/recipes/profiler_recipe.py), left
+#: out on purpose: no term here makes a small tile slower per SM, so the model would run 32x32
+#: wherever it quantizes less (the largest DeepBench SGEMMs included: 1024 x 24000 x 2048 on
+#: P100). Added and refitted, it put 66% rather than 63% within 1.25x left out (P100 alone 64%
+#: to 75% / 81%; GTX 1080 Ti, Titan Xp and T4 fp32 lost 1-3 points, 2x unchanged at 86%)
+#: while the fit's own loss rose (0.2039 to 0.2088) and ``min_kernel_s`` with it (8.33 to
+#: 10.4 us: +2 us on every kernel of every GPU, Tensor-Core GEMMs on A100 / H100 included).
 DEFAULT_CUDA_CORE_TILES = ((128, 128), (128, 64), (64, 128), (64, 64), (128, 32), (32, 128))
 #: Split-K keeps at least this much of K in each slice (as analysis.quantization).
 SPLIT_K_MIN_SLICE = 256
