@@ -55,6 +55,14 @@ CUDA_CORE_K_STEP = 8
 #: CUDA-core (SIMT) tiles when an entry gives none (``gpu.simt_tiles``): the shapes of cuBLAS's
 #: SGEMM kernels (``maxwell_sgemm_128x128``, ``_128x64``, ``_64x64``; kernel names as nvprof
 #: lists them) and CUTLASS's SIMT tiles (128x32 / 32x128 for thin outputs).
+#: cuBLAS also ships a 32x32 SGEMM (``sgemm_32x32x32_NN`` / ``_NN_vec`` in the example output of
+#: PyTorch's profiler recipe, pytorch/tutorials recipes_source/recipes/profiler_recipe.py), left
+#: out on purpose: no term here makes a small tile slower per SM, so the model would run 32x32
+#: wherever it quantizes less (the largest DeepBench SGEMMs included: 1024 x 24000 x 2048 on
+#: P100). Added and refitted, it put 66% rather than 63% within 1.25x left out (P100 alone 64%
+#: to 75% / 81%; GTX 1080 Ti, Titan Xp and T4 fp32 lost 1-3 points, 2x unchanged at 86%)
+#: while the fit's own loss rose (0.2039 to 0.2088) and ``min_kernel_s`` with it (8.33 to
+#: 10.4 us: +2 us on every kernel of every GPU, Tensor-Core GEMMs on A100 / H100 included).
 DEFAULT_CUDA_CORE_TILES = ((128, 128), (128, 64), (64, 128), (64, 64), (128, 32), (32, 128))
 #: Split-K keeps at least this much of K in each slice (as analysis.quantization).
 SPLIT_K_MIN_SLICE = 256
@@ -98,7 +106,16 @@ class GpuGemmConstants:
 #: ``sm_bytes_per_clock`` 64: an assumption, neither fitted nor cited. This data does not pin it
 #: (with split-K and small tiles every value from ~48 B per clock up gives the same loss, 0.204;
 #: 32 gives 0.226 and 24 0.275, though 24 puts 66% rather than 64% within 1.25x); 64 lets a
-#: GEMM of few blocks stream at most blocks x 64 B per clock.
+#: GEMM of few blocks stream at most blocks x 64 B per clock. What is published is the whole
+#: L2's read rate, not one SM's: NVIDIA's A100 whitepaper (section "A100 L2 Cache") gives
+#: 5120 B/clk for A100 and 2048 for V100, i.e. 47.4 / 25.6 B per clock per SM when every SM
+#: reads at once, and te42kyfo/gpu-benches measures ~2.44 TB/s on V100 (~22 B/clk/SM at
+#: 1.38 GHz) and ~128 B/clk/SM from L1 on V100 / A100 / H100. Refitted at 47.4 the loss is
+#: 0.2058 with the same totals (in-sample and left out); at 25.6 the fit needs a Tensor-Core
+#: fraction of 1.04 (above peak) and still predicts H100's best published rate 1.5x slow: the
+#: L2 share per SM is not what bounds a cuBLAS main loop in this model (why, this data cannot
+#: say), and a device's own L2 rate would be a per-device figure, which no source gives for the
+#: Pascal and Turing cards.
 #: ``tile_overhead_iterations`` came out near 0.06 and ``min_kernel_s`` (added to every kernel)
 #: near 8 us: DeepBench's smallest GEMMs take 9-16 us. T4 enters at its published sustained
 #: clock (hwdb/gpu/t4.yaml: ~0.9 GHz, a third-party measurement, not fitted), so no constant is
