@@ -71,24 +71,28 @@ class Row:
     n: int
     k: int
     time_s: float
+    count: int = 1  # GEMMs of one batched kernel (XLA's b)
 
 
 def timing_rows(path: Path) -> list[Row]:
-    """The GEMM timings of a CSV in deepbench_gemm.csv's columns."""
+    """The GEMM timings of a CSV in deepbench_gemm.csv's columns (a ``b`` column, where
+    present, is the batch count of one batched kernel)."""
     with open(path, newline="") as f:
         return [Row(r["device"], r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]),
-                    float(r["time_ms"]) * 1e-3) for r in csv.DictReader(f)]
+                    float(r["time_ms"]) * 1e-3, int(r.get("b") or 1))
+                for r in csv.DictReader(f)]
 
 
 def load_rows(data: Path = DATA) -> list[Row]:
-    """Every measured GEMM of benchmarks/data/ (DeepBench timings, then the MAMF maxima)."""
+    """Every measured GEMM of benchmarks/data/: DeepBench's timings, the MAMF maxima, XLA's
+    H100 kernel times."""
     rows = timing_rows(data / "deepbench_gemm.csv")
     with open(data / "mamf.csv", newline="") as f:
         for r in csv.DictReader(f):
             m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
             rows.append(Row(r["device"], r["dtype"], m, n, k,
                             2 * m * n * k / (float(r["tflops"]) * 1e12)))
-    return rows
+    return rows + timing_rows(data / "xla_matmul.csv")
 
 
 class Predictor:
@@ -105,7 +109,8 @@ class Predictor:
         return self._hw[name]
 
     def gemm(self, row: Row) -> Gemm:
-        return Gemm("MM1", "bench", "forward", row.m, row.n, row.k, row.dtype, c_dtype=row.dtype)
+        return Gemm("MM1", "bench", "forward", row.m, row.n, row.k, row.dtype, c_dtype=row.dtype,
+                    batch_count=row.count)
 
     def new(self, row: Row, c: GpuGemmConstants = FITTED) -> float:
         key = (row.device, row.dtype)
@@ -113,7 +118,7 @@ class Predictor:
             self._dev[key] = device_for(self.hardware(row.device), row.dtype)
         if row not in self._bytes:
             self._bytes[row] = self.gemm(row).bytes
-        return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), 1, self._bytes[row],
+        return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), row.count, self._bytes[row],
                          self._dev[key], c)["time_s"]
 
     def old(self, row: Row) -> float:
