@@ -248,3 +248,45 @@ def test_library_errors_name_the_argument_not_a_cli_flag():
     with pytest.raises(InputError) as caught:
         parse_batches("8..1")
     assert str(caught.value).startswith("batches: ") and "--" not in str(caught.value)
+
+
+def test_compare_gives_each_devices_predicted_step_beside_the_roofline():
+    """The predicted step of each device is analyze's: every GEMM and op at its predicted
+    time on that device's own basis; its speedup is the baseline's over it, and the verdict
+    says it after the roofline's."""
+    from roofline import analyze_model
+
+    c = compare(EXAMPLES / "hf" / "llama-2-7b.json", ["a100-sxm4-80gb", "h100-sxm5-80gb"],
+                batch=1, seq=1024, mode="inference", phase="decode")
+    data = comparison_dict(c)
+    direct = [analyze_model(str(EXAMPLES / "hf" / "llama-2-7b.json"), hw, batch=1, seq=1024,
+                            mode="inference", phase="decode").totals
+              for hw in ("a100-sxm4-80gb", "h100-sxm5-80gb")]
+    a100, h100 = data["devices"]
+    assert a100["predicted_time_s"] == pytest.approx(direct[0]["predicted_time_s"], rel=1e-12)
+    assert h100["predicted_time_s"] == pytest.approx(direct[1]["predicted_time_s"], rel=1e-12)
+    assert a100["predicted_speedup"] == 1.0
+    assert h100["predicted_speedup"] == pytest.approx(
+        direct[0]["predicted_time_s"] / direct[1]["predicted_time_s"])
+    # a kernel's fixed time and the DRAM share: the prediction is never under the roofline
+    assert all(d["predicted_time_s"] > d["time_s"] for d in data["devices"])
+    assert ("Predicted (a100-sxm4-80gb fitted, h100-sxm5-80gb fitted): h100-sxm5-80gb at "
+            in data["verdict"])
+    assert f"{h100['predicted_speedup']:.2f}x faster than a100-sxm4-80gb." in data["verdict"]
+
+
+def test_devices_bound_by_different_roofs_are_said_to_be():
+    """Batch 64 of the bf16 MLP: about 59 FLOP/B per GEMM, above EPYC 9654's ridge (43.622
+    TFLOP/s / 921.6 GB/s = 47.3) and below Xeon 8480+'s (229.376 / 614.4 = 373.3): EPYC is
+    compute-bound, the Xeon memory-bound, so neither the peak ratio (EPYC's is 5x lower) nor
+    the bandwidth ratio alone explains the 1.20x: the verdict names both roofs. Neither entry
+    has a prediction beyond its roofline (datasheet), so no predicted speedup is given."""
+    c = compare(EXAMPLE, ["xeon-platinum-8480plus", "epyc-9654"], batch=64, dtype="bf16")
+    data = comparison_dict(c)
+    assert data["verdict"].startswith("epyc-9654 is the fastest")
+    assert ("compute-bound where xeon-platinum-8480plus's is mostly memory-bound, so each runs "
+            "at a different roof (bf16 peaks 43.622 vs 229.376 TFLOP/s; bandwidth 921.6 vs "
+            "614.4 GB/s)") in data["verdict"]
+    assert [d["predicted_speedup"] for d in data["devices"]] == [None, None]
+    assert data["verdict"].endswith("Predicted: xeon-platinum-8480plus, epyc-9654: datasheet, "
+                                    "no prediction beyond the roofline.")

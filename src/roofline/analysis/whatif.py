@@ -159,6 +159,29 @@ class Comparison:
     def speedup(self, report: Report) -> float:
         return self.baseline.totals["time_s"] / report.totals["time_s"]
 
+    def predicts(self, report: Report) -> bool:
+        """Whether ``report``'s device has a prediction beyond its roofline: a ``fitted`` or
+        ``calibrated`` basis. A ``datasheet`` entry's predicted time is its roofline, with no
+        per-call or per-kernel cost, so it is not set against another device's prediction."""
+        return basis_of(report.hardware) != "datasheet"
+
+    def predicted_speedup(self, report: Report) -> float | None:
+        """The baseline's predicted step time (every GEMM and op at its ``predicted_time_s``,
+        on each device's own basis) over ``report``'s; None where either device has no
+        prediction beyond its roofline (``predicts``)."""
+        if not (self.predicts(self.baseline) and self.predicts(report)):
+            return None
+        return self.baseline.totals["predicted_time_s"] / report.totals["predicted_time_s"]
+
+    @property
+    def predicted_fastest(self) -> Report | None:
+        """The device with the shortest predicted step among those that have a prediction
+        (``predicts``; the baseline included); None when fewer than two do."""
+        predicted = [r for r in self.reports if self.predicts(r)]
+        if len(predicted) < 2:
+            return None
+        return min(predicted, key=lambda r: r.totals["predicted_time_s"])
+
     @property
     def fastest(self) -> Report:
         """The device with the shortest step (the baseline included)."""
@@ -195,6 +218,8 @@ class Comparison:
                             "time_s": totals["time_s"], "speedup": self.speedup(report),
                             "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                             "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
+                            "predicted_time_s": totals["predicted_time_s"],
+                            "predicted_speedup": self.predicted_speedup(report),
                             "prediction_basis": basis_of(report.hardware),
                             "calibration_library": library_of(report.hardware)})
         gemms = []

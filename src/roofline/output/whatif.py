@@ -7,6 +7,7 @@ import csv
 import io
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.predict import basis_of
 from ..units import seconds, si
 from .json import to_json
 from .report import LAYER_WIDTH, compact_names, precision_text, quantization_line, step_text
@@ -55,15 +56,24 @@ def change_text(change: GemmChange, baseline: str) -> str:
 
 
 def _decider(report: Report, base: Report) -> str:
-    """What sets ``report``'s step against the baseline's: bandwidth or the dtype's peak."""
-    fraction = report.totals["memory_bound_time_fraction"]
+    """What sets ``report``'s step against the baseline's: bandwidth or the dtype's peak when
+    both steps are mostly bound by the same roof; both roofs when they are not."""
     hw, b_hw = report.hardware, base.hardware
-    if fraction >= 0.5:
-        return (f"{fraction:.0%} of its step is memory-bound, so bandwidth decides "
-                f"({hw.bandwidth_gbs:g} vs {b_hw.bandwidth_gbs:g} GB/s)")
+    fraction = report.totals["memory_bound_time_fraction"]
+    b_fraction = base.totals["memory_bound_time_fraction"]
+    bandwidths = f"{hw.bandwidth_gbs:g} vs {b_hw.bandwidth_gbs:g} GB/s"
     peak, b_peak = hw.peak_tflops[report.dtype], b_hw.peak_tflops[base.dtype]
+    peaks = f"{peak:g} vs {b_peak:g} TFLOP/s"
+    if (fraction >= 0.5) != (b_fraction >= 0.5):
+        mine, theirs = (("memory", "compute") if fraction >= 0.5 else ("compute", "memory"))
+        share = fraction if fraction >= 0.5 else 1 - fraction
+        return (f"{share:.0%} of its step is {mine}-bound where {b_hw.name}'s is mostly "
+                f"{theirs}-bound, so each runs at a different roof ({report.dtype} peaks "
+                f"{peaks}; bandwidth {bandwidths})")
+    if fraction >= 0.5:
+        return f"{fraction:.0%} of its step is memory-bound, so bandwidth decides ({bandwidths})"
     return (f"{1 - fraction:.0%} of its step is compute-bound, so the {report.dtype} "
-            f"peak decides ({peak:g} vs {b_peak:g} TFLOP/s)")
+            f"peak decides ({peaks})")
 
 
 def verdict_text(c: Comparison) -> str:
@@ -83,7 +93,31 @@ def verdict_text(c: Comparison) -> str:
         text += f"; the baseline, {base.hardware.name}, is the slowest"
     elif len(c.reports) > 2:
         text += f"; the slowest, {slowest.hardware.name}, runs at {c.speedup(slowest):.2f}x"
-    return text + "."
+    predicted = predicted_verdict_text(c)
+    return text + "." + (f" {predicted}" if predicted else "")
+
+
+def predicted_verdict_text(c: Comparison) -> str:
+    """The same question at the predicted step times, among the devices that have a
+    prediction beyond their roofline (``Comparison.predicts``), each on its own basis; whether
+    they pick another device than the roofline; which devices have none."""
+    best = c.predicted_fastest
+    without = [r.hardware.name for r in c.reports if not c.predicts(r)]
+    none = (f"{', '.join(without)}: datasheet, no prediction beyond the roofline"
+            if without else "")
+    if best is None:
+        return f"Predicted: {none}." if without else ""
+    predicted = [r for r in c.reports if c.predicts(r)]
+    bases = ", ".join(f"{r.hardware.name} {basis_of(r.hardware)}" for r in predicted)
+    runner = min((r for r in predicted if r is not best),
+                 key=lambda r: r.totals["predicted_time_s"])
+    ratio = runner.totals["predicted_time_s"] / best.totals["predicted_time_s"]
+    text = (f"Predicted ({bases}): {best.hardware.name} at "
+            f"{seconds(best.totals['predicted_time_s'])} per step, {ratio:.2f}x faster than "
+            f"{runner.hardware.name}")
+    if best is not c.fastest:
+        text += f" (the roofline picks {c.fastest.hardware.name})"
+    return text + (f"; {none}." if without else ".")
 
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:
@@ -110,12 +144,24 @@ def _compare_header(c: Comparison) -> list[str]:
 
 
 def _device_rows(c: Comparison) -> list[list[str]]:
-    rows = [["hardware", "dtype", "ridge", "step time", "speedup", "memory-bound time"]]
+    rows = [["hardware", "dtype", "ridge", "step time", "speedup", "predicted", "pred. speedup",
+             "memory-bound time"]]
     for r in c.reports:
         t = r.totals
         rows.append([r.hardware.name, r.dtype, f"{r.ridge:.1f}", seconds(t["time_s"]),
-                     f"{c.speedup(r):.2f}x", f"{t['memory_bound_time_fraction']:.0%}"])
+                     f"{c.speedup(r):.2f}x", predicted_cell(c, r),
+                     _times(c.predicted_speedup(r)), f"{t['memory_bound_time_fraction']:.0%}"])
     return rows
+
+
+def predicted_cell(c: Comparison, report: Report) -> str:
+    """A device's predicted step time; ``= roof`` where it has no prediction beyond its
+    roofline (a datasheet entry)."""
+    return seconds(report.totals["predicted_time_s"]) if c.predicts(report) else "= roof"
+
+
+def _times(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
 
 
 def _gemm_rows(c: Comparison) -> list[list[str]]:

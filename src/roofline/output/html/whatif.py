@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 
 from ...units import nice_above, nice_below, seconds, si
 from ..report import compact_names, precision_text, quantization_line, step_text
-from ..whatif import change_text, dtype_note, sweep_header, transition_lines, verdict_text
+from ..whatif import (
+    change_text,
+    dtype_note,
+    predicted_cell,
+    sweep_header,
+    transition_lines,
+    verdict_text,
+)
 from . import svg
 from .page import (
     Cell,
@@ -43,13 +50,17 @@ def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
 
 def _device_table(c: Comparison) -> str:
     header = (("hardware", True), ("dtype", True), ("ridge FLOP/B", False),
-              ("step time", False), ("speedup", False), ("memory-bound time", False))
+              ("step time", False), ("speedup", False), ("predicted", False),
+              ("predicted speedup", False), ("memory-bound time", False))
     rows = []
     for r in c.reports:
         t = r.totals
         rows.append(("", [text(r.hardware.name), text(r.dtype), Cell(f"{r.ridge:.1f}"),
                           Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(f"{c.speedup(r):.2f}x", c.speedup(r)),
+                          Cell(predicted_cell(c, r), t["predicted_time_s"]),
+                          Cell("-" if c.predicted_speedup(r) is None
+                               else f"{c.predicted_speedup(r):.2f}x", c.predicted_speedup(r)),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
                                t["memory_bound_time_fraction"])]))
     return table(header, rows)
