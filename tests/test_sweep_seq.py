@@ -86,7 +86,7 @@ def test_a_grid_has_every_pair_and_batch_transitions_per_seq(invoke):
     csv = invoke("sweep", LLAMA, "--hw", "a100-sxm4-80gb", "--batch", "1,16", "--seq",
                  "1024,4096", "--mode", "inference", "--phase", "decode", "--dtype", "fp16",
                  "--format", "csv").output.splitlines()
-    assert csv[0].endswith(",seq,compute_bound_from_seq")
+    assert csv[0].endswith(",seq,compute_bound_from_seq,predicted_time_s,predicted_step_time_s")
     assert len(csv) == 1 + 4 * 129
 
 

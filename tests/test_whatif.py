@@ -290,3 +290,25 @@ def test_devices_bound_by_different_roofs_are_said_to_be():
     assert [d["predicted_speedup"] for d in data["devices"]] == [None, None]
     assert data["verdict"].endswith("Predicted: xeon-platinum-8480plus, epyc-9654: datasheet, "
                                     "no prediction beyond the roofline.")
+
+
+def test_sweep_points_carry_the_predicted_step_of_analyze():
+    """Each point's predicted step is analyze's at that batch (GEMMs and ops at their predicted
+    times), its samples/s the batch over it; the table has the column and the basis line; the
+    CSV's last two columns are the GEMM's and the step's predicted times."""
+    from roofline import analyze_model
+    from roofline.output.whatif import sweep_csv, sweep_table
+
+    s = sweep(EXAMPLE, "a100-sxm4-80gb", [1, 256])
+    points = s.to_dict()["points"]
+    for point in points:
+        direct = analyze_model(EXAMPLE, "a100-sxm4-80gb", batch=point["batch"]).totals
+        assert point["predicted_time_s"] == pytest.approx(direct["predicted_time_s"], rel=1e-12)
+        assert point["predicted_samples_per_s"] == pytest.approx(
+            point["batch"] / direct["predicted_time_s"])
+        assert point["predicted_time_s"] > point["time_s"]
+    table = sweep_table(s)
+    assert "predicted  pred. samples/s" in table and "\npredicted: fitted" in table
+    header, first = sweep_csv(s).splitlines()[:2]
+    assert header.endswith(",predicted_time_s,predicted_step_time_s")
+    assert float(first.split(",")[-1]) == pytest.approx(points[0]["predicted_time_s"])

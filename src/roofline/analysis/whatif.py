@@ -462,6 +462,8 @@ class Sweep:
                 "memory_bytes": memory.total_bytes if memory else None,
                 "fits": memory.fits if memory else None,
                 "samples_per_s": report.batch / totals["time_s"],
+                "predicted_time_s": totals["predicted_time_s"],
+                "predicted_samples_per_s": report.batch / totals["predicted_time_s"],
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                 "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
                 "gemms": [{"name": r.gemm.name, "intensity": r.gemm.intensity, "bound": r.bound,

@@ -12,6 +12,7 @@ from ..units import seconds, si
 from .json import to_json
 from .report import LAYER_WIDTH, compact_names, precision_text, quantization_line, step_text
 from .table import aligned, markdown
+from .times import basis_sentence
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
@@ -278,7 +279,8 @@ def sweep_header(s: Sweep) -> list[str]:
              + (f", {net.step_phase}" if net.seq is not None else "")
              + f" ({'batch x seq grid' if s.grid else what})",
              f"precision: {precision_text(net)}",
-             f"ridge {first.ridge:.1f} FLOP/B"]
+             f"ridge {first.ridge:.1f} FLOP/B",
+             basis_sentence(s.hardware) + " (the predicted column: GEMMs and ops)"]
     if first.quantization:
         lines.append(quantization_line(detail=False))
     capacity = first.memory.capacity_bytes if first.memory else None
@@ -307,22 +309,24 @@ def _memory_cell(r: Report) -> str:
 
 def _sweep_rows(s: Sweep) -> list[list[str]]:
     with_seq = len(s.seqs) > 1
-    rows = [["batch", *(["seq"] if with_seq else []), "step time", "samples/s", "memory",
-             "memory-bound time", "memory-bound GEMMs"]]
+    rows = [["batch", *(["seq"] if with_seq else []), "step time", "samples/s", "predicted",
+             "pred. samples/s", "memory", "memory-bound time", "memory-bound GEMMs"]]
     for r in s.reports:
         t = r.totals
         memory = [x.gemm.name for x in r.results if x.bound == "memory"]
         names = compact_names(memory, 6) if len(memory) < len(r.results) else "all"
         rows.append([str(r.network.batch), *([str(r.network.seq)] if with_seq else []),
-                     seconds(t["time_s"]), si(r.batch / t["time_s"], ""), _memory_cell(r),
-                     f"{t['memory_bound_time_fraction']:.0%}", names or "none"])
+                     seconds(t["time_s"]), si(r.batch / t["time_s"], ""),
+                     seconds(t["predicted_time_s"]), si(r.batch / t["predicted_time_s"], ""),
+                     _memory_cell(r), f"{t['memory_bound_time_fraction']:.0%}",
+                     names or "none"])
     return rows
 
 
 def _left(s: Sweep) -> set[int]:
     """The left-aligned columns of the sweep table (memory, memory-bound GEMMs)."""
     shift = 1 if len(s.seqs) > 1 else 0
-    return {3 + shift, 5 + shift}
+    return {5 + shift, 7 + shift}
 
 
 def _grouped(transitions: dict[str, int | None], unit: str, limit: int | None) -> list[str]:
@@ -384,7 +388,8 @@ def sweep_csv(s: Sweep) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["batch", "name", "intensity", "bound", "time_s", "step_time_s",
                      "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
-                     "memory_bytes", "fits", "seq", "compute_bound_from_seq"])
+                     "memory_bytes", "fits", "seq", "compute_bound_from_seq",
+                     "predicted_time_s", "predicted_step_time_s"])
     by_seq = s.transitions_by_seq() if s.grid else None
     seq_transitions = s.seq_transitions() or {}
     for r in s.reports:
@@ -401,7 +406,8 @@ def sweep_csv(s: Sweep) -> str:
                              else r.memory.fits,
                              "" if r.network.seq is None else r.network.seq,
                              "" if seq_transitions.get(name) is None
-                             else seq_transitions[name]])
+                             else seq_transitions[name], x.predicted_time_s,
+                             t["predicted_time_s"]])
     return buffer.getvalue()
 
 

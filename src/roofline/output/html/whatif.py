@@ -206,20 +206,22 @@ def _tip(r: Report) -> str:
 def _sweep_table(s: Sweep) -> str:
     with_seq = len(s.seqs) > 1
     header = (("batch", False), *((("seq", False),) if with_seq else ()), ("step time", False),
-              ("samples/s", False), ("memory", True), ("memory-bound time", False),
-              ("memory-bound GEMMs", True))
+              ("samples/s", False), ("predicted", False), ("predicted samples/s", False),
+              ("memory", True), ("memory-bound time", False), ("memory-bound GEMMs", True))
     rows = []
     for r in s.reports:
         t = r.totals
         memory = [x.gemm.name for x in r.results if x.bound == "memory"]
         names = ("all" if memory and len(memory) == len(r.results)
                  else compact_names(memory, 6) or "none")
-        rate = r.batch / t["time_s"]
+        rate, predicted = r.batch / t["time_s"], t["predicted_time_s"]
         held = r.memory
         rows.append(("", [Cell(str(r.batch)),
                           *([Cell(str(r.network.seq))] if with_seq else []),
                           Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(si(rate, ""), rate),
+                          Cell(seconds(predicted), predicted),
+                          Cell(si(r.batch / predicted, ""), r.batch / predicted),
                           text("" if held is None else si(held.total_bytes, "B")
                                + (": does not fit" if held.fits is False else "")),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
