@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/bench_gpu_model.py --held-out FILE.csv
 
 Reads the public measurements in benchmarks/data/ (DeepBench's GEMM timings for P100, GTX 1080
-Ti, Titan Xp, TITAN X (Pascal), T4, M40 and GTX TITAN X (Maxwell), and the best bf16 matmul
-rates published for A100 and H100; see
+Ti, Titan Xp, TITAN X (Pascal), T4, M40 and GTX TITAN X (Maxwell), the best bf16 matmul
+rates published for A100 and H100, and XLA's matmul table for H100 and B200; see
 benchmarks/data/README.md) and prints, per device and dtype, measured vs predicted for three
 predictions: the pure roofline (``time_s``), the datasheet model used for GPUs before 0.4.0
 (roofline + tile/wave quantization + launch latency, ``predict.datasheet_gemm``) and the GPU GEMM
@@ -15,9 +15,9 @@ median measured / predicted and the worst ratio (either way).
 Leave-one-device-out (unless --no-loo): the constants are refitted without the device's rows
 and the device is predicted with them, so a term that only fits what it was fitted on shows.
 --fit refits on the fitted devices' rows and prints the constants to paste into
-gpu_gemm.FITTED; every fit starts from ``START`` (neutral constants). The Maxwell
-devices (``CHECK_ONLY``: DeepBench's M40 and GTX TITAN X on CUDA 7.5) are never fitted; their
-LOO column is the fitted constants as they are.
+gpu_gemm.FITTED; every fit starts from ``START`` (neutral constants). The Maxwell and
+Blackwell devices (``CHECK_ONLY``: DeepBench's M40 and GTX TITAN X on CUDA 7.5, XLA's B200) are
+never fitted; their LOO column is the fitted constants as they are.
 --layouts prints how far apart DeepBench's timings of one shape under different transposes
 (a_t, b_t) lie, and the best share within 1.25x / 2x any prediction of one time per shape could
 reach (the model, like its users, knows no transposes).
@@ -53,9 +53,10 @@ DATA = Path(__file__).parent / "data"
 FREE = ("tensor_core_fraction", "cuda_core_fraction", "tile_overhead_iterations",
         "min_kernel_s")
 #: devices checked but never fitted (not in the fit, not in leave-one-device-out): Maxwell on
-#: CUDA 7.5 (DeepBench's M40 and GTX TITAN X), an older architecture and cuBLAS; their rows show
-#: how the constants carry to hardware and software they were not fitted on
-CHECK_ONLY = frozenset({"m40-24gb", "gtx-titan-x"})
+#: CUDA 7.5 (DeepBench's M40 and GTX TITAN X), an older architecture and cuBLAS, and Blackwell
+#: (XLA's B200 table), a newer one; their rows show how the constants carry to hardware and
+#: software they were not fitted on
+CHECK_ONLY = frozenset({"m40-24gb", "gtx-titan-x", "b200-sxm-180gb"})
 #: where every fit starts (--fit and each leave-one-device-out fit alike), so that no fit starts
 #: from constants that saw the device it leaves out: fractions 0.8, no tile overhead to speak
 #: of, 10 us (FITTED gives only the stated sm_bytes_per_clock and dram_fraction)
@@ -85,7 +86,7 @@ def timing_rows(path: Path) -> list[Row]:
 
 def load_rows(data: Path = DATA) -> list[Row]:
     """Every measured GEMM of benchmarks/data/: DeepBench's timings, the MAMF maxima, XLA's
-    H100 kernel times."""
+    H100 and B200 kernel times."""
     rows = timing_rows(data / "deepbench_gemm.csv")
     with open(data / "mamf.csv", newline="") as f:
         for r in csv.DictReader(f):

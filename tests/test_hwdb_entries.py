@@ -18,8 +18,9 @@ NAMES = [p.stem for p in FILES]
 
 # Peak bandwidth one device of each memory type can plausibly reach, GB/s (generous bounds:
 # GDDR5 at 512 bit x 8 Gb/s = 512; GDDR6 at 384 bit x 20 Gb/s = 960; HBM2 5 stacks x 410 = 2050; HBM2e 5 x 461 = 2300 (A100
-# 80GB: 2039); HBM3 5-6 stacks x 819 = 4100; HBM3e 6 x 1229 = 7400).
-MAX_GBS = {"GDDR5": 512, "GDDR5X": 560, "GDDR6": 960, "HBM2": 2050, "HBM2e": 2400, "HBM3": 4100, "HBM3e": 7400}
+# 80GB: 2039); HBM3 5-6 stacks x 819 = 4100; HBM3e 8 stacks x 1229 = 9830: B200 has 8 stacks
+# (7.7 TB/s), the H200's 6 gave 7400 before it).
+MAX_GBS = {"GDDR5": 512, "GDDR5X": 560, "GDDR6": 960, "HBM2": 2050, "HBM2e": 2400, "HBM3": 4100, "HBM3e": 9830}
 
 
 @pytest.mark.parametrize("path", FILES, ids=NAMES)
@@ -75,7 +76,7 @@ CAPACITY_GB = {"a10": 24, "a100-pcie-40gb": 40, "a100-pcie-80gb": 80, "a100-sxm4
                "gtx-1080-ti": 11, "h200-sxm-141gb": 141, "l4": 24, "l40s": 48, "p100-pcie-16gb": 16,
                "t4": 16, "titan-xp": 12, "v100-pcie-16gb": 16, "m40-24gb": 24,
                "gtx-titan-x": 12, "titan-x-pascal": 12,
-               "v100-sxm2-16gb": 16, "v100-sxm2-32gb": 32}
+               "v100-sxm2-16gb": 16, "v100-sxm2-32gb": 32, "b200-sxm-180gb": 180}
 
 
 @pytest.mark.parametrize("name", GPU_NAMES)

@@ -79,6 +79,15 @@ PEAKS = [
     ("h200-sxm-141gb", "bf16", 989.5, "H200 datasheet SXM: BFLOAT16 1,979* / 2"),
     ("h200-sxm-141gb", "fp8", 1979.0, "H200 datasheet SXM: FP8 3,958* / 2"),
     ("h200-sxm-141gb", "fp64", 67.0, "H200 datasheet SXM: FP64 Tensor Core 67 TFLOPS"),
+    # B200: NVIDIA Blackwell datasheet, HGX B200 column (Tensor Core figures printed with sparsity
+    # only; dense = 1/2; FP64 dense)
+    ("b200-sxm-180gb", "bf16", 2250.0, "Blackwell datasheet HGX B200: FP16/BF16 Tensor Core 4.5 PF* / 2"),
+    ("b200-sxm-180gb", "fp16", 2250.0, "Blackwell datasheet HGX B200: FP16/BF16 Tensor Core 4.5 PF* / 2"),
+    ("b200-sxm-180gb", "tf32", 1100.0, "Blackwell datasheet HGX B200: TF32 Tensor Core 2.2 PF* / 2"),
+    ("b200-sxm-180gb", "fp8", 4500.0, "Blackwell datasheet HGX B200: FP8/FP6 Tensor Core 9 PF* / 2"),
+    ("b200-sxm-180gb", "int8", 4500.0, "Blackwell datasheet HGX B200: INT8 Tensor Core 9 POPS* / 2"),
+    ("b200-sxm-180gb", "fp32", 75.0, "Blackwell datasheet HGX B200: FP32 75 TFLOPS"),
+    ("b200-sxm-180gb", "fp64", 37.0, "Blackwell datasheet HGX B200: FP64/FP64 Tensor Core 37 TFLOPS"),
     # CPUs: derived peaks, 2 sockets: sockets x cores x clock x FMA units x lanes x 2 (AMX:
     # sockets x cores x clock x ops/cycle/core). Each clock is the entry's cpu.peak_clock figure;
     # its source and tag are in cpu.clocks, the unconfirmed ones in docs/hwdb-unconfirmed.md.
@@ -140,6 +149,7 @@ BANDWIDTHS = [
     ("h100-sxm5-80gb", 3350.0),  # H100 datasheet SXM: 3.35 TB/s
     ("h100-pcie-80gb", 2000.0),  # H100 datasheet PCIe: 2 TB/s
     ("h200-sxm-141gb", 4800.0),  # H200 datasheet: 4.8 TB/s
+    ("b200-sxm-180gb", 7700.0),  # Blackwell datasheet, HGX B200: 7.7 TB/s
     ("p100-pcie-16gb", 732.0),  # P100 PCIe datasheet: 732 GB/s (16 GB)
     ("gtx-1080-ti", 484.0),  # derived: 11 Gbps x 352 bits / 8 (GTX 1080 Ti specifications)
     ("titan-xp", 547.7),  # TITAN Xp product page: 547.7 GB/s
@@ -169,7 +179,7 @@ GPUS = [
     "v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "t4", "a100-sxm4-40gb", "a100-sxm4-80gb",
     "a100-pcie-40gb", "a100-pcie-80gb", "a10", "l4", "l40s", "h100-sxm5-80gb", "h100-pcie-80gb",
     "h200-sxm-141gb", "p100-pcie-16gb", "gtx-1080-ti", "titan-xp", "titan-x-pascal", "m40-24gb",
-    "gtx-titan-x",
+    "gtx-titan-x", "b200-sxm-180gb",
 ]
 CPUS = [
     "xeon-platinum-8180", "xeon-platinum-8280", "xeon-platinum-8380h", "xeon-platinum-8380",

@@ -13,10 +13,10 @@ the kernel time those FLOP/s stand for.
 
 (the file as ``git show COMMIT:xla/service/gpu/model/default_matmul_perf_table.txtpb`` writes
 it; benchmarks/data/xla_matmul.csv was made from openxla/xla commit
-ad6eaee1b2f13931e3ceb26dc50bf3ac6b425496, 2026-07-10, whose sm_90 entries are unchanged at
-dc660322168302831d1cbc4c99683cd79671286e, 2026-08-19). The text format is read with regular
-expressions: the table is flat (``entries { key value { entries { b m n k flops { key value }
-... } } }``).
+ad6eaee1b2f13931e3ceb26dc50bf3ac6b425496, 2026-07-10, whose sm_90 and sm_100_B200 entries are
+unchanged at dc660322168302831d1cbc4c99683cd79671286e, 2026-08-19). The text format is read
+with regular expressions: the table is flat (``entries { key value { entries { b m n k
+flops { key value } ... } } }``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,13 @@ import sys
 #: XLA's device key -> (the hwdb entry, {XLA dtype key: (our dtype, math)}). sm_90 is H100 SXM:
 #: its bf16 4096^3 rate, 783 TFLOP/s, is above H100 PCIe's 756 dense peak. XLA runs an f32 dot
 #: on Hopper's Tensor Cores as TF32 by default (401 TFLOP/s at 4096^3, six times the 67 TFLOP/s
-#: of its CUDA cores), so f32 rows are tf32 math on 4-byte operands.
-DEVICES = {"sm_90": ("h100-sxm5-80gb", {"bf16xbf16->bf16": ("bf16", "bf16-tc"),
-                                        "f32xf32->f32": ("tf32", "tf32-tc")})}
+#: of its CUDA cores), so f32 rows are tf32 math on 4-byte operands. sm_100_B200 is the B200 the
+#: key names (the HGX B200 entry; the table names no other Blackwell part): its f32 dots run as
+#: TF32 too (758 TFLOP/s at 4096^3, ten times the 75 TFLOP/s of its CUDA cores, below the 1,100
+#: dense TF32 peak). The fp8 keys are not copied (no fp8 GEMM in the model's data).
+_BF16_TF32 = {"bf16xbf16->bf16": ("bf16", "bf16-tc"), "f32xf32->f32": ("tf32", "tf32-tc")}
+DEVICES = {"sm_90": ("h100-sxm5-80gb", _BF16_TF32),
+           "sm_100_B200": ("b200-sxm-180gb", _BF16_TF32)}
 HEADER = ("device", "dtype", "math", "b", "m", "n", "k", "time_ms")
 _DEVICE = re.compile(r'^  key: "([^"]+)"', re.M)
 _ENTRY = re.compile(r"entries \{\s*b: (\d+)\s*m: (\d+)\s*n: (\d+)\s*k: (\d+)\s*((?:flops \{[^}]*\}"

@@ -100,7 +100,8 @@ class GpuGemmConstants:
 #: Titan Xp, TITAN X (Pascal), T4; 1120 timings), benchmarks/data/mamf.csv (the best bf16
 #: matmul rates published for A100 SXM, A100 PCIe and H100 SXM) and
 #: benchmarks/data/xla_matmul.csv (XLA's default matmul performance table for H100 SXM: 750
-#: kernel times, bf16 and TF32, batched dots of 256..4096; added in 0.8.0: before it, the
+#: kernel times, bf16 and TF32, batched dots of 256..4096; its B200 rows are checked, never
+#: fitted; the H100 rows were added in 0.8.0: before them, the
 #: constants predicted them out of sample 70% / 100% (bf16) and 49% / 99% (TF32) within 1.25x
 #: / 2x, and refitted with them they moved little: 0.864 -> 0.863, 0.878 -> 0.873, 0.058 ->
 #: 0.067, 8.33 -> 7.23 us). DeepBench times a GEMM as a loop's wall time per call, XLA as the
