@@ -435,35 +435,46 @@ def _owner_of(names: list[str]):
     return owner
 
 
-def _layer_times(report: Report, sp_tp: int,
-                 predicted: bool = False) -> tuple[list[list[float]], float]:
+#: per layer [forward, backward, memory-bound] seconds of one micro-batch, and the optimizer
+#: update's seconds: at the roof (``False``) and at the predicted times (``True``)
+LayerTimes = dict[bool, tuple[list[list[float]], float]]
+
+
+def layer_times(report: Report, sp_tp: int) -> LayerTimes:
     """Per layer: [forward, backward, memory-bound] seconds of one micro-batch; and the
-    optimizer update's time: each GEMM and op at its roof, or at its predicted time when
-    ``predicted``. With sequence parallelism (sp_tp > 1) the norms, dropouts and residual adds
-    of the blocks take 1 / tp of their time."""
+    optimizer update's time; each GEMM and op at its roof (key ``False``) and at its predicted
+    time (key ``True``), in one pass. With sequence parallelism (sp_tp > 1) the norms,
+    dropouts and residual adds of the blocks take 1 / tp of their time. The same for every
+    layout that shares the shard's report and ``sp_tp`` (``evaluate``'s ``cache``)."""
     net = report.network
     owner = _owner_of([layer.name for layer in net.layers])
-    times = [[0.0, 0.0, 0.0] for _ in net.layers]
-    update = 0.0
+    roof = [[0.0, 0.0, 0.0] for _ in net.layers]
+    predicted = [[0.0, 0.0, 0.0] for _ in net.layers]
+    update = [0.0, 0.0]
     blocks = set(blocks_of(net))
     # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
-    items = [(layer, r.gemm.pass_, r.predicted_time_s if predicted else r.time_s, r.bound, "")
+    items = [(layer, r.gemm.pass_, r.time_s, r.predicted_time_s, r.bound, "")
              for layer, r in labelled(report.results, lambda r: r.gemm.layer)]
-    items += [(layer, r.op.pass_, r.predicted_time_s if predicted else r.time_s, r.bound,
-               r.op.kind) for layer, r in labelled(report.ops, lambda r: r.op.layer)]
-    for layer, pass_, time, bound, kind in items:
+    items += [(layer, r.op.pass_, r.time_s, r.predicted_time_s, r.bound, r.op.kind)
+              for layer, r in labelled(report.ops, lambda r: r.op.layer)]
+    for layer, pass_, time, expected, bound, kind in items:
         if pass_ == "update":
-            update += time
+            update[0] += time
+            update[1] += expected
             continue
         index = owner(layer)
         if index is None:
             raise AssertionError(f"no layer owns {layer!r}")  # every item names its layer
         if sp_tp > 1 and index in blocks and kind.removesuffix("-backward") in SP_KINDS:
             time /= sp_tp
-        times[index][0 if pass_ == "forward" else 1] += time
+            expected /= sp_tp
+        column = 0 if pass_ == "forward" else 1
+        roof[index][column] += time
+        predicted[index][column] += expected
         if bound == "memory":
-            times[index][2] += time
-    return times, update
+            roof[index][2] += time
+            predicted[index][2] += expected
+    return {False: (roof, update[0]), True: (predicted, update[1])}
 
 
 def _expert_parameters(layer: Any) -> int:
@@ -501,9 +512,12 @@ class _Context:
 
 
 def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: int,
-             fabric: Fabric, report: Report | None = None) -> LayoutResult:
+             fabric: Fabric, report: Report | None = None,
+             cache: dict[tuple[int, int], LayerTimes] | None = None) -> LayoutResult:
     """``layout`` for a global batch of ``batch`` sequences (module docstring). ``report``: the
-    sharded network analyzed at the micro-batch (``shard_report``), when already made."""
+    sharded network analyzed at the micro-batch (``shard_report``), when already made;
+    ``cache``: its ``layer_times`` by (``id(report)``, sp_tp), kept by a caller that evaluates
+    many layouts over the same reports (``plan``)."""
     check_layout(network, layout)
     per_rank = layout.dp * layout.micro_batch
     if batch % per_rank:
@@ -521,9 +535,15 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                    state_e, sharded.recompute,
                    {padded_vocab(v, layout.tp) // layout.tp for v in _vocabularies(network)})
     stage_indices = split_stages(sharded, layout.pp)
+    sp_tp = layout.tp if ctx.sp else 1
+    if cache is None:
+        both = layer_times(report, sp_tp)
+    else:
+        both = cache.get((id(report), sp_tp)) or cache.setdefault(
+            (id(report), sp_tp), layer_times(report, sp_tp))
 
     def stages_at(predicted: bool) -> tuple[StageCost, ...]:
-        times, update = _layer_times(report, layout.tp if ctx.sp else 1, predicted)
+        times, update = both[predicted]
         return tuple(_stage(ctx, s, [sharded.layers[i] for i in indices],
                             [times[i] for i in indices], update / max(1, sharded.parameters))
                      for s, indices in enumerate(stage_indices))

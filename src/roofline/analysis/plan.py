@@ -29,6 +29,7 @@ from ..model.network import Network
 from .collectives import Fabric
 from .parallel import (
     ZERO_STAGES,
+    LayerTimes,
     Layout,
     LayoutResult,
     check_layout,
@@ -153,6 +154,7 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     network.check()
     _check_choices(network, gpus, tp, pp, zero, ep)
     reports: dict[tuple[int, int, int], Report] = {}
+    times: dict[tuple[int, int], LayerTimes] = {}  # per report and sp_tp (evaluate's cache)
     results: list[LayoutResult] = []
     for layout in _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
                               sequence_parallel):
@@ -162,7 +164,7 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
                 progress(f"plan: analyzing the shard tp={layout.tp} ep={layout.ep} "
                          f"micro-batch={layout.micro_batch}")
             reports[key] = shard_report(network, hardware, layout, quantization)
-        results.append(evaluate(network, hardware, layout, batch, fabric, reports[key]))
+        results.append(evaluate(network, hardware, layout, batch, fabric, reports[key], times))
     if not results:
         raise InputError(network.source, "", f"no layout of the global batch {batch} runs on "
                                              f"{', '.join(map(str, gpus))} GPUs with the "
