@@ -33,6 +33,8 @@ UPWARD_ALLOWED = {
     ("roofline.probe.result", "roofline.output.probe_notes"),  # ProbeResult.to_dict
     ("roofline.analysis.report", "roofline.plot"),            # Report.plot()
     ("roofline.analysis.whatif", "roofline.plot"),            # Comparison.plot(), Sweep.plot()
+    ("roofline.analysis.whatif", "roofline.output.html"),     # Comparison._repr_html_,
+                                                              # Sweep._repr_html_
 }
 
 

@@ -232,3 +232,25 @@ def test_two_jupyter_blocks_on_one_page_work_apart(open_page):
     assert blocks.nth(1).locator(".tip").is_visible()
     assert blocks.nth(0).locator(".tip").is_hidden()
     assert "v100" not in blocks.nth(1).locator(".tip").inner_text()  # its own GEMM's text
+
+
+def test_two_jupyter_compare_blocks_on_one_page_work_apart(open_page):
+    """A Comparison shows in Jupyter as the compare page's block; two on one page keep their
+    own ids, so a click on a point of the second finds the second's row."""
+    first = compare(MLP, ["v100", "a100"])._repr_html_()
+    second = compare(MLP, ["a100", "h100"], batch=8)._repr_html_()
+    blocks_html = f"<!DOCTYPE html><html><body>{first}{second}"
+    opened = open_page(blocks_html + sweep(MLP, "a100", "1..64")._repr_html_() + "</body></html>")
+    assert opened.errors == []
+    assert opened.page.locator(".rl[data-ready]").count() == 3
+    x, y = opened.hover("div.rl >> nth=1 >> svg .pt")
+    # the point on top where the mouse is (a coincident GEMM may be drawn over the first)
+    top = opened.page.evaluate("([x, y]) => document.elementFromPoint(x, y).dataset.r", [x, y])
+    opened.page.mouse.click(x, y)
+    focused = opened.page.evaluate("document.activeElement.id")
+    assert focused == top
+    first_prefix, second_prefix = (
+        opened.page.locator(f"div.rl >> nth={i} >> svg .pt").first.get_attribute(
+            "data-r").split("-")[0] for i in (0, 1))
+    assert first_prefix != second_prefix and focused.startswith(second_prefix + "-")
+    assert opened.page.locator("div.rl >> nth=1").locator(f"#{focused}").count() == 1

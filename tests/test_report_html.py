@@ -243,3 +243,22 @@ def test_the_cli_choices_are_the_renderers():
 
     assert set(FORMATS) == set(REPORT_FORMATS) == set(COMPARE_FORMATS) == set(SWEEP_FORMATS)
     assert "html" in FORMATS
+
+
+def test_jupyter_shows_compare_and_sweep_as_their_pages_blocks():
+    """Comparison and Sweep display in Jupyter as the block of their HTML page: the verdict
+    with its predicted sentence, the devices with their predicted column, the sweep's
+    predicted column and basis line; each compare block's ids its own."""
+    from roofline import compare, sweep
+
+    c = compare(MLP, ["v100", "a100"], batch=64)
+    first, second = c._repr_html_(), c._repr_html_()
+    for piece in ("Predicted (v100-sxm2-16gb fitted, a100-sxm4-80gb fitted)",
+                  "predicted speedup", "<h2>Why</h2>", "<h2>Sources</h2>"):
+        assert piece in first
+    # the bar chart's hatch pattern (rl-hatch) is the same definition in every block
+    ids = {a["id"] for tag, a in parse(first).elements if "id" in a} - {"rl-hatch"}
+    assert ids and not ids & {a["id"] for tag, a in parse(second).elements if "id" in a}
+    assert first.count("<style>") == 1 and first.count("<script>") == 1
+    page = sweep(MLP, "a100-sxm4-80gb", [1, 64])._repr_html_()
+    assert "predicted samples/s" in page and "predicted: fitted" in page

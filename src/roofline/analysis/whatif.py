@@ -238,6 +238,12 @@ class Comparison:
                 "optimizer": first.optimizer, "quantization_in_time": base.quantization,
                 "devices": devices, "gemms": gemms}
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the compare page's block (verdict, devices, why, rooflines, GEMMs)."""
+        from ..output.html import comparison_fragment
+
+        return comparison_fragment(self)
+
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
         from ..plot import plot_comparison
 
@@ -484,6 +490,12 @@ class Sweep:
                 "transitions_by_seq": None if by_seq is None else [
                     {"seq": seq, "transitions": t, "max_batch": self.max_batch_by_seq()[seq]}
                     for seq, t in by_seq.items()]}
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the sweep page's block (charts, steps, transitions)."""
+        from ..output.html import sweep_fragment
+
+        return sweep_fragment(self)
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
         from ..plot import plot_batch_sweep

@@ -1,11 +1,12 @@
 """The HTML report: one self-contained page per analysis (``page``: analyze and the probe;
 ``whatif``: compare and sweep), its inline SVG charts (``svg``), and a hand-written stylesheet
-and script shipped beside them (``page.css``, ``page.js``). Jupyter shows the same analyze
-block (``report_fragment``)."""
+and script shipped beside them (``page.css``, ``page.js``). Jupyter shows the same blocks
+(``report_fragment``, ``comparison_fragment``, ``sweep_fragment``)."""
 
 from __future__ import annotations
 
 from .page import probe_page, report_fragment, report_page
-from .whatif import comparison_page, sweep_page
+from .whatif import comparison_fragment, comparison_page, sweep_fragment, sweep_page
 
-__all__ = ["comparison_page", "probe_page", "report_fragment", "report_page", "sweep_page"]
+__all__ = ["comparison_fragment", "comparison_page", "probe_page", "report_fragment",
+           "report_page", "sweep_fragment", "sweep_page"]

@@ -4,6 +4,7 @@ marked (sweep). Sentences are ``output.whatif``'s."""
 
 from __future__ import annotations
 
+import secrets
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from .page import (
     document,
     facts,
     figures,
+    fragment,
     gemm_tip,
     hardware_sources,
     provenance,
@@ -93,13 +95,13 @@ def _why(c: Comparison) -> str:
     return "".join(out)
 
 
-def _compare_charts(c: Comparison) -> str:
+def _compare_charts(c: Comparison, prefix: str) -> str:
     """One roofline per device on shared axes, the GEMMs (first copies) as points; a click
     finds the GEMM's row in the table below."""
     per_device = []
     for r in c.reports:
         per_device.append([svg.Point(x.gemm.intensity, x.attainable_flops_per_s / 1e12, x.bound,
-                                     False, f"c-{x.gemm.name}",
+                                     False, f"{prefix}-{x.gemm.name}",
                                      f"{r.hardware.name}: " + gemm_tip(x))
                            for x in r.results if not x.gemm.copy])
     roofs = [(r.peak_flops_per_s / 1e12, r.bandwidth_bytes_per_s / 1e9) for r in c.reports]
@@ -113,7 +115,7 @@ def _compare_charts(c: Comparison) -> str:
     return f'<div class="charts">{"".join(charts)}</div>'
 
 
-def _gemm_table(c: Comparison) -> str:
+def _gemm_table(c: Comparison, prefix: str) -> str:
     header: list[tuple[str, bool]] = [("GEMM", True), ("layer", True), ("M", False),
                                       ("N", False), ("K", False)]
     for r in c.reports:
@@ -134,14 +136,14 @@ def _gemm_table(c: Comparison) -> str:
             if r is not c.baseline:
                 speedup = result.time_s / other.time_s
                 cells.append(Cell(f"{speedup:.2f}x", speedup))
-        rows.append((f' id="c-{escape(g.name)}" tabindex="0" class="{result.bound[0]}"',
+        rows.append((f' id="{prefix}-{escape(g.name)}" tabindex="0" class="{result.bound[0]}"',
                      cells))
     return table(header, rows, caption="per device: \u25cf memory-bound, \u25a0 compute-bound "
                                        "(on that device); the row's shading is the baseline's")
 
 
-def comparison_page(c: Comparison, command: str | None = None) -> str:
-    """compare ``--format html``."""
+def _comparison_body(c: Comparison, prefix: str) -> tuple[str, str]:
+    """The page's title and its content (ids start with ``prefix``)."""
     names = " vs ".join(r.hardware.name for r in c.reports)
     title = f"{c.baseline.network.name}: {names}"
     fastest = c.fastest
@@ -152,12 +154,23 @@ def comparison_page(c: Comparison, command: str | None = None) -> str:
                        ("speedup over the baseline", f"{c.speedup(fastest):.2f}x")])
             + f"<h2>Devices</h2>{_device_table(c)}{_bars(c)}"
             + f"<h2>Why</h2>{_why(c)}"
-            + f"<h2>Roofline per device</h2>{_compare_charts(c)}"
-            + f"<h2>GEMMs</h2>{_gemm_table(c)}"
+            + f"<h2>Roofline per device</h2>{_compare_charts(c, prefix)}"
+            + f"<h2>GEMMs</h2>{_gemm_table(c, prefix)}"
             + "<h2>Sources</h2>" + "".join(f"<h3>{escape(r.hardware.name)}</h3>"
-                                           f"{hardware_sources(r.hardware)}" for r in c.reports)
-            + provenance(command))
-    return document(title, block(body))
+                                           f"{hardware_sources(r.hardware)}" for r in c.reports))
+    return title, body
+
+
+def comparison_page(c: Comparison, command: str | None = None) -> str:
+    """compare ``--format html``."""
+    title, body = _comparison_body(c, "c")
+    return document(title, block(body + provenance(command)))
+
+
+def comparison_fragment(c: Comparison) -> str:
+    """The same block for Jupyter (``Comparison._repr_html_``): its own stylesheet and script,
+    ids unique in the notebook."""
+    return fragment(_comparison_body(c, "c" + secrets.token_hex(4))[1])
 
 
 # --------------------------------------------------------------------------------------- sweep
@@ -244,8 +257,8 @@ def _transitions_html(s: Sweep) -> str:
     return out + (f"<ul>{items}</ul>" if items else "")
 
 
-def sweep_page(s: Sweep, command: str | None = None) -> str:
-    """sweep ``--format html``."""
+def _sweep_body(s: Sweep) -> tuple[str, str]:
+    """The page's title and its content."""
     first = s.reports[0]
     what = "batch x seq grid" if s.grid else f"{s.axis} sweep"
     title = f"{first.network.name} on {s.hardware.name}: {what}"
@@ -259,9 +272,20 @@ def sweep_page(s: Sweep, command: str | None = None) -> str:
     if first.quantization:
         pairs.append(("quantization", quantization_line(detail=False)))
     notes = "".join(f"<p>{escape(line)}</p>" for line in sweep_header(s)
-                    if line.startswith(("memory:", "note:")))
+                    if line.startswith(("memory:", "note:", "predicted:")))
     body = (f"<h1>{escape(title)}</h1>{facts(pairs)}{notes}<h2>Throughput and bound</h2>"
             f"{_sweep_charts(s)}<h2>Steps</h2>{_sweep_table(s)}"
             f"<h2>Compute-bound from</h2>{_transitions_html(s)}"
-            f"<h2>Sources</h2>{hardware_sources(s.hardware)}{provenance(command)}")
-    return document(title, block(body))
+            f"<h2>Sources</h2>{hardware_sources(s.hardware)}")
+    return title, body
+
+
+def sweep_page(s: Sweep, command: str | None = None) -> str:
+    """sweep ``--format html``."""
+    title, body = _sweep_body(s)
+    return document(title, block(body + provenance(command)))
+
+
+def sweep_fragment(s: Sweep) -> str:
+    """The same block for Jupyter (``Sweep._repr_html_``)."""
+    return fragment(_sweep_body(s)[1])
