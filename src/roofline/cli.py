@@ -468,7 +468,9 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
             quantization: bool, **overrides) -> None:
     """Per-GEMM and whole-step time of MODEL on each device, the speedup over the first, and
     why: a GEMM memory-bound on both gains the bandwidth ratio, one compute-bound on both the
-    peak ratio, one that changes side says so. Ends in one plain sentence.
+    peak ratio, one that changes side says so. Ends in one plain sentence, then the same at
+    each device's predicted step time (GEMMs and ops; a datasheet CPU entry has no prediction
+    beyond its roofline and is left out of that ranking).
 
     A device without the model's dtype runs the nearest one it has (same element size and
     kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.
@@ -503,7 +505,8 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt: str,
           plot: Path | None, quantization: bool, **overrides) -> None:
-    """Step time, samples/s, memory and which GEMMs are memory-bound for MODEL at each batch
+    """Step time and samples/s (roofline and predicted), memory and which GEMMs are
+    memory-bound for MODEL at each batch
     (--batch), each sequence length (--seq) or each pair of both; the batch at which each GEMM
     turns compute-bound (closed form; null/never if no batch does) and, for a model with a
     sequence, the sequence length at which it does. Steps that do not fit in the device's
@@ -573,10 +576,12 @@ def plan(model: Path, hardware: str, gpus: str, tp: str | None, pp: str | None,
          gemms: bool, plot: Path | None, quantization: bool, **overrides) -> None:
     """The best way to split MODEL's training step over N GPUs: every tensor-, pipeline-,
     data- (ZeRO 0-3) and expert-parallel layout that fits in each GPU's memory, ranked by
-    step time, and the Pareto front of step time against GPU count.
+    predicted step time (the roofline's beside it), and the Pareto front of predicted step time
+    against GPU count.
 
     --batch is the global batch (sequences per optimizer step); each layout runs it as dp x
-    micro-batches of --micro-batch. Per GPU: the tensor-parallel shard's GEMMs on the roofline,
+    micro-batches of --micro-batch. Per GPU: the tensor-parallel shard's GEMMs and ops at their
+    roof and at their predicted times,
     communication by ring (hierarchical across nodes) on the links given, the 1F1B bubble,
     memory with ZeRO. The optimizer defaults to adam (mixed precision, 16 B per parameter).
     """
