@@ -1,6 +1,6 @@
 """Do whole PyTorch steps take the time roofline predicts? Run on demand (not a test):
 
-    .venv/bin/python benchmarks/bench_torch_steps.py [--threads 2] [--repeats 5]
+    .venv/bin/python benchmarks/bench_torch_steps.py [--threads 2] [--repeats 5] [--rounds 4]
         [--hw NAME | --probe] [--steps mlp-train,gpt2-forward,...] [--roof-ops] [--markdown]
 
 Needs torch (``pip install -e ".[torch]"``). Each step is a real fp32 PyTorch step on this CPU
@@ -30,8 +30,12 @@ why); ``--probe`` always probes. The probe runs at ``--threads`` (set before it)
 calibration describes the threads the steps run with; a saved entry calibrated at another
 thread count is used, and the header says so.
 
-Timing: ``--warmups`` untimed steps (default 2), then at least ``--repeats`` timed steps (default
-5), more for a short step (until about 3 s of timed steps, at most 50); best, median and spread
+Timing: every step is built, predicted and run ``--warmups`` untimed times (default 2); then its
+timed steps, at least ``--repeats`` (default 5), more for a short step (until about 3 s of timed
+steps, at most 50), run in ``--rounds`` round-robin rounds over all the steps (default 4), spread
+over about ``--span`` seconds (default 40), as the probe times its calibration: on a host that
+slows for stretches of seconds to tens of seconds, a slow stretch costs one round of every step
+rather than every sample of one. Best (the fastest sample of all rounds), median and spread
 (MAD / median, roofline.kernels.timing). Then one more step under ``torch.profiler``: the
 self CPU time of every aten op, grouped into GEMM-class ops (``GEMM_OPS``: mm, addmm, bmm,
 the convolutions forward and backward, ...) and the rest, held against the prediction's GEMMs
@@ -70,6 +74,8 @@ GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "addmv", "mv", 
 TARGET = 1.15  # issue 20: each whole step within 1.15x
 MIN_TIMED_S = 3.0  # a short step repeats until about this much timed time
 MAX_REPEATS = 50
+ROUNDS = 4  # round-robin rounds over every step (run_cases)
+SPAN_S = 40.0  # the rounds spread over about this many seconds, as the probe's calibration
 #: The prediction's op kinds that are not aten names, as the aten op that runs them here:
 #: torch.optim.SGD (no momentum) updates each parameter with one add_.
 KIND_AS_ATEN = {"sgd-update": "add_"}
@@ -277,11 +283,23 @@ def predict(module: Any, inputs: tuple[Any, ...], case: Case, hw: Any) -> Any:
                    attention=case.attention, name=case.name, hw=hw)
 
 
-def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: bool = True,
-             min_timed_s: float = MIN_TIMED_S, say: Callable[[str], None] = print) -> Row:
-    """Build ``case``, predict it on ``hw``, time it (``warmups``, then at least ``repeats``
-    steps, more until ``min_timed_s`` of timed steps, at most MAX_REPEATS) and profile one
-    more step."""
+@dataclass
+class Prepared:
+    """A step built, predicted and warmed up, ready to time."""
+
+    case: Case
+    step: Callable[[], None]
+    totals: dict[str, Any]
+    by_op: dict[str, float]
+    by_class: dict[str, float]
+    count: int  # timed steps in all: at least ``repeats``, about ``min_timed_s`` of them
+
+
+def prepare(case: Case, hw: Any, repeats: int = 5, warmups: int = 2,
+            min_timed_s: float = MIN_TIMED_S, say: Callable[[str], None] = print) -> Prepared:
+    """Build ``case``, predict it on ``hw``, run ``warmups`` untimed steps and choose how many
+    to time (at least ``repeats``, more until ``min_timed_s`` of timed steps, at most
+    MAX_REPEATS)."""
     import torch
 
     torch.manual_seed(0)
@@ -289,7 +307,6 @@ def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: b
     report = predict(module, inputs, case, hw)
     from roofline.analysis.cpu_ops import class_of
 
-    totals = report.totals
     by_op: dict[str, float] = {}
     by_class: dict[str, float] = {}
     for r in report.ops:
@@ -306,17 +323,70 @@ def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: b
         step()
         warm.append(time.perf_counter() - t0)
     count = min(max(repeats, round(min_timed_s / warm[-1])), MAX_REPEATS)
-    load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     say(f"  {case.name}: warm-up {', '.join(f'{w:.3f}' for w in warm)} s; timing {count} "
-        f"steps{load}")
+        f"steps")
+    return Prepared(case, step, dict(report.totals), by_op, by_class, count)
+
+
+def time_steps(step: Callable[[], None], count: int) -> list[float]:
+    """``count`` timed steps, one sample each."""
     samples = []
     for _ in range(count):
         t0 = time.perf_counter()
         step()
         samples.append(time.perf_counter() - t0)
-    return Row(case, tuple(samples), totals["predicted_time_s"], totals["predicted_gemm_time_s"],
-               totals["predicted_op_time_s"], by_op, totals["flops"],
-               profile_step(step) if profile else None, by_class)
+    return samples
+
+
+def finish(p: Prepared, samples: list[float], profile: bool = True) -> Row:
+    """The measured row of a prepared step: its samples, its prediction, a profiled step."""
+    t = p.totals
+    return Row(p.case, tuple(samples), t["predicted_time_s"], t["predicted_gemm_time_s"],
+               t["predicted_op_time_s"], p.by_op, t["flops"],
+               profile_step(p.step) if profile else None, p.by_class)
+
+
+def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: bool = True,
+             min_timed_s: float = MIN_TIMED_S, say: Callable[[str], None] = print) -> Row:
+    """One step alone: ``prepare``, its timed steps back to back, one profiled step."""
+    p = prepare(case, hw, repeats, warmups, min_timed_s, say)
+    return finish(p, time_steps(p.step, p.count), profile)
+
+
+def run_cases(cases_: Sequence[Case], hw: Any, repeats: int = 5, warmups: int = 2,
+              profile: bool = True, rounds: int = ROUNDS, span_s: float = SPAN_S,
+              min_timed_s: float = MIN_TIMED_S, sleep: Callable[[float], None] = time.sleep,
+              say: Callable[[str], None] = print) -> list[Row]:
+    """Every step, timed in ``rounds`` round-robin rounds spread over about ``span_s`` seconds
+    (each round times each step ceil(count / rounds) times; a pause between rounds makes up
+    the span), as the probe times its calibration: a slow stretch of the host then costs one
+    round of every step, not every sample of one, and each step's best is its fastest sample
+    of all rounds. Then one profiled step each."""
+    prepared = [prepare(c, hw, repeats, warmups, min_timed_s, say) for c in cases_]
+    samples = round_robin([(p.step, p.count) for p in prepared], rounds, span_s, sleep, say)
+    return [finish(p, got, profile) for p, got in zip(prepared, samples)]
+
+
+def round_robin(steps: Sequence[tuple[Callable[[], None], int]], rounds: int, span_s: float,
+                sleep: Callable[[float], None] = time.sleep,
+                say: Callable[[str], None] = print) -> list[list[float]]:
+    """Each (step, count) timed ceil(count / rounds) times in each of ``rounds`` rounds, every
+    step once per round in order; between rounds a pause, so that the rounds end about
+    ``span_s`` seconds after the first began (none when they take longer). The samples per
+    step, in the order taken."""
+    samples: list[list[float]] = [[] for _ in steps]
+    rounds = max(1, rounds)
+    start = time.perf_counter()
+    for index in range(rounds):
+        for (step, count), got in zip(steps, samples):
+            got += time_steps(step, -(-count // rounds))
+        load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+        say(f"  round {index + 1} of {rounds} at {time.perf_counter() - start:.0f} s{load}")
+        if index < rounds - 1:
+            left = span_s - (time.perf_counter() - start)
+            if left > 0:
+                sleep(left / (rounds - 1 - index))
+    return samples
 
 
 def local_entry(name: str | None, probe: bool, say: Callable[[str], None]) -> Any:
@@ -478,6 +548,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (2)")
     parser.add_argument("--repeats", type=int, default=5, help="timed steps, at least (5)")
     parser.add_argument("--warmups", type=int, default=2, help="untimed steps first (2)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help=f"round-robin rounds over every step ({ROUNDS})")
+    parser.add_argument("--span", type=float, default=SPAN_S,
+                        help=f"seconds the rounds spread over, at least ({SPAN_S:g})")
     parser.add_argument("--hw", help="hardware entry calibrated through torch to predict "
                                      "with (default: the saved 'local' entry when it is, else "
                                      "a quick probe through torch)")
@@ -501,9 +575,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = cases()
     names = args.steps.split(",") if args.steps else list(known)
     unknown = [n for n in names if n not in known]
-    if unknown or args.repeats < 1 or args.threads < 1 or args.warmups < 0:
+    if (unknown or args.repeats < 1 or args.threads < 1 or args.warmups < 0
+            or args.rounds < 1 or args.span < 0):
         what = (f"unknown step {', '.join(unknown)} (choose from {', '.join(known)})"
-                if unknown else "--repeats and --threads must be >= 1, --warmups >= 0")
+                if unknown else "--repeats, --threads and --rounds must be >= 1, --warmups "
+                                "and --span >= 0")
         print(f"Error: {what}", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)  # before a probe: it calibrates at these threads
@@ -514,8 +590,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.roof_ops:
         hw = without_op_costs(hw)
-    rows = [run_case(known[n], hw, args.repeats, args.warmups, not args.no_profile, say=say)
-            for n in names]
+    rows = run_cases([known[n] for n in names], hw, args.repeats, args.warmups,
+                     not args.no_profile, args.rounds, args.span, say=say)
     print(machine(hw, args.threads))
     print(render(rows, args.markdown))
     return 0

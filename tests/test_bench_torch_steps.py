@@ -148,3 +148,38 @@ def test_an_eval_batch_norm_is_classed_as_the_capture_names_it():
                     {"streaming": 0.002})
     assert row.by_class() == [("streaming", 0.004, 0.002)]
     assert row.misses() == [("aten::native_batch_norm", 0.004, 0.002, 0)]
+
+
+def test_round_robin_times_every_step_once_per_round_and_spreads_the_rounds():
+    """Two steps of 5 and 2 timed samples over 3 rounds: ceil(5/3) = 2 and ceil(2/3) = 1 per
+    round, in the order a, a, b each round (6 and 3 samples); steps that take no time leave
+    the whole 30 s span to the two pauses: 30 / 2 = 15 s, then the 15 s left / 1."""
+    calls: list[str] = []
+    pauses: list[float] = []
+
+    def step(name: str):
+        return lambda: calls.append(name)
+
+    samples = bench.round_robin([(step("a"), 5), (step("b"), 2)], rounds=3, span_s=30.0,
+                                sleep=pauses.append, say=lambda m: None)
+    assert calls == ["a", "a", "b"] * 3
+    assert [len(s) for s in samples] == [6, 3]
+    assert len(pauses) == 2
+    assert pauses[0] == pytest.approx(15.0, abs=0.1)
+    assert pauses[1] == pytest.approx(30.0, abs=0.1)
+    assert bench.round_robin([(step("c"), 1)], rounds=1, span_s=30.0, sleep=pauses.append,
+                             say=lambda m: None) == [[pytest.approx(0.0, abs=0.1)]]
+    assert len(pauses) == 2  # one round: no pause
+
+
+@pytest.mark.slow
+@needs_torch
+def test_run_cases_times_two_tiny_steps_in_rounds():
+    cases = [bench.Case("mlp", _tiny_mlp, lambda: (torch.randn(4, 16),), "train", "sgd", "4"),
+             bench.Case("cnn", _tiny_cnn, lambda: (torch.randn(2, 3, 8, 8),), "inference",
+                        "none", "2")]
+    rows = bench.run_cases(cases, "epyc-7763", repeats=3, warmups=0, profile=False, rounds=2,
+                           span_s=0.0, min_timed_s=0, say=lambda m: None)
+    assert [r.case.name for r in rows] == ["mlp", "cnn"]
+    assert [len(r.samples) for r in rows] == [4, 4]  # ceil(3 / 2) = 2 a round, 2 rounds
+    assert all(r.best_s > 0 and r.profile is None for r in rows)
