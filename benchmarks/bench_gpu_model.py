@@ -359,6 +359,55 @@ def main() -> None:
           "roof = pure roofline, old = datasheet model (before 0.4.0), new = GPU GEMM model "
           "(fitted constants), LOO = new refitted without that device")
     print("\n".join(table(rows, predictor, loo, args.markdown)))
+    print()
+    print("the distribution of measured / predicted (new, the fitted constants; LOO for the "
+          "fitted devices when computed): percentiles")
+    print("\n".join(distribution(rows, predictor, loo, args.markdown)))
+
+
+QUANTILES = (5, 25, 50, 75, 95)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile of ``values``, linear between closest ranks (numpy's default
+    method): rank (n - 1) q / 100."""
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def distribution(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants] | None,
+                 markdown: bool) -> list[str]:
+    """Per device and dtype (and over the fitted devices): the ``QUANTILES`` of measured /
+    predicted, the fitted constants' (and, with ``loo``, left out's)."""
+    header = ["device", "dtype", "n", *(f"p{q}" for q in QUANTILES)]
+    if loo is not None:
+        header += [f"LOO p{q}" for q in QUANTILES]
+    body = []
+    pooled: dict[str, list[float]] = {"new": [], "loo": []}
+    for (device, dtype), rs in groups(rows).items():
+        new = [r.time_s / predictor.new(r) for r in rs]
+        line = [device, dtype, str(len(rs)), *(f"{percentile(new, q):.2f}" for q in QUANTILES)]
+        if loo is not None:
+            left = [r.time_s / predictor.new(r, loo[device]) for r in rs]
+            line += [f"{percentile(left, q):.2f}" for q in QUANTILES]
+            if device not in CHECK_ONLY:
+                pooled["loo"] += left
+        if device not in CHECK_ONLY:
+            pooled["new"] += new
+        body.append(line)
+    total = ["fitted devices", "", str(len(pooled["new"])),
+             *(f"{percentile(pooled['new'], q):.2f}" for q in QUANTILES)]
+    if loo is not None:
+        total += [f"{percentile(pooled['loo'], q):.2f}" for q in QUANTILES]
+    body.append(total)
+    if markdown:
+        return ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|",
+                *("| " + " | ".join(line) + " |" for line in body)]
+    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
+    return ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in [header] + body]
 
 
 if __name__ == "__main__":

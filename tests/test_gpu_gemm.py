@@ -239,3 +239,13 @@ def test_held_out_scoring_counts_shares_against_the_targets(tmp_path):
     out = held_out(path, predictor)
     assert out[1].split() == ["t4", "fp32", "5", "60%", "80%", "1.20", "3.0x", "missed"]
     assert TARGETS == {"within_1.25": 0.80, "within_2": 0.98}
+
+
+def test_percentiles_of_the_distribution_table_by_hand():
+    # numpy's default (linear between closest ranks): rank (n - 1) q / 100
+    from bench_gpu_model import percentile
+
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 25) == pytest.approx(2.0)  # rank 1
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == pytest.approx(2.5)  # rank 1.5
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)  # rank 3.8
+    assert percentile([7.0], 5) == 7.0
