@@ -249,3 +249,4 @@ def test_percentiles_of_the_distribution_table_by_hand():
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == pytest.approx(2.5)  # rank 1.5
     assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)  # rank 3.8
     assert percentile([7.0], 5) == 7.0
+

@@ -380,3 +380,24 @@ def test_plan_bad_input_is_one_line(runner, args, message):
     assert "Error:" in result.output
     if message:
         assert message in result.output
+
+
+def test_xla_collective_rows_are_their_throughputs_as_times():
+    """benchmarks/data/xla_collectives.csv: sm_90's all-reduce of 536870912 f32 (2 GiB) over
+    one group of 8 reads 229968237690 B/s in XLA's table, so 2147483648 B / 2.29968e11 B/s =
+    9338.18 us; its bus bandwidth, 2 x 7/8 of the buffer over that time, 402.4 GB/s. A
+    reduce-scatter's buffer is its output's times p: 4 x 2 x 2^25 f32 over p = 2 is 2^28 B."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    from bench_collectives import bus_gbs, load_rows, predicted_s
+
+    rows = load_rows()
+    assert len(rows) == 4 * 3 * 22
+    (big,) = [r for r in rows if (r.collective, r.p, r.nbytes) == ("all-reduce", 8, 2**31)]
+    assert big.time_s == pytest.approx(2**31 / 229968237690, rel=1e-5)
+    assert bus_gbs(big) == pytest.approx(2 * 7 / 8 * 2**31 / (2**31 / 229968237690) / 1e9,
+                                         rel=1e-5)
+    # the ring on NVSwitch H100: 2 x 7/8 x 2^31 B / 450 GB/s + 14 steps x 3.4 us
+    assert predicted_s(big) == pytest.approx(1.75 * 2**31 / 450e9 + 14 * 3.4e-6)
+    assert {r.groups * r.p for r in rows} == {8}

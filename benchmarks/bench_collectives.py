@@ -1,0 +1,105 @@
+"""How well do roofline's collective times hold on real GPUs? Run on demand (not a test):
+
+    .venv/bin/python benchmarks/bench_collectives.py [--markdown]
+
+Reads benchmarks/data/xla_collectives.csv (XLA's default collective performance table for an
+8-GPU H100 board: all-reduce, all-gather, reduce-scatter and all-to-all of f32 buffers from
+1 KiB to 2 GiB over groups of 2, 4 and 8 GPUs, the groups of a size running side by side; see
+benchmarks/data/README.md) and holds each measured time against ``analysis.collectives``'s ring
+time on the row's link (links.yaml: ``nvswitch-h100``, 450 GB/s per direction per GPU, NCCL's
+3.4 us a step). Per collective and group size: the share within 1.25x and 2x (either way),
+measured / predicted by buffer size (up to 1 MiB, 1-64 MiB, 256 MiB and more, medians) and the
+bus bandwidth the largest buffers reached (NCCL's convention: all-reduce 2 (p - 1) / p of the
+buffer over the time, the others (p - 1) / p). Nothing here is fitted: it checks the stated
+model (the link's datasheet rate, NCCL's latency) against public measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from roofline.analysis.collectives import ring_time_s
+from roofline.hardware.links import links
+
+DATA = Path(__file__).parent / "data" / "xla_collectives.csv"
+SMALL, LARGE = 2**20, 256 * 2**20  # up to 1 MiB; 256 MiB and more
+
+
+@dataclass(frozen=True)
+class Row:
+    link: str
+    collective: str
+    p: int
+    groups: int
+    nbytes: int
+    time_s: float
+
+
+def load_rows(path: Path = DATA) -> list[Row]:
+    with open(path, newline="") as f:
+        return [Row(r["link"], r["collective"], int(r["group_size"]), int(r["groups"]),
+                    int(r["bytes"]), float(r["time_us"]) * 1e-6) for r in csv.DictReader(f)]
+
+
+def predicted_s(row: Row) -> float:
+    """The ring time ``analysis.collectives`` gives for the row's collective on its link."""
+    link = links()[row.link]
+    return ring_time_s(row.collective, row.nbytes, row.p, link.bandwidth_gbs, link.latency_us)
+
+
+def bus_gbs(row: Row) -> float:
+    """NCCL's bus bandwidth of a measured row: the bytes each GPU moves over the time."""
+    steps = 2 * (row.p - 1) if row.collective == "all-reduce" else row.p - 1
+    return steps / row.p * row.nbytes / row.time_s / 1e9
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
+def table(rows: list[Row], markdown: bool = False) -> list[str]:
+    header = ["collective", "GPUs", "groups", "n", "within 1.25x / 2x", "<= 1 MiB",
+              "1-64 MiB", ">= 256 MiB", "bus GB/s, largest"]
+    body = []
+    keys = sorted({(r.collective, r.p, r.groups) for r in rows})
+    for collective, p, groups in keys:
+        rs = [r for r in rows if (r.collective, r.p, r.groups) == (collective, p, groups)]
+        ratio = {r: r.time_s / predicted_s(r) for r in rs}
+        both = [max(x, 1 / x) for x in ratio.values()]
+        largest = max(rs, key=lambda r: r.nbytes)
+        body.append([collective, str(p), str(groups), str(len(rs)),
+                     f"{sum(b <= 1.25 for b in both) / len(both):.0%} / "
+                     f"{sum(b <= 2 for b in both) / len(both):.0%}",
+                     _median([x for r, x in ratio.items() if r.nbytes <= SMALL]),
+                     _median([x for r, x in ratio.items() if SMALL < r.nbytes < 64 * 2**20]),
+                     _median([x for r, x in ratio.items() if r.nbytes >= LARGE]),
+                     f"{bus_gbs(largest):.0f}"])
+    every = [r.time_s / predicted_s(r) for r in rows]
+    both = [max(x, 1 / x) for x in every]
+    body.append(["all", "", "", str(len(rows)),
+                 f"{sum(b <= 1.25 for b in both) / len(both):.0%} / "
+                 f"{sum(b <= 2 for b in both) / len(both):.0%}", "", "", "", ""])
+    if markdown:
+        return ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|",
+                *("| " + " | ".join(line) + " |" for line in body)]
+    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
+    return ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in [header] + body]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    rows = load_rows()
+    link = links()[rows[0].link]
+    print(f"measured / predicted (ring on {link.name}: {link.bandwidth_gbs:g} GB/s per "
+          f"direction, {link.latency_us:g} us a step), medians by buffer size")
+    print("\n".join(table(rows, args.markdown)))
+
+
+if __name__ == "__main__":
+    main()
