@@ -22,9 +22,10 @@ a reduce-scatter's buffer is its output's elements times p.
 
 from __future__ import annotations
 
-import csv
 import re
 import sys
+
+from xla_tables import device_sections, write_rows
 
 #: XLA's device key -> (the hwdb entry, the links.yaml link its group runs on): sm_90's groups
 #: span 8 devices, one HGX H100 board (8 SXM GPUs on NVSwitch)
@@ -32,7 +33,6 @@ DEVICES = {"sm_90": ("h100-sxm5-80gb", "nvswitch-h100")}
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 ELEMENT_BYTES = {"F32": 4, "BF16": 2, "F16": 2}
 HEADER = ("device", "link", "collective", "dtype", "group_size", "groups", "bytes", "time_us")
-_DEVICE = re.compile(r'^  key: "([^"]+)"', re.M)
 _ENTRY_START = "\n    entries {\n"  # one measured instruction of a device's list
 _OPCODE = re.compile(r'opcode: "([^"]+)"')
 _SHAPE = re.compile(r"shape \{\s*element_type: (\w+)\s*((?:dimensions: \d+\s*)+)")
@@ -62,13 +62,10 @@ def entry_row(device: str, link: str, text: str) -> tuple | None:
 def rows(text: str) -> list[tuple]:
     """(device, link, collective, dtype, p, G, buffer bytes, time_us) of every entry of
     ``DEVICES`` whose collective is one of ``KINDS``, entry by entry."""
-    starts = [(m.start(), m.group(1)) for m in _DEVICE.finditer(text)] + [(len(text), "")]
     out = []
-    for (start, key), (end, _) in zip(starts, starts[1:]):
-        if key not in DEVICES:
-            continue
+    for key, section in device_sections(text, DEVICES):
         device, link = DEVICES[key]
-        for entry in text[start:end].split(_ENTRY_START)[1:]:
+        for entry in section.split(_ENTRY_START)[1:]:
             row = entry_row(device, link, entry)
             if row is not None:
                 out.append(row)
@@ -76,13 +73,7 @@ def rows(text: str) -> list[tuple]:
 
 
 def main(path: str) -> None:
-    with open(path, encoding="utf-8") as f:
-        found = rows(f.read())
-    if not found:
-        raise SystemExit(f"{path}: no entry of {', '.join(DEVICES)}")
-    out = csv.writer(sys.stdout, lineterminator="\n")
-    out.writerow(HEADER)
-    out.writerows(sorted(found, key=lambda r: (r[0], r[2], r[4], r[6])))
+    write_rows(path, rows, DEVICES, HEADER, lambda r: (r[0], r[2], r[4], r[6]))
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ flops { key value } ... } } }``).
 
 from __future__ import annotations
 
-import csv
 import re
 import sys
+
+from xla_tables import device_sections, write_rows
 
 #: XLA's device key -> (the hwdb entry, {XLA dtype key: (our dtype, math)}). sm_90 is H100 SXM:
 #: its bf16 4096^3 rate, 783 TFLOP/s, is above H100 PCIe's 756 dense peak. XLA runs an f32 dot
@@ -36,7 +37,6 @@ _BF16_TF32 = {"bf16xbf16->bf16": ("bf16", "bf16-tc"), "f32xf32->f32": ("tf32", "
 DEVICES = {"sm_90": ("h100-sxm5-80gb", _BF16_TF32),
            "sm_100_B200": ("b200-sxm-180gb", _BF16_TF32)}
 HEADER = ("device", "dtype", "math", "b", "m", "n", "k", "time_ms")
-_DEVICE = re.compile(r'^  key: "([^"]+)"', re.M)
 _ENTRY = re.compile(r"entries \{\s*b: (\d+)\s*m: (\d+)\s*n: (\d+)\s*k: (\d+)\s*((?:flops \{[^}]*\}"
                     r"\s*)+)\}")
 _FLOPS = re.compile(r'flops \{ key: "([^"]+)" value: (\d+) \}')
@@ -44,13 +44,10 @@ _FLOPS = re.compile(r'flops \{ key: "([^"]+)" value: (\d+) \}')
 
 def rows(text: str) -> list[tuple]:
     """(device, dtype, math, b, m, n, k, time_ms) of every entry of ``DEVICES``."""
-    starts = [(m.start(), m.group(1)) for m in _DEVICE.finditer(text)] + [(len(text), "")]
     out = []
-    for (start, key), (end, _) in zip(starts, starts[1:]):
-        if key not in DEVICES:
-            continue
+    for key, section in device_sections(text, DEVICES):
         device, dtypes = DEVICES[key]
-        for entry in _ENTRY.finditer(text, start, end):
+        for entry in _ENTRY.finditer(section):
             b, m, n, k = (int(x) for x in entry.group(1, 2, 3, 4))
             for dtype_key, value in _FLOPS.findall(entry.group(5)):
                 if dtype_key in dtypes:
@@ -61,13 +58,7 @@ def rows(text: str) -> list[tuple]:
 
 
 def main(path: str) -> None:
-    with open(path, encoding="utf-8") as f:
-        found = rows(f.read())
-    if not found:
-        raise SystemExit(f"{path}: no entry of {', '.join(DEVICES)}")
-    out = csv.writer(sys.stdout, lineterminator="\n")
-    out.writerow(HEADER)
-    out.writerows(sorted(found, key=lambda r: (r[0], r[1], r[3], r[4], r[5], r[6])))
+    write_rows(path, rows, DEVICES, HEADER, lambda r: (r[0], r[1], r[3], r[4], r[5], r[6]))
 
 
 if __name__ == "__main__":
