@@ -312,3 +312,16 @@ def test_sweep_points_carry_the_predicted_step_of_analyze():
     header, first = sweep_csv(s).splitlines()[:2]
     assert header.endswith(",predicted_time_s,predicted_step_time_s")
     assert float(first.split(",")[-1]) == pytest.approx(points[0]["predicted_time_s"])
+
+
+def test_a_training_sweep_header_names_the_mode_once():
+    """A training step's phase is its mode: the header read "fp16, train, train"; an
+    inference step keeps its phase (prefill / decode)."""
+    from roofline.output.whatif import sweep_header
+
+    train = sweep(EXAMPLES / "hf" / "gpt2.json", "h100", [1], seq=128, dtype="fp16")
+    assert sweep_header(train)[0] == "gpt2 on h100-sxm5-80gb: fp16, train (batch sweep)"
+    decode = sweep(EXAMPLES / "hf" / "gpt2.json", "h100", [1], seq=128, dtype="fp16",
+                   mode="inference", phase="decode")
+    assert sweep_header(decode)[0] == ("gpt2 on h100-sxm5-80gb: fp16, inference, decode "
+                                       "(batch sweep)")

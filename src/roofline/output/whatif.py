@@ -276,7 +276,8 @@ def sweep_header(s: Sweep) -> list[str]:
     net = first.network
     what = {"batch": "batch sweep", "seq": f"seq sweep at batch {net.batch}"}[s.axis]
     lines = [f"{net.name} on {s.hardware.name}: {first.dtype}, {net.mode}"
-             + (f", {net.step_phase}" if net.seq is not None else "")
+             + (f", {net.step_phase}" if net.seq is not None and net.step_phase != net.mode
+                else "")
              + f" ({'batch x seq grid' if s.grid else what})",
              f"precision: {precision_text(net)}",
              f"ridge {first.ridge:.1f} FLOP/B",
