@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..errors import InputError, option
@@ -320,9 +321,10 @@ class LayoutResult:
     #: the stages with every GEMM and op at its predicted time (empty: the prediction's own view)
     predicted_stages: tuple[StageCost, ...] = ()
 
-    @property
+    @cached_property
     def predicted(self) -> LayoutResult:
-        """This layout with every GEMM and op at its predicted time (module docstring)."""
+        """This layout with every GEMM and op at its predicted time (module docstring); made
+        once (ranking, the front and the table all read it)."""
         if not self.predicted_stages:
             return self
         return replace(self, stages=self.predicted_stages, predicted_stages=())
@@ -542,25 +544,27 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
         both = cache.get((id(report), sp_tp)) or cache.setdefault(
             (id(report), sp_tp), layer_times(report, sp_tp))
 
-    def stages_at(predicted: bool) -> tuple[StageCost, ...]:
-        times, update = both[predicted]
-        return tuple(_stage(ctx, s, [sharded.layers[i] for i in indices],
-                            [times[i] for i in indices], update / max(1, sharded.parameters))
-                     for s, indices in enumerate(stage_indices))
-
+    stages = [_stage(ctx, s, [sharded.layers[i] for i in indices],
+                     {key: ([rows[i] for i in indices], update)
+                      for key, (rows, update) in both.items()}, sharded.parameters)
+              for s, indices in enumerate(stage_indices)]
     blocks = [layer for layer in sharded.layers if isinstance(layer, Transformer)]
     allreduce = ctx.step.tokens * blocks[0].hidden * e if blocks else 0
     capacity = hardware.memory_capacity_bytes
-    return LayoutResult(layout, batch, sharded.seq or 1, ctx.m, stages_at(False),
+    return LayoutResult(layout, batch, sharded.seq or 1, ctx.m,
+                        tuple(roof for roof, _ in stages),
                         None if capacity is None else round(capacity), allreduce,
-                        tuple(replicated_layers(network, layout.tp)), report, stages_at(True))
+                        tuple(replicated_layers(network, layout.tp)), report,
+                        tuple(predicted for _, predicted in stages))
 
 
-def _stage(ctx: _Context, s: int, layers: list[Any], times: list[list[float]],
-           update_per_parameter: float) -> StageCost:
-    """Stage ``s``: its compute per micro-batch, its communication, its memory."""
+def _stage(ctx: _Context, s: int, layers: list[Any], times: LayerTimes,
+           parameters: int) -> tuple[StageCost, StageCost]:
+    """Stage ``s``: its compute per micro-batch, its communication, its memory; at the roof
+    and at the predicted times (``times``: the stage's layers' ``layer_times``, the update
+    over the shard's ``parameters``). Communication and memory do not depend on the times
+    and are worked out once."""
     layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
-    fwd, bwd, mem_s = (sum(row[k] for row in times) for k in range(3))
     tp_comm, ep_comm = _model_parallel_comm(ctx, layers)
     p2p = 0.0
     if layout.pp > 1:
@@ -571,12 +575,19 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: list[list[float]],
     expert = sum(_expert_parameters(layer) for layer in layers)
     dense = params - expert
     dp_comm = _dp_comm(ctx, dense, expert)
-    window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
     sharded_update = (dense / (layout.dp if layout.zero >= 1 else 1)
                       + expert / (ctx.edp if layout.zero >= 1 else 1))
     memory = _stage_memory(ctx, s, layers, dense, expert)
-    return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
-                     update_per_parameter * sharded_update, dp_comm, window, params, memory)
+
+    def timed(predicted: bool) -> StageCost:
+        rows, update = times[predicted]
+        fwd, bwd, mem_s = (sum(row[k] for row in rows) for k in range(3))
+        window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
+        return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
+                         update / max(1, parameters) * sharded_update, dp_comm, window, params,
+                         memory)
+
+    return timed(False), timed(True)
 
 
 def _model_parallel_comm(ctx: _Context, layers: list[Any]) -> tuple[float, float]:
