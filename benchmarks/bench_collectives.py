@@ -22,6 +22,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from _tables import table_lines
+
 from roofline.analysis.collectives import ring_time_s
 from roofline.hardware.links import links
 
@@ -83,11 +85,7 @@ def table(rows: list[Row], markdown: bool = False) -> list[str]:
     body.append(["all", "", "", str(len(rows)),
                  f"{sum(b <= 1.25 for b in both) / len(both):.0%} / "
                  f"{sum(b <= 2 for b in both) / len(both):.0%}", "", "", "", ""])
-    if markdown:
-        return ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|",
-                *("| " + " | ".join(line) + " |" for line in body)]
-    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
-    return ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in [header] + body]
+    return table_lines(header, body, markdown)
 
 
 def main() -> None:

@@ -38,6 +38,8 @@ import math
 import statistics
 from pathlib import Path
 
+from _tables import table_lines
+
 from roofline.analysis.gpu_gemm import FITTED, GpuGemmConstants, device_for, gemm_time
 from roofline.analysis.predict import datasheet_gemm
 from roofline.analysis.quantization import quantization_of
@@ -173,8 +175,7 @@ def layouts(data: Path = DATA) -> list[str]:
     fitted = [ts for (device, _), shapes in grouped.items() if device not in CHECK_ONLY
               for ts in shapes]
     body.append(_layout_line("fitted devices", "", fitted))
-    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
-    return ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in [header] + body]
+    return table_lines(header, body)
 
 
 def summary(ratios: list[float]) -> dict[str, float]:
@@ -262,7 +263,6 @@ def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants
               "new median", "new worst"]
     if loo is not None:
         header += ["LOO 1.25x/2x", "LOO median", "LOO worst"]
-    lines = []
     everything: dict[str, list[float]] = {"roof": [], "old": [], "new": [], "loo": []}
     in_fit: dict[str, list[float]] = {"roof": [], "old": [], "new": [], "loo": []}
     body = []
@@ -284,15 +284,7 @@ def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants
         body.append(line)
     body += [_total(label, collected, loo is not None)
              for label, collected in (("fitted devices", in_fit), ("all", everything))]
-    if markdown:
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "|".join(" --- " for _ in header) + "|")
-        lines += ["| " + " | ".join(line) + " |" for line in body]
-    else:
-        widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-        lines += ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in body]
-    return lines
+    return table_lines(header, body, markdown)
 
 
 #: issue #20's targets on the held-out V100 set: within 1.25x and within 2x, in each dtype
@@ -312,8 +304,7 @@ def held_out(path: Path, predictor: Predictor | None = None) -> list[str]:
         body.append([device, dtype, str(s["n"]), f"{s['within_1.25']:.0%}",
                      f"{s['within_2']:.0%}", f"{s['median']:.2f}", f"{s['worst']:.1f}x",
                      "met" if met else "missed"])
-    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
-    return ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in [header] + body]
+    return table_lines(header, body)
 
 
 def main() -> None:
@@ -403,11 +394,7 @@ def distribution(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmCo
     if loo is not None:
         total += [f"{percentile(pooled['loo'], q):.2f}" for q in QUANTILES]
     body.append(total)
-    if markdown:
-        return ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|",
-                *("| " + " | ".join(line) + " |" for line in body)]
-    widths = [max(len(x[i]) for x in [header] + body) for i in range(len(header))]
-    return ["  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in [header] + body]
+    return table_lines(header, body, markdown)
 
 
 if __name__ == "__main__":
