@@ -151,7 +151,8 @@ def _device_rows(c: Comparison) -> list[list[str]]:
         t = r.totals
         rows.append([r.hardware.name, r.dtype, f"{r.ridge:.1f}", seconds(t["time_s"]),
                      f"{c.speedup(r):.2f}x", predicted_cell(c, r),
-                     _times(c.predicted_speedup(r)), f"{t['memory_bound_time_fraction']:.0%}"])
+                     speedup_text(c.predicted_speedup(r)),
+                     f"{t['memory_bound_time_fraction']:.0%}"])
     return rows
 
 
@@ -161,7 +162,8 @@ def predicted_cell(c: Comparison, report: Report) -> str:
     return seconds(report.totals["predicted_time_s"]) if c.predicts(report) else "= roof"
 
 
-def _times(ratio: float | None) -> str:
+def speedup_text(ratio: float | None) -> str:
+    """A speedup as ``1.83x``; ``-`` where there is none (``Comparison.predicted_speedup``)."""
     return "-" if ratio is None else f"{ratio:.2f}x"
 
 

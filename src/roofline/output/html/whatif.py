@@ -14,6 +14,7 @@ from ..whatif import (
     change_text,
     dtype_note,
     predicted_cell,
+    speedup_text,
     sweep_header,
     transition_lines,
     verdict_text,
@@ -61,8 +62,7 @@ def _device_table(c: Comparison) -> str:
                           Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(f"{c.speedup(r):.2f}x", c.speedup(r)),
                           Cell(predicted_cell(c, r), t["predicted_time_s"]),
-                          Cell("-" if c.predicted_speedup(r) is None
-                               else f"{c.predicted_speedup(r):.2f}x", c.predicted_speedup(r)),
+                          Cell(speedup_text(c.predicted_speedup(r)), c.predicted_speedup(r)),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
                                t["memory_bound_time_fraction"])]))
     return table(header, rows)
