@@ -291,14 +291,14 @@ def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants
 TARGETS = {"within_1.25": 0.80, "within_2": 0.98}
 
 
-def held_out(path: Path, predictor: Predictor | None = None) -> list[str]:
-    """Per device and dtype of ``path`` (timings no fit here has seen), the fitted constants'
-    share within 1.25x / 2x, median measured / predicted and worst, and whether each meets
-    ``TARGETS``."""
+def held_out(rows: list[Row], predictor: Predictor | None = None) -> list[str]:
+    """Per device and dtype of ``rows`` (timings no fit here has seen, ``timing_rows`` of the
+    file), the fitted constants' share within 1.25x / 2x, median measured / predicted and
+    worst, and whether each meets ``TARGETS``."""
     predictor = predictor or Predictor()
     header = ["device", "dtype", "n", "within 1.25x", "within 2x", "median", "worst", "targets"]
     body = []
-    for (device, dtype), rs in groups(timing_rows(path)).items():
+    for (device, dtype), rs in groups(rows).items():
         s = summary([r.time_s / predictor.new(r) for r in rs])
         met = all(s[key] >= target for key, target in TARGETS.items())
         body.append([device, dtype, str(s["n"]), f"{s['within_1.25']:.0%}",
@@ -320,14 +320,16 @@ def main() -> None:
                              "(deepbench_gemm.csv's columns) against issue #20's targets")
     args = parser.parse_args()
     if args.held_out:
+        try:
+            kept = timing_rows(args.held_out)
+            lines = held_out(kept)
+        except (OSError, KeyError, ValueError, RooflineError) as exc:
+            raise SystemExit(f"error: {args.held_out}: {exc}") from None
         print(f"fitted constants ({FITTED.data}) on {args.held_out}, never fitted on it; "
               f"targets: {TARGETS['within_1.25']:.0%} within 1.25x and "
               f"{TARGETS['within_2']:.0%} within 2x per dtype")
-        try:
-            print("\n".join(held_out(args.held_out)))
-        except (OSError, KeyError, ValueError, RooflineError) as exc:
-            raise SystemExit(f"error: {args.held_out}: {exc}") from None
-        seen = sorted({r.device for r in timing_rows(args.held_out)} & set(FITTED.devices))
+        print("\n".join(lines))
+        seen = sorted({r.device for r in kept} & set(FITTED.devices))
         if seen:
             print(f"note: {', '.join(seen)} among the fitted devices: in-sample, not held out")
         return
