@@ -99,6 +99,9 @@ def test_backward_gemms_belong_to_their_module_and_pass():
     assert rows == [("0", "forward", 256, 256, 64), ("2", "forward", 256, 64, 256),
                     ("2", "backward-data", 256, 256, 64), ("2", "backward-weight", 64, 256, 256),
                     ("0", "backward-weight", 256, 64, 256)]
+    # B is the weight in the forward and data-gradient GEMMs (read from DRAM at every use in
+    # a step beyond the cache: analysis.residency), not in the weight gradients
+    assert [g.b_operand for g in net.gemms()] == ["weight", "weight", "weight", "", ""]
 
 
 def test_flash_attention_is_one_fused_op():

@@ -21,7 +21,9 @@ slice keeps ``SPLIT_K_MIN_SLICE`` of K)::
     f      = gpu.sustained_clock_ghz, else the boost clock; r = f / boost (``clock_share``)
     t_main = waves (iters + c) t_iter             (c: iterations' worth of prologue/epilogue)
     bytes  = [e(MK + KN) + e_C MN (x2 when C is read)] G unless it all fits in L (then 0: a
-             timing loop that repeats the GEMM finds its operands in L2)
+             timing loop that repeats the GEMM finds its operands in L2; in a step that keeps
+             more than L, the kept operand's bytes, a weight or the KV cache read from DRAM at
+             every use: ``analysis.residency``)
              + 8 s M N G when s > 1               (FP32 partial sums written and read back)
     t_dram = bytes / (D BW)                       (D: the sustained fraction of DRAM bandwidth)
     t      = t_launch + max(t_main, t_dram)       (t_launch: a kernel's fixed time, launch to
@@ -224,13 +226,15 @@ def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: in
 
 def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, dev: GpuDevice,
               c: GpuGemmConstants = FITTED, e_b: float | None = None,
-              math_scale: float = 1.0) -> dict[str, float]:
+              math_scale: float = 1.0, kept: int = 0) -> dict[str, float]:
     """The predicted time of ``count`` C(m, n) = A(m, k) B(k, n) GEMMs (one batched kernel)
     whose compulsory traffic is ``working`` bytes (``Gemm.bytes``: e(MK + KN) + e_C MN, x2 on
-    C when read, for all ``count``; a convolution's tensors), and the terms of the best tile
+    C when read, for all ``count``; a convolution's tensors), of which ``kept`` come from DRAM
+    even when the whole fits in L2 (``analysis.residency``), and the terms of the best tile
     and split: ``time_s``, ``main_s``, ``dram_s``, ``min_kernel_s``, ``tile_m``, ``tile_n``,
     ``split_k``, ``resident``."""
     resident = working <= dev.l2_bytes
+    from_dram = kept if resident else working
     bandwidth = c.dram_fraction * dev.bandwidth_bytes_per_s
     best: dict[str, float] | None = None
     for tile in dev.tiles:
@@ -238,7 +242,7 @@ def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, dev: G
         for split in _splits(base, k, dev.sms):
             main = tile_time(m, n, k, e, tile, split, count, dev, c, e_b, math_scale)
             extra = 8 * split * m * n * count if split > 1 else 0
-            dram = ((0 if resident else working) + extra) / bandwidth
+            dram = (from_dram + extra) / bandwidth
             time = c.min_kernel_s + max(main, dram)
             if best is None or time < best["time_s"]:
                 best = {"time_s": time, "main_s": main, "dram_s": dram,

@@ -41,7 +41,12 @@ in L::
   Efficiencies are measured after ``t_call``, so the two terms add up to what the probe timed.
 - ``t_ab = (e MK + e KN) / BW`` unless resident, else 0 (cache-resident operands: the
   in-cache efficiencies above already hold their cost; such a GEMM may beat the DRAM roofline,
-  and ``time_s`` stays the DRAM bound).
+  and ``time_s`` stays the DRAM bound). In a step that keeps more than L (``analysis.residency``)
+  a resident GEMM still reads its kept operand (a weight, the KV cache: S bytes) from DRAM:
+  ``t_ab = S / BW``, and where S is most of its working set and the GEMM is thin with
+  ``min(M, N)`` within the beyond-the-LLC table's rows (r up to 64, where the probe timed B
+  read from DRAM while packed), ``eff_thin`` comes from that table; elsewhere the in-cache
+  efficiency stands (no table measured the case between).
 - ``t_c = passes x e_C MN / BW`` unless resident, else 0: C's real traffic (write-allocate,
   the zero-fill pass of beta = 0) that does not overlap the compute, in passes over C at
   DRAM speed, from a small-K GEMM the probe times per dtype (``c_write``; calibration version
@@ -141,17 +146,19 @@ def library_mismatch(hardware: HardwareSpec, framework: str | None) -> str | Non
     return library["name"] if framework != library["name"] else None
 
 
-def predict_gemm(gemm: Gemm, hardware: HardwareSpec,
-                 tiles: Quantization | None = None) -> Prediction:
-    """The time to expect for ``gemm`` on ``hardware`` (see the module docstring)."""
+def predict_gemm(gemm: Gemm, hardware: HardwareSpec, tiles: Quantization | None = None,
+                 kept: int = 0) -> Prediction:
+    """The time to expect for ``gemm`` on ``hardware`` (see the module docstring), ``kept`` of
+    its bytes read from DRAM even when its working set fits in the cache (a step's weights:
+    ``analysis.residency``; 0, a timing loop's warm cache)."""
     calibration = hardware.calibration
     if calibration is not None and gemm.dtype in calibration.efficiency:
-        return _calibrated(gemm, hardware)
+        return _calibrated(gemm, hardware, kept)
     if hardware.kind == "gpu" and hardware.gpu is not None:
         if calibration is not None and calibration.gpu_ops is not None:
             return fitted_gemm(gemm, hardware, calibrated_constants(calibration.gpu_ops),
-                               "calibrated")
-        return fitted_gemm(gemm, hardware)
+                               "calibrated", kept)
+        return fitted_gemm(gemm, hardware, kept=kept)
     return datasheet_gemm(gemm, hardware, tiles)
 
 
@@ -168,7 +175,7 @@ def calibrated_constants(gpu: GpuOpsCalibration) -> GpuGemmConstants:
 
 
 def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants | None = None,
-                basis: str = "fitted") -> Prediction:
+                basis: str = "fitted", kept: int = 0) -> Prediction:
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
     calibration's, ``basis`` calibrated)."""
     from .gpu_gemm import FITTED, device_for, gemm_time
@@ -177,7 +184,7 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
                       gemm.bytes, device_for(hardware, gemm.dtype), constants or FITTED,
-                      e_b=e_b, math_scale=scale)
+                      e_b=e_b, math_scale=scale, kept=kept)
     return Prediction(terms["time_s"], basis, terms)
 
 
@@ -230,17 +237,23 @@ def _with_peak(square: tuple[tuple[int, float], ...], peak_n: int) -> tuple:
 
 
 def gemm_terms(m: int, n: int, k: int, e: int, e_c: int, peak: float, eff: GemmEfficiency,
-               bandwidth: float, llc_bytes: float | None, c_passes: float) -> dict[str, float]:
-    """The calibrated terms of one call (seconds), without ``t_call``."""
+               bandwidth: float, llc_bytes: float | None, c_passes: float,
+               kept: int = 0) -> dict[str, float]:
+    """The calibrated terms of one call (seconds), without ``t_call``; ``kept``: the bytes of
+    one call read from DRAM even when the working set fits in the LLC (module docstring)."""
     working_set = e * (m * k + k * n) + e_c * m * n
     resident = llc_bytes is not None and working_set <= llc_bytes
-    flop_s = 2.0 * m * n * k / (peak * efficiency(eff, m, n, k, resident))
-    ab_s = 0.0 if resident else e * (m * k + k * n) / bandwidth
+    # a resident GEMM whose kept B is most of its working set reads it from DRAM as the
+    # beyond-the-LLC table measured, where it measured (thin, r up to its last row)
+    measured = bool(eff.thin_dram) and min(m, n) <= eff.thin_dram[-1][0]
+    from_dram = not resident or (2 * kept >= working_set and measured)
+    flop_s = 2.0 * m * n * k / (peak * efficiency(eff, m, n, k, not from_dram))
+    ab_s = (kept if resident else e * (m * k + k * n)) / bandwidth
     c_s = 0.0 if resident else c_passes * e_c * m * n / bandwidth
     return {"flop_s": flop_s, "ab_s": ab_s, "c_s": c_s, "resident": float(resident)}
 
 
-def _calibrated(gemm: Gemm, hardware: HardwareSpec) -> Prediction:
+def _calibrated(gemm: Gemm, hardware: HardwareSpec, kept: int = 0) -> Prediction:
     cal = hardware.calibration
     assert cal is not None  # predict_gemm chose this path because the entry has one
     e, e_c = element_size(gemm.dtype), element_size(gemm.c_dtype)
@@ -248,7 +261,8 @@ def _calibrated(gemm: Gemm, hardware: HardwareSpec) -> Prediction:
     eff = cal.efficiency[gemm.dtype]
     passes = eff.c_write_passes if eff.c_write_passes is not None else cal.c_write_passes
     terms = gemm_terms(gemm.m, gemm.n, gemm.k, e, e_c, hardware.peak_flops_per_s(gemm.dtype),
-                       eff, hardware.bandwidth_bytes_per_s, llc, passes or 0.0)
+                       eff, hardware.bandwidth_bytes_per_s, llc, passes or 0.0,
+                       kept // gemm.batch_count)
     one = cal.call_overhead_s + max(terms["flop_s"], terms["ab_s"]) + terms["c_s"]
     return Prediction(gemm.batch_count * one, "calibrated",
                       terms | {"call_s": cal.call_overhead_s})

@@ -22,6 +22,7 @@ from .gpu_ops import op_constants, op_sources, predict_op
 from .memory import Memory, memory_of
 from .predict import basis_of, fit_of, library_of, predict_gemm
 from .quantization import Quantization, quantization_of
+from .residency import Residency, residency_of
 from .step import StepVerdict, step_verdict
 
 if TYPE_CHECKING:
@@ -146,6 +147,7 @@ class Report:
     scaling: Scaling | None = None  # streamed input, data parallelism (when asked for)
     memory: Memory | None = None  # the step's memory against the device's capacity
     generation: Generation | None = None  # with a prompt and an output length
+    residency: Residency | None = None  # whether the step's weights stay in the cache
 
     @property
     def dtype(self) -> str:
@@ -248,6 +250,7 @@ class Report:
             "prediction_fit": fit_of(self.hardware),
             "calibration_library": library_of(self.hardware),
             "op_prediction": self.op_prediction(),
+            "residency": self.residency.to_dict() if self.residency else None,
             "not_counted": list(self.not_counted()),
             "step": self.step.to_dict(),
             "uncosted_ops": list(self.network.uncosted),
@@ -342,11 +345,12 @@ def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
 
 
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
-                 max_batch: int | None = None) -> GemmResult:
+                 max_batch: int | None = None, kept: int = 0) -> GemmResult:
     """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype, with its alignment
     notes, its tile/wave quantization and, when memory-bound, what a larger batch does (data;
     ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences), marked when
-    that batch is above ``max_batch``, the largest whose step fits in memory. With
+    that batch is above ``max_batch``, the largest whose step fits in memory; ``kept`` of its
+    bytes are read from DRAM even when it fits in the cache (``analysis.residency``). With
     ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
     split-K when chosen); memory-bound times are set by bandwidth.
     """
@@ -365,7 +369,7 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
     more = batch_advice(gemm, ridge, rule, max_batch) if which == "memory" else None
-    predicted = predict_gemm(gemm, hardware, tiles)
+    predicted = predict_gemm(gemm, hardware, tiles, kept)
     # work / attainable: the roofline time (roof.roofline_time_s), less any quantization loss;
     # the rate reported is the GEMM's own FLOPs over that time
     time = work / attainable
@@ -408,6 +412,7 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
     memory = memory_of(network, hardware)
+    residency = residency_of(memory, hardware)
     # a repeat's copies are analyzed once: the results of its first copy stand for the rest;
     # and GEMMs of one shape (Gemm.shape_key) once: a deep model has few distinct shapes
     seen: dict[tuple[object, ...], GemmResult] = {}
@@ -416,7 +421,8 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
         key = gemm.shape_key
         found = seen.get(key)
         if found is None:
-            found = seen[key] = analyze_gemm(gemm, hardware, quantization, memory.max_batch)
+            found = seen[key] = analyze_gemm(gemm, hardware, quantization, memory.max_batch,
+                                             residency.kept_bytes_of(gemm))
             return found
         return _as_gemm(found, gemm)
 
@@ -424,4 +430,4 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     op_results = ops.map(lambda op: analyze_op(op, hardware, network.operand_dtype),
                          _rename_op, lambda r: r.op.layer)
     return Report(network, hardware, ridge_point(peak, bandwidth), peak, bandwidth, results,
-                  op_results, quantization, memory=memory)
+                  op_results, quantization, memory=memory, residency=residency)

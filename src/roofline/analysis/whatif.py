@@ -221,7 +221,8 @@ class Comparison:
                             "predicted_time_s": totals["predicted_time_s"],
                             "predicted_speedup": self.predicted_speedup(report),
                             "prediction_basis": basis_of(report.hardware),
-                            "calibration_library": library_of(report.hardware)})
+                            "calibration_library": library_of(report.hardware),
+                            "residency": _residency(report)})
         gemms = []
         for index, result in enumerate(base.results):
             row: dict[str, Any] = {"name": result.gemm.name, "layer": result.gemm.layer,
@@ -472,6 +473,7 @@ class Sweep:
                 "predicted_samples_per_s": report.batch / totals["predicted_time_s"],
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                 "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
+                "weights_from_dram": report.residency.from_dram if report.residency else None,
                 "gemms": [{"name": r.gemm.name, "intensity": r.gemm.intensity, "bound": r.bound,
                            "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
                           for r in report.results]})
@@ -557,3 +559,8 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                                        quantization) for b, s in grid[1:])
     seq_list = seq_values or ((network.seq,) if network.seq is not None else ())
     return Sweep(reports, batch_values, seq_list)
+
+
+def _residency(report: Report) -> dict[str, Any] | None:
+    """A report's JSON ``residency`` object (``analysis.residency``), None without one."""
+    return report.residency.to_dict() if report.residency else None

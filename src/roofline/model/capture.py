@@ -483,8 +483,11 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         role = ("forward" if not backward else
                 "backward-data" if reads_weight or not rec.params.get(owner) else
                 "backward-weight")
+        # B a weight (a Linear's forward and data gradient: x W^T, dY W): read from DRAM at
+        # every use in a step that keeps more than the cache (analysis.residency)
+        kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
         return [GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
-                          int(g))]
+                          int(g), b_operand=kept)]
     if op == "convolution" and not args[6]:
         return _conv(args[0], args[1], args, owner, None)
     if op == "convolution_backward" and not args[7]:

@@ -36,6 +36,7 @@ from typing import NamedTuple
 from .dtypes import SCALE_BYTES, bits, check_dtype, default_output_dtype, itemsize
 
 PASSES = ("forward", "backward-data", "backward-weight")
+B_OPERANDS = ("", "weight", "kv")  # what B is: an activation or gradient, a weight, the KV cache
 Dims = tuple[int, int, int]
 
 
@@ -128,6 +129,7 @@ class Gemm:
     tensors: tuple[int, int, int] | None = None  # A, B, C elements read/written (GemmShape)
     b_dtype: str = ""  # B as stored when not ``dtype`` (int4/int8/fp8 weights, an fp8 KV cache)
     group_size: int = 0  # values per fp16 scale of a group-quantized B (int4); 0: none
+    b_operand: str = ""  # "weight" | "kv" | "": what B is (GemmShape), kept from step to step
     # computed once in __post_init__ (a deep report reads each several times); not compared
     flops: int = field(init=False, repr=False, compare=False)
     bytes: int = field(init=False, repr=False, compare=False)
@@ -144,6 +146,8 @@ class Gemm:
             value = getattr(self, dim)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{dim} must be a positive integer, got {value!r}")
+        if self.b_operand not in B_OPERANDS:
+            raise ValueError(f"b_operand must be one of {B_OPERANDS}, got {self.b_operand!r}")
         if self.b_dtype == self.dtype:
             object.__setattr__(self, "b_dtype", "")
         flops = gemm_flops(self.m, self.n, self.k) * self.batch_count
@@ -174,6 +178,7 @@ class Gemm:
         _set(new, "tensors", self.tensors)
         _set(new, "b_dtype", self.b_dtype)
         _set(new, "group_size", self.group_size)
+        _set(new, "b_operand", self.b_operand)
         _set(new, "flops", self.flops)
         _set(new, "bytes", self.bytes)
         _set(new, "intensity", self.intensity)
@@ -189,6 +194,14 @@ class Gemm:
         """Compulsory bytes of this GEMM (its precision, its batch count, its tensors) had it
         the dimensions ``dims``."""
         return sum(self._operand_bytes(dims))
+
+    @property
+    def kept_bytes(self) -> int:
+        """The bytes of the operands a step keeps from one use to the next, not ones it just
+        produced: B when it is a weight or the KV cache (``b_operand``), else 0. (A weight
+        gradient's saved activation and attention's saved tensors in the backward pass are not
+        counted: see ``analysis.residency``.)"""
+        return self.bytes_by_operand["b"] if self.b_operand else 0
 
     @property
     def stored_b(self) -> str:

@@ -537,7 +537,7 @@ class Network:
             b_dtype = self.kv_dtype
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
-                    b_dtype, group)
+                    b_dtype, group, s.b_operand)
 
 class _Templates:
     """The GEMMs and ops of ``Network.parts``, made once per distinct layer (its fields but

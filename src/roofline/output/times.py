@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import fit_of
 from ..model.repeats import distinct
-from ..units import seconds
+from ..units import seconds, si
 
 if TYPE_CHECKING:
     from ..analysis.report import GemmResult, Report
@@ -60,7 +60,7 @@ def _time_cells(r: GemmResult, measured: bool) -> list[str]:
 def time_lines(report: Report) -> list[str]:
     """What says which time is which, and the step's totals of each."""
     lines = ["roof: the pure roofline time, a lower bound from DRAM (the time column above)",
-             basis_sentence(report.hardware)]
+             basis_sentence(report.hardware)] + residency_lines(report)
     totals = report.totals
     text = (f"GEMM time: roof {seconds(totals['gemm_time_s'])}, predicted "
             f"{seconds(totals['predicted_gemm_time_s'])}")
@@ -68,12 +68,29 @@ def time_lines(report: Report) -> list[str]:
         measured = sum(r.measured.best_s for r in report.results if r.measured is not None)
         text += f", measured {seconds(measured)} (best of each distinct shape, summed)"
         lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")
+        if report.residency is not None and report.residency.from_dram:
+            lines.append("measured: each GEMM repeated, so a weight that fits in the cache is "
+                         "read from it; the prediction reads it from DRAM, as the step does")
     step = []
     if report.ops:  # else the step is its GEMMs
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)})"]
     return lines + [text] + step + beats_roof_notes(report)
+
+
+def residency_lines(report: Report) -> list[str]:
+    """Whether the prediction reads the step's weights from DRAM (``analysis.residency``);
+    nothing for an entry without a cache figure."""
+    r = report.residency
+    if r is None or r.cache_bytes is None:
+        return []
+    kept, cache = si(r.kept_bytes, "B"), si(r.cache_bytes, "B")
+    if r.from_dram:
+        return [f"weights: read from DRAM at every use, also by a GEMM that fits in the cache "
+                f"(the step keeps {kept}, the last-level cache holds {cache})"]
+    return [f"weights: in the cache from step to step (the step keeps {kept}, the last-level "
+            f"cache holds {cache})"]
 
 
 _ATTENTION_TEXT = {

@@ -33,7 +33,13 @@ from ..report import (
     totals_line,
 )
 from ..scaling import scaling_lines
-from ..times import basis_sentence, beats_roof_notes, is_measured, op_basis_text
+from ..times import (
+    basis_sentence,
+    beats_roof_notes,
+    is_measured,
+    op_basis_text,
+    residency_lines,
+)
 from . import svg
 
 if TYPE_CHECKING:
@@ -282,7 +288,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
     notes = ["roof: the pure roofline time, a lower bound from DRAM; predicted: "
              + basis_sentence(report.hardware).removeprefix("predicted: "),
              *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
-             *beats_roof_notes(report)]
+             *residency_lines(report), *beats_roof_notes(report)]
     scaling = scaling_lines(report.scaling) if report.scaling else []
     title = f"{report.network.name} on {report.hardware.name}"
 

@@ -1,0 +1,72 @@
+"""Whether a step finds its weights in the cache, or reads them from DRAM at every use.
+
+The GEMM models (``analysis.gpu_gemm`` on a GPU, the calibrated CPU model of
+``analysis.predict``) take a GEMM whose working set fits in the last-level cache as
+*resident*: its operands cost no DRAM traffic. That is what a timing loop sees, one GEMM
+repeated with the same operands (DeepBench, XLA's tables, the probe's own timings, every
+measurement those models were fitted or calibrated on), and it is what a step sees when all the
+data it keeps fits in the cache: repeated steps find it there.
+
+A network's step does not repeat one GEMM. Between two uses of a weight (one step apart, the
+forward pass and its data gradient aside) everything else the step keeps passes through the
+cache: when the step keeps more than the cache holds (its weights, KV cache, saved
+activations, gradients and optimizer states: ``analysis.memory``'s parts but the workspace
+allowance), a weight or the KV cache is read from DRAM at every use, however small the GEMM
+that reads it. Llama-2-7B decoding on an H100: each 4096 x 4096 fp16 projection (33.6 MB) fits
+in the 50 MB L2, and the 13.5 GB of weights cycle through it. Such a GEMM is predicted with its
+kept operand (``Gemm.kept_bytes``: B when it is a weight or the KV cache) read from DRAM, the
+rest of its working set (the activation just produced, the output the next op reads) in the
+cache: ``Residency.kept_bytes_of``. On this 2-vCPU EPYC (torch 2.13, fp32), a GEMM that
+cycles through distinct weights beyond the LLC ran 2.5x the time of the same GEMM repeated for
+M = 1, 1.6x for M = 4, 1.1-1.4x for M = 16, 1.0-1.1x for M = 64 and above (README, "Weights
+from DRAM").
+
+Not counted: a weight gradient's saved activation (A of a backward-weight GEMM) and
+attention's saved tensors in the backward pass are also read long after they were written;
+those GEMMs run over every token of the step (K = tokens, or large M and N), compute-bound on
+the devices and steps the benchmarks time, so they stay as the models take them.
+
+Only the standard library is imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..hardware.spec import HardwareSpec
+    from ..model.gemm import Gemm
+    from .memory import Memory
+
+
+@dataclass(frozen=True)
+class Residency:
+    """What one step keeps (bytes) against the cache that would have to hold it."""
+
+    kept_bytes: int  # weights, KV cache, saved activations, gradients, optimizer states
+    cache_bytes: int | None  # the last-level cache (a GPU's L2); None: the entry gives none
+
+    @property
+    def from_dram(self) -> bool:
+        """Whether the step's weights and KV cache are read from DRAM at every use: it keeps
+        more than the cache holds."""
+        return self.cache_bytes is not None and self.kept_bytes > self.cache_bytes
+
+    def kept_bytes_of(self, gemm: Gemm) -> int:
+        """The bytes ``gemm`` reads from DRAM even when its working set fits in the cache: its
+        kept operand's (``Gemm.kept_bytes``) when the step's data does not stay, else 0."""
+        return gemm.kept_bytes if self.from_dram else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``residency`` object."""
+        return {"kept_bytes": self.kept_bytes, "cache_bytes": self.cache_bytes,
+                "weights_from_dram": self.from_dram}
+
+
+def residency_of(memory: Memory, hardware: HardwareSpec) -> Residency:
+    """The step's residency on ``hardware``: every memory part but the workspace allowance
+    against ``llc_mb``."""
+    kept = memory.total_bytes - memory.parts.get("workspace", 0)
+    cache = round(hardware.llc_mb * 2**20) if hardware.llc_mb else None
+    return Residency(kept, cache)

@@ -1,0 +1,131 @@
+"""A step's weights read from DRAM at every use (analysis.residency): which steps, which GEMMs,
+and the predictions by hand, on a GPU (the fitted GEMM model) and a calibrated CPU."""
+
+from __future__ import annotations
+
+import pytest
+from test_predict import _v2_entry, spec
+
+from roofline.analysis.gpu_gemm import FITTED
+from roofline.analysis.predict import predict_gemm
+from roofline.analysis.report import analyze
+from roofline.analysis.residency import Residency
+from roofline.hardware.catalog import load_hardware
+from roofline.model.gemm import Gemm
+from roofline.model.network import load_network
+
+LLAMA = "examples/hf/llama-2-7b.json"
+
+
+def _decode(path: str = LLAMA, **overrides):
+    return load_network(path).with_overrides(mode="inference", phase="decode", batch=1, seq=2048, **overrides)
+
+
+def test_a_step_beyond_the_cache_reads_its_weights_from_dram():
+    weight = Gemm("MM1", "fc", "forward", 1, 4096, 4096, "fp16", b_operand="weight")
+    kv = Gemm("MM2", "attn", "forward", 1, 2048, 128, "fp16", b_operand="kv")
+    act = Gemm("MM3", "attn", "forward", 128, 128, 64, "fp16")
+    cold, warm = Residency(10**9, 50 * 2**20), Residency(10**6, 50 * 2**20)
+    assert cold.from_dram and not warm.from_dram
+    assert cold.kept_bytes_of(weight) == 2 * 4096 * 4096  # B only: A and C just produced
+    assert cold.kept_bytes_of(kv) == 2 * 2048 * 128
+    assert cold.kept_bytes_of(act) == 0 and warm.kept_bytes_of(weight) == 0
+    assert not Residency(10**12, None).from_dram  # no cache figure: nothing assumed
+    with pytest.raises(ValueError, match="b_operand"):
+        Gemm("MM1", "fc", "forward", 1, 8, 8, "fp16", b_operand="bias")
+
+
+def test_llama_decode_on_h100_streams_each_projection_from_hbm():
+    # Llama-2-7B keeps 13.5 GB of weights, beyond the H100's 50 MiB L2; its 4096 x 4096 fp16
+    # attention output projection (33.6 MB) fits in the L2, and a timing loop would find it
+    # there, but the step reads it from HBM: min kernel time + B / (0.9 x 3350 GB/s)
+    hw = load_hardware("h100-sxm5-80gb")
+    report = analyze(_decode(), hw)
+    assert report.residency is not None and report.residency.from_dram
+    assert report.residency.kept_bytes > 13e9 and report.residency.cache_bytes == 50 * 2**20
+    proj = next(r for r in report.results if r.gemm.layer.endswith("proj"))
+    assert (proj.gemm.m, proj.gemm.n, proj.gemm.k) == (1, 4096, 4096)
+    assert proj.gemm.b_operand == "weight"
+    stream = 4096 * 4096 * 2 / (0.9 * 3350e9)
+    assert proj.predicted_time_s == pytest.approx(FITTED.min_kernel_s + stream, rel=1e-3)
+    # the same GEMM repeated (what the fitted data timed): resident, faster than HBM allows
+    repeated = predict_gemm(proj.gemm, hw).time_s
+    assert repeated < FITTED.min_kernel_s + stream
+    assert report.to_dict()["residency"] == {"kept_bytes": report.residency.kept_bytes,
+                                             "cache_bytes": 50 * 2**20,
+                                             "weights_from_dram": True}
+
+
+def test_a_gpu_gemm_beyond_the_l2_is_unchanged():
+    # the 11008-wide FFN GEMMs (90 MB) do not fit in 50 MiB: all their bytes came from HBM
+    # already, and nothing is added for the kept weight
+    hw = load_hardware("h100-sxm5-80gb")
+    g = Gemm("MM1", "ffn", "forward", 1, 4096, 11008, "fp16", b_operand="weight")
+    assert predict_gemm(g, hw, kept=g.kept_bytes).time_s == predict_gemm(g, hw).time_s
+
+
+def test_a_single_gemm_that_fits_stays_resident():
+    # `roofline gemm` (a one-GEMM network): the step keeps its weight and nothing else, which
+    # fits in the L2, so repeated steps find it there (a timing loop's view)
+    from roofline.analysis.whatif import gemm_report
+
+    report = gemm_report(1, 4096, 4096, "h100-sxm5-80gb", "fp16")
+    assert report.residency is not None and not report.residency.from_dram
+    g = report.results[0]
+    assert g.predicted_time_s == predict_gemm(g.gemm, load_hardware("h100-sxm5-80gb")).time_s
+
+
+def test_cpu_gemv_of_a_kept_weight_by_hand():
+    hw = spec(_v2_entry())  # LLC 1 MiB, 20 GB/s, thin_dram {1: 0.05, 16: 0.2}
+    # 1 x 256 x 256 fp32: A 1 KiB, B 256 KiB, C 1 KiB, resident in 1 MiB; B its most
+    g = Gemm("MM1", "fc", "forward", 1, 256, 256, "fp32", b_operand="weight")
+    warm = predict_gemm(g, hw)
+    # repeated: the in-cache thin table at r = 1 (0.1)
+    assert warm.time_s == pytest.approx(1e-6 + 2 * 256 * 256 / (0.1e12 * 0.1))
+    # B from DRAM: the beyond-the-LLC table at r = 1 (0.05), B's bytes at 20 GB/s
+    cold = predict_gemm(g, hw, kept=g.kept_bytes)
+    flop_s = 2 * 256 * 256 / (0.1e12 * 0.05)
+    ab_s = 4 * 256 * 256 / 20e9
+    assert cold.time_s == pytest.approx(1e-6 + max(flop_s, ab_s))
+    assert cold.terms["ab_s"] == pytest.approx(ab_s) and cold.terms["c_s"] == 0
+
+
+def test_cpu_kept_weight_beyond_the_measured_rows_keeps_the_in_cache_efficiency():
+    hw = spec(_v2_entry())
+    # M = 64 is beyond the beyond-the-LLC table's rows (1, 16): in-cache efficiency (thin
+    # table clamped at 16: 0.4), B's stream as the floor. 64 x 256 x 256: s = 161 is not thin
+    # (4 x 64 = 256 = max): squares only, 0.5 + 0.5 log(161/128)/log 4 = 0.5828
+    g = Gemm("MM1", "fc", "forward", 64, 256, 256, "fp32", b_operand="weight")
+    cold = predict_gemm(g, hw, kept=g.kept_bytes)
+    s = (64 * 256 * 256) ** (1 / 3)
+    import math
+
+    eff = 0.5 + 0.5 * math.log(s / 128) / math.log(4)
+    flop_s = 2 * 64 * 256 * 256 / (0.1e12 * eff)
+    assert cold.time_s == pytest.approx(1e-6 + max(flop_s, 4 * 256 * 256 / 20e9))
+    # a kept B that is not most of the working set (a convolution's small weight): only its
+    # stream is added, the efficiency is the in-cache one
+    small = Gemm("MM2", "conv", "forward", 2048, 16, 64, "fp32", b_operand="weight")
+    w, c = predict_gemm(small, hw), predict_gemm(small, hw, kept=small.kept_bytes)
+    assert c.terms["flop_s"] == w.terms["flop_s"]
+    assert c.terms["ab_s"] == pytest.approx(4 * 16 * 64 / 20e9)
+
+
+def test_network_weight_gemms_carry_their_b_operand():
+    report = analyze(_decode(), load_hardware("h100-sxm5-80gb"))
+    kinds = {r.gemm.layer.rsplit(".", 1)[-1]: r.gemm.b_operand for r in report.results}
+    assert kinds["qkv"] == kinds["proj"] == kinds["lm_head"] == "weight"
+
+
+def test_compare_and_sweep_say_where_the_weights_come_from():
+    from roofline.analysis.whatif import compare, sweep
+
+    # the README MLP in inference at batch 1 keeps 16.6 MB of fp16 weights: within an A100's
+    # 40 MiB L2, beyond a V100's 6 MiB
+    c = compare("examples/mlp-1024-4096-1000.yaml", ["a100-sxm4-80gb", "v100-sxm2-16gb"],
+                batch=1, mode="inference").to_dict()
+    flags = {d["hardware"]: d["residency"]["weights_from_dram"] for d in c["devices"]}
+    assert flags == {"a100-sxm4-80gb": False, "v100-sxm2-16gb": True}
+    s = sweep(LLAMA, "h100-sxm5-80gb", [1, 4], mode="inference", phase="decode",
+              seq=512).to_dict()
+    assert [p["weights_from_dram"] for p in s["points"]] == [True, True]
