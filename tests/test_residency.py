@@ -137,7 +137,6 @@ def test_bench_kept_weights_cycles_its_weights_and_refuses_what_it_cannot_time(c
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
     import bench_kept_weights as bench
-
     import numpy as np
 
     seen: list[int] = []
@@ -163,3 +162,26 @@ def test_bench_kept_weights_cycles_its_weights_and_refuses_what_it_cannot_time(c
     assert bench.main(["--hw", "no-such-entry"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+
+
+def test_a_weight_gradient_writes_its_gradient_to_dram():
+    # dW = X^T dY for a 4096 x 4096 layer over 64 tokens in fp16: C (32 MiB) fits in the
+    # H100's 50 MiB L2 with A and B (0.5 MiB each); in a step beyond the L2 the gradient goes
+    # to HBM: its DRAM term is C / (0.9 x 3350 GB/s), and the kernel takes at least that
+    # after its fixed time
+    hw = load_hardware("h100-sxm5-80gb")
+    g = Gemm("MM1", "fc", "backward-weight", 4096, 4096, 64, "fp16")
+    assert g.kept_operands == {"c": 2 * 4096 * 4096}
+    cold = predict_gemm(g, hw, kept=g.kept_bytes)
+    stream = 2 * 4096 * 4096 / (0.9 * 3350e9)
+    assert cold.terms["dram_s"] == pytest.approx(stream)
+    assert cold.time_s >= FITTED.min_kernel_s + stream
+    assert predict_gemm(g, hw).terms["dram_s"] == 0  # repeated: all in the L2
+    # on a calibrated CPU: C written at the probe's C passes (3.0) over DRAM, as a C beyond
+    # the LLC is; 16 x 64 x 16 fp32 (C 4 KiB) fits in the 1 MiB LLC
+    cpu = spec(_v2_entry())
+    w = Gemm("MM2", "fc", "backward-weight", 16, 64, 16, "fp32")
+    warm, kept = predict_gemm(w, cpu), predict_gemm(w, cpu, kept=w.kept_bytes)
+    assert warm.terms["c_s"] == 0
+    assert kept.terms["c_s"] == pytest.approx(3.0 * 4 * 16 * 64 / 20e9)
+    assert kept.time_s == pytest.approx(warm.time_s + kept.terms["c_s"])

@@ -42,11 +42,12 @@ in L::
 - ``t_ab = (e MK + e KN) / BW`` unless resident, else 0 (cache-resident operands: the
   in-cache efficiencies above already hold their cost; such a GEMM may beat the DRAM roofline,
   and ``time_s`` stays the DRAM bound). In a step that keeps more than L (``analysis.residency``)
-  a resident GEMM still reads its kept operand (a weight, the KV cache: S bytes) from DRAM:
-  ``t_ab = S / BW``, and where S is most of its working set and the GEMM is thin with
-  ``min(M, N)`` within the beyond-the-LLC table's rows (r up to 64, where the probe timed B
-  read from DRAM while packed), ``eff_thin`` comes from that table; elsewhere the in-cache
-  efficiency stands (no table measured the case between).
+  a resident GEMM still reads its kept B (a weight, the KV cache: S bytes) from DRAM:
+  ``t_ab = S / BW``, and where S is most of its working set and M is its thin side within the
+  beyond-the-LLC table's rows (M up to 64, where the probe timed B read from DRAM while
+  packed), ``eff_thin`` comes from that table; elsewhere the in-cache efficiency stands (no
+  table measured the case between). A weight gradient's C (the gradient, kept until the
+  update) is written to DRAM as a non-resident C is: ``t_c`` below on its bytes.
 - ``t_c = passes x e_C MN / BW`` unless resident, else 0: C's real traffic (write-allocate,
   the zero-fill pass of beta = 0) that does not overlap the compute, in passes over C at
   DRAM speed, from a small-K GEMM the probe times per dtype (``c_write``; calibration version
@@ -238,18 +239,19 @@ def _with_peak(square: tuple[tuple[int, float], ...], peak_n: int) -> tuple:
 
 def gemm_terms(m: int, n: int, k: int, e: int, e_c: int, peak: float, eff: GemmEfficiency,
                bandwidth: float, llc_bytes: float | None, c_passes: float,
-               kept: int = 0) -> dict[str, float]:
-    """The calibrated terms of one call (seconds), without ``t_call``; ``kept``: the bytes of
-    one call read from DRAM even when the working set fits in the LLC (module docstring)."""
+               kept_b: int = 0, kept_c: int = 0) -> dict[str, float]:
+    """The calibrated terms of one call (seconds), without ``t_call``; ``kept_b`` and
+    ``kept_c``: the bytes of B and of C one call reads or writes in DRAM even when the working
+    set fits in the LLC (module docstring)."""
     working_set = e * (m * k + k * n) + e_c * m * n
     resident = llc_bytes is not None and working_set <= llc_bytes
     # a resident GEMM whose kept B is most of its working set reads it from DRAM as the
-    # beyond-the-LLC table measured, where it measured (thin, r up to its last row)
-    measured = bool(eff.thin_dram) and min(m, n) <= eff.thin_dram[-1][0]
-    from_dram = not resident or (2 * kept >= working_set and measured)
+    # beyond-the-LLC table measured, where it measured (M the thin side, up to its last row)
+    measured = bool(eff.thin_dram) and m <= min(n, eff.thin_dram[-1][0])
+    from_dram = not resident or (2 * kept_b >= working_set and measured)
     flop_s = 2.0 * m * n * k / (peak * efficiency(eff, m, n, k, not from_dram))
-    ab_s = (kept if resident else e * (m * k + k * n)) / bandwidth
-    c_s = 0.0 if resident else c_passes * e_c * m * n / bandwidth
+    ab_s = (kept_b if resident else e * (m * k + k * n)) / bandwidth
+    c_s = c_passes * (kept_c if resident else e_c * m * n) / bandwidth
     return {"flop_s": flop_s, "ab_s": ab_s, "c_s": c_s, "resident": float(resident)}
 
 
@@ -260,9 +262,10 @@ def _calibrated(gemm: Gemm, hardware: HardwareSpec, kept: int = 0) -> Prediction
     llc = hardware.llc_mb * 2**20 if hardware.llc_mb else None
     eff = cal.efficiency[gemm.dtype]
     passes = eff.c_write_passes if eff.c_write_passes is not None else cal.c_write_passes
+    held = gemm.kept_operands if kept else {}
     terms = gemm_terms(gemm.m, gemm.n, gemm.k, e, e_c, hardware.peak_flops_per_s(gemm.dtype),
                        eff, hardware.bandwidth_bytes_per_s, llc, passes or 0.0,
-                       kept // gemm.batch_count)
+                       held.get("b", 0) // gemm.batch_count, held.get("c", 0) // gemm.batch_count)
     one = cal.call_overhead_s + max(terms["flop_s"], terms["ab_s"]) + terms["c_s"]
     return Prediction(gemm.batch_count * one, "calibrated",
                       terms | {"call_s": cal.call_overhead_s})

@@ -196,12 +196,22 @@ class Gemm:
         return sum(self._operand_bytes(dims))
 
     @property
+    def kept_operands(self) -> dict[str, int]:
+        """The bytes of each operand that is state a step keeps from one use to the next, not a
+        tensor it just produced: B when it is a weight or the KV cache (``b_operand``); C of a
+        weight gradient (the gradient, kept until the update). (The activation a weight
+        gradient reads and attention's saved tensors in the backward pass are not counted: see
+        ``analysis.residency``.)"""
+        if self.b_operand:
+            return {"b": self.bytes_by_operand["b"]}
+        if self.pass_ == "backward-weight":
+            return {"c": self.bytes_by_operand["c"]}
+        return {}
+
+    @property
     def kept_bytes(self) -> int:
-        """The bytes of the operands a step keeps from one use to the next, not ones it just
-        produced: B when it is a weight or the KV cache (``b_operand``), else 0. (A weight
-        gradient's saved activation and attention's saved tensors in the backward pass are not
-        counted: see ``analysis.residency``.)"""
-        return self.bytes_by_operand["b"] if self.b_operand else 0
+        """``kept_operands``' bytes in all."""
+        return sum(self.kept_operands.values())
 
     @property
     def stored_b(self) -> str:
