@@ -185,3 +185,60 @@ def test_a_weight_gradient_writes_its_gradient_to_dram():
     assert warm.terms["c_s"] == 0
     assert kept.terms["c_s"] == pytest.approx(3.0 * 4 * 16 * 64 / 20e9)
     assert kept.time_s == pytest.approx(warm.time_s + kept.terms["c_s"])
+
+
+def test_measure_cycles_a_cpu_weight_that_the_step_reads_from_dram():
+    from test_predict import HOST, FakeClock
+
+    from roofline.analysis import measure as measure_mod
+    from roofline.kernels.cpu import Kernel
+    from roofline.model.network import network_from_dict
+    from roofline.output.times import time_lines
+
+    # 8 linear layers of 256 x 256 fp32 (256 KiB each, 2 MiB in all) on a 1 MiB LLC: each
+    # GEMM fits (8 x 256 x 256: 272 KiB), the step does not, so each is timed over
+    # ceil(2 x 1 MiB / 256 KiB) = 8 weights
+    net = network_from_dict({"name": "deep", "batch": 8, "dtype": "fp32", "mode": "inference",
+                             "layers": [{"type": "linear", "in": 256, "out": 256,
+                                         "repeat": 8}]}, "deep.yaml")
+    report = analyze(net, spec(_v2_entry()))
+    assert report.residency.from_dram
+    assert measure_mod.weights_of(report.results[0], report) == 8
+    clock, made = FakeClock(), []
+
+    def make(m, n, k, g, dtype, weights=1):
+        made.append((m, n, k, g, dtype, weights))
+        return Kernel("fake", lambda loops: setattr(clock, "now", clock.now + loops * 1e-4),
+                      2.0 * m * n * k * g, "FLOP")
+
+    measured = measure_mod.measure_report(report, None, make, "fake", clock, HOST)
+    assert made == [(8, 256, 256, 1, "fp32", 8)]
+    assert measured.results[0].to_dict()["measured_weights"] == 8
+    assert any("cycled through 8 copies of its weight" in line for line in time_lines(measured))
+    assert measure_mod.allocated_bytes(8, 256, 256, 1, "fp32", 8) == 4 * (
+        8 * 256 + 8 * 256 * 256 + 8 * 256)
+
+
+def test_cycled_kernels_check_their_product_and_take_the_next_weight_each_call():
+    from roofline.kernels.cpu import cycled_run, shaped_gemm_kernel
+
+    kernel = shaped_gemm_kernel(3, 5, 7, "fp64", weights=4)  # checked against a reference
+    assert "over 4 weights" in kernel.label
+    kernel.run(9)
+    used: list[str] = []
+    run = cycled_run(lambda a, b, out: used.append(b), "a", ["b0", "b1", "b2"], None)
+    run(2)
+    run(4)
+    assert used == ["b0", "b1", "b2", "b0", "b1", "b2"]
+    same = cycled_run(lambda a, b, out: used.append(b), "a", ["only"], None)
+    same(2)
+    assert used[-2:] == ["only", "only"]
+
+
+def test_torch_cycled_kernel_checks_its_product():
+    pytest.importorskip("torch")
+    from roofline.kernels.torch_cpu import shaped_gemm
+
+    kernel = shaped_gemm(3, 5, 7, 2, "fp32", weights=3)  # batched, checked on its first B
+    assert kernel.label.endswith("over 3 weights") and kernel.work == 2.0 * 3 * 5 * 7 * 2
+    kernel.run(5)

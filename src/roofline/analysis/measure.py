@@ -11,7 +11,9 @@ own kernels, each checked against a reference before it is timed: on a CPU the l
 entry's calibration was timed through (``cpu_library``), numpy's BLAS (fp64, fp32,
 ``kernels.cpu.shaped_gemm``) or torch (``kernels.torch_cpu.shaped_gemm``); on a GPU entry,
 torch or cupy (``kernels.gpu``). A point faster than its roof is flagged, never hidden: the
-ceiling is wrong, or the operands sat in a cache the DRAM roof does not know.
+ceiling is wrong, or the operands sat in a cache the DRAM roof does not know. On a CPU, a GEMM
+whose weight the step reads from DRAM though it fits in the cache (``analysis.residency``) is
+timed as the step runs it: cycling through copies of its weight (``weights_of``).
 
 Only the standard library is imported at module level.
 """
@@ -46,6 +48,9 @@ CALLS_PER_SHAPE = 1 + WARMUPS + REPEATS
 #: timing: a 9000^3 fp32 GEMM ran for minutes. ``measure_budget`` raises it.
 MEASURE_BUDGET_S = 60.0
 BEATS_ROOF = 1.05  # efficiency above this is flagged (5 % for timer and clock noise)
+#: A weight the step reads from DRAM is timed cycling through copies of it that together fill
+#: this many caches (at most MAX_WEIGHTS copies: a tiny weight's GEMM is its call overhead).
+CYCLE_CACHES, MAX_WEIGHTS = 2, 4096
 
 
 class MeasureError(RooflineError):
@@ -62,6 +67,7 @@ class Measurement:
     median_s: float
     spread: float
     backend: str
+    weights: int = 1  # distinct B the timing cycled through (1: the GEMM repeated)
 
     def to_dict(self, result: GemmResult) -> dict[str, Any]:
         """``measured_time_s`` and ``efficiency`` (measured FLOP/s over the roof), and more."""
@@ -72,7 +78,7 @@ class Measurement:
                 "measured_spread": self.spread, "measured_tflops": achieved / 1e12,
                 "efficiency": efficiency,
                 "measured_over_predicted": self.best_s / predicted if predicted else None,
-                "beats_roof": efficiency > BEATS_ROOF}
+                "measured_weights": self.weights, "beats_roof": efficiency > BEATS_ROOF}
 
 
 def check_measurable(report: Report, hostname: str | None = None) -> None:
@@ -98,9 +104,24 @@ def check_measurable(report: Report, hostname: str | None = None) -> None:
                            f"{option('dtype', 'fp32')} (and {option('output_dtype', 'fp32')})")
 
 
-def shape_key(result: GemmResult) -> tuple:
+def shape_key(result: GemmResult, report: Report) -> tuple:
+    """What one timing covers: (M, N, K, batch_count, dtype, the weights it cycles through)."""
     g = result.gemm
-    return (g.m, g.n, g.k, g.batch_count, g.dtype)
+    return (g.m, g.n, g.k, g.batch_count, g.dtype, weights_of(result, report))
+
+
+def weights_of(result: GemmResult, report: Report) -> int:
+    """The distinct weights (B) one shape's timing cycles through: on a CPU, where the step
+    reads the GEMM's weight from DRAM though its working set fits in the cache
+    (``analysis.residency``), enough copies to fill ``CYCLE_CACHES`` caches (at most
+    ``MAX_WEIGHTS``), as the step finds it; else 1, the GEMM repeated. (A GPU's kernels time
+    one B: there the measurement stays the repeated GEMM's.)"""
+    residency, g = report.residency, result.gemm
+    b = g.kept_operands.get("b", 0)
+    if (report.hardware.kind != "cpu" or residency is None or residency.cache_bytes is None
+            or not residency.from_dram or not b or g.bytes > residency.cache_bytes):
+        return 1
+    return min(MAX_WEIGHTS, max(2, -(-CYCLE_CACHES * residency.cache_bytes // b)))
 
 
 def estimated_seconds(report: Report) -> float:
@@ -108,7 +129,7 @@ def estimated_seconds(report: Report) -> float:
     values, each at least the shape's roofline time (its FLOPs over the entry's peak, or its
     bytes over the bandwidth when longer: no call is faster than that on this machine, whose
     entry holds its measured figures) and at least MIN_TIME_S (the calibrated value)."""
-    roof = {shape_key(r): r.time_s for r in reversed(report.results)}
+    roof = {shape_key(r, report): r.time_s for r in reversed(report.results)}
     return sum(CALLS_PER_SHAPE * max(t, MIN_TIME_S) for t in roof.values())
 
 
@@ -117,7 +138,7 @@ def check_budget(report: Report, budget_s: float = MEASURE_BUDGET_S) -> None:
     ``estimated_seconds``."""
     estimate = estimated_seconds(report)
     if estimate > budget_s:
-        shapes = len({shape_key(r) for r in report.results})
+        shapes = len({shape_key(r, report) for r in report.results})
         raise MeasureError(f"timing the {shapes} distinct GEMM shape{'s' * (shapes > 1)} of "
                            f"{report.network.name} on {report.hardware.name} would take at "
                            f"least {seconds(estimate)} ({CALLS_PER_SHAPE} calls each at its "
@@ -163,12 +184,12 @@ def default_kernels(report: Report) -> tuple[Callable, str]:
     return backend.shaped_gemm, backend.name
 
 
-def allocated_bytes(m: int, n: int, k: int, g: int, dtype: str) -> int:
-    """What timing one shape allocates: A and B in ``dtype``, C in its default output dtype
-    (int8 -> int32, fp8 -> bf16), ``g`` times: the kernels in roofline.kernels allocate no
-    more."""
+def allocated_bytes(m: int, n: int, k: int, g: int, dtype: str, weights: int = 1) -> int:
+    """What timing one shape allocates: A and ``weights`` B in ``dtype``, C in its default
+    output dtype (int8 -> int32, fp8 -> bf16), ``g`` times: the kernels in roofline.kernels
+    allocate no more."""
     c_size = itemsize(default_output_dtype(dtype))
-    return g * ((m * k + k * n) * itemsize(dtype) + m * n * c_size)
+    return g * ((m * k + weights * k * n) * itemsize(dtype) + m * n * c_size)
 
 
 def measure_report(report: Report, progress: Callable[[str], None] | None = None,
@@ -183,9 +204,9 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     if make_kernel is None:
         make_kernel, backend = default_kernels(report)
     say = progress or (lambda message: None)
-    shapes = list(dict.fromkeys(shape_key(r) for r in report.results))
-    for m, n, k, g, dtype in shapes:
-        if allocated_bytes(m, n, k, g, dtype) > MAX_SHAPE_BYTES:
+    shapes = list(dict.fromkeys(shape_key(r, report) for r in report.results))
+    for m, n, k, g, dtype, weights in shapes:
+        if allocated_bytes(m, n, k, g, dtype, weights) > MAX_SHAPE_BYTES:
             raise MeasureError(f"{g} x {m}x{n}x{k} {dtype} needs more "
                                f"than {MAX_SHAPE_BYTES / 2**30:.0f} GiB of operands; lower "
                                f"{option('batch')} or {option('seq')}")
@@ -195,12 +216,13 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     started = clock()
     for group in groups(shapes):
         left = max(0.0, budget_s - (clock() - started))
-        kernels = [make_kernel(*key) for key in group]
+        kernels = [make_kernel(*key[:5], **({"weights": key[5]} if key[5] > 1 else {}))
+                   for key in group]
         for key, result in zip(group, time_kernels([k.run for k in kernels], clock, left)):
             timed[key] = Measurement(result.best_s, result.median_s, result.spread,
-                                     backend or "")
+                                     backend or "", key[5])
             say(_line(len(timed), len(shapes), key, result, budget_s))
-    results = tuple(dataclasses.replace(r, measured=timed[shape_key(r)])
+    results = tuple(dataclasses.replace(r, measured=timed[shape_key(r, report)])
                     for r in report.results)
     return dataclasses.replace(report, results=results)
 
@@ -232,10 +254,11 @@ def groups(shapes: list[tuple]) -> list[list[tuple]]:
 
 
 def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float) -> str:
-    m, n, k, g, dtype = key
+    m, n, k, g, dtype, weights = key
     cut = (f"; {len(result.samples_s)} of {REPEATS} values, within the {budget_s:g} s "
            f"budget" if result.cut else "")
-    return (f"  [{i}/{count}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}: "
+    over = f" over {weights} weights" if weights > 1 else ""
+    return (f"  [{i}/{count}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}{over}: "
             f"{result.best_s * 1e6:.1f} us (median {result.median_s * 1e6:.1f}, spread "
             f"{result.spread:.1%}, rounds {result.round_spread:.0%} apart{cut})")
 

@@ -62,33 +62,58 @@ def check_gemm(a: Any, b: Any, c: Any, dtype: str, label: str | None = None) -> 
 
 
 def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0,
-                       batch_count: int = 1) -> Kernel:
+                       batch_count: int = 1, weights: int = 1) -> Kernel:
     """C(m, n) = A(m, k) @ B(k, n) in ``dtype`` (fp64 or fp32), beta = 0 (numpy's ``out=``),
     ``batch_count`` independent products per call (one batched ``matmul`` when above 1):
-    2 m n k batch_count FLOPs per call; checked once against a float64 reference."""
+    2 m n k batch_count FLOPs per call; checked once against a float64 reference. With
+    ``weights`` above 1, that many distinct B, each call the next one (``cycled_run``: a
+    step's weights, read from DRAM when they together exceed the cache)."""
     import numpy as np
 
     np_dtype = np.dtype(NUMPY_GEMM_DTYPES[dtype])
     rng = np.random.default_rng(seed)
     lead = (batch_count,) if batch_count > 1 else ()
     a = rng.standard_normal(lead + (m, k), dtype=np_dtype)
-    b = rng.standard_normal(lead + (k, n), dtype=np_dtype)
+    bs = [rng.standard_normal(lead + (k, n), dtype=np_dtype) for _ in range(weights)]
     c = np.empty(lead + (m, n), dtype=np_dtype)
-
-    def run(loops: int) -> None:
-        for _ in range(loops):
-            np.matmul(a, b, out=c)
-
-    label = f"{dtype} GEMM {f'{batch_count} x ' if lead else ''}{m}x{n}x{k}"
+    run = cycled_run(np.matmul, a, bs, c)
+    label = (f"{dtype} GEMM {f'{batch_count} x ' if lead else ''}{m}x{n}x{k}"
+             f"{f' over {weights} weights' if weights > 1 else ''}")
     run(1)
-    check_gemm(a, b, c, dtype, label)
+    check_gemm(a, bs[0], c, dtype, label)
     return Kernel(label, run, 2.0 * m * n * k * batch_count, "FLOP")
 
 
-def shaped_gemm(m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
+def cycled_run(matmul: Callable[..., Any], a: Any, bs: list[Any],
+               c: Any) -> Callable[[int], None]:
+    """``run(loops)``: ``matmul(a, b, out=c)`` ``loops`` times, ``b`` the next of ``bs`` at
+    each call (one B: the same GEMM repeated); the first call uses ``bs[0]``, and a call picks
+    up where the last one stopped."""
+    if len(bs) == 1:
+        b = bs[0]
+
+        def repeated(loops: int) -> None:
+            for _ in range(loops):
+                matmul(a, b, out=c)
+
+        return repeated
+    turn = [0]
+
+    def cycled(loops: int) -> None:
+        i = turn[0]
+        for _ in range(loops):
+            matmul(a, bs[i], out=c)
+            i = (i + 1) % len(bs)
+        turn[0] = i
+
+    return cycled
+
+
+def shaped_gemm(m: int, n: int, k: int, g: int, dtype: str, weights: int = 1) -> Kernel:
     """``shaped_gemm_kernel`` with the GPU backends' ``shaped_gemm`` signature (the batch
-    count ``g`` before the dtype): the kernel ``analyze --measure`` times on a CPU."""
-    return shaped_gemm_kernel(m, n, k, dtype, batch_count=g)
+    count ``g`` before the dtype): the kernel ``analyze --measure`` times on a CPU, over
+    ``weights`` distinct B where a step reads its weight from DRAM."""
+    return shaped_gemm_kernel(m, n, k, dtype, batch_count=g, weights=weights)
 
 
 def touch_share(fills: tuple, part: int, threads: int) -> None:

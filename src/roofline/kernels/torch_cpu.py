@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cpu import NUMPY_GEMM_DTYPES, Kernel, check_gemm
+from .cpu import NUMPY_GEMM_DTYPES, Kernel, check_gemm, cycled_run
 
 
 def installed() -> bool:
@@ -44,29 +44,25 @@ def _run(a: Any, b: Any, c: Any) -> Any:
     """``run(loops)``: ``torch.matmul(a, b, out=c)`` ``loops`` times (beta = 0)."""
     import torch
 
-    matmul = torch.matmul
-
-    def run(loops: int) -> None:
-        for _ in range(loops):
-            matmul(a, b, out=c)
-
-    return run
+    return cycled_run(torch.matmul, a, [b], c)
 
 
 def shaped_gemm_kernel(m: int, n: int, k: int, dtype: str, seed: int = 0,
-                       batch_count: int = 1) -> Kernel:
+                       batch_count: int = 1, weights: int = 1) -> Kernel:
     """C(m, n) = A(m, k) @ B(k, n) in ``dtype`` (fp64 or fp32) through torch, ``batch_count``
     products per call (one batched ``matmul`` when above 1): 2 m n k batch_count FLOPs per
-    call; checked once against a float64 reference."""
+    call; checked once against a float64 reference. With ``weights`` above 1, that many
+    distinct B, each call the next one (``kernels.cpu.cycled_run``)."""
     import torch
 
     lead = (batch_count,) if batch_count > 1 else ()
-    a, b = _operands((lead + (m, k), lead + (k, n)), dtype, seed)
+    a, *bs = _operands((lead + (m, k),) + (lead + (k, n),) * weights, dtype, seed)
     c = torch.empty(lead + (m, n), dtype=a.dtype)
-    run = _run(a, b, c)
-    label = f"torch {dtype} GEMM {f'{batch_count} x ' if lead else ''}{m}x{n}x{k}"
+    run = cycled_run(torch.matmul, a, bs, c)
+    label = (f"torch {dtype} GEMM {f'{batch_count} x ' if lead else ''}{m}x{n}x{k}"
+             f"{f' over {weights} weights' if weights > 1 else ''}")
     run(1)
-    check_gemm(a.numpy(), b.numpy(), c.numpy(), dtype, label)
+    check_gemm(a.numpy(), bs[0].numpy(), c.numpy(), dtype, label)
     return Kernel(label, run, 2.0 * m * n * k * batch_count, "FLOP")
 
 
@@ -94,10 +90,11 @@ def thin_gemm_kernels(ms: tuple[int, ...], nk: int, dtype: str, seed: int = 0) -
     return kernels
 
 
-def shaped_gemm(m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
+def shaped_gemm(m: int, n: int, k: int, g: int, dtype: str, weights: int = 1) -> Kernel:
     """``shaped_gemm_kernel`` with the GPU backends' ``shaped_gemm`` signature: the kernel
-    ``analyze --measure`` times on a CPU entry calibrated through torch."""
-    return shaped_gemm_kernel(m, n, k, dtype, batch_count=g)
+    ``analyze --measure`` times on a CPU entry calibrated through torch, over ``weights``
+    distinct B where a step reads its weight from DRAM."""
+    return shaped_gemm_kernel(m, n, k, dtype, batch_count=g, weights=weights)
 
 
 def small_gemm_kernel(n: int = 8, dtype: str = "fp32") -> Kernel:

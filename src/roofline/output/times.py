@@ -68,7 +68,18 @@ def time_lines(report: Report) -> list[str]:
         measured = sum(r.measured.best_s for r in report.results if r.measured is not None)
         text += f", measured {seconds(measured)} (best of each distinct shape, summed)"
         lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")
-        if report.residency is not None and report.residency.from_dram:
+        cycled = {r.measured.weights for r in distinct(report.results)
+                  if r.measured is not None and r.measured.weights > 1}
+        if cycled:
+            lines.append(f"measured: a weight GEMM that fits in the cache cycled through "
+                         f"{min(cycled)}-{max(cycled)} copies of its weight, read from DRAM "
+                         f"as the step reads it" if len(cycled) > 1 else
+                         f"measured: a weight GEMM that fits in the cache cycled through "
+                         f"{min(cycled)} copies of its weight, read from DRAM as the step "
+                         f"reads it")
+        elif report.residency is not None and report.residency.from_dram and any(
+                r.gemm.kept_bytes and r.gemm.bytes <= (report.residency.cache_bytes or 0)
+                for r in distinct(report.results)):
             lines.append("measured: each GEMM repeated, so a weight that fits in the cache is "
                          "read from it; the prediction reads it from DRAM, as the step does")
     step = []
