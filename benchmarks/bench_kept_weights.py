@@ -17,12 +17,12 @@ BLAS, or torch with ``probe --library torch``):
 - *cycled*: one A and distinct weights B totalling at least 4x the LLC, each call the next one
   (what a step does to its weights);
 
-both by ``analysis.measure.time_kernels`` (round-robin rounds, the best of each kept), and
-holds them against the prediction for a repeated GEMM (``kept`` 0) and for one whose B is kept
-(``kept`` B's bytes, as ``analyze`` predicts a weight GEMM of a step that keeps more than the
-cache). Per shape: both times, their ratio, both predictions and measured / predicted; then the
-share within 1.25x and 2x of the cycled times, predicted with and without the weight read from
-DRAM. The host's speed moves between runs: run it twice and report both.
+both by ``analysis.measure.time_kernels`` (round-robin rounds, the best of each kept), and holds
+them against the prediction for a repeated GEMM and for one whose weight is read from DRAM
+(``predict_gemm``'s ``weights_from_dram``, as ``analyze`` predicts a weight GEMM of a step that
+keeps more than the cache). Per shape: both times, their ratio, both predictions and measured /
+predicted; then the share within 1.25x and 2x of the cycled times, predicted with and without
+the weight read from DRAM. The host's speed moves between runs: run it twice and report both.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         rep, cyc = timed[2 * i].best_s, timed[2 * i + 1].best_s
         gemm = Gemm("MM", "x", "forward", m, n, k, "fp32", b_operand="weight")
         warm = predict_gemm(gemm, hw).time_s
-        cold = predict_gemm(gemm, hw, kept=gemm.kept_bytes).time_s
+        cold = predict_gemm(gemm, hw, weights_from_dram=True).time_s
         repeat_r.append(rep / warm)
         kept_r.append(cyc / cold)
         warm_r.append(cyc / warm)

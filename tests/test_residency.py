@@ -27,9 +27,8 @@ def test_a_step_beyond_the_cache_reads_its_weights_from_dram():
     act = Gemm("MM3", "attn", "forward", 128, 128, 64, "fp16")
     cold, warm = Residency(10**9, 50 * 2**20), Residency(10**6, 50 * 2**20)
     assert cold.from_dram and not warm.from_dram
-    assert cold.kept_bytes_of(weight) == 2 * 4096 * 4096  # B only: A and C just produced
-    assert cold.kept_bytes_of(kv) == 2 * 2048 * 128
-    assert cold.kept_bytes_of(act) == 0 and warm.kept_bytes_of(weight) == 0
+    assert weight.kept_operands == {"b": 2 * 4096 * 4096}  # B only: A and C just produced
+    assert kv.kept_bytes == 2 * 2048 * 128 and act.kept_bytes == 0
     assert not Residency(10**12, None).from_dram  # no cache figure: nothing assumed
     with pytest.raises(ValueError, match="b_operand"):
         Gemm("MM1", "fc", "forward", 1, 8, 8, "fp16", b_operand="bias")
@@ -61,7 +60,7 @@ def test_a_gpu_gemm_beyond_the_l2_is_unchanged():
     # already, and nothing is added for the kept weight
     hw = load_hardware("h100-sxm5-80gb")
     g = Gemm("MM1", "ffn", "forward", 1, 4096, 11008, "fp16", b_operand="weight")
-    assert predict_gemm(g, hw, kept=g.kept_bytes).time_s == predict_gemm(g, hw).time_s
+    assert predict_gemm(g, hw, weights_from_dram=True).time_s == predict_gemm(g, hw).time_s
 
 
 def test_a_single_gemm_that_fits_stays_resident():
@@ -83,7 +82,7 @@ def test_cpu_gemv_of_a_kept_weight_by_hand():
     # repeated: the in-cache thin table at r = 1 (0.1)
     assert warm.time_s == pytest.approx(1e-6 + 2 * 256 * 256 / (0.1e12 * 0.1))
     # B from DRAM: the beyond-the-LLC table at r = 1 (0.05), B's bytes at 20 GB/s
-    cold = predict_gemm(g, hw, kept=g.kept_bytes)
+    cold = predict_gemm(g, hw, weights_from_dram=True)
     flop_s = 2 * 256 * 256 / (0.1e12 * 0.05)
     ab_s = 4 * 256 * 256 / 20e9
     assert cold.time_s == pytest.approx(1e-6 + max(flop_s, ab_s))
@@ -96,7 +95,7 @@ def test_cpu_kept_weight_beyond_the_measured_rows_keeps_the_in_cache_efficiency(
     # table clamped at 16: 0.4), B's stream as the floor. 64 x 256 x 256: s = 161 is not thin
     # (4 x 64 = 256 = max): squares only, 0.5 + 0.5 log(161/128)/log 4 = 0.5828
     g = Gemm("MM1", "fc", "forward", 64, 256, 256, "fp32", b_operand="weight")
-    cold = predict_gemm(g, hw, kept=g.kept_bytes)
+    cold = predict_gemm(g, hw, weights_from_dram=True)
     s = (64 * 256 * 256) ** (1 / 3)
     import math
 
@@ -106,7 +105,7 @@ def test_cpu_kept_weight_beyond_the_measured_rows_keeps_the_in_cache_efficiency(
     # a kept B that is not most of the working set (a convolution's small weight): only its
     # stream is added, the efficiency is the in-cache one
     small = Gemm("MM2", "conv", "forward", 2048, 16, 64, "fp32", b_operand="weight")
-    w, c = predict_gemm(small, hw), predict_gemm(small, hw, kept=small.kept_bytes)
+    w, c = predict_gemm(small, hw), predict_gemm(small, hw, weights_from_dram=True)
     assert c.terms["flop_s"] == w.terms["flop_s"]
     assert c.terms["ab_s"] == pytest.approx(4 * 16 * 64 / 20e9)
 
@@ -172,7 +171,7 @@ def test_a_weight_gradient_writes_its_gradient_to_dram():
     hw = load_hardware("h100-sxm5-80gb")
     g = Gemm("MM1", "fc", "backward-weight", 4096, 4096, 64, "fp16")
     assert g.kept_operands == {"c": 2 * 4096 * 4096}
-    cold = predict_gemm(g, hw, kept=g.kept_bytes)
+    cold = predict_gemm(g, hw, weights_from_dram=True)
     stream = 2 * 4096 * 4096 / (0.9 * 3350e9)
     assert cold.terms["dram_s"] == pytest.approx(stream)
     assert cold.time_s >= FITTED.min_kernel_s + stream
@@ -181,7 +180,7 @@ def test_a_weight_gradient_writes_its_gradient_to_dram():
     # the LLC is; 16 x 64 x 16 fp32 (C 4 KiB) fits in the 1 MiB LLC
     cpu = spec(_v2_entry())
     w = Gemm("MM2", "fc", "backward-weight", 16, 64, 16, "fp32")
-    warm, kept = predict_gemm(w, cpu), predict_gemm(w, cpu, kept=w.kept_bytes)
+    warm, kept = predict_gemm(w, cpu), predict_gemm(w, cpu, weights_from_dram=True)
     assert warm.terms["c_s"] == 0
     assert kept.terms["c_s"] == pytest.approx(3.0 * 4 * 16 * 64 / 20e9)
     assert kept.time_s == pytest.approx(warm.time_s + kept.terms["c_s"])

@@ -148,18 +148,19 @@ def library_mismatch(hardware: HardwareSpec, framework: str | None) -> str | Non
 
 
 def predict_gemm(gemm: Gemm, hardware: HardwareSpec, tiles: Quantization | None = None,
-                 kept: int = 0) -> Prediction:
-    """The time to expect for ``gemm`` on ``hardware`` (see the module docstring), ``kept`` of
-    its bytes read from DRAM even when its working set fits in the cache (a step's weights:
-    ``analysis.residency``; 0, a timing loop's warm cache)."""
+                 weights_from_dram: bool = False) -> Prediction:
+    """The time to expect for ``gemm`` on ``hardware`` (see the module docstring). With
+    ``weights_from_dram`` (a step that keeps more than the cache: ``analysis.residency``) its
+    kept operands (``Gemm.kept_operands``: a weight, the KV cache, a weight gradient) are read
+    or written in DRAM even when it fits in the cache; without, a timing loop's warm cache."""
     calibration = hardware.calibration
     if calibration is not None and gemm.dtype in calibration.efficiency:
-        return _calibrated(gemm, hardware, kept)
+        return _calibrated(gemm, hardware, weights_from_dram)
     if hardware.kind == "gpu" and hardware.gpu is not None:
         if calibration is not None and calibration.gpu_ops is not None:
             return fitted_gemm(gemm, hardware, calibrated_constants(calibration.gpu_ops),
-                               "calibrated", kept)
-        return fitted_gemm(gemm, hardware, kept=kept)
+                               "calibrated", weights_from_dram)
+        return fitted_gemm(gemm, hardware, weights_from_dram=weights_from_dram)
     return datasheet_gemm(gemm, hardware, tiles)
 
 
@@ -176,7 +177,7 @@ def calibrated_constants(gpu: GpuOpsCalibration) -> GpuGemmConstants:
 
 
 def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants | None = None,
-                basis: str = "fitted", kept: int = 0) -> Prediction:
+                basis: str = "fitted", weights_from_dram: bool = False) -> Prediction:
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
     calibration's, ``basis`` calibrated)."""
     from .gpu_gemm import FITTED, device_for, gemm_time
@@ -185,7 +186,8 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
                       gemm.bytes, device_for(hardware, gemm.dtype), constants or FITTED,
-                      e_b=e_b, math_scale=scale, kept=kept)
+                      e_b=e_b, math_scale=scale,
+                      kept=gemm.kept_bytes if weights_from_dram else 0)
     return Prediction(terms["time_s"], basis, terms)
 
 
@@ -255,14 +257,15 @@ def gemm_terms(m: int, n: int, k: int, e: int, e_c: int, peak: float, eff: GemmE
     return {"flop_s": flop_s, "ab_s": ab_s, "c_s": c_s, "resident": float(resident)}
 
 
-def _calibrated(gemm: Gemm, hardware: HardwareSpec, kept: int = 0) -> Prediction:
+def _calibrated(gemm: Gemm, hardware: HardwareSpec, weights_from_dram: bool = False
+                ) -> Prediction:
     cal = hardware.calibration
     assert cal is not None  # predict_gemm chose this path because the entry has one
     e, e_c = element_size(gemm.dtype), element_size(gemm.c_dtype)
     llc = hardware.llc_mb * 2**20 if hardware.llc_mb else None
     eff = cal.efficiency[gemm.dtype]
     passes = eff.c_write_passes if eff.c_write_passes is not None else cal.c_write_passes
-    held = gemm.kept_operands if kept else {}
+    held = gemm.kept_operands if weights_from_dram else {}
     terms = gemm_terms(gemm.m, gemm.n, gemm.k, e, e_c, hardware.peak_flops_per_s(gemm.dtype),
                        eff, hardware.bandwidth_bytes_per_s, llc, passes or 0.0,
                        held.get("b", 0) // gemm.batch_count, held.get("c", 0) // gemm.batch_count)

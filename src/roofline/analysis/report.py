@@ -345,12 +345,13 @@ def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
 
 
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
-                 max_batch: int | None = None, kept: int = 0) -> GemmResult:
+                 max_batch: int | None = None, weights_from_dram: bool = False) -> GemmResult:
     """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype, with its alignment
     notes, its tile/wave quantization and, when memory-bound, what a larger batch does (data;
     ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences), marked when
-    that batch is above ``max_batch``, the largest whose step fits in memory; ``kept`` of its
-    bytes are read from DRAM even when it fits in the cache (``analysis.residency``). With
+    that batch is above ``max_batch``, the largest whose step fits in memory; with
+    ``weights_from_dram`` its kept operands are read from DRAM even when it fits in the cache
+    (``analysis.residency``). With
     ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
     split-K when chosen); memory-bound times are set by bandwidth.
     """
@@ -369,7 +370,7 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
     more = batch_advice(gemm, ridge, rule, max_batch) if which == "memory" else None
-    predicted = predict_gemm(gemm, hardware, tiles, kept)
+    predicted = predict_gemm(gemm, hardware, tiles, weights_from_dram)
     # work / attainable: the roofline time (roof.roofline_time_s), less any quantization loss;
     # the rate reported is the GEMM's own FLOPs over that time
     time = work / attainable
@@ -422,7 +423,7 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
         found = seen.get(key)
         if found is None:
             found = seen[key] = analyze_gemm(gemm, hardware, quantization, memory.max_batch,
-                                             residency.kept_bytes_of(gemm))
+                                             residency.from_dram)
             return found
         return _as_gemm(found, gemm)
 

@@ -9,19 +9,18 @@ data it keeps fits in the cache: repeated steps find it there.
 
 A network's step does not repeat one GEMM. Between two uses of a weight (one step apart, the
 forward pass and its data gradient aside) everything else the step keeps passes through the
-cache: when the step keeps more than the cache holds (its weights, KV cache, saved
-activations, gradients and optimizer states: ``analysis.memory``'s parts but the workspace
-allowance), a weight or the KV cache is read from DRAM at every use, however small the GEMM
-that reads it. Llama-2-7B decoding on an H100: each 4096 x 4096 fp16 projection (33.6 MB) fits
-in the 50 MiB L2, and the 13.5 GB of weights cycle through it. Such a GEMM is predicted with its
-kept operand (``Gemm.kept_operands``: B when it is a weight or the KV cache) read from DRAM, the
-rest of its working set (the activation just produced, the output the next op reads) in the
-cache: ``Residency.kept_bytes_of``. A weight gradient's C, the gradient kept until the update,
-is written to DRAM the same way. On the development VM's 2-vCPU EPYC (torch 2.13, fp32), a
-GEMM that cycled through distinct weights beyond the LLC took 2-2.8x the time of the same GEMM
-repeated for M = 1, 1.5-1.9x for M = 4 and 16 (weights of 2.2 and 6.8 MiB) and 1.0-1.2x for
-M = 64 and 128
-(``benchmarks/bench_kept_weights.py``; README, "Weights from DRAM").
+cache: when the step keeps more than the cache holds (its weights, KV cache, saved activations,
+gradients and optimizer states: ``analysis.memory``'s parts but the workspace allowance), a
+weight or the KV cache is read from DRAM at every use, however small the GEMM that reads it.
+Llama-2-7B decoding on an H100: each 4096 x 4096 fp16 projection (33.6 MB) fits in the 50 MiB
+L2, and the 13.5 GB of weights cycle through it. Such a GEMM is predicted with its kept operand
+(``Gemm.kept_operands``: B when it is a weight or the KV cache) read from DRAM, the rest of its
+working set (the activation just produced, the output the next op reads) in the cache
+(``predict.predict_gemm``'s ``weights_from_dram``). A weight gradient's C, the gradient kept
+until the update, is written to DRAM the same way. On the development VM's 2-vCPU EPYC (torch
+2.13, fp32), a GEMM that cycled through distinct weights beyond the LLC took 2-2.8x the time of
+the same GEMM repeated for M = 1, 1.5-1.9x for M = 4 and 16 (weights of 2.2 and 6.8 MiB) and
+1.0-1.2x for M = 64 and 128 (``benchmarks/bench_kept_weights.py``; README, "Weights from DRAM").
 
 Not counted: the activation a weight gradient reads, saved by the forward pass, is read long
 after it was written too, but it is small beside the gradient the GEMM writes whenever the
@@ -39,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
-    from ..model.gemm import Gemm
     from .memory import Memory
 
 
@@ -55,12 +53,6 @@ class Residency:
         """Whether the step's weights and KV cache are read from DRAM at every use: it keeps
         more than the cache holds."""
         return self.cache_bytes is not None and self.kept_bytes > self.cache_bytes
-
-    def kept_bytes_of(self, gemm: Gemm) -> int:
-        """The bytes ``gemm`` reads or writes in DRAM even when its working set fits in the
-        cache: its kept operands' (``Gemm.kept_bytes``) when the step's data does not stay,
-        else 0."""
-        return gemm.kept_bytes if self.from_dram else 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``residency`` object."""
