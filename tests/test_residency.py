@@ -241,3 +241,30 @@ def test_torch_cycled_kernel_checks_its_product():
     kernel = shaped_gemm(3, 5, 7, 2, "fp32", weights=3)  # batched, checked on its first B
     assert kernel.label.endswith("over 3 weights") and kernel.work == 2.0 * 3 * 5 * 7 * 2
     kernel.run(5)
+
+
+def test_measure_says_which_gemms_it_timed_repeated_though_the_step_moves_them_in_dram():
+    from test_predict import HOST, FakeClock
+
+    from roofline.analysis import measure as measure_mod
+    from roofline.kernels.cpu import Kernel
+    from roofline.model.network import network_from_dict
+    from roofline.output.times import measured_residency_lines
+
+    # training: the forward and data-gradient GEMMs read a weight (cycled), the weight
+    # gradients write a gradient (kept C: timed repeated, the one B they read being dY)
+    net = network_from_dict({"name": "deep", "batch": 8, "dtype": "fp32", "mode": "train",
+                             "layers": [{"type": "linear", "in": 256, "out": 256,
+                                         "repeat": 8}]}, "deep.yaml")
+    report = analyze(net, spec(_v2_entry()))
+    clock = FakeClock()
+
+    def make(m, n, k, g, dtype, weights=1):
+        return Kernel("fake", lambda loops: setattr(clock, "now", clock.now + loops * 1e-4),
+                      2.0 * m * n * k * g, "FLOP")
+
+    measured = measure_mod.measure_report(report, None, make, "fake", clock, HOST)
+    lines = measured_residency_lines(measured)
+    assert lines[0].startswith("measured: a weight GEMM that fits in the cache cycled through")
+    assert lines[1].startswith("measured: 1 GEMM timed repeated")  # the shared dW shape
+    assert measured_residency_lines(report) == []  # nothing measured, nothing said

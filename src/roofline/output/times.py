@@ -68,26 +68,37 @@ def time_lines(report: Report) -> list[str]:
         measured = sum(r.measured.best_s for r in report.results if r.measured is not None)
         text += f", measured {seconds(measured)} (best of each distinct shape, summed)"
         lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")
-        cycled = {r.measured.weights for r in distinct(report.results)
-                  if r.measured is not None and r.measured.weights > 1}
-        if cycled:
-            lines.append(f"measured: a weight GEMM that fits in the cache cycled through "
-                         f"{min(cycled)}-{max(cycled)} copies of its weight, read from DRAM "
-                         f"as the step reads it" if len(cycled) > 1 else
-                         f"measured: a weight GEMM that fits in the cache cycled through "
-                         f"{min(cycled)} copies of its weight, read from DRAM as the step "
-                         f"reads it")
-        elif report.residency is not None and report.residency.from_dram and any(
-                r.gemm.kept_bytes and r.gemm.bytes <= (report.residency.cache_bytes or 0)
-                for r in distinct(report.results)):
-            lines.append("measured: each GEMM repeated, so a weight that fits in the cache is "
-                         "read from it; the prediction reads it from DRAM, as the step does")
+        lines += measured_residency_lines(report)
     step = []
     if report.ops:  # else the step is its GEMMs
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)})"]
     return lines + [text] + step + beats_roof_notes(report)
+
+
+def measured_residency_lines(report: Report) -> list[str]:
+    """How ``--measure`` treated what the step reads or writes in DRAM though the GEMM fits in
+    the cache (``analysis.measure.weights_of``): the weights cycled through, and the GEMMs timed
+    repeated all the same (a GPU's, a weight gradient's), which measure faster than the step."""
+    residency = report.residency
+    if residency is None or not residency.from_dram or residency.cache_bytes is None:
+        return []
+    timed = [(r.gemm, r.measured.weights) for r in distinct(report.results)
+             if r.measured is not None]
+    cycled = sorted({weights for _, weights in timed if weights > 1})
+    repeated = sum(1 for gemm, weights in timed if weights == 1 and gemm.kept_bytes > 0
+                   and gemm.bytes <= residency.cache_bytes)
+    lines = []
+    if cycled:
+        copies = f"{cycled[0]}-{cycled[-1]}" if len(cycled) > 1 else str(cycled[0])
+        lines.append(f"measured: a weight GEMM that fits in the cache cycled through {copies} "
+                     f"copies of its weight, read from DRAM as the step reads it")
+    if repeated:
+        lines.append(f"measured: {repeated} GEMM{'s' * (repeated > 1)} timed repeated, their "
+                     f"weight or gradient in the cache where the step moves it to or from DRAM: "
+                     f"faster than the step runs them")
+    return lines
 
 
 def residency_lines(report: Report) -> list[str]:
