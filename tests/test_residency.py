@@ -266,5 +266,5 @@ def test_measure_says_which_gemms_it_timed_repeated_though_the_step_moves_them_i
     measured = measure_mod.measure_report(report, None, make, "fake", clock, HOST)
     lines = measured_residency_lines(measured)
     assert lines[0].startswith("measured: a weight GEMM that fits in the cache cycled through")
-    assert lines[1].startswith("measured: 1 GEMM timed repeated")  # the shared dW shape
+    assert lines[1].startswith("measured: 8 GEMMs timed repeated")  # the 8 weight gradients
     assert measured_residency_lines(report) == []  # nothing measured, nothing said
