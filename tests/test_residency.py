@@ -268,3 +268,20 @@ def test_measure_says_which_gemms_it_timed_repeated_though_the_step_moves_them_i
     assert lines[0].startswith("measured: a weight GEMM that fits in the cache cycled through")
     assert lines[1].startswith("measured: 8 GEMMs timed repeated")  # the 8 weight gradients
     assert measured_residency_lines(report) == []  # nothing measured, nothing said
+
+
+def test_measure_refuses_in_one_sentence_a_cycled_weight_beyond_its_allocation_limit(
+        monkeypatch):
+    from test_predict import HOST, FakeClock
+
+    from roofline.analysis import measure as measure_mod
+    from roofline.model.network import network_from_dict
+
+    net = network_from_dict({"name": "deep", "batch": 8, "dtype": "fp32", "mode": "inference",
+                             "layers": [{"type": "linear", "in": 256, "out": 256,
+                                         "repeat": 8}]}, "deep.yaml")
+    report = analyze(net, spec(_v2_entry()))
+    monkeypatch.setattr(measure_mod, "MAX_SHAPE_BYTES", 2**20)  # 8 weights of 256 KiB: 2 MiB
+    with pytest.raises(measure_mod.MeasureError, match="over 8 copies of its weight"):
+        measure_mod.measure_report(report, None, lambda *a, **k: None, "fake", FakeClock(),
+                                   HOST)

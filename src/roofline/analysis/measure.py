@@ -207,7 +207,10 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     shapes = list(dict.fromkeys(shape_key(r, report) for r in report.results))
     for m, n, k, g, dtype, weights in shapes:
         if allocated_bytes(m, n, k, g, dtype, weights) > MAX_SHAPE_BYTES:
-            raise MeasureError(f"{g} x {m}x{n}x{k} {dtype} needs more "
+            over = (f" over {weights} copies of its weight (the step reads it from DRAM: "
+                    f"{CYCLE_CACHES} caches of {report.hardware.llc_mb:g} MiB of them)"
+                    if weights > 1 else "")
+            raise MeasureError(f"{g} x {m}x{n}x{k} {dtype}{over} needs more "
                                f"than {MAX_SHAPE_BYTES / 2**30:.0f} GiB of operands; lower "
                                f"{option('batch')} or {option('seq')}")
     say(f"measuring {len(shapes)} distinct GEMM shapes of {len(report.results)} GEMMs "
