@@ -13,9 +13,11 @@ For GEMMs whose weight B fits in the LLC (M = 1, 4, 16, 64, 128 rows against a 7
 small batch), this times through the library ``NAME``'s calibration was timed with (numpy's
 BLAS, or torch with ``probe --library torch``):
 
-- *repeated*: one A, one B, the GEMM repeated (what the probe and ``--measure`` time);
+- *repeated*: one A, one B, the GEMM repeated (what the probe times, and ``--measure`` where the
+  step keeps its weights in the cache);
 - *cycled*: one A and distinct weights B totalling at least 4x the LLC, each call the next one
-  (what a step does to its weights);
+  (what a step does to its weights, and what ``--measure`` times when the step keeps more than
+  the cache);
 
 both by ``analysis.measure.time_kernels`` (round-robin rounds, the best of each kept), and holds
 them against the prediction for a repeated GEMM and for one whose weight is read from DRAM
@@ -30,7 +32,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from _tables import table_lines
@@ -40,34 +41,15 @@ WEIGHTS = ((768, 768), (2304, 768), (4096, 1024))  # (N, K) of B: GPT-2's qkv, p
 CYCLE_LLC = 4  # the distinct weights of a cycled GEMM: at least this many LLCs of them
 
 
-def kernels(m: int, n: int, k: int, copies: int, library: str) -> tuple[Callable, Callable]:
-    """``run(loops)`` for the repeated and the cycled GEMM through ``library`` (fp32)."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    bs = [rng.standard_normal((k, n), dtype=np.float32) for _ in range(copies)]
-    c = np.empty((m, n), dtype=np.float32)
-    matmul: Any = np.matmul
+def kernels(m: int, n: int, k: int, copies: int, library: str) -> tuple[Any, Any]:
+    """The repeated and the cycled fp32 GEMM through ``library``: ``--measure``'s own kernels
+    (``kernels.cpu.shaped_gemm`` or ``kernels.torch_cpu.shaped_gemm``, ``weights`` copies of
+    B for the cycled one), each checked against a reference before it is timed."""
     if library == "torch":
-        import torch
-
-        a, c, bs = torch.from_numpy(a), torch.from_numpy(c), [torch.from_numpy(b) for b in bs]
-        matmul = torch.matmul
-    turn = [0]
-
-    def repeated(loops: int) -> None:
-        for _ in range(loops):
-            matmul(a, bs[0], out=c)
-
-    def cycled(loops: int) -> None:
-        i = turn[0]
-        for _ in range(loops):
-            i = (i + 1) % copies
-            matmul(a, bs[i], out=c)
-        turn[0] = i
-
-    return repeated, cycled
+        from roofline.kernels.torch_cpu import shaped_gemm
+    else:
+        from roofline.kernels.cpu import shaped_gemm
+    return shaped_gemm(m, n, k, 1, "fp32"), shaped_gemm(m, n, k, 1, "fp32", weights=copies)
 
 
 def within(ratios: list[float], band: float) -> float:
@@ -104,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     for m, n, k in shapes:
         count = max(2, -(-CYCLE_LLC * round(llc) // (4 * k * n)))
         copies.append(count)
-        runs += kernels(m, n, k, count, library["name"])
+        runs += [kernel.run for kernel in kernels(m, n, k, count, library["name"])]
     print(f"timing {len(shapes)} shapes, repeated and cycled, through {library['name']} ...",
           file=sys.stderr)
     timed = time_kernels(runs)
