@@ -133,8 +133,8 @@ def test_fitted_constants_reproduce_the_committed_measurements():
 
     rows, predictor = load_rows(), Predictor()
     # 9 DeepBench sheets x 160 + 3 published maxima + XLA's H100 and B200 tables (125 shapes x 3
-    # batch counts, bf16 and TF32, each)
-    assert len(rows) == 9 * 160 + 3 + 2 * 750
+    # batch counts, bf16 and TF32, each; B200's fp8 too)
+    assert len(rows) == 9 * 160 + 3 + 2 * 750 + 375
     fitted = [r for r in rows if r.device not in CHECK_ONLY]
     assert len(fitted) == 7 * 160 + 3 + 750  # no Maxwell sheet, no B200 row
     ratios = [r.time_s / predictor.new(r) for r in fitted]
@@ -177,17 +177,21 @@ def test_xla_b200_rows_are_its_rates_as_kernel_times():
     """XLA's sm_100_B200 entry, copied as for sm_90: bf16 for b = 1, 4096^3 reads
     1416867213789406 FLOP/s (default_matmul_perf_table.txtpb at ad6eaee1b2f1), so
     2 x 4096^3 / 1.41687e15 = 97.002 us; b = 4, 256^3 f32 (TF32) reads 18636174396001,
-    so 2 x 4 x 256^3 / 1.86362e13 = 7.202 us. 375 shapes x 2 dtypes."""
+    so 2 x 4 x 256^3 / 1.86362e13 = 7.202 us; b = 4, 4096^3 fp8 (e4m3 x e4m3 -> bf16) reads
+    3279676742061148, so 2 x 4 x 4096^3 / 3.27968e15 = 167.63 us. 375 shapes x 3 dtypes."""
     from bench_gpu_model import load_rows
 
     b200 = [r for r in load_rows() if r.device == "b200-sxm-180gb"]
-    assert len(b200) == 750 and {r.dtype for r in b200} == {"bf16", "tf32"}
+    assert len(b200) == 1125 and {r.dtype for r in b200} == {"bf16", "tf32", "fp8"}
     (bf16,) = [r for r in b200 if (r.dtype, r.count, r.m, r.n, r.k) == ("bf16", 1, 4096, 4096, 4096)]
     assert bf16.time_s == pytest.approx(97.002e-6, rel=1e-5)
     assert bf16.time_s == pytest.approx(2 * 4096**3 / 1416867213789406, rel=1e-5)
     (tf32,) = [r for r in b200 if (r.dtype, r.count, r.m, r.n, r.k) == ("tf32", 4, 256, 256, 256)]
     assert tf32.time_s == pytest.approx(7.202e-6, rel=1e-5)
     assert tf32.time_s == pytest.approx(2 * 4 * 256**3 / 18636174396001, rel=1e-5)
+    (fp8,) = [r for r in b200 if (r.dtype, r.count, r.m, r.n, r.k) == ("fp8", 4, 4096, 4096, 4096)]
+    assert fp8.time_s == pytest.approx(167.63e-6, rel=1e-4)
+    assert fp8.time_s == pytest.approx(2 * 4 * 4096**3 / 3279676742061148, rel=1e-5)
 
 
 def test_t4_left_out_is_predicted_from_the_others_constants_and_its_sourced_clock():
