@@ -30,6 +30,10 @@ def test_a_step_beyond_the_cache_reads_its_weights_from_dram():
     assert weight.kept_operands == {"b": 2 * 4096 * 4096}  # B only: A and C just produced
     assert kv.kept_bytes == 2 * 2048 * 128 and act.kept_bytes == 0
     assert not Residency(10**12, None).from_dram  # no cache figure: nothing assumed
+    # streamed though it fits (33.6 MB in 50 MiB): what a timing loop would find cached
+    assert cold.streams(weight) and not warm.streams(weight) and not cold.streams(act)
+    big = Gemm("MM4", "fc", "forward", 1, 4096, 11008, "fp16", b_operand="weight")  # 90 MB
+    assert not cold.streams(big)  # beyond the cache: from DRAM in a timing loop too
     with pytest.raises(ValueError, match="b_operand"):
         Gemm("MM1", "fc", "forward", 1, 8, 8, "fp16", b_operand="bias")
 

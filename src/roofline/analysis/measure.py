@@ -119,7 +119,7 @@ def weights_of(result: GemmResult, report: Report) -> int:
     residency, g = report.residency, result.gemm
     b = g.kept_operands.get("b", 0)
     if (report.hardware.kind != "cpu" or residency is None or residency.cache_bytes is None
-            or not residency.from_dram or not b or g.bytes > residency.cache_bytes):
+            or not b or not residency.streams(g)):
         return 1
     return min(MAX_WEIGHTS, max(2, -(-CYCLE_CACHES * residency.cache_bytes // b)))
 

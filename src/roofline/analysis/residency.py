@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
+    from ..model.gemm import Gemm
     from .memory import Memory
 
 
@@ -53,6 +54,13 @@ class Residency:
         """Whether the step's weights and KV cache are read from DRAM at every use: it keeps
         more than the cache holds."""
         return self.cache_bytes is not None and self.kept_bytes > self.cache_bytes
+
+    def streams(self, gemm: Gemm) -> bool:
+        """Whether the step moves ``gemm``'s kept operands (``Gemm.kept_operands``) in DRAM
+        though its working set fits in the cache, where a timing loop repeating it finds them
+        in the cache: the step keeps more than the cache, and the GEMM fits in it."""
+        return (self.from_dram and gemm.kept_bytes > 0
+                and gemm.bytes <= (self.cache_bytes or 0))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``residency`` object."""

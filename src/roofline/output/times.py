@@ -87,8 +87,7 @@ def measured_residency_lines(report: Report) -> list[str]:
     timed = [(r.gemm, r.measured.weights) for r in distinct(report.results)
              if r.measured is not None]
     cycled = sorted({weights for _, weights in timed if weights > 1})
-    repeated = sum(1 for gemm, weights in timed if weights == 1 and gemm.kept_bytes > 0
-                   and gemm.bytes <= residency.cache_bytes)
+    repeated = sum(1 for gemm, weights in timed if weights == 1 and residency.streams(gemm))
     lines = []
     if cycled:
         copies = f"{cycled[0]}-{cycled[-1]}" if len(cycled) > 1 else str(cycled[0])
