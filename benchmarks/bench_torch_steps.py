@@ -77,8 +77,9 @@ MAX_REPEATS = 50
 ROUNDS = 4  # round-robin rounds over every step (run_cases)
 SPAN_S = 40.0  # the rounds spread over about this many seconds, as the probe's calibration
 #: The prediction's op kinds that are not aten names, as the aten op that runs them here:
-#: torch.optim.SGD (no momentum) updates each parameter with one add_.
-KIND_AS_ATEN = {"sgd-update": "add_"}
+#: torch.optim.SGD (no momentum) updates each parameter with one add_; a Linear's bias is the
+#: copy_ addmm makes of it into its output (the capture's ``bias`` op).
+KIND_AS_ATEN = {"sgd-update": "add_", "bias": "copy_"}
 #: A profiled CPU kernel and the op names the capture (on the meta device, above the CPU
 #: kernels) records for the same work: relu runs as clamp_min; a copy (reshape of a transposed
 #: tensor, contiguous, matmul's expand) as copy_ under the clone the capture sees.
@@ -310,10 +311,11 @@ def prepare(case: Case, hw: Any, repeats: int = 5, warmups: int = 2,
     by_op: dict[str, float] = {}
     by_class: dict[str, float] = {}
     for r in report.ops:
-        key = r.op.kind.removeprefix("aten.")
-        key = KIND_AS_ATEN.get(key, key)
+        aten = KIND_AS_ATEN.get(r.op.kind)
+        key = aten or r.op.kind.removeprefix("aten.")
         by_op[key] = by_op.get(key, 0.0) + r.predicted_time_s
-        found = class_of(r.op.kind)
+        # classed as the profile classes the aten op that runs it (a bias as a copy)
+        found = class_of(f"aten.{aten}" if aten else r.op.kind)
         name = found[0] if found is not None else "unmapped"
         by_class[name] = by_class.get(name, 0.0) + r.predicted_time_s
     step = step_function(module, inputs, case.mode, case.optimizer)

@@ -22,7 +22,7 @@ except ImportError:  # CI installs the torch extra: there, a missing torch is a 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from roofline.model.capture import CaptureError  # noqa: E402
-from roofline.model.network import load_network  # noqa: E402
+from roofline.model.network import load_network, network_from_dict  # noqa: E402
 from roofline.torch import capture  # noqa: E402
 
 ROOT = Path(__file__).parent.parent
@@ -168,6 +168,39 @@ def test_a_reduction_counts_a_flop_per_value_it_reads():
     assert bias.bytes == (512 * 64 + 64) * 4 == 131_328
 
 
+def test_a_linear_bias_is_an_op_as_torch_adds_it():
+    # Linear(256, 64) with a bias at batch 512 runs as addmm(b, x, W^T): torch copies b,
+    # broadcast, into the 512 x 64 output, then multiplies with beta = 1, reading it back:
+    # b read (64 values), the output written and read again (2 x 32,768), one add a value
+    net = capture(torch.nn.Linear(256, 64), torch.zeros(512, 256), mode="inference")
+    (bias,) = net.ops()
+    assert bias.kind == "bias"
+    assert bias.flops == 512 * 64 == 32_768
+    assert bias.bytes == (2 * 512 * 64 + 64) * 4 == 262_400
+    # the model.yaml layer's bias op over the same outputs moves the same, less b itself
+    yaml = network_from_dict({"name": "l", "batch": 512, "dtype": "fp32", "mode": "inference",
+                              "layers": [{"type": "linear", "in": 256, "out": 64,
+                                          "bias": True}]}, "<test>")
+    (layer_bias,) = [o for o in yaml.ops() if o.kind == "bias"]
+    assert bias.bytes - layer_bias.bytes == 64 * 4
+    assert bias.flops == layer_bias.flops
+
+
+def test_no_bias_no_op_and_beta_zero_adds_nothing():
+    assert capture(torch.nn.Linear(256, 64, bias=False), torch.zeros(512, 256),
+                   mode="inference").ops() == ()
+
+    class Scores(torch.nn.Module):  # baddbmm with beta = 0, as some attention code writes it
+        def forward(self, q):
+            return torch.baddbmm(torch.empty(4, 8, 8, device=q.device), q,
+                                 q.transpose(1, 2), beta=0.0)
+
+    net = capture(Scores(), torch.zeros(4, 8, 16), mode="inference")
+    assert net.ops() == ()
+    (gemm,) = net.gemms()
+    assert (gemm.m, gemm.n, gemm.k, gemm.batch_count) == (8, 8, 16, 4)
+
+
 def test_an_op_on_empty_tensors_is_no_row():
     # an op whose tensors hold no value moves nothing: no row (a row of 0 bytes has no
     # intensity and failed the report; Llama's rotary embedding makes such zeros in training)
@@ -234,7 +267,8 @@ def test_a_submodule_failing_on_meta_tensors_is_named_with_its_op():
 
 def test_an_op_of_unknown_cost_is_listed_with_its_bytes(invoke, tmp_path, monkeypatch):
     # erfcx has no FLOP count in the table: its row stays, 0 FLOPs and its bytes (8 values
-    # read, 8 written, 4 B each: 64 B), and the report names it
+    # read, 8 written, 4 B each: 64 B), and the report names it; before it, the Linear's bias
+    # (4 values read, the 2 x 4 output written and read back: 80 B, one add a value)
     class Erfcx(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -245,7 +279,8 @@ def test_an_op_of_unknown_cost_is_listed_with_its_bytes(invoke, tmp_path, monkey
 
     net = capture(Erfcx(), torch.zeros(2, 4), mode="inference")
     assert net.uncosted == ("aten.special_erfcx",)
-    assert [(o.kind, o.flops, o.bytes) for o in net.ops()] == [("aten.special_erfcx", 0, 64)]
+    assert [(o.kind, o.flops, o.bytes) for o in net.ops()] == [("bias", 8, 80),
+                                                                  ("aten.special_erfcx", 0, 64)]
     (tmp_path / "capture_erfcx_example.py").write_text(
         "import torch\n"
         "def make():\n"
@@ -258,7 +293,7 @@ def test_an_op_of_unknown_cost_is_listed_with_its_bytes(invoke, tmp_path, monkey
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["uncosted_ops"] == ["aten.mish", "aten.softplus"]
-    assert {o["kind"] for o in data["ops"]} == {"aten.mish", "aten.softplus"}
+    assert {o["kind"] for o in data["ops"]} == {"bias", "aten.mish", "aten.softplus"}
 
 
 def test_not_a_module():
@@ -290,9 +325,9 @@ def test_the_cli_analyzes_a_factory(invoke, tmp_path, monkeypatch):
     import json
 
     data = json.loads(result.stdout)
-    # one GEMM 32 x 128 x 64 (the addmm) and the GELU over 32 x 128 values
+    # one GEMM 32 x 128 x 64 (the addmm), its bias and the GELU over 32 x 128 values
     assert [(g["m"], g["n"], g["k"]) for g in data["gemms"]] == [(32, 128, 64)]
-    assert [o["kind"] for o in data["ops"]] == ["aten.gelu"]
+    assert [o["kind"] for o in data["ops"]] == ["bias", "aten.gelu"]
     assert data["uncosted_ops"] == []
     for name, text in (("wrong", "must return (module, example_inputs), got Linear"),
                        ("broken", "the factory raised RuntimeError: no weights here"),

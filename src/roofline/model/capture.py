@@ -13,6 +13,9 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   ``conv2d`` layer of model.yaml gives (NVIDIA's implicit-GEMM shapes, tensor bytes): the same
   layer code makes them. In the backward, a GEMM whose output has the shape of one of its
   module's parameters is the weight gradient; any other is a data gradient.
+- ``addmm`` / ``baddbmm`` with beta not 0 (a Linear's bias) add a ``bias`` op after their
+  GEMM, the layer code's op of that name: torch's CPU kernel copies the input into the output
+  and multiplies with beta = 1 (``_added_input``).
 - ``scaled_dot_product_attention`` with ``attention="flash"`` (the default) is one fused op, as
   FlashAttention runs it (FLOPs 4 B H Sq Sk D forward, 10/4 of that backward, halved when
   causal; bytes Q, K, V, O read or written once, and, training, the fp32 log-sum-exp per query
@@ -384,7 +387,7 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
                 rec.module, rec.last = _owner(rec, current)[0], f"aten.{op}"
             out = func(*args, **kwargs)
             if not rec.quiet:
-                _record(rec, op, args, out, current)
+                _record(rec, op, args, out, current, kwargs)
             return out
 
     with Functions(), Dispatch():
@@ -407,7 +410,8 @@ def _tag(nodes: list[Any], owner: str) -> None:
         nodes += [child for child, _ in node.next_functions]
 
 
-def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], str]) -> None:
+def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], str],
+            kwargs: dict[str, Any]) -> None:
     """One aten op, charged in the backward to the module whose forward made the autograd node
     that runs it, in the forward to the innermost module running."""
 
@@ -415,7 +419,7 @@ def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], 
         _record_update(rec, op, args, out)
         return
     owner, backward = _owner(rec, current)
-    for item in _items(op, args, out, backward, owner, rec):
+    for item in _items(op, args, out, backward, owner, rec, kwargs):
         rec.add(owner, backward, item)
 
 
@@ -467,7 +471,7 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
 
 
 def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
-           rec: _Recorder) -> list[Item]:
+           rec: _Recorder, kwargs: dict[str, Any] | None = None) -> list[Item]:
     import torch
 
     pass_ = "backward" if backward else "forward"
@@ -486,8 +490,11 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # B a weight (a Linear's forward and data gradient: x W^T, dY W): read from DRAM at
         # every use in a step that keeps more than the cache (analysis.residency)
         kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
-        return [GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
-                          int(g), b_operand=kept)]
+        gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
+                         int(g), b_operand=kept)
+        if op in ("mm", "bmm") or (kwargs or {}).get("beta", 1) == 0:
+            return [gemm]
+        return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
     if op == "convolution" and not args[6]:
         return _conv(args[0], args[1], args, owner, None)
     if op == "convolution_backward" and not args[7]:
@@ -504,6 +511,18 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # named as torch's eval-only form of it, so that its cost follows from its name
         op = "_native_batch_norm_legit_no_training"
     return _op(op, tensors, outs, pass_, owner, rec)
+
+
+def _added_input(added: Any, out: Any, pass_: str, owner: str) -> list[Item]:
+    """The ``bias`` op of an ``addmm`` / ``baddbmm`` (out = beta input + A.B with beta not 0:
+    a Linear's bias) as torch runs it on a CPU: the input, broadcast, copied into the output,
+    then the GEMM with beta = 1, which reads the output back. So the input read once, the
+    output written and read again, one add a value: what a model.yaml layer's ``bias`` op moves
+    (``model.ops.bias_activation``), recorded whatever the device, as that op is (on a GPU,
+    cuBLASLt can add a bias vector in the GEMM's epilogue instead)."""
+    if not (added.is_floating_point() and out.is_floating_point()):
+        return []
+    return [CapturedOp(owner, pass_, "bias", out.numel(), 2 * out.numel() + added.numel(), 0)]
 
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
