@@ -185,7 +185,8 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
     scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
-                      gemm.bytes, device_for(hardware, gemm.dtype), constants or FITTED,
+                      gemm.bytes, gemm.bytes_by_operand["c"], device_for(hardware, gemm.dtype),
+                      constants or FITTED,
                       e_b=e_b, math_scale=scale,
                       kept=gemm.kept_bytes if weights_from_dram else 0)
     return Prediction(terms["time_s"], basis, terms)
