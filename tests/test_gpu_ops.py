@@ -46,6 +46,34 @@ def test_elementwise_op_on_an_a100_streams_at_88_percent_plus_a_launch():
     assert p.time_s == pytest.approx(150.50e-6, rel=1e-4)
 
 
+def test_a_linear_bias_is_added_in_its_gemms_epilogue_on_a_gpu():
+    # linear 1024 -> 4096 with a bias, batch 512, fp16, trained: forward GEMM, bias add over
+    # 512 x 4096 values (read 2 B, write 2 B each: 8,388,608 B), backward bias sum and GEMMs.
+    # On an A100 torch's addmm adds the bias in cuBLASLt's epilogue: no kernel, 0 s, basis
+    # gemm-epilogue; the roof still counts the unfused pass, 8,388,608 / 2039e9 = 4.114 us.
+    # The bias gradient (a column sum: reads 512 x 4096 x 2 B = 4,194,304 B; its 4096 sums are
+    # left out, as the layer counts it) is a kernel of its own: 0.9 us + 4,194,304 /
+    # (0.88 x 2039e9) = 3.238 us
+    text = ("batch: 512\ndtype: fp16\nmode: train\nlayers:\n"
+            "  - {type: linear, in: 1024, out: 4096, bias: true}\n")
+    report = analyze(network_from_yaml(text), load_hardware("a100-sxm4-80gb"))
+    (bias,) = [r for r in report.ops if r.op.kind == "bias"]
+    assert bias.op.bytes == 8_388_608
+    assert (bias.predicted_time_s, bias.predicted_basis) == (0.0, "gemm-epilogue")
+    assert bias.time_s == pytest.approx(8_388_608 / 2039e9)
+    (grad,) = [r for r in report.ops if r.op.kind == "bias-backward"]
+    assert grad.op.bytes == 4_194_304
+    assert grad.predicted_basis == "streaming"
+    assert grad.predicted_time_s == pytest.approx(0.9e-6 + 4_194_304 / (0.88 * 2039e9))
+    assert grad.predicted_time_s == pytest.approx(3.2375e-6, rel=1e-4)
+    assert "biases added in their GEMM's epilogue" in " ".join(time_lines(report))
+    # on a CPU datasheet entry the same op keeps its roof (no op model there)
+    cpu = analyze(network_from_yaml(text.replace("fp16", "bf16")),
+                  load_hardware("xeon-platinum-8480plus"))
+    (cpu_bias,) = [r for r in cpu.ops if r.op.kind == "bias"]
+    assert cpu_bias.predicted_basis == "roofline" and cpu_bias.predicted_time_s > 0
+
+
 def test_reduction_and_tiny_ops_pay_the_launch():
     # A layernorm over 1024 fp16 values: 4096 B; 4096 / (0.88 x 2039e9) = 2.28 ns: the launch,
     # 0.9 us, is nearly all of it (the roof would say 2 ns)

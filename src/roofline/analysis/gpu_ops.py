@@ -34,6 +34,15 @@ every op is one kernel, and::
      CUDA-core fraction, times the share of its boost clock the board holds, ``clock_share``);
      basis ``gemm-sustained``.
 
+A forward ``bias`` op (``EPILOGUE_KINDS``) is no kernel on a GPU: the GEMM before it adds the
+bias in its epilogue, as torch's CUDA ``addmm`` does for a Linear's bias through cuBLASLt's bias
+epilogue (``at::cuda::blas::gemm_and_bias``; pytorch/pytorch aten/src/ATen/native/cuda/Blas.cpp,
+``addmm_out_cuda_impl``: a 1-D contiguous bias, beta 1, fp32/fp16/bf16, CUDA 11.4 on; ``at::
+linear`` folds a contiguous 3-D input into that 2-D ``addmm``), and as XLA and TensorRT fuse
+it: time 0, basis ``gemm-epilogue``; its roofline time stays what the op moves unfused. A
+convolution's bias, which torch's CUDA ``conv2d`` adds in a kernel of its own, is charged the
+same way, so it is under-predicted by one pass over the output.
+
 A calibrated GPU entry (``roofline probe`` on a GPU) supplies its own D and t_launch
 (``calibration.gpu_ops``); the attention shares stay the published ones. Only the standard
 library is imported.
@@ -57,7 +66,10 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
                         "trouble-to-reach-peak-bandwidth-of-a100/339083")
 
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
-OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained")
+OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
+            "gemm-epilogue")
+#: Ops a GPU runs inside the GEMM before them (module docstring): a forward bias add.
+EPILOGUE_KINDS = frozenset({"bias"})
 ATTENTION_KINDS = frozenset({"flash-attention", "flash-attention-backward"})
 _FLASH_DTYPES = frozenset({"fp16", "bf16"})
 
@@ -113,6 +125,8 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     constants = op_constants(hardware)
     if constants is None:
         return OpPrediction(roofline_time_s(op.flops, op.bytes, peak, bandwidth), "roofline", {})
+    if op.kind in EPILOGUE_KINDS:
+        return OpPrediction(0.0, "gemm-epilogue", {})
     memory_s = op.bytes / (constants.dram_fraction * bandwidth)
     share, basis = 1.0, "streaming"
     if op.kind in ATTENTION_KINDS and op.attention is not None:

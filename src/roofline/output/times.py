@@ -114,13 +114,15 @@ def residency_lines(report: Report) -> list[str]:
             f"cache holds {cache})"]
 
 
-_ATTENTION_TEXT = {
+_BASIS_TEXT = {
     "flash-attention-3": "fused attention at FlashAttention-3's published H100 rates (Shah et "
                          "al. 2024) by head dim and seq",
     "flash-attention-2": "fused attention at FlashAttention-2's best published A100 share, 73% "
                          "of peak (Dao 2023; optimistic at short seqs)",
     "gemm-sustained": "fused attention at the GEMM model's sustained share of peak (no "
                       "published attention figure for this device)",
+    "gemm-epilogue": "biases added in their GEMM's epilogue, no kernel of their own (cuBLASLt, "
+                     "as torch's CUDA addmm)",
 }
 
 
@@ -142,7 +144,7 @@ def op_basis_text(report: Report) -> str:
     parts = [f"other ops at {constants['dram_fraction']:.0%} of DRAM bandwidth plus "
              f"{seconds(constants['launch_s'])} launch each ({where})"]
     bases = {r.predicted_basis for r in distinct(report.ops)}  # copies share their basis
-    parts += [text for basis, text in _ATTENTION_TEXT.items() if basis in bases]
+    parts += [text for basis, text in _BASIS_TEXT.items() if basis in bases]
     return "; ".join(parts)
 
 
