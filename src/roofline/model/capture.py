@@ -518,8 +518,8 @@ def _added_input(added: Any, out: Any, pass_: str, owner: str) -> list[Item]:
     a Linear's bias) as torch runs it on a CPU: the input, broadcast, copied into the output,
     then the GEMM with beta = 1, which reads the output back. So the input read once, the
     output written and read again, one add a value: what a model.yaml layer's ``bias`` op moves
-    (``model.ops.bias_activation``), recorded whatever the device, as that op is (on a GPU,
-    cuBLASLt can add a bias vector in the GEMM's epilogue instead)."""
+    (``model.ops.bias_activation``), recorded whatever the device, as that op is (a GPU adds it
+    in the GEMM's epilogue instead, and ``analysis.gpu_ops`` prices it so: 0 s)."""
     if not (added.is_floating_point() and out.is_floating_point()):
         return []
     return [CapturedOp(owner, pass_, "bias", out.numel(), 2 * out.numel() + added.numel(), 0)]
