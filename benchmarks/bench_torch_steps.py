@@ -32,21 +32,25 @@ thread count is used, and the header says so.
 
 Timing: every step is built, predicted and run ``--warmups`` untimed times (default 2); then its
 timed steps, at least ``--repeats`` (default 5), more for a short step (until about 3 s of timed
-steps, at most 50), run in ``--rounds`` round-robin rounds over all the steps (default 4), spread
-over about ``--span`` seconds (default 40), as the probe times its calibration: on a host that
-slows for stretches of seconds to tens of seconds, a slow stretch costs one round of every step
-rather than every sample of one. Best (the fastest sample of all rounds), median and spread
-(MAD / median, roofline.kernels.timing). Then one more step under ``torch.profiler``: the
-self CPU time of every aten op, grouped into GEMM-class ops (``GEMM_OPS``: mm, addmm, bmm,
-the convolutions forward and backward, ...) and the rest, held against the prediction's GEMMs
-(``predicted_gemm_time_s``) and its other ops (``predicted_op_time_s``: on an entry whose
-calibration holds the probe's op costs, ``analysis.cpu_ops``; else their roof); the profiled
-step's wall time is printed beside the timed best so that the profiler's own cost shows. The
-non-GEMM aten ops are also summed by the class ``analysis.cpu_ops.CLASSES`` gives them
-(streaming, copy, transcendental, normalization, pooling, attention; ``unmapped`` for a
-profiled op no row names, ``framework`` for the profiler's non-aten entries: autograd nodes,
-the optimizer's step), against the prediction's ops of that class; and the non-GEMM ops that
-take longest are listed with the prediction for the same aten op.
+steps, at most 50), run in ``--rounds`` round-robin rounds over all the steps (default 4),
+spread over about ``--span`` seconds (default 40), as the probe times its calibration: on a host
+that slows for stretches of seconds to tens of seconds, a slow stretch costs one round of every
+step rather than every sample of one. After each round the kernel the entry's fp32 peak was
+measured with (torch's square GEMM at the calibration's peak size) is timed too (the best of 3
+calls), and the output's ``host:`` line gives its rates through the rounds against the entry's
+peak: a run on a slower stretch of a shared host says so. Best (the fastest sample of all
+rounds), median and spread (MAD / median, roofline.kernels.timing). Then one more step under
+``torch.profiler``: the self CPU time of every aten op, grouped into GEMM-class ops
+(``GEMM_OPS``: mm, addmm, bmm, the convolutions forward and backward, ...) and the rest, held
+against the prediction's GEMMs (``predicted_gemm_time_s``) and its other ops
+(``predicted_op_time_s``: on an entry whose calibration holds the probe's op costs,
+``analysis.cpu_ops``; else their roof); the profiled step's wall time is printed beside the
+timed best so that the profiler's own cost shows. The non-GEMM aten ops are also summed by the
+class ``analysis.cpu_ops.CLASSES`` gives them (streaming, copy, transcendental, normalization,
+pooling, attention; ``unmapped`` for a profiled op no row names, ``framework`` for the
+profiler's non-aten entries: autograd nodes, the optimizer's step), against the prediction's ops
+of that class; and the non-GEMM ops that take longest are listed with the prediction for the
+same aten op.
 
 A shared machine moves these figures: run it twice and report both, with the load.
 """
@@ -355,35 +359,85 @@ def run_case(case: Case, hw: Any, repeats: int = 5, warmups: int = 2, profile: b
     return finish(p, time_steps(p.step, p.count), profile)
 
 
+@dataclass
+class HostCheck:
+    """The kernel the entry's fp32 peak was measured with (torch's square fp32 GEMM at the
+    calibration's ``peak_n``), timed once a round (the best of ``calls``) beside the steps: how
+    fast this host ran it while they were timed, against the rate the entry holds, so that a run
+    on a slower or faster stretch of a shared host says so (the same machine, the same run)."""
+
+    label: str
+    run: Callable[[int], object]
+    flops: float  # one call's
+    calibrated: float  # FLOP/s: the entry's fp32 peak
+    calls: int = 3
+    clock: Callable[[], float] = time.perf_counter
+    rates: list[float] = field(default_factory=list)
+
+    def __call__(self) -> str:
+        from roofline.kernels.timing import time_once
+
+        best = min(time_once(self.run, 1, self.clock) for _ in range(self.calls))
+        self.rates.append(self.flops / best)
+        return f"; {self.label} {self.rates[-1] / 1e9:.0f} GFLOP/s"
+
+    def line(self) -> str:
+        """The rates of all rounds against the entry's, in one line."""
+        low, high = min(self.rates), max(self.rates)
+        return (f"host: {self.label} (the entry's fp32 peak kernel) ran at {low / 1e9:.0f}-"
+                f"{high / 1e9:.0f} GFLOP/s through the rounds, {low / self.calibrated:.0%}-"
+                f"{high / self.calibrated:.0%} of the {self.calibrated / 1e9:.1f} the entry "
+                f"holds")
+
+
+def host_check(hw: Any) -> HostCheck | None:
+    """A HostCheck for ``hw`` when its calibration timed an fp32 peak through torch, else
+    None."""
+    calibration = hw.calibration
+    eff = calibration.efficiency.get("fp32") if calibration is not None else None
+    if eff is None or not torch_calibrated(hw):
+        return None
+    from roofline.kernels.torch_cpu import gemm_kernel
+
+    kernel = gemm_kernel(eff.peak_n, "fp32")
+    return HostCheck(f"fp32 GEMM n={eff.peak_n}", kernel.run, kernel.work,
+                     hw.peak_flops_per_s("fp32"))
+
+
 def run_cases(cases_: Sequence[Case], hw: Any, repeats: int = 5, warmups: int = 2,
               profile: bool = True, rounds: int = ROUNDS, span_s: float = SPAN_S,
               min_timed_s: float = MIN_TIMED_S, sleep: Callable[[float], None] = time.sleep,
-              say: Callable[[str], None] = print) -> list[Row]:
+              say: Callable[[str], None] = print,
+              check: Callable[[], str] | None = None) -> list[Row]:
     """Every step, timed in ``rounds`` round-robin rounds spread over about ``span_s`` seconds
     (each round times each step ceil(count / rounds) times; a pause between rounds makes up
     the span), as the probe times its calibration: a slow stretch of the host then costs one
     round of every step, not every sample of one, and each step's best is its fastest sample
-    of all rounds. Then one profiled step each."""
+    of all rounds; ``check`` (a HostCheck) runs once a round. Then one profiled step each."""
     prepared = [prepare(c, hw, repeats, warmups, min_timed_s, say) for c in cases_]
-    samples = round_robin([(p.step, p.count) for p in prepared], rounds, span_s, sleep, say)
+    samples = round_robin([(p.step, p.count) for p in prepared], rounds, span_s, sleep, say,
+                          check)
     return [finish(p, got, profile) for p, got in zip(prepared, samples)]
 
 
 def round_robin(steps: Sequence[tuple[Callable[[], None], int]], rounds: int, span_s: float,
                 sleep: Callable[[float], None] = time.sleep,
-                say: Callable[[str], None] = print) -> list[list[float]]:
+                say: Callable[[str], None] = print,
+                check: Callable[[], str] | None = None) -> list[list[float]]:
     """Each (step, count) timed ceil(count / rounds) times in each of ``rounds`` rounds, every
-    step once per round in order; between rounds a pause, so that the rounds end about
-    ``span_s`` seconds after the first began (none when they take longer). The samples per
-    step, in the order taken."""
+    step once per round in order, then ``check`` (what it returns ends the round's line);
+    between rounds a pause, so that the rounds end about ``span_s`` seconds after the first
+    began (none when they take longer). The samples per step, in the order taken."""
     samples: list[list[float]] = [[] for _ in steps]
     rounds = max(1, rounds)
     start = time.perf_counter()
     for index in range(rounds):
         for (step, count), got in zip(steps, samples):
             got += time_steps(step, -(-count // rounds))
+        extra = check() if check is not None else ""
         load = f"; load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-        say(f"  round {index + 1} of {rounds} at {time.perf_counter() - start:.0f} s{load}")
+        say(f"  round {index + 1} of {rounds} at {time.perf_counter() - start:.0f} s{load}"
+            f"{extra}")
         if index < rounds - 1:
             left = span_s - (time.perf_counter() - start)
             if left > 0:
@@ -592,9 +646,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.roof_ops:
         hw = without_op_costs(hw)
+    check = host_check(hw)
     rows = run_cases([known[n] for n in names], hw, args.repeats, args.warmups,
-                     not args.no_profile, args.rounds, args.span, say=say)
+                     not args.no_profile, args.rounds, args.span, say=say, check=check)
     print(machine(hw, args.threads))
+    if check is not None:
+        print(check.line())
     print(render(rows, args.markdown))
     return 0
 

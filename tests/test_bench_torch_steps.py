@@ -172,6 +172,30 @@ def test_round_robin_times_every_step_once_per_round_and_spreads_the_rounds():
     assert len(pauses) == 2  # one round: no pause
 
 
+def test_the_host_check_times_the_peak_kernel_once_a_round_against_the_entry():
+    """A 2 GFLOP call timed 3 times a round on a fake clock: 0.02, 0.01, 0.03 s (best 0.01 s:
+    200 GFLOP/s), then 0.025, 0.02, 0.04 (best 0.02: 100 GFLOP/s); the entry holds 250, so the
+    rounds ran at 40-80% of it, and each round's line ends with its rate."""
+    ticks = iter([0, 0.02, 1, 1.01, 2, 2.03, 3, 3.025, 4, 4.02, 5, 5.04])
+    calls: list[int] = []
+    check = bench.HostCheck("fp32 GEMM n=1000", calls.append, 2e9, 250e9,
+                            clock=lambda: next(ticks))
+    lines: list[str] = []
+    bench.round_robin([(lambda: None, 2)], rounds=2, span_s=0.0, sleep=lambda s: None,
+                      say=lines.append, check=check)
+    assert calls == [1] * 6
+    assert check.rates == [pytest.approx(200e9), pytest.approx(100e9)]
+    assert lines[0].endswith("; fp32 GEMM n=1000 200 GFLOP/s")
+    assert lines[1].endswith("; fp32 GEMM n=1000 100 GFLOP/s")
+    assert check.line() == ("host: fp32 GEMM n=1000 (the entry's fp32 peak kernel) ran at "
+                            "100-200 GFLOP/s through the rounds, 40%-80% of the 250.0 the "
+                            "entry holds")
+    # an entry whose calibration is not torch's has no such kernel to time
+    from roofline.hardware.catalog import load_hardware
+
+    assert bench.host_check(load_hardware("epyc-7763")) is None
+
+
 @pytest.mark.slow
 @needs_torch
 def test_run_cases_times_two_tiny_steps_in_rounds():
