@@ -24,7 +24,9 @@ them against the prediction for a repeated GEMM and for one whose weight is read
 (``predict_gemm``'s ``weights_from_dram``, as ``analyze`` predicts a weight GEMM of a step that
 keeps more than the cache). Per shape: both times, their ratio, both predictions and measured /
 predicted; then the share within 1.25x and 2x of the cycled times, predicted with and without
-the weight read from DRAM. The host's speed moves between runs: run it twice and report both.
+the weight read from DRAM. The host's speed moves between runs: run it twice and report both;
+the kernel the entry's fp32 peak was measured with is timed in the same rounds, and its
+``host:`` line says how fast this host ran against the entry (``_host``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import statistics
 import sys
 from typing import Any
 
+from _host import host_line, peak_kernel
 from _tables import table_lines
 
 ROWS = (1, 4, 16, 64, 128)
@@ -87,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         count = max(2, -(-CYCLE_LLC * round(llc) // (4 * k * n)))
         copies.append(count)
         runs += [kernel.run for kernel in kernels(m, n, k, count, library["name"])]
+    reference = peak_kernel(hw)  # timed in the same rounds: how fast the host ran
+    if reference is not None:
+        runs.append(reference[1].run)
     print(f"timing {len(shapes)} shapes, repeated and cycled, through {library['name']} ...",
           file=sys.stderr)
     timed = time_kernels(runs)
@@ -107,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.hw}: {hw.name}, calibrated through {library['name']} {library['version']}"
           f" ({library['threads']} threads); LLC {hw.llc_mb:g} MiB, DRAM "
           f"{hw.bandwidth_gbs:.1f} GB/s; cycled over {min(copies)}-{max(copies)} weights")
+    if reference is not None:
+        print(host_line(reference[0], [reference[1].work / timed[-1].best_s],
+                        hw.peak_flops_per_s("fp32")))
     print("\n".join(table_lines(header, body, markdown=args.markdown)))
     print(f"\nrepeated vs predicted repeated: within 1.25x {within(repeat_r, 1.25):.0%}, 2x "
           f"{within(repeat_r, 2):.0%}; median {statistics.median(repeat_r):.2f}")

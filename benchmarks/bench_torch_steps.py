@@ -66,6 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _host import host_line, peak_kernel
+
 from roofline.kernels.timing import BenchResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -382,26 +384,18 @@ class HostCheck:
         return f"; {self.label} {self.rates[-1] / 1e9:.0f} GFLOP/s"
 
     def line(self) -> str:
-        """The rates of all rounds against the entry's, in one line."""
-        low, high = min(self.rates), max(self.rates)
-        return (f"host: {self.label} (the entry's fp32 peak kernel) ran at {low / 1e9:.0f}-"
-                f"{high / 1e9:.0f} GFLOP/s through the rounds, {low / self.calibrated:.0%}-"
-                f"{high / self.calibrated:.0%} of the {self.calibrated / 1e9:.1f} the entry "
-                f"holds")
+        """The rates of all rounds against the entry's, in one line (``_host.host_line``)."""
+        return host_line(self.label, self.rates, self.calibrated)
 
 
 def host_check(hw: Any) -> HostCheck | None:
     """A HostCheck for ``hw`` when its calibration timed an fp32 peak through torch, else
     None."""
-    calibration = hw.calibration
-    eff = calibration.efficiency.get("fp32") if calibration is not None else None
-    if eff is None or not torch_calibrated(hw):
+    found = peak_kernel(hw) if torch_calibrated(hw) else None
+    if found is None:
         return None
-    from roofline.kernels.torch_cpu import gemm_kernel
-
-    kernel = gemm_kernel(eff.peak_n, "fp32")
-    return HostCheck(f"fp32 GEMM n={eff.peak_n}", kernel.run, kernel.work,
-                     hw.peak_flops_per_s("fp32"))
+    label, kernel = found
+    return HostCheck(label, kernel.run, kernel.work, hw.peak_flops_per_s("fp32"))
 
 
 def run_cases(cases_: Sequence[Case], hw: Any, repeats: int = 5, warmups: int = 2,

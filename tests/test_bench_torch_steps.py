@@ -194,6 +194,13 @@ def test_the_host_check_times_the_peak_kernel_once_a_round_against_the_entry():
     from roofline.hardware.catalog import load_hardware
 
     assert bench.host_check(load_hardware("epyc-7763")) is None
+    # one rate (bench_kept_weights times the kernel once, in its own rounds): 150 of 250
+    from _host import host_line, peak_kernel
+
+    assert host_line("fp32 GEMM n=1000", [150e9], 250e9) == (
+        "host: fp32 GEMM n=1000 (the entry's fp32 peak kernel) ran at 150 GFLOP/s, 60% of the "
+        "250.0 the entry holds")
+    assert peak_kernel(load_hardware("epyc-7763")) is None  # a datasheet entry: no calibration
 
 
 @pytest.mark.slow
