@@ -21,6 +21,8 @@ never fitted; their LOO column is the fitted constants as they are.
 --layouts prints how far apart DeepBench's timings of one shape under different transposes
 (a_t, b_t) lie, and the best share within 1.25x / 2x any prediction of one time per shape could
 reach (the model, like its users, knows no transposes).
+Then, checked and never fitted, torch.mm on square matrices on a V100, an A100 PCIe, an H100
+and an L4 (``sweep_rows``: a community benchmark's submissions, data/torch_mm_sweeps.csv).
 DeepBench's V100 results are held out: they are not in benchmarks/data/.
 --held-out FILE.csv scores the fitted constants, as they are (no refit), on measurements kept
 outside the repository, in deepbench_gemm.csv's columns (device: an hwdb entry name, dtype, m,
@@ -290,6 +292,30 @@ def table(rows: list[Row], predictor: Predictor, loo: dict[str, GpuGemmConstants
     return table_lines(header, body, markdown)
 
 
+def sweep_rows(data: Path = DATA) -> list[Row]:
+    """torch_mm_sweeps.csv: torch.mm of square n x n matrices on one GPU, each rate a community
+    submission (benchmarks/data/README.md), as the time of one call, 2 n^3 / rate. Checked,
+    never fitted: not among ``load_rows``."""
+    with open(data / "torch_mm_sweeps.csv", newline="") as f:
+        return [Row(r["device"], r["dtype"], n, n, n, 2 * n**3 / (float(r["tflops"]) * 1e12))
+                for r in csv.DictReader(f) for n in [int(r["n"])]]
+
+
+def sweep_lines(rows: list[Row], predictor: Predictor, markdown: bool) -> list[str]:
+    """Per device and dtype of the torch.mm sweeps: measured / predicted at each n, the share
+    within 1.25x and 2x, the median."""
+    header = ["device", "dtype", "measured / predicted by n", "within 1.25x / 2x", "median"]
+    body = []
+    for (device, dtype), rs in groups(rows).items():
+        ratios = [r.time_s / predictor.new(r) for r in rs]
+        s = summary(ratios)
+        body.append([device, dtype, "  ".join(f"{r.m}: {x:.2f}" for r, x in zip(rs, ratios)),
+                     _cell(s), f"{s['median']:.2f}"])
+    s = summary([r.time_s / predictor.new(r) for r in rows])
+    body.append(["all", "", str(s["n"]), _cell(s), f"{s['median']:.2f}"])
+    return table_lines(header, body, markdown)
+
+
 #: issue #20's targets on the held-out V100 set: within 1.25x and within 2x, in each dtype
 TARGETS = {"within_1.25": 0.80, "within_2": 0.98}
 
@@ -359,6 +385,10 @@ def main() -> None:
     print("the distribution of measured / predicted (new, the fitted constants; LOO for the "
           "fitted devices when computed): percentiles")
     print("\n".join(distribution(rows, predictor, loo, args.markdown)))
+    print()
+    print("torch.mm on square n x n matrices, one GPU each (community submissions, "
+          "data/torch_mm_sweeps.csv; checked, never fitted): measured / predicted")
+    print("\n".join(sweep_lines(sweep_rows(), predictor, args.markdown)))
 
 
 QUANTILES = (5, 25, 50, 75, 95)

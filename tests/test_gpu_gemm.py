@@ -213,6 +213,25 @@ def test_xla_b200_rows_are_its_rates_as_kernel_times():
     assert fp8.time_s == pytest.approx(2 * 4 * 4096**3 / 3279676742061148, rel=1e-5)
 
 
+def test_torch_mm_sweeps_are_rates_as_call_times_and_never_fitted():
+    """torch_mm_sweeps.csv: 70 community torch.mm rates (5 sizes x 2 dtypes on a V100 SXM2, x 4
+    on an A100 PCIe 40GB, an H100 SXM and an L4), each as the time of one call: the V100's
+    fp16 at n = 8192, 97.36 TFLOP/s (issue 140), is 2 x 8192^3 / 97.36e12 = 11.293 ms. None is
+    among the fitted rows, and the fitted constants' data names no V100."""
+    from bench_gpu_model import load_rows, sweep_rows
+
+    rows = sweep_rows()
+    assert len(rows) == 70
+    assert {r.device for r in rows} == {"v100-sxm2-16gb", "a100-pcie-40gb", "h100-sxm5-80gb",
+                                        "l4"}
+    assert all(r.m == r.n == r.k and r.count == 1 for r in rows)
+    (v100,) = [r for r in rows if (r.device, r.dtype, r.m) == ("v100-sxm2-16gb", "fp16", 8192)]
+    assert v100.time_s == pytest.approx(11.293e-3, rel=1e-4)
+    assert v100.time_s == pytest.approx(2 * 8192**3 / 97.36e12)
+    assert not set(rows) & set(load_rows())
+    assert not any("v100" in d for d in FITTED.devices)
+
+
 def test_t4_left_out_is_predicted_from_the_others_constants_and_its_sourced_clock():
     # no constant is pinned by T4 alone: refitted without it (from the neutral START, as the
     # benchmark's leave-one-device-out does), T4's timings stay within 1.25x as often as
