@@ -41,7 +41,8 @@ epilogue (``at::cuda::blas::gemm_and_bias``; pytorch/pytorch aten/src/ATen/nativ
 linear`` folds a contiguous 3-D input into that 2-D ``addmm``), and as XLA and TensorRT fuse
 it: time 0, basis ``gemm-epilogue``; its roofline time stays what the op moves unfused. A
 convolution's bias, which torch's CUDA ``conv2d`` adds in a kernel of its own, is charged the
-same way, so it is under-predicted by one pass over the output.
+same way, and so is a sparse linear layer's (no GEMM runs before it): each is under-predicted by
+one pass over its output.
 
 A calibrated GPU entry (``roofline probe`` on a GPU) supplies its own D and t_launch
 (``calibration.gpu_ops``); the attention shares stay the published ones. Only the standard
