@@ -305,13 +305,14 @@ def sweep_lines(rows: list[Row], predictor: Predictor, markdown: bool) -> list[s
     """Per device and dtype of the torch.mm sweeps: measured / predicted at each n, the share
     within 1.25x and 2x, the median."""
     header = ["device", "dtype", "measured / predicted by n", "within 1.25x / 2x", "median"]
-    body = []
+    body, everything = [], []
     for (device, dtype), rs in groups(rows).items():
         ratios = [r.time_s / predictor.new(r) for r in rs]
+        everything += ratios
         s = summary(ratios)
         body.append([device, dtype, "  ".join(f"{r.m}: {x:.2f}" for r, x in zip(rs, ratios)),
                      _cell(s), f"{s['median']:.2f}"])
-    s = summary([r.time_s / predictor.new(r) for r in rows])
+    s = summary(everything)
     body.append(["all", "", str(s["n"]), _cell(s), f"{s['median']:.2f}"])
     return table_lines(header, body, markdown)
 
