@@ -82,7 +82,7 @@ def measured_residency_lines(report: Report) -> list[str]:
     the cache (``analysis.measure.weights_of``): the weights cycled through, and the GEMMs timed
     repeated all the same (a GPU's, a weight gradient's), which measure faster than the step."""
     residency = report.residency
-    if residency is None or not residency.from_dram or residency.cache_bytes is None:
+    if residency is None or not residency.from_dram:  # from_dram: the entry has a cache figure
         return []
     timed = [(r.gemm, r.measured.weights) for r in distinct(report.results)
              if r.measured is not None]
