@@ -186,6 +186,35 @@ def test_a_linear_bias_is_an_op_as_torch_adds_it():
     assert bias.flops == layer_bias.flops
 
 
+def test_a_convolutions_bias_is_an_op_after_it_and_its_gradient_one_in_the_backward():
+    # Conv2d(8, 16, 3, padding=1) with a bias on 2 x 8 x 10 x 10: the output is 2 x 16 x 10 x
+    # 10 = 3,200 values. Forward: the add over them, the output written and read (2 x 3,200)
+    # and the 16 biases read: (6,400 + 16) x 4 B = 25,664 B, 3,200 adds. Backward: the sum of
+    # dY per channel, 3,200 values read and 16 written: (3,200 + 16) x 4 = 12,864 B.
+    net = capture(torch.nn.Conv2d(8, 16, 3, padding=1), torch.zeros(2, 8, 10, 10),
+                  mode="train")
+    (bias,) = [o for o in net.ops() if o.kind == "bias"]
+    assert (bias.pass_, bias.follows, bias.flops, bias.bytes) == ("forward", "conv", 3_200,
+                                                                  25_664)
+    (grad,) = [o for o in net.ops() if o.kind == "bias-backward"]
+    assert (grad.pass_, grad.follows, grad.flops, grad.bytes) == ("backward", "conv", 3_200,
+                                                                  12_864)
+    # model.yaml's conv2d with bias: true moves the same, less the 16 biases
+    yaml = network_from_dict({"name": "c", "batch": 2, "dtype": "fp32", "mode": "train",
+                              "input": {"channels": 8, "height": 10, "width": 10},
+                              "layers": [{"type": "conv2d", "out_channels": 16, "kernel": 3,
+                                          "padding": 1, "bias": True}]}, "<test>")
+    by_kind = {o.kind: o for o in yaml.ops()}
+    assert bias.bytes - by_kind["bias"].bytes == 16 * 4
+    assert grad.bytes - by_kind["bias-backward"].bytes == 16 * 4
+    assert (by_kind["bias"].follows, by_kind["bias-backward"].follows) == ("conv", "conv")
+    # without a bias, no op; a Linear's bias follows "linear"
+    assert capture(torch.nn.Conv2d(8, 16, 3, bias=False), torch.zeros(2, 8, 10, 10),
+                   mode="train").ops() == ()
+    (linear,) = capture(torch.nn.Linear(4, 4), torch.zeros(2, 4), mode="inference").ops()
+    assert linear.follows == "linear"
+
+
 def test_no_bias_no_op_and_beta_zero_adds_nothing():
     assert capture(torch.nn.Linear(256, 64, bias=False), torch.zeros(512, 256),
                    mode="inference").ops() == ()

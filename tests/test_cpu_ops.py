@@ -16,8 +16,9 @@ from roofline.analysis.report import analyze, analyze_op
 from roofline.errors import InputError
 from roofline.hardware.spec import OP_RATE_KEYS, HardwareSpec
 from roofline.model.capture import FLOPS_PER_ELEMENT
-from roofline.model.network import load_network
+from roofline.model.network import load_network, network_from_dict
 from roofline.model.ops import ELEMENTWISE, AttentionShape, Op, elementwise
+from roofline.output.times import time_lines
 
 OPS = {"library": "torch", "dtype": "fp32", "threads": 2, "call_s": 2e-6,
        "rates_gbs": {"stream_cache": 50.0, "stream_dram": 10.0, "copy": 20.0, "tanh": 4.0,
@@ -58,7 +59,7 @@ def op(kind: str, flops: int, nbytes: int, attention=None) -> Op:
 
 def of(shape) -> Op:
     return Op("OP1", shape.layer, shape.pass_, shape.kind, shape.flops, shape.bytes,
-              shape.attention)
+              shape.attention, shape.follows)
 
 
 def test_a_gelu_in_cache_pays_a_call_and_its_work_at_the_gelu_rate():
@@ -70,6 +71,37 @@ def test_a_gelu_in_cache_pays_a_call_and_its_work_at_the_gelu_rate():
     r = analyze_op(gelu, spec(), "fp32")
     assert r.predicted_basis == "calibrated: transcendental"
     assert r.predicted_time_s == pytest.approx(2e-6 + 524288 / 2e9)
+
+
+def test_a_convolutions_bias_is_added_inside_it_on_a_cpu_a_linears_is_a_pass():
+    # torch's CPU conv2d hands its bias to oneDNN, which adds it in the convolution: 0 s, basis
+    # gemm-epilogue (its roof keeps the unfused pass). A 1x1 convolution of 2 x 8 x 16 x 16 to
+    # 8 channels, fp32: 2 x 8 x 16 x 16 = 4,096 outputs, 2 x 4 x 4,096 = 32,768 B
+    net = network_from_dict({"name": "c", "batch": 2, "dtype": "fp32", "mode": "train",
+                        "input": {"channels": 8, "height": 16, "width": 16},
+                        "layers": [{"type": "conv2d", "out_channels": 8, "kernel": 1,
+                                    "bias": True}]}, "<test>")
+    report = analyze(net, spec())
+    (bias,) = [r for r in report.ops if r.op.kind == "bias"]
+    assert bias.op.bytes == 32_768
+    assert (bias.predicted_time_s, bias.predicted_basis) == (0.0, "gemm-epilogue")
+    assert bias.time_s > 0
+    text = " ".join(time_lines(report))
+    assert "convolution biases added inside their convolution" in text
+    assert "gemm-epilogue" not in text  # not a class of the calibration
+    # its gradient, a sum of dY per channel, stays a pass: 4,096 x 4 B read = 16,384 B in
+    # cache (<= 1 MiB): 2 us + 16,384 / 50e9 = 2.328 us
+    (grad,) = [r for r in report.ops if r.op.kind == "bias-backward"]
+    assert grad.predicted_basis == "calibrated: streaming"
+    assert grad.predicted_time_s == pytest.approx(2e-6 + 16_384 / 50e9)
+    # a Linear's bias is a pass on a CPU (torch's addmm copies it into its output first):
+    # 64 x 512 outputs, 2 x 4 x 32,768 = 262,144 B in cache: 2 us + 262,144 / 50e9 = 7.243 us
+    net = network_from_dict({"name": "l", "batch": 64, "dtype": "fp32", "mode": "inference",
+                        "layers": [{"type": "linear", "in": 256, "out": 512,
+                                    "bias": True}]}, "<test>")
+    (bias,) = [r for r in analyze(net, spec()).ops if r.op.kind == "bias"]
+    assert bias.predicted_basis == "calibrated: streaming"
+    assert bias.predicted_time_s == pytest.approx(7.2429e-6, rel=1e-4)
 
 
 def test_a_relu_beyond_the_llc_streams_at_the_dram_rate():

@@ -46,6 +46,30 @@ def test_elementwise_op_on_an_a100_streams_at_88_percent_plus_a_launch():
     assert p.time_s == pytest.approx(150.50e-6, rel=1e-4)
 
 
+def test_a_convolutions_bias_and_a_sparse_layers_are_kernels_of_their_own_on_a_gpu():
+    # torch's CUDA conv2d runs cuDNN, then output.add_(bias) (Convolution.cpp, ConvBackend::
+    # Cudnn): a kernel. A 3x3 convolution of 8 x 64 x 56 x 56 to 64 channels (padding 1) in
+    # fp16: 8 x 64 x 56 x 56 = 1,605,632 outputs, read and written at 2 B: 6,422,528 B;
+    # on an A100: 0.9 us + 6,422,528 / (0.88 x 2039e9) = 4.479 us, basis streaming
+    text = ("batch: 8\ndtype: fp16\nmode: inference\n"
+            "input: {channels: 64, height: 56, width: 56}\nlayers:\n"
+            "  - {type: conv2d, out_channels: 64, kernel: 3, padding: 1, bias: true}\n")
+    report = analyze(network_from_yaml(text), load_hardware("a100-sxm4-80gb"))
+    (bias,) = [r for r in report.ops if r.op.kind == "bias"]
+    assert bias.op.bytes == 6_422_528
+    assert bias.predicted_basis == "streaming"
+    assert bias.predicted_time_s == pytest.approx(0.9e-6 + 6_422_528 / (0.88 * 2039e9))
+    assert bias.predicted_time_s == pytest.approx(4.4793e-6, rel=1e-4)
+    # a sparse layer (no GEMM before its bias): 512 x 128 outputs, 262,144 B in fp16:
+    # 0.9 us + 262,144 / (0.88 x 2039e9) = 1.046 us
+    sparse = ("batch: 512\ndtype: fp16\nmode: inference\nlayers:\n"
+              "  - {type: linear, in: 100000, out: 128, input_nnz: 75, bias: true}\n")
+    report = analyze(network_from_yaml(sparse), load_hardware("a100-sxm4-80gb"))
+    (bias,) = [r for r in report.ops if r.op.kind == "bias"]
+    assert (bias.op.bytes, bias.predicted_basis) == (262_144, "streaming")
+    assert bias.predicted_time_s == pytest.approx(1.0461e-6, rel=1e-4)
+
+
 def test_a_linear_bias_is_added_in_its_gemms_epilogue_on_a_gpu():
     # linear 1024 -> 4096 with a bias, batch 512, fp16, trained: forward GEMM, bias add over
     # 512 x 4096 values (read 2 B, write 2 B each: 8,388,608 B), backward bias sum and GEMMs.

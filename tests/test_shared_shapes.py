@@ -106,7 +106,35 @@ def test_a_renamed_op_keeps_every_other_field():
     from roofline.model.ops import AttentionShape, Op
 
     op = Op("OP3", "blk.attn", "backward", "flash-attention", 10, 20,
-            AttentionShape(64, 128, 128, True), 0)
+            AttentionShape(64, 128, 128, True), follows="linear", copy=0)
     assert op.renamed("OP9", "blk.7.attn", 6) == Op(
         "OP9", "blk.7.attn", "backward", "flash-attention", 10, 20,
-        AttentionShape(64, 128, 128, True), 6)
+        AttentionShape(64, 128, 128, True), follows="linear", copy=6)
+
+
+def test_every_bias_op_says_what_product_it_follows():
+    # the devices price a bias by the product it follows (a Linear's runs inside its GEMM on a
+    # GPU, a convolution's inside it on a CPU): a layer that made one without saying would be
+    # priced as a kernel everywhere, silently
+    from roofline.model.network import load_network, network_from_dict
+    from roofline.model.ops import FOLLOWS
+
+    net = network_from_dict({
+        "name": "all", "batch": 2, "dtype": "fp32", "mode": "train", "seq": 8,
+        "input": {"channels": 4, "height": 8, "width": 8},
+        "layers": [{"type": "conv2d", "out_channels": 4, "kernel": 3, "padding": 1,
+                    "bias": True},
+                   {"type": "flatten"},
+                   {"type": "linear", "in": 256, "out": 64, "bias": True},
+                   {"type": "transformer", "hidden": 64, "heads": 4, "ffn": 128,
+                    "bias": "all"},
+                   {"type": "linear", "in": 64, "out": 32, "input_nnz": 8, "bias": True}]},
+        "<test>")
+    follows = [(o.layer, o.pass_, o.follows) for o in net.expand()[1]
+               if o.kind in ("bias", "bias-backward")]
+    assert {f for _, _, f in follows} == set(FOLLOWS)
+    gpt2 = load_network("examples/hf/gpt2.json").with_overrides(
+        batch=2, mode="train", seq=16, dtype="fp32")
+    follows += [(o.layer, o.pass_, o.follows) for o in gpt2.expand()[1]
+                if o.kind in ("bias", "bias-backward")]
+    assert all(f in FOLLOWS for _, _, f in follows), follows

@@ -34,15 +34,16 @@ every op is one kernel, and::
      CUDA-core fraction, times the share of its boost clock the board holds, ``clock_share``);
      basis ``gemm-sustained``.
 
-A forward ``bias`` op (``EPILOGUE_KINDS``) is no kernel on a GPU: the GEMM before it adds the
-bias in its epilogue, as torch's CUDA ``addmm`` does for a Linear's bias through cuBLASLt's bias
-epilogue (``at::cuda::blas::gemm_and_bias``; pytorch/pytorch aten/src/ATen/native/cuda/Blas.cpp,
-``addmm_out_cuda_impl``: a 1-D contiguous bias, beta 1, fp32/fp16/bf16, CUDA 11.4 on; ``at::
-linear`` folds a contiguous 3-D input into that 2-D ``addmm``), and as XLA and TensorRT fuse
-it: time 0, basis ``gemm-epilogue``; its roofline time stays what the op moves unfused. A
-convolution's bias, which torch's CUDA ``conv2d`` adds in a kernel of its own, is charged the
-same way, and so is a sparse linear layer's (no GEMM runs before it): each is under-predicted by
-one pass over its output.
+A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
+kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
+does for a Linear's bias through cuBLASLt's bias epilogue (``at::cuda::blas::gemm_and_bias``;
+pytorch/pytorch aten/src/ATen/native/cuda/Blas.cpp, ``addmm_out_cuda_impl``: a 1-D contiguous
+bias, beta 1, fp32/fp16/bf16, CUDA 11.4 on; ``at::linear`` folds a contiguous 3-D input into
+that 2-D ``addmm``), and as XLA and TensorRT fuse it: time 0, basis ``gemm-epilogue``; its
+roofline time stays what the op moves unfused. A convolution's bias is a kernel: torch's CUDA
+``conv2d`` runs cuDNN's convolution, then ``output.add_(reshape_bias(...))``
+(aten/src/ATen/native/Convolution.cpp, ``ConvBackend::Cudnn``); so is a sparse layer's (no GEMM
+runs before it).
 
 A calibrated GPU entry (``roofline probe`` on a GPU) supplies its own D and t_launch
 (``calibration.gpu_ops``); the attention shares stay the published ones. Only the standard
@@ -69,8 +70,10 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
 OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
             "gemm-epilogue")
-#: Ops a GPU runs inside the GEMM before them (module docstring): a forward bias add.
+#: Ops a product can run in its epilogue: a forward bias add; ``GPU_EPILOGUE_FOLLOWS``: the
+#: products (``model.ops.FOLLOWS``) that do so on a GPU (module docstring).
 EPILOGUE_KINDS = frozenset({"bias"})
+GPU_EPILOGUE_FOLLOWS = frozenset({"linear"})
 ATTENTION_KINDS = frozenset({"flash-attention", "flash-attention-backward"})
 _FLASH_DTYPES = frozenset({"fp16", "bf16"})
 
@@ -126,7 +129,7 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     constants = op_constants(hardware)
     if constants is None:
         return OpPrediction(roofline_time_s(op.flops, op.bytes, peak, bandwidth), "roofline", {})
-    if op.kind in EPILOGUE_KINDS:
+    if op.kind in EPILOGUE_KINDS and op.follows in GPU_EPILOGUE_FOLLOWS:
         return OpPrediction(0.0, "gemm-epilogue", {})
     memory_s = op.bytes / (constants.dram_fraction * bandwidth)
     share, basis = 1.0, "streaming"

@@ -52,7 +52,7 @@ from .layers.conv2d import Conv2d
 from .layers.step import Step
 from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
-from .ops import AttentionShape
+from .ops import ELEMENTWISE, AttentionShape
 
 #: Ops that move no data: views, metadata, allocation without writing.
 FREE_OPS = frozenset({
@@ -496,10 +496,13 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
             return [gemm]
         return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
     if op == "convolution" and not args[6]:
-        return _conv(args[0], args[1], args, owner, None)
+        bias = args[2] is not None
+        return _conv(args[0], args[1], args, owner, None) + _conv_bias(outs[0], pass_, owner,
+                                                                       bias)
     if op == "convolution_backward" and not args[7]:
-        return _conv(args[1], args[2], [None, None, None, *args[4:7], None, None, args[9]], owner,
-                     tuple(args[10]))
+        mask = tuple(args[10])
+        return (_conv(args[1], args[2], [None, None, None, *args[4:7], None, None, args[9]],
+                      owner, mask) + _conv_bias(args[0], pass_, owner, bool(mask[2])))
     if op in FREE_OPS:
         if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
             rec.weights.update((id(o), o) for o in outs)
@@ -522,7 +525,24 @@ def _added_input(added: Any, out: Any, pass_: str, owner: str) -> list[Item]:
     in the GEMM's epilogue instead, and ``analysis.gpu_ops`` prices it so: 0 s)."""
     if not (added.is_floating_point() and out.is_floating_point()):
         return []
-    return [CapturedOp(owner, pass_, "bias", out.numel(), 2 * out.numel() + added.numel(), 0)]
+    return [CapturedOp(owner, pass_, "bias", out.numel(), 2 * out.numel() + added.numel(), 0,
+                       follows="linear")]
+
+
+def _conv_bias(out: Any, pass_: str, owner: str, bias: bool) -> list[Item]:
+    """A convolution's bias, the op a conv2d layer's ``bias: true`` gives after its GEMM
+    (``model.ops.bias_activation``): forward the add over ``out`` (``bias``: the convolution has
+    one), backward the sum of ``out``, the output gradient, per channel (``bias``: its gradient
+    is asked for). Both run inside the one ``convolution`` / ``convolution_backward`` op a
+    capture sees; which device runs the add as a kernel of its own is ``analysis``'s business
+    (``follows`` "conv")."""
+    if not bias:
+        return []
+    elements, channels = out.numel(), out.shape[1]
+    kind = "bias" if pass_ == "forward" else "bias-backward"
+    flops, reads, writes = ELEMENTWISE[kind]
+    return [CapturedOp(owner, pass_, kind, flops * elements, (reads + writes) * elements
+                       + channels, 0, follows="conv")]
 
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,

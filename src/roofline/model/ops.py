@@ -60,9 +60,16 @@ class AttentionShape(NamedTuple):
     causal: bool
 
 
+#: What a ``bias`` op can follow (``OpShape.follows``): a Linear's dense GEMM, a convolution,
+#: a sparse product. Where it runs is the device's business (``analysis.gpu_ops``: a Linear's
+#: bias in its GEMM's epilogue; ``analysis.cpu_ops``: a convolution's in oneDNN's).
+FOLLOWS = ("linear", "conv", "sparse")
+
+
 class OpShape(NamedTuple):
     """An op as a layer describes it, before the network numbers it (``attention``: the shape
-    of a fused attention op, None for every other op)."""
+    of a fused attention op, None for every other op; ``follows``: for a bias add and its
+    gradient, the product whose output it adds to, one of ``FOLLOWS``; "" for every other op)."""
 
     layer: str
     pass_: str
@@ -70,6 +77,7 @@ class OpShape(NamedTuple):
     flops: int
     bytes: int
     attention: AttentionShape | None = None
+    follows: str = ""
 
 
 def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpShape:
@@ -80,14 +88,14 @@ def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpS
 
 
 def bias_activation(layer: str, pass_: str, elements: int, e: int, bias: bool,
-                    activation: str) -> list[OpShape]:
+                    activation: str, follows: str) -> list[OpShape]:
     """A layer's epilogue over its ``elements`` outputs: forward, the bias add then the
     activation; backward, the activation's gradient then the bias's (``activation`` "none":
-    no activation op)."""
+    no activation op); ``follows``: the layer's product (``FOLLOWS``)."""
     ops = []
     if bias:
         ops.append(elementwise(layer, pass_, "bias" if pass_ == "forward" else "bias-backward",
-                               elements, e))
+                               elements, e)._replace(follows=follows))
     if activation != "none":
         kind = activation if pass_ == "forward" else f"{activation}-backward"
         ops.append(elementwise(layer, pass_, kind, elements, e))
@@ -112,6 +120,7 @@ class Op:
     flops: int
     bytes: int
     attention: AttentionShape | None = None  # a fused attention op's shape (OpShape's)
+    follows: str = ""  # a bias add's product (OpShape's)
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
 
     @property
@@ -121,4 +130,4 @@ class Op:
     def renamed(self, name: str, layer: str, copy: int) -> Op:
         """This op under another name, layer and copy number (as ``Gemm.renamed``)."""
         return Op(name, layer, self.pass_, self.kind, self.flops, self.bytes, self.attention,
-                  copy)
+                  self.follows, copy)

@@ -121,9 +121,12 @@ _BASIS_TEXT = {
                          "of peak (Dao 2023; optimistic at short seqs)",
     "gemm-sustained": "fused attention at the GEMM model's sustained share of peak (no "
                       "published attention figure for this device)",
-    "gemm-epilogue": "biases added in their GEMM's epilogue, no kernel of their own (cuBLASLt, "
-                     "as torch's CUDA addmm)",
+    "gemm-epilogue": "Linear biases added in their GEMM's epilogue, no kernel of their own "
+                     "(cuBLASLt, as torch's CUDA addmm)",
 }
+#: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
+_CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "
+                      "(oneDNN, as torch's CPU conv2d)")
 
 
 def op_basis_text(report: Report) -> str:
@@ -132,14 +135,15 @@ def op_basis_text(report: Report) -> str:
     if constants is None:
         return "other ops at their roof"
     if "rates_gbs" in constants:  # a CPU with the probe's op costs (analysis.cpu_ops)
-        classes = sorted({r.predicted_basis.removeprefix("calibrated: ")
-                          for r in distinct(report.ops)})
+        bases = {r.predicted_basis for r in distinct(report.ops)}
+        classes = sorted(b.removeprefix("calibrated: ") for b in bases if b != "gemm-epilogue")
         missing = f"; not measured: {', '.join(constants['missing'])}" if constants[
             "missing"] else ""
+        fused = f"; {_CPU_EPILOGUE_TEXT}" if "gemm-epilogue" in bases else ""
         return (f"other ops calibrated here through {constants['library']} "
                 f"({constants['threads']} threads): {seconds(constants['call_s'])} a call plus "
                 f"their bytes at the measured rate of their class ({', '.join(classes)})"
-                f"{missing}")
+                f"{missing}{fused}")
     where = "calibrated here" if constants["basis"] == "calibrated" else "published"
     parts = [f"other ops at {constants['dram_fraction']:.0%} of DRAM bandwidth plus "
              f"{seconds(constants['launch_s'])} launch each ({where})"]

@@ -30,10 +30,11 @@ class CapturedOp(NamedTuple):
     elements: int
     other_bytes: int
     attention: AttentionShape | None = None  # a fused attention op's shape
+    follows: str = ""  # a bias add's product (OpShape's)
 
     def at(self, e: int) -> OpShape:
         return OpShape(self.layer, self.pass_, self.kind, self.flops,
-                       self.elements * e + self.other_bytes, self.attention)
+                       self.elements * e + self.other_bytes, self.attention, self.follows)
 
 
 Item = GemmShape | CapturedOp

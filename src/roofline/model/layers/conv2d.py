@@ -191,7 +191,7 @@ class Conv2d:
             (0, 1, rs), (x, w, y), b_operand="weight")]
         elements = n * self.out_channels * pq
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
-                                       self.activation)
+                                       self.activation, "conv")
 
     def backward(self, step: Step, data_grad: bool) -> list[GemmShape | OpShape]:
         c, k, rs, pq = self._dims()
@@ -199,7 +199,7 @@ class Conv2d:
         x, w, dy, dx = self._tensors(n)
         elements = n * self.out_channels * pq
         items: list[GemmShape | OpShape] = list(bias_activation(
-            self.name, "backward", elements, step.e, self.bias, self.activation))
+            self.name, "backward", elements, step.e, self.bias, self.activation, "conv"))
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", n * pq, c, k * rs,
                                    ("batch x P x Q", "in_channels", "out_channels x R x S"),

@@ -132,6 +132,11 @@ class Linear:
     def out_width(self) -> int:
         return self.out_features
 
+    @property
+    def _product(self) -> str:
+        """What its bias follows (``ops.FOLLOWS``)."""
+        return "sparse" if self.sparse else "linear"
+
     def _outputs(self, step: Step) -> int:
         return step.tokens * (self.active_out or self.out_features)
 
@@ -146,13 +151,13 @@ class Linear:
                                (role, "out", "in"), (f, 0, 0), b_operand="weight")]
         elements = self._outputs(step)
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
-                                       self.activation)
+                                       self.activation, self._product)
 
     def backward(self, step: Step, data_grad: bool) -> list[GemmShape | OpShape]:
         rows, f, role = step.tokens, step.per_sample, step.row_role
         elements = self._outputs(step)
         items: list[GemmShape | OpShape] = list(bias_activation(
-            self.name, "backward", elements, step.e, self.bias, self.activation))
+            self.name, "backward", elements, step.e, self.bias, self.activation, self._product))
         if self.sparse:
             return items + self._sparse_backward(step, data_grad)
         if data_grad:

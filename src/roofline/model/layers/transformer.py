@@ -230,7 +230,8 @@ class Transformer:
                                        (step.row_role, f"{part}.out", f"{part}.in"),
                                        (step.per_sample, 0, 0), b_operand="weight")]
         if bias:
-            items.append(self._op("forward", "bias", step.tokens * out, step, part))
+            items.append(self._op("forward", "bias", step.tokens * out, step, part)
+                         ._replace(follows="linear"))
         return items
 
     def _attention_forward(self, step: Step) -> list[Item]:
@@ -351,7 +352,8 @@ class Transformer:
         t, f, role, layer = step.tokens, step.per_sample, step.row_role, f"{self.name}.{part}"
         items: list[Item] = []
         if bias:
-            items.append(self._op("backward", "bias-backward", t * out, step, part))
+            items.append(self._op("backward", "bias-backward", t * out, step, part)
+                         ._replace(follows="linear"))
         if data_grad:
             items.append(GemmShape(layer, "backward-data", t, inp, out,
                                    (role, f"{part}.in", f"{part}.out"), (f, 0, 0),
