@@ -366,6 +366,25 @@ def test_the_cli_analyzes_a_factory(invoke, tmp_path, monkeypatch):
         assert text in result.stderr and "Traceback" not in result.output
 
 
+def test_a_factory_in_the_current_directory_is_found(invoke, tmp_path, monkeypatch):
+    # an installed console script's sys.path lacks the current directory; the factory's module
+    # is looked up there first all the same (as python -c would), and sys.path is left as found
+    import sys
+
+    (tmp_path / "capture_cwd_example.py").write_text(FACTORY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    before = list(sys.path)
+    result = invoke("analyze", "capture_cwd_example:make", "--hw", "h100", "--mode",
+                    "inference", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert sys.path == before
+    result = invoke("analyze", "capture_no_such_module:make", "--hw", "h100")
+    assert result.exit_code == 2
+    assert "cannot import capture_no_such_module" in result.stderr
+    assert "looked in the current directory and on sys.path" in result.stderr
+
+
 def test_a_captured_step_is_judged_at_its_own_batch_only(invoke, tmp_path, monkeypatch):
     """A capture exists at one batch: memory names the activations it does not record and gives
     no largest batch, and the step verdict names the batch instead of judging others."""

@@ -595,7 +595,31 @@ def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, .
     """``package.module:callable`` imported and called: it returns ``(module, inputs)`` where
     ``inputs`` is one tensor or a tuple of them. Given a ``batch``, a callable with a ``batch``
     parameter is called with it (its inputs then have that batch); one without is called as is,
-    and its capture refuses another batch than its inputs' (``Captured``)."""
+    and its capture refuses another batch than its inputs' (``Captured``). The module is looked
+    up in the current directory first, as ``python -c`` would (an installed console script's
+    ``sys.path`` lacks it), then on ``sys.path``."""
+    with _cwd_importable():
+        return _load_factory(spec, batch)
+
+
+@contextmanager
+def _cwd_importable() -> Iterator[None]:
+    """The current directory first on ``sys.path`` while inside, unless it is there already."""
+    import os
+    import sys
+
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+
+
+def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
     import importlib
     import inspect
 
@@ -603,7 +627,8 @@ def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, .
     try:
         factory = getattr(importlib.import_module(path), attr)
     except ImportError as exc:
-        raise CaptureError(f"{spec}: cannot import {path} ({exc})") from None
+        raise CaptureError(f"{spec}: cannot import {path} ({exc}; looked in the current "
+                           f"directory and on sys.path)") from None
     except AttributeError:
         raise CaptureError(f"{spec}: {path} has no {attr}") from None
     if not callable(factory):
