@@ -15,6 +15,11 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
 - bert: as BertForMaskedLM: word, position and token-type embeddings and their layernorm,
   bidirectional blocks with biases, and the masked-LM head (dense + GELU + layernorm, then the
   vocabulary projection tied to the word embedding, with its bias).
+
+A key that changes what the model computes or keeps and that no adapter models
+(``UNMODELLED``: a sliding attention window, Llama's optional biases) is kept as
+``ConfigModel.unmodelled`` and becomes a warning in every command's output, never dropped
+silently.
 """
 
 from __future__ import annotations
@@ -28,6 +33,19 @@ from ..files.fields import Fields
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
 
+#: Config keys that change what a model computes or keeps and that no adapter models, with what
+#: the model counts instead (``ConfigModel.unmodelled``; ``Report.warnings`` says so): never
+#: dropped silently. ``sliding_window``: Mistral v0.1's 4096-token window (each token attends
+#: to the last 4096; FlashAttention and TensorRT-LLM's cyclic KV cache use it to do and keep
+#: less); ``attention_bias`` / ``mlp_bias``: Llama-family biases on the attention projections /
+#: the FFN (the adapters build them without).
+UNMODELLED = {
+    "sliding_window": "attention and the KV cache are counted over every earlier token, not "
+                      "the last {value} only (more than the model does beyond {value} tokens)",
+    "attention_bias": "the attention projections are taken without their biases",
+    "mlp_bias": "the FFN is taken without its biases",
+}
+
 #: In a layer an adapter builds: which config key gave each model.yaml field. model_from_config
 #: takes it out of the layer (model.yaml has no such field) into ``ConfigModel.names``.
 _FROM = "_from"
@@ -39,6 +57,7 @@ class ConfigModel(dict):
     so that an error names the key the user wrote (``renamed``)."""
 
     names: dict[str, str]
+    unmodelled: list[str]  # "key = value" of the config's keys in UNMODELLED it sets
 
 
 def model_from_config(config: Any, source: str) -> ConfigModel:
@@ -50,6 +69,7 @@ def model_from_config(config: Any, source: str) -> ConfigModel:
                                         f"{', '.join(ADAPTERS)})")
     model = ConfigModel()
     model.names = {}
+    model.unmodelled = _unmodelled(config)
     model["layers"] = ADAPTERS[kind](fields)
     for index, layer in enumerate(model["layers"]):
         for field, key in layer.pop(_FROM, {}).items():
@@ -70,6 +90,19 @@ def model_from_config(config: Any, source: str) -> ConfigModel:
         model["name"] = name
         model.names["name"] = "_name_or_path"
     return model
+
+
+def _unmodelled(config: dict[str, Any]) -> list[str]:
+    """The keys of ``UNMODELLED`` the config sets to have an effect, as ``key = value``: a
+    positive ``sliding_window`` not turned off by ``use_sliding_window: false`` (Qwen2's), a
+    true ``attention_bias`` or ``mlp_bias``."""
+    out = []
+    window = config.get("sliding_window")
+    if (isinstance(window, int) and not isinstance(window, bool) and window > 0
+            and config.get("use_sliding_window", True) is not False):
+        out.append(f"sliding_window = {window}")
+    out += [f"{key} = true" for key in ("attention_bias", "mlp_bias") if config.get(key) is True]
+    return out
 
 
 def renamed(error: InputError, model: ConfigModel) -> InputError:

@@ -180,6 +180,8 @@ class Network:
         d = self.operand_dtype
         return (self.weight_dtype, self.activation_dtype, self.kv_dtype) != (d, d, d)
     uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
+    # "key = value" of a config.json's keys whose effect is not modelled (model.hf.UNMODELLED)
+    unmodelled: tuple[str, ...] = ()
     # a captured torch optimizer's step, as torch ran it (used in place of the update op while
     # ``optimizer`` is the kind it recorded)
     update: tuple[CapturedOp, ...] = ()
@@ -636,9 +638,10 @@ def load_network(path: str | os.PathLike[str]) -> Network:
 
         model = model_from_config(data, str(path))
         try:  # an error names the config's key (num_key_value_heads), not model.yaml's
-            return network_from_dict(model, str(path), default_name=Path(path).stem)
+            network = network_from_dict(model, str(path), default_name=Path(path).stem)
         except InputError as exc:
             raise renamed(exc, model) from None
+        return replace(network, unmodelled=tuple(model.unmodelled))
     return network_from_dict(data, str(path), default_name=Path(path).stem)
 
 

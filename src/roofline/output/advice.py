@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ..analysis.batch import BatchAdvice
     from ..analysis.quantization import Quantization
     from ..analysis.report import GemmResult, Report
+    from ..model.network import Network
 
 
 def alignment_text(note: AlignmentNote) -> str:
@@ -84,9 +85,24 @@ def gemm_advice(result: GemmResult) -> tuple[str, ...]:
 
 def report_warnings(report: Report) -> tuple[str, ...]:
     """The warnings about a whole report rather than one GEMM (JSON's top-level ``warnings``):
-    a prediction calibrated through another library than the one the model runs in
+    a config.json key whose effect is not modelled (``model.hf.UNMODELLED``), a prediction
+    calibrated through another library than the one the model runs in
     (``output.times.calibration_warning``)."""
     from .times import calibration_warning
 
     warning = calibration_warning(report)
-    return (warning,) if warning else ()
+    out = config_warnings(report.network)
+    return (*out, warning) if warning else out
+
+
+def config_warnings(network: Network) -> tuple[str, ...]:
+    """A sentence per config.json key whose effect is not modelled (``model.hf.UNMODELLED``):
+    analyze's, compare's and sweep's warnings."""
+    from ..model.hf import UNMODELLED
+
+    out = []
+    for setting in network.unmodelled:
+        key, _, value = setting.partition(" = ")
+        out.append(f"{setting} in the config is not modelled: "
+                   f"{UNMODELLED[key].format(value=value)}")
+    return tuple(out)

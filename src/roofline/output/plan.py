@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..units import seconds, si
+from .advice import config_warnings
 from .json import to_json
 from .table import aligned
 from .times import basis_sentence
@@ -54,6 +55,7 @@ def plan_table(plan: Plan, top: int = 3) -> str:
 
     lines += [f"assumes: {text}" for text in ASSUMPTIONS]
     lines.append(basis_sentence(hw))
+    lines += [f"warning: {text}" for text in config_warnings(net)]
     rows, skipped = [], []
     for n in plan.gpus:
         ranked = plan.ranked(n)
@@ -120,4 +122,5 @@ def best_lines(r: LayoutResult) -> list[str]:
 
 
 def plan_json(plan: Plan, top: int | None = None) -> str:
-    return to_json(plan.to_dict(top)) + "\n"
+    """``Plan.to_dict`` with the model's warnings (``advice.config_warnings``)."""
+    return to_json(plan.to_dict(top) | {"warnings": list(config_warnings(plan.network))}) + "\n"

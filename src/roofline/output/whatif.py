@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import basis_of
 from ..units import seconds, si
+from .advice import config_warnings
 from .json import to_json
 from .report import LAYER_WIDTH, compact_names, precision_text, quantization_line, step_text
 from .table import aligned, markdown
@@ -131,6 +132,7 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
         row["why"] = {r.hardware.name: change_text(c.why(index, r), baseline)
                       for r in c.reports[1:]}
     data["verdict"] = verdict_text(c)
+    data["warnings"] = list(config_warnings(c.baseline.network))
     return data
 
 
@@ -140,8 +142,9 @@ def _compare_header(c: Comparison) -> list[str]:
              f"precision: {precision_text(net)}"]
     if c.baseline.quantization:
         lines.append(quantization_line(detail=False))
-    notes = (dtype_note(c, r) for r in c.reports)
-    return lines + [f"note: {note}" for note in notes if note]
+    notes = [dtype_note(c, r) for r in c.reports]
+    return (lines + [f"note: {note}" for note in notes if note]
+            + [f"warning: {text}" for text in config_warnings(net)])
 
 
 def _device_rows(c: Comparison) -> list[list[str]]:
@@ -299,7 +302,12 @@ def sweep_header(s: Sweep) -> list[str]:
     if past:
         lines.append(f"note: seq {', '.join(map(str, past))} is past the model's context "
                      f"({context} tokens): the step is analyzed as asked")
-    return lines
+    return lines + [f"warning: {text}" for text in config_warnings(net)]
+
+
+def sweep_dict(s: Sweep) -> dict[str, Any]:
+    """The sweep JSON contract: ``Sweep.to_dict``'s numbers with the model's warnings."""
+    return s.to_dict() | {"warnings": list(config_warnings(s.reports[0].network))}
 
 
 def _memory_cell(r: Report) -> str:
@@ -422,4 +430,4 @@ def sweep_html(s: Sweep, command: str | None = None) -> str:
 
 
 SWEEP_FORMATS = {"table": sweep_table, "markdown": sweep_markdown, "csv": sweep_csv,
-                 "json": lambda s: to_json(s.to_dict()) + "\n", "html": sweep_html}
+                 "json": lambda s: to_json(sweep_dict(s)) + "\n", "html": sweep_html}

@@ -1,0 +1,63 @@
+"""A config.json key that changes what the model computes or keeps, and that no adapter models,
+is said in every output that reads the config (model.hf.UNMODELLED), never dropped silently:
+Mistral v0.1's sliding_window, Llama's attention_bias / mlp_bias."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline.model.hf import model_from_config
+
+EXAMPLES = Path(__file__).parent.parent / "examples" / "hf"
+MISTRAL = str(EXAMPLES / "mistral-7b.json")
+WINDOW = ("sliding_window = 4096 in the config is not modelled: attention and the KV cache are "
+          "counted over every earlier token, not the last 4096 only (more than the model does "
+          "beyond 4096 tokens)")
+
+
+def _config(name: str, **changes):
+    data = json.loads((EXAMPLES / name).read_text())
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize(("name", "changes", "expected"), [
+    ("mistral-7b.json", {}, ["sliding_window = 4096"]),
+    ("mistral-7b.json", {"sliding_window": None}, []),  # Mistral v0.2 on: no window
+    ("qwen2-7b.json", {"sliding_window": 131072, "use_sliding_window": False}, []),
+    ("qwen2-7b.json", {"sliding_window": 4096, "use_sliding_window": True},
+     ["sliding_window = 4096"]),
+    ("llama-2-7b.json", {}, []),
+    ("llama-2-7b.json", {"attention_bias": True, "mlp_bias": False},
+     ["attention_bias = true"]),
+    ("llama-2-7b.json", {"attention_bias": True, "mlp_bias": True},
+     ["attention_bias = true", "mlp_bias = true"]),
+])
+def test_the_keys_a_config_sets_and_no_adapter_models(name, changes, expected):
+    assert model_from_config(_config(name, **changes), name).unmodelled == expected
+
+
+def test_every_command_says_so(invoke):
+    # analyze: its warnings (text and JSON); compare, sweep and plan: a warning line and JSON
+    args = ("--batch", "1", "--seq", "8192", "--mode", "inference")
+    result = invoke("analyze", MISTRAL, "--hw", "h100", *args, "--format", "json")
+    assert json.loads(result.stdout)["warnings"] == [WINDOW]
+    assert "warning: sliding_window = 4096 in the config is not modelled" in invoke(
+        "analyze", MISTRAL, "--hw", "h100", *args).stdout
+    for command, extra in (("compare", ("--hw", "a100", "--hw", "h100", *args)),
+                           ("sweep", ("--hw", "h100", "--batch", "1", "--seq", "1024,8192",
+                                      "--mode", "inference")),
+                           ("plan", ("--hw", "h100", "--gpus", "8", "--batch", "8", "--seq",
+                                     "1024", "--top", "1"))):
+        text = invoke(command, MISTRAL, *extra).stdout
+        assert f"warning: {WINDOW}" in text, command
+        data = json.loads(invoke(command, MISTRAL, *extra, "--format", "json").stdout)
+        assert data["warnings"] == [WINDOW], command
+    # a config without such a key: none
+    llama = str(EXAMPLES / "llama-2-7b.json")
+    data = json.loads(invoke("analyze", llama, "--hw", "h100", *args, "--format",
+                             "json").stdout)
+    assert data["warnings"] == []
