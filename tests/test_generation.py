@@ -180,3 +180,27 @@ def test_predicted_generation_in_json_and_table(invoke):
                             "--generate", "1", "--format", "json").stdout)["generation"]
     assert one["predicted_tpot_s"] is None
     assert one["predicted_latency_s"] == one["predicted_ttft_s"]
+
+
+def test_decode_steps_across_a_sliding_window_one_by_one(tmp_path):
+    """A windowed block's decode step grows with the KV cache up to its window and stays put
+    beyond it: the steps are summed in two pieces, here against every step analyzed on its
+    own (Mistral's blocks with a window of 110, prompt 100, 29 decode steps over KV 101..129),
+    roofline and predicted (a GPU's decode attention is affine in the keys on each piece)."""
+    mistral = json.loads(Path("examples/hf/mistral-7b.json").read_text())
+    assert mistral["sliding_window"] == 4096
+    path = tmp_path / "mistral-window-110.json"
+    path.write_text(json.dumps(mistral | {"sliding_window": 110}))
+    net = load_network(path)
+    prompt, count = 100, 30
+    report = analyze_model(net, "h100", batch=4, prompt=prompt, generate=count)
+    g = report.generation
+    decode = net.with_overrides(batch=4, mode="inference", phase="decode")
+    spec = report.hardware
+    steps = [analyze(decode.with_overrides(seq=prompt + i), spec).totals
+             for i in range(1, count)]
+    assert g.decode_s == pytest.approx(sum(t["time_s"] for t in steps), rel=1e-9)
+    assert g.predicted_decode_s == pytest.approx(sum(t["predicted_time_s"] for t in steps),
+                                                 rel=1e-9)
+    # KV 109 < KV 110 = the window; KV 111 and 129 read its 110 keys too
+    assert steps[8]["time_s"] < steps[9]["time_s"] == steps[10]["time_s"] == steps[-1]["time_s"]

@@ -1,6 +1,7 @@
 """A config.json key that changes what the model computes or keeps, and that no adapter models,
 is said in every output that reads the config (model.hf.UNMODELLED), never dropped silently:
-Mistral v0.1's sliding_window, Llama's attention_bias / mlp_bias."""
+Qwen2's sliding_window (some layers only), Llama's attention_bias / mlp_bias. Mistral's window
+(every layer) is modelled: the block's window."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 from roofline.model.hf import model_from_config
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "hf"
-MISTRAL = str(EXAMPLES / "mistral-7b.json")
 WINDOW = ("sliding_window = 4096 in the config is not modelled: attention and the KV cache are "
           "counted over every earlier token, not the last 4096 only (more than the model does "
           "beyond 4096 tokens)")
@@ -25,7 +25,7 @@ def _config(name: str, **changes):
 
 
 @pytest.mark.parametrize(("name", "changes", "expected"), [
-    ("mistral-7b.json", {}, ["sliding_window = 4096"]),
+    ("mistral-7b.json", {}, []),  # modelled: the block's window
     ("mistral-7b.json", {"sliding_window": None}, []),  # Mistral v0.2 on: no window
     ("qwen2-7b.json", {"sliding_window": 131072, "use_sliding_window": False}, []),
     ("qwen2-7b.json", {"sliding_window": 4096, "use_sliding_window": True},
@@ -40,24 +40,28 @@ def test_the_keys_a_config_sets_and_no_adapter_models(name, changes, expected):
     assert model_from_config(_config(name, **changes), name).unmodelled == expected
 
 
-def test_every_command_says_so(invoke):
+def test_every_command_says_so(invoke, tmp_path):
     # analyze: its warnings (text and JSON); compare, sweep and plan: a warning line and JSON
+    qwen = tmp_path / "qwen2-window.json"
+    qwen.write_text(json.dumps(_config("qwen2-7b.json", sliding_window=4096,
+                                       use_sliding_window=True)))
+    model = str(qwen)
     args = ("--batch", "1", "--seq", "8192", "--mode", "inference")
-    result = invoke("analyze", MISTRAL, "--hw", "h100", *args, "--format", "json")
+    result = invoke("analyze", model, "--hw", "h100", *args, "--format", "json")
     assert json.loads(result.stdout)["warnings"] == [WINDOW]
     assert "warning: sliding_window = 4096 in the config is not modelled" in invoke(
-        "analyze", MISTRAL, "--hw", "h100", *args).stdout
+        "analyze", model, "--hw", "h100", *args).stdout
     for command, extra in (("compare", ("--hw", "a100", "--hw", "h100", *args)),
                            ("sweep", ("--hw", "h100", "--batch", "1", "--seq", "1024,8192",
                                       "--mode", "inference")),
                            ("plan", ("--hw", "h100", "--gpus", "8", "--batch", "8", "--seq",
                                      "1024", "--top", "1"))):
-        text = invoke(command, MISTRAL, *extra).stdout
+        text = invoke(command, model, *extra).stdout
         assert f"warning: {WINDOW}" in text, command
-        data = json.loads(invoke(command, MISTRAL, *extra, "--format", "json").stdout)
+        data = json.loads(invoke(command, model, *extra, "--format", "json").stdout)
         assert data["warnings"] == [WINDOW], command
-    # a config without such a key: none
-    llama = str(EXAMPLES / "llama-2-7b.json")
-    data = json.loads(invoke("analyze", llama, "--hw", "h100", *args, "--format",
-                             "json").stdout)
-    assert data["warnings"] == []
+    # configs without such a key, Mistral's window being modelled: none
+    for name in ("llama-2-7b.json", "mistral-7b.json"):
+        data = json.loads(invoke("analyze", str(EXAMPLES / name), "--hw", "h100", *args,
+                                 "--format", "json").stdout)
+        assert data["warnings"] == [], name

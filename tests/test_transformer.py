@@ -275,3 +275,63 @@ def test_naive_gqa_training_bytes_by_hand():
     d_q, d_k = [g for g in scores if g.pass_ == "backward-data"]  # dQ = dS.K, dK = dS^T.Q
     assert d_q.bytes_by_operand == {"a": 2_048 * 4, "b": 512 * 4, "c": 1_024 * 4}
     assert d_k.bytes_by_operand == {"a": 2_048 * 4, "b": 1_024 * 4, "c": 512 * 4}
+
+
+WINDOW_BLOCK = """
+batch: 1
+seq: {seq}
+dtype: bf16
+mode: inference
+phase: {phase}
+layers:
+  - {{type: transformer, hidden: 4096, heads: 32, kv_heads: 8, ffn: 14336, gated: true,
+     causal: true, window: 4096, attention: {attention}, name: b}}
+"""
+
+
+def _attention_op(seq, phase, attention="flash"):
+    net = network_from_yaml(WINDOW_BLOCK.format(seq=seq, phase=phase, attention=attention))
+    (op,) = [o for o in net.ops() if o.kind == "flash-attention"]
+    return net, op
+
+
+def test_a_sliding_window_does_and_keeps_only_the_window():
+    # Mistral 7B's attention (32 heads of 128, 8 KV heads, window 4096), bf16, batch 1.
+    # Prefill at 8192: the causal band of width 4096 holds 8192 x 4096 - 4096^2 / 2 =
+    # 25,165,824 (query, key) pairs (the full causal triangle 8192^2 / 2 = 33,554,432):
+    # 4 x 32 x 128 x 25,165,824 = 412,316,860,416 FLOPs; Q, K, V read and O written once:
+    # (8192 x 2 x 4096 + 8192 x 2 x 1024) x 2 B = 167,772,160 B
+    _, op = _attention_op(8192, "prefill")
+    assert op.flops == 412_316_860_416
+    assert op.bytes == 167_772_160
+    # up to the window nothing changes: 4096^2 / 2 pairs, 4 x 32 x 128 x 8,388,608
+    assert _attention_op(4096, "prefill")[1].flops == 137_438_953_472
+    # decode at a KV cache of 8192: the query reads the last 4096 keys, 4 x 32 x 128 x 4096 =
+    # 67,108,864 FLOPs; bytes Q and O 2 x 4096 x 2 B, K and V 4096 x 2 x 1024 x 2 B:
+    # 16,384 + 16,777,216 = 16,793,600 B; and the cache keeps 4096 tokens per layer:
+    # 2 x 1024 x 4096 x 2 B = 16,777,216 B
+    net, op = _attention_op(8192, "decode")
+    assert (op.flops, op.bytes) == (67_108_864, 16_793_600)
+    assert (op.attention.q, op.attention.s, op.attention.causal) == (1, 4096, False)
+    report = analyze_model(net, "h100")
+    assert report.memory.parts["kv_cache"] == 16_777_216
+    # naive attention computes the masked scores whole and keeps every token (torch's eager)
+    naive = network_from_yaml(WINDOW_BLOCK.format(seq=8192, phase="decode", attention="naive"))
+    scores = [g for g in naive.gemms() if g.layer == "b.scores"]
+    assert [(g.m, g.n, g.k) for g in scores] == [(1, 8192, 128)]
+    # 2 x 1024 x 8192 x 2 B
+    assert analyze_model(naive, "h100").memory.parts["kv_cache"] == 33_554_432
+
+
+def test_a_window_needs_causal_attention():
+    text = WINDOW_BLOCK.format(seq=64, phase="prefill", attention="flash").replace(
+        "causal: true", "causal: false")
+    with pytest.raises(InputError, match="window: a sliding window needs causal: true"):
+        network_from_yaml(text)
+
+
+def test_mistrals_sliding_window_is_the_blocks_window():
+    net = load_network(HF / "mistral-7b.json")
+    (block,) = {layer.window for layer in net.layers if hasattr(layer, "window")}
+    assert block == 4096
+    assert net.unmodelled == ()

@@ -13,6 +13,9 @@ per second and the end-to-end latency, at the roofline (lower bounds).
   two terms cross). An item whose work does not depend on s keeps its report time (tile and
   wave quantization included, with ``quantization``); one that does (attention) is on the pure
   roofline.
+  A block with a sliding window (``Transformer.window``) is affine in s up to its window and
+  the same beyond it, so the key lengths are split there and each piece summed on its own
+  (the predicted trapezoid too).
 - latency = TTFT + (G - 1) x TPOT; tokens/s = batch x G / latency on the device, G / latency
   per sequence.
 - The same four predicted (``predicted_*``: the reports' ``predicted_time_s``, on the basis
@@ -132,20 +135,32 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
     prefill = analyze(network.with_overrides(phase="prefill", seq=prompt, logits=logits),
                       hardware, quantization)
     steps = generate - 1
-    if not steps:
-        shown = prefill
-        decode_s = predicted_s = 0.0
-    else:
-        first = analyze(_decode(network, prompt + 1), hardware, quantization)
-        second = analyze(_decode(network, prompt + 2), hardware, quantization)
-        decode_s = _decode_sum(first, second, prompt + 1, prompt + steps)
-        shown = (first if steps == 1 else
-                 analyze(_decode(network, prompt + steps), hardware, quantization))
-        predicted_s = steps * (first.totals["predicted_time_s"]
-                               + shown.totals["predicted_time_s"]) / 2  # the trapezoid rule
+    shown, decode_s, predicted_s = prefill, 0.0, 0.0
+    for low, high in _segments(network, prompt + 1, prompt + steps):
+        first = analyze(_decode(network, low), hardware, quantization)
+        second = analyze(_decode(network, low + 1), hardware, quantization)
+        decode_s += _decode_sum(first, second, low, high)
+        shown = (first if high == low else
+                 analyze(_decode(network, high), hardware, quantization))
+        predicted_s += (high - low + 1) * (first.totals["predicted_time_s"]
+                                           + shown.totals["predicted_time_s"]) / 2  # trapezoid
     result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],
                         decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s)
     return replace(shown, generation=result, memory=_peak_memory(prefill.memory, shown.memory))
+
+
+def _segments(network: Network, first: int, last: int) -> list[tuple[int, int]]:
+    """The key lengths ``first`` .. ``last`` (none when ``last`` < ``first``) split after each
+    sliding window inside them: a windowed block's decode step is affine in the key length up
+    to its window and the same beyond it (``Transformer.window``), so each piece is summed on
+    its own."""
+    if last < first:
+        return []
+    cuts = sorted({run.layer.window for run in network.layer_runs
+                   if isinstance(run.layer, Transformer) and run.layer.window
+                   and run.layer.attention == "flash" and first <= run.layer.window < last})
+    bounds = [first, *(w + 1 for w in cuts)]
+    return list(zip(bounds, [*(w for w in cuts), last]))
 
 
 def _decode(network: Network, seq: int) -> Network:

@@ -9,7 +9,8 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
 
 - llama, mistral, qwen2, mixtral: rmsnorm, gated (SwiGLU) FFN, causal, no biases (qwen2: a
   bias on the fused QKV projection), untied output unless ``tie_word_embeddings``; mixtral:
-  ``num_local_experts`` experts, ``num_experts_per_tok`` per token.
+  ``num_local_experts`` experts, ``num_experts_per_tok`` per token; mistral, mixtral: a
+  ``sliding_window`` (Mistral 7B v0.1's 4096) as the block's ``window``.
 - gpt2: learned positions, layernorm, GELU FFN of ``n_inner`` (4 x n_embd), biases, causal,
   output tied to the token embedding.
 - bert: as BertForMaskedLM: word, position and token-type embeddings and their layernorm,
@@ -17,7 +18,8 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
   vocabulary projection tied to the word embedding, with its bias).
 
 A key that changes what the model computes or keeps and that no adapter models
-(``UNMODELLED``: a sliding attention window, Llama's optional biases) is kept as
+(``UNMODELLED``: Qwen2's sliding window, which covers only some layers, Llama's optional
+biases) is kept as
 ``ConfigModel.unmodelled`` and becomes a warning in every command's output, never dropped
 silently.
 """
@@ -35,10 +37,13 @@ TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float
 
 #: Config keys that change what a model computes or keeps and that no adapter models, with what
 #: the model counts instead (``ConfigModel.unmodelled``; ``Report.warnings`` says so): never
-#: dropped silently. ``sliding_window``: Mistral v0.1's 4096-token window (each token attends
-#: to the last 4096; FlashAttention and TensorRT-LLM's cyclic KV cache use it to do and keep
-#: less); ``attention_bias`` / ``mlp_bias``: Llama-family biases on the attention projections /
-#: the FFN (the adapters build them without).
+#: dropped silently. ``sliding_window`` where ``use_sliding_window`` turns it on (Qwen2: a window
+#: on the layers from ``max_window_layers`` on, which one block repeated cannot say; Mistral's
+#: and Mixtral's cover every layer and are the block's ``window``); ``attention_bias`` /
+#: ``mlp_bias``: Llama-family biases on the attention projections / the FFN (the adapters build
+#: them without).
+#: model types whose ``sliding_window`` (every layer's) is the block's ``window``
+WINDOWED = ("mistral", "mixtral")
 UNMODELLED = {
     "sliding_window": "attention and the KV cache are counted over every earlier token, not "
                       "the last {value} only (more than the model does beyond {value} tokens)",
@@ -98,7 +103,8 @@ def _unmodelled(config: dict[str, Any]) -> list[str]:
     true ``attention_bias`` or ``mlp_bias``."""
     out = []
     window = config.get("sliding_window")
-    if (isinstance(window, int) and not isinstance(window, bool) and window > 0
+    if (config.get("model_type") not in WINDOWED and isinstance(window, int)
+            and not isinstance(window, bool) and window > 0
             and config.get("use_sliding_window", True) is not False):
         out.append(f"sliding_window = {window}")
     out += [f"{key} = true" for key in ("attention_bias", "mlp_bias") if config.get(key) is True]
@@ -141,6 +147,9 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
         block["head_dim"] = f.positive_int("head_dim")
     if f.get("model_type") == "qwen2":
         block["bias"] = "qkv"
+    if f.get("model_type") in WINDOWED and f.get("sliding_window", None) is not None:
+        block["window"] = f.positive_int("sliding_window")
+        block[_FROM]["window"] = "sliding_window"
     if f.get("model_type") == "mixtral":
         block["experts"] = f.positive_int("num_local_experts")
         block["top_k"] = f.positive_int("num_experts_per_tok")

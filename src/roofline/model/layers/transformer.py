@@ -1,8 +1,9 @@
-"""``{type: transformer, hidden, heads, kv_heads, head_dim, ffn, gated, causal, attention, norm,
-bias, dropout, experts, top_k, repeat, name}``: a pre-norm transformer block.
+"""``{type: transformer, hidden, heads, kv_heads, head_dim, ffn, gated, causal, window, attention,
+norm, bias, dropout, experts, top_k, repeat, name}``: a pre-norm transformer block.
 
 Defaults: kv_heads = heads (grouped-query attention when fewer), head_dim = hidden / heads,
-ffn = 4 x hidden, gated (SwiGLU FFN) false, causal false, attention ``flash`` (or ``naive``),
+ffn = 4 x hidden, gated (SwiGLU FFN) false, causal false, window none, attention ``flash`` (or
+``naive``),
 norm ``layernorm`` (or ``rmsnorm``), bias ``none`` (``all``: every projection; ``qkv``: the
 fused QKV projection only, as Qwen2), dropout 0, experts 0 (a dense FFN; experts E with top_k k:
 a mixture of experts). With T tokens (batch x seq; batch in decode), hq = heads x head_dim,
@@ -30,6 +31,14 @@ the fused flash kernel's backward recomputes the scores (10 G q s head_dim FLOPs
 halved when causal; bytes: Q, K, V, O, dO read, dQ, dK, dV written); every op has its
 backward op.
 
+``window: w`` (causal only): each token attends to the last w tokens, its own included (a
+sliding window, Mistral 7B v0.1's 4096). With flash attention the kernel does only the window's
+work and the KV cache keeps w tokens, as FlashAttention's ``window_size`` and TensorRT-LLM's
+cyclic KV cache do: the causal pairs are s^2 / 2 up to s = w and s w - w^2 / 2 beyond (the
+band's area, s^2 / 2 less the (s - w)^2 / 2 triangle it leaves out), decode reads min(s, w)
+keys, and the cache holds min(seq, w) tokens. Naive attention computes the whole masked score
+matrix and keeps every token, as torch's eager attention does: the window changes nothing there.
+
 With attention naive, kv_heads = heads, ffn = 4 hidden and no gating, a training step's GEMM
 FLOPs per block are 72 B s h^2 (1 + s / (6 h)) / L of Megatron-LM's formula (Narayanan et al.,
 2021).
@@ -50,8 +59,8 @@ if TYPE_CHECKING:
 
 Item = GemmShape | OpShape
 _KEYS = frozenset({"type", "name", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated",
-                   "causal", "attention", "norm", "bias", "dropout", "experts", "top_k",
-                   "repeat"})
+                   "causal", "window", "attention", "norm", "bias", "dropout", "experts",
+                   "top_k", "repeat"})
 ATTENTION_FORMS = ("flash", "naive")
 LSE_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 
@@ -68,6 +77,7 @@ class Transformer:
     ffn: int
     gated: bool = False
     causal: bool = False
+    window: int = 0  # 0: none; else the last ``window`` tokens each token attends to
     attention: str = "flash"
     norm: str = "layernorm"
     bias: str = "none"
@@ -89,11 +99,16 @@ class Transformer:
                                        f"give head_dim")
         experts = fields.positive_int("experts", 0)
         top_k = _top_k(fields, experts)
+        causal = fields.boolean("causal", False)
+        window = fields.positive_int("window", 0)
+        if window and not causal:
+            raise fields.fail("window", "a sliding window needs causal: true (each token attends "
+                                        "to the last window tokens before it)")
         return cls(
             name=fields.string("name", f"block{index + 1}"), hidden=hidden, heads=heads,
             kv_heads=kv_heads, head_dim=fields.positive_int("head_dim", hidden // heads),
             ffn=fields.positive_int("ffn", 4 * hidden), gated=fields.boolean("gated", False),
-            causal=fields.boolean("causal", False),
+            causal=causal, window=window,
             attention=fields.choice("attention", ATTENTION_FORMS, "flash"),
             norm=fields.choice("norm", ("layernorm", "rmsnorm"), "layernorm"),
             bias=fields.choice("bias", ("none", "all", "qkv"), "none"),
@@ -151,7 +166,12 @@ class Transformer:
         in training."""
         if step.phase == "train":
             return 0
-        return 2 * self.hkv * (step.seq or 1) * step.batch * step.kv_e
+        return 2 * self.hkv * self._kept(step.seq or 1) * step.batch * step.kv_e
+
+    def _kept(self, s: int) -> int:
+        """Tokens of a sequence of ``s`` whose K and V flash attention reads and the cache
+        keeps: the last ``window`` with a window, else all ``s`` (module docstring)."""
+        return min(s, self.window) if self.window and self.attention == "flash" else s
 
     def _ffn_rows(self, step: Step) -> int:
         """Rows the FFN's inner tensors have: T, or T x top_k routed rows (experts)."""
@@ -276,10 +296,11 @@ class Transformer:
     def _flash(self, step: Step, pass_: str) -> OpShape:
         """FlashAttention as one fused kernel: compulsory traffic, no s x s matrix in memory."""
         q, s, count = self._attention_shape(step)
-        causal = 0.5 if self.causal and step.phase != "decode" else 1.0
+        decode = step.phase == "decode"
+        keys = self._kept(s) if decode else s  # decode: the one query reads the window's keys
         forward = pass_ == "forward"
-        flops = int((4 if forward else 10) * count * q * s * self.head_dim * causal)
-        rows_q, rows_kv = step.batch * q, step.batch * s
+        flops = int((4 if forward else 10) * count * self.head_dim * self._pairs(q, keys))
+        rows_q, rows_kv = step.batch * q, step.batch * keys
         if forward:  # read Q, K, V; write O (and the log-sum-exp when training)
             nbytes = rows_q * 2 * self.hq * step.e + rows_kv * 2 * self.hkv * step.e
             lse = count * q * LSE_BYTES if step.phase == "train" else 0
@@ -290,8 +311,17 @@ class Transformer:
             nbytes = (rows_q * 4 * self.hq + rows_kv * 4 * self.hkv) * step.e
             lse = count * q * LSE_BYTES
         kind = "flash-attention" if forward else "flash-attention-backward"
-        shape = AttentionShape(self.head_dim, q, s, self.causal and step.phase != "decode")
+        shape = AttentionShape(self.head_dim, q, keys, self.causal and not decode)
         return OpShape(f"{self.name}.attn", pass_, kind, flops, nbytes + lse, shape)
+
+    def _pairs(self, q: int, s: int) -> float:
+        """(query, key) pairs flash attention computes for ``q`` queries over ``s`` keys: q s,
+        halved when causal (q = s), s w - w^2 / 2 with a window w shorter than s (module
+        docstring)."""
+        if not (self.causal and q > 1):
+            return q * s
+        w = self.window
+        return s * w - w * w / 2 if w and self.attention == "flash" and s > w else q * s / 2
 
     def _ffn_forward(self, step: Step) -> list[Item]:
         t = step.tokens
