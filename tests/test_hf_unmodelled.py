@@ -29,12 +29,12 @@ def _config(name: str, **changes):
     ("mistral-7b.json", {"sliding_window": None}, []),  # Mistral v0.2 on: no window
     ("qwen2-7b.json", {"sliding_window": 131072, "use_sliding_window": False}, []),
     ("qwen2-7b.json", {"sliding_window": 4096, "use_sliding_window": True},
-     ["sliding_window = 4096"]),
+     [("sliding_window", "4096")]),
     ("llama-2-7b.json", {}, []),
     ("llama-2-7b.json", {"attention_bias": True, "mlp_bias": False},
-     ["attention_bias = true"]),
+     [("attention_bias", "true")]),
     ("llama-2-7b.json", {"attention_bias": True, "mlp_bias": True},
-     ["attention_bias = true", "mlp_bias = true"]),
+     [("attention_bias", "true"), ("mlp_bias", "true")]),
 ])
 def test_the_keys_a_config_sets_and_no_adapter_models(name, changes, expected):
     assert model_from_config(_config(name, **changes), name).unmodelled == expected

@@ -19,9 +19,8 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
 
 A key that changes what the model computes or keeps and that no adapter models
 (``UNMODELLED``: Qwen2's sliding window, which covers only some layers, Llama's optional
-biases) is kept as
-``ConfigModel.unmodelled`` and becomes a warning in every command's output, never dropped
-silently.
+biases) is kept as ``ConfigModel.unmodelled`` and becomes a warning in every command's output,
+never dropped silently.
 """
 
 from __future__ import annotations
@@ -35,6 +34,8 @@ from ..files.fields import Fields
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
 
+#: model types whose ``sliding_window`` (every layer's) is the block's ``window``
+WINDOWED = ("mistral", "mixtral")
 #: Config keys that change what a model computes or keeps and that no adapter models, with what
 #: the model counts instead (``ConfigModel.unmodelled``; ``Report.warnings`` says so): never
 #: dropped silently. ``sliding_window`` where ``use_sliding_window`` turns it on (Qwen2: a window
@@ -42,8 +43,6 @@ TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float
 #: and Mixtral's cover every layer and are the block's ``window``); ``attention_bias`` /
 #: ``mlp_bias``: Llama-family biases on the attention projections / the FFN (the adapters build
 #: them without).
-#: model types whose ``sliding_window`` (every layer's) is the block's ``window``
-WINDOWED = ("mistral", "mixtral")
 UNMODELLED = {
     "sliding_window": "attention and the KV cache are counted over every earlier token, not "
                       "the last {value} only (more than the model does beyond {value} tokens)",
@@ -62,7 +61,7 @@ class ConfigModel(dict):
     so that an error names the key the user wrote (``renamed``)."""
 
     names: dict[str, str]
-    unmodelled: list[str]  # "key = value" of the config's keys in UNMODELLED it sets
+    unmodelled: list[tuple[str, str]]  # (key, value) of the config's keys in UNMODELLED it sets
 
 
 def model_from_config(config: Any, source: str) -> ConfigModel:
@@ -97,8 +96,8 @@ def model_from_config(config: Any, source: str) -> ConfigModel:
     return model
 
 
-def _unmodelled(config: dict[str, Any]) -> list[str]:
-    """The keys of ``UNMODELLED`` the config sets to have an effect, as ``key = value``: a
+def _unmodelled(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The keys of ``UNMODELLED`` the config sets to have an effect, as (key, value): a
     positive ``sliding_window`` not turned off by ``use_sliding_window: false`` (Qwen2's), a
     true ``attention_bias`` or ``mlp_bias``."""
     out = []
@@ -106,8 +105,8 @@ def _unmodelled(config: dict[str, Any]) -> list[str]:
     if (config.get("model_type") not in WINDOWED and isinstance(window, int)
             and not isinstance(window, bool) and window > 0
             and config.get("use_sliding_window", True) is not False):
-        out.append(f"sliding_window = {window}")
-    out += [f"{key} = true" for key in ("attention_bias", "mlp_bias") if config.get(key) is True]
+        out.append(("sliding_window", str(window)))
+    out += [(key, "true") for key in ("attention_bias", "mlp_bias") if config.get(key) is True]
     return out
 
 

@@ -180,8 +180,8 @@ class Network:
         d = self.operand_dtype
         return (self.weight_dtype, self.activation_dtype, self.kv_dtype) != (d, d, d)
     uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
-    # "key = value" of a config.json's keys whose effect is not modelled (model.hf.UNMODELLED)
-    unmodelled: tuple[str, ...] = ()
+    # (key, value) of a config.json's keys whose effect is not modelled (model.hf.UNMODELLED)
+    unmodelled: tuple[tuple[str, str], ...] = ()
     # a captured torch optimizer's step, as torch ran it (used in place of the update op while
     # ``optimizer`` is the kind it recorded)
     update: tuple[CapturedOp, ...] = ()

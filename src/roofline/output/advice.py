@@ -97,12 +97,8 @@ def report_warnings(report: Report) -> tuple[str, ...]:
 
 def config_warnings(network: Network) -> tuple[str, ...]:
     """A sentence per config.json key whose effect is not modelled (``model.hf.UNMODELLED``):
-    analyze's, compare's and sweep's warnings."""
+    analyze's, compare's, sweep's and plan's warnings."""
     from ..model.hf import UNMODELLED
 
-    out = []
-    for setting in network.unmodelled:
-        key, _, value = setting.partition(" = ")
-        out.append(f"{setting} in the config is not modelled: "
-                   f"{UNMODELLED[key].format(value=value)}")
-    return tuple(out)
+    return tuple(f"{key} = {value} in the config is not modelled: "
+                 f"{UNMODELLED[key].format(value=value)}" for key, value in network.unmodelled)

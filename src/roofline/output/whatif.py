@@ -142,7 +142,7 @@ def _compare_header(c: Comparison) -> list[str]:
              f"precision: {precision_text(net)}"]
     if c.baseline.quantization:
         lines.append(quantization_line(detail=False))
-    notes = [dtype_note(c, r) for r in c.reports]
+    notes = (dtype_note(c, r) for r in c.reports)
     return (lines + [f"note: {note}" for note in notes if note]
             + [f"warning: {text}" for text in config_warnings(net)])
 
