@@ -16,6 +16,12 @@ def si(value: float, unit: str, digits: int = 3) -> str:
     return f"{value:.{digits}g} {unit}"
 
 
+def three_digits(value: float) -> str:
+    """Three significant digits, as ``.3g``, without its exponent from 1000 up: an H100's fp8
+    peak reads ``1979``, not ``1.98e+03`` (below 1000, ``.3g`` as it is: ``0.00338``)."""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 def seconds(value: float) -> str:
     """A duration with the unit that keeps it readable: s, ms, us, ns."""
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):

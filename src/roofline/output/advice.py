@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..units import three_digits
+
 if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
     from ..analysis.batch import BatchAdvice
@@ -36,7 +38,7 @@ def quantization_text(q: Quantization) -> str:
             f"SMs, {q.waves} {wave}) keeps {q.efficiency:.0%} of slots busy")
     if q.split_k:
         text += (f"; split-K x{q.split_k.factor} would be chosen: "
-                 f"{q.split_k.efficiency:.0%} busy, +{q.split_k.extra_bytes / 1e6:.3g}"
+                 f"{q.split_k.efficiency:.0%} busy, +{three_digits(q.split_k.extra_bytes / 1e6)}"
                  f" MB of fp32 partial sums")
     if q.better:
         m, n, k, eff = q.better

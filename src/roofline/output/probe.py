@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..hardware.spec import CalibrationLibrary
 from ..model.dtypes import DTYPES
+from ..units import three_digits
 from .json import to_json
 from .probe_notes import note_text
 
@@ -45,7 +46,8 @@ def _op_cost_lines(ops: dict | None) -> list[str]:
         return []
     lines = [f"  op costs ({ops['library']}, {ops['threads']} threads, {ops['dtype']}): "
              f"{ops['call_s'] * 1e6:.2f} us a call"]
-    lines += [f"    {key:<14}{rate:10.3g} GB/s" for key, rate in ops["rates_gbs"].items()]
+    lines += [f"    {key:<14}{three_digits(rate):>10} GB/s"
+              for key, rate in ops["rates_gbs"].items()]
     for key in ("attention", "attention_causal"):
         if ops.get(key):
             shares = ", ".join(f"s={seq} {share:.0%}" for seq, share in ops[key].items())

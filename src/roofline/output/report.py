@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RooflineError, option
 from ..model.repeats import MAX_LISTED, Layers, Numbered, named
-from ..units import seconds, si
+from ..units import seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
 from .scaling import scaling_lines
@@ -213,14 +213,14 @@ def _row(report: Report, result) -> list[str]:
     count = f"{g.batch_count}x " if g.batch_count > 1 else ""
     return [g.name, g.layer[:LAYER_WIDTH], _PASS_SHORT[g.pass_], f"{count}{g.m}", str(g.n),
             str(g.k), si(g.flops, ""), si(g.bytes, "B"), f"{g.intensity:.1f}", result.bound,
-            f"{result.attainable_flops_per_s / 1e12:.3g}", seconds(result.time_s),
+            three_digits(result.attainable_flops_per_s / 1e12), seconds(result.time_s),
             "ok" if result.aligned else "NO"]
 
 
 def _op_row(result) -> list[str]:
     o = result.op
     return [o.name, o.layer[:LAYER_WIDTH], o.pass_, o.kind, si(o.flops, ""), si(o.bytes, "B"),
-            f"{o.intensity:.2f}", result.bound, f"{result.attainable_flops_per_s / 1e12:.3g}",
+            f"{o.intensity:.2f}", result.bound, three_digits(result.attainable_flops_per_s / 1e12),
             seconds(result.time_s)]
 
 

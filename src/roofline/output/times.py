@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import fit_of
 from ..model.repeats import distinct
-from ..units import seconds, si
+from ..units import seconds, si, three_digits
 
 if TYPE_CHECKING:
     from ..analysis.report import GemmResult, Report
@@ -51,7 +51,7 @@ def _time_cells(r: GemmResult, measured: bool) -> list[str]:
     if measured and r.measured is not None:
         d = r.measured.to_dict(r)
         row += [seconds(d["measured_time_s"]), f"{d['measured_spread']:.0%}",
-                f"{d['measured_tflops']:.3g}", f"{d['efficiency']:.0%}",
+                three_digits(d['measured_tflops']), f"{d['efficiency']:.0%}",
                 f"{d['measured_over_predicted']:.2f}x",
                 "BEATS ROOF" if d["beats_roof"] else ""]
     return row

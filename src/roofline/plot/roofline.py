@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..model.repeats import distinct, first_copies
+from ..units import three_digits
 from .data import (
     Group,
     Range,
@@ -245,15 +246,15 @@ def _mark_ridge(ax: Axes, roof: Roof, hw: str, color: str, placer: Placer) -> No
             mec=color, mew=1.2, zorder=5, gid=f"ridge:{hw}", label="_nolegend_")
     ax.plot([roof.ridge, roof.ridge], [y0, roof.peak_tflops], ls=":", lw=0.8, color=color,
             alpha=0.7, gid=f"ridge-line:{hw}", label="_nolegend_")
-    text = f"ridge {roof.ridge:.3g} FLOP/B"
+    text = f"ridge {three_digits(roof.ridge)} FLOP/B"
     if text in placer.texts:  # a coincident roof already labelled this ridge
         return
     placer.texts.add(text)
     # where slopes crowd the ridge line, the shorter "ridge 153" (the axis gives the unit)
-    for words in (text, f"ridge {roof.ridge:.3g}", f"{roof.ridge:.3g}"):
+    for words in (text, f"ridge {three_digits(roof.ridge)}", f"{three_digits(roof.ridge)}"):
         w, h = placer.text_size(words, LABEL_SIZE - 1)
         offset = placer.place(roof.ridge, y0, (h, w), ridge_offsets(w, h, placer.frame_height),
-                              must_fit=words != f"{roof.ridge:.3g}")
+                              must_fit=words != f"{three_digits(roof.ridge)}")
         if offset is not None:
             break
     if offset is None:  # the last, shortest form is placed whether it fits or not

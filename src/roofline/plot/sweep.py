@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import PlotError
+from ..units import three_digits
 from .data import as_reports, main_roof, series_label, sweep_series
 from .figure import legend_below, new_axes
 
@@ -73,7 +74,7 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     from ..output.report import precision_text, step_text
 
     roof = main_roof(report)
-    level, what = ((roof.ridge, f"ridge {roof.ridge:.3g} FLOP/B") if metric == "intensity"
+    level, what = ((roof.ridge, f"ridge {three_digits(roof.ridge)} FLOP/B") if metric == "intensity"
                    else (roof.peak_tflops, f"peak {roof.peak_tflops:g} TFLOP/s"))
     ax.axhline(level, color="#222222", ls="--", lw=1.2, gid=f"sweep-{metric}-limit",
                label=f"{what} ({report.dtype})")

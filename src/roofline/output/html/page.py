@@ -17,7 +17,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from ... import __version__
-from ...units import seconds, si
+from ...units import seconds, si, three_digits
 from ..report import (
     Shown,
     View,
@@ -150,7 +150,7 @@ def _gemm_cells(r: GemmResult, measured: bool) -> list[Cell]:
              Cell(f"{count}{g.m}", g.m), Cell(str(g.n)), Cell(str(g.k)),
              Cell(si(g.flops, ""), g.flops), Cell(si(g.bytes, "B"), g.bytes),
              Cell(f"{g.intensity:.1f}", g.intensity), bound_cell(r.bound),
-             Cell(f"{r.attainable_flops_per_s / 1e12:.3g}", r.attainable_flops_per_s / 1e12),
+             Cell(three_digits(r.attainable_flops_per_s / 1e12), r.attainable_flops_per_s / 1e12),
              Cell(seconds(r.time_s), r.time_s),
              Cell(seconds(r.predicted_time_s), r.predicted_time_s)]
     if measured:
@@ -164,7 +164,7 @@ def _op_cells(r: OpResult, measured: bool) -> list[Cell]:
     cells = [text(o.name), text(o.layer), text(o.pass_), text(o.kind), Cell(""), Cell(""),
              Cell(""), Cell(si(o.flops, ""), o.flops), Cell(si(o.bytes, "B"), o.bytes),
              Cell(f"{o.intensity:.2f}", o.intensity), bound_cell(r.bound, True),
-             Cell(f"{r.attainable_flops_per_s / 1e12:.3g}", r.attainable_flops_per_s / 1e12),
+             Cell(three_digits(r.attainable_flops_per_s / 1e12), r.attainable_flops_per_s / 1e12),
              Cell(seconds(r.time_s), r.time_s),
              Cell(seconds(r.predicted_time_s), r.predicted_time_s)]
     return cells + ([Cell("")] if measured else []) + [text("")]
