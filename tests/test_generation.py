@@ -204,3 +204,19 @@ def test_decode_steps_across_a_sliding_window_one_by_one(tmp_path):
                                                  rel=1e-9)
     # KV 109 < KV 110 = the window; KV 111 and 129 read its 110 keys too
     assert steps[8]["time_s"] < steps[9]["time_s"] == steps[10]["time_s"] == steps[-1]["time_s"]
+
+
+def test_the_batch_advice_says_the_batch_the_whole_generation_fits():
+    """With Mistral's window the cache stops growing at 4096 tokens, and a 6000-token prompt's
+    prefill fits fewer sequences than the last decode step: the memory line and every GEMM's
+    'at most batch N fits' say the same N, the smaller."""
+    report = analyze_model("examples/hf/mistral-7b.json", "h100", batch=2, prompt=6000,
+                           generate=4000)
+    limit = report.memory.max_batch
+    prefill = report.generation.prefill.memory.max_batch
+    assert limit == prefill and limit is not None
+    told = {r.batch_advice.max_batch for r in report.results
+            if r.batch_advice is not None and r.batch_advice.max_batch is not None}
+    assert told == {limit}
+    said = [text for r in report.results for text in r.advice if "fits" in text]
+    assert said and all(f"at most batch {limit} fits" in text for text in said)

@@ -25,7 +25,9 @@ per second and the end-to-end latency, at the roofline (lower bounds).
   GPU's decode attention, a launch plus its bytes, is; near it where tile and wave steps of a
   naive attention GEMM or a CPU op leaving the cache bend it).
 - Memory: the larger of the prefill step's and the last decode step's (the KV cache of
-  P + G - 1 tokens), with the largest batch that fits both.
+  P + G - 1 tokens), with the largest batch that fits both; the batch advice of the report
+  shown says that batch too (a long prompt's prefill can fit fewer than the last decode step,
+  as with a sliding window, whose cache stops growing).
 
 The Report shown is the last decode step (the prefill when G = 1), with this attached.
 """
@@ -146,7 +148,12 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
                                            + shown.totals["predicted_time_s"]) / 2  # trapezoid
     result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],
                         decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s)
-    return replace(shown, generation=result, memory=_peak_memory(prefill.memory, shown.memory))
+    memory = _peak_memory(prefill.memory, shown.memory)
+    if (steps and memory is not None and shown.memory is not None
+            and memory.max_batch != shown.memory.max_batch):  # the prefill fits fewer: the
+        shown = analyze(_decode(network, prompt + steps), hardware, quantization,  # advice says
+                        memory.max_batch)  # the batch the whole generation fits
+    return replace(shown, generation=result, memory=memory)
 
 
 def _segments(network: Network, first: int, last: int) -> list[tuple[int, int]]:

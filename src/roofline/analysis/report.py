@@ -404,9 +404,13 @@ def _check_activations(network: Network, hardware: HardwareSpec) -> None:
             f"lists: {', '.join(hardware.dtypes)})")
 
 
-def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False) -> Report:
+def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False,
+            max_batch: int | None = None) -> Report:
     """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
-    ``quantization`` folds tile and wave losses into compute-bound GEMM times."""
+    ``quantization`` folds tile and wave losses into compute-bound GEMM times. ``max_batch``:
+    the largest batch that fits, where the caller knows a tighter one than this step's own
+    (a generation: the smaller of its prefill's and its last decode step's), for the batch
+    advice."""
     network.check()
     peak = hardware.peak_flops_per_s(network.operand_dtype)
     _check_activations(network, hardware)
@@ -414,6 +418,7 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     gemms, ops = network.expand()
     memory = memory_of(network, hardware)
     residency = residency_of(memory, hardware)
+    fits = memory.max_batch if max_batch is None else max_batch
     # a repeat's copies are analyzed once: the results of its first copy stand for the rest;
     # and GEMMs of one shape (Gemm.shape_key) once: a deep model has few distinct shapes
     seen: dict[tuple[object, ...], GemmResult] = {}
@@ -422,7 +427,7 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
         key = gemm.shape_key
         found = seen.get(key)
         if found is None:
-            found = seen[key] = analyze_gemm(gemm, hardware, quantization, memory.max_batch,
+            found = seen[key] = analyze_gemm(gemm, hardware, quantization, fits,
                                              residency.from_dram)
             return found
         return _as_gemm(found, gemm)
