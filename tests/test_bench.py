@@ -50,8 +50,8 @@ def test_measure_keeps_warmups_apart_and_reports_per_call_statistics():
     assert result.spread == pytest.approx(1 / 3)
     assert result.unstable
     assert note_text(instability_note("fp32 GEMM", result)) == (
-        "fp32 GEMM may be unstable: spread (MAD/median) 33%, best 0.001 s, median 0.003 s, "
-        "worst 0.01 s per call over 5 values; close other programs and rerun `roofline probe` "
+        "fp32 GEMM may be unstable: spread (MAD/median) 33%, best 1 ms, median 3 ms, "
+        "worst 10 ms per call over 5 values; close other programs and rerun `roofline probe` "
         "(the full probe repeats more)")
 
 

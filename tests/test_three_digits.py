@@ -21,3 +21,33 @@ def test_the_gemm_table_reads_an_fp8_peak_whole(invoke):
     out = invoke("gemm", "4096", "4096", "4096", "--hw", "h100", "--dtype", "fp8").stdout
     row = next(line for line in out.splitlines() if line.startswith("MM1"))
     assert " 1979 " in row and "e+03" not in out
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.0009999996, "1 ms"),   # rounded before the unit is chosen, not "1e+03 us"
+    (4.84e-05, "48.4 us"), (0.00302, "3.02 ms"), (1500.0, "1500 s"), (0.0, "0 s"),
+])
+def test_a_duration_reads_with_its_unit(value, text):
+    from roofline.units import seconds
+
+    assert seconds(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (999.9996e6, "1 GB"), (4.29e9, "4.29 GB"), (1.5e18, "1500 PB"), (512.0, "512 B"),
+])
+def test_a_quantity_reads_with_its_prefix(value, text):
+    from roofline.units import si
+
+    assert si(value, "B") == text
+
+
+def test_a_probe_warning_reads_its_times_as_durations():
+    from roofline.output.probe_notes import note_text
+    from roofline.probe.result import Note
+
+    note = Note("unstable", {"label": "torch add 3.0 MiB", "spread": 0.19, "best_s": 4.84e-05,
+                             "median_s": 6.3e-05, "worst_s": 8.32e-05, "values": 11})
+    assert note_text(note).startswith("torch add 3.0 MiB may be unstable: spread (MAD/median) "
+                                      "19%, best 48.4 us, median 63 us, worst 83.2 us per call "
+                                      "over 11 values;")

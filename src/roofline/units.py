@@ -9,24 +9,34 @@ import math
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 def si(value: float, unit: str, digits: int = 3) -> str:
-    """``si(4.29e9, "FLOP") == "4.29 GFLOP"``: decimal prefixes, ``digits`` significant digits."""
+    """``si(4.29e9, "FLOP") == "4.29 GFLOP"``: decimal prefixes, ``digits`` significant digits
+    (rounded before the prefix is chosen: 999.9996e6 reads ``1 GB``, not ``1e+03 MB``)."""
+    value = float(f"{value:.{digits}g}")
     for scale, prefix in _PREFIXES:
         if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {prefix}{unit}"
-    return f"{value:.{digits}g} {unit}"
+            return f"{_plain(value / scale, digits)} {prefix}{unit}"
+    return f"{_plain(value, digits)} {unit}"
+
+
+def _plain(value: float, digits: int) -> str:
+    """``digits`` significant digits, without an exponent from 1000 up (``three_digits``)."""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.{digits}g}"
 
 
 def three_digits(value: float) -> str:
     """Three significant digits, as ``.3g``, without its exponent from 1000 up: an H100's fp8
     peak reads ``1979``, not ``1.98e+03`` (below 1000, ``.3g`` as it is: ``0.00338``)."""
-    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return _plain(value, 3)
 
 
 def seconds(value: float) -> str:
-    """A duration with the unit that keeps it readable: s, ms, us, ns."""
+    """A duration with the unit that keeps it readable: s, ms, us, ns (three significant
+    digits, rounded before the unit is chosen: 0.9999996 ms reads ``1 ms``, not ``1e+03 us``;
+    1500 s reads ``1500 s``)."""
+    value = float(f"{value:.3g}")
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
         if value >= scale:
-            return f"{value / scale:.3g} {unit}"
+            return f"{three_digits(value / scale)} {unit}"
     return f"{value:.3g} s"
 
 

@@ -46,12 +46,12 @@ def _op_cost_lines(ops: dict | None) -> list[str]:
         return []
     lines = [f"  op costs ({ops['library']}, {ops['threads']} threads, {ops['dtype']}): "
              f"{ops['call_s'] * 1e6:.2f} us a call"]
-    lines += [f"    {key:<14}{three_digits(rate):>10} GB/s"
+    lines += [f"    {key:<16} {three_digits(rate):>8} GB/s"
               for key, rate in ops["rates_gbs"].items()]
     for key in ("attention", "attention_causal"):
         if ops.get(key):
             shares = ", ".join(f"s={seq} {share:.0%}" for seq, share in ops[key].items())
-            lines.append(f"    {key:<14}{shares} of the {ops['dtype']} peak")
+            lines.append(f"    {key:<16} {shares} of the {ops['dtype']} peak")
     return lines
 
 
