@@ -74,7 +74,7 @@ TEXT: dict[str, str] = {
     "scalar_clock_unused": ("the scalar clock measured under all-core load was {ghz:.2f} GHz "
                             "(not used: the entry's ISA clocks are)"),
     "simd_from_isa": "{bits}-bit SIMD from the ISA flags",
-    "two_fma_units": ("2 FMA units per core assumed (true for recent server cores; some Xeon "
+    "two_fma_units": ("2 FMA units per core (true for recent server cores; some Xeon "
                       "Silver/Gold 5xxx have 1)"),
     "clock": "clock {ghz:.2f} GHz = {basis}",
     "amd_avx512_on_256": "AMD family < 26 (Zen 4 and older) executes AVX-512 on 256-bit units",
