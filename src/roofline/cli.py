@@ -302,9 +302,10 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     warnings and advice on the given hardware.
 
     Peaks are the dense datasheet figures of the hardware entry (or measured ones, for an
-    entry saved by `roofline probe --save`). Beside each GEMM's roofline time (a bound) stands
-    a predicted time: calibrated from the probe on a measured entry, from documented effects
-    (tile/wave quantization, launch latency) on a datasheet one; the report says which.
+    entry saved by `roofline probe --save`). Beside each GEMM's and op's roofline time (a
+    bound) stands a predicted time: calibrated from the probe on a measured entry; on a GPU
+    entry, the GPU GEMM model fitted on public measurements; on a CPU datasheet entry,
+    documented effects (tile/wave quantization, launch latency). The report says which.
     """
     from .api import analyze_model, model_framework
 
