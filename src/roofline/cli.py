@@ -684,8 +684,8 @@ def _progress(message: str) -> None:
 
 
 @cli.command()
-@click.option("--quick", is_flag=True, help="A few seconds instead of about 20 (smaller sizes, "
-                                            "fewer repeats).")
+@click.option("--quick", is_flag=True, help="About 10 s instead of about a minute on 2 cores "
+                                            "(smaller sizes, fewer repeats).")
 @click.option("--save", "save_name", metavar="NAME",
               help="Save the result as user hardware entry NAME, usable as `--hw NAME`.")
 @click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME, and "
