@@ -44,7 +44,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.layers import Transformer
 from ..model.network import Network
 from ..model.repeats import Numbered, repeated_values
-from .memory import Memory
+from .memory import Memory, memory_of
 from .report import GemmResult, OpResult, Report, analyze
 
 
@@ -137,35 +137,35 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
     prefill = analyze(network.with_overrides(phase="prefill", seq=prompt, logits=logits),
                       hardware, quantization)
     steps = generate - 1
+    # the larger of the prefill's and the last decode step's memory, known before the decode
+    # steps are analyzed, so their batch advice says the batch the whole generation fits
+    memory = _peak_memory(prefill.memory, memory_of(_decode(network, prompt + steps), hardware)
+                          if steps else None)
+    fits = memory.max_batch if memory is not None else None
     shown, decode_s, predicted_s = prefill, 0.0, 0.0
     for low, high in _segments(network, prompt + 1, prompt + steps):
-        first = analyze(_decode(network, low), hardware, quantization)
-        second = analyze(_decode(network, low + 1), hardware, quantization)
+        first = analyze(_decode(network, low), hardware, quantization, fits)
+        second = analyze(_decode(network, low + 1), hardware, quantization, fits)
         decode_s += _decode_sum(first, second, low, high)
         shown = (first if high == low else
-                 analyze(_decode(network, high), hardware, quantization))
+                 analyze(_decode(network, high), hardware, quantization, fits))
         predicted_s += (high - low + 1) * (first.totals["predicted_time_s"]
                                            + shown.totals["predicted_time_s"]) / 2  # trapezoid
     result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],
                         decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s)
-    memory = _peak_memory(prefill.memory, shown.memory)
-    if (steps and memory is not None and shown.memory is not None
-            and memory.max_batch != shown.memory.max_batch):  # the prefill fits fewer: the
-        shown = analyze(_decode(network, prompt + steps), hardware, quantization,  # advice says
-                        memory.max_batch)  # the batch the whole generation fits
     return replace(shown, generation=result, memory=memory)
 
 
 def _segments(network: Network, first: int, last: int) -> list[tuple[int, int]]:
     """The key lengths ``first`` .. ``last`` (none when ``last`` < ``first``) split after each
     sliding window inside them: a windowed block's decode step is affine in the key length up
-    to its window and the same beyond it (``Transformer.window``), so each piece is summed on
-    its own."""
+    to its window and the same beyond it (``Transformer.active_window``), so each piece is
+    summed on its own."""
     if last < first:
         return []
-    cuts = sorted({run.layer.window for run in network.layer_runs
-                   if isinstance(run.layer, Transformer) and run.layer.window
-                   and run.layer.attention == "flash" and first <= run.layer.window < last})
+    windows = {run.layer.active_window for run in network.layer_runs
+               if isinstance(run.layer, Transformer)}
+    cuts = sorted(w for w in windows if w and first <= w < last)
     bounds = [first, *(w + 1 for w in cuts)]
     return list(zip(bounds, [*(w for w in cuts), last]))
 

@@ -134,8 +134,8 @@ def op_basis_text(report: Report) -> str:
     constants = report.op_prediction()
     if constants is None:
         return "other ops at their roof"
+    bases = {r.predicted_basis for r in distinct(report.ops)}  # copies share their basis
     if "rates_gbs" in constants:  # a CPU with the probe's op costs (analysis.cpu_ops)
-        bases = {r.predicted_basis for r in distinct(report.ops)}
         classes = sorted(b.removeprefix("calibrated: ") for b in bases if b != "gemm-epilogue")
         missing = f"; not measured: {', '.join(constants['missing'])}" if constants[
             "missing"] else ""
@@ -147,7 +147,6 @@ def op_basis_text(report: Report) -> str:
     where = "calibrated here" if constants["basis"] == "calibrated" else "published"
     parts = [f"other ops at {constants['dram_fraction']:.0%} of DRAM bandwidth plus "
              f"{seconds(constants['launch_s'])} launch each ({where})"]
-    bases = {r.predicted_basis for r in distinct(report.ops)}  # copies share their basis
     parts += [text for basis, text in _BASIS_TEXT.items() if basis in bases]
     return "; ".join(parts)
 

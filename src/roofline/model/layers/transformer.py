@@ -168,10 +168,16 @@ class Transformer:
             return 0
         return 2 * self.hkv * self._kept(step.seq or 1) * step.batch * step.kv_e
 
+    @property
+    def active_window(self) -> int:
+        """The window the step honours: ``window`` with flash attention, 0 (none) without one
+        or with naive attention, which computes and keeps every token (module docstring)."""
+        return self.window if self.attention == "flash" else 0
+
     def _kept(self, s: int) -> int:
         """Tokens of a sequence of ``s`` whose K and V flash attention reads and the cache
-        keeps: the last ``window`` with a window, else all ``s`` (module docstring)."""
-        return min(s, self.window) if self.window and self.attention == "flash" else s
+        keeps: the last ``active_window``, else all ``s``."""
+        return min(s, self.active_window) if self.active_window else s
 
     def _ffn_rows(self, step: Step) -> int:
         """Rows the FFN's inner tensors have: T, or T x top_k routed rows (experts)."""
@@ -320,8 +326,8 @@ class Transformer:
         docstring)."""
         if not (self.causal and q > 1):
             return q * s
-        w = self.window
-        return s * w - w * w / 2 if w and self.attention == "flash" and s > w else q * s / 2
+        w = self.active_window
+        return s * w - w * w / 2 if w and s > w else q * s / 2
 
     def _ffn_forward(self, step: Step) -> list[Item]:
         t = step.tokens
