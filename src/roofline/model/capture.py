@@ -525,8 +525,7 @@ def _added_input(added: Any, out: Any, pass_: str, owner: str) -> list[Item]:
     in the GEMM's epilogue instead, and ``analysis.gpu_ops`` prices it so: 0 s)."""
     if not (added.is_floating_point() and out.is_floating_point()):
         return []
-    return [CapturedOp(owner, pass_, "bias", out.numel(), 2 * out.numel() + added.numel(), 0,
-                       follows="linear")]
+    return [_bias_op(owner, pass_, "bias", out.numel(), added.numel(), "linear")]
 
 
 def _conv_bias(out: Any, pass_: str, owner: str, bias: bool) -> list[Item]:
@@ -538,11 +537,18 @@ def _conv_bias(out: Any, pass_: str, owner: str, bias: bool) -> list[Item]:
     (``follows`` "conv")."""
     if not bias:
         return []
-    elements, channels = out.numel(), out.shape[1]
     kind = "bias" if pass_ == "forward" else "bias-backward"
+    return [_bias_op(owner, pass_, kind, out.numel(), out.shape[1], "conv")]
+
+
+def _bias_op(owner: str, pass_: str, kind: str, elements: int, bias_values: int,
+             follows: str) -> CapturedOp:
+    """A layer's ``bias`` or ``bias-backward`` op over ``elements`` output values, with the
+    FLOPs and passes ``model.ops.ELEMENTWISE`` gives it, plus the ``bias_values`` of the bias
+    itself (read forward, written backward), after a product of ``follows``."""
     flops, reads, writes = ELEMENTWISE[kind]
-    return [CapturedOp(owner, pass_, kind, flops * elements, (reads + writes) * elements
-                       + channels, 0, follows="conv")]
+    return CapturedOp(owner, pass_, kind, flops * elements, (reads + writes) * elements
+                      + bias_values, 0, follows=follows)
 
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
