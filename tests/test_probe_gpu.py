@@ -83,3 +83,19 @@ def test_probe_measures_the_gpu_and_saves_a_gpu_entry(fake_gpu, stable_probe):
     save_entry(result, "my-a100")
     report = analyze_model("examples/mlp-1024-4096-1000.yaml", "my-a100")
     assert report.hardware.origin == "measured"
+
+
+def test_a_gpu_probe_renders_in_every_format(fake_gpu, stable_probe):
+    """Seen on a real H100 (torch 2.11): ``probe --format json`` died with "Object of type Note
+    is not JSON serializable", the GPU's assumptions left as notes inside ``theoretical.gpu``."""
+    import json
+
+    from roofline.output.probe import PROBE_FORMATS
+
+    result = run_probe(preset="tiny")
+    data = json.loads(PROBE_FORMATS["json"](result))
+    assert data["theoretical"]["gpu"]["bandwidth_gbs"]["device"] == pytest.approx(2039.04)
+    assert "assumptions" not in data["theoretical"]["gpu"]
+    assert any("a100-sxm4-80gb" in text for text in data["assumptions"])  # said once, as text
+    assert "GPU" in PROBE_FORMATS["table"](result)
+    assert "<html" in PROBE_FORMATS["html"](result, command="roofline probe")

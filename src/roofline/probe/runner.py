@@ -392,8 +392,8 @@ def _theoretical(peak: CpuPeak | None, gpu_theory: dict[str, Any] | None) -> dic
                               "bandwidth_gbs": {}}
     if peak and peak.bandwidth_gbs:
         result["bandwidth_gbs"]["dram"] = peak.bandwidth_gbs
-    if gpu_theory:
-        result["gpu"] = gpu_theory
+    if gpu_theory:  # its assumptions are the result's own (run_probe), notes, not figures
+        result["gpu"] = {k: v for k, v in gpu_theory.items() if k != "assumptions"}
     return result
 
 
