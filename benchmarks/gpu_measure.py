@@ -1,0 +1,499 @@
+"""Time GEMMs, non-GEMM ops and whole PyTorch steps on this machine's GPU, for
+bench_gpu_live.py to hold against roofline's predictions. Run on demand on a CUDA machine:
+
+    python benchmarks/gpu_measure.py --out DIR [--quick] [--parts gemm,ops,steps]
+
+Needs torch with CUDA (nothing of roofline is imported: the prediction is made elsewhere, from
+the files this writes). Every figure is timed with CUDA events after warm-up calls: one value is
+``calls`` back-to-back calls between two events (calls chosen so that a value lasts about
+``VALUE_S``), ``VALUES`` values; best, median and spread (MAD / median) per call.
+
+- ``gemm.csv``: torch.matmul of (m, k) x (k, n), one set of operands reused call after call (as
+  DeepBench times), on DeepBench's 86 training shapes (m, n, k of benchmarks/data/
+  deepbench_gemm.csv; the shapes only), squares 512..16384 and a decode step's GEMMs (``DECODE``),
+  in fp32 (TF32 off: torch's
+  default), tf32 (``allow_tf32``), fp16, bf16 and, on a GPU with fp8, fp8 e4m3 through
+  ``torch._scaled_mm`` (unit scales, bf16 out; shapes whose m, n, k are multiples of 16).
+  Columns: deepbench_gemm.csv's (device: the hwdb entry named by ``--device-entry``) and best /
+  median / spread.
+- ``ops.csv``: elementwise add, GELU, layer norm and softmax at several sizes (bf16 and fp32),
+  and ``scaled_dot_product_attention`` forward and backward in bf16 (FlashAttention-3's
+  setting: 16k tokens, hidden 2048, head dim 64 and 128, seq 512..8192, causal or not) and
+  decode (one query row, batch 16, 32 heads of 128, KV 1024..16384), under torch's default
+  backend choice and each backend forced (flash, cuDNN, efficient) where it runs.
+- ``steps.json``: whole steps of tools/torch_flops.py's modules (the ones bench_torch_steps.py
+  times on a CPU) on the GPU, fp32 and bf16: best / median per step and, from one profiled
+  step, the CUDA kernels' summed time by kernel name.
+- ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+VALUE_S = 0.004   # one timed value lasts about this long
+VALUES = 7
+MAX_CALLS = 2000
+SQUARES = (512, 1024, 2048, 4096, 8192, 16384)
+#: a decode step's GEMMs (tokens m; Llama-2-7B's n x k: the fused q/k/v, the MLP's gate or up
+#: and its down projection, the LM head) and the prefill of 128 tokens
+DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
+               for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
+GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+MAX_GRAPH_CALLS = 400
+#: --graph: each value is the replay of a CUDA graph of ``calls`` calls, so that the host's
+#: per-call cost (Python, torch's dispatcher, the launch) leaves the figure: the kernels' own
+#: time and the GPU's gap between them
+GRAPH = False
+DEV = "cuda"  # --device cpu: a dry run of the script itself (figures meaningless)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def time_calls(torch: Any, fn: Callable[[], object], values: int = VALUES,
+               value_s: float = VALUE_S, warmups: int = 3) -> dict[str, float]:
+    """Per-call seconds of ``fn``: best, median, spread (MAD / median), calls per value."""
+    for _ in range(warmups):
+        fn()
+    sync(torch)
+    one = max(timed(torch, fn, 1), 1e-7)
+    calls = max(1, min(MAX_CALLS, int(value_s / one)))
+    if GRAPH:
+        calls = min(calls, MAX_GRAPH_CALLS)
+        graph = graph_of(torch, fn, calls)
+        graph.replay()
+        samples = [timed(torch, graph.replay, 1) / calls for _ in range(values)]
+    else:
+        samples = [timed(torch, fn, calls) / calls for _ in range(values)]
+    med = statistics.median(samples)
+    mad = statistics.median(abs(s - med) for s in samples)
+    return {"best_s": min(samples), "median_s": med, "spread": mad / med, "calls": calls}
+
+
+def graph_of(torch: Any, fn: Callable[[], object], calls: int) -> Any:
+    """A CUDA graph of ``calls`` calls of ``fn`` (warmed up on a side stream, as torch asks)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return graph
+
+
+def sync(torch: Any) -> None:
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(torch: Any, fn: Callable[[], object], calls: int) -> float:
+    """Seconds for ``calls`` back-to-back calls of ``fn``: between two CUDA events on a GPU."""
+    if DEV != "cuda":
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return time.perf_counter() - t0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e-3
+
+
+def empty_cache(torch: Any) -> None:
+    if DEV == "cuda":
+        torch.cuda.empty_cache()
+
+
+def deepbench_shapes() -> list[tuple[int, int, int]]:
+    with open(ROOT / "benchmarks" / "data" / "deepbench_gemm.csv", newline="") as f:
+        shapes = {(int(r["m"]), int(r["n"]), int(r["k"])) for r in csv.DictReader(f)}
+    extra = [(n, n, n) for n in SQUARES] + list(DECODE)
+    return sorted(shapes) + [s for s in extra if s not in shapes]
+
+
+def gemm_function(torch: Any, m: int, n: int, k: int, dtype: str) -> Callable[[], object]:
+    dev = DEV
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    if dtype == "fp8":
+        a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major B
+        one = torch.tensor(1.0, device=dev)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
+                                        out_dtype=torch.bfloat16)
+    dt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
+          "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(m, k, device=dev, dtype=dt)
+    b = torch.randn(k, n, device=dev, dtype=dt)
+    c = torch.empty(m, n, device=dev, dtype=dt)
+    return lambda: torch.matmul(a, b, out=c)
+
+
+def measure_gemms(torch: Any, out: Path, entry: str, quick: bool, fp8: bool) -> None:
+    shapes = deepbench_shapes()
+    if quick:
+        shapes = shapes[::12] + [(512, 512, 512)]
+    if DEV != "cuda":
+        shapes = [(64, 32, 48), (128, 128, 128)]
+    dtypes = [d for d in GEMM_DTYPES if d != "fp8" or fp8]
+    fields = ["device", "dtype", "math", "m", "n", "k", "a_t", "b_t", "time_ms", "median_ms",
+              "spread", "calls"]
+    started = time.perf_counter()
+    errors: dict[str, str] = {}
+    with open(out / "gemm.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        for dtype in dtypes:
+            for m, n, k in shapes:
+                if dtype == "fp8" and (m % 16 or n % 16 or k % 16):
+                    continue
+                try:
+                    r = time_calls(torch, gemm_function(torch, m, n, k, dtype))
+                except Exception as exc:  # noqa: BLE001 - one shape's failure is recorded
+                    errors.setdefault(dtype, f"{m}x{n}x{k}: {type(exc).__name__}: {exc}")
+                    continue
+                finally:
+                    empty_cache(torch)
+                math_ = {"fp16": "fp32", "bf16": "fp32", "fp8": "fp32"}.get(dtype, dtype)
+                w.writerow({"device": entry, "dtype": dtype, "math": math_, "m": m, "n": n,
+                            "k": k, "a_t": "N", "b_t": "N" if dtype != "fp8" else "T",
+                            "time_ms": f"{r['best_s'] * 1e3:.6g}",
+                            "median_ms": f"{r['median_s'] * 1e3:.6g}",
+                            "spread": f"{r['spread']:.3g}", "calls": r["calls"]})
+            f.flush()
+            log(f"gemm {dtype}: done at {time.perf_counter() - started:.0f} s")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    if errors:
+        (out / "gemm_errors.json").write_text(json.dumps(errors, indent=1))
+        log(f"gemm errors: {errors}")
+
+
+def sdpa_backends(torch: Any) -> dict[str, Any]:
+    from torch.nn.attention import SDPBackend
+
+    found = {"default": None}
+    for name, attr in (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"),
+                       ("efficient", "EFFICIENT_ATTENTION")):
+        if hasattr(SDPBackend, attr):
+            found[name] = getattr(SDPBackend, attr)
+    return found
+
+
+class OpRows:
+    """The rows of ops.csv: each op timed (``time_calls``) or its error recorded."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch, self.rows = torch, []  # type: ignore[var-annotated]
+
+    def under(self, backend: Any, fn: Callable[[], Any]) -> Any:
+        """``fn()`` with SDPA held to ``backend`` (None: torch's own choice)."""
+        from torch.nn.attention import sdpa_kernel
+
+        if backend is None:
+            return fn()
+        with sdpa_kernel(backend):
+            return fn()
+
+    def add(self, op: str, dtype: str, shape: tuple[int, ...], fn: Callable[[], object],
+            sdpa_backend: Any = None, **extra: Any) -> None:
+        row = {"op": op, "dtype": dtype, "shape": "x".join(map(str, shape)), **extra}
+        try:
+            r = self.under(sdpa_backend, lambda: time_calls(self.torch, fn))
+        except Exception as exc:  # noqa: BLE001 - recorded, the rest goes on
+            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        else:
+            row |= {"time_ms": f"{r['best_s'] * 1e3:.6g}",
+                    "median_ms": f"{r['median_s'] * 1e3:.6g}", "spread": f"{r['spread']:.3g}",
+                    "calls": r["calls"]}
+        self.rows.append(row)
+
+
+def elementwise_ops(torch: Any, rec: OpRows, quick: bool) -> None:
+    """add, GELU (erf and tanh forms) over 1-D tensors; layer norm and softmax over rows."""
+    import torch.nn.functional as F
+
+    sizes = (2**12, 2**16, 2**20, 2**24, 2**27) if not quick else (2**12, 2**20)
+    tables = ((512, 768), (8192, 768), (16384, 4096)) if not quick else ((512, 768),)
+    for dname, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        for n in sizes:
+            a, b = torch.randn(n, device=DEV, dtype=dt), torch.randn(n, device=DEV, dtype=dt)
+            c = torch.empty_like(a)
+            rec.add("add", dname, (n,), lambda a=a, b=b, c=c: torch.add(a, b, out=c))
+            rec.add("gelu", dname, (n,), lambda a=a: F.gelu(a))
+            rec.add("gelu-tanh", dname, (n,), lambda a=a: F.gelu(a, approximate="tanh"))
+            del a, b, c
+        for rows, cols in tables:
+            x = torch.randn(rows, cols, device=DEV, dtype=dt)
+            ln = torch.nn.LayerNorm(cols, device=DEV, dtype=dt)
+            with torch.no_grad():
+                rec.add("layer-norm", dname, (rows, cols), lambda x=x, ln=ln: ln(x))
+            rec.add("softmax", dname, (rows, cols), lambda x=x: torch.softmax(x, dim=-1))
+            del x, ln
+        empty_cache(torch)
+
+
+def attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
+    """scaled_dot_product_attention forward and (eager only) backward at FlashAttention-3's
+    setting, under each backend."""
+    import torch.nn.functional as F
+
+    backends = sdpa_backends(torch)
+    seqs = (512, 1024, 2048, 4096, 8192) if not quick else (512,)
+    for hd in (64, 128):
+        heads = 2048 // hd
+        for seq, causal in ((s, c) for s in seqs for c in (False, True)):
+            batch = max(1, 16384 // seq) if not quick else 1
+            q, k, v = (torch.randn(batch, heads, seq, hd, device=DEV, dtype=torch.bfloat16,
+                                   requires_grad=True) for _ in range(3))
+            shape = (batch, heads, seq, hd)
+
+            def attend(q=q, k=k, v=v, causal=causal) -> Any:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+            def fwd(attend=attend) -> Any:
+                with torch.no_grad():
+                    return attend()
+
+            for bname, backend in backends.items():
+                rec.add("sdpa", "bf16", shape, fwd, backend, causal=causal, backend=bname)
+                if GRAPH:  # autograd in a capture: not attempted
+                    continue
+                try:  # the backward alone: one forward kept, its graph retained
+                    o = rec.under(backend, attend)
+                except Exception:  # noqa: BLE001 - the forward's row has the error
+                    continue
+                g = torch.randn_like(o)
+                rec.add("sdpa-backward", "bf16", shape,
+                        lambda o=o, g=g, q=q, k=k, v=v: torch.autograd.grad(
+                            o, (q, k, v), g, retain_graph=True), backend, causal=causal,
+                        backend=bname)
+                del o, g
+            del q, k, v
+            empty_cache(torch)
+        log(f"ops: head dim {hd} done")
+
+
+def decode_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
+    """One query row against a KV cache (a decode step's attention), under each backend."""
+    import torch.nn.functional as F
+
+    batch, heads, hd = (16, 32, 128) if not quick else (1, 4, 64)
+    for kv in (1024, 4096, 16384) if not quick else (256,):
+        q = torch.randn(batch, heads, 1, hd, device=DEV, dtype=torch.bfloat16)
+        k, v = (torch.randn(batch, heads, kv, hd, device=DEV, dtype=torch.bfloat16)
+                for _ in range(2))
+
+        def dec(q=q, k=k, v=v) -> Any:
+            with torch.no_grad():
+                return F.scaled_dot_product_attention(q, k, v)
+        for bname, backend in sdpa_backends(torch).items():
+            rec.add("sdpa-decode", "bf16", (batch, heads, kv, hd), dec, backend, backend=bname)
+        del q, k, v
+        empty_cache(torch)
+
+
+def measure_ops(torch: Any, out: Path, quick: bool) -> None:
+    rec = OpRows(torch)
+    for part in (elementwise_ops, attention_ops, decode_attention_ops):
+        part(torch, rec, quick)
+    fields = sorted({key for r in rec.rows for key in r}, key=lambda s: (s != "op", s))
+    with open(out / "ops.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        w.writerows(rec.rows)
+
+
+#: (name, builder, mode, optimizer, batch, seq or image side)
+STEPS = (("mlp-train", "mlp", "train", "sgd", 4096, None),
+         ("gpt2-forward", "gpt2", "inference", "none", 8, 1024),
+         ("gpt2-train", "gpt2", "train", "sgd", 8, 1024),
+         ("bert-forward", "bert", "inference", "none", 16, 512),
+         ("resnet50-forward", "resnet50", "inference", "none", 64, 224),
+         ("resnet50-train", "resnet50", "train", "sgd", 64, 224))
+
+
+def step_inputs(torch: Any, builder: str, batch: int, side: int | None, dt: Any) -> tuple:
+    if builder == "mlp":
+        return (torch.randn(batch, 1024, device=DEV, dtype=dt),)
+    if builder == "resnet50":
+        return (torch.randn(batch, 3, side, side, device=DEV, dtype=dt),)
+    vocab = 50257 if builder == "gpt2" else 30522
+    return (torch.randint(0, vocab, (batch, side), device=DEV),)
+
+
+def step_function(torch: Any, module: Any, inputs: tuple, mode: str,
+                  optimizer: str) -> Callable[[], None]:
+    """bench_torch_steps.step_function's step on the GPU: inference under no_grad; train,
+    the gradients set to None, forward, backward from an all-ones output gradient, SGD."""
+    if mode == "inference":
+        module.eval()
+
+        def infer() -> None:
+            with torch.no_grad():
+                module(*inputs)
+        return infer
+    module.train()
+    opt = torch.optim.SGD(module.parameters(), lr=1e-4) if optimizer == "sgd" else None
+    with torch.no_grad():
+        grad = torch.ones_like(module(*inputs))
+
+    def train() -> None:
+        module.zero_grad(set_to_none=True)
+        module(*inputs).backward(grad)
+        if opt is not None:
+            opt.step()
+    return train
+
+
+def kernel_times(torch: Any, step: Callable[[], None]) -> dict[str, Any]:
+    """One profiled step: each CUDA kernel's summed device time and calls, by name."""
+    from torch.profiler import ProfilerActivity, profile
+
+    sync(torch)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEV == "cuda" else [])
+    with profile(activities=activities) as prof:
+        step()
+        sync(torch)
+    kernels: dict[str, list[float]] = {}
+    for e in prof.key_averages():
+        on_device = "CUDA" in str(getattr(e, "device_type", ""))
+        if on_device or DEV != "cuda":
+            t = (getattr(e, "self_device_time_total", None)
+                 or getattr(e, "self_cuda_time_total", None) or 0.0) if on_device \
+                else e.self_cpu_time_total
+            kernels[e.key[:160]] = [t * 1e-6, e.count]
+    return {"kernels": {k: {"s": v[0], "calls": v[1]} for k, v in
+                        sorted(kernels.items(), key=lambda kv: -kv[1][0])},
+            "kernel_s": sum(v[0] for v in kernels.values())}
+
+
+def measure_steps(torch: Any, out: Path, quick: bool) -> None:
+    import torch_flops
+
+    results = []
+    for dname, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        for name, builder, mode, optimizer, batch, side in STEPS:
+            if quick and name not in ("mlp-train", "gpt2-forward"):
+                continue
+            if quick:
+                batch = max(1, batch // 8)
+            record: dict[str, Any] = {"step": name, "builder": builder, "dtype": dname,
+                                      "mode": mode, "optimizer": optimizer, "batch": batch,
+                                      "side": side}
+            try:
+                torch.manual_seed(0)
+                module = torch_flops.BUILDERS[builder]().to(DEV, dt)
+                inputs = step_inputs(torch, builder, batch, side, dt)
+                step = step_function(torch, module, inputs, mode, optimizer)
+                r = time_calls(torch, step, values=5, value_s=0.05, warmups=3)
+                record.update(r)
+                if DEV == "cuda":
+                    record["max_memory_bytes"] = torch.cuda.max_memory_allocated()
+                record.update(kernel_times(torch, step))
+            except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
+                record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+            results.append(record)
+            log(f"step {name} {dname}: {record.get('best_s', record.get('error'))}")
+            module = inputs = step = None
+            empty_cache(torch)
+            if DEV == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+    (out / "steps.json").write_text(json.dumps(results, indent=1))
+
+
+def clocks() -> dict[str, Any]:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return {"sm_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                "mem_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+                "max_sm_mhz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
+                "power_w": pynvml.nvmlDeviceGetPowerUsage(h) / 1000,
+                "power_limit_w": pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000,
+                "temperature_c": pynvml.nvmlDeviceGetTemperature(h, 0),
+                "driver": pynvml.nvmlSystemGetDriverVersion()}
+    except Exception as exc:  # noqa: BLE001 - the facts are optional
+        return {"error": str(exc)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--parts", default="gemm,ops,steps")
+    parser.add_argument("--device-entry", default="h100-sxm5-80gb",
+                        help="the hwdb entry the GPU is (gemm.csv's device column)")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                        help="cpu: a dry run of this script on a machine without a GPU "
+                             "(small sizes advised: --quick; figures meaningless)")
+    parser.add_argument("--graph", action="store_true",
+                        help="time CUDA-graph replays (the kernels without the host's per-call "
+                             "cost); GEMMs and forward ops only")
+    args = parser.parse_args()
+    import torch
+
+    global DEV, GRAPH
+    DEV, GRAPH = args.device, args.graph
+    if GRAPH and (DEV != "cuda" or "steps" in args.parts.split(",")):
+        print("error: --graph times GEMMs and ops on a GPU (--parts gemm,ops)", file=sys.stderr)
+        return 2
+    if DEV == "cuda" and not torch.cuda.is_available():
+        print("error: torch sees no CUDA device", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    env: dict[str, Any] = {"torch": torch.__version__, "entry": args.device_entry,
+                           "timing": "graph" if GRAPH else "eager",
+                           "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    fp8 = False
+    if DEV == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        env.update({"name": torch.cuda.get_device_name(0), "sms": props.multi_processor_count,
+                    "l2_bytes": getattr(props, "L2_cache_size", None),
+                    "memory_bytes": props.total_memory,
+                    "capability": list(torch.cuda.get_device_capability(0)),
+                    "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                    "clocks_before": clocks()})
+        fp8 = (tuple(torch.cuda.get_device_capability(0)) >= (8, 9)
+               and hasattr(torch, "_scaled_mm"))
+    log(json.dumps(env))
+    parts = args.parts.split(",")
+    for part, run in (("gemm", lambda: measure_gemms(torch, args.out, args.device_entry,
+                                                     args.quick, fp8)),
+                      ("ops", lambda: measure_ops(torch, args.out, args.quick)),
+                      ("steps", lambda: measure_steps(torch, args.out, args.quick))):
+        if part in parts:
+            t0 = time.perf_counter()
+            try:
+                run()
+            except Exception as exc:  # noqa: BLE001 - the other parts still run
+                env[f"{part}_error"] = f"{type(exc).__name__}: {exc}"
+                log(f"{part} failed: {exc}")
+            env[f"{part}_s"] = round(time.perf_counter() - t0, 1)
+    if DEV == "cuda":
+        env["clocks_after"] = clocks()
+    (args.out / "env.json").write_text(json.dumps(env, indent=1))
+    log(json.dumps({k: v for k, v in env.items() if k.endswith("_s") or k.endswith("error")}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
