@@ -292,3 +292,82 @@ def test_percentiles_of_the_distribution_table_by_hand():
     assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)  # rank 3.8
     assert percentile([7.0], 5) == 7.0
 
+
+
+def test_a_row_off_16_bytes_slows_the_main_loop_on_a_tma_gpu_only():
+    # 256 x 256 x 256 resident in L2 (no DRAM stream): 4 blocks of 128 x 128, one wave, no
+    # split (a slice keeps 256 of K); 256 / 32 = 8 iterations: (8 + 2) x 2.097152e-6 =
+    # 2.097152e-5 s; the wave's C, 256 x 256 x 2 B = 131,072 B, drains in 2.62144e-7 s after
+    # it; the fixed 1e-6 s
+    dev = dataclasses.replace(DEV, l2_bytes=1e9, tma=True)
+    working, c_bytes = 2 * 256 * 256 * 2 + 256 * 256 * 2, 256 * 256 * 2
+    aligned = gemm_time(256, 256, 256, 2, 1, working, c_bytes, dev, C)
+    assert aligned["time_s"] == pytest.approx(1e-6 + 2.097152e-5 + 2.62144e-7)
+    # a row 2 bytes aligned keeps 0.16 of the main loop's rate: 2.097152e-5 / 0.16 =
+    # 1.31072e-4 s; 4 or 8 bytes, 0.28: 7.4898286e-5 s
+    two = gemm_time(256, 256, 256, 2, 1, working, c_bytes, dev, C, row_bytes=2)
+    assert two["aligned_share"] == 0.16
+    assert two["time_s"] == pytest.approx(1e-6 + 1.31072e-4 + 2.62144e-7)
+    eight = gemm_time(256, 256, 256, 2, 1, working, c_bytes, dev, C, row_bytes=8)
+    assert eight["time_s"] == pytest.approx(1e-6 + 7.4898286e-5 + 2.62144e-7)
+    # no TMA (Ampere and older, or CUDA-core math): the row does not matter
+    plain = dataclasses.replace(dev, tma=False)
+    assert gemm_time(256, 256, 256, 2, 1, working, c_bytes, plain, C,
+                     row_bytes=2)["time_s"] == pytest.approx(aligned["time_s"])
+
+
+def test_only_hopper_and_blackwell_tensor_core_gemms_need_tma_rows():
+    h100, a100 = load_hardware("h100-sxm5-80gb"), load_hardware("a100-sxm4-80gb")
+    assert device_for(h100, "bf16").tma and device_for(h100, "tf32").tma
+    assert not device_for(h100, "fp32").tma  # CUDA-core SGEMM: no TMA
+    assert device_for(load_hardware("b200-sxm-180gb"), "fp8").tma
+    assert not device_for(a100, "bf16").tma and not device_for(load_hardware("l4"), "fp8").tma
+
+
+@pytest.mark.parametrize(("pass_", "m", "n", "k", "dtype", "expected"), [
+    # GPT-2's LM head forward: C's rows are N = 50257 bf16 values, 100,514 B = 2 x odd
+    ("forward", 8192, 50257, 768, "bf16", 2),
+    # K = 1530 bf16: A's rows 3060 B = 4 x 765
+    ("forward", 512, 48000, 1530, "bf16", 4),
+    # the same in TF32 (4-byte values): 6120 B = 8 x 765
+    ("forward", 512, 48000, 1530, "tf32", 8),
+    # an odd batch (M) is no row: 35 x 8192 x 4096 is aligned
+    ("forward", 35, 8192, 4096, "bf16", 16),
+    # a data gradient: its N (the layer's inputs) and K (its outputs) are rows
+    ("backward-data", 512, 4096, 1001, "fp16", 2),
+    # a weight gradient, dW = dY^T X: M (inputs) and N (outputs) are rows, K (the batch) not
+    ("backward-weight", 4096, 1000, 35, "bf16", 16),
+    ("backward-weight", 4097, 1024, 512, "bf16", 2),
+    # fp8 rows of 7133 one-byte values: 1 byte (its C is bf16: 14,266 B, 2 x odd)
+    ("forward", 1024, 7133, 4096, "fp8", 1),
+])
+def test_row_alignment_is_the_worst_row_in_bytes(pass_, m, n, k, dtype, expected):
+    from roofline.analysis.alignment import row_alignment_bytes
+    from roofline.model.gemm import Gemm
+
+    assert row_alignment_bytes(Gemm("MM1", "fc", pass_, m, n, k, dtype)) == expected
+
+
+def test_gpt2s_lm_head_on_an_h100_is_predicted_near_the_kernel_measured_there():
+    """benchmarks/data/h100_live_steps.json: the bf16 forward's LM head (8192 x 50257 x 768)
+    ran cutlass_75 ..._align1 for 6.636 ms. The model says 4.66 ms (the share was fitted on
+    row-major NN GEMMs whose rows miss 16 bytes, which ran at 113-131 TFLOP/s; this TN one ran
+    at 95), and padded to 50264 under a quarter of that."""
+    from roofline.analysis.predict import fitted_gemm
+    from roofline.model.gemm import Gemm
+
+    h100 = load_hardware("h100-sxm5-80gb")
+    odd = fitted_gemm(Gemm("MM1", "lm_head", "forward", 8192, 50257, 768, "bf16"), h100)
+    padded = fitted_gemm(Gemm("MM1", "lm_head", "forward", 8192, 50264, 768, "bf16"), h100)
+    assert odd.terms["aligned_share"] == 0.16 and padded.terms["aligned_share"] == 1.0
+    assert 6.636e-3 / 1.5 < odd.time_s < 6.636e-3
+    assert padded.time_s < odd.time_s / 4
+
+
+def test_the_gemm_verdict_says_which_rows_miss_16_bytes_on_a_tma_gpu(invoke):
+    odd = invoke("gemm", 512, 1001, 1024, "--hw", "h100-sxm5-80gb", "--dtype", "bf16").output
+    assert "rows off 16 bytes: MM1" in odd and "16% of the aligned rate" in odd
+    even = invoke("gemm", 512, 1008, 1024, "--hw", "h100-sxm5-80gb", "--dtype", "bf16").output
+    assert "rows off 16 bytes" not in even
+    ampere = invoke("gemm", 512, 1001, 1024, "--hw", "a100-sxm4-80gb", "--dtype", "bf16").output
+    assert "rows off 16 bytes" not in ampere

@@ -1,6 +1,7 @@
 """The GPU path against fake pynvml and torch modules (numpy underneath).
 
-This checks the wiring at the library boundary only; it was never run on a real GPU.
+This checks the wiring at the library boundary only (the torch path ran once on a real H100:
+docs/probe.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Item 5 of issue 20: a probe on a GPU fits the GPU constants (calibration version 3), and a
-saved GPU entry predicts with basis ``calibrated``. Against fake pynvml and torch modules only:
-this path has never run on a real GPU."""
+saved GPU entry predicts with basis ``calibrated``. Against fake pynvml and torch modules (the
+torch path ran once on a real H100: docs/probe.md; its entry is benchmarks/data/
+h100_live_probe.yaml, checked in test_a_real_h100_probe_entry_loads_and_predicts)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,20 @@ def test_old_calibration_versions_still_load_and_gpu_needs_version_3():
         _a100({"version": 2, "gpu": GPU_BLOCK})
     with pytest.raises(InputError, match="dram_fraction: expected a share"):
         _a100({"version": 3, "gpu": GPU_BLOCK | {"dram_fraction": 88}})
+
+
+def test_a_real_h100_probe_entry_loads_and_predicts():
+    """The entry ``roofline probe --quick --save h100-live`` wrote on a lent H100 SXM5 (torch
+    2.11.0+cu130; benchmarks/data/h100_live_probe.yaml) loads as a calibrated Hopper entry."""
+    path = Path(__file__).parent.parent / "benchmarks" / "data" / "h100_live_probe.yaml"
+    hw = HardwareSpec.from_dict(yaml.safe_load(path.read_text()), "file")
+    assert basis_of(hw) == "calibrated" and hw.architecture == "Hopper" and hw.gpu.sms == 132
+    # ReLU over 2^26 bf16 values (268,435,456 B): its 6.293 us launch plus the bytes at the
+    # device copy it measured, 2975 GB/s (its DRAM share 1): 6.293 us + 90.230 us = 96.523 us
+    op = Op("OP1", "fc1", "forward", "relu", 2**26, 4 * 2**26)
+    p = predict_op(op, hw, "bf16", hw.peak_flops_per_s("bf16"), hw.bandwidth_bytes_per_s)
+    assert p.time_s == pytest.approx(6.293e-6 + 268_435_456 / 2975e9, rel=1e-12)
+    assert p.time_s == pytest.approx(96.523e-6, rel=1e-4)
+    # 8192^3 bf16 at the 696.5 TFLOP/s it measured: at least 1.5786 ms, the waves at most 10% more
+    big = predict_gemm(Gemm("MM1", "fc", "forward", 8192, 8192, 8192, "bf16"), hw)
+    assert 2 * 8192**3 / 696.5e12 <= big.time_s <= 1.1 * 2 * 8192**3 / 696.5e12

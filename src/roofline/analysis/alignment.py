@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..hardware.spec import Alignment
+from ..model.dtypes import itemsize
 from ..model.gemm import Gemm
 
 
@@ -78,3 +79,28 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
         notes.append(AlignmentNote(dim, role, value, tier, multiple,
                                    pad_to(value, multiple), gemm.dtype, unit))
     return notes
+
+
+#: The dimensions that are rows of its tensors (the contiguous, 16-byte-aligned ones TMA needs)
+#: in a GEMM of a row-major framework, by pass: forward and data gradient, C(M, N) =
+#: A(M, K) . B: A's rows are K long, the weight's (out x in, or in x out) K or N, C's N; weight
+#: gradient, dW = dY^T X, stored out x in: dY's rows are N (out) long, X's and dW's M (in).
+#: The batch (M, or the weight gradient's K) is never a row.
+ROW_DIMS = {"forward": (1, 2), "backward-data": (1, 2), "backward-weight": (0, 1)}
+
+
+def row_alignment_bytes(gemm: Gemm) -> int:
+    """The bytes (a power of two, at most 16) that every row of ``gemm``'s tensors is a multiple
+    of (``ROW_DIMS``; a row of C counts in C's dtype): 16 when all are aligned. A convolution
+    (its tensors are not its matrices: cuDNN's own layouts) counts as aligned."""
+    if gemm.tensors is not None:
+        return 16
+    dims = (gemm.m, gemm.n, gemm.k)
+    e, e_c = itemsize(gemm.dtype), itemsize(gemm.c_dtype)
+    rows = [dims[i] * e for i in ROW_DIMS[gemm.pass_]]
+    rows.append(gemm.n * e_c if gemm.pass_ != "backward-weight" else gemm.m * e_c)
+    worst = 16
+    for row in rows:
+        while row % worst:
+            worst //= 2
+    return max(worst, 1)

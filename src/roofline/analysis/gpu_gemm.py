@@ -19,7 +19,10 @@ slice keeps ``SPLIT_K_MIN_SLICE`` of K)::
                                                    slices at the b bytes per clock one SM can
                                                    draw, whichever is longer)
     f      = gpu.sustained_clock_ghz, else the boost clock; r = f / boost (``clock_share``)
-    t_main = waves (iters + c) t_iter             (c: iterations' worth of prologue/epilogue)
+    t_main = waves (iters + c) t_iter / a         (c: iterations' worth of prologue/epilogue;
+                                                   a: 1, or on a GPU whose Tensor-Core kernels
+                                                   load through TMA the share kept when a row
+                                                   misses 16 bytes, ``MISALIGNED_SHARES``)
     bytes  = [e(MK + KN) + e_C MN (x2 when C is read)] G unless it all fits in L (then 0: a
              timing loop that repeats the GEMM finds its operands in L2; in a step that keeps
              more than L, the kept operand's bytes, a weight or the KV cache read from DRAM at
@@ -166,6 +169,28 @@ FITTED = GpuGemmConstants(
 #: dtypes a Tensor Core runs (on a GPU whose entry lists Tensor-Core tiles)
 TENSOR_CORE_DTYPES = frozenset({"fp16", "bf16", "tf32", "int8", "fp8"})
 
+#: Architectures whose fast Tensor-Core GEMM kernels load their tiles (and store C) through the
+#: Tensor Memory Accelerator, which needs every row of a tensor to start on a 16-byte boundary
+#: (NVIDIA/cutlass#1523: "TMA epilogue mandates 16B alignment for the leading dimension of C/D";
+#: NVIDIA/Fuser#3320: "If the tensor is not 16B aligned, TMA will fail and you need to use
+#: regular set accesses"). A GEMM whose rows miss it runs an older generation's kernel instead:
+#: on a lent H100 (torch 2.11, CUDA 13.0's cuBLAS) GPT-2's LM head, N = 50257, ran
+#: ``cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1`` at 95 TFLOP/s where the aligned
+#: GEMMs of the same step ran ``nvjet_sm90`` kernels at 500-700 (benchmarks/data/
+#: h100_live_steps.json). Blackwell's kernels load through TMA too; its share is not measured
+#: and H100's is used.
+TMA_ARCHITECTURES = frozenset({"Hopper", "Blackwell"})
+#: The share of the aligned kernels' main-loop rate (math and loads alike) such a GEMM keeps,
+#: by how many bytes its worst row is aligned to (``alignment.row_alignment_bytes``): 2 (one
+#: 16-bit element: ``align1`` kernels) or less, and 4 or 8. Fitted (the share minimising the
+#: mean |log(measured / predicted)|, 0.01 steps) on the 58 Tensor-Core rows of benchmarks/data/
+#: h100_live_gemm.csv whose N or K misses 16 bytes (CUDA-graph kernel times): 0.15-0.16 for
+#: fp16 / bf16 at 2 bytes, 0.25-0.31 for fp16 / bf16 / TF32 at 4 and 8 bytes; in sample, no
+#: other data has such rows on a TMA GPU. Older cuBLAS releases differed: on an H100 in 2024 a
+#: bf16 GEMM with K = 2501 ran at 509 TFLOP/s, as fast as with K padded to 16
+#: (meta-pytorch/float8_experimental#145), so this share describes the library measured.
+MISALIGNED_SHARES = ((2, 0.16), (8, 0.28))
+
 
 @dataclass(frozen=True)
 class GpuDevice:
@@ -180,6 +205,7 @@ class GpuDevice:
     tiles: tuple[tuple[int, int], ...]
     k_step: int
     tensor_core: bool
+    tma: bool = False  # Tensor-Core kernels that need 16-byte rows (TMA_ARCHITECTURES)
 
 
 def uses_tensor_cores(hardware: HardwareSpec, dtype: str) -> bool:
@@ -214,7 +240,17 @@ def device_for(hardware: HardwareSpec, dtype: str) -> GpuDevice:
     return GpuDevice(gpu.sms, gpu.boost_clock_ghz * 1e9 * share,
                      hardware.peak_flops_per_s(dtype) * share, hardware.bandwidth_bytes_per_s,
                      (hardware.llc_mb or 0.0) * 2**20, tiles,
-                     TENSOR_CORE_K_STEP if tensor else CUDA_CORE_K_STEP, tensor)
+                     TENSOR_CORE_K_STEP if tensor else CUDA_CORE_K_STEP, tensor,
+                     tensor and hardware.architecture in TMA_ARCHITECTURES)
+
+
+def misaligned_share(dev: GpuDevice, row_bytes: int) -> float:
+    """The share of its main-loop rate a GEMM whose worst row is aligned to ``row_bytes``
+    keeps on ``dev``: 1 unless ``dev`` runs Tensor-Core kernels through TMA and the rows miss 16
+    bytes, then ``MISALIGNED_SHARES``."""
+    if not dev.tma or row_bytes >= 16:
+        return 1.0
+    return next(share for limit, share in MISALIGNED_SHARES if row_bytes <= limit)
 
 
 def _splits(base: int, k: int, sms: int) -> list[int]:
@@ -227,11 +263,11 @@ def _splits(base: int, k: int, sms: int) -> list[int]:
 
 def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: int, count: int,
               dev: GpuDevice, c: GpuGemmConstants, e_b: float | None = None,
-              math_scale: float = 1.0) -> float:
-    """``waves x (iters + c) x t_iter`` for one tile and split (module docstring). A stored
-    weight format (int4, int8, fp8 under wider math) loads B at ``e_b`` bytes per element and
-    multiplies the math by ``math_scale`` (the GEMM's FLOPs plus its dequantization, over its
-    FLOPs)."""
+              math_scale: float = 1.0, share: float = 1.0) -> float:
+    """``waves x (iters + c) x t_iter / share`` for one tile and split (module docstring;
+    ``share``: ``misaligned_share``). A stored weight format (int4, int8, fp8 under wider
+    math) loads B at ``e_b`` bytes per element and multiplies the math by ``math_scale`` (the
+    GEMM's FLOPs plus its dequantization, over its FLOPs)."""
     tm, tn = tile
     blocks = -(-m // tm) * -(-n // tn) * split * count
     waves = -(-blocks // dev.sms)
@@ -241,19 +277,22 @@ def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: in
     math_s = math_scale * 2.0 * tm * tn * dev.k_step / (fraction * dev.peak_flops_per_s / dev.sms)
     load_s = (tm * e + tn * (e if e_b is None else e_b)) * dev.k_step / (
         c.sm_bytes_per_clock * dev.clock_hz)
-    return waves * (iters + c.tile_overhead_iterations) * max(math_s, load_s)
+    return waves * (iters + c.tile_overhead_iterations) * max(math_s, load_s) / share
 
 
 def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_bytes: int,
               dev: GpuDevice, c: GpuGemmConstants = FITTED, e_b: float | None = None,
-              math_scale: float = 1.0, kept: int = 0) -> dict[str, float]:
+              math_scale: float = 1.0, kept: int = 0,
+              row_bytes: int = 16) -> dict[str, float]:
     """The predicted time of ``count`` C(m, n) = A(m, k) B(k, n) GEMMs (one batched kernel)
     whose compulsory traffic is ``working`` bytes (``Gemm.bytes``: e(MK + KN) + e_C MN, x2 on
     C when read, for all ``count``; a convolution's tensors), ``c_bytes`` of them C's
     (``Gemm.bytes_by_operand["c"]``), of which ``kept`` come from DRAM even when the whole fits
-    in L2 (``analysis.residency``), and the terms of the best tile and split: ``time_s``,
-    ``main_s``, ``dram_s``, ``tail_s``, ``min_kernel_s``, ``tile_m``, ``tile_n``, ``split_k``,
-    ``resident``."""
+    in L2 (``analysis.residency``), its worst row aligned to ``row_bytes`` bytes
+    (``misaligned_share``), and the terms of the best tile and split: ``time_s``, ``main_s``,
+    ``dram_s``, ``tail_s``, ``min_kernel_s``, ``tile_m``, ``tile_n``, ``split_k``,
+    ``resident``, ``aligned_share``."""
+    share = misaligned_share(dev, row_bytes)
     resident = working <= dev.l2_bytes
     from_dram = kept if resident else working
     bandwidth = c.dram_fraction * dev.bandwidth_bytes_per_s
@@ -261,7 +300,7 @@ def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_byte
     for tile in dev.tiles:
         base = -(-m // tile[0]) * -(-n // tile[1]) * count
         for split in _splits(base, k, dev.sms):
-            main = tile_time(m, n, k, e, tile, split, count, dev, c, e_b, math_scale)
+            main = tile_time(m, n, k, e, tile, split, count, dev, c, e_b, math_scale, share)
             extra = 8 * split * m * n * count if split > 1 else 0
             dram = (from_dram + extra) / bandwidth
             blocks = base * split
@@ -272,6 +311,6 @@ def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_byte
                 best = {"time_s": time, "main_s": main, "dram_s": dram, "tail_s": tail,
                         "min_kernel_s": c.min_kernel_s, "tile_m": float(tile[0]),
                         "tile_n": float(tile[1]), "split_k": float(split),
-                        "resident": float(resident)}
+                        "resident": float(resident), "aligned_share": share}
     assert best is not None  # device_for never gives an empty tile list
     return best

@@ -180,6 +180,7 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
                 basis: str = "fitted", weights_from_dram: bool = False) -> Prediction:
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
     calibration's, ``basis`` calibrated)."""
+    from .alignment import row_alignment_bytes
     from .gpu_gemm import FITTED, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
@@ -188,7 +189,8 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
                       gemm.bytes, gemm.bytes_by_operand["c"], device_for(hardware, gemm.dtype),
                       constants or FITTED,
                       e_b=e_b, math_scale=scale,
-                      kept=gemm.kept_bytes if weights_from_dram else 0)
+                      kept=gemm.kept_bytes if weights_from_dram else 0,
+                      row_bytes=row_alignment_bytes(gemm))
     return Prediction(terms["time_s"], basis, terms)
 
 

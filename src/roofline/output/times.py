@@ -74,7 +74,30 @@ def time_lines(report: Report) -> list[str]:
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)})"]
-    return lines + [text] + step + beats_roof_notes(report)
+    return lines + [text] + step + misaligned_row_lines(report) + beats_roof_notes(report)
+
+
+def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
+    """On a GPU whose Tensor-Core GEMMs load through TMA (``gpu_gemm.TMA_ARCHITECTURES``), the
+    GEMMs whose rows miss 16 bytes and what the prediction charges them
+    (``gpu_gemm.misaligned_share``); else nothing."""
+    from ..analysis.alignment import row_alignment_bytes
+    from ..analysis.gpu_gemm import MISALIGNED_SHARES, TMA_ARCHITECTURES, device_for
+
+    hardware = report.hardware
+    if hardware.kind != "gpu" or hardware.architecture not in TMA_ARCHITECTURES:
+        return []
+    names = [r.gemm.name for r in report.results
+             if device_for(hardware, r.gemm.dtype).tma and row_alignment_bytes(r.gemm) < 16]
+    if not names:
+        return []
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    (two, low), (_, high) = MISALIGNED_SHARES
+    return [f"rows off 16 bytes: {', '.join(names[:shown])}{more}: {hardware.architecture}'s "
+            f"Tensor-Core kernels load through TMA, which needs 16-byte rows, so these run older "
+            f"kernels, predicted at {low:.0%} of the aligned rate ({two}-byte rows) or "
+            f"{high:.0%} (4 or 8 bytes) as measured on an H100 with torch 2.11's cuBLAS; "
+            f"padding the dimension (the warnings) restores it"]
 
 
 def measured_residency_lines(report: Report) -> list[str]:
