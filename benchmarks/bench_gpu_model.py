@@ -346,6 +346,30 @@ def live_lines(predictor: Predictor, markdown: bool) -> list[str]:
     return table_lines(header, body, markdown)
 
 
+def pass_lines(markdown: bool) -> list[str]:
+    """Per dtype and pass of data/h100_live_passes.csv (a Linear's three products as autograd
+    runs them on the H100; timed after ``MISALIGNED_SHARES`` was fitted), rows aligned or not
+    (``alignment.row_alignment_bytes`` for the pass): the share within 1.25x and 2x, median,
+    worst."""
+    from roofline.analysis.predict import fitted_gemm
+
+    hw = load_hardware("h100-sxm5-80gb")
+    groups_: dict[tuple[str, str, bool], list[float]] = {}
+    with open(DATA / "h100_live_passes.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            g = Gemm("MM1", "fc", r["pass"], int(r["m"]), int(r["n"]), int(r["k"]), r["dtype"])
+            ratio = float(r["time_ms"]) * 1e-3 / fitted_gemm(g, hw).time_s
+            groups_.setdefault((r["dtype"], r["pass"], row_alignment_bytes(g) == 16),
+                               []).append(ratio)
+    header = ["dtype", "pass", "rows", "n", "1.25x / 2x", "median", "worst"]
+    body = []
+    for (dtype, pass_, aligned), ratios in groups_.items():
+        s = summary(ratios)
+        body.append([dtype, pass_, "aligned" if aligned else "off 16 B", str(s["n"]), _cell(s),
+                     f"{s['median']:.2f}", f"{s['worst']:.1f}x"])
+    return table_lines(header, body, markdown)
+
+
 #: issue #20's targets on the held-out V100 set: within 1.25x and within 2x, in each dtype
 TARGETS = {"within_1.25": 0.80, "within_2": 0.98}
 
@@ -424,6 +448,11 @@ def main() -> None:
           "data/h100_live_gemm.csv; never fitted but for the misaligned rows' shares): "
           "measured / predicted")
     print("\n".join(live_lines(predictor, args.markdown)))
+    print()
+    print("a Linear's forward, data and weight gradient on the same H100 (data/"
+          "h100_live_passes.csv; timed after the misaligned shares were fitted): measured / "
+          "predicted")
+    print("\n".join(pass_lines(args.markdown)))
 
 
 QUANTILES = (5, 25, 50, 75, 95)

@@ -24,6 +24,9 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
 - ``steps.json``: whole steps of tools/torch_flops.py's modules (the ones bench_torch_steps.py
   times on a CPU) on the GPU, fp32 and bf16: best / median per step and, from one profiled
   step, the CUDA kernels' summed time by kernel name.
+- ``passes.csv`` (``--parts passes``): a Linear's forward, data gradient and weight gradient as
+  autograd runs them (``PASS_SHAPES``: aligned, and the batch, the inputs or the outputs odd or
+  4-byte aligned), bf16 and TF32: which dimensions are rows (``alignment.ROW_DIMS``).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -183,6 +186,58 @@ def measure_gemms(torch: Any, out: Path, entry: str, quick: bool, fp8: bool) -> 
     if errors:
         (out / "gemm_errors.json").write_text(json.dumps(errors, indent=1))
         log(f"gemm errors: {errors}")
+
+
+#: (batch, out, in) of a Linear whose forward, data gradient and weight gradient
+#: ``measure_passes`` times: aligned, and each of out, in and the batch odd; and a 2024 H100
+#: measurement's shape (meta-pytorch/float8_experimental#145: 8193 x 2501 x 5008)
+PASS_SHAPES = ((8192, 4096, 4096), (8192, 4097, 4096), (8192, 4096, 4097), (8191, 4096, 4096),
+               (8192, 4100, 4096), (8192, 4096, 4100), (4096, 50257, 768), (8193, 5008, 2501),
+               (2048, 1000, 1024), (2047, 1000, 1024), (2048, 1001, 1024), (2048, 1000, 1025))
+
+
+def pass_functions(torch: Any, batch: int, out: int, inp: int,
+                   dt: Any) -> dict[str, Callable[[], object]]:
+    """A Linear's three products as torch's autograd runs them: forward ``F.linear(x, W)``
+    (x batch x in, W out x in), data gradient ``dy @ W``, weight gradient ``dy.t() @ x``."""
+    import torch.nn.functional as F
+
+    x = torch.randn(batch, inp, device=DEV, dtype=dt)
+    w = torch.randn(out, inp, device=DEV, dtype=dt)
+    dy = torch.randn(batch, out, device=DEV, dtype=dt)
+    return {"forward": lambda: F.linear(x, w), "backward-data": lambda: dy @ w,
+            "backward-weight": lambda: dy.t() @ x}
+
+
+def measure_passes(torch: Any, out: Path) -> None:
+    """passes.csv: each pass of each ``PASS_SHAPES`` Linear in bf16 and TF32, with the GEMM in
+    roofline's terms (forward M batch, N out, K in; data gradient M batch, N in, K out; weight
+    gradient M in, N out, K batch)."""
+    fields = ["device", "dtype", "pass", "batch", "out", "in", "m", "n", "k", "time_ms",
+              "median_ms", "spread", "error"]
+    with open(out / "passes.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        for dname, dt in (("bf16", torch.bfloat16), ("tf32", torch.float32)):
+            torch.backends.cuda.matmul.allow_tf32 = dname == "tf32"
+            for batch, out_, inp in PASS_SHAPES:
+                mnk = {"forward": (batch, out_, inp), "backward-data": (batch, inp, out_),
+                       "backward-weight": (inp, out_, batch)}
+                for pass_, fn in pass_functions(torch, batch, out_, inp, dt).items():
+                    row: dict[str, Any] = {"device": "h100-sxm5-80gb", "dtype": dname,
+                                           "pass": pass_, "batch": batch, "out": out_,
+                                           "in": inp, **dict(zip("mnk", mnk[pass_]))}
+                    try:
+                        r = time_calls(torch, fn)
+                        row |= {"time_ms": f"{r['best_s'] * 1e3:.6g}",
+                                "median_ms": f"{r['median_s'] * 1e3:.6g}",
+                                "spread": f"{r['spread']:.3g}"}
+                    except Exception as exc:  # noqa: BLE001 - recorded
+                        row["error"] = f"{type(exc).__name__}: {exc}"[:200]
+                    w.writerow(row)
+                empty_cache(torch)
+            log(f"passes {dname}: done")
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def sdpa_backends(torch: Any) -> dict[str, Any]:
@@ -384,7 +439,7 @@ def kernel_times(torch: Any, step: Callable[[], None]) -> dict[str, Any]:
             "kernel_s": sum(v[0] for v in kernels.values())}
 
 
-def measure_steps(torch: Any, out: Path, quick: bool) -> None:
+def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = False) -> None:
     import torch_flops
 
     results = []
@@ -401,6 +456,10 @@ def measure_steps(torch: Any, out: Path, quick: bool) -> None:
                 torch.manual_seed(0)
                 module = torch_flops.BUILDERS[builder]().to(DEV, dt)
                 inputs = step_inputs(torch, builder, batch, side, dt)
+                if channels_last and builder == "resnet50":
+                    module = module.to(memory_format=torch.channels_last)
+                    inputs = tuple(x.to(memory_format=torch.channels_last) for x in inputs)
+                    record["memory_format"] = "channels_last"
                 step = step_function(torch, module, inputs, mode, optimizer)
                 r = time_calls(torch, step, values=5, value_s=0.05, warmups=3)
                 record.update(r)
@@ -445,6 +504,11 @@ def main() -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cpu: a dry run of this script on a machine without a GPU "
                              "(small sizes advised: --quick; figures meaningless)")
+    parser.add_argument("--no-cudnn-tf32", action="store_true",
+                        help="set torch.backends.cudnn.allow_tf32 False (torch's default is "
+                             "True: fp32 convolutions on TF32 Tensor Cores)")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="steps: ResNet-50's module and input in channels_last (NHWC)")
     parser.add_argument("--graph", action="store_true",
                         help="time CUDA-graph replays (the kernels without the host's per-call "
                              "cost); GEMMs and forward ops only")
@@ -454,14 +518,18 @@ def main() -> int:
     global DEV, GRAPH
     DEV, GRAPH = args.device, args.graph
     if GRAPH and (DEV != "cuda" or "steps" in args.parts.split(",")):
-        print("error: --graph times GEMMs and ops on a GPU (--parts gemm,ops)", file=sys.stderr)
+        print("error: --graph times GEMMs, ops and passes on a GPU (not steps)", file=sys.stderr)
         return 2
     if DEV == "cuda" and not torch.cuda.is_available():
         print("error: torch sees no CUDA device", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.no_cudnn_tf32:
+        torch.backends.cudnn.allow_tf32 = False
     env: dict[str, Any] = {"torch": torch.__version__, "entry": args.device_entry,
                            "timing": "graph" if GRAPH else "eager",
+                           "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+                           "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
                            "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     fp8 = False
     if DEV == "cuda":
@@ -479,7 +547,9 @@ def main() -> int:
     for part, run in (("gemm", lambda: measure_gemms(torch, args.out, args.device_entry,
                                                      args.quick, fp8)),
                       ("ops", lambda: measure_ops(torch, args.out, args.quick)),
-                      ("steps", lambda: measure_steps(torch, args.out, args.quick))):
+                      ("steps", lambda: measure_steps(torch, args.out, args.quick,
+                                                      args.channels_last)),
+                      ("passes", lambda: measure_passes(torch, args.out))):
         if part in parts:
             t0 = time.perf_counter()
             try:

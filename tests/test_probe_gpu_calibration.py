@@ -106,3 +106,22 @@ def test_a_real_h100_probe_entry_loads_and_predicts():
     # 8192^3 bf16 at the 696.5 TFLOP/s it measured: at least 1.5786 ms, the waves at most 10% more
     big = predict_gemm(Gemm("MM1", "fc", "forward", 8192, 8192, 8192, "bf16"), hw)
     assert 2 * 8192**3 / 696.5e12 <= big.time_s <= 1.1 * 2 * 8192**3 / 696.5e12
+
+
+def test_a_probed_gpu_runs_fused_attention_at_its_published_rate_not_its_gemm_rate():
+    """FlashAttention-3's published rates are of the datasheet peak; the H100 entry the probe
+    saved has bf16 697 TFLOP/s (its GEMMs) beside the datasheet's 989.5 in ``theoretical:``.
+    Applied to 697, torch's attention on that H100 came out 0.5-0.8 of its measured time."""
+    from roofline.analysis.gpu_ops import fa3_tflops
+    from roofline.model.ops import AttentionShape
+
+    path = Path(__file__).parent.parent / "benchmarks" / "data" / "h100_live_probe.yaml"
+    hw = HardwareSpec.from_dict(yaml.safe_load(path.read_text()), "file")
+    # 2 x 16 heads x 8192^2 pairs x 128 x 4 FLOPs, forward, not causal
+    flops = 4 * 2 * 16 * 8192 * 8192 * 128
+    op = Op("OP1", "attn", "forward", "flash-attention", flops, 2 * 8192 * 4 * 2048 * 2,
+            AttentionShape(128, 8192, 8192, False))
+    p = predict_op(op, hw, "bf16", hw.peak_flops_per_s("bf16"), hw.bandwidth_bytes_per_s)
+    assert p.basis == "flash-attention-3"
+    assert p.terms["flop_s"] == pytest.approx(flops / (fa3_tflops("forward", 128, 8192, False)
+                                                       * 1e12))

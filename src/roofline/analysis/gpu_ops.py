@@ -46,7 +46,10 @@ roofline time stays what the op moves unfused. A convolution's bias is a kernel:
 runs before it).
 
 A calibrated GPU entry (``roofline probe`` on a GPU) supplies its own D and t_launch
-(``calibration.gpu_ops``); the attention shares stay the published ones. Only the standard
+(``calibration.gpu_ops``); the attention shares stay the published ones, of the datasheet peak
+its ``theoretical:`` block keeps (``datasheet_peak``): its own peaks are the GEMM rates the
+probe measured, and applied to those the shares put torch's attention on a lent H100 at 0.5-0.8
+of its measured time (benchmarks/data/h100_live_ops.csv). Only the standard
 library is imported.
 """
 
@@ -135,10 +138,25 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     share, basis = 1.0, "streaming"
     if op.kind in ATTENTION_KINDS and op.attention is not None:
         share, basis = attention_share(op.attention, op.pass_, hardware, dtype)
+        if basis != "streaming":
+            peak = datasheet_peak(hardware, dtype, peak)
     flop_s = op.flops / (share * peak)
     return OpPrediction(constants.launch_s + max(flop_s, memory_s), basis,
                         {"launch_s": constants.launch_s, "flop_s": flop_s,
                          "memory_s": memory_s, "peak_share": share})
+
+
+def datasheet_peak(hardware: HardwareSpec, dtype: str, peak: float) -> float:
+    """The datasheet peak a published attention share is of: a measured entry's
+    ``theoretical:`` figure for ``dtype`` where it has one (its own ``peak_tflops`` are the
+    GEMM rates the probe measured: on an H100, bf16 697 of the datasheet's 989.5 TFLOP/s, and
+    FlashAttention's kernels are no GEMM), else ``peak``."""
+    theoretical = hardware.theoretical
+    if hardware.origin == "measured" and theoretical is not None:
+        tflops = theoretical.peak_tflops.get(dtype)
+        if tflops:
+            return tflops * 1e12
+    return peak
 
 
 def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
