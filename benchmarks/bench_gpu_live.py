@@ -12,7 +12,10 @@ entries: ``h100-sxm5-80gb`` (the datasheet entry: the fitted GPU GEMM model and 
 constants) and the entry ``roofline probe --quick --save`` wrote on that machine
 (data/h100_live_probe.yaml: its measured peaks, bandwidth, shortest GEMM call and launch).
 Printed per step: the measured best (two runs), each prediction and measured / predicted, and
-the predicted share of the step in GEMMs.
+the predicted share of the step in GEMMs. Then the non-GEMM ops of data/h100_live_ops.csv (torch's
+eager calls and, forward, their CUDA-graph replays; attention under torch's default backend) on
+both entries, by op and dtype: the share within 1.25x and 2x and the median of measured /
+predicted.
 """
 
 from __future__ import annotations
@@ -62,6 +65,77 @@ def predicted(step: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: ops.csv's elementwise ops as roofline's op kinds (model.ops.ELEMENTWISE)
+OP_KINDS = {"add": "residual", "gelu": "gelu", "gelu-tanh": "gelu", "layer-norm": "layernorm",
+            "softmax": "softmax"}
+ITEMSIZE = {"bf16": 2, "fp32": 4}
+
+
+def op_of(row: dict[str, str]) -> Any:
+    """The roofline ``Op`` of one ops.csv row (attention under torch's default backend only:
+    the backend a user gets), or None."""
+    from roofline.model.ops import ELEMENTWISE, AttentionShape, Op
+
+    dims = [int(d) for d in row["shape"].split("x")]
+    e = ITEMSIZE[row["dtype"]]
+    if row["op"] in OP_KINDS:
+        flops, reads, writes = ELEMENTWISE[OP_KINDS[row["op"]]]
+        n = 1
+        for d in dims:
+            n *= d
+        return Op("OP1", "x", "forward", OP_KINDS[row["op"]], flops * n, (reads + writes) * e * n)
+    if row["backend"] != "default":
+        return None
+    b, h, s, d = dims
+    if row["op"] == "sdpa-decode":  # one query row against s keys
+        return Op("OP1", "x", "forward", "flash-attention", 4 * b * h * d * s,
+                  (b * 2 * h * d + b * s * 2 * h * d) * e, AttentionShape(d, 1, s, False))
+    causal, forward = row["causal"] == "True", row["op"] == "sdpa"
+    pairs = s * s / 2 if causal else s * s  # as model/layers/transformer.py counts them
+    flops = int((4 if forward else 10) * b * h * d * pairs)
+    nbytes = b * s * h * d * e * (4 if forward else 8)
+    return Op("OP1", "x", "forward" if forward else "backward",
+              "flash-attention" if forward else "flash-attention-backward", flops, nbytes,
+              AttentionShape(d, s, s, causal))
+
+
+def op_lines(entries: dict[str, Any], markdown: bool) -> list[str]:
+    """Per op family and dtype: measured / predicted on each entry (eager; graph for the
+    forward ops replayed in a CUDA graph, against the datasheet entry)."""
+    import csv
+    import statistics
+
+    from roofline.analysis.gpu_ops import predict_op
+
+    groups: dict[tuple[str, str], dict[str, list[float]]] = {}
+    with open(DATA / "h100_live_ops.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            op = op_of(row) if row["time_ms"] else None
+            if op is None:
+                continue
+            family = row["op"] + (" causal" if row["causal"] == "True" else "")
+            ratios = groups.setdefault((family, row["dtype"]), {})
+            for label, hw in entries.items():
+                p = predict_op(op, hw, row["dtype"], hw.peak_flops_per_s(row["dtype"]),
+                               hw.bandwidth_bytes_per_s).time_s
+                ratios.setdefault(label, []).append(float(row["time_ms"]) * 1e-3 / p)
+                if label == "datasheet" and row["graph_ms"]:
+                    ratios.setdefault("graph", []).append(float(row["graph_ms"]) * 1e-3 / p)
+
+    def cell(values: list[float] | None) -> str:
+        if not values:
+            return ""
+        near = sum(max(v, 1 / v) <= 1.25 for v in values) / len(values)
+        far = sum(max(v, 1 / v) <= 2 for v in values) / len(values)
+        return (f"{near:.0%} / {far:.0%}, {statistics.median(values):.2f} "
+                f"({min(values):.2f}-{max(values):.2f})")
+    header = ["op", "dtype", "n", "datasheet: 1.25x / 2x, median (range)",
+              "graph replays on the datasheet entry", "probed entry"]
+    body = [[family, dtype, str(len(r["datasheet"])), cell(r["datasheet"]), cell(r.get("graph")),
+             cell(r["probed"])] for (family, dtype), r in groups.items()]
+    return table_lines(header, body, markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
@@ -85,6 +159,10 @@ def main() -> None:
     print("whole eager steps on a lent H100 SXM5 (torch 2.11.0+cu130; data/h100_live_steps.json):"
           " measured best of two runs / predicted")
     print("\n".join(table_lines(header, body, args.markdown)))
+    print()
+    print("non-GEMM ops on the same H100 (data/h100_live_ops.csv; torch's eager calls, best of "
+          "two runs): measured / predicted")
+    print("\n".join(op_lines(entries, args.markdown)))
 
 
 if __name__ == "__main__":
