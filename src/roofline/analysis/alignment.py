@@ -92,8 +92,9 @@ ROW_DIMS = {"forward": (1, 2), "backward-data": (1, 2), "backward-weight": (0, 1
 def row_alignment_bytes(gemm: Gemm) -> int:
     """The bytes (a power of two, at most 16) that every row of ``gemm``'s tensors is a multiple
     of (``ROW_DIMS``; a row of C counts in C's dtype): 16 when all are aligned. A convolution
-    (its tensors are not its matrices: cuDNN's own layouts) counts as aligned."""
-    if gemm.tensors is not None:
+    (its tensors are not its matrices: cuDNN's own layouts) and a matrix-vector product (GEMV
+    kernels, no TMA tiles; ``is_matrix_vector``) count as aligned."""
+    if gemm.tensors is not None or is_matrix_vector(gemm):
         return 16
     dims = (gemm.m, gemm.n, gemm.k)
     e, e_c = itemsize(gemm.dtype), itemsize(gemm.c_dtype)
