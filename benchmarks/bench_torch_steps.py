@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from _host import host_line, peak_kernel
+from _steps import step_function
 
 from roofline.kernels.timing import BenchResult
 
@@ -138,33 +139,6 @@ def cases() -> dict[str, Case]:
         Case("resnet50-train", torch_flops.resnet50, lambda: (torch.randn(2, 3, 224, 224),),
              "train", "sgd", "batch 2, 224 x 224"),
     )}
-
-
-def step_function(module: Any, inputs: tuple[Any, ...], mode: str,
-                  optimizer: str) -> Callable[[], None]:
-    """One step of ``module``: inference, a forward under no_grad; train, the gradients set to
-    None, a forward, a backward from an all-ones output gradient (what capture runs: no loss)
-    and, with ``optimizer`` sgd, ``torch.optim.SGD``'s update."""
-    import torch
-
-    if mode == "inference":
-        module.eval()
-
-        def infer() -> None:
-            with torch.no_grad():
-                module(*inputs)
-        return infer
-    module.train()
-    opt = torch.optim.SGD(module.parameters(), lr=1e-4) if optimizer == "sgd" else None
-    with torch.no_grad():
-        grad = torch.ones_like(module(*inputs))
-
-    def train() -> None:
-        module.zero_grad(set_to_none=True)
-        module(*inputs).backward(grad)
-        if opt is not None:
-            opt.step()
-    return train
 
 
 @dataclass

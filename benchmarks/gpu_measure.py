@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from _steps import step_function
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 VALUE_S = 0.004   # one timed value lasts about this long
@@ -393,30 +395,6 @@ def step_inputs(torch: Any, builder: str, batch: int, side: int | None, dt: Any)
     return (torch.randint(0, vocab, (batch, side), device=DEV),)
 
 
-def step_function(torch: Any, module: Any, inputs: tuple, mode: str,
-                  optimizer: str) -> Callable[[], None]:
-    """bench_torch_steps.step_function's step on the GPU: inference under no_grad; train,
-    the gradients set to None, forward, backward from an all-ones output gradient, SGD."""
-    if mode == "inference":
-        module.eval()
-
-        def infer() -> None:
-            with torch.no_grad():
-                module(*inputs)
-        return infer
-    module.train()
-    opt = torch.optim.SGD(module.parameters(), lr=1e-4) if optimizer == "sgd" else None
-    with torch.no_grad():
-        grad = torch.ones_like(module(*inputs))
-
-    def train() -> None:
-        module.zero_grad(set_to_none=True)
-        module(*inputs).backward(grad)
-        if opt is not None:
-            opt.step()
-    return train
-
-
 def kernel_times(torch: Any, step: Callable[[], None]) -> dict[str, Any]:
     """One profiled step: each CUDA kernel's summed device time and calls, by name."""
     from torch.profiler import ProfilerActivity, profile
@@ -460,7 +438,7 @@ def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = Fals
                     module = module.to(memory_format=torch.channels_last)
                     inputs = tuple(x.to(memory_format=torch.channels_last) for x in inputs)
                     record["memory_format"] = "channels_last"
-                step = step_function(torch, module, inputs, mode, optimizer)
+                step = step_function(module, inputs, mode, optimizer)
                 r = time_calls(torch, step, values=5, value_s=0.05, warmups=3)
                 record.update(r)
                 if DEV == "cuda":
