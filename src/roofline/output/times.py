@@ -87,8 +87,10 @@ def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
     hardware = report.hardware
     if hardware.kind != "gpu" or hardware.architecture not in TMA_ARCHITECTURES:
         return []
+    tma = {dtype for dtype in {r.gemm.dtype for r in report.results}
+           if device_for(hardware, dtype).tma}
     names = [r.gemm.name for r in report.results
-             if device_for(hardware, r.gemm.dtype).tma and row_alignment_bytes(r.gemm) < 16]
+             if r.gemm.dtype in tma and row_alignment_bytes(r.gemm) < 16]
     if not names:
         return []
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
