@@ -1,21 +1,22 @@
-"""Do whole PyTorch steps on an H100 take the time roofline predicts? Run on demand (not a test):
+"""Do whole PyTorch steps on an H100 or H200 take the time roofline predicts? On demand (no test):
 
     .venv/bin/python benchmarks/bench_gpu_live.py [--markdown]
 
 Needs torch (``pip install -e ".[torch]"``); no GPU: it reads what benchmarks/gpu_measure.py
-timed on a lent H100 SXM5 (benchmarks/data/h100_live_steps.json, and README there). Each step is
-tools/torch_flops.py's module as gpu_measure.py ran it (batch, seq or image side, fp32 with TF32
-off or the module cast to bf16; a forward under no_grad, or forward, backward from an all-ones
-output gradient and a plain SGD update), captured here with ``roofline.torch.capture`` (mode,
-optimizer, attention "naive": the matmuls and softmax the module runs) and predicted on two
-entries: ``h100-sxm5-80gb`` (the datasheet entry: the fitted GPU GEMM model and the published op
-constants) and the entry ``roofline probe --quick --save`` wrote on that machine
-(data/h100_live_probe.yaml: its measured peaks, bandwidth, shortest GEMM call and launch).
-Printed per step: the measured best (two runs), each prediction and measured / predicted, and
-the predicted share of the step in GEMMs. Then the non-GEMM ops of data/h100_live_ops.csv (torch's
-eager calls and, forward, their CUDA-graph replays; attention under torch's default backend) on
-both entries, by op and dtype: the share within 1.25x and 2x and the median of measured /
-predicted.
+timed on a lent H100 SXM5 and H200 (benchmarks/data/h1?0_live_steps.json, and README there).
+Each step is tools/torch_flops.py's module as gpu_measure.py ran it (batch, seq or image side,
+fp32 with TF32 off or the module cast to bf16; a forward under no_grad, or forward, backward
+from an all-ones output gradient and a plain SGD update), captured here with
+``roofline.torch.capture`` (mode, optimizer, attention "naive": the matmuls and softmax the
+module runs) and predicted on two entries per GPU: its datasheet entry (``h100-sxm5-80gb``,
+``h200-sxm-141gb``: the fitted GPU GEMM model and the published op constants) and the entry
+``roofline probe --quick --save`` wrote on that machine (data/h1?0_live_probe.yaml: its measured
+peaks, bandwidth, shortest GEMM call and launch).
+Printed per step: the measured best (on the H100 of two runs), each prediction and measured /
+predicted, and the predicted share of the step in GEMMs. Then the non-GEMM ops of
+data/h100_live_ops.csv (torch's eager calls and, forward, their CUDA-graph replays; attention
+under torch's default backend) on both entries, by op and dtype: the share within 1.25x and 2x
+and the median of measured / predicted.
 """
 
 from __future__ import annotations
@@ -136,29 +137,36 @@ def op_lines(entries: dict[str, Any], markdown: bool) -> list[str]:
     return table_lines(header, body, markdown)
 
 
+#: (GPU, its steps, its datasheet entry, the entry the probe saved there)
+DEVICES = (("H100", "h100_live_steps.json", "h100-sxm5-80gb", "h100_live_probe.yaml"),
+           ("H200", "h200_live_steps.json", "h200-sxm-141gb", "h200_live_probe.yaml"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     from roofline.hardware.catalog import load_hardware
 
-    entries = {"datasheet": load_hardware("h100-sxm5-80gb"),
-               "probed": load_hardware(str(DATA / "h100_live_probe.yaml"))}
-    steps = json.loads((DATA / "h100_live_steps.json").read_text())
-    header = ["step", "dtype", "batch", "measured", "fitted", "ratio", "GEMM share",
+    header = ["GPU", "step", "dtype", "batch", "measured", "datasheet", "ratio", "GEMM share",
               "probed", "ratio"]
     body = []
-    for step in steps:
-        p = predicted(step, entries)
-        (fit, fit_gemm), (probe, _) = p["datasheet"], p["probed"]
-        shape = f"{step['batch']}" + (f" x {step['side']}" if step["side"] else "")
-        body.append([step["step"], step["dtype"], shape, f"{step['best_s'] * 1e3:.2f} ms",
-                     f"{fit * 1e3:.2f} ms", f"{step['best_s'] / fit:.2f}",
-                     f"{fit_gemm / fit:.0%}", f"{probe * 1e3:.2f} ms",
-                     f"{step['best_s'] / probe:.2f}"])
-    print("whole eager steps on a lent H100 SXM5 (torch 2.11.0+cu130; data/h100_live_steps.json):"
-          " measured best of two runs / predicted")
+    for gpu, steps_file, datasheet, probed in DEVICES:
+        entries = {"datasheet": load_hardware(datasheet),
+                   "probed": load_hardware(str(DATA / probed))}
+        for step in json.loads((DATA / steps_file).read_text()):
+            p = predicted(step, entries)
+            (fit, fit_gemm), (probe, _) = p["datasheet"], p["probed"]
+            shape = f"{step['batch']}" + (f" x {step['side']}" if step["side"] else "")
+            body.append([gpu, step["step"], step["dtype"], shape,
+                         f"{step['best_s'] * 1e3:.2f} ms", f"{fit * 1e3:.2f} ms",
+                         f"{step['best_s'] / fit:.2f}", f"{fit_gemm / fit:.0%}",
+                         f"{probe * 1e3:.2f} ms", f"{step['best_s'] / probe:.2f}"])
+    print("whole eager steps on a lent H100 SXM5 and H200 (torch 2.11.0+cu130; data/"
+          "h1?0_live_steps.json): measured best (H100: of two runs) / predicted")
     print("\n".join(table_lines(header, body, args.markdown)))
+    entries = {"datasheet": load_hardware("h100-sxm5-80gb"),
+               "probed": load_hardware(str(DATA / "h100_live_probe.yaml"))}
     print()
     print("non-GEMM ops on the same H100 (data/h100_live_ops.csv; torch's eager calls, best of "
           "two runs): measured / predicted")

@@ -23,8 +23,9 @@ never fitted; their LOO column is the fitted constants as they are.
 reach (the model, like its users, knows no transposes).
 Then, checked and never fitted, torch.mm on square matrices on a V100, an A100 PCIe, an H100
 and an L4 (``sweep_rows``: a community benchmark's submissions, data/torch_mm_sweeps.csv), and
-torch.matmul on 108 shapes per dtype timed by this project on a lent H100 (``live_lines``,
-data/h100_live_gemm.csv), with and without the misaligned-row term.
+torch.matmul on 108 shapes per dtype timed by this project on a lent H100 and H200
+(``live_lines``, data/h100_live_gemm.csv and h200_live_gemm.csv), with and without the
+misaligned-row term, and a Linear's three passes on both (``pass_lines``).
 DeepBench's V100 results are held out: they are not in benchmarks/data/.
 --held-out FILE.csv scores the fitted constants, as they are (no refit), on measurements kept
 outside the repository, in deepbench_gemm.csv's columns (device: an hwdb entry name, dtype, m,
@@ -322,51 +323,58 @@ def sweep_lines(rows: list[Row], predictor: Predictor, markdown: bool) -> list[s
     return table_lines(header, body, markdown)
 
 
-LIVE = DATA / "h100_live_gemm.csv"
+#: this project's own timings on lent GPUs (data/README.md, "h100_live_* and h200_live_*")
+LIVE = (DATA / "h100_live_gemm.csv", DATA / "h200_live_gemm.csv")
+LIVE_PASSES = (DATA / "h100_live_passes.csv", DATA / "h200_live_passes.csv")
 
 
 def live_lines(predictor: Predictor, markdown: bool) -> list[str]:
-    """Per dtype of data/h100_live_gemm.csv (this project's H100 kernel times; never fitted but
-    for ``gpu_gemm.MISALIGNED_SHARES``, fitted on its misaligned rows): the share within 1.25x
-    and 2x, median and worst, with the model as it is and with every row taken as aligned."""
-    header = ["dtype", "n", "misaligned", "1.25x / 2x", "median", "worst",
+    """Per device and dtype of ``LIVE`` (this project's kernel times on a lent H100 and H200;
+    never fitted but for ``gpu_gemm.MISALIGNED_SHARES``, fitted on the H100's misaligned rows):
+    the share within 1.25x and 2x, median and worst, with the model as it is and with every row
+    taken as aligned."""
+    header = ["device", "dtype", "n", "misaligned", "1.25x / 2x", "median", "worst",
               "rows taken aligned: 1.25x / 2x", "worst"]
     body, everything, before = [], [], []
-    for (_, dtype), rs in groups(timing_rows(LIVE)).items():
+    rows = [row for path in LIVE for row in timing_rows(path)]
+    for (device, dtype), rs in groups(rows).items():
         now = summary([r.time_s / predictor.new(r) for r in rs])
         old = summary([r.time_s / predictor.new(r, rows_aligned=True) for r in rs])
         everything += [r.time_s / predictor.new(r) for r in rs]
         before += [r.time_s / predictor.new(r, rows_aligned=True) for r in rs]
         odd = sum(row_alignment_bytes(predictor.gemm(r)) < 16 for r in rs)
-        body.append([dtype, str(now["n"]), str(odd), _cell(now), f"{now['median']:.2f}",
-                     f"{now['worst']:.1f}x", _cell(old), f"{old['worst']:.1f}x"])
+        body.append([device, dtype, str(now["n"]), str(odd), _cell(now),
+                     f"{now['median']:.2f}", f"{now['worst']:.1f}x", _cell(old),
+                     f"{old['worst']:.1f}x"])
     now, old = summary(everything), summary(before)
-    body.append(["all", str(now["n"]), "", _cell(now), f"{now['median']:.2f}",
+    body.append(["all", "", str(now["n"]), "", _cell(now), f"{now['median']:.2f}",
                  f"{now['worst']:.1f}x", _cell(old), f"{old['worst']:.1f}x"])
     return table_lines(header, body, markdown)
 
 
 def pass_lines(markdown: bool) -> list[str]:
-    """Per dtype and pass of data/h100_live_passes.csv (a Linear's three products as autograd
-    runs them on the H100; timed after ``MISALIGNED_SHARES`` was fitted), rows aligned or not
+    """Per device, dtype and pass of ``LIVE_PASSES`` (a Linear's three products as autograd
+    runs them; timed after ``MISALIGNED_SHARES`` was fitted), rows aligned or not
     (``alignment.row_alignment_bytes`` for the pass): the share within 1.25x and 2x, median,
     worst."""
     from roofline.analysis.predict import fitted_gemm
 
-    hw = load_hardware("h100-sxm5-80gb")
-    groups_: dict[tuple[str, str, bool], list[float]] = {}
-    with open(DATA / "h100_live_passes.csv", newline="") as f:
-        for r in csv.DictReader(f):
-            g = Gemm("MM1", "fc", r["pass"], int(r["m"]), int(r["n"]), int(r["k"]), r["dtype"])
-            ratio = float(r["time_ms"]) * 1e-3 / fitted_gemm(g, hw).time_s
-            groups_.setdefault((r["dtype"], r["pass"], row_alignment_bytes(g) == 16),
-                               []).append(ratio)
-    header = ["dtype", "pass", "rows", "n", "1.25x / 2x", "median", "worst"]
+    groups_: dict[tuple[str, str, str, bool], list[float]] = {}
+    for path in LIVE_PASSES:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                g = Gemm("MM1", "fc", r["pass"], int(r["m"]), int(r["n"]), int(r["k"]),
+                         r["dtype"])
+                ratio = float(r["time_ms"]) * 1e-3 / fitted_gemm(
+                    g, load_hardware(r["device"])).time_s
+                groups_.setdefault((r["device"], r["dtype"], r["pass"],
+                                    row_alignment_bytes(g) == 16), []).append(ratio)
+    header = ["device", "dtype", "pass", "rows", "n", "1.25x / 2x", "median", "worst"]
     body = []
-    for (dtype, pass_, aligned), ratios in groups_.items():
+    for (device, dtype, pass_, aligned), ratios in groups_.items():
         s = summary(ratios)
-        body.append([dtype, pass_, "aligned" if aligned else "off 16 B", str(s["n"]), _cell(s),
-                     f"{s['median']:.2f}", f"{s['worst']:.1f}x"])
+        body.append([device, dtype, pass_, "aligned" if aligned else "off 16 B", str(s["n"]),
+                     _cell(s), f"{s['median']:.2f}", f"{s['worst']:.1f}x"])
     return table_lines(header, body, markdown)
 
 
@@ -444,13 +452,13 @@ def main() -> None:
           "data/torch_mm_sweeps.csv; checked, never fitted): measured / predicted")
     print("\n".join(sweep_lines(sweep_rows(), predictor, args.markdown)))
     print()
-    print("torch.matmul on a lent H100 SXM5 (this project's CUDA-graph kernel times, "
-          "data/h100_live_gemm.csv; never fitted but for the misaligned rows' shares): "
+    print("torch.matmul on a lent H100 SXM5 and H200 (this project's CUDA-graph kernel times, "
+          "data/h1?0_live_gemm.csv; never fitted but for the H100's misaligned rows' shares): "
           "measured / predicted")
     print("\n".join(live_lines(predictor, args.markdown)))
     print()
-    print("a Linear's forward, data and weight gradient on the same H100 (data/"
-          "h100_live_passes.csv; timed after the misaligned shares were fitted): measured / "
+    print("a Linear's forward, data and weight gradient on the same GPUs (data/"
+          "h1?0_live_passes.csv; timed after the misaligned shares were fitted): measured / "
           "predicted")
     print("\n".join(pass_lines(args.markdown)))
 

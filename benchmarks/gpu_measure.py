@@ -211,7 +211,7 @@ def pass_functions(torch: Any, batch: int, out: int, inp: int,
             "backward-weight": lambda: dy.t() @ x}
 
 
-def measure_passes(torch: Any, out: Path) -> None:
+def measure_passes(torch: Any, out: Path, entry: str) -> None:
     """passes.csv: each pass of each ``PASS_SHAPES`` Linear in bf16 and TF32, with the GEMM in
     roofline's terms (forward M batch, N out, K in; data gradient M batch, N in, K out; weight
     gradient M in, N out, K batch)."""
@@ -226,7 +226,7 @@ def measure_passes(torch: Any, out: Path) -> None:
                 mnk = {"forward": (batch, out_, inp), "backward-data": (batch, inp, out_),
                        "backward-weight": (inp, out_, batch)}
                 for pass_, fn in pass_functions(torch, batch, out_, inp, dt).items():
-                    row: dict[str, Any] = {"device": "h100-sxm5-80gb", "dtype": dname,
+                    row: dict[str, Any] = {"device": entry, "dtype": dname,
                                            "pass": pass_, "batch": batch, "out": out_,
                                            "in": inp, **dict(zip("mnk", mnk[pass_]))}
                     try:
@@ -527,7 +527,7 @@ def main() -> int:
                       ("ops", lambda: measure_ops(torch, args.out, args.quick)),
                       ("steps", lambda: measure_steps(torch, args.out, args.quick,
                                                       args.channels_last)),
-                      ("passes", lambda: measure_passes(torch, args.out))):
+                      ("passes", lambda: measure_passes(torch, args.out, args.device_entry))):
         if part in parts:
             t0 = time.perf_counter()
             try:

@@ -100,3 +100,19 @@ def test_a_gpu_probe_renders_in_every_format(fake_gpu, stable_probe):
     assert any("a100-sxm4-80gb" in text for text in data["assumptions"])  # said once, as text
     assert "GPU" in PROBE_FORMATS["table"](result)
     assert "<html" in PROBE_FORMATS["html"](result, command="roofline probe")
+
+
+def test_a_gpu_entry_takes_the_l2_the_device_reports(fake_gpu, stable_probe):
+    """A lent H200 reported a 60 MiB L2 where its datasheet entry assumed H100's 50: the probe
+    saves the device's own figure (torch's ``L2_cache_size``) and says where it came from."""
+    import types
+
+    fake_gpu.cuda.get_device_properties = lambda i: types.SimpleNamespace(
+        multi_processor_count=108, total_memory=80 * 10**9, L2_cache_size=62_914_560)
+    entry = run_probe(preset="tiny").to_hardware_dict("my-gpu")
+    assert entry["llc_mb"] == 60
+    probe_source, datasheet_source = entry["sources"]
+    assert "llc_mb" in probe_source["covers"] and datasheet_source["covers"] == ["alignment"]
+    assert "the L2 the device reports" in entry["notes"]
+    assert entry["gpu"]["tiles"]  # still the matching datasheet entry's
+    assert HardwareSpec.from_dict(entry, "probe").llc_mb == 60

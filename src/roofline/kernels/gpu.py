@@ -64,7 +64,8 @@ class TorchBackend:
         props = self.torch.cuda.get_device_properties(index)
         return {"name": self.torch.cuda.get_device_name(index),
                 "sms": getattr(props, "multi_processor_count", None),
-                "memory_bytes": getattr(props, "total_memory", None)}
+                "memory_bytes": getattr(props, "total_memory", None),
+                "l2_bytes": getattr(props, "L2_cache_size", None)}
 
     def gemm(self, n: int, dtype: str) -> Kernel:
         t = self.torch
@@ -142,7 +143,8 @@ class CupyBackend:
         name = props.get("name", b"")
         return {"name": name.decode() if isinstance(name, bytes) else name,
                 "sms": props.get("multiProcessorCount"),
-                "memory_bytes": props.get("totalGlobalMem")}
+                "memory_bytes": props.get("totalGlobalMem"),
+                "l2_bytes": props.get("l2CacheSize")}
 
     def gemm(self, n: int, dtype: str) -> Kernel:
         cp = self.cp

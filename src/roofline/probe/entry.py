@@ -127,14 +127,10 @@ def _gpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
             gm["bandwidth_gbs"]["host_to_device"])} | {
             k: nvml[f"pcie_{v}"] for k, v in (("generation", "generation"), ("lanes", "width"))
             if nvml.get(f"pcie_{v}")}
-    if match is not None and match.gpu is not None:
-        # what the GPU GEMM model needs and a probe cannot time: the matching datasheet entry's
-        # thread-block tiles and L2 size (sourced to that entry below)
-        for key, tiles in (("tiles", match.gpu.tiles), ("simt_tiles", match.gpu.simt_tiles)):
-            if tiles:
-                gpu_block[key] = [list(tile) for tile in tiles]
-        if match.llc_mb:
-            data["llc_mb"] = match.llc_mb
+    tiles, l2_mb = _tiles_and_l2(match, facts)
+    gpu_block.update(tiles)
+    if l2_mb:
+        data["llc_mb"] = l2_mb
     data["gpu"] = gpu_block
     if gm.get("calibration"):
         data["calibration"] = gm["calibration"]
@@ -145,6 +141,20 @@ def _gpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
         {"bandwidth_gbs": theory["bandwidth_gbs"]["device"]}
         if theory.get("bandwidth_gbs", {}).get("device") else {})
     return data
+
+
+def _tiles_and_l2(match: Any, facts: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """What the GPU GEMM model needs and a probe cannot time, the matching datasheet entry's
+    thread-block tiles (sourced to that entry), and the L2 in MiB: the device's own
+    (cudaGetDeviceProperties, through torch or cupy) where it reported one, else the entry's."""
+    tiles: dict[str, Any] = {}
+    if match is not None and match.gpu is not None:
+        for key, shapes in (("tiles", match.gpu.tiles), ("simt_tiles", match.gpu.simt_tiles)):
+            if shapes:
+                tiles[key] = [list(shape) for shape in shapes]
+    if facts.get("l2_bytes"):
+        return tiles, _sig(facts["l2_bytes"] / 2**20)
+    return tiles, (match.llc_mb if match is not None and match.gpu is not None else None)
 
 
 def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
@@ -167,9 +177,13 @@ def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
                      "(type assumed pcie); gpu.boost_clock_ghz is NVML's max SM clock.")
         if "alignment" in data:
             parts.append("alignment copied from the matching datasheet entry.")
-        if "tiles" in data["gpu"] or "llc_mb" in data:
-            parts.append("gpu.tiles, gpu.simt_tiles and llc_mb (L2) copied from the matching "
-                         "datasheet entry.")
+        own_l2 = bool(result.measured["gpu"].get("device", {}).get("l2_bytes"))
+        if own_l2:
+            parts.append("llc_mb is the L2 the device reports (cudaGetDeviceProperties, MiB).")
+        if "tiles" in data["gpu"] or ("llc_mb" in data and not own_l2):
+            copied = "gpu.tiles and gpu.simt_tiles" if own_l2 else (
+                "gpu.tiles, gpu.simt_tiles and llc_mb (L2)")
+            parts.append(f"{copied} copied from the matching datasheet entry.")
         if "calibration" in data:
             parts.append("calibration: the probe's GPU constants (shortest GEMM kernel, one "
                          "small kernel's time; sustained shares of the measured figures).")
@@ -194,10 +208,12 @@ def hardware_dict(result: ProbeResult, name: str, command: str | None = None) ->
     command = command or _command(result, name)
     data["measured"] = _provenance(result, command, figures)
     datasheet = ("alignment", "llc_mb") if data["kind"] == "gpu" else ("alignment",)
+    if data["kind"] == "gpu" and (gpu or {}).get("device", {}).get("l2_bytes"):
+        datasheet = ("alignment",)  # the L2 the device reported, measured here
     covers = [key for key in FIGURE_KEYS if key in data and key not in datasheet]
     data["sources"] = [{"title": f"roofline probe on {result.metadata.get('hostname')}",
                         "command": command, "covers": covers}]
-    copied = [key for key in ("alignment", "llc_mb") if key in data and data.get("kind") == "gpu"]
+    copied = [key for key in datasheet if key in data and data.get("kind") == "gpu"]
     if copied:
         match = result.gpu_matches[0]
         url = next((s.url for s in _spec(match).sources if s.url), None)
