@@ -182,7 +182,7 @@ def basis_sentence(hardware: HardwareSpec) -> str:
         through = (f" through {library_text(hardware)}"
                    if hardware.calibration.library is not None else "")
         return (f"predicted: calibrated from the probe's measurements of this GPU{through} (GPU "
-                f"GEMM model on its measured peaks and bandwidth, its shortest GEMM kernel and "
+                f"GEMM model on its measured peaks and bandwidth, its shortest GEMM call and "
                 f"per-kernel launch time)")
     if hardware.calibration is not None:
         return (f"predicted: calibrated from the probe's measurements of this machine through "

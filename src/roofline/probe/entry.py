@@ -185,7 +185,7 @@ def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
                 "gpu.tiles, gpu.simt_tiles and llc_mb (L2)")
             parts.append(f"{copied} copied from the matching datasheet entry.")
         if "calibration" in data:
-            parts.append("calibration: the probe's GPU constants (shortest GEMM kernel, one "
+            parts.append("calibration: the probe's GPU constants (shortest GEMM call, one "
                          "small kernel's time; sustained shares of the measured figures).")
     missing = [m.figure for m in result.not_measured]
     if missing:
