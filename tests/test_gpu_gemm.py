@@ -373,3 +373,25 @@ def test_the_gemm_verdict_says_which_rows_miss_16_bytes_on_a_tma_gpu(invoke):
     assert "rows off 16 bytes" not in even
     ampere = invoke("gemm", 512, 1001, 1024, "--hw", "a100-sxm4-80gb", "--dtype", "bf16").output
     assert "rows off 16 bytes" not in ampere
+
+
+def test_misaligned_rows_say_what_padding_to_the_16_byte_rule_buys():
+    from roofline.analysis.alignment import padded_rows
+    from roofline.analysis.predict import misaligned_rows, predict_gemm
+    from roofline.analysis.report import analyze_gemm
+    from roofline.model.gemm import Gemm
+
+    h100 = load_hardware("h100-sxm5-80gb")
+    # forward: N (1001 -> 1008) and K (1025 -> 1032) are rows, the batch (M 35) is not
+    odd = Gemm("MM1", "fc", "forward", 35, 1001, 1025, "bf16")
+    assert (padded_rows(odd).m, padded_rows(odd).n, padded_rows(odd).k) == (35, 1008, 1032)
+    # a weight gradient: M and N are rows, K (the batch) is not; TF32 pads to 4 values
+    wgrad = Gemm("MM2", "fc", "backward-weight", 1025, 1001, 35, "tf32")
+    assert (padded_rows(wgrad).m, padded_rows(wgrad).n, padded_rows(wgrad).k) == (1028, 1004, 35)
+    result = analyze_gemm(Gemm("MM1", "fc", "forward", 4096, 4097, 4096, "bf16"), h100)
+    names, now, padded = misaligned_rows([result], h100)
+    assert names == ["MM1"] and now == result.predicted_time_s
+    assert padded == predict_gemm(Gemm("MM1", "fc", "forward", 4096, 4104, 4096, "bf16"),
+                                  h100).time_s
+    assert now > 4 * padded  # 0.16 of the rate, a few more columns
+    assert misaligned_rows([result], load_hardware("a100-sxm4-80gb")) == ([], 0.0, 0.0)

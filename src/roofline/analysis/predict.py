@@ -71,7 +71,7 @@ Only the standard library is imported.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..model.dtypes import bits
@@ -166,8 +166,6 @@ def predict_gemm(gemm: Gemm, hardware: HardwareSpec, tiles: Quantization | None 
 
 def calibrated_constants(gpu: GpuOpsCalibration) -> GpuGemmConstants:
     """``gpu_gemm.FITTED`` with what a probe on this GPU measured in its place."""
-    from dataclasses import replace
-
     from .gpu_gemm import FITTED
 
     return replace(FITTED, tensor_core_fraction=gpu.tensor_core_fraction,
@@ -192,6 +190,32 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
                       kept=gemm.kept_bytes if weights_from_dram else 0,
                       row_bytes=row_alignment_bytes(gemm))
     return Prediction(terms["time_s"], basis, terms)
+
+
+def misaligned_rows(results: Any, hardware: HardwareSpec,
+                    weights_from_dram: bool = False) -> tuple[list[str], float, float]:
+    """The GEMMs of ``results`` (``GemmResult``) that ``hardware`` runs slower for rows off 16
+    bytes (``gpu_gemm.misaligned_share`` below 1), their predicted time as they are, and as
+    padded to the 16-byte rule (``alignment.padded_rows``, predicted as the report predicts)."""
+    from .alignment import padded_rows, row_alignment_bytes
+    from .gpu_gemm import TMA_ARCHITECTURES, device_for
+
+    if hardware.kind != "gpu" or hardware.architecture not in TMA_ARCHITECTURES:
+        return [], 0.0, 0.0
+    results = list(results)
+    tma = {dtype for dtype in {r.gemm.dtype for r in results} if device_for(hardware, dtype).tma}
+    names, now, padded = [], 0.0, 0.0
+    seen: dict[Gemm, float] = {}  # one prediction per shape: a deep model repeats its layers
+    for r in results:
+        if r.gemm.dtype in tma and row_alignment_bytes(r.gemm) < 16:
+            names.append(r.gemm.name)
+            now += r.predicted_time_s
+            shape = replace(r.gemm, name="", layer="", copy=0)
+            if shape not in seen:
+                seen[shape] = predict_gemm(padded_rows(shape), hardware,
+                                           weights_from_dram=weights_from_dram).time_s
+            padded += seen[shape]
+    return names, now, padded
 
 
 def datasheet_gemm(gemm: Gemm, hardware: HardwareSpec,

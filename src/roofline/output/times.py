@@ -79,27 +79,24 @@ def time_lines(report: Report) -> list[str]:
 
 def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
     """On a GPU whose Tensor-Core GEMMs load through TMA (``gpu_gemm.TMA_ARCHITECTURES``), the
-    GEMMs whose rows miss 16 bytes and what the prediction charges them
-    (``gpu_gemm.misaligned_share``); else nothing."""
-    from ..analysis.alignment import row_alignment_bytes
-    from ..analysis.gpu_gemm import MISALIGNED_SHARES, TMA_ARCHITECTURES, device_for
+    GEMMs whose rows miss 16 bytes, what the prediction charges them
+    (``gpu_gemm.misaligned_share``) and what padding would make of it
+    (``predict.misaligned_rows``); else nothing."""
+    from ..analysis.gpu_gemm import MISALIGNED_SHARES
+    from ..analysis.predict import misaligned_rows
 
-    hardware = report.hardware
-    if hardware.kind != "gpu" or hardware.architecture not in TMA_ARCHITECTURES:
-        return []
-    tma = {dtype for dtype in {r.gemm.dtype for r in report.results}
-           if device_for(hardware, dtype).tma}
-    names = [r.gemm.name for r in report.results
-             if r.gemm.dtype in tma and row_alignment_bytes(r.gemm) < 16]
+    from_dram = report.residency is not None and report.residency.from_dram
+    names, now, padded = misaligned_rows(report.results, report.hardware, from_dram)
     if not names:
         return []
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     (two, low), (_, high) = MISALIGNED_SHARES
-    return [f"rows off 16 bytes: {', '.join(names[:shown])}{more}: {hardware.architecture}'s "
-            f"Tensor-Core kernels load through TMA, which needs 16-byte rows, so these run older "
-            f"kernels, predicted at {low:.0%} of the aligned rate ({two}-byte rows) or "
-            f"{high:.0%} (4 or 8 bytes) as measured on an H100 with torch 2.11's cuBLAS; "
-            f"padding the dimension (the warnings) restores it"]
+    return [f"rows off 16 bytes: {', '.join(names[:shown])}{more}: "
+            f"{report.hardware.architecture}'s Tensor-Core kernels load through TMA, which "
+            f"needs 16-byte rows, so these run older kernels, predicted at {low:.0%} of the "
+            f"aligned rate ({two}-byte rows) or {high:.0%} (4 or 8 bytes) as measured on an "
+            f"H100 with torch 2.11's cuBLAS: {seconds(now)} as they are, {seconds(padded)} "
+            f"padded to the 16-byte rule (the warnings say what to pad)"]
 
 
 def measured_residency_lines(report: Report) -> list[str]:
