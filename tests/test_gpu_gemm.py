@@ -395,3 +395,13 @@ def test_misaligned_rows_say_what_padding_to_the_16_byte_rule_buys():
                                   h100).time_s
     assert now > 4 * padded  # 0.16 of the rate, a few more columns
     assert misaligned_rows([result], load_hardware("a100-sxm4-80gb")) == ([], 0.0, 0.0)
+
+
+def test_compare_says_which_device_pays_for_rows_off_16_bytes(invoke, tmp_path):
+    model = tmp_path / "odd.yaml"
+    model.write_text("name: odd\nbatch: 512\ndtype: bf16\nmode: inference\nlayers:\n"
+                     "  - {type: linear, in: 1024, out: 1001, name: fc}\n")
+    out = invoke("compare", model, "--hw", "a100", "--hw", "h100").output
+    lines = [line for line in out.splitlines() if "rows off 16 bytes" in line]
+    assert len(lines) == 1 and lines[0].startswith("h100-sxm5-80gb: MM1 have rows off 16 bytes")
+    assert "padded to the 16-byte rule" in lines[0]

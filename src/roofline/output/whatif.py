@@ -201,20 +201,37 @@ def _why_lines(c: Comparison) -> list[str]:
     return lines
 
 
+def _misaligned_lines(c: Comparison) -> list[str]:
+    """Per device that runs Tensor-Core GEMMs through TMA, those whose rows miss 16 bytes and
+    their predicted time as they are and padded (``predict.misaligned_rows``)."""
+    from ..analysis.predict import misaligned_rows
+
+    lines = []
+    for r in c.reports:
+        from_dram = r.residency is not None and r.residency.from_dram
+        names, now, padded = misaligned_rows(r.results, r.hardware, from_dram)
+        if names:
+            lines.append(f"{r.hardware.name}: {compact_names(names, 8)} have rows off 16 bytes: "
+                         f"older kernels (TMA needs 16-byte rows), predicted {seconds(now)} as "
+                         f"they are, {seconds(padded)} padded to the 16-byte rule")
+    return lines
+
+
 def comparison_table(c: Comparison) -> str:
     """Devices (step time, speedup), then per GEMM ``time bound speedup`` on each device
     (m / c: memory- or compute-bound), why, and the verdict."""
     out = [*_compare_header(c), "", *aligned(*_split(_device_rows(c)), {0, 1}), "",
            *aligned(*_split(_gemm_rows(c)), {0, 1}),
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)", "",
-           *_why_lines(c), "", f"verdict: {verdict_text(c)}"]
+           *_why_lines(c), *_misaligned_lines(c), "", f"verdict: {verdict_text(c)}"]
     return "\n".join(out) + "\n"
 
 
 def comparison_markdown(c: Comparison) -> str:
     out = ["  \n".join(_compare_header(c)), "", *markdown(*_split(_device_rows(c)), {0, 1}), "",
            *markdown(*_split(_gemm_rows(c)), {0, 1}), "",
-           *(f"- {line.strip()}" for line in _why_lines(c)), "", f"**{verdict_text(c)}**"]
+           *(f"- {line.strip()}" for line in (*_why_lines(c), *_misaligned_lines(c))), "",
+           f"**{verdict_text(c)}**"]
     return "\n".join(out) + "\n"
 
 
