@@ -405,3 +405,13 @@ def test_compare_says_which_device_pays_for_rows_off_16_bytes(invoke, tmp_path):
     lines = [line for line in out.splitlines() if "rows off 16 bytes" in line]
     assert len(lines) == 1 and lines[0].startswith("h100-sxm5-80gb: MM1 have rows off 16 bytes")
     assert "padded to the 16-byte rule" in lines[0]
+
+
+def test_the_html_pages_say_which_rows_miss_16_bytes(invoke, tmp_path):
+    model = tmp_path / "odd.yaml"
+    model.write_text("name: odd\nbatch: 512\ndtype: bf16\nmode: inference\nlayers:\n"
+                     "  - {type: linear, in: 1024, out: 1001, name: fc}\n")
+    page = invoke("analyze", model, "--hw", "h100", "--format", "html").output
+    assert "rows off 16 bytes: MM1:" in page and "padded to the 16-byte rule" in page
+    compared = invoke("compare", model, "--hw", "a100", "--hw", "h100", "--format", "html").output
+    assert "<li>h100-sxm5-80gb: MM1 have rows off 16 bytes" in compared

@@ -37,6 +37,7 @@ from ..times import (
     basis_sentence,
     beats_roof_notes,
     is_measured,
+    misaligned_row_lines,
     op_basis_text,
     residency_lines,
 )
@@ -288,7 +289,8 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
     notes = ["roof: the pure roofline time, a lower bound from DRAM; predicted: "
              + basis_sentence(report.hardware).removeprefix("predicted: "),
              *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
-             *residency_lines(report), *beats_roof_notes(report)]
+             *residency_lines(report), *misaligned_row_lines(report),
+             *beats_roof_notes(report)]
     scaling = scaling_lines(report.scaling) if report.scaling else []
     title = f"{report.network.name} on {report.hardware.name}"
 

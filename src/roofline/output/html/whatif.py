@@ -13,6 +13,7 @@ from ..report import compact_names, precision_text, quantization_line, step_text
 from ..whatif import (
     change_text,
     dtype_note,
+    misaligned_lines,
     predicted_cell,
     speedup_text,
     sweep_header,
@@ -92,6 +93,9 @@ def _why(c: Comparison) -> str:
         items = "".join(f"<li><b>{escape(compact_names(names, 8))}</b>: {escape(why)}</li>"
                         for why, names in groups.items())
         out.append(f"<h4>{escape(r.hardware.name)} vs {escape(base)}</h4><ul>{items}</ul>")
+    rows = misaligned_lines(c)
+    if rows:
+        out.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in rows) + "</ul>")
     return "".join(out)
 
 
