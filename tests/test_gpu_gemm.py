@@ -378,7 +378,7 @@ def test_the_gemm_verdict_says_which_rows_miss_16_bytes_on_a_tma_gpu(invoke):
 def test_misaligned_rows_say_what_padding_to_the_16_byte_rule_buys():
     from roofline.analysis.alignment import padded_rows
     from roofline.analysis.predict import misaligned_rows, predict_gemm
-    from roofline.analysis.report import analyze_gemm
+    from roofline.analysis.whatif import gemm_report
     from roofline.model.gemm import Gemm
 
     h100 = load_hardware("h100-sxm5-80gb")
@@ -388,13 +388,15 @@ def test_misaligned_rows_say_what_padding_to_the_16_byte_rule_buys():
     # a weight gradient: M and N are rows, K (the batch) is not; TF32 pads to 4 values
     wgrad = Gemm("MM2", "fc", "backward-weight", 1025, 1001, 35, "tf32")
     assert (padded_rows(wgrad).m, padded_rows(wgrad).n, padded_rows(wgrad).k) == (1028, 1004, 35)
-    result = analyze_gemm(Gemm("MM1", "fc", "forward", 4096, 4097, 4096, "bf16"), h100)
-    names, now, padded = misaligned_rows([result], h100)
+    report = gemm_report(4096, 4097, 4096, h100, "bf16")
+    (result,) = report.results
+    names, now, padded = misaligned_rows(report)
     assert names == ["MM1"] and now == result.predicted_time_s
     assert padded == predict_gemm(Gemm("MM1", "fc", "forward", 4096, 4104, 4096, "bf16"),
                                   h100).time_s
     assert now > 4 * padded  # 0.16 of the rate, a few more columns
-    assert misaligned_rows([result], load_hardware("a100-sxm4-80gb")) == ([], 0.0, 0.0)
+    a100 = gemm_report(4096, 4097, 4096, load_hardware("a100-sxm4-80gb"), "bf16")
+    assert misaligned_rows(a100) == ([], 0.0, 0.0)
 
 
 def test_compare_says_which_device_pays_for_rows_off_16_bytes(invoke, tmp_path):

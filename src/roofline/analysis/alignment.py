@@ -8,7 +8,7 @@ run best. The multiples come from the hardware entry's ``alignment`` section.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..hardware.spec import Alignment
@@ -110,10 +110,8 @@ def row_alignment_bytes(gemm: Gemm) -> int:
 def padded_rows(gemm: Gemm) -> Gemm:
     """``gemm`` with each of its row dimensions (``ROW_DIMS``) padded to a multiple of 16 bytes
     of its dtype (C's rows too): what padding the layer's width to the 16-byte rule makes of it."""
-    from dataclasses import replace
-
+    multiple = max(1, 16 // min(itemsize(gemm.dtype), itemsize(gemm.c_dtype)))
     dims = [gemm.m, gemm.n, gemm.k]
     for i in ROW_DIMS[gemm.pass_]:
-        multiple = max(1, 16 // min(itemsize(gemm.dtype), itemsize(gemm.c_dtype)))
         dims[i] = pad_to(dims[i], multiple)
     return replace(gemm, m=dims[0], n=dims[1], k=dims[2])

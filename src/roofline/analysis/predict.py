@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from ..model.gemm import Gemm
     from .gpu_gemm import GpuGemmConstants
     from .quantization import Quantization
+    from .report import Report
 
 #: What an entry's ``calibration:`` block holds; its history is in CHANGES.md.
 CALIBRATION_VERSION = 4
@@ -183,37 +184,39 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
     scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
+    device = device_for(hardware, gemm.dtype)
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
-                      gemm.bytes, gemm.bytes_by_operand["c"], device_for(hardware, gemm.dtype),
+                      gemm.bytes, gemm.bytes_by_operand["c"], device,
                       constants or FITTED,
                       e_b=e_b, math_scale=scale,
                       kept=gemm.kept_bytes if weights_from_dram else 0,
-                      row_bytes=row_alignment_bytes(gemm))
+                      row_bytes=row_alignment_bytes(gemm) if device.tma else 16)
     return Prediction(terms["time_s"], basis, terms)
 
 
-def misaligned_rows(results: Any, hardware: HardwareSpec,
-                    weights_from_dram: bool = False) -> tuple[list[str], float, float]:
-    """The GEMMs of ``results`` (``GemmResult``) that ``hardware`` runs slower for rows off 16
-    bytes (``gpu_gemm.misaligned_share`` below 1), their predicted time as they are, and as
-    padded to the 16-byte rule (``alignment.padded_rows``, predicted as the report predicts)."""
+def misaligned_rows(report: Report) -> tuple[list[str], float, float]:
+    """The GEMMs of ``report`` that its GPU runs slower for rows off 16 bytes
+    (``gpu_gemm.misaligned_share`` below 1), their predicted time as they are, and as padded
+    to the 16-byte rule (``alignment.padded_rows``, predicted as the report predicts them)."""
     from .alignment import padded_rows, row_alignment_bytes
-    from .gpu_gemm import TMA_ARCHITECTURES, device_for
+    from .gpu_gemm import TMA_ARCHITECTURES, device_for, misaligned_share
 
+    hardware = report.hardware
     if hardware.kind != "gpu" or hardware.architecture not in TMA_ARCHITECTURES:
-        return [], 0.0, 0.0
-    results = list(results)
-    tma = {dtype for dtype in {r.gemm.dtype for r in results} if device_for(hardware, dtype).tma}
+        return [], 0.0, 0.0  # device_for needs a GPU; no other architecture loads through TMA
+    from_dram = report.residency is not None and report.residency.from_dram
+    devices = {dtype: device_for(hardware, dtype) for dtype in {r.gemm.dtype
+                                                                 for r in report.results}}
     names, now, padded = [], 0.0, 0.0
     seen: dict[Gemm, float] = {}  # one prediction per shape: a deep model repeats its layers
-    for r in results:
-        if r.gemm.dtype in tma and row_alignment_bytes(r.gemm) < 16:
+    for r in report.results:
+        if misaligned_share(devices[r.gemm.dtype], row_alignment_bytes(r.gemm)) < 1.0:
             names.append(r.gemm.name)
             now += r.predicted_time_s
             shape = replace(r.gemm, name="", layer="", copy=0)
             if shape not in seen:
                 seen[shape] = predict_gemm(padded_rows(shape), hardware,
-                                           weights_from_dram=weights_from_dram).time_s
+                                           weights_from_dram=from_dram).time_s
             padded += seen[shape]
     return names, now, padded
 

@@ -85,8 +85,7 @@ def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
     from ..analysis.gpu_gemm import MISALIGNED_SHARES
     from ..analysis.predict import misaligned_rows
 
-    from_dram = report.residency is not None and report.residency.from_dram
-    names, now, padded = misaligned_rows(report.results, report.hardware, from_dram)
+    names, now, padded = misaligned_rows(report)
     if not names:
         return []
     more = f" and {len(names) - shown} more" if len(names) > shown else ""

@@ -208,8 +208,7 @@ def misaligned_lines(c: Comparison) -> list[str]:
 
     lines = []
     for r in c.reports:
-        from_dram = r.residency is not None and r.residency.from_dram
-        names, now, padded = misaligned_rows(r.results, r.hardware, from_dram)
+        names, now, padded = misaligned_rows(r)
         if names:
             lines.append(f"{r.hardware.name}: {compact_names(names, 8)} have rows off 16 bytes: "
                          f"older kernels (TMA needs 16-byte rows), predicted {seconds(now)} as "

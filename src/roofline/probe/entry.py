@@ -143,6 +143,12 @@ def _gpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
     return data
 
 
+def _reported_l2(result: ProbeResult) -> bool:
+    """Whether the probed GPU reported its L2 size (``kernels.gpu``'s ``l2_bytes``): then a GPU
+    entry's ``llc_mb`` is the device's own, measured here, not the datasheet entry's."""
+    return bool((result.measured.get("gpu") or {}).get("device", {}).get("l2_bytes"))
+
+
 def _tiles_and_l2(match: Any, facts: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
     """What the GPU GEMM model needs and a probe cannot time, the matching datasheet entry's
     thread-block tiles (sourced to that entry), and the L2 in MiB: the device's own
@@ -177,7 +183,7 @@ def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
                      "(type assumed pcie); gpu.boost_clock_ghz is NVML's max SM clock.")
         if "alignment" in data:
             parts.append("alignment copied from the matching datasheet entry.")
-        own_l2 = bool(result.measured["gpu"].get("device", {}).get("l2_bytes"))
+        own_l2 = _reported_l2(result)
         if own_l2:
             parts.append("llc_mb is the L2 the device reports (cudaGetDeviceProperties, MiB).")
         if "tiles" in data["gpu"] or ("llc_mb" in data and not own_l2):
@@ -208,7 +214,7 @@ def hardware_dict(result: ProbeResult, name: str, command: str | None = None) ->
     command = command or _command(result, name)
     data["measured"] = _provenance(result, command, figures)
     datasheet = ("alignment", "llc_mb") if data["kind"] == "gpu" else ("alignment",)
-    if data["kind"] == "gpu" and (gpu or {}).get("device", {}).get("l2_bytes"):
+    if data["kind"] == "gpu" and _reported_l2(result):
         datasheet = ("alignment",)  # the L2 the device reported, measured here
     covers = [key for key in FIGURE_KEYS if key in data and key not in datasheet]
     data["sources"] = [{"title": f"roofline probe on {result.metadata.get('hostname')}",
