@@ -28,19 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from _tables import table_lines
+from gpu_measure import step_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
 sys.path.insert(0, str(ROOT / "tools"))
-
-
-def inputs(torch: Any, builder: str, batch: int, side: int | None, dtype: Any) -> tuple:
-    """gpu_measure.step_inputs on the CPU (only shapes and dtypes matter to the capture)."""
-    if builder == "mlp":
-        return (torch.zeros(batch, 1024, dtype=dtype),)
-    if builder == "resnet50":
-        return (torch.zeros(batch, 3, side, side, dtype=dtype),)
-    return (torch.zeros(batch, side, dtype=torch.long),)
 
 
 def predicted(step: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
@@ -54,8 +46,8 @@ def predicted(step: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
     with torch.device("meta"):
         module = torch_flops.BUILDERS[step["builder"]]().to(dtype)
     module.train(step["mode"] == "train")
-    args = inputs(torch, step["builder"], step["batch"], step["side"], dtype)
-    network = capture(module, *(a.to("meta") for a in args), mode=step["mode"],
+    args = step_inputs(torch, step["builder"], step["batch"], step["side"], dtype, "meta")
+    network = capture(module, *args, mode=step["mode"],
                       optimizer=step["optimizer"], attention="naive", name=step["step"])
     from roofline.analysis.report import analyze
 

@@ -338,10 +338,11 @@ def live_lines(predictor: Predictor, markdown: bool) -> list[str]:
     body, everything, before = [], [], []
     rows = [row for path in LIVE for row in timing_rows(path)]
     for (device, dtype), rs in groups(rows).items():
-        now = summary([r.time_s / predictor.new(r) for r in rs])
-        old = summary([r.time_s / predictor.new(r, rows_aligned=True) for r in rs])
-        everything += [r.time_s / predictor.new(r) for r in rs]
-        before += [r.time_s / predictor.new(r, rows_aligned=True) for r in rs]
+        ratios = [r.time_s / predictor.new(r) for r in rs]
+        aligned = [r.time_s / predictor.new(r, rows_aligned=True) for r in rs]
+        now, old = summary(ratios), summary(aligned)
+        everything += ratios
+        before += aligned
         odd = sum(row_alignment_bytes(predictor.gemm(r)) < 16 for r in rs)
         body.append([device, dtype, str(now["n"]), str(odd), _cell(now),
                      f"{now['median']:.2f}", f"{now['worst']:.1f}x", _cell(old),

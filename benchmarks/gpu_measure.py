@@ -386,13 +386,16 @@ STEPS = (("mlp-train", "mlp", "train", "sgd", 4096, None),
          ("resnet50-train", "resnet50", "train", "sgd", 64, 224))
 
 
-def step_inputs(torch: Any, builder: str, batch: int, side: int | None, dt: Any) -> tuple:
+def step_inputs(torch: Any, builder: str, batch: int, side: int | None, dt: Any,
+                device: str | None = None) -> tuple:
+    """A step's inputs on ``device`` (default ``DEV``; bench_gpu_live.py captures on "meta")."""
+    device = device or DEV
     if builder == "mlp":
-        return (torch.randn(batch, 1024, device=DEV, dtype=dt),)
+        return (torch.randn(batch, 1024, device=device, dtype=dt),)
     if builder == "resnet50":
-        return (torch.randn(batch, 3, side, side, device=DEV, dtype=dt),)
+        return (torch.randn(batch, 3, side, side, device=device, dtype=dt),)
     vocab = 50257 if builder == "gpt2" else 30522
-    return (torch.randint(0, vocab, (batch, side), device=DEV),)
+    return (torch.randint(0, vocab, (batch, side), device=device),)
 
 
 def kernel_times(torch: Any, step: Callable[[], None]) -> dict[str, Any]:
