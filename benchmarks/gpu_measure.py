@@ -54,6 +54,7 @@ SQUARES = (512, 1024, 2048, 4096, 8192, 16384)
 DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+PARTS = ("gemm", "ops", "steps", "passes")  # --parts
 MAX_GRAPH_CALLS = 400
 #: --graph: each value is the replay of a CUDA graph of ``calls`` calls, so that the host's
 #: per-call cost (Python, torch's dispatcher, the launch) leaves the figure: the kernels' own
@@ -479,7 +480,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--parts", default="gemm,ops,steps")
+    parser.add_argument("--parts", default="gemm,ops,steps",
+                        help=f"comma-separated, among {', '.join(PARTS)}")
     parser.add_argument("--device-entry", default="h100-sxm5-80gb",
                         help="the hwdb entry the GPU is (gemm.csv's device column)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
@@ -494,11 +496,17 @@ def main() -> int:
                         help="time CUDA-graph replays (the kernels without the host's per-call "
                              "cost); GEMMs and forward ops only")
     args = parser.parse_args()
+    parts = args.parts.split(",")
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        print(f"error: --parts: unknown {', '.join(unknown)} (choose from {', '.join(PARTS)})",
+              file=sys.stderr)
+        return 2
     import torch
 
     global DEV, GRAPH
     DEV, GRAPH = args.device, args.graph
-    if GRAPH and (DEV != "cuda" or "steps" in args.parts.split(",")):
+    if GRAPH and (DEV != "cuda" or "steps" in parts):
         print("error: --graph times GEMMs, ops and passes on a GPU (not steps)", file=sys.stderr)
         return 2
     if DEV == "cuda" and not torch.cuda.is_available():
@@ -524,7 +532,6 @@ def main() -> int:
         fp8 = (tuple(torch.cuda.get_device_capability(0)) >= (8, 9)
                and hasattr(torch, "_scaled_mm"))
     log(json.dumps(env))
-    parts = args.parts.split(",")
     for part, run in (("gemm", lambda: measure_gemms(torch, args.out, args.device_entry,
                                                      args.quick, fp8)),
                       ("ops", lambda: measure_ops(torch, args.out, args.quick)),
