@@ -26,6 +26,9 @@ and an L4 (``sweep_rows``: a community benchmark's submissions, data/torch_mm_sw
 torch.matmul on 108 shapes per dtype timed by this project on a lent H100 and H200
 (``live_lines``, data/h100_live_gemm.csv and h200_live_gemm.csv), with and without the
 misaligned-row term, and a Linear's three passes on both (``pass_lines``).
+Each timing carries its operands' layout (``Gemm.rows``, ``operand_rows``: DeepBench's
+transposes; ``ROW_MAJOR`` for torch.mm's and XLA's operands and this project's untransposed
+ones), which the model uses on Hopper in TF32 (``gpu_gemm.STRIDED_SHARES``).
 DeepBench's V100 results are held out: they are not in benchmarks/data/.
 --held-out FILE.csv scores the fitted constants, as they are (no refit), on measurements kept
 outside the repository, in deepbench_gemm.csv's columns (device: an hwdb entry name, dtype, m,
@@ -45,7 +48,7 @@ from pathlib import Path
 
 from _tables import table_lines
 
-from roofline.analysis.alignment import row_alignment_bytes
+from roofline.analysis.alignment import row_alignment_bytes, strided_operands
 from roofline.analysis.gpu_gemm import FITTED, GpuGemmConstants, device_for, gemm_time
 from roofline.analysis.predict import datasheet_gemm
 from roofline.analysis.quantization import quantization_of
@@ -81,14 +84,38 @@ class Row:
     k: int
     time_s: float
     count: int = 1  # GEMMs of one batched kernel (XLA's b)
+    rows: tuple[int, int, int] | None = None  # Gemm.rows from a_t / b_t; None: PASS_ROWS
 
 
-def timing_rows(path: Path) -> list[Row]:
+def operand_rows(a_t: str, b_t: str, row_major: bool) -> tuple[int, int, int] | None:
+    """``Gemm.rows`` (the dimension each of A, B, C runs along: 0 M, 1 N, 2 K) of a timing's
+    transposes. DeepBench's are cuBLAS's, column-major: A (m, k) runs along M, transposed
+    ("T") along K; B (k, n) along K, transposed along N; C along M. This project's live files
+    (``row_major``) give torch.matmul's: A (m, k) along K, transposed along M; B (k, n) along
+    N, transposed (fp8's column-major B) along K; C along N (``ROW_MAJOR`` untransposed). None
+    without transposes (XLA's file, taken as ``ROW_MAJOR``)."""
+    if not a_t or not b_t:
+        return None
+    if row_major:
+        return 2 if a_t == "N" else 0, 1 if b_t == "N" else 2, 1
+    return 2 if a_t == "T" else 0, 2 if b_t == "N" else 1, 0
+
+
+#: ``Gemm.rows`` of A (m, k), B (k, n) and C (m, n) all row-major: A runs along K, B and C along
+#: N. torch.mm of contiguous tensors (the community sweeps, this project's live files), and
+#: XLA's table, whose generator writes each dot as parameters lhs [b, m, k] and rhs [b, k, n] in
+#: HLO's default, row-major layout (openxla/xla, xla/tools/matmul_perf_table_gen.cc, GetModule)
+ROW_MAJOR = (2, 1, 1)
+
+
+def timing_rows(path: Path, row_major: bool = False) -> list[Row]:
     """The GEMM timings of a CSV in deepbench_gemm.csv's columns (a ``b`` column, where
-    present, is the batch count of one batched kernel)."""
+    present, is the batch count of one batched kernel; ``a_t`` / ``b_t`` the transposes,
+    ``operand_rows``)."""
     with open(path, newline="") as f:
         return [Row(r["device"], r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]),
-                    float(r["time_ms"]) * 1e-3, int(r.get("b") or 1))
+                    float(r["time_ms"]) * 1e-3, int(r.get("b") or 1),
+                    operand_rows(r.get("a_t") or "", r.get("b_t") or "", row_major))
                 for r in csv.DictReader(f)]
 
 
@@ -101,7 +128,8 @@ def load_rows(data: Path = DATA) -> list[Row]:
             m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
             rows.append(Row(r["device"], r["dtype"], m, n, k,
                             2 * m * n * k / (float(r["tflops"]) * 1e12)))
-    return rows + timing_rows(data / "xla_matmul.csv")
+    return rows + [dataclasses.replace(r, rows=ROW_MAJOR)
+                   for r in timing_rows(data / "xla_matmul.csv")]
 
 
 class Predictor:
@@ -120,20 +148,24 @@ class Predictor:
     def gemm(self, row: Row) -> Gemm:
         # C in the operands' dtype, but for fp8: XLA's fp8 dots write bf16 (data/README.md)
         return Gemm("MM1", "bench", "forward", row.m, row.n, row.k, row.dtype,
-                    c_dtype="bf16" if row.dtype == "fp8" else row.dtype, batch_count=row.count)
+                    c_dtype="bf16" if row.dtype == "fp8" else row.dtype, batch_count=row.count,
+                    rows=row.rows)
 
-    def new(self, row: Row, c: GpuGemmConstants = FITTED, rows_aligned: bool = False) -> float:
-        """The GPU GEMM model's time; ``rows_aligned``: as if every row were 16-byte aligned
-        (the model before 0.8.1's ``gpu_gemm.MISALIGNED_SHARES``)."""
+    def new(self, row: Row, c: GpuGemmConstants = FITTED, layout_free: bool = False) -> float:
+        """The GPU GEMM model's time; ``layout_free``: as if every row were 16-byte aligned and
+        A and B K-major (the model before 0.8.1's ``gpu_gemm.MISALIGNED_SHARES`` and
+        ``STRIDED_SHARES``)."""
         key = (row.device, row.dtype)
         if key not in self._dev:
             self._dev[key] = device_for(self.hardware(row.device), row.dtype)
         if row not in self._bytes:
             g = self.gemm(row)
-            self._bytes[row] = g.bytes, g.bytes_by_operand["c"], row_alignment_bytes(g)
-        working, c_bytes, row_bytes = self._bytes[row]
+            self._bytes[row] = (g.bytes, g.bytes_by_operand["c"], row_alignment_bytes(g),
+                                strided_operands(g))
+        working, c_bytes, row_bytes, strided = self._bytes[row]
         return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), row.count, working, c_bytes,
-                         self._dev[key], c, row_bytes=16 if rows_aligned else row_bytes)["time_s"]
+                         self._dev[key], c, row_bytes=16 if layout_free else row_bytes,
+                         strided=0 if layout_free else strided)["time_s"]
 
     def old(self, row: Row) -> float:
         hw, g = self.hardware(row.device), self.gemm(row)
@@ -303,7 +335,8 @@ def sweep_rows(data: Path = DATA) -> list[Row]:
     submission (benchmarks/data/README.md), as the time of one call, 2 n^3 / rate. Checked,
     never fitted: not among ``load_rows``."""
     with open(data / "torch_mm_sweeps.csv", newline="") as f:
-        return [Row(r["device"], r["dtype"], n, n, n, 2 * n**3 / (float(r["tflops"]) * 1e12))
+        return [Row(r["device"], r["dtype"], n, n, n, 2 * n**3 / (float(r["tflops"]) * 1e12),
+                    rows=ROW_MAJOR)
                 for r in csv.DictReader(f) for n in [int(r["n"])]]
 
 
@@ -330,16 +363,16 @@ LIVE_PASSES = (DATA / "h100_live_passes.csv", DATA / "h200_live_passes.csv")
 
 def live_lines(predictor: Predictor, markdown: bool) -> list[str]:
     """Per device and dtype of ``LIVE`` (this project's kernel times on a lent H100 and H200;
-    never fitted but for ``gpu_gemm.MISALIGNED_SHARES``, fitted on the H100's misaligned rows):
-    the share within 1.25x and 2x, median and worst, with the model as it is and with every row
-    taken as aligned."""
+    never fitted but for ``gpu_gemm.MISALIGNED_SHARES`` and ``STRIDED_SHARES``, fitted on the
+    H100's rows): the share within 1.25x and 2x, median and worst, with the model as it is and
+    with every row taken as aligned and every operand as K-major."""
     header = ["device", "dtype", "n", "misaligned", "1.25x / 2x", "median", "worst",
-              "rows taken aligned: 1.25x / 2x", "worst"]
+              "rows aligned, K-major: 1.25x / 2x", "worst"]
     body, everything, before = [], [], []
-    rows = [row for path in LIVE for row in timing_rows(path)]
+    rows = [row for path in LIVE for row in timing_rows(path, row_major=True)]
     for (device, dtype), rs in groups(rows).items():
         ratios = [r.time_s / predictor.new(r) for r in rs]
-        aligned = [r.time_s / predictor.new(r, rows_aligned=True) for r in rs]
+        aligned = [r.time_s / predictor.new(r, layout_free=True) for r in rs]
         now, old = summary(ratios), summary(aligned)
         everything += ratios
         before += aligned
@@ -355,7 +388,8 @@ def live_lines(predictor: Predictor, markdown: bool) -> list[str]:
 
 def pass_lines(markdown: bool) -> list[str]:
     """Per device, dtype and pass of ``LIVE_PASSES`` (a Linear's three products as autograd
-    runs them; timed after ``MISALIGNED_SHARES`` was fitted), rows aligned or not
+    runs them; timed after ``MISALIGNED_SHARES`` was fitted, in the fit of ``STRIDED_SHARES``
+    on the H100, never on the H200), rows aligned or not
     (``alignment.row_alignment_bytes`` for the pass): the share within 1.25x and 2x, median,
     worst."""
     from roofline.analysis.predict import fitted_gemm
@@ -454,13 +488,13 @@ def main() -> None:
     print("\n".join(sweep_lines(sweep_rows(), predictor, args.markdown)))
     print()
     print("torch.matmul on a lent H100 SXM5 and H200 (this project's CUDA-graph kernel times, "
-          "data/h1?0_live_gemm.csv; never fitted but for the H100's misaligned rows' shares): "
-          "measured / predicted")
+          "data/h1?0_live_gemm.csv; never fitted but for the shares of the H100's misaligned rows "
+          "and TF32 operands not K-major): measured / predicted")
     print("\n".join(live_lines(predictor, args.markdown)))
     print()
     print("a Linear's forward, data and weight gradient on the same GPUs (data/"
-          "h1?0_live_passes.csv; timed after the misaligned shares were fitted): measured / "
-          "predicted")
+          "h1?0_live_passes.csv; timed after the misaligned shares were fitted; the H100's TF32 "
+          "rows in the fit of the not-K-major shares): measured / predicted")
     print("\n".join(pass_lines(args.markdown)))
 
 

@@ -26,7 +26,7 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   step, the CUDA kernels' summed time by kernel name.
 - ``passes.csv`` (``--parts passes``): a Linear's forward, data gradient and weight gradient as
   autograd runs them (``PASS_SHAPES``: aligned, and the batch, the inputs or the outputs odd or
-  4-byte aligned), bf16 and TF32: which dimensions are rows (``alignment.ROW_DIMS``).
+  4-byte aligned), bf16 and TF32: which dimensions are rows (``gemm.PASS_ROWS``).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 

@@ -104,6 +104,29 @@ def test_backward_gemms_belong_to_their_module_and_pass():
     assert [g.b_operand for g in net.gemms()] == ["weight", "weight", "weight", "", ""]
 
 
+def test_each_operands_layout_is_read_from_its_strides():
+    """What autograd hands cuBLAS: x W^T reads both along K (W^T a transposed view of the out x
+    in weight), dY W reads W along N, dY^T X reads dY^T along M (a transposed view) and X along
+    N; a matmul of a transposed operand says so too (``Gemm.rows``: 0 M, 1 N, 2 K)."""
+    from roofline.analysis.alignment import strided_operands
+
+    module = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                 torch.nn.Linear(256, 64))
+    net = capture(module, torch.zeros(256, 64), mode="train")
+    assert [(g.pass_, g.rows, strided_operands(g)) for g in net.gemms()] == [
+        ("forward", (2, 2, 1), 0), ("forward", (2, 2, 1), 0),
+        ("backward-data", (2, 1, 1), 1), ("backward-weight", (0, 1, 1), 2),
+        ("backward-weight", (0, 1, 1), 2)]
+
+    class TransposedMatmul(torch.nn.Module):
+        def forward(self, a, b):
+            return a.t() @ b.t()  # A along M, B along K
+
+    (gemm,) = capture(TransposedMatmul(), torch.zeros(32, 16), torch.zeros(48, 32),
+                      mode="inference").gemms()
+    assert (gemm.m, gemm.n, gemm.k, gemm.rows) == (16, 48, 32, (0, 2, 1))
+
+
 def test_flash_attention_is_one_fused_op():
     # one causal attention, batch 2, 4 heads, 128 tokens, head dim 64: 4 B H s^2 d / 2 FLOPs
     class Attention(torch.nn.Module):

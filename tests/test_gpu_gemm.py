@@ -340,14 +340,74 @@ def test_only_hopper_and_blackwell_tensor_core_gemms_need_tma_rows():
     ("backward-weight", 4097, 1024, 512, "bf16", 2),
     # a matrix-vector product runs GEMV kernels, not TMA tiles: N = 50257 at M = 1 is aligned
     ("forward", 1, 50257, 4096, "bf16", 16),
-    # fp8 rows of 7133 one-byte values: 1 byte (its C is bf16: 14,266 B, 2 x odd)
-    ("forward", 1024, 7133, 4096, "fp8", 1),
+    # fp8 with N = 7133: A's and the weight's (out x in) rows run along K = 4096 one-byte
+    # values; C's are 7133 bf16 values, 14,266 B = 2 x odd
+    ("forward", 1024, 7133, 4096, "fp8", 2),
+    # ... and in a data gradient the weight's rows are N = 7133 one-byte values
+    ("backward-data", 1024, 7133, 4096, "fp8", 1),
 ])
 def test_row_alignment_is_the_worst_row_in_bytes(pass_, m, n, k, dtype, expected):
     from roofline.analysis.alignment import row_alignment_bytes
     from roofline.model.gemm import Gemm
 
     assert row_alignment_bytes(Gemm("MM1", "fc", pass_, m, n, k, dtype)) == expected
+
+
+@pytest.mark.parametrize(("pass_", "rows", "strided", "row_dims"), [
+    # a Linear in a row-major framework, weight out x in (PASS_ROWS): y = x W^T reads x along
+    # K and W along K (W^T is K-major), dX = dY W reads W along N, dW = X^T dY reads X^T along
+    # M and dY along N and writes dW along M
+    ("forward", None, 0, {1, 2}),
+    ("backward-data", None, 1, {1, 2}),
+    ("backward-weight", None, 2, {0, 1}),
+    # attention's O = P V: V runs along head_dim (N)
+    ("forward", (2, 1, 1), 1, {1, 2}),
+    # dV = P^T dO: P^T along the keys (M), dO along head_dim (N)
+    ("backward-data", (0, 1, 1), 2, {0, 1}),
+])
+def test_operand_rows_say_which_operands_are_not_k_major(pass_, rows, strided, row_dims):
+    from roofline.analysis.alignment import padded_rows, strided_operands
+    from roofline.model.gemm import Gemm
+
+    gemm = Gemm("MM1", "fc", pass_, 33, 65, 129, "bf16", rows=rows)
+    assert strided_operands(gemm) == strided
+    padded = padded_rows(gemm)  # each row dimension to a multiple of 8 bf16 values
+    assert {i for i, (old, new) in enumerate(zip((33, 65, 129), (padded.m, padded.n, padded.k)))
+            if old != new} == row_dims
+    # a convolution (cuDNN's layouts) and a matrix-vector product count none
+    assert strided_operands(Gemm("MM1", "c", pass_, 33, 65, 129, "bf16", rows=rows,
+                                 tensors=(100, 100, 100))) == 0
+    assert strided_operands(Gemm("MM1", "v", pass_, 1, 65, 129, "bf16", rows=rows)) == 0
+
+
+def test_tf32_operands_not_k_major_keep_a_share_of_hoppers_rate():
+    """CUTLASS's sm90 TF32 kernels take K-major operands only; a data gradient (one operand not
+    K-major) keeps 0.78 of the main loop's rate and a weight gradient (two) 0.52 on an H100, by
+    hand: 8192 x 4096 x 4096 in 128 x 128 tiles is 2048 tiles in 16 waves of 132 SMs (15.5
+    rounded up), 128 iterations of K = 32 plus 0.0574, each 2 x 128 x 128 x 32 FLOPs at 0.863 x
+    494.5 TFLOP/s / 132 SMs, 324 ns (the loads, 32 KB at 64 B x 1.83 GHz, take 280 ns); the
+    weight gradient, 4096 x 4096 x 8192, is 1024 tiles in 8 waves of 256 iterations."""
+    from roofline.analysis.predict import fitted_gemm
+    from roofline.model.gemm import Gemm
+
+    h100, a100 = load_hardware("h100-sxm5-80gb"), load_hardware("a100-sxm4-80gb")
+    per_iteration = 2 * 128 * 128 * 32 / (0.863 * 494.5e12 / 132)
+    for pass_, m, n, k, share, main in (
+            ("forward", 8192, 4096, 4096, 1.0, 16 * (128 + 0.0574) * per_iteration),
+            ("backward-data", 8192, 4096, 4096, 0.78, 16 * (128 + 0.0574) * per_iteration),
+            ("backward-weight", 4096, 4096, 8192, 0.52, 8 * (256 + 0.0574) * per_iteration)):
+        terms = fitted_gemm(Gemm("MM1", "fc", pass_, m, n, k, "tf32"), h100).terms
+        assert terms["aligned_share"] == share
+        assert terms["tile_m"] == terms["tile_n"] == 128
+        assert terms["main_s"] == pytest.approx(main / share, rel=1e-9)
+        # bf16 (wgmma transposes 16-bit operands) and Ampere keep the whole rate
+        assert fitted_gemm(Gemm("MM1", "fc", pass_, m, n, k, "bf16"), h100).terms[
+            "aligned_share"] == 1.0
+        assert fitted_gemm(Gemm("MM1", "fc", pass_, m, n, k, "tf32"), a100).terms[
+            "aligned_share"] == 1.0
+    # rows off 16 bytes run an older kernel already, which takes any layout: the smaller share
+    odd = fitted_gemm(Gemm("MM1", "fc", "backward-weight", 4097, 4096, 8192, "tf32"), h100)
+    assert odd.terms["aligned_share"] == 0.28
 
 
 def test_gpt2s_lm_head_on_an_h100_is_predicted_near_the_kernel_measured_there():
@@ -373,6 +433,35 @@ def test_the_gemm_verdict_says_which_rows_miss_16_bytes_on_a_tma_gpu(invoke):
     assert "rows off 16 bytes" not in even
     ampere = invoke("gemm", 512, 1001, 1024, "--hw", "a100-sxm4-80gb", "--dtype", "bf16").output
     assert "rows off 16 bytes" not in ampere
+
+
+def test_analyze_and_compare_say_which_tf32_gemms_run_other_kernels(invoke, tmp_path):
+    """A Linear 1024 -> 1024 trained at batch 4096 in TF32: its weight gradient (both operands
+    not K-major) is its one GEMM past the forward (no earlier layer, no data gradient); on an
+    H100 it is predicted at 0.52 of the rate, and the line says what K-major would take."""
+    from roofline.analysis.predict import fitted_gemm, strided_gemms
+    from roofline.api import analyze_model
+    from roofline.model.gemm import Gemm
+
+    model = tmp_path / "fc.yaml"
+    model.write_text("batch: 4096\ndtype: tf32\nmode: train\nlayers:\n"
+                     "  - {type: linear, in: 1024, out: 1024}\n")
+    h100 = load_hardware("h100-sxm5-80gb")
+    report = analyze_model(str(model), "h100-sxm5-80gb")
+    wgrad = Gemm("MM2", "fc", "backward-weight", 1024, 1024, 4096, "tf32")
+    names, now, k_major = strided_gemms(report)
+    assert names == ["MM2"]
+    assert now == pytest.approx(fitted_gemm(wgrad, h100, weights_from_dram=False).time_s)
+    assert k_major == pytest.approx(fitted_gemm(wgrad, h100, k_major=True).time_s)
+    assert k_major < now
+    text = invoke("analyze", str(model), "--hw", "h100-sxm5-80gb").output
+    assert "operands not K-major: MM2" in text and "52% (both)" in text
+    for hw, dtype in (("a100-sxm4-80gb", "tf32"), ("h100-sxm5-80gb", "bf16")):
+        other = invoke("analyze", str(model), "--hw", hw, "--dtype", dtype).output
+        assert "not K-major" not in other
+    compared = invoke("compare", str(model), "--hw", "a100-sxm4-80gb", "--hw",
+                      "h100-sxm5-80gb").output
+    assert "h100-sxm5-80gb: MM2 have TF32 operands not K-major" in compared
 
 
 def test_misaligned_rows_say_what_padding_to_the_16_byte_rule_buys():

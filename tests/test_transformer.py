@@ -277,6 +277,23 @@ def test_naive_gqa_training_bytes_by_hand():
     assert d_k.bytes_by_operand == {"a": 2_048 * 4, "b": 1_024 * 4, "c": 512 * 4}
 
 
+
+def test_naive_attentions_operands_run_where_torch_keeps_them():
+    """Q, K, V, O and their gradients are (tokens x head_dim) row-major, S and P (queries x
+    keys): S = Q K^T reads both along head_dim (K), O = P V reads V along head_dim (N), and in
+    the backward dP = dO V^T (both along K), dV = P^T dO (P^T along M), dQ = dS K (K along N),
+    dK = dS^T Q (dS^T along M); ``Gemm.rows`` gives (A, B, C), 0 M, 1 N, 2 K."""
+    from roofline.analysis.alignment import strided_operands
+
+    net = network_from_yaml("batch: 1\nseq: 64\ndtype: tf32\nmode: train\nlayers:\n"
+                            "  - {type: transformer, hidden: 64, heads: 2, attention: naive}\n")
+    attention = [(g.layer.split(".")[-1], g.pass_, g.operand_rows, strided_operands(g))
+                 for g in net.gemms() if g.layer.endswith((".scores", ".context"))]
+    assert attention == [
+        ("scores", "forward", (2, 2, 1), 0), ("context", "forward", (2, 1, 1), 1),
+        ("context", "backward-data", (2, 2, 1), 0), ("context", "backward-data", (0, 1, 1), 2),
+        ("scores", "backward-data", (2, 1, 1), 1), ("scores", "backward-data", (0, 1, 1), 2)]
+
 WINDOW_BLOCK = """
 batch: 1
 seq: {seq}

@@ -81,25 +81,18 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
     return notes
 
 
-#: The dimensions that are rows of its tensors (the contiguous, 16-byte-aligned ones TMA needs)
-#: in a GEMM of a row-major framework, by pass: forward and data gradient, C(M, N) =
-#: A(M, K) . B: A's rows are K long, the weight's (out x in, or in x out) K or N, C's N; weight
-#: gradient, dW = dY^T X, stored out x in: dY's rows are N (out) long, X's and dW's M (in).
-#: The batch (M, or the weight gradient's K) is never a row.
-ROW_DIMS = {"forward": (1, 2), "backward-data": (1, 2), "backward-weight": (0, 1)}
-
-
 def row_alignment_bytes(gemm: Gemm) -> int:
     """The bytes (a power of two, at most 16) that every row of ``gemm``'s tensors is a multiple
-    of (``ROW_DIMS``; a row of C counts in C's dtype): 16 when all are aligned. A convolution
-    (its tensors are not its matrices: cuDNN's own layouts) and a matrix-vector product (GEMV
-    kernels, no TMA tiles; ``is_matrix_vector``) count as aligned."""
+    of (the dimension each runs along, ``Gemm.operand_rows``; a row of C counts in C's dtype):
+    16 when all are aligned. A convolution (its tensors are not its matrices: cuDNN's own
+    layouts) and a matrix-vector product (GEMV kernels, no TMA tiles; ``is_matrix_vector``)
+    count as aligned."""
     if gemm.tensors is not None or is_matrix_vector(gemm):
         return 16
     dims = (gemm.m, gemm.n, gemm.k)
     e, e_c = itemsize(gemm.dtype), itemsize(gemm.c_dtype)
-    rows = [dims[i] * e for i in ROW_DIMS[gemm.pass_]]
-    rows.append(gemm.n * e_c if gemm.pass_ != "backward-weight" else gemm.m * e_c)
+    a, b, c = gemm.operand_rows
+    rows = [dims[a] * e, dims[b] * e, dims[c] * e_c]
     worst = 16
     for row in rows:
         while row % worst:
@@ -107,11 +100,23 @@ def row_alignment_bytes(gemm: Gemm) -> int:
     return max(worst, 1)
 
 
+def strided_operands(gemm: Gemm) -> int:
+    """How many of A and B are not K-major, their elements along K not adjacent in memory
+    (``Gemm.operand_rows``): by the pass's convention 0 for a forward pass, 1 for a data
+    gradient (the weight), 2 for a weight gradient. 0 for a convolution and a matrix-vector
+    product (cuDNN's own layouts, GEMV kernels), as ``row_alignment_bytes``."""
+    if gemm.tensors is not None or is_matrix_vector(gemm):
+        return 0
+    a, b, _ = gemm.operand_rows
+    return (a != 2) + (b != 2)
+
+
 def padded_rows(gemm: Gemm) -> Gemm:
-    """``gemm`` with each of its row dimensions (``ROW_DIMS``) padded to a multiple of 16 bytes
-    of its dtype (C's rows too): what padding the layer's width to the 16-byte rule makes of it."""
+    """``gemm`` with each of its row dimensions (``Gemm.operand_rows``) padded to a multiple of
+    16 bytes of its dtype (C's rows too): what padding the layer's width to the 16-byte rule
+    makes of it."""
     multiple = max(1, 16 // min(itemsize(gemm.dtype), itemsize(gemm.c_dtype)))
     dims = [gemm.m, gemm.n, gemm.k]
-    for i in ROW_DIMS[gemm.pass_]:
+    for i in set(gemm.operand_rows):
         dims[i] = pad_to(dims[i], multiple)
     return replace(gemm, m=dims[0], n=dims[1], k=dims[2])

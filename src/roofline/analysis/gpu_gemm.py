@@ -22,7 +22,9 @@ slice keeps ``SPLIT_K_MIN_SLICE`` of K)::
     t_main = waves (iters + c) t_iter / a         (c: iterations' worth of prologue/epilogue;
                                                    a: 1, or on a GPU whose Tensor-Core kernels
                                                    load through TMA the share kept when a row
-                                                   misses 16 bytes, ``MISALIGNED_SHARES``)
+                                                   misses 16 bytes, ``MISALIGNED_SHARES``, or
+                                                   on Hopper in TF32 when A or B is not K-major,
+                                                   ``STRIDED_SHARES``: the smaller)
     bytes  = [e(MK + KN) + e_C MN (x2 when C is read)] G unless it all fits in L (then 0: a
              timing loop that repeats the GEMM finds its operands in L2; in a step that keeps
              more than L, the kept operand's bytes, a weight or the KV cache read from DRAM at
@@ -191,6 +193,29 @@ TMA_ARCHITECTURES = frozenset({"Hopper", "Blackwell"})
 #: (meta-pytorch/float8_experimental#145), so this share describes the library measured.
 MISALIGNED_SHARES = ((2, 0.16), (8, 0.28))
 
+#: Architectures and dtypes whose fast Tensor-Core kernels take only K-major operands (A and B
+#: each contiguous along K): CUTLASS lists its sm90 TensorOp GEMMs as ``{N,T} x {N,T}`` for
+#: f16 and bf16 but ``{ T } x { N }`` only for ``{f32, tf32}`` and s8 (NVIDIA/cutlass,
+#: media/docs/cpp/functionality.md, "CUTLASS 3.x Kernels"); Hopper's ``wgmma`` transposes an
+#: operand in shared memory for 16-bit types only. A TF32 GEMM with an operand that is not
+#: K-major (a data gradient's weight, a weight gradient's two operands, torch.matmul's row-major
+#: B) runs another kernel. fp8 is left out: cuBLASLt runs it only in the "TN" format, both
+#: K-major (cublasLtMatmul's requirements; NVIDIA/TransformerEngine's cublaslt_gemm.cu: "Hopper
+#: only supports TN GEMMs for FP8"), so a framework copies an operand first, an op rather than a
+#: slower GEMM; int8 is not measured here. Blackwell is left out too: TransformerEngine runs fp8
+#: there in any layout, and its TF32 is not measured here.
+K_MAJOR_ONLY = {"Hopper": frozenset({"tf32"})}
+#: The share of the K-major kernels' main-loop rate such a GEMM keeps, by how many of A and B
+#: are not K-major (``alignment.strided_operands``): 1, 2. Fitted (the pair minimising the mean
+#: |log(measured / predicted)|, 0.02 steps) on the 110 TF32 rows of benchmarks/data/
+#: h100_live_gemm.csv and h100_live_passes.csv whose rows are 16-byte aligned (92 torch.matmul
+#: GEMMs, B row-major; a Linear's three passes at 6 shapes): within 1.25x 66% -> 93%, the data
+#: gradients' median 1.39 -> 1.09, the weight gradients' 1.78 -> 0.99. Never fitted on the
+#: H200's 110 (h200_live_*): 69% -> 95%, worst 2.0x -> 1.6x. A GEMM whose rows miss 16 bytes
+#: runs an older kernel already (``MISALIGNED_SHARES``), which takes any layout: the smaller of
+#: the two shares holds (the H100's misaligned TF32 weight gradients: median 0.95 so).
+STRIDED_SHARES = (0.78, 0.52)
+
 
 @dataclass(frozen=True)
 class GpuDevice:
@@ -206,6 +231,7 @@ class GpuDevice:
     k_step: int
     tensor_core: bool
     tma: bool = False  # Tensor-Core kernels that need 16-byte rows (TMA_ARCHITECTURES)
+    k_major_only: bool = False  # fast kernels only for K-major operands (K_MAJOR_ONLY)
 
 
 def uses_tensor_cores(hardware: HardwareSpec, dtype: str) -> bool:
@@ -241,7 +267,8 @@ def device_for(hardware: HardwareSpec, dtype: str) -> GpuDevice:
                      hardware.peak_flops_per_s(dtype) * share, hardware.bandwidth_bytes_per_s,
                      (hardware.llc_mb or 0.0) * 2**20, tiles,
                      TENSOR_CORE_K_STEP if tensor else CUDA_CORE_K_STEP, tensor,
-                     tensor and hardware.architecture in TMA_ARCHITECTURES)
+                     tensor and hardware.architecture in TMA_ARCHITECTURES,
+                     tensor and dtype in K_MAJOR_ONLY.get(hardware.architecture or "", ()))
 
 
 def misaligned_share(dev: GpuDevice, row_bytes: int) -> float:
@@ -251,6 +278,17 @@ def misaligned_share(dev: GpuDevice, row_bytes: int) -> float:
     if not dev.tma or row_bytes >= 16:
         return 1.0
     return next(share for limit, share in MISALIGNED_SHARES if row_bytes <= limit)
+
+
+def layout_share(dev: GpuDevice, row_bytes: int, strided: int) -> float:
+    """The share of its main-loop rate a GEMM keeps on ``dev`` for the kernel its rows and its
+    operands' layout leave it: the smaller of ``misaligned_share`` and, where ``dev``'s fast
+    kernels take only K-major operands (``K_MAJOR_ONLY``), ``STRIDED_SHARES`` for the
+    ``strided`` of A and B that are not."""
+    share = misaligned_share(dev, row_bytes)
+    if dev.k_major_only and strided:
+        share = min(share, STRIDED_SHARES[strided - 1])
+    return share
 
 
 def _splits(base: int, k: int, sms: int) -> list[int]:
@@ -265,7 +303,7 @@ def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: in
               dev: GpuDevice, c: GpuGemmConstants, e_b: float | None = None,
               math_scale: float = 1.0, share: float = 1.0) -> float:
     """``waves x (iters + c) x t_iter / share`` for one tile and split (module docstring;
-    ``share``: ``misaligned_share``). A stored weight format (int4, int8, fp8 under wider
+    ``share``: ``layout_share``). A stored weight format (int4, int8, fp8 under wider
     math) loads B at ``e_b`` bytes per element and multiplies the math by ``math_scale`` (the
     GEMM's FLOPs plus its dequantization, over its FLOPs)."""
     tm, tn = tile
@@ -283,16 +321,16 @@ def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: in
 def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_bytes: int,
               dev: GpuDevice, c: GpuGemmConstants = FITTED, e_b: float | None = None,
               math_scale: float = 1.0, kept: int = 0,
-              row_bytes: int = 16) -> dict[str, float]:
+              row_bytes: int = 16, strided: int = 0) -> dict[str, float]:
     """The predicted time of ``count`` C(m, n) = A(m, k) B(k, n) GEMMs (one batched kernel)
     whose compulsory traffic is ``working`` bytes (``Gemm.bytes``: e(MK + KN) + e_C MN, x2 on
     C when read, for all ``count``; a convolution's tensors), ``c_bytes`` of them C's
     (``Gemm.bytes_by_operand["c"]``), of which ``kept`` come from DRAM even when the whole fits
-    in L2 (``analysis.residency``), its worst row aligned to ``row_bytes`` bytes
-    (``misaligned_share``), and the terms of the best tile and split: ``time_s``, ``main_s``,
-    ``dram_s``, ``tail_s``, ``min_kernel_s``, ``tile_m``, ``tile_n``, ``split_k``,
-    ``resident``, ``aligned_share``."""
-    share = misaligned_share(dev, row_bytes)
+    in L2 (``analysis.residency``), its worst row aligned to ``row_bytes`` bytes and
+    ``strided`` of A and B not K-major (``layout_share``), and the terms of the best tile and
+    split: ``time_s``, ``main_s``, ``dram_s``, ``tail_s``, ``min_kernel_s``, ``tile_m``,
+    ``tile_n``, ``split_k``, ``resident``, ``aligned_share`` (the layout share)."""
+    share = layout_share(dev, row_bytes, strided)
     resident = working <= dev.l2_bytes
     from_dram = kept if resident else working
     bandwidth = c.dram_fraction * dev.bandwidth_bytes_per_s

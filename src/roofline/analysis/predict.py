@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..model.dtypes import bits
 from ..model.dtypes import itemsize as element_size
@@ -80,7 +80,7 @@ from ..model.dtypes import itemsize as element_size
 if TYPE_CHECKING:
     from ..hardware.spec import GemmEfficiency, GpuOpsCalibration, HardwareSpec
     from ..model.gemm import Gemm
-    from .gpu_gemm import GpuGemmConstants
+    from .gpu_gemm import GpuDevice, GpuGemmConstants
     from .quantization import Quantization
     from .report import Report
 
@@ -149,19 +149,21 @@ def library_mismatch(hardware: HardwareSpec, framework: str | None) -> str | Non
 
 
 def predict_gemm(gemm: Gemm, hardware: HardwareSpec, tiles: Quantization | None = None,
-                 weights_from_dram: bool = False) -> Prediction:
+                 weights_from_dram: bool = False, k_major: bool = False) -> Prediction:
     """The time to expect for ``gemm`` on ``hardware`` (see the module docstring). With
     ``weights_from_dram`` (a step that keeps more than the cache: ``analysis.residency``) its
     kept operands (``Gemm.kept_operands``: a weight, the KV cache, a weight gradient) are read
-    or written in DRAM even when it fits in the cache; without, a timing loop's warm cache."""
+    or written in DRAM even when it fits in the cache; without, a timing loop's warm cache.
+    ``k_major``: on a GPU, as if A and B were both K-major (``strided_gemms``)."""
     calibration = hardware.calibration
     if calibration is not None and gemm.dtype in calibration.efficiency:
         return _calibrated(gemm, hardware, weights_from_dram)
     if hardware.kind == "gpu" and hardware.gpu is not None:
         if calibration is not None and calibration.gpu_ops is not None:
             return fitted_gemm(gemm, hardware, calibrated_constants(calibration.gpu_ops),
-                               "calibrated", weights_from_dram)
-        return fitted_gemm(gemm, hardware, weights_from_dram=weights_from_dram)
+                               "calibrated", weights_from_dram, k_major)
+        return fitted_gemm(gemm, hardware, weights_from_dram=weights_from_dram,
+                           k_major=k_major)
     return datasheet_gemm(gemm, hardware, tiles)
 
 
@@ -176,10 +178,12 @@ def calibrated_constants(gpu: GpuOpsCalibration) -> GpuGemmConstants:
 
 
 def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants | None = None,
-                basis: str = "fitted", weights_from_dram: bool = False) -> Prediction:
+                basis: str = "fitted", weights_from_dram: bool = False,
+                k_major: bool = False) -> Prediction:
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
-    calibration's, ``basis`` calibrated)."""
-    from .alignment import row_alignment_bytes
+    calibration's, ``basis`` calibrated); ``k_major``: A and B taken as K-major whatever
+    ``gemm.operand_rows`` says."""
+    from .alignment import row_alignment_bytes, strided_operands
     from .gpu_gemm import FITTED, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
@@ -190,7 +194,8 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
                       constants or FITTED,
                       e_b=e_b, math_scale=scale,
                       kept=gemm.kept_bytes if weights_from_dram else 0,
-                      row_bytes=row_alignment_bytes(gemm) if device.tma else 16)
+                      row_bytes=row_alignment_bytes(gemm) if device.tma else 16,
+                      strided=0 if k_major else strided_operands(gemm))
     return Prediction(terms["time_s"], basis, terms)
 
 
@@ -199,26 +204,55 @@ def misaligned_rows(report: Report) -> tuple[list[str], float, float]:
     (``gpu_gemm.misaligned_share`` below 1), their predicted time as they are, and as padded
     to the 16-byte rule (``alignment.padded_rows``, predicted as the report predicts them)."""
     from .alignment import padded_rows, row_alignment_bytes
-    from .gpu_gemm import TMA_ARCHITECTURES, device_for, misaligned_share
+    from .gpu_gemm import TMA_ARCHITECTURES, misaligned_share
+
+    if report.hardware.architecture not in TMA_ARCHITECTURES:
+        return [], 0.0, 0.0  # no other architecture loads through TMA
+    return _repredicted(
+        report, lambda gemm, dev: misaligned_share(dev, row_alignment_bytes(gemm)) < 1.0,
+        lambda shape, from_dram: predict_gemm(padded_rows(shape), report.hardware,
+                                              weights_from_dram=from_dram))
+
+
+def strided_gemms(report: Report) -> tuple[list[str], float, float]:
+    """The GEMMs of ``report`` that its GPU runs slower because A or B is not K-major
+    (``gpu_gemm.K_MAJOR_ONLY``: TF32 on Hopper), their predicted time as they are, and as
+    predicted were both K-major."""
+    from .alignment import strided_operands
+    from .gpu_gemm import K_MAJOR_ONLY
+
+    if report.hardware.architecture not in K_MAJOR_ONLY:
+        return [], 0.0, 0.0
+    return _repredicted(
+        report, lambda gemm, dev: dev.k_major_only and strided_operands(gemm) > 0,
+        lambda shape, from_dram: predict_gemm(shape, report.hardware,
+                                              weights_from_dram=from_dram, k_major=True))
+
+
+def _repredicted(report: Report, pays: Callable[[Gemm, GpuDevice], bool],
+                 otherwise: Callable[[Gemm, bool], Prediction]) -> tuple[list[str], float, float]:
+    """The names of ``report``'s GEMMs for which ``pays`` (the GEMM, its dtype's
+    ``gpu_gemm.GpuDevice``) holds, their predicted time, and the time ``otherwise`` predicts
+    for them (a shape, whether the step reads its weights from DRAM), once per shape."""
+    from .gpu_gemm import device_for
 
     hardware = report.hardware
-    if hardware.kind != "gpu" or hardware.architecture not in TMA_ARCHITECTURES:
-        return [], 0.0, 0.0  # device_for needs a GPU; no other architecture loads through TMA
+    if hardware.kind != "gpu" or hardware.gpu is None:
+        return [], 0.0, 0.0  # device_for needs a GPU
     from_dram = report.residency is not None and report.residency.from_dram
     devices = {dtype: device_for(hardware, dtype) for dtype in {r.gemm.dtype
                                                                  for r in report.results}}
-    names, now, padded = [], 0.0, 0.0
+    names, now, other = [], 0.0, 0.0
     seen: dict[Gemm, float] = {}  # one prediction per shape: a deep model repeats its layers
     for r in report.results:
-        if misaligned_share(devices[r.gemm.dtype], row_alignment_bytes(r.gemm)) < 1.0:
+        if pays(r.gemm, devices[r.gemm.dtype]):
             names.append(r.gemm.name)
             now += r.predicted_time_s
             shape = replace(r.gemm, name="", layer="", copy=0)
             if shape not in seen:
-                seen[shape] = predict_gemm(padded_rows(shape), hardware,
-                                           weights_from_dram=from_dram).time_s
-            padded += seen[shape]
-    return names, now, padded
+                seen[shape] = otherwise(shape, from_dram).time_s
+            other += seen[shape]
+    return names, now, other
 
 
 def datasheet_gemm(gemm: Gemm, hardware: HardwareSpec,

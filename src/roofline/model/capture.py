@@ -491,7 +491,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # every use in a step that keeps more than the cache (analysis.residency)
         kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
         gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
-                         int(g), b_operand=kept)
+                         int(g), b_operand=kept, rows=_rows(a, b))
         if op in ("mm", "bmm") or (kwargs or {}).get("beta", 1) == 0:
             return [gemm]
         return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
@@ -514,6 +514,17 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # named as torch's eval-only form of it, so that its cost follows from its name
         op = "_native_batch_norm_legit_no_training"
     return _op(op, tensors, outs, pass_, owner, rec)
+
+
+def _rows(a: Any, b: Any) -> tuple[int, int, int]:
+    """The dimension (0 M, 1 N, 2 K) each of A (.., m, k), B (.., k, n) and C runs along in
+    memory, from the operands' strides (``GemmShape.rows``): A along K when its last stride is 1,
+    else along M (a transposed view: a weight gradient's dY^T); B along K when its rows are
+    apart and its columns adjacent (a weight read as W^T), else along N; C as torch allocates
+    it, along N."""
+    a_row = 2 if a.stride(-1) == 1 else 0
+    b_row = 2 if b.stride(-2) == 1 and b.stride(-1) != 1 else 1
+    return a_row, b_row, 1
 
 
 def _added_input(added: Any, out: Any, pass_: str, owner: str) -> list[Item]:

@@ -36,6 +36,13 @@ from typing import NamedTuple
 from .dtypes import SCALE_BYTES, bits, check_dtype, default_output_dtype, itemsize
 
 PASSES = ("forward", "backward-data", "backward-weight")
+#: The dimension (0 M, 1 N, 2 K) each of A, B and C runs along in memory (its rows, contiguous),
+#: by pass, in a row-major framework that stores a weight out x in (PyTorch's nn.Linear):
+#: forward, y = x W^T: x's rows are K long, W^T's (W's rows) K, y's N; data gradient, dX = dY W:
+#: dY's K, W's N, dX's N; weight gradient, dW = X^T dY with M = in, N = out, stored out x in:
+#: X^T's M (X's rows), dY's N, dW's M. A GEMM that knows better says so (``Gemm.rows``).
+PASS_ROWS: dict[str, tuple[int, int, int]] = {
+    "forward": (2, 2, 1), "backward-data": (2, 1, 1), "backward-weight": (0, 1, 0)}
 B_OPERANDS = ("", "weight", "kv")  # what B is: an activation or gradient, a weight, the KV cache
 Dims = tuple[int, int, int]
 
@@ -56,7 +63,9 @@ class GemmShape(NamedTuple):
     (a convolution's input map, not its unfolded matrix). ``b_operand`` says what B is when the
     model may store it in its own format: ``"weight"`` (a weight matrix: forward and
     data-gradient GEMMs of a weighted layer), ``"kv"`` (K or V read from the KV cache: naive
-    attention in decode), else ``""``.
+    attention in decode), else ``""``. ``rows`` gives the dimension each of A, B and C runs
+    along in memory (0 M, 1 N, 2 K) where the pass's convention (``PASS_ROWS``) does not hold:
+    attention's products, a captured GEMM's operands as their strides say.
     """
 
     layer: str
@@ -70,6 +79,7 @@ class GemmShape(NamedTuple):
     align: tuple[int, int, int] = (1, 1, 1)
     tensors: tuple[int, int, int] | None = None  # A, B, C elements when not the matrices
     b_operand: str = ""  # "weight" | "kv" | "": what B is
+    rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension; None: PASS_ROWS
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -130,6 +140,7 @@ class Gemm:
     b_dtype: str = ""  # B as stored when not ``dtype`` (int4/int8/fp8 weights, an fp8 KV cache)
     group_size: int = 0  # values per fp16 scale of a group-quantized B (int4); 0: none
     b_operand: str = ""  # "weight" | "kv" | "": what B is (GemmShape), kept from step to step
+    rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension (GemmShape)
     # computed once in __post_init__ (a deep report reads each several times); not compared
     flops: int = field(init=False, repr=False, compare=False)
     bytes: int = field(init=False, repr=False, compare=False)
@@ -150,6 +161,10 @@ class Gemm:
             raise ValueError(f"b_operand must be one of {B_OPERANDS}, got {self.b_operand!r}")
         if self.b_dtype == self.dtype:
             object.__setattr__(self, "b_dtype", "")
+        if self.rows is not None and not (
+                len(self.rows) == 3 and self.rows[0] in (0, 2) and self.rows[1] in (1, 2)
+                and self.rows[2] in (0, 1)):
+            raise ValueError(f"rows must be (0 or 2, 1 or 2, 0 or 1), got {self.rows!r}")
         flops = gemm_flops(self.m, self.n, self.k) * self.batch_count
         nbytes = self.traffic((self.m, self.n, self.k))
         object.__setattr__(self, "flops", flops)
@@ -179,6 +194,7 @@ class Gemm:
         _set(new, "b_dtype", self.b_dtype)
         _set(new, "group_size", self.group_size)
         _set(new, "b_operand", self.b_operand)
+        _set(new, "rows", self.rows)
         _set(new, "flops", self.flops)
         _set(new, "bytes", self.bytes)
         _set(new, "intensity", self.intensity)
@@ -194,6 +210,12 @@ class Gemm:
         """Compulsory bytes of this GEMM (its precision, its batch count, its tensors) had it
         the dimensions ``dims``."""
         return sum(self._operand_bytes(dims))
+
+    @property
+    def operand_rows(self) -> tuple[int, int, int]:
+        """The dimension (0 M, 1 N, 2 K) each of A, B and C runs along in memory: ``rows``, else
+        the pass's (``PASS_ROWS``)."""
+        return self.rows or PASS_ROWS[self.pass_]
 
     @property
     def kept_operands(self) -> dict[str, int]:

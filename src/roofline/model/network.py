@@ -539,7 +539,7 @@ class Network:
             b_dtype = self.kv_dtype
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
-                    b_dtype, group, s.b_operand)
+                    b_dtype, group, s.b_operand, s.rows)
 
 class _Templates:
     """The GEMMs and ops of ``Network.parts``, made once per distinct layer (its fields but

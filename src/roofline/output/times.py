@@ -74,7 +74,8 @@ def time_lines(report: Report) -> list[str]:
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)})"]
-    return lines + [text] + step + misaligned_row_lines(report) + beats_roof_notes(report)
+    return (lines + [text] + step + misaligned_row_lines(report) + strided_lines(report)
+            + beats_roof_notes(report))
 
 
 def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
@@ -96,6 +97,28 @@ def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
             f"aligned rate ({two}-byte rows) or {high:.0%} (4 or 8 bytes) as measured on an "
             f"H100 with torch 2.11's cuBLAS: {seconds(now)} as they are, {seconds(padded)} "
             f"padded to the 16-byte rule (the warnings say what to pad)"]
+
+
+def strided_lines(report: Report, shown: int = 6) -> list[str]:
+    """On a GPU whose fast kernels for a dtype take only K-major operands
+    (``gpu_gemm.K_MAJOR_ONLY``: TF32 on Hopper), the GEMMs with an operand that is not, what
+    the prediction charges them (``gpu_gemm.STRIDED_SHARES``) and what they would take with
+    both K-major (``predict.strided_gemms``); else nothing."""
+    from ..analysis.gpu_gemm import STRIDED_SHARES
+    from ..analysis.predict import strided_gemms
+
+    names, now, k_major = strided_gemms(report)
+    if not names:
+        return []
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    one, two = STRIDED_SHARES
+    return [f"operands not K-major: {', '.join(names[:shown])}{more}: "
+            f"{report.hardware.architecture}'s fast TF32 kernels take A and B contiguous along "
+            f"K only (a data gradient reads its weight along N, a weight gradient both operands "
+            f"along M and N), so these run others, predicted at {one:.0%} of the rate (one "
+            f"operand) or {two:.0%} (both) as measured on an H100 with torch 2.11's cuBLAS: "
+            f"{seconds(now)} as they are, {seconds(k_major)} were both K-major (16-bit dtypes "
+            f"run any layout at full rate)"]
 
 
 def measured_residency_lines(report: Report) -> list[str]:

@@ -203,8 +203,10 @@ def _why_lines(c: Comparison) -> list[str]:
 
 def misaligned_lines(c: Comparison) -> list[str]:
     """Per device that runs Tensor-Core GEMMs through TMA, those whose rows miss 16 bytes and
-    their predicted time as they are and padded (``predict.misaligned_rows``)."""
-    from ..analysis.predict import misaligned_rows
+    their predicted time as they are and padded (``predict.misaligned_rows``); per device whose
+    fast kernels take only K-major operands, those with one that is not, as they are and as
+    if K-major (``predict.strided_gemms``)."""
+    from ..analysis.predict import misaligned_rows, strided_gemms
 
     lines = []
     for r in c.reports:
@@ -213,6 +215,11 @@ def misaligned_lines(c: Comparison) -> list[str]:
             lines.append(f"{r.hardware.name}: {compact_names(names, 8)} have rows off 16 bytes: "
                          f"older kernels (TMA needs 16-byte rows), predicted {seconds(now)} as "
                          f"they are, {seconds(padded)} padded to the 16-byte rule")
+        names, now, k_major = strided_gemms(r)
+        if names:
+            lines.append(f"{r.hardware.name}: {compact_names(names, 8)} have TF32 operands not "
+                         f"K-major: other kernels (the fast ones take K-major only), predicted "
+                         f"{seconds(now)} as they are, {seconds(k_major)} were both K-major")
     return lines
 
 

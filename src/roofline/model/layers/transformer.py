@@ -273,7 +273,8 @@ class Transformer:
         items += self._dropout("forward", count * q * s, step, "attn")
         items.append(GemmShape(f"{self.name}.context", "forward", q, self.head_dim, s,
                                ("query", "head_dim", "key"), (0, 0, 0), count, (1, 1, 1),
-                               self._shared_kv(step, (qs, kv, qd)), self._cache(step)))
+                               self._shared_kv(step, (qs, kv, qd)), self._cache(step),
+                               rows=(2, 1, 1)))  # O = P.V: V's rows run along head_dim (N)
         return items
 
     @staticmethod
@@ -405,18 +406,25 @@ class Transformer:
         d, scores, context = self.head_dim, f"{self.name}.scores", f"{self.name}.context"
         qs, qd, kv = self._attention_tensors(step)
         one = (1, 1, 1)
+        # rows (the dimension each of A, B, C runs along in memory, Gemm.rows): dO, Q, K, V and
+        # their gradients run along head_dim, P and dS along the keys; a transposed operand
+        # (V^T, P^T, dS^T) runs along its other dimension
         items: list[Item] = [
             GemmShape(context, "backward-data", q, s, d, ("query", "key", "head_dim"),
-                      (0, 0, 0), count, one, self._shared_kv(step, (qd, kv, qs))),  # dP = dO.V^T
+                      (0, 0, 0), count, one, self._shared_kv(step, (qd, kv, qs)),
+                      rows=(2, 2, 1)),  # dP = dO.V^T
             GemmShape(context, "backward-data", s, d, q, ("key", "head_dim", "query"),
-                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qd, kv)))]  # dV = P^T.dO
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qd, kv)),
+                      rows=(0, 1, 1))]  # dV = P^T.dO
         items += self._dropout("backward", count * q * s, step, "attn")
         items.append(self._op("backward", "softmax-backward", count * q * s, step, "attn"))
         items += [
             GemmShape(scores, "backward-data", q, d, s, ("query", "head_dim", "key"),
-                      (0, 0, 0), count, one, self._shared_kv(step, (qs, kv, qd))),  # dQ = dS.K
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, kv, qd)),
+                      rows=(2, 1, 1)),  # dQ = dS.K
             GemmShape(scores, "backward-data", s, d, q, ("key", "head_dim", "query"),
-                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qd, kv)))]  # dK = dS^T.Q
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qd, kv)),
+                      rows=(0, 1, 1))]  # dK = dS^T.Q
         return items
 
     def _ffn_backward(self, step: Step) -> list[Item]:

@@ -40,6 +40,7 @@ from ..times import (
     misaligned_row_lines,
     op_basis_text,
     residency_lines,
+    strided_lines,
 )
 from . import svg
 
@@ -290,7 +291,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
              + basis_sentence(report.hardware).removeprefix("predicted: "),
              *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
              *residency_lines(report), *misaligned_row_lines(report),
-             *beats_roof_notes(report)]
+             *strided_lines(report), *beats_roof_notes(report)]
     scaling = scaling_lines(report.scaling) if report.scaling else []
     title = f"{report.network.name} on {report.hardware.name}"
 
