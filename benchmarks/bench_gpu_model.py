@@ -50,7 +50,7 @@ from _tables import table_lines
 
 from roofline.analysis.alignment import row_alignment_bytes, strided_operands
 from roofline.analysis.gpu_gemm import FITTED, GpuGemmConstants, device_for, gemm_time
-from roofline.analysis.predict import datasheet_gemm
+from roofline.analysis.predict import datasheet_gemm, slow_row_bytes
 from roofline.analysis.quantization import quantization_of
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import load_hardware
@@ -160,7 +160,7 @@ class Predictor:
             self._dev[key] = device_for(self.hardware(row.device), row.dtype)
         if row not in self._bytes:
             g = self.gemm(row)
-            self._bytes[row] = (g.bytes, g.bytes_by_operand["c"], row_alignment_bytes(g),
+            self._bytes[row] = (g.bytes, g.bytes_by_operand["c"], slow_row_bytes(g),
                                 strided_operands(g))
         working, c_bytes, row_bytes, strided = self._bytes[row]
         return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), row.count, working, c_bytes,

@@ -183,7 +183,7 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
     calibration's, ``basis`` calibrated); ``k_major``: A and B taken as K-major whatever
     ``gemm.operand_rows`` says."""
-    from .alignment import row_alignment_bytes, strided_operands
+    from .alignment import strided_operands
     from .gpu_gemm import FITTED, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
@@ -194,22 +194,32 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
                       constants or FITTED,
                       e_b=e_b, math_scale=scale,
                       kept=gemm.kept_bytes if weights_from_dram else 0,
-                      row_bytes=row_alignment_bytes(gemm) if device.tma else 16,
+                      row_bytes=slow_row_bytes(gemm) if device.tma else 16,
                       strided=0 if k_major else strided_operands(gemm))
     return Prediction(terms["time_s"], basis, terms)
+
+
+def slow_row_bytes(gemm: Gemm) -> int:
+    """The row alignment (``alignment.row_alignment_bytes``) that slows ``gemm`` on a GPU whose
+    kernels need 16-byte rows: its own, but 16 for fp8, which no older kernel runs: cuBLASLt
+    refuses an fp8 GEMM off 16 bytes (an ``error`` alignment note says what to pad), so it
+    runs padded or not at all, and is predicted at the aligned kernels' rate."""
+    from .alignment import row_alignment_bytes
+
+    return 16 if gemm.dtype == "fp8" else row_alignment_bytes(gemm)
 
 
 def misaligned_rows(report: Report) -> tuple[list[str], float, float]:
     """The GEMMs of ``report`` that its GPU runs slower for rows off 16 bytes
     (``gpu_gemm.misaligned_share`` below 1), their predicted time as they are, and as padded
     to the 16-byte rule (``alignment.padded_rows``, predicted as the report predicts them)."""
-    from .alignment import padded_rows, row_alignment_bytes
+    from .alignment import padded_rows
     from .gpu_gemm import TMA_ARCHITECTURES, misaligned_share
 
     if report.hardware.architecture not in TMA_ARCHITECTURES:
         return [], 0.0, 0.0  # no other architecture loads through TMA
     return _repredicted(
-        report, lambda gemm, dev: misaligned_share(dev, row_alignment_bytes(gemm)) < 1.0,
+        report, lambda gemm, dev: misaligned_share(dev, slow_row_bytes(gemm)) < 1.0,
         lambda shape, from_dram: predict_gemm(padded_rows(shape), report.hardware,
                                               weights_from_dram=from_dram))
 
