@@ -158,19 +158,25 @@ def test_published_rates_interpolate_in_log2_and_clamp():
     assert fa3_tflops("forward", 128, 32768, False) == 648
     assert fa3_tflops("forward", 32, 512, False) == 333
     # backward: the unmasked figures only (head dim 128, 2k: 501), 256 clamped to 128
-    assert fa3_tflops("backward", 128, 2048, True) == 501
+    assert fa3_tflops("backward", 128, 2048, False) == 501
     assert fa3_tflops("backward", 256, 16384, False) == 561
+    # a causal backward loses to the mask what the causal forward does: head dim 128, 2k,
+    # 501 x 521 / 625 = 417.6; head dim 64, 512: 272 x 197 / 333 = 160.9
+    assert fa3_tflops("backward", 128, 2048, True) == pytest.approx(501 * 521 / 625, rel=1e-12)
+    assert fa3_tflops("backward", 64, 512, True) == pytest.approx(272 * 197 / 333, rel=1e-12)
 
 
 def test_training_step_charges_the_backward_at_the_backward_figure():
     # causal Llama-style block on H100, seq 4k, batch 2, 32 heads of 128 (hidden 4096):
     # forward FLOPs 4 x 64 x 4096^2 x 128 / 2 = 274,877,906,944 at 579 TFLOP/s (causal, 4k);
-    # backward 10 x 64 x 4096^2 x 128 / 2 = 687,194,767,360 at 542 (unmasked figure, 4k)
+    # backward 10 x 64 x 4096^2 x 128 / 2 = 687,194,767,360 at 542 (unmasked figure, 4k) x
+    # 579 / 638 (the causal forward's share of the unmasked one at 4k) = 491.9
     _, ops = _attention("h100-sxm5-80gb", causal=True, seq=4096, batch=2, mode="train",
                         heads=32, hidden=4096)
     forward, backward = ops
     assert forward.predicted_time_s == pytest.approx(0.9e-6 + 274_877_906_944 / 579e12)
-    assert backward.predicted_time_s == pytest.approx(0.9e-6 + 687_194_767_360 / 542e12)
+    assert backward.predicted_time_s == pytest.approx(
+        0.9e-6 + 687_194_767_360 / (542e12 * 579 / 638))
 
 
 def test_decode_attention_streams_the_kv_cache():

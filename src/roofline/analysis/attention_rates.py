@@ -20,7 +20,8 @@ one of each pair whose FlashAttention-2 and standard-attention bars are lower at
 makes them. One disagreement between two transcriptions of the same figure: forward head dim
 128 non-causal at seq 512 reads 467 in one and 497 in the other (cuDNN's and FlashAttention-3's
 bars swapped); 467 is kept. The backward figures are for head dim 64 and 128 only, without the
-mask.
+mask; a causal backward is derived from them and the forward's masked and unmasked pairs
+(``gpu_ops.causal_share``).
 
 FlashAttention-2 on Ampere (Dao 2023, arXiv:2307.08691, abstract): "reaching 50-73% of the
 theoretical maximum FLOPs/s on A100"; the author's post (``FA2_BLOG``) gives the same top

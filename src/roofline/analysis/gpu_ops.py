@@ -22,7 +22,8 @@ every op is one kernel, and::
   1. decode (one query row against a KV cache: no published figure is for it): basis
      ``streaming``, as an elementwise kernel;
   2. fp16 or bf16 on a Hopper GPU: FlashAttention-3's published rate (H100 SXM5) for the pass,
-     the causal mask (backward: the unmasked figure, the only one published), the head dimension
+     the causal mask (backward: the unmasked figure, the only one published, times the share
+     the causal forward keeps of the unmasked one, ``causal_share``), the head dimension
      and the sequence length, linear in log2 of each between the published points and clamped
      at their ends (head dim 64..256 forward, 64..128 backward; seq 512..16k), as a share of
      H100 SXM5's peak; basis ``flash-attention-3``;
@@ -180,12 +181,31 @@ def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
 def fa3_tflops(pass_: str, head_dim: int, seq: int, causal: bool) -> float:
     """FlashAttention-3's published TFLOP/s on H100 SXM5 at this shape: linear in log2 of the
     sequence length along each head dimension's figure, then in log2 of the head dimension,
-    clamped at the published ends (the backward pass: the unmasked figures)."""
-    backward = pass_ != "forward"
-    curves: dict[int, Curve] = {
-        c.head_dim: c for c in FA3_FIGURES
-        if c.pass_ == ("backward" if backward else "forward") and c.causal == (causal and not
-                                                                               backward)}
+    clamped at the published ends. The backward pass has unmasked figures only: a causal
+    backward is the unmasked backward times the share the causal forward keeps of the unmasked
+    forward at the same head dimension and length (``causal_share``)."""
+    if pass_ != "forward":
+        rate = _fa3_curve("backward", head_dim, seq, False)
+        return rate * causal_share(head_dim, seq) if causal else rate
+    return _fa3_curve("forward", head_dim, seq, causal)
+
+
+def causal_share(head_dim: int, seq: int) -> float:
+    """The share of the unmasked rate FlashAttention-3's causal forward keeps (its published
+    figures): the diagonal blocks the mask cuts through and the uneven work per block of rows,
+    which its backward, tiled the same way over the same blocks, has too. 0.59 at head dim 64
+    and 512 tokens, 0.95 at 16k. Checked, never fitted: the causal backward torch (cuDNN's
+    kernel) ran on a lent H100 kept 0.60 / 0.68 / 0.76 / 0.88 / 0.88 of its unmasked rate at
+    512..8k tokens, head dim 64, where this gives 0.59 / 0.68 / 0.81 / 0.88 / 0.93
+    (benchmarks/data/h100_live_ops.csv)."""
+    return (_fa3_curve("forward", head_dim, seq, True)
+            / _fa3_curve("forward", head_dim, seq, False))
+
+
+def _fa3_curve(pass_: str, head_dim: int, seq: int, causal: bool) -> float:
+    """One pass's and mask's published figures at this shape, interpolated and clamped."""
+    curves: dict[int, Curve] = {c.head_dim: c for c in FA3_FIGURES
+                                if c.pass_ == pass_ and c.causal == causal}
     by_dim = tuple((d, interpolate(tuple(zip(SEQS, curves[d].tflops)), seq))
                    for d in sorted(curves))
     return interpolate(by_dim, head_dim)
