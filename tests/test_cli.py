@@ -35,6 +35,14 @@ def test_json_contract_and_values_for_the_example_on_a100(invoke):
     # 4.295e9 FLOP / 312e12 FLOP/s = 13.77 us
     assert mm1["time_s"] == pytest.approx(4_294_967_296 / 312e12)
     assert mm1["aligned"] is True and isinstance(mm1["warnings"], list)
+    # the dimension each operand runs along in PyTorch's row-major tensors: x W^T reads both
+    # along K, dY W reads W along N, dW = X^T dY reads X^T along M and writes dW (out x in)
+    # along M
+    forward, data_grad, weight_grad = ({"a": "K", "b": "K", "c": "N"},
+                                       {"a": "K", "b": "N", "c": "N"},
+                                       {"a": "M", "b": "N", "c": "M"})
+    assert [g["operand_rows"] for g in data["gemms"]] == [forward, forward, data_grad,
+                                                          weight_grad, weight_grad]
     totals = data["totals"]
     assert set(totals) == {"flops", "bytes", "time_s", "memory_bound_time_fraction", "gemm_flops",
                            "gemm_time_s", "predicted_gemm_time_s", "predicted_time_s", "op_time_s",
