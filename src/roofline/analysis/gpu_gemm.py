@@ -213,7 +213,12 @@ K_MAJOR_ONLY = {"Hopper": frozenset({"tf32"})}
 #: gradients' median 1.39 -> 1.09, the weight gradients' 1.78 -> 0.99. Never fitted on the
 #: H200's 110 (h200_live_*): 69% -> 95%, worst 2.0x -> 1.6x. A GEMM whose rows miss 16 bytes
 #: runs an older kernel already (``MISALIGNED_SHARES``), which takes any layout: the smaller of
-#: the two shares holds (the H100's misaligned TF32 weight gradients: median 0.95 so).
+#: the two shares holds (the H100's misaligned TF32 weight gradients: median 0.95 so). A probed
+#: entry's TF32 peak comes from torch.matmul's row-major squares (B not K-major), which lost
+#: little to the layout there (the H100's 4096^3 ran at the K-major rate), so the shares apply to
+#: a calibrated peak as to the datasheet's: on the H100's probed entry the three aligned TF32
+#: passes came out alike (median measured / predicted 0.86 / 0.89 / 0.81, all three slow by the
+#: quick probe's low peak).
 STRIDED_SHARES = (0.78, 0.52)
 
 
