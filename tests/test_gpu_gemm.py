@@ -439,6 +439,29 @@ def test_the_gemm_verdict_says_which_rows_miss_16_bytes_on_a_tma_gpu(invoke):
     assert "error: width 1001" in fp8 and "cuBLASLt requires multiples of 16 for fp8" in fp8
 
 
+def test_fp32_on_hopper_runs_at_the_tensor_core_clock():
+    """NVIDIA's H100 SXM5 FP32 67 TFLOP/s is 132 SMs x 128 lanes x 2 at 1.98 GHz, its Tensor-Core
+    figures 1.83 GHz: the model runs FP32 at 1.83, 67 x 1.83 / 1.98 = 61.92 TFLOP/s, and a
+    large FP32 GEMM at the CUDA-core fraction of that, 0.868 x 61.92 = 53.75 (the lent H100's
+    largest ran at 52-54). By hand, 8192^3 in 64 x 64 SIMT tiles (the fewest idle slots:
+    16384 tiles in 125 waves of 132 SMs, 124.1 rounded up, where 128 x 128 leaves a 32nd wave
+    of 4 tiles of 132), 1024 iterations of K = 8 plus 0.0574, each 2 x 64 x 64 x 8 FLOPs at
+    53.75 / 132 TFLOP/s. TF32 and an A100 (one clock) are unchanged."""
+    from roofline.analysis.gpu_gemm import device_for
+    from roofline.analysis.predict import fitted_gemm
+    from roofline.model.gemm import Gemm
+
+    h100 = load_hardware("h100-sxm5-80gb")
+    assert device_for(h100, "fp32").peak_flops_per_s == pytest.approx(67e12 * 1.83 / 1.98)
+    assert device_for(h100, "tf32").peak_flops_per_s == 494.5e12
+    a100 = load_hardware("a100-sxm4-80gb")
+    assert device_for(a100, "fp32").peak_flops_per_s == 19.5e12
+    terms = fitted_gemm(Gemm("MM1", "fc", "forward", 8192, 8192, 8192, "fp32"), h100).terms
+    assert (terms["tile_m"], terms["tile_n"]) == (64, 64)
+    per_iteration = 2 * 64 * 64 * 8 / (0.868 * 67e12 * 1.83 / 1.98 / 132)
+    assert terms["main_s"] == pytest.approx(125 * (1024 + 0.0574) * per_iteration, rel=1e-9)
+
+
 def test_analyze_and_compare_say_which_tf32_gemms_run_other_kernels(invoke, tmp_path):
     """A Linear 1024 -> 1024 trained at batch 4096 in TF32: its weight gradient (both operands
     not K-major) is its one GEMM past the forward (no earlier layer, no data gradient); on an

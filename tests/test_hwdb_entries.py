@@ -211,6 +211,8 @@ def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
      "gpu.sustained_clock_ghz: expected a positive number, got 0"),
     ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "sustained_clock": 1.2}},
      "gpu.sustained_clock: unknown field"),
+    ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "vector_clock_ghz": -1}},
+     "gpu.vector_clock_ghz: expected a positive number, got -1"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"turbo": {}}})},
      "cpu.clocks.avx512.turbo: unknown field"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"base": {"ghz": 2, "tag": "K", "source": "x"}}})},

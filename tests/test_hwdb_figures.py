@@ -232,6 +232,32 @@ def test_only_the_pinned_entries_give_a_sustained_clock():
         assert given == (name in pinned), name
 
 
+# gpu.vector_clock_ghz: the clock the vendor's FP32 / FP64 figures assume where its 16-bit
+# Tensor-Core figures assume another, by hand from the datasheet figure and the SMs x 128 FP32
+# lanes x 2 FLOPs of the whitepaper
+VECTOR_CLOCKS = [
+    ("h100-sxm5-80gb", 1.98, 67e12 / (132 * 128 * 2)),   # 1.9827 GHz (Tensor Cores: 1.83)
+    ("h200-sxm-141gb", 1.98, 67e12 / (132 * 128 * 2)),   # the H100 SXM5 compute
+    ("h100-pcie-80gb", 1.75, 51e12 / (114 * 128 * 2)),   # 1.7475 GHz (Tensor Cores: 1.62)
+]
+
+
+@pytest.mark.parametrize("name,expected,derived", VECTOR_CLOCKS)
+def test_vector_clock_is_the_clock_of_the_fp32_figure(name, expected, derived):
+    hw = load_hardware(name)
+    assert hw.gpu.vector_clock_ghz == pytest.approx(expected)
+    assert derived / 1e9 == pytest.approx(expected, abs=0.01)
+    assert hw.vector_tflops["fp32"] * 1e12 == pytest.approx(
+        hw.gpu.sms * 128 * 2 * derived, rel=1e-9)
+
+
+def test_only_the_pinned_entries_give_a_vector_clock():
+    pinned = {row[0] for row in VECTOR_CLOCKS}
+    for name in GPUS:
+        given = load_hardware(name).gpu.vector_clock_ghz is not None
+        assert given == (name in pinned), name
+
+
 @pytest.mark.parametrize("name", GPUS)
 def test_gpu_kind(name):
     assert load_hardware(name).kind == "gpu"

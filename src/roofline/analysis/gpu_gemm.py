@@ -18,7 +18,9 @@ slice keeps ``SPLIT_K_MIN_SLICE`` of K)::
                                                    the board holds; or the loads of its A and B
                                                    slices at the b bytes per clock one SM can
                                                    draw, whichever is longer)
-    f      = gpu.sustained_clock_ghz, else the boost clock; r = f / boost (``clock_share``)
+    f      = gpu.sustained_clock_ghz, else the boost clock; r = f / boost (``clock_share``;
+             for FP32 and FP64 also boost / gpu.vector_clock_ghz where the vendor's figures
+             for them assume another clock, ``peak_share``)
     t_main = waves (iters + c) t_iter / a         (c: iterations' worth of prologue/epilogue;
                                                    a: 1, or on a GPU whose Tensor-Core kernels
                                                    load through TMA the share kept when a row
@@ -261,6 +263,27 @@ def clock_share(hardware: HardwareSpec) -> float:
     return gpu.sustained_clock_ghz / gpu.boost_clock_ghz
 
 
+#: The dtypes whose peaks ``gpu.vector_clock_ghz`` is the clock of: FP32 on CUDA cores and FP64
+#: (CUDA cores and, on H100, FP64 Tensor Cores: 67 TFLOP/s is twice the vector 34 at 1.98 GHz)
+VECTOR_CLOCK_DTYPES = frozenset({"fp32", "fp64"})
+
+
+def peak_share(hardware: HardwareSpec, dtype: str) -> float:
+    """The share of its datasheet ``dtype`` peak a GPU's math unit runs at the clock the model
+    runs it: ``clock_share``, and for the FP32 and FP64 peaks of an entry whose vendor computed
+    them at a higher clock than its 16-bit Tensor-Core peaks (``gpu.vector_clock_ghz``; H100:
+    1.98 against 1.83 GHz) ``boost / vector`` too. The model runs every unit at one clock, the
+    one the Tensor-Core peaks assume (its per-SM loads are clocked so too): on the lent H100
+    and H200 the largest FP32 GEMMs ran at 52-54 TFLOP/s, 0.78-0.81 of the 67 datasheet
+    figure, where the CUDA-core fraction (0.868) at 1.83 GHz gives 53.7 and at 1.98 GHz 58.2
+    (FP64 was not timed)."""
+    share = clock_share(hardware)
+    gpu = hardware.gpu
+    if gpu is not None and gpu.vector_clock_ghz and dtype in VECTOR_CLOCK_DTYPES:
+        share *= gpu.boost_clock_ghz / gpu.vector_clock_ghz
+    return share
+
+
 def device_for(hardware: HardwareSpec, dtype: str) -> GpuDevice:
     """The model's view of ``hardware`` (a GPU entry) for ``dtype``, at the clock it holds."""
     gpu = hardware.gpu
@@ -269,7 +292,8 @@ def device_for(hardware: HardwareSpec, dtype: str) -> GpuDevice:
     tiles = gpu.tiles if tensor else (gpu.simt_tiles or DEFAULT_CUDA_CORE_TILES)
     share = clock_share(hardware)
     return GpuDevice(gpu.sms, gpu.boost_clock_ghz * 1e9 * share,
-                     hardware.peak_flops_per_s(dtype) * share, hardware.bandwidth_bytes_per_s,
+                     hardware.peak_flops_per_s(dtype) * peak_share(hardware, dtype),
+                     hardware.bandwidth_bytes_per_s,
                      (hardware.llc_mb or 0.0) * 2**20, tiles,
                      TENSOR_CORE_K_STEP if tensor else CUDA_CORE_K_STEP, tensor,
                      tensor and hardware.architecture in TMA_ARCHITECTURES,

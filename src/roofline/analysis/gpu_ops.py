@@ -32,7 +32,8 @@ every op is one kernel, and::
      basis ``flash-attention-2``;
   4. otherwise (another architecture or dtype; no published figure): the sustained share of the
      peak the GPU GEMM model uses for its math unit (``gpu_gemm.FITTED``: Tensor-Core or
-     CUDA-core fraction, times the share of its boost clock the board holds, ``clock_share``);
+     CUDA-core fraction, times the share of its peak at the clock the board holds,
+     ``peak_share``);
      basis ``gemm-sustained``.
 
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
@@ -171,11 +172,11 @@ def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
             MEASURED_ON_PEAK_TFLOPS), "flash-attention-3"
     if dtype in _FLASH_DTYPES and hardware.architecture == "Ampere":
         return FA2_AMPERE_FRACTION, "flash-attention-2"
-    from .gpu_gemm import FITTED, clock_share, uses_tensor_cores
+    from .gpu_gemm import FITTED, peak_share, uses_tensor_cores
 
     tensor = uses_tensor_cores(hardware, dtype)
     fraction = FITTED.tensor_core_fraction if tensor else FITTED.cuda_core_fraction
-    return fraction * clock_share(hardware), "gemm-sustained"
+    return fraction * peak_share(hardware, dtype), "gemm-sustained"
 
 
 def fa3_tflops(pass_: str, head_dim: int, seq: int, causal: bool) -> float:

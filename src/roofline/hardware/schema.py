@@ -170,10 +170,11 @@ def _gpu_block(top: Fields, kind: str) -> GpuBlock | None:
         return None
     gpu = top.sub("gpu")
     gpu.reject_unknown(frozenset({"sms", "boost_clock_ghz", "tiles", "simt_tiles",
-                                  "sustained_clock_ghz"}))
+                                  "sustained_clock_ghz", "vector_clock_ghz"}))
     sms, clock = gpu.positive_int("sms"), gpu.positive_number("boost_clock_ghz")
     return GpuBlock(sms, clock, _tiles(gpu, "tiles"), _tiles(gpu, "simt_tiles"),
-                    gpu.positive_number("sustained_clock_ghz", None))
+                    gpu.positive_number("sustained_clock_ghz", None),
+                    gpu.positive_number("vector_clock_ghz", None))
 
 
 def _tiles(gpu: Fields, key: str) -> tuple[tuple[int, int], ...]:

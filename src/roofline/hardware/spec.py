@@ -76,13 +76,17 @@ class GpuBlock:
     ``tiles`` for the Tensor Cores (empty before Volta), ``simt_tiles`` for CUDA-core GEMMs
     (empty: the GPU model's defaults, ``analysis.gpu_gemm.DEFAULT_CUDA_CORE_TILES``).
     ``sustained_clock_ghz``: the SM clock a published measurement saw this board hold through a
-    long GEMM-heavy load (power or thermal limits, GPU Boost); None: the boost clock."""
+    long GEMM-heavy load (power or thermal limits, GPU Boost); None: the boost clock.
+    ``vector_clock_ghz``: the clock the vendor's FP32 and FP64 peaks assume where it is not
+    ``boost_clock_ghz`` (H100 SXM5: FP32 67 TFLOP/s is 132 SMs x 128 lanes x 2 x 1.98 GHz, its
+    16-bit Tensor-Core figures 1.83 GHz); None: the same clock."""
 
     sms: int
     boost_clock_ghz: float
     tiles: tuple[tuple[int, int], ...] = ()
     simt_tiles: tuple[tuple[int, int], ...] = ()
     sustained_clock_ghz: float | None = None
+    vector_clock_ghz: float | None = None
 
 
 CLOCK_ISAS = ("non_avx", "avx2", "avx512", "amx")
