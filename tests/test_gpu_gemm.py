@@ -462,6 +462,53 @@ def test_fp32_on_hopper_runs_at_the_tensor_core_clock():
     assert terms["main_s"] == pytest.approx(125 * (1024 + 0.0574) * per_iteration, rel=1e-9)
 
 
+def test_the_gemm_what_if_takes_the_operands_layout(invoke):
+    """``gemm --layout matmul`` reads the shape as A @ B of row-major tensors: B runs along N,
+    so on an H100 in TF32 the GEMM keeps 0.78 of the rate (the default, F.linear, both along
+    K); the layouts are cli's literal list."""
+    import json
+
+    from roofline.analysis.whatif import GEMM_LAYOUTS, gemm_report
+    from roofline.cli import GEMM_LAYOUTS as CLI_LAYOUTS
+    from roofline.errors import RooflineError
+
+    assert CLI_LAYOUTS == GEMM_LAYOUTS
+    h100 = load_hardware("h100-sxm5-80gb")
+    linear = gemm_report(4096, 4096, 4096, h100, "tf32")
+    matmul = gemm_report(4096, 4096, 4096, h100, "tf32", layout="matmul")
+    assert linear.results[0].gemm.operand_rows == (2, 2, 1)
+    assert matmul.results[0].gemm.operand_rows == (2, 1, 1)
+    args = ("gemm", 4096, 4096, 4096, "--hw", "h100-sxm5-80gb", "--dtype", "tf32")
+    text = invoke(*args, "--layout", "matmul").output
+    assert "operands not K-major: MM1" in text and "78% of the rate" in text
+    assert "not K-major" not in invoke(*args).output
+    data = json.loads(invoke(*args, "--layout", "matmul", "--format", "json").output)
+    assert data["gemms"][0]["operand_rows"] == {"a": "K", "b": "N", "c": "N"}
+    # bf16 runs either layout at the same rate
+    bf16 = [gemm_report(4096, 4096, 4096, h100, "bf16", layout=layout).results[0]
+            .predicted_time_s for layout in GEMM_LAYOUTS]
+    assert bf16[0] == bf16[1]
+    bad = invoke(*args, "--layout", "nt")
+    assert bad.exit_code == 2 and "--layout" in bad.output
+    with pytest.raises(RooflineError, match="layout=...: expected one of linear, matmul"):
+        gemm_report(64, 64, 64, h100, "tf32", layout="nt")
+
+
+def test_a_weight_stored_in_x_out_runs_along_n_forward_and_along_k_backward():
+    """X @ W with W in x out (row-major): the forward reads W along N; the data gradient
+    dY W^T reads it along K (W^T is K-major); the weight gradient writes dW along N."""
+    from roofline.model.layers import Linear
+    from roofline.model.network import Network
+
+    net = Network("n", 8, "tf32", "train", (Linear("a", 16, 32),
+                                            Linear("b", 32, 8, weight_in_out=True)))
+    rows = {(g.layer, g.pass_): g.operand_rows for g in net.gemms()}
+    assert rows[("b", "forward")] == (2, 1, 1)
+    assert rows[("b", "backward-data")] == (2, 2, 1)
+    assert rows[("b", "backward-weight")] == (0, 1, 1)
+    assert rows[("a", "backward-weight")] == (0, 1, 0)  # out x in: dW along M (in)
+
+
 def test_analyze_and_compare_say_which_tf32_gemms_run_other_kernels(invoke, tmp_path):
     """A Linear 1024 -> 1024 trained at batch 4096 in TF32: its weight gradient (both operands
     not K-major) is its one GEMM past the forward (no earlier layer, no data gradient); on an

@@ -21,6 +21,9 @@ from .files.numbers import MAX_INT, parse_int
 from .model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
+#: analysis.whatif.GEMM_LAYOUTS, a literal so that --help imports no analysis (a test holds them
+#: equal)
+GEMM_LAYOUTS = ("linear", "matmul")
 
 
 class Count(click.ParamType):
@@ -435,8 +438,13 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+@click.option("--layout", type=click.Choice(GEMM_LAYOUTS), default="linear", show_default=True,
+              help="How the operands are stored, row-major as PyTorch keeps them: linear, "
+                   "F.linear(x, W) with W N x K (A and B both run along K); matmul, A @ B with "
+                   "B K x N (B runs along N). It matters on Hopper in TF32, whose fast kernels "
+                   "take A and B along K only.")
 def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | None, fmt: str,
-         plot: Path | None, quantization: bool) -> None:
+         plot: Path | None, quantization: bool, layout: str) -> None:
     """The full verdict for one GEMM C(M, N) = A(M, K) . B(K, N): FLOPs, bytes, intensity,
     bound, time, alignment, tile and wave quantization, batch advice.
 
@@ -449,7 +457,7 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
 
     _check_plot(plot)
     report = gemm_report(m, n, k, resolve_hardware(hardware, _progress), dtype, output_dtype,
-                         quantization)
+                         quantization, layout)
     click.echo(_render_reports([report], fmt), nl=False)
     if fmt in ("table", "markdown"):
         click.echo("\n" + GEMM_NOTE)

@@ -72,22 +72,34 @@ def parse_dimension(value: Any, name: str) -> int:
         raise InputError("gemm", name, str(exc)) from None
 
 
+#: How the what-if's operands are stored (row-major, as PyTorch keeps them): ``linear``,
+#: F.linear(x, W) with W out x in (N x K): A and B both run along K; ``matmul``, A @ B with B
+#: K x N: B runs along N (``Gemm.operand_rows``; it matters on Hopper in TF32)
+GEMM_LAYOUTS = ("linear", "matmul")
+
+
 def gemm_network(m: int | str, n: int | str, k: int | str, dtype: str = "fp16",
-                 output_dtype: str | None = None) -> Network:
+                 output_dtype: str | None = None, layout: str = "linear") -> Network:
     """The shape as a one-layer network: a linear layer with in = K, out = N, run forward at
-    batch M (inference), so its single GEMM MM1 is (M, N, K) with M the batch dimension."""
+    batch M (inference), so its single GEMM MM1 is (M, N, K) with M the batch dimension; its
+    weight stored as ``layout`` says (``GEMM_LAYOUTS``)."""
     dims = [parse_dimension(v, name) for v, name in ((m, "M"), (n, "N"), (k, "K"))]
     check_dtype(dtype)
+    if layout not in GEMM_LAYOUTS:
+        raise RooflineError(f"{option('layout')}: expected one of {', '.join(GEMM_LAYOUTS)}, "
+                            f"got {quoted(layout)}")
     network = Network(f"gemm-{dims[0]}x{dims[1]}x{dims[2]}", dims[0], dtype, "inference",
-                      (Linear(GEMM_LAYER, dims[2], dims[1]),))
+                      (Linear(GEMM_LAYER, dims[2], dims[1],
+                              weight_in_out=layout == "matmul"),))
     return network.with_overrides(output_dtype=output_dtype)
 
 
 def gemm_report(m: int | str, n: int | str, k: int | str, hardware: HardwareSpec | str,
                 dtype: str = "fp16", output_dtype: str | None = None,
-                quantization: bool = False) -> Report:
+                quantization: bool = False, layout: str = "linear") -> Report:
     """One GEMM's full verdict: the analyze Report of ``gemm_network(m, n, k)``."""
-    return analyze(gemm_network(m, n, k, dtype, output_dtype), _spec(hardware), quantization)
+    return analyze(gemm_network(m, n, k, dtype, output_dtype, layout), _spec(hardware),
+                   quantization)
 
 
 # ------------------------------------------------------------------------------------- compare

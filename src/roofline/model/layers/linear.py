@@ -63,6 +63,10 @@ class Linear:
     tied: bool = False
     input_nnz: int | None = None   # nonzeros per sample of a sparse input (None: dense)
     active_out: int | None = None  # outputs computed per sample (None: all of them)
+    # the weight stored in x out (X @ W of row-major tensors) rather than out x in (PyTorch's
+    # F.linear): its rows run along N in the forward (gemm.PASS_ROWS: along K); set by the
+    # gemm what-if's layout, not by model.yaml
+    weight_in_out: bool = False
     has_weights = True
 
     @classmethod
@@ -148,7 +152,8 @@ class Linear:
             items = [OpShape(self.name, "forward", "sparse-linear", flops, x + w + y + ids)]
         else:
             items = [GemmShape(self.name, "forward", rows, self.out_features, self.in_features,
-                               (role, "out", "in"), (f, 0, 0), b_operand="weight")]
+                               (role, "out", "in"), (f, 0, 0), b_operand="weight",
+                               rows=(2, 1, 1) if self.weight_in_out else None)]
         elements = self._outputs(step)
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
                                        self.activation, self._product)
@@ -160,12 +165,16 @@ class Linear:
             self.name, "backward", elements, step.e, self.bias, self.activation, self._product))
         if self.sparse:
             return items + self._sparse_backward(step, data_grad)
+        # stored in x out, the weight's rows run along the data gradient's K (dY W^T) and the
+        # weight gradient's rows along its N
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", rows, self.in_features,
                                    self.out_features, (role, "in", "out"), (f, 0, 0),
-                                   b_operand="weight"))
+                                   b_operand="weight",
+                                   rows=(2, 2, 1) if self.weight_in_out else None))
         items.append(GemmShape(self.name, "backward-weight", self.in_features, self.out_features,
-                               rows, ("in", "out", role), (0, 0, f)))
+                               rows, ("in", "out", role), (0, 0, f),
+                               rows=(0, 1, 1) if self.weight_in_out else None))
         return items
 
     def _sparse_backward(self, step: Step, data_grad: bool) -> list[OpShape]:
