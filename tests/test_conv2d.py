@@ -167,3 +167,19 @@ def test_resnet50_example_forward_multiply_adds():
     # conv1, 16 blocks x 3, 4 shortcuts (each with its batch norm), 16 adds, the two pools,
     # flatten and fc
     assert len(net.layers) == 2 * (1 + 48 + 4) + 16 + 2 + 1 + 1
+
+
+def test_a_convolutions_json_gives_no_operand_layout():
+    """An implicit-GEMM convolution's matrices are views of cuDNN's tensors, in its own
+    layouts: JSON's ``operand_rows`` is null for it, where a Linear's gives its rows."""
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+
+    net = _net("  - {type: conv2d, out_channels: 16, kernel: 3, padding: 1}\n"
+               "  - {type: flatten}\n  - {type: linear, in: 1024, out: 10}\n",
+               top="input: {channels: 8, height: 8, width: 8}\n")
+    gemms = analyze(net, load_hardware("h100-sxm5-80gb")).to_dict()["gemms"]
+    conv = [g["operand_rows"] for g in gemms if g["layer"] == "conv1"]
+    linear = [g["operand_rows"] for g in gemms if g["layer"] != "conv1"]
+    assert conv and all(rows is None for rows in conv)
+    assert linear and all(rows is not None for rows in linear)

@@ -94,7 +94,9 @@ class GemmResult:
             "name": g.name, "layer": g.layer, "pass": g.pass_,
             "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count, "dtype": g.dtype,
             "c_dtype": g.c_dtype, "c_read": g.c_read, "bytes_by_operand": g.bytes_by_operand,
-            "operand_rows": dict(zip("abc", ("MNK"[i] for i in g.operand_rows))),
+            # null for a view of other tensors (a convolution's im2col) that says no layout
+            "operand_rows": (None if g.rows is None and g.tensors is not None else
+                             dict(zip("abc", ("MNK"[i] for i in g.operand_rows)))),
             "b_dtype": g.stored_b, "group_size": g.group_size or None,
             "dequant_flops": g.dequant_flops,
             "flops": g.flops, "bytes": g.bytes, "intensity": g.intensity,
