@@ -213,6 +213,11 @@ def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
      "gpu.sustained_clock: unknown field"),
     ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "vector_clock_ghz": -1}},
      "gpu.vector_clock_ghz: expected a positive number, got -1"),
+    ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "vector_clock_ghz": 1.2}},
+     "gpu.vector_clock_ghz: 1.2 is below boost_clock_ghz (1.5): it is the higher clock the FP32 "
+     "and FP64 figures assume"),
+    ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "vector_clock_ghz": 1.5e3}},
+     "gpu.vector_clock_ghz"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"turbo": {}}})},
      "cpu.clocks.avx512.turbo: unknown field"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"base": {"ghz": 2, "tag": "K", "source": "x"}}})},

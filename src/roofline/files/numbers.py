@@ -109,6 +109,7 @@ PLAUSIBLE: Final[dict[str, tuple[float, float, str]]] = {
     "sparse_tflops": (1e-6, 1e7, "TFLOP/s"), "bandwidth_gbs": (1e-3, 1e7, "GB/s"),
     "llc_mb": (1e-3, 1e7, "MB"), "tdp_w": (1e-3, 1e7, "W"),
     "clock_ghz": (1e-3, 100, "GHz"), "boost_clock_ghz": (1e-3, 100, "GHz"),
+    "sustained_clock_ghz": (1e-3, 100, "GHz"), "vector_clock_ghz": (1e-3, 100, "GHz"),
     "sms": (1, 1e6, "SMs"), "sockets": (1, 1e4, "sockets"),
     "cores_per_socket": (1, 1e6, "cores"), "simd_bits": (1, 1e5, "bits"),
     "fma_units": (1, 1e3, "units"), "capacity_gb": (1e-6, 1e9, "GB"),

@@ -172,9 +172,14 @@ def _gpu_block(top: Fields, kind: str) -> GpuBlock | None:
     gpu.reject_unknown(frozenset({"sms", "boost_clock_ghz", "tiles", "simt_tiles",
                                   "sustained_clock_ghz", "vector_clock_ghz"}))
     sms, clock = gpu.positive_int("sms"), gpu.positive_number("boost_clock_ghz")
+    vector = gpu.positive_number("vector_clock_ghz", None)
+    if vector is not None and vector < clock:
+        # the model scales FP32 / FP64 peaks by boost / vector: below 1 only, never above the
+        # datasheet figure (and the roofline)
+        raise gpu.fail("vector_clock_ghz", f"{vector} is below boost_clock_ghz ({clock}): it is "
+                       f"the higher clock the FP32 and FP64 figures assume")
     return GpuBlock(sms, clock, _tiles(gpu, "tiles"), _tiles(gpu, "simt_tiles"),
-                    gpu.positive_number("sustained_clock_ghz", None),
-                    gpu.positive_number("vector_clock_ghz", None))
+                    gpu.positive_number("sustained_clock_ghz", None), vector)
 
 
 def _tiles(gpu: Fields, key: str) -> tuple[tuple[int, int], ...]:
