@@ -48,7 +48,7 @@ from pathlib import Path
 
 from _tables import table_lines
 
-from roofline.analysis.alignment import row_alignment_bytes, strided_operands
+from roofline.analysis.alignment import misaligned_c_only, row_alignment_bytes, strided_operands
 from roofline.analysis.gpu_gemm import FITTED, GpuGemmConstants, device_for, gemm_time
 from roofline.analysis.predict import datasheet_gemm, slow_row_bytes
 from roofline.analysis.quantization import quantization_of
@@ -161,11 +161,11 @@ class Predictor:
         if row not in self._bytes:
             g = self.gemm(row)
             self._bytes[row] = (g.bytes, g.bytes_by_operand["c"], slow_row_bytes(g),
-                                strided_operands(g))
-        working, c_bytes, row_bytes, strided = self._bytes[row]
+                                strided_operands(g), misaligned_c_only(g))
+        working, c_bytes, row_bytes, strided, c_only = self._bytes[row]
         return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), row.count, working, c_bytes,
                          self._dev[key], c, row_bytes=16 if layout_free else row_bytes,
-                         strided=0 if layout_free else strided)["time_s"]
+                         strided=0 if layout_free else strided, c_only=c_only)["time_s"]
 
     def old(self, row: Row) -> float:
         hw, g = self.hardware(row.device), self.gemm(row)

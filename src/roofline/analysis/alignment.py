@@ -87,17 +87,33 @@ def row_alignment_bytes(gemm: Gemm) -> int:
     16 when all are aligned. A convolution (its tensors are not its matrices: cuDNN's own
     layouts) and a matrix-vector product (GEMV kernels, no TMA tiles; ``is_matrix_vector``)
     count as aligned."""
-    if gemm.tensors is not None or is_matrix_vector(gemm):
+    rows = _row_bytes(gemm)
+    if rows is None:
         return 16
-    dims = (gemm.m, gemm.n, gemm.k)
-    e, e_c = itemsize(gemm.dtype), itemsize(gemm.c_dtype)
-    a, b, c = gemm.operand_rows
-    rows = [dims[a] * e, dims[b] * e, dims[c] * e_c]
     worst = 16
     for row in rows:
         while row % worst:
             worst //= 2
     return max(worst, 1)
+
+
+def misaligned_c_only(gemm: Gemm) -> bool:
+    """Whether C's rows are the only ones off 16 bytes, A's and B's aligned: a Linear's forward
+    whose output width is odd (its weight's rows run along K), which cuBLAS runs with a kernel
+    of its own (``gpu_gemm.MISALIGNED_C_SHARE``)."""
+    rows = _row_bytes(gemm)
+    return rows is not None and rows[0] % 16 == 0 and rows[1] % 16 == 0 and rows[2] % 16 != 0
+
+
+def _row_bytes(gemm: Gemm) -> tuple[int, int, int] | None:
+    """The bytes of one row of A, B and C (``Gemm.operand_rows``; C's in C's dtype), or None
+    for a convolution and a matrix-vector product (``row_alignment_bytes``)."""
+    if gemm.tensors is not None or is_matrix_vector(gemm):
+        return None
+    dims = (gemm.m, gemm.n, gemm.k)
+    e, e_c = itemsize(gemm.dtype), itemsize(gemm.c_dtype)
+    a, b, c = gemm.operand_rows
+    return dims[a] * e, dims[b] * e, dims[c] * e_c
 
 
 def strided_operands(gemm: Gemm) -> int:

@@ -194,6 +194,16 @@ TMA_ARCHITECTURES = frozenset({"Hopper", "Blackwell"})
 #: bf16 GEMM with K = 2501 ran at 509 TFLOP/s, as fast as with K padded to 16
 #: (meta-pytorch/float8_experimental#145), so this share describes the library measured.
 MISALIGNED_SHARES = ((2, 0.16), (8, 0.28))
+#: The share kept where C's rows are the only ones off 16 bytes, at 2 bytes (a 16-bit Linear's
+#: forward of an odd output width, ``alignment.misaligned_c_only``): cuBLAS runs another kernel
+#: there, ``cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1`` for GPT-2's LM head
+#: forward at 95 TFLOP/s, where its data and weight gradients (B's rows off too) ran
+#: ``..._256x128_nn_align1`` and ``..._128x256_nt_align1`` at 144-151 (benchmarks/data/
+#: h100_live_steps.json). Fitted on the three such forwards of benchmarks/data/
+#: h100_live_passes.csv (N = 4097, 50257, 1001: at 0.16 they ran 1.70 / 1.40 / 1.41x the
+#: prediction; the share minimising the mean |log|, 0.01 steps); the H200's same three, never
+#: fitted, ran 1.53 / 1.43 / 1.42x at 0.16. At 4 or 8 bytes no such gap shows (0.87-0.92).
+MISALIGNED_C_SHARE = 0.11
 
 #: Architectures and dtypes whose fast Tensor-Core kernels take only K-major operands (A and B
 #: each contiguous along K): CUTLASS lists its sm90 TensorOp GEMMs as ``{N,T} x {N,T}`` for
@@ -301,21 +311,24 @@ def device_for(hardware: HardwareSpec, dtype: str) -> GpuDevice:
                      tensor and dtype in K_MAJOR_ONLY.get(hardware.architecture or "", ()))
 
 
-def misaligned_share(dev: GpuDevice, row_bytes: int) -> float:
+def misaligned_share(dev: GpuDevice, row_bytes: int, c_only: bool = False) -> float:
     """The share of its main-loop rate a GEMM whose worst row is aligned to ``row_bytes``
     keeps on ``dev``: 1 unless ``dev`` runs Tensor-Core kernels through TMA and the rows miss 16
-    bytes, then ``MISALIGNED_SHARES``."""
+    bytes, then ``MISALIGNED_SHARES`` (``MISALIGNED_C_SHARE`` at 2 bytes when ``c_only``, C's
+    rows the only ones off)."""
     if not dev.tma or row_bytes >= 16:
         return 1.0
+    if c_only and row_bytes <= 2:
+        return MISALIGNED_C_SHARE
     return next(share for limit, share in MISALIGNED_SHARES if row_bytes <= limit)
 
 
-def layout_share(dev: GpuDevice, row_bytes: int, strided: int) -> float:
+def layout_share(dev: GpuDevice, row_bytes: int, strided: int, c_only: bool = False) -> float:
     """The share of its main-loop rate a GEMM keeps on ``dev`` for the kernel its rows and its
     operands' layout leave it: the smaller of ``misaligned_share`` and, where ``dev``'s fast
     kernels take only K-major operands (``K_MAJOR_ONLY``), ``STRIDED_SHARES`` for the
     ``strided`` of A and B that are not."""
-    share = misaligned_share(dev, row_bytes)
+    share = misaligned_share(dev, row_bytes, c_only)
     if dev.k_major_only and strided:
         share = min(share, STRIDED_SHARES[strided - 1])
     return share
@@ -351,16 +364,18 @@ def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: in
 def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_bytes: int,
               dev: GpuDevice, c: GpuGemmConstants = FITTED, e_b: float | None = None,
               math_scale: float = 1.0, kept: int = 0,
-              row_bytes: int = 16, strided: int = 0) -> dict[str, float]:
+              row_bytes: int = 16, strided: int = 0,
+              c_only: bool = False) -> dict[str, float]:
     """The predicted time of ``count`` C(m, n) = A(m, k) B(k, n) GEMMs (one batched kernel)
     whose compulsory traffic is ``working`` bytes (``Gemm.bytes``: e(MK + KN) + e_C MN, x2 on
     C when read, for all ``count``; a convolution's tensors), ``c_bytes`` of them C's
     (``Gemm.bytes_by_operand["c"]``), of which ``kept`` come from DRAM even when the whole fits
-    in L2 (``analysis.residency``), its worst row aligned to ``row_bytes`` bytes and
-    ``strided`` of A and B not K-major (``layout_share``), and the terms of the best tile and
+    in L2 (``analysis.residency``), its worst row aligned to ``row_bytes`` bytes (``c_only``:
+    C's the only rows off) and ``strided`` of A and B not K-major (``layout_share``), and the
+    terms of the best tile and
     split: ``time_s``, ``main_s``, ``dram_s``, ``tail_s``, ``min_kernel_s``, ``tile_m``,
     ``tile_n``, ``split_k``, ``resident``, ``aligned_share`` (the layout share)."""
-    share = layout_share(dev, row_bytes, strided)
+    share = layout_share(dev, row_bytes, strided, c_only)
     resident = working <= dev.l2_bytes
     from_dram = kept if resident else working
     bandwidth = c.dram_fraction * dev.bandwidth_bytes_per_s

@@ -183,7 +183,7 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
     calibration's, ``basis`` calibrated); ``k_major``: A and B taken as K-major whatever
     ``gemm.operand_rows`` says."""
-    from .alignment import strided_operands
+    from .alignment import misaligned_c_only, strided_operands
     from .gpu_gemm import FITTED, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
@@ -195,7 +195,8 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
                       e_b=e_b, math_scale=scale,
                       kept=gemm.kept_bytes if weights_from_dram else 0,
                       row_bytes=slow_row_bytes(gemm) if device.tma else 16,
-                      strided=0 if k_major else strided_operands(gemm))
+                      strided=0 if k_major else strided_operands(gemm),
+                      c_only=misaligned_c_only(gemm))
     return Prediction(terms["time_s"], basis, terms)
 
 

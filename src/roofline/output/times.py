@@ -83,7 +83,7 @@ def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
     GEMMs whose rows miss 16 bytes, what the prediction charges them
     (``gpu_gemm.misaligned_share``) and what padding would make of it
     (``predict.misaligned_rows``); else nothing."""
-    from ..analysis.gpu_gemm import MISALIGNED_SHARES
+    from ..analysis.gpu_gemm import MISALIGNED_C_SHARE, MISALIGNED_SHARES
     from ..analysis.predict import misaligned_rows
 
     names, now, padded = misaligned_rows(report)
@@ -94,9 +94,10 @@ def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
     return [f"rows off 16 bytes: {', '.join(names[:shown])}{more}: "
             f"{report.hardware.architecture}'s Tensor-Core kernels load through TMA, which "
             f"needs 16-byte rows, so these run older kernels, predicted at {low:.0%} of the "
-            f"aligned rate ({two}-byte rows) or {high:.0%} (4 or 8 bytes) as measured on an "
-            f"H100 with torch 2.11's cuBLAS: {seconds(now)} as they are, {seconds(padded)} "
-            f"padded to the 16-byte rule (the warnings say what to pad)"]
+            f"aligned rate ({two}-byte rows; {MISALIGNED_C_SHARE:.0%} where only C's are off) "
+            f"or {high:.0%} (4 or 8 bytes) as measured on an H100 with torch 2.11's cuBLAS: "
+            f"{seconds(now)} as they are, {seconds(padded)} padded to the 16-byte rule (the "
+            f"warnings say what to pad)"]
 
 
 def strided_lines(report: Report, shown: int = 6) -> list[str]:
