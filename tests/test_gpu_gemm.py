@@ -532,8 +532,8 @@ def test_analyze_and_compare_say_which_tf32_gemms_run_other_kernels(invoke, tmp_
     h100 = load_hardware("h100-sxm5-80gb")
     report = analyze_model(str(model), "h100-sxm5-80gb")
     wgrad = Gemm("MM2", "fc", "backward-weight", 1024, 1024, 4096, "tf32")
-    names, now, k_major = strided_gemms(report)
-    assert names == ["MM2"]
+    names, gemms, now, k_major = strided_gemms(report)
+    assert names == ["MM2"] and gemms == 1
     assert now == pytest.approx(fitted_gemm(wgrad, h100, weights_from_dram=False).time_s)
     assert k_major == pytest.approx(fitted_gemm(wgrad, h100, k_major=True).time_s)
     assert k_major < now
@@ -562,13 +562,41 @@ def test_misaligned_rows_say_what_padding_to_the_16_byte_rule_buys():
     assert (padded_rows(wgrad).m, padded_rows(wgrad).n, padded_rows(wgrad).k) == (1028, 1004, 35)
     report = gemm_report(4096, 4097, 4096, h100, "bf16")
     (result,) = report.results
-    names, now, padded = misaligned_rows(report)
-    assert names == ["MM1"] and now == result.predicted_time_s
+    names, gemms, now, padded = misaligned_rows(report)
+    assert names == ["MM1"] and gemms == 1 and now == result.predicted_time_s
     assert padded == predict_gemm(Gemm("MM1", "fc", "forward", 4096, 4104, 4096, "bf16"),
                                   h100).time_s
     assert now > 4 * padded  # 0.16 of the rate, a few more columns
     a100 = gemm_report(4096, 4097, 4096, load_hardware("a100-sxm4-80gb"), "bf16")
-    assert misaligned_rows(a100) == ([], 0.0, 0.0)
+    assert misaligned_rows(a100) == ([], 0, 0.0, 0.0)
+
+
+def test_a_repeat_s_slowed_gemms_are_summed_over_every_copy_and_named_by_the_first(invoke,
+                                                                                  tmp_path):
+    """1000 repeated 1024 x 1024 TF32 Linears trained at batch 4096 on an H100: every copy's
+    weight gradient (both operands not K-major) and every copy's data gradient but the first
+    layer's (one operand) pay, 1999 GEMMs, each at its own shape's prediction; the line names
+    the first copy's and counts the rest, as the table lists a repeat."""
+    from roofline.analysis.predict import fitted_gemm, strided_gemms
+    from roofline.api import analyze_model
+    from roofline.model.gemm import Gemm
+
+    model = tmp_path / "deep.yaml"
+    model.write_text("batch: 4096\ndtype: tf32\nmode: train\nlayers:\n"
+                     "  - {type: linear, in: 1024, out: 1024, repeat: 1000}\n")
+    h100 = load_hardware("h100-sxm5-80gb")
+    report = analyze_model(str(model), "h100-sxm5-80gb")
+    data_grad = Gemm("MM1", "fc", "backward-data", 4096, 1024, 1024, "tf32")
+    wgrad = Gemm("MM1", "fc", "backward-weight", 1024, 1024, 4096, "tf32")
+    names, gemms, now, other = strided_gemms(report)
+    assert gemms == 1999 and len(names) < 5
+    assert now == pytest.approx(999 * fitted_gemm(data_grad, h100).time_s
+                                + 1000 * fitted_gemm(wgrad, h100).time_s, rel=1e-9)
+    assert other == pytest.approx(999 * fitted_gemm(data_grad, h100, k_major=True).time_s
+                                  + 1000 * fitted_gemm(wgrad, h100, k_major=True).time_s,
+                                  rel=1e-9)
+    text = invoke("analyze", str(model), "--hw", "h100-sxm5-80gb").output
+    assert f"and {1999 - len(names):,} more" in text
 
 
 def test_compare_says_which_device_pays_for_rows_off_16_bytes(invoke, tmp_path):

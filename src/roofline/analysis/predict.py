@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..model.dtypes import bits
 from ..model.dtypes import itemsize as element_size
@@ -210,7 +210,22 @@ def slow_row_bytes(gemm: Gemm) -> int:
     return 16 if gemm.dtype == "fp8" else row_alignment_bytes(gemm)
 
 
-def misaligned_rows(report: Report) -> tuple[list[str], float, float]:
+class Slowed(NamedTuple):
+    """The GEMMs of a report that a kernel choice slows (``misaligned_rows``,
+    ``strided_gemms``): ``names``, those a table lists (every one, or of a repeat the first
+    copy's), ``gemms``, how many in all (every copy), and their predicted time in all,
+    ``now_s``, and ``other_s`` without what slows them."""
+
+    names: list[str]
+    gemms: int
+    now_s: float
+    other_s: float
+
+
+NOTHING_SLOWED = Slowed([], 0, 0.0, 0.0)
+
+
+def misaligned_rows(report: Report) -> Slowed:
     """The GEMMs of ``report`` that its GPU runs slower for rows off 16 bytes
     (``gpu_gemm.misaligned_share`` below 1), their predicted time as they are, and as padded
     to the 16-byte rule (``alignment.padded_rows``, predicted as the report predicts them)."""
@@ -218,14 +233,14 @@ def misaligned_rows(report: Report) -> tuple[list[str], float, float]:
     from .gpu_gemm import TMA_ARCHITECTURES, misaligned_share
 
     if report.hardware.architecture not in TMA_ARCHITECTURES:
-        return [], 0.0, 0.0  # no other architecture loads through TMA
+        return NOTHING_SLOWED  # no other architecture loads through TMA
     return _repredicted(
         report, lambda gemm, dev: misaligned_share(dev, slow_row_bytes(gemm)) < 1.0,
         lambda shape, from_dram: predict_gemm(padded_rows(shape), report.hardware,
                                               weights_from_dram=from_dram))
 
 
-def strided_gemms(report: Report) -> tuple[list[str], float, float]:
+def strided_gemms(report: Report) -> Slowed:
     """The GEMMs of ``report`` that its GPU runs slower because A or B is not K-major
     (``gpu_gemm.K_MAJOR_ONLY``: TF32 on Hopper), their predicted time as they are, and as
     predicted were both K-major."""
@@ -233,7 +248,7 @@ def strided_gemms(report: Report) -> tuple[list[str], float, float]:
     from .gpu_gemm import K_MAJOR_ONLY
 
     if report.hardware.architecture not in K_MAJOR_ONLY:
-        return [], 0.0, 0.0
+        return NOTHING_SLOWED
     return _repredicted(
         report, lambda gemm, dev: dev.k_major_only and strided_operands(gemm) > 0,
         lambda shape, from_dram: predict_gemm(shape, report.hardware,
@@ -241,29 +256,38 @@ def strided_gemms(report: Report) -> tuple[list[str], float, float]:
 
 
 def _repredicted(report: Report, pays: Callable[[Gemm, GpuDevice], bool],
-                 otherwise: Callable[[Gemm, bool], Prediction]) -> tuple[list[str], float, float]:
-    """The names of ``report``'s GEMMs for which ``pays`` (the GEMM, its dtype's
-    ``gpu_gemm.GpuDevice``) holds, their predicted time, and the time ``otherwise`` predicts
-    for them (a shape, whether the step reads its weights from DRAM), once per shape."""
+                 otherwise: Callable[[Gemm, bool], Prediction]) -> Slowed:
+    """``report``'s GEMMs for which ``pays`` (the GEMM, its dtype's ``gpu_gemm.GpuDevice``)
+    holds, with their predicted time and the time ``otherwise`` predicts for them (a shape,
+    whether the step reads its weights from DRAM), once per shape. A repeat's copies are
+    summed run by run (``model.repeats.float_total``) and named by its first copy, as a table
+    lists them: a million repeated blocks take as long as one."""
+    from ..model.repeats import distinct, float_total, int_total, named
     from .gpu_gemm import device_for
 
-    hardware = report.hardware
+    hardware, results = report.hardware, report.results
     if hardware.kind != "gpu" or hardware.gpu is None:
-        return [], 0.0, 0.0  # device_for needs a GPU
+        return NOTHING_SLOWED  # device_for needs a GPU
     from_dram = report.residency is not None and report.residency.from_dram
-    devices = {dtype: device_for(hardware, dtype) for dtype in {r.gemm.dtype
-                                                                 for r in report.results}}
-    names, now, other = [], 0.0, 0.0
+    devices = {dtype: device_for(hardware, dtype)
+               for dtype in {r.gemm.dtype for r in distinct(results)}}
+
+    def keep(r: Any) -> bool:
+        return pays(r.gemm, devices[r.gemm.dtype])
+
     seen: dict[Gemm, float] = {}  # one prediction per shape: a deep model repeats its layers
-    for r in report.results:
-        if pays(r.gemm, devices[r.gemm.dtype]):
-            names.append(r.gemm.name)
-            now += r.predicted_time_s
-            shape = replace(r.gemm, name="", layer="", copy=0)
-            if shape not in seen:
-                seen[shape] = otherwise(shape, from_dram).time_s
-            other += seen[shape]
-    return names, now, other
+
+    def other(r: Any) -> float:
+        shape = replace(r.gemm, name="", layer="", copy=0)
+        if shape not in seen:
+            seen[shape] = otherwise(shape, from_dram).time_s
+        return seen[shape]
+
+    names = [name for name, _, _, r in named(results, lambda r: r.gemm, firsts=True)
+             if keep(r)]
+    return Slowed(names, int_total(results, lambda r: int(keep(r))),
+                  float_total(results, lambda r: r.predicted_time_s, keep),
+                  float_total(results, other, keep))
 
 
 def datasheet_gemm(gemm: Gemm, hardware: HardwareSpec,

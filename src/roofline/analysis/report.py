@@ -3,7 +3,7 @@ output."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -13,7 +13,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
 from ..model.network import Network
 from ..model.ops import Op
-from ..model.repeats import Numbered, named
+from ..model.repeats import float_total, int_total, named
 from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
@@ -163,16 +163,16 @@ class Report:
     @cached_property
     def totals(self) -> Totals:  # computed once: a deep step sums many items
         results, ops = self.results, self.ops
-        gemm_s = _float_total(results, _time)
-        op_s = _float_total(ops, _time)
-        memory_s = (_float_total(results, _time, _memory_bound)
-                    + _float_total(ops, _time, _memory_bound))
-        gemm_flops = _int_total(results, lambda r: r.gemm.flops)
-        predicted_gemm_s = _float_total(results, lambda r: r.predicted_time_s)
-        predicted_op_s = _float_total(ops, lambda r: r.predicted_time_s)
+        gemm_s = float_total(results, _time)
+        op_s = float_total(ops, _time)
+        memory_s = (float_total(results, _time, _memory_bound)
+                    + float_total(ops, _time, _memory_bound))
+        gemm_flops = int_total(results, lambda r: r.gemm.flops)
+        predicted_gemm_s = float_total(results, lambda r: r.predicted_time_s)
+        predicted_op_s = float_total(ops, lambda r: r.predicted_time_s)
         return {
-            "flops": gemm_flops + _int_total(ops, lambda r: r.op.flops),
-            "bytes": _int_total(results, lambda r: r.gemm.bytes) + _int_total(
+            "flops": gemm_flops + int_total(ops, lambda r: r.op.flops),
+            "bytes": int_total(results, lambda r: r.gemm.bytes) + int_total(
                 ops, lambda r: r.op.bytes),
             "time_s": gemm_s + op_s,
             "memory_bound_time_fraction": memory_s / (gemm_s + op_s),
@@ -311,23 +311,6 @@ def _time(result: Any) -> float:
 
 def _memory_bound(result: Any) -> bool:
     return bool(result.bound == "memory")
-
-
-def _int_total(items: Sequence[Any], value: Callable[[Any], int]) -> int:
-    """An integer figure summed over every GEMM or op (a repeat's copies: one copy's sum times
-    the count, exactly)."""
-    if isinstance(items, Numbered):
-        return items.total(value)
-    return sum(value(item) for item in items)
-
-
-def _float_total(items: Sequence[Any], value: Callable[[Any], float],
-                 keep: Callable[[Any], bool] | None = None) -> float:
-    """A float figure summed over every GEMM or op (those ``keep`` accepts), in numbering order
-    (``Numbered.float_total``)."""
-    if isinstance(items, Numbered):
-        return items.float_total(value, keep)
-    return sum(value(item) for item in items if keep is None or keep(item))
 
 
 def _rename_result(result: GemmResult, name: str, layer: str, copy: int) -> GemmResult:

@@ -408,6 +408,23 @@ def repeated_values(own: list[float], run: ItemRun[Any]) -> list[float]:
     return [sum(own) * run.count] if own else []
 
 
+def int_total(items: Sequence[T], value: Callable[[T], int]) -> int:
+    """An integer figure summed over every item (a repeat's copies: one copy's sum times the
+    count, exactly: ``Numbered.total``)."""
+    if isinstance(items, Numbered):
+        return items.total(value)
+    return sum(value(item) for item in items)
+
+
+def float_total(items: Sequence[T], value: Callable[[T], float],
+                keep: Callable[[T], bool] | None = None) -> float:
+    """A float figure summed over every item (those ``keep`` accepts), in numbering order
+    (``Numbered.float_total``)."""
+    if isinstance(items, Numbered):
+        return items.float_total(value, keep)
+    return sum(value(item) for item in items if keep is None or keep(item))
+
+
 def named(items: Sequence[T], what: Callable[[T], Any], firsts: bool = False
           ) -> Iterator[tuple[str, str, int, T]]:
     """(name, layer, copy number, item) of every item in order (``firsts``: copy 0's only):

@@ -86,12 +86,11 @@ def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:
     from ..analysis.gpu_gemm import MISALIGNED_C_SHARE, MISALIGNED_SHARES
     from ..analysis.predict import misaligned_rows
 
-    names, now, padded = misaligned_rows(report)
-    if not names:
+    names, count, now, padded = misaligned_rows(report)
+    if not count:
         return []
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
     (two, low), (_, high) = MISALIGNED_SHARES
-    return [f"rows off 16 bytes: {', '.join(names[:shown])}{more}: "
+    return [f"rows off 16 bytes: {_named(names, count, shown)}: "
             f"{report.hardware.architecture}'s Tensor-Core kernels load through TMA, which "
             f"needs 16-byte rows, so these run older kernels, predicted at {low:.0%} of the "
             f"aligned rate ({two}-byte rows; {MISALIGNED_C_SHARE:.0%} where only C's are off) "
@@ -108,18 +107,24 @@ def strided_lines(report: Report, shown: int = 6) -> list[str]:
     from ..analysis.gpu_gemm import STRIDED_SHARES
     from ..analysis.predict import strided_gemms
 
-    names, now, k_major = strided_gemms(report)
-    if not names:
+    names, count, now, k_major = strided_gemms(report)
+    if not count:
         return []
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
     one, two = STRIDED_SHARES
-    return [f"operands not K-major: {', '.join(names[:shown])}{more}: "
+    return [f"operands not K-major: {_named(names, count, shown)}: "
             f"{report.hardware.architecture}'s fast TF32 kernels take A and B contiguous along "
             f"K only (a data gradient reads its weight along N, a weight gradient both operands "
             f"along M and N), so these run others, predicted at {one:.0%} of the rate (one "
             f"operand) or {two:.0%} (both) as measured on an H100 with torch 2.11's cuBLAS: "
             f"{seconds(now)} as they are, {seconds(k_major)} were both K-major (16-bit dtypes "
             f"run any layout at full rate)"]
+
+
+def _named(names: list[str], count: int, shown: int) -> str:
+    """The first ``shown`` of ``names``, and how many of the ``count`` GEMMs are left."""
+    listed = names[:shown]
+    more = f" and {count - len(listed):,} more" if count > len(listed) else ""
+    return ", ".join(listed) + more
 
 
 def measured_residency_lines(report: Report) -> list[str]:

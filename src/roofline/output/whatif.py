@@ -210,17 +210,25 @@ def misaligned_lines(c: Comparison) -> list[str]:
 
     lines = []
     for r in c.reports:
-        names, now, padded = misaligned_rows(r)
-        if names:
-            lines.append(f"{r.hardware.name}: {compact_names(names, 8)} have rows off 16 bytes: "
-                         f"older kernels (TMA needs 16-byte rows), predicted {seconds(now)} as "
-                         f"they are, {seconds(padded)} padded to the 16-byte rule")
-        names, now, k_major = strided_gemms(r)
-        if names:
-            lines.append(f"{r.hardware.name}: {compact_names(names, 8)} have TF32 operands not "
-                         f"K-major: other kernels (the fast ones take K-major only), predicted "
-                         f"{seconds(now)} as they are, {seconds(k_major)} were both K-major")
+        names, count, now, padded = misaligned_rows(r)
+        if count:
+            lines.append(f"{r.hardware.name}: {_slowed_names(names, count)} have rows off 16 "
+                         f"bytes: older kernels (TMA needs 16-byte rows), predicted "
+                         f"{seconds(now)} as they are, {seconds(padded)} padded to the 16-byte "
+                         f"rule")
+        names, count, now, k_major = strided_gemms(r)
+        if count:
+            lines.append(f"{r.hardware.name}: {_slowed_names(names, count)} have TF32 operands "
+                         f"not K-major: other kernels (the fast ones take K-major only), "
+                         f"predicted {seconds(now)} as they are, {seconds(k_major)} were both "
+                         f"K-major")
     return lines
+
+
+def _slowed_names(names: list[str], count: int) -> str:
+    """``compact_names`` of the GEMMs a table lists, and how many repeated copies besides."""
+    more = f" (and {count - len(names):,} in repeated copies)" if count > len(names) else ""
+    return compact_names(names, 8) + more
 
 
 def comparison_table(c: Comparison) -> str:
