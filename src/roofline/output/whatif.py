@@ -201,7 +201,7 @@ def _why_lines(c: Comparison) -> list[str]:
     return lines
 
 
-def misaligned_lines(c: Comparison) -> list[str]:
+def slow_kernel_lines(c: Comparison) -> list[str]:
     """Per device that runs Tensor-Core GEMMs through TMA, those whose rows miss 16 bytes and
     their predicted time as they are and padded (``predict.misaligned_rows``); per device whose
     fast kernels take only K-major operands, those with one that is not, as they are and as
@@ -237,14 +237,14 @@ def comparison_table(c: Comparison) -> str:
     out = [*_compare_header(c), "", *aligned(*_split(_device_rows(c)), {0, 1}), "",
            *aligned(*_split(_gemm_rows(c)), {0, 1}),
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)", "",
-           *_why_lines(c), *misaligned_lines(c), "", f"verdict: {verdict_text(c)}"]
+           *_why_lines(c), *slow_kernel_lines(c), "", f"verdict: {verdict_text(c)}"]
     return "\n".join(out) + "\n"
 
 
 def comparison_markdown(c: Comparison) -> str:
     out = ["  \n".join(_compare_header(c)), "", *markdown(*_split(_device_rows(c)), {0, 1}), "",
            *markdown(*_split(_gemm_rows(c)), {0, 1}), "",
-           *(f"- {line.strip()}" for line in (*_why_lines(c), *misaligned_lines(c))), "",
+           *(f"- {line.strip()}" for line in (*_why_lines(c), *slow_kernel_lines(c))), "",
            f"**{verdict_text(c)}**"]
     return "\n".join(out) + "\n"
 

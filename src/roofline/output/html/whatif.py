@@ -13,8 +13,8 @@ from ..report import compact_names, precision_text, quantization_line, step_text
 from ..whatif import (
     change_text,
     dtype_note,
-    misaligned_lines,
     predicted_cell,
+    slow_kernel_lines,
     speedup_text,
     sweep_header,
     transition_lines,
@@ -93,7 +93,7 @@ def _why(c: Comparison) -> str:
         items = "".join(f"<li><b>{escape(compact_names(names, 8))}</b>: {escape(why)}</li>"
                         for why, names in groups.items())
         out.append(f"<h4>{escape(r.hardware.name)} vs {escape(base)}</h4><ul>{items}</ul>")
-    rows = misaligned_lines(c)
+    rows = slow_kernel_lines(c)
     if rows:
         out.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in rows) + "</ul>")
     return "".join(out)
