@@ -48,9 +48,9 @@ from pathlib import Path
 
 from _tables import table_lines
 
-from roofline.analysis.alignment import misaligned_c_only, row_alignment_bytes, strided_operands
+from roofline.analysis.alignment import row_alignment_bytes
 from roofline.analysis.gpu_gemm import FITTED, GpuGemmConstants, device_for, gemm_time
-from roofline.analysis.predict import datasheet_gemm, slow_row_bytes
+from roofline.analysis.predict import datasheet_gemm, kernel_layout
 from roofline.analysis.quantization import quantization_of
 from roofline.errors import RooflineError
 from roofline.hardware.catalog import load_hardware
@@ -160,12 +160,12 @@ class Predictor:
             self._dev[key] = device_for(self.hardware(row.device), row.dtype)
         if row not in self._bytes:
             g = self.gemm(row)
-            self._bytes[row] = (g.bytes, g.bytes_by_operand["c"], slow_row_bytes(g),
-                                strided_operands(g), misaligned_c_only(g))
-        working, c_bytes, row_bytes, strided, c_only = self._bytes[row]
+            self._bytes[row] = g.bytes, g.bytes_by_operand["c"], kernel_layout(g)
+        working, c_bytes, layout = self._bytes[row]
+        if layout_free:
+            layout = layout | {"row_bytes": 16, "strided": 0}
         return gemm_time(row.m, row.n, row.k, itemsize(row.dtype), row.count, working, c_bytes,
-                         self._dev[key], c, row_bytes=16 if layout_free else row_bytes,
-                         strided=0 if layout_free else strided, c_only=c_only)["time_s"]
+                         self._dev[key], c, **layout)["time_s"]
 
     def old(self, row: Row) -> float:
         hw, g = self.hardware(row.device), self.gemm(row)

@@ -183,21 +183,30 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
     calibration's, ``basis`` calibrated); ``k_major``: A and B taken as K-major whatever
     ``gemm.operand_rows`` says."""
-    from .alignment import misaligned_c_only, strided_operands
     from .gpu_gemm import FITTED, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
     scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
     device = device_for(hardware, gemm.dtype)
+    layout = kernel_layout(gemm) | ({"strided": 0} if k_major else {})
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
                       gemm.bytes, gemm.bytes_by_operand["c"], device,
                       constants or FITTED,
                       e_b=e_b, math_scale=scale,
-                      kept=gemm.kept_bytes if weights_from_dram else 0,
-                      row_bytes=slow_row_bytes(gemm) if device.tma else 16,
-                      strided=0 if k_major else strided_operands(gemm),
-                      c_only=misaligned_c_only(gemm))
+                      kept=gemm.kept_bytes if weights_from_dram else 0, **layout)
     return Prediction(terms["time_s"], basis, terms)
+
+
+def kernel_layout(gemm: Gemm) -> dict[str, Any]:
+    """What of ``gemm``'s rows and operand layout decides the kernel a GPU runs it with, as
+    ``gpu_gemm.gemm_time`` takes it (``layout_share``'s inputs, which a GPU that does not care
+    ignores): its worst row (``slow_row_bytes``), whether C's are the only rows off
+    (``alignment.misaligned_c_only``), how many of A and B are not K-major
+    (``alignment.strided_operands``)."""
+    from .alignment import misaligned_c_only, strided_operands
+
+    return {"row_bytes": slow_row_bytes(gemm), "strided": strided_operands(gemm),
+            "c_only": misaligned_c_only(gemm)}
 
 
 def slow_row_bytes(gemm: Gemm) -> int:
