@@ -518,19 +518,26 @@ def test_a_weight_stored_in_x_out_runs_along_n_forward_and_along_k_backward():
     assert rows[("a", "backward-weight")] == (0, 1, 0)  # out x in: dW along M (in)
 
 
+def _tf32_linears_on_an_h100(tmp_path, repeat: str):
+    """A model.yaml of 1024 -> 1024 Linears (``repeat``: the layer's extra fields) trained at
+    batch 4096 in TF32, and its report on an H100 SXM5."""
+    from roofline.api import analyze_model
+
+    model = tmp_path / "fc.yaml"
+    model.write_text("batch: 4096\ndtype: tf32\nmode: train\nlayers:\n"
+                     f"  - {{type: linear, in: 1024, out: 1024{repeat}}}\n")
+    return model, analyze_model(str(model), "h100-sxm5-80gb")
+
+
 def test_analyze_and_compare_say_which_tf32_gemms_run_other_kernels(invoke, tmp_path):
     """A Linear 1024 -> 1024 trained at batch 4096 in TF32: its weight gradient (both operands
     not K-major) is its one GEMM past the forward (no earlier layer, no data gradient); on an
     H100 it is predicted at 0.52 of the rate, and the line says what K-major would take."""
     from roofline.analysis.predict import fitted_gemm, strided_gemms
-    from roofline.api import analyze_model
     from roofline.model.gemm import Gemm
 
-    model = tmp_path / "fc.yaml"
-    model.write_text("batch: 4096\ndtype: tf32\nmode: train\nlayers:\n"
-                     "  - {type: linear, in: 1024, out: 1024}\n")
-    h100 = load_hardware("h100-sxm5-80gb")
-    report = analyze_model(str(model), "h100-sxm5-80gb")
+    model, report = _tf32_linears_on_an_h100(tmp_path, "")
+    h100 = report.hardware
     wgrad = Gemm("MM2", "fc", "backward-weight", 1024, 1024, 4096, "tf32")
     names, gemms, now, k_major = strided_gemms(report)
     assert names == ["MM2"] and gemms == 1
@@ -578,14 +585,10 @@ def test_a_repeat_s_slowed_gemms_are_summed_over_every_copy_and_named_by_the_fir
     layer's (one operand) pay, 1999 GEMMs, each at its own shape's prediction; the line names
     the first copy's and counts the rest, as the table lists a repeat."""
     from roofline.analysis.predict import fitted_gemm, strided_gemms
-    from roofline.api import analyze_model
     from roofline.model.gemm import Gemm
 
-    model = tmp_path / "deep.yaml"
-    model.write_text("batch: 4096\ndtype: tf32\nmode: train\nlayers:\n"
-                     "  - {type: linear, in: 1024, out: 1024, repeat: 1000}\n")
-    h100 = load_hardware("h100-sxm5-80gb")
-    report = analyze_model(str(model), "h100-sxm5-80gb")
+    model, report = _tf32_linears_on_an_h100(tmp_path, ", repeat: 1000")
+    h100 = report.hardware
     data_grad = Gemm("MM1", "fc", "backward-data", 4096, 1024, 1024, "tf32")
     wgrad = Gemm("MM1", "fc", "backward-weight", 1024, 1024, 4096, "tf32")
     names, gemms, now, other = strided_gemms(report)

@@ -208,20 +208,19 @@ def slow_kernel_lines(c: Comparison) -> list[str]:
     if K-major (``predict.strided_gemms``)."""
     from ..analysis.predict import misaligned_rows, strided_gemms
 
+    # what slows them, and what the other figure is
+    kinds = ((misaligned_rows, "have rows off 16 bytes: older kernels (TMA needs 16-byte rows)",
+              "padded to the 16-byte rule"),
+             (strided_gemms, "have TF32 operands not K-major: other kernels (the fast ones "
+                             "take K-major only)", "were both K-major"))
     lines = []
     for r in c.reports:
-        names, count, now, padded = misaligned_rows(r)
-        if count:
-            lines.append(f"{r.hardware.name}: {_slowed_names(names, count)} have rows off 16 "
-                         f"bytes: older kernels (TMA needs 16-byte rows), predicted "
-                         f"{seconds(now)} as they are, {seconds(padded)} padded to the 16-byte "
-                         f"rule")
-        names, count, now, k_major = strided_gemms(r)
-        if count:
-            lines.append(f"{r.hardware.name}: {_slowed_names(names, count)} have TF32 operands "
-                         f"not K-major: other kernels (the fast ones take K-major only), "
-                         f"predicted {seconds(now)} as they are, {seconds(k_major)} were both "
-                         f"K-major")
+        for slowed, why, otherwise in kinds:
+            names, count, now, other = slowed(r)
+            if count:
+                lines.append(f"{r.hardware.name}: {_slowed_names(names, count)} {why}, "
+                             f"predicted {seconds(now)} as they are, {seconds(other)} "
+                             f"{otherwise}")
     return lines
 
 
