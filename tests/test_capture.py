@@ -127,6 +127,55 @@ def test_each_operands_layout_is_read_from_its_strides():
     assert (gemm.m, gemm.n, gemm.k, gemm.rows) == (16, 48, 32, (0, 2, 1))
 
 
+def test_a_copy_is_strided_when_its_source_is_laid_out_unlike_its_output():
+    """torch copies operands laid out alike as one contiguous run and any other through its
+    strided loop: contiguous() of a transposed view permutes (and so does the copy torch.matmul
+    makes of a head-split Q); clone() of that view keeps its strides, a cast of a contiguous
+    tensor keeps them too, and a broadcast source is laid out unlike its output."""
+
+    class Copies(torch.nn.Module):
+        def forward(self, x, q, k, row):
+            out = row.new_empty((4, 8))
+            out.copy_(row)  # (8,) broadcast over 4 rows: strided
+            return (x.transpose(0, 1).contiguous(),  # permuted: strided
+                    x.transpose(0, 1).clone(),  # strides kept (preserve_format): a run
+                    x.clone(), x.to(torch.float64),  # contiguous: runs
+                    q @ k.transpose(-1, -2),  # (b, h, s, d) views of (b, s, h, d): copies
+                    out)
+
+    b, s, h, d = 2, 16, 4, 8
+    q = torch.zeros(b, s, h, d).transpose(1, 2)
+    k = torch.zeros(b, s, h, d).transpose(1, 2)
+    net = capture(Copies(), torch.zeros(32, 64), q, k, torch.zeros(8), mode="inference")
+    copies = [(o.kind, o.strided) for o in net.ops()]
+    assert copies == [("aten.copy_", True), ("aten.clone", True), ("aten.clone", False),
+                      ("aten.clone", False), ("aten._to_copy", False), ("aten.clone", True),
+                      ("aten.clone", True)]
+    # a strided copy of a transposed 32 x 64 fp32 tensor reads and writes 2,048 values
+    assert [o.bytes for o in net.ops()][1] == 2 * 32 * 64 * 4
+
+
+def test_a_captured_permuted_copy_says_how_a_gpu_prices_it():
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+    from roofline.output.times import time_lines
+
+    class Heads(torch.nn.Module):
+        def forward(self, x):
+            return x.view(2, 16, 4, 8).transpose(1, 2).contiguous()
+
+    net = capture(Heads(), torch.zeros(2, 16, 32), mode="inference")
+    report = analyze(net, load_hardware("h100-sxm5-80gb"))
+    data = report.to_dict()
+    assert [op["predicted_basis"] for op in data["ops"]] == ["strided-copy"]
+    assert "CUDALoops.cuh" in data["op_prediction"]["sources"]["strided-copy"]
+    assert "permuted copies at the rate torch's strided copy kernel" in "\n".join(
+        time_lines(report))
+    # a CPU prices it by its class, as before (no calibration here: its roof)
+    (cpu,) = analyze(net, load_hardware("xeon-platinum-8380")).ops
+    assert cpu.predicted_basis == "roofline"
+
+
 def test_flash_attention_is_one_fused_op():
     # one causal attention, batch 2, 4 heads, 128 tokens, head dim 64: 4 B H s^2 d / 2 FLOPs
     class Attention(torch.nn.Module):

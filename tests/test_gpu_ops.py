@@ -206,6 +206,38 @@ def test_other_architectures_fall_back_to_the_gemm_models_sustained_share():
         0.9e-6 + 274_877_906_944 / (0.868 * 67e12 * 1.83 / 1.98))
 
 
+def test_a_permuted_copy_runs_at_the_offset_rate_not_drams():
+    # GPT-2's head split copied by torch.matmul: 8 x 1024 x 12 x 64 = 6,291,456 values read and
+    # as many written, 12,582,912 values, 25,165,824 B in bf16 (50,331,648 B in fp32).
+    # H100 SXM5: 132 SMs at its 1.98 GHz CUDA-core clock, 3.35 TB/s at 0.88:
+    #   bf16 offsets 12,582,912 / (1.9 x 132 x 1.98e9 = 4.96584e11) = 25.339 us
+    #        DRAM    25,165,824 / (0.88 x 3.35e12) = 8.537 us  -> 0.9 + 25.339 = 26.239 us
+    #   fp32 offsets 12,582,912 / (1.6 x 132 x 1.98e9 = 4.18176e11) = 30.090 us
+    #        DRAM    50,331,648 / 2.948e12 = 17.073 us          -> 0.9 + 30.090 = 30.990 us
+    # T4: 40 SMs at the 0.9 GHz it holds (no vector clock), 320 GB/s:
+    #   fp16 offsets 12,582,912 / (1.9 x 40 x 0.9e9 = 6.84e10) = 183.96 us
+    #        DRAM    25,165,824 / (0.88 x 320e9) = 89.37 us      -> 0.9 + 183.96 = 184.86 us
+    from roofline.analysis.gpu_ops import predict_op
+
+    values = 2 * 8 * 1024 * 12 * 64
+    assert values == 12_582_912
+    for hw, dtype, size, expected in (("h100-sxm5-80gb", "bf16", 2, 26.239e-6),
+                                      ("h100-sxm5-80gb", "fp32", 4, 30.990e-6),
+                                      ("t4", "fp16", 2, 184.86e-6)):
+        spec = load_hardware(hw)
+        op = Op("OP1", "attn", "forward", "aten.clone", 0, values * size, strided=True)
+        p = predict_op(op, spec, dtype, spec.peak_flops_per_s(dtype),
+                       spec.bandwidth_bytes_per_s)
+        assert p.basis == "strided-copy"
+        assert p.time_s == pytest.approx(expected, rel=2e-4)
+        # the same copy of operands laid out alike is a stream
+        run = predict_op(Op("OP1", "attn", "forward", "aten.clone", 0, values * size), spec,
+                         dtype, spec.peak_flops_per_s(dtype), spec.bandwidth_bytes_per_s)
+        assert run.basis == "streaming"
+        assert run.time_s == pytest.approx(
+            0.9e-6 + values * size / (0.88 * spec.bandwidth_bytes_per_s))
+
+
 def test_a_cpu_keeps_ops_at_their_roof():
     report, (attn,) = _attention("xeon-platinum-8380", dtype="fp32")
     assert attn.predicted_basis == "roofline" and attn.predicted_time_s == attn.time_s

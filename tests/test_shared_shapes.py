@@ -106,10 +106,10 @@ def test_a_renamed_op_keeps_every_other_field():
     from roofline.model.ops import AttentionShape, Op
 
     op = Op("OP3", "blk.attn", "backward", "flash-attention", 10, 20,
-            AttentionShape(64, 128, 128, True), follows="linear", copy=0)
+            AttentionShape(64, 128, 128, True), follows="linear", strided=True, copy=0)
     assert op.renamed("OP9", "blk.7.attn", 6) == Op(
         "OP9", "blk.7.attn", "backward", "flash-attention", 10, 20,
-        AttentionShape(64, 128, 128, True), follows="linear", copy=6)
+        AttentionShape(64, 128, 128, True), follows="linear", strided=True, copy=6)
 
 
 def test_every_bias_op_says_what_product_it_follows():

@@ -36,6 +36,25 @@ every op is one kernel, and::
      ``peak_share``);
      basis ``gemm-sustained``.
 
+A permuted copy (an op ``model.capture`` marks ``strided``: ``contiguous()`` of a transposed
+view, or the copy ``torch.matmul`` makes of a head-split Q, K or V) is no stream: torch runs a
+copy whose operands are laid out alike through its vectorized elementwise kernel, and any other
+through one that computes each value's offsets from the strides, dimension by dimension, with
+integer arithmetic (pytorch/pytorch aten/src/ATen/native/cuda/CUDALoops.cuh,
+``gpu_kernel_impl_nocast``: ``launch_vectorized_kernel`` when ``iter.is_contiguous()``, else
+``launch_legacy_kernel<128, unroll>`` over an ``OffsetCalculator``, unroll 4 for an element
+under 4 bytes, 2 from 4). That work, not DRAM, sets its time::
+
+    t = t_launch + max(bytes / (D x BW), values / (V x S x f))
+
+with ``values`` the elements read and written (bytes over the dtype's size), S the SMs, f the
+clock they run CUDA-core work at (``gpu.vector_clock_ghz`` where the entry gives one, else the
+boost clock; times ``clock_share`` where it gives a sustained one) and V ``STRIDED_COPY_VALUES``
+per SM and clock, by element size: fitted on a lent H100's GPT-2 and BERT forward steps (48
+such copies each, torch 2.11; benchmarks/data/h100_live_steps.json), where they moved 0.49
+(fp32) and 0.28 (bf16) of the DRAM bandwidth; an H200, with 1.43x the bandwidth, ran the same
+copies only 1.01-1.09x faster (basis ``strided-copy``).
+
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
 does for a Linear's bias through cuBLASLt's bias epilogue (``at::cuda::blas::gemm_and_bias``;
@@ -74,7 +93,17 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
 
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
 OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
-            "gemm-epilogue")
+            "gemm-epilogue", "strided-copy")
+#: Values (elements read and written) a permuted copy moves per SM and clock, by whether its
+#: element is 4 bytes or more (torch unrolls its loop 2 deep there, 4 below: module docstring).
+#: The geometric mean over a lent H100's GPT-2 and BERT forward steps of each dtype (their
+#: copies' profiled kernel time less a 0.9 us launch each), at the 1.98 GHz its SMs held (fp32:
+#: 1.61, 1.62; bf16: 1.89, 1.93); checked, never fitted, on the same steps on an H200 (measured
+#: / predicted 0.91-0.96) and on the GPT-2 bf16 training step's 84 copies (0.86-0.87 on both
+#: GPUs: its backward's copies run faster).
+STRIDED_COPY_VALUES = {"wide": 1.6, "narrow": 1.9}
+STRIDED_COPY_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
+                       "CUDALoops.cuh")
 #: Ops a product can run in its epilogue: a forward bias add; ``GPU_EPILOGUE_FOLLOWS``: the
 #: products (``model.ops.FOLLOWS``) that do so on a GPU (module docstring).
 EPILOGUE_KINDS = frozenset({"bias"})
@@ -124,6 +153,7 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
             "sources": {"dram_fraction": DRAM_FRACTION_SOURCE if constants.basis == "published"
                         else "calibration", "launch_s": LAUNCH_SOURCE
                         if constants.basis == "published" else "calibration",
+                        "strided-copy": STRIDED_COPY_SOURCE,
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
                         "flash-attention-2": "https://arxiv.org/abs/2307.08691"}}
 
@@ -137,6 +167,11 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     if op.kind in EPILOGUE_KINDS and op.follows in GPU_EPILOGUE_FOLLOWS:
         return OpPrediction(0.0, "gemm-epilogue", {})
     memory_s = op.bytes / (constants.dram_fraction * bandwidth)
+    if op.strided:
+        index_s = strided_copy_s(op.bytes, hardware, dtype)
+        return OpPrediction(constants.launch_s + max(index_s, memory_s), "strided-copy",
+                            {"launch_s": constants.launch_s, "index_s": index_s,
+                             "memory_s": memory_s})
     share, basis = 1.0, "streaming"
     if op.kind in ATTENTION_KINDS and op.attention is not None:
         share, basis = attention_share(op.attention, op.pass_, hardware, dtype)
@@ -146,6 +181,21 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     return OpPrediction(constants.launch_s + max(flop_s, memory_s), basis,
                         {"launch_s": constants.launch_s, "flop_s": flop_s,
                          "memory_s": memory_s, "peak_share": share})
+
+
+def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:
+    """The time a permuted copy of ``nbytes`` (read and written) spends computing offsets: its
+    values over ``STRIDED_COPY_VALUES`` per SM and clock, on every SM at the clock CUDA-core
+    work runs at (module docstring)."""
+    from ..model.dtypes import ITEMSIZE_BYTES
+    from .gpu_gemm import clock_share
+
+    gpu = hardware.gpu
+    assert gpu is not None  # op_constants: a GPU entry
+    size = ITEMSIZE_BYTES[dtype]
+    per_clock = STRIDED_COPY_VALUES["wide" if size >= 4 else "narrow"]
+    clock = (gpu.vector_clock_ghz or gpu.boost_clock_ghz) * 1e9 * clock_share(hardware)
+    return nbytes / size / (per_clock * gpu.sms * clock)
 
 
 def datasheet_peak(hardware: HardwareSpec, dtype: str, peak: float) -> float:

@@ -93,6 +93,10 @@ FLOPS_PER_ELEMENT = {
 }
 #: Ops that reduce their input: their FLOPs count per element read.
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
+#: Copies: a ``CapturedOp`` of one whose floating-point source is laid out unlike its output
+#: (``_permutes``) is ``strided``, the copy ``contiguous()`` or a reshape of a transposed view
+#: makes (``torch.matmul`` of a head-split Q or K).
+COPIES = frozenset({"clone", "copy", "_to_copy", "contiguous"})
 TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
@@ -585,7 +589,27 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
     # sums every row of dY: one add a value read, not one a value written)
     sizes = [t.numel() for t in (tensors if base in REDUCTIONS else outs)]
     flops = per * (sum(sizes) if op.startswith("_foreach_") else max(sizes, default=0))
-    return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other)]
+    strided = base in COPIES and _permutes(tensors, outs)
+    return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other, strided=strided)]
+
+
+def _permutes(tensors: list[Any], outs: list[Any]) -> bool:
+    """Whether a copy reads a floating-point source laid out unlike its output: another shape
+    (broadcast) or, along a dimension longer than 1, another stride (a transposed or permuted
+    view copied into a contiguous tensor). Operands laid out alike are one contiguous run, as
+    torch's elementwise loop sees them (its ``TensorIterator`` merges their dimensions); a
+    permuted source is not (``analysis.gpu_ops``: such a copy is not a stream)."""
+    if not outs:
+        return False
+    out = outs[0]
+    for t in tensors:
+        if t is out or not t.is_floating_point():
+            continue
+        if tuple(t.shape) != tuple(out.shape):
+            return True
+        if any(a != b for a, b, n in zip(t.stride(), out.stride(), out.shape) if n > 1):
+            return True
+    return False
 
 
 def _conv(x: Any, w: Any, args: Sequence[Any], owner: str,

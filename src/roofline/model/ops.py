@@ -69,7 +69,9 @@ FOLLOWS = ("linear", "conv", "sparse")
 class OpShape(NamedTuple):
     """An op as a layer describes it, before the network numbers it (``attention``: the shape
     of a fused attention op, None for every other op; ``follows``: for a bias add and its
-    gradient, the product whose output it adds to, one of ``FOLLOWS``; "" for every other op)."""
+    gradient, the product whose output it adds to, one of ``FOLLOWS``; "" for every other op;
+    ``strided``: a copy whose source is laid out unlike its output, a permuted copy, as
+    ``model.capture`` sees it from the tensors' strides; False for every other op)."""
 
     layer: str
     pass_: str
@@ -78,6 +80,7 @@ class OpShape(NamedTuple):
     bytes: int
     attention: AttentionShape | None = None
     follows: str = ""
+    strided: bool = False
 
 
 def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpShape:
@@ -121,6 +124,7 @@ class Op:
     bytes: int
     attention: AttentionShape | None = None  # a fused attention op's shape (OpShape's)
     follows: str = ""  # a bias add's product (OpShape's)
+    strided: bool = False  # a permuted copy (OpShape's)
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
 
     @property
@@ -130,4 +134,4 @@ class Op:
     def renamed(self, name: str, layer: str, copy: int) -> Op:
         """This op under another name, layer and copy number (as ``Gemm.renamed``)."""
         return Op(name, layer, self.pass_, self.kind, self.flops, self.bytes, self.attention,
-                  self.follows, copy)
+                  self.follows, self.strided, copy)

@@ -173,6 +173,8 @@ _BASIS_TEXT = {
                       "published attention figure for this device)",
     "gemm-epilogue": "Linear biases added in their GEMM's epilogue, no kernel of their own "
                      "(cuBLASLt, as torch's CUDA addmm)",
+    "strided-copy": "permuted copies at the rate torch's strided copy kernel computes offsets "
+                    "(1.6-1.9 values per SM and clock, fitted on a lent H100), not DRAM's",
 }
 #: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
 _CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "

@@ -31,10 +31,12 @@ class CapturedOp(NamedTuple):
     other_bytes: int
     attention: AttentionShape | None = None  # a fused attention op's shape
     follows: str = ""  # a bias add's product (OpShape's)
+    strided: bool = False  # a permuted copy (OpShape's)
 
     def at(self, e: int) -> OpShape:
         return OpShape(self.layer, self.pass_, self.kind, self.flops,
-                       self.elements * e + self.other_bytes, self.attention, self.follows)
+                       self.elements * e + self.other_bytes, self.attention, self.follows,
+                       self.strided)
 
 
 Item = GemmShape | CapturedOp
