@@ -113,6 +113,30 @@ def test_a_relu_beyond_the_llc_streams_at_the_dram_rate():
     assert r.predicted_time_s == pytest.approx(2e-6 + 8 * MIB / 10e9)
 
 
+def test_a_permuted_copy_pays_the_copy_rate_a_copy_laid_out_alike_streams():
+    # In cache (2^14 fp32 values read and as many written, 131,072 B, under 1/32 of the 32 MiB
+    # LLC): permuted, the copy rate's 131,072 / 20e9 = 6.55 us outlasts the stream's 131,072 /
+    # 50e9 = 2.62 us: 2 + 6.55 us; laid out alike, a stream: 2 + 2.62 us. Beyond the LLC (8 MiB)
+    # the DRAM stream, 8,388,608 / 10e9 = 838.9 us, outlasts the copy rate's 419.4 us: 2 + 838.9.
+    small = 2 * 2**14 * 4
+    permuted = Op("OP1", "l", "forward", "aten.clone", 0, small, strided=True)
+    alike = Op("OP1", "l", "forward", "aten.clone", 0, small)
+    r = analyze_op(permuted, spec(), "fp32")
+    assert r.predicted_basis == "calibrated: copy"
+    assert r.predicted_time_s == pytest.approx(2e-6 + 131072 / 20e9)
+    r = analyze_op(alike, spec(), "fp32")
+    assert r.predicted_basis == "calibrated: streaming"
+    assert r.predicted_time_s == pytest.approx(2e-6 + 131072 / 50e9)
+    # a cast is a copy too; repeat and roll stay copies whatever the capture saw
+    cast = analyze_op(Op("OP1", "l", "forward", "aten._to_copy", 0, small), spec(), "fp32")
+    assert cast.predicted_basis == "calibrated: streaming"
+    rolled = analyze_op(Op("OP1", "l", "forward", "aten.roll", 0, small), spec(), "fp32")
+    assert rolled.predicted_basis == "calibrated: copy"
+    big = analyze_op(Op("OP1", "l", "forward", "aten.clone", 0, 8 * MIB, strided=True), spec(),
+                     "fp32")
+    assert big.predicted_time_s == pytest.approx(2e-6 + 8 * MIB / 10e9)
+
+
 def test_an_op_is_in_cache_up_to_a_32nd_of_the_llc():
     # 131,072 values: 1 MiB = 32 MiB / 32: 2 + 1,048,576 / 50e9 us; one more value: DRAM
     at = analyze_op(of(elementwise("l", "forward", "relu", MIB // 8, 4)), spec(), "fp32")

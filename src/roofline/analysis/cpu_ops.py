@@ -20,7 +20,9 @@ Every op is one call of the library, and::
 - ``t_work``: what the op's class costs beyond moving its bytes, from the kernel the probe timed
   for that class (``CLASSES``, one row per kind): ``bytes x e_cal / e / R_class`` for a
   ``transcendental`` (tanh, exp, erf-GELU), ``normalization`` (softmax, layer norm, batch
-  norm), ``pooling`` (max pooling) or ``copy`` (a permuted copy) op, its rate ``R_class``
+  norm), ``pooling`` (max pooling) or ``copy`` (a permuted copy: a captured copy the capture
+  marks ``strided``, its source laid out unlike its output; one of operands laid out alike is a
+  ``streaming`` op, a run) op, its rate ``R_class``
   measured in the calibration's dtype of element size ``e_cal`` and held per element for an op
   of element size ``e`` (the work is per value, not per byte); 0 for a ``streaming`` op; for
   fused attention (``flash-attention`` and its backward, at the forward's rate: the backward is
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..model.capture import COPIES
 from ..model.dtypes import itemsize
 from .gpu_ops import EPILOGUE_KINDS, OpPrediction
 from .predict import interpolate
@@ -185,6 +188,9 @@ def predict_cpu_op(op: Op, ops: CpuOpsCalibration, dtype: str, peak: float,
     stream_gbs = ops.rates_gbs["stream_cache" if resident else "stream_dram"]
     stream_s = op.bytes / (stream_gbs * 1e9)
     found = class_of(op.kind)
+    if found is not None and found[0] == COPY and not op.strided and base_kind(
+            op.kind) in COPIES:
+        found = (STREAMING, None)  # a copy of operands laid out alike: one run, a stream
     name, key = found if found is not None else (STREAMING, None)
     basis = f"calibrated: {name}" if found is not None else UNMAPPED
     work_s, share = 0.0, 0.0
