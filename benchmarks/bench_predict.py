@@ -14,6 +14,9 @@ load: a run that overlapped other load is to be rerun), per-shape predicted vs m
 far apart its rounds' bests were, the share within 1.25x and 2x, the median and geometric-mean
 ratio, the worst five with the term that dominated their prediction, and the DRAM figure against
 the C triad: pairs, because the memory bandwidth of a shared VM can move by 1.7x within seconds.
+Right before and after the shapes it times a 96^3 fp32 GEMM on one thread and on all the BLAS's
+(``host:``): on the development VM a run whose small squares missed had them at one thread's
+speed, the host starting the second vCPU late.
 
 Fit and validation are apart: the probe calibrates on squares n = 32..512 (quick: ..256),
 thin M = 1..64 at N = K = 1024 and at an N = K that puts B at 3x the LLC (5120 in fp32 and
@@ -71,6 +74,26 @@ def reason(terms: dict) -> str:
             "c_s": "C write traffic", "call_s": "per-call overhead"}[top]
 
 
+#: The host check's GEMM: the smallest square the BLAS splits over two threads on the development
+#: VM (OpenBLAS runs M N K <= 262,144 on one), where a second thread that starts late shows most.
+HOST_CHECK_N = 96
+
+
+def host_check() -> tuple[float, float]:
+    """A HOST_CHECK_N^3 fp32 GEMM's best time on one thread and on all the BLAS's: on the
+    development VM two threads take about 0.7 of one thread's time while the host runs both
+    vCPUs promptly and about 1.0 through its slow stretches (README, "Validation")."""
+    from threadpoolctl import threadpool_limits
+
+    from roofline.kernels.cpu import shaped_gemm_kernel
+    from roofline.kernels.timing import measure
+
+    run = shaped_gemm_kernel(HOST_CHECK_N, HOST_CHECK_N, HOST_CHECK_N, "fp32").run
+    with threadpool_limits(1):
+        one = measure(run, repeats=5, min_time_s=0.005).best_s
+    return one, measure(run, repeats=5, min_time_s=0.005).best_s
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="calibrate from a quick probe")
@@ -118,9 +141,11 @@ def main() -> int:
     fitted = calibration_shapes(result.measured["calibration"])
     todo = shapes()
     say(f"timing {len(todo)} shapes in rounds (roofline.analysis.measure.time_kernels) ...")
+    before = host_check()
     meter.lap()
     timed = time_kernels([shaped_gemm_kernel(m, n, k, d).run for m, n, k, d, _ in todo])
     load["the shapes' rounds"] = meter.lap()
+    after = host_check()
     rows = []
     for (m, n, k, d, kind), r in zip(todo, timed):
         g = Gemm("MM", "x", "forward", m, n, k, d)
@@ -133,6 +158,11 @@ def main() -> int:
     print("other programs' load (CPUs, kernels.load): " + ", ".join(
         f"{what} {cpus:.2f}" if cpus is not None else f"{what} unknown"
         for what, cpus in load.items()))
+    print(f"host: a {HOST_CHECK_N}^3 fp32 GEMM on all the BLAS's threads took "
+          + " and ".join(f"{two / one:.2f} of one thread's time ({two * 1e6:.1f} / "
+                         f"{one * 1e6:.1f} us) {when}" for (one, two), when in
+                         ((before, "before the shapes"), (after, "after")))
+          + " (about 0.7: both vCPUs ran promptly; 1.0 or more: the second thread waited)")
     print("\n| shape (M x N x K) | dtype | kind | roof | predicted | measured | rounds apart | "
           "measured / predicted |\n|---|---|---|--:|--:|--:|--:|--:|")
     from roofline.units import seconds
