@@ -170,6 +170,18 @@ def test_gpu_entry_prediction_is_the_fitted_gpu_model_and_says_so():
     assert fit_of(load_hardware("xeon-platinum-8180")) is None
 
 
+def test_a_fitted_prediction_says_the_clock_it_runs_the_sms_at():
+    # T4: hwdb gives the 0.9 GHz a T4 was seen to hold through a GEMM-heavy load (boost 1.59);
+    # L4 no sustained clock: its 2.04 GHz boost, and the sentence says what that assumes
+    t4, l4 = load_hardware("t4"), load_hardware("l4")
+    assert fit_of(t4)["clock"] == {"ghz": 0.9, "basis": "sustained", "boost_ghz": 1.59}
+    assert fit_of(l4)["clock"] == {"ghz": 2.04, "basis": "boost", "boost_ghz": 2.04}
+    assert ("the SMs at 0.9 GHz, the clock the entry says the board holds through a long GEMM "
+            "(boost 1.59)") in basis_sentence(t4)
+    assert basis_sentence(l4).endswith(
+        "the SMs at their 2.04 GHz boost clock (the entry gives no sustained clock)")
+
+
 def test_old_measured_entry_without_calibration_loads_and_says_so():
     data = copy.deepcopy(ENTRY)
     del data["calibration"]

@@ -116,13 +116,22 @@ def basis_of(hardware: HardwareSpec) -> str:
 def fit_of(hardware: HardwareSpec) -> dict[str, Any] | None:
     """What a ``fitted`` prediction was fitted on: ``data`` (the measurements, named),
     ``devices`` (hwdb entries they were measured on) and ``architecture_in_data`` (whether
-    this entry's architecture is among theirs); None for another basis."""
+    this entry's architecture is among theirs); and ``clock``, the SM clock it runs the device
+    at (``ghz``; ``basis`` ``sustained``: the clock the entry says the board holds through a
+    long GEMM, ``gpu.sustained_clock_ghz``; ``boost``: its boost clock, the entry giving no
+    sustained one; ``boost_ghz``); None for another basis."""
     if basis_of(hardware) != "fitted":
         return None
     from .gpu_gemm import FITTED
 
+    gpu = hardware.gpu
+    assert gpu is not None  # basis_of: fitted is a GPU entry's
+    sustained = gpu.sustained_clock_ghz
+    clock = {"ghz": sustained or gpu.boost_clock_ghz,
+             "basis": "sustained" if sustained else "boost", "boost_ghz": gpu.boost_clock_ghz}
     return {"data": FITTED.data, "devices": list(FITTED.devices),
-            "architecture_in_data": hardware.architecture in FITTED.architectures}
+            "architecture_in_data": hardware.architecture in FITTED.architectures,
+            "clock": clock}
 
 
 def library_of(hardware: HardwareSpec) -> dict[str, Any] | None:

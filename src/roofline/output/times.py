@@ -223,8 +223,14 @@ def basis_sentence(hardware: HardwareSpec) -> str:
     if fit is not None:
         where = (f"{hardware.architecture} among them" if fit["architecture_in_data"] else
                  f"none of them {hardware.architecture}")
+        clock = fit["clock"]
+        held = (f"the SMs at {clock['ghz']:g} GHz, the clock the entry says the board holds "
+                f"through a long GEMM (boost {clock['boost_ghz']:g})"
+                if clock["basis"] == "sustained" else
+                f"the SMs at their {clock['ghz']:g} GHz boost clock (the entry gives no "
+                f"sustained clock)")
         return (f"predicted: fitted, not measured here (GPU GEMM model: tiles, waves, split-K, "
-                f"per-SM bandwidth, sustained peak; fitted on {fit['data']}; {where})")
+                f"per-SM bandwidth, sustained peak; fitted on {fit['data']}; {where}), {held}")
     return ("predicted: datasheet, uncalibrated (no per-call overhead is documented for a "
             "CPU: equal to the roofline time)")
 
