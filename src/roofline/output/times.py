@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.gpu_ops import STRIDED_COPY_VALUES
 from ..analysis.predict import fit_of
 from ..model.repeats import distinct
 from ..units import seconds, si, three_digits
@@ -174,7 +175,9 @@ _BASIS_TEXT = {
     "gemm-epilogue": "Linear biases added in their GEMM's epilogue, no kernel of their own "
                      "(cuBLASLt, as torch's CUDA addmm)",
     "strided-copy": "permuted copies at the rate torch's strided copy kernel computes offsets "
-                    "(1.6-1.9 values per SM and clock, fitted on a lent H100), not DRAM's",
+                    f"({min(STRIDED_COPY_VALUES.values()):g}-"
+                    f"{max(STRIDED_COPY_VALUES.values()):g} values per SM and clock, fitted on "
+                    "a lent H100), not DRAM's",
 }
 #: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
 _CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "
