@@ -67,11 +67,12 @@ roofline time stays what the op moves unfused. A convolution's bias is a kernel:
 runs before it).
 
 A calibrated GPU entry (``roofline probe`` on a GPU) supplies its own D and t_launch
-(``calibration.gpu_ops``); the attention shares stay the published ones, of the datasheet peak
-its ``theoretical:`` block keeps (``datasheet_peak``): its own peaks are the GEMM rates the
-probe measured, and applied to those the shares put torch's attention on a lent H100 at 0.5-0.8
-of its measured time (benchmarks/data/h100_live_ops.csv). Only the standard
-library is imported.
+(``calibration.gpu_ops``; the probe times no permuted copy: ``STRIDED_COPY_VALUES`` stay the
+fitted ones, at the SMs and clock the entry gives); the attention shares stay the published
+ones, of the datasheet peak its ``theoretical:`` block keeps (``datasheet_peak``): its own
+peaks are the GEMM rates the probe measured, and applied to those the shares put torch's
+attention on a lent H100 at 0.5-0.8 of its measured time (benchmarks/data/h100_live_ops.csv).
+Only the standard library is imported.
 """
 
 from __future__ import annotations
