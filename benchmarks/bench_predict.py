@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _host import thread_check, thread_line  # noqa: E402
 from bench_probe import compile_stream, run_stream  # noqa: E402
 
 MLP = [(512, 4096, 1024), (512, 1000, 4096), (512, 4096, 1000), (4096, 1000, 512),
@@ -72,26 +73,6 @@ def reason(terms: dict) -> str:
     top = max(("flop_s", "ab_s", "c_s", "call_s"), key=lambda k: terms.get(k, 0))
     return {"flop_s": "compute-limited (efficiency table)", "ab_s": "A/B streaming (read BW)",
             "c_s": "C write traffic", "call_s": "per-call overhead"}[top]
-
-
-#: The host check's GEMM: the smallest square the BLAS splits over two threads on the development
-#: VM (OpenBLAS runs M N K <= 262,144 on one), where a second thread that starts late shows most.
-HOST_CHECK_N = 96
-
-
-def host_check() -> tuple[float, float]:
-    """A HOST_CHECK_N^3 fp32 GEMM's best time on one thread and on all the BLAS's: on the
-    development VM two threads take about 0.7 of one thread's time while the host runs both
-    vCPUs promptly and about 1.0 through its slow stretches (README, "Validation")."""
-    from threadpoolctl import threadpool_limits
-
-    from roofline.kernels.cpu import shaped_gemm_kernel
-    from roofline.kernels.timing import measure
-
-    run = shaped_gemm_kernel(HOST_CHECK_N, HOST_CHECK_N, HOST_CHECK_N, "fp32").run
-    with threadpool_limits(1):
-        one = measure(run, repeats=5, min_time_s=0.005).best_s
-    return one, measure(run, repeats=5, min_time_s=0.005).best_s
 
 
 def main() -> int:
@@ -141,11 +122,11 @@ def main() -> int:
     fitted = calibration_shapes(result.measured["calibration"])
     todo = shapes()
     say(f"timing {len(todo)} shapes in rounds (roofline.analysis.measure.time_kernels) ...")
-    before = host_check()
+    before = thread_check()
     meter.lap()
     timed = time_kernels([shaped_gemm_kernel(m, n, k, d).run for m, n, k, d, _ in todo])
     load["the shapes' rounds"] = meter.lap()
-    after = host_check()
+    after = thread_check()
     rows = []
     for (m, n, k, d, kind), r in zip(todo, timed):
         g = Gemm("MM", "x", "forward", m, n, k, d)
@@ -158,11 +139,7 @@ def main() -> int:
     print("other programs' load (CPUs, kernels.load): " + ", ".join(
         f"{what} {cpus:.2f}" if cpus is not None else f"{what} unknown"
         for what, cpus in load.items()))
-    print(f"host: a {HOST_CHECK_N}^3 fp32 GEMM on all the BLAS's threads took "
-          + " and ".join(f"{two / one:.2f} of one thread's time ({two * 1e6:.1f} / "
-                         f"{one * 1e6:.1f} us) {when}" for (one, two), when in
-                         ((before, "before the shapes"), (after, "after")))
-          + " (about 0.7: both vCPUs ran promptly; 1.0 or more: the second thread waited)")
+    print(thread_line(before, after, "the shapes"))
     print("\n| shape (M x N x K) | dtype | kind | roof | predicted | measured | rounds apart | "
           "measured / predicted |\n|---|---|---|--:|--:|--:|--:|--:|")
     from roofline.units import seconds

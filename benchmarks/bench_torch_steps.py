@@ -38,7 +38,10 @@ that slows for stretches of seconds to tens of seconds, a slow stretch costs one
 step rather than every sample of one. After each round the kernel the entry's fp32 peak was
 measured with (torch's square GEMM at the calibration's peak size) is timed too (the best of 3
 calls), and the output's ``host:`` line gives its rates through the rounds against the entry's
-peak: a run on a slower stretch of a shared host says so. Best (the fastest sample of all
+peak: a run on a slower stretch of a shared host says so; a second ``host:`` line times a 96^3
+fp32 GEMM on one thread and on two before and after the steps (``_host.thread_check``: whether
+the host ran the second vCPU late, which slows small GEMMs and the n = 1536 kernel hardly).
+Best (the fastest sample of all
 rounds), median and spread (MAD / median, roofline.kernels.timing). Then one more step under
 ``torch.profiler``: the self CPU time of every aten op, grouped into GEMM-class ops
 (``GEMM_OPS``: mm, addmm, bmm, the convolutions forward and backward, ...) and the rest, held
@@ -66,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _host import host_line, peak_kernel
+from _host import host_line, peak_kernel, thread_check, thread_line
 from _steps import step_function
 
 from roofline.kernels.timing import BenchResult
@@ -615,11 +618,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.roof_ops:
         hw = without_op_costs(hw)
     check = host_check(hw)
+    before = thread_check()
     rows = run_cases([known[n] for n in names], hw, args.repeats, args.warmups,
                      not args.no_profile, args.rounds, args.span, say=say, check=check)
+    threads = thread_line(before, thread_check(), "the steps")
     print(machine(hw, args.threads))
     if check is not None:
         print(check.line())
+    print(threads)
     print(render(rows, args.markdown))
     return 0
 
