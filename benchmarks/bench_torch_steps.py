@@ -40,7 +40,7 @@ measured with (torch's square GEMM at the calibration's peak size) is timed too 
 calls), and the output's ``host:`` line gives its rates through the rounds against the entry's
 peak: a run on a slower stretch of a shared host says so; a second ``host:`` line times a 96^3
 fp32 GEMM on one thread and on two before and after the steps (``_host.thread_check``: whether
-the host ran the second vCPU late, which slows small GEMMs and the n = 1536 kernel hardly).
+the host ran the second vCPU late, which slows small GEMMs and the long peak kernel hardly).
 Best (the fastest sample of all
 rounds), median and spread (MAD / median, roofline.kernels.timing). Then one more step under
 ``torch.profiler``: the self CPU time of every aten op, grouped into GEMM-class ops
