@@ -275,6 +275,23 @@ def test_compare_gives_each_devices_predicted_step_beside_the_roofline():
     assert f"{h100['predicted_speedup']:.2f}x faster than a100-sxm4-80gb." in data["verdict"]
 
 
+def test_a_comparison_of_clocks_of_different_bases_says_which_is_which():
+    """T4 is predicted at the 0.9 GHz its hwdb entry says it holds through a long GEMM, L4 at its
+    2.04 GHz boost (no sustained clock in its entry): the predicted ratio rests on that, so the
+    verdict says it; two boost-clock entries need no such clause. The JSON gives each device's
+    clock (``prediction_fit.clock``)."""
+    c = compare(EXAMPLE, ["t4", "l4"])
+    data = comparison_dict(c)
+    assert ("the clocks differ in basis: t4 at the 0.9 GHz its entry says it holds through a "
+            "long GEMM, l4 at its 2.04 GHz boost (its entry gives no sustained clock)."
+            ) in data["verdict"]
+    assert [d["prediction_fit"]["clock"] for d in data["devices"]] == [
+        {"ghz": 0.9, "basis": "sustained", "boost_ghz": 1.59},
+        {"ghz": 2.04, "basis": "boost", "boost_ghz": 2.04}]
+    same = comparison_dict(compare(EXAMPLE, ["a100-sxm4-80gb", "h100-sxm5-80gb"]))
+    assert "clocks differ" not in same["verdict"]
+
+
 def test_devices_bound_by_different_roofs_are_said_to_be():
     """Batch 64 of the bf16 MLP: about 59 FLOP/B per GEMM, above EPYC 9654's ridge (43.622
     TFLOP/s / 921.6 GB/s = 47.3) and below Xeon 8480+'s (229.376 / 614.4 = 373.3): EPYC is

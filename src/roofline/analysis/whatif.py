@@ -31,7 +31,7 @@ from ..model.network import Network, load_network
 from ..model.repeats import MAX_LISTED
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
-from .predict import basis_of, library_of
+from .predict import basis_of, fit_of, library_of
 from .report import Report, analyze
 
 if TYPE_CHECKING:
@@ -233,6 +233,7 @@ class Comparison:
                             "predicted_time_s": totals["predicted_time_s"],
                             "predicted_speedup": self.predicted_speedup(report),
                             "prediction_basis": basis_of(report.hardware),
+                            "prediction_fit": fit_of(report.hardware),
                             "calibration_library": library_of(report.hardware),
                             "residency": _residency(report)})
         gemms = []

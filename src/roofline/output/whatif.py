@@ -7,7 +7,7 @@ import csv
 import io
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.predict import basis_of
+from ..analysis.predict import basis_of, fit_of
 from ..units import seconds, si
 from .advice import config_warnings
 from .json import to_json
@@ -119,7 +119,25 @@ def predicted_verdict_text(c: Comparison) -> str:
             f"{runner.hardware.name}")
     if best is not c.fastest:
         text += f" (the roofline picks {c.fastest.hardware.name})"
+    clocks = clocks_text(predicted)
+    if clocks:
+        text += f"; {clocks}"
     return text + (f"; {none}." if without else ".")
+
+
+def clocks_text(reports: list[Report]) -> str:
+    """Where fitted predictions run their devices at clocks of different bases (one a sustained
+    clock its entry gives, another its boost clock, its entry giving none), which at which:
+    their ratio holds only as far as the boost clock does."""
+    fits = [(r.hardware.name, fit_of(r.hardware)) for r in reports]
+    clocks = [(name, fit["clock"]) for name, fit in fits if fit is not None]
+    if len({clock["basis"] for _, clock in clocks}) < 2:
+        return ""
+    return "the clocks differ in basis: " + ", ".join(
+        f"{name} at the {clock['ghz']:g} GHz its entry says it holds through a long GEMM"
+        if clock["basis"] == "sustained" else
+        f"{name} at its {clock['ghz']:g} GHz boost (its entry gives no sustained clock)"
+        for name, clock in clocks)
 
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:
