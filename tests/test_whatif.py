@@ -139,6 +139,8 @@ def test_sweep_cli_json_and_plot(invoke, tmp_path):
     data = json.loads(result.stdout)
     assert set(data) >= {"model", "hardware", "points", "transitions"}
     assert data["transitions"]["MM1"] == 168 and plot.stat().st_size > 0
+    # V100 SXM2: no sustained clock in its entry, its 1.53 GHz boost
+    assert data["prediction_fit"]["clock"] == {"ghz": 1.53, "basis": "boost", "boost_ghz": 1.53}
 
 
 def test_compare_plot_is_written(invoke, tmp_path):

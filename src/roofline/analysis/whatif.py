@@ -496,6 +496,7 @@ class Sweep:
                 "phase": first.network.step_phase, "ridge": first.ridge,
                 "quantization_in_time": first.quantization,
                 "prediction_basis": basis_of(first.hardware),
+                "prediction_fit": fit_of(first.hardware),
                 "calibration_library": library_of(first.hardware),
                 "capacity_bytes": first.memory.capacity_bytes if first.memory else None,
                 "max_batch": self.max_batch, "max_seq": self.max_seq,
