@@ -176,6 +176,33 @@ def test_a_captured_permuted_copy_says_how_a_gpu_prices_it():
     assert cpu.predicted_basis == "roofline"
 
 
+def test_16_bit_convolutions_on_nchw_tensors_are_said_to_be_left_out_on_a_gpu():
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+    from roofline.output.advice import report_warnings
+
+    def net(layout, dtype=torch.bfloat16):
+        module = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3), torch.nn.BatchNorm2d(32),
+                                     torch.nn.Conv2d(32, 32, 1)).to(dtype)
+        x = torch.zeros(8, 16, 28, 28, dtype=dtype)
+        if layout == "channels_last":
+            module, x = (module.to(memory_format=torch.channels_last),
+                         x.to(memory_format=torch.channels_last))
+        return capture(module, x, mode="train")
+
+    nchw = net("nchw")
+    assert nchw.nchw_convs == 2  # forward convolutions only, not their gradients
+    (warning,) = [w for w in report_warnings(analyze(nchw, load_hardware("h100")))
+                  if "NCHW" in w]
+    assert warning.startswith("2 convolutions ran in bf16 on NCHW tensors")
+    assert "took 30.9 ms against 11.3 predicted" in warning
+    assert "channels_last" in warning
+    assert not any("NCHW" in w for w in report_warnings(
+        analyze(nchw, load_hardware("xeon-platinum-8480plus"))))  # a CPU: no such kernels
+    assert net("channels_last").nchw_convs == 0
+    assert net("nchw", torch.float32).nchw_convs == 0  # fp32: no Tensor-Core layout
+
+
 def test_flash_attention_is_one_fused_op():
     # one causal attention, batch 2, 4 heads, 128 tokens, head dim 64: 4 B H s^2 d / 2 FLOPs
     class Attention(torch.nn.Module):

@@ -123,6 +123,7 @@ class _Recorder:
     forward: dict[str, list[Item]] = field(default_factory=dict)
     backward: dict[str, list[Item]] = field(default_factory=dict)
     uncosted: dict[str, int] = field(default_factory=dict)
+    nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
     weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
     last: str = ""
     module: str = ""
@@ -190,7 +191,8 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                    for kind, sums in rec.update.items())
     kind = optimizer if step is None else rec.kind
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
-                   source=source, uncosted=tuple(sorted(rec.uncosted)), update=update)
+                   source=source, uncosted=tuple(sorted(rec.uncosted)), update=update,
+                   nchw_convs=rec.nchw_convs)
 
 
 #: torch optimizer classes -> the optimizer whose states memory counts (``analysis/memory``)
@@ -500,6 +502,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
             return [gemm]
         return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
     if op == "convolution" and not args[6]:
+        rec.nchw_convs += _nchw_16bit(args[0], args[1])
         bias = args[2] is not None
         return _conv(args[0], args[1], args, owner, None) + _conv_bias(outs[0], pass_, owner,
                                                                        bias)
@@ -610,6 +613,24 @@ def _permutes(tensors: list[Any], outs: list[Any]) -> bool:
         if any(a != b for a, b, n in zip(t.stride(), out.stride(), out.shape) if n > 1):
             return True
     return False
+
+
+def _nchw_16bit(x: Any, w: Any) -> bool:
+    """Whether a 16-bit 2-D convolution runs in NCHW: torch's CUDA convolution runs channels
+    last when its input or its weight is (``cudnn_conv_suggest_memory_format``,
+    aten/src/ATen/native/ConvUtils.h), so NCHW when neither is. Read from the weight's strides
+    as much as the input's: on the meta device a convolution's output is NCHW whatever its
+    operands, so a channels_last module's later inputs would read NCHW."""
+    import torch
+
+    return (x.dim() == 4 and x.dtype in (torch.float16, torch.bfloat16)
+            and not _channels_last(x) and not _channels_last(w))
+
+
+def _channels_last(t: Any) -> bool:
+    """A 4-D tensor whose channels are adjacent in memory and whose columns are a pixel apart
+    (NHWC strides; a 1 x 1 weight's too, whose NCHW strides have channels adjacent as well)."""
+    return t.dim() == 4 and t.shape[1] > 1 and t.stride(1) == 1 and t.stride(3) == t.shape[1]
 
 
 def _conv(x: Any, w: Any, args: Sequence[Any], owner: str,

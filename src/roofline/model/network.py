@@ -185,6 +185,9 @@ class Network:
     # a captured torch optimizer's step, as torch ran it (used in place of the update op while
     # ``optimizer`` is the kind it recorded)
     update: tuple[CapturedOp, ...] = ()
+    # forward 16-bit convolutions a captured module ran on NCHW inputs (model.capture): on a
+    # GPU, work the prediction leaves out (output.times.layout_warning)
+    nchw_convs: int = 0
 
     @property
     def captured_batch(self) -> int | None:

@@ -89,12 +89,12 @@ def report_warnings(report: Report) -> tuple[str, ...]:
     """The warnings about a whole report rather than one GEMM (JSON's top-level ``warnings``):
     a config.json key whose effect is not modelled (``model.hf.UNMODELLED``), a prediction
     calibrated through another library than the one the model runs in
-    (``output.times.calibration_warning``)."""
-    from .times import calibration_warning
+    (``output.times.calibration_warning``), 16-bit convolutions on NCHW tensors on a GPU
+    (``output.times.layout_warning``)."""
+    from .times import calibration_warning, layout_warning
 
-    warning = calibration_warning(report)
-    out = config_warnings(report.network)
-    return (*out, warning) if warning else out
+    more = [w for w in (calibration_warning(report), layout_warning(report)) if w]
+    return (*config_warnings(report.network), *more)
 
 
 def config_warnings(network: Network) -> tuple[str, ...]:

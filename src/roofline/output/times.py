@@ -266,6 +266,33 @@ def calibration_warning(report: Report) -> str | None:
             f"{report.network.framework}")
 
 
+#: A lent H100 SXM5's ResNet-50 bf16 training step at batch 64 (torch 2.11, eager;
+#: benchmarks/data/h100_live_steps.json and _variants.json, README "Whole eager steps"): best
+#: time, the datasheet entry's prediction, the time in cuDNN's layout transposes and in torch's
+#: NCHW batch-norm kernels, and the kernels' time in channels_last.
+NCHW_EVIDENCE = {"step_ms": 30.9, "predicted_ms": 11.3, "transposes_ms": 3.5,
+                 "batch_norm_ms": 15.1, "channels_last_kernels_ms": 17.0}
+
+
+def layout_warning(report: Report) -> str | None:
+    """On a GPU, the sentence for a captured module whose 16-bit convolutions ran on NCHW
+    tensors (``Network.nchw_convs``), which the prediction does not cover; else None."""
+    n = report.network.nchw_convs
+    if not n or report.hardware.kind != "gpu":
+        return None
+    e = NCHW_EVIDENCE
+    return (f"{n} convolution{'s' if n > 1 else ''} ran in {report.network.dtype} on NCHW tensors "
+            f"(torch's default memory format): cuDNN's Tensor-Core convolutions take NHWC and "
+            f"transpose NCHW around them, and torch runs bf16 batch norm on NCHW through "
+            f"kernels of its own, slower than a stream; the prediction counts neither (a lent "
+            f"H100's ResNet-50 "
+            f"bf16 training step at batch 64 took {e['step_ms']:g} ms against "
+            f"{e['predicted_ms']:g} predicted, {e['transposes_ms']:g} ms of it in transposes "
+            f"and {e['batch_norm_ms']:g} ms in batch norm; in channels_last its kernels took "
+            f"{e['channels_last_kernels_ms']:g} ms): module.to(memory_format="
+            f"torch.channels_last), and the input likewise, runs them in NHWC")
+
+
 def beats_roof_notes(report: Report) -> list[str]:
     """One sentence per GEMM that ran faster than its roof (``analysis.measure.beats_roof``)."""
     from ..analysis.measure import beats_roof
