@@ -238,6 +238,28 @@ def test_a_permuted_copy_runs_at_the_offset_rate_not_drams():
             0.9e-6 + values * size / (0.88 * spec.bandwidth_bytes_per_s))
 
 
+def test_a_captured_softmax_backward_is_two_kernels_on_a_gpu():
+    # GPT-2's attention probabilities, 8 x 12 x 1024 x 1024 = 100,663,296 bf16 values: the
+    # backward reads the gradient and the output and writes the input gradient, 3 x 2 B a value
+    # = 603,979,776 B. torch's CUDA softmax backward multiplies grad by output into a temporary
+    # (one such pass), then runs its kernel on the temporary and the output (another):
+    # 2 x (0.9 us + 603,979,776 / (0.88 x 3.35e12) = 204.88 us) = 411.55 us on an H100 SXM5
+    from roofline.analysis.gpu_ops import predict_op
+
+    spec = load_hardware("h100-sxm5-80gb")
+    nbytes = 3 * 2 * 8 * 12 * 1024 * 1024
+    assert nbytes == 603_979_776
+    args = (spec, "bf16", spec.peak_flops_per_s("bf16"), spec.bandwidth_bytes_per_s)
+    two = predict_op(Op("OP1", "attn", "backward", "aten._softmax_backward_data", 0, nbytes),
+                     *args)
+    assert two.time_s == pytest.approx(2 * (0.9e-6 + nbytes / (0.88 * 3.35e12)))
+    assert two.time_s == pytest.approx(411.55e-6, rel=1e-4)
+    assert two.basis == "streaming" and two.terms["kernels"] == 2
+    # a model.yaml layer's softmax backward says nothing of the framework: one kernel
+    one = predict_op(Op("OP1", "attn", "backward", "softmax-backward", 0, nbytes), *args)
+    assert one.time_s == pytest.approx(0.9e-6 + nbytes / (0.88 * 3.35e12))
+
+
 def test_a_cpu_keeps_ops_at_their_roof():
     report, (attn,) = _attention("xeon-platinum-8380", dtype="fp32")
     assert attn.predicted_basis == "roofline" and attn.predicted_time_s == attn.time_s

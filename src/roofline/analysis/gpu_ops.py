@@ -2,7 +2,7 @@
 gather, optimizer update, fused attention) on a GPU, beside its roofline bound.
 
 On a CPU entry an op's prediction is its roofline time (basis ``roofline``). On a GPU entry
-every op is one kernel, and::
+every op is one kernel (a captured softmax backward two, ``KERNELS``, below), and::
 
     t = t_launch + max(t_flop, bytes / (D x BW))
 
@@ -55,6 +55,16 @@ such copies each, torch 2.11; benchmarks/data/h100_live_steps.json), where they 
 (fp32) and 0.28 (bf16) of the DRAM bandwidth; an H200, with 1.43x the bandwidth, ran the same
 copies only 1.01-1.09x faster (basis ``strided-copy``).
 
+A captured softmax backward (``aten._softmax_backward_data``) is two kernels on a GPU: torch's
+CUDA implementation multiplies the output gradient by the output into a temporary, then runs its
+softmax backward kernel on that temporary and the output (pytorch/pytorch
+aten/src/ATen/native/cuda/SoftMax.cu, ``softmax_backward_cuda_out``: ``Tensor tmp = grad *
+output;`` then ``host_softmax_backward``), each reading two of the op's tensors and writing one,
+so each moves the op's bytes (``KERNELS``; the meta device a capture runs on makes no temporary,
+so the capture records one op). On a lent H100 the multiply streamed at 0.90 of the DRAM
+bandwidth in GPT-2's bf16 and fp32 training steps, and 0.89 on the H200 (12 calls a step, 2.40 /
+4.78 / 1.69 ms: benchmarks/data/h1?0_live_steps.json), as ``DRAM_FRACTION`` has it.
+
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
 does for a Linear's bias through cuBLASLt's bias epilogue (``at::cuda::blas::gemm_and_bias``;
@@ -105,6 +115,11 @@ OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "
 STRIDED_COPY_VALUES = {"wide": 1.6, "narrow": 1.9}
 STRIDED_COPY_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                        "CUDALoops.cuh")
+#: Captured ops torch runs as more than one kernel on a GPU, each moving the op's bytes: the
+#: softmax backward's multiply into a temporary, then its kernel (module docstring).
+KERNELS = {"aten._softmax_backward_data": 2}
+KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
+                  "SoftMax.cu")
 #: Ops a product can run in its epilogue: a forward bias add; ``GPU_EPILOGUE_FOLLOWS``: the
 #: products (``model.ops.FOLLOWS``) that do so on a GPU (module docstring).
 EPILOGUE_KINDS = frozenset({"bias"})
@@ -155,6 +170,7 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         else "calibration", "launch_s": LAUNCH_SOURCE
                         if constants.basis == "published" else "calibration",
                         "strided-copy": STRIDED_COPY_SOURCE,
+                        "kernels": KERNELS_SOURCE,
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
                         "flash-attention-2": "https://arxiv.org/abs/2307.08691"}}
 
@@ -179,9 +195,10 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
         if basis != "streaming":
             peak = datasheet_peak(hardware, dtype, peak)
     flop_s = op.flops / (share * peak)
-    return OpPrediction(constants.launch_s + max(flop_s, memory_s), basis,
+    kernels = KERNELS.get(op.kind, 1)
+    return OpPrediction(kernels * (constants.launch_s + max(flop_s, memory_s)), basis,
                         {"launch_s": constants.launch_s, "flop_s": flop_s,
-                         "memory_s": memory_s, "peak_share": share})
+                         "memory_s": memory_s, "peak_share": share, "kernels": kernels})
 
 
 def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:
