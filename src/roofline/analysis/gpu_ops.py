@@ -205,12 +205,12 @@ def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:
     """The time a permuted copy of ``nbytes`` (read and written) spends computing offsets: its
     values over ``STRIDED_COPY_VALUES`` per SM and clock, on every SM at the clock CUDA-core
     work runs at (module docstring)."""
-    from ..model.dtypes import ITEMSIZE_BYTES
+    from ..model.dtypes import itemsize
     from .gpu_gemm import clock_share
 
     gpu = hardware.gpu
     assert gpu is not None  # op_constants: a GPU entry
-    size = ITEMSIZE_BYTES[dtype]
+    size = itemsize(dtype)
     per_clock = STRIDED_COPY_VALUES["wide" if size >= 4 else "narrow"]
     clock = (gpu.vector_clock_ghz or gpu.boost_clock_ghz) * 1e9 * clock_share(hardware)
     return nbytes / size / (per_clock * gpu.sms * clock)
