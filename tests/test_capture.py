@@ -393,6 +393,31 @@ def test_a_submodule_failing_on_meta_tensors_is_named_with_its_op():
         capture(Parent(), torch.zeros(2, 4))
 
 
+def test_the_modules_own_code_failing_is_not_blamed_on_the_op_before_it():
+    # the linear layer's addmm ran; the forward's own raise came after it
+    class Raises(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            self.fc(x)
+            raise ValueError("not on this input")
+
+    with pytest.raises(CaptureError, match=r"^Raises: the module's code, after op aten.addmm in "
+                                           r"module 'fc', failed on the meta device "
+                                           r"\(ValueError: not on this input\)"):
+        capture(Raises(), torch.zeros(2, 4), mode="inference")
+
+
+@pytest.mark.parametrize("module", [torch.nn.Identity(), torch.nn.Sequential(),
+                                    torch.nn.Flatten()])
+def test_a_module_that_runs_no_op_is_one_line_in_either_mode(module):
+    for mode in ("inference", "train"):
+        with pytest.raises(CaptureError, match="nothing to analyze|no output needs a gradient"):
+            capture(module, torch.zeros(2, 4), mode=mode)
+
+
 def test_an_op_of_unknown_cost_is_listed_with_its_bytes(invoke, tmp_path, monkeypatch):
     # erfcx has no FLOP count in the table: its row stays, 0 FLOPs and its bytes (8 values
     # read, 8 written, 4 B each: 64 B), and the report names it; before it, the Linear's bias
@@ -463,6 +488,28 @@ def test_the_cli_analyzes_a_factory(invoke, tmp_path, monkeypatch):
         result = invoke("analyze", f"capture_factory_example:{name}", "--hw", "h100")
         assert result.exit_code == 2
         assert text in result.stderr and "Traceback" not in result.output
+
+
+def test_compare_captures_a_factory_and_the_batch_varying_commands_say_they_cannot(
+        invoke, tmp_path, monkeypatch):
+    import json
+
+    (tmp_path / "capture_compare_example.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = invoke("compare", "capture_compare_example:batched", "--hw", "a100", "--hw",
+                    "h100", "--mode", "inference", "--batch", "64", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # captured at --batch 64 (the factory takes a batch): its one GEMM on each device
+    assert data["batch"] == 64 and len(data["gemms"]) == 1
+    assert set(data["gemms"][0]["time_s"]) == {"a100-sxm4-80gb", "h100-sxm5-80gb"}
+    for command, extra in (("sweep", ("--batch", "1,8")), ("plan", ("--gpus", "8"))):
+        result = invoke(command, "capture_compare_example:make", "--hw", "h100", *extra)
+        assert result.exit_code == 2
+        assert result.stderr == (f"Error: capture_compare_example:make: `roofline {command}` "
+                                 f"needs a model.yaml or config.json: it varies the batch, and "
+                                 f"a captured module holds the one batch it ran at (analyze "
+                                 f"and compare take package.module:callable)\n")
 
 
 def test_a_factory_in_the_current_directory_is_found(invoke, tmp_path, monkeypatch):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 GOOD = "batch: 512\ndtype: fp16\nlayers:\n  - {type: linear, in: 1024, out: 4096}\n"
@@ -129,3 +131,41 @@ def test_missing_dtype_of_a_config_names_the_flag(invoke):
                     "--batch", "1", "--seq", "128")
     assert result.exit_code == 2
     assert "no torch_dtype: give --dtype)" in result.output
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+MLP_EXAMPLE = EXAMPLES / "mlp-1024-4096-1000.yaml"
+
+
+@pytest.mark.parametrize("args", [
+    ("gemm", "64", "64", "64"), ("sweep", MLP_EXAMPLE, "--batch", "1,8"),
+    ("plan", MLP_EXAMPLE, "--gpus", "8"),
+])
+def test_a_single_device_command_refuses_a_second_hw(invoke, args):
+    # click keeps the last of a repeated option: the first device would go unanalyzed unsaid
+    command = args[0]
+    result = invoke(*args, "--hw", "a100", "--hw", "v100")
+    assert result.exit_code == 2
+    assert (f"Invalid value for '--hw': `roofline {command}` takes one device, given 2 (a100, "
+            f"v100); `roofline compare` takes several") in result.stderr
+
+
+def test_analyze_refuses_a_device_given_twice(invoke):
+    # an alias and the name of one entry: the same device, its report printed twice
+    line = one_error_line(invoke("analyze", MLP_EXAMPLE, "--hw", "a100", "--hw",
+                                 "A100-SXM4-80GB"))
+    assert line == "Error: --hw: a device is given twice: a100-sxm4-80gb, a100-sxm4-80gb"
+
+
+def test_plan_of_an_inference_step_says_why_first(invoke):
+    line = one_error_line(invoke("plan", EXAMPLES / "hf" / "llama-2-7b.json", "--hw", "h100", "--gpus",
+                                 "1", "--batch", "1", "--seq", "2048", "--mode", "inference"))
+    assert line.endswith("mode: parallel layouts are modelled for training steps (give mode "
+                         "train)")
+
+
+def test_plan_of_a_model_without_a_sequence_counts_samples(invoke):
+    out = invoke("plan", MLP_EXAMPLE, "--hw", "h100", "--gpus", "1").stdout
+    assert "training step: global batch 512, fp16" in out and "seq None" not in out
+    assert "samples/s" in out and "tok/s" not in out
+    assert "best on 1 GPU: " in out and "1 GPUs" not in out

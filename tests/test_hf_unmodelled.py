@@ -60,8 +60,28 @@ def test_every_command_says_so(invoke, tmp_path):
         assert f"warning: {WINDOW}" in text, command
         data = json.loads(invoke(command, model, *extra, "--format", "json").stdout)
         assert data["warnings"] == [WINDOW], command
-    # configs without such a key, Mistral's window being modelled: none
-    for name in ("llama-2-7b.json", "mistral-7b.json"):
+    # configs without such a key, Mistral's window being modelled: none but, for Llama-2
+    # (max_position_embeddings 4096), the seq past its context
+    for name, expected in (("llama-2-7b.json", [PAST_4096]), ("mistral-7b.json", [])):
         data = json.loads(invoke("analyze", str(EXAMPLES / name), "--hw", "h100", *args,
                                  "--format", "json").stdout)
-        assert data["warnings"] == [], name
+        assert data["warnings"] == expected, name
+
+
+PAST_4096 = ("seq 8192 is past the model's context (4096 tokens): the step is analyzed as "
+             "asked")
+
+
+def test_a_seq_past_the_context_is_said_by_every_command_once(invoke):
+    # Llama-2-7B's config: max_position_embeddings 4096; sweep names every swept seq past it
+    model = str(EXAMPLES / "llama-2-7b.json")
+    args = ("--batch", "1", "--seq", "8192", "--mode", "inference")
+    assert f"warning: {PAST_4096}" in invoke("analyze", model, "--hw", "h100", *args).stdout
+    text = invoke("compare", model, "--hw", "a100", "--hw", "h100", *args).stdout
+    assert text.count(PAST_4096) == 1
+    text = invoke("sweep", model, "--hw", "h100", "--batch", "1", "--seq", "2048,8192",
+                  "--mode", "inference").stdout
+    assert text.count("past the model's context") == 1 and f"note: {PAST_4096}" in text
+    data = json.loads(invoke("analyze", model, "--hw", "h100", "--batch", "1", "--seq", "4096",
+                             "--mode", "inference", "--format", "json").stdout)
+    assert data["warnings"] == []  # at the context itself: none

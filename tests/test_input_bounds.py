@@ -150,7 +150,7 @@ def test_a_chart_on_a_full_disk_leaves_the_old_one_whole(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(PlotError, match="cannot write the plot: No space left on device"):
-        save_plot(report, target)
+        save_plot(report, target, force=True)
     assert target.read_bytes() == before  # not truncated
     assert os.listdir(target.parent) == [target.name]  # no temp file left
 

@@ -388,3 +388,35 @@ def test_ridge_of_a_chart_matches_the_report(a100_512):
     ax = plot_roofline(a100_512)
     assert by_gid(ax, "ridge:a100-sxm4-80gb").get_xdata()[0] == pytest.approx(a100_512.ridge)
     assert math.isclose(a100_512.ridge, 312 / 2.039, rel_tol=1e-12)
+
+
+def test_a_chart_says_which_ops_have_no_place_on_it():
+    # Llama-2-7B's embedding gather moves bytes and does no FLOP: no place on a log axis
+    llama = analyze_model(ROOT / "examples" / "hf" / "llama-2-7b.json", "h100", batch=1,
+                          seq=2048, mode="inference")
+    assert plot_roofline(llama).get_xlabel() == (
+        "arithmetic intensity (FLOP/byte)\n1 op without FLOPs (a gather) has no place on the "
+        "chart.")
+    assert plot_roofline(analyze_model(MLP, "a100")).get_xlabel() == (
+        "arithmetic intensity (FLOP/byte)")
+
+
+def test_each_devices_predicted_points_take_its_marker():
+    # two devices: the A100's predictions hollow circles, the V100's hollow squares
+    a100, v100 = (analyze_model(MLP, hw, batch=176) for hw in ("a100", "v100-sxm2-16gb"))
+    ax = plot_roofline([a100, v100])
+    names = [c.get_label() for c in ax.collections if str(c.get_gid()).startswith("points-pre")]
+    assert names == ["predicted time (fitted) (a100-sxm4-80gb)",
+                     "predicted time (fitted) (v100-sxm2-16gb)"]
+    paths = [by_gid(ax, f"points-predicted:{hw}").get_paths()[0] for hw in
+             ("a100-sxm4-80gb", "v100-sxm2-16gb")]
+    assert len(paths[0].vertices) != len(paths[1].vertices)  # a circle, a square
+
+
+def test_points_that_draw_as_one_take_one_label():
+    # ResNet-50's batch norms: each layer's a few parts in 10^4 apart in intensity (its
+    # per-channel statistics), one point on the chart; they were labelled 4-5 times each
+    report = analyze_model(ROOT / "examples" / "resnet50.yaml", "a100")
+    texts = [t.get_text() for t in plot_roofline(report).texts
+             if str(t.get_gid()).startswith("label:")]
+    assert [t for t in texts if "batchnorm" in t] == ["batchnorm,batchnorm-backward"]

@@ -98,6 +98,25 @@ def test_a_gathers_point_is_left_out_and_the_caption_says_so():
     assert "1 op without FLOPs (a gather) has no place on the chart" in text
 
 
+def test_every_sourced_figure_has_its_value():
+    # V100's datasheet: 300 W, HBM2 16 GB; the whitepaper: 6 MB of L2; NVLink 2.0, 6 links
+    text = report_page([analyze_model(MLP, "v100-sxm2-16gb")])
+    rows = dict(re.findall(r"<tr><td class=t>([a-z_]+)</td><td class=t>(.*?)</td>", text))
+    assert rows["tdp_w"] == "300" and rows["llc_mb"] == "6"
+    assert rows["memory"] == "type=HBM2, capacity_gb=16"
+    assert rows["nvlink"] == "version=2, links=6, bandwidth_gbs=300"
+    assert all(rows.values()), [k for k, v in rows.items() if not v]
+    assert "Entry <b>v100-sxm2-16gb</b> (datasheet) bundled with roofline." in text
+
+
+def test_large_tick_labels_take_a_prefix():
+    from roofline.output.html.svg import tick_text
+
+    # a samples/s axis from 100,000 up: "1,000,000" ran into the axis title
+    assert [tick_text(v) for v in (0.01, 2000, 20_000, 1e5, 1e6, 1e7)] == [
+        "0.01", "2,000", "20,000", "100k", "1M", "10M"]
+
+
 def test_a_tooltip_holds_the_gemms_intensity_worked_by_hand():
     # MM1 of the MLP at batch 512, fp16 in and out: M 512, N 4096, K 1024
     flops = 2 * 512 * 4096 * 1024                      # 4,294,967,296

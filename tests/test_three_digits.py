@@ -26,6 +26,7 @@ def test_the_gemm_table_reads_an_fp8_peak_whole(invoke):
 @pytest.mark.parametrize(("value", "text"), [
     (0.0009999996, "1 ms"),   # rounded before the unit is chosen, not "1e+03 us"
     (4.84e-05, "48.4 us"), (0.00302, "3.02 ms"), (1500.0, "1500 s"), (0.0, "0 s"),
+    (6 / 2039e9, "2.94 ps"),  # gemm 1 1 1, fp16, A100: 6 B at 2039 GB/s (2 FLOPs: less)
 ])
 def test_a_duration_reads_with_its_unit(value, text):
     from roofline.units import seconds
@@ -51,3 +52,10 @@ def test_a_probe_warning_reads_its_times_as_durations():
     assert note_text(note).startswith("torch add 3.0 MiB may be unstable: spread (MAD/median) "
                                       "19%, best 48.4 us, median 63 us, worst 83.2 us per call "
                                       "over 11 values;")
+
+
+@pytest.mark.parametrize(("n", "text"), [(1, "1 GPU"), (8, "8 GPUs"), (0, "0 GPUs")])
+def test_a_count_agrees_with_its_noun(n, text):
+    from roofline.units import count
+
+    assert count(n, "GPU") == text

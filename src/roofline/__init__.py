@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.8.1"  # moves when a contract changes: CHANGES.md
+__version__ = "0.9.0"  # moves when a contract changes: CHANGES.md
 
 _EXPORTS = {
     "analysis.report": ("GemmResult", "Report", "analyze", "analyze_gemm"),

@@ -20,6 +20,22 @@ def model_framework(model: Network | str | os.PathLike[str]) -> str | None:
     return "torch" if is_factory(str(model)) and not os.path.exists(model) else None
 
 
+def load_model(model: Network | str | os.PathLike[str], batch: int | None = None,
+               dtype: str | None = None, mode: str | None = None,
+               attention: str | None = None, optimizer: str | None = None) -> Network:
+    """``model`` as a Network: itself, a model.yaml or config.json read, or
+    ``package.module:callable`` captured (``batch`` given to a callable that takes one; the
+    capture runs in ``mode``, ``dtype``, ``attention`` and ``optimizer``, train, the module's
+    own dtype, flash and none unless given). Other settings are the caller's overrides."""
+    if isinstance(model, Network):
+        return model
+    if model_framework(model) == "torch":  # package.module:callable
+        module, inputs = load_factory(str(model), batch)  # a batch keyword: made at batch
+        return capture_network(module, inputs, mode or "train", dtype, attention or "flash",
+                               optimizer or "none")
+    return load_network(model)
+
+
 def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                   batch: int | None = None, dtype: str | None = None,
                   mode: str | None = None, output_dtype: str | None = None,
@@ -50,14 +66,7 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
     per output token, tokens/s, latency); they set the sequence lengths, so ``seq`` is not
     given with them.
     """
-    if isinstance(model, Network):
-        network = model
-    elif model_framework(model) == "torch":  # package.module:callable
-        module, inputs = load_factory(str(model), batch)  # a batch keyword: made at batch
-        network = capture_network(module, inputs, mode or "train", dtype, attention or "flash",
-                                  optimizer or "none")
-    else:
-        network = load_network(model)
+    network = load_model(model, batch, dtype, mode, attention, optimizer)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
                                       output_dtype=output_dtype,
                                       grad_accumulation=grad_accumulation, seq=seq,

@@ -113,7 +113,7 @@ _FLAGS = {"hardware": "--hw", "batches": "--batch", "seqs": "--seq", "workers": 
           "gpus": "--gpus", "tp": "--tp", "pp": "--pp", "zero": "--zero", "ep": "--ep",
           "micro_batch": "--micro-batch", "intra": "--intra", "inter": "--inter",
           "gpus_per_node": "--gpus-per-node", "gemms": "--gemms",
-          "measure_budget": "--measure-budget"}
+          "measure_budget": "--measure-budget", "force": "--force"}
 
 
 def _flag(name: str, value: str | None = None) -> str:
@@ -229,19 +229,61 @@ QUANTIZATION_HELP = ("Fold tile and wave quantization into compute-bound GEMM ti
 
 
 def _write_plot(plot: Path | None, draw) -> None:
-    """``draw(plot, roofline.plot)`` writes the chart when ``--plot`` was given; says where."""
+    """When ``--plot`` was given, ``draw(roofline.plot)`` draws the chart (an Axes) and it is
+    written to the file (replacing one only with --force); says where."""
     if plot is not None:
         from . import plot as charts
 
-        draw(plot, charts)
+        charts.save_chart(draw(charts), plot, force=_forced())
         click.echo(f"wrote {plot}", err=True)
+
+
+_FORCE = "roofline.force"
+#: ``--force`` of a command that writes a chart: its value goes to ``_check_plot`` and
+#: ``_write_plot`` through the context, the command's own arguments untouched.
+force_option = click.option(
+    "--force", is_flag=True, expose_value=False,
+    callback=lambda ctx, param, value: ctx.meta.__setitem__(_FORCE, value),
+    help="Replace an existing --plot FILE (without it, an existing file stops the run before "
+         "any work, the file as it was).")
+
+
+def _forced() -> bool:
+    return bool(click.get_current_context().meta.get(_FORCE))
+
+
+def _one_device(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str:
+    """The one --hw a single-device command takes; a repeated --hw is a usage error (click
+    would keep the last and drop the others unsaid)."""
+    if len(value) > 1:
+        raise click.BadParameter(f"`roofline {ctx.info_name}` takes one device, given "
+                                 f"{len(value)} ({', '.join(value)}); `roofline compare` "
+                                 f"takes several", ctx, param)
+    return value[0]
+
+
+#: The settings a capture runs with (``api.load_model``); the rest are overrides of its result.
+_CAPTURE_SETTINGS = ("batch", "dtype", "mode", "attention", "optimizer")
+
+
+def _not_captured(model: Path) -> None:
+    """InputError for ``package.module:callable`` given to a command that varies the batch
+    (sweep, plan): a capture holds the one batch it ran at."""
+    from .api import model_framework
+
+    if model_framework(model) == "torch":
+        command = click.get_current_context().info_name
+        raise InputError(str(model), "", f"`roofline {command}` needs a model.yaml or "
+                                         f"config.json: it varies the batch, and a captured "
+                                         f"module holds the one batch it ran at (analyze and "
+                                         f"compare take package.module:callable)")
 
 
 def _check_plot(plot: Path | None) -> None:
     if plot is not None:
         from .plot import check_plot_path
 
-        check_plot_path(plot)  # a bad extension fails before any analysis work
+        check_plot_path(plot, _forced())  # a bad path fails before any analysis work
 
 
 @cli.command()
@@ -259,6 +301,7 @@ def _check_plot(plot: Path | None) -> None:
                    "CSV; the totals still count them.")
 @click.option("--expand", is_flag=True,
               help="Show every copy of a repeated layer (by default only the first).")
+@force_option
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
@@ -320,9 +363,15 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     from .probe import resolve_hardware
 
     library = "torch" if model_framework(model) == "torch" else "numpy"  # for a new `local`
-    reports = [scale(analyze_model(model, resolve_hardware(hw, _progress, library),
-                                   quantization=quantization, **overrides),
-                     stream_input, host_link, workers, interconnect) for hw in hardware]
+    from .hardware.catalog import load_hardware
+
+    resolved = [resolve_hardware(hw, _progress, library) for hw in hardware]
+    specs = [hw if not isinstance(hw, str) else load_hardware(hw) for hw in resolved]
+    names = [spec.name for spec in specs]
+    if len(set(names)) < len(names):
+        raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
+    reports = [scale(analyze_model(model, spec, quantization=quantization, **overrides),
+                     stream_input, host_link, workers, interconnect) for spec in specs]
     from .output.report import View, check_listed
 
     check_listed(reports, fmt, View(gemms_only, expand))  # before anything is timed
@@ -352,7 +401,7 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
                 out.write(f"{line}\n")
     else:
         click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
-    _write_plot(plot, lambda path, save: save.save_plot(reports, path))
+    _write_plot(plot, lambda charts: charts.plot_roofline(reports))
 
 
 def _stream_json(report) -> None:
@@ -427,7 +476,8 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
 @click.argument("m", metavar="M")
 @click.argument("n", metavar="N")
 @click.argument("k", metavar="K")
-@click.option("--hw", "hardware", required=True, metavar="NAME",
+@click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
+              metavar="NAME",
               help="Hardware entry name, alias or entry file; `local` probes this machine.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="fp16", show_default=True,
               help="dtype of A and B.")
@@ -435,6 +485,7 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
               help="dtype of C [default: the operands'; int8 -> int32, fp8 -> bf16].")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format; json is the analyze object with one GEMM, MM1.")
+@force_option
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
@@ -461,7 +512,7 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
     click.echo(_render_reports([report], fmt), nl=False)
     if fmt in ("table", "markdown"):
         click.echo("\n" + GEMM_NOTE)
-    _write_plot(plot, lambda path, save: save.save_plot([report], path))
+    _write_plot(plot, lambda charts: charts.plot_roofline([report]))
 
 
 @cli.command()
@@ -470,12 +521,15 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
               help="A device to compare (two or more; the first is the baseline).")
 @model_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@force_option
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw step time by device (stacked memory/compute-bound) to FILE.")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
             quantization: bool, **overrides) -> None:
-    """Per-GEMM and whole-step time of MODEL on each device, the speedup over the first, and
+    """Per-GEMM and whole-step time of MODEL (a model.yaml, a Hugging Face config.json, or
+    package.module:factory, captured as analyze captures it) on each device, the speedup over
+    the first, and
     why: a GEMM memory-bound on both gains the bandwidth ratio, one compute-bound on both the
     peak ratio, one that changes side says so. Ends in one plain sentence, then the same at
     each device's predicted step time (GEMMs and ops; a datasheet CPU entry has no prediction
@@ -485,19 +539,23 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
     kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.
     """
     from .analysis.whatif import compare as run_compare
+    from .api import load_model, model_framework
     from .output.whatif import COMPARE_FORMATS
     from .probe import resolve_hardware
 
     _check_plot(plot)
-    result = run_compare(model, [resolve_hardware(hw, _progress) for hw in hardware],
+    library = "torch" if model_framework(model) == "torch" else "numpy"  # for a new `local`
+    network = load_model(model, **{key: overrides.get(key) for key in _CAPTURE_SETTINGS})
+    result = run_compare(network, [resolve_hardware(hw, _progress, library) for hw in hardware],
                          quantization=quantization, **overrides)
     click.echo(_render(COMPARE_FORMATS, fmt, result), nl=False)
-    _write_plot(plot, lambda path, save: save.save_chart(result.plot(), path))
+    _write_plot(plot, lambda charts: result.plot())
 
 
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--hw", "hardware", required=True, metavar="NAME",
+@click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
+              metavar="NAME",
               help="Hardware entry name, alias or entry file; `local` probes this machine.")
 @click.option("--batch", "batches", metavar="LIST|A..B",
               help="Batches: a comma list (1,8,64,512) or a..b, every power of two from a to "
@@ -508,6 +566,7 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
                    "batch x seq grid) [default: the model's].")
 @functools.partial(model_options, batch=False, seq=False)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@force_option
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw per-GEMM intensity against the swept batch (or seq), with the "
                    "ridge, to FILE (not for a batch x seq grid).")
@@ -526,6 +585,7 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
     from .probe import resolve_hardware
 
     _check_plot(plot)
+    _not_captured(model)
     # bad input fails before any work
     batch_values = parse_batches(batches) if batches is not None else None
     seq_values = parse_batches(seqs, "seqs") if seqs is not None else None
@@ -536,13 +596,13 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
     result = run_sweep(model, resolve_hardware(hardware, _progress), batch_values,
                        quantization=quantization, seqs=seq_values, **overrides)
     click.echo(_render(SWEEP_FORMATS, fmt, result), nl=False)
-    _write_plot(plot, lambda path, save: save.save_chart(result.plot(), path))
+    _write_plot(plot, lambda charts: result.plot())
 
 
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--hw", "hardware", required=True, metavar="NAME",
-              help="The GPU every rank is (entry name, alias or file).")
+@click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
+              metavar="NAME", help="The GPU every rank is (entry name, alias or file).")
 @click.option("--gpus", required=True, metavar="N|LIST|A..B",
               help="GPU counts to plan for: 64, a comma list (8,16,64) or A..B (every power "
                    "of two from A to B: 8..512).")
@@ -575,6 +635,7 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
 @click.option("--gemms", is_flag=True, help="Also print one GPU's GEMMs and ops in the best "
               "layout (its tensor-parallel shard at the micro-batch: shapes, alignment, "
               "advice), as analyze does.")
+@force_option
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw step time against GPUs, every fitting layout and the Pareto "
                    "front, to FILE (.png, .svg or .pdf).")
@@ -599,6 +660,7 @@ def plan(model: Path, hardware: str, gpus: str, tp: str | None, pp: str | None,
     from .probe import resolve_hardware
 
     _check_plot(plot)
+    _not_captured(model)
     if gemms and fmt != "table":
         raise InputError("gemms", "", "the per-GPU GEMM table goes with --format table (for "
                                       "JSON: roofline analyze on the shard)")
@@ -632,7 +694,7 @@ def plan(model: Path, hardware: str, gpus: str, tp: str | None, pp: str | None,
         click.echo(f"\none GPU of {best.layout.label}: its shard at micro-batch "
                    f"{best.layout.micro_batch}")
         click.echo(report_table(best.report, View()), nl=False)
-    _write_plot(plot, lambda path, save: save.save_chart(save.plot_plan(result), path))
+    _write_plot(plot, lambda charts: charts.plot_plan(result))
 
 
 def _zero_stage(piece: str) -> int:
@@ -722,6 +784,9 @@ def probe(quick: bool, save_name: str | None, force: bool, fmt: str, library: st
     from .probe.runner import check_library
 
     check_library(library)  # before anything is timed, or a name checked
+    if force and save_name is None:
+        raise InputError("force", "", "goes with --save (it lets the result replace an entry "
+                                      "or be saved though unstable)")
     if save_name is not None:  # checked before probing: an empty name is an error, not "no"
         check_can_save(save_name, force)
     result = run_probe(quick=quick, progress=_progress, preset=preset, library=library)

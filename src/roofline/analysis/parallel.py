@@ -153,14 +153,20 @@ def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
     return isinstance(layer, Linear) and layer.out_features in vocabularies
 
 
+def check_training(network: Network) -> None:
+    """One line (InputError) for a step that is not a training step: the layouts are
+    modelled for training only."""
+    if network.mode != "train":
+        raise InputError(network.source, "mode", "parallel layouts are modelled for training "
+                                                 "steps (give mode train)")
+
+
 def check_layout(network: Network, layout: Layout) -> None:
     """One line (InputError) for a layout this network cannot run: tp not dividing a block's
     heads, kv_heads or ffn, a pipeline deeper than the blocks, ep not dividing the experts or
     dp, ZeRO 2 or 3 with a pipeline, a training-only split of an inference step."""
     src = network.source
-    if network.mode != "train":
-        raise InputError(src, "mode", "parallel layouts are modelled for training steps (give "
-                                      "mode train)")
+    check_training(network)
     for name, value in (("tp", layout.tp), ("pp", layout.pp), ("dp", layout.dp),
                         ("ep", layout.ep), ("micro_batch", layout.micro_batch)):
         if value < 1:

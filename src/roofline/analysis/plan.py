@@ -33,6 +33,7 @@ from .parallel import (
     Layout,
     LayoutResult,
     check_layout,
+    check_training,
     divisors,
     evaluate,
     shard_report,
@@ -152,6 +153,7 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     cannot take (tp not dividing the heads, a pipeline deeper than the blocks, ZeRO 2 with a
     pipeline) is one line, and so is a layout no count can hold."""
     network.check()
+    check_training(network)  # before the layouts: an inference step has none to divide
     _check_choices(network, gpus, tp, pp, zero, ep)
     reports: dict[tuple[int, int, int], Report] = {}
     times: dict[tuple[int, int], LayerTimes] = {}  # per report and sp_tp (evaluate's cache)

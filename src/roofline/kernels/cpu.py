@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KernelCheckError
+from ..units import count
 
 NUMPY_GEMM_DTYPES = {"fp64": "float64", "fp32": "float32"}
 TRIAD_SCALAR = 3.0
@@ -242,7 +243,7 @@ class StreamArrays:
         run(1)
         self._check(name)
         work = STREAM_BYTES_PER_ELEMENT[name] * self.elements
-        return Kernel(f"{name} {self.nbytes / 2**20:.0f} MiB x{self.threads} threads", run,
+        return Kernel(f"{name} {self.nbytes / 2**20:.0f} MiB x{count(self.threads, 'thread')}", run,
                       float(work), "B")
 
     def _check(self, name: str) -> None:

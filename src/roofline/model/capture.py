@@ -126,6 +126,7 @@ class _Recorder:
     nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
     weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
     last: str = ""
+    running: int = 0  # ops being called (nested: a decomposition's): a failure there is an op's
     module: str = ""
     quiet: int = 0
     updating: bool = False  # recording the optimizer's step
@@ -187,6 +188,9 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
         count = sum(_numel(s) for s in params.get(owner, []))
         layers.append(Captured(owner or label, batch, tuple(rec.forward.get(owner, [])),
                                tuple(rec.backward.get(owner, [])), count, source))
+    if not layers:
+        raise CaptureError(f"{label}: the module ran no op that computes or moves data (only "
+                           f"views or an identity, and no parameter): nothing to analyze")
     update = tuple(CapturedOp("optimizer", "update", kind, sums[0], sums[1], sums[2])
                    for kind, sums in rec.update.items())
     kind = optimizer if step is None else rec.kind
@@ -294,7 +298,11 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
     except RooflineError:
         raise
     except Exception as exc:  # the user's module failing on meta tensors: say where
-        where = f"module {rec.module or label!r}" + (f", op {rec.last}" if rec.last else "")
+        module = f"module {rec.module or label!r}"
+        if rec.running or not rec.last:  # an op failed, or the code before the first op
+            where = module + (f", op {rec.last}" if rec.last else "")
+        else:  # every op ran: the module's own code raised after the last one
+            where = f"the module's code, after op {rec.last} in {module},"
         text = " ".join(str(exc).split())[:300]
         raise CaptureError(f"{label}: {where} failed on the meta device ({type(exc).__name__}: "
                            f"{text}); capture needs a module whose work follows from shapes "
@@ -391,7 +399,9 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             op = func.overloadpacket.__name__
             if not rec.quiet:  # named before it runs: an op that fails is the one named
                 rec.module, rec.last = _owner(rec, current)[0], f"aten.{op}"
+            rec.running += 1
             out = func(*args, **kwargs)
+            rec.running -= 1  # left raised when the op fails: the failure is the op's
             if not rec.quiet:
                 _record(rec, op, args, out, current, kwargs)
             return out

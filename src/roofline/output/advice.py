@@ -97,10 +97,28 @@ def report_warnings(report: Report) -> tuple[str, ...]:
     return (*config_warnings(report.network), *more)
 
 
-def config_warnings(network: Network) -> tuple[str, ...]:
-    """A sentence per config.json key whose effect is not modelled (``model.hf.UNMODELLED``):
-    analyze's, compare's, sweep's and plan's warnings."""
+def config_warnings(network: Network, context: bool = True) -> tuple[str, ...]:
+    """A sentence per config.json key whose effect is not modelled (``model.hf.UNMODELLED``),
+    and (``context``) one for a seq past the model's context: analyze's, compare's, sweep's
+    and plan's warnings (sweep names every swept seq past it in its own note)."""
     from ..model.hf import UNMODELLED
 
-    return tuple(f"{key} = {value} in the config is not modelled: "
-                 f"{UNMODELLED[key].format(value=value)}" for key, value in network.unmodelled)
+    texts = [f"{key} = {value} in the config is not modelled: "
+             f"{UNMODELLED[key].format(value=value)}" for key, value in network.unmodelled]
+    if context:
+        texts += context_warnings(network)
+    return tuple(texts)
+
+
+def context_warnings(network: Network) -> list[str]:
+    """The seq past the model's context, if it is: the step is analyzed as asked."""
+    limit, seq = network.context, network.seq
+    if limit is None or seq is None or seq <= limit:
+        return []
+    return [past_context_text([seq], limit)]
+
+
+def past_context_text(seqs: list[int], limit: int) -> str:
+    """Seqs past the model's context, in words (analyze's warning, sweep's note)."""
+    return (f"seq {', '.join(map(str, seqs))} is past the model's context ({limit} tokens): "
+            f"the step is analyzed as asked")

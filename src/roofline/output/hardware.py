@@ -75,7 +75,7 @@ def hardware_detail(spec: HardwareSpec) -> str:
     for key, value in spec.to_dict().items():
         if key in _SHOWN or (key == "cpu" and spec.cpu is not None):
             continue
-        lines.append(f"{key}: {_flat(value)}")
+        lines.append(f"{key}: {flat(value)}")
     lines.append("")
     lines.append("sources:")
     for i, source in enumerate(spec.sources, 1):
@@ -93,7 +93,7 @@ def _cpu_clock_lines(spec: HardwareSpec) -> list[str]:
         return []
     lines = [f"cpu: {cpu.sockets} socket(s) x {cpu.cores_per_socket} cores, {cpu.simd_bits}-bit "
              f"SIMD, {cpu.fma_units} FMA units per core"
-             + (f", AMX {_flat(cpu.amx_ops_per_cycle)} ops/cycle/core"
+             + (f", AMX {flat(cpu.amx_ops_per_cycle)} ops/cycle/core"
                 if cpu.amx_ops_per_cycle else ""), "peak clocks:"]
     groups: dict[str, list[str]] = {}
     for dtype in spec.dtypes:
@@ -118,11 +118,12 @@ _SHOWN = {"name", "kind", "vendor", "model", "architecture", "aliases", "peak_tf
           "bandwidth_gbs", "alignment", "sources", "notes", "origin", "location"}
 
 
-def _flat(value) -> str:
+def flat(value) -> str:
+    """An entry field's value in one line (``hw show``, the HTML sources table)."""
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_flat(v)}" for k, v in value.items())
+        return ", ".join(f"{k}={flat(v)}" for k, v in value.items())
     if isinstance(value, list):
-        return "[" + ", ".join(_flat(v) for v in value) + "]"
+        return "[" + ", ".join(flat(v) for v in value) + "]"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

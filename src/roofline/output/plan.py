@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..units import seconds, si
+from ..units import count, seconds, si
 from .advice import config_warnings
 from .json import to_json
 from .table import aligned
@@ -20,7 +20,13 @@ def _gb(nbytes: float) -> str:
     return f"{nbytes / 1e9:.1f}"
 
 
-def _row(r: LayoutResult) -> list[str]:
+def _rate_unit(plan: Plan) -> str:
+    """Throughput's unit: tokens, or samples for a model without a sequence (its JSON
+    ``tokens_per_s`` counts a sample as one token)."""
+    return "tok/s" if plan.network.seq else "samples/s"
+
+
+def _row(r: LayoutResult, unit: str) -> list[str]:
     """One layout: its predicted step and the parts of it, the roofline step beside it."""
     lay, p = r.layout, r.predicted
     parts = p.parts
@@ -31,7 +37,7 @@ def _row(r: LayoutResult) -> list[str]:
             "yes" if lay.sequence_parallel and lay.tp > 1 else "no", seconds(p.step_s),
             seconds(r.step_s), seconds(parts["compute_s"]), seconds(comm),
             seconds(parts["dp_comm_overlapped_s"]), f"{r.bubble_fraction:.0%}",
-            _gb(r.memory_bytes), si(p.tokens_per_s, "tok/s"), p.bound]
+            _gb(r.memory_bytes), si(p.tokens_per_s, unit), p.bound]
 
 
 HEADER = ["gpus", "tp", "pp", "dp", "ep", "zero", "mb", "m", "sp", "predicted", "roofline",
@@ -42,10 +48,13 @@ def plan_table(plan: Plan, top: int = 3) -> str:
     """The header, the ``top`` fastest fitting layouts at each count, the front, the best."""
     net, hw, fabric = plan.network, plan.hardware, plan.fabric
     capacity = hw.memory_capacity_bytes
+    per = f" x seq {net.seq}" if net.seq else ""
+    unit = _rate_unit(plan)
     lines = [f"model: {net.name}   hardware: {hw.name}   training step: global batch "
-             f"{plan.batch} x seq {net.seq}, {net.operand_dtype}, optimizer {net.optimizer}, "
+             f"{plan.batch}{per}, {net.operand_dtype}, optimizer {net.optimizer}, "
              f"recompute {net.recompute}",
-             f"links: inside a node ({fabric.gpus_per_node} GPUs) {fabric.intra.label} "
+             f"links: inside a node ({count(fabric.gpus_per_node, 'GPU')}) "
+             f"{fabric.intra.label} "
              f"({fabric.intra.bandwidth_gbs:g} GB/s per direction, {fabric.intra.latency_us:g} "
              f"us a step); between nodes {fabric.inter.label} ({fabric.inter.bandwidth_gbs:g} "
              f"GB/s per direction per GPU, {fabric.inter.latency_us:g} us a step)",
@@ -61,12 +70,11 @@ def plan_table(plan: Plan, top: int = 3) -> str:
         ranked = plan.ranked(n)
         if not ranked:
             considered = [r for r in plan.results if r.layout.gpus == n]
-            skipped.append(f"{n} GPUs: " + (f"none of {len(considered)} layouts fits (the "
-                                            f"smallest needs "
-                                            f"{_gb(min(r.memory_bytes for r in considered))} "
-                                            f"GB)" if considered else "no layout divides the "
-                                                                      "batch"))
-        rows += [_row(r) for r in ranked[:top]]
+            why = (f"none of {len(considered)} layouts fits (the smallest needs "
+                   f"{_gb(min(r.memory_bytes for r in considered))} GB)" if considered else
+                   "no layout divides the batch")
+            skipped.append(f"{count(n, 'GPU')}: {why}")
+        rows += [_row(r, unit) for r in ranked[:top]]
     lines += ["", f"fastest layouts that fit (up to {top} per GPU count):"]
     lines += aligned(HEADER, rows, {17}) if rows else ["none fits"]
     lines += skipped
@@ -76,7 +84,7 @@ def plan_table(plan: Plan, top: int = 3) -> str:
         lines += ["", "Pareto front (predicted step time against GPUs; efficiency against the "
                       "smallest):"]
         front_rows = [[str(r.layout.gpus), r.layout.label, seconds(r.predicted_step_s),
-                       seconds(r.step_s), si(r.predicted.tokens_per_s, "tok/s"),
+                       seconds(r.step_s), si(r.predicted.tokens_per_s, unit),
                        f"{_efficiency(base, r):.0%}", r.predicted.bound] for r in front]
         lines += aligned(["gpus", "layout", "predicted", "roofline", "throughput",
                           "efficiency", "bound"], front_rows, {1, 6})
@@ -94,7 +102,7 @@ def best_lines(r: LayoutResult) -> list[str]:
     communication and memory."""
     lay, mem, p = r.layout, r.memory, r.predicted
     parts = p.parts
-    out = [f"best on {lay.gpus} GPUs: {lay.label}: {r.micro_batches} micro-batch"
+    out = [f"best on {count(lay.gpus, 'GPU')}: {lay.label}: {r.micro_batches} micro-batch"
            f"{'es' if r.micro_batches != 1 else ''} of "
            f"{lay.micro_batch} per data-parallel rank, step {seconds(p.step_s)} predicted "
            f"({seconds(p.step_no_overlap_s)} without overlap; roofline {seconds(r.step_s)}), "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..hardware.spec import CalibrationLibrary
 from ..model.dtypes import DTYPES
-from ..units import three_digits
+from ..units import count, three_digits
 from .json import to_json
 from .probe_notes import note_text
 
@@ -44,7 +44,7 @@ def _op_cost_lines(ops: dict | None) -> list[str]:
     """The op costs (calibration ``ops``): the call, each class's rate, attention's share."""
     if not ops:
         return []
-    lines = [f"  op costs ({ops['library']}, {ops['threads']} threads, {ops['dtype']}): "
+    lines = [f"  op costs ({ops['library']}, {count(ops['threads'], 'thread')}, {ops['dtype']}): "
              f"{ops['call_s'] * 1e6:.2f} us a call"]
     lines += [f"    {key:<16} {three_digits(rate):>8} GB/s"
               for key, rate in ops["rates_gbs"].items()]

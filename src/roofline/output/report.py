@@ -396,8 +396,15 @@ def _largest_fitting(memory, net) -> str:
     return text + f", or up to seq {memory.max_seq} at batch {net.batch}"
 
 
+def no_place_text(left_out: int) -> str:
+    """Ops without FLOPs (a gather) a roofline chart leaves out, in words (the HTML chart's
+    caption, the matplotlib chart's axis label)."""
+    return ("1 op without FLOPs (a gather) has no place on the chart." if left_out == 1 else
+            f"{left_out} ops without FLOPs (gathers) have no place on the chart.")
+
+
 def _parameters(count: int) -> str:
-    return f"{si(count, '').rstrip()} parameters"
+    return f"{si(count, '').rstrip()} parameter{'' if count == 1 else 's'}"
 
 
 def repeat_note(report: Report, view: View) -> str | None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.gpu_ops import STRIDED_COPY_VALUES
 from ..analysis.predict import fit_of
 from ..model.repeats import distinct
-from ..units import seconds, si, three_digits
+from ..units import count, seconds, si, three_digits
 
 if TYPE_CHECKING:
     from ..analysis.report import GemmResult, Report
@@ -196,8 +196,8 @@ def op_basis_text(report: Report) -> str:
             "missing"] else ""
         fused = f"; {_CPU_EPILOGUE_TEXT}" if "gemm-epilogue" in bases else ""
         return (f"other ops calibrated here through {constants['library']} "
-                f"({constants['threads']} threads): {seconds(constants['call_s'])} a call plus "
-                f"their bytes at the measured rate of their class ({', '.join(classes)})"
+                f"({count(constants['threads'], 'thread')}): {seconds(constants['call_s'])} a "
+                f"call plus their bytes at the measured rate of their class ({', '.join(classes)})"
                 f"{missing}{fused}")
     where = "calibrated here" if constants["basis"] == "calibrated" else "published"
     parts = [f"other ops at {constants['dram_fraction']:.0%} of DRAM bandwidth plus "
@@ -283,10 +283,10 @@ def layout_warning(report: Report) -> str | None:
     e = NCHW_EVIDENCE
     return (f"{n} convolution{'s' if n > 1 else ''} ran in {report.network.dtype} on NCHW tensors "
             f"(torch's default memory format): cuDNN's Tensor-Core convolutions take NHWC and "
-            f"transpose NCHW around them, and torch runs bf16 batch norm on NCHW through "
-            f"kernels of its own, slower than a stream; the prediction counts neither (a lent "
-            f"H100's ResNet-50 "
-            f"bf16 training step at batch 64 took {e['step_ms']:g} ms against "
+            f"transpose NCHW around them, and batch norm on NCHW ran slower than a stream "
+            f"(in bf16 on a lent H100, through torch's own kernels); the prediction counts "
+            f"neither (that H100's ResNet-50 bf16 training step at batch 64 took "
+            f"{e['step_ms']:g} ms against "
             f"{e['predicted_ms']:g} predicted, {e['transposes_ms']:g} ms of it in transposes "
             f"and {e['batch_norm_ms']:g} ms in batch norm; in channels_last its kernels took "
             f"{e['channels_last_kernels_ms']:g} ms): module.to(memory_format="

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import basis_of, fit_of
 from ..units import seconds, si
-from .advice import config_warnings
+from .advice import config_warnings, past_context_text
 from .json import to_json
 from .report import LAYER_WIDTH, compact_names, precision_text, quantization_line, step_text
 from .table import aligned, markdown
@@ -347,15 +347,15 @@ def sweep_header(s: Sweep) -> list[str]:
                      f"fit'" + ("; each row says whether its step fits" if s.grid else ""))
     context = net.context
     past = [seq for seq in s.seqs if context is not None and seq > context]
-    if past:
-        lines.append(f"note: seq {', '.join(map(str, past))} is past the model's context "
-                     f"({context} tokens): the step is analyzed as asked")
-    return lines + [f"warning: {text}" for text in config_warnings(net)]
+    if past and context is not None:
+        lines.append(f"note: {past_context_text(past, context)}")
+    return lines + [f"warning: {text}" for text in config_warnings(net, context=False)]
 
 
 def sweep_dict(s: Sweep) -> dict[str, Any]:
     """The sweep JSON contract: ``Sweep.to_dict``'s numbers with the model's warnings."""
-    return s.to_dict() | {"warnings": list(config_warnings(s.reports[0].network))}
+    return s.to_dict() | {"warnings": list(config_warnings(s.reports[0].network,
+                                                           context=False))}
 
 
 def _memory_cell(r: Report) -> str:

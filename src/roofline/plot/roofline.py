@@ -69,9 +69,14 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
     for index, report in enumerate(items):
         suffix = f" ({report.hardware.name})" if len(items) > 1 else ""
         _draw_points(ax, report, MARKERS[index % len(MARKERS)], suffix)
-        _draw_time_points(ax, report)
+        _draw_time_points(ax, report, MARKERS[index % len(MARKERS)], suffix)
     if labels:
         _label_points(ax, items, placer)
+    left_out = max(sum(1 for r in distinct(report.ops) if not r.op.flops) for report in items)
+    if left_out:  # said under the axis, where no point or label can be
+        from ..output.report import no_place_text
+
+        ax.set_xlabel(f"{ax.get_xlabel()}\n{no_place_text(left_out)}")
     legend_below(ax)
     return ax
 
@@ -166,15 +171,16 @@ def _basis_label(hardware: HardwareSpec) -> str:
     return basis_of(hardware) + (f", {library['name']}" if library else "")
 
 
-def _draw_time_points(ax: Axes, report: Report) -> None:
-    """Predicted times as hollow grey circles, measured ones as black diamonds, each tied to
-    its roof point by a thin dotted line: the roof points stay the bound they are. They look
-    the same for every device, so the legend has one entry for each basis."""
+def _draw_time_points(ax: Axes, report: Report, marker: str = "o", suffix: str = "") -> None:
+    """Predicted times as hollow grey markers of the device's shape (``marker``: a circle for
+    the first), measured ones as black diamonds, each tied to its roof point by a thin dotted
+    line: the roof points stay the bound they are. With several devices (``suffix`` names
+    the device) each has its own legend entry, the shape telling whose prediction a point is."""
     hw = report.hardware.name
     roof = {r.gemm.name: (r.gemm.intensity, r.attainable_flops_per_s / 1e12)
             for r in first_copies(report.results) if not r.gemm.copy}
     styles: tuple[tuple[str, dict[str, Any]], ...]
-    styles = (("predicted", {"s": 46, "marker": "o", "facecolors": "none",
+    styles = (("predicted", {"s": 46, "marker": marker, "facecolors": "none",
                                        "edgecolors": "0.35", "linewidths": 1.2}),
                         ("measured", {"s": 44, "marker": "D", "color": "black",
                                       "edgecolors": "white", "linewidths": 0.6}))
@@ -182,8 +188,8 @@ def _draw_time_points(ax: Axes, report: Report) -> None:
         points = time_points(report, kind)
         if not points:
             continue
-        name = (f"predicted time ({_basis_label(report.hardware)})" if kind == "predicted"
-                else "measured here (--measure)")
+        name = (f"predicted time ({_basis_label(report.hardware)}){suffix}"
+                if kind == "predicted" else f"measured here (--measure){suffix}")
         ax.scatter(*zip(*points), zorder=7, gid=f"points-{kind}:{hw}", label=name,
                    **style)
         if kind == "measured":
@@ -323,7 +329,8 @@ def _label_points(ax: Axes, reports: list[Report], placer: Placer) -> None:
     (those within a few pixels of one x, as many copies each) gets one label at its top point,
     naming every GEMM in it; the device markers tell the points apart. Six devices' labels are
     then as few as one device's."""
-    groups = [g for report in reports for g in gemm_groups(report) + op_groups(report)]
+    groups = [g for report in reports for g in gemm_groups(report)] + _coincident(
+        ax, [g for report in reports for g in op_groups(report)])
     if len(reports) > 1:
         groups = _columns(ax, groups)
     gid = f"label:{reports[0].hardware.name}" if len(reports) == 1 else "label:all"
@@ -337,6 +344,28 @@ def _label_points(ax: Axes, reports: list[Report], placer: Placer) -> None:
                     textcoords="offset points", ha="left", va="bottom", fontsize=LABEL_SIZE,
                     color="0.15", zorder=7, arrowprops=arrow, gid=gid,
                     bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.75))
+
+
+def _coincident(ax: Axes, groups: list[Group], within_px: float = 1.0) -> list[Group]:
+    """Op groups whose points lie within ``within_px`` pixels of each other, on both axes, and
+    stand for as many copies: one group, one label naming each kind once (ResNet-50's batch
+    norms, each layer's a few parts in 10^4 apart in intensity for its per-channel
+    statistics, were each labelled at what draws as one point). GEMMs keep a label per
+    distinct point: their names, unlike kinds, are each one GEMM."""
+    merged: list[tuple[tuple[float, float], Group]] = []
+    for group in sorted(groups, key=lambda g: (g.x, g.y)):
+        px, py = ax.transData.transform((group.x, group.y))
+        for (x0, y0), kept in reversed(merged):
+            if px - x0 > within_px:
+                merged.append(((px, py), Group(group.x, group.y, list(group.names),
+                                               group.copies)))
+                break
+            if abs(py - y0) <= within_px and kept.copies == group.copies:
+                kept.names += [n for n in group.names if n not in kept.names]
+                break
+        else:
+            merged.append(((px, py), Group(group.x, group.y, list(group.names), group.copies)))
+    return [group for _, group in merged]
 
 
 def _columns(ax: Axes, groups: list[Group], within_px: float = 6.0) -> list[Group]:

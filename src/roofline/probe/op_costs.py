@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..units import count
 from .plan import MiB
 from .result import Note
 
@@ -101,7 +102,8 @@ def calibrate_ops(s: Session, llc_bytes: int | None) -> None:
                                                          "unit")}
                              for key, stats in timed.items()}
     s.measured["calibration"]["ops"] = block
-    s.say(f"  op costs ({library}, {block['threads']} threads): {call_s * 1e6:.2f} us per call; "
+    s.say(f"  op costs ({library}, {count(block['threads'], 'thread')}): "
+          f"{call_s * 1e6:.2f} us per call; "
           + ", ".join(f"{k} {v:g}" for k, v in rates.items()) + " GB/s"
           + (f"; attention {block['attention']} of the fp32 peak" if "attention" in block
              else ""))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..kernels.load import BUSY_CPUS, LoadMeter
+from ..units import count
 from .calibrate import available_memory, calibrate
 from .checks import unstable_reasons
 from .op_costs import calibrate_ops
@@ -183,7 +184,8 @@ def share_gap(gflops: dict[str, float], ceilings: dict[str, float], library: str
 def _cpu_gemm(s: Session, threads: int | None) -> None:
     through = "numpy's BLAS" if s.library == "numpy" else s.library
     for dtype, sizes in s.plan.gemm_sizes.items():
-        s.say(f"{dtype} GEMM through {through} ({threads or '?'} threads) ...")
+        on = count(threads, "thread") if threads else "? threads"
+        s.say(f"{dtype} GEMM through {through} ({on}) ...")
         best = s.best_over_sizes(f"gemm_{dtype}",
                                  partial(gemm_kernels(s.library).gemm_kernel, dtype=dtype),
                                  sizes, "GFLOP/s")
@@ -208,8 +210,9 @@ def _streams(s: Session, key: str, array_bytes: int, threads: int) -> dict[str, 
             s.details[f"{key}_{name}"] = stats | {"working_set_bytes": arrays.nbytes,
                                                    "threads": arrays.threads}
             rates[name] = stats["best"]
-            s.say(f"  {key} {name} ({arrays.nbytes / MiB:.0f} MiB, {arrays.threads} threads): "
-                  f"{stats['best']:.1f} GB/s (median {stats['median']:.1f})")
+            s.say(f"  {key} {name} ({arrays.nbytes / MiB:.0f} MiB, "
+                  f"{count(arrays.threads, 'thread')}): {stats['best']:.1f} GB/s "
+                  f"(median {stats['median']:.1f})")
     return rates
 
 
@@ -382,7 +385,7 @@ def _effective_clock(cpu: CpuInfo, say: Progress) -> float | None:
 
     ghz = chain_clock_ghz(cpu.usable_cpus)
     say(f"  core clock under load: {ghz:.2f} GHz (dependent-add chain, "
-        f"{cpu.usable_cpus} threads)" if ghz else
+        f"{count(cpu.usable_cpus, 'thread')})" if ghz else
         "  core clock: not measurable here (not Linux x86-64, or no executable memory)")
     return ghz
 

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from ... import __version__
 from ...units import seconds, si, three_digits
+from ..hardware import flat
 from ..report import (
     Shown,
     View,
     generation_line,
     memory_line,
+    no_place_text,
     notes_by_tier,
     precision_text,
     quantization_line,
@@ -211,8 +213,7 @@ def _chart(report: Report, points: list[svg.Point], left_out: int,
                f"(\u25cf memory-bound GEMM, \u25a0 compute-bound GEMM, \u25cb \u25a1 the same "
                f"for an op). Hover a point for its figures; click it to find its row.")
     if left_out:
-        caption += (" 1 op without FLOPs (a gather) has no place on the chart." if left_out == 1
-                    else f" {left_out} ops without FLOPs (gathers) have no place on the chart.")
+        caption += f" {no_place_text(left_out)}"
     return f"<figure>{chart}<figcaption>{escape(caption)}</figcaption></figure>"
 
 
@@ -370,10 +371,13 @@ def hardware_sources(hw: HardwareSpec) -> str:
         for key in source.covers:
             covered.setdefault(key, []).append(_link(source.title, source.url) + (
                 f" (<code>{escape(source.command)}</code>)" if source.command else ""))
+    entry = hw.to_dict()  # a figure a report does not put in words: as ``hw show`` shows it
+    values |= {k: flat(entry[k]) for k in covered if k not in values and k in entry}
     keys = [k for k in values if k in covered] + [k for k in covered if k not in values]
     rows = "".join(f"<tr><td class=t>{escape(key)}</td><td class=t>{escape(values.get(key, ''))}"
                    f"</td><td class=t>{'; '.join(covered[key])}</td></tr>" for key in keys)
-    where = f" from <code>{escape(hw.location)}</code>" if hw.location else ""
+    where = (" bundled with roofline" if hw.location == "bundled" else
+             f" from <code>{escape(hw.location)}</code>" if hw.location else "")
     return (f"<p>Entry <b>{escape(hw.name)}</b> ({escape(hw.origin)}){where}.</p>"
             '<div class="scroll"><table class="wrap"><thead><tr><th scope="col" class=t>figure</th>'
             '<th scope="col" class=t>value</th><th scope="col" class=t>source</th></tr>'

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from ...units import nice_above, nice_below
+from ...units import nice_above, nice_below, si
 
 WIDTH, HEIGHT = 720, 420
 LEFT, RIGHT, TOP, BOTTOM = 72, 24, 18, 52  # room for tick labels and axis titles
@@ -77,9 +77,12 @@ def _y_axis(low: float, high: float, log: bool = True) -> Axis:
 
 
 def tick_text(value: float, percent: bool = False) -> str:
-    """``0.01``, ``1``, ``2,000``; ``40%`` on a share axis."""
+    """``0.01``, ``1``, ``20,000``, from 100,000 with a decimal prefix (``100k``, ``10M``: a
+    y tick label as wide as ``1,000,000`` runs into the axis title); ``40%`` on a share axis."""
     if percent:
         return f"{value:.0%}"
+    if value >= 1e5:
+        return si(value, "").replace(" ", "")
     return f"{value:,.0f}" if value >= 1 else f"{value:g}"
 
 
