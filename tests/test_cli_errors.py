@@ -169,3 +169,14 @@ def test_plan_of_a_model_without_a_sequence_counts_samples(invoke):
     assert "training step: global batch 512, fp16" in out and "seq None" not in out
     assert "samples/s" in out and "tok/s" not in out
     assert "best on 1 GPU: " in out and "1 GPUs" not in out
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"model_type": "llama", "hidden_size": 4096,', "config.json: invalid JSON (read as YAML, "
+                                                     "which holds JSON): line 2, column 1"),
+    ("{}", "config.json: model_type: missing: a Hugging Face config.json names its model_type "
+           "(a model.yaml in JSON gives layers or mlp)"),
+])
+def test_a_broken_config_json_is_named_as_json(invoke, tmp_path, text, expected):
+    result, _ = run_model(invoke, tmp_path, text, name="config.json")
+    assert expected in one_error_line(result)

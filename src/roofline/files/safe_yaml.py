@@ -88,7 +88,9 @@ def parse(text: str, source: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(source, "", f"invalid YAML: {where}{problem}") from None
+        kind = ("JSON (read as YAML, which holds JSON)" if source.lower().endswith(".json")
+                else "YAML")
+        raise InputError(source, "", f"invalid {kind}: {where}{problem}") from None
 
 
 def check_structure(text: str, source: str) -> None:

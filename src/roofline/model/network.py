@@ -636,6 +636,11 @@ def load_network(path: str | os.PathLike[str]) -> Network:
     """Read a model.yaml file, or a Hugging Face config.json (one with ``model_type``), into a
     Network; bad input raises InputError naming the file and the field."""
     data = load_yaml_file(path)
+    if (str(path).lower().endswith(".json") and isinstance(data, dict)
+            and not {"model_type", "layers", "mlp"} & set(data)):
+        raise InputError(str(path), "model_type", "missing: a Hugging Face config.json names "
+                                                  "its model_type (a model.yaml in JSON gives "
+                                                  "layers or mlp)")
     if isinstance(data, dict) and "model_type" in data:
         from .hf import model_from_config, renamed
 
