@@ -166,6 +166,35 @@ def test_mixture_of_experts_token_counts():
     assert (up.m, up.n, up.k, up.batch_count) == (512, 2 * 14336, 4096, 8)
 
 
+@pytest.mark.parametrize("batch, active, rows", [(1, 2, 1), (2, 4, 1), (3, 6, 1), (4, 8, 1),
+                                                  (5, 8, 2)])
+def test_a_decode_step_runs_only_the_experts_its_tokens_are_routed_to(batch, active, rows):
+    # Mixtral decode: T = batch tokens, 2 experts each. At batch 1 the 2 routed experts run
+    # (their weights read); T x 2 < 8 experts: T x 2 experts of one token; from batch 4 all 8,
+    # ceil(2T / 8) tokens each. Until 0.9.0 every expert ran at every batch: a batch-1 decode
+    # read all 8 experts' weights, 3.6x the bytes
+    net = load_network(HF / "mixtral-8x7b.json").with_overrides(
+        batch=batch, seq=4096, mode="inference", phase="decode")
+    up = next(g for g in net.gemms() if g.layer.endswith("expert_up"))
+    down = next(g for g in net.gemms() if g.layer.endswith("expert_down"))
+    assert (up.m, up.n, up.k, up.batch_count) == (rows, 2 * 14336, 4096, active)
+    assert (down.m, down.n, down.k, down.batch_count) == (rows, 4096, 14336, active)
+
+
+def test_mixtral_decode_at_batch_1_by_hand():
+    # one token through 32 blocks: qkv 4096 x 6144, proj 4096 x 4096, router 4096 x 8, and two
+    # experts of 3 x 4096 x 14336 (gate, up, down); then the logits, 4096 x 32000. GEMM FLOPs 2
+    # per weight; every weight is read once in fp16 (2 B), the token's activations beside them
+    net = load_network(HF / "mixtral-8x7b.json").with_overrides(
+        batch=1, seq=4096, mode="inference", phase="decode")
+    per_block = 4096 * 6144 + 4096 * 4096 + 4096 * 8 + 2 * 3 * 4096 * 14336
+    weights = 32 * per_block + 4096 * 32000
+    gemms = net.gemms()
+    assert sum(g.flops for g in gemms) == 2 * weights
+    weight_bytes = sum(g.k * g.n * 2 * g.batch_count for g in gemms)
+    assert weight_bytes == 2 * weights
+
+
 def test_embedding_makes_every_later_layer_compute_its_data_gradient():
     net = network_from_yaml("batch: 2\nseq: 8\ndtype: fp16\nlayers:\n"
                             "  - {type: embedding, vocab: 100, dim: 64}\n"

@@ -21,8 +21,10 @@ Forward, in order (M x N x K):
   dense FFN: ``ffn_up`` T x ffn x hidden (T x 2 ffn x hidden when gated), activation (op: gelu;
   gated: silu and the gate product), ``ffn_down`` T x hidden x ffn;
   mixture of experts: ``router`` T x E x hidden, top-k softmax (op), ``expert_up`` and
-  ``expert_down`` as batched GEMMs over the E experts, each with ceil(T k / E) tokens (uniform
-  routing assumed), the activation ops on T k rows, and the weighted combine (op);
+  ``expert_down`` as batched GEMMs over the experts that get tokens, each with ceil(T k / E)
+  tokens (routing spread evenly; when T k < E, T k experts of one token each: a decode step at
+  batch 1 runs, and reads the weights of, top_k experts), the activation ops on T k rows, and
+  the weighted combine (op);
   residual add (op).
 Backward, in reverse: every weight GEMM has its data-gradient GEMM (the first projection's only
 when an earlier layer has weights) and its weight-gradient GEMM; each batched attention GEMM has
@@ -344,14 +346,18 @@ class Transformer:
                     self._op(pass_, "gate" + suffix, elements, step, part)]
         return [self._op(pass_, "gelu" + suffix, elements, step, part)]
 
-    def _expert_rows(self, step: Step) -> tuple[int, float]:
-        """Tokens each expert gets (uniform routing: T k / E, rounded up) and their factor of
-        the batch."""
-        rows = math.ceil(step.tokens * self.top_k / self.experts)
-        return rows, step.per_sample * self.top_k / self.experts
+    def _expert_rows(self, step: Step) -> tuple[int, int, float]:
+        """Tokens each expert that gets any receives, how many experts get tokens, and the
+        tokens' factor of the batch. Routing spreads the T k routed rows evenly: over all E
+        experts, ceil(T k / E) each, when T k >= E; else over T k experts of one row each (a
+        decode step at batch 1 runs top_k experts, and reads only their weights)."""
+        routed = step.tokens * self.top_k
+        active = min(self.experts, routed)
+        return (math.ceil(routed / active), active,
+                step.per_sample * self.top_k / self.experts)
 
     def _moe_forward(self, step: Step) -> list[Item]:
-        t, (rows, f) = step.tokens, self._expert_rows(step)
+        t, (rows, active, f) = step.tokens, self._expert_rows(step)
         routed = t * self.top_k
         return [
             GemmShape(f"{self.name}.router", "forward", t, self.experts, self.hidden,
@@ -359,11 +365,11 @@ class Transformer:
                       b_operand="weight"),
             self._op("forward", "softmax", t * self.experts, step, "router"),
             GemmShape(f"{self.name}.expert_up", "forward", rows, self.up_width, self.hidden,
-                      ("expert tokens", "ffn_up.out", "hidden"), (f, 0, 0), self.experts,
+                      ("expert tokens", "ffn_up.out", "hidden"), (f, 0, 0), active,
                       b_operand="weight"),
             *self._activation("forward", routed * self.ffn, step, "experts"),
             GemmShape(f"{self.name}.expert_down", "forward", rows, self.hidden, self.ffn,
-                      ("expert tokens", "hidden", "ffn"), (f, 0, 0), self.experts,
+                      ("expert tokens", "hidden", "ffn"), (f, 0, 0), active,
                       b_operand="weight"),
             self._op("forward", "gate", routed * self.hidden, step, "combine")]
 
@@ -435,23 +441,23 @@ class Transformer:
         return items
 
     def _moe_backward(self, step: Step) -> list[Item]:
-        t, (rows, f) = step.tokens, self._expert_rows(step)
+        t, (rows, active, f) = step.tokens, self._expert_rows(step)
         routed, role = t * self.top_k, step.row_role
         up, down = f"{self.name}.expert_up", f"{self.name}.expert_down"
         router = f"{self.name}.router"
         return [
             self._op("backward", "gate-backward", routed * self.hidden, step, "combine"),
             GemmShape(down, "backward-data", rows, self.ffn, self.hidden,
-                      ("expert tokens", "ffn", "hidden"), (f, 0, 0), self.experts,
+                      ("expert tokens", "ffn", "hidden"), (f, 0, 0), active,
                       b_operand="weight"),
             GemmShape(down, "backward-weight", self.ffn, self.hidden, rows,
-                      ("ffn", "hidden", "expert tokens"), (0, 0, f), self.experts),
+                      ("ffn", "hidden", "expert tokens"), (0, 0, f), active),
             *self._activation("backward", routed * self.ffn, step, "experts"),
             GemmShape(up, "backward-data", rows, self.hidden, self.up_width,
-                      ("expert tokens", "hidden", "ffn_up.out"), (f, 0, 0), self.experts,
+                      ("expert tokens", "hidden", "ffn_up.out"), (f, 0, 0), active,
                       b_operand="weight"),
             GemmShape(up, "backward-weight", self.hidden, self.up_width, rows,
-                      ("hidden", "ffn_up.out", "expert tokens"), (0, 0, f), self.experts),
+                      ("hidden", "ffn_up.out", "expert tokens"), (0, 0, f), active),
             self._op("backward", "softmax-backward", t * self.experts, step, "router"),
             GemmShape(router, "backward-data", t, self.hidden, self.experts,
                       (role, "hidden", "experts"), (step.per_sample, 0, 0),
