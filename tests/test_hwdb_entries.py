@@ -183,7 +183,18 @@ def test_user_entry_is_added_and_says_where_it_came_from(isolated_user_hwdb):
     database.clear_cache()
     spec = load_hardware("my-gpu")
     assert spec.bandwidth_gbs == 1000.0
-    assert spec.location.startswith("user (")
+    assert spec.location == f"user ({isolated_user_hwdb / 'my-gpu.yaml'})"  # the file itself
+
+
+def test_hw_list_marks_a_users_own_entries(isolated_user_hwdb, invoke):
+    _user_entry(isolated_user_hwdb, "my-gpu")
+    _user_entry(isolated_user_hwdb, "v100-sxm2-16gb")
+    database.clear_cache()
+    lines = invoke("hw", "list").stdout.splitlines()
+    assert any(line.startswith("my-gpu+ ") for line in lines)
+    assert any(line.startswith("v100-sxm2-16gb* ") for line in lines)
+    assert any(line.startswith("a100-sxm4-80gb ") for line in lines)  # bundled: unmarked
+    assert "+ a user entry (your own file: a probe's --save, or one you wrote)" in lines
 
 
 def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
@@ -286,3 +297,16 @@ def test_hw_show_unknown_exits_2(invoke):
     result = invoke("hw", "show", "a100-sxm4-8gb")
     assert result.exit_code == 2
     assert "did you mean a100-sxm4-80gb" in result.stderr
+
+
+def test_a_product_names_its_vendor_once():
+    # a probed entry's model is the name the chip gives itself, the vendor's included: its
+    # header read "AMD AMD EPYC 9R45"
+    import dataclasses
+
+    from roofline.hardware.catalog import load_hardware
+
+    v100 = load_hardware("v100-sxm2-16gb")
+    assert v100.product == "NVIDIA Tesla V100 SXM2 16GB"
+    probed = dataclasses.replace(v100, vendor="AMD", model="AMD EPYC 9R45")
+    assert probed.product == "AMD EPYC 9R45"

@@ -99,3 +99,34 @@ def test_cli_refuses_in_one_line_and_names_the_way_past(invoke, isolated_user_hw
     assert res.stderr.splitlines() == [
         "Error: --measure-budget: goes with --measure (it bounds the time --measure spends "
         "timing GEMMs)"]
+
+
+def test_the_help_states_the_estimate_the_code_makes(invoke):
+    # the help is a literal (--help imports no analysis); it said 9 calls where the code makes 10
+    from roofline.analysis.measure import CALLS_PER_SHAPE, MIN_TIME_S
+
+    text = " ".join(invoke("analyze", "--help").stdout.split())
+    assert (f"({CALLS_PER_SHAPE} calls of each distinct shape, each at least its roofline time "
+            f"or {MIN_TIME_S * 1e3:g} ms)") in text
+
+
+@pytest.mark.parametrize("load, warned", [(0.43, True), (0.15, False), (None, False)])
+def test_gemms_timed_on_a_shared_machine_say_so(monkeypatch, load, warned):
+    # other programs' load through the timing (/proc/stat, as the probe reads it): above 0.15
+    # CPUs the measured times are a shared machine's; a new user saw 1.97-3.45x with no word
+    class Meter:
+        def total(self):
+            return load
+
+    monkeypatch.setattr(measure_mod, "LoadMeter", Meter)
+    net = network_from_dict({"name": "one", "batch": 8, "dtype": "fp32", "mode": "inference",
+                             "layers": [{"type": "linear", "in": 64, "out": 32}]}, "one.yaml")
+    clock = FakeClock()
+    make, _ = fake_kernels(clock, {(8, 32, 64): 1e-3})
+    measured = measure_mod.measure_report(analyze(net, spec()), None, make, "fake", clock, HOST)
+    sentence = ("other programs kept 0.43 CPUs busy on average while --measure timed the GEMMs: "
+                "the measured times are a shared machine's (a multi-threaded call waits for "
+                "the thread another program holds); rerun when the machine is idle")
+    assert (sentence in measured.warnings) == warned
+    data = measured.to_dict()
+    assert data.get("measured_other_load_cpus") == load and (sentence in data["warnings"]) == warned

@@ -45,7 +45,7 @@ def steady(**changes) -> ProbeResult:
 
 
 def test_the_limits_are_the_stated_ones():
-    assert (EFFICIENCY_LIMIT, SPREAD_LIMIT) == (1.05, 0.25)
+    assert (EFFICIENCY_LIMIT, SPREAD_LIMIT, checks.SHARED_LIMIT) == (1.05, 0.25, 0.25)
 
 
 def test_a_steady_result_passes_and_saves(isolated_user_hwdb):
@@ -113,6 +113,17 @@ def test_a_spread_above_the_limit():
     result.details["gemm_fp64"] = _gemm_details(0.25)  # at the limit: passes
     result.details["dram_read"]["spread"] = 0.25
     assert unstable_reasons(result) == []
+
+
+def test_a_probe_run_on_a_shared_machine():
+    # other programs' load through the probe, from /proc/stat: above 0.25 CPUs, refused
+    result = steady()
+    result.details["other_load_cpus"] = 0.43
+    assert unstable_reasons(result) == [
+        "other programs kept 0.43 CPUs busy on average while it ran (more than 0.25)"]
+    for load in (0.25, 0.02, None):  # at the limit, an idle machine, not measurable: passes
+        result.details["other_load_cpus"] = load
+        assert unstable_reasons(result) == []
 
 
 def test_a_gpu_result_is_checked_too():

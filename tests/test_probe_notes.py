@@ -68,3 +68,18 @@ def test_fp32_gemms_far_below_fp64s_share_warn():
                      "torch") == []
     assert share_gap({"fp32": 87.7}, ceilings, "numpy") == []  # fp64 not timed
     assert share_gap({"fp32": 87.7, "fp64": 78.5}, {}, "numpy") == []  # no ceilings
+
+
+def test_an_unstable_note_names_the_check_that_fired():
+    # pyperf's two checks: the spread past 10%, or the worst value 50% off the best; a note
+    # fired by the second cited "spread (MAD/median) 0%" as its cause
+    from roofline.kernels.timing import BenchResult
+    from roofline.probe.runner import instability_note
+
+    values = [6.14e-05] + [7.98e-03] * 9 + [8.1e-03]
+    note = instability_note("torch permuted copy", BenchResult(tuple(values), (), 1))
+    assert note_text(note).startswith(
+        "torch permuted copy may be unstable: its worst value took 132x its best (best 61.4 us, "
+        "median 7.98 ms, worst 8.1 ms per call over 11 values; spread (MAD/median) 0%);")
+    spread = instability_note("torch add", BenchResult((1.0, 1.3, 1.0, 1.3, 1.15), (), 1))
+    assert note_text(spread).startswith("torch add may be unstable: spread (MAD/median) 13%")

@@ -335,8 +335,8 @@ def _check_plot(plot: Path | None) -> None:
                    "distinct shape once; progress on stderr.")
 @click.option("--measure-budget", type=click.FloatRange(min=1, max=86_400), default=60,
               show_default=True, metavar="SECONDS",
-              help="With --measure: refuse a run whose timing would take longer (9 calls of "
-                   "each distinct shape, each at least its roofline time).")
+              help="With --measure: refuse a run whose timing would take longer (10 calls "
+                   "of each distinct shape, each at least its roofline time or 5 ms).")
 def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
             plot: Path | None, quantization: bool, stream_input: bool, host_link: str | None,
             workers: str | None, interconnect: str | None, measure: bool,
@@ -761,7 +761,8 @@ def _progress(message: str) -> None:
 @click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME, and "
                                             "save a result the probe's own checks call "
                                             "unstable (fp32 slower than fp64, an efficiency "
-                                            "above 1.05, a spread above 25%).")
+                                            "above 1.05, a spread above 25%, other "
+                                            "programs keeping over 0.25 CPUs busy).")
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "html")), default="table",
               show_default=True)
 @click.option("--library", type=click.Choice(("numpy", "torch")), default="numpy",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, option
+from ..kernels.load import LoadMeter
 from ..model.dtypes import default_output_dtype, itemsize
 from ..model.repeats import distinct, first_copies
 from ..units import seconds
@@ -216,6 +217,7 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     say(f"measuring {len(shapes)} distinct GEMM shapes of {len(report.results)} GEMMs "
         f"({backend}), {ROUNDS} rounds ...")
     timed: dict[tuple, Measurement] = {}
+    meter = LoadMeter()  # other programs sharing the machine make every timing theirs too
     started = clock()
     for group in groups(shapes):
         left = max(0.0, budget_s - (clock() - started))
@@ -227,7 +229,8 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
             say(_line(len(timed), len(shapes), key, result, budget_s))
     results = tuple(dataclasses.replace(r, measured=timed[shape_key(r, report)])
                     for r in report.results)
-    return dataclasses.replace(report, results=results)
+    return dataclasses.replace(report, results=results,
+                               measured_other_load_cpus=meter.total())
 
 
 def time_kernels(runs: list[Callable[[int], object]],

@@ -151,6 +151,9 @@ class Report:
     memory: Memory | None = None  # the step's memory against the device's capacity
     generation: Generation | None = None  # with a prompt and an output length
     residency: Residency | None = None  # whether the step's weights stay in the cache
+    #: other programs' load (CPUs, /proc/stat) while ``--measure`` timed the GEMMs; None: not
+    #: measured, or not readable here
+    measured_other_load_cpus: float | None = None
 
     @property
     def dtype(self) -> str:
@@ -258,7 +261,9 @@ class Report:
             "step": self.step.to_dict(),
             "uncosted_ops": list(self.network.uncosted),
             "warnings": list(self.warnings),
-        } | ({"memory": self.memory.to_dict()} if self.memory else {}) | (
+        } | ({"measured_other_load_cpus": self.measured_other_load_cpus}
+             if self.measured_other_load_cpus is not None else {}) | (
+            {"memory": self.memory.to_dict()} if self.memory else {}) | (
             {"generation": self.generation.to_dict()} if self.generation else {}) | (
             self.scaling.to_dict() if self.scaling else {})
 

@@ -125,7 +125,7 @@ def _catalog(user_dir: str) -> Catalog:
     broken: dict[str, InputError] = {}
     for path in paths:
         try:
-            spec = load_entry_file(path, f"user ({user_dir})")
+            spec = load_entry_file(path, f"user ({path})")  # the file, not only its folder
         except InputError as exc:
             broken[path.stem.lower()] = exc
             problems.append(f"{exc}; entry skipped")

@@ -330,6 +330,15 @@ class HardwareSpec:
         """The dtypes this entry has a peak for, in the canonical order."""
         return tuple(d for d in DTYPES if d in self.peak_tflops)
 
+    @property
+    def product(self) -> str:
+        """Vendor and model in words, the vendor once: a probed entry's model is the name the
+        CPU or GPU gives itself (``AMD EPYC 9R45``, ``NVIDIA H100 80GB HBM3``), which names the
+        vendor already."""
+        if self.model.lower().startswith(self.vendor.lower()):
+            return self.model
+        return f"{self.vendor} {self.model}"
+
     def ridge(self, dtype: str) -> float:
         """Ridge point (ops:byte ratio) in FLOP/B: dense peak / DRAM bandwidth."""
         return ridge_point(self.peak_flops_per_s(dtype), self.bandwidth_bytes_per_s)

@@ -43,18 +43,25 @@ def hardware_json(spec: HardwareSpec) -> str:
 def hardware_table(specs: list[HardwareSpec]) -> str:
     """One line per entry: dense peak TFLOP/s per dtype ('-' where absent), bandwidth."""
     header = ["name", "kind", *DTYPES, "GB/s"]
-    rows = [[s.name + ("*" if s.overrides else ""), s.kind,
+    rows = [[s.name + ("*" if s.overrides else "+" if _yours(s) else ""), s.kind,
              *(_num(s.peak_tflops.get(d)) for d in DTYPES), _num(s.bandwidth_gbs)]
             for s in specs]
     lines = aligned(header, rows, {0, 1})
+    if any(_yours(s) and not s.overrides for s in specs):
+        lines.append("+ a user entry (your own file: a probe's --save, or one you wrote)")
     if any(s.overrides for s in specs):
         lines.append("* a user entry that overrides a bundled name or alias (hw show NAME)")
     return "\n".join(lines) + "\n(dense peaks in TFLOP/s, integer dtypes in TOPS; DRAM GB/s)\n"
 
 
+def _yours(spec: HardwareSpec) -> bool:
+    """Whether ``spec`` is a user's file, not an entry bundled with roofline."""
+    return spec.location not in (None, "", "bundled")
+
+
 def hardware_detail(spec: HardwareSpec) -> str:
     """Every figure of the entry, the ridge per dtype, its sources and notes."""
-    lines = [f"{spec.name}: {spec.vendor} {spec.model} ({spec.architecture}, {spec.kind})",
+    lines = [f"{spec.name}: {spec.product} ({spec.architecture}, {spec.kind})",
              f"from: {spec.location or 'unknown'}; origin: {spec.origin}"]
     if spec.aliases:
         lines.append(f"aliases: {', '.join(spec.aliases)}")
@@ -141,7 +148,7 @@ def hardware_markdown_table(specs: list[HardwareSpec]) -> str:
              "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for s in specs:
         main = "fp16" if "fp16" in s.peak_tflops else "fp32"
-        cells = [f"`{s.name}`", f"{s.vendor} {s.model}",
+        cells = [f"`{s.name}`", s.product,
                  *(_num(s.peak_tflops.get(d)) for d in DTYPES),
                  _num(s.bandwidth_gbs), f"{s.ridge(main):.0f} ({main})"]
         lines.append("| " + " | ".join(cells) + " |")

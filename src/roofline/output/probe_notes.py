@@ -17,6 +17,10 @@ TEXT: dict[str, str] = {
     "unstable": ("{label} may be unstable: spread (MAD/median) {spread:.0%}, best {best}, median "
                  "{median}, worst {worst} per call over {values} values; close other programs "
                  "and rerun `roofline probe` (the full probe repeats more)"),
+    "unstable_worst": ("{label} may be unstable: its worst value took {worst_ratio:.3g}x its "
+                       "best (best {best}, median {median}, worst {worst} per call over "
+                       "{values} values; spread (MAD/median) {spread:.0%}); close other "
+                       "programs and rerun `roofline probe` (the full probe repeats more)"),
     "no_plateau": ("{key}: the largest size ran >10% below the best one (n={best_n}); the "
                    "machine was probably busy"),
     "read_stream_small": ("DRAM read stream over {read_mib:.0f} MiB, less than {factor}x the "

@@ -293,6 +293,19 @@ def layout_warning(report: Report) -> str | None:
             f"torch.channels_last), and the input likewise, runs them in NHWC")
 
 
+def shared_machine_warning(report: Report) -> str | None:
+    """The sentence for GEMMs ``--measure`` timed while other programs kept more than
+    ``kernels.load.BUSY_CPUS`` CPUs busy (as the probe warns of its own figures); else None."""
+    from ..kernels.load import BUSY_CPUS
+
+    load = report.measured_other_load_cpus
+    if load is None or load <= BUSY_CPUS:
+        return None
+    return (f"other programs kept {load:.2f} CPUs busy on average while --measure timed the "
+            f"GEMMs: the measured times are a shared machine's (a multi-threaded call waits for "
+            f"the thread another program holds); rerun when the machine is idle")
+
+
 def beats_roof_notes(report: Report) -> list[str]:
     """One sentence per GEMM that ran faster than its roof (``analysis.measure.beats_roof``)."""
     from ..analysis.measure import beats_roof

@@ -9,7 +9,12 @@ call unstable is refused (``save_entry`` raises) unless the caller forces it.
   a cache or a clock the ceiling does not know, or a disturbed timing, never noise;
 - a spread (MAD / median of the timed values) above ``SPREAD_LIMIT`` on a figure the entry
   saves (the GEMM rate per dtype at its best size, the DRAM read stream): other programs
-  shared the machine while it was timed.
+  shared the machine while it was timed;
+- other programs keeping more than ``SHARED_LIMIT`` CPUs busy on average through the probe
+  (``details.other_load_cpus``, from /proc/stat): a multi-threaded call waits for the thread
+  another program holds, and every figure timed then, the op costs' as much as the GEMMs', is
+  a shared machine's (a quick probe saved under 0.43 CPUs of other load kept a softmax at 0.33
+  GB/s, against 14.7-15.9 in quiet runs).
 
 Each failed check is one sentence; ``unstable_reasons`` lists them, ``check_stable`` raises
 with the first ones. Only the standard library is used.
@@ -30,6 +35,9 @@ EFFICIENCY_LIMIT = 1.05
 #: A saved figure whose timed values spread (MAD / median) more than this fails; a spread
 #: above 10 % only warns (``kernels.timing.UNSTABLE_SPREAD``).
 SPREAD_LIMIT = 0.25
+#: Other programs' load (CPUs, averaged over the probe) above which a result is refused; above
+#: ``kernels.load.BUSY_CPUS`` (0.15) it only warns (``shared_machine``).
+SHARED_LIMIT = 0.25
 
 
 def _order(where: str, gflops: dict[str, float]) -> list[str]:
@@ -105,6 +113,10 @@ def unstable_reasons(result: ProbeResult) -> list[str]:
     reasons += _calibration(measured.get("calibration", {}).get("gemm_efficiency", {}), gflops,
                             theory.get("gemm_gflops", {}))
     reasons += _spreads(details, list(gflops), "")
+    load = details.get("other_load_cpus")
+    if load is not None and load > SHARED_LIMIT:
+        reasons.append(f"other programs kept {load:.2f} CPUs busy on average while it ran "
+                       f"(more than {SHARED_LIMIT:g})")
     read = details.get("dram_read")
     if dram and read and read.get("spread", 0) > SPREAD_LIMIT:
         reasons.append(f"DRAM read stream spread {read['spread']:.0%} (MAD / median, more than "

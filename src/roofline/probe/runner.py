@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..kernels.load import BUSY_CPUS, LoadMeter
+from ..kernels.timing import UNSTABLE_SPREAD
 from ..units import count
 from .calibrate import available_memory, calibrate
 from .checks import unstable_reasons
@@ -122,9 +123,16 @@ def instability_note(label: str, result: BenchResult) -> Note | None:
     """A pyperf-style warning when ``result`` (a kernels.timing.BenchResult) looks unstable."""
     if not result.unstable:
         return None
-    return Note("unstable", {"label": label, "spread": result.spread, "best_s": result.best_s,
-                             "median_s": result.median_s, "worst_s": max(result.samples_s),
-                             "values": len(result.samples_s)})
+    best, median, worst = result.best_s, result.median_s, max(result.samples_s)
+    if result.spread > UNSTABLE_SPREAD:
+        return Note("unstable", {"label": label, "spread": result.spread, "best_s": best,
+                                 "median_s": median, "worst_s": worst,
+                                 "values": len(result.samples_s)})
+    # the other check fired, the worst value far off the best: a note that cited the spread
+    # as its cause read "spread 0%" beside a median 130x the best
+    return Note("unstable_worst", {"label": label, "worst_ratio": worst / best,
+                                   "spread": result.spread, "best_s": best, "median_s": median,
+                                   "worst_s": worst, "values": len(result.samples_s)})
 
 
 def blas_env_warnings(environ: Mapping[str, str]) -> list[Note]:

@@ -271,7 +271,7 @@ def _advice(report: Report, gemms: Shown, level: int) -> str:
 def report_header(report: Report) -> list[tuple[str, str]]:
     """The header's facts: what was analyzed, on what, at which precision, how predicted."""
     net, hw = report.network, report.hardware
-    pairs = [("model", net.name), ("device", f"{hw.name} ({hw.vendor} {hw.model}, {hw.origin})"),
+    pairs = [("model", net.name), ("device", f"{hw.name} ({hw.product}, {hw.origin})"),
              ("step", step_text(net)), ("precision", precision_text(net)),
              ("roof", f"ridge {report.ridge:.1f} FLOP/B = dense peak "
                       f"{report.peak_flops_per_s / 1e12:g} TFLOP/s ({report.dtype}) / "
