@@ -344,3 +344,17 @@ def test_a_training_sweep_header_names_the_mode_once():
                    mode="inference", phase="decode")
     assert sweep_header(decode)[0] == ("gpt2 on h100-sxm5-80gb: fp16, inference, decode "
                                        "(batch sweep)")
+
+
+def test_the_predicted_verdict_names_the_baseline_as_the_roofline_one_does():
+    # the roofline's sentence says "x faster than <baseline>", the predicted one "than the
+    # next": with three devices the two referred to different devices unsaid
+    from roofline.output.whatif import predicted_verdict_text
+    from roofline.units import seconds
+
+    c = compare(EXAMPLES / "resnet50.yaml", ["v100", "a100", "h100"])
+    v100, a100, h100 = (r.totals["predicted_time_s"] for r in c.reports)
+    text = predicted_verdict_text(c)
+    assert (f"h100-sxm5-80gb at {seconds(h100)} per step, {a100 / h100:.2f}x faster than "
+            f"a100-sxm4-80gb (the next), {v100 / h100:.2f}x faster than v100-sxm2-16gb (the "
+            f"baseline).") in text

@@ -117,6 +117,11 @@ def predicted_verdict_text(c: Comparison) -> str:
     text = (f"Predicted ({bases}): {best.hardware.name} at "
             f"{seconds(best.totals['predicted_time_s'])} per step, {ratio:.2f}x faster than "
             f"{runner.hardware.name}")
+    base = c.baseline
+    if len(predicted) > 2 and c.predicts(base) and base not in (best, runner):
+        # the roofline's sentence is against the baseline: say this one's too, beside the next
+        against = base.totals["predicted_time_s"] / best.totals["predicted_time_s"]
+        text += f" (the next), {against:.2f}x faster than {base.hardware.name} (the baseline)"
     if best is not c.fastest:
         text += f" (the roofline picks {c.fastest.hardware.name})"
     clocks = clocks_text(predicted)
