@@ -229,6 +229,11 @@ def test_cli_compare_and_sweep_html(invoke):
     assert 'class="verdict"' in res.stdout and "a100-sxm4-80gb is the fastest" in res.stdout
     assert len(page.points()) == 2 * 5  # one chart per device, a point per GEMM
     assert res.stdout.count('class="bar-m"') == 2 + 1  # a bar per device, and the key
+    assert "its GEMMs" not in res.stdout  # the MLP has no other op: nothing left undrawn
+    res = invoke("compare", RESNET, "--hw", "v100", "--hw", "a100", "--format", "html")
+    # ResNet-50's 243 other ops count in the step times; the per-device rooflines draw GEMMs
+    assert res.stdout.count("its GEMMs; its 243 other ops (first copies) count in the step "
+                            "times above, not drawn here") == 2
     res = invoke("sweep", MLP, "--hw", "a100", "--batch", "1..4096", "--format", "html")
     assert res.exit_code == 0
     parse(res.stdout)

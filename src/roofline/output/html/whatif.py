@@ -101,7 +101,8 @@ def _why(c: Comparison) -> str:
 
 def _compare_charts(c: Comparison, prefix: str) -> str:
     """One roofline per device on shared axes, the GEMMs (first copies) as points; a click
-    finds the GEMM's row in the table below."""
+    finds the GEMM's row in the table below (the table has no op rows: the caption says the
+    ops are counted in the step times, not drawn)."""
     per_device = []
     for r in c.reports:
         per_device.append([svg.Point(x.gemm.intensity, x.attainable_flops_per_s / 1e12, x.bound,
@@ -114,8 +115,12 @@ def _compare_charts(c: Comparison, prefix: str) -> str:
     for r, points, (peak, gbs) in zip(c.reports, per_device, roofs):
         chart = svg.roofline_chart(points, peak, gbs, x_range, y_range,
                                    f"roofline on {r.hardware.name}")
+        ops = sum(1 for o in r.ops if not o.op.copy)
+        drawn = (f": its GEMMs; its {ops} other op{'s' if ops != 1 else ''} (first copies) "
+                 f"count in the step times above, not drawn here (analyze's page draws them)"
+                 if ops else "")
         charts.append(f"<figure>{chart}<figcaption>{escape(r.hardware.name)} ({escape(r.dtype)})"
-                      f"</figcaption></figure>")
+                      f"{escape(drawn)}</figcaption></figure>")
     return f'<div class="charts">{"".join(charts)}</div>'
 
 
