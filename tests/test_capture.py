@@ -410,6 +410,25 @@ def test_the_modules_own_code_failing_is_not_blamed_on_the_op_before_it():
         capture(Raises(), torch.zeros(2, 4), mode="inference")
 
 
+def test_an_op_failure_the_module_caught_is_not_blamed_for_a_later_raise():
+    class Catches(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            try:
+                x.cpu()  # a meta tensor cannot be copied out: the module handles it
+            except NotImplementedError:
+                pass
+            self.fc(x)
+            raise ValueError("then this")
+
+    with pytest.raises(CaptureError, match=r"^Catches: the module's code, after op aten.addmm "
+                                           r"in module 'fc', failed .*ValueError: then this"):
+        capture(Catches(), torch.zeros(2, 4), mode="inference")
+
+
 @pytest.mark.parametrize("module", [torch.nn.Identity(), torch.nn.Sequential(),
                                     torch.nn.Flatten()])
 def test_a_module_that_runs_no_op_is_one_line_in_either_mode(module):

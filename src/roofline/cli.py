@@ -529,11 +529,10 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
             quantization: bool, **overrides) -> None:
     """Per-GEMM and whole-step time of MODEL (a model.yaml, a Hugging Face config.json, or
     package.module:factory, captured as analyze captures it) on each device, the speedup over
-    the first, and
-    why: a GEMM memory-bound on both gains the bandwidth ratio, one compute-bound on both the
-    peak ratio, one that changes side says so. Ends in one plain sentence, then the same at
-    each device's predicted step time (GEMMs and ops; a datasheet CPU entry has no prediction
-    beyond its roofline and is left out of that ranking).
+    the first, and why: a GEMM memory-bound on both gains the bandwidth ratio, one
+    compute-bound on both the peak ratio, one that changes side says so. Ends in one plain
+    sentence, then the same at each device's predicted step time (GEMMs and ops; a datasheet
+    CPU entry has no prediction beyond its roofline and is left out of that ranking).
 
     A device without the model's dtype runs the nearest one it has (same element size and
     kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.

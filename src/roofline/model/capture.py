@@ -126,7 +126,8 @@ class _Recorder:
     nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
     weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
     last: str = ""
-    running: int = 0  # ops being called (nested: a decomposition's): a failure there is an op's
+    failed: bool = False  # an op raised (named last, or the one it ran): the failure is its
+    depth: int = 0  # ops being called (an op inside another: a decomposition's)
     module: str = ""
     quiet: int = 0
     updating: bool = False  # recording the optimizer's step
@@ -299,7 +300,7 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
         raise
     except Exception as exc:  # the user's module failing on meta tensors: say where
         module = f"module {rec.module or label!r}"
-        if rec.running or not rec.last:  # an op failed, or the code before the first op
+        if rec.failed or not rec.last:  # an op failed, or the code before the first op
             where = module + (f", op {rec.last}" if rec.last else "")
         else:  # every op ran: the module's own code raised after the last one
             where = f"the module's code, after op {rec.last} in {module},"
@@ -399,9 +400,16 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             op = func.overloadpacket.__name__
             if not rec.quiet:  # named before it runs: an op that fails is the one named
                 rec.module, rec.last = _owner(rec, current)[0], f"aten.{op}"
-            rec.running += 1
-            out = func(*args, **kwargs)
-            rec.running -= 1  # left raised when the op fails: the failure is the op's
+            if not rec.depth:  # an outermost op: what failed before is behind us
+                rec.failed = False
+            rec.depth += 1
+            try:
+                out = func(*args, **kwargs)
+            except BaseException:
+                rec.failed = True  # the op's failure, even as it propagates through the module
+                raise
+            finally:
+                rec.depth -= 1
             if not rec.quiet:
                 _record(rec, op, args, out, current, kwargs)
             return out
