@@ -210,8 +210,13 @@ def test_pipeline_stages_and_their_memory():
     assert first["activations"] == 4 * 8 * per_block
     # the last stage: 1 micro-batch of 8 blocks, the norm's and lm_head's inputs, the logits
     assert last["activations"] == 8 * per_block + 2 * 4096 * 4096 * 2 + 4096 * 32000 * 2
-    # p2p: each boundary sends T h e = 4096 x 4096 x 2 bytes forward and backward
-    assert result.stages[1].p2p_s == pytest.approx(2 * (33554432 / 4.5e11 + 3.4e-6))
+    # p2p: each boundary sends T h e = 4096 x 4096 x 2 bytes forward and backward; the first
+    # stage only forward, the last only its input's gradient back (T h, not its output layer's
+    # T x vocab logits, which it charged until 0.9.0: 7.5x the time, and the last stage sets
+    # the step)
+    send = 33554432 / 4.5e11 + 3.4e-6
+    assert [stage.p2p_s for stage in result.stages] == pytest.approx(
+        [send, 2 * send, 2 * send, send])
 
 
 def test_pipeline_deeper_than_blocks_is_refused():
@@ -401,3 +406,13 @@ def test_xla_collective_rows_are_their_throughputs_as_times():
     # the ring on NVSwitch H100: 2 x 7/8 x 2^31 B / 450 GB/s + 14 steps x 3.4 us
     assert predicted_s(big) == pytest.approx(1.75 * 2**31 / 450e9 + 14 * 3.4e-6)
     assert {r.groups * r.p for r in rows} == {8}
+
+
+def test_plan_names_the_attention_it_counts_activations_for(invoke):
+    out = invoke("plan", LLAMA, "--hw", "h100", "--gpus", "8", "--batch", "64", "--seq", "4096",
+                 "--top", "1").stdout
+    assert out.splitlines()[0].endswith("recompute none, attention flash")
+    data = json.loads(invoke("plan", LLAMA, "--hw", "h100", "--gpus", "8", "--batch", "64",
+                             "--seq", "4096", "--top", "1", "--attention", "naive",
+                             "--format", "json").stdout)
+    assert data["attention"] == "naive"

@@ -574,9 +574,14 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: LayerTimes,
     tp_comm, ep_comm = _model_parallel_comm(ctx, layers)
     p2p = 0.0
     if layout.pp > 1:
-        boundary = t * (layers[-1].out_width or 0) * e
-        sends = (s < layout.pp - 1) + (s > 0)  # activations forward, their gradient backward
-        p2p = sends * fabric.p2p_s(boundary, layout.gpus > fabric.gpus_per_node)
+        # what crosses each boundary: the activations the stage's last layer hands forward
+        # (not the last stage's: its output layer's are the logits, which stay), and the
+        # gradient of its first layer's input sent back (not the first stage's)
+        crossing = layout.gpus > fabric.gpus_per_node
+        if s < layout.pp - 1:
+            p2p += fabric.p2p_s(t * (layers[-1].out_width or 0) * e, crossing)
+        if s > 0:
+            p2p += fabric.p2p_s(t * (layers[0].in_width or 0) * e, crossing)
     params = sum(layer.parameters for layer in layers)
     expert = sum(_expert_parameters(layer) for layer in layers)
     dense = params - expert

@@ -120,11 +120,20 @@ class Plan:
                               "layouts": [r.to_dict() for r in ranked[:top]]})
         return {"model": net.name, "hardware": self.hardware.name, "dtype": net.operand_dtype,
                 "batch": self.batch, "seq": net.seq, "optimizer": net.optimizer,
-                "recompute": net.recompute, "fabric": self.fabric.to_dict(),
+                "recompute": net.recompute, "attention": attention_form(net),
+                "fabric": self.fabric.to_dict(),
                 "prediction_basis": basis_of(self.hardware),
                 "prediction_fit": fit_of(self.hardware),
                 "assumptions": list(ASSUMPTIONS), "counts": per_count,
                 "front": [r.to_dict() for r in self.front]}
+
+
+def attention_form(network: Network) -> str | None:
+    """The attention its transformer blocks run (``flash``, ``naive``, or both joined by
+    ``+``), which sets the activations a layout keeps; None without blocks."""
+    forms = dict.fromkeys(layer.attention for layer in network.layers
+                          if isinstance(layer, Transformer))
+    return "+".join(forms) or None
 
 
 ASSUMPTIONS = (

@@ -48,11 +48,14 @@ def plan_table(plan: Plan, top: int = 3) -> str:
     """The header, the ``top`` fastest fitting layouts at each count, the front, the best."""
     net, hw, fabric = plan.network, plan.hardware, plan.fabric
     capacity = hw.memory_capacity_bytes
+    from ..analysis.plan import attention_form
+
     per = f" x seq {net.seq}" if net.seq else ""
     unit = _rate_unit(plan)
+    attention = attention_form(net)
     lines = [f"model: {net.name}   hardware: {hw.name}   training step: global batch "
              f"{plan.batch}{per}, {net.operand_dtype}, optimizer {net.optimizer}, "
-             f"recompute {net.recompute}",
+             f"recompute {net.recompute}" + (f", attention {attention}" if attention else ""),
              f"links: inside a node ({count(fabric.gpus_per_node, 'GPU')}) "
              f"{fabric.intra.label} "
              f"({fabric.intra.bandwidth_gbs:g} GB/s per direction, {fabric.intra.latency_us:g} "
