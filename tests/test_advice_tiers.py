@@ -25,9 +25,16 @@ def test_tiers_16_byte_warning_128_byte_advice_fp8_error():
     # 1002 misses 8 (16 bytes of fp16): a warning; 1000 is a multiple of 8 but not of 64: advice
     tiers = {n.value: n.tier for n in alignment_notes(_gemm(1002, 1000, 4096), a100)}
     assert tiers == {1002: "warning", 1000: "advice"}
-    # fp8: 1 byte, so 16 elements; cuBLASLt refuses a misaligned FP8 GEMM: an error
+    # fp8: 1 byte, so 16 elements. torch's _scaled_mm refuses K or N off 16 (mat1's trailing
+    # dimension, both of mat2's: pytorch ScaledBlas.cpp): an error; M (mat1's rows, the batch)
+    # is free there and in cuBLASLt's conditions: a warning, as for any other dtype
     fp8 = alignment_notes(_gemm(1000, 4096, 4096, "fp8"), Alignment(16, 128))
-    assert [(n.value, n.tier, n.pad_to) for n in fp8] == [(1000, "error", 1008)]
+    assert [(n.dim, n.value, n.tier, n.pad_to) for n in fp8] == [("M", 1000, "warning", 1008)]
+    fp8 = alignment_notes(_gemm(4096, 1000, 4095, "fp8"), Alignment(16, 128))
+    assert [(n.dim, n.tier, n.pad_to) for n in fp8] == [("N", "error", 1008), ("K", "error", 4096)]
+    # a dimension of 1 is no excuse for N or K (1 byte a row); M = 1 is a GEMV's batch: free
+    fp8 = alignment_notes(_gemm(1, 1, 4096, "fp8"), Alignment(16, 128))
+    assert [(n.dim, n.tier, n.pad_to) for n in fp8] == [("N", "error", 16)]
 
 
 def test_no_padding_advice_for_matrix_vector_products():
@@ -118,6 +125,20 @@ def test_quantization_flag_folds_the_loss_into_compute_bound_times():
     assert data["quantization_in_time"] is True
     assert set(data["gemms"][0]["quantization"]) >= {"efficiency", "tile", "tiles", "waves",
                                                      "split_k"}
+
+
+def test_split_k_partial_sums_bound_a_folded_time_when_they_pass_the_compute():
+    # 320 x 320 x 16384 fp16 on an A100 (compute-bound, 158 FLOP/B): 64x64 tiles, 5 x 5 = 25;
+    # split-K x min(108 // 25, 16384 // 256) = x4, 100 tiles of 108: 92.6% busy; compute
+    # 2 x 320^2 x 16384 / (312e12 x 100/108) = 11.61 us; the traffic, A and B and C
+    # 2 (2 x 320 x 16384 + 320^2) = 21,176,320 B, plus the partial sums 2 x 4 B x 4 x 320^2 =
+    # 3,276,800 B, over 2039 GB/s = 11.99 us: the longer, so the time
+    folded = analyze(network_from_yaml("batch: 320\ndtype: fp16\nmlp: [16384, 320]\n"
+                                       "mode: inference"), load_hardware("a100"),
+                     quantization=True).results[0]
+    assert folded.quantization.split_k.factor == 4
+    assert folded.time_s == pytest.approx((21_176_320 + 3_276_800) / 2039e9)
+    assert 2 * 320**2 * 16384 / (312e12 * 100 / 108) < folded.time_s
 
 
 def test_no_quantization_on_a_cpu():

@@ -21,10 +21,14 @@ def pad_to(dim: int, multiple: int) -> int:
     return -(-dim // multiple) * multiple
 
 
-#: Alignment tiers, most severe first. ``error``: an FP8 dimension off the 16-byte rule (cuBLASLt
-#: refuses FP8 GEMMs that miss it); ``warning``: any other dtype off the 16-byte rule (Tensor
-#: Cores run it, slower); ``advice``: on the 16-byte rule but off the 128-byte tier that runs best
-#: on A100 and later.
+#: Alignment tiers, most severe first. ``error``: an FP8 GEMM's N or K off the 16-byte rule,
+#: which its kernels refuse: torch's ``_scaled_mm`` requires mat1's K and mat2's K and N to be
+#: multiples of 16 (pytorch/pytorch aten/src/ATen/native/cuda/ScaledBlas.cpp,
+#: ``_scaled_mm_out_cuda``), and cuBLASLt's FP8 conditions are on k, the leading dimensions and
+#: C's rows, never on the rows of A (M: C(M, N) = A(M, K) B(K, N) row-major is cuBLAS's
+#: m = N, n = M); ``warning``: an FP8 M, or any other dtype, off the 16-byte rule (Tensor Cores
+#: run it, slower); ``advice``: on the 16-byte rule but off the 128-byte tier that runs best on
+#: A100 and later.
 TIERS = ("error", "warning", "advice")
 
 
@@ -57,9 +61,10 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
     """Every dimension of ``gemm`` that misses ``rule``, in its tier (see ``TIERS``).
 
     No notes without a rule (no matrix engine for this dtype), for a dimension of 1 (padding
-    it to 8 does eight times the work), or for a matrix-vector product unless it is FP8 (where
-    the 16-byte rule is a requirement, not a speed-up). The rule applies to what ``gemm.align``
-    says: a convolution's channels (K = C.R.S is checked as C), never its N.P.Q.
+    it to 8 does eight times the work) unless it is an FP8 GEMM's N or K, or for a
+    matrix-vector product unless it is FP8 (where the 16-byte rule on N and K is a requirement,
+    not a speed-up: ``TIERS``). The rule applies to what ``gemm.align`` says: a convolution's
+    channels (K = C.R.S is checked as C), never its N.P.Q.
     """
     if rule is None or (is_matrix_vector(gemm) and gemm.dtype != "fp8"):
         return []
@@ -68,10 +73,11 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
         if not unit:  # e.g. a convolution's N.P.Q: the rule is on channels only
             continue
         value = getattr(gemm, dim.lower()) // unit
-        if value == 1:
+        required = gemm.dtype == "fp8" and dim != "M"  # what FP8 kernels refuse (TIERS)
+        if value == 1 and not required:
             continue
         if value % rule.multiple:
-            tier, multiple = ("error" if gemm.dtype == "fp8" else "warning"), rule.multiple
+            tier, multiple = ("error" if required else "warning"), rule.multiple
         elif value % rule.preferred:
             tier, multiple = "advice", rule.preferred
         else:

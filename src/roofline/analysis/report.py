@@ -344,7 +344,8 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     ``weights_from_dram`` its kept operands are read from DRAM even when it fits in the cache
     (``analysis.residency``). With
     ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
-    split-K when chosen); memory-bound times are set by bandwidth.
+    split-K when chosen), and is no shorter than its bytes and split-K's FP32 partial sums
+    (``SplitK.extra_bytes``) over the bandwidth; memory-bound times are set by bandwidth.
     """
     peak = hardware.peak_flops_per_s(gemm.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
@@ -358,14 +359,17 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     notes = tuple(alignment_notes(gemm, rule))
     aligned = all(n.tier == "advice" for n in notes)
     tiles = quantization_of(gemm, hardware.sms, hardware.tiles, rule.multiple if rule else 8)
+    partials = 0.0  # split-K's FP32 partial sums, written and read back, when they are paid
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
+        partials = tiles.split_k.extra_bytes / bandwidth if tiles.split_k else 0.0
     more = batch_advice(gemm, ridge, rule, max_batch) if which == "memory" else None
     predicted = predict_gemm(gemm, hardware, tiles, weights_from_dram)
-    # work / attainable: the roofline time (roof.roofline_time_s), less any quantization loss;
-    # the rate reported is the GEMM's own FLOPs over that time
-    time = work / attainable
-    rate = gemm.flops / time if gemm.dequant_flops else attainable
+    # work / attainable: the roofline time (roof.roofline_time_s), less any quantization loss,
+    # and no shorter than the traffic split-K adds to the GEMM's bytes; the rate reported is
+    # the GEMM's own FLOPs over that time
+    time = max(work / attainable, gemm.bytes / bandwidth + partials)
+    rate = gemm.flops / time if gemm.dequant_flops or partials else attainable
     return GemmResult(gemm, which, rate, time, aligned,
                       more.batch if more else None, notes, tiles, more, predicted.time_s)
 

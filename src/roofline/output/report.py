@@ -420,7 +420,8 @@ def repeat_note(report: Report, view: View) -> str | None:
 
 
 _TIER_REASON = {
-    "error": "cuBLASLt requires multiples of {multiple} for {dtype}",
+    "error": "{dtype} GEMM kernels require N and K in multiples of {multiple} (torch "
+             "_scaled_mm, cuBLASLt)",
     "warning": "16-byte rule: multiples of {multiple} for {dtype} Tensor Cores",
     "advice": "128-byte tier: multiples of {multiple} run best here",
 }
