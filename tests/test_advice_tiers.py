@@ -141,6 +141,16 @@ def test_split_k_partial_sums_bound_a_folded_time_when_they_pass_the_compute():
     assert 2 * 320**2 * 16384 / (312e12 * 100 / 108) < folded.time_s
 
 
+def test_the_nearest_better_shape_sits_on_the_tier_the_advice_asks_for():
+    # 1536 x 1536 x 4096 fp16 on an A100: 89% of slots busy (576 64x64 tiles, 6 waves of 108);
+    # the suggestion was 1536 x 1712, which the 128-byte advice (multiples of 64) flags; now
+    # 1536 x 1728 = 27 x 64: 648 tiles, 6 full waves
+    q = analyze(network_from_yaml("batch: 1536\ndtype: fp16\nmlp: [4096, 1536]\n"
+                                  "mode: inference"), load_hardware("a100")).results[0].quantization
+    assert q.better == (1536, 1728, 4096, 1.0)
+    assert 1728 % 64 == 0 and 1536 * 1728 // (64 * 64) == 6 * 108
+
+
 def test_no_quantization_on_a_cpu():
     report = analyze(network_from_yaml("batch: 512\ndtype: bf16\nmlp: [1024, 4096]"),
                      load_hardware("xeon-platinum-8480plus"))

@@ -60,7 +60,9 @@ class Quantization:
 
     ``efficiency``: share of the tile slots doing useful work (``tile_wave_efficiency``);
     ``effective``: the same after split-K when split-K is chosen; ``better``: the nearest
-    (M, N, K) changing one of M or N, within +-50% and on the 16-byte multiple, that keeps
+    (M, N, K) changing one of M or N, within +-50% and on the multiple the caller gives (the
+    entry's 128-byte tier where it has one: a shape the alignment advice would flag is no
+    suggestion), that keeps
     more slots busy (None when the shape is already good or nothing near is better). It is
     searched when first read (``search`` holds what the search needs): a sweep analyzes
     thousands of shapes and never reads it, and the search is most of a GEMM's analysis.

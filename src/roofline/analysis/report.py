@@ -358,7 +358,8 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     rule = hardware.alignment.get(gemm.dtype)
     notes = tuple(alignment_notes(gemm, rule))
     aligned = all(n.tier == "advice" for n in notes)
-    tiles = quantization_of(gemm, hardware.sms, hardware.tiles, rule.multiple if rule else 8)
+    # the nearest better shape on the multiple that runs best: its own alignment advice silent
+    tiles = quantization_of(gemm, hardware.sms, hardware.tiles, rule.preferred if rule else 8)
     partials = 0.0  # split-K's FP32 partial sums, written and read back, when they are paid
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
