@@ -239,6 +239,7 @@ VECTOR_CLOCKS = [
     ("h100-sxm5-80gb", 1.98, 67e12 / (132 * 128 * 2)),   # 1.9827 GHz (Tensor Cores: 1.83)
     ("h200-sxm-141gb", 1.98, 67e12 / (132 * 128 * 2)),   # the H100 SXM5 compute
     ("h100-pcie-80gb", 1.75, 51e12 / (114 * 128 * 2)),   # 1.7475 GHz (Tensor Cores: 1.62)
+    ("b200-sxm-180gb", 1.98, 75e12 / (148 * 128 * 2)),   # 1.9794 GHz (Tensor Cores: 1.86)
 ]
 
 
