@@ -21,18 +21,29 @@ EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
 def test_ring_allreduce_by_hand():
-    # 8 workers, 100 MB of gradients, 10 GbE (1.25 GB/s):
-    # 2 (8 - 1) / 8 x 100e6 / 1.25e9 = 1.75 x 0.08 s = 0.14 s
-    d = DataParallel(8, 100_000_000, "10 GbE", 1.25, compute_s=0.2)
+    # 8 workers, 100 MB of gradients, 10 GbE (1.25 GB/s), a step of 0.2 s of which the
+    # backward pass is 0.15: 2 (8 - 1) / 8 x 100e6 / 1.25e9 = 1.75 x 0.08 s = 0.14 s
+    d = DataParallel(8, 100_000_000, "10 GbE", 1.25, compute_s=0.2, backward_s=0.15)
     assert d.allreduce_s == pytest.approx(0.14)
     assert d.step_s == pytest.approx(0.34)           # no overlap: 0.2 + 0.14
-    assert d.step_overlap_s == pytest.approx(0.2)    # overlapped: max(0.2, 0.14)
+    assert d.step_overlap_s == pytest.approx(0.2)    # 0.14 hides in the 0.15 s backward
     assert d.to_dict()["scaling_efficiency"] == pytest.approx(0.2 / 0.34)
     assert DataParallel(1, 100_000_000, "x", 1.25, 0.2).allreduce_s == 0
+    # a backward pass shorter than the all-reduce leaves the rest exposed: forward and
+    # update 0.1, then max(0.1, 0.14)
+    short = DataParallel(8, 100_000_000, "10 GbE", 1.25, compute_s=0.2, backward_s=0.1)
+    assert short.step_overlap_s == pytest.approx(0.1 + 0.14)
+    # each of the ring's 2 (P - 1) steps pays the link's latency (links.yaml; 14 us on 10 GbE):
+    # 14 steps x 14 us = 0.196 ms more, as plan's collectives count it
+    late = DataParallel(8, 100_000_000, "10 GbE", 1.25, 0.2, 0.15, latency_us=14.0)
+    assert late.allreduce_s == pytest.approx(0.14 + 14 * 14e-6)
     # network roof: T1 = 0.08 s; 2 (P-1)/P x 0.08 > 0.15 <=> P > 0.16 / 0.01 = 16 -> 17
     assert network_roof_workers(100_000_000, 1.25, 0.15) == 17
-    # 2 T1 = 0.16 <= 0.2: never
+    # 2 T1 = 0.16 <= 0.2 and no latency: never
     assert network_roof_workers(100_000_000, 1.25, 0.2) is None
+    # with 14 us a step the ring's time grows without bound: 0.16 (P-1)/P + 28e-6 (P-1) > 0.2
+    # first at P = 1434 (0.199984 s at 1433, 0.200012 s at 1434)
+    assert network_roof_workers(100_000_000, 1.25, 0.2, latency_us=14.0) == 1434
 
 
 def test_resnet50_on_10gbe_xeons_scales_with_overlap():
@@ -43,9 +54,11 @@ def test_resnet50_on_10gbe_xeons_scales_with_overlap():
     assert data["data_parallel"]["gradient_bytes"] == 25_557_032 * 4
     assert data["data_parallel"]["workers"] == 32
     assert [d["workers"] for d in data["data_parallel_sweep"]] == [1, 2, 4, 8, 16, 32]
-    # near-linear to 32 workers once the all-reduce overlaps the backward pass
+    # near-linear to 32 workers once the all-reduce overlaps the backward pass (its 158 ms
+    # inside the backward pass's); a flat ring's latency (14 us a step on 10 GbE) outlasts
+    # that backward pass only past a thousand workers
     assert data["data_parallel"]["scaling_efficiency_overlap"] == 1.0
-    assert data["data_parallel"]["network_roof_workers"] is None
+    assert data["data_parallel"]["network_roof_workers"] > 1000
 
 
 def test_snapml_example_is_pcie_bound_and_nvlink_fast_enough():

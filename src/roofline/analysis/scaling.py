@@ -9,13 +9,17 @@ its compute time (the roofline step time), else device-bound.
 Data parallelism (``--data-parallel P --interconnect NAME|GBPS``): each of P workers runs the
 model's batch and all-reduces its gradients, ``G = parameters x gradient element size`` bytes
 (the ``grad_accumulation`` dtype when set, else the model's dtype). A ring all-reduce sends and
-receives ``2 (P - 1) / P x G`` bytes per worker (Patarasuk and Yuan, 2009), so
-``allreduce_s = 2 (P - 1) / P x G / bandwidth``. Without overlap a step takes ``compute +
-allreduce``; with the all-reduce fully overlapped with the backward pass, ``max(compute,
-allreduce)``. Scaling efficiency = compute / step (weak scaling: throughput over P x one
-worker's). The network is the roof from the smallest P whose all-reduce outlasts the compute:
-``2 (P - 1) / P x T1 > Tc`` with T1 = G / bandwidth gives P > 2 T1 / (2 T1 - Tc), and never
-when 2 T1 <= Tc.
+receives ``2 (P - 1) / P x G`` bytes per worker (Patarasuk and Yuan, 2009) in 2 (P - 1) steps,
+each paying the link's per-step latency a (``links.yaml``'s ``latency_us``, NCCL's; 0 for a
+link given as GB/s), so ``allreduce_s = 2 (P - 1) / P x G / bandwidth + 2 (P - 1) a``: the
+ring time ``plan`` uses too (``collectives.ring_time_s``). Without overlap a step takes
+``compute + allreduce``; with the all-reduce overlapped with the backward pass (as DDP issues
+its buckets while the gradients are made), ``compute - backward + max(backward, allreduce)``:
+the forward pass and the optimizer's update hide nothing. Scaling efficiency = compute / step
+(weak scaling: throughput over P x one worker's). The network is the roof from the smallest P
+whose all-reduce outlasts the backward pass it hides behind; never when the latency is 0 and
+2 G / bandwidth <= backward (the all-reduce tends to that as P grows), else the smallest P found
+by bisection (the time grows with P), up to ``MAX_WORKERS``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from ..files.numbers import parse_int, quoted
 from ..hardware.links import resolve_link
 from ..hardware.spec import HostLink
 from ..model.dtypes import itemsize
+from ..model.repeats import float_total
+from .collectives import ring_time_s
 from .report import Report
 
 
@@ -73,12 +79,14 @@ class DataParallel:
     interconnect: str
     interconnect_gbs: float
     compute_s: float
+    backward_s: float = 0.0  # the backward pass's share of compute_s: the overlap window
+    latency_us: float = 0.0  # per ring step
 
     @property
     def allreduce_s(self) -> float:
-        """2 (P - 1) / P x gradient bytes / bandwidth."""
-        p = self.workers
-        return 2 * (p - 1) / p * self.gradient_bytes / (self.interconnect_gbs * 1e9)
+        """2 (P - 1) / P x gradient bytes / bandwidth + 2 (P - 1) x the per-step latency."""
+        return ring_time_s("all-reduce", self.gradient_bytes, self.workers,
+                           self.interconnect_gbs, self.latency_us)
 
     @property
     def step_s(self) -> float:
@@ -87,33 +95,38 @@ class DataParallel:
 
     @property
     def step_overlap_s(self) -> float:
-        """The all-reduce fully hidden behind the backward pass where it can be."""
-        return max(self.compute_s, self.allreduce_s)
+        """The all-reduce hidden behind the backward pass where it can be (module docstring)."""
+        return self.compute_s - self.backward_s + max(self.backward_s, self.allreduce_s)
 
     def to_dict(self) -> dict[str, Any]:
         return {"workers": self.workers, "gradient_bytes": self.gradient_bytes,
                 "interconnect": self.interconnect, "interconnect_gbs": self.interconnect_gbs,
+                "latency_us": self.latency_us, "backward_s": self.backward_s,
                 "compute_s": self.compute_s, "allreduce_s": self.allreduce_s,
                 "step_s": self.step_s, "scaling_efficiency": self.compute_s / self.step_s,
                 "step_overlap_s": self.step_overlap_s,
                 "scaling_efficiency_overlap": self.compute_s / self.step_overlap_s}
 
 
-def network_roof_workers(gradient_bytes: int, gbs: float, compute_s: float) -> int | None:
-    """The fewest workers whose ring all-reduce outlasts ``compute_s``; None if no count does
-    (2 T1 <= Tc: the all-reduce tends to 2 T1 as P grows)."""
-    t1 = gradient_bytes / (gbs * 1e9)
-    if 2 * t1 <= compute_s:
-        return None
-    def outlasts(p: int) -> bool:
-        return 2 * (p - 1) / p * t1 > compute_s
+#: The most workers the network-roof search looks at (the bound of every integer, 2**40).
+MAX_WORKERS = 2**40
 
-    workers = max(2, int(2 * t1 / (2 * t1 - compute_s)))
-    while not outlasts(workers):  # the closed form, guarded against rounding either way
-        workers += 1
-    while workers > 2 and outlasts(workers - 1):
-        workers -= 1
-    return workers
+
+def network_roof_workers(gradient_bytes: int, gbs: float, window_s: float,
+                         latency_us: float = 0.0) -> int | None:
+    """The fewest workers whose ring all-reduce outlasts ``window_s`` (the backward pass it
+    hides behind); None if no count up to ``MAX_WORKERS`` does (without latency: 2 T1 <=
+    window, the all-reduce tending to 2 T1 as P grows). The time grows with P: bisection."""
+    def outlasts(p: int) -> bool:
+        return ring_time_s("all-reduce", gradient_bytes, p, gbs, latency_us) > window_s
+
+    if not outlasts(MAX_WORKERS):
+        return None
+    low, high = 1, MAX_WORKERS  # outlasts(high), not outlasts(1): one worker sends nothing
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if outlasts(middle) else (middle, high)
+    return high
 
 
 @dataclass(frozen=True)
@@ -159,11 +172,23 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
         link = resolve_link(interconnect or "", "interconnect")
         net = report.network
         grad = itemsize(net.grad_accumulation or net.operand_dtype) * net.parameters
-        compute = report.totals["time_s"]
+        compute, backward = report.totals["time_s"], backward_s(report)
         result = replace(result, data_parallel=tuple(
-            DataParallel(p, grad, link.label, link.bandwidth_gbs, compute) for p in counts),
-            network_roof_workers=network_roof_workers(grad, link.bandwidth_gbs, compute))
+            DataParallel(p, grad, link.label, link.bandwidth_gbs, compute, backward,
+                         link.latency_us) for p in counts),
+            network_roof_workers=network_roof_workers(grad, link.bandwidth_gbs, backward,
+                                                      link.latency_us))
     return replace(report, scaling=result)
+
+
+def backward_s(report: Report) -> float:
+    """The roofline time of the step's backward pass (its GEMMs' and ops' whose pass is a
+    backward one, every copy counted): the window a data-parallel all-reduce hides behind."""
+    def backward(item: Any) -> bool:
+        return item.pass_.startswith("backward")
+
+    return (float_total(report.results, lambda r: r.time_s, lambda r: backward(r.gemm))
+            + float_total(report.ops, lambda r: r.time_s, lambda r: backward(r.op)))
 
 
 def _stream(report: Report, host_link: str | None) -> Report:

@@ -26,9 +26,11 @@ def scaling_lines(scaling: Scaling) -> list[str]:
     if not scaling.data_parallel:
         return out
     first = scaling.data_parallel[0]
+    latency = f", {first.latency_us:g} us a ring step" if first.latency_us else ""
     out += [f"data parallel: ring all-reduce of {si(first.gradient_bytes, 'B')} of gradients"
-            f" per step over {first.interconnect} ({first.interconnect_gbs:g} GB/s), "
-            f"{seconds(first.compute_s)} of compute per worker",
+            f" per step over {first.interconnect} ({first.interconnect_gbs:g} GB/s{latency}), "
+            f"{seconds(first.compute_s)} of compute per worker, {seconds(first.backward_s)} of "
+            f"it the backward pass the all-reduce can hide behind",
             f"{'workers':>8}  {'all-reduce':>10}  {'step':>9}  {'efficiency':>10}  "
             f"{'step (overlap)':>14}  {'efficiency':>10}"]
     for d in scaling.data_parallel:
@@ -37,7 +39,7 @@ def scaling_lines(scaling: Scaling) -> list[str]:
                    f"{d.compute_s / d.step_overlap_s:>10.0%}")
     roof = scaling.network_roof_workers
     out.append("the network is never the roof: the all-reduce stays shorter than the "
-               "compute at any worker count" if roof is None else
-               f"the network is the roof from {roof} workers (the all-reduce outlasts the "
-               f"compute; overlap no longer hides it)")
+               "backward pass at any worker count" if roof is None else
+               f"the network is the roof from {roof:,} workers (the all-reduce outlasts the "
+               f"backward pass; overlap no longer hides it)")
     return out
