@@ -27,9 +27,9 @@ every op is one kernel (a captured softmax backward two, ``KERNELS``, below), an
      and the sequence length, linear in log2 of each between the published points and clamped
      at their ends (head dim 64..256 forward, 64..128 backward; seq 512..16k), as a share of
      H100 SXM5's peak; basis ``flash-attention-3``;
-  3. fp16 or bf16 on an Ampere GPU: FlashAttention-2's best published share of the A100's peak,
-     73%, at every shape and for both passes (optimistic at short sequences and backward);
-     basis ``flash-attention-2``;
+  3. fp16 or bf16 on an Ampere GPU: FlashAttention-2's best published share of the A100's peak
+     for the pass, 73% forward and 63% backward, at every shape (optimistic at short
+     sequences); basis ``flash-attention-2``;
   4. otherwise (another architecture or dtype; no published figure): the sustained share of the
      peak the GPU GEMM model uses for its math unit (``gpu_gemm.FITTED``: Tensor-Core or
      CUDA-core fraction, times the share of its peak at the clock the board holds,
@@ -239,7 +239,8 @@ def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
         return fa3_tflops(pass_, shape.head_dim, shape.s, shape.causal) / (
             MEASURED_ON_PEAK_TFLOPS), "flash-attention-3"
     if dtype in _FLASH_DTYPES and hardware.architecture == "Ampere":
-        return FA2_AMPERE_FRACTION, "flash-attention-2"
+        return FA2_AMPERE_FRACTION["forward" if pass_ == "forward" else "backward"], (
+            "flash-attention-2")
     from .gpu_gemm import FITTED, peak_share, uses_tensor_cores
 
     tensor = uses_tensor_cores(hardware, dtype)
