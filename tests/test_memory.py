@@ -188,3 +188,17 @@ def test_sweep_marks_batches_that_do_not_fit(invoke, tmp_path):
     plot = tmp_path / "sweep.svg"
     invoke(*args, "--plot", plot)
     assert 'id="sweep-no-fit' in plot.read_text()
+
+
+def test_the_memory_line_says_when_the_window_caps_the_kv_cache(invoke):
+    # Mistral-7B's sliding window, 4096: at seq 32768 the cache keeps 4096 tokens a sequence,
+    # 2 x 32 layers x 8 kv heads x 128 x 4096 x 2 B = 536,870,912 B; below the window nothing
+    # is said
+    from pathlib import Path
+
+    model = Path(__file__).parent.parent / "examples" / "hf" / "mistral-7b.json"
+    args = ("--hw", "h100", "--mode", "inference", "--phase", "decode", "--batch", "1")
+    out = " ".join(invoke("analyze", model, *args, "--seq", "32768").stdout.split())
+    assert "KV cache 537 MB: the sliding window's last 4096 of 32768 tokens" in out
+    out = " ".join(invoke("analyze", model, *args, "--seq", "2048").stdout.split())
+    assert "KV cache 268 MB," in out and "sliding window's" not in out

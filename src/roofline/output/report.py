@@ -317,7 +317,8 @@ def memory_line(report: Report) -> str | None:
     if memory is None:
         return None
     net = report.network
-    parts = ", ".join(f"{_PART_NAMES[part]} {si(value, 'B')}"
+    parts = ", ".join(f"{_PART_NAMES[part]} {si(value, 'B')}" + (
+        _window_text(net) if part == "kv_cache" else "")
                       for part, value in memory.parts.items() if value)
     total = si(memory.total_bytes, "B")
     if memory.not_counted:
@@ -332,6 +333,18 @@ def memory_line(report: Report) -> str | None:
     else:
         head = f"memory: does not fit: needs {total} of {capacity} ({parts})"
     return head + "; " + _largest_fitting(memory, net)
+
+
+def _window_text(network) -> str:
+    """``: the sliding window's last 4096 of 32768 tokens`` when the blocks' window keeps the
+    KV cache shorter than the sequence (``Transformer.active_window``), else empty."""
+    from ..model.layers import Transformer
+
+    seq = network.seq
+    windows = {layer.active_window for layer in network.layers if isinstance(layer, Transformer)}
+    if seq is None or windows != {min(windows)} or not min(windows) or min(windows) >= seq:
+        return ""
+    return f": the sliding window's last {min(windows)} of {seq} tokens"
 
 
 def step_line(report: Report) -> str:
