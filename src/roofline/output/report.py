@@ -342,9 +342,10 @@ def _window_text(network) -> str:
 
     seq = network.seq
     windows = {layer.active_window for layer in network.layers if isinstance(layer, Transformer)}
-    if seq is None or windows != {min(windows)} or not min(windows) or min(windows) >= seq:
+    if seq is None or len(windows) != 1:  # no blocks, or blocks of several windows
         return ""
-    return f": the sliding window's last {min(windows)} of {seq} tokens"
+    (window,) = windows
+    return f": the sliding window's last {window} of {seq} tokens" if 0 < window < seq else ""
 
 
 def step_line(report: Report) -> str:

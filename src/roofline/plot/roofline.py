@@ -346,40 +346,35 @@ def _label_points(ax: Axes, reports: list[Report], placer: Placer) -> None:
                     bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.75))
 
 
-def _coincident(ax: Axes, groups: list[Group], within_px: float = 1.0) -> list[Group]:
-    """Op groups whose points lie within ``within_px`` pixels of each other, on both axes, and
-    stand for as many copies: one group, one label naming each kind once (ResNet-50's batch
-    norms, each layer's a few parts in 10^4 apart in intensity for its per-channel
-    statistics, were each labelled at what draws as one point). GEMMs keep a label per
-    distinct point: their names, unlike kinds, are each one GEMM."""
-    merged: list[tuple[tuple[float, float], Group]] = []
+def _coincident(ax: Axes, groups: list[Group]) -> list[Group]:
+    """Op groups whose points lie within a pixel of each other, on both axes, and stand for as
+    many copies: one group, one label naming each kind once (ResNet-50's batch norms, each
+    layer's a few parts in 10^4 apart in intensity for its per-channel statistics, were each
+    labelled at what draws as one point). GEMMs keep a label per distinct point: their names,
+    unlike kinds, are each one GEMM."""
+    return _merged(ax, groups, 1.0, same_y=True)
+
+
+def _columns(ax: Axes, groups: list[Group]) -> list[Group]:
+    """Groups of several devices merged into columns: those within 6 pixels of one x and
+    standing for as many copies share one group, anchored at its top point."""
+    return _merged(ax, groups, 6.0, same_y=False)
+
+
+def _merged(ax: Axes, groups: list[Group], within_px: float, same_y: bool) -> list[Group]:
+    """Groups within ``within_px`` display pixels of the first of a merged group along x (and,
+    ``same_y``, along y) and standing for as many copies merged into it, names joined; a
+    column (not ``same_y``) is anchored at its top point."""
+    merged: list[tuple[float, float, Group]] = []
     for group in sorted(groups, key=lambda g: (g.x, g.y)):
         px, py = ax.transData.transform((group.x, group.y))
-        for (x0, y0), kept in reversed(merged):
-            if px - x0 > within_px:
-                merged.append(((px, py), Group(group.x, group.y, list(group.names),
-                                               group.copies)))
-                break
-            if abs(py - y0) <= within_px and kept.copies == group.copies:
+        for x0, y0, kept in merged:
+            if (px - x0 <= within_px and kept.copies == group.copies
+                    and (not same_y or abs(py - y0) <= within_px)):
                 kept.names += [n for n in group.names if n not in kept.names]
+                if not same_y and group.y > kept.y:
+                    kept.x, kept.y = group.x, group.y
                 break
         else:
-            merged.append(((px, py), Group(group.x, group.y, list(group.names), group.copies)))
-    return [group for _, group in merged]
-
-
-def _columns(ax: Axes, groups: list[Group], within_px: float = 6.0) -> list[Group]:
-    """Groups of several devices merged into columns: those within ``within_px`` pixels of
-    one x and standing for as many copies share one group, anchored at its top point."""
-    columns: list[tuple[float, Group]] = []
-    for group in sorted(groups, key=lambda g: (g.x, g.y)):
-        px = ax.transData.transform((group.x, group.y))[0]
-        for start, column in columns:
-            if px - start <= within_px and column.copies == group.copies:
-                column.names += [n for n in group.names if n not in column.names]
-                if group.y > column.y:
-                    column.x, column.y = group.x, group.y
-                break
-        else:
-            columns.append((px, Group(group.x, group.y, list(group.names), group.copies)))
-    return [column for _, column in columns]
+            merged.append((px, py, Group(group.x, group.y, list(group.names), group.copies)))
+    return [group for _, _, group in merged]
