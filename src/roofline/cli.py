@@ -262,6 +262,14 @@ def _one_device(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return value[0]
 
 
+def _local_library(model: Path) -> str:
+    """What a new ``--hw local`` probe times through: torch for a captured PyTorch module (the
+    library it runs in), numpy's BLAS for a model file."""
+    from .api import model_framework
+
+    return "torch" if model_framework(model) == "torch" else "numpy"
+
+
 #: The settings a capture runs with (``api.load_model``); the rest are overrides of its result.
 _CAPTURE_SETTINGS = ("batch", "dtype", "mode", "attention", "optimizer")
 
@@ -353,7 +361,7 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     entry, the GPU GEMM model fitted on public measurements; on a CPU datasheet entry,
     documented effects (tile/wave quantization, launch latency). The report says which.
     """
-    from .api import analyze_model, model_framework
+    from .api import analyze_model
 
     _check_plot(plot)
     if _given("measure_budget") and not measure:
@@ -362,7 +370,7 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     from .analysis.scaling import scale
     from .probe import resolve_hardware
 
-    library = "torch" if model_framework(model) == "torch" else "numpy"  # for a new `local`
+    library = _local_library(model)
     from .hardware.catalog import load_hardware
 
     resolved = [resolve_hardware(hw, _progress, library) for hw in hardware]
@@ -538,12 +546,12 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
     kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.
     """
     from .analysis.whatif import compare as run_compare
-    from .api import load_model, model_framework
+    from .api import load_model
     from .output.whatif import COMPARE_FORMATS
     from .probe import resolve_hardware
 
     _check_plot(plot)
-    library = "torch" if model_framework(model) == "torch" else "numpy"  # for a new `local`
+    library = _local_library(model)
     network = load_model(model, **{key: overrides.get(key) for key in _CAPTURE_SETTINGS})
     result = run_compare(network, [resolve_hardware(hw, _progress, library) for hw in hardware],
                          quantization=quantization, **overrides)

@@ -43,7 +43,7 @@ def check_plot_path(path: str | Path, force: bool = False) -> str:
         what = "is not a directory" if path.parent.exists() else "does not exist"
         raise PlotError(f"{path}: cannot write the plot: {path.parent} {what}")
     if not force and (path.exists() or path.is_symlink()):
-        raise PlotError(f"{path} exists; give {option('force', 'True')} to replace it")
+        raise _exists(path)
     try:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".roofline-check-"):
             pass
@@ -51,6 +51,11 @@ def check_plot_path(path: str | Path, force: bool = False) -> str:
         raise PlotError(f"{path}: cannot write the plot: cannot make a file in {path.parent} "
                         f"({exc.strerror or exc})") from None
     return suffix
+
+
+def _exists(path: str | Path) -> PlotError:
+    """The refusal to replace a file without ``force``."""
+    return PlotError(f"{path} exists; give {option('force', 'True')} to replace it")
 
 
 def save_plot(reports: Report | Sequence[Report], path: str | Path, *, force: bool = False,
@@ -86,7 +91,7 @@ def save_chart(ax: Axes, path: str | Path, *, force: bool = False) -> Path:
     try:  # without force, a file made since the check is still not replaced
         write_atomic(path, buffer.getvalue(), force=force)
     except FileExistsError:
-        raise PlotError(f"{path} exists; give {option('force', 'True')} to replace it") from None
+        raise _exists(path) from None
     except OSError as exc:
         raise PlotError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
     return Path(path)
