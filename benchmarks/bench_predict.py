@@ -20,9 +20,9 @@ speed, the host starting the second vCPU late.
 
 Fit and validation are apart: the probe calibrates on squares n = 32..512 (quick: ..256),
 thin M = 1..64 at N = K = 1024 and at an N = K that puts B at 3x the LLC (5120 in fp32 and
-3584 in fp64 for a 32 MiB LLC), and an M x 4096 x 16 GEMM whose C is 3x the LLC; the shapes
-here are others (squares 48..2048, thin M at N = K = 4096, the README's MLP, small K, ...).
-A shape the probe also timed would be marked * in the table.
+3584 in fp64 for a 32 MiB LLC), and an N x N x 16 GEMM whose C is 3x the LLC (the same N);
+the shapes here are others (squares 48..2048, thin M at N = K = 4096, the README's MLP, small
+K, ...). A shape the probe also timed would be marked * in the table.
 """
 
 from __future__ import annotations

@@ -120,6 +120,26 @@ def test_version_2_uses_thin_gemms_beyond_the_llc_and_c_cost_per_dtype():
     assert predict_gemm(g64, hw).terms["c_s"] == pytest.approx(2.0 * 8 * 4096 * 4096 / 20e9)
 
 
+def test_a_lone_gemv_beyond_the_llc_runs_at_the_rate_its_table_timed_not_the_read_stream():
+    data = _v2_entry()
+    # the probe timed 1 x 4096 x 4096 fp32 (B 64 MiB, beyond the 1 MiB LLC) at 0.5 of the
+    # 0.1 TFLOP/s peak after the 1 us call: 671 us, B at 100 GB/s, 5x the 20 GB/s read stream
+    data["calibration"]["gemm_efficiency"]["fp32"]["thin_dram"] = {"1": 0.5, "16": 0.6}
+    hw = spec(data)
+    g = Gemm("MM1", "fc", "forward", 1, 4096, 4096, "fp32", b_operand="weight")
+    timed_s = 1e-6 + 2 * 4096 * 4096 / (0.1e12 * 0.5)
+    c_s = 3.0 * 4 * 4096 / 20e9  # C, 16 KiB, fp32's 3.0 passes at 20 GB/s
+    lone = predict_gemm(g, hw)
+    assert lone.time_s == pytest.approx(timed_s + c_s)  # the probe's own time, plus C
+    assert lone.terms["ab_s"] == 0
+    # once in a step its weight is read once: B's 64 MiB at the read stream is the floor
+    step = predict_gemm(g, hw, weights_from_dram=True)
+    assert step.time_s == pytest.approx(1e-6 + 4 * (4096 + 4096 * 4096) / 20e9 + c_s)
+    # M = 64 is past the table's rows (1, 16): the floor stays for a lone GEMM too
+    wide = predict_gemm(Gemm("MM1", "fc", "forward", 64, 4096, 4096, "fp32"), hw)
+    assert wide.terms["ab_s"] == pytest.approx(4 * (64 * 4096 + 4096 * 4096) / 20e9)
+
+
 def test_c_write_passes_by_hand():
     from roofline.analysis.predict import c_write_passes
 
@@ -339,7 +359,7 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = probe.run_probe(preset="tiny")
     data = result.to_dict()
-    assert data["schema_version"] == 6 and data["method_version"] == 7
+    assert data["schema_version"] == 6 and data["method_version"] == 8
     rounds = data["details"]["calibration_rounds"]
     assert rounds["rounds"] >= 2 and "fp32 GEMM 8x8x8" in rounds["kernels"]
     assert "other_load_cpus" in data["details"]
@@ -369,3 +389,32 @@ def test_measure_sizes_a_gemm_by_its_dtype_not_eight_bytes():
     assert measure_mod.allocated_bytes(side, side, side, 1, "fp32") > measure_mod.MAX_SHAPE_BYTES
     assert measure_mod.allocated_bytes(side, side, side, 1, "int8") == 6 * side**2
     assert measure_mod.allocated_bytes(4, 8, 16, 3, "fp64") == 3 * (64 + 128 + 32) * 8
+
+
+def test_the_full_probe_times_c_on_a_square_c_three_times_the_llc(monkeypatch):
+    """By hand, 32 MiB LLC: C at 3 x 32 MiB = 96 MiB, square, a side rounded up to 512:
+    sqrt(96 MiB / 4 B) = 5017 -> 5120 in fp32 (100 MiB), sqrt(96 MiB / 8 B) = 3548 -> 3584 in
+    fp64 (98 MiB); K = 16. OpenBLAS writes C ~15% slower per byte when M <= N than when
+    M > N, so neither a wide nor a tall C (6144 x 4096 before) stands for both."""
+    from types import SimpleNamespace
+
+    from roofline.probe import calibrate, runner
+    from roofline.probe.plan import PRESETS
+
+    made = []
+
+    class Kernels:
+        def __getattr__(self, name):
+            def make(*args, **kwargs):
+                made.append((name, args))
+                return [None] * len(args[0]) if name == "thin_gemm_kernels" else None
+            return make
+
+    monkeypatch.setattr(runner, "gemm_kernels", lambda library: Kernels())
+    monkeypatch.setattr(calibrate, "available_memory", lambda: 64 * 2**30)
+    session = SimpleNamespace(plan=PRESETS["full"], library="numpy", details={
+        f"gemm_{d}": {"sizes": {"1024": {"best": 1.0}}} for d in ("fp32", "fp64")})
+    kernels = calibrate.calibration_kernels(session, ["fp32", "fp64"], 32 * 2**20)
+    c = {k.dtype: (k.size, k.nk, k.k) for k in kernels if k.kind == "c_write"}
+    assert c == {"fp32": (5120, 5120, 16), "fp64": (3584, 3584, 16)}
+    assert ("shaped_gemm_kernel", (5120, 5120, 16, "fp32")) in made

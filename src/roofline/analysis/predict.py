@@ -41,7 +41,13 @@ in L::
   Efficiencies are measured after ``t_call``, so the two terms add up to what the probe timed.
 - ``t_ab = (e MK + e KN) / BW`` unless resident, else 0 (cache-resident operands: the
   in-cache efficiencies above already hold their cost; such a GEMM may beat the DRAM roofline,
-  and ``time_s`` stays the DRAM bound). In a step that keeps more than L (``analysis.residency``)
+  and ``time_s`` stays the DRAM bound); nor where ``eff_thin`` came from ``thin_dram`` for a
+  GEMM repeated back to back (a lone GEMM, not one in a step): that table timed B's read from
+  DRAM at the BLAS's own rate, repeated as such a GEMM runs, so ``t_flop`` already holds it. A
+  BLAS GEMV can beat the read stream there (on the development VM 38-47 GB/s against 28-36:
+  part of B stays in a cache that keeps some of a stream it cannot hold), and a floor at BW
+  put 1 x 4096 x 4096 fp32 at 0.63-0.79 of its measured time. In a step, which reads its
+  weights once, the floor stays. In a step that keeps more than L (``analysis.residency``)
   a resident GEMM still reads its kept B (a weight, the KV cache: S bytes) from DRAM:
   ``t_ab = S / BW``, and where S is most of its working set and M is its thin side within the
   beyond-the-LLC table's rows (M up to 64, where the probe timed B read from DRAM while
@@ -358,10 +364,11 @@ def _with_peak(square: tuple[tuple[int, float], ...], peak_n: int) -> tuple:
 
 def gemm_terms(m: int, n: int, k: int, e: int, e_c: int, peak: float, eff: GemmEfficiency,
                bandwidth: float, llc_bytes: float | None, c_passes: float,
-               kept_b: int = 0, kept_c: int = 0) -> dict[str, float]:
+               kept_b: int = 0, kept_c: int = 0, repeated: bool = True) -> dict[str, float]:
     """The calibrated terms of one call (seconds), without ``t_call``; ``kept_b`` and
     ``kept_c``: the bytes of B and of C one call reads or writes in DRAM even when the working
-    set fits in the LLC (module docstring)."""
+    set fits in the LLC; ``repeated``: the GEMM runs back to back, as the probe timed it (a lone
+    GEMM), not once in a step (module docstring)."""
     working_set = e * (m * k + k * n) + e_c * m * n
     resident = llc_bytes is not None and working_set <= llc_bytes
     # a resident GEMM whose kept B is most of its working set reads it from DRAM as the
@@ -369,7 +376,9 @@ def gemm_terms(m: int, n: int, k: int, e: int, e_c: int, peak: float, eff: GemmE
     measured = bool(eff.thin_dram) and m <= min(n, eff.thin_dram[-1][0])
     from_dram = not resident or (2 * kept_b >= working_set and measured)
     flop_s = 2.0 * m * n * k / (peak * efficiency(eff, m, n, k, not from_dram))
-    ab_s = (kept_b if resident else e * (m * k + k * n)) / bandwidth
+    # the beyond-the-LLC table timed this GEMM's B read from DRAM, repeated: t_flop holds it
+    timed_as_is = repeated and not resident and measured and 4 * m <= max(n, k)
+    ab_s = 0.0 if timed_as_is else (kept_b if resident else e * (m * k + k * n)) / bandwidth
     c_s = c_passes * (kept_c if resident else e_c * m * n) / bandwidth
     return {"flop_s": flop_s, "ab_s": ab_s, "c_s": c_s, "resident": float(resident)}
 
@@ -385,7 +394,8 @@ def _calibrated(gemm: Gemm, hardware: HardwareSpec, weights_from_dram: bool = Fa
     held = gemm.kept_operands if weights_from_dram else {}
     terms = gemm_terms(gemm.m, gemm.n, gemm.k, e, e_c, hardware.peak_flops_per_s(gemm.dtype),
                        eff, hardware.bandwidth_bytes_per_s, llc, passes or 0.0,
-                       held.get("b", 0) // gemm.batch_count, held.get("c", 0) // gemm.batch_count)
+                       held.get("b", 0) // gemm.batch_count, held.get("c", 0) // gemm.batch_count,
+                       repeated=not weights_from_dram)
     one = cal.call_overhead_s + max(terms["flop_s"], terms["ab_s"]) + terms["c_s"]
     return Prediction(gemm.batch_count * one, "calibrated",
                       terms | {"call_s": cal.call_overhead_s})

@@ -85,14 +85,14 @@ def calibration_kernels(s: Session, dtypes: list[str], llc_bytes: int | None) ->
                              make.gemm_kernel(_peak_n(s, dtype), dtype)))
         out += [CalKernel(dtype, "square", n, make.shaped_gemm_kernel(n, n, n, dtype))
                 for n in p.cal_square]
-        dram_nk = p.cal_thin_dram_nk or _round_up(math.sqrt(min(beyond, spare) / e), 512)
+        side = _round_up(math.sqrt(min(beyond, spare) / e), 512)  # a square of that size
+        dram_nk = p.cal_thin_dram_nk or side
         for kind, nk in (("thin", p.cal_thin_nk), ("thin_dram", dram_nk)):
             out += [CalKernel(dtype, kind, m, kernel, nk) for m, kernel in
                     zip(p.cal_thin_m, make.thin_gemm_kernels(p.cal_thin_m, nk, dtype))]
-        m = p.cal_c_m or _round_up(min(beyond, spare) / (e * p.cal_c_n), 1024)
-        out.append(CalKernel(dtype, "c_write", m,
-                             make.shaped_gemm_kernel(m, p.cal_c_n, p.cal_c_k, dtype),
-                             p.cal_c_n, p.cal_c_k))
+        m, n = p.cal_c_m or side, p.cal_c_n or side
+        out.append(CalKernel(dtype, "c_write", m, make.shaped_gemm_kernel(m, n, p.cal_c_k, dtype),
+                             n, p.cal_c_k))
     read = s.details.get("dram_read", {}).get("working_set_bytes")
     if read:
         out.append(CalKernel(None, "dram", read, read_stream_kernel(read // 8, _threads())))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 #: The shape of ``probe --format json``, and how the probe measures: bump each when it changes
 #: and say why in CHANGES.md, which keeps both histories.
 SCHEMA_VERSION = 6
-METHOD_VERSION = 7
+METHOD_VERSION = 8
 #: What the probe's CPU GEMMs (and so a CPU calibration) can go through: numpy's BLAS
 #: (``kernels.cpu``) or torch (``kernels.torch_cpu``); ``probe --library``.
 GEMM_LIBRARIES = ("numpy", "torch")
@@ -35,15 +35,16 @@ class Plan:
     dram_read_bytes: int | None = None  # the read stream's size; None: 16x the LLC (capped)
     # calibration of predicted_time_s (analysis.predict), per dtype: small squares; thin M at
     # N = K = cal_thin_nk (in cache) and at N = K sized so that B is cal_llc_factor x the LLC
-    # (cal_thin_dram_nk when given); C's write cost on an M x cal_c_n x cal_c_k GEMM whose C
-    # is cal_llc_factor x the LLC (cal_c_m when given)
+    # (cal_thin_dram_nk when given); C's write cost on a GEMM of K = cal_c_k whose C, square,
+    # is cal_llc_factor x the LLC (cal_c_m x cal_c_n when given): OpenBLAS writes C about 15%
+    # slower per byte when M <= N, so a square C sits between the two
     cal_square: tuple[int, ...] = (32, 64, 128, 256, 512)
     cal_thin_m: tuple[int, ...] = (1, 4, 16, 64)
     cal_thin_nk: int = 1024
     cal_llc_factor: float = 3.0
     cal_thin_dram_nk: int | None = None
     cal_c_m: int | None = None
-    cal_c_n: int = 4096
+    cal_c_n: int | None = None
     cal_c_k: int = 16
     # short values, many of them: on a shared machine a preempted BLAS thread costs a whole
     # scheduler tick, and the best of many short values is the one that missed it; timed in
