@@ -29,6 +29,25 @@ def _memory(hw="a100-sxm4-80gb", **options):
     return analyze_model(LLAMA, hw, mode="inference", **options).memory
 
 
+def test_an_encoder_keeps_no_kv_cache_and_is_not_decoded():
+    """BERT's blocks are bidirectional: a new token changes every earlier token's K and V, so
+    nothing is cached (bert-base was charged 2 x 12 x 768 x 2 B = 36,864 B a token: 37.7 MB
+    at seq 1024, 4.8 GB at batch 256 x seq 512), and a decode step means nothing."""
+    from roofline.errors import InputError
+
+    bert = "examples/hf/bert-base-uncased.json"
+    memory = analyze_model(bert, "a100-sxm4-80gb", mode="inference", batch=256, seq=512,
+                           dtype="fp16").memory
+    assert memory.kv_cache == 0
+    with pytest.raises(InputError, match="every block here is bidirectional"):
+        analyze_model(bert, "a100-sxm4-80gb", mode="inference", batch=1, seq=512,
+                      dtype="fp16", phase="decode")
+    # GPT-2's causal blocks keep theirs: 12 blocks x (K, V) x 768 x 2 B a token
+    gpt2 = analyze_model("examples/hf/gpt2.json", "a100-sxm4-80gb", mode="inference", batch=1,
+                         seq=1024, dtype="fp16").memory
+    assert gpt2.kv_cache == 12 * 2 * 768 * 2 * 1024
+
+
 def test_llama_2_7b_fp16_weights_are_13_48_gb():
     memory = _memory(batch=1, seq=1, phase="decode")
     assert memory.weights == LLAMA_PARAMETERS * 2 == 13_476_831_232  # 13.48 GB

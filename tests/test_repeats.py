@@ -115,8 +115,13 @@ def test_decode_is_refused_where_it_means_nothing():
         network_from_yaml(mlp).check()
     with pytest.raises(InputError, match="phase: decode reads a KV cache"):
         network_from_yaml(mlp + "mode: inference\n").check()
-    llama = HEAD + "mode: inference\nphase: decode\nlayers:\n  - " + BLOCK % "" + "\n"
-    network_from_yaml(llama).check()  # attention keeps a cache: decode stands
+    bert = HEAD + "mode: inference\nphase: decode\nlayers:\n  - " + BLOCK % "" + "\n"
+    with pytest.raises(InputError, match="phase: decode reads the KV cache a causal "
+                                         "transformer keeps, but every block here is "
+                                         "bidirectional"):
+        network_from_yaml(bert).check()  # an encoder's blocks (causal: false) keep no cache
+    llama = bert.replace("ffn: 256,", "ffn: 256, causal: true,")
+    network_from_yaml(llama).check()  # causal attention keeps a cache: decode stands
 
 
 def test_a_generation_needs_attention():

@@ -278,7 +278,7 @@ def test_naive_gqa_attention_reads_k_and_v_once_per_kv_head():
         net = network_from_yaml(
             f"batch: 1\nseq: 1024\ndtype: fp16\nmode: inference\nphase: decode\nlayers:\n"
             f"  - {{type: transformer, hidden: 4096, heads: 32, kv_heads: {kv_heads}, "
-            f"attention: naive}}\n")
+            f"causal: true, attention: naive}}\n")
         return {g.layer.rsplit(".", 1)[1]: g.bytes for g in net.gemms()
                 if g.layer.endswith((".scores", ".context"))}
 

@@ -355,10 +355,16 @@ class Network:
             raise InputError(self.source, "phase", f"decode is an inference phase but the "
                              f"model trains (mode train): set mode to inference (in the model "
                              f"or {option('mode', 'inference')}) or leave phase out")
-        if not any(isinstance(run.layer, Transformer) for run in self.layer_runs):
+        blocks = [run.layer for run in self.layer_runs if isinstance(run.layer, Transformer)]
+        if not blocks:
             raise InputError(self.source, "phase", "decode reads a KV cache of seq tokens per "
                              "sequence, but no layer keeps one (no transformer block): leave "
                              "phase out (prefill)")
+        if not any(block.causal for block in blocks):
+            raise InputError(self.source, "phase", "decode reads the KV cache a causal "
+                             "transformer keeps, but every block here is bidirectional (causal: "
+                             "false, the default; an encoder such as BERT keeps none): set "
+                             "causal: true on a decoder's blocks, or leave phase out (prefill)")
 
     def _check_precision(self) -> None:
         """Weights may be stored narrower than the activations they meet (weight-only formats:

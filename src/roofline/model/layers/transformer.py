@@ -165,8 +165,10 @@ class Transformer:
     def kv_cache_bytes(self, step: Step) -> int:
         """Inference: the K and V of ``seq`` tokens per sequence, 2 x kv_heads x head_dim x seq
         x batch elements of the KV cache's size (prefill writes them, decode reads them); none
-        in training."""
-        if step.phase == "train":
+        in training, nor in a bidirectional block (``causal: false``, an encoder such as BERT):
+        a new token would change every earlier token's K and V, so nothing is kept to decode
+        against, and the K and V of a prefill are its activations."""
+        if step.phase == "train" or not self.causal:
             return 0
         return 2 * self.hkv * self._kept(step.seq or 1) * step.batch * step.kv_e
 
