@@ -132,3 +132,42 @@ def test_a_seq_sweep_chart_has_seq_on_its_x_axis(tmp_path):
     assert "vs seq" in ax.get_title() and "seq 1024" not in ax.get_title()
     labels = ax.get_legend_handles_labels()[1]
     assert "does not fit in memory (seq > 1952)" in labels
+
+
+def test_a_seq_sweeps_csv_gives_each_row_the_batch_crossing_at_its_own_seq():
+    import csv
+    import io
+
+    from roofline.output.whatif import sweep_csv
+
+    # Llama-2-7B prefill at batch 1: the attention output projection (4096 x 4096) reaches the
+    # A100's ridge from _min_tokens(4096, 4096) = 166 tokens: batch ceil(166 / 64) = 3 at seq
+    # 64, batch 1 at seq 4096 (the CSV gave every row the first seq's 3)
+    s = sweep(LLAMA, "a100-sxm4-80gb", [1], seqs=[64, 4096], mode="inference", dtype="fp16")
+    assert _min_tokens(4096, 4096) == 166
+    proj = next(r.gemm.name for r in s.reports[0].results if r.gemm.n == r.gemm.k == 4096)
+    rows = [row for row in csv.DictReader(io.StringIO(sweep_csv(s))) if row["name"] == proj]
+    assert {(row["seq"], row["compute_bound_from"]) for row in rows} == {("64", "3"),
+                                                                         ("4096", "1")}
+
+
+def test_past_the_context_the_memory_line_does_not_promise_marks_memory_does_not_make(invoke):
+    # Llama-2-7B's context is 4096 tokens: a seq past it fits in 80 GB at batch 1, unmarked
+    out = invoke("sweep", LLAMA, "--hw", "a100-sxm4-80gb", "--batch", "1", "--seq",
+                 "1024,8192", "--mode", "inference", "--dtype", "fp16")
+    assert out.exit_code == 0, out.output
+    memory = next(line for line in out.output.splitlines() if line.startswith("memory:"))
+    assert "up to the model's context (4096)" in memory
+    assert "a row whose step does not fit is marked 'does not fit'" in memory
+    assert "longer sequences are marked" not in memory
+
+
+def test_when_no_seq_fits_the_sweep_says_so_not_at_most_seq_0(invoke):
+    # batch 2^40 of GPT-2 needs petabytes at any seq: nothing fits in 80 GB
+    out = invoke("sweep", ROOT / "examples" / "hf" / "gpt2.json", "--hw", "h100", "--batch",
+                 str(2**40), "--seq", "64,128", "--mode", "inference", "--dtype", "fp16")
+    assert out.exit_code == 0, out.output
+    assert "memory: no seq fits in memory at batch 1099511627776" in out.output
+    assert "every row is marked 'does not fit'" in out.output
+    assert "(does not fit in memory: no seq fits)" in out.output
+    assert "at most seq 0" not in out.output

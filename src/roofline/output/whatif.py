@@ -348,8 +348,13 @@ def sweep_header(s: Sweep) -> list[str]:
            fit_text(s.max_batch, net.seq))
     if fit is not None and capacity is not None:
         larger = "longer sequences" if s.axis == "seq" else "larger batches"
-        lines.append(f"memory: {fit} ({si(capacity, 'B')}); {larger} are marked 'does not "
-                     f"fit'" + ("; each row says whether its step fits" if s.grid else ""))
+        # past the context the limit is the model's, not memory's: a row says its own fit
+        limit = s.max_seq if s.axis == "seq" else s.max_batch
+        marked = ("every row is marked 'does not fit'" if limit == 0 else
+                  "a row whose step does not fit is marked 'does not fit'" if at_context and
+                  s.axis == "seq" else f"{larger} are marked 'does not fit'")
+        lines.append(f"memory: {fit} ({si(capacity, 'B')}); {marked}"
+                     + ("; each row says whether its step fits" if s.grid else ""))
     context = net.context
     past = [seq for seq in s.seqs if context is not None and seq > context]
     if past and context is not None:
@@ -400,8 +405,10 @@ def _grouped(transitions: dict[str, int | None], unit: str, limit: int | None) -
     order = sorted(groups, key=lambda b: (b is None, b or 0))
 
     def mark(b: int | None) -> str:
-        return (f" (does not fit in memory: at most {unit} {limit})"
-                if b is not None and limit is not None and b > limit else "")
+        if b is None or limit is None or b <= limit:
+            return ""
+        return (f" (does not fit in memory: at most {unit} {limit})" if limit else
+                f" (does not fit in memory: no {unit} fits)")
 
     return [f"  {'never' if b is None else f'{unit} >= {b}'}: {compact_names(groups[b], 8)}"
             f"{mark(b)}" for b in order]
@@ -454,7 +461,8 @@ def sweep_csv(s: Sweep) -> str:
                      "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
                      "memory_bytes", "fits", "seq", "compute_bound_from_seq",
                      "predicted_time_s", "predicted_step_time_s"])
-    by_seq = s.transitions_by_seq() if s.grid else None
+    # a row's batch crossings are at its own seq (a seq sweep's too, not only a grid's)
+    by_seq = s.transitions_by_seq() if len(s.seqs) > 1 else None
     seq_transitions = s.seq_transitions() or {}
     for r in s.reports:
         t = r.totals
