@@ -171,3 +171,19 @@ def test_when_no_seq_fits_the_sweep_says_so_not_at_most_seq_0(invoke):
     assert "every row is marked 'does not fit'" in out.output
     assert "(does not fit in memory: no seq fits)" in out.output
     assert "at most seq 0" not in out.output
+
+
+def test_a_sweep_says_what_its_times_are_based_on(invoke):
+    # the ridge with its figures (989.5 TFLOP/s / 3350 GB/s = 295.4 FLOP/B), the step time as
+    # the roof, and in decode what a sample is
+    out = invoke("sweep", LLAMA, "--hw", "h100", "--batch", "1,8", "--seq", "1024", "--mode",
+                 "inference", "--phase", "decode", "--dtype", "fp16")
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert "ridge 295.4 FLOP/B = dense peak 989.5 TFLOP/s / 3350 GB/s (datasheet)" in lines
+    roof = next(line for line in lines if line.startswith("step time, samples/s:"))
+    assert "the pure roofline time, a lower bound from DRAM" in roof
+    assert "samples/s are tokens/s" in roof
+    prefill = invoke("sweep", LLAMA, "--hw", "h100", "--batch", "1,8", "--seq", "1024",
+                     "--mode", "inference", "--dtype", "fp16").output
+    assert "tokens/s" not in prefill

@@ -265,9 +265,14 @@ def _header(report: Report) -> str:
     net, hw = report.network, report.hardware
     return (f"{net.name} on {hw.name}: {report.dtype}, {step_text(net)}\n"
             f"precision: {precision_text(net)}\n"
-            f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
-            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({hw.origin})"
+            f"{ridge_text(report)}"
             + ("\n" + quantization_line(detail=True) if report.quantization else ""))
+
+
+def ridge_text(report: Report) -> str:
+    """``ridge 153.0 FLOP/B = dense peak 312 TFLOP/s / 2039 GB/s (datasheet)``."""
+    return (f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
+            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({report.hardware.origin})")
 
 
 def quantization_line(detail: bool) -> str:

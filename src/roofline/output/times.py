@@ -58,9 +58,13 @@ def _time_cells(r: GemmResult, measured: bool) -> list[str]:
     return row
 
 
+#: What every "roof" time is, in every output that prints one.
+ROOF_TEXT = "the pure roofline time, a lower bound from DRAM"
+
+
 def time_lines(report: Report) -> list[str]:
     """What says which time is which, and the step's totals of each."""
-    lines = ["roof: the pure roofline time, a lower bound from DRAM (the time column above)",
+    lines = [f"roof: {ROOF_TEXT} (the time column above)",
              basis_sentence(report.hardware)] + residency_lines(report)
     totals = report.totals
     text = (f"GEMM time: roof {seconds(totals['gemm_time_s'])}, predicted "

@@ -11,9 +11,16 @@ from ..analysis.predict import basis_of, fit_of
 from ..units import seconds, si
 from .advice import config_warnings, past_context_text
 from .json import to_json
-from .report import LAYER_WIDTH, compact_names, precision_text, quantization_line, step_text
+from .report import (
+    LAYER_WIDTH,
+    compact_names,
+    precision_text,
+    quantization_line,
+    ridge_text,
+    step_text,
+)
 from .table import aligned, markdown
-from .times import basis_sentence
+from .times import ROOF_TEXT, basis_sentence
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
@@ -338,7 +345,11 @@ def sweep_header(s: Sweep) -> list[str]:
                 else "")
              + f" ({'batch x seq grid' if s.grid else what})",
              f"precision: {precision_text(net)}",
-             f"ridge {first.ridge:.1f} FLOP/B",
+             ridge_text(first),
+             f"step time, samples/s: the roof ({ROOF_TEXT}) summed over every GEMM and op; "
+             f"memory-bound time: its share in memory-bound GEMMs and ops"
+             + ("; a decode step makes one token a sequence: samples/s are tokens/s"
+                if net.seq is not None and net.step_phase == "decode" else ""),
              basis_sentence(s.hardware) + " (the predicted column: GEMMs and ops)"]
     if first.quantization:
         lines.append(quantization_line(detail=False))

@@ -36,6 +36,7 @@ from ..report import (
 )
 from ..scaling import scaling_lines
 from ..times import (
+    ROOF_TEXT,
     basis_sentence,
     beats_roof_notes,
     is_measured,
@@ -288,7 +289,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
     gemms, ops = shown_results(report, view)
     points = report_points(report, gemms, ops, prefix)
     left_out = sum(1 for r in ops if not r.op.flops)
-    notes = ["roof: the pure roofline time, a lower bound from DRAM; predicted: "
+    notes = [f"roof: {ROOF_TEXT}; predicted: "
              + basis_sentence(report.hardware).removeprefix("predicted: "),
              *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
              *residency_lines(report), *misaligned_row_lines(report),
