@@ -47,9 +47,9 @@ def test_json_contract_and_values_for_the_example_on_a100(invoke):
     assert set(totals) == {"flops", "bytes", "time_s", "memory_bound_time_fraction", "gemm_flops",
                            "gemm_time_s", "predicted_gemm_time_s", "predicted_time_s", "op_time_s",
                            "predicted_op_time_s",
-                           "parameters"}
+                           "parameters", "active_parameters"}
     assert data["ops"] == [] and totals["op_time_s"] == 0  # linear layers without bias/activation
-    assert totals["parameters"] == 1024 * 4096 + 4096 * 1000
+    assert totals["parameters"] == totals["active_parameters"] == 1024 * 4096 + 4096 * 1000
     assert totals["flops"] == sum(g["flops"] for g in data["gemms"])
     assert totals["memory_bound_time_fraction"] == 0.0
 

@@ -195,6 +195,25 @@ def test_mixtral_decode_at_batch_1_by_hand():
     assert weight_bytes == 2 * weights
 
 
+def test_mixtral_runs_12_9_billion_of_its_46_7_billion_parameters_a_token(invoke):
+    """Mistral's announcement: "46.7B total parameters but only uses 12.9B parameters per
+    token" (mistral.ai/news/mixtral-of-experts). By hand: a token skips 6 of 8 experts in each
+    of 32 blocks, 3 x 4096 x 14336 weights each (no biases)."""
+    net = load_network(HF / "mixtral-8x7b.json")
+    assert net.parameters == 46_702_792_704
+    assert net.active_parameters == 46_702_792_704 - 32 * 6 * 3 * 4096 * 14336 == 12_879_925_248
+    dense = load_network(HF / "mistral-7b.json")
+    assert dense.active_parameters == dense.parameters == 7_241_732_096
+    out = invoke("analyze", HF / "mixtral-8x7b.json", "--hw", "h200", "--mode", "inference",
+                 "--phase", "decode", "--batch", "1", "--seq", "4096", "--dtype", "fp16")
+    assert "46.7 G parameters (12.9 G active a token: the experts it is not routed to left " \
+           "out)" in " ".join(out.output.split())
+    data = json.loads(invoke("analyze", HF / "mixtral-8x7b.json", "--hw", "h200", "--mode",
+                             "inference", "--phase", "decode", "--batch", "1", "--seq", "4096",
+                             "--dtype", "fp16", "--format", "json").output)
+    assert data["totals"]["active_parameters"] == 12_879_925_248
+
+
 def test_embedding_makes_every_later_layer_compute_its_data_gradient():
     net = network_from_yaml("batch: 2\nseq: 8\ndtype: fp16\nlayers:\n"
                             "  - {type: embedding, vocab: 100, dim: 64}\n"

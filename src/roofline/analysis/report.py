@@ -48,6 +48,7 @@ class Totals(TypedDict):
     predicted_op_time_s: float
     op_time_s: float
     parameters: int
+    active_parameters: int  # all but a mixture of experts' unrouted experts
 
 
 #: What a training step may leave out (``Report.not_counted``): the optimizer update when the
@@ -186,6 +187,7 @@ class Report:
             "predicted_op_time_s": predicted_op_s,
             "op_time_s": op_s,
             "parameters": self.network.parameters,
+            "active_parameters": self.network.active_parameters,
         }
 
     @cached_property

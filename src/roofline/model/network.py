@@ -79,7 +79,17 @@ from .dtypes import (
     itemsize,
 )
 from .gemm import Gemm, GemmShape
-from .layers import Add, Captured, Conv2d, Layer, Linear, Step, Transformer, layer_from_fields
+from .layers import (
+    Add,
+    Captured,
+    Conv2d,
+    Layer,
+    Linear,
+    Step,
+    Transformer,
+    idle_parameters,
+    layer_from_fields,
+)
 from .layers.captured import CapturedOp
 from .layers.spatial import Shape
 from .layers.transformer import ATTENTION_FORMS
@@ -220,6 +230,13 @@ class Network:
     def parameters(self) -> int:
         """Every trainable parameter: weights, biases, embeddings, norms."""
         return sum(layer.parameters * count for count, layer in self.layer_groups())
+
+    @property
+    def active_parameters(self) -> int:
+        """The parameters one token runs: all but a mixture of experts' unrouted experts (the
+        figure a model card gives as "active"; ``parameters`` without experts)."""
+        return self.parameters - sum(idle_parameters(layer) * count
+                                     for count, layer in self.layer_groups())
 
     def layer_groups(self, but_last: bool = False) -> list[tuple[int, Layer]]:
         """The layers (``but_last``: all but the last run) grouped by their fields but their

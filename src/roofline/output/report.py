@@ -288,11 +288,11 @@ def totals_line(report: Report) -> str:
     head = f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}"
     if not report.ops:
         text = (f"{head}; {t['memory_bound_time_fraction']:.0%} of the time in memory-bound "
-                f"GEMMs; {_parameters(t['parameters'])}")
+                f"GEMMs; {_parameters(t['parameters'], t['active_parameters'])}")
     else:
         text = (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops "
                 f"{seconds(t['op_time_s'])}); {t['memory_bound_time_fraction']:.0%} of the time "
-                f"memory-bound; {_parameters(t['parameters'])}")
+                f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
     left = [_NOT_COUNTED[key] for key in report.not_counted()]
     uncosted = report.network.uncosted
     return text + (f"; not counted: {', '.join(left)}" if left else "") + (
@@ -422,8 +422,10 @@ def no_place_text(left_out: int) -> str:
             f"{left_out} ops without FLOPs (gathers) have no place on the chart.")
 
 
-def _parameters(count: int) -> str:
-    return f"{si(count, '').rstrip()} parameter{'' if count == 1 else 's'}"
+def _parameters(count: int, active: int) -> str:
+    text = f"{si(count, '').rstrip()} parameter{'' if count == 1 else 's'}"
+    return text + (f" ({si(active, '').rstrip()} active a token: the experts it is not routed "
+                   f"to left out)" if active != count else "")
 
 
 def repeat_note(report: Report, view: View) -> str | None:

@@ -62,7 +62,8 @@ REGISTRY: dict[str, type[FileLayer]] = {"linear": Linear, "transformer": Transfo
                              "maxpool2d": MaxPool2d, "avgpool2d": AvgPool2d,
                              "flatten": Flatten, "batchnorm": BatchNorm, "add": Add}
 
-__all__ = ["PHASES", "kv_cache_bytes", "live_bytes", "matrix_parameters", "saved_bytes",
+__all__ = ["PHASES", "idle_parameters", "kv_cache_bytes", "live_bytes", "matrix_parameters",
+           "saved_bytes",
            "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Captured", "Conv2d", "Embedding",
            "Flatten", "GemmShape", "Layer", "Linear", "MaxPool2d", "Norm", "Step", "Transformer",
            "layer_from_fields"]
@@ -79,6 +80,12 @@ def layer_from_fields(fields: Fields, index: int) -> Layer:
 def matrix_parameters(layer: Layer) -> int:
     """The weights ``layer``'s GEMMs read as their B operand (0 for a layer without GEMMs)."""
     return int(getattr(layer, "matrix_parameters", 0))
+
+
+def idle_parameters(layer: Layer) -> int:
+    """The parameters of ``layer`` a token does not run (a mixture of experts' unrouted
+    experts; 0 elsewhere)."""
+    return int(getattr(layer, "idle_parameters", 0))
 
 
 def kv_cache_bytes(layer: Layer, step: Step) -> int:

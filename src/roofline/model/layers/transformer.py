@@ -151,6 +151,17 @@ class Transformer:
         return qkv + proj + ffn + norms + biases
 
     @property
+    def idle_parameters(self) -> int:
+        """The parameters a token does not run: the E - top_k experts it is not routed to
+        (their weights, and their biases with ``bias: all``); 0 in a dense block."""
+        if not self.experts:
+            return 0
+        expert = self.hidden * self.up_width + self.ffn * self.hidden
+        if self.bias == "all":
+            expert += self.up_width + self.hidden
+        return (self.experts - self.top_k) * expert
+
+    @property
     def matrix_parameters(self) -> int:
         """The weights GEMMs read as their B operand (projections, FFN or experts, router):
         what a weight format (int4, int8, fp8) stores; biases and norms stay at the model's
