@@ -267,6 +267,47 @@ def test_a_reduction_counts_a_flop_per_value_it_reads():
     assert bias.bytes == (512 * 64 + 64) * 4 == 131_328
 
 
+def test_the_step_asked_for_runs_whatever_mode_the_module_was_left_in():
+    # a new module trains: captured for inference it ran its dropout and batch statistics
+    def make():
+        return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32),
+                                   torch.nn.Dropout(0.1), torch.nn.Linear(32, 8))
+
+    fresh = make()
+    assert fresh.training
+    kinds = {o.kind for o in capture(fresh, torch.zeros(4, 16), mode="inference").ops()}
+    assert "aten._native_batch_norm_legit_no_training" in kinds
+    assert not any("dropout" in k or "bernoulli" in k for k in kinds)  # dropout's mask
+    assert all(m.training for m in fresh.modules())  # its own flags back
+    # and the other way: an eval module trained runs its batch statistics and dropout
+    frozen = make().eval()
+    ops = capture(frozen, torch.zeros(4, 16), mode="train").ops()
+    kinds = {o.kind for o in ops}
+    assert "aten._native_batch_norm_legit_no_training" not in kinds
+    assert "aten.bernoulli_" in kinds  # dropout draws its mask (on meta tensors, decomposed)
+    assert not any(m.training for m in frozen.modules())
+
+
+def test_eval_batch_norm_is_a_scale_and_shift_and_pooling_backward_reads_no_input():
+    # BatchNorm2d(4) in eval on 2 x 4 x 8 x 8 = 512 values: y = x alpha_c + beta_c (torch's
+    # inference path), 2 FLOPs a value (8, a training batch norm's, before)
+    net = capture(torch.nn.BatchNorm2d(4), torch.zeros(2, 4, 8, 8), mode="inference")
+    (bn,) = [o for o in net.ops() if "batch_norm" in o.kind]
+    assert bn.flops == 2 * 512
+    # MaxPool2d(2) trained on 2 x 4 x 8 x 8: the backward reads dY (2 x 4 x 4 x 4 = 128 fp32
+    # values) and the int64 indices (128 x 8 B) and writes dX (512 fp32): 128 x 4 + 128 x 8 +
+    # 512 x 4 = 3,584 B; it read the forward input too (another 2,048 B), which torch passes
+    # only for its shape
+    pool = torch.nn.Sequential(torch.nn.Conv2d(4, 4, 1), torch.nn.MaxPool2d(2))
+    net = capture(pool, torch.zeros(2, 4, 8, 8), mode="train")
+    (back,) = [o for o in net.ops() if o.kind == "aten.max_pool2d_with_indices_backward"]
+    assert back.bytes == 128 * 4 + 128 * 8 + 512 * 4 == 3_584
+    avg = torch.nn.Sequential(torch.nn.Conv2d(4, 4, 1), torch.nn.AvgPool2d(2))
+    net = capture(avg, torch.zeros(2, 4, 8, 8), mode="train")
+    (back,) = [o for o in net.ops() if o.kind == "aten.avg_pool2d_backward"]
+    assert back.bytes == 128 * 4 + 512 * 4 == 2_560  # dY read, dX written
+
+
 def test_a_linear_bias_is_an_op_as_torch_adds_it():
     # Linear(256, 64) with a bias at batch 512 runs as addmm(b, x, W^T): torch copies b,
     # broadcast, into the 512 x 64 output, then multiplies with beta = 1, reading it back:

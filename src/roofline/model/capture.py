@@ -26,8 +26,9 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   written once; a view moves nothing and is left out), its FLOPs from ``FLOPS_PER_ELEMENT``;
   an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``. An
   eval-mode ``native_batch_norm`` is recorded as ``_native_batch_norm_legit_no_training``
-  (torch's eval-only form: a scale and shift, no statistics), so that its cost on a CPU
-  (``analysis.cpu_ops``) follows from its name.
+  (torch's eval-only form: a scale and shift, 2 FLOPs a value, no statistics), so that its
+  cost on a CPU (``analysis.cpu_ops``) follows from its name. A pooling backward's forward
+  input, which torch passes for its shape, is not counted as read (``SHAPE_ONLY_ARGS``).
 
 - A torch optimizer, when one is given, steps on the meta parameters and the gradients the
   backward left them: the first step creates its state and is not recorded; the second is, each
@@ -86,11 +87,18 @@ FLOPS_PER_ELEMENT = {
     "_softmax": 5, "_safe_softmax": 5, "_softmax_backward_data": 4,
     "_log_softmax": 5, "_log_softmax_backward_data": 4,
     "native_batch_norm": 8, "_native_batch_norm_legit": 8,
-    "_native_batch_norm_legit_no_training": 8, "native_batch_norm_backward": 12,
+    # eval mode: y = x alpha_c + beta_c, alpha and beta per channel from the running
+    # statistics (pytorch aten/src/ATen/native/Normalization.cpp, the inference path of
+    # batch_norm_cpu_transform_input_template; cuDNN's inference kernel alike)
+    "_native_batch_norm_legit_no_training": 2, "native_batch_norm_backward": 12,
     "max_pool2d_with_indices": 0, "max_pool2d_with_indices_backward": 0,
     "avg_pool2d": 1, "avg_pool2d_backward": 1, "_adaptive_avg_pool2d": 1,
     "_adaptive_avg_pool2d_backward": 1, "native_dropout": 2, "native_dropout_backward": 1,
 }
+#: Arguments (by position) a backward op takes for their shape only, never reading their
+#: values: a pooling backward's forward input (``self``; max pooling reads dY and the indices,
+#: average pooling dY: aten/src/ATen/native/DilatedMaxPool2d.cpp, AveragePool2d.cpp).
+SHAPE_ONLY_ARGS = {"max_pool2d_with_indices_backward": 1, "avg_pool2d_backward": 1}
 #: Ops that reduce their input: their FLOPs count per element read.
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
 #: Copies: a ``CapturedOp`` of one whose floating-point source is laid out unlike its output
@@ -147,7 +155,9 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     """``module`` run on ``example_inputs`` (tensors keep their shapes, not their values), its
     work as a Network at the batch of the first input's leading dimension. ``optimizer``: a
     name (none, sgd, adam: the update op of ``model/ops.py``) or a torch optimizer, recorded
-    (see ``_optimizer``)."""
+    (see ``_optimizer``). The module runs in ``mode`` (``module.train(mode == "train")``: an
+    inference step without dropout and with the running statistics, whatever mode it was left
+    in), and gets its own flags back."""
     import torch
 
     if not isinstance(module, torch.nn.Module):
@@ -181,7 +191,15 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                     _owned(module, remove_duplicate=False))
     rec.weights = {id(p): p for p in meta_params.values()}
     step = None if isinstance(optimizer, str) else _optimizer(optimizer, label)
-    _run(module, meta_params | meta_buffers, inputs, rec, label, step)
+    # the step asked for, whatever mode the module was left in (a new module trains: its
+    # dropout and batch statistics would run in an inference step); its own flags come back
+    flags = {m: m.training for m in module.modules()}
+    module.train(train)
+    try:
+        _run(module, meta_params | meta_buffers, inputs, rec, label, step)
+    finally:
+        for m, flag in flags.items():
+            m.training = flag
     net_dtype = dtype or _dtype_of(meta_params, inputs)
     source = f"<torch {label}>"
     layers = []
@@ -499,7 +517,9 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
     import torch
 
     pass_ = "backward" if backward else "forward"
-    tensors = [a for a in _flatten(list(args)) if isinstance(a, torch.Tensor)]
+    shape_only = SHAPE_ONLY_ARGS.get(op)
+    read = [a for i, a in enumerate(args) if i != shape_only]
+    tensors = [a for a in _flatten(read) if isinstance(a, torch.Tensor)]
     outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)]
     if op in ("mm", "addmm", "bmm", "baddbmm"):
         a, b = tensors[-2], tensors[-1]
