@@ -221,3 +221,17 @@ def test_the_memory_line_says_when_the_window_caps_the_kv_cache(invoke):
     assert "KV cache 537 MB: the sliding window's last 4096 of 32768 tokens" in out
     out = " ".join(invoke("analyze", model, *args, "--seq", "2048").stdout.split())
     assert "KV cache 268 MB," in out and "sliding window's" not in out
+
+
+def test_a_cpu_step_has_no_cuda_workspace():
+    """The 1 GB allowance is the CUDA context, cuBLAS and attention workspaces: a CPU entry
+    has none (a sweep on a Xeon showed 1.07 GB for the MLP, 1 GB of it that allowance).
+    By hand, training at batch 64 in fp32: 1024 x 4096 + 4096 x 1000 = 8,290,304 weights,
+    4 B each, and as many gradients."""
+    cpu = analyze_model(MLP, "xeon-platinum-8380", batch=64, dtype="fp32").memory
+    assert cpu.workspace == 0
+    assert cpu.weights == cpu.parts["gradients"] == 8_290_304 * 4
+    assert cpu.total_bytes == sum(cpu.parts.values())
+    gpu = analyze_model(MLP, "a100-sxm4-80gb", batch=64, dtype="fp32").memory
+    assert gpu.workspace == WORKSPACE_BYTES == 10**9
+    assert gpu.total_bytes - cpu.total_bytes == 10**9

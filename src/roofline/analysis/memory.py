@@ -21,8 +21,9 @@ Parts (bytes, per device):
   per parameter) and, when the weights are narrower than fp32, an fp32 master copy (4 B); SGD
   the master copy only. Mixed-precision Adam: 2 + 2 + 12 = 16 B per parameter (ZeRO, Rajbhandari
   et al., 2020).
-- ``workspace``: ``WORKSPACE_BYTES``, a stated allowance for the CUDA context, library
-  workspaces and allocator slack (not measured).
+- ``workspace``: on a GPU ``WORKSPACE_BYTES``, a stated allowance for the CUDA context, library
+  workspaces and allocator slack (not measured); on a CPU none (no CUDA context; the process's
+  own memory is not counted).
 
 Against ``HardwareSpec.memory_capacity_bytes``: ``fits``, the largest batch that fits at this
 sequence length (every part is affine in the batch: found in closed form and checked) and the
@@ -148,10 +149,12 @@ def _total(network: Network, workspace: int) -> int:
     return sum(memory_parts(network, workspace).values())
 
 
-def memory_of(network: Network, hardware: HardwareSpec,
-              workspace: int = WORKSPACE_BYTES) -> Memory:
+def memory_of(network: Network, hardware: HardwareSpec, workspace: int | None = None) -> Memory:
     """The step's memory on ``hardware``: its parts, and against the capacity, the largest
-    batch and sequence length that fit."""
+    batch and sequence length that fit. ``workspace``: by default ``WORKSPACE_BYTES`` on a GPU,
+    0 on a CPU (module docstring)."""
+    if workspace is None:
+        workspace = WORKSPACE_BYTES if hardware.kind == "gpu" else 0
     parts = memory_parts(network, workspace)
     # a captured module: its activations are not recorded, and it exists at one batch and seq
     unknown = ("activations",) if network.captured_batch is not None else ()
