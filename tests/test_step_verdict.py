@@ -67,3 +67,14 @@ def test_step_verdict_marks_a_batch_that_does_not_fit():
     assert step.batch == 1 and step.max_batch == 0 and step.fits is False
     data = analyze_model(LLAMA, "t4", batch=1, seq=4096, mode="inference").to_dict()["step"]
     assert data["min_compute_bound_batch"] == 1 and data["fits"] is False
+
+
+def test_the_limiter_named_is_one_that_holds_the_step_down():
+    """GPT-2 prefill on an H100: the GEMMs add the most bytes per sequence, but at 622 FLOP/B,
+    above the 295.4 ridge; the step tends to 232 FLOP/B because of its ops. The one named is
+    the op kind adding the most bytes below the step's intensity: the bias adds, 1 FLOP per
+    value read and written once in fp16, 1 / (2 x 2 B) = 0.25 FLOP/B."""
+    step = analyze_model("examples/hf/gpt2.json", "h100", batch=8, seq=1024, dtype="fp16",
+                         mode="inference").step
+    assert step.batch is None and step.intensity_limit < 295.4
+    assert step.limiter == "bias" and step.limiter_intensity == 0.25

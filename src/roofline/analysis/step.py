@@ -28,8 +28,9 @@ class StepVerdict:
     """``batch``: the smallest batch at which the whole step is compute-bound (None: none);
     ``intensity_limit``: the FLOPs over the bytes each added sequence brings (FLOP/B, what the
     step's intensity tends to); ``limiter``: the GEMMs (``"gemm"``) or the op kind whose bytes
-    grow fastest with the batch, its ``limiter_share`` of that growth and its own
-    ``limiter_intensity``; ``max_batch``: the largest batch that fits in memory (None: no
+    grow fastest with the batch among those whose own intensity is at most the step's (those
+    that hold it down: GPT-2's GEMMs at 622 FLOP/B make the most bytes, but above a 295 ridge),
+    its ``limiter_share`` of that growth and its own ``limiter_intensity``; ``max_batch``: the largest batch that fits in memory (None: no
     capacity stated)."""
 
     batch: int | None
@@ -93,9 +94,12 @@ def step_verdict(network: Network, hardware: HardwareSpec,
                      k_two[kind][1] - k_one.get(kind, (0, 0))[1]) for kind in k_two}
     flops_slope = sum(f for f, _ in growth.values())
     bytes_slope = sum(b for _, b in growth.values())
-    limiter = max(growth, key=lambda kind: growth[kind][1])
-    lf, lb = growth[limiter]
     limit = flops_slope / bytes_slope if bytes_slope > 0 else None
+    # the kinds at or below the step's intensity hold it down (a mean: one always is)
+    low = [kind for kind, (f, b) in growth.items()
+           if b > 0 and (limit is None or f <= limit * b)] or list(growth)
+    limiter = max(low, key=lambda kind: growth[kind][1])
+    lf, lb = growth[limiter]
     verdict = StepVerdict(None, limit, limiter, lb / bytes_slope if bytes_slope else 0.0,
                           lf / lb if lb else None, max_batch)
     if c_one >= m_one:
