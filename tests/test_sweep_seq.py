@@ -187,3 +187,14 @@ def test_a_sweep_says_what_its_times_are_based_on(invoke):
     prefill = invoke("sweep", LLAMA, "--hw", "h100", "--batch", "1,8", "--seq", "1024",
                      "--mode", "inference", "--dtype", "fp16").output
     assert "tokens/s" not in prefill
+
+
+def test_a_gemm_that_crosses_past_the_context_is_not_called_never(invoke):
+    # GPT-2's projection (768 x 768, fp16) reaches the H100's ridge (295.4) from 1280 tokens
+    # (T >= R k n / (n k - R (k + n)) = 1279.8), past the 1024-token context the search stops at
+    out = invoke("sweep", ROOT / "examples" / "hf" / "gpt2.json", "--hw", "h100", "--batch",
+                 "1", "--seq", "256,512", "--mode", "inference", "--dtype", "fp16").output
+    assert math.ceil(295.373 * 768 * 768 / (768 * 768 - 295.373 * 2 * 768)) == 1280
+    lines = [line.strip() for line in out.splitlines()]
+    assert any(line.startswith("not up to 1024: MM2,") for line in lines), out
+    assert not any(line.startswith("never:") for line in lines)

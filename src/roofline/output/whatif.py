@@ -409,7 +409,8 @@ def _left(s: Sweep) -> set[int]:
     return {5 + shift, 7 + shift}
 
 
-def _grouped(transitions: dict[str, int | None], unit: str, limit: int | None) -> list[str]:
+def _grouped(transitions: dict[str, int | None], unit: str, limit: int | None,
+             never: str = "never") -> list[str]:
     groups: dict[int | None, list[str]] = {}
     for name, value in transitions.items():
         groups.setdefault(value, []).append(name)
@@ -421,7 +422,7 @@ def _grouped(transitions: dict[str, int | None], unit: str, limit: int | None) -
         return (f" (does not fit in memory: at most {unit} {limit})" if limit else
                 f" (does not fit in memory: no {unit} fits)")
 
-    return [f"  {'never' if b is None else f'{unit} >= {b}'}: {compact_names(groups[b], 8)}"
+    return [f"  {never if b is None else f'{unit} >= {b}'}: {compact_names(groups[b], 8)}"
             f"{mark(b)}" for b in order]
 
 
@@ -443,7 +444,7 @@ def transition_lines(s: Sweep) -> list[str]:
     if by_seq is not None:
         lines += [f"compute-bound from (searched, any seq up to {s.seq_limit}) at batch "
                   f"{first.batch}:",
-                  *_grouped(by_seq, "seq", s.max_seq)]
+                  *_grouped(by_seq, "seq", s.max_seq, f"not up to {s.seq_limit}")]
     return lines
 
 
