@@ -5,7 +5,7 @@ roofline time (``analysis.gpu_ops``, basis ``roofline``).
 
 Every op is one call of the library, and::
 
-    t = t_call + max(t_stream, t_work)
+    t = t_call + max(t_stream, t_work, t_flop)
 
 - ``t_call``: one tiny op's time (``call_s``: Python, dispatch, allocating the output).
 - ``t_stream = bytes / R_stream``: the op's bytes (as roofline counts them: each input read
@@ -30,6 +30,10 @@ Every op is one call of the library, and::
   ``scaled_dot_product_attention`` reached at that key length (linear in log seq between the
   lengths timed, clamped at their ends; with or without the causal mask; at the head dim
   timed, 64, whatever the op's), and decode attention (one query row) streaming.
+- ``t_flop = FLOPs / P``: no op outruns the entry's peak, whatever its class measured. It
+  decides where nothing else prices the work: fused attention the probe did not time (``probe
+  --quick`` times none), which streamed its bytes alone before, 15-20x under its own roofline
+  time (GPT-2's at seq 1024 in fp32: 4.4 ms against 68 ms).
 
 A convolution's forward bias (``EPILOGUE_KINDS`` following ``CPU_EPILOGUE_FOLLOWS``) costs
 nothing: torch's CPU ``conv2d`` passes it to oneDNN (``ConvBackend::Mkldnn``), which adds it in
@@ -207,9 +211,10 @@ def predict_cpu_op(op: Op, ops: CpuOpsCalibration, dtype: str, peak: float,
         work_s = op.bytes * itemsize(ops.dtype) / itemsize(dtype) / (ops.rates_gbs[key] * 1e9)
     elif key is not None:
         basis = NOT_MEASURED
-    terms = {"call_s": ops.call_s, "stream_s": stream_s, "work_s": work_s,
+    flop_s = op.flops / peak
+    terms = {"call_s": ops.call_s, "stream_s": stream_s, "work_s": work_s, "flop_s": flop_s,
              "resident": float(resident), "peak_share": share}
-    return OpPrediction(ops.call_s + max(stream_s, work_s), basis, terms)
+    return OpPrediction(ops.call_s + max(stream_s, work_s, flop_s), basis, terms)
 
 
 def op_sources(ops: CpuOpsCalibration) -> dict[str, Any]:

@@ -30,8 +30,8 @@ class StepVerdict:
     step's intensity tends to); ``limiter``: the GEMMs (``"gemm"``) or the op kind whose bytes
     grow fastest with the batch among those whose own intensity is at most the step's (those
     that hold it down: GPT-2's GEMMs at 622 FLOP/B make the most bytes, but above a 295 ridge),
-    its ``limiter_share`` of that growth and its own ``limiter_intensity``; ``max_batch``: the largest batch that fits in memory (None: no
-    capacity stated)."""
+    its ``limiter_share`` of that growth and its own ``limiter_intensity``; ``max_batch``: the
+    largest batch that fits in memory (None: no capacity stated)."""
 
     batch: int | None
     intensity_limit: float | None  # None: no bytes grow with the batch

@@ -201,8 +201,8 @@ def op_basis_text(report: Report) -> str:
         fused = f"; {_CPU_EPILOGUE_TEXT}" if "gemm-epilogue" in bases else ""
         return (f"other ops calibrated here through {constants['library']} "
                 f"({count(constants['threads'], 'thread')}): {seconds(constants['call_s'])} a "
-                f"call plus their bytes at the measured rate of their class ({', '.join(classes)})"
-                f"{missing}{fused}")
+                f"call plus their bytes at the measured rate of their class ({', '.join(classes)}),"
+                f" none faster than its FLOPs at the peak{missing}{fused}")
     where = "calibrated here" if constants["basis"] == "calibrated" else "published"
     parts = [f"other ops at {constants['dram_fraction']:.0%} of DRAM bandwidth plus "
              f"{seconds(constants['launch_s'])} launch each ({where})"]
