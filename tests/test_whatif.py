@@ -9,7 +9,7 @@ import pytest
 
 from roofline import network_from_yaml
 from roofline.analysis.whatif import compare, gemm_report, nearest_dtype, parse_batches, sweep
-from roofline.output.whatif import change_text, comparison_dict
+from roofline.output.whatif import change_text, comparison_dict, comparison_table
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -39,6 +39,8 @@ def test_gemm_reads_m_as_the_batch_and_says_so(invoke):
     (("gemm", 0, 8, 8, "--hw", "v100"), "gemm: M: expected a positive integer, got '0'"),
     (("gemm", 8, "x", 8, "--hw", "v100"), "gemm: N: expected a positive integer, got 'x'"),
     (("compare", EXAMPLE, "--hw", "v100"), "--hw: give two devices or more"),
+    (("compare", EXAMPLE, "--hw", "a100,h100"),
+     "--hw: 'a100,h100' is one name: give each device its own --hw (--hw a100 --hw h100)"),
     (("sweep", EXAMPLE, "--hw", "v100", "--batch", "0..8"), "--batch: expected 1 <= a <= b"),
     (("sweep", EXAMPLE, "--hw", "v100", "--batch", "abc"), "--batch: expected positive integers"),
     (("sweep", EXAMPLE, "--hw", "v100", "--batch", "1,0"), "--batch: expected positive integers"),
@@ -304,7 +306,7 @@ def test_devices_bound_by_different_roofs_are_said_to_be():
     data = comparison_dict(c)
     assert data["verdict"].startswith("epyc-9654 is the fastest")
     assert ("compute-bound where xeon-platinum-8480plus's is mostly memory-bound, so each runs "
-            "at a different roof (bf16 peaks 43.622 vs 229.376 TFLOP/s; bandwidth 921.6 vs "
+            "at a different roof (peaks bf16 43.622 vs 229.376 TFLOP/s; bandwidth 921.6 vs "
             "614.4 GB/s)") in data["verdict"]
     assert [d["predicted_speedup"] for d in data["devices"]] == [None, None]
     assert data["verdict"].endswith("Predicted: xeon-platinum-8480plus, epyc-9654: datasheet, "
@@ -358,3 +360,20 @@ def test_the_predicted_verdict_names_the_baseline_as_the_roofline_one_does():
     assert (f"h100-sxm5-80gb at {seconds(h100)} per step, {a100 / h100:.2f}x faster than "
             f"a100-sxm4-80gb (the next), {v100 / h100:.2f}x faster than v100-sxm2-16gb (the "
             f"baseline).") in text
+
+
+def test_peaks_of_different_dtypes_are_named_with_their_dtypes_and_small_ratios_keep_digits():
+    """The MLP in fp16 on an A100 against a Xeon 8380, which has no fp16 peak and runs fp32:
+    the verdict said "the fp32 peak decides (11.776 vs 312 TFLOP/s)", 312 being the A100's
+    fp16 peak. By hand, per GEMM: 11.776 / 312 = 0.0377 (it printed 0.04x; a CPU probe
+    against a GPU, 0.00x)."""
+    from roofline.units import times
+
+    c = compare(EXAMPLE, ["a100-sxm4-80gb", "xeon-platinum-8380"], batch=512, dtype="fp16")
+    data = comparison_dict(c)
+    assert "the compute peak decides (fp32 11.776 TFLOP/s, datasheet, vs fp16 312, " \
+           "datasheet)" in data["verdict"]
+    table = comparison_table(c)
+    assert "compute-bound on both: the peak ratio 11.776 (fp32)/312 (fp16) = 0.0377x" in table
+    assert [times(x) for x in (0.000608, 0.0377, 0.52, 2.8712, 99.994, 1643.84)] == [
+        "0.000608x", "0.0377x", "0.52x", "2.87x", "99.99x", "1644x"]

@@ -358,8 +358,9 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     Peaks are the dense datasheet figures of the hardware entry (or measured ones, for an
     entry saved by `roofline probe --save`). Beside each GEMM's and op's roofline time (a
     bound) stands a predicted time: calibrated from the probe on a measured entry; on a GPU
-    entry, the GPU GEMM model fitted on public measurements; on a CPU datasheet entry,
-    documented effects (tile/wave quantization, launch latency). The report says which.
+    entry, the GPU GEMM model fitted on public measurements; on a CPU datasheet entry, the
+    roofline time itself (no per-call cost is documented: probe the machine to calibrate).
+    The report says which.
     """
     from .api import analyze_model
 

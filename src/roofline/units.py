@@ -40,6 +40,15 @@ def seconds(value: float) -> str:
     return f"{value:.3g} s"
 
 
+def times(ratio: float) -> str:
+    """A ratio as ``2.87x``: two decimals from 0.1 to 100, else three significant digits, so
+    that a CPU against a GPU reads ``0.000608x`` (not ``0.00x``) and ``1644x`` (not
+    ``1643.84x``)."""
+    if 0.1 <= abs(ratio) < 100:
+        return f"{ratio:.2f}x"
+    return f"{three_digits(ratio)}x"
+
+
 def count(n: int, noun: str, plural: str = "") -> str:
     """``count(1, "GPU") == "1 GPU"``, ``count(8, "GPU") == "8 GPUs"`` (``plural``: the noun's
     plural where it is not noun + s)."""

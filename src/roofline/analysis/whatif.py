@@ -150,6 +150,7 @@ class GemmChange(NamedTuple):
     base_bound: str = ""
     intensity: float = 0.0
     ridge: float = 0.0
+    dtypes: tuple[str, str] = ("", "")  # "compute": the baseline's dtype and the device's
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,8 @@ class Comparison:
                               other.gemm.bytes / base.gemm.bytes)
         if base.bound == other.bound == "compute":
             return GemmChange("compute", b_hw.peak_tflops[base.gemm.dtype],
-                              o_hw.peak_tflops[other.gemm.dtype])
+                              o_hw.peak_tflops[other.gemm.dtype],
+                              dtypes=(base.gemm.dtype, other.gemm.dtype))
         return GemmChange("turns", 0.0, 0.0, bound=other.bound, base_bound=base.bound,
                           intensity=other.gemm.intensity,
                           ridge=o_hw.ridge(other.gemm.dtype))
@@ -269,6 +271,10 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
     """Analyze ``model`` on each device; the first is the baseline. A device without the
     model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more."""
     if len(hardware) < 2:
+        one = hardware[0] if hardware else None
+        if isinstance(one, str) and "," in one:
+            raise InputError("hardware", "", f"{one!r} is one name: give each device its own "
+                             f"--hw ({' '.join('--hw ' + n.strip() for n in one.split(','))})")
         raise InputError("hardware", "", "give two devices or more (the first is the "
                                          "baseline)")
     network = _network(model, **overrides)

@@ -8,7 +8,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import basis_of, fit_of
-from ..units import seconds, si
+from ..units import seconds, si, times
 from .advice import config_warnings, past_context_text
 from .json import to_json
 from .report import (
@@ -52,13 +52,16 @@ def change_text(change: GemmChange, baseline: str) -> str:
     """Why one GEMM gains or loses on a device (``Comparison.why``), as a clause."""
     if change.kind == "memory":
         text = (f"memory-bound on both: the bandwidth ratio {change.other:g}/{change.base:g} = "
-                f"{change.other / change.base:.2f}x")
+                f"{times(change.other / change.base)}")
         if change.bytes_ratio != 1.0:
             text += f", moving {change.bytes_ratio:.2g}x the bytes"
         return text
     if change.kind == "compute":
-        return (f"compute-bound on both: the peak ratio {change.other:g}/{change.base:g} = "
-                f"{change.other / change.base:.2f}x")
+        base_dtype, dtype = change.dtypes
+        peaks = (f"{change.other:g}/{change.base:g}" if base_dtype == dtype else
+                 f"{change.other:g} ({dtype})/{change.base:g} ({base_dtype})")
+        return (f"compute-bound on both: the peak ratio {peaks} = "
+                f"{times(change.other / change.base)}")
     relation = ">=" if change.bound == "compute" else "<"
     return (f"turns {change.bound}-bound (intensity {change.intensity:.1f} {relation} "
             f"ridge {change.ridge:.1f}; {change.base_bound}-bound on {baseline})")
@@ -71,18 +74,29 @@ def _decider(report: Report, base: Report) -> str:
     fraction = report.totals["memory_bound_time_fraction"]
     b_fraction = base.totals["memory_bound_time_fraction"]
     bandwidths = f"{hw.bandwidth_gbs:g} vs {b_hw.bandwidth_gbs:g} GB/s"
-    peak, b_peak = hw.peak_tflops[report.dtype], b_hw.peak_tflops[base.dtype]
-    peaks = f"{peak:g} vs {b_peak:g} TFLOP/s"
+    peaks = _peaks(report, base)
     if (fraction >= 0.5) != (b_fraction >= 0.5):
         mine, theirs = (("memory", "compute") if fraction >= 0.5 else ("compute", "memory"))
         share = fraction if fraction >= 0.5 else 1 - fraction
         return (f"{share:.0%} of its step is {mine}-bound where {b_hw.name}'s is mostly "
-                f"{theirs}-bound, so each runs at a different roof ({report.dtype} peaks "
-                f"{peaks}; bandwidth {bandwidths})")
+                f"{theirs}-bound, so each runs at a different roof (peaks {peaks}; bandwidth "
+                f"{bandwidths})")
     if fraction >= 0.5:
         return f"{fraction:.0%} of its step is memory-bound, so bandwidth decides ({bandwidths})"
-    return (f"{1 - fraction:.0%} of its step is compute-bound, so the {report.dtype} "
-            f"peak decides ({peaks})")
+    return (f"{1 - fraction:.0%} of its step is compute-bound, so the compute peak decides "
+            f"({peaks})")
+
+
+def _peaks(report: Report, base: Report) -> str:
+    """The two peaks a verdict compares, ``fp16 989.5 vs 312 TFLOP/s``; each with its dtype
+    and its entry's basis where the two differ in either (a probed CPU's measured fp32 rate
+    beside a GPU's datasheet fp16 peak)."""
+    hw, b_hw = report.hardware, base.hardware
+    peak, b_peak = hw.peak_tflops[report.dtype], b_hw.peak_tflops[base.dtype]
+    if report.dtype == base.dtype and hw.origin == b_hw.origin:
+        return f"{report.dtype} {peak:g} vs {b_peak:g} TFLOP/s"
+    return (f"{report.dtype} {peak:g} TFLOP/s, {hw.origin}, vs {base.dtype} {b_peak:g}, "
+            f"{b_hw.origin}")
 
 
 def verdict_text(c: Comparison) -> str:
@@ -93,15 +107,15 @@ def verdict_text(c: Comparison) -> str:
         best = min(c.reports[1:], key=lambda r: r.totals["time_s"])
         text = (f"{base.hardware.name} (the baseline) stays fastest at "
                 f"{seconds(base.totals['time_s'])} per step; the next, {best.hardware.name}, "
-                f"is {1 / c.speedup(best):.2f}x slower than it: {_decider(best, base)}")
+                f"is {times(1 / c.speedup(best))} slower than it: {_decider(best, base)}")
     else:
         text = (f"{fastest.hardware.name} is the fastest: {seconds(fastest.totals['time_s'])} "
-                f"per step, {c.speedup(fastest):.2f}x faster than {base.hardware.name}; "
+                f"per step, {times(c.speedup(fastest))} faster than {base.hardware.name}; "
                 f"{_decider(fastest, base)}")
     if len(c.reports) > 2 and slowest is base:
         text += f"; the baseline, {base.hardware.name}, is the slowest"
     elif len(c.reports) > 2:
-        text += f"; the slowest, {slowest.hardware.name}, runs at {c.speedup(slowest):.2f}x"
+        text += f"; the slowest, {slowest.hardware.name}, runs at {times(c.speedup(slowest))}"
     predicted = predicted_verdict_text(c)
     return text + "." + (f" {predicted}" if predicted else "")
 
@@ -122,13 +136,13 @@ def predicted_verdict_text(c: Comparison) -> str:
                  key=lambda r: r.totals["predicted_time_s"])
     ratio = runner.totals["predicted_time_s"] / best.totals["predicted_time_s"]
     text = (f"Predicted ({bases}): {best.hardware.name} at "
-            f"{seconds(best.totals['predicted_time_s'])} per step, {ratio:.2f}x faster than "
+            f"{seconds(best.totals['predicted_time_s'])} per step, {times(ratio)} faster than "
             f"{runner.hardware.name}")
     base = c.baseline
     if len(predicted) > 2 and c.predicts(base) and base not in (best, runner):
         # the roofline's sentence is against the baseline: say this one's too, beside the next
         against = base.totals["predicted_time_s"] / best.totals["predicted_time_s"]
-        text += f" (the next), {against:.2f}x faster than {base.hardware.name} (the baseline)"
+        text += f" (the next), {times(against)} faster than {base.hardware.name} (the baseline)"
     if best is not c.fastest:
         text += f" (the roofline picks {c.fastest.hardware.name})"
     clocks = clocks_text(predicted)
@@ -168,8 +182,12 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
 
 def _compare_header(c: Comparison) -> list[str]:
     net = c.baseline.network
+    origins = ", ".join(sorted({r.hardware.origin for r in c.reports}))
     lines = [f"{net.name}: {step_text(net)}; baseline {c.baseline.hardware.name}",
-             f"precision: {precision_text(net)}"]
+             f"precision: {precision_text(net)}",
+             f"step time: the roof ({ROOF_TEXT}) summed over every GEMM and op, at each entry's "
+             f"peak and bandwidth ({origins}); predicted: each device's own basis (the verdict "
+             f"names it)"]
     if c.baseline.quantization:
         lines.append(quantization_line(detail=False))
     notes = (dtype_note(c, r) for r in c.reports)
@@ -183,7 +201,7 @@ def _device_rows(c: Comparison) -> list[list[str]]:
     for r in c.reports:
         t = r.totals
         rows.append([r.hardware.name, r.dtype, f"{r.ridge:.1f}", seconds(t["time_s"]),
-                     f"{c.speedup(r):.2f}x", predicted_cell(c, r),
+                     times(c.speedup(r)), predicted_cell(c, r),
                      speedup_text(c.predicted_speedup(r)),
                      f"{t['memory_bound_time_fraction']:.0%}"])
     return rows
@@ -197,7 +215,7 @@ def predicted_cell(c: Comparison, report: Report) -> str:
 
 def speedup_text(ratio: float | None) -> str:
     """A speedup as ``1.83x``; ``-`` where there is none (``Comparison.predicted_speedup``)."""
-    return "-" if ratio is None else f"{ratio:.2f}x"
+    return "-" if ratio is None else times(ratio)
 
 
 def _gemm_rows(c: Comparison) -> list[list[str]]:
@@ -212,7 +230,7 @@ def _gemm_rows(c: Comparison) -> list[list[str]]:
             other = r.results[i]
             cell = f"{seconds(other.time_s)} {other.bound[0]}"
             if r is not c.baseline:
-                cell += f" {result.time_s / other.time_s:.2f}x"
+                cell += f" {times(result.time_s / other.time_s)}"
             cells.append(cell)
         rows.append([g.name, g.layer[:LAYER_WIDTH], str(g.m), str(g.n), str(g.k), *cells])
     return rows

@@ -94,13 +94,13 @@ def _bar_labels(ax: Axes, comparison: Comparison, rows: list[int], scale: float,
                 wide: bool) -> None:
     """Each bar's step time, its speedup over the baseline, the dtype it ran when not the
     model's, and on a log axis its memory-bound share, just right of the bar's end."""
-    from ..units import seconds
+    from ..units import seconds, times
 
     reports: list[Report] = list(comparison.reports)
     longest = max(r.totals["time_s"] for r in reports) / scale
     for row, report in zip(rows, reports):
         t, f = report.totals["time_s"], report.totals["memory_bound_time_fraction"]
-        text = f"{seconds(t)}  {comparison.speedup(report):.2f}x"
+        text = f"{seconds(t)}  {times(comparison.speedup(report))}"
         if report.dtype != comparison.requested_dtype:
             text += f"  ({report.dtype})"
         if wide:

@@ -8,7 +8,7 @@ import secrets
 from html import escape
 from typing import TYPE_CHECKING
 
-from ...units import nice_above, nice_below, seconds, si
+from ...units import nice_above, nice_below, seconds, si, times
 from ..report import compact_names, precision_text, quantization_line, step_text
 from ..whatif import (
     change_text,
@@ -61,7 +61,7 @@ def _device_table(c: Comparison) -> str:
         t = r.totals
         rows.append(("", [text(r.hardware.name), text(r.dtype), Cell(f"{r.ridge:.1f}"),
                           Cell(seconds(t["time_s"]), t["time_s"]),
-                          Cell(f"{c.speedup(r):.2f}x", c.speedup(r)),
+                          Cell(times(c.speedup(r)), c.speedup(r)),
                           Cell(predicted_cell(c, r), t["predicted_time_s"]),
                           Cell(speedup_text(c.predicted_speedup(r)), c.predicted_speedup(r)),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
@@ -74,7 +74,7 @@ def _bars(c: Comparison) -> str:
     for r in c.reports:
         t = r.totals
         memory = t["time_s"] * t["memory_bound_time_fraction"]
-        speed = "baseline" if r is c.baseline else f"{c.speedup(r):.2f}x"
+        speed = "baseline" if r is c.baseline else times(c.speedup(r))
         bars.append(svg.Bar(r.hardware.name, memory, t["time_s"] - memory,
                             f"{seconds(t['time_s'])} ({speed})"))
     chart = svg.bar_chart(bars, "step time by device")
@@ -144,7 +144,7 @@ def _gemm_table(c: Comparison, prefix: str) -> str:
                               other.time_s))
             if r is not c.baseline:
                 speedup = result.time_s / other.time_s
-                cells.append(Cell(f"{speedup:.2f}x", speedup))
+                cells.append(Cell(times(speedup), speedup))
         rows.append((f' id="{prefix}-{escape(g.name)}" tabindex="0" class="{result.bound[0]}"',
                      cells))
     return table(header, rows, caption="per device: \u25cf memory-bound, \u25a0 compute-bound "
@@ -160,7 +160,7 @@ def _comparison_body(c: Comparison, prefix: str) -> tuple[str, str]:
             f'<p class="verdict">{escape(verdict_text(c))}</p>'
             + figures([("fastest", fastest.hardware.name),
                        ("its step time", seconds(fastest.totals["time_s"])),
-                       ("speedup over the baseline", f"{c.speedup(fastest):.2f}x")])
+                       ("speedup over the baseline", times(c.speedup(fastest)))])
             + f"<h2>Devices</h2>{_device_table(c)}{_bars(c)}"
             + f"<h2>Why</h2>{_why(c)}"
             + f"<h2>Roofline per device</h2>{_compare_charts(c, prefix)}"
