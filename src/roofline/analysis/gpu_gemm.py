@@ -13,11 +13,14 @@ slice keeps ``SPLIT_K_MIN_SLICE`` of K)::
 
     blocks = ceil(M / tm) ceil(N / tn) s G        waves = ceil(blocks / S)
     iters  = ceil(ceil(K / s) / tk)               (tk: the K step of one main-loop iteration)
-    t_iter = max(2 tm tn tk / (F r P / S),        (the math of one iteration on one SM, at the
+    t_iter = max((2 tm + d) tn tk / (F r P / S),  (the math of one iteration on one SM, at the
                  (tm + tn) tk e / (b f))           sustained fraction F of the peak at the clock
                                                    the board holds; or the loads of its A and B
                                                    slices at the b bytes per clock one SM can
                                                    draw, whichever is longer)
+    d      = 2 for a stored weight format (int4, int8, fp8 B under wider math: each block
+             converts and scales its own tn x tk slice of B, whatever its tm rows, once per
+             iteration; B loaded at its own width), else 0
     f      = gpu.sustained_clock_ghz, else the boost clock; r = f / boost (``clock_share``;
              for FP32 and FP64 also boost / gpu.vector_clock_ghz where the vendor's figures
              for them assume another clock, ``peak_share``)
@@ -344,18 +347,20 @@ def _splits(base: int, k: int, sms: int) -> list[int]:
 
 def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: int, count: int,
               dev: GpuDevice, c: GpuGemmConstants, e_b: float | None = None,
-              math_scale: float = 1.0, share: float = 1.0) -> float:
+              dequant: float = 0.0, share: float = 1.0) -> float:
     """``waves x (iters + c) x t_iter / share`` for one tile and split (module docstring;
     ``share``: ``layout_share``). A stored weight format (int4, int8, fp8 under wider
-    math) loads B at ``e_b`` bytes per element and multiplies the math by ``math_scale`` (the
-    GEMM's FLOPs plus its dequantization, over its FLOPs)."""
+    math) loads B at ``e_b`` bytes per element and adds ``dequant`` FLOPs per element of each
+    block's B slice to its math (``d``: 2). It multiplied the padded tile's math by the GEMM's
+    (FLOPs + dequantization) / FLOPs, 1 + 1 / M: at M = 1 a 64-row tile paid 64x the
+    dequantization, and an int4 decode step was predicted slower than fp16."""
     tm, tn = tile
     blocks = -(-m // tm) * -(-n // tn) * split * count
     waves = -(-blocks // dev.sms)
     slice_k = -(-k // split)
     iters = -(-slice_k // dev.k_step)
     fraction = c.tensor_core_fraction if dev.tensor_core else c.cuda_core_fraction
-    math_s = math_scale * 2.0 * tm * tn * dev.k_step / (fraction * dev.peak_flops_per_s / dev.sms)
+    math_s = (2.0 * tm + dequant) * tn * dev.k_step / (fraction * dev.peak_flops_per_s / dev.sms)
     load_s = (tm * e + tn * (e if e_b is None else e_b)) * dev.k_step / (
         c.sm_bytes_per_clock * dev.clock_hz)
     return waves * (iters + c.tile_overhead_iterations) * max(math_s, load_s) / share
@@ -363,7 +368,7 @@ def tile_time(m: int, n: int, k: int, e: float, tile: tuple[int, int], split: in
 
 def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_bytes: int,
               dev: GpuDevice, c: GpuGemmConstants = FITTED, e_b: float | None = None,
-              math_scale: float = 1.0, kept: int = 0,
+              dequant: float = 0.0, kept: int = 0,
               row_bytes: int = 16, strided: int = 0,
               c_only: bool = False) -> dict[str, float]:
     """The predicted time of ``count`` C(m, n) = A(m, k) B(k, n) GEMMs (one batched kernel)
@@ -383,7 +388,7 @@ def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_byte
     for tile in dev.tiles:
         base = -(-m // tile[0]) * -(-n // tile[1]) * count
         for split in _splits(base, k, dev.sms):
-            main = tile_time(m, n, k, e, tile, split, count, dev, c, e_b, math_scale, share)
+            main = tile_time(m, n, k, e, tile, split, count, dev, c, e_b, dequant, share)
             extra = 8 * split * m * n * count if split > 1 else 0
             dram = (from_dram + extra) / bandwidth
             blocks = base * split

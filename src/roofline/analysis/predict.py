@@ -201,13 +201,13 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     from .gpu_gemm import FITTED, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
-    scale = (gemm.flops + gemm.dequant_flops) / gemm.flops if gemm.flops else 1.0
+    dequant = 2.0 if gemm.b_dtype else 0.0  # FLOPs per element of B (Gemm.dequant_flops)
     device = device_for(hardware, gemm.dtype)
     layout = kernel_layout(gemm) | ({"strided": 0} if k_major else {})
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
                       gemm.bytes, gemm.bytes_by_operand["c"], device,
                       constants or FITTED,
-                      e_b=e_b, math_scale=scale,
+                      e_b=e_b, dequant=dequant,
                       kept=gemm.kept_bytes if weights_from_dram else 0, **layout)
     return Prediction(terms["time_s"], basis, terms)
 
