@@ -153,3 +153,15 @@ def test_precision_line_names_each_width(invoke):
                               "--format", "json").stdout)
     assert (plain["weights"], plain["activations"], plain["kv_cache"]) == ("fp16",) * 3
     assert plain["group_size"] is None
+
+
+def test_the_total_flops_count_a_weight_formats_dequantization_as_an_fp8_caches():
+    """An fp8 KV cache's dequantization was in totals.flops (inside its attention op) and an int4
+    weight's was not. By hand: 2 FLOPs a stored weight element, the 32 blocks' qkv, proj and
+    FFN and the LM head: 2 x (32 x (4096 x 12288 + 4096^2 + 4096 x 22016 + 11008 x 4096) +
+    4096 x 32000) = 2 x 6,607,077,376."""
+    matrices = LAYERS * (H * 3 * H + H * H + H * 2 * FFN + FFN * H) + H * VOCAB
+    assert matrices == 6_607_077_376
+    plain, int4 = _decode().totals, _decode(weights="int4").totals
+    assert int4["gemm_flops"] == plain["gemm_flops"]  # 2MNK: the format changes no product
+    assert int4["flops"] - plain["flops"] == 2 * matrices

@@ -175,7 +175,9 @@ class Report:
         predicted_gemm_s = float_total(results, lambda r: r.predicted_time_s)
         predicted_op_s = float_total(ops, lambda r: r.predicted_time_s)
         return {
-            "flops": gemm_flops + int_total(ops, lambda r: r.op.flops),
+            # with the GEMMs' dequantization, as an fp8 KV cache's is in its attention op's
+            "flops": gemm_flops + int_total(results, lambda r: r.gemm.dequant_flops)
+            + int_total(ops, lambda r: r.op.flops),
             "bytes": int_total(results, lambda r: r.gemm.bytes) + int_total(
                 ops, lambda r: r.op.bytes),
             "time_s": gemm_s + op_s,
