@@ -377,3 +377,15 @@ def test_peaks_of_different_dtypes_are_named_with_their_dtypes_and_small_ratios_
     assert "compute-bound on both: the peak ratio 11.776 (fp32)/312 (fp16) = 0.0377x" in table
     assert [times(x) for x in (0.000608, 0.0377, 0.52, 2.8712, 99.994, 1643.84)] == [
         "0.000608x", "0.0377x", "0.52x", "2.87x", "99.99x", "1644x"]
+
+
+def test_the_verdict_splits_a_speedup_into_gemms_and_other_ops():
+    """ResNet-50 in fp32 from an A100 to an H100 is 2.87x faster as a step, its GEMMs 3.43x
+    (the fp32 peaks 67 / 19.5 = 3.44, a few GEMMs memory-bound) and its other ops, every one
+    memory-bound on both, by the bandwidth ratio 3350 / 2039 = 1.64x: the peak ratio alone
+    did not explain the step's."""
+    c = compare("examples/resnet50.yaml", ["a100-sxm4-80gb", "h100-sxm5-80gb"], batch=64,
+                dtype="fp32")
+    verdict = comparison_dict(c)["verdict"]
+    assert f"other ops {3350 / 2039:.2f}x)" in verdict
+    assert "2.87x faster than a100-sxm4-80gb (GEMMs 3.43x, other ops 1.64x)" in verdict

@@ -87,6 +87,24 @@ def _decider(report: Report, base: Report) -> str:
             f"({peaks})")
 
 
+def _step(c: Comparison) -> str:
+    """What one step is: a decode step makes a token a sequence."""
+    net = c.baseline.network
+    return "decode step (a token a sequence)" if (
+        net.seq is not None and net.step_phase == "decode") else "step"
+
+
+def _parts(report: Report, base: Report) -> str:
+    """`` (GEMMs 3.43x, other ops 1.64x)``: how much faster ``report``'s GEMMs and other ops
+    run than ``base``'s, where both steps have ops (a speedup that the peak ratio alone does
+    not explain); else nothing."""
+    t, b = report.totals, base.totals
+    if not (t["op_time_s"] and b["op_time_s"]):
+        return ""
+    return (f" (GEMMs {times(b['gemm_time_s'] / t['gemm_time_s'])}, other ops "
+            f"{times(b['op_time_s'] / t['op_time_s'])})")
+
+
 def _peaks(report: Report, base: Report) -> str:
     """The two peaks a verdict compares, ``fp16 989.5 vs 312 TFLOP/s``; each with its dtype
     and its entry's basis where the two differ in either (a probed CPU's measured fp32 rate
@@ -106,12 +124,13 @@ def verdict_text(c: Comparison) -> str:
     if fastest is base:
         best = min(c.reports[1:], key=lambda r: r.totals["time_s"])
         text = (f"{base.hardware.name} (the baseline) stays fastest at "
-                f"{seconds(base.totals['time_s'])} per step; the next, {best.hardware.name}, "
-                f"is {times(1 / c.speedup(best))} slower than it: {_decider(best, base)}")
+                f"{seconds(base.totals['time_s'])} per {_step(c)}; the next, {best.hardware.name}, "
+                f"is {times(1 / c.speedup(best))} slower than it{_parts(base, best)}: "
+                f"{_decider(best, base)}")
     else:
         text = (f"{fastest.hardware.name} is the fastest: {seconds(fastest.totals['time_s'])} "
-                f"per step, {times(c.speedup(fastest))} faster than {base.hardware.name}; "
-                f"{_decider(fastest, base)}")
+                f"per {_step(c)}, {times(c.speedup(fastest))} faster than {base.hardware.name}"
+                f"{_parts(fastest, base)}; {_decider(fastest, base)}")
     if len(c.reports) > 2 and slowest is base:
         text += f"; the baseline, {base.hardware.name}, is the slowest"
     elif len(c.reports) > 2:
@@ -136,8 +155,8 @@ def predicted_verdict_text(c: Comparison) -> str:
                  key=lambda r: r.totals["predicted_time_s"])
     ratio = runner.totals["predicted_time_s"] / best.totals["predicted_time_s"]
     text = (f"Predicted ({bases}): {best.hardware.name} at "
-            f"{seconds(best.totals['predicted_time_s'])} per step, {times(ratio)} faster than "
-            f"{runner.hardware.name}")
+            f"{seconds(best.totals['predicted_time_s'])} per {_step(c)}, {times(ratio)} faster "
+            f"than {runner.hardware.name}")
     base = c.baseline
     if len(predicted) > 2 and c.predicts(base) and base not in (best, runner):
         # the roofline's sentence is against the baseline: say this one's too, beside the next
