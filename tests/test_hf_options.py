@@ -23,6 +23,16 @@ def test_missing_dtype_names_the_option():
         net.gemms()
 
 
+def test_every_missing_setting_is_named_in_one_line(invoke):
+    # gpt2.json gives no batch, no torch_dtype and no seq: a new user met them one run each
+    out = invoke("compare", GPT2, "--hw", "a100", "--hw", "h100")
+    assert out.exit_code == 2
+    assert out.output.strip() == (f"Error: {GPT2}: batch, dtype, seq: missing required fields "
+                                  f"(give them in the model or --batch, --dtype and --seq)")
+    one = invoke("analyze", GPT2, "--hw", "a100", "--batch", "2", "--seq", "8")
+    assert "dtype: missing required field (the config.json has no torch_dtype" in one.output
+
+
 def test_attention_override_gives_naive_attention_gemms():
     # gpt2: 12 heads of 64, 12 blocks; naive attention at batch 1, seq 128 adds per block a
     # scores GEMM (12 batched 128 x 128 x 64) and a context GEMM (12 batched 128 x 64 x 128):

@@ -242,7 +242,8 @@ def test_a_transformer_needs_seq(tmp_path, invoke):
 
 
 def test_a_config_without_batch_names_the_option(invoke):
-    result = invoke("analyze", HF / "gpt2.json", "--hw", "h100", "--seq", "128")
+    result = invoke("analyze", HF / "gpt2.json", "--hw", "h100", "--seq", "128", "--dtype",
+                    "fp16")
     assert result.exit_code == 2
     assert "gpt2.json: batch: missing required field (give batch in the model or --batch)" in (
         result.stderr)

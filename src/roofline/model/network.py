@@ -346,7 +346,17 @@ class Network:
 
     def check(self) -> None:
         """Raise InputError naming the first setting the step still lacks (batch, dtype, seq):
-        a config.json gives no batch, and maybe no dtype; the CLI's options fill them in."""
+        a config.json gives no batch, and maybe no dtype; the CLI's options fill them in. Two or
+        more missing are named together, in one line (not one a run)."""
+        needs_seq = self.seq is None and any(getattr(layer, "needs_seq", False)
+                                             for _, layer in self.layer_groups())
+        missing = [key for key, lacks in (("batch", self.batch is None),
+                                          ("dtype", self.dtype is None), ("seq", needs_seq))
+                   if lacks]
+        if len(missing) > 1:
+            given = ", ".join(option(key) for key in missing[:-1]) + f" and {option(missing[-1])}"
+            raise InputError(self.source, ", ".join(missing), f"missing required fields (give "
+                             f"them in the model or {given})")
         for key, value in (("batch", self.batch), ("dtype", self.dtype)):
             if value is None:
                 where = ("the config.json has no torch_dtype: give" if key == "dtype" and
