@@ -310,3 +310,20 @@ def test_a_product_names_its_vendor_once():
     assert v100.product == "NVIDIA Tesla V100 SXM2 16GB"
     probed = dataclasses.replace(v100, vendor="AMD", model="AMD EPYC 9R45")
     assert probed.product == "AMD EPYC 9R45"
+
+
+def test_hw_show_summarizes_a_calibration_and_says_the_llc_is_mib(isolated_user_hwdb, invoke):
+    """A probe's calibration block printed as one flattened line of a few hundred characters;
+    llc_mb (MiB, as the schema says) read beside analyze's 33.6 MB as a mismatch."""
+    import copy
+
+    from test_cpu_ops import ENTRY
+
+    data = copy.deepcopy(ENTRY)
+    (isolated_user_hwdb / "box.yaml").write_text(yaml.safe_dump(data))
+    database.clear_cache()
+    out = invoke("hw", "show", "box").stdout
+    assert "llc_mb: 32 (MiB)" in out.splitlines()
+    (line,) = [text for text in out.splitlines() if text.startswith("calibration:")]
+    assert line == ("calibration: version 4, through numpy, dtypes fp32, op costs (the whole "
+                    "block: --format json, or the entry's file)")

@@ -82,7 +82,14 @@ def hardware_detail(spec: HardwareSpec) -> str:
     for key, value in spec.to_dict().items():
         if key in _SHOWN or (key == "cpu" and spec.cpu is not None):
             continue
-        lines.append(f"{key}: {flat(value)}")
+        if key == "calibration":  # a probe's block: too long for a line, its file holds it
+            lines.append(f"calibration: version {value.get('version')}, through "
+                         f"{flat(value.get('library', {}).get('name', 'numpy'))}, dtypes "
+                         f"{', '.join(value.get('gemm_efficiency', {}))}"
+                         + (", op costs" if "ops" in value else "")
+                         + " (the whole block: --format json, or the entry's file)")
+            continue
+        lines.append(f"{key}: {flat(value)}" + (" (MiB)" if key == "llc_mb" else ""))
     lines.append("")
     lines.append("sources:")
     for i, source in enumerate(spec.sources, 1):
