@@ -389,3 +389,20 @@ def test_the_verdict_splits_a_speedup_into_gemms_and_other_ops():
     verdict = comparison_dict(c)["verdict"]
     assert f"other ops {3350 / 2039:.2f}x)" in verdict
     assert "2.87x faster than a100-sxm4-80gb (GEMMs 3.43x, other ops 1.64x)" in verdict
+
+
+def test_compare_says_each_gemms_pass_and_the_rows_it_leaves_out():
+    """GPT-2 training: the LM head's three GEMMs read 'lm_head' three times with no pass, and
+    the 11 repeated blocks' rows went unsaid (4 GEMMs forward and 8 backward each: 132)."""
+    from roofline.output.whatif import comparison_markdown
+
+    c = compare("examples/hf/gpt2.json", ["a100-sxm4-80gb", "h100-sxm5-80gb"], batch=2, seq=128,
+                dtype="fp16", mode="train")
+    table = comparison_table(c)
+    heads = [line.split()[:3] for line in table.splitlines() if " lm_head " in line]
+    assert [h[2] for h in heads] == ["fwd", "bwd-data", "bwd-wgt"]
+    assert "(132 rows of repeated layer copies not shown: each repeats its first copy's; the " \
+           "step times count every copy)" in table
+    md = comparison_markdown(c)
+    assert "\n- h100-sxm5-80gb vs a100-sxm4-80gb:\n  - " in md  # nested as in the text
+    assert "(per device: time, m/c = memory/compute-bound, speedup over the baseline)" in md

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
     from ..analysis.report import Report
 
-_PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
+PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
 
 
 def compact_names(names: Sequence[str], limit: int = 4) -> str:
@@ -211,7 +211,7 @@ def _rows(report: Report, results: Shown | Sequence[Any]
 def _row(report: Report, result) -> list[str]:
     g = result.gemm
     count = f"{g.batch_count}x " if g.batch_count > 1 else ""
-    return [g.name, g.layer[:LAYER_WIDTH], _PASS_SHORT[g.pass_], f"{count}{g.m}", str(g.n),
+    return [g.name, g.layer[:LAYER_WIDTH], PASS_SHORT[g.pass_], f"{count}{g.m}", str(g.n),
             str(g.k), si(g.flops, ""), si(g.bytes, "B"), f"{g.intensity:.1f}", result.bound,
             three_digits(result.attainable_flops_per_s / 1e12), seconds(result.time_s),
             "ok" if result.aligned else "NO"]

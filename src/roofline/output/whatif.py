@@ -13,6 +13,7 @@ from .advice import config_warnings, past_context_text
 from .json import to_json
 from .report import (
     LAYER_WIDTH,
+    PASS_SHORT,
     compact_names,
     precision_text,
     quantization_line,
@@ -239,7 +240,7 @@ def speedup_text(ratio: float | None) -> str:
 
 def _gemm_rows(c: Comparison) -> list[list[str]]:
     short = [r.hardware.name for r in c.reports]
-    rows = [["GEMM", "layer", "M", "N", "K", *short]]
+    rows = [["GEMM", "layer", "pass", "M", "N", "K", *short]]
     for i, result in enumerate(c.baseline.results):
         g = result.gemm
         if g.copy:  # a repeated block's rows are shown once (the totals count every copy)
@@ -251,8 +252,16 @@ def _gemm_rows(c: Comparison) -> list[list[str]]:
             if r is not c.baseline:
                 cell += f" {times(result.time_s / other.time_s)}"
             cells.append(cell)
-        rows.append([g.name, g.layer[:LAYER_WIDTH], str(g.m), str(g.n), str(g.k), *cells])
+        rows.append([g.name, g.layer[:LAYER_WIDTH], PASS_SHORT[g.pass_], str(g.m), str(g.n),
+                     str(g.k), *cells])
     return rows
+
+
+def _hidden_note(c: Comparison) -> list[str]:
+    """Says how many rows the GEMM table leaves out as repeated copies, if any."""
+    hidden = sum(1 for r in c.baseline.results if r.gemm.copy)
+    return [f"({hidden} rows of repeated layer copies not shown: each repeats its first copy's; "
+            f"the step times count every copy)"] if hidden else []
 
 
 def _why_lines(c: Comparison) -> list[str]:
@@ -301,16 +310,20 @@ def comparison_table(c: Comparison) -> str:
     """Devices (step time, speedup), then per GEMM ``time bound speedup`` on each device
     (m / c: memory- or compute-bound), why, and the verdict."""
     out = [*_compare_header(c), "", *aligned(*_split(_device_rows(c)), {0, 1}), "",
-           *aligned(*_split(_gemm_rows(c)), {0, 1}),
-           "(per device: time, m/c = memory/compute-bound, speedup over the baseline)", "",
+           *aligned(*_split(_gemm_rows(c)), {0, 1, 2}),
+           "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
+           *_hidden_note(c), "",
            *_why_lines(c), *slow_kernel_lines(c), "", f"verdict: {verdict_text(c)}"]
     return "\n".join(out) + "\n"
 
 
 def comparison_markdown(c: Comparison) -> str:
     out = ["  \n".join(_compare_header(c)), "", *markdown(*_split(_device_rows(c)), {0, 1}), "",
-           *markdown(*_split(_gemm_rows(c)), {0, 1}), "",
-           *(f"- {line.strip()}" for line in (*_why_lines(c), *slow_kernel_lines(c))), "",
+           *markdown(*_split(_gemm_rows(c)), {0, 1, 2}), "",
+           "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
+           *_hidden_note(c), "",
+           *(f"{'  ' if line.startswith(' ') else ''}- {line.strip()}"  # nested as in the text
+             for line in (*_why_lines(c), *slow_kernel_lines(c))), "",
            f"**{verdict_text(c)}**"]
     return "\n".join(out) + "\n"
 
