@@ -406,3 +406,12 @@ def test_compare_says_each_gemms_pass_and_the_rows_it_leaves_out():
     md = comparison_markdown(c)
     assert "\n- h100-sxm5-80gb vs a100-sxm4-80gb:\n  - " in md  # nested as in the text
     assert "(per device: time, m/c = memory/compute-bound, speedup over the baseline)" in md
+
+
+def test_compares_precision_is_the_models_when_the_baseline_runs_another_dtype():
+    # the MLP in fp16 with a Xeon 8380 (no fp16 peak: fp32) as the baseline: the header said
+    # "A, B fp32 -> C fp32", the baseline's fallback, beside an A100 running fp16
+    c = compare(EXAMPLE, ["xeon-platinum-8380", "a100-sxm4-80gb"], batch=64, dtype="fp16")
+    line = comparison_table(c).splitlines()[1]
+    assert line.startswith("precision (the model's; a device without its dtype runs the "
+                           "nearest, as noted): A, B fp16 -> C fp16")

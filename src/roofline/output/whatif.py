@@ -203,8 +203,13 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
 def _compare_header(c: Comparison) -> list[str]:
     net = c.baseline.network
     origins = ", ".join(sorted({r.hardware.origin for r in c.reports}))
+    # the model's precision, from a device that runs it (the baseline may run another dtype)
+    model = next((r for r in c.reports if not c.substituted(r)), c.baseline).network
+    other = any(c.substituted(r) for r in c.reports)
     lines = [f"{net.name}: {step_text(net)}; baseline {c.baseline.hardware.name}",
-             f"precision: {precision_text(net)}",
+             "precision"
+             + (" (the model's; a device without its dtype runs the nearest, as noted)"
+                if other else "") + f": {precision_text(model)}",
              f"step time: the roof ({ROOF_TEXT}) summed over every GEMM and op, at each entry's "
              f"peak and bandwidth ({origins}); predicted: each device's own basis (the verdict "
              f"names it)"]
