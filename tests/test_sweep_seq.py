@@ -198,3 +198,20 @@ def test_a_gemm_that_crosses_past_the_context_is_not_called_never(invoke):
     lines = [line.strip() for line in out.splitlines()]
     assert any(line.startswith("not up to 1024: MM2,") for line in lines), out
     assert not any(line.startswith("never:") for line in lines)
+
+
+def test_a_sweep_ends_with_the_whole_steps_verdict(invoke):
+    """Each GEMM's crossing is its own; the step with its ops may never follow. The MLP in
+    fp16 on a V100 (no ops): compute-bound from batch 168, the closed form of
+    tests/test_step_verdict.py; GPT-2 prefill on an H100: never (its ops hold it at 232
+    FLOP/B against a 295 ridge), though every GEMM but the projections crosses by seq 607."""
+    mlp = invoke("sweep", MLP, "--hw", "v100", "--batch", "1..1024", "--mode", "inference")
+    assert mlp.output.splitlines()[-1] == ("step: compute-bound from batch 168 (the whole "
+                                           "step's FLOP time reaches its byte time)")
+    out = invoke("sweep", ROOT / "examples" / "hf" / "gpt2.json", "--hw", "h100", "--batch",
+                 "1", "--seq", "256,1024", "--mode", "inference", "--dtype", "fp16").output
+    assert out.splitlines()[-1].startswith("step: memory-bound at every batch")
+    assert out.splitlines()[-1].endswith("(at seq 256)")
+    data = json.loads(invoke("sweep", MLP, "--hw", "v100", "--batch", "1,8", "--mode",
+                             "inference", "--format", "json").output)
+    assert data["step"]["min_compute_bound_batch"] == 168

@@ -415,3 +415,15 @@ def test_compares_precision_is_the_models_when_the_baseline_runs_another_dtype()
     line = comparison_table(c).splitlines()[1]
     assert line.startswith("precision (the model's; a device without its dtype runs the "
                            "nearest, as noted): A, B fp16 -> C fp16")
+
+
+def test_compare_json_carries_each_devices_roof_figures_and_each_gemms_shape():
+    # what the text table shows, for scripts: the ridge of the A100's fp16 312 TFLOP/s over
+    # 2039 GB/s, 153.0 FLOP/B; MM1 of the MLP at batch 64, 64 x 4096 x 1024
+    data = comparison_dict(compare(EXAMPLE, ["a100-sxm4-80gb", "h100-sxm5-80gb"], batch=64,
+                                   dtype="fp16"))
+    a100 = data["devices"][0]
+    assert (a100["peak_flops_per_s"], a100["bandwidth_bytes_per_s"]) == (312e12, 2039e9)
+    assert a100["ridge"] == pytest.approx(312e12 / 2039e9) and a100["origin"] == "datasheet"
+    mm1 = data["gemms"][0]
+    assert (mm1["m"], mm1["n"], mm1["k"], mm1["batch_count"]) == (64, 4096, 1024, 1)

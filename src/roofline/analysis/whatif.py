@@ -229,6 +229,10 @@ class Comparison:
         for report in self.reports:
             totals = report.totals
             devices.append({"hardware": report.hardware.name, "dtype": report.dtype,
+                            "origin": report.hardware.origin,
+                            "peak_flops_per_s": report.peak_flops_per_s,
+                            "bandwidth_bytes_per_s": report.bandwidth_bytes_per_s,
+                            "ridge": report.ridge,
                             "time_s": totals["time_s"], "speedup": self.speedup(report),
                             "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                             "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
@@ -240,8 +244,9 @@ class Comparison:
                             "residency": _residency(report)})
         gemms = []
         for index, result in enumerate(base.results):
-            row: dict[str, Any] = {"name": result.gemm.name, "layer": result.gemm.layer,
-                                   "pass": result.gemm.pass_}
+            g = result.gemm
+            row: dict[str, Any] = {"name": g.name, "layer": g.layer, "pass": g.pass_,
+                                   "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count}
             row["time_s"] = {r.hardware.name: r.results[index].time_s for r in self.reports}
             row["predicted_time_s"] = {r.hardware.name: r.results[index].predicted_time_s
                                        for r in self.reports}
@@ -508,6 +513,7 @@ class Sweep:
                 "max_batch": self.max_batch, "max_seq": self.max_seq,
                 "axis": self.axis, "batches": list(self.batches), "seqs": list(self.seqs),
                 "points": points, "transitions": self.transitions(),
+                "step": first.step.to_dict(),  # the whole step's verdict at the first point
                 "seq_transitions": self.seq_transitions(),
                 "transitions_by_seq": None if by_seq is None else [
                     {"seq": seq, "transitions": t, "max_batch": self.max_batch_by_seq()[seq]}

@@ -18,6 +18,7 @@ from .report import (
     precision_text,
     quantization_line,
     ridge_text,
+    step_line,
     step_text,
 )
 from .table import aligned, markdown
@@ -500,7 +501,11 @@ def transition_lines(s: Sweep) -> list[str]:
         lines += [f"compute-bound from (searched, any seq up to {s.seq_limit}) at batch "
                   f"{first.batch}:",
                   *_grouped(by_seq, "seq", s.max_seq, f"not up to {s.seq_limit}")]
-    return lines
+    # the whole step's verdict (analyze's), at the first swept seq: the GEMMs' crossings
+    # above are each GEMM's own, and a step with ops may never follow them
+    head = s.reports[0]
+    at = f" (at seq {head.network.seq})" if s.axis == "seq" or s.grid else ""
+    return lines + [step_line(head) + at]
 
 
 def sweep_table(s: Sweep) -> str:
