@@ -638,3 +638,21 @@ def test_a_w4a16_decode_is_predicted_faster_than_fp16_and_no_faster_at_a_larger_
     fp16, int4 = gemm_s(1), gemm_s(1, weights="int4")
     assert int4 < fp16
     assert gemm_s(1, weights="int4") <= gemm_s(8, weights="int4") <= gemm_s(32, weights="int4")
+
+
+def test_a_weight_only_gemv_runs_in_a_16_row_tile_an_fp16_one_does_not():
+    """TensorRT-LLM's weight-only kernels instantiate 16 x 128 CTAs for a small batch
+    (cutlass_heuristic.cpp); the fitted fp16 tiles start at 64 rows. Llama's qkv at batch 1
+    on an A100 (1 x 12288 x 4096): the int4 GEMM picks a 16-row tile, the fp16 one 64."""
+    from roofline.analysis.gpu_gemm import WEIGHT_ONLY_TILES
+    from roofline.analysis.predict import predict_gemm
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.gemm import Gemm
+
+    a100 = load_hardware("a100-sxm4-80gb")
+    fp16 = Gemm("MM1", "qkv", "forward", 1, 12288, 4096, "fp16")
+    int4 = Gemm("MM1", "qkv", "forward", 1, 12288, 4096, "fp16", b_dtype="int4",
+                group_size=128)
+    assert (16, 128) in WEIGHT_ONLY_TILES
+    assert predict_gemm(fp16, a100).terms["tile_m"] == 64
+    assert predict_gemm(int4, a100).terms["tile_m"] == 16

@@ -20,7 +20,8 @@ slice keeps ``SPLIT_K_MIN_SLICE`` of K)::
                                                    draw, whichever is longer)
     d      = 2 for a stored weight format (int4, int8, fp8 B under wider math: each block
              converts and scales its own tn x tk slice of B, whatever its tm rows, once per
-             iteration; B loaded at its own width), else 0
+             iteration; B loaded at its own width; its kernels also offer the thin tiles
+             ``WEIGHT_ONLY_TILES``, 16 and 32 rows, for a small batch), else 0
     f      = gpu.sustained_clock_ghz, else the boost clock; r = f / boost (``clock_share``;
              for FP32 and FP64 also boost / gpu.vector_clock_ghz where the vendor's figures
              for them assume another clock, ``peak_share``)
@@ -236,6 +237,14 @@ K_MAJOR_ONLY = {"Hopper": frozenset({"tf32"})}
 #: passes came out alike (median measured / predicted 0.86 / 0.89 / 0.81, all three slow by the
 #: quick probe's low peak).
 STRIDED_SHARES = (0.78, 0.52)
+
+
+#: The thin tiles a weight-only (stored weight format) GEMM adds to a Tensor-Core device's:
+#: TensorRT-LLM's mixed-type CUTLASS kernels (fpA_intB) instantiate CTAs of 16 x 128, 16 x 256
+#: and 32 x 128 beside 64- and 128-row ones for small batches (NVIDIA/TensorRT-LLM,
+#: cpp/tensorrt_llm/kernels/cutlass_kernels/cutlass_heuristic.cpp, get_cta_shape_for_config).
+#: Not fitted: no weight-only timing is in FITTED's data.
+WEIGHT_ONLY_TILES = ((16, 128), (16, 256), (32, 128))
 
 
 @dataclass(frozen=True)

@@ -198,11 +198,13 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
     calibration's, ``basis`` calibrated); ``k_major``: A and B taken as K-major whatever
     ``gemm.operand_rows`` says."""
-    from .gpu_gemm import FITTED, device_for, gemm_time
+    from .gpu_gemm import FITTED, WEIGHT_ONLY_TILES, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
     dequant = 2.0 if gemm.b_dtype else 0.0  # FLOPs per element of B (Gemm.dequant_flops)
     device = device_for(hardware, gemm.dtype)
+    if gemm.b_dtype and device.tensor_core:  # a weight-only kernel's thin tiles too
+        device = replace(device, tiles=device.tiles + WEIGHT_ONLY_TILES)
     layout = kernel_layout(gemm) | ({"strided": 0} if k_major else {})
     terms = gemm_time(gemm.m, gemm.n, gemm.k, element_size(gemm.dtype), gemm.batch_count,
                       gemm.bytes, gemm.bytes_by_operand["c"], device,
