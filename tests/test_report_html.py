@@ -286,3 +286,16 @@ def test_jupyter_shows_compare_and_sweep_as_their_pages_blocks():
     assert first.count("<style>") == 1 and first.count("<script>") == 1
     page = sweep(MLP, "a100-sxm4-80gb", [1, 64])._repr_html_()
     assert "predicted samples/s" in page and "predicted: fitted" in page
+
+
+def test_a_sweep_page_says_what_its_step_times_are_and_ends_with_the_step_verdict():
+    from roofline.analysis.whatif import sweep
+    from roofline.output.html import sweep_page
+
+    page = sweep_page(sweep("examples/mlp-1024-4096-1000.yaml", "v100", [1, 256],
+                            mode="inference"))
+    assert "<p>step time, samples/s: the roof (the pure roofline time, a lower bound from " \
+           "DRAM)" in page
+    assert ("<p>step: compute-bound from batch 168 (the whole step&#x27;s FLOP time reaches "
+            "its byte time)</p>") in page
+    assert "<h3>Step:" not in page

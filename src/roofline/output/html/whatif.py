@@ -258,7 +258,11 @@ def _transitions_html(s: Sweep) -> str:
     headed lists."""
     out, items = "", ""
     for line in transition_lines(s):
-        if line.startswith(" "):
+        if line.startswith("step:"):  # the whole step's verdict: a sentence, not a heading
+            out += f"<ul>{items}</ul>" if items else ""
+            items = ""
+            out += f"<p>{escape(line)}</p>"
+        elif line.startswith(" "):
             head, _, names = line.strip().partition(": ")
             items += f"<li><b>{escape(head)}</b>: {escape(names)}</li>"
         else:
@@ -283,7 +287,7 @@ def _sweep_body(s: Sweep) -> tuple[str, str]:
     if first.quantization:
         pairs.append(("quantization", quantization_line(detail=False)))
     notes = "".join(f"<p>{escape(line)}</p>" for line in sweep_header(s)
-                    if line.startswith(("memory:", "note:", "predicted:")))
+                    if line.startswith(("step time", "memory:", "note:", "predicted:")))
     body = (f"<h1>{escape(title)}</h1>{facts(pairs)}{notes}<h2>Throughput and bound</h2>"
             f"{_sweep_charts(s)}<h2>Steps</h2>{_sweep_table(s)}"
             f"<h2>Compute-bound from</h2>{_transitions_html(s)}"
