@@ -101,7 +101,7 @@ def _parts(report: Report, base: Report) -> str:
     run than ``base``'s, where both steps have ops (a speedup that the peak ratio alone does
     not explain); else nothing."""
     t, b = report.totals, base.totals
-    if not (t["op_time_s"] and b["op_time_s"]):
+    if not (t["op_time_s"] and b["op_time_s"] and t["gemm_time_s"] and b["gemm_time_s"]):
         return ""
     return (f" (GEMMs {times(b['gemm_time_s'] / t['gemm_time_s'])}, other ops "
             f"{times(b['op_time_s'] / t['op_time_s'])})")
