@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ..hardware.spec import HardwareSpec
+from ..hardware.spec import Calibration, HardwareSpec
 from ..model.dtypes import DTYPES
 from .json import to_json
 from .table import aligned
@@ -82,12 +82,8 @@ def hardware_detail(spec: HardwareSpec) -> str:
     for key, value in spec.to_dict().items():
         if key in _SHOWN or (key == "cpu" and spec.cpu is not None):
             continue
-        if key == "calibration":  # a probe's block: too long for a line, its file holds it
-            lines.append(f"calibration: version {value.get('version')}, through "
-                         f"{flat(value.get('library', {}).get('name', 'numpy'))}, dtypes "
-                         f"{', '.join(value.get('gemm_efficiency', {}))}"
-                         + (", op costs" if "ops" in value else "")
-                         + " (the whole block: --format json, or the entry's file)")
+        if key == "calibration" and spec.calibration is not None:
+            lines.append(_calibration_line(spec.calibration))  # too long for a flat line
             continue
         lines.append(f"{key}: {flat(value)}" + (" (MiB)" if key == "llc_mb" else ""))
     lines.append("")
@@ -98,6 +94,19 @@ def hardware_detail(spec: HardwareSpec) -> str:
         lines.append(f"      covers: {', '.join(source.covers)}")
     lines += ["", *textwrap.wrap("notes: " + " ".join(spec.notes.split()), width=100)]
     return "\n".join(lines) + "\n"
+
+
+def _calibration_line(cal: Calibration) -> str:
+    """A probe's calibration block in a line: its version, the library it was timed through
+    (``Calibration.through``), what it holds; the whole block is in the entry's file."""
+    through = cal.through.words if cal.through is not None else "a library not recorded"
+    holds = [f"GEMMs in {', '.join(cal.efficiency)}"] if cal.efficiency else []
+    if cal.gpu_ops is not None:
+        holds.append("GPU kernel constants")
+    if cal.cpu_ops is not None:
+        holds.append("op costs")
+    return (f"calibration: version {cal.version}, through {through}: {', '.join(holds)} (the "
+            f"whole block: --format json, or the entry's file)")
 
 
 def _cpu_clock_lines(spec: HardwareSpec) -> list[str]:
