@@ -348,11 +348,13 @@ class Network:
         """Raise InputError naming the first setting the step still lacks (batch, dtype, seq):
         a config.json gives no batch, and maybe no dtype; the CLI's options fill them in. Two or
         more missing are named together, in one line (not one a run)."""
-        needs_seq = self.seq is None and any(getattr(layer, "needs_seq", False)
-                                             for _, layer in self.layer_groups())
+        # the first layer that needs a seq the step lacks, searched once
+        needs_seq = None if self.seq is not None else next(
+            (layer for _, layer in self.layer_groups() if getattr(layer, "needs_seq", False)),
+            None)
         missing = [key for key, lacks in (("batch", self.batch is None),
-                                          ("dtype", self.dtype is None), ("seq", needs_seq))
-                   if lacks]
+                                          ("dtype", self.dtype is None),
+                                          ("seq", needs_seq is not None)) if lacks]
         if len(missing) > 1:
             given = ", ".join(option(key) for key in missing[:-1]) + f" and {option(missing[-1])}"
             raise InputError(self.source, ", ".join(missing), f"missing required fields (give "
@@ -365,12 +367,10 @@ class Network:
                                                    f"{option(key)})")
         self._check_precision()
         self._check_phase()
-        if self.seq is None:
-            for _, layer in self.layer_groups():
-                if getattr(layer, "needs_seq", False):
-                    raise InputError(self.source, "seq", f"missing required field: layer "
-                                     f"{layer.name!r} needs tokens per sample (give seq in the "
-                                     f"model or {option('seq')})")
+        if needs_seq is not None:
+            raise InputError(self.source, "seq", f"missing required field: layer "
+                             f"{needs_seq.name!r} needs tokens per sample (give seq in the "
+                             f"model or {option('seq')})")
 
     def _check_phase(self) -> None:
         """``phase: decode`` is an inference phase, one new token per sequence against the KV
