@@ -60,6 +60,8 @@ def _time_cells(r: GemmResult, measured: bool) -> list[str]:
 
 #: What every "roof" time is, in every output that prints one.
 ROOF_TEXT = "the pure roofline time, a lower bound from DRAM"
+#: What a step's roof time is, where a table or chart gives one per step (sweep, compare).
+STEP_ROOF_TEXT = f"the roof ({ROOF_TEXT}) summed over every GEMM and op"
 
 
 def time_lines(report: Report) -> list[str]:

@@ -22,7 +22,7 @@ from .report import (
     step_text,
 )
 from .table import aligned, markdown
-from .times import ROOF_TEXT, basis_sentence
+from .times import STEP_ROOF_TEXT, basis_sentence
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
@@ -211,9 +211,8 @@ def _compare_header(c: Comparison) -> list[str]:
              "precision"
              + (" (the model's; a device without its dtype runs the nearest, as noted)"
                 if other else "") + f": {precision_text(model)}",
-             f"step time: the roof ({ROOF_TEXT}) summed over every GEMM and op, at each entry's "
-             f"peak and bandwidth ({origins}); predicted: each device's own basis (the verdict "
-             f"names it)"]
+             f"step time: {STEP_ROOF_TEXT}, at each entry's peak and bandwidth ({origins}); "
+             f"predicted: each device's own basis (the verdict names it)"]
     if c.baseline.quantization:
         lines.append(quantization_line(detail=False))
     notes = (dtype_note(c, r) for r in c.reports)
@@ -402,8 +401,8 @@ def sweep_header(s: Sweep) -> list[str]:
              + f" ({'batch x seq grid' if s.grid else what})",
              f"precision: {precision_text(net)}",
              ridge_text(first),
-             f"step time, samples/s: the roof ({ROOF_TEXT}) summed over every GEMM and op; "
-             f"memory-bound time: its share in memory-bound GEMMs and ops"
+             f"step time, samples/s: {STEP_ROOF_TEXT}; memory-bound time: its share in "
+             f"memory-bound GEMMs and ops"
              + ("; a decode step makes one token a sequence: samples/s are tokens/s"
                 if net.seq is not None and net.step_phase == "decode" else ""),
              basis_sentence(s.hardware) + " (the predicted column: GEMMs and ops)"]

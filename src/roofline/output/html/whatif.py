@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...units import nice_above, nice_below, seconds, si, times
 from ..report import compact_names, precision_text, quantization_line, step_text
-from ..times import ROOF_TEXT
+from ..times import STEP_ROOF_TEXT
 from ..whatif import (
     change_text,
     dtype_note,
@@ -79,9 +79,9 @@ def _bars(c: Comparison) -> str:
         bars.append(svg.Bar(r.hardware.name, memory, t["time_s"] - memory,
                             f"{seconds(t['time_s'])} ({speed})"))
     chart = svg.bar_chart(bars, "step time by device")
-    return (f"<figure>{chart}<figcaption>Step time by device, the roof ({ROOF_TEXT}) summed "
-            "over every GEMM and op: the hatched part is memory-bound (GEMMs and ops), the solid "
-            "part compute-bound.</figcaption></figure>")
+    return (f"<figure>{chart}<figcaption>Step time by device, {STEP_ROOF_TEXT}: the hatched "
+            "part is memory-bound (GEMMs and ops), the solid part compute-bound."
+            "</figcaption></figure>")
 
 
 def _why(c: Comparison) -> str:
