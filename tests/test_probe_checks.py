@@ -139,6 +139,17 @@ def test_a_gpu_result_is_checked_too():
         "1.05x)"]
 
 
+def test_fp32_below_fp64_on_fp64_tensor_cores_is_no_disturbance():
+    # what `probe --save` met on a lent H100 SXM5 (2026-11-27): FP64 on its Tensor Cores at
+    # 55.4 TFLOP/s, FP32 on its CUDA cores at 51.2, both ceilings 67 (hwdb entry)
+    result = steady()
+    result.measured["gpu"] = {"gemm_gflops": {"fp32": 51_197.7, "fp64": 55_402.1},
+                              "bandwidth_gbs": {"device": 2962.7}}
+    result.theoretical["gpu"] = {"gemm_gflops": {"fp32": 67_000.0, "fp64": 67_000.0},
+                                 "bandwidth_gbs": {"device": 3352.3}}
+    assert unstable_reasons(result) == []
+
+
 def test_an_unstable_result_is_refused_unless_forced(isolated_user_hwdb):
     result = steady()
     result.measured["gemm_gflops"].update(fp32=40.0)
