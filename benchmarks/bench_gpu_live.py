@@ -94,7 +94,8 @@ def op_of(row: dict[str, str]) -> Any:
 
 def op_lines(entries: dict[str, Any], markdown: bool) -> list[str]:
     """Per op family and dtype: measured / predicted on each entry (eager; graph for the
-    forward ops replayed in a CUDA graph, against the datasheet entry)."""
+    forward ops replayed in a CUDA graph, against the datasheet entry and the entry whose
+    probe timed its small kernels in a CUDA graph)."""
     import csv
     import statistics
 
@@ -112,8 +113,9 @@ def op_lines(entries: dict[str, Any], markdown: bool) -> list[str]:
                 p = predict_op(op, hw, row["dtype"], hw.peak_flops_per_s(row["dtype"]),
                                hw.bandwidth_bytes_per_s).time_s
                 ratios.setdefault(label, []).append(float(row["time_ms"]) * 1e-3 / p)
-                if label == "datasheet" and row["graph_ms"]:
-                    ratios.setdefault("graph", []).append(float(row["graph_ms"]) * 1e-3 / p)
+                if label in ("datasheet", "probed-graph") and row["graph_ms"]:
+                    ratios.setdefault(f"{label} replays", []).append(
+                        float(row["graph_ms"]) * 1e-3 / p)
 
     def cell(values: list[float] | None) -> str:
         if not values:
@@ -123,15 +125,20 @@ def op_lines(entries: dict[str, Any], markdown: bool) -> list[str]:
         return (f"{near:.0%} / {far:.0%}, {statistics.median(values):.2f} "
                 f"({min(values):.2f}-{max(values):.2f})")
     header = ["op", "dtype", "n", "datasheet: 1.25x / 2x, median (range)",
-              "graph replays on the datasheet entry", "probed entry"]
-    body = [[family, dtype, str(len(r["datasheet"])), cell(r["datasheet"]), cell(r.get("graph")),
-             cell(r["probed"])] for (family, dtype), r in groups.items()]
+              "graph replays on the datasheet entry", "probed (eager) entry",
+              "probed (graph) entry", "graph replays on it"]
+    body = [[family, dtype, str(len(r["datasheet"])), cell(r["datasheet"]),
+             cell(r.get("datasheet replays")), cell(r["probed"]), cell(r["probed-graph"]),
+             cell(r.get("probed-graph replays"))] for (family, dtype), r in groups.items()]
     return table_lines(header, body, markdown)
 
 
-#: (GPU, its steps, its datasheet entry, the entry the probe saved there)
-DEVICES = (("H100", "h100_live_steps.json", "h100-sxm5-80gb", "h100_live_probe.yaml"),
-           ("H200", "h200_live_steps.json", "h200-sxm-141gb", "h200_live_probe.yaml"))
+#: (GPU, its steps, its datasheet entry, the entries the probe saved there: its small kernels
+#: timed from Python (calibration version 4, 2026-11-26) and, on the H100, in a CUDA graph
+#: (version 5, 2026-11-27, a second H100 of the same kind))
+DEVICES = (("H100", "h100_live_steps.json", "h100-sxm5-80gb",
+            ("h100_live_probe.yaml", "h100_live_probe_graph.yaml")),
+           ("H200", "h200_live_steps.json", "h200-sxm-141gb", ("h200_live_probe.yaml",)))
 
 
 def main() -> None:
@@ -141,24 +148,28 @@ def main() -> None:
     from roofline.hardware.catalog import load_hardware
 
     header = ["GPU", "step", "dtype", "batch", "measured", "datasheet", "ratio", "GEMM share",
-              "probed", "ratio"]
+              "probed (eager)", "ratio", "probed (graph)", "ratio"]
     body = []
     for gpu, steps_file, datasheet, probed in DEVICES:
-        entries = {"datasheet": load_hardware(datasheet),
-                   "probed": load_hardware(str(DATA / probed))}
+        entries = {"datasheet": load_hardware(datasheet)} | {
+            f"probed{i}": load_hardware(str(DATA / name)) for i, name in enumerate(probed)}
         for step in json.loads((DATA / steps_file).read_text()):
             p = predicted(step, entries)
-            (fit, fit_gemm), (probe, _) = p["datasheet"], p["probed"]
+            fit, fit_gemm = p["datasheet"]
             shape = f"{step['batch']}" + (f" x {step['side']}" if step["side"] else "")
-            body.append([gpu, step["step"], step["dtype"], shape,
-                         f"{step['best_s'] * 1e3:.2f} ms", f"{fit * 1e3:.2f} ms",
-                         f"{step['best_s'] / fit:.2f}", f"{fit_gemm / fit:.0%}",
-                         f"{probe * 1e3:.2f} ms", f"{step['best_s'] / probe:.2f}"])
+            row = [gpu, step["step"], step["dtype"], shape, f"{step['best_s'] * 1e3:.2f} ms",
+                   f"{fit * 1e3:.2f} ms", f"{step['best_s'] / fit:.2f}", f"{fit_gemm / fit:.0%}"]
+            for i in range(2):
+                probe = p.get(f"probed{i}", (None, None))[0]
+                row += ([f"{probe * 1e3:.2f} ms", f"{step['best_s'] / probe:.2f}"] if probe
+                        else ["-", "-"])
+            body.append(row)
     print("whole eager steps on a lent H100 SXM5 and H200 (torch 2.11.0+cu130; data/"
           "h1?0_live_steps.json): measured best (H100: of two runs) / predicted")
     print("\n".join(table_lines(header, body, args.markdown)))
     entries = {"datasheet": load_hardware("h100-sxm5-80gb"),
-               "probed": load_hardware(str(DATA / "h100_live_probe.yaml"))}
+               "probed": load_hardware(str(DATA / "h100_live_probe.yaml")),
+               "probed-graph": load_hardware(str(DATA / "h100_live_probe_graph.yaml"))}
     print()
     print("non-GEMM ops on the same H100 (data/h100_live_ops.csv; torch's eager calls, best of "
           "two runs): measured / predicted")

@@ -6,6 +6,7 @@ tiny arrays; nothing here needs a GPU (and nothing here proves the code right on
 
 from __future__ import annotations
 
+import contextlib
 import types
 
 import numpy as np
@@ -57,6 +58,9 @@ class FakeTensor:
     def to(self, dtype):
         return FakeTensor(self.a.astype(dtype))
 
+    def swapaxes(self, i, j):
+        return FakeTensor(self.a.swapaxes(i, j))
+
     def copy_(self, src, non_blocking=False):
         np.copyto(self.a, src.a)
         return self
@@ -86,6 +90,8 @@ def fake_torch(cuda: bool = True, device_name: str = "NVIDIA A100-SXM4-80GB"):
         np.ones(shape, dtype))
 
     def matmul(a, b, out=None):
+        if torch.capturing is not None:
+            torch.capturing.calls += 1
         if out is None:
             return FakeTensor(a.a @ b.a)
         np.matmul(a.a, b.a, out=out.a)
@@ -93,11 +99,31 @@ def fake_torch(cuda: bool = True, device_name: str = "NVIDIA A100-SXM4-80GB"):
 
     torch.matmul = matmul
     torch.allclose = lambda x, y, rtol, atol: bool(np.allclose(x.a, y.a, rtol=rtol, atol=atol))
+    class Graph:
+        """A CUDA graph of the calls made while it captured: replay makes them again."""
+
+        def __init__(self):
+            self.calls = 0
+            torch.graphs.append(self)
+
+        def replay(self):
+            torch.replays.append(self.calls)
+
+    @contextlib.contextmanager
+    def graph(g):
+        torch.capturing = g
+        yield
+        torch.capturing = None
+
+    stream = types.SimpleNamespace(wait_stream=lambda other: None)
+    torch.graphs, torch.replays, torch.capturing = [], [], None
     torch.cuda = types.SimpleNamespace(
         is_available=lambda: cuda, synchronize=lambda: torch.syncs.append(1),
         get_device_name=lambda i: device_name,
         get_device_properties=lambda i: types.SimpleNamespace(multi_processor_count=108,
-                                                              total_memory=80 * 10**9))
+                                                              total_memory=80 * 10**9),
+        Stream=lambda: stream, current_stream=lambda: stream,
+        stream=lambda s: contextlib.nullcontext(), CUDAGraph=Graph, graph=graph)
     torch.backends = types.SimpleNamespace(
         cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)))
     return torch

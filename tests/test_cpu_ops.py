@@ -372,7 +372,7 @@ def test_a_probe_with_torch_times_every_class():
     assert all(math.isfinite(v) and v > 0 for v in block["rates_gbs"].values())
     hw = HardwareSpec.from_dict(yaml.safe_load(yaml.safe_dump(
         result.to_hardware_dict("tinybox"))), "tinybox")
-    assert hw.calibration.version == 4 and hw.calibration.cpu_ops.attention_head_dim == 8
+    assert hw.calibration.version == 5 and hw.calibration.cpu_ops.attention_head_dim == 8
 
 
 @pytest.mark.slow

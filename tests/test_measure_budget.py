@@ -130,3 +130,22 @@ def test_gemms_timed_on_a_shared_machine_say_so(monkeypatch, load, warned):
     assert (sentence in measured.warnings) == warned
     data = measured.to_dict()
     assert data.get("measured_other_load_cpus") == load and (sentence in data["warnings"]) == warned
+
+
+def test_weight_only_gemms_are_refused_not_timed_as_dense_ones(invoke, isolated_user_hwdb):
+    """An int4-weight GEMM timed as a dense fp32 one would set a dense kernel's time beside the
+    weight-only prediction: --measure refuses it in one line, naming the GEMMs."""
+    entry = copy.deepcopy(ENTRY)
+    entry["measured"]["machine"] = f"{platform.node()}: AMD EPYC, 2 cores, Linux"
+    (isolated_user_hwdb / "box.yaml").write_text(yaml.safe_dump(entry))
+    res = invoke("analyze", "examples/mlp-1024-4096-1000.yaml", "--hw", "box", "--measure",
+                 "--mode", "inference", "--dtype", "fp32", "--weights", "int4")
+    assert res.exit_code == 2
+    assert res.stderr.splitlines() == [
+        "Error: --measure: --measure times dense GEMMs (A and B in the math dtype); MM1, MM2 "
+        "keep B as int4 (weight-only or a narrow KV cache): their kernels are not timed here, "
+        "and a dense timing would not be theirs; drop --weights / --kv-cache to time the "
+        "dense GEMMs"]
+    dense = invoke("analyze", "examples/mlp-1024-4096-1000.yaml", "--hw", "box",
+                   "--mode", "inference", "--dtype", "fp32", "--weights", "int4")
+    assert dense.exit_code == 0, dense.stderr

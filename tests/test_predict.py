@@ -336,6 +336,50 @@ def test_gpu_measure_path_through_a_fake_torch(monkeypatch):
     assert all(math.isfinite(r.to_dict()["efficiency"]) for r in measured.results)
 
 
+def test_gpu_measure_lays_each_gemm_out_as_the_model_predicts_it(monkeypatch):
+    """A Linear's forward on a GPU is timed with its weight along K (F.linear's W, N x K) and
+    its output along N, its data gradient with B along N, its weight gradient (M in, N out)
+    with A and C along M (dW stored out x in): what the GPU GEMM model predicts for each pass
+    (model.gemm.PASS_ROWS)."""
+    from roofline.kernels.gpu import _laid_out
+
+    rng = np.random.default_rng(1)
+    m, n, k = 4, 6, 5
+    for rows in ((2, 2, 1), (2, 1, 1), (0, 1, 1), (2, 2, 0), (0, 2, 0)):
+        a, b, c = _laid_out(lambda shape: rng.standard_normal(shape), (), m, n, k, rows)
+        np.matmul(a, b, out=c)
+        along = {0: "M", 1: "N", 2: "K"}
+        # A is (m, k) or, flipped for C along M, B^T; whichever, the operand's rows (its
+        # contiguous axis) run along the dimension asked
+        A, B = (a, b) if rows[2] == 1 else (b.T, a.T)
+        C = c if rows[2] == 1 else c.T
+        assert A.shape == (m, k) and B.shape == (k, n) and C.shape == (m, n)
+        assert np.allclose(C, A @ B)
+        contiguous = {id(A): A.strides.index(8), id(B): B.strides.index(8),
+                      id(C): C.strides.index(8)}
+        got = tuple(along[(0, 2)[contiguous[id(A)]]] if x is A else
+                    along[(2, 1)[contiguous[id(B)]]] if x is B else
+                    along[(0, 1)[contiguous[id(C)]]] for x in (A, B, C))
+        assert got == tuple(along[r] for r in rows), rows
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    gpu = copy.deepcopy(ENTRY) | {"kind": "gpu", "gpu": {"sms": 108, "boost_clock_ghz": 1.4},
+                                 "peak_tflops": {"fp32": 19.5}}
+    del gpu["cpu"], gpu["calibration"]
+    gpu["sources"][0]["covers"] = ["peak_tflops", "bandwidth_gbs", "llc_mb", "gpu"]
+    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32", batch=4), spec(gpu))
+    keys = {measure_mod.shape_key(r, report) for r in report.results}
+    # training: forward (B along K, C along N), data gradient (B along N), weight gradient
+    # (A and C along M): each pass its own timing, with its own layout
+    assert {key[6] for key in keys} == {(2, 2, 1), (2, 1, 1), (0, 1, 0)}
+    make, _ = measure_mod.default_kernels(report)
+    assert make(4, 8, 16, 1, "fp32", rows=(2, 2, 1)).label == (
+        "torch fp32 GEMM 4x8x16, rows of A, B, C along K, K, N")
+    assert make(4, 8, 16, 1, "fp32").label == "torch fp32 GEMM 4x8x16"
+    cpu_report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32", batch=4), spec())
+    assert {measure_mod.shape_key(r, cpu_report)[6] for r in cpu_report.results} == {None}
+
+
 def test_cpu_measure_times_the_probes_checked_numpy_kernel():
     from roofline.kernels import cpu
 
@@ -359,7 +403,7 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = probe.run_probe(preset="tiny")
     data = result.to_dict()
-    assert data["schema_version"] == 6 and data["method_version"] == 8
+    assert data["schema_version"] == 6 and data["method_version"] == 9
     rounds = data["details"]["calibration_rounds"]
     assert rounds["rounds"] >= 2 and "fp32 GEMM 8x8x8" in rounds["kernels"]
     assert "other_load_cpus" in data["details"]
@@ -368,7 +412,7 @@ def test_tiny_probe_writes_a_calibration_block_that_loads(monkeypatch):
     assert set(data["measured"]["bandwidth_stats"]["dram"]) == {"best", "median", "spread"}
     assert data["details"]["dram_kernel"].startswith("read stream")
     cal = data["measured"]["calibration"]
-    assert cal["version"] == 4 and set(cal["gemm_efficiency"]) == {"fp32", "fp64"}
+    assert cal["version"] == 5 and set(cal["gemm_efficiency"]) == {"fp32", "fp64"}
     # without --library: numpy's BLAS, as threadpoolctl names it
     assert cal["library"]["name"] == "numpy" == data["library"]["name"]
     assert cal["library"]["version"] == np.__version__

@@ -37,12 +37,16 @@ GPU_BLOCK = {"dram_fraction": 0.95, "launch_s": 4e-6, "tensor_core_fraction": 0.
 def test_probe_on_a_gpu_writes_a_gpu_calibration_and_its_library(fake_gpu):
     result = run_probe(preset="tiny")
     cal = result.measured["gpu"]["calibration"]
-    assert cal["version"] == 4
+    assert cal["version"] == 5
     # the fake torch has no __version__; its GEMMs would be cuBLAS's
     assert cal["library"] == {"name": "torch", "version": "unknown", "blas": "cuBLAS"}
     gpu = cal["gpu"]
     assert gpu["dram_fraction"] == gpu["tensor_core_fraction"] == gpu["cuda_core_fraction"] == 1
     assert gpu["min_kernel_s"] > 0 and gpu["launch_s"] > 0
+    # the two small kernels were timed as CUDA-graph replays: a graph of 100 GEMMs (64^3, the
+    # plan's) and one of 100 copies (no matmul in it), each replayed, never called eagerly
+    assert gpu["timing"] == "graph"
+    assert [g.calls for g in fake_gpu.graphs] == [100, 0] and fake_gpu.replays
     entry = result.to_hardware_dict("my-a100")
     assert entry["calibration"] == cal
     spec = HardwareSpec.from_dict(entry, "probe")
@@ -108,6 +112,23 @@ def test_a_real_h100_probe_entry_loads_and_predicts():
     assert 2 * 8192**3 / 696.5e12 <= big.time_s <= 1.1 * 2 * 8192**3 / 696.5e12
 
 
+def test_the_graph_timed_h100_entry_adds_the_kernels_own_fixed_time():
+    """The entry a method-9 probe saved on a lent H100 (2026-11-27;
+    benchmarks/data/h100_live_probe_graph.yaml): its small kernels timed in a CUDA graph, 1.982
+    and 1.111 us, not the 12 and 6.8 us each took from Python."""
+    path = Path(__file__).parent.parent / "benchmarks" / "data" / "h100_live_probe_graph.yaml"
+    hw = HardwareSpec.from_dict(yaml.safe_load(path.read_text()), "file")
+    gpu = hw.calibration.gpu_ops
+    assert (gpu.timing, gpu.min_kernel_s, gpu.launch_s) == ("graph", 1.982e-06, 1.111e-06)
+    assert "timed in a CUDA graph" in basis_sentence(hw)
+    # ReLU over 2^26 bf16 values (268,435,456 B): 1.111 us plus the bytes at its measured
+    # device copy, 2970.9 GB/s: 1.111 + 90.356 = 91.467 us
+    op = Op("OP1", "fc1", "forward", "relu", 2**26, 4 * 2**26)
+    p = predict_op(op, hw, "bf16", hw.peak_flops_per_s("bf16"), hw.bandwidth_bytes_per_s)
+    assert p.time_s == pytest.approx(1.111e-6 + 268_435_456 / hw.bandwidth_bytes_per_s)
+    assert p.time_s == pytest.approx(91.467e-6, rel=1e-3)
+
+
 def test_a_probed_gpu_runs_fused_attention_at_its_published_rate_not_its_gemm_rate():
     """FlashAttention-3's published rates are of the datasheet peak; the H100 entry the probe
     saved has bf16 697 TFLOP/s (its GEMMs) beside the datasheet's 989.5 in ``theoretical:``.
@@ -125,3 +146,16 @@ def test_a_probed_gpu_runs_fused_attention_at_its_published_rate_not_its_gemm_ra
     assert p.basis == "flash-attention-3"
     assert p.terms["flop_s"] == pytest.approx(flops / (fa3_tflops("forward", 128, 8192, False)
                                                        * 1e12))
+
+
+def test_the_timing_of_the_small_kernels_is_read_and_said():
+    graph = _a100({"version": 5, "gpu": GPU_BLOCK | {"timing": "graph"}})
+    assert graph.calibration.gpu_ops.timing == "graph"
+    assert "timed in a CUDA graph: the GPU's own" in basis_sentence(graph)
+    old = _a100({"version": 4, "gpu": GPU_BLOCK})  # before version 5: timed from Python
+    assert old.calibration.gpu_ops.timing == "eager"
+    assert "the host's per-call cost in them" in basis_sentence(old)
+    with pytest.raises(InputError, match="timing"):
+        _a100({"version": 4, "gpu": GPU_BLOCK | {"timing": "graph"}})
+    with pytest.raises(InputError, match="expected one of graph, eager"):
+        _a100({"version": 5, "gpu": GPU_BLOCK | {"timing": "wall"}})

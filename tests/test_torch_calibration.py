@@ -111,7 +111,7 @@ def test_probe_library_torch_writes_a_torch_calibration(cpu_only, invoke, stable
     expected = identify.torch_library()
     assert data["library"] == expected
     cal = data["measured"]["calibration"]
-    assert cal["version"] == 4 and cal["library"] == {k: v for k, v in expected.items() if v}
+    assert cal["version"] == 5 and cal["library"] == {k: v for k, v in expected.items() if v}
     assert set(cal["gemm_efficiency"]) == {"fp32", "fp64"}
     assert "fp32 GEMM through torch" in result.stderr
     from roofline.hardware.catalog import load_hardware

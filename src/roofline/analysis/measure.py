@@ -96,6 +96,17 @@ def check_measurable(report: Report, hostname: str | None = None) -> None:
         raise MeasureError(f"{hw.name} was measured on "
                            f"{machine.split(':')[0]}, this is {host}; use "
                            f"{option('hardware', 'local')}")
+    stored = {r.gemm.name: r.gemm.b_dtype for r in first_copies(report.results)
+              if r.gemm.b_dtype}
+    if stored:
+        names = list(stored)
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        kinds = ", ".join(sorted(set(stored.values())))
+        raise MeasureError(f"{option('measure')} times dense GEMMs (A and B in the math dtype); "
+                           f"{shown} keep B as {kinds} (weight-only or a narrow KV cache): "
+                           f"their kernels are not timed here, and a dense timing would not "
+                           f"be theirs; drop {option('weights')} / {option('kv_cache')} to "
+                           f"time the dense GEMMs")
     dtypes = {r.gemm.dtype for r in report.results} | {r.gemm.c_dtype for r in report.results}
     if hw.kind == "cpu" and not dtypes <= set(NUMPY_DTYPES):
         bad = ", ".join(sorted(dtypes - set(NUMPY_DTYPES)))
@@ -106,9 +117,20 @@ def check_measurable(report: Report, hostname: str | None = None) -> None:
 
 
 def shape_key(result: GemmResult, report: Report) -> tuple:
-    """What one timing covers: (M, N, K, batch_count, dtype, the weights it cycles through)."""
+    """What one timing covers: (M, N, K, batch_count, dtype, the weights it cycles through,
+    the rows of A, B and C on a GPU entry or None)."""
     g = result.gemm
-    return (g.m, g.n, g.k, g.batch_count, g.dtype, weights_of(result, report))
+    return (g.m, g.n, g.k, g.batch_count, g.dtype, weights_of(result, report),
+            layout_of(result, report))
+
+
+def layout_of(result: GemmResult, report: Report) -> tuple[int, int, int] | None:
+    """On a GPU entry, the dimension A's, B's and C's rows run along (``Gemm.operand_rows``):
+    the GPU GEMM model predicts the kernel that layout gets (on Hopper, rows off 16 bytes and
+    TF32 operands not along K run other kernels), so the timing lays its operands out so
+    (``kernels.gpu._laid_out``). None on a CPU, whose kernels time row-major operands, as the
+    probe's calibration did."""
+    return result.gemm.operand_rows if report.hardware.kind != "cpu" else None
 
 
 def weights_of(result: GemmResult, report: Report) -> int:
@@ -206,7 +228,7 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
         make_kernel, backend = default_kernels(report)
     say = progress or (lambda message: None)
     shapes = list(dict.fromkeys(shape_key(r, report) for r in report.results))
-    for m, n, k, g, dtype, weights in shapes:
+    for m, n, k, g, dtype, weights, _ in shapes:
         if allocated_bytes(m, n, k, g, dtype, weights) > MAX_SHAPE_BYTES:
             over = (f" over {weights} copies of its weight (the step reads it from DRAM: "
                     f"{CYCLE_CACHES} caches of {report.hardware.llc_mb:g} MiB of them)"
@@ -221,7 +243,8 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     started = clock()
     for group in groups(shapes):
         left = max(0.0, budget_s - (clock() - started))
-        kernels = [make_kernel(*key[:5], **({"weights": key[5]} if key[5] > 1 else {}))
+        kernels = [make_kernel(*key[:5], **({"weights": key[5]} if key[5] > 1 else {}),
+                               **({"rows": key[6]} if key[6] is not None else {}))
                    for key in group]
         for key, result in zip(group, time_kernels([k.run for k in kernels], clock, left)):
             timed[key] = Measurement(result.best_s, result.median_s, result.spread,
@@ -244,13 +267,13 @@ def time_kernels(runs: list[Callable[[int], object]],
 
 
 def groups(shapes: list[tuple]) -> list[list[tuple]]:
-    """``shapes`` (M, N, K, batch_count, dtype) in order, in groups whose operands
+    """``shapes`` (``shape_key``s) in order, in groups whose operands
     (``allocated_bytes``) together stay within ``MAX_SHAPE_BYTES``: a group's kernels live
     together while its rounds run."""
     out: list[list[tuple]] = []
     held = 0
     for key in shapes:
-        size = allocated_bytes(*key)
+        size = allocated_bytes(*key[:6])
         if not out or held + size > MAX_SHAPE_BYTES:
             out.append([])
             held = 0
@@ -260,11 +283,13 @@ def groups(shapes: list[tuple]) -> list[list[tuple]]:
 
 
 def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float) -> str:
-    m, n, k, g, dtype, weights = key
+    m, n, k, g, dtype, weights, rows = key
+    laid = (f", rows of A, B, C along {', '.join('MNK'[r] for r in rows)}"
+            if rows is not None else "")
     cut = (f"; {len(result.samples_s)} of {REPEATS} values, within the {budget_s:g} s "
            f"budget" if result.cut else "")
     over = f" over {weights} weights" if weights > 1 else ""
-    return (f"  [{i}/{count}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}{over}: "
+    return (f"  [{i}/{count}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}{over}{laid}: "
             f"{result.best_s * 1e6:.1f} us (median {result.median_s * 1e6:.1f}, spread "
             f"{result.spread:.1%}, rounds {result.round_spread:.0%} apart{cut})")
 

@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     from .report import Report
 
 #: What an entry's ``calibration:`` block holds; its history is in CHANGES.md.
-CALIBRATION_VERSION = 4
+CALIBRATION_VERSION = 5
 
 # NVIDIA, "Getting Started with CUDA Graphs" (developer.nvidia.com/blog/cuda-graphs/, 2019):
 # a 2.9 us kernel launched back to back in one stream took 3.8 us per kernel, i.e. about 1 us

@@ -19,6 +19,7 @@ from .spec import (
     CLOCK_TAGS,
     CLOCK_UNITS,
     FIGURE_KEYS,
+    GPU_TIMINGS,
     KINDS,
     NAME_CHARS,
     OP_LIBRARIES,
@@ -307,7 +308,7 @@ def _calibration(top: Fields) -> Calibration | None:
         raise block.fail("library", f"a calibration's library needs calibration version 4, "
                                     f"got version {version}")
     library = _calibration_library(block.sub("library", None))
-    gpu = _gpu_calibration(block.sub("gpu", None))
+    gpu = _gpu_calibration(block.sub("gpu", None), version)
     if block.has("ops") and version < 4:
         raise block.fail("ops", "op costs need calibration version 4")
     ops = _cpu_ops_calibration(block.sub("ops", None))
@@ -386,20 +387,25 @@ def _cpu_ops_calibration(ops: Fields | None) -> CpuOpsCalibration | None:
                              tables["attention_causal"], head_dim, reasons)
 
 
-def _gpu_calibration(gpu: Fields | None) -> GpuOpsCalibration | None:
+def _gpu_calibration(gpu: Fields | None, version: int) -> GpuOpsCalibration | None:
     """``gpu: {dram_fraction, launch_s, tensor_core_fraction, cuda_core_fraction,
-    min_kernel_s}`` (calibration version 3 on): a probe on a GPU."""
+    min_kernel_s}`` (calibration version 3 on): a probe on a GPU; and from version 5
+    ``timing`` (``graph`` or ``eager``: how its two small kernels were timed; eager without
+    it)."""
     if gpu is None:
         return None
     keys = ("dram_fraction", "launch_s", "tensor_core_fraction", "cuda_core_fraction",
             "min_kernel_s")
-    gpu.reject_unknown(frozenset(keys))
+    gpu.reject_unknown(frozenset(keys + (("timing",) if version >= 5 else ())))
     values = {key: gpu.positive_number(key) for key in keys}
     for key in ("dram_fraction", "tensor_core_fraction", "cuda_core_fraction"):
         if values[key] > 1.5:
             raise gpu.fail(key, f"expected a share of the entry's figure (at most 1.5), got "
                                 f"{values[key]}")
-    return GpuOpsCalibration(**values)
+    timing = gpu.get("timing", "eager")
+    if timing not in GPU_TIMINGS:
+        raise gpu.fail("timing", f"expected one of {', '.join(GPU_TIMINGS)}, got {timing!r}")
+    return GpuOpsCalibration(**values, timing=timing)
 
 
 def _c_write_passes(c_write: Fields | None, has_dtype: bool) -> float | None:

@@ -23,10 +23,12 @@ _DESCRIPTIVE_KEYS = ("name", "kind", "vendor", "model", "architecture", "aliases
                      "cpu_brands", "sources", "notes", "origin", "theoretical", "measured",
                      "calibration")
 # analysis.predict.CALIBRATION_VERSION and the ones it still reads
-CALIBRATION_VERSIONS = (1, 2, 3, 4)
+CALIBRATION_VERSIONS = (1, 2, 3, 4, 5)
 #: The libraries a calibration's GEMMs can be timed through (``calibration.library.name``):
 #: numpy's BLAS or torch on a CPU, torch or cupy on a GPU.
 CALIBRATION_LIBRARIES = ("numpy", "torch", "cupy")
+#: How a GPU calibration's two small kernels were timed (``GpuOpsCalibration.timing``)
+GPU_TIMINGS = ("graph", "eager")
 TOP_KEYS = frozenset(FIGURE_KEYS + _DESCRIPTIVE_KEYS)
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-_+")
 
@@ -180,13 +182,16 @@ class GpuOpsCalibration:
     sustains and one small kernel's time back to back (``launch_s``); for the GPU GEMM model
     (``analysis.gpu_gemm``) the sustained share of the peak of Tensor-Core and CUDA-core GEMMs
     and a GEMM kernel's fixed time (``min_kernel_s``: a small GEMM's, back to back; the model
-    adds it to every GEMM's main loop or DRAM stream)."""
+    adds it to every GEMM's main loop or DRAM stream). ``timing`` says how the two small kernels
+    were timed: ``graph``, replayed from a CUDA graph, the GPU's time alone (calibration
+    version 5 on), or ``eager``, called from Python, the host's per-call cost included."""
 
     dram_fraction: float
     launch_s: float
     tensor_core_fraction: float
     cuda_core_fraction: float
     min_kernel_s: float
+    timing: str = "eager"
 
 
 #: The op-cost rates a CPU calibration may hold (``CpuOpsCalibration.rates_gbs``), each the

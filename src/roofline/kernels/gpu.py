@@ -24,6 +24,32 @@ CUPY_DTYPES = {"fp64": "float64", "fp32": "float32", "fp16": "float16"}
 CHECK_RTOL = {"fp64": 1e-9, "fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 3e-2}
 
 
+#: A, B and C as ``torch.matmul(A, B)`` keeps them row-major: A's rows run along K (2), B's
+#: along N (1), C's along N (``model.gemm.PASS_ROWS``' convention: 0 M, 1 N, 2 K)
+MATMUL_ROWS = (2, 1, 1)
+
+
+def _laid_out(make: Callable[[tuple[int, ...]], Any], lead: tuple[int, ...], m: int, n: int,
+              k: int, rows: tuple[int, int, int]) -> tuple[Any, Any, Any]:
+    """``(a, b, c)`` for ``matmul(a, b, out=c)``: A (m x k) and B (k x n) made by
+    ``make(shape)`` with their rows along ``rows[0]`` and ``rows[1]`` (a transposed view where
+    that is not the row-major shape: cuBLAS reads it in place, as a Linear's weight), and C
+    (m x n) when its rows run along N; when they run along M, C^T = B^T A^T instead (n x m,
+    row-major: C stored along M)."""
+    a = make(lead + (m, k)) if rows[0] == 2 else make(lead + (k, m)).swapaxes(-1, -2)
+    b = make(lead + (k, n)) if rows[1] == 1 else make(lead + (n, k)).swapaxes(-1, -2)
+    if rows[2] == 1:
+        return a, b, make(lead + (m, n))
+    return b.swapaxes(-1, -2), a.swapaxes(-1, -2), make(lead + (n, m))
+
+
+def _label(name: str, dtype: str, m: int, n: int, k: int, rows: tuple[int, int, int]) -> str:
+    dims = "MNK"
+    layout = ("" if rows == MATMUL_ROWS else
+              f", rows of A, B, C along {dims[rows[0]]}, {dims[rows[1]]}, {dims[rows[2]]}")
+    return f"{name} {dtype} GEMM {m}x{n}x{k}{layout}"
+
+
 def _matmul_run(matmul: Any, a: Any, b: Any, c: Any,
                 sync: Callable[[], object]) -> Callable[[int], None]:
     """``run(loops)``: ``matmul(a, b, out=c)`` ``loops`` times, then one ``sync``; called once
@@ -83,24 +109,73 @@ class TorchBackend:
         return Kernel(f"{self.name} {dtype} GEMM n={n} on {self.device}", run, 2.0 * n ** 3,
                       "FLOP")
 
-    def shaped_gemm(self, m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
-        """``g`` GEMMs (m, k) x (k, n) in ``dtype`` (batched when g > 1), one sync per call."""
+    def shaped_gemm(self, m: int, n: int, k: int, g: int, dtype: str,
+                    rows: tuple[int, int, int] = MATMUL_ROWS) -> Kernel:
+        """``g`` GEMMs (m, k) x (k, n) in ``dtype`` (batched when g > 1), one sync per call,
+        A's, B's and C's rows along ``rows`` (``_laid_out``: a Linear's forward takes B, its
+        weight, along K)."""
         t = self.torch
         dt = getattr(t, TORCH_DTYPES[dtype])
         if self.is_gpu:
             t.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
         lead = (g,) if g > 1 else ()
-        a = t.randn(lead + (m, k), device=self.device, dtype=dt)
-        b = t.randn(lead + (k, n), device=self.device, dtype=dt)
-        c = t.empty(lead + (m, n), device=self.device, dtype=dt)
+        a, b, c = _laid_out(lambda shape: t.randn(shape, device=self.device, dtype=dt),
+                               lead, m, n, k, rows)
         run = _matmul_run(t.matmul, a, b, c, self.sync)
-        return Kernel(f"{self.name} {dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k * g, "FLOP")
+        return Kernel(_label(self.name, dtype, m, n, k, rows), run, 2.0 * m * n * k * g, "FLOP")
 
     def device_copy(self, nbytes: int) -> Kernel:
         t = self.torch
         src = t.ones((nbytes // 4,), device=self.device, dtype=t.float32)
         dst = t.empty((nbytes // 4,), device=self.device, dtype=t.float32)
         return self._copy_kernel(f"device copy {nbytes / 2**20:.0f} MiB", dst, src, 2 * nbytes)
+
+    @property
+    def graphs(self) -> bool:
+        """Whether this torch can replay calls from a CUDA graph (``graphed``)."""
+        return self.is_gpu and hasattr(self.torch.cuda, "CUDAGraph")
+
+    def graphed(self, label: str, call: Callable[[], object], calls: int) -> Kernel:
+        """``call`` made ``calls`` times in one CUDA graph: ``run(loops)`` replays it ``loops``
+        times, then syncs, so a replay costs the GPU's time alone (its kernels and the gaps
+        between them), not the host's: Python, torch's dispatcher and the launch, which an
+        eager loop pays per call (NVIDIA, "Getting Started with CUDA Graphs", 2019). Its work
+        is ``calls``, in "call": seconds per replay over it are seconds per call."""
+        t = self.torch
+        side = t.cuda.Stream()
+        side.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(side):  # warm-up off the capture, as torch asks
+            for _ in range(2):
+                call()
+        t.cuda.current_stream().wait_stream(side)
+        graph = t.cuda.CUDAGraph()
+        with t.cuda.graph(graph):
+            for _ in range(calls):
+                call()
+
+        def run(loops: int) -> None:
+            for _ in range(loops):
+                graph.replay()
+            self.sync()
+
+        run(1)
+        return Kernel(f"{label}, {calls} calls in a CUDA graph", run, float(calls), "call")
+
+    def small_gemm_call(self, n: int, dtype: str) -> Callable[[], object]:
+        """One ``n``^3 GEMM in ``dtype``, no sync: what ``graphed`` records."""
+        t = self.torch
+        dt = getattr(t, TORCH_DTYPES[dtype])
+        a = t.randn((n, n), device=self.device, dtype=dt)
+        b = t.randn((n, n), device=self.device, dtype=dt)
+        c = t.empty((n, n), device=self.device, dtype=dt)
+        return lambda: t.matmul(a, b, out=c)
+
+    def small_copy_call(self, nbytes: int) -> Callable[[], object]:
+        """One device-to-device copy of ``nbytes``, no sync."""
+        t = self.torch
+        src = t.ones((nbytes // 4,), device=self.device, dtype=t.float32)
+        dst = t.empty((nbytes // 4,), device=self.device, dtype=t.float32)
+        return lambda: dst.copy_(src, non_blocking=True)
 
     def host_to_device(self, nbytes: int) -> Kernel:
         t = self.torch
@@ -159,15 +234,17 @@ class CupyBackend:
             raise KernelCheckError(f"cupy {dtype} GEMM n={n}: wrong result")
         return Kernel(f"cupy {dtype} GEMM n={n}", run, 2.0 * n ** 3, "FLOP")
 
-    def shaped_gemm(self, m: int, n: int, k: int, g: int, dtype: str) -> Kernel:
-        """``g`` GEMMs (m, k) x (k, n) in ``dtype`` (batched when g > 1), one sync per call."""
+    def shaped_gemm(self, m: int, n: int, k: int, g: int, dtype: str,
+                    rows: tuple[int, int, int] = MATMUL_ROWS) -> Kernel:
+        """``g`` GEMMs (m, k) x (k, n) in ``dtype`` (batched when g > 1), one sync per call,
+        laid out along ``rows`` as the torch backend's."""
         cp = self.cp
         lead = (g,) if g > 1 else ()
-        a = cp.random.standard_normal(lead + (m, k)).astype(CUPY_DTYPES[dtype])
-        b = cp.random.standard_normal(lead + (k, n)).astype(CUPY_DTYPES[dtype])
-        c = cp.empty(lead + (m, n), dtype=CUPY_DTYPES[dtype])
+        a, b, c = _laid_out(
+            lambda shape: cp.random.standard_normal(shape).astype(CUPY_DTYPES[dtype]),
+            lead, m, n, k, rows)
         run = _matmul_run(cp.matmul, a, b, c, self.sync)
-        return Kernel(f"cupy {dtype} GEMM {m}x{n}x{k}", run, 2.0 * m * n * k * g, "FLOP")
+        return Kernel(_label("cupy", dtype, m, n, k, rows), run, 2.0 * m * n * k * g, "FLOP")
 
     def device_copy(self, nbytes: int) -> Kernel:
         cp = self.cp

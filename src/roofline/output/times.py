@@ -217,9 +217,12 @@ def basis_sentence(hardware: HardwareSpec) -> str:
     if hardware.calibration is not None and hardware.calibration.gpu_ops is not None:
         through = (f" through {library_text(hardware)}"
                    if hardware.calibration.library is not None else "")
+        timed = ("timed in a CUDA graph: the GPU's own" if hardware.calibration.gpu_ops.timing
+                 == "graph" else "timed from Python, the host's per-call cost in them: re-run "
+                 "`roofline probe --save NAME --force` to time them in a CUDA graph")
         return (f"predicted: calibrated from the probe's measurements of this GPU{through} (GPU "
-                f"GEMM model on its measured peaks and bandwidth, its shortest GEMM call and "
-                f"per-kernel launch time)")
+                f"GEMM model on its measured peaks and bandwidth, its shortest GEMM kernel and "
+                f"per-kernel time, {timed})")
     if hardware.calibration is not None:
         return (f"predicted: calibrated from the probe's measurements of this machine through "
                 f"{library_text(hardware)} (per-call overhead, small and thin GEMM efficiency, "

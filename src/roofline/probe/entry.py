@@ -191,8 +191,12 @@ def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
                 "gpu.tiles, gpu.simt_tiles and llc_mb (L2)")
             parts.append(f"{copied} copied from the matching datasheet entry.")
         if "calibration" in data:
-            parts.append("calibration: the probe's GPU constants (shortest GEMM call, one "
-                         "small kernel's time; sustained shares of the measured figures).")
+            timing = data["calibration"].get("gpu", {}).get("timing", "eager")
+            how = ("in a CUDA graph: the GPU's time" if timing == "graph" else
+                   "called from Python: the host's time included")
+            parts.append(f"calibration: the probe's GPU constants (shortest GEMM kernel, one "
+                         f"small kernel's time, {how}; sustained shares of the measured "
+                         f"figures).")
     missing = [m.figure for m in result.not_measured]
     if missing:
         parts.append("Not measured: " + ", ".join(missing) + ".")

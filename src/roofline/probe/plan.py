@@ -9,7 +9,7 @@ from dataclasses import dataclass
 #: The shape of ``probe --format json``, and how the probe measures: bump each when it changes
 #: and say why in CHANGES.md, which keeps both histories.
 SCHEMA_VERSION = 6
-METHOD_VERSION = 8
+METHOD_VERSION = 9
 #: What the probe's CPU GEMMs (and so a CPU calibration) can go through: numpy's BLAS
 #: (``kernels.cpu``) or torch (``kernels.torch_cpu``); ``probe --library``.
 GEMM_LIBRARIES = ("numpy", "torch")
@@ -67,6 +67,7 @@ class Plan:
     gpu_copy_bytes: int = 1024 * MiB
     gpu_cal_gemm_n: int = 64        # the GPU calibration's smallest GEMM (min_kernel_s)
     gpu_cal_copy_bytes: int = 4096  # and small copy (launch_s)
+    gpu_cal_graph_calls: int = 100  # calls of each in one CUDA graph (timing "graph")
     gpu_h2d_bytes: int = 256 * MiB
     # op costs (probe.op_costs, analysis.cpu_ops): values per tensor of the in-cache kernels,
     # the DRAM add's three tensors together this many times the LLC (ops_dram_elements per
