@@ -27,6 +27,8 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
 - ``passes.csv`` (``--parts passes``): a Linear's forward, data gradient and weight gradient as
   autograd runs them (``PASS_SHAPES``: aligned, and the batch, the inputs or the outputs odd or
   4-byte aligned), bf16 and TF32: which dimensions are rows (``gemm.PASS_ROWS``).
+- ``quant.csv`` (``--parts quant``): int4 and int8 weight-only GEMMs (bf16 activations) and
+  int8 x int8 GEMMs as torch runs them, beside bf16 on the same shapes (``_quant_gemms``).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -41,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from _quant_gemms import measure_quant
 from _steps import step_function
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +57,7 @@ SQUARES = (512, 1024, 2048, 4096, 8192, 16384)
 DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-PARTS = ("gemm", "ops", "steps", "passes")  # --parts
+PARTS = ("gemm", "ops", "steps", "passes", "quant")  # --parts
 MAX_GRAPH_CALLS = 400
 #: --graph: each value is the replay of a CUDA graph of ``calls`` calls, so that the host's
 #: per-call cost (Python, torch's dispatcher, the launch) leaves the figure: the kernels' own
@@ -537,7 +540,10 @@ def main() -> int:
                       ("ops", lambda: measure_ops(torch, args.out, args.quick)),
                       ("steps", lambda: measure_steps(torch, args.out, args.quick,
                                                       args.channels_last)),
-                      ("passes", lambda: measure_passes(torch, args.out, args.device_entry))):
+                      ("passes", lambda: measure_passes(torch, args.out, args.device_entry)),
+                      ("quant", lambda: measure_quant(torch, args.out, args.device_entry,
+                                                      time_calls, deepbench_shapes(), DEV,
+                                                      args.quick, log))):
         if part in parts:
             t0 = time.perf_counter()
             try:

@@ -246,6 +246,20 @@ STRIDED_SHARES = (0.78, 0.52)
 #: Not fitted: no weight-only timing is in FITTED's data.
 WEIGHT_ONLY_TILES = ((16, 128), (16, 256), (32, 128))
 
+#: What torch's own quantized kernels took on a lent H100 SXM5 (torch 2.11.0+cu130, 2026-11-27,
+#: CUDA-graph replays; benchmarks/data/h100_live_quant.csv, benchmarks/bench_gpu_quant.py) as
+#: measured / this model's prediction on the datasheet entry, by tokens (M): never fitted (the
+#: model predicts the kernel a serving library runs), said beside each such prediction
+#: (``output.times.quantized_lines``). ``_weight_int4pack_mm`` (tinygemm, int4 weights in groups
+#: of 128, bf16 activations) is a GEMV that grows linearly with M; ``_weight_int8pack_mm`` has
+#: no tensor-core CUDA kernel; ``torch._int_mm`` calls cuBLASLt with no workspace, which keeps
+#: it to Ampere-era kernels after Ampere (pytorch/pytorch#187094): its compute-bound GEMMs ran
+#: at 1.4-5.4x the prediction, at best 988 TOPS, half of H100's 1979.
+TORCH_QUANT_MEASURED: dict[str, tuple[float, float]] = {
+    "int4_1_2": (1.25, 1.67), "int4_16_64": (4.94, 18.60), "int8_weight_1_2": (20.25, 44.13),
+    "int8_compute": (1.39, 5.37)}
+TORCH_INT8_BEST_TOPS = 988.0  # torch._int_mm's best on that H100 (4096 x 4096 x 11008)
+
 
 @dataclass(frozen=True)
 class GpuDevice:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.gpu_ops import STRIDED_COPY_VALUES
 from ..analysis.predict import fit_of
-from ..model.repeats import distinct
+from ..model.repeats import distinct, first_copies
 from ..units import count, seconds, si, three_digits
 
 if TYPE_CHECKING:
@@ -82,7 +82,48 @@ def time_lines(report: Report) -> list[str]:
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)})"]
     return (lines + [text] + step + misaligned_row_lines(report) + strided_lines(report)
-            + beats_roof_notes(report))
+            + quantized_lines(report) + beats_roof_notes(report))
+
+
+def quantized_lines(report: Report, shown: int = 6) -> list[str]:
+    """On a GPU, what the prediction of a weight-only GEMM (B stored narrower than its math)
+    and of an int8 GEMM assumes, and what torch's own kernels of each took on an H100
+    (``gpu_gemm.TORCH_QUANT_MEASURED``): the kernel a serving library runs is predicted, and a
+    user of plain torch gets less (the int8 line only where torch's int8 GEMM falls back to
+    older kernels: Hopper and Blackwell)."""
+    from ..analysis.gpu_gemm import TMA_ARCHITECTURES, TORCH_INT8_BEST_TOPS
+    from ..analysis.gpu_gemm import TORCH_QUANT_MEASURED as T
+
+    hw = report.hardware
+    if hw.kind != "gpu" or not any(
+            r.gemm.b_dtype or r.gemm.dtype == "int8" for r in distinct(report.results)):
+        return []  # (asked of one copy of each run: a deep model's rows are not built)
+    firsts = list(first_copies(report.results))
+    weight_only = [r.gemm for r in firsts if r.gemm.b_dtype and r.gemm.b_operand == "weight"]
+    int8 = [r.gemm.name for r in firsts if r.gemm.dtype == "int8"]
+    lines = []
+    if weight_only:
+        stored = ", ".join(sorted({g.b_dtype for g in weight_only}))
+        lines.append(
+            f"weight-only GEMMs: {_named([g.name for g in weight_only], len(weight_only), shown)}"
+            f" (B {stored}): predicted as one kernel that dequantizes B as it loads it "
+            f"(TensorRT-LLM's fpA_intB, its thin tiles; no weight-only timing is in the fit); "
+            f"torch's own kernels ran slower on an H100 (torch 2.11): int4 "
+            f"(_weight_int4pack_mm) {_span(T['int4_1_2'])} the prediction at 1-2 tokens and "
+            f"{_span(T['int4_16_64'])} at 16-64, int8 (_weight_int8pack_mm) "
+            f"{T['int8_weight_1_2'][0]:.0f}x and more")
+    if int8 and hw.architecture in TMA_ARCHITECTURES:
+        lines.append(
+            f"int8 GEMMs: {_named(int8, len(int8), shown)}: predicted at the sustained share of "
+            f"the int8 Tensor-Core peak; torch._int_mm calls cuBLASLt with no workspace and "
+            f"gets older kernels (pytorch/pytorch#187094): on an H100 (torch 2.11) its "
+            f"compute-bound GEMMs took {_span(T['int8_compute'])} the prediction, at best "
+            f"{TORCH_INT8_BEST_TOPS:,.0f} TOPS")
+    return lines
+
+
+def _span(pair: tuple[float, float]) -> str:
+    return f"{three_digits(pair[0])}-{three_digits(pair[1])}x"
 
 
 def misaligned_row_lines(report: Report, shown: int = 6) -> list[str]:

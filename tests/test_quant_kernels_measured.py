@@ -1,0 +1,92 @@
+"""What torch's own quantized kernels took on a lent H100 (benchmarks/data/h100_live_quant.csv)
+is said beside every weight-only or int8 prediction on a GPU, and the figures said are the
+file's: measured / predicted, recomputed here from the timings."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from roofline.analysis.gpu_gemm import TORCH_INT8_BEST_TOPS, TORCH_QUANT_MEASURED
+from roofline.analysis.report import analyze_gemm
+from roofline.api import analyze_model
+from roofline.hardware.catalog import load_hardware
+from roofline.model.gemm import Gemm
+from roofline.output.times import quantized_lines
+
+DATA = Path(__file__).parent.parent / "benchmarks" / "data" / "h100_live_quant.csv"
+LLAMA = str(Path(__file__).parent.parent / "examples" / "hf" / "llama-2-7b.json")
+
+
+def _ratios(kind: str, lo: int, hi: int, compute_only: bool = False) -> list[float]:
+    hw = load_hardware("h100-sxm5-80gb")
+    dtype, stored = {"w4a16": ("bf16", "int4"), "w8a16": ("bf16", "int8"),
+                     "int8": ("int8", "")}[kind]
+    out = []
+    with open(DATA, newline="") as f:
+        for row in csv.DictReader(f):
+            m = int(row["m"])
+            if row["kind"] != kind or not lo <= m <= hi or row["group"] not in ("0", "128"):
+                continue
+            gemm = Gemm("MM1", "x", "forward", m, int(row["n"]), int(row["k"]), dtype,
+                        b_dtype=stored, group_size=128 if stored == "int4" else 0)
+            result = analyze_gemm(gemm, hw)
+            if compute_only and result.bound != "compute":
+                continue
+            out.append(float(row["time_ms"]) * 1e-3 / result.predicted_time_s)
+    return out
+
+
+def test_the_figures_said_are_the_measured_ones():
+    t = TORCH_QUANT_MEASURED
+    for key, (kind, lo, hi) in {"int4_1_2": ("w4a16", 1, 2), "int4_16_64": ("w4a16", 16, 64),
+                                "int8_weight_1_2": ("w8a16", 1, 2)}.items():
+        got = _ratios(kind, lo, hi)
+        assert len(got) >= 8
+        assert (min(got), max(got)) == pytest.approx(t[key], abs=0.01), key
+    compute = _ratios("int8", 17, 10**9, compute_only=True)
+    assert (min(compute), max(compute)) == pytest.approx(t["int8_compute"], abs=0.01)
+    with open(DATA, newline="") as f:
+        best = max(2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["time_ms"]) * 1e-3)
+                   for r in csv.DictReader(f) if r["kind"] == "int8")
+    assert best / 1e12 == pytest.approx(TORCH_INT8_BEST_TOPS, abs=0.5)
+
+
+def test_each_prediction_of_a_quantized_gemm_on_a_gpu_says_what_it_assumes():
+    int4 = analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=1, seq=1024,
+                         dtype="bf16", weights="int4")
+    (line,) = quantized_lines(int4)
+    assert line.startswith("weight-only GEMMs: MM1, MM2, MM3, MM4, MM129 (B int4): predicted as "
+                           "one kernel that dequantizes B")
+    assert "_weight_int4pack_mm) 1.25-1.67x the prediction at 1-2 tokens" in line
+    w8a8 = analyze_model(LLAMA, "h100", mode="inference", phase="prefill", batch=1, seq=1024,
+                         dtype="int8")
+    (line,) = quantized_lines(w8a8)
+    assert "pytorch/pytorch#187094" in line and "at best 988 TOPS" in line
+    # an A100 runs torch's int8 GEMMs on its own generation's kernels: no int8 line there
+    assert quantized_lines(analyze_model(LLAMA, "a100", mode="inference", phase="prefill",
+                                         batch=1, seq=1024, dtype="int8")) == []
+    dense = analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=1, seq=1024,
+                          dtype="bf16")
+    assert quantized_lines(dense) == []
+
+
+def test_the_quant_measurement_asks_only_what_each_torch_kernel_takes(monkeypatch):
+    """benchmarks/_quant_gemms.py (run on a GPU by gpu_measure.py --parts quant): int4 with
+    groups that divide K, torch._int_mm only at M > 16 with N and K multiples of 8, no row
+    twice."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
+    sys.modules.pop("_quant_gemms", None)
+    import _quant_gemms as q
+
+    rows = q.quant_shapes([(16, 4096, 4096), (35, 8, 8), (64, 12, 8), (128, 8, 8)])
+    assert len(rows) == len(set(rows))
+    assert [r for r in rows if r[0] == "int8" and r[3] < 4096] == [("int8", 35, 8, 8, 0),
+                                                                     ("int8", 128, 8, 8, 0)]
+    assert all(r[1] > 16 and r[2] % 8 == 0 and r[3] % 8 == 0 for r in rows if r[0] == "int8")
+    assert all(r[3] % r[4] == 0 and r[3] % (16 * q.INNER_K_TILES) == 0
+               for r in rows if r[0] == "w4a16")
