@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -33,6 +34,16 @@ except ImportError:  # CI installs the torch and hf extras: there, a missing one
         raise
     pytest.skip("torch or transformers is not installed (pip install 'roofline[torch,hf]')",
                 allow_module_level=True)
+
+from packaging.version import Version  # noqa: E402
+
+#: the hf extra's floor, read from pyproject.toml: transformers 5.17 (a lent GPU machine's)
+#: captures Llama's rotary embedding as one more GEMM (inv_freq @ positions, 64 x 64 x 1)
+HF_FLOOR = re.search(r'"transformers>=([0-9.]+)"', (Path(__file__).parent.parent /
+                                                     "pyproject.toml").read_text()).group(1)
+if Version(transformers.__version__) < Version(HF_FLOOR) and not os.environ.get("CI"):
+    pytest.skip(f"transformers {transformers.__version__} is below the hf extra's "
+                f"{HF_FLOOR} (pip install 'roofline[hf]')", allow_module_level=True)
 
 from roofline.model.network import load_network  # noqa: E402
 from roofline.torch import capture  # noqa: E402
