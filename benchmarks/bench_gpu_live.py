@@ -16,7 +16,8 @@ Printed per step: the measured best (on the H100 of two runs), each prediction a
 predicted, and the predicted share of the step in GEMMs. Then the non-GEMM ops of
 data/h100_live_ops.csv (torch's eager calls and, forward, their CUDA-graph replays; attention
 under torch's default backend) on both entries, by op and dtype: the share within 1.25x and 2x
-and the median of measured / predicted.
+and the median of measured / predicted. Last, a Llama-2-7B decode step
+(data/h100_live_decode.json) as a CUDA graph and eagerly against its predicted step.
 """
 
 from __future__ import annotations
@@ -133,6 +134,27 @@ def op_lines(entries: dict[str, Any], markdown: bool) -> list[str]:
     return table_lines(header, body, markdown)
 
 
+def decode_lines(markdown: bool) -> list[str]:
+    """data/h100_live_decode.json: a plain PyTorch Llama-2-7B decode step (bf16) as a CUDA graph
+    and eagerly, against the step examples/hf/llama-2-7b.json predicts on the datasheet entry
+    (the same batch, the KV cache as long)."""
+    from roofline.api import analyze_model
+
+    header = ["batch", "KV tokens", "kernels", "graph", "eager", "predicted", "graph / predicted",
+              "eager / graph"]
+    body = []
+    for row in json.loads((DATA / "h100_live_decode.json").read_text()):
+        report = analyze_model(str(ROOT / "examples" / "hf" / "llama-2-7b.json"),
+                               "h100-sxm5-80gb", mode="inference", phase="decode",
+                               batch=row["batch"], seq=row["kv"], dtype="bf16")
+        predicted = report.totals["predicted_time_s"]
+        body.append([str(row["batch"]), str(row["kv"]), f"{row['kernels']:,}",
+                     f"{row['graph_s'] * 1e3:.2f} ms", f"{row['eager_s'] * 1e3:.1f} ms",
+                     f"{predicted * 1e3:.2f} ms", f"{row['graph_s'] / predicted:.2f}",
+                     f"{row['eager_s'] / row['graph_s']:.1f}"])
+    return table_lines(header, body, markdown)
+
+
 #: (GPU, its steps, its datasheet entry, the entries the probe saved there: its small kernels
 #: timed from Python (calibration version 4, 2026-11-26) and, on the H100, in a CUDA graph
 #: (version 5, 2026-11-27, a second H100 of the same kind))
@@ -174,6 +196,10 @@ def main() -> None:
     print("non-GEMM ops on the same H100 (data/h100_live_ops.csv; torch's eager calls, best of "
           "two runs): measured / predicted")
     print("\n".join(op_lines(entries, args.markdown)))
+    print()
+    print("a Llama-2-7B decode step in plain PyTorch on an H100 (data/h100_live_decode.json; "
+          "benchmarks/_decode_step.py), against the predicted step on the datasheet entry")
+    print("\n".join(decode_lines(args.markdown)))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   4-byte aligned), bf16 and TF32: which dimensions are rows (``gemm.PASS_ROWS``).
 - ``quant.csv`` (``--parts quant``): int4 and int8 weight-only GEMMs (bf16 activations) and
   int8 x int8 GEMMs as torch runs them, beside bf16 on the same shapes (``_quant_gemms``).
+- ``decode.json`` (``--parts decode``): one Llama-2-7B decode step in plain PyTorch
+  (``_decode_step``) at ``DECODE_STEPS``, replayed from a CUDA graph and called eagerly, and
+  its kernels counted in one profiled step.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -43,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from _decode_step import decode_step
 from _quant_gemms import measure_quant
 from _steps import step_function
 
@@ -57,7 +61,9 @@ SQUARES = (512, 1024, 2048, 4096, 8192, 16384)
 DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-PARTS = ("gemm", "ops", "steps", "passes", "quant")  # --parts
+PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode")  # --parts
+#: (batch, KV tokens) of the decode steps (``--parts decode``)
+DECODE_STEPS = ((1, 1024), (8, 1024), (32, 1024), (1, 4096), (16, 4096))
 MAX_GRAPH_CALLS = 400
 #: --graph: each value is the replay of a CUDA graph of ``calls`` calls, so that the host's
 #: per-call cost (Python, torch's dispatcher, the launch) leaves the figure: the kernels' own
@@ -462,6 +468,43 @@ def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = Fals
     (out / "steps.json").write_text(json.dumps(results, indent=1))
 
 
+def measure_decode(torch: Any, out: Path, quick: bool) -> None:
+    """decode.json: one Llama-2-7B decode step (``_decode_step``, examples/hf/llama-2-7b.json,
+    bf16) per ``DECODE_STEPS`` batch and KV length: replayed from a CUDA graph (``graph_s``,
+    the GPU's time), called eagerly back to back (``eager_s``, the host's per-kernel cost in
+    it), and one profiled eager step (``kernels`` launched, ``kernel_s`` their summed time)."""
+    global GRAPH
+    cfg = json.loads((ROOT / "examples" / "hf" / "llama-2-7b.json").read_text())
+    if quick or DEV != "cuda":
+        cfg |= {"num_hidden_layers": 2, "hidden_size": 256, "intermediate_size": 512,
+                "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000}
+    shapes = DECODE_STEPS if DEV == "cuda" else ((1, 64), (2, 64))
+    rows = []
+    for batch, kv in shapes:
+        row: dict[str, Any] = {"batch": batch, "kv": kv, "layers": cfg["num_hidden_layers"]}
+        try:
+            step = decode_step(torch, cfg, batch, kv, DEV)
+            kinds = (("graph", True), ("eager", False)) if DEV == "cuda" else (("eager", False),)
+            for label, graph in kinds:
+                GRAPH = graph
+                r = time_calls(torch, step, values=5, value_s=0.05)
+                row |= {f"{label}_s": r["best_s"], f"{label}_median_s": r["median_s"],
+                        f"{label}_spread": r["spread"]}
+            GRAPH = False
+            profiled = kernel_times(torch, step)
+            row |= {"kernels": sum(k["calls"] for k in profiled["kernels"].values()),
+                    "kernel_s": profiled["kernel_s"]}
+        except Exception as exc:  # noqa: BLE001 - recorded per row
+            row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        finally:
+            GRAPH = False
+            step = None
+            empty_cache(torch)
+        rows.append(row)
+        log(f"decode {json.dumps(row)}")
+    (out / "decode.json").write_text(json.dumps(rows, indent=1))
+
+
 def clocks() -> dict[str, Any]:
     try:
         import pynvml
@@ -543,7 +586,8 @@ def main() -> int:
                       ("passes", lambda: measure_passes(torch, args.out, args.device_entry)),
                       ("quant", lambda: measure_quant(torch, args.out, args.device_entry,
                                                       time_calls, deepbench_shapes(), DEV,
-                                                      args.quick, log))):
+                                                      args.quick, log)),
+                      ("decode", lambda: measure_decode(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:

@@ -94,6 +94,15 @@ from ..roof import roofline_time_s
 from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
 from .predict import LAUNCH_LATENCY_S, LAUNCH_SOURCE, interpolate
 
+#: One Llama-2-7B decode step in plain PyTorch (benchmarks/_decode_step.py: Hugging Face's
+#: unfused RMSNorm and rotary embedding, 1,290 kernels at batch 1) on a lent H100 SXM5 (torch
+#: 2.11.0+cu130, 2026-11-27; benchmarks/data/h100_live_decode.json): seconds replayed from a CUDA
+#: graph (the kernels alone, as an engine launches them) and called eagerly from Python (each
+#: kernel's host dispatch and launch too), at batch 1 and a KV cache of 1,024 tokens. Said
+#: beside a GPU's decode prediction (``output.times.launch_lines``): the prediction is the
+#: kernels' time, and eager PyTorch decoding is host-bound.
+EAGER_DECODE_MEASURED = {"kernels": 1290, "graph_s": 7.652e-3, "eager_s": 22.29e-3}
+
 if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
     from ..model.ops import AttentionShape, Op

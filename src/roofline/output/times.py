@@ -82,7 +82,22 @@ def time_lines(report: Report) -> list[str]:
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)})"]
     return (lines + [text] + step + misaligned_row_lines(report) + strided_lines(report)
-            + quantized_lines(report) + beats_roof_notes(report))
+            + quantized_lines(report) + launch_lines(report) + beats_roof_notes(report))
+
+
+def launch_lines(report: Report) -> list[str]:
+    """On a GPU, for a decode step: the prediction is its kernels' time, launched back to back
+    as a CUDA graph or a serving engine launches them; eager PyTorch pays the host's time per
+    kernel too, measured on an H100 (``gpu_ops.EAGER_DECODE_MEASURED``)."""
+    from ..analysis.gpu_ops import EAGER_DECODE_MEASURED as E
+
+    if report.hardware.kind != "gpu" or report.network.step_phase != "decode":
+        return []
+    return [f"launches: predicted as the kernels' own time, launched back to back as a CUDA "
+            f"graph or a serving engine does; called one by one from eager PyTorch a decode "
+            f"step waits on the host instead: a plain PyTorch Llama-2-7B step at batch 1 "
+            f"({E['kernels']:,} kernels) took {seconds(E['eager_s'])} eagerly on an H100, "
+            f"{seconds(E['graph_s'])} as a CUDA graph (torch 2.11)"]
 
 
 def quantized_lines(report: Report, shown: int = 6) -> list[str]:

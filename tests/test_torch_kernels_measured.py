@@ -1,6 +1,8 @@
-"""What torch's own quantized kernels took on a lent H100 (benchmarks/data/h100_live_quant.csv)
-is said beside every weight-only or int8 prediction on a GPU, and the figures said are the
-file's: measured / predicted, recomputed here from the timings."""
+"""What torch's own kernels took on a lent H100 is said beside the predictions it bears on, with
+the figures of the files it was measured into: its quantized GEMMs (benchmarks/data/
+h100_live_quant.csv; measured / predicted recomputed here from the timings) beside every
+weight-only or int8 prediction on a GPU, and a plain PyTorch decode step eagerly and as a CUDA
+graph (benchmarks/data/h100_live_decode.json) beside a GPU's decode prediction."""
 
 from __future__ import annotations
 
@@ -90,3 +92,27 @@ def test_the_quant_measurement_asks_only_what_each_torch_kernel_takes(monkeypatc
     assert all(r[1] > 16 and r[2] % 8 == 0 and r[3] % 8 == 0 for r in rows if r[0] == "int8")
     assert all(r[3] % r[4] == 0 and r[3] % (16 * q.INNER_K_TILES) == 0
                for r in rows if r[0] == "w4a16")
+
+
+def test_a_gpu_decode_says_eager_pytorch_waits_on_the_host_with_the_measured_figures():
+    import json
+
+    from roofline.analysis.gpu_ops import EAGER_DECODE_MEASURED as E
+    from roofline.output.times import launch_lines
+
+    rows = json.loads((DATA.parent / "h100_live_decode.json").read_text())
+    first = next(r for r in rows if (r["batch"], r["kv"]) == (1, 1024))
+    assert first["kernels"] == E["kernels"]
+    assert first["graph_s"] == pytest.approx(E["graph_s"], rel=1e-3)
+    assert first["eager_s"] == pytest.approx(E["eager_s"], rel=1e-3)
+    # eager PyTorch is host-bound in every row: 1.8x its graph time or more
+    assert min(r["eager_s"] / r["graph_s"] for r in rows) > 1.8
+    decode = analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=1, seq=1024,
+                           dtype="bf16")
+    (line,) = launch_lines(decode)
+    assert "(1,290 kernels) took 22.3 ms eagerly on an H100, 7.65 ms as a CUDA graph" in line
+    prefill = analyze_model(LLAMA, "h100", mode="inference", phase="prefill", batch=1,
+                            seq=1024, dtype="bf16")
+    assert launch_lines(prefill) == []
+    assert launch_lines(analyze_model(LLAMA, "xeon-platinum-8380", mode="inference", phase="decode",
+                                      batch=1, seq=1024, dtype="fp32")) == []
