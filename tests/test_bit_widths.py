@@ -46,10 +46,12 @@ def test_w4a16_decode_step_bytes_with_group_size_128():
     assert first.bytes == 25_985_024 and first.bytes_by_operand == {
         "a": 8_192, "b": 25_165_824 + 786_432, "c": 24_576}
     # ops per block, fp16, one token, KV cache of 1024 tokens: two rmsnorms (read, write h),
-    # flash attention (Q and O: 2 x 4096; K and V: 1024 x 2 x 4096), two residual adds (read 2,
-    # write 1), silu (read, write ffn) and the gate (read 2, write 1 x ffn)
-    ops = (2 * 2 * H * 2 + (2 * H + 1024 * 2 * H) * 2 + 2 * 3 * H * 2
-           + 2 * FFN * 2 + 3 * FFN * 2)
+    # the rotary embedding (read, write q and k: 2 x 4096), the new K and V into the cache
+    # (read, write 2 x 4096), flash attention (Q and O: 2 x 4096; K and V: 1024 x 2 x 4096),
+    # two residual adds (read 2, write 1), silu (read, write ffn) and the gate (read 2, write
+    # 1 x ffn)
+    ops = (2 * 2 * H * 2 + 2 * 2 * H * 2 + 2 * 2 * H * 2 + (2 * H + 1024 * 2 * H) * 2
+           + 2 * 3 * H * 2 + 2 * FFN * 2 + 3 * FFN * 2)
     # embedding gather: read a row, write a row, one int64 id; the final rmsnorm
     head = 2 * H * 2 + 8 + 2 * H * 2
     assert report.totals["bytes"] == gemm_bytes + LAYERS * ops + head

@@ -38,6 +38,8 @@ def test_ttft_by_hand_llama_2_7b_prompt_1024():
     t = 1024
     block = (2 * roof(4 * t * H, 2 * t * H * 2)            # two rmsnorms: 4 FLOPs, read + write
              + gemm(t, 3 * H, H)                            # qkv
+             + roof(3 * t * 2 * H, 2 * t * 2 * H * 2)       # rotary on q and k: 3 FLOPs, r + w
+             + roof(0, t * 2 * H * (2 + 2))                 # K and V into the cache: r + w
              # causal flash attention: 4 x heads x q x s x head_dim / 2; reads Q, K, V, writes O
              + roof(4 * 32 * t * t * 128 // 2, t * 4 * H * 2)
              + gemm(t, H, H)                                # proj
@@ -62,6 +64,8 @@ def decode_bytes(s):
     """One decode step's bytes at batch 1 with s keys (everything is memory-bound there)."""
     gemms = sum(2 * (k + k * n + n) for n, k in ((3 * H, H), (H, H), (2 * FFN, H), (H, FFN)))
     ops = (2 * 2 * H * 2                  # two rmsnorms
+           + 2 * 2 * H * 2                # rotary on q and k: read, write
+           + 2 * H * (2 + 2)              # the new K and V into the cache: read, write
            + (2 * H + s * 2 * H) * 2      # flash attention: Q and O, then K and V of s keys
            + 2 * 3 * H * 2                # two residual adds
            + 2 * FFN * 2 + 3 * FFN * 2)   # silu, gate

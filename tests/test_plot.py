@@ -391,12 +391,13 @@ def test_ridge_of_a_chart_matches_the_report(a100_512):
 
 
 def test_a_chart_says_which_ops_have_no_place_on_it():
-    # Llama-2-7B's embedding gather moves bytes and does no FLOP: no place on a log axis
+    # Llama-2-7B's embedding gather and its copy of the new K and V into the cache move bytes
+    # and do no FLOP (fp16): no place on a log axis
     llama = analyze_model(ROOT / "examples" / "hf" / "llama-2-7b.json", "h100", batch=1,
                           seq=2048, mode="inference")
     assert plot_roofline(llama).get_xlabel() == (
-        "arithmetic intensity (FLOP/byte)\n1 op without FLOPs (a gather) has no place on the "
-        "chart.")
+        "arithmetic intensity (FLOP/byte)\n2 ops without FLOPs (embedding-gather, "
+        "kv-cache-write) have no place on the chart.")
     assert plot_roofline(analyze_model(MLP, "a100")).get_xlabel() == (
         "arithmetic intensity (FLOP/byte)")
 

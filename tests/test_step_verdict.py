@@ -41,8 +41,11 @@ def test_llama_decode_never_turns_compute_bound_and_says_why(invoke):
     gemm_bytes = (LAYERS * sum(2 * (k + n) for n, k in ((3 * H, H), (H, H), (2 * FFN, H),
                                                          (H, FFN))) + 2 * (H + VOCAB))
     attn_flops, attn_bytes = 4 * 32 * s * 128, (2 * H + s * 2 * H) * 2
-    op_flops = LAYERS * (2 * 4 * H + 2 * H + 4 * FFN + FFN) + 4 * H  # norms, adds, silu, gate
-    op_bytes = (LAYERS * (2 * 2 * H * 2 + 2 * 3 * H * 2 + 2 * FFN * 2 + 3 * FFN * 2)
+    # norms, adds, silu, gate, rotary (3 FLOPs a value of q and k; the new K and V copied into
+    # the cache: none)
+    op_flops = LAYERS * (2 * 4 * H + 2 * H + 4 * FFN + FFN + 3 * 2 * H) + 4 * H
+    op_bytes = (LAYERS * (2 * 2 * H * 2 + 2 * 3 * H * 2 + 2 * FFN * 2 + 3 * FFN * 2
+                          + 2 * 2 * H * 2 + 2 * H * (2 + 2))
                 + 2 * H * 2 + 8 + 2 * H * 2)  # ... embedding gather, final norm
     limit = ((gemm_flops + LAYERS * attn_flops + op_flops)
              / (gemm_bytes + LAYERS * attn_bytes + op_bytes))

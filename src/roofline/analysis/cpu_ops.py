@@ -92,6 +92,9 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     "batchnorm": (NORMALIZATION, "batchnorm"),  # training: channel statistics over N.H.W
     "softmax": (NORMALIZATION, "softmax"),   # row max, exp, sum, divide
     "dropout": (STREAMING, None),            # a random mask: its generator is not timed
+    "rotary": (STREAMING, None),             # x cos + rotate_half(x) sin: multiplies, adds
+    "rotary-backward": (STREAMING, None),
+    "kv-cache-write": (STREAMING, None),     # the new tokens' K and V copied into the cache
     "relu-backward": (STREAMING, None),      # dy * (x > 0)
     "gelu-backward": (TRANSCENDENTAL, "gelu"),  # erf and exp again: the forward's rate
     "silu-backward": (TRANSCENDENTAL, "exp"),   # sigmoid again

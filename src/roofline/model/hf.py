@@ -7,7 +7,8 @@ like any other; ``batch`` and ``seq`` are never in a config (give ``--batch`` an
 ``dtype`` comes from ``torch_dtype`` (or ``dtype``) when the config has it, ``context`` (the
 longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_positions``).
 
-- llama, mistral, qwen2, mixtral: rmsnorm, gated (SwiGLU) FFN, causal, no biases (qwen2: a
+- llama, mistral, qwen2, mixtral: rmsnorm, gated (SwiGLU) FFN, causal, rotary position
+  embeddings (RoPE), no biases (qwen2: a
   bias on the fused QKV projection), untied output unless ``tie_word_embeddings``; mixtral:
   ``num_local_experts`` experts, ``num_experts_per_tok`` per token; mistral, mixtral: a
   ``sliding_window`` (Mistral 7B v0.1's 4096) as the block's ``window``.
@@ -136,7 +137,7 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
         "type": "transformer", "name": "blk", "hidden": hidden, "heads": heads,
         "kv_heads": f.positive_int("num_key_value_heads", heads),
         "ffn": f.positive_int("intermediate_size"), "gated": True, "causal": True,
-        "norm": "rmsnorm", "repeat": f.positive_int("num_hidden_layers"),
+        "norm": "rmsnorm", "rotary": True, "repeat": f.positive_int("num_hidden_layers"),
         _FROM: {"hidden": "hidden_size", "heads": "num_attention_heads",
                 "kv_heads": "num_key_value_heads" if f.has("num_key_value_heads")
                 else "num_attention_heads", "ffn": "intermediate_size",

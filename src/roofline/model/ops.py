@@ -30,6 +30,8 @@ ELEMENTWISE: dict[str, tuple[int, int, int]] = {
     "batchnorm": (8, 1, 1),       # as layernorm, the statistics per channel over N.H.W
     "softmax": (5, 1, 1),         # max, subtract, exp, sum, divide (scale and mask folded in)
     "dropout": (2, 1, 1),         # plus a one-byte mask written (see DROPOUT_MASK_BYTES)
+    "rotary": (3, 1, 1),          # RoPE on q and k: x cos + rotate_half(x) sin (the cos and
+                                  # sin tables, one row a position, are negligible)
     "relu-backward": (1, 2, 1),   # dx = dy * (x > 0): reads dy and x
     "gelu-backward": (12, 2, 1),
     "silu-backward": (8, 2, 1),
@@ -41,6 +43,7 @@ ELEMENTWISE: dict[str, tuple[int, int, int]] = {
     "batchnorm-backward": (12, 2, 1),
     "softmax-backward": (4, 2, 1),  # ds = p * (dp - sum(dp * p))
     "dropout-backward": (1, 1, 1),  # plus the mask read
+    "rotary-backward": (3, 1, 1),   # the inverse rotation of dq and dk
 }
 DROPOUT_MASK_BYTES = 1
 INDEX_BYTES = 8  # int64 token ids

@@ -415,11 +415,12 @@ def _largest_fitting(memory, net) -> str:
     return text + f", or up to seq {memory.max_seq} at batch {net.batch}"
 
 
-def no_place_text(left_out: int) -> str:
-    """Ops without FLOPs (a gather) a roofline chart leaves out, in words (the HTML chart's
-    caption, the matplotlib chart's axis label)."""
-    return ("1 op without FLOPs (a gather) has no place on the chart." if left_out == 1 else
-            f"{left_out} ops without FLOPs (gathers) have no place on the chart.")
+def no_place_text(kinds: list[str]) -> str:
+    """Ops without FLOPs (a gather, a copy into the KV cache) a roofline chart leaves out, one
+    kind per op, in words (the HTML chart's caption, the matplotlib chart's axis label)."""
+    named = ", ".join(dict.fromkeys(kinds))
+    return (f"1 op without FLOPs ({named}) has no place on the chart." if len(kinds) == 1 else
+            f"{len(kinds)} ops without FLOPs ({named}) have no place on the chart.")
 
 
 def _parameters(count: int, active: int) -> str:

@@ -72,7 +72,8 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
         _draw_time_points(ax, report, MARKERS[index % len(MARKERS)], suffix)
     if labels:
         _label_points(ax, items, placer)
-    left_out = max(sum(1 for r in distinct(report.ops) if not r.op.flops) for report in items)
+    left_out = max(([r.op.kind for r in distinct(report.ops) if not r.op.flops]
+                    for report in items), key=len)
     if left_out:  # said under the axis, where no point or label can be
         from ..output.report import no_place_text
 

@@ -1,17 +1,21 @@
 """``{type: transformer, hidden, heads, kv_heads, head_dim, ffn, gated, causal, window, attention,
-norm, bias, dropout, experts, top_k, repeat, name}``: a pre-norm transformer block.
+norm, bias, dropout, experts, top_k, rotary, repeat, name}``: a pre-norm transformer block.
 
 Defaults: kv_heads = heads (grouped-query attention when fewer), head_dim = hidden / heads,
 ffn = 4 x hidden, gated (SwiGLU FFN) false, causal false, window none, attention ``flash`` (or
 ``naive``),
 norm ``layernorm`` (or ``rmsnorm``), bias ``none`` (``all``: every projection; ``qkv``: the
 fused QKV projection only, as Qwen2), dropout 0, experts 0 (a dense FFN; experts E with top_k k:
-a mixture of experts). With T tokens (batch x seq; batch in decode), hq = heads x head_dim,
+a mixture of experts), rotary false (true: a rotary position embedding on q and k, RoPE, as
+Llama). With T tokens (batch x seq; batch in decode), hq = heads x head_dim,
 hkv = kv_heads x head_dim, G = batch x heads, and a query length q and key length s (both seq;
 in decode q = 1 against a KV cache of s = seq):
 
 Forward, in order (M x N x K):
-  norm1 (op); ``qkv`` T x (hq + 2 hkv) x hidden;
+  norm1 (op); ``qkv`` T x (hq + 2 hkv) x hidden; with ``rotary: true`` the rotary position
+  embedding on q and k (op ``rotary``: T (hq + hkv) values, 3 FLOPs each); in inference with a
+  KV cache (a causal block) the new tokens' K and V copied into it (op ``kv-cache-write``: T 2
+  hkv values read at the activations' size and written at the cache's);
   attention, naive: ``scores`` G batched q x s x head_dim, softmax (op), ``context`` G batched
   q x head_dim x s; flash: one fused kernel (op ``flash-attention``: 4 G q s head_dim FLOPs,
   halved when causal outside decode; bytes: Q, K, V read once, O and the row log-sum-exp
@@ -62,7 +66,7 @@ if TYPE_CHECKING:
 Item = GemmShape | OpShape
 _KEYS = frozenset({"type", "name", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated",
                    "causal", "window", "attention", "norm", "bias", "dropout", "experts",
-                   "top_k", "repeat"})
+                   "top_k", "rotary", "repeat"})
 ATTENTION_FORMS = ("flash", "naive")
 LSE_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 
@@ -86,6 +90,7 @@ class Transformer:
     dropout: float = 0.0
     experts: int = 0
     top_k: int = 0
+    rotary: bool = False  # a rotary position embedding on q and k (Llama, Mistral, Qwen2)
     has_weights = True
     needs_seq = True  # attention runs over seq tokens: the model must give seq
 
@@ -114,7 +119,8 @@ class Transformer:
             attention=fields.choice("attention", ATTENTION_FORMS, "flash"),
             norm=fields.choice("norm", ("layernorm", "rmsnorm"), "layernorm"),
             bias=fields.choice("bias", ("none", "all", "qkv"), "none"),
-            dropout=_dropout(fields), experts=experts, top_k=top_k)
+            dropout=_dropout(fields), experts=experts, top_k=top_k,
+            rotary=fields.boolean("rotary", False))
 
     @property
     def hq(self) -> int:
@@ -256,6 +262,9 @@ class Transformer:
         items: list[Item] = [self._op("forward", self.norm, t * self.hidden, step)]
         items += self._proj_forward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
                                     self.bias != "none")
+        if self.rotary:
+            items.append(self._op("forward", "rotary", t * (self.hq + self.hkv), step, "attn"))
+        items += self._kv_cache_write(step)
         items += self._attention_forward(step)
         items += self._proj_forward("proj", self.hidden, self.hq, step, self.bias == "all")
         items += self._dropout("forward", t * self.hidden, step)
@@ -291,6 +300,17 @@ class Transformer:
                                self._shared_kv(step, (qs, kv, qd)), self._cache(step),
                                rows=(2, 1, 1)))  # O = P.V: V's rows run along head_dim (N)
         return items
+
+    def _kv_cache_write(self, step: Step) -> list[Item]:
+        """Inference with a KV cache (``kv_cache_bytes``): the step's new K and V copied into
+        it, read at the activations' size and written at the cache's (2 FLOPs an element to
+        quantize into a narrower cache, as reading it back costs 2 to dequantize)."""
+        if not self.kv_cache_bytes(step):
+            return []
+        elements = step.tokens * 2 * self.hkv
+        flops = 2 * elements if step.kv_e != step.e else 0
+        return [OpShape(f"{self.name}.attn", "forward", "kv-cache-write", flops,
+                        elements * (step.e + step.kv_e))]
 
     @staticmethod
     def _cache(step: Step) -> str:
@@ -398,6 +418,9 @@ class Transformer:
         items += self._dropout("backward", t * self.hidden, step)
         items += self._proj_backward("proj", self.hidden, self.hq, step, self.bias == "all")
         items += self._attention_backward(step)
+        if self.rotary:
+            items.append(self._op("backward", "rotary-backward", t * (self.hq + self.hkv), step,
+                                  "attn"))
         items += self._proj_backward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
                                      self.bias != "none", data_grad)
         items.append(self._op("backward", f"{self.norm}-backward", t * self.hidden, step))

@@ -202,7 +202,7 @@ def report_points(report: Report, gemms: Iterable[Any], ops: Iterable[Any],
     return points
 
 
-def _chart(report: Report, points: list[svg.Point], left_out: int,
+def _chart(report: Report, points: list[svg.Point], left_out: list[str],
            ranges: tuple[svg.Range, svg.Range] | None = None) -> str:
     peak, gbs = report.peak_flops_per_s / 1e12, report.bandwidth_bytes_per_s / 1e9
     x_range, y_range = ranges or svg.roofline_ranges([(p.x, p.y) for p in points],
@@ -288,7 +288,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
     title an ``<h{level}>``, its sections one level below."""
     gemms, ops = shown_results(report, view)
     points = report_points(report, gemms, ops, prefix)
-    left_out = sum(1 for r in ops if not r.op.flops)
+    left_out = [r.op.kind for r in ops if not r.op.flops]
     notes = [f"roof: {ROOF_TEXT}; predicted: "
              + basis_sentence(report.hardware).removeprefix("predicted: "),
              *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
