@@ -134,33 +134,40 @@ def op_lines(entries: dict[str, Any], markdown: bool) -> list[str]:
     return table_lines(header, body, markdown)
 
 
+#: (GPU, its decode steps, its datasheet entry)
+DECODES = (("H100", "h100_live_decode.json", "h100-sxm5-80gb"),
+           ("H200", "h200_live_decode.json", "h200-sxm-141gb"))
+
+
 def decode_lines(markdown: bool) -> list[str]:
-    """data/h100_live_decode.json: a plain PyTorch Llama-2-7B decode step (bf16) as a CUDA graph
-    and eagerly, against the step examples/hf/llama-2-7b.json predicts on the datasheet entry
-    (the same batch, the KV cache as long)."""
+    """data/h1?0_live_decode.json: a plain PyTorch Llama-2-7B decode step (bf16) as a CUDA graph
+    and eagerly, against the step examples/hf/llama-2-7b.json predicts on the GPU's datasheet
+    entry (the same batch, the KV cache as long)."""
     from roofline.api import analyze_model
 
-    header = ["batch", "KV tokens", "kernels", "graph", "eager", "predicted", "graph / predicted",
-              "eager / graph"]
+    header = ["GPU", "batch", "KV tokens", "kernels", "graph", "eager", "predicted",
+              "graph / predicted", "eager / graph"]
     body = []
-    for row in json.loads((DATA / "h100_live_decode.json").read_text()):
-        report = analyze_model(str(ROOT / "examples" / "hf" / "llama-2-7b.json"),
-                               "h100-sxm5-80gb", mode="inference", phase="decode",
-                               batch=row["batch"], seq=row["kv"], dtype="bf16")
-        predicted = report.totals["predicted_time_s"]
-        body.append([str(row["batch"]), str(row["kv"]), f"{row['kernels']:,}",
-                     f"{row['graph_s'] * 1e3:.2f} ms", f"{row['eager_s'] * 1e3:.1f} ms",
-                     f"{predicted * 1e3:.2f} ms", f"{row['graph_s'] / predicted:.2f}",
-                     f"{row['eager_s'] / row['graph_s']:.1f}"])
+    for gpu, name, entry in DECODES:
+        for row in json.loads((DATA / name).read_text()):
+            report = analyze_model(str(ROOT / "examples" / "hf" / "llama-2-7b.json"), entry,
+                                   mode="inference", phase="decode", batch=row["batch"],
+                                   seq=row["kv"], dtype="bf16")
+            predicted = report.totals["predicted_time_s"]
+            body.append([gpu, str(row["batch"]), str(row["kv"]), f"{row['kernels']:,}",
+                         f"{row['graph_s'] * 1e3:.2f} ms", f"{row['eager_s'] * 1e3:.1f} ms",
+                         f"{predicted * 1e3:.2f} ms", f"{row['graph_s'] / predicted:.2f}",
+                         f"{row['eager_s'] / row['graph_s']:.1f}"])
     return table_lines(header, body, markdown)
 
 
 #: (GPU, its steps, its datasheet entry, the entries the probe saved there: its small kernels
-#: timed from Python (calibration version 4, 2026-11-26) and, on the H100, in a CUDA graph
-#: (version 5, 2026-11-27, a second H100 of the same kind))
+#: timed from Python (calibration version 4, 2026-11-26) and in a CUDA graph (version 5,
+#: 2026-11-27, a second machine of each kind))
 DEVICES = (("H100", "h100_live_steps.json", "h100-sxm5-80gb",
             ("h100_live_probe.yaml", "h100_live_probe_graph.yaml")),
-           ("H200", "h200_live_steps.json", "h200-sxm-141gb", ("h200_live_probe.yaml",)))
+           ("H200", "h200_live_steps.json", "h200-sxm-141gb",
+            ("h200_live_probe.yaml", "h200_live_probe_graph.yaml")))
 
 
 def main() -> None:
@@ -197,8 +204,9 @@ def main() -> None:
           "two runs): measured / predicted")
     print("\n".join(op_lines(entries, args.markdown)))
     print()
-    print("a Llama-2-7B decode step in plain PyTorch on an H100 (data/h100_live_decode.json; "
-          "benchmarks/_decode_step.py), against the predicted step on the datasheet entry")
+    print("a Llama-2-7B decode step in plain PyTorch on an H100 and an H200 (data/"
+          "h1?0_live_decode.json; benchmarks/_decode_step.py), against the predicted step on "
+          "the datasheet entry")
     print("\n".join(decode_lines(args.markdown)))
 
 
