@@ -116,3 +116,14 @@ def test_a_gpu_decode_says_eager_pytorch_waits_on_the_host_with_the_measured_fig
     assert launch_lines(prefill) == []
     assert launch_lines(analyze_model(LLAMA, "xeon-platinum-8380", mode="inference", phase="decode",
                                       batch=1, seq=1024, dtype="fp32")) == []
+
+
+def test_the_html_page_says_both_too():
+    from roofline.output.html import report_page
+
+    report = analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=1, seq=1024,
+                           dtype="bf16", weights="int4")
+    page = report_page([report])
+    assert "weight-only GEMMs: MM1, MM2, MM3, MM4, MM129 (B int4)" in page
+    assert "launches: predicted as the kernels&#x27; own time" in page or \
+        "launches: predicted as the kernels' own time" in page

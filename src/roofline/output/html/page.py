@@ -40,8 +40,10 @@ from ..times import (
     basis_sentence,
     beats_roof_notes,
     is_measured,
+    launch_lines,
     misaligned_row_lines,
     op_basis_text,
+    quantized_lines,
     residency_lines,
     strided_lines,
 )
@@ -293,7 +295,8 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
              + basis_sentence(report.hardware).removeprefix("predicted: "),
              *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
              *residency_lines(report), *misaligned_row_lines(report),
-             *strided_lines(report), *beats_roof_notes(report)]
+             *strided_lines(report), *quantized_lines(report), *launch_lines(report),
+             *beats_roof_notes(report)]
     scaling = scaling_lines(report.scaling) if report.scaling else []
     title = f"{report.network.name} on {report.hardware.name}"
 
