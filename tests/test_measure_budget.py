@@ -142,7 +142,7 @@ def test_weight_only_gemms_are_refused_not_timed_as_dense_ones(invoke, isolated_
                  "--mode", "inference", "--dtype", "fp32", "--weights", "int4")
     assert res.exit_code == 2
     assert res.stderr.splitlines() == [
-        "Error: --measure: --measure times dense GEMMs (A and B in the math dtype); MM1, MM2 "
+        "Error: --measure: timing is of dense GEMMs (A and B in the math dtype), and MM1, MM2 "
         "keep B as int4 (weight-only or a narrow KV cache): their kernels are not timed here, "
         "and a dense timing would not be theirs; drop --weights / --kv-cache to time the "
         "dense GEMMs"]

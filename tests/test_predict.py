@@ -285,6 +285,22 @@ def test_measure_times_each_distinct_shape_once_and_flags_a_point_above_its_roof
     assert "BEATS ROOF" in report_table(measured)
 
 
+def test_a_kernel_of_several_calls_is_measured_per_gemm():
+    """A CUDA graph's replay makes ``calls`` GEMMs: the measurement is one GEMM's seconds."""
+    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), spec())
+    clock = FakeClock()
+
+    def make(m, n, k, g, dtype):
+        def run(loops):  # 4 GEMMs a replay, 1 ms each
+            clock.now += loops * 4 * 1e-3
+        return Kernel("graphed", run, 4 * 2.0 * m * n * k * g, "FLOP", calls=4)
+
+    said = []
+    measured = measure_mod.measure_report(report, said.append, make, "fake", clock, HOST)
+    assert all(r.measured.best_s == pytest.approx(1e-3) for r in measured.results)
+    assert all(": 1000.0 us (median 1000.0" in line for line in said[1:])
+
+
 def test_measure_shares_shapes_of_repeated_blocks():
     from roofline.model.network import network_from_dict
 
@@ -328,10 +344,13 @@ def test_gpu_measure_path_through_a_fake_torch(monkeypatch):
     net = load_network(EXAMPLE).with_overrides(dtype="fp32", batch=4)
     report = analyze(net, spec(gpu))
     make, backend = measure_mod.default_kernels(report)
-    assert backend == "torch"
+    # timed as CUDA-graph replays (the kernels' time, as a graph-timed calibration predicts):
+    # a replay makes ``calls`` GEMMs, each of them 2 batched 4 x 8 x 16 products
+    assert backend == "torch, CUDA graph"
     kernel = make(4, 8, 16, 2, "fp32")
     kernel.run(2)
-    assert kernel.work == 2.0 * 4 * 8 * 16 * 2
+    assert 1 <= kernel.calls <= 100 and kernel.work == 2.0 * 4 * 8 * 16 * 2 * kernel.calls
+    assert kernel.label.endswith(f", {kernel.calls} calls in a CUDA graph")
     measured = measure_mod.measure_report(report, None, make, backend, hostname=HOST)
     assert all(math.isfinite(r.to_dict()["efficiency"]) for r in measured.results)
 
@@ -373,9 +392,9 @@ def test_gpu_measure_lays_each_gemm_out_as_the_model_predicts_it(monkeypatch):
     # (A and C along M): each pass its own timing, with its own layout
     assert {key[6] for key in keys} == {(2, 2, 1), (2, 1, 1), (0, 1, 0)}
     make, _ = measure_mod.default_kernels(report)
-    assert make(4, 8, 16, 1, "fp32", rows=(2, 2, 1)).label == (
-        "torch fp32 GEMM 4x8x16, rows of A, B, C along K, K, N")
-    assert make(4, 8, 16, 1, "fp32").label == "torch fp32 GEMM 4x8x16"
+    assert make(4, 8, 16, 1, "fp32", rows=(2, 2, 1)).label.startswith(
+        "torch fp32 GEMM 4x8x16, rows of A, B, C along K, K, N, ")
+    assert make(4, 8, 16, 1, "fp32").label.startswith("torch fp32 GEMM 4x8x16, ")
     cpu_report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32", batch=4), spec())
     assert {measure_mod.shape_key(r, cpu_report)[6] for r in cpu_report.results} == {None}
 

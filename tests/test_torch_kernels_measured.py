@@ -22,7 +22,7 @@ DATA = Path(__file__).parent.parent / "benchmarks" / "data" / "h100_live_quant.c
 LLAMA = str(Path(__file__).parent.parent / "examples" / "hf" / "llama-2-7b.json")
 
 
-def _ratios(kind: str, lo: int, hi: int, compute_only: bool = False) -> list[float]:
+def _ratios(kind: str, lo: int, hi: int, bound: str = "") -> list[float]:
     hw = load_hardware("h100-sxm5-80gb")
     dtype, stored = {"w4a16": ("bf16", "int4"), "w8a16": ("bf16", "int8"),
                      "int8": ("int8", "")}[kind]
@@ -35,7 +35,7 @@ def _ratios(kind: str, lo: int, hi: int, compute_only: bool = False) -> list[flo
             gemm = Gemm("MM1", "x", "forward", m, int(row["n"]), int(row["k"]), dtype,
                         b_dtype=stored, group_size=128 if stored == "int4" else 0)
             result = analyze_gemm(gemm, hw)
-            if compute_only and result.bound != "compute":
+            if bound and result.bound != bound:
                 continue
             out.append(float(row["time_ms"]) * 1e-3 / result.predicted_time_s)
     return out
@@ -48,8 +48,10 @@ def test_the_figures_said_are_the_measured_ones():
         got = _ratios(kind, lo, hi)
         assert len(got) >= 8
         assert (min(got), max(got)) == pytest.approx(t[key], abs=0.01), key
-    compute = _ratios("int8", 17, 10**9, compute_only=True)
+    compute = _ratios("int8", 17, 10**9, "compute")
     assert (min(compute), max(compute)) == pytest.approx(t["int8_compute"], abs=0.01)
+    memory = _ratios("int8", 17, 10**9, "memory")
+    assert (min(memory), max(memory)) == pytest.approx(t["int8_memory"], abs=0.01)
     with open(DATA, newline="") as f:
         best = max(2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["time_ms"]) * 1e-3)
                    for r in csv.DictReader(f) if r["kind"] == "int8")
@@ -66,7 +68,20 @@ def test_each_prediction_of_a_quantized_gemm_on_a_gpu_says_what_it_assumes():
     w8a8 = analyze_model(LLAMA, "h100", mode="inference", phase="prefill", batch=1, seq=1024,
                          dtype="int8")
     (line,) = quantized_lines(w8a8)
-    assert "pytorch/pytorch#187094" in line and "at best 988 TOPS" in line
+    assert "pytorch/pytorch#187094" in line and "at best 988 TOPS, its memory-bound" in line
+    # fp8 weights: no torch kernel of them was timed, and no int kernel is named
+    fp8 = analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=1, seq=1024,
+                        dtype="bf16", weights="fp8")
+    (line,) = quantized_lines(fp8)
+    assert line.endswith("(no weight-only timing is in the fit); fp8 weights: no torch kernel "
+                         "timed")
+    # an entry whose probe timed its kernels from Python says its prediction is eager's
+    from roofline.output.times import launch_lines
+
+    eager = analyze_model(LLAMA, str(DATA.parent / "h100_live_probe.yaml"), mode="inference",
+                          phase="decode", batch=1, seq=1024, dtype="bf16")
+    (line,) = launch_lines(eager)
+    assert line.startswith("launches: predicted with this probe's per-kernel times from Python")
     # an A100 runs torch's int8 GEMMs on its own generation's kernels: no int8 line there
     assert quantized_lines(analyze_model(LLAMA, "a100", mode="inference", phase="prefill",
                                          batch=1, seq=1024, dtype="int8")) == []

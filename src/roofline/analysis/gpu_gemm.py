@@ -254,10 +254,11 @@ WEIGHT_ONLY_TILES = ((16, 128), (16, 256), (32, 128))
 #: of 128, bf16 activations) is a GEMV that grows linearly with M; ``_weight_int8pack_mm`` has
 #: no tensor-core CUDA kernel; ``torch._int_mm`` calls cuBLASLt with no workspace, which keeps
 #: it to Ampere-era kernels after Ampere (pytorch/pytorch#187094): its compute-bound GEMMs ran
-#: at 1.4-5.4x the prediction, at best 988 TOPS, half of H100's 1979.
+#: at 1.4-5.4x the prediction, at best 988 TOPS, half of H100's 1979; its memory-bound ones
+#: 0.51-23.7x (the slowest with K = 500,000).
 TORCH_QUANT_MEASURED: dict[str, tuple[float, float]] = {
     "int4_1_2": (1.25, 1.67), "int4_16_64": (4.94, 18.60), "int8_weight_1_2": (20.25, 44.13),
-    "int8_compute": (1.39, 5.37)}
+    "int8_compute": (1.39, 5.37), "int8_memory": (0.51, 23.66)}
 TORCH_INT8_BEST_TOPS = 988.0  # torch._int_mm's best on that H100 (4096 x 4096 x 11008)
 
 

@@ -102,7 +102,7 @@ def check_measurable(report: Report, hostname: str | None = None) -> None:
         names = list(stored)
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
         kinds = ", ".join(sorted(set(stored.values())))
-        raise MeasureError(f"{option('measure')} times dense GEMMs (A and B in the math dtype); "
+        raise MeasureError(f"timing is of dense GEMMs (A and B in the math dtype), and "
                            f"{shown} keep B as {kinds} (weight-only or a narrow KV cache): "
                            f"their kernels are not timed here, and a dense timing would not "
                            f"be theirs; drop {option('weights')} / {option('kv_cache')} to "
@@ -204,6 +204,8 @@ def default_kernels(report: Report) -> tuple[Callable, str]:
     if any(r.gemm.dtype not in backend.dtypes for r in report.results):
         raise MeasureError(f"{backend.name} here runs "
                            f"{', '.join(backend.dtypes)}")
+    if getattr(backend, "graphs", False):  # the kernels' time, as a graph-timed calibration's
+        return backend.graphed_gemm, f"{backend.name}, CUDA graph"
     return backend.shaped_gemm, backend.name
 
 
@@ -236,7 +238,8 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
             raise MeasureError(f"{g} x {m}x{n}x{k} {dtype}{over} needs more "
                                f"than {MAX_SHAPE_BYTES / 2**30:.0f} GiB of operands; lower "
                                f"{option('batch')} or {option('seq')}")
-    say(f"measuring {len(shapes)} distinct GEMM shapes of {len(report.results)} GEMMs "
+    what = "shapes and layouts" if report.hardware.kind != "cpu" else "shapes"
+    say(f"measuring {len(shapes)} distinct GEMM {what} of {len(report.results)} GEMMs "
         f"({backend}), {ROUNDS} rounds ...")
     timed: dict[tuple, Measurement] = {}
     meter = LoadMeter()  # other programs sharing the machine make every timing theirs too
@@ -246,10 +249,12 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
         kernels = [make_kernel(*key[:5], **({"weights": key[5]} if key[5] > 1 else {}),
                                **({"rows": key[6]} if key[6] is not None else {}))
                    for key in group]
-        for key, result in zip(group, time_kernels([k.run for k in kernels], clock, left)):
-            timed[key] = Measurement(result.best_s, result.median_s, result.spread,
-                                     backend or "", key[5])
-            say(_line(len(timed), len(shapes), key, result, budget_s))
+        for key, kernel, result in zip(group, kernels,
+                                       time_kernels([k.run for k in kernels], clock, left)):
+            calls = kernel.calls  # a graph's replay makes several GEMMs: one GEMM's seconds
+            timed[key] = Measurement(result.best_s / calls, result.median_s / calls,
+                                     result.spread, backend or "", key[5])
+            say(_line(len(timed), len(shapes), key, result, budget_s, calls))
     results = tuple(dataclasses.replace(r, measured=timed[shape_key(r, report)])
                     for r in report.results)
     return dataclasses.replace(report, results=results,
@@ -282,7 +287,8 @@ def groups(shapes: list[tuple]) -> list[list[tuple]]:
     return out
 
 
-def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float) -> str:
+def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float,
+          calls: int = 1) -> str:
     m, n, k, g, dtype, weights, rows = key
     laid = (f", rows of A, B, C along {', '.join('MNK'[r] for r in rows)}"
             if rows is not None else "")
@@ -290,8 +296,8 @@ def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float) 
            f"budget" if result.cut else "")
     over = f" over {weights} weights" if weights > 1 else ""
     return (f"  [{i}/{count}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}{over}{laid}: "
-            f"{result.best_s * 1e6:.1f} us (median {result.median_s * 1e6:.1f}, spread "
-            f"{result.spread:.1%}, rounds {result.round_spread:.0%} apart{cut})")
+            f"{result.best_s / calls * 1e6:.1f} us (median {result.median_s / calls * 1e6:.1f}, "
+            f"spread {result.spread:.1%}, rounds {result.round_spread:.0%} apart{cut})")
 
 
 def beats_roof(report: Report) -> list[tuple[str, float]]:

@@ -31,12 +31,15 @@ BLOCK_ELEMENTS = 65536  # 512 KiB per array and block: two blocks stay in a core
 
 @dataclass(frozen=True)
 class Kernel:
-    """``run(loops)`` repeats one call ``loops`` times; ``work`` is what one call does."""
+    """``run(loops)`` repeats one call ``loops`` times; ``work`` is what one call does.
+    ``calls``: the operations one call makes (a CUDA graph's replay of several; 1 else), so a
+    call's seconds over ``calls`` are one operation's."""
 
     label: str
     run: Callable[[int], None]
     work: float
     unit: str
+    calls: int = 1
 
 
 def gemm_kernel(n: int, dtype: str, seed: int = 0) -> Kernel:

@@ -24,6 +24,9 @@ CUPY_DTYPES = {"fp64": "float64", "fp32": "float32", "fp16": "float16"}
 CHECK_RTOL = {"fp64": 1e-9, "fp32": 1e-4, "tf32": 1e-2, "fp16": 1e-2, "bf16": 3e-2}
 
 
+#: A GEMM timed from a CUDA graph (``TorchBackend.graphed_gemm``): calls per graph, enough for
+#: a replay of about this many seconds, at most this many calls
+GRAPH_REPLAY_S, GRAPH_CALLS = 1e-3, 100
 #: A, B and C as ``torch.matmul(A, B)`` keeps them row-major: A's rows run along K (2), B's
 #: along N (1), C's along N (``model.gemm.PASS_ROWS``' convention: 0 M, 1 N, 2 K)
 MATMUL_ROWS = (2, 1, 1)
@@ -160,6 +163,36 @@ class TorchBackend:
 
         run(1)
         return Kernel(f"{label}, {calls} calls in a CUDA graph", run, float(calls), "call")
+
+    def graphed_gemm(self, m: int, n: int, k: int, g: int, dtype: str,
+                     rows: tuple[int, int, int] = MATMUL_ROWS) -> Kernel:
+        """``shaped_gemm``'s GEMM replayed from a CUDA graph of enough calls that a replay
+        lasts about ``GRAPH_REPLAY_S`` (at most ``GRAPH_CALLS``): the kernels' own time, as a
+        graph-timed calibration predicts it (``analyze --measure``; an eager loop would time
+        the host's per-call cost on a short GEMM). Its ``calls`` say how many GEMMs a run
+        makes."""
+        import time as clock
+
+        t = self.torch
+        dt = getattr(t, TORCH_DTYPES[dtype])
+        t.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        lead = (g,) if g > 1 else ()
+        a, b, c = _laid_out(lambda shape: t.randn(shape, device=self.device, dtype=dt),
+                            lead, m, n, k, rows)
+
+        def call() -> object:
+            return t.matmul(a, b, out=c)
+
+        call()
+        self.sync()
+        start = clock.perf_counter()
+        call()
+        self.sync()
+        one = max(clock.perf_counter() - start, 1e-7)  # from Python: at least the host's cost
+        calls = max(1, min(GRAPH_CALLS, int(GRAPH_REPLAY_S / one)))
+        label = _label(self.name, dtype, m, n, k, rows)
+        replay = self.graphed(label, call, calls)
+        return Kernel(replay.label, replay.run, 2.0 * m * n * k * g * calls, "FLOP", calls)
 
     def small_gemm_call(self, n: int, dtype: str) -> Callable[[], object]:
         """One ``n``^3 GEMM in ``dtype``, no sync: what ``graphed`` records."""

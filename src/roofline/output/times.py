@@ -91,13 +91,18 @@ def launch_lines(report: Report) -> list[str]:
     kernel too, measured on an H100 (``gpu_ops.EAGER_DECODE_MEASURED``)."""
     from ..analysis.gpu_ops import EAGER_DECODE_MEASURED as E
 
-    if report.hardware.kind != "gpu" or report.network.step_phase != "decode":
+    hw = report.hardware
+    if hw.kind != "gpu" or report.network.step_phase != "decode":
         return []
-    return [f"launches: predicted as the kernels' own time, launched back to back as a CUDA "
-            f"graph or a serving engine does; called one by one from eager PyTorch a decode "
-            f"step waits on the host instead: a plain PyTorch Llama-2-7B step at batch 1 "
-            f"({E['kernels']:,} kernels) took {seconds(E['eager_s'])} eagerly on an H100, "
-            f"{seconds(E['graph_s'])} as a CUDA graph (torch 2.11)"]
+    gpu = hw.calibration.gpu_ops if hw.calibration is not None else None
+    basis = ("predicted with this probe's per-kernel times from Python, the host's: an eager "
+             "PyTorch step's, not a CUDA graph's" if gpu is not None and gpu.timing == "eager"
+             else "predicted as the kernels' own time, launched back to back as a CUDA graph "
+                  "or a serving engine does")
+    return [f"launches: {basis}; called one by one from eager PyTorch a decode step waits on "
+            f"the host: a plain PyTorch Llama-2-7B step at batch 1 ({E['kernels']:,} kernels) "
+            f"took {seconds(E['eager_s'])} eagerly on an H100, {seconds(E['graph_s'])} as a "
+            f"CUDA graph (torch 2.11)"]
 
 
 def quantized_lines(report: Report, shown: int = 6) -> list[str]:
@@ -118,22 +123,31 @@ def quantized_lines(report: Report, shown: int = 6) -> list[str]:
     int8 = [r.gemm.name for r in firsts if r.gemm.dtype == "int8"]
     lines = []
     if weight_only:
-        stored = ", ".join(sorted({g.b_dtype for g in weight_only}))
+        stored = sorted({g.b_dtype for g in weight_only})
+        torch_said = {
+            "int4": f"int4 (_weight_int4pack_mm) {_span(T['int4_1_2'])} the prediction at 1-2 "
+                    f"tokens and {_span(T['int4_16_64'])} at 16-64",
+            "int8": f"int8 (_weight_int8pack_mm) {three_digits(T['int8_weight_1_2'][0])}x and "
+                    f"more"}
+        measured = [torch_said[d] for d in stored if d in torch_said]
+        untimed = [d for d in stored if d not in torch_said]
+        torch_text = (f"; torch's own kernels ran slower on an H100 (torch 2.11): "
+                      f"{', '.join(measured)}" if measured else "")
+        if untimed:
+            torch_text += f"; {', '.join(untimed)} weights: no torch kernel timed"
+        kernel = ("TensorRT-LLM's fpA_intB, its thin tiles; " if set(stored) & {"int4", "int8"}
+                  else "")
         lines.append(
             f"weight-only GEMMs: {_named([g.name for g in weight_only], len(weight_only), shown)}"
-            f" (B {stored}): predicted as one kernel that dequantizes B as it loads it "
-            f"(TensorRT-LLM's fpA_intB, its thin tiles; no weight-only timing is in the fit); "
-            f"torch's own kernels ran slower on an H100 (torch 2.11): int4 "
-            f"(_weight_int4pack_mm) {_span(T['int4_1_2'])} the prediction at 1-2 tokens and "
-            f"{_span(T['int4_16_64'])} at 16-64, int8 (_weight_int8pack_mm) "
-            f"{T['int8_weight_1_2'][0]:.0f}x and more")
+            f" (B {', '.join(stored)}): predicted as one kernel that dequantizes B as it loads "
+            f"it ({kernel}no weight-only timing is in the fit){torch_text}")
     if int8 and hw.architecture in TMA_ARCHITECTURES:
         lines.append(
             f"int8 GEMMs: {_named(int8, len(int8), shown)}: predicted at the sustained share of "
             f"the int8 Tensor-Core peak; torch._int_mm calls cuBLASLt with no workspace and "
             f"gets older kernels (pytorch/pytorch#187094): on an H100 (torch 2.11) its "
             f"compute-bound GEMMs took {_span(T['int8_compute'])} the prediction, at best "
-            f"{TORCH_INT8_BEST_TOPS:,.0f} TOPS")
+            f"{TORCH_INT8_BEST_TOPS:,.0f} TOPS, its memory-bound ones {_span(T['int8_memory'])}")
     return lines
 
 
@@ -273,9 +287,12 @@ def basis_sentence(hardware: HardwareSpec) -> str:
     if hardware.calibration is not None and hardware.calibration.gpu_ops is not None:
         through = (f" through {library_text(hardware)}"
                    if hardware.calibration.library is not None else "")
+        library = hardware.calibration.library
+        again = ("re-run `roofline probe --save NAME --force` to time them in a CUDA graph"
+                 if library is None or library.name == "torch" else
+                 f"{library.name}'s probe times them so")
         timed = ("timed in a CUDA graph: the GPU's own" if hardware.calibration.gpu_ops.timing
-                 == "graph" else "timed from Python, the host's per-call cost in them: re-run "
-                 "`roofline probe --save NAME --force` to time them in a CUDA graph")
+                 == "graph" else f"timed from Python, the host's per-call cost in them: {again}")
         return (f"predicted: calibrated from the probe's measurements of this GPU{through} (GPU "
                 f"GEMM model on its measured peaks and bandwidth, its shortest GEMM kernel and "
                 f"per-kernel time, {timed})")

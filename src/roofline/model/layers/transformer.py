@@ -304,7 +304,10 @@ class Transformer:
     def _kv_cache_write(self, step: Step) -> list[Item]:
         """Inference with a KV cache (``kv_cache_bytes``): the step's new K and V copied into
         it, read at the activations' size and written at the cache's (2 FLOPs an element to
-        quantize into a narrower cache, as reading it back costs 2 to dequantize)."""
+        quantize into a narrower cache, as reading it back costs 2 to dequantize). Every new
+        token's, also past a sliding window: a cyclic cache overwrites its oldest slot with
+        each token (TensorRT-LLM's), so a prefill longer than the window writes more than the
+        cache keeps."""
         if not self.kv_cache_bytes(step):
             return []
         elements = step.tokens * 2 * self.hkv
