@@ -301,6 +301,40 @@ def test_a_kernel_of_several_calls_is_measured_per_gemm():
     assert all(": 1000.0 us (median 1000.0" in line for line in said[1:])
 
 
+def test_a_graph_keeps_the_tensors_it_replays_alive(monkeypatch):
+    """A CUDA graph replays into the memory its calls captured: freed after the capture, that
+    memory went to other tensors and a replay wrote into them (an illegal address on an H100)."""
+    import gc
+    import weakref
+
+    from roofline.kernels.gpu import TorchBackend
+
+    torch = fake_torch()
+    backend = TorchBackend(torch)
+    a = torch.randn((4, 4))
+    alive = weakref.ref(a)
+    kernel = backend.graphed("copy", lambda a=a: a.swapaxes(0, 1), 3)
+    del a
+    gc.collect()
+    assert alive() is not None
+    kernel.run(2)
+    del kernel
+    gc.collect()
+    assert alive() is None
+
+
+def test_a_backend_failure_under_measure_is_one_line():
+    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), spec())
+
+    def make(m, n, k, g, dtype):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nSearch for ...")
+
+    with pytest.raises(measure_mod.MeasureError) as caught:
+        measure_mod.measure_report(report, None, make, "torch, CUDA graph", FakeClock(), HOST)
+    assert str(caught.value) == ("torch, CUDA graph failed timing 512x4096x1024 fp32: CUDA "
+                                 "error: an illegal memory access was encountered")
+
+
 def test_measure_shares_shapes_of_repeated_blocks():
     from roofline.model.network import network_from_dict
 

@@ -246,11 +246,16 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
     started = clock()
     for group in groups(shapes):
         left = max(0.0, budget_s - (clock() - started))
-        kernels = [make_kernel(*key[:5], **({"weights": key[5]} if key[5] > 1 else {}),
-                               **({"rows": key[6]} if key[6] is not None else {}))
-                   for key in group]
-        for key, kernel, result in zip(group, kernels,
-                                       time_kernels([k.run for k in kernels], clock, left)):
+        try:
+            kernels = [make_kernel(*key[:5], **({"weights": key[5]} if key[5] > 1 else {}),
+                                   **({"rows": key[6]} if key[6] is not None else {}))
+                       for key in group]
+            timings = time_kernels([k.run for k in kernels], clock, left)
+        except (RuntimeError, MemoryError) as exc:  # the library's own error (CUDA, OOM)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise MeasureError(f"{backend or 'the backend'} failed timing "
+                               f"{_shape(group[0])}: {first}") from exc
+        for key, kernel, result in zip(group, kernels, timings):
             calls = kernel.calls  # a graph's replay makes several GEMMs: one GEMM's seconds
             timed[key] = Measurement(result.best_s / calls, result.median_s / calls,
                                      result.spread, backend or "", key[5])
@@ -285,6 +290,11 @@ def groups(shapes: list[tuple]) -> list[list[tuple]]:
         out[-1].append(key)
         held += size
     return out
+
+
+def _shape(key: tuple) -> str:
+    m, n, k, g, dtype = key[:5]
+    return f"{(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}"
 
 
 def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float,
