@@ -368,15 +368,21 @@ def test_cli_refuses_measure_on_a_datasheet_entry_in_one_line(invoke):
     assert result.stderr.strip().count("\n") == 0 and "datasheet entry" in result.stderr
 
 
-def test_gpu_measure_path_through_a_fake_torch(monkeypatch):
+def _fake_gpu(monkeypatch) -> HardwareSpec:
+    """A measured GPU entry (an A100-like one, fp32 only) with a fake torch as its library."""
     monkeypatch.setitem(sys.modules, "torch", fake_torch())
     monkeypatch.setitem(sys.modules, "cupy", None)
     gpu = copy.deepcopy(ENTRY) | {"kind": "gpu", "gpu": {"sms": 108, "boost_clock_ghz": 1.4},
                                  "peak_tflops": {"fp32": 19.5}}
     del gpu["cpu"], gpu["calibration"]
     gpu["sources"][0]["covers"] = ["peak_tflops", "bandwidth_gbs", "llc_mb", "gpu"]
+    return spec(gpu)
+
+
+def test_gpu_measure_path_through_a_fake_torch(monkeypatch):
+    gpu = _fake_gpu(monkeypatch)
     net = load_network(EXAMPLE).with_overrides(dtype="fp32", batch=4)
-    report = analyze(net, spec(gpu))
+    report = analyze(net, gpu)
     make, backend = measure_mod.default_kernels(report)
     # timed as CUDA-graph replays (the kernels' time, as a graph-timed calibration predicts):
     # a replay makes ``calls`` GEMMs, each of them 2 batched 4 x 8 x 16 products
@@ -414,13 +420,8 @@ def test_gpu_measure_lays_each_gemm_out_as_the_model_predicts_it(monkeypatch):
                     along[(2, 1)[contiguous[id(B)]]] if x is B else
                     along[(0, 1)[contiguous[id(C)]]] for x in (A, B, C))
         assert got == tuple(along[r] for r in rows), rows
-    monkeypatch.setitem(sys.modules, "torch", fake_torch())
-    monkeypatch.setitem(sys.modules, "cupy", None)
-    gpu = copy.deepcopy(ENTRY) | {"kind": "gpu", "gpu": {"sms": 108, "boost_clock_ghz": 1.4},
-                                 "peak_tflops": {"fp32": 19.5}}
-    del gpu["cpu"], gpu["calibration"]
-    gpu["sources"][0]["covers"] = ["peak_tflops", "bandwidth_gbs", "llc_mb", "gpu"]
-    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32", batch=4), spec(gpu))
+    gpu = _fake_gpu(monkeypatch)
+    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32", batch=4), gpu)
     keys = {measure_mod.shape_key(r, report) for r in report.results}
     # training: forward (B along K, C along N), data gradient (B along N), weight gradient
     # (A and C along M): each pass its own timing, with its own layout
