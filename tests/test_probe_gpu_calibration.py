@@ -159,3 +159,12 @@ def test_the_timing_of_the_small_kernels_is_read_and_said():
         _a100({"version": 4, "gpu": GPU_BLOCK | {"timing": "graph"}})
     with pytest.raises(InputError, match="expected one of graph, eager"):
         _a100({"version": 5, "gpu": GPU_BLOCK | {"timing": "wall"}})
+
+
+def test_hw_show_says_how_the_kernel_constants_were_timed(invoke):
+    data = Path(__file__).parent.parent / "benchmarks" / "data"
+    graph = invoke("hw", "show", str(data / "h100_live_probe_graph.yaml")).stdout
+    eager = invoke("hw", "show", str(data / "h100_live_probe.yaml")).stdout
+    assert ("calibration: version 5, through torch 2.11.0+cu130 (cuBLAS): GPU kernel constants "
+            "timed in a CUDA graph (the whole block") in graph
+    assert "GPU kernel constants timed from Python (the host's time in them)" in eager

@@ -102,7 +102,9 @@ def _calibration_line(cal: Calibration) -> str:
     through = cal.through.words if cal.through is not None else "a library not recorded"
     holds = [f"GEMMs in {', '.join(cal.efficiency)}"] if cal.efficiency else []
     if cal.gpu_ops is not None:
-        holds.append("GPU kernel constants")
+        holds.append("GPU kernel constants timed in a CUDA graph" if cal.gpu_ops.timing ==
+                     "graph" else "GPU kernel constants timed from Python (the host's time in "
+                                  "them)")
     if cal.cpu_ops is not None:
         holds.append("op costs")
     return (f"calibration: version {cal.version}, through {through}: {', '.join(holds)} (the "
