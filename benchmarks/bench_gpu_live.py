@@ -139,14 +139,39 @@ DECODES = (("H100", "h100_live_decode.json", "h100-sxm5-80gb"),
            ("H200", "h200_live_decode.json", "h200-sxm-141gb"))
 
 
+def captured_decode(batch: int, kv: int, entry: str) -> float:
+    """The predicted time of ``_decode_step``'s step itself, captured on the meta device with
+    ``roofline.torch.capture`` (every aten op it runs a kernel; bf16, as it runs) on
+    ``entry``."""
+    import torch
+    from _decode_step import decode_step
+
+    from roofline.torch import capture
+
+    cfg = json.loads((ROOT / "examples" / "hf" / "llama-2-7b.json").read_text())
+
+    class Step(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.step = decode_step(torch, cfg, batch, kv, "meta")
+
+        def forward(self, ids: Any) -> Any:
+            return self.step()
+
+    ids = torch.zeros(batch, 1, dtype=torch.long, device="meta")
+    report = capture(Step(), ids, mode="inference", dtype="bf16", hw=entry)
+    return float(report.totals["predicted_time_s"])
+
+
 def decode_lines(markdown: bool) -> list[str]:
     """data/h1?0_live_decode.json: a plain PyTorch Llama-2-7B decode step (bf16) as a CUDA graph
     and eagerly, against the step examples/hf/llama-2-7b.json predicts on the GPU's datasheet
-    entry (the same batch, the KV cache as long)."""
+    entry (the same batch, the KV cache as long; a serving engine's kernels) and against the
+    step's own code captured (``captured_decode``: its every kernel)."""
     from roofline.api import analyze_model
 
     header = ["GPU", "batch", "KV tokens", "kernels", "graph", "eager", "predicted",
-              "graph / predicted", "eager / graph"]
+              "graph / predicted", "captured", "graph / captured", "eager / graph"]
     body = []
     for gpu, name, entry in DECODES:
         for row in json.loads((DATA / name).read_text()):
@@ -154,9 +179,11 @@ def decode_lines(markdown: bool) -> list[str]:
                                    mode="inference", phase="decode", batch=row["batch"],
                                    seq=row["kv"], dtype="bf16")
             predicted = report.totals["predicted_time_s"]
+            captured = captured_decode(row["batch"], row["kv"], entry)
             body.append([gpu, str(row["batch"]), str(row["kv"]), f"{row['kernels']:,}",
                          f"{row['graph_s'] * 1e3:.2f} ms", f"{row['eager_s'] * 1e3:.1f} ms",
                          f"{predicted * 1e3:.2f} ms", f"{row['graph_s'] / predicted:.2f}",
+                         f"{captured * 1e3:.2f} ms", f"{row['graph_s'] / captured:.2f}",
                          f"{row['eager_s'] / row['graph_s']:.1f}"])
     return table_lines(header, body, markdown)
 

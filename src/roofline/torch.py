@@ -28,7 +28,10 @@ def capture(module: Any, *example_inputs: Any, mode: str = "train", dtype: str |
     """``module`` run on ``example_inputs`` (only their shapes and dtypes matter; the batch is
     the first input's leading dimension) in ``mode`` ("train": forward and backward;
     "inference": forward), as a Network, or as a Report on ``hw`` when it is given. ``dtype``
-    (fp32, fp16, bf16, fp64) casts the floating-point parameters and inputs first;
+    (fp32, fp16, bf16, fp64) casts the floating-point parameters and inputs first (without
+    it, the model's dtype is its first floating parameter's, buffer's or input's, else the one
+    most of its GEMMs ran in; GEMMs that ran in another are priced in it and named in a
+    warning);
     ``attention`` "flash" counts ``scaled_dot_product_attention`` as one fused op, "naive" as
     the batched GEMMs torch runs on the meta device; ``optimizer`` (none, sgd, adam) adds the
     update a training step makes as one fused op, or, given a torch optimizer (a class such as

@@ -142,6 +142,7 @@ class _Recorder:
     kind: str = "none"  # the optimizer stepped (OPTIMIZER_KINDS)
     update: dict[str, list[int]] = field(default_factory=dict)  # aten op -> flops, elements,
     # other bytes, summed over the parameters
+    gemm_dtypes: dict[str, int] = field(default_factory=dict)  # A's dtype -> GEMMs on it
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -200,7 +201,12 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     finally:
         for m, flag in flags.items():
             m.training = flag
-    net_dtype = dtype or _dtype_of(meta_params, inputs)
+    # the model's dtype: asked for, else its first floating parameter's, buffer's or input's,
+    # else the dtype most of its GEMMs ran in (weights kept as plain tensors); the GEMMs that
+    # ran in another are named (Network.other_gemm_dtypes: a warning), never priced silently
+    net_dtype = (dtype or _dtype_of({**meta_params, **meta_buffers}, inputs)
+                 or max(rec.gemm_dtypes, key=rec.gemm_dtypes.__getitem__, default="fp32"))
+    others = tuple(sorted((d, n) for d, n in rec.gemm_dtypes.items() if d != net_dtype))
     source = f"<torch {label}>"
     layers = []
     for owner in dict.fromkeys([*rec.forward, *params]):
@@ -215,7 +221,7 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     kind = optimizer if step is None else rec.kind
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
                    source=source, uncosted=tuple(sorted(rec.uncosted)), update=update,
-                   nchw_convs=rec.nchw_convs)
+                   nchw_convs=rec.nchw_convs, other_gemm_dtypes=others)
 
 
 #: torch optimizer classes -> the optimizer whose states memory counts (``analysis/memory``)
@@ -287,13 +293,15 @@ def _torch_dtype(dtype: str) -> Any:
     return getattr(torch, names[dtype])
 
 
-def _dtype_of(params: dict[str, Any], inputs: tuple[Any, ...]) -> str:
+def _dtype_of(params: dict[str, Any], inputs: tuple[Any, ...]) -> str | None:
+    """The first floating-point tensor's dtype among ``params`` and ``inputs``; None if none is
+    floating point."""
     import torch
 
     for x in [*params.values(), *inputs]:
         if isinstance(x, torch.Tensor) and x.is_floating_point():
             return TORCH_DTYPES.get(str(x.dtype).removeprefix("torch."), "fp32")
-    return "fp32"
+    return None
 
 
 def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Recorder,
@@ -523,6 +531,8 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
     outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)]
     if op in ("mm", "addmm", "bmm", "baddbmm"):
         a, b = tensors[-2], tensors[-1]
+        seen = TORCH_DTYPES.get(str(a.dtype).removeprefix("torch."), str(a.dtype))
+        rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1
         g = a.shape[0] if a.dim() == 3 else 1
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
         # in the backward, a GEMM that reads a weight computes a data gradient; one that reads

@@ -198,6 +198,9 @@ class Network:
     # forward 16-bit convolutions a captured module ran on NCHW inputs (model.capture): on a
     # GPU, work the prediction leaves out (output.times.layout_warning)
     nchw_convs: int = 0
+    #: a captured module's GEMMs that ran in a dtype other than ``dtype``, (dtype, count):
+    #: priced at ``dtype`` like the rest, and said so (``output.times.gemm_dtype_warning``)
+    other_gemm_dtypes: tuple[tuple[str, int], ...] = ()
 
     @property
     def captured_batch(self) -> int | None:

@@ -92,10 +92,15 @@ def report_warnings(report: Report) -> tuple[str, ...]:
     (``output.times.calibration_warning``), 16-bit convolutions on NCHW tensors on a GPU
     (``output.times.layout_warning``), GEMMs ``--measure`` timed on a shared machine
     (``output.times.shared_machine_warning``)."""
-    from .times import calibration_warning, layout_warning, shared_machine_warning
+    from .times import (
+        calibration_warning,
+        gemm_dtype_warning,
+        layout_warning,
+        shared_machine_warning,
+    )
 
     more = [w for w in (calibration_warning(report), layout_warning(report),
-                        shared_machine_warning(report)) if w]
+                        gemm_dtype_warning(report), shared_machine_warning(report)) if w]
     return (*config_warnings(report.network), *more)
 
 
