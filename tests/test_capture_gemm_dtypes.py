@@ -43,7 +43,7 @@ class Mixed(torch.nn.Module):
 def test_a_module_without_floating_parameters_is_priced_as_its_gemms_ran():
     ids = torch.zeros(2, 3, dtype=torch.long, device="meta")
     net = capture(Plain(), ids, mode="inference")
-    assert net.dtype == "bf16" and net.other_gemm_dtypes == ()
+    assert net.dtype == "bf16" and net.gemm_dtypes == (("bf16", 1),)
     # the 6 x 16 x 16 GEMM: A 6 x 16, B 16 x 16, C 6 x 16 bf16 values, 2 bytes each
     (gemm,) = net.gemms()
     assert gemm.bytes == 2 * (6 * 16 + 16 * 16 + 6 * 16)
@@ -52,11 +52,16 @@ def test_a_module_without_floating_parameters_is_priced_as_its_gemms_ran():
 def test_gemms_in_another_dtype_than_the_model_are_named():
     x = torch.zeros(4, 16, device="meta")
     net = capture(Mixed(), x, mode="inference")
-    assert net.dtype == "fp32" and net.other_gemm_dtypes == (("bf16", 1),)
+    assert net.dtype == "fp32" and net.gemm_dtypes == (("bf16", 1), ("fp32", 1))
     report = analyze(net, load_hardware("h100"))
     assert gemm_dtype_warning(report) == (
         "the capture ran GEMMs in another dtype than the model's fp32 (1 in bf16) and prices "
         "every GEMM in fp32: cast the module (or give dtype=) to the dtype it runs in")
     assert gemm_dtype_warning(report) in report.warnings
     cast = capture(Mixed(), x, mode="inference", dtype="bf16")
-    assert cast.other_gemm_dtypes == ()
+    assert gemm_dtype_warning(analyze(cast, load_hardware("h100"))) is None
+    # a dtype given after the capture (analyze --dtype) is the one GEMMs are held against
+    assert gemm_dtype_warning(analyze(net.with_overrides(dtype="bf16"),
+                                      load_hardware("h100"))) == (
+        "the capture ran GEMMs in another dtype than the model's bf16 (1 in fp32) and prices "
+        "every GEMM in bf16: cast the module (or give dtype=) to the dtype it runs in")

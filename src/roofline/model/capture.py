@@ -203,10 +203,9 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
             m.training = flag
     # the model's dtype: asked for, else its first floating parameter's, buffer's or input's,
     # else the dtype most of its GEMMs ran in (weights kept as plain tensors); the GEMMs that
-    # ran in another are named (Network.other_gemm_dtypes: a warning), never priced silently
+    # ran in another are named (Network.gemm_dtypes: a warning), never priced silently
     net_dtype = (dtype or _dtype_of({**meta_params, **meta_buffers}, inputs)
                  or max(rec.gemm_dtypes, key=rec.gemm_dtypes.__getitem__, default="fp32"))
-    others = tuple(sorted((d, n) for d, n in rec.gemm_dtypes.items() if d != net_dtype))
     source = f"<torch {label}>"
     layers = []
     for owner in dict.fromkeys([*rec.forward, *params]):
@@ -221,7 +220,8 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     kind = optimizer if step is None else rec.kind
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
                    source=source, uncosted=tuple(sorted(rec.uncosted)), update=update,
-                   nchw_convs=rec.nchw_convs, other_gemm_dtypes=others)
+                   nchw_convs=rec.nchw_convs,
+                   gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())))
 
 
 #: torch optimizer classes -> the optimizer whose states memory counts (``analysis/memory``)

@@ -198,9 +198,9 @@ class Network:
     # forward 16-bit convolutions a captured module ran on NCHW inputs (model.capture): on a
     # GPU, work the prediction leaves out (output.times.layout_warning)
     nchw_convs: int = 0
-    #: a captured module's GEMMs that ran in a dtype other than ``dtype``, (dtype, count):
-    #: priced at ``dtype`` like the rest, and said so (``output.times.gemm_dtype_warning``)
-    other_gemm_dtypes: tuple[tuple[str, int], ...] = ()
+    #: a captured module's GEMMs by the dtype they ran in, (dtype, count): every GEMM is priced
+    #: at ``dtype``, and those that ran in another are said (``output.times.gemm_dtype_warning``)
+    gemm_dtypes: tuple[tuple[str, int], ...] = ()
 
     @property
     def captured_batch(self) -> int | None:

@@ -378,7 +378,7 @@ def layout_warning(report: Report) -> str | None:
 def gemm_dtype_warning(report: Report) -> str | None:
     """For a captured module, the GEMMs that ran in another dtype than the model's (its first
     floating parameter's or input's, or the one asked for), which every GEMM is priced at."""
-    others = report.network.other_gemm_dtypes
+    others = [(d, n) for d, n in report.network.gemm_dtypes if d != report.network.dtype]
     if not others:
         return None
     ran = ", ".join(f"{n} in {d}" for d, n in others)
