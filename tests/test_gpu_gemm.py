@@ -386,18 +386,22 @@ def test_tf32_operands_not_k_major_keep_a_share_of_hoppers_rate():
     hand: 8192 x 4096 x 4096 in 128 x 128 tiles is 2048 tiles in 16 waves of 132 SMs (15.5
     rounded up), 128 iterations of K = 32 plus 0.0574, each 2 x 128 x 128 x 32 FLOPs at 0.863 x
     494.5 TFLOP/s / 132 SMs, 324 ns (the loads, 32 KB at 64 B x 1.83 GHz, take 280 ns); the
-    weight gradient, 4096 x 4096 x 8192, is 1024 tiles in 8 waves of 256 iterations."""
+    weight gradient, 4096 x 4096 x 8192, is 1024 tiles in 8 waves of 256 iterations. Neither
+    fills its last wave, so Hopper's stream-K kernel deals the 262,144 iterations (2048 x 128,
+    1024 x 256) over the 132 SMs: 1986 each, plus the prologue of the tiles an SM touches, 16 + 1
+    and 8 + 1, against 16 x 128.0574 and 8 x 256.0574 in waves."""
     from roofline.analysis.predict import fitted_gemm
     from roofline.model.gemm import Gemm
 
     h100, a100 = load_hardware("h100-sxm5-80gb"), load_hardware("a100-sxm4-80gb")
     per_iteration = 2 * 128 * 128 * 32 / (0.863 * 494.5e12 / 132)
+    assert -(-2048 * 128 // 132) == -(-1024 * 256 // 132) == 1986
     for pass_, m, n, k, share, main in (
-            ("forward", 8192, 4096, 4096, 1.0, 16 * (128 + 0.0574) * per_iteration),
-            ("backward-data", 8192, 4096, 4096, 0.78, 16 * (128 + 0.0574) * per_iteration),
-            ("backward-weight", 4096, 4096, 8192, 0.52, 8 * (256 + 0.0574) * per_iteration)):
+            ("forward", 8192, 4096, 4096, 1.0, (1986 + 17 * 0.0574) * per_iteration),
+            ("backward-data", 8192, 4096, 4096, 0.78, (1986 + 17 * 0.0574) * per_iteration),
+            ("backward-weight", 4096, 4096, 8192, 0.52, (1986 + 9 * 0.0574) * per_iteration)):
         terms = fitted_gemm(Gemm("MM1", "fc", pass_, m, n, k, "tf32"), h100).terms
-        assert terms["aligned_share"] == share
+        assert terms["aligned_share"] == share and terms["stream_k"] == 1.0
         assert terms["tile_m"] == terms["tile_n"] == 128
         assert terms["main_s"] == pytest.approx(main / share, rel=1e-9)
         # bf16 (wgmma transposes 16-bit operands) and Ampere keep the whole rate
@@ -656,3 +660,29 @@ def test_a_weight_only_gemv_runs_in_a_16_row_tile_an_fp16_one_does_not():
     assert (16, 128) in WEIGHT_ONLY_TILES
     assert predict_gemm(fp16, a100).terms["tile_m"] == 64
     assert predict_gemm(int4, a100).terms["tile_m"] == 16
+
+
+def test_hopper_deals_a_part_empty_last_wave_over_the_sms():
+    """Stream-K (CUTLASS's sm90 and sm100 schedulers): GPT-2's FFN weight gradient, 3072 x 768 x
+    8192 in bf16, is 24 x 6 = 144 tiles of 128 x 128 on 132 SMs: two waves, the second 12
+    tiles. Dealt evenly, 144 x 256 iterations of K = 32 give each SM ceil(36,864 / 132) = 280,
+    plus the prologue of the 2 + 1 tiles it touches, against 2 x 256.0574 in waves; each
+    iteration 2 x 128 x 128 x 32 FLOPs at 0.863 x 989.5 TFLOP/s / 132 SMs. An A100 (no TMA)
+    runs it in waves."""
+    from roofline.analysis.predict import fitted_gemm
+    from roofline.model.gemm import Gemm
+
+    h100 = load_hardware("h100-sxm5-80gb")
+    gemm = Gemm("MM1", "ffn", "backward-weight", 3072, 768, 8192, "bf16")
+    terms = fitted_gemm(gemm, h100).terms
+    per_iteration = 2 * 128 * 128 * 32 / (0.863 * 989.5e12 / 132)
+    assert -(-144 * 256 // 132) == 280
+    assert terms["stream_k"] == 1.0 and terms["tile_m"] == terms["tile_n"] == 128
+    assert terms["main_s"] == pytest.approx((280 + 3 * 0.0574) * per_iteration, rel=1e-9)
+    assert terms["main_s"] < 2 * (256 + 0.0574) * per_iteration * 0.56
+    a100 = fitted_gemm(gemm, load_hardware("a100-sxm4-80gb")).terms
+    assert a100["stream_k"] == 0.0
+    # 4 tiles on 10 SMs with K = 256: each SM's share would keep 4 x 32 = 128 of K, under the
+    # 256 a split keeps: no stream-K there (the first test of this file's TMA device)
+    dev = dataclasses.replace(DEV, l2_bytes=1e9, tma=True)
+    assert gemm_time(256, 256, 256, 2, 1, 393_216, 131_072, dev, C)["stream_k"] == 0.0
