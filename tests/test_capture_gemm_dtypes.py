@@ -65,3 +65,24 @@ def test_gemms_in_another_dtype_than_the_model_are_named():
                                       load_hardware("h100"))) == (
         "the capture ran GEMMs in another dtype than the model's bf16 (1 in fp32) and prices "
         "every GEMM in bf16: cast the module (or give dtype=) to the dtype it runs in")
+
+
+class Attention(torch.nn.Module):
+    """A bf16 projection and torch's own attention (math on the meta device: it upcasts to
+    fp32 before its two batched matmuls)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48, bias=False)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).view(2, 3, 3, 16).permute(2, 0, 1, 3)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def test_torchs_own_attention_upcasting_on_meta_raises_no_warning():
+    x = torch.zeros(2, 3, 16, device="meta")
+    net = capture(Attention(), x, mode="inference", dtype="bf16", attention="naive")
+    assert net.gemm_dtypes == (("bf16", 1),)  # the projection; attention's GEMMs not counted
+    assert len(net.gemms()) == 3
+    assert gemm_dtype_warning(analyze(net, load_hardware("h100"))) is None

@@ -48,16 +48,17 @@ load through TMA (Hopper, Blackwell) a tile may also run stream-K (``stream_k_ti
 tiles leave the last wave part-empty, the tiles x iters main-loop iterations are dealt evenly over
 the S SMs, ceil(tiles iters / S) each plus c for every tile an SM touches (at most
 ceil(tiles / S) + 1), an SM that ends inside a tile writing its FP32 partial tile for another to
-read (8 tm tn bytes, min(S, tiles) of them), and every SM ends at once (t_tail charges
-C x min(1, S / tiles)); only where each SM's share keeps SPLIT_K_MIN_SLICE of K, as a split
-does. CUTLASS runs it on both (``PersistentTileSchedulerSm90StreamK`` and its Sm100 counterpart,
-include/cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp; Osama et al., "Stream-K",
-PPoPP 2023). Not fitted: added after the fit, it moved the lent H100's bf16 torch.matmul timings
-from 73% to 75% within 1.25x, the H200's (never fitted) from 74% to 79%, B200's XLA rows (never
-fitted) from 83% / 84% to 89% / 91% (bf16 / fp8), TF32 two points down on the H200 and
-B200; the weight
-gradients of GPT-2's FFN (3072 x 768 x 8192: 144 tiles on 132 SMs) ran at the full rate where
-waves of 128 x 128 tiles had them at 0.65. ``t_tail`` is a tile's epilogue:
+read (8 tm tn bytes, S of them at most), and every SM ends at once (t_tail charges C S / tiles);
+only where there are more tiles than SMs (fewer: split-K, whose slices keep SPLIT_K_MIN_SLICE
+of K; a stream-K there reduces up to S - 1 partial tiles one peer at a time, which the model
+would not charge). CUTLASS runs it on both (``PersistentTileSchedulerSm90StreamK`` and its
+Sm100 counterpart, include/cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp; Osama et al.,
+"Stream-K", PPoPP 2023). Not fitted: added after the fit, it moved the lent H100's bf16
+torch.matmul timings from 73% to 74% within 1.25x and the H200's (never fitted) from 74% to 76%
+(TF32 91% to 93%), B200's XLA rows (never fitted) from 83% / 84% to 84% / 86% (bf16 / fp8);
+fp8 on the lent GPUs from 28% to 24%; the weight gradients of GPT-2's FFN (3072 x 768 x 8192:
+144 tiles on 132 SMs) ran at the full rate where waves of 128 x 128 tiles had them at 0.65.
+``t_tail`` is a tile's epilogue:
 it stores its C tile after its main loop. An earlier wave's stores drain while the next wave
 computes; the last wave's start only when every main loop has ended, and the kernel ends when
 they have drained, whether or not the GEMM fits in L2 (the first below, 37.7 MB, fits). XLA's H100
@@ -66,8 +67,8 @@ table shows more than that: bf16 4096 x 4096 x K took 21.6 / 31.1 / 50.1 / 93.4 
 take at 0.9 x 3.35 TB/s (TF32 likewise with 67 MB: 45.8 us against 20.9 + 25.0 at K = 256). The
 model charges the last of its 4 waves of 256 x 128 tiles, a quarter of that: charged on the
 whole of C the fit was worse over all the data (``FITTED``), and as it is it put B200's rows,
-never fitted, 83% / 84% within 1.25x (bf16 / fp8) where they were 68% / 65% without it (89% /
-91% with stream-K). A GEMM
+never fitted, 83% / 84% within 1.25x (bf16 / fp8) where they were 68% / 65% without it (84% /
+86% with stream-K). A GEMM
 with fewer blocks than SMs
 thus streams its operands at blocks x b f, not at the device's bandwidth (the thin-GEMM case),
 and a large one runs at F r P: at F P on a GPU that holds its boost clock, below it on one whose
@@ -272,7 +273,7 @@ WEIGHT_ONLY_TILES = ((16, 128), (16, 256), (32, 128))
 #: at 1.4-5.4x the prediction, at best 988 TOPS, half of H100's 1979; its memory-bound ones
 #: 0.51-23.7x (the slowest with K = 500,000).
 TORCH_QUANT_MEASURED: dict[str, tuple[float, float]] = {
-    "int4_1_2": (1.25, 1.82), "int4_16_64": (4.94, 18.60), "int8_weight_1_2": (20.25, 44.46),
+    "int4_1_2": (1.25, 1.67), "int4_16_64": (4.94, 18.60), "int8_weight_1_2": (20.25, 44.13),
     "int8_compute": (1.39, 5.37), "int8_memory": (0.51, 23.66)}
 TORCH_INT8_BEST_TOPS = 988.0  # torch._int_mm's best on that H100 (4096 x 4096 x 11008)
 
@@ -466,11 +467,10 @@ def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_byte
                         "tile_n": float(tile[1]), "split_k": float(split),
                         "stream_k": 0.0, "resident": float(resident),
                         "aligned_share": share}
-        iters = -(-k // dev.k_step)
-        if (dev.tma and base % dev.sms
-                and -(-base * iters // dev.sms) * dev.k_step >= SPLIT_K_MIN_SLICE):
-            # stream-K where the tiles leave a wave part-empty, each SM's share of the main
-            # loop keeping SPLIT_K_MIN_SLICE of K, as a split-K slice does
+        if dev.tma and base > dev.sms and base % dev.sms:
+            # stream-K where the tiles fill more than a wave and leave the last part-empty
+            # (fewer tiles than SMs: split-K above; a stream-K there reduces up to S - 1
+            # partial tiles, one peer at a time, which this term does not charge)
             main, fixup = stream_k_time(m, n, k, e, tile, count, dev, c, e_b, dequant, share)
             dram = (from_dram + fixup) / bandwidth
             tail = c_bytes * min(1.0, dev.sms / base) / bandwidth  # every SM ends at once

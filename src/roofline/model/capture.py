@@ -106,6 +106,8 @@ REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
 #: makes (``torch.matmul`` of a head-split Q or K).
 COPIES = frozenset({"clone", "copy", "_to_copy", "contiguous"})
 TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+#: the GEMM operand dtypes a capture's dtype may come from (torch._int_mm's int8 among them)
+GEMM_DTYPES = TORCH_DTYPES | {"int8": "int8"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -143,6 +145,7 @@ class _Recorder:
     update: dict[str, list[int]] = field(default_factory=dict)  # aten op -> flops, elements,
     # other bytes, summed over the parameters
     gemm_dtypes: dict[str, int] = field(default_factory=dict)  # A's dtype -> GEMMs on it
+    in_attention: int = 0  # inside torch's own (math) attention: its upcast GEMMs not counted
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -413,7 +416,12 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             kwargs = kwargs or {}
             if func is F.scaled_dot_product_attention and rec.flash:
                 return _fused_attention(rec, current(), *args, **kwargs)
-            out = func(*args, **kwargs)
+            naive = func is F.scaled_dot_product_attention
+            rec.in_attention += naive  # torch's math attention runs its GEMMs in fp32 on meta
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                rec.in_attention -= naive
             if not tracker.is_bw:
                 _tag([o.grad_fn for o in _flatten(out) if isinstance(o, torch.Tensor)],
                      current())
@@ -531,8 +539,9 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
     outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)]
     if op in ("mm", "addmm", "bmm", "baddbmm"):
         a, b = tensors[-2], tensors[-1]
-        seen = TORCH_DTYPES.get(str(a.dtype).removeprefix("torch."), str(a.dtype))
-        rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1
+        seen = GEMM_DTYPES.get(str(a.dtype).removeprefix("torch."))
+        if seen is not None and not rec.in_attention:  # the dtypes the model's GEMMs ran in
+            rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1
         g = a.shape[0] if a.dim() == 3 else 1
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
         # in the backward, a GEMM that reads a weight computes a data gradient; one that reads
