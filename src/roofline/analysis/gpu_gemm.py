@@ -445,7 +445,8 @@ def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_byte
     C's the only rows off) and ``strided`` of A and B not K-major (``layout_share``), and the
     terms of the best tile and
     split: ``time_s``, ``main_s``, ``dram_s``, ``tail_s``, ``min_kernel_s``, ``tile_m``,
-    ``tile_n``, ``split_k``, ``resident``, ``aligned_share`` (the layout share)."""
+    ``tile_n``, ``split_k``, ``stream_k`` (1.0 where the tile runs stream-K, ``stream_k_time``),
+    ``resident``, ``aligned_share`` (the layout share)."""
     share = layout_share(dev, row_bytes, strided, c_only)
     resident = working <= dev.l2_bytes
     from_dram = kept if resident else working
