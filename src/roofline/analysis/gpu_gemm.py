@@ -452,34 +452,36 @@ def gemm_time(m: int, n: int, k: int, e: float, count: int, working: int, c_byte
     from_dram = kept if resident else working
     bandwidth = c.dram_fraction * dev.bandwidth_bytes_per_s
     best: dict[str, float] | None = None
+
+    def consider(tile: tuple[int, int], split: int, stream_k: bool, main: float,
+                 extra: float, tail_share: float) -> None:
+        """Keep this candidate when it is the fastest yet: its main loop, the ``extra`` bytes
+        it moves (partial sums) and the share of C its last SMs drain after the loop."""
+        nonlocal best
+        dram = (from_dram + extra) / bandwidth
+        tail = c_bytes * tail_share / bandwidth
+        time = c.min_kernel_s + max(main, dram) + tail
+        if best is None or time < best["time_s"]:
+            best = {"time_s": time, "main_s": main, "dram_s": dram, "tail_s": tail,
+                    "min_kernel_s": c.min_kernel_s, "tile_m": float(tile[0]),
+                    "tile_n": float(tile[1]), "split_k": float(split),
+                    "stream_k": float(stream_k), "resident": float(resident),
+                    "aligned_share": share}
+
     for tile in dev.tiles:
         base = -(-m // tile[0]) * -(-n // tile[1]) * count
         for split in _splits(base, k, dev.sms):
-            main = tile_time(m, n, k, e, tile, split, count, dev, c, e_b, dequant, share)
-            extra = 8 * split * m * n * count if split > 1 else 0
-            dram = (from_dram + extra) / bandwidth
             blocks = base * split
             last = blocks - (-(-blocks // dev.sms) - 1) * dev.sms
-            tail = c_bytes * last / blocks / bandwidth
-            time = c.min_kernel_s + max(main, dram) + tail
-            if best is None or time < best["time_s"]:
-                best = {"time_s": time, "main_s": main, "dram_s": dram, "tail_s": tail,
-                        "min_kernel_s": c.min_kernel_s, "tile_m": float(tile[0]),
-                        "tile_n": float(tile[1]), "split_k": float(split),
-                        "stream_k": 0.0, "resident": float(resident),
-                        "aligned_share": share}
+            consider(tile, split, False,
+                     tile_time(m, n, k, e, tile, split, count, dev, c, e_b, dequant, share),
+                     8 * split * m * n * count if split > 1 else 0, last / blocks)
         if dev.tma and base > dev.sms and base % dev.sms:
             # stream-K where the tiles fill more than a wave and leave the last part-empty
             # (fewer tiles than SMs: split-K above; a stream-K there reduces up to S - 1
-            # partial tiles, one peer at a time, which this term does not charge)
+            # partial tiles, one peer at a time, which this term does not charge); every SM
+            # ends at once, draining S of the tiles' C
             main, fixup = stream_k_time(m, n, k, e, tile, count, dev, c, e_b, dequant, share)
-            dram = (from_dram + fixup) / bandwidth
-            tail = c_bytes * min(1.0, dev.sms / base) / bandwidth  # every SM ends at once
-            time = c.min_kernel_s + max(main, dram) + tail
-            if best is not None and time < best["time_s"]:
-                best = {"time_s": time, "main_s": main, "dram_s": dram, "tail_s": tail,
-                        "min_kernel_s": c.min_kernel_s, "tile_m": float(tile[0]),
-                        "tile_n": float(tile[1]), "split_k": 1.0, "stream_k": 1.0,
-                        "resident": float(resident), "aligned_share": share}
+            consider(tile, 1, True, main, fixup, dev.sms / base)
     assert best is not None  # device_for never gives an empty tile list
     return best
