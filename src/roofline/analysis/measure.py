@@ -299,13 +299,14 @@ def _shape(key: tuple) -> str:
 
 def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float,
           calls: int = 1) -> str:
-    m, n, k, g, dtype, weights, rows = key
-    laid = (f", rows of A, B, C along {', '.join('MNK'[r] for r in rows)}"
-            if rows is not None else "")
+    from ..model.gemm import rows_text
+
+    weights, rows = key[5:]
+    laid = rows_text(rows) if rows is not None else ""
     cut = (f"; {len(result.samples_s)} of {REPEATS} values, within the {budget_s:g} s "
            f"budget" if result.cut else "")
     over = f" over {weights} weights" if weights > 1 else ""
-    return (f"  [{i}/{count}] {(str(g) + ' x ') if g > 1 else ''}{m}x{n}x{k} {dtype}{over}{laid}: "
+    return (f"  [{i}/{count}] {_shape(key)}{over}{laid}: "
             f"{result.best_s / calls * 1e6:.1f} us (median {result.median_s / calls * 1e6:.1f}, "
             f"spread {result.spread:.1%}, rounds {result.round_spread:.0%} apart{cut})")
 

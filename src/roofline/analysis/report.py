@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import UnsupportedDtypeError
 from ..hardware.spec import HardwareSpec
-from ..model.gemm import Gemm
+from ..model.gemm import DIMENSIONS, Gemm
 from ..model.network import Network
 from ..model.ops import Op
 from ..model.repeats import float_total, int_total, named
@@ -97,7 +97,7 @@ class GemmResult:
             "c_dtype": g.c_dtype, "c_read": g.c_read, "bytes_by_operand": g.bytes_by_operand,
             # null for a view of other tensors (a convolution's im2col) that says no layout
             "operand_rows": (None if g.rows is None and g.tensors is not None else
-                             dict(zip("abc", ("MNK"[i] for i in g.operand_rows)))),
+                             dict(zip("abc", (DIMENSIONS[i] for i in g.operand_rows)))),
             "b_dtype": g.stored_b, "group_size": g.group_size or None,
             "dequant_flops": g.dequant_flops,
             "flops": g.flops, "bytes": g.bytes, "intensity": g.intensity,

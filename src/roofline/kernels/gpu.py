@@ -47,10 +47,9 @@ def _laid_out(make: Callable[[tuple[int, ...]], Any], lead: tuple[int, ...], m: 
 
 
 def _label(name: str, dtype: str, m: int, n: int, k: int, rows: tuple[int, int, int]) -> str:
-    dims = "MNK"
-    layout = ("" if rows == MATMUL_ROWS else
-              f", rows of A, B, C along {dims[rows[0]]}, {dims[rows[1]]}, {dims[rows[2]]}")
-    return f"{name} {dtype} GEMM {m}x{n}x{k}{layout}"
+    from ..model.gemm import rows_text
+
+    return f"{name} {dtype} GEMM {m}x{n}x{k}{'' if rows == MATMUL_ROWS else rows_text(rows)}"
 
 
 def _matmul_run(matmul: Any, a: Any, b: Any, c: Any,
@@ -112,25 +111,29 @@ class TorchBackend:
         return Kernel(f"{self.name} {dtype} GEMM n={n} on {self.device}", run, 2.0 * n ** 3,
                       "FLOP")
 
-    def shaped_gemm(self, m: int, n: int, k: int, g: int, dtype: str,
-                    rows: tuple[int, int, int] = MATMUL_ROWS) -> Kernel:
-        """``g`` GEMMs (m, k) x (k, n) in ``dtype`` (batched when g > 1), one sync per call,
-        A's, B's and C's rows along ``rows`` (``_laid_out``: a Linear's forward takes B, its
-        weight, along K)."""
+    def _operands(self, m: int, n: int, k: int, g: int, dtype: str,
+                  rows: tuple[int, int, int] = MATMUL_ROWS) -> tuple[Any, Any, Any]:
+        """``g`` GEMMs' A, B and C in ``dtype`` (batched when g > 1), laid out along ``rows``
+        (``_laid_out``), TF32 switched on for tf32 only."""
         t = self.torch
         dt = getattr(t, TORCH_DTYPES[dtype])
         if self.is_gpu:
             t.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
         lead = (g,) if g > 1 else ()
-        a, b, c = _laid_out(lambda shape: t.randn(shape, device=self.device, dtype=dt),
-                               lead, m, n, k, rows)
-        run = _matmul_run(t.matmul, a, b, c, self.sync)
+        return _laid_out(lambda shape: t.randn(shape, device=self.device, dtype=dt),
+                         lead, m, n, k, rows)
+
+    def shaped_gemm(self, m: int, n: int, k: int, g: int, dtype: str,
+                    rows: tuple[int, int, int] = MATMUL_ROWS) -> Kernel:
+        """``g`` GEMMs (m, k) x (k, n) in ``dtype`` (batched when g > 1), one sync per call,
+        A's, B's and C's rows along ``rows`` (``_laid_out``: a Linear's forward takes B, its
+        weight, along K)."""
+        a, b, c = self._operands(m, n, k, g, dtype, rows)
+        run = _matmul_run(self.torch.matmul, a, b, c, self.sync)
         return Kernel(_label(self.name, dtype, m, n, k, rows), run, 2.0 * m * n * k * g, "FLOP")
 
     def device_copy(self, nbytes: int) -> Kernel:
-        t = self.torch
-        src = t.ones((nbytes // 4,), device=self.device, dtype=t.float32)
-        dst = t.empty((nbytes // 4,), device=self.device, dtype=t.float32)
+        dst, src = self._copy_operands(nbytes)
         return self._copy_kernel(f"device copy {nbytes / 2**20:.0f} MiB", dst, src, 2 * nbytes)
 
     @property
@@ -176,15 +179,10 @@ class TorchBackend:
         makes."""
         import time as clock
 
-        t = self.torch
-        dt = getattr(t, TORCH_DTYPES[dtype])
-        t.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-        lead = (g,) if g > 1 else ()
-        a, b, c = _laid_out(lambda shape: t.randn(shape, device=self.device, dtype=dt),
-                            lead, m, n, k, rows)
+        a, b, c = self._operands(m, n, k, g, dtype, rows)
 
         def call() -> object:
-            return t.matmul(a, b, out=c)
+            return self.torch.matmul(a, b, out=c)
 
         call()
         self.sync()
@@ -199,19 +197,19 @@ class TorchBackend:
 
     def small_gemm_call(self, n: int, dtype: str) -> Callable[[], object]:
         """One ``n``^3 GEMM in ``dtype``, no sync: what ``graphed`` records."""
-        t = self.torch
-        dt = getattr(t, TORCH_DTYPES[dtype])
-        a = t.randn((n, n), device=self.device, dtype=dt)
-        b = t.randn((n, n), device=self.device, dtype=dt)
-        c = t.empty((n, n), device=self.device, dtype=dt)
-        return lambda: t.matmul(a, b, out=c)
+        a, b, c = self._operands(n, n, n, 1, dtype)
+        return lambda: self.torch.matmul(a, b, out=c)
 
     def small_copy_call(self, nbytes: int) -> Callable[[], object]:
         """One device-to-device copy of ``nbytes``, no sync."""
+        dst, src = self._copy_operands(nbytes)
+        return lambda: dst.copy_(src, non_blocking=True)
+
+    def _copy_operands(self, nbytes: int) -> tuple[Any, Any]:
+        """``(dst, src)`` of a device-to-device copy of ``nbytes`` (src all ones)."""
         t = self.torch
         src = t.ones((nbytes // 4,), device=self.device, dtype=t.float32)
-        dst = t.empty((nbytes // 4,), device=self.device, dtype=t.float32)
-        return lambda: dst.copy_(src, non_blocking=True)
+        return t.empty((nbytes // 4,), device=self.device, dtype=t.float32), src
 
     def host_to_device(self, nbytes: int) -> Kernel:
         t = self.torch

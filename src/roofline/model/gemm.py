@@ -43,6 +43,14 @@ PASSES = ("forward", "backward-data", "backward-weight")
 #: X^T's M (X's rows), dY's N, dW's M. A GEMM that knows better says so (``Gemm.rows``).
 PASS_ROWS: dict[str, tuple[int, int, int]] = {
     "forward": (2, 2, 1), "backward-data": (2, 1, 1), "backward-weight": (0, 1, 0)}
+DIMENSIONS = "MNK"  # a rows entry's letter: 0 M, 1 N, 2 K
+
+
+def rows_text(rows: tuple[int, int, int]) -> str:
+    """``", rows of A, B, C along K, K, N"``: where each operand's rows run (a timing's label)."""
+    return f", rows of A, B, C along {', '.join(DIMENSIONS[r] for r in rows)}"
+
+
 B_OPERANDS = ("", "weight", "kv")  # what B is: an activation or gradient, a weight, the KV cache
 Dims = tuple[int, int, int]
 
