@@ -81,8 +81,14 @@ def time_lines(report: Report) -> list[str]:
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)})"]
-    return (lines + [text] + step + misaligned_row_lines(report) + strided_lines(report)
-            + quantized_lines(report) + launch_lines(report) + beats_roof_notes(report))
+    return lines + [text] + step + kernel_notes(report)
+
+
+def kernel_notes(report: Report) -> list[str]:
+    """The notes on which kernels a time is of, after the times: rows off 16 bytes, operands
+    not K-major, quantized formats, launches, GEMMs that beat their roof (text and HTML)."""
+    return (misaligned_row_lines(report) + strided_lines(report) + quantized_lines(report)
+            + launch_lines(report) + beats_roof_notes(report))
 
 
 def launch_lines(report: Report) -> list[str]:

@@ -38,14 +38,10 @@ from ..scaling import scaling_lines
 from ..times import (
     ROOF_TEXT,
     basis_sentence,
-    beats_roof_notes,
     is_measured,
-    launch_lines,
-    misaligned_row_lines,
+    kernel_notes,
     op_basis_text,
-    quantized_lines,
     residency_lines,
-    strided_lines,
 )
 from . import svg
 
@@ -294,9 +290,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
     notes = [f"roof: {ROOF_TEXT}; predicted: "
              + basis_sentence(report.hardware).removeprefix("predicted: "),
              *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
-             *residency_lines(report), *misaligned_row_lines(report),
-             *strided_lines(report), *quantized_lines(report), *launch_lines(report),
-             *beats_roof_notes(report)]
+             *residency_lines(report), *kernel_notes(report)]
     scaling = scaling_lines(report.scaling) if report.scaling else []
     title = f"{report.network.name} on {report.hardware.name}"
 
