@@ -155,3 +155,59 @@ def test_no_quantization_on_a_cpu():
     report = analyze(network_from_yaml("batch: 512\ndtype: bf16\nmlp: [1024, 4096]"),
                      load_hardware("xeon-platinum-8480plus"))
     assert all(r.quantization is None for r in report.results)
+
+
+def test_stream_k_gpus_lose_no_wave_and_suggest_no_reshape():
+    # GPT-2's FFN weight gradient, 3072 x 768 x 8192 bf16, on an H100 SXM (132 SMs): 128x128
+    # tiles give 24 x 6 = 144, one wave and 12 of a second. Waves alone: 64x64 tiles, 48 x 12 =
+    # 576 in 5 waves, 3072 x 768 / (5 x 132 x 4096) = 87%, and the advice suggested 2816 x 768.
+    # Hopper's stream-K deals the 144 tiles' K iterations evenly over the SMs (a lent H100 ran
+    # it at the full rate): only edge tiles lose, and 128 divides 3072 and 768: 100%.
+    q = analyze(network_from_yaml("batch: 3072\ndtype: bf16\nmlp: [8192, 768]\n"
+                                  "mode: inference"), load_hardware("h100-sxm5-80gb")
+                ).results[0].quantization
+    assert (q.tile, q.tiles, q.stream_k, q.efficiency, q.better) == ((128, 128), 144, True,
+                                                                     1.0, None)
+    assert q.to_dict()["stream_k"] is True
+    # the same GEMM on an A100 (Ampere: no stream-K): 64x64 tiles, 576 in 6 waves of 108,
+    # 2,359,296 / (6 x 108 x 4096) = 88.9%
+    a100 = analyze(network_from_yaml("batch: 3072\ndtype: bf16\nmlp: [8192, 768]\n"
+                                     "mode: inference"), load_hardware("a100")
+                   ).results[0].quantization
+    assert not a100.stream_k and a100.efficiency == pytest.approx(2_359_296 / (6 * 108 * 4096))
+    # fp32 on an H100 runs CUDA cores, no TMA kernels: waves as before
+    assert not analyze(network_from_yaml("batch: 3072\ndtype: fp32\nmlp: [8192, 768]\n"
+                                         "mode: inference"), load_hardware("h100-sxm5-80gb")
+                       ).results[0].quantization.stream_k
+
+
+def test_stream_k_keeps_the_edge_tiles_loss():
+    # 129 x 257 in 128x128 tiles on 4 SMs: 2 x 3 = 6 tiles. Waves: 2 of 4 slots, 33,153 /
+    # (8 x 16,384) = 25.3%; stream-K: 33,153 / (6 x 16,384) = 33.7%
+    assert tile_wave_efficiency(129, 257, (128, 128), 4) == pytest.approx(33_153 / 131_072)
+    assert tile_wave_efficiency(129, 257, (128, 128), 4, stream_k=True) == pytest.approx(
+        33_153 / 98_304)
+    # fewer tiles than SMs: one part-empty wave either way (split-K's case, not stream-K's)
+    assert tile_wave_efficiency(129, 257, (128, 128), 8, stream_k=True) == pytest.approx(
+        33_153 / 131_072)
+    from roofline.output.advice import quantization_text
+
+    q = quantization(_gemm(129, 257, 64), 4, ((128, 128),), stream_k=True)
+    # nearest better: 129 x 256 (multiples of 8 from 257), 2 x 2 = 4 tiles in one whole wave,
+    # 33,024 / 65,536 = 50%
+    assert q.stream_k and quantization_text(q) == (
+        "tile/wave quantization: best tile 128x128 (6 tiles, 4 SMs, dealt evenly by stream-K) "
+        "keeps 34% of slots busy; nearest shape losing less: 129 x 256 x 64 (50%)")
+    # whole waves (8 tiles on 4 SMs) keep the wording of waves: stream-K changes nothing there
+    assert not quantization(_gemm(256, 512, 64), 4, ((128, 128),), stream_k=True).stream_k
+
+
+def test_a_batched_gemm_fills_the_waves_with_all_its_outputs():
+    # GPT-2's attention scores at seq 128, 12 heads: 12 GEMMs 128 x 128 x 64 in one batched
+    # kernel; 64x64 tiles, 4 x 12 = 48 on an A100's 108 SMs: one wave,
+    # 128 x 128 x 12 / (108 x 4096) = 44.4% (each GEMM alone counted 4 tiles: 3.7%)
+    scores = Gemm("MM2", "attn", "forward", 128, 128, 64, "bf16", ("q", "s", "head"),
+                  (1, 0, 0), batch_count=12)
+    q = quantization(scores, 108, A100_TILES)
+    assert (q.tile, q.tiles, q.waves) == ((64, 64), 48, 1)
+    assert q.efficiency == pytest.approx(196_608 / 442_368)

@@ -338,6 +338,12 @@ def peak_share(hardware: HardwareSpec, dtype: str) -> float:
     return share
 
 
+def runs_stream_k(hardware: HardwareSpec, dtype: str) -> bool:
+    """``dtype``'s GEMMs run Tensor-Core kernels that load through TMA on ``hardware``
+    (``TMA_ARCHITECTURES``), which may run stream-K (``stream_k_time``)."""
+    return uses_tensor_cores(hardware, dtype) and hardware.architecture in TMA_ARCHITECTURES
+
+
 def device_for(hardware: HardwareSpec, dtype: str) -> GpuDevice:
     """The model's view of ``hardware`` (a GPU entry) for ``dtype``, at the clock it holds."""
     gpu = hardware.gpu
@@ -350,7 +356,7 @@ def device_for(hardware: HardwareSpec, dtype: str) -> GpuDevice:
                      hardware.bandwidth_bytes_per_s,
                      (hardware.llc_mb or 0.0) * 2**20, tiles,
                      TENSOR_CORE_K_STEP if tensor else CUDA_CORE_K_STEP, tensor,
-                     tensor and hardware.architecture in TMA_ARCHITECTURES,
+                     runs_stream_k(hardware, dtype),
                      tensor and dtype in K_MAJOR_ONLY.get(hardware.architecture or "", ()))
 
 

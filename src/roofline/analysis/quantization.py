@@ -1,6 +1,10 @@
 """Tile and wave quantization: how many of a GPU's tile slots a GEMM's output keeps busy, the
 split-K rule, and the nearest shape that does better (NVIDIA, Matrix Multiplication Background
-guide, "Tile Quantization" and "Wave Quantization")."""
+guide, "Tile Quantization" and "Wave Quantization"). On a GPU whose kernels run stream-K
+(``gpu_gemm.runs_stream_k``: Hopper and Blackwell Tensor-Core GEMMs) a GEMM of more tiles than
+SMs loses no wave: the tiles' K iterations are dealt evenly over the SMs (Osama et al.,
+"Stream-K", PPoPP 2023; CUTLASS's ``PersistentTileSchedulerSm90StreamK``), so only its edge
+tiles' padding is lost (``analysis.gpu_gemm``'s model prices the prologues and the fixup)."""
 
 from __future__ import annotations
 
@@ -12,21 +16,26 @@ from ..model.gemm import Gemm
 from .alignment import is_matrix_vector, pad_to
 
 
-def tile_count(m: int, n: int, tile: tuple[int, int]) -> int:
-    """Thread-block tiles covering a C(m, n) output: ``ceil(m / tm) * ceil(n / tn)``."""
-    return -(-m // tile[0]) * -(-n // tile[1])
+def tile_count(m: int, n: int, tile: tuple[int, int], batch: int = 1) -> int:
+    """Thread-block tiles covering ``batch`` C(m, n) outputs (one batched kernel):
+    ``ceil(m / tm) * ceil(n / tn) * batch``."""
+    return -(-m // tile[0]) * -(-n // tile[1]) * batch
 
 
-def tile_wave_efficiency(m: int, n: int, tile: tuple[int, int], sms: int) -> float:
+def tile_wave_efficiency(m: int, n: int, tile: tuple[int, int], sms: int,
+                         stream_k: bool = False, batch: int = 1) -> float:
     """Share of the GPU's tile slots doing useful work for a C(m, n) output (one block per SM).
 
     tiles = tile_count(m, n, tile); waves = ceil(tiles / sms);
     efficiency = m * n / (waves * sms * tm * tn). Partial edge tiles (tile quantization) and a
     part-empty last wave (wave quantization) both lower it (NVIDIA, Matrix Multiplication
-    Background guide, section 3).
+    Background guide, section 3). With ``stream_k`` and more tiles than SMs the work is dealt
+    evenly over the SMs and only the edge tiles lose: m * n / (tiles * tm * tn). ``batch``
+    outputs in one batched kernel share the waves: m * n * batch over the slots.
     """
-    waves = -(-tile_count(m, n, tile) // sms)
-    return m * n / (waves * sms * tile[0] * tile[1])
+    count = tile_count(m, n, tile, batch)
+    slots = count if stream_k and count > sms else -(-count // sms) * sms
+    return m * n * batch / (slots * tile[0] * tile[1])
 
 
 #: Below this share of useful tile slots, a GEMM is flagged: the roofline time is optimistic.
@@ -59,6 +68,9 @@ class Quantization:
     """Tile and wave quantization of one GEMM on one GPU, at its best candidate tile.
 
     ``efficiency``: share of the tile slots doing useful work (``tile_wave_efficiency``);
+    ``stream_k``: on a GPU that runs stream-K the tiles are more than the SMs and leave a last
+    wave part-empty, so they are dealt evenly over the SMs and only the edge tiles lose (the
+    same efficiency as whole waves would keep);
     ``effective``: the same after split-K when split-K is chosen; ``better``: the nearest
     (M, N, K) changing one of M or N, within +-50% and on the multiple the caller gives (the
     entry's 128-byte tier where it has one: a shape the alignment advice would flag is no
@@ -74,16 +86,19 @@ class Quantization:
     waves: int
     sms: int
     split_k: SplitK | None
-    #: (m, n, k, candidate tiles, multiple) of the GEMM, for ``better``
-    search: tuple[int, int, int, tuple[tuple[int, int], ...], int] | None = field(
+    stream_k: bool = False
+    #: (m, n, k, candidate tiles, multiple, stream-K GPU, batch count) of the GEMM, for
+    #: ``better``
+    search: tuple[int, int, int, tuple[tuple[int, int], ...], int, bool, int] | None = field(
         default=None, compare=False, repr=False)
 
     @property
     def better(self) -> tuple[int, int, int, float] | None:
         if self.search is None or self.effective >= GOOD_EFFICIENCY:
             return None
-        m, n, k, tiles, multiple = self.search
-        return _nearest_better(m, n, k, self.sms, tiles, multiple, self.effective)
+        m, n, k, tiles, multiple, stream_k, batch = self.search
+        return _nearest_better(m, n, k, self.sms, tiles, multiple, self.effective, stream_k,
+                               batch)
 
     @property
     def effective(self) -> float:
@@ -104,30 +119,33 @@ class Quantization:
                 "loss": 1 - self.effective, "tile": list(self.tile), "tiles": self.tiles,
                 "waves": self.waves, "sms": self.sms,
                 "split_k": self.split_k.to_dict() if self.split_k else None,
+                "stream_k": self.stream_k,
                 "nearest_better_shape": better}
 
-def best_tile(m: int, n: int, sms: int,
-              tiles: tuple[tuple[int, int], ...]) -> tuple[float, tuple[int, int]]:
+def best_tile(m: int, n: int, sms: int, tiles: tuple[tuple[int, int], ...],
+              stream_k: bool = False, batch: int = 1) -> tuple[float, tuple[int, int]]:
     """(efficiency, tile) of the candidate tile that keeps the most slots busy (the first
     listed on a tie: the larger, more efficient tiles come first in hwdb)."""
-    best = max(tiles, key=lambda t: tile_wave_efficiency(m, n, t, sms))
-    return tile_wave_efficiency(m, n, best, sms), best
+    best = max(tiles, key=lambda t: tile_wave_efficiency(m, n, t, sms, stream_k, batch))
+    return tile_wave_efficiency(m, n, best, sms, stream_k, batch), best
 
 
-def split_k(m: int, n: int, k: int, tile: tuple[int, int], sms: int) -> SplitK | None:
+def split_k(m: int, n: int, k: int, tile: tuple[int, int], sms: int,
+            batch: int = 1) -> SplitK | None:
     """Split-K when the output has few tiles (fewer than SMs / 2) and K is long (K >= 4
     max(M, N)): factor = min(SMs // tiles, K // 256) slices, efficiency m n s / (waves' SMs
     tm tn) with waves' = ceil(tiles s / SMs); the FP32 partial sums cost 2 x 4 x s x m x n bytes
-    (written, then read by the reduction). None when the rule does not pick it."""
-    count = tile_count(m, n, tile)
+    (written, then read by the reduction), all times ``batch`` (outputs in one batched kernel).
+    None when the rule does not pick it."""
+    count = tile_count(m, n, tile, batch)
     if count * SPLIT_K_TILES_SHARE > sms or k < SPLIT_K_LONG * max(m, n):
         return None
     factor = min(sms // count, k // SPLIT_K_MIN_SLICE)
     if factor < 2:
         return None
     waves = -(-count * factor // sms)
-    efficiency = m * n * factor / (waves * sms * tile[0] * tile[1])
-    return SplitK(factor, min(1.0, efficiency), 2 * 4 * factor * m * n)
+    efficiency = m * n * batch * factor / (waves * sms * tile[0] * tile[1])
+    return SplitK(factor, min(1.0, efficiency), 2 * 4 * factor * m * n * batch)
 
 
 NEAREST_SHAPE_STEPS = 256  # multiples tried on each side of M and of N
@@ -135,7 +153,8 @@ NEAREST_SHAPE_STEPS = 256  # multiples tried on each side of M and of N
 
 @functools.lru_cache(maxsize=4096)
 def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int], ...],
-                    multiple: int, current: float) -> tuple[int, int, int, float] | None:
+                    multiple: int, current: float, stream_k: bool = False,
+                    batch: int = 1) -> tuple[int, int, int, float] | None:
     """Walk M and N outwards (one at a time, on multiples of ``multiple``, within +-50% and at
     most NEAREST_SHAPE_STEPS multiples away) to the
     nearest shape whose best tile keeps GOOD_EFFICIENCY of the slots busy (or 0.1 more than
@@ -153,7 +172,7 @@ def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, in
             if candidate == value:
                 continue
             shape = (candidate, n) if index == 0 else (m, candidate)
-            eff, _ = best_tile(*shape, sms, tiles)
+            eff, _ = best_tile(*shape, sms, tiles, stream_k, batch)
             if eff >= goal:
                 hits.append((abs(candidate - value) / value, (shape[0], shape[1], k, eff)))
                 break
@@ -163,20 +182,23 @@ def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, in
 
 
 def quantization_of(gemm: Gemm, sms: int | None, tiles: tuple[tuple[int, int], ...],
-                 multiple: int = 8) -> Quantization | None:
-    """Tile and wave quantization of ``gemm`` over the candidate tiles; None on a CPU (no SMs
-    or tiles) and for a matrix-vector product (GEMV kernels, no output tiles)."""
+                    multiple: int = 8, stream_k: bool = False) -> Quantization | None:
+    """Tile and wave quantization of ``gemm`` over the candidate tiles, on a GPU that runs
+    stream-K when ``stream_k``; None on a CPU (no SMs or tiles) and for a matrix-vector
+    product (GEMV kernels, no output tiles)."""
     if not sms or not tiles or is_matrix_vector(gemm):
         return None
-    return _quantization(gemm.m, gemm.n, gemm.k, sms, tuple(tiles), multiple)
+    return _quantization(gemm.m, gemm.n, gemm.k, sms, tuple(tiles), multiple, stream_k,
+                         gemm.batch_count)
 
 
 # A deep model repeats a few shapes thousands of times: one (immutable) result per shape.
 @functools.lru_cache(maxsize=4096)
 def _quantization(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, int], ...],
-                  multiple: int) -> Quantization:
-    efficiency, tile = best_tile(m, n, sms, tiles)
-    count = tile_count(m, n, tile)
-    split = split_k(m, n, k, tile, sms)
+                  multiple: int, stream_k: bool, batch: int) -> Quantization:
+    efficiency, tile = best_tile(m, n, sms, tiles, stream_k, batch)
+    count = tile_count(m, n, tile, batch)
+    split = split_k(m, n, k, tile, sms, batch)
     return Quantization(efficiency, tile, count, -(-count // sms), sms, split,
-                        (m, n, k, tiles, multiple))
+                        stream_k and count > sms and count % sms > 0,
+                        (m, n, k, tiles, multiple, stream_k, batch))

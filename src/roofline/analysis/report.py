@@ -18,6 +18,7 @@ from ..roof import attainable_flops_per_s, bound, ridge_point, roofline_time_s
 from .alignment import AlignmentNote, alignment_notes
 from .batch import BatchAdvice, batch_advice
 from .cpu_ops import cpu_ops_of, predict_cpu_op
+from .gpu_gemm import runs_stream_k
 from .gpu_ops import op_constants, op_sources, predict_op
 from .memory import Memory, memory_of
 from .predict import basis_of, fit_of, library_of, predict_gemm
@@ -363,7 +364,8 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     notes = tuple(alignment_notes(gemm, rule))
     aligned = all(n.tier == "advice" for n in notes)
     # the nearest better shape on the multiple that runs best: its own alignment advice silent
-    tiles = quantization_of(gemm, hardware.sms, hardware.tiles, rule.preferred if rule else 8)
+    tiles = quantization_of(gemm, hardware.sms, hardware.tiles, rule.preferred if rule else 8,
+                            runs_stream_k(hardware, gemm.dtype))
     partials = 0.0  # split-K's FP32 partial sums, written and read back, when they are paid
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots

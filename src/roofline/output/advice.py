@@ -34,8 +34,9 @@ def quantization_text(q: Quantization) -> str:
     """The best tile, how busy it keeps the SMs, split-K and the nearest better shape."""
     tm, tn = q.tile
     wave = "wave" if q.waves == 1 else "waves"
+    spread = "dealt evenly by stream-K" if q.stream_k else f"{q.waves} {wave}"
     text = (f"tile/wave quantization: best tile {tm}x{tn} ({q.tiles} tiles, {q.sms} "
-            f"SMs, {q.waves} {wave}) keeps {q.efficiency:.0%} of slots busy")
+            f"SMs, {spread}) keeps {q.efficiency:.0%} of slots busy")
     if q.split_k:
         text += (f"; split-K x{q.split_k.factor} would be chosen: "
                  f"{q.split_k.efficiency:.0%} busy, +{three_digits(q.split_k.extra_bytes / 1e6)}"
