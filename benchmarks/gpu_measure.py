@@ -32,6 +32,10 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
 - ``decode.json`` (``--parts decode``): one Llama-2-7B decode step in plain PyTorch
   (``_decode_step``) at ``DECODE_STEPS``, replayed from a CUDA graph and called eagerly, and
   its kernels counted in one profiled step.
+- ``waves.csv`` (``--parts waves``): bf16 ``F.linear`` GEMMs (A and B along K) swept in M at
+  fixed N and K (``WAVE_SWEEPS``) across the counts of output tiles where a wave of one tile per
+  SM would fill and a next one start part-empty: whether the time steps with the waves or grows
+  with M (stream-K); then the shapes the wave-only advice suggested for them.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -61,7 +65,21 @@ SQUARES = (512, 1024, 2048, 4096, 8192, 16384)
 DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode")  # --parts
+PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves")  # --parts
+#: (n, k, m from, m to, m step) of ``--parts waves``: 128x128 tiles, 8 or 32 columns of them,
+#: so one wave of 132 tiles ends at m = 2112 or 528 on an H100 SXM
+WAVE_SWEEPS = ((1024, 4096, 128, 6144, 128), (4096, 4096, 64, 2048, 64),
+               (768, 8192, 256, 6144, 256))
+#: (m, n, k) the wave-only tile advice of roofline 0.8 suggested for the sweeps' shapes ("nearest
+#: shape losing less"), timed after them: does the suggestion run faster per FLOP?
+WAVE_SUGGESTIONS = (
+    (384, 1280, 4096), (640, 832, 4096), (768, 1280, 4096), (896, 1152, 4096),
+    (1280, 1152, 4096), (1408, 1152, 4096), (1664, 960, 4096), (1792, 896, 4096),
+    (2112, 1024, 4096), (2624, 1024, 4096), (2816, 960, 4096), (3136, 1024, 4096),
+    (3648, 1024, 4096), (64, 6144, 4096), (192, 5120, 4096), (320, 4608, 4096),
+    (448, 3584, 4096), (576, 3712, 4096), (704, 3840, 4096), (512, 960, 8192),
+    (704, 768, 8192), (1024, 960, 8192), (1408, 768, 8192), (2112, 768, 8192),
+    (2816, 768, 8192), (3520, 768, 8192), (4224, 768, 8192))
 #: (batch, KV tokens) of the decode steps (``--parts decode``)
 DECODE_STEPS = ((1, 1024), (8, 1024), (32, 1024), (1, 4096), (16, 4096))
 MAX_GRAPH_CALLS = 400
@@ -250,6 +268,35 @@ def measure_passes(torch: Any, out: Path, entry: str) -> None:
                 empty_cache(torch)
             log(f"passes {dname}: done")
     torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def measure_waves(torch: Any, out: Path, entry: str) -> None:
+    """waves.csv: ``F.linear`` in bf16 (x m x k, W n x k: C = x W^T) for each ``WAVE_SWEEPS``
+    sweep of m, then each of ``WAVE_SUGGESTIONS``."""
+    fields = ["device", "dtype", "m", "n", "k", "time_ms", "median_ms", "spread", "error"]
+    sweeps = WAVE_SWEEPS if DEV == "cuda" else ((64, 64, 32, 64, 32),)
+    shapes = [(m, n, k) for n, k, low, high, step in sweeps
+              for m in range(low, high + 1, step)]
+    shapes += WAVE_SUGGESTIONS if DEV == "cuda" else [(32, 96, 64)]
+    with open(out / "waves.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        for i, (m, n, k) in enumerate(shapes):
+            if i == 0 or (n, k) != shapes[i - 1][1:]:
+                wt = torch.randn(n, k, device=DEV, dtype=torch.bfloat16)
+            x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
+            c = torch.empty(m, n, device=DEV, dtype=torch.bfloat16)
+            row: dict[str, Any] = {"device": entry, "dtype": "bf16", "m": m, "n": n, "k": k}
+            try:
+                r = time_calls(torch, lambda x=x, c=c, wt=wt: torch.matmul(x, wt.t(), out=c))
+                row |= {"time_ms": f"{r['best_s'] * 1e3:.6g}",
+                        "median_ms": f"{r['median_s'] * 1e3:.6g}",
+                        "spread": f"{r['spread']:.3g}"}
+            except Exception as exc:  # noqa: BLE001 - recorded
+                row["error"] = f"{type(exc).__name__}: {exc}"[:200]
+            w.writerow(row)
+        empty_cache(torch)
+        log(f"waves: {len(shapes)} shapes done")
 
 
 def sdpa_backends(torch: Any) -> dict[str, Any]:
@@ -587,7 +634,8 @@ def main() -> int:
                       ("quant", lambda: measure_quant(torch, args.out, args.device_entry,
                                                       time_calls, deepbench_shapes(), DEV,
                                                       args.quick, log)),
-                      ("decode", lambda: measure_decode(torch, args.out, args.quick))):
+                      ("decode", lambda: measure_decode(torch, args.out, args.quick)),
+                      ("waves", lambda: measure_waves(torch, args.out, args.device_entry))):
         if part in parts:
             t0 = time.perf_counter()
             try:
