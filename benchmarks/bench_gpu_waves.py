@@ -1,19 +1,19 @@
 """Do Hopper's GEMMs lose a part-empty last wave, as the tile/wave advice said before 0.9.0?
 On demand (no test; no GPU: it reads what benchmarks/gpu_measure.py --parts waves --graph timed
-on lent H100 SXM5s, benchmarks/data/h100_live_waves.csv):
+on lent H100 SXM5s and an H200, benchmarks/data/h1?0_live_waves.csv):
 
     .venv/bin/python benchmarks/bench_gpu_waves.py [--markdown]
 
 The data: bf16 ``F.linear`` GEMMs swept in M at three (N, K) (``gpu_measure.WAVE_SWEEPS``),
 across the tile counts where a wave of one 128x128 tile per SM fills and the next starts
 part-empty, and the shapes the wave-only advice suggested for them (``WAVE_SUGGESTIONS``);
-runs 1-3, each shape's best run kept. Two tables:
+each shape's best run kept. Two tables per GPU:
 
 1. The time model (``analysis.gpu_gemm``) with its stream-K candidate and without it (waves
-   only), on the datasheet entry and on the entry a lent H100's probe saved
-   (data/h100_live_probe_graph.yaml): measured / predicted, share within 1.25x, median, range.
-   The sweep was timed after stream-K entered the model: it was not fitted on, nor used to
-   choose the term.
+   only), on the datasheet entry and on the entry a probe saved on a lent GPU of that kind
+   (data/h1?0_live_probe_graph.yaml): measured / predicted, share within 1.25x, median, range.
+   The sweeps were timed after stream-K entered the model: not fitted on, nor used to choose
+   the term; the H200 was never fitted at all.
 2. The advice: for each sweep shape the wave-only advice (no stream-K: ``runs_stream_k`` off)
    had a nearer better shape for, the speed-up per FLOP it claimed (its efficiency there over
    here) and the one measured; the advice with stream-K claims none on any of them.
@@ -32,11 +32,13 @@ from pathlib import Path
 
 from _tables import table_lines
 
-DATA = Path(__file__).resolve().parent / "data" / "h100_live_waves.csv"
-ENTRIES = ("h100-sxm5-80gb", str(DATA.parent / "h100_live_probe_graph.yaml"))
+HERE = Path(__file__).resolve().parent / "data"
+#: each GPU's timings and the entries it is predicted on: the datasheet's and its probe's
+GPUS = {"h100-sxm5-80gb": (HERE / "h100_live_waves.csv", HERE / "h100_live_probe_graph.yaml"),
+        "h200-sxm-141gb": (HERE / "h200_live_waves.csv", HERE / "h200_live_probe_graph.yaml")}
 
 
-def best_times(path: Path = DATA) -> dict[tuple[int, int, int], float]:
+def best_times(path: Path) -> dict[tuple[int, int, int], float]:
     """Each shape's best time over the runs, in seconds."""
     best: dict[tuple[int, int, int], float] = {}
     with open(path, newline="") as f:
@@ -67,12 +69,13 @@ def gemm(m: int, n: int, k: int):  # noqa: ANN201 - a roofline Gemm
     return Gemm("MM1", "x", "forward", m, n, k, "bf16", ("batch", "out", "in"), (1, 0, 0))
 
 
-def model_lines(times: dict[tuple[int, int, int], float], markdown: bool) -> list[str]:
+def model_lines(times: dict[tuple[int, int, int], float], entries: tuple[str, ...],
+                markdown: bool) -> list[str]:
     from roofline.analysis.report import analyze_gemm
     from roofline.hardware.catalog import load_hardware
 
     body = []
-    for entry in ENTRIES:
+    for entry in entries:
         hw = load_hardware(entry)
         for on in (True, False):
             with stream_k(on):
@@ -85,11 +88,12 @@ def model_lines(times: dict[tuple[int, int, int], float], markdown: bool) -> lis
                         "range"], body, markdown)
 
 
-def advice_lines(times: dict[tuple[int, int, int], float], markdown: bool) -> list[str]:
+def advice_lines(times: dict[tuple[int, int, int], float], entry: str,
+                 markdown: bool) -> list[str]:
     from roofline.analysis.report import analyze_gemm
     from roofline.hardware.catalog import load_hardware
 
-    hw = load_hardware("h100-sxm5-80gb")
+    hw = load_hardware(entry)
     body, claimed, measured, kept = [], [], [], 0
     for shape, t in times.items():
         with stream_k(False):
@@ -128,10 +132,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    times = best_times()
-    print("\n".join(model_lines(times, args.markdown)))
-    print()
-    print("\n".join(advice_lines(times, args.markdown)))
+    for entry, (data, probed) in GPUS.items():
+        times = best_times(data)
+        print(f"{entry}: {len(times)} GEMMs ({data.name})")
+        print("\n".join(model_lines(times, (entry, str(probed)), args.markdown)))
+        print()
+        print("\n".join(advice_lines(times, entry, args.markdown)))
+        print()
     return 0
 
 
