@@ -320,8 +320,12 @@ def basis_sentence(hardware: HardwareSpec) -> str:
                 if clock["basis"] == "sustained" else
                 f"the SMs at their {clock['ghz']:g} GHz boost clock (the entry gives no "
                 f"sustained clock)")
-        return (f"predicted: fitted, not measured here (GPU GEMM model: tiles, waves, split-K, "
-                f"per-SM bandwidth, sustained peak; fitted on {fit['data']}; {where}), {held}")
+        from ..analysis.gpu_gemm import TMA_ARCHITECTURES
+
+        stream_k = ", stream-K" if hardware.architecture in TMA_ARCHITECTURES else ""
+        return (f"predicted: fitted, not measured here (GPU GEMM model: tiles, waves, "
+                f"split-K{stream_k}, per-SM bandwidth, sustained peak; fitted on {fit['data']}; "
+                f"{where}), {held}")
     return ("predicted: datasheet, uncalibrated (no per-call overhead is documented for a "
             "CPU: equal to the roofline time)")
 
