@@ -168,8 +168,10 @@ class Predictor:
                          self._dev[key], c, **layout)["time_s"]
 
     def old(self, row: Row) -> float:
+        """The datasheet model as 0.3 had it: a batched GEMM's G calls each quantized alone."""
         hw, g = self.hardware(row.device), self.gemm(row)
-        return datasheet_gemm(g, hw, quantization_of(g, hw.sms, hw.tiles)).time_s
+        alone = dataclasses.replace(g, batch_count=1)
+        return datasheet_gemm(g, hw, quantization_of(alone, hw.sms, hw.tiles)).time_s
 
     def roof(self, row: Row) -> float:
         hw, g = self.hardware(row.device), self.gemm(row)

@@ -4,10 +4,10 @@ on lent H100 SXM5s and an H200, benchmarks/data/h1?0_live_waves.csv):
 
     .venv/bin/python benchmarks/bench_gpu_waves.py [--markdown]
 
-The data: bf16 ``F.linear`` GEMMs swept in M at three (N, K) (``gpu_measure.WAVE_SWEEPS``),
-across the tile counts where a wave of one 128x128 tile per SM fills and the next starts
-part-empty, and the shapes the wave-only advice suggested for them (``WAVE_SUGGESTIONS``);
-each shape's best run kept. Two tables per GPU:
+The data: bf16 GEMMs ``x @ W.t()`` (``F.linear``'s) swept in M at three (N, K)
+(``gpu_measure.WAVE_SWEEPS``), across the tile counts where a wave of one 128x128 tile per SM
+fills and the next starts part-empty, and the shapes the wave-only advice suggested for them
+(``WAVE_SUGGESTIONS``); each shape's best run kept. Two tables per GPU:
 
 1. The time model (``analysis.gpu_gemm``) with its stream-K candidate and without it (waves
    only), on the datasheet entry and on the entry a probe saved on a lent GPU of that kind

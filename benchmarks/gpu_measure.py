@@ -32,10 +32,10 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
 - ``decode.json`` (``--parts decode``): one Llama-2-7B decode step in plain PyTorch
   (``_decode_step``) at ``DECODE_STEPS``, replayed from a CUDA graph and called eagerly, and
   its kernels counted in one profiled step.
-- ``waves.csv`` (``--parts waves``): bf16 ``F.linear`` GEMMs (A and B along K) swept in M at
-  fixed N and K (``WAVE_SWEEPS``) across the counts of output tiles where a wave of one tile per
-  SM would fill and a next one start part-empty: whether the time steps with the waves or grows
-  with M (stream-K); then the shapes the wave-only advice suggested for them.
+- ``waves.csv`` (``--parts waves``): bf16 GEMMs ``x @ W.t()`` (``F.linear``'s, A and B along K)
+  swept in M at fixed N and K (``WAVE_SWEEPS``) across the counts of output tiles where a wave
+  of one tile per SM would fill and a next one start part-empty: whether the time steps with
+  the waves or grows with M (stream-K); then the shapes the wave-only advice suggested for them.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -271,7 +271,7 @@ def measure_passes(torch: Any, out: Path, entry: str) -> None:
 
 
 def measure_waves(torch: Any, out: Path, entry: str) -> None:
-    """waves.csv: ``F.linear`` in bf16 (x m x k, W n x k: C = x W^T) for each ``WAVE_SWEEPS``
+    """waves.csv: ``F.linear``'s GEMM in bf16 (x m x k, W n x k: C = x W^T), each ``WAVE_SWEEPS``
     sweep of m, then each of ``WAVE_SUGGESTIONS``."""
     fields = ["device", "dtype", "m", "n", "k", "time_ms", "median_ms", "spread", "error"]
     sweeps = WAVE_SWEEPS if DEV == "cuda" else ((64, 64, 32, 64, 32),)

@@ -5,7 +5,8 @@ than it from DRAM. Real GEMMs run slower, for reasons the roofline leaves out; t
 them, in one of three ways, and says which (``Prediction.basis``):
 
 ``fitted`` (a GPU entry without a probe calibration). The GPU GEMM model of
-``analysis.gpu_gemm``: tiles, waves, split-K, per-SM bandwidth, the main loop, sustained
+``analysis.gpu_gemm``: tiles, waves, split-K, stream-K on Hopper and Blackwell Tensor-Core
+GEMMs, per-SM bandwidth, the main loop, sustained
 fractions of the peak, a minimum kernel time and L2-resident operands, with constants fitted on
 public measurements (``gpu_gemm.FITTED`` names them; ``fit_of`` says whether this entry's
 architecture is among them).
@@ -67,7 +68,8 @@ GPU entries were predicted this way too; ``datasheet_gemm`` keeps it for compari
     t = t_launch + max(FLOPs / (P x q), bytes / BW)
 
 - ``q``: tile and wave quantization, the effective efficiency of the best candidate tile
-  after split-K (``quantization.Quantization.effective``); 1 on a CPU or without tiles.
+  after split-K (``quantization.Quantization.effective``, a batched GEMM's G outputs as one
+  kernel's tiles); 1 on a CPU or without tiles.
 - ``t_launch``: on a GPU, ``LAUNCH_LATENCY_S`` per kernel (NVIDIA's figure, see there); on a
   CPU none is documented, so none is added.
 

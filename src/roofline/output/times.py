@@ -322,7 +322,8 @@ def basis_sentence(hardware: HardwareSpec) -> str:
                 f"sustained clock)")
         from ..analysis.gpu_gemm import TMA_ARCHITECTURES
 
-        stream_k = ", stream-K" if hardware.architecture in TMA_ARCHITECTURES else ""
+        stream_k = (", stream-K for Tensor-Core GEMMs"
+                    if hardware.architecture in TMA_ARCHITECTURES else "")
         return (f"predicted: fitted, not measured here (GPU GEMM model: tiles, waves, "
                 f"split-K{stream_k}, per-SM bandwidth, sustained peak; fitted on {fit['data']}; "
                 f"{where}), {held}")
