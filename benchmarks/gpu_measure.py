@@ -36,6 +36,11 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   swept in M at fixed N and K (``WAVE_SWEEPS``) across the counts of output tiles where a wave
   of one tile per SM would fill and a next one start part-empty: whether the time steps with
   the waves or grows with M (stream-K); then the shapes the wave-only advice suggested for them.
+- ``norms.csv`` (``--parts norms``): torch's layer norm and softmax over the last dimension,
+  forward and backward as autograd calls them (``aten.native_layer_norm_backward`` with the
+  weight's and bias's gradients, ``aten._softmax_backward_data``), bf16 and fp32, rows of
+  ``NORM_COLS`` values, ``NORM_VALUES`` values in all: where they stream and where each value's
+  work sets the time.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -65,7 +70,10 @@ SQUARES = (512, 1024, 2048, 4096, 8192, 16384)
 DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves")  # --parts
+PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms")  # --parts
+#: row widths and total values of ``--parts norms``
+NORM_COLS = (768, 1024, 2048, 4096, 8192)
+NORM_VALUES = (2**20, 2**23, 2**26)
 #: (n, k, m from, m to, m step) of ``--parts waves``: 128x128 tiles, 8 or 32 columns of them,
 #: so one wave of 132 tiles ends at m = 2112 or 528 on an H100 SXM
 WAVE_SWEEPS = ((1024, 4096, 128, 6144, 128), (4096, 4096, 64, 2048, 64),
@@ -297,6 +305,49 @@ def measure_waves(torch: Any, out: Path, entry: str) -> None:
             w.writerow(row)
         empty_cache(torch)
         log(f"waves: {len(shapes)} shapes done")
+
+
+def norm_functions(torch: Any, rows: int, cols: int,
+                   dt: Any) -> dict[str, Callable[[], object]]:
+    """Layer norm (with weight and bias) and softmax over rows x cols, forward and backward."""
+    aten = torch.ops.aten
+    x = torch.randn(rows, cols, device=DEV, dtype=dt)
+    dy = torch.randn(rows, cols, device=DEV, dtype=dt)
+    w = torch.randn(cols, device=DEV, dtype=dt)
+    b = torch.randn(cols, device=DEV, dtype=dt)
+    _, mean, rstd = aten.native_layer_norm(x, [cols], w, b, 1e-5)
+    p = torch.softmax(x, -1)
+    return {"layer-norm": lambda: aten.native_layer_norm(x, [cols], w, b, 1e-5),
+            "layer-norm-backward": lambda: aten.native_layer_norm_backward(
+                dy, x, [cols], mean, rstd, w, b, [True, True, True]),
+            "softmax": lambda: aten._softmax(x, -1, False),
+            "softmax-backward": lambda: aten._softmax_backward_data(dy, p, -1, dt)}
+
+
+def measure_norms(torch: Any, out: Path) -> None:
+    """norms.csv: each of ``norm_functions`` at every ``NORM_COLS`` width and ``NORM_VALUES``
+    size, bf16 and fp32."""
+    fields = ["op", "dtype", "rows", "cols", "time_ms", "median_ms", "spread", "error"]
+    sizes = [(v // c, c) for v in NORM_VALUES for c in NORM_COLS]
+    if DEV != "cuda":
+        sizes = [(4, 64)]
+    with open(out / "norms.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        for dname, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+            for rows, cols in sizes:
+                for op, fn in norm_functions(torch, rows, cols, dt).items():
+                    row: dict[str, Any] = {"op": op, "dtype": dname, "rows": rows, "cols": cols}
+                    try:
+                        r = time_calls(torch, fn)
+                        row |= {"time_ms": f"{r['best_s'] * 1e3:.6g}",
+                                "median_ms": f"{r['median_s'] * 1e3:.6g}",
+                                "spread": f"{r['spread']:.3g}"}
+                    except Exception as exc:  # noqa: BLE001 - recorded
+                        row["error"] = f"{type(exc).__name__}: {exc}"[:200]
+                    w.writerow(row)
+                empty_cache(torch)
+            log(f"norms {dname}: done")
 
 
 def sdpa_backends(torch: Any) -> dict[str, Any]:
@@ -635,7 +686,8 @@ def main() -> int:
                                                       time_calls, deepbench_shapes(), DEV,
                                                       args.quick, log)),
                       ("decode", lambda: measure_decode(torch, args.out, args.quick)),
-                      ("waves", lambda: measure_waves(torch, args.out, args.device_entry))):
+                      ("waves", lambda: measure_waves(torch, args.out, args.device_entry)),
+                      ("norms", lambda: measure_norms(torch, args.out))):
         if part in parts:
             t0 = time.perf_counter()
             try:

@@ -2,9 +2,12 @@
 gather, optimizer update, fused attention) on a GPU, beside its roofline bound.
 
 On a CPU entry an op's prediction is its roofline time (basis ``roofline``). On a GPU entry
-every op is one kernel (a captured softmax backward two, ``KERNELS``, below), and::
+every op is one kernel (a captured softmax or layer norm backward two, ``KERNELS``, below),
+and::
 
-    t = t_launch + max(t_flop, bytes / (D x BW))
+    t = n x t_launch + max(t_flop, m x bytes / (D x BW))
+
+(``n`` kernels moving ``m`` times the op's bytes: 1 and 1 but for ``KERNELS``)
 
 - ``t_launch``: the per-kernel cost the GPU does not hide, ``predict.LAUNCH_LATENCY_S`` (NVIDIA's
   CUDA Graphs post: a 2.9 us kernel launched back to back took 3.8 us per kernel).
@@ -63,7 +66,20 @@ output;`` then ``host_softmax_backward``), each reading two of the op's tensors 
 so each moves the op's bytes (``KERNELS``; the meta device a capture runs on makes no temporary,
 so the capture records one op). On a lent H100 the multiply streamed at 0.90 of the DRAM
 bandwidth in GPT-2's bf16 and fp32 training steps, and 0.89 on the H200 (12 calls a step, 2.40 /
-4.78 / 1.69 ms: benchmarks/data/h1?0_live_steps.json), as ``DRAM_FRACTION`` has it.
+4.78 / 1.69 ms: benchmarks/data/h1?0_live_steps.json), as ``DRAM_FRACTION`` has it; as a
+lone op of 2^23 and 2^26 values over rows of 768-8192 (benchmarks/data/h1?0_live_norms.csv,
+``bench_gpu_norms.py``) it took 0.91-1.20x of the two kernels' time on both GPUs.
+
+A captured layer norm backward (``aten.native_layer_norm_backward``) is two kernels too: torch
+computes dX (reading dY and X, writing dX), then the weight's and bias's gradients in a column
+reduction that reads dY and X again (aten/src/ATen/native/cuda/layer_norm_kernel.cu,
+``LayerNormBackwardKernelImplInternal``: ``layer_norm_grad_input_kernel[_vectorized]``, then
+``GammaBetaBackward*Kernel``), 5/3 of the op's three tensors in all: t = 2 t_launch + 5/3 x
+bytes / (D x BW). Still short: the second kernel runs ceil(cols / 32) blocks, too few to stream
+at narrow rows (32 for 1024 columns on 132 SMs: 24-28% of an H100's bandwidth), and the first
+reached 55-85%; at 2^23 and 2^26 values the op took 1.1-2.9x the two kernels' time (1.8-4.9x
+the one kernel's before) on a lent H100 and H200 (``bench_gpu_norms.py``). Not modelled
+further: the block counts are torch's, per version.
 
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
@@ -124,11 +140,15 @@ OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "
 STRIDED_COPY_VALUES = {"wide": 1.6, "narrow": 1.9}
 STRIDED_COPY_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                        "CUDALoops.cuh")
-#: Captured ops torch runs as more than one kernel on a GPU, each moving the op's bytes: the
-#: softmax backward's multiply into a temporary, then its kernel (module docstring).
-KERNELS = {"aten._softmax_backward_data": 2}
+#: Captured ops torch runs as more than one kernel on a GPU: (kernels, their traffic over the
+#: op's bytes). The softmax backward's multiply into a temporary, then its kernel, each moving
+#: the op's bytes; the layer norm backward's dX kernel (dY and X read, dX written) and then its
+#: weight and bias gradients' kernel, which reads dY and X again (module docstring).
+KERNELS = {"aten._softmax_backward_data": (2, 2.0), "aten.native_layer_norm_backward": (2, 5 / 3)}
 KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                   "SoftMax.cu")
+LAYER_NORM_KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/"
+                             "cuda/layer_norm_kernel.cu")
 #: Ops a product can run in its epilogue: a forward bias add; ``GPU_EPILOGUE_FOLLOWS``: the
 #: products (``model.ops.FOLLOWS``) that do so on a GPU (module docstring).
 EPILOGUE_KINDS = frozenset({"bias"})
@@ -180,6 +200,7 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         if constants.basis == "published" else "calibration",
                         "strided-copy": STRIDED_COPY_SOURCE,
                         "kernels": KERNELS_SOURCE,
+                        "layer-norm-kernels": LAYER_NORM_KERNELS_SOURCE,
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
                         "flash-attention-2": "https://arxiv.org/abs/2307.08691"}}
 
@@ -204,8 +225,9 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
         if basis != "streaming":
             peak = datasheet_peak(hardware, dtype, peak)
     flop_s = op.flops / (share * peak)
-    kernels = KERNELS.get(op.kind, 1)
-    return OpPrediction(kernels * (constants.launch_s + max(flop_s, memory_s)), basis,
+    kernels, traffic = KERNELS.get(op.kind, (1, 1.0))
+    memory_s *= traffic
+    return OpPrediction(kernels * constants.launch_s + max(flop_s, memory_s), basis,
                         {"launch_s": constants.launch_s, "flop_s": flop_s,
                          "memory_s": memory_s, "peak_share": share, "kernels": kernels})
 

@@ -1,0 +1,96 @@
+"""Do torch's layer norm and softmax kernels on an H100 and H200 take the time roofline predicts
+for them as captured ops? On demand (no test; no GPU: it reads what benchmarks/gpu_measure.py
+--parts norms --graph timed on a lent H100 SXM5 and H200, benchmarks/data/h1?0_live_norms.csv):
+
+    .venv/bin/python benchmarks/bench_gpu_norms.py [--markdown]
+
+Each row is one op over rows x cols values (bf16 or fp32), priced as ``roofline.torch.capture``
+records it (``aten.native_layer_norm``, ``aten.native_layer_norm_backward``, ``aten._softmax``,
+``aten._softmax_backward_data``: the tensors it reads and writes, ``analysis.gpu_ops``' two
+kernels for the softmax backward) on each GPU's datasheet entry. Printed per op, dtype and size
+(2^20, 2^23, 2^26 values): measured / predicted on the H100 and on the H200 by row width, and the
+H100's time over the H200's (1.43 where a kernel streams at either GPU's bandwidth, 1.0 where
+each value's work on the same 132 SMs at the same clock sets it).
+data/h100_live_norm_kernels.csv holds the kernels one H100 ran for each (torch.profiler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+from pathlib import Path
+
+from _tables import table_lines
+
+HERE = Path(__file__).resolve().parent / "data"
+FILES = {"h100-sxm5-80gb": HERE / "h100_live_norms.csv",
+         "h200-sxm-141gb": HERE / "h200_live_norms.csv"}
+#: gpu_measure's op -> (captured kind, its ELEMENTWISE kind: FLOPs and tensors per value)
+KINDS = {"layer-norm": ("aten.native_layer_norm", "layernorm"),
+         "layer-norm-backward": ("aten.native_layer_norm_backward", "layernorm-backward"),
+         "softmax": ("aten._softmax", "softmax"),
+         "softmax-backward": ("aten._softmax_backward_data", "softmax-backward")}
+ITEMSIZE = {"bf16": 2, "fp32": 4}
+
+
+def ratios() -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
+    """(op, dtype, log2 of the values, cols) -> {device: (measured s, predicted s)}."""
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.ops import ELEMENTWISE, Op
+
+    out: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]] = {}
+    for device, path in FILES.items():
+        hw = load_hardware(device)
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                if not row["time_ms"]:
+                    continue
+                rows, cols, dtype = int(row["rows"]), int(row["cols"]), row["dtype"]
+                kind, table = KINDS[row["op"]]
+                flops, reads, writes = ELEMENTWISE[table]
+                n = rows * cols
+                op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
+                        flops * n, (reads + writes) * ITEMSIZE[dtype] * n)
+                predicted = predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype),
+                                       hw.bandwidth_bytes_per_s).time_s
+                key = (row["op"], dtype, round(math.log2(n)), cols)  # rows = 2^v // cols
+                out.setdefault(key, {})[device] = (float(row["time_ms"]) * 1e-3, predicted)
+    return out
+
+
+def lines(markdown: bool) -> list[str]:
+    data = ratios()
+    cols = sorted({k[3] for k in data})
+    body = []
+    for op, dtype, values in sorted({k[:3] for k in data}):
+        cells, speed = [], []
+        for c in cols:
+            got = data.get((op, dtype, values, c), {})
+            h1, h2 = got.get("h100-sxm5-80gb"), got.get("h200-sxm-141gb")
+            cells.append(" / ".join(f"{m / p:.2f}" for m, p in (h1, h2) if m) if h1 and h2
+                         else "")
+            if h1 and h2:
+                speed.append(h1[0] / h2[0])
+        body.append([op, dtype, f"2^{values}", *cells,
+                     f"{min(speed):.2f}-{max(speed):.2f}"])
+    all_ratios = [m / p for got in data.values() for m, p in got.values()]
+    return [*table_lines(["op", "dtype", "values", *[f"{c} cols: H100 / H200" for c in cols],
+                          "H100 / H200 time"], body, markdown), "",
+            f"measured / predicted over all {len(all_ratios)} rows: median "
+            f"{statistics.median(all_ratios):.2f}, {min(all_ratios):.2f}-{max(all_ratios):.2f}"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    print("\n".join(lines(args.markdown)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
