@@ -330,3 +330,27 @@ def test_a_captured_layer_norm_backward_is_torchs_two_kernels():
     # the model.yaml kind says nothing of the framework: one kernel, the op's bytes
     one = predict_op(Op("OP1", "ln", "backward", "layernorm-backward", 0, nbytes), *args)
     assert one.time_s == pytest.approx(0.9e-6 + nbytes / (0.88 * 3.35e12))
+
+
+def test_torchs_layer_norm_passes_each_row_through_the_sm_three_times():
+    # torch's vectorized_layer_norm_kernel (one block a row) reads X for the statistics, reads
+    # it again and writes Y: 1.5 x the op's bytes through the SMs at 11.5 B per SM and clock.
+    # 8192 x 1024 bf16: X and Y 2 x 2 x 8,388,608 = 33,554,432 B. H100 SXM5 (132 SMs, 1.98 GHz
+    # vector clock): 0.9 us + 1.5 x 33,554,432 / (11.5 x 132 x 1.98e9) = 0.9 + 16.746 = 17.65 us,
+    # above the stream's 33,554,432 / (0.88 x 3.35e12) = 11.38 us (a lent H100 took 20.7 us).
+    # An H200 has the same SMs and clock: the same 17.65 us (it took 20.7 us too), where the
+    # stream alone said 0.9 + 33,554,432 / (0.88 x 4.8e12) = 8.84 us
+    from roofline.analysis.gpu_ops import predict_op
+
+    op = Op("OP1", "ln", "forward", "aten.native_layer_norm", 0, 33_554_432)
+    for name in ("h100-sxm5-80gb", "h200-sxm-141gb"):
+        spec = load_hardware(name)
+        got = predict_op(op, spec, "bf16", spec.peak_flops_per_s("bf16"),
+                         spec.bandwidth_bytes_per_s)
+        assert got.time_s == pytest.approx(17.65e-6, rel=1e-3)
+        assert got.basis == "row-passes"
+    # the model.yaml kind says nothing of torch: a stream
+    spec = load_hardware("h200-sxm-141gb")
+    plain = predict_op(Op("OP1", "ln", "forward", "layernorm", 0, 33_554_432), spec, "bf16",
+                       spec.peak_flops_per_s("bf16"), spec.bandwidth_bytes_per_s)
+    assert plain.time_s == pytest.approx(8.84e-6, rel=1e-3) and plain.basis == "streaming"

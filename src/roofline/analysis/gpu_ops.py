@@ -7,7 +7,8 @@ and::
 
     t = n x t_launch + max(t_flop, m x bytes / (D x BW))
 
-(``n`` kernels moving ``m`` times the op's bytes: 1 and 1 but for ``KERNELS``)
+(``n`` kernels moving ``m`` times the op's bytes: 1 and 1 but for ``KERNELS``; a captured
+layer norm's row passes may bound it too, ``ROW_PASSES`` below)
 
 - ``t_launch``: the per-kernel cost the GPU does not hide, ``predict.LAUNCH_LATENCY_S`` (NVIDIA's
   CUDA Graphs post: a 2.9 us kernel launched back to back took 3.8 us per kernel).
@@ -75,11 +76,22 @@ computes dX (reading dY and X, writing dX), then the weight's and bias's gradien
 reduction that reads dY and X again (aten/src/ATen/native/cuda/layer_norm_kernel.cu,
 ``LayerNormBackwardKernelImplInternal``: ``layer_norm_grad_input_kernel[_vectorized]``, then
 ``GammaBetaBackward*Kernel``), 5/3 of the op's three tensors in all: t = 2 t_launch + 5/3 x
-bytes / (D x BW). Still short: the second kernel runs ceil(cols / 32) blocks, too few to stream
-at narrow rows (32 for 1024 columns on 132 SMs: 24-28% of an H100's bandwidth), and the first
-reached 55-85%; at 2^23 and 2^26 values the op took 1.1-2.9x the two kernels' time (1.8-4.9x
-the one kernel's before) on a lent H100 and H200 (``bench_gpu_norms.py``). Not modelled
-further: the block counts are torch's, per version.
+bytes / (D x BW), or the row passes below where longer. Still short: the second kernel runs
+ceil(cols / 32) blocks, too few to stream at narrow rows (32 for 1024 columns on 132 SMs: 24-28%
+of an H100's bandwidth); at 2^23 and 2^26 values the op took 1.09-2.19x the prediction on a lent
+H100 (1.8-3.7x as one kernel of the op's bytes) and 0.77-2.10x on an H200
+(``bench_gpu_norms.py``). Not modelled further: the block counts are torch's, per version.
+
+Torch's layer norm kernels are no stream either: one block a row passes each row through the SM
+more than once, the forward (``vectorized_layer_norm_kernel``) reading X for the statistics and
+again to write Y, the backward's dX kernel reading X and dY for its two sums and again to write
+dX. Their bytes (``ROW_PASSES``: 3/2 and 5/3 of the op's) at ``ROW_BYTES_PER_SM_CLOCK`` on
+every SM bound the op (basis ``row-passes``)::
+
+    t = n x t_launch + max(t_flop, m x bytes / (D x BW), p x bytes / (B_row x S x f))
+
+with S the SMs and f their clock as for a permuted copy. An H200, with 1.43x an H100's bandwidth
+and the same SMs and clock, ran the bf16 forward in the same time within 1.00-1.29x.
 
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
@@ -129,7 +141,7 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
 
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
 OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
-            "gemm-epilogue", "strided-copy")
+            "gemm-epilogue", "strided-copy", "row-passes")
 #: Values (elements read and written) a permuted copy moves per SM and clock, by whether its
 #: element is 4 bytes or more (torch unrolls its loop 2 deep there, 4 below: module docstring).
 #: The geometric mean over a lent H100's GPT-2 and BERT forward steps of each dtype (their
@@ -149,6 +161,17 @@ KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/na
                   "SoftMax.cu")
 LAYER_NORM_KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/"
                              "cuda/layer_norm_kernel.cu")
+#: Captured ops torch runs as a kernel of one block per row that passes each row through the SM
+#: more than once (module docstring): the bytes those passes move, over the op's bytes. Layer
+#: norm: X read for the statistics, read again and Y written (3 passes over X and Y's 2); its
+#: backward's dX kernel: X and dY read for the two sums, read again and dX written (5 over 3).
+ROW_PASSES = {"aten.native_layer_norm": 3 / 2, "aten.native_layer_norm_backward": 5 / 3}
+#: Bytes one SM moves through such a row kernel per clock (at the clock CUDA-core work runs
+#: at): the geometric mean over a lent H100's layer norm forward at 2^23 and 2^26 values, rows of
+#: 768-8192, bf16 and fp32 (benchmarks/data/h100_live_norms.csv: 8.4-15.4 per row); checked,
+#: never fitted, on the H200's (the same SMs and clock, 1.43x the bandwidth) and on both GPUs'
+#: backward (``bench_gpu_norms.py``).
+ROW_BYTES_PER_SM_CLOCK = 11.5
 #: Ops a product can run in its epilogue: a forward bias add; ``GPU_EPILOGUE_FOLLOWS``: the
 #: products (``model.ops.FOLLOWS``) that do so on a GPU (module docstring).
 EPILOGUE_KINDS = frozenset({"bias"})
@@ -227,9 +250,26 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     flop_s = op.flops / (share * peak)
     kernels, traffic = KERNELS.get(op.kind, (1, 1.0))
     memory_s *= traffic
-    return OpPrediction(kernels * constants.launch_s + max(flop_s, memory_s), basis,
-                        {"launch_s": constants.launch_s, "flop_s": flop_s,
-                         "memory_s": memory_s, "peak_share": share, "kernels": kernels})
+    terms = {"launch_s": constants.launch_s, "flop_s": flop_s, "memory_s": memory_s,
+             "peak_share": share, "kernels": kernels}
+    if op.kind in ROW_PASSES:
+        terms["row_s"] = row_passes_s(op, hardware)
+        if terms["row_s"] > max(flop_s, memory_s):
+            basis = "row-passes"
+    return OpPrediction(kernels * constants.launch_s + max(flop_s, memory_s,
+                                                           terms.get("row_s", 0.0)), basis, terms)
+
+
+def row_passes_s(op: Op, hardware: HardwareSpec) -> float:
+    """The time torch's row kernel of ``op`` takes to pass its rows through the SMs: the bytes
+    of its passes (``ROW_PASSES``) at ``ROW_BYTES_PER_SM_CLOCK`` on every SM, at the clock
+    CUDA-core work runs at (as ``strided_copy_s``)."""
+    from .gpu_gemm import clock_share
+
+    gpu = hardware.gpu
+    assert gpu is not None  # op_constants: a GPU entry
+    clock = (gpu.vector_clock_ghz or gpu.boost_clock_ghz) * 1e9 * clock_share(hardware)
+    return ROW_PASSES[op.kind] * op.bytes / (ROW_BYTES_PER_SM_CLOCK * gpu.sms * clock)
 
 
 def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:

@@ -260,6 +260,8 @@ _BASIS_TEXT = {
                     f"({min(STRIDED_COPY_VALUES.values()):g}-"
                     f"{max(STRIDED_COPY_VALUES.values()):g} values per SM and clock, fitted on "
                     "a lent H100), not DRAM's",
+    "row-passes": "layer norms at the rate torch's row kernels pass each row through an SM "
+                  "(its forward reads X twice; fitted on a lent H100), not DRAM's",
 }
 #: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
 _CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "
