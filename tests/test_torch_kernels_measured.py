@@ -142,3 +142,40 @@ def test_the_html_page_says_both_too():
     assert "weight-only GEMMs: MM1, MM2, MM3, MM4, MM129 (B int4)" in page
     assert "launches: predicted as the kernels&#x27; own time" in page or \
         "launches: predicted as the kernels' own time" in page
+
+
+def test_the_fp8_figures_said_are_the_measured_ones():
+    # torch._scaled_mm's fp8 rows of the lent H100 (h100_live_gemm.csv), measured / predicted
+    # on the datasheet entry for the compute-bound GEMMs predicted at 50 us or more, and the
+    # best rate of all its fp8 rows
+    import statistics
+
+    from roofline.analysis.gpu_gemm import TORCH_FP8_MEASURED as F
+
+    hw = load_hardware("h100-sxm5-80gb")
+    ratios, best = [], 0.0
+    with open(DATA.parent / "h100_live_gemm.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["dtype"] != "fp8":
+                continue
+            m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+            measured = float(row["time_ms"]) * 1e-3
+            best = max(best, 2 * m * n * k / measured / 1e12)
+            result = analyze_gemm(Gemm("MM1", "x", "forward", m, n, k, "fp8"), hw)
+            if result.bound == "compute" and result.predicted_time_s >= 50e-6:
+                ratios.append(measured / result.predicted_time_s)
+    assert len(ratios) >= 20
+    assert (min(ratios), max(ratios)) == pytest.approx((F["low"], F["high"]), abs=0.01)
+    assert statistics.median(ratios) == pytest.approx(F["median"], abs=0.01)
+    assert best == pytest.approx(F["best_tflops"], abs=0.5)
+
+
+def test_an_fp8_prediction_on_hopper_says_what_torchs_kernel_took():
+    from roofline import analyze, network_from_yaml
+
+    yaml = "batch: 8192\ndtype: fp8\nmlp: [8192, 8192]\nmode: inference"
+    lines = quantized_lines(analyze(network_from_yaml(yaml), load_hardware("h100-sxm5-80gb")))
+    assert any(line.startswith("fp8 GEMMs: MM1: ") and "torch._scaled_mm" in line
+               and "1.15-1.43x" in line for line in lines)
+    # Blackwell's fp8 rows (XLA's B200 table) are not slower than predicted: no line there
+    assert quantized_lines(analyze(network_from_yaml(yaml), load_hardware("b200"))) == []

@@ -276,6 +276,16 @@ TORCH_QUANT_MEASURED: dict[str, tuple[float, float]] = {
     "int4_1_2": (1.25, 1.67), "int4_16_64": (4.94, 18.60), "int8_weight_1_2": (20.25, 44.13),
     "int8_compute": (1.39, 5.37), "int8_memory": (0.51, 23.66)}
 TORCH_INT8_BEST_TOPS = 988.0  # torch._int_mm's best on that H100 (4096 x 4096 x 11008)
+#: fp8 GEMMs through ``torch._scaled_mm`` (e4m3, unit scales, bf16 out) on the lent H100 SXM5
+#: (benchmarks/data/h100_live_gemm.csv, CUDA-graph replays), measured / this model's prediction
+#: on the datasheet entry for the compute-bound ones it predicts at 50 us or more: the range,
+#: the median and the best rate (TFLOP/s) of all the fp8 rows; the H200 alike (1.16-1.46,
+#: median 1.29, at best 1,412). Others saw the same of ``_scaled_mm`` on an H100: 1,239-1,347
+#: TFLOP/s on large shapes (pytorch/pytorch#143465), and 5-15% slower than TransformerEngine's
+#: GEMM in a 1B-parameter model (pytorch/pytorch#123761). Never fitted; said beside a Hopper
+#: fp8 prediction (``output.times.quantized_lines``).
+TORCH_FP8_MEASURED: dict[str, float] = {"low": 1.15, "high": 1.43, "median": 1.30,
+                                         "best_tflops": 1426.0}
 
 
 @dataclass(frozen=True)

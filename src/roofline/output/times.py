@@ -116,17 +116,20 @@ def quantized_lines(report: Report, shown: int = 6) -> list[str]:
     and of an int8 GEMM assumes, and what torch's own kernels of each took on an H100
     (``gpu_gemm.TORCH_QUANT_MEASURED``): the kernel a serving library runs is predicted, and a
     user of plain torch gets less (the int8 line only where torch's int8 GEMM falls back to
-    older kernels: Hopper and Blackwell)."""
+    older kernels: Hopper and Blackwell); on Hopper, what ``torch._scaled_mm`` took of an fp8
+    prediction (``gpu_gemm.TORCH_FP8_MEASURED``)."""
     from ..analysis.gpu_gemm import TMA_ARCHITECTURES, TORCH_INT8_BEST_TOPS
+    from ..analysis.gpu_gemm import TORCH_FP8_MEASURED as F
     from ..analysis.gpu_gemm import TORCH_QUANT_MEASURED as T
 
     hw = report.hardware
-    if hw.kind != "gpu" or not any(
-            r.gemm.b_dtype or r.gemm.dtype == "int8" for r in distinct(report.results)):
+    if hw.kind != "gpu" or not any(r.gemm.b_dtype or r.gemm.dtype in ("int8", "fp8")
+                                   for r in distinct(report.results)):
         return []  # (asked of one copy of each run: a deep model's rows are not built)
     firsts = list(first_copies(report.results))
     weight_only = [r.gemm for r in firsts if r.gemm.b_dtype and r.gemm.b_operand == "weight"]
     int8 = [r.gemm.name for r in firsts if r.gemm.dtype == "int8"]
+    fp8 = [r.gemm.name for r in firsts if r.gemm.dtype == "fp8" and not r.gemm.b_dtype]
     lines = []
     if weight_only:
         stored = sorted({g.b_dtype for g in weight_only})
@@ -154,6 +157,14 @@ def quantized_lines(report: Report, shown: int = 6) -> list[str]:
             f"gets older kernels (pytorch/pytorch#187094): on an H100 (torch 2.11) its "
             f"compute-bound GEMMs took {_span(T['int8_compute'])} the prediction, at best "
             f"{TORCH_INT8_BEST_TOPS:,.0f} TOPS, its memory-bound ones {_span(T['int8_memory'])}")
+    if fp8 and hw.architecture == "Hopper":
+        lines.append(
+            f"fp8 GEMMs: {_named(fp8, len(fp8), shown)}: predicted at the sustained share of "
+            f"the fp8 Tensor-Core peak; torch._scaled_mm on an H100 (torch 2.11) took "
+            f"{_span((F['low'], F['high']))} the prediction on compute-bound GEMMs predicted "
+            f"at 50 us or more (median {F['median']:.2f}), at best {F['best_tflops']:,.0f} TFLOP/s "
+            f"(pytorch/pytorch#143465: 1,239-1,347 on large shapes; TransformerEngine's GEMM "
+            f"5-15% faster, #123761)")
     return lines
 
 
