@@ -5,10 +5,11 @@ On a CPU entry an op's prediction is its roofline time (basis ``roofline``). On 
 every op is one kernel (a captured softmax or layer norm backward two, ``KERNELS``, below),
 and::
 
-    t = n x t_launch + max(t_flop, m x bytes / (D x BW))
+    t = t_launch + max(t_flop, bytes / (D x BW))
 
-(``n`` kernels moving ``m`` times the op's bytes: 1 and 1 but for ``KERNELS``; a captured
-layer norm's row passes may bound it too, ``ROW_PASSES`` below)
+(a captured op torch runs as several kernels, ``KERNELS``: each kernel's launch and stream in
+turn, the first also bound by its FLOPs and, for a captured layer norm, its row passes,
+``ROW_PASSES`` below)
 
 - ``t_launch``: the per-kernel cost the GPU does not hide, ``predict.LAUNCH_LATENCY_S`` (NVIDIA's
   CUDA Graphs post: a 2.9 us kernel launched back to back took 3.8 us per kernel).
@@ -71,27 +72,32 @@ bandwidth in GPT-2's bf16 and fp32 training steps, and 0.89 on the H200 (12 call
 lone op of 2^23 and 2^26 values over rows of 768-8192 (benchmarks/data/h1?0_live_norms.csv,
 ``bench_gpu_norms.py``) it took 0.91-1.20x of the two kernels' time on both GPUs.
 
-A captured layer norm backward (``aten.native_layer_norm_backward``) is two kernels too: torch
-computes dX (reading dY and X, writing dX), then the weight's and bias's gradients in a column
-reduction that reads dY and X again (aten/src/ATen/native/cuda/layer_norm_kernel.cu,
-``LayerNormBackwardKernelImplInternal``: ``layer_norm_grad_input_kernel[_vectorized]``, then
-``GammaBetaBackward*Kernel``), 5/3 of the op's three tensors in all: t = 2 t_launch + 5/3 x
-bytes / (D x BW), or the row passes below where longer. Still short: the second kernel runs
-ceil(cols / 32) blocks, too few to stream at narrow rows (32 for 1024 columns on 132 SMs: 24-28%
-of an H100's bandwidth); at 2^23 and 2^26 values the op took 1.09-2.19x the prediction on a lent
-H100 (1.8-3.7x as one kernel of the op's bytes) and 0.77-2.10x on an H200
-(``bench_gpu_norms.py``). Not modelled further: the block counts are torch's, per version.
+A captured layer norm backward (``aten.native_layer_norm_backward``) is two kernels too, one
+after the other: torch computes dX (reading dY and X, writing dX), then the weight's and bias's
+gradients in a column reduction that reads dY and X again (aten/src/ATen/native/cuda/
+layer_norm_kernel.cu, ``LayerNormBackwardKernelImplInternal``:
+``layer_norm_grad_input_kernel[_vectorized]``, then ``GammaBetaBackward*Kernel``; ``KERNELS``:
+the op's bytes, then 2/3 of them).
 
-Torch's layer norm kernels are no stream either: one block a row passes each row through the SM
-more than once, the forward (``vectorized_layer_norm_kernel``) reading X for the statistics and
-again to write Y, the backward's dX kernel reading X and dY for its two sums and again to write
-dX. Their bytes (``ROW_PASSES``: 3/2 and 5/3 of the op's) at ``ROW_BYTES_PER_SM_CLOCK`` on
-every SM bound the op (basis ``row-passes``)::
+Torch's layer norm kernels are no plain stream either: one block a row passes each row through
+the SM more than once, the forward (``vectorized_layer_norm_kernel``) reading X for the
+statistics and again to write Y, the backward's dX kernel reading X and dY for its two sums and
+again to write dX. Their bytes (``ROW_PASSES``: 3/2 and 5/3 of the op's) at
+``ROW_BYTES_PER_SM_CLOCK`` on every SM bound that kernel (basis ``row-passes``)::
 
-    t = n x t_launch + max(t_flop, m x bytes / (D x BW), p x bytes / (B_row x S x f))
+    t_row = p x bytes / (B_row x S x f)
 
 with S the SMs and f their clock as for a permuted copy. An H200, with 1.43x an H100's bandwidth
-and the same SMs and clock, ran the bf16 forward in the same time within 1.00-1.29x.
+and the same SMs and clock, ran the bf16 forward in the same time within 1.00-1.29x. Fitted on
+Hopper only, and applied to every GPU as ``STRIDED_COPY_VALUES`` is. At 2^23 and 2^26 values
+(``bench_gpu_norms.py``) the forward came within 1.25x for 80% of the H100's rows and 70% of
+the H200's (a stream alone: 15% and 0%), the backward 80% and 50% (one kernel of the op's bytes:
+0% and 0%; 0.79-1.66x now). What is left there is torch's: the gradient kernel runs ceil(cols /
+32) blocks, too few to stream at narrow rows (32 at 1024 columns on 132 SMs: 24-28% of an
+H100's bandwidth in bf16, 43-52% in fp32), and past 65,536 rows with few such blocks it sums
+partial results in a third kernel; and the dX kernel streams near the bandwidth at 1024 columns
+where the row rate, fitted on the forward, charges more. Not modelled further: those are
+torch's choices, per version.
 
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
@@ -152,11 +158,13 @@ OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "
 STRIDED_COPY_VALUES = {"wide": 1.6, "narrow": 1.9}
 STRIDED_COPY_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                        "CUDALoops.cuh")
-#: Captured ops torch runs as more than one kernel on a GPU: (kernels, their traffic over the
-#: op's bytes). The softmax backward's multiply into a temporary, then its kernel, each moving
-#: the op's bytes; the layer norm backward's dX kernel (dY and X read, dX written) and then its
-#: weight and bias gradients' kernel, which reads dY and X again (module docstring).
-KERNELS = {"aten._softmax_backward_data": (2, 2.0), "aten.native_layer_norm_backward": (2, 5 / 3)}
+#: Captured ops torch runs as more than one kernel on a GPU, one after another: each kernel's
+#: traffic over the op's bytes. The softmax backward's multiply into a temporary, then its
+#: kernel, each moving the op's bytes; the layer norm backward's dX kernel (dY and X read, dX
+#: written) and then its weight and bias gradients' kernel, reading dY and X again (module
+#: docstring).
+KERNELS = {"aten._softmax_backward_data": (1.0, 1.0),
+           "aten.native_layer_norm_backward": (1.0, 2 / 3)}
 KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                   "SoftMax.cu")
 LAYER_NORM_KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/"
@@ -248,16 +256,19 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
         if basis != "streaming":
             peak = datasheet_peak(hardware, dtype, peak)
     flop_s = op.flops / (share * peak)
-    kernels, traffic = KERNELS.get(op.kind, (1, 1.0))
-    memory_s *= traffic
-    terms = {"launch_s": constants.launch_s, "flop_s": flop_s, "memory_s": memory_s,
-             "peak_share": share, "kernels": kernels}
-    if op.kind in ROW_PASSES:
-        terms["row_s"] = row_passes_s(op, hardware)
-        if terms["row_s"] > max(flop_s, memory_s):
-            basis = "row-passes"
-    return OpPrediction(kernels * constants.launch_s + max(flop_s, memory_s,
-                                                           terms.get("row_s", 0.0)), basis, terms)
+    traffic = KERNELS.get(op.kind, (1.0,))
+    row_s = row_passes_s(op, hardware) if op.kind in ROW_PASSES else 0.0
+    if row_s > max(flop_s, traffic[0] * memory_s):
+        basis = "row-passes"
+    # the first kernel bound by its FLOPs, its stream or its row passes; the rest stream after
+    time = (len(traffic) * constants.launch_s + max(flop_s, traffic[0] * memory_s, row_s)
+            + sum(traffic[1:]) * memory_s)
+    terms = {"launch_s": constants.launch_s, "flop_s": flop_s,
+             "memory_s": sum(traffic) * memory_s, "peak_share": share,
+             "kernels": len(traffic)}
+    if row_s:
+        terms["row_s"] = row_s
+    return OpPrediction(time, basis, terms)
 
 
 def row_passes_s(op: Op, hardware: HardwareSpec) -> float:
