@@ -122,6 +122,17 @@ def time_calls(torch: Any, fn: Callable[[], object], values: int = VALUES,
     return {"best_s": min(samples), "median_s": med, "spread": mad / med, "calls": calls}
 
 
+def timing_fields(torch: Any, fn: Callable[[], object]) -> dict[str, Any]:
+    """A CSV row's ``time_ms``, ``median_ms`` and ``spread`` of ``fn`` (``time_calls``), or its
+    ``error``: one shape's failure is recorded and the others go on."""
+    try:
+        r = time_calls(torch, fn)
+    except Exception as exc:  # noqa: BLE001 - recorded
+        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    return {"time_ms": f"{r['best_s'] * 1e3:.6g}", "median_ms": f"{r['median_s'] * 1e3:.6g}",
+            "spread": f"{r['spread']:.3g}"}
+
+
 def graph_of(torch: Any, fn: Callable[[], object], calls: int) -> Any:
     """A CUDA graph of ``calls`` calls of ``fn`` (warmed up on a side stream, as torch asks)."""
     side = torch.cuda.Stream()
@@ -262,17 +273,9 @@ def measure_passes(torch: Any, out: Path, entry: str) -> None:
                 mnk = {"forward": (batch, out_, inp), "backward-data": (batch, inp, out_),
                        "backward-weight": (inp, out_, batch)}
                 for pass_, fn in pass_functions(torch, batch, out_, inp, dt).items():
-                    row: dict[str, Any] = {"device": entry, "dtype": dname,
-                                           "pass": pass_, "batch": batch, "out": out_,
-                                           "in": inp, **dict(zip("mnk", mnk[pass_]))}
-                    try:
-                        r = time_calls(torch, fn)
-                        row |= {"time_ms": f"{r['best_s'] * 1e3:.6g}",
-                                "median_ms": f"{r['median_s'] * 1e3:.6g}",
-                                "spread": f"{r['spread']:.3g}"}
-                    except Exception as exc:  # noqa: BLE001 - recorded
-                        row["error"] = f"{type(exc).__name__}: {exc}"[:200]
-                    w.writerow(row)
+                    w.writerow({"device": entry, "dtype": dname, "pass": pass_,
+                                "batch": batch, "out": out_, "in": inp,
+                                **dict(zip("mnk", mnk[pass_])), **timing_fields(torch, fn)})
                 empty_cache(torch)
             log(f"passes {dname}: done")
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -294,15 +297,9 @@ def measure_waves(torch: Any, out: Path, entry: str) -> None:
                 wt = torch.randn(n, k, device=DEV, dtype=torch.bfloat16)
             x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
             c = torch.empty(m, n, device=DEV, dtype=torch.bfloat16)
-            row: dict[str, Any] = {"device": entry, "dtype": "bf16", "m": m, "n": n, "k": k}
-            try:
-                r = time_calls(torch, lambda x=x, c=c, wt=wt: torch.matmul(x, wt.t(), out=c))
-                row |= {"time_ms": f"{r['best_s'] * 1e3:.6g}",
-                        "median_ms": f"{r['median_s'] * 1e3:.6g}",
-                        "spread": f"{r['spread']:.3g}"}
-            except Exception as exc:  # noqa: BLE001 - recorded
-                row["error"] = f"{type(exc).__name__}: {exc}"[:200]
-            w.writerow(row)
+            w.writerow({"device": entry, "dtype": "bf16", "m": m, "n": n, "k": k,
+                        **timing_fields(torch, lambda x=x, c=c, wt=wt: torch.matmul(
+                            x, wt.t(), out=c))})
         empty_cache(torch)
         log(f"waves: {len(shapes)} shapes done")
 
@@ -337,15 +334,8 @@ def measure_norms(torch: Any, out: Path) -> None:
         for dname, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
             for rows, cols in sizes:
                 for op, fn in norm_functions(torch, rows, cols, dt).items():
-                    row: dict[str, Any] = {"op": op, "dtype": dname, "rows": rows, "cols": cols}
-                    try:
-                        r = time_calls(torch, fn)
-                        row |= {"time_ms": f"{r['best_s'] * 1e3:.6g}",
-                                "median_ms": f"{r['median_s'] * 1e3:.6g}",
-                                "spread": f"{r['spread']:.3g}"}
-                    except Exception as exc:  # noqa: BLE001 - recorded
-                        row["error"] = f"{type(exc).__name__}: {exc}"[:200]
-                    w.writerow(row)
+                    w.writerow({"op": op, "dtype": dname, "rows": rows, "cols": cols,
+                                **timing_fields(torch, fn)})
                 empty_cache(torch)
             log(f"norms {dname}: done")
 
