@@ -33,13 +33,13 @@ KINDS = {"layer-norm": ("aten.native_layer_norm", "layernorm"),
          "layer-norm-backward": ("aten.native_layer_norm_backward", "layernorm-backward"),
          "softmax": ("aten._softmax", "softmax"),
          "softmax-backward": ("aten._softmax_backward_data", "softmax-backward")}
-ITEMSIZE = {"bf16": 2, "fp32": 4}
 
 
 def ratios() -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
     """(op, dtype, log2 of the values, cols) -> {device: (measured s, predicted s)}."""
     from roofline.analysis.gpu_ops import predict_op
     from roofline.hardware.catalog import load_hardware
+    from roofline.model.dtypes import itemsize
     from roofline.model.ops import ELEMENTWISE, Op
 
     out: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]] = {}
@@ -54,7 +54,7 @@ def ratios() -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
                 flops, reads, writes = ELEMENTWISE[table]
                 n = rows * cols
                 op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
-                        flops * n, (reads + writes) * ITEMSIZE[dtype] * n)
+                        flops * n, (reads + writes) * itemsize(dtype) * n)
                 predicted = predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype),
                                        hw.bandwidth_bytes_per_s).time_s
                 key = (row["op"], dtype, round(math.log2(n)), cols)  # rows = 2^v // cols

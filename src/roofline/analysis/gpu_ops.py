@@ -275,12 +275,7 @@ def row_passes_s(op: Op, hardware: HardwareSpec) -> float:
     """The time torch's row kernel of ``op`` takes to pass its rows through the SMs: the bytes
     of its passes (``ROW_PASSES``) at ``ROW_BYTES_PER_SM_CLOCK`` on every SM, at the clock
     CUDA-core work runs at (as ``strided_copy_s``)."""
-    from .gpu_gemm import clock_share
-
-    gpu = hardware.gpu
-    assert gpu is not None  # op_constants: a GPU entry
-    clock = (gpu.vector_clock_ghz or gpu.boost_clock_ghz) * 1e9 * clock_share(hardware)
-    return ROW_PASSES[op.kind] * op.bytes / (ROW_BYTES_PER_SM_CLOCK * gpu.sms * clock)
+    return ROW_PASSES[op.kind] * op.bytes / (ROW_BYTES_PER_SM_CLOCK * sm_clocks_per_s(hardware))
 
 
 def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:
@@ -288,14 +283,21 @@ def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:
     values over ``STRIDED_COPY_VALUES`` per SM and clock, on every SM at the clock CUDA-core
     work runs at (module docstring)."""
     from ..model.dtypes import itemsize
+
+    size = itemsize(dtype)
+    per_clock = STRIDED_COPY_VALUES["wide" if size >= 4 else "narrow"]
+    return nbytes / size / (per_clock * sm_clocks_per_s(hardware))
+
+
+def sm_clocks_per_s(hardware: HardwareSpec) -> float:
+    """SM clocks per second over the whole GPU: its SMs at the clock CUDA-core work runs at
+    (``gpu.vector_clock_ghz`` where the entry gives one, else the boost clock; times
+    ``clock_share`` where it gives a sustained one)."""
     from .gpu_gemm import clock_share
 
     gpu = hardware.gpu
     assert gpu is not None  # op_constants: a GPU entry
-    size = itemsize(dtype)
-    per_clock = STRIDED_COPY_VALUES["wide" if size >= 4 else "narrow"]
-    clock = (gpu.vector_clock_ghz or gpu.boost_clock_ghz) * 1e9 * clock_share(hardware)
-    return nbytes / size / (per_clock * gpu.sms * clock)
+    return gpu.sms * (gpu.vector_clock_ghz or gpu.boost_clock_ghz) * 1e9 * clock_share(hardware)
 
 
 def datasheet_peak(hardware: HardwareSpec, dtype: str, peak: float) -> float:
