@@ -427,3 +427,26 @@ def test_compare_json_carries_each_devices_roof_figures_and_each_gemms_shape():
     assert a100["ridge"] == pytest.approx(312e12 / 2039e9) and a100["origin"] == "datasheet"
     mm1 = data["gemms"][0]
     assert (mm1["m"], mm1["n"], mm1["k"], mm1["batch_count"]) == (64, 4096, 1024, 1)
+
+
+def test_compare_csv_carries_each_gemms_shape_and_predicted_time():
+    # the JSON's gemm fields in the CSV, after the nine columns it always had: MM1 of the MLP at
+    # batch 64 is 64 x 4096 x 1024; its roofline time on the A100, 2*64*4096*1024 FLOPs at
+    # 312 TFLOP/s against 2*(64*1024 + 1024*4096 + 64*4096) bytes at 2039 GB/s: memory-bound
+    import csv
+    import io
+
+    from roofline.output.whatif import comparison_csv
+
+    c = compare(EXAMPLE, ["a100-sxm4-80gb", "h100-sxm5-80gb"], batch=64, dtype="fp16")
+    rows = list(csv.DictReader(io.StringIO(comparison_csv(c))))
+    assert list(rows[0])[:9] == ["name", "layer", "pass", "hardware", "dtype", "time_s",
+                                 "speedup", "bound", "why"]
+    a100 = rows[0]
+    assert (a100["name"], a100["hardware"]) == ("MM1", "a100-sxm4-80gb")
+    assert (a100["m"], a100["n"], a100["k"], a100["batch_count"]) == ("64", "4096", "1024", "1")
+    nbytes = 2 * (64 * 1024 + 1024 * 4096 + 64 * 4096)
+    assert float(a100["time_s"]) == pytest.approx(nbytes / 2039e9)
+    predicted = comparison_dict(c)["gemms"][0]["predicted_time_s"]
+    assert float(rows[1]["predicted_time_s"]) == pytest.approx(predicted["h100-sxm5-80gb"])
+    assert float(a100["predicted_time_s"]) > float(a100["time_s"])  # a prediction, not the roof

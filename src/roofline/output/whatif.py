@@ -334,18 +334,22 @@ def comparison_markdown(c: Comparison) -> str:
 
 
 def comparison_csv(c: Comparison) -> str:
-    """One row per (GEMM, device): raw seconds, speedup over the baseline, bound, why."""
+    """One row per (GEMM, device): raw seconds, speedup over the baseline, bound, why; then the
+    GEMM's shape and its predicted time (the JSON's ``gemms`` fields; after ``why`` so that the
+    first nine columns keep their places)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["name", "layer", "pass", "hardware", "dtype", "time_s", "speedup", "bound",
-                     "why"])
+                     "why", "m", "n", "k", "batch_count", "predicted_time_s"])
     for i, base in enumerate(c.baseline.results):
         for r in c.reports:
             other = r.results[i]
             why = ("" if r is c.baseline
                    else change_text(c.why(i, r), c.baseline.hardware.name))
-            writer.writerow([base.gemm.name, base.gemm.layer, base.gemm.pass_, r.hardware.name,
-                             r.dtype, other.time_s, base.time_s / other.time_s, other.bound, why])
+            gemm = base.gemm
+            writer.writerow([gemm.name, gemm.layer, gemm.pass_, r.hardware.name,
+                             r.dtype, other.time_s, base.time_s / other.time_s, other.bound, why,
+                             gemm.m, gemm.n, gemm.k, gemm.batch_count, other.predicted_time_s])
     return buffer.getvalue()
 
 
