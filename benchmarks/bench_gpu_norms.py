@@ -37,7 +37,7 @@ KINDS = {"layer-norm": ("aten.native_layer_norm", "layernorm"),
 
 def ratios() -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
     """(op, dtype, log2 of the values, cols) -> {device: (measured s, predicted s)}."""
-    from roofline.analysis.gpu_ops import predict_op
+    from roofline.analysis.gpu_ops import SOFTMAX_KINDS, predict_op
     from roofline.hardware.catalog import load_hardware
     from roofline.model.dtypes import itemsize
     from roofline.model.ops import ELEMENTWISE, Op
@@ -53,8 +53,10 @@ def ratios() -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
                 kind, table = KINDS[row["op"]]
                 flops, reads, writes = ELEMENTWISE[table]
                 n = rows * cols
+                # a softmax forward over the last dimension: its row as the capture records it
                 op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
-                        flops * n, (reads + writes) * itemsize(dtype) * n)
+                        flops * n, (reads + writes) * itemsize(dtype) * n,
+                        row=cols if kind in SOFTMAX_KINDS else 0)
                 predicted = predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype),
                                        hw.bandwidth_bytes_per_s).time_s
                 key = (row["op"], dtype, round(math.log2(n)), cols)  # rows = 2^v // cols
@@ -81,7 +83,19 @@ def lines(markdown: bool) -> list[str]:
     return [*table_lines(["op", "dtype", "values", *[f"{c} cols: H100 / H200" for c in cols],
                           "H100 / H200 time"], body, markdown), "",
             f"measured / predicted over all {len(all_ratios)} rows: median "
-            f"{statistics.median(all_ratios):.2f}, {min(all_ratios):.2f}-{max(all_ratios):.2f}"]
+            f"{statistics.median(all_ratios):.2f}, {min(all_ratios):.2f}-{max(all_ratios):.2f}",
+            "within 1.25x at 2^23 and 2^26 values (H100 / H200): " + "; ".join(
+                f"{op} {dtype} {' / '.join(share(data, op, dtype, d) for d in FILES)}"
+                for op, dtype in sorted({k[:2] for k in data}))]
+
+
+def share(data: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]], op: str,
+          dtype: str, device: str) -> str:
+    """The share of ``op``'s ``dtype`` rows of 2^23 and 2^26 values (a kernel's time, not its
+    launch's) on ``device`` whose measured / predicted is within 1.25x."""
+    got = [v[device] for k, v in data.items()
+           if k[:2] == (op, dtype) and k[2] >= 23 and device in v]
+    return f"{sum(1 / 1.25 <= m / p <= 1.25 for m, p in got) / len(got):.0%}"
 
 
 def main() -> int:

@@ -176,6 +176,37 @@ def test_a_captured_permuted_copy_says_how_a_gpu_prices_it():
     assert cpu.predicted_basis == "roofline"
 
 
+def test_a_softmax_over_its_last_dimension_keeps_its_rows_width():
+    """torch's CUDA softmax runs one warp or block a row when it normalizes the last dimension
+    (aten/src/ATen/native/cuda/SoftMax.cu, ``inner_size == 1``) and prices by that row's width
+    (``analysis.gpu_ops``): the capture keeps it, for ``_softmax`` and ``_log_softmax``; across
+    another dimension, and in the backward, no row."""
+
+    class Softmaxes(torch.nn.Module):
+        def forward(self, x):
+            return (torch.softmax(x, -1), torch.log_softmax(x, dim=2), torch.softmax(x, 1))
+
+    net = capture(Softmaxes(), torch.zeros(2, 6, 96, dtype=torch.bfloat16), mode="inference")
+    assert [(o.kind, o.row) for o in net.ops()] == [("aten._softmax", 96),
+                                                    ("aten._log_softmax", 96),
+                                                    ("aten._softmax", 0)]
+    train = capture(torch.nn.Sequential(torch.nn.Linear(40, 40), torch.nn.Softmax(dim=-1)),
+                    torch.zeros(4, 40))
+    assert [(o.kind, o.row) for o in train.ops() if "softmax" in o.kind] == [
+        ("aten._softmax", 40), ("aten._softmax_backward_data", 0)]
+    # on a GPU the two over the last dimension (bf16) take torch's row rate, the third streams
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+    from roofline.output.times import time_lines
+
+    report = analyze(net, load_hardware("h100-sxm5-80gb"))
+    assert [r.predicted_basis for r in report.ops] == ["softmax-rows", "softmax-rows",
+                                                       "streaming"]
+    assert "SoftMax.cu" in report.to_dict()["op_prediction"]["sources"]["softmax-rows"]
+    assert "softmaxes at the rate torch's softmax kernel works through a row's values (2-4.4" in (
+        "\n".join(time_lines(report)))
+
+
 def test_16_bit_convolutions_on_nchw_tensors_are_said_to_be_left_out_on_a_gpu():
     from roofline.analysis.report import analyze
     from roofline.hardware.catalog import load_hardware

@@ -9,7 +9,8 @@ and::
 
 (a captured op torch runs as several kernels, ``KERNELS``: each kernel's launch and stream in
 turn, the first also bound by its FLOPs and, for a captured layer norm, its row passes,
-``ROW_PASSES`` below)
+``ROW_PASSES`` below, and for a captured softmax forward its values at the rate its row's width
+allows, ``SOFTMAX_VALUES_PER_SM_CLOCK``)
 
 - ``t_launch``: the per-kernel cost the GPU does not hide, ``predict.LAUNCH_LATENCY_S`` (NVIDIA's
   CUDA Graphs post: a 2.9 us kernel launched back to back took 3.8 us per kernel).
@@ -99,6 +100,30 @@ partial results in a third kernel; and the dX kernel streams near the bandwidth 
 where the row rate, fitted on the forward, charges more. Not modelled further: those are
 torch's choices, per version.
 
+Torch's softmax forward over the last dimension (a captured ``aten._softmax`` or
+``aten._log_softmax``, ``SOFTMAX_KINDS``; the capture keeps the row's width, ``Op.row``) holds
+each row in registers, one warp a row up to 2048 values and one block a row past that
+(SoftMax.cu, ``host_softmax``: ``softmax_warp_forward``, ``cunn_SoftMaxForward*``; torch 2.11
+ran ``softmax_warp_forward`` at 1024 and 2048 columns and ``cunn_SoftMaxForwardReg`` at 4096,
+benchmarks/data/h100_live_norm_kernels.csv), and works out each value's max, exponential, sum
+and quotient in fp32 on the SMs. In 16 bits that work, not DRAM, sets its time, and more so as
+rows widen: a lent H100 and H200 took the same time for the same bf16 rows (1.00-1.13x apart),
+1.3x (768 columns) to 2.9x (8192) what their H100 stream predicted and up to 4.0x on the H200.
+So::
+
+    t_row = values / (V(w) x S x f)
+
+with ``values`` the elements read and written (bytes over the dtype's size), S and f as for a
+permuted copy, and V(w) ``SOFTMAX_VALUES_PER_SM_CLOCK``: values per SM and clock at the row's
+width w, 4.4 at 1024 columns falling to 2.0 at 8192, fitted on the H100's bf16 rows and linear
+in log2 w between the widths timed (768-8192; clamped past them, timed nowhere: a vocabulary of
+50,257 at 8192's rate, a router's few experts at 768's). Basis ``softmax-rows``. Never fitted
+on them, the H100's fp32 rows and every H200 row at 2^23 and 2^26 values came within 1.25x
+(``bench_gpu_norms.py``: 0.85-1.23x; the stream alone 70%, 0% and 50% of them); fp32 at 2048
+columns or fewer still streams. At 2^20 values the rows of 768-2048 took 1.6-2.4x the
+prediction in bf16 (4.7-8.2 us, a kernel too short to reach either rate); not modelled. A model.yaml
+``softmax`` (an unfused attention's scores) says nothing of the framework and streams.
+
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
 does for a Linear's bias through cuBLASLt's bias epilogue (``at::cuda::blas::gemm_and_bias``;
@@ -147,7 +172,7 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
 
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
 OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
-            "gemm-epilogue", "strided-copy", "row-passes")
+            "gemm-epilogue", "strided-copy", "row-passes", "softmax-rows")
 #: Values (elements read and written) a permuted copy moves per SM and clock, by whether its
 #: element is 4 bytes or more (torch unrolls its loop 2 deep there, 4 below: module docstring).
 #: The geometric mean over a lent H100's GPT-2 and BERT forward steps of each dtype (their
@@ -180,6 +205,15 @@ ROW_PASSES = {"aten.native_layer_norm": 3 / 2, "aten.native_layer_norm_backward"
 #: never fitted, on the H200's (the same SMs and clock, 1.43x the bandwidth) and on both GPUs'
 #: backward (``bench_gpu_norms.py``).
 ROW_BYTES_PER_SM_CLOCK = 11.5
+#: Captured softmax forwards (``model.capture.SOFTMAXES``, over the last dimension: ``Op.row``)
+#: and the values (read and written) torch's kernel works through per SM and clock by the row's
+#: width, linear in log2 of it between the widths timed and clamped at both ends: each value's
+#: max, exp, sum and divide in fp32 on the SMs, a warp or block holding each row in registers
+#: (module docstring). Fitted on a lent H100's bf16 rows at 2^23 and 2^26 values (the
+#: geometric mean of their values over the time less a 0.9 us launch; benchmarks/data/
+#: h100_live_norms.csv); checked, never fitted, on its fp32 rows and on an H200's.
+SOFTMAX_KINDS = frozenset({"aten._softmax", "aten._log_softmax"})
+SOFTMAX_VALUES_PER_SM_CLOCK = ((768, 4.1), (1024, 4.4), (2048, 3.1), (4096, 2.4), (8192, 2.0))
 #: Ops a product can run in its epilogue: a forward bias add; ``GPU_EPILOGUE_FOLLOWS``: the
 #: products (``model.ops.FOLLOWS``) that do so on a GPU (module docstring).
 EPILOGUE_KINDS = frozenset({"bias"})
@@ -232,6 +266,7 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         "strided-copy": STRIDED_COPY_SOURCE,
                         "kernels": KERNELS_SOURCE,
                         "layer-norm-kernels": LAYER_NORM_KERNELS_SOURCE,
+                        "softmax-rows": KERNELS_SOURCE,
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
                         "flash-attention-2": "https://arxiv.org/abs/2307.08691"}}
 
@@ -257,9 +292,13 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
             peak = datasheet_peak(hardware, dtype, peak)
     flop_s = op.flops / (share * peak)
     traffic = KERNELS.get(op.kind, (1.0,))
-    row_s = row_passes_s(op, hardware) if op.kind in ROW_PASSES else 0.0
+    row_s, row_basis = 0.0, ""
+    if op.kind in ROW_PASSES:
+        row_s, row_basis = row_passes_s(op, hardware), "row-passes"
+    elif op.kind in SOFTMAX_KINDS and op.row:
+        row_s, row_basis = softmax_rows_s(op, hardware, dtype), "softmax-rows"
     if row_s > max(flop_s, traffic[0] * memory_s):
-        basis = "row-passes"
+        basis = row_basis
     # the first kernel bound by its FLOPs, its stream or its row passes; the rest stream after
     time = (len(traffic) * constants.launch_s + max(flop_s, traffic[0] * memory_s, row_s)
             + sum(traffic[1:]) * memory_s)
@@ -276,6 +315,17 @@ def row_passes_s(op: Op, hardware: HardwareSpec) -> float:
     of its passes (``ROW_PASSES``) at ``ROW_BYTES_PER_SM_CLOCK`` on every SM, at the clock
     CUDA-core work runs at (as ``strided_copy_s``)."""
     return ROW_PASSES[op.kind] * op.bytes / (ROW_BYTES_PER_SM_CLOCK * sm_clocks_per_s(hardware))
+
+
+def softmax_rows_s(op: Op, hardware: HardwareSpec, dtype: str) -> float:
+    """The time torch's softmax forward kernel takes over ``op``'s rows of ``op.row`` values:
+    its values (read and written: bytes over the dtype's size) at
+    ``SOFTMAX_VALUES_PER_SM_CLOCK`` for that width on every SM, at the clock CUDA-core work runs
+    at (as ``strided_copy_s``)."""
+    from ..model.dtypes import itemsize
+
+    per_clock = interpolate(SOFTMAX_VALUES_PER_SM_CLOCK, op.row)
+    return op.bytes / itemsize(dtype) / (per_clock * sm_clocks_per_s(hardware))
 
 
 def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:

@@ -105,6 +105,9 @@ REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
 #: (``_permutes``) is ``strided``, the copy ``contiguous()`` or a reshape of a transposed view
 #: makes (``torch.matmul`` of a head-split Q or K).
 COPIES = frozenset({"clone", "copy", "_to_copy", "contiguous"})
+#: Softmax forwards: a ``CapturedOp`` of one over its input's last dimension keeps that
+#: dimension's length as its ``row`` (``analysis.gpu_ops`` prices torch's softmax kernel by it).
+SOFTMAXES = frozenset({"_softmax", "_log_softmax"})
 TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 #: the GEMM operand dtypes a capture's dtype may come from (torch._int_mm's int8 among them)
 GEMM_DTYPES = TORCH_DTYPES | {"int8": "int8"}
@@ -577,7 +580,19 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # an eval-mode batch norm scales and shifts with the running statistics, computing none:
         # named as torch's eval-only form of it, so that its cost follows from its name
         op = "_native_batch_norm_legit_no_training"
-    return _op(op, tensors, outs, pass_, owner, rec)
+    return _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args))
+
+
+def _softmax_row(op: str, args: Sequence[Any]) -> int:
+    """The values a row of a softmax forward (``SOFTMAXES``: ``_softmax(self, dim, ...)``)
+    normalizes where that dimension is its input's last, the rows torch's kernel runs one warp or
+    block each; 0 for any other op or dimension (torch's kernel across rows is another)."""
+    if op not in SOFTMAXES or len(args) < 2 or not hasattr(args[0], "dim"):
+        return 0
+    x, dim = args[0], args[1]
+    if x.dim() == 0 or dim not in (-1, x.dim() - 1):
+        return 0
+    return int(x.shape[-1])
 
 
 def _rows(a: Any, b: Any) -> tuple[int, int, int]:
@@ -627,9 +642,10 @@ def _bias_op(owner: str, pass_: str, kind: str, elements: int, bias_values: int,
 
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
-        rec: _Recorder) -> list[Item]:
+        rec: _Recorder, row: int = 0) -> list[Item]:
     """A non-GEMM op: its tensors' bytes, its FLOPs from ``FLOPS_PER_ELEMENT`` (a ``_foreach_``
-    op as its elementwise op over every tensor of its lists)."""
+    op as its elementwise op over every tensor of its lists); ``row``: a softmax's
+    (``_softmax_row``)."""
     elements = other = 0
     for t in [*tensors, *outs]:
         if t.is_floating_point():
@@ -650,7 +666,8 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
     sizes = [t.numel() for t in (tensors if base in REDUCTIONS else outs)]
     flops = per * (sum(sizes) if op.startswith("_foreach_") else max(sizes, default=0))
     strided = base in COPIES and _permutes(tensors, outs)
-    return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other, strided=strided)]
+    return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other, strided=strided,
+                       row=row)]
 
 
 def _permutes(tensors: list[Any], outs: list[Any]) -> bool:

@@ -74,7 +74,9 @@ class OpShape(NamedTuple):
     of a fused attention op, None for every other op; ``follows``: for a bias add and its
     gradient, the product whose output it adds to, one of ``FOLLOWS``; "" for every other op;
     ``strided``: a copy whose source is laid out unlike its output, a permuted copy, as
-    ``model.capture`` sees it from the tensors' strides; False for every other op)."""
+    ``model.capture`` sees it from the tensors' strides; False for every other op; ``row``: the
+    values in each row a captured softmax normalizes, its last dimension, as ``model.capture``
+    records it; 0 for every other op)."""
 
     layer: str
     pass_: str
@@ -84,6 +86,7 @@ class OpShape(NamedTuple):
     attention: AttentionShape | None = None
     follows: str = ""
     strided: bool = False
+    row: int = 0
 
 
 def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpShape:
@@ -128,6 +131,7 @@ class Op:
     attention: AttentionShape | None = None  # a fused attention op's shape (OpShape's)
     follows: str = ""  # a bias add's product (OpShape's)
     strided: bool = False  # a permuted copy (OpShape's)
+    row: int = 0  # a captured softmax's values a row (OpShape's)
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
 
     @property
@@ -137,4 +141,4 @@ class Op:
     def renamed(self, name: str, layer: str, copy: int) -> Op:
         """This op under another name, layer and copy number (as ``Gemm.renamed``)."""
         return Op(name, layer, self.pass_, self.kind, self.flops, self.bytes, self.attention,
-                  self.follows, self.strided, copy)
+                  self.follows, self.strided, self.row, copy)

@@ -32,11 +32,12 @@ class CapturedOp(NamedTuple):
     attention: AttentionShape | None = None  # a fused attention op's shape
     follows: str = ""  # a bias add's product (OpShape's)
     strided: bool = False  # a permuted copy (OpShape's)
+    row: int = 0  # a softmax's values a row (OpShape's)
 
     def at(self, e: int) -> OpShape:
         return OpShape(self.layer, self.pass_, self.kind, self.flops,
                        self.elements * e + self.other_bytes, self.attention, self.follows,
-                       self.strided)
+                       self.strided, self.row)
 
 
 Item = GemmShape | CapturedOp
