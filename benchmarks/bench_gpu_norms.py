@@ -12,6 +12,9 @@ kernels for the softmax backward) on each GPU's datasheet entry. Printed per op,
 H100's time over the H200's (1.43 where a kernel streams at either GPU's bandwidth, 1.0 where
 each value's work on the same 132 SMs at the same clock sets it).
 data/h100_live_norm_kernels.csv holds the kernels one H100 ran for each (torch.profiler).
+Then Liger-Kernel's published ``torch.nn.LayerNorm`` forward timings (data/liger_layer_norm.csv:
+fp32, 4096 rows of 1024-16384 on A100 SXM4 and PCIe 80GB and an H100 SXM5), never fitted:
+measured / predicted as a captured ``aten.native_layer_norm``, and as a stream alone.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from _tables import table_lines
 HERE = Path(__file__).resolve().parent / "data"
 FILES = {"h100-sxm5-80gb": HERE / "h100_live_norms.csv",
          "h200-sxm-141gb": HERE / "h200_live_norms.csv"}
+LIGER = HERE / "liger_layer_norm.csv"
 #: gpu_measure's op -> (captured kind, its ELEMENTWISE kind: FLOPs and tensors per value)
 KINDS = {"layer-norm": ("aten.native_layer_norm", "layernorm"),
          "layer-norm-backward": ("aten.native_layer_norm_backward", "layernorm-backward"),
@@ -89,6 +93,37 @@ def lines(markdown: bool) -> list[str]:
                 for op, dtype in sorted({k[:2] for k in data}))]
 
 
+def liger_lines(markdown: bool) -> list[str]:
+    """Liger-Kernel's torch.nn.LayerNorm forward rows that have an hwdb entry: measured against
+    the captured op's prediction (``row-passes`` where it binds) and against a stream alone."""
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.dtypes import itemsize
+    from roofline.model.ops import Op
+
+    body, ratios = [], []
+    with open(LIGER, newline="") as f:
+        for row in csv.DictReader(f):
+            if not row["entry"]:
+                continue
+            hw, dtype = load_hardware(row["entry"]), row["dtype"]
+            nbytes = 2 * int(row["rows"]) * int(row["cols"]) * itemsize(dtype)  # X read, Y written
+            args = (hw, dtype, hw.peak_flops_per_s(dtype), hw.bandwidth_bytes_per_s)
+            got = predict_op(Op("OP1", "ln", "forward", "aten.native_layer_norm", 0, nbytes),
+                             *args)
+            stream = predict_op(Op("OP1", "ln", "forward", "layernorm", 0, nbytes), *args)
+            measured = float(row["median_ms"]) * 1e-3
+            ratios.append(measured / got.time_s)
+            body.append([row["gpu_name"], dtype, f"{row['rows']} x {row['cols']}",
+                         f"{measured * 1e6:.1f} us", f"{got.time_s * 1e6:.1f} us",
+                         f"{measured / got.time_s:.2f}", f"{measured / stream.time_s:.2f}"])
+    within = sum(1 / 1.25 <= r <= 1.25 for r in ratios)
+    return ["Liger-Kernel's torch.nn.LayerNorm forward (data/liger_layer_norm.csv), never fitted:",
+            *table_lines(["GPU", "dtype", "rows x cols", "measured", "predicted",
+                          "measured / predicted", "as a stream"], body, markdown), "",
+            f"within 1.25x: {within} of {len(ratios)}"]
+
+
 def share(data: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]], op: str,
           dtype: str, device: str) -> str:
     """The share of ``op``'s ``dtype`` rows of 2^23 and 2^26 values (a kernel's time, not its
@@ -102,7 +137,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    print("\n".join(lines(args.markdown)))
+    print("\n".join([*lines(args.markdown), "", *liger_lines(args.markdown)]))
     return 0
 
 

@@ -460,3 +460,38 @@ def test_the_softmax_rate_holds_on_the_steps_profiled_softmax_kernels():
                              spec.bandwidth_bytes_per_s)
             ratios.append(kernel["s"] / kernel["calls"] / got.time_s)
     assert [round(r, 2) for r in ratios] == [1.00, 0.90, 0.89, 0.83]
+
+
+def test_the_layer_norm_row_rate_holds_on_liger_kernels_a100_timings():
+    """Never fitted, on an architecture the rate never saw: torch.nn.LayerNorm's fp32 forward on
+    4096 rows, as Liger-Kernel published it for an A100 SXM4 80GB and an A100 80GB PCIe
+    (benchmarks/data/liger_layer_norm.csv). By hand, 4096 x 16384 on the SXM4: 1.5 x
+    536,870,912 B / (11.5 x 108 SMs x 1.41e9) = 459.86 us + 0.9 = 460.76 us (it took 506.7 us,
+    1.10); a stream alone, 536,870,912 / (0.88 x 2.039e12) + 0.9 = 300.1 us, would say 1.69.
+    Every A100 row within 1.25x (0.96-1.15); none as a stream (1.40-1.74)."""
+    import csv
+    from pathlib import Path
+
+    from roofline.analysis.gpu_ops import predict_op
+
+    spec = load_hardware("a100-sxm4-80gb")
+    got = predict_op(Op("OP1", "ln", "forward", "aten.native_layer_norm", 0, 536_870_912), spec,
+                     "fp32", spec.peak_flops_per_s("fp32"), spec.bandwidth_bytes_per_s)
+    assert got.time_s == pytest.approx(460.76e-6, rel=1e-3) and got.basis == "row-passes"
+    data = Path(__file__).parent.parent / "benchmarks" / "data" / "liger_layer_norm.csv"
+    ratios, streams = [], []
+    with open(data, newline="") as f:
+        for row in csv.DictReader(f):
+            if not row["entry"].startswith("a100"):
+                continue
+            spec = load_hardware(row["entry"])
+            nbytes = 2 * int(row["rows"]) * int(row["cols"]) * 4
+            args = (spec, "fp32", spec.peak_flops_per_s("fp32"), spec.bandwidth_bytes_per_s)
+            measured = float(row["median_ms"]) * 1e-3
+            ratios.append(measured / predict_op(
+                Op("OP1", "ln", "forward", "aten.native_layer_norm", 0, nbytes), *args).time_s)
+            streams.append(measured / predict_op(
+                Op("OP1", "ln", "forward", "layernorm", 0, nbytes), *args).time_s)
+    assert len(ratios) == 10
+    assert (round(min(ratios), 2), round(max(ratios), 2)) == (0.96, 1.15)
+    assert (round(min(streams), 2), round(max(streams), 2)) == (1.40, 1.74)

@@ -90,7 +90,11 @@ again to write dX. Their bytes (``ROW_PASSES``: 3/2 and 5/3 of the op's) at
 
 with S the SMs and f their clock as for a permuted copy. An H200, with 1.43x an H100's bandwidth
 and the same SMs and clock, ran the bf16 forward in the same time within 1.00-1.29x. Fitted on
-Hopper only, and applied to every GPU as ``STRIDED_COPY_VALUES`` is. At 2^23 and 2^26 values
+Hopper only, and applied to every GPU as ``STRIDED_COPY_VALUES`` is; on Ampere, never fitted,
+Liger-Kernel's published ``torch.nn.LayerNorm`` fp32 forwards (4096 rows of 1024-16384 on an
+A100 SXM4 80GB and an A100 80GB PCIe, benchmarks/data/liger_layer_norm.csv) came within 1.25x
+for all 10 (0.96-1.15x; as a stream 1.40-1.74x), the two A100s in the same time though their
+bandwidths differ by 5%: the SMs, not DRAM, set it there too. At 2^23 and 2^26 values
 (``bench_gpu_norms.py``) the forward came within 1.25x for 80% of the H100's rows and 70% of
 the H200's (a stream alone: 15% and 0%), the backward 80% and 50% (one kernel of the op's bytes:
 0% and 0%; 0.79-1.66x now). What is left there is torch's: the gradient kernel runs ceil(cols /
@@ -203,7 +207,8 @@ ROW_PASSES = {"aten.native_layer_norm": 3 / 2, "aten.native_layer_norm_backward"
 #: at): the geometric mean over a lent H100's layer norm forward at 2^23 and 2^26 values, rows of
 #: 768-8192, bf16 and fp32 (benchmarks/data/h100_live_norms.csv: 8.4-15.4 per row); checked,
 #: never fitted, on the H200's (the same SMs and clock, 1.43x the bandwidth) and on both GPUs'
-#: backward (``bench_gpu_norms.py``).
+#: backward (``bench_gpu_norms.py``), and on Liger-Kernel's published A100 forwards
+#: (benchmarks/data/liger_layer_norm.csv).
 ROW_BYTES_PER_SM_CLOCK = 11.5
 #: Captured softmax forwards (``model.capture.SOFTMAXES``, over the last dimension: ``Op.row``)
 #: and the values (read and written) torch's kernel works through per SM and clock by the row's
