@@ -430,8 +430,19 @@ CASES |= {
                                        "the model trains", "--mode inference"],
                                model=GOOD + "phase: decode\n"),
     "decode-option-in-training": Case(AN + ["--phase", "decode"], 2,
-                                      ["model.yaml: phase: decode is an inference phase"],
-                                      model=GOOD),
+                                      ["model.yaml: phase: --phase is an inference setting, "
+                                       "but the step trains (mode train)"], model=GOOD),
+    "kv-cache-option-in-training": Case(AN + ["--kv-cache", "fp8"], 2,
+                                        ["model.yaml: kv_cache: --kv-cache is an inference "
+                                         "setting", "give --mode inference"], model=GOOD),
+    "optimizer-option-in-inference": Case(AN + ["--mode", "inference", "--optimizer", "adam"],
+                                          2, ["model.yaml: optimizer: --optimizer is a training "
+                                              "setting, but the step runs inference"],
+                                          model=GOOD),
+    "train-mode-with-a-generation": Case(AN + ["--prompt", "8", "--generate", "4", "--mode",
+                                               "train"], 2,
+                                         ["mode: a generation (prompt and generate) is an "
+                                          "inference"], model=GOOD),
     "decode-on-a-cnn": Case(AN + ["--mode", "inference"], 2,
                             ["model.yaml: phase: decode reads a KV cache", "no transformer"],
                             model=CONV % 3 + "phase: decode\n"),

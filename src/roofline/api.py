@@ -66,6 +66,12 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
     per output token, tokens/s, latency); they set the sequence lengths, so ``seq`` is not
     given with them.
     """
+    if prompt is not None or generate is not None:  # a generation is an inference
+        if mode == "train":
+            source = model.source if isinstance(model, Network) else str(model)
+            raise InputError(source, "mode", "a generation (prompt and generate) is an "
+                             "inference: give no mode train with it")
+        mode = "inference"
     network = load_model(model, batch, dtype, mode, attention, optimizer)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
                                       output_dtype=output_dtype,

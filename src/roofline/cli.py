@@ -683,8 +683,9 @@ def plan(model: Path, hardware: str, gpus: str, tp: str | None, pp: str | None,
 
     spec = resolve_hardware(hardware, _progress)
     spec = spec if not isinstance(spec, str) else load_hardware(spec)
-    overrides["optimizer"] = overrides.get("optimizer") or "adam"
     network = load_network(model).with_overrides(**overrides)
+    if overrides.get("optimizer") is None and network.mode == "train":  # plan's default: adam
+        network = network.with_overrides(optimizer="adam")
     fabric = make_fabric(spec, intra, inter, gpus_per_node)
     result = plan_layouts(network, spec, counts, network.settled()[0], fabric,
                           zero=zeros, sequence_parallel=sequence_parallel,

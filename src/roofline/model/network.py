@@ -309,6 +309,7 @@ class Network:
                   "logits": lambda k: fields.choice(k, LOGITS),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
+        _check_mode_settings(changes, changes.get("mode", network.mode), network.source)
         if changes.get("optimizer", network.optimizer) != network.optimizer:
             changes["update"] = ()  # another optimizer than the captured one: its own update
         return replace(network, **changes)
@@ -687,6 +688,28 @@ def load_network(path: str | os.PathLike[str]) -> Network:
             raise renamed(exc, model) from None
         return replace(network, unmodelled=tuple(model.unmodelled))
     return network_from_dict(data, str(path), default_name=Path(path).stem)
+
+
+#: Overrides only a step of one mode reads: given for a step of the other, refused (the step
+#: would run without them, unsaid). A training setting's "none" changes nothing and passes.
+INFERENCE_SETTINGS = ("phase", "kv_cache", "logits")
+TRAINING_SETTINGS = ("optimizer", "grad_accumulation", "recompute")
+
+
+def _check_mode_settings(changes: dict[str, Any], mode: str, source: str) -> None:
+    """InputError for an override the step's ``mode`` would ignore (``INFERENCE_SETTINGS`` in a
+    training step, ``TRAINING_SETTINGS`` other than none in an inference step)."""
+    if mode == "train":
+        given = [key for key in INFERENCE_SETTINGS if key in changes]
+        kind, step, other = "an inference", "trains", "inference"
+    else:
+        given = [key for key in TRAINING_SETTINGS if changes.get(key, "none") != "none"]
+        kind, step, other = "a training", "runs inference", "train"
+    if given:
+        key = given[0]
+        raise InputError(source, key, f"{option(key)} is {kind} setting, but the step {step} "
+                                      f"(mode {mode}): give {option('mode', other)}, or leave "
+                                      f"{option(key)} out")
 
 
 def network_from_yaml(text: str, source: str = "<model>") -> Network:
