@@ -18,19 +18,27 @@ GPT2 = Path(__file__).parent.parent / "examples" / "hf" / "gpt2.json"
 
 def test_missing_dtype_names_the_option():
     net = load_network(GPT2).with_overrides(batch=1, seq=128)
-    with pytest.raises(InputError, match=r"dtype: missing required field \(the config.json has "
-                                         r"no torch_dtype: give dtype=...\)"):
+    with pytest.raises(InputError, match=r"dtype: missing required field \(the config.json gives "
+                                         r"no torch_dtype read here: bfloat16, float16, float32 "
+                                         r"or float64; give dtype=...\)"):
         net.gemms()
 
 
-def test_every_missing_setting_is_named_in_one_line(invoke):
+def test_every_missing_setting_is_named_in_one_line(invoke, tmp_path):
     # gpt2.json gives no batch, no torch_dtype and no seq: a new user met them one run each
     out = invoke("compare", GPT2, "--hw", "a100", "--hw", "h100")
     assert out.exit_code == 2
     assert out.output.strip() == (f"Error: {GPT2}: batch, dtype, seq: missing required fields "
                                   f"(give them in the model or --batch, --dtype and --seq)")
     one = invoke("analyze", GPT2, "--hw", "a100", "--batch", "2", "--seq", "8")
-    assert "dtype: missing required field (the config.json has no torch_dtype" in one.output
+    assert "dtype: missing required field (the config.json gives no torch_dtype read here" in (
+        one.output)
+    # one that names a dtype not read here ("auto", an fp8 storage type): said the same way,
+    # not as if the key were absent
+    auto = tmp_path / "gpt2-auto.json"
+    auto.write_text(json.dumps({**json.loads(Path(GPT2).read_text()), "torch_dtype": "auto"}))
+    other = invoke("analyze", str(auto), "--hw", "a100", "--batch", "2", "--seq", "8")
+    assert other.exit_code == 2 and "no torch_dtype read here: bfloat16" in other.output
 
 
 def test_attention_override_gives_naive_attention_gemms():

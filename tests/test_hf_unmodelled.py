@@ -35,6 +35,17 @@ def _config(name: str, **changes):
      [("attention_bias", "true")]),
     ("llama-2-7b.json", {"attention_bias": True, "mlp_bias": True},
      [("attention_bias", "true"), ("mlp_bias", "true")]),
+    # weights stored quantized, as TheBloke's GPTQ and AWQ repositories and bitsandbytes give it
+    ("llama-2-7b.json", {"quantization_config": {"quant_method": "gptq", "bits": 4,
+                                                 "group_size": 128, "desc_act": False}},
+     [("quantization_config", "gptq, 4-bit weights, groups of 128")]),
+    ("llama-2-7b.json", {"quantization_config": {"quant_method": "awq", "w_bit": 4,
+                                                 "q_group_size": 128}},
+     [("quantization_config", "awq, 4-bit weights, groups of 128")]),
+    ("llama-2-7b.json", {"quantization_config": {"quant_method": "bitsandbytes",
+                                                 "load_in_8bit": True}},
+     [("quantization_config", "bitsandbytes, 8-bit weights")]),
+    ("llama-2-7b.json", {"quantization_config": {}}, []),
 ])
 def test_the_keys_a_config_sets_and_no_adapter_models(name, changes, expected):
     assert model_from_config(_config(name, **changes), name).unmodelled == expected
@@ -85,3 +96,17 @@ def test_a_seq_past_the_context_is_said_by_every_command_once(invoke):
     data = json.loads(invoke("analyze", model, "--hw", "h100", "--batch", "1", "--seq", "4096",
                              "--mode", "inference", "--format", "json").stdout)
     assert data["warnings"] == []  # at the context itself: none
+
+
+def test_a_quantized_config_says_its_weights_are_counted_unquantized(invoke, tmp_path):
+    # a GPTQ config counted as fp16 weights, unsaid, read as twice to four times its weight
+    # bytes; now the warning names the option that counts them as stored
+    gptq = tmp_path / "llama-gptq.json"
+    gptq.write_text(json.dumps(_config("llama-2-7b.json", quantization_config={
+        "quant_method": "gptq", "bits": 4, "group_size": 128})))
+    data = json.loads(invoke("analyze", str(gptq), "--hw", "h100", "--batch", "1", "--seq", "512",
+                             "--mode", "inference", "--format", "json").stdout)
+    assert data["warnings"] == [
+        "quantization_config = gptq, 4-bit weights, groups of 128 in the config is not "
+        "modelled: the weights are counted unquantized, in the model's dtype (in inference, "
+        "--weights int4 with --group-size, int8 or fp8 counts them as stored)"]

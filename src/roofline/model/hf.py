@@ -43,12 +43,16 @@ WINDOWED = ("mistral", "mixtral")
 #: on the layers from ``max_window_layers`` on, which one block repeated cannot say; Mistral's
 #: and Mixtral's cover every layer and are the block's ``window``); ``attention_bias`` /
 #: ``mlp_bias``: Llama-family biases on the attention projections / the FFN (the adapters build
-#: them without).
+#: them without); ``quantization_config``: weights stored quantized (GPTQ, AWQ, bitsandbytes,
+#: fp8), which a config's dtype does not say (``--weights`` does).
 UNMODELLED = {
     "sliding_window": "attention and the KV cache are counted over every earlier token, not "
                       "the last {value} only (more than the model does beyond {value} tokens)",
     "attention_bias": "the attention projections are taken without their biases",
     "mlp_bias": "the FFN is taken without its biases",
+    "quantization_config": "the weights are counted unquantized, in the model's dtype (in "
+                           "inference, --weights int4 with --group-size, int8 or fp8 counts "
+                           "them as stored)",
 }
 
 #: In a layer an adapter builds: which config key gave each model.yaml field. model_from_config
@@ -108,7 +112,27 @@ def _unmodelled(config: dict[str, Any]) -> list[tuple[str, str]]:
             and config.get("use_sliding_window", True) is not False):
         out.append(("sliding_window", str(window)))
     out += [(key, "true") for key in ("attention_bias", "mlp_bias") if config.get(key) is True]
+    quantized = config.get("quantization_config")
+    if isinstance(quantized, dict) and quantized:
+        out.append(("quantization_config", _quantization_text(quantized)))
     return out
+
+
+def _quantization_text(config: dict[str, Any]) -> str:
+    """A config's ``quantization_config`` in a few words: its method, bits and group size where
+    it gives them (GPTQ and AWQ: ``bits``, ``group_size``; bitsandbytes: ``load_in_4bit`` /
+    ``load_in_8bit``)."""
+    parts = [str(config.get("quant_method", "a quantization"))]
+    bits = config.get("bits") or config.get("w_bit")
+    if bits is None:
+        bits = 4 if config.get("load_in_4bit") is True else 8 if config.get(
+            "load_in_8bit") is True else None
+    if bits is not None:
+        parts.append(f"{bits}-bit weights")
+    group = config.get("group_size", config.get("q_group_size"))
+    if isinstance(group, int) and not isinstance(group, bool) and group > 0:
+        parts.append(f"groups of {group}")
+    return ", ".join(parts)
 
 
 def renamed(error: InputError, model: ConfigModel) -> InputError:

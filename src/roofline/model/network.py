@@ -365,7 +365,8 @@ class Network:
                              f"them in the model or {given})")
         for key, value in (("batch", self.batch), ("dtype", self.dtype)):
             if value is None:
-                where = ("the config.json has no torch_dtype: give" if key == "dtype" and
+                where = ("the config.json gives no torch_dtype read here: bfloat16, float16, "
+                         "float32 or float64; give" if key == "dtype" and
                          self.source.endswith(".json") else f"give {key} in the model or")
                 raise InputError(self.source, key, f"missing required field ({where} "
                                                    f"{option(key)})")
