@@ -146,7 +146,7 @@ def test_bad_bit_widths_are_one_line_and_exit_2(invoke, options, message):
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_precision_line_names_each_width(invoke):
+def test_precision_line_names_each_width(invoke, tmp_path):
     out = invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", "--seq", "64", "--mode",
                  "inference", "--weights", "int4", "--kv-cache", "fp8").stdout
     assert ("precision: weights int4-g128 (fp16 scales) x activations fp16 -> C fp16; KV cache "
@@ -155,6 +155,12 @@ def test_precision_line_names_each_width(invoke):
                               "--format", "json").stdout)
     assert (plain["weights"], plain["activations"], plain["kv_cache"]) == ("fp16",) * 3
     assert plain["group_size"] is None
+    # a model without attention keeps no KV cache: its line names none, whatever kv_cache says
+    model = tmp_path / "mlp.yaml"
+    model.write_text("batch: 8\ndtype: fp16\nmode: inference\nkv_cache: fp8\nweights: int8\n"
+                     "mlp: [64, 128, 64]\n")
+    mlp = invoke("analyze", str(model), "--hw", A100).stdout
+    assert "precision: weights int8 x activations fp16 -> C fp16; rest fp16" in mlp
 
 
 def test_the_total_flops_count_a_weight_formats_dequantization_as_an_fp8_caches():

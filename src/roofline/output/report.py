@@ -247,7 +247,8 @@ def _mixed_precision_text(network) -> str:
         stored += f"-g{network.group} (fp16 scales)"
     text = (f"weights {stored} x activations {network.activation_dtype} -> C "
             f"{network.weight_c_dtype}")
-    if network.mode != "train":
+    if network.mode != "train" and any(hasattr(run.layer, "kv_cache_bytes")
+                                       for run in network.layer_runs):  # attention keeps one
         text += f"; KV cache {network.kv_dtype}"
     return text + f"; rest {network.dtype}"
 
