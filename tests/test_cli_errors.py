@@ -130,7 +130,8 @@ def test_missing_dtype_of_a_config_names_the_flag(invoke):
     result = invoke("analyze", "examples/hf/gpt2.json", "--hw", "a100-sxm4-80gb",
                     "--batch", "1", "--seq", "128")
     assert result.exit_code == 2
-    assert "no torch_dtype: give --dtype)" in result.output
+    assert "no torch_dtype read here: bfloat16, float16, float32 or float64; give --dtype)" in (
+        result.output)
 
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

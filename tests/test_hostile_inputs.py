@@ -443,6 +443,9 @@ CASES |= {
                                                "train"], 2,
                                          ["mode: a generation (prompt and generate) is an "
                                           "inference"], model=GOOD),
+    "seq-on-a-cnn": Case(AN + ["--seq", "10"], 2,
+                         ["model.yaml: seq: seq is tokens per sample, but the model starts "
+                          "from an image"], model=CONV % 3),
     "decode-on-a-cnn": Case(AN + ["--mode", "inference"], 2,
                             ["model.yaml: phase: decode reads a KV cache", "no transformer"],
                             model=CONV % 3 + "phase: decode\n"),

@@ -372,6 +372,7 @@ class Network:
                                                    f"{option(key)})")
         self._check_precision()
         self._check_phase()
+        self._check_seq()
         if needs_seq is not None:
             raise InputError(self.source, "seq", f"missing required field: layer "
                              f"{needs_seq.name!r} needs tokens per sample (give seq in the "
@@ -397,6 +398,18 @@ class Network:
                              "transformer keeps, but every block here is bidirectional (causal: "
                              "false, the default; an encoder such as BERT keeps none): set "
                              "causal: true on a decoder's blocks, or leave phase out (prefill)")
+
+    def _check_seq(self) -> None:
+        """``seq`` is tokens per sample: a model that starts from an image (its first layer
+        reads a feature map) and has no layer that reads tokens (a transformer block) has none,
+        its features after the pooling one row a sample; a seq there would multiply only the
+        layers after the flatten, so it is refused."""
+        first = self.layer_runs[0].layer
+        if (self.seq is not None and hasattr(first, "with_input") and not any(
+                getattr(run.layer, "needs_seq", False) for run in self.layer_runs)):
+            raise InputError(self.source, "seq", f"seq is tokens per sample, but the model "
+                             f"starts from an image (its first layer {first.name!r} reads a "
+                             f"feature map): leave seq out")
 
     def _check_precision(self) -> None:
         """Weights may be stored narrower than the activations they meet (weight-only formats:
