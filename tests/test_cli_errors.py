@@ -180,3 +180,48 @@ def test_plan_of_a_model_without_a_sequence_counts_samples(invoke):
 def test_a_broken_config_json_is_named_as_json(invoke, tmp_path, text, expected):
     result, _ = run_model(invoke, tmp_path, text, name="config.json")
     assert expected in one_error_line(result)
+
+
+LLAMA_EXAMPLE = EXAMPLES / "hf" / "llama-2-7b.json"
+TOKENS_PAST = ("1048576 x 1048577 = 1.1e12 tokens is out of range (at most 2**40 = "
+               "1099511627776")  # 2**20 x (2**20 + 1) = 2**40 + 2**20: one row too many a seq
+
+
+@pytest.mark.parametrize("args", [
+    ("analyze", LLAMA_EXAMPLE, "--hw", "h100"),
+    ("compare", LLAMA_EXAMPLE, "--hw", "h100", "--hw", "a100"),
+    ("plan", LLAMA_EXAMPLE, "--hw", "h100", "--gpus", "8"),
+])
+def test_batch_times_seq_has_the_bound_of_each(invoke, args):
+    # each is at most 2**40 alone, but the rows of every per-token GEMM are their product
+    line = one_error_line(invoke(*args, "--batch", "1048576", "--seq", "1048577"))
+    assert line.startswith(f"Error: {LLAMA_EXAMPLE}: batch, seq: {TOKENS_PAST}")
+    assert line.endswith("lower batch or seq (in the model or --batch / --seq)")
+
+
+def test_batch_times_seq_at_the_bound_is_analyzed(invoke):
+    # 2**20 x 2**20 = 2**40 rows exactly: the largest step allowed (M = 1099511627776)
+    result = invoke("analyze", LLAMA_EXAMPLE, "--hw", "h100", "--batch", "1048576", "--seq",
+                    "1048576", "--mode", "inference", "--format", "csv")
+    assert result.exit_code == 0
+    assert ",1099511627776,12288,4096," in result.stdout  # MM1, blk.1.qkv: M, N, K
+
+
+def test_a_sweep_point_past_the_bound_stops_the_sweep_before_any_work(invoke, monkeypatch):
+    from roofline.analysis import whatif
+
+    def no_analysis(*args, **kwargs):
+        raise AssertionError("a point was analyzed before the grid was checked")
+
+    monkeypatch.setattr(whatif, "analyze", no_analysis)
+    line = one_error_line(invoke("sweep", LLAMA_EXAMPLE, "--hw", "h100", "--batch",
+                                 "8,1048576", "--seq", "1048577"))
+    assert TOKENS_PAST in line
+
+
+def test_a_model_file_whose_batch_times_seq_passes_the_bound(invoke, tmp_path):
+    # batch 2**40 at seq 2 = 2**41 = 2.2e12 rows
+    text = "batch: 1099511627776\nseq: 2\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 8}\n"
+    result, path = run_model(invoke, tmp_path, text)
+    assert one_error_line(result).startswith(f"Error: {path}: batch, seq: 1099511627776 x 2 = "
+                                             f"2.2e12 tokens is out of range")
