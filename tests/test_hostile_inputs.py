@@ -156,6 +156,11 @@ CASES = {
                           model=LAYER % (2**40 + 1)),
     "batch-2**40-is-legal": Case(AN, 0, model=GOOD.replace("batch: 8", f"batch: {2**40}")),
     "batch-option-too-big": Case(AN + ["--batch", str(2**40 + 1)], 2, model=GOOD, usage=True),
+    # each within 2**40, their product (every GEMM's rows) 2**41
+    "batch-times-seq-past-2**40": Case(AN + ["--seq", "2"], 2,
+                                       ["model.yaml: batch, seq: 1099511627776 x 2 = 2.2e12 "
+                                        "tokens is out of range", "--batch / --seq"],
+                                       model=GOOD.replace("batch: 8", f"batch: {2**40}")),
     "batch-1e400": Case(AN, 2, ["model.yaml: batch: expected a positive integer, got inf"],
                         model=GOOD.replace("batch: 8", "batch: 1.0e+400")),
     "width-bool": Case(AN, 2, ["layers[0].in: expected a positive integer, got True"],

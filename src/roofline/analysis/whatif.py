@@ -461,7 +461,8 @@ class Sweep:
 
         def bound_at(seq: int) -> dict[str, bool]:
             if seq not in cache:
-                gemms = network.with_overrides(seq=seq).gemms()
+                # a search, not a user's seq: past batch x seq's bound on purpose
+                gemms = replace(network, seq=seq).gemms()
                 cache[seq] = {g.name: g.intensity >= ridges.setdefault(
                     g.name, self.hardware.ridge(g.dtype)) for g in gemms}
             return cache[seq]
