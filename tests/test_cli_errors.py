@@ -225,3 +225,42 @@ def test_a_model_file_whose_batch_times_seq_passes_the_bound(invoke, tmp_path):
     result, path = run_model(invoke, tmp_path, text)
     assert one_error_line(result).startswith(f"Error: {path}: batch, seq: 1099511627776 x 2 = "
                                              f"2.2e12 tokens is out of range")
+
+
+@pytest.mark.parametrize("text, name, path, shown", [
+    # YAML's double-quoted escapes make the bytes; the message shows them escaped, never raw
+    ('name: "a\\x1b[31mred"\nbatch: 8\ndtype: fp16\nmlp: [8, 8]\n', "model.yaml", "name",
+     "\\x1b"),
+    ('batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 8, name: "fc\\r"}\n',
+     "model.yaml", "layers[0].name", "\\r"),
+    ('batch: 8\ndtype: fp16\nmlp: [8, 8]\nname: "\\u202egnp.exe"\n', "model.yaml", "name",
+     "\\u202e"),  # a right-to-left override
+    ('{"model_type": "llama", "na\\u001bme": 1}', "config.json", "na\\x1bme", "\\x1b"),  # a key
+])
+def test_text_with_a_control_character_is_refused_naming_the_field(invoke, tmp_path, text,
+                                                                    name, path, shown):
+    result, file = run_model(invoke, tmp_path, text, name=name)
+    line = one_error_line(result)
+    assert line == (f"Error: {file}: {path}: text holds the control character {shown}, which a "
+                    f"terminal would act on instead of showing: remove it")
+    assert "\x1b" not in result.output and "\r" not in result.output
+
+
+def test_tabs_and_newlines_stay_text():
+    from roofline.errors import control_character
+    from roofline.files.fields import load_yaml_text
+
+    # a hardware entry's notes run over lines; a tab is text too
+    assert load_yaml_text("notes: |\n  one\n  two\ttabbed\n", "x.yaml") == {
+        "notes": "one\ntwo\ttabbed\n"}
+    assert control_character("one\ntwo\tthree") is None
+    assert control_character("a\x9bb\x1b") == "\\x9b"  # the first: C1's CSI
+
+
+def test_a_model_named_by_its_file_shows_a_control_character_escaped(invoke, tmp_path):
+    # a model without name: is named by its file's stem, which the file cannot refuse
+    result, _ = run_model(invoke, tmp_path, "batch: 8\ndtype: fp16\nmlp: [8, 8]\n",
+                          name="st\x1b[31mem.yaml")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("st\\x1b[31mem on v100-sxm2-16gb: fp16, batch 8")
+    assert "\x1b" not in result.stdout

@@ -12,7 +12,11 @@ limits (docs/design.md, "Limits"):
 - a key appears at most once per mapping (YAML requires it; PyYAML keeps the last silently);
 - an integer literal has at most ``MAX_INT_CHARS`` characters (Python refuses to convert
   4,300-digit strings, and no figure or dimension needs more than 13 digits);
-- timestamps stay strings (``date: 2024-05-01`` is text in an entry, and JSON has no dates).
+- timestamps stay strings (``date: 2024-05-01`` is text in an entry, and JSON has no dates);
+- text holds no control character but tab and newline (``errors.control_character``): a name
+  written ``"a\\x1b[31mred"`` (YAML's and JSON's escapes both make the byte) reached the
+  terminal raw from every text format, so it is refused here, once for every file the tool
+  reads (models, configs, hardware entries, links), keys included.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import InputError
+from ..errors import InputError, control_character
 from .numbers import MAX_INT_DIGITS
 
 MAX_FILE_BYTES = 16 * 2**20
@@ -215,11 +219,21 @@ class StrictLoader(_BASE):  # type: ignore[misc, valid-type]
             raise self.fail(node, f"an integer of {digits:,} digits is out of range")
         return yaml.SafeLoader.construct_yaml_int(self, node)
 
+    def construct_text(self, node: Any) -> str:
+        """A string (a value or a key), refused if it holds a control character."""
+        value: str = yaml.SafeLoader.construct_yaml_str(self, node)
+        found = control_character(value)
+        if found is not None:
+            raise self.fail(node, f"text holds the control character {found}, which a terminal "
+                                  f"would act on instead of showing: remove it")
+        return value
+
     def fail(self, node: Any, problem: str, as_key: bool = False) -> InputError:
         return InputError(self.source, node_path(self._root, node, as_key), problem)
 
 
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_bounded_int)
+StrictLoader.add_constructor("tag:yaml.org,2002:str", StrictLoader.construct_text)
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
 
 

@@ -62,7 +62,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..errors import InputError, option
+from ..errors import InputError, one_line, option
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from ..files.numbers import MAX_INT
 from ..units import three_digits
@@ -700,11 +700,17 @@ def load_network(path: str | os.PathLike[str]) -> Network:
 
         model = model_from_config(data, str(path))
         try:  # an error names the config's key (num_key_value_heads), not model.yaml's
-            network = network_from_dict(model, str(path), default_name=Path(path).stem)
+            network = network_from_dict(model, str(path), default_name=_stem(path))
         except InputError as exc:
             raise renamed(exc, model) from None
         return replace(network, unmodelled=tuple(model.unmodelled))
-    return network_from_dict(data, str(path), default_name=Path(path).stem)
+    return network_from_dict(data, str(path), default_name=_stem(path))
+
+
+def _stem(path: str | os.PathLike[str]) -> str:
+    """The file's stem, the name of a model that gives none; a control character in it
+    written as ``one_line`` writes it (``\\x1b``), as the reader refuses them in the file."""
+    return one_line(Path(path).stem)
 
 
 def network_from_yaml(text: str, source: str = "<model>") -> Network:
