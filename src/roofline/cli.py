@@ -294,7 +294,7 @@ def _check_plot(plot: Path | None) -> None:
         check_plot_path(plot, _forced())  # a bad path fails before any analysis work
 
 
-@cli.command()
+@cli.command(short_help="Every GEMM and op of a model on a device: bound, time, advice.")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="Hardware entry name or alias (see `roofline hw list`), or a path to an "
@@ -481,7 +481,7 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
     return ("\n" if fmt != "json" else "").join(text) + ("\n" if fmt == "json" else "")
 
 
-@cli.command()
+@cli.command(short_help="The full verdict for one GEMM of shape M x N x K.")
 @click.argument("m", metavar="M")
 @click.argument("n", metavar="N")
 @click.argument("k", metavar="K")
@@ -524,7 +524,7 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
     _write_plot(plot, lambda charts: charts.plot_roofline([report]))
 
 
-@cli.command()
+@cli.command(short_help="One model on several devices: per-GEMM and step speedups.")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="A device to compare (two or more; the first is the baseline).")
@@ -560,7 +560,7 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
     _write_plot(plot, lambda charts: result.plot())
 
 
-@cli.command()
+@cli.command(short_help="Step time, throughput and memory over batches or seqs.")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
               metavar="NAME",
@@ -607,7 +607,7 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
     _write_plot(plot, lambda charts: result.plot())
 
 
-@cli.command()
+@cli.command(short_help="The best split of a training step over N GPUs.")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
               metavar="NAME", help="The GPU every rank is (entry name, alias or file).")
@@ -744,7 +744,7 @@ def hw_list(kind: str | None, fmt: str) -> None:
         click.echo(f"\nuser entries: {user_hwdb_dir()} (set $ROOFLINE_HWDB to change)")
 
 
-@hw.command("show")
+@hw.command("show", short_help="Every figure of one entry, its sources and ridge points.")
 @click.argument("name")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
               show_default=True)
@@ -761,7 +761,7 @@ def _progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-@cli.command()
+@cli.command(short_help="Measure what this machine delivers: GEMMs, memory, caches.")
 @click.option("--quick", is_flag=True, help="About 10 s instead of about a minute on 2 cores "
                                             "(smaller sizes, fewer repeats).")
 @click.option("--save", "save_name", metavar="NAME",
