@@ -182,6 +182,34 @@ def test_a_broken_config_json_is_named_as_json(invoke, tmp_path, text, expected)
     assert expected in one_error_line(result)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ('{"model_type": "llama", "hidden_size": 64, "hidden_size": 64}',
+     "config.json: hidden_size: duplicate key 'hidden_size' (JSON keys must be unique; the file "
+     "gives it twice)"),
+    # a JSON number, read as one (YAML 1.1 made 1e30 the string '1e30')
+    ('{"model_type": "llama", "hidden_size": 1e30}',
+     "config.json: hidden_size: expected a positive integer, got 1e+30"),
+    ('{"model_type": "llama", "hidden_size": 4.096E3}',
+     "config.json: hidden_size: expected a positive integer, got 4096.0"),
+])
+def test_a_config_json_is_read_and_named_as_json(invoke, tmp_path, text, expected):
+    result, _ = run_model(invoke, tmp_path, text, name="config.json")
+    assert one_error_line(result).endswith(expected)
+
+
+def test_json_numbers_are_numbers_and_yaml_keeps_its_own_rules():
+    from roofline.errors import InputError
+    from roofline.files.fields import load_yaml_text
+
+    text = '{"a": 1e30, "b": -1.5E-5, "c": 10, "d": 0.5, "e": "1e3", "f": [1e2, 2]}'
+    assert load_yaml_text(text, "config.json") == {
+        "a": 1e30, "b": -1.5e-5, "c": 10, "d": 0.5, "e": "1e3", "f": [100.0, 2]}
+    # YAML 1.1, a model.yaml's rules: a float needs a dot, and its exponent a sign
+    assert load_yaml_text("a: 1e30\nb: 1.0e+3\n", "model.yaml") == {"a": "1e30", "b": 1000.0}
+    with pytest.raises(InputError, match="YAML keys must be unique"):
+        load_yaml_text("a: 1\na: 2\n", "model.yaml")
+
+
 LLAMA_EXAMPLE = EXAMPLES / "hf" / "llama-2-7b.json"
 TOKENS_PAST = ("1048576 x 1048577 = 1.1e12 tokens is out of range (at most 2**40 = "
                "1099511627776")  # 2**20 x (2**20 + 1) = 2**40 + 2**20: one row too many a seq
