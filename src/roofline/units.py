@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
+             (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 def si(value: float, unit: str, digits: int = 3) -> str:
     """``si(4.29e9, "FLOP") == "4.29 GFLOP"``: decimal prefixes up to Y (10^24), ``digits``
