@@ -117,6 +117,19 @@ def test_help_explains_commands(invoke):
     assert "--hw" in invoke("analyze", "--help").stdout
 
 
+@pytest.mark.parametrize("args", [("--help",), ("hw", "--help")])
+def test_every_command_in_the_help_reads_as_a_whole_phrase(invoke, args):
+    # click cuts a docstring's first sentence at ". " ("C(M, N) = A(M, K) .") or at the
+    # width ("..."): each command says what it does in its own short line instead
+    out = invoke(*args).stdout
+    listed = out[out.index("Commands:"):].splitlines()[1:]
+    assert listed and all(line.startswith("  ") and line.endswith(".") for line in listed)
+    assert not any(line.endswith((" .", "...")) for line in listed), listed
+    if args == ("--help",):
+        assert "  gemm     The full verdict for one GEMM of shape M x N x K." in listed
+        assert len(listed) == 7  # analyze, compare, gemm, hw, plan, probe, sweep: one line each
+
+
 def test_python_dash_m_works(tmp_path):
     # cwd: the installed package, not the checkout (python puts the cwd first on sys.path)
     out = subprocess.run([sys.executable, "-m", "roofline", "--version"], capture_output=True,

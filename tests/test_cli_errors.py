@@ -181,3 +181,115 @@ def test_plan_of_a_model_without_a_sequence_counts_samples(invoke):
 def test_a_broken_config_json_is_named_as_json(invoke, tmp_path, text, expected):
     result, _ = run_model(invoke, tmp_path, text, name="config.json")
     assert expected in one_error_line(result)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"model_type": "llama", "hidden_size": 64, "hidden_size": 64}',
+     "config.json: hidden_size: duplicate key 'hidden_size' (JSON keys must be unique; the file "
+     "gives it twice)"),
+    # a JSON number, read as one (YAML 1.1 made 1e30 the string '1e30')
+    ('{"model_type": "llama", "hidden_size": 1e30}',
+     "config.json: hidden_size: expected a positive integer, got 1e+30"),
+    ('{"model_type": "llama", "hidden_size": 4.096E3}',
+     "config.json: hidden_size: expected a positive integer, got 4096.0"),
+])
+def test_a_config_json_is_read_and_named_as_json(invoke, tmp_path, text, expected):
+    result, _ = run_model(invoke, tmp_path, text, name="config.json")
+    assert one_error_line(result).endswith(expected)
+
+
+def test_json_numbers_are_numbers_and_yaml_keeps_its_own_rules():
+    from roofline.errors import InputError
+    from roofline.files.fields import load_yaml_text
+
+    text = '{"a": 1e30, "b": -1.5E-5, "c": 10, "d": 0.5, "e": "1e3", "f": [1e2, 2]}'
+    assert load_yaml_text(text, "config.json") == {
+        "a": 1e30, "b": -1.5e-5, "c": 10, "d": 0.5, "e": "1e3", "f": [100.0, 2]}
+    # YAML 1.1, a model.yaml's rules: a float needs a dot, and its exponent a sign
+    assert load_yaml_text("a: 1e30\nb: 1.0e+3\n", "model.yaml") == {"a": "1e30", "b": 1000.0}
+    with pytest.raises(InputError, match="YAML keys must be unique"):
+        load_yaml_text("a: 1\na: 2\n", "model.yaml")
+
+
+LLAMA_EXAMPLE = EXAMPLES / "hf" / "llama-2-7b.json"
+TOKENS_PAST = ("1048576 x 1048577 = 1.1e12 tokens is out of range (at most 2**40 = "
+               "1099511627776")  # 2**20 x (2**20 + 1) = 2**40 + 2**20: one row too many a seq
+
+
+@pytest.mark.parametrize("args", [
+    ("analyze", LLAMA_EXAMPLE, "--hw", "h100"),
+    ("compare", LLAMA_EXAMPLE, "--hw", "h100", "--hw", "a100"),
+    ("plan", LLAMA_EXAMPLE, "--hw", "h100", "--gpus", "8"),
+])
+def test_batch_times_seq_has_the_bound_of_each(invoke, args):
+    # each is at most 2**40 alone, but the rows of every per-token GEMM are their product
+    line = one_error_line(invoke(*args, "--batch", "1048576", "--seq", "1048577"))
+    assert line.startswith(f"Error: {LLAMA_EXAMPLE}: batch, seq: {TOKENS_PAST}")
+    assert line.endswith("lower batch or seq (in the model or --batch / --seq)")
+
+
+def test_batch_times_seq_at_the_bound_is_analyzed(invoke):
+    # 2**20 x 2**20 = 2**40 rows exactly: the largest step allowed (M = 1099511627776)
+    result = invoke("analyze", LLAMA_EXAMPLE, "--hw", "h100", "--batch", "1048576", "--seq",
+                    "1048576", "--mode", "inference", "--format", "csv")
+    assert result.exit_code == 0
+    assert ",1099511627776,12288,4096," in result.stdout  # MM1, blk.1.qkv: M, N, K
+
+
+def test_a_sweep_point_past_the_bound_stops_the_sweep_before_any_work(invoke, monkeypatch):
+    from roofline.analysis import whatif
+
+    def no_analysis(*args, **kwargs):
+        raise AssertionError("a point was analyzed before the grid was checked")
+
+    monkeypatch.setattr(whatif, "analyze", no_analysis)
+    line = one_error_line(invoke("sweep", LLAMA_EXAMPLE, "--hw", "h100", "--batch",
+                                 "8,1048576", "--seq", "1048577"))
+    assert TOKENS_PAST in line
+
+
+def test_a_model_file_whose_batch_times_seq_passes_the_bound(invoke, tmp_path):
+    # batch 2**40 at seq 2 = 2**41 = 2.2e12 rows
+    text = "batch: 1099511627776\nseq: 2\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 8}\n"
+    result, path = run_model(invoke, tmp_path, text)
+    assert one_error_line(result).startswith(f"Error: {path}: batch, seq: 1099511627776 x 2 = "
+                                             f"2.2e12 tokens is out of range")
+
+
+@pytest.mark.parametrize("text, name, path, shown", [
+    # YAML's double-quoted escapes make the bytes; the message shows them escaped, never raw
+    ('name: "a\\x1b[31mred"\nbatch: 8\ndtype: fp16\nmlp: [8, 8]\n', "model.yaml", "name",
+     "\\x1b"),
+    ('batch: 8\ndtype: fp16\nlayers:\n  - {type: linear, in: 8, out: 8, name: "fc\\r"}\n',
+     "model.yaml", "layers[0].name", "\\r"),
+    ('batch: 8\ndtype: fp16\nmlp: [8, 8]\nname: "\\u202egnp.exe"\n', "model.yaml", "name",
+     "\\u202e"),  # a right-to-left override
+    ('{"model_type": "llama", "na\\u001bme": 1}', "config.json", "na\\x1bme", "\\x1b"),  # a key
+])
+def test_text_with_a_control_character_is_refused_naming_the_field(invoke, tmp_path, text,
+                                                                    name, path, shown):
+    result, file = run_model(invoke, tmp_path, text, name=name)
+    line = one_error_line(result)
+    assert line == (f"Error: {file}: {path}: text holds the control character {shown}, which a "
+                    f"terminal would act on instead of showing: remove it")
+    assert "\x1b" not in result.output and "\r" not in result.output
+
+
+def test_tabs_and_newlines_stay_text():
+    from roofline.errors import control_character
+    from roofline.files.fields import load_yaml_text
+
+    # a hardware entry's notes run over lines; a tab is text too
+    assert load_yaml_text("notes: |\n  one\n  two\ttabbed\n", "x.yaml") == {
+        "notes": "one\ntwo\ttabbed\n"}
+    assert control_character("one\ntwo\tthree") is None
+    assert control_character("a\x9bb\x1b") == "\\x9b"  # the first: C1's CSI
+
+
+def test_a_model_named_by_its_file_shows_a_control_character_escaped(invoke, tmp_path):
+    # a model without name: is named by its file's stem, which the file cannot refuse
+    result, _ = run_model(invoke, tmp_path, "batch: 8\ndtype: fp16\nmlp: [8, 8]\n",
+                          name="st\x1b[31mem.yaml")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("st\\x1b[31mem on v100-sxm2-16gb: fp16, batch 8")
+    assert "\x1b" not in result.stdout

@@ -421,3 +421,11 @@ def test_points_that_draw_as_one_take_one_label():
     texts = [t.get_text() for t in plot_roofline(report).texts
              if str(t.get_gid()).startswith("label:")]
     assert [t for t in texts if "batchnorm" in t] == ["batchnorm,batchnorm-backward"]
+
+
+def test_a_bare_host_link_bandwidth_is_named_once_in_the_legend(a100_512):
+    from roofline.analysis.scaling import scale
+
+    ax = plot_roofline(scale(a100_512, host_link="12.5"))
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "a100-sxm4-80gb: host link 12.5 GB/s" in texts, texts  # not "(host link)"

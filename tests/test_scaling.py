@@ -119,3 +119,38 @@ def test_cli_table_and_json(runner):
     result = runner.invoke(cli, ["analyze", str(EXAMPLES / "snapml-criteo.yaml"), "--hw",
                                  "v100-sxm2-32gb", "--stream-input"])
     assert "host-link-bound" in result.output
+
+
+@pytest.mark.parametrize("args, over", [
+    # 12,000,000 rows x 39 nonzeros x 8 B = 3.74 GB; a bare bandwidth is its own label: the
+    # figure said once, not "12.5 GB/s (12.5 GB/s)"
+    (["--host-link", "12.5"], "streamed input: 3.74 GB per step over 12.5 GB/s: "),
+    # a named link keeps its figure in parentheses
+    (["--host-link", "nvlink2-cpu-snapml"], "streamed input: 3.74 GB per step over NVLink 2.0 "
+                                            "to a POWER9 CPU (Snap ML, measured) (68.1 GB/s): "),
+])
+def test_a_host_link_names_its_bandwidth_once(runner, args, over):
+    result = runner.invoke(cli, ["analyze", str(EXAMPLES / "snapml-criteo.yaml"), "--hw",
+                                 "v100-sxm2-32gb", *args])
+    assert result.exit_code == 0, result.output
+    assert over in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("link, over", [
+    ("10", "per step over 10 GB/s, "),
+    # 10 Gb/s / 8 = 1.25 GB/s; links.yaml's 14 us a step
+    ("10gbe", "per step over 10 Gb Ethernet (1.25 GB/s, 14 us a ring step), "),
+])
+def test_an_interconnect_names_its_bandwidth_once(runner, link, over):
+    result = runner.invoke(cli, ["analyze", str(EXAMPLES / "resnet50.yaml"), "--hw", "8180",
+                                 "--data-parallel", "1,8", "--interconnect", link])
+    assert result.exit_code == 0, result.output
+    assert over in " ".join(result.output.split())
+
+
+def test_plan_names_a_bare_bandwidth_once(runner):
+    result = runner.invoke(cli, ["plan", str(EXAMPLES / "mlp-1024-4096-1000.yaml"), "--hw",
+                                 "h100", "--gpus", "1", "--intra", "400", "--inter", "50"])
+    assert result.exit_code == 0, result.output
+    assert ("links: inside a node (8 GPUs) 400 GB/s per direction (0 us a step); between nodes "
+            "50 GB/s per direction per GPU (0 us a step)") in " ".join(result.output.split())

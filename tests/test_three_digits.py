@@ -10,7 +10,9 @@ from roofline.units import three_digits
 
 @pytest.mark.parametrize(("value", "text"), [
     (1979.0, "1979"), (999.4, "999"), (312.0, "312"), (153.04, "153"), (0.00338, "0.00338"),
-    (0.0, "0"), (12_345.6, "12346"), (-2048.0, "-2048"),
+    (0.0, "0"), (12_345.6, "12346"), (-2048.0, "-2048"), (999_999.4, "999999"),
+    (1_234_567.0, "1.23e6"),  # seven digits: an exponent, three digits kept
+    (-2.5e7, "-2.5e7"), (1e20, "1e20"),
 ])
 def test_three_significant_digits_without_an_exponent(value, text):
     assert three_digits(value) == text
@@ -27,6 +29,8 @@ def test_the_gemm_table_reads_an_fp8_peak_whole(invoke):
     (0.0009999996, "1 ms"),   # rounded before the unit is chosen, not "1e+03 us"
     (4.84e-05, "48.4 us"), (0.00302, "3.02 ms"), (1500.0, "1500 s"), (0.0, "0 s"),
     (6 / 2039e9, "2.94 ps"),  # gemm 1 1 1, fp16, A100: 6 B at 2039 GB/s (2 FLOPs: less)
+    (123_456.0, "123000 s"), (999_999.0, "1e6 s"),  # rounded to 1.00e6 first
+    (8.5197e21, "8.52e21 s"),  # no prefix above the second: an exponent
 ])
 def test_a_duration_reads_with_its_unit(value, text):
     from roofline.units import seconds
@@ -35,7 +39,9 @@ def test_a_duration_reads_with_its_unit(value, text):
 
 
 @pytest.mark.parametrize(("value", "text"), [
-    (999.9996e6, "1 GB"), (4.29e9, "4.29 GB"), (1.5e18, "1500 PB"), (512.0, "512 B"),
+    (999.9996e6, "1 GB"), (4.29e9, "4.29 GB"), (1.5e18, "1.5 EB"), (512.0, "512 B"),
+    (2.66e21, "2.66 ZB"), (7.25e24, "7.25 YB"), (999.4e24, "999 YB"),
+    (999.6e24, "1e27 B"), (5.3169e36, "5.32e36 B"),  # past yotta: an exponent, no prefix
 ])
 def test_a_quantity_reads_with_its_prefix(value, text):
     from roofline.units import si
@@ -59,3 +65,12 @@ def test_a_count_agrees_with_its_noun(n, text):
     from roofline.units import count
 
     assert count(n, "GPU") == text
+
+
+def test_a_gemm_of_the_largest_dimensions_prints_no_float_noise(invoke):
+    # 2**40 cubed in fp16 on an A100: 2 x 2**120 = 2.66e36 FLOP; bytes 2 x 3 x 2**80 = 7.25e24
+    # (7.25 YB); the roof is the FLOP time, 2.66e36 / 312e12 = 8.52e21 s
+    out = invoke("gemm", *["1099511627776"] * 3, "--hw", "a100").stdout
+    assert "roof 8.52e21 s" in out and "7.25 YB" in out
+    assert "e36 FLOP" in out  # the totals line, past yotta
+    assert not any(len(word) > 14 and word.isdigit() for word in out.split())

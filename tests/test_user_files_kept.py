@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 
 from roofline import analyze_model  # noqa: E402
 from roofline.errors import PlotError  # noqa: E402
-from roofline.plot import save_chart, save_plot  # noqa: E402
+from roofline.plot import check_plot_path, save_chart, save_plot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
@@ -67,10 +67,16 @@ def test_save_plot_of_something_else_names_what_draws_it(tmp_path):
 
 
 def test_a_plot_path_that_is_no_file_or_under_a_file_is_one_line(invoke, tmp_path):
-    result = invoke("analyze", MLP, "--hw", "a100", "--plot", "")
-    assert result.exit_code == 2
-    assert result.stderr == ("Error: '.' is no file name: give one ending in .png, .svg or "
-                             ".pdf\n")
+    # an empty path is said to be empty (click's Path type read it as '.', and so did this)
+    for command in (["analyze", MLP], ["gemm", "8", "8", "8"]):
+        result = invoke(*command, "--hw", "a100", "--plot", "")
+        assert result.exit_code == 2
+        assert result.stderr == ("Error: the plot path is empty: give a file name ending in "
+                                 ".png, .svg or .pdf\n")
+    with pytest.raises(PlotError, match=r"^'\.' is no file name: give one ending in \.png"):
+        check_plot_path(".")  # the library's caller wrote '.' itself
+    with pytest.raises(PlotError, match=r"^the plot path is empty"):
+        check_plot_path("")
     plain = tmp_path / "plain"
     plain.write_text("x")
     result = invoke("analyze", MLP, "--hw", "a100", "--plot", plain / "x.png")

@@ -228,7 +228,12 @@ QUANTIZATION_HELP = ("Fold tile and wave quantization into compute-bound GEMM ti
                      "candidate tile of the entry, split-K where chosen); stated in the header.")
 
 
-def _write_plot(plot: Path | None, draw) -> None:
+#: --plot's FILE, kept as typed: click's Path type reads '' as Path('.'), which
+#: ``check_plot_path`` would name as '.' instead of saying the path is empty.
+PLOT_FILE = click.Path(dir_okay=False)
+
+
+def _write_plot(plot: str | None, draw) -> None:
     """When ``--plot`` was given, ``draw(roofline.plot)`` draws the chart (an Axes) and it is
     written to the file (replacing one only with --force); says where."""
     if plot is not None:
@@ -287,14 +292,14 @@ def _not_captured(model: Path) -> None:
                                          f"compare take package.module:callable)")
 
 
-def _check_plot(plot: Path | None) -> None:
+def _check_plot(plot: str | None) -> None:
     if plot is not None:
         from .plot import check_plot_path
 
         check_plot_path(plot, _forced())  # a bad path fails before any analysis work
 
 
-@cli.command()
+@cli.command(short_help="Every GEMM and op of a model on a device: bound, time, advice.")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="Hardware entry name or alias (see `roofline hw list`), or a path to an "
@@ -310,7 +315,7 @@ def _check_plot(plot: Path | None) -> None:
 @click.option("--expand", is_flag=True,
               help="Show every copy of a repeated layer (by default only the first).")
 @force_option
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+@click.option("--plot", type=PLOT_FILE, metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 @click.option("--stream-input", is_flag=True,
@@ -346,7 +351,7 @@ def _check_plot(plot: Path | None) -> None:
               help="With --measure: refuse a run whose timing would take longer (10 calls "
                    "of each distinct shape, each at least its roofline time or 5 ms).")
 def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
-            plot: Path | None, quantization: bool, stream_input: bool, host_link: str | None,
+            plot: str | None, quantization: bool, stream_input: bool, host_link: str | None,
             workers: str | None, interconnect: str | None, measure: bool,
             measure_budget: float, **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml, a Hugging Face config.json, or
@@ -481,7 +486,7 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
     return ("\n" if fmt != "json" else "").join(text) + ("\n" if fmt == "json" else "")
 
 
-@cli.command()
+@cli.command(short_help="The full verdict for one GEMM of shape M x N x K.")
 @click.argument("m", metavar="M")
 @click.argument("n", metavar="N")
 @click.argument("k", metavar="K")
@@ -495,7 +500,7 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format; json is the analyze object with one GEMM, MM1.")
 @force_option
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+@click.option("--plot", type=PLOT_FILE, metavar="FILE",
               help="Also draw the roofline chart to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 @click.option("--layout", type=click.Choice(GEMM_LAYOUTS), default="linear", show_default=True,
@@ -504,7 +509,7 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
                    "B K x N (B runs along N). It matters on Hopper in TF32, whose fast kernels "
                    "take A and B along K only.")
 def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | None, fmt: str,
-         plot: Path | None, quantization: bool, layout: str) -> None:
+         plot: str | None, quantization: bool, layout: str) -> None:
     """The full verdict for one GEMM C(M, N) = A(M, K) . B(K, N): FLOPs, bytes, intensity,
     bound, time, alignment, tile and wave quantization, batch advice.
 
@@ -524,17 +529,17 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
     _write_plot(plot, lambda charts: charts.plot_roofline([report]))
 
 
-@cli.command()
+@cli.command(short_help="One model on several devices: per-GEMM and step speedups.")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="A device to compare (two or more; the first is the baseline).")
 @model_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+@click.option("--plot", type=PLOT_FILE, metavar="FILE",
               help="Also draw step time by device (stacked memory/compute-bound) to FILE.")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
-def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
+def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: str | None,
             quantization: bool, **overrides) -> None:
     """Per-GEMM and whole-step time of MODEL (a model.yaml, a Hugging Face config.json, or
     package.module:factory, captured as analyze captures it) on each device, the speedup over
@@ -560,7 +565,7 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
     _write_plot(plot, lambda charts: result.plot())
 
 
-@cli.command()
+@cli.command(short_help="Step time, throughput and memory over batches or seqs.")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
               metavar="NAME",
@@ -575,12 +580,12 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: Path | None,
 @functools.partial(model_options, batch=False, seq=False)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+@click.option("--plot", type=PLOT_FILE, metavar="FILE",
               help="Also draw per-GEMM intensity against the swept batch (or seq), with the "
                    "ridge, to FILE (not for a batch x seq grid).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt: str,
-          plot: Path | None, quantization: bool, **overrides) -> None:
+          plot: str | None, quantization: bool, **overrides) -> None:
     """Step time and samples/s (roofline and predicted), memory and which GEMMs are
     memory-bound for MODEL at each batch
     (--batch), each sequence length (--seq) or each pair of both; the batch at which each GEMM
@@ -607,7 +612,7 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
     _write_plot(plot, lambda charts: result.plot())
 
 
-@cli.command()
+@cli.command(short_help="The best split of a training step over N GPUs.")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
               metavar="NAME", help="The GPU every rank is (entry name, alias or file).")
@@ -644,14 +649,14 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
               "layout (its tensor-parallel shard at the micro-batch: shapes, alignment, "
               "advice), as analyze does.")
 @force_option
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+@click.option("--plot", type=PLOT_FILE, metavar="FILE",
               help="Also draw step time against GPUs, every fitting layout and the Pareto "
                    "front, to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def plan(model: Path, hardware: str, gpus: str, tp: str | None, pp: str | None,
          zero: str | None, micro_batch: str | None, ep: str | None, sequence_parallel: bool,
          gpus_per_node: int, intra: str | None, inter: str | None, top: int, fmt: str,
-         gemms: bool, plot: Path | None, quantization: bool, **overrides) -> None:
+         gemms: bool, plot: str | None, quantization: bool, **overrides) -> None:
     """The best way to split MODEL's training step over N GPUs: every tensor-, pipeline-,
     data- (ZeRO 0-3) and expert-parallel layout that fits in each GPU's memory, ranked by
     predicted step time (the roofline's beside it), and the Pareto front of predicted step time
@@ -745,7 +750,7 @@ def hw_list(kind: str | None, fmt: str) -> None:
         click.echo(f"\nuser entries: {user_hwdb_dir()} (set $ROOFLINE_HWDB to change)")
 
 
-@hw.command("show")
+@hw.command("show", short_help="Every figure of one entry, its sources and ridge points.")
 @click.argument("name")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
               show_default=True)
@@ -762,7 +767,7 @@ def _progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-@cli.command()
+@cli.command(short_help="Measure what this machine delivers: GEMMs, memory, caches.")
 @click.option("--quick", is_flag=True, help="About 10 s instead of about a minute on 2 cores "
                                             "(smaller sizes, fewer repeats).")
 @click.option("--save", "save_name", metavar="NAME",

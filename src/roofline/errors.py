@@ -15,6 +15,16 @@ def one_line(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+def control_character(text: str) -> str | None:
+    """The first character of ``text`` that a terminal acts on instead of showing (an escape
+    that turns the screen red or moves the cursor, a carriage return, a bidirectional
+    override), written as ``one_line`` writes it (``\\x1b``); None when there is none. Tab and
+    newline are text (a hardware entry's ``notes`` hold them)."""
+    found = next((m.group() for m in _UNPRINTABLE.finditer(text) if m.group() not in "\t\n"),
+                 None)
+    return None if found is None else one_line(found)
+
+
 #: An option the user can set, written into a message as ``option("batch")`` or with a value,
 #: ``option("hardware", "local")``. A library user reads it as the keyword argument (``batch=``,
 #: ``hardware="local"``), the command line as its flag (``--batch``, ``--hw local``): the library

@@ -1,17 +1,24 @@
 """Numbers as people read them: decimal (SI) prefixes, durations and the 1-2-5 steps an axis
 ends on. The one place units are formatted; every renderer and chart uses these. 1 GB = 10^9
-B, 1 TFLOP/s = 10^12 FLOP/s."""
+B, 1 TFLOP/s = 10^12 FLOP/s. A figure past what its prefixes reach (above 999 Y, a duration
+of a million seconds and more) is written with an exponent, ``8.52e21 s``: the inputs allow
+dimensions up to 2**40, whose products a fixed-point form would print as 22 digits of which
+the last are float noise."""
 
 from __future__ import annotations
 
 import math
 
-_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
+             (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 def si(value: float, unit: str, digits: int = 3) -> str:
-    """``si(4.29e9, "FLOP") == "4.29 GFLOP"``: decimal prefixes, ``digits`` significant digits
-    (rounded before the prefix is chosen: 999.9996e6 reads ``1 GB``, not ``1e+03 MB``)."""
+    """``si(4.29e9, "FLOP") == "4.29 GFLOP"``: decimal prefixes up to Y (10^24), ``digits``
+    significant digits (rounded before the prefix is chosen: 999.9996e6 reads ``1 GB``, not
+    ``1e+03 MB``); from 1000 Y on, an exponent on the bare unit (``5.32e36 FLOP``)."""
     value = float(f"{value:.{digits}g}")
+    if abs(value) >= 1000 * _PREFIXES[0][0]:  # past yotta: no prefix reads better than 1e27
+        return f"{_exponent(value, digits)} {unit}"
     for scale, prefix in _PREFIXES:
         if abs(value) >= scale:
             return f"{_plain(value / scale, digits)} {prefix}{unit}"
@@ -19,20 +26,36 @@ def si(value: float, unit: str, digits: int = 3) -> str:
 
 
 def _plain(value: float, digits: int) -> str:
-    """``digits`` significant digits, without an exponent from 1000 up (``three_digits``)."""
-    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.{digits}g}"
+    """``digits`` significant digits, without an exponent from 1000 up to six digits
+    (``three_digits``); seven digits and more with one (``_exponent``)."""
+    if abs(value) < 1000:
+        return f"{value:.{digits}g}"
+    whole = f"{value:.0f}"
+    return whole if len(whole.lstrip("-")) <= 6 else _exponent(value, digits)
+
+
+def _exponent(value: float, digits: int) -> str:
+    """``digits`` significant digits and a power of ten, written short: ``8.52e21``, ``1e7``
+    (not ``8.52e+21``, ``1.00e+07``)."""
+    mantissa, power = f"{value:.{digits - 1}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(power)}"
 
 
 def three_digits(value: float) -> str:
-    """Three significant digits, as ``.3g``, without its exponent from 1000 up: an H100's fp8
-    peak reads ``1979``, not ``1.98e+03`` (below 1000, ``.3g`` as it is: ``0.00338``)."""
+    """Three significant digits, as ``.3g``, without its exponent from 1000 up to six digits:
+    an H100's fp8 peak reads ``1979``, not ``1.98e+03`` (below 1000, ``.3g`` as it is:
+    ``0.00338``); from a million, ``1.23e6``, where whole digits would print float noise."""
     return _plain(value, 3)
 
 
 def seconds(value: float) -> str:
     """A duration with the unit that keeps it readable: s, ms, us, ns, ps (three significant
     digits, rounded before the unit is chosen: 0.9999996 ms reads ``1 ms``, not ``1e+03 us``;
-    1500 s reads ``1500 s``; a 1 x 1 x 1 GEMM's roofline time, 2.94 ps)."""
+    1500 s reads ``1500 s``; a 1 x 1 x 1 GEMM's roofline time, 2.94 ps). No prefix above the
+    second (ks, Ms read as nothing anyone times with): from a million seconds (11.6 days), an
+    exponent, ``8.52e21 s``."""
     value = float(f"{value:.3g}")
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"), (1e-12, "ps")):
         if value >= scale:

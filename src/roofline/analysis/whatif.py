@@ -461,7 +461,8 @@ class Sweep:
 
         def bound_at(seq: int) -> dict[str, bool]:
             if seq not in cache:
-                gemms = network.with_overrides(seq=seq).gemms()
+                # a search, not a user's seq: past batch x seq's bound on purpose
+                gemms = replace(network, seq=seq).gemms()
                 cache[seq] = {g.name: g.intensity >= ridges.setdefault(
                     g.name, self.hardware.ridge(g.dtype)) for g in gemms}
             return cache[seq]
@@ -572,8 +573,9 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                          f"sweep analyzes (each point is a whole analysis); give fewer values, "
                          f"or a range a..b (its powers of two)")
     grid = [(b, s) for s in (seq_values or (None,)) for b in batch_values]
-    first = analyze(network.with_overrides(batch=grid[0][0], seq=grid[0][1]), spec,
-                    quantization)
+    # every point set up before any is analyzed: one whose batch x seq passes 2**40 stops here
+    nets = [network.with_overrides(batch=b, seq=s) for b, s in grid]
+    first = analyze(nets[0], spec, quantization)
     items = len(first.results) + len(first.ops)
     if items * points > MAX_SWEEP_ITEMS:
         raise InputError("batches" if len(batch_values) > 1 else "seqs", "",
@@ -581,8 +583,7 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                          f"{items * points:,} analyses, more than the {MAX_SWEEP_ITEMS:,} a "
                          f"sweep does (about {MAX_SWEEP_ITEMS // items:,} points of this "
                          f"model); give fewer values, or a range a..b (its powers of two)")
-    reports = (first,) + tuple(analyze(network.with_overrides(batch=b, seq=s), spec,
-                                       quantization) for b, s in grid[1:])
+    reports = (first,) + tuple(analyze(net, spec, quantization) for net in nets[1:])
     seq_list = seq_values or ((network.seq,) if network.seq is not None else ())
     return Sweep(reports, batch_values, seq_list)
 

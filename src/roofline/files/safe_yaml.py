@@ -9,21 +9,29 @@ limits (docs/design.md, "Limits"):
   crash the interpreter);
 - aliases (``*name``) may add at most ``MAX_ALIAS_NODES`` nodes in all (a "billion laughs"
   file stays small on disk but explodes when printed);
-- a key appears at most once per mapping (YAML requires it; PyYAML keeps the last silently);
+- a key appears at most once per mapping (YAML and JSON require it; PyYAML keeps the last
+  silently);
 - an integer literal has at most ``MAX_INT_CHARS`` characters (Python refuses to convert
   4,300-digit strings, and no figure or dimension needs more than 13 digits);
-- timestamps stay strings (``date: 2024-05-01`` is text in an entry, and JSON has no dates).
+- timestamps stay strings (``date: 2024-05-01`` is text in an entry, and JSON has no dates);
+- a ``.json`` file's numbers are read as JSON reads them: ``1e30`` is a number (YAML 1.1 reads
+  it as text), so a config's ``"hidden_size": 1e30`` is refused as a number, not as a string;
+- text holds no control character but tab and newline (``errors.control_character``): a name
+  written ``"a\\x1b[31mred"`` (YAML's and JSON's escapes both make the byte) reached the
+  terminal raw from every text format, so it is refused here, once for every file the tool
+  reads (models, configs, hardware entries, links), keys included.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from typing import Any
 
 import yaml
 
-from ..errors import InputError
+from ..errors import InputError, control_character
 from .numbers import MAX_INT_DIGITS
 
 MAX_FILE_BYTES = 16 * 2**20
@@ -34,6 +42,9 @@ MAX_INT_CHARS = MAX_INT_DIGITS  # the one bound of integer literals, files and o
 _BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+#: A JSON number with a fraction or an exponent (RFC 8259's grammar; integers are ints already)
+_JSON_REAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?", re.ASCII)
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISSOCK, "a socket"))
@@ -88,9 +99,14 @@ def parse(text: str, source: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        kind = ("JSON (read as YAML, which holds JSON)" if source.lower().endswith(".json")
-                else "YAML")
+        kind = "JSON (read as YAML, which holds JSON)" if is_json(source) else "YAML"
         raise InputError(source, "", f"invalid {kind}: {where}{problem}") from None
+
+
+def is_json(source: str) -> bool:
+    """Whether ``source`` names a JSON file (by its extension): its numbers are read as JSON
+    writes them and its messages say JSON."""
+    return source.lower().endswith(".json")
 
 
 def check_structure(text: str, source: str) -> None:
@@ -191,15 +207,22 @@ class StrictLoader(_BASE):  # type: ignore[misc, valid-type]
             except TypeError:  # unhashable: the base class says so
                 continue
             if duplicate:
-                raise self.fail(key_node, f"duplicate key {str(key)!r} (YAML keys must be "
+                kind = "JSON" if is_json(self.source) else "YAML"
+                raise self.fail(key_node, f"duplicate key {str(key)!r} ({kind} keys must be "
                                           f"unique; the file gives it twice)", as_key=True)
         return super().construct_mapping(node, deep)
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         """A plain decimal integer (a 100,000-width ``mlp:`` list) resolved at once, to the
-        int tag YAML 1.1's rule gives it; everything else as the base loader does."""
+        int tag YAML 1.1's rule gives it; in a JSON file, a number with a fraction or an
+        exponent (``1e30``, ``1e-05``) to a float, as JSON reads it (YAML 1.1 wants a dot and a
+        signed exponent, and made ``1e30`` the string '1e30'); everything else as the base
+        loader does."""
         if kind is yaml.ScalarNode and implicit[0] and _plain_decimal(value):
             return _INT_TAG
+        if (kind is yaml.ScalarNode and implicit[0] and is_json(self.source)
+                and _JSON_REAL.fullmatch(value)):
+            return _FLOAT_TAG
         return super().resolve(kind, value, implicit)
 
     def construct_sequence(self, node: Any, deep: bool = False) -> Any:
@@ -215,11 +238,21 @@ class StrictLoader(_BASE):  # type: ignore[misc, valid-type]
             raise self.fail(node, f"an integer of {digits:,} digits is out of range")
         return yaml.SafeLoader.construct_yaml_int(self, node)
 
+    def construct_text(self, node: Any) -> str:
+        """A string (a value or a key), refused if it holds a control character."""
+        value: str = yaml.SafeLoader.construct_yaml_str(self, node)
+        found = control_character(value)
+        if found is not None:
+            raise self.fail(node, f"text holds the control character {found}, which a terminal "
+                                  f"would act on instead of showing: remove it")
+        return value
+
     def fail(self, node: Any, problem: str, as_key: bool = False) -> InputError:
         return InputError(self.source, node_path(self._root, node, as_key), problem)
 
 
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_bounded_int)
+StrictLoader.add_constructor("tag:yaml.org,2002:str", StrictLoader.construct_text)
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
 
 

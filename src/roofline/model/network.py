@@ -62,8 +62,10 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..errors import InputError, option
+from ..errors import InputError, one_line, option
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
+from ..files.numbers import MAX_INT
+from ..units import three_digits
 from .dtypes import (
     ACCUMULATION_DTYPES,
     ACTIVATION_DTYPES,
@@ -312,7 +314,23 @@ class Network:
         _check_mode_settings(changes, changes.get("mode", network.mode), network.source)
         if changes.get("optimizer", network.optimizer) != network.optimizer:
             changes["update"] = ()  # another optimizer than the captured one: its own update
-        return replace(network, **changes)
+        return replace(network, **changes).check_tokens()
+
+    def check_tokens(self) -> Network:
+        """This network, or InputError when batch x seq passes ``files.numbers.MAX_INT``.
+
+        Each is bounded where it is read, but their product is the rows of every per-token
+        GEMM (and a decode's KV cache): batch 2**40 at seq 2**40 gave M = 1.2e24 and exit 0.
+        Checked where a user's batch and seq meet (a model file, ``with_overrides``: every
+        command's options, sweep's points, a generation's lengths), not in ``check()``: the
+        memory and step-verdict searches try batches and seqs past it on purpose."""
+        if self.batch is None or self.seq is None or self.batch * self.seq <= MAX_INT:
+            return self
+        raise InputError(self.source, "batch, seq", f"{self.batch} x {self.seq} = "
+                         f"{three_digits(self.batch * self.seq)} tokens is out of range (at "
+                         f"most 2**40 = {MAX_INT}: the rows of a step's GEMMs, or its KV cache "
+                         f"in decode): lower batch or seq (in the model or {option('batch')} / "
+                         f"{option('seq')})")
 
     def input_bytes(self) -> int:
         """The bytes one step reads as input (the first layer's input: a dense batch, sparse
@@ -697,11 +715,17 @@ def load_network(path: str | os.PathLike[str]) -> Network:
 
         model = model_from_config(data, str(path))
         try:  # an error names the config's key (num_key_value_heads), not model.yaml's
-            network = network_from_dict(model, str(path), default_name=Path(path).stem)
+            network = network_from_dict(model, str(path), default_name=_stem(path))
         except InputError as exc:
             raise renamed(exc, model) from None
         return replace(network, unmodelled=tuple(model.unmodelled))
-    return network_from_dict(data, str(path), default_name=Path(path).stem)
+    return network_from_dict(data, str(path), default_name=_stem(path))
+
+
+def _stem(path: str | os.PathLike[str]) -> str:
+    """The file's stem, the name of a model that gives none; a control character in it
+    written as ``one_line`` writes it (``\\x1b``), as the reader refuses them in the file."""
+    return one_line(Path(path).stem)
 
 
 #: Overrides only a step of one mode reads: given for a step of the other, refused (the step
@@ -755,7 +779,7 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
         kv_cache=top.choice("kv_cache", KV_DTYPES, None),
         group_size=top.positive_int("group_size", None),
         logits=top.choice("logits", LOGITS, None),
-    )
+    ).check_tokens()
 
 
 def _accumulation(fields: Fields) -> str | None:

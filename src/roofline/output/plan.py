@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..units import count, seconds, si
 from .advice import config_warnings
 from .json import to_json
+from .scaling import link_text
 from .table import aligned
 from .times import basis_sentence
 
@@ -57,10 +58,11 @@ def plan_table(plan: Plan, top: int = 3) -> str:
              f"{plan.batch}{per}, {net.operand_dtype}, optimizer {net.optimizer}, "
              f"recompute {net.recompute}" + (f", attention {attention}" if attention else ""),
              f"links: inside a node ({count(fabric.gpus_per_node, 'GPU')}) "
-             f"{fabric.intra.label} "
-             f"({fabric.intra.bandwidth_gbs:g} GB/s per direction, {fabric.intra.latency_us:g} "
-             f"us a step); between nodes {fabric.inter.label} ({fabric.inter.bandwidth_gbs:g} "
-             f"GB/s per direction per GPU, {fabric.inter.latency_us:g} us a step)",
+             + link_text(fabric.intra.label, fabric.intra.bandwidth_gbs, " per direction",
+                         f"{fabric.intra.latency_us:g} us a step")
+             + "; between nodes "
+             + link_text(fabric.inter.label, fabric.inter.bandwidth_gbs,
+                         " per direction per GPU", f"{fabric.inter.latency_us:g} us a step"),
              "memory per GPU against " + (f"{capacity / 1e9:g} GB" if capacity else
                                           "no stated capacity")]
     from ..analysis.plan import ASSUMPTIONS

@@ -10,12 +10,24 @@ if TYPE_CHECKING:
     from ..analysis.scaling import HostLinkStream, Scaling
 
 
+def link_text(label: str, gbs: float, qualifier: str = "", more: str = "") -> str:
+    """A link as a sentence names it: a named link's label, then its bandwidth (and
+    ``qualifier``, `` per direction``) and ``more`` in parentheses: ``NVLink 2.0 to a POWER9
+    CPU (68.1 GB/s)``. A bandwidth given as a bare number is labelled by the figure itself
+    (``hardware.links.resolve_link``), so there the figure is said once, ``more`` after it in
+    parentheses: ``12.5 GB/s``, not ``12.5 GB/s (12.5 GB/s)``."""
+    figure = f"{gbs:g} GB/s"
+    if label == figure:
+        return f"{figure}{qualifier}" + (f" ({more})" if more else "")
+    return f"{label} ({figure}{qualifier}" + (f", {more})" if more else ")")
+
+
 def host_link_lines(stream: HostLinkStream) -> list[str]:
     """The streamed input's verdict: transfer time against compute time."""
     verdict = ("host-link-bound: the transfer outlasts the compute" if stream.bound ==
                "host-link" else "device-bound: the transfer hides under the compute")
-    return [f"streamed input: {si(stream.bytes, 'B')} per step over {stream.link} "
-            f"({stream.bandwidth_gbs:g} GB/s): {seconds(stream.time_s)} against "
+    return [f"streamed input: {si(stream.bytes, 'B')} per step over "
+            f"{link_text(stream.link, stream.bandwidth_gbs)}: {seconds(stream.time_s)} against "
             f"{seconds(stream.compute_s)} of compute; {verdict}"]
 
 
@@ -26,9 +38,10 @@ def scaling_lines(scaling: Scaling) -> list[str]:
     if not scaling.data_parallel:
         return out
     first = scaling.data_parallel[0]
-    latency = f", {first.latency_us:g} us a ring step" if first.latency_us else ""
+    latency = f"{first.latency_us:g} us a ring step" if first.latency_us else ""
+    over = link_text(first.interconnect, first.interconnect_gbs, more=latency)
     out += [f"data parallel: ring all-reduce of {si(first.gradient_bytes, 'B')} of gradients"
-            f" per step over {first.interconnect} ({first.interconnect_gbs:g} GB/s{latency}), "
+            f" per step over {over}, "
             f"{seconds(first.compute_s)} of compute per worker, {seconds(first.backward_s)} of "
             f"it the backward pass the all-reduce can hide behind",
             f"{'workers':>8}  {'all-reduce':>10}  {'step':>9}  {'efficiency':>10}  "

@@ -314,7 +314,9 @@ def _draw_host_link(ax: Axes, report: Report, roof: Roof, color: str) -> None:
     end = min(x1, Roof(roof.peak_tflops, gbs).ridge)
     ax.plot([x0, end], [x0 * gbs / 1e3, end * gbs / 1e3], ls=":", lw=1.2, color=color,
             alpha=0.8, gid=f"host-link:{report.hardware.name}",
-            label=f"{report.hardware.name}: host link ({name}) {gbs:g} GB/s")
+            label=f"{report.hardware.name}: host link"
+                  + ("" if name == "host link" else f" ({name})")  # a bare --host-link GB/s
+                  + f" {gbs:g} GB/s")
     point = stream_point(report)
     stream = report.scaling.host_link if report.scaling else None
     if point is not None and stream is not None:

@@ -26,11 +26,13 @@ _SAVE_METADATA: dict[str, dict[str, str | None]] = {
 
 
 def check_plot_path(path: str | Path, force: bool = False) -> str:
-    """The format to write ``path`` in, from its extension (png, svg, pdf); PlotError for no
-    file name, any other extension, a file that exists (unless ``force``: a chart never
-    replaces a file unasked), or a directory that is missing or takes no new file (a file
-    made and removed there at once: the chart's atomic write makes one too). Cheap: imports
+    """The format to write ``path`` in, from its extension (png, svg, pdf); PlotError for an
+    empty path, no file name, any other extension, a file that exists (unless ``force``: a
+    chart never replaces a file unasked), or a directory that is missing or takes no new file
+    (a file made and removed there at once: the chart's atomic write makes one too). Cheap: imports
     no matplotlib."""
+    if str(path) == "":  # Path('') is Path('.'): said before it becomes one
+        raise PlotError("the plot path is empty: give a file name ending in .png, .svg or .pdf")
     path = Path(path)
     if not path.name:
         raise PlotError(f"'{path}' is no file name: give one ending in .png, .svg or .pdf")
