@@ -216,3 +216,12 @@ def test_a_sweep_ends_with_the_whole_steps_verdict(invoke):
     data = json.loads(invoke("sweep", MLP, "--hw", "v100", "--batch", "1,8", "--mode",
                              "inference", "--format", "json").output)
     assert data["step"]["min_compute_bound_batch"] == 168
+
+
+def test_a_seq_sweep_takes_its_batch_as_an_override_from_the_library():
+    # a config.json gives no seq and no batch: sweep(seqs=..., batch=8) is one batch at each seq
+    # (the library's override, as --batch 8 is on the command line); it asked for a seq the
+    # sweep itself supplies
+    s = sweep(ROOT / "examples" / "hf" / "gpt2.json", "a100", seqs=[128, 256], batch=8,
+              dtype="fp16")
+    assert [(r.batch, r.network.seq) for r in s.reports] == [(8, 128), (8, 256)]

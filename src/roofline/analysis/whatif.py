@@ -560,7 +560,9 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
     if batches is not None:
         batch_values = _values(batches, "batches")
     else:
-        batch_values = (network.settled()[0],) if network.batch is not None else ()
+        # the model's own batch (checked when read), not settled(): with seqs swept the model
+        # may give no seq of its own, and each point's check comes with its analysis
+        batch_values = (network.batch,) if network.batch is not None else ()
         if not batch_values:
             raise InputError(network.source, "batch", f"missing required field (give batch "
                                                       f"in the model or {option('batch')})")
