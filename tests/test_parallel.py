@@ -25,7 +25,7 @@ from roofline.cli import cli
 from roofline.errors import InputError
 from roofline.hardware.catalog import load_hardware
 from roofline.hardware.links import links, resolve_link
-from roofline.model.layers import Transformer
+from roofline.model.layers import Transformer, saved_bytes
 from roofline.model.network import load_network, network_from_yaml
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -275,11 +275,50 @@ def test_moe_all_to_all_by_hand():
     # 7/8 x 67108864 / 4.5e11 + 7 x 3.4 us
     one = 7 / 8 * 67108864 / 4.5e11 + 7 * 3.4e-6
     assert result.stages[0].ep_comm_s == pytest.approx(32 * 4 * one)
-    # each GPU holds 8 / 8 = 1 expert of each block
-    sharded = result.report.network
-    assert {layer.experts for layer in sharded.layers if isinstance(layer, Transformer)} == {1}
+    # each GPU holds 8 / 8 = 1 expert of each block; its router still scores all 8
+    blocks = [layer for layer in result.report.network.layers if isinstance(layer, Transformer)]
+    assert {(block.local_experts, block.experts) for block in blocks} == {(1, 8)}
     with pytest.raises(InputError, match="expert parallelism 16 needs a number of experts"):
         evaluate(net, load_hardware("h100"), Layout(dp=16, ep=16), 16, h100_fabric())
+
+
+def test_expert_parallelism_splits_the_experts_not_the_router():
+    """plan --ep 4 --gemms showed Mixtral's router as 4096 x 2 x 4096 (N = E / ep, alignment
+    NO; --ep 8: N = 1): the shard divided the block's experts, the router's with them. Each
+    GPU scores its own tokens against all E = 8 experts before the dispatch; only the expert
+    GEMMs and weights are split. Tensor parallelism leaves the router whole too."""
+    net = load_network(EXAMPLES / "hf" / "mixtral-8x7b.json").with_overrides(
+        batch=8, seq=4096, optimizer="adam")
+    result = evaluate(net, load_hardware("h100"), Layout(dp=8, ep=4), 8, h100_fabric())
+    gemms, ops = result.report.network.expand()
+    shapes = {(g.layer, g.pass_): (g.m, g.n, g.k, g.batch_count) for g in gemms
+              if g.layer.startswith("blk.1.")}
+    # T = 4096 tokens, h = 4096, E = 8: the router is T x E x h, its data gradient T x h x E
+    assert shapes["blk.1.router", "forward"] == (4096, 8, 4096, 1)
+    assert shapes["blk.1.router", "backward-data"] == (4096, 4096, 8, 1)
+    assert shapes["blk.1.router", "backward-weight"] == (4096, 8, 4096, 1)
+    # 8 / 4 = 2 local experts, each receiving the group's 4 x T k / E = T k / 2 = 4096 rows
+    # (k = 2); gated: up is 2 x 14336 = 28672 wide
+    assert shapes["blk.1.expert_up", "forward"] == (4096, 28672, 4096, 2)
+    assert shapes["blk.1.expert_down", "forward"] == (4096, 4096, 14336, 2)
+    softmax = next(o for o in ops if o.layer == "blk.1.router" and o.kind == "softmax")
+    assert softmax.bytes == 4096 * 8 * 2 * 2  # T E values read and written, 2 bytes each
+    # one shard block: qkv 4096 x (4096 + 2 x 1024) = 25,165,824; proj 4096^2 = 16,777,216;
+    # 2 experts of 4096 x 28672 + 14336 x 4096 = 176,160,768 each; router 4096 x 8 = 32,768;
+    # 2 RMSNorms 8,192: 394,305,536 (the router cut to 4096 x 2 made it 394,280,960)
+    block = next(layer for layer in result.report.network.layers
+                 if isinstance(layer, Transformer))
+    assert block.parameters == 394_305_536
+    assert block.expert_parameters == 2 * 176_160_768
+    # the whole shard: Mixtral's 46,702,792,704 less 32 blocks x 6 experts x 176,160,768
+    assert result.stages[0].parameters == 46_702_792_704 - 32 * 6 * 176_160_768
+    # ep moves no activations: the T k routed rows arrive as T k rows, the logits stay T E
+    whole = next(layer for layer in net.layers if isinstance(layer, Transformer))
+    step = net.step()
+    assert saved_bytes(block, step, "none") == saved_bytes(whole, step, "none")
+    tensor = shard_network(net, 2)
+    gemm = next(g for g in tensor.expand()[0] if g.layer == "blk.1.router")
+    assert (gemm.n, gemm.k) == (8, 4096)  # tp 2 halves heads and ffn, not the router
 
 
 # -- the search -----------------------------------------------------------------------------
