@@ -409,6 +409,11 @@ def test_plan_cli_table_json_and_chart(runner, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--tp", "3"], "tensor parallelism 3 does not divide heads (32) of block 'blk.1'"),
     (["--pp", "64"], "a pipeline of 64 stages is deeper than the model's 32 transformer"),
+    (["--pp", "3"], "a pipeline of 3 stages does not divide the model's 32 transformer blocks: "
+                    "plan keeps the stages even (--pp)"),
+    (["--micro-batch", "64"], "no layout of the global batch 32 runs on 16 GPUs with the "
+                              "choices given: dp x micro-batch must divide the global batch "
+                              "(--batch)"),
     (["--tp", "8", "--pp", "4"], "needs more GPUs than the 16 given (--gpus)"),
     (["--zero", "3", "--pp", "2"], "ZeRO stage 3 does not combine with pipeline"),
     (["--zero", "5"], "Error: --zero: expected ZeRO stages 0, 1, 2 or 3"),
@@ -424,6 +429,31 @@ def test_plan_bad_input_is_one_line(runner, args, message):
     assert "Error:" in result.output
     if message:
         assert message in result.output
+
+
+def test_plan_names_the_rule_that_leaves_no_layout():
+    """A new user's plan of Llama-2-7B on 24 GPUs with --pp 3 (and 10 with --pp 5) was told
+    "dp x micro-batch must divide --batch", which 512 sequences did: the search skips a pp that
+    leaves the 32 blocks in uneven stages (32 = 3 x 10 + 2; 32 = 5 x 6 + 2). A given pp that
+    does is now refused by name; when the choices leave no layout, the error names the rule
+    the splits that got furthest broke."""
+    net, h100, fabric = llama(), load_hardware("h100"), h100_fabric()
+    for gpus, stages in ((24, 3), (10, 5)):
+        with pytest.raises(InputError, match=f"a pipeline of {stages} stages does not divide "
+                                             f"the model's 32 transformer blocks: plan keeps "
+                                             f"the stages even"):
+            plan_layouts(net, h100, (gpus,), 512, fabric, pp=[stages])
+    # tp 8 x pp (1, 2, 3, 4, 6, 12: the divisors of 12) never divides 12 GPUs
+    with pytest.raises(InputError, match="runs on 12 GPUs with the choices given: tp x pp "
+                                         "must divide the GPU count"):
+        plan_layouts(net, h100, (12,), 512, fabric, tp=[8])
+    # Mixtral on 6 GPUs, ep 4: dp = 6 / (tp pp) is 6, 3, 2 or 1, none a multiple of 4; the
+    # splits keep the rules before it, so this is the one named (not the batch's)
+    mixtral = load_network(EXAMPLES / "hf" / "mixtral-8x7b.json").with_overrides(
+        batch=1, seq=4096, optimizer="adam")
+    with pytest.raises(InputError, match="choices given: ep must divide dp, the GPUs over "
+                                         "tp x pp"):
+        plan_layouts(mixtral, h100, (6,), 512, fabric, ep=[4])
 
 
 def test_xla_collective_rows_are_their_throughputs_as_times():
