@@ -25,7 +25,7 @@ from roofline.cli import cli
 from roofline.errors import InputError
 from roofline.hardware.catalog import load_hardware
 from roofline.hardware.links import links, resolve_link
-from roofline.model.layers import Transformer
+from roofline.model.layers import Transformer, saved_bytes
 from roofline.model.network import load_network, network_from_yaml
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -275,11 +275,50 @@ def test_moe_all_to_all_by_hand():
     # 7/8 x 67108864 / 4.5e11 + 7 x 3.4 us
     one = 7 / 8 * 67108864 / 4.5e11 + 7 * 3.4e-6
     assert result.stages[0].ep_comm_s == pytest.approx(32 * 4 * one)
-    # each GPU holds 8 / 8 = 1 expert of each block
-    sharded = result.report.network
-    assert {layer.experts for layer in sharded.layers if isinstance(layer, Transformer)} == {1}
+    # each GPU holds 8 / 8 = 1 expert of each block; its router still scores all 8
+    blocks = [layer for layer in result.report.network.layers if isinstance(layer, Transformer)]
+    assert {(block.local_experts, block.experts) for block in blocks} == {(1, 8)}
     with pytest.raises(InputError, match="expert parallelism 16 needs a number of experts"):
         evaluate(net, load_hardware("h100"), Layout(dp=16, ep=16), 16, h100_fabric())
+
+
+def test_expert_parallelism_splits_the_experts_not_the_router():
+    """plan --ep 4 --gemms showed Mixtral's router as 4096 x 2 x 4096 (N = E / ep, alignment
+    NO; --ep 8: N = 1): the shard divided the block's experts, the router's with them. Each
+    GPU scores its own tokens against all E = 8 experts before the dispatch; only the expert
+    GEMMs and weights are split. Tensor parallelism leaves the router whole too."""
+    net = load_network(EXAMPLES / "hf" / "mixtral-8x7b.json").with_overrides(
+        batch=8, seq=4096, optimizer="adam")
+    result = evaluate(net, load_hardware("h100"), Layout(dp=8, ep=4), 8, h100_fabric())
+    gemms, ops = result.report.network.expand()
+    shapes = {(g.layer, g.pass_): (g.m, g.n, g.k, g.batch_count) for g in gemms
+              if g.layer.startswith("blk.1.")}
+    # T = 4096 tokens, h = 4096, E = 8: the router is T x E x h, its data gradient T x h x E
+    assert shapes["blk.1.router", "forward"] == (4096, 8, 4096, 1)
+    assert shapes["blk.1.router", "backward-data"] == (4096, 4096, 8, 1)
+    assert shapes["blk.1.router", "backward-weight"] == (4096, 8, 4096, 1)
+    # 8 / 4 = 2 local experts, each receiving the group's 4 x T k / E = T k / 2 = 4096 rows
+    # (k = 2); gated: up is 2 x 14336 = 28672 wide
+    assert shapes["blk.1.expert_up", "forward"] == (4096, 28672, 4096, 2)
+    assert shapes["blk.1.expert_down", "forward"] == (4096, 4096, 14336, 2)
+    softmax = next(o for o in ops if o.layer == "blk.1.router" and o.kind == "softmax")
+    assert softmax.bytes == 4096 * 8 * 2 * 2  # T E values read and written, 2 bytes each
+    # one shard block: qkv 4096 x (4096 + 2 x 1024) = 25,165,824; proj 4096^2 = 16,777,216;
+    # 2 experts of 4096 x 28672 + 14336 x 4096 = 176,160,768 each; router 4096 x 8 = 32,768;
+    # 2 RMSNorms 8,192: 394,305,536 (the router cut to 4096 x 2 made it 394,280,960)
+    block = next(layer for layer in result.report.network.layers
+                 if isinstance(layer, Transformer))
+    assert block.parameters == 394_305_536
+    assert block.expert_parameters == 2 * 176_160_768
+    # the whole shard: Mixtral's 46,702,792,704 less 32 blocks x 6 experts x 176,160,768
+    assert result.stages[0].parameters == 46_702_792_704 - 32 * 6 * 176_160_768
+    # ep moves no activations: the T k routed rows arrive as T k rows, the logits stay T E
+    whole = next(layer for layer in net.layers if isinstance(layer, Transformer))
+    step = net.step()
+    assert saved_bytes(block, step, "none") == saved_bytes(whole, step, "none")
+    tensor = shard_network(net, 2)
+    gemm = next(g for g in tensor.expand()[0] if g.layer == "blk.1.router")
+    assert (gemm.n, gemm.k) == (8, 4096)  # tp 2 halves heads and ffn, not the router
 
 
 # -- the search -----------------------------------------------------------------------------
@@ -370,6 +409,11 @@ def test_plan_cli_table_json_and_chart(runner, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--tp", "3"], "tensor parallelism 3 does not divide heads (32) of block 'blk.1'"),
     (["--pp", "64"], "a pipeline of 64 stages is deeper than the model's 32 transformer"),
+    (["--pp", "3"], "a pipeline of 3 stages does not divide the model's 32 transformer blocks: "
+                    "plan keeps the stages even (--pp)"),
+    (["--micro-batch", "64"], "no layout of the global batch 32 runs on 16 GPUs with the "
+                              "choices given: dp x micro-batch must divide the global batch "
+                              "(--batch)"),
     (["--tp", "8", "--pp", "4"], "needs more GPUs than the 16 given (--gpus)"),
     (["--zero", "3", "--pp", "2"], "ZeRO stage 3 does not combine with pipeline"),
     (["--zero", "5"], "Error: --zero: expected ZeRO stages 0, 1, 2 or 3"),
@@ -385,6 +429,31 @@ def test_plan_bad_input_is_one_line(runner, args, message):
     assert "Error:" in result.output
     if message:
         assert message in result.output
+
+
+def test_plan_names_the_rule_that_leaves_no_layout():
+    """A new user's plan of Llama-2-7B on 24 GPUs with --pp 3 (and 10 with --pp 5) was told
+    "dp x micro-batch must divide --batch", which 512 sequences did: the search skips a pp that
+    leaves the 32 blocks in uneven stages (32 = 3 x 10 + 2; 32 = 5 x 6 + 2). A given pp that
+    does is now refused by name; when the choices leave no layout, the error names the rule
+    the splits that got furthest broke."""
+    net, h100, fabric = llama(), load_hardware("h100"), h100_fabric()
+    for gpus, stages in ((24, 3), (10, 5)):
+        with pytest.raises(InputError, match=f"a pipeline of {stages} stages does not divide "
+                                             f"the model's 32 transformer blocks: plan keeps "
+                                             f"the stages even"):
+            plan_layouts(net, h100, (gpus,), 512, fabric, pp=[stages])
+    # tp 8 x pp (1, 2, 3, 4, 6, 12: the divisors of 12) never divides 12 GPUs
+    with pytest.raises(InputError, match="runs on 12 GPUs with the choices given: tp x pp "
+                                         "must divide the GPU count"):
+        plan_layouts(net, h100, (12,), 512, fabric, tp=[8])
+    # Mixtral on 6 GPUs, ep 4: dp = 6 / (tp pp) is 6, 3, 2 or 1, none a multiple of 4; the
+    # splits keep the rules before it, so this is the one named (not the batch's)
+    mixtral = load_network(EXAMPLES / "hf" / "mixtral-8x7b.json").with_overrides(
+        batch=1, seq=4096, optimizer="adam")
+    with pytest.raises(InputError, match="choices given: ep must divide dp, the GPUs over "
+                                         "tp x pp"):
+        plan_layouts(mixtral, h100, (6,), 512, fabric, ep=[4])
 
 
 def test_xla_collective_rows_are_their_throughputs_as_times():

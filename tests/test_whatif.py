@@ -450,3 +450,72 @@ def test_compare_csv_carries_each_gemms_shape_and_predicted_time():
     predicted = comparison_dict(c)["gemms"][0]["predicted_time_s"]
     assert float(rows[1]["predicted_time_s"]) == pytest.approx(predicted["h100-sxm5-80gb"])
     assert float(a100["predicted_time_s"]) > float(a100["time_s"])  # a prediction, not the roof
+
+
+def test_compare_says_when_no_device_holds_the_step(invoke):
+    """A new user's compare of Llama-2-7B training at batch 8, seq 4096 on a V100, an A100 and
+    an H100 ranked all three with no word that the step fits none of them, where analyze and
+    sweep say "does not fit". By hand, analyze's count (optimizer none): weights and gradients
+    6,738,415,616 x 2 B = 13,476,831,232 each; activations, per block (T = 8 x 4096 = 32,768
+    tokens, h = 4096, 2 B) T x 8h x 2 = 2,147,483,648 (norms' inputs, QKV input, Q K V, the
+    projection's and the FFN's input) + T x (2 x 11008 up + 2 x 11008 gated inner) x 2 =
+    2,885,681,152 + 8 x 32 heads x 4096 queries x 4 B of log-sum-exp = 4,194,304, so
+    5,037,359,104 x 32 = 161,195,491,328, plus the final norm's and lm_head's inputs (T h 2 =
+    268,435,456 each) and the logits (T x 32000 x 2 = 2,097,152,000): 163,829,514,240; and the
+    1 GB workspace: 191,783,176,704 B, 192 GB, more than 16 or 80 GB."""
+    from roofline.analysis.report import analyze
+    from roofline.output.whatif import comparison_html
+
+    c = compare(EXAMPLES / "hf" / "llama-2-7b.json",
+                ["v100-sxm2-16gb", "a100-sxm4-80gb", "h100-sxm5-80gb"], seq=4096, batch=8)
+    data = comparison_dict(c)
+    assert [(d["memory_bytes"], d["capacity_bytes"], d["fits"]) for d in data["devices"]] == [
+        (191_783_176_704, 16 * 10**9, False), (191_783_176_704, 80 * 10**9, False),
+        (191_783_176_704, 80 * 10**9, False)]
+    # the figure is analyze's, not a second count
+    alone = analyze(c.reports[2].network, c.reports[2].hardware).memory
+    assert alone is not None and alone.total_bytes == 191_783_176_704 and alone.fits is False
+    verdict = data["verdict"]
+    assert verdict.startswith("h100-sxm5-80gb is the fastest (the step does not fit in its "
+                              "memory: needs 192 GB of 80 GB): ")
+    assert "; none of them can hold the step. Predicted" in verdict
+    assert "h100-sxm5-80gb (does not fit) at" in verdict
+    table = comparison_table(c)
+    assert table.splitlines()[4].split()[-2:] == ["memory", "fits"]
+    assert "v100-sxm2-16gb " in table and "192 GB of 16 GB    no" in table
+    page = comparison_html(c)
+    assert "192 GB of 80 GB" in page and "(7.48x), does not fit" in page
+    out = invoke("compare", EXAMPLES / "hf" / "llama-2-7b.json", "--hw", "v100", "--hw", "a100",
+                 "--hw", "h100", "--seq", "4096", "--batch", "8", "--format", "json").stdout
+    assert [d["fits"] for d in json.loads(out)["devices"]] == [False, False, False]
+
+
+def test_compare_names_the_fastest_device_that_holds_the_step():
+    """At batch 2 the same step needs 26,953,662,464 (weights and gradients) + 163,829,514,240
+    / 4 (activations, by the batch) + 10^9 = 68,911,041,024 B, 68.9 GB: the 80 GB A100 holds
+    it, the L40S (48 GB) and the 40 GB A100 do not. The L40S is the fastest (fp16 362 against
+    312 TFLOP/s, 86% compute-bound) and says it cannot hold it; the verdict names the other
+    that cannot and the fastest that can. A CPU entry states no capacity: not checked."""
+    c = compare(EXAMPLES / "hf" / "llama-2-7b.json",
+                ["a100-sxm4-80gb", "l40s", "a100-sxm4-40gb"], seq=4096, batch=2)
+    data = comparison_dict(c)
+    assert {d["memory_bytes"] for d in data["devices"]} == {68_911_041_024}
+    assert [d["fits"] for d in data["devices"]] == [True, False, False]
+    assert c.fastest.hardware.name == "l40s"
+    assert c.fastest_fitting is c.baseline
+    verdict = data["verdict"]
+    assert verdict.startswith("l40s is the fastest (the step does not fit in its memory: needs "
+                              "68.9 GB of 48 GB): ")
+    assert ("; the step does not fit in the memory of a100-sxm4-40gb; the fastest that holds "
+            "it is a100-sxm4-80gb, at 1.21 s per step. Predicted") in verdict
+    assert "l40s (does not fit) at" in verdict
+    cpu = comparison_dict(compare(EXAMPLE, ["a100-sxm4-80gb", "xeon-platinum-8480plus"],
+                                  batch=64))
+    # mlp-1024-4096-1000 at batch 64, 2 B (fp16; bf16 on the Xeon): 1024 x 4096 + 4096 x 1000
+    # = 8,290,304 weights and as many gradients, 33,161,216 B; the inputs each layer keeps,
+    # 64 x (1024 + 4096) x 2 = 655,360, and the logits 64 x 1000 x 2 = 128,000: 33,944,576 B;
+    # on the GPU also the 1 GB workspace. The Xeon states no capacity
+    gpu, xeon = cpu["devices"]
+    assert (gpu["fits"], xeon["fits"], xeon["capacity_bytes"]) == (True, None, None)
+    assert (xeon["memory_bytes"], gpu["memory_bytes"]) == (33_944_576, 10**9 + 33_944_576)
+    assert "does not fit" not in cpu["verdict"] and "hold" not in cpu["verdict"]

@@ -61,8 +61,11 @@ Expert parallelism (``ep``, mixture-of-experts blocks): the experts are split ov
 the data-parallel group (ep divides dp and the experts); each GPU holds experts / ep of them
 and, with uniform routing, computes the same T k expert rows as before. Each MoE block
 all-to-alls the T k routed rows of h elements four times per micro-batch (dispatch and combine,
-forward and backward). Expert weights are data-parallel over dp / ep GPUs. The router's GEMM is
-modelled over the local experts (N = experts / ep rather than experts): a few FLOPs per token.
+forward and backward). Expert weights are data-parallel over dp / ep GPUs. The router is not
+split, by expert nor by tensor parallelism (Megatron-Core's ``TopKRouter`` keeps its E x h weight
+whole on every GPU): each GPU scores its own tokens against all E experts before the dispatch,
+so its GEMMs keep N = E, its softmax and logits T E, and its weight is a dense parameter
+(``Transformer.expert_shards``, ``local_experts``).
 
 Two step times per layout: the roofline (``step_s``: every GEMM and op at its roof, a lower
 bound) and the prediction (``predicted_step_s``: every GEMM and op at analyze's
@@ -210,8 +213,9 @@ def _check_block(src: str, block: Transformer, layout: Layout) -> None:
 
 def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
     """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
-    block with heads, kv_heads and ffn divided by tp and experts by ep, the embedding and the
-    logits with vocab / tp rows (padded); other layers whole (module docstring)."""
+    block with heads, kv_heads and ffn divided by tp and the experts it holds by ep (its router
+    whole), the embedding and the logits with vocab / tp rows (padded); other layers whole
+    (module docstring)."""
     if tp == 1 and ep == 1:
         return network
     vocabularies = _vocabularies(network)
@@ -219,8 +223,7 @@ def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
     def shard(layer: Any) -> Any:
         if isinstance(layer, Transformer):
             layer = replace(layer, heads=layer.heads // tp, kv_heads=layer.kv_heads // tp,
-                            ffn=layer.ffn // tp,
-                            experts=layer.experts // ep if layer.experts else 0)
+                            ffn=layer.ffn // tp, expert_shards=ep if layer.experts else 1)
         elif isinstance(layer, Embedding):
             layer = replace(layer, vocab=padded_vocab(layer.vocab, tp) // tp)
         elif _is_logits(layer, vocabularies):
@@ -486,13 +489,9 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
 
 
 def _expert_parameters(layer: Any) -> int:
-    """A block's expert weights (and their biases): data-parallel over dp / ep GPUs."""
-    if not isinstance(layer, Transformer) or not layer.experts:
-        return 0
-    per = layer.hidden * layer.up_width + layer.ffn * layer.hidden
-    if layer.bias == "all":
-        per += layer.up_width + layer.hidden
-    return layer.experts * per
+    """A block's expert weights (and their biases), those this GPU holds: data-parallel
+    over dp / ep GPUs (its router's weight is dense, over dp)."""
+    return layer.expert_parameters if isinstance(layer, Transformer) else 0
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,21 @@ beside it, a lower bound), and the Pareto front of predicted step time against G
 
 Candidates, for each N: tp a divisor of N up to the GPUs of one node (tensor parallelism stays
 inside a node, on its fastest link) that divides every block's heads, kv_heads and ffn; pp a
-divisor of N / tp that divides the number of transformer blocks (even stages); dp = N / (tp
-pp); the micro-batch a power of two (1, 2, 4, 8 unless given) with dp x micro-batch dividing the
-global batch; ZeRO 0 to 3 (0 and 1 with a pipeline); ep (MoE models) a divisor of dp and of the
-experts (1 unless given). Sequence parallelism is on whenever tp > 1 unless turned off (it
-costs no more communication and saves activation memory). Each distinct (tp, ep,
-micro-batch) shard is analyzed once. The front: the fastest fitting layout at each GPU count
-that is faster than every smaller count's.
+divisor of N / tp that divides the number of transformer blocks (even stages, as Megatron-LM
+asks; ``parallel.split_stages`` can evaluate uneven ones, the search does not, and a given pp
+that leaves them uneven is refused); dp = N / (tp pp); the micro-batch a power of two (1, 2, 4,
+8 unless given) with dp x micro-batch dividing the global batch; ZeRO 0 to 3 (0 and 1 with a
+pipeline); ep (MoE models) a divisor of dp and of the experts (1 unless given). These rules are
+``_broken_rule``'s, in one place: when no split of any count keeps them all, the error names
+the rule the splits that got furthest broke. Sequence parallelism is on whenever tp > 1 unless
+turned off (it costs no more communication and saves activation memory). Each distinct (tp,
+ep, micro-batch) shard is analyzed once. The front: the fastest fitting layout at each GPU
+count that is faster than every smaller count's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
@@ -32,6 +35,7 @@ from .parallel import (
     LayerTimes,
     Layout,
     LayoutResult,
+    blocks_of,
     check_layout,
     check_training,
     divisors,
@@ -167,8 +171,9 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     reports: dict[tuple[int, int, int], Report] = {}
     times: dict[tuple[int, int], LayerTimes] = {}  # per report and sp_tp (evaluate's cache)
     results: list[LayoutResult] = []
-    for layout in _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
-                              sequence_parallel):
+    layouts, why_none = _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
+                                    sequence_parallel)
+    for layout in layouts:
         key = (layout.tp, layout.ep, layout.micro_batch)
         if key not in reports:
             if progress:
@@ -179,8 +184,7 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     if not results:
         raise InputError(network.source, "", f"no layout of the global batch {batch} runs on "
                                              f"{', '.join(map(str, gpus))} GPUs with the "
-                                             f"choices given (dp x micro-batch must divide "
-                                             f"{option('batch')})")
+                                             f"choices given: {why_none}")
     results.sort(key=lambda r: (r.layout.gpus, r.predicted_step_s, r.step_s,
                                 r.step_no_overlap_s, r.memory_bytes))
     return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports)
@@ -192,8 +196,13 @@ def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | No
     """Explicit choices the model cannot take, and a layout no count can hold: one line."""
     for value in tp or ():
         check_layout(network, Layout(tp=value))
+    blocks = len(blocks_of(network))
     for value in pp or ():
         check_layout(network, Layout(pp=value))
+        if value > 1 and blocks % value:
+            raise InputError(network.source, "", f"a pipeline of {value} stages does not divide "
+                                                 f"the model's {blocks} transformer blocks: "
+                                                 f"plan keeps the stages even ({option('pp')})")
     for value in ep or ():
         check_layout(network, Layout(ep=value, dp=value))
     for value in zero or ():
@@ -212,24 +221,56 @@ def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | No
 def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabric,
                 tp: Sequence[int] | None, pp: Sequence[int] | None,
                 zero: Sequence[int] | None, micro_batch: Sequence[int] | None,
-                ep: Sequence[int] | None, sequence_parallel: bool) -> Iterator[Layout]:
-    """Every layout the module docstring allows, GPU count by count."""
-    blocks = [layer for layer in network.layers if isinstance(layer, Transformer)]
-    experts = max((b.experts for b in blocks), default=0)
+                ep: Sequence[int] | None,
+                sequence_parallel: bool) -> tuple[list[Layout], str]:
+    """Every layout the module docstring allows, GPU count by count; and, when there is
+    none, the rule the splits that got furthest broke (``_broken_rule``), as a clause."""
+    blocks = len(blocks_of(network))
+    experts = max((layer.experts for layer in network.layers
+                   if isinstance(layer, Transformer)), default=0)
     tp_ok = {t: _tp_ok(network, t) for n in gpus for t in divisors(n)} | {
         t: _tp_ok(network, t) for t in tp or ()}
+    layouts: list[Layout] = []
+    furthest: int | None = None
     for n in gpus:
         tps = _choices(tp, [d for d in divisors(n) if d <= fabric.gpus_per_node])
         for t, p, e, b, z in product(tps, _choices(pp, divisors(n)), _choices(ep, [1]),
                                      _choices(micro_batch, DEFAULT_MICRO_BATCHES),
                                      _choices(zero, ZERO_STAGES)):
-            if n % (t * p) or not tp_ok[t] or (p > 1 and (not blocks or len(blocks) % p)):
-                continue
-            dp = n // (t * p)
-            if (dp % e or (e > 1 and (not experts or experts % e)) or batch % (dp * b)
-                    or (z >= 2 and p > 1)):
-                continue
-            yield Layout(t, p, dp, e, z, b, sequence_parallel and t > 1)
+            broken = _broken_rule(n, t, p, e, b, z, tp_ok[t], blocks, experts, batch)
+            if broken is None:
+                layouts.append(Layout(t, p, n // (t * p), e, z, b, sequence_parallel and t > 1))
+            elif furthest is None or broken > furthest:
+                furthest = broken
+    if layouts or furthest is None:
+        return layouts, ""
+    return layouts, _rule_text(furthest, blocks, experts)
+
+
+def _broken_rule(n: int, tp: int, pp: int, ep: int, micro_batch: int, zero: int, tp_ok: bool,
+                 blocks: int, experts: int, batch: int) -> int | None:
+    """The first rule (module docstring) the split breaks, as its index in the order they are
+    checked, which ``_rule_text`` words; None when it keeps them all. A split that breaks a
+    later rule kept the earlier ones: the error names the furthest."""
+    if n % (tp * pp):
+        return 0
+    dp = n // (tp * pp)
+    broken = (not tp_ok, pp > 1 and (not blocks or blocks % pp), dp % ep,
+              ep > 1 and (not experts or experts % ep), batch % (dp * micro_batch),
+              zero >= 2 and pp > 1)
+    return next((index for index, fails in enumerate(broken, 1) if fails), None)
+
+
+def _rule_text(rule: int, blocks: int, experts: int) -> str:
+    """``_broken_rule``'s rule ``rule`` as a clause."""
+    return (f"tp x pp must divide the GPU count ({option('gpus')})",
+            f"tp must divide every block's heads, kv_heads and ffn ({option('tp')})",
+            f"pp must divide the model's {blocks} transformer blocks: plan keeps the stages "
+            f"even ({option('pp')})",
+            f"ep must divide dp, the GPUs over tp x pp ({option('ep')})",
+            f"ep must divide the {experts} experts ({option('ep')})",
+            f"dp x micro-batch must divide the global batch ({option('batch')})",
+            f"ZeRO 2 and 3 do not combine with a pipeline ({option('zero')})")[rule]
 
 
 DEFAULT_INTER = "ib-ndr"

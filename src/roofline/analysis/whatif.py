@@ -5,7 +5,9 @@
 - ``compare(model, [A, B, ...])``: per-GEMM and whole-step time on each device, the speedup
   over the first and why (a GEMM memory-bound on both gains the bandwidth ratio, one
   compute-bound on both the peak ratio, one that changes side says so), and one plain sentence.
-  A device without the model's dtype runs the nearest one it has (``nearest_dtype``).
+  A device without the model's dtype runs the nearest one it has (``nearest_dtype``). Each
+  device's step is timed whether or not its memory holds it; whether it does is analyze's
+  ``Memory.fits`` (``Comparison.fits``), which every format says beside the times.
 - ``sweep(model, hardware, batches, seqs=...)``: time, samples/s and bound per GEMM per batch,
   per sequence length, or on a batch x seq grid; the batch at which each GEMM turns
   compute-bound (closed form, ``analysis.batch.min_compute_bound_batch``) and the sequence
@@ -200,6 +202,21 @@ class Comparison:
         """The device with the shortest step (the baseline included)."""
         return min(self.reports, key=lambda r: r.totals["time_s"])
 
+    @staticmethod
+    def fits(report: Report) -> bool | None:
+        """Whether ``report``'s device holds the step: analyze's ``Memory.fits``, the step's
+        memory by part against the entry's capacity (None: it states no capacity). The times
+        are the step's either way, so that a device too small still shows what it would give;
+        a reader is told it cannot run it."""
+        return report.memory.fits if report.memory else None
+
+    @property
+    def fastest_fitting(self) -> Report | None:
+        """The device with the shortest step among those whose memory holds it (``fits``);
+        None when none does."""
+        fitting = [r for r in self.reports if self.fits(r)]
+        return min(fitting, key=lambda r: r.totals["time_s"]) if fitting else None
+
     @property
     def slowest(self) -> Report:
         """The device with the longest step (the baseline included)."""
@@ -227,7 +244,7 @@ class Comparison:
         base, first = self.baseline, self.baseline.network
         devices = []
         for report in self.reports:
-            totals = report.totals
+            totals, memory = report.totals, report.memory
             devices.append({"hardware": report.hardware.name, "dtype": report.dtype,
                             "origin": report.hardware.origin,
                             "peak_flops_per_s": report.peak_flops_per_s,
@@ -241,7 +258,10 @@ class Comparison:
                             "prediction_basis": basis_of(report.hardware),
                             "prediction_fit": fit_of(report.hardware),
                             "calibration_library": library_of(report.hardware),
-                            "residency": _residency(report)})
+                            "residency": _residency(report),
+                            "memory_bytes": memory.total_bytes if memory else None,
+                            "capacity_bytes": memory.capacity_bytes if memory else None,
+                            "fits": self.fits(report)})
         gemms = []
         for index, result in enumerate(base.results):
             g = result.gemm

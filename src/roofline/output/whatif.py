@@ -119,24 +119,59 @@ def _peaks(report: Report, base: Report) -> str:
             f"{b_hw.origin}")
 
 
+def no_fit_text(report: Report) -> str | None:
+    """``the step does not fit in its memory: needs 192 GB of 80 GB`` where ``report``'s
+    device cannot hold the step (``Comparison.fits``, analyze's figure); else None."""
+    memory = report.memory
+    if memory is None or memory.capacity_bytes is None or memory.fits:
+        return None
+    return (f"the step does not fit in its memory: needs {si(memory.total_bytes, 'B')} of "
+            f"{si(memory.capacity_bytes, 'B')}")
+
+
+def _memory_clauses(c: Comparison) -> str:
+    """What the verdict adds where a device cannot hold the step (the fastest already says
+    it): that none can; else which others cannot and, when the fastest cannot, the fastest
+    that can."""
+    unheld = [r for r in c.reports if c.fits(r) is False]
+    if not unheld:
+        return ""
+    if len(unheld) == len(c.reports):
+        return "; none of them can hold the step"
+    text = ""
+    others = [r.hardware.name for r in unheld if r is not c.fastest]
+    if others:
+        text += f"; the step does not fit in the memory of {', '.join(others)}"
+    held = c.fastest_fitting
+    if c.fits(c.fastest) is False and held is not None:
+        text += (f"; the fastest that holds it is {held.hardware.name}, at "
+                 f"{seconds(held.totals['time_s'])} per {_step(c)}")
+    return text
+
+
 def verdict_text(c: Comparison) -> str:
     """One plain sentence: who is fastest, by how much, what decides it, and who is slowest
-    (the baseline included)."""
+    (the baseline included); where a device cannot hold the step, the fastest says so, and
+    so do the others or the fastest that can (``_memory_clauses``)."""
     base, fastest, slowest = c.baseline, c.fastest, c.slowest
+    short = no_fit_text(fastest)
     if fastest is base:
         best = min(c.reports[1:], key=lambda r: r.totals["time_s"])
-        text = (f"{base.hardware.name} (the baseline) stays fastest at "
+        baseline = f"the baseline; {short}" if short else "the baseline"
+        text = (f"{base.hardware.name} ({baseline}) stays fastest at "
                 f"{seconds(base.totals['time_s'])} per {_step(c)}; the next, {best.hardware.name}, "
                 f"is {times(1 / c.speedup(best))} slower than it{_parts(base, best)}: "
                 f"{_decider(best, base)}")
     else:
-        text = (f"{fastest.hardware.name} is the fastest: {seconds(fastest.totals['time_s'])} "
-                f"per {_step(c)}, {times(c.speedup(fastest))} faster than {base.hardware.name}"
+        text = (f"{fastest.hardware.name} is the fastest{f' ({short})' if short else ''}: "
+                f"{seconds(fastest.totals['time_s'])} per {_step(c)}, "
+                f"{times(c.speedup(fastest))} faster than {base.hardware.name}"
                 f"{_parts(fastest, base)}; {_decider(fastest, base)}")
     if len(c.reports) > 2 and slowest is base:
         text += f"; the baseline, {base.hardware.name}, is the slowest"
     elif len(c.reports) > 2:
         text += f"; the slowest, {slowest.hardware.name}, runs at {times(c.speedup(slowest))}"
+    text += _memory_clauses(c)
     predicted = predicted_verdict_text(c)
     return text + "." + (f" {predicted}" if predicted else "")
 
@@ -156,7 +191,8 @@ def predicted_verdict_text(c: Comparison) -> str:
     runner = min((r for r in predicted if r is not best),
                  key=lambda r: r.totals["predicted_time_s"])
     ratio = runner.totals["predicted_time_s"] / best.totals["predicted_time_s"]
-    text = (f"Predicted ({bases}): {best.hardware.name} at "
+    short = " (does not fit)" if c.fits(best) is False else ""
+    text = (f"Predicted ({bases}): {best.hardware.name}{short} at "
             f"{seconds(best.totals['predicted_time_s'])} per {_step(c)}, {times(ratio)} faster "
             f"than {runner.hardware.name}")
     base = c.baseline
@@ -222,14 +258,32 @@ def _compare_header(c: Comparison) -> list[str]:
 
 def _device_rows(c: Comparison) -> list[list[str]]:
     rows = [["hardware", "dtype", "ridge", "step time", "speedup", "predicted", "pred. speedup",
-             "memory-bound time"]]
+             "memory-bound time", "memory", "fits"]]
     for r in c.reports:
         t = r.totals
         rows.append([r.hardware.name, r.dtype, f"{r.ridge:.1f}", seconds(t["time_s"]),
                      times(c.speedup(r)), predicted_cell(c, r),
                      speedup_text(c.predicted_speedup(r)),
-                     f"{t['memory_bound_time_fraction']:.0%}"])
+                     f"{t['memory_bound_time_fraction']:.0%}", memory_cell(r), fits_cell(c, r)])
     return rows
+
+
+def memory_cell(report: Report) -> str:
+    """The step's memory on a device against its capacity, ``192 GB of 80 GB`` (analyze's
+    total); the total alone where the entry states no capacity."""
+    memory = report.memory
+    if memory is None:
+        return "-"
+    total = si(memory.total_bytes, "B")
+    if memory.capacity_bytes is None:
+        return total
+    return f"{total} of {si(memory.capacity_bytes, 'B')}"
+
+
+def fits_cell(c: Comparison, report: Report) -> str:
+    """``yes`` or ``no``: whether the device holds the step (``Comparison.fits``); ``-``
+    where its entry states no capacity, so it is not checked."""
+    return {True: "yes", False: "no", None: "-"}[c.fits(report)]
 
 
 def predicted_cell(c: Comparison, report: Report) -> str:

@@ -93,7 +93,8 @@ def _split_bars(ax: Axes, rows: list[int], times_s: list[float], fractions: list
 def _bar_labels(ax: Axes, comparison: Comparison, rows: list[int], scale: float,
                 wide: bool) -> None:
     """Each bar's step time, its speedup over the baseline, the dtype it ran when not the
-    model's, and on a log axis its memory-bound share, just right of the bar's end."""
+    model's, on a log axis its memory-bound share, and ``does not fit`` where the device's
+    memory cannot hold the step (``Comparison.fits``), just right of the bar's end."""
     from ..units import seconds, times
 
     reports: list[Report] = list(comparison.reports)
@@ -105,6 +106,8 @@ def _bar_labels(ax: Axes, comparison: Comparison, rows: list[int], scale: float,
             text += f"  ({report.dtype})"
         if wide:
             text += f"  {f:.0%} mem"
+        if comparison.fits(report) is False:
+            text += "  does not fit"
         x = t / scale * (1.08 if wide else 1.0) + (0 if wide else longest * 0.01)
         ax.text(x, row, text, va="center", ha="left", fontsize=LABEL_SIZE + 1,
                 gid=f"bar-label:{report.hardware.name}")

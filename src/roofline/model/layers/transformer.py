@@ -28,7 +28,8 @@ Forward, in order (M x N x K):
   ``expert_down`` as batched GEMMs over the experts that get tokens, each with ceil(T k / E)
   tokens (routing spread evenly; when T k < E, T k experts of one token each: a decode step at
   batch 1 runs, and reads the weights of, top_k experts), the activation ops on T k rows, and
-  the weighted combine (op);
+  the weighted combine (op); one GPU of an expert-parallel group (``expert_shards``) runs the
+  expert GEMMs over the experts it holds, ``local_experts``, and the router over all E;
   residual add (op).
 Backward, in reverse: every weight GEMM has its data-gradient GEMM (the first projection's only
 when an earlier layer has weights) and its weight-gradient GEMM; each batched attention GEMM has
@@ -91,6 +92,10 @@ class Transformer:
     experts: int = 0
     top_k: int = 0
     rotary: bool = False  # a rotary position embedding on q and k (Llama, Mistral, Qwen2)
+    #: one GPU of an expert-parallel group of this many: it holds ``local_experts`` of the
+    #: experts and their GEMMs; the router still scores all ``experts`` (set by
+    #: ``analysis.parallel.shard_network``, never by a model file)
+    expert_shards: int = 1
     has_weights = True
     needs_seq = True  # attention runs over seq tokens: the model must give seq
 
@@ -141,40 +146,59 @@ class Transformer:
         return self.ffn * (2 if self.gated else 1)
 
     @property
+    def local_experts(self) -> int:
+        """The experts whose weights this block holds and whose GEMMs it runs: all E, or E /
+        ``expert_shards`` on one GPU of an expert-parallel group. The router is not split: each
+        GPU scores its own tokens against every expert before they are sent to the GPUs that
+        hold their experts, so its N, its logits and its weight stay E."""
+        return self.experts // self.expert_shards
+
+    @property
+    def expert_parameters(self) -> int:
+        """The weights (and with ``bias: all`` the biases) of the experts this block holds
+        (``local_experts``); 0 in a dense block."""
+        return self.local_experts * self._expert_size
+
+    @property
+    def _expert_size(self) -> int:
+        """One expert's weights, and its biases with ``bias: all``."""
+        size = self.hidden * self.up_width + self.ffn * self.hidden
+        return size + (self.up_width + self.hidden if self.bias == "all" else 0)
+
+    @property
     def parameters(self) -> int:
-        """Weights (and biases) of the projections, FFN or experts and router, and 2 norms."""
+        """Weights (and biases) of the projections, FFN or experts held and router, and 2
+        norms."""
         qkv, proj = self.hidden * (self.hq + 2 * self.hkv), self.hq * self.hidden
         ffn = self.hidden * self.up_width + self.ffn * self.hidden
         if self.experts:
-            ffn = self.experts * ffn + self.hidden * self.experts
+            ffn = self.local_experts * ffn + self.hidden * self.experts
         norms = 2 * self.hidden * (2 if self.norm == "layernorm" else 1)
         biases = 0
         if self.bias != "none":
             biases = self.hq + 2 * self.hkv
         if self.bias == "all":
             ffn_bias = self.up_width + self.hidden
-            biases += self.hidden + (self.experts or 1) * ffn_bias
+            biases += self.hidden + (self.local_experts or 1) * ffn_bias
         return qkv + proj + ffn + norms + biases
 
     @property
     def idle_parameters(self) -> int:
         """The parameters a token does not run: the E - top_k experts it is not routed to
-        (their weights, and their biases with ``bias: all``); 0 in a dense block."""
+        (their weights, and their biases with ``bias: all``); 0 in a dense block. Of a shard's
+        ``local_experts``, those beyond top_k (none when it holds top_k or fewer)."""
         if not self.experts:
             return 0
-        expert = self.hidden * self.up_width + self.ffn * self.hidden
-        if self.bias == "all":
-            expert += self.up_width + self.hidden
-        return (self.experts - self.top_k) * expert
+        return max(0, self.local_experts - self.top_k) * self._expert_size
 
     @property
     def matrix_parameters(self) -> int:
-        """The weights GEMMs read as their B operand (projections, FFN or experts, router):
-        what a weight format (int4, int8, fp8) stores; biases and norms stay at the model's
-        dtype."""
+        """The weights GEMMs read as their B operand (projections, FFN or experts held,
+        router): what a weight format (int4, int8, fp8) stores; biases and norms stay at the
+        model's dtype."""
         ffn = self.hidden * self.up_width + self.ffn * self.hidden
         if self.experts:
-            ffn = self.experts * ffn + self.hidden * self.experts
+            ffn = self.local_experts * ffn + self.hidden * self.experts
         return self.hidden * (self.hq + 2 * self.hkv) + self.hq * self.hidden + ffn
 
     # -- memory -------------------------------------------------------------------------------
@@ -386,11 +410,12 @@ class Transformer:
         """Tokens each expert that gets any receives, how many experts get tokens, and the
         tokens' factor of the batch. Routing spreads the T k routed rows evenly: over all E
         experts, ceil(T k / E) each, when T k >= E; else over T k experts of one row each (a
-        decode step at batch 1 runs top_k experts, and reads only their weights)."""
-        routed = step.tokens * self.top_k
-        active = min(self.experts, routed)
-        return (math.ceil(routed / active), active,
-                step.per_sample * self.top_k / self.experts)
+        decode step at batch 1 runs top_k experts, and reads only their weights). On one GPU of
+        an expert-parallel group of ep, E / ep local experts receive the ep T k rows the group
+        routes to them: T k / (E / ep) each, the same formula over ``local_experts``."""
+        routed, local = step.tokens * self.top_k, self.local_experts
+        active = min(local, routed)
+        return (math.ceil(routed / active), active, step.per_sample * self.top_k / local)
 
     def _moe_forward(self, step: Step) -> list[Item]:
         t, (rows, active, f) = step.tokens, self._expert_rows(step)

@@ -14,6 +14,8 @@ from ..times import STEP_ROOF_TEXT
 from ..whatif import (
     change_text,
     dtype_note,
+    fits_cell,
+    memory_cell,
     predicted_cell,
     slow_kernel_lines,
     speedup_text,
@@ -56,17 +58,20 @@ def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
 def _device_table(c: Comparison) -> str:
     header = (("hardware", True), ("dtype", True), ("ridge FLOP/B", False),
               ("step time", False), ("speedup", False), ("predicted", False),
-              ("predicted speedup", False), ("memory-bound time", False))
+              ("predicted speedup", False), ("memory-bound time", False), ("memory", False),
+              ("fits", True))
     rows = []
     for r in c.reports:
-        t = r.totals
+        t, memory = r.totals, r.memory
         rows.append(("", [text(r.hardware.name), text(r.dtype), Cell(f"{r.ridge:.1f}"),
                           Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(times(c.speedup(r)), c.speedup(r)),
                           Cell(predicted_cell(c, r), t["predicted_time_s"]),
                           Cell(speedup_text(c.predicted_speedup(r)), c.predicted_speedup(r)),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
-                               t["memory_bound_time_fraction"])]))
+                               t["memory_bound_time_fraction"]),
+                          Cell(memory_cell(r), memory.total_bytes if memory else None),
+                          text(fits_cell(c, r))]))
     return table(header, rows)
 
 
@@ -76,8 +81,9 @@ def _bars(c: Comparison) -> str:
         t = r.totals
         memory = t["time_s"] * t["memory_bound_time_fraction"]
         speed = "baseline" if r is c.baseline else times(c.speedup(r))
+        short = ", does not fit" if c.fits(r) is False else ""
         bars.append(svg.Bar(r.hardware.name, memory, t["time_s"] - memory,
-                            f"{seconds(t['time_s'])} ({speed})"))
+                            f"{seconds(t['time_s'])} ({speed}){short}"))
     chart = svg.bar_chart(bars, "step time by device")
     return (f"<figure>{chart}<figcaption>Step time by device, {STEP_ROOF_TEXT}: the hatched "
             "part is memory-bound (GEMMs and ops), the solid part compute-bound."
