@@ -581,6 +581,56 @@ def test_the_cli_analyzes_a_factory(invoke, tmp_path, monkeypatch):
         assert text in result.stderr and "Traceback" not in result.output
 
 
+# a package whose modules fail as they are imported, each its own way
+FAILING = {"syntax": "def f(:\n",
+           "zerodiv": "x = 1 / 0\ndef f():\n    pass\n",
+           "attrerr": "import os\nos.nonexistent_attr\ndef f():\n    pass\n",
+           "nested": "import capture_no_such_dependency\ndef f():\n    pass\n",
+           "fine": "def f():\n    pass\n"}
+
+
+def test_a_module_that_fails_to_import_is_one_line_naming_it(invoke, tmp_path, monkeypatch):
+    """The module's own error as it ran, with its file and line: not a traceback (a
+    SyntaxError, a ZeroDivisionError), not "has no f" (an AttributeError of the import's own),
+    not "cannot import" the module found (an import inside it that fails)."""
+    package = tmp_path / "capture_failing_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, text in FAILING.items():
+        (package / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    where = str(package)
+    for name, error, line in (
+            ("syntax", "SyntaxError: invalid syntax", 1),
+            ("zerodiv", "ZeroDivisionError: division by zero", 1),
+            ("attrerr", "AttributeError: module 'os' has no attribute 'nonexistent_attr'", 2),
+            ("nested", "ModuleNotFoundError: No module named 'capture_no_such_dependency'", 1)):
+        spec = f"capture_failing_pkg.{name}:f"
+        result = invoke("analyze", spec, "--hw", "h100")
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (f"Error: {spec}: importing capture_failing_pkg.{name} failed: "
+                                 f"{error} ({where}/{name}.py, line {line})\n")
+    # only a module that imported and lacks the name has no f; only one not found is not found
+    for spec, text in (("capture_failing_pkg.fine:g", "capture_failing_pkg.fine has no g"),
+                       ("capture_failing_pkg.absent:f", "cannot import capture_failing_pkg."
+                        "absent (No module named 'capture_failing_pkg.absent'; looked in the "
+                        "current directory and on sys.path)")):
+        result = invoke("analyze", spec, "--hw", "h100")
+        assert result.exit_code == 2 and result.stderr == f"Error: {spec}: {text}\n"
+
+
+def test_an_import_that_exits_or_is_interrupted_is_not_caught(tmp_path, monkeypatch):
+    from roofline.torch import load_factory
+
+    (tmp_path / "capture_exits_example.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "capture_interrupted_example.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit):
+        load_factory("capture_exits_example:f")
+    with pytest.raises(KeyboardInterrupt):
+        load_factory("capture_interrupted_example:f")
+
+
 def test_compare_captures_a_factory_and_the_batch_varying_commands_say_they_cannot(
         invoke, tmp_path, monkeypatch):
     import json

@@ -733,7 +733,11 @@ def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, .
     parameter is called with it (its inputs then have that batch); one without is called as is,
     and its capture refuses another batch than its inputs' (``Captured``). The module is looked
     up in the current directory first, as ``python -c`` would (an installed console script's
-    ``sys.path`` lacks it), then on ``sys.path``."""
+    ``sys.path`` lacks it), then on ``sys.path``. Each way it can fail is one line
+    (``CaptureError``) that says which: the module not found; found, but its import raising
+    (a ``SyntaxError``, an import-time ``1/0``, an ``AttributeError`` or a failed import of its
+    own: the error, its file and line); imported, but without the callable.
+    ``KeyboardInterrupt`` and ``SystemExit`` pass through."""
     with _cwd_importable():
         return _load_factory(spec, batch)
 
@@ -761,12 +765,15 @@ def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
 
     path, _, attr = spec.partition(":")
     try:
-        factory = getattr(importlib.import_module(path), attr)
-    except ImportError as exc:
-        raise CaptureError(f"{spec}: cannot import {path} ({exc}; looked in the current "
-                           f"directory and on sys.path)") from None
-    except AttributeError:
-        raise CaptureError(f"{spec}: {path} has no {attr}") from None
+        found = importlib.import_module(path)
+    except Exception as exc:  # the module's own code failing; KeyboardInterrupt, SystemExit pass
+        if _not_found(exc, path):
+            raise CaptureError(f"{spec}: cannot import {path} ({exc}; looked in the current "
+                               f"directory and on sys.path)") from None
+        raise CaptureError(f"{spec}: importing {path} failed: {_raised(exc)}") from None
+    if not hasattr(found, attr):  # looked up apart: the import's errors are its own
+        raise CaptureError(f"{spec}: {path} has no {attr}")
+    factory = getattr(found, attr)
     if not callable(factory):
         raise CaptureError(f"{spec}: {attr} is not callable")
     try:
@@ -783,3 +790,28 @@ def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
                            f"{type(made).__name__}")
     module, inputs = made
     return module, inputs if isinstance(inputs, tuple) else (inputs,)
+
+
+def _not_found(exc: Exception, path: str) -> bool:
+    """Whether ``exc`` says that ``path`` itself (or a package above it) is nowhere to be
+    found, rather than that the module, found, failed as it ran (a ``SyntaxError``, an
+    import-time ``1/0``, an ``AttributeError``, or an import of its own that failed)."""
+    name = getattr(exc, "name", None)
+    return (isinstance(exc, ModuleNotFoundError) and name is not None
+            and (path == name or path.startswith(f"{name}.")))
+
+
+def _raised(exc: BaseException) -> str:
+    """``exc`` as one line for a message: its type, its text and where it was raised (the
+    file and line: a ``SyntaxError``'s own, else the innermost frame outside importlib's)."""
+    import traceback
+
+    if isinstance(exc, SyntaxError):
+        text, file, line = exc.msg, exc.filename, exc.lineno
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not f.filename.startswith("<frozen ")]
+        text = str(exc)
+        file, line = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
+    where = f" ({file}, line {line})" if file else ""
+    return f"{type(exc).__name__}: {' '.join(text.split())[:300]}{where}"
