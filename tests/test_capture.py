@@ -425,6 +425,35 @@ def test_a_report_on_a_device_and_a_batch_it_was_not_captured_at():
         report.network.with_overrides(batch=16).gemms()
 
 
+def test_a_captured_gemm_claims_nothing_about_another_batch():
+    """A capture records each GEMM's shape at its one batch, not which dimension is the batch:
+    Linear(1024, 4096) at batch 64 is M = 64, N = 4096, K = 1024, and a Linear(4096, 64) the
+    same M = 64 with N = 64 (its width, not the batch). Memory-bound on an H100 in fp16 (2 x 64
+    x 4096 x 1024 FLOPs over 2 x (64 x 1024 + 1024 x 4096 + 64 x 4096) B = 59.4 FLOP/B), its
+    advice says it was captured at batch 64, not that its shape does not depend on the batch;
+    the same layers read from model.yaml, whose M is the batch, keep their batch advice."""
+    module = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.Linear(4096, 64))
+    report = capture(module, torch.zeros(64, 1024), mode="inference", dtype="fp16", hw="h100")
+    mm1 = report.results[0]
+    assert (mm1.gemm.m, mm1.gemm.n, mm1.gemm.k) == (64, 4096, 1024)
+    assert mm1.gemm.intensity == pytest.approx(59.36, abs=0.01) and mm1.bound == "memory"
+    assert mm1.min_compute_bound_batch is None
+    captured = ("captured at batch 64: which of its dimensions grow with the batch is not "
+                "recorded; capture it at another batch (a factory with a batch parameter) to "
+                "see how it scales")
+    assert [r.advice[-1] for r in report.results] == [captured, captured]
+    yaml = network_from_dict({"batch": 64, "dtype": "fp16", "mode": "inference",
+                              "mlp": [1024, 4096, 64]}, "<test>")
+    from roofline.api import analyze_model
+
+    # model.yaml's M is the batch: 4096 x 1024 B FLOPs over (5120 B + 4096 x 1024) B reach the
+    # H100's fp16 ridge (295.4) from B = 462; 64 x 4096 never (2 x 64 x 4096 / (2 x 4160) = 63.0)
+    assert [r.advice[-1] for r in analyze_model(yaml, "h100").results] == [
+        "batch >= 462 makes it compute-bound; 512 also meets the 128-byte tier (a multiple of "
+        "64)", "no batch reaches the ridge (295.4): intensity tends to 63.0 FLOP/B; widen the "
+        "layer"]
+
+
 def test_data_dependent_control_flow_names_the_module_and_op():
     class Branchy(torch.nn.Module):
         def __init__(self):
