@@ -19,9 +19,12 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
 - ``scaled_dot_product_attention`` with ``attention="flash"`` (the default) is one fused op, as
   FlashAttention runs it (FLOPs 4 B H Sq Sk D forward, 10/4 of that backward, halved when
   causal; bytes Q, K, V, O read or written once, and, training, the fp32 log-sum-exp per query
-  row written forward and read backward): the same op a transformer layer gives. With
+  row written forward and read backward): the same op a transformer layer gives, wherever it
+  is called from (from inside a torch function too, as ``nn.MultiheadAttention`` with
+  ``need_weights=False`` calls it: ``_attention_seen``). With
   ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
-  softmax.
+  softmax. ``nn.MultiheadAttention`` with ``need_weights=True`` (its default) calls none: torch
+  computes the scores itself to return them (bmm, softmax, bmm), and they are recorded so.
 - Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
   written once; a view moves nothing and is left out), its FLOPs from ``FLOPS_PER_ELEMENT``;
   an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``. An
@@ -149,6 +152,7 @@ class _Recorder:
     # other bytes, summed over the parameters
     gemm_dtypes: dict[str, int] = field(default_factory=dict)  # A's dtype -> GEMMs on it
     in_attention: int = 0  # inside torch's own (math) attention: its upcast GEMMs not counted
+    handling: int = 0  # torch functions the function mode is running, itself off inside them
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -404,7 +408,6 @@ def _flatten(out: Any) -> Iterator[Any]:
 @contextmanager
 def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
     import torch
-    import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -413,18 +416,22 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
         deepest = max(names, key=len, default=rec.root)
         return deepest.split(".", 1)[1] if "." in deepest else ""
 
+    sdpa = torch._C._nn.scaled_dot_product_attention  # F's, the function the mode sees
+
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
                                kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
-            if func is F.scaled_dot_product_attention and rec.flash:
+            if func is sdpa and rec.flash:
                 return _fused_attention(rec, current(), *args, **kwargs)
-            naive = func is F.scaled_dot_product_attention
+            naive = func is sdpa
             rec.in_attention += naive  # torch's math attention runs its GEMMs in fp32 on meta
+            rec.handling += 1
             try:
                 out = func(*args, **kwargs)
             finally:
                 rec.in_attention -= naive
+                rec.handling -= 1
             if not tracker.is_bw:
                 _tag([o.grad_fn for o in _flatten(out) if isinstance(o, torch.Tensor)],
                      current())
@@ -451,9 +458,36 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
                 _record(rec, op, args, out, current, kwargs)
             return out
 
-    with Functions(), Dispatch():
+    functions = Functions()
+    with _attention_seen(rec, functions), functions, Dispatch():
         yield
 
+
+@contextmanager
+def _attention_seen(rec: _Recorder, mode: Any) -> Iterator[None]:
+    """``F.scaled_dot_product_attention`` seen by the function ``mode`` wherever it is called
+    from. The mode is off while it runs a torch function (``handle_torch_function`` pops it), so
+    an attention that torch's own Python code calls from inside one would go unseen, run as the
+    math fallback the meta device picks: ``F.multi_head_attention_forward`` (nn.MultiheadAttention
+    with ``need_weights=False``, nn.TransformerEncoderLayer's) calls it by its module-level
+    name. That name is replaced while inside (and given back after): called where the mode is
+    off (``rec.handling``), it puts the mode back for the call, which the mode then sees as any
+    other; called where the mode is on, the mode sees the call already."""
+    import torch.nn.functional as F
+
+    named = F.scaled_dot_product_attention  # torch's, or whatever replaced it
+
+    def attention(*args: Any, **kwargs: Any) -> Any:
+        if not rec.handling:
+            return named(*args, **kwargs)
+        with mode:
+            return named(*args, **kwargs)
+
+    F.scaled_dot_product_attention = attention
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = named
 
 def _metadata(node: Any) -> dict[str, Any]:
     """An autograd node's metadata dict (a property; torch's stubs call it a method)."""
