@@ -1,5 +1,6 @@
 """nn.MultiheadAttention captured as torch runs it: the attention torch calls inside it as one
-fused op. Worked by hand in fp16 (2 B a value): embed 256, 4 heads of 64, batch 8, 128
+fused op, and the batched GEMMs torch.matmul runs on its transposed input reading their shared
+weight once. Worked by hand in fp16 (2 B a value): embed 256, 4 heads of 64, batch 8, 128
 tokens."""
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ class TinyTF(torch.nn.Module):
 
     def forward(self, x):
         return self.fc(self.attn(x, x, x, need_weights=self.need_weights)[0])
+
+
+def _shapes(net):
+    return [(g.layer, g.pass_, g.batch_count, g.m, g.n, g.k, g.bytes) for g in net.gemms()]
 
 
 def test_multihead_attention_calls_attention_torch_runs_fused():
@@ -73,3 +78,63 @@ def test_torchs_attention_is_given_back_after_a_capture_even_a_failed_one():
     with pytest.raises(CaptureError):
         capture(Fails(), torch.zeros(2, 4, 16, 64), mode="inference")
     assert F.scaled_dot_product_attention is sdpa
+
+
+def test_a_batched_gemm_reads_a_broadcast_operand_once():
+    """bmm of A (128, 8, 256) and a weight W (256, 768) expanded to (128, 256, 768), a batch
+    stride of 0: one matrix in memory, read once, not 128 times. Bytes 2 x (128 x 8 x 256 +
+    256 x 768 + 128 x 8 x 768) = 2 x (262,144 + 196,608 + 786,432) = 2,490,368 (counted 128
+    times, 2 x (262,144 + 128 x 196,608 + 786,432) = 52,428,800); the FLOPs, 2 x 128 x 8 x 768
+    x 256 = 402,653,184, are the 128 products'. A broadcast A likewise: W (8, 256) expanded to
+    (128, 8, 256) against B (128, 256, 768), 2 x (8 x 256 + 128 x 256 x 768 + 128 x 8 x 768) =
+    51,908,608."""
+
+    class Shared(torch.nn.Module):
+        def __init__(self, a: bool) -> None:
+            super().__init__()
+            self.a = a
+            self.w = torch.nn.Parameter(torch.zeros((8, 256) if a else (256, 768)))
+
+        def forward(self, x):
+            if self.a:
+                return torch.bmm(self.w.expand(128, 8, 256), x)
+            return torch.bmm(x, self.w.expand(128, 256, 768))
+
+    (b,) = capture(Shared(False), torch.zeros(128, 8, 256), mode="inference",
+                   dtype="fp16").gemms()
+    assert (b.batch_count, b.m, b.n, b.k, b.b_operand) == (128, 8, 768, 256, "weight")
+    assert b.tensors == (262_144, 196_608, 786_432)
+    assert b.bytes == 2_490_368 and b.flops == 402_653_184
+    (a,) = capture(Shared(True), torch.zeros(128, 256, 768), mode="inference",
+                   dtype="fp16").gemms()
+    assert (a.batch_count, a.m, a.n, a.k) == (128, 8, 768, 256)
+    assert a.bytes == 51_908_608
+    # a B of its own in each product: the matrices themselves, 2 x 128 x (8 x 256 + 256 x 768 +
+    # 8 x 768) = 52,428,800 B
+
+    class Plain(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.bmm(x, y)
+
+    (plain,) = capture(Plain(), torch.zeros(128, 8, 256), torch.zeros(128, 256, 768),
+                       mode="inference", dtype="fp16").gemms()
+    assert plain.tensors is None and plain.bytes == 52_428_800
+
+
+def test_multihead_attention_in_inference_reads_its_weights_once():
+    """batch_first MHA runs on its input transposed to (128 tokens, 8, 256), a view torch.matmul
+    cannot fold into one 2-D GEMM without a copy; training, it copies (the weight needs a
+    gradient) and runs one 1024 x 768 x 256 GEMM, inference runs bmm over the 128 tokens with
+    the weight expanded, 128 x (8 x 768 x 256). Either reads the weight once: 2 x (1024 x 256 +
+    256 x 768 + 1024 x 768) = 2,490,368 B. The attention's output comes back transposed too,
+    and fc runs 8 x (128 x 256 x 256) on it: 2 x (1024 x 256 + 256 x 256 + 1024 x 256) =
+    1,179,648 B, a 1024 x 256 x 256 GEMM's."""
+    inference = capture(TinyTF(), torch.zeros(8, 128, 256), mode="inference", dtype="fp16")
+    assert _shapes(inference) == [("attn", "forward", 128, 8, 768, 256, 2_490_368),
+                                  ("attn", "forward", 1, 1024, 256, 256, 1_179_648),
+                                  ("fc", "forward", 8, 128, 256, 256, 1_179_648)]
+    train = capture(TinyTF(), torch.zeros(8, 128, 256), mode="train", dtype="fp16")
+    assert [s for s in _shapes(train) if s[1] == "forward"] == [
+        ("attn", "forward", 1, 1024, 768, 256, 2_490_368),
+        ("attn", "forward", 1, 1024, 256, 256, 1_179_648),
+        ("fc", "forward", 1, 1024, 256, 256, 1_179_648)]

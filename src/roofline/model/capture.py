@@ -8,7 +8,8 @@ a dispatch mode sees each aten op below autograd, and a function mode above it t
 autograd node with the module that made it, so that a backward op is charged to the module
 whose forward created it (``torch.utils.module_tracker`` names the module in the forward).
 
-- GEMMs: ``mm``, ``addmm`` (M, N, K from the operands), ``bmm``, ``baddbmm`` (batch_count),
+- GEMMs: ``mm``, ``addmm`` (M, N, K from the operands), ``bmm``, ``baddbmm`` (batch_count;
+  an operand broadcast along the batch, a stride of 0, is one matrix read once: ``_broadcast``),
   ``convolution`` and ``convolution_backward`` of 2-D convolutions, whose GEMMs are the ones a
   ``conv2d`` layer of model.yaml gives (NVIDIA's implicit-GEMM shapes, tensor bytes): the same
   layer code makes them. In the backward, a GEMM whose output has the shape of one of its
@@ -591,7 +592,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # every use in a step that keeps more than the cache (analysis.residency)
         kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
         gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
-                         int(g), b_operand=kept, rows=_rows(a, b))
+                         int(g), tensors=_broadcast(a, b), b_operand=kept, rows=_rows(a, b))
         if op in ("mm", "bmm") or (kwargs or {}).get("beta", 1) == 0:
             return [gemm]
         return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
@@ -627,6 +628,24 @@ def _softmax_row(op: str, args: Sequence[Any]) -> int:
     if x.dim() == 0 or dim not in (-1, x.dim() - 1):
         return 0
     return int(x.shape[-1])
+
+
+def _broadcast(a: Any, b: Any) -> tuple[int, int, int] | None:
+    """The elements of A, B and C (``GemmShape.tensors``) of a batched GEMM whose A (g, m, k) or
+    B (g, k, n) is broadcast along the batch, a batch stride of 0: one matrix in memory that
+    every one of the g products reads, so counted once, not g times; None when neither is (the
+    matrices themselves). torch.matmul makes one where it cannot fold a 3-D input into a 2-D
+    GEMM without a copy (a transposed view, such as nn.MultiheadAttention's batch_first input,
+    with a weight that needs no gradient): it expands the weight along the batch and runs bmm,
+    which cuBLAS runs as a strided batched GEMM with a stride of 0 on it. Recorded as that bmm
+    (g products of m x n x k: its tiles and waves are the ones it runs), not as the one 2-D GEMM
+    a copy would have allowed. As with grouped-query attention's shared K and V, which
+    ``tensors`` states too, ``analysis.alignment`` then checks no row's bytes of it."""
+    if a.dim() != 3 or a.shape[0] == 1 or (a.stride(0) and b.stride(0)):
+        return None
+    g, m, k, n = (int(d) for d in (a.shape[0], a.shape[1], a.shape[2], b.shape[-1]))
+    return (m * k if not a.stride(0) else g * m * k, k * n if not b.stride(0) else g * k * n,
+            g * m * n)
 
 
 def _rows(a: Any, b: Any) -> tuple[int, int, int]:
