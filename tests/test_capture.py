@@ -425,6 +425,35 @@ def test_a_report_on_a_device_and_a_batch_it_was_not_captured_at():
         report.network.with_overrides(batch=16).gemms()
 
 
+def test_a_captured_gemm_claims_nothing_about_another_batch():
+    """A capture records each GEMM's shape at its one batch, not which dimension is the batch:
+    Linear(1024, 4096) at batch 64 is M = 64, N = 4096, K = 1024, and a Linear(4096, 64) the
+    same M = 64 with N = 64 (its width, not the batch). Memory-bound on an H100 in fp16 (2 x 64
+    x 4096 x 1024 FLOPs over 2 x (64 x 1024 + 1024 x 4096 + 64 x 4096) B = 59.4 FLOP/B), its
+    advice says it was captured at batch 64, not that its shape does not depend on the batch;
+    the same layers read from model.yaml, whose M is the batch, keep their batch advice."""
+    module = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.Linear(4096, 64))
+    report = capture(module, torch.zeros(64, 1024), mode="inference", dtype="fp16", hw="h100")
+    mm1 = report.results[0]
+    assert (mm1.gemm.m, mm1.gemm.n, mm1.gemm.k) == (64, 4096, 1024)
+    assert mm1.gemm.intensity == pytest.approx(59.36, abs=0.01) and mm1.bound == "memory"
+    assert mm1.min_compute_bound_batch is None
+    captured = ("captured at batch 64: which of its dimensions grow with the batch is not "
+                "recorded; capture it at another batch (a factory with a batch parameter) to "
+                "see how it scales")
+    assert [r.advice[-1] for r in report.results] == [captured, captured]
+    yaml = network_from_dict({"batch": 64, "dtype": "fp16", "mode": "inference",
+                              "mlp": [1024, 4096, 64]}, "<test>")
+    from roofline.api import analyze_model
+
+    # model.yaml's M is the batch: 4096 x 1024 B FLOPs over (5120 B + 4096 x 1024) B reach the
+    # H100's fp16 ridge (295.4) from B = 462; 64 x 4096 never (2 x 64 x 4096 / (2 x 4160) = 63.0)
+    assert [r.advice[-1] for r in analyze_model(yaml, "h100").results] == [
+        "batch >= 462 makes it compute-bound; 512 also meets the 128-byte tier (a multiple of "
+        "64)", "no batch reaches the ridge (295.4): intensity tends to 63.0 FLOP/B; widen the "
+        "layer"]
+
+
 def test_data_dependent_control_flow_names_the_module_and_op():
     class Branchy(torch.nn.Module):
         def __init__(self):
@@ -579,6 +608,56 @@ def test_the_cli_analyzes_a_factory(invoke, tmp_path, monkeypatch):
         result = invoke("analyze", f"capture_factory_example:{name}", "--hw", "h100")
         assert result.exit_code == 2
         assert text in result.stderr and "Traceback" not in result.output
+
+
+# a package whose modules fail as they are imported, each its own way
+FAILING = {"syntax": "def f(:\n",
+           "zerodiv": "x = 1 / 0\ndef f():\n    pass\n",
+           "attrerr": "import os\nos.nonexistent_attr\ndef f():\n    pass\n",
+           "nested": "import capture_no_such_dependency\ndef f():\n    pass\n",
+           "fine": "def f():\n    pass\n"}
+
+
+def test_a_module_that_fails_to_import_is_one_line_naming_it(invoke, tmp_path, monkeypatch):
+    """The module's own error as it ran, with its file and line: not a traceback (a
+    SyntaxError, a ZeroDivisionError), not "has no f" (an AttributeError of the import's own),
+    not "cannot import" the module found (an import inside it that fails)."""
+    package = tmp_path / "capture_failing_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, text in FAILING.items():
+        (package / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    where = str(package)
+    for name, error, line in (
+            ("syntax", "SyntaxError: invalid syntax", 1),
+            ("zerodiv", "ZeroDivisionError: division by zero", 1),
+            ("attrerr", "AttributeError: module 'os' has no attribute 'nonexistent_attr'", 2),
+            ("nested", "ModuleNotFoundError: No module named 'capture_no_such_dependency'", 1)):
+        spec = f"capture_failing_pkg.{name}:f"
+        result = invoke("analyze", spec, "--hw", "h100")
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (f"Error: {spec}: importing capture_failing_pkg.{name} failed: "
+                                 f"{error} ({where}/{name}.py, line {line})\n")
+    # only a module that imported and lacks the name has no f; only one not found is not found
+    for spec, text in (("capture_failing_pkg.fine:g", "capture_failing_pkg.fine has no g"),
+                       ("capture_failing_pkg.absent:f", "cannot import capture_failing_pkg."
+                        "absent (No module named 'capture_failing_pkg.absent'; looked in the "
+                        "current directory and on sys.path)")):
+        result = invoke("analyze", spec, "--hw", "h100")
+        assert result.exit_code == 2 and result.stderr == f"Error: {spec}: {text}\n"
+
+
+def test_an_import_that_exits_or_is_interrupted_is_not_caught(tmp_path, monkeypatch):
+    from roofline.torch import load_factory
+
+    (tmp_path / "capture_exits_example.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "capture_interrupted_example.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit):
+        load_factory("capture_exits_example:f")
+    with pytest.raises(KeyboardInterrupt):
+        load_factory("capture_interrupted_example:f")
 
 
 def test_compare_captures_a_factory_and_the_batch_varying_commands_say_they_cannot(

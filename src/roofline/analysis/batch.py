@@ -106,7 +106,9 @@ class BatchAdvice(NamedTuple):
     alignment ``tier`` (``"preferred"``: the 128-byte tier, ``"multiple"``: the 16-byte rule)
     of ``multiple`` elements, or None when ``batch`` already does or no batch can.
     ``max_batch`` is set when ``batch`` does not fit in the device's memory: the largest batch
-    that does (0: none)."""
+    that does (0: none). ``captured`` is the batch a captured module ran at: its GEMMs' shapes
+    were recorded at that batch only, and which of their dimensions grow with it is not known
+    (``batch`` and ``limit`` None: nothing is claimed about another batch)."""
 
     batch: int | None
     ridge: float
@@ -115,12 +117,19 @@ class BatchAdvice(NamedTuple):
     tier: str = ""
     multiple: int = 0
     max_batch: int | None = None
+    captured: int | None = None
 
 
 def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
-                 max_batch: int | None = None) -> BatchAdvice:
+                 max_batch: int | None = None, captured: int | None = None) -> BatchAdvice:
     """The minimum compute-bound batch for a memory-bound GEMM, and what it takes to align;
-    marked (``max_batch``) when that batch does not fit in memory (above ``max_batch``)."""
+    marked (``max_batch``) when that batch does not fit in memory (above ``max_batch``). A GEMM
+    of a module ``captured`` at a batch gets no batch: a capture records each GEMM's shape at
+    its one batch, not which dimension is the batch (an M of 64 at batch 64 may be the batch or
+    a layer's width), so its ``batch_dims`` say none and would read as a shape no batch changes.
+    """
+    if captured is not None:
+        return BatchAdvice(None, ridge, captured=captured)
     # A deep model repeats a few shapes thousands of times: the advice is computed once per
     # shape and precision and shared (a 100,000-layer report held about 1 GB of copies). The
     # key is every field but the GEMM's name and place (building a Gemm per lookup cost more

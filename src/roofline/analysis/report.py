@@ -341,11 +341,13 @@ def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
 
 
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
-                 max_batch: int | None = None, weights_from_dram: bool = False) -> GemmResult:
+                 max_batch: int | None = None, weights_from_dram: bool = False,
+                 captured_batch: int | None = None) -> GemmResult:
     """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype, with its alignment
     notes, its tile/wave quantization and, when memory-bound, what a larger batch does (data;
     ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences), marked when
-    that batch is above ``max_batch``, the largest whose step fits in memory; with
+    that batch is above ``max_batch``, the largest whose step fits in memory, and not judged
+    for a GEMM of a module captured at ``captured_batch`` (``batch.batch_advice``); with
     ``weights_from_dram`` its kept operands are read from DRAM even when it fits in the cache
     (``analysis.residency``). With
     ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
@@ -370,7 +372,8 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
         partials = tiles.split_k.extra_bytes / bandwidth if tiles.split_k else 0.0
-    more = batch_advice(gemm, ridge, rule, max_batch) if which == "memory" else None
+    more = (batch_advice(gemm, ridge, rule, max_batch, captured_batch)
+            if which == "memory" else None)
     predicted = predict_gemm(gemm, hardware, tiles, weights_from_dram)
     # work / attainable: the roofline time (roof.roofline_time_s), less any quantization loss,
     # and no shorter than the traffic split-K adds to the GEMM's bytes; the rate reported is
@@ -421,6 +424,7 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     memory = memory_of(network, hardware)
     residency = residency_of(memory, hardware)
     fits = memory.max_batch if max_batch is None else max_batch
+    captured = network.captured_batch  # a captured module's GEMMs: no batch judged
     # a repeat's copies are analyzed once: the results of its first copy stand for the rest;
     # and GEMMs of one shape (Gemm.shape_key) once: a deep model has few distinct shapes
     seen: dict[tuple[object, ...], GemmResult] = {}
@@ -430,7 +434,7 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
         found = seen.get(key)
         if found is None:
             found = seen[key] = analyze_gemm(gemm, hardware, quantization, fits,
-                                             residency.from_dram)
+                                             residency.from_dram, captured)
             return found
         return _as_gemm(found, gemm)
 

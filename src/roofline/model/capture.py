@@ -8,7 +8,8 @@ a dispatch mode sees each aten op below autograd, and a function mode above it t
 autograd node with the module that made it, so that a backward op is charged to the module
 whose forward created it (``torch.utils.module_tracker`` names the module in the forward).
 
-- GEMMs: ``mm``, ``addmm`` (M, N, K from the operands), ``bmm``, ``baddbmm`` (batch_count),
+- GEMMs: ``mm``, ``addmm`` (M, N, K from the operands), ``bmm``, ``baddbmm`` (batch_count;
+  an operand broadcast along the batch, a stride of 0, is one matrix read once: ``_broadcast``),
   ``convolution`` and ``convolution_backward`` of 2-D convolutions, whose GEMMs are the ones a
   ``conv2d`` layer of model.yaml gives (NVIDIA's implicit-GEMM shapes, tensor bytes): the same
   layer code makes them. In the backward, a GEMM whose output has the shape of one of its
@@ -19,9 +20,12 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
 - ``scaled_dot_product_attention`` with ``attention="flash"`` (the default) is one fused op, as
   FlashAttention runs it (FLOPs 4 B H Sq Sk D forward, 10/4 of that backward, halved when
   causal; bytes Q, K, V, O read or written once, and, training, the fp32 log-sum-exp per query
-  row written forward and read backward): the same op a transformer layer gives. With
+  row written forward and read backward): the same op a transformer layer gives, wherever it
+  is called from (from inside a torch function too, as ``nn.MultiheadAttention`` with
+  ``need_weights=False`` calls it: ``_attention_seen``). With
   ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
-  softmax.
+  softmax. ``nn.MultiheadAttention`` with ``need_weights=True`` (its default) calls none: torch
+  computes the scores itself to return them (bmm, softmax, bmm), and they are recorded so.
 - Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
   written once; a view moves nothing and is left out), its FLOPs from ``FLOPS_PER_ELEMENT``;
   an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``. An
@@ -149,6 +153,7 @@ class _Recorder:
     # other bytes, summed over the parameters
     gemm_dtypes: dict[str, int] = field(default_factory=dict)  # A's dtype -> GEMMs on it
     in_attention: int = 0  # inside torch's own (math) attention: its upcast GEMMs not counted
+    handling: int = 0  # torch functions the function mode is running, itself off inside them
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -404,7 +409,6 @@ def _flatten(out: Any) -> Iterator[Any]:
 @contextmanager
 def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
     import torch
-    import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -413,18 +417,22 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
         deepest = max(names, key=len, default=rec.root)
         return deepest.split(".", 1)[1] if "." in deepest else ""
 
+    sdpa = torch._C._nn.scaled_dot_product_attention  # F's, the function the mode sees
+
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
                                kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
-            if func is F.scaled_dot_product_attention and rec.flash:
+            if func is sdpa and rec.flash:
                 return _fused_attention(rec, current(), *args, **kwargs)
-            naive = func is F.scaled_dot_product_attention
+            naive = func is sdpa
             rec.in_attention += naive  # torch's math attention runs its GEMMs in fp32 on meta
+            rec.handling += 1
             try:
                 out = func(*args, **kwargs)
             finally:
                 rec.in_attention -= naive
+                rec.handling -= 1
             if not tracker.is_bw:
                 _tag([o.grad_fn for o in _flatten(out) if isinstance(o, torch.Tensor)],
                      current())
@@ -451,9 +459,36 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
                 _record(rec, op, args, out, current, kwargs)
             return out
 
-    with Functions(), Dispatch():
+    functions = Functions()
+    with _attention_seen(rec, functions), functions, Dispatch():
         yield
 
+
+@contextmanager
+def _attention_seen(rec: _Recorder, mode: Any) -> Iterator[None]:
+    """``F.scaled_dot_product_attention`` seen by the function ``mode`` wherever it is called
+    from. The mode is off while it runs a torch function (``handle_torch_function`` pops it), so
+    an attention that torch's own Python code calls from inside one would go unseen, run as the
+    math fallback the meta device picks: ``F.multi_head_attention_forward`` (nn.MultiheadAttention
+    with ``need_weights=False``, nn.TransformerEncoderLayer's) calls it by its module-level
+    name. That name is replaced while inside (and given back after): called where the mode is
+    off (``rec.handling``), it puts the mode back for the call, which the mode then sees as any
+    other; called where the mode is on, the mode sees the call already."""
+    import torch.nn.functional as F
+
+    named = F.scaled_dot_product_attention  # torch's, or whatever replaced it
+
+    def attention(*args: Any, **kwargs: Any) -> Any:
+        if not rec.handling:
+            return named(*args, **kwargs)
+        with mode:
+            return named(*args, **kwargs)
+
+    F.scaled_dot_product_attention = attention
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = named
 
 def _metadata(node: Any) -> dict[str, Any]:
     """An autograd node's metadata dict (a property; torch's stubs call it a method)."""
@@ -557,7 +592,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # every use in a step that keeps more than the cache (analysis.residency)
         kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
         gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
-                         int(g), b_operand=kept, rows=_rows(a, b))
+                         int(g), tensors=_broadcast(a, b), b_operand=kept, rows=_rows(a, b))
         if op in ("mm", "bmm") or (kwargs or {}).get("beta", 1) == 0:
             return [gemm]
         return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
@@ -593,6 +628,24 @@ def _softmax_row(op: str, args: Sequence[Any]) -> int:
     if x.dim() == 0 or dim not in (-1, x.dim() - 1):
         return 0
     return int(x.shape[-1])
+
+
+def _broadcast(a: Any, b: Any) -> tuple[int, int, int] | None:
+    """The elements of A, B and C (``GemmShape.tensors``) of a batched GEMM whose A (g, m, k) or
+    B (g, k, n) is broadcast along the batch, a batch stride of 0: one matrix in memory that
+    every one of the g products reads, so counted once, not g times; None when neither is (the
+    matrices themselves). torch.matmul makes one where it cannot fold a 3-D input into a 2-D
+    GEMM without a copy (a transposed view, such as nn.MultiheadAttention's batch_first input,
+    with a weight that needs no gradient): it expands the weight along the batch and runs bmm,
+    which cuBLAS runs as a strided batched GEMM with a stride of 0 on it. Recorded as that bmm
+    (g products of m x n x k: its tiles and waves are the ones it runs), not as the one 2-D GEMM
+    a copy would have allowed. As with grouped-query attention's shared K and V, which
+    ``tensors`` states too, ``analysis.alignment`` then checks no row's bytes of it."""
+    if a.dim() != 3 or a.shape[0] == 1 or (a.stride(0) and b.stride(0)):
+        return None
+    g, m, k, n = (int(d) for d in (a.shape[0], a.shape[1], a.shape[2], b.shape[-1]))
+    return (m * k if not a.stride(0) else g * m * k, k * n if not b.stride(0) else g * k * n,
+            g * m * n)
 
 
 def _rows(a: Any, b: Any) -> tuple[int, int, int]:
@@ -733,7 +786,11 @@ def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, .
     parameter is called with it (its inputs then have that batch); one without is called as is,
     and its capture refuses another batch than its inputs' (``Captured``). The module is looked
     up in the current directory first, as ``python -c`` would (an installed console script's
-    ``sys.path`` lacks it), then on ``sys.path``."""
+    ``sys.path`` lacks it), then on ``sys.path``. Each way it can fail is one line
+    (``CaptureError``) that says which: the module not found; found, but its import raising
+    (a ``SyntaxError``, an import-time ``1/0``, an ``AttributeError`` or a failed import of its
+    own: the error, its file and line); imported, but without the callable.
+    ``KeyboardInterrupt`` and ``SystemExit`` pass through."""
     with _cwd_importable():
         return _load_factory(spec, batch)
 
@@ -761,12 +818,15 @@ def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
 
     path, _, attr = spec.partition(":")
     try:
-        factory = getattr(importlib.import_module(path), attr)
-    except ImportError as exc:
-        raise CaptureError(f"{spec}: cannot import {path} ({exc}; looked in the current "
-                           f"directory and on sys.path)") from None
-    except AttributeError:
-        raise CaptureError(f"{spec}: {path} has no {attr}") from None
+        found = importlib.import_module(path)
+    except Exception as exc:  # the module's own code failing; KeyboardInterrupt, SystemExit pass
+        if _not_found(exc, path):
+            raise CaptureError(f"{spec}: cannot import {path} ({exc}; looked in the current "
+                               f"directory and on sys.path)") from None
+        raise CaptureError(f"{spec}: importing {path} failed: {_raised(exc)}") from None
+    if not hasattr(found, attr):  # looked up apart: the import's errors are its own
+        raise CaptureError(f"{spec}: {path} has no {attr}")
+    factory = getattr(found, attr)
     if not callable(factory):
         raise CaptureError(f"{spec}: {attr} is not callable")
     try:
@@ -783,3 +843,28 @@ def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
                            f"{type(made).__name__}")
     module, inputs = made
     return module, inputs if isinstance(inputs, tuple) else (inputs,)
+
+
+def _not_found(exc: Exception, path: str) -> bool:
+    """Whether ``exc`` says that ``path`` itself (or a package above it) is nowhere to be
+    found, rather than that the module, found, failed as it ran (a ``SyntaxError``, an
+    import-time ``1/0``, an ``AttributeError``, or an import of its own that failed)."""
+    name = getattr(exc, "name", None)
+    return (isinstance(exc, ModuleNotFoundError) and name is not None
+            and (path == name or path.startswith(f"{name}.")))
+
+
+def _raised(exc: BaseException) -> str:
+    """``exc`` as one line for a message: its type, its text and where it was raised (the
+    file and line: a ``SyntaxError``'s own, else the innermost frame outside importlib's)."""
+    import traceback
+
+    if isinstance(exc, SyntaxError):
+        text, file, line = exc.msg, exc.filename, exc.lineno
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not f.filename.startswith("<frozen ")]
+        text = str(exc)
+        file, line = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
+    where = f" ({file}, line {line})" if file else ""
+    return f"{type(exc).__name__}: {' '.join(text.split())[:300]}{where}"

@@ -68,8 +68,9 @@ class GemmShape(NamedTuple):
     convolution's N.P.Q: NVIDIA's channel rule leaves the batch and the image size free).
     ``tensors`` (None: the matrices themselves) are the element counts of A, B and C over all
     ``batch_count`` GEMMs, when the kernel reads and writes tensors smaller than its matrices
-    (a convolution's input map, not its unfolded matrix). ``b_operand`` says what B is when the
-    model may store it in its own format: ``"weight"`` (a weight matrix: forward and
+    (a convolution's input map, not its unfolded matrix; K and V that query heads share; a
+    captured operand broadcast along the batch, one matrix for all). ``b_operand`` says what B
+    is when the model may store it in its own format: ``"weight"`` (a weight matrix: forward and
     data-gradient GEMMs of a weighted layer), ``"kv"`` (K or V read from the KV cache: naive
     attention in decode), else ``""``. ``rows`` gives the dimension each of A, B and C runs
     along in memory (0 M, 1 N, 2 K) where the pass's convention (``PASS_ROWS``) does not hold:

@@ -52,6 +52,10 @@ _TIER = {"preferred": "the 128-byte tier", "multiple": "the 16-byte rule"}
 
 def batch_text(advice: BatchAdvice) -> str:
     """What a larger batch does for a memory-bound GEMM."""
+    if advice.captured is not None:
+        return (f"captured at batch {advice.captured}: which of its dimensions grow with the "
+                f"batch is not recorded; capture it at another batch (a factory with a batch "
+                f"parameter) to see how it scales")
     if advice.batch is None:
         if advice.limit is None:
             return "its shape does not depend on the batch; a larger batch does not help"
