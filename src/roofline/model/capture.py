@@ -490,6 +490,7 @@ def _attention_seen(rec: _Recorder, mode: Any) -> Iterator[None]:
     finally:
         F.scaled_dot_product_attention = named
 
+
 def _metadata(node: Any) -> dict[str, Any]:
     """An autograd node's metadata dict (a property; torch's stubs call it a method)."""
     return cast(dict[str, Any], node.metadata)
