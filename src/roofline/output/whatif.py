@@ -12,7 +12,7 @@ from ..units import seconds, si, times
 from .advice import config_warnings, past_context_text
 from .json import to_json
 from .report import (
-    LAYER_WIDTH,
+    LAYER_COLUMN,
     PASS_SHORT,
     compact_names,
     precision_text,
@@ -21,7 +21,7 @@ from .report import (
     step_line,
     step_text,
 )
-from .table import aligned, markdown
+from .table import Fit, aligned, markdown
 from .times import STEP_ROOF_TEXT, basis_sentence
 
 if TYPE_CHECKING:
@@ -257,7 +257,7 @@ def _gemm_rows(c: Comparison) -> list[list[str]]:
             if r is not c.baseline:
                 cell += f" {times(result.time_s / other.time_s)}"
             cells.append(cell)
-        rows.append([g.name, g.layer[:LAYER_WIDTH], PASS_SHORT[g.pass_], str(g.m), str(g.n),
+        rows.append([g.name, g.layer, PASS_SHORT[g.pass_], str(g.m), str(g.n),
                      str(g.k), *cells])
     return rows
 
@@ -311,11 +311,13 @@ def _slowed_names(names: list[str], count: int) -> str:
     return compact_names(names, 8) + more
 
 
-def comparison_table(c: Comparison) -> str:
+def comparison_table(c: Comparison, width: int | None = None) -> str:
     """Devices (step time, speedup), then per GEMM ``time bound speedup`` on each device
-    (m / c: memory- or compute-bound), why, and the verdict."""
+    (m / c: memory- or compute-bound), why, and the verdict; the GEMM table's layer names cut
+    to fit ``width`` characters where it is given (``report.View.width``)."""
+    fit = None if width is None else Fit(width, LAYER_COLUMN)
     out = [*_compare_header(c), "", *aligned(*_split(_device_rows(c)), {0, 1}), "",
-           *aligned(*_split(_gemm_rows(c)), {0, 1, 2}),
+           *aligned(*_split(_gemm_rows(c)), {0, 1, 2}, fit),
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
            *_hidden_note(c), "",
            *_why_lines(c), *slow_kernel_lines(c), "", f"verdict: {verdict_text(c)}"]
