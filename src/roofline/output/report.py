@@ -21,7 +21,7 @@ from ..units import seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
 from .scaling import scaling_lines
-from .table import Fit, aligned_lines, aligned_shared, markdown_lines
+from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_text
 
 if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
@@ -603,7 +603,7 @@ def _time_section(report: Report, gemms: Shown | Sequence[Any], as_markdown: boo
     lines = time_lines(report) if as_markdown else [
         part for line in time_lines(report) for part in textwrap.wrap(
             line, width=100, subsequent_indent="  ", break_on_hyphens=False)]
-    yield from ["", *(f"{line}  " if as_markdown else line for line in lines), ""]
+    yield from ["", *(f"{markdown_text(line)}  " if as_markdown else line for line in lines), ""]
     yield from table
 
 
@@ -744,12 +744,13 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     end = ["", totals_line(report)] + (["", memory] if memory else []) + [
         "", step_line(report)] + (["", generated] if generated else []) + (
         ["", note] if note else [])
+    end = list(map(markdown_text, end))
     scaling = _scaling_lines(report)
-    end += ["", "```", *scaling[1:], "```"] if scaling else []
+    end += ["", "```", *scaling[1:], "```"] if scaling else []  # a code block: shown as it is
     notes = _notes(report, gemms)
     if notes:
-        end += ["", *(f"- {note.strip()}" for note in notes)]
-    yield from [_header(report).replace("\n", "  \n"), ""]
+        end += ["", *(f"- {markdown_text(note.strip())}" for note in notes)]
+    yield from [markdown_text(_header(report)).replace("\n", "  \n"), ""]
     yield from markdown_lines(_COLUMNS, ((name, layer, *tails[key])
                                          for name, layer, key in rows), _LEFT_COLUMNS)
     if ops:

@@ -1,8 +1,10 @@
 """The one table renderer: rows of text cells as an aligned plain-text table or a Markdown one.
-Every table the CLI prints (analyze, compare, sweep, hw list) goes through here."""
+Every table the CLI prints (analyze, compare, sweep, hw list) goes through here, and every line
+of Markdown prose through ``markdown_text``: the one place Markdown is escaped."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -129,16 +131,42 @@ def aligned_shared(header: Sequence[str], rows: Iterable[Sequence[Any]],
     yield from (line(*row[:-1], padded[row[-1]]).rstrip() for row in rows)
 
 
+_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_CELL = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|"})
+_MARKUP = re.compile("[&<>]")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as a line of Markdown shows it: ``&``, ``<`` and ``>`` written as HTML entities.
+    Markdown passes HTML through, so a model named ``<script>...</script>`` or a layer
+    ``fc<2>`` would be markup on the rendered page (run, or swallowed as an unknown tag);
+    escaped, it reads as typed. Not for a fenced code block, whose text is shown as it is
+    (an entity there would read ``&lt;``)."""
+    return text.translate(_ENTITIES)
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` as a Markdown table's cell: ``markdown_text``, and ``|`` as ``\\|``, which
+    would end the cell (a layer ``fc|1`` split its row into one cell more than the header)."""
+    return text.translate(_CELL)
+
+
 def markdown(header: Sequence[str], rows: Iterable[Sequence[str]],
              left: Collection[int]) -> list[str]:
     """A Markdown table: columns in ``left`` left-aligned (``---``), the others right-aligned
-    (``--:``)."""
+    (``--:``); every cell escaped (``markdown_cell``)."""
     return list(markdown_lines(header, rows, left))
 
 
 def markdown_lines(header: Sequence[str], rows: Iterable[Sequence[str]],
                    left: Collection[int]) -> Iterator[str]:
-    """``markdown``'s lines one by one, made as they are read (a deep model's 300,000 rows)."""
-    yield "| " + " | ".join(header) + " |"
+    """``markdown``'s lines one by one, made as they are read (a deep model's 300,000 rows:
+    a row whose cells hold nothing to escape, nearly every one, is joined once and checked
+    whole, not cell by cell)."""
+    yield "| " + " | ".join(map(markdown_cell, header)) + " |"
     yield "|" + "|".join("---" if i in left else "--:" for i in range(len(header))) + "|"
-    yield from ("| " + " | ".join(row) + " |" for row in rows)
+    for row in rows:
+        joined = " | ".join(row)
+        if joined.count("|") != len(row) - 1 or _MARKUP.search(joined):
+            joined = " | ".join(map(markdown_cell, row))
+        yield f"| {joined} |"

@@ -21,7 +21,7 @@ from .report import (
     step_line,
     step_text,
 )
-from .table import Fit, aligned, markdown
+from .table import Fit, aligned, markdown, markdown_text
 from .times import STEP_ROOF_TEXT, basis_sentence
 
 if TYPE_CHECKING:
@@ -325,13 +325,16 @@ def comparison_table(c: Comparison, width: int | None = None) -> str:
 
 
 def comparison_markdown(c: Comparison) -> str:
-    out = ["  \n".join(_compare_header(c)), "", *markdown(*_split(_device_rows(c)), {0, 1}), "",
+    """``comparison_table`` as Markdown: its tables as Markdown's, its sentences escaped
+    (``table.markdown_text``), the why nested as in the text and the verdict in bold."""
+    out = ["  \n".join(map(markdown_text, _compare_header(c))), "",
+           *markdown(*_split(_device_rows(c)), {0, 1}), "",
            *markdown(*_split(_gemm_rows(c)), {0, 1, 2}), "",
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
-           *_hidden_note(c), "",
-           *(f"{'  ' if line.startswith(' ') else ''}- {line.strip()}"  # nested as in the text
+           *map(markdown_text, _hidden_note(c)), "",
+           *(f"{'  ' if line.startswith(' ') else ''}- {markdown_text(line.strip())}"  # nested
              for line in (*_why_lines(c), *slow_kernel_lines(c))), "",
-           f"**{verdict_text(c)}**"]
+           f"**{markdown_text(verdict_text(c))}**"]
     return "\n".join(out) + "\n"
 
 
@@ -522,8 +525,10 @@ def sweep_table(s: Sweep) -> str:
 
 
 def sweep_markdown(s: Sweep) -> str:
-    out = ["  \n".join(sweep_header(s)), "", *markdown(*_split(_sweep_rows(s)), _left(s))]
-    for line in transition_lines(s):
+    """``sweep_table`` as Markdown, its sentences escaped (``table.markdown_text``)."""
+    out = ["  \n".join(map(markdown_text, sweep_header(s))), "",
+           *markdown(*_split(_sweep_rows(s)), _left(s))]
+    for line in map(markdown_text, transition_lines(s)):
         out += ["", line[0].upper() + line[1:], ""] if not line.startswith(" ") else [
             f"- {line.strip()}"]
     return "\n".join(out) + "\n"
