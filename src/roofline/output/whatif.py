@@ -394,9 +394,12 @@ def seq_fit_text(max_seq: int | None, batch: int | None, context: bool = False) 
 
 def no_fit_label(limit: int, axis: str = "batch", context: bool = False) -> str:
     """A sweep chart's label for the batches (or seqs) whose step does not fit in memory, or
-    (``context``) the seqs past the model's context, the memory limit lying beyond it."""
+    (``context``) the seqs past the model's context, the memory limit lying beyond it; where
+    none fits (``limit`` 0), it says so (not ``batch > 0``, as if batch 0 did)."""
     if context:
         return f"past the model's context (seq > {limit})"
+    if not limit:
+        return f"does not fit in memory (no {axis} fits)"
     return f"does not fit in memory ({axis} > {limit})"
 
 

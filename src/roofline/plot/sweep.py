@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import PlotError
 from ..units import three_digits
-from .data import as_reports, main_roof, series_label, sweep_series
+from .data import as_reports, main_roof, no_fit_span, series_label, sweep_series
 from .figure import legend_below, new_axes
 
 if TYPE_CHECKING:
@@ -59,10 +59,12 @@ def _mark_no_fit(ax: Axes, items: list[Report], batches: list[int], axis: str) -
     limit = None if memory is None else memory.max_seq if axis == "seq" else memory.max_batch
     if limit is None or all(r.memory and r.memory.fits for r in items):
         return
-    start = max(limit, batches[0] / 1.5)
+    span = no_fit_span(batches, limit)
+    if span is None:
+        return
     context = axis == "seq" and memory is not None and memory.seq_limit == "context"
-    ax.axvspan(start, batches[-1] * 1.5, color="#888888", alpha=0.18, lw=0,
-               gid="sweep-no-fit", label=no_fit_label(limit, axis, context))
+    ax.axvspan(*span, color="#888888", alpha=0.18, lw=0, gid="sweep-no-fit",
+               label=no_fit_label(limit, axis, context))
 
 
 def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],

@@ -1,0 +1,52 @@
+"""What the sweep, compare and plan charts draw says what it is: the does-not-fit shading starts
+past the last batch that fits, the compare bars are named the roofline's step time beside the
+predicted one, and a log axis is labelled in plain numbers however narrow its range."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from roofline.analysis.whatif import sweep  # noqa: E402
+from roofline.plot.data import no_fit_span  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
+MIXTRAL = ROOT / "examples" / "hf" / "mixtral-8x7b.json"
+
+
+def _patch(ax, gid):
+    found = [p for p in ax.patches if p.get_gid() == gid]
+    assert len(found) == 1, [p.get_gid() for p in ax.patches]
+    return found[0]
+
+
+def test_the_no_fit_span_starts_between_the_last_that_fits_and_the_next():
+    xs = [1, 2, 4, 8, 16]
+    assert no_fit_span(xs, 2) == (2.5, 24)  # batch 2 fits, 3 does not
+    assert no_fit_span(xs, 5) == (5.5, 24)  # between two swept batches: at its own limit
+    assert no_fit_span(xs, 0) == (1 / 1.5, 24)  # none fits: from before the first point
+    assert no_fit_span(xs, 16) is None and no_fit_span(xs, 20) is None
+
+
+def test_a_sweep_shades_past_the_last_batch_that_fits():
+    # Llama-2-7B training at seq 4096 on an H100 fits batch 2 (the table says so): the shading
+    # began at 2, on its point, under "batch > 2"
+    s = sweep(LLAMA, "h100", [1, 2, 4, 8, 16], seqs=[4096], mode="train")
+    assert s.max_batch == 2
+    shade = _patch(s.plot(), "sweep-no-fit")
+    assert shade.get_x() == 2.5 and shade.get_x() + shade.get_width() == 24
+    assert shade.get_label() == "does not fit in memory (batch > 2)"
+
+
+def test_a_sweep_where_no_batch_fits_says_so():
+    # Mixtral-8x7B's 93 GB of weights on an 80 GB H100: the label read "batch > 0"
+    s = sweep(MIXTRAL, "h100", [1, 2, 4], seqs=[4096], mode="inference", phase="decode")
+    assert s.max_batch == 0
+    shade = _patch(s.plot(), "sweep-no-fit")
+    assert shade.get_label() == "does not fit in memory (no batch fits)"
+    assert shade.get_x() == pytest.approx(1 / 1.5)
