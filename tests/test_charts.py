@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 
 from roofline.analysis.whatif import sweep  # noqa: E402
 from roofline.plot.data import no_fit_span  # noqa: E402
+from roofline.units import seconds, times  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
@@ -50,3 +51,51 @@ def test_a_sweep_where_no_batch_fits_says_so():
     shade = _patch(s.plot(), "sweep-no-fit")
     assert shade.get_label() == "does not fit in memory (no batch fits)"
     assert shade.get_x() == pytest.approx(1 / 1.5)
+
+
+def _compare_chart(devices, **overrides):
+    from roofline.analysis.whatif import compare
+
+    c = compare(ROOT / "examples" / "mlp-1024-4096-1000.yaml", devices, **overrides)
+    return c, c.plot()
+
+
+def test_the_compare_bars_are_named_the_roofline_and_the_prediction_is_drawn():
+    c, ax = _compare_chart(["a100", "h100"])
+    assert "roofline step time by device" in ax.get_title()
+    assert ax.get_xlabel().startswith("roofline step time (us), a lower bound; speedup over")
+    labels = ax.get_legend().get_texts()
+    assert [t.get_text() for t in labels] == [
+        "memory-bound roofline time (GEMMs and other ops)",
+        "compute-bound roofline time (GEMMs and other ops)",
+        "predicted step time (each device's own basis)"]
+    # one diamond a device, at its predicted time (in us) on its bar's row (the baseline on top)
+    marks = [a for a in ax.collections if a.get_gid() == "predicted-step"]
+    assert len(marks) == 1
+    predicted = [r.totals["predicted_time_s"] * 1e6 for r in c.reports]
+    assert marks[0].get_offsets().ravel().tolist() == pytest.approx(
+        [predicted[0], 1, predicted[1], 0])
+    # the axis holds the further of each bar and diamond, with room for the labels
+    assert ax.get_xlim()[1] == pytest.approx(max(predicted) * 1.45)
+    a100 = next(t for t in ax.texts if t.get_gid() == "bar-label:a100-sxm4-80gb")
+    h100 = next(t for t in ax.texts if t.get_gid() == "bar-label:h100-sxm5-80gb")
+    assert a100.get_text() == (f"roofline {seconds(c.reports[0].totals['time_s'])}  1.00x\n"
+                               f"predicted {seconds(c.reports[0].totals['predicted_time_s'])}"
+                               f"  1.00x")
+    assert h100.get_text().splitlines()[1] == (
+        f"predicted {seconds(c.reports[1].totals['predicted_time_s'])}  "
+        f"{times(c.predicted_speedup(c.reports[1]))}")
+
+
+def test_a_datasheet_device_has_no_predicted_diamond():
+    # a Xeon's datasheet entry predicts nothing beyond its roofline: no diamond, no line, and
+    # the others' predicted speedups (against it) are left out; its 26x span draws a log axis
+    c, ax = _compare_chart(["xeon-platinum-8380", "a100", "h100"])
+    assert ax.get_xscale() == "log"
+    (marks,) = [a for a in ax.collections if a.get_gid() == "predicted-step"]
+    assert [row for _, row in marks.get_offsets().tolist()] == [1, 0]  # a100, h100
+    xeon = next(t for t in ax.texts if t.get_gid() == "bar-label:xeon-platinum-8380")
+    assert "\n" not in xeon.get_text() and xeon.get_text().startswith("roofline ")
+    a100 = next(t for t in ax.texts if t.get_gid() == "bar-label:a100-sxm4-80gb")
+    assert a100.get_text().splitlines()[1] == (
+        f"predicted {seconds(c.reports[1].totals['predicted_time_s'])}")
