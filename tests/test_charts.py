@@ -99,3 +99,56 @@ def test_a_datasheet_device_has_no_predicted_diamond():
     a100 = next(t for t in ax.texts if t.get_gid() == "bar-label:a100-sxm4-80gb")
     assert a100.get_text().splitlines()[1] == (
         f"predicted {seconds(c.reports[1].totals['predicted_time_s'])}")
+
+
+@pytest.mark.parametrize("low, high, ticks", [
+    (1, 1000, [1, 10, 100, 1000]),  # three decades and more: decades
+    (0.6, 400, [1, 10, 100]),
+    (197, 5250, [200, 500, 1000, 2000, 5000]),  # under two decades: 1-2-5 (decades: 1000 alone)
+    (2.9, 17, [3, 5, 10]),  # 1-2-5 gives two: 1-2-3-5
+    (0.25, 0.9, [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]),  # every digit, written as typed
+    (2.1, 4.9, [3, 4]),  # the finest gives two: those
+    (1123, 1187, [1130, 1180]),  # none: the ends, rounded inwards to three digits
+])
+def test_a_log_axis_is_labelled_however_narrow(low, high, ticks):
+    from roofline.units import log_ticks
+
+    assert log_ticks(low, high) == ticks
+
+
+def _labels(axis):
+    """The labels of ``axis``'s major ticks inside its limits, as drawn."""
+    low, high = sorted(axis.get_view_interval())
+    format_ = axis.get_major_formatter()
+    return [format_(v, i) for i, v in enumerate(axis.get_major_locator()())
+            if low <= v <= high]
+
+
+def test_a_narrow_sweep_chart_labels_its_y_axis_in_plain_steps():
+    # Llama-2-7B training at seq 4096: intensities 1,300-3,600 FLOP/B and the ridge at 295,
+    # so y runs 295 / 1.5 = 197 to about 5,300: one decade's label ("1000") before
+    s = sweep(LLAMA, "h100", [1, 2, 4, 8, 16], seqs=[4096], mode="train")
+    ax = s.plot()
+    assert _labels(ax.yaxis) == ["200", "500", "1000", "2000", "5000"]
+    assert not any(ax.yaxis.get_minor_formatter()(v, 0) for v in (300, 3000))
+
+
+def test_the_plan_chart_labels_its_step_times_with_their_unit():
+    # Llama-2-7B's front at 8 and 16 H100s: 7.86 s and 3.93 s predicted, its roofline down to
+    # 3.21 s; matplotlib's margins make the axis 3.07 to 8.22 s, where decades put no label,
+    # 1-2-5 and 1-2-3-5 one (5): every second from 4 to 8 (labelled "4x10^0", "6x10^0" before)
+    from roofline.analysis.plan import make_fabric, plan_layouts
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.network import load_network
+    from roofline.plot import plot_plan
+
+    h100 = load_hardware("h100")
+    net = load_network(LLAMA).with_overrides(batch=256, seq=4096, mode="train")
+    plan = plan_layouts(net, h100, (8, 16), 256, make_fabric(h100), tp=(1,), pp=(1,),
+                        zero=(1,), micro_batch=(2,))
+    ax = plot_plan(plan)
+    assert [r.layout.gpus for r in plan.front] == [8, 16]
+    assert ax.get_ylabel() == "predicted step time per global batch"
+    low, high = sorted(ax.get_ylim())
+    assert 3 < low < 3.2 and 7.9 < high < 9
+    assert _labels(ax.yaxis) == ["4 s", "5 s", "6 s", "7 s", "8 s"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import PlotError
 from ..units import three_digits
 from .data import as_reports, main_roof, no_fit_span, series_label, sweep_series
-from .figure import legend_below, new_axes
+from .figure import label_log_axis, legend_below, new_axes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -71,7 +71,7 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
                  span: tuple[float, float], axis: str = "batch") -> None:
     """The limit line (ridge or peak), log axes (batch in powers of 2, each batch a tick), axis
     names, the title (the step and precision in output/'s words) and the legend."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     from ..output.report import precision_text, step_text
 
@@ -85,10 +85,8 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     ax.set_ylim(min(span[0], level) / 1.5, max(span[1], level) * 1.5)
     ax.xaxis.set_major_locator(FixedLocator(batches))
     ax.xaxis.set_minor_locator(NullLocator())
-    plain = FuncFormatter(lambda value, _pos: f"{value:g}")
-    ax.xaxis.set_major_formatter(plain)
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    label_log_axis(ax.yaxis, three_digits)
     ax.set_xlabel("batch size" if axis == "batch" else "sequence length (tokens)")
     ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
                   else "attainable throughput (TFLOP/s)")
