@@ -26,10 +26,13 @@ def _forget_user_entries() -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_user_hwdb(tmp_path, monkeypatch):
-    """Point $ROOFLINE_HWDB at an empty temp dir so the user's own entries never leak in."""
+    """Point $ROOFLINE_HWDB at an empty temp dir so the user's own entries never leak in; and
+    no $COLUMNS, which cuts a table's layer names to the width it gives (an exported one would
+    change what the tests read)."""
     folder = tmp_path / "user-hwdb"
     folder.mkdir()
     monkeypatch.setenv(database.ENV_VAR, str(folder))
+    monkeypatch.delenv("COLUMNS", raising=False)
     _forget_user_entries()
     yield folder
     _forget_user_entries()

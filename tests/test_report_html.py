@@ -302,3 +302,59 @@ def test_a_sweep_page_says_what_its_step_times_are_and_ends_with_the_step_verdic
     assert ("<p>step: compute-bound from batch 168 (the whole step&#x27;s FLOP time reaches "
             "its byte time)</p>") in page
     assert "<h3>Step:" not in page
+
+
+def _sweep_charts(page: str) -> str:
+    """The sweep page's charts and their captions (before its table)."""
+    return page[page.index("<h2>Throughput and bound</h2>"):page.index("<h2>Steps</h2>")]
+
+
+def test_a_sweeps_throughput_chart_draws_the_prediction_it_has():
+    """The throughput chart drew the roofline's samples/s only, beside a table whose predicted
+    column differs (an A100's fitted prediction of the MLP); now both, named in a key."""
+    from roofline.analysis.predict import basis_of
+    from roofline.analysis.whatif import sweep
+    from roofline.output.html import sweep_page
+    from roofline.units import seconds, si
+
+    s = sweep(MLP, "a100-sxm4-80gb", [1, 64])
+    assert basis_of(s.hardware) == "fitted"
+    charts = _sweep_charts(sweep_page(s))
+    page = parse(charts)
+    assert charts.count('<polyline class="curve"') == 2  # throughput and memory-bound share
+    assert charts.count('<polyline class="curve pred"') == 1
+    predicted = [a for a in page.points() if a["class"] == "pt p"]
+    assert len(predicted) == 2  # one a batch, in the throughput chart only
+    tips = "\n".join(page.titles)
+    for r in s.reports:
+        p = r.totals["predicted_time_s"]
+        assert f"batch {r.batch}\npredicted step {seconds(p)}, {si(r.batch / p, 'samples/s')}" \
+            in tips
+        assert f"batch {r.batch}\nroofline step {seconds(r.totals['time_s'])}" in tips
+    assert ">roofline</text>" in charts and ">predicted (fitted)</text>" in charts  # the key
+    assert ("Throughput: the roofline&#x27;s, an upper bound (its step time a lower bound), "
+            "and the predicted, on the entry&#x27;s fitted basis.") in charts
+
+
+def test_a_datasheet_sweep_draws_one_throughput_line_and_says_why():
+    from roofline.analysis.whatif import sweep
+    from roofline.output.html import sweep_page
+
+    charts = _sweep_charts(sweep_page(sweep(MLP, "xeon-platinum-8380", [1, 64], dtype="fp32")))
+    assert "curve pred" not in charts and 'class="pt p"' not in charts
+    assert "a datasheet entry predicts nothing beyond it" in charts
+    assert ">roofline</text>" in charts  # its key names the line drawn
+
+
+def test_a_sweep_caption_speaks_of_dashed_lines_only_where_they_are_drawn():
+    """Llama-2-7B decode at batch 1 on an H100: no GEMM turns compute-bound at any swept
+    seq (a token a sequence), so no line is drawn; the caption said "Dashed lines: ..."."""
+    from roofline.analysis.whatif import sweep
+    from roofline.output.html import sweep_page
+
+    s = sweep(LLAMA, "h100", [1], seqs=[128, 1024, 4096], mode="inference", phase="decode")
+    charts = _sweep_charts(sweep_page(s))
+    assert 'class="mark"' not in charts and "Dashed lines" not in charts
+    assert "No GEMM turns compute-bound within the swept seqs" in charts
+    charts = _sweep_charts(sweep_page(sweep(MLP, "a100-sxm4-80gb", [1, 4096])))
+    assert 'class="mark"' in charts and "Dashed lines: the batch at which" in charts

@@ -100,6 +100,24 @@ def _command() -> str:
     return shlex.join(["roofline", *click.get_current_context().meta.get(_ARGV, [])])
 
 
+def _terminal_width() -> int | None:
+    """The characters a line of a plain-text table has: ``$COLUMNS`` where it is set to a
+    positive number (asked for, a pipe included), else the width of the terminal stdout writes
+    to; None where stdout is no terminal (a pipe, a file: nothing is cut, a reader there has
+    no edge and may want every name whole, ``grep`` the full layer name)."""
+    import os
+    import shutil
+
+    given = os.environ.get("COLUMNS", "")
+    if given.isascii() and given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):  # replaced by something without it, or closed
+        return None
+    return shutil.get_terminal_size().columns if terminal else None
+
+
 def _render(formats: dict, fmt: str, result) -> str:
     """A compare or sweep result in ``fmt``; an HTML page also names the command."""
     return formats[fmt](result, command=_command()) if fmt == "html" else formats[fmt](result)
@@ -388,7 +406,8 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
                      stream_input, host_link, workers, interconnect) for spec in specs]
     from .output.report import View, check_listed
 
-    check_listed(reports, fmt, View(gemms_only, expand))  # before anything is timed
+    view = View(gemms_only, expand, _terminal_width() if fmt == "table" else None)
+    check_listed(reports, fmt, view)  # before anything is timed
     if measure:
         from .analysis.measure import check_budget, check_measurable, measure_report
 
@@ -396,25 +415,23 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
             check_measurable(report)
             check_budget(report, measure_budget)
         reports = [measure_report(r, _progress, budget_s=measure_budget) for r in reports]
-    from .output.report import View
-
     if fmt == "json" and len(reports) == 1:
         _stream_json(reports[0])
     elif fmt == "csv":
         from .output.report import csv_chunks
 
         with _Chunked() as out:  # made row by row: a deep model's CSV is 200 MB
-            for chunk in csv_chunks(reports, View(gemms_only, expand)):
+            for chunk in csv_chunks(reports, view):
                 out.write(chunk)
     elif fmt in ("table", "markdown") and len(reports) == 1:
         from .output.report import report_markdown_lines, report_table_lines
 
         lines = report_table_lines if fmt == "table" else report_markdown_lines
         with _Chunked() as out:  # made line by line: a deep model's table is 60 MB
-            for line in lines(reports[0], View(gemms_only, expand)):
+            for line in lines(reports[0], view):
                 out.write(f"{line}\n")
     else:
-        click.echo(_render_reports(reports, fmt, View(gemms_only, expand)), nl=False)
+        click.echo(_render_reports(reports, fmt, view), nl=False)
     _write_plot(plot, lambda charts: charts.plot_roofline(reports))
 
 
@@ -561,7 +578,12 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: str | None,
     network = load_model(model, **{key: overrides.get(key) for key in _CAPTURE_SETTINGS})
     result = run_compare(network, [resolve_hardware(hw, _progress, library) for hw in hardware],
                          quantization=quantization, **overrides)
-    click.echo(_render(COMPARE_FORMATS, fmt, result), nl=False)
+    if fmt == "table":  # its GEMM table's layer names cut to the terminal's width
+        from .output.whatif import comparison_table
+
+        click.echo(comparison_table(result, _terminal_width()), nl=False)
+    else:
+        click.echo(_render(COMPARE_FORMATS, fmt, result), nl=False)
     _write_plot(plot, lambda charts: result.plot())
 
 
@@ -707,7 +729,7 @@ def plan(model: Path, hardware: str, gpus: str, tp: str | None, pp: str | None,
 
         click.echo(f"\none GPU of {best.layout.label}: its shard at micro-batch "
                    f"{best.layout.micro_batch}")
-        click.echo(report_table(best.report, View()), nl=False)
+        click.echo(report_table(best.report, View(width=_terminal_width())), nl=False)
     _write_plot(plot, lambda charts: charts.plot_plan(result))
 
 

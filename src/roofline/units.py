@@ -88,3 +88,33 @@ def nice_above(value: float) -> float:
     """The smallest of 1, 2, 5 x 10^k at or above ``value``."""
     decade = 10.0 ** math.floor(math.log10(value))
     return min(step * decade for step in (1, 2, 5, 10) if step * decade >= value * (1 - 1e-12))
+
+
+#: The mantissas a log axis labels, coarsest first: decades, 1-2-5, then finer.
+LOG_STEPS = ((1,), (1, 2, 5), (1, 2, 3, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9))
+
+
+def log_ticks(low: float, high: float, least: int = 3) -> list[float]:
+    """The values a log axis from ``low`` to ``high`` labels: the coarsest steps of
+    ``LOG_STEPS`` that put ``least`` labels on it (the finest where none does). Decades alone
+    leave an axis under a decade one label or none (a sweep's intensity from 200 to 6000
+    read "1000" only); ``log_ticks(200, 6000) == [200, 500, 1000, 2000, 5000]``. An axis too
+    narrow for two of even the finest (1100 to 1900) is labelled at its ends, rounded inwards
+    to the fewest digits that keep them apart (``[1100, 1900]``)."""
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    inside: list[float] = []
+    for steps in LOG_STEPS:
+        # a mantissa times 10^e as 10^e writes it: 3e-1 is 0.3, not 0.30000000000000004
+        values = [float(f"{step}e{e}") for e in range(first, last + 1) for step in steps]
+        inside = [v for v in values if low * (1 - 1e-9) <= v <= high * (1 + 1e-9)]
+        if len(inside) >= least:
+            return inside
+    if len(inside) >= 2:
+        return inside
+    for digits in range(2, 16):
+        unit = 10.0 ** (math.floor(math.log10(high)) + 1 - digits)
+        ends = (math.ceil(low / unit * (1 - 1e-12)) * unit,
+                math.floor(high / unit * (1 + 1e-12)) * unit)
+        if ends[0] < ends[1]:
+            return sorted({float(f"{v:.{digits}g}") for v in (*ends, *inside)})
+    return inside

@@ -21,7 +21,7 @@ from ..units import seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
 from .scaling import scaling_lines
-from .table import aligned_lines, aligned_shared, markdown_lines
+from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_text
 
 if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
@@ -68,16 +68,26 @@ _LEFT_COLUMNS = frozenset({0, 1, 2, 9, 12})  # text columns; numbers are right-a
 _OP_COLUMNS = ("op", "layer", "pass", "kind", "FLOP", "bytes", "FLOP/B", "bound", "TFLOP/s",
                "time")
 _OP_LEFT_COLUMNS = frozenset({0, 1, 2, 3, 7})
-LAYER_WIDTH = 13  # the table's layer column; JSON and CSV carry the full name
+LAYER_COLUMN = 1  # the column a plain-text table cuts to fit its width (GEMMs and ops alike)
 
 
 @dataclass(frozen=True)
 class View:
     """What a human-readable report shows: ``gemms_only`` hides the non-GEMM ops; ``expand``
-    shows every copy of a repeated layer (by default only the first, and a note)."""
+    shows every copy of a repeated layer (by default only the first, and a note); ``width``,
+    the characters a plain-text table has (the terminal's, where the CLI knows it): a wider
+    table has its layer names cut to their ends (``table.cut_end``); None, the width unknown
+    (a pipe, a file, the library), every name whole. Markdown, CSV, JSON and HTML keep every
+    name whole whatever the width."""
 
     gemms_only: bool = False
     expand: bool = False
+    width: int | None = None
+
+    @property
+    def fit(self) -> Fit | None:
+        """How a plain-text table fits ``width``: by its layer column."""
+        return None if self.width is None else Fit(self.width, LAYER_COLUMN)
 
 
 def report_json(report: Report, view: View = View()) -> str:
@@ -204,14 +214,14 @@ def _rows(report: Report, results: Shown | Sequence[Any]
     shapes: dict[tuple[object, ...], tuple[str, ...]] = {}
     tails = {key: shapes.setdefault(r.gemm.shape_key, tuple(_row(report, r)[2:]))
              for key, r in scan.results.items()}
-    rows = ((name, layer[:LAYER_WIDTH], id(r)) for name, layer, _, r in shown.named())
-    return rows, tails, [scan.name_width, min(scan.layer_width, LAYER_WIDTH)]
+    rows = ((name, layer, id(r)) for name, layer, _, r in shown.named())
+    return rows, tails, [scan.name_width, scan.layer_width]
 
 
 def _row(report: Report, result) -> list[str]:
     g = result.gemm
     count = f"{g.batch_count}x " if g.batch_count > 1 else ""
-    return [g.name, g.layer[:LAYER_WIDTH], PASS_SHORT[g.pass_], f"{count}{g.m}", str(g.n),
+    return [g.name, g.layer, PASS_SHORT[g.pass_], f"{count}{g.m}", str(g.n),
             str(g.k), si(g.flops, ""), si(g.bytes, "B"), f"{g.intensity:.1f}", result.bound,
             three_digits(result.attainable_flops_per_s / 1e12), seconds(result.time_s),
             "ok" if result.aligned else "NO"]
@@ -219,7 +229,7 @@ def _row(report: Report, result) -> list[str]:
 
 def _op_row(result) -> list[str]:
     o = result.op
-    return [o.name, o.layer[:LAYER_WIDTH], o.pass_, o.kind, si(o.flops, ""), si(o.bytes, "B"),
+    return [o.name, o.layer, o.pass_, o.kind, si(o.flops, ""), si(o.bytes, "B"),
             f"{o.intensity:.2f}", result.bound, three_digits(result.attainable_flops_per_s / 1e12),
             seconds(result.time_s)]
 
@@ -593,13 +603,13 @@ def _time_section(report: Report, gemms: Shown | Sequence[Any], as_markdown: boo
     lines = time_lines(report) if as_markdown else [
         part for line in time_lines(report) for part in textwrap.wrap(
             line, width=100, subsequent_indent="  ", break_on_hyphens=False)]
-    yield from ["", *(f"{line}  " if as_markdown else line for line in lines), ""]
+    yield from ["", *(f"{markdown_text(line)}  " if as_markdown else line for line in lines), ""]
     yield from table
 
 
 def report_table(report: Report, view: View = View()) -> str:
-    """A plain-text table that fits in 100 columns (GEMMs, then the other ops), with totals,
-    warnings and advice below."""
+    """Plain-text tables (GEMMs, then the other ops), layer names cut to fit ``view.width``
+    where it is given, with totals, warnings and advice below, wrapped at 100 columns."""
     return "".join(f"{line}\n" for line in report_table_lines(report, view))
 
 
@@ -626,11 +636,12 @@ def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
     if report.results:
         yield ""
         rows, tails, widths = _rows(report, gemms)
-        yield from aligned_shared(_COLUMNS, rows, tails, _LEFT_COLUMNS, widths)
+        yield from aligned_shared(_COLUMNS, rows, tails, _LEFT_COLUMNS, widths, view.fit)
     yield from _time_section(report, gemms)
     if ops:
         yield from ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:"]
-        yield from aligned_lines(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS)
+        yield from aligned_lines(_OP_COLUMNS, [_op_row(r) for r in ops], _OP_LEFT_COLUMNS,
+                                 view.fit)
     yield from end
 
 
@@ -733,12 +744,13 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     end = ["", totals_line(report)] + (["", memory] if memory else []) + [
         "", step_line(report)] + (["", generated] if generated else []) + (
         ["", note] if note else [])
+    end = list(map(markdown_text, end))
     scaling = _scaling_lines(report)
-    end += ["", "```", *scaling[1:], "```"] if scaling else []
+    end += ["", "```", *scaling[1:], "```"] if scaling else []  # a code block: shown as it is
     notes = _notes(report, gemms)
     if notes:
-        end += ["", *(f"- {note.strip()}" for note in notes)]
-    yield from [_header(report).replace("\n", "  \n"), ""]
+        end += ["", *(f"- {markdown_text(note.strip())}" for note in notes)]
+    yield from [markdown_text(_header(report)).replace("\n", "  \n"), ""]
     yield from markdown_lines(_COLUMNS, ((name, layer, *tails[key])
                                          for name, layer, key in rows), _LEFT_COLUMNS)
     if ops:

@@ -12,7 +12,7 @@ from ..units import seconds, si, times
 from .advice import config_warnings, past_context_text
 from .json import to_json
 from .report import (
-    LAYER_WIDTH,
+    LAYER_COLUMN,
     PASS_SHORT,
     compact_names,
     precision_text,
@@ -21,7 +21,7 @@ from .report import (
     step_line,
     step_text,
 )
-from .table import aligned, markdown
+from .table import Fit, aligned, markdown, markdown_text
 from .times import STEP_ROOF_TEXT, basis_sentence
 
 if TYPE_CHECKING:
@@ -311,7 +311,7 @@ def _gemm_rows(c: Comparison) -> list[list[str]]:
             if r is not c.baseline:
                 cell += f" {times(result.time_s / other.time_s)}"
             cells.append(cell)
-        rows.append([g.name, g.layer[:LAYER_WIDTH], PASS_SHORT[g.pass_], str(g.m), str(g.n),
+        rows.append([g.name, g.layer, PASS_SHORT[g.pass_], str(g.m), str(g.n),
                      str(g.k), *cells])
     return rows
 
@@ -365,11 +365,13 @@ def _slowed_names(names: list[str], count: int) -> str:
     return compact_names(names, 8) + more
 
 
-def comparison_table(c: Comparison) -> str:
+def comparison_table(c: Comparison, width: int | None = None) -> str:
     """Devices (step time, speedup), then per GEMM ``time bound speedup`` on each device
-    (m / c: memory- or compute-bound), why, and the verdict."""
+    (m / c: memory- or compute-bound), why, and the verdict; the GEMM table's layer names cut
+    to fit ``width`` characters where it is given (``report.View.width``)."""
+    fit = None if width is None else Fit(width, LAYER_COLUMN)
     out = [*_compare_header(c), "", *aligned(*_split(_device_rows(c)), {0, 1}), "",
-           *aligned(*_split(_gemm_rows(c)), {0, 1, 2}),
+           *aligned(*_split(_gemm_rows(c)), {0, 1, 2}, fit),
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
            *_hidden_note(c), "",
            *_why_lines(c), *slow_kernel_lines(c), "", f"verdict: {verdict_text(c)}"]
@@ -377,13 +379,16 @@ def comparison_table(c: Comparison) -> str:
 
 
 def comparison_markdown(c: Comparison) -> str:
-    out = ["  \n".join(_compare_header(c)), "", *markdown(*_split(_device_rows(c)), {0, 1}), "",
+    """``comparison_table`` as Markdown: its tables as Markdown's, its sentences escaped
+    (``table.markdown_text``), the why nested as in the text and the verdict in bold."""
+    out = ["  \n".join(map(markdown_text, _compare_header(c))), "",
+           *markdown(*_split(_device_rows(c)), {0, 1}), "",
            *markdown(*_split(_gemm_rows(c)), {0, 1, 2}), "",
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
-           *_hidden_note(c), "",
-           *(f"{'  ' if line.startswith(' ') else ''}- {line.strip()}"  # nested as in the text
+           *map(markdown_text, _hidden_note(c)), "",
+           *(f"{'  ' if line.startswith(' ') else ''}- {markdown_text(line.strip())}"  # nested
              for line in (*_why_lines(c), *slow_kernel_lines(c))), "",
-           f"**{verdict_text(c)}**"]
+           f"**{markdown_text(verdict_text(c))}**"]
     return "\n".join(out) + "\n"
 
 
@@ -443,9 +448,12 @@ def seq_fit_text(max_seq: int | None, batch: int | None, context: bool = False) 
 
 def no_fit_label(limit: int, axis: str = "batch", context: bool = False) -> str:
     """A sweep chart's label for the batches (or seqs) whose step does not fit in memory, or
-    (``context``) the seqs past the model's context, the memory limit lying beyond it."""
+    (``context``) the seqs past the model's context, the memory limit lying beyond it; where
+    none fits (``limit`` 0), it says so (not ``batch > 0``, as if batch 0 did)."""
     if context:
         return f"past the model's context (seq > {limit})"
+    if not limit:
+        return f"does not fit in memory (no {axis} fits)"
     return f"does not fit in memory ({axis} > {limit})"
 
 
@@ -574,8 +582,10 @@ def sweep_table(s: Sweep) -> str:
 
 
 def sweep_markdown(s: Sweep) -> str:
-    out = ["  \n".join(sweep_header(s)), "", *markdown(*_split(_sweep_rows(s)), _left(s))]
-    for line in transition_lines(s):
+    """``sweep_table`` as Markdown, its sentences escaped (``table.markdown_text``)."""
+    out = ["  \n".join(map(markdown_text, sweep_header(s))), "",
+           *markdown(*_split(_sweep_rows(s)), _left(s))]
+    for line in map(markdown_text, transition_lines(s)):
         out += ["", line[0].upper() + line[1:], ""] if not line.startswith(" ") else [
             f"- {line.strip()}"]
     return "\n".join(out) + "\n"

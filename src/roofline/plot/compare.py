@@ -1,54 +1,74 @@
-"""The comparison chart: one model's step time on several devices as horizontal bars, split
-into memory-bound and compute-bound time, GEMMs and other ops alike (a linear axis), or, when
-the slowest step is more than ``COMPARISON_LOG_SPAN`` times the fastest, whole bars on a log
-axis coloured by their larger share."""
+"""The comparison chart: one model's roofline step time on several devices as horizontal bars,
+split into memory-bound and compute-bound time, GEMMs and other ops alike (a linear axis), or,
+when the slowest step is more than ``COMPARISON_LOG_SPAN`` times the fastest, whole bars on a
+log axis coloured by their larger share; each device's predicted step time a marker on its
+bar's row, where it has a prediction beyond the roofline (``Comparison.predicts``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
 from ..output.report import step_text
 from .figure import below_axes, figure_class
 from .style import BOUND_COLORS, LABEL_SIZE
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
 
     from ..analysis.report import Report
     from ..analysis.whatif import Comparison
+
+#: A legend's entry: an artist, or a group of them (the bars ``barh`` returns).
+Handle = Union["Artist", tuple["Artist", ...]]
 
 #: Above this ratio of slowest to fastest step the comparison chart switches to a log scale.
 COMPARISON_LOG_SPAN = 20
 
 
 def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
-    """Step time by device as horizontal bars, each split into memory-bound (red) and
-    compute-bound (blue) time of GEMMs and other ops, labelled with the step time, the speedup
-    over the baseline (the top bar) and the dtype a device ran when it lacks the model's.
-    Linear, so bar lengths compare directly, unless the times span more than
-    ``COMPARISON_LOG_SPAN``; many devices stay readable (one row each). Returns the Axes."""
+    """Roofline step time by device as horizontal bars, each split into memory-bound (red)
+    and compute-bound (blue) time of GEMMs and other ops, labelled with the step time, the
+    speedup over the baseline (the top bar) and the dtype a device ran when it lacks the
+    model's; each device's predicted step time a diamond on its row, its time and speedup
+    under the roofline's (the bars alone, named "step time", passed for what the tool
+    predicts: 737 ms against a predicted 873 ms). Linear, so bar lengths compare directly,
+    unless the times span more than ``COMPARISON_LOG_SPAN``; many devices stay readable (one
+    row each). Returns the Axes."""
     reports = list(comparison.reports)
     ax = ax if ax is not None else _bar_axes(len(reports))
     names = [r.hardware.name for r in reports]
     rows = list(range(len(reports)))[::-1]  # the baseline on top
     times = [r.totals["time_s"] for r in reports]
-    scale, unit = _time_unit(max(times))
+    predicted = [r.totals["predicted_time_s"] if comparison.predicts(r) else None
+                 for r in reports]
+    longest = max([*times, *(p for p in predicted if p is not None)])
+    scale, unit = _time_unit(longest)
     fractions = [r.totals["memory_bound_time_fraction"] for r in reports]
     wide = max(times) / min(times) > COMPARISON_LOG_SPAN
     if wide:
-        _whole_bars(ax, rows, [t / scale for t in times], fractions)
+        handles = _whole_bars(ax, rows, [t / scale for t in times], fractions)
+        ax.set_xlim(min(times) / scale / 2, longest / scale * 12)
     else:
-        _split_bars(ax, rows, times, fractions, scale)
+        handles = _split_bars(ax, rows, times, fractions, scale)
+        ax.set_xlim(0, longest / scale * 1.45)
+    marked = [(row, p / scale) for row, p in zip(rows, predicted) if p is not None]
+    if marked:
+        handles.append(ax.scatter([x for _, x in marked], [row for row, _ in marked],
+                                  marker="D", s=42, color="#222222", edgecolors="white",
+                                  linewidths=0.8, zorder=3, gid="predicted-step",
+                                  label="predicted step time (each device's own basis)"))
+    ax.legend(handles=handles, **below_axes(ax))
     _bar_labels(ax, comparison, rows, scale, wide)
     ax.set_yticks(rows, names, fontsize=LABEL_SIZE + 1)
-    ax.set_xlabel(f"step time ({unit}{', log scale' if wide else ''}); "
-                  f"speedup over {names[0]}", fontsize=LABEL_SIZE + 1)
+    ax.set_xlabel(f"roofline step time ({unit}{', log scale' if wide else ''}), a lower "
+                  f"bound; speedup over {names[0]}", fontsize=LABEL_SIZE + 1)
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     net = reports[0].network
-    ax.set_title(f"{net.name}, {step_text(net)}: step time by device\n"
+    ax.set_title(f"{net.name}, {step_text(net)}: roofline step time by device\n"
                  f"{comparison.requested_dtype} (devices without it run the nearest dtype)",
                  fontsize=LABEL_SIZE + 2)
     return ax
@@ -62,55 +82,61 @@ def _bar_axes(count: int) -> Axes:
     return figure.add_axes((0.27, 0.7 / height_in, 0.68, 0.5 * count / height_in))
 
 
-def _whole_bars(ax: Axes, rows: list[int], times: list[float], fractions: list[float]) -> None:
-    """Log scale: a bar cannot be split, so it takes the colour of its larger share."""
+def _whole_bars(ax: Axes, rows: list[int], times: list[float],
+                fractions: list[float]) -> list[Handle]:
+    """Log scale: a bar cannot be split, so it takes the colour of its larger share. Returns
+    the legend's handles."""
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
 
     colors = [BOUND_COLORS["memory" if f >= 0.5 else "compute"] for f in fractions]
     ax.barh(rows, times, color=colors, height=0.6, gid="bars-step")
     ax.set_xscale("log")
-    ax.set_xlim(min(times) / 2, max(times) * 12)
-    handles = [Patch(color=BOUND_COLORS[k], label=f"mostly {k}-bound") for k in BOUND_COLORS]
-    ax.legend(handles=handles, **below_axes(ax))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    return [Patch(color=BOUND_COLORS[k], label=f"roofline time, mostly {k}-bound")
+            for k in BOUND_COLORS]
 
 
 def _split_bars(ax: Axes, rows: list[int], times_s: list[float], fractions: list[float],
-                scale: float) -> None:
+                scale: float) -> list[Handle]:
     """Linear: each bar split into memory-bound time (time x fraction) and compute-bound time
-    (the rest), in units of ``scale`` seconds."""
+    (the rest), in units of ``scale`` seconds. Returns the legend's handles."""
     memory = [t * f / scale for t, f in zip(times_s, fractions)]
     compute = [t / scale - m for t, m in zip(times_s, memory)]
-    ax.barh(rows, memory, color=BOUND_COLORS["memory"], height=0.6, gid="bars-memory",
-            label="memory-bound time (GEMMs and other ops)")
-    ax.barh(rows, compute, left=memory, color=BOUND_COLORS["compute"], height=0.6,
-            gid="bars-compute", label="compute-bound time (GEMMs and other ops)")
-    ax.set_xlim(0, max(times_s) / scale * 1.35)
-    ax.legend(**below_axes(ax))
+    return [ax.barh(rows, memory, color=BOUND_COLORS["memory"], height=0.6, gid="bars-memory",
+                    label="memory-bound roofline time (GEMMs and other ops)"),
+            ax.barh(rows, compute, left=memory, color=BOUND_COLORS["compute"], height=0.6,
+                    gid="bars-compute", label="compute-bound roofline time (GEMMs and other ops)")]
 
 
 def _bar_labels(ax: Axes, comparison: Comparison, rows: list[int], scale: float,
                 wide: bool) -> None:
-    """Each bar's step time, its speedup over the baseline, the dtype it ran when not the
-    model's, on a log axis its memory-bound share, and ``does not fit`` where the device's
-    memory cannot hold the step (``Comparison.fits``), just right of the bar's end."""
+    """Each bar's roofline step time, its speedup over the baseline, the dtype it ran when not
+    the model's, on a log axis its memory-bound share, and ``does not fit`` where the device's
+    memory cannot hold the step (``Comparison.fits``); under them, where the device has a
+    prediction, its predicted step time and speedup (none where the baseline has no
+    prediction): just right of the bar's end or its diamond, whichever is further."""
     from ..units import seconds, times
 
     reports: list[Report] = list(comparison.reports)
     longest = max(r.totals["time_s"] for r in reports) / scale
     for row, report in zip(rows, reports):
         t, f = report.totals["time_s"], report.totals["memory_bound_time_fraction"]
-        text = f"{seconds(t)}  {times(comparison.speedup(report))}"
+        text = f"roofline {seconds(t)}  {times(comparison.speedup(report))}"
         if report.dtype != comparison.requested_dtype:
             text += f"  ({report.dtype})"
         if wide:
             text += f"  {f:.0%} mem"
         if comparison.fits(report) is False:
             text += "  does not fit"
-        x = t / scale * (1.08 if wide else 1.0) + (0 if wide else longest * 0.01)
+        end = t
+        if comparison.predicts(report):
+            p, speedup = report.totals["predicted_time_s"], comparison.predicted_speedup(report)
+            text += f"\npredicted {seconds(p)}" + (f"  {times(speedup)}" if speedup else "")
+            end = max(t, p)
+        x = end / scale * (1.08 if wide else 1.0) + (0 if wide else longest * 0.02)
         ax.text(x, row, text, va="center", ha="left", fontsize=LABEL_SIZE + 1,
-                gid=f"bar-label:{report.hardware.name}")
+                linespacing=1.3, gid=f"bar-label:{report.hardware.name}")
 
 
 def _time_unit(seconds_max: float) -> tuple[float, str]:

@@ -5,13 +5,16 @@ charts share. matplotlib is imported inside the functions."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from ..units import log_ticks
 from .style import LABEL_SIZE
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
     from matplotlib.figure import Figure
 
 
@@ -49,6 +52,19 @@ def _height_in(ax: Axes) -> float:
 def figure_of(ax: Axes) -> Figure:
     """The figure ``ax`` is drawn on (a chart here never lives on a SubFigure)."""
     return cast("Figure", ax.figure)
+
+
+def label_log_axis(axis: Axis, text: Callable[[float], str]) -> None:
+    """A log axis labelled at ``units.log_ticks`` over its limits as they are now (set them
+    first), each label ``text(value)``, the minor ticks unlabelled. matplotlib labels decades,
+    so an axis under one showed a single label ("1000") or labelled its minor ticks in
+    scientific notation ("3x10^1", "2x10^0")."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    low, high = sorted(axis.get_view_interval())
+    axis.set_major_locator(FixedLocator(log_ticks(low, high)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: text(value)))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def legend_below(ax: Axes) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import PlotError
-from .figure import legend_below, new_axes
+from ..units import seconds
+from .figure import label_log_axis, legend_below, new_axes
 from .style import LABEL_SIZE
 
 if TYPE_CHECKING:
@@ -52,8 +53,10 @@ def plot_plan(plan: Plan, ax: Axes | None = None) -> Axes:
     counts = sorted({r.layout.gpus for r in fitting})
     ax.set_xticks(counts, [str(c) for c in counts])
     ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.6)
+    ax.set_ylim(*ax.get_ylim())  # as the points set them, fixed before they are labelled
+    label_log_axis(ax.yaxis, seconds)  # "500 ms", "1 s", not "5x10^-1", "10^0"
     ax.set_xlabel("GPUs", fontsize=LABEL_SIZE)
-    ax.set_ylabel("predicted step time per global batch (s)", fontsize=LABEL_SIZE)
+    ax.set_ylabel("predicted step time per global batch", fontsize=LABEL_SIZE)
     net = plan.network
     ax.set_title(f"{net.name} on {plan.hardware.name}: training step, global batch "
                  f"{plan.batch} x seq {net.seq}, {net.operand_dtype}", fontsize=LABEL_SIZE + 1)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import PlotError
 from ..units import three_digits
-from .data import as_reports, main_roof, series_label, sweep_series
-from .figure import legend_below, new_axes
+from .data import as_reports, main_roof, no_fit_span, series_label, sweep_series
+from .figure import label_log_axis, legend_below, new_axes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -59,17 +59,19 @@ def _mark_no_fit(ax: Axes, items: list[Report], batches: list[int], axis: str) -
     limit = None if memory is None else memory.max_seq if axis == "seq" else memory.max_batch
     if limit is None or all(r.memory and r.memory.fits for r in items):
         return
-    start = max(limit, batches[0] / 1.5)
+    span = no_fit_span(batches, limit)
+    if span is None:
+        return
     context = axis == "seq" and memory is not None and memory.seq_limit == "context"
-    ax.axvspan(start, batches[-1] * 1.5, color="#888888", alpha=0.18, lw=0,
-               gid="sweep-no-fit", label=no_fit_label(limit, axis, context))
+    ax.axvspan(*span, color="#888888", alpha=0.18, lw=0, gid="sweep-no-fit",
+               label=no_fit_label(limit, axis, context))
 
 
 def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
                  span: tuple[float, float], axis: str = "batch") -> None:
     """The limit line (ridge or peak), log axes (batch in powers of 2, each batch a tick), axis
     names, the title (the step and precision in output/'s words) and the legend."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     from ..output.report import precision_text, step_text
 
@@ -83,10 +85,8 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     ax.set_ylim(min(span[0], level) / 1.5, max(span[1], level) * 1.5)
     ax.xaxis.set_major_locator(FixedLocator(batches))
     ax.xaxis.set_minor_locator(NullLocator())
-    plain = FuncFormatter(lambda value, _pos: f"{value:g}")
-    ax.xaxis.set_major_formatter(plain)
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    label_log_axis(ax.yaxis, three_digits)
     ax.set_xlabel("batch size" if axis == "batch" else "sequence length (tokens)")
     ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
                   else "attainable throughput (TFLOP/s)")

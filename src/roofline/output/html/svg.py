@@ -1,11 +1,13 @@
-"""Inline SVG charts built as text from numbers: the roofline (one point per GEMM and op), a
-line over batches (the sweep's throughput and memory-bound share, transitions marked) and bars
-of step time (compare). No matplotlib: this works where only the core install is.
+"""Inline SVG charts built as text from numbers: the roofline (one point per GEMM and op), lines
+over batches (the sweep's throughput at the roofline and predicted, its memory-bound share,
+transitions marked) and bars of step time (compare). No matplotlib: this works where only the
+core install is.
 
 Chart units as in ``roofline.plot``: arithmetic intensity in FLOP/B, throughput in TFLOP/s
 (a memory slope of B GB/s is y = x B / 1000). Every text is escaped here; callers pass plain
 strings. Memory-bound points are circles, compute-bound ones squares, ops hollow: the shape
-tells the bound without colour (``page.css`` colours them too).
+tells the bound without colour (``page.css`` colours them too). On a line chart the shape tells
+the curve: squares the roofline's, hollow circles a prediction's, named in a key under it.
 """
 
 from __future__ import annotations
@@ -90,8 +92,8 @@ def _f(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _open(label: str) -> str:
-    return (f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}" '
+def _open(label: str, height: int = HEIGHT) -> str:
+    return (f'<svg viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(label)}" '
             f'xmlns="http://www.w3.org/2000/svg">')
 
 
@@ -195,24 +197,61 @@ class Mark:
     label: str
 
 
-def line_chart(xy: Sequence[tuple[float, float, str]], x_range: Range, y_range: Range,
+@dataclass(frozen=True)
+class Curve:
+    """One line of a line chart: its ``(x, y, tooltip)`` points; ``predicted``, a predicted
+    figure's (``page.css``: another colour, hollow circles; else solid squares); ``name``, its
+    entry in the key under the chart (none: no key, the chart's one curve)."""
+
+    points: Sequence[tuple[float, float, str]]
+    predicted: bool = False
+    name: str = ""
+
+
+KEY_ROW = 24  # the key's row under a line chart's axis title
+
+
+def line_chart(curves: Sequence[Curve], x_range: Range, y_range: Range,
                titles: tuple[str, str], label: str, y_log: bool = True,
                percent: bool = False, marks: Sequence[Mark] = ()) -> str:
-    """One curve through ``(x, y, tooltip)`` points (log x), a marker at each, and ``marks``."""
+    """Each curve through its points (log x), a marker at each, ``marks``, and under the axis
+    title a key naming the curves that have a name."""
     x, y = _x_axis(*x_range), _y_axis(*y_range, log=y_log)
-    out = [_open(label), *_frame(x, y, *titles, percent=percent)]
+    named = [curve for curve in curves if curve.name]
+    out = [_open(label, HEIGHT + (KEY_ROW if named else 0)),
+           *_frame(x, y, *titles, percent=percent)]
     for index, mark in enumerate(marks):
         px = _f(x.at(mark.x))
         out.append(f'<line class="mark" x1="{px}" y1="{_f(y.start)}" x2="{px}" '
                    f'y2="{_f(y.start + y.length)}"/>'
                    f'<text x="{_f(x.at(mark.x) + 3)}" y="{_f(y.start + 14 + 14 * (index % 4))}" '
                    f'class="mark-label">{escape(mark.label)}</text>')
-    line = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b, _ in xy)
-    out.append(f'<polyline class="curve" points="{line}"/>')
-    for a, b, tip in xy:
-        out.append(marker(x.at(a), y.at(b), "compute", 'class="pt c" ',
-                          f"<title>{escape(tip)}</title>"))
+    for curve in curves:
+        kind = " pred" if curve.predicted else ""
+        line = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b, _ in curve.points)
+        out.append(f'<polyline class="curve{kind}" points="{line}"/>')
+        for a, b, tip in curve.points:
+            out.append(_curve_marker(x.at(a), y.at(b), curve.predicted,
+                                     f"<title>{escape(tip)}</title>"))
+    left = x.start
+    for curve in named:  # a swatch of the line and its marker, then the name
+        row = HEIGHT + KEY_ROW / 2
+        kind = " pred" if curve.predicted else ""
+        out.append(f'<line class="curve{kind}" x1="{_f(left)}" y1="{_f(row)}" '
+                   f'x2="{_f(left + 24)}" y2="{_f(row)}"/>'
+                   + _curve_marker(left + 12, row, curve.predicted, "", point=False)
+                   + f'<text x="{_f(left + 30)}" y="{_f(row)}" dominant-baseline="middle">'
+                   f'{escape(curve.name)}</text>')
+        left += 30 + 7 * len(curve.name) + 24  # a 12 px font's characters, about 7 px each
     return "".join(out) + "</svg>"
+
+
+def _curve_marker(x: float, y: float, predicted: bool, inner: str, point: bool = True) -> str:
+    """A line chart's marker: a solid square, or a predicted figure's hollow circle;
+    ``point``, one the page's script gives a tooltip (``.pt``), not the key's."""
+    kind = "p" if predicted else "c"
+    extra = f'class="{"pt " if point else ""}{kind}" '
+    return marker(x, y, "memory" if predicted else "compute", extra, inner)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The compare and sweep pages: the verdict and why, bars of step time and one roofline per
-device (compare); throughput and memory-bound share over batch with each GEMM's transition
-marked (sweep). Sentences are ``output.whatif``'s."""
+device (compare); throughput (the roofline's and, where the device has one, the predicted) and
+memory-bound share over batch with each GEMM's transition marked (sweep). Sentences are
+``output.whatif``'s."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import secrets
 from html import escape
 from typing import TYPE_CHECKING
 
+from ...analysis.predict import basis_of
 from ...units import nice_above, nice_below, seconds, si, times
 from ..report import compact_names, precision_text, quantization_line, step_text
 from ..times import STEP_ROOF_TEXT
@@ -209,27 +211,43 @@ def _sweep_charts(s: Sweep) -> str:
              if b is not None and x_range[0] <= b <= x_range[1]]
     rate = [(s.x(r), r.batch / r.totals["time_s"], _tip(r)) for r in reports]
     share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(r)) for r in reports]
-    ys = [y for _, y, _ in rate]
-    throughput = svg.line_chart(rate, x_range, (nice_below(min(ys) / 1.5),
-                                                nice_above(max(ys) * 1.5)),
+    basis = basis_of(s.hardware)
+    curves = [svg.Curve(rate, name="roofline")]
+    if basis != "datasheet":  # a datasheet entry's predicted time is its roofline's
+        curves.append(svg.Curve([(s.x(r), r.batch / r.totals["predicted_time_s"],
+                                  _tip(r, predicted=True)) for r in reports],
+                                predicted=True, name=f"predicted ({basis})"))
+    ys = [y for curve in curves for _, y, _ in curve.points]
+    throughput = svg.line_chart(curves, x_range, (nice_below(min(ys) / 1.5),
+                                                  nice_above(max(ys) * 1.5)),
                                 (axis, "samples/s"), f"samples per second by {axis}",
                                 marks=marks)
-    bound = svg.line_chart(share, x_range, (0.0, 1.0), (axis, "memory-bound share of time"),
+    bound = svg.line_chart([svg.Curve(share)], x_range, (0.0, 1.0),
+                           (axis, "memory-bound share of time"),
                            f"memory-bound share of the step by {axis}", y_log=False,
                            percent=True, marks=marks)
     how = "closed form" if axis == "batch" else "searched"
     caption = (f"Dashed lines: the {axis} at which GEMMs turn compute-bound ({how}; the list "
-               f"below names every GEMM).")
-    return (f'<div class="charts"><figure>{throughput}<figcaption>Throughput.</figcaption>'
+               f"below names every GEMM)." if marks else
+               f"No GEMM turns compute-bound within the swept {axis}s (the list below says "
+               f"where each does, if any does).")
+    drawn = ("Throughput: the roofline's, an upper bound (its step time a lower bound), and the "
+             f"predicted, on the entry's {basis} basis." if len(curves) > 1 else
+             "Throughput at the roofline, an upper bound (its step time a lower bound); a "
+             "datasheet entry predicts nothing beyond it.")
+    return (f'<div class="charts"><figure>{throughput}<figcaption>{escape(drawn)}</figcaption>'
             f"</figure><figure>{bound}<figcaption>Share of the step time spent memory-bound."
             f"</figcaption></figure></div><p class=muted>{escape(caption)}</p>")
 
 
-def _tip(r: Report) -> str:
+def _tip(r: Report, predicted: bool = False) -> str:
+    """A sweep point's tooltip: its batch (and seq), its step time and samples/s (the
+    roofline's, or the ``predicted``), its memory-bound share."""
     t = r.totals
     seq = f", seq {r.network.seq}" if r.network.seq is not None else ""
-    return (f"batch {r.batch}{seq}\nstep {seconds(t['time_s'])}, "
-            f"{si(r.batch / t['time_s'], 'samples/s')}\n"
+    time_s = t["predicted_time_s"] if predicted else t["time_s"]
+    return (f"batch {r.batch}{seq}\n{'predicted' if predicted else 'roofline'} step "
+            f"{seconds(time_s)}, {si(r.batch / time_s, 'samples/s')}\n"
             f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound")
 
 

@@ -1,0 +1,154 @@
+"""What the sweep, compare and plan charts draw says what it is: the does-not-fit shading starts
+past the last batch that fits, the compare bars are named the roofline's step time beside the
+predicted one, and a log axis is labelled in plain numbers however narrow its range."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from roofline.analysis.whatif import sweep  # noqa: E402
+from roofline.plot.data import no_fit_span  # noqa: E402
+from roofline.units import seconds, times  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
+MIXTRAL = ROOT / "examples" / "hf" / "mixtral-8x7b.json"
+
+
+def _patch(ax, gid):
+    found = [p for p in ax.patches if p.get_gid() == gid]
+    assert len(found) == 1, [p.get_gid() for p in ax.patches]
+    return found[0]
+
+
+def test_the_no_fit_span_starts_between_the_last_that_fits_and_the_next():
+    xs = [1, 2, 4, 8, 16]
+    assert no_fit_span(xs, 2) == (2.5, 24)  # batch 2 fits, 3 does not
+    assert no_fit_span(xs, 5) == (5.5, 24)  # between two swept batches: at its own limit
+    assert no_fit_span(xs, 0) == (1 / 1.5, 24)  # none fits: from before the first point
+    assert no_fit_span(xs, 16) is None and no_fit_span(xs, 20) is None
+
+
+def test_a_sweep_shades_past_the_last_batch_that_fits():
+    # Llama-2-7B training at seq 4096 on an H100 fits batch 2 (the table says so): the shading
+    # began at 2, on its point, under "batch > 2"
+    s = sweep(LLAMA, "h100", [1, 2, 4, 8, 16], seqs=[4096], mode="train")
+    assert s.max_batch == 2
+    shade = _patch(s.plot(), "sweep-no-fit")
+    assert shade.get_x() == 2.5 and shade.get_x() + shade.get_width() == 24
+    assert shade.get_label() == "does not fit in memory (batch > 2)"
+
+
+def test_a_sweep_where_no_batch_fits_says_so():
+    # Mixtral-8x7B's 93 GB of weights on an 80 GB H100: the label read "batch > 0"
+    s = sweep(MIXTRAL, "h100", [1, 2, 4], seqs=[4096], mode="inference", phase="decode")
+    assert s.max_batch == 0
+    shade = _patch(s.plot(), "sweep-no-fit")
+    assert shade.get_label() == "does not fit in memory (no batch fits)"
+    assert shade.get_x() == pytest.approx(1 / 1.5)
+
+
+def _compare_chart(devices, **overrides):
+    from roofline.analysis.whatif import compare
+
+    c = compare(ROOT / "examples" / "mlp-1024-4096-1000.yaml", devices, **overrides)
+    return c, c.plot()
+
+
+def test_the_compare_bars_are_named_the_roofline_and_the_prediction_is_drawn():
+    c, ax = _compare_chart(["a100", "h100"])
+    assert "roofline step time by device" in ax.get_title()
+    assert ax.get_xlabel().startswith("roofline step time (us), a lower bound; speedup over")
+    labels = ax.get_legend().get_texts()
+    assert [t.get_text() for t in labels] == [
+        "memory-bound roofline time (GEMMs and other ops)",
+        "compute-bound roofline time (GEMMs and other ops)",
+        "predicted step time (each device's own basis)"]
+    # one diamond a device, at its predicted time (in us) on its bar's row (the baseline on top)
+    marks = [a for a in ax.collections if a.get_gid() == "predicted-step"]
+    assert len(marks) == 1
+    predicted = [r.totals["predicted_time_s"] * 1e6 for r in c.reports]
+    assert marks[0].get_offsets().ravel().tolist() == pytest.approx(
+        [predicted[0], 1, predicted[1], 0])
+    # the axis holds the further of each bar and diamond, with room for the labels
+    assert ax.get_xlim()[1] == pytest.approx(max(predicted) * 1.45)
+    a100 = next(t for t in ax.texts if t.get_gid() == "bar-label:a100-sxm4-80gb")
+    h100 = next(t for t in ax.texts if t.get_gid() == "bar-label:h100-sxm5-80gb")
+    assert a100.get_text() == (f"roofline {seconds(c.reports[0].totals['time_s'])}  1.00x\n"
+                               f"predicted {seconds(c.reports[0].totals['predicted_time_s'])}"
+                               f"  1.00x")
+    assert h100.get_text().splitlines()[1] == (
+        f"predicted {seconds(c.reports[1].totals['predicted_time_s'])}  "
+        f"{times(c.predicted_speedup(c.reports[1]))}")
+
+
+def test_a_datasheet_device_has_no_predicted_diamond():
+    # a Xeon's datasheet entry predicts nothing beyond its roofline: no diamond, no line, and
+    # the others' predicted speedups (against it) are left out; its 26x span draws a log axis
+    c, ax = _compare_chart(["xeon-platinum-8380", "a100", "h100"])
+    assert ax.get_xscale() == "log"
+    (marks,) = [a for a in ax.collections if a.get_gid() == "predicted-step"]
+    assert [row for _, row in marks.get_offsets().tolist()] == [1, 0]  # a100, h100
+    xeon = next(t for t in ax.texts if t.get_gid() == "bar-label:xeon-platinum-8380")
+    assert "\n" not in xeon.get_text() and xeon.get_text().startswith("roofline ")
+    a100 = next(t for t in ax.texts if t.get_gid() == "bar-label:a100-sxm4-80gb")
+    assert a100.get_text().splitlines()[1] == (
+        f"predicted {seconds(c.reports[1].totals['predicted_time_s'])}")
+
+
+@pytest.mark.parametrize("low, high, ticks", [
+    (1, 1000, [1, 10, 100, 1000]),  # three decades and more: decades
+    (0.6, 400, [1, 10, 100]),
+    (197, 5250, [200, 500, 1000, 2000, 5000]),  # under two decades: 1-2-5 (decades: 1000 alone)
+    (2.9, 17, [3, 5, 10]),  # 1-2-5 gives two: 1-2-3-5
+    (0.25, 0.9, [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]),  # every digit, written as typed
+    (2.1, 4.9, [3, 4]),  # the finest gives two: those
+    (1123, 1187, [1130, 1180]),  # none: the ends, rounded inwards to three digits
+])
+def test_a_log_axis_is_labelled_however_narrow(low, high, ticks):
+    from roofline.units import log_ticks
+
+    assert log_ticks(low, high) == ticks
+
+
+def _labels(axis):
+    """The labels of ``axis``'s major ticks inside its limits, as drawn."""
+    low, high = sorted(axis.get_view_interval())
+    format_ = axis.get_major_formatter()
+    return [format_(v, i) for i, v in enumerate(axis.get_major_locator()())
+            if low <= v <= high]
+
+
+def test_a_narrow_sweep_chart_labels_its_y_axis_in_plain_steps():
+    # Llama-2-7B training at seq 4096: intensities 1,300-3,600 FLOP/B and the ridge at 295,
+    # so y runs 295 / 1.5 = 197 to about 5,300: one decade's label ("1000") before
+    s = sweep(LLAMA, "h100", [1, 2, 4, 8, 16], seqs=[4096], mode="train")
+    ax = s.plot()
+    assert _labels(ax.yaxis) == ["200", "500", "1000", "2000", "5000"]
+    assert not any(ax.yaxis.get_minor_formatter()(v, 0) for v in (300, 3000))
+
+
+def test_the_plan_chart_labels_its_step_times_with_their_unit():
+    # Llama-2-7B's front at 8 and 16 H100s: 7.86 s and 3.93 s predicted, its roofline down to
+    # 3.21 s; matplotlib's margins make the axis 3.07 to 8.22 s, where decades put no label,
+    # 1-2-5 and 1-2-3-5 one (5): every second from 4 to 8 (labelled "4x10^0", "6x10^0" before)
+    from roofline.analysis.plan import make_fabric, plan_layouts
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.network import load_network
+    from roofline.plot import plot_plan
+
+    h100 = load_hardware("h100")
+    net = load_network(LLAMA).with_overrides(batch=256, seq=4096, mode="train")
+    plan = plan_layouts(net, h100, (8, 16), 256, make_fabric(h100), tp=(1,), pp=(1,),
+                        zero=(1,), micro_batch=(2,))
+    ax = plot_plan(plan)
+    assert [r.layout.gpus for r in plan.front] == [8, 16]
+    assert ax.get_ylabel() == "predicted step time per global batch"
+    low, high = sorted(ax.get_ylim())
+    assert 3 < low < 3.2 and 7.9 < high < 9
+    assert _labels(ax.yaxis) == ["4 s", "5 s", "6 s", "7 s", "8 s"]
