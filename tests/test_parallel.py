@@ -384,6 +384,23 @@ def test_prediction_breaks_the_roofline_tie_between_micro_batches():
     assert plan.ranked(8)[0].layout.micro_batch == 4
 
 
+def test_each_ranks_whole_share_is_a_micro_batch_tried_by_default():
+    """Beside an LLM's micro-batches of 1-8 sequences, plan tries each data-parallel rank's
+    whole share of the batch (no accumulation): an MLP's 4096 rows on 2 H100s ran best in 256
+    micro-batches of 8 rows a rank, thin and memory-bound, where one of 2048 rows a rank is
+    compute-bound. Given micro-batches are the only ones tried."""
+    from roofline.analysis.plan import _micro_batches
+
+    assert _micro_batches(None, 4096, 2) == [1, 2, 4, 8, 2048]
+    assert _micro_batches(None, 16, 2) == [1, 2, 4, 8]  # the share, 8, is among them
+    assert _micro_batches(None, 4096, 3) == [1, 2, 4, 8]  # no whole share: 4096 / 3
+    assert _micro_batches((4,), 4096, 2) == [4]
+    mlp = network_from_yaml("batch: 4096\ndtype: fp16\nmlp: [1024, 4096, 1000]\n")
+    plan = plan_layouts(mlp, load_hardware("h100"), (2,), 4096, h100_fabric())
+    best = plan.ranked(2)[0]
+    assert best.layout.micro_batch == 2048 and best.layout.dp == 2
+
+
 def test_plan_cli_table_json_and_chart(runner, tmp_path):
     chart = tmp_path / "plan.png"
     args = ["plan", str(LLAMA), "--hw", "h100", "--gpus", "8,16", "--batch", "32", "--seq",
