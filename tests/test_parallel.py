@@ -399,6 +399,11 @@ def test_each_ranks_whole_share_is_a_micro_batch_tried_by_default():
     plan = plan_layouts(mlp, load_hardware("h100"), (2,), 4096, h100_fabric())
     best = plan.ranked(2)[0]
     assert best.layout.micro_batch == 2048 and best.layout.dp == 2
+    # its memory line gives each part in its own unit: 8.3 M fp16 weights, not "0.0 GB"
+    from roofline.output.plan import plan_table
+
+    line = next(x for x in plan_table(plan).splitlines() if "memory per GPU:" in x)
+    assert " MB, " in line and "0.0 GB" not in line
 
 
 def test_plan_cli_table_json_and_chart(runner, tmp_path):

@@ -125,9 +125,10 @@ def best_lines(r: LayoutResult) -> list[str]:
     if lay.pp > 1:
         out.append(f"  pipeline: {lay.pp} stages, bubble {r.bubble_fraction:.1%} = (p - 1) / "
                    f"(m + p - 1) with m = {r.micro_batches}")
-    out.append("  memory per GPU: " + ", ".join(f"{key} {_gb(value)} GB"
+    # each part at three digits in its own unit: an MLP's 24.6 MB of weights read "0.0 GB"
+    out.append("  memory per GPU: " + ", ".join(f"{key} {si(value, 'B')}"
                                                  for key, value in mem.items() if value)
-               + f"; {_gb(r.memory_bytes)} GB of "
+               + f"; {si(r.memory_bytes, 'B')} of "
                + (f"{r.capacity_bytes / 1e9:g} GB" if r.capacity_bytes else "?"))
     if r.replicated:
         out.append(f"  replicated on every tensor-parallel GPU: {', '.join(r.replicated)}")
