@@ -104,6 +104,31 @@ def test_backward_gemms_belong_to_their_module_and_pass():
     assert [g.b_operand for g in net.gemms()] == ["weight", "weight", "weight", "", ""]
 
 
+def test_attentions_backward_products_are_data_gradients_in_a_module_with_weights():
+    """A module with a weight that also multiplies activations (naive attention): the backward
+    of a product of two activations gives their gradients, data gradients (no weight of the
+    module has their (2, 16, 64) shape); the one whose product has the weight's 64 x 64 shape
+    is its gradient. A data gradient counts no weight-gradient buffer (``grad_accumulation``)."""
+
+    class Scores(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(64, 64))
+
+        def forward(self, x):
+            q = x @ self.w  # (2, 16, 64): folded into one 32 x 64 x 64 mm
+            return (q @ x.transpose(1, 2)).softmax(-1) @ x  # two bmm's of the activations
+
+    net = capture(Scores(), torch.zeros(2, 16, 64), mode="train")
+    # the input needs no gradient: autograd computes dS = dOut x^T (2 x 16 x 16), dq = dS x
+    # (2 x 16 x 64) and dW = x^T dq (64 x 64 over the 32 rows); all three were weight
+    # gradients before, the module having a weight and none of them reading it
+    assert [(g.pass_, g.batch_count, g.m, g.n, g.k) for g in net.gemms()
+            if g.pass_ != "forward"] == [("backward-data", 2, 16, 16, 64),
+                                         ("backward-data", 2, 16, 64, 16),
+                                         ("backward-weight", 1, 64, 64, 32)]
+
+
 def test_each_operands_layout_is_read_from_its_strides():
     """What autograd hands cuBLAS: x W^T reads both along K (W^T a transposed view of the out x
     in weight), dY W reads W along N, dY^T X reads dY^T along M (a transposed view) and X along

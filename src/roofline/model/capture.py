@@ -272,6 +272,14 @@ def _optimizer(given: Any, label: str) -> Callable[[list[Any]], Any]:
     return checked
 
 
+def _weight_shaped(shapes: list[tuple[int, ...]], g: int, m: int, n: int) -> bool:
+    """Whether a backward GEMM's product (``g`` products of ``m`` x ``n``) has the shape of one
+    of its module's parameters ``shapes``, as a weight gradient does (torch's linear backward:
+    dW = dY^T X, the weight's (out, in); HF's Conv1D its (in, out)), in either orientation."""
+    own = {(m, n), (n, m)} if g == 1 else {(g, m, n), (g, n, m)}
+    return any(shape in own for shape in shapes)
+
+
 def _owned(module: Any, remove_duplicate: bool) -> dict[str, list[tuple[int, ...]]]:
     """Module name -> the shapes of its own parameters."""
     params: dict[str, list[tuple[int, ...]]] = {}
@@ -584,10 +592,13 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         g = a.shape[0] if a.dim() == 3 else 1
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
         # in the backward, a GEMM that reads a weight computes a data gradient; one that reads
-        # none (the output gradient and a saved activation) a weight gradient
+        # none (the output gradient and a saved activation) computes a weight gradient when
+        # its product has the shape of one of its module's parameters, else a data gradient
+        # (attention's dQ, dK, dV from the scores: no weight of the module has their shape)
         reads_weight = id(a) in rec.weights or id(b) in rec.weights
         role = ("forward" if not backward else
-                "backward-data" if reads_weight or not rec.params.get(owner) else
+                "backward-data" if reads_weight or not _weight_shaped(
+                    rec.params.get(owner, []), int(g), int(m), int(n)) else
                 "backward-weight")
         # B a weight (a Linear's forward and data gradient: x W^T, dY W): read from DRAM at
         # every use in a step that keeps more than the cache (analysis.residency)
