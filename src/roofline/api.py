@@ -6,15 +6,16 @@ import os
 
 from .analysis.report import Report, analyze
 from .errors import InputError
-from .hardware.catalog import load_hardware
+from .hardware.catalog import hardware_spec
 from .hardware.spec import HardwareSpec
 from .model.capture import capture_network, is_factory, load_factory
-from .model.network import Network, load_network
+from .model.network import Network, check_model, load_network
 
 
 def model_framework(model: Network | str | os.PathLike[str]) -> str | None:
     """The framework ``model`` runs in where that is known before it is read: ``torch`` for
     ``package.module:callable`` (captured), a Network's own ``framework``; else None."""
+    check_model(model)  # before str(): None is no factory, 5 no file descriptor
     if isinstance(model, Network):
         return model.framework
     return "torch" if is_factory(str(model)) and not os.path.exists(model) else None
@@ -36,7 +37,8 @@ def load_model(model: Network | str | os.PathLike[str], batch: int | None = None
     return load_network(model)
 
 
-def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
+def analyze_model(model: Network | str | os.PathLike[str],
+                  hardware: HardwareSpec | str | os.PathLike[str],
                   batch: int | None = None, dtype: str | None = None,
                   mode: str | None = None, output_dtype: str | None = None,
                   grad_accumulation: str | None = None, seq: int | None = None,
@@ -81,7 +83,7 @@ def analyze_model(model: Network | str | os.PathLike[str], hardware: HardwareSpe
                                       weights=weights, activations=activations,
                                       kv_cache=kv_cache, group_size=group_size,
                                       logits=logits)
-    spec = hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
+    spec = hardware_spec(hardware)
     if prompt is None and generate is None:
         return analyze(network, spec, quantization)
     if prompt is None or generate is None:

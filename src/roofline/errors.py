@@ -25,6 +25,13 @@ def control_character(text: str) -> str | None:
     return None if found is None else one_line(found)
 
 
+def described(given: object) -> str:
+    """A library argument of the wrong type as a message names it: its type and its value,
+    cut to 40 characters (``list ['a100']``, ``NoneType None``)."""
+    shown = repr(given)
+    return f"{type(given).__name__} {shown if len(shown) <= 40 else shown[:37] + '...'}"
+
+
 #: An option the user can set, written into a message as ``option("batch")`` or with a value,
 #: ``option("hardware", "local")``. A library user reads it as the keyword argument (``batch=``,
 #: ``hardware="local"``), the command line as its flag (``--batch``, ``--hw local``): the library

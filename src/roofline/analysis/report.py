@@ -3,12 +3,14 @@ output."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..errors import UnsupportedDtypeError
+from ..errors import InputError, UnsupportedDtypeError, described
+from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
 from ..model.gemm import DIMENSIONS, Gemm
 from ..model.network import Network
@@ -340,7 +342,8 @@ def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
     return replace(result, op=replace(result.op, name=name, layer=layer, copy=copy))
 
 
-def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
+def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],
+                 quantization: bool = False,
                  max_batch: int | None = None, weights_from_dram: bool = False,
                  captured_batch: int | None = None) -> GemmResult:
     """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype, with its alignment
@@ -353,7 +356,13 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec, quantization: bool = False,
     ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
     split-K when chosen), and is no shorter than its bytes and split-K's FP32 partial sums
     (``SplitK.extra_bytes``) over the bandwidth; memory-bound times are set by bandwidth.
+    Public: ``gemm`` is checked to be a Gemm (a shape's three numbers are ``gemm_report``'s)
+    and ``hardware`` is read as every call reads it (``hardware_spec``: a name or a path too).
     """
+    if not isinstance(gemm, Gemm):
+        raise InputError("gemm", "", f"expected a Gemm, got {described(gemm)} (a shape M, N, "
+                                     f"K: gemm_report(m, n, k, hardware))")
+    hardware = hardware_spec(hardware)
     peak = hardware.peak_flops_per_s(gemm.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s
     ridge = ridge_point(peak, bandwidth)

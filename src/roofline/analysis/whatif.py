@@ -19,17 +19,18 @@ Numbers stay raw here; ``output.whatif`` renders them.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import InputError, RooflineError, option
+from ..errors import InputError, RooflineError, described, option
 from ..files.fields import positive_int
 from ..files.numbers import MAX_INT, OutOfRange, parse_int, quoted
-from ..hardware.catalog import load_hardware
+from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize
 from ..model.layers import Linear
-from ..model.network import Network, load_network
+from ..model.network import Network, check_overrides, load_network
 from ..model.repeats import MAX_LISTED
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
@@ -52,11 +53,8 @@ MAX_SWEEP_ITEMS = 250_000
 MAX_SWEEP_POINTS = MAX_INT.bit_length()
 
 
-def _spec(hardware: HardwareSpec | str) -> HardwareSpec:
-    return hardware if isinstance(hardware, HardwareSpec) else load_hardware(hardware)
-
-
-def _network(model: Network | str | os.PathLike[str], **overrides: Any) -> Network:
+def _network(model: Network | str | os.PathLike[str], call: str, **overrides: Any) -> Network:
+    check_overrides(overrides, call)
     network = model if isinstance(model, Network) else load_network(model)
     return network.with_overrides(**overrides)
 
@@ -100,7 +98,7 @@ def gemm_report(m: int | str, n: int | str, k: int | str, hardware: HardwareSpec
                 dtype: str = "fp16", output_dtype: str | None = None,
                 quantization: bool = False, layout: str = "linear") -> Report:
     """One GEMM's full verdict: the analyze Report of ``gemm_network(m, n, k)``."""
-    return analyze(gemm_network(m, n, k, dtype, output_dtype, layout), _spec(hardware),
+    return analyze(gemm_network(m, n, k, dtype, output_dtype, layout), hardware_spec(hardware),
                    quantization)
 
 
@@ -294,7 +292,15 @@ class Comparison:
 def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec | str],
             quantization: bool = False, **overrides: Any) -> Comparison:
     """Analyze ``model`` on each device; the first is the baseline. A device without the
-    model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more."""
+    model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more,
+    a list: one name given alone is refused, not read as a list of its letters."""
+    if isinstance(hardware, (str, os.PathLike, HardwareSpec)):
+        if isinstance(hardware, str) and "," in hardware:
+            hardware = [hardware]  # the comma's own hint, below
+        else:
+            raise InputError("hardware", "", f"compare takes two devices or more, a list (the "
+                                             f"first is the baseline), got one: "
+                                             f"{described(hardware)}")
     if len(hardware) < 2:
         one = hardware[0] if hardware else None
         if isinstance(one, str) and "," in one:
@@ -302,13 +308,13 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
                              f"--hw ({' '.join('--hw ' + n.strip() for n in one.split(','))})")
         raise InputError("hardware", "", "give two devices or more (the first is the "
                                          "baseline)")
-    network = _network(model, **overrides)
+    network = _network(model, "compare", **overrides)
     network.check()  # a missing batch, dtype or seq is named once, not per device
     _check_rows(network, "compare")
     requested = network.operand_dtype
     reports = []
     for entry in hardware:
-        spec = _spec(entry)
+        spec = hardware_spec(entry)
         dtype = nearest_dtype(requested, spec.dtypes)
         if dtype is None:
             spec.peak_flops_per_s(requested)  # raises: the entry has no peak at all
@@ -552,25 +558,32 @@ class Sweep:
         return plot_batch_sweep(list(self.reports), ax=ax, **options)
 
 
-def _values(given: str | list[int] | tuple[int, ...], what: str) -> tuple[int, ...]:
-    values = parse_batches(given, what) if isinstance(given, str) else tuple(sorted(set(given)))
-    for value in values:
+def _values(given: str | int | Iterable[int], what: str) -> tuple[int, ...]:
+    """The batches or seqs a sweep is given: ``parse_batches`` text, a list, or one int (one
+    point: ``batches=64`` reads as naturally as ``batch=64``)."""
+    if isinstance(given, str):
+        return parse_batches(given, what)
+    if not isinstance(given, (int, Iterable)):
+        raise InputError(what, "", f"expected an integer, a list of them or text (1,8,64 or "
+                                   f"1..512), got {described(given)}")
+    values: tuple[Any, ...] = (given,) if isinstance(given, int) else tuple(given)
+    for value in values:  # True is no batch of 1
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise InputError(what, "", f"expected positive integers, got {value!r}")
     if not values:
         raise InputError(what, "", "expected at least one value")
-    return values
+    return tuple(sorted(set(values)))
 
 
 def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
-          batches: str | list[int] | tuple[int, ...] | None = None, quantization: bool = False,
-          seqs: str | list[int] | tuple[int, ...] | None = None, **overrides: Any) -> Sweep:
+          batches: str | int | Iterable[int] | None = None, quantization: bool = False,
+          seqs: str | int | Iterable[int] | None = None, **overrides: Any) -> Sweep:
     """Analyze ``model`` on ``hardware`` at each batch, each sequence length, or each pair
-    (lists, or ``parse_batches`` text); the one not given stays the model's own."""
+    (lists, one int, or ``parse_batches`` text); the one not given stays the model's own."""
     if batches is None and seqs is None:
         raise InputError("sweep", "", f"give the batches or the sequence lengths to sweep "
                                       f"({option('batches')} or {option('seqs')})")
-    network, spec = _network(model, **overrides), _spec(hardware)
+    network, spec = _network(model, "sweep", **overrides), hardware_spec(hardware)
     _check_rows(network, "sweep")
     seq_values = _values(seqs, "seqs") if seqs is not None else ()
     if seq_values and network.seq is None and not any(

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import InputError, UnknownHardwareError
+from ..errors import InputError, UnknownHardwareError, described
 from ..files.fields import load_yaml_file
 from .spec import HardwareSpec
 
@@ -160,10 +160,30 @@ def list_hardware(kind: str | None = None) -> list[HardwareSpec]:
 
 def load_hardware(name_or_path: str | os.PathLike) -> HardwareSpec:
     """An entry by name or alias (case-insensitive), or a YAML file given by path."""
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise _not_hardware(name_or_path, "an entry's name or a YAML file's path")
     text = os.fspath(name_or_path)
     if text.endswith((".yaml", ".yml")) or os.sep in text:
         return load_entry_file(Path(text), f"file ({text})", require_stem=False)
     return catalog().resolve(text)
+
+
+def hardware_spec(hardware: HardwareSpec | str | os.PathLike) -> HardwareSpec:
+    """The ``hardware`` argument of every library call as a spec: a HardwareSpec as it is, a
+    name or path loaded (``load_hardware``). The one place that argument is checked, so that
+    ``None``, a number or a list is refused in one line naming it, not deep inside a path
+    function."""
+    if isinstance(hardware, HardwareSpec):
+        return hardware
+    if not isinstance(hardware, (str, os.PathLike)):
+        raise _not_hardware(hardware, "a HardwareSpec, an entry's name or a YAML file's path")
+    return load_hardware(hardware)
+
+
+def _not_hardware(given: object, expected: str) -> InputError:
+    # a list is the one mistake with a likely cause: several devices are compare's
+    hint = "; several devices are compare's" if isinstance(given, (list, tuple)) else ""
+    return InputError("hardware", "", f"expected {expected}, got {described(given)}{hint}")
 
 
 def _unknown_message(name: str, cat: Catalog) -> str:

@@ -54,6 +54,7 @@ layer after an embedding has one). Training an n-layer MLP therefore takes 3n - 
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -62,7 +63,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..errors import InputError, one_line, option
+from ..errors import InputError, described, one_line, option
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
 from ..files.numbers import MAX_INT
 from ..units import three_digits
@@ -701,9 +702,33 @@ def _fields_key(layer: Any) -> tuple[Any, ...] | None:
     return key
 
 
+def check_model(model: object) -> None:
+    """The ``model`` argument of every library call is a Network, or a path (text or
+    ``os.PathLike``: a file, or ``package.module:callable``): the one place it is checked, so
+    that None or a dict is refused in one line, and an int is not read as a file descriptor."""
+    if not isinstance(model, (Network, str, os.PathLike)):
+        raise InputError("model", "", f"expected a Network or a model file's path, got "
+                                      f"{described(model)}")
+
+
+#: The model settings a library call takes as keywords and passes to ``with_overrides``: its
+#: parameters, read from it so that the list cannot fall behind.
+OVERRIDES = tuple(inspect.signature(Network.with_overrides).parameters)[1:]  # self aside
+
+
+def check_overrides(overrides: dict[str, Any], call: str) -> None:
+    """A keyword ``call`` (compare, sweep) passes on as a model setting is one of
+    ``OVERRIDES``; else one line naming it and them, not a TypeError from inside."""
+    unknown = sorted(set(overrides) - set(OVERRIDES))
+    if unknown:
+        raise InputError(call, "", f"unknown keyword {', '.join(map(repr, unknown))} (the model "
+                                   f"settings it takes: {', '.join(OVERRIDES)})")
+
+
 def load_network(path: str | os.PathLike[str]) -> Network:
     """Read a model.yaml file, or a Hugging Face config.json (one with ``model_type``), into a
     Network; bad input raises InputError naming the file and the field."""
+    check_model(path)
     data = load_yaml_file(path)
     if (str(path).lower().endswith(".json") and isinstance(data, dict)
             and not {"model_type", "layers", "mlp"} & set(data)):
