@@ -101,6 +101,19 @@ def test_cli_refuses_in_one_line_and_names_the_way_past(invoke, isolated_user_hw
         "timing GEMMs)"]
 
 
+@pytest.mark.parametrize("budget, shown", [
+    ("nan", "nan"), ("NaN", "nan"), ("-nan", "nan"), ("inf", "inf"), ("0", "0.0"), ("-1", "-1.0")])
+def test_a_budget_that_bounds_nothing_is_refused(invoke, tmp_path, budget, shown):
+    # nan passed click's range (every comparison with it is false), and then bounded nothing:
+    # estimate > nan never holds. It is refused as inf, 0 and -1 are, before the model is read
+    res = invoke("analyze", tmp_path / "absent.yaml", "--hw", "v100", "--measure",
+                 "--measure-budget", budget)
+    assert res.exit_code == 2
+    assert res.stderr.splitlines()[-1] == (
+        f"Error: Invalid value for '--measure-budget': {shown} is not in the range "
+        f"1<=x<=86400.")
+
+
 def test_the_help_states_the_estimate_the_code_makes(invoke):
     # the help is a literal (--help imports no analysis); it said 9 calls where the code makes 10
     from roofline.analysis.measure import CALLS_PER_SHAPE, MIN_TIME_S

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -45,6 +46,18 @@ class Count(click.ParamType):
 
 
 COUNT = Count()
+
+
+class Seconds(click.FloatRange):
+    """A float option in a closed range that also refuses nan: click's range compares, and
+    every comparison with nan is false, so ``nan`` passed it (``--measure-budget nan`` then
+    bounded nothing: ``estimate > nan`` never holds). Refused as inf, 0 and -1 are."""
+
+    def convert(self, value, param, ctx) -> float:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{number} is not in the range {self._describe_range()}.", param, ctx)
+        return number
 
 
 class BadInput(click.ClickException):
@@ -364,7 +377,7 @@ def _check_plot(plot: str | None) -> None:
                    "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
                    "measured time, FLOP/s, share of the roof, measured / predicted; each "
                    "distinct shape once; progress on stderr.")
-@click.option("--measure-budget", type=click.FloatRange(min=1, max=86_400), default=60,
+@click.option("--measure-budget", type=Seconds(min=1, max=86_400), default=60,
               show_default=True, metavar="SECONDS",
               help="With --measure: refuse a run whose timing would take longer (10 calls "
                    "of each distinct shape, each at least its roofline time or 5 ms).")
