@@ -181,3 +181,47 @@ def test_stdout_that_cannot_be_written_is_one_line(monkeypatch, capsys, code, st
         main()
     assert caught.value.code == status
     assert capsys.readouterr().err == message
+
+
+V100_ENTRY = "hwdb/gpu/v100-sxm2-16gb.yaml"
+
+
+@pytest.mark.parametrize("written, message", [
+    # YAML 1.1 (PyYAML) reads an exponent without a sign, or a mantissa without a dot, as text
+    ("2.0e1", "got '2.0e1' (text to YAML 1.1: write 2.0e+1)"),
+    ("1e2", "got '1e2' (text to YAML 1.1: write 1.0e+2)"),
+    ("15E-1", "got '15E-1' (text to YAML 1.1: write 15.0E-1)"),
+    ("'2.0e+1'", "got '2.0e+1' (quoted: write 2.0e+1 without quotes)"),
+    ("abc", "got 'abc'"),  # not a number to Python either: no hint
+    ("'inf'", "got 'inf'"),  # no exponent form: no hint
+])
+def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path, written, message):
+    from roofline import load_hardware
+
+    with open(V100_ENTRY) as f:
+        text = f.read().replace("fp32: 15.7, fp16", f"fp32: {written}, fp16")
+    path = tmp_path / "box.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_hardware(path)
+    assert str(caught.value) == (f"{path}: peak_tflops.fp32: expected a positive number, "
+                                 f"{message}")
+
+
+def test_the_written_form_is_a_number_to_yaml(tmp_path):
+    # the hint's spelling is read back as the number (20 TFLOP/s, V100's fp32 then 20.0)
+    from roofline import load_hardware
+
+    with open(V100_ENTRY) as f:
+        text = f.read().replace("fp32: 15.7, fp16", "fp32: 2.0e+1, fp16")
+    (tmp_path / "box.yaml").write_text(text)
+    spec = load_hardware(tmp_path / "box.yaml")
+    assert spec.peak_flops_per_s("fp32") == 20e12
+
+
+def test_a_json_file_text_gets_no_yaml_hint():
+    # in a .json file "2.0e13" in quotes is text to JSON too; JSON's own 2.0e13 is a number
+    from roofline.files.fields import yaml_number_hint
+
+    assert yaml_number_hint("2.0e13", "config.json") == ""
+    assert yaml_number_hint("2.0e13", "box.yaml") == " (text to YAML 1.1: write 2.0e+13)"

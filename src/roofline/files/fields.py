@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, overload
 
@@ -101,7 +102,7 @@ class Fields:
         if self.absent(key, default):
             return default
         value = self.data[key]
-        return positive_number(value, self.fail, key)
+        return positive_number(value, self.fail, key, self.source)
 
     @overload
     def string(self, key: str) -> str: ...
@@ -183,15 +184,40 @@ def positive_int(value: Any, fail: Callable[[Any, str], Exception], key: Any,
     return value
 
 
-def positive_number(value: Any, fail: Callable[[Any, str], Exception], key: Any) -> float:
-    """``value`` as a float if it is a positive finite number, else raise ``fail(key, ...)``."""
+def positive_number(value: Any, fail: Callable[[Any, str], Exception], key: Any,
+                    source: str = "") -> float:
+    """``value`` as a float if it is a positive finite number, else raise ``fail(key, ...)``;
+    text that is a number to Python but not to YAML 1.1 is named so, from a YAML ``source``
+    (``yaml_number_hint``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise fail(key, f"expected a positive number, got {_describe(value)}")
+        raise fail(key, f"expected a positive number, got {_describe(value)}"
+                        f"{yaml_number_hint(value, source)}")
     if isinstance(value, int) and value > MAX_INT ** 2:
         raise fail(key, f"{_describe(value)} is out of range")
     if value == float("inf"):
         raise fail(key, "expected a finite number, got inf")
     return float(value)
+
+
+#: A number in exponent form as Python's float() reads it (``2.0e13``, ``1E3``, ``.5e-3``)
+_EXPONENT = re.compile(r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))([eE])([-+]?)([0-9]+)")
+
+
+def yaml_number_hint(value: Any, source: str) -> str:
+    """Why a number in exponent form read as text, and how to write it, for a YAML ``source``:
+    PyYAML follows YAML 1.1, whose floats have a dot in the mantissa and a sign on the
+    exponent, so ``2.0e13`` and ``1e3`` are text where ``2.0e+13`` and ``1.0e+3`` are numbers.
+    Empty for anything else, and for a ``.json`` file, whose numbers are read as JSON's."""
+    from .safe_yaml import is_json  # the error path only: PyYAML is loaded by then
+
+    found = _EXPONENT.fullmatch(value) if isinstance(value, str) else None
+    if found is None or is_json(source):
+        return ""
+    mantissa, e, sign, exponent = found.groups()
+    written = f"{mantissa}{'' if '.' in mantissa else '.0'}{e}{sign or '+'}{exponent}"
+    if written == value:  # YAML 1.1 reads it as a number: the text was quoted
+        return f" (quoted: write {written} without quotes)"
+    return f" (text to YAML 1.1: write {written})"
 
 
 def check_plain(value: Any, fail: Callable[[Any, str], Exception], key: Any) -> None:
