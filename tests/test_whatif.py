@@ -519,3 +519,29 @@ def test_compare_names_the_fastest_device_that_holds_the_step():
     assert (gpu["fits"], xeon["fits"], xeon["capacity_bytes"]) == (True, None, None)
     assert (xeon["memory_bytes"], gpu["memory_bytes"]) == (33_944_576, 10**9 + 33_944_576)
     assert "does not fit" not in cpu["verdict"] and "hold" not in cpu["verdict"]
+
+
+@pytest.mark.parametrize("hw, line", [
+    # no SMs and no tiles: quantization_of is None for every GEMM, so "on" changed nothing
+    ("8380", "quantization: on, no effect: xeon-platinum-8380 is a CPU: no tile/wave model (no "
+             "SMs, no thread-block tiles)"),
+    ("p100", "quantization: on, no effect: p100-pcie-16gb is a GPU before Volta: no tile/wave "
+             "model (no Tensor Cores)"),
+    ("v100", "quantization: on (compute-bound GEMM times divided by the tile/wave efficiency "
+             "of the best candidate tile, after split-K where chosen)"),
+])
+def test_quantization_says_where_it_has_no_effect(invoke, hw, line):
+    on, off = (invoke("gemm", 512, 512, 8192, "--hw", hw, "--dtype", "fp32", *flag)
+               for flag in (("--quantization",), ()))
+    assert on.exit_code == off.exit_code == 0
+    assert on.stdout.splitlines()[3] == line
+    if "no effect" in line:  # and indeed the table is the same
+        assert on.stdout.splitlines()[4:] == off.stdout.splitlines()[3:]
+
+
+def test_compare_names_the_device_quantization_leaves_alone(invoke):
+    result = invoke("compare", EXAMPLE, "--hw", "v100", "--hw", "p100", "--quantization")
+    assert result.exit_code == 0
+    assert ("quantization: on (compute-bound GEMM times divided by the tile/wave efficiency); "
+            "no effect on p100-pcie-16gb, a GPU before Volta: no tile/wave model (no Tensor "
+            "Cores)") in result.stdout.splitlines()

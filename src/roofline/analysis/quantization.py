@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model.gemm import Gemm
 from .alignment import is_matrix_vector, pad_to
+
+if TYPE_CHECKING:
+    from ..hardware.spec import HardwareSpec
 
 
 def tile_count(m: int, n: int, tile: tuple[int, int], batch: int = 1) -> int:
@@ -179,6 +182,18 @@ def _nearest_better(m: int, n: int, k: int, sms: int, tiles: tuple[tuple[int, in
             if eff > best[0]:
                 best = (eff, (shape[0], shape[1], k, eff))
     return min(hits)[1] if hits else best[1]
+
+
+def no_tile_model(hardware: HardwareSpec) -> str | None:
+    """Why asking for tile/wave quantization changes nothing on ``hardware`` (``quantization_of``
+    gives None for every GEMM there), as the report's header says it; None where it applies.
+    A CPU has no SMs and no thread-block tiles; a GPU before Volta lists no tiles, the model
+    being the Tensor Cores' (``GpuBlock.tiles``)."""
+    if not hardware.sms:
+        return "a CPU: no tile/wave model (no SMs, no thread-block tiles)"
+    if not hardware.tiles:
+        return "a GPU before Volta: no tile/wave model (no Tensor Cores)"
+    return None
 
 
 def quantization_of(gemm: Gemm, sms: int | None, tiles: tuple[tuple[int, int], ...],

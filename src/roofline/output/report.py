@@ -26,6 +26,7 @@ from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_
 if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
     from ..analysis.report import Report
+    from ..hardware.spec import HardwareSpec
 
 PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
 
@@ -277,7 +278,7 @@ def _header(report: Report) -> str:
     return (f"{net.name} on {hw.name}: {report.dtype}, {step_text(net)}\n"
             f"precision: {precision_text(net)}\n"
             f"{ridge_text(report)}"
-            + ("\n" + quantization_line(detail=True) if report.quantization else ""))
+            + ("\n" + quantization_line(True, [hw]) if report.quantization else ""))
 
 
 def ridge_text(report: Report) -> str:
@@ -286,12 +287,21 @@ def ridge_text(report: Report) -> str:
             f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({report.hardware.origin})")
 
 
-def quantization_line(detail: bool) -> str:
+def quantization_line(detail: bool, hardware: Sequence[HardwareSpec]) -> str:
     """The header line of a report whose compute-bound times carry tile/wave losses; ``detail``
-    says which tile and split-K (analyze), else the short form (compare, sweep)."""
+    says which tile and split-K (analyze), else the short form (compare, sweep). A device of
+    ``hardware`` without a tile model (a CPU, a GPU before Volta: ``no_tile_model``) is named
+    with why nothing changed there: "on" alone read as if its times had been adjusted."""
+    from ..analysis.quantization import no_tile_model
+
+    without = [(spec.name, why) for spec in hardware if (why := no_tile_model(spec))]
+    if without and len(without) == len(hardware):
+        return "quantization: on, no effect: " + "; ".join(f"{name} is {why}"
+                                                           for name, why in without)
     how = ("efficiency of the best candidate tile, after split-K where chosen" if detail
            else "efficiency")
-    return f"quantization: on (compute-bound GEMM times divided by the tile/wave {how})"
+    return (f"quantization: on (compute-bound GEMM times divided by the tile/wave {how})"
+            + "".join(f"; no effect on {name}, {why}" for name, why in without))
 
 
 def totals_line(report: Report) -> str:

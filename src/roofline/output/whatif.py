@@ -250,7 +250,7 @@ def _compare_header(c: Comparison) -> list[str]:
              f"step time: {STEP_ROOF_TEXT}, at each entry's peak and bandwidth ({origins}); "
              f"predicted: each device's own basis (the verdict names it)"]
     if c.baseline.quantization:
-        lines.append(quantization_line(detail=False))
+        lines.append(quantization_line(False, [r.hardware for r in c.reports]))
     notes = (dtype_note(c, r) for r in c.reports)
     return (lines + [f"note: {note}" for note in notes if note]
             + [f"warning: {text}" for text in config_warnings(net)])
@@ -473,7 +473,7 @@ def sweep_header(s: Sweep) -> list[str]:
                 if net.seq is not None and net.step_phase == "decode" else ""),
              basis_sentence(s.hardware) + " (the predicted column: GEMMs and ops)"]
     if first.quantization:
-        lines.append(quantization_line(detail=False))
+        lines.append(quantization_line(False, [s.hardware]))
     capacity = first.memory.capacity_bytes if first.memory else None
     at_context = first.memory is not None and first.memory.seq_limit == "context"
     fit = (seq_fit_text(s.max_seq, net.batch, at_context) if s.axis == "seq" else

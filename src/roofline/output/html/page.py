@@ -277,7 +277,7 @@ def report_header(report: Report) -> list[tuple[str, str]]:
                       f"{report.bandwidth_bytes_per_s / 1e9:g} GB/s"),
              ("prediction", basis_sentence(hw).removeprefix("predicted: "))]
     if report.quantization:
-        pairs.append(("quantization", quantization_line(detail=True)))
+        pairs.append(("quantization", quantization_line(True, [hw])))
     return pairs
 
 

@@ -53,7 +53,7 @@ def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
     pairs = [("model", net.name), ("step", step_text(net)), ("precision", precision_text(net)),
              ("baseline", c.baseline.hardware.name)]
     if c.baseline.quantization:
-        pairs.append(("quantization", quantization_line(detail=False)))
+        pairs.append(("quantization", quantization_line(False, [r.hardware for r in c.reports])))
     return pairs + [("note", note) for note in (dtype_note(c, r) for r in c.reports) if note]
 
 
@@ -309,7 +309,7 @@ def _sweep_body(s: Sweep) -> tuple[str, str]:
     if s.seqs:
         pairs.append(("seqs" if len(s.seqs) > 1 else "seq", ", ".join(map(str, s.seqs))))
     if first.quantization:
-        pairs.append(("quantization", quantization_line(detail=False)))
+        pairs.append(("quantization", quantization_line(False, [s.hardware])))
     notes = "".join(f"<p>{escape(line)}</p>" for line in sweep_header(s)
                     if line.startswith(("step time", "memory:", "note:", "predicted:")))
     body = (f"<h1>{escape(title)}</h1>{facts(pairs)}{notes}<h2>Throughput and bound</h2>"
