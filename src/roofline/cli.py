@@ -348,7 +348,7 @@ def _check_plot(plot: str | None) -> None:
               help="Data-parallel training on P workers (a comma list for a table): ring "
                    "all-reduce of the gradients, 2(P-1)/P x bytes / bandwidth, step time with "
                    "and without overlap, scaling efficiency (JSON data_parallel). Needs "
-                   "--interconnect.")
+                   "--interconnect; --mode train only (inference has no gradients).")
 @click.option("--interconnect", metavar="NAME|GBPS",
               help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
                    "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
