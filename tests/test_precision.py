@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from roofline import analyze_model, network_from_yaml
+from roofline.errors import InputError
 from roofline.model.gemm import Gemm, gemm_bytes, gemm_intensity
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "mlp-1024-4096-1000.yaml"
@@ -110,3 +111,44 @@ def test_bad_precision_fields(invoke, tmp_path, text, message):
     result = invoke("analyze", model, "--hw", "a100")
     assert result.exit_code == 2
     assert result.stderr.strip() == f"Error: {model}: {message}"
+
+
+FLOAT_INTO_INTEGER = ("math cannot write an {out} output: a float GEMM writes a float C (fp32, "
+                      "fp16, bf16, ...); integer outputs come from int8 GEMMs")
+
+
+@pytest.mark.parametrize("dtype, out", [("fp16", "int32"), ("fp32", "int8"), ("fp8", "int32"),
+                                        ("tf32", "int32"), ("bf16", "int8")])
+def test_a_float_gemm_never_writes_an_integer_c(invoke, tmp_path, dtype, out):
+    """A float GEMM's products are fractions; no library writes them to an integer C, so the
+    pair is refused in one line, from --output-dtype and a model's output_dtype alike."""
+    expected = f"{dtype} " + FLOAT_INTO_INTEGER.format(out=out)
+    result = invoke("gemm", "512", "512", "512", "--hw", "h100", "--dtype", dtype,
+                    "--output-dtype", out)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"Error: --output-dtype: {expected}\n"
+    model = tmp_path / "m.yaml"
+    model.write_text(f"batch: 8\ndtype: {dtype}\noutput_dtype: {out}\nmlp: [64, 64]\n")
+    result = invoke("analyze", model, "--hw", "h100")
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {model}: output_dtype: {expected}\n"
+    with pytest.raises(InputError, match=f"output_dtype: {dtype} math cannot write"):
+        analyze_model(EXAMPLE, "h100", dtype=dtype, output_dtype=out)
+
+
+@pytest.mark.parametrize("dtype, out, c_bytes", [
+    ("int8", "int32", 4), ("int8", "int8", 1), ("int8", "fp16", 2), ("int8", "bf16", 2),
+    ("fp8", "bf16", 2), ("fp8", "fp16", 2), ("fp8", "fp32", 4), ("fp16", "fp32", 4),
+    ("fp64", "fp16", 2)])
+def test_the_outputs_libraries_write_are_kept(invoke, dtype, out, c_bytes):
+    """Integer math into any C (int32 exact, int8 requantized, a float dequantized) and float
+    math into another float stay: 512^3, A and B 512 x 512 operand elements each, C 512 x 512
+    of the output's size."""
+    e = 8 if dtype == "fp64" else 1 if dtype in ("int8", "fp8") else 2
+    assert invoke("gemm", "512", "512", "512", "--hw", "h100", "--dtype", dtype,
+                  "--output-dtype", out, "--format", "json").exit_code == 0
+    from roofline.analysis.whatif import gemm_report
+
+    mm1 = gemm_report(512, 512, 512, "h100", dtype=dtype, output_dtype=out).results[0]
+    assert mm1.gemm.c_dtype == out
+    assert mm1.gemm.bytes == 2 * 512 * 512 * e + 512 * 512 * c_bytes

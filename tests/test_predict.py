@@ -516,3 +516,38 @@ def test_the_full_probe_times_c_on_a_square_c_three_times_the_llc(monkeypatch):
     c = {k.dtype: (k.size, k.nk, k.k) for k in kernels if k.kind == "c_write"}
     assert c == {"fp32": (5120, 5120, 16), "fp64": (3584, 3584, 16)}
     assert ("shaped_gemm_kernel", (5120, 5120, 16, "fp32")) in made
+
+
+def test_measure_refuses_a_machine_of_the_same_host_name_but_another_cpu():
+    """The entry was measured on "testbox: AMD EPYC, 2 cores, Linux". A host name alone does
+    not identify a machine (VMs are often all "vm"): the CPU's brand and core count must match
+    too, each named in the one-line refusal; the platform (a kernel update) may differ."""
+    report = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), spec())
+    measure_mod.check_measurable(report, machine=f"{HOST}: AMD EPYC, 2 cores, Linux-6.8")
+    with pytest.raises(measure_mod.MeasureError) as caught:
+        measure_mod.check_measurable(report, machine=f"{HOST}: Intel Xeon, 16 cores, Linux")
+    assert str(caught.value) == (f"box was measured on {HOST} (AMD EPYC, 2 cores), this is "
+                                 f"{HOST} (Intel Xeon, 16 cores); use hardware='local'")
+    with pytest.raises(measure_mod.MeasureError, match=r"\(AMD EPYC, 2 cores\), this is "
+                                                       r"testbox \(AMD EPYC, 16 cores\)"):
+        measure_mod.check_measurable(report, machine=f"{HOST}: AMD EPYC, 16 cores, Linux")
+    with pytest.raises(measure_mod.MeasureError, match="measured on testbox, this is vm; "):
+        measure_mod.check_measurable(report, machine="vm: AMD EPYC, 2 cores, Linux")
+    # a brand with a comma in it reads back whole
+    comma = copy.deepcopy(ENTRY)
+    comma["measured"]["machine"] = "vm: Intel(R) Xeon(R), 2.2GHz, 16 cores, Linux"
+    other = analyze(load_network(EXAMPLE).with_overrides(dtype="fp32"), spec(comma))
+    measure_mod.check_measurable(other, machine="vm: Intel(R) Xeon(R), 2.2GHz, 16 cores, L")
+    with pytest.raises(measure_mod.MeasureError, match=r"measured on vm \(Intel\(R\) Xeon\(R\),"
+                                                       r" 2.2GHz, 16 cores\), this is vm "
+                                                       r"\(AMD EPYC, 2 cores\)"):
+        measure_mod.check_measurable(other, machine="vm: AMD EPYC, 2 cores, Linux")
+
+
+def test_this_machine_reads_back_as_the_probe_writes_it():
+    from roofline.probe.identify import CpuInfo, machine_text
+
+    cpu = CpuInfo("AMD EPYC 7763", "AMD", 25, 1, 1, 2, 4, 4, (), None, None, None, 1, "sysfs")
+    text = machine_text("vm", cpu, "Linux-6.8-x86_64")
+    assert text == "vm: AMD EPYC 7763, 2 cores, Linux-6.8-x86_64"
+    assert measure_mod._machine_parts(text) == ("vm", "AMD EPYC 7763, 2 cores")

@@ -15,6 +15,7 @@ from roofline.analysis.scaling import (
 )
 from roofline.api import analyze_model
 from roofline.cli import cli
+from roofline.errors import InputError
 from roofline.hardware.links import links, resolve_link
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -154,3 +155,26 @@ def test_plan_names_a_bare_bandwidth_once(runner):
     assert result.exit_code == 0, result.output
     assert ("links: inside a node (8 GPUs) 400 GB/s per direction (0 us a step); between nodes "
             "50 GB/s per direction per GPU (0 us a step)") in " ".join(result.output.split())
+
+
+def test_inference_has_no_gradients_to_all_reduce(runner):
+    """An inference step makes no gradients, so its replicas share nothing: P of them serve P
+    times one's throughput. The all-reduce table (13.5 GB of "gradients" for Llama-2 7B, a 0 s
+    backward pass, 7% efficiency) is refused in one line that says so, CLI and library alike."""
+    result = runner.invoke(cli, ["analyze", str(EXAMPLES / "hf" / "llama-2-7b.json"), "--hw",
+                                 "h100", "--batch", "1", "--seq", "2048", "--mode", "inference",
+                                 "--data-parallel", "1,8", "--interconnect", "ib-ndr"])
+    assert result.exit_code == 2
+    assert result.output == (
+        "Error: --data-parallel: an inference step has no gradients to all-reduce: its "
+        "replicas run apart, so 8 of them serve 8x one's throughput (100% scaling); this "
+        "models training's gradient all-reduce (--mode train)\n")
+    report = analyze_model(str(EXAMPLES / "mlp-1024-4096-1000.yaml"), "h100",
+                           mode="inference")
+    with pytest.raises(InputError, match=r"^workers: an inference step has no gradients.*"
+                                        r"\(mode='train'\)$"):
+        scale(report, workers=(8,), interconnect="ib-ndr")
+    # the same model trained still all-reduces
+    trained = scale(analyze_model(str(EXAMPLES / "mlp-1024-4096-1000.yaml"), "h100",
+                                  mode="train"), workers=(8,), interconnect="ib-ndr")
+    assert trained.scaling is not None and trained.scaling.data_parallel[0].workers == 8

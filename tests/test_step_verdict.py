@@ -75,9 +75,50 @@ def test_step_verdict_marks_a_batch_that_does_not_fit():
 def test_the_limiter_named_is_one_that_holds_the_step_down():
     """GPT-2 prefill on an H100: the GEMMs add the most bytes per sequence, but at 622 FLOP/B,
     above the 295.4 ridge; the step tends to 232 FLOP/B because of its ops. The one named is
-    the op kind adding the most bytes below the step's intensity: the bias adds, 1 FLOP per
-    value read and written once in fp16, 1 / (2 x 2 B) = 0.25 FLOP/B."""
+    the part adding the most bytes among those whose bytes outlast their work: the bias adds,
+    1 FLOP per value read and written once in fp16, 1 / (2 x 2 B) = 0.25 FLOP/B."""
     step = analyze_model("examples/hf/gpt2.json", "h100", batch=8, seq=1024, dtype="fp16",
                          mode="inference").step
     assert step.batch is None and step.intensity_limit < 295.4
     assert step.limiter == "bias" and step.limiter_intensity == 0.25
+
+
+SPARSE_MODEL = """\
+name: sparse-relu
+batch: 64
+dtype: fp32
+mode: inference
+layers:
+  - {type: linear, in: 1000, out: 100, input_nnz: 10, active_out: 50, bias: false,
+     activation: relu, name: s}
+"""
+
+
+def test_the_limiter_is_what_makes_the_bytes_not_a_part_below_the_mean(tmp_path, invoke):
+    """One sparse linear in fp32 on a V100 (15.7 TFLOP/s, 900 GB/s: ridge 17.4), per added
+    sample: the product does 2 x 10 x 50 = 1000 FLOPs over 10 x (4 + 4) nonzeros and indices
+    + 10 x 50 touched weights x 4 + 50 outputs x 4 + 50 ids x 4 = 2480 B (0.403 FLOP/B); the
+    relu 50 FLOPs over 50 x 4 read + 50 x 4 written = 400 B (0.125 FLOP/B). The step tends to
+    1050 / 2880 = 0.365 FLOP/B. Both are memory-bound on the device; the sparse product makes
+    2480 / 2880 = 86% of the bytes. (Judged against the step's mean instead, the product sat
+    above it and the relu's 14% was named.) There is no sequence: the unit is a sample."""
+    path = tmp_path / "sparse.yaml"
+    path.write_text(SPARSE_MODEL)
+    step = analyze_model(str(path), "v100").step
+    assert step.batch is None
+    assert step.intensity_limit == pytest.approx(1050 / 2880, rel=1e-12)
+    assert step.limiter == "sparse-linear"
+    assert step.limiter_share == pytest.approx(2480 / 2880, rel=1e-12)
+    assert step.limiter_intensity == pytest.approx(1000 / 2480, rel=1e-12)
+    out = " ".join(invoke("analyze", path, "--hw", "v100").stdout.split())
+    assert ("step: memory-bound at every batch: its intensity tends to 0.4 FLOP/B (ridge "
+            "17.4); the sparse linears make 86% of the bytes each sample adds at 0.4 "
+            "FLOP/B") in out
+
+
+def test_a_training_steps_sparse_passes_are_one_part():
+    """SLIDE on Amazon-670K trains: the forward product and both backward ones are the sparse
+    linears, one part making nearly every byte (the relu and its gradient, 0%, were named)."""
+    step = analyze_model("examples/slide-amazon-670k.yaml", "v100").step
+    assert step.batch is None and step.limiter == "sparse-linear"
+    assert step.limiter_share > 0.99

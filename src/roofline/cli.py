@@ -361,7 +361,7 @@ def _check_plot(plot: str | None) -> None:
               help="Data-parallel training on P workers (a comma list for a table): ring "
                    "all-reduce of the gradients, 2(P-1)/P x bytes / bandwidth, step time with "
                    "and without overlap, scaling efficiency (JSON data_parallel). Needs "
-                   "--interconnect.")
+                   "--interconnect; --mode train only (inference has no gradients).")
 @click.option("--interconnect", metavar="NAME|GBPS",
               help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
                    "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
@@ -423,11 +423,16 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     check_listed(reports, fmt, view)  # before anything is timed
     if measure:
         from .analysis.measure import check_budget, check_measurable, measure_report
+        from .probe.identify import this_machine
 
+        # this machine's host and CPU (py-cpuinfo, about 1 s), where an entry was measured
+        machine = (this_machine() if any(r.hardware.origin == "measured" for r in reports)
+                   else None)
         for report in reports:  # refuse before any timing starts
-            check_measurable(report)
+            check_measurable(report, machine=machine)
             check_budget(report, measure_budget)
-        reports = [measure_report(r, _progress, budget_s=measure_budget) for r in reports]
+        reports = [measure_report(r, _progress, budget_s=measure_budget, machine=machine)
+                   for r in reports]
     if fmt == "json" and len(reports) == 1:
         _stream_json(reports[0])
     elif fmt == "csv":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,20 +83,40 @@ class Measurement:
                 "measured_weights": self.weights, "beats_roof": efficiency > BEATS_ROOF}
 
 
-def check_measurable(report: Report, hostname: str | None = None) -> None:
+#: ``host: CPU brand, N cores, platform``, as ``probe.identify.machine_text`` writes it: the
+#: host, and the CPU (brand and core count) that identifies the machine beside it.
+_MACHINE = re.compile(r"^(?P<host>[^:]*): (?P<cpu>.*?, \d+ cores)(?:, .*)?$")
+
+
+def _machine_parts(text: str) -> tuple[str, str | None]:
+    """(host, ``brand, N cores`` or None where the text does not say) of a machine's text."""
+    found = _MACHINE.match(text)
+    return (found["host"], found["cpu"]) if found else (text.split(":")[0], None)
+
+
+def check_measurable(report: Report, hostname: str | None = None,
+                     machine: str | None = None) -> None:
     """Raise MeasureError unless ``report``'s entry describes this machine and its dtypes run
-    here."""
+    here. This machine is ``machine`` (``probe.identify.this_machine``'s words), else the host
+    ``hostname`` (default: this host's name). A host name alone does not identify a machine (a
+    VM's is often ``vm``, a container's reused): where both texts name a CPU, its brand and
+    core count must match too, or the entry's peaks are another machine's."""
     hw = report.hardware
     if hw.origin != "measured":
         raise MeasureError(f"GEMMs are timed on this machine, but {hw.name} is a datasheet "
                            f"entry; use {option('hardware', 'local')} (or an entry "
                            f"saved by `roofline probe --save` here)")
-    machine = str((hw.stored.get("measured") or {}).get("machine", ""))
-    host = hostname or platform.node()
-    if machine and not machine.startswith(f"{host}:"):
-        raise MeasureError(f"{hw.name} was measured on "
-                           f"{machine.split(':')[0]}, this is {host}; use "
-                           f"{option('hardware', 'local')}")
+    recorded = str((hw.stored.get("measured") or {}).get("machine", ""))
+    host, cpu = (_machine_parts(machine) if machine is not None
+                 else (hostname or platform.node(), None))
+    if recorded:
+        there, there_cpu = _machine_parts(recorded)
+        other_cpu = cpu is not None and there_cpu is not None and cpu != there_cpu
+        if there != host or other_cpu:
+            said = (f"{there} ({there_cpu}), this is {host} ({cpu})" if other_cpu else
+                    f"{there}, this is {host}")
+            raise MeasureError(f"{hw.name} was measured on {said}; use "
+                               f"{option('hardware', 'local')}")
     stored = {r.gemm.name: r.gemm.b_dtype for r in first_copies(report.results)
               if r.gemm.b_dtype}
     if stored:
@@ -221,10 +242,10 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
                    make_kernel: Callable | None = None, backend: str | None = None,
                    clock: Callable[[], float] = time.perf_counter,
                    hostname: str | None = None,
-                   budget_s: float = MEASURE_BUDGET_S) -> Report:
+                   budget_s: float = MEASURE_BUDGET_S, machine: str | None = None) -> Report:
     """``report`` with a Measurement on every GEMM (each distinct shape timed once); refused
     (MeasureError) when the timing would take longer than ``budget_s`` (``check_budget``)."""
-    check_measurable(report, hostname)
+    check_measurable(report, hostname, machine)
     check_budget(report, budget_s)
     if make_kernel is None:
         make_kernel, backend = default_kernels(report)

@@ -20,6 +20,12 @@ the forward pass and the optimizer's update hide nothing. Scaling efficiency = c
 whose all-reduce outlasts the backward pass it hides behind; never when the latency is 0 and
 2 G / bandwidth <= backward (the all-reduce tends to that as P grows), else the smallest P found
 by bisection (the time grows with P), up to ``MAX_WORKERS``.
+
+An inference step has no gradients: its data-parallel replicas share nothing, so P of them
+serve P times one's throughput, whatever the interconnect. There is nothing to model, and the
+all-reduce table would be false (a ring of gradients an inference step never makes, and a 0 s
+backward pass to hide it behind), so ``scale`` refuses workers for an inference step and says
+so.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, option
 from ..files.numbers import parse_int, quoted
 from ..hardware.links import resolve_link
 from ..hardware.spec import HostLink
@@ -169,6 +175,12 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
         counts = parse_workers(workers) if isinstance(workers, str) else tuple(workers)
         if not counts or min(counts) < 1:
             raise InputError("workers", "", f"expected worker counts >= 1, got {workers}")
+        if report.network.mode != "train":
+            raise InputError("workers", "", f"an inference step has no gradients to "
+                             f"all-reduce: its replicas run apart, so {max(counts)} of them "
+                             f"serve {max(counts)}x one's throughput (100% scaling); this "
+                             f"models training's gradient all-reduce "
+                             f"({option('mode', 'train')})")
         link = resolve_link(interconnect or "", "interconnect")
         net = report.network
         grad = itemsize(net.grad_accumulation or net.operand_dtype) * net.parameters

@@ -7,9 +7,15 @@ their bytes over the bandwidth: the roofline of the step as one fused kernel, be
 per-GEMM transitions (``analysis.batch``). Both are affine in the batch, C(B) = c0 + c1 B and
 M(B) = m0 + m1 B (weights and the optimizer update are fixed, tokens grow with B), so the
 smallest such batch is ceil((m0 - c0) / (c1 - m1)) when c1 > m1, checked against the step
-itself; when c1 <= m1 no batch gets there: each sequence adds more byte time than compute time,
-and the reason is the part whose bytes grow fastest with the batch (in decode, attention reading
-the KV cache at about 1 FLOP/B).
+itself; when c1 <= m1 no batch gets there: each sample (a sequence, where the model has one)
+adds more byte time than compute time, and the reason is the part whose bytes grow fastest with
+the batch among those that hold the step down, whose added bytes take longer than their added
+work (in decode, attention reading the KV cache at about 1 FLOP/B). A part is the GEMMs, the
+sparse linears (a sparse layer's products, forward and backward: ops here, not GEMMs, but the
+products of the step all the same, ``SPARSE``), or one kind of op. Which parts hold the step
+down is judged against the device, not against the step's mean intensity: below a mean there is
+always a part, however small (SLIDE's relu-backward, 0% of the bytes, was named while its sparse
+products, under the ridge too, made all of them).
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ from ..model.network import Network
 @dataclass(frozen=True)
 class StepVerdict:
     """``batch``: the smallest batch at which the whole step is compute-bound (None: none);
-    ``intensity_limit``: the FLOPs over the bytes each added sequence brings (FLOP/B, what the
-    step's intensity tends to); ``limiter``: the GEMMs (``"gemm"``) or the op kind whose bytes
-    grow fastest with the batch among those whose own intensity is at most the step's (those
-    that hold it down: GPT-2's GEMMs at 622 FLOP/B make the most bytes, but above a 295 ridge),
+    ``intensity_limit``: the FLOPs over the bytes each added sample brings (FLOP/B, what the
+    step's intensity tends to); ``limiter``: the GEMMs (``"gemm"``), the sparse linears
+    (``SPARSE``) or the op kind whose bytes grow fastest with the batch among those whose added
+    bytes take longer than their added work on the device (those that hold it down: GPT-2's
+    GEMMs at 622 FLOP/B make the most bytes, but above a 295 ridge),
     its ``limiter_share`` of that growth and its own ``limiter_intensity``; ``max_batch``: the
     largest batch that fits in memory (None: no capacity stated)."""
 
@@ -56,27 +63,39 @@ class StepVerdict:
                 "captured_batch": self.captured_batch}
 
 
+#: The part a sparse layer's products make, whichever pass (``sparse-linear``,
+#: ``sparse-linear-backward-data``, ``sparse-linear-backward-weight``): one part, as the GEMMs
+#: are, not three op kinds each a third of the bytes.
+SPARSE = "sparse-linear"
+
+
+def _part(kind: str) -> str:
+    """The part of the step an op of ``kind`` counts in: its kind, a sparse product's ``SPARSE``."""
+    return SPARSE if kind.startswith(SPARSE) else kind
+
+
 def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
-        float, float, dict[str, tuple[int, int]]]:
-    """(compute time, memory time, per kind (FLOPs, bytes)) of the step at ``batch``: the
-    FLOPs summed exactly per dtype and each sum over its peak (a GEMM's at its own dtype's, an
-    op's at the model's), the bytes summed exactly over the bandwidth. Read once per distinct
-    layer and pass, times its copies (``Network.tally``)."""
+        float, float, dict[str, tuple[int, int, float]]]:
+    """(compute time, memory time, per part (FLOPs, bytes, compute time)) of the step at
+    ``batch``: the FLOPs summed exactly per dtype and each sum over its peak (a GEMM's at its
+    own dtype's, an op's at the model's), the bytes summed exactly over the bandwidth. Read once
+    per distinct layer and pass, times its copies (``Network.tally``)."""
     net = replace(network, batch=batch)
     op_dtype = net.operand_dtype
     work: dict[str, int] = {}  # dtype -> FLOPs at its peak
     nbytes = 0
-    kinds: dict[str, tuple[int, int]] = {}
+    kinds: dict[str, tuple[int, int, float]] = {}
     for count, items in net.tally():
         for item in items:
             if isinstance(item, Gemm):
                 kind, dtype, flops = "gemm", item.dtype, item.flops + item.dequant_flops
             else:
-                kind, dtype, flops = item.kind, op_dtype, item.flops
+                kind, dtype, flops = _part(item.kind), op_dtype, item.flops
             work[dtype] = work.get(dtype, 0) + flops * count
             nbytes += item.bytes * count
-            f, b = kinds.get(kind, (0, 0))
-            kinds[kind] = (f + flops * count, b + item.bytes * count)
+            f, b, t = kinds.get(kind, (0, 0, 0.0))
+            kinds[kind] = (f + flops * count, b + item.bytes * count,
+                           t + flops * count / hardware.peak_flops_per_s(dtype))
     compute = sum(flops / hardware.peak_flops_per_s(dtype) for dtype, flops in work.items())
     return compute, nbytes / hardware.bandwidth_bytes_per_s, kinds
 
@@ -90,16 +109,19 @@ def step_verdict(network: Network, hardware: HardwareSpec,
     c_one, m_one, k_one = _times(network, hardware, 1)
     c_two, m_two, k_two = _times(network, hardware, 2)
     c1, m1 = c_two - c_one, m_two - m_one
-    growth = {kind: (k_two[kind][0] - k_one.get(kind, (0, 0))[0],
-                     k_two[kind][1] - k_one.get(kind, (0, 0))[1]) for kind in k_two}
-    flops_slope = sum(f for f, _ in growth.values())
-    bytes_slope = sum(b for _, b in growth.values())
+    none = (0, 0, 0.0)
+    growth = {kind: tuple(two - one for two, one in zip(k_two[kind], k_one.get(kind, none)))
+              for kind in k_two}
+    flops_slope = sum(int(f) for f, _, _ in growth.values())
+    bytes_slope = sum(int(b) for _, b, _ in growth.values())
     limit = flops_slope / bytes_slope if bytes_slope > 0 else None
-    # the kinds at or below the step's intensity hold it down (a mean: one always is)
-    low = [kind for kind, (f, b) in growth.items()
-           if b > 0 and (limit is None or f <= limit * b)] or list(growth)
+    # the parts whose added bytes outlast their added work hold the step down (where no batch
+    # makes the step compute-bound one always does: the sums do)
+    bandwidth = hardware.bandwidth_bytes_per_s
+    low = [kind for kind, (_, b, t) in growth.items()
+           if b > 0 and t <= b / bandwidth] or list(growth)
     limiter = max(low, key=lambda kind: growth[kind][1])
-    lf, lb = growth[limiter]
+    lf, lb = int(growth[limiter][0]), int(growth[limiter][1])
     verdict = StepVerdict(None, limit, limiter, lb / bytes_slope if bytes_slope else 0.0,
                           lf / lb if lb else None, max_batch)
     if c_one >= m_one:

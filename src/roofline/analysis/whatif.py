@@ -28,7 +28,7 @@ from ..files.fields import positive_int
 from ..files.numbers import MAX_INT, OutOfRange, parse_int, quoted
 from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
-from ..model.dtypes import DTYPES, check_dtype, itemsize
+from ..model.dtypes import DTYPES, check_dtype, itemsize, output_problem
 from ..model.layers import Linear
 from ..model.network import Network, check_overrides, load_network
 from ..model.repeats import MAX_LISTED
@@ -85,6 +85,9 @@ def gemm_network(m: int | str, n: int | str, k: int | str, dtype: str = "fp16",
     weight stored as ``layout`` says (``GEMM_LAYOUTS``)."""
     dims = [parse_dimension(v, name) for v, name in ((m, "M"), (n, "N"), (k, "K"))]
     check_dtype(dtype)
+    problem = output_dtype and output_problem(dtype, output_dtype)
+    if problem:  # said as the option it came from, not a model's field
+        raise RooflineError(f"{option('output_dtype')}: {problem}")
     if layout not in GEMM_LAYOUTS:
         raise RooflineError(f"{option('layout')}: expected one of {', '.join(GEMM_LAYOUTS)}, "
                             f"got {quoted(layout)}")

@@ -57,6 +57,19 @@ def default_output_dtype(dtype: str) -> str:
     return _DEFAULT_OUTPUT.get(dtype, dtype)
 
 
+def output_problem(math: str, output: str) -> str | None:
+    """Why a GEMM whose math runs in ``math`` cannot write C as ``output``, else None: an
+    integer GEMM (INT8) accumulates exactly in INT32 and may write that, INT8 requantized, or a
+    float dequantized; a float GEMM's products are fractions, and no library writes them to an
+    integer C (cuBLAS, cuBLASLt and oneDNN offer none), so a float GEMM writes a float C. The one
+    rule, for a model's ``output_dtype`` and ``--output-dtype`` alike (an unknown ``output`` is
+    left to the choice of ``OUTPUT_DTYPES`` to refuse)."""
+    if is_float(math) and output in OUTPUT_DTYPES and not is_float(output):
+        return (f"{math} math cannot write an {output} output: a float GEMM writes a float C "
+                f"(fp32, fp16, bf16, ...); integer outputs come from int8 GEMMs")
+    return None
+
+
 def check_dtype(dtype: str) -> str:
     """Return ``dtype`` if known, else raise UnsupportedDtypeError listing the choices."""
     if dtype not in DTYPES:

@@ -80,6 +80,7 @@ from .dtypes import (
     default_output_dtype,
     is_float,
     itemsize,
+    output_problem,
 )
 from .gemm import Gemm, GemmShape
 from .layers import (
@@ -434,8 +435,13 @@ class Network:
         """Weights may be stored narrower than the activations they meet (weight-only formats:
         W4A16, W8A16, fp8 weights under fp16 math; int4 under int8 math, W4A8), never wider,
         and integer weights need integer or float math, fp8 weights float math; a group size
-        belongs to int4 weights; a training step keeps its weights at the activations' dtype."""
+        belongs to int4 weights; a training step keeps its weights at the activations' dtype.
+        C follows the math: float math writes a float C (``dtypes.output_problem``), so fp16
+        into int32 is refused, not priced as a GEMM nobody runs."""
         weights, act = self.weight_dtype, self.activation_dtype
+        problem = self.output_dtype and output_problem(act, self.output_dtype)
+        if problem:
+            raise InputError(self.source, "output_dtype", problem)
         if weights != act:
             narrower = bits(weights) < bits(act)
             kinds = is_float(act) or (weights == "int4" and act == "int8")

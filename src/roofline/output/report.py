@@ -388,12 +388,16 @@ def step_line(report: Report) -> str:
             text += (f", which does not fit in memory (at most batch {v.max_batch})"
                      if v.max_batch else ", which does not fit in memory")
         return text
-    part = "the GEMMs make" if v.limiter == "gemm" else f"{v.limiter} (an op) makes"
+    from ..analysis.step import SPARSE
+
+    part = ("the GEMMs make" if v.limiter == "gemm" else "the sparse linears make"
+            if v.limiter == SPARSE else f"{v.limiter} (an op) makes")
+    sample = "sequence" if report.network.seq is not None else "sample"
     limit = (f"its intensity tends to {v.intensity_limit:.1f} FLOP/B (ridge "
              f"{report.ridge:.1f})" if v.intensity_limit is not None else "")
     own = (f" at {v.limiter_intensity:.1f} FLOP/B" if v.limiter_intensity is not None else "")
     return (f"step: memory-bound at every batch: {limit}; {part} {v.limiter_share:.0%} of "
-            f"the bytes each sequence adds{own}")
+            f"the bytes each {sample} adds{own}")
 
 
 def generation_line(report: Report) -> str | None:

@@ -21,6 +21,7 @@ from ..hardware.spec import (
     HardwareSpec,
 )
 from ..model.dtypes import DTYPES
+from .identify import machine_text
 
 if TYPE_CHECKING:
     from .result import ProbeResult
@@ -50,8 +51,8 @@ def _library(calibration: dict[str, Any]) -> str:
 
 def _provenance(result: ProbeResult, command: str, figures: dict[str, Any]) -> dict[str, Any]:
     meta, cpu = result.metadata, result.cpu
-    return {"date": meta.get("date"), "machine": f"{meta.get('hostname')}: {cpu.brand}, "
-            f"{cpu.cores} cores, {meta.get('platform')}",
+    return {"date": meta.get("date"),
+            "machine": machine_text(str(meta.get("hostname")), cpu, str(meta.get("platform"))),
             "method_version": meta.get("method_version"), "command": command,
             "preset": result.preset, "figures": figures}
 

@@ -146,6 +146,20 @@ def identify_cpu(info: dict[str, Any] | None = None) -> CpuInfo:
         llc_bytes=llc, llc_instances=instances, topology_source=source)
 
 
+def machine_text(hostname: str, cpu: CpuInfo, platform_text: str) -> str:
+    """The machine as an entry records it (``measured.machine``): ``host: CPU brand, N cores,
+    platform``. ``analysis.measure.check_measurable`` reads the host and the CPU back from it
+    to tell whether ``--measure`` runs where the entry was measured."""
+    return f"{hostname}: {cpu.brand}, {cpu.cores} cores, {platform_text}"
+
+
+def this_machine() -> str:
+    """This machine in the words of ``machine_text``."""
+    import platform
+
+    return machine_text(platform.node(), identify_cpu(), platform.platform())
+
+
 def blas_info() -> list[dict[str, Any]]:
     """threadpoolctl's entries for the BLAS libraries loaded (numpy's), with thread counts."""
     import numpy  # noqa: F401 - loads the BLAS so that threadpoolctl can see it
