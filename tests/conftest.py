@@ -49,7 +49,8 @@ def invoke(runner):
     from roofline.cli import cli
 
     def run(*args):
-        return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+        return runner.invoke(cli, [str(a) for a in args], prog_name="roofline",
+                             catch_exceptions=False)
 
     return run
 

@@ -111,7 +111,7 @@ def test_a_budget_that_bounds_nothing_is_refused(invoke, tmp_path, budget, shown
     assert res.exit_code == 2
     assert res.stderr.splitlines()[-1] == (
         f"Error: Invalid value for '--measure-budget': {shown} is not in the range "
-        f"1<=x<=86400.")
+        f"1<=x<=86400 (see `roofline analyze --help`)")
 
 
 def test_the_help_states_the_estimate_the_code_makes(invoke):

@@ -66,13 +66,27 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
+def _usage_line(exc: click.UsageError) -> click.ClickException:
+    """click's usage error (a bad option value, an unknown option, a missing argument) as one
+    ``Error:`` line naming the help to read, exit 2, as every other error is: click prints
+    three lines (Usage, Try, Error). Help shown for a bare command stays help."""
+    if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        return exc
+    where = exc.ctx.command_path if exc.ctx is not None else "roofline"
+    return BadInput(f"{one_line(exc.format_message()).rstrip('.')} (see `{where} --help`)")
+
+
 class RooflineGroup(click.Group):
     """Turns every RooflineError raised by a command into BadInput, in one place, and prints
-    each skipped user hardware file (a HwdbWarning) as one ``Warning:`` line on stderr."""
+    each skipped user hardware file (a HwdbWarning) as one ``Warning:`` line on stderr;
+    click's usage errors become one line too (``_usage_line``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_ARGV] = list(args)  # what the HTML page names as the command that made it
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _usage_line(exc) from None
 
     def invoke(self, ctx: click.Context):
         from .hardware.catalog import HwdbWarning
@@ -82,6 +96,8 @@ class RooflineGroup(click.Group):
             warnings.simplefilter("always", HwdbWarning)
             try:
                 return super().invoke(ctx)
+            except click.UsageError as exc:
+                raise _usage_line(exc) from None
             except RooflineError as exc:
                 error = str(exc)
                 raise BadInput(one_line(_with_flag(exc))) from None
