@@ -120,6 +120,9 @@ def test_generation_json_and_table(invoke):
     table = " ".join(invoke("analyze", *args).stdout.split())
     assert "generation: prompt 1024 + 256 tokens, batch 8: time to first token" in table
     assert "mean of 255 decode steps, KV cache 1025 to 1279 tokens" in table
+    # two tokens: one decode step, over a cache of prompt + 1 = 1025 tokens
+    two = " ".join(invoke("analyze", *args[:-1], "2").stdout.split())
+    assert "mean of 1 decode step, KV cache 1025 tokens)" in two
 
 
 @pytest.mark.parametrize("options, message", [

@@ -452,6 +452,10 @@ CASES |= {
                                                "train"], 2,
                                          ["mode: a generation (prompt and generate) is an "
                                           "inference"], model=GOOD),
+    "phase-with-a-generation": Case(AN + ["--prompt", "8", "--generate", "4", "--phase",
+                                          "prefill"], 2,
+                                    ["phase: a generation (prompt and generate) runs its "
+                                     "prefill and decode steps itself"], model=GOOD),
     "seq-on-a-cnn": Case(AN + ["--seq", "10"], 2,
                          ["model.yaml: seq: seq is tokens per sample, but the model starts "
                           "from an image"], model=CONV % 3),

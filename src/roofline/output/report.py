@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RooflineError, option
 from ..model.repeats import MAX_LISTED, Layers, Numbered, named
-from ..units import seconds, si, three_digits
+from ..units import count, seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings
 from .json import to_json
 from .scaling import scaling_lines
@@ -409,9 +409,10 @@ def generation_line(report: Report) -> str | None:
     text = (f"generation: prompt {g.prompt} + {g.generate} tokens, batch {g.batch}: time to "
             f"first token {seconds(g.ttft_s)} (prefill, {logits})")
     if g.tpot_s is not None:
-        text += (f"; time per output token {seconds(g.tpot_s)} (mean of {g.decode_steps} "
-                 f"decode steps, KV cache {g.prompt + 1} to {g.prompt + g.generate - 1} "
-                 f"tokens)")
+        first, last = g.prompt + 1, g.prompt + g.generate - 1
+        cache = f"{first} to {last}" if last > first else f"{first}"
+        text += (f"; time per output token {seconds(g.tpot_s)} (mean of "
+                 f"{count(g.decode_steps, 'decode step')}, KV cache {cache} tokens)")
     text += (f"; latency {seconds(g.latency_s)}; {si(g.tokens_per_s_per_sequence, '')}"
              f"tokens/s per sequence, {si(g.tokens_per_s, '')}tokens/s on the device "
              f"(roofline times: lower bounds); predicted: time to first token "
