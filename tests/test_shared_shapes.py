@@ -138,3 +138,14 @@ def test_every_bias_op_says_what_product_it_follows():
     follows += [(o.layer, o.pass_, o.follows) for o in gpt2.expand()[1]
                 if o.kind in ("bias", "bias-backward")]
     assert all(f in FOLLOWS for _, _, f in follows), follows
+
+
+def test_an_alignment_note_names_a_blocks_part_once(invoke, tmp_path):
+    # a transformer block's FFN of 1370 (off the 16-byte rule in fp16): its GEMMs' layers are
+    # block1.ffn_up and block1.ffn_down and their dimensions' roles ffn_up.out, ffn_down.in;
+    # the note read "block1.ffn_up.ffn_up.out"
+    model = tmp_path / "ffn.yaml"
+    model.write_text("batch: 4\ndtype: fp16\nseq: 256\nmode: inference\nlayers:\n"
+                     "  - {type: transformer, name: block1, hidden: 512, heads: 8, ffn: 1370}\n")
+    out = " ".join(invoke("analyze", model, "--hw", "a100").stdout.split())
+    assert "dimension 1370 (block1.ffn_up.out, block1.ffn_down.in)" in out

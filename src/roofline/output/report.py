@@ -501,7 +501,18 @@ class _Group:
         """``fc2.out``, ``fc3.in``, ... in the order they came (``batch`` for the batch)."""
         came = sorted((when, layer, role) for role, layers in self.roles.items()
                       for layer, when in layers.items())
-        return ["batch" if role == "batch" else f"{layer}.{role}" for _, layer, role in came]
+        return ["batch" if role == "batch" else _dimension_label(layer, role)
+                for _, layer, role in came]
+
+
+def _dimension_label(layer: str, role: str) -> str:
+    """``fc2`` and ``out`` as ``fc2.out``; a role already naming the layer's part, as a
+    transformer block's does (``block1.ffn_up`` and ``ffn_up.out``), once: ``block1.ffn_up.out``
+    (it read ``block1.ffn_up.ffn_up.out``)."""
+    part, _, rest = role.rpartition(".")
+    if part and (layer == part or layer.endswith("." + part)):
+        return f"{layer}.{rest}"
+    return f"{layer}.{role}"
 
 
 def _alignment_groups(gemms: Shown | Sequence[Any]) -> list[tuple[str, str]]:
