@@ -239,3 +239,16 @@ def test_the_measured_sweep_backs_the_stream_k_advice():
             gains.append(math.prod(other) / best[other] / (math.prod(shape) / time))
     assert len(gains) == 27
     assert statistics.median(gains) < 1.05 and sum(g < 1 for g in gains) == 14
+
+
+def test_a_width_off_the_rule_is_shown_the_tier_too_where_it_costs_little():
+    # GPT-2's vocabulary of 50257 on an A100 in fp16: the 16-byte rule's next multiple of 8 is
+    # 50264; the 128-byte tier's of 64 is 786 x 64 = 50304, 47 more (0.09%): both are said. A
+    # 10-class output: 16, never 64 (+540%)
+    report = analyze(network_from_yaml("batch: 512\ndtype: fp16\nmlp: [768, 50257, 10]"),
+                     load_hardware("a100"))
+    notes = report_table(report).replace("\n       ", " ").split("warnings and advice:\n")[1]
+    assert ("pad to 50264 (16-byte rule: multiples of 8 for fp16 Tensor Cores); 50304 also "
+            "meets the 128-byte tier (a multiple of 64)") in notes
+    ten = next(line for line in notes.splitlines() if "width 10 " in line)
+    assert ten.endswith("pad to 16 (16-byte rule: multiples of 8 for fp16 Tensor Cores)")

@@ -30,6 +30,10 @@ def pad_to(dim: int, multiple: int) -> int:
 #: run it, slower); ``advice``: on the 16-byte rule but off the 128-byte tier that runs best on
 #: A100 and later.
 TIERS = ("error", "warning", "advice")
+#: A dimension off the 16-byte rule is also shown the 128-byte tier's next multiple when that
+#: adds at most this share of it (``AlignmentNote.tier_pad``): as cheap as the advice tier's
+#: own suggestions (a width of 1000 to 1024: 2.4%), never a 10-class output padded to 64.
+TIER_PAD_SHARE = 0.05
 
 
 @dataclass(frozen=True, slots=True)  # no per-note __dict__: a deep model has 100,000s
@@ -45,6 +49,12 @@ class AlignmentNote:
     pad_to: int
     dtype: str
     unit: int = 1   # the dimension is value x unit (a convolution's K = C.R.S: unit R.S)
+    # off the 16-byte rule, where the device has a 128-byte tier and reaching it adds at most
+    # TIER_PAD_SHARE of the dimension: the next multiple of its preferred multiple, which meets
+    # both (a vocabulary of 50257: 50264 meets the rule, 50304, 0.09% more, the tier too; a
+    # 10-class output is not sent to 64); 0 where there is none
+    tier_pad: int = 0
+    preferred: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"dim": self.dim, "role": self.role, "value": self.value, "tier": self.tier,
@@ -82,8 +92,12 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
             tier, multiple = "advice", rule.preferred
         else:
             continue
+        both = (tier != "advice" and rule.preferred > rule.multiple
+                and pad_to(value, rule.preferred) <= value * (1 + TIER_PAD_SHARE))
         notes.append(AlignmentNote(dim, role, value, tier, multiple,
-                                   pad_to(value, multiple), gemm.dtype, unit))
+                                   pad_to(value, multiple), gemm.dtype, unit,
+                                   pad_to(value, rule.preferred) if both else 0,
+                                   rule.preferred if both else 0))
     return notes
 
 

@@ -26,8 +26,10 @@ def alignment_text(note: AlignmentNote) -> str:
         return (f"{label}: multiples of {note.multiple} run best on this device "
                 f"(next: {note.pad_to})")
     need = "required for" if note.tier == "error" else "best for"
+    tier = (f"; {note.tier_pad} also meets the 128-byte tier (a multiple of {note.preferred})"
+            if note.tier_pad > note.pad_to else "")
     return (f"{label} is not a multiple of {note.multiple} ({need} {note.dtype} "
-            f"Tensor Cores): pad to {note.pad_to}")
+            f"Tensor Cores): pad to {note.pad_to}{tier}")
 
 
 def quantization_text(q: Quantization) -> str:

@@ -551,8 +551,10 @@ def _alignment_groups(gemms: Shown | Sequence[Any]) -> list[tuple[str, str]]:
             "channels" if "channels" in note.role else "dimension")
         where = "" if labels == ["batch"] else f" ({listed(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
+        tier = (f"; {note.tier_pad} also meets the 128-byte tier (a multiple of "
+                f"{note.preferred})" if note.tier_pad > note.pad_to else "")
         lines.append((note.tier, f"{noun} {value}{where}: {listed(group.names)}: "
-                                 f"pad to {note.pad_to} ({reason})"))
+                                 f"pad to {note.pad_to} ({reason}){tier}"))
     return lines
 
 
