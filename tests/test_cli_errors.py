@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -293,3 +294,21 @@ def test_a_model_named_by_its_file_shows_a_control_character_escaped(invoke, tmp
     assert result.exit_code == 0
     assert result.stdout.startswith("st\\x1b[31mem on v100-sxm2-16gb: fp16, batch 8")
     assert "\x1b" not in result.stdout
+
+
+def test_a_long_per_row_output_says_so_first(invoke, tmp_path, monkeypatch):
+    # JSON, CSV and HTML write every copy of a repeated layer (a 10,000-block transformer:
+    # 100,000 rows, seconds to write): past ROWS_SAID rows a line on stderr says so first. Here
+    # 3 blocks of 4 GEMMs and 6 ops, 30 rows, against a bound of 20; the table, which shows the
+    # first copy, says nothing
+    import roofline.cli
+
+    monkeypatch.setattr(roofline.cli, "ROWS_SAID", 20)
+    model = tmp_path / "blocks.yaml"
+    model.write_text("batch: 1\ndtype: fp16\nseq: 16\nmode: inference\nlayers:\n"
+                     "  - {type: transformer, hidden: 64, heads: 4, repeat: 3}\n")
+    out = invoke("analyze", model, "--hw", "a100", "--format", "json")
+    rows = len(json.loads(out.stdout)["gemms"]) + len(json.loads(out.stdout)["ops"])
+    assert out.stderr == f"writing json for {rows} GEMMs and ops (every copy of a repeated layer)...\n"
+    assert rows > 20
+    assert invoke("analyze", model, "--hw", "a100").stderr == ""

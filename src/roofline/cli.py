@@ -449,6 +449,7 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
             check_budget(report, measure_budget)
         reports = [measure_report(r, _progress, budget_s=measure_budget, machine=machine)
                    for r in reports]
+    _say_rows(reports, fmt)
     if fmt == "json" and len(reports) == 1:
         _stream_json(reports[0])
     elif fmt == "csv":
@@ -467,6 +468,20 @@ def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, 
     else:
         click.echo(_render_reports(reports, fmt, view), nl=False)
     _write_plot(plot, lambda charts: charts.plot_roofline(reports))
+
+
+#: Past this many GEMMs and ops in all, the per-row formats (JSON, CSV, HTML: every copy of a
+#: repeated layer, where the table shows the first) take seconds to write (a 10,000-block
+#: transformer's 100,000 rows: about 2.5-3.6 s of JSON on 2 cores), and the run says so first.
+ROWS_SAID = 20_000
+
+
+def _say_rows(reports: list, fmt: str) -> None:
+    """A progress line on stderr before a per-row format of more than ``ROWS_SAID`` rows."""
+    rows = sum(len(r.results) + len(r.ops) for r in reports)
+    if fmt in ("json", "csv", "html") and rows > ROWS_SAID:
+        _progress(f"writing {fmt} for {rows:,} GEMMs and ops (every copy of a repeated "
+                  f"layer)...")
 
 
 def _stream_json(report) -> None:
@@ -519,6 +534,7 @@ class _Chunked:
 def _render_reports(reports: list, fmt: str, view=None) -> str:
     from .output.json import to_json
     from .output.report import REPORT_FORMATS
+
 
     if fmt == "json" and len(reports) > 1:
         return to_json([r.to_dict() for r in reports]) + "\n"
