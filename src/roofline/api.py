@@ -69,12 +69,12 @@ def analyze_model(model: Network | str | os.PathLike[str],
     given with them.
     """
     if prompt is not None or generate is not None:  # a generation is an inference
+        check_model(model)  # before its refusals name it
+        source = model.source if isinstance(model, Network) else os.fspath(model)
         if phase is not None:  # it runs both phases itself, at the lengths it is given
-            source = model.source if isinstance(model, Network) else str(model)
             raise InputError(source, "phase", "a generation (prompt and generate) runs its "
                              "prefill and decode steps itself: give no phase with it")
         if mode == "train":
-            source = model.source if isinstance(model, Network) else str(model)
             raise InputError(source, "mode", "a generation (prompt and generate) is an "
                              "inference: give no mode train with it")
         mode = "inference"

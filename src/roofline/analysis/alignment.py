@@ -50,11 +50,15 @@ class AlignmentNote:
     dtype: str
     unit: int = 1   # the dimension is value x unit (a convolution's K = C.R.S: unit R.S)
     # off the 16-byte rule, where the device has a 128-byte tier and reaching it adds at most
-    # TIER_PAD_SHARE of the dimension: the next multiple of its preferred multiple, which meets
-    # both (a vocabulary of 50257: 50264 meets the rule, 50304, 0.09% more, the tier too; a
-    # 10-class output is not sent to 64); 0 where there is none
-    tier_pad: int = 0
+    # TIER_PAD_SHARE of the dimension: that tier's multiple (``tier_pad`` pads to it); else 0
     preferred: int = 0
+
+    @property
+    def tier_pad(self) -> int:
+        """The next multiple of ``preferred``, which meets the rule and the tier both (a
+        vocabulary of 50257: 50264 meets the rule, 50304, 0.09% more, the tier too; a 10-class
+        output is not sent to 64); 0 where the note has no tier to name."""
+        return pad_to(self.value, self.preferred) if self.preferred else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"dim": self.dim, "role": self.role, "value": self.value, "tier": self.tier,
@@ -96,7 +100,6 @@ def alignment_notes(gemm: Gemm, rule: Alignment | None) -> list[AlignmentNote]:
                 and pad_to(value, rule.preferred) <= value * (1 + TIER_PAD_SHARE))
         notes.append(AlignmentNote(dim, role, value, tier, multiple,
                                    pad_to(value, multiple), gemm.dtype, unit,
-                                   pad_to(value, rule.preferred) if both else 0,
                                    rule.preferred if both else 0))
     return notes
 

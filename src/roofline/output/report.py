@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..errors import RooflineError, option
 from ..model.repeats import MAX_LISTED, Layers, Numbered, named
 from ..units import count, seconds, si, three_digits
-from .advice import alignment_text, gemm_advice, gemm_warnings
+from .advice import alignment_text, gemm_advice, gemm_warnings, tier_hint
 from .json import to_json
 from .scaling import scaling_lines
 from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_text
@@ -551,10 +551,8 @@ def _alignment_groups(gemms: Shown | Sequence[Any]) -> list[tuple[str, str]]:
             "channels" if "channels" in note.role else "dimension")
         where = "" if labels == ["batch"] else f" ({listed(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
-        tier = (f"; {note.tier_pad} also meets the 128-byte tier (a multiple of "
-                f"{note.preferred})" if note.tier_pad > note.pad_to else "")
         lines.append((note.tier, f"{noun} {value}{where}: {listed(group.names)}: "
-                                 f"pad to {note.pad_to} ({reason}){tier}"))
+                                 f"pad to {note.pad_to} ({reason}){tier_hint(note)}"))
     return lines
 
 
