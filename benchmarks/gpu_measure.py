@@ -41,6 +41,13 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   weight's and bias's gradients, ``aten._softmax_backward_data``), bf16 and fp32, rows of
   ``NORM_COLS`` values, ``NORM_VALUES`` values in all: where they stream and where each value's
   work sets the time.
+- ``rows.csv`` (``--parts rows``): the widths ``norms`` left out (``ROW_COLS``: rows of 32-512
+  values, a router's or a short sequence's scores, and 16,384-50,257, a vocabulary's, with 768
+  again as the link to norms.csv), softmax and log-softmax forward and the log-softmax
+  backward, bf16 and fp32, at ``NORM_VALUES[1:]`` values; then the loss after a vocabulary's
+  log-softmax (``LOSS_SHAPES``): ``aten.nll_loss_forward`` and ``aten.nll_loss_backward`` with
+  int64 targets, and ``F.cross_entropy`` forward and forward with backward. ``rows_kernels.json``:
+  each op's CUDA kernels by name, from one profiled call per width (bf16, 2^23 values).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -70,10 +77,16 @@ SQUARES = (512, 1024, 2048, 4096, 8192, 16384)
 DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
-PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms")  # --parts
+PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
+         "rows")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
+#: row widths of ``--parts rows``
+ROW_COLS = (32, 64, 128, 256, 512, 768, 16384, 32768, 50257)
+#: (rows, classes) of ``--parts rows``' losses: GPT-2's vocabulary over 2,048 and 8,192 tokens,
+#: Llama-2's over 8,192, Llama-3's over 4,096
+LOSS_SHAPES = ((2048, 50257), (8192, 50257), (8192, 32000), (4096, 128256))
 #: (n, k, m from, m to, m step) of ``--parts waves``: 128x128 tiles, 8 or 32 columns of them,
 #: so one wave of 132 tiles ends at m = 2112 or 528 on an H100 SXM
 WAVE_SWEEPS = ((1024, 4096, 128, 6144, 128), (4096, 4096, 64, 2048, 64),
@@ -338,6 +351,71 @@ def measure_norms(torch: Any, out: Path) -> None:
                                 **timing_fields(torch, fn)})
                 empty_cache(torch)
             log(f"norms {dname}: done")
+
+
+def row_functions(torch: Any, rows: int, cols: int,
+                  dt: Any) -> dict[str, Callable[[], object]]:
+    """Softmax and log-softmax forward, and the log-softmax backward, over rows x cols."""
+    aten = torch.ops.aten
+    x = torch.randn(rows, cols, device=DEV, dtype=dt)
+    dy = torch.randn(rows, cols, device=DEV, dtype=dt)
+    lp = torch.log_softmax(x, -1)
+    return {"softmax": lambda: aten._softmax(x, -1, False),
+            "log-softmax": lambda: aten._log_softmax(x, -1, False),
+            "log-softmax-backward": lambda: aten._log_softmax_backward_data(dy, lp, -1, dt)}
+
+
+def loss_functions(torch: Any, rows: int, classes: int,
+                   dt: Any) -> dict[str, Callable[[], object]]:
+    """The loss over a vocabulary: nll_loss forward and backward on log-probabilities, and
+    F.cross_entropy forward, and forward with backward, on logits (mean reduction)."""
+    aten = torch.ops.aten
+    logits = torch.randn(rows, classes, device=DEV, dtype=dt, requires_grad=True)
+    lp = torch.log_softmax(logits.detach(), -1)
+    target = torch.randint(0, classes, (rows,), device=DEV)
+    loss, total = aten.nll_loss_forward(lp, target, None, 1, -100)
+    g = torch.ones((), device=DEV, dtype=dt)
+
+    def both() -> object:  # the gradient returned, not accumulated into logits.grad
+        return torch.autograd.grad(torch.nn.functional.cross_entropy(logits, target), logits)
+
+    return {"nll-loss": lambda: aten.nll_loss_forward(lp, target, None, 1, -100),
+            "nll-loss-backward": lambda: aten.nll_loss_backward(g, lp, target, None, 1, -100,
+                                                                total),
+            "cross-entropy": lambda: torch.nn.functional.cross_entropy(logits.detach(), target),
+            "cross-entropy-train": both}
+
+
+def measure_rows(torch: Any, out: Path) -> None:
+    """rows.csv and rows_kernels.json (module docstring)."""
+    fields = ["op", "dtype", "rows", "cols", "time_ms", "median_ms", "spread", "error"]
+    sizes = [(v // c, c) for v in NORM_VALUES[1:] for c in ROW_COLS]
+    losses = list(LOSS_SHAPES)
+    if DEV != "cuda":
+        sizes, losses = [(4, 64), (2, 50257)], [(4, 1000)]
+    kernels: dict[str, Any] = {}
+    with open(out / "rows.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        for dname, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+            for rows, cols in sizes:
+                fns = row_functions(torch, rows, cols, dt)
+                for op, fn in fns.items():
+                    w.writerow({"op": op, "dtype": dname, "rows": rows, "cols": cols,
+                                **timing_fields(torch, fn)})
+                    if dname == "bf16" and rows * cols <= NORM_VALUES[1]:
+                        kernels[f"{op} {rows}x{cols}"] = kernel_times(torch, fn)["kernels"]
+                empty_cache(torch)
+            for rows, cols in losses:
+                fns = loss_functions(torch, rows, cols, dt)
+                for op, fn in fns.items():
+                    w.writerow({"op": op, "dtype": dname, "rows": rows, "cols": cols,
+                                **timing_fields(torch, fn)})
+                    if dname == "bf16" and (rows, cols) == losses[0]:
+                        kernels[f"{op} {rows}x{cols}"] = kernel_times(torch, fn)["kernels"]
+                empty_cache(torch)
+            log(f"rows {dname}: done")
+    (out / "rows_kernels.json").write_text(json.dumps(kernels, indent=1))
 
 
 def sdpa_backends(torch: Any) -> dict[str, Any]:
@@ -677,7 +755,8 @@ def main() -> int:
                                                       args.quick, log)),
                       ("decode", lambda: measure_decode(torch, args.out, args.quick)),
                       ("waves", lambda: measure_waves(torch, args.out, args.device_entry)),
-                      ("norms", lambda: measure_norms(torch, args.out))):
+                      ("norms", lambda: measure_norms(torch, args.out)),
+                      ("rows", lambda: measure_rows(torch, args.out))):
         if part in parts:
             t0 = time.perf_counter()
             try:
