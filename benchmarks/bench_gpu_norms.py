@@ -1,17 +1,24 @@
 """Do torch's layer norm and softmax kernels on an H100 and H200 take the time roofline predicts
 for them as captured ops? On demand (no test; no GPU: it reads what benchmarks/gpu_measure.py
---parts norms --graph timed on a lent H100 SXM5 and H200, benchmarks/data/h1?0_live_norms.csv):
+--parts norms,rows --graph timed on a lent H100 SXM5 and H200, benchmarks/data/h1?0_live_norms.csv
+and h1?0_live_rows.csv, and the L2 sweep --parts rows timed, h1?0_live_softmax_l2.csv):
 
     .venv/bin/python benchmarks/bench_gpu_norms.py [--markdown]
 
 Each row is one op over rows x cols values (bf16 or fp32), priced as ``roofline.torch.capture``
 records it (``aten.native_layer_norm``, ``aten.native_layer_norm_backward``, ``aten._softmax``,
-``aten._softmax_backward_data``: the tensors it reads and writes, ``analysis.gpu_ops``' two
-kernels for the softmax backward) on each GPU's datasheet entry. Printed per op, dtype and size
-(2^20, 2^23, 2^26 values): measured / predicted on the H100 and on the H200 by row width, and the
-H100's time over the H200's (1.43 where a kernel streams at either GPU's bandwidth, 1.0 where
-each value's work on the same 132 SMs at the same clock sets it).
-data/h100_live_norm_kernels.csv holds the kernels one H100 ran for each (torch.profiler).
+``aten._log_softmax``, their backwards: the tensors it reads and writes, ``analysis.gpu_ops``'
+two kernels for the softmax backward) on each GPU's datasheet entry. Printed per op, dtype and
+size (2^20, 2^23, 2^26 values): measured / predicted on the H100 and on the H200 by row width,
+and the H100's time over the H200's (1.43 where a kernel streams at either GPU's bandwidth, 1.0
+where each value's work on the same 132 SMs at the same clock sets it). The softmax forward's
+rates were fitted on the H100's bf16 softmax (``analysis.gpu_softmax``); every other row was
+not. Then the L2 sweep: the softmax forward at 2^26 values over the widths where torch's
+three-pass kernel's rows outgrow half the L2 (x: their bytes over it), measured / predicted on
+each GPU (the ramp was read off the H100's fp32; the H200's 60 MiB never fitted).
+data/h100_live_norm_kernels.csv and h100_live_rows_kernels.json hold the kernels one H100 ran
+for each (torch.profiler), h100_live_softmax_ncu.csv what Nsight Compute counted of the
+three-pass kernel.
 Then Liger-Kernel's published ``torch.nn.LayerNorm`` forward timings (data/liger_layer_norm.csv:
 fp32, 4096 rows of 1024-16384 on A100 SXM4 and PCIe 80GB and an H100 SXM5), never fitted:
 measured / predicted as a captured ``aten.native_layer_norm``, and as a stream alone.
@@ -31,27 +38,35 @@ from _tables import table_lines
 HERE = Path(__file__).resolve().parent / "data"
 FILES = {"h100-sxm5-80gb": HERE / "h100_live_norms.csv",
          "h200-sxm-141gb": HERE / "h200_live_norms.csv"}
+ROWS = {"h100-sxm5-80gb": HERE / "h100_live_rows.csv",
+        "h200-sxm-141gb": HERE / "h200_live_rows.csv"}
+SWEEPS = {"h100-sxm5-80gb": HERE / "h100_live_softmax_l2.csv",
+          "h200-sxm-141gb": HERE / "h200_live_softmax_l2.csv"}
 LIGER = HERE / "liger_layer_norm.csv"
 #: gpu_measure's op -> (captured kind, its ELEMENTWISE kind: FLOPs and tensors per value)
 KINDS = {"layer-norm": ("aten.native_layer_norm", "layernorm"),
          "layer-norm-backward": ("aten.native_layer_norm_backward", "layernorm-backward"),
          "softmax": ("aten._softmax", "softmax"),
-         "softmax-backward": ("aten._softmax_backward_data", "softmax-backward")}
+         "softmax-backward": ("aten._softmax_backward_data", "softmax-backward"),
+         "log-softmax": ("aten._log_softmax", "softmax"),
+         "log-softmax-backward": ("aten._log_softmax_backward_data", "softmax-backward")}
 
 
-def ratios() -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
-    """(op, dtype, log2 of the values, cols) -> {device: (measured s, predicted s)}."""
+def ratios(files: dict[str, Path] = FILES
+           ) -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
+    """(op, dtype, log2 of the values, cols) -> {device: (measured s, predicted s)} of the
+    ``files`` (by device; the op rows gpu_measure.py timed)."""
     from roofline.analysis.gpu_ops import SOFTMAX_KINDS, predict_op
     from roofline.hardware.catalog import load_hardware
     from roofline.model.dtypes import itemsize
     from roofline.model.ops import ELEMENTWISE, Op
 
     out: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]] = {}
-    for device, path in FILES.items():
+    for device, path in files.items():
         hw = load_hardware(device)
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
-                if not row["time_ms"]:
+                if not row["time_ms"] or row["op"] not in KINDS:
                     continue
                 rows, cols, dtype = int(row["rows"]), int(row["cols"]), row["dtype"]
                 kind, table = KINDS[row["op"]]
@@ -68,8 +83,8 @@ def ratios() -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
     return out
 
 
-def lines(markdown: bool) -> list[str]:
-    data = ratios()
+def lines(markdown: bool, files: dict[str, Path] = FILES) -> list[str]:
+    data = ratios(files)
     cols = sorted({k[3] for k in data})
     body = []
     for op, dtype, values in sorted({k[:3] for k in data}):
@@ -89,8 +104,37 @@ def lines(markdown: bool) -> list[str]:
             f"measured / predicted over all {len(all_ratios)} rows: median "
             f"{statistics.median(all_ratios):.2f}, {min(all_ratios):.2f}-{max(all_ratios):.2f}",
             "within 1.25x at 2^23 and 2^26 values (H100 / H200): " + "; ".join(
-                f"{op} {dtype} {' / '.join(share(data, op, dtype, d) for d in FILES)}"
+                f"{op} {dtype} {' / '.join(share(data, op, dtype, d) for d in files)}"
                 for op, dtype in sorted({k[:2] for k in data}))]
+
+
+def sweep_lines(markdown: bool) -> list[str]:
+    """The L2 sweep: measured / predicted by width on each GPU, and x (the three-pass kernel's
+    rows held at once over half the L2) on each."""
+    from roofline.analysis.gpu_softmax import SOFTMAX_BLOCKS_PER_SM, three_pass
+    from roofline.hardware.catalog import load_hardware
+
+    data = ratios(SWEEPS)
+    body, ratios_by_device = [], {d: [] for d in SWEEPS}
+    for op, dtype, values, cols in sorted(data, key=lambda k: (k[1], k[0], k[3])):
+        got = data[(op, dtype, values, cols)]
+        size = 2 if dtype == "bf16" else 4
+        cells = []
+        for device in SWEEPS:
+            hw = load_hardware(device)
+            x = (SOFTMAX_BLOCKS_PER_SM * hw.gpu.sms * cols * size / (hw.llc_mb * 2 ** 20 / 2)
+                 if hw.gpu and hw.llc_mb and three_pass(cols, size) else 0.0)
+            m, p = got[device]
+            ratios_by_device[device].append(m / p)
+            cells += [f"{x:.2f}", f"{m / p:.2f}"]
+        body.append([op, dtype, str(cols), *cells])
+    return ["L2 sweep (2^26 values; x: the three-pass kernel's rows held at once over half the "
+            "L2, 0 where another kernel runs):",
+            *table_lines(["op", "dtype", "cols", "H100 x", "H100 measured / predicted",
+                          "H200 x", "H200 measured / predicted"], body, markdown), "",
+            "within 1.25x: " + "; ".join(
+                f"{d} {sum(1 / 1.25 <= r <= 1.25 for r in v)} of {len(v)} "
+                f"({min(v):.2f}-{max(v):.2f})" for d, v in ratios_by_device.items())]
 
 
 def liger_lines(markdown: bool) -> list[str]:
@@ -137,7 +181,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    print("\n".join([*lines(args.markdown), "", *liger_lines(args.markdown)]))
+    print("\n".join([*lines(args.markdown), "", "Rows of 32-50,257 values "
+                      "(data/h1?0_live_rows.csv):", *lines(args.markdown, ROWS), "",
+                      *sweep_lines(args.markdown), "", *liger_lines(args.markdown)]))
     return 0
 
 

@@ -43,11 +43,14 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   work sets the time.
 - ``rows.csv`` (``--parts rows``): the widths ``norms`` left out (``ROW_COLS``: rows of 32-512
   values, a router's or a short sequence's scores, and 16,384-50,257, a vocabulary's, with 768
-  again as the link to norms.csv), softmax and log-softmax forward and the log-softmax
-  backward, bf16 and fp32, at ``NORM_VALUES[1:]`` values; then the loss after a vocabulary's
-  log-softmax (``LOSS_SHAPES``): ``aten.nll_loss_forward`` and ``aten.nll_loss_backward`` with
-  int64 targets, and ``F.cross_entropy`` forward and forward with backward. ``rows_kernels.json``:
-  each op's CUDA kernels by name, from one profiled call per width (bf16, 2^23 values).
+  again as the link to norms.csv), softmax and log-softmax forward and backward, bf16 and
+  fp32, at ``NORM_VALUES[1:]`` values; then the loss after a vocabulary's log-softmax
+  (``LOSS_SHAPES``): ``aten.nll_loss_forward`` and ``aten.nll_loss_backward`` with int64
+  targets, and ``F.cross_entropy`` forward and forward with backward (not under ``--graph``:
+  autograd's). ``rows_kernels.json``: each op's CUDA kernels by name, from one profiled call
+  per width (bf16, 2^23 values). ``softmax_l2.csv``: softmax and log-softmax forward at 2^26
+  values over ``SOFTMAX_L2_COLS``, where the rows torch's three-pass kernel holds at once
+  outgrow half the L2.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -87,6 +90,12 @@ ROW_COLS = (32, 64, 128, 256, 512, 768, 16384, 32768, 50257)
 #: (rows, classes) of ``--parts rows``' losses: GPT-2's vocabulary over 2,048 and 8,192 tokens,
 #: Llama-2's over 8,192, Llama-3's over 4,096
 LOSS_SHAPES = ((2048, 50257), (8192, 50257), (8192, 32000), (4096, 128256))
+#: widths of ``--parts rows``' L2 sweep (2^26 values): where the rows torch's three-pass softmax
+#: kernel holds at once (2 per SM) outgrow half an H100's (50 MiB) or H200's (60 MiB) L2
+SOFTMAX_L2_COLS = {"bf16": (16384, 24576, 32768, 40960, 45056, 49152, 53248, 57344, 61440,
+                            65536, 81920, 98304, 128256),
+                   "fp32": (12288, 16384, 20480, 22528, 24576, 26624, 28672, 30720, 32768,
+                            40960, 50257, 65536)}
 #: (n, k, m from, m to, m step) of ``--parts waves``: 128x128 tiles, 8 or 32 columns of them,
 #: so one wave of 132 tiles ends at m = 2112 or 528 on an H100 SXM
 WAVE_SWEEPS = ((1024, 4096, 128, 6144, 128), (4096, 4096, 64, 2048, 64),
@@ -355,14 +364,16 @@ def measure_norms(torch: Any, out: Path) -> None:
 
 def row_functions(torch: Any, rows: int, cols: int,
                   dt: Any) -> dict[str, Callable[[], object]]:
-    """Softmax and log-softmax forward, and the log-softmax backward, over rows x cols."""
+    """Softmax and log-softmax forward and backward over rows x cols."""
     aten = torch.ops.aten
     x = torch.randn(rows, cols, device=DEV, dtype=dt)
     dy = torch.randn(rows, cols, device=DEV, dtype=dt)
     lp = torch.log_softmax(x, -1)
+    p = torch.softmax(x, -1)
     return {"softmax": lambda: aten._softmax(x, -1, False),
             "log-softmax": lambda: aten._log_softmax(x, -1, False),
-            "log-softmax-backward": lambda: aten._log_softmax_backward_data(dy, lp, -1, dt)}
+            "log-softmax-backward": lambda: aten._log_softmax_backward_data(dy, lp, -1, dt),
+            "softmax-backward": lambda: aten._softmax_backward_data(dy, p, -1, dt)}
 
 
 def loss_functions(torch: Any, rows: int, classes: int,
@@ -387,7 +398,7 @@ def loss_functions(torch: Any, rows: int, classes: int,
 
 
 def measure_rows(torch: Any, out: Path) -> None:
-    """rows.csv and rows_kernels.json (module docstring)."""
+    """rows.csv, rows_kernels.json and softmax_l2.csv (module docstring)."""
     fields = ["op", "dtype", "rows", "cols", "time_ms", "median_ms", "spread", "error"]
     sizes = [(v // c, c) for v in NORM_VALUES[1:] for c in ROW_COLS]
     losses = list(LOSS_SHAPES)
@@ -408,6 +419,8 @@ def measure_rows(torch: Any, out: Path) -> None:
                 empty_cache(torch)
             for rows, cols in losses:
                 fns = loss_functions(torch, rows, cols, dt)
+                if GRAPH:  # autograd is not captured into a CUDA graph here: eager only
+                    del fns["cross-entropy-train"]
                 for op, fn in fns.items():
                     w.writerow({"op": op, "dtype": dname, "rows": rows, "cols": cols,
                                 **timing_fields(torch, fn)})
@@ -416,6 +429,26 @@ def measure_rows(torch: Any, out: Path) -> None:
                 empty_cache(torch)
             log(f"rows {dname}: done")
     (out / "rows_kernels.json").write_text(json.dumps(kernels, indent=1))
+    measure_softmax_l2(torch, out, fields)
+
+
+def measure_softmax_l2(torch: Any, out: Path, fields: list[str]) -> None:
+    """softmax_l2.csv (module docstring)."""
+    with open(out / "softmax_l2.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        for dname, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+            for cols in SOFTMAX_L2_COLS[dname] if DEV == "cuda" else (64,):
+                x = torch.randn(NORM_VALUES[2] // cols if DEV == "cuda" else 4, cols,
+                                device=DEV, dtype=dt)
+                for op, fn in (("softmax", lambda x=x: torch.ops.aten._softmax(x, -1, False)),
+                               ("log-softmax",
+                                lambda x=x: torch.ops.aten._log_softmax(x, -1, False))):
+                    w.writerow({"op": op, "dtype": dname, "rows": x.shape[0], "cols": cols,
+                                **timing_fields(torch, fn)})
+                del x
+                empty_cache(torch)
+        log("rows: L2 sweep done")
 
 
 def sdpa_backends(torch: Any) -> dict[str, Any]:

@@ -228,7 +228,7 @@ def test_a_softmax_over_its_last_dimension_keeps_its_rows_width():
     assert [r.predicted_basis for r in report.ops] == ["softmax-rows", "softmax-rows",
                                                        "streaming"]
     assert "SoftMax.cu" in report.to_dict()["op_prediction"]["sources"]["softmax-rows"]
-    assert "softmaxes at the rate torch's softmax kernel works through a row's values (2-4.4" in (
+    assert "softmaxes at the rate torch's softmax kernel for the row's width works through its values (2-4.7" in (
         "\n".join(time_lines(report)))
 
 

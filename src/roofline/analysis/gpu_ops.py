@@ -105,28 +105,12 @@ where the row rate, fitted on the forward, charges more. Not modelled further: t
 torch's choices, per version.
 
 Torch's softmax forward over the last dimension (a captured ``aten._softmax`` or
-``aten._log_softmax``, ``SOFTMAX_KINDS``; the capture keeps the row's width, ``Op.row``) holds
-each row in registers, one warp a row up to 2048 values and one block a row past that
-(SoftMax.cu, ``host_softmax``: ``softmax_warp_forward``, ``cunn_SoftMaxForward*``; torch 2.11
-ran ``softmax_warp_forward`` at 1024 and 2048 columns and ``cunn_SoftMaxForwardReg`` at 4096,
-benchmarks/data/h100_live_norm_kernels.csv), and works out each value's max, exponential, sum
-and quotient in fp32 on the SMs. In 16 bits that work, not DRAM, sets its time, and more so as
-rows widen: a lent H100 and H200 took the same time for the same bf16 rows (1.00-1.13x apart),
-1.3x (768 columns) to 2.9x (8192) what their H100 stream predicted and up to 4.0x on the H200.
-So::
-
-    t_row = values / (V(w) x S x f)
-
-with ``values`` the elements read and written (bytes over the dtype's size), S and f as for a
-permuted copy, and V(w) ``SOFTMAX_VALUES_PER_SM_CLOCK``: values per SM and clock at the row's
-width w, 4.4 at 1024 columns falling to 2.0 at 8192, fitted on the H100's bf16 rows and linear
-in log2 w between the widths timed (768-8192; clamped past them, timed nowhere: a vocabulary of
-50,257 at 8192's rate, a router's few experts at 768's). Basis ``softmax-rows``. Never fitted
-on them, the H100's fp32 rows and every H200 row at 2^23 and 2^26 values came within 1.25x
-(``bench_gpu_norms.py``: 0.85-1.23x; the stream alone 70%, 0% and 50% of them); fp32 at 2048
-columns or fewer still streams. At 2^20 values the rows of 768-2048 took 1.6-2.4x the
-prediction in bf16 (4.7-8.2 us, a kernel too short to reach either rate); not modelled. A model.yaml
-``softmax`` (an unfused attention's scores) says nothing of the framework and streams.
+``aten._log_softmax``, ``SOFTMAX_KINDS``) works out each value in fp32 on the SMs, at a rate set
+by the row's width and the kernel torch picks for it, and past 9,216 columns may read each row
+three times, from DRAM once the rows it holds outgrow half the L2: ``analysis.gpu_softmax``.
+Basis ``softmax-rows`` where either binds (the row rate over the stream, or re-reads adding to
+the stream). A model.yaml ``softmax`` (an unfused attention's scores) says nothing of the
+framework and streams.
 
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
@@ -155,6 +139,7 @@ from typing import TYPE_CHECKING
 
 from ..roof import roofline_time_s
 from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
+from .gpu_softmax import L2_PARTITIONS_SOURCE, SOFTMAX_KINDS, SOFTMAX_SOURCE, reread_share, rows_s
 from .predict import LAUNCH_LATENCY_S, LAUNCH_SOURCE, interpolate
 
 #: One Llama-2-7B decode step in plain PyTorch (benchmarks/_decode_step.py: Hugging Face's
@@ -210,15 +195,6 @@ ROW_PASSES = {"aten.native_layer_norm": 3 / 2, "aten.native_layer_norm_backward"
 #: backward (``bench_gpu_norms.py``), and on Liger-Kernel's published A100 forwards
 #: (benchmarks/data/liger_layer_norm.csv).
 ROW_BYTES_PER_SM_CLOCK = 11.5
-#: Captured softmax forwards (``model.capture.SOFTMAXES``, over the last dimension: ``Op.row``)
-#: and the values (read and written) torch's kernel works through per SM and clock by the row's
-#: width, linear in log2 of it between the widths timed and clamped at both ends: each value's
-#: max, exp, sum and divide in fp32 on the SMs, a warp or block holding each row in registers
-#: (module docstring). Fitted on a lent H100's bf16 rows at 2^23 and 2^26 values (the
-#: geometric mean of their values over the time less a 0.9 us launch; benchmarks/data/
-#: h100_live_norms.csv); checked, never fitted, on its fp32 rows and on an H200's.
-SOFTMAX_KINDS = frozenset({"aten._softmax", "aten._log_softmax"})
-SOFTMAX_VALUES_PER_SM_CLOCK = ((768, 4.1), (1024, 4.4), (2048, 3.1), (4096, 2.4), (8192, 2.0))
 #: Ops a product can run in its epilogue: a forward bias add; ``GPU_EPILOGUE_FOLLOWS``: the
 #: products (``model.ops.FOLLOWS``) that do so on a GPU (module docstring).
 EPILOGUE_KINDS = frozenset({"bias"})
@@ -271,7 +247,8 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         "strided-copy": STRIDED_COPY_SOURCE,
                         "kernels": KERNELS_SOURCE,
                         "layer-norm-kernels": LAYER_NORM_KERNELS_SOURCE,
-                        "softmax-rows": KERNELS_SOURCE,
+                        "softmax-rows": SOFTMAX_SOURCE,
+                        "l2-partitions": L2_PARTITIONS_SOURCE,
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
                         "flash-attention-2": "https://arxiv.org/abs/2307.08691"}}
 
@@ -301,8 +278,16 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     if op.kind in ROW_PASSES:
         row_s, row_basis = row_passes_s(op, hardware), "row-passes"
     elif op.kind in SOFTMAX_KINDS and op.row:
-        row_s, row_basis = softmax_rows_s(op, hardware, dtype), "softmax-rows"
-    if row_s > max(flop_s, traffic[0] * memory_s):
+        from ..model.dtypes import itemsize
+
+        size = itemsize(dtype)
+        row_s = rows_s(op.bytes, op.row, size, sm_clocks_per_s(hardware))
+        row_basis = "softmax-rows"
+        # the three-pass kernel's two re-reads of its input (the op's bytes again) that miss L2
+        rows = op.bytes // (2 * size * op.row)  # the op reads its input and writes its output
+        traffic = (1.0 + reread_share(op.row, size, rows, hardware),)
+    if row_s > max(flop_s, traffic[0] * memory_s) or (
+            row_basis and traffic[0] > 1.0 and traffic[0] * memory_s > flop_s):
         basis = row_basis
     # the first kernel bound by its FLOPs, its stream or its row passes; the rest stream after
     time = (len(traffic) * constants.launch_s + max(flop_s, traffic[0] * memory_s, row_s)
@@ -320,17 +305,6 @@ def row_passes_s(op: Op, hardware: HardwareSpec) -> float:
     of its passes (``ROW_PASSES``) at ``ROW_BYTES_PER_SM_CLOCK`` on every SM, at the clock
     CUDA-core work runs at (as ``strided_copy_s``)."""
     return ROW_PASSES[op.kind] * op.bytes / (ROW_BYTES_PER_SM_CLOCK * sm_clocks_per_s(hardware))
-
-
-def softmax_rows_s(op: Op, hardware: HardwareSpec, dtype: str) -> float:
-    """The time torch's softmax forward kernel takes over ``op``'s rows of ``op.row`` values:
-    its values (read and written: bytes over the dtype's size) at
-    ``SOFTMAX_VALUES_PER_SM_CLOCK`` for that width on every SM, at the clock CUDA-core work runs
-    at (as ``strided_copy_s``)."""
-    from ..model.dtypes import itemsize
-
-    per_clock = interpolate(SOFTMAX_VALUES_PER_SM_CLOCK, op.row)
-    return op.bytes / itemsize(dtype) / (per_clock * sm_clocks_per_s(hardware))
 
 
 def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:

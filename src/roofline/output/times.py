@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.gpu_ops import SOFTMAX_VALUES_PER_SM_CLOCK, STRIDED_COPY_VALUES
+from ..analysis.gpu_ops import STRIDED_COPY_VALUES
+from ..analysis.gpu_softmax import SOFTMAX_VALUES_PER_SM_CLOCK
 from ..analysis.predict import fit_of
 from ..model.repeats import distinct, first_copies
 from ..units import count, seconds, si, three_digits
@@ -273,10 +274,12 @@ _BASIS_TEXT = {
                     "a lent H100), not DRAM's",
     "row-passes": "layer norms at the rate torch's row kernels pass each row through an SM "
                   "(its forward reads X twice; fitted on a lent H100), not DRAM's",
-    "softmax-rows": "softmaxes at the rate torch's softmax kernel works through a row's values "
+    "softmax-rows": "softmaxes at the rate torch's softmax kernel for the row's width works "
+                    "through its values "
                     f"({min(v for _, v in SOFTMAX_VALUES_PER_SM_CLOCK):g}-"
-                    f"{max(v for _, v in SOFTMAX_VALUES_PER_SM_CLOCK):g} per SM and clock, "
-                    "slower as rows widen; fitted on a lent H100), not DRAM's",
+                    f"{max(v for _, v in SOFTMAX_VALUES_PER_SM_CLOCK):g} per SM and clock; "
+                    "fitted on a lent H100), and past 9,216 values a row its re-reads from DRAM "
+                    "once the rows it holds outgrow half the L2",
 }
 #: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
 _CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "
