@@ -133,6 +133,9 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     **{name: (STREAMING, None) for name in (  # a gather or scatter of whole rows
         "embedding", "embedding_dense_backward", "index_select", "gather", "scatter",
         "scatter_add", "index", "index_put", "_unsafe_index", "masked_select")},
+    **{name: (STREAMING, None) for name in (  # the loss after a log-softmax: a value gathered
+        "nll_loss_forward", "nll_loss2d_forward",  # per target; backward, a zero fill and a
+        "nll_loss_backward", "nll_loss2d_backward")},  # value written per target
     **{name: (STREAMING, None) for name in (  # contiguous pieces written into a new tensor
         "cat", "stack", "constant_pad_nd", "tril", "triu", "slice_backward", "select_backward")},
     **{name: (COPY, "copy") for name in (  # a copy, usually of a permuted or strided view
