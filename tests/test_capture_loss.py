@@ -8,6 +8,8 @@ shapes (never from the code's own output).
 - ``nll_loss_backward`` reads no log-probability (it takes them for their shape): it zero-fills
   the gradient, then writes one value per target (``grad_input.zero_()``, then
   ``nll_loss_backward_reduce_cuda_kernel_2d``).
+- ``gather``, ``index_select``, ``index`` and ``embedding`` read one source value per value they
+  return.
 
 Needs torch (the `torch` extra; .ci/run installs it)."""
 
@@ -128,3 +130,43 @@ def test_a_segmentation_loss_over_a_4d_input_gathers_per_pixel():
     # backward: the 160-value gradient written, the output gradient and total_weight read, the
     # targets: 640 + 8 + 256 = 904 B
     assert ops["aten.nll_loss2d_backward"] == (pixels, (160 + 2) * 4 + pixels * 8) == (32, 904)
+
+
+def test_a_gather_reads_the_values_it_returns_and_its_backward_no_model_tensor():
+    class LogProb(torch.nn.Module):
+        """A per-token log-probability: log_softmax(x).gather(-1, labels), then summed."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, V, bias=False)
+
+        def forward(self, x, labels):
+            return torch.log_softmax(self.fc(x), -1).gather(-1, labels[:, None]).sum()
+
+    net = capture(LogProb(), torch.zeros(N, 4), torch.zeros(N, dtype=torch.long), mode="train")
+    ops = {(o.pass_, o.kind): o.bytes for o in net.ops()}
+    # 8 of the 8 x 1000 read, 8 written (16 x 4 B), the 8 int64 indices (64 B): 128 B
+    assert ops[("forward", "aten.gather")] == (N + N) * 4 + TARGETS == 128
+    # the backward's zeros, new_zeros(grad, (8, 1000)): written, its model tensor not read
+    assert ops[("backward", "aten.new_zeros")] == N * V * 4 == 32_000
+
+
+def test_index_select_index_and_embedding_read_the_rows_they_return():
+    class Rows(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Embedding(100, 10)
+
+        def forward(self, ids):  # ids: 4 int64
+            x = self.table(ids)[None].expand(7, 4, 10).contiguous().transpose(0, 1)  # 4 x 7 x 10
+            picked = x[torch.arange(4, device=ids.device), ids % 7]  # index: 4 x 10
+            return picked.index_select(0, ids[:2]).sum()  # index_select: 2 x 10
+
+    net = capture(Rows(), torch.zeros(4, dtype=torch.long), mode="inference")
+    ops = {o.kind: o.bytes for o in net.ops()}
+    # embedding: 4 rows of 10 read of the 100 x 10 table and written (80 x 4 B), 4 ids (32 B)
+    assert ops["aten.embedding"] == 2 * 4 * 10 * 4 + 4 * 8 == 352
+    # index: 4 x 10 values read of the 4 x 7 x 10 and written (80 x 4 B), two 4-long indices
+    assert ops["aten.index"] == 2 * 4 * 10 * 4 + 2 * 4 * 8 == 384
+    # index_select: 2 x 10 read of the 4 x 10 and written (40 x 4 B), 2 ids (16 B)
+    assert ops["aten.index_select"] == 2 * 2 * 10 * 4 + 2 * 8 == 176

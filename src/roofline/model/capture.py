@@ -34,9 +34,10 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   cost on a CPU (``analysis.cpu_ops``) follows from its name. An argument torch passes for
   its shape only is not counted as read (``SHAPE_ONLY_ARGS``): a pooling backward's forward
   input, the nll loss backward's log-probabilities (it zero-fills the gradient, then writes one
-  value per target). An op that reads a tensor by index reads one value of it per index, not
-  all of it, and its FLOPs count per index (``GATHERS``): ``embedding`` the table's rows it
-  returns; the loss after a log-softmax (``nll_loss_forward``, ``nll_loss2d_forward`` for
+  value per target), a fill's model tensor (``zeros_like``, ``new_zeros``). An op that reads a
+  tensor by index reads one value of it per index, not all of it, and its FLOPs count per index
+  (``GATHERS``): ``embedding``, ``index_select``, ``gather`` and ``index`` the source values
+  they return; the loss after a log-softmax (``nll_loss_forward``, ``nll_loss2d_forward`` for
   a 4-D input) the log-probability at each target and, given one, the class weight there,
   so that ``F.cross_entropy`` over a vocabulary reads its N x V log-probabilities once, in the
   log-softmax, not again in the loss.
@@ -121,13 +122,26 @@ FLOPS_PER_ELEMENT = {
 #: and the weight at the target: aten/src/ATen/native/cuda/Loss.cu,
 #: ``nll_loss_backward_out_cuda``: ``grad_input.zero_()``, then
 #: ``nll_loss_backward_reduce_cuda_kernel_2d``; NLLLoss2d.cu, LossNLL.cpp and LossNLL2d.cpp
-#: alike).
+#: alike); a fill's model tensor (``zeros_like(self)``: ``empty_like(self).zero_()``,
+#: ``new_zeros(self, size)``: ``zeros(size, self.options())``, aten/src/ATen/native/
+#: TensorFactories.cpp; the backward of ``gather``, ``index``, ``topk``, ``max(dim)`` and
+#: ``sort`` starts with ``new_zeros(grad, ...)``).
 SHAPE_ONLY_ARGS = {"max_pool2d_with_indices_backward": 1, "avg_pool2d_backward": 1,
-                   "nll_loss_backward": 1, "nll_loss2d_backward": 1}
+                   "nll_loss_backward": 1, "nll_loss2d_backward": 1,
+                   **{name: 0 for name in ("zeros_like", "ones_like", "full_like", "new_zeros",
+                                           "new_ones", "new_full")}}
 #: Ops that read a tensor by index, one value per index, not in full: by op, the arguments (by
 #: position) so read and the argument whose elements are the indices (None: one index per value
 #: written, a gather's). Their FLOPs count per index too (``FLOPS_PER_ELEMENT``).
-#: - ``embedding(weight, indices)``: the table's rows it returns.
+#: - ``embedding(weight, indices)``, ``index_select(self, dim, index)``, ``gather(self, dim,
+#:   index)``, ``index(self, indices)`` (and ``_unsafe_index``): the source's values they return,
+#:   as torch's kernels walk the output and read the source at each index
+#:   (aten/src/ATen/native/cuda/Indexing.cu, ``indexSelectLargeIndex``: one source value per
+#:   output value; cuda/ScatterGatherKernel.cu, ``cuda_scatter_gather_base_kernel``: an
+#:   iterator over the index, the source restrided to its shape; TensorAdvancedIndexing.cpp,
+#:   ``index``: the source restrided to the result's shape, stride 0 along the indexed
+#:   dimensions). ``log_softmax(x).gather(-1, labels)``, a per-token log-probability, reads N
+#:   values of the N x V, not all of them.
 #: - ``nll_loss_forward(self, target, weight, ...)`` (``nll_loss2d_forward`` for a 4-D input,
 #:   and a 3-D one viewed so): per target, one value of ``self`` (the log-probabilities) at the
 #:   target class and, given one, the class weight there; ``total_weight`` and the loss (a
@@ -137,7 +151,8 @@ SHAPE_ONLY_ARGS = {"max_pool2d_with_indices_backward": 1, "avg_pool2d_backward":
 #: - ``nll_loss_backward(grad_output, self, target, weight, ...)`` (and ``nll_loss2d_backward``):
 #:   the class weight at each target (``self`` is shape-only: ``SHAPE_ONLY_ARGS``).
 GATHERS: dict[str, tuple[tuple[int, ...], int | None]] = {
-    "embedding": ((0,), None),
+    **{name: ((0,), None) for name in ("embedding", "index_select", "gather", "index",
+                                       "_unsafe_index")},
     "nll_loss_forward": ((0, 2), 1), "nll_loss2d_forward": ((0, 2), 1),
     "nll_loss_backward": ((3,), 2), "nll_loss2d_backward": ((3,), 2),
 }
