@@ -170,3 +170,12 @@ def test_index_select_index_and_embedding_read_the_rows_they_return():
     assert ops["aten.index"] == 2 * 4 * 10 * 4 + 2 * 4 * 8 == 384
     # index_select: 2 x 10 read of the 4 x 10 and written (40 x 4 B), 2 ids (16 B)
     assert ops["aten.index_select"] == 2 * 2 * 10 * 4 + 2 * 8 == 176
+
+
+def test_a_label_smoothed_cross_entropy_is_costed_throughout():
+    # label smoothing adds a sum of the log-probabilities (read in full: the smoothing term) and
+    # a few per-target ops; every op has a FLOP count (its ~ignore_mask a bitwise_not)
+    net = capture(TinyLM(label_smoothing=0.1), *_tokens(), mode="train")
+    assert net.uncosted == ()
+    sums = [o for o in net.ops() if o.kind == "aten.sum" and o.pass_ == "forward"]
+    assert max(o.bytes for o in sums) == (N * V + N) * 4  # -input.sum(1): all read, 8 written

@@ -125,9 +125,9 @@ CLASSES: dict[str, tuple[str, str | None]] = {
         "add", "sub", "mul", "div", "neg", "relu", "threshold_backward", "rsqrt", "sqrt",
         "pow", "where", "maximum", "minimum", "clamp", "clamp_min", "addcmul", "addcdiv",
         "reciprocal", "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub", "eq", "ne",
-        "lt", "gt", "le", "ge", "tanh_backward", "sigmoid_backward", "ones", "zeros", "full",
-        "ones_like", "zeros_like", "full_like", "arange", "new_zeros", "new_ones", "new_full",
-        "bernoulli", "native_dropout", "native_dropout_backward")},
+        "lt", "gt", "le", "ge", "bitwise_not", "tanh_backward", "sigmoid_backward", "ones",
+        "zeros", "full", "ones_like", "zeros_like", "full_like", "arange", "new_zeros",
+        "new_ones", "new_full", "bernoulli", "native_dropout", "native_dropout_backward")},
     **{name: (STREAMING, None) for name in (  # a reduction: one read pass, a small output
         "sum", "mean", "amax", "amin", "max", "min", "cumsum")},
     **{name: (STREAMING, None) for name in (  # a gather or scatter of whole rows

@@ -86,7 +86,7 @@ FLOPS_PER_ELEMENT = {
                             "tril", "triu", "eq", "ne", "lt", "gt", "le", "ge", "sum", "mean",
                             "amax", "max", "min", "cumsum", "tanh_backward",
                             "sigmoid_backward", "sin", "cos",
-                            "bernoulli")},
+                            "bernoulli", "bitwise_not")},
     **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
                             "embedding_dense_backward", "index_select", "gather", "scatter",
                             "scatter_add", "index", "index_put", "ones", "zeros", "full",
