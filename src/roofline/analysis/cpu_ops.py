@@ -125,14 +125,17 @@ CLASSES: dict[str, tuple[str, str | None]] = {
         "add", "sub", "mul", "div", "neg", "relu", "threshold_backward", "rsqrt", "sqrt",
         "pow", "where", "maximum", "minimum", "clamp", "clamp_min", "addcmul", "addcdiv",
         "reciprocal", "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub", "eq", "ne",
-        "lt", "gt", "le", "ge", "tanh_backward", "sigmoid_backward", "ones", "zeros", "full",
-        "ones_like", "zeros_like", "full_like", "arange", "new_zeros", "new_ones", "new_full",
-        "bernoulli", "native_dropout", "native_dropout_backward")},
+        "lt", "gt", "le", "ge", "bitwise_not", "tanh_backward", "sigmoid_backward", "ones",
+        "zeros", "full", "ones_like", "zeros_like", "full_like", "arange", "new_zeros",
+        "new_ones", "new_full", "bernoulli", "native_dropout", "native_dropout_backward")},
     **{name: (STREAMING, None) for name in (  # a reduction: one read pass, a small output
         "sum", "mean", "amax", "amin", "max", "min", "cumsum")},
     **{name: (STREAMING, None) for name in (  # a gather or scatter of whole rows
         "embedding", "embedding_dense_backward", "index_select", "gather", "scatter",
         "scatter_add", "index", "index_put", "_unsafe_index", "masked_select")},
+    **{name: (STREAMING, None) for name in (  # the loss after a log-softmax: a value gathered
+        "nll_loss_forward", "nll_loss2d_forward",  # per target; backward, a zero fill and a
+        "nll_loss_backward", "nll_loss2d_backward")},  # value written per target
     **{name: (STREAMING, None) for name in (  # contiguous pieces written into a new tensor
         "cat", "stack", "constant_pad_nd", "tril", "triu", "slice_backward", "select_backward")},
     **{name: (COPY, "copy") for name in (  # a copy, usually of a permuted or strided view

@@ -31,8 +31,16 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``. An
   eval-mode ``native_batch_norm`` is recorded as ``_native_batch_norm_legit_no_training``
   (torch's eval-only form: a scale and shift, 2 FLOPs a value, no statistics), so that its
-  cost on a CPU (``analysis.cpu_ops``) follows from its name. A pooling backward's forward
-  input, which torch passes for its shape, is not counted as read (``SHAPE_ONLY_ARGS``).
+  cost on a CPU (``analysis.cpu_ops``) follows from its name. An argument torch passes for
+  its shape only is not counted as read (``SHAPE_ONLY_ARGS``): a pooling backward's forward
+  input, the nll loss backward's log-probabilities (it zero-fills the gradient, then writes one
+  value per target), a fill's model tensor (``zeros_like``, ``new_zeros``). An op that reads a
+  tensor by index reads one value of it per index, not all of it, and its FLOPs count per index
+  (``GATHERS``): ``embedding``, ``index_select``, ``gather`` and ``index`` the source values
+  they return; the loss after a log-softmax (``nll_loss_forward``, ``nll_loss2d_forward`` for
+  a 4-D input) the log-probability at each target and, given one, the class weight there,
+  so that ``F.cross_entropy`` over a vocabulary reads its N x V log-probabilities once, in the
+  log-softmax, not again in the loss.
 
 - A torch optimizer, when one is given, steps on the meta parameters and the gradients the
   backward left them: the first step creates its state and is not recorded; the second is, each
@@ -78,7 +86,7 @@ FLOPS_PER_ELEMENT = {
                             "tril", "triu", "eq", "ne", "lt", "gt", "le", "ge", "sum", "mean",
                             "amax", "max", "min", "cumsum", "tanh_backward",
                             "sigmoid_backward", "sin", "cos",
-                            "bernoulli")},
+                            "bernoulli", "bitwise_not")},
     **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
                             "embedding_dense_backward", "index_select", "gather", "scatter",
                             "scatter_add", "index", "index_put", "ones", "zeros", "full",
@@ -98,11 +106,56 @@ FLOPS_PER_ELEMENT = {
     "max_pool2d_with_indices": 0, "max_pool2d_with_indices_backward": 0,
     "avg_pool2d": 1, "avg_pool2d_backward": 1, "_adaptive_avg_pool2d": 1,
     "_adaptive_avg_pool2d_backward": 1, "native_dropout": 2, "native_dropout_backward": 1,
+    # the loss after a log-softmax, per target (``GATHERS``): the forward subtracts each
+    # target's gathered value (times its class weight) into the sum, the backward writes one
+    # value per target into the zeroed gradient (pytorch aten/src/ATen/native/cuda/Loss.cu,
+    # ``nll_loss_forward_reduce_cuda_kernel_2d``, ``nll_loss_backward_reduce_cuda_kernel_2d``;
+    # NLLLoss2d.cu and LossNLL.cpp, LossNLL2d.cpp alike); the zero fill computes nothing
+    **{name: 1 for name in ("nll_loss_forward", "nll_loss2d_forward", "nll_loss_backward",
+                            "nll_loss2d_backward")},
 }
-#: Arguments (by position) a backward op takes for their shape only, never reading their
+#: The argument (by position) an op takes for its shape (or dtype) only, never reading its
 #: values: a pooling backward's forward input (``self``; max pooling reads dY and the indices,
-#: average pooling dY: aten/src/ATen/native/DilatedMaxPool2d.cpp, AveragePool2d.cpp).
-SHAPE_ONLY_ARGS = {"max_pool2d_with_indices_backward": 1, "avg_pool2d_backward": 1}
+#: average pooling dY: aten/src/ATen/native/DilatedMaxPool2d.cpp, AveragePool2d.cpp); the nll
+#: loss backward's log-probabilities (``self``: torch zero-fills the gradient, of their shape,
+#: then writes one value per target, reading the target, the output gradient, ``total_weight``
+#: and the weight at the target: aten/src/ATen/native/cuda/Loss.cu,
+#: ``nll_loss_backward_out_cuda``: ``grad_input.zero_()``, then
+#: ``nll_loss_backward_reduce_cuda_kernel_2d``; NLLLoss2d.cu, LossNLL.cpp and LossNLL2d.cpp
+#: alike); a fill's model tensor (``zeros_like(self)``: ``empty_like(self).zero_()``,
+#: ``new_zeros(self, size)``: ``zeros(size, self.options())``, aten/src/ATen/native/
+#: TensorFactories.cpp; the backward of ``gather``, ``index``, ``topk``, ``max(dim)`` and
+#: ``sort`` starts with ``new_zeros(grad, ...)``).
+SHAPE_ONLY_ARGS = {"max_pool2d_with_indices_backward": 1, "avg_pool2d_backward": 1,
+                   "nll_loss_backward": 1, "nll_loss2d_backward": 1,
+                   **{name: 0 for name in ("zeros_like", "ones_like", "full_like", "new_zeros",
+                                           "new_ones", "new_full")}}
+#: Ops that read a tensor by index, one value per index, not in full: by op, the arguments (by
+#: position) so read and the argument whose elements are the indices (None: one index per value
+#: written, a gather's). Their FLOPs count per index too (``FLOPS_PER_ELEMENT``).
+#: - ``embedding(weight, indices)``, ``index_select(self, dim, index)``, ``gather(self, dim,
+#:   index)``, ``index(self, indices)`` (and ``_unsafe_index``): the source's values they return,
+#:   as torch's kernels walk the output and read the source at each index
+#:   (aten/src/ATen/native/cuda/Indexing.cu, ``indexSelectLargeIndex``: one source value per
+#:   output value; cuda/ScatterGatherKernel.cu, ``cuda_scatter_gather_base_kernel``: an
+#:   iterator over the index, the source restrided to its shape; TensorAdvancedIndexing.cpp,
+#:   ``index``: the source restrided to the result's shape, stride 0 along the indexed
+#:   dimensions). ``log_softmax(x).gather(-1, labels)``, a per-token log-probability, reads N
+#:   values of the N x V, not all of them.
+#: - ``nll_loss_forward(self, target, weight, ...)`` (``nll_loss2d_forward`` for a 4-D input,
+#:   and a 3-D one viewed so): per target, one value of ``self`` (the log-probabilities) at the
+#:   target class and, given one, the class weight there; ``total_weight`` and the loss (a
+#:   scalar, or one per target with reduction none) written (aten/src/ATen/native/cuda/Loss.cu,
+#:   ``nll_loss_forward_reduce_cuda_kernel_2d``: ``input[i * ndim + t]``, ``weights[t]``;
+#:   NLLLoss2d.cu, LossNLL.cpp, LossNLL2d.cpp alike).
+#: - ``nll_loss_backward(grad_output, self, target, weight, ...)`` (and ``nll_loss2d_backward``):
+#:   the class weight at each target (``self`` is shape-only: ``SHAPE_ONLY_ARGS``).
+GATHERS: dict[str, tuple[tuple[int, ...], int | None]] = {
+    **{name: ((0,), None) for name in ("embedding", "index_select", "gather", "index",
+                                       "_unsafe_index")},
+    "nll_loss_forward": ((0, 2), 1), "nll_loss2d_forward": ((0, 2), 1),
+    "nll_loss_backward": ((3,), 2), "nll_loss2d_backward": ((3,), 2),
+}
 #: Ops that reduce their input: their FLOPs count per element read.
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
 #: Copies: a ``CapturedOp`` of one whose floating-point source is laid out unlike its output
@@ -581,7 +634,8 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
 
     pass_ = "backward" if backward else "forward"
     shape_only = SHAPE_ONLY_ARGS.get(op)
-    read = [a for i, a in enumerate(args) if i != shape_only]
+    gathered = GATHERS.get(op, ((), None))[0]
+    read = [a for i, a in enumerate(args) if i != shape_only and i not in gathered]
     tensors = [a for a in _flatten(read) if isinstance(a, torch.Tensor)]
     outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)]
     if op in ("mm", "addmm", "bmm", "baddbmm"):
@@ -627,7 +681,21 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # an eval-mode batch norm scales and shifts with the running statistics, computing none:
         # named as torch's eval-only form of it, so that its cost follows from its name
         op = "_native_batch_norm_legit_no_training"
-    return _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args))
+    return _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
+               _gathered(op, args, outs))
+
+
+def _gathered(op: str, args: Sequence[Any], outs: list[Any]) -> tuple[list[Any], int] | None:
+    """The tensors ``op`` reads by index (``GATHERS``; an optional one not given left out) and
+    how many indices it reads them by; None for an op that reads none so."""
+    import torch
+
+    if op not in GATHERS or not outs:
+        return None
+    positions, by = GATHERS[op]
+    sources = [args[i] for i in positions if i < len(args) and isinstance(args[i], torch.Tensor)]
+    indices = outs[0] if by is None else args[by]
+    return sources, int(indices.numel())
 
 
 def _softmax_row(op: str, args: Sequence[Any]) -> int:
@@ -707,28 +775,36 @@ def _bias_op(owner: str, pass_: str, kind: str, elements: int, bias_values: int,
 
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
-        rec: _Recorder, row: int = 0) -> list[Item]:
-    """A non-GEMM op: its tensors' bytes, its FLOPs from ``FLOPS_PER_ELEMENT`` (a ``_foreach_``
-    op as its elementwise op over every tensor of its lists); ``row``: a softmax's
-    (``_softmax_row``)."""
+        rec: _Recorder, row: int = 0,
+        gathered: tuple[list[Any], int] | None = None) -> list[Item]:
+    """A non-GEMM op: its tensors' bytes (``tensors`` read in full, ``outs`` written, and
+    ``gathered``'s tensors one value per index, ``_gathered``), its FLOPs from
+    ``FLOPS_PER_ELEMENT`` (a ``_foreach_`` op as its elementwise op over every tensor of its
+    lists); ``row``: a softmax's (``_softmax_row``)."""
     elements = other = 0
     for t in [*tensors, *outs]:
         if t.is_floating_point():
             elements += t.numel()
         else:
             other += t.numel() * t.element_size()
+    sources, indices = gathered if gathered is not None else ([], 0)
+    for t in sources:  # a value per index, not the whole tensor (a table's rows it returns)
+        if t.is_floating_point():
+            elements += indices
+        else:
+            other += indices * t.element_size()
     if elements == other == 0:  # empty tensors only (Llama's rotary backward makes some)
         return []
-    if op == "embedding":  # a gather reads the rows it returns, not the whole table
-        elements = 2 * outs[0].numel()
     base = op.removeprefix("_foreach_").rstrip("_")  # add_: add in place
     per = FLOPS_PER_ELEMENT.get(base)
     if per is None:
         rec.uncosted[f"aten.{op}"] = rec.uncosted.get(f"aten.{op}", 0) + 1
         per = 0
     # an op's FLOPs are per output element, a reduction's per input element (a bias gradient
-    # sums every row of dY: one add a value read, not one a value written)
-    sizes = [t.numel() for t in (tensors if base in REDUCTIONS else outs)]
+    # sums every row of dY: one add a value read, not one a value written), an op that reads
+    # by index per index (``GATHERS``: the loss after a log-softmax, per target)
+    sizes = ([indices] if gathered is not None else
+             [t.numel() for t in (tensors if base in REDUCTIONS else outs)])
     flops = per * (sum(sizes) if op.startswith("_foreach_") else max(sizes, default=0))
     strided = base in COPIES and _permutes(tensors, outs)
     return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other, strided=strided,

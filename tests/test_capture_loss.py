@@ -1,0 +1,181 @@
+"""What roofline.torch.capture counts for the loss after a vocabulary's log-softmax and for the
+ops that read a tensor by index: the bytes torch's kernels move, worked out by hand from the
+shapes (never from the code's own output).
+
+- ``nll_loss_forward`` reads, per target, one log-probability (at the target class) and, given
+  one, the class weight there, plus the int64 target; it writes the loss and ``total_weight``
+  (pytorch aten/src/ATen/native/cuda/Loss.cu, ``nll_loss_forward_reduce_cuda_kernel_2d``).
+- ``nll_loss_backward`` reads no log-probability (it takes them for their shape): it zero-fills
+  the gradient, then writes one value per target (``grad_input.zero_()``, then
+  ``nll_loss_backward_reduce_cuda_kernel_2d``).
+- ``gather``, ``index_select``, ``index`` and ``embedding`` read one source value per value they
+  return.
+
+Needs torch (the `torch` extra; .ci/run installs it)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # CI installs the torch extra: there, a missing torch is a failure
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("torch is not installed (pip install 'roofline[torch]')", allow_module_level=True)
+
+from roofline.torch import capture  # noqa: E402
+
+# 8 targets over 1000 classes, fp32 (4 B a value), int64 targets (8 B each)
+N, V = 8, 1000
+TARGETS = N * 8  # 64 B of int64 targets
+GRAD_INPUT = N * V * 4  # 32,000 B: the backward's zero-filled gradient, written once
+
+
+class TinyLM(torch.nn.Module):
+    """An embedding, an LM head over a vocabulary of V and ``F.cross_entropy`` on the labels: 2 x
+    4 tokens, so N = 8 rows of V logits."""
+
+    def __init__(self, **loss):
+        super().__init__()
+        self.embed = torch.nn.Embedding(V, 16)
+        self.head = torch.nn.Linear(16, V, bias=False)
+        if "weight" in loss:  # a buffer, so that the capture moves it to the meta device
+            self.register_buffer("class_weight", loss.pop("weight"))
+        self.loss = loss
+
+    def forward(self, tokens, labels):
+        logits = self.head(self.embed(tokens))
+        weight = getattr(self, "class_weight", None)
+        return F.cross_entropy(logits.view(-1, V), labels.view(-1), weight=weight, **self.loss)
+
+
+def _loss_ops(module, *inputs):
+    net = capture(module, *inputs, mode="train")
+    assert net.uncosted == ()
+    return {o.kind: (o.flops, o.bytes) for o in net.ops()
+            if "nll" in o.kind or "log_softmax" in o.kind}
+
+
+def _tokens():
+    return torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long)
+
+
+def test_a_language_models_cross_entropy_moves_what_torchs_kernels_move():
+    ops = _loss_ops(TinyLM(), *_tokens())
+    assert ops == {
+        # the log-softmax reads the 8 x 1000 logits and writes as many log-probabilities
+        "aten._log_softmax": (5 * N * V, 2 * N * V * 4),
+        # one log-probability gathered per target (8 x 4 B), the targets (64 B), the mean loss
+        # and total_weight written (2 x 4 B): 32 + 64 + 8 = 104 B, one add per target; it read
+        # all 8 x 1000 before (32,072 B)
+        "aten.nll_loss_forward": (N, N * 4 + TARGETS + 2 * 4),
+        # the log-probabilities not read (shape only): the 8 x 1000 gradient written once
+        # (32,000 B), the output gradient and total_weight read (2 x 4 B), the targets (64 B):
+        # 32,072 B, one value written per target; it read the 32,000 B too before (64,072 B)
+        "aten.nll_loss_backward": (N, GRAD_INPUT + 2 * 4 + TARGETS),
+        # the log-softmax backward reads the gradient and the log-probabilities, writes dX
+        "aten._log_softmax_backward_data": (4 * N * V, 3 * N * V * 4),
+    }
+    assert ops["aten.nll_loss_forward"][1] == 104
+    assert ops["aten.nll_loss_backward"][1] == 32_072
+
+
+def test_reduction_none_writes_a_loss_per_target_and_reads_a_gradient_per_target():
+    ops = _loss_ops(TinyLM(reduction="none"), *_tokens())
+    # forward: 8 gathered + 8 losses written + total_weight (17 x 4 B) + the targets (64 B)
+    assert ops["aten.nll_loss_forward"] == (N, (N + N + 1) * 4 + TARGETS) == (8, 132)
+    # backward: the 8 output gradients and total_weight read (9 x 4 B), the gradient written
+    assert ops["aten.nll_loss_backward"] == (N, GRAD_INPUT + (N + 1) * 4 + TARGETS) == (8, 32_100)
+    # reduction sum moves what mean moves (a scalar loss either way)
+    assert _loss_ops(TinyLM(reduction="sum"), *_tokens()) == _loss_ops(TinyLM(), *_tokens())
+
+
+def test_an_ignore_index_is_read_as_every_other_target():
+    # a capture sees shapes, not labels: each target is read, and counted as gathered (torch
+    # skips the gather for an ignored one: an upper bound by the ignored targets' 4 B each)
+    ops = _loss_ops(TinyLM(ignore_index=0), *_tokens())
+    assert ops["aten.nll_loss_forward"] == (N, 104)
+    assert ops["aten.nll_loss_backward"] == (N, 32_072)
+
+
+def test_a_class_weight_is_gathered_per_target():
+    ops = _loss_ops(TinyLM(weight=torch.ones(V)), *_tokens())
+    # forward: per target a log-probability and its class weight (16 x 4 B), not the 1000
+    # weights; the loss and total_weight (2 x 4 B); the targets (64 B): 136 B
+    assert ops["aten.nll_loss_forward"] == (N, (2 * N + 2) * 4 + TARGETS) == (8, 136)
+    # backward: a class weight per target (8 x 4 B) beside the output gradient and total_weight
+    assert ops["aten.nll_loss_backward"] == (N, GRAD_INPUT + (N + 2) * 4 + TARGETS) == (8, 32_104)
+
+
+def test_a_segmentation_loss_over_a_4d_input_gathers_per_pixel():
+    class Segment(torch.nn.Module):
+        """A 1 x 1 convolution to 5 classes over a 2 x 3 x 4 x 4 image, the loss per pixel."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 5, 1)
+
+        def forward(self, image, mask):
+            return F.cross_entropy(self.conv(image), mask)
+
+    ops = _loss_ops(Segment(), torch.zeros(2, 3, 4, 4), torch.zeros(2, 4, 4, dtype=torch.long))
+    pixels = 2 * 4 * 4  # 32 targets, 256 B of int64
+    # forward: a log-probability per pixel (32 x 4 B), the loss and total_weight (2 x 4 B),
+    # the targets: 128 + 8 + 256 = 392 B (all 2 x 5 x 4 x 4 = 160 log-probabilities before)
+    assert ops["aten.nll_loss2d_forward"] == (pixels, (pixels + 2) * 4 + pixels * 8) == (32, 392)
+    # backward: the 160-value gradient written, the output gradient and total_weight read, the
+    # targets: 640 + 8 + 256 = 904 B
+    assert ops["aten.nll_loss2d_backward"] == (pixels, (160 + 2) * 4 + pixels * 8) == (32, 904)
+
+
+def test_a_gather_reads_the_values_it_returns_and_its_backward_no_model_tensor():
+    class LogProb(torch.nn.Module):
+        """A per-token log-probability: log_softmax(x).gather(-1, labels), then summed."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, V, bias=False)
+
+        def forward(self, x, labels):
+            return torch.log_softmax(self.fc(x), -1).gather(-1, labels[:, None]).sum()
+
+    net = capture(LogProb(), torch.zeros(N, 4), torch.zeros(N, dtype=torch.long), mode="train")
+    ops = {(o.pass_, o.kind): o.bytes for o in net.ops()}
+    # 8 of the 8 x 1000 read, 8 written (16 x 4 B), the 8 int64 indices (64 B): 128 B
+    assert ops[("forward", "aten.gather")] == (N + N) * 4 + TARGETS == 128
+    # the backward's zeros, new_zeros(grad, (8, 1000)): written, its model tensor not read
+    assert ops[("backward", "aten.new_zeros")] == N * V * 4 == 32_000
+
+
+def test_index_select_index_and_embedding_read_the_rows_they_return():
+    class Rows(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Embedding(100, 10)
+
+        def forward(self, ids):  # ids: 4 int64
+            x = self.table(ids)[None].expand(7, 4, 10).contiguous().transpose(0, 1)  # 4 x 7 x 10
+            picked = x[torch.arange(4, device=ids.device), ids % 7]  # index: 4 x 10
+            return picked.index_select(0, ids[:2]).sum()  # index_select: 2 x 10
+
+    net = capture(Rows(), torch.zeros(4, dtype=torch.long), mode="inference")
+    ops = {o.kind: o.bytes for o in net.ops()}
+    # embedding: 4 rows of 10 read of the 100 x 10 table and written (80 x 4 B), 4 ids (32 B)
+    assert ops["aten.embedding"] == 2 * 4 * 10 * 4 + 4 * 8 == 352
+    # index: 4 x 10 values read of the 4 x 7 x 10 and written (80 x 4 B), two 4-long indices
+    assert ops["aten.index"] == 2 * 4 * 10 * 4 + 2 * 4 * 8 == 384
+    # index_select: 2 x 10 read of the 4 x 10 and written (40 x 4 B), 2 ids (16 B)
+    assert ops["aten.index_select"] == 2 * 2 * 10 * 4 + 2 * 8 == 176
+
+
+def test_a_label_smoothed_cross_entropy_is_costed_throughout():
+    # label smoothing adds a sum of the log-probabilities (read in full: the smoothing term) and
+    # a few per-target ops; every op has a FLOP count (its ~ignore_mask a bitwise_not)
+    net = capture(TinyLM(label_smoothing=0.1), *_tokens(), mode="train")
+    assert net.uncosted == ()
+    sums = [o for o in net.ops() if o.kind == "aten.sum" and o.pass_ == "forward"]
+    assert max(o.bytes for o in sums) == (N * V + N) * 4  # -input.sum(1): all read, 8 written
