@@ -19,6 +19,9 @@ each GPU (the ramp was read off the H100's fp32; the H200's 60 MiB never fitted)
 data/h100_live_norm_kernels.csv and h100_live_rows_kernels.json hold the kernels one H100 ran
 for each (torch.profiler), h100_live_softmax_ncu.csv what Nsight Compute counted of the
 three-pass kernel.
+Then ``F.cross_entropy`` over GPT-2's, Llama-2's and Llama-3's vocabularies, forward (CUDA-graph
+replays) and forward with backward (eager calls), against the captured loss's prediction (needs
+torch, CPU build: the capture runs on the meta device).
 Then Liger-Kernel's published ``torch.nn.LayerNorm`` forward timings (data/liger_layer_norm.csv:
 fp32, 4096 rows of 1024-16384 on A100 SXM4 and PCIe 80GB and an H100 SXM5), never fitted:
 measured / predicted as a captured ``aten.native_layer_norm``, and as a stream alone.
@@ -137,6 +140,60 @@ def sweep_lines(markdown: bool) -> list[str]:
                 f"({min(v):.2f}-{max(v):.2f})" for d, v in ratios_by_device.items())]
 
 
+def loss_ratios() -> dict[tuple[str, str, str, int, int], tuple[float, float]]:
+    """(device, op, dtype, rows, classes) -> (measured s, predicted s) of ``F.cross_entropy``
+    as gpu_measure.py timed it (forward: CUDA-graph replays, h1?0_live_rows.csv; forward and
+    backward, ``torch.autograd.grad``: eager, h1?0_live_rows_eager.csv) and as
+    ``roofline.torch.capture`` records it on each GPU's datasheet entry (the log-softmax, the
+    nll loss and, in training, their backwards). Needs torch (CPU: the capture runs on meta)."""
+    import torch
+
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+    from roofline.torch import capture
+
+    class Loss(torch.nn.Module):
+        def __init__(self, rows: int, classes: int, dtype: torch.dtype) -> None:
+            super().__init__()
+            self.logits = torch.nn.Parameter(torch.empty(rows, classes, dtype=dtype,
+                                                         device="meta"))
+
+        def forward(self, target: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.cross_entropy(self.logits, target)
+
+    dtypes = {"bf16": torch.bfloat16, "fp32": torch.float32}
+    out = {}
+    for device, graph in ROWS.items():
+        hw = load_hardware(device)
+        eager = graph.with_name(graph.stem + "_eager.csv")
+        for path, op in ((graph, "cross-entropy"), (eager, "cross-entropy-train")):
+            with open(path, newline="") as f:
+                for row in csv.DictReader(f):
+                    if row["op"] != op or not row["time_ms"]:
+                        continue
+                    rows, classes, dtype = int(row["rows"]), int(row["cols"]), row["dtype"]
+                    net = capture(Loss(rows, classes, dtypes[dtype]),
+                                  torch.zeros(rows, dtype=torch.long),
+                                  mode="train" if op.endswith("train") else "inference")
+                    predicted = sum(o.predicted_time_s for o in analyze(net, hw).ops)
+                    out[(device, op, dtype, rows, classes)] = (float(row["time_ms"]) * 1e-3,
+                                                               predicted)
+    return out
+
+
+def loss_lines(markdown: bool) -> list[str]:
+    data = loss_ratios()
+    body = [[device.split("-")[0], op, dtype, f"{rows} x {classes}", f"{m * 1e3:.3f} ms",
+             f"{p * 1e3:.3f} ms", f"{m / p:.2f}"]
+            for (device, op, dtype, rows, classes), (m, p) in sorted(data.items())]
+    within = sum(1 / 1.25 <= m / p <= 1.25 for m, p in data.values())
+    return ["F.cross_entropy over a vocabulary (the log-softmax and the nll loss as captured; "
+            "train: with their backwards):",
+            *table_lines(["GPU", "op", "dtype", "rows x classes", "measured", "predicted",
+                          "measured / predicted"], body, markdown), "",
+            f"within 1.25x: {within} of {len(data)}"]
+
+
 def liger_lines(markdown: bool) -> list[str]:
     """Liger-Kernel's torch.nn.LayerNorm forward rows that have an hwdb entry: measured against
     the captured op's prediction (``row-passes`` where it binds) and against a stream alone."""
@@ -183,7 +240,8 @@ def main() -> int:
     args = parser.parse_args()
     print("\n".join([*lines(args.markdown), "", "Rows of 32-50,257 values "
                       "(data/h1?0_live_rows.csv):", *lines(args.markdown, ROWS), "",
-                      *sweep_lines(args.markdown), "", *liger_lines(args.markdown)]))
+                      *sweep_lines(args.markdown), "", *loss_lines(args.markdown), "",
+                      *liger_lines(args.markdown)]))
     return 0
 
 

@@ -179,3 +179,23 @@ def test_a_label_smoothed_cross_entropy_is_costed_throughout():
     assert net.uncosted == ()
     sums = [o for o in net.ops() if o.kind == "aten.sum" and o.pass_ == "forward"]
     assert max(o.bytes for o in sums) == (N * V + N) * 4  # -input.sum(1): all read, 8 written
+
+
+def test_cross_entropy_on_the_lent_gpus_is_within_a_quarter_of_its_prediction():
+    """Never fitted: ``F.cross_entropy`` over GPT-2's, Llama-2's and Llama-3's vocabularies timed
+    on a lent H100 and H200 (benchmarks/data/h1?0_live_rows*.csv: forward as CUDA-graph
+    replays, forward and backward eager), against the captured loss's prediction on each GPU's
+    datasheet entry: 29 of 32 within 1.25x. Before the nll loss read its log-probabilities once
+    and the softmax took its width's kernel, the bf16 forward came out at 0.32-0.59x."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    try:
+        from bench_gpu_norms import loss_ratios
+    finally:
+        sys.path.pop(0)
+
+    ratios = [m / p for m, p in loss_ratios().values()]
+    assert len(ratios) == 32 and sum(1 / 1.25 <= r <= 1.25 for r in ratios) == 29
+    assert 0.69 < min(ratios) and max(ratios) < 1.33
