@@ -10,7 +10,7 @@ and::
 (a captured op torch runs as several kernels, ``KERNELS``: each kernel's launch and stream in
 turn, the first also bound by its FLOPs and, for a captured layer norm, its row passes,
 ``ROW_PASSES`` below, and for a captured softmax forward its values at the rate its row's width
-allows, ``SOFTMAX_VALUES_PER_SM_CLOCK``)
+allows and its re-reads past half the L2, ``analysis.gpu_softmax``)
 
 - ``t_launch``: the per-kernel cost the GPU does not hide, ``predict.LAUNCH_LATENCY_S`` (NVIDIA's
   CUDA Graphs post: a 2.9 us kernel launched back to back took 3.8 us per kernel).
