@@ -114,19 +114,21 @@ def lines(markdown: bool, files: dict[str, Path] = FILES) -> list[str]:
 def sweep_lines(markdown: bool) -> list[str]:
     """The L2 sweep: measured / predicted by width on each GPU, and x (the three-pass kernel's
     rows held at once over half the L2) on each."""
-    from roofline.analysis.gpu_softmax import SOFTMAX_BLOCKS_PER_SM, three_pass
+    from roofline.analysis.gpu_softmax import l2_fill, three_pass
     from roofline.hardware.catalog import load_hardware
+    from roofline.model.dtypes import itemsize
 
     data = ratios(SWEEPS)
     body, ratios_by_device = [], {d: [] for d in SWEEPS}
     for op, dtype, values, cols in sorted(data, key=lambda k: (k[1], k[0], k[3])):
         got = data[(op, dtype, values, cols)]
-        size = 2 if dtype == "bf16" else 4
+        size = itemsize(dtype)
         cells = []
         for device in SWEEPS:
             hw = load_hardware(device)
-            x = (SOFTMAX_BLOCKS_PER_SM * hw.gpu.sms * cols * size / (hw.llc_mb * 2 ** 20 / 2)
-                 if hw.gpu and hw.llc_mb and three_pass(cols, size) else 0.0)
+            x = 0.0  # values: log2 of the op's values (``ratios``' key)
+            if three_pass(cols, size):
+                x = l2_fill(cols, size, 2 ** values // cols, hw) or 0.0
             m, p = got[device]
             ratios_by_device[device].append(m / p)
             cells += [f"{x:.2f}", f"{m / p:.2f}"]

@@ -93,17 +93,25 @@ def three_pass(row: int, size: int) -> bool:
                                           or row % max(1, 16 // size) != 0)
 
 
-def reread_share(row: int, size: int, rows: int, hardware: HardwareSpec) -> float:
-    """The share of the three-pass kernel's two re-reads that come from DRAM (0 for the other
-    kernels), by how the rows the GPU holds at once (``SOFTMAX_BLOCKS_PER_SM`` on every SM, or
-    all ``rows`` where fewer) compare with half its L2."""
-    if not three_pass(row, size):
-        return 0.0
+def l2_fill(row: int, size: int, rows: int, hardware: HardwareSpec) -> float | None:
+    """x: the bytes of the rows the three-pass kernel holds at once (``SOFTMAX_BLOCKS_PER_SM``
+    on every SM, or all ``rows`` where fewer) over half the L2; None for an entry without an L2
+    figure."""
     gpu = hardware.gpu
     if gpu is None or not hardware.llc_mb:
-        return 1.0
+        return None
     held = min(rows, SOFTMAX_BLOCKS_PER_SM * gpu.sms)
-    x = held * row * size / (hardware.llc_mb * 2 ** 20 / 2)
+    return held * row * size / (hardware.llc_mb * 2 ** 20 / 2)
+
+
+def reread_share(row: int, size: int, rows: int, hardware: HardwareSpec) -> float:
+    """The share of the three-pass kernel's two re-reads that come from DRAM (0 for the other
+    kernels), by ``l2_fill`` (all of them where the entry gives no L2)."""
+    if not three_pass(row, size):
+        return 0.0
+    x = l2_fill(row, size, rows, hardware)
+    if x is None:
+        return 1.0
     low, high = SOFTMAX_L2_RAMP
     return min(1.0, max(0.0, (x - low) / (high - low)))
 

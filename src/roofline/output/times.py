@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.gpu_ops import STRIDED_COPY_VALUES
-from ..analysis.gpu_softmax import SOFTMAX_VALUES_PER_SM_CLOCK
+from ..analysis.gpu_softmax import SOFTMAX_REG_COLUMNS, SOFTMAX_VALUES_PER_SM_CLOCK
 from ..analysis.predict import fit_of
 from ..model.repeats import distinct, first_copies
 from ..units import count, seconds, si, three_digits
@@ -278,8 +278,8 @@ _BASIS_TEXT = {
                     "through its values "
                     f"({min(v for _, v in SOFTMAX_VALUES_PER_SM_CLOCK):g}-"
                     f"{max(v for _, v in SOFTMAX_VALUES_PER_SM_CLOCK):g} per SM and clock; "
-                    "fitted on a lent H100), and past 9,216 values a row its re-reads from DRAM "
-                    "once the rows it holds outgrow half the L2",
+                    f"fitted on a lent H100), and past {SOFTMAX_REG_COLUMNS:,} values a row its "
+                    "re-reads from DRAM once the rows it holds outgrow half the L2",
 }
 #: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
 _CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "
