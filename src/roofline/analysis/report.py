@@ -129,10 +129,12 @@ class OpResult:
     time_s: float
     predicted_time_s: float = 0.0
     predicted_basis: str = "roofline"
+    dtype: str = ""  # the dtype its values are in: the report's, or the op's own (Op.dtype)
 
     def to_dict(self) -> dict[str, Any]:
         o = self.op
         return {"name": o.name, "layer": o.layer, "pass": o.pass_, "kind": o.kind,
+                "dtype": self.dtype,
                 "flops": o.flops, "bytes": o.bytes, "intensity": o.intensity,
                 "bound": self.bound, "attainable_tflops": self.attainable_flops_per_s / 1e12,
                 "time_s": self.time_s, "predicted_time_s": self.predicted_time_s,
@@ -394,10 +396,13 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],
 
 
 def analyze_op(op: Op, hardware: HardwareSpec, dtype: str) -> OpResult:
-    """Place one op on the roofline of the report's ``dtype`` (ops are almost all memory-bound)
-    and predict its time: on a CPU with the probe's op costs ``analysis.cpu_ops``, else
-    ``analysis.gpu_ops`` (a GPU's model, or the roofline time)."""
-    peak = hardware.peak_flops_per_s(dtype)
+    """Place one op on the roofline of the report's ``dtype``, or of its own where a captured op
+    ran in another (``Op.dtype``: an upcast the model's code makes, on the device's peak for
+    it where the entry quotes one), ops being almost all memory-bound, and predict its time: on
+    a CPU with the probe's op costs ``analysis.cpu_ops``, else ``analysis.gpu_ops`` (a GPU's
+    model, or the roofline time)."""
+    dtype, math = op.dtype or dtype, dtype
+    peak = hardware.peak_flops_per_s(dtype if dtype in hardware.peak_tflops else math)
     bandwidth = hardware.bandwidth_bytes_per_s
     attainable = attainable_flops_per_s(op.intensity, peak, bandwidth)
     which = bound(op.intensity, ridge_point(peak, bandwidth))
@@ -406,7 +411,7 @@ def analyze_op(op: Op, hardware: HardwareSpec, dtype: str) -> OpResult:
                                 if hardware.llc_mb else None) if cpu is not None else
                  predict_op(op, hardware, dtype, peak, bandwidth))
     return OpResult(op, which, attainable, roofline_time_s(op.flops, op.bytes, peak, bandwidth),
-                    predicted.time_s, predicted.basis)
+                    predicted.time_s, predicted.basis, dtype)
 
 
 def _check_activations(network: Network, hardware: HardwareSpec) -> None:

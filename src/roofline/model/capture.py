@@ -27,7 +27,11 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   softmax. ``nn.MultiheadAttention`` with ``need_weights=True`` (its default) calls none: torch
   computes the scores itself to return them (bmm, softmax, bmm), and they are recorded so.
 - Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
-  written once; a view moves nothing and is left out), its FLOPs from ``FLOPS_PER_ELEMENT``;
+  written once; a view moves nothing and is left out), each at its own element size: those of
+  the model's dtype take the step's (an override changes them), any other keeps its own (an
+  integer index, a mask, an upcast the model's code makes: Hugging Face's loss on
+  ``logits.float()``, Llama's RMSNorm in fp32, whose op then names its ``dtype``: ``_scales``),
+  its FLOPs from ``FLOPS_PER_ELEMENT``;
   an op with no known FLOP count keeps its bytes and is named in ``Network.uncosted``. An
   eval-mode ``native_batch_norm`` is recorded as ``_native_batch_norm_legit_no_training``
   (torch's eval-only form: a scale and shift, 2 FLOPs a value, no statistics), so that its
@@ -202,11 +206,12 @@ class _Recorder:
     quiet: int = 0
     updating: bool = False  # recording the optimizer's step
     kind: str = "none"  # the optimizer stepped (OPTIMIZER_KINDS)
-    update: dict[str, list[int]] = field(default_factory=dict)  # aten op -> flops, elements,
-    # other bytes, summed over the parameters
+    # (aten op, its own dtype) -> flops, elements, other bytes, summed over the parameters
+    update: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     gemm_dtypes: dict[str, int] = field(default_factory=dict)  # A's dtype -> GEMMs on it
     in_attention: int = 0  # inside torch's own (math) attention: its upcast GEMMs not counted
     handling: int = 0  # torch functions the function mode is running, itself off inside them
+    dtype: str | None = None  # the model's, known before the run (``_scales``)
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -245,31 +250,19 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                            f"dimension is the batch")
     batch = int(tensors[0].shape[0])
     train = mode == "train"
-    meta_params = {n: _meta(p, cast).requires_grad_(train and p.requires_grad)
-                   for n, p in module.named_parameters()}
-    meta_buffers = {n: _meta(b, cast) for n, b in module.named_buffers()}
-    inputs = tuple(_meta(x, cast) if isinstance(x, torch.Tensor) else x for x in example_inputs)
     params = _owned(module, remove_duplicate=True)  # each parameter counted once
-    # a tied weight (GPT-2's LM head shares the token embedding's) also belongs to each module
-    # that uses it: there, a backward GEMM that reads no weight is the weight gradient
-    rec = _Recorder(type(module).__name__, train, attention == "flash",
-                    _owned(module, remove_duplicate=False))
-    rec.weights = {id(p): p for p in meta_params.values()}
     step = None if isinstance(optimizer, str) else _optimizer(optimizer, label)
-    # the step asked for, whatever mode the module was left in (a new module trains: its
-    # dropout and batch statistics would run in an inference step); its own flags come back
-    flags = {m: m.training for m in module.modules()}
-    module.train(train)
-    try:
-        _run(module, meta_params | meta_buffers, inputs, rec, label, step)
-    finally:
-        for m, flag in flags.items():
-            m.training = flag
     # the model's dtype: asked for, else its first floating parameter's, buffer's or input's,
-    # else the dtype most of its GEMMs ran in (weights kept as plain tensors); the GEMMs that
-    # ran in another are named (Network.gemm_dtypes: a warning), never priced silently
-    net_dtype = (dtype or _dtype_of({**meta_params, **meta_buffers}, inputs)
-                 or max(rec.gemm_dtypes, key=rec.gemm_dtypes.__getitem__, default="fp32"))
+    # else the dtype most of its GEMMs ran in (weights kept as plain tensors: the module then
+    # runs again, each tensor counted against that dtype); the GEMMs that ran in another are
+    # named (Network.gemm_dtypes: a warning), never priced silently
+    run = (module, example_inputs, cast, train, attention == "flash", label, step)
+    rec = _recorded(*run, dtype or _dtype_of({**dict(module.named_parameters()),
+                                               **dict(module.named_buffers())},
+                                              tuple(example_inputs)))
+    if rec.dtype is None and rec.gemm_dtypes:
+        rec = _recorded(*run, max(rec.gemm_dtypes, key=rec.gemm_dtypes.__getitem__))
+    net_dtype = rec.dtype or "fp32"
     source = f"<torch {label}>"
     layers = []
     for owner in dict.fromkeys([*rec.forward, *params]):
@@ -279,13 +272,42 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     if not layers:
         raise CaptureError(f"{label}: the module ran no op that computes or moves data (only "
                            f"views or an identity, and no parameter): nothing to analyze")
-    update = tuple(CapturedOp("optimizer", "update", kind, sums[0], sums[1], sums[2])
-                   for kind, sums in rec.update.items())
+    update = tuple(CapturedOp("optimizer", "update", kind, sums[0], sums[1], sums[2],
+                              dtype=own) for (kind, own), sums in rec.update.items())
     kind = optimizer if step is None else rec.kind
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
                    source=source, uncosted=tuple(sorted(rec.uncosted)), update=update,
                    nchw_convs=rec.nchw_convs,
                    gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())))
+
+
+def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool, flash: bool,
+              label: str, step: Callable[[list[Any]], Any] | None,
+              model_dtype: str | None) -> _Recorder:
+    """``module`` run once on meta copies of its state and inputs (floating-point ones cast to
+    ``cast`` when given), in mode train or not, each tensor counted against ``model_dtype``
+    (``_scales``)."""
+    import torch
+
+    meta_params = {n: _meta(p, cast).requires_grad_(train and p.requires_grad)
+                   for n, p in module.named_parameters()}
+    meta_buffers = {n: _meta(b, cast) for n, b in module.named_buffers()}
+    inputs = tuple(_meta(x, cast) if isinstance(x, torch.Tensor) else x for x in example_inputs)
+    # a tied weight (GPT-2's LM head shares the token embedding's) also belongs to each module
+    # that uses it: there, a backward GEMM that reads no weight is the weight gradient
+    rec = _Recorder(type(module).__name__, train, flash, _owned(module, remove_duplicate=False),
+                    dtype=model_dtype)
+    rec.weights = {id(p): p for p in meta_params.values()}
+    # the step asked for, whatever mode the module was left in (a new module trains: its
+    # dropout and batch statistics would run in an inference step); its own flags come back
+    flags = {m: m.training for m in module.modules()}
+    module.train(train)
+    try:
+        _run(module, meta_params | meta_buffers, inputs, rec, label, step)
+    finally:
+        for m, flag in flags.items():
+            m.training = flag
+    return rec
 
 
 #: torch optimizer classes -> the optimizer whose states memory counts (``analysis/memory``)
@@ -449,7 +471,7 @@ def _record_update(rec: _Recorder, op: str, args: Any, out: Any) -> None:
         if isinstance(item, GemmShape):
             raise CaptureError(f"module 'optimizer', op aten.{op}: the optimizer's step runs "
                                f"a GEMM; only elementwise steps (SGD, Adam) are recorded")
-        sums = rec.update.setdefault(item.kind, [0, 0, 0])
+        sums = rec.update.setdefault((item.kind, item.dtype), [0, 0, 0])
         for index, value in enumerate((item.flops, item.elements, item.other_bytes)):
             sums[index] += value
 
@@ -780,19 +802,18 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
     """A non-GEMM op: its tensors' bytes (``tensors`` read in full, ``outs`` written, and
     ``gathered``'s tensors one value per index, ``_gathered``), its FLOPs from
     ``FLOPS_PER_ELEMENT`` (a ``_foreach_`` op as its elementwise op over every tensor of its
-    lists); ``row``: a softmax's (``_softmax_row``)."""
+    lists); ``row``: a softmax's (``_softmax_row``). Values of the model's dtype are elements,
+    which take the step's element size; any other tensor's are bytes at its own (``_scales``),
+    and the op's ``dtype`` is its own where it ran in another (``_own_dtype``)."""
     elements = other = 0
-    for t in [*tensors, *outs]:
-        if t.is_floating_point():
-            elements += t.numel()
-        else:
-            other += t.numel() * t.element_size()
     sources, indices = gathered if gathered is not None else ([], 0)
-    for t in sources:  # a value per index, not the whole tensor (a table's rows it returns)
-        if t.is_floating_point():
-            elements += indices
+    # every tensor in full, and a gather's sources a value per index (a table's rows it returns)
+    for t, values in [*((t, t.numel()) for t in [*tensors, *outs]),
+                      *((t, indices) for t in sources)]:
+        if _scales(t, rec.dtype):
+            elements += values
         else:
-            other += indices * t.element_size()
+            other += values * t.element_size()
     if elements == other == 0:  # empty tensors only (Llama's rotary backward makes some)
         return []
     base = op.removeprefix("_foreach_").rstrip("_")  # add_: add in place
@@ -808,7 +829,36 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
     flops = per * (sum(sizes) if op.startswith("_foreach_") else max(sizes, default=0))
     strided = base in COPIES and _permutes(tensors, outs)
     return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other, strided=strided,
-                       row=row)]
+                       row=row, dtype=_own_dtype([*outs, *tensors, *sources], rec.dtype))]
+
+
+def _roofline_dtype(t: Any) -> str | None:
+    """A floating-point tensor's dtype as roofline names it (fp32, bf16, ...: ``TORCH_DTYPES``;
+    an 8-bit float fp8), None for any other tensor."""
+    if not t.is_floating_point():
+        return None
+    name = str(t.dtype).removeprefix("torch.")
+    return TORCH_DTYPES.get(name) or ("fp8" if name.startswith("float8") else None)
+
+
+def _scales(t: Any, model: str | None) -> bool:
+    """Whether ``t``'s values take the step's element size: a floating-point tensor of the
+    model's dtype (any floating-point one when the model's was not known before the run: a
+    module with no floating-point parameter, buffer or input). Any other is counted at its own
+    size: integer indices, boolean masks, and an upcast the model's code makes
+    (``logits.float()`` before a loss in a bf16 model: those values are fp32 whatever the step's
+    dtype, and an override of it leaves them so)."""
+    return t.is_floating_point() and (model is None or _roofline_dtype(t) == model)
+
+
+def _own_dtype(tensors: list[Any], model: str | None) -> str:
+    """The dtype an op ran in where it is not the model's: its first floating-point tensor's
+    (outputs first, then inputs) when that one does not take the step's size (``_scales``);
+    "" otherwise."""
+    first = next((t for t in tensors if t.is_floating_point()), None)
+    if first is None or _scales(first, model):
+        return ""
+    return _roofline_dtype(first) or ""
 
 
 def _permutes(tensors: list[Any], outs: list[Any]) -> bool:

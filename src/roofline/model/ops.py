@@ -76,7 +76,9 @@ class OpShape(NamedTuple):
     ``strided``: a copy whose source is laid out unlike its output, a permuted copy, as
     ``model.capture`` sees it from the tensors' strides; False for every other op; ``row``: the
     values in each row a captured softmax normalizes, its last dimension, as ``model.capture``
-    records it; 0 for every other op)."""
+    records it; 0 for every other op; ``dtype``: the dtype a captured op ran in where it is not
+    the step's, an upcast the model's code makes (``logits.float()``), its values in that dtype
+    counted at its size whatever the step's; "" for every other op)."""
 
     layer: str
     pass_: str
@@ -87,6 +89,7 @@ class OpShape(NamedTuple):
     follows: str = ""
     strided: bool = False
     row: int = 0
+    dtype: str = ""
 
 
 def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpShape:
@@ -132,6 +135,7 @@ class Op:
     follows: str = ""  # a bias add's product (OpShape's)
     strided: bool = False  # a permuted copy (OpShape's)
     row: int = 0  # a captured softmax's values a row (OpShape's)
+    dtype: str = ""  # a captured op's own dtype, "" for the step's (OpShape's)
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
 
     @property
@@ -141,4 +145,4 @@ class Op:
     def renamed(self, name: str, layer: str, copy: int) -> Op:
         """This op under another name, layer and copy number (as ``Gemm.renamed``)."""
         return Op(name, layer, self.pass_, self.kind, self.flops, self.bytes, self.attention,
-                  self.follows, self.strided, self.row, copy)
+                  self.follows, self.strided, self.row, self.dtype, copy)

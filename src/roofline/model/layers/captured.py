@@ -2,10 +2,12 @@
 recorded, GEMM by GEMM and op by op, at the batch of the example inputs.
 
 A captured GEMM keeps its shape; its bytes follow the step's dtype like any GEMM's. A captured
-op keeps its FLOPs and splits its bytes into floating-point elements (which take the step's
-activation element size, so ``dtype`` overrides change them) and other bytes (integer indices,
-boolean masks). The capture ran at one batch: a step at another batch would need another
-capture, and ``forward`` says so instead of answering for a batch that never ran.
+op keeps its FLOPs and splits its bytes into floating-point elements of the model's dtype (which
+take the step's activation element size, so ``dtype`` overrides change them) and other bytes
+(integer indices, boolean masks, and values in a floating-point dtype of their own, an upcast
+the model's code makes, at that dtype's size). The capture ran at one batch: a step at another
+batch would need another capture, and ``forward`` says so instead of answering for a batch that
+never ran.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from .step import Step
 
 
 class CapturedOp(NamedTuple):
-    """A non-GEMM op as recorded: ``elements`` floating-point values read and written, plus
-    ``other_bytes`` of integer or boolean tensors."""
+    """A non-GEMM op as recorded: ``elements`` floating-point values of the model's dtype read
+    and written, plus ``other_bytes`` of integer or boolean tensors and of floating-point ones
+    in another dtype; ``dtype``: the one it ran in where that is not the model's (its first
+    floating-point output's, else input's), "" where it is."""
 
     layer: str
     pass_: str
@@ -33,11 +37,12 @@ class CapturedOp(NamedTuple):
     follows: str = ""  # a bias add's product (OpShape's)
     strided: bool = False  # a permuted copy (OpShape's)
     row: int = 0  # a softmax's values a row (OpShape's)
+    dtype: str = ""  # its own dtype, "" for the model's (OpShape's)
 
     def at(self, e: int) -> OpShape:
         return OpShape(self.layer, self.pass_, self.kind, self.flops,
                        self.elements * e + self.other_bytes, self.attention, self.follows,
-                       self.strided, self.row)
+                       self.strided, self.row, self.dtype)
 
 
 Item = GemmShape | CapturedOp
