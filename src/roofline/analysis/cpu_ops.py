@@ -132,7 +132,8 @@ CLASSES: dict[str, tuple[str, str | None]] = {
         "sum", "mean", "amax", "amin", "max", "min", "cumsum")},
     **{name: (STREAMING, None) for name in (  # a gather or scatter of whole rows
         "embedding", "embedding_dense_backward", "index_select", "gather", "scatter",
-        "scatter_add", "index", "index_put", "_unsafe_index", "masked_select")},
+        "scatter_add", "scatter_reduce", "index", "index_put", "index_copy", "index_add",
+        "index_fill", "_unsafe_index", "masked_select")},
     **{name: (STREAMING, None) for name in (  # the loss after a log-softmax: a value gathered
         "nll_loss_forward", "nll_loss2d_forward",  # per target; backward, a zero fill and a
         "nll_loss_backward", "nll_loss2d_backward")},  # value written per target

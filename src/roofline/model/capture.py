@@ -44,7 +44,9 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   they return; the loss after a log-softmax (``nll_loss_forward``, ``nll_loss2d_forward`` for
   a 4-D input) the log-probability at each target and, given one, the class weight there,
   so that ``F.cross_entropy`` over a vocabulary reads its N x V log-probabilities once, in the
-  log-softmax, not again in the loss.
+  log-softmax, not again in the loss. An in-place op that writes a tensor by index moves the
+  values it writes, not the tensor (``SCATTERS``: ``index_copy_``, ``index_put_``, ``scatter_``
+  and their accumulating forms): a KV cache updated in place moves the new token's keys.
 
 - A torch optimizer, when one is given, steps on the meta parameters and the gradients the
   backward left them: the first step creates its state and is not recorded; the second is, each
@@ -93,7 +95,8 @@ FLOPS_PER_ELEMENT = {
                             "bernoulli", "bitwise_not")},
     **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
                             "embedding_dense_backward", "index_select", "gather", "scatter",
-                            "scatter_add", "index", "index_put", "ones", "zeros", "full",
+                            "scatter_add", "index", "index_put", "index_copy", "index_fill",
+                            "ones", "zeros", "full",
                             "ones_like", "zeros_like", "full_like", "arange", "contiguous",
                             "constant_pad_nd", "repeat", "roll", "new_zeros", "new_ones",
                             "new_full", "_unsafe_index", "masked_select", "slice_backward",
@@ -160,6 +163,22 @@ GATHERS: dict[str, tuple[tuple[int, ...], int | None]] = {
     "nll_loss_forward": ((0, 2), 1), "nll_loss2d_forward": ((0, 2), 1),
     "nll_loss_backward": ((3,), 2), "nll_loss2d_backward": ((3,), 2),
 }
+#: In-place ops that write a tensor by index (``self``, their first argument), touching only the
+#: values they write, not all of it: torch iterates over the values written, the source (and
+#: index) restrided to that shape, ``self`` restrided to it with stride 0 along the indexed
+#: dimension (aten/src/ATen/native/TensorAdvancedIndexing.cpp: ``index_copy_`` through
+#: ``index_copy_stub``, ``index_put_`` "element-wise over the broadcasted and restrided result,
+#: x, ind_1, ind_2", ``scatter_`` and ``scatter_add_`` through ``scatter_stub``: cuda/
+#: ScatterGatherKernel.cu, an iterator over the index; ``index_add_``, ``index_fill_`` alike).
+#: So ``self`` is written once per value written (and read there too where the op accumulates:
+#: ``index_add_``, ``scatter_add_``, ``scatter_reduce_``, ``scatter_`` with a reduction,
+#: ``index_put_`` with accumulate, one add a value), the source read once per value written, the
+#: index read once: a KV cache updated in place (Hugging Face's static cache:
+#: ``keys.index_copy_(2, cache_position, key_states)``) moves the new token's keys, not the
+#: cache. The out-of-place forms (``index_copy``, ``scatter``) copy ``self`` whole: counted in
+#: full, as any op. By op: ``_scattered``.
+SCATTERS = frozenset({"index_copy_", "index_add_", "index_fill_", "index_put_", "scatter_",
+                      "scatter_add_", "scatter_reduce_"})
 #: Ops that reduce their input: their FLOPs count per element read.
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
 #: Copies: a ``CapturedOp`` of one whose floating-point source is laid out unlike its output
@@ -703,8 +722,56 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # an eval-mode batch norm scales and shifts with the running statistics, computing none:
         # named as torch's eval-only form of it, so that its cost follows from its name
         op = "_native_batch_norm_legit_no_training"
-    return _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
-               _gathered(op, args, outs))
+    return (_scattered(op, args, kwargs or {}, pass_, owner, rec)
+            or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
+                   _gathered(op, args, outs)))
+
+
+def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str, owner: str,
+               rec: _Recorder) -> list[Item] | None:
+    """An in-place op that writes ``self`` by index (``SCATTERS``) as the values it writes:
+    ``self`` at each (read there too where it accumulates), the source's values there, the
+    index once; None for any other op, and where the count of values written depends on values
+    (a boolean mask in ``index_put_``: ``_op`` then counts ``self`` in full, an upper bound)."""
+    import torch
+
+    if op not in SCATTERS:
+        return None
+    self, tensor = args[0], torch.Tensor
+    if op == "index_put_":  # (self, indices, values, accumulate=False)
+        indices = list(args[1])
+        if any(i is not None and i.dtype in (torch.bool, torch.uint8) for i in indices):
+            return None
+        # the indexed dimensions give way to the indices' broadcast shape (NumPy's rule)
+        shape = torch.broadcast_shapes(*(tuple(i.shape) for i in indices if i is not None))
+        kept = [self.shape[d] for d in range(self.dim())
+                if d >= len(indices) or indices[d] is None]
+        written = _numel((*shape, *kept))
+        sources = [(i, i.numel()) for i in indices if i is not None]
+        values = args[2]
+        accumulate = bool(args[3] if len(args) > 3 else kwargs.get("accumulate", False))
+    else:  # (self, dim, index, source | value, [reduce, ...])
+        index, source = args[2], args[3]
+        if op in ("index_copy_", "index_add_"):  # the source's values, each at its index
+            written = source.numel()
+        elif op == "index_fill_":  # whole slices of self along dim, one per index
+            written = index.numel() * (self.numel() // max(1, self.shape[args[1]])
+                                       if self.dim() else 1)
+        else:  # scatter: one value per index
+            written = index.numel()
+        sources, values = [(index, index.numel())], source
+        accumulate = op in ("index_add_", "scatter_add_", "scatter_reduce_") or (
+            op == "scatter_" and (len(args) > 4 or "reduce" in kwargs))
+    if isinstance(values, tensor):  # read once per value written (at most its own values)
+        sources.append((values, min(values.numel(), written)))
+    elements = other = 0
+    for t, count in [*sources, (self, written * (2 if accumulate else 1))]:
+        if _scales(t, rec.dtype):
+            elements += count
+        else:
+            other += count * t.element_size()
+    return [CapturedOp(owner, pass_, f"aten.{op}", written if accumulate else 0, elements,
+                       other, dtype=_own_dtype([self], rec.dtype))]
 
 
 def _gathered(op: str, args: Sequence[Any], outs: list[Any]) -> tuple[list[Any], int] | None:
