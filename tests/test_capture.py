@@ -609,6 +609,8 @@ def ignores(batch=32):
     return torch.nn.Linear(64, 128), torch.zeros(32, 64)
 def wrong():
     return torch.nn.Linear(4, 4)
+def unpacked():
+    return torch.nn.Linear(4, 4), torch.zeros(2, 4), torch.zeros(2, 4)
 def broken():
     raise RuntimeError("no weights here")
 '''
@@ -627,7 +629,10 @@ def test_the_cli_analyzes_a_factory(invoke, tmp_path, monkeypatch):
     assert [(g["m"], g["n"], g["k"]) for g in data["gemms"]] == [(32, 128, 64)]
     assert [o["kind"] for o in data["ops"]] == ["bias", "aten.gelu"]
     assert data["uncosted_ops"] == []
-    for name, text in (("wrong", "must return (module, example_inputs), got Linear"),
+    for name, text in (("wrong", "must return a 2-tuple (module, example_inputs), example_inputs "
+                                 "one tensor or a tuple of them; got a Linear"),
+                       ("unpacked", "2-tuple (module, example_inputs), example_inputs one "
+                                    "tensor or a tuple of them; got a tuple of 3"),
                        ("broken", "the factory raised RuntimeError: no weights here"),
                        ("missing", "capture_factory_example has no missing")):
         result = invoke("analyze", f"capture_factory_example:{name}", "--hw", "h100")

@@ -1044,8 +1044,10 @@ def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
         raise CaptureError(f"{spec}: the factory raised {type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:300]}") from None
     if not (isinstance(made, tuple) and len(made) == 2):
-        raise CaptureError(f"{spec}: the factory must return (module, example_inputs), got "
-                           f"{type(made).__name__}")
+        got = (f"a tuple of {len(made)}" if isinstance(made, tuple)
+               else f"a {type(made).__name__}")
+        raise CaptureError(f"{spec}: the factory must return a 2-tuple (module, example_inputs), "
+                           f"example_inputs one tensor or a tuple of them; got {got}")
     module, inputs = made
     return module, inputs if isinstance(inputs, tuple) else (inputs,)
 
