@@ -199,3 +199,80 @@ def test_cross_entropy_on_the_lent_gpus_is_within_a_quarter_of_its_prediction():
     ratios = [m / p for m, p in loss_ratios().values()]
     assert len(ratios) == 32 and sum(1 / 1.25 <= r <= 1.25 for r in ratios) == 29
     assert 0.69 < min(ratios) and max(ratios) < 1.33
+
+
+class Regress(torch.nn.Module):
+    """A linear layer (4 x 8 outputs, N = 32 fp32 values) and ``loss`` on them and a target."""
+
+    def __init__(self, loss):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.loss = loss
+
+    def forward(self, x, y):
+        return self.loss(self.lin(x), y)
+
+
+def _loss_op(loss):
+    """(kind, pass) -> (FLOPs, bytes) of the loss's own ops, training, on 32 values."""
+    net = capture(Regress(loss), torch.zeros(4, 8), torch.zeros(4, 8), mode="train")
+    assert net.uncosted == ()
+    return {(o.kind, o.pass_): (o.flops, o.bytes) for o in net.ops()
+            if "loss" in o.kind or "entropy" in o.kind}
+
+
+VALUES = 32  # 4 x 8 fp32 values: 128 B a tensor
+
+
+def test_a_mean_squared_error_writes_its_loss_and_reads_it_back():
+    ops = _loss_op(F.mse_loss)
+    # forward (Loss.cpp mse_loss): (x - y)^2 into a temporary (2 tensors read, 1 written),
+    # the mean reads it back and writes a scalar: 4 x 128 + 4 = 516 B; 2 FLOPs a value and
+    # the mean's add
+    assert ops["aten.mse_loss", "forward"] == (3 * VALUES, 4 * 128 + 4)
+    # backward: zeros_like(input) (128 B written), then one kernel: input, target and the
+    # scalar gradient read, the gradient written: 128 + 2 x 128 + 4 + 128 = 516 B
+    assert ops["aten.mse_loss_backward", "backward"] == (3 * VALUES, 4 * 128 + 4)
+    # unreduced: no temporary (its output is the loss), the backward reads a gradient a value
+    none = _loss_op(lambda a, b: F.mse_loss(a, b, reduction="none").sum())
+    assert none["aten.mse_loss", "forward"] == (2 * VALUES, 3 * 128)
+    assert none["aten.mse_loss_backward", "backward"] == (3 * VALUES, 5 * 128)
+
+
+def test_huber_and_smooth_l1_move_what_mse_moves():
+    for loss, kind in ((F.huber_loss, "aten.huber_loss"),
+                       (F.smooth_l1_loss, "aten.smooth_l1_loss")):
+        ops = _loss_op(loss)
+        # |z| < delta ? z^2 / 2 : delta (|z| - delta / 2): 5 FLOPs a value, the mean's add
+        assert ops[kind, "forward"] == (6 * VALUES, 516)
+        assert ops[f"{kind}_backward", "backward"] == (4 * VALUES, 516)
+
+
+def test_binary_cross_entropy_with_logits_runs_five_passes():
+    ops = _loss_op(F.binary_cross_entropy_with_logits)
+    # log_sigmoid(x): x read, written (2 values a value); 1 - y: 2; .mul_(x): 3; .sub_(): 3;
+    # the mean reads the loss back: 1; 11 values a value: 1,408 B and the 4 B mean (it
+    # counted 260 B, x and y once, before); 8 FLOPs a value and the mean's add
+    assert ops["aten.binary_cross_entropy_with_logits", "forward"] == (9 * VALUES,
+                                                                      11 * 128 + 4)
+    weighted = _loss_op(lambda a, b: F.binary_cross_entropy_with_logits(
+        a, b, weight=torch.ones(8, device=a.device)))
+    # a weight of 8 values (32 B) read by loss.mul_(weight), which reads and writes the loss
+    assert weighted["aten.binary_cross_entropy_with_logits", "forward"] == (
+        10 * VALUES, 11 * 128 + 4 + 32 + 2 * 128)
+    positive = _loss_op(lambda a, b: F.binary_cross_entropy_with_logits(
+        a, b, pos_weight=torch.ones(8, device=a.device)))
+    # pos_weight - 1 (8 read, 8 written), .mul(y) (8 and 32 read, 32 written), .add_(1) (32
+    # read and written), log_sigmoid.mul_() (64 read, 32 written): 32 + 7 x 32 + 16 values
+    # beyond the 8 read once
+    assert positive["aten.binary_cross_entropy_with_logits", "forward"] == (
+        12 * VALUES, 11 * 128 + 4 + 32 + 7 * 128 + 2 * 32)
+
+
+def test_binary_cross_entropy_on_probabilities_divides_its_gradient_for_the_mean():
+    ops = _loss_op(lambda a, b: F.binary_cross_entropy(torch.sigmoid(a), b))
+    # forward as mse: the kernel into a temporary, the mean reads it back
+    assert ops["aten.binary_cross_entropy", "forward"] == (10 * VALUES, 516)
+    # backward: one kernel (the scalar gradient, x, y read, dx written: 388 B), then
+    # grad_input.div_(numel) for the mean: dx read and written again, 256 B
+    assert ops["aten.binary_cross_entropy_backward", "backward"] == (6 * VALUES, 388 + 256)

@@ -124,9 +124,9 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     **{name: (STREAMING, None) for name in (  # one pass of arithmetic, compare or fill
         "add", "sub", "mul", "div", "neg", "relu", "threshold_backward", "rsqrt", "sqrt",
         "pow", "where", "maximum", "minimum", "clamp", "clamp_min", "addcmul", "addcdiv",
-        "reciprocal", "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub", "eq", "ne",
-        "lt", "gt", "le", "ge", "bitwise_not", "tanh_backward", "sigmoid_backward", "ones",
-        "zeros", "full", "ones_like", "zeros_like", "full_like", "arange", "new_zeros",
+        "reciprocal", "abs", "sign", "sgn", "lerp", "fill", "zero", "masked_fill", "rsub",
+        "eq", "ne", "lt", "gt", "le", "ge", "bitwise_not", "tanh_backward", "sigmoid_backward",
+        "ones", "zeros", "full", "ones_like", "zeros_like", "full_like", "arange", "new_zeros",
         "new_ones", "new_full", "bernoulli", "native_dropout", "native_dropout_backward")},
     **{name: (STREAMING, None) for name in (  # a reduction: one read pass, a small output
         "sum", "mean", "amax", "amin", "max", "min", "cumsum")},
@@ -137,12 +137,18 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     **{name: (STREAMING, None) for name in (  # the loss after a log-softmax: a value gathered
         "nll_loss_forward", "nll_loss2d_forward",  # per target; backward, a zero fill and a
         "nll_loss_backward", "nll_loss2d_backward")},  # value written per target
+    **{name: (STREAMING, None) for name in (  # losses of several passes (capture.LOSS_PASSES),
+        "mse_loss", "mse_loss_backward", "huber_loss",  # each pass a stream: the log and exp
+        "huber_loss_backward", "smooth_l1_loss",  # of the binary cross-entropies (2 of their
+        "smooth_l1_loss_backward", "binary_cross_entropy",  # 4-11 values a value) not priced
+        "binary_cross_entropy_backward", "binary_cross_entropy_with_logits")},  # apart
     **{name: (STREAMING, None) for name in (  # contiguous pieces written into a new tensor
         "cat", "stack", "constant_pad_nd", "tril", "triu", "slice_backward", "select_backward")},
     **{name: (COPY, "copy") for name in (  # a copy, usually of a permuted or strided view
         "clone", "copy", "_to_copy", "contiguous", "repeat", "roll")},
     "exp": (TRANSCENDENTAL, "exp"),
     "log": (TRANSCENDENTAL, "exp"),          # as costly as exp
+    "xlogy": (TRANSCENDENTAL, "exp"),        # x log y: a log a value
     "sigmoid": (TRANSCENDENTAL, "exp"),
     "sin": (TRANSCENDENTAL, "exp"),          # one polynomial a value, as exp
     "cos": (TRANSCENDENTAL, "exp"),

@@ -46,7 +46,10 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   so that ``F.cross_entropy`` over a vocabulary reads its N x V log-probabilities once, in the
   log-softmax, not again in the loss. An in-place op that writes a tensor by index moves the
   values it writes, not the tensor (``SCATTERS``: ``index_copy_``, ``index_put_``, ``scatter_``
-  and their accumulating forms): a KV cache updated in place moves the new token's keys.
+  and their accumulating forms): a KV cache updated in place moves the new token's keys. A loss
+  torch computes in several passes inside one op (``mse_loss``, ``huber_loss``,
+  ``smooth_l1_loss``, ``binary_cross_entropy`` and its ``_with_logits`` form, their backward)
+  moves what those passes move: its temporaries written and read back (``LOSS_PASSES``).
 
 - A torch optimizer, when one is given, steps on the meta parameters and the gradients the
   backward left them: the first step creates its state and is not recorded; the second is, each
@@ -91,7 +94,7 @@ FLOPS_PER_ELEMENT = {
                             "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub",
                             "tril", "triu", "eq", "ne", "lt", "gt", "le", "ge", "sum", "mean",
                             "amax", "max", "min", "cumsum", "tanh_backward",
-                            "sigmoid_backward", "sin", "cos",
+                            "sigmoid_backward", "sin", "cos", "sgn",
                             "bernoulli", "bitwise_not")},
     **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
                             "embedding_dense_backward", "index_select", "gather", "scatter",
@@ -102,6 +105,12 @@ FLOPS_PER_ELEMENT = {
                             "new_full", "_unsafe_index", "masked_select", "slice_backward",
                             "select_backward")},
     "gelu": 8, "gelu_backward": 12, "silu": 4, "silu_backward": 8,
+    "xlogy": 2,  # x log y (where x is 0: 0), the KL divergence's
+    # the losses torch computes in one op of several passes: their FLOPs are ``LOSS_PASSES``'
+    **{name: 0 for name in ("mse_loss", "mse_loss_backward", "huber_loss",
+                            "huber_loss_backward", "smooth_l1_loss", "smooth_l1_loss_backward",
+                            "binary_cross_entropy", "binary_cross_entropy_backward",
+                            "binary_cross_entropy_with_logits")},
     "native_layer_norm": 8, "native_layer_norm_backward": 12,
     "_softmax": 5, "_safe_softmax": 5, "_softmax_backward_data": 4,
     "_log_softmax": 5, "_log_softmax_backward_data": 4,
@@ -179,6 +188,38 @@ GATHERS: dict[str, tuple[tuple[int, ...], int | None]] = {
 #: full, as any op. By op: ``_scattered``.
 SCATTERS = frozenset({"index_copy_", "index_add_", "index_fill_", "index_put_", "scatter_",
                       "scatter_add_", "scatter_reduce_"})
+#: Losses torch computes in several passes inside the one op a capture sees (its kernels run
+#: below the dispatch mode), by op: the position of its ``reduction`` argument (0 none, 1 mean,
+#: 2 sum), its FLOPs a value (each arithmetic or transcendental step 1; a reduced forward one
+#: more, the reduction's add), and the values a value it moves beyond its tensors read once and
+#: its output written once, by reduction (none, mean, sum). From aten/src/ATen/native/Loss.cpp
+#: and cuda/Loss.cu:
+#: - ``mse_loss``, ``huber_loss``, ``smooth_l1_loss``: one elementwise kernel, into a temporary
+#:   when reduced, which the mean or sum reads back (2 more: ``mse_loss``'s
+#:   ``TensorIterator::borrowing_binary_op(loss, ...)``, then ``apply_loss_reduction``); their
+#:   backward zero-fills the gradient (``zeros_like``: 1 more), then one kernel writes it.
+#: - ``binary_cross_entropy``: the kernel into a temporary, reduced as above; its backward one
+#:   kernel, then ``grad_input.div_(numel)`` for a mean (2 more).
+#: - ``binary_cross_entropy_with_logits``: ``log_sigmoid(input)`` (input read, written), then
+#:   ``(1 - target).mul_(input).sub_(log_sigmoid_input)``: 2, 3 and 3 values a value where its
+#:   tensors once are 2 (3 unreduced), so 7 more, and a mean or sum reads the loss back (2).
+#:   ``log_sigmoid`` as the CUDA kernel runs it (CPU's also writes a buffer of as many values).
+#: A class ``weight`` multiplies the loss in place (``loss.mul_(weight)``: 2 more, 1 FLOP);
+#: ``binary_cross_entropy_with_logits``' ``pos_weight`` makes a log weight
+#: (``(pos_weight - 1).mul(target).add_(1)``) and multiplies the log-sigmoid by it (7 more a
+#: value, 3 FLOPs, and its own values twice more: ``_loss_passes``).
+LOSS_PASSES: dict[str, tuple[int, int, tuple[int, int, int]]] = {
+    "mse_loss": (2, 2, (0, 2, 2)), "huber_loss": (2, 5, (0, 2, 2)),
+    "smooth_l1_loss": (2, 5, (0, 2, 2)), "binary_cross_entropy": (3, 9, (0, 2, 2)),
+    "binary_cross_entropy_with_logits": (4, 8, (7, 9, 9)),
+    "mse_loss_backward": (3, 3, (1, 1, 1)), "huber_loss_backward": (3, 4, (1, 1, 1)),
+    "smooth_l1_loss_backward": (3, 4, (1, 1, 1)),
+    "binary_cross_entropy_backward": (4, 6, (0, 2, 0)),
+}
+#: Where a loss of ``LOSS_PASSES`` takes its class ``weight`` and (``pos_weight``) its positive
+#: class weight, by position.
+LOSS_WEIGHTS = {"binary_cross_entropy": (2, None), "binary_cross_entropy_backward": (3, None),
+                "binary_cross_entropy_with_logits": (2, 3)}
 #: Ops that reduce their input: their FLOPs count per element read.
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
 #: Copies: a ``CapturedOp`` of one whose floating-point source is laid out unlike its output
@@ -722,9 +763,10 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # an eval-mode batch norm scales and shifts with the running statistics, computing none:
         # named as torch's eval-only form of it, so that its cost follows from its name
         op = "_native_batch_norm_legit_no_training"
-    return (_scattered(op, args, kwargs or {}, pass_, owner, rec)
-            or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
-                   _gathered(op, args, outs)))
+    items = (_scattered(op, args, kwargs or {}, pass_, owner, rec)
+             or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
+                    _gathered(op, args, outs)))
+    return _loss_passes(op, args, items, rec)
 
 
 def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str, owner: str,
@@ -772,6 +814,34 @@ def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str,
             other += count * t.element_size()
     return [CapturedOp(owner, pass_, f"aten.{op}", written if accumulate else 0, elements,
                        other, dtype=_own_dtype([self], rec.dtype))]
+
+
+def _loss_passes(op: str, args: Sequence[Any], items: list[Item], rec: _Recorder) -> list[Item]:
+    """``items`` (one op's) with a loss's passes beyond its tensors (``LOSS_PASSES``) added to
+    its bytes, in its input's dtype, and its FLOPs; any other op's as they are."""
+    import torch
+
+    if op not in LOSS_PASSES or len(items) != 1 or not isinstance(items[0], CapturedOp):
+        return items
+    position, flops, extra = LOSS_PASSES[op]
+    x = next(a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()
+             and a.dim() > 0)  # the input (a backward's first is the output gradient)
+    n = x.numel()
+    reduction = args[position] if len(args) > position else 1  # the mean, torch's default
+    values = extra[reduction] * n
+    flops += 1 if reduction and not op.endswith("_backward") else 0
+    weight, pos_weight = (args[i] if i is not None and len(args) > i else None
+                          for i in LOSS_WEIGHTS.get(op, (None, None)))
+    if isinstance(weight, torch.Tensor):
+        values, flops = values + 2 * n, flops + 1
+    if isinstance(pos_weight, torch.Tensor):
+        values, flops = values + 7 * n + 2 * pos_weight.numel(), flops + 3
+    item = items[0]
+    if _scales(x, rec.dtype):
+        item = item._replace(elements=item.elements + values)
+    else:
+        item = item._replace(other_bytes=item.other_bytes + values * x.element_size())
+    return [item._replace(flops=flops * n)]
 
 
 def _gathered(op: str, args: Sequence[Any], outs: list[Any]) -> tuple[list[Any], int] | None:
