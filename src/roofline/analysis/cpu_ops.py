@@ -126,10 +126,13 @@ CLASSES: dict[str, tuple[str, str | None]] = {
         "pow", "where", "maximum", "minimum", "clamp", "clamp_min", "addcmul", "addcdiv",
         "reciprocal", "abs", "sign", "sgn", "lerp", "fill", "zero", "masked_fill", "rsub",
         "eq", "ne", "lt", "gt", "le", "ge", "bitwise_not", "tanh_backward", "sigmoid_backward",
-        "ones", "zeros", "full", "ones_like", "zeros_like", "full_like", "arange", "new_zeros",
-        "new_ones", "new_full", "bernoulli", "native_dropout", "native_dropout_backward")},
+        "floor_divide", "remainder", "bitwise_and", "bitwise_or", "logical_and", "logical_or",
+        "logical_not", "ones", "zeros", "full", "ones_like", "zeros_like", "full_like", "arange",
+        "new_zeros", "new_ones", "new_full", "bernoulli", "native_dropout",
+        "native_dropout_backward")},
     **{name: (STREAMING, None) for name in (  # a reduction: one read pass, a small output
-        "sum", "mean", "amax", "amin", "max", "min", "cumsum")},
+        "sum", "mean", "amax", "amin", "max", "min", "cumsum", "histc", "topk", "sort",
+        "argmax", "argmin")},
     **{name: (STREAMING, None) for name in (  # a gather or scatter of whole rows
         "embedding", "embedding_dense_backward", "index_select", "gather", "scatter",
         "scatter_add", "scatter_reduce", "index", "index_put", "index_copy", "index_add",

@@ -14,6 +14,9 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   ``conv2d`` layer of model.yaml gives (NVIDIA's implicit-GEMM shapes, tensor bytes): the same
   layer code makes them. In the backward, a GEMM whose output has the shape of one of its
   module's parameters is the weight gradient; any other is a data gradient.
+- ``_grouped_mm`` (transformers' mixture-of-experts GEMMs): a batched GEMM over the experts,
+  the rows its offsets split spread evenly over min(G, T) of them (``_grouped``), as the
+  config route's mixture of experts spreads them.
 - ``addmm`` / ``baddbmm`` with beta not 0 (a Linear's bias) add a ``bias`` op after their
   GEMM, the layer code's op of that name: torch's CPU kernel copies the input into the output
   and multiplies with beta = 1 (``_added_input``).
@@ -94,7 +97,9 @@ FLOPS_PER_ELEMENT = {
                             "abs", "sign", "lerp", "fill", "zero", "masked_fill", "rsub",
                             "tril", "triu", "eq", "ne", "lt", "gt", "le", "ge", "sum", "mean",
                             "amax", "max", "min", "cumsum", "tanh_backward",
-                            "sigmoid_backward", "sin", "cos", "sgn",
+                            "sigmoid_backward", "sin", "cos", "sgn", "floor_divide",
+                            "remainder", "bitwise_and", "bitwise_or", "logical_and",
+                            "logical_or", "logical_not", "histc",
                             "bernoulli", "bitwise_not")},
     **{name: 0 for name in ("clone", "copy", "_to_copy", "cat", "stack", "embedding",
                             "embedding_dense_backward", "index_select", "gather", "scatter",
@@ -103,7 +108,11 @@ FLOPS_PER_ELEMENT = {
                             "ones_like", "zeros_like", "full_like", "arange", "contiguous",
                             "constant_pad_nd", "repeat", "roll", "new_zeros", "new_ones",
                             "new_full", "_unsafe_index", "masked_select", "slice_backward",
-                            "select_backward")},
+                            "select_backward",
+                            # comparisons, not arithmetic (as max pooling's; torch's
+                            # FlopCounterMode counts none either): a router's top-k and the
+                            # sort of its choices by expert
+                            "topk", "sort", "argmax", "argmin")},
     "gelu": 8, "gelu_backward": 12, "silu": 4, "silu_backward": 8,
     "xlogy": 2,  # x log y (where x is 0: 0), the KL divergence's
     # the losses torch computes in one op of several passes: their FLOPs are ``LOSS_PASSES``'
@@ -220,8 +229,12 @@ LOSS_PASSES: dict[str, tuple[int, int, tuple[int, int, int]]] = {
 #: class weight, by position.
 LOSS_WEIGHTS = {"binary_cross_entropy": (2, None), "binary_cross_entropy_backward": (3, None),
                 "binary_cross_entropy_with_logits": (2, 3)}
+#: The GEMM ops: ``mm``, ``addmm``, ``bmm``, ``baddbmm`` and ``_grouped_mm`` (a mixture of
+#: experts' GEMMs as transformers runs them: ``_grouped``).
+GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_grouped_mm"})
 #: Ops that reduce their input: their FLOPs count per element read.
-REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min"})
+REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "histc", "topk", "sort",
+                        "argmax", "argmin"})
 #: Copies: a ``CapturedOp`` of one whose floating-point source is laid out unlike its output
 #: (``_permutes``) is ``strided``, the copy ``contiguous()`` or a reshape of a transposed view
 #: makes (``torch.matmul`` of a head-split Q or K).
@@ -720,30 +733,8 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
     read = [a for i, a in enumerate(args) if i != shape_only and i not in gathered]
     tensors = [a for a in _flatten(read) if isinstance(a, torch.Tensor)]
     outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)]
-    if op in ("mm", "addmm", "bmm", "baddbmm"):
-        a, b = tensors[-2], tensors[-1]
-        seen = GEMM_DTYPES.get(str(a.dtype).removeprefix("torch."))
-        if seen is not None and not rec.in_attention:  # the dtypes the model's GEMMs ran in
-            rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1
-        g = a.shape[0] if a.dim() == 3 else 1
-        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        # in the backward, a GEMM that reads a weight computes a data gradient; one that reads
-        # none (the output gradient and a saved activation) computes a weight gradient when
-        # its product has the shape of one of its module's parameters, else a data gradient
-        # (attention's dQ, dK, dV from the scores: no weight of the module has their shape)
-        reads_weight = id(a) in rec.weights or id(b) in rec.weights
-        role = ("forward" if not backward else
-                "backward-data" if reads_weight or not _weight_shaped(
-                    rec.params.get(owner, []), int(g), int(m), int(n)) else
-                "backward-weight")
-        # B a weight (a Linear's forward and data gradient: x W^T, dY W): read from DRAM at
-        # every use in a step that keeps more than the cache (analysis.residency)
-        kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
-        gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
-                         int(g), tensors=_broadcast(a, b), b_operand=kept, rows=_rows(a, b))
-        if op in ("mm", "bmm") or (kwargs or {}).get("beta", 1) == 0:
-            return [gemm]
-        return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
+    if op in GEMM_OPS:
+        return _gemm(op, args, tensors, outs, kwargs or {}, backward, owner, rec)
     if op == "convolution" and not args[6]:
         rec.nchw_convs += _nchw_16bit(args[0], args[1])
         bias = args[2] is not None
@@ -767,6 +758,78 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
              or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
                     _gathered(op, args, outs)))
     return _loss_passes(op, args, items, rec)
+
+
+def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
+          kwargs: dict[str, Any], backward: bool, owner: str, rec: _Recorder) -> list[Item]:
+    """A GEMM op (``GEMM_OPS``) as a ``GemmShape``, its role from its operands: in the
+    backward, a GEMM that reads a weight computes a data gradient; one that reads none (the
+    output gradient and a saved activation) computes a weight gradient when its product has
+    the shape of one of its module's parameters, else a data gradient (attention's dQ, dK, dV
+    from the scores: no weight of the module has their shape)."""
+    if op == "_grouped_mm":
+        a, b = args[0], args[1]
+        offs = args[2] if len(args) > 2 else kwargs.get("offs")
+        found = _grouped(a, b, offs)
+        if found is None:
+            return []
+        g, m, n, k, counts, groups = found
+    else:
+        a, b = tensors[-2], tensors[-1]
+        g = a.shape[0] if a.dim() == 3 else 1
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        counts, groups = _broadcast(a, b), g
+    seen = GEMM_DTYPES.get(str(a.dtype).removeprefix("torch."))
+    if seen is not None and not rec.in_attention:  # the dtypes the model's GEMMs ran in
+        rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1
+    reads_weight = id(a) in rec.weights or id(b) in rec.weights
+    role = ("forward" if not backward else
+            "backward-data" if reads_weight or not _weight_shaped(
+                rec.params.get(owner, []), int(groups), int(m), int(n)) else
+            "backward-weight")
+    # B a weight (a Linear's forward and data gradient: x W^T, dY W): read from DRAM at
+    # every use in a step that keeps more than the cache (analysis.residency)
+    kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
+    gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
+                     int(g), tensors=counts, b_operand=kept, rows=_rows(a, b))
+    if op in ("mm", "bmm", "_grouped_mm") or kwargs.get("beta", 1) == 0:
+        return [gemm]
+    pass_ = "backward" if backward else "forward"
+    return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
+
+
+def _grouped(a: Any, b: Any, offs: Any
+             ) -> tuple[int, int, int, int, tuple[int, int, int] | None, int] | None:
+    """A grouped GEMM (``torch._grouped_mm``, the experts of a mixture as transformers runs
+    them) as the batched GEMM it is under even routing: (products g, m, n, k, the elements of
+    A, B and C, the groups its output holds). With ``offs`` (G groups) the T rows the offsets
+    split, whose split a capture cannot see (it depends on values), spread as a mixture of
+    experts layer spreads its routed rows (``layers.transformer``, ``_expert_rows``): over
+    min(G, T) groups, ceil(T / that) each. 2-D x 3-D: each row times its group's matrix (the
+    forward and the data gradient: A T x K, B G x K x N); 2-D x 2-D: a product per group over
+    its rows, a G x M x N output (the experts' weight gradient, K the rows); 3-D x 2-D: a
+    matrix per group times its columns. Without ``offs``, a batched GEMM (3-D x 3-D). None:
+    no rows."""
+    if offs is None:
+        return (int(a.shape[0]), int(a.shape[-2]), int(b.shape[-1]), int(a.shape[-1]), None,
+                int(a.shape[0]))
+    groups = int(offs.numel())
+    if a.dim() == 2 and b.dim() == 3:
+        t, k = (int(d) for d in a.shape)
+        n = int(b.shape[-1])
+        active = min(groups, t)
+        return (active, -(-t // active), n, k, (t * k, active * k * n, t * n),
+                groups) if t else None
+    if a.dim() == 2 and b.dim() == 2:
+        m, t = (int(d) for d in a.shape)
+        n = int(b.shape[-1])
+        active = min(groups, t)
+        return (active, m, n, -(-t // active), (m * t, t * n, groups * m * n),
+                groups) if t else None
+    m, k = int(a.shape[-2]), int(a.shape[-1])  # 3-D x 2-D
+    t = int(b.shape[-1])
+    active = min(groups, t)
+    return (active, m, -(-t // active), k, (active * m * k, k * t, m * t), groups) if t else None
 
 
 def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str, owner: str,
