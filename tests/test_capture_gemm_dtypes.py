@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from roofline.analysis.report import analyze  # noqa: E402
+from roofline.errors import UnsupportedDtypeError  # noqa: E402
 from roofline.hardware.catalog import load_hardware  # noqa: E402
 from roofline.output.times import gemm_dtype_warning  # noqa: E402
 from roofline.torch import capture  # noqa: E402
@@ -86,3 +87,60 @@ def test_torchs_own_attention_upcasting_on_meta_raises_no_warning():
     assert net.gemm_dtypes == (("bf16", 1),)  # the projection; attention's GEMMs not counted
     assert len(net.gemms()) == 3
     assert gemm_dtype_warning(analyze(net, load_hardware("h100"))) is None
+
+
+class Int8Linear(torch.nn.Module):
+    """A bf16 model whose projection runs as torch's int8 GEMM (``torch._int_mm``, as torchao's
+    W8A8 does): activations and an int8 weight buffer of 64 x 32, an int32 output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(32, dtype=torch.bfloat16))
+        self.register_buffer("w", torch.zeros(64, 32, dtype=torch.int8))
+
+    def forward(self, x):
+        return torch._int_mm(x.to(torch.int8), self.w).to(torch.bfloat16) * self.scale
+
+
+class Fp8Linear(torch.nn.Module):
+    """A bf16 model whose projection runs as torch's scaled fp8 GEMM (``torch._scaled_mm``):
+    e4m3 operands 32 x 64 and 64 x 32 (the weight column-major, as cuBLASLt takes it), a bf16
+    output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("w", torch.zeros(32, 64, dtype=torch.float8_e4m3fn))
+        self.register_buffer("one", torch.ones((), dtype=torch.float32))
+        self.scale = torch.nn.Parameter(torch.ones(32, dtype=torch.bfloat16))
+
+    def forward(self, x):
+        return torch._scaled_mm(x.to(torch.float8_e4m3fn), self.w.t(), scale_a=self.one,
+                                scale_b=self.one, out_dtype=torch.bfloat16) * self.scale
+
+
+def test_an_int8_gemm_is_a_gemm_in_int8_with_an_int32_output():
+    net = capture(Int8Linear(), torch.zeros(32, 64, dtype=torch.bfloat16), mode="inference")
+    assert net.dtype == "bf16" and net.uncosted == () and net.gemm_dtypes == ()
+    (gemm,) = net.gemms()
+    # 32 x 32 x 64: 2 x 32 x 32 x 64 = 131,072 FLOPs; A and B 1 B a value, C 4 B: 2,048 +
+    # 2,048 + 4,096 B (before: an op of 0 FLOPs, uncosted)
+    assert (gemm.m, gemm.n, gemm.k, gemm.dtype, gemm.c_dtype) == (32, 32, 64, "int8", "int32")
+    assert (gemm.flops, gemm.bytes) == (131_072, 8_192)
+    report = analyze(net, load_hardware("h100"))
+    # on the device's int8 peak, and no "another dtype" warning: it is priced as it ran
+    assert report.results[0].gemm.dtype == "int8" and gemm_dtype_warning(report) is None
+    # a dtype override moves the model's values, not the int8 GEMM's
+    (as_fp16,) = net.with_overrides(dtype="fp16").gemms()
+    assert (as_fp16.dtype, as_fp16.bytes) == ("int8", 8_192)
+
+
+def test_an_fp8_gemm_is_a_gemm_in_fp8_with_its_out_dtype():
+    net = capture(Fp8Linear(), torch.zeros(32, 64, dtype=torch.bfloat16), mode="inference")
+    assert net.uncosted == ()
+    (gemm,) = net.gemms()
+    # A 32 x 64 and B 64 x 32 at 1 B, C 32 x 32 bf16 at 2 B: 2,048 + 2,048 + 2,048 B
+    assert (gemm.dtype, gemm.c_dtype, gemm.flops, gemm.bytes) == ("fp8", "bf16", 131_072,
+                                                                  6_144)
+    # a device without fp8 says so in one line (an A100's entry has no fp8 peak)
+    with pytest.raises(UnsupportedDtypeError, match="has no fp8 peak"):
+        analyze(net, load_hardware("a100"))

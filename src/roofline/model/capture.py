@@ -14,6 +14,9 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   ``conv2d`` layer of model.yaml gives (NVIDIA's implicit-GEMM shapes, tensor bytes): the same
   layer code makes them. In the backward, a GEMM whose output has the shape of one of its
   module's parameters is the weight gradient; any other is a data gradient.
+- ``_int_mm`` and ``_scaled_mm`` (torch's int8 and scaled fp8 GEMMs, torchao's and fp8
+  training's) are GEMMs in their own operand and output dtypes whatever the model's
+  (``QUANTIZED_GEMMS``: ``GemmShape.dtype``, ``c_dtype``).
 - ``_grouped_mm`` (transformers' mixture-of-experts GEMMs): a batched GEMM over the experts,
   the rows its offsets split spread evenly over min(G, T) of them (``_grouped``), as the
   config route's mixture of experts spreads them.
@@ -229,9 +232,10 @@ LOSS_PASSES: dict[str, tuple[int, int, tuple[int, int, int]]] = {
 #: class weight, by position.
 LOSS_WEIGHTS = {"binary_cross_entropy": (2, None), "binary_cross_entropy_backward": (3, None),
                 "binary_cross_entropy_with_logits": (2, 3)}
-#: The GEMM ops: ``mm``, ``addmm``, ``bmm``, ``baddbmm`` and ``_grouped_mm`` (a mixture of
-#: experts' GEMMs as transformers runs them: ``_grouped``).
-GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_grouped_mm"})
+#: The GEMM ops: ``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``_grouped_mm`` (a mixture of
+#: experts' GEMMs as transformers runs them: ``_grouped``) and the quantized GEMMs
+#: (``QUANTIZED_GEMMS``).
+GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "_int_mm", "_scaled_mm"})
 #: Ops that reduce their input: their FLOPs count per element read.
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "histc", "topk", "sort",
                         "argmax", "argmin"})
@@ -245,6 +249,14 @@ SOFTMAXES = frozenset({"_softmax", "_log_softmax"})
 TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 #: the GEMM operand dtypes a capture's dtype may come from (torch._int_mm's int8 among them)
 GEMM_DTYPES = TORCH_DTYPES | {"int8": "int8"}
+#: The GEMMs that run in their own dtypes whatever the model's, by op: torch's int8 GEMM
+#: (``_int_mm``: int8 operands, an int32 output) and its scaled fp8 GEMM (``_scaled_mm``: fp8
+#: operands, the output in its ``out_dtype``), as torchao and fp8 training run them.
+QUANTIZED_GEMMS = frozenset({"_int_mm", "_scaled_mm"})
+#: torch dtypes of a quantized GEMM's operands and output, as roofline names them
+QUANTIZED_DTYPES = TORCH_DTYPES | {"int8": "int8", "int32": "int32", "float8_e4m3fn": "fp8",
+                                   "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8",
+                                   "float8_e5m2fnuz": "fp8"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -775,13 +787,14 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
             return []
         g, m, n, k, counts, groups = found
     else:
-        a, b = tensors[-2], tensors[-1]
+        a, b = (args[0], args[1]) if op in QUANTIZED_GEMMS else (tensors[-2], tensors[-1])
         g = a.shape[0] if a.dim() == 3 else 1
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
         counts, groups = _broadcast(a, b), g
+    own = _quantized(op, a, outs)
     seen = GEMM_DTYPES.get(str(a.dtype).removeprefix("torch."))
-    if seen is not None and not rec.in_attention:  # the dtypes the model's GEMMs ran in
-        rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1
+    if seen is not None and not rec.in_attention and own is None:  # the dtypes the model's
+        rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1  # GEMMs ran in
     reads_weight = id(a) in rec.weights or id(b) in rec.weights
     role = ("forward" if not backward else
             "backward-data" if reads_weight or not _weight_shaped(
@@ -791,11 +804,21 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
     # every use in a step that keeps more than the cache (analysis.residency)
     kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
     gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
-                     int(g), tensors=counts, b_operand=kept, rows=_rows(a, b))
-    if op in ("mm", "bmm", "_grouped_mm") or kwargs.get("beta", 1) == 0:
+                     int(g), tensors=counts, b_operand=kept, rows=_rows(a, b),
+                     dtype=own[0] if own else "", c_dtype=own[1] if own else "")
+    if op not in ("addmm", "baddbmm") or kwargs.get("beta", 1) == 0:
         return [gemm]
     pass_ = "backward" if backward else "forward"
     return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
+
+
+def _quantized(op: str, a: Any, outs: list[Any]) -> tuple[str, str] | None:
+    """A quantized GEMM's (``QUANTIZED_GEMMS``) operand and output dtypes, as roofline names
+    them; None for any other GEMM, or one whose dtypes roofline has no name for."""
+    if op not in QUANTIZED_GEMMS or not outs:
+        return None
+    found = [QUANTIZED_DTYPES.get(str(t.dtype).removeprefix("torch.")) for t in (a, outs[0])]
+    return (found[0], found[1]) if found[0] and found[1] else None
 
 
 def _grouped(a: Any, b: Any, offs: Any

@@ -74,7 +74,9 @@ class GemmShape(NamedTuple):
     data-gradient GEMMs of a weighted layer), ``"kv"`` (K or V read from the KV cache: naive
     attention in decode), else ``""``. ``rows`` gives the dimension each of A, B and C runs
     along in memory (0 M, 1 N, 2 K) where the pass's convention (``PASS_ROWS``) does not hold:
-    attention's products, a captured GEMM's operands as their strides say.
+    attention's products, a captured GEMM's operands as their strides say. ``dtype`` and
+    ``c_dtype``, where given, are the operand and output dtypes of a GEMM that runs in its own
+    whatever the model's (a captured ``torch._int_mm`` or ``torch._scaled_mm``: int8 or fp8).
     """
 
     layer: str
@@ -89,6 +91,8 @@ class GemmShape(NamedTuple):
     tensors: tuple[int, int, int] | None = None  # A, B, C elements when not the matrices
     b_operand: str = ""  # "weight" | "kv" | "": what B is
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension; None: PASS_ROWS
+    dtype: str = ""  # a captured quantized GEMM's own operand dtype ("": the model's)
+    c_dtype: str = ""  # and its output's (torch._int_mm's int32, torch._scaled_mm's out_dtype)
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:

@@ -602,20 +602,24 @@ class Network:
         activations' dtype, B stored as the weights are (a group-quantized B needs a group size
         dividing K); naive attention in decode reads B from the KV cache; C is ``output_dtype``,
         else the math dtype's default, except under separate activations, where a weight GEMM
-        writes the model's dtype (the dequantizing epilogue of W8A8 kernels)."""
+        writes the model's dtype (the dequantizing epilogue of W8A8 kernels). A captured
+        quantized GEMM (``GemmShape.dtype``) keeps its own operand and output dtypes."""
         weighted = s.b_operand == "weight" or s.pass_ == "backward-weight"
         math = self.activation_dtype if weighted else self.operand_dtype
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
         c_dtype = self.grad_accumulation if self.grad_accumulation and accumulate else (
             self.weight_c_dtype if weighted else self.c_dtype)
         b_dtype, group = "", 0
-        if s.b_operand == "weight":
+        if s.b_operand == "weight" and not s.dtype:
             b_dtype, group = self.weight_dtype, self.group
             if group and s.k % group:
                 raise InputError(self.source, "group_size", f"group size {group} does not "
                                  f"divide {s.roles[2]} ({s.k}) of layer {s.layer!r}")
         elif s.b_operand == "kv":
             b_dtype = self.kv_dtype
+        if s.dtype:  # a captured quantized GEMM: its operands and output in its own dtypes
+            math, b_dtype, group, accumulate = s.dtype, "", 0, False
+            c_dtype = s.c_dtype or default_output_dtype(s.dtype)
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
                     b_dtype, group, s.b_operand, s.rows)
