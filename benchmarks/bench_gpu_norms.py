@@ -8,14 +8,18 @@ and h1?0_live_rows.csv, and the L2 sweep --parts rows timed, h1?0_live_softmax_l
 Each row is one op over rows x cols values (bf16 or fp32), priced as ``roofline.torch.capture``
 records it (``aten.native_layer_norm``, ``aten.native_layer_norm_backward``, ``aten._softmax``,
 ``aten._log_softmax``, their backwards: the tensors it reads and writes, ``analysis.gpu_ops``'
-two kernels for the softmax backward) on each GPU's datasheet entry. Printed per op, dtype and
-size (2^20, 2^23, 2^26 values): measured / predicted on the H100 and on the H200 by row width,
-and the H100's time over the H200's (1.43 where a kernel streams at either GPU's bandwidth, 1.0
-where each value's work on the same 132 SMs at the same clock sets it). The softmax forward's
-rates were fitted on the H100's bf16 softmax (``analysis.gpu_softmax``); every other row was
-not. Then the L2 sweep: the softmax forward at 2^26 values over the widths where torch's
-three-pass kernel's rows outgrow half the L2 (x: their bytes over it), measured / predicted on
-each GPU (the ramp was read off the H100's fp32; the H200's 60 MiB never fitted).
+two kernels for the softmax backward; a softmax's and its backward's row width, ``Op.row``) on
+each GPU's datasheet entry. Printed per op, dtype and size (2^20, 2^23, 2^26 values): measured /
+predicted on the H100 and on the H200 by row width, and the H100's time over the H200's (1.43
+where a kernel streams at either GPU's bandwidth, 1.0 where each value's work on the same 132
+SMs at the same clock sets it). The softmax forward's rates were fitted on the H100's bf16
+softmax, the backward's warp rates on its bf16 backwards up to 1,024 columns
+(``analysis.gpu_softmax``); every other row was not. Then the L2 sweep: the softmax forward at
+2^26 values over the widths where torch's three-pass kernel's rows outgrow half the L2 (x:
+their bytes over it), measured / predicted on each GPU (the ramp was read off the H100's fp32;
+the H200's 60 MiB never fitted). Then the softmax backwards of both files by width: the kernel
+torch runs, x for its two-pass kernel, measured / predicted, and as a stream of the op's bytes
+(the prediction before the backward was priced by width).
 data/h100_live_norm_kernels.csv and h100_live_rows_kernels.json hold the kernels one H100 ran
 for each (torch.profiler), h100_live_softmax_ncu.csv what Nsight Compute counted of the
 three-pass kernel.
@@ -59,7 +63,8 @@ def ratios(files: dict[str, Path] = FILES
            ) -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
     """(op, dtype, log2 of the values, cols) -> {device: (measured s, predicted s)} of the
     ``files`` (by device; the op rows gpu_measure.py timed)."""
-    from roofline.analysis.gpu_ops import SOFTMAX_KINDS, predict_op
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.analysis.gpu_softmax import SOFTMAX_BACKWARD_KINDS, SOFTMAX_KINDS
     from roofline.hardware.catalog import load_hardware
     from roofline.model.dtypes import itemsize
     from roofline.model.ops import ELEMENTWISE, Op
@@ -75,10 +80,10 @@ def ratios(files: dict[str, Path] = FILES
                 kind, table = KINDS[row["op"]]
                 flops, reads, writes = ELEMENTWISE[table]
                 n = rows * cols
-                # a softmax forward over the last dimension: its row as the capture records it
+                # a softmax or its backward over the last dimension: the row's width
                 op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
                         flops * n, (reads + writes) * itemsize(dtype) * n,
-                        row=cols if kind in SOFTMAX_KINDS else 0)
+                        row=cols if kind in SOFTMAX_KINDS | SOFTMAX_BACKWARD_KINDS else 0)
                 predicted = predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype),
                                        hw.bandwidth_bytes_per_s).time_s
                 key = (row["op"], dtype, round(math.log2(n)), cols)  # rows = 2^v // cols
@@ -140,6 +145,60 @@ def sweep_lines(markdown: bool) -> list[str]:
             "within 1.25x: " + "; ".join(
                 f"{d} {sum(1 / 1.25 <= r <= 1.25 for r in v)} of {len(v)} "
                 f"({min(v):.2f}-{max(v):.2f})" for d, v in ratios_by_device.items())]
+
+
+def backward_lines(markdown: bool) -> list[str]:
+    """The softmax and log-softmax backwards of both files by width (2^23 and 2^26 values):
+    the kernel torch runs (``analysis.gpu_softmax``), x (the two-pass kernel's rows held at once
+    over half the L2), measured / predicted on each GPU with the row's width, and as a stream of
+    the op's bytes without it (the prediction before the backward was priced by width)."""
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.analysis.gpu_softmax import (
+        SOFTMAX_BACKWARD_BLOCKS_PER_SM,
+        backward_warp,
+        l2_fill,
+        two_pass,
+    )
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.dtypes import itemsize
+    from roofline.model.ops import Op
+
+    def kernel(cols: int, size: int) -> str:
+        if backward_warp(cols, size):
+            return "warp"
+        return "two-pass" if two_pass(cols, size) else "shared memory"
+
+    data = {**ratios(FILES), **ratios(ROWS)}  # the rows file's 768 over the norms file's
+    body = []
+    counts: dict[str, list[int]] = {}
+    for op, dtype, values, cols in sorted(
+            (k for k in data if k[0].endswith("softmax-backward") and k[2] >= 23),
+            key=lambda k: (k[0], k[1], k[2], k[3])):
+        size = itemsize(dtype)
+        cells = []
+        for device in ROWS:
+            hw = load_hardware(device)
+            measured, predicted = data[(op, dtype, values, cols)][device]
+            stream = predict_op(Op("OP1", "x", "backward", KINDS[op][0], 0,
+                                   3 * size * 2 ** values // cols * cols),
+                                hw, dtype, hw.peak_flops_per_s(dtype),
+                                hw.bandwidth_bytes_per_s).time_s
+            x = (l2_fill(cols, size, 2 ** values // cols, hw, SOFTMAX_BACKWARD_BLOCKS_PER_SM)
+                 if two_pass(cols, size) else None)
+            cells += [f"{x:.2f}" if x is not None else "", f"{measured / predicted:.2f}",
+                      f"{measured / stream:.2f}"]
+            got = counts.setdefault(device, [0, 0, 0])
+            got[0] += 1
+            got[1] += 1 / 1.25 <= measured / predicted <= 1.25
+            got[2] += 1 / 1.25 <= measured / stream <= 1.25
+        body.append([op, dtype, f"2^{values}", str(cols), kernel(cols, size), *cells])
+    return ["Softmax backwards by width (data/h1?0_live_norms.csv and h1?0_live_rows.csv, 2^23 "
+            "and 2^26 values; x: the two-pass kernel's rows held at once over half the L2):",
+            *table_lines(["op", "dtype", "values", "cols", "kernel", "H100 x",
+                          "H100 measured / predicted", "H100 as a stream", "H200 x",
+                          "H200 measured / predicted", "H200 as a stream"], body, markdown), "",
+            "within 1.25x (as a stream): " + "; ".join(
+                f"{d} {n[1]} of {n[0]} ({n[2]})" for d, n in counts.items())]
 
 
 def loss_ratios() -> dict[tuple[str, str, str, int, int], tuple[float, float]]:
@@ -242,7 +301,8 @@ def main() -> int:
     args = parser.parse_args()
     print("\n".join([*lines(args.markdown), "", "Rows of 32-50,257 values "
                       "(data/h1?0_live_rows.csv):", *lines(args.markdown, ROWS), "",
-                      *sweep_lines(args.markdown), "", *loss_lines(args.markdown), "",
+                      *sweep_lines(args.markdown), "", *backward_lines(args.markdown), "",
+                      *loss_lines(args.markdown), "",
                       *liger_lines(args.markdown)]))
     return 0
 

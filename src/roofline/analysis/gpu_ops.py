@@ -9,8 +9,8 @@ and::
 
 (a captured op torch runs as several kernels, ``KERNELS``: each kernel's launch and stream in
 turn, the first also bound by its FLOPs and, for a captured layer norm, its row passes,
-``ROW_PASSES`` below, and for a captured softmax forward its values at the rate its row's width
-allows and its re-reads past half the L2, ``analysis.gpu_softmax``)
+``ROW_PASSES`` below, and for a captured softmax forward or backward its values at the rate its
+row's width allows and its re-reads past half the L2, ``analysis.gpu_softmax``)
 
 - ``t_launch``: the per-kernel cost the GPU does not hide, ``predict.LAUNCH_LATENCY_S`` (NVIDIA's
   CUDA Graphs post: a 2.9 us kernel launched back to back took 3.8 us per kernel).
@@ -71,7 +71,10 @@ so the capture records one op). On a lent H100 the multiply streamed at 0.90 of 
 bandwidth in GPT-2's bf16 and fp32 training steps, and 0.89 on the H200 (12 calls a step, 2.40 /
 4.78 / 1.69 ms: benchmarks/data/h1?0_live_steps.json), as ``DRAM_FRACTION`` has it; as a
 lone op of 2^23 and 2^26 values over rows of 768-8192 (benchmarks/data/h1?0_live_norms.csv,
-``bench_gpu_norms.py``) it took 0.91-1.20x of the two kernels' time on both GPUs.
+``bench_gpu_norms.py``) it took 0.91-1.20x of the two kernels' streams on both GPUs. Where the
+op carries its row's width (``Op.row``), its softmax kernel is priced by that width, as the
+log-softmax backward's one kernel is (``analysis.gpu_softmax``), the multiply streaming beside
+it: 0.91-1.03x there on the H100, 0.81-1.04x on the H200.
 
 A captured layer norm backward (``aten.native_layer_norm_backward``) is two kernels too, one
 after the other: torch computes dX (reading dY and X, writing dX), then the weight's and bias's
@@ -107,7 +110,10 @@ torch's choices, per version.
 Torch's softmax forward over the last dimension (a captured ``aten._softmax`` or
 ``aten._log_softmax``, ``SOFTMAX_KINDS``) works out each value in fp32 on the SMs, at a rate set
 by the row's width and the kernel torch picks for it, and past 9,216 columns may read each row
-three times, from DRAM once the rows it holds outgrow half the L2: ``analysis.gpu_softmax``.
+three times, from DRAM once the rows it holds outgrow half the L2: ``analysis.gpu_softmax``. Its
+backward (``SOFTMAX_BACKWARD_KINDS``, where the op carries its row) alike: a warp a row at a
+rate by width up to 1,024 columns, then a block a row that reads the gradient once where it
+fits shared memory, else twice, the second read from DRAM past half the L2 (``gpu_softmax``).
 Basis ``softmax-rows`` where either binds (the row rate over the stream, or re-reads adding to
 the stream). A model.yaml ``softmax`` (an unfused attention's scores) says nothing of the
 framework and streams.
@@ -139,7 +145,13 @@ from typing import TYPE_CHECKING
 
 from ..roof import roofline_time_s
 from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
-from .gpu_softmax import L2_PARTITIONS_SOURCE, SOFTMAX_KINDS, SOFTMAX_SOURCE, reread_share, rows_s
+from .gpu_softmax import (
+    L2_PARTITIONS_SOURCE,
+    SOFTMAX_BACKWARD_KINDS,
+    SOFTMAX_KINDS,
+    SOFTMAX_SOURCE,
+    kernel_terms,
+)
 from .predict import LAUNCH_LATENCY_S, LAUNCH_SOURCE, interpolate
 
 #: One Llama-2-7B decode step in plain PyTorch (benchmarks/_decode_step.py: Hugging Face's
@@ -172,11 +184,12 @@ OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "
 STRIDED_COPY_VALUES = {"wide": 1.6, "narrow": 1.9}
 STRIDED_COPY_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                        "CUDALoops.cuh")
-#: Captured ops torch runs as more than one kernel on a GPU, one after another: each kernel's
-#: traffic over the op's bytes. The softmax backward's multiply into a temporary, then its
-#: kernel, each moving the op's bytes; the layer norm backward's dX kernel (dY and X read, dX
-#: written) and then its weight and bias gradients' kernel, reading dY and X again (module
-#: docstring).
+#: Captured ops torch runs as more than one kernel on a GPU: each kernel's traffic over the op's
+#: bytes, the kernel a row rate binds first. The softmax backward's kernel and the multiply into
+#: a temporary torch runs before it, each moving the op's bytes (its kernel's re-reads past the
+#: L2 added where the capture keeps its row, ``analysis.gpu_softmax``); the layer norm
+#: backward's dX kernel (dY and X read, dX written) and then its weight and bias gradients'
+#: kernel, reading dY and X again (module docstring).
 KERNELS = {"aten._softmax_backward_data": (1.0, 1.0),
            "aten.native_layer_norm_backward": (1.0, 2 / 3)}
 KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
@@ -277,15 +290,15 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     row_s, row_basis = 0.0, ""
     if op.kind in ROW_PASSES:
         row_s, row_basis = row_passes_s(op, hardware), "row-passes"
-    elif op.kind in SOFTMAX_KINDS and op.row:
+    elif op.row and (op.kind in SOFTMAX_KINDS or op.kind in SOFTMAX_BACKWARD_KINDS):
         from ..model.dtypes import itemsize
 
-        size = itemsize(dtype)
-        row_s = rows_s(op.bytes, op.row, size, sm_clocks_per_s(hardware))
+        row_s, stream = kernel_terms(op.kind, op.bytes, op.row, itemsize(dtype),
+                                     sm_clocks_per_s(hardware), hardware)
         row_basis = "softmax-rows"
-        # the three-pass kernel's two re-reads of its input (the op's bytes again) that miss L2
-        rows = op.bytes // (2 * size * op.row)  # the op reads its input and writes its output
-        traffic = (1.0 + reread_share(op.row, size, rows, hardware),)
+        # torch's softmax kernel, with its re-reads that miss L2; a softmax backward's multiply
+        # streams after it (``KERNELS``)
+        traffic = (stream, *traffic[1:])
     if row_s > max(flop_s, traffic[0] * memory_s) or (
             row_basis and traffic[0] > 1.0 and traffic[0] * memory_s > flop_s):
         basis = row_basis

@@ -7,7 +7,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.gpu_ops import STRIDED_COPY_VALUES
-from ..analysis.gpu_softmax import SOFTMAX_REG_COLUMNS, SOFTMAX_VALUES_PER_SM_CLOCK
+from ..analysis.gpu_softmax import (
+    SOFTMAX_BACKWARD_VALUES_PER_SM_CLOCK,
+    SOFTMAX_REG_COLUMNS,
+    SOFTMAX_VALUES_PER_SM_CLOCK,
+)
 from ..analysis.predict import fit_of
 from ..model.repeats import distinct, first_copies
 from ..units import count, seconds, si, three_digits
@@ -279,7 +283,11 @@ _BASIS_TEXT = {
                     f"({min(v for _, v in SOFTMAX_VALUES_PER_SM_CLOCK):g}-"
                     f"{max(v for _, v in SOFTMAX_VALUES_PER_SM_CLOCK):g} per SM and clock; "
                     f"fitted on a lent H100), and past {SOFTMAX_REG_COLUMNS:,} values a row its "
-                    "re-reads from DRAM once the rows it holds outgrow half the L2",
+                    "re-reads from DRAM once the rows it holds outgrow half the L2; their "
+                    "backwards alike (the warp kernel's "
+                    f"{min(v for _, v in SOFTMAX_BACKWARD_VALUES_PER_SM_CLOCK):g}-"
+                    f"{max(v for _, v in SOFTMAX_BACKWARD_VALUES_PER_SM_CLOCK):g}; the "
+                    "two-pass kernel's second read of the gradient)",
 }
 #: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
 _CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "
