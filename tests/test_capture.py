@@ -204,8 +204,9 @@ def test_a_captured_permuted_copy_says_how_a_gpu_prices_it():
 def test_a_softmax_over_its_last_dimension_keeps_its_rows_width():
     """torch's CUDA softmax runs one warp or block a row when it normalizes the last dimension
     (aten/src/ATen/native/cuda/SoftMax.cu, ``inner_size == 1``) and prices by that row's width
-    (``analysis.gpu_ops``): the capture keeps it, for ``_softmax`` and ``_log_softmax``; across
-    another dimension, and in the backward, no row."""
+    (``analysis.gpu_ops``): the capture keeps it, for ``_softmax`` and ``_log_softmax`` and
+    their backwards (``_softmax_backward_data(grad_output, output, dim, input_dtype)``: the
+    output gradient's last dimension); across another dimension, no row."""
 
     class Softmaxes(torch.nn.Module):
         def forward(self, x):
@@ -218,7 +219,7 @@ def test_a_softmax_over_its_last_dimension_keeps_its_rows_width():
     train = capture(torch.nn.Sequential(torch.nn.Linear(40, 40), torch.nn.Softmax(dim=-1)),
                     torch.zeros(4, 40))
     assert [(o.kind, o.row) for o in train.ops() if "softmax" in o.kind] == [
-        ("aten._softmax", 40), ("aten._softmax_backward_data", 0)]
+        ("aten._softmax", 40), ("aten._softmax_backward_data", 40)]
     # on a GPU the two over the last dimension (bf16) take torch's row rate, the third streams
     from roofline.analysis.report import analyze
     from roofline.hardware.catalog import load_hardware

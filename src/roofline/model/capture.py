@@ -243,9 +243,12 @@ REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "histc", "t
 #: (``_permutes``) is ``strided``, the copy ``contiguous()`` or a reshape of a transposed view
 #: makes (``torch.matmul`` of a head-split Q or K).
 COPIES = frozenset({"clone", "copy", "_to_copy", "contiguous"})
-#: Softmax forwards: a ``CapturedOp`` of one over its input's last dimension keeps that
-#: dimension's length as its ``row`` (``analysis.gpu_ops`` prices torch's softmax kernel by it).
-SOFTMAXES = frozenset({"_softmax", "_log_softmax"})
+#: Softmaxes and their backwards, by the position of their ``dim`` argument
+#: (``_softmax(self, dim, half_to_float)``, ``_softmax_backward_data(grad_output, output, dim,
+#: input_dtype)``): a ``CapturedOp`` of one over the last dimension keeps that dimension's
+#: length as its ``row`` (``analysis.gpu_softmax`` prices torch's softmax kernels by it).
+SOFTMAXES = {"_softmax": 1, "_log_softmax": 1, "_softmax_backward_data": 2,
+             "_log_softmax_backward_data": 2}
 TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 #: the GEMM operand dtypes a capture's dtype may come from (torch._int_mm's int8 among them)
 GEMM_DTYPES = TORCH_DTYPES | {"int8": "int8"}
@@ -944,12 +947,13 @@ def _gathered(op: str, args: Sequence[Any], outs: list[Any]) -> tuple[list[Any],
 
 
 def _softmax_row(op: str, args: Sequence[Any]) -> int:
-    """The values a row of a softmax forward (``SOFTMAXES``: ``_softmax(self, dim, ...)``)
-    normalizes where that dimension is its input's last, the rows torch's kernel runs one warp or
-    block each; 0 for any other op or dimension (torch's kernel across rows is another)."""
-    if op not in SOFTMAXES or len(args) < 2 or not hasattr(args[0], "dim"):
+    """The values a row of a softmax or its backward (``SOFTMAXES``) normalizes where that
+    dimension is the last of its first tensor (the input; the backward's output gradient, of the
+    output's shape), the rows torch's kernel runs one warp or block each; 0 for any other op or
+    dimension (torch's kernel across rows is another)."""
+    if op not in SOFTMAXES or len(args) <= SOFTMAXES[op] or not hasattr(args[0], "dim"):
         return 0
-    x, dim = args[0], args[1]
+    x, dim = args[0], args[SOFTMAXES[op]]
     if x.dim() == 0 or dim not in (-1, x.dim() - 1):
         return 0
     return int(x.shape[-1])
