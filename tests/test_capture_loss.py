@@ -279,3 +279,29 @@ def test_binary_cross_entropy_on_probabilities_divides_its_gradient_for_the_mean
     # backward: one kernel (the scalar gradient, x, y read, dx written: 388 B), then
     # grad_input.div_(numel) for the mean: dx read and written again, 256 B
     assert ops["aten.binary_cross_entropy_backward", "backward"] == (6 * VALUES, 388 + 256)
+
+
+def test_a_returned_loss_is_what_the_step_backpropagates_and_counts():
+    class WithLogits(TinyLM):
+        """The loss and the logits, as a Hugging Face model given labels returns them."""
+
+        def forward(self, tokens, labels):
+            logits = self.head(self.embed(tokens))
+            return F.cross_entropy(logits.view(-1, V), labels.view(-1)), logits
+
+    from roofline.api import analyze_model
+
+    net = capture(WithLogits(), *_tokens(), mode="train")
+    # a training step backpropagates the loss alone: no gradient arrives at the logits from
+    # outside, so nothing adds one to the loss's (an 8 x 1000 add, 96,000 B, before)
+    assert not [o for o in net.ops() if o.kind == "aten.add" and o.pass_ == "backward"]
+    assert net.captured_loss
+    assert "loss" not in analyze_model(net, "h100").not_counted()
+    # a module returning logits only is given their gradient: its step has no loss
+    class Logits(TinyLM):
+        def forward(self, tokens, labels):
+            return self.head(self.embed(tokens))
+
+    bare = capture(Logits(), *_tokens(), mode="train")
+    assert not bare.captured_loss
+    assert "loss" in analyze_model(bare, "h100").to_dict()["not_counted"]

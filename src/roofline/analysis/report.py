@@ -206,12 +206,14 @@ class Report:
 
     def not_counted(self) -> tuple[str, ...]:
         """What this step leaves out (of ``NOT_COUNTED``), so that no reader takes the step
-        for more than it is; nothing for inference."""
+        for more than it is; nothing for inference. The loss is left out but where a captured
+        module computed it (``Network.captured_loss``)."""
         net = self.network
         if net.mode != "train":
             return ()
         no_dropout = any(getattr(run.layer, "dropout", None) == 0 for run in net.layer_runs)
-        left = {"optimizer": net.optimizer == "none", "loss": True, "dropout": no_dropout,
+        left = {"optimizer": net.optimizer == "none", "loss": not net.captured_loss,
+                "dropout": no_dropout,
                 "recomputation": net.recompute != "none"}
         return tuple(key for key in NOT_COUNTED if left[key])
 

@@ -300,6 +300,7 @@ class _Recorder:
     in_attention: int = 0  # inside torch's own (math) attention: its upcast GEMMs not counted
     handling: int = 0  # torch functions the function mode is running, itself off inside them
     dtype: str | None = None  # the model's, known before the run (``_scales``)
+    loss: bool = False  # training, the module returned a scalar (its loss), backpropagated
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -366,7 +367,7 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
                    source=source, uncosted=tuple(sorted(rec.uncosted)), update=update,
                    nchw_convs=rec.nchw_convs,
-                   gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())))
+                   gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())), captured_loss=rec.loss)
 
 
 def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool, flash: bool,
@@ -500,7 +501,10 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
                 if not outs:
                     raise CaptureError(f"{label}: mode train, but no output needs a gradient "
                                        f"(no trainable parameter was used)")
-                rec.module = ""
+                # a scalar among them is the loss it returned (a Hugging Face model given labels
+                # returns it beside the logits): a training step backpropagates that alone
+                losses = [o for o in outs if o.dim() == 0]
+                rec.module, rec.loss, outs = "", bool(losses), losses or outs
                 torch.autograd.backward(outs, [torch.empty_like(o) for o in outs])
             if optimizer is not None:
                 _step(rec, optimizer, [p for p in state.values() if p.requires_grad], label)

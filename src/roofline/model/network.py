@@ -205,6 +205,9 @@ class Network:
     #: a captured module's GEMMs by the dtype they ran in, (dtype, count): every GEMM is priced
     #: at ``dtype``, and those that ran in another are said (``output.times.gemm_dtype_warning``)
     gemm_dtypes: tuple[tuple[str, int], ...] = ()
+    #: a captured module trained on the scalar it returned: its loss is in the step, as torch
+    #: computed it (a module returning logits was given an output gradient: no loss)
+    captured_loss: bool = False
 
     @property
     def captured_batch(self) -> int | None:
