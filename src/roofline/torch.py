@@ -30,8 +30,8 @@ def capture(module: Any, *example_inputs: Any, mode: str = "train", dtype: str |
     "inference": forward), as a Network, or as a Report on ``hw`` when it is given. ``dtype``
     (fp32, fp16, bf16, fp64) casts the floating-point parameters and inputs first (without
     it, the model's dtype is its first floating parameter's, buffer's or input's, else the one
-    most of its GEMMs ran in; GEMMs that ran in another are priced in it and named in a
-    warning);
+    most of its GEMMs ran in; a GEMM or op that ran in another, an upcast or a quantized GEMM,
+    is priced in its own and keeps it under a dtype override);
     ``attention`` "flash" counts ``scaled_dot_product_attention`` as one fused op, "naive" as
     the batched GEMMs torch runs on the meta device; ``optimizer`` (none, sgd, adam) adds the
     update a training step makes as one fused op, or, given a torch optimizer (a class such as

@@ -296,7 +296,7 @@ class _Recorder:
     kind: str = "none"  # the optimizer stepped (OPTIMIZER_KINDS)
     # (aten op, its own dtype) -> flops, elements, other bytes, summed over the parameters
     update: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    gemm_dtypes: dict[str, int] = field(default_factory=dict)  # A's dtype -> GEMMs on it
+    gemm_dtypes: dict[str, int] = field(default_factory=dict)  # A's dtype -> GEMMs in it
     in_attention: int = 0  # inside torch's own (math) attention: its upcast GEMMs not counted
     handling: int = 0  # torch functions the function mode is running, itself off inside them
     dtype: str | None = None  # the model's, known before the run (``_scales``)
@@ -343,8 +343,8 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     step = None if isinstance(optimizer, str) else _optimizer(optimizer, label)
     # the model's dtype: asked for, else its first floating parameter's, buffer's or input's,
     # else the dtype most of its GEMMs ran in (weights kept as plain tensors: the module then
-    # runs again, each tensor counted against that dtype); the GEMMs that ran in another are
-    # named (Network.gemm_dtypes: a warning), never priced silently
+    # runs again, each tensor counted against that dtype); a GEMM that ran in another is priced
+    # in its own (``_own_gemm_dtypes``)
     run = (module, example_inputs, cast, train, attention == "flash", label, step)
     rec = _recorded(*run, dtype or _dtype_of({**dict(module.named_parameters()),
                                                **dict(module.named_buffers())},
@@ -798,10 +798,11 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
         g = a.shape[0] if a.dim() == 3 else 1
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
         counts, groups = _broadcast(a, b), g
-    own = _quantized(op, a, outs)
     seen = GEMM_DTYPES.get(str(a.dtype).removeprefix("torch."))
-    if seen is not None and not rec.in_attention and own is None:  # the dtypes the model's
-        rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1  # GEMMs ran in
+    quantized = _quantized(op, a, outs)
+    if seen is not None and not rec.in_attention and not quantized:  # the dtypes the module's
+        rec.gemm_dtypes[seen] = rec.gemm_dtypes.get(seen, 0) + 1  # (unquantized) GEMMs ran in
+    own = quantized or _own_gemm_dtypes(seen, outs, rec)
     reads_weight = id(a) in rec.weights or id(b) in rec.weights
     role = ("forward" if not backward else
             "backward-data" if reads_weight or not _weight_shaped(
@@ -817,6 +818,20 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
         return [gemm]
     pass_ = "backward" if backward else "forward"
     return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
+
+
+def _own_gemm_dtypes(seen: str | None, outs: list[Any],
+                     rec: _Recorder) -> tuple[str, str] | None:
+    """The operand and output dtypes of a GEMM that ran in another dtype than the model's
+    (``seen``: its A's; a bf16 projection in an fp32 model, an fp32 head in a bf16 one): priced
+    as it ran, and kept so under a dtype override, as an op in its own dtype is; None for one in
+    the model's dtype, where that was not known before the run, and inside torch's own math
+    attention, which upcasts to fp32 on the meta device only (a GPU's attention kernels run in
+    the model's dtype)."""
+    if seen is None or rec.dtype is None or seen == rec.dtype or rec.in_attention or not outs:
+        return None
+    out = QUANTIZED_DTYPES.get(str(outs[0].dtype).removeprefix("torch."))
+    return (seen, out) if out else None
 
 
 def _quantized(op: str, a: Any, outs: list[Any]) -> tuple[str, str] | None:

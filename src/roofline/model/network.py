@@ -202,8 +202,8 @@ class Network:
     # forward 16-bit convolutions a captured module ran on NCHW inputs (model.capture): on a
     # GPU, work the prediction leaves out (output.times.layout_warning)
     nchw_convs: int = 0
-    #: a captured module's GEMMs by the dtype they ran in, (dtype, count): every GEMM is priced
-    #: at ``dtype``, and those that ran in another are said (``output.times.gemm_dtype_warning``)
+    #: a captured module's GEMMs by the dtype they ran in, (dtype, count); those in another
+    #: than ``dtype`` are priced in their own (``GemmShape.dtype``)
     gemm_dtypes: tuple[tuple[str, int], ...] = ()
     #: a captured module trained on the scalar it returned: its loss is in the step, as torch
     #: computed it (a module returning logits was given an output gradient: no loss)

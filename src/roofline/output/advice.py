@@ -108,13 +108,12 @@ def report_warnings(report: Report) -> tuple[str, ...]:
     (``output.times.shared_machine_warning``)."""
     from .times import (
         calibration_warning,
-        gemm_dtype_warning,
         layout_warning,
         shared_machine_warning,
     )
 
     more = [w for w in (calibration_warning(report), layout_warning(report),
-                        gemm_dtype_warning(report), shared_machine_warning(report)) if w]
+                        shared_machine_warning(report)) if w]
     return (*config_warnings(report.network), *more)
 
 

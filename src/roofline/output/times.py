@@ -414,18 +414,6 @@ def layout_warning(report: Report) -> str | None:
             f"torch.channels_last), and the input likewise, runs them in NHWC")
 
 
-def gemm_dtype_warning(report: Report) -> str | None:
-    """For a captured module, the GEMMs that ran in another dtype than the model's (its first
-    floating parameter's or input's, or the one asked for), which every GEMM is priced at."""
-    others = [(d, n) for d, n in report.network.gemm_dtypes if d != report.network.dtype]
-    if not others:
-        return None
-    ran = ", ".join(f"{n} in {d}" for d, n in others)
-    return (f"the capture ran GEMMs in another dtype than the model's {report.network.dtype} "
-            f"({ran}) and prices every GEMM in {report.network.dtype}: cast the module (or give "
-            f"dtype=) to the dtype it runs in")
-
-
 def shared_machine_warning(report: Report) -> str | None:
     """The sentence for GEMMs ``--measure`` timed while other programs kept more than
     ``kernels.load.BUSY_CPUS`` CPUs busy (as the probe warns of its own figures); else None."""
