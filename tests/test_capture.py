@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from _extras import need
 
-try:
-    import torch
-except ImportError:  # CI installs the torch extra: there, a missing torch is a failure
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("torch is not installed (pip install 'roofline[torch]')", allow_module_level=True)
+need("torch", extra="torch")
+import torch  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from roofline.model.capture import CaptureError  # noqa: E402

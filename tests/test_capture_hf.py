@@ -25,16 +25,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _extras import need
 
-try:
-    import torch
-    import transformers
-except ImportError:  # CI installs the torch and hf extras: there, a missing one is a failure
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("torch or transformers is not installed (pip install 'roofline[torch,hf]')",
-                allow_module_level=True)
-
+need("torch", extra="torch")
+need("transformers", extra="hf")
+import torch  # noqa: E402
+import transformers  # noqa: E402
 from packaging.version import Version  # noqa: E402
 
 #: the hf extra's floor, read from pyproject.toml: transformers 5.17 (a lent GPU machine's)

@@ -11,16 +11,10 @@ Needs torch (the `torch` extra; .ci/run installs it)."""
 
 from __future__ import annotations
 
-import os
+from _extras import need
 
-import pytest
-
-try:
-    import torch
-except ImportError:  # CI installs the torch extra: there, a missing torch is a failure
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("torch is not installed (pip install 'roofline[torch]')", allow_module_level=True)
+need("torch", extra="torch")
+import torch  # noqa: E402
 
 from roofline.torch import capture  # noqa: E402
 

@@ -7,18 +7,14 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import sys
 
 import numpy as np
 import pytest
+from _extras import need
 
-try:
-    import torch
-except ImportError:  # CI installs the torch extra: there, a missing torch is a failure
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("torch is not installed (pip install 'roofline[torch]')", allow_module_level=True)
+need("torch", extra="torch")
+import torch  # noqa: E402
 from _probe_fakes import CPUINFO  # noqa: E402
 from test_predict import ENTRY  # noqa: E402
 
