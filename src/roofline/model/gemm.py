@@ -51,7 +51,9 @@ def rows_text(rows: tuple[int, int, int]) -> str:
     return f", rows of A, B, C along {', '.join(DIMENSIONS[r] for r in rows)}"
 
 
-B_OPERANDS = ("", "weight", "kv")  # what B is: an activation or gradient, a weight, the KV cache
+#: what B is: an activation or gradient, a weight, the KV cache, or a weight another layer
+#: stores (an output layer tied to the embedding reads the embedding's table)
+B_OPERANDS = ("", "weight", "kv", "tied")
 Dims = tuple[int, int, int]
 
 
@@ -72,7 +74,9 @@ class GemmShape(NamedTuple):
     captured operand broadcast along the batch, one matrix for all). ``b_operand`` says what B
     is when the model may store it in its own format: ``"weight"`` (a weight matrix: forward and
     data-gradient GEMMs of a weighted layer), ``"kv"`` (K or V read from the KV cache: naive
-    attention in decode), else ``""``. ``rows`` gives the dimension each of A, B and C runs
+    attention in decode), ``"tied"`` (a weight another layer stores: an output layer tied to
+    the embedding reads its table, kept at the model's dtype whatever the weight format), else
+    ``""``. ``rows`` gives the dimension each of A, B and C runs
     along in memory (0 M, 1 N, 2 K) where the pass's convention (``PASS_ROWS``) does not hold:
     attention's products, a captured GEMM's operands as their strides say. ``dtype`` and
     ``c_dtype``, where given, are the operand and output dtypes of a GEMM that runs in its own
@@ -89,7 +93,7 @@ class GemmShape(NamedTuple):
     batch_count: int = 1
     align: tuple[int, int, int] = (1, 1, 1)
     tensors: tuple[int, int, int] | None = None  # A, B, C elements when not the matrices
-    b_operand: str = ""  # "weight" | "kv" | "": what B is
+    b_operand: str = ""  # "weight" | "kv" | "tied" | "": what B is
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension; None: PASS_ROWS
     dtype: str = ""  # a captured quantized GEMM's own operand dtype ("": the model's)
     c_dtype: str = ""  # and its output's (torch._int_mm's int32, torch._scaled_mm's out_dtype)
@@ -152,7 +156,8 @@ class Gemm:
     tensors: tuple[int, int, int] | None = None  # A, B, C elements read/written (GemmShape)
     b_dtype: str = ""  # B as stored when not ``dtype`` (int4/int8/fp8 weights, an fp8 KV cache)
     group_size: int = 0  # values per fp16 scale of a group-quantized B (int4); 0: none
-    b_operand: str = ""  # "weight" | "kv" | "": what B is (GemmShape), kept from step to step
+    b_operand: str = ""  # "weight" | "kv" | "tied" | "": what B is (GemmShape), kept from step
+    #                      to step
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension (GemmShape)
     # computed once in __post_init__ (a deep report reads each several times); not compared
     flops: int = field(init=False, repr=False, compare=False)
