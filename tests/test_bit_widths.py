@@ -196,3 +196,22 @@ def test_a_tied_output_layer_reads_the_embedding_as_memory_stores_it(weights):
     # a block's projections stay in the format
     (qkv,) = [r.gemm for r in report.results if r.gemm.layer == "blk.1.qkv"]
     assert qkv.b_dtype == weights
+
+
+def test_naive_attention_dequantizes_a_shared_kv_head_once():
+    """Mistral-7B (32 query heads sharing 8 KV heads, head_dim 128) decodes with naive
+    attention against an fp8 cache of 2048 tokens, batch 16: scores reads K, 16 x 8 x 2048 x
+    128 = 33,554,432 fp8 values (1 B each: its B bytes), and dequantizes each once, 2 FLOPs a
+    value, 67,108,864 FLOPs, as flash attention's op counts it; not once per query head that
+    reads it (4 x: 268,435,456, as many FLOPs as the product itself, 2 x 1 x 2048 x 128 x 512).
+    The same for context's V."""
+    report = analyze_model("examples/hf/mistral-7b.json", "h100", batch=16, seq=2048,
+                           mode="inference", phase="decode", attention="naive",
+                           kv_cache="fp8")
+    scores, context = (next(r.gemm for r in report.results if r.gemm.layer == f"blk.1.{name}")
+                       for name in ("scores", "context"))
+    kv = 16 * 8 * 2048 * 128
+    for g in (scores, context):
+        assert g.b_dtype == "fp8" and g.bytes_by_operand["b"] == kv == 33_554_432
+        assert g.flops == 2 * 1 * 2048 * 128 * 16 * 32 == 268_435_456
+        assert g.dequant_flops == 2 * kv == 67_108_864

@@ -260,8 +260,17 @@ class Gemm:
 
     def dequant_flops_at(self, dims: Dims) -> int:
         """FLOPs turning a stored B (``b_dtype``) into the math dtype: 2 per element (convert
-        and scale), once per element of B, k x n x ``batch_count``; 0 for a plain GEMM."""
-        return 2 * dims[1] * dims[2] * self.batch_count if self.b_dtype else 0
+        and scale), once per element of B as stored, k x n x ``batch_count``, or B's tensor
+        where the GEMMs share it (``tensors``: naive attention's K and V, one KV head for a
+        group of query heads, dequantized once as flash attention's op counts them, not once
+        per query head); 0 for a plain GEMM."""
+        if not self.b_dtype:
+            return 0
+        elements = dims[1] * dims[2] * self.batch_count
+        if self.tensors is not None:  # the tensor scales with its matrix, as its bytes do
+            own = self.n * self.k * self.batch_count
+            elements = (self.tensors[1] * elements + own // 2) // own
+        return 2 * elements
 
     @property
     def dequant_flops(self) -> int:
