@@ -173,3 +173,45 @@ def test_the_total_flops_count_a_weight_formats_dequantization_as_an_fp8_caches(
     plain, int4 = _decode().totals, _decode(weights="int4").totals
     assert int4["gemm_flops"] == plain["gemm_flops"]  # 2MNK: the format changes no product
     assert int4["flops"] - plain["flops"] == 2 * matrices
+
+
+@pytest.mark.parametrize("weights", ["int4", "int8", "fp8"])
+def test_a_tied_output_layer_reads_the_embedding_as_memory_stores_it(weights):
+    """GPT-2 ties its output layer to the token embedding: one 50257 x 768 table, which memory
+    keeps at the model's dtype (embeddings are not in a weight format; GPTQ and AWQ leave them
+    in 16 bits). The logits GEMM reads that table, 768 x 50257 x 2 B = 77,194,752 B in fp16,
+    not a quantized copy no one stores (int4: 768 x 50257 / 2 + 768 x 50257 / 128 x 2 =
+    19,901,772 B, 57 MB a decode step short). Memory by hand: the 12 blocks' matrices, 12 x
+    (768 x 2304 + 768 x 768 + 2 x 768 x 3072) = 84,934,656 values in the format, every other
+    parameter (124,439,808 in all) at 2 B."""
+    matrices, others = 84_934_656, 124_439_808 - 84_934_656
+    stored = {"int4": matrices // 2 + matrices // 128 * 2, "int8": matrices,
+              "fp8": matrices}[weights]
+    report = analyze_model("examples/hf/gpt2.json", "h100", batch=1, seq=512, dtype="fp16",
+                           mode="inference", phase="decode", weights=weights)
+    assert report.memory is not None and report.memory.weights == stored + 2 * others
+    (head,) = [r.gemm for r in report.results if r.gemm.layer == "lm_head"]
+    assert head.bytes_by_operand["b"] == 768 * 50257 * 2 == 77_194_752
+    assert (head.dtype, head.b_dtype, head.dequant_flops) == ("fp16", "", 0)
+    # a block's projections stay in the format
+    (qkv,) = [r.gemm for r in report.results if r.gemm.layer == "blk.1.qkv"]
+    assert qkv.b_dtype == weights
+
+
+def test_naive_attention_dequantizes_a_shared_kv_head_once():
+    """Mistral-7B (32 query heads sharing 8 KV heads, head_dim 128) decodes with naive
+    attention against an fp8 cache of 2048 tokens, batch 16: scores reads K, 16 x 8 x 2048 x
+    128 = 33,554,432 fp8 values (1 B each: its B bytes), and dequantizes each once, 2 FLOPs a
+    value, 67,108,864 FLOPs, as flash attention's op counts it; not once per query head that
+    reads it (4 x: 268,435,456, as many FLOPs as the product itself, 2 x 1 x 2048 x 128 x 512).
+    The same for context's V."""
+    report = analyze_model("examples/hf/mistral-7b.json", "h100", batch=16, seq=2048,
+                           mode="inference", phase="decode", attention="naive",
+                           kv_cache="fp8")
+    scores, context = (next(r.gemm for r in report.results if r.gemm.layer == f"blk.1.{name}")
+                       for name in ("scores", "context"))
+    kv = 16 * 8 * 2048 * 128
+    for g in (scores, context):
+        assert g.b_dtype == "fp8" and g.bytes_by_operand["b"] == kv == 33_554_432
+        assert g.flops == 2 * 1 * 2048 * 128 * 16 * 32 == 268_435_456
+        assert g.dequant_flops == 2 * kv == 67_108_864

@@ -122,3 +122,78 @@ def test_a_training_steps_sparse_passes_are_one_part():
     step = analyze_model("examples/slide-amazon-670k.yaml", "v100").step
     assert step.batch is None and step.limiter == "sparse-linear"
     assert step.limiter_share > 0.99
+
+
+def _mixtral_decode_by_hand(batch: int, keys: int) -> tuple[int, int]:
+    """(FLOPs, bytes) of one Mixtral-8x7B decode step in bf16 at ``batch`` sequences against
+    ``keys`` cached tokens, by hand from the config: hidden 4096, 32 query heads of 128
+    (hq 4096), 8 KV heads (hkv 1024), 8 experts of FFN 14336 (gated: up 2 x 14336), top 2,
+    vocab 32000, 32 blocks. The b tokens' 2b routed rows spread over the experts they reach:
+    min(8, 2b) experts of ceil(2b / 8) rows each once all 8 are reached, else 2b experts of one
+    row. Every GEMM reads its weight once (2 B a value) and its A and C rows; ops by the
+    per-element table (FLOPs, values read, values written): rmsnorm (4, 1, 1), rotary on q and
+    k (3, 1, 1), residual and gate (1, 2, 1), silu (4, 1, 1), the router's softmax (5, 1, 1);
+    the new K and V copied into the cache (0 FLOPs, read and written); flash attention reads q,
+    the cache's K and V and writes o, 4 x heads x keys x 128 FLOPs a token; the embedding
+    gathers a row by an 8-byte id; a final rmsnorm, then the logits."""
+    h, hq, hkv, experts, top, ffn, vocab, blocks = 4096, 4096, 1024, 8, 2, 14336, 32000, 32
+    b = batch
+    active = min(experts, top * b)
+    rows = active * -(-top * b // active)  # rows the expert GEMMs run, summed over experts
+    gemms = [  # (rows M, N, K, weight matrices read) per block
+        (b, hq + 2 * hkv, h, 1), (b, h, hq, 1), (b, experts, h, 1),
+        (rows, 2 * ffn, h, active), (rows, h, ffn, active)]
+    flops = blocks * sum(2 * m * n * k for m, n, k, _ in gemms) + 2 * b * vocab * h
+    nbytes = blocks * sum(2 * (m * k + count * k * n + m * n) for m, n, k, count in gemms)
+    nbytes += 2 * (b * h + h * vocab + b * vocab)
+    routed = top * b
+    ops = [  # (FLOPs, values read, values written, elements) per block
+        (4, 1, 1, b * h), (3, 1, 1, b * (hq + hkv)), (0, 1, 1, b * 2 * hkv), (1, 2, 1, b * h),
+        (4, 1, 1, b * h), (5, 1, 1, b * experts), (4, 1, 1, routed * ffn),
+        (1, 2, 1, routed * ffn), (1, 2, 1, routed * h), (1, 2, 1, b * h)]
+    flops += blocks * (sum(f * n for f, _, _, n in ops) + 4 * 32 * keys * 128 * b)
+    nbytes += blocks * (sum(2 * (r + w) * n for _, r, w, n in ops)
+                        + 2 * b * (2 * hq + 2 * keys * hkv))
+    flops += 4 * b * h  # the final rmsnorm
+    nbytes += 2 * (2 * b * h) + b * (2 * h * 2 + 8)  # final rmsnorm; gather: row read, written
+    return flops, nbytes
+
+
+def test_mixtral_decode_turns_compute_bound_once_every_expert_runs(invoke):
+    """A decode step at batch 1 reads the weights of the 2 experts its token is routed to, at
+    batch 2 of 4, and from batch 4 of all 8: the step's bytes are not affine in the batch below
+    that, and the verdict, drawn from batches 1 and 2, read each added sequence as adding 2
+    experts' weights (1.1 FLOP/B: "memory-bound at every batch"). From batch 4 a sequence adds
+    its GEMMs' work on its token and 2 routed rows, 25.57 GFLOP, over 39.69 MB: its 128 keys of
+    K and V, 32 x 128 x 2 x 1024 x 2 B = 16.78 MB, and q and o, 0.52 MB; its GEMM rows, 32 x
+    (20,480 + 16,384 + 8,208 + 2 x 102,400) + 72,192 B = 8.07 MB; its ops, 32 x 446,496 +
+    32,776 B = 14.32 MB: 644 FLOP/B, over the H200's 206 ridge (989.5 TFLOP/s bf16, 4800
+    GB/s). The batch is the one from which every batch is compute-bound, over the step's exact
+    sums: between multiples of 4 the experts' rows round up (ceil(2b / 8) each), work added at
+    3,400 FLOP/B, so 1101-1103 read compute-bound where 1104 does not."""
+    keys = 128
+    f4, b4 = _mixtral_decode_by_hand(1024, keys)
+    f8, b8 = _mixtral_decode_by_hand(2048, keys)
+    assert (f8 - f4, b8 - b4) == (1024 * 25_570_952_448, 1024 * 39_690_248)
+    limit = (f8 - f4) / (b8 - b4)
+
+    def compute_bound(batch: int) -> bool:
+        flops, nbytes = _mixtral_decode_by_hand(batch, keys)
+        return flops / 989.5e12 >= nbytes / 4800e9
+
+    expected = 1 + max(b for b in range(1, 4096) if not compute_bound(b))
+    assert expected == 1105 and [compute_bound(b) for b in range(1100, 1105)] == [
+        False, True, True, True, False]
+    report = analyze_model("examples/hf/mixtral-8x7b.json", "h200", batch=8, seq=keys,
+                           mode="inference", phase="decode")
+    # the hand count is the step's (batch 8: all 8 experts, 2 rows each)
+    assert (report.totals["flops"], report.totals["bytes"]) == _mixtral_decode_by_hand(8, keys)
+    step = report.step
+    assert step.intensity_limit == pytest.approx(limit, rel=1e-12)
+    assert round(limit) == 644
+    assert step.batch == expected
+    assert step.limiter == "flash-attention"
+    out = " ".join(invoke("analyze", "examples/hf/mixtral-8x7b.json", "--hw", "h200",
+                          "--batch", "8", "--seq", str(keys), "--mode", "inference",
+                          "--phase", "decode").stdout.split())
+    assert f"step: compute-bound from batch {expected} (the whole step's FLOP time" in out

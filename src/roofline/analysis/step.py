@@ -5,12 +5,22 @@ The step is compute-bound at batch B when its compute time, the sum of every GEM
 work over its peak (a GEMM's dequantization included), reaches its memory time, the sum of
 their bytes over the bandwidth: the roofline of the step as one fused kernel, beside the
 per-GEMM transitions (``analysis.batch``). Both are affine in the batch, C(B) = c0 + c1 B and
-M(B) = m0 + m1 B (weights and the optimizer update are fixed, tokens grow with B), so the
-smallest such batch is ceil((m0 - c0) / (c1 - m1)) when c1 > m1, checked against the step
-itself; when c1 <= m1 no batch gets there: each sample (a sequence, where the model has one)
+M(B) = m0 + m1 B (weights and the optimizer update are fixed, tokens grow with B), over the
+batches that are multiples of the step's routing period P (``_period``: 1 without a mixture of
+experts), so the first batch from which it stays compute-bound is about ceil((m0 - c0) / (c1 -
+m1)) when c1 > m1, then found against the step itself; when c1 <= m1 no batch gets there:
+each sample (a sequence, where the model has one)
 adds more byte time than compute time, and the reason is the part whose bytes grow fastest with
 the batch among those that hold the step down, whose added bytes take longer than their added
-work (in decode, attention reading the KV cache at about 1 FLOP/B). A part is the GEMMs, the
+work (in decode, attention reading the KV cache at about 1 FLOP/B). The slopes are read between
+batches P and 2P: a mixture of experts' decode step reads more experts' weights as the batch
+grows until its routed rows reach every expert (Mixtral's 2 of 8 at batch 1, all from batch 4),
+so slopes read at batches 1 and 2 took each added sequence to add 2 experts' weights (0.9.0:
+Mixtral's decode "tends to 1.1 FLOP/B", memory-bound at every batch, where it tends to 644
+FLOP/B and is compute-bound from batch 1105 at 128 keys on an H200). Between multiples of P
+the experts' rows round up, work added at a GEMM's intensity, so a batch just below the
+crossing may read compute-bound where the next multiple of P does not: the verdict names the
+batch from which every batch is. A part is the GEMMs, the
 sparse linears (a sparse layer's products, forward and backward: ops here, not GEMMs, but the
 products of the step all the same, ``SPARSE``), or one kind of op. Which parts hold the step
 down is judged against the device, not against the step's mean intensity: below a mean there is
@@ -26,6 +36,7 @@ from dataclasses import dataclass, replace
 from ..files.numbers import MAX_INT
 from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
+from ..model.layers import routing_period
 from ..model.network import Network
 
 
@@ -106,11 +117,13 @@ def step_verdict(network: Network, hardware: HardwareSpec,
     batch, so no other batch is judged: the verdict names that batch instead."""
     if network.captured_batch is not None:
         return StepVerdict(None, None, "", 0.0, None, max_batch, network.captured_batch)
+    period = _period(network)
     c_one, m_one, k_one = _times(network, hardware, 1)
-    c_two, m_two, k_two = _times(network, hardware, 2)
-    c1, m1 = c_two - c_one, m_two - m_one
+    c_p, m_p, k_p = (c_one, m_one, k_one) if period == 1 else _times(network, hardware, period)
+    c_two, m_two, k_two = _times(network, hardware, 2 * period)
+    c1, m1 = (c_two - c_p) / period, (m_two - m_p) / period  # per added sample
     none = (0, 0, 0.0)
-    growth = {kind: tuple(two - one for two, one in zip(k_two[kind], k_one.get(kind, none)))
+    growth = {kind: tuple(two - one for two, one in zip(k_two[kind], k_p.get(kind, none)))
               for kind in k_two}
     flops_slope = sum(int(f) for f, _, _ in growth.values())
     bytes_slope = sum(int(b) for _, b, _ in growth.values())
@@ -128,14 +141,22 @@ def step_verdict(network: Network, hardware: HardwareSpec,
         return replace(verdict, batch=1)
     if c1 <= m1:
         return verdict
-    batch = max(1, math.ceil(((m_one - m1) - (c_one - c1)) / (c1 - m1)))
+    batch = max(1, math.ceil(((m_p - m1 * period) - (c_p - c1 * period)) / (c1 - m1)))
 
     def compute_bound(b: int) -> bool:
         c, m, _ = _times(network, hardware, b)
         return c >= m
 
-    while batch < MAX_INT and not compute_bound(batch):  # rounding, uneven expert rows
+    # rounding; a period's uneven expert rows: from the batch found, every batch is
+    while batch < MAX_INT and not all(compute_bound(b) for b in range(batch, batch + period)):
         batch += 1
     while batch > 1 and compute_bound(batch - 1):
         batch -= 1
     return replace(verdict, batch=min(batch, MAX_INT))
+
+
+def _period(network: Network) -> int:
+    """The batches over which the step is affine: the multiples of every block's local
+    experts (``routing_period``; 1 without a mixture of experts). At such a batch each block's
+    T k routed rows reach all its experts and spread evenly over them."""
+    return math.lcm(1, *(routing_period(layer) for _, layer in network.layer_groups()))

@@ -51,7 +51,9 @@ def rows_text(rows: tuple[int, int, int]) -> str:
     return f", rows of A, B, C along {', '.join(DIMENSIONS[r] for r in rows)}"
 
 
-B_OPERANDS = ("", "weight", "kv")  # what B is: an activation or gradient, a weight, the KV cache
+#: what B is: an activation or gradient, a weight, the KV cache, or a weight another layer
+#: stores (an output layer tied to the embedding reads the embedding's table)
+B_OPERANDS = ("", "weight", "kv", "tied")
 Dims = tuple[int, int, int]
 
 
@@ -72,7 +74,9 @@ class GemmShape(NamedTuple):
     captured operand broadcast along the batch, one matrix for all). ``b_operand`` says what B
     is when the model may store it in its own format: ``"weight"`` (a weight matrix: forward and
     data-gradient GEMMs of a weighted layer), ``"kv"`` (K or V read from the KV cache: naive
-    attention in decode), else ``""``. ``rows`` gives the dimension each of A, B and C runs
+    attention in decode), ``"tied"`` (a weight another layer stores: an output layer tied to
+    the embedding reads its table, kept at the model's dtype whatever the weight format), else
+    ``""``. ``rows`` gives the dimension each of A, B and C runs
     along in memory (0 M, 1 N, 2 K) where the pass's convention (``PASS_ROWS``) does not hold:
     attention's products, a captured GEMM's operands as their strides say. ``dtype`` and
     ``c_dtype``, where given, are the operand and output dtypes of a GEMM that runs in its own
@@ -89,7 +93,7 @@ class GemmShape(NamedTuple):
     batch_count: int = 1
     align: tuple[int, int, int] = (1, 1, 1)
     tensors: tuple[int, int, int] | None = None  # A, B, C elements when not the matrices
-    b_operand: str = ""  # "weight" | "kv" | "": what B is
+    b_operand: str = ""  # "weight" | "kv" | "tied" | "": what B is
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension; None: PASS_ROWS
     dtype: str = ""  # a captured quantized GEMM's own operand dtype ("": the model's)
     c_dtype: str = ""  # and its output's (torch._int_mm's int32, torch._scaled_mm's out_dtype)
@@ -152,7 +156,8 @@ class Gemm:
     tensors: tuple[int, int, int] | None = None  # A, B, C elements read/written (GemmShape)
     b_dtype: str = ""  # B as stored when not ``dtype`` (int4/int8/fp8 weights, an fp8 KV cache)
     group_size: int = 0  # values per fp16 scale of a group-quantized B (int4); 0: none
-    b_operand: str = ""  # "weight" | "kv" | "": what B is (GemmShape), kept from step to step
+    b_operand: str = ""  # "weight" | "kv" | "tied" | "": what B is (GemmShape), kept from step
+    #                      to step
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension (GemmShape)
     # computed once in __post_init__ (a deep report reads each several times); not compared
     flops: int = field(init=False, repr=False, compare=False)
@@ -255,8 +260,17 @@ class Gemm:
 
     def dequant_flops_at(self, dims: Dims) -> int:
         """FLOPs turning a stored B (``b_dtype``) into the math dtype: 2 per element (convert
-        and scale), once per element of B, k x n x ``batch_count``; 0 for a plain GEMM."""
-        return 2 * dims[1] * dims[2] * self.batch_count if self.b_dtype else 0
+        and scale), once per element of B as stored, k x n x ``batch_count``, or B's tensor
+        where the GEMMs share it (``tensors``: naive attention's K and V, one KV head for a
+        group of query heads, dequantized once as flash attention's op counts them, not once
+        per query head); 0 for a plain GEMM."""
+        if not self.b_dtype:
+            return 0
+        elements = dims[1] * dims[2] * self.batch_count
+        if self.tensors is not None:  # the tensor scales with its matrix, as its bytes do
+            own = self.n * self.k * self.batch_count
+            elements = (self.tensors[1] * elements + own // 2) // own
+        return 2 * elements
 
     @property
     def dequant_flops(self) -> int:

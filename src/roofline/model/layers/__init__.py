@@ -63,7 +63,7 @@ REGISTRY: dict[str, type[FileLayer]] = {"linear": Linear, "transformer": Transfo
                              "flatten": Flatten, "batchnorm": BatchNorm, "add": Add}
 
 __all__ = ["PHASES", "idle_parameters", "kv_cache_bytes", "live_bytes", "matrix_parameters",
-           "saved_bytes",
+           "routing_period", "saved_bytes",
            "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Captured", "Conv2d", "Embedding",
            "Flatten", "GemmShape", "Layer", "Linear", "MaxPool2d", "Norm", "Step", "Transformer",
            "layer_from_fields"]
@@ -86,6 +86,13 @@ def idle_parameters(layer: Layer) -> int:
     """The parameters of ``layer`` a token does not run (a mixture of experts' unrouted
     experts; 0 elsewhere)."""
     return int(getattr(layer, "idle_parameters", 0))
+
+
+def routing_period(layer: Layer) -> int:
+    """The batches over which ``layer``'s work grows evenly: a mixture of experts spreads its
+    routed rows over every expert it holds, the same number each, at every batch that is a
+    multiple of its local experts (``Transformer._expert_rows``); 1 for every other layer."""
+    return max(1, int(getattr(layer, "local_experts", 0)))
 
 
 def kv_cache_bytes(layer: Layer, step: Step) -> int:

@@ -11,7 +11,9 @@ every token), M x N x K with C(M, N) = A(M, K) . B(K, N):
 ``bias: true`` adds a bias add (forward) and its row-sum gradient (backward); ``activation``
 (relu, gelu, silu) adds the activation and its gradient, elementwise over T x out. ``tied:
 true`` says the weight is another layer's (an output layer tied to the embedding): its GEMMs
-are the same, its parameters are not counted twice.
+are the same, its parameters are not counted twice, and its GEMMs read that layer's table as it
+is stored, at the model's dtype (``b_operand`` ``"tied"``: a weight format, int4 or fp8, does not
+apply to an embedding, so a tied output layer is not quantized).
 
 Sparse and sampled (SLIDE-style) layers: ``input_nnz: z`` says each sample's input is sparse
 with z nonzeros (CSR rows: a value and an int32 column index each); ``active_out: a`` says only
@@ -137,6 +139,12 @@ class Linear:
         return self.out_features
 
     @property
+    def _b_operand(self) -> str:
+        """What its forward and data-gradient GEMMs read as B: its weight, or the table of the
+        layer it is tied to (``GemmShape.b_operand``)."""
+        return "tied" if self.tied else "weight"
+
+    @property
     def _product(self) -> str:
         """What its bias follows (``ops.FOLLOWS``)."""
         return "sparse" if self.sparse else "linear"
@@ -152,7 +160,7 @@ class Linear:
             items = [OpShape(self.name, "forward", "sparse-linear", flops, x + w + y + ids)]
         else:
             items = [GemmShape(self.name, "forward", rows, self.out_features, self.in_features,
-                               (role, "out", "in"), (f, 0, 0), b_operand="weight",
+                               (role, "out", "in"), (f, 0, 0), b_operand=self._b_operand,
                                rows=(2, 1, 1) if self.weight_in_out else None)]
         elements = self._outputs(step)
         return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
@@ -170,7 +178,7 @@ class Linear:
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", rows, self.in_features,
                                    self.out_features, (role, "in", "out"), (f, 0, 0),
-                                   b_operand="weight",
+                                   b_operand=self._b_operand,
                                    rows=(2, 2, 1) if self.weight_in_out else None))
         items.append(GemmShape(self.name, "backward-weight", self.in_features, self.out_features,
                                rows, ("in", "out", role), (0, 0, f),
