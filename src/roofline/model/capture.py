@@ -32,6 +32,11 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
   softmax. ``nn.MultiheadAttention`` with ``need_weights=True`` (its default) calls none: torch
   computes the scores itself to return them (bmm, softmax, bmm), and they are recorded so.
+- ``F.dropout`` (and ``torch.dropout``) in training runs as torch runs it on a CUDA tensor: one
+  ``native_dropout`` kernel (x read; y and a 1-byte mask written) and its backward (dY and the
+  mask read, dX written), not the three passes a meta (or CPU) tensor decomposes it into
+  (``_fused_dropout``). An in-place dropout, which CUDA decomposes too, runs as given; so does
+  one that torch's own functions call inside themselves, where the function mode is off.
 - Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
   written once; a view moves nothing and is left out), each at its own element size: those of
   the model's dtype take the step's (an override changes them), any other keeps its own (an
@@ -593,6 +598,7 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
         return deepest.split(".", 1)[1] if "." in deepest else ""
 
     sdpa = torch._C._nn.scaled_dot_product_attention  # F's, the function the mode sees
+    dropouts = (torch.nn.functional.dropout, torch.dropout)
 
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
@@ -604,7 +610,8 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             rec.in_attention += naive  # torch's math attention runs its GEMMs in fp32 on meta
             rec.handling += 1
             try:
-                out = func(*args, **kwargs)
+                out = (_fused_dropout(func, *args, **kwargs) if func in dropouts
+                       else func(*args, **kwargs))
             finally:
                 rec.in_attention -= naive
                 rec.handling -= 1
@@ -637,6 +644,28 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
     functions = Functions()
     with _attention_seen(rec, functions), functions, Dispatch():
         yield
+
+
+def _fused_dropout(func: Callable[..., Any], x: Any, p: float = 0.5, *rest: Any,
+                   **kwargs: Any) -> Any:
+    """``F.dropout`` (or ``torch.dropout``) as torch runs it on a CUDA tensor: in training with
+    0 < p < 1, out of place, ``at::native_dropout``, one kernel that reads x and writes y and a
+    boolean mask (1 B a value), whose backward (``native_dropout_backward``) reads dY and the
+    mask and writes dX (aten/src/ATen/native/Dropout.cpp, ``dropout``:
+    ``is_fused_kernel_acceptable``; cuda/Dropout.cu, ``dropout_cuda``,
+    ``native_dropout_backward_cuda``). On any other tensor, the meta device's included, torch
+    runs ``_dropout_impl``: ``empty_like(x).bernoulli_(1 - p)``, ``div_(1 - p)``, ``x * noise``
+    and ``dY * noise`` backward, 9 values a value where the fused kernel moves 4 and the mask.
+    Any other call (not training, p 0 or 1, in place: ``dropout_`` takes ``_dropout_impl`` on
+    CUDA too) runs as given."""
+    import torch
+
+    training = bool(rest[0] if rest else kwargs.get("training", kwargs.get("train", True)))
+    inplace = bool(rest[1] if len(rest) > 1 else kwargs.get("inplace", False))
+    if (training and not inplace and 0 < p < 1 and isinstance(x, torch.Tensor)
+            and x.is_floating_point() and x.numel()):
+        return torch.native_dropout(x, p, True)[0]
+    return func(x, p, *rest, **kwargs)
 
 
 @contextmanager
