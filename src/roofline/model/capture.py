@@ -26,7 +26,9 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
 - ``scaled_dot_product_attention`` with ``attention="flash"`` (the default) is one fused op, as
   FlashAttention runs it (FLOPs 4 B H Sq Sk D forward, 10/4 of that backward, halved when
   causal; bytes Q, K, V, O read or written once, and, training, the fp32 log-sum-exp per query
-  row written forward and read backward): the same op a transformer layer gives, wherever it
+  row written forward and read backward; an ``attn_mask`` read forward and backward, a boolean
+  one converted first, and a mask that needs a gradient, T5's position bias, given it:
+  ``_fused_attention``): the same op a transformer layer gives, wherever it
   is called from (from inside a torch function too, as ``nn.MultiheadAttention`` with
   ``need_weights=False`` calls it: ``_attention_seen``). With
   ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
@@ -739,7 +741,11 @@ def _owner(rec: _Recorder, current: Callable[[], str]) -> tuple[str, bool]:
 def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
                      attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
                      scale: float | None = None, enable_gqa: bool = False) -> Any:
-    """One fused attention op forward (and its backward, through a custom autograd node)."""
+    """One fused attention op forward (and its backward, through a custom autograd node). An
+    ``attn_mask`` is the additive mask torch's kernel reads (``_additive_mask``): its stored
+    values read forward and again backward (the backward recomputes the scores) and, where it
+    needs a gradient (T5's learned position bias), that gradient written at the scores' shape,
+    B x H x Sq x Sk, then summed to the mask's own shape by autograd (``_mask_gradient``)."""
     import torch
 
     count = _numel(tuple(q.shape[:-2]))  # batch x heads
@@ -749,26 +755,82 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     shape = AttentionShape(int(d), int(sq), int(sk), bool(is_causal))
     # training, the forward writes one fp32 log-sum-exp per query row that the backward reads
     lse = count * sq * LSE_BYTES if rec.train else 0
+    mask = _additive_mask(attn_mask, q)
+    read = _split(mask, _stored(mask), rec)  # the mask's values, forward and backward
 
     class Flash(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, q: Any, k: Any, v: Any) -> Any:
+        def forward(ctx: Any, q: Any, k: Any, v: Any, mask: Any) -> Any:
             return q.new_empty((*q.shape[:-1], v.shape[-1]))
 
         @staticmethod
         def backward(ctx: Any, grad: Any) -> Any:
+            wants = mask is not None and ctx.needs_input_grad[3]
+            written = _split(mask, count * sq * sk if wants else 0, rec)
             rec.add(owner, True, CapturedOp(owner, "backward", "flash-attention-backward",
                                             int(10 * count * sq * sk * d * causal),
-                                            2 * elements, lse, shape))
-            return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+                                            2 * elements + read[0] + written[0],
+                                            lse + read[1] + written[1], shape))
+            return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+                    _mask_gradient(mask, (*q.shape[:-1], sk)) if wants else None)
 
     rec.add(owner, False, CapturedOp(owner, "forward", "flash-attention",
-                                     int(4 * count * sq * sk * d * causal), elements, lse, shape))
+                                     int(4 * count * sq * sk * d * causal), elements + read[0],
+                                     lse + read[1], shape))
     rec.quiet += 1
     try:
-        return Flash.apply(q, k, v)
+        out = Flash.apply(q, k, v, mask)
     finally:
         rec.quiet -= 1
+    if out.grad_fn is not None:  # its backward's own ops (the mask gradient's sum) are its
+        _metadata(out.grad_fn)["roofline_module"] = owner
+    return out
+
+
+def _additive_mask(mask: Any, q: Any) -> Any:
+    """The additive mask torch's attention kernel reads for ``attn_mask``: a boolean one is
+    converted first, a kernel of its own, recorded as it runs (``where(mask, 0, -inf)`` in Q's
+    dtype at the mask's shape: aten/src/ATen/native/transformers/attention.cpp,
+    ``convert_boolean_attn_mask``, as ``scaled_dot_product_attention`` calls it before any
+    backend); a floating-point one as given (Hugging Face's T5 position bias, its sliding-window
+    and padding masks once converted); None without one. FlashAttention takes no mask: torch
+    runs a masked attention with its memory-efficient kernel (cuda/attention.cu,
+    ``_efficient_attention_forward``), which reads the bias tile by tile, broadcast along the
+    heads (or batch) as given (``preprocess_mask`` expands it)."""
+    import torch
+
+    if mask is None or mask.dtype != torch.bool:
+        return mask
+    return torch.where(mask, 0.0, torch.scalar_tensor(float("-inf"), dtype=q.dtype,
+                                                      device=mask.device))
+
+
+def _mask_gradient(mask: Any, scores: tuple[int, ...]) -> Any:
+    """An attention mask's gradient as torch's memory-efficient backward makes it: written at the
+    scores' shape (``_efficient_attention_backward``: ``grad_bias`` of the expanded bias's
+    sizes, cuda/attention_backward.cu), then summed to the mask's own shape (the broadcast's
+    backward; recorded as that ``sum``)."""
+    import torch
+
+    full = torch.empty(scores, dtype=mask.dtype, device=mask.device)
+    return full.sum_to_size(mask.shape) if tuple(mask.shape) != tuple(scores) else full
+
+
+def _stored(t: Any) -> int:
+    """The values a tensor holds in memory: its sizes along every dimension it is not broadcast
+    along (a stride of 0 repeats one value); 0 for None. A kernel that reads a broadcast tensor
+    reads those, as ``_broadcast`` counts a GEMM's broadcast operand once."""
+    if t is None:
+        return 0
+    return _numel(tuple(n for n, stride in zip(t.shape, t.stride()) if stride))
+
+
+def _split(t: Any, values: int, rec: _Recorder) -> tuple[int, int]:
+    """``values`` of ``t``'s as (elements of the model's dtype, bytes of any other: ``_scales``);
+    (0, 0) for None."""
+    if t is None or not values:
+        return 0, 0
+    return (values, 0) if _scales(t, rec.dtype) else (0, values * t.element_size())
 
 
 def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
