@@ -59,7 +59,12 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   so that ``F.cross_entropy`` over a vocabulary reads its N x V log-probabilities once, in the
   log-softmax, not again in the loss. An in-place op that writes a tensor by index moves the
   values it writes, not the tensor (``SCATTERS``: ``index_copy_``, ``index_put_``, ``scatter_``
-  and their accumulating forms): a KV cache updated in place moves the new token's keys. A loss
+  and their accumulating forms): a KV cache updated in place moves the new token's keys; their
+  out-of-place forms copy the tensor whole first (``FUNCTIONAL_SCATTERS``), except a backward
+  formula's into the zeros it just made (the backward of ``gather``, ``index``,
+  ``index_select``, ``topk``, ``max(dim)``, ``sort``), which torch runs in place and the meta
+  device out of place (``_in_place_on_zeros``): a per-token log-probability's backward writes
+  one value a row, not the N x V gradient twice more. A loss
   torch computes in several passes inside one op (``mse_loss``, ``huber_loss``,
   ``smooth_l1_loss``, ``binary_cross_entropy`` and its ``_with_logits`` form, their backward)
   moves what those passes move: its temporaries written and read back (``LOSS_PASSES``).
@@ -207,6 +212,14 @@ GATHERS: dict[str, tuple[tuple[int, ...], int | None]] = {
 #: full, as any op. By op: ``_scattered``.
 SCATTERS = frozenset({"index_copy_", "index_add_", "index_fill_", "index_put_", "scatter_",
                       "scatter_add_", "scatter_reduce_"})
+#: The out-of-place forms of ``SCATTERS``, by the in-place op they run after copying ``self``
+#: (``index_put``: its ``self.clone().index_put_``, TensorAdvancedIndexing.cpp): ``self`` read
+#: and written whole, then the values written as ``SCATTERS`` counts them; a backward formula's
+#: on the zeros it just made runs in place on a device, so there without the copy
+#: (``_in_place_on_zeros``).
+FUNCTIONAL_SCATTERS = {name.rstrip("_"): name for name in SCATTERS}
+#: Ops that make a tensor of zeros (their output a backward formula may scatter into).
+ZERO_FILLS = frozenset({"zeros", "new_zeros", "zeros_like"})
 #: Losses torch computes in several passes inside the one op a capture sees (its kernels run
 #: below the dispatch mode), by op: the position of its ``reduction`` argument (0 none, 1 mean,
 #: 2 sum), its FLOPs a value (each arithmetic or transcendental step 1; a reduced forward one
@@ -294,6 +307,7 @@ class _Recorder:
     uncosted: dict[str, int] = field(default_factory=dict)
     nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
     weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
+    zeroed: dict[int, Any] = field(default_factory=dict)  # id -> a tensor of zeros (ZERO_FILLS)
     last: str = ""
     failed: bool = False  # an op raised (named last, or the one it ran): the failure is its
     depth: int = 0  # ops being called (an op inside another: a decomposition's)
@@ -864,6 +878,8 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # an eval-mode batch norm scales and shifts with the running statistics, computing none:
         # named as torch's eval-only form of it, so that its cost follows from its name
         op = "_native_batch_norm_legit_no_training"
+    if op in ZERO_FILLS and outs:  # a backward formula may scatter into them (``_scattered``)
+        rec.zeroed[id(outs[0])] = outs[0]
     items = (_scattered(op, args, kwargs or {}, pass_, owner, rec)
              or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
                     _gathered(op, args, outs)))
@@ -970,15 +986,42 @@ def _grouped(a: Any, b: Any, offs: Any
 
 def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str, owner: str,
                rec: _Recorder) -> list[Item] | None:
-    """An in-place op that writes ``self`` by index (``SCATTERS``) as the values it writes:
-    ``self`` at each (read there too where it accumulates), the source's values there, the
-    index once; None for any other op, and where the count of values written depends on values
-    (a boolean mask in ``index_put_``: ``_op`` then counts ``self`` in full, an upper bound)."""
+    """An op that writes ``self`` by index (``SCATTERS``) as the values it writes: ``self`` at
+    each (read there too where it accumulates; each of its values at most once, as the
+    compulsory traffic of indices that repeat), the source's values there, the index once; an
+    out-of-place form (``FUNCTIONAL_SCATTERS``) copies ``self`` whole first, read and written,
+    but not in a backward on a tensor the step just zero-filled, which torch runs in place
+    (``_in_place_on_zeros``). None for any other op, and where the count of values written
+    depends on values (a boolean mask in ``index_put_``: ``_op`` then counts ``self`` in full, an
+    upper bound)."""
+    form = FUNCTIONAL_SCATTERS.get(op, op)
+    counted = _scatter_counts(form, args, kwargs) if form in SCATTERS else None
+    if counted is None:
+        return None
+    written, sources, accumulate = counted
+    self = args[0]
+    kind, copied = op, self.numel()
+    if form == op or _in_place_on_zeros(rec, self, pass_):
+        kind, copied = form, 0
+    touched = min(written, self.numel()) * (2 if accumulate else 1) + 2 * copied
+    elements = other = 0
+    for t, count in [*sources, (self, touched)]:
+        if _scales(t, rec.dtype):
+            elements += count
+        else:
+            other += count * t.element_size()
+    return [CapturedOp(owner, pass_, f"aten.{kind}", written if accumulate else 0, elements,
+                       other, dtype=_own_dtype([self], rec.dtype))]
+
+
+def _scatter_counts(op: str, args: Sequence[Any], kwargs: dict[str, Any]
+                    ) -> tuple[int, list[tuple[Any, int]], bool] | None:
+    """For an in-place op of ``SCATTERS``: the values it writes, the tensors it reads (the
+    indices once, the source once per value written, at most its own values) with how many of
+    their values, and whether it accumulates; None for ``index_put_`` with a boolean mask."""
     import torch
 
-    if op not in SCATTERS:
-        return None
-    self, tensor = args[0], torch.Tensor
+    self = args[0]
     if op == "index_put_":  # (self, indices, values, accumulate=False)
         indices = list(args[1])
         if any(i is not None and i.dtype in (torch.bool, torch.uint8) for i in indices):
@@ -1003,16 +1046,21 @@ def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str,
         sources, values = [(index, index.numel())], source
         accumulate = op in ("index_add_", "scatter_add_", "scatter_reduce_") or (
             op == "scatter_" and (len(args) > 4 or "reduce" in kwargs))
-    if isinstance(values, tensor):  # read once per value written (at most its own values)
+    if isinstance(values, torch.Tensor):
         sources.append((values, min(values.numel(), written)))
-    elements = other = 0
-    for t, count in [*sources, (self, written * (2 if accumulate else 1))]:
-        if _scales(t, rec.dtype):
-            elements += count
-        else:
-            other += count * t.element_size()
-    return [CapturedOp(owner, pass_, f"aten.{op}", written if accumulate else 0, elements,
-                       other, dtype=_own_dtype([self], rec.dtype))]
+    return written, sources, accumulate
+
+
+def _in_place_on_zeros(rec: _Recorder, self: Any, pass_: str) -> bool:
+    """Whether an out-of-place scatter (``FUNCTIONAL_SCATTERS``) is a backward formula's, run
+    into the zeros it just made: torch's formulas write there in place (``gather_backward``:
+    ``grad.new_zeros(...).scatter_add_``; ``index_backward``: ``_index_put_impl_``;
+    ``index_select_backward``: ``index_add_``; ``value_selecting_reduction_backward``, the
+    backward of ``topk``, ``max(dim)``, ``sort``: ``scatter_``), and take the out-of-place form
+    only for a tensor-subclass-like tensor, which every meta tensor is
+    (aten/src/ATen/TensorSubclassLikeUtils.h, ``isTensorSubclassLike``: ``MetaBit``, and any
+    tensor under a dispatch mode). A CUDA step makes no copy of the zeros."""
+    return pass_ == "backward" and rec.zeroed.get(id(self)) is self
 
 
 def _loss_passes(op: str, args: Sequence[Any], items: list[Item], rec: _Recorder) -> list[Item]:
