@@ -868,3 +868,28 @@ def test_a_factory_with_a_batch_parameter_is_recaptured_at_the_asked_batch(invok
         assert result.exit_code == 2, result.output
         assert "captured at batch 32; a batch of 48 needs a capture with inputs of that batch" \
             in result.stderr and "Traceback" not in result.output
+
+
+def test_a_view_whose_schema_says_so_moves_nothing():
+    # Tensor.unfold is a view (its schema's output aliases self: OpOverload.is_view), as
+    # transpose is: the sum over its windows reads the 16 x 64 input's 1,024 fp32 values once
+    # (4,096 B), a value each, and writes 16 x 16 (1,024 B); the unfold itself moves nothing
+    # (it was counted as a copy, 8,192 B, and named uncosted). Its backward copies the windows'
+    # gradients back into the input's shape (UnfoldBackward.cpp: the windows do not overlap,
+    # step 4 of size 4): 1,024 read, 1,024 written, no arithmetic.
+    class Windows(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(16, 64))
+
+        def forward(self, x):
+            return (self.w * x).unfold(1, 4, 4).sum(-1)
+
+    net = capture(Windows(), torch.zeros(16, 64), mode="inference")
+    assert [(o.kind, o.bytes) for o in net.ops()] == [("aten.mul", 3 * 1024 * 4),
+                                                      ("aten.sum", 1024 * 4 + 256 * 4)]
+    assert net.uncosted == ()
+    trained = capture(Windows(), torch.zeros(16, 64), mode="train")
+    (back,) = [o for o in trained.ops() if o.kind == "aten.unfold_backward"]
+    assert (back.bytes, back.flops) == (2 * 1024 * 4, 0) == (8_192, 0)
+    assert trained.uncosted == ()

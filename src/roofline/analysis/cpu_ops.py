@@ -146,7 +146,8 @@ CLASSES: dict[str, tuple[str, str | None]] = {
         "smooth_l1_loss_backward", "binary_cross_entropy",  # 4-11 values a value) not priced
         "binary_cross_entropy_backward", "binary_cross_entropy_with_logits")},  # apart
     **{name: (STREAMING, None) for name in (  # contiguous pieces written into a new tensor
-        "cat", "stack", "constant_pad_nd", "tril", "triu", "slice_backward", "select_backward")},
+        "cat", "stack", "constant_pad_nd", "tril", "triu", "slice_backward", "select_backward",
+        "unfold_backward")},
     **{name: (COPY, "copy") for name in (  # a copy, usually of a permuted or strided view
         "clone", "copy", "_to_copy", "contiguous", "repeat", "roll")},
     "exp": (TRANSCENDENTAL, "exp"),

@@ -94,7 +94,9 @@ from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
 from .ops import ELEMENTWISE, AttentionShape
 
-#: Ops that move no data: views, metadata, allocation without writing.
+#: Ops that move no data: views, metadata, allocation without writing; any other op whose
+#: schema makes its output a view of its input (``OpOverload.is_view``: ``unfold``,
+#: ``view_as_real``, ...) moves nothing either (``_record``).
 FREE_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided",
     "detach", "alias", "unsqueeze", "squeeze", "select", "slice", "split", "split_with_sizes",
@@ -124,6 +126,9 @@ FLOPS_PER_ELEMENT = {
                             "constant_pad_nd", "repeat", "roll", "new_zeros", "new_ones",
                             "new_full", "_unsafe_index", "masked_select", "slice_backward",
                             "select_backward",
+                            # a view's windows' gradients copied back into its input's shape
+                            # (UnfoldBackward.cpp; where windows overlap, their adds uncounted)
+                            "unfold_backward",
                             # comparisons, not arithmetic (as max pooling's; torch's
                             # FlopCounterMode counts none either): a router's top-k and the
                             # sort of its choices by expert
@@ -572,7 +577,7 @@ def _step(rec: _Recorder, make: Callable[[list[Any]], Any], params: list[Any],
         rec.updating = False
 
 
-def _record_update(rec: _Recorder, op: str, args: Any, out: Any) -> None:
+def _record_update(rec: _Recorder, op: str, args: Any, out: Any, view: bool = False) -> None:
     """One aten op of the optimizer's step, summed by op over the parameters; ops on host
     tensors only (the step count torch keeps on the CPU) are bookkeeping, not device work."""
     import torch
@@ -580,7 +585,7 @@ def _record_update(rec: _Recorder, op: str, args: Any, out: Any) -> None:
     if not any(t.is_meta for t in _flatten([*args, out]) if isinstance(t, torch.Tensor)):
         return
     rec.module, rec.last = "optimizer", f"aten.{op}"
-    for item in _items(op, args, out, False, "optimizer", rec):
+    for item in _items(op, args, out, False, "optimizer", rec, view=view):
         if isinstance(item, GemmShape):
             raise CaptureError(f"module 'optimizer', op aten.{op}: the optimizer's step runs "
                                f"a GEMM; only elementwise steps (SGD, Adam) are recorded")
@@ -654,7 +659,7 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             finally:
                 rec.depth -= 1
             if not rec.quiet:
-                _record(rec, op, args, out, current, kwargs)
+                _record(rec, op, args, out, current, kwargs, bool(func.is_view))
             return out
 
     functions = Functions()
@@ -728,15 +733,16 @@ def _tag(nodes: list[Any], owner: str) -> None:
 
 
 def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], str],
-            kwargs: dict[str, Any]) -> None:
+            kwargs: dict[str, Any], view: bool = False) -> None:
     """One aten op, charged in the backward to the module whose forward made the autograd node
-    that runs it, in the forward to the innermost module running."""
+    that runs it, in the forward to the innermost module running; ``view``: its schema says
+    its output aliases its input (``OpOverload.is_view``), a view that moves nothing."""
 
     if rec.updating:
-        _record_update(rec, op, args, out)
+        _record_update(rec, op, args, out, view)
         return
     owner, backward = _owner(rec, current)
-    for item in _items(op, args, out, backward, owner, rec, kwargs):
+    for item in _items(op, args, out, backward, owner, rec, kwargs, view):
         rec.add(owner, backward, item)
 
 
@@ -848,7 +854,8 @@ def _split(t: Any, values: int, rec: _Recorder) -> tuple[int, int]:
 
 
 def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
-           rec: _Recorder, kwargs: dict[str, Any] | None = None) -> list[Item]:
+           rec: _Recorder, kwargs: dict[str, Any] | None = None,
+           view: bool = False) -> list[Item]:
     import torch
 
     pass_ = "backward" if backward else "forward"
@@ -868,7 +875,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         mask = tuple(args[10])
         return (_conv(args[1], args[2], [None, None, None, *args[4:7], None, None, args[9]],
                       owner, mask) + _conv_bias(args[0], pass_, owner, bool(mask[2])))
-    if op in FREE_OPS:
+    if op in FREE_OPS or view:
         if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
             rec.weights.update((id(o), o) for o in outs)
         return []
