@@ -893,3 +893,24 @@ def test_a_view_whose_schema_says_so_moves_nothing():
     (back,) = [o for o in trained.ops() if o.kind == "aten.unfold_backward"]
     assert (back.bytes, back.flops) == (2 * 1024 * 4, 0) == (8_192, 0)
     assert trained.uncosted == ()
+
+
+def test_an_in_place_op_that_overwrites_its_tensor_does_not_read_it():
+    # a cache of 2 x 8 x 64 x 16 fp32; 4 new positions assigned by slice (cache[:, :, 8:12] = k:
+    # copy_ into the slice, whose CUDA kernel reads k and writes the slice): the 2 x 8 x 4 x 16
+    # = 1,024 new values read (4,096 B) and written (4,096 B), the slice not read (it was,
+    # 4,096 B more); zero_() of a 32 x 64 buffer writes its 2,048 values (8,192 B), no read
+    class Write(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cache", torch.zeros(2, 8, 64, 16))
+            self.register_buffer("scratch", torch.zeros(32, 64))
+
+        def forward(self, k):
+            self.cache[:, :, 8:12] = k
+            self.scratch.zero_()
+            return self.cache
+
+    net = capture(Write(), torch.zeros(2, 8, 4, 16), mode="inference")
+    assert [(o.kind, o.bytes) for o in net.ops()] == [("aten.copy_", 2 * 1024 * 4),
+                                                      ("aten.zero_", 2048 * 4)]

@@ -170,11 +170,18 @@ FLOPS_PER_ELEMENT = {
 #: alike); a fill's model tensor (``zeros_like(self)``: ``empty_like(self).zero_()``,
 #: ``new_zeros(self, size)``: ``zeros(size, self.options())``, aten/src/ATen/native/
 #: TensorFactories.cpp; the backward of ``gather``, ``index``, ``topk``, ``max(dim)`` and
-#: ``sort`` starts with ``new_zeros(grad, ...)``).
+#: ``sort`` starts with ``new_zeros(grad, ...)``); and the tensor an in-place op overwrites
+#: without reading it, written only (``copy_(self, src)``: its CUDA kernel's iterator has ``self``
+#: as an output, ``src`` its one input, aten/src/ATen/native/Copy.cpp, cuda/Copy.cu; ``fill_``,
+#: ``zero_`` and the random fills alike, cuda/FillKernel.cu, DistributionTemplates.h): a slice of
+#: a cache assigned (``cache[:, :, a:b] = k``: ``copy_`` of the slice) moves k twice, not three
+#: times, and an in-place dropout draws its noise without reading it.
 SHAPE_ONLY_ARGS = {"max_pool2d_with_indices_backward": 1, "avg_pool2d_backward": 1,
                    "nll_loss_backward": 1, "nll_loss2d_backward": 1,
                    **{name: 0 for name in ("zeros_like", "ones_like", "full_like", "new_zeros",
-                                           "new_ones", "new_full")}}
+                                           "new_ones", "new_full", "copy_", "fill_", "zero_",
+                                           "bernoulli_", "normal_", "uniform_", "random_",
+                                           "exponential_", "_foreach_copy_", "_foreach_zero_")}}
 #: Ops that read a tensor by index, one value per index, not in full: by op, the arguments (by
 #: position) so read and the argument whose elements are the indices (None: one index per value
 #: written, a gather's). Their FLOPs count per index too (``FLOPS_PER_ELEMENT``).
