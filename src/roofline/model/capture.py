@@ -28,7 +28,9 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   causal; bytes Q, K, V, O read or written once, and, training, the fp32 log-sum-exp per query
   row written forward and read backward; an ``attn_mask`` read forward and backward, a boolean
   one converted first, and a mask that needs a gradient, T5's position bias, given it:
-  ``_fused_attention``): the same op a transformer layer gives, wherever it
+  ``_fused_attention``; its output and gradients laid out in memory as torch's kernel lays
+  them out, so that the model's copies of them are the ones a device makes: ``_laid_out``):
+  the same op a transformer layer gives, wherever it
   is called from (from inside a torch function too, as ``nn.MultiheadAttention`` with
   ``need_weights=False`` calls it: ``_attention_seen``). With
   ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
@@ -785,10 +787,12 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     mask = _additive_mask(attn_mask, q)
     read = _split(mask, _stored(mask), rec)  # the mask's values, forward and backward
 
+    masked = mask is not None or v.shape[-1] != d  # FlashAttention's cannot: the efficient one
+
     class Flash(torch.autograd.Function):
         @staticmethod
         def forward(ctx: Any, q: Any, k: Any, v: Any, mask: Any) -> Any:
-            return q.new_empty((*q.shape[:-1], v.shape[-1]))
+            return _laid_out(q, v.shape[-1], masked)
 
         @staticmethod
         def backward(ctx: Any, grad: Any) -> Any:
@@ -798,7 +802,8 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
                                             int(10 * count * sq * sk * d * causal),
                                             2 * elements + read[0] + written[0],
                                             lse + read[1] + written[1], shape))
-            return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+            return (_laid_out(q, d, masked), _laid_out(k, d, masked),
+                    _laid_out(v, v.shape[-1], masked),
                     _mask_gradient(mask, (*q.shape[:-1], sk)) if wants else None)
 
     rec.add(owner, False, CapturedOp(owner, "forward", "flash-attention",
@@ -812,6 +817,30 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     if out.grad_fn is not None:  # its backward's own ops (the mask gradient's sum) are its
         _metadata(out.grad_fn)["roofline_module"] = owner
     return out
+
+
+def _laid_out(like: Any, width: int, efficient: bool) -> Any:
+    """An attention output (``like`` Q, ``width`` V's head dim) or gradient (``like`` the input
+    it is the gradient of) laid out in memory as torch's CUDA kernel allocates it, so that the
+    copies the model's code makes of it (Hugging Face's ``.transpose(1, 2).contiguous()``) are
+    the ones a device runs. FlashAttention (and cuDNN's) allocate it like Q, on the Q, K, V
+    torch transposed to B x S x H x D (cuda/flash_attn/flash_api.cpp, ``mha_fwd``: ``out =
+    at::empty_like(q_padded)``; ``mha_bwd``: ``dq = at::empty_like(q)``; cudnn/MHA.cpp,
+    ``alloc_with_matching_layout``): dense in Q's dimension order (``empty_like``), so a Q
+    viewed out of a B x S x H x D projection (GPT-2's) gives an output already B x S x H x D in
+    memory, which ``.transpose(1, 2).contiguous()`` does not copy. The memory-efficient kernel
+    (a mask, or V's head dim not Q's) always allocates B x S x H x D (cuda/attention.cu,
+    ``_efficient_attention_forward``: ``at::empty({B, M, num_heads, Kv})``; its backward's
+    ``grad_q`` alike). A tensor not of 4 dimensions: contiguous."""
+    import torch
+
+    shape = (*like.shape[:-1], width)
+    if like.dim() != 4:
+        return like.new_empty(shape)
+    if efficient:
+        b, h, s, _ = shape
+        return like.new_empty((b, s, h, width)).transpose(1, 2)
+    return torch.empty_like(like) if width == like.shape[-1] else like.new_empty(shape)
 
 
 def _additive_mask(mask: Any, q: Any) -> Any:

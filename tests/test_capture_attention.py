@@ -1,7 +1,8 @@
-"""What roofline.torch.capture counts for a fused attention given a mask (``attn_mask``): the mask
-torch's kernel reads, forward and backward, and, where the mask needs a gradient (T5's learned
-relative position bias), that gradient and everything that flows from it. Worked out by hand
-from the shapes, never from the code's own output.
+"""What roofline.torch.capture counts around a fused attention: given a mask (``attn_mask``), the
+mask torch's kernel reads, forward and backward, and, where the mask needs a gradient (T5's
+learned relative position bias), that gradient and everything that flows from it; and the copy
+the model's code makes of its output, which depends on how torch's kernel lays that output out.
+Worked out by hand from the shapes, never from the code's own output.
 
 torch's ``scaled_dot_product_attention`` converts a boolean mask into an additive one in Q's
 dtype first (aten/src/ATen/native/transformers/attention.cpp, ``convert_boolean_attn_mask``:
@@ -10,6 +11,12 @@ memory-efficient kernel, which reads the bias forward and again backward (it rec
 scores) and, when the bias requires grad, writes its gradient at the scores' shape B x H x Sq x Sk
 (cuda/attention_backward.cu, ``_efficient_attention_backward``: ``grad_bias``), which autograd
 then sums to the mask's own shape.
+
+FlashAttention (and cuDNN's attention) allocate the output like Q (cuda/flash_attn/flash_api.cpp,
+``mha_fwd``: ``out = at::empty_like(q_padded)``; cudnn/MHA.cpp, ``alloc_with_matching_layout``);
+the memory-efficient kernel always B x S x H x D (cuda/attention.cu,
+``_efficient_attention_forward``). A Hugging Face attention then runs
+``out.transpose(1, 2).contiguous()``: a copy only where the output is B x H x S x D in memory.
 
 Needs torch (the `torch` extra; .ci/run installs it); the T5 test transformers (the `hf` extra)."""
 
@@ -122,3 +129,51 @@ def test_a_t5_position_bias_gets_its_gradient():
     grads = [o for o in net.ops() if o.kind == "aten.embedding_dense_backward"
              and o.layer.endswith("relative_attention_bias")]
     assert len(grads) == 2
+
+
+class Heads(torch.nn.Module):
+    """Attention as a Hugging Face model runs it, from Q, K, V of B x S x (H D) (``from_qkv``:
+    GPT-2's, views of one B x S x 3 (H D) projection) or of B x H x S x D, its output
+    transposed back to B x S x H x D and made contiguous."""
+
+    def __init__(self, from_qkv, masked=False):
+        super().__init__()
+        self.from_qkv, self.masked = from_qkv, masked
+        self.register_buffer("window", torch.ones(S, S, dtype=torch.bool))
+
+    def forward(self, *x):
+        if self.from_qkv:
+            q, k, v = (t.view(B, S, H, D).transpose(1, 2) for t in x[0].split(H * D, dim=2))
+        else:
+            q, k, v = x
+        mask = self.window if self.masked else None
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=not self.masked)
+        return out.transpose(1, 2).contiguous()
+
+
+def _kinds(net):
+    return [(o.kind, o.bytes) for o in net.ops() if o.kind != "aten.where"]
+
+
+def test_an_output_laid_out_like_a_strided_q_is_not_copied():
+    # GPT-2: Q a view of the B x S x 3 (H D) projection, so the kernel's output is B x S x H x D
+    # in memory and .transpose(1, 2).contiguous() is that tensor: the attention alone, its Q, K,
+    # V read and O written (262,144 B). A contiguous B x H x S x D output, as counted before,
+    # was copied: 2 x 16,384 x 4 B more
+    net = capture(Heads(from_qkv=True), torch.zeros(B, S, 3 * H * D), mode="inference")
+    assert _kinds(net) == [("flash-attention", 4 * QKV * 4)]
+
+
+def test_an_output_laid_out_like_a_contiguous_q_is_copied():
+    # Q, K, V of B x H x S x D: the output too, so the transpose is made contiguous by a copy,
+    # 16,384 values read and written (131,072 B), a permuted one
+    net = capture(Heads(from_qkv=False), *_inputs(), mode="inference")
+    assert _kinds(net) == [("flash-attention", 4 * QKV * 4), ("aten.clone", 2 * QKV * 4)]
+    assert [o.strided for o in net.ops() if o.kind == "aten.clone"] == [True]
+
+
+def test_a_masked_attentions_output_is_laid_out_b_s_h_d_and_not_copied():
+    # a mask: the memory-efficient kernel, whose output is B x S x H x D whatever Q: no copy;
+    # the attention reads the boolean mask's conversion, 64 x 64 fp32 values (16,384 B)
+    net = capture(Heads(from_qkv=False, masked=True), *_inputs(), mode="inference")
+    assert _kinds(net) == [("flash-attention", 4 * QKV * 4 + S * S * 4)]
