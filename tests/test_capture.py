@@ -337,7 +337,7 @@ def test_the_step_asked_for_runs_whatever_mode_the_module_was_left_in():
     ops = capture(frozen, torch.zeros(4, 16), mode="train").ops()
     kinds = {o.kind for o in ops}
     assert "aten._native_batch_norm_legit_no_training" not in kinds
-    assert "aten.bernoulli_" in kinds  # dropout draws its mask (on meta tensors, decomposed)
+    assert "aten.native_dropout" in kinds  # dropout draws its mask (CUDA's fused kernel)
     assert not any(m.training for m in frozen.modules())
 
 
@@ -868,3 +868,49 @@ def test_a_factory_with_a_batch_parameter_is_recaptured_at_the_asked_batch(invok
         assert result.exit_code == 2, result.output
         assert "captured at batch 32; a batch of 48 needs a capture with inputs of that batch" \
             in result.stderr and "Traceback" not in result.output
+
+
+def test_a_view_whose_schema_says_so_moves_nothing():
+    # Tensor.unfold is a view (its schema's output aliases self: OpOverload.is_view), as
+    # transpose is: the sum over its windows reads the 16 x 64 input's 1,024 fp32 values once
+    # (4,096 B), a value each, and writes 16 x 16 (1,024 B); the unfold itself moves nothing
+    # (it was counted as a copy, 8,192 B, and named uncosted). Its backward copies the windows'
+    # gradients back into the input's shape (UnfoldBackward.cpp: the windows do not overlap,
+    # step 4 of size 4): 1,024 read, 1,024 written, no arithmetic.
+    class Windows(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(16, 64))
+
+        def forward(self, x):
+            return (self.w * x).unfold(1, 4, 4).sum(-1)
+
+    net = capture(Windows(), torch.zeros(16, 64), mode="inference")
+    assert [(o.kind, o.bytes) for o in net.ops()] == [("aten.mul", 3 * 1024 * 4),
+                                                      ("aten.sum", 1024 * 4 + 256 * 4)]
+    assert net.uncosted == ()
+    trained = capture(Windows(), torch.zeros(16, 64), mode="train")
+    (back,) = [o for o in trained.ops() if o.kind == "aten.unfold_backward"]
+    assert (back.bytes, back.flops) == (2 * 1024 * 4, 0) == (8_192, 0)
+    assert trained.uncosted == ()
+
+
+def test_an_in_place_op_that_overwrites_its_tensor_does_not_read_it():
+    # a cache of 2 x 8 x 64 x 16 fp32; 4 new positions assigned by slice (cache[:, :, 8:12] = k:
+    # copy_ into the slice, whose CUDA kernel reads k and writes the slice): the 2 x 8 x 4 x 16
+    # = 1,024 new values read (4,096 B) and written (4,096 B), the slice not read (it was,
+    # 4,096 B more); zero_() of a 32 x 64 buffer writes its 2,048 values (8,192 B), no read
+    class Write(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cache", torch.zeros(2, 8, 64, 16))
+            self.register_buffer("scratch", torch.zeros(32, 64))
+
+        def forward(self, k):
+            self.cache[:, :, 8:12] = k
+            self.scratch.zero_()
+            return self.cache
+
+    net = capture(Write(), torch.zeros(2, 8, 4, 16), mode="inference")
+    assert [(o.kind, o.bytes) for o in net.ops()] == [("aten.copy_", 2 * 1024 * 4),
+                                                      ("aten.zero_", 2048 * 4)]

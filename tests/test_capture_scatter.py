@@ -128,8 +128,10 @@ def test_index_add_and_index_fill_move_the_slices_they_touch():
 
 
 def test_the_out_of_place_forms_copy_the_whole_tensor():
-    # index_copy (no underscore) returns a new tensor: self read whole, the result written
-    # whole, the source and index read: 4 x 100 x 4 B twice, 48 B, 24 B
+    # index_copy (no underscore) returns a new tensor: self copied into the result (read whole,
+    # written whole: 4 x 100 x 4 B twice), then index_copy_ into it (TensorAdvancedIndexing.cpp,
+    # index_copy_out: ``result.copy_(self)``, then the stub): the source and index read (48 B,
+    # 24 B) and the source's 12 values written at their index (48 B)
     index = torch.zeros(3, dtype=torch.long)
 
     class OutOfPlace(torch.nn.Module):
@@ -138,7 +140,7 @@ def test_the_out_of_place_forms_copy_the_whole_tensor():
 
     net = capture(OutOfPlace(), torch.zeros(4, 3), mode="inference")
     ops = {o.kind: o.bytes for o in net.ops()}
-    assert ops["aten.index_copy"] == 2 * 400 * 4 + 48 + 24
+    assert ops["aten.index_copy"] == 2 * 400 * 4 + 48 + 24 + 48 == 3_320
 
 
 def test_an_fp32_cache_in_a_bf16_model_counts_its_own_bytes():
@@ -157,3 +159,61 @@ def test_an_fp32_cache_in_a_bf16_model_counts_its_own_bytes():
     assert ops["aten.index_copy_"] == (2_056, "fp32")
     # the cast before it: 256 bf16 values read (512 B), 256 fp32 written (1,024 B)
     assert ops["aten._to_copy"] == (1_536, "fp32")
+
+
+class Logits(torch.nn.Module):
+    """``f`` of a 64 x 1,000 table of logits it learns (fp32): a backward runs through ``f``."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.zeros(64, 1000))
+        self.f = f
+
+    def forward(self, index):
+        return self.f(self.table * 1.0, index)
+
+
+def _backward(f):
+    """{kind: (bytes, FLOPs)} of the backward ops of ``Logits(f)`` trained on 64 indices."""
+    net = capture(Logits(f), torch.zeros(64, dtype=torch.long), mode="train")
+    assert net.uncosted == ()
+    return {o.kind: (o.bytes, o.flops) for o in net.ops() if o.pass_ == "backward"}
+
+
+def test_a_gathers_backward_scatters_into_its_zeros_in_place():
+    # a per-token log-probability (log_softmax(x).gather(-1, labels)): its backward zero-fills
+    # a 64 x 1,000 gradient (256,000 B written), then scatter_add_ writes one value per row into
+    # it: the 64 gradient values read (256 B), the 64 int64 indices (512 B), the 64 values it
+    # adds to read and written (512 B): 1,280 B. The out-of-place scatter_add the meta device
+    # runs instead read the zeros and wrote them again whole: 512,768 B
+    ops = _backward(lambda x, i: x.log_softmax(-1).gather(-1, i[:, None]).sum())
+    assert ops["aten.new_zeros"][0] == 64 * 1000 * 4 == 256_000
+    assert ops["aten.scatter_add_"] == (64 * 4 + 64 * 8 + 2 * 64 * 4, 64) == (1_280, 64)
+    assert "aten.scatter_add" not in ops
+
+
+def test_an_index_selects_backward_adds_its_rows_in_place_and_is_costed():
+    # index_select(0, 8 indices) of the table: backward index_add_ of the 8 x 1,000 gradient into
+    # zeros: 8,000 values read (32,000 B), 8 indices (64 B), 8,000 values read and written
+    # (64,000 B), an add each; the out-of-place index_add was counted whole and named uncosted
+    ops = _backward(lambda x, i: x.index_select(0, i[:8]).sum())
+    assert ops["aten.index_add_"] == (8000 * 4 + 8 * 8 + 2 * 8000 * 4, 8000) == (96_064, 8000)
+
+
+def test_a_topks_backward_writes_its_values_in_place():
+    # topk(2) over each row: backward scatter_ of the 64 x 2 gradient into zeros: 128 values
+    # read (512 B), 128 indices (1,024 B), 128 values written (512 B)
+    ops = _backward(lambda x, i: x.topk(2, -1).values.sum())
+    assert ops["aten.scatter_"] == (128 * 4 + 128 * 8 + 128 * 4, 0) == (2_048, 0)
+
+
+def test_repeated_indices_touch_each_value_once_at_most():
+    # 8 rows of 100 added at index 0 of a 4 x 100 tensor: 800 values written, but the tensor
+    # holds 400: at most those read and written (3,200 B), the 800 source values (3,200 B), 8
+    # indices (64 B)
+    def accumulate(c, i, x):
+        c.index_put_((i.expand(8),), x, accumulate=True)
+
+    kind, nbytes, flops = _op(accumulate, torch.zeros(8, 100), shape=(4, 100))
+    assert (kind, nbytes, flops) == ("aten.index_put_", 2 * 400 * 4 + 800 * 4 + 64, 800) \
+        == ("aten.index_put_", 6_464, 800)

@@ -416,3 +416,21 @@ def test_an_add_in_cache_slower_than_dram_is_called_stalled(monkeypatch):
     op_costs.calibrate_ops(s, 2**20)
     stalled = [w for w in s.warnings if w.code == "op_costs_stalled"]
     assert len(stalled) == 1 and "OMP_WAIT_POLICY=ACTIVE" in note_text(stalled[0])
+
+
+def test_a_captured_dropout_is_priced_as_torchs_cpu_decomposes_it():
+    # the capture records a training dropout as CUDA's one kernel: 2^20 fp32 values read and
+    # written and a 1-byte mask, 9 MiB (model.capture._fused_dropout). torch's CPU runs
+    # bernoulli_, div_ and x * noise: 1 + 2 + 3 = 6 fp32 values a value, 24 MiB, in 3 calls:
+    # beyond 1/32 of the LLC, 3 x 2 us + 24 MiB / 10e9; its backward dY * noise, 3 values (12
+    # MiB) in one call
+    forward = Op("OP1", "drop", "forward", "aten.native_dropout", 2 * MIB, 9 * MIB)
+    backward = Op("OP2", "drop", "backward", "aten.native_dropout_backward", MIB, 9 * MIB)
+    assert analyze_op(forward, spec(), "fp32").predicted_time_s == pytest.approx(
+        3 * 2e-6 + 24 * MIB / 10e9)
+    assert analyze_op(backward, spec(), "fp32").predicted_time_s == pytest.approx(
+        2e-6 + 12 * MIB / 10e9)
+    # in a 16-bit dtype: 2 x 2 B + 1 B = 5 B a value recorded, 6 x 2 B = 12 B a value moved
+    half = Op("OP1", "drop", "forward", "aten.native_dropout", 2 * MIB, 5 * MIB)
+    assert analyze_op(half, spec(), "fp16").predicted_time_s == pytest.approx(
+        3 * 2e-6 + 12 * MIB / 10e9)

@@ -45,6 +45,11 @@ a CPU: torch's ``addmm`` copies it into the output first (``model.capture``), a 
 other op's. A bias gradient stays an op (oneDNN's backward computes a convolution's at about
 a read pass: 33.6 against 32.9 ms, median of 20, at 16 x 32 x 112 x 112).
 
+A captured training dropout, which the capture records as the one kernel torch's CUDA runs
+(``aten.native_dropout``: x read, y and a 1-byte mask written), is priced as torch's CPU runs it:
+``bernoulli_``, ``div_`` and a multiply, 3 calls moving 6 values a value, its backward one
+multiply of 3 (``CPU_DECOMPOSED``).
+
 A kind no row maps, or whose class the calibration lacks (numpy cannot time GELU, batch norm,
 pooling or attention: ``missing`` says why), streams, and its basis says so:
 ``calibrated: streaming (unmapped)`` or ``calibrated: streaming (not measured)``. Captured ops
@@ -146,7 +151,8 @@ CLASSES: dict[str, tuple[str, str | None]] = {
         "smooth_l1_loss_backward", "binary_cross_entropy",  # 4-11 values a value) not priced
         "binary_cross_entropy_backward", "binary_cross_entropy_with_logits")},  # apart
     **{name: (STREAMING, None) for name in (  # contiguous pieces written into a new tensor
-        "cat", "stack", "constant_pad_nd", "tril", "triu", "slice_backward", "select_backward")},
+        "cat", "stack", "constant_pad_nd", "tril", "triu", "slice_backward", "select_backward",
+        "unfold_backward")},
     **{name: (COPY, "copy") for name in (  # a copy, usually of a permuted or strided view
         "clone", "copy", "_to_copy", "contiguous", "repeat", "roll")},
     "exp": (TRANSCENDENTAL, "exp"),
@@ -178,6 +184,26 @@ CLASSES: dict[str, tuple[str, str | None]] = {
 }
 
 
+#: Captured ops recorded as the one kernel torch's CUDA runs that torch's CPU runs as several
+#: calls instead (``model.capture._fused_dropout``): by kind, the calls and the values of the
+#: op's dtype they move a value, where the capture counted 2 values and a 1-byte mask a value.
+#: A training dropout: ``empty_like(x).bernoulli_`` writes the noise (1 value), ``div_`` (2),
+#: ``x * noise`` (3): 3 calls, 6 values; its backward ``dY * noise``: 1 call, 3 values
+#: (aten/src/ATen/native/Dropout.cpp, ``_dropout_impl``: ``is_fused_kernel_acceptable`` takes
+#: the fused kernel on CUDA only).
+CPU_DECOMPOSED = {"aten.native_dropout": (3, 6), "aten.native_dropout_backward": (1, 3)}
+
+
+def _as_cpu_runs(op: Op, dtype: str) -> tuple[float, int]:
+    """The bytes and calls of ``op`` as torch's CPU runs it (``CPU_DECOMPOSED``); any other op's
+    own bytes in one call."""
+    if op.kind not in CPU_DECOMPOSED:
+        return float(op.bytes), 1
+    calls, per_value = CPU_DECOMPOSED[op.kind]
+    e = itemsize(op.dtype or dtype)
+    return per_value * e * op.bytes / (2 * e + 1), calls
+
+
 def base_kind(kind: str) -> str:
     """The name ``CLASSES`` knows ``kind`` by: a captured ``aten.<op>`` less ``_foreach_`` and
     a trailing ``_`` (``aten._foreach_add_`` -> ``add``), as ``model.capture`` costs it."""
@@ -204,9 +230,10 @@ def predict_cpu_op(op: Op, ops: CpuOpsCalibration, dtype: str, peak: float,
     """The time to expect for ``op`` (module docstring); ``peak`` is the report dtype's."""
     if op.kind in EPILOGUE_KINDS and op.follows in CPU_EPILOGUE_FOLLOWS:
         return OpPrediction(0.0, "gemm-epilogue", {})
-    resident = llc_bytes is not None and op.bytes <= RESIDENT_SHARE * llc_bytes
+    nbytes, calls = _as_cpu_runs(op, dtype)
+    resident = llc_bytes is not None and nbytes <= RESIDENT_SHARE * llc_bytes
     stream_gbs = ops.rates_gbs["stream_cache" if resident else "stream_dram"]
-    stream_s = op.bytes / (stream_gbs * 1e9)
+    stream_s = nbytes / (stream_gbs * 1e9)
     found = class_of(op.kind)
     if found is not None and found[0] == COPY and not op.strided and base_kind(
             op.kind) in COPIES:
@@ -224,13 +251,13 @@ def predict_cpu_op(op: Op, ops: CpuOpsCalibration, dtype: str, peak: float,
             share = interpolate(table, op.attention.s)
             work_s = op.flops / (share * peak)
     elif key is not None and key in ops.rates_gbs:
-        work_s = op.bytes * itemsize(ops.dtype) / itemsize(dtype) / (ops.rates_gbs[key] * 1e9)
+        work_s = nbytes * itemsize(ops.dtype) / itemsize(dtype) / (ops.rates_gbs[key] * 1e9)
     elif key is not None:
         basis = NOT_MEASURED
     flop_s = op.flops / peak
-    terms = {"call_s": ops.call_s, "stream_s": stream_s, "work_s": work_s, "flop_s": flop_s,
-             "resident": float(resident), "peak_share": share}
-    return OpPrediction(ops.call_s + max(stream_s, work_s, flop_s), basis, terms)
+    terms = {"call_s": calls * ops.call_s, "stream_s": stream_s, "work_s": work_s,
+             "flop_s": flop_s, "resident": float(resident), "peak_share": share}
+    return OpPrediction(calls * ops.call_s + max(stream_s, work_s, flop_s), basis, terms)
 
 
 def op_sources(ops: CpuOpsCalibration) -> dict[str, Any]:

@@ -26,12 +26,21 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
 - ``scaled_dot_product_attention`` with ``attention="flash"`` (the default) is one fused op, as
   FlashAttention runs it (FLOPs 4 B H Sq Sk D forward, 10/4 of that backward, halved when
   causal; bytes Q, K, V, O read or written once, and, training, the fp32 log-sum-exp per query
-  row written forward and read backward): the same op a transformer layer gives, wherever it
+  row written forward and read backward; an ``attn_mask`` read forward and backward, a boolean
+  one converted first, and a mask that needs a gradient, T5's position bias, given it:
+  ``_fused_attention``; its output and gradients laid out in memory as torch's kernel lays
+  them out, so that the model's copies of them are the ones a device makes: ``_laid_out``):
+  the same op a transformer layer gives, wherever it
   is called from (from inside a torch function too, as ``nn.MultiheadAttention`` with
   ``need_weights=False`` calls it: ``_attention_seen``). With
   ``attention="naive"`` it runs as torch runs it on the meta device: two batched GEMMs and a
   softmax. ``nn.MultiheadAttention`` with ``need_weights=True`` (its default) calls none: torch
   computes the scores itself to return them (bmm, softmax, bmm), and they are recorded so.
+- ``F.dropout`` (and ``torch.dropout``) in training runs as torch runs it on a CUDA tensor: one
+  ``native_dropout`` kernel (x read; y and a 1-byte mask written) and its backward (dY and the
+  mask read, dX written), not the three passes a meta (or CPU) tensor decomposes it into
+  (``_fused_dropout``). An in-place dropout, which CUDA decomposes too, runs as given; so does
+  one that torch's own functions call inside themselves, where the function mode is off.
 - Every other op is an op of the step: its bytes are its tensors (inputs read once, outputs
   written once; a view moves nothing and is left out), each at its own element size: those of
   the model's dtype take the step's (an override changes them), any other keeps its own (an
@@ -52,7 +61,12 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   so that ``F.cross_entropy`` over a vocabulary reads its N x V log-probabilities once, in the
   log-softmax, not again in the loss. An in-place op that writes a tensor by index moves the
   values it writes, not the tensor (``SCATTERS``: ``index_copy_``, ``index_put_``, ``scatter_``
-  and their accumulating forms): a KV cache updated in place moves the new token's keys. A loss
+  and their accumulating forms): a KV cache updated in place moves the new token's keys; their
+  out-of-place forms copy the tensor whole first (``FUNCTIONAL_SCATTERS``), except a backward
+  formula's into the zeros it just made (the backward of ``gather``, ``index``,
+  ``index_select``, ``topk``, ``max(dim)``, ``sort``), which torch runs in place and the meta
+  device out of place (``_in_place_on_zeros``): a per-token log-probability's backward writes
+  one value a row, not the N x V gradient twice more. A loss
   torch computes in several passes inside one op (``mse_loss``, ``huber_loss``,
   ``smooth_l1_loss``, ``binary_cross_entropy`` and its ``_with_logits`` form, their backward)
   moves what those passes move: its temporaries written and read back (``LOSS_PASSES``).
@@ -82,7 +96,9 @@ from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
 from .ops import ELEMENTWISE, AttentionShape
 
-#: Ops that move no data: views, metadata, allocation without writing.
+#: Ops that move no data: views, metadata, allocation without writing; any other op whose
+#: schema makes its output a view of its input (``OpOverload.is_view``: ``unfold``,
+#: ``view_as_real``, ...) moves nothing either (``_record``).
 FREE_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided",
     "detach", "alias", "unsqueeze", "squeeze", "select", "slice", "split", "split_with_sizes",
@@ -112,6 +128,9 @@ FLOPS_PER_ELEMENT = {
                             "constant_pad_nd", "repeat", "roll", "new_zeros", "new_ones",
                             "new_full", "_unsafe_index", "masked_select", "slice_backward",
                             "select_backward",
+                            # a view's windows' gradients copied back into its input's shape
+                            # (UnfoldBackward.cpp; where windows overlap, their adds uncounted)
+                            "unfold_backward",
                             # comparisons, not arithmetic (as max pooling's; torch's
                             # FlopCounterMode counts none either): a router's top-k and the
                             # sort of its choices by expert
@@ -153,11 +172,18 @@ FLOPS_PER_ELEMENT = {
 #: alike); a fill's model tensor (``zeros_like(self)``: ``empty_like(self).zero_()``,
 #: ``new_zeros(self, size)``: ``zeros(size, self.options())``, aten/src/ATen/native/
 #: TensorFactories.cpp; the backward of ``gather``, ``index``, ``topk``, ``max(dim)`` and
-#: ``sort`` starts with ``new_zeros(grad, ...)``).
+#: ``sort`` starts with ``new_zeros(grad, ...)``); and the tensor an in-place op overwrites
+#: without reading it, written only (``copy_(self, src)``: its CUDA kernel's iterator has ``self``
+#: as an output, ``src`` its one input, aten/src/ATen/native/Copy.cpp, cuda/Copy.cu; ``fill_``,
+#: ``zero_`` and the random fills alike, cuda/FillKernel.cu, DistributionTemplates.h): a slice of
+#: a cache assigned (``cache[:, :, a:b] = k``: ``copy_`` of the slice) moves k twice, not three
+#: times, and an in-place dropout draws its noise without reading it.
 SHAPE_ONLY_ARGS = {"max_pool2d_with_indices_backward": 1, "avg_pool2d_backward": 1,
                    "nll_loss_backward": 1, "nll_loss2d_backward": 1,
                    **{name: 0 for name in ("zeros_like", "ones_like", "full_like", "new_zeros",
-                                           "new_ones", "new_full")}}
+                                           "new_ones", "new_full", "copy_", "fill_", "zero_",
+                                           "bernoulli_", "normal_", "uniform_", "random_",
+                                           "exponential_", "_foreach_copy_", "_foreach_zero_")}}
 #: Ops that read a tensor by index, one value per index, not in full: by op, the arguments (by
 #: position) so read and the argument whose elements are the indices (None: one index per value
 #: written, a gather's). Their FLOPs count per index too (``FLOPS_PER_ELEMENT``).
@@ -200,6 +226,14 @@ GATHERS: dict[str, tuple[tuple[int, ...], int | None]] = {
 #: full, as any op. By op: ``_scattered``.
 SCATTERS = frozenset({"index_copy_", "index_add_", "index_fill_", "index_put_", "scatter_",
                       "scatter_add_", "scatter_reduce_"})
+#: The out-of-place forms of ``SCATTERS``, by the in-place op they run after copying ``self``
+#: (``index_put``: its ``self.clone().index_put_``, TensorAdvancedIndexing.cpp): ``self`` read
+#: and written whole, then the values written as ``SCATTERS`` counts them; a backward formula's
+#: on the zeros it just made runs in place on a device, so there without the copy
+#: (``_in_place_on_zeros``).
+FUNCTIONAL_SCATTERS = {name.rstrip("_"): name for name in SCATTERS}
+#: Ops that make a tensor of zeros (their output a backward formula may scatter into).
+ZERO_FILLS = frozenset({"zeros", "new_zeros", "zeros_like"})
 #: Losses torch computes in several passes inside the one op a capture sees (its kernels run
 #: below the dispatch mode), by op: the position of its ``reduction`` argument (0 none, 1 mean,
 #: 2 sum), its FLOPs a value (each arithmetic or transcendental step 1; a reduced forward one
@@ -287,6 +321,7 @@ class _Recorder:
     uncosted: dict[str, int] = field(default_factory=dict)
     nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
     weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
+    zeroed: dict[int, Any] = field(default_factory=dict)  # id -> a tensor of zeros (ZERO_FILLS)
     last: str = ""
     failed: bool = False  # an op raised (named last, or the one it ran): the failure is its
     depth: int = 0  # ops being called (an op inside another: a decomposition's)
@@ -551,7 +586,7 @@ def _step(rec: _Recorder, make: Callable[[list[Any]], Any], params: list[Any],
         rec.updating = False
 
 
-def _record_update(rec: _Recorder, op: str, args: Any, out: Any) -> None:
+def _record_update(rec: _Recorder, op: str, args: Any, out: Any, view: bool = False) -> None:
     """One aten op of the optimizer's step, summed by op over the parameters; ops on host
     tensors only (the step count torch keeps on the CPU) are bookkeeping, not device work."""
     import torch
@@ -559,7 +594,7 @@ def _record_update(rec: _Recorder, op: str, args: Any, out: Any) -> None:
     if not any(t.is_meta for t in _flatten([*args, out]) if isinstance(t, torch.Tensor)):
         return
     rec.module, rec.last = "optimizer", f"aten.{op}"
-    for item in _items(op, args, out, False, "optimizer", rec):
+    for item in _items(op, args, out, False, "optimizer", rec, view=view):
         if isinstance(item, GemmShape):
             raise CaptureError(f"module 'optimizer', op aten.{op}: the optimizer's step runs "
                                f"a GEMM; only elementwise steps (SGD, Adam) are recorded")
@@ -593,6 +628,7 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
         return deepest.split(".", 1)[1] if "." in deepest else ""
 
     sdpa = torch._C._nn.scaled_dot_product_attention  # F's, the function the mode sees
+    dropouts = (torch.nn.functional.dropout, torch.dropout)
 
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
@@ -604,7 +640,8 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             rec.in_attention += naive  # torch's math attention runs its GEMMs in fp32 on meta
             rec.handling += 1
             try:
-                out = func(*args, **kwargs)
+                out = (_fused_dropout(func, *args, **kwargs) if func in dropouts
+                       else func(*args, **kwargs))
             finally:
                 rec.in_attention -= naive
                 rec.handling -= 1
@@ -631,12 +668,34 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             finally:
                 rec.depth -= 1
             if not rec.quiet:
-                _record(rec, op, args, out, current, kwargs)
+                _record(rec, op, args, out, current, kwargs, bool(func.is_view))
             return out
 
     functions = Functions()
     with _attention_seen(rec, functions), functions, Dispatch():
         yield
+
+
+def _fused_dropout(func: Callable[..., Any], x: Any, p: float = 0.5, *rest: Any,
+                   **kwargs: Any) -> Any:
+    """``F.dropout`` (or ``torch.dropout``) as torch runs it on a CUDA tensor: in training with
+    0 < p < 1, out of place, ``at::native_dropout``, one kernel that reads x and writes y and a
+    boolean mask (1 B a value), whose backward (``native_dropout_backward``) reads dY and the
+    mask and writes dX (aten/src/ATen/native/Dropout.cpp, ``dropout``:
+    ``is_fused_kernel_acceptable``; cuda/Dropout.cu, ``dropout_cuda``,
+    ``native_dropout_backward_cuda``). On any other tensor, the meta device's included, torch
+    runs ``_dropout_impl``: ``empty_like(x).bernoulli_(1 - p)``, ``div_(1 - p)``, ``x * noise``
+    and ``dY * noise`` backward, 9 values a value where the fused kernel moves 4 and the mask.
+    Any other call (not training, p 0 or 1, in place: ``dropout_`` takes ``_dropout_impl`` on
+    CUDA too) runs as given."""
+    import torch
+
+    training = bool(rest[0] if rest else kwargs.get("training", kwargs.get("train", True)))
+    inplace = bool(rest[1] if len(rest) > 1 else kwargs.get("inplace", False))
+    if (training and not inplace and 0 < p < 1 and isinstance(x, torch.Tensor)
+            and x.is_floating_point() and x.numel()):
+        return torch.native_dropout(x, p, True)[0]
+    return func(x, p, *rest, **kwargs)
 
 
 @contextmanager
@@ -683,15 +742,16 @@ def _tag(nodes: list[Any], owner: str) -> None:
 
 
 def _record(rec: _Recorder, op: str, args: Any, out: Any, current: Callable[[], str],
-            kwargs: dict[str, Any]) -> None:
+            kwargs: dict[str, Any], view: bool = False) -> None:
     """One aten op, charged in the backward to the module whose forward made the autograd node
-    that runs it, in the forward to the innermost module running."""
+    that runs it, in the forward to the innermost module running; ``view``: its schema says
+    its output aliases its input (``OpOverload.is_view``), a view that moves nothing."""
 
     if rec.updating:
-        _record_update(rec, op, args, out)
+        _record_update(rec, op, args, out, view)
         return
     owner, backward = _owner(rec, current)
-    for item in _items(op, args, out, backward, owner, rec, kwargs):
+    for item in _items(op, args, out, backward, owner, rec, kwargs, view):
         rec.add(owner, backward, item)
 
 
@@ -710,7 +770,11 @@ def _owner(rec: _Recorder, current: Callable[[], str]) -> tuple[str, bool]:
 def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
                      attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
                      scale: float | None = None, enable_gqa: bool = False) -> Any:
-    """One fused attention op forward (and its backward, through a custom autograd node)."""
+    """One fused attention op forward (and its backward, through a custom autograd node). An
+    ``attn_mask`` is the additive mask torch's kernel reads (``_additive_mask``): its stored
+    values read forward and again backward (the backward recomputes the scores) and, where it
+    needs a gradient (T5's learned position bias), that gradient written at the scores' shape,
+    B x H x Sq x Sk, then summed to the mask's own shape by autograd (``_mask_gradient``)."""
     import torch
 
     count = _numel(tuple(q.shape[:-2]))  # batch x heads
@@ -720,30 +784,114 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     shape = AttentionShape(int(d), int(sq), int(sk), bool(is_causal))
     # training, the forward writes one fp32 log-sum-exp per query row that the backward reads
     lse = count * sq * LSE_BYTES if rec.train else 0
+    mask = _additive_mask(attn_mask, q)
+    read = _split(mask, _stored(mask), rec)  # the mask's values, forward and backward
+
+    masked = mask is not None or v.shape[-1] != d  # FlashAttention's cannot: the efficient one
 
     class Flash(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, q: Any, k: Any, v: Any) -> Any:
-            return q.new_empty((*q.shape[:-1], v.shape[-1]))
+        def forward(ctx: Any, q: Any, k: Any, v: Any, mask: Any) -> Any:
+            return _laid_out(q, v.shape[-1], masked)
 
         @staticmethod
         def backward(ctx: Any, grad: Any) -> Any:
+            wants = mask is not None and ctx.needs_input_grad[3]
+            written = _split(mask, count * sq * sk if wants else 0, rec)
             rec.add(owner, True, CapturedOp(owner, "backward", "flash-attention-backward",
                                             int(10 * count * sq * sk * d * causal),
-                                            2 * elements, lse, shape))
-            return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+                                            2 * elements + read[0] + written[0],
+                                            lse + read[1] + written[1], shape))
+            return (_laid_out(q, d, masked), _laid_out(k, d, masked),
+                    _laid_out(v, v.shape[-1], masked),
+                    _mask_gradient(mask, (*q.shape[:-1], sk)) if wants else None)
 
     rec.add(owner, False, CapturedOp(owner, "forward", "flash-attention",
-                                     int(4 * count * sq * sk * d * causal), elements, lse, shape))
+                                     int(4 * count * sq * sk * d * causal), elements + read[0],
+                                     lse + read[1], shape))
     rec.quiet += 1
     try:
-        return Flash.apply(q, k, v)
+        out = Flash.apply(q, k, v, mask)
     finally:
         rec.quiet -= 1
+    if out.grad_fn is not None:  # its backward's own ops (the mask gradient's sum) are its
+        _metadata(out.grad_fn)["roofline_module"] = owner
+    return out
+
+
+def _laid_out(like: Any, width: int, efficient: bool) -> Any:
+    """An attention output (``like`` Q, ``width`` V's head dim) or gradient (``like`` the input
+    it is the gradient of) laid out in memory as torch's CUDA kernel allocates it, so that the
+    copies the model's code makes of it (Hugging Face's ``.transpose(1, 2).contiguous()``) are
+    the ones a device runs. FlashAttention (and cuDNN's) allocate it like Q, on the Q, K, V
+    torch transposed to B x S x H x D (cuda/flash_attn/flash_api.cpp, ``mha_fwd``: ``out =
+    at::empty_like(q_padded)``; ``mha_bwd``: ``dq = at::empty_like(q)``; cudnn/MHA.cpp,
+    ``alloc_with_matching_layout``): dense in Q's dimension order (``empty_like``), so a Q
+    viewed out of a B x S x H x D projection (GPT-2's) gives an output already B x S x H x D in
+    memory, which ``.transpose(1, 2).contiguous()`` does not copy. The memory-efficient kernel
+    (a mask, or V's head dim not Q's) always allocates B x S x H x D (cuda/attention.cu,
+    ``_efficient_attention_forward``: ``at::empty({B, M, num_heads, Kv})``; its backward's
+    ``grad_q`` alike). A tensor not of 4 dimensions: contiguous."""
+    import torch
+
+    shape = (*like.shape[:-1], width)
+    if like.dim() != 4:
+        return like.new_empty(shape)
+    if efficient:
+        b, h, s, _ = shape
+        return like.new_empty((b, s, h, width)).transpose(1, 2)
+    return torch.empty_like(like) if width == like.shape[-1] else like.new_empty(shape)
+
+
+def _additive_mask(mask: Any, q: Any) -> Any:
+    """The additive mask torch's attention kernel reads for ``attn_mask``: a boolean one is
+    converted first, a kernel of its own, recorded as it runs (``where(mask, 0, -inf)`` in Q's
+    dtype at the mask's shape: aten/src/ATen/native/transformers/attention.cpp,
+    ``convert_boolean_attn_mask``, as ``scaled_dot_product_attention`` calls it before any
+    backend); a floating-point one as given (Hugging Face's T5 position bias, its sliding-window
+    and padding masks once converted); None without one. FlashAttention takes no mask: torch
+    runs a masked attention with its memory-efficient kernel (cuda/attention.cu,
+    ``_efficient_attention_forward``), which reads the bias tile by tile, broadcast along the
+    heads (or batch) as given (``preprocess_mask`` expands it)."""
+    import torch
+
+    if mask is None or mask.dtype != torch.bool:
+        return mask
+    return torch.where(mask, 0.0, torch.scalar_tensor(float("-inf"), dtype=q.dtype,
+                                                      device=mask.device))
+
+
+def _mask_gradient(mask: Any, scores: tuple[int, ...]) -> Any:
+    """An attention mask's gradient as torch's memory-efficient backward makes it: written at the
+    scores' shape (``_efficient_attention_backward``: ``grad_bias`` of the expanded bias's
+    sizes, cuda/attention_backward.cu), then summed to the mask's own shape (the broadcast's
+    backward; recorded as that ``sum``)."""
+    import torch
+
+    full = torch.empty(scores, dtype=mask.dtype, device=mask.device)
+    return full.sum_to_size(mask.shape) if tuple(mask.shape) != tuple(scores) else full
+
+
+def _stored(t: Any) -> int:
+    """The values a tensor holds in memory: its sizes along every dimension it is not broadcast
+    along (a stride of 0 repeats one value); 0 for None. A kernel that reads a broadcast tensor
+    reads those, as ``_broadcast`` counts a GEMM's broadcast operand once."""
+    if t is None:
+        return 0
+    return _numel(tuple(n for n, stride in zip(t.shape, t.stride()) if stride))
+
+
+def _split(t: Any, values: int, rec: _Recorder) -> tuple[int, int]:
+    """``values`` of ``t``'s as (elements of the model's dtype, bytes of any other: ``_scales``);
+    (0, 0) for None."""
+    if t is None or not values:
+        return 0, 0
+    return (values, 0) if _scales(t, rec.dtype) else (0, values * t.element_size())
 
 
 def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
-           rec: _Recorder, kwargs: dict[str, Any] | None = None) -> list[Item]:
+           rec: _Recorder, kwargs: dict[str, Any] | None = None,
+           view: bool = False) -> list[Item]:
     import torch
 
     pass_ = "backward" if backward else "forward"
@@ -763,7 +911,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         mask = tuple(args[10])
         return (_conv(args[1], args[2], [None, None, None, *args[4:7], None, None, args[9]],
                       owner, mask) + _conv_bias(args[0], pass_, owner, bool(mask[2])))
-    if op in FREE_OPS:
+    if op in FREE_OPS or view:
         if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
             rec.weights.update((id(o), o) for o in outs)
         return []
@@ -773,6 +921,8 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         # an eval-mode batch norm scales and shifts with the running statistics, computing none:
         # named as torch's eval-only form of it, so that its cost follows from its name
         op = "_native_batch_norm_legit_no_training"
+    if op in ZERO_FILLS and outs:  # a backward formula may scatter into them (``_scattered``)
+        rec.zeroed[id(outs[0])] = outs[0]
     items = (_scattered(op, args, kwargs or {}, pass_, owner, rec)
              or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
                     _gathered(op, args, outs)))
@@ -879,15 +1029,42 @@ def _grouped(a: Any, b: Any, offs: Any
 
 def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str, owner: str,
                rec: _Recorder) -> list[Item] | None:
-    """An in-place op that writes ``self`` by index (``SCATTERS``) as the values it writes:
-    ``self`` at each (read there too where it accumulates), the source's values there, the
-    index once; None for any other op, and where the count of values written depends on values
-    (a boolean mask in ``index_put_``: ``_op`` then counts ``self`` in full, an upper bound)."""
+    """An op that writes ``self`` by index (``SCATTERS``) as the values it writes: ``self`` at
+    each (read there too where it accumulates; each of its values at most once, as the
+    compulsory traffic of indices that repeat), the source's values there, the index once; an
+    out-of-place form (``FUNCTIONAL_SCATTERS``) copies ``self`` whole first, read and written,
+    but not in a backward on a tensor the step just zero-filled, which torch runs in place
+    (``_in_place_on_zeros``). None for any other op, and where the count of values written
+    depends on values (a boolean mask in ``index_put_``: ``_op`` then counts ``self`` in full, an
+    upper bound)."""
+    form = FUNCTIONAL_SCATTERS.get(op, op)
+    counted = _scatter_counts(form, args, kwargs) if form in SCATTERS else None
+    if counted is None:
+        return None
+    written, sources, accumulate = counted
+    self = args[0]
+    kind, copied = op, self.numel()
+    if form == op or _in_place_on_zeros(rec, self, pass_):
+        kind, copied = form, 0
+    touched = min(written, self.numel()) * (2 if accumulate else 1) + 2 * copied
+    elements = other = 0
+    for t, count in [*sources, (self, touched)]:
+        if _scales(t, rec.dtype):
+            elements += count
+        else:
+            other += count * t.element_size()
+    return [CapturedOp(owner, pass_, f"aten.{kind}", written if accumulate else 0, elements,
+                       other, dtype=_own_dtype([self], rec.dtype))]
+
+
+def _scatter_counts(op: str, args: Sequence[Any], kwargs: dict[str, Any]
+                    ) -> tuple[int, list[tuple[Any, int]], bool] | None:
+    """For an in-place op of ``SCATTERS``: the values it writes, the tensors it reads (the
+    indices once, the source once per value written, at most its own values) with how many of
+    their values, and whether it accumulates; None for ``index_put_`` with a boolean mask."""
     import torch
 
-    if op not in SCATTERS:
-        return None
-    self, tensor = args[0], torch.Tensor
+    self = args[0]
     if op == "index_put_":  # (self, indices, values, accumulate=False)
         indices = list(args[1])
         if any(i is not None and i.dtype in (torch.bool, torch.uint8) for i in indices):
@@ -912,16 +1089,21 @@ def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str,
         sources, values = [(index, index.numel())], source
         accumulate = op in ("index_add_", "scatter_add_", "scatter_reduce_") or (
             op == "scatter_" and (len(args) > 4 or "reduce" in kwargs))
-    if isinstance(values, tensor):  # read once per value written (at most its own values)
+    if isinstance(values, torch.Tensor):
         sources.append((values, min(values.numel(), written)))
-    elements = other = 0
-    for t, count in [*sources, (self, written * (2 if accumulate else 1))]:
-        if _scales(t, rec.dtype):
-            elements += count
-        else:
-            other += count * t.element_size()
-    return [CapturedOp(owner, pass_, f"aten.{op}", written if accumulate else 0, elements,
-                       other, dtype=_own_dtype([self], rec.dtype))]
+    return written, sources, accumulate
+
+
+def _in_place_on_zeros(rec: _Recorder, self: Any, pass_: str) -> bool:
+    """Whether an out-of-place scatter (``FUNCTIONAL_SCATTERS``) is a backward formula's, run
+    into the zeros it just made: torch's formulas write there in place (``gather_backward``:
+    ``grad.new_zeros(...).scatter_add_``; ``index_backward``: ``_index_put_impl_``;
+    ``index_select_backward``: ``index_add_``; ``value_selecting_reduction_backward``, the
+    backward of ``topk``, ``max(dim)``, ``sort``: ``scatter_``), and take the out-of-place form
+    only for a tensor-subclass-like tensor, which every meta tensor is
+    (aten/src/ATen/TensorSubclassLikeUtils.h, ``isTensorSubclassLike``: ``MetaBit``, and any
+    tensor under a dispatch mode). A CUDA step makes no copy of the zeros."""
+    return pass_ == "backward" and rec.zeroed.get(id(self)) is self
 
 
 def _loss_passes(op: str, args: Sequence[Any], items: list[Item], rec: _Recorder) -> list[Item]:
