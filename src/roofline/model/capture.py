@@ -637,7 +637,7 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             if func is sdpa and rec.flash:
                 return _fused_attention(rec, current(), *args, **kwargs)
             naive = func is sdpa
-            rec.in_attention += naive  # torch's math attention runs its GEMMs in fp32 on meta
+            rec.in_attention += naive  # torch's math attention upcasts its GEMMs to fp32
             rec.handling += 1
             try:
                 out = (_fused_dropout(func, *args, **kwargs) if func in dropouts
@@ -976,8 +976,10 @@ def _own_gemm_dtypes(seen: str | None, outs: list[Any],
     (``seen``: its A's; a bf16 projection in an fp32 model, an fp32 head in a bf16 one): priced
     as it ran, and kept so under a dtype override, as an op in its own dtype is; None for one in
     the model's dtype, where that was not known before the run, and inside torch's own math
-    attention, which upcasts to fp32 on the meta device only (a GPU's attention kernels run in
-    the model's dtype)."""
+    attention (``attention="naive"``), which upcasts 16-bit inputs to fp32 (on the meta device,
+    and on CUDA unless ``allowFP16BF16ReductionMathSDP``): naive stands for an unfused attention
+    in the model's dtype, a model's own matmul, softmax and matmul (Hugging Face's eager
+    attention), and is priced so."""
     if seen is None or rec.dtype is None or seen == rec.dtype or rec.in_attention or not outs:
         return None
     out = QUANTIZED_DTYPES.get(str(outs[0].dtype).removeprefix("torch."))
