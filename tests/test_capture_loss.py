@@ -299,3 +299,18 @@ def test_a_returned_loss_is_what_the_step_backpropagates_and_counts():
     bare = capture(Logits(), *_tokens(), mode="train")
     assert not bare.captured_loss
     assert "loss" in analyze_model(bare, "h100").to_dict()["not_counted"]
+
+
+def test_a_loss_over_scalars_has_no_passes_beyond_its_tensors():
+    class Scalar(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(()))
+
+        def forward(self, x):
+            return F.mse_loss(self.w * x.sum(), torch.zeros((), device=x.device))
+
+    ops = {o.kind: o.bytes for o in capture(Scalar(), torch.zeros(4, 3), mode="train").ops()}
+    # two fp32 scalars read and one written: 12 B (no temporary a mean reads back over 1 value
+    # counted); it raised StopIteration before, looking for a tensor of at least one dimension
+    assert ops["aten.mse_loss"] == 12

@@ -1116,8 +1116,12 @@ def _loss_passes(op: str, args: Sequence[Any], items: list[Item], rec: _Recorder
     if op not in LOSS_PASSES or len(items) != 1 or not isinstance(items[0], CapturedOp):
         return items
     position, flops, extra = LOSS_PASSES[op]
-    x = next(a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()
-             and a.dim() > 0)  # the input (a backward's first is the output gradient)
+    # the input (a backward's first tensor is the output gradient, a scalar when reduced); a
+    # loss over scalars has no passes beyond its tensors
+    x = next((a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()
+              and a.dim() > 0), None)
+    if x is None:
+        return items
     n = x.numel()
     reduction = args[position] if len(args) > position else 1  # the mean, torch's default
     values = extra[reduction] * n
