@@ -145,3 +145,37 @@ def test_an_fp8_gemm_is_a_gemm_in_fp8_with_its_out_dtype():
     # a device without fp8 says so in one line (an A100's entry has no fp8 peak)
     with pytest.raises(UnsupportedDtypeError, match="has no fp8 peak"):
         analyze(net, load_hardware("a100"))
+
+
+class TiedLM(torch.nn.Module):
+    """A bf16 token embedding (100 x 16), a 16 x 16 projection with its bias, and an output
+    layer tied to the embedding (its weight the embedding's table)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(100, 16)
+        self.fc = torch.nn.Linear(16, 16)
+        self.head = torch.nn.Linear(16, 100, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.head(self.fc(self.embed(ids)))
+
+
+def test_a_weight_format_stores_the_matrices_gemms_read_not_the_table():
+    from roofline.api import analyze_model
+
+    net = capture(TiedLM().to(torch.bfloat16), torch.zeros(2, 4, dtype=torch.long),
+                  mode="inference")
+    # 1,872 parameters: the table 1,600, the projection's 256 and its 16 biases (the head's
+    # weight is the table); the one matrix a weight format stores is the projection's 256
+    assert net.parameters == 1_872
+    kinds = {g.layer: g.b_operand for g in net.gemms()}
+    assert kinds == {"fc": "weight", "head": "tied"}  # the head reads the table as it is
+    assert analyze_model(net, "h100").memory.parts["weights"] == 1_872 * 2
+    # int8 weights: the 256 at 1 B, the other 1,616 at bf16's 2 B (before: all 1,872 at 2 B
+    # while the GEMMs read the projection and the head at 1 B)
+    int8 = analyze_model(net, "h100", weights="int8")
+    assert int8.memory.parts["weights"] == 256 * 1 + 1_616 * 2 == 3_488
+    head = next(r.gemm for r in int8.results if r.gemm.layer == "head")
+    assert head.b_dtype == ""  # the table at the model's dtype, as memory holds it

@@ -322,6 +322,9 @@ class _Recorder:
     nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
     weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
     zeroed: dict[int, Any] = field(default_factory=dict)  # id -> a tensor of zeros (ZERO_FILLS)
+    matrices: set[int] = field(default_factory=set)  # ids of the parameters GEMMs read as B
+    tables: set[int] = field(default_factory=set)  # ids of the parameters an embedding gathers
+    owned_matrices: dict[str, int] = field(default_factory=dict)  # module -> matrix parameters
     last: str = ""
     failed: bool = False  # an op raised (named last, or the one it ran): the failure is its
     depth: int = 0  # ops being called (an op inside another: a decomposition's)
@@ -392,7 +395,8 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     for owner in dict.fromkeys([*rec.forward, *params]):
         count = sum(_numel(s) for s in params.get(owner, []))
         layers.append(Captured(owner or label, batch, tuple(rec.forward.get(owner, [])),
-                               tuple(rec.backward.get(owner, [])), count, source))
+                               tuple(rec.backward.get(owner, [])), count, source,
+                               rec.owned_matrices.get(owner, 0)))
     if not layers:
         raise CaptureError(f"{label}: the module ran no op that computes or moves data (only "
                            f"views or an identity, and no parameter): nothing to analyze")
@@ -431,6 +435,10 @@ def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool
     finally:
         for m, flag in flags.items():
             m.training = flag
+    for qualified, p in meta_params.items():  # the matrices by the module that owns them
+        if id(p) in rec.matrices - rec.tables:
+            owner = qualified.rsplit(".", 1)[0] if "." in qualified else ""
+            rec.owned_matrices[owner] = rec.owned_matrices.get(owner, 0) + p.numel()
     return rec
 
 
@@ -904,6 +912,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         return _gemm(op, args, tensors, outs, kwargs or {}, backward, owner, rec)
     if op == "convolution" and not args[6]:
         rec.nchw_convs += _nchw_16bit(args[0], args[1])
+        _weight_kind(args[1], rec)  # its filters are a matrix of the step, as conv2d's
         bias = args[2] is not None
         return _conv(args[0], args[1], args, owner, None) + _conv_bias(outs[0], pass_, owner,
                                                                        bias)
@@ -923,6 +932,8 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         op = "_native_batch_norm_legit_no_training"
     if op in ZERO_FILLS and outs:  # a backward formula may scatter into them (``_scattered``)
         rec.zeroed[id(outs[0])] = outs[0]
+    if op == "embedding" and args and id(args[0]) in rec.weights:  # a table, not a matrix
+        rec.tables.add(id(_root(args[0])))
     items = (_scattered(op, args, kwargs or {}, pass_, owner, rec)
              or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
                     _gathered(op, args, outs)))
@@ -959,8 +970,10 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
                 rec.params.get(owner, []), int(groups), int(m), int(n)) else
             "backward-weight")
     # B a weight (a Linear's forward and data gradient: x W^T, dY W): read from DRAM at
-    # every use in a step that keeps more than the cache (analysis.residency)
-    kept = "weight" if id(b) in rec.weights and role != "backward-weight" else ""
+    # every use in a step that keeps more than the cache (analysis.residency); a table an
+    # embedding gathers from (an output layer tied to it) is "tied": stored at the model's
+    # dtype whatever the weight format, as memory counts it (``_weight_kind``)
+    kept = _weight_kind(b, rec) if role != "backward-weight" else ""
     gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
                      int(g), tensors=counts, b_operand=kept, rows=_rows(a, b),
                      dtype=own[0] if own else "", c_dtype=own[1] if own else "")
@@ -968,6 +981,25 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
         return [gemm]
     pass_ = "backward" if backward else "forward"
     return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
+
+
+def _root(t: Any) -> Any:
+    """The tensor ``t`` is a view of (a parameter, for a weight's transpose), or ``t``."""
+    return t._base if t._base is not None else t
+
+
+def _weight_kind(b: Any, rec: _Recorder) -> str:
+    """What a GEMM's B is (``GemmShape.b_operand``): "weight" for a parameter (or a view of
+    one), recorded among the step's matrices (``Captured.matrix_parameters``); "tied" for a
+    table an embedding of the step gathers from (GPT-2's LM head reads the token embedding's);
+    "" for anything else."""
+    if id(b) not in rec.weights:
+        return ""
+    root = id(_root(b))
+    if root in rec.tables:
+        return "tied"
+    rec.matrices.add(root)
+    return "weight"
 
 
 def _own_gemm_dtypes(seen: str | None, outs: list[Any],

@@ -58,6 +58,10 @@ class Captured:
     backward_items: tuple[Item, ...]
     parameters: int
     source: str = "<torch>"
+    #: of its own ``parameters``, those its step's GEMMs read as their B operand: the matrices a
+    #: weight format stores (``--weights int4``), the rest (norms, biases, a table an embedding
+    #: gathers from, tied to an output layer or not) at the model's dtype (``analysis.memory``)
+    matrix_parameters: int = 0
     in_width = None
     out_width = None
 
