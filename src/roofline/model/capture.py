@@ -290,10 +290,8 @@ GEMM_DTYPES = TORCH_DTYPES | {"int8": "int8"}
 #: (``_int_mm``: int8 operands, an int32 output) and its scaled fp8 GEMM (``_scaled_mm``: fp8
 #: operands, the output in its ``out_dtype``), as torchao and fp8 training run them.
 QUANTIZED_GEMMS = frozenset({"_int_mm", "_scaled_mm"})
-#: torch dtypes of a quantized GEMM's operands and output, as roofline names them
-QUANTIZED_DTYPES = TORCH_DTYPES | {"int8": "int8", "int32": "int32", "float8_e4m3fn": "fp8",
-                                   "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8",
-                                   "float8_e5m2fnuz": "fp8"}
+#: torch dtypes as roofline names them (``_dtype_name``; every ``float8_*`` is fp8)
+DTYPE_NAMES = TORCH_DTYPES | {"int8": "int8", "int32": "int32"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -889,6 +887,13 @@ def _stored(t: Any) -> int:
     return _numel(tuple(n for n, stride in zip(t.shape, t.stride()) if stride))
 
 
+def _counted(pairs: Sequence[tuple[Any, int]], rec: _Recorder) -> tuple[int, int]:
+    """(elements, other bytes) of ``pairs`` of (tensor, values of it moved), each by
+    ``_split``."""
+    split = [_split(t, values, rec) for t, values in pairs]
+    return sum(e for e, _ in split), sum(b for _, b in split)
+
+
 def _split(t: Any, values: int, rec: _Recorder) -> tuple[int, int]:
     """``values`` of ``t``'s as (elements of the model's dtype, bytes of any other: ``_scales``);
     (0, 0) for None."""
@@ -1014,7 +1019,7 @@ def _own_gemm_dtypes(seen: str | None, outs: list[Any],
     attention), and is priced so."""
     if seen is None or rec.dtype is None or seen == rec.dtype or rec.in_attention or not outs:
         return None
-    out = QUANTIZED_DTYPES.get(str(outs[0].dtype).removeprefix("torch."))
+    out = _dtype_name(outs[0].dtype)
     return (seen, out) if out else None
 
 
@@ -1023,8 +1028,8 @@ def _quantized(op: str, a: Any, outs: list[Any]) -> tuple[str, str] | None:
     them; None for any other GEMM, or one whose dtypes roofline has no name for."""
     if op not in QUANTIZED_GEMMS or not outs:
         return None
-    found = [QUANTIZED_DTYPES.get(str(t.dtype).removeprefix("torch.")) for t in (a, outs[0])]
-    return (found[0], found[1]) if found[0] and found[1] else None
+    operands, out = _dtype_name(a.dtype), _dtype_name(outs[0].dtype)
+    return (operands, out) if operands and out else None
 
 
 def _grouped(a: Any, b: Any, offs: Any
@@ -1081,12 +1086,7 @@ def _scattered(op: str, args: Sequence[Any], kwargs: dict[str, Any], pass_: str,
     if form == op or _in_place_on_zeros(rec, self, pass_):
         kind, copied = form, 0
     touched = min(written, self.numel()) * (2 if accumulate else 1) + 2 * copied
-    elements = other = 0
-    for t, count in [*sources, (self, touched)]:
-        if _scales(t, rec.dtype):
-            elements += count
-        else:
-            other += count * t.element_size()
+    elements, other = _counted([*sources, (self, touched)], rec)
     return [CapturedOp(owner, pass_, f"aten.{kind}", written if accumulate else 0, elements,
                        other, dtype=_own_dtype([self], rec.dtype))]
 
@@ -1165,11 +1165,9 @@ def _loss_passes(op: str, args: Sequence[Any], items: list[Item], rec: _Recorder
     if isinstance(pos_weight, torch.Tensor):
         values, flops = values + 7 * n + 2 * pos_weight.numel(), flops + 3
     item = items[0]
-    if _scales(x, rec.dtype):
-        item = item._replace(elements=item.elements + values)
-    else:
-        item = item._replace(other_bytes=item.other_bytes + values * x.element_size())
-    return [item._replace(flops=flops * n)]
+    elements, other = _split(x, values, rec)
+    return [item._replace(elements=item.elements + elements,
+                          other_bytes=item.other_bytes + other, flops=flops * n)]
 
 
 def _gathered(op: str, args: Sequence[Any], outs: list[Any]) -> tuple[list[Any], int] | None:
@@ -1271,15 +1269,10 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
     lists); ``row``: a softmax's (``_softmax_row``). Values of the model's dtype are elements,
     which take the step's element size; any other tensor's are bytes at its own (``_scales``),
     and the op's ``dtype`` is its own where it ran in another (``_own_dtype``)."""
-    elements = other = 0
     sources, indices = gathered if gathered is not None else ([], 0)
     # every tensor in full, and a gather's sources a value per index (a table's rows it returns)
-    for t, values in [*((t, t.numel()) for t in [*tensors, *outs]),
-                      *((t, indices) for t in sources)]:
-        if _scales(t, rec.dtype):
-            elements += values
-        else:
-            other += values * t.element_size()
+    elements, other = _counted([*((t, t.numel()) for t in [*tensors, *outs]),
+                                *((t, indices) for t in sources)], rec)
     if elements == other == 0:  # empty tensors only (Llama's rotary backward makes some)
         return []
     base = op.removeprefix("_foreach_").rstrip("_")  # add_: add in place
@@ -1298,13 +1291,17 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
                        row=row, dtype=_own_dtype([*outs, *tensors, *sources], rec.dtype))]
 
 
+def _dtype_name(dtype: Any) -> str | None:
+    """A torch dtype as roofline names it (``DTYPE_NAMES``; any 8-bit float fp8), None for one
+    it has no name for."""
+    name = str(dtype).removeprefix("torch.")
+    return DTYPE_NAMES.get(name) or ("fp8" if name.startswith("float8") else None)
+
+
 def _roofline_dtype(t: Any) -> str | None:
-    """A floating-point tensor's dtype as roofline names it (fp32, bf16, ...: ``TORCH_DTYPES``;
-    an 8-bit float fp8), None for any other tensor."""
-    if not t.is_floating_point():
-        return None
-    name = str(t.dtype).removeprefix("torch.")
-    return TORCH_DTYPES.get(name) or ("fp8" if name.startswith("float8") else None)
+    """A floating-point tensor's dtype as roofline names it (``_dtype_name``), None for any
+    other tensor."""
+    return _dtype_name(t.dtype) if t.is_floating_point() else None
 
 
 def _scales(t: Any, model: str | None) -> bool:
