@@ -88,6 +88,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..errors import RooflineError
+from .capture_values import LIMIT as VALUES_LIMIT
+from .capture_values import Values
 from .gemm import GemmShape
 from .layers.captured import Captured, CapturedOp, Item
 from .layers.conv2d import Conv2d
@@ -337,6 +339,7 @@ class _Recorder:
     handling: int = 0  # torch functions the function mode is running, itself off inside them
     dtype: str | None = None  # the model's, known before the run (``_scales``)
     loss: bool = False  # training, the module returned a scalar (its loss), backpropagated
+    values: Values = field(default_factory=Values)  # meta tensors' values, where known
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -424,6 +427,14 @@ def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool
     rec = _Recorder(type(module).__name__, train, flash, _owned(module, remove_duplicate=False),
                     dtype=model_dtype)
     rec.weights = {id(p): p for p in meta_params.values()}
+    # values given (not on the meta device) for a read back to answer (capture_values.py): the
+    # inputs' (token ids, an attention mask) and the integer buffers' (position ids)
+    for meta, given in zip(inputs, example_inputs):
+        if isinstance(given, torch.Tensor):
+            rec.values.seed(meta, given)
+    for n, b in module.named_buffers():
+        if not b.is_floating_point():
+            rec.values.seed(meta_buffers[n], b)
     # the step asked for, whatever mode the module was left in (a new module trains: its
     # dropout and batch statistics would run in an inference step); its own flags come back
     flags = {m: m.training for m in module.modules()}
@@ -559,8 +570,10 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
             where = f"the module's code, after op {rec.last} in {module},"
         text = " ".join(str(exc).split())[:300]
         raise CaptureError(f"{label}: {where} failed on the meta device ({type(exc).__name__}: "
-                           f"{text}); capture needs a module whose work follows from shapes "
-                           f"alone (no .item(), no data-dependent branches)") from None
+                           f"{text}); capture needs a module whose work follows from shapes, "
+                           f"or from the values of example inputs given on the host (token "
+                           f"ids, an attention mask; {VALUES_LIMIT:,} values at most each): "
+                           f"no .item() of weights or activations, no branch on them") from None
 
 
 def _step(rec: _Recorder, make: Callable[[list[Any]], Any], params: list[Any],
@@ -663,23 +676,35 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             op = func.overloadpacket.__name__
             if not rec.quiet:  # named before it runs: an op that fails is the one named
                 rec.module, rec.last = _owner(rec, current)[0], f"aten.{op}"
-            if not rec.depth:  # an outermost op: what failed before is behind us
-                rec.failed = False
-            rec.depth += 1
-            try:
-                out = func(*args, **kwargs)
-            except BaseException:
-                rec.failed = True  # the op's failure, even as it propagates through the module
-                raise
-            finally:
-                rec.depth -= 1
-            if not rec.quiet:
+            answered, out = _ran(rec, func, args, kwargs)
+            if not rec.quiet and not answered:
                 _record(rec, op, args, out, current, kwargs, bool(func.is_view))
             return out
 
     functions = Functions()
     with _attention_seen(rec, functions), functions, Dispatch():
         yield
+
+
+def _ran(rec: _Recorder, func: Any, args: Any, kwargs: dict[str, Any]) -> tuple[bool, Any]:
+    """An aten op run on the meta device, its output's values followed where known
+    (capture_values.py); or a value it reads back, answered from the known values: (True, the
+    value), an op that moves nothing on the device."""
+    if not rec.depth:  # an outermost op: what failed before is behind us
+        rec.failed = False
+    answered, value = rec.values.read(func, args, kwargs)
+    if answered:
+        return True, value
+    rec.depth += 1
+    try:
+        out = func(*args, **kwargs)
+    except BaseException:
+        rec.failed = True  # the op's failure, even as it propagates through the module
+        raise
+    finally:
+        rec.depth -= 1
+    rec.values.follow(func, args, kwargs, out)
+    return False, out
 
 
 def _fused_dropout(func: Callable[..., Any], x: Any, p: float = 0.5, *rest: Any,
