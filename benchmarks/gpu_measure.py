@@ -51,6 +51,12 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   per width (bf16, 2^23 values). ``softmax_l2.csv``: softmax and log-softmax forward at 2^26
   values over ``SOFTMAX_L2_COLS``, where the rows torch's three-pass kernel holds at once
   outgrow half the L2.
+- ``hf_steps.json`` (``--parts hf``): Hugging Face models (_hf_steps.py: GPT-2, BERT, Llama-2 and
+  Mixtral with fewer layers) trained with their labels' loss and served (prefill) as a user runs
+  them, bf16: best / median per step, peak memory, one profiled step's kernels.
+- ``masks.csv`` (``--parts masks``): scaled_dot_product_attention at ``MASK_SHAPES`` under
+  torch's default backend, causal, unmasked and through a boolean mask over every pair, without
+  and with dropout, forward and backward, and the kernel each ran.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -58,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import json
 import statistics
 import sys
@@ -66,6 +73,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from _decode_step import decode_step
+from _hf_steps import HF_STEPS, hf_step
 from _quant_gemms import measure_quant
 from _steps import step_function
 
@@ -81,7 +89,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
-         "rows")  # --parts
+         "rows", "hf", "masks")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -575,6 +583,62 @@ def decode_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
         empty_cache(torch)
 
 
+#: (batch, heads, seq, head dim) of ``--parts masks``: GPT-2's and BERT's training shapes as
+#: _hf_steps.py runs them, a Llama-2-7B prefill's, and FlashAttention-3's setting at 1k tokens
+MASK_SHAPES = ((8, 12, 1024, 64), (16, 12, 512, 64), (4, 32, 2048, 128), (16, 32, 1024, 64))
+
+
+def masked_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
+    """scaled_dot_product_attention forward and backward under torch's default backend as a
+    model calls it: causal (``is_causal``), no mask, and a boolean mask over every pair (causal,
+    odd batch rows' last quarter of keys padded: what transformers materializes for a padded
+    batch), each without and with dropout 0.1 (a training step's); the kernel that ran, from
+    one profiled call."""
+    import torch.nn.functional as F
+
+    for shape in MASK_SHAPES if not quick else ((1, 2, 128, 64),):
+        b, h, s, d = shape
+        q, k, v = (torch.randn(*shape, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                   for _ in range(3))
+        keep = torch.ones(b, 1, s, s, device=DEV, dtype=torch.bool).tril()
+        keep[1::2, :, :, s - s // 4:] = False
+        keep[1::2, :, s - s // 4:, :] = True  # a padded query row attends somewhere
+        for mask, dropout in ((m, p) for m in ("causal", "none", "bool") for p in (0.0, 0.1)):
+            def attend(mask=mask, dropout=dropout, q=q, k=k, v=v, keep=keep) -> Any:
+                return F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=keep if mask == "bool" else None, dropout_p=dropout,
+                    is_causal=mask == "causal")
+
+            def fwd(attend=attend) -> Any:
+                with torch.no_grad():
+                    return attend()
+            names = list(kernel_times(torch, fwd)["kernels"])
+            rec.add("sdpa", "bf16", shape, fwd, mask=mask, dropout=dropout,
+                    kernel=names[0][:90] if names else "")
+            o = attend()
+            g = torch.randn_like(o)
+
+            def back(o=o, g=g, q=q, k=k, v=v) -> Any:
+                return torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
+            names = list(kernel_times(torch, back)["kernels"])
+            rec.add("sdpa-backward", "bf16", shape, back, mask=mask, dropout=dropout,
+                    kernel=names[0][:90] if names else "")
+            del o, g
+        del q, k, v, keep
+        empty_cache(torch)
+        log(f"masks: {shape} done")
+
+
+def measure_masks(torch: Any, out: Path, quick: bool) -> None:
+    rec = OpRows(torch)
+    masked_attention_ops(torch, rec, quick)
+    fields = sorted({key for r in rec.rows for key in r}, key=lambda s: (s != "op", s))
+    with open(out / "masks.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        w.writerows(rec.rows)
+
+
 def measure_ops(torch: Any, out: Path, quick: bool) -> None:
     rec = OpRows(torch)
     for part in (elementwise_ops, attention_ops, decode_attention_ops):
@@ -665,6 +729,39 @@ def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = Fals
             if DEV == "cuda":
                 torch.cuda.reset_peak_memory_stats()
     (out / "steps.json").write_text(json.dumps(results, indent=1))
+
+
+def measure_hf(torch: Any, out: Path, quick: bool) -> None:
+    """``hf_steps.json``: each ``HF_STEPS`` step (_hf_steps.py) timed, its peak memory
+    (``max_memory_allocated`` past the model's own) and one profiled step's kernels."""
+    import transformers
+
+    results = []
+    for spec in HF_STEPS:
+        if quick:  # a dry run: every step, one layer, 64 tokens
+            spec = (*spec[:3], spec[3] | {"num_hidden_layers": 1}, spec[4], 1, 64, *spec[7:])
+        record: dict[str, Any] = {"step": spec[0], "transformers": transformers.__version__}
+        step = None
+        try:
+            torch.manual_seed(0)
+            gc.collect()  # the last step's module, held in reference cycles, freed first
+            if DEV == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            step = hf_step(torch, spec, DEV, torch.bfloat16 if DEV == "cuda"
+                           else torch.float32)[0]
+            if DEV == "cuda":
+                record["model_bytes"] = torch.cuda.memory_allocated()
+            record.update(time_calls(torch, step, values=5, value_s=0.05, warmups=3))
+            if DEV == "cuda":
+                record["max_memory_bytes"] = torch.cuda.max_memory_allocated()
+            record.update(kernel_times(torch, step))
+        except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
+            record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        results.append(record)
+        log(f"hf {spec[0]}: {record.get('best_s', record.get('error'))}")
+        step = None  # the module goes with it
+        empty_cache(torch)
+        (out / "hf_steps.json").write_text(json.dumps(results, indent=1))
 
 
 def measure_decode(torch: Any, out: Path, quick: bool) -> None:
@@ -771,6 +868,7 @@ def main() -> int:
         env.update({"name": torch.cuda.get_device_name(0), "sms": props.multi_processor_count,
                     "l2_bytes": getattr(props, "L2_cache_size", None),
                     "memory_bytes": props.total_memory,
+                    "free_bytes_at_start": torch.cuda.mem_get_info()[0],
                     "capability": list(torch.cuda.get_device_capability(0)),
                     "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
                     "clocks_before": clocks()})
@@ -789,7 +887,9 @@ def main() -> int:
                       ("decode", lambda: measure_decode(torch, args.out, args.quick)),
                       ("waves", lambda: measure_waves(torch, args.out, args.device_entry)),
                       ("norms", lambda: measure_norms(torch, args.out)),
-                      ("rows", lambda: measure_rows(torch, args.out))):
+                      ("rows", lambda: measure_rows(torch, args.out)),
+                      ("hf", lambda: measure_hf(torch, args.out, args.quick)),
+                      ("masks", lambda: measure_masks(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:

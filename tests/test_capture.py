@@ -729,16 +729,17 @@ def test_a_factory_in_the_current_directory_is_found(invoke, tmp_path, monkeypat
 
 
 def test_a_captured_step_is_judged_at_its_own_batch_only(invoke, tmp_path, monkeypatch):
-    """A capture exists at one batch: memory names the activations it does not record and gives
-    no largest batch, and the step verdict names the batch instead of judging others."""
+    """A capture exists at one batch: memory counts the activations it held there
+    (tests/test_capture_memory.py derives them by hand) and gives no largest batch, and the step
+    verdict names the batch instead of judging others."""
     (tmp_path / "capture_factory_example.py").write_text(FACTORY)
     monkeypatch.syspath_prepend(str(tmp_path))
     result = invoke("analyze", "capture_factory_example:make", "--hw", "h100", "--format",
                     "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    assert report["memory"]["not_counted"] == ["activations"]
-    assert report["memory"]["max_batch"] is None and report["memory"]["activations"] == 0
+    assert report["memory"]["not_counted"] == []
+    assert report["memory"]["max_batch"] is None and report["memory"]["activations"] > 0
     assert report["step"]["min_compute_bound_batch"] is None
     assert report["step"]["captured_batch"] == report["batch"]
 

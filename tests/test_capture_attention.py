@@ -177,3 +177,22 @@ def test_a_masked_attentions_output_is_laid_out_b_s_h_d_and_not_copied():
     # the attention reads the boolean mask's conversion, 64 x 64 fp32 values (16,384 B)
     net = capture(Heads(from_qkv=False, masked=True), *_inputs(), mode="inference")
     assert _kinds(net) == [("flash-attention", 4 * QKV * 4 + S * S * 4)]
+
+
+def test_dropout_in_the_attention_is_marked_for_its_per_score_work():
+    """``dropout_p`` > 0 (a Hugging Face model's attention in training): the fused op says so,
+    forward and backward, and the GPU prices the per-score work it adds (analysis/gpu_ops)."""
+
+    class Dropped(torch.nn.Module):
+        def __init__(self, p):
+            super().__init__()
+            self.p, self.w = p, torch.nn.Parameter(torch.ones(D))
+
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q * self.w, k, v, dropout_p=self.p)
+
+    qkv = [torch.zeros(B, H, S, D) for _ in range(3)]
+    for p in (0.1, 0.0):
+        net = capture(Dropped(p), *qkv, mode="train")
+        shapes = [o.attention for o in net.ops() if o.kind.startswith("flash-attention")]
+        assert len(shapes) == 2 and all(a.dropout == (p > 0) and not a.masked for a in shapes)

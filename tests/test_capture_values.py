@@ -118,6 +118,7 @@ def test_gpt2_with_its_attention_mask():
     causal, masked = attention(ones), attention(padded)
     assert len(causal) == len(masked) == layers
     assert all(op.flops == 4 * b * heads * d * s * s // 2 and op.attention.causal
-               for op in causal)
+               and not op.attention.masked for op in causal)
+    # the mask read for every score: priced with its per-score work (analysis/gpu_ops)
     assert all(op.flops == 4 * b * heads * d * s * s and not op.attention.causal
-               for op in masked)
+               and op.attention.masked for op in masked)

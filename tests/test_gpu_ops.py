@@ -4,6 +4,7 @@ worked by hand from the cited figures, never taken from the code."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -572,3 +573,41 @@ def test_the_layer_norm_row_rate_holds_on_liger_kernels_a100_timings():
     assert len(ratios) == 10
     assert (round(min(ratios), 2), round(max(ratios), 2)) == (0.96, 1.15)
     assert (round(min(streams), 2), round(max(streams), 2)) == (1.40, 1.74)
+
+
+def test_a_masked_or_dropout_attention_adds_its_per_score_work():
+    # GPT-2's training attention: 8 x 12 heads, 1024 x 1024 scores each, head dim 64, unmasked:
+    # scores 8 x 12 x 1024 x 1024 = 100,663,296; forward FLOPs 4 x 64 a score = 25,769,803,776.
+    # A mask read for every score adds 0.229 SM clocks a score, dropout 0.264 (fitted on a lent
+    # H100, benchmarks/data/h100_live_masks.csv); backward 0.239 and 0.150 (FLOPs 10 x 64 a
+    # score). H100 SXM5: 132 SMs x 1.98 GHz = 2.6136e11 SM clocks a second:
+    #   forward, masked:          100,663,296 x 0.229 / 2.6136e11 =  88.20 us
+    #   forward, masked, dropout: 100,663,296 x 0.493 / 2.6136e11 = 189.88 us
+    #   backward, dropout:        100,663,296 x 0.150 / 2.6136e11 =  57.77 us
+    # On the lent H100 the mask added 83.8 us forward and dropout 99.4 us more (masks.csv).
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.model.ops import AttentionShape
+
+    spec = load_hardware("h100-sxm5-80gb")
+    scores = 8 * 12 * 1024 * 1024
+    assert scores == 100_663_296
+    peak, bw = spec.peak_flops_per_s("bf16"), spec.bandwidth_bytes_per_s
+
+    def time(kind, per_score, masked, dropout):
+        shape = AttentionShape(64, 1024, 1024, False, masked, dropout)
+        op = Op("OP1", "attn", "forward" if kind == "flash-attention" else "backward", kind,
+                per_score * 64 * scores, 4 * scores // 1024 * 64 * 2, shape)
+        return predict_op(op, spec, "bf16", peak, bw).time_s
+
+    plain = time("flash-attention", 4, False, False)
+    assert time("flash-attention", 4, True, False) - plain == pytest.approx(88.20e-6, rel=1e-3)
+    assert time("flash-attention", 4, True, True) - plain == pytest.approx(189.88e-6, rel=1e-3)
+    back = time("flash-attention-backward", 10, False, False)
+    assert (time("flash-attention-backward", 10, False, True) - back
+            == pytest.approx(57.77e-6, rel=1e-3))
+    # decode (one query row) streams: nothing added
+    shape = AttentionShape(64, 1, 1024, False, True, True)
+    op = Op("OP1", "attn", "forward", "flash-attention", 4 * 64 * 1024 * 96, 10**6, shape)
+    plain_op = dataclasses.replace(op, attention=AttentionShape(64, 1, 1024, False))
+    assert (predict_op(op, spec, "bf16", peak, bw).time_s
+            == predict_op(plain_op, spec, "bf16", peak, bw).time_s)

@@ -42,6 +42,15 @@ row's width allows and its re-reads past half the L2, ``analysis.gpu_softmax``)
      ``peak_share``);
      basis ``gemm-sustained``.
 
+  A fused attention that reads a mask for every score (a padded batch's, materialized over
+  every pair: no causal blocks skipped) or applies dropout to the scores (a training step's)
+  does per-score work the published rates leave out: ``t_flop`` gains, for each, the scores it
+  computes (FLOPs over 4 x head dim forward, 10 x head dim backward) times
+  ``ATTENTION_SCORE_CLOCKS`` SM clocks over S x f (as below). Fitted on a lent H100's torch 2.11
+  ``scaled_dot_product_attention`` (cuDNN 9.19's kernels; benchmarks/data/h100_live_masks.csv,
+  four shapes: GPT-2's, BERT's, a Llama-2-7B prefill's and FlashAttention-3's at 1k tokens):
+  the median over them of the time a mask or dropout added per score; unchecked on other GPUs.
+
 A permuted copy (an op ``model.capture`` marks ``strided``: ``contiguous()`` of a transposed
 view, or the copy ``torch.matmul`` makes of a head-split Q, K or V) is no stream: torch runs a
 copy whose operands are laid out alike through its vectorized elementwise kernel, and any other
@@ -213,6 +222,15 @@ ROW_BYTES_PER_SM_CLOCK = 11.5
 EPILOGUE_KINDS = frozenset({"bias"})
 GPU_EPILOGUE_FOLLOWS = frozenset({"linear"})
 ATTENTION_KINDS = frozenset({"flash-attention", "flash-attention-backward"})
+#: SM clocks a fused attention spends per score it computes on a mask it reads and on dropout,
+#: by pass (module docstring): on the lent H100 (132 SMs at 1.98 GHz) the median added time per
+#: score was, forward, 0.88 ps for a boolean mask (0.59-1.11 over the four shapes) and 1.01 ps
+#: for dropout 0.1 (0.67-1.35, unmasked, causal and masked alike); backward 0.92 ps (0.29-2.2)
+#: and 0.58 ps (-0.5-1.33): times 132 x 1.98e9 clocks a second
+ATTENTION_SCORE_CLOCKS = {("forward", "masked"): 0.229, ("forward", "dropout"): 0.264,
+                          ("backward", "masked"): 0.239, ("backward", "dropout"): 0.150}
+ATTENTION_SCORE_SOURCE = ("fitted: a lent H100 SXM5, torch 2.11 scaled_dot_product_attention "
+                          "(cuDNN 9.19), benchmarks/data/h100_live_masks.csv")
 _FLASH_DTYPES = frozenset({"fp16", "bf16"})
 
 
@@ -263,7 +281,8 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         "softmax-rows": SOFTMAX_SOURCE,
                         "l2-partitions": L2_PARTITIONS_SOURCE,
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
-                        "flash-attention-2": "https://arxiv.org/abs/2307.08691"}}
+                        "flash-attention-2": "https://arxiv.org/abs/2307.08691",
+                        "attention-score-work": ATTENTION_SCORE_SOURCE}}
 
 
 def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
@@ -280,12 +299,13 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
         return OpPrediction(constants.launch_s + max(index_s, memory_s), "strided-copy",
                             {"launch_s": constants.launch_s, "index_s": index_s,
                              "memory_s": memory_s})
-    share, basis = 1.0, "streaming"
+    share, basis, score_s = 1.0, "streaming", 0.0
     if op.kind in ATTENTION_KINDS and op.attention is not None:
         share, basis = attention_share(op.attention, op.pass_, hardware, dtype)
         if basis != "streaming":
             peak = datasheet_peak(hardware, dtype, peak)
-    flop_s = op.flops / (share * peak)
+        score_s = score_work_s(op, hardware)
+    flop_s = op.flops / (share * peak) + score_s
     traffic = KERNELS.get(op.kind, (1.0,))
     row_s, row_basis = 0.0, ""
     if op.kind in ROW_PASSES:
@@ -329,6 +349,20 @@ def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:
     size = itemsize(dtype)
     per_clock = STRIDED_COPY_VALUES["wide" if size >= 4 else "narrow"]
     return nbytes / size / (per_clock * sm_clocks_per_s(hardware))
+
+
+def score_work_s(op: Op, hardware: HardwareSpec) -> float:
+    """The time a fused attention ``op`` spends on a mask it reads for every score and on
+    dropout, beyond its published rate: its scores times ``ATTENTION_SCORE_CLOCKS`` (module
+    docstring); 0 for neither, and for decode (no published rate to add to: it streams)."""
+    shape = op.attention
+    if shape is None or not (shape.masked or shape.dropout) or shape.q != shape.s:
+        return 0.0
+    pass_ = "forward" if op.kind == "flash-attention" else "backward"
+    scores = op.flops / ((4 if pass_ == "forward" else 10) * shape.head_dim)
+    clocks = (ATTENTION_SCORE_CLOCKS[(pass_, "masked")] * shape.masked
+              + ATTENTION_SCORE_CLOCKS[(pass_, "dropout")] * shape.dropout)
+    return scores * clocks / sm_clocks_per_s(hardware)
 
 
 def sm_clocks_per_s(hardware: HardwareSpec) -> float:

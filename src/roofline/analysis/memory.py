@@ -14,13 +14,15 @@ Parts (bytes, per device):
   pass keeps for the backward pass (``saved_bytes``, by ``recompute``: Korthikanti et al.'s
   per-layer counts, see ``model.layers.transformer``), plus the logits the loss reads (the last
   layer's output), plus with full recomputation one block's saved tensors while it is
-  recomputed.
+  recomputed. A captured module: the most its tensors held at once beyond its parameters, as
+  the capture's run allocated and freed them (``model.capture_memory``), less its gradients.
 - ``gradients`` (training): one per parameter at the weight-gradient buffer's size
   (``grad_accumulation``, else the model's dtype).
 - ``optimizer`` (training): fp32 states, as the update op counts them: Adam's two moments (8 B
   per parameter) and, when the weights are narrower than fp32, an fp32 master copy (4 B); SGD
   the master copy only. Mixed-precision Adam: 2 + 2 + 12 = 16 B per parameter (ZeRO, Rajbhandari
-  et al., 2020).
+  et al., 2020). A captured torch optimizer: the states its first step made, as torch keeps
+  them (AdamW's two moments at the parameters' dtype, no master copy).
 - ``workspace``: on a GPU ``WORKSPACE_BYTES``, a stated allowance for the CUDA context, library
   workspaces and allocator slack (not measured); on a CPU none (no CUDA context; the process's
   own memory is not counted).
@@ -128,6 +130,8 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str
             [live_bytes(layer, step) for _, layer in net.layer_groups(but_last=True)]
             + [live_bytes(runs[-1].layer, step)] * (runs[-1].count > 1)
             + [live_bytes(runs[-1].layer, last)])
+        if net.captured_live is not None:
+            parts["activations"] = _captured(net.captured_live, e, 0)
         return parts
     saved = [saved_bytes(layer, step, net.recompute) for _, layer in groups]
     last_layer = runs[-1].layer
@@ -142,7 +146,20 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str
     parts["gradients"] = parameters * grad_e
     master = MASTER_BYTES if e < MASTER_BYTES and net.optimizer != "none" else 0
     parts["optimizer"] = parameters * (OPTIMIZER_STATE_BYTES[net.optimizer] + master)
+    if net.captured_live is not None:
+        parts["activations"] = _captured(net.captured_live, e, parts["gradients"])
+    if net.captured_optimizer is not None:  # the states torch made, not mixed precision's
+        parts["optimizer"] = _captured(net.captured_optimizer, e, 0)
     return parts
+
+
+def _captured(live: tuple[int, int], e: int, gradients: int) -> int:
+    """A captured step's activations: the most its tensors held at once beyond its parameters
+    (``model.capture_memory``: elements of the model's dtype at ``e`` bytes, other bytes as
+    they are), less the gradients memory counts apart (held at the end of the backward, so
+    never more than that peak)."""
+    elements, other = live
+    return max(0, elements * e + other - gradients)
 
 
 def _total(network: Network, workspace: int) -> int:
@@ -156,12 +173,14 @@ def memory_of(network: Network, hardware: HardwareSpec, workspace: int | None = 
     if workspace is None:
         workspace = WORKSPACE_BYTES if hardware.kind == "gpu" else 0
     parts = memory_parts(network, workspace)
-    # a captured module: its activations are not recorded, and it exists at one batch and seq
-    unknown = ("activations",) if network.captured_batch is not None else ()
+    # a captured module exists at one batch and seq (its activations recorded there, where the
+    # capture kept them: ``Network.captured_live``)
+    captured = network.captured_batch is not None
+    unknown = ("activations",) if captured and network.captured_live is None else ()
     if hardware.memory_capacity_bytes is None:
         return Memory(parts, capacity_bytes=None, not_counted=unknown)
     capacity = round(hardware.memory_capacity_bytes)
-    if unknown:
+    if captured:
         return Memory(parts, capacity_bytes=capacity, not_counted=unknown)
     max_seq, limit = _max_seq(network, capacity, workspace)
     return Memory(parts, capacity_bytes=capacity,

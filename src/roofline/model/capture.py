@@ -88,6 +88,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..errors import RooflineError
+from .capture_memory import Live
 from .capture_values import LIMIT as VALUES_LIMIT
 from .capture_values import Values
 from .gemm import GemmShape
@@ -340,6 +341,8 @@ class _Recorder:
     dtype: str | None = None  # the model's, known before the run (``_scales``)
     loss: bool = False  # training, the module returned a scalar (its loss), backpropagated
     values: Values = field(default_factory=Values)  # meta tensors' values, where known
+    live: Live | None = None  # the tensors the run holds at once (capture_memory.py)
+    optimizer_states: tuple[int, int] | None = None  # a torch optimizer's, as Live counts
 
     def add(self, module: str, backward: bool, item: Item) -> None:
         book = self.backward if backward else self.forward
@@ -407,7 +410,9 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
                    source=source, uncosted=tuple(sorted(rec.uncosted)), update=update,
                    nchw_convs=rec.nchw_convs,
-                   gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())), captured_loss=rec.loss)
+                   gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())), captured_loss=rec.loss,
+                   captured_live=rec.live.peak if rec.live is not None else None,
+                   captured_optimizer=rec.optimizer_states)
 
 
 def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool, flash: bool,
@@ -427,6 +432,9 @@ def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool
     rec = _Recorder(type(module).__name__, train, flash, _owned(module, remove_duplicate=False),
                     dtype=model_dtype)
     rec.weights = {id(p): p for p in meta_params.values()}
+    torch_names = {v: k for k, v in TORCH_DTYPES.items()}
+    rec.live = Live(getattr(torch, torch_names.get(model_dtype or "", "float32")),
+                    [*meta_params.values(), *meta_buffers.values()], inputs)
     # values given (not on the meta device) for a read back to answer (capture_values.py): the
     # inputs' (token ids, an attention mask) and the integer buffers' (position ids)
     for meta, given in zip(inputs, example_inputs):
@@ -558,6 +566,8 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
                 losses = [o for o in outs if o.dim() == 0]
                 rec.module, rec.loss, outs = "", bool(losses), losses or outs
                 torch.autograd.backward(outs, [torch.empty_like(o) for o in outs])
+            if rec.live is not None:  # the optimizer's states: memory's optimizer part
+                rec.live.on = False
             if optimizer is not None:
                 _step(rec, optimizer, [p for p in state.values() if p.requires_grad], label)
     except RooflineError:
@@ -587,7 +597,10 @@ def _step(rec: _Recorder, make: Callable[[list[Any]], Any], params: list[Any],
     try:
         rec.quiet += 1
         try:
-            opt.step()
+            if rec.live is not None:  # the states the first step creates, as torch keeps them
+                rec.optimizer_states = rec.live.kept(opt.step)
+            else:
+                opt.step()
         finally:
             rec.quiet -= 1
         rec.updating = True
@@ -704,6 +717,8 @@ def _ran(rec: _Recorder, func: Any, args: Any, kwargs: dict[str, Any]) -> tuple[
     finally:
         rec.depth -= 1
     rec.values.follow(func, args, kwargs, out)
+    if rec.live is not None:
+        rec.live.made(out)
     return False, out
 
 
@@ -812,10 +827,11 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     sq, sk, d = q.shape[-2], k.shape[-2], q.shape[-1]
     causal = 0.5 if is_causal else 1.0
     elements = q.numel() * 2 + k.numel() + v.numel()  # read Q, K, V; write O
-    shape = AttentionShape(int(d), int(sq), int(sk), bool(is_causal))
     # training, the forward writes one fp32 log-sum-exp per query row that the backward reads
     lse = count * sq * LSE_BYTES if rec.train else 0
     mask = _additive_mask(attn_mask, q)
+    shape = AttentionShape(int(d), int(sq), int(sk), bool(is_causal), mask is not None,
+                           dropout_p > 0)
     read = _split(mask, _stored(mask), rec)  # the mask's values, forward and backward
 
     masked = mask is not None or v.shape[-1] != d  # FlashAttention's cannot: the efficient one
@@ -823,7 +839,12 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     class Flash(torch.autograd.Function):
         @staticmethod
         def forward(ctx: Any, q: Any, k: Any, v: Any, mask: Any) -> Any:
-            return _laid_out(q, v.shape[-1], masked)
+            out = _laid_out(q, v.shape[-1], masked)
+            # what torch's kernels keep for the backward: Q, K, V, the output, the mask and the
+            # fp32 log-sum-exp of each query row (capture_memory.py counts them while held)
+            ctx.save_for_backward(q, k, v, out, mask)
+            ctx.lse = q.new_empty((count, sq), dtype=torch.float32) if rec.train else None
+            return out
 
         @staticmethod
         def backward(ctx: Any, grad: Any) -> Any:

@@ -208,6 +208,13 @@ class Network:
     #: a captured module trained on the scalar it returned: its loss is in the step, as torch
     #: computed it (a module returning logits was given an output gradient: no loss)
     captured_loss: bool = False
+    #: a captured module's peak of the tensors its step held at once beyond its parameters
+    #: (activations, temporaries, training's gradients): the elements of ``dtype`` and the
+    #: bytes of any other (``model.capture_memory``); None for a network read from a file
+    captured_live: tuple[int, int] | None = None
+    #: a captured torch optimizer's states as its first step made them (the same split): torch
+    #: keeps Adam's moments at the parameters' dtype, with no fp32 master copy
+    captured_optimizer: tuple[int, int] | None = None
 
     @property
     def captured_batch(self) -> int | None:

@@ -55,12 +55,16 @@ OPTIMIZERS: dict[str, tuple[int, int]] = {"sgd": (2, 12), "adam": (13, 28)}
 
 class AttentionShape(NamedTuple):
     """What a fused attention op's published speed depends on: the head dimension, the query
-    and key lengths (``q`` 1 against ``s`` keys in decode) and the causal mask."""
+    and key lengths (``q`` 1 against ``s`` keys in decode) and the causal mask; and what slows a
+    kernel past it: ``masked``, a mask it reads for every score (a padded batch's), ``dropout``,
+    dropout applied to the scores (a training step's, ``dropout_p`` > 0)."""
 
     head_dim: int
     q: int
     s: int
     causal: bool
+    masked: bool = False
+    dropout: bool = False
 
 
 #: What a ``bias`` op can follow (``OpShape.follows``): a Linear's dense GEMM, a convolution,

@@ -1,0 +1,154 @@
+"""Do Hugging Face models, trained and served as users run them, take the time and memory roofline
+predicts from a capture? On demand (no test):
+
+    .venv/bin/python benchmarks/bench_gpu_hf.py [--markdown]
+
+Needs torch and transformers (``pip install -e ".[torch,hf]"``); no GPU: it reads what
+benchmarks/gpu_measure.py ``--parts hf,masks`` timed on a lent H100 SXM5 (data/
+h100_live_hf_steps.json, h100_live_masks.csv, h100_live_hf_env.json; data/README.md).
+
+First, each step of ``_hf_steps.HF_STEPS`` (GPT-2, BERT, Llama-2-7B and Mixtral-8x7B with fewer
+layers, bf16, built by transformers 5.24 from examples/hf; a training step is the model's own
+loss on its labels and ``loss.backward()``, with AdamW's step where named; the padded step's
+attention mask pads a quarter of odd rows): the same module and inputs captured here with
+``roofline.torch.capture`` (token ids and mask given with values: transformers reads the mask
+back) and predicted on the H100's datasheet entry and on the entries the probe saved on such a
+machine (data/h100_live_probe*.yaml). Printed: the measured best of three runs, the kernels' own
+summed time (one profiled step: what the GPU did, without the host's gaps), each prediction and
+measured / predicted, and the peak memory torch allocated against the capture's step memory
+(weights, gradients, optimizer state, activations; the entry's workspace reserve left out).
+
+Second, ``scaled_dot_product_attention`` under torch's default backend (cuDNN's kernels on that
+H100) causal, unmasked and through a boolean mask over every pair, without and with dropout
+0.1, forward and backward at four shapes: measured / predicted with and without the per-score
+work of a mask and dropout (``analysis.gpu_ops.ATTENTION_SCORE_CLOCKS``, fitted on these rows:
+the with-figures are a fit's residuals, the without-figures what the published rates alone
+give).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from _tables import table_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "benchmarks" / "data"
+
+
+def captured(spec: tuple[Any, ...]) -> Any:
+    """The step's Network, captured on the meta device as gpu_measure.py ran it."""
+    import torch
+    from _hf_steps import hf_inputs, hf_model, wrapped
+
+    from roofline.torch import capture
+
+    name, config, auto, overrides, mode, batch, seq, padded, optimizer = spec
+    model = hf_model(torch, config, auto, overrides, "meta", torch.bfloat16)
+    ids, mask = hf_inputs(torch, model.config.vocab_size, batch, seq, padded, "cpu")
+    return capture(wrapped(torch, model, mode), ids, mask, mode=mode, name=name,
+                   optimizer=torch.optim.AdamW if optimizer == "adamw" else "none")
+
+
+def step_lines(markdown: bool) -> list[str]:
+    from _hf_steps import HF_STEPS
+
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+
+    entries = {"datasheet": load_hardware("h100-sxm5-80gb"),
+               "probed": load_hardware(str(DATA / "h100_live_probe.yaml")),
+               "probed (graph)": load_hardware(str(DATA / "h100_live_probe_graph.yaml"))}
+    measured = {r["step"]: r for r in json.loads((DATA / "h100_live_hf_steps.json").read_text())}
+    header = ["step", "batch x seq", "measured", "kernels"]
+    for label in entries:
+        header += [label, "ratio", "kernels ratio"]
+    header += ["peak memory", "predicted", "ratio"]
+    body = []
+    for spec in HF_STEPS:
+        row = measured[spec[0]]
+        best, kernels = min(row["runs_best_s"]), row["kernel_s"]
+        network = captured(spec)
+        line = [spec[0], f"{spec[5]} x {spec[6]}", f"{best * 1e3:.1f} ms",
+                f"{kernels * 1e3:.1f} ms"]
+        for hw in entries.values():
+            report = analyze(network, hw)
+            p = report.totals["predicted_time_s"]
+            line += [f"{p * 1e3:.1f} ms", f"{best / p:.2f}", f"{kernels / p:.2f}"]
+        memory = analyze(network, entries["datasheet"]).memory
+        held = sum(v for k, v in memory.parts.items() if k != "workspace")
+        line += [f"{row['max_memory_bytes'] / 1e9:.2f} GB", f"{held / 1e9:.2f} GB",
+                 f"{row['max_memory_bytes'] / held:.2f}"]
+        body.append(line)
+    return table_lines(header, body, markdown)
+
+
+def mask_op(row: dict[str, str]) -> Any:
+    """The fused attention op of one masks.csv row, as the capture records it."""
+    from roofline.model.ops import AttentionShape, Op
+
+    b, h, s, d = (int(x) for x in row["shape"].split("x"))
+    causal, forward = row["mask"] == "causal", row["op"] == "sdpa"
+    pairs = s * s // 2 if causal else s * s
+    shape = AttentionShape(d, s, s, causal, row["mask"] == "bool", float(row["dropout"]) > 0)
+    return Op("OP1", "attn", "forward" if forward else "backward",
+              "flash-attention" if forward else "flash-attention-backward",
+              (4 if forward else 10) * b * h * d * pairs,
+              b * h * s * d * 2 * (4 if forward else 8), shape)
+
+
+def mask_lines(markdown: bool) -> list[str]:
+    import dataclasses
+
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.ops import AttentionShape
+
+    hw = load_hardware("h100-sxm5-80gb")
+    peak, bw = hw.peak_flops_per_s("bf16"), hw.bandwidth_bytes_per_s
+    groups: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+    with open(DATA / "h100_live_masks.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            op = mask_op(row)
+            a = op.attention
+            assert a is not None
+            plain = dataclasses.replace(op, attention=AttentionShape(a.head_dim, a.q, a.s,
+                                                                     a.causal))
+            t = float(row["time_ms"]) * 1e-3
+            key = (row["op"], row["mask"], row["dropout"])
+            cell = groups.setdefault(key, {"with": [], "without": []})
+            cell["with"].append(t / predict_op(op, hw, "bf16", peak, bw).time_s)
+            cell["without"].append(t / predict_op(plain, hw, "bf16", peak, bw).time_s)
+
+    def text(values: list[float]) -> str:
+        return (f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
+    header = ["pass", "mask", "dropout", "n", "measured / predicted", "without the per-score work"]
+    body = [[op, mask, dropout, str(len(r["with"])), text(r["with"]), text(r["without"])]
+            for (op, mask, dropout), r in groups.items()]
+    return table_lines(header, body, markdown)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    env = json.loads((DATA / "h100_live_hf_env.json").read_text())
+    print(f"Hugging Face steps on a lent {env['name']} (torch {env['torch']}, transformers "
+          f"{env['transformers'].split()[0]}, bf16; data/h100_live_hf_steps.json): measured best "
+          f"of three runs and one profiled step's kernels against the captured step's prediction")
+    print("\n".join(step_lines(args.markdown)))
+    print()
+    print("scaled_dot_product_attention on the same H100 (torch's default backend: cuDNN; "
+          "data/h100_live_masks.csv; four shapes each): measured / predicted, median (range)")
+    print("\n".join(mask_lines(args.markdown)))
+
+
+if __name__ == "__main__":
+    main()
