@@ -113,6 +113,7 @@ PLAUSIBLE: Final[dict[str, tuple[float, float, str]]] = {
     "sms": (1, 1e6, "SMs"), "sockets": (1, 1e4, "sockets"),
     "cores_per_socket": (1, 1e6, "cores"), "simd_bits": (1, 1e5, "bits"),
     "fma_units": (1, 1e3, "units"), "capacity_gb": (1e-6, 1e9, "GB"),
+    "reported_bytes": (1e3, 1e18, "B"),
     "latency_us": (0, 1e6, "us"),
     "op_rate_gbs": (1e-6, 1e7, "GB/s")}  # an op class's rate (calibration.ops): far below DRAM
 

@@ -80,6 +80,7 @@ def parse_entry(data: Any, source: str, location: str = "") -> HardwareSpec:
         sparse_tflops=_dtype_numbers(top, "sparse_tflops", required=False),
         memory_type=_memory_type(top),
         memory_capacity_gb=_memory_capacity(top),
+        memory_reported_bytes=_memory_reported(top),
         llc_mb=top.positive_number("llc_mb", None),
         tdp_w=top.positive_number("tdp_w", None),
         stored=copy.deepcopy(dict(data)),
@@ -155,6 +156,11 @@ def _memory_type(top: Fields) -> str | None:
 def _memory_capacity(top: Fields) -> float | None:
     memory = top.sub("memory", None)
     return None if memory is None else memory.positive_number("capacity_gb", None)
+
+
+def _memory_reported(top: Fields) -> int | None:
+    memory = top.sub("memory", None)
+    return None if memory is None else memory.positive_int("reported_bytes", None)
 
 
 def _host_link(top: Fields) -> HostLink | None:

@@ -312,6 +312,9 @@ class HardwareSpec:
     sparse_tflops: dict[str, float] = field(default_factory=dict)
     memory_type: str | None = None
     memory_capacity_gb: float | None = None  # memory.capacity_gb (GB = 10^9 B); None: unknown
+    #: memory.reported_bytes: the device memory CUDA reports (``totalGlobalMem``) where a reading
+    #: is recorded; None: the datasheet's capacity_gb stands for it
+    memory_reported_bytes: int | None = None
     llc_mb: float | None = None
     tdp_w: float | None = None  # board power
     stored: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -350,8 +353,13 @@ class HardwareSpec:
 
     @property
     def memory_capacity_bytes(self) -> float | None:
-        """Device memory in bytes (``memory.capacity_gb`` x 10^9), or None when the entry
-        does not give it (a CPU entry may leave it unset)."""
+        """Device memory in bytes: what CUDA reports on the device where the entry records a
+        reading (``memory.reported_bytes``: an H100 SXM5 80GB reports 85,017,493,504 B, its
+        datasheet's "80GB" being binary gigabytes less what the driver reserves), else
+        ``memory.capacity_gb`` x 10^9; None when the entry gives neither (a CPU entry may leave
+        it unset)."""
+        if self.memory_reported_bytes is not None:
+            return float(self.memory_reported_bytes)
         gb = self.memory_capacity_gb
         return gb * 1e9 if gb is not None else None
 

@@ -63,7 +63,7 @@ def plan_table(plan: Plan, top: int = 3) -> str:
              + "; between nodes "
              + link_text(fabric.inter.label, fabric.inter.bandwidth_gbs,
                          " per direction per GPU", f"{fabric.inter.latency_us:g} us a step"),
-             "memory per GPU against " + (f"{capacity / 1e9:g} GB" if capacity else
+             "memory per GPU against " + (si(capacity, "B") if capacity else
                                           "no stated capacity")]
     from ..analysis.plan import ASSUMPTIONS
 
@@ -129,7 +129,7 @@ def best_lines(r: LayoutResult) -> list[str]:
     out.append("  memory per GPU: " + ", ".join(f"{key} {si(value, 'B')}"
                                                  for key, value in mem.items() if value)
                + f"; {si(r.memory_bytes, 'B')} of "
-               + (f"{r.capacity_bytes / 1e9:g} GB" if r.capacity_bytes else "?"))
+               + (si(r.capacity_bytes, "B") if r.capacity_bytes else "?"))
     if r.replicated:
         out.append(f"  replicated on every tensor-parallel GPU: {', '.join(r.replicated)}")
     return out
