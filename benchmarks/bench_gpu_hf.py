@@ -7,16 +7,17 @@ Needs torch and transformers (``pip install -e ".[torch,hf]"``); no GPU: it read
 benchmarks/gpu_measure.py ``--parts hf,masks`` timed on a lent H100 SXM5 (data/
 h100_live_hf_steps.json, h100_live_masks.csv, h100_live_hf_env.json; data/README.md).
 
-First, each step of ``_hf_steps.HF_STEPS`` (GPT-2, BERT, Llama-2-7B and Mixtral-8x7B with fewer
-layers, bf16, built by transformers 5.24 from examples/hf; a training step is the model's own
-loss on its labels and ``loss.backward()``, with AdamW's step where named; the padded step's
-attention mask pads a quarter of odd rows): the same module and inputs captured here with
-``roofline.torch.capture`` (token ids and mask given with values: transformers reads the mask
+First, each step of ``_hf_steps.HF_STEPS`` (GPT-2, BERT, T5-small, ViT-Base, and Llama-2-7B,
+Qwen2-7B and Mixtral-8x7B with fewer layers, built by transformers 5.24; a training step is the
+model's own loss on its labels and ``loss.backward()``, with AdamW's step where named; the
+padded step's attention mask pads a quarter of odd rows): the same module and inputs captured
+here with ``roofline.torch.capture`` (inputs given with values: transformers reads the mask
 back) and predicted on the H100's datasheet entry and on the entries the probe saved on such a
-machine (data/h100_live_probe*.yaml). Printed: the measured best of three runs, the kernels' own
-summed time (one profiled step: what the GPU did, without the host's gaps), each prediction and
-measured / predicted, and the peak memory torch allocated against the capture's step memory
-(weights, gradients, optimizer state, activations; the entry's workspace reserve left out).
+machine (data/h100_live_probe*.yaml). Printed: the measured best of its runs (two or three),
+the kernels' own summed time (one profiled step: what the GPU did, without the host's gaps),
+each prediction and measured / predicted, and the peak memory torch allocated against the
+capture's step memory (weights, gradients, optimizer state, activations; the entry's workspace
+reserve left out).
 
 Second, ``scaled_dot_product_attention`` under torch's default backend (cuDNN's kernels on that
 H100) causal, unmasked and through a boolean mask over every pair, without and with dropout
@@ -42,18 +43,19 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
 
 
-def captured(spec: tuple[Any, ...]) -> Any:
-    """The step's Network, captured on the meta device as gpu_measure.py ran it."""
+def captured(step: Any) -> Any:
+    """The step's Network, captured on the meta device as gpu_measure.py ran it (its inputs
+    on the host, with values: transformers reads the mask back)."""
     import torch
-    from _hf_steps import hf_inputs, hf_model, wrapped
+    from _hf_steps import hf_inputs, hf_model, torch_dtype, wrapped
 
     from roofline.torch import capture
 
-    name, config, auto, overrides, mode, batch, seq, padded, optimizer = spec
-    model = hf_model(torch, config, auto, overrides, "meta", torch.bfloat16)
-    ids, mask = hf_inputs(torch, model.config.vocab_size, batch, seq, padded, "cpu")
-    return capture(wrapped(torch, model, mode), ids, mask, mode=mode, name=name,
-                   optimizer=torch.optim.AdamW if optimizer == "adamw" else "none")
+    dtype = torch_dtype(torch, step)
+    model = hf_model(torch, step, "meta", dtype)
+    x, y = hf_inputs(torch, model, step, "cpu", dtype)
+    return capture(wrapped(torch, model, step), x, y, mode=step.mode, name=step.name,
+                   optimizer=torch.optim.AdamW if step.optimizer == "adamw" else "none")
 
 
 def step_lines(markdown: bool) -> list[str]:
@@ -66,16 +68,18 @@ def step_lines(markdown: bool) -> list[str]:
                "probed": load_hardware(str(DATA / "h100_live_probe.yaml")),
                "probed (graph)": load_hardware(str(DATA / "h100_live_probe_graph.yaml"))}
     measured = {r["step"]: r for r in json.loads((DATA / "h100_live_hf_steps.json").read_text())}
-    header = ["step", "batch x seq", "measured", "kernels"]
+    header = ["step", "dtype", "batch x seq", "measured", "kernels"]
     for label in entries:
         header += [label, "ratio", "kernels ratio"]
     header += ["peak memory", "predicted", "ratio"]
     body = []
-    for spec in HF_STEPS:
-        row = measured[spec[0]]
-        best, kernels = min(row["runs_best_s"]), row["kernel_s"]
-        network = captured(spec)
-        line = [spec[0], f"{spec[5]} x {spec[6]}", f"{best * 1e3:.1f} ms",
+    for step in HF_STEPS:
+        if step.name not in measured:
+            continue
+        row = measured[step.name]
+        best, kernels = min(row.get("runs_best_s", [row["best_s"]])), row["kernel_s"]
+        network = captured(step)
+        line = [step.name, step.dtype, f"{step.batch} x {step.seq}", f"{best * 1e3:.1f} ms",
                 f"{kernels * 1e3:.1f} ms"]
         for hw in entries.values():
             report = analyze(network, hw)
@@ -141,8 +145,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     env = json.loads((DATA / "h100_live_hf_env.json").read_text())
     print(f"Hugging Face steps on a lent {env['name']} (torch {env['torch']}, transformers "
-          f"{env['transformers'].split()[0]}, bf16; data/h100_live_hf_steps.json): measured best "
-          f"of three runs and one profiled step's kernels against the captured step's prediction")
+          f"{env['transformers'].split()[0]}; data/h100_live_hf_steps.json): measured best of "
+          f"the runs and one profiled step's kernels against the captured step's prediction")
     print("\n".join(step_lines(args.markdown)))
     print()
     print("scaled_dot_product_attention on the same H100 (torch's default backend: cuDNN; "

@@ -731,24 +731,29 @@ def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = Fals
     (out / "steps.json").write_text(json.dumps(results, indent=1))
 
 
-def measure_hf(torch: Any, out: Path, quick: bool) -> None:
-    """``hf_steps.json``: each ``HF_STEPS`` step (_hf_steps.py) timed, its peak memory
-    (``max_memory_allocated`` past the model's own) and one profiled step's kernels."""
+def measure_hf(torch: Any, out: Path, quick: bool, only: set[str]) -> None:
+    """``hf_steps.json``: each ``HF_STEPS`` step (_hf_steps.py; those named in ``only`` where
+    it names any) timed, its peak memory (``max_memory_allocated``; ``model_bytes``, the
+    model's own) and one profiled step's kernels."""
     import transformers
 
     results = []
     for spec in HF_STEPS:
-        if quick:  # a dry run: every step, one layer, 64 tokens
-            spec = (*spec[:3], spec[3] | {"num_hidden_layers": 1}, spec[4], 1, 64, *spec[7:])
-        record: dict[str, Any] = {"step": spec[0], "transformers": transformers.__version__}
+        if only and spec.name not in only:
+            continue
+        if quick:  # a dry run: every step, one layer, 64 tokens or pixels a side
+            layers = "num_layers" if spec.config == "T5Config" else "num_hidden_layers"
+            side = {"image_size": 64} if spec.inputs == "image" else {}
+            spec = spec._replace(overrides=spec.overrides | {layers: 1} | side, batch=1, seq=64)
+        record: dict[str, Any] = {"step": spec.name, "dtype": spec.dtype,
+                                  "transformers": transformers.__version__}
         step = None
         try:
             torch.manual_seed(0)
             gc.collect()  # the last step's module, held in reference cycles, freed first
             if DEV == "cuda":
                 torch.cuda.reset_peak_memory_stats()
-            step = hf_step(torch, spec, DEV, torch.bfloat16 if DEV == "cuda"
-                           else torch.float32)[0]
+            step = hf_step(torch, spec, DEV)
             if DEV == "cuda":
                 record["model_bytes"] = torch.cuda.memory_allocated()
             record.update(time_calls(torch, step, values=5, value_s=0.05, warmups=3))
@@ -758,7 +763,7 @@ def measure_hf(torch: Any, out: Path, quick: bool) -> None:
         except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
             record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
         results.append(record)
-        log(f"hf {spec[0]}: {record.get('best_s', record.get('error'))}")
+        log(f"hf {spec.name}: {record.get('best_s', record.get('error'))}")
         step = None  # the module goes with it
         empty_cache(torch)
         (out / "hf_steps.json").write_text(json.dumps(results, indent=1))
@@ -834,6 +839,8 @@ def main() -> int:
                              "True: fp32 convolutions on TF32 Tensor Cores)")
     parser.add_argument("--channels-last", action="store_true",
                         help="steps: ResNet-50's module and input in channels_last (NHWC)")
+    parser.add_argument("--hf", default="",
+                        help="--parts hf: only these steps (comma-separated _hf_steps names)")
     parser.add_argument("--graph", action="store_true",
                         help="time CUDA-graph replays (the kernels without the host's per-call "
                              "cost); GEMMs and forward ops only")
@@ -888,7 +895,8 @@ def main() -> int:
                       ("waves", lambda: measure_waves(torch, args.out, args.device_entry)),
                       ("norms", lambda: measure_norms(torch, args.out)),
                       ("rows", lambda: measure_rows(torch, args.out)),
-                      ("hf", lambda: measure_hf(torch, args.out, args.quick)),
+                      ("hf", lambda: measure_hf(torch, args.out, args.quick,
+                                                set(filter(None, args.hf.split(","))))),
                       ("masks", lambda: measure_masks(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
