@@ -116,3 +116,20 @@ def test_gpt2s_training_step_holds_what_torch_allocated_on_an_h100():
     parts = memory_parts(network)
     held = parts["weights"] + parts["gradients"] + parts["activations"]
     assert held / measured["gpt2-train"]["max_memory_bytes"] == pytest.approx(1.0, abs=0.02)
+
+
+def test_a_sparse_input_fails_in_one_line_as_before():
+    """torch's meta device runs no sparse product: the capture says so in one line (the memory
+    count, which a sparse tensor's missing storage once broke with a traceback, skips it)."""
+    from roofline.model.capture import CaptureError
+
+    class Sparse(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(64, 32))
+
+        def forward(self, x):
+            return torch.sparse.mm(x, self.w)
+
+    with pytest.raises(CaptureError, match="aten._sparse_addmm failed on the meta device"):
+        capture(Sparse(), torch.eye(64).to_sparse(), mode="train")

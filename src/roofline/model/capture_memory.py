@@ -71,9 +71,12 @@ class Live:
 
     def add(self, tensor: Any) -> None:
         """A tensor an op made: its storage counted until it is freed."""
-        if not self.on or not tensor.is_meta:
+        if not self.on or not tensor.is_meta or tensor.layout != _strided():
+            return  # a sparse tensor has no storage of its own: not counted
+        try:
+            storage = tensor.untyped_storage()
+        except (RuntimeError, NotImplementedError):  # a tensor subclass without one: likewise
             return
-        storage = tensor.untyped_storage()
         if storage in self.known:
             return
         nbytes = storage.nbytes()
@@ -90,3 +93,9 @@ class Live:
     def _free(self, elements: int, other: int) -> None:
         self.elements -= elements
         self.other -= other
+
+
+def _strided() -> Any:
+    import torch
+
+    return torch.strided

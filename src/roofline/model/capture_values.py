@@ -45,8 +45,13 @@ class Values:
 
     def seed(self, meta: Any, given: Any) -> None:
         """``given``'s values for ``meta`` (its meta copy, perhaps cast), when it has values."""
-        if given.device.type != "meta" and given.numel() <= LIMIT:
-            self.known[meta] = given.detach().to("cpu", meta.dtype, copy=True)
+        if given.device.type == "meta" or given.layout != meta.layout:
+            return
+        try:
+            if given.numel() <= LIMIT:
+                self.known[meta] = given.detach().to("cpu", meta.dtype, copy=True)
+        except (RuntimeError, NotImplementedError):  # a tensor subclass: its values unknown
+            return
 
     def read(self, func: Any, args: Any, kwargs: dict[str, Any]) -> tuple[bool, Any]:
         """A read back (``SCALAR_READS``) of tensors with known values: (True, its answer);
