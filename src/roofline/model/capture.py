@@ -74,7 +74,13 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
 - A torch optimizer, when one is given, steps on the meta parameters and the gradients the
   backward left them: the first step creates its state and is not recorded; the second is, each
   aten op summed over the parameters as one op of pass ``update`` (module ``optimizer``); ops
-  on host tensors only (the step count torch keeps on the CPU) are left out.
+  on host tensors only (the step count torch keeps on the CPU) are left out; the states the
+  first step made are the step's optimizer memory (``capture_memory.Live.kept``).
+- A value the module reads back (``.item()``, ``bool()`` of a tensor) is answered from the
+  example inputs' own values where it follows from them (``capture_values``): transformers'
+  "does the attention mask pad any token?", so the path taken is the one those inputs take.
+- The tensors the run holds at once beyond the parameters, at their peak, are the step's
+  activations in memory (``capture_memory``: ``Network.captured_live``).
 
 torch is imported inside the functions: it is an optional extra (``roofline[torch]``).
 """
