@@ -30,8 +30,8 @@ def decode_step(torch: Any, cfg: dict[str, Any], batch: int, kv: int,
     d, ffn, layers = h // heads, cfg["intermediate_size"], cfg["num_hidden_layers"]
     eps = cfg.get("rms_norm_eps", 1e-5)
 
-    def w(*shape: int) -> Any:
-        return torch.randn(*shape, device=dev, dtype=bf16) * 0.02
+    def w(*shape: int) -> Any:  # scaled in place: no second copy while the cache is made
+        return torch.randn(*shape, device=dev, dtype=bf16).mul_(0.02)
 
     blocks = [{"n1": torch.ones(h, device=dev, dtype=bf16), "qkv": w(h + 2 * kvh * d, h),
                "o": w(h, h), "n2": torch.ones(h, device=dev, dtype=bf16),

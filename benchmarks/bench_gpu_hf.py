@@ -100,11 +100,17 @@ def mask_op(row: dict[str, str]) -> Any:
     b, h, s, d = (int(x) for x in row["shape"].split("x"))
     causal, forward = row["mask"] == "causal", row["op"] == "sdpa"
     pairs = s * s // 2 if causal else s * s
-    shape = AttentionShape(d, s, s, causal, row["mask"] == "bool", float(row["dropout"]) > 0)
+    masked = row["mask"] in ("bool", "bias")
+    shape = AttentionShape(d, s, s, causal, masked, float(row["dropout"]) > 0,
+                           mask_grad=row["mask"] == "bias")
+    # the mask as the kernel reads it (a boolean one converted to bf16 first), once a pass; a
+    # bias that needs its gradient has it written backward, B x H x S x S
+    mask = {"bool": b * s * s * 2, "bias": b * h * s * s * 2}.get(row["mask"], 0)
+    grad = b * h * s * s * 2 if row["mask"] == "bias" and not forward else 0
     return Op("OP1", "attn", "forward" if forward else "backward",
               "flash-attention" if forward else "flash-attention-backward",
               (4 if forward else 10) * b * h * d * pairs,
-              b * h * s * d * 2 * (4 if forward else 8), shape)
+              b * h * s * d * 2 * (4 if forward else 8) + mask + grad, shape)
 
 
 def mask_lines(markdown: bool) -> list[str]:
@@ -117,24 +123,51 @@ def mask_lines(markdown: bool) -> list[str]:
     hw = load_hardware("h100-sxm5-80gb")
     peak, bw = hw.peak_flops_per_s("bf16"), hw.bandwidth_bytes_per_s
     groups: dict[tuple[str, str, str], dict[str, list[float]]] = {}
-    with open(DATA / "h100_live_masks.csv", newline="") as f:
-        for row in csv.DictReader(f):
-            op = mask_op(row)
-            a = op.attention
-            assert a is not None
-            plain = dataclasses.replace(op, attention=AttentionShape(a.head_dim, a.q, a.s,
-                                                                     a.causal))
-            t = float(row["time_ms"]) * 1e-3
-            key = (row["op"], row["mask"], row["dropout"])
-            cell = groups.setdefault(key, {"with": [], "without": []})
-            cell["with"].append(t / predict_op(op, hw, "bf16", peak, bw).time_s)
-            cell["without"].append(t / predict_op(plain, hw, "bf16", peak, bw).time_s)
+    for name, label in (("h100_live_masks.csv", "first"), ("h100_live_masks_repeat.csv",
+                                                           "repeat")):
+        with open(DATA / name, newline="") as f:
+            for row in csv.DictReader(f):
+                op = mask_op(row)
+                a = op.attention
+                assert a is not None
+                plain = dataclasses.replace(op, attention=AttentionShape(a.head_dim, a.q, a.s,
+                                                                         a.causal))
+                t = float(row["time_ms"]) * 1e-3
+                cell = groups.setdefault((row["op"], row["mask"], row["dropout"]), {})
+                cell.setdefault(label, []).append(
+                    t / predict_op(op, hw, "bf16", peak, bw).time_s)
+                cell.setdefault(f"{label} without", []).append(
+                    t / predict_op(plain, hw, "bf16", peak, bw).time_s)
 
-    def text(values: list[float]) -> str:
-        return (f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
-    header = ["pass", "mask", "dropout", "n", "measured / predicted", "without the per-score work"]
-    body = [[op, mask, dropout, str(len(r["with"])), text(r["with"]), text(r["without"])]
+    def text(values: list[float] | None) -> str:
+        if not values:
+            return "-"
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+    header = ["pass", "mask", "dropout", "first run (per-score work fitted)",
+              "without the per-score work", "repeat run (bias rows fitted)", "without"]
+    body = [[op, mask, dropout, text(r.get("first")), text(r.get("first without")),
+             text(r.get("repeat")), text(r.get("repeat without"))]
             for (op, mask, dropout), r in groups.items()]
+    return table_lines(header, body, markdown)
+
+
+def fit_lines(markdown: bool) -> list[str]:
+    """data/h100_live_fits.json: a Llama-2-7B decode step at 2048 tokens run at the batches
+    around the largest analyze says fits an H100 SXM5, against analyze's memory there."""
+    from roofline.api import analyze_model
+
+    header = ["batch", "ran", "peak allocated", "analyze: needs", "analyze: fits"]
+    body = []
+    for row in json.loads((DATA / "h100_live_fits.json").read_text()):
+        report = analyze_model(str(ROOT / "examples" / "hf" / "llama-2-7b.json"),
+                               "h100-sxm5-80gb", mode="inference", phase="decode",
+                               batch=row["batch"], seq=row["kv"], dtype="bf16")
+        memory = report.memory
+        assert memory is not None
+        body.append([str(row["batch"]), "yes" if row["fits"] else "out of memory",
+                     f"{row['max_memory_bytes'] / 1e9:.2f} GB",
+                     f"{memory.total_bytes / 1e9:.2f} GB of {memory.capacity_bytes / 1e9:.2f}",
+                     "yes" if memory.fits else "no"])
     return table_lines(header, body, markdown)
 
 
@@ -149,9 +182,15 @@ def main() -> None:
           f"the runs and one profiled step's kernels against the captured step's prediction")
     print("\n".join(step_lines(args.markdown)))
     print()
-    print("scaled_dot_product_attention on the same H100 (torch's default backend: cuDNN; "
-          "data/h100_live_masks.csv; four shapes each): measured / predicted, median (range)")
+    print("scaled_dot_product_attention on the same H100 (torch's default backend: cuDNN's "
+          "kernels, the memory-efficient one for a bias that needs its gradient; data/"
+          "h100_live_masks*.csv, two runs on two machines; four shapes each): measured / "
+          "predicted, median (range)")
     print("\n".join(mask_lines(args.markdown)))
+    print()
+    print("a Llama-2-7B decode step at 2048 tokens (benchmarks/_decode_step.py, bf16) on a lent "
+          "H100 at the batches around the largest analyze says fits (data/h100_live_fits.json)")
+    print("\n".join(fit_lines(args.markdown)))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
 - ``masks.csv`` (``--parts masks``): scaled_dot_product_attention at ``MASK_SHAPES`` under
   torch's default backend, causal, unmasked and through a boolean mask over every pair, without
   and with dropout, forward and backward, and the kernel each ran.
+- ``fits.json`` (``--parts fits``): whether a Llama-2-7B decode step with its KV cache runs or
+  runs out of memory at the batches around the largest that analyze says fits (``FIT_BATCHES``).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -89,7 +91,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
-         "rows", "hf", "masks")  # --parts
+         "rows", "hf", "masks", "fits")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -590,10 +592,10 @@ MASK_SHAPES = ((8, 12, 1024, 64), (16, 12, 512, 64), (4, 32, 2048, 128), (16, 32
 
 def masked_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
     """scaled_dot_product_attention forward and backward under torch's default backend as a
-    model calls it: causal (``is_causal``), no mask, and a boolean mask over every pair (causal,
+    model calls it: causal (``is_causal``), no mask, a boolean mask over every pair (causal,
     odd batch rows' last quarter of keys padded: what transformers materializes for a padded
-    batch), each without and with dropout 0.1 (a training step's); the kernel that ran, from
-    one profiled call."""
+    batch) and a bf16 bias over every pair that needs its gradient (T5's), each without and
+    with dropout 0.1 (a training step's); the kernel that ran, from one profiled call."""
     import torch.nn.functional as F
 
     for shape in MASK_SHAPES if not quick else ((1, 2, 128, 64),):
@@ -603,10 +605,13 @@ def masked_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
         keep = torch.ones(b, 1, s, s, device=DEV, dtype=torch.bool).tril()
         keep[1::2, :, :, s - s // 4:] = False
         keep[1::2, :, s - s // 4:, :] = True  # a padded query row attends somewhere
-        for mask, dropout in ((m, p) for m in ("causal", "none", "bool") for p in (0.0, 0.1)):
-            def attend(mask=mask, dropout=dropout, q=q, k=k, v=v, keep=keep) -> Any:
+        # a learned additive bias over every pair that needs its gradient (T5's position bias)
+        bias = torch.zeros(b, h, s, s, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        masks = {"causal": None, "none": None, "bool": keep, "bias": bias}
+        for mask, dropout in ((m, p) for m in masks for p in (0.0, 0.1)):
+            def attend(mask=mask, dropout=dropout, q=q, k=k, v=v, given=masks[mask]) -> Any:
                 return F.scaled_dot_product_attention(
-                    q, k, v, attn_mask=keep if mask == "bool" else None, dropout_p=dropout,
+                    q, k, v, attn_mask=given, dropout_p=dropout,
                     is_causal=mask == "causal")
 
             def fwd(attend=attend) -> Any:
@@ -618,13 +623,13 @@ def masked_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
             o = attend()
             g = torch.randn_like(o)
 
-            def back(o=o, g=g, q=q, k=k, v=v) -> Any:
-                return torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
+            def back(o=o, g=g, wrt=(q, k, v) + ((bias,) if mask == "bias" else ())) -> Any:
+                return torch.autograd.grad(o, wrt, g, retain_graph=True)
             names = list(kernel_times(torch, back)["kernels"])
             rec.add("sdpa-backward", "bf16", shape, back, mask=mask, dropout=dropout,
                     kernel=names[0][:90] if names else "")
             del o, g
-        del q, k, v, keep
+        del q, k, v, keep, bias, masks
         empty_cache(torch)
         log(f"masks: {shape} done")
 
@@ -769,6 +774,45 @@ def measure_hf(torch: Any, out: Path, quick: bool, only: set[str]) -> None:
         (out / "hf_steps.json").write_text(json.dumps(results, indent=1))
 
 
+#: (KV tokens, batches) of ``--parts fits``: around the largest Llama-2-7B decode batch analyze
+#: says fits an H100 80GB at 2048 tokens (65)
+FIT_BATCHES = (2048, (64, 65, 66, 67))
+
+
+def measure_fits(torch: Any, out: Path, quick: bool) -> None:
+    """``fits.json``: does a Llama-2-7B decode step (``_decode_step``: bf16 weights and a KV
+    cache of ``FIT_BATCHES``' tokens) run at each batch, or run out of memory? With its peak
+    allocation and what the device had free before it."""
+    cfg = json.loads((ROOT / "examples" / "hf" / "llama-2-7b.json").read_text())
+    if quick:
+        cfg = cfg | {"num_hidden_layers": 1, "hidden_size": 256, "intermediate_size": 512,
+                     "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000}
+    kv, batches = FIT_BATCHES
+    rows = []
+    for batch in batches:
+        row: dict[str, Any] = {"batch": batch, "kv": kv}
+        step = None
+        gc.collect()
+        empty_cache(torch)
+        if DEV == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+            row["free_before_bytes"] = torch.cuda.mem_get_info()[0]
+        try:
+            step = decode_step(torch, cfg, batch, kv, DEV)
+            step()
+            sync(torch)
+            row["fits"] = True
+        except Exception as exc:  # noqa: BLE001 - out of memory is the answer sought
+            row["fits"] = False
+            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        if DEV == "cuda":
+            row["max_memory_bytes"] = torch.cuda.max_memory_allocated()
+        step = None
+        rows.append(row)
+        log(f"fits {json.dumps(row)}")
+    (out / "fits.json").write_text(json.dumps(rows, indent=1))
+
+
 def measure_decode(torch: Any, out: Path, quick: bool) -> None:
     """decode.json: one Llama-2-7B decode step (``_decode_step``, examples/hf/llama-2-7b.json,
     bf16) per ``DECODE_STEPS`` batch and KV length: replayed from a CUDA graph (``graph_s``,
@@ -897,7 +941,8 @@ def main() -> int:
                       ("rows", lambda: measure_rows(torch, args.out)),
                       ("hf", lambda: measure_hf(torch, args.out, args.quick,
                                                 set(filter(None, args.hf.split(","))))),
-                      ("masks", lambda: measure_masks(torch, args.out, args.quick))):
+                      ("masks", lambda: measure_masks(torch, args.out, args.quick)),
+                      ("fits", lambda: measure_fits(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:

@@ -196,3 +196,16 @@ def test_dropout_in_the_attention_is_marked_for_its_per_score_work():
         net = capture(Dropped(p), *qkv, mode="train")
         shapes = [o.attention for o in net.ops() if o.kind.startswith("flash-attention")]
         assert len(shapes) == 2 and all(a.dropout == (p > 0) and not a.masked for a in shapes)
+
+
+def test_a_mask_that_needs_its_gradient_is_marked_for_the_memory_efficient_kernel():
+    """Training, T5's learned bias needs its gradient, which only torch's memory-efficient
+    kernel gives (analysis/gpu_ops prices it at that kernel's rate); in inference nothing needs
+    a gradient, and a boolean window never does."""
+    def shapes(module, mode):
+        return [o.attention for o in capture(module, *_inputs(), mode=mode).ops()
+                if o.kind.startswith("flash-attention")]
+
+    assert [a.mask_grad for a in shapes(Biased(), "train")] == [True, True]
+    assert [a.mask_grad for a in shapes(Biased(), "inference")] == [False]
+    assert all(a.masked and not a.mask_grad for a in shapes(Windowed(), "inference"))

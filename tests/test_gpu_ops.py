@@ -611,3 +611,34 @@ def test_a_masked_or_dropout_attention_adds_its_per_score_work():
     plain_op = dataclasses.replace(op, attention=AttentionShape(64, 1, 1024, False))
     assert (predict_op(op, spec, "bf16", peak, bw).time_s
             == predict_op(plain_op, spec, "bf16", peak, bw).time_s)
+
+
+def test_a_mask_that_needs_its_gradient_runs_the_memory_efficient_kernel_on_hopper():
+    # T5-style learned bias over every pair, GPT-2's training shape (8 x 12 heads, 1024 x 1024
+    # scores, head dim 64): forward 4 x 64 x 100,663,296 = 25,769,803,776 FLOPs at the
+    # memory-efficient kernel's 85.2 TFLOP/s (a lent H100: h100_live_masks_repeat.csv):
+    # 0.9 us + 302.46 us = 303.36 us (measured there: 307.6 us); with dropout 0.1 also
+    # 100,663,296 scores x 0.476 SM clocks / 2.6136e11 = 183.33 us: 486.69 us (488.5 us).
+    # The backward, 10 x 64 a score, 64,424,509,440 FLOPs at 80.1: 0.9 + 804.30 = 805.20 us
+    # (814.3 us). On an A100 the rules for FlashAttention-2 stand (not measured there).
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.model.ops import AttentionShape
+
+    scores = 8 * 12 * 1024 * 1024
+    spec = load_hardware("h100-sxm5-80gb")
+
+    def predicted(kind, per_score, dropout, hw=spec):
+        shape = AttentionShape(64, 1024, 1024, False, True, dropout, mask_grad=True)
+        op = Op("OP1", "attn", "forward" if kind == "flash-attention" else "backward", kind,
+                per_score * 64 * scores, 10**6, shape)
+        return predict_op(op, hw, "bf16", hw.peak_flops_per_s("bf16"),
+                          hw.bandwidth_bytes_per_s)
+
+    forward = predicted("flash-attention", 4, False)
+    assert forward.basis == "memory-efficient"
+    assert forward.time_s == pytest.approx(303.36e-6, rel=1e-3)
+    assert predicted("flash-attention", 4, True).time_s == pytest.approx(486.69e-6, rel=1e-3)
+    assert predicted("flash-attention-backward", 10, False).time_s == pytest.approx(
+        805.20e-6, rel=1e-3)
+    assert predicted("flash-attention", 4, False, load_hardware("a100-sxm4-80gb")).basis == (
+        "flash-attention-2")

@@ -50,6 +50,11 @@ row's width allows and its re-reads past half the L2, ``analysis.gpu_softmax``)
   ``scaled_dot_product_attention`` (cuDNN 9.19's kernels; benchmarks/data/h100_live_masks.csv,
   four shapes: GPT-2's, BERT's, a Llama-2-7B prefill's and FlashAttention-3's at 1k tokens):
   the median over them of the time a mask or dropout added per score; unchecked on other GPUs.
+  A mask that needs its gradient (T5's learned position bias) is computed by torch's
+  memory-efficient kernel only, which on a Hopper GPU runs at its measured rate instead, by
+  pass (``EFFICIENT_TFLOPS``, basis ``memory-efficient``; the mask's reading included), its
+  dropout at ``EFFICIENT_DROPOUT_CLOCKS`` a score (the same H100, a second run: data/
+  h100_live_masks_repeat.csv); elsewhere rules 2-4 and the per-score work stand.
 
 A permuted copy (an op ``model.capture`` marks ``strided``: ``contiguous()`` of a transposed
 view, or the copy ``torch.matmul`` makes of a head-split Q, K or V) is no stream: torch runs a
@@ -182,7 +187,7 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
 
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
 OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
-            "gemm-epilogue", "strided-copy", "row-passes", "softmax-rows")
+            "gemm-epilogue", "strided-copy", "row-passes", "softmax-rows", "memory-efficient")
 #: Values (elements read and written) a permuted copy moves per SM and clock, by whether its
 #: element is 4 bytes or more (torch unrolls its loop 2 deep there, 4 below: module docstring).
 #: The geometric mean over a lent H100's GPT-2 and BERT forward steps of each dtype (their
@@ -229,6 +234,17 @@ ATTENTION_KINDS = frozenset({"flash-attention", "flash-attention-backward"})
 #: and 0.58 ps (-0.5-1.33): times 132 x 1.98e9 clocks a second
 ATTENTION_SCORE_CLOCKS = {("forward", "masked"): 0.229, ("forward", "dropout"): 0.264,
                           ("backward", "masked"): 0.239, ("backward", "dropout"): 0.150}
+#: TFLOP/s of torch's memory-efficient attention kernel (cutlass, built for sm80) on the lent
+#: H100, by pass: what torch runs for a mask that needs its gradient, which cuDNN's and
+#: FlashAttention's kernels do not give. The median over the four shapes of
+#: benchmarks/data/h100_live_masks_repeat.csv (a bf16 bias over every pair): forward 80-125,
+#: backward 75-102 (the highest at head dim 128, Llama-2-7B's prefill shape)
+EFFICIENT_TFLOPS = {"forward": 85.2, "backward": 80.1}
+#: SM clocks a score that dropout adds in that kernel, by pass: 1.82 ps a score forward
+#: (1.79-1.91) and 3.55 backward (3.23-7.88) on the lent H100, times 132 x 1.98e9 clocks a second
+EFFICIENT_DROPOUT_CLOCKS = {"forward": 0.476, "backward": 0.928}
+EFFICIENT_SOURCE = ("fitted: a lent H100 SXM5, torch 2.11's memory-efficient attention with a "
+                    "bias that needs its gradient, benchmarks/data/h100_live_masks_repeat.csv")
 ATTENTION_SCORE_SOURCE = ("fitted: a lent H100 SXM5, torch 2.11 scaled_dot_product_attention "
                           "(cuDNN 9.19), benchmarks/data/h100_live_masks.csv")
 _FLASH_DTYPES = frozenset({"fp16", "bf16"})
@@ -282,7 +298,8 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         "l2-partitions": L2_PARTITIONS_SOURCE,
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
                         "flash-attention-2": "https://arxiv.org/abs/2307.08691",
-                        "attention-score-work": ATTENTION_SCORE_SOURCE}}
+                        "attention-score-work": ATTENTION_SCORE_SOURCE,
+                        "memory-efficient": EFFICIENT_SOURCE}}
 
 
 def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
@@ -304,7 +321,7 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
         share, basis = attention_share(op.attention, op.pass_, hardware, dtype)
         if basis != "streaming":
             peak = datasheet_peak(hardware, dtype, peak)
-        score_s = score_work_s(op, hardware)
+        score_s = score_work_s(op, hardware, dtype)
     flop_s = op.flops / (share * peak) + score_s
     traffic = KERNELS.get(op.kind, (1.0,))
     row_s, row_basis = 0.0, ""
@@ -351,17 +368,29 @@ def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:
     return nbytes / size / (per_clock * sm_clocks_per_s(hardware))
 
 
-def score_work_s(op: Op, hardware: HardwareSpec) -> float:
+def efficient_kernel(shape: AttentionShape, hardware: HardwareSpec, dtype: str) -> bool:
+    """Whether a fused attention runs torch's memory-efficient kernel at its measured rate
+    (``EFFICIENT_TFLOPS``): a mask that needs its gradient, 16-bit, on a Hopper GPU, where it was
+    measured (elsewhere the rules of the module docstring stand)."""
+    return shape.mask_grad and dtype in _FLASH_DTYPES and hardware.architecture == "Hopper"
+
+
+def score_work_s(op: Op, hardware: HardwareSpec, dtype: str) -> float:
     """The time a fused attention ``op`` spends on a mask it reads for every score and on
     dropout, beyond its published rate: its scores times ``ATTENTION_SCORE_CLOCKS`` (module
-    docstring); 0 for neither, and for decode (no published rate to add to: it streams)."""
+    docstring), or, in the memory-efficient kernel, whose measured rate includes its mask,
+    dropout's ``EFFICIENT_DROPOUT_CLOCKS``; 0 for neither, and for decode (no published rate to
+    add to: it streams)."""
     shape = op.attention
     if shape is None or not (shape.masked or shape.dropout) or shape.q != shape.s:
         return 0.0
     pass_ = "forward" if op.kind == "flash-attention" else "backward"
     scores = op.flops / ((4 if pass_ == "forward" else 10) * shape.head_dim)
-    clocks = (ATTENTION_SCORE_CLOCKS[(pass_, "masked")] * shape.masked
-              + ATTENTION_SCORE_CLOCKS[(pass_, "dropout")] * shape.dropout)
+    if efficient_kernel(shape, hardware, dtype):
+        clocks = EFFICIENT_DROPOUT_CLOCKS[pass_] * shape.dropout
+    else:
+        clocks = (ATTENTION_SCORE_CLOCKS[(pass_, "masked")] * shape.masked
+                  + ATTENTION_SCORE_CLOCKS[(pass_, "dropout")] * shape.dropout)
     return scores * clocks / sm_clocks_per_s(hardware)
 
 
@@ -395,6 +424,9 @@ def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
     the module docstring)."""
     if shape.q != shape.s:
         return 1.0, "streaming"
+    if efficient_kernel(shape, hardware, dtype):
+        return EFFICIENT_TFLOPS["forward" if pass_ == "forward" else "backward"] / (
+            MEASURED_ON_PEAK_TFLOPS), "memory-efficient"
     if dtype in _FLASH_DTYPES and hardware.architecture == "Hopper":
         return fa3_tflops(pass_, shape.head_dim, shape.s, shape.causal) / (
             MEASURED_ON_PEAK_TFLOPS), "flash-attention-3"

@@ -837,7 +837,8 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     lse = count * sq * LSE_BYTES if rec.train else 0
     mask = _additive_mask(attn_mask, q)
     shape = AttentionShape(int(d), int(sq), int(sk), bool(is_causal), mask is not None,
-                           dropout_p > 0)
+                           dropout_p > 0, mask is not None and mask.requires_grad
+                           and torch.is_grad_enabled())
     read = _split(mask, _stored(mask), rec)  # the mask's values, forward and backward
 
     masked = mask is not None or v.shape[-1] != d  # FlashAttention's cannot: the efficient one

@@ -57,7 +57,9 @@ class AttentionShape(NamedTuple):
     """What a fused attention op's published speed depends on: the head dimension, the query
     and key lengths (``q`` 1 against ``s`` keys in decode) and the causal mask; and what slows a
     kernel past it: ``masked``, a mask it reads for every score (a padded batch's), ``dropout``,
-    dropout applied to the scores (a training step's, ``dropout_p`` > 0)."""
+    dropout applied to the scores (a training step's, ``dropout_p`` > 0), ``mask_grad``, a mask
+    that needs its gradient (T5's learned position bias), which torch computes with its
+    memory-efficient kernel only."""
 
     head_dim: int
     q: int
@@ -65,6 +67,7 @@ class AttentionShape(NamedTuple):
     causal: bool
     masked: bool = False
     dropout: bool = False
+    mask_grad: bool = False
 
 
 #: What a ``bias`` op can follow (``OpShape.follows``): a Linear's dense GEMM, a convolution,
