@@ -179,3 +179,55 @@ def test_a_weight_format_stores_the_matrices_gemms_read_not_the_table():
     assert int8.memory.parts["weights"] == 256 * 1 + 1_616 * 2 == 3_488
     head = next(r.gemm for r in int8.results if r.gemm.layer == "head")
     assert head.b_dtype == ""  # the table at the model's dtype, as memory holds it
+
+
+class Conv(torch.nn.Module):
+    """A 3 x 3 convolution, 64 -> 64 channels on 16 x 16 (padding 1), then a linear layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(64, 64, 3, padding=1, bias=False)
+        self.fc = torch.nn.Linear(64 * 16 * 16, 10, bias=False)
+
+    def forward(self, x):
+        return self.fc(self.conv(x).flatten(1))
+
+
+def test_fp32_convolutions_run_in_tf32_on_a_gpu_that_has_it():
+    """torch runs an fp32 convolution in TF32 under ``torch.backends.cudnn.allow_tf32``, True
+    by default, and an fp32 matmul in fp32 unless ``torch.backends.cuda.matmul.allow_tf32`` (False
+    by default). Batch 32: the convolution's forward GEMM is M = 32 x 16 x 16 = 8,192, N = 64,
+    K = 64 x 9 = 576: 2 x 8,192 x 64 x 576 = 603,979,776 FLOPs; its roofline on an A100 at the
+    TF32 peak, 156 TFLOP/s (its operands, 4 bytes a value, need 4.34 MB, 2.1 us at 2039 GB/s:
+    compute-bound): 3.872 us, where fp32's 19.5 TFLOP/s gives 30.97 us. A V100 and a CPU have
+    no TF32: fp32 there."""
+    net = capture(Conv(), torch.zeros(32, 64, 16, 16), mode="inference")
+    assert [(g.layer, g.tf32) for g in net.gemms()] == [("conv", True), ("fc", False)]
+    a100 = analyze(net, load_hardware("a100-sxm4-80gb"))
+    conv = a100.results[0]
+    assert conv.gemm.dtype == "tf32" and conv.gemm.flops == 603_979_776
+    assert conv.time_s == pytest.approx(603_979_776 / 156e12) == pytest.approx(3.872e-6, 1e-3)
+    assert a100.results[1].gemm.dtype == "fp32"
+    from roofline.output.report import report_table
+
+    assert "tf32: MM1 run in TF32" in report_table(a100)  # said in the header, with its peak
+    assert "at the 156 TFLOP/s TF32 peak" in " ".join(report_table(a100).split())
+    for entry in ("v100-sxm2-16gb", "xeon-platinum-8480plus"):
+        assert [r.gemm.dtype for r in analyze(net, load_hardware(entry)).results] == [
+            "fp32", "fp32"]
+    # under a bf16 override the convolution is bf16, no TF32
+    assert {r.gemm.dtype for r in analyze(net.with_overrides(dtype="bf16"),
+                                           load_hardware("a100-sxm4-80gb")).results} == {"bf16"}
+
+
+def test_the_tf32_flags_are_read_when_the_capture_runs():
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        net = capture(Conv(), torch.zeros(32, 64, 16, 16), mode="inference")
+    assert [g.tf32 for g in net.gemms()] == [False, False]
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        net = capture(Conv(), torch.zeros(32, 64, 16, 16), mode="inference")
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    assert [g.tf32 for g in net.gemms()] == [True, True]

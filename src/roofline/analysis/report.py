@@ -445,7 +445,11 @@ def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False
     # and GEMMs of one shape (Gemm.shape_key) once: a deep model has few distinct shapes
     seen: dict[tuple[object, ...], GemmResult] = {}
 
+    tf32 = "tf32" in hardware.peak_tflops and hardware.kind == "gpu"
+
     def place(gemm: Gemm) -> GemmResult:
+        if gemm.tf32 and tf32:  # fp32 that torch runs in TF32 on this GPU (GemmShape.tf32)
+            gemm = replace(gemm, dtype="tf32")
         key = gemm.shape_key
         found = seen.get(key)
         if found is None:

@@ -967,17 +967,20 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
     tensors = [a for a in _flatten(read) if isinstance(a, torch.Tensor)]
     outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)]
     if op in GEMM_OPS:
-        return _gemm(op, args, tensors, outs, kwargs or {}, backward, owner, rec)
+        return _tf32(_gemm(op, args, tensors, outs, kwargs or {}, backward, owner, rec),
+                     tensors[0] if tensors else None, torch.backends.cuda.matmul.allow_tf32)
     if op == "convolution" and not args[6]:
         rec.nchw_convs += _nchw_16bit(args[0], args[1])
         _weight_kind(args[1], rec)  # its filters are a matrix of the step, as conv2d's
         bias = args[2] is not None
-        return _conv(args[0], args[1], args, owner, None) + _conv_bias(outs[0], pass_, owner,
-                                                                       bias)
+        return _tf32(_conv(args[0], args[1], args, owner, None)
+                     + _conv_bias(outs[0], pass_, owner, bias), args[0],
+                     torch.backends.cudnn.allow_tf32)
     if op == "convolution_backward" and not args[7]:
         mask = tuple(args[10])
-        return (_conv(args[1], args[2], [None, None, None, *args[4:7], None, None, args[9]],
-                      owner, mask) + _conv_bias(args[0], pass_, owner, bool(mask[2])))
+        return _tf32(_conv(args[1], args[2], [None, None, None, *args[4:7], None, None, args[9]],
+                           owner, mask) + _conv_bias(args[0], pass_, owner, bool(mask[2])),
+                     args[1], torch.backends.cudnn.allow_tf32)
     if op in FREE_OPS or view:
         if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
             rec.weights.update((id(o), o) for o in outs)
@@ -1058,6 +1061,20 @@ def _weight_kind(b: Any, rec: _Recorder) -> str:
         return "tied"
     rec.matrices.add(root)
     return "weight"
+
+
+def _tf32(items: list[Item], a: Any, allowed: bool) -> list[Item]:
+    """``items`` with their GEMMs marked as torch runs them on a GPU that has TF32 (Ampere and
+    later), where ``a``, the GEMM's input, is fp32 and torch's flag for the kind allows it:
+    ``torch.backends.cudnn.allow_tf32`` for a convolution (True unless the user turned it off),
+    ``torch.backends.cuda.matmul.allow_tf32`` for a matmul (False unless
+    ``torch.set_float32_matmul_precision("high")`` or the flag turned it on), as read when the
+    capture runs."""
+    import torch
+
+    if not allowed or getattr(a, "dtype", None) != torch.float32:
+        return items
+    return [i._replace(tf32=True) if isinstance(i, GemmShape) else i for i in items]
 
 
 def _own_gemm_dtypes(seen: str | None, outs: list[Any],

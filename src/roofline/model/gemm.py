@@ -97,6 +97,10 @@ class GemmShape(NamedTuple):
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension; None: PASS_ROWS
     dtype: str = ""  # a captured quantized GEMM's own operand dtype ("": the model's)
     c_dtype: str = ""  # and its output's (torch._int_mm's int32, torch._scaled_mm's out_dtype)
+    #: an fp32 GEMM torch runs in TF32 where the GPU has it: a captured convolution under
+    #: ``torch.backends.cudnn.allow_tf32`` (torch's default), a matmul under
+    #: ``torch.backends.cuda.matmul.allow_tf32`` (not the default)
+    tf32: bool = False
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -159,6 +163,7 @@ class Gemm:
     b_operand: str = ""  # "weight" | "kv" | "tied" | "": what B is (GemmShape), kept from step
     #                      to step
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension (GemmShape)
+    tf32: bool = False  # fp32 that torch runs in TF32 where the GPU has it (GemmShape)
     # computed once in __post_init__ (a deep report reads each several times); not compared
     flops: int = field(init=False, repr=False, compare=False)
     bytes: int = field(init=False, repr=False, compare=False)
@@ -213,6 +218,7 @@ class Gemm:
         _set(new, "group_size", self.group_size)
         _set(new, "b_operand", self.b_operand)
         _set(new, "rows", self.rows)
+        _set(new, "tf32", self.tf32)
         _set(new, "flops", self.flops)
         _set(new, "bytes", self.bytes)
         _set(new, "intensity", self.intensity)

@@ -613,7 +613,8 @@ class Network:
         dividing K); naive attention in decode reads B from the KV cache; C is ``output_dtype``,
         else the math dtype's default, except under separate activations, where a weight GEMM
         writes the model's dtype (the dequantizing epilogue of W8A8 kernels). A captured
-        quantized GEMM (``GemmShape.dtype``) keeps its own operand and output dtypes."""
+        quantized GEMM (``GemmShape.dtype``) keeps its own operand and output dtypes; a GEMM torch
+        runs in TF32 (``GemmShape.tf32``) stays so while its math is fp32."""
         weighted = s.b_operand == "weight" or s.pass_ == "backward-weight"
         math = self.activation_dtype if weighted else self.operand_dtype
         accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
@@ -632,7 +633,7 @@ class Network:
             c_dtype = s.c_dtype or default_output_dtype(s.dtype)
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
-                    b_dtype, group, s.b_operand, s.rows)
+                    b_dtype, group, s.b_operand, s.rows, s.tf32 and math == "fp32")
 
 class _Templates:
     """The GEMMs and ops of ``Network.parts``, made once per distinct layer (its fields but

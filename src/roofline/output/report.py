@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RooflineError, option
-from ..model.repeats import MAX_LISTED, Layers, Numbered, named
+from ..model.repeats import MAX_LISTED, Layers, Numbered, distinct, named
 from ..units import count, seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings, tier_hint
 from .json import to_json
@@ -273,11 +273,29 @@ def step_text(network) -> str:
     return f"batch {network.batch}, seq {network.seq}, {mode}"
 
 
+def tf32_text(report: Report) -> str:
+    """The fp32 GEMMs that run in TF32 on this GPU (``GemmShape.tf32``: a captured module's
+    convolutions under torch's default ``cudnn.allow_tf32``), named; "" for none."""
+    if report.network.dtype == "tf32" or not any(
+            r.gemm.dtype == "tf32" for r in distinct(report.results)):
+        return ""  # asked of each run once: a deep model's rows are never built for it
+    names = [name for name, _, _, r in named(report.results, lambda r: r.gemm)
+             if r.gemm.dtype == "tf32"]
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return (f"{shown} run in TF32, as torch runs fp32 GEMMs on this GPU where its flags allow "
+            f"(convolutions: torch.backends.cudnn.allow_tf32, on by default; matmuls: "
+            f"torch.backends.cuda.matmul.allow_tf32): at the "
+            f"{report.hardware.peak_tflops['tf32']:g} TFLOP/s TF32 peak")
+
+
 def _header(report: Report) -> str:
     net, hw = report.network, report.hardware
+    tf32 = tf32_text(report)
     return (f"{net.name} on {hw.name}: {report.dtype}, {step_text(net)}\n"
             f"precision: {precision_text(net)}\n"
-            f"{ridge_text(report)}"
+            + (textwrap.fill(f"tf32: {tf32}", 100, subsequent_indent="  ") + "\n"
+               if tf32 else "")
+            + f"{ridge_text(report)}"
             + ("\n" + quantization_line(True, [hw]) if report.quantization else ""))
 
 

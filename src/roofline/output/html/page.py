@@ -32,6 +32,7 @@ from ..report import (
     shown_results,
     step_line,
     step_text,
+    tf32_text,
     totals_line,
 )
 from ..scaling import scaling_lines
@@ -276,6 +277,8 @@ def report_header(report: Report) -> list[tuple[str, str]]:
                       f"{report.peak_flops_per_s / 1e12:g} TFLOP/s ({report.dtype}) / "
                       f"{report.bandwidth_bytes_per_s / 1e9:g} GB/s"),
              ("prediction", basis_sentence(hw).removeprefix("predicted: "))]
+    if tf32_text(report):
+        pairs.insert(4, ("tf32", tf32_text(report)))
     if report.quantization:
         pairs.append(("quantization", quantization_line(True, [hw])))
     return pairs
