@@ -698,6 +698,15 @@ def kernel_times(torch: Any, step: Callable[[], None]) -> dict[str, Any]:
             "kernel_s": sum(v[0] for v in kernels.values())}
 
 
+def step_record(torch: Any, step: Callable[[], None]) -> dict[str, Any]:
+    """A whole step timed (best, median, spread of five values of about 50 ms), the peak memory
+    torch allocated, and one profiled step's kernels."""
+    record: dict[str, Any] = dict(time_calls(torch, step, values=5, value_s=0.05, warmups=3))
+    if DEV == "cuda":
+        record["max_memory_bytes"] = torch.cuda.max_memory_allocated()
+    return record | kernel_times(torch, step)
+
+
 def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = False) -> None:
     import torch_flops
 
@@ -720,11 +729,7 @@ def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = Fals
                     inputs = tuple(x.to(memory_format=torch.channels_last) for x in inputs)
                     record["memory_format"] = "channels_last"
                 step = step_function(module, inputs, mode, optimizer)
-                r = time_calls(torch, step, values=5, value_s=0.05, warmups=3)
-                record.update(r)
-                if DEV == "cuda":
-                    record["max_memory_bytes"] = torch.cuda.max_memory_allocated()
-                record.update(kernel_times(torch, step))
+                record.update(step_record(torch, step))
             except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
                 record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
             results.append(record)
@@ -761,10 +766,7 @@ def measure_hf(torch: Any, out: Path, quick: bool, only: set[str]) -> None:
             step = hf_step(torch, spec, DEV)
             if DEV == "cuda":
                 record["model_bytes"] = torch.cuda.memory_allocated()
-            record.update(time_calls(torch, step, values=5, value_s=0.05, warmups=3))
-            if DEV == "cuda":
-                record["max_memory_bytes"] = torch.cuda.max_memory_allocated()
-            record.update(kernel_times(torch, step))
+            record.update(step_record(torch, step))
         except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
             record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
         results.append(record)
