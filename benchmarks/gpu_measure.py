@@ -634,25 +634,26 @@ def masked_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
         log(f"masks: {shape} done")
 
 
-def measure_masks(torch: Any, out: Path, quick: bool) -> None:
+def write_op_rows(torch: Any, path: Path, parts: tuple[Callable[..., None], ...],
+                  quick: bool) -> None:
+    """``parts`` run into one ``OpRows``, written to ``path`` as CSV (every key a column)."""
     rec = OpRows(torch)
-    masked_attention_ops(torch, rec, quick)
+    for part in parts:
+        part(torch, rec, quick)
     fields = sorted({key for r in rec.rows for key in r}, key=lambda s: (s != "op", s))
-    with open(out / "masks.csv", "w", newline="") as f:
+    with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fields)
         w.writeheader()
         w.writerows(rec.rows)
+
+
+def measure_masks(torch: Any, out: Path, quick: bool) -> None:
+    write_op_rows(torch, out / "masks.csv", (masked_attention_ops,), quick)
 
 
 def measure_ops(torch: Any, out: Path, quick: bool) -> None:
-    rec = OpRows(torch)
-    for part in (elementwise_ops, attention_ops, decode_attention_ops):
-        part(torch, rec, quick)
-    fields = sorted({key for r in rec.rows for key in r}, key=lambda s: (s != "op", s))
-    with open(out / "ops.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fields)
-        w.writeheader()
-        w.writerows(rec.rows)
+    write_op_rows(torch, out / "ops.csv", (elementwise_ops, attention_ops,
+                                           decode_attention_ops), quick)
 
 
 #: (name, builder, mode, optimizer, batch, seq or image side)
