@@ -122,3 +122,17 @@ def test_gpt2_with_its_attention_mask():
     # the mask read for every score: priced with its per-score work (analysis/gpu_ops)
     assert all(op.flops == 4 * b * heads * d * s * s and not op.attention.causal
                and op.attention.masked for op in masked)
+
+
+def test_a_write_into_a_view_forgets_its_base_too():
+    """The flags' view is overwritten with the layer's output (no values on the meta device):
+    the base shares that memory, so a branch on the base is not answered from stale values."""
+    class Viewed(Branching):
+        def forward(self, x, flags):
+            y = self.fc(x)
+            f = flags.clone().float()
+            f[:2].copy_(y[0, :2])
+            return y * 3 if f.sum() > 0 else y
+
+    with pytest.raises(CaptureError, match="cannot be called on meta tensors"):
+        capture(Viewed(), torch.zeros(B, F_IN), torch.ones(3), mode="inference")

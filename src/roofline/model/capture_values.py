@@ -17,7 +17,8 @@ fails as before. Nothing is guessed: a value that does not follow is not known.
 
 - Random ops (torch's ``nondeterministic_seeded`` tag) make unknown values; ``empty`` ones are
   known as zeros (whatever a module reads of them before it writes them is undefined anyway).
-- An op that writes into a tensor with known values from one without forgets them.
+- An op that writes into a tensor with known values from one without forgets them, and those
+  of every tensor that shares its memory (its views, its base).
 - Host copies never enter the capture's count: the op runs inside the capture's dispatch mode,
   which is off while it handles an op.
 """
@@ -84,7 +85,15 @@ class Values:
                         self.known[o] = h.zero_() if empty else h
                 return
         for written in _written(func, args, kwargs):  # values overwritten by unknown ones
-            self.known.pop(written, None)
+            self._forget(written)
+
+    def _forget(self, tensor: Any) -> None:
+        """``tensor``'s values and those of every known tensor sharing its memory (a view of it,
+        the base it views): written with unknown values, none of them is known any more."""
+        storage = _storage(tensor)
+        for key in list(self.known.keys()):
+            if key is tensor or (storage is not None and _storage(key) is storage):
+                del self.known[key]
 
     def _host(self, args: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:
         """``args`` and ``kwargs`` with each meta tensor replaced by its host copy and a meta
@@ -110,6 +119,13 @@ class Values:
         if host_kwargs.get("device") == "meta":
             host_kwargs["device"] = torch.device("cpu")
         return None if missing else (host_args, host_kwargs)
+
+
+def _storage(tensor: Any) -> Any:
+    try:
+        return tensor.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # a sparse tensor, a subclass
+        return None
 
 
 def _leaves(out: Any) -> list[Any]:
