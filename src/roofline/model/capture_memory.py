@@ -43,7 +43,9 @@ class Live:
         self.peak: tuple[int, int] = (0, 0)
         self.on = True
         for tensor in state:
-            self.known[tensor.untyped_storage()] = (0, 0)
+            storage = _storage(tensor)
+            if storage is not None:
+                self.known[storage] = (0, 0)
         self.made(inputs)
 
     def made(self, out: Any) -> None:
@@ -71,13 +73,10 @@ class Live:
 
     def add(self, tensor: Any) -> None:
         """A tensor an op made: its storage counted until it is freed."""
-        if not self.on or not tensor.is_meta or tensor.layout != _strided():
-            return  # a sparse tensor has no storage of its own: not counted
-        try:
-            storage = tensor.untyped_storage()
-        except (RuntimeError, NotImplementedError):  # a tensor subclass without one: likewise
+        if not self.on or not tensor.is_meta:
             return
-        if storage in self.known:
+        storage = _storage(tensor)
+        if storage is None or storage in self.known:
             return
         nbytes = storage.nbytes()
         share = ((nbytes // tensor.element_size(), 0) if tensor.dtype == self.model_dtype
@@ -95,7 +94,14 @@ class Live:
         self.other -= other
 
 
-def _strided() -> Any:
+def _storage(tensor: Any) -> Any:
+    """``tensor``'s storage, or None for one without its own (a sparse tensor, a subclass):
+    such a tensor is not counted."""
     import torch
 
-    return torch.strided
+    if tensor.layout != torch.strided:
+        return None
+    try:
+        return tensor.untyped_storage()
+    except (RuntimeError, NotImplementedError):
+        return None
