@@ -25,6 +25,10 @@ H100) causal, unmasked and through a boolean mask over every pair, without and w
 work of a mask and dropout (``analysis.gpu_ops.ATTENTION_SCORE_CLOCKS``, fitted on these rows:
 the with-figures are a fit's residuals, the without-figures what the published rates alone
 give).
+
+Then a Llama-2-7B decode step at the batches around the largest analyze says fits
+(data/h100_live_fits.json), and fp32 convolutions with TF32 on and off (data/
+h100_live_convs.csv) against their captures.
 """
 
 from __future__ import annotations
@@ -171,6 +175,40 @@ def fit_lines(markdown: bool) -> list[str]:
     return table_lines(header, body, markdown)
 
 
+def conv_lines(markdown: bool) -> list[str]:
+    """data/h100_live_convs.csv: fp32 convolutions forward with ``cudnn.allow_tf32`` on and
+    off, against the capture of the same convolution under the same flag (TF32 GEMMs where it
+    is on, ``GemmShape.tf32``) on the H100's datasheet entry."""
+    import torch
+
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+    from roofline.torch import capture
+
+    hw = load_hardware("h100-sxm5-80gb")
+    header = ["convolution (batch x C x K x side x R)", "allow_tf32", "measured", "predicted",
+              "measured / predicted", "as fp32 (before 0.9.0)"]
+    body = []
+    with open(DATA / "h100_live_convs.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["op"] != "forward":
+                continue
+            b, c, k, side, r = (int(x) for x in row["shape"].split("x"))
+            tf32 = row["allow_tf32"] == "True"
+            with torch.device("meta"):
+                conv = torch.nn.Conv2d(c, k, r, padding=r // 2, bias=False)
+            times = {}
+            for flag in (tf32, False):
+                with torch.backends.cudnn.flags(enabled=True, allow_tf32=flag):
+                    network = capture(conv, torch.zeros(b, c, side, side), mode="inference")
+                times[flag] = analyze(network, hw).totals["predicted_time_s"]
+            measured = float(row["time_ms"]) * 1e-3
+            body.append([row["shape"], str(tf32), f"{measured * 1e6:.0f} us",
+                         f"{times[tf32] * 1e6:.0f} us", f"{measured / times[tf32]:.2f}",
+                         f"{measured / times[False]:.2f}" if tf32 else ""])
+    return table_lines(header, body, markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
@@ -191,6 +229,11 @@ def main() -> None:
     print("a Llama-2-7B decode step at 2048 tokens (benchmarks/_decode_step.py, bf16) on a lent "
           "H100 at the batches around the largest analyze says fits (data/h100_live_fits.json)")
     print("\n".join(fit_lines(args.markdown)))
+    print()
+    print("fp32 convolutions forward on the same H100 (data/h100_live_convs.csv), "
+          "cudnn.allow_tf32 on (torch's default) and off, against their capture under the same "
+          "flag")
+    print("\n".join(conv_lines(args.markdown)))
 
 
 if __name__ == "__main__":

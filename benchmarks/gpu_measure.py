@@ -59,6 +59,8 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   and with dropout, forward and backward, and the kernel each ran.
 - ``fits.json`` (``--parts fits``): whether a Llama-2-7B decode step with its KV cache runs or
   runs out of memory at the batches around the largest that analyze says fits (``FIT_BATCHES``).
+- ``convs.csv`` (``--parts convs``): fp32 convolutions of ResNet-50 (``CONV_SHAPES``) forward
+  and with both gradients, ``cudnn.allow_tf32`` on and off.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -91,7 +93,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
-         "rows", "hf", "masks", "fits")  # --parts
+         "rows", "hf", "masks", "fits", "convs")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -782,6 +784,42 @@ def measure_hf(torch: Any, out: Path, quick: bool, only: set[str]) -> None:
 FIT_BATCHES = (2048, (64, 65, 66, 67))
 
 
+#: (batch, channels in, channels out, side, kernel) of ``--parts convs``: ResNet-50's 3 x 3 and
+#: 1 x 1 convolutions of its first and last stages, batch 64
+CONV_SHAPES = ((64, 64, 64, 56, 3), (64, 256, 64, 56, 1), (64, 512, 512, 7, 3),
+               (64, 2048, 512, 7, 1))
+
+
+def measure_convs(torch: Any, out: Path, quick: bool) -> None:
+    """``convs.csv``: one fp32 convolution (NCHW, no bias, stride 1, same padding) forward, and
+    forward with the input's and weight's gradients, with ``cudnn.allow_tf32`` on (torch's
+    default) and off: what TF32 buys an fp32 convolution (``GemmShape.tf32``)."""
+    rows = []
+    for b, c, k, side, r in CONV_SHAPES if not quick else ((2, 8, 8, 8, 3),):
+        conv = torch.nn.Conv2d(c, k, r, padding=r // 2, bias=False).to(DEV)
+        x = torch.randn(b, c, side, side, device=DEV, requires_grad=True)
+
+        def fwd(conv=conv, x=x) -> Any:
+            with torch.no_grad():
+                return conv(x)
+
+        def both(conv=conv, x=x) -> Any:
+            y = conv(x)
+            return torch.autograd.grad(y, (x, conv.weight), torch.ones_like(y))
+        for tf32 in (True, False):
+            with torch.backends.cudnn.flags(enabled=True, allow_tf32=tf32):
+                for name, fn in (("forward", fwd), ("train", both)):
+                    rows.append({"op": name, "shape": f"{b}x{c}x{k}x{side}x{r}",
+                                 "allow_tf32": tf32} | timing_fields(torch, fn))
+        del conv, x
+        empty_cache(torch)
+    fields = sorted({key for r in rows for key in r}, key=lambda s: (s != "op", s))
+    with open(out / "convs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
 def measure_fits(torch: Any, out: Path, quick: bool) -> None:
     """``fits.json``: does a Llama-2-7B decode step (``_decode_step``: bf16 weights and a KV
     cache of ``FIT_BATCHES``' tokens) run at each batch, or run out of memory? With its peak
@@ -945,7 +983,8 @@ def main() -> int:
                       ("hf", lambda: measure_hf(torch, args.out, args.quick,
                                                 set(filter(None, args.hf.split(","))))),
                       ("masks", lambda: measure_masks(torch, args.out, args.quick)),
-                      ("fits", lambda: measure_fits(torch, args.out, args.quick))):
+                      ("fits", lambda: measure_fits(torch, args.out, args.quick)),
+                      ("convs", lambda: measure_convs(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:
