@@ -215,25 +215,24 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     env = json.loads((DATA / "h100_live_hf_env.json").read_text())
-    print(f"Hugging Face steps on a lent {env['name']} (torch {env['torch']}, transformers "
-          f"{env['transformers'].split()[0]}; data/h100_live_hf_steps.json): measured best of "
-          f"the runs and one profiled step's kernels against the captured step's prediction")
-    print("\n".join(step_lines(args.markdown)))
-    print()
-    print("scaled_dot_product_attention on the same H100 (torch's default backend: cuDNN's "
-          "kernels, the memory-efficient one for a bias that needs its gradient; data/"
-          "h100_live_masks*.csv, two runs on two machines; four shapes each): measured / "
-          "predicted, median (range)")
-    print("\n".join(mask_lines(args.markdown)))
-    print()
-    print("a Llama-2-7B decode step at 2048 tokens (benchmarks/_decode_step.py, bf16) on a lent "
-          "H100 at the batches around the largest analyze says fits (data/h100_live_fits.json)")
-    print("\n".join(fit_lines(args.markdown)))
-    print()
-    print("fp32 convolutions forward on the same H100 (data/h100_live_convs.csv), "
-          "cudnn.allow_tf32 on (torch's default) and off, against their capture under the same "
-          "flag")
-    print("\n".join(conv_lines(args.markdown)))
+    sections = (
+        (f"Hugging Face steps on a lent {env['name']} (torch {env['torch']}, transformers "
+         f"{env['transformers'].split()[0]}; data/h100_live_hf_steps.json): measured best of the "
+         f"runs and one profiled step's kernels against the captured step's prediction",
+         step_lines),
+        ("scaled_dot_product_attention on the same H100 (torch's default backend: cuDNN's "
+         "kernels, the memory-efficient one for a bias that needs its gradient; data/"
+         "h100_live_masks*.csv, two runs on two machines; four shapes each): measured / "
+         "predicted, median (range)", mask_lines),
+        ("a Llama-2-7B decode step at 2048 tokens (benchmarks/_decode_step.py, bf16) on a lent "
+         "H100 at the batches around the largest analyze says fits (data/h100_live_fits.json)",
+         fit_lines),
+        ("fp32 convolutions forward on the same H100 (data/h100_live_convs.csv), "
+         "cudnn.allow_tf32 on (torch's default) and off, against their capture under the same "
+         "flag", conv_lines))
+    for i, (title, lines) in enumerate(sections):
+        print(("\n" if i else "") + title)
+        print("\n".join(lines(args.markdown)))
 
 
 if __name__ == "__main__":
