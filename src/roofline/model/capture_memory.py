@@ -43,7 +43,7 @@ class Live:
         self.peak: tuple[int, int] = (0, 0)
         self.on = True
         for tensor in state:
-            storage = _storage(tensor)
+            storage = storage_of(tensor)
             if storage is not None:
                 self.known[storage] = (0, 0)
         self.made(inputs)
@@ -75,7 +75,7 @@ class Live:
         """A tensor an op made: its storage counted until it is freed."""
         if not self.on or not tensor.is_meta:
             return
-        storage = _storage(tensor)
+        storage = storage_of(tensor)
         if storage is None or storage in self.known:
             return
         nbytes = storage.nbytes()
@@ -94,9 +94,10 @@ class Live:
         self.other -= other
 
 
-def _storage(tensor: Any) -> Any:
-    """``tensor``'s storage, or None for one without its own (a sparse tensor, a subclass):
-    such a tensor is not counted."""
+def storage_of(tensor: Any) -> Any:
+    """``tensor``'s storage (a view shares its base's), or None for one without its own (a
+    sparse tensor, a subclass): such a tensor is not counted here, nor its values followed
+    (capture_values.py)."""
     import torch
 
     if tensor.layout != torch.strided:

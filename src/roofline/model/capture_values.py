@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .capture_memory import storage_of
+
 #: elements of the largest tensor whose values are followed (a mask of 8 x 8,192 tokens)
 LIMIT = 1 << 20
 #: aten ops that read a tensor's values back into Python (``.item()``, ``bool()``,
@@ -90,9 +92,9 @@ class Values:
     def _forget(self, tensor: Any) -> None:
         """``tensor``'s values and those of every known tensor sharing its memory (a view of it,
         the base it views): written with unknown values, none of them is known any more."""
-        storage = _storage(tensor)
+        storage = storage_of(tensor)
         for key in list(self.known.keys()):
-            if key is tensor or (storage is not None and _storage(key) is storage):
+            if key is tensor or (storage is not None and storage_of(key) is storage):
                 del self.known[key]
 
     def _host(self, args: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]] | None:
@@ -119,13 +121,6 @@ class Values:
         if host_kwargs.get("device") == "meta":
             host_kwargs["device"] = torch.device("cpu")
         return None if missing else (host_args, host_kwargs)
-
-
-def _storage(tensor: Any) -> Any:
-    try:
-        return tensor.untyped_storage()
-    except (RuntimeError, NotImplementedError):  # a sparse tensor, a subclass
-        return None
 
 
 def _leaves(out: Any) -> list[Any]:

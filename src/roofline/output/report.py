@@ -281,9 +281,8 @@ def tf32_text(report: Report) -> str:
         return ""  # asked of each run once: a deep model's rows are never built for it
     names = [name for name, _, _, r in named(report.results, lambda r: r.gemm)
              if r.gemm.dtype == "tf32"]
-    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-    return (f"{shown} run in TF32, as torch runs fp32 GEMMs on this GPU where its flags allow "
-            f"(convolutions: torch.backends.cudnn.allow_tf32, on by default; matmuls: "
+    return (f"{listed(names)} run in TF32, as torch runs fp32 GEMMs on this GPU where its "
+            f"flags allow (convolutions: torch.backends.cudnn.allow_tf32, on by default; matmuls: "
             f"torch.backends.cuda.matmul.allow_tf32): at the "
             f"{report.hardware.peak_tflops['tf32']:g} TFLOP/s TF32 peak")
 

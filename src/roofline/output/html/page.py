@@ -277,8 +277,9 @@ def report_header(report: Report) -> list[tuple[str, str]]:
                       f"{report.peak_flops_per_s / 1e12:g} TFLOP/s ({report.dtype}) / "
                       f"{report.bandwidth_bytes_per_s / 1e9:g} GB/s"),
              ("prediction", basis_sentence(hw).removeprefix("predicted: "))]
-    if tf32_text(report):
-        pairs.insert(4, ("tf32", tf32_text(report)))
+    tf32 = tf32_text(report)
+    if tf32:
+        pairs.insert(4, ("tf32", tf32))
     if report.quantization:
         pairs.append(("quantization", quantization_line(True, [hw])))
     return pairs
