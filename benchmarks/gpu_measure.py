@@ -61,6 +61,8 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   runs out of memory at the batches around the largest that analyze says fits (``FIT_BATCHES``).
 - ``convs.csv`` (``--parts convs``): fp32 convolutions of ResNet-50 (``CONV_SHAPES``) forward
   and with both gradients, ``cudnn.allow_tf32`` on and off.
+- ``bnorms.csv``, ``convkernels.csv`` (``--parts bnorms``): ResNet-50's batch norms and
+  convolutions one layer shape at a time, kernel by kernel (_resnet_kernels.py).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -79,6 +81,7 @@ from typing import Any, Callable
 from _decode_step import decode_step
 from _hf_steps import HF_STEPS, hf_step
 from _quant_gemms import measure_quant
+from _resnet_kernels import measure_resnet_kernels
 from _steps import step_function
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,7 +96,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
-         "rows", "hf", "masks", "fits", "convs")  # --parts
+         "rows", "hf", "masks", "fits", "convs", "bnorms")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -984,7 +987,9 @@ def main() -> int:
                                                 set(filter(None, args.hf.split(","))))),
                       ("masks", lambda: measure_masks(torch, args.out, args.quick)),
                       ("fits", lambda: measure_fits(torch, args.out, args.quick)),
-                      ("convs", lambda: measure_convs(torch, args.out, args.quick))):
+                      ("convs", lambda: measure_convs(torch, args.out, args.quick)),
+                      ("bnorms", lambda: measure_resnet_kernels(torch, args.out, args.quick,
+                                                                DEV, time_calls, log))):
         if part in parts:
             t0 = time.perf_counter()
             try:
