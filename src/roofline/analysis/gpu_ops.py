@@ -159,6 +159,7 @@ from typing import TYPE_CHECKING
 
 from ..roof import roofline_time_s
 from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
+from .gpu_batch_norm import BATCH_NORM_SOURCE, batch_norm_kernels, batch_norm_s
 from .gpu_softmax import (
     L2_PARTITIONS_SOURCE,
     SOFTMAX_BACKWARD_KINDS,
@@ -187,7 +188,8 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
 
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
 OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
-            "gemm-epilogue", "strided-copy", "row-passes", "softmax-rows", "memory-efficient")
+            "gemm-epilogue", "strided-copy", "row-passes", "softmax-rows", "memory-efficient",
+            "batch-norm-kernels")
 #: Values (elements read and written) a permuted copy moves per SM and clock, by whether its
 #: element is 4 bytes or more (torch unrolls its loop 2 deep there, 4 below: module docstring).
 #: The geometric mean over a lent H100's GPT-2 and BERT forward steps of each dtype (their
@@ -299,7 +301,8 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
                         "flash-attention-2": "https://arxiv.org/abs/2307.08691",
                         "attention-score-work": ATTENTION_SCORE_SOURCE,
-                        "memory-efficient": EFFICIENT_SOURCE}}
+                        "memory-efficient": EFFICIENT_SOURCE,
+                        "batch-norm-kernels": BATCH_NORM_SOURCE}}
 
 
 def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
@@ -311,11 +314,9 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     if op.kind in EPILOGUE_KINDS and op.follows in GPU_EPILOGUE_FOLLOWS:
         return OpPrediction(0.0, "gemm-epilogue", {})
     memory_s = op.bytes / (constants.dram_fraction * bandwidth)
-    if op.strided:
-        index_s = strided_copy_s(op.bytes, hardware, dtype)
-        return OpPrediction(constants.launch_s + max(index_s, memory_s), "strided-copy",
-                            {"launch_s": constants.launch_s, "index_s": index_s,
-                             "memory_s": memory_s})
+    laid_out = laid_out_prediction(op, hardware, dtype, constants, memory_s)
+    if laid_out is not None:
+        return laid_out
     share, basis, score_s = 1.0, "streaming", 0.0
     if op.kind in ATTENTION_KINDS and op.attention is not None:
         share, basis = attention_share(op.attention, op.pass_, hardware, dtype)
@@ -348,6 +349,38 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
     if row_s:
         terms["row_s"] = row_s
     return OpPrediction(time, basis, terms)
+
+
+def laid_out_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: OpConstants,
+                        memory_s: float) -> OpPrediction | None:
+    """An op whose kernel the capture chose by its tensors' layout: a permuted copy's (offsets
+    computed value by value, ``strided_copy_s``) or a batch norm's (``batch_norm_prediction``);
+    None for any other op."""
+    if op.strided:
+        index_s = strided_copy_s(op.bytes, hardware, dtype)
+        return OpPrediction(constants.launch_s + max(index_s, memory_s), "strided-copy",
+                            {"launch_s": constants.launch_s, "index_s": index_s,
+                             "memory_s": memory_s})
+    return batch_norm_prediction(op, hardware, dtype, constants, memory_s)
+
+
+def batch_norm_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: OpConstants,
+                          memory_s: float) -> OpPrediction | None:
+    """A captured batch norm's time on a GPU through torch's or cuDNN's kernels (its launches,
+    then its values' work or its stream, whichever is longer: ``analysis.gpu_batch_norm``);
+    None for any other op."""
+    norm = batch_norm_kernels(op, dtype)
+    if norm is None:
+        return None
+    kernels, small = norm
+    gpu = hardware.gpu
+    assert gpu is not None  # op_constants: a GPU entry
+    work_s = batch_norm_s(op, kernels, gpu.sms, sm_clocks_per_s(hardware))
+    launches = len(kernels) + small
+    return OpPrediction(launches * constants.launch_s + max(work_s, memory_s),
+                        "batch-norm-kernels" if work_s > memory_s else "streaming",
+                        {"launch_s": constants.launch_s, "work_s": work_s,
+                         "memory_s": memory_s, "kernels": launches})
 
 
 def row_passes_s(op: Op, hardware: HardwareSpec) -> float:

@@ -103,7 +103,7 @@ from .layers.conv2d import Conv2d
 from .layers.step import Step
 from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
-from .ops import ELEMENTWISE, AttentionShape
+from .ops import ELEMENTWISE, AttentionShape, NormShape
 
 #: Ops that move no data: views, metadata, allocation without writing; any other op whose
 #: schema makes its output a view of its input (``OpOverload.is_view``: ``unfold``,
@@ -327,6 +327,9 @@ class _Recorder:
     backward: dict[str, list[Item]] = field(default_factory=dict)
     uncosted: dict[str, int] = field(default_factory=dict)
     nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
+    # whether the latest convolution ran channels last: the layout of the maps after it, which
+    # the meta device does not keep (its convolution's output is NCHW whatever its operands)
+    conv_nhwc: bool = False
     weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
     zeroed: dict[int, Any] = field(default_factory=dict)  # id -> a tensor of zeros (ZERO_FILLS)
     matrices: set[int] = field(default_factory=set)  # ids of the parameters GEMMs read as B
@@ -971,6 +974,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
                      tensors[0] if tensors else None, torch.backends.cuda.matmul.allow_tf32)
     if op == "convolution" and not args[6]:
         rec.nchw_convs += _nchw_16bit(args[0], args[1])
+        rec.conv_nhwc = _channels_last(args[0]) or _channels_last(args[1])
         _weight_kind(args[1], rec)  # its filters are a matrix of the step, as conv2d's
         bias = args[2] is not None
         return _tf32(_conv(args[0], args[1], args, owner, None)
@@ -997,7 +1001,7 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         rec.tables.add(id(_root(args[0])))
     items = (_scattered(op, args, kwargs or {}, pass_, owner, rec)
              or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
-                    _gathered(op, args, outs)))
+                    _gathered(op, args, outs), _norm_shape(op, args, rec.conv_nhwc)))
     return _loss_passes(op, args, items, rec)
 
 
@@ -1266,6 +1270,30 @@ def _softmax_row(op: str, args: Sequence[Any]) -> int:
     return int(x.shape[-1])
 
 
+#: batch norms (as ``_record`` names them) and the argument (by position) holding their input
+BATCH_NORMS = {"native_batch_norm": 0, "_native_batch_norm_legit": 0,
+               "_native_batch_norm_legit_no_training": 0, "native_batch_norm_backward": 1}
+
+
+def _norm_shape(op: str, args: Sequence[Any], conv_nhwc: bool) -> NormShape | None:
+    """A batch norm's map (``NormShape``) where its input has three dimensions or more, with the
+    layout torch picks its kernels by: channels_last where the input is laid out so (a 4-D map
+    only) and not also contiguous, or where the latest convolution ran channels last
+    (``conv_nhwc``: torch gives its output that layout, as it does the ops after it, which the
+    meta device does not); None for any other op. A module that mixes layouts between a
+    convolution and its batch norm is read by the convolution's."""
+    import torch
+
+    if op not in BATCH_NORMS or len(args) <= BATCH_NORMS[op]:
+        return None
+    x = args[BATCH_NORMS[op]]
+    if not isinstance(x, torch.Tensor) or x.dim() < 3 or x.shape[1] == 0:
+        return None
+    last = x.dim() == 4 and (conv_nhwc or (not x.is_contiguous() and x.is_contiguous(
+        memory_format=torch.channels_last)))
+    return NormShape(int(x.shape[1]), x.numel() // int(x.shape[1]), last)
+
+
 def _broadcast(a: Any, b: Any) -> tuple[int, int, int] | None:
     """The elements of A, B and C (``GemmShape.tensors``) of a batched GEMM whose A (g, m, k) or
     B (g, k, n) is broadcast along the batch, a batch stride of 0: one matrix in memory that
@@ -1331,12 +1359,13 @@ def _bias_op(owner: str, pass_: str, kind: str, elements: int, bias_values: int,
 
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
-        rec: _Recorder, row: int = 0,
-        gathered: tuple[list[Any], int] | None = None) -> list[Item]:
+        rec: _Recorder, row: int = 0, gathered: tuple[list[Any], int] | None = None,
+        norm: NormShape | None = None) -> list[Item]:
     """A non-GEMM op: its tensors' bytes (``tensors`` read in full, ``outs`` written, and
     ``gathered``'s tensors one value per index, ``_gathered``), its FLOPs from
     ``FLOPS_PER_ELEMENT`` (a ``_foreach_`` op as its elementwise op over every tensor of its
-    lists); ``row``: a softmax's (``_softmax_row``). Values of the model's dtype are elements,
+    lists); ``row``: a softmax's (``_softmax_row``); ``norm``: a batch norm's map
+    (``_norm_shape``). Values of the model's dtype are elements,
     which take the step's element size; any other tensor's are bytes at its own (``_scales``),
     and the op's ``dtype`` is its own where it ran in another (``_own_dtype``)."""
     sources, indices = gathered if gathered is not None else ([], 0)
@@ -1358,7 +1387,8 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
     flops = per * (sum(sizes) if op.startswith("_foreach_") else max(sizes, default=0))
     strided = base in COPIES and _permutes(tensors, outs)
     return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other, strided=strided,
-                       row=row, dtype=_own_dtype([*outs, *tensors, *sources], rec.dtype))]
+                       row=row, dtype=_own_dtype([*outs, *tensors, *sources], rec.dtype),
+                       norm=norm)]
 
 
 def _dtype_name(dtype: Any) -> str | None:

@@ -70,6 +70,17 @@ class AttentionShape(NamedTuple):
     mask_grad: bool = False
 
 
+class NormShape(NamedTuple):
+    """What a batch norm's kernels on a GPU take their time by, for one captured over a map of
+    three or more dimensions: its ``channels`` (a statistic each; torch's and cuDNN's NCHW
+    reductions run a channel to a thread block), the ``values`` each channel holds (N.H.W) and
+    whether the map is ``channels_last`` (NHWC, which torch and cuDNN run with other kernels)."""
+
+    channels: int
+    values: int
+    channels_last: bool = False
+
+
 #: What a ``bias`` op can follow (``OpShape.follows``): a Linear's dense GEMM, a convolution,
 #: a sparse product. Where it runs is the device's business (``analysis.gpu_ops``: a Linear's
 #: bias in its GEMM's epilogue; ``analysis.cpu_ops``: a convolution's in oneDNN's).
@@ -85,7 +96,8 @@ class OpShape(NamedTuple):
     values in each row a captured softmax normalizes, its last dimension, as ``model.capture``
     records it; 0 for every other op; ``dtype``: the dtype a captured op ran in where it is not
     the step's, an upcast the model's code makes (``logits.float()``), its values in that dtype
-    counted at its size whatever the step's; "" for every other op)."""
+    counted at its size whatever the step's; "" for every other op; ``norm``: a captured batch
+    norm's map, None for every other op)."""
 
     layer: str
     pass_: str
@@ -97,6 +109,7 @@ class OpShape(NamedTuple):
     strided: bool = False
     row: int = 0
     dtype: str = ""
+    norm: NormShape | None = None
 
 
 def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpShape:
@@ -143,6 +156,7 @@ class Op:
     strided: bool = False  # a permuted copy (OpShape's)
     row: int = 0  # a captured softmax's values a row (OpShape's)
     dtype: str = ""  # a captured op's own dtype, "" for the step's (OpShape's)
+    norm: NormShape | None = None  # a captured batch norm's map (OpShape's)
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
 
     @property
@@ -152,4 +166,4 @@ class Op:
     def renamed(self, name: str, layer: str, copy: int) -> Op:
         """This op under another name, layer and copy number (as ``Gemm.renamed``)."""
         return Op(name, layer, self.pass_, self.kind, self.flops, self.bytes, self.attention,
-                  self.follows, self.strided, self.row, self.dtype, copy)
+                  self.follows, self.strided, self.row, self.dtype, self.norm, copy)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from ...errors import InputError
 from ..gemm import GemmShape
-from ..ops import AttentionShape, OpShape
+from ..ops import AttentionShape, NormShape, OpShape
 from .step import Step
 
 
@@ -38,11 +38,12 @@ class CapturedOp(NamedTuple):
     strided: bool = False  # a permuted copy (OpShape's)
     row: int = 0  # a softmax's values a row (OpShape's)
     dtype: str = ""  # its own dtype, "" for the model's (OpShape's)
+    norm: NormShape | None = None  # a batch norm's map (OpShape's)
 
     def at(self, e: int) -> OpShape:
         return OpShape(self.layer, self.pass_, self.kind, self.flops,
                        self.elements * e + self.other_bytes, self.attention, self.follows,
-                       self.strided, self.row, self.dtype)
+                       self.strided, self.row, self.dtype, self.norm)
 
 
 Item = GemmShape | CapturedOp
