@@ -16,8 +16,9 @@ Printed per step: the measured best (on the H100 of two runs), each prediction a
 predicted, and the predicted share of the step in GEMMs. Then the non-GEMM ops of
 data/h100_live_ops.csv (torch's eager calls and, forward, their CUDA-graph replays; attention
 under torch's default backend) on both entries, by op and dtype: the share within 1.25x and 2x
-and the median of measured / predicted. Last, a Llama-2-7B decode step
-(data/h100_live_decode.json) as a CUDA graph and eagerly against its predicted step.
+and the median of measured / predicted. Then a Llama-2-7B decode step
+(data/h100_live_decode.json) as a CUDA graph and eagerly against its predicted step. Last,
+ResNet-50's steps in channels_last (data/h100_live_steps_variants.json), captured so.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ DATA = ROOT / "benchmarks" / "data"
 sys.path.insert(0, str(ROOT / "tools"))
 
 
-def predicted(step: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
-    """The step's predicted time and GEMM time on each entry."""
+def predicted(step: dict[str, Any], entries: dict[str, Any],
+              channels_last: bool = False) -> dict[str, Any]:
+    """The step's predicted time and GEMM time on each entry (``channels_last``: the module and
+    its input in that memory format, as gpu_measure.py --channels-last ran ResNet-50)."""
     import torch
     import torch_flops
 
@@ -48,6 +51,9 @@ def predicted(step: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
         module = torch_flops.BUILDERS[step["builder"]]().to(dtype)
     module.train(step["mode"] == "train")
     args = step_inputs(torch, step["builder"], step["batch"], step["side"], dtype, "meta")
+    if channels_last:
+        module = module.to(memory_format=torch.channels_last)
+        args = tuple(x.to(memory_format=torch.channels_last) for x in args)
     network = capture(module, *args, mode=step["mode"],
                       optimizer=step["optimizer"], attention="naive", name=step["step"])
     from roofline.analysis.report import analyze
@@ -197,6 +203,24 @@ DEVICES = (("H100", "h100_live_steps.json", "h100-sxm5-80gb",
             ("h200_live_probe.yaml", "h200_live_probe_graph.yaml")))
 
 
+def variant_lines(markdown: bool) -> list[str]:
+    """ResNet-50's steps in channels_last on the H100 (data/h100_live_steps_variants.json):
+    the kernels' profiled time and the wall clock against the datasheet entry's prediction."""
+    from roofline.hardware.catalog import load_hardware
+
+    entries = {"datasheet": load_hardware("h100-sxm5-80gb")}
+    body = []
+    for step in json.loads((DATA / "h100_live_steps_variants.json").read_text()):
+        if step["builder"] != "resnet50" or not step["variant"].startswith("channels_last"):
+            continue
+        fit = predicted(step, entries, channels_last=True)["datasheet"][0]
+        body.append([step["step"], step["dtype"], f"{step['profiled_kernel_s'] * 1e3:.2f} ms",
+                     f"{step['best_s'] * 1e3:.2f} ms", f"{fit * 1e3:.2f} ms",
+                     f"{step['profiled_kernel_s'] / fit:.2f}", f"{step['best_s'] / fit:.2f}"])
+    return table_lines(["step", "dtype", "kernels", "wall clock", "predicted",
+                        "kernels / predicted", "wall / predicted"], body, markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
@@ -235,6 +259,10 @@ def main() -> None:
           "h1?0_live_decode.json; benchmarks/_decode_step.py), against the predicted step on "
           "the datasheet entry")
     print("\n".join(decode_lines(args.markdown)))
+    print()
+    print("ResNet-50 in channels_last on the H100 (data/h100_live_steps_variants.json), against "
+          "the datasheet entry's prediction for the channels_last capture")
+    print("\n".join(variant_lines(args.markdown)))
 
 
 if __name__ == "__main__":
