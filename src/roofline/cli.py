@@ -494,6 +494,7 @@ def _stream_json(report) -> None:
     from .output.json import write_json
 
     data = replace(report, results=report.results[:1], ops=report.ops[:1]).to_dict()
+    data["warnings"] = list(report.warnings)  # a warning may count every GEMM (layout_warning)
     data["gemms"] = gemm_objects(report.results)
     data["ops"] = (result.to_dict() for result in report.ops)
     data["totals"] = report.totals

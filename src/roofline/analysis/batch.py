@@ -147,7 +147,7 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
 
 _SHAPE_FIELDS = ("m", "n", "k", "dtype", "roles", "batch_dims", "c_dtype", "c_read",
                  "batch_count", "align", "tensors", "b_dtype", "group_size", "b_operand",
-                 "rows", "tf32")
+                 "rows", "tf32", "transposed")
 _ADVICE: dict[tuple, BatchAdvice] = {}
 _ADVICE_LIMIT = 4096
 

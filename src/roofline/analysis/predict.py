@@ -177,11 +177,25 @@ def predict_gemm(gemm: Gemm, hardware: HardwareSpec, tiles: Quantization | None 
         return _calibrated(gemm, hardware, weights_from_dram)
     if hardware.kind == "gpu" and hardware.gpu is not None:
         if calibration is not None and calibration.gpu_ops is not None:
-            return fitted_gemm(gemm, hardware, calibrated_constants(calibration.gpu_ops),
-                               "calibrated", weights_from_dram, k_major)
-        return fitted_gemm(gemm, hardware, weights_from_dram=weights_from_dram,
-                           k_major=k_major)
+            kernel = fitted_gemm(gemm, hardware, calibrated_constants(calibration.gpu_ops),
+                                 "calibrated", weights_from_dram, k_major)
+        else:
+            kernel = fitted_gemm(gemm, hardware, weights_from_dram=weights_from_dram,
+                                 k_major=k_major)
+        return _with_transposes(kernel, gemm, hardware)
     return datasheet_gemm(gemm, hardware, tiles)
+
+
+def _with_transposes(kernel: Prediction, gemm: Gemm, hardware: HardwareSpec) -> Prediction:
+    """``kernel`` with the time cuDNN spends transposing a convolution's NCHW maps around it on
+    this GPU added (``analysis.gpu_layout``; its term ``transpose_s``), where it does."""
+    from .gpu_layout import transpose_s
+
+    extra = transpose_s(gemm, hardware)
+    if not extra:
+        return kernel
+    return Prediction(kernel.time_s + extra, kernel.basis,
+                      kernel.terms | {"transpose_s": extra})
 
 
 def calibrated_constants(gpu: GpuOpsCalibration) -> GpuGemmConstants:

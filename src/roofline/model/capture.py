@@ -1474,11 +1474,34 @@ def _conv(x: Any, w: Any, args: Sequence[Any], owner: str,
     layer = Conv2d(owner, k, (r, s), tuple(stride), tuple(padding), tuple(dilation),
                    int(groups), c, h, width)
     step = Step(n, None, "train", x.element_size())
-    if mask is None:
-        return [item for item in layer.forward(step) if isinstance(item, GemmShape)]
-    items = [item for item in layer.backward(step, data_grad=bool(mask[0]))
-             if isinstance(item, GemmShape)]
-    return [i for i in items if i.pass_ != "backward-weight" or mask[1]]
+    made = layer.forward(step) if mask is None else layer.backward(step,
+                                                                   data_grad=bool(mask[0]))
+    items = [i for i in made if isinstance(i, GemmShape)
+             and (mask is None or i.pass_ != "backward-weight" or mask[1])]
+    moved = _transposed(x, w, tuple(stride), int(groups), layer.p * layer.q * n * k) or {}
+    return [i._replace(transposed=moved.get(i.pass_, 0)) for i in items]
+
+
+def _transposed(x: Any, w: Any, stride: tuple[int, ...], groups: int,
+                y: int) -> dict[str, int] | None:
+    """The values cuDNN moves between NCHW and NHWC around each GEMM of a convolution on NCHW
+    maps (``GemmShape.transposed``), by pass: its Tensor-Core kernels take NHWC, so it
+    transposes what each GEMM reads into NHWC and what it writes back, the forward X and W in
+    and Y out, the data gradient dY and W in and dX out, the weight gradient dY and X in and dW
+    out; a 1 x 1 filter's W is the same in both layouts. A lent H100 (torch 2.11, cuDNN 9.19;
+    benchmarks/data/h100_live_convkernels.csv) ran exactly those for ResNet-50's 3 x 3, 7 x 7
+    and strided 1 x 1 convolutions and none for its 1 x 1 stride-1 ones at 28 x 28 and more
+    (at 14 x 14 and 7 x 7 it transposed some of those too, left out here). ``y``: the output's
+    values. None where the maps are channels last (no transposes) and for a 1 x 1 stride-1 or a
+    grouped convolution; whether the GEMM runs on Tensor Cores is the device's business
+    (``analysis.predict.transpose_s``)."""
+    r, s = int(w.shape[2]), int(w.shape[3])
+    if _channels_last(x) or _channels_last(w) or groups != 1 or (
+            r == s == 1 and all(v == 1 for v in stride)):
+        return None
+    xs, ws = x.numel(), (w.numel() if r * s > 1 else 0)
+    return {"forward": xs + ws + y, "backward-data": y + ws + xs,
+            "backward-weight": y + xs + ws}
 
 
 def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, ...]]:

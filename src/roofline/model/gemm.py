@@ -101,6 +101,10 @@ class GemmShape(NamedTuple):
     #: ``torch.backends.cudnn.allow_tf32`` (torch's default), a matmul under
     #: ``torch.backends.cuda.matmul.allow_tf32`` (not the default)
     tf32: bool = False
+    #: values cuDNN moves between NCHW and NHWC around this GEMM on a GPU that runs it on Tensor
+    #: Cores (each read once and written once): a captured convolution on NCHW maps but a 1 x 1
+    #: stride-1 one (``model.capture._transposed``); 0 for every other GEMM
+    transposed: int = 0
 
 
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -164,6 +168,7 @@ class Gemm:
     #                      to step
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension (GemmShape)
     tf32: bool = False  # fp32 that torch runs in TF32 where the GPU has it (GemmShape)
+    transposed: int = 0  # values cuDNN transposes around it on Tensor Cores (GemmShape)
     # computed once in __post_init__ (a deep report reads each several times); not compared
     flops: int = field(init=False, repr=False, compare=False)
     bytes: int = field(init=False, repr=False, compare=False)
@@ -219,6 +224,7 @@ class Gemm:
         _set(new, "b_operand", self.b_operand)
         _set(new, "rows", self.rows)
         _set(new, "tf32", self.tf32)
+        _set(new, "transposed", self.transposed)
         _set(new, "flops", self.flops)
         _set(new, "bytes", self.bytes)
         _set(new, "intensity", self.intensity)

@@ -633,7 +633,8 @@ class Network:
             c_dtype = s.c_dtype or default_output_dtype(s.dtype)
         return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
                     s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
-                    b_dtype, group, s.b_operand, s.rows, s.tf32 and math == "fp32")
+                    b_dtype, group, s.b_operand, s.rows, s.tf32 and math == "fp32",
+                    s.transposed)
 
 class _Templates:
     """The GEMMs and ops of ``Network.parts``, made once per distinct layer (its fields but

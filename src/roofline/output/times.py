@@ -14,7 +14,7 @@ from ..analysis.gpu_softmax import (
     SOFTMAX_VALUES_PER_SM_CLOCK,
 )
 from ..analysis.predict import fit_of
-from ..model.repeats import distinct, first_copies
+from ..model.repeats import distinct, first_copies, float_total, int_total
 from ..units import count, seconds, si, three_digits
 
 if TYPE_CHECKING:
@@ -400,25 +400,37 @@ def calibration_warning(report: Report) -> str | None:
 
 #: A lent H100 SXM5's ResNet-50 bf16 training step at batch 64 (torch 2.11, eager;
 #: benchmarks/data/h100_live_steps.json and _variants.json, README "Whole eager steps"): best
-#: time, the datasheet entry's prediction (batch norm through torch's NCHW kernels,
-#: ``analysis.gpu_batch_norm``), the time in cuDNN's layout transposes, and the kernels' time in
-#: channels_last against its prediction.
-NCHW_EVIDENCE = {"step_ms": 30.9, "predicted_ms": 22.5, "transposes_ms": 3.5,
+#: time and the datasheet entry's prediction (cuDNN's transposes, ``analysis.gpu_layout``, and
+#: torch's NCHW batch-norm kernels, ``analysis.gpu_batch_norm``, counted), the time it spent in
+#: those transposes, and the kernels' time in channels_last against its prediction.
+NCHW_EVIDENCE = {"step_ms": 30.9, "predicted_ms": 25.3, "transposes_ms": 3.5,
                  "channels_last_kernels_ms": 17.0, "channels_last_predicted_ms": 15.7}
 
 
 def layout_warning(report: Report) -> str | None:
     """On a GPU, the sentence for a captured module whose 16-bit convolutions ran on NCHW
-    tensors (``Network.nchw_convs``): cuDNN's transposes around them, which the prediction
-    does not cover; else None."""
-    n = report.network.nchw_convs
-    if not n or report.hardware.kind != "gpu":
+    tensors (``Network.nchw_convs``), or whose fp32 ones cuDNN transposes around in TF32: what
+    those transposes add to the prediction (``analysis.gpu_layout``) and what channels_last
+    saves; else None."""
+    from ..analysis.gpu_layout import transpose_s
+
+    nchw = report.network.nchw_convs
+    if report.hardware.kind != "gpu" or not (nchw or any(
+            r.gemm.transposed for r in distinct(report.results))):
+        return None
+    moved = float_total(report.results, lambda r: transpose_s(r.gemm, report.hardware))
+    # 16-bit convolutions on NCHW maps, or (fp32 in TF32) those cuDNN transposes around
+    n = nchw or int_total(report.results, lambda r: int(
+        r.gemm.pass_ == "forward" and transpose_s(r.gemm, report.hardware) > 0))
+    if not n:
         return None
     e = NCHW_EVIDENCE
-    return (f"{n} convolution{'s' if n > 1 else ''} ran in {report.network.dtype} on NCHW tensors "
+    dtype = "fp32 (TF32)" if report.network.dtype == "fp32" else report.network.dtype
+    return (f"{n} convolution{'s' if n > 1 else ''} ran in {dtype} on NCHW tensors "
             f"(torch's default memory format): cuDNN's Tensor-Core convolutions take NHWC and "
-            f"transpose NCHW around them, which the prediction does not count, and batch norm "
-            f"on NCHW runs torch's slower kernels (counted) (a lent H100's ResNet-50 bf16 "
+            f"transpose NCHW around them ({seconds(moved)} of the predicted step; not around "
+            f"1 x 1 stride-1 ones, though at 14 x 14 and less it does around some), and batch "
+            f"norm on NCHW runs torch's slower kernels, counted too (a lent H100's ResNet-50 bf16 "
             f"training step at batch 64 took {e['step_ms']:g} ms against {e['predicted_ms']:g} "
             f"predicted, {e['transposes_ms']:g} ms of it in transposes; in channels_last its "
             f"kernels took {e['channels_last_kernels_ms']:g} ms against "

@@ -1,0 +1,55 @@
+"""A captured convolution on NCHW maps carries the values cuDNN transposes around each of its
+GEMMs (``GemmShape.transposed``, model.capture._transposed), worked out by hand from the maps;
+none in channels_last or for a 1 x 1 stride-1 convolution; the warning that says what they add
+reads every GEMM, in the streamed JSON too.
+
+Needs torch (the `torch` extra)."""
+
+from __future__ import annotations
+
+import json
+
+from _extras import need
+
+need("torch", extra="torch")
+import torch  # noqa: E402
+
+from roofline.analysis.report import analyze  # noqa: E402
+from roofline.hardware.catalog import load_hardware  # noqa: E402
+from roofline.torch import capture  # noqa: E402
+
+
+def _net(channels_last: bool = False, dtype=torch.float32):
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, bias=False),
+                                 torch.nn.Conv2d(8, 16, 1, bias=False),
+                                 torch.nn.Conv2d(16, 16, 1, stride=2, bias=False)).to(dtype)
+    x = torch.randn(2, 3, 8, 8, dtype=dtype)
+    if channels_last:
+        module = module.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    return capture(module, x, mode="train")
+
+
+def test_each_gemm_carries_the_values_cudnn_transposes_around_it():
+    # the 3 x 3 convolution: X 2 x 3 x 64 = 384, W 8 x 3 x 9 = 216, Y 2 x 8 x 64 = 1,024:
+    # forward X + W + Y = 1,624, its weight gradient dY + X + dW the same (no data gradient:
+    # the input needs none); the 1 x 1 stride-1 one nothing; the strided 1 x 1 one X 2 x 16 x
+    # 64 = 2,048, Y 2 x 16 x 16 = 512, its W the same in both layouts: 2,560 in each pass
+    got = {(g.layer, g.pass_): g.transposed for g in _net().gemms()}
+    assert got == {("0", "forward"): 1624, ("0", "backward-weight"): 1624,
+                   ("1", "forward"): 0, ("1", "backward-data"): 0, ("1", "backward-weight"): 0,
+                   ("2", "forward"): 2560, ("2", "backward-data"): 2560,
+                   ("2", "backward-weight"): 2560}
+    assert all(g.transposed == 0 for g in _net(channels_last=True).gemms())
+
+
+def test_the_layout_warning_counts_every_gemm_in_the_streamed_json_too(capsys):
+    from roofline.cli import _stream_json
+
+    report = analyze(_net(), load_hardware("a100"))  # fp32 convolutions in TF32
+    (warning,) = [w for w in report.warnings if "NCHW" in w]
+    assert warning.startswith("2 convolutions ran in fp32 (TF32) on NCHW tensors")
+    _stream_json(report)
+    assert json.loads(capsys.readouterr().out)["warnings"] == list(report.warnings)
+    # on a V100 (no TF32: CUDA cores) no transposes are added and nothing is said
+    assert not [w for w in analyze(_net(), load_hardware("v100")).warnings if "NCHW" in w]
