@@ -132,6 +132,10 @@ Basis ``softmax-rows`` where either binds (the row rate over the stream, or re-r
 the stream). A model.yaml ``softmax`` (an unfused attention's scores) says nothing of the
 framework and streams.
 
+A captured batch norm over a map (``Op.norm``) runs torch's or cuDNN's kernels for its dtype and
+layout, the NCHW reductions a channel to a thread block, each at its own rate per busy SM
+(``analysis.gpu_batch_norm``, basis ``batch-norm-kernels`` where that work outlasts the stream).
+
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
 does for a Linear's bias through cuBLASLt's bias epilogue (``at::cuda::blas::gemm_and_bias``;
