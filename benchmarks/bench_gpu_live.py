@@ -18,7 +18,8 @@ data/h100_live_ops.csv (torch's eager calls and, forward, their CUDA-graph repla
 under torch's default backend) on both entries, by op and dtype: the share within 1.25x and 2x
 and the median of measured / predicted. Then a Llama-2-7B decode step
 (data/h100_live_decode.json) as a CUDA graph and eagerly against its predicted step. Last,
-ResNet-50's steps in channels_last (data/h100_live_steps_variants.json), captured so.
+ResNet-50's steps in channels_last (data/h100_live_steps_variants.json), captured so, and at
+batches 32 and 128 in both layouts (data/h100_live_resnets.json).
 """
 
 from __future__ import annotations
@@ -221,6 +222,26 @@ def variant_lines(markdown: bool) -> list[str]:
                         "kernels / predicted", "wall / predicted"], body, markdown)
 
 
+def batch_lines(markdown: bool) -> list[str]:
+    """ResNet-50's steps at batches 32 and 128 on the H100, NCHW and channels_last
+    (data/h100_live_resnets.json): the batch-norm and transpose rates were fitted at 64."""
+    from roofline.hardware.catalog import load_hardware
+
+    entries = {"datasheet": load_hardware("h100-sxm5-80gb")}
+    body = []
+    for step in json.loads((DATA / "h100_live_resnets.json").read_text()):
+        if "error" in step:
+            continue
+        last = step["memory_format"] == "channels_last"
+        kernels = step["kernel_s"]  # step_record's one profiled step
+        fit = predicted(step, entries, channels_last=last)["datasheet"][0]
+        body.append([step["step"], step["dtype"], str(step["batch"]), step["memory_format"],
+                     f"{kernels * 1e3:.2f} ms", f"{step['best_s'] * 1e3:.2f} ms",
+                     f"{fit * 1e3:.2f} ms", f"{kernels / fit:.2f}", f"{step['best_s'] / fit:.2f}"])
+    return table_lines(["step", "dtype", "batch", "layout", "kernels", "wall clock",
+                        "predicted", "kernels / predicted", "wall / predicted"], body, markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
@@ -263,6 +284,10 @@ def main() -> None:
     print("ResNet-50 in channels_last on the H100 (data/h100_live_steps_variants.json), against "
           "the datasheet entry's prediction for the channels_last capture")
     print("\n".join(variant_lines(args.markdown)))
+    print()
+    print("ResNet-50 at batches 32 and 128 on a lent H100 (data/h100_live_resnets.json), "
+          "against the datasheet entry's prediction for the capture in the same layout")
+    print("\n".join(batch_lines(args.markdown)))
 
 
 if __name__ == "__main__":

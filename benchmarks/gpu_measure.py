@@ -63,6 +63,8 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   and with both gradients, ``cudnn.allow_tf32`` on and off.
 - ``bnorms.csv``, ``convkernels.csv`` (``--parts bnorms``): ResNet-50's batch norms and
   convolutions one layer shape at a time, kernel by kernel (_resnet_kernels.py).
+- ``resnets.json`` (``--parts resnets``): ResNet-50's forward and training steps at
+  ``RESNET_BATCHES``, NCHW and channels_last, fp32 and bf16 (as ``steps.json``).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -96,7 +98,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
-         "rows", "hf", "masks", "fits", "convs", "bnorms")  # --parts
+         "rows", "hf", "masks", "fits", "convs", "bnorms", "resnets")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -747,6 +749,49 @@ def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = Fals
     (out / "steps.json").write_text(json.dumps(results, indent=1))
 
 
+#: batches of ``--parts resnets``: ResNet-50's steps at batches its batch norms' and convolutions'
+#: kernels were not fitted at (64), each in NCHW and channels_last, fp32 and bf16
+RESNET_BATCHES = (32, 128)
+
+
+def measure_resnets(torch: Any, out: Path, quick: bool) -> None:
+    """``resnets.json``: ResNet-50's forward and training steps (``STEPS``' two) at each of
+    ``RESNET_BATCHES``, NCHW and channels_last, fp32 and bf16: time, peak memory, kernels."""
+    import torch_flops
+
+    results = []
+    for batch in (2,) if quick else RESNET_BATCHES:
+        for layout in ("nchw", "channels_last"):
+            for dname, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+                for name, builder, mode, optimizer, _, side in STEPS:
+                    if builder != "resnet50":
+                        continue
+                    record: dict[str, Any] = {"step": name, "builder": builder, "dtype": dname,
+                                              "mode": mode, "optimizer": optimizer,
+                                              "batch": batch, "side": 64 if quick else side,
+                                              "memory_format": layout}
+                    try:
+                        torch.manual_seed(0)
+                        module = torch_flops.BUILDERS[builder]().to(DEV, dt)
+                        inputs = step_inputs(torch, builder, batch, record["side"], dt)
+                        if layout == "channels_last":
+                            module = module.to(memory_format=torch.channels_last)
+                            inputs = tuple(x.to(memory_format=torch.channels_last)
+                                           for x in inputs)
+                        record.update(step_record(torch, step_function(module, inputs, mode,
+                                                                       optimizer)))
+                    except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
+                        record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+                    results.append(record)
+                    log(f"resnet {name} {batch} {layout} {dname}: "
+                        f"{record.get('best_s', record.get('error'))}")
+                    module = inputs = None
+                    empty_cache(torch)
+                    if DEV == "cuda":
+                        torch.cuda.reset_peak_memory_stats()
+                    (out / "resnets.json").write_text(json.dumps(results, indent=1))
+
+
 def measure_hf(torch: Any, out: Path, quick: bool, only: set[str]) -> None:
     """``hf_steps.json``: each ``HF_STEPS`` step (_hf_steps.py; those named in ``only`` where
     it names any) timed, its peak memory (``max_memory_allocated``; ``model_bytes``, the
@@ -989,7 +1034,8 @@ def main() -> int:
                       ("fits", lambda: measure_fits(torch, args.out, args.quick)),
                       ("convs", lambda: measure_convs(torch, args.out, args.quick)),
                       ("bnorms", lambda: measure_resnet_kernels(torch, args.out, args.quick,
-                                                                DEV, time_calls, log))):
+                                                                DEV, time_calls, log)),
+                      ("resnets", lambda: measure_resnets(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:
