@@ -65,6 +65,8 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   convolutions one layer shape at a time, kernel by kernel (_resnet_kernels.py).
 - ``resnets.json`` (``--parts resnets``): ResNet-50's forward and training steps at
   ``RESNET_BATCHES``, NCHW and channels_last, fp32 and bf16 (as ``steps.json``).
+- ``seqs.csv`` (``--parts seqs``): fused attention (torch's default backend) at sequence
+  lengths off the multiples of 128 (``SEQ_SWEEPS``), forward and backward, causal and not.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -98,7 +100,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
-         "rows", "hf", "masks", "fits", "convs", "bnorms", "resnets")  # --parts
+         "rows", "hf", "masks", "fits", "convs", "bnorms", "resnets", "seqs")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -641,6 +643,51 @@ def masked_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
         log(f"masks: {shape} done")
 
 
+#: (heads, head dim, sequence lengths) of ``--parts seqs``: lengths off the multiples of 128 that
+#: FlashAttention-3's published rates are at (ViT's 197 and 577 among them), about 16k tokens
+#: a batch
+SEQ_SWEEPS = ((12, 64, (128, 192, 197, 256, 257, 320, 384, 577, 640, 1000, 1024, 1025)),
+              (32, 128, (197, 256, 300, 512, 577, 1000, 1024)))
+
+
+def seq_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
+    """scaled_dot_product_attention forward and backward under torch's default backend at
+    ``SEQ_SWEEPS``' lengths, causal and not: each call's CUDA kernels (names and summed device
+    time, ``_resnet_kernels.profiled``) beside the eager timing."""
+    import torch.nn.functional as F
+    from _resnet_kernels import profiled
+
+    sweeps = ((2, 64, (197,)),) if quick else SEQ_SWEEPS
+    for heads, d, seqs in sweeps:
+        for s in seqs:
+            b = max(1, 16384 // s) if not quick else 1
+            shape = (b, heads, s, d)
+            q, k, v = (torch.randn(*shape, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                       for _ in range(3))
+            for causal in (False, True):
+                def fwd(q=q, k=k, v=v, causal=causal) -> Any:
+                    with torch.no_grad():
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                g = torch.randn_like(o)
+
+                def back(o=o, g=g, q=q, k=k, v=v) -> Any:
+                    return torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
+                for op, fn in (("sdpa", fwd), ("sdpa-backward", back)):
+                    kernels = profiled(torch, fn, DEV)
+                    rec.add(op, "bf16", shape, fn, causal=causal,
+                            kernel_ms=f"{sum(t for _, t, _ in kernels) / 1e3:.6g}",
+                            kernels=";".join(f"{n[:70]}={t:.2f}x{c:g}" for n, t, c in kernels))
+                del o, g
+            del q, k, v
+            empty_cache(torch)
+        log(f"seqs: head dim {d} done")
+
+
+def measure_seqs(torch: Any, out: Path, quick: bool) -> None:
+    write_op_rows(torch, out / "seqs.csv", (seq_attention_ops,), quick)
+
+
 def write_op_rows(torch: Any, path: Path, parts: tuple[Callable[..., None], ...],
                   quick: bool) -> None:
     """``parts`` run into one ``OpRows``, written to ``path`` as CSV (every key a column)."""
@@ -1035,7 +1082,8 @@ def main() -> int:
                       ("convs", lambda: measure_convs(torch, args.out, args.quick)),
                       ("bnorms", lambda: measure_resnet_kernels(torch, args.out, args.quick,
                                                                 DEV, time_calls, log)),
-                      ("resnets", lambda: measure_resnets(torch, args.out, args.quick))):
+                      ("resnets", lambda: measure_resnets(torch, args.out, args.quick)),
+                      ("seqs", lambda: measure_seqs(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:
