@@ -209,6 +209,52 @@ def conv_lines(markdown: bool) -> list[str]:
     return table_lines(header, body, markdown)
 
 
+def seq_lines(markdown: bool) -> list[str]:
+    """data/h100_live_seqs.csv: fused attention at lengths off the multiples of 128 and at them,
+    its kernels' profiled time against the op's prediction on the datasheet entry, with the
+    last blocks computed in full (``gpu_ops.tile_share``) and the backward's rate going on
+    falling below 512 tokens (``gpu_ops.BACKWARD_SHORTEST``), and without either (before
+    0.9.0)."""
+    import statistics
+    from unittest import mock
+
+    from roofline.analysis import gpu_ops
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.ops import AttentionShape, Op
+
+    hw = load_hardware("h100-sxm5-80gb")
+    groups: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    with open(DATA / "h100_live_seqs.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            b, h, seq, d = (int(x) for x in row["shape"].split("x"))
+            causal, forward = row["causal"] == "True", row["op"] == "sdpa"
+            flops = (4 if forward else 10) * b * h * seq * seq * d // (2 if causal else 1)
+            op = Op("OP1", "attn", "forward" if forward else "backward",
+                    "flash-attention" if forward else "flash-attention-backward", flops,
+                    (4 if forward else 8) * b * h * seq * d * 2,
+                    attention=AttentionShape(d, seq, seq, causal))
+            args = (hw, "bf16", hw.peak_flops_per_s("bf16"), hw.bandwidth_bytes_per_s)
+            now = gpu_ops.predict_op(op, *args).time_s
+            with mock.patch.dict(gpu_ops.ATTENTION_TILES, {"forward": (1, 1),
+                                                           "backward": (1, 1)}), \
+                    mock.patch.object(gpu_ops, "BACKWARD_SHORTEST", gpu_ops.SEQS[0]):
+                before = gpu_ops.predict_op(op, *args).time_s
+            measured = float(row["kernel_ms"]) * 1e-3
+            key = (row["op"], str(d), "multiple of 128" if seq % 128 == 0 else "off 128",
+                   "causal" if causal else "")
+            groups.setdefault(key, []).append((measured / now, measured / before))
+
+    def cells(ratios: list[float]) -> list[str]:
+        within = sum(1 / 1.25 <= r <= 1.25 for r in ratios) / len(ratios)
+        return [f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})",
+                f"{within:.0%}"]
+    body = [[*key, str(len(v)), *cells([a for a, _ in v]), *cells([b for _, b in v])]
+            for key, v in sorted(groups.items())]
+    return table_lines(["pass", "head dim", "lengths", "mask", "shapes",
+                        "measured / predicted", "within 1.25x", "before 0.9.0",
+                        "within 1.25x"], body, markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
@@ -229,7 +275,10 @@ def main() -> None:
          fit_lines),
         ("fp32 convolutions forward on the same H100 (data/h100_live_convs.csv), "
          "cudnn.allow_tf32 on (torch's default) and off, against their capture under the same "
-         "flag", conv_lines))
+         "flag", conv_lines),
+        ("fused attention at lengths off the multiples of 128 and at them on a lent H100 "
+         "(data/h100_live_seqs.csv: torch's default backend, cuDNN's kernels; about 16k tokens "
+         "a batch), its kernels against the op's prediction: median (range)", seq_lines))
     for i, (title, lines) in enumerate(sections):
         print(("\n" if i else "") + title)
         print("\n".join(lines(args.markdown)))

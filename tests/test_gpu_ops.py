@@ -642,3 +642,30 @@ def test_a_mask_that_needs_its_gradient_runs_the_memory_efficient_kernel_on_hopp
         805.20e-6, rel=1e-3)
     assert predicted("flash-attention", 4, False, load_hardware("a100-sxm4-80gb")).basis == (
         "flash-attention-2")
+
+
+def test_a_length_off_the_kernels_blocks_computes_its_last_blocks_in_full():
+    # ViT-Base's 197 tokens: the forward rounds queries and keys up to 128-row blocks, 256
+    # each, so (197 / 256)^2 = 0.5922 of its blocks hold real scores; the backward to 64-row
+    # blocks, also 256; at 512 tokens every block is full
+    from roofline.analysis.gpu_ops import tile_share
+    from roofline.model.ops import AttentionShape
+
+    vit = AttentionShape(64, 197, 197, False)
+    assert tile_share(vit, "forward") == pytest.approx((197 / 256) ** 2)
+    assert tile_share(vit, "backward") == pytest.approx((197 / 256) ** 2)
+    # 320 tokens: 384 in 128-row blocks, exactly 320 in 64-row ones
+    assert tile_share(AttentionShape(64, 320, 320, False), "forward") == pytest.approx(
+        (320 / 384) ** 2)
+    assert tile_share(AttentionShape(64, 320, 320, False), "backward") == 1.0
+    assert tile_share(AttentionShape(128, 512, 512, True), "forward") == 1.0
+
+
+def test_the_backward_rate_goes_on_falling_below_512_tokens_to_128():
+    # FlashAttention-3's backward at head dim 64: 272 TFLOP/s at 512, 363 at 1k, 91 a doubling;
+    # at 256 tokens 272 - 91 = 181, at 128 and below 272 - 2 x 91 = 90; the forward stays at
+    # its 512 figure (333)
+    assert fa3_tflops("backward", 64, 256, False) == pytest.approx(181.0)
+    assert fa3_tflops("backward", 64, 128, False) == pytest.approx(90.0)
+    assert fa3_tflops("backward", 64, 32, False) == pytest.approx(90.0)
+    assert fa3_tflops("forward", 64, 256, False) == pytest.approx(333.0)

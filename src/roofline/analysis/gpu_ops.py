@@ -31,8 +31,9 @@ row's width allows and its re-reads past half the L2, ``analysis.gpu_softmax``)
      the causal mask (backward: the unmasked figure, the only one published, times the share
      the causal forward keeps of the unmasked one, ``causal_share``), the head dimension
      and the sequence length, linear in log2 of each between the published points and clamped
-     at their ends (head dim 64..256 forward, 64..128 backward; seq 512..16k), as a share of
-     H100 SXM5's peak; basis ``flash-attention-3``;
+     at their ends (head dim 64..256 forward, 64..128 backward; seq 512..16k; the backward
+     below 512 goes on at its first doubling's slope down to ``BACKWARD_SHORTEST``), as a share
+     of H100 SXM5's peak; basis ``flash-attention-3``;
   3. fp16 or bf16 on an Ampere GPU: FlashAttention-2's best published share of the A100's peak
      for the pass, 73% forward and 63% backward, at every shape (optimistic at short
      sequences); basis ``flash-attention-2``;
@@ -41,6 +42,11 @@ row's width allows and its re-reads past half the L2, ``analysis.gpu_softmax``)
      CUDA-core fraction, times the share of its peak at the clock the board holds,
      ``peak_share``);
      basis ``gemm-sustained``.
+
+  Rules 2-4 (and the memory-efficient kernel's rate, below) are rates over whole blocks of
+  queries and keys: at a length off a multiple of the kernel's blocks (``ATTENTION_TILES``) its
+  last blocks are computed in full, so the share is times ``tile_share`` (ViT's 197 tokens:
+  (197 / 256)^2 = 0.59).
 
   A fused attention that reads a mask for every score (a padded batch's, materialized over
   every pair: no causal blocks skipped) or applies dropout to the scores (a training step's)
@@ -158,6 +164,7 @@ Only the standard library is imported.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -233,6 +240,23 @@ ROW_BYTES_PER_SM_CLOCK = 11.5
 EPILOGUE_KINDS = frozenset({"bias"})
 GPU_EPILOGUE_FOLLOWS = frozenset({"linear"})
 ATTENTION_KINDS = frozenset({"flash-attention", "flash-attention-backward"})
+#: Query and key rows a fused attention kernel computes a block at a time, by pass: a length off
+#: a multiple of them computes its last block in full (``tile_share``). The backward's: cuDNN's
+#: bprop kernel on a lent H100 (torch 2.11, cuDNN 9.19: ``..._flash_bprop_wgmma_f16_knob_26_
+#: 64x64x64``); the forward's 128 x 128, which its times at lengths off 128 fit better than its
+#: kernel's name's 64 x 128 (benchmarks/data/h100_live_seqs.csv: 192, 197, 257, 320, 577 and
+#: 1025 tokens at head dim 64 took 1.55, 1.55, 2.1, 1.44, 1.22 and 1.43x the rate at the
+#: multiples of 128 beside them, where whole 128 x 128 blocks give 1.78, 1.69, 2.23, 1.44, 1.23
+#: and 1.26). FlashAttention-3's published lengths (512..16k) are multiples of both.
+ATTENTION_TILES = {"forward": (128, 128), "backward": (64, 64)}
+#: The shortest length the backward's rate is extrapolated to below FlashAttention-3's 512
+#: (``fa3_tflops``): torch's backward on a lent H100 (cuDNN 9.19) ran 94, 161 and 212 TFLOP/s
+#: at 128, 256 and 384 tokens, head dim 64, where the published 512-to-1k slope gives 90, 181
+#: and 234, and clamping at 512 gave 272 (benchmarks/data/h100_live_seqs.csv); its forward held
+#: the published 512 figure there, and stays clamped
+BACKWARD_SHORTEST = 128
+ATTENTION_TILES_SOURCE = ("fitted: a lent H100 SXM5, torch 2.11 scaled_dot_product_attention "
+                          "(cuDNN 9.19) at lengths off 128, benchmarks/data/h100_live_seqs.csv")
 #: SM clocks a fused attention spends per score it computes on a mask it reads and on dropout,
 #: by pass (module docstring): on the lent H100 (132 SMs at 1.98 GHz) the median added time per
 #: score was, forward, 0.88 ps for a boolean mask (0.59-1.11 over the four shapes) and 1.01 ps
@@ -306,6 +330,7 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         "flash-attention-2": "https://arxiv.org/abs/2307.08691",
                         "attention-score-work": ATTENTION_SCORE_SOURCE,
                         "memory-efficient": EFFICIENT_SOURCE,
+                        "attention-tiles": ATTENTION_TILES_SOURCE,
                         "batch-norm-kernels": BATCH_NORM_SOURCE}}
 
 
@@ -326,6 +351,8 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
         share, basis = attention_share(op.attention, op.pass_, hardware, dtype)
         if basis != "streaming":
             peak = datasheet_peak(hardware, dtype, peak)
+            share *= tile_share(op.attention, "forward" if op.kind == "flash-attention"
+                                else "backward")
         score_s = score_work_s(op, hardware, dtype)
     flop_s = op.flops / (share * peak) + score_s
     traffic = KERNELS.get(op.kind, (1.0,))
@@ -442,6 +469,13 @@ def sm_clocks_per_s(hardware: HardwareSpec) -> float:
     return gpu.sms * (gpu.vector_clock_ghz or gpu.boost_clock_ghz) * 1e9 * clock_share(hardware)
 
 
+def tile_share(shape: AttentionShape, pass_: str) -> float:
+    """The share of a fused attention kernel's blocks that holds real rows: its query and key
+    lengths over those rounded up to ``ATTENTION_TILES``' blocks (1 at their multiples)."""
+    tq, tk = ATTENTION_TILES[pass_]
+    return (shape.q / (-(-shape.q // tq) * tq)) * (shape.s / (-(-shape.s // tk) * tk))
+
+
 def datasheet_peak(hardware: HardwareSpec, dtype: str, peak: float) -> float:
     """The datasheet peak a published attention share is of: a measured entry's
     ``theoretical:`` figure for ``dtype`` where it has one (its own ``peak_tflops`` are the
@@ -480,11 +514,16 @@ def attention_share(shape: AttentionShape, pass_: str, hardware: HardwareSpec,
 def fa3_tflops(pass_: str, head_dim: int, seq: int, causal: bool) -> float:
     """FlashAttention-3's published TFLOP/s on H100 SXM5 at this shape: linear in log2 of the
     sequence length along each head dimension's figure, then in log2 of the head dimension,
-    clamped at the published ends. The backward pass has unmasked figures only: a causal
+    clamped at the published ends, but for the backward below 512 tokens, which goes on falling
+    at the slope of its first doubling (512 to 1k) down to ``BACKWARD_SHORTEST`` and is clamped
+    below. The backward pass has unmasked figures only: a causal
     backward is the unmasked backward times the share the causal forward keeps of the unmasked
     forward at the same head dimension and length (``causal_share``)."""
     if pass_ != "forward":
         rate = _fa3_curve("backward", head_dim, seq, False)
+        if seq < SEQS[0]:  # below the published lengths: on at the slope of the first doubling
+            first = _fa3_curve("backward", head_dim, 2 * SEQS[0], False) - rate
+            rate -= first * math.log2(SEQS[0] / max(seq, BACKWARD_SHORTEST))
         return rate * causal_share(head_dim, seq) if causal else rate
     return _fa3_curve("forward", head_dim, seq, causal)
 
