@@ -1494,7 +1494,7 @@ def _transposed(x: Any, w: Any, stride: tuple[int, ...], groups: int,
     (at 14 x 14 and 7 x 7 it transposed some of those too, left out here). ``y``: the output's
     values. None where the maps are channels last (no transposes) and for a 1 x 1 stride-1 or a
     grouped convolution; whether the GEMM runs on Tensor Cores is the device's business
-    (``analysis.predict.transpose_s``)."""
+    (``analysis.gpu_layout.transpose_s``)."""
     r, s = int(w.shape[2]), int(w.shape[3])
     if _channels_last(x) or _channels_last(w) or groups != 1 or (
             r == s == 1 and all(v == 1 for v in stride)):
