@@ -210,7 +210,7 @@ def conv_lines(markdown: bool) -> list[str]:
 
 
 def seq_lines(markdown: bool) -> list[str]:
-    """data/h100_live_seqs.csv: fused attention at lengths off the multiples of 128 and at them,
+    """data/h1?0_live_seqs.csv: fused attention at lengths off the multiples of 128 and at them,
     its kernels' profiled time against the op's prediction on the datasheet entry, with the
     last blocks computed in full (``gpu_ops.tile_share``) and the backward's rate going on
     falling below 512 tokens (``gpu_ops.BACKWARD_SHORTEST``), and without either (before
@@ -222,10 +222,13 @@ def seq_lines(markdown: bool) -> list[str]:
     from roofline.hardware.catalog import load_hardware
     from roofline.model.ops import AttentionShape, Op
 
-    hw = load_hardware("h100-sxm5-80gb")
     groups: dict[tuple[str, ...], list[tuple[float, float]]] = {}
-    with open(DATA / "h100_live_seqs.csv", newline="") as f:
-        for row in csv.DictReader(f):
+    for gpu, name, entry in (("H100", "h100_live_seqs.csv", "h100-sxm5-80gb"),
+                             ("H200", "h200_live_seqs.csv", "h200-sxm-141gb")):
+        hw = load_hardware(entry)
+        with open(DATA / name, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
             b, h, seq, d = (int(x) for x in row["shape"].split("x"))
             causal, forward = row["causal"] == "True", row["op"] == "sdpa"
             flops = (4 if forward else 10) * b * h * seq * seq * d // (2 if causal else 1)
@@ -240,7 +243,7 @@ def seq_lines(markdown: bool) -> list[str]:
                     mock.patch.object(gpu_ops, "BACKWARD_SHORTEST", gpu_ops.SEQS[0]):
                 before = gpu_ops.predict_op(op, *args).time_s
             measured = float(row["kernel_ms"]) * 1e-3
-            key = (row["op"], str(d), "multiple of 128" if seq % 128 == 0 else "off 128",
+            key = (gpu, row["op"], str(d), "multiple of 128" if seq % 128 == 0 else "off 128",
                    "causal" if causal else "")
             groups.setdefault(key, []).append((measured / now, measured / before))
 
@@ -250,7 +253,7 @@ def seq_lines(markdown: bool) -> list[str]:
                 f"{within:.0%}"]
     body = [[*key, str(len(v)), *cells([a for a, _ in v]), *cells([b for _, b in v])]
             for key, v in sorted(groups.items())]
-    return table_lines(["pass", "head dim", "lengths", "mask", "shapes",
+    return table_lines(["GPU", "pass", "head dim", "lengths", "mask", "shapes",
                         "measured / predicted", "within 1.25x", "before 0.9.0",
                         "within 1.25x"], body, markdown)
 
@@ -276,9 +279,10 @@ def main() -> None:
         ("fp32 convolutions forward on the same H100 (data/h100_live_convs.csv), "
          "cudnn.allow_tf32 on (torch's default) and off, against their capture under the same "
          "flag", conv_lines),
-        ("fused attention at lengths off the multiples of 128 and at them on a lent H100 "
-         "(data/h100_live_seqs.csv: torch's default backend, cuDNN's kernels; about 16k tokens "
-         "a batch), its kernels against the op's prediction: median (range)", seq_lines))
+        ("fused attention at lengths off the multiples of 128 and at them on a lent H100 and "
+         "H200 (data/h1?0_live_seqs.csv, the H200's never fitted: torch's default backend, "
+         "cuDNN's kernels; about 16k tokens a batch), its kernels against the op's prediction: "
+         "median (range)", seq_lines))
     for i, (title, lines) in enumerate(sections):
         print(("\n" if i else "") + title)
         print("\n".join(lines(args.markdown)))

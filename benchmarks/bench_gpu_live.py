@@ -19,7 +19,7 @@ under torch's default backend) on both entries, by op and dtype: the share withi
 and the median of measured / predicted. Then a Llama-2-7B decode step
 (data/h100_live_decode.json) as a CUDA graph and eagerly against its predicted step. Last,
 ResNet-50's steps in channels_last (data/h100_live_steps_variants.json), captured so, and at
-batches 32 and 128 in both layouts (data/h100_live_resnets.json).
+batches 32 and 128 in both layouts on both GPUs (data/h1?0_live_resnets.json).
 """
 
 from __future__ import annotations
@@ -223,22 +223,26 @@ def variant_lines(markdown: bool) -> list[str]:
 
 
 def batch_lines(markdown: bool) -> list[str]:
-    """ResNet-50's steps at batches 32 and 128 on the H100, NCHW and channels_last
-    (data/h100_live_resnets.json): the batch-norm and transpose rates were fitted at 64."""
+    """ResNet-50's steps at batches 32 and 128 on the H100 and the H200, NCHW and channels_last
+    (data/h1?0_live_resnets.json): the batch-norm and transpose rates were fitted at 64, on the
+    H100."""
     from roofline.hardware.catalog import load_hardware
 
-    entries = {"datasheet": load_hardware("h100-sxm5-80gb")}
     body = []
-    for step in json.loads((DATA / "h100_live_resnets.json").read_text()):
-        if "error" in step:
-            continue
-        last = step["memory_format"] == "channels_last"
-        kernels = step["kernel_s"]  # step_record's one profiled step
-        fit = predicted(step, entries, channels_last=last)["datasheet"][0]
-        body.append([step["step"], step["dtype"], str(step["batch"]), step["memory_format"],
-                     f"{kernels * 1e3:.2f} ms", f"{step['best_s'] * 1e3:.2f} ms",
-                     f"{fit * 1e3:.2f} ms", f"{kernels / fit:.2f}", f"{step['best_s'] / fit:.2f}"])
-    return table_lines(["step", "dtype", "batch", "layout", "kernels", "wall clock",
+    for gpu, name, entry in (("H100", "h100_live_resnets.json", "h100-sxm5-80gb"),
+                             ("H200", "h200_live_resnets.json", "h200-sxm-141gb")):
+        entries = {"datasheet": load_hardware(entry)}
+        for step in json.loads((DATA / name).read_text()):
+            if "error" in step:
+                continue
+            last = step["memory_format"] == "channels_last"
+            kernels = step["kernel_s"]  # step_record's one profiled step
+            fit = predicted(step, entries, channels_last=last)["datasheet"][0]
+            body.append([gpu, step["step"], step["dtype"], str(step["batch"]),
+                         step["memory_format"], f"{kernels * 1e3:.2f} ms",
+                         f"{step['best_s'] * 1e3:.2f} ms", f"{fit * 1e3:.2f} ms",
+                         f"{kernels / fit:.2f}", f"{step['best_s'] / fit:.2f}"])
+    return table_lines(["GPU", "step", "dtype", "batch", "layout", "kernels", "wall clock",
                         "predicted", "kernels / predicted", "wall / predicted"], body, markdown)
 
 
@@ -285,7 +289,7 @@ def main() -> None:
           "the datasheet entry's prediction for the channels_last capture")
     print("\n".join(variant_lines(args.markdown)))
     print()
-    print("ResNet-50 at batches 32 and 128 on a lent H100 (data/h100_live_resnets.json), "
+    print("ResNet-50 at batches 32 and 128 on a lent H100 and H200 (data/h1?0_live_resnets.json), "
           "against the datasheet entry's prediction for the capture in the same layout")
     print("\n".join(batch_lines(args.markdown)))
 
