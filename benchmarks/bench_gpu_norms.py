@@ -29,6 +29,8 @@ torch, CPU build: the capture runs on the meta device).
 Then Liger-Kernel's published ``torch.nn.LayerNorm`` forward timings (data/liger_layer_norm.csv:
 fp32, 4096 rows of 1024-16384 on A100 SXM4 and PCIe 80GB and an H100 SXM5), never fitted:
 measured / predicted as a captured ``aten.native_layer_norm``, and as a stream alone.
+Last, sums over a matrix's rows (a bias gradient) and over its columns on the H100
+(data/h100_live_colsums.csv) against the captured ``aten.sum``'s prediction.
 """
 
 from __future__ import annotations
@@ -295,6 +297,38 @@ def share(data: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]],
     return f"{sum(1 / 1.25 <= m / p <= 1.25 for m, p in got) / len(got):.0%}"
 
 
+def colsum_lines(markdown: bool) -> list[str]:
+    """data/h100_live_colsums.csv: a matrix summed over its rows (a Linear's bias gradient, as
+    autograd computes it: ``aten.sum`` keeping the last dimension) and over its columns, each
+    call's kernels against the captured ``aten.sum``'s prediction (a stream: not yet modelled
+    otherwise), by dtype, operation and width."""
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.dtypes import itemsize
+    from roofline.model.ops import Op
+
+    hw = load_hardware("h100-sxm5-80gb")
+    cells: dict[tuple[str, str], dict[int, list[float]]] = {}
+    widths: set[int] = set()
+    with open(HERE / "h100_live_colsums.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            m, n = (int(x) for x in row["shape"].split("x"))
+            size = itemsize(row["dtype"])
+            out = n if row["op"] == "sum-rows" else m
+            op = Op("OP1", "x", "backward", "aten.sum", m * n, (m * n + out) * size)
+            predicted = predict_op(op, hw, row["dtype"], hw.peak_flops_per_s(row["dtype"]),
+                                   hw.bandwidth_bytes_per_s).time_s
+            measured = float(row["kernel_ms"]) * 1e-3
+            cells.setdefault((row["op"], row["dtype"]), {}).setdefault(n, []).append(
+                measured / predicted)
+            widths.add(n)
+    cols = sorted(widths)
+    body = [[op, dtype, *(" / ".join(f"{r:.2f}" for r in by.get(n, [])) for n in cols)]
+            for (op, dtype), by in sorted(cells.items())]
+    return table_lines(["sum over", "dtype", *(f"{n} cols: 2k / 8k / 32k rows" for n in cols)],
+                       body, markdown)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
@@ -303,7 +337,10 @@ def main() -> int:
                       "(data/h1?0_live_rows.csv):", *lines(args.markdown, ROWS), "",
                       *sweep_lines(args.markdown), "", *backward_lines(args.markdown), "",
                       *loss_lines(args.markdown), "",
-                      *liger_lines(args.markdown)]))
+                      *liger_lines(args.markdown), "",
+                      "Sums over a matrix's rows (a bias gradient) and columns on the H100 "
+                      "(data/h100_live_colsums.csv), kernels / the captured aten.sum's "
+                      "prediction:", *colsum_lines(args.markdown)]))
     return 0
 
 

@@ -67,6 +67,8 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   ``RESNET_BATCHES``, NCHW and channels_last, fp32 and bf16 (as ``steps.json``).
 - ``seqs.csv`` (``--parts seqs``): fused attention (torch's default backend) at sequence
   lengths off the multiples of 128 (``SEQ_SWEEPS``), forward and backward, causal and not.
+- ``colsums.csv`` (``--parts colsums``): sums over a matrix's rows (a bias gradient) and over
+  its columns (``COLSUM_SHAPES``), bf16 and fp32.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -100,7 +102,8 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
                for n, k in ((12288, 4096), (11008, 4096), (4096, 11008), (32000, 4096)))
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
-         "rows", "hf", "masks", "fits", "convs", "bnorms", "resnets", "seqs")  # --parts
+         "rows", "hf", "masks", "fits", "convs", "bnorms", "resnets", "seqs",
+         "colsums")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -684,6 +687,37 @@ def seq_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
         log(f"seqs: head dim {d} done")
 
 
+#: (rows, columns) of ``--parts colsums``: a Linear's output gradient summed over its rows (its
+#: bias gradient: GPT-2's and Llama's widths, a vocabulary) and the same values summed over
+#: their columns
+COLSUM_SHAPES = tuple((m, n) for m in (2048, 8192, 32768)
+                      for n in (768, 2304, 3072, 4096, 11008, 50257))
+
+
+def colsum_ops(torch: Any, rec: OpRows, quick: bool) -> None:
+    """``x.sum(0)`` (a bias gradient: torch's reduction over the outer dimension) and
+    ``x.sum(-1)`` (over the inner one) at ``COLSUM_SHAPES``, bf16 and fp32: eager timing and
+    each call's kernels."""
+    from _resnet_kernels import profiled
+
+    for dname, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        for m, n in COLSUM_SHAPES if not quick else ((64, 96),):
+            x = torch.randn(m, n, device=DEV, dtype=dt)
+            for op, fn in (("sum-rows", lambda x=x: x.sum(0)),
+                           ("sum-columns", lambda x=x: x.sum(-1))):
+                kernels = profiled(torch, fn, DEV)
+                rec.add(op, dname, (m, n), fn,
+                        kernel_ms=f"{sum(t for _, t, _ in kernels) / 1e3:.6g}",
+                        kernels=";".join(f"{k[:70]}={t:.2f}x{c:g}" for k, t, c in kernels))
+            del x
+            empty_cache(torch)
+        log(f"colsums {dname}: done")
+
+
+def measure_colsums(torch: Any, out: Path, quick: bool) -> None:
+    write_op_rows(torch, out / "colsums.csv", (colsum_ops,), quick)
+
+
 def measure_seqs(torch: Any, out: Path, quick: bool) -> None:
     write_op_rows(torch, out / "seqs.csv", (seq_attention_ops,), quick)
 
@@ -1083,7 +1117,8 @@ def main() -> int:
                       ("bnorms", lambda: measure_resnet_kernels(torch, args.out, args.quick,
                                                                 DEV, time_calls, log)),
                       ("resnets", lambda: measure_resnets(torch, args.out, args.quick)),
-                      ("seqs", lambda: measure_seqs(torch, args.out, args.quick))):
+                      ("seqs", lambda: measure_seqs(torch, args.out, args.quick)),
+                      ("colsums", lambda: measure_colsums(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:
