@@ -2,22 +2,22 @@
 ``analysis.gpu_ops`` for a captured batch norm over a map (``BATCH_NORM_MODES``; the capture
 keeps the map's channels, values a channel and layout, ``Op.norm``).
 
-Torch runs an fp32 batch norm through cuDNN and a 16-bit one (bf16, or fp16 with 16-bit
-weights) through its own kernels (pytorch/pytorch aten/src/ATen/native/Normalization.cpp,
-``_select_batch_norm_backend``; ``BATCH_NORM_SOURCE``), each with other kernels for NCHW and
-channels_last maps. torch 2.11 with cuDNN 9.19 on a lent H100 ran, for ResNet-50's maps
-(benchmarks/data/h100_live_bnorms.csv):
+Torch picks the kernels by dtype and layout (pytorch/pytorch aten/src/ATen/native/
+Normalization.cpp; ``BATCH_NORM_SOURCE``): torch 2.11 with cuDNN 9.19 on a lent H100 ran an fp32
+batch norm through cuDNN and a bf16 one, with bf16 or fp32 weights, through its own kernels, each
+with other kernels for NCHW and channels_last maps (an fp16 one is priced as a bf16 one, not
+measured). For ResNet-50's maps (benchmarks/data/h100_live_bnorms.csv):
 
 - fp32 NCHW: one cuDNN kernel a pass (``bn_fw_tr_1C11_kernel_NCHW`` or ``_singleread`` training,
   ``bn_fw_inf_1C11_kernel_NCHW`` in eval, ``bn_bw_1C11_kernel_new`` or ``_singleread``
   backward), the training and backward ones a channel to a thread block;
 - fp32 channels_last: cuDNN's ``batchnorm_fwtr_nhwc_semiPersist`` (and a memset),
   ``bn_fw_inf_1C11_kernel_NHWC``, ``batchnorm_bwtr_nhwc_semiPersist`` (and a memset);
-- 16-bit NCHW: torch's ``batch_norm_collect_statistics_kernel`` (a channel to a block) then
+- bf16 NCHW: torch's ``batch_norm_collect_statistics_kernel`` (a channel to a block) then
   ``batch_norm_transform_input_kernel`` and a small update of the running statistics in
   training, the transform and two small kernels in eval, ``batch_norm_backward_kernel`` (a
   channel to a block) backward;
-- 16-bit channels_last: ``batch_norm_collect_statistics_channels_last_kernel`` then
+- bf16 channels_last: ``batch_norm_collect_statistics_channels_last_kernel`` then
   ``batch_norm_transform_input_channels_last_kernel`` and two small ones in training, the
   transform and two small ones in eval, ``batch_norm_backward_reduce_channels_last_kernel`` then
   ``batch_norm_backward_elemt_channels_last_kernel`` and a small one backward.
