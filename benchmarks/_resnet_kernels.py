@@ -3,8 +3,9 @@ gpu_measure.py's ``bnorms`` part (only torch is imported, and only by the caller
 torch and cuDNN run for them in NCHW and channels_last, and how long each takes.
 
 - ``bnorms.csv``: ``F.batch_norm`` at every distinct (channels, side) of ResNet-50's batch norms
-  (tools/torch_flops.py's module, batch ``BATCH``), in fp32, bf16 with bf16 weights (a module
-  ``.to(torch.bfloat16)``) and bf16 with fp32 weights (autocast's); NCHW and channels_last;
+  (tools/torch_flops.py's module, batch ``BATCH``), in fp32, bf16 and fp16 with weights of their
+  own dtype (a module ``.to(torch.bfloat16)``) and with fp32 weights (autocast's; fp16 since
+  h100_live_bnorms_fp16.csv); NCHW and channels_last;
   ``train`` (batch statistics, forward), ``eval`` (running statistics) and ``backward`` (the
   input's, weight's and bias's gradients of a training forward).
 - ``convkernels.csv``: each distinct convolution of the same module, fp32 (TF32, torch's default
@@ -31,7 +32,8 @@ CHECK_BATCHES = (16, 256)
 PROFILED_CALLS = 5
 #: dtype rows: (name, input dtype, weight dtype) as torch names them
 BN_DTYPES = (("fp32", "float32", "float32"), ("bf16", "bfloat16", "bfloat16"),
-             ("bf16-fp32w", "bfloat16", "float32"))
+             ("bf16-fp32w", "bfloat16", "float32"), ("fp16", "float16", "float16"),
+             ("fp16-fp32w", "float16", "float32"))
 CONV_DTYPES = (("fp32", "float32"), ("bf16", "bfloat16"))
 TRANSPOSES = ("nchwToNhwc", "nhwcToNchw")
 

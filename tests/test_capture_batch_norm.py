@@ -59,3 +59,18 @@ def test_a_captured_batch_norm_on_a_gpu_is_priced_through_its_kernels():
     bases = {r.op.kind: r.predicted_basis for r in report.ops if "batch_norm" in r.op.kind}
     assert bases == {"aten.native_batch_norm": "batch-norm-kernels",
                      "aten.native_batch_norm_backward": "batch-norm-kernels"}
+
+
+def test_fp32_weights_under_a_16_bit_map_are_marked_mixed():
+    # autocast leaves a batch norm's weights fp32 while its input is 16-bit: torch then runs an
+    # fp16 one through cuDNN (benchmarks/data/h100_live_bnorms_fp16.csv); a module cast whole
+    # has weights of its input's dtype
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, bias=False),
+                                 torch.nn.BatchNorm2d(8))
+    module[0].half()  # the convolution in fp16, the batch norm's weights left fp32
+    norms = [op.norm for op in capture(module, torch.randn(2, 3, 8, 8).half(),
+                                       mode="train").ops() if op.norm is not None]
+    assert norms and all(n.mixed for n in norms)
+    whole = [op.norm for op in capture(_block().half(), torch.randn(2, 3, 8, 8).half(),
+                                       mode="train").ops() if op.norm is not None]
+    assert whole and not any(n.mixed for n in whole)

@@ -108,3 +108,17 @@ def test_every_gpu_op_basis_but_the_plain_ones_is_said_in_words():
     from roofline.output.times import _BASIS_TEXT
 
     assert set(OP_BASES) - set(_BASIS_TEXT) == {"roofline", "streaming"}
+
+
+def test_an_fp16_map_under_fp32_weights_runs_cudnns_kernel_and_under_fp16_weights_torchs():
+    # 64 x 256 x 56 x 56 = 51,380,224 fp16 values, training forward. fp32 weights (autocast's):
+    # cuDNN's NCHW kernel, a channel to a block on all 132 SMs at 0.803: 51,380,224 /
+    # (0.803 x 132 x 1.98e9) = 244.82 us + a launch = 245.72 us (measured 217.6 us). fp16
+    # weights: torch's statistics at 0.917 (214.39 us) and transform at 1.099 (178.88 us), 3
+    # kernels: 395.97 us (measured 334.5 us)
+    mixed = Op("OP1", "bn", "forward", "aten.native_batch_norm", 8 * 51_380_224,
+               2 * 2 * 51_380_224, norm=NormShape(256, 64 * 56 * 56, False, True))
+    assert _predict(mixed, "fp16").time_s == pytest.approx(245.72e-6, rel=1e-4)
+    plain = Op("OP1", "bn", "forward", "aten.native_batch_norm", 8 * 51_380_224,
+               2 * 2 * 51_380_224, norm=NormShape(256, 64 * 56 * 56))
+    assert _predict(plain, "fp16").time_s == pytest.approx(395.97e-6, rel=1e-4)

@@ -4,20 +4,23 @@ keeps the map's channels, values a channel and layout, ``Op.norm``).
 
 Torch picks the kernels by dtype and layout (pytorch/pytorch aten/src/ATen/native/
 Normalization.cpp; ``BATCH_NORM_SOURCE``): torch 2.11 with cuDNN 9.19 on a lent H100 ran an fp32
-batch norm through cuDNN and a bf16 one, with bf16 or fp32 weights, through its own kernels, each
-with other kernels for NCHW and channels_last maps (an fp16 one is priced as a bf16 one, not
-measured). For ResNet-50's maps (benchmarks/data/h100_live_bnorms.csv):
+batch norm, and an fp16 one with fp32 weights (autocast's, ``NormShape.mixed``), through cuDNN,
+and a bf16 one (with bf16 or fp32 weights) and an fp16 one with fp16 weights through its own
+kernels, each with other kernels for NCHW and channels_last maps (benchmarks/data/
+h100_live_bnorms_fp16.csv: the fp16 ones at one map, as fast as bf16's and fp32's on the same
+kernels). For ResNet-50's maps (benchmarks/data/h100_live_bnorms.csv):
 
-- fp32 NCHW: one cuDNN kernel a pass (``bn_fw_tr_1C11_kernel_NCHW`` or ``_singleread`` training,
-  ``bn_fw_inf_1C11_kernel_NCHW`` in eval, ``bn_bw_1C11_kernel_new`` or ``_singleread``
-  backward), the training and backward ones a channel to a thread block;
-- fp32 channels_last: cuDNN's ``batchnorm_fwtr_nhwc_semiPersist`` (and a memset),
+- fp32 (and fp16 under fp32 weights) NCHW: one cuDNN kernel a pass
+  (``bn_fw_tr_1C11_kernel_NCHW`` or ``_singleread`` training, ``bn_fw_inf_1C11_kernel_NCHW`` in
+  eval, ``bn_bw_1C11_kernel_new`` or ``_singleread`` backward), the training and backward ones a
+  channel to a thread block;
+- fp32 (alike) channels_last: cuDNN's ``batchnorm_fwtr_nhwc_semiPersist`` (and a memset),
   ``bn_fw_inf_1C11_kernel_NHWC``, ``batchnorm_bwtr_nhwc_semiPersist`` (and a memset);
-- bf16 NCHW: torch's ``batch_norm_collect_statistics_kernel`` (a channel to a block) then
+- bf16 and fp16 NCHW: torch's ``batch_norm_collect_statistics_kernel`` (a channel to a block) then
   ``batch_norm_transform_input_kernel`` and a small update of the running statistics in
   training, the transform and two small kernels in eval, ``batch_norm_backward_kernel`` (a
   channel to a block) backward;
-- bf16 channels_last: ``batch_norm_collect_statistics_channels_last_kernel`` then
+- bf16 and fp16 channels_last: ``batch_norm_collect_statistics_channels_last_kernel`` then
   ``batch_norm_transform_input_channels_last_kernel`` and two small ones in training, the
   transform and two small ones in eval, ``batch_norm_backward_reduce_channels_last_kernel`` then
   ``batch_norm_backward_elemt_channels_last_kernel`` and a small one backward.
@@ -93,7 +96,7 @@ def batch_norm_kernels(op: Op, dtype: str) -> tuple[tuple[str, ...], int] | None
     mode = BATCH_NORM_MODES.get(op.kind)
     if mode is None or op.norm is None:
         return None
-    library = "cudnn" if dtype == "fp32" else "torch"
+    library = "cudnn" if dtype == "fp32" or (dtype == "fp16" and op.norm.mixed) else "torch"
     return BATCH_NORM_KERNELS[(library, "nhwc" if op.norm.channels_last else "nchw", mode)]
 
 

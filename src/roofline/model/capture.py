@@ -1270,9 +1270,11 @@ def _softmax_row(op: str, args: Sequence[Any]) -> int:
     return int(x.shape[-1])
 
 
-#: batch norms (as ``_record`` names them) and the argument (by position) holding their input
-BATCH_NORMS = {"native_batch_norm": 0, "_native_batch_norm_legit": 0,
-               "_native_batch_norm_legit_no_training": 0, "native_batch_norm_backward": 1}
+#: batch norms (as ``_record`` names them) and the arguments (by position) holding their input
+#: and their weight
+BATCH_NORMS = {"native_batch_norm": (0, 1), "_native_batch_norm_legit": (0, 1),
+               "_native_batch_norm_legit_no_training": (0, 1),
+               "native_batch_norm_backward": (1, 2)}
 
 
 def _norm_shape(op: str, args: Sequence[Any], conv_nhwc: bool) -> NormShape | None:
@@ -1280,18 +1282,21 @@ def _norm_shape(op: str, args: Sequence[Any], conv_nhwc: bool) -> NormShape | No
     layout torch picks its kernels by: channels_last where the input is laid out so (a 4-D map
     only) and not also contiguous, or where the latest convolution ran channels last
     (``conv_nhwc``: torch gives its output that layout, as it does the ops after it, which the
-    meta device does not); None for any other op. A module that mixes layouts between a
-    convolution and its batch norm is read by the convolution's."""
+    meta device does not), and whether its weights are fp32 under a 16-bit input (autocast's,
+    ``mixed``); None for any other op. A module that mixes layouts between a convolution and
+    its batch norm is read by the convolution's."""
     import torch
 
-    if op not in BATCH_NORMS or len(args) <= BATCH_NORMS[op]:
+    if op not in BATCH_NORMS or len(args) <= max(BATCH_NORMS[op]):
         return None
-    x = args[BATCH_NORMS[op]]
+    x, w = (args[i] for i in BATCH_NORMS[op])
     if not isinstance(x, torch.Tensor) or x.dim() < 3 or x.shape[1] == 0:
         return None
     last = x.dim() == 4 and (conv_nhwc or (not x.is_contiguous() and x.is_contiguous(
         memory_format=torch.channels_last)))
-    return NormShape(int(x.shape[1]), x.numel() // int(x.shape[1]), last)
+    mixed = (isinstance(w, torch.Tensor) and w.dtype == torch.float32
+             and x.dtype in (torch.float16, torch.bfloat16))
+    return NormShape(int(x.shape[1]), x.numel() // int(x.shape[1]), last, mixed)
 
 
 def _broadcast(a: Any, b: Any) -> tuple[int, int, int] | None:

@@ -74,11 +74,14 @@ class NormShape(NamedTuple):
     """What a batch norm's kernels on a GPU take their time by, for one captured over a map of
     three or more dimensions: its ``channels`` (a statistic each; torch's and cuDNN's NCHW
     reductions run a channel to a thread block), the ``values`` each channel holds (N.H.W) and
-    whether the map is ``channels_last`` (NHWC, which torch and cuDNN run with other kernels)."""
+    whether the map is ``channels_last`` (NHWC, which torch and cuDNN run with other kernels),
+    and whether its weights are fp32 under a 16-bit map (``mixed``: autocast's, which sends an
+    fp16 one to cuDNN)."""
 
     channels: int
     values: int
     channels_last: bool = False
+    mixed: bool = False
 
 
 #: What a ``bias`` op can follow (``OpShape.follows``): a Linear's dense GEMM, a convolution,
