@@ -796,9 +796,32 @@ def step_record(torch: Any, step: Callable[[], None]) -> dict[str, Any]:
     return record | kernel_times(torch, step)
 
 
-def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = False) -> None:
+def torch_flops_step(torch: Any, record: dict[str, Any], dt: Any,
+                     channels_last: bool) -> dict[str, Any]:
+    """``record`` (a step of tools/torch_flops.py's: its builder, mode, optimizer, batch and
+    side) with the step timed (``step_record``), its module and input in channels_last where
+    asked, or the error it raised; the GPU's memory freed after."""
     import torch_flops
 
+    try:
+        torch.manual_seed(0)
+        module = torch_flops.BUILDERS[record["builder"]]().to(DEV, dt)
+        inputs = step_inputs(torch, record["builder"], record["batch"], record["side"], dt)
+        if channels_last:
+            module = module.to(memory_format=torch.channels_last)
+            inputs = tuple(x.to(memory_format=torch.channels_last) for x in inputs)
+        record.update(step_record(torch, step_function(module, inputs, record["mode"],
+                                                       record["optimizer"])))
+    except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
+        record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+    module = inputs = None
+    empty_cache(torch)
+    if DEV == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    return record
+
+
+def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = False) -> None:
     results = []
     for dname, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         for name, builder, mode, optimizer, batch, side in STEPS:
@@ -809,24 +832,11 @@ def measure_steps(torch: Any, out: Path, quick: bool, channels_last: bool = Fals
             record: dict[str, Any] = {"step": name, "builder": builder, "dtype": dname,
                                       "mode": mode, "optimizer": optimizer, "batch": batch,
                                       "side": side}
-            try:
-                torch.manual_seed(0)
-                module = torch_flops.BUILDERS[builder]().to(DEV, dt)
-                inputs = step_inputs(torch, builder, batch, side, dt)
-                if channels_last and builder == "resnet50":
-                    module = module.to(memory_format=torch.channels_last)
-                    inputs = tuple(x.to(memory_format=torch.channels_last) for x in inputs)
-                    record["memory_format"] = "channels_last"
-                step = step_function(module, inputs, mode, optimizer)
-                record.update(step_record(torch, step))
-            except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
-                record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
-            results.append(record)
+            last = channels_last and builder == "resnet50"
+            if last:
+                record["memory_format"] = "channels_last"
+            results.append(torch_flops_step(torch, record, dt, last))
             log(f"step {name} {dname}: {record.get('best_s', record.get('error'))}")
-            module = inputs = step = None
-            empty_cache(torch)
-            if DEV == "cuda":
-                torch.cuda.reset_peak_memory_stats()
     (out / "steps.json").write_text(json.dumps(results, indent=1))
 
 
@@ -838,8 +848,6 @@ RESNET_BATCHES = (32, 128)
 def measure_resnets(torch: Any, out: Path, quick: bool) -> None:
     """``resnets.json``: ResNet-50's forward and training steps (``STEPS``' two) at each of
     ``RESNET_BATCHES``, NCHW and channels_last, fp32 and bf16: time, peak memory, kernels."""
-    import torch_flops
-
     results = []
     for batch in (2,) if quick else RESNET_BATCHES:
         for layout in ("nchw", "channels_last"):
@@ -851,25 +859,10 @@ def measure_resnets(torch: Any, out: Path, quick: bool) -> None:
                                               "mode": mode, "optimizer": optimizer,
                                               "batch": batch, "side": 64 if quick else side,
                                               "memory_format": layout}
-                    try:
-                        torch.manual_seed(0)
-                        module = torch_flops.BUILDERS[builder]().to(DEV, dt)
-                        inputs = step_inputs(torch, builder, batch, record["side"], dt)
-                        if layout == "channels_last":
-                            module = module.to(memory_format=torch.channels_last)
-                            inputs = tuple(x.to(memory_format=torch.channels_last)
-                                           for x in inputs)
-                        record.update(step_record(torch, step_function(module, inputs, mode,
-                                                                       optimizer)))
-                    except Exception as exc:  # noqa: BLE001 - recorded, the next step goes on
-                        record["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
-                    results.append(record)
+                    results.append(torch_flops_step(torch, record, dt,
+                                                    layout == "channels_last"))
                     log(f"resnet {name} {batch} {layout} {dname}: "
                         f"{record.get('best_s', record.get('error'))}")
-                    module = inputs = None
-                    empty_cache(torch)
-                    if DEV == "cuda":
-                        torch.cuda.reset_peak_memory_stats()
                     (out / "resnets.json").write_text(json.dumps(results, indent=1))
 
 
