@@ -12,7 +12,8 @@ at a rate its SMs set more than DRAM does::
     t = max(values / (V x S x f), 2 x values x e / (D x BW))
 
 with S and f the SMs and the clock CUDA-core work runs at (``gpu_ops.sm_clocks_per_s``), e the
-element size, D ``gpu_ops.DRAM_FRACTION`` and V ``TRANSPOSE_VALUES_PER_SM_CLOCK``: the geometric
+element size, D the share of DRAM bandwidth other ops stream at (``gpu_ops.op_constants``:
+the published 0.88, or a GPU probe's own) and V ``TRANSPOSE_VALUES_PER_SM_CLOCK``: the geometric
 mean over that H100's bf16 convolutions the rule names (3 x 3, 7 x 7 but the 3-channel stem, and
 strided 1 x 1; forward and backward) of their values over their transposes' profiled time.
 Checked, never fitted: the fp32 (TF32) ones there ran at 1.21 (DRAM binds at 1.41 in the
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
 
 #: values a transpose moves (each read and written once) per SM and clock (module docstring)
 TRANSPOSE_VALUES_PER_SM_CLOCK = 1.64
-TRANSPOSE_SOURCE = ("fitted: a lent H100 SXM5, cuDNN 9.19's NCHW/NHWC transposes around "
-                    "ResNet-50's bf16 convolutions, benchmarks/data/h100_live_convkernels.csv")
 
 
 def transpose_s(gemm: Gemm, hardware: HardwareSpec) -> float:
@@ -43,11 +42,12 @@ def transpose_s(gemm: Gemm, hardware: HardwareSpec) -> float:
         return 0.0
     from ..model.dtypes import itemsize
     from .gpu_gemm import uses_tensor_cores
-    from .gpu_ops import DRAM_FRACTION, sm_clocks_per_s
+    from .gpu_ops import op_constants, sm_clocks_per_s
 
-    if not uses_tensor_cores(hardware, gemm.dtype):
+    constants = op_constants(hardware)
+    if constants is None or not uses_tensor_cores(hardware, gemm.dtype):
         return 0.0
     values = gemm.transposed
     return max(values / (TRANSPOSE_VALUES_PER_SM_CLOCK * sm_clocks_per_s(hardware)),
-               2 * values * itemsize(gemm.dtype) / (DRAM_FRACTION
+               2 * values * itemsize(gemm.dtype) / (constants.dram_fraction
                                                      * hardware.bandwidth_bytes_per_s))
