@@ -66,27 +66,14 @@ def layer_shapes(torch: Any, batch: int) -> tuple[dict[tuple[int, int, int], int
 
 
 def profiled(torch: Any, fn: Callable[[], object],
-             dev: str) -> list[tuple[str, float, float]]:
-    """The CUDA kernels of a call of ``fn`` over ``PROFILED_CALLS`` calls: (name, microseconds
-    a call, calls a call), longest first."""
-    from torch.profiler import ProfilerActivity, profile
-
+             kernel_times: Callable[..., dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """The CUDA kernels of a call of ``fn``, profiled over ``PROFILED_CALLS`` calls by
+    ``kernel_times`` (gpu_measure.py's): (name, microseconds a call, calls a call), longest
+    first."""
     fn()
-    if dev == "cuda":
-        torch.cuda.synchronize()
-    activities = [ProfilerActivity.CUDA] if dev == "cuda" else [ProfilerActivity.CPU]
-    with profile(activities=activities) as prof:
-        for _ in range(PROFILED_CALLS):
-            fn()
-        if dev == "cuda":
-            torch.cuda.synchronize()
-    kernels = []
-    for e in prof.key_averages():
-        t = (getattr(e, "self_device_time_total", 0.0) if dev == "cuda"
-             else e.self_cpu_time_total)
-        if t > 0:
-            kernels.append((e.key[:110].replace(";", ",").replace("=", ":"),
-                            t / PROFILED_CALLS, e.count / PROFILED_CALLS))
+    found = kernel_times(torch, lambda: [fn() for _ in range(PROFILED_CALLS)])["kernels"]
+    kernels = [(name[:110].replace(";", ",").replace("=", ":"), k["s"] * 1e6 / PROFILED_CALLS,
+                k["calls"] / PROFILED_CALLS) for name, k in found.items() if k["s"] > 0]
     kernels.sort(key=lambda k: -k[1])
     return kernels
 
@@ -140,6 +127,7 @@ def conv_functions(torch: Any, key: tuple[int, ...], dt: Any, channels_last: boo
 
 def measure_resnet_kernels(torch: Any, out: Path, quick: bool, dev: str,
                            time_calls: Callable[..., dict[str, float]],
+                           kernel_times: Callable[..., dict[str, Any]],
                            log: Callable[[str], None]) -> None:
     """``bnorms.csv`` and ``convkernels.csv`` (module docstring)."""
     norms, convs = layer_shapes(torch, 2 if quick else BATCH)
@@ -151,7 +139,7 @@ def measure_resnet_kernels(torch: Any, out: Path, quick: bool, dev: str,
     rows: list[dict[str, Any]] = []
     for dname, dt, wdt in BN_DTYPES:
         for cl in (False, True):
-            rows += _norm_rows(torch, norms, dname, dt, wdt, cl, dev, time_calls)
+            rows += _norm_rows(torch, norms, dname, dt, wdt, cl, dev, time_calls, kernel_times)
             _write(out / "bnorms.csv", rows)
             log(f"bnorms {dname} {'nhwc' if cl else 'nchw'}: done")
     convs_rows: list[dict[str, Any]] = []
@@ -159,7 +147,7 @@ def measure_resnet_kernels(torch: Any, out: Path, quick: bool, dev: str,
         for cl in (False, True):
             for key, count in convs.items():
                 for mode, fn in conv_functions(torch, key, getattr(torch, dt), cl, dev).items():
-                    convs_rows.append(_row(torch, fn, dev, time_calls)
+                    convs_rows.append(_row(torch, fn, time_calls, kernel_times)
                                       | {"op": "conv", "mode": mode, "dtype": dname,
                                          "layout": "nhwc" if cl else "nchw",
                                          **dict(zip(("n", "c", "side", "k", "r", "stride",
@@ -168,19 +156,20 @@ def measure_resnet_kernels(torch: Any, out: Path, quick: bool, dev: str,
             log(f"convkernels {dname} {'nhwc' if cl else 'nchw'}: done")
     for dname, dt, wdt in BN_DTYPES[:2]:  # other batches: checks
         for cl in (False, True):
-            rows += _norm_rows(torch, checks, dname, dt, wdt, cl, dev, time_calls)
+            rows += _norm_rows(torch, checks, dname, dt, wdt, cl, dev, time_calls,
+                              kernel_times)
             _write(out / "bnorms.csv", rows)
             log(f"bnorms checks {dname} {'nhwc' if cl else 'nchw'}: done")
 
 
 def _norm_rows(torch: Any, norms: dict[tuple[int, int, int], int], dname: str, dt: str,
-               wdt: str, cl: bool, dev: str,
-               time_calls: Callable[..., dict[str, float]]) -> list[dict[str, Any]]:
+               wdt: str, cl: bool, dev: str, time_calls: Callable[..., dict[str, float]],
+               kernel_times: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for (n, c, side), count in norms.items():
         fns = bn_functions(torch, n, c, side, getattr(torch, dt), getattr(torch, wdt), cl, dev)
         for mode, fn in fns.items():
-            rows.append(_row(torch, fn, dev, time_calls)
+            rows.append(_row(torch, fn, time_calls, kernel_times)
                         | {"op": "batch_norm", "mode": mode, "dtype": dname,
                            "layout": "nhwc" if cl else "nchw", "n": n, "c": c, "side": side,
                            "count": count})
@@ -190,10 +179,10 @@ def _norm_rows(torch: Any, norms: dict[tuple[int, int, int], int], dname: str, d
     return rows
 
 
-def _row(torch: Any, fn: Callable[[], object], dev: str,
-         time_calls: Callable[..., dict[str, float]]) -> dict[str, Any]:
+def _row(torch: Any, fn: Callable[[], object], time_calls: Callable[..., dict[str, float]],
+         kernel_times: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     try:
-        kernels = profiled(torch, fn, dev)
+        kernels = profiled(torch, fn, kernel_times)
         eager = time_calls(torch, fn)
     except Exception as exc:  # noqa: BLE001 - recorded, the next shape goes on
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}

@@ -677,7 +677,7 @@ def seq_attention_ops(torch: Any, rec: OpRows, quick: bool) -> None:
                 def back(o=o, g=g, q=q, k=k, v=v) -> Any:
                     return torch.autograd.grad(o, (q, k, v), g, retain_graph=True)
                 for op, fn in (("sdpa", fwd), ("sdpa-backward", back)):
-                    kernels = profiled(torch, fn, DEV)
+                    kernels = profiled(torch, fn, kernel_times)
                     rec.add(op, "bf16", shape, fn, causal=causal,
                             kernel_ms=f"{sum(t for _, t, _ in kernels) / 1e3:.6g}",
                             kernels=";".join(f"{n[:70]}={t:.2f}x{c:g}" for n, t, c in kernels))
@@ -705,7 +705,7 @@ def colsum_ops(torch: Any, rec: OpRows, quick: bool) -> None:
             x = torch.randn(m, n, device=DEV, dtype=dt)
             for op, fn in (("sum-rows", lambda x=x: x.sum(0)),
                            ("sum-columns", lambda x=x: x.sum(-1))):
-                kernels = profiled(torch, fn, DEV)
+                kernels = profiled(torch, fn, kernel_times)
                 rec.add(op, dname, (m, n), fn,
                         kernel_ms=f"{sum(t for _, t, _ in kernels) / 1e3:.6g}",
                         kernels=";".join(f"{k[:70]}={t:.2f}x{c:g}" for k, t, c in kernels))
@@ -1108,7 +1108,8 @@ def main() -> int:
                       ("fits", lambda: measure_fits(torch, args.out, args.quick)),
                       ("convs", lambda: measure_convs(torch, args.out, args.quick)),
                       ("bnorms", lambda: measure_resnet_kernels(torch, args.out, args.quick,
-                                                                DEV, time_calls, log)),
+                                                                DEV, time_calls, kernel_times,
+                                                                log)),
                       ("resnets", lambda: measure_resnets(torch, args.out, args.quick)),
                       ("seqs", lambda: measure_seqs(torch, args.out, args.quick)),
                       ("colsums", lambda: measure_colsums(torch, args.out, args.quick))):
