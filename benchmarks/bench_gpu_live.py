@@ -204,22 +204,31 @@ DEVICES = (("H100", "h100_live_steps.json", "h100-sxm5-80gb",
             ("h200_live_probe.yaml", "h200_live_probe_graph.yaml")))
 
 
+#: the measured and predicted columns of variant_lines' and batch_lines' tables
+MEASURED_COLUMNS = ["kernels", "wall clock", "predicted", "kernels / predicted",
+                    "wall / predicted"]
+
+
+def measured_cells(step: dict[str, Any], kernels: float, entry: Any,
+                   channels_last: bool) -> list[str]:
+    """A measured step's kernels and wall clock beside its capture's prediction on ``entry``
+    (``MEASURED_COLUMNS``)."""
+    fit = predicted(step, {"datasheet": entry}, channels_last=channels_last)["datasheet"][0]
+    return [f"{kernels * 1e3:.2f} ms", f"{step['best_s'] * 1e3:.2f} ms", f"{fit * 1e3:.2f} ms",
+            f"{kernels / fit:.2f}", f"{step['best_s'] / fit:.2f}"]
+
+
 def variant_lines(markdown: bool) -> list[str]:
     """ResNet-50's steps in channels_last on the H100 (data/h100_live_steps_variants.json):
     the kernels' profiled time and the wall clock against the datasheet entry's prediction."""
     from roofline.hardware.catalog import load_hardware
 
-    entries = {"datasheet": load_hardware("h100-sxm5-80gb")}
-    body = []
-    for step in json.loads((DATA / "h100_live_steps_variants.json").read_text()):
-        if step["builder"] != "resnet50" or not step["variant"].startswith("channels_last"):
-            continue
-        fit = predicted(step, entries, channels_last=True)["datasheet"][0]
-        body.append([step["step"], step["dtype"], f"{step['profiled_kernel_s'] * 1e3:.2f} ms",
-                     f"{step['best_s'] * 1e3:.2f} ms", f"{fit * 1e3:.2f} ms",
-                     f"{step['profiled_kernel_s'] / fit:.2f}", f"{step['best_s'] / fit:.2f}"])
-    return table_lines(["step", "dtype", "kernels", "wall clock", "predicted",
-                        "kernels / predicted", "wall / predicted"], body, markdown)
+    entry = load_hardware("h100-sxm5-80gb")
+    body = [[step["step"], step["dtype"],
+             *measured_cells(step, step["profiled_kernel_s"], entry, True)]
+            for step in json.loads((DATA / "h100_live_steps_variants.json").read_text())
+            if step["builder"] == "resnet50" and step["variant"].startswith("channels_last")]
+    return table_lines(["step", "dtype", *MEASURED_COLUMNS], body, markdown)
 
 
 def batch_lines(markdown: bool) -> list[str]:
@@ -231,19 +240,13 @@ def batch_lines(markdown: bool) -> list[str]:
     body = []
     for gpu, name, entry in (("H100", "h100_live_resnets.json", "h100-sxm5-80gb"),
                              ("H200", "h200_live_resnets.json", "h200-sxm-141gb")):
-        entries = {"datasheet": load_hardware(entry)}
-        for step in json.loads((DATA / name).read_text()):
-            if "error" in step:
-                continue
-            last = step["memory_format"] == "channels_last"
-            kernels = step["kernel_s"]  # step_record's one profiled step
-            fit = predicted(step, entries, channels_last=last)["datasheet"][0]
-            body.append([gpu, step["step"], step["dtype"], str(step["batch"]),
-                         step["memory_format"], f"{kernels * 1e3:.2f} ms",
-                         f"{step['best_s'] * 1e3:.2f} ms", f"{fit * 1e3:.2f} ms",
-                         f"{kernels / fit:.2f}", f"{step['best_s'] / fit:.2f}"])
-    return table_lines(["GPU", "step", "dtype", "batch", "layout", "kernels", "wall clock",
-                        "predicted", "kernels / predicted", "wall / predicted"], body, markdown)
+        hw = load_hardware(entry)
+        body += [[gpu, step["step"], step["dtype"], str(step["batch"]), step["memory_format"],
+                  *measured_cells(step, step["kernel_s"],  # step_record's one profiled step
+                                  hw, step["memory_format"] == "channels_last")]
+                 for step in json.loads((DATA / name).read_text()) if "error" not in step]
+    return table_lines(["GPU", "step", "dtype", "batch", "layout", *MEASURED_COLUMNS], body,
+                       markdown)
 
 
 def main() -> None:
