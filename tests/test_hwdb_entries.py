@@ -243,6 +243,8 @@ def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
      "and FP64 figures assume"),
     ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "vector_clock_ghz": 1.5e3}},
      "gpu.vector_clock_ghz"),
+    ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "resident_threads": 1.5}},
+     "gpu.resident_threads: expected a positive integer, got 1.5"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"turbo": {}}})},
      "cpu.clocks.avx512.turbo: unknown field"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"base": {"ghz": 2, "tag": "K", "source": "x"}}})},

@@ -259,6 +259,23 @@ def test_only_the_pinned_entries_give_a_vector_clock():
         assert given == (name in pinned), name
 
 
+# gpu.resident_threads: the most threads an SM holds, where it is not 2048 (CUDA's technical
+# specifications per compute capability: 7.5 Turing 1024 = 32 warps; 8.6 GA10x and 8.9 Ada 1536
+# = 48 warps); every other entry's architecture holds 2048 (64 warps) and says nothing
+RESIDENT_THREADS = {"t4": 1024, "a10": 1536, "l4": 1536, "l40s": 1536}
+
+
+def test_only_turing_ga10x_and_ada_entries_hold_fewer_threads_an_sm():
+    for name in GPUS:
+        hw = load_hardware(name)
+        assert hw.gpu.resident_threads == RESIDENT_THREADS.get(name), name
+        if name in RESIDENT_THREADS:
+            assert hw.architecture in ("Turing", "Ampere", "Ada Lovelace"), name
+        else:
+            assert hw.architecture in ("Maxwell", "Pascal", "Volta", "Ampere", "Hopper",
+                                       "Blackwell"), name
+
+
 @pytest.mark.parametrize("name", GPUS)
 def test_gpu_kind(name):
     assert load_hardware(name).kind == "gpu"

@@ -116,3 +116,19 @@ def test_a_gpu_entry_takes_the_l2_the_device_reports(fake_gpu, stable_probe):
     assert "the L2 the device reports" in entry["notes"]
     assert entry["gpu"]["tiles"]  # still the matching datasheet entry's
     assert HardwareSpec.from_dict(entry, "probe").llc_mb == 60
+
+
+def test_a_gpu_entry_keeps_the_threads_its_datasheet_entry_says_an_sm_holds(
+        fake_gpu, stable_probe, monkeypatch):
+    """torch's reduce kernel sizes its grid by the threads an SM holds (analysis.gpu_reduce): an
+    A10's 1536 (GA10x) carries into the entry its probe saves, as its tiles do; an A100's 2048
+    is the default and stays unsaid."""
+    import sys
+
+    from _probe_fakes import fake_pynvml
+
+    assert "resident_threads" not in run_probe(preset="tiny").to_hardware_dict("a")["gpu"]
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml("NVIDIA A10"))
+    entry = run_probe(preset="tiny").to_hardware_dict("my-a10")
+    assert entry["gpu"]["resident_threads"] == 1536
+    assert HardwareSpec.from_dict(entry, "probe").gpu.resident_threads == 1536

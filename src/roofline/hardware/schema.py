@@ -177,7 +177,8 @@ def _gpu_block(top: Fields, kind: str) -> GpuBlock | None:
         return None
     gpu = top.sub("gpu")
     gpu.reject_unknown(frozenset({"sms", "boost_clock_ghz", "tiles", "simt_tiles",
-                                  "sustained_clock_ghz", "vector_clock_ghz"}))
+                                  "sustained_clock_ghz", "vector_clock_ghz",
+                                  "resident_threads"}))
     sms, clock = gpu.positive_int("sms"), gpu.positive_number("boost_clock_ghz")
     vector = gpu.positive_number("vector_clock_ghz", None)
     if vector is not None and vector < clock:
@@ -186,7 +187,8 @@ def _gpu_block(top: Fields, kind: str) -> GpuBlock | None:
         raise gpu.fail("vector_clock_ghz", f"{vector} is below boost_clock_ghz ({clock}): it is "
                        f"the higher clock the FP32 and FP64 figures assume")
     return GpuBlock(sms, clock, _tiles(gpu, "tiles"), _tiles(gpu, "simt_tiles"),
-                    gpu.positive_number("sustained_clock_ghz", None), vector)
+                    gpu.positive_number("sustained_clock_ghz", None), vector,
+                    gpu.positive_int("resident_threads", None))
 
 
 def _tiles(gpu: Fields, key: str) -> tuple[tuple[int, int], ...]:

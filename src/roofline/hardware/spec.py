@@ -81,7 +81,9 @@ class GpuBlock:
     long GEMM-heavy load (power or thermal limits, GPU Boost); None: the boost clock.
     ``vector_clock_ghz``: the clock the vendor's FP32 and FP64 peaks assume where it is not
     ``boost_clock_ghz`` (H100 SXM5: FP32 67 TFLOP/s is 132 SMs x 128 lanes x 2 x 1.98 GHz, its
-    16-bit Tensor-Core figures 1.83 GHz); None: the same clock."""
+    16-bit Tensor-Core figures 1.83 GHz); None: the same clock. ``resident_threads``: the most
+    threads an SM holds at once (CUDA's technical specifications per compute capability), where
+    it is not 2,048 (Turing 1,024; GA10x Ampere and Ada 1,536); None: 2,048."""
 
     sms: int
     boost_clock_ghz: float
@@ -89,6 +91,7 @@ class GpuBlock:
     simt_tiles: tuple[tuple[int, int], ...] = ()
     sustained_clock_ghz: float | None = None
     vector_clock_ghz: float | None = None
+    resident_threads: int | None = None
 
 
 CLOCK_ISAS = ("non_avx", "avx2", "avx512", "amx")

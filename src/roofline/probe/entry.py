@@ -130,6 +130,8 @@ def _gpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
             if nvml.get(f"pcie_{v}")}
     tiles, l2_mb = _tiles_and_l2(match, facts)
     gpu_block.update(tiles)
+    if match is not None and match.gpu is not None and match.gpu.resident_threads:
+        gpu_block["resident_threads"] = match.gpu.resident_threads
     if l2_mb:
         data["llc_mb"] = l2_mb
     data["gpu"] = gpu_block
