@@ -142,6 +142,13 @@ A captured batch norm over a map (``Op.norm``) runs torch's or cuDNN's kernels f
 layout, the NCHW reductions a channel to a thread block, each at its own rate per busy SM
 (``analysis.gpu_batch_norm``, basis ``batch-norm-kernels`` where that work outlasts the stream).
 
+A sum over a matrix's rows (``Op.summed``: a captured ``aten.sum`` or ``aten.mean`` over a
+contiguous tensor's leading dimensions, a model.yaml Linear's or transformer projection's
+``bias-backward``; a bias gradient) runs torch's reduce kernel, whose blocks load their rows in
+rounds and, where the rows are split across blocks, leave their partial sums for the last block
+of their columns to add up: ``analysis.gpu_reduce``, basis ``reduce-kernel`` where that work
+adds to the stream.
+
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
 does for a Linear's bias through cuBLASLt's bias epilogue (``at::cuda::blas::gemm_and_bias``;
@@ -171,6 +178,7 @@ from typing import TYPE_CHECKING
 from ..roof import roofline_time_s
 from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
 from .gpu_batch_norm import BATCH_NORM_SOURCE, batch_norm_kernels, batch_norm_s
+from .gpu_reduce import REDUCE_SOURCE, row_sum_s
 from .gpu_softmax import (
     L2_PARTITIONS_SOURCE,
     SOFTMAX_BACKWARD_KINDS,
@@ -200,7 +208,7 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
 OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
             "gemm-epilogue", "strided-copy", "row-passes", "softmax-rows", "memory-efficient",
-            "batch-norm-kernels")
+            "batch-norm-kernels", "reduce-kernel")
 #: Values (elements read and written) a permuted copy moves per SM and clock, by whether its
 #: element is 4 bytes or more (torch unrolls its loop 2 deep there, 4 below: module docstring).
 #: The geometric mean over a lent H100's GPT-2 and BERT forward steps of each dtype (their
@@ -331,7 +339,8 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         "attention-score-work": ATTENTION_SCORE_SOURCE,
                         "memory-efficient": EFFICIENT_SOURCE,
                         "attention-tiles": ATTENTION_TILES_SOURCE,
-                        "batch-norm-kernels": BATCH_NORM_SOURCE}}
+                        "batch-norm-kernels": BATCH_NORM_SOURCE,
+                        "reduce-kernel": REDUCE_SOURCE}}
 
 
 def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
@@ -385,14 +394,31 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
 def laid_out_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: OpConstants,
                         memory_s: float) -> OpPrediction | None:
     """An op whose kernel the capture chose by its tensors' layout: a permuted copy's (offsets
-    computed value by value, ``strided_copy_s``) or a batch norm's (``batch_norm_prediction``);
-    None for any other op."""
+    computed value by value, ``strided_copy_s``), a sum over a matrix's rows
+    (``row_sum_prediction``) or a batch norm's (``batch_norm_prediction``); None for any other
+    op."""
     if op.strided:
         index_s = strided_copy_s(op.bytes, hardware, dtype)
         return OpPrediction(constants.launch_s + max(index_s, memory_s), "strided-copy",
                             {"launch_s": constants.launch_s, "index_s": index_s,
                              "memory_s": memory_s})
+    if op.summed is not None:
+        return row_sum_prediction(op, hardware, constants, memory_s)
     return batch_norm_prediction(op, hardware, dtype, constants, memory_s)
+
+
+def row_sum_prediction(op: Op, hardware: HardwareSpec, constants: OpConstants,
+                       memory_s: float) -> OpPrediction:
+    """A sum over a matrix's rows (``Op.summed``: a bias gradient) through torch's reduce kernel
+    (``analysis.gpu_reduce``): its launches, its rounds of loads or its stream, whichever is
+    longer, then its last blocks' partial sums; basis ``reduce-kernel`` where the kernel's work
+    adds to the stream."""
+    assert op.summed is not None  # laid_out_prediction: a sum over rows
+    rounds_s, tail_s, kernels = row_sum_s(op.summed, hardware)
+    return OpPrediction(kernels * constants.launch_s + max(rounds_s, memory_s) + tail_s,
+                        "reduce-kernel" if rounds_s > memory_s or tail_s else "streaming",
+                        {"launch_s": constants.launch_s, "rounds_s": rounds_s,
+                         "tail_s": tail_s, "memory_s": memory_s, "kernels": kernels})
 
 
 def batch_norm_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: OpConstants,

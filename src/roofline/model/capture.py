@@ -103,7 +103,7 @@ from .layers.conv2d import Conv2d
 from .layers.step import Step
 from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
-from .ops import ELEMENTWISE, AttentionShape, NormShape
+from .ops import ELEMENTWISE, AttentionShape, NormShape, SumShape
 
 #: Ops that move no data: views, metadata, allocation without writing; any other op whose
 #: schema makes its output a view of its input (``OpOverload.is_view``: ``unfold``,
@@ -1001,7 +1001,8 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
         rec.tables.add(id(_root(args[0])))
     items = (_scattered(op, args, kwargs or {}, pass_, owner, rec)
              or _op(op, tensors, outs, pass_, owner, rec, _softmax_row(op, args),
-                    _gathered(op, args, outs), _norm_shape(op, args, rec.conv_nhwc)))
+                    _gathered(op, args, outs), _norm_shape(op, args, rec.conv_nhwc),
+                    _sum_shape(op, args)))
     return _loss_passes(op, args, items, rec)
 
 
@@ -1257,6 +1258,34 @@ def _gathered(op: str, args: Sequence[Any], outs: list[Any]) -> tuple[list[Any],
     return sources, int(indices.numel())
 
 
+#: Reductions by their dimensions (their second argument: ``sum.dim_IntList``, ``mean.dim``) that
+#: torch runs through its reduce kernel, a ``SumShape`` where those are a contiguous input's
+#: leading dimensions (``_sum_shape``)
+ROW_SUMS = frozenset({"sum", "mean"})
+
+
+def _sum_shape(op: str, args: Sequence[Any]) -> SumShape | None:
+    """A sum (or mean) over a contiguous input's leading dimensions, its rows and columns
+    (``SumShape``: a Linear's bias gradient, dY of (tokens, features) summed over its tokens);
+    None for any other op, for a sum over every dimension or over trailing or scattered ones
+    (torch's kernel runs those along a row, as it streams) and for a strided input."""
+    import torch
+
+    if op not in ROW_SUMS or len(args) < 2 or not isinstance(args[0], torch.Tensor):
+        return None
+    x, dims = args[0], args[1]
+    dims = [dims] if isinstance(dims, int) else dims
+    if not isinstance(dims, (list, tuple)) or not dims or x.dim() < 2 or not x.is_contiguous():
+        return None
+    reduced = sorted({int(d) % x.dim() for d in dims})
+    if reduced != list(range(len(reduced))) or len(reduced) == x.dim():
+        return None
+    rows = _numel(tuple(int(d) for d in x.shape[:len(reduced)]))
+    if rows == 0 or x.numel() == 0:
+        return None
+    return SumShape(rows, x.numel() // rows)
+
+
 def _softmax_row(op: str, args: Sequence[Any]) -> int:
     """The values a row of a softmax or its backward (``SOFTMAXES``) normalizes where that
     dimension is the last of its first tensor (the input; the backward's output gradient, of the
@@ -1365,14 +1394,15 @@ def _bias_op(owner: str, pass_: str, kind: str, elements: int, bias_values: int,
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
         rec: _Recorder, row: int = 0, gathered: tuple[list[Any], int] | None = None,
-        norm: NormShape | None = None) -> list[Item]:
+        norm: NormShape | None = None, summed: SumShape | None = None) -> list[Item]:
     """A non-GEMM op: its tensors' bytes (``tensors`` read in full, ``outs`` written, and
     ``gathered``'s tensors one value per index, ``_gathered``), its FLOPs from
     ``FLOPS_PER_ELEMENT`` (a ``_foreach_`` op as its elementwise op over every tensor of its
     lists); ``row``: a softmax's (``_softmax_row``); ``norm``: a batch norm's map
-    (``_norm_shape``). Values of the model's dtype are elements,
-    which take the step's element size; any other tensor's are bytes at its own (``_scales``),
-    and the op's ``dtype`` is its own where it ran in another (``_own_dtype``)."""
+    (``_norm_shape``); ``summed``: a sum over rows' (``_sum_shape``). Values of the model's
+    dtype are elements, which take the step's element size; any other tensor's are bytes at its
+    own (``_scales``), and the op's ``dtype`` is its own where it ran in another
+    (``_own_dtype``)."""
     sources, indices = gathered if gathered is not None else ([], 0)
     # every tensor in full, and a gather's sources a value per index (a table's rows it returns)
     elements, other = _counted([*((t, t.numel()) for t in [*tensors, *outs]),
@@ -1393,7 +1423,7 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
     strided = base in COPIES and _permutes(tensors, outs)
     return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other, strided=strided,
                        row=row, dtype=_own_dtype([*outs, *tensors, *sources], rec.dtype),
-                       norm=norm)]
+                       norm=norm, summed=summed)]
 
 
 def _dtype_name(dtype: Any) -> str | None:

@@ -84,6 +84,16 @@ class NormShape(NamedTuple):
     mixed: bool = False
 
 
+class SumShape(NamedTuple):
+    """What a sum over a matrix's rows takes its time by on a GPU, for one captured over the
+    leading dimensions of a contiguous tensor (a Linear's bias gradient: dY summed over its
+    tokens): its ``rows`` (the values summed into each output) and ``columns`` (the outputs,
+    adjacent in memory; torch's reduce kernel runs them a thread each, ``analysis.gpu_reduce``)."""
+
+    rows: int
+    columns: int
+
+
 #: What a ``bias`` op can follow (``OpShape.follows``): a Linear's dense GEMM, a convolution,
 #: a sparse product. Where it runs is the device's business (``analysis.gpu_ops``: a Linear's
 #: bias in its GEMM's epilogue; ``analysis.cpu_ops``: a convolution's in oneDNN's).
@@ -100,7 +110,8 @@ class OpShape(NamedTuple):
     records it; 0 for every other op; ``dtype``: the dtype a captured op ran in where it is not
     the step's, an upcast the model's code makes (``logits.float()``), its values in that dtype
     counted at its size whatever the step's; "" for every other op; ``norm``: a captured batch
-    norm's map, None for every other op)."""
+    norm's map, None for every other op; ``summed``: a captured sum over a matrix's rows, its
+    rows and columns, None for every other op)."""
 
     layer: str
     pass_: str
@@ -113,6 +124,7 @@ class OpShape(NamedTuple):
     row: int = 0
     dtype: str = ""
     norm: NormShape | None = None
+    summed: SumShape | None = None
 
 
 def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpShape:
@@ -123,14 +135,19 @@ def elementwise(layer: str, pass_: str, kind: str, elements: int, e: int) -> OpS
 
 
 def bias_activation(layer: str, pass_: str, elements: int, e: int, bias: bool,
-                    activation: str, follows: str) -> list[OpShape]:
+                    activation: str, follows: str, columns: int = 0) -> list[OpShape]:
     """A layer's epilogue over its ``elements`` outputs: forward, the bias add then the
     activation; backward, the activation's gradient then the bias's (``activation`` "none":
-    no activation op); ``follows``: the layer's product (``FOLLOWS``)."""
+    no activation op); ``follows``: the layer's product (``FOLLOWS``); ``columns``: the bias's
+    values where the outputs are rows of them (a Linear's: its gradient a sum over rows,
+    ``SumShape``), 0 where they are not (a convolution's channels, NCHW)."""
     ops = []
     if bias:
-        ops.append(elementwise(layer, pass_, "bias" if pass_ == "forward" else "bias-backward",
-                               elements, e)._replace(follows=follows))
+        op = elementwise(layer, pass_, "bias" if pass_ == "forward" else "bias-backward",
+                         elements, e)._replace(follows=follows)
+        if pass_ != "forward" and columns:
+            op = op._replace(summed=SumShape(elements // columns, columns))
+        ops.append(op)
     if activation != "none":
         kind = activation if pass_ == "forward" else f"{activation}-backward"
         ops.append(elementwise(layer, pass_, kind, elements, e))
@@ -160,6 +177,7 @@ class Op:
     row: int = 0  # a captured softmax's values a row (OpShape's)
     dtype: str = ""  # a captured op's own dtype, "" for the step's (OpShape's)
     norm: NormShape | None = None  # a captured batch norm's map (OpShape's)
+    summed: SumShape | None = None  # a captured sum over a matrix's rows (OpShape's)
     copy: int = 0  # 0, or which copy of a repeated layer (1 = the second) it belongs to
 
     @property
@@ -169,4 +187,5 @@ class Op:
     def renamed(self, name: str, layer: str, copy: int) -> Op:
         """This op under another name, layer and copy number (as ``Gemm.renamed``)."""
         return Op(name, layer, self.pass_, self.kind, self.flops, self.bytes, self.attention,
-                  self.follows, self.strided, self.row, self.dtype, self.norm, copy)
+                  self.follows, self.strided, self.row, self.dtype, self.norm, self.summed,
+                  copy)

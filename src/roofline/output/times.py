@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.gpu_batch_norm import BATCH_NORM_VALUES_PER_SM_CLOCK
 from ..analysis.gpu_ops import EFFICIENT_TFLOPS, STRIDED_COPY_VALUES
+from ..analysis.gpu_reduce import ROUND_S, TAIL_S
 from ..analysis.gpu_softmax import (
     SOFTMAX_BACKWARD_VALUES_PER_SM_CLOCK,
     SOFTMAX_REG_COLUMNS,
@@ -299,6 +300,10 @@ _BASIS_TEXT = {
                           f"{max(BATCH_NORM_VALUES_PER_SM_CLOCK.values()):g} values per busy SM "
                           "and clock, a channel to an SM in NCHW reductions; fitted on a lent "
                           "H100), not DRAM's",
+    "reduce-kernel": "sums over a matrix's rows (bias gradients) through torch's reduce kernel: "
+                     "its blocks' rounds of loads "
+                     f"({ROUND_S * 1e6:g} us each) and its last blocks' partial sums "
+                     f"({TAIL_S * 1e6:g} us each; fitted on a lent H100), beside DRAM's",
 }
 #: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
 _CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "

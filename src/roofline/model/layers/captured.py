@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from ...errors import InputError
 from ..gemm import GemmShape
-from ..ops import AttentionShape, NormShape, OpShape
+from ..ops import AttentionShape, NormShape, OpShape, SumShape
 from .step import Step
 
 
@@ -39,11 +39,12 @@ class CapturedOp(NamedTuple):
     row: int = 0  # a softmax's values a row (OpShape's)
     dtype: str = ""  # its own dtype, "" for the model's (OpShape's)
     norm: NormShape | None = None  # a batch norm's map (OpShape's)
+    summed: SumShape | None = None  # a sum over a matrix's rows (OpShape's)
 
     def at(self, e: int) -> OpShape:
         return OpShape(self.layer, self.pass_, self.kind, self.flops,
                        self.elements * e + self.other_bytes, self.attention, self.follows,
-                       self.strided, self.row, self.dtype, self.norm)
+                       self.strided, self.row, self.dtype, self.norm, self.summed)
 
 
 Item = GemmShape | CapturedOp

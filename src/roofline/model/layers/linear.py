@@ -170,7 +170,8 @@ class Linear:
         rows, f, role = step.tokens, step.per_sample, step.row_role
         elements = self._outputs(step)
         items: list[GemmShape | OpShape] = list(bias_activation(
-            self.name, "backward", elements, step.e, self.bias, self.activation, self._product))
+            self.name, "backward", elements, step.e, self.bias, self.activation, self._product,
+            0 if self.sparse or self.active_out else self.out_features))
         if self.sparse:
             return items + self._sparse_backward(step, data_grad)
         # stored in x out, the weight's rows run along the data gradient's K (dY W^T) and the

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..gemm import GemmShape
-from ..ops import AttentionShape, OpShape, elementwise
+from ..ops import AttentionShape, OpShape, SumShape, elementwise
 from .step import Step
 
 if TYPE_CHECKING:
@@ -460,7 +460,7 @@ class Transformer:
         items: list[Item] = []
         if bias:
             items.append(self._op("backward", "bias-backward", t * out, step, part)
-                         ._replace(follows="linear"))
+                         ._replace(follows="linear", summed=SumShape(t, out)))
         if data_grad:
             items.append(GemmShape(layer, "backward-data", t, inp, out,
                                    (role, f"{part}.in", f"{part}.out"), (f, 0, 0),

@@ -1,0 +1,42 @@
+"""A captured sum over a contiguous tensor's leading dimensions keeps its rows and columns
+(``Op.summed``: a Linear's bias gradient, dY summed over its tokens), which torch's reduce kernel
+takes its time by on a GPU (analysis.gpu_reduce); a sum along a row, over every dimension or of
+a strided tensor keeps none and streams.
+
+Needs torch (the `torch` extra)."""
+
+from __future__ import annotations
+
+from _extras import need
+
+need("torch", extra="torch")
+import torch  # noqa: E402
+
+from roofline.analysis.report import analyze  # noqa: E402
+from roofline.hardware.catalog import load_hardware  # noqa: E402
+from roofline.model.ops import SumShape  # noqa: E402
+from roofline.torch import capture  # noqa: E402
+
+
+class _Sums(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.sum((0, 1)).sum() + x.mean(-1).sum() + x.transpose(0, 2).sum(0).sum()
+                + x.sum(dim=0).sum())
+
+
+def test_a_linear_bias_gradient_is_a_sum_over_its_tokens():
+    # batch 4 x 16 tokens of 8 features into 24: dY (64, 24) summed over its 64 rows
+    net = capture(torch.nn.Linear(8, 24), torch.randn(4, 16, 8), mode="train")
+    (grad,) = [op for op in net.ops() if op.kind == "aten.sum"]
+    assert grad.summed == SumShape(64, 24)
+    report = analyze(net, load_hardware("h100-sxm5-80gb"))
+    assert {r.predicted_basis for r in report.ops if r.op.summed} == {"reduce-kernel"}
+
+
+def test_only_sums_over_leading_dimensions_keep_their_rows():
+    # x (4, 16, 8): over (0, 1) 64 rows of 8; over the last dimension (a row each) none; of a
+    # transposed view none (strided); over dim 0 alone 4 rows of 16 x 8 = 128
+    ops = capture(_Sums(), torch.randn(4, 16, 8), mode="inference").ops()
+    shapes = [op.summed for op in ops if op.kind in ("aten.sum", "aten.mean")]
+    assert SumShape(64, 8) in shapes and SumShape(4, 128) in shapes
+    assert shapes.count(None) == len(shapes) - 2
