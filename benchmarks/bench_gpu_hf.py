@@ -27,8 +27,10 @@ the with-figures are a fit's residuals, the without-figures what the published r
 give).
 
 Then a Llama-2-7B decode step at the batches around the largest analyze says fits
-(data/h100_live_fits.json), and fp32 convolutions with TF32 on and off (data/
-h100_live_convs.csv) against their captures.
+(data/h100_live_fits.json), fp32 convolutions with TF32 on and off (data/
+h100_live_convs.csv) against their captures, fused attention off the multiples of 128
+(data/h1?0_live_seqs.csv), and the training steps' bias gradients, the profiled steps' reduce
+kernels against the captured sums over rows.
 """
 
 from __future__ import annotations
@@ -258,6 +260,50 @@ def seq_lines(markdown: bool) -> list[str]:
                         "within 1.25x"], body, markdown)
 
 
+#: torch's reduce kernels that sum over a matrix's rows (vectors of 4 or 2 adjacent columns a
+#: thread; a 1-wide one is also the kernel of sums along a row, which stream)
+ROW_SUM_KERNELS = ("reduce_kernel<128, 4", "reduce_kernel<256, 2")
+
+
+def bias_lines(markdown: bool) -> list[str]:
+    """The training steps' sums over rows (bias gradients, position embeddings': the captured
+    ops with ``Op.summed``) against the profiled step's ``ROW_SUM_KERNELS`` (its listed kernels
+    are the longest 30, each with all its calls; a step whose list holds none is left out, and
+    the memsets beside staged sums are not counted), predicted on the datasheet entry through
+    torch's reduce kernel (``analysis.gpu_reduce``, fitted on data/h100_live_colsums.csv, never
+    on these steps) and as a stream alone (before 0.9.0)."""
+    from dataclasses import replace
+
+    from _hf_steps import HF_STEPS
+
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+
+    hw = load_hardware("h100-sxm5-80gb")
+    measured = {r["step"]: r for r in json.loads((DATA / "h100_live_hf_steps.json").read_text())}
+    body = []
+    for step in HF_STEPS:
+        row = measured.get(step.name)
+        if row is None or step.mode != "train":
+            continue
+        kernels = [v for k, v in row["kernels"].items()
+                   if any(k.startswith(f"void at::native::{name}") for name in ROW_SUM_KERNELS)]
+        if not kernels:
+            continue
+        took = sum(k["s"] for k in kernels)
+        sums = [r for r in analyze(captured(step), hw).ops if r.op.summed is not None]
+        predicted = sum(r.predicted_time_s for r in sums)
+        dtype = step.dtype
+        stream = sum(predict_op(replace(r.op, summed=None), hw, dtype, hw.peak_flops_per_s(
+            dtype), hw.bandwidth_bytes_per_s).time_s for r in sums)
+        body.append([step.name, dtype, f"{sum(k['calls'] for k in kernels)} / {len(sums)}",
+                     f"{took * 1e3:.2f} ms", f"{predicted * 1e3:.2f} ms",
+                     f"{took / predicted:.2f}", f"{stream * 1e3:.2f} ms", f"{took / stream:.2f}"])
+    return table_lines(["step", "dtype", "calls / ops", "measured", "predicted", "ratio",
+                        "as a stream", "ratio"], body, markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
@@ -282,7 +328,11 @@ def main() -> None:
         ("fused attention at lengths off the multiples of 128 and at them on a lent H100 and "
          "H200 (data/h1?0_live_seqs.csv, the H200's never fitted: torch's default backend, "
          "cuDNN's kernels; about 16k tokens a batch), its kernels against the op's prediction: "
-         "median (range)", seq_lines))
+         "median (range)", seq_lines),
+        ("bias gradients (sums over rows) in the training steps above: the profiled step's "
+         "reduce kernels against the captured sums' prediction on the datasheet entry "
+         "(analysis.gpu_reduce, fitted on lone sums, data/h100_live_colsums.csv) and as a "
+         "stream alone", bias_lines))
     for i, (title, lines) in enumerate(sections):
         print(("\n" if i else "") + title)
         print("\n".join(lines(args.markdown)))

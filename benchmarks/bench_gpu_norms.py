@@ -30,7 +30,9 @@ Then Liger-Kernel's published ``torch.nn.LayerNorm`` forward timings (data/liger
 fp32, 4096 rows of 1024-16384 on A100 SXM4 and PCIe 80GB and an H100 SXM5), never fitted:
 measured / predicted as a captured ``aten.native_layer_norm``, and as a stream alone.
 Last, sums over a matrix's rows (a bias gradient) and over its columns on the H100
-(data/h100_live_colsums.csv) against the captured ``aten.sum``'s prediction.
+(data/h100_live_colsums.csv) against the captured ``aten.sum``'s prediction: a sum over rows
+through torch's reduce kernel (``analysis.gpu_reduce``, whose two time constants these rows
+fitted), a sum over columns (along each row) as a stream; and each as a stream alone.
 """
 
 from __future__ import annotations
@@ -299,34 +301,47 @@ def share(data: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]],
 
 def colsum_lines(markdown: bool) -> list[str]:
     """data/h100_live_colsums.csv: a matrix summed over its rows (a Linear's bias gradient, as
-    autograd computes it: ``aten.sum`` keeping the last dimension) and over its columns, each
-    call's kernels against the captured ``aten.sum``'s prediction (a stream: not yet modelled
-    otherwise), by dtype, operation and width."""
+    autograd computes it: ``aten.sum`` keeping the last dimension, ``Op.summed``) and over its
+    columns, each call's kernels (the reduce and, where it stages partial sums, its memset)
+    against the captured ``aten.sum``'s prediction, by dtype, operation and width; then how
+    many come within 1.25x, and as a stream alone."""
+    from dataclasses import replace
+
     from roofline.analysis.gpu_ops import predict_op
     from roofline.hardware.catalog import load_hardware
     from roofline.model.dtypes import itemsize
-    from roofline.model.ops import Op
+    from roofline.model.ops import Op, SumShape
 
     hw = load_hardware("h100-sxm5-80gb")
     cells: dict[tuple[str, str], dict[int, list[float]]] = {}
+    streams: dict[tuple[str, str], list[float]] = {}
     widths: set[int] = set()
     with open(HERE / "h100_live_colsums.csv", newline="") as f:
         for row in csv.DictReader(f):
             m, n = (int(x) for x in row["shape"].split("x"))
-            size = itemsize(row["dtype"])
-            out = n if row["op"] == "sum-rows" else m
-            op = Op("OP1", "x", "backward", "aten.sum", m * n, (m * n + out) * size)
-            predicted = predict_op(op, hw, row["dtype"], hw.peak_flops_per_s(row["dtype"]),
-                                   hw.bandwidth_bytes_per_s).time_s
+            size, dtype = itemsize(row["dtype"]), row["dtype"]
+            rows = row["op"] == "sum-rows"
+            op = Op("OP1", "x", "backward", "aten.sum", m * n, (m * n + (n if rows else m)) * size,
+                    summed=SumShape(m, n) if rows else None)
             measured = float(row["kernel_ms"]) * 1e-3
-            cells.setdefault((row["op"], row["dtype"]), {}).setdefault(n, []).append(
-                measured / predicted)
+            key = (row["op"], dtype)
+            predicted = predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype),
+                                   hw.bandwidth_bytes_per_s).time_s
+            stream = predict_op(replace(op, summed=None), hw, dtype, hw.peak_flops_per_s(dtype),
+                                hw.bandwidth_bytes_per_s).time_s
+            cells.setdefault(key, {}).setdefault(n, []).append(measured / predicted)
+            streams.setdefault(key, []).append(measured / stream)
             widths.add(n)
     cols = sorted(widths)
-    body = [[op, dtype, *(" / ".join(f"{r:.2f}" for r in by.get(n, [])) for n in cols)]
+
+    def within(ratios: list[float]) -> str:
+        return f"{sum(1 / 1.25 <= r <= 1.25 for r in ratios)} of {len(ratios)}"
+
+    body = [[op, dtype, *(" / ".join(f"{r:.2f}" for r in by.get(n, [])) for n in cols),
+             within([r for rs in by.values() for r in rs]), within(streams[(op, dtype)])]
             for (op, dtype), by in sorted(cells.items())]
-    return table_lines(["sum over", "dtype", *(f"{n} cols: 2k / 8k / 32k rows" for n in cols)],
-                       body, markdown)
+    return table_lines(["sum over", "dtype", *(f"{n} cols: 2k / 8k / 32k rows" for n in cols),
+                        "within 1.25x", "as a stream"], body, markdown)
 
 
 def main() -> int:
@@ -338,7 +353,8 @@ def main() -> int:
                       *sweep_lines(args.markdown), "", *backward_lines(args.markdown), "",
                       *loss_lines(args.markdown), "",
                       *liger_lines(args.markdown), "",
-                      "Sums over a matrix's rows (a bias gradient) and columns on the H100 "
+                      "Sums over a matrix's rows (a bias gradient: torch's reduce kernel, "
+                      "analysis.gpu_reduce, fitted on these) and columns (a stream) on the H100 "
                       "(data/h100_live_colsums.csv), kernels / the captured aten.sum's "
                       "prediction:", *colsum_lines(args.markdown)]))
     return 0
