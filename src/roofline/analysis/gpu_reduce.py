@@ -21,7 +21,8 @@ does for a reduction along a dimension that is not the fastest-moving one:
 
 So such a sum is no plain stream, and a bias gradient's few columns take the longest: 768
 columns of 2,048 rows run 192 blocks of 128 threads, each thread four rounds of loads, and the
-last blocks add 32 partial sums each, eight at a time. Its time::
+last block of each group of columns adds the group's 32 partial sums, eight a thread. Its
+time::
 
     t = n x t_launch + max(bytes / (D x BW), waves x rounds x t_round) + tail x t_tail
 
@@ -35,8 +36,11 @@ squares on the logs over 36 sums a lent H100 timed kernel by kernel (torch 2.11;
 they came 0.97 / 0.255 us and held bf16's within 1.25x for 16 of 18, fitted on bf16 alone
 0.87 / 0.345 us and held fp32's for 16 of 18. Over the 36 (``benchmarks/bench_gpu_norms.py``)
 33 came within 1.25x (the stream: 18), 0.77-1.29x. 0.88 us is about a loaded DRAM round trip,
-0.32 us an L2 one; both are the H100's, applied to every GPU as they are. Which kernel runs is
-torch's choice, per version. Only the standard library is imported.
+0.32 us an L2 one; both are the H100's, applied to every GPU as they are. Not measured below
+2,048 rows: there (values a thread under 256) torch splits no rows across blocks, and a few
+blocks loop over them all (512 rows of 4,096 columns: 32 blocks, 32 rounds), where a round on a
+lightly loaded GPU may take less than the fitted one. Which kernel runs is torch's choice, per
+version. Only the standard library is imported.
 """
 
 from __future__ import annotations
@@ -125,8 +129,8 @@ def row_sum_s(summed: SumShape, hardware: HardwareSpec) -> tuple[float, float, i
 
 
 def _pow2_at_most(n: int, most: int) -> int:
-    """torch's dimension for a block side: ``most`` from ``most`` up, else the largest power
-    of two not over ``n`` (at least 1: ``last_pow2``)."""
+    """torch's bound on a block side: ``most`` where ``n`` reaches it, else the largest power
+    of two not over ``n`` (``last_pow2``)."""
     if n >= most:
         return most
     p = 1
