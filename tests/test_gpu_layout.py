@@ -73,3 +73,40 @@ def test_resnet50s_transposes_hold_against_the_profiled_kernels(data, entry, low
             s[1] += int(r["count"]) * transpose_s(_conv(dtype, values), spec)
     ratios = {key: m / p for key, (m, p) in sums.items()}
     assert len(ratios) == 4 and all(low <= v <= high for v in ratios.values()), ratios
+
+
+def test_measure_compares_a_bare_convolution_gemm_without_its_transposes():
+    # `analyze --measure` times the GEMM alone, not cuDNN's transposes around it: its
+    # meas/pred is against the prediction less those 60.027 us (bf16 on an H100, above), which
+    # the JSON states as predicted_untimed_s; a GEMM without transposes is compared whole
+    from types import SimpleNamespace
+
+    from roofline.analysis import measure
+    from roofline.analysis.report import GemmResult
+
+    h100 = load_hardware("h100-sxm5-80gb")
+    gemm = _conv("bf16", 25_726_976)
+    predicted = predict_gemm(gemm, h100).time_s
+    result = GemmResult(gemm, "compute", 989.5e12, 1e-5, True, None, predicted_time_s=predicted)
+    timed = measure.Measurement(50e-6, 51e-6, 0.02, "torch")
+    compared = measure._untimed(timed, result, SimpleNamespace(hardware=h100))
+    assert compared.untimed_s == pytest.approx(60.027e-6, rel=1e-4)
+    d = compared.to_dict(result)
+    assert d["predicted_untimed_s"] == pytest.approx(60.027e-6, rel=1e-4)
+    assert d["measured_over_predicted"] == pytest.approx(50e-6 / (predicted - 60.027e-6),
+                                                         rel=1e-4)
+    bare = GemmResult(_conv("bf16", 0), "compute", 989.5e12, 1e-5, True, None,
+                      predicted_time_s=predicted)
+    assert measure._untimed(timed, bare, SimpleNamespace(hardware=h100)) is timed
+    assert timed.to_dict(bare)["predicted_untimed_s"] == 0.0
+    # and the text says so under the measured table
+    import dataclasses
+
+    from roofline.output.times import measured_untimed_lines
+
+    report = SimpleNamespace(results=[dataclasses.replace(result, measured=compared),
+                                      dataclasses.replace(bare, measured=timed)])
+    assert measured_untimed_lines(report) == [
+        "measured: 1 NCHW convolution GEMM timed bare: its meas/pred is against the GEMM's "
+        "own prediction, without the 60 us of cuDNN's transposes around it that the "
+        "predicted step adds"]

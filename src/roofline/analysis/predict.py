@@ -186,12 +186,24 @@ def predict_gemm(gemm: Gemm, hardware: HardwareSpec, tiles: Quantization | None 
     return datasheet_gemm(gemm, hardware, tiles)
 
 
-def _with_transposes(kernel: Prediction, gemm: Gemm, hardware: HardwareSpec) -> Prediction:
-    """``kernel`` with the time cuDNN spends transposing a convolution's NCHW maps around it on
-    this GPU added (``analysis.gpu_layout``; its term ``transpose_s``), where it does."""
+def added_transposes_s(gemm: Gemm, hardware: HardwareSpec) -> float:
+    """The seconds of cuDNN's NCHW transposes ``predict_gemm`` adds to ``gemm``'s kernel on
+    ``hardware`` (``analysis.gpu_layout``): on a GPU entry not calibrated through per-dtype
+    efficiencies; 0 elsewhere."""
     from .gpu_layout import transpose_s
 
-    extra = transpose_s(gemm, hardware)
+    calibration = hardware.calibration
+    if calibration is not None and gemm.dtype in calibration.efficiency:
+        return 0.0
+    if hardware.kind != "gpu" or hardware.gpu is None:
+        return 0.0
+    return transpose_s(gemm, hardware)
+
+
+def _with_transposes(kernel: Prediction, gemm: Gemm, hardware: HardwareSpec) -> Prediction:
+    """``kernel`` with the time cuDNN spends transposing a convolution's NCHW maps around it on
+    this GPU added (``added_transposes_s``; its term ``transpose_s``), where it does."""
+    extra = added_transposes_s(gemm, hardware)
     if not extra:
         return kernel
     return Prediction(kernel.time_s + extra, kernel.basis,

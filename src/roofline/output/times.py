@@ -82,7 +82,7 @@ def time_lines(report: Report) -> list[str]:
         measured = sum(r.measured.best_s for r in report.results if r.measured is not None)
         text += f", measured {seconds(measured)} (best of each distinct shape, summed)"
         lines.append("measured: timed here (--measure); of roof = achieved FLOP/s / roof")
-        lines += measured_residency_lines(report)
+        lines += measured_residency_lines(report) + measured_untimed_lines(report)
     step = []
     if report.ops:  # else the step is its GEMMs
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
@@ -249,6 +249,21 @@ def measured_residency_lines(report: Report) -> list[str]:
                      f"weight or gradient in the cache where the step moves it to or from DRAM: "
                      f"faster than the step runs them")
     return lines
+
+
+def measured_untimed_lines(report: Report) -> list[str]:
+    """What ``--measure`` times without: the transposes cuDNN makes around an NCHW
+    convolution's GEMM, in its prediction but not in the bare GEMM timed
+    (``analysis.measure.untimed_s``), so that meas/pred compares like with like."""
+    untimed = [r for r in report.results if r.measured is not None and r.measured.untimed_s]
+    if not untimed:
+        return []
+    total = sum(r.measured.untimed_s for r in untimed if r.measured is not None)
+    many = len(untimed) > 1
+    return [f"measured: {len(untimed)} NCHW convolution GEMM{'s' * many} timed bare: "
+            f"{'their' if many else 'its'} meas/pred is against the GEMM's own prediction, "
+            f"without the {seconds(total)} of cuDNN's transposes around "
+            f"{'them' if many else 'it'} that the predicted step adds"]
 
 
 def residency_lines(report: Report) -> list[str]:
