@@ -858,6 +858,9 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
 
         @staticmethod
         def backward(ctx: Any, grad: Any) -> Any:
+            # the tensors from ctx, not from the enclosing call: a closure over them would hold
+            # Q, K, V past the forward until Python's cycle collector freed this class
+            q, k, v, _, mask = ctx.saved_tensors
             wants = mask is not None and ctx.needs_input_grad[3]
             written = _split(mask, count * sq * sk if wants else 0, rec)
             rec.add(owner, True, CapturedOp(owner, "backward", "flash-attention-backward",
