@@ -263,19 +263,22 @@ def seq_lines(markdown: bool) -> list[str]:
 #: torch's reduce kernels that sum over a matrix's rows (vectors of 4 or 2 adjacent columns a
 #: thread; a 1-wide one is also the kernel of sums along a row, which stream)
 ROW_SUM_KERNELS = ("reduce_kernel<128, 4", "reduce_kernel<256, 2")
+#: torch's layer norm backward kernels (dX, then the weight gradients)
+LAYER_NORM_KERNELS = ("layer_norm_grad_input_kernel", "GammaBetaBackwardCUDAKernelTemplate")
 
 
-def bias_lines(markdown: bool) -> list[str]:
-    """The training steps' sums over rows (bias gradients, position embeddings': the captured
-    ops with ``Op.summed``) against the profiled step's ``ROW_SUM_KERNELS`` (its listed kernels
-    are the longest 30, each with all its calls; a step whose list holds none is left out, and
-    the memsets beside staged sums are not counted), predicted on the datasheet entry through
-    torch's reduce kernel (``analysis.gpu_reduce``, fitted on data/h100_live_colsums.csv, never
-    on these steps) and as a stream alone (before 0.9.0)."""
+def step_kernel_lines(markdown: bool, kernels: tuple[str, ...], kind: str | None,
+                      without: str, needed: int = 1) -> list[str]:
+    """The training steps' captured ops with ``Op.summed`` (of ``kind``, or of every kind but
+    a layer norm backward's where None) against the profiled step's ``kernels`` (its listed
+    kernels are the longest 30, each with all its calls; a step whose list lacks any of the
+    first ``needed`` of them is left out), predicted on the datasheet entry and ``without``
+    their ``summed`` (the op's prediction before it was priced kernel by kernel)."""
     from dataclasses import replace
 
     from _hf_steps import HF_STEPS
 
+    from roofline.analysis.gpu_layer_norm import LAYER_NORM_BACKWARD
     from roofline.analysis.gpu_ops import predict_op
     from roofline.analysis.report import analyze
     from roofline.hardware.catalog import load_hardware
@@ -287,21 +290,38 @@ def bias_lines(markdown: bool) -> list[str]:
         row = measured.get(step.name)
         if row is None or step.mode != "train":
             continue
-        kernels = [v for k, v in row["kernels"].items()
-                   if any(k.startswith(f"void at::native::{name}") for name in ROW_SUM_KERNELS)]
-        if not kernels:
-            continue
-        took = sum(k["s"] for k in kernels)
-        sums = [r for r in analyze(captured(step), hw).ops if r.op.summed is not None]
-        predicted = sum(r.predicted_time_s for r in sums)
+        listed = [v for k, v in row["kernels"].items() if any(name in k for name in kernels)]
+        if not all(any(name in k for k in row["kernels"]) for name in kernels[:needed]):
+            continue  # one of the kernels it runs is not among those listed
+        took = sum(k["s"] for k in listed)
+        ops = [r for r in analyze(captured(step), hw).ops if r.op.summed is not None
+               and (r.op.kind == kind if kind else r.op.kind != LAYER_NORM_BACKWARD)]
+        predicted = sum(r.predicted_time_s for r in ops)
         dtype = step.dtype
-        stream = sum(predict_op(replace(r.op, summed=None), hw, dtype, hw.peak_flops_per_s(
-            dtype), hw.bandwidth_bytes_per_s).time_s for r in sums)
-        body.append([step.name, dtype, f"{sum(k['calls'] for k in kernels)} / {len(sums)}",
+        before = sum(predict_op(replace(r.op, summed=None), hw, dtype, hw.peak_flops_per_s(
+            dtype), hw.bandwidth_bytes_per_s).time_s for r in ops)
+        body.append([step.name, dtype, f"{sum(k['calls'] for k in listed)} / {len(ops)}",
                      f"{took * 1e3:.2f} ms", f"{predicted * 1e3:.2f} ms",
-                     f"{took / predicted:.2f}", f"{stream * 1e3:.2f} ms", f"{took / stream:.2f}"])
-    return table_lines(["step", "dtype", "calls / ops", "measured", "predicted", "ratio",
-                        "as a stream", "ratio"], body, markdown)
+                     f"{took / predicted:.2f}", f"{before * 1e3:.2f} ms", f"{took / before:.2f}"])
+    return table_lines(["step", "dtype", "kernel calls / ops", "measured", "predicted", "ratio",
+                        without, "ratio"], body, markdown)
+
+
+def bias_lines(markdown: bool) -> list[str]:
+    """The training steps' sums over rows (bias gradients, position embeddings') against the
+    profiled step's ``ROW_SUM_KERNELS`` (the memsets beside staged sums not counted), through
+    torch's reduce kernel (``analysis.gpu_reduce``, fitted on data/h100_live_colsums.csv, never
+    on these steps) and as a stream alone."""
+    return step_kernel_lines(markdown, ROW_SUM_KERNELS, None, "as a stream")
+
+
+def layer_norm_lines(markdown: bool) -> list[str]:
+    """The training steps' layer norm backwards against the profiled step's
+    ``LAYER_NORM_KERNELS``, through torch's two kernels (``analysis.gpu_layer_norm``, fitted
+    on lone layer norms, data/h100_live_norm_kernels.csv, never on these steps) and as the row
+    passes priced them before."""
+    return step_kernel_lines(markdown, LAYER_NORM_KERNELS, "aten.native_layer_norm_backward",
+                             "row passes", needed=2)
 
 
 def main() -> None:
@@ -332,7 +352,10 @@ def main() -> None:
         ("bias gradients (sums over rows) in the training steps above: the profiled step's "
          "reduce kernels against the captured sums' prediction on the datasheet entry "
          "(analysis.gpu_reduce, fitted on lone sums, data/h100_live_colsums.csv) and as a "
-         "stream alone", bias_lines))
+         "stream alone", bias_lines),
+        ("layer norm backwards in the same steps: the profiled step's dX and weight-gradient "
+         "kernels against the captured ops' prediction (analysis.gpu_layer_norm, fitted on lone "
+         "layer norms) and as its row passes priced it before", layer_norm_lines))
     for i, (title, lines) in enumerate(sections):
         print(("\n" if i else "") + title)
         print("\n".join(lines(args.markdown)))

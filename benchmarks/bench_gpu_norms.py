@@ -67,11 +67,12 @@ def ratios(files: dict[str, Path] = FILES
            ) -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
     """(op, dtype, log2 of the values, cols) -> {device: (measured s, predicted s)} of the
     ``files`` (by device; the op rows gpu_measure.py timed)."""
+    from roofline.analysis.gpu_layer_norm import LAYER_NORM_BACKWARD
     from roofline.analysis.gpu_ops import predict_op
     from roofline.analysis.gpu_softmax import SOFTMAX_BACKWARD_KINDS, SOFTMAX_KINDS
     from roofline.hardware.catalog import load_hardware
     from roofline.model.dtypes import itemsize
-    from roofline.model.ops import ELEMENTWISE, Op
+    from roofline.model.ops import ELEMENTWISE, Op, SumShape
 
     out: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]] = {}
     for device, path in files.items():
@@ -84,10 +85,12 @@ def ratios(files: dict[str, Path] = FILES
                 kind, table = KINDS[row["op"]]
                 flops, reads, writes = ELEMENTWISE[table]
                 n = rows * cols
-                # a softmax or its backward over the last dimension: the row's width
+                # a softmax or its backward over the last dimension: the row's width; a layer
+                # norm backward: the rows and columns its weight gradients sum over
                 op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
                         flops * n, (reads + writes) * itemsize(dtype) * n,
-                        row=cols if kind in SOFTMAX_KINDS | SOFTMAX_BACKWARD_KINDS else 0)
+                        row=cols if kind in SOFTMAX_KINDS | SOFTMAX_BACKWARD_KINDS else 0,
+                        summed=SumShape(rows, cols) if kind == LAYER_NORM_BACKWARD else None)
                 predicted = predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype),
                                        hw.bandwidth_bytes_per_s).time_s
                 key = (row["op"], dtype, round(math.log2(n)), cols)  # rows = 2^v // cols

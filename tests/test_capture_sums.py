@@ -40,3 +40,15 @@ def test_only_sums_over_leading_dimensions_keep_their_rows():
     shapes = [op.summed for op in ops if op.kind in ("aten.sum", "aten.mean")]
     assert SumShape(64, 8) in shapes and SumShape(4, 128) in shapes
     assert shapes.count(None) == len(shapes) - 2
+
+
+def test_a_layer_norm_backward_keeps_the_rows_its_weight_gradients_sum_over():
+    # LayerNorm(24) over (4, 16, 24): its weight and bias gradients sum 64 rows of 24; priced
+    # on a GPU as torch's two kernels (analysis.gpu_layer_norm)
+    module = torch.nn.Sequential(torch.nn.Linear(8, 24), torch.nn.LayerNorm(24))
+    net = capture(module, torch.randn(4, 16, 8), mode="train")
+    (ln,) = [op for op in net.ops() if op.kind == "aten.native_layer_norm_backward"]
+    assert ln.summed == SumShape(64, 24)
+    report = analyze(net, load_hardware("h100-sxm5-80gb"))
+    assert {r.predicted_basis for r in report.ops
+            if r.op.kind == "aten.native_layer_norm_backward"} == {"layer-norm-kernels"}

@@ -100,8 +100,12 @@ A captured layer norm backward (``aten.native_layer_norm_backward``) is two kern
 after the other: torch computes dX (reading dY and X, writing dX), then the weight's and bias's
 gradients in a column reduction that reads dY and X again (aten/src/ATen/native/cuda/
 layer_norm_kernel.cu, ``LayerNormBackwardKernelImplInternal``:
-``layer_norm_grad_input_kernel[_vectorized]``, then ``GammaBetaBackward*Kernel``; ``KERNELS``:
-the op's bytes, then 2/3 of them).
+``layer_norm_grad_input_kernel[_vectorized]``, then ``GammaBetaBackward*Kernel``). Where the
+capture keeps the rows and columns its weight gradients sum over (``Op.summed``), each kernel
+is priced by what torch launches (``analysis.gpu_layer_norm``: dX's stream with its re-reads
+past 4 KB rows, the gradients' ceil(columns / 32) blocks or their stream, and past 65,536 rows
+the split torch makes; basis ``layer-norm-kernels``); else (a model.yaml layer norm, a
+backward without weight gradients) as ``KERNELS`` says: the op's bytes, then 2/3 of them.
 
 Torch's layer norm kernels are no plain stream either: one block a row passes each row through
 the SM more than once, the forward (``vectorized_layer_norm_kernel``) reading X for the
@@ -119,13 +123,11 @@ A100 SXM4 80GB and an A100 80GB PCIe, benchmarks/data/liger_layer_norm.csv) came
 for all 10 (0.96-1.15x; as a stream 1.40-1.74x), the two A100s in the same time though their
 bandwidths differ by 5%: the SMs, not DRAM, set it there too. At 2^23 and 2^26 values
 (``bench_gpu_norms.py``) the forward came within 1.25x for 80% of the H100's rows and 70% of
-the H200's (a stream alone: 15% and 0%), the backward 80% and 50% (one kernel of the op's bytes:
-0% and 0%; 0.79-1.66x now). What is left there is torch's: the gradient kernel runs ceil(cols /
-32) blocks, too few to stream at narrow rows (32 at 1024 columns on 132 SMs: 24-28% of an
-H100's bandwidth in bf16, 43-52% in fp32), and past 65,536 rows with few such blocks it sums
-partial results in a third kernel; and the dX kernel streams near the bandwidth at 1024 columns
-where the row rate, fitted on the forward, charges more. Not modelled further: those are
-torch's choices, per version.
+the H200's (a stream alone: 15% and 0%). The backward, priced so, came 80% and 50%: its
+gradient kernel runs ceil(cols / 32) blocks, too few to stream at narrow rows (32 at 1024
+columns on 132 SMs: 24-28% of an H100's bandwidth in bf16), and its dX kernel streams near the
+bandwidth up to 4 KB rows, where the row rate, fitted on the forward, charged more: since
+``analysis.gpu_layer_norm`` prices those two kernels, 100% on the H100 and 95% on the H200.
 
 Torch's softmax forward over the last dimension (a captured ``aten._softmax`` or
 ``aten._log_softmax``, ``SOFTMAX_KINDS``) works out each value in fp32 on the SMs, at a rate set
@@ -178,6 +180,7 @@ from typing import TYPE_CHECKING
 from ..roof import roofline_time_s
 from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
 from .gpu_batch_norm import BATCH_NORM_SOURCE, batch_norm_kernels, batch_norm_s
+from .gpu_layer_norm import LAYER_NORM_BACKWARD, LAYER_NORM_SOURCE, layer_norm_backward_s
 from .gpu_reduce import REDUCE_SOURCE, row_sum_s
 from .gpu_softmax import (
     L2_PARTITIONS_SOURCE,
@@ -208,7 +211,7 @@ DRAM_FRACTION_SOURCE = ("https://forums.developer.nvidia.com/t/"
 #: Every op basis, in the JSON's ``predicted_basis`` of an op.
 OP_BASES = ("roofline", "streaming", "flash-attention-3", "flash-attention-2", "gemm-sustained",
             "gemm-epilogue", "strided-copy", "row-passes", "softmax-rows", "memory-efficient",
-            "batch-norm-kernels", "reduce-kernel")
+            "batch-norm-kernels", "reduce-kernel", "layer-norm-kernels")
 #: Values (elements read and written) a permuted copy moves per SM and clock, by whether its
 #: element is 4 bytes or more (torch unrolls its loop 2 deep there, 4 below: module docstring).
 #: The geometric mean over a lent H100's GPT-2 and BERT forward steps of each dtype (their
@@ -229,8 +232,6 @@ KERNELS = {"aten._softmax_backward_data": (1.0, 1.0),
            "aten.native_layer_norm_backward": (1.0, 2 / 3)}
 KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                   "SoftMax.cu")
-LAYER_NORM_KERNELS_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/"
-                             "cuda/layer_norm_kernel.cu")
 #: Captured ops torch runs as a kernel of one block per row that passes each row through the SM
 #: more than once (module docstring): the bytes those passes move, over the op's bytes. Layer
 #: norm: X read for the statistics, read again and Y written (3 passes over X and Y's 2); its
@@ -331,7 +332,7 @@ def op_sources(constants: OpConstants) -> dict[str, object]:
                         if constants.basis == "published" else "calibration",
                         "strided-copy": STRIDED_COPY_SOURCE,
                         "kernels": KERNELS_SOURCE,
-                        "layer-norm-kernels": LAYER_NORM_KERNELS_SOURCE,
+                        "layer-norm-kernels": LAYER_NORM_SOURCE,
                         "softmax-rows": SOFTMAX_SOURCE,
                         "l2-partitions": L2_PARTITIONS_SOURCE,
                         "flash-attention-3": "https://arxiv.org/abs/2407.08608",
@@ -394,17 +395,36 @@ def predict_op(op: Op, hardware: HardwareSpec, dtype: str, peak: float,
 def laid_out_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: OpConstants,
                         memory_s: float) -> OpPrediction | None:
     """An op whose kernel the capture chose by its tensors' layout: a permuted copy's (offsets
-    computed value by value, ``strided_copy_s``), a sum over a matrix's rows
-    (``row_sum_prediction``) or a batch norm's (``batch_norm_prediction``); None for any other
-    op."""
+    computed value by value, ``strided_copy_s``), a layer norm backward's with its rows
+    (``layer_norm_prediction``), a sum over a matrix's rows (``row_sum_prediction``) or a batch
+    norm's (``batch_norm_prediction``); None for any other op."""
     if op.strided:
         index_s = strided_copy_s(op.bytes, hardware, dtype)
         return OpPrediction(constants.launch_s + max(index_s, memory_s), "strided-copy",
                             {"launch_s": constants.launch_s, "index_s": index_s,
                              "memory_s": memory_s})
+    if op.summed is not None and op.kind == LAYER_NORM_BACKWARD:
+        return layer_norm_prediction(op, hardware, dtype, constants)
     if op.summed is not None:
         return row_sum_prediction(op, hardware, constants, memory_s)
     return batch_norm_prediction(op, hardware, dtype, constants, memory_s)
+
+
+def layer_norm_prediction(op: Op, hardware: HardwareSpec, dtype: str,
+                          constants: OpConstants) -> OpPrediction:
+    """A captured layer norm backward whose weight gradients are asked for (``Op.summed``: the
+    rows and columns they sum over) through torch's two kernels, the dX kernel's stream with its
+    re-reads, then the weight gradients' blocks or stream (``analysis.gpu_layer_norm``)."""
+    from ..model.dtypes import itemsize
+
+    assert op.summed is not None  # laid_out_prediction: a layer norm backward with its rows
+    dram = constants.dram_fraction * hardware.bandwidth_bytes_per_s
+    dx_s, gradients_s, kernels = layer_norm_backward_s(
+        op.summed, itemsize(op.dtype or dtype), hardware, dram, sm_clocks_per_s(hardware))
+    return OpPrediction(kernels * constants.launch_s + dx_s + gradients_s,
+                        "layer-norm-kernels",
+                        {"launch_s": constants.launch_s, "dx_s": dx_s,
+                         "gradients_s": gradients_s, "kernels": kernels})
 
 
 def row_sum_prediction(op: Op, hardware: HardwareSpec, constants: OpConstants,

@@ -1269,11 +1269,14 @@ ROW_SUMS = frozenset({"sum", "mean"})
 
 def _sum_shape(op: str, args: Sequence[Any]) -> SumShape | None:
     """A sum (or mean) over a contiguous input's leading dimensions, its rows and columns
-    (``SumShape``: a Linear's bias gradient, dY of (tokens, features) summed over its tokens);
-    None for any other op, for a sum over every dimension or over trailing or scattered ones
-    (torch's kernel runs those along a row, as it streams) and for a strided input."""
+    (``SumShape``: a Linear's bias gradient, dY of (tokens, features) summed over its tokens),
+    and a layer norm backward's weight gradients' (``_layer_norm_sums``); None for any other
+    op, for a sum over every dimension or over trailing or scattered ones (torch's kernel runs
+    those along a row, as it streams) and for a strided input."""
     import torch
 
+    if op == "native_layer_norm_backward":
+        return _layer_norm_sums(args)
     if op not in ROW_SUMS or len(args) < 2 or not isinstance(args[0], torch.Tensor):
         return None
     x, dims = args[0], args[1]
@@ -1287,6 +1290,21 @@ def _sum_shape(op: str, args: Sequence[Any]) -> SumShape | None:
     if rows == 0 or x.numel() == 0:
         return None
     return SumShape(rows, x.numel() // rows)
+
+
+def _layer_norm_sums(args: Sequence[Any]) -> SumShape | None:
+    """The rows and columns a layer norm backward's weight gradients sum over
+    (``native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+    output_mask)``: the normalized shape's values a row), torch's gradient kernel's work
+    (``analysis.gpu_layer_norm``); None where neither weight's gradient is asked for."""
+    import torch
+
+    if len(args) < 8 or not isinstance(args[1], torch.Tensor) or not any(args[7][1:]):
+        return None
+    columns = _numel(tuple(int(d) for d in args[2]))
+    if columns == 0 or args[1].numel() == 0:
+        return None
+    return SumShape(args[1].numel() // columns, columns)
 
 
 def _softmax_row(op: str, args: Sequence[Any]) -> int:

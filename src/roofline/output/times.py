@@ -7,6 +7,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.gpu_batch_norm import BATCH_NORM_VALUES_PER_SM_CLOCK
+from ..analysis.gpu_layer_norm import (
+    GAMMA_BETA_VALUES_PER_BLOCK_CLOCK,
+    REREAD,
+    REREAD_ROW_BYTES,
+)
 from ..analysis.gpu_ops import EFFICIENT_TFLOPS, STRIDED_COPY_VALUES
 from ..analysis.gpu_reduce import ROUND_S, TAIL_S
 from ..analysis.gpu_softmax import (
@@ -319,6 +324,11 @@ _BASIS_TEXT = {
                      "its blocks' rounds of loads "
                      f"({ROUND_S * 1e6:g} us each) and its last blocks' partial sums "
                      f"({TAIL_S * 1e6:g} us each; fitted on a lent H100), beside DRAM's",
+    "layer-norm-kernels": "layer norm backwards as torch's two kernels: dX's stream, "
+                          f"{REREAD:g}x past {REREAD_ROW_BYTES // 1024} KB rows, then the "
+                          "weight gradients' blocks of 32 columns at "
+                          f"{GAMMA_BETA_VALUES_PER_BLOCK_CLOCK:g} values a block-clock or their "
+                          "stream (fitted on a lent H100)",
 }
 #: ``gemm-epilogue`` on a CPU (``analysis.cpu_ops``): a convolution's bias
 _CPU_EPILOGUE_TEXT = ("convolution biases added inside their convolution, no op of their own "
