@@ -31,8 +31,11 @@ over 4 KB (1.51-1.60x their stream; those of 2 and 4 KB 0.89-1.13x), the boundar
 DRAM, bound them (2.89-3.65 values a block-clock, less a 0.9 us launch). Checked, never fitted,
 on the whole op at 2^23 and 2^26 values on both GPUs (benchmarks/data/h1?0_live_norms.csv,
 ``benchmarks/bench_gpu_norms.py``): 20 of 20 within 1.25x on the H100 (the row-pass model
-before: 16), 19 of 20 on an H200 (10), whose 1.43x bandwidth the stream terms follow. Which
-kernels run is torch's choice, per version. Only the standard library is imported.
+before: 16), 19 of 20 on an H200 (10), whose 1.43x bandwidth the stream terms follow. Not
+measured: under 256 rows torch's gradient blocks are smaller (32 x 16 threads and fewer), priced
+at the same rate a block; a row whose values a vector does not divide runs dX's unvectorized
+kernel, priced as the vectorized one. Which kernels run is torch's choice, per version. Only
+the standard library is imported.
 """
 
 from __future__ import annotations
