@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
-    from ..model.ops import SumShape  # noqa: F401 (the annotations')
+    from ..model.ops import SumShape
 
 LAYER_NORM_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                      "layer_norm_kernel.cu (LayerNormBackwardKernelImplInternal); constants "

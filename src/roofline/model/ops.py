@@ -88,7 +88,9 @@ class SumShape(NamedTuple):
     """What a sum over a matrix's rows takes its time by on a GPU, for one captured over the
     leading dimensions of a contiguous tensor (a Linear's bias gradient: dY summed over its
     tokens): its ``rows`` (the values summed into each output) and ``columns`` (the outputs,
-    adjacent in memory; torch's reduce kernel runs them a thread each, ``analysis.gpu_reduce``)."""
+    adjacent in memory; torch's reduce kernel runs them a thread each, ``analysis.gpu_reduce``);
+    and a captured layer norm backward's, the rows and columns its weight gradients sum over
+    (torch's gradient kernel runs 32 columns a block, ``analysis.gpu_layer_norm``)."""
 
     rows: int
     columns: int
@@ -110,8 +112,9 @@ class OpShape(NamedTuple):
     records it; 0 for every other op; ``dtype``: the dtype a captured op ran in where it is not
     the step's, an upcast the model's code makes (``logits.float()``), its values in that dtype
     counted at its size whatever the step's; "" for every other op; ``norm``: a captured batch
-    norm's map, None for every other op; ``summed``: a captured sum over a matrix's rows, its
-    rows and columns, None for every other op)."""
+    norm's map, None for every other op; ``summed``: a sum over a matrix's rows, its rows and
+    columns, or a captured layer norm backward's weight gradients', None for every other
+    op)."""
 
     layer: str
     pass_: str
