@@ -104,8 +104,9 @@ layer_norm_kernel.cu, ``LayerNormBackwardKernelImplInternal``:
 capture keeps the rows and columns its weight gradients sum over (``Op.summed``), each kernel
 is priced by what torch launches (``analysis.gpu_layer_norm``: dX's stream with its re-reads
 past 4 KB rows, the gradients' ceil(columns / 32) blocks or their stream, and past 65,536 rows
-the split torch makes; basis ``layer-norm-kernels``); else (a model.yaml layer norm, a
-backward without weight gradients) as ``KERNELS`` says: the op's bytes, then 2/3 of them.
+the split torch makes; basis ``layer-norm-kernels``); a captured one without weight gradients
+as ``KERNELS`` says, the op's bytes, then 2/3 of them; a model.yaml ``layernorm-backward``, which
+says nothing of the framework, streams as one kernel.
 
 Torch's layer norm kernels are no plain stream either: one block a row passes each row through
 the SM more than once, the forward (``vectorized_layer_norm_kernel``) reading X for the
