@@ -82,3 +82,14 @@ def test_the_whole_ops_hold_on_both_gpus(name, entry, least):
     assert len(rows) == 20
     ratios = [took / _predict(m, n, dtype, entry).time_s for m, n, dtype, took in rows]
     assert sum(1 / 1.25 <= r <= 1.25 for r in ratios) >= least
+
+
+def test_a_norm_of_the_steps_input_runs_no_dx_kernel():
+    # a layer norm over the step's input: nothing asks for dX, so torch runs only the gradient
+    # kernel (the op moves dY and X: 2 x 65,536 x 1,024 x 2 B); 0.9 us + 320.98 us
+    hw = load_hardware("h100-sxm5-80gb")
+    op = Op("OP1", "ln", "backward", KIND, 0, 2 * 65536 * 1024 * 2,
+            summed=SumShape(65536, 1024))
+    p = predict_op(op, hw, "bf16", hw.peak_flops_per_s("bf16"), hw.bandwidth_bytes_per_s)
+    assert (p.terms["dx_s"], p.terms["kernels"]) == (0.0, 1)
+    assert p.time_s == pytest.approx(0.9e-6 + 320.98e-6, rel=1e-4)

@@ -64,11 +64,13 @@ SPLIT_ROWS, ROWS_PER_SPLIT, MAX_SPLIT_BLOCKS = 65536, 32, 32768
 
 
 def layer_norm_backward_s(summed: SumShape, size: int, hardware: HardwareSpec,
-                          dram_bytes_per_s: float, sm_clocks_per_s: float
-                          ) -> tuple[float, float, int]:
+                          dram_bytes_per_s: float, sm_clocks_per_s: float,
+                          data_gradient: bool = True) -> tuple[float, float, int]:
     """The dX kernel's and the weight gradients' seconds (module docstring) of a layer norm
     backward over ``summed.rows`` rows of ``summed.columns`` values of ``size`` bytes, and its
-    kernels; ``dram_bytes_per_s``: D x BW, ``sm_clocks_per_s``: S x f."""
+    kernels; ``dram_bytes_per_s``: D x BW, ``sm_clocks_per_s``: S x f; without
+    ``data_gradient`` (the layer norm reads the step's input, whose gradient nothing asks for)
+    no dX kernel runs."""
     from ..model.ops import SumShape
     from .gpu_reduce import row_sum_s
 
@@ -77,7 +79,8 @@ def layer_norm_backward_s(summed: SumShape, size: int, hardware: HardwareSpec,
     m, n = summed.rows, summed.columns
     tensor = m * n * size
     rereads = REREAD if n * size > REREAD_ROW_BYTES else 1.0
-    dx_s = rereads * 3 * tensor / dram_bytes_per_s
+    dx_s = rereads * 3 * tensor / dram_bytes_per_s if data_gradient else 0.0
+    dx_kernels = 1 if data_gradient else 0
     blocks = -(-n // BLOCK_COLUMNS)
     stream = 2 * tensor / dram_bytes_per_s
     if m > SPLIT_ROWS and blocks < gpu.sms // 2:
@@ -85,8 +88,9 @@ def layer_norm_backward_s(summed: SumShape, size: int, hardware: HardwareSpec,
         partial = split * n * size
         rounds_s, tail_s, kernels = row_sum_s(SumShape(split, n), hardware)
         sum_s = max(rounds_s, partial / dram_bytes_per_s) + tail_s
-        return dx_s, stream + 2 * partial / dram_bytes_per_s + 2 * sum_s, 2 + 2 * kernels
+        return (dx_s, stream + 2 * partial / dram_bytes_per_s + 2 * sum_s,
+                dx_kernels + 1 + 2 * kernels)
     waves = -(-blocks // (2 * gpu.sms))
     per_block = BLOCK_COLUMNS * m / (GAMMA_BETA_VALUES_PER_BLOCK_CLOCK
                                      * sm_clocks_per_s / gpu.sms)
-    return dx_s, max(stream, waves * per_block), 2
+    return dx_s, max(stream, waves * per_block), dx_kernels + 1

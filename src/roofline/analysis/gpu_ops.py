@@ -420,8 +420,12 @@ def layer_norm_prediction(op: Op, hardware: HardwareSpec, dtype: str,
 
     assert op.summed is not None  # laid_out_prediction: a layer norm backward with its rows
     dram = constants.dram_fraction * hardware.bandwidth_bytes_per_s
+    size = itemsize(op.dtype or dtype)
+    # dX written (the op moves dY, X and dX: three of its tensors), or not (the norm of the
+    # step's input: dY and X only)
+    data = op.bytes >= 3 * op.summed.rows * op.summed.columns * size
     dx_s, gradients_s, kernels = layer_norm_backward_s(
-        op.summed, itemsize(op.dtype or dtype), hardware, dram, sm_clocks_per_s(hardware))
+        op.summed, size, hardware, dram, sm_clocks_per_s(hardware), data)
     return OpPrediction(kernels * constants.launch_s + dx_s + gradients_s,
                         "layer-norm-kernels",
                         {"launch_s": constants.launch_s, "dx_s": dx_s,
