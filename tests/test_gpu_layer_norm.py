@@ -93,3 +93,19 @@ def test_a_norm_of_the_steps_input_runs_no_dx_kernel():
     p = predict_op(op, hw, "bf16", hw.peak_flops_per_s("bf16"), hw.bandwidth_bytes_per_s)
     assert (p.terms["dx_s"], p.terms["kernels"]) == (0.0, 1)
     assert p.time_s == pytest.approx(0.9e-6 + 320.98e-6, rel=1e-4)
+
+
+def test_the_gradient_blocks_wave_by_the_threads_an_sm_holds():
+    # 4,096 columns: 128 blocks of 1,024 threads. An H100's SMs hold 2,048 threads, two blocks
+    # each: one wave on 132; an A10's hold 1,536, one block each: two waves on 72. With DRAM
+    # out of the way, 16,384 x 32 values at 3.3 a block-clock: H100 1.98 GHz 80.24 us; A10
+    # 1.695 GHz 2 x 93.73 us
+    from roofline.analysis.gpu_layer_norm import layer_norm_backward_s
+    from roofline.analysis.gpu_ops import sm_clocks_per_s
+
+    for entry, expected in (("h100-sxm5-80gb", 16384 * 32 / (3.3 * 1.98e9)),
+                            ("a10", 2 * 16384 * 32 / (3.3 * 1.695e9))):
+        hw = load_hardware(entry)
+        _, gradients_s, _ = layer_norm_backward_s(SumShape(16384, 4096), 2, hw, 1e18,
+                                                  sm_clocks_per_s(hw))
+        assert gradients_s == pytest.approx(expected), entry

@@ -13,8 +13,9 @@ layer_norm_kernel.cu, ``LayerNormBackwardKernelImplInternal``; ``LAYER_NORM_SOUR
   (``LaunchGammaBetaBackwardCUDAKernel``): ceil(N / 32) blocks of up to 32 x 32 threads, each
   summing its 32 columns over all M rows, so at a narrow N too few blocks to stream: its time is
   the longer of its stream (dY and X again, 2 M N e bytes) and M x 32 values over
-  ``GAMMA_BETA_VALUES_PER_BLOCK_CLOCK`` a block and clock (ceil(blocks / (2 S)) waves: a
-  1,024-thread block, two an SM). Past 65,536 rows with fewer than S / 2 such blocks torch
+  ``GAMMA_BETA_VALUES_PER_BLOCK_CLOCK`` a block and clock (its waves: 1,024-thread blocks,
+  as many an SM as its resident threads hold, ``gpu_reduce.resident_threads``: two on an
+  H100). Past 65,536 rows with fewer than S / 2 such blocks torch
   splits the rows over blocks of 32 rows (min(ceil(M / 32), 32,768 / ceil(N / 32)) of them)
   that write partial sums, which two ``.sum(0)`` calls add up (``analysis.gpu_reduce``): that
   pass streams, its partials are written and the two sums priced as any sum over rows.
@@ -60,6 +61,9 @@ GAMMA_BETA_VALUES_PER_BLOCK_CLOCK = 3.3
 #: Columns a gradient block sums; the rows past which torch splits them over blocks, and the
 #: rows each such block sums, and the most blocks it makes (``LaunchGammaBetaBackwardCUDAKernel``)
 BLOCK_COLUMNS = 32
+#: Threads a gradient block runs from 256 rows (32 x 32): as many as the SM holds, over that, at
+#: once (two on an SM of 2,048)
+BLOCK_THREADS = 1024
 SPLIT_ROWS, ROWS_PER_SPLIT, MAX_SPLIT_BLOCKS = 65536, 32, 32768
 
 
@@ -72,7 +76,7 @@ def layer_norm_backward_s(summed: SumShape, size: int, hardware: HardwareSpec,
     ``data_gradient`` (the layer norm reads the step's input, whose gradient nothing asks for)
     no dX kernel runs."""
     from ..model.ops import SumShape
-    from .gpu_reduce import row_sum_s
+    from .gpu_reduce import resident_threads, row_sum_s, work_s
 
     gpu = hardware.gpu
     assert gpu is not None  # gpu_ops.op_constants: a GPU entry
@@ -87,10 +91,11 @@ def layer_norm_backward_s(summed: SumShape, size: int, hardware: HardwareSpec,
         split = min(-(-m // ROWS_PER_SPLIT), MAX_SPLIT_BLOCKS // blocks)
         partial = split * n * size
         rounds_s, tail_s, kernels = row_sum_s(SumShape(split, n), hardware)
-        sum_s = max(rounds_s, partial / dram_bytes_per_s) + tail_s
+        sum_s = work_s(rounds_s, tail_s, partial / dram_bytes_per_s)
         return (dx_s, stream + 2 * partial / dram_bytes_per_s + 2 * sum_s,
                 dx_kernels + 1 + 2 * kernels)
-    waves = -(-blocks // (2 * gpu.sms))
+    at_once = gpu.sms * max(resident_threads(hardware) // BLOCK_THREADS, 1)
+    waves = -(-blocks // at_once)
     per_block = BLOCK_COLUMNS * m / (GAMMA_BETA_VALUES_PER_BLOCK_CLOCK
                                      * sm_clocks_per_s / gpu.sms)
     return dx_s, max(stream, waves * per_block), dx_kernels + 1

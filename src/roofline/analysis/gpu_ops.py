@@ -182,7 +182,7 @@ from ..roof import roofline_time_s
 from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
 from .gpu_batch_norm import BATCH_NORM_SOURCE, batch_norm_kernels, batch_norm_s
 from .gpu_layer_norm import LAYER_NORM_BACKWARD, LAYER_NORM_SOURCE, layer_norm_backward_s
-from .gpu_reduce import REDUCE_SOURCE, row_sum_s
+from .gpu_reduce import REDUCE_SOURCE, row_sum_s, work_s
 from .gpu_softmax import (
     L2_PARTITIONS_SOURCE,
     SOFTMAX_BACKWARD_KINDS,
@@ -440,8 +440,9 @@ def row_sum_prediction(op: Op, hardware: HardwareSpec, constants: OpConstants,
     adds to the stream."""
     assert op.summed is not None  # laid_out_prediction: a sum over rows
     rounds_s, tail_s, kernels = row_sum_s(op.summed, hardware)
-    return OpPrediction(kernels * constants.launch_s + max(rounds_s, memory_s) + tail_s,
-                        "reduce-kernel" if rounds_s > memory_s or tail_s else "streaming",
+    summing_s = work_s(rounds_s, tail_s, memory_s)
+    return OpPrediction(kernels * constants.launch_s + summing_s,
+                        "reduce-kernel" if summing_s > memory_s else "streaming",
                         {"launch_s": constants.launch_s, "rounds_s": rounds_s,
                          "tail_s": tail_s, "memory_s": memory_s, "kernels": kernels})
 

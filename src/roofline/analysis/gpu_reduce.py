@@ -115,17 +115,31 @@ def launch(summed: SumShape, sms: int, resident_threads: int) -> ReduceLaunch:
                         -(-ctas // height) if ctas > 1 else 0)
 
 
+def resident_threads(hardware: HardwareSpec) -> int:
+    """The threads each SM of ``hardware`` (a GPU entry) holds at once: its entry's
+    ``gpu.resident_threads``, else ``RESIDENT_THREADS``."""
+    gpu = hardware.gpu
+    assert gpu is not None  # gpu_ops.op_constants: a GPU entry
+    return gpu.resident_threads or RESIDENT_THREADS
+
+
 def row_sum_s(summed: SumShape, hardware: HardwareSpec) -> tuple[float, float, int]:
     """The time a sum over rows spends on its rounds of loads (its waves of blocks one after
     the other) and on its last blocks' partial sums (beside its stream: module docstring), and
     its kernels."""
     gpu = hardware.gpu
     assert gpu is not None  # gpu_ops.op_constants: a GPU entry
-    resident = gpu.resident_threads or RESIDENT_THREADS
+    resident = resident_threads(hardware)
     run = launch(summed, gpu.sms, resident)
     at_once = gpu.sms * max(resident // run.threads, 1)
     waves = -(-run.blocks // at_once)
     return waves * run.rounds * ROUND_S, run.tail * TAIL_S, run.kernels
+
+
+def work_s(rounds_s: float, tail_s: float, stream_s: float) -> float:
+    """A sum over rows' time but its launches: its rounds of loads or its stream of
+    ``stream_s``, whichever is longer, then its last blocks' partial sums (module docstring)."""
+    return max(rounds_s, stream_s) + tail_s
 
 
 def _pow2_at_most(n: int, most: int) -> int:

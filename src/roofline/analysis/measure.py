@@ -298,7 +298,7 @@ def untimed_s(result: GemmResult, report: Report) -> float:
     bare GEMM timed here leaves out; 0 for every other GEMM."""
     from .predict import added_transposes_s
 
-    return added_transposes_s(result.gemm, report.hardware) if result.gemm.transposed else 0.0
+    return added_transposes_s(result.gemm, report.hardware)
 
 
 def _untimed(measured: Measurement, result: GemmResult, report: Report) -> Measurement:
