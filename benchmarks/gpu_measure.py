@@ -69,6 +69,12 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   lengths off the multiples of 128 (``SEQ_SWEEPS``), forward and backward, causal and not.
 - ``colsums.csv`` (``--parts colsums``): sums over a matrix's rows (a bias gradient) and over
   its columns (``COLSUM_SHAPES``), bf16 and fp32.
+- ``smallsums.csv`` (``--parts smallsums``): the same sums at fewer rows (``SMALLSUM_SHAPES``),
+  a convolution's bias gradient over NCHW and channels_last maps (``CONVSUM_SHAPES``), and
+  layer norm and softmax forward and backward over a few rows (``SMALLNORM_SHAPES``) and means
+  along a few rows (``SMALLMEAN_SHAPES``), bf16 and fp32, each call's kernels;
+  ``smallsums_templates.json``: the template arguments (vt0, input vector) of a few sums'
+  reduce kernels.
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -103,7 +109,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
          "rows", "hf", "masks", "fits", "convs", "bnorms", "resnets", "seqs",
-         "colsums")  # --parts
+         "colsums", "smallsums")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -718,6 +724,93 @@ def measure_colsums(torch: Any, out: Path, quick: bool) -> None:
     write_op_rows(torch, out / "colsums.csv", (colsum_ops,), quick)
 
 
+#: (rows, columns) of ``--parts smallsums``: the bias gradients of a few tokens (below
+#: ``COLSUM_SHAPES``' 2,048 rows)
+SMALLSUM_SHAPES = tuple((m, n) for m in (16, 64, 256, 512, 1024)
+                        for n in (768, 3072, 4096, 11008, 50257))
+#: (batch, channels, side) of ``--parts smallsums``' convolution bias gradients (sums over
+#: N, H and W): ResNet-50's maps at batches 64 and 8
+CONVSUM_SHAPES = tuple((n, c, side) for n in (64, 8)
+                       for c, side in ((64, 112), (256, 56), (128, 28), (512, 28), (1024, 14),
+                                       (2048, 7)))
+#: (rows, columns) of ``--parts smallsums``' layer norms and softmaxes: a few tokens' rows
+SMALLNORM_SHAPES = tuple((m, n) for m in (1, 8, 32, 128, 256, 512) for n in (768, 4096))
+#: (rows, columns) of ``--parts smallsums``' means along rows: an RMSNorm's over a decode step's
+#: few tokens (Llama-2-7B's 4,096 features, 13B's 5,120, 70B's 8,192)
+SMALLMEAN_SHAPES = tuple((m, n) for m in (1, 8, 32) for n in (4096, 5120, 8192))
+
+
+def small_sum_ops(torch: Any, rec: OpRows, quick: bool) -> None:
+    """``x.sum(0)`` and ``x.sum(-1)`` at ``SMALLSUM_SHAPES``; ``x.sum((0, 2, 3))`` (the bias
+    gradient torch's convolution backward takes) over NCHW and channels_last maps at
+    ``CONVSUM_SHAPES``; layer norm and softmax forward and backward (``norm_functions``) at
+    ``SMALLNORM_SHAPES``: bf16 and fp32, eager timing and each call's kernels."""
+    from _resnet_kernels import profiled
+
+    def add(op: str, dname: str, shape: tuple[int, ...], fn: Callable[[], object]) -> None:
+        kernels = profiled(torch, fn, kernel_times)
+        rec.add(op, dname, shape, fn,
+                kernel_ms=f"{sum(t for _, t, _ in kernels) / 1e3:.6g}",
+                kernels=";".join(f"{k[:70]}={t:.2f}x{c:g}" for k, t, c in kernels))
+
+    for dname, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        for m, n in SMALLSUM_SHAPES if not quick else ((16, 96),):
+            x = torch.randn(m, n, device=DEV, dtype=dt)
+            add("sum-rows", dname, (m, n), lambda x=x: x.sum(0))
+            add("sum-columns", dname, (m, n), lambda x=x: x.sum(-1))
+        for n, c, side in CONVSUM_SHAPES if not quick else ((2, 8, 6),):
+            x = torch.randn(n, c, side, side, device=DEV, dtype=dt)
+            add("sum-nchw", dname, (n, c, side, side), lambda x=x: x.sum((0, 2, 3)))
+            x = x.contiguous(memory_format=torch.channels_last)
+            add("sum-nhwc", dname, (n, c, side, side), lambda x=x: x.sum((0, 2, 3)))
+            del x
+            empty_cache(torch)
+        for m, n in SMALLNORM_SHAPES if not quick else ((8, 64),):
+            for op, fn in norm_functions(torch, m, n, dt).items():
+                add(op, dname, (m, n), fn)
+        for m, n in SMALLMEAN_SHAPES if not quick else ((1, 256),):
+            x = torch.randn(m, n, device=DEV, dtype=dt)
+            add("mean-columns", dname, (m, n), lambda x=x: x.mean(-1, keepdim=True))
+        log(f"smallsums {dname}: done")
+
+
+def reduce_templates(torch: Any) -> dict[str, list[str]]:
+    """The template arguments each reduce kernel of a few sums ran with (its name's tail:
+    ``ReduceOp<..., index type, output type, vt0, input_vec_size>``), by op, dtype and shape:
+    which rows of loads a thread makes at once."""
+    import re
+
+    from torch.profiler import ProfilerActivity, profile
+
+    found: dict[str, list[str]] = {}
+    for dname, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        for op, shape, fn in (("sum-rows", (768, 768), lambda x: x.sum(0)),
+                              ("sum-rows", (1024, 768), lambda x: x.sum(0)),
+                              ("sum-rows", (2048, 4096), lambda x: x.sum(0)),
+                              ("sum-columns", (16, 4096), lambda x: x.sum(-1)),
+                              ("sum-columns", (16, 3072), lambda x: x.sum(-1)),
+                              ("sum-columns", (16, 11008), lambda x: x.sum(-1)),
+                              ("mean-columns", (1, 4096), lambda x: x.mean(-1, keepdim=True))):
+            x = torch.randn(*shape, device=DEV, dtype=dt)
+            fn(x)
+            sync(torch)
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                fn(x)
+                sync(torch)
+            names = {e.key for e in prof.key_averages() if "reduce_kernel" in e.key}
+            found[f"{op} {dname} {shape[0]}x{shape[1]}"] = sorted(
+                (re.findall(r"reduce_kernel<\d+, \d+", k) or [""])[0] + " ... "
+                + k[k.rfind("ReduceOp<"):][-60:] for k in names)
+    return found
+
+
+def measure_smallsums(torch: Any, out: Path, quick: bool) -> None:
+    write_op_rows(torch, out / "smallsums.csv", (small_sum_ops,), quick)
+    if DEV == "cuda":
+        (out / "smallsums_templates.json").write_text(json.dumps(reduce_templates(torch),
+                                                                 indent=1))
+
+
 def measure_seqs(torch: Any, out: Path, quick: bool) -> None:
     write_op_rows(torch, out / "seqs.csv", (seq_attention_ops,), quick)
 
@@ -1112,7 +1205,8 @@ def main() -> int:
                                                                 log)),
                       ("resnets", lambda: measure_resnets(torch, args.out, args.quick)),
                       ("seqs", lambda: measure_seqs(torch, args.out, args.quick)),
-                      ("colsums", lambda: measure_colsums(torch, args.out, args.quick))):
+                      ("colsums", lambda: measure_colsums(torch, args.out, args.quick)),
+                      ("smallsums", lambda: measure_smallsums(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:
