@@ -41,7 +41,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from _tables import table_lines
 
@@ -263,22 +263,23 @@ def seq_lines(markdown: bool) -> list[str]:
 #: torch's reduce kernels that sum over a matrix's rows (vectors of 4 or 2 adjacent columns a
 #: thread; a 1-wide one is also the kernel of sums along a row, which stream)
 ROW_SUM_KERNELS = ("reduce_kernel<128, 4", "reduce_kernel<256, 2")
+#: torch's mean along rows (its name as the profile lists it)
+MEAN_KERNELS = ("MeanOps<float",)
 #: torch's layer norm backward kernels (dX, then the weight gradients)
 LAYER_NORM_KERNELS = ("layer_norm_grad_input_kernel", "GammaBetaBackwardCUDAKernelTemplate")
 
 
-def step_kernel_lines(markdown: bool, kernels: tuple[str, ...], kind: str | None,
-                      without: str, needed: int = 1) -> list[str]:
-    """The training steps' captured ops with ``Op.summed`` (of ``kind``, or of every kind but
-    a layer norm backward's where None) against the profiled step's ``kernels`` (its listed
-    kernels are the longest 30, each with all its calls; a step whose list lacks any of the
-    first ``needed`` of them is left out), predicted on the datasheet entry and ``without``
-    their ``summed`` (the op's prediction before it was priced kernel by kernel)."""
+def step_kernel_lines(markdown: bool, kernels: tuple[str, ...], keep: Callable[[Any], bool],
+                      without: str, needed: int = 1, train: bool = True) -> list[str]:
+    """The training steps' (``train`` False: every step's) captured ops with ``Op.summed`` that
+    ``keep`` accepts against the profiled step's ``kernels`` (its listed kernels are the
+    longest 30, each with all its calls; a step whose list lacks any of the first ``needed`` of
+    them is left out), predicted on the datasheet entry and ``without`` their ``summed`` (the
+    op's prediction before it was priced kernel by kernel)."""
     from dataclasses import replace
 
     from _hf_steps import HF_STEPS
 
-    from roofline.analysis.gpu_layer_norm import LAYER_NORM_BACKWARD
     from roofline.analysis.gpu_ops import predict_op
     from roofline.analysis.report import analyze
     from roofline.hardware.catalog import load_hardware
@@ -288,14 +289,14 @@ def step_kernel_lines(markdown: bool, kernels: tuple[str, ...], kind: str | None
     body = []
     for step in HF_STEPS:
         row = measured.get(step.name)
-        if row is None or step.mode != "train":
+        if row is None or (train and step.mode != "train"):
             continue
         listed = [v for k, v in row["kernels"].items() if any(name in k for name in kernels)]
         if not all(any(name in k for k in row["kernels"]) for name in kernels[:needed]):
             continue  # one of the kernels it runs is not among those listed
         took = sum(k["s"] for k in listed)
-        ops = [r for r in analyze(captured(step), hw).ops if r.op.summed is not None
-               and (r.op.kind == kind if kind else r.op.kind != LAYER_NORM_BACKWARD)]
+        ops = [r for r in analyze(captured(step), hw).ops
+               if r.op.summed is not None and keep(r.op)]
         predicted = sum(r.predicted_time_s for r in ops)
         dtype = step.dtype
         before = sum(predict_op(replace(r.op, summed=None), hw, dtype, hw.peak_flops_per_s(
@@ -310,9 +311,19 @@ def step_kernel_lines(markdown: bool, kernels: tuple[str, ...], kind: str | None
 def bias_lines(markdown: bool) -> list[str]:
     """The training steps' sums over rows (bias gradients, position embeddings') against the
     profiled step's ``ROW_SUM_KERNELS`` (the memsets beside staged sums not counted), through
-    torch's reduce kernel (``analysis.gpu_reduce``, fitted on data/h100_live_colsums.csv, never
-    on these steps) and as a stream alone."""
-    return step_kernel_lines(markdown, ROW_SUM_KERNELS, None, "as a stream")
+    torch's reduce kernel (``analysis.gpu_reduce``, fitted on lone sums, never on these steps)
+    and as a stream alone."""
+    from roofline.analysis.gpu_layer_norm import LAYER_NORM_BACKWARD
+
+    return step_kernel_lines(markdown, ROW_SUM_KERNELS, lambda op: not op.summed.along_rows
+                             and op.kind != LAYER_NORM_BACKWARD, "as a stream")
+
+
+def mean_lines(markdown: bool) -> list[str]:
+    """Every step's means along rows (RMSNorm's ``x.pow(2).mean(-1)`` in fp32) against the
+    profiled step's ``MEAN_KERNELS``, through torch's reduce kernel and as a stream alone."""
+    return step_kernel_lines(markdown, MEAN_KERNELS, lambda op: op.summed.along_rows
+                             and op.kind == "aten.mean", "as a stream", train=False)
 
 
 def layer_norm_lines(markdown: bool) -> list[str]:
@@ -320,7 +331,8 @@ def layer_norm_lines(markdown: bool) -> list[str]:
     ``LAYER_NORM_KERNELS``, through torch's two kernels (``analysis.gpu_layer_norm``, fitted
     on lone layer norms, data/h100_live_norm_kernels.csv, never on these steps) and as the row
     passes priced them before."""
-    return step_kernel_lines(markdown, LAYER_NORM_KERNELS, "aten.native_layer_norm_backward",
+    return step_kernel_lines(markdown, LAYER_NORM_KERNELS,
+                             lambda op: op.kind == "aten.native_layer_norm_backward",
                              "row passes", needed=2)
 
 
@@ -351,8 +363,10 @@ def main() -> None:
          "median (range)", seq_lines),
         ("bias gradients (sums over rows) in the training steps above: the profiled step's "
          "reduce kernels against the captured sums' prediction on the datasheet entry "
-         "(analysis.gpu_reduce, fitted on lone sums, data/h100_live_colsums.csv) and as a "
-         "stream alone", bias_lines),
+         "(analysis.gpu_reduce, fitted on lone sums) and as a stream alone", bias_lines),
+        ("means along rows (RMSNorm's, fp32) in the steps above whose profile lists them: the "
+         "reduce kernels against the captured means' prediction (analysis.gpu_reduce, fitted on "
+         "lone sums over rows) and as a stream alone", mean_lines),
         ("layer norm backwards in the same steps: the profiled step's dX and weight-gradient "
          "kernels against the captured ops' prediction (analysis.gpu_layer_norm, fitted on lone "
          "layer norms) and as its row passes priced it before", layer_norm_lines))

@@ -29,10 +29,11 @@ torch, CPU build: the capture runs on the meta device).
 Then Liger-Kernel's published ``torch.nn.LayerNorm`` forward timings (data/liger_layer_norm.csv:
 fp32, 4096 rows of 1024-16384 on A100 SXM4 and PCIe 80GB and an H100 SXM5), never fitted:
 measured / predicted as a captured ``aten.native_layer_norm``, and as a stream alone.
-Last, sums over a matrix's rows (a bias gradient) and over its columns on the H100
-(data/h100_live_colsums.csv) against the captured ``aten.sum``'s prediction: a sum over rows
-through torch's reduce kernel (``analysis.gpu_reduce``, whose two time constants these rows
-fitted), a sum over columns (along each row) as a stream; and each as a stream alone.
+Last, sums over a matrix's rows (a bias gradient) and along them (``x.sum(-1)``, an RMSNorm's
+``x.mean(-1)``) on two H100s and an H200 (data/h1?0_live_colsums*.csv, h1?0_live_smallsums*.csv:
+768-50,257 columns, 1-32,768 rows) against the captured op's prediction through torch's reduce
+kernel (``analysis.gpu_reduce``, whose four time constants the first H100 run's sums over rows
+fitted; the rest never), and each as a stream alone.
 """
 
 from __future__ import annotations
@@ -302,12 +303,23 @@ def share(data: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]],
     return f"{sum(1 / 1.25 <= m / p <= 1.25 for m, p in got) / len(got):.0%}"
 
 
-def colsum_lines(markdown: bool) -> list[str]:
-    """data/h100_live_colsums.csv: a matrix summed over its rows (a Linear's bias gradient, as
-    autograd computes it: ``aten.sum`` keeping the last dimension, ``Op.summed``) and over its
-    columns, each call's kernels (the reduce and, where it stages partial sums, its memset)
-    against the captured ``aten.sum``'s prediction, by dtype, operation and width; then how
-    many come within 1.25x, and as a stream alone."""
+#: (GPU, run, hwdb entry, files) of the sums' table: the H100 run the constants were fitted on
+#: (its sums over rows), a repeat on another H100, and an H200's, never fitted
+SUM_RUNS = (("H100", "first", "h100-sxm5-80gb",
+             ("h100_live_colsums.csv", "h100_live_smallsums.csv")),
+            ("H100", "repeat", "h100-sxm5-80gb",
+             ("h100_live_colsums_repeat.csv", "h100_live_smallsums_repeat.csv")),
+            ("H200", "first", "h200-sxm-141gb",
+             ("h200_live_colsums.csv", "h200_live_smallsums.csv")))
+#: the sums' ops: over a matrix's rows (a bias gradient), along them (x.sum(-1), x.mean(-1))
+SUM_OPS = {"sum-rows": False, "sum-columns": True, "mean-columns": True}
+
+
+def sum_ratios(entry: str, files: tuple[str, ...]) -> dict[tuple[str, str], list[
+        tuple[float, float]]]:
+    """(measured / predicted, measured / the stream) of each sum in ``files`` (its kernels
+    against the captured ``aten.sum``'s / ``aten.mean``'s prediction on ``entry``), by op and
+    dtype."""
     from dataclasses import replace
 
     from roofline.analysis.gpu_ops import predict_op
@@ -315,36 +327,50 @@ def colsum_lines(markdown: bool) -> list[str]:
     from roofline.model.dtypes import itemsize
     from roofline.model.ops import Op, SumShape
 
-    hw = load_hardware("h100-sxm5-80gb")
-    cells: dict[tuple[str, str], dict[int, list[float]]] = {}
-    streams: dict[tuple[str, str], list[float]] = {}
-    widths: set[int] = set()
-    with open(HERE / "h100_live_colsums.csv", newline="") as f:
-        for row in csv.DictReader(f):
-            m, n = (int(x) for x in row["shape"].split("x"))
-            size, dtype = itemsize(row["dtype"]), row["dtype"]
-            rows = row["op"] == "sum-rows"
-            op = Op("OP1", "x", "backward", "aten.sum", m * n, (m * n + (n if rows else m)) * size,
-                    summed=SumShape(m, n) if rows else None)
-            measured = float(row["kernel_ms"]) * 1e-3
-            key = (row["op"], dtype)
-            predicted = predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype),
-                                   hw.bandwidth_bytes_per_s).time_s
-            stream = predict_op(replace(op, summed=None), hw, dtype, hw.peak_flops_per_s(dtype),
-                                hw.bandwidth_bytes_per_s).time_s
-            cells.setdefault(key, {}).setdefault(n, []).append(measured / predicted)
-            streams.setdefault(key, []).append(measured / stream)
-            widths.add(n)
-    cols = sorted(widths)
+    hw = load_hardware(entry)
+    out: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for name in files:
+        with open(HERE / name, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["op"] not in SUM_OPS or row.get("error"):
+                    continue
+                m, n = (int(x) for x in row["shape"].split("x"))
+                along, dtype = SUM_OPS[row["op"]], row["dtype"]
+                size = itemsize(dtype)
+                op = Op("OP1", "x", "backward", "aten.sum", m * n,
+                        (m * n + (m if along else n)) * size,
+                        summed=SumShape(m, n, along_rows=along))
+                measured = float(row["kernel_ms"]) * 1e-3
+                peak = hw.peak_flops_per_s(dtype)
+                predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
+                stream = predict_op(replace(op, summed=None), hw, dtype, peak,
+                                    hw.bandwidth_bytes_per_s).time_s
+                out.setdefault((row["op"], dtype), []).append(
+                    (measured / predicted, measured / stream))
+    return out
 
-    def within(ratios: list[float]) -> str:
-        return f"{sum(1 / 1.25 <= r <= 1.25 for r in ratios)} of {len(ratios)}"
 
-    body = [[op, dtype, *(" / ".join(f"{r:.2f}" for r in by.get(n, [])) for n in cols),
-             within([r for rs in by.values() for r in rs]), within(streams[(op, dtype)])]
-            for (op, dtype), by in sorted(cells.items())]
-    return table_lines(["sum over", "dtype", *(f"{n} cols: 2k / 8k / 32k rows" for n in cols),
-                        "within 1.25x", "as a stream"], body, markdown)
+def colsum_lines(markdown: bool) -> list[str]:
+    """Sums over a matrix's rows (a Linear's bias gradient, as autograd computes it:
+    ``aten.sum`` keeping the last dimension) and along them (``x.sum(-1)``; a decode step's
+    RMSNorm mean, ``x.mean(-1)``), each call's kernels (the reduce and, where it stages partial
+    sums, its memset) against the captured op's prediction (``Op.summed``, analysis.gpu_reduce),
+    by GPU, run, op and dtype: how many came within 1.25x, their range, and as a stream alone."""
+    body = []
+    for gpu, run, entry, files in SUM_RUNS:
+        for (op, dtype), pairs in sorted(sum_ratios(entry, files).items()):
+            model = [r for r, _ in pairs]
+            stream = [s for _, s in pairs]
+            fitted = "yes" if (gpu, run, op) == ("H100", "first", "sum-rows") else "no"
+            body.append([gpu, run, op, dtype, fitted, str(len(pairs)), _within(model),
+                         f"{min(model):.2f}-{max(model):.2f}", _within(stream),
+                         f"{min(stream):.2f}-{max(stream):.2f}"])
+    return table_lines(["GPU", "run", "sum", "dtype", "fitted", "sums", "within 1.25x", "range",
+                        "as a stream: within 1.25x", "range"], body, markdown)
+
+
+def _within(ratios: list[float]) -> str:
+    return f"{sum(1 / 1.25 <= r <= 1.25 for r in ratios)}"
 
 
 def main() -> int:
@@ -356,10 +382,12 @@ def main() -> int:
                       *sweep_lines(args.markdown), "", *backward_lines(args.markdown), "",
                       *loss_lines(args.markdown), "",
                       *liger_lines(args.markdown), "",
-                      "Sums over a matrix's rows (a bias gradient: torch's reduce kernel, "
-                      "analysis.gpu_reduce, fitted on these) and columns (a stream) on the H100 "
-                      "(data/h100_live_colsums.csv), kernels / the captured aten.sum's "
-                      "prediction:", *colsum_lines(args.markdown)]))
+                      "Sums over a matrix's rows (a bias gradient) and along them (x.sum(-1), "
+                      "an RMSNorm's x.mean(-1)) through torch's reduce kernel "
+                      "(analysis.gpu_reduce, fitted on the first H100 run's sums over rows) on "
+                      "two H100s and an H200 (data/h1?0_live_colsums*.csv, "
+                      "h1?0_live_smallsums*.csv): kernels / the captured op's prediction:",
+                      *colsum_lines(args.markdown)]))
     return 0
 
 

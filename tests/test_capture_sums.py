@@ -1,7 +1,8 @@
 """A captured sum over a contiguous tensor's leading dimensions keeps its rows and columns
-(``Op.summed``: a Linear's bias gradient, dY summed over its tokens), which torch's reduce kernel
-takes its time by on a GPU (analysis.gpu_reduce); a sum along a row, over every dimension or of
-a strided tensor keeps none and streams.
+(``Op.summed``: a Linear's bias gradient, dY summed over its tokens), and one over its trailing
+dimensions (or every one) its rows summed along (``SumShape.along_rows``: an RMSNorm's mean),
+which torch's reduce kernel takes its time by on a GPU (analysis.gpu_reduce); a sum of a strided
+tensor keeps none and streams.
 
 Needs torch (the `torch` extra)."""
 
@@ -33,13 +34,30 @@ def test_a_linear_bias_gradient_is_a_sum_over_its_tokens():
     assert {r.predicted_basis for r in report.ops if r.op.summed} == {"reduce-kernel"}
 
 
-def test_only_sums_over_leading_dimensions_keep_their_rows():
-    # x (4, 16, 8): over (0, 1) 64 rows of 8; over the last dimension (a row each) none; of a
-    # transposed view none (strided); over dim 0 alone 4 rows of 16 x 8 = 128
+def test_sums_over_leading_or_trailing_dimensions_keep_their_rows():
+    # x (4, 16, 8), in the order they run: over (0, 1) 64 rows of 8; the result's sum, one row
+    # of 8 summed along; over the last dimension 64 rows of 8 along, then one of 64; of a
+    # transposed view none (strided), then its (16, 4) result's one row of 64; over dim 0 alone
+    # 4 rows of 16 x 8 = 128, then one row of 128
     ops = capture(_Sums(), torch.randn(4, 16, 8), mode="inference").ops()
     shapes = [op.summed for op in ops if op.kind in ("aten.sum", "aten.mean")]
-    assert SumShape(64, 8) in shapes and SumShape(4, 128) in shapes
-    assert shapes.count(None) == len(shapes) - 2
+    assert shapes == [SumShape(64, 8), SumShape(1, 8, True), SumShape(64, 8, True),
+                      SumShape(1, 64, True), None, SumShape(1, 64, True), SumShape(4, 128),
+                      SumShape(1, 128, True)]
+
+
+def test_an_rms_norm_mean_is_a_sum_along_its_rows():
+    # Llama's RMSNorm in fp32: x.pow(2).mean(-1, keepdim=True) over (2, 3, 4096): 6 rows of
+    # 4,096 summed along, priced by torch's reduce kernel on a GPU
+    class _Rms(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    net = capture(_Rms(), torch.randn(2, 3, 4096), mode="inference")
+    (mean,) = [op for op in net.ops() if op.kind == "aten.mean"]
+    assert mean.summed == SumShape(6, 4096, along_rows=True)
+    report = analyze(net, load_hardware("h100-sxm5-80gb"))
+    assert {r.predicted_basis for r in report.ops if r.op.summed} == {"reduce-kernel"}
 
 
 def test_a_layer_norm_backward_keeps_the_rows_its_weight_gradients_sum_over():

@@ -407,7 +407,7 @@ def laid_out_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: O
     if op.summed is not None and op.kind == LAYER_NORM_BACKWARD:
         return layer_norm_prediction(op, hardware, dtype, constants)
     if op.summed is not None:
-        return row_sum_prediction(op, hardware, constants, memory_s)
+        return row_sum_prediction(op, hardware, dtype, constants, memory_s)
     return batch_norm_prediction(op, hardware, dtype, constants, memory_s)
 
 
@@ -432,14 +432,16 @@ def layer_norm_prediction(op: Op, hardware: HardwareSpec, dtype: str,
                          "gradients_s": gradients_s, "kernels": kernels})
 
 
-def row_sum_prediction(op: Op, hardware: HardwareSpec, constants: OpConstants,
+def row_sum_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: OpConstants,
                        memory_s: float) -> OpPrediction:
-    """A sum over a matrix's rows (``Op.summed``: a bias gradient) through torch's reduce kernel
-    (``analysis.gpu_reduce``): its launches, its rounds of loads or its stream, whichever is
-    longer, then its last blocks' partial sums; basis ``reduce-kernel`` where the kernel's work
-    adds to the stream."""
+    """A sum over a matrix's rows or along them (``Op.summed``: a bias gradient, an RMSNorm's
+    mean) through torch's reduce kernel (``analysis.gpu_reduce``): its launches, its rounds of
+    loads or its stream, whichever is longer, then its last blocks' partial sums; basis
+    ``reduce-kernel`` where the kernel's work adds to the stream."""
+    from ..model.dtypes import itemsize
+
     assert op.summed is not None  # laid_out_prediction: a sum over rows
-    rounds_s, tail_s, kernels = row_sum_s(op.summed, hardware)
+    rounds_s, tail_s, kernels = row_sum_s(op.summed, hardware, itemsize(op.dtype or dtype))
     summing_s = work_s(rounds_s, tail_s, memory_s)
     return OpPrediction(kernels * constants.launch_s + summing_s,
                         "reduce-kernel" if summing_s > memory_s else "streaming",

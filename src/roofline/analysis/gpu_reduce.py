@@ -1,46 +1,55 @@
-"""How long torch's reduce kernel takes on a GPU to sum a matrix over its rows: the part of
-``analysis.gpu_ops`` for a captured sum over a contiguous tensor's leading dimensions (a Linear's
-bias gradient, dY summed over its tokens; ``Op.summed``: its rows and columns) and a model.yaml
-Linear's or transformer projection's ``bias-backward``.
+"""How long torch's reduce kernel takes on a GPU to sum a matrix over its rows or along them: the
+part of ``analysis.gpu_ops`` for a captured sum or mean over a contiguous tensor's leading
+dimensions (a Linear's bias gradient, dY summed over its tokens) or its trailing ones (an RMSNorm's
+mean over each token's features; ``Op.summed``: the matrix's rows and columns, and which way it
+is summed), and a model.yaml Linear's or transformer projection's ``bias-backward``.
 
-Torch runs it through ``reduce_kernel`` (pytorch/pytorch aten/src/ATen/native/cuda/Reduce.cuh,
+Torch runs both through ``reduce_kernel`` (pytorch/pytorch aten/src/ATen/native/cuda/Reduce.cuh,
 ``setReduceConfig``; ``REDUCE_SOURCE``), whose launch ``launch`` works out from the matrix as torch
-does for a reduction along a dimension that is not the fastest-moving one:
+does:
 
-- each thread sums a vector of v adjacent columns (v = 4, 2 or 1, the largest the columns divide
-  by: ``get_output_vec_size``), so the block is at most 512 / v threads, 32 wide (a warp across
-  the columns) and up to 512 / v / 32 high;
-- where the rows leave a thread at least min(16 x height, 256) values, the block's warps split
-  the rows between them (else each warp takes other columns);
+- over rows (the summed dimension not the fastest-moving one), each thread sums a vector of v
+  adjacent columns (v = 4, 2 or 1, the largest the columns divide by: ``get_output_vec_size``),
+  so the block is at most 512 / v threads, 32 wide (a warp across the columns) and up to
+  512 / v / 32 high; along rows, a warp's lanes split a row's values between them, each load a
+  vector of 16 bytes (8 bf16 / fp16 values, 4 fp32: the template arguments torch 2.11's kernels
+  ran with, ``benchmarks/data/h100_live_smallsums_templates.json``) where the row is longer than
+  128 values and a whole number of vectors, else one value, and a block is up to 16 rows high;
+- where the values summed leave a thread at least min(16 x height, 256), the block's warps split
+  them between them (else each warp takes other outputs);
 - where that still leaves a thread 256 values or more and the grid is no larger than S x
-  (resident threads / block threads), the rows are split across blocks too (``ctas_per_output``:
-  max(min(ceil(target / grid), ceil(values / 16)), ceil(values / 256))), each block staging its
-  partial sums in global memory for the last block of its columns to add up after a semaphore
-  (a memset a launch: two kernels);
-- a thread loads ``VT0`` rows of its vector at a time (``ReduceOp``'s vt0) and adds them.
+  (resident threads / block threads), the values are split across blocks too
+  (``ctas_per_output``: max(min(ceil(target / grid), ceil(values / 16)), ceil(values / 256))),
+  each block staging its partial sums in global memory for the last block of its outputs to add
+  up after a semaphore (a memset a launch: two kernels);
+- a thread loads ``VT0`` values (or one vector) a round and adds them.
 
-So such a sum is no plain stream, and a bias gradient's few columns take the longest: 768
-columns of 2,048 rows run 192 blocks of 128 threads, each thread four rounds of loads, and the
-last block of each group of columns adds the group's 32 partial sums, eight a thread. Its
+So such a sum is no plain stream, and a few thousand outputs take the longest: a bias gradient
+over 512 tokens of 768 columns runs 6 blocks of 128 threads, each thread 32 rounds of loads one
+after the other; an RMSNorm's mean over one decode token's 4,096 fp32 features two rounds. Its
 time::
 
-    t = n x t_launch + max(bytes / (D x BW), waves x rounds x t_round) + tail x t_tail
+    t = n x t_launch + max(bytes / (D x BW), t_first + waves x rounds x t_round) + tail x t_tail
 
-with n its kernels (two where the rows are split across blocks), D and BW as for any op
+with n its kernels (two where the values are split across blocks), D and BW as for any op
 (``gpu_ops``), waves the grid over S x (resident threads / block threads) blocks at a time,
-rounds ceil(values a thread / ``VT0``), tail the partial sums one thread of the last block adds
-(ceil(blocks a column group / block height); 0 where the rows are not split across blocks), and
-``ROUND_S`` and ``TAIL_S``: a round of loads and a partial sum's load, in seconds, fitted by least
-squares on the logs over 36 sums a lent H100 timed kernel by kernel (torch 2.11; bf16 and fp32,
-768-50,257 columns, 2k-32k rows: benchmarks/data/h100_live_colsums.csv); fitted on fp32 alone
-they came 0.97 / 0.255 us and held bf16's within 1.25x for 16 of 18, fitted on bf16 alone
-0.87 / 0.345 us and held fp32's for 16 of 18. Over the 36 (``benchmarks/bench_gpu_norms.py``)
-33 came within 1.25x (the stream: 18), 0.77-1.29x. 0.88 us is about a loaded DRAM round trip,
-0.32 us an L2 one; both are the H100's, applied to every GPU as they are. Not measured below
-2,048 rows: there (values a thread under 256) torch splits no rows across blocks, and a few
-blocks loop over them all (512 rows of 4,096 columns: 32 blocks, 32 rounds), where a round on a
-lightly loaded GPU may take less than the fitted one. Which kernel runs is torch's choice, per
-version. Only the standard library is imported.
+rounds a thread's, tail the partial sums one thread of the last block adds (ceil(blocks an
+output group / block height); 0 where the values are not split across blocks), and four
+constants in seconds fitted by least squares on the logs over 86 sums over rows a lent H100 timed
+kernel by kernel (torch 2.11; bf16 and fp32, 768-50,257 columns, 16-32,768 rows:
+benchmarks/data/h100_live_colsums.csv, h100_live_smallsums.csv): ``FIRST_S`` a kernel's first
+load and its write, ``SPLIT_FIRST_S`` the same where the values are split across blocks (their
+staging and semaphore too), ``ROUND_S`` a round of loads and ``TAIL_S`` a staged partial sum's
+load. 80 of the 86 came within 1.25x (the stream: 24). The sums along rows were never fitted:
+on the same H100, 76 of 86 within 1.25x (the stream: 41); on a lent H200 (the H100's constants
+as they are) 76 of 86 over rows and 74 of 86 along them (the stream: 12 and 35); a decode step's
+means along 1-32 rows of 4,096-8,192 values 2.2-8.9 us, 18 of 18 within 1.25x
+(``benchmarks/bench_gpu_norms.py``). 0.2 us a round is about an L2 round trip: the sums timed
+call after call on one tensor find it in L2, as a step's sum finds the gradient the kernel
+before it wrote. Misses: 50,257 bf16 columns (one value a thread, 1.3-1.8x on the H200), sums
+along rows of 11,008 bf16 values over thousands of rows (1.3-1.5x), and tensors timed from L2
+whose stream is priced from DRAM (0.6-0.8x). Which kernel runs is torch's choice, per version.
+Only the standard library is imported.
 """
 
 from __future__ import annotations
@@ -54,7 +63,8 @@ if TYPE_CHECKING:
 
 REDUCE_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cuda/"
                  "Reduce.cuh (setReduceConfig, reduce_kernel); time constants fitted: a lent "
-                 "H100 SXM5, torch 2.11, benchmarks/data/h100_live_colsums.csv")
+                 "H100 SXM5, torch 2.11, benchmarks/data/h100_live_colsums.csv and "
+                 "h100_live_smallsums.csv (sums over rows)")
 #: torch's most threads a reduce block (``ReduceConfig::MAX_NUM_THREADS``; over v when each
 #: thread sums a vector of v columns)
 MAX_THREADS = 512
@@ -63,10 +73,17 @@ VT0 = 4
 #: a thread's values from which torch splits the rows across blocks, and the fewest and most it
 #: leaves a thread then (``setReduceConfig``'s min and max_values_per_thread)
 MIN_VALUES, MAX_VALUES = 16, 256
-#: a round of ``VT0`` loads, and one staged partial sum the last block adds, in seconds (fitted:
-#: module docstring)
-ROUND_S = 0.88e-6
-TAIL_S = 0.315e-6
+#: a kernel's first load and its write (SPLIT_FIRST_S: where it splits the values across
+#: blocks, their staging and semaphore too), a round of loads, and one staged partial sum the
+#: last block adds, in seconds (fitted: module docstring)
+FIRST_S = 1.05e-6
+SPLIT_FIRST_S = 3.2e-6
+ROUND_S = 0.20e-6
+TAIL_S = 0.31e-6
+#: a vectorized load's bytes along a row (torch's input_vec_size: 8 bf16 / fp16 values, 4
+#: fp32), and the row length up to which torch loads a value at a time
+VECTOR_BYTES = 16
+MIN_VECTORIZED = 128
 #: threads an SM holds where the entry does not say (``gpu.resident_threads``): every NVIDIA
 #: architecture's since Maxwell but Turing's (1,024) and the GA10x / Ada parts' (1,536)
 RESIDENT_THREADS = 2048
@@ -74,9 +91,9 @@ RESIDENT_THREADS = 2048
 
 @dataclass(frozen=True)
 class ReduceLaunch:
-    """The launch torch picks for a sum over rows (module docstring): ``blocks`` of
-    ``threads``, each thread ``rounds`` rounds of loads, and ``tail`` partial sums its last
-    blocks add (0 where the rows are not split across blocks, one kernel, else two)."""
+    """The launch torch picks for a sum (module docstring): ``blocks`` of ``threads``, each
+    thread ``rounds`` rounds of loads, and ``tail`` partial sums its last blocks add (0 where
+    the values are not split across blocks, one kernel, else two)."""
 
     blocks: int
     threads: int
@@ -89,29 +106,39 @@ class ReduceLaunch:
         return 2 if self.tail else 1
 
 
-def launch(summed: SumShape, sms: int, resident_threads: int) -> ReduceLaunch:
-    """The grid, block and work a thread ``setReduceConfig`` gives a sum of ``summed.rows`` rows
-    of ``summed.columns`` adjacent columns on ``sms`` SMs of ``resident_threads`` threads."""
+def launch(summed: SumShape, sms: int, resident_threads: int, size: int = 4) -> ReduceLaunch:
+    """The grid, block and work a thread ``setReduceConfig`` gives a sum over ``summed``'s rows
+    (or, ``summed.along_rows``, along each row) of values of ``size`` bytes on ``sms`` SMs of
+    ``resident_threads`` threads."""
     rows, columns = summed.rows, summed.columns
-    vec = next(v for v in (4, 2, 1) if columns % v == 0)
-    most = MAX_THREADS // vec
-    width = min(_pow2_at_most(columns // vec, most), 32)
-    height = min(_pow2_at_most(rows, most), most // width)
-    width = min(_pow2_at_most(columns // vec, most), most // height)
-    step_out, step_in = width, 1
-    split_warps = rows >= min(height * MIN_VALUES, MAX_VALUES)
+    if summed.along_rows:  # each output's values adjacent: lanes split them, loads of vectors
+        vec = VECTOR_BYTES // size
+        if columns <= MIN_VECTORIZED or columns % vec:
+            vec = 1
+        inputs, outputs, dim0, dim1, most = columns, rows, columns // vec, rows, MAX_THREADS
+    else:  # each thread a vector of adjacent outputs
+        vec = next(v for v in (4, 2, 1) if columns % v == 0)
+        inputs, outputs = rows, columns // vec
+        dim0, dim1, most = outputs, rows, MAX_THREADS // vec
+    width = min(_pow2_at_most(dim0, most), 32)
+    height = min(_pow2_at_most(dim1, most), most // width)
+    width = min(_pow2_at_most(dim0, most), most // height)
+    step_in, step_out = (width, 1) if summed.along_rows else (1, width)
+    split_warps = -(-inputs // step_in) >= min(height * MIN_VALUES, MAX_VALUES)
     if split_warps:
         step_in *= height
     else:
         step_out *= height
-    grid = -(-(columns // vec) // step_out)
-    values = -(-rows // step_in)
+    grid = -(-outputs // step_out)
+    values = -(-inputs // step_in)
     ctas = 1
     target = sms * (resident_threads // (width * height))
     if split_warps and values >= MAX_VALUES and grid <= target:
         ctas = max(min(-(-target // grid), -(-values // MIN_VALUES)), -(-values // MAX_VALUES))
         values = -(-values // ctas)
-    return ReduceLaunch(grid * ctas, width * height, height, -(-values // VT0),
+    # vectorized inputs: a vector a round (``input_vectorized_thread_reduce_impl``), else VT0
+    per_round = vec if summed.along_rows and vec > 1 else VT0
+    return ReduceLaunch(grid * ctas, width * height, height, -(-values // per_round),
                         -(-ctas // height) if ctas > 1 else 0)
 
 
@@ -123,22 +150,24 @@ def resident_threads(hardware: HardwareSpec) -> int:
     return gpu.resident_threads or RESIDENT_THREADS
 
 
-def row_sum_s(summed: SumShape, hardware: HardwareSpec) -> tuple[float, float, int]:
-    """The time a sum over rows spends on its rounds of loads (its waves of blocks one after
-    the other) and on its last blocks' partial sums (beside its stream: module docstring), and
-    its kernels."""
+def row_sum_s(summed: SumShape, hardware: HardwareSpec,
+              size: int = 4) -> tuple[float, float, int]:
+    """The time a sum of values of ``size`` bytes spends on its rounds of loads (its first
+    load and its write, then its waves of blocks one after the other) and on its last blocks'
+    partial sums (beside its stream: module docstring), and its kernels."""
     gpu = hardware.gpu
     assert gpu is not None  # gpu_ops.op_constants: a GPU entry
     resident = resident_threads(hardware)
-    run = launch(summed, gpu.sms, resident)
+    run = launch(summed, gpu.sms, resident, size)
     at_once = gpu.sms * max(resident // run.threads, 1)
     waves = -(-run.blocks // at_once)
-    return waves * run.rounds * ROUND_S, run.tail * TAIL_S, run.kernels
+    first = SPLIT_FIRST_S if run.tail else FIRST_S
+    return first + waves * run.rounds * ROUND_S, run.tail * TAIL_S, run.kernels
 
 
 def work_s(rounds_s: float, tail_s: float, stream_s: float) -> float:
-    """A sum over rows' time but its launches: its rounds of loads or its stream of
-    ``stream_s``, whichever is longer, then its last blocks' partial sums (module docstring)."""
+    """A sum's time but its launches: its rounds of loads or its stream of ``stream_s``,
+    whichever is longer, then its last blocks' partial sums (module docstring)."""
     return max(rounds_s, stream_s) + tail_s
 
 

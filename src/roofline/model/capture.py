@@ -1261,34 +1261,40 @@ def _gathered(op: str, args: Sequence[Any], outs: list[Any]) -> tuple[list[Any],
     return sources, int(indices.numel())
 
 
-#: Reductions by their dimensions (their second argument: ``sum.dim_IntList``, ``mean.dim``) that
-#: torch runs through its reduce kernel, a ``SumShape`` where those are a contiguous input's
-#: leading dimensions (``_sum_shape``)
+#: Reductions by their dimensions (their second argument: ``sum.dim_IntList``, ``mean.dim``; none:
+#: every dimension) that torch runs through its reduce kernel, a ``SumShape`` where those are a
+#: contiguous input's leading or trailing dimensions (``_sum_shape``)
 ROW_SUMS = frozenset({"sum", "mean"})
 
 
 def _sum_shape(op: str, args: Sequence[Any]) -> SumShape | None:
-    """A sum (or mean) over a contiguous input's leading dimensions, its rows and columns
+    """A sum (or mean) of a contiguous input over its leading dimensions, its rows and columns
     (``SumShape``: a Linear's bias gradient, dY of (tokens, features) summed over its tokens),
-    and a layer norm backward's weight gradients' (``_layer_norm_sums``); None for any other
-    op, for a sum over every dimension or over trailing or scattered ones (torch's kernel runs
-    those along a row, as it streams) and for a strided input."""
+    or over its trailing ones (``SumShape.along_rows``: an RMSNorm's mean over each token's
+    features; every dimension: one row), and a layer norm backward's weight gradients'
+    (``_layer_norm_sums``); None for any other op, for a sum over scattered dimensions (a
+    convolution's bias gradient over N, H and W of NCHW: another of torch's launches, priced
+    as a stream) and for a strided input."""
     import torch
 
     if op == "native_layer_norm_backward":
         return _layer_norm_sums(args)
-    if op not in ROW_SUMS or len(args) < 2 or not isinstance(args[0], torch.Tensor):
+    if op not in ROW_SUMS or not args or not isinstance(args[0], torch.Tensor):
         return None
-    x, dims = args[0], args[1]
+    x = args[0]
+    dims = args[1] if len(args) > 1 and args[1] is not None else list(range(x.dim()))
     dims = [dims] if isinstance(dims, int) else dims
-    if not isinstance(dims, (list, tuple)) or not dims or x.dim() < 2 or not x.is_contiguous():
+    if (not isinstance(dims, (list, tuple)) or x.dim() < 1 or not x.is_contiguous()
+            or x.numel() == 0):
         return None
-    reduced = sorted({int(d) % x.dim() for d in dims})
-    if reduced != list(range(len(reduced))) or len(reduced) == x.dim():
+    reduced = sorted({int(d) % x.dim() for d in dims} or range(x.dim()))  # []: every one
+    kept = x.dim() - len(reduced)
+    if reduced == list(range(kept, x.dim())):  # trailing (or every) dimension: along rows
+        columns = _numel(tuple(int(d) for d in x.shape[kept:]))
+        return SumShape(x.numel() // columns, columns, along_rows=True)
+    if reduced != list(range(len(reduced))):
         return None
     rows = _numel(tuple(int(d) for d in x.shape[:len(reduced)]))
-    if rows == 0 or x.numel() == 0:
-        return None
     return SumShape(rows, x.numel() // rows)
 
 

@@ -94,6 +94,7 @@ class SumShape(NamedTuple):
 
     rows: int
     columns: int
+    along_rows: bool = False  # summed along each row instead (a mean over trailing dimensions)
 
 
 #: What a ``bias`` op can follow (``OpShape.follows``): a Linear's dense GEMM, a convolution,

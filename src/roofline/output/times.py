@@ -13,7 +13,7 @@ from ..analysis.gpu_layer_norm import (
     REREAD_ROW_BYTES,
 )
 from ..analysis.gpu_ops import EFFICIENT_TFLOPS, STRIDED_COPY_VALUES
-from ..analysis.gpu_reduce import ROUND_S, TAIL_S
+from ..analysis.gpu_reduce import FIRST_S, ROUND_S, TAIL_S
 from ..analysis.gpu_softmax import (
     SOFTMAX_BACKWARD_VALUES_PER_SM_CLOCK,
     SOFTMAX_REG_COLUMNS,
@@ -320,10 +320,11 @@ _BASIS_TEXT = {
                           f"{max(BATCH_NORM_VALUES_PER_SM_CLOCK.values()):g} values per busy SM "
                           "and clock, a channel to an SM in NCHW reductions; fitted on a lent "
                           "H100), not DRAM's",
-    "reduce-kernel": "sums over a matrix's rows (bias gradients) through torch's reduce kernel: "
-                     "its blocks' rounds of loads "
-                     f"({ROUND_S * 1e6:g} us each) and its last blocks' partial sums "
-                     f"({TAIL_S * 1e6:g} us each; fitted on a lent H100), beside DRAM's",
+    "reduce-kernel": "sums over a matrix's rows (bias gradients) or along them (RMSNorm means) "
+                     f"through torch's reduce kernel: its first load ({FIRST_S * 1e6:g} us), "
+                     f"its blocks' rounds of loads ({ROUND_S * 1e6:g} us each) and its last "
+                     f"blocks' partial sums ({TAIL_S * 1e6:g} us each; fitted on a lent H100), "
+                     "beside DRAM's",
     "layer-norm-kernels": "layer norm backwards as torch's two kernels: dX's stream, "
                           f"{REREAD:g}x past {REREAD_ROW_BYTES // 1024} KB rows, then the "
                           "weight gradients' blocks of 32 columns at "
