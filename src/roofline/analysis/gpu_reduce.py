@@ -112,7 +112,7 @@ def launch(summed: SumShape, sms: int, resident_threads: int, size: int = 4) -> 
     ``resident_threads`` threads."""
     rows, columns = summed.rows, summed.columns
     if summed.along_rows:  # each output's values adjacent: lanes split them, loads of vectors
-        vec = VECTOR_BYTES // size
+        vec = max(int(VECTOR_BYTES // size), 1)
         if columns <= MIN_VECTORIZED or columns % vec:
             vec = 1
         inputs, outputs, dim0, dim1, most = columns, rows, columns // vec, rows, MAX_THREADS
