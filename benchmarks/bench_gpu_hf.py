@@ -313,10 +313,8 @@ def bias_lines(markdown: bool) -> list[str]:
     profiled step's ``ROW_SUM_KERNELS`` (the memsets beside staged sums not counted), through
     torch's reduce kernel (``analysis.gpu_reduce``, fitted on lone sums, never on these steps)
     and as a stream alone."""
-    from roofline.analysis.gpu_layer_norm import LAYER_NORM_BACKWARD
-
     return step_kernel_lines(markdown, ROW_SUM_KERNELS, lambda op: not op.summed.along_rows
-                             and op.kind != LAYER_NORM_BACKWARD, "as a stream")
+                             and op.kind in ("aten.sum", "aten.mean"), "as a stream")
 
 
 def mean_lines(markdown: bool) -> list[str]:

@@ -29,6 +29,9 @@ torch, CPU build: the capture runs on the meta device).
 Then Liger-Kernel's published ``torch.nn.LayerNorm`` forward timings (data/liger_layer_norm.csv:
 fp32, 4096 rows of 1024-16384 on A100 SXM4 and PCIe 80GB and an H100 SXM5), never fitted:
 measured / predicted as a captured ``aten.native_layer_norm``, and as a stream alone.
+Then layer norms over a few rows (1-512 of 768 and 4,096, data/h1?0_live_smallsums*.csv), their
+kernels against the captured op's prediction, where their rounds of loads bound them
+(``gpu_layer_norm.row_rounds_s``, fitted on the first H100 run's), and as priced before.
 Last, sums over a matrix's rows (a bias gradient) and along them (``x.sum(-1)``, an RMSNorm's
 ``x.mean(-1)``) on two H100s and an H200 (data/h1?0_live_colsums*.csv, h1?0_live_smallsums*.csv:
 768-50,257 columns, 1-32,768 rows) against the captured op's prediction through torch's reduce
@@ -39,10 +42,12 @@ fitted; the rest never), and each as a stream alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import math
 import statistics
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from _tables import table_lines
@@ -68,7 +73,6 @@ def ratios(files: dict[str, Path] = FILES
            ) -> dict[tuple[str, str, int, int], dict[str, tuple[float, float]]]:
     """(op, dtype, log2 of the values, cols) -> {device: (measured s, predicted s)} of the
     ``files`` (by device; the op rows gpu_measure.py timed)."""
-    from roofline.analysis.gpu_layer_norm import LAYER_NORM_BACKWARD
     from roofline.analysis.gpu_ops import predict_op
     from roofline.analysis.gpu_softmax import SOFTMAX_BACKWARD_KINDS, SOFTMAX_KINDS
     from roofline.hardware.catalog import load_hardware
@@ -87,11 +91,11 @@ def ratios(files: dict[str, Path] = FILES
                 flops, reads, writes = ELEMENTWISE[table]
                 n = rows * cols
                 # a softmax or its backward over the last dimension: the row's width; a layer
-                # norm backward: the rows and columns its weight gradients sum over
+                # norm: its rows and columns (the backward's weight gradients sum over them)
                 op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
                         flops * n, (reads + writes) * itemsize(dtype) * n,
                         row=cols if kind in SOFTMAX_KINDS | SOFTMAX_BACKWARD_KINDS else 0,
-                        summed=SumShape(rows, cols) if kind == LAYER_NORM_BACKWARD else None)
+                        summed=SumShape(rows, cols) if kind in LAYER_NORMS else None)
                 predicted = predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype),
                                        hw.bandwidth_bytes_per_s).time_s
                 key = (row["op"], dtype, round(math.log2(n)), cols)  # rows = 2^v // cols
@@ -303,6 +307,74 @@ def share(data: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]],
     return f"{sum(1 / 1.25 <= m / p <= 1.25 for m, p in got) / len(got):.0%}"
 
 
+#: the captured layer norms, which keep their rows and columns (``Op.summed``)
+LAYER_NORMS = ("aten.native_layer_norm", "aten.native_layer_norm_backward")
+#: (GPU, run, hwdb entry, file) of the few rows' layer norms: the H100 run that fitted their
+#: rounds, a repeat on another H100 and an H200's
+SMALL_NORM_RUNS = (("H100", "first", "h100-sxm5-80gb", "h100_live_smallsums.csv"),
+                   ("H100", "repeat", "h100-sxm5-80gb", "h100_live_smallsums_repeat.csv"),
+                   ("H200", "first", "h200-sxm-141gb", "h200_live_smallsums.csv"))
+
+
+def small_norm_lines(markdown: bool) -> list[str]:
+    """Layer norms over 1-512 rows of 768 and 4,096 (data/h1?0_live_smallsums*.csv): each op's
+    kernels (the forward's one; the backward's dX and weight-gradient kernels) against the
+    captured op's prediction (``Op.summed``: its rounds of loads, ``gpu_layer_norm.row_rounds_s``,
+    or its row passes or stream), and against it without its rows (the prediction before),
+    by GPU, run, op and dtype."""
+    from dataclasses import replace
+
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.dtypes import itemsize
+    from roofline.model.ops import ELEMENTWISE, Op, SumShape
+
+    body = []
+    for gpu, run, entry, name in SMALL_NORM_RUNS:
+        hw = load_hardware(entry)
+        got: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        with open(HERE / name, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["op"] not in ("layer-norm", "layer-norm-backward") or row.get("error"):
+                    continue
+                m, n = (int(x) for x in row["shape"].split("x"))
+                kind, table = KINDS[row["op"]]
+                flops, reads, writes = ELEMENTWISE[table]
+                dtype = row["dtype"]
+                op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
+                        flops * m * n, (reads + writes) * itemsize(dtype) * m * n,
+                        summed=SumShape(m, n))
+                peak = hw.peak_flops_per_s(dtype)
+                predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
+                with _without_rounds():
+                    before = predict_op(replace(op, summed=None) if kind == LAYER_NORMS[0]
+                                        else op, hw, dtype, peak,
+                                        hw.bandwidth_bytes_per_s).time_s
+                measured = float(row["kernel_ms"]) * 1e-3
+                got.setdefault((row["op"], dtype), []).append(
+                    (measured / predicted, measured / before))
+        for (op_name, dtype), pairs in sorted(got.items()):
+            now, then = [a for a, _ in pairs], [b for _, b in pairs]
+            body.append([gpu, run, op_name, dtype, str(len(pairs)), _within(now),
+                         f"{min(now):.2f}-{max(now):.2f}", _within(then),
+                         f"{min(then):.2f}-{max(then):.2f}"])
+    return table_lines(["GPU", "run", "op", "dtype", "ops", "within 1.25x", "range",
+                        "before: within 1.25x", "range"], body, markdown)
+
+
+@contextlib.contextmanager
+def _without_rounds() -> Iterator[None]:
+    """The layer norm backward's dX kernel priced as before its rounds were (its stream)."""
+    from roofline.analysis import gpu_layer_norm
+
+    kept = gpu_layer_norm.DX_FIRST_S, gpu_layer_norm.DX_ROUND_S
+    gpu_layer_norm.DX_FIRST_S = gpu_layer_norm.DX_ROUND_S = 0.0
+    try:
+        yield
+    finally:
+        gpu_layer_norm.DX_FIRST_S, gpu_layer_norm.DX_ROUND_S = kept
+
+
 #: (GPU, run, hwdb entry, files) of the sums' table: the H100 run the constants were fitted on
 #: (its sums over rows), a repeat on another H100, and an H200's, never fitted
 SUM_RUNS = (("H100", "first", "h100-sxm5-80gb",
@@ -382,6 +454,11 @@ def main() -> int:
                       *sweep_lines(args.markdown), "", *backward_lines(args.markdown), "",
                       *loss_lines(args.markdown), "",
                       *liger_lines(args.markdown), "",
+                      "Layer norms over 1-512 rows of 768 and 4,096 (data/h1?0_live_smallsums*"
+                      ".csv): their kernels / the captured op's prediction (their rounds of "
+                      "loads, gpu_layer_norm.row_rounds_s, fitted on the first H100 run) and "
+                      "before (the forward's row passes, dX's stream):",
+                      *small_norm_lines(args.markdown), "",
                       "Sums over a matrix's rows (a bias gradient) and along them (x.sum(-1), "
                       "an RMSNorm's x.mean(-1)) through torch's reduce kernel "
                       "(analysis.gpu_reduce, fitted on the first H100 run's sums over rows) on "

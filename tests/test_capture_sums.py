@@ -67,6 +67,9 @@ def test_a_layer_norm_backward_keeps_the_rows_its_weight_gradients_sum_over():
     net = capture(module, torch.randn(4, 16, 8), mode="train")
     (ln,) = [op for op in net.ops() if op.kind == "aten.native_layer_norm_backward"]
     assert ln.summed == SumShape(64, 24)
+    # its forward keeps its 64 rows of 24 too (its rounds of loads over a few rows)
+    (forward,) = [op for op in net.ops() if op.kind == "aten.native_layer_norm"]
+    assert forward.summed == SumShape(64, 24)
     report = analyze(net, load_hardware("h100-sxm5-80gb"))
     assert {r.predicted_basis for r in report.ops
             if r.op.kind == "aten.native_layer_norm_backward"} == {"layer-norm-kernels"}

@@ -1,8 +1,9 @@
 """A captured layer norm backward on a GPU as torch's two kernels (analysis.gpu_layer_norm): dX's
 stream with its re-reads past 4 KB rows, then the weight gradients' ceil(columns / 32) blocks
-or their stream, and past 65,536 rows the split torch makes. Each figure is worked by hand from
-the module's constants; the model is checked against the whole ops two lent GPUs timed
-(benchmarks/data/h1?0_live_norms.csv), the H200's never fitted."""
+or their stream, and past 65,536 rows the split torch makes; over a few rows the forward's and
+dX's rounds of loads. Each figure is worked by hand from the module's constants; the model is
+checked against the whole ops lent GPUs timed (benchmarks/data/h1?0_live_norms.csv,
+h1?0_live_smallsums*.csv), the H200's never fitted."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from roofline.analysis.gpu_layer_norm import row_rounds_s
 from roofline.analysis.gpu_ops import predict_op
 from roofline.hardware.catalog import load_hardware
 from roofline.model.ops import Op, SumShape
@@ -19,12 +21,57 @@ DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
 KIND = "aten.native_layer_norm_backward"
 
 
-def _predict(rows: int, cols: int, dtype: str, entry: str = "h100-sxm5-80gb"):
+def _predict(rows: int, cols: int, dtype: str, entry: str = "h100-sxm5-80gb",
+             kind: str = KIND):
     hw = load_hardware(entry)
     size = 2 if dtype == "bf16" else 4
-    op = Op("OP1", "ln", "backward", KIND, 0, 3 * rows * cols * size,
-            summed=SumShape(rows, cols))
+    passes = 3 if kind == KIND else 2
+    op = Op("OP1", "ln", "backward" if kind == KIND else "forward", kind, 0,
+            passes * rows * cols * size, summed=SumShape(rows, cols))
     return predict_op(op, hw, dtype, hw.peak_flops_per_s(dtype), hw.bandwidth_bytes_per_s)
+
+
+def test_a_few_rows_go_round_their_loads():
+    # one decode token's layer norm of 4,096 bf16 on an H100: a block of 128 threads, vectors
+    # of 4, twice over the row's 4096 / 512 = 8 rounds: 1.19 + 16 x 0.29 = 5.83 us, over its
+    # row passes (1.5 x 16,384 B / (11.5 x 132 x 1.98 GHz)); with a launch 6.73 us (torch took
+    # 6.06 us); 768 values: 2 x 2 rounds, 0.9 + 1.19 + 1.16 = 3.25 us (2.93 us)
+    p = _predict(1, 4096, "bf16", kind="aten.native_layer_norm")
+    assert (p.basis, p.time_s) == ("row-passes", pytest.approx(0.9e-6 + 1.19e-6 + 16 * 0.29e-6))
+    assert _predict(8, 768, "bf16", kind="aten.native_layer_norm").time_s == pytest.approx(
+        0.9e-6 + 1.19e-6 + 4 * 0.29e-6)
+    # its backward: dX 0.58 + 16 x 0.175 = 3.38 us over its stream (torch's dX kernel 3.68 us),
+    # the gradients' blocks as before: 32 x 1 / (3.3 x 1.98 GHz) under their stream
+    p = _predict(1, 4096, "bf16")
+    assert p.terms["dx_s"] == pytest.approx(0.58e-6 + 16 * 0.175e-6)
+    # 2,112 blocks of 128 threads fill an H100 at once (132 SMs x 16): 4,224 rows take two
+    # waves, 1.19 + 2 x 4 x 0.29 = 3.51 us, under the row passes there, 1.5 x 2 x 4224 x 768 x
+    # 2 B / (11.5 x 132 x 1.98 GHz) = 6.48 us, which stay the op's
+    hw = load_hardware("h100-sxm5-80gb")
+    assert row_rounds_s(SumShape(4224, 768), hw) == pytest.approx(1.19e-6 + 8 * 0.29e-6)
+    p = _predict(4224, 768, "bf16", kind="aten.native_layer_norm")
+    assert p.terms["row_s"] == pytest.approx(1.5 * 2 * 4224 * 768 * 2 / (11.5 * 132 * 1.98e9))
+
+
+def test_a_few_rows_hold_on_both_gpus():
+    # 1-512 rows of 768 and 4,096, bf16 and fp32: the forward's one kernel, all 24 within 1.25x
+    # on the H100 that fitted its rounds, its repeat and an H200 (as row passes: 0-1 of 12 a
+    # dtype); the backward's two, 20 of 24 on the H100 and 23 of 24 on the H200 (before: 5
+    # and 4): bench_gpu_norms.py's layer norm table
+    import sys
+
+    sys.path.insert(0, str(DATA.parent))
+    import bench_gpu_norms
+
+    rows = {tuple(r[:4]): (int(r[4]), int(r[5])) for r in (
+        line.split() for line in bench_gpu_norms.small_norm_lines(False)[1:])}
+    for gpu, run in (("H100", "first"), ("H100", "repeat"), ("H200", "first")):
+        for dtype in ("bf16", "fp32"):
+            assert rows[(gpu, run, "layer-norm", dtype)] == (12, 12)
+    backward = {(gpu, run): sum(rows[(gpu, run, "layer-norm-backward", d)][1]
+                                for d in ("bf16", "fp32")) for gpu, run in
+                (("H100", "first"), ("H100", "repeat"), ("H200", "first"))}
+    assert backward == {("H100", "first"): 20, ("H100", "repeat"): 20, ("H200", "first"): 23}
 
 
 def test_narrow_rows_wait_on_the_gradient_kernels_few_blocks():

@@ -116,7 +116,9 @@ again to write dX. Their bytes (``ROW_PASSES``: 3/2 and 5/3 of the op's) at
 
     t_row = p x bytes / (B_row x S x f)
 
-with S the SMs and f their clock as for a permuted copy. An H200, with 1.43x an H100's bandwidth
+with S the SMs and f their clock as for a permuted copy; over a few rows (a captured layer norm
+forward keeps them, ``Op.summed``) at least the row's rounds of loads, one after the other
+(``gpu_layer_norm.row_rounds_s``). An H200, with 1.43x an H100's bandwidth
 and the same SMs and clock, ran the bf16 forward in the same time within 1.00-1.29x. Fitted on
 Hopper only, and applied to every GPU as ``STRIDED_COPY_VALUES`` is; on Ampere, never fitted,
 Liger-Kernel's published ``torch.nn.LayerNorm`` fp32 forwards (4096 rows of 1024-16384 on an
@@ -181,7 +183,13 @@ from typing import TYPE_CHECKING
 from ..roof import roofline_time_s
 from .attention_rates import FA2_AMPERE_FRACTION, FA3_FIGURES, MEASURED_ON_PEAK_TFLOPS, SEQS, Curve
 from .gpu_batch_norm import BATCH_NORM_SOURCE, batch_norm_kernels, batch_norm_s
-from .gpu_layer_norm import LAYER_NORM_BACKWARD, LAYER_NORM_SOURCE, layer_norm_backward_s
+from .gpu_layer_norm import (
+    LAYER_NORM_BACKWARD,
+    LAYER_NORM_FORWARD,
+    LAYER_NORM_SOURCE,
+    layer_norm_backward_s,
+    row_rounds_s,
+)
 from .gpu_reduce import REDUCE_SOURCE, row_sum_s, work_s
 from .gpu_softmax import (
     L2_PARTITIONS_SOURCE,
@@ -406,7 +414,7 @@ def laid_out_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: O
                              "memory_s": memory_s})
     if op.summed is not None and op.kind == LAYER_NORM_BACKWARD:
         return layer_norm_prediction(op, hardware, dtype, constants)
-    if op.summed is not None:
+    if op.summed is not None and op.kind != LAYER_NORM_FORWARD:
         return row_sum_prediction(op, hardware, dtype, constants, memory_s)
     return batch_norm_prediction(op, hardware, dtype, constants, memory_s)
 
@@ -471,8 +479,13 @@ def batch_norm_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants:
 def row_passes_s(op: Op, hardware: HardwareSpec) -> float:
     """The time torch's row kernel of ``op`` takes to pass its rows through the SMs: the bytes
     of its passes (``ROW_PASSES``) at ``ROW_BYTES_PER_SM_CLOCK`` on every SM, at the clock
-    CUDA-core work runs at (as ``strided_copy_s``)."""
-    return ROW_PASSES[op.kind] * op.bytes / (ROW_BYTES_PER_SM_CLOCK * sm_clocks_per_s(hardware))
+    CUDA-core work runs at (as ``strided_copy_s``); for a captured layer norm forward with its
+    rows (``Op.summed``), at least their rounds of loads (``gpu_layer_norm.row_rounds_s``)."""
+    passes_s = ROW_PASSES[op.kind] * op.bytes / (ROW_BYTES_PER_SM_CLOCK
+                                                 * sm_clocks_per_s(hardware))
+    if op.summed is not None and op.kind == LAYER_NORM_FORWARD:
+        return max(passes_s, row_rounds_s(op.summed, hardware))
+    return passes_s
 
 
 def strided_copy_s(nbytes: int, hardware: HardwareSpec, dtype: str) -> float:

@@ -1271,14 +1271,16 @@ def _sum_shape(op: str, args: Sequence[Any]) -> SumShape | None:
     """A sum (or mean) of a contiguous input over its leading dimensions, its rows and columns
     (``SumShape``: a Linear's bias gradient, dY of (tokens, features) summed over its tokens),
     or over its trailing ones (``SumShape.along_rows``: an RMSNorm's mean over each token's
-    features; every dimension: one row), and a layer norm backward's weight gradients'
-    (``_layer_norm_sums``); None for any other op, for a sum over scattered dimensions (a
-    convolution's bias gradient over N, H and W of NCHW: another of torch's launches, priced
-    as a stream) and for a strided input."""
+    features; every dimension: one row), a layer norm backward's weight gradients'
+    (``_layer_norm_sums``) and a layer norm forward's rows (``_layer_norm_rows``); None for any
+    other op, for a sum over scattered dimensions (a convolution's bias gradient over N, H and W
+    of NCHW: another of torch's launches, priced as a stream) and for a strided input."""
     import torch
 
     if op == "native_layer_norm_backward":
         return _layer_norm_sums(args)
+    if op == "native_layer_norm":  # its rows and the values it normalizes in each
+        return _layer_norm_rows(args)
     if op not in ROW_SUMS or not args or not isinstance(args[0], torch.Tensor):
         return None
     x = args[0]
@@ -1296,6 +1298,20 @@ def _sum_shape(op: str, args: Sequence[Any]) -> SumShape | None:
         return None
     rows = _numel(tuple(int(d) for d in x.shape[:len(reduced)]))
     return SumShape(rows, x.numel() // rows)
+
+
+def _layer_norm_rows(args: Sequence[Any]) -> SumShape | None:
+    """A layer norm forward's rows and the values of each
+    (``native_layer_norm(input, normalized_shape, weight, bias, eps)``), whose rounds of loads
+    set its time over a few rows on a GPU (``analysis.gpu_layer_norm.row_rounds_s``)."""
+    import torch
+
+    if len(args) < 2 or not isinstance(args[0], torch.Tensor):
+        return None
+    columns = _numel(tuple(int(d) for d in args[1]))
+    if columns == 0 or args[0].numel() == 0:
+        return None
+    return SumShape(args[0].numel() // columns, columns)
 
 
 def _layer_norm_sums(args: Sequence[Any]) -> SumShape | None:

@@ -90,7 +90,9 @@ class SumShape(NamedTuple):
     tokens): its ``rows`` (the values summed into each output) and ``columns`` (the outputs,
     adjacent in memory; torch's reduce kernel runs them a thread each, ``analysis.gpu_reduce``);
     and a captured layer norm backward's, the rows and columns its weight gradients sum over
-    (torch's gradient kernel runs 32 columns a block, ``analysis.gpu_layer_norm``)."""
+    (torch's gradient kernel runs 32 columns a block, ``analysis.gpu_layer_norm``), and a
+    captured layer norm forward's, its rows and the values it normalizes in each (a block a
+    row)."""
 
     rows: int
     columns: int

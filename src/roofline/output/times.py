@@ -299,7 +299,8 @@ _BASIS_TEXT = {
                     f"{max(STRIDED_COPY_VALUES.values()):g} values per SM and clock, fitted on "
                     "a lent H100), not DRAM's",
     "row-passes": "layer norms at the rate torch's row kernels pass each row through an SM "
-                  "(its forward reads X twice; fitted on a lent H100), not DRAM's",
+                  "(its forward reads X twice), or over a few rows at their rounds of loads "
+                  "(fitted on a lent H100), not DRAM's",
     "softmax-rows": "softmaxes at the rate torch's softmax kernel for the row's width works "
                     "through its values "
                     f"({min(v for _, v in SOFTMAX_VALUES_PER_SM_CLOCK):g}-"
