@@ -36,7 +36,9 @@ Last, sums over a matrix's rows (a bias gradient) and along them (``x.sum(-1)``,
 ``x.mean(-1)``) on two H100s and an H200 (data/h1?0_live_colsums*.csv, h1?0_live_smallsums*.csv:
 768-50,257 columns, 1-32,768 rows) against the captured op's prediction through torch's reduce
 kernel (``analysis.gpu_reduce``, whose four time constants the first H100 run's sums over rows
-fitted; the rest never), and each as a stream alone.
+fitted; the rest never), and each as a stream alone. Then a convolution's bias gradient in NCHW
+and channels_last (``x.sum((0, 2, 3))``, as torch's ``convolution_backward`` sums it) against the
+captured ``bias-backward``'s prediction and as a stream.
 """
 
 from __future__ import annotations
@@ -375,6 +377,54 @@ def _without_rounds() -> Iterator[None]:
         gpu_layer_norm.DX_FIRST_S, gpu_layer_norm.DX_ROUND_S = kept
 
 
+def conv_sum_lines(markdown: bool) -> list[str]:
+    """A convolution's bias gradient, ``x.sum((0, 2, 3))`` over ResNet-50's maps at batches 8
+    and 64 in NCHW and channels_last (data/h1?0_live_smallsums*.csv), each call's kernels
+    against the captured ``bias-backward``'s prediction (``SumShape`` as the capture makes it:
+    NCHW an indexed sum along each channel's N runs, channels_last a sum over N H W rows; the
+    indexed constants fitted on the first H100 run's NCHW sums, nothing else) and as a stream
+    alone, by GPU, run, layout and dtype."""
+    from dataclasses import replace
+
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.dtypes import itemsize
+    from roofline.model.ops import ELEMENTWISE, Op, SumShape
+
+    flops, reads, writes = ELEMENTWISE["bias-backward"]
+    body = []
+    for gpu, run, entry, name in SMALL_NORM_RUNS:
+        hw = load_hardware(entry)
+        got: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        with open(HERE / name, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["op"] not in ("sum-nchw", "sum-nhwc") or row.get("error"):
+                    continue
+                n, c, h, w = (int(x) for x in row["shape"].split("x"))
+                dtype, values = row["dtype"], n * c * h * w
+                summed = (SumShape(n * h * w, c) if row["op"] == "sum-nhwc"
+                          else SumShape(c, n * h * w, along_rows=True, indexed=n > 1))
+                op = Op("OP1", "conv", "backward", "bias-backward", flops * values,
+                        (reads + writes) * values * itemsize(dtype) + c, follows="conv",
+                        summed=summed)
+                peak = hw.peak_flops_per_s(dtype)
+                predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
+                stream = predict_op(replace(op, summed=None), hw, dtype, peak,
+                                    hw.bandwidth_bytes_per_s).time_s
+                measured = float(row["kernel_ms"]) * 1e-3
+                layout = "NCHW" if row["op"] == "sum-nchw" else "channels_last"
+                got.setdefault((layout, dtype), []).append(
+                    (measured / predicted, measured / stream))
+        for (layout, dtype), pairs in sorted(got.items()):
+            now, then = [a for a, _ in pairs], [b for _, b in pairs]
+            fitted = "yes" if (gpu, run, layout) == ("H100", "first", "NCHW") else "no"
+            body.append([gpu, run, layout, dtype, fitted, str(len(pairs)), _within(now),
+                         f"{min(now):.2f}-{max(now):.2f}", _within(then),
+                         f"{min(then):.2f}-{max(then):.2f}"])
+    return table_lines(["GPU", "run", "layout", "dtype", "fitted", "sums", "within 1.25x",
+                        "range", "as a stream: within 1.25x", "range"], body, markdown)
+
+
 #: (GPU, run, hwdb entry, files) of the sums' table: the H100 run the constants were fitted on
 #: (its sums over rows), a repeat on another H100, and an H200's, never fitted
 SUM_RUNS = (("H100", "first", "h100-sxm5-80gb",
@@ -464,7 +514,12 @@ def main() -> int:
                       "(analysis.gpu_reduce, fitted on the first H100 run's sums over rows) on "
                       "two H100s and an H200 (data/h1?0_live_colsums*.csv, "
                       "h1?0_live_smallsums*.csv): kernels / the captured op's prediction:",
-                      *colsum_lines(args.markdown)]))
+                      *colsum_lines(args.markdown), "",
+                      "A convolution's bias gradient, x.sum((0, 2, 3)) over ResNet-50's maps "
+                      "at batches 8 and 64 (data/h1?0_live_smallsums*.csv): kernels / the "
+                      "captured bias-backward's prediction (NCHW an indexed sum, fitted on the "
+                      "first H100 run; channels_last a sum over N H W rows) and as a stream:",
+                      *conv_sum_lines(args.markdown)]))
     return 0
 
 

@@ -73,3 +73,17 @@ def test_a_layer_norm_backward_keeps_the_rows_its_weight_gradients_sum_over():
     report = analyze(net, load_hardware("h100-sxm5-80gb"))
     assert {r.predicted_basis for r in report.ops
             if r.op.kind == "aten.native_layer_norm_backward"} == {"layer-norm-kernels"}
+
+
+def test_a_convolution_bias_gradient_is_a_sum_by_its_layout():
+    # conv2d 8 -> 16 with a bias over (2, 8, 6, 6): its gradient sums dY of 2 x 16 x 6 x 6 per
+    # channel; in NCHW each channel's 2 runs of 36 (an indexed sum along 16 rows of 72), in
+    # channels_last 2 x 6 x 6 = 72 rows of 16 adjacent channels
+    conv = torch.nn.Conv2d(8, 16, 3, padding=1)
+    x = torch.randn(2, 8, 6, 6)
+    (grad,) = [op for op in capture(conv, x, mode="train").ops() if op.kind == "bias-backward"]
+    assert grad.summed == SumShape(16, 72, along_rows=True, indexed=True)
+    conv = conv.to(memory_format=torch.channels_last)
+    x = x.to(memory_format=torch.channels_last)
+    (grad,) = [op for op in capture(conv, x, mode="train").ops() if op.kind == "bias-backward"]
+    assert grad.summed == SumShape(72, 16)

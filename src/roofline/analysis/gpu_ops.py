@@ -449,7 +449,8 @@ def row_sum_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: Op
     from ..model.dtypes import itemsize
 
     assert op.summed is not None  # laid_out_prediction: a sum over rows
-    rounds_s, tail_s, kernels = row_sum_s(op.summed, hardware, itemsize(op.dtype or dtype))
+    rounds_s, tail_s, kernels = row_sum_s(op.summed, hardware, itemsize(op.dtype or dtype),
+                                          sm_clocks_per_s(hardware))
     summing_s = work_s(rounds_s, tail_s, memory_s)
     return OpPrediction(kernels * constants.launch_s + summing_s,
                         "reduce-kernel" if summing_s > memory_s else "streaming",

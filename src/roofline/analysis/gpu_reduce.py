@@ -2,7 +2,8 @@
 part of ``analysis.gpu_ops`` for a captured sum or mean over a contiguous tensor's leading
 dimensions (a Linear's bias gradient, dY summed over its tokens) or its trailing ones (an RMSNorm's
 mean over each token's features; ``Op.summed``: the matrix's rows and columns, and which way it
-is summed), and a model.yaml Linear's or transformer projection's ``bias-backward``.
+is summed), a captured convolution's bias gradient, and a model.yaml Linear's or transformer
+projection's ``bias-backward``.
 
 Torch runs both through ``reduce_kernel`` (pytorch/pytorch aten/src/ATen/native/cuda/Reduce.cuh,
 ``setReduceConfig``; ``REDUCE_SOURCE``), whose launch ``launch`` works out from the matrix as torch
@@ -48,8 +49,17 @@ means along 1-32 rows of 4,096-8,192 values 2.2-8.9 us, 18 of 18 within 1.25x
 call after call on one tensor find it in L2, as a step's sum finds the gradient the kernel
 before it wrote. Misses: 50,257 bf16 columns (one value a thread, 1.3-1.8x on the H200), sums
 along rows of 11,008 bf16 values over thousands of rows (1.3-1.5x), and tensors timed from L2
-whose stream is priced from DRAM (0.6-0.8x). Which kernel runs is torch's choice, per version.
-Only the standard library is imported.
+whose stream is priced from DRAM (0.6-0.8x).
+
+A convolution's bias gradient over an NCHW map (``SumShape.indexed``: each channel's N runs of H W
+values) runs the sum along rows a value a load, each one's offset computed through the input's two
+reduced dimensions: its rounds take ``INDEXED_ROUND_S`` (0.54 us) and, where its blocks crowd the
+SMs, its values ``INDEXED_VALUES_PER_SM_CLOCK`` (2.04) a clock of each SM, not DRAM: an H100 and an
+H200 took the same time for the same maps. Both fitted on the first H100 run's 24 such sums
+(ResNet-50's maps at batches 8 and 64, bf16 and fp32: 24 within 1.25x, as a stream 0); never
+fitted, the repeat's and the H200's 24 each; in channels_last (a sum over N H W rows, no constant
+of its own) 16-18 of 24 on each (0.71-1.09x; as a stream 0-1). Which kernel runs is torch's
+choice, per version. Only the standard library is imported.
 """
 
 from __future__ import annotations
@@ -80,6 +90,10 @@ FIRST_S = 1.05e-6
 SPLIT_FIRST_S = 3.2e-6
 ROUND_S = 0.20e-6
 TAIL_S = 0.31e-6
+#: an indexed sum's round of loads (each value's offset computed: NCHW's N, H and W summed), and
+#: the values it sums per SM and clock where its blocks crowd the SMs (fitted: module docstring)
+INDEXED_ROUND_S = 0.54e-6
+INDEXED_VALUES_PER_SM_CLOCK = 2.04
 #: a vectorized load's bytes along a row (torch's input_vec_size: 8 bf16 / fp16 values, 4
 #: fp32), and the row length up to which torch loads a value at a time
 VECTOR_BYTES = 16
@@ -113,7 +127,7 @@ def launch(summed: SumShape, sms: int, resident_threads: int, size: int = 4) -> 
     rows, columns = summed.rows, summed.columns
     if summed.along_rows:  # each output's values adjacent: lanes split them, loads of vectors
         vec = max(int(VECTOR_BYTES // size), 1)
-        if columns <= MIN_VECTORIZED or columns % vec:
+        if columns <= MIN_VECTORIZED or columns % vec or summed.indexed:
             vec = 1
         inputs, outputs, dim0, dim1, most = columns, rows, columns // vec, rows, MAX_THREADS
     else:  # each thread a vector of adjacent outputs
@@ -150,11 +164,13 @@ def resident_threads(hardware: HardwareSpec) -> int:
     return gpu.resident_threads or RESIDENT_THREADS
 
 
-def row_sum_s(summed: SumShape, hardware: HardwareSpec,
-              size: int = 4) -> tuple[float, float, int]:
+def row_sum_s(summed: SumShape, hardware: HardwareSpec, size: int = 4,
+              sm_clocks_per_s: float = 0.0) -> tuple[float, float, int]:
     """The time a sum of values of ``size`` bytes spends on its rounds of loads (its first
-    load and its write, then its waves of blocks one after the other) and on its last blocks'
-    partial sums (beside its stream: module docstring), and its kernels."""
+    load and its write, then its waves of blocks one after the other; an indexed sum's at
+    ``INDEXED_ROUND_S``, and at least its values at ``INDEXED_VALUES_PER_SM_CLOCK`` on
+    ``sm_clocks_per_s``, S x f) and on its last blocks' partial sums (beside its stream: module
+    docstring), and its kernels."""
     gpu = hardware.gpu
     assert gpu is not None  # gpu_ops.op_constants: a GPU entry
     resident = resident_threads(hardware)
@@ -162,7 +178,12 @@ def row_sum_s(summed: SumShape, hardware: HardwareSpec,
     at_once = gpu.sms * max(resident // run.threads, 1)
     waves = -(-run.blocks // at_once)
     first = SPLIT_FIRST_S if run.tail else FIRST_S
-    return first + waves * run.rounds * ROUND_S, run.tail * TAIL_S, run.kernels
+    if summed.indexed and sm_clocks_per_s:
+        values_s = summed.rows * summed.columns / (INDEXED_VALUES_PER_SM_CLOCK * sm_clocks_per_s)
+        rounds_s = max(waves * run.rounds * INDEXED_ROUND_S, values_s)
+    else:
+        rounds_s = waves * run.rounds * ROUND_S
+    return first + rounds_s, run.tail * TAIL_S, run.kernels
 
 
 def work_s(rounds_s: float, tail_s: float, stream_s: float) -> float:

@@ -985,8 +985,9 @@ def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
                      torch.backends.cudnn.allow_tf32)
     if op == "convolution_backward" and not args[7]:
         mask = tuple(args[10])
+        nhwc = _channels_last(args[1]) or _channels_last(args[2])
         return _tf32(_conv(args[1], args[2], [None, None, None, *args[4:7], None, None, args[9]],
-                           owner, mask) + _conv_bias(args[0], pass_, owner, bool(mask[2])),
+                           owner, mask) + _conv_bias(args[0], pass_, owner, bool(mask[2]), nhwc),
                      args[1], torch.backends.cudnn.allow_tf32)
     if op in FREE_OPS or view:
         if any(id(t) in rec.weights for t in tensors):  # a view of a weight is a weight
@@ -1412,27 +1413,45 @@ def _added_input(added: Any, out: Any, pass_: str, owner: str) -> list[Item]:
     return [_bias_op(owner, pass_, "bias", out.numel(), added.numel(), "linear")]
 
 
-def _conv_bias(out: Any, pass_: str, owner: str, bias: bool) -> list[Item]:
+def _conv_bias(out: Any, pass_: str, owner: str, bias: bool,
+               nhwc: bool = False) -> list[Item]:
     """A convolution's bias, the op a conv2d layer's ``bias: true`` gives after its GEMM
     (``model.ops.bias_activation``): forward the add over ``out`` (``bias``: the convolution has
     one), backward the sum of ``out``, the output gradient, per channel (``bias``: its gradient
-    is asked for). Both run inside the one ``convolution`` / ``convolution_backward`` op a
-    capture sees; which device runs the add as a kernel of its own is ``analysis``'s business
-    (``follows`` "conv")."""
+    is asked for; ``_conv_bias_sums``). Both run inside the one ``convolution`` /
+    ``convolution_backward`` op a capture sees; which device runs the add as a kernel of its
+    own is ``analysis``'s business (``follows`` "conv")."""
     if not bias:
         return []
-    kind = "bias" if pass_ == "forward" else "bias-backward"
-    return [_bias_op(owner, pass_, kind, out.numel(), out.shape[1], "conv")]
+    if pass_ == "forward":
+        return [_bias_op(owner, pass_, "bias", out.numel(), out.shape[1], "conv")]
+    return [_bias_op(owner, pass_, "bias-backward", out.numel(), out.shape[1], "conv",
+                     _conv_bias_sums(out, nhwc))]
+
+
+def _conv_bias_sums(grad: Any, nhwc: bool) -> SumShape | None:
+    """What torch sums a 2-D convolution's bias gradient as (``grad.sum((0, 2, 3))``, as its
+    ``convolution_backward`` does) over an output gradient of N x C x H x W: in channels_last
+    (``nhwc``, the convolution's operands laid out so) N H W rows of C adjacent channels; in
+    NCHW each channel's N runs of H W values (``SumShape.indexed``), or one run where N or H W
+    is 1."""
+    if grad.dim() != 4 or grad.numel() == 0:
+        return None
+    n, c, h, w = (int(d) for d in grad.shape)
+    if nhwc or h * w == 1:
+        return SumShape(n * h * w, c)
+    return SumShape(c, n * h * w, along_rows=True, indexed=n > 1)
 
 
 def _bias_op(owner: str, pass_: str, kind: str, elements: int, bias_values: int,
-             follows: str) -> CapturedOp:
+             follows: str, summed: SumShape | None = None) -> CapturedOp:
     """A layer's ``bias`` or ``bias-backward`` op over ``elements`` output values, with the
     FLOPs and passes ``model.ops.ELEMENTWISE`` gives it, plus the ``bias_values`` of the bias
-    itself (read forward, written backward), after a product of ``follows``."""
+    itself (read forward, written backward), after a product of ``follows``; ``summed``: the
+    sum a bias gradient is (``_conv_bias_sums``)."""
     flops, reads, writes = ELEMENTWISE[kind]
     return CapturedOp(owner, pass_, kind, flops * elements, (reads + writes) * elements
-                      + bias_values, 0, follows=follows)
+                      + bias_values, 0, follows=follows, summed=summed)
 
 
 def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,

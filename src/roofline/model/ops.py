@@ -97,6 +97,9 @@ class SumShape(NamedTuple):
     rows: int
     columns: int
     along_rows: bool = False  # summed along each row instead (a mean over trailing dimensions)
+    # each row's values in several runs apart (a convolution's bias gradient over NCHW's N, H and
+    # W): torch's reduce computes every value's offset and loads it alone
+    indexed: bool = False
 
 
 #: What a ``bias`` op can follow (``OpShape.follows``): a Linear's dense GEMM, a convolution,
