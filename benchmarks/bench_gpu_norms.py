@@ -38,7 +38,9 @@ Last, sums over a matrix's rows (a bias gradient) and along them (``x.sum(-1)``,
 kernel (``analysis.gpu_reduce``, whose four time constants the first H100 run's sums over rows
 fitted; the rest never), and each as a stream alone. Then a convolution's bias gradient in NCHW
 and channels_last (``x.sum((0, 2, 3))``, as torch's ``convolution_backward`` sums it) against the
-captured ``bias-backward``'s prediction and as a stream.
+captured ``bias-backward``'s prediction and as a stream; and a Conv2d with a bias trained through
+autograd (data/h100_live_convbias.csv), its bias gradient's kernel against the op the capture
+records for the same module.
 """
 
 from __future__ import annotations
@@ -425,6 +427,54 @@ def conv_sum_lines(markdown: bool) -> list[str]:
                         "range", "as a stream: within 1.25x", "range"], body, markdown)
 
 
+#: (GPU, hwdb entry, file) of the captured convolutions' bias gradients
+CONV_BIAS_RUNS = (("H100", "h100-sxm5-80gb", "h100_live_convbias.csv"),)
+
+
+def conv_bias_step_lines(markdown: bool) -> list[str]:
+    """A Conv2d with a bias as a user trains it (data/h1?0_live_convbias.csv: its three gradients
+    through autograd, bf16, NCHW and channels_last), the reduce kernel the profile lists
+    against the ``bias-backward`` op ``roofline.torch.capture`` records for the same module and
+    input (needs torch; captured on the meta device, predicted on the GPU's datasheet entry),
+    and that op as a stream. Never fitted."""
+    from dataclasses import replace
+
+    import torch
+
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+    from roofline.torch import capture
+
+    body = []
+    for gpu, entry, name in CONV_BIAS_RUNS:
+        if not (HERE / name).exists():
+            continue
+        hw = load_hardware(entry)
+        with open(HERE / name, newline="") as f:
+            for row in csv.DictReader(f):
+                if row.get("error"):
+                    continue
+                n, cin, cout, side, k = (int(x) for x in row["shape"].split("x"))
+                conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2).to(torch.bfloat16)
+                x = torch.randn(n, cin, side, side, dtype=torch.bfloat16)
+                if row["layout"] == "channels_last":
+                    conv = conv.to(memory_format=torch.channels_last)
+                    x = x.contiguous(memory_format=torch.channels_last)
+                report = analyze(capture(conv, x, mode="train"), hw)
+                (grad,) = [r for r in report.ops if r.op.kind == "bias-backward"]
+                stream = predict_op(replace(grad.op, summed=None), hw, "bf16",
+                                    hw.peak_flops_per_s("bf16"),
+                                    hw.bandwidth_bytes_per_s).time_s
+                measured = float(row["reduce_ms"]) * 1e-3
+                body.append([gpu, row["shape"], row["layout"], f"{measured * 1e6:.1f} us",
+                             f"{grad.predicted_time_s * 1e6:.1f} us",
+                             f"{measured / grad.predicted_time_s:.2f}",
+                             f"{measured / stream:.2f}"])
+    return table_lines(["GPU", "N x Cin x Cout x side x k", "layout", "bias gradient",
+                        "predicted", "ratio", "as a stream"], body, markdown)
+
+
 #: (GPU, run, hwdb entry, files) of the sums' table: the H100 run the constants were fitted on
 #: (its sums over rows), a repeat on another H100, and an H200's, never fitted
 SUM_RUNS = (("H100", "first", "h100-sxm5-80gb",
@@ -519,7 +569,10 @@ def main() -> int:
                       "at batches 8 and 64 (data/h1?0_live_smallsums*.csv): kernels / the "
                       "captured bias-backward's prediction (NCHW an indexed sum, fitted on the "
                       "first H100 run; channels_last a sum over N H W rows) and as a stream:",
-                      *conv_sum_lines(args.markdown)]))
+                      *conv_sum_lines(args.markdown), "",
+                      "A Conv2d with a bias trained as a user does it (data/h100_live_convbias"
+                      ".csv): its bias gradient's reduce kernel / the captured bias-backward's "
+                      "prediction, never fitted:", *conv_bias_step_lines(args.markdown)]))
     return 0
 
 

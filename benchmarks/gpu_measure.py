@@ -75,6 +75,9 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
   along a few rows (``SMALLMEAN_SHAPES``), bf16 and fp32, each call's kernels;
   ``smallsums_templates.json``: the template arguments (vt0, input vector) of a few sums'
   reduce kernels.
+- ``convbias.csv`` (``--parts convbias``): a Conv2d with a bias (``CONVBIAS_SHAPES``), its three
+  gradients as autograd asks for them, NCHW and channels_last, bf16, and the call's kernels
+  (``reduce_ms``: torch's reduce kernel, the bias gradient).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -109,7 +112,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
          "rows", "hf", "masks", "fits", "convs", "bnorms", "resnets", "seqs",
-         "colsums", "smallsums")  # --parts
+         "colsums", "smallsums", "convbias")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -804,6 +807,48 @@ def reduce_templates(torch: Any) -> dict[str, list[str]]:
     return found
 
 
+#: (batch, in channels, out channels, side, kernel) of ``--parts convbias``: convolutions with a
+#: bias, a U-Net's and ResNet's shapes
+CONVBIAS_SHAPES = ((8, 64, 64, 112, 3), (8, 128, 256, 56, 3), (32, 256, 256, 28, 3),
+                   (32, 512, 512, 14, 1))
+
+
+def conv_bias_ops(torch: Any, rec: OpRows, quick: bool) -> None:
+    """A Conv2d with a bias, its input's, weight's and bias's gradients as autograd asks for
+    them (``torch.autograd.grad``), NCHW and channels_last, bf16: eager timing and the call's
+    kernels (the bias gradient among them: torch's reduce kernel)."""
+    from _resnet_kernels import profiled
+
+    for n, cin, cout, side, k in CONVBIAS_SHAPES if not quick else ((2, 8, 8, 6, 3),):
+        for layout in ("nchw", "channels_last"):
+            conv = torch.nn.Conv2d(cin, cout, k, padding=k // 2).to(DEV, torch.bfloat16)
+            x = torch.randn(n, cin, side, side, device=DEV, dtype=torch.bfloat16)
+            if layout == "channels_last":
+                conv = conv.to(memory_format=torch.channels_last)
+                x = x.contiguous(memory_format=torch.channels_last)
+            x.requires_grad_()
+            y = conv(x)
+            dy = torch.randn_like(y)
+            wrt = (x, conv.weight, conv.bias)
+
+            def backward(y=y, dy=dy, wrt=wrt) -> object:
+                return torch.autograd.grad(y, wrt, dy, retain_graph=True)
+
+            kernels = profiled(torch, backward, kernel_times)
+            reduce_us = sum(t for name, t, _ in kernels if "reduce_kernel" in name)
+            rec.add("conv-backward", "bf16", (n, cin, cout, side, k), backward, layout=layout,
+                    kernel_ms=f"{sum(t for _, t, _ in kernels) / 1e3:.6g}",
+                    reduce_ms=f"{reduce_us / 1e3:.6g}",
+                    kernels=";".join(f"{k_[:70]}={t:.2f}x{c:g}" for k_, t, c in kernels))
+            del conv, x, y, dy, wrt
+            empty_cache(torch)
+    log("convbias: done")
+
+
+def measure_convbias(torch: Any, out: Path, quick: bool) -> None:
+    write_op_rows(torch, out / "convbias.csv", (conv_bias_ops,), quick)
+
+
 def measure_smallsums(torch: Any, out: Path, quick: bool) -> None:
     write_op_rows(torch, out / "smallsums.csv", (small_sum_ops,), quick)
     if DEV == "cuda":
@@ -1206,7 +1251,8 @@ def main() -> int:
                       ("resnets", lambda: measure_resnets(torch, args.out, args.quick)),
                       ("seqs", lambda: measure_seqs(torch, args.out, args.quick)),
                       ("colsums", lambda: measure_colsums(torch, args.out, args.quick)),
-                      ("smallsums", lambda: measure_smallsums(torch, args.out, args.quick))):
+                      ("smallsums", lambda: measure_smallsums(torch, args.out, args.quick)),
+                      ("convbias", lambda: measure_convbias(torch, args.out, args.quick))):
         if part in parts:
             t0 = time.perf_counter()
             try:

@@ -87,3 +87,22 @@ def test_a_convolution_bias_gradient_is_a_sum_by_its_layout():
     x = x.to(memory_format=torch.channels_last)
     (grad,) = [op for op in capture(conv, x, mode="train").ops() if op.kind == "bias-backward"]
     assert grad.summed == SumShape(72, 16)
+
+
+def test_a_trained_convolution_bias_gradient_holds_against_a_lent_h100():
+    # a Conv2d with a bias trained through autograd at four shapes, NCHW and channels_last,
+    # bf16 (benchmarks/data/h100_live_convbias.csv): the reduce kernel the profile listed
+    # against the captured bias-backward's prediction, never fitted: 7 of 8 within 1.25x (the
+    # NCHW 8 x 64 x 112 x 112 at 1.41x), as a stream none
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_gpu_norms
+
+    rows = [line.split() for line in bench_gpu_norms.conv_bias_step_lines(False)[1:]]
+    ratios = [float(r[-2]) for r in rows]
+    streams = [float(r[-1]) for r in rows]
+    assert len(ratios) == 8
+    assert sum(1 / 1.25 <= r <= 1.25 for r in ratios) == 7 and max(ratios) < 1.45
+    assert min(streams) > 3

@@ -58,8 +58,10 @@ SMs, its values ``INDEXED_VALUES_PER_SM_CLOCK`` (2.04) a clock of each SM, not D
 H200 took the same time for the same maps. Both fitted on the first H100 run's 24 such sums
 (ResNet-50's maps at batches 8 and 64, bf16 and fp32: 24 within 1.25x, as a stream 0); never
 fitted, the repeat's and the H200's 24 each; in channels_last (a sum over N H W rows, no constant
-of its own) 16-18 of 24 on each (0.71-1.09x; as a stream 0-1). Which kernel runs is torch's
-choice, per version. Only the standard library is imported.
+of its own) 16-18 of 24 on each (0.71-1.09x; as a stream 0-1); a Conv2d with a bias trained
+through autograd (benchmarks/data/h100_live_convbias.csv), its bias gradient's kernel against
+the captured op, 7 of 8 (0.82-1.41x: NCHW 8 x 64 x 112 x 112 read back from DRAM, not L2).
+Which kernel runs is torch's choice, per version. Only the standard library is imported.
 """
 
 from __future__ import annotations
