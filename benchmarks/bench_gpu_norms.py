@@ -51,8 +51,9 @@ import csv
 import math
 import statistics
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from _tables import table_lines
 
@@ -320,6 +321,43 @@ SMALL_NORM_RUNS = (("H100", "first", "h100-sxm5-80gb", "h100_live_smallsums.csv"
                    ("H200", "first", "h200-sxm-141gb", "h200_live_smallsums.csv"))
 
 
+def _small_ratios(ops: tuple[str, ...], price: Callable[[Any, dict[str, str]], tuple[
+        str, float, float]]) -> dict[tuple[str, str, str, str], list[tuple[float, float]]]:
+    """(measured / predicted, measured / as before) of each of ``ops``' rows in the
+    ``SMALL_NORM_RUNS`` files, by (GPU, run, the group ``price`` names, dtype): ``price`` takes
+    the hwdb entry and the row and gives (group, predicted s, before s)."""
+    from roofline.hardware.catalog import load_hardware
+
+    got: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
+    for gpu, run, entry, name in SMALL_NORM_RUNS:
+        hw = load_hardware(entry)
+        with open(HERE / name, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["op"] in ops and not row.get("error"):
+                    group, predicted, before = price(hw, row)
+                    measured = float(row["kernel_ms"]) * 1e-3
+                    got.setdefault((gpu, run, group, row["dtype"]), []).append(
+                        (measured / predicted, measured / before))
+    return got
+
+
+def _small_lines(got: dict[tuple[str, str, str, str], list[tuple[float, float]]],
+                 header: list[str], fitted: tuple[str, str, str] | None,
+                 markdown: bool) -> list[str]:
+    """``_small_ratios``' groups in their runs' order: how many within 1.25x and their range,
+    now and as before; ``fitted``: the (GPU, run, group) the constants came from."""
+    order = {(gpu, run): i for i, (gpu, run, _, _) in enumerate(SMALL_NORM_RUNS)}
+    body = []
+    for (gpu, run, group, dtype), pairs in sorted(
+            got.items(), key=lambda kv: (order[kv[0][:2]], kv[0][2:])):
+        now, then = [a for a, _ in pairs], [b for _, b in pairs]
+        mark = ["yes" if (gpu, run, group) == fitted else "no"] if fitted else []
+        body.append([gpu, run, group, dtype, *mark, str(len(pairs)), _within(now),
+                     f"{min(now):.2f}-{max(now):.2f}", _within(then),
+                     f"{min(then):.2f}-{max(then):.2f}"])
+    return table_lines(header, body, markdown)
+
+
 def small_norm_lines(markdown: bool) -> list[str]:
     """Layer norms over 1-512 rows of 768 and 4,096 (data/h1?0_live_smallsums*.csv): each op's
     kernels (the forward's one; the backward's dX and weight-gradient kernels) against the
@@ -329,41 +367,26 @@ def small_norm_lines(markdown: bool) -> list[str]:
     from dataclasses import replace
 
     from roofline.analysis.gpu_ops import predict_op
-    from roofline.hardware.catalog import load_hardware
     from roofline.model.dtypes import itemsize
     from roofline.model.ops import ELEMENTWISE, Op, SumShape
 
-    body = []
-    for gpu, run, entry, name in SMALL_NORM_RUNS:
-        hw = load_hardware(entry)
-        got: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        with open(HERE / name, newline="") as f:
-            for row in csv.DictReader(f):
-                if row["op"] not in ("layer-norm", "layer-norm-backward") or row.get("error"):
-                    continue
-                m, n = (int(x) for x in row["shape"].split("x"))
-                kind, table = KINDS[row["op"]]
-                flops, reads, writes = ELEMENTWISE[table]
-                dtype = row["dtype"]
-                op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
-                        flops * m * n, (reads + writes) * itemsize(dtype) * m * n,
-                        summed=SumShape(m, n))
-                peak = hw.peak_flops_per_s(dtype)
-                predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
-                with _without_rounds():
-                    before = predict_op(replace(op, summed=None) if kind == LAYER_NORMS[0]
-                                        else op, hw, dtype, peak,
-                                        hw.bandwidth_bytes_per_s).time_s
-                measured = float(row["kernel_ms"]) * 1e-3
-                got.setdefault((row["op"], dtype), []).append(
-                    (measured / predicted, measured / before))
-        for (op_name, dtype), pairs in sorted(got.items()):
-            now, then = [a for a, _ in pairs], [b for _, b in pairs]
-            body.append([gpu, run, op_name, dtype, str(len(pairs)), _within(now),
-                         f"{min(now):.2f}-{max(now):.2f}", _within(then),
-                         f"{min(then):.2f}-{max(then):.2f}"])
-    return table_lines(["GPU", "run", "op", "dtype", "ops", "within 1.25x", "range",
-                        "before: within 1.25x", "range"], body, markdown)
+    def price(hw: Any, row: dict[str, str]) -> tuple[str, float, float]:
+        m, n = (int(x) for x in row["shape"].split("x"))
+        kind, table = KINDS[row["op"]]
+        flops, reads, writes = ELEMENTWISE[table]
+        dtype = row["dtype"]
+        op = Op("OP1", "x", "backward" if "backward" in kind else "forward", kind,
+                flops * m * n, (reads + writes) * itemsize(dtype) * m * n, summed=SumShape(m, n))
+        peak = hw.peak_flops_per_s(dtype)
+        predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
+        with _without_rounds():
+            before = predict_op(replace(op, summed=None) if kind == LAYER_NORMS[0] else op,
+                                hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
+        return row["op"], predicted, before
+
+    return _small_lines(_small_ratios(("layer-norm", "layer-norm-backward"), price),
+                        ["GPU", "run", "op", "dtype", "ops", "within 1.25x", "range",
+                         "before: within 1.25x", "range"], None, markdown)
 
 
 @contextlib.contextmanager
@@ -389,42 +412,28 @@ def conv_sum_lines(markdown: bool) -> list[str]:
     from dataclasses import replace
 
     from roofline.analysis.gpu_ops import predict_op
-    from roofline.hardware.catalog import load_hardware
     from roofline.model.dtypes import itemsize
     from roofline.model.ops import ELEMENTWISE, Op, SumShape
 
     flops, reads, writes = ELEMENTWISE["bias-backward"]
-    body = []
-    for gpu, run, entry, name in SMALL_NORM_RUNS:
-        hw = load_hardware(entry)
-        got: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        with open(HERE / name, newline="") as f:
-            for row in csv.DictReader(f):
-                if row["op"] not in ("sum-nchw", "sum-nhwc") or row.get("error"):
-                    continue
-                n, c, h, w = (int(x) for x in row["shape"].split("x"))
-                dtype, values = row["dtype"], n * c * h * w
-                summed = (SumShape(n * h * w, c) if row["op"] == "sum-nhwc"
-                          else SumShape(c, n * h * w, along_rows=True, indexed=n > 1))
-                op = Op("OP1", "conv", "backward", "bias-backward", flops * values,
-                        (reads + writes) * values * itemsize(dtype) + c, follows="conv",
-                        summed=summed)
-                peak = hw.peak_flops_per_s(dtype)
-                predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
-                stream = predict_op(replace(op, summed=None), hw, dtype, peak,
-                                    hw.bandwidth_bytes_per_s).time_s
-                measured = float(row["kernel_ms"]) * 1e-3
-                layout = "NCHW" if row["op"] == "sum-nchw" else "channels_last"
-                got.setdefault((layout, dtype), []).append(
-                    (measured / predicted, measured / stream))
-        for (layout, dtype), pairs in sorted(got.items()):
-            now, then = [a for a, _ in pairs], [b for _, b in pairs]
-            fitted = "yes" if (gpu, run, layout) == ("H100", "first", "NCHW") else "no"
-            body.append([gpu, run, layout, dtype, fitted, str(len(pairs)), _within(now),
-                         f"{min(now):.2f}-{max(now):.2f}", _within(then),
-                         f"{min(then):.2f}-{max(then):.2f}"])
-    return table_lines(["GPU", "run", "layout", "dtype", "fitted", "sums", "within 1.25x",
-                        "range", "as a stream: within 1.25x", "range"], body, markdown)
+
+    def price(hw: Any, row: dict[str, str]) -> tuple[str, float, float]:
+        n, c, h, w = (int(x) for x in row["shape"].split("x"))
+        dtype, values = row["dtype"], n * c * h * w
+        summed = (SumShape(n * h * w, c) if row["op"] == "sum-nhwc"
+                  else SumShape(c, n * h * w, along_rows=True, indexed=n > 1))
+        op = Op("OP1", "conv", "backward", "bias-backward", flops * values,
+                (reads + writes) * values * itemsize(dtype) + c, follows="conv", summed=summed)
+        peak = hw.peak_flops_per_s(dtype)
+        predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
+        stream = predict_op(replace(op, summed=None), hw, dtype, peak,
+                            hw.bandwidth_bytes_per_s).time_s
+        return ("NCHW" if row["op"] == "sum-nchw" else "channels_last"), predicted, stream
+
+    return _small_lines(_small_ratios(("sum-nchw", "sum-nhwc"), price),
+                        ["GPU", "run", "layout", "dtype", "fitted", "sums", "within 1.25x",
+                         "range", "as a stream: within 1.25x", "range"],
+                        ("H100", "first", "NCHW"), markdown)
 
 
 #: (GPU, hwdb entry, file) of the captured convolutions' bias gradients
