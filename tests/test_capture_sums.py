@@ -83,6 +83,14 @@ def test_a_convolution_bias_gradient_is_a_sum_by_its_layout():
     x = torch.randn(2, 8, 6, 6)
     (grad,) = [op for op in capture(conv, x, mode="train").ops() if op.kind == "bias-backward"]
     assert grad.summed == SumShape(16, 72, along_rows=True, indexed=True)
+    # a user's own sum of the same map over (0, 2, 3) is the same indexed sum
+    class _Channels(torch.nn.Module):
+        def forward(self, y: torch.Tensor) -> torch.Tensor:
+            return y.sum((0, 2, 3))
+
+    (own,) = [op.summed for op in capture(_Channels(), torch.randn(2, 16, 6, 6),
+                                          mode="inference").ops() if op.kind == "aten.sum"]
+    assert own == SumShape(16, 72, along_rows=True, indexed=True)
     conv = conv.to(memory_format=torch.channels_last)
     x = x.to(memory_format=torch.channels_last)
     (grad,) = [op for op in capture(conv, x, mode="train").ops() if op.kind == "bias-backward"]

@@ -1272,10 +1272,10 @@ def _sum_shape(op: str, args: Sequence[Any]) -> SumShape | None:
     """A sum (or mean) of a contiguous input over its leading dimensions, its rows and columns
     (``SumShape``: a Linear's bias gradient, dY of (tokens, features) summed over its tokens),
     or over its trailing ones (``SumShape.along_rows``: an RMSNorm's mean over each token's
-    features; every dimension: one row), a layer norm backward's weight gradients'
-    (``_layer_norm_sums``) and a layer norm forward's rows (``_layer_norm_rows``); None for any
-    other op, for a sum over scattered dimensions (a convolution's bias gradient over N, H and W
-    of NCHW: another of torch's launches, priced as a stream) and for a strided input."""
+    features; every dimension: one row), or over all but its second (each channel of an NCHW
+    map, ``_channel_sums``), a layer norm backward's weight gradients' (``_layer_norm_sums``)
+    and a layer norm forward's rows (``_layer_norm_rows``); None for any other op, for a sum
+    over other scattered dimensions and for a strided input."""
     import torch
 
     if op == "native_layer_norm_backward":
@@ -1295,6 +1295,8 @@ def _sum_shape(op: str, args: Sequence[Any]) -> SumShape | None:
     if reduced == list(range(kept, x.dim())):  # trailing (or every) dimension: along rows
         columns = _numel(tuple(int(d) for d in x.shape[kept:]))
         return SumShape(x.numel() // columns, columns, along_rows=True)
+    if x.dim() >= 3 and reduced == [0, *range(2, x.dim())]:  # all but the channels, as NCHW's
+        return _channel_sums(tuple(int(d) for d in x.shape))
     if reduced != list(range(len(reduced))):
         return None
     rows = _numel(tuple(int(d) for d in x.shape[:len(reduced)]))
@@ -1432,15 +1434,22 @@ def _conv_bias(out: Any, pass_: str, owner: str, bias: bool,
 def _conv_bias_sums(grad: Any, nhwc: bool) -> SumShape | None:
     """What torch sums a 2-D convolution's bias gradient as (``grad.sum((0, 2, 3))``, as its
     ``convolution_backward`` does) over an output gradient of N x C x H x W: in channels_last
-    (``nhwc``, the convolution's operands laid out so) N H W rows of C adjacent channels; in
-    NCHW each channel's N runs of H W values (``SumShape.indexed``), or one run where N or H W
-    is 1."""
+    (``nhwc``, the convolution's operands laid out so) N H W rows of C adjacent channels, else
+    as ``_channel_sums``."""
     if grad.dim() != 4 or grad.numel() == 0:
         return None
     n, c, h, w = (int(d) for d in grad.shape)
-    if nhwc or h * w == 1:
-        return SumShape(n * h * w, c)
-    return SumShape(c, n * h * w, along_rows=True, indexed=n > 1)
+    return SumShape(n * h * w, c) if nhwc else _channel_sums((n, c, h, w))
+
+
+def _channel_sums(shape: tuple[int, ...]) -> SumShape:
+    """A contiguous N x C x ... tensor summed over all but its channels: each channel's N runs of
+    the rest (``SumShape.indexed``: torch computes each value's offset), or one run where N is 1,
+    or N rows of C channels where the rest is 1."""
+    n, c, rest = shape[0], shape[1], _numel(shape[2:])
+    if rest == 1:
+        return SumShape(n, c)
+    return SumShape(c, n * rest, along_rows=True, indexed=n > 1)
 
 
 def _bias_op(owner: str, pass_: str, kind: str, elements: int, bias_values: int,
