@@ -13,7 +13,13 @@ from ..analysis.gpu_layer_norm import (
     REREAD_ROW_BYTES,
 )
 from ..analysis.gpu_ops import EFFICIENT_TFLOPS, STRIDED_COPY_VALUES
-from ..analysis.gpu_reduce import FIRST_S, ROUND_S, TAIL_S
+from ..analysis.gpu_reduce import (
+    FIRST_S,
+    INDEXED_ROUND_S,
+    INDEXED_VALUES_PER_SM_CLOCK,
+    ROUND_S,
+    TAIL_S,
+)
 from ..analysis.gpu_softmax import (
     SOFTMAX_BACKWARD_VALUES_PER_SM_CLOCK,
     SOFTMAX_REG_COLUMNS,
@@ -323,9 +329,11 @@ _BASIS_TEXT = {
                           "H100), not DRAM's",
     "reduce-kernel": "sums over a matrix's rows (bias gradients) or along them (RMSNorm means) "
                      f"through torch's reduce kernel: its first load ({FIRST_S * 1e6:g} us), "
-                     f"its blocks' rounds of loads ({ROUND_S * 1e6:g} us each) and its last "
-                     f"blocks' partial sums ({TAIL_S * 1e6:g} us each; fitted on a lent H100), "
-                     "beside DRAM's",
+                     f"its blocks' rounds of loads ({ROUND_S * 1e6:g} us each; "
+                     f"{INDEXED_ROUND_S * 1e6:g} us, and {INDEXED_VALUES_PER_SM_CLOCK:g} "
+                     "values an SM-clock, where each value's offset is computed: an NCHW map's "
+                     f"channels) and its last blocks' partial sums ({TAIL_S * 1e6:g} us each; "
+                     "fitted on a lent H100), beside DRAM's",
     "layer-norm-kernels": "layer norm backwards as torch's two kernels: dX's stream, "
                           f"{REREAD:g}x past {REREAD_ROW_BYTES // 1024} KB rows, then the "
                           "weight gradients' blocks of 32 columns at "
