@@ -33,7 +33,7 @@ Then layer norms over a few rows (1-512 of 768 and 4,096, data/h1?0_live_smallsu
 kernels against the captured op's prediction, where their rounds of loads bound them
 (``gpu_layer_norm.row_rounds_s``, fitted on the first H100 run's), and as priced before.
 Last, sums over a matrix's rows (a bias gradient) and along them (``x.sum(-1)``, an RMSNorm's
-``x.mean(-1)``) on two H100s and an H200 (data/h1?0_live_colsums*.csv, h1?0_live_smallsums*.csv:
+``x.mean(-1)``) on two H100s and two H200s (data/h1?0_live_colsums*.csv, h1?0_live_smallsums*.csv:
 768-50,257 columns, 1-32,768 rows) against the captured op's prediction through torch's reduce
 kernel (``analysis.gpu_reduce``, whose four time constants the first H100 run's sums over rows
 fitted; the rest never), and each as a stream alone. Then a convolution's bias gradient in NCHW
@@ -318,7 +318,8 @@ LAYER_NORMS = ("aten.native_layer_norm", "aten.native_layer_norm_backward")
 #: rounds, a repeat on another H100 and an H200's
 SMALL_NORM_RUNS = (("H100", "first", "h100-sxm5-80gb", "h100_live_smallsums.csv"),
                    ("H100", "repeat", "h100-sxm5-80gb", "h100_live_smallsums_repeat.csv"),
-                   ("H200", "first", "h200-sxm-141gb", "h200_live_smallsums.csv"))
+                   ("H200", "first", "h200-sxm-141gb", "h200_live_smallsums.csv"),
+                   ("H200", "repeat", "h200-sxm-141gb", "h200_live_smallsums_repeat.csv"))
 
 
 def _small_ratios(ops: tuple[str, ...], price: Callable[[Any, dict[str, str]], tuple[
@@ -437,7 +438,8 @@ def conv_sum_lines(markdown: bool) -> list[str]:
 
 
 #: (GPU, hwdb entry, file) of the captured convolutions' bias gradients
-CONV_BIAS_RUNS = (("H100", "h100-sxm5-80gb", "h100_live_convbias.csv"),)
+CONV_BIAS_RUNS = (("H100", "h100-sxm5-80gb", "h100_live_convbias.csv"),
+                  ("H200", "h200-sxm-141gb", "h200_live_convbias.csv"))
 
 
 def conv_bias_step_lines(markdown: bool) -> list[str]:
@@ -491,7 +493,8 @@ SUM_RUNS = (("H100", "first", "h100-sxm5-80gb",
             ("H100", "repeat", "h100-sxm5-80gb",
              ("h100_live_colsums_repeat.csv", "h100_live_smallsums_repeat.csv")),
             ("H200", "first", "h200-sxm-141gb",
-             ("h200_live_colsums.csv", "h200_live_smallsums.csv")))
+             ("h200_live_colsums.csv", "h200_live_smallsums.csv")),
+            ("H200", "repeat", "h200-sxm-141gb", ("h200_live_smallsums_repeat.csv",)))
 #: the sums' ops: over a matrix's rows (a bias gradient), along them (x.sum(-1), x.mean(-1))
 SUM_OPS = {"sum-rows": False, "sum-columns": True, "mean-columns": True}
 
@@ -571,7 +574,7 @@ def main() -> int:
                       "Sums over a matrix's rows (a bias gradient) and along them (x.sum(-1), "
                       "an RMSNorm's x.mean(-1)) through torch's reduce kernel "
                       "(analysis.gpu_reduce, fitted on the first H100 run's sums over rows) on "
-                      "two H100s and an H200 (data/h1?0_live_colsums*.csv, "
+                      "two H100s and two H200s (data/h1?0_live_colsums*.csv, "
                       "h1?0_live_smallsums*.csv): kernels / the captured op's prediction:",
                       *colsum_lines(args.markdown), "",
                       "A convolution's bias gradient, x.sum((0, 2, 3)) over ResNet-50's maps "
@@ -579,7 +582,7 @@ def main() -> int:
                       "captured bias-backward's prediction (NCHW an indexed sum, fitted on the "
                       "first H100 run; channels_last a sum over N H W rows) and as a stream:",
                       *conv_sum_lines(args.markdown), "",
-                      "A Conv2d with a bias trained as a user does it (data/h100_live_convbias"
+                      "A Conv2d with a bias trained as a user does it (data/h1?0_live_convbias"
                       ".csv): its bias gradient's reduce kernel / the captured bias-backward's "
                       "prediction, never fitted:", *conv_bias_step_lines(args.markdown)]))
     return 0

@@ -49,10 +49,10 @@ fitted, on the whole op at 2^23 and 2^26 values on both GPUs (benchmarks/data/h1
 ``benchmarks/bench_gpu_norms.py``): 20 of 20 within 1.25x on the H100 (the row-pass model before:
 16), 19 of 20 on an H200 (10), whose 1.43x bandwidth the stream terms follow. Under 256 rows
 torch's gradient blocks are smaller (32 x 16 threads and fewer), priced at the same rate a block
-(the whole backward over 1-512 rows, with dX's rounds: 20 of 24 within 1.25x on the H100, 23 of 24
-on the H200). Not measured: a row whose values a vector does not divide runs the unvectorized
-kernels, priced as the vectorized ones a value a round. Which kernels run is torch's choice, per
-version. Only the standard library is imported.
+(the whole backward over 1-512 rows, with dX's rounds: 20 of 24 within 1.25x on each H100 run, 23
+of 24 on each of two H200 runs). Not measured: a row whose values a vector does not divide runs the
+unvectorized kernels, priced as the vectorized ones a value a round. Which kernels run is torch's
+choice, per version. Only the standard library is imported.
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ staging and semaphore too), ``ROUND_S`` a round of loads and ``TAIL_S`` a staged
 load. 80 of the 86 came within 1.25x (the stream: 24). The sums along rows were never fitted:
 on the same H100, 76 of 86 within 1.25x (the stream: 41); on a lent H200 (the H100's constants
 as they are) 76 of 86 over rows and 74 of 86 along them (the stream: 12 and 35); a decode step's
-means along 1-32 rows of 4,096-8,192 values 2.2-8.9 us, 18 of 18 within 1.25x
+means along 1-32 rows of 4,096-8,192 values 2.2-8.9 us, 18 of 18 within 1.25x on another H100
+and 18 of 18 on another H200
 (``benchmarks/bench_gpu_norms.py``). 0.2 us a round is about an L2 round trip: the sums timed
 call after call on one tensor find it in L2, as a step's sum finds the gradient the kernel
 before it wrote. Misses: 50,257 bf16 columns (one value a thread, 1.3-1.8x on the H200), sums
@@ -57,10 +58,11 @@ reduced dimensions: its rounds take ``INDEXED_ROUND_S`` (0.54 us) and, where its
 SMs, its values ``INDEXED_VALUES_PER_SM_CLOCK`` (2.04) a clock of each SM, not DRAM: an H100 and an
 H200 took the same time for the same maps. Both fitted on the first H100 run's 24 such sums
 (ResNet-50's maps at batches 8 and 64, bf16 and fp32: 24 within 1.25x, as a stream 0); never
-fitted, the repeat's and the H200's 24 each; in channels_last (a sum over N H W rows, no constant
-of its own) 16-18 of 24 on each (0.71-1.09x; as a stream 0-1); a Conv2d with a bias trained
-through autograd (benchmarks/data/h100_live_convbias.csv), its bias gradient's kernel against
-the captured op, 7 of 8 (0.82-1.41x: NCHW 8 x 64 x 112 x 112 read back from DRAM, not L2).
+fitted, the repeat's and two H200 runs' 24 each; in channels_last (a sum over N H W rows, no
+constant of its own) 16-18 of 24 on each (0.71-1.09x; as a stream 0-1); a Conv2d with a bias
+trained through autograd (benchmarks/data/h1?0_live_convbias.csv), its bias gradient's kernel
+against the captured op, 13 of 16 on an H100 and an H200 (0.77-1.41x: NCHW 8 x 64 x 112 x 112
+read back from DRAM, not L2).
 Which kernel runs is torch's choice, per version. Only the standard library is imported.
 """
 
