@@ -51,7 +51,7 @@ import csv
 import math
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -314,40 +314,53 @@ def share(data: dict[tuple[str, str, int, int], dict[str, tuple[float, float]]],
 
 #: the captured layer norms, which keep their rows and columns (``Op.summed``)
 LAYER_NORMS = ("aten.native_layer_norm", "aten.native_layer_norm_backward")
-#: (GPU, run, hwdb entry, file) of the few rows' layer norms: the H100 run that fitted their
-#: rounds, a repeat on another H100 and an H200's
-SMALL_NORM_RUNS = (("H100", "first", "h100-sxm5-80gb", "h100_live_smallsums.csv"),
-                   ("H100", "repeat", "h100-sxm5-80gb", "h100_live_smallsums_repeat.csv"),
-                   ("H200", "first", "h200-sxm-141gb", "h200_live_smallsums.csv"),
-                   ("H200", "repeat", "h200-sxm-141gb", "h200_live_smallsums_repeat.csv"))
+#: (GPU, run, hwdb entry, files) of gpu_measure.py --parts smallsums (the few rows' layer norms,
+#: the convolution bias sums): the H100 run that fitted their constants, a repeat on another H100
+#: and two H200 runs
+SMALLSUM_RUNS = (("H100", "first", "h100-sxm5-80gb", ("h100_live_smallsums.csv",)),
+                 ("H100", "repeat", "h100-sxm5-80gb", ("h100_live_smallsums_repeat.csv",)),
+                 ("H200", "first", "h200-sxm-141gb", ("h200_live_smallsums.csv",)),
+                 ("H200", "repeat", "h200-sxm-141gb", ("h200_live_smallsums_repeat.csv",)))
+#: the sums' runs: the smallsums files with each run's --parts colsums file (none for the second
+#: H200)
+SUM_RUNS = (("H100", "first", "h100-sxm5-80gb",
+             ("h100_live_colsums.csv", "h100_live_smallsums.csv")),
+            ("H100", "repeat", "h100-sxm5-80gb",
+             ("h100_live_colsums_repeat.csv", "h100_live_smallsums_repeat.csv")),
+            ("H200", "first", "h200-sxm-141gb",
+             ("h200_live_colsums.csv", "h200_live_smallsums.csv")),
+            ("H200", "repeat", "h200-sxm-141gb", ("h200_live_smallsums_repeat.csv",)))
+Runs = tuple[tuple[str, str, str, tuple[str, ...]], ...]
 
 
-def _small_ratios(ops: tuple[str, ...], price: Callable[[Any, dict[str, str]], tuple[
-        str, float, float]]) -> dict[tuple[str, str, str, str], list[tuple[float, float]]]:
-    """(measured / predicted, measured / as before) of each of ``ops``' rows in the
-    ``SMALL_NORM_RUNS`` files, by (GPU, run, the group ``price`` names, dtype): ``price`` takes
-    the hwdb entry and the row and gives (group, predicted s, before s)."""
+def _run_ratios(ops: Collection[str], price: Callable[[Any, dict[str, str]], tuple[
+        str, float, float]], runs: Runs = SMALLSUM_RUNS
+                ) -> dict[tuple[str, str, str, str], list[tuple[float, float]]]:
+    """(measured / predicted, measured / as before) of each of ``ops``' rows in the ``runs``'
+    files, by (GPU, run, the group ``price`` names, dtype): ``price`` takes the hwdb entry and
+    the row and gives (group, predicted s, before s)."""
     from roofline.hardware.catalog import load_hardware
 
     got: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
-    for gpu, run, entry, name in SMALL_NORM_RUNS:
+    for gpu, run, entry, names in runs:
         hw = load_hardware(entry)
-        with open(HERE / name, newline="") as f:
-            for row in csv.DictReader(f):
-                if row["op"] in ops and not row.get("error"):
-                    group, predicted, before = price(hw, row)
-                    measured = float(row["kernel_ms"]) * 1e-3
-                    got.setdefault((gpu, run, group, row["dtype"]), []).append(
-                        (measured / predicted, measured / before))
+        for name in names:
+            with open(HERE / name, newline="") as f:
+                for row in csv.DictReader(f):
+                    if row["op"] in ops and not row.get("error"):
+                        group, predicted, before = price(hw, row)
+                        measured = float(row["kernel_ms"]) * 1e-3
+                        got.setdefault((gpu, run, group, row["dtype"]), []).append(
+                            (measured / predicted, measured / before))
     return got
 
 
-def _small_lines(got: dict[tuple[str, str, str, str], list[tuple[float, float]]],
-                 header: list[str], fitted: tuple[str, str, str] | None,
-                 markdown: bool) -> list[str]:
-    """``_small_ratios``' groups in their runs' order: how many within 1.25x and their range,
+def _run_lines(got: dict[tuple[str, str, str, str], list[tuple[float, float]]],
+               header: list[str], fitted: tuple[str, str, str] | None, markdown: bool,
+               runs: Runs = SMALLSUM_RUNS) -> list[str]:
+    """``_run_ratios``' groups in their runs' order: how many within 1.25x and their range,
     now and as before; ``fitted``: the (GPU, run, group) the constants came from."""
-    order = {(gpu, run): i for i, (gpu, run, _, _) in enumerate(SMALL_NORM_RUNS)}
+    order = {(gpu, run): i for i, (gpu, run, _, _) in enumerate(runs)}
     body = []
     for (gpu, run, group, dtype), pairs in sorted(
             got.items(), key=lambda kv: (order[kv[0][:2]], kv[0][2:])):
@@ -385,9 +398,9 @@ def small_norm_lines(markdown: bool) -> list[str]:
                                 hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
         return row["op"], predicted, before
 
-    return _small_lines(_small_ratios(("layer-norm", "layer-norm-backward"), price),
-                        ["GPU", "run", "op", "dtype", "ops", "within 1.25x", "range",
-                         "before: within 1.25x", "range"], None, markdown)
+    return _run_lines(_run_ratios(("layer-norm", "layer-norm-backward"), price),
+                      ["GPU", "run", "op", "dtype", "ops", "within 1.25x", "range",
+                       "before: within 1.25x", "range"], None, markdown)
 
 
 @contextlib.contextmanager
@@ -431,10 +444,10 @@ def conv_sum_lines(markdown: bool) -> list[str]:
                             hw.bandwidth_bytes_per_s).time_s
         return ("NCHW" if row["op"] == "sum-nchw" else "channels_last"), predicted, stream
 
-    return _small_lines(_small_ratios(("sum-nchw", "sum-nhwc"), price),
-                        ["GPU", "run", "layout", "dtype", "fitted", "sums", "within 1.25x",
-                         "range", "as a stream: within 1.25x", "range"],
-                        ("H100", "first", "NCHW"), markdown)
+    return _run_lines(_run_ratios(("sum-nchw", "sum-nhwc"), price),
+                      ["GPU", "run", "layout", "dtype", "fitted", "sums", "within 1.25x",
+                       "range", "as a stream: within 1.25x", "range"],
+                      ("H100", "first", "NCHW"), markdown)
 
 
 #: (GPU, hwdb entry, file) of the captured convolutions' bias gradients
@@ -486,52 +499,8 @@ def conv_bias_step_lines(markdown: bool) -> list[str]:
                         "predicted", "ratio", "as a stream"], body, markdown)
 
 
-#: (GPU, run, hwdb entry, files) of the sums' table: the H100 run the constants were fitted on
-#: (its sums over rows), a repeat on another H100, and an H200's, never fitted
-SUM_RUNS = (("H100", "first", "h100-sxm5-80gb",
-             ("h100_live_colsums.csv", "h100_live_smallsums.csv")),
-            ("H100", "repeat", "h100-sxm5-80gb",
-             ("h100_live_colsums_repeat.csv", "h100_live_smallsums_repeat.csv")),
-            ("H200", "first", "h200-sxm-141gb",
-             ("h200_live_colsums.csv", "h200_live_smallsums.csv")),
-            ("H200", "repeat", "h200-sxm-141gb", ("h200_live_smallsums_repeat.csv",)))
 #: the sums' ops: over a matrix's rows (a bias gradient), along them (x.sum(-1), x.mean(-1))
 SUM_OPS = {"sum-rows": False, "sum-columns": True, "mean-columns": True}
-
-
-def sum_ratios(entry: str, files: tuple[str, ...]) -> dict[tuple[str, str], list[
-        tuple[float, float]]]:
-    """(measured / predicted, measured / the stream) of each sum in ``files`` (its kernels
-    against the captured ``aten.sum``'s / ``aten.mean``'s prediction on ``entry``), by op and
-    dtype."""
-    from dataclasses import replace
-
-    from roofline.analysis.gpu_ops import predict_op
-    from roofline.hardware.catalog import load_hardware
-    from roofline.model.dtypes import itemsize
-    from roofline.model.ops import Op, SumShape
-
-    hw = load_hardware(entry)
-    out: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for name in files:
-        with open(HERE / name, newline="") as f:
-            for row in csv.DictReader(f):
-                if row["op"] not in SUM_OPS or row.get("error"):
-                    continue
-                m, n = (int(x) for x in row["shape"].split("x"))
-                along, dtype = SUM_OPS[row["op"]], row["dtype"]
-                size = itemsize(dtype)
-                op = Op("OP1", "x", "backward", "aten.sum", m * n,
-                        (m * n + (m if along else n)) * size,
-                        summed=SumShape(m, n, along_rows=along))
-                measured = float(row["kernel_ms"]) * 1e-3
-                peak = hw.peak_flops_per_s(dtype)
-                predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
-                stream = predict_op(replace(op, summed=None), hw, dtype, peak,
-                                    hw.bandwidth_bytes_per_s).time_s
-                out.setdefault((row["op"], dtype), []).append(
-                    (measured / predicted, measured / stream))
-    return out
 
 
 def colsum_lines(markdown: bool) -> list[str]:
@@ -540,17 +509,28 @@ def colsum_lines(markdown: bool) -> list[str]:
     RMSNorm mean, ``x.mean(-1)``), each call's kernels (the reduce and, where it stages partial
     sums, its memset) against the captured op's prediction (``Op.summed``, analysis.gpu_reduce),
     by GPU, run, op and dtype: how many came within 1.25x, their range, and as a stream alone."""
-    body = []
-    for gpu, run, entry, files in SUM_RUNS:
-        for (op, dtype), pairs in sorted(sum_ratios(entry, files).items()):
-            model = [r for r, _ in pairs]
-            stream = [s for _, s in pairs]
-            fitted = "yes" if (gpu, run, op) == ("H100", "first", "sum-rows") else "no"
-            body.append([gpu, run, op, dtype, fitted, str(len(pairs)), _within(model),
-                         f"{min(model):.2f}-{max(model):.2f}", _within(stream),
-                         f"{min(stream):.2f}-{max(stream):.2f}"])
-    return table_lines(["GPU", "run", "sum", "dtype", "fitted", "sums", "within 1.25x", "range",
-                        "as a stream: within 1.25x", "range"], body, markdown)
+    from dataclasses import replace
+
+    from roofline.analysis.gpu_ops import predict_op
+    from roofline.model.dtypes import itemsize
+    from roofline.model.ops import Op, SumShape
+
+    def price(hw: Any, row: dict[str, str]) -> tuple[str, float, float]:
+        m, n = (int(x) for x in row["shape"].split("x"))
+        along, dtype = SUM_OPS[row["op"]], row["dtype"]
+        op = Op("OP1", "x", "backward", "aten.sum", m * n,
+                (m * n + (m if along else n)) * itemsize(dtype),
+                summed=SumShape(m, n, along_rows=along))
+        peak = hw.peak_flops_per_s(dtype)
+        predicted = predict_op(op, hw, dtype, peak, hw.bandwidth_bytes_per_s).time_s
+        stream = predict_op(replace(op, summed=None), hw, dtype, peak,
+                            hw.bandwidth_bytes_per_s).time_s
+        return row["op"], predicted, stream
+
+    return _run_lines(_run_ratios(SUM_OPS, price, SUM_RUNS),
+                      ["GPU", "run", "sum", "dtype", "fitted", "sums", "within 1.25x", "range",
+                       "as a stream: within 1.25x", "range"],
+                      ("H100", "first", "sum-rows"), markdown, SUM_RUNS)
 
 
 def _within(ratios: list[float]) -> str:

@@ -101,7 +101,7 @@ def layer_norm_backward_s(summed: SumShape, size: int, hardware: HardwareSpec,
     ``data_gradient`` (the layer norm reads the step's input, whose gradient nothing asks for)
     no dX kernel runs."""
     from ..model.ops import SumShape
-    from .gpu_reduce import resident_threads, row_sum_s, work_s
+    from .gpu_reduce import row_sum_s, waves, work_s
 
     gpu = hardware.gpu
     assert gpu is not None  # gpu_ops.op_constants: a GPU entry
@@ -120,11 +120,9 @@ def layer_norm_backward_s(summed: SumShape, size: int, hardware: HardwareSpec,
         sum_s = work_s(rounds_s, tail_s, partial / dram_bytes_per_s)
         return (dx_s, stream + 2 * partial / dram_bytes_per_s + 2 * sum_s,
                 dx_kernels + 1 + 2 * kernels)
-    at_once = gpu.sms * max(resident_threads(hardware) // BLOCK_THREADS, 1)
-    waves = -(-blocks // at_once)
     per_block = BLOCK_COLUMNS * m / (GAMMA_BETA_VALUES_PER_BLOCK_CLOCK
                                      * sm_clocks_per_s / gpu.sms)
-    return dx_s, max(stream, waves * per_block), dx_kernels + 1
+    return dx_s, max(stream, waves(blocks, BLOCK_THREADS, hardware) * per_block), dx_kernels + 1
 
 
 def row_rounds_s(summed: SumShape, hardware: HardwareSpec, first_s: float = FORWARD_FIRST_S,
@@ -132,11 +130,8 @@ def row_rounds_s(summed: SumShape, hardware: HardwareSpec, first_s: float = FORW
     """The time torch's layer norm forward (or, with dX's constants, its dX kernel) spends going
     round its loads over ``summed.rows`` rows of ``summed.columns`` values: its first load and
     write, then twice over each row's vectors, its blocks a row in waves (module docstring)."""
-    from .gpu_reduce import resident_threads
+    from .gpu_reduce import waves
 
-    gpu = hardware.gpu
-    assert gpu is not None  # gpu_ops.op_constants: a GPU entry
     m, n = summed.rows, summed.columns
     vector = ROW_VECTOR if n % ROW_VECTOR == 0 else 1
-    waves = -(-m // (gpu.sms * max(resident_threads(hardware) // ROW_THREADS, 1)))
-    return first_s + waves * 2 * -(-n // (ROW_THREADS * vector)) * round_s
+    return first_s + waves(m, ROW_THREADS, hardware) * 2 * -(-n // (ROW_THREADS * vector)) * round_s

@@ -147,12 +147,13 @@ A captured batch norm over a map (``Op.norm``) runs torch's or cuDNN's kernels f
 layout, the NCHW reductions a channel to a thread block, each at its own rate per busy SM
 (``analysis.gpu_batch_norm``, basis ``batch-norm-kernels`` where that work outlasts the stream).
 
-A sum over a matrix's rows (``Op.summed``: a captured ``aten.sum`` or ``aten.mean`` over a
-contiguous tensor's leading dimensions, a model.yaml Linear's or transformer projection's
-``bias-backward``; a bias gradient) runs torch's reduce kernel, whose blocks load their rows in
-rounds and, where the rows are split across blocks, leave their partial sums for the last block
-of their columns to add up: ``analysis.gpu_reduce``, basis ``reduce-kernel`` where that work
-adds to the stream.
+A sum over a matrix's rows or along them (``Op.summed``: a captured ``aten.sum`` or
+``aten.mean`` over a contiguous tensor's leading dimensions, its trailing ones or all but its
+channels, a captured convolution's and a model.yaml Linear's or transformer projection's
+``bias-backward``) runs torch's reduce kernel, whose blocks load their values in rounds and,
+where the values are split across blocks, leave their partial sums for the last block of their
+outputs to add up: ``analysis.gpu_reduce``, basis ``reduce-kernel`` where that work adds to the
+stream.
 
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``
@@ -449,8 +450,7 @@ def row_sum_prediction(op: Op, hardware: HardwareSpec, dtype: str, constants: Op
     from ..model.dtypes import itemsize
 
     assert op.summed is not None  # laid_out_prediction: a sum over rows
-    rounds_s, tail_s, kernels = row_sum_s(op.summed, hardware, itemsize(op.dtype or dtype),
-                                          sm_clocks_per_s(hardware))
+    rounds_s, tail_s, kernels = row_sum_s(op.summed, hardware, itemsize(op.dtype or dtype))
     summing_s = work_s(rounds_s, tail_s, memory_s)
     return OpPrediction(kernels * constants.launch_s + summing_s,
                         "reduce-kernel" if summing_s > memory_s else "streaming",

@@ -168,25 +168,34 @@ def resident_threads(hardware: HardwareSpec) -> int:
     return gpu.resident_threads or RESIDENT_THREADS
 
 
-def row_sum_s(summed: SumShape, hardware: HardwareSpec, size: int = 4,
-              sm_clocks_per_s: float = 0.0) -> tuple[float, float, int]:
-    """The time a sum of values of ``size`` bytes spends on its rounds of loads (its first
-    load and its write, then its waves of blocks one after the other; an indexed sum's at
-    ``INDEXED_ROUND_S``, and at least its values at ``INDEXED_VALUES_PER_SM_CLOCK`` on
-    ``sm_clocks_per_s``, S x f) and on its last blocks' partial sums (beside its stream: module
-    docstring), and its kernels."""
+def waves(blocks: int, threads: int, hardware: HardwareSpec) -> int:
+    """The waves ``blocks`` of ``threads`` threads run in on ``hardware``: as many at once as
+    its SMs hold (``resident_threads``), one a SM at least."""
     gpu = hardware.gpu
     assert gpu is not None  # gpu_ops.op_constants: a GPU entry
-    resident = resident_threads(hardware)
-    run = launch(summed, gpu.sms, resident, size)
-    at_once = gpu.sms * max(resident // run.threads, 1)
-    waves = -(-run.blocks // at_once)
+    return -(-blocks // (gpu.sms * max(resident_threads(hardware) // threads, 1)))
+
+
+def row_sum_s(summed: SumShape, hardware: HardwareSpec,
+              size: int = 4) -> tuple[float, float, int]:
+    """The time a sum of values of ``size`` bytes spends on its rounds of loads (its first
+    load and its write, then its waves of blocks one after the other; an indexed sum's at
+    ``INDEXED_ROUND_S``, and at least its values at ``INDEXED_VALUES_PER_SM_CLOCK`` a clock of
+    each SM) and on its last blocks' partial sums (beside its stream: module docstring), and its
+    kernels."""
+    gpu = hardware.gpu
+    assert gpu is not None  # gpu_ops.op_constants: a GPU entry
+    run = launch(summed, gpu.sms, resident_threads(hardware), size)
+    rounds = waves(run.blocks, run.threads, hardware) * run.rounds
     first = SPLIT_FIRST_S if run.tail else FIRST_S
-    if summed.indexed and sm_clocks_per_s:
-        values_s = summed.rows * summed.columns / (INDEXED_VALUES_PER_SM_CLOCK * sm_clocks_per_s)
-        rounds_s = max(waves * run.rounds * INDEXED_ROUND_S, values_s)
+    if summed.indexed:
+        from .gpu_ops import sm_clocks_per_s  # gpu_ops imports this module
+
+        values_s = summed.rows * summed.columns / (INDEXED_VALUES_PER_SM_CLOCK
+                                                   * sm_clocks_per_s(hardware))
+        rounds_s = max(rounds * INDEXED_ROUND_S, values_s)
     else:
-        rounds_s = waves * run.rounds * ROUND_S
+        rounds_s = rounds * ROUND_S
     return first + rounds_s, run.tail * TAIL_S, run.kernels
 
 

@@ -1311,10 +1311,7 @@ def _layer_norm_rows(args: Sequence[Any]) -> SumShape | None:
 
     if len(args) < 2 or not isinstance(args[0], torch.Tensor):
         return None
-    columns = _numel(tuple(int(d) for d in args[1]))
-    if columns == 0 or args[0].numel() == 0:
-        return None
-    return SumShape(args[0].numel() // columns, columns)
+    return _normalized_rows(args[0], args[1])
 
 
 def _layer_norm_sums(args: Sequence[Any]) -> SumShape | None:
@@ -1326,10 +1323,16 @@ def _layer_norm_sums(args: Sequence[Any]) -> SumShape | None:
 
     if len(args) < 8 or not isinstance(args[1], torch.Tensor) or not any(args[7][1:]):
         return None
-    columns = _numel(tuple(int(d) for d in args[2]))
-    if columns == 0 or args[1].numel() == 0:
+    return _normalized_rows(args[1], args[2])
+
+
+def _normalized_rows(x: Any, normalized_shape: Sequence[int]) -> SumShape | None:
+    """The rows of ``x`` a layer norm over its last ``normalized_shape`` dimensions runs and the
+    values of each; None for an empty one."""
+    columns = _numel(tuple(int(d) for d in normalized_shape))
+    if columns == 0 or x.numel() == 0:
         return None
-    return SumShape(args[1].numel() // columns, columns)
+    return SumShape(x.numel() // columns, columns)
 
 
 def _softmax_row(op: str, args: Sequence[Any]) -> int:
