@@ -209,3 +209,30 @@ def test_a_model_yaml_linear_bias_gradient_is_a_sum_over_its_tokens():
     cpu = analyze(network_from_yaml(text), load_hardware("xeon-platinum-8480plus"))
     assert {r.predicted_basis for r in cpu.ops if r.op.kind == "bias-backward"} != {
         "reduce-kernel"}
+
+
+def test_a_model_yaml_conv2d_bias_gradient_sums_a_channels_last_map():
+    # 8 x 56 x 56 outputs of 128 channels, bf16: N P Q = 25,088 rows of 128 columns (the layout
+    # the conv's GEMMs are priced in: no transposes). Vectors of 4, blocks 32 x 4 (128 threads),
+    # one block of outputs; 25,088 / 4 = 6,272 values a thread >= 256: split over
+    # max(min(132 x 16, 6272 / 16), 6272 / 256) = 392 blocks, 16 values a thread, 4 rounds, one
+    # wave; the last block adds ceil(392 / 4) = 98 staged partial sums: 2 x 0.9 + 3.2 + 4 x 0.2
+    # + 98 x 0.31 = 36.18 us (a lent H100 took 30.0 us for 8 x 56 x 56 x 256 channels_last,
+    # bench_gpu_norms.py; as a stream 2.2 + 0.9 us)
+    text = ("batch: 8\ndtype: bf16\nmode: train\ninput: {channels: 64, height: 56, width: 56}\n"
+            "layers:\n"
+            "  - {type: conv2d, out_channels: 128, kernel: 3, padding: 1, bias: true}\n"
+            "  - {type: conv2d, out_channels: 256, kernel: 1, stride: 2, bias: true}\n")
+    report = analyze(network_from_yaml(text), load_hardware("h100-sxm5-80gb"))
+    first, second = [r for r in report.ops if r.op.kind == "bias-backward"][::-1]
+    assert first.op.summed == SumShape(8 * 56 * 56, 128)
+    assert launch(first.op.summed, 132, 2048, 2) == ReduceLaunch(392, 128, 4, 4, 98)
+    assert first.predicted_basis == "reduce-kernel"
+    assert first.predicted_time_s == pytest.approx(2 * 0.9e-6 + 3.2e-6 + 4 * 0.2e-6
+                                                   + 98 * 0.31e-6)
+    # the strided 1 x 1 conv's outputs: 8 x 28 x 28 rows of 256
+    assert second.op.summed == SumShape(8 * 28 * 28, 256)
+    # on a CPU entry the op keeps its roof
+    cpu = analyze(network_from_yaml(text), load_hardware("xeon-platinum-8480plus"))
+    assert {r.predicted_basis for r in cpu.ops if r.op.kind == "bias-backward"} != {
+        "reduce-kernel"}

@@ -149,11 +149,11 @@ layout, the NCHW reductions a channel to a thread block, each at its own rate pe
 
 A sum over a matrix's rows or along them (``Op.summed``: a captured ``aten.sum`` or
 ``aten.mean`` over a contiguous tensor's leading dimensions, its trailing ones or all but its
-channels, a captured convolution's and a model.yaml Linear's or transformer projection's
-``bias-backward``) runs torch's reduce kernel, whose blocks load their values in rounds and,
-where the values are split across blocks, leave their partial sums for the last block of their
-outputs to add up: ``analysis.gpu_reduce``, basis ``reduce-kernel`` where that work adds to the
-stream.
+channels, a captured convolution's and a model.yaml Linear's, transformer projection's or
+conv2d's ``bias-backward``, the last as a channels-last map's) runs torch's reduce kernel,
+whose blocks load their values in rounds and, where the values are split across blocks, leave
+their partial sums for the last block of their outputs to add up: ``analysis.gpu_reduce``,
+basis ``reduce-kernel`` where that work adds to the stream.
 
 A Linear's forward ``bias`` op (``EPILOGUE_KINDS`` following ``GPU_EPILOGUE_FOLLOWS``) is no
 kernel on a GPU: the GEMM before it adds the bias in its epilogue, as torch's CUDA ``addmm``

@@ -2,8 +2,8 @@
 part of ``analysis.gpu_ops`` for a captured sum or mean over a contiguous tensor's leading
 dimensions (a Linear's bias gradient, dY summed over its tokens) or its trailing ones (an RMSNorm's
 mean over each token's features; ``Op.summed``: the matrix's rows and columns, and which way it
-is summed), a captured convolution's bias gradient, and a model.yaml Linear's or transformer
-projection's ``bias-backward``.
+is summed), a captured convolution's bias gradient, and a model.yaml Linear's, transformer
+projection's or conv2d's ``bias-backward`` (a conv2d's as a channels-last map's).
 
 Torch runs both through ``reduce_kernel`` (pytorch/pytorch aten/src/ATen/native/cuda/Reduce.cuh,
 ``setReduceConfig``; ``REDUCE_SOURCE``), whose launch ``launch`` works out from the matrix as torch

@@ -148,8 +148,8 @@ def bias_activation(layer: str, pass_: str, elements: int, e: int, bias: bool,
     """A layer's epilogue over its ``elements`` outputs: forward, the bias add then the
     activation; backward, the activation's gradient then the bias's (``activation`` "none":
     no activation op); ``follows``: the layer's product (``FOLLOWS``); ``columns``: the bias's
-    values where the outputs are rows of them (a Linear's: its gradient a sum over rows,
-    ``SumShape``), 0 where they are not (a convolution's channels, NCHW)."""
+    values where the outputs are rows of them (a Linear's; a convolution's, its map taken
+    channels-last: its gradient a sum over rows, ``SumShape``), 0 where no sum is priced."""
     ops = []
     if bias:
         op = elementwise(layer, pass_, "bias" if pass_ == "forward" else "bias-backward",

@@ -38,7 +38,9 @@ batch and the image size need not be): each GEMM says which dimension is channel
 top-level ``input:``, gives them. ``branch: true`` marks a side branch (a ResNet projection
 shortcut): it reads its own ``in_channels``, ``height`` and ``width`` (the block's input), its
 output is added back, and the next layer continues from the layer before it. ``bias`` and
-``activation`` add elementwise ops over N.K.P.Q values, as in ``linear``. Parameters:
+``activation`` add elementwise ops over N.K.P.Q values, as in ``linear``; the bias gradient sums
+N.P.Q rows of K channels, a channels-last map's (``SumShape``: the layout the GEMMs are priced
+in, no transposes; a GPU prices it by torch's reduce kernel, ``analysis.gpu_reduce``). Parameters:
 K . (C / g) . R . S (+ K with bias).
 """
 
@@ -198,8 +200,10 @@ class Conv2d:
         n = step.batch
         x, w, dy, dx = self._tensors(n)
         elements = n * self.out_channels * pq
+        # the bias gradient sums channels-last rows, the layout the GEMMs are priced in
         items: list[GemmShape | OpShape] = list(bias_activation(
-            self.name, "backward", elements, step.e, self.bias, self.activation, "conv"))
+            self.name, "backward", elements, step.e, self.bias, self.activation, "conv",
+            self.out_channels))
         if data_grad:
             items.append(GemmShape(self.name, "backward-data", n * pq, c, k * rs,
                                    ("batch x P x Q", "in_channels", "out_channels x R x S"),
