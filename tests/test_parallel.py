@@ -13,6 +13,7 @@ from roofline.analysis.memory import memory_of
 from roofline.analysis.parallel import (
     Layout,
     activation_bytes_per_block,
+    crosses_nodes,
     evaluate,
     padded_vocab,
     pipeline_bubble,
@@ -217,6 +218,26 @@ def test_pipeline_stages_and_their_memory():
     send = 33554432 / 4.5e11 + 3.4e-6
     assert [stage.p2p_s for stage in result.stages] == pytest.approx(
         [send, 2 * send, 2 * send, send])
+
+
+def test_a_pipeline_boundary_crosses_nodes_only_where_its_ranks_do():
+    # ranks tensor, data, pipeline; 8 GPUs a node. tp 2, pp 8: stage i holds ranks 2i, 2i + 1,
+    # so stages 0-3 sit in node 0 and 4-7 in node 1: only the boundary after stage 3 (ranks 6,
+    # 7 -> 8, 9) crosses; until 0.9.0 every boundary of a pipeline over two nodes was charged
+    # at the inter-node link
+    assert [crosses_nodes(b, 2, 8) for b in range(7)] == [False] * 3 + [True] + [False] * 3
+    assert [crosses_nodes(b, 8, 8) for b in range(3)] == [True] * 3  # a stage a node
+    assert [crosses_nodes(b, 3, 8) for b in range(4)] == [False, True, True, False]  # 0-2 | 3-5, 6-8
+    assert not crosses_nodes(0, 4, 8)
+    result = evaluate(llama(batch=16), load_hardware("h100"),
+                      Layout(tp=2, pp=8, dp=1, zero=1, micro_batch=1), 16,
+                      h100_fabric())
+    # each boundary sends T h e = 4096 x 4096 x 2 bytes each way: NVLink 4 at 450 GB/s + 3.4
+    # us in a node, InfiniBand NDR at 50 GB/s + 14 us across
+    nvlink, ndr = 33554432 / 4.5e11 + 3.4e-6, 33554432 / 5e10 + 14e-6
+    assert [stage.p2p_s for stage in result.stages] == pytest.approx(
+        [nvlink, 2 * nvlink, 2 * nvlink, nvlink + ndr, ndr + nvlink, 2 * nvlink, 2 * nvlink,
+         nvlink])
 
 
 def test_pipeline_deeper_than_blocks_is_refused():

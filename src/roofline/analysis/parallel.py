@@ -36,7 +36,10 @@ the last. Schedule 1F1B (Narayanan et al., sec. 2.2): with m micro-batches a ste
 - 1) times the slowest stage's micro-batch time, the bubble (p - 1) / (m + p - 1) of the step;
 stage i keeps the activations of min(m, p - i) micro-batches (the first stage p). Between
 stages each micro-batch sends T h elements forward and their gradient backward
-(point-to-point, over the inter-node link when the pipeline spans more than one node).
+(point-to-point). Ranks run tensor first, then data, then pipeline (as Megatron-LM orders
+them), so stage i holds the tp x dp ranks from i tp dp on and each GPU sends to the one tp dp
+ranks later or earlier: over the inter-node link where some such pair sits in two nodes
+(``crosses_nodes``), else the intra-node link.
 
 Data parallelism (``dp``) with ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward
 Training Trillion Parameter Models", SC'20): per GPU, Psi parameters (its TP and pipeline
@@ -576,11 +579,13 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: LayerTimes,
         # what crosses each boundary: the activations the stage's last layer hands forward
         # (not the last stage's: its output layer's are the logits, which stay), and the
         # gradient of its first layer's input sent back (not the first stage's)
-        crossing = layout.gpus > fabric.gpus_per_node
+        stride = layout.tp * layout.dp
         if s < layout.pp - 1:
-            p2p += fabric.p2p_s(t * (layers[-1].out_width or 0) * e, crossing)
+            p2p += fabric.p2p_s(t * (layers[-1].out_width or 0) * e,
+                                crosses_nodes(s, stride, fabric.gpus_per_node))
         if s > 0:
-            p2p += fabric.p2p_s(t * (layers[0].in_width or 0) * e, crossing)
+            p2p += fabric.p2p_s(t * (layers[0].in_width or 0) * e,
+                                crosses_nodes(s - 1, stride, fabric.gpus_per_node))
     params = sum(layer.parameters for layer in layers)
     expert = sum(_expert_parameters(layer) for layer in layers)
     dense = params - expert
@@ -598,6 +603,15 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: LayerTimes,
                          memory)
 
     return timed(False), timed(True)
+
+
+def crosses_nodes(boundary: int, stride: int, gpus_per_node: int) -> bool:
+    """Whether the boundary after stage ``boundary`` (its ``stride`` ranks from ``boundary x
+    stride`` on, each sending to the rank ``stride`` later) has a pair in two nodes of
+    ``gpus_per_node``: some node's first rank M with boundary x stride < M <= the last sender's
+    partner, (boundary + 2) x stride - 1."""
+    first = boundary * stride
+    return (first // gpus_per_node + 1) * gpus_per_node < first + 2 * stride
 
 
 def _model_parallel_comm(ctx: _Context, layers: list[Any]) -> tuple[float, float]:
