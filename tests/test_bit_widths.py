@@ -215,3 +215,21 @@ def test_naive_attention_dequantizes_a_shared_kv_head_once():
         assert g.b_dtype == "fp8" and g.bytes_by_operand["b"] == kv == 33_554_432
         assert g.flops == 2 * 1 * 2048 * 128 * 16 * 32 == 268_435_456
         assert g.dequant_flops == 2 * kv == 67_108_864
+
+
+def test_a_gemm_just_under_the_ridge_by_its_flops_says_its_dequantization_binds_it(invoke):
+    # Llama-2-7B's QKV at batch 41, int4 B: 2 x 41 x 12288 x 4096 = 4,127,195,136 FLOPs over
+    # 41 x 4096 x 2 + _w4(4096, 12288) + 41 x 12288 x 2 = 27,295,744 bytes: 151.2 FLOP/B,
+    # under the A100's ridge of 153.0; with B's dequantization, 2 x 12288 x 4096 more FLOPs,
+    # 154.9, over it: compute-bound, which the report now says beside the column
+    g = analyze_model(LLAMA, A100, batch=41, seq=2047, mode="inference", phase="decode",
+                      weights="int4").results[0]
+    assert g.gemm.bytes == 41 * 4096 * 2 + _w4(4096, 12288) + 41 * 12288 * 2 == 27_295_744
+    assert round(g.gemm.intensity, 1) == 151.2 and g.bound == "compute"
+    out = invoke("analyze", LLAMA, "--hw", A100, "--batch", "41", "--seq", "2047", "--mode",
+                 "inference", "--phase", "decode", "--weights", "int4", "--gemms-only").stdout
+    assert " ".join(out.split()).count(
+        "over its bytes: MM1 151.2 FLOP/B in the column, 154.9 with it") == 1
+    plain = invoke("analyze", LLAMA, "--hw", A100, "--batch", "41", "--seq", "2047",
+                   "--mode", "inference", "--phase", "decode", "--gemms-only").stdout
+    assert "dequantized B" not in plain

@@ -105,8 +105,22 @@ def time_lines(report: Report) -> list[str]:
 def kernel_notes(report: Report) -> list[str]:
     """The notes on which kernels a time is of, after the times: rows off 16 bytes, operands
     not K-major, quantized formats, launches, GEMMs that beat their roof (text and HTML)."""
-    return (misaligned_row_lines(report) + strided_lines(report) + quantized_lines(report)
-            + launch_lines(report) + beats_roof_notes(report))
+    return (dequant_lines(report) + misaligned_row_lines(report) + strided_lines(report)
+            + quantized_lines(report) + launch_lines(report) + beats_roof_notes(report))
+
+
+def dequant_lines(report: Report) -> list[str]:
+    """Where a GEMM dequantizes a stored B (``Gemm.dequant_flops``), that its bound and time
+    count that work beside the FLOP/B column's (the GEMM's FLOPs alone), with the first such
+    GEMM's two figures: a GEMM just under the ridge by the column can be compute-bound."""
+    first = next((r.gemm for r in first_copies(report.results) if r.gemm.dequant_flops), None)
+    if first is None:
+        return []
+    work = (first.flops + first.dequant_flops) / first.bytes
+    return [f"dequantized B: a GEMM with a stored B narrower than its math is placed on the "
+            f"roof by its FLOPs and B's dequantization, 2 FLOPs a weight (JSON dequant_flops), "
+            f"over its bytes: {first.name} {first.intensity:.1f} FLOP/B in the column, "
+            f"{work:.1f} with it"]
 
 
 def launch_lines(report: Report) -> list[str]:
