@@ -105,15 +105,19 @@ from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
 from .ops import ELEMENTWISE, AttentionShape, NormShape, SumShape
 
-#: Ops that move no data: views, metadata, allocation without writing; any other op whose
-#: schema makes its output a view of its input (``OpOverload.is_view``: ``unfold``,
-#: ``view_as_real``, ...) moves nothing either (``_record``).
+#: Ops that move no data: views, metadata, allocation without writing, and the in-place forms
+#: that change a tensor's shape or strides only (``squeeze_``: torch.matmul's vector times a
+#: matrix squeezes its product in place); any other op whose schema makes its output a view of
+#: its input (``OpOverload.is_view``: ``unfold``, ``view_as_real``, ...) moves nothing either
+#: (``_record``).
 FREE_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "as_strided",
     "detach", "alias", "unsqueeze", "squeeze", "select", "slice", "split", "split_with_sizes",
     "unbind", "chunk", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
     "_reshape_alias", "lift_fresh", "scalar_tensor", "unflatten", "flatten", "view_as",
     "_to_copy_meta", "narrow", "diagonal", "movedim", "expand_as", "numpy_T", "mT",
+    "squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_", "detach_", "swapdims_",
+    "swapaxes_",
 })
 #: FLOPs per output element of the ops whose count is known: an arithmetic op of one output
 #: element per operation 1; the activations and norms as ``model/ops.ELEMENTWISE`` counts them
@@ -276,9 +280,13 @@ LOSS_PASSES: dict[str, tuple[int, int, tuple[int, int, int]]] = {
 LOSS_WEIGHTS = {"binary_cross_entropy": (2, None), "binary_cross_entropy_backward": (3, None),
                 "binary_cross_entropy_with_logits": (2, 3)}
 #: The GEMM ops: ``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``_grouped_mm`` (a mixture of
-#: experts' GEMMs as transformers runs them: ``_grouped``) and the quantized GEMMs
-#: (``QUANTIZED_GEMMS``).
-GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "_int_mm", "_scaled_mm"})
+#: experts' GEMMs as transformers runs them: ``_grouped``), the quantized GEMMs
+#: (``QUANTIZED_GEMMS``) and a matrix times a vector, ``mv`` and ``addmv`` (``torch.matmul`` of
+#: a matrix and a 1-D tensor: a GEMM of N = 1, the vector B's one column, along K).
+GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "_int_mm", "_scaled_mm",
+                      "mv", "addmv"})
+#: GEMM ops that add an input to their product (beta x input + A.B): a Linear's bias.
+ADDED_INPUT_GEMMS = frozenset({"addmm", "baddbmm", "addmv"})
 #: Ops that reduce their input: their FLOPs count per element read.
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "histc", "topk", "sort",
                         "argmax", "argmin"})
@@ -1027,7 +1035,7 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
     else:
         a, b = (args[0], args[1]) if op in QUANTIZED_GEMMS else (tensors[-2], tensors[-1])
         g = a.shape[0] if a.dim() == 3 else 1
-        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1] if b.dim() > 1 else 1
         counts, groups = _broadcast(a, b), g
     seen = GEMM_DTYPES.get(str(a.dtype).removeprefix("torch."))
     quantized = _quantized(op, a, outs)
@@ -1047,7 +1055,7 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
     gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
                      int(g), tensors=counts, b_operand=kept, rows=_rows(a, b),
                      dtype=own[0] if own else "", c_dtype=own[1] if own else "")
-    if op not in ("addmm", "baddbmm") or kwargs.get("beta", 1) == 0:
+    if op not in ADDED_INPUT_GEMMS or kwargs.get("beta", 1) == 0:
         return [gemm]
     pass_ = "backward" if backward else "forward"
     return [gemm, *_added_input(tensors[0], outs[0], pass_, owner)]
@@ -1400,9 +1408,9 @@ def _rows(a: Any, b: Any) -> tuple[int, int, int]:
     memory, from the operands' strides (``GemmShape.rows``): A along K when its last stride is 1,
     else along M (a transposed view: a weight gradient's dY^T); B along K when its rows are
     apart and its columns adjacent (a weight read as W^T), else along N; C as torch allocates
-    it, along N."""
+    it, along N. A vector B (``mv``) runs along K."""
     a_row = 2 if a.stride(-1) == 1 else 0
-    b_row = 2 if b.stride(-2) == 1 and b.stride(-1) != 1 else 1
+    b_row = 2 if b.dim() == 1 or (b.stride(-2) == 1 and b.stride(-1) != 1) else 1
     return a_row, b_row, 1
 
 
