@@ -100,3 +100,30 @@ def test_legend_sits_below_the_chart_not_beside_it(six_device_chart):
     legend = ax.get_legend().get_window_extent(renderer)
     frame = ax.get_window_extent(renderer)
     assert legend.y1 < frame.y0 and legend.width <= frame.width * 1.05
+
+
+def test_a_memory_bound_points_label_stays_left_of_its_ridge():
+    # one A100 at batch 176: MM1 and MM5 (176 x 4096 x 1024 fp16: 1,476,395,008 FLOPs over
+    # 10,190,848 bytes, 144.9 FLOP/B) sit just under the ridge, 312 TFLOP/s / 2039 GB/s = 153.0;
+    # their label once landed right of the ridge line, beside the compute ceiling, where it
+    # read as a compute-bound point's
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    from roofline.plot import plot_roofline
+    from roofline.plot.labels import across
+
+    report = analyze_model("examples/mlp-1024-4096-1000.yaml", "a100-sxm4-80gb", batch=176)
+    ax = plot_roofline([report])
+    canvas = FigureCanvasAgg(ax.figure)
+    canvas.draw()
+    ridge_x = ax.transData.transform((312e12 / 2039e9, 1.0))[0]
+    labels = [t for t in ax.texts if str(t.get_gid()).startswith("label:")]
+    assert {t.get_text() for t in labels} >= {"MM1,MM5"}
+    for label in labels:
+        box = Text.get_window_extent(label, canvas.get_renderer())  # the text, not its leader
+        assert (box.x0 + box.x1) / 2 < ridge_x, label.get_text()
+    # the rule itself: a box across a wall from its point, beside the wall's span
+    assert across(10.0, (30.0, 5.0, 50.0, 15.0), (20.0, 0.0, 20.0, 100.0))
+    assert not across(10.0, (30.0, 105.0, 50.0, 115.0), (20.0, 0.0, 20.0, 100.0))
+    assert not across(10.0, (0.0, 5.0, 15.0, 15.0), (20.0, 0.0, 20.0, 100.0))

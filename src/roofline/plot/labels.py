@@ -23,15 +23,18 @@ Offset = tuple[float, float]
 
 class Placer:
     """First-fit placement of text boxes, in display pixels: a box is taken by the first
-    candidate offset that stays inside the Axes and overlaps nothing placed or blocked before;
-    if none does, the inside candidate overlapping the fewest boxes (else the first candidate).
-    Deterministic: no randomness, no renderer."""
+    candidate offset that stays inside the Axes and overlaps nothing placed or blocked before
+    (and, for a point's label, ``sided``, lies on its point's side of every vertical line
+    blocked, a ridge: a memory-bound point's label right of the ridge reads as a compute-bound
+    one's); if none does, the inside candidate with the fewest clashes (else the first
+    candidate). Deterministic: no randomness, no renderer."""
 
     def __init__(self, ax: Axes) -> None:
         self.ax = ax
         self.scale = ax.figure.dpi / 72.0
         self.taken: list[Box] = []
         self.lines: list[Segment] = []  # segments, display pixels
+        self.walls: list[Segment] = []  # vertical lines (ridges) a label keeps its side of
         self.texts: set[str] = set()  # ceiling labels already drawn
         self.roofs: set[tuple[float, float]] = set()  # (peak, bandwidth) of roofs drawn
 
@@ -58,6 +61,7 @@ class Placer:
         """Keep text off a vertical line from (x, y0) to (x, y1)."""
         (px, py0), (_, py1) = self.ax.transData.transform([(x, y0), (x, y1)])
         self.taken.append((px - 1.0, py0, px + 1.0, py1))
+        self.walls.append((px, py0, px, py1))
 
     def block_horizontal(self, y: float, x0: float, x1: float) -> None:
         """Keep text off a horizontal line from (x0, y) to (x1, y)."""
@@ -70,10 +74,12 @@ class Placer:
         self.lines.append((ax0, ay0, ax1, ay1))
 
     def place(self, x: float, y: float, size: tuple[float, float],
-              offsets: list[Offset], must_fit: bool = False) -> Offset | None:
+              offsets: list[Offset], must_fit: bool = False,
+              sided: bool = False) -> Offset | None:
         """The first offset (pixels) at which a box of ``size`` anchored at data point
         (x, y) clashes with nothing, and take that box; if none, the offset with the fewest
-        clashes, or None (taking nothing) when ``must_fit``."""
+        clashes, or None (taking nothing) when ``must_fit``. ``sided``: a box across a wall
+        from (x, y), beside the wall's span, clashes too."""
         px, py = self.ax.transData.transform((x, y))
         w, h = size
         frame = self.ax.bbox.extents
@@ -84,6 +90,8 @@ class Placer:
                 continue
             clashes = sum(overlap(box, t) for t in self.taken)
             clashes += sum(crosses(box, line) for line in self.lines)
+            if sided:
+                clashes += sum(across(px, box, wall) for wall in self.walls)
             if clashes == 0:
                 best = (dx, dy)
                 break
@@ -97,9 +105,9 @@ class Placer:
         return dx, dy
 
     def put(self, x: float, y: float, size: tuple[float, float],
-            offsets: list[Offset]) -> Offset:
+            offsets: list[Offset], sided: bool = False) -> Offset:
         """``place`` for a label that is always drawn: the best offset, never None."""
-        offset = self.place(x, y, size, offsets)
+        offset = self.place(x, y, size, offsets, sided=sided)
         assert offset is not None  # only must_fit gives None
         return offset
 
@@ -145,6 +153,15 @@ def crosses(box: Box, line: Segment, pad: float = 1.5) -> bool:
     xa, xb = max(x0, left), min(x1, right)
     ya, yb = y0 + slope * (xa - x0), y0 + slope * (xb - x0)
     return min(ya, yb) <= top and max(ya, yb) >= bottom
+
+
+def across(px: float, box: Box, wall: Segment) -> bool:
+    """Whether ``box`` lies across vertical ``wall`` (x, y0, x, y1) from a point at ``px``:
+    its middle on the other side, its height overlapping the wall's span."""
+    x, y0, _, y1 = wall
+    if box[3] < min(y0, y1) or box[1] > max(y0, y1):
+        return False
+    return (px < x) != ((box[0] + box[2]) / 2 < x)
 
 
 def inside(box: Box, frame: Sequence[float]) -> bool:

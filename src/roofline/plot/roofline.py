@@ -340,7 +340,7 @@ def _label_points(ax: Axes, reports: list[Report], placer: Placer) -> None:
     for group in groups:
         text = group.label
         w, h = placer.text_size(text, LABEL_SIZE)
-        dx, dy = placer.put(group.x, group.y, (w, h), point_label_offsets(w, h))
+        dx, dy = placer.put(group.x, group.y, (w, h), point_label_offsets(w, h), sided=True)
         far = abs(dy) > h + 6 or abs(dx) > w + 6
         arrow = dict(arrowstyle="-", color="0.5", lw=0.6, shrinkA=0, shrinkB=4) if far else None
         ax.annotate(text, (group.x, group.y), xytext=placer.to_points(dx, dy),
