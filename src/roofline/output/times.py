@@ -113,9 +113,9 @@ def dequant_lines(report: Report) -> list[str]:
     """Where a GEMM dequantizes a stored B (``Gemm.dequant_flops``), that its bound and time
     count that work beside the FLOP/B column's (the GEMM's FLOPs alone), with the first such
     GEMM's two figures: a GEMM just under the ridge by the column can be compute-bound."""
-    first = next((r.gemm for r in first_copies(report.results) if r.gemm.dequant_flops), None)
-    if first is None:
-        return []
+    if not any(r.gemm.dequant_flops for r in distinct(report.results)):
+        return []  # (asked of one copy of each run: a deep model's rows are not built)
+    first = next(r.gemm for r in first_copies(report.results) if r.gemm.dequant_flops)
     work = (first.flops + first.dequant_flops) / first.bytes
     return [f"dequantized B: a GEMM with a stored B narrower than its math is placed on the "
             f"roof by its FLOPs and B's dequantization, 2 FLOPs a weight (JSON dequant_flops), "
