@@ -231,10 +231,26 @@ def variant_lines(markdown: bool) -> list[str]:
     return table_lines(["step", "dtype", *MEASURED_COLUMNS], body, markdown)
 
 
+def yaml_cells(step: dict[str, Any], kernels: float, entry: Any) -> list[str]:
+    """A training step's kernels against examples/resnet50.yaml's prediction at its batch and
+    optimizer on ``entry`` (fp32 as tf32: torch's convolutions run in TF32 by default; the
+    model.yaml prices its convolutions and batch norms as channels-last maps'); "-" for an
+    inference step, whose batch norms a model.yaml folds into the convolutions."""
+    if step["mode"] != "train":
+        return ["-", "-"]
+    from roofline import analyze_model
+
+    report = analyze_model(ROOT / "examples" / "resnet50.yaml", entry, batch=step["batch"],
+                           dtype="tf32" if step["dtype"] == "fp32" else step["dtype"],
+                           mode="train", optimizer=step["optimizer"])
+    time = report.totals["predicted_time_s"]
+    return [f"{time * 1e3:.2f} ms", f"{kernels / time:.2f}"]
+
+
 def batch_lines(markdown: bool) -> list[str]:
     """ResNet-50's steps at batches 32 and 128 on the H100 and the H200, NCHW and channels_last
     (data/h1?0_live_resnets.json): the batch-norm and transpose rates were fitted at 64, on the
-    H100."""
+    H100; and a training step's kernels against examples/resnet50.yaml (``yaml_cells``)."""
     from roofline.hardware.catalog import load_hardware
 
     body = []
@@ -243,10 +259,11 @@ def batch_lines(markdown: bool) -> list[str]:
         hw = load_hardware(entry)
         body += [[gpu, step["step"], step["dtype"], str(step["batch"]), step["memory_format"],
                   *measured_cells(step, step["kernel_s"],  # step_record's one profiled step
-                                  hw, step["memory_format"] == "channels_last")]
+                                  hw, step["memory_format"] == "channels_last"),
+                  *yaml_cells(step, step["kernel_s"], hw)]
                  for step in json.loads((DATA / name).read_text()) if "error" not in step]
-    return table_lines(["GPU", "step", "dtype", "batch", "layout", *MEASURED_COLUMNS], body,
-                       markdown)
+    return table_lines(["GPU", "step", "dtype", "batch", "layout", *MEASURED_COLUMNS,
+                        "model.yaml", "kernels / model.yaml"], body, markdown)
 
 
 def main() -> None:

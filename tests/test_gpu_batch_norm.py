@@ -64,7 +64,7 @@ def test_a_channels_last_eval_batch_norm_runs_torchs_nhwc_transform():
 
 
 def test_a_batch_norm_without_its_map_streams_and_a_cpu_keeps_the_roofline():
-    # model.yaml's batchnorm and a BatchNorm1d carry no map: one kernel at 88% of DRAM
+    # a BatchNorm1d carries no map: one kernel at 88% of DRAM
     plain = Op("OP1", "bn", "forward", "aten.native_batch_norm", 8 * 2**20, 4 * 2**21)
     got = _predict(plain, "fp32")
     assert got.basis == "streaming"
@@ -122,3 +122,31 @@ def test_an_fp16_map_under_fp32_weights_runs_cudnns_kernel_and_under_fp16_weight
     plain = Op("OP1", "bn", "forward", "aten.native_batch_norm", 8 * 51_380_224,
                2 * 2 * 51_380_224, norm=NormShape(256, 64 * 56 * 56))
     assert _predict(plain, "fp16").time_s == pytest.approx(395.97e-6, rel=1e-4)
+
+
+def test_a_model_yaml_batch_norm_runs_the_channels_last_kernels():
+    # a model.yaml batchnorm after a 64-channel conv at 56 x 56, batch 8: its map taken
+    # channels-last (the layout the convs are priced in), 8 x 56 x 56 = 25,088 values a channel,
+    # 1,605,632 in all. bf16, training: torch's NHWC statistics at 1.101 and transform at 2.391
+    # values an SM-clock on all 132 SMs: 1,605,632 / (1.101 x 132 x 1.98e9) = 5.580 us and
+    # 1,605,632 / (2.391 x 132 x 1.98e9) = 2.569 us, over the stream; 2 + 2 small kernels:
+    # 3.6 + 8.149 = 11.749 us. Backward: the reduce at 1.624 (3.783 us) and elementwise at
+    # 1.748 (3.515 us), 3 kernels: 2.7 + 7.298 = 9.998 us. Before 0.9.0 a stream (1.9 us).
+    from roofline.analysis.report import analyze
+    from roofline.model.network import network_from_yaml
+
+    text = ("batch: 8\ndtype: {}\nmode: train\ninput: {{channels: 3, height: 56, width: 56}}\n"
+            "layers:\n  - {{type: conv2d, out_channels: 64, kernel: 3, padding: 1}}\n"
+            "  - {{type: batchnorm}}\n")
+    report = analyze(network_from_yaml(text.format("bf16")), load_hardware(H100))
+    forward, backward = [r for r in report.ops if r.op.kind.startswith("batchnorm")]
+    assert forward.op.norm == NormShape(64, 25088, channels_last=True, mixed=True)
+    assert forward.predicted_basis == "batch-norm-kernels"
+    assert forward.predicted_time_s == pytest.approx(11.749e-6, rel=1e-4)
+    assert backward.predicted_time_s == pytest.approx(9.998e-6, rel=1e-4)
+    # fp16 under fp32 weights (mixed precision) and tf32 (fp32 maps) run cuDNN's NHWC kernels:
+    # training at 0.787 and a memset, 1,605,632 / (0.787 x 261.36e9) = 7.806 us + 1.8 us
+    for dtype in ("fp16", "tf32"):
+        report = analyze(network_from_yaml(text.format(dtype)), load_hardware(H100))
+        first = next(r for r in report.ops if r.op.kind == "batchnorm")
+        assert first.predicted_time_s == pytest.approx(9.606e-6, rel=1e-4), dtype

@@ -1,6 +1,8 @@
 """How long torch's and cuDNN's batch-norm kernels take on a GPU: the part of
 ``analysis.gpu_ops`` for a captured batch norm over a map (``BATCH_NORM_MODES``; the capture
-keeps the map's channels, values a channel and layout, ``Op.norm``).
+keeps the map's channels, values a channel and layout, ``Op.norm``) and a model.yaml
+``batchnorm``'s training forward and backward (its map taken channels-last, fp32 weights under a
+16-bit map: ``layers.batchnorm``).
 
 Torch picks the kernels by dtype and layout (pytorch/pytorch aten/src/ATen/native/
 Normalization.cpp; ``BATCH_NORM_SOURCE``): torch 2.11 with cuDNN 9.19 on a lent H100 ran an fp32
@@ -54,7 +56,9 @@ if TYPE_CHECKING:
 #: A captured batch norm's pass by its op (as ``model.capture`` names it)
 BATCH_NORM_MODES = {"aten.native_batch_norm": "train", "aten._native_batch_norm_legit": "train",
                     "aten._native_batch_norm_legit_no_training": "eval",
-                    "aten.native_batch_norm_backward": "backward"}
+                    "aten.native_batch_norm_backward": "backward",
+                    # a model.yaml batchnorm's (its map taken channels-last)
+                    "batchnorm": "train", "batchnorm-backward": "backward"}
 #: (library, layout, pass) -> the main kernels (their names in ``BATCH_NORM_VALUES_PER_SM_CLOCK``)
 #: and the small kernels beside them (a launch each: running statistics, memsets)
 BATCH_NORM_KERNELS: dict[tuple[str, str, str], tuple[tuple[str, ...], int]] = {
@@ -96,7 +100,8 @@ def batch_norm_kernels(op: Op, dtype: str) -> tuple[tuple[str, ...], int] | None
     mode = BATCH_NORM_MODES.get(op.kind)
     if mode is None or op.norm is None:
         return None
-    library = "cudnn" if dtype == "fp32" or (dtype == "fp16" and op.norm.mixed) else "torch"
+    library = ("cudnn" if dtype in ("fp32", "tf32") or (dtype == "fp16" and op.norm.mixed)
+               else "torch")
     return BATCH_NORM_KERNELS[(library, "nhwc" if op.norm.channels_last else "nchw", mode)]
 
 

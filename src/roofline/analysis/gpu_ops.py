@@ -143,9 +143,10 @@ Basis ``softmax-rows`` where either binds (the row rate over the stream, or re-r
 the stream). A model.yaml ``softmax`` (an unfused attention's scores) says nothing of the
 framework and streams.
 
-A captured batch norm over a map (``Op.norm``) runs torch's or cuDNN's kernels for its dtype and
-layout, the NCHW reductions a channel to a thread block, each at its own rate per busy SM
-(``analysis.gpu_batch_norm``, basis ``batch-norm-kernels`` where that work outlasts the stream).
+A captured batch norm over a map (``Op.norm``; a model.yaml ``batchnorm``'s, its map taken
+channels-last) runs torch's or cuDNN's kernels for its dtype and layout, the NCHW reductions a
+channel to a thread block, each at its own rate per busy SM (``analysis.gpu_batch_norm``, basis
+``batch-norm-kernels`` where that work outlasts the stream).
 
 A sum over a matrix's rows or along them (``Op.summed``: a captured ``aten.sum`` or
 ``aten.mean`` over a contiguous tensor's leading dimensions, its trailing ones or all but its

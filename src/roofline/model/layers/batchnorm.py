@@ -5,7 +5,9 @@ Training: the forward reads x and writes y, and saves the batch's mean and inver
 (2 C fp32 values, for the backward); the backward reads dY, x and the saved statistics and
 writes dX (the 2 C parameter gradients are negligible and left out). Per value, as ``ops``
 counts a layernorm: 8 FLOPs forward, 12 backward. Compulsory traffic: x read once (a kernel
-that cannot keep the map in cache reads it twice, for the statistics and to normalize).
+that cannot keep the map in cache reads it twice, for the statistics and to normalize). On a
+GPU both ops run the channels-last batch-norm kernels (``NormShape``: the layout the
+convolutions' GEMMs are priced in; ``analysis.gpu_batch_norm``).
 
 Inference: folded. With fixed statistics batch norm is an affine map per channel, which
 inference engines fold into the preceding convolution (scale into its weights, shift into a
@@ -21,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..ops import OpShape, elementwise
+from ..ops import NormShape, OpShape, elementwise
 from .linear import ACTIVATIONS
 from .spatial import OnMap, Shape
 from .step import Step
@@ -68,13 +70,21 @@ class BatchNorm(OnMap):
         kind = self.activation if pass_ == "forward" else f"{self.activation}-backward"
         return [elementwise(self.name, pass_, kind, elements, e)]
 
+    def _norm(self, step: Step) -> NormShape:
+        """The map as a GPU's batch-norm kernels take it (``NormShape``): channels-last, the
+        layout the convolutions' GEMMs are priced in (no transposes), with fp32 weights under
+        a 16-bit map (mixed precision's, which sends an fp16 one to cuDNN)."""
+        channels = self.map.channels
+        return NormShape(channels, step.batch * self.map.elements // channels,
+                         channels_last=True, mixed=step.e == 2)
+
     def forward(self, step: Step) -> list[OpShape]:
         elements = step.batch * self.map.elements
         items = []
         if step.phase == "train":  # inference: folded into the convolution before it
             norm = elementwise(self.name, "forward", "batchnorm", elements, step.e)
             stats = 2 * self.map.channels * STAT_BYTES
-            items.append(norm._replace(bytes=norm.bytes + stats))
+            items.append(norm._replace(bytes=norm.bytes + stats, norm=self._norm(step)))
         return items + self._activation("forward", elements, step.e)
 
     def backward(self, step: Step, data_grad: bool) -> list[OpShape]:
@@ -82,4 +92,4 @@ class BatchNorm(OnMap):
         norm = elementwise(self.name, "backward", "batchnorm-backward", elements, step.e)
         stats = 2 * self.map.channels * STAT_BYTES
         return self._activation("backward", elements, step.e) + [
-            norm._replace(bytes=norm.bytes + stats)]
+            norm._replace(bytes=norm.bytes + stats, norm=self._norm(step))]
