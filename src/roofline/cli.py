@@ -644,8 +644,9 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: str | None,
               metavar="NAME",
               help="Hardware entry name, alias or entry file; `local` probes this machine.")
 @click.option("--batch", "batches", metavar="LIST|A..B",
-              help="Batches: a comma list (1,8,64,512) or a..b, every power of two from a to "
-                   "b inclusive (1..4096: 1, 2, 4, ..., 4096) [default: the model's].")
+              help="Batches: a comma list (1,8,64,512) or a..b: a, every power of two "
+                   "between, and b (3..100: 3, 4, 8, 16, 32, 64, 100; 1..4096: 1, 2, 4, ..., "
+                   "4096) [default: the model's].")
 @click.option("--seq", "seqs", metavar="N|LIST|A..B",
               help="Sequence lengths (tokens per sample; in decode, the KV cache), the same "
                    "way: one value, or several to sweep them (with several batches too: a "
