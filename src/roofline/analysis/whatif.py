@@ -590,11 +590,9 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                                       f"({option('batches')} or {option('seqs')})")
     network, spec = _network(model, "sweep", **overrides), hardware_spec(hardware)
     _check_rows(network, "sweep")
+    # a seq on a model without a transformer is analyze's: an MLP applied per token (batch x
+    # seq rows, a prefill), refused with analyze's words on an image model (Network.check)
     seq_values = _values(seqs, "seqs") if seqs is not None else ()
-    if seq_values and network.seq is None and not any(
-            getattr(run.layer, "needs_seq", False) for run in network.layer_runs):
-        raise InputError(network.source, "seq", "the model has no sequence length to sweep "
-                                                "(no transformer layer)")
     if batches is not None:
         batch_values = _values(batches, "batches")
     else:
