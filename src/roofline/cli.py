@@ -700,7 +700,8 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
 @click.option("--pp", metavar="LIST", help="Pipeline stages to consider [default: every "
               "divisor that divides the transformer blocks].")
 @click.option("--zero", metavar="LIST", help="ZeRO stages to consider, 0-3 (3 = FSDP's full "
-              "sharding; 2 and 3 not with a pipeline) [default: 0,1,2,3].")
+              "sharding; 2 and 3 not with a pipeline) [default: 0,1,2,3; 0 alone where dp is "
+              "1, which a stage leaves unchanged].")
 @click.option("--micro-batch", metavar="LIST", help="Sequences per micro-batch to consider "
               "[default: 1,2,4,8 and each data-parallel rank's whole share of --batch].")
 @click.option("--ep", metavar="LIST", help="Expert-parallel degrees (MoE models; divide dp and "
