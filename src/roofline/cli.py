@@ -250,8 +250,9 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
                           "reads) [default: --dtype]."),
         click.option("--logits", type=click.Choice(("all", "last")),
                      help="Prefill: the output layer on every token (all: scoring) or on each "
-                          "sequence's last token (last: generation) [default: all; last with "
-                          "--prompt/--generate]."),
+                          "sequence's last token (last: generation); refused with --phase "
+                          "decode, whose step makes one token a sequence [default: all; last "
+                          "with --prompt/--generate]."),
         click.option("--recompute", type=click.Choice(("none", "selective", "full")),
                      help="Training: activation recomputation, for the memory count: none "
                           "(keep every tensor), selective (recompute the attention core), full "
