@@ -10,6 +10,7 @@ import pytest
 
 from roofline import analyze_model
 from roofline.analysis.report import analyze
+from roofline.errors import InputError
 from roofline.model.network import load_network
 
 LLAMA = "examples/hf/llama-2-7b.json"
@@ -147,6 +148,45 @@ def test_prefill_keeps_every_tokens_logits_unless_asked():
     head = [r.gemm for r in plain.results if r.gemm.layer == "lm_head"][0]
     head_last = [r.gemm for r in last.results if r.gemm.layer == "lm_head"][0]
     assert (head.m, head_last.m) == (2 * 128, 2)
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("analyze", ()), ("sweep", ("--batch", "1,2")), ("compare", ("--hw", "h100")),
+])
+@pytest.mark.parametrize("logits", ["last", "all"])
+def test_logits_in_a_decode_step_is_refused_naming_both_options(invoke, command, extra,
+                                                                 logits):
+    """A decode step makes one token a sequence, so the output layer has one row a sequence
+    whatever --logits says (its GEMM's M is the batch): --logits there changes nothing, and is
+    refused as --kv-cache in training is, one line naming both options, exit 2."""
+    result = invoke(command, LLAMA, "--hw", A100, *extra, "--batch", "2", "--seq", "128",
+                    "--mode", "inference", "--phase", "decode", "--logits", logits)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {LLAMA}: logits: --logits is a prefill setting (every token's logits or each "
+        "sequence's last), but the step decodes (--phase decode: one new token a sequence, its "
+        "logits alone): give --phase prefill, or leave --logits out"]
+
+
+def test_logits_is_still_a_prefill_and_generation_setting(tmp_path):
+    """Decode's output layer: M = batch = 2 rows, as --logits last gives a prefill. --logits
+    goes on with a prefill and a generation, even of a model file whose own phase is decode
+    (the generation runs its own phases); the library names the keywords."""
+    decode = analyze_model(LLAMA, A100, batch=2, seq=128, mode="inference", phase="decode")
+    assert [r.gemm.m for r in decode.results if r.gemm.layer == "lm_head"] == [2]
+    with pytest.raises(InputError, match=r"llama-2-7b.json: logits: logits=\.\.\. is a "
+                                         r"prefill setting.*give phase='prefill'"):
+        analyze_model(LLAMA, A100, batch=2, seq=128, mode="inference", phase="decode",
+                      logits="last")
+    model = tmp_path / "decoder.yaml"
+    model.write_text("batch: 2\nseq: 64\ndtype: fp16\nmode: inference\nphase: decode\n"
+                     "layers:\n  - {type: transformer, hidden: 256, heads: 4, causal: true}\n"
+                     "  - {type: linear, in: 256, out: 1000}\n")
+    scored = analyze_model(model, A100, logits="all", prompt=32, generate=4)
+    assert scored.generation is not None and scored.generation.logits == "all"
+    # the prefill of 32 tokens kept every token's logits: its output layer had 2 x 32 rows
+    head = [r.gemm for r in scored.generation.prefill.results if r.gemm.layer == "fc2"]
+    assert [g.m for g in head] == [64]
 
 
 @pytest.mark.parametrize("attention", ["flash", "naive"])

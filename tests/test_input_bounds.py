@@ -71,11 +71,13 @@ def test_one_plausible_range_for_every_bandwidth():
 
 
 def test_sweep_range_reaches_its_end_up_to_2_to_the_40():
-    # 1..10**12: 2^0 .. 2^39 (2^39 = 549,755,813,888 <= 10^12 < 2^40 = 1,099,511,627,776)
+    # 1..10**12: 2^0 .. 2^39 (2^39 = 549,755,813,888 < 10^12 < 2^40 = 1,099,511,627,776),
+    # then the end typed, 10^12: 41 points
     batches = parse_batches(f"1..{10**12}")
-    assert len(batches) == 40 and batches[-1] == 549_755_813_888
-    assert parse_batches("2000000000..3000000000") == (2_147_483_648,)  # 2^31
-    assert len(parse_batches(f"1..{2**40}")) == 41
+    assert len(batches) == 41 and batches[-2:] == (549_755_813_888, 10**12)
+    assert parse_batches("2000000000..3000000000") == (  # 2^31 between
+        2_000_000_000, 2_147_483_648, 3_000_000_000)
+    assert len(parse_batches(f"1..{2**40}")) == 41  # 2^0 .. 2^40, the ends among them
     with pytest.raises(InputError, match=r"at most 2\*\*40"):
         parse_batches(f"1..{10**13}")
 

@@ -427,6 +427,44 @@ def test_each_ranks_whole_share_is_a_micro_batch_tried_by_default():
     assert " MB, " in line and "0.0 GB" not in line
 
 
+def test_zero_is_not_tried_where_one_data_parallel_rank_leaves_it_nothing_to_shard():
+    """ZeRO shards weights, gradients and optimizer states over the dp ranks; at dp = 1 every
+    stage is stage 0 (the same bytes, no collective), and a new user's Llama-2-7B on 8 H100s at
+    batch 1 got three rows differing in the zero column only. At batch 1, dp x micro-batch
+    divides 1, so dp = 1 and micro-batch 1: tp x pp = 8 with tp in 1, 2, 4, 8 (each divides 32
+    heads and 11008) and pp dividing 32 blocks: (1, 8), (2, 4), (4, 2), (8, 1), 4 layouts. Before,
+    each took ZeRO 0-3, 2 and 3 not with a pipeline: 4 + 3 x 2 = 10 candidates."""
+    net, h100, fabric = llama(), load_hardware("h100"), h100_fabric()
+    plan = plan_layouts(net, h100, (8,), 1, fabric)
+    assert sorted((r.layout.tp, r.layout.pp, r.layout.dp, r.layout.zero)
+                  for r in plan.results) == [(1, 8, 1, 0), (2, 4, 1, 0), (4, 2, 1, 0),
+                                             (8, 1, 1, 0)]
+    top = plan.to_dict(top=3)["counts"][0]
+    assert top["candidates"] == 4
+    assert len({(x["tp"], x["pp"]) for x in top["layouts"]}) == len(top["layouts"]) == 3
+    # stages the user gives are tried as given: (8, 1) with 1 and 3, the pipelines with 1 only
+    pinned = plan_layouts(net, h100, (8,), 1, fabric, zero=(1, 3))
+    assert sorted((r.layout.tp, r.layout.pp, r.layout.zero) for r in pinned.results) == [
+        (1, 8, 1), (2, 4, 1), (4, 2, 1), (8, 1, 1), (8, 1, 3)]
+    by_zero = {r.layout.zero: r for r in pinned.results if r.layout.tp == 8}
+    assert by_zero[1].predicted_step_s == by_zero[3].predicted_step_s  # nothing to shard
+    assert by_zero[1].memory_bytes == by_zero[3].memory_bytes
+
+
+def test_an_mlp_plan_tries_zero_only_where_dp_is_two_or_more():
+    """The 1024-4096-1000 MLP at batch 512 (no blocks: tp 1, pp 1): on 1 GPU dp = 1, so only
+    ZeRO 0, with micro-batches 1, 2, 4, 8 and the whole 512: 5 candidates (20 before); on 2,
+    dp = 2 and every stage is tried: 5 micro-batches (1, 2, 4, 8, 256) x 4 stages = 20."""
+    mlp = load_network(EXAMPLES / "mlp-1024-4096-1000.yaml").with_overrides(optimizer="adam")
+    plan = plan_layouts(mlp, load_hardware("h100"), (1, 2), 512, h100_fabric())
+    one = [r.layout for r in plan.results if r.layout.gpus == 1]
+    two = [r.layout for r in plan.results if r.layout.gpus == 2]
+    assert {x.zero for x in one} == {0} and sorted(x.micro_batch for x in one) == [
+        1, 2, 4, 8, 512]
+    assert len(two) == 20 and {x.zero for x in two} == {0, 1, 2, 3}
+    assert {x.dp for x in two} == {2}
+
+
 def test_plan_cli_table_json_and_chart(runner, tmp_path):
     chart = tmp_path / "plan.png"
     args = ["plan", str(LLAMA), "--hw", "h100", "--gpus", "8,16", "--batch", "32", "--seq",

@@ -64,5 +64,5 @@ def test_the_cli_refuses_in_one_line(invoke):
     assert res.exit_code == 2
     assert res.stderr.splitlines() == [
         "Error: --batch: 10,001 points (10,001 batches) are more than the 10,000 a sweep "
-        "analyzes (each point is a whole analysis); give fewer values, or a range a..b (its "
-        "powers of two)"]
+        "analyzes (each point is a whole analysis); give fewer values, or a range a..b (a, "
+        "the powers of two between, b)"]

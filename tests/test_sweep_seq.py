@@ -15,6 +15,7 @@ from roofline.analysis.whatif import sweep
 ROOT = Path(__file__).parent.parent
 LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
 MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
+RESNET = ROOT / "examples" / "resnet50.yaml"
 
 # A100 SXM4 80GB, dense fp16: 312 TFLOP/s over 2039 GB/s
 RIDGE = 312e12 / 2039e9  # 153.016 FLOP/B
@@ -106,9 +107,40 @@ def test_a_model_without_a_sequence_has_no_seq_transitions(invoke):
     assert all(p["seq"] is None for p in data["points"])
 
 
+def test_an_mlp_takes_a_seq_in_sweep_as_in_analyze_and_compare(invoke):
+    """An MLP applied per token (analyze's and compare's reading: M = batch x seq rows, a
+    prefill) takes --seq in sweep too; it was refused ("no sequence length to sweep").
+    On an A100 (ridge 312e12 / 2039e9 = 153.016 FLOP/B) each fp16 GEMM of the 1024-4096-1000
+    MLP, forward and backward, reaches the ridge at T >= R k n / (k n - R (k + n)) rows:
+    fc1 (k n = 1024 x 4096) 188.2 and fc2 (4096 x 1000) 188.99, so 189 tokens; at seq 128 that
+    is batch ceil(189 / 128) = 2, and at batch 1 seq 189."""
+    out = invoke("sweep", MLP, "--hw", "a100", "--seq", "128", "--batch", "1,2", "--format",
+                 "json")
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["seq"] == 128 and data["seqs"] == [128] and data["batches"] == [1, 2]
+    assert [(p["batch"], p["seq"]) for p in data["points"]] == [(1, 128), (2, 128)]
+    assert set(data["transitions"].values()) == {2}
+    assert set(data["seq_transitions"].values()) == {189}
+    # the point at batch 2, seq 128 is analyze's at 256 tokens: the same GEMMs
+    report = json.loads(invoke("analyze", MLP, "--hw", "a100", "--seq", "128", "--batch", "2",
+                               "--format", "json").output)
+    assert [g["m"] for g in report["gemms"][:3]] == [256, 256, 256]
+    assert [g["intensity"] for g in data["points"][1]["gemms"]] == [
+        g["intensity"] for g in report["gemms"]]
+    # a seq sweep of the MLP at batch 1: 189 tokens is the crossing, so 256 is compute-bound
+    data = json.loads(invoke("sweep", MLP, "--hw", "a100", "--seq", "128,256", "--batch", "1",
+                             "--format", "json").output)
+    assert data["axis"] == "seq"
+    assert [p["memory_bound_time_fraction"] > 0 for p in data["points"]] == [True, False]
+
+
 @pytest.mark.parametrize("args, message", [
     ((LLAMA, "--hw", "h100", "--mode", "inference"), "give the batches or the sequence"),
-    ((MLP, "--hw", "h100", "--batch", "8", "--seq", "1,2"), "no sequence length to sweep"),
+    ((RESNET, "--hw", "h100", "--batch", "8", "--seq", "1,2"),
+     "seq is tokens per sample, but the model starts from an image"),
+    ((RESNET, "--hw", "h100", "--batch", "1,8", "--seq", "128"),
+     "seq is tokens per sample, but the model starts from an image"),
     ((LLAMA, "--hw", "h100", "--seq", "1,2"), "--batch"),
     ((LLAMA, "--hw", "h100", "--batch", "1,2", "--seq", "0..4"), "--seq"),
     ((LLAMA, "--hw", "h100", "--batch", "1,2", "--seq", "x"), "--seq"),

@@ -128,10 +128,32 @@ def test_sweep_transition_matches_the_closed_form():
     assert all(g["predicted_time_s"] >= g["time_s"] for p in points for g in p["gemms"])
 
 
-def test_batch_range_is_the_powers_of_two_between():
-    assert parse_batches("1..16") == (1, 2, 4, 8, 16)
-    assert parse_batches("3..100") == (4, 8, 16, 32, 64)
+def test_batch_range_is_its_ends_and_the_powers_of_two_between():
+    """A range gives the two values typed and every power of two strictly between: until
+    0.9.0 ``3..100`` silently dropped 3 and 100 (the powers of two 4..64 only)."""
+    assert parse_batches("1..16") == (1, 2, 4, 8, 16)  # ends that are powers of two: as before
+    assert parse_batches("3..100") == (3, 4, 8, 16, 32, 64, 100)
+    assert parse_batches("4..64") == (4, 8, 16, 32, 64)
+    assert parse_batches("3..4") == (3, 4)
+    assert parse_batches("5..7") == (5, 7)  # no power of two between: the ends (was an error)
+    assert parse_batches("6..6") == (6,)
+    assert parse_batches("100..129") == (100, 128, 129)
+    assert parse_batches("256..4096", "seqs") == (256, 512, 1024, 2048, 4096)
     assert parse_batches("512, 1,8,64,8") == (1, 8, 64, 512)
+
+
+def test_a_swept_range_analyzes_the_ends_the_user_typed(invoke):
+    """The new user's ``sweep ... --batch 3..100`` analyzed 4..64 only; the same parser reads
+    ``--seq``: 100..300 is 100, the powers of two 128 and 256, and 300."""
+    data = json.loads(invoke("sweep", EXAMPLE, "--hw", "a100", "--batch", "3..100", "--format",
+                             "json").output)
+    assert data["batches"] == [3, 4, 8, 16, 32, 64, 100]
+    assert [p["batch"] for p in data["points"]] == [3, 4, 8, 16, 32, 64, 100]
+    data = json.loads(invoke("sweep", EXAMPLES / "hf" / "llama-2-7b.json", "--hw", "a100",
+                             "--batch", "1", "--seq", "100..300", "--mode", "inference",
+                             "--format", "json").output)
+    assert data["axis"] == "seq" and data["seqs"] == [100, 128, 256, 300]
+    assert [p["seq"] for p in data["points"]] == [100, 128, 256, 300]
 
 
 def test_sweep_cli_json_and_plot(invoke, tmp_path):

@@ -77,7 +77,8 @@ def analyze_model(model: Network | str | os.PathLike[str],
         if mode == "train":
             raise InputError(source, "mode", "a generation (prompt and generate) is an "
                              "inference: give no mode train with it")
-        mode = "inference"
+        # it starts with the prefill: a model file's phase (decode) does not refuse its logits
+        mode, phase = "inference", "prefill"
     network = load_model(model, batch, dtype, mode, attention, optimizer)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
                                       output_dtype=output_dtype,

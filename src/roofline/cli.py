@@ -250,8 +250,9 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
                           "reads) [default: --dtype]."),
         click.option("--logits", type=click.Choice(("all", "last")),
                      help="Prefill: the output layer on every token (all: scoring) or on each "
-                          "sequence's last token (last: generation) [default: all; last with "
-                          "--prompt/--generate]."),
+                          "sequence's last token (last: generation); refused with --phase "
+                          "decode, whose step makes one token a sequence [default: all; last "
+                          "with --prompt/--generate]."),
         click.option("--recompute", type=click.Choice(("none", "selective", "full")),
                      help="Training: activation recomputation, for the memory count: none "
                           "(keep every tensor), selective (recompute the attention core), full "
@@ -644,8 +645,9 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: str | None,
               metavar="NAME",
               help="Hardware entry name, alias or entry file; `local` probes this machine.")
 @click.option("--batch", "batches", metavar="LIST|A..B",
-              help="Batches: a comma list (1,8,64,512) or a..b, every power of two from a to "
-                   "b inclusive (1..4096: 1, 2, 4, ..., 4096) [default: the model's].")
+              help="Batches: a comma list (1,8,64,512) or a..b: a, every power of two "
+                   "between, and b (3..100: 3, 4, 8, 16, 32, 64, 100; 1..4096: 1, 2, 4, ..., "
+                   "4096) [default: the model's].")
 @click.option("--seq", "seqs", metavar="N|LIST|A..B",
               help="Sequence lengths (tokens per sample; in decode, the KV cache), the same "
                    "way: one value, or several to sweep them (with several batches too: a "
@@ -699,7 +701,8 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
 @click.option("--pp", metavar="LIST", help="Pipeline stages to consider [default: every "
               "divisor that divides the transformer blocks].")
 @click.option("--zero", metavar="LIST", help="ZeRO stages to consider, 0-3 (3 = FSDP's full "
-              "sharding; 2 and 3 not with a pipeline) [default: 0,1,2,3].")
+              "sharding; 2 and 3 not with a pipeline) [default: 0,1,2,3; 0 alone where dp is "
+              "1, which a stage leaves unchanged].")
 @click.option("--micro-batch", metavar="LIST", help="Sequences per micro-batch to consider "
               "[default: 1,2,4,8 and each data-parallel rank's whole share of --batch].")
 @click.option("--ep", metavar="LIST", help="Expert-parallel degrees (MoE models; divide dp and "

@@ -9,12 +9,14 @@ divisor of N / tp that divides the number of transformer blocks (even stages, as
 asks; ``parallel.split_stages`` can evaluate uneven ones, the search does not, and a given pp
 that leaves them uneven is refused); dp = N / (tp pp); the micro-batch a power of two (1, 2, 4,
 8 unless given) with dp x micro-batch dividing the global batch; ZeRO 0 to 3 (0 and 1 with a
-pipeline); ep (MoE models) a divisor of dp and of the experts (1 unless given). These rules are
-``_broken_rule``'s, in one place: when no split of any count keeps them all, the error names
-the rule the splits that got furthest broke. Sequence parallelism is on whenever tp > 1 unless
-turned off (it costs no more communication and saves activation memory). Each distinct (tp,
-ep, micro-batch) shard is analyzed once. The front: the fastest fitting layout at each GPU
-count that is faster than every smaller count's.
+pipeline; 0 alone where dp is 1, unless stages are given: ZeRO shards the weights, gradients and
+optimizer states over the data-parallel ranks, and over one it leaves every byte and collective
+as stage 0 has them, ``_zero_stages``); ep (MoE models) a divisor of dp and of the experts (1
+unless given). These rules are ``_broken_rule``'s, in one place: when no split of any count
+keeps them all, the error names the rule the splits that got furthest broke. Sequence
+parallelism is on whenever tp > 1 unless turned off (it costs no more communication and saves
+activation memory). Each distinct (tp, ep, micro-batch) shard is analyzed once. The front:
+the fastest fitting layout at each GPU count that is faster than every smaller count's.
 """
 
 from __future__ import annotations
@@ -237,7 +239,7 @@ def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabri
         for t, p, e in product(tps, _choices(pp, divisors(n)), _choices(ep, [1])):
             dp = n // (t * p) if n % (t * p) == 0 else 0
             for b, z in product(_micro_batches(micro_batch, batch, dp),
-                                _choices(zero, ZERO_STAGES)):
+                                _zero_stages(zero, dp)):
                 broken = _broken_rule(n, t, p, e, b, z, tp_ok[t], blocks, experts, batch)
                 if broken is None:
                     layouts.append(Layout(t, p, dp, e, z, b, sequence_parallel and t > 1))
@@ -246,6 +248,15 @@ def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabri
     if layouts or furthest is None:
         return layouts, ""
     return layouts, _rule_text(furthest, blocks, experts)
+
+
+def _zero_stages(given: Sequence[int] | None, dp: int) -> list[int]:
+    """The ZeRO stages to try at ``dp`` data-parallel ranks: those given, else every stage, but
+    stage 0 alone at dp 1, where a stage shards over one rank and changes nothing (its rows
+    were stage 0's, repeated, and crowded other layouts out of ``--top``)."""
+    if given:
+        return _choices(given, ZERO_STAGES)
+    return [0] if dp == 1 else list(ZERO_STAGES)
 
 
 def _micro_batches(given: Sequence[int] | None, batch: int, dp: int) -> list[int]:

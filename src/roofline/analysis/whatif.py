@@ -49,8 +49,11 @@ MAX_SWEEP_GRID = 10_000
 #: on a 2-core machine (Llama-2-7B's 839 a step: about 300 points in 10 s).
 MAX_SWEEP_ITEMS = 250_000
 #: The most points ``--batch a..b`` may give: 2^0 .. 2^40, every power of two up to the bound
-#: of any integer a user gives (``files.numbers.MAX_INT``), so no range stops short of its end.
+#: of any integer a user gives (``files.numbers.MAX_INT``), so no range stops short of its end
+#: (a range's own ends count among them: ``1..2**40`` still gives the most, 41 points).
 MAX_SWEEP_POINTS = MAX_INT.bit_length()
+#: How the error messages say what a range gives.
+RANGE_TEXT = "a range a..b (a, the powers of two between, b)"
 
 
 def _network(model: Network | str | os.PathLike[str], call: str, **overrides: Any) -> Network:
@@ -359,14 +362,15 @@ def substitute_dtype(network: Network, dtype: str) -> Network:
 
 def parse_batches(text: str, what: str = "batches") -> tuple[int, ...]:
     """``--batch`` (or ``--seq``, ``what="seqs"``): a comma list (``1,8,64,512``) or a range
-    ``a..b``: every power of two from a to b inclusive (a and b need not be powers of two:
-    ``3..100`` is 4, 8, 16, 32, 64; ``1..1`` is 1). Sorted, duplicates dropped; InputError for
+    ``a..b``: a, every power of two strictly between, and b (the ends the user typed are
+    points, powers of two or not: ``3..100`` is 3, 4, 8, 16, 32, 64, 100; ``1..16`` is 1, 2,
+    4, 8, 16; ``5..7`` is 5, 7; ``1..1`` is 1). Sorted, duplicates dropped; InputError for
     anything else."""
     spec = str(text).strip()
 
     def fail(problem: str, got: bool = True) -> InputError:
         return InputError(what, "", f"{problem}{f', got {quoted(spec)}' if got else ''} (use e.g. "
-                                    f"1,8,64,512 or 1..4096: the powers of two from 1 to 4096)")
+                                    f"1,8,64,512 or 3..100: 3, the powers of two between, 100)")
 
     if ".." in spec:
         low, _, high = spec.partition("..")
@@ -378,10 +382,8 @@ def parse_batches(text: str, what: str = "batches") -> tuple[int, ...]:
             raise fail("expected a range a..b of positive integers") from None
         if a <= 0 or b < a:
             raise fail("expected 1 <= a <= b in a..b")
-        batches = [2**i for i in range(MAX_SWEEP_POINTS) if a <= 2**i <= b]
-        if not batches:
-            raise fail(f"no power of two between {a} and {b}")
-        return tuple(batches)
+        between = {2**i for i in range(MAX_SWEEP_POINTS) if a < 2**i < b}
+        return tuple(sorted(between | {a, b}))
     try:
         values = {parse_int(piece) for piece in spec.split(",")}
     except OutOfRange as exc:
@@ -588,11 +590,9 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                                       f"({option('batches')} or {option('seqs')})")
     network, spec = _network(model, "sweep", **overrides), hardware_spec(hardware)
     _check_rows(network, "sweep")
+    # a seq on a model without a transformer is analyze's: an MLP applied per token (batch x
+    # seq rows, a prefill), refused with analyze's words on an image model (Network.check)
     seq_values = _values(seqs, "seqs") if seqs is not None else ()
-    if seq_values and network.seq is None and not any(
-            getattr(run.layer, "needs_seq", False) for run in network.layer_runs):
-        raise InputError(network.source, "seq", "the model has no sequence length to sweep "
-                                                "(no transformer layer)")
     if batches is not None:
         batch_values = _values(batches, "batches")
     else:
@@ -609,7 +609,7 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
         raise InputError("batches" if len(batch_values) > 1 else "seqs", "",
                          f"{points:,} points ({shape}) are more than the {MAX_SWEEP_GRID:,} a "
                          f"sweep analyzes (each point is a whole analysis); give fewer values, "
-                         f"or a range a..b (its powers of two)")
+                         f"or {RANGE_TEXT}")
     grid = [(b, s) for s in (seq_values or (None,)) for b in batch_values]
     # every point set up before any is analyzed: one whose batch x seq passes 2**40 stops here
     nets = [network.with_overrides(batch=b, seq=s) for b, s in grid]
@@ -620,7 +620,7 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                          f"{points:,} points of {items:,} GEMMs and ops each are "
                          f"{items * points:,} analyses, more than the {MAX_SWEEP_ITEMS:,} a "
                          f"sweep does (about {MAX_SWEEP_ITEMS // items:,} points of this "
-                         f"model); give fewer values, or a range a..b (its powers of two)")
+                         f"model); give fewer values, or {RANGE_TEXT}")
     reports = (first,) + tuple(analyze(net, spec, quantization) for net in nets[1:])
     seq_list = seq_values or ((network.seq,) if network.seq is not None else ())
     return Sweep(reports, batch_values, seq_list)

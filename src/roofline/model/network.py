@@ -323,7 +323,8 @@ class Network:
                   "logits": lambda k: fields.choice(k, LOGITS),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
-        _check_mode_settings(changes, changes.get("mode", network.mode), network.source)
+        _check_mode_settings(changes, changes.get("mode", network.mode),
+                             changes.get("phase", network.phase), network.source)
         if changes.get("optimizer", network.optimizer) != network.optimizer:
             changes["update"] = ()  # another optimizer than the captured one: its own update
         return replace(network, **changes).check_tokens()
@@ -781,9 +782,11 @@ INFERENCE_SETTINGS = ("phase", "kv_cache", "logits")
 TRAINING_SETTINGS = ("optimizer", "grad_accumulation", "recompute")
 
 
-def _check_mode_settings(changes: dict[str, Any], mode: str, source: str) -> None:
+def _check_mode_settings(changes: dict[str, Any], mode: str, phase: str, source: str) -> None:
     """InputError for an override the step's ``mode`` would ignore (``INFERENCE_SETTINGS`` in a
-    training step, ``TRAINING_SETTINGS`` other than none in an inference step)."""
+    training step, ``TRAINING_SETTINGS`` other than none in an inference step), and for
+    ``logits``, a prefill setting, in a decode step: it computes one new token's logits a
+    sequence whatever ``logits`` says."""
     if mode == "train":
         given = [key for key in INFERENCE_SETTINGS if key in changes]
         kind, step, other = "an inference", "trains", "inference"
@@ -795,6 +798,13 @@ def _check_mode_settings(changes: dict[str, Any], mode: str, source: str) -> Non
         raise InputError(source, key, f"{option(key)} is {kind} setting, but the step {step} "
                                       f"(mode {mode}): give {option('mode', other)}, or leave "
                                       f"{option(key)} out")
+    if "logits" in changes and phase == "decode":
+        raise InputError(source, "logits", f"{option('logits')} is a prefill setting (every "
+                                           f"token's logits or each sequence's last), but the "
+                                           f"step decodes ({option('phase', 'decode')}: one "
+                                           f"new token a sequence, its logits alone): give "
+                                           f"{option('phase', 'prefill')}, or leave "
+                                           f"{option('logits')} out")
 
 
 def network_from_yaml(text: str, source: str = "<model>") -> Network:
