@@ -347,6 +347,9 @@ def test_expert_parallelism_splits_the_experts_not_the_router():
 
 def test_parse_counts():
     assert parse_counts("8..64", "gpus") == (8, 16, 32, 64)
+    # the ends typed are counts, as sweep reads a range: 6, the powers of two between, 48
+    assert parse_counts("6..48", "gpus") == (6, 8, 16, 32, 48)
+    assert parse_counts("3..3", "tp") == (3,)
     assert parse_counts("64,8", "gpus") == (8, 64)
     with pytest.raises(InputError, match="expected a count"):
         parse_counts("0..8", "gpus")

@@ -692,8 +692,8 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
 @click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
               metavar="NAME", help="The GPU every rank is (entry name, alias or file).")
 @click.option("--gpus", required=True, metavar="N|LIST|A..B",
-              help="GPU counts to plan for: 64, a comma list (8,16,64) or A..B (every power "
-                   "of two from A to B: 8..512).")
+              help="GPU counts to plan for: 64, a comma list (8,16,64) or A..B (A, every "
+                   "power of two between, and B: 8..512; 6..48 is 6,8,16,32,48).")
 @model_options
 @click.option("--tp", metavar="LIST", help="Tensor-parallel degrees to consider [default: "
               "every divisor of N up to --gpus-per-node that divides the heads, kv_heads and "

@@ -27,7 +27,7 @@ from itertools import product
 from typing import Any
 
 from ..errors import InputError, option
-from ..files.numbers import parse_int, quoted
+from ..files.numbers import parse_int, quoted, span
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Transformer
 from ..model.network import Network
@@ -51,27 +51,21 @@ DEFAULT_MICRO_BATCHES = (1, 2, 4, 8)
 
 
 def parse_counts(value: str, name: str) -> tuple[int, ...]:
-    """``8``, ``8,16,64`` or ``8..512`` (every power of two from 8 to 512 inclusive); ``name``
-    is the option the error names."""
+    """``8``, ``8,16,64`` or ``A..B``: A, every power of two strictly between, and B, as
+    ``sweep`` reads a range (``numbers.span``: 8..512 the powers of two, 6..48 is 6, 8, 16, 32,
+    48); ``name`` is the option the error names."""
     text = value.strip()
     try:
         if ".." in text:
             low, high = (parse_int(part) for part in text.split("..", 1))
             if not low <= high:
                 raise ValueError
-            counts, n = [], 1
-            while n <= high:
-                if n >= low:
-                    counts.append(n)
-                n *= 2
-            if not counts:
-                raise ValueError
-            return tuple(counts)
+            return span(low, high)
         return tuple(sorted({parse_int(piece) for piece in text.split(",")}))
     except ValueError as exc:
         why = f" ({exc})" if str(exc) else ""
-        raise InputError(name, "", f"expected a count, a comma list (8,16,64) or A..B (every "
-                                   f"power of two from A to B), got {quoted(value)}{why}") from None
+        raise InputError(name, "", f"expected a count, a comma list (8,16,64) or A..B (A, the "
+                                   f"powers of two between, B), got {quoted(value)}{why}") from None
 
 
 @dataclass(frozen=True)

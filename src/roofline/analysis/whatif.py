@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError, RooflineError, described, option
 from ..files.fields import positive_int
-from ..files.numbers import MAX_INT, OutOfRange, parse_int, quoted
+from ..files.numbers import OutOfRange, parse_int, quoted, span
 from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize, output_problem
@@ -48,10 +48,6 @@ MAX_SWEEP_GRID = 10_000
 #: The most GEMMs and ops (points x those of one step) one sweep analyzes: about 0.04 ms each
 #: on a 2-core machine (Llama-2-7B's 839 a step: about 300 points in 10 s).
 MAX_SWEEP_ITEMS = 250_000
-#: The most points ``--batch a..b`` may give: 2^0 .. 2^40, every power of two up to the bound
-#: of any integer a user gives (``files.numbers.MAX_INT``), so no range stops short of its end
-#: (a range's own ends count among them: ``1..2**40`` still gives the most, 41 points).
-MAX_SWEEP_POINTS = MAX_INT.bit_length()
 #: How the error messages say what a range gives.
 RANGE_TEXT = "a range a..b (a, the powers of two between, b)"
 
@@ -382,8 +378,7 @@ def parse_batches(text: str, what: str = "batches") -> tuple[int, ...]:
             raise fail("expected a range a..b of positive integers") from None
         if a <= 0 or b < a:
             raise fail("expected 1 <= a <= b in a..b")
-        between = {2**i for i in range(MAX_SWEEP_POINTS) if a < 2**i < b}
-        return tuple(sorted(between | {a, b}))
+        return span(a, b)
     try:
         values = {parse_int(piece) for piece in spec.split(",")}
     except OutOfRange as exc:

@@ -90,6 +90,14 @@ def parse_int(text: str, low: int = 1, high: int = MAX_INT) -> int:
 _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
+def span(low: int, high: int) -> tuple[int, ...]:
+    """A range ``low..high`` as the commands read one: ``low``, every power of two strictly
+    between, and ``high`` (the ends typed are points, powers of two or not: 3..100 is 3, 4, 8,
+    16, 32, 64, 100; 1..16 is 1, 2, 4, 8, 16); ``1 <= low <= high`` is the caller's check."""
+    between = {2**i for i in range(high.bit_length()) if low < 2**i < high}
+    return tuple(sorted(between | {low, high}))
+
+
 def parse_number(text: str) -> float:
     """The number ``text`` writes in ASCII (``25``, ``12.5``, ``1e-3``; spaces around); not
     ``inf``, ``nan`` or other scripts' digits, which ``float`` takes. ValueError otherwise.
