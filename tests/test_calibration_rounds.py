@@ -173,3 +173,36 @@ def test_the_first_rounds_start_spread_over_the_span():
     # the setup (one call of each kernel: 63.25 ms), then the last round starts 10 s later
     assert clock.now == pytest.approx(0.06325 + 10 + 0.1265)
     assert s.details["calibration_rounds"]["rounds"] == 3
+
+
+def test_a_figure_the_rounds_raise_says_so():
+    # measured before the rounds: fp32 90 GFLOP/s, DRAM 10 GB/s (``session``); the rounds time
+    # the peak GEMM's 1e9 FLOP in 10 ms = 100 GFLOP/s and the read stream's 1e9 B in 50 ms =
+    # 20 GB/s, so both figures are raised, and the result and the progress say from what: the
+    # figure shown is no longer the one its own statistics hold
+    clock = Scripted(PER_CALL)
+    said = []
+    s = session(clock)
+    s.say = said.append
+    time_rounds(s, kernels(clock))
+    assert [note_text(n) for n in s.assumptions] == [
+        "gemm_gflops.fp32 100 GFLOP/s is its kernel's best over the calibration's rounds "
+        "(details.calibration_rounds), above the 90 of its own measurement (details.gemm_fp32): "
+        "the figure a saved entry, and so analyze, uses, a best over the same span as the "
+        "calibration's",
+        "bandwidth_gbs.dram 20 GB/s is its kernel's best over the calibration's rounds "
+        "(details.calibration_rounds), above the 10 of its own measurement "
+        "(bandwidth_stats.dram): the figure a saved entry, and so analyze, uses, a best over "
+        "the same span as the calibration's"]
+    assert said[-2:] == [
+        "  gemm_gflops.fp32 100 GFLOP/s: the rounds' best, above its own measurement's 90",
+        "  bandwidth_gbs.dram 20 GB/s: the rounds' best, above its own measurement's 10"]
+    # a figure the rounds do not pass is left alone, and unsaid: a peak of 150 GFLOP/s and a
+    # DRAM figure of 25 GB/s stay as they are (never lowered)
+    clock = Scripted(PER_CALL)
+    s = session(clock)
+    s.measured.update(gemm_gflops={"fp32": 150.0}, bandwidth_gbs={"dram": 25.0})
+    time_rounds(s, kernels(clock))
+    assert s.assumptions == []
+    assert (s.measured["gemm_gflops"]["fp32"], s.measured["bandwidth_gbs"]["dram"]) == (150.0,
+                                                                                        25.0)

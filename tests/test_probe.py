@@ -356,3 +356,47 @@ def test_the_share_warning_reads_the_figures_the_result_keeps(no_gpu, monkeypatc
     monkeypatch.setattr(runner, "share_gap", lambda gflops, *a: seen.append(dict(gflops)) or [])
     result = probe.run_probe(preset="tiny")
     assert seen == [result.measured["gemm_gflops"]] and seen[0]["fp32"] == 1e6
+
+
+def test_a_dram_figure_the_rounds_raised_says_what_it_is(no_gpu, monkeypatch):
+    # a quick probe here showed dram 16.79 GB/s beside bandwidth_stats.dram.best and
+    # details.dram_read.best of 16.25, and nothing said why: the rounds' read stream (made
+    # here twice its own measurement's best) raised it. The result now says so, by figure
+    from roofline.probe import calibrate_rounds
+
+    raise_figures = calibrate_rounds.raise_figures
+
+    def doubled(s, kernels, best):
+        raise_figures(s, kernels, best)
+        own = s.details["dram_read"]["best"]
+        s.measured["bandwidth_gbs"]["dram"] = max(s.measured["bandwidth_gbs"]["dram"], 2 * own)
+
+    monkeypatch.setattr(calibrate_rounds, "raise_figures", doubled)
+    data = probe.run_probe(preset="tiny").to_dict()
+    own = data["measured"]["bandwidth_stats"]["dram"]["best"]
+    assert own == data["details"]["dram_read"]["best"]
+    assert data["measured"]["bandwidth_gbs"]["dram"] >= 2 * own
+    (said,) = [a for a in data["assumptions"] if a.startswith("bandwidth_gbs.dram ")]
+    assert f"above the {own:.4g} of its own measurement (bandwidth_stats.dram)" in said
+    assert "details.calibration_rounds" in data["details"]["stream_note"]
+
+
+def test_a_small_spread_of_three_values_says_its_count_and_the_worst_ratio_warns():
+    # the tour's quick-probe copy: spread 0.044 beside a median 42% of the best. Spread is
+    # MAD / median of the timed values; of three values it is the median's distance to its
+    # nearer neighbour. Times 1.0, 2.4, 2.5 s for 1 GB: best 1 GB/s, median 1 / 2.4 = 0.417
+    # (42% of the best); deviations from 2.4: 1.4, 0, 0.1, MAD 0.1, spread 0.1 / 2.4 = 4.2%
+    from roofline.kernels.timing import BenchResult
+    from roofline.output.probe_notes import note_text
+
+    bench = BenchResult((1.0, 2.4, 2.5), (), 1)
+    stats = bench.to_dict(1e9, "GB/s", 1e9)
+    assert stats["median"] / stats["best"] == pytest.approx(1 / 2.4)
+    assert stats["spread"] == pytest.approx(0.1 / 2.4)
+    assert runner._spread_words(stats) == "spread (MAD/median of 3 values) 4.2%"
+    # the spread alone would pass for steady; the worst value at 2.5x the best (over 1.5x)
+    # is what calls it unstable, and the warning says that, not the spread
+    note = runner.instability_note("copy", bench)
+    assert note is not None and note_text(note).startswith(
+        "copy may be unstable: its worst value took 2.5x its best (best 1 s, median 2.4 s, "
+        "worst 2.5 s per call over 3 values; spread (MAD/median) 4%)")

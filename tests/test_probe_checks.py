@@ -213,10 +213,38 @@ def test_hw_local_does_not_save_an_unstable_probe(monkeypatch, isolated_user_hwd
     monkeypatch.setattr(runner, "run_probe", lambda **kwargs: result)
     with pytest.raises(ProbeSaveError) as caught:
         probe.local_hardware()
+    # nothing saved, so the next --hw local probes again: the line says what that costs and
+    # names the probe command's --force (analyze's own --force is its chart's)
     assert caught.value.text(lambda name, value: f"--hw {value}") == (
         "the quick probe behind --hw local failed its own check: fp32 GEMM ran slower than "
-        "fp64 (40.0 < 50.0 GFLOP/s); nothing saved: run `roofline probe --save local` on an "
-        "idle machine (`--force` saves it anyway)")
+        "fp64 (40.0 < 50.0 GFLOP/s); nothing saved, so every --hw local probes again: run "
+        "`roofline probe --save local` when the machine is idle, or `roofline probe --quick "
+        "--save local --force` to keep this machine's figures as they come")
+    assert list(isolated_user_hwdb.iterdir()) == []
+    # a real probe records its duration (metadata duration_s), and the line gives it: 31.2 s
+    result.metadata["duration_s"] = 31.2
+    with pytest.raises(ProbeSaveError, match=r"; nothing saved, so every hardware='local' "
+                                             r"probes again \(this one took 31\.2 s\): run "):
+        probe.local_hardware()
+    assert list(isolated_user_hwdb.iterdir()) == []
+
+
+def test_analyze_hw_local_on_a_busy_machine_ends_in_one_line(invoke, monkeypatch,
+                                                              isolated_user_hwdb):
+    # other programs kept 0.89 CPUs busy (a new user's 2-vCPU VM): over the 0.25 limit
+    result = steady()
+    result.details["other_load_cpus"] = 0.89
+    result.metadata["duration_s"] = 23.2
+    monkeypatch.setattr(runner, "run_probe", lambda **kwargs: result)
+    res = invoke("analyze", "examples/mlp-1024-4096-1000.yaml", "--hw", "local")
+    assert res.exit_code == 2
+    assert res.stderr.splitlines()[-1] == (
+        "Error: the quick probe behind --hw local failed its own check: other programs kept "
+        "0.89 CPUs busy on average while it ran (more than 0.25); nothing saved, so every "
+        "--hw local probes again (this one took 23.2 s): run `roofline probe --save local` "
+        "when the machine is idle, or `roofline probe --quick --save local --force` to keep "
+        "this machine's figures as they come")
+    assert "about 10-30 s, longer on a busy machine" in res.stderr.splitlines()[0]
     assert list(isolated_user_hwdb.iterdir()) == []
 
 

@@ -178,3 +178,57 @@ def test_inference_has_no_gradients_to_all_reduce(runner):
     trained = scale(analyze_model(str(EXAMPLES / "mlp-1024-4096-1000.yaml"), "h100",
                                   mode="train"), workers=(8,), interconnect="ib-ndr")
     assert trained.scaling is not None and trained.scaling.data_parallel[0].workers == 8
+
+
+def test_a_language_model_streams_its_token_ids(runner):
+    # Llama-2-7B's first layer is its token embedding: a step reads batch x seq token ids,
+    # int64 as torch's embedding takes them: 8 x 512 x 8 B = 32,768 B (it printed "0 B").
+    # Over the A100's PCIe 4 (31.5 GB/s): 32,768 / 31.5e9 = 1.04 us
+    llama = EXAMPLES / "hf" / "llama-2-7b.json"
+    stream = scale(analyze_model(llama, "a100", batch=8, seq=512),
+                   stream_input=True).to_dict()["host_link"]
+    assert stream["bytes"] == 32_768
+    assert stream["time_s"] == pytest.approx(32_768 / 31.5e9)
+    assert stream["bound"] == "device"
+    result = runner.invoke(cli, ["analyze", str(llama), "--hw", "a100", "--batch", "8", "--seq",
+                                 "512", "--stream-input"])
+    assert result.exit_code == 0, result.output
+    assert "streamed input: 32.8 kB per step over PCIe 4 (31.5 GB/s): 1.04 us against" in (
+        " ".join(result.output.split()))
+    # a decode step reads one new token per sequence: 8 x 8 B = 64 B
+    decode = scale(analyze_model(llama, "a100", batch=8, seq=512, mode="inference",
+                                 phase="decode"), stream_input=True)
+    assert decode.to_dict()["host_link"]["bytes"] == 64
+    # BERT's tokenizer hands in token-type ids beside the token ids (its embedding has a
+    # token-type table; position ids are made on the device): 2 x 128 x 2 x 8 B = 4,096 B
+    bert = scale(analyze_model(EXAMPLES / "hf" / "bert-base-uncased.json", "a100", batch=2,
+                               seq=128, dtype="fp16"), stream_input=True)
+    assert bert.to_dict()["host_link"]["bytes"] == 4_096
+
+
+def test_a_model_yaml_embedding_streams_its_token_ids(tmp_path):
+    # the same for a model.yaml that starts with an embedding: 4 x 16 x 8 B = 512 B
+    model = tmp_path / "lm.yaml"
+    model.write_text("batch: 4\nseq: 16\ndtype: fp16\nmode: inference\nlayers:\n"
+                     "  - {type: embedding, vocab: 1000, dim: 64}\n"
+                     "  - {type: linear, in: 64, out: 1000}\n")
+    stream = scale(analyze_model(model, "a100"), stream_input=True).to_dict()["host_link"]
+    assert stream["bytes"] == 512
+
+
+def test_an_input_no_layer_describes_is_refused_not_zero():
+    # a captured module records the ops it ran, not its inputs' bytes: --stream-input says so
+    # in one line rather than stream "0 B" (built here by hand: no torch needed)
+    from roofline.errors import RooflineError, keyword
+    from roofline.model.layers.captured import Captured, CapturedOp
+    from roofline.model.network import Network
+
+    layer = Captured("fc", 4, (CapturedOp("fc", "forward", "relu", 1024, 2048, 0),), (), 0,
+                     "<torch Tiny>")
+    net = Network("Tiny", 4, "fp32", "inference", (layer,), source="<torch Tiny>")
+    with pytest.raises(RooflineError) as caught:
+        scale(analyze_model(net, "a100"), stream_input=True)
+    assert caught.value.text(keyword) == (
+        "stream_input=...: the first layer, 'fc', does not say what a step reads as its input "
+        "(a module captured from torch records the ops it ran, not its inputs' bytes): no "
+        "streamed input to time")

@@ -844,8 +844,9 @@ def _progress(message: str) -> None:
 
 
 @cli.command(short_help="Measure what this machine delivers: GEMMs, memory, caches.")
-@click.option("--quick", is_flag=True, help="About 10 s instead of about a minute on 2 cores "
-                                            "(smaller sizes, fewer repeats).")
+@click.option("--quick", is_flag=True, help="About 10-30 s (longer on a busy machine) "
+                                            "instead of about a minute on 2 cores "
+                                            "(smaller sizes, fewer repeats and rounds).")
 @click.option("--save", "save_name", metavar="NAME",
               help="Save the result as user hardware entry NAME, usable as `--hw NAME`.")
 @click.option("--force", is_flag=True, help="With --save: replace an existing entry NAME, and "

@@ -2,7 +2,8 @@
 with a ring all-reduce. Arithmetic on a Report's totals; links are data (``links.yaml``).
 
 Host link (``--stream-input``): the step reads its input (``Network.input_bytes``: the first
-layer's dense batch, sparse rows with their indices, images) from host memory over the device's
+layer's dense batch, sparse rows with their indices, images, an embedding's int64 token ids;
+refused where the first layer does not say, a captured module's) from host memory over the device's
 host link, ``time = bytes / bandwidth``; the step is host-link-bound when that is longer than
 its compute time (the roofline step time), else device-bound.
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import InputError, option
+from ..errors import InputError, RooflineError, option
 from ..files.numbers import parse_int, quoted
 from ..hardware.links import resolve_link
 from ..hardware.spec import HostLink
@@ -217,5 +218,11 @@ def _stream(report: Report, host_link: str | None) -> Report:
     assert spec.host_link is not None  # set above, or the entry's own
     gbs = spec.host_link.bandwidth_gbs
     nbytes = report.network.input_bytes()
+    if nbytes is None:
+        first = report.network.layers[0].name
+        raise RooflineError(f"{option('stream_input')}: the first layer, {first!r}, does not "
+                            f"say what a step reads as its input (a module captured from torch "
+                            f"records the ops it ran, not its inputs' bytes): no streamed input "
+                            f"to time")
     stream = HostLinkStream(label, gbs, nbytes, nbytes / (gbs * 1e9), report.totals["time_s"])
     return replace(report, hardware=spec, scaling=Scaling(host_link=stream))

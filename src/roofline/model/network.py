@@ -345,15 +345,17 @@ class Network:
                          f"in decode): lower batch or seq (in the model or {option('batch')} / "
                          f"{option('seq')})")
 
-    def input_bytes(self) -> int:
+    def input_bytes(self) -> int | None:
         """The bytes one step reads as input (the first layer's input: a dense batch, sparse
-        rows' values and indices, images, token ids), e.g. from host memory."""
+        rows' values and indices, images, token ids), e.g. from host memory; None when the
+        first layer does not say (no ``input_bytes`` and no ``in_width``: a captured module),
+        never a silent 0."""
         batch, dtype = self.settled()
         step = Step(batch, self.seq, self.step_phase, itemsize(dtype))
         first = self.layers[0]
         if hasattr(first, "input_bytes"):
-            return first.input_bytes(step)
-        return step.tokens * (first.in_width or 0) * step.e
+            return int(first.input_bytes(step))
+        return None if first.in_width is None else step.tokens * first.in_width * step.e
 
     def step(self) -> Step:
         """The step the layers see: batch, seq, phase and element sizes."""

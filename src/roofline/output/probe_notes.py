@@ -92,6 +92,11 @@ TEXT: dict[str, str] = {
     "clock_raised": ("measured {dtype} {rate:,.1f} GFLOP/s exceeds the computed {computed:,.1f}: "
                      "the {unit} clock is raised from {old:.2f} to the {new:.2f} GHz it implies "
                      "(the cores ran faster than assumed, or have more or wider units)"),
+    "raised_by_rounds": ("{figure} {rate:.4g} {unit} is its kernel's best over the "
+                         "calibration's rounds (details.calibration_rounds), above the "
+                         "{own:.4g} of its own measurement ({own_at}): the figure a saved "
+                         "entry, and so analyze, uses, a best over the same span as the "
+                         "calibration's"),
     "gpu_peaks_from_entry": "peaks: dense datasheet figures of hwdb entry {entry}",
     "gpu_bandwidth_from_nvml": "device bandwidth = 2 x NVML max memory clock x bus width",
 }

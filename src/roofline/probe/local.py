@@ -12,6 +12,12 @@ if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
 
 LOCAL_COMMAND = "roofline analyze --hw local (quick probe)"
+#: How long a quick probe takes, as the announcement, README and ``probe --help`` say it: most
+#: of it is the calibration's rounds (``calibrate_rounds``), 3 of them, and up to 3 more when
+#: a figure contradicts its neighbours or other programs kept the CPUs busy through every
+#: round (on the 2-vCPU development VM: 23 s with 6 rounds, 16 s of them the rounds; 31 s in
+#: a new user's first run).
+QUICK_PROBE_TIME = "about 10-30 s, longer on a busy machine"
 
 
 def local_hardware(progress: Progress | None = None, library: str = "numpy") -> HardwareSpec:
@@ -43,13 +49,12 @@ def local_hardware(progress: Progress | None = None, library: str = "numpy") -> 
         library = "numpy"  # the capture says what is missing, in its own words
     through = "numpy's BLAS" if library == "numpy" else library
     say(f"no saved 'local' hardware entry: running a quick probe of this machine through "
-        f"{through} (a few s)")
+        f"{through} ({QUICK_PROBE_TIME})")
     result = runner.run_probe(quick=True, progress=say, library=library)
     reasons = unstable_reasons(result)
     if reasons:
-        raise ProbeSaveError(f"the quick probe behind {option('hardware', 'local')} failed its "
-                             f"own check: {reasons[0]}; nothing saved: run `roofline probe "
-                             f"--save local` on an idle machine (`--force` saves it anyway)")
+        raise ProbeSaveError(_refused(reasons[0], result.metadata.get("duration_s"),
+                                      option("hardware", "local")))
     command = LOCAL_COMMAND if library == "numpy" else LOCAL_COMMAND.replace(
         "quick probe", f"quick probe, --library {library}")
     path = entry.save_entry(result, "local", command=command)
@@ -62,3 +67,17 @@ def resolve_hardware(name: str, progress: Progress | None = None,
                      library: str = "numpy") -> HardwareSpec | str:
     """``name`` unchanged, except that ``local`` becomes local_hardware(progress, library)."""
     return local_hardware(progress, library) if name.lower() == "local" else name
+
+
+def _refused(reason: str, duration_s: float | None, hw: str) -> str:
+    """The one line of a quick probe behind ``--hw local`` that failed its own check: nothing
+    is saved, so the next ``--hw local`` probes (and most likely fails) again; the ways past it
+    are a probe saved when the machine is idle, or one forced, by the probe command (analyze's
+    own ``--force`` is its chart's)."""
+    from ..units import seconds
+
+    took = f" (this one took {seconds(duration_s)})" if duration_s else ""
+    return (f"the quick probe behind {hw} failed its own check: {reason}; nothing saved, so "
+            f"every {hw} probes again{took}: run `roofline probe --save local` when the "
+            f"machine is idle, or `roofline probe --quick --save local --force` to keep this "
+            f"machine's figures as they come")

@@ -60,6 +60,7 @@ class Session:
         self.details: dict[str, Any] = {}
         self.not_measured: list[Skipped] = []
         self.warnings: list[Note] = []
+        self.assumptions: list[Note] = []  # how a figure was arrived at (calibrate_rounds)
         self.load_meter: Callable[[], LoadMeter] = LoadMeter  # other programs' load
         self.sleep: Callable[[float], None] = time.sleep  # between spread calibration rounds
 
@@ -220,7 +221,7 @@ def _streams(s: Session, key: str, array_bytes: int, threads: int) -> dict[str, 
             rates[name] = stats["best"]
             s.say(f"  {key} {name} ({arrays.nbytes / MiB:.0f} MiB, "
                   f"{count(arrays.threads, 'thread')}): {stats['best']:.1f} GB/s "
-                  f"(median {stats['median']:.1f})")
+                  f"(median {stats['median']:.1f}, {_spread_words(stats)})")
     return rates
 
 
@@ -243,6 +244,14 @@ def read_stream(nbytes: int, preset: str = "full", threads: int | None = None,
         "warning": instability_note(kernel.label, result)}
 
 
+def _spread_words(stats: dict[str, Any]) -> str:
+    """A measurement's spread as a progress line says it: MAD / median of its ``repeats``
+    values, which with 3 values is the median's distance to its nearer neighbour, blind to a
+    best far from both (a quick probe's copy: spread 4.4% with its median 42% of its best),
+    so the count goes with it."""
+    return f"spread (MAD/median of {stats['repeats']} values) {stats['spread']:.1%}"
+
+
 def _read_stream(s: Session, nbytes: int, threads: int) -> float:
     """DRAM as the memory delivers it: a dot product through the BLAS over ``nbytes``."""
     stats = read_stream(nbytes, s.plan.name, threads, s.clock)
@@ -253,7 +262,7 @@ def _read_stream(s: Session, nbytes: int, threads: int) -> float:
                                       "kernel": "numpy dot of two float64 vectors (BLAS ddot), "
                                                 "read only"}
     s.say(f"  dram read stream ({nbytes / MiB:.0f} MiB, dot product): {stats['best']:.1f} "
-          f"GB/s (median {stats['median']:.1f}, spread {stats['spread']:.1%})")
+          f"GB/s (median {stats['median']:.1f}, {_spread_words(stats)})")
     return stats["best"]
 
 
@@ -281,7 +290,9 @@ def _bandwidth(s: Session, cpu: CpuInfo) -> None:
         for name, key in (("dram", "dram_read"), ("triad", "dram_triad"), ("copy", "dram_copy"))}
     s.details["dram_kernel"] = "read stream (dot product)"
     s.details["stream_note"] = ("triad and copy count bytes as STREAM does, without the "
-                                "write-allocate traffic; dram is the read stream")
+                                "write-allocate traffic; dram is the read stream, at the best "
+                                "of its own values (bandwidth_stats.dram) and of the "
+                                "calibration's rounds (details.calibration_rounds)")
     if 3 * per_array < 2 * llc:
         s.warnings.append(Note("working_set_small", {"working_mib": 3 * per_array / MiB,
                                                      "llc_mib": llc / MiB,
@@ -459,7 +470,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
         gpu_theory = ceilings.gpu_theoretical(gpus[0], gpu_entry)
         session.measured["gpu"] = gpu_measured
     assumptions = (peak.assumptions if peak else [Note("no_clock")])
-    assumptions = assumptions + (gpu_theory or {}).get("assumptions", [])
+    assumptions = assumptions + session.assumptions + (gpu_theory or {}).get("assumptions", [])
     say(f"done in {time.perf_counter() - started:.1f} s")
     result = ProbeResult(plan.name, cpu, blas, gpus, session.measured,
                          _theoretical(peak, gpu_theory), session.details, session.not_measured,

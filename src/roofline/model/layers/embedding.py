@@ -1,5 +1,12 @@
 """``{type: embedding, vocab, dim, positions, types, name}``: a lookup table, no GEMM.
 
+Input: the token ids, T int64 values (``INDEX_BYTES``: what torch's embedding takes and a
+tokenizer returns), and as many token-type ids when there is a token-type table (BERT's
+tokenizer hands ``token_type_ids`` in beside ``input_ids``); position ids are made on the
+device (``arange``), never read from the host. This is the step's input (``--stream-input``)
+when the model starts with an embedding. Memory counts none of it (``saved_bytes``,
+``live_bytes``): the ids are T x 8 bytes against T x dim activations per layer.
+
 Forward: a gather of T rows of ``dim`` values (T tokens; read the rows and the int64 token
 ids, write the activations); learned position (``positions``) and token-type (``types``) tables
 add a gather and an add each. Backward (training): a scatter-add of the T gradient rows into
@@ -49,6 +56,20 @@ class Embedding:
     @property
     def out_width(self) -> int:
         return self.dim
+
+    def input_bytes(self, step: Step) -> int:
+        """The ids one step reads: T token ids, and T token-type ids with a token-type table,
+        int64 each (the module docstring)."""
+        return step.tokens * INDEX_BYTES * (1 + (self.types > 0))
+
+    def saved_bytes(self, step: Step, recompute: str) -> int:
+        """Training: nothing counted (the ids its scatter-add reads are left out, the module
+        docstring)."""
+        return 0
+
+    def live_bytes(self, step: Step) -> int:
+        """Inference: its output, T x dim (the ids left out)."""
+        return step.tokens * self.dim * step.e
 
     @property
     def tables(self) -> int:
