@@ -193,6 +193,9 @@ def test_a_broken_config_json_is_named_as_json(invoke, tmp_path, text, expected)
      "config.json: hidden_size: expected a positive integer, got 1e+30"),
     ('{"model_type": "llama", "hidden_size": 4.096E3}',
      "config.json: hidden_size: expected a positive integer, got 4096.0"),
+    # a negative integer is JSON's integer, echoed as written (it read as the float -1.0)
+    ('{"model_type": "llama", "hidden_size": -1}',
+     "config.json: hidden_size: expected a positive integer, got -1"),
 ])
 def test_a_config_json_is_read_and_named_as_json(invoke, tmp_path, text, expected):
     result, _ = run_model(invoke, tmp_path, text, name="config.json")
@@ -206,6 +209,11 @@ def test_json_numbers_are_numbers_and_yaml_keeps_its_own_rules():
     text = '{"a": 1e30, "b": -1.5E-5, "c": 10, "d": 0.5, "e": "1e3", "f": [1e2, 2]}'
     assert load_yaml_text(text, "config.json") == {
         "a": 1e30, "b": -1.5e-5, "c": 10, "d": 0.5, "e": "1e3", "f": [100.0, 2]}
+    # integers, signed or not, are ints as JSON has them; a fraction or exponent makes a float
+    signed = load_yaml_text('{"a": -1, "b": -0, "c": [-7], "d": -1E2, "e": -2.0}', "config.json")
+    assert signed == {"a": -1, "b": 0, "c": [-7], "d": -100.0, "e": -2.0}
+    assert [type(signed[k]) for k in "abde"] == [int, int, float, float]
+    assert type(signed["c"][0]) is int
     # YAML 1.1, a model.yaml's rules: a float needs a dot, and its exponent a sign
     assert load_yaml_text("a: 1e30\nb: 1.0e+3\n", "model.yaml") == {"a": "1e30", "b": 1000.0}
     with pytest.raises(InputError, match="YAML keys must be unique"):
