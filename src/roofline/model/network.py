@@ -196,6 +196,9 @@ class Network:
     uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
     # (key, value) of a config.json's keys whose effect is not modelled (model.hf.UNMODELLED)
     unmodelled: tuple[tuple[str, str], ...] = ()
+    #: (key, value as written) of a config.json's torch_dtype (or dtype) that names no dtype read
+    #: here (``int8``, ``auto``): said when the step lacks a dtype (``check``); None otherwise
+    unread_dtype: tuple[str, str] | None = None
     # a captured torch optimizer's step, as torch ran it (used in place of the update op while
     # ``optimizer`` is the kind it recorded)
     update: tuple[CapturedOp, ...] = ()
@@ -395,8 +398,7 @@ class Network:
                              f"them in the model or {given})")
         for key, value in (("batch", self.batch), ("dtype", self.dtype)):
             if value is None:
-                where = ("the config.json gives no torch_dtype read here: bfloat16, float16, "
-                         "float32 or float64; give" if key == "dtype" and
+                where = (self._config_dtype_text() if key == "dtype" and
                          self.source.endswith(".json") else f"give {key} in the model or")
                 raise InputError(self.source, key, f"missing required field ({where} "
                                                    f"{option(key)})")
@@ -407,6 +409,19 @@ class Network:
             raise InputError(self.source, "seq", f"missing required field: layer "
                              f"{needs_seq.name!r} needs tokens per sample (give seq in the "
                              f"model or {option('seq')})")
+
+    def _config_dtype_text(self) -> str:
+        """Why a config.json's step has no dtype: the config gives none, or gives one not read
+        here (``torch_dtype 'int8'``), and the dtypes read (``model.hf.TORCH_DTYPES``)."""
+        from .hf import TORCH_DTYPES
+
+        names = list(TORCH_DTYPES)
+        read = f"{', '.join(names[:-1])} or {names[-1]}"
+        if self.unread_dtype is None:
+            return f"the config.json gives no torch_dtype read here: {read}; give"
+        key, value = self.unread_dtype
+        return (f"the config.json gives {key} {value}, which is not read here: only {read} "
+                f"are; give")
 
     def _check_phase(self) -> None:
         """``phase: decode`` is an inference phase, one new token per sequence against the KV
@@ -765,7 +780,8 @@ def load_network(path: str | os.PathLike[str]) -> Network:
             network = network_from_dict(model, str(path), default_name=_stem(path))
         except InputError as exc:
             raise renamed(exc, model) from None
-        return replace(network, unmodelled=tuple(model.unmodelled))
+        return replace(network, unmodelled=tuple(model.unmodelled),
+                       unread_dtype=model.unread_dtype)
     return network_from_dict(data, str(path), default_name=_stem(path))
 
 
