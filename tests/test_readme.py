@@ -136,3 +136,23 @@ def test_readme_names_the_leading_csv_columns_of_analyze_and_compare(invoke):
         assert out.exit_code == 0, out.output
         header = out.stdout.splitlines()[0].split(",")
         assert header[:len(named)] == named, command
+
+
+def test_readme_page_sizes_are_current(invoke):
+    """The sizes the README gives for its HTML pages are what its commands print, within 2%
+    (a page names the command and version that made it: a few bytes move with them)."""
+    import re
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    said = re.search(r"offline\), (\d+) kB for ResNet-50's training step \(the first command\) "
+                     r"and (\d+) kB for Llama-2-7B at `--batch 8 --seq 4096` \((\d+) kB with "
+                     r"`--expand`", text)
+    assert said is not None
+    resnet = ["analyze", ROOT / "examples" / "resnet50.yaml", "--hw", "a100", "--format", "html"]
+    assert "roofline " + " ".join(map(str, resnet)).replace(f"{ROOT}/", "") in text
+    llama = ["analyze", ROOT / "examples" / "hf" / "llama-2-7b.json", "--hw", "a100", "--batch",
+             "8", "--seq", "4096", "--format", "html"]
+    for kb, args in zip(said.groups(), (resnet, llama, [*llama, "--expand"])):
+        out = invoke(*args)
+        assert out.exit_code == 0, out.output
+        assert len(out.stdout_bytes) == pytest.approx(int(kb) * 1000, rel=0.02), args
