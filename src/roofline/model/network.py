@@ -746,6 +746,8 @@ def check_model(model: object) -> None:
     if not isinstance(model, (Network, str, os.PathLike)):
         raise InputError("model", "", f"expected a Network or a model file's path, got "
                                       f"{described(model)}")
+    if not isinstance(model, Network) and not os.fspath(model):
+        raise InputError("model", "", "expected a model file's path, got an empty path ''")
 
 
 #: The model settings a library call takes as keywords and passes to ``with_overrides``: its
