@@ -229,7 +229,9 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
                      help="train: forward and backward GEMMs (3n-1 for n linear layers); "
                           "inference: forward only."),
         click.option("--seq", type=COUNT,
-                     help="Override the tokens per sample (transformer models need it)."),
+                     help="Override the tokens per sample (transformer models need it). Past "
+                          "the model's context the step is still analyzed, with a warning: a "
+                          "shape to ask about."),
         click.option("--phase", type=click.Choice(("prefill", "decode")),
                      help="Inference phase: prefill (seq tokens at once) or decode (one new "
                           "token per sequence against a KV cache of seq tokens)."),
@@ -389,7 +391,9 @@ def _check_plot(plot: str | None) -> None:
 @click.option("--prompt", type=COUNT, metavar="P",
               help="Generation: P prompt tokens per sequence (with --generate; sets the "
                    "sequence lengths, so no --seq): time to first token, time per output "
-                   "token over the growing KV cache, tokens/s, latency (JSON generation).")
+                   "token over the growing KV cache, tokens/s, latency (JSON generation). "
+                   "P + G must fit the model's context: the model writes each token at a "
+                   "position it has.")
 @click.option("--generate", type=COUNT, metavar="G",
               help="Generation: G output tokens per sequence (with --prompt).")
 @click.option("--measure", is_flag=True,
