@@ -193,6 +193,9 @@ def test_a_broken_config_json_is_named_as_json(invoke, tmp_path, text, expected)
      "config.json: hidden_size: expected a positive integer, got 1e+30"),
     ('{"model_type": "llama", "hidden_size": 4.096E3}',
      "config.json: hidden_size: expected a positive integer, got 4096.0"),
+    # a negative integer is JSON's integer, echoed as written (it read as the float -1.0)
+    ('{"model_type": "llama", "hidden_size": -1}',
+     "config.json: hidden_size: expected a positive integer, got -1"),
 ])
 def test_a_config_json_is_read_and_named_as_json(invoke, tmp_path, text, expected):
     result, _ = run_model(invoke, tmp_path, text, name="config.json")
@@ -206,6 +209,11 @@ def test_json_numbers_are_numbers_and_yaml_keeps_its_own_rules():
     text = '{"a": 1e30, "b": -1.5E-5, "c": 10, "d": 0.5, "e": "1e3", "f": [1e2, 2]}'
     assert load_yaml_text(text, "config.json") == {
         "a": 1e30, "b": -1.5e-5, "c": 10, "d": 0.5, "e": "1e3", "f": [100.0, 2]}
+    # integers, signed or not, are ints as JSON has them; a fraction or exponent makes a float
+    signed = load_yaml_text('{"a": -1, "b": -0, "c": [-7], "d": -1E2, "e": -2.0}', "config.json")
+    assert signed == {"a": -1, "b": 0, "c": [-7], "d": -100.0, "e": -2.0}
+    assert [type(signed[k]) for k in "abde"] == [int, int, float, float]
+    assert type(signed["c"][0]) is int
     # YAML 1.1, a model.yaml's rules: a float needs a dot, and its exponent a sign
     assert load_yaml_text("a: 1e30\nb: 1.0e+3\n", "model.yaml") == {"a": "1e30", "b": 1000.0}
     with pytest.raises(InputError, match="YAML keys must be unique"):
@@ -312,3 +320,51 @@ def test_a_long_per_row_output_says_so_first(invoke, tmp_path, monkeypatch):
     assert out.stderr == f"writing json for {rows} GEMMs and ops (every copy of a repeated layer)...\n"
     assert rows > 20
     assert invoke("analyze", model, "--hw", "a100").stderr == ""
+
+
+@pytest.mark.parametrize("args, expected", [
+    # click read a word starting with '-' as an option: "No such option '-1'"
+    (("-1", "5", "5", "--hw", "a100"), "Error: gemm: M: expected a positive integer, got '-1'"),
+    (("5", "-1", "5", "--hw", "a100", "--dtype", "int8"),
+     "Error: gemm: N: expected a positive integer, got '-1'"),
+    (("--hw", "a100", "5", "5", "-2.5"),
+     "Error: gemm: K: expected a positive integer, got '-2.5'"),
+    (("--hw=a100", "5", "-0", "5"), "Error: gemm: N: expected a positive integer, got '-0'"),
+    # an option still misspelt is click's error, its suggestions kept
+    (("-1", "5", "5", "--hw", "a100", "--dtyp", "fp16"),
+     "Error: No such option '--dtyp'. (Did you mean one of: '--dtype', '--output-dtype'?) "
+     "(see `roofline gemm --help`)"),
+    (("-1", "5", "5", "5", "--hw", "a100"),
+     "Error: Got unexpected extra argument (5) (see `roofline gemm --help`)"),
+])
+def test_a_negative_gemm_dimension_is_a_dimension_refused(invoke, args, expected):
+    assert one_error_line(invoke("gemm", *args)) == expected
+
+
+def test_gemm_still_reads_its_options_around_its_arguments(invoke):
+    import json as json_module
+
+    out = invoke("gemm", "--format", "json", "8", "16", "--hw", "a100", "32", "--dtype", "bf16")
+    assert out.exit_code == 0, out.output
+    report = json_module.loads(out.stdout)
+    assert (report["gemms"][0]["m"], report["gemms"][0]["n"], report["gemms"][0]["k"],
+            report["dtype"]) == (8, 16, 32, "bf16")
+
+
+@pytest.mark.parametrize("command", [("analyze", "--hw", "a100"),
+                                     ("compare", "--hw", "a100", "--hw", "h100"),
+                                     ("sweep", "--hw", "a100", "--batch", "1,2"),
+                                     ("plan", "--hw", "h100", "--gpus", "8")])
+def test_an_empty_model_path_is_said_to_be_empty(invoke, command):
+    # click's Path type made '' the directory '.': ".: cannot read file: a directory"
+    name, *rest = command
+    assert one_error_line(invoke(name, "", *rest)) == (
+        "Error: model: expected a model file's path, got an empty path ''")
+
+
+def test_the_library_refuses_an_empty_model_path():
+    from roofline import InputError, analyze_model
+
+    with pytest.raises(InputError, match=r"^model: expected a model file's path, got an empty "
+                                         r"path ''$"):
+        analyze_model("", "a100")

@@ -267,3 +267,18 @@ def test_the_batch_advice_says_the_batch_the_whole_generation_fits():
     assert told == {limit}
     said = [text for r in report.results for text in r.advice if "fits" in text]
     assert said and all(f"at most batch {limit} fits" in text for text in said)
+
+
+def test_a_generation_fills_the_context_and_the_help_says_why_seq_only_warns(invoke):
+    # Llama-2-7B's context is 4096: a prompt of 4000 and 96 new tokens use positions 1..4096,
+    # one more is a position the model has not; a --seq past it is a shape, only warned of
+    base = ("analyze", LLAMA, "--hw", A100, "--batch", "1", "--prompt", "4000", "--generate")
+    assert invoke(*base, "96").exit_code == 0
+    assert "4097 tokens is longer than the model's context (4096 tokens)" in invoke(
+        *base, "97").stderr
+    seq = invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", "--seq", "4097",
+                 "--mode", "inference")
+    assert seq.exit_code == 0 and "seq 4097 is past the model's context" in seq.stdout
+    helps = " ".join(invoke("analyze", "--help").stdout.split())
+    assert "Past the model's context the step is still analyzed, with a warning" in helps
+    assert "P + G must fit the model's context" in helps

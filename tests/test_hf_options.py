@@ -33,12 +33,21 @@ def test_every_missing_setting_is_named_in_one_line(invoke, tmp_path):
     one = invoke("analyze", GPT2, "--hw", "a100", "--batch", "2", "--seq", "8")
     assert "dtype: missing required field (the config.json gives no torch_dtype read here" in (
         one.output)
-    # one that names a dtype not read here ("auto", an fp8 storage type): said the same way,
-    # not as if the key were absent
-    auto = tmp_path / "gpt2-auto.json"
-    auto.write_text(json.dumps({**json.loads(Path(GPT2).read_text()), "torch_dtype": "auto"}))
-    other = invoke("analyze", str(auto), "--hw", "a100", "--batch", "2", "--seq", "8")
-    assert other.exit_code == 2 and "no torch_dtype read here: bfloat16" in other.output
+    # one that names a dtype not read here ("auto", "int8", an fp8 storage type): the value it
+    # gave is said, not as if the key were absent, with the dtypes read
+    for value, key in (("auto", "torch_dtype"), ("int8", "torch_dtype"), ("int8", "dtype")):
+        auto = tmp_path / "gpt2-other.json"
+        auto.write_text(json.dumps({**json.loads(Path(GPT2).read_text()), key: value}))
+        other = invoke("analyze", str(auto), "--hw", "a100", "--batch", "2", "--seq", "8")
+        assert other.exit_code == 2
+        assert other.output.strip() == (
+            f"Error: {auto}: dtype: missing required field (the config.json gives {key} "
+            f"'{value}', which is not read here: only bfloat16, float16, float32 or float64 "
+            f"are; give --dtype)")
+    # a dtype read under the other key wins: no complaint
+    both = {**json.loads(Path(GPT2).read_text()), "torch_dtype": "int8", "dtype": "float16"}
+    auto.write_text(json.dumps(both))
+    assert load_network(auto).dtype == "fp16"
 
 
 def test_attention_override_gives_naive_attention_gemms():

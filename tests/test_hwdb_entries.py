@@ -344,3 +344,27 @@ def test_hw_show_summarizes_a_calibration_and_says_the_llc_is_mib(isolated_user_
     # a block without its library is numpy's BLAS by definition (Calibration.through)
     assert line == ("calibration: version 4, through numpy's BLAS: GEMMs in fp32, op costs (the "
                     "whole block: --format json, or the entry's file)")
+
+
+def test_the_schema_states_the_name_characters_the_loader_takes(tmp_path):
+    from roofline.hardware.spec import NAME_CHARS
+
+    # docs/hwdb-schema.md's rule is the loader's: lowercase letters, digits and . _ + -
+    doc = (Path(__file__).parent.parent / "docs" / "hwdb-schema.md").read_text()
+    rule = re.search(r"name: a100-sxm4-80gb +# required; equals the file stem; lowercase "
+                     r"\[a-z0-9(.*?)\]", doc)
+    assert rule is not None
+    assert NAME_CHARS == set("abcdefghijklmnopqrstuvwxyz0123456789") | set(rule.group(1))
+    assert set(rule.group(1)) == set("._+-")
+    # so an entry named with _ and + loads, and one with a capital letter is refused
+    text = (HWDB / "gpu" / "a100-sxm4-80gb.yaml").read_text()
+    good = tmp_path / "my_gpu+1.yaml"
+    good.write_text(text.replace("name: a100-sxm4-80gb", "name: my_gpu+1")
+                    .replace("aliases: [a100]", "aliases: []"))
+    assert load_hardware(str(good)).name == "my_gpu+1"
+    bad = tmp_path / "My-GPU.yaml"
+    bad.write_text(text.replace("name: a100-sxm4-80gb", "name: My-GPU")
+                   .replace("aliases: [a100]", "aliases: []"))
+    with pytest.raises(InputError, match=r"names use lowercase letters, digits and \. - _ \+ "
+                                         r"only, got 'My-GPU'"):
+        load_hardware(str(bad))

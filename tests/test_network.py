@@ -80,3 +80,39 @@ def test_name_defaults_to_file_stem(tmp_path):
     path = tmp_path / "my-net.yaml"
     path.write_text("batch: 4\ndtype: fp32\nmlp: [8, 8]\n")
     assert load_network(path).name == "my-net"
+
+
+_DUPLICATE_CASES = [
+    # two layers of one name: the advice read "width 10 (a.out, a.in)", two layers as one
+    ("[{name: a}, {name: a}]", "layers[1].name: 'a' is also the name of layers[0]"),
+    # a name given that a default takes (the second linear's default is fc2)
+    ("[{name: fc2}, {}]", "layers[1]: its default name 'fc2' is also the name of layers[0]"),
+    # a repeat's copies are a.1 .. a.3: a plain a.2 after or before it meets the second
+    ("[{name: a, repeat: 3}, {name: a.2}]",
+     "layers[1].name: 'a.2' is also the name of copy 2 of layers[0] ('a', repeat 3)"),
+    ("[{name: a.2}, {name: a, repeat: 3}]",
+     "layers[1].name: 'a' names its copies a.1 .. a.3, and a.2 is the name of layers[0]"),
+    ("[{name: a, repeat: 3}, {name: a, repeat: 2}]",
+     "layers[1].name: 'a' is also the name of layers[0], repeated too: both name their copies "
+     "a.1, a.2, ..."),
+]
+
+
+@pytest.mark.parametrize("layers, expected", _DUPLICATE_CASES)
+def test_a_layer_name_given_twice_is_refused(layers, expected):
+    widths = "{type: linear, in: 10, out: 10, "
+    text = "batch: 8\ndtype: fp16\nlayers: " + layers.replace("{", widths).replace(", }", "}")
+    with pytest.raises(InputError) as caught:
+        network_from_yaml(text, "model.yaml")
+    assert str(caught.value) == (f"model.yaml: {expected}: layer names must be unique (every "
+                                 f"output names a GEMM's layer by it)")
+
+
+def test_names_that_only_look_alike_are_kept():
+    # a plain a beside a's copies a.1 .. a.3; a.4 past them; a.02 and a.x no copy's name
+    layers = ", ".join("{type: linear, in: 10, out: 10, name: %s%s}" % (name, repeat)
+                       for name, repeat in (("a", ", repeat: 3"), ("a", ""), ("a.4", ""),
+                                            ("a.02", ""), ("a.x", "")))
+    net = network_from_yaml(f"batch: 8\ndtype: fp16\nlayers: [{layers}]\n", "model.yaml")
+    assert [g.layer for g in net.gemms() if g.pass_ == "forward"] == [
+        "a.1", "a.2", "a.3", "a", "a.4", "a.02", "a.x"]

@@ -117,3 +117,42 @@ def test_changes_has_an_entry_for_the_current_version():
     changes = (ROOT / "CHANGES.md").read_text(encoding="utf-8")
     assert f"\n## {roofline.__version__}: " in changes, "a version move gets a CHANGES.md entry"
     assert "(CHANGES.md)" in README.read_text(encoding="utf-8")
+
+
+def test_readme_names_the_leading_csv_columns_of_analyze_and_compare(invoke):
+    """The README's sentence on CSV names the columns each command's rows start with, as the
+    two commands print them with several --hw (analyze's and compare's differ: the contract
+    in docs/design.md keeps compare's name, layer, pass, hardware)."""
+    import re
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    said = re.search(r"analyze's CSV is always one table whose rows start with (.*?), so "
+                     r".*?compare's CSV, one row per GEMM and device, starts with (.*?) \(", text)
+    assert said is not None
+    columns = [re.findall(r"`(\w+)`", part) for part in said.groups()]
+    model = str(ROOT / "examples" / "mlp-1024-4096-1000.yaml")
+    for command, named in zip(("analyze", "compare"), columns):
+        out = invoke(command, model, "--hw", "a100", "--hw", "h100", "--format", "csv")
+        assert out.exit_code == 0, out.output
+        header = out.stdout.splitlines()[0].split(",")
+        assert header[:len(named)] == named, command
+
+
+def test_readme_page_sizes_are_current(invoke):
+    """The sizes the README gives for its HTML pages are what its commands print, within 2%
+    (a page names the command and version that made it: a few bytes move with them)."""
+    import re
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    said = re.search(r"offline\), (\d+) kB for ResNet-50's training step \(the first command\) "
+                     r"and (\d+) kB for Llama-2-7B at `--batch 8 --seq 4096` \((\d+) kB with "
+                     r"`--expand`", text)
+    assert said is not None
+    resnet = ["analyze", ROOT / "examples" / "resnet50.yaml", "--hw", "a100", "--format", "html"]
+    assert "roofline " + " ".join(map(str, resnet)).replace(f"{ROOT}/", "") in text
+    llama = ["analyze", ROOT / "examples" / "hf" / "llama-2-7b.json", "--hw", "a100", "--batch",
+             "8", "--seq", "4096", "--format", "html"]
+    for kb, args in zip(said.groups(), (resnet, llama, [*llama, "--expand"])):
+        out = invoke(*args)
+        assert out.exit_code == 0, out.output
+        assert len(out.stdout_bytes) == pytest.approx(int(kb) * 1000, rel=0.02), args

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import math
+import re
 import sys
 import warnings
-from pathlib import Path
 from typing import NoReturn
 
 import click
@@ -228,7 +229,9 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
                      help="train: forward and backward GEMMs (3n-1 for n linear layers); "
                           "inference: forward only."),
         click.option("--seq", type=COUNT,
-                     help="Override the tokens per sample (transformer models need it)."),
+                     help="Override the tokens per sample (transformer models need it). Past "
+                          "the model's context the step is still analyzed, with a warning: a "
+                          "shape to ask about."),
         click.option("--phase", type=click.Choice(("prefill", "decode")),
                      help="Inference phase: prefill (seq tokens at once) or decode (one new "
                           "token per sequence against a KV cache of seq tokens)."),
@@ -279,6 +282,9 @@ QUANTIZATION_HELP = ("Fold tile and wave quantization into compute-bound GEMM ti
 #: --plot's FILE, kept as typed: click's Path type reads '' as Path('.'), which
 #: ``check_plot_path`` would name as '.' instead of saying the path is empty.
 PLOT_FILE = click.Path(dir_okay=False)
+#: MODEL, kept as typed for the same reason: an empty path is the library's to refuse as one
+#: (``check_model``), where Path('') read as '.', a directory.
+MODEL_FILE = click.Path(dir_okay=False)
 
 
 def _write_plot(plot: str | None, draw) -> None:
@@ -315,7 +321,7 @@ def _one_device(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return value[0]
 
 
-def _local_library(model: Path) -> str:
+def _local_library(model: str) -> str:
     """What a new ``--hw local`` probe times through: torch for a captured PyTorch module (the
     library it runs in), numpy's BLAS for a model file."""
     from .api import model_framework
@@ -327,7 +333,7 @@ def _local_library(model: Path) -> str:
 _CAPTURE_SETTINGS = ("batch", "dtype", "mode", "attention", "optimizer")
 
 
-def _not_captured(model: Path) -> None:
+def _not_captured(model: str) -> None:
     """InputError for ``package.module:callable`` given to a command that varies the batch
     (sweep, plan): a capture holds the one batch it ran at."""
     from .api import model_framework
@@ -348,7 +354,7 @@ def _check_plot(plot: str | None) -> None:
 
 
 @cli.command(short_help="Every GEMM and op of a model on a device: bound, time, advice.")
-@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model", type=MODEL_FILE)
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="Hardware entry name or alias (see `roofline hw list`), or a path to an "
                    "entry YAML file; `local` probes this machine once and reuses the result. "
@@ -386,7 +392,9 @@ def _check_plot(plot: str | None) -> None:
 @click.option("--prompt", type=COUNT, metavar="P",
               help="Generation: P prompt tokens per sequence (with --generate; sets the "
                    "sequence lengths, so no --seq): time to first token, time per output "
-                   "token over the growing KV cache, tokens/s, latency (JSON generation).")
+                   "token over the growing KV cache, tokens/s, latency (JSON generation). "
+                   "P + G must fit the model's context: the model writes each token at a "
+                   "position it has.")
 @click.option("--generate", type=COUNT, metavar="G",
               help="Generation: G output tokens per sequence (with --prompt).")
 @click.option("--measure", is_flag=True,
@@ -398,7 +406,7 @@ def _check_plot(plot: str | None) -> None:
               show_default=True, metavar="SECONDS",
               help="With --measure: refuse a run whose timing would take longer (10 calls "
                    "of each distinct shape, each at least its roofline time or 5 ms).")
-def analyze(model: Path, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
+def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
             plot: str | None, quantization: bool, stream_input: bool, host_link: str | None,
             workers: str | None, interconnect: str | None, measure: bool,
             measure_budget: float, **overrides) -> None:
@@ -555,7 +563,43 @@ def _render_reports(reports: list, fmt: str, view=None) -> str:
     return ("\n" if fmt != "json" else "").join(text) + ("\n" if fmt == "json" else "")
 
 
-@cli.command(short_help="The full verdict for one GEMM of shape M x N x K.")
+class SignedArguments(click.Command):
+    """A command whose arguments are numbers (gemm's M N K): a word of a minus and a digit
+    (``-1``, ``-1.5``) is an argument, left to the number check to refuse (``expected a positive
+    integer, got '-1'``), not an option click does not know (click reads every word starting
+    with ``-`` as one: ``No such option '-1'``). Such a command line is parsed with its
+    arguments, in their order, after ``--``; every other is parsed as click parses it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        head = args[:args.index("--")] if "--" in args else args
+        if any(_SIGNED.fullmatch(word) for word in head):
+            args = self._arguments_last(args)
+        return super().parse_args(ctx, args)
+
+    def _arguments_last(self, args: list[str]) -> list[str]:
+        nargs = {name: param.nargs for param in self.params if isinstance(param, click.Option)
+                 and not param.is_flag and not param.count for name in param.opts}
+        options: list[str] = []
+        arguments: list[str] = []
+        words = iter(args)
+        for word in words:
+            if word == "--":
+                arguments += words
+            elif word.startswith("-") and not _SIGNED.fullmatch(word):
+                values = list(itertools.islice(words, nargs.get(word, 0)))  # not --hw=a100's
+                if len(values) < nargs.get(word, 0):
+                    return args  # an option without its value: click names it
+                options += [word, *values]
+            else:
+                arguments.append(word)
+        return [*options, "--", *arguments]
+
+
+_SIGNED = re.compile(r"-\.?[0-9].*", re.DOTALL)
+
+
+@cli.command(cls=SignedArguments,
+             short_help="The full verdict for one GEMM of shape M x N x K.")
 @click.argument("m", metavar="M")
 @click.argument("n", metavar="N")
 @click.argument("k", metavar="K")
@@ -599,7 +643,7 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
 
 
 @cli.command(short_help="One model on several devices: per-GEMM and step speedups.")
-@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model", type=MODEL_FILE)
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="A device to compare (two or more; the first is the baseline).")
 @model_options
@@ -608,7 +652,7 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
               help="Also draw step time by device (stacked memory/compute-bound) to FILE.")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
-def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: str | None,
+def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
             quantization: bool, **overrides) -> None:
     """Per-GEMM and whole-step time of MODEL (a model.yaml, a Hugging Face config.json, or
     package.module:factory, captured as analyze captures it) on each device, the speedup over
@@ -640,7 +684,7 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: str | None,
 
 
 @cli.command(short_help="Step time, throughput and memory over batches or seqs.")
-@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model", type=MODEL_FILE)
 @click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
               metavar="NAME",
               help="Hardware entry name, alias or entry file; `local` probes this machine.")
@@ -659,7 +703,7 @@ def compare(model: Path, hardware: tuple[str, ...], fmt: str, plot: str | None,
               help="Also draw per-GEMM intensity against the swept batch (or seq), with the "
                    "ridge, to FILE (not for a batch x seq grid).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
-def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt: str,
+def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt: str,
           plot: str | None, quantization: bool, **overrides) -> None:
     """Step time and samples/s (roofline and predicted), memory and which GEMMs are
     memory-bound for MODEL at each batch
@@ -688,7 +732,7 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
 
 
 @cli.command(short_help="The best split of a training step over N GPUs.")
-@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model", type=MODEL_FILE)
 @click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
               metavar="NAME", help="The GPU every rank is (entry name, alias or file).")
 @click.option("--gpus", required=True, metavar="N|LIST|A..B",
@@ -729,7 +773,7 @@ def sweep(model: Path, hardware: str, batches: str | None, seqs: str | None, fmt
               help="Also draw step time against GPUs, every fitting layout and the Pareto "
                    "front, to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
-def plan(model: Path, hardware: str, gpus: str, tp: str | None, pp: str | None,
+def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
          zero: str | None, micro_batch: str | None, ep: str | None, sequence_parallel: bool,
          gpus_per_node: int, intra: str | None, inter: str | None, top: int, fmt: str,
          gemms: bool, plot: str | None, quantization: bool, **overrides) -> None:

@@ -12,6 +12,13 @@ import math
 _PREFIXES = ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"),
              (1e6, "M"), (1e3, "k"), (1.0, ""))
 
+def rate_unit(dtype: str) -> str:
+    """The unit a peak or rate in ``dtype`` is written in: ``TOPS`` for an integer dtype (int8,
+    as vendors and ``hw list`` quote it), else ``TFLOP/s``; the same 10^12 operations a second,
+    a multiply-add counting 2 either way (so JSON's ``*_tflops`` fields hold both)."""
+    return "TOPS" if dtype.startswith("int") else "TFLOP/s"
+
+
 def si(value: float, unit: str, digits: int = 3) -> str:
     """``si(4.29e9, "FLOP") == "4.29 GFLOP"``: decimal prefixes up to Y (10^24), ``digits``
     significant digits (rounded before the prefix is chosen: 999.9996e6 reads ``1 GB``, not

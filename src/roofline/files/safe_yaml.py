@@ -43,8 +43,11 @@ _BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _INT_TAG = "tag:yaml.org,2002:int"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
-#: A JSON number with a fraction or an exponent (RFC 8259's grammar; integers are ints already)
-_JSON_REAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?", re.ASCII)
+#: A JSON number with a fraction or an exponent (RFC 8259's grammar). An integer, signed or not,
+#: is left to YAML's int rule, which reads it as JSON does: ``-1`` an int, not the float -1.0 (a
+#: message then echoes it as written)
+_JSON_REAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)",
+                        re.ASCII)
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISSOCK, "a socket"))

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..files.fields import Fields
+from ..files.numbers import quoted
 
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
 
@@ -67,6 +68,9 @@ class ConfigModel(dict):
 
     names: dict[str, str]
     unmodelled: list[tuple[str, str]]  # (key, value) of the config's keys in UNMODELLED it sets
+    #: (key, value as a message writes it) of a torch_dtype / dtype that names no dtype in
+    #: TORCH_DTYPES (``int8``, ``auto``), where none of the two does; else None
+    unread_dtype: tuple[str, str] | None
 
 
 def model_from_config(config: Any, source: str) -> ConfigModel:
@@ -88,12 +92,17 @@ def model_from_config(config: Any, source: str) -> ConfigModel:
             model["context"] = fields.positive_int(key)
             model.names["context"] = key
             break
+    model.unread_dtype = None
     for key in ("torch_dtype", "dtype"):
         value = config.get(key)
         if isinstance(value, str) and value in TORCH_DTYPES:
             model["dtype"] = TORCH_DTYPES[value]
             model.names["dtype"] = key
+            model.unread_dtype = None
             break
+        if value is not None and model.unread_dtype is None:  # said if no dtype is given
+            model.unread_dtype = (key, quoted(value) if isinstance(value, str)
+                                  else f"{value!r:.40}")
     name = config.get("_name_or_path")
     if isinstance(name, str) and name.strip():
         model["name"] = name

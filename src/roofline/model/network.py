@@ -37,6 +37,7 @@ its own fields and gives its own GEMMs and ops; this module orders and numbers t
 with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``), kept as one run
 (``model.repeats``): expanded once, its copies numbered and named when read; the copies must
 chain (the layer gives what it takes), and a model expands to at most ``MAX_LAYERS`` layers.
+Layer names, the copies' and the defaults' counted, are unique (``_LayerNames``).
 
 Layers are chained: each layer's ``in_width`` must equal the previous ``out_width`` (features,
 or channels for a feature map). A layer that reads a feature map (it has ``with_input``) gets
@@ -61,7 +62,7 @@ from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from ..errors import InputError, described, one_line, option
 from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
@@ -196,6 +197,9 @@ class Network:
     uncosted: tuple[str, ...] = ()  # captured ops whose FLOPs are unknown (bytes counted)
     # (key, value) of a config.json's keys whose effect is not modelled (model.hf.UNMODELLED)
     unmodelled: tuple[tuple[str, str], ...] = ()
+    #: (key, value as written) of a config.json's torch_dtype (or dtype) that names no dtype read
+    #: here (``int8``, ``auto``): said when the step lacks a dtype (``check``); None otherwise
+    unread_dtype: tuple[str, str] | None = None
     # a captured torch optimizer's step, as torch ran it (used in place of the update op while
     # ``optimizer`` is the kind it recorded)
     update: tuple[CapturedOp, ...] = ()
@@ -398,8 +402,7 @@ class Network:
                              f"them in the model or {given})")
         for key, value in (("batch", self.batch), ("dtype", self.dtype)):
             if value is None:
-                where = ("the config.json gives no torch_dtype read here: bfloat16, float16, "
-                         "float32 or float64; give" if key == "dtype" and
+                where = (self._config_dtype_text() if key == "dtype" and
                          self.source.endswith(".json") else f"give {key} in the model or")
                 raise InputError(self.source, key, f"missing required field ({where} "
                                                    f"{option(key)})")
@@ -410,6 +413,19 @@ class Network:
             raise InputError(self.source, "seq", f"missing required field: layer "
                              f"{needs_seq.name!r} needs tokens per sample (give seq in the "
                              f"model or {option('seq')})")
+
+    def _config_dtype_text(self) -> str:
+        """Why a config.json's step has no dtype: the config gives none, or gives one not read
+        here (``torch_dtype 'int8'``), and the dtypes read (``model.hf.TORCH_DTYPES``)."""
+        from .hf import TORCH_DTYPES
+
+        names = list(TORCH_DTYPES)
+        read = f"{', '.join(names[:-1])} or {names[-1]}"
+        if self.unread_dtype is None:
+            return f"the config.json gives no torch_dtype read here: {read}; give"
+        key, value = self.unread_dtype
+        return (f"the config.json gives {key} {value}, which is not read here: only {read} "
+                f"are; give")
 
     def _check_phase(self) -> None:
         """``phase: decode`` is an inference phase, one new token per sequence against the KV
@@ -734,6 +750,8 @@ def check_model(model: object) -> None:
     if not isinstance(model, (Network, str, os.PathLike)):
         raise InputError("model", "", f"expected a Network or a model file's path, got "
                                       f"{described(model)}")
+    if not isinstance(model, Network) and not os.fspath(model):
+        raise InputError("model", "", "expected a model file's path, got an empty path ''")
 
 
 #: The model settings a library call takes as keywords and passes to ``with_overrides``: its
@@ -768,7 +786,8 @@ def load_network(path: str | os.PathLike[str]) -> Network:
             network = network_from_dict(model, str(path), default_name=_stem(path))
         except InputError as exc:
             raise renamed(exc, model) from None
-        return replace(network, unmodelled=tuple(model.unmodelled))
+        return replace(network, unmodelled=tuple(model.unmodelled),
+                       unread_dtype=model.unread_dtype)
     return network_from_dict(data, str(path), default_name=_stem(path))
 
 
@@ -863,6 +882,7 @@ def _layers(top: Fields) -> Layers[Layer]:
     if not entries:
         raise top.fail("layers", "expected at least one layer")
     runs: list[LayerRun[Layer]] = []
+    names = _LayerNames()
     total = 0
     previous, shape = None, _input_shape(top)
     branch_shape = None  # the map the side branch just before gives (a branch's batch norm)
@@ -883,10 +903,56 @@ def _layers(top: Fields) -> Layers[Layer]:
         out_shape = getattr(layer, "out_shape", None)
         total += repeat
         _check_repeat(fields, layer, repeat, shape, total)
+        names.add(fields, layer.name, repeat, i)
         runs.append(LayerRun(layer, repeat, 0, named=repeat > 1))
         if not branch:
             previous, shape = runs[-1].copy(repeat - 1), out_shape
     return Layers(runs)
+
+
+class _LayerNames:
+    """The names a model.yaml's layers take, each once: every output names a GEMM's or op's
+    layer by it (``width 10 (a.out, a.in)`` read two layers as one). A repeated layer's copies
+    take ``name.1`` .. ``name.n`` (``repeats.copy_name``), so a plain ``a.2`` meets the second
+    copy of a repeated ``a``, and two repeated layers of one name meet at ``name.1``. Checked
+    without expanding a repeat: a plain name ``base.k`` is kept by its base and k."""
+
+    def __init__(self) -> None:
+        self.plain: dict[str, int] = {}  # name -> its layer's index
+        self.repeated: dict[str, tuple[int, int]] = {}  # base -> (index, copies)
+        self.numbered: dict[str, list[tuple[int, int]]] = {}  # base of 'base.k' -> [(k, index)]
+
+    def add(self, fields: Fields, name: str, repeat: int, index: int) -> None:
+        if repeat == 1:
+            base, _, suffix = name.rpartition(".")
+            copy = int(suffix) if suffix.isascii() and suffix.isdigit() and suffix[0] != "0" else 0
+            if name in self.plain:
+                self._fail(fields, name, f"is also the name of layers[{self.plain[name]}]")
+            if copy and base in self.repeated and copy <= self.repeated[base][1]:
+                first, copies = self.repeated[base]
+                self._fail(fields, name, f"is also the name of copy {copy} of layers[{first}] "
+                                         f"({base!r}, repeat {copies})")
+            self.plain[name] = index
+            if copy:
+                self.numbered.setdefault(base, []).append((copy, index))
+            return
+        if name in self.repeated:
+            self._fail(fields, name, f"is also the name of layers[{self.repeated[name][0]}], "
+                                     f"repeated too: both name their copies {name}.1, "
+                                     f"{name}.2, ...")
+        clash = next(((k, i) for k, i in self.numbered.get(name, []) if k <= repeat), None)
+        if clash is not None:
+            self._fail(fields, name, f"names its copies {name}.1 .. {name}.{repeat}, and "
+                                     f"{name}.{clash[0]} is the name of layers[{clash[1]}]")
+        self.repeated[name] = (index, repeat)
+
+    @staticmethod
+    def _fail(fields: Fields, name: str, clash: str) -> NoReturn:
+        given = fields.has("name")
+        problem = (f"{'' if given else 'its default name '}{name!r} {clash}: layer names must "
+                   f"be unique (every output names a GEMM's layer by it)")
+        raise fields.fail("name", problem) if given else InputError(fields.source, fields.path,
+                                                                      problem)
 
 
 def _check_repeat(fields: Fields, layer: Any, repeat: int, shape: Shape | None,

@@ -6,6 +6,7 @@ import textwrap
 
 from ..hardware.spec import Calibration, HardwareSpec
 from ..model.dtypes import DTYPES
+from ..units import rate_unit
 from .json import to_json
 from .table import aligned
 
@@ -59,6 +60,21 @@ def _yours(spec: HardwareSpec) -> bool:
     return spec.location not in (None, "", "bundled")
 
 
+def _peak_lines(spec: HardwareSpec) -> list[str]:
+    """The peak, ridge and alignment of each dtype; an integer dtype's peak said to be in TOPS,
+    as ``hw list``'s footnote says (the same 10^12 scale, named as vendors quote it)."""
+    lines = ["dtype   peak TFLOP/s   ridge FLOP/B   alignment"]
+    for dtype in DTYPES:
+        if dtype in spec.peak_tflops:
+            rule = spec.alignment.get(dtype)
+            align = f"x{rule.multiple} (best x{rule.preferred})" if rule else "-"
+            lines.append(f"{dtype:<6}  {spec.peak_tflops[dtype]:>12g}   "
+                         f"{spec.ridge(dtype):>12.1f}   {align}")
+    integer = [dtype for dtype in DTYPES
+               if dtype in spec.peak_tflops and rate_unit(dtype) == "TOPS"]
+    return lines + ([f"({', '.join(integer)} peak in TOPS)"] if integer else [])
+
+
 def hardware_detail(spec: HardwareSpec) -> str:
     """Every figure of the entry, the ridge per dtype, its sources and notes."""
     lines = [f"{spec.name}: {spec.product} ({spec.architecture}, {spec.kind})",
@@ -69,13 +85,7 @@ def hardware_detail(spec: HardwareSpec) -> str:
         lines.append(f"overrides the bundled {', '.join(spec.overrides)}: this user entry is "
                      f"used in its place")
     lines.append("")
-    lines.append("dtype   peak TFLOP/s   ridge FLOP/B   alignment")
-    for dtype in DTYPES:
-        if dtype in spec.peak_tflops:
-            rule = spec.alignment.get(dtype)
-            align = f"x{rule.multiple} (best x{rule.preferred})" if rule else "-"
-            lines.append(f"{dtype:<6}  {spec.peak_tflops[dtype]:>12g}   "
-                         f"{spec.ridge(dtype):>12.1f}   {align}")
+    lines += _peak_lines(spec)
     lines.append(f"bandwidth: {spec.bandwidth_gbs:g} GB/s")
     if spec.cpu is not None:
         lines += _cpu_clock_lines(spec)

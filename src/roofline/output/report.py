@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RooflineError, option
 from ..model.repeats import MAX_LISTED, Layers, Numbered, distinct, named
-from ..units import count, seconds, si, three_digits
+from ..units import count, rate_unit, seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings, tier_hint
 from .json import to_json
 from .scaling import scaling_lines
@@ -65,6 +65,7 @@ def _runs(numbers: list[int]) -> list[str]:
 
 _COLUMNS = ("GEMM", "layer", "pass", "M", "N", "K", "FLOP", "bytes", "FLOP/B", "bound",
             "TFLOP/s", "time", "align")
+_RATE_COLUMN = _COLUMNS.index("TFLOP/s")
 _LEFT_COLUMNS = frozenset({0, 1, 2, 9, 12})  # text columns; numbers are right-aligned
 _OP_COLUMNS = ("op", "layer", "pass", "kind", "FLOP", "bytes", "FLOP/B", "bound", "TFLOP/s",
                "time")
@@ -299,9 +300,19 @@ def _header(report: Report) -> str:
 
 
 def ridge_text(report: Report) -> str:
-    """``ridge 153.0 FLOP/B = dense peak 312 TFLOP/s / 2039 GB/s (datasheet)``."""
+    """``ridge 153.0 FLOP/B = dense peak 312 TFLOP/s / 2039 GB/s (datasheet)``; an integer
+    dtype's peak in TOPS (``units.rate_unit``)."""
     return (f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
-            f"TFLOP/s / {report.bandwidth_bytes_per_s / 1e9:g} GB/s ({report.hardware.origin})")
+            f"{rate_unit(report.dtype)} / {report.bandwidth_bytes_per_s / 1e9:g} GB/s "
+            f"({report.hardware.origin})")
+
+
+def gemm_columns(report: Report) -> tuple[str, ...]:
+    """The GEMM table's header: its rate column in the unit of the report's dtype, TOPS for
+    int8 (``units.rate_unit``), as the ridge line above it."""
+    columns = list(_COLUMNS)
+    columns[_RATE_COLUMN] = rate_unit(report.dtype)
+    return tuple(columns)
 
 
 def quantization_line(detail: bool, hardware: Sequence[HardwareSpec]) -> str:
@@ -679,7 +690,8 @@ def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
     if report.results:
         yield ""
         rows, tails, widths = _rows(report, gemms)
-        yield from aligned_shared(_COLUMNS, rows, tails, _LEFT_COLUMNS, widths, view.fit)
+        yield from aligned_shared(gemm_columns(report), rows, tails, _LEFT_COLUMNS, widths,
+                                  view.fit)
     yield from _time_section(report, gemms)
     if ops:
         yield from ["", "non-GEMM ops:" if report.results else "no GEMMs; ops:"]
@@ -794,7 +806,7 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     if notes:
         end += ["", *(f"- {markdown_text(note.strip())}" for note in notes)]
     yield from [markdown_text(_header(report)).replace("\n", "  \n"), ""]
-    yield from markdown_lines(_COLUMNS, ((name, layer, *tails[key])
+    yield from markdown_lines(gemm_columns(report), ((name, layer, *tails[key])
                                          for name, layer, key in rows), _LEFT_COLUMNS)
     if ops:
         yield ""

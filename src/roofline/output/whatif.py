@@ -8,7 +8,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import basis_of, fit_of
-from ..units import seconds, si, times
+from ..units import rate_unit, seconds, si, times
 from .advice import config_warnings, past_context_text
 from .json import to_json
 from .report import (
@@ -113,10 +113,11 @@ def _peaks(report: Report, base: Report) -> str:
     beside a GPU's datasheet fp16 peak)."""
     hw, b_hw = report.hardware, base.hardware
     peak, b_peak = hw.peak_tflops[report.dtype], b_hw.peak_tflops[base.dtype]
+    unit, b_unit = rate_unit(report.dtype), rate_unit(base.dtype)
     if report.dtype == base.dtype and hw.origin == b_hw.origin:
-        return f"{report.dtype} {peak:g} vs {b_peak:g} TFLOP/s"
-    return (f"{report.dtype} {peak:g} TFLOP/s, {hw.origin}, vs {base.dtype} {b_peak:g}, "
-            f"{b_hw.origin}")
+        return f"{report.dtype} {peak:g} vs {b_peak:g} {unit}"
+    return (f"{report.dtype} {peak:g} {unit}, {hw.origin}, vs {base.dtype} {b_peak:g}"
+            f"{'' if b_unit == unit else ' ' + b_unit}, {b_hw.origin}")
 
 
 def no_fit_text(report: Report) -> str | None:

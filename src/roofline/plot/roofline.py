@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..model.repeats import distinct, first_copies
-from ..units import three_digits
+from ..units import rate_unit, three_digits
 from .data import (
     Group,
     Range,
@@ -204,7 +204,8 @@ def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_l
     hw, roof = report.hardware.name, main_roof(report)
     measured = report.hardware.origin == "measured"
     kind = " measured" if measured else ""
-    label = (f"{hw}{kind}: {main_dtypes(report)} {roof.peak_tflops:g} TFLOP/s, "
+    label = (f"{hw}{kind}: {main_dtypes(report)} {roof.peak_tflops:g} "
+             f"{rate_unit(report.dtype)}, "
              f"{roof.bandwidth_gbs:g} GB/s")
     style: dict[str, Any] = dict(color=color, lw=2.0)
     if (roof.peak_tflops, roof.bandwidth_gbs) in placer.roofs:  # coincides with one drawn:
@@ -230,7 +231,8 @@ def _theory_label(report: Report, sheet: Roof) -> str:
     theory = report.hardware.theoretical
     known = theory is not None and theory.bandwidth_gbs is not None
     bandwidth = f"{sheet.bandwidth_gbs:g} GB/s" if known else "bandwidth not known"
-    return f"{report.hardware.name} theoretical: {sheet.peak_tflops:g} TFLOP/s, {bandwidth}"
+    return (f"{report.hardware.name} theoretical: {sheet.peak_tflops:g} "
+            f"{rate_unit(report.dtype)}, {bandwidth}")
 
 
 def _draw_roof(ax: Axes, roof: Roof, names: tuple[str, str, str], label: str,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import PlotError
-from ..units import three_digits
+from ..units import rate_unit, three_digits
 from .data import as_reports, main_roof, no_fit_span, series_label, sweep_series
 from .figure import label_log_axis, legend_below, new_axes
 
@@ -77,7 +77,8 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
 
     roof = main_roof(report)
     level, what = ((roof.ridge, f"ridge {three_digits(roof.ridge)} FLOP/B") if metric == "intensity"
-                   else (roof.peak_tflops, f"peak {roof.peak_tflops:g} TFLOP/s"))
+                   else (roof.peak_tflops,
+                         f"peak {roof.peak_tflops:g} {rate_unit(report.dtype)}"))
     ax.axhline(level, color="#222222", ls="--", lw=1.2, gid=f"sweep-{metric}-limit",
                label=f"{what} ({report.dtype})")
     ax.set_xscale("log", base=2)

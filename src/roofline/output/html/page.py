@@ -17,7 +17,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from ... import __version__
-from ...units import seconds, si, three_digits
+from ...units import rate_unit, seconds, si, three_digits
 from ..hardware import flat
 from ..report import (
     Shown,
@@ -207,7 +207,8 @@ def _chart(report: Report, points: list[svg.Point], left_out: list[str],
     x_range, y_range = ranges or svg.roofline_ranges([(p.x, p.y) for p in points],
                                                      [(peak, gbs)])
     label = f"roofline of {report.network.name} on {report.hardware.name}"
-    chart = svg.roofline_chart(points, peak, gbs, x_range, y_range, label)
+    chart = svg.roofline_chart(points, peak, gbs, x_range, y_range, label,
+                               rate_unit(report.dtype))
     gemms = sum(1 for p in points if not p.op)
     caption = (f"{len(points)} points: {gemms} GEMMs, {len(points) - gemms} ops "
                f"(\u25cf memory-bound GEMM, \u25a0 compute-bound GEMM, \u25cb \u25a1 the same "
@@ -233,7 +234,9 @@ def _controls(layers: Iterable[str], list_id: str, count: int) -> str:
 
 def _rows_table(report: Report, gemms: Iterable[Any], ops: Iterable[Any], prefix: str) -> str:
     measured = is_measured(report)
-    header = _COLUMNS + ((("measured", False),) if measured else ()) + (("align", True),)
+    columns = tuple((rate_unit(report.dtype), right) if name == "TFLOP/s" else (name, right)
+                    for name, right in _COLUMNS)  # TOPS for an int8 step, as its ridge
+    header = columns + ((("measured", False),) if measured else ()) + (("align", True),)
     rows = [(_row_attrs(f"{prefix}-{r.gemm.name}", r.gemm.layer, r.bound, "gemm"),
              _gemm_cells(r, measured)) for r in gemms]
     rows += [(_row_attrs(f"{prefix}-{r.op.name}", r.op.layer, r.bound, "op"),
@@ -274,7 +277,8 @@ def report_header(report: Report) -> list[tuple[str, str]]:
     pairs = [("model", net.name), ("device", f"{hw.name} ({hw.product}, {hw.origin})"),
              ("step", step_text(net)), ("precision", precision_text(net)),
              ("roof", f"ridge {report.ridge:.1f} FLOP/B = dense peak "
-                      f"{report.peak_flops_per_s / 1e12:g} TFLOP/s ({report.dtype}) / "
+                      f"{report.peak_flops_per_s / 1e12:g} {rate_unit(report.dtype)} "
+                      f"({report.dtype}) / "
                       f"{report.bandwidth_bytes_per_s / 1e9:g} GB/s"),
              ("prediction", basis_sentence(hw).removeprefix("predicted: "))]
     tf32 = tf32_text(report)
@@ -346,10 +350,18 @@ def _link(title: str, url: str | None) -> str:
     return escape(title) + (f" (<code>{escape(url)}</code>)" if url else "")
 
 
+def _peaks_text(peaks: dict[str, float]) -> str:
+    """``fp16 312, bf16 312 TFLOP/s, int8 624 TOPS``: each run of float or integer dtypes
+    followed by its unit (``units.rate_unit``)."""
+    parts = [f"{d} {v:g}" for d, v in peaks.items()]
+    units = [rate_unit(d) for d in peaks]
+    return ", ".join(part + (f" {unit}" if i + 1 == len(units) or units[i + 1] != unit else "")
+                     for i, (part, unit) in enumerate(zip(parts, units)))
+
+
 def _figure_values(hw: HardwareSpec) -> dict[str, str]:
     """What the figures a report uses are, in words."""
-    values = {"peak_tflops": ", ".join(f"{d} {v:g}" for d, v in hw.peak_tflops.items())
-                             + " TFLOP/s (dense)",
+    values = {"peak_tflops": _peaks_text(hw.peak_tflops) + " (dense)",
               "bandwidth_gbs": f"{hw.bandwidth_gbs:g} GB/s",
               "alignment": ", ".join(f"{d}: {a.multiple}" + (
                   f" ({a.preferred} best)" if a.preferred != a.multiple else "")

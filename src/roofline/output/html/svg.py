@@ -144,12 +144,13 @@ def roofline_ranges(xy: Sequence[tuple[float, float]],
 
 
 def roofline_chart(points: Sequence[Point], peak_tflops: float, bandwidth_gbs: float,
-                   x_range: Range, y_range: Range, label: str) -> str:
+                   x_range: Range, y_range: Range, label: str, unit: str = "TFLOP/s") -> str:
     """The roof (memory slope, ridge, compute ceiling) and one marker per point, each a
-    ``.pt`` element carrying its row id (``data-r``) and its tooltip as ``<title>``."""
+    ``.pt`` element carrying its row id (``data-r``) and its tooltip as ``<title>``; ``unit``
+    the peak's and the rate axis's (TOPS for an int8 step: ``units.rate_unit``)."""
     x, y = _x_axis(*x_range), _y_axis(*y_range)
-    out = [_open(label), *_frame(x, y, "arithmetic intensity (FLOP/B)", "attainable TFLOP/s")]
-    out += _roof(x, y, peak_tflops, bandwidth_gbs)
+    out = [_open(label), *_frame(x, y, "arithmetic intensity (FLOP/B)", f"attainable {unit}")]
+    out += _roof(x, y, peak_tflops, bandwidth_gbs, unit)
     for p in points:
         kind = f'pt {"m" if p.bound == "memory" else "c"}{" op" if p.op else ""}'
         out.append(marker(x.at(p.x), y.at(p.y), p.bound,
@@ -158,7 +159,7 @@ def roofline_chart(points: Sequence[Point], peak_tflops: float, bandwidth_gbs: f
     return "".join(out) + "</svg>"
 
 
-def _roof(x: Axis, y: Axis, peak: float, gbs: float) -> list[str]:
+def _roof(x: Axis, y: Axis, peak: float, gbs: float, unit: str) -> list[str]:
     """The roof as one polyline clipped to the chart, the ridge as a dashed line, and their
     labels."""
     ridge = peak * 1e3 / gbs
@@ -173,7 +174,7 @@ def _roof(x: Axis, y: Axis, peak: float, gbs: float) -> list[str]:
     top = y.at(peak)
     # below the ceiling, at its right end: the points sit on the roof itself
     out.append(f'<text x="{_f(x.start + x.length - 4)}" y="{_f(top + 18)}" text-anchor="end">'
-               f'peak {peak:,.4g} TFLOP/s</text>')
+               f'peak {peak:,.4g} {unit}</text>')
     if x.low < ridge < x.high:
         at = _f(x.at(ridge))
         out.append(f'<line class="ridge" x1="{at}" y1="{_f(top)}" x2="{at}" '

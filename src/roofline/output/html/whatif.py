@@ -10,7 +10,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from ...analysis.predict import basis_of
-from ...units import nice_above, nice_below, seconds, si, times
+from ...units import nice_above, nice_below, rate_unit, seconds, si, times
 from ..report import compact_names, precision_text, quantization_line, step_text
 from ..times import STEP_ROOF_TEXT
 from ..whatif import (
@@ -124,7 +124,7 @@ def _compare_charts(c: Comparison, prefix: str) -> str:
     charts = []
     for r, points, (peak, gbs) in zip(c.reports, per_device, roofs):
         chart = svg.roofline_chart(points, peak, gbs, x_range, y_range,
-                                   f"roofline on {r.hardware.name}")
+                                   f"roofline on {r.hardware.name}", rate_unit(r.dtype))
         ops = sum(1 for o in r.ops if not o.op.copy)
         drawn = (f": its GEMMs; its {ops} other op{'s' if ops != 1 else ''} (first copies) "
                  f"count in the step times above, not drawn here (analyze's page draws them)"
