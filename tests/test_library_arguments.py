@@ -57,6 +57,12 @@ SPEC_OR_NAME = "expected a HardwareSpec, an entry's name or a YAML file's path, 
      "batches: expected positive integers, got 'x'"),
     (lambda: roofline.analyze_gemm(64, 64, 64, "a100"),
      "gemm: expected a Gemm, got int 64 (a shape M, N, K: gemm_report(m, n, k, hardware))"),
+    # analyze takes a Network (it was an AttributeError: 'str' object has no attribute 'check')
+    (lambda: roofline.analyze(str(MODEL), "a100"),
+     "network: expected a Network, got str "),
+    (lambda: roofline.analyze(None, "a100"), "network: expected a Network, got NoneType None"),
+    (lambda: roofline.analyze(roofline.load_network(MODEL), None),
+     f"hardware: {SPEC_OR_NAME} NoneType None"),
 ])
 def test_a_wrong_argument_is_one_input_error(call, message):
     with pytest.raises(InputError) as caught:
@@ -79,3 +85,11 @@ def test_analyze_gemm_takes_a_name_as_every_call_does():
     by_name = roofline.analyze_gemm(gemm, "v100")
     by_spec = roofline.analyze_gemm(gemm, roofline.load_hardware("v100"))
     assert by_name == by_spec
+
+
+def test_analyze_takes_a_name_as_every_call_does():
+    network = roofline.load_network(MODEL)
+    by_name = roofline.analyze(network, "v100")
+    assert by_name.totals == roofline.analyze(network, roofline.load_hardware("v100")).totals
+    with pytest.raises(InputError, match=r"analyze_model\(path, hardware\)"):
+        roofline.analyze(MODEL, "v100")

@@ -425,13 +425,21 @@ def _check_activations(network: Network, hardware: HardwareSpec) -> None:
             f"lists: {', '.join(hardware.dtypes)})")
 
 
-def analyze(network: Network, hardware: HardwareSpec, quantization: bool = False,
-            max_batch: int | None = None) -> Report:
+def analyze(network: Network, hardware: HardwareSpec | str | os.PathLike[str],
+            quantization: bool = False, max_batch: int | None = None) -> Report:
     """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
     ``quantization`` folds tile and wave losses into compute-bound GEMM times. ``max_batch``:
     the largest batch that fits, where the caller knows a tighter one than this step's own
     (a generation: the smaller of its prefill's and its last decode step's), for the batch
-    advice."""
+    advice. Public: ``network`` is checked to be a Network (a model file's path is
+    ``analyze_model``'s) and ``hardware`` is read as every call reads it (``hardware_spec``: a
+    name or a path too)."""
+    if not isinstance(network, Network):
+        path = isinstance(network, (str, os.PathLike))
+        raise InputError("network", "", f"expected a Network, got {described(network)}"
+                                        + (" (a model file's path: analyze_model(path, "
+                                           "hardware))" if path else ""))
+    hardware = hardware_spec(hardware)
     network.check()
     peak = hardware.peak_flops_per_s(network.operand_dtype)
     _check_activations(network, hardware)
