@@ -429,7 +429,7 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                    nchw_convs=rec.nchw_convs,
                    gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())), captured_loss=rec.loss,
                    captured_live=rec.live.peak if rec.live is not None else None,
-                   captured_optimizer=rec.optimizer_states)
+                   captured_optimizer=rec.optimizer_states, captured_attention=attention)
 
 
 def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool, flash: bool,

@@ -219,6 +219,9 @@ class Network:
     #: a captured torch optimizer's states as its first step made them (the same split): torch
     #: keeps Adam's moments at the parameters' dtype, with no fp32 master copy
     captured_optimizer: tuple[int, int] | None = None
+    #: the attention form a captured module ran in ("flash": scaled_dot_product_attention as
+    #: one op; "naive": its matmuls and softmax); None for a network read from a file
+    captured_attention: str | None = None
 
     @property
     def captured_batch(self) -> int | None:
@@ -327,6 +330,8 @@ class Network:
                   "logits": lambda k: fields.choice(k, LOGITS),
                   "grad_accumulation": lambda k: _accumulation(fields)}
         changes = {key: checks[key](key) for key in changes}
+        if network.captured_batch is not None:
+            _check_captured(network, changes, attention)
         _check_mode_settings(changes, changes.get("mode", network.mode),
                              changes.get("phase", network.phase), network.source)
         if changes.get("optimizer", network.optimizer) != network.optimizer:
@@ -741,6 +746,27 @@ def _fields_key(layer: Any) -> tuple[Any, ...] | None:
     except TypeError:
         return None
     return key
+
+
+def _check_captured(network: Network, changes: dict[str, Any], attention: str | None) -> None:
+    """InputError for a setting a captured module's step cannot take after its capture: its
+    mode and attention form (the ops autograd and the module ran are the capture's: another
+    needs a capture in it) and a seq or phase (its inputs' shapes are the step: a
+    transformer layer's settings, which it has none of). The batch is refused where the
+    step is built (``layers.captured``); its dtype, weight format and optimizer are overrides
+    of what it ran."""
+    ran = {"mode": network.mode, "attention": network.captured_attention}
+    asked = {"mode": changes.get("mode"), "attention": attention}
+    for key, value in asked.items():
+        if value is not None and ran[key] is not None and value != ran[key]:
+            raise InputError(network.source, key, f"captured in {key} {ran[key]}; {key} "
+                             f"{value} needs a capture in it (roofline.torch.capture(..., "
+                             f"{key}={value!r}))")
+    for key in ("seq", "phase"):
+        if changes.get(key) not in (None, getattr(network, key)):
+            raise InputError(network.source, key, f"a captured module's step is its example "
+                             f"inputs' shapes: a {key} of {changes[key]} needs a capture with "
+                             f"inputs of that shape")
 
 
 def check_model(model: object) -> None:

@@ -1,0 +1,67 @@
+"""A captured module's step is what it ran: settings given after the capture that it cannot
+take (another mode or attention form, a seq, a phase) are refused in one line naming the
+capture to make, not applied in part. Until 0.9.0 an inference capture analyzed with
+mode="train" gave its forward GEMMs alone under a "train" header (2 of 5 GEMMs, half the
+FLOPs) and a seq was printed in the header while every number stayed the capture's."""
+
+from __future__ import annotations
+
+import pytest
+from _extras import need
+
+need("torch", extra="torch")
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import roofline  # noqa: E402
+from roofline import InputError, analyze_model  # noqa: E402
+from roofline.torch import capture  # noqa: E402
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10))
+
+
+def test_a_captured_step_keeps_its_mode():
+    x = torch.zeros(64, 256)
+    with pytest.raises(InputError, match=r"captured in mode inference; mode train needs a "
+                                         r"capture in it \(roofline.torch.capture\(\.\.\., "
+                                         r"mode='train'\)\)"):
+        analyze_model(capture(_mlp(), x, mode="inference"), "h100", mode="train")
+    with pytest.raises(InputError, match="captured in mode train; mode inference"):
+        roofline.compare(capture(_mlp(), x, mode="train"), ["h100", "a100"], mode="inference")
+    # the same mode, a dtype and an optimizer are what overrides are for: training's five
+    # GEMMs, 3 x 2 x 64 x (256 x 1024 + 1024 x 10) less fc1's data gradient (its input needs
+    # none, 2 x 64 x 1024 x 256): 104,595,456 - 33,554,432 = 71,041,024 FLOPs
+    trained = capture(_mlp(), x, mode="train")
+    for overrides in ({"mode": "train"}, {"dtype": "bf16"}, {"optimizer": "adam"}):
+        report = analyze_model(trained, "h100", **overrides)
+        assert report.totals["gemm_flops"] == 71_041_024, overrides
+
+
+def test_a_captured_step_keeps_its_shapes_and_attention():
+    layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    net = capture(layer, torch.zeros(2, 10, 64))
+    with pytest.raises(InputError, match="a seq of 128 needs a capture with inputs of that "
+                                         "shape"):
+        roofline.sweep(net, "h100", seqs=[128, 1024])
+    with pytest.raises(InputError, match="captured in attention flash; attention naive"):
+        analyze_model(net, "h100", attention="naive")
+    assert analyze_model(net, "h100", attention="flash").totals == analyze_model(
+        net, "h100").totals
+    with pytest.raises(InputError, match="phase: a captured module's step"):
+        analyze_model(capture(layer, torch.zeros(2, 10, 64), mode="inference"), "h100",
+                      phase="decode")
+
+
+def test_the_cli_refuses_a_seq_on_a_capture(invoke, tmp_path, monkeypatch):
+    (tmp_path / "mkmod.py").write_text(
+        "import torch\nfrom torch import nn\n\ndef make():\n    return nn.TransformerEncoderLayer"
+        "(64, 4, 128, batch_first=True), torch.zeros(2, 10, 64)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = invoke("analyze", "mkmod:make", "--hw", "h100", "--seq", "4096")
+    assert result.exit_code == 2
+    assert "seq: a captured module's step is its example inputs' shapes" in result.output
+    # the capture takes its mode and attention from the options: no refusal
+    assert invoke("analyze", "mkmod:make", "--hw", "h100", "--mode", "inference",
+                  "--attention", "naive").exit_code == 0
