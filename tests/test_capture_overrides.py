@@ -65,3 +65,11 @@ def test_the_cli_refuses_a_seq_on_a_capture(invoke, tmp_path, monkeypatch):
     # the capture takes its mode and attention from the options: no refusal
     assert invoke("analyze", "mkmod:make", "--hw", "h100", "--mode", "inference",
                   "--attention", "naive").exit_code == 0
+
+
+def test_a_capture_and_an_override_take_a_torch_dtype():
+    linear = nn.Linear(8, 8)
+    assert capture(linear, torch.zeros(4, 8), dtype=torch.bfloat16).dtype == "bf16"
+    assert capture(linear, torch.zeros(4, 8), dtype="float16").dtype == "fp16"
+    net = capture(linear, torch.zeros(4, 8))
+    assert analyze_model(net, "h100", dtype=torch.float16).network.dtype == "fp16"

@@ -93,3 +93,16 @@ def test_analyze_takes_a_name_as_every_call_does():
     assert by_name.totals == roofline.analyze(network, roofline.load_hardware("v100")).totals
     with pytest.raises(InputError, match=r"analyze_model\(path, hardware\)"):
         roofline.analyze(MODEL, "v100")
+
+
+@pytest.mark.parametrize("spelling, name", [
+    ("float16", "fp16"), ("half", "fp16"), ("FP16", "fp16"), ("bfloat16", "bf16"),
+    ("float32", "fp32"), ("float64", "fp64"), ("float8_e4m3fn", "fp8"), ("bf16", "bf16")])
+def test_a_dtype_takes_torchs_spellings(spelling, name):
+    # the config.json's own spellings (its torch_dtype), which the missing-dtype hint names,
+    # read as roofline's, as a torch.dtype or numpy dtype would be (str: "torch.float16")
+    report = roofline.analyze_model(MODEL, "h100", dtype=spelling)
+    assert report.network.dtype == name
+    with pytest.raises(InputError, match="dtype: expected one of fp64, fp32, tf32, fp16, bf16, "
+                                         "int8, fp8, got 'complex64'"):
+        roofline.analyze_model(MODEL, "h100", dtype="complex64")

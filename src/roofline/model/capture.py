@@ -97,6 +97,7 @@ from ..errors import RooflineError
 from .capture_memory import Live
 from .capture_values import LIMIT as VALUES_LIMIT
 from .capture_values import Values
+from .dtypes import dtype_name
 from .gemm import GemmShape
 from .layers.captured import Captured, CapturedOp, Item
 from .layers.conv2d import Conv2d
@@ -390,6 +391,7 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     if not isinstance(optimizer, str) and mode != "train":
         raise CaptureError("optimizer: a torch optimizer steps in mode train only, the mode "
                            f"is {mode}")
+    dtype = dtype_name(dtype)  # type: ignore[assignment]  # torch.float16, "bfloat16", ...
     cast = _torch_dtype(dtype) if dtype is not None else None
     label = name or type(module).__name__
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]

@@ -70,6 +70,24 @@ def output_problem(math: str, output: str) -> str | None:
     return None
 
 
+#: Other spellings of a model's dtype a library call may give (torch's and numpy's names, with
+#: or without ``torch.``; a ``torch.dtype`` reads as one), read as roofline's (``dtype_name``)
+DTYPE_ALIASES = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float": "fp32",
+                 "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
+                 "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}
+
+
+def dtype_name(value: object) -> object:
+    """A library call's dtype as roofline names it: its own names as they are, in any case,
+    and torch's and numpy's spellings (``torch.float16``, ``numpy.dtype("float16")``,
+    "bfloat16", "half") read as roofline's; anything else as given, for the caller's check
+    to refuse by name."""
+    if value is None or (isinstance(value, str) and value in DTYPES):
+        return value
+    text = str(value).strip().lower().removeprefix("torch.")
+    return text if text in DTYPES else DTYPE_ALIASES.get(text, value)
+
+
 def check_dtype(dtype: str) -> str:
     """Return ``dtype`` if known, else raise UnsupportedDtypeError listing the choices."""
     if dtype not in DTYPES:

@@ -79,6 +79,7 @@ from .dtypes import (
     WEIGHT_DTYPES,
     bits,
     default_output_dtype,
+    dtype_name,
     is_float,
     itemsize,
     output_problem,
@@ -301,6 +302,7 @@ class Network:
         turns accumulation off; ``attention``, --attention, sets every transformer block's
         attention form: a config.json has none of its own)."""
         network = self
+        dtype = dtype_name(dtype)  # type: ignore[assignment]  # torch.float16, "bfloat16", ...
         if attention is not None:
             form = Fields({"attention": attention}, "overrides").choice("attention",
                                                                         ATTENTION_FORMS)
