@@ -106,3 +106,17 @@ def test_a_dtype_takes_torchs_spellings(spelling, name):
     with pytest.raises(InputError, match="dtype: expected one of fp64, fp32, tf32, fp16, bf16, "
                                          "int8, fp8, got 'complex64'"):
         roofline.analyze_model(MODEL, "h100", dtype="complex64")
+
+
+def test_a_result_prints_as_one_line():
+    # the dataclasses' own reprs printed every result (6 KB for Llama-2-7B, 74 KB for a sweep
+    # over 1..4096); the MLP at batch 512 on an A100, whose step the README's first output
+    # gives (roof 67.9 us, predicted 128 us)
+    report = roofline.analyze_model(MODEL, "a100")
+    assert repr(report) == str(report) == (
+        "<Report mlp-1024-4096-1000 on a100-sxm4-80gb: fp16, batch 512, train; step 67.9 us "
+        "roof, 128 us predicted>")
+    assert repr(roofline.compare(MODEL, ["v100", "a100"])) == (
+        "<Comparison mlp-1024-4096-1000 on v100-sxm2-16gb, a100-sxm4-80gb>")
+    assert repr(roofline.sweep(MODEL, "a100", batches="1..4096")) == (
+        "<Sweep mlp-1024-4096-1000 on a100-sxm4-80gb: batch 1..4096 (13); 13 points>")

@@ -278,6 +278,16 @@ class Report:
             {"generation": self.generation.to_dict()} if self.generation else {}) | (
             self.scaling.to_dict() if self.scaling else {})
 
+    def __repr__(self) -> str:
+        """One line (the dataclass's own repr printed every result: 6 KB for Llama-2-7B)."""
+        from ..output.report import step_text
+        from ..units import seconds
+
+        totals = self.totals
+        return (f"<Report {self.network.name} on {self.hardware.name}: {self.dtype}, "
+                f"{step_text(self.network)}; step {seconds(totals['time_s'])} roof, "
+                f"{seconds(totals['predicted_time_s'])} predicted>")
+
     def _repr_html_(self) -> str:
         """Jupyter: the HTML report's block (chart, sortable table, advice, sources)."""
         from ..output.html import report_fragment

@@ -279,6 +279,11 @@ class Comparison:
                 "optimizer": first.optimizer, "quantization_in_time": base.quantization,
                 "devices": devices, "gemms": gemms}
 
+    def __repr__(self) -> str:
+        """One line: the model and its devices, the baseline first."""
+        devices = ", ".join(r.hardware.name for r in self.reports)
+        return f"<Comparison {self.baseline.network.name} on {devices}>"
+
     def _repr_html_(self) -> str:
         """Jupyter: the compare page's block (verdict, devices, why, rooflines, GEMMs)."""
         from ..output.html import comparison_fragment
@@ -545,6 +550,13 @@ class Sweep:
                 "transitions_by_seq": None if by_seq is None else [
                     {"seq": seq, "transitions": t, "max_batch": self.max_batch_by_seq()[seq]}
                     for seq, t in by_seq.items()]}
+
+    def __repr__(self) -> str:
+        """One line (the dataclass's own repr printed every report: 74 KB for 1..4096)."""
+        swept = [f"{name} {values[0]}..{values[-1]} ({len(values)})"
+                 for name, values in (("batch", self.batches), ("seq", self.seqs)) if values]
+        return (f"<Sweep {self.reports[0].network.name} on {self.hardware.name}: "
+                f"{', '.join(swept)}; {len(self.reports)} points>")
 
     def _repr_html_(self) -> str:
         """Jupyter: the sweep page's block (charts, steps, transitions)."""
