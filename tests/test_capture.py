@@ -234,8 +234,9 @@ def test_16_bit_convolutions_on_nchw_tensors_are_said_to_be_left_out_on_a_gpu():
     from roofline.hardware.catalog import load_hardware
     from roofline.output.advice import report_warnings
 
-    def net(layout, dtype=torch.bfloat16):
-        module = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3), torch.nn.BatchNorm2d(32),
+    def net(layout, dtype=torch.bfloat16, norm=True):
+        between = torch.nn.BatchNorm2d(32) if norm else torch.nn.ReLU()
+        module = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3), between,
                                      torch.nn.Conv2d(32, 32, 1)).to(dtype)
         x = torch.zeros(8, 16, 28, 28, dtype=dtype)
         if layout == "channels_last":
@@ -251,6 +252,13 @@ def test_16_bit_convolutions_on_nchw_tensors_are_said_to_be_left_out_on_a_gpu():
     assert "took 30.9 ms against 25.3 predicted" in warning
     assert "of the predicted step" in warning
     assert "channels_last" in warning
+    assert "batch norm on NCHW runs torch's slower kernels" in warning  # a bf16 batch norm
+    # without a batch norm the sentence names none (it did), the evidence kept
+    (plain,) = [w for w in report_warnings(analyze(net("nchw", norm=False),
+                                                   load_hardware("h100"))) if "NCHW" in w]
+    assert "batch norm" not in plain
+    assert "around some); a lent H100's ResNet-50 bf16 training step" in plain
+    assert "took 30.9 ms against 25.3 predicted" in plain
     assert not any("NCHW" in w for w in report_warnings(
         analyze(nchw, load_hardware("xeon-platinum-8480plus"))))  # a CPU: no such kernels
     assert net("channels_last").nchw_convs == 0

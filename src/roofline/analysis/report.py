@@ -280,12 +280,12 @@ class Report:
 
     def __repr__(self) -> str:
         """One line (the dataclass's own repr printed every result: 6 KB for Llama-2-7B)."""
-        from ..output.report import step_text
         from ..units import seconds
 
-        totals = self.totals
-        return (f"<Report {self.network.name} on {self.hardware.name}: {self.dtype}, "
-                f"{step_text(self.network)}; step {seconds(totals['time_s'])} roof, "
+        net, totals = self.network, self.totals
+        seq = f", seq {net.seq}" if net.seq is not None else ""
+        return (f"<Report {net.name} on {self.hardware.name}: {self.dtype}, batch {net.batch}"
+                f"{seq}, {net.mode}; step {seconds(totals['time_s'])} roof, "
                 f"{seconds(totals['predicted_time_s'])} predicted>")
 
     def _repr_html_(self) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.gpu_batch_norm import BATCH_NORM_VALUES_PER_SM_CLOCK
+from ..analysis.gpu_batch_norm import BATCH_NORM_VALUES_PER_SM_CLOCK, batch_norm_kernels
 from ..analysis.gpu_layer_norm import (
     GAMMA_BETA_VALUES_PER_BLOCK_CLOCK,
     REREAD,
@@ -464,8 +464,9 @@ NCHW_EVIDENCE = {"step_ms": 30.9, "predicted_ms": 25.3, "transposes_ms": 3.5,
 def layout_warning(report: Report) -> str | None:
     """On a GPU, the sentence for a captured module whose 16-bit convolutions ran on NCHW
     tensors (``Network.nchw_convs``), or whose fp32 ones cuDNN transposes around in TF32: what
-    those transposes add to the prediction (``analysis.gpu_layout``) and what channels_last
-    saves; else None."""
+    those transposes add to the prediction (``analysis.gpu_layout``), that torch's batch norm
+    runs slower kernels on NCHW maps where the step has one (``_torch_nchw_batch_norm``), and
+    what channels_last saves; else None."""
     from ..analysis.gpu_layout import transpose_s
 
     nchw = report.network.nchw_convs
@@ -480,16 +481,29 @@ def layout_warning(report: Report) -> str | None:
         return None
     e = NCHW_EVIDENCE
     dtype = "fp32 (TF32)" if report.network.dtype == "fp32" else report.network.dtype
+    evidence = (f"a lent H100's ResNet-50 bf16 training step at batch 64 took "
+                f"{e['step_ms']:g} ms against {e['predicted_ms']:g} predicted, "
+                f"{e['transposes_ms']:g} ms of it in transposes; in channels_last its kernels "
+                f"took {e['channels_last_kernels_ms']:g} ms against "
+                f"{e['channels_last_predicted_ms']:g}")
+    norms = (f", and batch norm on NCHW runs torch's slower kernels, counted too ({evidence})"
+             if _torch_nchw_batch_norm(report) else f"; {evidence}")
     return (f"{n} convolution{'s' if n > 1 else ''} ran in {dtype} on NCHW tensors "
             f"(torch's default memory format): cuDNN's Tensor-Core convolutions take NHWC and "
             f"transpose NCHW around them ({seconds(moved)} of the predicted step; not around "
-            f"1 x 1 stride-1 ones, though at 14 x 14 and less it does around some), and batch "
-            f"norm on NCHW runs torch's slower kernels, counted too (a lent H100's ResNet-50 bf16 "
-            f"training step at batch 64 took {e['step_ms']:g} ms against {e['predicted_ms']:g} "
-            f"predicted, {e['transposes_ms']:g} ms of it in transposes; in channels_last its "
-            f"kernels took {e['channels_last_kernels_ms']:g} ms against "
-            f"{e['channels_last_predicted_ms']:g}): module.to(memory_format="
-            f"torch.channels_last), and the input likewise, runs them in NHWC")
+            f"1 x 1 stride-1 ones, though at 14 x 14 and less it does around some){norms}: "
+            f"module.to(memory_format=torch.channels_last), and the input likewise, runs them in "
+            f"NHWC")
+
+
+def _torch_nchw_batch_norm(report: Report) -> bool:
+    """Whether the step has a batch norm that runs torch's NCHW kernels (a 16-bit one on an NCHW
+    map: ``analysis.gpu_batch_norm``), slower than its channels-last ones."""
+    for o in report.ops:
+        kernels = batch_norm_kernels(o.op, o.dtype)
+        if kernels is not None and any(k.startswith("torch-nchw") for k in kernels[0]):
+            return True
+    return False
 
 
 def shared_machine_warning(report: Report) -> str | None:
