@@ -127,3 +127,37 @@ def test_a_memory_bound_points_label_stays_left_of_its_ridge():
     assert across(10.0, (30.0, 5.0, 50.0, 15.0), (20.0, 0.0, 20.0, 100.0))
     assert not across(10.0, (30.0, 105.0, 50.0, 115.0), (20.0, 0.0, 20.0, 100.0))
     assert not across(10.0, (0.0, 5.0, 15.0, 15.0), (20.0, 0.0, 20.0, 100.0))
+
+
+def test_no_leader_line_runs_through_another_label():
+    # Llama-2-7B's training step on an H100: 13 labels, several far from their points (their
+    # GEMMs crowd the ceiling); a leader once ran through "embedding-scatter-add" and three
+    # met inside "MM2,MM384,MM385 x32". Each leader, from its text's middle to its point,
+    # now crosses no other label's text, and a label set apart from its point has one
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    from roofline.plot import plot_roofline
+    from roofline.plot.labels import LEADER_GAP, crosses
+
+    report = analyze_model("examples/hf/llama-2-7b.json", "h100-sxm5-80gb", batch=8, seq=2048)
+    ax = plot_roofline([report])
+    canvas = FigureCanvasAgg(ax.figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    labels = [t for t in ax.texts if str(t.get_gid()).startswith("label:")]
+    boxes = {id(t): Text.get_window_extent(t, renderer) for t in labels}
+    for label in labels:
+        box = boxes[id(label)]
+        px, py = ax.transData.transform(label.xy)
+        gap_x = max(0.0, box.x0 - px, px - box.x1)
+        gap_y = max(0.0, box.y0 - py, py - box.y1)
+        if label.arrow_patch is None:  # beside its point: no gap a reader must bridge
+            assert gap_x <= LEADER_GAP + 1 and gap_y <= LEADER_GAP + 1, label.get_text()
+            continue
+        line = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2, px, py)
+        for other in labels:
+            if other is not label:
+                b = boxes[id(other)]
+                assert not crosses((b.x0, b.y0, b.x1, b.y1), line, pad=0), (
+                    f"{label.get_text()!r}'s leader crosses {other.get_text()!r}")

@@ -26,8 +26,9 @@ class Placer:
     candidate offset that stays inside the Axes and overlaps nothing placed or blocked before
     (and, for a point's label, ``sided``, lies on its point's side of every vertical line
     blocked, a ridge: a memory-bound point's label right of the ridge reads as a compute-bound
-    one's); if none does, the inside candidate with the fewest clashes (else the first
-    candidate). Deterministic: no randomness, no renderer."""
+    one's; with a ``leader``, that line, from its point to its box, crosses no label placed
+    before, and later labels keep off it); if none does, the inside candidate with the fewest
+    clashes (else the first candidate). Deterministic: no randomness, no renderer."""
 
     def __init__(self, ax: Axes) -> None:
         self.ax = ax
@@ -35,6 +36,7 @@ class Placer:
         self.taken: list[Box] = []
         self.lines: list[Segment] = []  # segments, display pixels
         self.walls: list[Segment] = []  # vertical lines (ridges) a label keeps its side of
+        self.labels: list[Box] = []  # the text boxes placed (a leader line keeps off them)
         self.texts: set[str] = set()  # ceiling labels already drawn
         self.roofs: set[tuple[float, float]] = set()  # (peak, bandwidth) of roofs drawn
 
@@ -75,11 +77,13 @@ class Placer:
 
     def place(self, x: float, y: float, size: tuple[float, float],
               offsets: list[Offset], must_fit: bool = False,
-              sided: bool = False) -> Offset | None:
+              sided: bool = False, leader: bool = False) -> Offset | None:
         """The first offset (pixels) at which a box of ``size`` anchored at data point
         (x, y) clashes with nothing, and take that box; if none, the offset with the fewest
         clashes, or None (taking nothing) when ``must_fit``. ``sided``: a box across a wall
-        from (x, y), beside the wall's span, clashes too."""
+        from (x, y), beside the wall's span, clashes too. ``leader``: a box far enough to be
+        drawn with a line to its point (``needs_leader``) clashes with each label that line
+        crosses, and the line chosen is kept off by the labels after."""
         px, py = self.ax.transData.transform((x, y))
         w, h = size
         frame = self.ax.bbox.extents
@@ -88,10 +92,16 @@ class Placer:
             box = (px + dx, py + dy, px + dx + w, py + dy + h)
             if not inside(box, frame):
                 continue
-            clashes = sum(overlap(box, t) for t in self.taken)
+            # a box over another box is the worst (text over text or a marker): it weighs
+            # three line crossings
+            clashes = 3 * sum(overlap(box, t) for t in self.taken)
             clashes += sum(crosses(box, line) for line in self.lines)
             if sided:
                 clashes += sum(across(px, box, wall) for wall in self.walls)
+            if leader and needs_leader(dx, dy, w, h):
+                line = (px, py, px + dx + w / 2, py + dy + h / 2)
+                # a line struck through text reads worse than text on a line: twice a crossing
+                clashes += 2 * sum(crosses(label, line, pad=0) for label in self.labels)
             if clashes == 0:
                 best = (dx, dy)
                 break
@@ -101,15 +111,32 @@ class Placer:
             if must_fit:
                 return None
         dx, dy = best
-        self.taken.append((px + dx, py + dy, px + dx + w, py + dy + h))
+        box = (px + dx, py + dy, px + dx + w, py + dy + h)
+        self.taken.append(box)
+        self.labels.append(box)
+        if leader and needs_leader(dx, dy, w, h):
+            self.lines.append((px, py, px + dx + w / 2, py + dy + h / 2))
         return dx, dy
 
     def put(self, x: float, y: float, size: tuple[float, float],
-            offsets: list[Offset], sided: bool = False) -> Offset:
+            offsets: list[Offset], sided: bool = False, leader: bool = False) -> Offset:
         """``place`` for a label that is always drawn: the best offset, never None."""
-        offset = self.place(x, y, size, offsets, sided=sided)
+        offset = self.place(x, y, size, offsets, sided=sided, leader=leader)
         assert offset is not None  # only must_fit gives None
         return offset
+
+
+#: The gap (pixels) between a point and its label's box past which a line joins them
+LEADER_GAP = 12.0
+
+
+def needs_leader(dx: float, dy: float, w: float, h: float) -> bool:
+    """Whether a label of ``w`` x ``h`` pixels at offset (dx, dy) from its point sits far
+    enough away to be drawn with a line to it: its box more than ``LEADER_GAP`` from the
+    point across or up and down (a wide label set its own width aside read as no one's)."""
+    across = max(0.0, dx, -(dx + w))
+    upright = max(0.0, dy, -(dy + h))
+    return across > LEADER_GAP or upright > LEADER_GAP
 
 
 def point_label_offsets(w: float, h: float, gap: float = 6.0) -> list[Offset]:

@@ -30,7 +30,7 @@ from .data import (
     time_points,
 )
 from .figure import legend_below, new_axes
-from .labels import Placer, ceiling_offsets, point_label_offsets, ridge_offsets
+from .labels import Placer, ceiling_offsets, needs_leader, point_label_offsets, ridge_offsets
 from .style import BOUND_COLORS, HARDWARE_COLORS, LABEL_SIZE, MARKERS
 
 if TYPE_CHECKING:
@@ -342,8 +342,9 @@ def _label_points(ax: Axes, reports: list[Report], placer: Placer) -> None:
     for group in groups:
         text = group.label
         w, h = placer.text_size(text, LABEL_SIZE)
-        dx, dy = placer.put(group.x, group.y, (w, h), point_label_offsets(w, h), sided=True)
-        far = abs(dy) > h + 6 or abs(dx) > w + 6
+        dx, dy = placer.put(group.x, group.y, (w, h), point_label_offsets(w, h), sided=True,
+                            leader=True)
+        far = needs_leader(dx, dy, w, h)
         arrow = dict(arrowstyle="-", color="0.5", lw=0.6, shrinkA=0, shrinkB=4) if far else None
         ax.annotate(text, (group.x, group.y), xytext=placer.to_points(dx, dy),
                     textcoords="offset points", ha="left", va="bottom", fontsize=LABEL_SIZE,
