@@ -206,6 +206,30 @@ def test_the_print_stylesheet_hides_the_controls(open_page, resnet):
     assert opened.page.locator(".controls").is_hidden()
 
 
+#: A4's printable width at 1 cm margins, 190 mm, in CSS pixels (96 to the inch)
+A4_PRINTABLE_PX = round(190 / 25.4 * 96)
+
+
+def test_wide_tables_print_whole_with_their_header_on_every_page(open_page):
+    """A page printed to A4 keeps every column of its widest tables (analyze's 15, compare's
+    per-device GEMM table) inside the printable width, a header row Chromium repeats on every
+    page it spans, the sort buttons laid out as text (a button is painted on a table's first
+    page only). A table 983-1285 px wide, cells kept on one line, lost its right columns."""
+    pages = [report_page([analyze_model(RESNET, "h100", mode="train")]),
+             comparison_page(compare(RESNET, ["v100", "a100", "h100"]))]
+    for index, text in enumerate(pages):
+        opened = open_page(text, f"print{index}.html")
+        opened.page.set_viewport_size({"width": A4_PRINTABLE_PX, "height": 1000})
+        opened.page.emulate_media(media="print")
+        widths = opened.page.eval_on_selector_all(
+            ".rl table", "ts => ts.map(t => t.getBoundingClientRect().right)")
+        assert widths and max(widths) <= A4_PRINTABLE_PX + 0.5, widths
+        heads = opened.page.eval_on_selector_all(
+            ".rl table.sortable", "ts => ts.map(t => [getComputedStyle(t.tHead).display, "
+            "getComputedStyle(t.tHead.querySelector('button')).display])")
+        assert heads and set(map(tuple, heads)) == {("table-header-group", "contents")}
+
+
 def test_compare_and_sweep_pages(open_page):
     result = compare(MLP, ["v100", "a100", "h100"])
     opened = open_page(comparison_page(result), "compare.html")

@@ -358,3 +358,19 @@ def test_a_sweep_caption_speaks_of_dashed_lines_only_where_they_are_drawn():
     assert "No GEMM turns compute-bound within the swept seqs" in charts
     charts = _sweep_charts(sweep_page(sweep(MLP, "a100-sxm4-80gb", [1, 4096])))
     assert 'class="mark"' in charts and "Dashed lines: the batch at which" in charts
+
+
+def test_name_cells_are_marked_for_print_to_break():
+    """A printed page fits a wide table to A4 by breaking names (a GEMM's, a layer's, a
+    device's) anywhere and every other cell only between words (``page.css``): the name cells
+    say so."""
+    from roofline import compare
+    from roofline.output.html import comparison_page
+
+    page = parse(report_page([analyze_model(RESNET, "h100", mode="train")]))
+    cells = [a for tag, a in page.elements if tag == "td" and "n" in (a.get("class") or "").split()]
+    assert len(cells) == 2 * (161 + 243)  # name and layer of every GEMM and op row
+    text = comparison_page(compare(MLP, ["v100", "a100"]))
+    assert '<td class="t n">v100-sxm2-16gb</td>' in text
+    assert '<td class="t n">MM1</td><td class="t n">fc1</td>' in text
+

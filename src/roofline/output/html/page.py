@@ -95,21 +95,30 @@ def paragraphs(lines: Iterable[str], css: str = "") -> str:
 
 class Cell:
     """One table cell: its text, the raw value it sorts by (when not the text) and whether
-    it is text (left-aligned) or a number."""
+    it is text (left-aligned) or a number; ``is_name``, a name (a GEMM's, a layer's, a
+    device's), which a printed page may break anywhere (``page.css``: a table is printed
+    whole, its other cells broken only between words)."""
 
-    __slots__ = ("text", "value", "is_text")
+    __slots__ = ("text", "value", "is_text", "is_name")
 
-    def __init__(self, text: str, value: float | str | None = None, is_text: bool = False):
-        self.text, self.value, self.is_text = text, value, is_text
+    def __init__(self, text: str, value: float | str | None = None, is_text: bool = False,
+                 is_name: bool = False):
+        self.text, self.value = text, value
+        self.is_text, self.is_name = is_text or is_name, is_name
 
     def html(self) -> str:
-        klass = ' class="t"' if self.is_text else ""
+        klass = ' class="t n"' if self.is_name else ' class="t"' if self.is_text else ""
         value = "" if self.value is None else f' data-v="{escape(str(self.value))}"'
         return f"<td{klass}{value}>{escape(self.text)}</td>"
 
 
 def text(value: str) -> Cell:
     return Cell(value, is_text=True)
+
+
+def name_cell(value: str) -> Cell:
+    """A name's cell (``Cell.is_name``)."""
+    return Cell(value, is_name=True)
 
 
 def table(header: Sequence[tuple[str, bool]], rows: Iterable[tuple[str, Sequence[Cell]]],
@@ -150,7 +159,7 @@ def _row_attrs(row_id: str, layer: str, bound: str, kind: str) -> str:
 def _gemm_cells(r: GemmResult, measured: bool) -> list[Cell]:
     g = r.gemm
     count = f"{g.batch_count}x " if g.batch_count > 1 else ""
-    cells = [text(g.name), text(g.layer), text(g.pass_), text("GEMM"),
+    cells = [name_cell(g.name), name_cell(g.layer), text(g.pass_), text("GEMM"),
              Cell(f"{count}{g.m}", g.m), Cell(str(g.n)), Cell(str(g.k)),
              Cell(si(g.flops, ""), g.flops), Cell(si(g.bytes, "B"), g.bytes),
              Cell(f"{g.intensity:.1f}", g.intensity), bound_cell(r.bound),
@@ -165,8 +174,8 @@ def _gemm_cells(r: GemmResult, measured: bool) -> list[Cell]:
 
 def _op_cells(r: OpResult, measured: bool) -> list[Cell]:
     o = r.op
-    cells = [text(o.name), text(o.layer), text(o.pass_), text(o.kind), Cell(""), Cell(""),
-             Cell(""), Cell(si(o.flops, ""), o.flops), Cell(si(o.bytes, "B"), o.bytes),
+    cells = [name_cell(o.name), name_cell(o.layer), text(o.pass_), text(o.kind), Cell(""),
+             Cell(""), Cell(""), Cell(si(o.flops, ""), o.flops), Cell(si(o.bytes, "B"), o.bytes),
              Cell(f"{o.intensity:.2f}", o.intensity), bound_cell(r.bound, True),
              Cell(three_digits(r.attainable_flops_per_s / 1e12), r.attainable_flops_per_s / 1e12),
              Cell(seconds(r.time_s), r.time_s),

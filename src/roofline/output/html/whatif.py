@@ -36,6 +36,7 @@ from .page import (
     fragment,
     gemm_tip,
     hardware_sources,
+    name_cell,
     provenance,
     table,
     text,
@@ -65,7 +66,7 @@ def _device_table(c: Comparison) -> str:
     rows = []
     for r in c.reports:
         t, memory = r.totals, r.memory
-        rows.append(("", [text(r.hardware.name), text(r.dtype), Cell(f"{r.ridge:.1f}"),
+        rows.append(("", [name_cell(r.hardware.name), text(r.dtype), Cell(f"{r.ridge:.1f}"),
                           Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(times(c.speedup(r)), c.speedup(r)),
                           Cell(predicted_cell(c, r), t["predicted_time_s"]),
@@ -146,7 +147,8 @@ def _gemm_table(c: Comparison, prefix: str) -> str:
         g = result.gemm
         if g.copy:
             continue
-        cells = [text(g.name), text(g.layer), Cell(str(g.m)), Cell(str(g.n)), Cell(str(g.k))]
+        cells = [name_cell(g.name), name_cell(g.layer), Cell(str(g.m)), Cell(str(g.n)),
+                 Cell(str(g.k))]
         for r in c.reports:
             other = r.results[i]
             bound = bound_cell(other.bound)
