@@ -206,6 +206,63 @@ def test_the_print_stylesheet_hides_the_controls(open_page, resnet):
     assert opened.page.locator(".controls").is_hidden()
 
 
+def _keys(opened, index: int) -> list[str]:
+    """The sort keys of a column of the page's first table, in the order shown."""
+    return opened.page.evaluate(
+        "i => Array.from(document.querySelector('table.sortable').tBodies[0].rows, "
+        "r => r.cells[i].dataset.v ?? r.cells[i].textContent.trim())", index)
+
+
+def _sort(opened, head: str) -> None:
+    opened.page.locator("table.sortable >> nth=0").locator(
+        "th", has_text=head).first.locator("button").click()
+
+
+def test_a_number_shown_with_a_unit_sorts_by_its_value(open_page):
+    """Sweep's memory column crosses units (33.2 MB .. 6.45 GB): it sorts by bytes, not as
+    text (which put 33.2 MB after 3.24 GB)."""
+    result = sweep(MLP, "xeon-platinum-8480plus", "1..524288", dtype="bf16")
+    held = [r.memory.total_bytes for r in result.reports]
+    opened = open_page(sweep_page(result), "sweep.html")
+    index = 5  # batch, step time, samples/s, predicted, predicted samples/s, memory
+    for order in (sorted, lambda v: sorted(v, reverse=True)):
+        _sort(opened, "memory")
+        assert [float(v) for v in _keys(opened, index)] == order(
+            held)
+    assert opened.errors == []
+
+
+def test_a_missing_number_sorts_last_both_ways_and_ties_keep_the_printed_order(open_page):
+    """compare's predicted speedup is ``-`` for a device with no prediction: such a cell was
+    compared as NaN, leaving rows where they were; it sorts last, ascending and descending,
+    and a sort gives the same order whatever was sorted before."""
+    result = compare(MLP, ["v100", "a100", "xeon-platinum-8480plus"], batch=64)
+    speedups = [result.predicted_speedup(r) for r in result.reports]
+    assert None in speedups and len([s for s in speedups if s is not None]) >= 2
+    opened = open_page(comparison_page(result), "compare.html")
+    index = 6  # hardware, dtype, ridge, step time, speedup, predicted, predicted speedup
+    known = [s for s in speedups if s is not None]
+    shown = []
+    for _ in range(3):
+        _sort(opened, "predicted speedup")
+        keys = _keys(opened, index)
+        shown.append(keys)
+        assert keys[-1] == "-" and keys.count("-") == speedups.count(None)
+    assert [float(v) for v in shown[0][:len(known)]] == sorted(known)
+    assert [float(v) for v in shown[1][:len(known)]] == sorted(known, reverse=True)
+    assert shown[2] == shown[0]
+    # ties: the dtype column (fp16 on every GPU, another on the CPU) keeps the printed order
+    _sort(opened, "fits")
+    _sort(opened, "dtype")
+    first = _keys(opened, 0)
+    _sort(opened, "step time")
+    _sort(opened, "dtype")
+    _sort(opened, "dtype")
+    _sort(opened, "dtype")
+    assert _keys(opened, 0) == first
+    assert opened.errors == []
+
+
 #: A4's printable width at 1 cm margins, 190 mm, in CSS pixels (96 to the inch)
 A4_PRINTABLE_PX = round(190 / 25.4 * 96)
 

@@ -374,3 +374,84 @@ def test_name_cells_are_marked_for_print_to_break():
     assert '<td class="t n">v100-sxm2-16gb</td>' in text
     assert '<td class="t n">MM1</td><td class="t n">fc1</td>' in text
 
+
+
+class _Tables(HTMLParser):
+    """Every sortable table: each column's ``data-type`` and each row's cells, a cell as
+    (its ``data-v`` or None, its text)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: list[dict] = []
+        self._cell: list | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table" and "sortable" in (a.get("class") or "").split():
+            self.tables.append({"types": [], "heads": [], "rows": []})
+        elif not self.tables or self.tables[-1].get("done"):
+            return
+        elif tag == "th":
+            self.tables[-1]["types"].append(a.get("data-type"))
+            self._cell = [None, ""]
+        elif tag == "tr" and self.tables[-1]["types"]:
+            self.tables[-1]["rows"].append([])
+        elif tag == "td":
+            self._cell = [a.get("data-v"), ""]
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[1] += data
+
+    def handle_endtag(self, tag):
+        if tag == "th" and self._cell is not None:
+            self.tables[-1]["heads"].append(self._cell[1])
+            self._cell = None
+        elif tag == "td" and self._cell is not None:
+            self.tables[-1]["rows"][-1].append(tuple(self._cell))
+            self._cell = None
+        elif tag == "table" and self.tables and not self.tables[-1].get("done"):
+            self.tables[-1]["done"] = True
+
+
+#: a number as JavaScript's ``Number`` reads it whole (page.js sorts a number column so)
+_JS_NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|-?Infinity")
+
+
+def _sort_pages():
+    from roofline import compare, sweep
+    from roofline.output.html import comparison_page, sweep_page
+
+    yield "analyze", report_page([analyze_model(RESNET, "h100", mode="train"),
+                                  analyze_model(LLAMA, "h100", mode="inference",
+                                                phase="decode", batch=8, seq=4096)])
+    yield "compare", comparison_page(compare(MLP, ["v100", "a100", "xeon-platinum-8480plus"],
+                                             batch=64))
+    yield "compare", comparison_page(compare(RESNET, ["v100", "a100", "h100"]))
+    yield "sweep", sweep_page(sweep(MLP, "xeon-platinum-8480plus", "1..524288", dtype="bf16"))
+    yield "sweep", sweep_page(sweep(LLAMA, "h100", [1, 8], seqs=[512, 4096], mode="inference"))
+
+
+def test_every_number_column_sorts_by_a_number_or_by_none():
+    """A number column sorts by its cells' ``data-v``, else their text, read as a number:
+    each key a whole number (``1.64 GB`` read as 1.64 sorted sweep's memory column 1.64 GB,
+    3.24 GB, 33.2 MB, ...), or none, a blank or ``-`` (sorted last)."""
+    seen = set()
+    for kind, text in _sort_pages():
+        parser = _Tables()
+        parser.feed(text)
+        assert parser.tables, kind
+        for table in parser.tables:
+            for index, (head, type_) in enumerate(zip(table["heads"], table["types"])):
+                assert type_ in ("num", "text"), (kind, head)
+                keys = [shown.strip() if value is None else value
+                        for value, shown in (row[index] for row in table["rows"])]
+                if type_ != "num":  # a text column of figures sorts 33.2 MB after 3.24 GB
+                    figures = [k for k in keys if k not in ("", "-")]
+                    assert not figures or not all(k[0].isdigit() for k in figures), (kind, head)
+                    continue
+                seen.add((kind, head))
+                for key in keys:
+                    assert key in ("", "-") or _JS_NUMBER.fullmatch(key), (kind, head, key)
+    assert {("sweep", "memory"), ("compare", "memory"), ("compare", "predicted speedup"),
+            ("analyze", "M"), ("sweep", "seq")} <= seen

@@ -9,6 +9,7 @@ http(s). The sentences are the text formats' (``output.report``, ``output.whatif
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -108,8 +109,20 @@ class Cell:
 
     def html(self) -> str:
         klass = ' class="t n"' if self.is_name else ' class="t"' if self.is_text else ""
-        value = "" if self.value is None else f' data-v="{escape(str(self.value))}"'
+        value = "" if self.value is None else f' data-v="{escape(sort_key(self.value))}"'
         return f"<td{klass}{value}>{escape(self.text)}</td>"
+
+
+def sort_key(value: float | str) -> str:
+    """A cell's ``data-v`` as ``page.js`` reads it: a number as JavaScript's ``parseFloat``
+    takes it whole (``Infinity``; a NaN as no value, ``""``, sorted last), text as it is."""
+    if isinstance(value, str):
+        return value
+    if math.isnan(value):
+        return ""
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return str(value)
 
 
 def text(value: str) -> Cell:

@@ -257,7 +257,7 @@ def _sweep_table(s: Sweep) -> str:
     with_seq = len(s.seqs) > 1
     header = (("batch", False), *((("seq", False),) if with_seq else ()), ("step time", False),
               ("samples/s", False), ("predicted", False), ("predicted samples/s", False),
-              ("memory", True), ("memory-bound time", False), ("memory-bound GEMMs", True))
+              ("memory", False), ("memory-bound time", False), ("memory-bound GEMMs", True))
     rows = []
     for r in s.reports:
         t = r.totals
@@ -272,8 +272,10 @@ def _sweep_table(s: Sweep) -> str:
                           Cell(si(rate, ""), rate),
                           Cell(seconds(predicted), predicted),
                           Cell(si(r.batch / predicted, ""), r.batch / predicted),
-                          text("" if held is None else si(held.total_bytes, "B")
-                               + (": does not fit" if held.fits is False else "")),
+                          Cell("", None) if held is None else
+                          Cell(si(held.total_bytes, "B")
+                               + (": does not fit" if held.fits is False else ""),
+                               held.total_bytes),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
                                t["memory_bound_time_fraction"]), text(names)]))
     return table(header, rows)
