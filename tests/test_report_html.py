@@ -132,6 +132,24 @@ def test_a_tooltip_holds_the_gemms_intensity_worked_by_hand():
     assert tip.splitlines()[3].startswith("time ")
 
 
+def test_an_ops_tooltip_gives_its_predicted_time_as_a_gemms_does():
+    """An op's tooltip said its roof time alone (``time 39.1 ns (roof)``) beside a GEMM's
+    ``time 30.1 us (roof), 39.9 us predicted``: both now give both, in one form."""
+    from roofline.units import seconds
+
+    report = analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=8, seq=4096)
+    tips = {tip.split(" ")[0]: tip for tip in parse(report_page([report])).titles}
+    results = {r.gemm.name: r for r in report.results} | {r.op.name: r for r in report.ops}
+    assert any(name.startswith("OP") for name in tips)  # a repeated block's ops drawn once
+    for name, tip in tips.items():
+        r = results[name]
+        assert r.predicted_time_s > 0
+        assert tip.splitlines()[-1] == (f"time {seconds(r.time_s)} (roof), "
+                                        f"{seconds(r.predicted_time_s)} predicted"), tip
+    # an op's prediction is its own (rmsnorm: 39.1 ns at the roof, 944 ns predicted)
+    assert "rmsnorm" in tips["OP2"] and results["OP2"].predicted_time_s > results["OP2"].time_s
+
+
 def test_points_sit_where_their_numbers_say():
     """A point's pixel position is the log of its intensity and throughput on the axes the
     tick labels name: checked for MM1 from two tick labels, not from the chart's own code."""
