@@ -25,6 +25,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
 RESNET = ROOT / "examples" / "resnet50.yaml"
+LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
 #: Debian's chromium package; ROOFLINE_CHROMIUM names another binary.
 CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 
@@ -261,6 +262,51 @@ def test_a_missing_number_sorts_last_both_ways_and_ties_keep_the_printed_order(o
     _sort(opened, "dtype")
     assert _keys(opened, 0) == first
     assert opened.errors == []
+
+
+#: each SVG text as drawn, in its chart's viewBox units, with why it is out of place: past the
+#: viewBox, or across a dashed line (a ridge, a sweep's transition)
+_MISPLACED_TEXT = """() => {
+  const out = [];
+  document.querySelectorAll(".rl svg").forEach(svg => {
+    const box = svg.viewBox.baseVal, at = svg.getBoundingClientRect(), k = box.width / at.width;
+    const lines = Array.from(svg.querySelectorAll("line.ridge, line.mark"), l => [
+      l.x1.baseVal.value, Math.min(l.y1.baseVal.value, l.y2.baseVal.value),
+      Math.max(l.y1.baseVal.value, l.y2.baseVal.value)]);
+    svg.querySelectorAll("text").forEach(t => {
+      const r = t.getBoundingClientRect();
+      const x0 = (r.left - at.left) * k, x1 = (r.right - at.left) * k;
+      const y0 = (r.top - at.top) * k, y1 = (r.bottom - at.top) * k;
+      if (x0 < -0.5 || x1 > box.width + 0.5 || y0 < -0.5 || y1 > box.height + 0.5)
+        out.push([t.textContent, "outside", Math.round(x0), Math.round(x1)]);
+      lines.forEach(([x, top, bottom]) => {
+        if (x > x0 + 1 && x < x1 - 1 && y1 > top && y0 < bottom)
+          out.push([t.textContent, "crosses a line at", Math.round(x)]);
+      });
+    });
+  });
+  return out;
+}"""
+
+
+def test_chart_text_stays_inside_the_chart_and_off_its_lines(open_page):
+    """llama decode on an H100: the ridge's label (295.4 FLOP/B, near the right edge) ran
+    ~19 px past the SVG and the peak's was drawn across the ridge's dashed line; compare's
+    bar label for xeon-platinum-8480plus started left of the SVG, and a long text at a bar's
+    end ran past its right edge."""
+    pages = [
+        report_page([analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=8,
+                                   seq=4096)]),
+        comparison_page(compare(MLP, ["v100", "a100", "xeon-platinum-8480plus"], batch=64)),
+        comparison_page(compare(LLAMA, ["v100", "a100", "h100", "xeon-platinum-8480plus"],
+                                mode="inference", batch=8, seq=4096)),  # "..., does not fit"
+        sweep_page(sweep(MLP, "a100", "1..512")),  # a transition near the right edge
+        report_page([analyze_model(RESNET, "h100", mode="train")]),
+    ]
+    for index, text in enumerate(pages):
+        opened = open_page(text, f"chart{index}.html")
+        assert opened.page.evaluate(_MISPLACED_TEXT) == [], index
+        assert opened.errors == []
 
 
 #: A4's printable width at 1 cm margins, 190 mm, in CSS pixels (96 to the inch)

@@ -473,3 +473,48 @@ def test_every_number_column_sorts_by_a_number_or_by_none():
                     assert key in ("", "-") or _JS_NUMBER.fullmatch(key), (kind, head, key)
     assert {("sweep", "memory"), ("compare", "memory"), ("compare", "predicted speedup"),
             ("analyze", "M"), ("sweep", "seq")} <= seen
+
+
+def _texts(svg_text: str) -> list[tuple[dict, str]]:
+    """Each ``<text>`` of an SVG: its attributes and its words."""
+    return [(dict(re.findall(r'([\w-]+)="([^"]*)"', attrs)), words)
+            for attrs, words in re.findall(r"<text([^>]*)>([^<]*)</text>", svg_text)]
+
+
+def test_chart_labels_are_placed_inside_the_chart_and_off_the_ridge():
+    """A label's extent is estimated at ``svg.CHAR_PX`` a character (Chromium draws 6.4-6.6;
+    tests/test_report_browser.py measures the drawn text): near the right edge the ridge's
+    label turns to the line's left, the peak's goes above the ceiling rather than across the
+    ridge, a transition's label turns left too; a bar chart makes room for its longest name
+    and end text."""
+    from roofline.output.html import svg
+
+    # llama decode on an H100: ridge 989.5e3 / 3350 = 295.4 FLOP/B, the x axis up to 1000
+    x_range, y_range = (0.05, 1000.0), (0.1, 2000.0)
+    chart = svg.roofline_chart([], 989.5, 3350, x_range, y_range, "roofline")
+    x, y = svg.Axis(*x_range, svg.LEFT, svg.WIDTH - svg.LEFT - svg.RIGHT), svg.Axis(
+        *y_range, svg.TOP, svg.HEIGHT - svg.TOP - svg.BOTTOM, flip=True)
+    texts = {words.split()[0]: attrs for attrs, words in _texts(chart)}
+    ridge_at = x.at(989.5e3 / 3350)
+    assert ridge_at + 4 + svg.text_px("ridge 295.4 FLOP/B") > svg.WIDTH - svg.RIGHT  # no room
+    assert texts["ridge"]["text-anchor"] == "end" and float(texts["ridge"]["x"]) < ridge_at
+    assert float(texts["peak"]["y"]) < y.at(989.5)  # above the ceiling, off the ridge's line
+    # a ridge with room on its right keeps its label there, and the peak's below the ceiling
+    chart = svg.roofline_chart([], 312, 2039, (0.1, 10_000.0), (0.01, 500.0), "roofline")
+    texts = {words.split()[0]: attrs for attrs, words in _texts(chart)}
+    assert "text-anchor" not in texts["ridge"] and float(texts["peak"]["y"]) > 30
+    # a transition at the right edge: its label on the line's left
+    chart = svg.line_chart([svg.Curve([(1, 1, ""), (512, 2, "")])], (1, 512), (0.5, 5),
+                           ("batch", "samples/s"), "sweep", marks=[svg.Mark(500, "MM1 -> "
+                                                                                "compute")])
+    (mark, _), = [(a, w) for a, w in _texts(chart) if a.get("class") == "mark-label"]
+    assert mark["text-anchor"] == "end"
+    # bars: the longest name starts inside the chart, the longest end text ends inside it
+    bars = [svg.Bar("v100-sxm2-16gb", 1.0, 3.0, "4.05 s (baseline), does not fit"),
+            svg.Bar("xeon-platinum-8480plus", 0.5, 2.0, "2.48 s (1.63x)")]
+    chart = svg.bar_chart(bars, "step time")
+    width = float(re.search(r'viewBox="0 0 ([\d.]+) ', chart).group(1))
+    for attrs, words in _texts(chart):
+        at = float(attrs["x"])
+        start = at - svg.text_px(words) if attrs.get("text-anchor") == "end" else at
+        assert 0 <= start and start + svg.text_px(words) <= width, words
