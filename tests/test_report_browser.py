@@ -25,6 +25,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
 RESNET = ROOT / "examples" / "resnet50.yaml"
+LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
 #: Debian's chromium package; ROOFLINE_CHROMIUM names another binary.
 CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 
@@ -204,6 +205,132 @@ def test_the_print_stylesheet_hides_the_controls(open_page, resnet):
     assert opened.page.locator(".controls").is_visible()
     opened.page.emulate_media(media="print")
     assert opened.page.locator(".controls").is_hidden()
+
+
+def _keys(opened, index: int) -> list[str]:
+    """The sort keys of a column of the page's first table, in the order shown."""
+    return opened.page.evaluate(
+        "i => Array.from(document.querySelector('table.sortable').tBodies[0].rows, "
+        "r => r.cells[i].dataset.v ?? r.cells[i].textContent.trim())", index)
+
+
+def _sort(opened, head: str) -> None:
+    opened.page.locator("table.sortable >> nth=0").locator(
+        "th", has_text=head).first.locator("button").click()
+
+
+def test_a_number_shown_with_a_unit_sorts_by_its_value(open_page):
+    """Sweep's memory column crosses units (33.2 MB .. 6.45 GB): it sorts by bytes, not as
+    text (which put 33.2 MB after 3.24 GB)."""
+    result = sweep(MLP, "xeon-platinum-8480plus", "1..524288", dtype="bf16")
+    held = [r.memory.total_bytes for r in result.reports]
+    opened = open_page(sweep_page(result), "sweep.html")
+    index = 5  # batch, step time, samples/s, predicted, predicted samples/s, memory
+    for order in (sorted, lambda v: sorted(v, reverse=True)):
+        _sort(opened, "memory")
+        assert [float(v) for v in _keys(opened, index)] == order(
+            held)
+    assert opened.errors == []
+
+
+def test_a_missing_number_sorts_last_both_ways_and_ties_keep_the_printed_order(open_page):
+    """compare's predicted speedup is ``-`` for a device with no prediction: such a cell was
+    compared as NaN, leaving rows where they were; it sorts last, ascending and descending,
+    and a sort gives the same order whatever was sorted before."""
+    result = compare(MLP, ["v100", "a100", "xeon-platinum-8480plus"], batch=64)
+    speedups = [result.predicted_speedup(r) for r in result.reports]
+    assert None in speedups and len([s for s in speedups if s is not None]) >= 2
+    opened = open_page(comparison_page(result), "compare.html")
+    index = 6  # hardware, dtype, ridge, step time, speedup, predicted, predicted speedup
+    known = [s for s in speedups if s is not None]
+    shown = []
+    for _ in range(3):
+        _sort(opened, "predicted speedup")
+        keys = _keys(opened, index)
+        shown.append(keys)
+        assert keys[-1] == "-" and keys.count("-") == speedups.count(None)
+    assert [float(v) for v in shown[0][:len(known)]] == sorted(known)
+    assert [float(v) for v in shown[1][:len(known)]] == sorted(known, reverse=True)
+    assert shown[2] == shown[0]
+    # ties: the dtype column (fp16 on every GPU, another on the CPU) keeps the printed order
+    _sort(opened, "fits")
+    _sort(opened, "dtype")
+    first = _keys(opened, 0)
+    _sort(opened, "step time")
+    _sort(opened, "dtype")
+    _sort(opened, "dtype")
+    _sort(opened, "dtype")
+    assert _keys(opened, 0) == first
+    assert opened.errors == []
+
+
+#: each SVG text as drawn, in its chart's viewBox units, with why it is out of place: past the
+#: viewBox, or across a dashed line (a ridge, a sweep's transition)
+_MISPLACED_TEXT = """() => {
+  const out = [];
+  document.querySelectorAll(".rl svg").forEach(svg => {
+    const box = svg.viewBox.baseVal, at = svg.getBoundingClientRect(), k = box.width / at.width;
+    const lines = Array.from(svg.querySelectorAll("line.ridge, line.mark"), l => [
+      l.x1.baseVal.value, Math.min(l.y1.baseVal.value, l.y2.baseVal.value),
+      Math.max(l.y1.baseVal.value, l.y2.baseVal.value)]);
+    svg.querySelectorAll("text").forEach(t => {
+      const r = t.getBoundingClientRect();
+      const x0 = (r.left - at.left) * k, x1 = (r.right - at.left) * k;
+      const y0 = (r.top - at.top) * k, y1 = (r.bottom - at.top) * k;
+      if (x0 < -0.5 || x1 > box.width + 0.5 || y0 < -0.5 || y1 > box.height + 0.5)
+        out.push([t.textContent, "outside", Math.round(x0), Math.round(x1)]);
+      lines.forEach(([x, top, bottom]) => {
+        if (x > x0 + 1 && x < x1 - 1 && y1 > top && y0 < bottom)
+          out.push([t.textContent, "crosses a line at", Math.round(x)]);
+      });
+    });
+  });
+  return out;
+}"""
+
+
+def test_chart_text_stays_inside_the_chart_and_off_its_lines(open_page):
+    """llama decode on an H100: the ridge's label (295.4 FLOP/B, near the right edge) ran
+    ~19 px past the SVG and the peak's was drawn across the ridge's dashed line; compare's
+    bar label for xeon-platinum-8480plus started left of the SVG, and a long text at a bar's
+    end ran past its right edge."""
+    pages = [
+        report_page([analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=8,
+                                   seq=4096)]),
+        comparison_page(compare(MLP, ["v100", "a100", "xeon-platinum-8480plus"], batch=64)),
+        comparison_page(compare(LLAMA, ["v100", "a100", "h100", "xeon-platinum-8480plus"],
+                                mode="inference", batch=8, seq=4096)),  # "..., does not fit"
+        sweep_page(sweep(MLP, "a100", "1..512")),  # a transition near the right edge
+        report_page([analyze_model(RESNET, "h100", mode="train")]),
+    ]
+    for index, text in enumerate(pages):
+        opened = open_page(text, f"chart{index}.html")
+        assert opened.page.evaluate(_MISPLACED_TEXT) == [], index
+        assert opened.errors == []
+
+
+#: A4's printable width at 1 cm margins, 190 mm, in CSS pixels (96 to the inch)
+A4_PRINTABLE_PX = round(190 / 25.4 * 96)
+
+
+def test_wide_tables_print_whole_with_their_header_on_every_page(open_page):
+    """A page printed to A4 keeps every column of its widest tables (analyze's 15, compare's
+    per-device GEMM table) inside the printable width, a header row Chromium repeats on every
+    page it spans, the sort buttons laid out as text (a button is painted on a table's first
+    page only). A table 983-1285 px wide, cells kept on one line, lost its right columns."""
+    pages = [report_page([analyze_model(RESNET, "h100", mode="train")]),
+             comparison_page(compare(RESNET, ["v100", "a100", "h100"]))]
+    for index, text in enumerate(pages):
+        opened = open_page(text, f"print{index}.html")
+        opened.page.set_viewport_size({"width": A4_PRINTABLE_PX, "height": 1000})
+        opened.page.emulate_media(media="print")
+        widths = opened.page.eval_on_selector_all(
+            ".rl table", "ts => ts.map(t => t.getBoundingClientRect().right)")
+        assert widths and max(widths) <= A4_PRINTABLE_PX + 0.5, widths
+        heads = opened.page.eval_on_selector_all(
+            ".rl table.sortable", "ts => ts.map(t => [getComputedStyle(t.tHead).display, "
+            "getComputedStyle(t.tHead.querySelector('button')).display])")
+        assert heads and set(map(tuple, heads)) == {("table-header-group", "contents")}
 
 
 def test_compare_and_sweep_pages(open_page):

@@ -132,6 +132,24 @@ def test_a_tooltip_holds_the_gemms_intensity_worked_by_hand():
     assert tip.splitlines()[3].startswith("time ")
 
 
+def test_an_ops_tooltip_gives_its_predicted_time_as_a_gemms_does():
+    """An op's tooltip said its roof time alone (``time 39.1 ns (roof)``) beside a GEMM's
+    ``time 30.1 us (roof), 39.9 us predicted``: both now give both, in one form."""
+    from roofline.units import seconds
+
+    report = analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=8, seq=4096)
+    tips = {tip.split(" ")[0]: tip for tip in parse(report_page([report])).titles}
+    results = {r.gemm.name: r for r in report.results} | {r.op.name: r for r in report.ops}
+    assert any(name.startswith("OP") for name in tips)  # a repeated block's ops drawn once
+    for name, tip in tips.items():
+        r = results[name]
+        assert r.predicted_time_s > 0
+        assert tip.splitlines()[-1] == (f"time {seconds(r.time_s)} (roof), "
+                                        f"{seconds(r.predicted_time_s)} predicted"), tip
+    # an op's prediction is its own (rmsnorm: 39.1 ns at the roof, 944 ns predicted)
+    assert "rmsnorm" in tips["OP2"] and results["OP2"].predicted_time_s > results["OP2"].time_s
+
+
 def test_points_sit_where_their_numbers_say():
     """A point's pixel position is the log of its intensity and throughput on the axes the
     tick labels name: checked for MM1 from two tick labels, not from the chart's own code."""
@@ -358,3 +376,145 @@ def test_a_sweep_caption_speaks_of_dashed_lines_only_where_they_are_drawn():
     assert "No GEMM turns compute-bound within the swept seqs" in charts
     charts = _sweep_charts(sweep_page(sweep(MLP, "a100-sxm4-80gb", [1, 4096])))
     assert 'class="mark"' in charts and "Dashed lines: the batch at which" in charts
+
+
+def test_name_cells_are_marked_for_print_to_break():
+    """A printed page fits a wide table to A4 by breaking names (a GEMM's, a layer's, a
+    device's) anywhere and every other cell only between words (``page.css``): the name cells
+    say so."""
+    from roofline import compare
+    from roofline.output.html import comparison_page
+
+    page = parse(report_page([analyze_model(RESNET, "h100", mode="train")]))
+    cells = [a for tag, a in page.elements if tag == "td" and "n" in (a.get("class") or "").split()]
+    assert len(cells) == 2 * (161 + 243)  # name and layer of every GEMM and op row
+    text = comparison_page(compare(MLP, ["v100", "a100"]))
+    assert '<td class="t n">v100-sxm2-16gb</td>' in text
+    assert '<td class="t n">MM1</td><td class="t n">fc1</td>' in text
+
+
+
+class _Tables(HTMLParser):
+    """Every sortable table: each column's ``data-type`` and each row's cells, a cell as
+    (its ``data-v`` or None, its text)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: list[dict] = []
+        self._cell: list | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table" and "sortable" in (a.get("class") or "").split():
+            self.tables.append({"types": [], "heads": [], "rows": []})
+        elif not self.tables or self.tables[-1].get("done"):
+            return
+        elif tag == "th":
+            self.tables[-1]["types"].append(a.get("data-type"))
+            self._cell = [None, ""]
+        elif tag == "tr" and self.tables[-1]["types"]:
+            self.tables[-1]["rows"].append([])
+        elif tag == "td":
+            self._cell = [a.get("data-v"), ""]
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[1] += data
+
+    def handle_endtag(self, tag):
+        if tag == "th" and self._cell is not None:
+            self.tables[-1]["heads"].append(self._cell[1])
+            self._cell = None
+        elif tag == "td" and self._cell is not None:
+            self.tables[-1]["rows"][-1].append(tuple(self._cell))
+            self._cell = None
+        elif tag == "table" and self.tables and not self.tables[-1].get("done"):
+            self.tables[-1]["done"] = True
+
+
+#: a number as JavaScript's ``Number`` reads it whole (page.js sorts a number column so)
+_JS_NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|-?Infinity")
+
+
+def _sort_pages():
+    from roofline import compare, sweep
+    from roofline.output.html import comparison_page, sweep_page
+
+    yield "analyze", report_page([analyze_model(RESNET, "h100", mode="train"),
+                                  analyze_model(LLAMA, "h100", mode="inference",
+                                                phase="decode", batch=8, seq=4096)])
+    yield "compare", comparison_page(compare(MLP, ["v100", "a100", "xeon-platinum-8480plus"],
+                                             batch=64))
+    yield "compare", comparison_page(compare(RESNET, ["v100", "a100", "h100"]))
+    yield "sweep", sweep_page(sweep(MLP, "xeon-platinum-8480plus", "1..524288", dtype="bf16"))
+    yield "sweep", sweep_page(sweep(LLAMA, "h100", [1, 8], seqs=[512, 4096], mode="inference"))
+
+
+def test_every_number_column_sorts_by_a_number_or_by_none():
+    """A number column sorts by its cells' ``data-v``, else their text, read as a number:
+    each key a whole number (``1.64 GB`` read as 1.64 sorted sweep's memory column 1.64 GB,
+    3.24 GB, 33.2 MB, ...), or none, a blank or ``-`` (sorted last)."""
+    seen = set()
+    for kind, text in _sort_pages():
+        parser = _Tables()
+        parser.feed(text)
+        assert parser.tables, kind
+        for table in parser.tables:
+            for index, (head, type_) in enumerate(zip(table["heads"], table["types"])):
+                assert type_ in ("num", "text"), (kind, head)
+                keys = [shown.strip() if value is None else value
+                        for value, shown in (row[index] for row in table["rows"])]
+                if type_ != "num":  # a text column of figures sorts 33.2 MB after 3.24 GB
+                    figures = [k for k in keys if k not in ("", "-")]
+                    assert not figures or not all(k[0].isdigit() for k in figures), (kind, head)
+                    continue
+                seen.add((kind, head))
+                for key in keys:
+                    assert key in ("", "-") or _JS_NUMBER.fullmatch(key), (kind, head, key)
+    assert {("sweep", "memory"), ("compare", "memory"), ("compare", "predicted speedup"),
+            ("analyze", "M"), ("sweep", "seq")} <= seen
+
+
+def _texts(svg_text: str) -> list[tuple[dict, str]]:
+    """Each ``<text>`` of an SVG: its attributes and its words."""
+    return [(dict(re.findall(r'([\w-]+)="([^"]*)"', attrs)), words)
+            for attrs, words in re.findall(r"<text([^>]*)>([^<]*)</text>", svg_text)]
+
+
+def test_chart_labels_are_placed_inside_the_chart_and_off_the_ridge():
+    """A label's extent is estimated at ``svg.CHAR_PX`` a character (Chromium draws 6.4-6.6;
+    tests/test_report_browser.py measures the drawn text): near the right edge the ridge's
+    label turns to the line's left, the peak's goes above the ceiling rather than across the
+    ridge, a transition's label turns left too; a bar chart makes room for its longest name
+    and end text."""
+    from roofline.output.html import svg
+
+    # llama decode on an H100: ridge 989.5e3 / 3350 = 295.4 FLOP/B, the x axis up to 1000
+    x_range, y_range = (0.05, 1000.0), (0.1, 2000.0)
+    chart = svg.roofline_chart([], 989.5, 3350, x_range, y_range, "roofline")
+    x, y = svg.Axis(*x_range, svg.LEFT, svg.WIDTH - svg.LEFT - svg.RIGHT), svg.Axis(
+        *y_range, svg.TOP, svg.HEIGHT - svg.TOP - svg.BOTTOM, flip=True)
+    texts = {words.split()[0]: attrs for attrs, words in _texts(chart)}
+    ridge_at = x.at(989.5e3 / 3350)
+    assert ridge_at + 4 + svg.text_px("ridge 295.4 FLOP/B") > svg.WIDTH - svg.RIGHT  # no room
+    assert texts["ridge"]["text-anchor"] == "end" and float(texts["ridge"]["x"]) < ridge_at
+    assert float(texts["peak"]["y"]) < y.at(989.5)  # above the ceiling, off the ridge's line
+    # a ridge with room on its right keeps its label there, and the peak's below the ceiling
+    chart = svg.roofline_chart([], 312, 2039, (0.1, 10_000.0), (0.01, 500.0), "roofline")
+    texts = {words.split()[0]: attrs for attrs, words in _texts(chart)}
+    assert "text-anchor" not in texts["ridge"] and float(texts["peak"]["y"]) > 30
+    # a transition at the right edge: its label on the line's left
+    chart = svg.line_chart([svg.Curve([(1, 1, ""), (512, 2, "")])], (1, 512), (0.5, 5),
+                           ("batch", "samples/s"), "sweep", marks=[svg.Mark(500, "MM1 -> "
+                                                                                "compute")])
+    (mark, _), = [(a, w) for a, w in _texts(chart) if a.get("class") == "mark-label"]
+    assert mark["text-anchor"] == "end"
+    # bars: the longest name starts inside the chart, the longest end text ends inside it
+    bars = [svg.Bar("v100-sxm2-16gb", 1.0, 3.0, "4.05 s (baseline), does not fit"),
+            svg.Bar("xeon-platinum-8480plus", 0.5, 2.0, "2.48 s (1.63x)")]
+    chart = svg.bar_chart(bars, "step time")
+    width = float(re.search(r'viewBox="0 0 ([\d.]+) ', chart).group(1))
+    for attrs, words in _texts(chart):
+        at = float(attrs["x"])
+        start = at - svg.text_px(words) if attrs.get("text-anchor") == "end" else at
+        assert 0 <= start and start + svg.text_px(words) <= width, words

@@ -126,6 +126,9 @@
   }
   function sortable(table) {
     var heads = table.tHead.rows[0].cells;
+    var body = table.tBodies[0];
+    /* each row's place as printed: ties keep it, whatever was sorted before */
+    Array.prototype.forEach.call(body.rows, function (r, i) { r.rlOrder = i; });
     Array.prototype.forEach.call(heads, function (th, col) {
       var button = th.querySelector("button");
       if (!button) return;
@@ -133,23 +136,31 @@
         var up = th.getAttribute("aria-sort") !== "ascending";
         Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
         th.setAttribute("aria-sort", up ? "ascending" : "descending");
-        var body = table.tBodies[0];
         var rows = Array.prototype.slice.call(body.rows);
         var numeric = th.dataset.type === "num";
         rows.sort(function (a, b) {
           var x = key(a.cells[col], numeric), y = key(b.cells[col], numeric);
-          if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1; /* blanks last */
-          var d = numeric ? x - y : x.localeCompare(y, undefined, {numeric: true});
-          return up ? d : -d;
+          var d;
+          if (x === null || y === null) d = x === y ? 0 : x === null ? 1 : -1; /* none: last */
+          else {
+            d = numeric ? (x < y ? -1 : x > y ? 1 : 0)
+              : x.localeCompare(y, undefined, {numeric: true});
+            if (!up) d = -d;
+          }
+          return d || a.rlOrder - b.rlOrder;
         });
         rows.forEach(function (r) { body.appendChild(r); });
       });
     });
   }
   function key(cell, numeric) {
+    /* a cell's sort key: its data-v, else its text; null where it has none (blank, or "-"
+       as the tables write a missing value, or a number column's cell that is no number) */
     var v = cell.dataset.v !== undefined ? cell.dataset.v : cell.textContent.trim();
-    if (v === "") return null;
-    return numeric ? parseFloat(v) : v;
+    if (v === "" || v === "-" || v === "\u2013" || v === "\u2014") return null;
+    if (!numeric) return v;
+    var n = Number(v);
+    return isNaN(n) ? null : n;
   }
   document.querySelectorAll(".rl").forEach(init);
 })();

@@ -9,6 +9,7 @@ http(s). The sentences are the text formats' (``output.report``, ``output.whatif
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -95,21 +96,42 @@ def paragraphs(lines: Iterable[str], css: str = "") -> str:
 
 class Cell:
     """One table cell: its text, the raw value it sorts by (when not the text) and whether
-    it is text (left-aligned) or a number."""
+    it is text (left-aligned) or a number; ``is_name``, a name (a GEMM's, a layer's, a
+    device's), which a printed page may break anywhere (``page.css``: a table is printed
+    whole, its other cells broken only between words)."""
 
-    __slots__ = ("text", "value", "is_text")
+    __slots__ = ("text", "value", "is_text", "is_name")
 
-    def __init__(self, text: str, value: float | str | None = None, is_text: bool = False):
-        self.text, self.value, self.is_text = text, value, is_text
+    def __init__(self, text: str, value: float | str | None = None, is_text: bool = False,
+                 is_name: bool = False):
+        self.text, self.value = text, value
+        self.is_text, self.is_name = is_text or is_name, is_name
 
     def html(self) -> str:
-        klass = ' class="t"' if self.is_text else ""
-        value = "" if self.value is None else f' data-v="{escape(str(self.value))}"'
+        klass = ' class="t n"' if self.is_name else ' class="t"' if self.is_text else ""
+        value = "" if self.value is None else f' data-v="{escape(sort_key(self.value))}"'
         return f"<td{klass}{value}>{escape(self.text)}</td>"
+
+
+def sort_key(value: float | str) -> str:
+    """A cell's ``data-v`` as ``page.js`` reads it: a number as JavaScript's ``parseFloat``
+    takes it whole (``Infinity``; a NaN as no value, ``""``, sorted last), text as it is."""
+    if isinstance(value, str):
+        return value
+    if math.isnan(value):
+        return ""
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return str(value)
 
 
 def text(value: str) -> Cell:
     return Cell(value, is_text=True)
+
+
+def name_cell(value: str) -> Cell:
+    """A name's cell (``Cell.is_name``)."""
+    return Cell(value, is_name=True)
 
 
 def table(header: Sequence[tuple[str, bool]], rows: Iterable[tuple[str, Sequence[Cell]]],
@@ -150,7 +172,7 @@ def _row_attrs(row_id: str, layer: str, bound: str, kind: str) -> str:
 def _gemm_cells(r: GemmResult, measured: bool) -> list[Cell]:
     g = r.gemm
     count = f"{g.batch_count}x " if g.batch_count > 1 else ""
-    cells = [text(g.name), text(g.layer), text(g.pass_), text("GEMM"),
+    cells = [name_cell(g.name), name_cell(g.layer), text(g.pass_), text("GEMM"),
              Cell(f"{count}{g.m}", g.m), Cell(str(g.n)), Cell(str(g.k)),
              Cell(si(g.flops, ""), g.flops), Cell(si(g.bytes, "B"), g.bytes),
              Cell(f"{g.intensity:.1f}", g.intensity), bound_cell(r.bound),
@@ -165,8 +187,8 @@ def _gemm_cells(r: GemmResult, measured: bool) -> list[Cell]:
 
 def _op_cells(r: OpResult, measured: bool) -> list[Cell]:
     o = r.op
-    cells = [text(o.name), text(o.layer), text(o.pass_), text(o.kind), Cell(""), Cell(""),
-             Cell(""), Cell(si(o.flops, ""), o.flops), Cell(si(o.bytes, "B"), o.bytes),
+    cells = [name_cell(o.name), name_cell(o.layer), text(o.pass_), text(o.kind), Cell(""),
+             Cell(""), Cell(""), Cell(si(o.flops, ""), o.flops), Cell(si(o.bytes, "B"), o.bytes),
              Cell(f"{o.intensity:.2f}", o.intensity), bound_cell(r.bound, True),
              Cell(three_digits(r.attainable_flops_per_s / 1e12), r.attainable_flops_per_s / 1e12),
              Cell(seconds(r.time_s), r.time_s),
@@ -180,14 +202,22 @@ def gemm_tip(r: GemmResult) -> str:
     batched = f", {g.batch_count} batched" if g.batch_count > 1 else ""
     return (f"{g.name} \u00b7 {g.layer} \u00b7 {g.pass_}\n"
             f"GEMM {g.m} x {g.n} x {g.k} (M x N x K){batched}\n"
-            f"{g.intensity:.1f} FLOP/B, {r.bound}-bound\n"
-            f"time {seconds(r.time_s)} (roof), {seconds(r.predicted_time_s)} predicted")
+            f"{g.intensity:.1f} FLOP/B, {r.bound}-bound\n{times_tip(r)}")
 
 
 def op_tip(r: OpResult) -> str:
+    """An op point's tooltip: name, layer and pass; kind; intensity and bound; times."""
     o = r.op
     return (f"{o.name} \u00b7 {o.layer} \u00b7 {o.pass_}\n{o.kind}\n"
-            f"{o.intensity:.2f} FLOP/B, {r.bound}-bound\ntime {seconds(r.time_s)} (roof)")
+            f"{o.intensity:.2f} FLOP/B, {r.bound}-bound\n{times_tip(r)}")
+
+
+def times_tip(r: GemmResult | OpResult) -> str:
+    """A point's times, GEMM and op alike: ``time 30.1 us (roof), 39.9 us predicted``, the
+    prediction where there is one."""
+    predicted = (f", {seconds(r.predicted_time_s)} predicted" if r.predicted_time_s > 0
+                 else "")
+    return f"time {seconds(r.time_s)} (roof){predicted}"
 
 
 def report_points(report: Report, gemms: Iterable[Any], ops: Iterable[Any],

@@ -22,6 +22,21 @@ from ...units import nice_above, nice_below, si
 WIDTH, HEIGHT = 720, 420
 LEFT, RIGHT, TOP, BOTTOM = 72, 24, 18, 52  # room for tick labels and axis titles
 POINT_R = 4.5  # a circle's radius; a square of equal area has side r * sqrt(pi)
+CHAR_PX = 7  # a 12 px sans-serif character, generously (Chromium's system-ui: 6.4-6.6 px)
+
+
+def text_px(text: str) -> float:
+    """About how wide ``text`` is drawn, in viewBox pixels: enough to keep a label inside the
+    chart (no browser measures it here)."""
+    return CHAR_PX * len(text)
+
+
+def beside(at: float, text: str, right: float, gap: float = 4) -> str:
+    """A label beside a vertical line at ``at``: to its right (``x``), or where that would
+    pass ``right``, to its left, anchored at its end."""
+    if at + gap + text_px(text) <= right:
+        return f'x="{_f(at + gap)}"'
+    return f'x="{_f(at - gap)}" text-anchor="end"'
 
 Range = tuple[float, float]
 
@@ -171,16 +186,15 @@ def _roof(x: Axis, y: Axis, peak: float, gbs: float, unit: str) -> list[str]:
         corners.append((x.high, x.high * gbs / 1e3))
     line = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b in corners)
     out = [f'<polyline class="roof" points="{line}"/>']
-    top = y.at(peak)
-    # below the ceiling, at its right end: the points sit on the roof itself
-    out.append(f'<text x="{_f(x.start + x.length - 4)}" y="{_f(top + 18)}" text-anchor="end">'
-               f'peak {peak:,.4g} {unit}</text>')
+    top, right = y.at(peak), x.start + x.length
+    out.append(_peak_label(f"peak {peak:,.4g} {unit}", top, right, y.start,
+                           x.at(ridge) if x.low < ridge < x.high else None))
     if x.low < ridge < x.high:
-        at = _f(x.at(ridge))
-        out.append(f'<line class="ridge" x1="{at}" y1="{_f(top)}" x2="{at}" '
+        at, label = x.at(ridge), f"ridge {ridge:,.1f} FLOP/B"
+        out.append(f'<line class="ridge" x1="{_f(at)}" y1="{_f(top)}" x2="{_f(at)}" '
                    f'y2="{_f(y.start + y.length)}"/>'
-                   f'<text x="{_f(x.at(ridge) + 4)}" y="{_f(y.start + y.length - 6)}">'
-                   f'ridge {ridge:,.1f} FLOP/B</text>')
+                   f'<text {beside(at, label, right - 2)} y="{_f(y.start + y.length - 6)}">'
+                   f"{label}</text>")
     if start < ridge:  # the slope's label, along it, near its lower end
         (a, b), (c, d) = corners[0], corners[1]
         angle = math.degrees(math.atan2(y.at(d) - y.at(b), x.at(c) - x.at(a)))
@@ -188,6 +202,17 @@ def _roof(x: Axis, y: Axis, peak: float, gbs: float, unit: str) -> list[str]:
         out.append(f'<text transform="translate({_f(px)} {_f(py - 9)}) rotate({angle:.1f})">'
                    f'{gbs:,.4g} GB/s</text>')
     return out
+
+
+def _peak_label(label: str, top: float, right: float, ceiling: float,
+                ridge_at: float | None) -> str:
+    """The compute ceiling's label at its right end: below the ceiling (the points sit on
+    the roof itself), or, where the ridge's dashed line would cross it there, above the
+    ceiling when the chart has room."""
+    x0 = right - 4 - text_px(label)
+    crossed = ridge_at is not None and x0 - 2 <= ridge_at <= right
+    y = top - 7 if crossed and top - ceiling >= 14 else top + 18
+    return f'<text x="{_f(right - 4)}" y="{_f(y)}" text-anchor="end">{escape(label)}</text>'
 
 
 @dataclass(frozen=True)
@@ -222,10 +247,11 @@ def line_chart(curves: Sequence[Curve], x_range: Range, y_range: Range,
     out = [_open(label, HEIGHT + (KEY_ROW if named else 0)),
            *_frame(x, y, *titles, percent=percent)]
     for index, mark in enumerate(marks):
-        px = _f(x.at(mark.x))
-        out.append(f'<line class="mark" x1="{px}" y1="{_f(y.start)}" x2="{px}" '
+        at = x.at(mark.x)
+        out.append(f'<line class="mark" x1="{_f(at)}" y1="{_f(y.start)}" x2="{_f(at)}" '
                    f'y2="{_f(y.start + y.length)}"/>'
-                   f'<text x="{_f(x.at(mark.x) + 3)}" y="{_f(y.start + 14 + 14 * (index % 4))}" '
+                   f'<text {beside(at, mark.label, x.start + x.length - 2, 3)} '
+                   f'y="{_f(y.start + 14 + 14 * (index % 4))}" '
                    f'class="mark-label">{escape(mark.label)}</text>')
     for curve in curves:
         kind = " pred" if curve.predicted else ""
@@ -271,14 +297,22 @@ HATCH = ('<defs><pattern id="rl-hatch" width="6" height="6" patternUnits="userSp
          '</defs>')
 
 
+BAR_MIN = 240  # the longest bar's length at least, however long the labels
+
+
 def bar_chart(bars: Sequence[Bar], label: str) -> str:
     """Horizontal bars of step time on a linear axis from 0, the memory-bound part hatched
-    (pattern, not only colour) and the compute-bound part solid."""
-    row, left = 34, 150
+    (pattern, not only colour) and the compute-bound part solid; room made on the left for the
+    longest device name and on the right for the longest text at a bar's end (the chart grows
+    wider where ``WIDTH`` would leave the bars under ``BAR_MIN``)."""
+    row = 34
+    left = max(150, 8 + text_px(max((b.label for b in bars), key=len)) + 8)
+    after = 6 + text_px(max((b.text for b in bars), key=len)) + 4
+    width = max(WIDTH, math.ceil(left + BAR_MIN + after))
     height = TOP + row * len(bars) + 40
     longest = max(b.memory_s + b.compute_s for b in bars)
-    scale = (WIDTH - left - 170) / longest
-    out = [f'<svg viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(label)}" '
+    scale = (width - left - after) / longest
+    out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}" '
            f'xmlns="http://www.w3.org/2000/svg">', HATCH]
     for index, bar in enumerate(bars):
         top = TOP + index * row

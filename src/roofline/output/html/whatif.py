@@ -36,6 +36,7 @@ from .page import (
     fragment,
     gemm_tip,
     hardware_sources,
+    name_cell,
     provenance,
     table,
     text,
@@ -65,7 +66,7 @@ def _device_table(c: Comparison) -> str:
     rows = []
     for r in c.reports:
         t, memory = r.totals, r.memory
-        rows.append(("", [text(r.hardware.name), text(r.dtype), Cell(f"{r.ridge:.1f}"),
+        rows.append(("", [name_cell(r.hardware.name), text(r.dtype), Cell(f"{r.ridge:.1f}"),
                           Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(times(c.speedup(r)), c.speedup(r)),
                           Cell(predicted_cell(c, r), t["predicted_time_s"]),
@@ -146,7 +147,8 @@ def _gemm_table(c: Comparison, prefix: str) -> str:
         g = result.gemm
         if g.copy:
             continue
-        cells = [text(g.name), text(g.layer), Cell(str(g.m)), Cell(str(g.n)), Cell(str(g.k))]
+        cells = [name_cell(g.name), name_cell(g.layer), Cell(str(g.m)), Cell(str(g.n)),
+                 Cell(str(g.k))]
         for r in c.reports:
             other = r.results[i]
             bound = bound_cell(other.bound)
@@ -255,7 +257,7 @@ def _sweep_table(s: Sweep) -> str:
     with_seq = len(s.seqs) > 1
     header = (("batch", False), *((("seq", False),) if with_seq else ()), ("step time", False),
               ("samples/s", False), ("predicted", False), ("predicted samples/s", False),
-              ("memory", True), ("memory-bound time", False), ("memory-bound GEMMs", True))
+              ("memory", False), ("memory-bound time", False), ("memory-bound GEMMs", True))
     rows = []
     for r in s.reports:
         t = r.totals
@@ -270,8 +272,10 @@ def _sweep_table(s: Sweep) -> str:
                           Cell(si(rate, ""), rate),
                           Cell(seconds(predicted), predicted),
                           Cell(si(r.batch / predicted, ""), r.batch / predicted),
-                          text("" if held is None else si(held.total_bytes, "B")
-                               + (": does not fit" if held.fits is False else "")),
+                          Cell("", None) if held is None else
+                          Cell(si(held.total_bytes, "B")
+                               + (": does not fit" if held.fits is False else ""),
+                               held.total_bytes),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
                                t["memory_bound_time_fraction"]), text(names)]))
     return table(header, rows)
