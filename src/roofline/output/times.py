@@ -505,6 +505,19 @@ def shared_machine_warning(report: Report) -> str | None:
             f"the thread another program holds); rerun when the machine is idle")
 
 
+def forced_warning(hardware: HardwareSpec) -> str | None:
+    """The sentence for a measured entry saved past the probe's own checks
+    (``HardwareSpec.forced_past``): its figures, and every prediction from them, are a
+    disturbed run's; else None."""
+    reasons = hardware.forced_past
+    if not reasons:
+        return None
+    return (f"entry {hardware.name} was saved with --force past the probe's own checks: "
+            f"{'; '.join(reasons)}; its figures, and the predictions from them, may be a "
+            f"disturbed run's: `roofline probe --save {hardware.name} --force` on an idle "
+            f"machine replaces them")
+
+
 def beats_roof_notes(report: Report) -> list[str]:
     """One sentence per GEMM that ran faster than its roof (``analysis.measure.beats_roof``)."""
     from ..analysis.measure import beats_roof
