@@ -69,10 +69,12 @@ def _time_cells(r: GemmResult, measured: bool) -> list[str]:
     row = [seconds(r.time_s), seconds(r.predicted_time_s)]
     if measured and r.measured is not None:
         d = r.measured.to_dict(r)
-        row += [seconds(d["measured_time_s"]), f"{d['measured_spread']:.0%}",
+        one = d["measured_values"] == 1  # one value (the budget's cut) has no spread
+        note = ", ".join(n for n in ("1 value" if one else "",
+                                     "BEATS ROOF" if d["beats_roof"] else "") if n)
+        row += [seconds(d["measured_time_s"]), "-" if one else f"{d['measured_spread']:.0%}",
                 three_digits(d['measured_tflops']), f"{d['efficiency']:.0%}",
-                f"{d['measured_over_predicted']:.2f}x",
-                "BEATS ROOF" if d["beats_roof"] else ""]
+                f"{d['measured_over_predicted']:.2f}x", note]
     return row
 
 
