@@ -86,7 +86,7 @@ def test_a_run_under_way_stops_at_its_budget():
         "timing, stopped at the 3 s budget ...",
         "  loops calibrated and warmed up: 2 shapes, 3 s",
         "  round 1 of 4 done: 2 shapes, 5 s",
-        "  rounds stopped at 1 of 4 by the 3 s budget (the next would end past it)",
+        "  rounds stopped at 1 of 4 by the budget (the next would end past it)",
         "  [1/2] 8x32x64 fp32: 1000000.0 us (1 value, no spread; 1 of 8 values, within the 3 s "
         "budget)",
         "  [2/2] 8x16x32 fp32: 1000000.0 us (1 value, no spread; 1 of 8 values, within the 3 s "
@@ -242,3 +242,27 @@ def test_a_single_value_has_no_spread():
     assert (mm1["measured_values"], mm1["measured_spread"]) == (1, 0.0)
     cells = _measured_cells(measured)
     assert cells[0] == "1 s" and cells[1] == "-" and cells[-1] == "1 value"
+
+
+def test_the_budget_counts_making_the_operands():
+    # making a shape's operands and checking a call (a float64 reference) takes 1.5 s here
+    # each, 3 s for two, of a 3.125 s budget: 0.125 s = 128 calls of 2^-10 s are left for the
+    # timing. Calibration ends at 26 calls and the rounds, 26 calls each, at 52, 78 and 104;
+    # a fourth would end at 130, past 128: 3 rounds (all 4 when making was not counted)
+    call = 2.0 ** -10
+    net = network_from_dict({"name": "two", "batch": 8, "dtype": "fp32", "mode": "inference",
+                             "layers": [{"type": "linear", "in": 64, "out": 32},
+                                        {"type": "linear", "in": 32, "out": 16}]}, "two.yaml")
+    clock = FakeClock()
+    make, _ = fake_kernels(clock, {(8, 32, 64): call, (8, 16, 32): call})
+
+    def slow_make(*args, **kwargs):
+        clock.now += 1.5
+        return make(*args, **kwargs)
+
+    said = []
+    measured = measure_mod.measure_report(analyze(net, spec()), said.append, slow_make, "fake",
+                                          clock, HOST, budget_s=3.125)
+    assert "  rounds stopped at 3 of 4 by the budget (the next would end past it)" in said
+    assert measured.results[0].to_dict()["measured_values"] == 6  # 3 rounds of 2 values
+    assert said[-1] == "  timed in 3.1 s, making and checking each shape's operands included"

@@ -348,8 +348,8 @@ def time_kernels(runs: list[Callable[[int], object]],
 
     done = timer.rounds(ROUNDS, VALUES, after_round=ended)
     if done < ROUNDS:
-        say(f"  rounds stopped at {done} of {ROUNDS}{of} by the {budget_s:g} s budget (the "
-            f"next would end past it)")
+        say(f"  rounds stopped at {done} of {ROUNDS}{of} by the budget (the next would end "
+            f"past it)")
     return timer.results()
 
 
