@@ -78,8 +78,22 @@ def test_a_run_under_way_stops_at_its_budget():
                                           budget_s=3.0)
     assert clock.now == 5.0
     assert all(r.measured.best_s == 1.0 for r in measured.results)
-    assert [line.endswith("1 of 8 values, within the 3 s budget)") for line in said[1:]] == [
-        True, True]
+    # each phase said as it ends (the calibration at 3 s, the round at 5 s), then the shapes:
+    # one value each, which has no spread; the estimate, 10 values of 5 ms a shape, is the
+    # least the timing takes, and the budget stops it
+    assert said == [
+        "measuring 2 distinct GEMM shapes of 2 GEMMs (fake), 4 rounds: at least 100 ms of "
+        "timing, stopped at the 3 s budget ...",
+        "  loops calibrated and warmed up: 2 shapes, 3 s",
+        "  round 1 of 4 done: 2 shapes, 5 s",
+        "  rounds stopped at 1 of 4 by the budget (the next would end past it)",
+        "  [1/2] 8x32x64 fp32: 1000000.0 us (1 value, no spread; 1 of 8 values, within the 3 s "
+        "budget)",
+        "  [2/2] 8x16x32 fp32: 1000000.0 us (1 value, no spread; 1 of 8 values, within the 3 s "
+        "budget)",
+        "  timed in 5 s, making and checking each shape's operands included"]
+    mm1 = measured.results[0].to_dict()
+    assert (mm1["measured_values"], mm1["measured_spread"]) == (1, 0.0)
 
 
 def test_cli_refuses_in_one_line_and_names_the_way_past(invoke, isolated_user_hwdb, tmp_path):
@@ -162,3 +176,93 @@ def test_weight_only_gemms_are_refused_not_timed_as_dense_ones(invoke, isolated_
     dense = invoke("analyze", "examples/mlp-1024-4096-1000.yaml", "--hw", "box",
                    "--mode", "inference", "--dtype", "fp32", "--weights", "int4")
     assert dense.exit_code == 0, dense.stderr
+
+
+def _two_shapes(per_call_s: float, budget_s: float = 60.0):
+    net = network_from_dict({"name": "two", "batch": 8, "dtype": "fp32", "mode": "inference",
+                             "layers": [{"type": "linear", "in": 64, "out": 32},
+                                        {"type": "linear", "in": 32, "out": 16}]}, "two.yaml")
+    clock = FakeClock()
+    make, _ = fake_kernels(clock, {(8, 32, 64): per_call_s, (8, 16, 32): per_call_s})
+    said = []
+    measured = measure_mod.measure_report(analyze(net, spec()),
+                                          lambda line: said.append((clock.now, line)), make,
+                                          "fake", clock, HOST, budget_s=budget_s)
+    return measured, said
+
+
+def test_each_round_is_said_as_it_ends():
+    # the rounds run over both shapes, so no shape is done before the last round: a line per
+    # round, said when it ends. A call takes 2^-10 s (binary: the clock's sums stay exact).
+    # Calibration: 1 call, then int(1.2 x 5 ms / 2^-10 s) = int(6.14) = 6 calls (5.86 ms >= 5
+    # ms); a warm-up of 6 calls: 13 calls a shape, 26 for both (25.4 ms). A round: a warm call
+    # and 2 values of 6 calls, 13 calls a shape, 26 for both: rounds end at 52, 78, 104 and
+    # 130 calls (50.8, 76.2, 102 and 127 ms)
+    call = 2.0 ** -10
+    measured, said = _two_shapes(call)
+    phases = [(when, line) for when, line in said if not line.startswith("  [")]
+    assert phases == [
+        (0.0, "measuring 2 distinct GEMM shapes of 2 GEMMs (fake), 4 rounds: at least 100 ms "
+              "of timing, stopped at the 60 s budget ..."),
+        (26 * call, "  loops calibrated and warmed up: 2 shapes, 25.4 ms"),
+        (52 * call, "  round 1 of 4 done: 2 shapes, 50.8 ms"),
+        (78 * call, "  round 2 of 4 done: 2 shapes, 76.2 ms"),
+        (104 * call, "  round 3 of 4 done: 2 shapes, 102 ms"),
+        (130 * call, "  round 4 of 4 done: 2 shapes, 127 ms"),
+        (130 * call, "  timed in 127 ms, making and checking each shape's operands included")]
+    # 8 values of one call each: best = median = 977 us, spread 0 of 8 values
+    assert [line for _, line in said if line.startswith("  [")] == [
+        "  [1/2] 8x32x64 fp32: 976.6 us (median 976.6, spread 0.0%, rounds 0% apart)",
+        "  [2/2] 8x16x32 fp32: 976.6 us (median 976.6, spread 0.0%, rounds 0% apart)"]
+    mm1 = measured.results[0].to_dict()
+    assert (mm1["measured_values"], mm1["measured_spread"]) == (8, 0.0)
+    assert _measured_cells(measured)[1:2] == ["0%"]  # a spread of 8 values: none
+    assert _measured_cells(measured)[-1] == ""  # no note
+
+
+def _measured_cells(measured) -> list[str]:
+    """MM1's cells in the table's measured columns: measured, spread, TFLOP/s, of roof,
+    meas/pred, note ("" where there is none). The row's words: MM1, roof and predicted (a
+    number and a unit each), then those columns."""
+    from roofline.output.report import report_table
+
+    lines = report_table(measured).splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("GEMM ")
+                  and line.rstrip().endswith("note"))
+    words = lines[header + 2].split()
+    assert words[0] == "MM1"
+    return [" ".join(words[5:7]), *words[7:11], " ".join(words[11:])]
+
+
+def test_a_single_value_has_no_spread():
+    # 1 s a call in a 3 s budget: one value a shape (test_a_run_under_way_stops_at_its_budget)
+    measured, _ = _two_shapes(1.0, budget_s=3.0)
+    mm1 = measured.results[0].to_dict()
+    # JSON keeps its number (the contract's type) and says how many values it is of
+    assert (mm1["measured_values"], mm1["measured_spread"]) == (1, 0.0)
+    cells = _measured_cells(measured)
+    assert cells[0] == "1 s" and cells[1] == "-" and cells[-1] == "1 value"
+
+
+def test_the_budget_counts_making_the_operands():
+    # making a shape's operands and checking a call (a float64 reference) takes 1.5 s here
+    # each, 3 s for two, of a 3.125 s budget: 0.125 s = 128 calls of 2^-10 s are left for the
+    # timing. Calibration ends at 26 calls and the rounds, 26 calls each, at 52, 78 and 104;
+    # a fourth would end at 130, past 128: 3 rounds (all 4 when making was not counted)
+    call = 2.0 ** -10
+    net = network_from_dict({"name": "two", "batch": 8, "dtype": "fp32", "mode": "inference",
+                             "layers": [{"type": "linear", "in": 64, "out": 32},
+                                        {"type": "linear", "in": 32, "out": 16}]}, "two.yaml")
+    clock = FakeClock()
+    make, _ = fake_kernels(clock, {(8, 32, 64): call, (8, 16, 32): call})
+
+    def slow_make(*args, **kwargs):
+        clock.now += 1.5
+        return make(*args, **kwargs)
+
+    said = []
+    measured = measure_mod.measure_report(analyze(net, spec()), said.append, slow_make, "fake",
+                                          clock, HOST, budget_s=3.125)
+    assert "  rounds stopped at 3 of 4 by the budget (the next would end past it)" in said
+    assert measured.results[0].to_dict()["measured_values"] == 6  # 3 rounds of 2 values
+    assert said[-1] == "  timed in 3.1 s, making and checking each shape's operands included"

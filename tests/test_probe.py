@@ -91,6 +91,38 @@ def test_progress_is_reported(no_gpu):
     assert any("fp32 GEMM" in m for m in messages)
 
 
+class _StartLoad:
+    """Other programs' load as a LoadMeter reads it: ``first`` CPUs through the first lap
+    (the identification), none after it."""
+
+    def __init__(self, first):
+        self.first, self.laps = first, []
+
+    def lap(self):
+        load, self.first = self.first, 0.0
+        self.laps.append(load)
+        return load
+
+    def total(self):
+        return 0.0
+
+
+@pytest.mark.parametrize("load, said", [(1.24, True), (0.15, False), (None, False)])
+def test_a_busy_machine_is_said_at_the_start(no_gpu, monkeypatch, load, said):
+    # a user's quick probe heard of 1.24 CPUs of other load only in its result, 26 s later
+    monkeypatch.setattr(runner, "LoadMeter", lambda: _StartLoad(load))
+    messages = []
+    probe.run_probe(preset="tiny", progress=messages.append)
+    line = ("  other programs are keeping about 1.24 CPUs busy: the figures will be a shared "
+            "machine's, the calibration may run extra rounds, and a probe through which they "
+            "keep over 0.25 on average is not saved unless forced; an idle machine gives "
+            "steadier figures")
+    assert (line in messages) == said
+    if said:  # before any kernel is timed
+        first_gemm = next(i for i, m in enumerate(messages) if "GEMM through" in m)
+        assert messages.index(line) < first_gemm
+
+
 def test_hardware_entry_validates_and_analyzes(result):
     entry = result.to_hardware_dict("mybox")
     assert entry["origin"] == "measured" and entry["kind"] == "cpu"

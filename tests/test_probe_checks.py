@@ -179,6 +179,90 @@ def test_the_cli_refuses_in_one_line_and_force_saves(invoke, monkeypatch, isolat
     assert list(isolated_user_hwdb.iterdir()) == []
     res = invoke("probe", "--save", "box", "--force")
     assert res.exit_code == 0 and (isolated_user_hwdb / "box.yaml").exists()
+    saved = (isolated_user_hwdb / "box.yaml").read_text()
+    assert "command: roofline probe --quick --save box --force\n" in saved
+    assert "  - check: fp32_below_fp64\n" in saved and "  - check: spread\n" in saved
+
+
+def test_each_failed_check_has_its_name():
+    result = steady()
+    result.measured["gemm_gflops"].update(fp32=40.0)  # below fp64's 50
+    result.measured["bandwidth_gbs"]["dram"] = 21.2  # 1.06x its 20 GB/s ceiling
+    result.details["gemm_fp64"] = _gemm_details(0.30)
+    result.details["other_load_cpus"] = 1.24
+    result.measured["calibration"]["gemm_efficiency"]["fp32"]["square"]["32"] = 13.5
+    # 13.5 x 40 / 200 = 2.7x the ceiling
+    assert [check for check, _ in checks.failed_checks(result)] == [
+        "fp32_below_fp64", "over_ceiling", "calibration_over_ceiling", "spread",
+        "shared_machine"]
+    assert {check for check, _ in checks.failed_checks(result)} <= set(checks.CHECKS)
+    assert unstable_reasons(result) == [reason for _, reason in checks.failed_checks(result)]
+
+
+def _forced_past_checks() -> ProbeResult:
+    """A user's tour: fp32 below fp64 and 1.24 CPUs of other programs' load."""
+    result = steady()
+    result.measured["gemm_gflops"].update(fp32=40.0)
+    result.details["other_load_cpus"] = 1.24
+    return result
+
+
+FORCED_REASONS = ["fp32 GEMM ran slower than fp64 (40.0 < 50.0 GFLOP/s)",
+                  "other programs kept 1.24 CPUs busy on average while it ran (more than 0.25)"]
+
+
+def test_a_save_forced_past_the_checks_records_them(isolated_user_hwdb):
+    import yaml
+
+    path = probe.save_entry(_forced_past_checks(), "mybox", force=True)
+    data = yaml.safe_load(path.read_text())
+    measured = data["measured"]
+    # the command as given (the result is a quick probe's), --force and all
+    assert measured["command"] == "roofline probe --quick --save mybox --force"
+    assert data["sources"][0]["command"] == measured["command"]
+    assert measured["forced_past"] == [
+        {"check": "fp32_below_fp64", "reason": FORCED_REASONS[0]},
+        {"check": "shared_machine", "reason": FORCED_REASONS[1]}]
+    assert data["notes"].startswith(
+        "Saved with --force past the probe's own checks (a disturbed run's figures): "
+        f"{FORCED_REASONS[0]}; {FORCED_REASONS[1]}. Measured by `roofline probe`")
+    from roofline.hardware.catalog import load_hardware
+
+    assert load_hardware("mybox").forced_past == tuple(FORCED_REASONS)
+
+
+def test_a_forced_save_that_passed_the_checks_records_none(isolated_user_hwdb):
+    import yaml
+
+    probe.save_entry(steady(), "mybox")
+    path = probe.save_entry(steady(), "mybox", force=True)  # --force only replaced the file
+    data = yaml.safe_load(path.read_text())
+    assert data["measured"]["command"] == "roofline probe --quick --save mybox --force"
+    assert "forced_past" not in data["measured"] and not data["notes"].startswith("Saved")
+    path = probe.save_entry(steady(), "other")
+    assert yaml.safe_load(path.read_text())["measured"]["command"] == (
+        "roofline probe --quick --save other")
+
+
+def test_analyze_on_a_forced_entry_says_so(invoke, isolated_user_hwdb):
+    probe.save_entry(_forced_past_checks(), "mybox", force=True)
+    sentence = (f"entry mybox was saved with --force past the probe's own checks: "
+                f"{FORCED_REASONS[0]}; {FORCED_REASONS[1]}; its figures, and the predictions "
+                f"from them, may be a disturbed run's: `roofline probe --save mybox --force` "
+                f"on an idle machine replaces them")
+    model = "examples/mlp-1024-4096-1000.yaml"
+    res = invoke("analyze", model, "--hw", "mybox", "--dtype", "fp32", "--format", "json")
+    assert res.exit_code == 0
+    assert json.loads(res.stdout)["warnings"] == [sentence]
+    res = invoke("analyze", model, "--hw", "mybox", "--dtype", "fp32")
+    assert " ".join(res.stdout.split()).count(f"warning: {sentence}") == 1
+    # and in the header, where the figures are named: 0.04 TFLOP/s fp32 (40 GFLOP/s), 10 GB/s
+    assert res.stdout.splitlines()[2] == (
+        "ridge 4.0 FLOP/B = dense peak 0.04 TFLOP/s / 10 GB/s (measured, saved past its "
+        "probe's checks: see the warnings)")
+    probe.save_entry(steady(), "quiet")  # no check failed: no such warning
+    res = invoke("analyze", model, "--hw", "quiet", "--dtype", "fp32", "--format", "json")
+    assert json.loads(res.stdout)["warnings"] == []
 
 
 def test_hw_local_checks_the_directory_before_probing(monkeypatch, isolated_user_hwdb):

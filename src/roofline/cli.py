@@ -404,8 +404,11 @@ def _check_plot(plot: str | None) -> None:
                    "distinct shape once; progress on stderr.")
 @click.option("--measure-budget", type=Seconds(min=1, max=86_400), default=60,
               show_default=True, metavar="SECONDS",
-              help="With --measure: refuse a run whose timing would take longer (10 calls "
-                   "of each distinct shape, each at least its roofline time or 5 ms).")
+              help="With --measure: the timing's budget. A run whose least timing (10 calls "
+                   "of each distinct shape, each at least its roofline time or 5 ms) passes "
+                   "it is refused; one under way stops its rounds at it, the operands made "
+                   "and checked included, the command's start (reading the model, "
+                   "identifying this machine: 1-2 s) not.")
 def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
             plot: str | None, quantization: bool, stream_input: bool, host_link: str | None,
             workers: str | None, interconnect: str | None, measure: bool,

@@ -71,11 +71,14 @@ class Measurement:
     backend: str
     weights: int = 1  # distinct B the timing cycled through (1: the GEMM repeated)
     untimed_s: float = 0.0  # predicted work the timing does not run (``untimed_s``)
+    values: int = REPEATS  # values timed (the budget can leave 1: no spread then)
 
     def to_dict(self, result: GemmResult) -> dict[str, Any]:
         """``measured_time_s`` and ``efficiency`` (measured FLOP/s over the roof), and more;
         ``measured_over_predicted`` against the prediction of what was timed (less
-        ``untimed_s``, JSON ``predicted_untimed_s``)."""
+        ``untimed_s``, JSON ``predicted_untimed_s``); ``measured_values``, the values the
+        best, median and spread are of (``measured_spread`` is 0 for one value, which has
+        none)."""
         achieved = result.gemm.flops / self.best_s
         efficiency = achieved / result.attainable_flops_per_s
         predicted = result.predicted_time_s - self.untimed_s
@@ -84,7 +87,8 @@ class Measurement:
                 "efficiency": efficiency,
                 "measured_over_predicted": self.best_s / predicted if predicted > 0 else None,
                 "predicted_untimed_s": self.untimed_s,
-                "measured_weights": self.weights, "beats_roof": efficiency > BEATS_ROOF}
+                "measured_weights": self.weights, "measured_values": self.values,
+                "beats_roof": efficiency > BEATS_ROOF}
 
 
 #: ``host: CPU brand, N cores, platform``, as ``probe.identify.machine_text`` writes it: the
@@ -176,7 +180,12 @@ def estimated_seconds(report: Report) -> float:
     """The least time timing ``report``'s GEMMs takes: per distinct shape, CALLS_PER_SHAPE
     values, each at least the shape's roofline time (its FLOPs over the entry's peak, or its
     bytes over the bandwidth when longer: no call is faster than that on this machine, whose
-    entry holds its measured figures) and at least MIN_TIME_S (the calibrated value)."""
+    entry holds its measured figures) and at least MIN_TIME_S (the calibrated value). A lower
+    bound, not a forecast: a calibrated value aims at 1.2x MIN_TIME_S, a call runs slower
+    than its roof, a round makes a warm call, and making the operands and checking a call
+    against a reference comes first (17 small shapes estimated at 0.85 s took 2.66 s on the
+    shared 2-vCPU development VM, 0.74 s of it making them); the budget, not this, bounds a
+    run under way."""
     roof = {shape_key(r, report): r.time_s for r in reversed(report.results)}
     return sum(CALLS_PER_SHAPE * max(t, MIN_TIME_S) for t in roof.values())
 
@@ -265,17 +274,22 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
                                f"{option('batch')} or {option('seq')}")
     what = "shapes and layouts" if report.hardware.kind != "cpu" else "shapes"
     say(f"measuring {len(shapes)} distinct GEMM {what} of {len(report.results)} GEMMs "
-        f"({backend}), {ROUNDS} rounds ...")
+        f"({backend}), {ROUNDS} rounds: at least {seconds(estimated_seconds(report))} of "
+        f"timing, stopped at the {budget_s:g} s budget ...")
     timed: dict[tuple, Measurement] = {}
     meter = LoadMeter()  # other programs sharing the machine make every timing theirs too
     started = clock()
-    for group in groups(shapes):
-        left = max(0.0, budget_s - (clock() - started))
+    parts = groups(shapes)
+    for number, group in enumerate(parts, 1):
         try:
             kernels = [make_kernel(*key[:5], **({"weights": key[5]} if key[5] > 1 else {}),
                                    **({"rows": key[6]} if key[6] is not None else {}))
                        for key in group]
-            timings = time_kernels([k.run for k in kernels], clock, left)
+            # the budget counts making the operands and checking a call of each (a float64
+            # reference product): on a small shape they take longer than its timing
+            left = max(0.0, budget_s - (clock() - started))
+            of = f" (group {number} of {len(parts)})" if len(parts) > 1 else ""
+            timings = time_kernels([k.run for k in kernels], clock, left, say, of)
         except (RuntimeError, MemoryError) as exc:  # the library's own error (CUDA, OOM)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise MeasureError(f"{backend or 'the backend'} failed timing "
@@ -283,8 +297,11 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
         for key, kernel, result in zip(group, kernels, timings):
             calls = kernel.calls  # a graph's replay makes several GEMMs: one GEMM's seconds
             timed[key] = Measurement(result.best_s / calls, result.median_s / calls,
-                                     result.spread, backend or "", key[5])
+                                     result.spread, backend or "", key[5],
+                                     values=len(result.samples_s))
             say(_line(len(timed), len(shapes), key, result, budget_s, calls))
+    say(f"  timed in {seconds(clock() - started)}, making and checking each shape's operands "
+        f"included")
     results = tuple(dataclasses.replace(r, measured=_untimed(timed[shape_key(r, report)], r,
                                                              report))
                     for r in report.results)
@@ -308,12 +325,32 @@ def _untimed(measured: Measurement, result: GemmResult, report: Report) -> Measu
 
 def time_kernels(runs: list[Callable[[int], object]],
                  clock: Callable[[], float] = time.perf_counter,
-                 budget_s: float | None = None) -> list[BenchResult]:
+                 budget_s: float | None = None,
+                 progress: Callable[[str], None] | None = None,
+                 of: str = "") -> list[BenchResult]:
     """Kernels timed as ``--measure`` times GEMM shapes (the module docstring), within
-    ``budget_s``: ``benchmarks/bench_predict.py`` times its shapes through this too."""
-    from ..kernels.rounds import measure_rounds
+    ``budget_s``: ``benchmarks/bench_predict.py`` times its shapes through this too. The
+    rounds run over every kernel, so no kernel's figure is done before the last round:
+    ``progress`` hears a line when the loops are calibrated and one after each round, as it
+    ends (``of``: which group of shapes, where there are several), and why the rounds stopped
+    where the budget cut them."""
+    from ..kernels.rounds import RoundRobin
 
-    return measure_rounds(runs, ROUNDS, VALUES, WARMUPS, MIN_TIME_S, clock, budget_s)
+    say = progress or (lambda message: None)
+    began = clock()
+    timer = RoundRobin(runs, MIN_TIME_S, WARMUPS, clock, True, budget_s)
+    shapes = f"{len(runs)} shape{'s' * (len(runs) != 1)}"
+    say(f"  loops calibrated and warmed up{of}: {shapes}, {seconds(clock() - began)}")
+
+    def ended(index: int) -> None:
+        say(f"  round {index + 1} of {ROUNDS} done{of}: {shapes}, "
+            f"{seconds(clock() - began)}")
+
+    done = timer.rounds(ROUNDS, VALUES, after_round=ended)
+    if done < ROUNDS:
+        say(f"  rounds stopped at {done} of {ROUNDS}{of} by the budget (the next would end "
+            f"past it)")
+    return timer.results()
 
 
 def groups(shapes: list[tuple]) -> list[list[tuple]]:
@@ -343,12 +380,18 @@ def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float,
 
     weights, rows = key[5:]
     laid = rows_text(rows) if rows is not None else ""
-    cut = (f"; {len(result.samples_s)} of {REPEATS} values, within the {budget_s:g} s "
-           f"budget" if result.cut else "")
+    values = len(result.samples_s)
+    cut = (f"; {values} of {REPEATS} values, within the {budget_s:g} s budget"
+           if result.cut else "")
     over = f" over {weights} weights" if weights > 1 else ""
+    if values == 1:  # one value has no median or spread of its own
+        return (f"  [{i}/{count}] {_shape(key)}{over}{laid}: "
+                f"{result.best_s / calls * 1e6:.1f} us (1 value, no spread{cut})")
+    rounds = (f", rounds {result.round_spread:.0%} apart" if len(result.round_best_s) > 1
+              else "")
     return (f"  [{i}/{count}] {_shape(key)}{over}{laid}: "
             f"{result.best_s / calls * 1e6:.1f} us (median {result.median_s / calls * 1e6:.1f}, "
-            f"spread {result.spread:.1%}, rounds {result.round_spread:.0%} apart{cut})")
+            f"spread {result.spread:.1%}{rounds}{cut})")
 
 
 def beats_roof(report: Report) -> list[tuple[str, float]]:

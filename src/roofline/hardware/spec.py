@@ -379,6 +379,18 @@ class HardwareSpec:
     def host_link_gbs(self) -> float | None:
         return self.host_link.bandwidth_gbs if self.host_link else None
 
+    @property
+    def forced_past(self) -> tuple[str, ...]:
+        """The sentence of each of the probe's own checks a measured entry was saved past
+        (``probe --save NAME --force``: ``measured.forced_past``, docs/hwdb-schema.md); empty
+        for an entry saved without, or before it was recorded, and for a datasheet entry."""
+        measured = self.stored.get("measured")
+        forced = measured.get("forced_past") if isinstance(measured, dict) else None
+        if not isinstance(forced, list):
+            return ()
+        return tuple(str(f.get("reason") or f.get("check")) if isinstance(f, dict) else str(f)
+                     for f in forced)
+
     def alignment_dict(self) -> dict[str, dict[str, int]]:
         """The ``alignment:`` section in its stored form (to copy into another entry)."""
         return {d: {"multiple": a.multiple, "preferred": a.preferred}

@@ -105,15 +105,17 @@ def report_warnings(report: Report) -> tuple[str, ...]:
     calibrated through another library than the one the model runs in
     (``output.times.calibration_warning``), 16-bit convolutions on NCHW tensors on a GPU
     (``output.times.layout_warning``), GEMMs ``--measure`` timed on a shared machine
-    (``output.times.shared_machine_warning``)."""
+    (``output.times.shared_machine_warning``), a measured entry saved past the probe's own
+    checks (``output.times.forced_warning``)."""
     from .times import (
         calibration_warning,
+        forced_warning,
         layout_warning,
         shared_machine_warning,
     )
 
-    more = [w for w in (calibration_warning(report), layout_warning(report),
-                        shared_machine_warning(report)) if w]
+    more = [w for w in (forced_warning(report.hardware), calibration_warning(report),
+                        layout_warning(report), shared_machine_warning(report)) if w]
     return (*config_warnings(report.network), *more)
 
 

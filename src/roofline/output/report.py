@@ -301,10 +301,14 @@ def _header(report: Report) -> str:
 
 def ridge_text(report: Report) -> str:
     """``ridge 153.0 FLOP/B = dense peak 312 TFLOP/s / 2039 GB/s (datasheet)``; an integer
-    dtype's peak in TOPS (``units.rate_unit``)."""
+    dtype's peak in TOPS (``units.rate_unit``); a measured entry saved past the probe's own
+    checks says so there too (``(measured, saved past its probe's checks: see the
+    warnings)``, ``output.times.forced_warning``)."""
+    forced = (", saved past its probe's checks: see the warnings"
+              if report.hardware.forced_past else "")
     return (f"ridge {report.ridge:.1f} FLOP/B = dense peak {report.peak_flops_per_s / 1e12:g} "
             f"{rate_unit(report.dtype)} / {report.bandwidth_bytes_per_s / 1e9:g} GB/s "
-            f"({report.hardware.origin})")
+            f"({report.hardware.origin}{forced})")
 
 
 def gemm_columns(report: Report) -> tuple[str, ...]:

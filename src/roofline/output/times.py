@@ -69,10 +69,12 @@ def _time_cells(r: GemmResult, measured: bool) -> list[str]:
     row = [seconds(r.time_s), seconds(r.predicted_time_s)]
     if measured and r.measured is not None:
         d = r.measured.to_dict(r)
-        row += [seconds(d["measured_time_s"]), f"{d['measured_spread']:.0%}",
+        one = d["measured_values"] == 1  # one value (the budget's cut) has no spread
+        note = ", ".join(n for n in ("1 value" if one else "",
+                                     "BEATS ROOF" if d["beats_roof"] else "") if n)
+        row += [seconds(d["measured_time_s"]), "-" if one else f"{d['measured_spread']:.0%}",
                 three_digits(d['measured_tflops']), f"{d['efficiency']:.0%}",
-                f"{d['measured_over_predicted']:.2f}x",
-                "BEATS ROOF" if d["beats_roof"] else ""]
+                f"{d['measured_over_predicted']:.2f}x", note]
     return row
 
 
@@ -517,6 +519,19 @@ def shared_machine_warning(report: Report) -> str | None:
     return (f"other programs kept {load:.2f} CPUs busy on average while --measure timed the "
             f"GEMMs: the measured times are a shared machine's (a multi-threaded call waits for "
             f"the thread another program holds); rerun when the machine is idle")
+
+
+def forced_warning(hardware: HardwareSpec) -> str | None:
+    """The sentence for a measured entry saved past the probe's own checks
+    (``HardwareSpec.forced_past``): its figures, and every prediction from them, are a
+    disturbed run's; else None."""
+    reasons = hardware.forced_past
+    if not reasons:
+        return None
+    return (f"entry {hardware.name} was saved with --force past the probe's own checks: "
+            f"{'; '.join(reasons)}; its figures, and the predictions from them, may be a "
+            f"disturbed run's: `roofline probe --save {hardware.name} --force` on an idle "
+            f"machine replaces them")
 
 
 def beats_roof_notes(report: Report) -> list[str]:

@@ -17,8 +17,10 @@ call unstable is refused (``save_entry`` raises) unless the caller forces it.
   a shared machine's (a quick probe saved under 0.43 CPUs of other load kept a softmax at 0.33
   GB/s, against 14.7-15.9 in quiet runs).
 
-Each failed check is one sentence; ``unstable_reasons`` lists them, ``check_stable`` raises
-with the first ones. Only the standard library is used.
+Each failed check is a name (``CHECKS``) and one sentence; ``failed_checks`` lists both,
+``unstable_reasons`` the sentences, ``check_stable`` raises with the first ones; a result saved
+past them with ``force`` records them (``entry``: ``measured.forced_past``). Only the standard
+library is used.
 """
 
 from __future__ import annotations
@@ -106,40 +108,68 @@ def _spreads(details: dict[str, Any], dtypes: list[str], prefix: str) -> list[st
     return out
 
 
-def unstable_reasons(result: ProbeResult) -> list[str]:
-    """One sentence per check ``result`` fails (empty: it may be saved)."""
+#: The name of each check (``failed_checks``), as an entry saved past it records it
+#: (``measured.forced_past``): fp32 slower than fp64, a rate over its ceiling, a calibration
+#: GEMM over the ceiling, a saved figure's spread, other programs' load.
+CHECKS = ("fp32_below_fp64", "over_ceiling", "calibration_over_ceiling", "spread",
+          "shared_machine")
+
+
+def failed_checks(result: ProbeResult) -> list[tuple[str, str]]:
+    """``(check, sentence)`` for each check ``result`` fails (empty: it may be saved); the
+    check is one of ``CHECKS``."""
     measured, theory, details = result.measured, result.theoretical, result.details
     gflops = measured.get("gemm_gflops", {})
-    reasons = _order("", gflops, theory.get("gemm_gflops", {}))
+    failed = _named("fp32_below_fp64", _order("", gflops, theory.get("gemm_gflops", {})))
     for dtype, rate in gflops.items():
-        reasons += _over(f"measured {dtype} GEMM", rate,
-                         theory.get("gemm_gflops", {}).get(dtype), "GFLOP/s")
+        failed += _named("over_ceiling", _over(f"measured {dtype} GEMM", rate,
+                                               theory.get("gemm_gflops", {}).get(dtype),
+                                               "GFLOP/s"))
     dram = measured.get("bandwidth_gbs", {}).get("dram")
-    reasons += _over("the DRAM read stream", dram, theory.get("bandwidth_gbs", {}).get("dram"),
-                     "GB/s")
-    reasons += _calibration(measured.get("calibration", {}).get("gemm_efficiency", {}), gflops,
-                            theory.get("gemm_gflops", {}))
-    reasons += _spreads(details, list(gflops), "")
+    failed += _named("over_ceiling", _over("the DRAM read stream", dram,
+                                           theory.get("bandwidth_gbs", {}).get("dram"), "GB/s"))
+    failed += _named("calibration_over_ceiling", _calibration(
+        measured.get("calibration", {}).get("gemm_efficiency", {}), gflops,
+        theory.get("gemm_gflops", {})))
+    failed += _named("spread", _spreads(details, list(gflops), ""))
     load = details.get("other_load_cpus")
     if load is not None and load > SHARED_LIMIT:
-        reasons.append(f"other programs kept {load:.2f} CPUs busy on average while it ran "
-                       f"(more than {SHARED_LIMIT:g})")
+        failed.append(("shared_machine", f"other programs kept {load:.2f} CPUs busy on average "
+                                         f"while it ran (more than {SHARED_LIMIT:g})"))
     read = details.get("dram_read")
     if dram and read and read.get("spread", 0) > SPREAD_LIMIT:
-        reasons.append(f"DRAM read stream spread {read['spread']:.0%} (MAD / median, more than "
-                       f"{SPREAD_LIMIT:.0%})")
+        failed.append(("spread", f"DRAM read stream spread {read['spread']:.0%} (MAD / median, "
+                                 f"more than {SPREAD_LIMIT:.0%})"))
     gpu = measured.get("gpu")
     if gpu:
-        gpu_theory = theory.get("gpu", {})
-        reasons += _order("GPU ", gpu.get("gemm_gflops", {}),
-                          gpu_theory.get("gemm_gflops", {}))
-        for dtype, rate in gpu.get("gemm_gflops", {}).items():
-            reasons += _over(f"measured GPU {dtype} GEMM", rate,
-                             gpu_theory.get("gemm_gflops", {}).get(dtype), "GFLOP/s")
-        reasons += _over("GPU device bandwidth", gpu.get("bandwidth_gbs", {}).get("device"),
-                         gpu_theory.get("bandwidth_gbs", {}).get("device"), "GB/s")
-        reasons += _spreads(details, list(gpu.get("gemm_gflops", {})), "gpu_")
-    return reasons
+        failed += _gpu_checks(gpu, theory.get("gpu", {}), details)
+    return failed
+
+
+def _gpu_checks(gpu: dict[str, Any], gpu_theory: dict[str, Any],
+                details: dict[str, Any]) -> list[tuple[str, str]]:
+    failed = _named("fp32_below_fp64", _order("GPU ", gpu.get("gemm_gflops", {}),
+                                              gpu_theory.get("gemm_gflops", {})))
+    for dtype, rate in gpu.get("gemm_gflops", {}).items():
+        failed += _named("over_ceiling", _over(f"measured GPU {dtype} GEMM", rate,
+                                               gpu_theory.get("gemm_gflops", {}).get(dtype),
+                                               "GFLOP/s"))
+    failed += _named("over_ceiling", _over("GPU device bandwidth",
+                                           gpu.get("bandwidth_gbs", {}).get("device"),
+                                           gpu_theory.get("bandwidth_gbs", {}).get("device"),
+                                           "GB/s"))
+    return failed + _named("spread", _spreads(details, list(gpu.get("gemm_gflops", {})),
+                                              "gpu_"))
+
+
+def _named(check: str, sentences: list[str]) -> list[tuple[str, str]]:
+    return [(check, sentence) for sentence in sentences]
+
+
+def unstable_reasons(result: ProbeResult) -> list[str]:
+    """One sentence per check ``result`` fails (empty: it may be saved): ``failed_checks``'
+    sentences."""
+    return [sentence for _, sentence in failed_checks(result)]
 
 
 def check_stable(result: ProbeResult, name: str) -> None:

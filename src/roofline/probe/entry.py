@@ -35,12 +35,13 @@ def _tflops(gflops: dict[str, float]) -> dict[str, float]:
     return {d: _sig(v / 1000) for d, v in gflops.items() if d in DTYPES and v and v > 0}
 
 
-def _command(result: ProbeResult, name: str) -> str:
+def _command(result: ProbeResult, name: str, force: bool = False) -> str:
+    """The probe command that saves ``result`` as ``name``, ``--force`` included where it was
+    given (a run saved past the probe's own checks, or over an entry, says so)."""
     flag = {"quick": " --quick", "full": ""}.get(result.preset, f" --preset {result.preset}")
     library = (result.library or {}).get("name", "numpy")
     flag += f" --library {library}" if library != "numpy" else ""
-    return f"roofline probe{flag} --save {name}"
-
+    return f"roofline probe{flag} --save {name}" + (" --force" if force else "")
 
 
 def _library(calibration: dict[str, Any]) -> str:
@@ -49,12 +50,18 @@ def _library(calibration: dict[str, Any]) -> str:
     return CalibrationLibrary(**library).words if library else UNRECORDED_NUMPY.words
 
 
-def _provenance(result: ProbeResult, command: str, figures: dict[str, Any]) -> dict[str, Any]:
+def _provenance(result: ProbeResult, command: str, figures: dict[str, Any],
+                forced: list[tuple[str, str]]) -> dict[str, Any]:
+    """The entry's ``measured`` block; ``forced_past`` (each check the result failed and was
+    saved past with ``force``, and its sentence) only where there is one."""
     meta, cpu = result.metadata, result.cpu
-    return {"date": meta.get("date"),
-            "machine": machine_text(str(meta.get("hostname")), cpu, str(meta.get("platform"))),
-            "method_version": meta.get("method_version"), "command": command,
-            "preset": result.preset, "figures": figures}
+    block = {"date": meta.get("date"),
+             "machine": machine_text(str(meta.get("hostname")), cpu, str(meta.get("platform"))),
+             "method_version": meta.get("method_version"), "command": command,
+             "preset": result.preset, "figures": figures}
+    if forced:
+        block["forced_past"] = [{"check": check, "reason": reason} for check, reason in forced]
+    return block
 
 
 def _cpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
@@ -168,7 +175,10 @@ def _tiles_and_l2(match: Any, facts: dict[str, Any]) -> tuple[dict[str, Any], fl
 
 def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
     kind = data["kind"]
-    parts = [f"Measured by `roofline probe` ({result.preset} preset, method "
+    forced = data["measured"].get("forced_past")
+    parts = [f"Saved with --force past the probe's own checks (a disturbed run's figures): "
+             f"{'; '.join(f['reason'] for f in forced)}."] if forced else []
+    parts += [f"Measured by `roofline probe` ({result.preset} preset, method "
              f"{result.metadata.get('method_version')}) on {result.metadata.get('date')}: "
              f"peak_tflops are the best measured GEMM rates and bandwidth_gbs the best "
              f"all-core streaming rate, not datasheet peaks; theoretical holds the computed "
@@ -206,8 +216,13 @@ def _notes(result: ProbeResult, data: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def hardware_dict(result: ProbeResult, name: str, command: str | None = None) -> dict[str, Any]:
-    """See ProbeResult.to_hardware_dict; raises ProbeSaveError if nothing can be saved."""
+def hardware_dict(result: ProbeResult, name: str, command: str | None = None,
+                  force: bool = False) -> dict[str, Any]:
+    """See ProbeResult.to_hardware_dict; raises ProbeSaveError if nothing can be saved. With
+    ``force`` (a save past the probe's own checks) the checks it fails are recorded
+    (``measured.forced_past``, and said first in ``notes``) and the command says ``--force``."""
+    from .checks import failed_checks
+
     gpu = result.measured.get("gpu")
     if gpu and gpu.get("gemm_gflops") and gpu["bandwidth_gbs"].get("device"):
         data = _gpu_entry(result, name)
@@ -218,8 +233,9 @@ def hardware_dict(result: ProbeResult, name: str, command: str | None = None) ->
                    ("gemm_gflops", "bandwidth_gbs", "small_gemm_overhead_s")}
     else:
         raise ProbeSaveError("the probe measured no GEMM rate or no bandwidth: nothing to save")
-    command = command or _command(result, name)
-    data["measured"] = _provenance(result, command, figures)
+    command = command or _command(result, name, force)
+    data["measured"] = _provenance(result, command, figures,
+                                   failed_checks(result) if force else [])
     datasheet = ("alignment", "llc_mb") if data["kind"] == "gpu" else ("alignment",)
     if data["kind"] == "gpu" and _reported_l2(result):
         datasheet = ("alignment",)  # the L2 the device reported, measured here
@@ -315,7 +331,9 @@ def save_entry(result: ProbeResult, name: str, force: bool = False,
     """Validate ``result`` as entry ``name`` and write it into the user hardware directory.
 
     A result that fails the probe's own checks (``probe.checks``: fp32 slower than fp64, an
-    efficiency above its limit, a spread above its limit) is refused unless ``force``."""
+    efficiency above its limit, a spread above its limit, other programs' load) is refused
+    unless ``force``; one saved with ``force`` records the checks it failed
+    (``measured.forced_past``), which ``analyze`` on the entry warns of."""
     import yaml
 
     from ..hardware.catalog import clear_cache
@@ -324,7 +342,7 @@ def save_entry(result: ProbeResult, name: str, force: bool = False,
     path = check_can_save(name, force)
     if not force:
         check_stable(result, name)
-    data = result.to_hardware_dict(name, command)
+    data = result.to_hardware_dict(name, command, force)
     HardwareSpec.from_dict(data, f"probe result {name!r}")
     header = ("# Measured by roofline probe; schema: docs/hwdb-schema.md. "
               "Figures are measured, not datasheet peaks.\n")

@@ -64,8 +64,11 @@ class ProbeResult:
                 "warnings": [note_text(n) for n in self.warnings], "details": self.details,
                 "metadata": self.metadata}
 
-    def to_hardware_dict(self, name: str, command: str | None = None) -> dict[str, Any]:
-        """This result as a hwdb entry (docs/hwdb-schema.md) with ``origin: measured``."""
+    def to_hardware_dict(self, name: str, command: str | None = None,
+                         force: bool = False) -> dict[str, Any]:
+        """This result as a hwdb entry (docs/hwdb-schema.md) with ``origin: measured``; with
+        ``force``, saved past the probe's own checks: the checks it fails are recorded
+        (``measured.forced_past``)."""
         from .entry import hardware_dict
 
-        return hardware_dict(self, name, command)
+        return hardware_dict(self, name, command, force)

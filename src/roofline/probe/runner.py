@@ -384,6 +384,21 @@ def _other_load(s: Session, meter: LoadMeter) -> None:
         s.warnings.append(Note("shared_machine", {"what": "the probe", "cpus": load}))
 
 
+def _load_at_start(s: Session, meter: LoadMeter) -> None:
+    """Say at once, not only in the result's checks, when other programs kept the CPUs busy
+    while the probe identified the machine (about a second, most of it py-cpuinfo's): every
+    figure timed under such load is a shared machine's, a save is refused past
+    ``checks.SHARED_LIMIT`` through the probe, and the calibration runs extra rounds."""
+    from .checks import SHARED_LIMIT
+
+    load = meter.lap()
+    if load is not None and load > BUSY_CPUS:
+        s.say(f"  other programs are keeping about {load:.2f} CPUs busy: the figures will be "
+              f"a shared machine's, the calibration may run extra rounds, and a probe through "
+              f"which they keep over {SHARED_LIMIT:g} on average is not saved unless forced; "
+              f"an idle machine gives steadier figures")
+
+
 def _metadata(cpu: CpuInfo, blas: list[dict[str, Any]], started: float,
               wall_start: datetime) -> dict[str, Any]:
     import numpy
@@ -431,6 +446,8 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     plan = PRESETS[preset or ("quick" if quick else "full")]
     say = progress or (lambda message: None)
     started, wall_start = time.perf_counter(), datetime.now(timezone.utc)
+    session = Session(plan, say, clock, library)
+    meter = session.load_meter()  # from the start: the identification says the load so far
     say(f"roofline probe ({plan.name}): identifying the CPU (py-cpuinfo) ...")
     cpu, blas = identify.identify_cpu(), identify.blas_info()
     gpus, nvml_reason = identify.identify_gpus()
@@ -446,8 +463,7 @@ def run_probe(quick: bool = False, progress: Progress | None = None, preset: str
     if library != "numpy":
         say(f"  CPU GEMMs through {library} {gemm_library['version']} "
             f"({gemm_library['blas'] or 'its GEMM library not reported'})")
-    session = Session(plan, say, clock, library)
-    meter = session.load_meter()
+    _load_at_start(session, meter)
     session.warnings += blas_env_warnings(os.environ)
     _cpu_gemm(session, gemm_library["threads"])
     _small_gemm(session)
