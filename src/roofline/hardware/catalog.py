@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError, UnknownHardwareError, described
 from ..files.fields import load_yaml_file
+from .sanity import doubts
 from .spec import HardwareSpec
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ def user_hwdb_dir() -> Path:
 
 
 class HwdbWarning(UserWarning):
-    """A user hardware file was skipped because it cannot be read or is invalid."""
+    """A user hardware file was skipped because it cannot be read or is invalid; or an entry
+    loaded holds a figure that looks wrong (``hardware.sanity.doubts``)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ def load_entry_file(path: Path, location: str, require_stem: bool = True) -> Har
     if require_stem and spec.name != path.stem:
         raise InputError(str(path), "name", f"must equal the file name stem {path.stem!r}, "
                                             f"got {spec.name!r}")
+    for key, why in doubts(spec):  # loaded all the same: a warning each, never silence
+        warnings.warn(HwdbWarning(str(InputError(str(path), key, why))), stacklevel=2)
     return spec
 
 

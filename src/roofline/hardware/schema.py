@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..files.fields import Fields, check_plain
 from ..files.numbers import PLAUSIBLE, parse_int, plausible
 from ..model.dtypes import DTYPES
+from .sanity import impossible
 from .spec import (
     CALIBRATION_LIBRARIES,
     CALIBRATION_VERSIONS,
@@ -86,6 +87,9 @@ def parse_entry(data: Any, source: str, location: str = "") -> HardwareSpec:
         stored=copy.deepcopy(dict(data)),
     )
     check_plausible(top)  # after the type checks, which give the clearer message
+    refused = impossible(spec)
+    if refused is not None:
+        raise top.fail(*refused)
     return spec
 
 
