@@ -1,6 +1,6 @@
 """A user's hardware entry held to the rules the bundled ones are tested against
 (``hardware.sanity``): each figure that looks wrong warned in one line naming the file and the
-field, the entry still loaded; the impossible refused."""
+field, the entry still loaded; the impossible refused. Alias clashes said."""
 
 from __future__ import annotations
 
@@ -187,3 +187,58 @@ def test_the_cli_prints_each_doubt_as_one_warning_line(isolated_user_hwdb, invok
     assert result.exit_code == 0
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"Warning: {path}: peak_tflops.fp32: 15700 over bandwidth_gbs 900 ")
+
+
+# --- aliases ------------------------------------------------------------------------------
+
+
+def _resolved(name: str) -> str:
+    return database.catalog().resolve(name).name
+
+
+def test_a_user_alias_taking_a_bundled_alias_is_said(isolated_user_hwdb):
+    path = _write(isolated_user_hwdb, _gpu("my-gpu", aliases=["a100"]))
+    database.clear_cache()
+    with pytest.warns(HwdbWarning) as caught:
+        assert _resolved("a100") == "my-gpu"  # the user's file picks, as before
+    assert [str(w.message) for w in caught] == [
+        f"{path}: aliases[0]: 'a100' is also bundled a100-sxm4-80gb's alias; the name a100 now "
+        f"picks this entry, my-gpu (rename the alias to keep a100-sxm4-80gb)"]
+
+
+def test_two_user_entries_declaring_one_alias_name_both_files(isolated_user_hwdb):
+    first = _write(isolated_user_hwdb, _gpu("gpu-a", aliases=["box"]))
+    second = _write(isolated_user_hwdb, _gpu("gpu-b", aliases=["box"]))
+    database.clear_cache()
+    with pytest.warns(HwdbWarning) as caught:
+        assert _resolved("box") == "gpu-b"  # files are read in sorted order: the last wins
+    assert [str(w.message) for w in caught] == [
+        f"{second}: aliases[0]: 'box' is also {first}'s gpu-a's alias; the name box now picks "
+        f"this entry, gpu-b (rename the alias to keep gpu-a)"]
+
+
+def test_an_alias_that_is_another_entrys_name_is_said_ignored(isolated_user_hwdb):
+    path = _write(isolated_user_hwdb, _gpu("my-gpu", aliases=["t4"]))
+    database.clear_cache()
+    with pytest.warns(HwdbWarning) as caught:
+        assert _resolved("t4") == "t4"  # a name wins over an alias
+    assert [str(w.message) for w in caught] == [
+        f"{path}: aliases: 't4' is the name of the entry t4 (bundled); the name picks that "
+        f"entry, not my-gpu: this alias is ignored"]
+
+
+def test_a_user_entry_named_as_a_bundled_alias_is_said(isolated_user_hwdb):
+    path = _write(isolated_user_hwdb, _gpu("v100"))
+    database.clear_cache()
+    with pytest.warns(HwdbWarning) as caught:
+        assert _resolved("v100") == "v100"
+    assert [str(w.message) for w in caught] == [
+        f"{path}: name: 'v100' is also bundled v100-sxm2-16gb's alias; the name v100 now picks "
+        f"this entry, not v100-sxm2-16gb"]
+
+
+def test_an_override_keeping_its_own_alias_is_not_a_clash(isolated_user_hwdb, recwarn):
+    _write(isolated_user_hwdb, _gpu("v100-sxm2-16gb", aliases=["v100"], bandwidth_gbs=800))
+    database.clear_cache()
+    assert database.catalog().resolve("v100").bandwidth_gbs == 800
+    assert not [w for w in recwarn if issubclass(w.category, HwdbWarning)]
