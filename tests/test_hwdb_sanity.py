@@ -1,6 +1,7 @@
 """A user's hardware entry held to the rules the bundled ones are tested against
 (``hardware.sanity``): each figure that looks wrong warned in one line naming the file and the
-field, the entry still loaded; the impossible refused. Alias clashes said."""
+field, the entry still loaded; the impossible refused. Alias clashes said; text on one
+line."""
 
 from __future__ import annotations
 
@@ -242,3 +243,20 @@ def test_an_override_keeping_its_own_alias_is_not_a_clash(isolated_user_hwdb, re
     database.clear_cache()
     assert database.catalog().resolve("v100").bandwidth_gbs == 800
     assert not [w for w in recwarn if issubclass(w.category, HwdbWarning)]
+
+
+# --- text on one line ---------------------------------------------------------------------
+
+
+def test_a_line_break_in_an_entrys_text_is_refused_in_one_line(tmp_path):
+    path = _write(tmp_path, _gpu("g1", vendor="Acme\nInjected: line"))
+    with pytest.raises(InputError) as info:
+        load_hardware(str(path))
+    assert str(info.value) == (f"{path}: vendor: text holds a line break, which only notes "
+                               f"may: give it on one line")
+    path = _write(tmp_path, _gpu("g2", sources=[{**V100["sources"][0], "title": "a\tb"},
+                                             *V100["sources"][1:]]))
+    with pytest.raises(InputError, match=r"g2.yaml: sources\[0\].title: text holds a tab"):
+        load_hardware(str(path))
+    # notes may run over lines (a folded `notes: >` ends in one)
+    assert load_hardware(str(_write(tmp_path, _gpu("g3", notes="one\ntwo\n")))).notes
