@@ -266,3 +266,21 @@ def test_the_budget_counts_making_the_operands():
     assert "  rounds stopped at 3 of 4 by the budget (the next would end past it)" in said
     assert measured.results[0].to_dict()["measured_values"] == 6  # 3 rounds of 2 values
     assert said[-1] == "  timed in 3.1 s, making and checking each shape's operands included"
+
+
+def test_measure_refuses_an_entry_that_names_no_machine(tmp_path, invoke):
+    # origin: measured with no measured: record (never probed, or written by hand): nothing
+    # says which machine its figures are, so nothing to check this one against (0.9.0)
+    data = copy.deepcopy(ENTRY)
+    del data["measured"]
+    path = tmp_path / "box.yaml"
+    path.write_text(yaml.safe_dump(data))
+    model = tmp_path / "m.yaml"
+    model.write_text(yaml.safe_dump({"batch": 64, "dtype": "fp32", "mode": "inference",
+                                     "layers": [{"type": "linear", "in": 64, "out": 64}]}))
+    result = invoke("analyze", model, "--hw", path, "--measure")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: --measure: GEMMs are timed on the machine an entry was measured on, and "
+        f"{data['name']} has no measured.machine (the record `roofline probe --save` writes); "
+        f"use --hw local (or an entry saved by `roofline probe --save` here)\n")

@@ -429,3 +429,16 @@ def test_a_bare_host_link_bandwidth_is_named_once_in_the_legend(a100_512):
     ax = plot_roofline(scale(a100_512, host_link="12.5"))
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "a100-sxm4-80gb: host link 12.5 GB/s" in texts, texts  # not "(host link)"
+
+
+def test_a_plot_path_ending_in_a_separator_is_refused_before_any_work(tmp_path, invoke,
+                                                                      monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    result = invoke("gemm", "64", "64", "64", "--hw", "a100", "--plot", "x.png/")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: 'x.png/' ends in a path separator, a directory's path: "
+                             "give a file name ending in .png, .svg or .pdf\n")
+    assert result.stdout == ""
+    assert list(work.iterdir()) == []  # no file x.png

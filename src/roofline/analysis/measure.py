@@ -114,17 +114,22 @@ def check_measurable(report: Report, hostname: str | None = None,
         raise MeasureError(f"GEMMs are timed on this machine, but {hw.name} is a datasheet "
                            f"entry; use {option('hardware', 'local')} (or an entry "
                            f"saved by `roofline probe --save` here)")
-    recorded = str((hw.stored.get("measured") or {}).get("machine", ""))
+    record = hw.stored.get("measured")
+    recorded = str(record.get("machine", "")) if isinstance(record, dict) else ""
+    if not recorded:  # nothing says which machine: timing here would check nothing
+        raise MeasureError(f"GEMMs are timed on the machine an entry was measured on, and "
+                           f"{hw.name} has no measured.machine (the record `roofline probe "
+                           f"--save` writes); use {option('hardware', 'local')} (or an entry "
+                           f"saved by `roofline probe --save` here)")
     host, cpu = (_machine_parts(machine) if machine is not None
                  else (hostname or platform.node(), None))
-    if recorded:
-        there, there_cpu = _machine_parts(recorded)
-        other_cpu = cpu is not None and there_cpu is not None and cpu != there_cpu
-        if there != host or other_cpu:
-            said = (f"{there} ({there_cpu}), this is {host} ({cpu})" if other_cpu else
-                    f"{there}, this is {host}")
-            raise MeasureError(f"{hw.name} was measured on {said}; use "
-                               f"{option('hardware', 'local')}")
+    there, there_cpu = _machine_parts(recorded)
+    other_cpu = cpu is not None and there_cpu is not None and cpu != there_cpu
+    if there != host or other_cpu:
+        said = (f"{there} ({there_cpu}), this is {host} ({cpu})" if other_cpu else
+                f"{there}, this is {host}")
+        raise MeasureError(f"{hw.name} was measured on {said}; use "
+                           f"{option('hardware', 'local')}")
     stored = {r.gemm.name: r.gemm.b_dtype for r in first_copies(report.results)
               if r.gemm.b_dtype}
     if stored:

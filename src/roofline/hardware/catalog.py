@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError, UnknownHardwareError, described
 from ..files.fields import load_yaml_file
+from .sanity import doubts
 from .spec import HardwareSpec
 
 if TYPE_CHECKING:
@@ -42,7 +43,9 @@ def user_hwdb_dir() -> Path:
 
 
 class HwdbWarning(UserWarning):
-    """A user hardware file was skipped because it cannot be read or is invalid."""
+    """A user hardware file was skipped because it cannot be read or is invalid; or an entry
+    loaded holds a figure that looks wrong (``hardware.sanity.doubts``), or an alias that
+    clashes with another entry's name or alias (which one ``--hw NAME`` picks is said)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ def load_entry_file(path: Path, location: str, require_stem: bool = True) -> Har
     if require_stem and spec.name != path.stem:
         raise InputError(str(path), "name", f"must equal the file name stem {path.stem!r}, "
                                             f"got {spec.name!r}")
+    for key, why in doubts(spec):  # loaded all the same: a warning each, never silence
+        warnings.warn(HwdbWarning(str(InputError(str(path), key, why))), stacklevel=2)
     return spec
 
 
@@ -123,6 +128,8 @@ def _catalog(user_dir: str) -> Catalog:
     taken = bundled_names()
     paths, problems = _user_files(Path(user_dir))
     broken: dict[str, InputError] = {}
+    declared = {alias: (name, "bundled") for alias, name in aliases.items()}
+    files: dict[str, str] = {}  # each user entry's file, by name
     for path in paths:
         try:
             spec = load_entry_file(path, f"user ({path})")  # the file, not only its folder
@@ -131,12 +138,51 @@ def _catalog(user_dir: str) -> Catalog:
             problems.append(f"{exc}; entry skipped")
             continue
         shadowed = tuple(n for n in (spec.name, *spec.aliases) if n in taken)
+        files[spec.name] = str(path)
         entries[spec.name] = replace(spec, overrides=shadowed) if shadowed else spec
-        aliases.update(dict.fromkeys(spec.aliases, spec.name))  # an override keeps old aliases
+        for i, alias in enumerate(spec.aliases):  # an override keeps the old aliases
+            problems += _alias_taken(alias, declared.get(alias), spec, path, i)
+            declared[alias] = (spec.name, str(path))
+            aliases[alias] = spec.name
+    problems += _aliases_named(declared, entries, files)
     for problem in problems:
         warnings.warn(HwdbWarning(problem), stacklevel=3)
     aliases = {a: n for a, n in aliases.items() if a not in entries}
     return Catalog(entries, aliases, broken, tuple(problems))
+
+
+def _alias_taken(alias: str, before: tuple[str, str] | None, spec: HardwareSpec, path: Path,
+                 index: int) -> list[str]:
+    """A user entry's alias that another entry declared first: the later file takes it (a
+    user entry may override a bundled one), said in one line naming both files."""
+    if before is None or before[0] == spec.name:
+        return []
+    owner, where = before
+    first = "bundled" if where == "bundled" else f"{where}'s"
+    return [str(InputError(str(path), f"aliases[{index}]", (
+        f"{alias!r} is also {first} {owner}'s alias; the name {alias} now picks this entry, "
+        f"{spec.name} (rename the alias to keep {owner})")))]
+
+
+def _aliases_named(declared: dict[str, tuple[str, str]], entries: dict[str, HardwareSpec],
+                   files: dict[str, str]) -> list[str]:
+    """An alias that is another entry's name: the name wins (that name picks the entry it
+    names), the alias is dropped; said in one line naming both, in the user's file."""
+    out = []
+    for alias, (owner, where) in declared.items():
+        named = entries.get(alias)
+        if named is None or owner == alias or alias not in files and where == "bundled":
+            continue
+        if where == "bundled":  # a user entry named as a bundled alias
+            out.append(str(InputError(files[alias], "name", (
+                f"{alias!r} is also bundled {owner}'s alias; the name {alias} now picks this "
+                f"entry, not {owner}"))))
+        else:
+            other = files.get(alias, "bundled")
+            out.append(str(InputError(where, "aliases", (
+                f"{alias!r} is the name of the entry {alias} ({other}); the name picks that "
+                f"entry, not {owner}: this alias is ignored"))))
+    return out
 
 
 def catalog() -> Catalog:

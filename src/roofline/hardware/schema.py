@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..files.fields import Fields, check_plain
 from ..files.numbers import PLAUSIBLE, parse_int, plausible
 from ..model.dtypes import DTYPES
+from .sanity import impossible
 from .spec import (
     CALIBRATION_LIBRARIES,
     CALIBRATION_VERSIONS,
@@ -86,7 +87,34 @@ def parse_entry(data: Any, source: str, location: str = "") -> HardwareSpec:
         stored=copy.deepcopy(dict(data)),
     )
     check_plausible(top)  # after the type checks, which give the clearer message
+    check_one_line(top)
+    refused = impossible(spec)
+    if refused is not None:
+        raise top.fail(*refused)
     return spec
+
+
+#: The entry's text that may run over several lines (the rest is shown one field a line).
+MULTILINE_KEYS = ("notes", "measured")
+
+
+def check_one_line(top: Fields) -> None:
+    """Refuse a tab or line break in any text of the entry but ``notes`` and the probe's
+    ``measured`` record: the loader (``files.safe_yaml``) refuses every other control
+    character, but lets these two through for notes; in a name, vendor or title a newline adds
+    a line of its own to ``hw show`` (``vendor: "Acme\\nInjected: line"``)."""
+    stack: list[tuple[Any, str]] = [(top.data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            stack += reversed([(v, f"{path}.{k}" if path else str(k))
+                               for k, v in value.items() if path or k not in MULTILINE_KEYS])
+        elif isinstance(value, list):
+            stack += reversed([(v, f"{path}[{i}]") for i, v in enumerate(value)])
+        elif isinstance(value, str) and ("\n" in value or "\t" in value):
+            what = "a line break" if "\n" in value else "a tab"
+            raise InputError(top.source, path, f"text holds {what}, which only notes may: "
+                                               f"give it on one line")
 
 
 def _entry_name(top: Fields, key: str, value: str | None = None) -> str:

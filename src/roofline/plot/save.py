@@ -5,6 +5,7 @@ creation date, so the same chart gives the same SVG or PDF bytes."""
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +34,10 @@ def check_plot_path(path: str | Path, force: bool = False) -> str:
     no matplotlib."""
     if str(path) == "":  # Path('') is Path('.'): said before it becomes one
         raise PlotError("the plot path is empty: give a file name ending in .png, .svg or .pdf")
+    if str(path).endswith(tuple(sep for sep in (os.sep, os.altsep) if sep)):
+        # Path('x.png/') is Path('x.png'): the chart would be written as the file x.png
+        raise PlotError(f"'{path}' ends in a path separator, a directory's path: give a file "
+                        f"name ending in .png, .svg or .pdf")
     path = Path(path)
     if not path.name:
         raise PlotError(f"'{path}' is no file name: give one ending in .png, .svg or .pdf")
