@@ -567,3 +567,19 @@ def test_compare_names_the_device_quantization_leaves_alone(invoke):
     assert ("quantization: on (compute-bound GEMM times divided by the tile/wave efficiency); "
             "no effect on p100-pcie-16gb, a GPU before Volta: no tile/wave model (no Tensor "
             "Cores)") in result.stdout.splitlines()
+
+
+def test_a_wide_comparison_draws_dots_not_bars_on_its_log_axis():
+    # the MLP at batch 1024 in bf16: an H100 at 42.8 us against a Xeon 8180 (no bf16: fp32) at
+    # 5.14 ms, 120x apart, past the linear chart's 20x: on a log axis a bar's length starts
+    # wherever the axis does, so each device is a dot at its step time (the bars read 3.4x
+    # ratios as lengths that said nothing)
+    from roofline import compare
+    from roofline.plot import plot_comparison
+
+    ax = plot_comparison(compare(EXAMPLE, ["h100", "a100", "8180"], batch=1024, dtype="bf16"))
+    assert ax.get_xscale() == "log"
+    gids = {str(artist.get_gid()) for artist in ax.get_children()}
+    assert "dots-step" in gids and not any(g.startswith("bars-") for g in gids)
+    low, high = ax.get_ylim()
+    assert low <= -0.5 and high >= 2.5  # every row's dot clear of the frame

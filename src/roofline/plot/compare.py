@@ -1,8 +1,9 @@
 """The comparison chart: one model's roofline step time on several devices as horizontal bars,
 split into memory-bound and compute-bound time, GEMMs and other ops alike (a linear axis), or,
-when the slowest step is more than ``COMPARISON_LOG_SPAN`` times the fastest, whole bars on a
-log axis coloured by their larger share; each device's predicted step time a marker on its
-bar's row, where it has a prediction beyond the roofline (``Comparison.predicts``)."""
+when the slowest step is more than ``COMPARISON_LOG_SPAN`` times the fastest, a dot per device
+on a log axis coloured by its larger share (a bar's length on a log axis says nothing: it
+starts wherever the axis does); each device's predicted step time a marker on its row, where
+it has a prediction beyond the roofline (``Comparison.predicts``)."""
 
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
     fractions = [r.totals["memory_bound_time_fraction"] for r in reports]
     wide = max(times) / min(times) > COMPARISON_LOG_SPAN
     if wide:
-        handles = _whole_bars(ax, rows, [t / scale for t in times], fractions)
-        ax.set_xlim(min(times) / scale / 2, longest / scale * 12)
+        handles = _step_dots(ax, rows, [t / scale for t in times], fractions)
+        ax.set_xlim(min(times) / scale / 2, longest / scale * 40)
+        ax.set_ylim(-0.6, len(rows) - 0.4)  # a bar's height of room about each row's dot
     else:
         handles = _split_bars(ax, rows, times, fractions, scale)
         ax.set_xlim(0, longest / scale * 1.45)
@@ -82,19 +84,21 @@ def _bar_axes(count: int) -> Axes:
     return figure.add_axes((0.27, 0.7 / height_in, 0.68, 0.5 * count / height_in))
 
 
-def _whole_bars(ax: Axes, rows: list[int], times: list[float],
-                fractions: list[float]) -> list[Handle]:
-    """Log scale: a bar cannot be split, so it takes the colour of its larger share. Returns
+def _step_dots(ax: Axes, rows: list[int], times: list[float],
+               fractions: list[float]) -> list[Handle]:
+    """Log scale: a dot a device at its step time, in the colour of its larger share (a bar
+    from the axis' left end would read as a length, which a log axis does not give). Returns
     the legend's handles."""
-    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
 
     colors = [BOUND_COLORS["memory" if f >= 0.5 else "compute"] for f in fractions]
-    ax.barh(rows, times, color=colors, height=0.6, gid="bars-step")
+    ax.scatter(times, rows, s=110, color=colors, edgecolors="white", linewidths=0.8,
+               zorder=3, gid="dots-step")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
-    return [Patch(color=BOUND_COLORS[k], label=f"roofline time, mostly {k}-bound")
-            for k in BOUND_COLORS]
+    return [Line2D([], [], ls="none", marker="o", ms=9, color=BOUND_COLORS[k],
+                   label=f"roofline step time, mostly {k}-bound") for k in BOUND_COLORS]
 
 
 def _split_bars(ax: Axes, rows: list[int], times_s: list[float], fractions: list[float],
