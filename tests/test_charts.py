@@ -53,6 +53,21 @@ def test_a_sweep_where_no_batch_fits_says_so():
     assert shade.get_x() == pytest.approx(1 / 1.5)
 
 
+def test_a_seq_sweep_past_the_context_says_which_steps_do_not_fit_in_memory_either():
+    # Llama-2-7B decoding at batch 8 on an H100 (85 GB): past its 4,096-token context every
+    # seq is shaded as such; at 32,768 its KV cache alone is 2 x 32 layers x 4,096 x 32,768 x
+    # 8 x 2 B = 137 GB, beside 13.5 GB of weights: shaded darker, from just before that point
+    # (at 16,384 the cache is 68.7 GB: 82 GB in all, which fits)
+    s = sweep(LLAMA, "h100", [8], seqs=[4096, 8192, 16384, 32768], mode="inference",
+              phase="decode")
+    ax = s.plot()
+    assert _patch(ax, "sweep-no-fit").get_label() == "past the model's context (seq > 4096)"
+    darker = _patch(ax, "sweep-no-memory")
+    assert darker.get_label() == "does not fit in memory either (from seq 32,768)"
+    assert darker.get_x() == pytest.approx(32768 / 1.15)
+    assert [r.memory.fits for r in s.reports] == [True, True, True, False]
+
+
 def _compare_chart(devices, **overrides):
     from roofline.analysis.whatif import compare
 

@@ -65,6 +65,13 @@ def _mark_no_fit(ax: Axes, items: list[Report], batches: list[int], axis: str) -
     context = axis == "seq" and memory is not None and memory.seq_limit == "context"
     ax.axvspan(*span, color="#888888", alpha=0.18, lw=0, gid="sweep-no-fit",
                label=no_fit_label(limit, axis, context))
+    if context:  # past the context some steps may not fit in memory either: said apart
+        first = next((x for x, r in zip(batches, items) if r.memory and not r.memory.fits),
+                     None)
+        if first is not None:  # from just before the first swept seq that does not fit
+            ax.axvspan(first / 1.15, batches[-1] * 1.5, color="#555555", alpha=0.22, lw=0,
+                       gid="sweep-no-memory",
+                       label=f"does not fit in memory either (from {axis} {first:,})")
 
 
 def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
