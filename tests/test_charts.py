@@ -167,3 +167,23 @@ def test_the_plan_chart_labels_its_step_times_with_their_unit():
     low, high = sorted(ax.get_ylim())
     assert 3 < low < 3.2 and 7.9 < high < 9
     assert _labels(ax.yaxis) == ["4 s", "5 s", "6 s", "7 s", "8 s"]
+
+
+def test_the_plan_chart_says_which_gpu_counts_no_layout_fits():
+    # Llama-2-7B on 1 H100 (85 GB) in mixed-precision Adam: 16 B a parameter, 6.74 G
+    # parameters, 108 GB before any activation: no layout fits at 1 GPU, which had no point
+    # and no word on the chart (the text said so)
+    from roofline.analysis.plan import make_fabric, plan_layouts
+    from roofline.hardware.catalog import load_hardware
+    from roofline.model.network import load_network
+    from roofline.plot import plot_plan
+
+    h100 = load_hardware("h100")
+    net = load_network(LLAMA).with_overrides(batch=16, seq=4096, mode="train",
+                                             optimizer="adam")
+    plan = plan_layouts(net, h100, (1, 2), 16, make_fabric(h100), tp=(1,), pp=(1,),
+                        zero=(0, 1, 2), micro_batch=(1,))
+    assert [r.layout.gpus for r in plan.fitting] and all(
+        r.layout.gpus == 2 for r in plan.fitting)
+    ax = plot_plan(plan)
+    assert ax.get_xlabel() == "GPUs (no layout fits in memory at 1)"

@@ -55,7 +55,11 @@ def plot_plan(plan: Plan, ax: Axes | None = None) -> Axes:
     ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.6)
     ax.set_ylim(*ax.get_ylim())  # as the points set them, fixed before they are labelled
     label_log_axis(ax.yaxis, seconds)  # "500 ms", "1 s", not "5x10^-1", "10^0"
-    ax.set_xlabel("GPUs", fontsize=LABEL_SIZE)
+    # a count asked for where no layout fits has no point: said, not left off unsaid
+    empty = [n for n in plan.gpus if n not in counts]
+    shown = ", ".join(str(n) for n in empty[:6]) + (", ..." if len(empty) > 6 else "")
+    ax.set_xlabel("GPUs" + (f" (no layout fits in memory at {shown})" if empty else ""),
+                  fontsize=LABEL_SIZE)
     ax.set_ylabel("predicted step time per global batch", fontsize=LABEL_SIZE)
     net = plan.network
     ax.set_title(f"{net.name} on {plan.hardware.name}: training step, global batch "
