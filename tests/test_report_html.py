@@ -518,3 +518,22 @@ def test_chart_labels_are_placed_inside_the_chart_and_off_the_ridge():
         at = float(attrs["x"])
         start = at - svg.text_px(words) if attrs.get("text-anchor") == "end" else at
         assert 0 <= start and start + svg.text_px(words) <= width, words
+
+
+def test_a_generations_page_leads_with_what_serving_asks():
+    # Llama-2-7B, batch 8, prompt 1024 + 256 tokens on an H100: the summary's first figures are
+    # the predicted time to first token, time per output token and output tokens a second
+    # (batch x generated / latency = 8 x 256 / (TTFT + 255 TPOTs)); the step's own figures
+    # say they are the last decode step's (they read as the whole generation's)
+    report = analyze_model(LLAMA, "h100", batch=8, prompt=1024, generate=256)
+    g = report.generation
+    assert g.predicted_tokens_per_s == pytest.approx(
+        8 * 256 / (g.predicted_ttft_s + 255 * g.predicted_tpot_s))
+    page = report_page([report], View())
+    summary = page[page.index('<ul class="figures">'):]
+    labels = re.findall(r"<span>([^<]*)</span>", summary)[:5]
+    assert labels == ["time to first token, predicted", "per output token, predicted",
+                      "output tokens a second, predicted", "last decode step, roof",
+                      "last decode step, predicted"]
+    plain = report_page([analyze_model(MLP, "a100")], View())
+    assert "<span>step time, roof</span>" in plain and "first token" not in plain

@@ -278,8 +278,16 @@ def _rows_table(report: Report, gemms: Iterable[Any], ops: Iterable[Any], prefix
 
 def _summary(report: Report, view: View) -> str:
     t = report.totals
-    pairs = [("step time, roof", seconds(t["time_s"])),
-             ("step time, predicted", seconds(t["predicted_time_s"]))]
+    g = report.generation
+    pairs = []
+    if g is not None:  # what a serving user asks first, then the step the page lists
+        pairs = [("time to first token, predicted", seconds(g.predicted_ttft_s)),
+                 ("per output token, predicted",
+                  seconds(g.predicted_tpot_s) if g.predicted_tpot_s is not None else "-"),
+                 ("output tokens a second, predicted", si(g.predicted_tokens_per_s, ""))]
+    step = "last decode step" if g is not None else "step time"
+    pairs += [(f"{step}, roof", seconds(t["time_s"])),
+              (f"{step}, predicted", seconds(t["predicted_time_s"]))]
     if report.results and all(r.measured is not None for r in report.results):
         best = sum(r.measured.best_s for r in report.results if r.measured is not None)
         pairs.append(("GEMM time, measured", seconds(best)))
