@@ -73,3 +73,26 @@ def test_a_capture_and_an_override_take_a_torch_dtype():
     assert capture(linear, torch.zeros(4, 8), dtype="float16").dtype == "fp16"
     net = capture(linear, torch.zeros(4, 8))
     assert analyze_model(net, "h100", dtype=torch.float16).network.dtype == "fp16"
+
+
+def test_a_training_step_backpropagates_the_first_scalar_it_returns():
+    # (loss, a logged probe's loss): a training loop calls loss.backward(); every scalar was
+    # backpropagated, counting the probe head's weight gradient, 2 x 64 x 1024 x 10 FLOPs
+    from torch.utils.flop_counter import FlopCounterMode
+
+    class TwoLosses(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body, self.head, self.probe = nn.Linear(256, 1024), nn.Linear(1024, 10), \
+                nn.Linear(1024, 10)
+
+        def forward(self, x):
+            h = self.body(x).relu()
+            return self.head(h).square().mean(), self.probe(h.detach()).square().mean()
+
+    x = torch.zeros(64, 256)
+    with FlopCounterMode(display=False) as counter:
+        loss, _probe = TwoLosses()(x)
+        loss.backward()
+    report = analyze_model(capture(TwoLosses(), x, mode="train"), "h100")
+    assert report.totals["gemm_flops"] == counter.get_total_flops()

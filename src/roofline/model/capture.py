@@ -585,8 +585,10 @@ def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Reco
                     raise CaptureError(f"{label}: mode train, but no output needs a gradient "
                                        f"(no trainable parameter was used)")
                 # a scalar among them is the loss it returned (a Hugging Face model given labels
-                # returns it beside the logits): a training step backpropagates that alone
-                losses = [o for o in outs if o.dim() == 0]
+                # returns it beside the logits): a training step backpropagates that alone, the
+                # first where there are several (a metric logged beside the loss: a training
+                # loop calls backward on the loss, not on what it only logs)
+                losses = [o for o in outs if o.dim() == 0][:1]
                 rec.module, rec.loss, outs = "", bool(losses), losses or outs
                 torch.autograd.backward(outs, [torch.empty_like(o) for o in outs])
             if rec.live is not None:  # the optimizer's states: memory's optimizer part
