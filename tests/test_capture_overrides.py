@@ -96,3 +96,13 @@ def test_a_training_step_backpropagates_the_first_scalar_it_returns():
         loss.backward()
     report = analyze_model(capture(TwoLosses(), x, mode="train"), "h100")
     assert report.totals["gemm_flops"] == counter.get_total_flops()
+
+
+def test_a_group_norm_is_costed_as_a_layer_norm_per_value():
+    # GroupNorm(4, 8) over 2 x 8 x 16 x 16 = 4,096 values: 8 FLOPs a value forward (as a layer
+    # norm's), 12 backward; it was named uncosted with 0 FLOPs
+    net = capture(nn.GroupNorm(4, 8), torch.zeros(2, 8, 16, 16), mode="train")
+    assert net.uncosted == ()
+    ops = {op.kind: op.flops for op in net.ops()}
+    assert ops["aten.native_group_norm"] == 8 * 4096
+    assert ops["aten.native_group_norm_backward"] == 12 * 4096

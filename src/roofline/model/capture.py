@@ -161,6 +161,9 @@ FLOPS_PER_ELEMENT = {
                             "binary_cross_entropy", "binary_cross_entropy_backward",
                             "binary_cross_entropy_with_logits")},
     "native_layer_norm": 8, "native_layer_norm_backward": 12,
+    # a group norm's statistics over each group's values, then its scale and shift: a layer
+    # norm's work per value (``model/ops.ELEMENTWISE``'s layernorm)
+    "native_group_norm": 8, "native_group_norm_backward": 12,
     "_softmax": 5, "_safe_softmax": 5, "_softmax_backward_data": 4,
     "_log_softmax": 5, "_log_softmax_backward_data": 4,
     "native_batch_norm": 8, "_native_batch_norm_legit": 8,
@@ -292,9 +295,12 @@ GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "_int_mm",
                       "mv", "addmv"})
 #: GEMM ops that add an input to their product (beta x input + A.B): a Linear's bias.
 ADDED_INPUT_GEMMS = frozenset({"addmm", "baddbmm", "addmv"})
-#: Ops that reduce their input: their FLOPs count per element read.
+#: Ops that reduce their input: their FLOPs count per element read. A norm's backward among
+#: them: it reads dY and X whole whichever gradients it writes (the first layer's norm writes
+#: its weights' alone, a few values, where its work is the map's)
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "histc", "topk", "sort",
-                        "argmax", "argmin"})
+                        "argmax", "argmin", "native_layer_norm_backward",
+                        "native_group_norm_backward", "native_batch_norm_backward"})
 #: Copies: a ``CapturedOp`` of one whose floating-point source is laid out unlike its output
 #: (``_permutes``) is ``strided``, the copy ``contiguous()`` or a reshape of a transposed view
 #: makes (``torch.matmul`` of a head-split Q or K).
