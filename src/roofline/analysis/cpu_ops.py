@@ -171,6 +171,9 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     "_log_softmax_backward_data": (STREAMING, None),
     "native_layer_norm": (NORMALIZATION, "layernorm"),
     "native_layer_norm_backward": (NORMALIZATION, "layernorm"),
+    # a group norm: a layer norm's statistics over each group (the probe times a layer norm)
+    "native_group_norm": (NORMALIZATION, "layernorm"),
+    "native_group_norm_backward": (NORMALIZATION, "layernorm"),
     "native_batch_norm": (NORMALIZATION, "batchnorm"),  # training: batch statistics
     "_native_batch_norm_legit": (NORMALIZATION, "batchnorm"),
     "native_batch_norm_backward": (NORMALIZATION, "batchnorm"),
