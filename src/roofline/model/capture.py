@@ -101,7 +101,7 @@ from ..errors import RooflineError
 from .capture_memory import Live
 from .capture_values import LIMIT as VALUES_LIMIT
 from .capture_values import Values
-from .dtypes import dtype_name
+from .dtypes import DTYPES, TORCH_DTYPES, dtype_name
 from .gemm import PASS_ROWS, GemmShape
 from .layers.captured import Captured, CapturedOp, Item
 from .layers.conv2d import Conv2d
@@ -311,7 +311,6 @@ COPIES = frozenset({"clone", "copy", "_to_copy", "contiguous"})
 #: length as its ``row`` (``analysis.gpu_softmax`` prices torch's softmax kernels by it).
 SOFTMAXES = {"_softmax": 1, "_log_softmax": 1, "_softmax_backward_data": 2,
              "_log_softmax_backward_data": 2}
-TORCH_DTYPES = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 #: the GEMM operand dtypes a capture's dtype may come from (torch._int_mm's int8 among them)
 GEMM_DTYPES = TORCH_DTYPES | {"int8": "int8"}
 #: The GEMMs that run in their own dtypes whatever the model's, by op: torch's int8 GEMM
@@ -561,7 +560,8 @@ def _torch_dtype(dtype: str) -> Any:
 
     names = {v: k for k, v in TORCH_DTYPES.items()}
     if dtype not in names:
-        raise CaptureError(f"dtype: capture runs {', '.join(names)}, got {dtype!r}")
+        runs = [d for d in DTYPES if d in names]  # fp64, fp32, fp16, bf16
+        raise CaptureError(f"dtype: capture runs {', '.join(runs)}, got {dtype!r}")
     return getattr(torch, names[dtype])
 
 

@@ -70,10 +70,13 @@ def output_problem(math: str, output: str) -> str | None:
     return None
 
 
+#: torch's names of the floating-point dtypes a model runs in (a config.json's ``torch_dtype``,
+#: a tensor's ``dtype``), as roofline names them: the one table ``model.hf`` and
+#: ``model.capture`` read them by
+TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
 #: Other spellings of a model's dtype a library call may give (torch's and numpy's names, with
 #: or without ``torch.``; a ``torch.dtype`` reads as one), read as roofline's (``dtype_name``)
-DTYPE_ALIASES = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float": "fp32",
-                 "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
+DTYPE_ALIASES = {**TORCH_DTYPES, "double": "fp64", "float": "fp32", "half": "fp16",
                  "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}
 
 

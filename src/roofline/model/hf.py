@@ -33,8 +33,7 @@ from typing import Any
 from ..errors import InputError
 from ..files.fields import Fields
 from ..files.numbers import quoted
-
-TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}
+from .dtypes import TORCH_DTYPES
 
 #: model types whose ``sliding_window`` (every layer's) is the block's ``window``
 WINDOWED = ("mistral", "mixtral")

@@ -76,6 +76,7 @@ from .dtypes import (
     GROUPED_DTYPES,
     KV_DTYPES,
     OUTPUT_DTYPES,
+    TORCH_DTYPES,
     WEIGHT_DTYPES,
     bits,
     default_output_dtype,
@@ -423,9 +424,7 @@ class Network:
 
     def _config_dtype_text(self) -> str:
         """Why a config.json's step has no dtype: the config gives none, or gives one not read
-        here (``torch_dtype 'int8'``), and the dtypes read (``model.hf.TORCH_DTYPES``)."""
-        from .hf import TORCH_DTYPES
-
+        here (``torch_dtype 'int8'``), and the dtypes read (``dtypes.TORCH_DTYPES``)."""
         names = list(TORCH_DTYPES)
         read = f"{', '.join(names[:-1])} or {names[-1]}"
         if self.unread_dtype is None:
