@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, option
+from ..hardware.sanity import OVER_CEILING
 from ..kernels.load import LoadMeter
 from ..model.dtypes import default_output_dtype, itemsize
 from ..model.repeats import distinct, first_copies
@@ -49,7 +50,9 @@ CALLS_PER_SHAPE = 1 + WARMUPS + REPEATS
 #: A run estimated to take longer than this (``estimated_seconds``) is refused before any
 #: timing: a 9000^3 fp32 GEMM ran for minutes. ``measure_budget`` raises it.
 MEASURE_BUDGET_S = 60.0
-BEATS_ROOF = 1.05  # efficiency above this is flagged (5 % for timer and clock noise)
+#: An efficiency above this is flagged (5 % for timer and clock noise: the allowance a saved
+#: entry's figures get, ``hardware.sanity.OVER_CEILING``)
+BEATS_ROOF = OVER_CEILING
 #: A weight the step reads from DRAM is timed cycling through copies of it that together fill
 #: this many caches (at most MAX_WEIGHTS copies: a tiny weight's GEMM is its call overhead).
 CYCLE_CACHES, MAX_WEIGHTS = 2, 4096

@@ -39,8 +39,10 @@ VECTOR_RATIO = {"fp64": 0.5, "fp32": 1.0, "bf16": 2.0, "int8": 4.0}
 CPU_PEAK_TOLERANCE = 0.1
 #: Sparse figures are 2x dense (L40S prints 362.05 / 733: 1.2 % over).
 SPARSE_TOLERANCE = 0.05
-#: A measured figure may pass its theoretical ceiling by this much (timer and clock noise):
-#: the probe's own limit, ``probe.checks.EFFICIENCY_LIMIT``, which its --force overrides.
+#: A measured figure may pass its theoretical ceiling by this much (timer and clock noise): the
+#: one allowance, which the probe's save checks take (``probe.checks.EFFICIENCY_LIMIT``, its
+#: --force overriding them) and ``analyze --measure`` before it flags a GEMM as beating its
+#: roof (``analysis.measure.BEATS_ROOF``)
 OVER_CEILING = 1.05
 #: simd_bits: SSE / NEON 128, AVX2 256, AVX-512 512, SVE a multiple of 128 up to 2048.
 SIMD_BITS = range(128, 2049, 128)

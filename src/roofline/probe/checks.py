@@ -28,13 +28,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbeSaveError, option
+from ..hardware.sanity import OVER_CEILING
 
 if TYPE_CHECKING:
     from .result import ProbeResult
 
 #: An efficiency (measured / ceiling) above this fails: 5 % for timer and clock noise, the
-#: same allowance ``analyze --measure`` gives a GEMM before it flags it as beating its roof.
-EFFICIENCY_LIMIT = 1.05
+#: one allowance ``hardware.sanity`` holds a saved entry's figures to, and ``analyze
+#: --measure`` gives a GEMM before it flags it as beating its roof.
+EFFICIENCY_LIMIT = OVER_CEILING
 #: A saved figure whose timed values spread (MAD / median) more than this fails; a spread
 #: above 10 % only warns (``kernels.timing.UNSTABLE_SPREAD``).
 SPREAD_LIMIT = 0.25
