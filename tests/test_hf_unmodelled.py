@@ -6,6 +6,7 @@ Qwen2's sliding_window (some layers only), Llama's attention_bias / mlp_bias. Mi
 from __future__ import annotations
 
 import json
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,8 @@ def test_the_keys_a_config_sets_and_no_adapter_models(name, changes, expected):
 
 
 def test_every_command_says_so(invoke, tmp_path):
-    # analyze: its warnings (text and JSON); compare, sweep and plan: a warning line and JSON
+    # analyze: its warnings (text and JSON); compare, sweep and plan: a warning line and JSON,
+    # and compare's and sweep's HTML pages
     qwen = tmp_path / "qwen2-window.json"
     qwen.write_text(json.dumps(_config("qwen2-7b.json", sliding_window=4096,
                                        use_sliding_window=True)))
@@ -71,6 +73,9 @@ def test_every_command_says_so(invoke, tmp_path):
         assert f"warning: {WINDOW}" in text, command
         data = json.loads(invoke(command, model, *extra, "--format", "json").stdout)
         assert data["warnings"] == [WINDOW], command
+        if command != "plan":  # the HTML pages too (they dropped it before 0.9.0)
+            page = " ".join(invoke(command, model, *extra, "--format", "html").stdout.split())
+            assert escape(WINDOW) in page, command
     # configs without such a key, Mistral's window being modelled: none but, for Llama-2
     # (max_position_embeddings 4096), the seq past its context
     for name, expected in (("llama-2-7b.json", [PAST_4096]), ("mistral-7b.json", [])):

@@ -265,6 +265,39 @@ def test_analyze_on_a_forced_entry_says_so(invoke, isolated_user_hwdb):
     assert json.loads(res.stdout)["warnings"] == []
 
 
+def test_compare_sweep_plan_and_hw_show_on_a_forced_entry_say_so(invoke, isolated_user_hwdb):
+    """The commands that read a forced entry's figures warn of it as analyze does, in text,
+    JSON and HTML (compare: the one forced entry of two; sweep), and hw show names it."""
+    from html import escape
+
+    probe.save_entry(_forced_past_checks(), "mybox", force=True)
+    probe.save_entry(steady(), "quiet")
+    sentence = (f"entry mybox was saved with --force past the probe's own checks: "
+                f"{FORCED_REASONS[0]}; {FORCED_REASONS[1]}; its figures, and the predictions "
+                f"from them, may be a disturbed run's: `roofline probe --save mybox --force` "
+                f"on an idle machine replaces them")
+    model = "examples/mlp-1024-4096-1000.yaml"
+    runs = {"compare": ("compare", model, "--hw", "quiet", "--hw", "mybox", "--dtype", "fp32"),
+            "sweep": ("sweep", model, "--hw", "mybox", "--dtype", "fp32", "--batch", "1..4")}
+    for name, args in runs.items():
+        res = invoke(*args, "--format", "json")
+        assert res.exit_code == 0, (name, res.output)
+        assert json.loads(res.stdout)["warnings"] == [sentence], name
+        res = invoke(*args)
+        assert " ".join(res.stdout.split()).count(f"warning: {sentence}") == 1, name
+        res = invoke(*args, "--format", "html")
+        page = " ".join(res.stdout.split())
+        assert escape(sentence) in page, name
+    # the quiet entry alone: no such warning
+    res = invoke("compare", model, "--hw", "quiet", "--hw", "a100-sxm4-80gb", "--dtype", "fp32",
+                 "--format", "json")
+    assert json.loads(res.stdout)["warnings"] == []
+    res = invoke("hw", "show", "mybox")
+    assert res.exit_code == 0
+    assert f"warning: {sentence}" in " ".join(res.stdout.split())
+    assert "warning:" not in invoke("hw", "show", "quiet").stdout
+
+
 def test_hw_local_checks_the_directory_before_probing(monkeypatch, isolated_user_hwdb):
     # issue 25, class 8: a read-only user directory used to fail after 20 s of probing
     monkeypatch.setattr(runner, "run_probe", lambda **kwargs: pytest.fail("probed"))

@@ -4,6 +4,7 @@ batch does, made from the data ``analysis.alignment``, ``analysis.quantization``
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..units import three_digits
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from ..analysis.batch import BatchAdvice
     from ..analysis.quantization import Quantization
     from ..analysis.report import GemmResult, Report
+    from ..hardware.spec import HardwareSpec
     from ..model.network import Network
 
 
@@ -117,6 +119,17 @@ def report_warnings(report: Report) -> tuple[str, ...]:
     more = [w for w in (forced_warning(report.hardware), calibration_warning(report),
                         layout_warning(report), shared_machine_warning(report)) if w]
     return (*config_warnings(report.network), *more)
+
+
+def whatif_warnings(network: Network, hardware: Iterable[HardwareSpec],
+                    context: bool = True) -> tuple[str, ...]:
+    """compare's, sweep's and plan's warnings, in their text, JSON and HTML alike: the model's
+    (``config_warnings``) and each device entry's saved past the probe's own checks
+    (``output.times.forced_warning``), once per entry, as analyze warns of its one."""
+    from .times import forced_warning
+
+    forced = dict.fromkeys(forced_warning(hw) for hw in hardware)  # in order, each once
+    return (*config_warnings(network, context), *(text for text in forced if text))
 
 
 def config_warnings(network: Network, context: bool = True) -> tuple[str, ...]:

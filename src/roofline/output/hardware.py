@@ -9,6 +9,7 @@ from ..model.dtypes import DTYPES
 from ..units import rate_unit
 from .json import to_json
 from .table import aligned
+from .times import forced_warning
 
 
 def hardware_summary(spec: HardwareSpec) -> dict:
@@ -76,7 +77,8 @@ def _peak_lines(spec: HardwareSpec) -> list[str]:
 
 
 def hardware_detail(spec: HardwareSpec) -> str:
-    """Every figure of the entry, the ridge per dtype, its sources and notes."""
+    """Every figure of the entry, the ridge per dtype, its sources and notes; an entry saved
+    past the probe's own checks warned of as analyze warns of it (``times.forced_warning``)."""
     lines = [f"{spec.name}: {spec.product} ({spec.architecture}, {spec.kind})",
              f"from: {spec.location or 'unknown'}; origin: {spec.origin}"]
     if spec.aliases:
@@ -84,6 +86,9 @@ def hardware_detail(spec: HardwareSpec) -> str:
     if spec.overrides:
         lines.append(f"overrides the bundled {', '.join(spec.overrides)}: this user entry is "
                      f"used in its place")
+    forced = forced_warning(spec)
+    if forced:
+        lines += textwrap.wrap(f"warning: {forced}", width=100, subsequent_indent="  ")
     lines.append("")
     lines += _peak_lines(spec)
     lines.append(f"bandwidth: {spec.bandwidth_gbs:g} GB/s")

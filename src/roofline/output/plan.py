@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..units import count, seconds, si
-from .advice import config_warnings
+from .advice import whatif_warnings
 from .json import to_json
 from .scaling import link_text
 from .table import aligned
@@ -69,7 +69,7 @@ def plan_table(plan: Plan, top: int = 3) -> str:
 
     lines += [f"assumes: {text}" for text in ASSUMPTIONS]
     lines.append(basis_sentence(hw))
-    lines += [f"warning: {text}" for text in config_warnings(net)]
+    lines += [f"warning: {text}" for text in whatif_warnings(net, [hw])]
     rows, skipped = [], []
     for n in plan.gpus:
         ranked = plan.ranked(n)
@@ -136,5 +136,6 @@ def best_lines(r: LayoutResult) -> list[str]:
 
 
 def plan_json(plan: Plan, top: int | None = None) -> str:
-    """``Plan.to_dict`` with the model's warnings (``advice.config_warnings``)."""
-    return to_json(plan.to_dict(top) | {"warnings": list(config_warnings(plan.network))}) + "\n"
+    """``Plan.to_dict`` with the model's and the entry's warnings (``advice.whatif_warnings``)."""
+    warnings = whatif_warnings(plan.network, [plan.hardware])
+    return to_json(plan.to_dict(top) | {"warnings": list(warnings)}) + "\n"

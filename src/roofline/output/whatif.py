@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import basis_of, fit_of
 from ..units import rate_unit, seconds, si, times
-from .advice import config_warnings, past_context_text
+from .advice import past_context_text, whatif_warnings
 from .json import to_json
 from .report import (
     LAYER_COLUMN,
@@ -234,7 +234,7 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
         row["why"] = {r.hardware.name: change_text(c.why(index, r), baseline)
                       for r in c.reports[1:]}
     data["verdict"] = verdict_text(c)
-    data["warnings"] = list(config_warnings(c.baseline.network))
+    data["warnings"] = list(compare_warnings(c))
     return data
 
 
@@ -254,7 +254,12 @@ def _compare_header(c: Comparison) -> list[str]:
         lines.append(quantization_line(False, [r.hardware for r in c.reports]))
     notes = (dtype_note(c, r) for r in c.reports)
     return (lines + [f"note: {note}" for note in notes if note]
-            + [f"warning: {text}" for text in config_warnings(net)])
+            + [f"warning: {text}" for text in compare_warnings(c)])
+
+
+def compare_warnings(c: Comparison) -> tuple[str, ...]:
+    """compare's warnings: the model's and each device entry's (``advice.whatif_warnings``)."""
+    return whatif_warnings(c.baseline.network, (r.hardware for r in c.reports))
 
 
 def _device_rows(c: Comparison) -> list[list[str]]:
@@ -492,13 +497,18 @@ def sweep_header(s: Sweep) -> list[str]:
     past = [seq for seq in s.seqs if context is not None and seq > context]
     if past and context is not None:
         lines.append(f"note: {past_context_text(past, context)}")
-    return lines + [f"warning: {text}" for text in config_warnings(net, context=False)]
+    return lines + [f"warning: {text}" for text in sweep_warnings(s)]
+
+
+def sweep_warnings(s: Sweep) -> tuple[str, ...]:
+    """sweep's warnings: the model's, but its seq past the context, which a note names with
+    every swept seq past it, and its device entry's (``advice.whatif_warnings``)."""
+    return whatif_warnings(s.reports[0].network, [s.hardware], context=False)
 
 
 def sweep_dict(s: Sweep) -> dict[str, Any]:
     """The sweep JSON contract: ``Sweep.to_dict``'s numbers with the model's warnings."""
-    return s.to_dict() | {"warnings": list(config_warnings(s.reports[0].network,
-                                                           context=False))}
+    return s.to_dict() | {"warnings": list(sweep_warnings(s))}
 
 
 def _memory_cell(r: Report) -> str:

@@ -15,6 +15,7 @@ from ..report import compact_names, precision_text, quantization_line, step_text
 from ..times import STEP_ROOF_TEXT
 from ..whatif import (
     change_text,
+    compare_warnings,
     dtype_note,
     fits_cell,
     memory_cell,
@@ -55,7 +56,8 @@ def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
              ("baseline", c.baseline.hardware.name)]
     if c.baseline.quantization:
         pairs.append(("quantization", quantization_line(False, [r.hardware for r in c.reports])))
-    return pairs + [("note", note) for note in (dtype_note(c, r) for r in c.reports) if note]
+    notes = [("note", note) for note in (dtype_note(c, r) for r in c.reports) if note]
+    return pairs + notes + [("warning", text) for text in compare_warnings(c)]
 
 
 def _device_table(c: Comparison) -> str:
@@ -315,7 +317,8 @@ def _sweep_body(s: Sweep) -> tuple[str, str]:
     if first.quantization:
         pairs.append(("quantization", quantization_line(False, [s.hardware])))
     notes = "".join(f"<p>{escape(line)}</p>" for line in sweep_header(s)
-                    if line.startswith(("step time", "memory:", "note:", "predicted:")))
+                    if line.startswith(("step time", "memory:", "note:", "predicted:",
+                                        "warning:")))
     body = (f"<h1>{escape(title)}</h1>{facts(pairs)}{notes}<h2>Throughput and bound</h2>"
             f"{_sweep_charts(s)}<h2>Steps</h2>{_sweep_table(s)}"
             f"<h2>Compute-bound from</h2>{_transitions_html(s)}"
