@@ -193,7 +193,7 @@ def _decode_sum(a: Report, b: Report, first: int, last: int) -> float:
 
     def gemm_time(x: GemmResult, y: GemmResult) -> float:
         peak = a.hardware.peak_flops_per_s(x.gemm.dtype)
-        work = (x.gemm.flops + x.gemm.dequant_flops, y.gemm.flops + y.gemm.dequant_flops)
+        work = (x.gemm.work, y.gemm.work)
         return _item_sum(*work, x.gemm.bytes, y.gemm.bytes, peak, x.time_s, bandwidth, count)
 
     def op_time(p: OpResult, q: OpResult) -> float:

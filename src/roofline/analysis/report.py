@@ -381,10 +381,10 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],
     bandwidth = hardware.bandwidth_bytes_per_s
     ridge = ridge_point(peak, bandwidth)
     # the work on the roof: the GEMM's FLOPs and, for a stored B narrower than the math,
-    # its dequantization (Gemm.dequant_flops); time = work / attainable
-    work = gemm.flops + gemm.dequant_flops
-    attainable = attainable_flops_per_s(work / gemm.bytes, peak, bandwidth)
-    which = bound(work / gemm.bytes, ridge)
+    # its dequantization (Gemm.work); time = work / attainable
+    work = gemm.work
+    attainable = attainable_flops_per_s(gemm.work_intensity, peak, bandwidth)
+    which = bound(gemm.work_intensity, ridge)
     rule = hardware.alignment.get(gemm.dtype)
     notes = tuple(alignment_notes(gemm, rule))
     aligned = all(n.tier == "advice" for n in notes)

@@ -99,7 +99,7 @@ def _times(network: Network, hardware: HardwareSpec, batch: int) -> tuple[
     for count, items in net.tally():
         for item in items:
             if isinstance(item, Gemm):
-                kind, dtype, flops = "gemm", item.dtype, item.flops + item.dequant_flops
+                kind, dtype, flops = "gemm", item.dtype, item.work
             else:
                 kind, dtype, flops = _part(item.kind), op_dtype, item.flops
             work[dtype] = work.get(dtype, 0) + flops * count

@@ -288,6 +288,18 @@ class Gemm:
     def dequant_flops(self) -> int:
         return self.dequant_flops_at((self.m, self.n, self.k))
 
+    @property
+    def work(self) -> int:
+        """The FLOPs the roof places it by: its own and, for a stored B narrower than the
+        math, B's dequantization (``dequant_flops``); its ``flops`` for a plain GEMM."""
+        return self.flops + self.dequant_flops
+
+    @property
+    def work_intensity(self) -> float:
+        """``work`` over its bytes: where the roof places it (``intensity``, the FLOP/B
+        column, counts its FLOPs alone)."""
+        return self.work / self.bytes
+
     def _operand_bytes(self, dims: Dims) -> tuple[int, int, int]:
         m, n, k = dims
         a, b, c = operand_bytes(m, n, k, self.dtype, self.c_dtype, self.c_read, self.b_dtype,

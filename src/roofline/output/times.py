@@ -118,11 +118,10 @@ def dequant_lines(report: Report) -> list[str]:
     if not any(r.gemm.dequant_flops for r in distinct(report.results)):
         return []  # (asked of one copy of each run: a deep model's rows are not built)
     first = next(r.gemm for r in first_copies(report.results) if r.gemm.dequant_flops)
-    work = (first.flops + first.dequant_flops) / first.bytes
     return [f"dequantized B: a GEMM with a stored B narrower than its math is placed on the "
             f"roof by its FLOPs and B's dequantization, 2 FLOPs a weight (JSON dequant_flops), "
             f"over its bytes: {first.name} {first.intensity:.1f} FLOP/B in the column, "
-            f"{work:.1f} with it"]
+            f"{first.work_intensity:.1f} with it"]
 
 
 def launch_lines(report: Report) -> list[str]:
