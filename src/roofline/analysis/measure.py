@@ -113,17 +113,17 @@ def check_measurable(report: Report, hostname: str | None = None,
     VM's is often ``vm``, a container's reused): where both texts name a CPU, its brand and
     core count must match too, or the entry's peaks are another machine's."""
     hw = report.hardware
+    instead = (f"use {option('hardware', 'local')} (or an entry saved by `roofline probe "
+               f"--save` here)")
     if hw.origin != "measured":
         raise MeasureError(f"GEMMs are timed on this machine, but {hw.name} is a datasheet "
-                           f"entry; use {option('hardware', 'local')} (or an entry "
-                           f"saved by `roofline probe --save` here)")
+                           f"entry; {instead}")
     record = hw.stored.get("measured")
     recorded = str(record.get("machine", "")) if isinstance(record, dict) else ""
     if not recorded:  # nothing says which machine: timing here would check nothing
         raise MeasureError(f"GEMMs are timed on the machine an entry was measured on, and "
                            f"{hw.name} has no measured.machine (the record `roofline probe "
-                           f"--save` writes); use {option('hardware', 'local')} (or an entry "
-                           f"saved by `roofline probe --save` here)")
+                           f"--save` writes); {instead}")
     host, cpu = (_machine_parts(machine) if machine is not None
                  else (hostname or platform.node(), None))
     there, there_cpu = _machine_parts(recorded)
