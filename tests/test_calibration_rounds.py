@@ -206,3 +206,16 @@ def test_a_figure_the_rounds_raise_says_so():
     assert s.assumptions == []
     assert (s.measured["gemm_gflops"]["fp32"], s.measured["bandwidth_gbs"]["dram"]) == (150.0,
                                                                                         25.0)
+
+
+def test_the_widest_gap_between_rounds_is_a_ratio_naming_its_kernel():
+    # a round preempted at 0.59 s against 1 ms at best: 0.59 / 0.001 = 590x (a percentage wrote
+    # it as 58,900%); two rounds 1.0 and 1.3 ms: 1.3x
+    from roofline.kernels.timing import BenchResult
+    from roofline.probe.calibrate_rounds import spread_text
+
+    preempted = BenchResult((0.001, 0.59), (), 1, round_best_s=(0.001, 0.59))
+    assert spread_text("fp64 GEMM 32x32x32", preempted) == (
+        "rounds at most 590x apart at their best (fp64 GEMM 32x32x32)")
+    steady = BenchResult((0.001, 0.0013), (), 1, round_best_s=(0.001, 0.0013))
+    assert spread_text("read stream", steady).startswith("rounds at most 1.3x apart")

@@ -171,10 +171,18 @@ def _record(s: Session, kernels: list[CalKernel], timer: RoundRobin,
         s.warnings.append(Note("shared_machine", {
             "what": f"every one of the calibration's {len(known)} rounds",
             "cpus": sum(known) / len(known)}))
-    worst = max(results, key=lambda r: r.round_spread)
+    worst = max(range(len(results)), key=lambda i: results[i].round_spread)
     s.say(f"  {timer.rounds_run} rounds ({timer.rounds_run - s.plan.cal_rounds} more for "
           f"{len(first)} contradicted figures); other programs' load "
-          f"{_range(known)} CPUs; largest round spread {worst.round_spread:.0%}")
+          f"{_range(known)} CPUs; {spread_text(kernels[worst].kernel.label, results[worst])}")
+
+
+def spread_text(label: str, result: Any) -> str:
+    """The progress line's widest gap between one kernel's rounds, as the slowest round's best
+    over the fastest one's (``BenchResult.round_spread`` + 1) with the kernel named: a
+    preempted round reads ``590x``, which a percentage wrote as 58,900%."""
+    return (f"rounds at most {result.round_spread + 1:.3g}x apart at their best "
+            f"({label})")
 
 
 def _stats(result: Any) -> dict[str, Any]:
