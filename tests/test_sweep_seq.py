@@ -257,3 +257,29 @@ def test_a_seq_sweep_takes_its_batch_as_an_override_from_the_library():
     s = sweep(ROOT / "examples" / "hf" / "gpt2.json", "a100", seqs=[128, 256], batch=8,
               dtype="fp16")
     assert [(r.batch, r.network.seq) for r in s.reports] == [(8, 128), (8, 256)]
+
+
+def test_a_sweep_chart_draws_the_ops_the_sweep_moves():
+    """The ops a sweep moves are drawn beside the GEMMs (``plot.data.op_sweep_series``), by
+    hand on Llama-2-7B (32 layers, 32 heads of 128, no GQA: h d = 4096; fp16, e = 2):
+    - decode at batch b = 8: one query over s keys a head. FLOPs 4 b h d s, bytes Q and O
+      2 b h d e plus K and V 2 b s h d e: intensity 4 b h d s / 4 b h d (s + 1) e/2 =
+      s / (s + 1), 512/513 and 8192/8193, flat; but its bytes, 32 x 4 b h d (s + 1) = 2.15 GB
+      at 512 and 34.36 GB at 8192, against 13.48 GB of weights (6.74 B parameters), grow from
+      at most 2.15 / 15.63 = 14% of the step's to at least 34.36 / 47.84 > 25%: drawn;
+    - prefill at batch 1: causal, FLOPs 4 b h d s^2 / 2, bytes Q, K, V, O 4 b s h d e:
+      intensity s / 4, 128 at 512 and 2048 at 8192: it moves, drawn;
+    - a training batch sweep at seq 2048: every op flat, its share of the bytes steady: none.
+    The GEMMs' curves are unchanged beside them."""
+    from roofline.plot.data import op_sweep_series
+
+    s = sweep(LLAMA, "h100", [8], seqs=[512, 8192], mode="inference", phase="decode")
+    ((label, ys),) = op_sweep_series(s.reports, "intensity")
+    assert label == "flash-attention x32 (op)"
+    assert ys == pytest.approx([512 / 513, 8192 / 8193], rel=1e-9)
+    s = sweep(LLAMA, "h100", [1], seqs=[512, 8192], mode="inference")
+    ((label, ys),) = op_sweep_series(s.reports, "intensity")
+    assert label == "flash-attention x32 (op)" and ys == pytest.approx([128, 2048], rel=1e-9)
+    assert ("flash-attention x32 (op)" in s.plot().get_legend_handles_labels()[1])
+    s = sweep(LLAMA, "h100", [1, 4], seqs=[2048], mode="train")
+    assert op_sweep_series(s.reports, "intensity") == []

@@ -20,7 +20,7 @@ from ..roof import ridge_point
 from ..units import nice_above, nice_below
 
 if TYPE_CHECKING:
-    from ..analysis.report import GemmResult, Report
+    from ..analysis.report import GemmResult, OpResult, Report
     from ..model.gemm import Gemm
 
 
@@ -276,6 +276,47 @@ def sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[list[Gemm
         key = tuple(round(math.log10(y), 9) for y in ys)
         series.setdefault(key, ([], ys))[0].append(result.gemm)
     return list(series.values())
+
+
+def op_sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[str, list[float]]]:
+    """``(label, values per batch)`` of the non-GEMM ops the sweep moves: those whose share of
+    the step's bytes grows ``MOVED``-fold or more from the first point to the last, to
+    ``MAJOR_SHARE`` or more (a decode step's attention over its growing KV cache, flat in
+    intensity, which a seq sweep's GEMMs do not show), or whose intensity (or attainable
+    throughput, by ``metric``) changes ``MOVED``-fold (prefill's attention, quadratic in
+    seq). Ops alike in kind and values share a curve, labelled by kind (``flash-attention x32
+    (op)``), its share the sum of theirs; ops without FLOPs have no place on the log axis."""
+    def value(result: OpResult) -> float:
+        if metric == "intensity":
+            return result.op.intensity
+        return result.attainable_flops_per_s / 1e12
+
+    first, last = reports[0], reports[-1]
+    # per curve: its kind, its ops' copies, values, and bytes at the first and last point
+    series: dict[tuple[object, ...], tuple[str, set[int], list[float], list[int]]] = {}
+    for position, result in enumerate(first.ops):
+        if not result.op.flops:
+            continue
+        ys = [value(r.ops[position]) for r in reports]
+        key = (result.op.kind, *(round(math.log10(y), 9) for y in ys))
+        kind, copies, _, nbytes = series.setdefault(key, (result.op.kind, set(), ys, [0, 0]))
+        copies.add(result.op.copy)
+        nbytes[0] += result.op.bytes
+        nbytes[1] += last.ops[position].op.bytes
+    out = []
+    for kind, copies, ys, (start, end) in series.values():
+        share = (start / first.totals["bytes"], end / last.totals["bytes"])
+        grew = share[1] >= MOVED * share[0] and share[1] >= MAJOR_SHARE
+        if grew or max(ys) >= MOVED * min(ys):
+            out.append((copies_label([kind], len(copies)) + " (op)", ys))
+    return out
+
+
+#: How far an op's share of the step's bytes, or its value, must move over a sweep for its
+#: chart to draw it (``op_sweep_series``).
+MOVED = 1.5
+#: The share of the step's bytes at the sweep's last point an op grown into it must make.
+MAJOR_SHARE = 0.25
 
 
 def no_fit_span(xs: Sequence[int], limit: int) -> tuple[float, float] | None:

@@ -1,7 +1,8 @@
 """The sweep chart: per-GEMM arithmetic intensity (FLOP/B) or attainable throughput
 (TFLOP/s) against batch size (or sequence length, when only it varies), with the ridge (or the
 peak) as the line a GEMM crosses to become compute-bound. Log-log (x in powers of 2); GEMMs
-with identical curves share one line (``data.sweep_series``)."""
+with identical curves share one line (``data.sweep_series``), and so do the non-GEMM ops the
+sweep moves (``data.op_sweep_series``: a decode step's attention over its KV cache), grey."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from typing import TYPE_CHECKING
 
 from ..errors import PlotError
 from ..units import rate_unit, three_digits
-from .data import as_reports, main_roof, no_fit_span, series_label, sweep_series
+from .data import (
+    as_reports,
+    main_roof,
+    no_fit_span,
+    op_sweep_series,
+    series_label,
+    sweep_series,
+)
 from .figure import label_log_axis, legend_below, new_axes
 
 if TYPE_CHECKING:
@@ -24,7 +32,8 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
     """Per-GEMM arithmetic intensity (``metric="intensity"``, FLOP/B) or attainable throughput
     (``"attainable"``, TFLOP/s) against batch size, from reports of one model on one entry at
     several batches, or at one batch and several sequence lengths (then seq is the x axis).
-    GEMMs with identical curves share a line; the ridge (or the peak) is the horizontal line
+    GEMMs with identical curves share a line, as do the ops whose value the sweep changes
+    (grey, labelled by kind and ``(op)``); the ridge (or the peak) is the horizontal line
     that GEMMs cross to become compute-bound. Returns the Axes."""
     items = as_reports(reports)
     if metric not in ("intensity", "attainable"):
@@ -44,7 +53,11 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
         names = [g.name for g in gemms]
         ax.plot(batches, ys, marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
                 label=series_label(gemms), gid=f"sweep:{','.join(names)}")
-    values = [y for _, ys in series for y in ys]
+    ops = op_sweep_series(items, metric)
+    for index, (label, ys) in enumerate(ops):  # the ops the sweep moves, grey, square markers
+        ax.plot(batches, ys, marker="s", ms=4, color=("#555555", "#999999")[index % 2],
+                ls=(":", "-.")[index % 2], label=label, gid=f"sweep-op:{label}")
+    values = [y for _, ys in series for y in ys] + [y for _, ys in ops for y in ys]
     _mark_no_fit(ax, items, batches, axis)
     _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)), axis)
     return ax
