@@ -348,6 +348,23 @@ def test_compare_and_sweep_pages(open_page):
     assert "batch 1\n" in opened.page.inner_text(".rl .tip")
 
 
+def test_a_narrow_screen_keeps_chart_text_readable_and_charts_equal(open_page, resnet):
+    """At a phone's 420 px the roofline drew 350 px wide, its 12 px text at 6 px: a chart now
+    keeps 540 px (12 px text at 9 px or more) inside its own scrolled figure, the page itself
+    no wider than the screen. compare's three device charts in a 1280 px window were two
+    halves and one whole: now three equal columns' widths."""
+    opened = open_page(report_page([resnet]), "narrow.html")
+    opened.page.set_viewport_size({"width": 420, "height": 900})
+    widths = opened.page.eval_on_selector_all("svg[role=img]", "s => s.map(e => "
+                                              "e.getBoundingClientRect().width)")
+    assert widths and min(widths) >= 540
+    assert opened.page.evaluate("document.documentElement.scrollWidth") <= 420
+    opened = open_page(comparison_page(compare(MLP, ["v100", "a100", "h100"])), "wide.html")
+    widths = opened.page.eval_on_selector_all(".charts figure", "f => f.map(e => "
+                                              "Math.round(e.getBoundingClientRect().width))")
+    assert len(widths) == 3 and len(set(widths)) == 1, widths
+
+
 def test_two_jupyter_blocks_on_one_page_work_apart(open_page):
     first = analyze_model(MLP, "a100-sxm4-80gb")._repr_html_()
     second = analyze_model(MLP, "v100-sxm2-16gb", batch=8)._repr_html_()
