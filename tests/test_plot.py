@@ -19,7 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from roofline import HardwareSpec, analyze_model, network_from_yaml  # noqa: E402
+from roofline import HardwareSpec, analyze_model, load_network, network_from_yaml  # noqa: E402
 from roofline.errors import PlotError, RooflineError  # noqa: E402
 from roofline.plot import (  # noqa: E402
     compact_names,
@@ -202,6 +202,34 @@ def test_measured_entry_draws_its_datasheet_roof_apart():
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "local measured: fp32 0.5 TFLOP/s, 20 GB/s" in legend
     assert "local theoretical: 1 TFLOP/s, 40 GB/s" in legend
+
+
+def test_measured_diamonds_are_named_and_tied_to_their_own_gemm():
+    """--measure's diamonds each carry their GEMM's name, and each is tied to its own GEMM's
+    roof point, whichever GEMMs have no measured time (the tie once paired the n-th measured
+    point with the n-th GEMM). The MLP in inference at batch 512 on the test entry (0.5
+    TFLOP/s fp32, 20 GB/s, ridge 25 FLOP/B): MM1 512 x 4096 x 1024 not timed; MM2 512 x 1000 x
+    4096, 4.194 GFLOP over 4 (512 x 4096 + 4096 x 1000 + 512 x 1000) = 26.82 MB: 156.4 FLOP/B,
+    compute-bound at 0.5 TFLOP/s on the roof, timed at 10.5 ms: 4.194 / 0.0105 = 0.3995
+    TFLOP/s. Its one dotted tie runs straight up at 156.4 FLOP/B from 0.3995 to 0.5."""
+    import dataclasses
+
+    from roofline.analysis.measure import Measurement
+
+    net = load_network(MLP).with_overrides(mode="inference", batch=512)
+    report = analyze_model(net, _measured_spec(), dtype="fp32")
+    timed = Measurement(10.5e-3, 10.5e-3, 0.01, "numpy")
+    results = [dataclasses.replace(r, measured=timed) if r.gemm.name == "MM2" else r
+               for r in report.results]
+    assert [r.gemm.name for r in results] == ["MM1", "MM2"]
+    ax = plot_roofline(dataclasses.replace(report, results=results))
+    labels = [t.get_text() for t in ax.texts if t.get_gid() == "label-measured:local"]
+    assert labels == ["MM2"]
+    tie = by_gid(ax, "measured-to-roof:local")
+    intensity = 2 * 512 * 1000 * 4096 / (4 * (512 * 4096 + 4096 * 1000 + 512 * 1000))
+    assert intensity == pytest.approx(156.4, abs=0.05)
+    assert list(tie.get_xdata()) == pytest.approx([intensity, intensity])
+    assert sorted(tie.get_ydata()) == pytest.approx([0.3995, 0.5], rel=1e-3)
 
 
 def test_theoretical_roof_without_a_known_bandwidth_says_so():

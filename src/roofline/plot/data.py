@@ -210,12 +210,31 @@ def op_groups(report: Report) -> list[Group]:
 def time_points(report: Report, kind: str) -> list[tuple[float, float]]:
     """``(intensity, TFLOP/s)`` at the ``predicted`` or ``measured`` time of each GEMM (first
     copies of repeated layers only); empty when the report has no such time."""
+    return [(p.x, p.y) for p in timed_points(report, kind)]
+
+
+@dataclass(frozen=True)
+class TimedPoint:
+    """A GEMM at its ``predicted`` or ``measured`` time: ``x`` its intensity, ``y`` its
+    TFLOP/s at that time, ``roof_y`` its TFLOP/s on the roof (where its bound point sits)."""
+
+    name: str
+    x: float
+    y: float
+    roof_y: float
+
+
+def timed_points(report: Report, kind: str) -> list[TimedPoint]:
+    """``time_points`` with each GEMM's name and roof point: a measured point is tied to, and
+    labelled as, its own GEMM, whichever others have no such time."""
     points = []
     for r in first_copies(report.results):
         seconds = r.predicted_time_s if kind == "predicted" else (
             r.measured.best_s if r.measured is not None else None)
         if seconds and not r.gemm.copy:
-            points.append((r.gemm.intensity, r.gemm.flops / seconds / 1e12))
+            points.append(TimedPoint(r.gemm.name, r.gemm.intensity,
+                                     r.gemm.flops / seconds / 1e12,
+                                     r.attainable_flops_per_s / 1e12))
     return points
 
 

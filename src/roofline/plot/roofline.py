@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..model.repeats import distinct, first_copies
+from ..model.repeats import distinct
 from ..units import rate_unit, three_digits
 from .data import (
     Group,
@@ -27,7 +27,7 @@ from .data import (
     op_groups,
     other_ceilings,
     stream_point,
-    time_points,
+    timed_points,
 )
 from .figure import legend_below, new_axes
 from .labels import Placer, ceiling_offsets, needs_leader, point_label_offsets, ridge_offsets
@@ -72,6 +72,7 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
         _draw_time_points(ax, report, MARKERS[index % len(MARKERS)], suffix)
     if labels:
         _label_points(ax, items, placer)
+        _label_measured(ax, items, placer)
     left_out = max(([r.op.kind for r in distinct(report.ops) if not r.op.flops]
                     for report in items), key=len)
     if left_out:  # said under the axis, where no point or label can be
@@ -116,9 +117,13 @@ def _setup_axes(ax: Axes, xlim: Range, ylim: Range, title: str) -> None:
 
 
 def _block_markers(placer: Placer, report: Report, y0: float) -> None:
-    """Keep every label off the report's points, its ridge marker and its ridge line."""
+    """Keep every label off the report's points (its GEMMs' predicted and measured ones too),
+    its ridge marker and its ridge line."""
     for group in gemm_groups(report) + op_groups(report):
         placer.block(group.x, group.y, 5.0)
+    for kind in ("predicted", "measured"):
+        for point in timed_points(report, kind):
+            placer.block(point.x, point.y, 5.0)
     roof = main_roof(report)
     placer.block(roof.ridge, roof.peak_tflops, 5.0)
     placer.block_vertical(roof.ridge, y0, roof.peak_tflops)
@@ -178,25 +183,47 @@ def _draw_time_points(ax: Axes, report: Report, marker: str = "o", suffix: str =
     line: the roof points stay the bound they are. With several devices (``suffix`` names
     the device) each has its own legend entry, the shape telling whose prediction a point is."""
     hw = report.hardware.name
-    roof = {r.gemm.name: (r.gemm.intensity, r.attainable_flops_per_s / 1e12)
-            for r in first_copies(report.results) if not r.gemm.copy}
     styles: tuple[tuple[str, dict[str, Any]], ...]
     styles = (("predicted", {"s": 46, "marker": marker, "facecolors": "none",
                                        "edgecolors": "0.35", "linewidths": 1.2}),
                         ("measured", {"s": 44, "marker": "D", "color": "black",
                                       "edgecolors": "white", "linewidths": 0.6}))
     for kind, style in styles:
-        points = time_points(report, kind)
+        points = timed_points(report, kind)
         if not points:
             continue
         name = (f"predicted time ({_basis_label(report.hardware)}){suffix}"
                 if kind == "predicted" else f"measured here (--measure){suffix}")
-        ax.scatter(*zip(*points), zorder=7, gid=f"points-{kind}:{hw}", label=name,
-                   **style)
+        ax.scatter([p.x for p in points], [p.y for p in points], zorder=7,
+                   gid=f"points-{kind}:{hw}", label=name, **style)
         if kind == "measured":
-            for (x, y), (x0, y0) in zip(points, roof.values()):
-                ax.plot([x, x0], [y, y0], color="0.4", linewidth=0.7, linestyle=":", zorder=5,
-                        gid=f"measured-to-roof:{hw}")
+            for p in points:
+                ax.plot([p.x, p.x], [p.y, p.roof_y], color="0.4", linewidth=0.7,
+                        linestyle=":", zorder=5, gid=f"measured-to-roof:{hw}")
+
+
+def _label_measured(ax: Axes, reports: list[Report], placer: Placer) -> None:
+    """Each measured diamond named by its GEMM (``MM2``), small and grey, placed as the
+    points' labels are (off the lines, labels and points, a leader when set apart): five
+    GEMMs of one intensity drew five diamonds in one column that nothing told apart. Diamonds
+    within a pixel of each other share one label. One device's only: on a chart of several,
+    the device markers and the table tell them apart."""
+    if len(reports) != 1:
+        return
+    groups = _coincident(ax, [Group(p.x, p.y, [p.name], 1)
+                              for p in timed_points(reports[0], "measured")])
+    for group in groups:
+        text = group.label
+        w, h = placer.text_size(text, LABEL_SIZE - 1)
+        dx, dy = placer.put(group.x, group.y, (w, h), point_label_offsets(w, h), sided=True,
+                            leader=True)
+        far = needs_leader(dx, dy, w, h)
+        arrow = dict(arrowstyle="-", color="0.6", lw=0.5, shrinkA=0, shrinkB=4) if far else None
+        ax.annotate(text, (group.x, group.y), xytext=placer.to_points(dx, dy),
+                    textcoords="offset points", ha="left", va="bottom",
+                    fontsize=LABEL_SIZE - 1, color="0.35", zorder=7, arrowprops=arrow,
+                    gid=f"label-measured:{reports[0].hardware.name}",
+                    bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.75))
 
 
 def _draw_roofs(ax: Axes, report: Report, color: str, other_dtypes: bool, host_link: bool,
