@@ -163,7 +163,8 @@ def test_a_generations_memory_says_which_step_it_is(invoke):
     x 131,072 = 2,683,305,984 B of cache (19.7 GB). The memory shown is the prefill's, so its
     KV cache is 2048 tokens', and the line must say so: until 0.9.0 it said "fits up to batch
     147 at seq 2559", the last step's length beside the prefill's parts (a reader checking the
-    cache at 2559 tokens by hand gets 2.68 GB, not the 2.15 GB shown)."""
+    cache at 2559 tokens by hand gets 2.68 GB, not the 2.15 GB shown), and the GEMMs' advice
+    "at most batch N fits at this sequence length" of the whole generation's N."""
     report = analyze_model(LLAMA3, "h100", batch=8, prompt=2048, generate=512)
     assert report.generation is not None and report.memory is not None
     assert report.generation.memory_step == "prefill"
@@ -174,6 +175,11 @@ def test_a_generations_memory_says_which_step_it_is(invoke):
     assert ("memory at the generation's peak, the prefill (2048 tokens a sequence): 20.8 GB of "
             "85 GB") in text
     assert "the whole generation fits up to batch 147" in text and "at seq 2559" not in text
+    # the GEMMs' batch advice says the same batch is the whole generation's, not the table's
+    # step's (the last decode step alone fits 202 at 2559 tokens)
+    mistral = analyze_model(MISTRAL, "h100", batch=2, prompt=6000, generate=4000)
+    said = [text for r in mistral.results for text in r.advice if "fits" in text]
+    assert said and all("fits the whole generation)" in text for text in said)
     short = analyze_model(LLAMA3, "h100", batch=8, prompt=128, generate=4096)
     assert short.generation is not None and short.generation.memory_step == "decode"
     assert short.memory is not None and short.memory.kv_cache == 8 * 4223 * 131_072
