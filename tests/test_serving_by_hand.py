@@ -10,6 +10,7 @@ Mistral-7B v0.1 (8 KV heads, window 4096) and Mixtral-8x7B (8 experts, top 2). H
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -173,7 +174,7 @@ def test_a_generations_memory_says_which_step_it_is(invoke):
                  "--generate", "512")
     text = " ".join(out.stdout.split())
     assert ("memory at the generation's peak, the prefill (2048 tokens a sequence): 20.8 GB of "
-            "85 GB") in text
+            "the 85 GB CUDA reports") in text
     assert "the whole generation fits up to batch 147" in text and "at seq 2559" not in text
     # the GEMMs' batch advice says the same batch is the whole generation's, not the table's
     # step's (the last decode step alone fits 202 at 2559 tokens)
@@ -276,3 +277,28 @@ def test_pipeline_bubble_two_stages_four_micro_batches():
     assert result.micro_batches == 4
     assert result.bubble_fraction == pytest.approx(1 / 5)
     assert result.stages[0].memory["activations"] == 2 * 4 * 478_150_656
+
+
+def test_every_capacity_says_what_it_is_based_on(invoke):
+    """An H100 SXM5 80GB is held against the 85,017,493,504 B CUDA reported on one (hwdb
+    memory.reported_bytes), an A100 80GB against its datasheet's 80 x 10^9 B (no reading
+    recorded): the same "80GB" on both boxes, 6% apart, so every line naming a capacity says
+    which, and JSON says it beside capacity_bytes."""
+    from roofline.output.hardware import capacity_text
+
+    h100, a100 = load_hardware("h100"), load_hardware("a100-sxm4-80gb")
+    assert (h100.memory_capacity_basis, h100.memory_capacity_bytes) == ("cuda", CAPACITY)
+    assert (a100.memory_capacity_basis, a100.memory_capacity_bytes) == ("datasheet", 80e9)
+    assert capacity_text("80.1 GB", "probe") == "the 80.1 GB the probe read"
+    assert capacity_text("8 GB", None) == "8 GB"
+    args = ["--batch", "1", "--seq", "4096", "--mode", "inference", "--phase", "decode"]
+    for hw, said in (("h100", "of the 85 GB CUDA reports"), ("a100", "of the datasheet's 80 GB")):
+        out = invoke("analyze", LLAMA3, "--hw", hw, *args)
+        assert said in " ".join(out.stdout.split()), hw
+    compared = " ".join(invoke("compare", LLAMA3, "--hw", "a100", "--hw", "h100", *args).stdout
+                        .split())
+    assert ("memory against: a100-sxm4-80gb the datasheet's 80 GB, h100-sxm5-80gb the 85 GB "
+            "CUDA reports") in compared
+    data = json.loads(invoke("analyze", LLAMA3, "--hw", "h100", *args, "--format", "json")
+                      .stdout)
+    assert data["memory"]["capacity_basis"] == "cuda"

@@ -19,6 +19,7 @@ from ..errors import RooflineError, option
 from ..model.repeats import MAX_LISTED, Layers, Numbered, distinct, named
 from ..units import count, rate_unit, seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings, tier_hint
+from .hardware import capacity_text
 from .json import to_json
 from .scaling import scaling_lines
 from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_text
@@ -387,7 +388,7 @@ def memory_line(report: Report) -> str | None:
     if memory.capacity_bytes is None:
         return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
                 f"whether it fits is not checked")
-    capacity = si(memory.capacity_bytes, "B")
+    capacity = capacity_text(si(memory.capacity_bytes, "B"), memory.capacity_basis)
     label = "memory" + _peak_text(report)
     if memory.fits:
         head = f"{label}: {total} of {capacity} ({parts})"
