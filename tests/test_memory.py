@@ -94,14 +94,15 @@ def test_h100_batch_66_seq_2048_decode_does_not_fit(invoke):
     assert memory == {"weights": 13_476_831_232, "kv_cache": 70_866_960_384,
                       "activations": 4_899_840, "gradients": 0, "optimizer": 0,
                       "workspace": 10**9, "total_bytes": total,
-                      "capacity_bytes": 85_017_493_504, "fits": False,
+                      "capacity_bytes": 85_017_493_504, "capacity_basis": "cuda",
+                      "fits": False,
                       # (85,017,493,504 - 14,476,831,232) // (1,073,741,824 + 74,240) = 65
                       "max_batch": 65,
                       # at batch 66: (85,017,493,504 - 14,476,831,232 - 4,899,840)
                       # // (66 x 524,288) = 70,535,762,432 // 34,603,008 = 2038
                       "max_seq": 2038, "not_counted": []}
     table = invoke("analyze", *args).stdout
-    assert "memory: does not fit: needs 85.3 GB of 85 GB" in table
+    assert "memory: does not fit: needs 85.3 GB of the 85 GB CUDA reports" in table
     assert "fits up to batch 65 at seq 2048, or up to seq 2038 at batch 66" in " ".join(
         table.split())
     # the batch advice no longer offers a batch that cannot exist, and says why
@@ -204,7 +205,7 @@ def test_sweep_marks_batches_that_do_not_fit(invoke, tmp_path):
     assert [(p["batch"], p["memory_bytes"], p["fits"]) for p in data["points"]] == [
         (32, 48_838_945_280, True), (66, 85_348_691_456, False)]
     table = invoke(*args).stdout
-    assert "memory: batch <= 65 fits in memory at seq 2048 (85 GB)" in table
+    assert "memory: batch <= 65 fits in memory at seq 2048 (the 85 GB CUDA reports)" in table
     assert "85.3 GB: does not fit" in table
     assert "batch >= 322: MM129 (does not fit in memory: at most batch 65)" in table
     plot = tmp_path / "sweep.svg"

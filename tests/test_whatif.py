@@ -499,14 +499,18 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
     assert alone is not None and alone.total_bytes == 191_783_176_704 and alone.fits is False
     verdict = data["verdict"]
     assert verdict.startswith("h100-sxm5-80gb is the fastest (the step does not fit in its "
-                              "memory: needs 192 GB of 85 GB): ")
+                              "memory: needs 192 GB of the 85 GB CUDA reports): ")
     assert "; none of them can hold the step. Predicted" in verdict
     assert "h100-sxm5-80gb (does not fit) at" in verdict
     table = comparison_table(c)
-    assert table.splitlines()[4].split()[-2:] == ["memory", "fits"]
+    # the header's fourth line says each capacity's basis (0.9.0), then the devices' table
+    assert table.splitlines()[3] == ("memory against: v100-sxm2-16gb the datasheet's 16 GB, "
+                                     "a100-sxm4-80gb the datasheet's 80 GB, h100-sxm5-80gb the "
+                                     "85 GB CUDA reports")
+    assert table.splitlines()[5].split()[-2:] == ["memory", "fits"]
     assert "v100-sxm2-16gb " in table and "192 GB of 16 GB    no" in table
     page = comparison_html(c)
-    assert "192 GB of 85 GB" in page and "(7.48x), does not fit" in page
+    assert "192 GB of the 85 GB CUDA reports" in page and "(7.48x), does not fit" in page
     out = invoke("compare", EXAMPLES / "hf" / "llama-2-7b.json", "--hw", "v100", "--hw", "a100",
                  "--hw", "h100", "--seq", "4096", "--batch", "8", "--format", "json").stdout
     assert [d["fits"] for d in json.loads(out)["devices"]] == [False, False, False]
@@ -527,7 +531,7 @@ def test_compare_names_the_fastest_device_that_holds_the_step():
     assert c.fastest_fitting is c.baseline
     verdict = data["verdict"]
     assert verdict.startswith("l40s is the fastest (the step does not fit in its memory: needs "
-                              "68.9 GB of 48 GB): ")
+                              "68.9 GB of the datasheet's 48 GB): ")
     assert ("; the step does not fit in the memory of a100-sxm4-40gb; the fastest that holds "
             "it is a100-sxm4-80gb, at 1.21 s per step. Predicted") in verdict
     assert "l40s (does not fit) at" in verdict

@@ -106,9 +106,11 @@ class BatchAdvice(NamedTuple):
     alignment ``tier`` (``"preferred"``: the 128-byte tier, ``"multiple"``: the 16-byte rule)
     of ``multiple`` elements, or None when ``batch`` already does or no batch can.
     ``max_batch`` is set when ``batch`` does not fit in the device's memory: the largest batch
-    that does (0: none). ``captured`` is the batch a captured module ran at: its GEMMs' shapes
-    were recorded at that batch only, and which of their dimensions grow with it is not known
-    (``batch`` and ``limit`` None: nothing is claimed about another batch)."""
+    that does (0: none), at this step's sequence length, or with ``generation`` the largest the
+    whole generation fits (its prefill and its last decode step). ``captured`` is the batch a
+    captured module ran at: its GEMMs' shapes were recorded at that batch only, and which of
+    their dimensions grow with it is not known (``batch`` and ``limit`` None: nothing is
+    claimed about another batch)."""
 
     batch: int | None
     ridge: float
@@ -118,12 +120,15 @@ class BatchAdvice(NamedTuple):
     multiple: int = 0
     max_batch: int | None = None
     captured: int | None = None
+    generation: bool = False
 
 
 def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
-                 max_batch: int | None = None, captured: int | None = None) -> BatchAdvice:
+                 max_batch: int | None = None, captured: int | None = None,
+                 generation: bool = False) -> BatchAdvice:
     """The minimum compute-bound batch for a memory-bound GEMM, and what it takes to align;
-    marked (``max_batch``) when that batch does not fit in memory (above ``max_batch``). A GEMM
+    marked (``max_batch``) when that batch does not fit in memory (above ``max_batch``, a whole
+    generation's with ``generation``). A GEMM
     of a module ``captured`` at a batch gets no batch: a capture records each GEMM's shape at
     its one batch, not which dimension is the batch (an M of 64 at batch 64 may be the batch or
     a layer's width), so its ``batch_dims`` say none and would read as a shape no batch changes.
@@ -141,7 +146,7 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
             _ADVICE.clear()
         advice = _ADVICE[key] = _batch_advice(gemm, ridge, rule)
     if advice.batch is not None and max_batch is not None and advice.batch > max_batch:
-        return advice._replace(max_batch=max_batch)
+        return advice._replace(max_batch=max_batch, generation=generation)
     return advice
 
 

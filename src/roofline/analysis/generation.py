@@ -25,9 +25,12 @@ per second and the end-to-end latency, at the roofline (lower bounds).
   GPU's decode attention, a launch plus its bytes, is; near it where tile and wave steps of a
   naive attention GEMM or a CPU op leaving the cache bend it).
 - Memory: the larger of the prefill step's and the last decode step's (the KV cache of
-  P + G - 1 tokens), with the largest batch that fits both; the batch advice of the report
-  shown says that batch too (a long prompt's prefill can fit fewer than the last decode step,
-  as with a sliding window, whose cache stops growing).
+  P + G - 1 tokens), with the largest batch that fits both; ``memory_step`` says which of the
+  two the parts are (the prefill's activations of P tokens a sequence can outweigh the last
+  step's longer KV cache), so that a reader does not take the prefill's KV cache of P tokens
+  for the last step's; the batch advice of the report shown says that batch too (a long
+  prompt's prefill can fit fewer than the last decode step, as with a sliding window, whose
+  cache stops growing).
 
 The Report shown is the last decode step (the prefill when G = 1), with this attached.
 """
@@ -61,6 +64,9 @@ class Generation:
     prefill: Report
     predicted_ttft_s: float = 0.0
     predicted_decode_s: float = 0.0  # all G - 1 decode steps together, predicted
+    #: the step whose memory the report's ``memory`` parts are, the larger: "prefill" (P tokens
+    #: a sequence) or "decode" (the last decode step, a KV cache of P + G - 1 tokens)
+    memory_step: str = "prefill"
 
     @property
     def decode_steps(self) -> int:
@@ -108,7 +114,7 @@ class Generation:
                 "predicted_tokens_per_s": self.predicted_tokens_per_s,
                 "decode_steps": self.decode_steps,
                 "kv_cache_tokens": [self.prompt + 1, self.prompt + self.generate - 1]
-                if self.decode_steps else None}
+                if self.decode_steps else None, "memory_step": self.memory_step}
 
 
 def check_lengths(network: Network, prompt: int, generate: int) -> None:
@@ -139,8 +145,8 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
     steps = generate - 1
     # the larger of the prefill's and the last decode step's memory, known before the decode
     # steps are analyzed, so their batch advice says the batch the whole generation fits
-    memory = _peak_memory(prefill.memory, memory_of(_decode(network, prompt + steps), hardware)
-                          if steps else None)
+    memory, step = _peak_memory(prefill.memory, memory_of(_decode(network, prompt + steps),
+                                                           hardware) if steps else None)
     fits = memory.max_batch if memory is not None else None
     shown, decode_s, predicted_s = prefill, 0.0, 0.0
     for low, high in _segments(network, prompt + 1, prompt + steps):
@@ -152,7 +158,7 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
         predicted_s += (high - low + 1) * (first.totals["predicted_time_s"]
                                            + shown.totals["predicted_time_s"]) / 2  # trapezoid
     result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],
-                        decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s)
+                        decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s, step)
     return replace(shown, generation=result, memory=memory)
 
 
@@ -174,14 +180,17 @@ def _decode(network: Network, seq: int) -> Network:
     return network.with_overrides(phase="decode", seq=seq)
 
 
-def _peak_memory(prefill: Memory | None, decode: Memory | None) -> Memory | None:
-    """The larger of the two steps' memory, with the largest batch that fits both."""
+def _peak_memory(prefill: Memory | None, decode: Memory | None
+                 ) -> tuple[Memory | None, str]:
+    """The larger of the two steps' memory (the prefill's on a tie), with the largest batch
+    that fits both, and which step it is: "prefill" or "decode"."""
     if prefill is None or decode is None:
-        return prefill or decode
-    peak = max(prefill, decode, key=lambda m: m.total_bytes)
+        return prefill or decode, "prefill" if decode is None else "decode"
+    step = "decode" if decode.total_bytes > prefill.total_bytes else "prefill"
+    peak = decode if step == "decode" else prefill
     if prefill.max_batch is None or decode.max_batch is None:
-        return peak
-    return replace(peak, max_batch=min(prefill.max_batch, decode.max_batch))
+        return peak, step
+    return replace(peak, max_batch=min(prefill.max_batch, decode.max_batch)), step
 
 
 def _decode_sum(a: Report, b: Report, first: int, last: int) -> float:

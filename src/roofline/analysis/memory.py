@@ -27,9 +27,11 @@ Parts (bytes, per device):
   workspaces and allocator slack (not measured); on a CPU none (no CUDA context; the process's
   own memory is not counted).
 
-Against ``HardwareSpec.memory_capacity_bytes``: ``fits``, the largest batch that fits at this
-sequence length (every part is affine in the batch: found in closed form and checked) and the
-largest sequence length that fits at this batch (a bisection; at most the model's context).
+Against ``HardwareSpec.memory_capacity_bytes`` (CUDA's report where the entry records one, else
+the datasheet's GB as 10^9 B: ``capacity_basis`` says which): ``fits``, the largest batch that
+fits at this sequence length (every part is affine in the batch: found in closed form and
+checked) and the largest sequence length that fits at this batch (a bisection; at most the
+model's context).
 A device without a stated capacity (a CPU entry) gets None for all three.
 """
 
@@ -63,6 +65,9 @@ class Memory:
     max_seq: int | None = None  # the largest seq that fits at this batch (0: none does)
     seq_limit: str = ""  # "context" when max_seq is the model's context, not the memory
     not_counted: tuple[str, ...] = ()  # parts left at 0 because nothing says what they hold
+    #: where the capacity comes from (``HardwareSpec.memory_capacity_basis``): "cuda",
+    #: "probe" or "datasheet"; None without a capacity
+    capacity_basis: str | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -98,10 +103,12 @@ class Memory:
         return None if self.capacity_bytes is None else self.total_bytes <= self.capacity_bytes
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON ``memory`` object: each part in bytes, the total, the capacity, whether it
-        fits, the largest batch (at this seq) and seq (at this batch) that fit."""
+        """The JSON ``memory`` object: each part in bytes, the total, the capacity and where it
+        comes from, whether it fits, the largest batch (at this seq) and seq (at this batch)
+        that fit."""
         return dict(self.parts) | {"total_bytes": self.total_bytes,
-                             "capacity_bytes": self.capacity_bytes, "fits": self.fits,
+                             "capacity_bytes": self.capacity_bytes,
+                             "capacity_basis": self.capacity_basis, "fits": self.fits,
                              "max_batch": self.max_batch, "max_seq": self.max_seq,
                              "not_counted": list(self.not_counted)}
 
@@ -179,13 +186,14 @@ def memory_of(network: Network, hardware: HardwareSpec, workspace: int | None = 
     unknown = ("activations",) if captured and network.captured_live is None else ()
     if hardware.memory_capacity_bytes is None:
         return Memory(parts, capacity_bytes=None, not_counted=unknown)
-    capacity = round(hardware.memory_capacity_bytes)
+    capacity, basis = round(hardware.memory_capacity_bytes), hardware.memory_capacity_basis
     if captured:
-        return Memory(parts, capacity_bytes=capacity, not_counted=unknown)
+        return Memory(parts, capacity_bytes=capacity, not_counted=unknown,
+                      capacity_basis=basis)
     max_seq, limit = _max_seq(network, capacity, workspace)
     return Memory(parts, capacity_bytes=capacity,
                   max_batch=max_batch(network, capacity, workspace), max_seq=max_seq,
-                  seq_limit=limit)
+                  seq_limit=limit, capacity_basis=basis)
 
 
 def max_batch(network: Network, capacity: float, workspace: int = WORKSPACE_BYTES) -> int:

@@ -124,6 +124,7 @@ class Plan:
                 "fabric": self.fabric.to_dict(),
                 "prediction_basis": basis_of(self.hardware),
                 "prediction_fit": fit_of(self.hardware),
+                "capacity_basis": self.hardware.memory_capacity_basis,
                 "assumptions": list(ASSUMPTIONS), "counts": per_count,
                 "front": [r.to_dict() for r in self.front]}
 

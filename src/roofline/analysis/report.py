@@ -359,11 +359,12 @@ def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],
                  quantization: bool = False,
                  max_batch: int | None = None, weights_from_dram: bool = False,
-                 captured_batch: int | None = None) -> GemmResult:
+                 captured_batch: int | None = None, generation: bool = False) -> GemmResult:
     """Place one GEMM on ``hardware``'s roofline for the GEMM's dtype, with its alignment
     notes, its tile/wave quantization and, when memory-bound, what a larger batch does (data;
     ``output.advice`` turns them into the ``warnings`` and ``advice`` sentences), marked when
-    that batch is above ``max_batch``, the largest whose step fits in memory, and not judged
+    that batch is above ``max_batch``, the largest whose step (with ``generation``, whose whole
+    generation) fits in memory, and not judged
     for a GEMM of a module captured at ``captured_batch`` (``batch.batch_advice``); with
     ``weights_from_dram`` its kept operands are read from DRAM even when it fits in the cache
     (``analysis.residency``). With
@@ -395,7 +396,7 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],
     if which == "compute" and tiles is not None and quantization:
         attainable *= tiles.effective  # memory-bound: bandwidth binds, not tile slots
         partials = tiles.split_k.extra_bytes / bandwidth if tiles.split_k else 0.0
-    more = (batch_advice(gemm, ridge, rule, max_batch, captured_batch)
+    more = (batch_advice(gemm, ridge, rule, max_batch, captured_batch, generation)
             if which == "memory" else None)
     predicted = predict_gemm(gemm, hardware, tiles, weights_from_dram)
     # work / attainable: the roofline time (roof.roofline_time_s), less any quantization loss,
@@ -440,10 +441,10 @@ def analyze(network: Network, hardware: HardwareSpec | str | os.PathLike[str],
     """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
     ``quantization`` folds tile and wave losses into compute-bound GEMM times. ``max_batch``:
     the largest batch that fits, where the caller knows a tighter one than this step's own
-    (a generation: the smaller of its prefill's and its last decode step's), for the batch
-    advice. Public: ``network`` is checked to be a Network (a model file's path is
-    ``analyze_model``'s) and ``hardware`` is read as every call reads it (``hardware_spec``: a
-    name or a path too)."""
+    (a generation: the smaller of its prefill's and its last decode step's; the batch advice
+    then says it is the whole generation's). Public: ``network`` is checked to be a Network
+    (a model file's path is ``analyze_model``'s) and ``hardware`` is read as every call reads
+    it (``hardware_spec``: a name or a path too)."""
     if not isinstance(network, Network):
         path = isinstance(network, (str, os.PathLike))
         raise InputError("network", "", f"expected a Network, got {described(network)}"
@@ -472,7 +473,8 @@ def analyze(network: Network, hardware: HardwareSpec | str | os.PathLike[str],
         found = seen.get(key)
         if found is None:
             found = seen[key] = analyze_gemm(gemm, hardware, quantization, fits,
-                                             residency.from_dram, captured)
+                                             residency.from_dram, captured,
+                                             max_batch is not None)
             return found
         return _as_gemm(found, gemm)
 

@@ -261,6 +261,7 @@ class Comparison:
                             "residency": _residency(report),
                             "memory_bytes": memory.total_bytes if memory else None,
                             "capacity_bytes": memory.capacity_bytes if memory else None,
+                            "capacity_basis": memory.capacity_basis if memory else None,
                             "fits": self.fits(report)})
         gemms = []
         for index, result in enumerate(base.results):
@@ -542,6 +543,7 @@ class Sweep:
                 "prediction_fit": fit_of(first.hardware),
                 "calibration_library": library_of(first.hardware),
                 "capacity_bytes": first.memory.capacity_bytes if first.memory else None,
+                "capacity_basis": first.memory.capacity_basis if first.memory else None,
                 "max_batch": self.max_batch, "max_seq": self.max_seq,
                 "axis": self.axis, "batches": list(self.batches), "seqs": list(self.seqs),
                 "points": points, "transitions": self.transitions(),

@@ -367,6 +367,18 @@ class HardwareSpec:
         return gb * 1e9 if gb is not None else None
 
     @property
+    def memory_capacity_basis(self) -> str | None:
+        """Where ``memory_capacity_bytes`` comes from: ``"cuda"`` (``memory.reported_bytes``,
+        CUDA's report read on the device), ``"probe"`` (a measured entry's ``capacity_gb``, the
+        device's own report as the probe read it), ``"datasheet"`` (``capacity_gb`` x 10^9: an
+        H100 SXM5 80GB's 80 GB is 5.9% under the 85.0 GB CUDA reports); None without one."""
+        if self.memory_reported_bytes is not None:
+            return "cuda"
+        if self.memory_capacity_gb is None:
+            return None
+        return "probe" if self.origin == "measured" else "datasheet"
+
+    @property
     def sms(self) -> int | None:
         return self.gpu.sms if self.gpu else None
 

@@ -74,9 +74,11 @@ def batch_text(advice: BatchAdvice) -> str:
                 f"{advice.limit:.1f} FLOP/B; widen the layer")
     text = f"batch >= {advice.batch} makes it compute-bound"
     if advice.max_batch is not None:
+        scope = "the whole generation" if advice.generation else "at this sequence length"
         return text + (f", but does not fit in memory (at most batch {advice.max_batch} "
-                       f"fits at this sequence length)" if advice.max_batch else
-                       ", but does not fit in memory (not even batch 1 fits)")
+                       f"fits {scope})" if advice.max_batch else
+                       ", but does not fit in memory (not even batch 1 fits" + (
+                           " the whole generation)" if advice.generation else ")"))
     if advice.pad_to is None:
         return text
     return (text + f"; {advice.pad_to} also meets {_TIER[advice.tier]} (a multiple of "

@@ -11,6 +11,17 @@ from .json import to_json
 from .table import aligned
 from .times import forced_warning
 
+#: How a sentence names where a device's memory capacity comes from
+#: (``HardwareSpec.memory_capacity_basis``): ``{}`` is the capacity.
+_CAPACITY = {"cuda": "the {} CUDA reports", "probe": "the {} the probe read",
+             "datasheet": "the datasheet's {}"}
+
+
+def capacity_text(capacity: str, basis: str | None) -> str:
+    """``the 85 GB CUDA reports``, ``the datasheet's 80 GB``: a capacity with its basis (the
+    capacity alone where the basis is unknown)."""
+    return _CAPACITY[basis].format(capacity) if basis in _CAPACITY else capacity
+
 
 def hardware_summary(spec: HardwareSpec) -> dict:
     """The fields ``hw list --format json`` promises (docs/design.md), plus a few useful ones."""

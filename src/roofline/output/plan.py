@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..units import count, seconds, si
 from .advice import whatif_warnings
+from .hardware import capacity_text
 from .json import to_json
 from .scaling import link_text
 from .table import aligned
@@ -63,8 +64,9 @@ def plan_table(plan: Plan, top: int = 3) -> str:
              + "; between nodes "
              + link_text(fabric.inter.label, fabric.inter.bandwidth_gbs,
                          " per direction per GPU", f"{fabric.inter.latency_us:g} us a step"),
-             "memory per GPU against " + (si(capacity, "B") if capacity else
-                                          "no stated capacity")]
+             "memory per GPU against " + (capacity_text(si(capacity, "B"),
+                                                        hw.memory_capacity_basis)
+                                          if capacity else "no stated capacity")]
     from ..analysis.plan import ASSUMPTIONS
 
     lines += [f"assumes: {text}" for text in ASSUMPTIONS]

@@ -19,6 +19,7 @@ from ..errors import RooflineError, option
 from ..model.repeats import MAX_LISTED, Layers, Numbered, distinct, named
 from ..units import count, rate_unit, seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings, tier_hint
+from .hardware import capacity_text
 from .json import to_json
 from .scaling import scaling_lines
 from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_text
@@ -374,7 +375,9 @@ def memory_line(report: Report) -> str | None:
     memory = report.memory
     if memory is None:
         return None
-    net = report.network
+    net, g = report.network, report.generation
+    if g is not None and g.memory_step == "prefill":  # the parts are the prefill's
+        net = g.prefill.network
     parts = ", ".join(f"{_PART_NAMES[part]} {si(value, 'B')}" + (
         _window_text(net) if part == "kv_cache" else "")
                       for part, value in memory.parts.items() if value)
@@ -385,12 +388,46 @@ def memory_line(report: Report) -> str | None:
     if memory.capacity_bytes is None:
         return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
                 f"whether it fits is not checked")
-    capacity = si(memory.capacity_bytes, "B")
+    capacity = capacity_text(si(memory.capacity_bytes, "B"), memory.capacity_basis)
+    label = "memory" + _peak_text(report)
     if memory.fits:
-        head = f"memory: {total} of {capacity} ({parts})"
+        head = f"{label}: {total} of {capacity} ({parts})"
     else:
-        head = f"memory: does not fit: needs {total} of {capacity} ({parts})"
+        head = f"{label}: does not fit: needs {total} of {capacity} ({parts})"
+    if g is not None:
+        return head + "; " + _generation_fitting(memory, net, g.memory_step)
     return head + "; " + _largest_fitting(memory, net)
+
+
+def _peak_text(report: Report) -> str:
+    """A generation's memory is its larger step's: `` at the generation's peak, the prefill
+    (2048 tokens a sequence)`` or `` ..., the last decode step (a KV cache of 2559 tokens)``;
+    empty for one step."""
+    g = report.generation
+    if g is None:
+        return ""
+    if g.memory_step == "prefill":
+        return f" at the generation's peak, the prefill ({g.prompt} tokens a sequence)"
+    return (f" at the generation's peak, the last decode step (a KV cache of "
+            f"{g.prompt + g.generate - 1} tokens)")
+
+
+def _generation_fitting(memory, net, step: str) -> str:
+    """``the whole generation fits up to batch 147, and a prompt up to the model's context
+    (8192) at batch 8``: the batch fitting both steps; the longest prompt (the prefill the
+    larger) or KV cache (the last decode step) fitting at this batch."""
+    if memory.max_batch is None:
+        return f"captured at batch {net.batch}, so no other batch is judged"
+    if not memory.max_batch:
+        return "not even batch 1 fits the whole generation"
+    text = f"the whole generation fits up to batch {memory.max_batch}"
+    what = "a prompt" if step == "prefill" else "a KV cache"
+    if memory.seq_limit == "context":
+        return text + f", and {what} up to the model's context ({memory.max_seq}) at batch " \
+            f"{net.batch}"
+    if not memory.max_seq:
+        return text
+    return text + f", and {what} up to {memory.max_seq} tokens at batch {net.batch}"
 
 
 def _window_text(network) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.predict import basis_of, fit_of
 from ..units import rate_unit, seconds, si, times
 from .advice import past_context_text, whatif_warnings
+from .hardware import capacity_text
 from .json import to_json
 from .report import (
     LAYER_COLUMN,
@@ -127,7 +128,7 @@ def no_fit_text(report: Report) -> str | None:
     if memory is None or memory.capacity_bytes is None or memory.fits:
         return None
     return (f"the step does not fit in its memory: needs {si(memory.total_bytes, 'B')} of "
-            f"{si(memory.capacity_bytes, 'B')}")
+            f"{_capacity(report)}")
 
 
 def _memory_clauses(c: Comparison) -> str:
@@ -252,6 +253,10 @@ def _compare_header(c: Comparison) -> list[str]:
              f"predicted: each device's own basis (the verdict names it)"]
     if c.baseline.quantization:
         lines.append(quantization_line(False, [r.hardware for r in c.reports]))
+    held = [f"{r.hardware.name} {_capacity(r)}" for r in c.reports
+            if r.memory is not None and r.memory.capacity_bytes is not None]
+    if held:
+        lines.append("memory against: " + ", ".join(held))
     notes = (dtype_note(c, r) for r in c.reports)
     return (lines + [f"note: {note}" for note in notes if note]
             + [f"warning: {text}" for text in compare_warnings(c)])
@@ -260,6 +265,13 @@ def _compare_header(c: Comparison) -> list[str]:
 def compare_warnings(c: Comparison) -> tuple[str, ...]:
     """compare's warnings: the model's and each device entry's (``advice.whatif_warnings``)."""
     return whatif_warnings(c.baseline.network, (r.hardware for r in c.reports))
+
+
+def _capacity(report: Report) -> str:
+    """``the 85 GB CUDA reports``: a device's capacity with its basis (``capacity_text``)."""
+    memory = report.memory
+    assert memory is not None and memory.capacity_bytes is not None
+    return capacity_text(si(memory.capacity_bytes, "B"), memory.capacity_basis)
 
 
 def _device_rows(c: Comparison) -> list[list[str]]:
@@ -491,7 +503,8 @@ def sweep_header(s: Sweep) -> list[str]:
         marked = ("every row is marked 'does not fit'" if limit == 0 else
                   "a row whose step does not fit is marked 'does not fit'" if at_context and
                   s.axis == "seq" else f"{larger} are marked 'does not fit'")
-        lines.append(f"memory: {fit} ({si(capacity, 'B')}); {marked}"
+        basis = first.memory.capacity_basis if first.memory else None
+        lines.append(f"memory: {fit} ({capacity_text(si(capacity, 'B'), basis)}); {marked}"
                      + ("; each row says whether its step fits" if s.grid else ""))
     context = net.context
     past = [seq for seq in s.seqs if context is not None and seq > context]
