@@ -160,7 +160,8 @@ def test_precision_line_names_each_width(invoke, tmp_path):
     model.write_text("batch: 8\ndtype: fp16\nmode: inference\nkv_cache: fp8\nweights: int8\n"
                      "mlp: [64, 128, 64]\n")
     mlp = invoke("analyze", str(model), "--hw", A100).stdout
-    assert "precision: weights int8 x activations fp16 -> C fp16; rest fp16" in mlp
+    assert ("precision: weights int8 (scales not counted) x activations fp16 -> C fp16; "
+            "rest fp16") in mlp
 
 
 def test_the_total_flops_count_a_weight_formats_dequantization_as_an_fp8_caches():

@@ -112,7 +112,7 @@ def test_h100_batch_66_seq_2048_decode_does_not_fit(invoke):
 
 
 def test_nothing_fits_on_a_16_gb_card():
-    # T4: weights 13.48 GB + workspace 1 GB + KV 4096 x 0.5 MiB = 2.15 GB > 16 GB
+    # T4: weights 13.48 GB + workspace allowance 1 GB + KV 4096 x 0.5 MiB = 2.15 GB > 16 GB
     memory = _memory(hw="t4", batch=1, seq=4096, phase="decode")
     assert not memory.fits and memory.max_batch == 0
 

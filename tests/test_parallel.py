@@ -21,7 +21,7 @@ from roofline.analysis.parallel import (
     shard_report,
     split_stages,
 )
-from roofline.analysis.plan import make_fabric, parse_counts, plan_layouts
+from roofline.analysis.plan import ASSUMPTIONS, make_fabric, parse_counts, plan_layouts
 from roofline.cli import cli
 from roofline.errors import InputError
 from roofline.hardware.catalog import load_hardware
@@ -513,6 +513,18 @@ def test_plan_bad_input_is_one_line(runner, args, message):
     assert "Error:" in result.output
     if message:
         assert message in result.output
+
+
+def test_zero_stages_given_with_depths_are_tried_where_they_combine():
+    """--pp 1,2 --zero 0,1,2,3 stopped the run on ZeRO 2 with pp 2, though ZeRO 2 and 3 run at
+    pp 1: each given stage is now tried at the depths it combines with (the plan's assumptions
+    say so), and refused only where no given depth takes it (--pp 2 --zero 3 above)."""
+    net, h100, fabric = llama(), load_hardware("h100"), h100_fabric()
+    plan = plan_layouts(net, h100, (16,), 32, fabric, pp=[1, 2], zero=[0, 1, 2, 3])
+    pairs = {(r.layout.pp, r.layout.zero) for r in plan.results}
+    assert {(1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 1)} <= pairs
+    assert not {(2, 2), (2, 3)} & pairs
+    assert any("ZeRO 2 and 3 without a pipeline only" in text for text in ASSUMPTIONS)
 
 
 def test_plan_names_the_rule_that_leaves_no_layout():

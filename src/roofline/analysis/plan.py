@@ -144,7 +144,10 @@ ASSUMPTIONS = (
     "hide behind the backward passes they are issued with (ZeRO 0/1: the last micro-batch's, "
     "2: every backward, 3: every forward and backward)",
     "ring collectives, hierarchical across nodes, one NIC per GPU; NCCL's per-step latency",
-    "1F1B pipeline schedule; ranks ordered tensor, data, pipeline",
+    "1F1B pipeline schedule; ranks ordered tensor, data, pipeline; ZeRO 2 and 3 without a "
+    "pipeline only (pp 1: DeepSpeed refuses the combination)",
+    "memory per GPU without ZeRO-3's gathered-layer buffer (the full weights of the layer "
+    "running and of the next, being gathered); recomputation's extra forward work not timed",
 )
 
 
@@ -206,8 +209,8 @@ def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | No
         if value not in ZERO_STAGES:
             raise InputError(network.source, "", f"{option('zero')} must be 0, 1, 2 or 3, got "
                                                  f"{value}")
-        for depth in pp or ():
-            check_layout(network, Layout(pp=depth, zero=value))
+        if pp and min(pp) > 1:  # a stage no given depth takes; else tried where it combines
+            check_layout(network, Layout(pp=min(pp), zero=value))
     smallest = min(tp or [1]) * min(pp or [1]) * min(ep or [1])
     if smallest > max(gpus):
         raise InputError(network.source, "", f"the smallest layout asked for (tp x pp x ep = "

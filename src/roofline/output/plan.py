@@ -9,6 +9,7 @@ from ..units import count, seconds, si
 from .advice import whatif_warnings
 from .hardware import capacity_text
 from .json import to_json
+from .report import PART_NAMES
 from .scaling import link_text
 from .table import aligned
 from .times import basis_sentence
@@ -128,7 +129,7 @@ def best_lines(r: LayoutResult) -> list[str]:
         out.append(f"  pipeline: {lay.pp} stages, bubble {r.bubble_fraction:.1%} = (p - 1) / "
                    f"(m + p - 1) with m = {r.micro_batches}")
     # each part at three digits in its own unit: an MLP's 24.6 MB of weights read "0.0 GB"
-    out.append("  memory per GPU: " + ", ".join(f"{key} {si(value, 'B')}"
+    out.append("  memory per GPU: " + ", ".join(f"{PART_NAMES.get(key, key)} {si(value, 'B')}"
                                                  for key, value in mem.items() if value)
                + f"; {si(r.memory_bytes, 'B')} of "
                + (si(r.capacity_bytes, "B") if r.capacity_bytes else "?"))

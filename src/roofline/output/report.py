@@ -254,10 +254,13 @@ def precision_text(network) -> str:
 def _mixed_precision_text(network) -> str:
     """``weights int4-g128 (fp16 scales) x activations fp16 -> C fp16; KV cache fp8; rest
     fp16``: the weight GEMMs compute in the activations' dtype (a narrower weight is
-    dequantized to it), everything else in the model's dtype."""
+    dequantized to it), everything else in the model's dtype. An int8 or fp8 weight's
+    per-channel scales are not counted, and it says so."""
     stored = network.weight_dtype
     if network.group:
         stored += f"-g{network.group} (fp16 scales)"
+    else:  # per-channel scales: N values a K x N weight, under 0.1% of its bytes from K 1024
+        stored += " (scales not counted)"
     text = (f"weights {stored} x activations {network.activation_dtype} -> C "
             f"{network.weight_c_dtype}")
     if network.mode != "train" and any(hasattr(run.layer, "kv_cache_bytes")
@@ -363,9 +366,9 @@ _NOT_COUNTED = {
 
 
 #: How each part of ``Memory`` reads in a sentence.
-_PART_NAMES = {"weights": "weights", "kv_cache": "KV cache", "activations": "activations",
+PART_NAMES = {"weights": "weights", "kv_cache": "KV cache", "activations": "activations",
                "gradients": "gradients", "optimizer": "optimizer states",
-               "workspace": "workspace"}
+               "workspace": "workspace allowance"}  # assumed: memory.WORKSPACE_BYTES
 
 
 def memory_line(report: Report) -> str | None:
@@ -378,13 +381,13 @@ def memory_line(report: Report) -> str | None:
     net, g = report.network, report.generation
     if g is not None and g.memory_step == "prefill":  # the parts are the prefill's
         net = g.prefill.network
-    parts = ", ".join(f"{_PART_NAMES[part]} {si(value, 'B')}" + (
+    parts = ", ".join(f"{PART_NAMES[part]} {si(value, 'B')}" + (
         _window_text(net) if part == "kv_cache" else "")
                       for part, value in memory.parts.items() if value)
     total = si(memory.total_bytes, "B")
     if memory.not_counted:
         parts += "; not counted: " + ", ".join(
-            f"{_PART_NAMES[part]} (a capture does not record them)" for part in memory.not_counted)
+            f"{PART_NAMES[part]} (a capture does not record them)" for part in memory.not_counted)
     if memory.capacity_bytes is None:
         return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
                 f"whether it fits is not checked")
