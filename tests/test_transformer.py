@@ -181,6 +181,21 @@ def test_a_decode_step_runs_only_the_experts_its_tokens_are_routed_to(batch, act
     assert (down.m, down.n, down.k, down.batch_count) == (rows, 4096, 14336, active)
 
 
+@pytest.mark.parametrize("batch, said", [(1, None), (2, "over 4 of its 8 experts"),
+                                         (4, "reach 5.47 on average"), (16, None)])
+def test_a_decode_step_says_its_experts_are_the_even_spreads(invoke, batch, said):
+    """The even spread reaches min(8, 2T) of Mixtral's 8 experts; each token's 2 drawn
+    uniformly and independently reach 8 (1 - (1 - 2/8)^T) on average: T = 1: 2 (the same),
+    T = 2: 8 (1 - 0.5625) = 3.5 of 4, T = 4: 8 (1 - 0.3164) = 5.47 of 8, T = 16: 8 (1 -
+    0.0100) = 7.92 of 8. The note is said where the two are half an expert or more apart."""
+    out = invoke("analyze", str(HF / "mixtral-8x7b.json"), "--hw", "h200", "--batch", str(batch),
+                 "--seq", "4096", "--mode", "inference", "--phase", "decode").stdout
+    text = " ".join(out.split())
+    assert ("experts: blk.1's" in text) == (said is not None)
+    if said:
+        assert said in text and "the roof and the prediction are the even spread's" in text
+
+
 def test_mixtral_decode_at_batch_1_by_hand():
     # one token through 32 blocks: qkv 4096 x 6144, proj 4096 x 4096, router 4096 x 8, and two
     # experts of 3 x 4096 x 14336 (gate, up, down); then the logits, 4096 x 32000. GEMM FLOPs 2

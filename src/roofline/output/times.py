@@ -105,10 +105,12 @@ def time_lines(report: Report) -> list[str]:
 
 
 def kernel_notes(report: Report) -> list[str]:
-    """The notes on which kernels a time is of, after the times: rows off 16 bytes, operands
-    not K-major, quantized formats, launches, GEMMs that beat their roof (text and HTML)."""
-    return (dequant_lines(report) + misaligned_row_lines(report) + strided_lines(report)
-            + quantized_lines(report) + launch_lines(report) + beats_roof_notes(report))
+    """The notes on which kernels a time is of, after the times: dequantized weights, experts
+    spread evenly, rows off 16 bytes, operands not K-major, quantized formats, launches, GEMMs
+    that beat their roof (text and HTML)."""
+    return (dequant_lines(report) + expert_lines(report) + misaligned_row_lines(report)
+            + strided_lines(report) + quantized_lines(report) + launch_lines(report)
+            + beats_roof_notes(report))
 
 
 def dequant_lines(report: Report) -> list[str]:
@@ -122,6 +124,30 @@ def dequant_lines(report: Report) -> list[str]:
             f"roof by its FLOPs and B's dequantization, 2 FLOPs a weight (JSON dequant_flops), "
             f"over its bytes: {first.name} {first.intensity:.1f} FLOP/B in the column, "
             f"{first.work_intensity:.1f} with it"]
+
+
+def expert_lines(report: Report) -> list[str]:
+    """Where a mixture of experts' even spread of its routed rows reaches half an expert or
+    more beyond the mean that uniform, independent routing would (a decode step at a small
+    batch): that the step's expert weights, and so its roof, are the even spread's, the most
+    such a step reads (``Transformer.experts_reached``)."""
+    from ..model.layers.transformer import Transformer
+
+    step = report.network.step()
+    for layer in report.network.layers:
+        reached = layer.experts_reached(step) if isinstance(layer, Transformer) else None
+        if reached is None:
+            continue
+        active, mean = reached
+        if active - mean < 0.5:
+            return []
+        return [f"experts: {layer.name}'s {step.tokens * layer.top_k} routed rows are spread "
+                f"evenly, over {active} of its {layer.local_experts} experts, whose weights "
+                f"the step reads (the most it can); {step.tokens} tokens routed to "
+                f"{layer.top_k} experts each uniformly and independently reach {mean:.2f} on "
+                f"average (E (1 - (1 - k/E)^T)), fewer weights read: the roof and the "
+                f"prediction are the even spread's"]
+    return []
 
 
 def launch_lines(report: Report) -> list[str]:
