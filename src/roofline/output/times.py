@@ -135,7 +135,9 @@ def expert_lines(report: Report) -> list[str]:
 
     step = report.network.step()
     for layer in report.network.layers:
-        reached = layer.experts_reached(step) if isinstance(layer, Transformer) else None
+        if not isinstance(layer, Transformer):
+            continue
+        reached = layer.experts_reached(step)
         if reached is None:
             continue
         active, mean = reached
