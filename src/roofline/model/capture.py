@@ -97,7 +97,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
-from ..errors import RooflineError
+from ..errors import CaptureError, RooflineError
 from .capture_memory import Live
 from .capture_values import LIMIT as VALUES_LIMIT
 from .capture_values import Values
@@ -109,6 +109,10 @@ from .layers.step import Step
 from .layers.transformer import LSE_BYTES
 from .network import OPTIMIZER_CHOICES, Network
 from .ops import ELEMENTWISE, AttentionShape, NormShape, SumShape
+
+#: the names callers import from here, some of them defined in the capture_* modules
+__all__ = ["ATTENTION", "MODES", "CaptureError", "FLOPS_PER_ELEMENT", "capture_network",
+           "is_factory", "load_factory"]
 
 #: Ops that move no data: views, metadata, allocation without writing, and the in-place forms
 #: that change a tensor's shape or strides only (``squeeze_``: torch.matmul's vector times a
@@ -322,10 +326,6 @@ DTYPE_NAMES = TORCH_DTYPES | {"int8": "int8", "int32": "int32"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-
-
-class CaptureError(RooflineError):
-    """A module cannot be captured: it fails on meta tensors, or the factory is wrong."""
 
 
 def is_factory(text: str) -> bool:
