@@ -93,15 +93,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from ..errors import CaptureError, RooflineError
 from .capture_factory import is_factory, load_factory
 from .capture_memory import Live
+from .capture_recorder import _metadata, _Recorder
 from .capture_tables import COPIES, FLOPS_PER_ELEMENT, FREE_OPS, REDUCTIONS, SHAPE_ONLY_ARGS
 from .capture_values import LIMIT as VALUES_LIMIT
-from .capture_values import Values
 from .dtypes import DTYPES, TORCH_DTYPES, dtype_name
 from .gemm import PASS_ROWS, GemmShape
 from .layers.captured import Captured, CapturedOp, Item
@@ -221,50 +220,6 @@ QUANTIZED_GEMMS = frozenset({"_int_mm", "_scaled_mm"})
 DTYPE_NAMES = TORCH_DTYPES | {"int8": "int8", "int32": "int32"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
-
-
-@dataclass
-class _Recorder:
-    """What the two modes saw: per module, the forward and backward items in order."""
-
-    root: str
-    train: bool
-    flash: bool
-    params: dict[str, list[tuple[int, ...]]]  # module -> its parameters' shapes
-    forward: dict[str, list[Item]] = field(default_factory=dict)
-    backward: dict[str, list[Item]] = field(default_factory=dict)
-    uncosted: dict[str, int] = field(default_factory=dict)
-    nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
-    # whether the latest convolution ran channels last: the layout of the maps after it, which
-    # the meta device does not keep (its convolution's output is NCHW whatever its operands)
-    conv_nhwc: bool = False
-    weights: dict[int, Any] = field(default_factory=dict)  # id -> a parameter or a view of one
-    zeroed: dict[int, Any] = field(default_factory=dict)  # id -> a tensor of zeros (ZERO_FILLS)
-    matrices: set[int] = field(default_factory=set)  # ids of the parameters GEMMs read as B
-    tables: set[int] = field(default_factory=set)  # ids of the parameters an embedding gathers
-    owned_matrices: dict[str, int] = field(default_factory=dict)  # module -> matrix parameters
-    last: str = ""
-    failed: bool = False  # an op raised (named last, or the one it ran): the failure is its
-    depth: int = 0  # ops being called (an op inside another: a decomposition's)
-    module: str = ""
-    quiet: int = 0
-    updating: bool = False  # recording the optimizer's step
-    kind: str = "none"  # the optimizer stepped (OPTIMIZER_KINDS)
-    # (aten op, its own dtype) -> flops, elements, other bytes, summed over the parameters
-    update: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    gemm_dtypes: dict[str, int] = field(default_factory=dict)  # A's dtype -> GEMMs in it
-    in_attention: int = 0  # inside torch's own (math) attention: its upcast GEMMs not counted
-    handling: int = 0  # torch functions the function mode is running, itself off inside them
-    dtype: str | None = None  # the model's, known before the run (``_scales``)
-    loss: bool = False  # training, the module returned a scalar (its loss), backpropagated
-    values: Values = field(default_factory=Values)  # meta tensors' values, where known
-    live: Live | None = None  # the tensors the run holds at once (capture_memory.py)
-    optimizer_states: tuple[int, int] | None = None  # a torch optimizer's, as Live counts
-
-    def add(self, module: str, backward: bool, item: Item) -> None:
-        book = self.backward if backward else self.forward
-        book.setdefault(module, []).append(item)
-        self.forward.setdefault(module, [])
 
 
 def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inference",
@@ -690,11 +645,6 @@ def _attention_seen(rec: _Recorder, mode: Any) -> Iterator[None]:
         yield
     finally:
         F.scaled_dot_product_attention = named
-
-
-def _metadata(node: Any) -> dict[str, Any]:
-    """An autograd node's metadata dict (a property; torch's stubs call it a method)."""
-    return cast(dict[str, Any], node.metadata)
 
 
 def _tag(nodes: list[Any], owner: str) -> None:
