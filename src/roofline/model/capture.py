@@ -100,6 +100,7 @@ from .capture_factory import is_factory, load_factory
 from .capture_memory import Live
 from .capture_recorder import _metadata, _Recorder
 from .capture_tables import COPIES, FLOPS_PER_ELEMENT, FREE_OPS, REDUCTIONS, SHAPE_ONLY_ARGS
+from .capture_tensors import _counted, _dtype_name, _flatten, _numel, _own_dtype, _split, _stored
 from .capture_values import LIMIT as VALUES_LIMIT
 from .dtypes import DTYPES, TORCH_DTYPES, dtype_name
 from .gemm import PASS_ROWS, GemmShape
@@ -216,8 +217,6 @@ GEMM_DTYPES = TORCH_DTYPES | {"int8": "int8"}
 #: (``_int_mm``: int8 operands, an int32 output) and its scaled fp8 GEMM (``_scaled_mm``: fp8
 #: operands, the output in its ``out_dtype``), as torchao and fp8 training run them.
 QUANTIZED_GEMMS = frozenset({"_int_mm", "_scaled_mm"})
-#: torch dtypes as roofline names them (``_dtype_name``; every ``float8_*`` is fp8)
-DTYPE_NAMES = TORCH_DTYPES | {"int8": "int8", "int32": "int32"}
 MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
 
@@ -393,13 +392,6 @@ def _meta(x: Any, cast: Any) -> Any:
     return torch.empty_like(x, device="meta", dtype=dtype)
 
 
-def _numel(shape: tuple[int, ...]) -> int:
-    count = 1
-    for size in shape:
-        count *= size
-    return count
-
-
 def _torch_dtype(dtype: str) -> Any:
     import torch
 
@@ -509,19 +501,6 @@ def _record_update(rec: _Recorder, op: str, args: Any, out: Any, view: bool = Fa
         sums = rec.update.setdefault((item.kind, item.dtype), [0, 0, 0])
         for index, value in enumerate((item.flops, item.elements, item.other_bytes)):
             sums[index] += value
-
-
-def _flatten(out: Any) -> Iterator[Any]:
-    if isinstance(out, (list, tuple)):
-        for item in out:
-            yield from _flatten(item)
-    elif isinstance(out, dict):
-        for item in out.values():
-            yield from _flatten(item)
-    elif hasattr(out, "to_tuple"):  # transformers' ModelOutput
-        yield from _flatten(out.to_tuple())
-    else:
-        yield out
 
 
 @contextmanager
@@ -797,30 +776,6 @@ def _mask_gradient(mask: Any, scores: tuple[int, ...]) -> Any:
 
     full = torch.empty(scores, dtype=mask.dtype, device=mask.device)
     return full.sum_to_size(mask.shape) if tuple(mask.shape) != tuple(scores) else full
-
-
-def _stored(t: Any) -> int:
-    """The values a tensor holds in memory: its sizes along every dimension it is not broadcast
-    along (a stride of 0 repeats one value); 0 for None. A kernel that reads a broadcast tensor
-    reads those, as ``_broadcast`` counts a GEMM's broadcast operand once."""
-    if t is None:
-        return 0
-    return _numel(tuple(n for n, stride in zip(t.shape, t.stride()) if stride))
-
-
-def _counted(pairs: Sequence[tuple[Any, int]], rec: _Recorder) -> tuple[int, int]:
-    """(elements, other bytes) of ``pairs`` of (tensor, values of it moved), each by
-    ``_split``."""
-    split = [_split(t, values, rec) for t, values in pairs]
-    return sum(e for e, _ in split), sum(b for _, b in split)
-
-
-def _split(t: Any, values: int, rec: _Recorder) -> tuple[int, int]:
-    """``values`` of ``t``'s as (elements of the model's dtype, bytes of any other: ``_scales``);
-    (0, 0) for None."""
-    if t is None or not values:
-        return 0, 0
-    return (values, 0) if _scales(t, rec.dtype) else (0, values * t.element_size())
 
 
 def _items(op: str, args: Sequence[Any], out: Any, backward: bool, owner: str,
@@ -1349,39 +1304,6 @@ def _op(op: str, tensors: list[Any], outs: list[Any], pass_: str, owner: str,
     return [CapturedOp(owner, pass_, f"aten.{op}", flops, elements, other, strided=strided,
                        row=row, dtype=_own_dtype([*outs, *tensors, *sources], rec.dtype),
                        norm=norm, summed=summed)]
-
-
-def _dtype_name(dtype: Any) -> str | None:
-    """A torch dtype as roofline names it (``DTYPE_NAMES``; any 8-bit float fp8), None for one
-    it has no name for."""
-    name = str(dtype).removeprefix("torch.")
-    return DTYPE_NAMES.get(name) or ("fp8" if name.startswith("float8") else None)
-
-
-def _roofline_dtype(t: Any) -> str | None:
-    """A floating-point tensor's dtype as roofline names it (``_dtype_name``), None for any
-    other tensor."""
-    return _dtype_name(t.dtype) if t.is_floating_point() else None
-
-
-def _scales(t: Any, model: str | None) -> bool:
-    """Whether ``t``'s values take the step's element size: a floating-point tensor of the
-    model's dtype (any floating-point one when the model's was not known before the run: a
-    module with no floating-point parameter, buffer or input). Any other is counted at its own
-    size: integer indices, boolean masks, and an upcast the model's code makes
-    (``logits.float()`` before a loss in a bf16 model: those values are fp32 whatever the step's
-    dtype, and an override of it leaves them so)."""
-    return t.is_floating_point() and (model is None or _roofline_dtype(t) == model)
-
-
-def _own_dtype(tensors: list[Any], model: str | None) -> str:
-    """The dtype an op ran in where it is not the model's: its first floating-point tensor's
-    (outputs first, then inputs) when that one does not take the step's size (``_scales``);
-    "" otherwise."""
-    first = next((t for t in tensors if t.is_floating_point()), None)
-    if first is None or _scales(first, model):
-        return ""
-    return _roofline_dtype(first) or ""
 
 
 def _permutes(tensors: list[Any], outs: list[Any]) -> bool:
