@@ -145,7 +145,7 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     **{name: (STREAMING, None) for name in (  # the loss after a log-softmax: a value gathered
         "nll_loss_forward", "nll_loss2d_forward",  # per target; backward, a zero fill and a
         "nll_loss_backward", "nll_loss2d_backward")},  # value written per target
-    **{name: (STREAMING, None) for name in (  # losses of several passes (capture.LOSS_PASSES),
+    **{name: (STREAMING, None) for name in (  # multi-pass losses (capture_losses.LOSS_PASSES),
         "mse_loss", "mse_loss_backward", "huber_loss",  # each pass a stream: the log and exp
         "huber_loss_backward", "smooth_l1_loss",  # of the binary cross-entropies (2 of their
         "smooth_l1_loss_backward", "binary_cross_entropy",  # 4-11 values a value) not priced
