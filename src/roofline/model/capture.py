@@ -86,6 +86,15 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
 - The tensors the run holds at once beyond the parameters, at their peak, are the step's
   activations in memory (``capture_memory``: ``Network.captured_live``).
 
+Here: the run under its two modes and the Network it makes (``capture_network``). Beside it,
+each in its own module: what the run saw (``capture_recorder``), one aten op as its GEMMs and ops
+(``capture_ops``) by the op tables (``capture_tables``), GEMMs (``capture_gemms``),
+convolutions (``capture_convs``), the shapes of sums, norms and softmaxes (``capture_shapes``),
+gathers and scatters (``capture_indexed``), losses of several passes (``capture_losses``), the
+fused attention (``capture_attention``), how an op's tensors are counted (``capture_tensors``),
+a torch optimizer's step (``capture_optimizer``), the values and memory followed
+(``capture_values``, ``capture_memory``) and ``package.module:callable`` (``capture_factory``).
+
 torch is imported inside the functions: it is an optional extra (``roofline[torch]``).
 """
 
