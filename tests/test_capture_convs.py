@@ -1,6 +1,7 @@
-"""Transposed and 1-D convolutions captured as GEMMs (model.capture._convolution): a transposed
-convolution as the data gradient of the conv2d of the same filters, a 1-D one as the 2-D one of
-height 1. FLOPs against torch's FlopCounterMode on the same modules, shapes and bytes by hand.
+"""Transposed and 1-D convolutions captured as GEMMs (model.capture_convs._convolution): a
+transposed convolution as the data gradient of the conv2d of the same filters, a 1-D one as the
+2-D one of height 1. FLOPs against torch's FlopCounterMode on the same modules, shapes and
+bytes by hand.
 
 Needs torch (the `torch` extra)."""
 

@@ -1,7 +1,7 @@
 """A captured convolution on NCHW maps carries the values cuDNN transposes around each of its
-GEMMs (``GemmShape.transposed``, model.capture._transposed), worked out by hand from the maps;
-none in channels_last or for a 1 x 1 stride-1 convolution; the warning that says what they add
-reads every GEMM, in the streamed JSON too.
+GEMMs (``GemmShape.transposed``, model.capture_convs._transposed), worked out by hand from the
+maps; none in channels_last or for a 1 x 1 stride-1 convolution; the warning that says what they
+add reads every GEMM, in the streamed JSON too.
 
 Needs torch (the `torch` extra)."""
 

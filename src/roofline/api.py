@@ -8,7 +8,8 @@ from .analysis.report import Report, analyze
 from .errors import InputError
 from .hardware.catalog import hardware_spec
 from .hardware.spec import HardwareSpec
-from .model.capture import capture_network, is_factory, load_factory
+from .model.capture import capture_network
+from .model.capture_factory import is_factory, load_factory
 from .model.network import Network, check_model, load_network
 
 

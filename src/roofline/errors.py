@@ -110,3 +110,7 @@ class KernelCheckError(RooflineError):
 
 class MissingLibraryError(RooflineError):
     """An optional library a request needs is not installed (``probe --library torch``)."""
+
+
+class CaptureError(RooflineError):
+    """A module cannot be captured: it fails on meta tensors, or the factory is wrong."""

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .model.capture import CaptureError, capture_network, load_factory
+from .errors import CaptureError
+from .model.capture import capture_network
+from .model.capture_factory import load_factory
 
 if TYPE_CHECKING:
     from .analysis.report import Report

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..model.capture import COPIES
+from ..model.capture_tables import COPIES
 from ..model.dtypes import itemsize
 from .gpu_ops import EPILOGUE_KINDS, OpPrediction
 from .predict import interpolate
@@ -125,7 +125,7 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     "sparse-linear-backward-weight": (STREAMING, None),
     "sgd-update": (STREAMING, None),         # w -= lr g: one pass over the parameters
     "adam-update": (STREAMING, None),        # moments and update: passes, a sqrt a value
-    # captured aten ops (model/capture.FLOPS_PER_ELEMENT), by their aten name
+    # captured aten ops (model/capture_tables.FLOPS_PER_ELEMENT), by their aten name
     **{name: (STREAMING, None) for name in (  # one pass of arithmetic, compare or fill
         "add", "sub", "mul", "div", "neg", "relu", "threshold_backward", "rsqrt", "sqrt",
         "pow", "where", "maximum", "minimum", "clamp", "clamp_min", "addcmul", "addcdiv",
@@ -145,7 +145,7 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     **{name: (STREAMING, None) for name in (  # the loss after a log-softmax: a value gathered
         "nll_loss_forward", "nll_loss2d_forward",  # per target; backward, a zero fill and a
         "nll_loss_backward", "nll_loss2d_backward")},  # value written per target
-    **{name: (STREAMING, None) for name in (  # losses of several passes (capture.LOSS_PASSES),
+    **{name: (STREAMING, None) for name in (  # multi-pass losses (capture_losses.LOSS_PASSES),
         "mse_loss", "mse_loss_backward", "huber_loss",  # each pass a stream: the log and exp
         "huber_loss_backward", "smooth_l1_loss",  # of the binary cross-entropies (2 of their
         "smooth_l1_loss_backward", "binary_cross_entropy",  # 4-11 values a value) not priced

@@ -1,6 +1,6 @@
 """The time cuDNN spends moving a convolution's maps between NCHW and NHWC on a GPU: the part of
 ``analysis.predict`` for a GEMM that carries such values (``Gemm.transposed``: a captured
-convolution on NCHW maps, ``model.capture._transposed``).
+convolution on NCHW maps, ``model.capture_convs._transposed``).
 
 cuDNN's Tensor-Core convolutions take NHWC; on NCHW maps torch's convolution hands cuDNN the
 maps as they are and cuDNN transposes around its kernel (``nchwToNhwcKernel`` in,

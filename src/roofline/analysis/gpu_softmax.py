@@ -104,7 +104,8 @@ SOFTMAX_SOURCE = ("https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/na
                   "SoftMax.cu")
 L2_PARTITIONS_SOURCE = ("https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/"
                         "nvidia-ampere-architecture-whitepaper.pdf")
-#: Captured softmax forwards (``model.capture.SOFTMAXES``, over the last dimension: ``Op.row``).
+#: Captured softmax forwards (``model.capture_shapes.SOFTMAXES``, over the last dimension:
+#: ``Op.row``).
 SOFTMAX_KINDS = frozenset({"aten._softmax", "aten._log_softmax"})
 #: The widest row torch's register kernel takes: ceil(w / 1024) < 10 (module docstring).
 SOFTMAX_REG_COLUMNS = 9 * 1024

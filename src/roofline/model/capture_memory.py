@@ -11,7 +11,7 @@ temporaries and, training, its gradients, as torch's caching allocator sees them
 
 The peak is kept as the elements of the model's dtype and the bytes of every other tensor
 (an fp32 upcast, an int64 index, a boolean mask) at that moment, so a ``--dtype`` override
-scales the first as it scales the step's ops (``capture._scales``).
+scales the first as it scales the step's ops (``capture_tensors._scales``).
 
 What it cannot see: memory torch's CUDA kernels take beyond their outputs (cuBLAS and attention
 workspaces: the workspace allowance, ``analysis.memory.WORKSPACE_BYTES``), and a fused kernel's

@@ -103,7 +103,7 @@ class GemmShape(NamedTuple):
     tf32: bool = False
     #: values cuDNN moves between NCHW and NHWC around this GEMM on a GPU that runs it on Tensor
     #: Cores (each read once and written once): a captured convolution on NCHW maps but a 1 x 1
-    #: stride-1 one (``model.capture._transposed``); 0 for every other GEMM
+    #: stride-1 one (``model.capture_convs._transposed``); 0 for every other GEMM
     transposed: int = 0
 
 

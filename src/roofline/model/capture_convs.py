@@ -1,0 +1,219 @@
+"""Convolutions as GEMMs: ``convolution`` and ``convolution_backward`` as the GEMMs the conv2d
+layer gives (``_convolution``, ``_conv``, ``_conv_gemms``), a transposed one as the conv2d of
+the same filters whose data gradient it is (``_conv_transposed``, ``TRANSPOSED_PASSES``,
+``TRANSPOSED_ROLES``), a 1-D one (Conv1d, ConvTranspose1d) as the 2-D one of height 1
+(``_as_2d``), a 3-D one refused; the values cuDNN transposes around each GEMM on NCHW maps
+(``_transposed``), the layout a convolution runs in (``_channels_last``, ``_nchw_16bit``), and
+its bias op and the sum its bias gradient is (``_conv_bias``, ``_conv_bias_sums``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple, cast
+
+from ..errors import CaptureError
+from .capture_gemms import _bias_op, _weight_kind
+from .capture_recorder import _Recorder
+from .capture_shapes import _channel_sums
+from .gemm import PASS_ROWS, GemmShape
+from .layers.captured import Item
+from .layers.conv2d import Conv2d
+from .layers.step import Step
+from .ops import SumShape
+
+
+class _ConvArgs(NamedTuple):
+    """A convolution's stride, padding and dilation, (height, width) each, and its groups."""
+
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    groups: int
+
+
+#: A transposed convolution's GEMM roles by its conv2d's (``_conv_transposed``): its channels
+#: are that convolution's the other way round, and its input map is that one's output
+TRANSPOSED_ROLES = {"batch x P x Q": "batch x H x W", "in_channels": "out_channels",
+                    "out_channels": "in_channels", "in_channels x R x S": "out_channels x R x S",
+                    "out_channels x R x S": "in_channels x R x S"}
+#: The pass of a transposed convolution's GEMM by its conv2d's GEMM (``_conv_transposed``)
+TRANSPOSED_PASSES = {"backward-data": "forward", "forward": "backward-data",
+                     "backward-weight": "backward-weight"}
+
+
+def _convolution(op: str, args: Sequence[Any], outs: list[Any], pass_: str, owner: str,
+                 rec: _Recorder) -> list[Item]:
+    """A ``convolution`` (input, weight, bias, stride, padding, dilation, transposed,
+    output_padding, groups) or ``convolution_backward`` (grad_output, input, weight, bias_sizes,
+    then the same five, then output_mask) as its GEMMs and its bias op (``_conv_bias``): a 2-D
+    one as the conv2d layer gives them (``_conv``), a transposed one as the conv2d whose data
+    gradient it is (``_conv_transposed``), a 1-D one (Conv1d, ConvTranspose1d) as the 2-D one it
+    is with a height of 1 (``_as_2d``: torch's own convolution views it so). A 3-D one is
+    refused."""
+    backward = op == "convolution_backward"
+    x, w = args[int(backward)], args[1 + int(backward)]
+    where = f"module {owner!r}" if owner else f"the top-level module ({rec.root})"
+    if x.dim() not in (3, 4):
+        raise CaptureError(f"{where}: only 1-D and 2-D convolutions are captured, this one has "
+                           f"{x.dim() - 2} spatial dimensions")
+    at = 4 if backward else 3  # stride, padding, dilation, transposed, output_padding, groups
+    stride, padding, dilation, transposed, padded, groups = args[at:at + 6]
+    conv = _ConvArgs(_as_pair(stride, 1), _as_pair(padding, 0), _as_pair(dilation, 1),
+                     int(groups))
+    output_padding = _as_pair(padded, 0)
+    if transposed and any(o >= s for o, s in zip(output_padding, conv.stride)):
+        # torch allows it under a larger dilation: output rows (columns) no input reaches
+        raise CaptureError(f"{where}: a transposed convolution whose output padding "
+                           f"{output_padding[0]}x{output_padding[1]} is its stride "
+                           f"{conv.stride[0]}x{conv.stride[1]} or more is not captured")
+    x4, w4 = _as_2d(x), _as_2d(w)
+    nhwc = _channels_last(x4) or _channels_last(w4)
+    mask = tuple(bool(m) for m in args[10]) if backward else None
+    if mask is None:
+        rec.nchw_convs += _nchw_16bit(x4, w4)
+        rec.conv_nhwc = nhwc
+        _weight_kind(w, rec)  # its filters are a matrix of the step, as conv2d's
+    y = _as_2d(args[0] if backward else outs[0])  # the output (its gradient backward)
+    gemms = (_conv_transposed(x4, w4, y, conv, owner, mask, nhwc) if transposed
+             else _conv(x4, w4, conv, owner, mask, nhwc))
+    bias = bool(mask[2]) if mask is not None else args[2] is not None
+    return [*gemms, *_conv_bias(y, pass_, owner, bias, nhwc)]
+
+
+def _as_2d(t: Any) -> Any:
+    """A 1-D convolution's tensor (N x C x L, or a weight's K x C/g x R) as the 2-D one's with a
+    height of 1 (N x C x 1 x L, K x C/g x 1 x R), a view keeping its strides, as torch's own
+    convolution views it (``view4d``, aten/src/ATen/native/Convolution.cpp); a 2-D one's as
+    it is."""
+    return t.unsqueeze(2) if t.dim() == 3 else t
+
+
+def _as_pair(values: Sequence[int], height: int) -> tuple[int, int]:
+    """A convolution's stride, padding, dilation or output padding as (height, width): a 1-D
+    one's single value as the width, ``height`` the height's (1 for a stride or a dilation, 0
+    for a padding)."""
+    given = tuple(int(v) for v in values)
+    return (height, given[0]) if len(given) == 1 else (given[0], given[1])
+
+
+def _conv_layer(owner: str, w: Any, conv: _ConvArgs, c: int, h: int, width: int) -> Conv2d:
+    """The conv2d layer of filters ``w`` (K x C/g x R x S) over a C x H x W map."""
+    return Conv2d(owner, int(w.shape[0]), (int(w.shape[2]), int(w.shape[3])), conv.stride,
+                  conv.padding, conv.dilation, conv.groups, c, h, width)
+
+
+def _conv_gemms(layer: Conv2d, n: int, e: int, mask: tuple[bool, ...] | None,
+                passes: tuple[str, ...] = ()) -> list[GemmShape]:
+    """``layer``'s GEMMs at batch ``n`` and ``e`` bytes an element: ``passes`` when given, else
+    the forward (``mask`` None) or the gradients ``mask`` asks for (input, weight; the bias
+    gradient is an op)."""
+    step = Step(n, None, "train", e)
+    made = [*layer.forward(step), *layer.backward(step, data_grad=True)]
+    if not passes:
+        passes = ("forward",) if mask is None else (
+            ("backward-data",) * mask[0] + ("backward-weight",) * mask[1])
+    return [i for i in made if isinstance(i, GemmShape) and i.pass_ in passes]
+
+
+def _conv(x: Any, w: Any, conv: _ConvArgs, owner: str, mask: tuple[bool, ...] | None,
+          nhwc: bool) -> list[Item]:
+    """A 2-D convolution's GEMMs as the conv2d layer gives them (``_conv_gemms``), each with
+    the values cuDNN transposes around it (``_transposed``)."""
+    n, c, h, width = (int(s) for s in x.shape)
+    layer = _conv_layer(owner, w, conv, c, h, width)
+    moved = _transposed(x.numel(), w, conv, layer.p * layer.q * n * int(w.shape[0]), nhwc)
+    return [i._replace(transposed=moved.get(i.pass_, 0))
+            for i in _conv_gemms(layer, n, x.element_size(), mask)]
+
+
+def _conv_transposed(x: Any, w: Any, y: Any, conv: _ConvArgs, owner: str,
+                     mask: tuple[bool, ...] | None, nhwc: bool) -> list[Item]:
+    """A transposed convolution's GEMMs. With filters ``w`` (C_in x C_out/g x R x S) it maps an
+    N x C_in x H x W input ``x`` onto the N x C_out x H_o x W_o output ``y`` as the data
+    gradient of the conv2d of the same filters, stride, padding, dilation and groups from
+    C_out channels to C_in over the H_o x W_o map (``ConvTranspose2d``'s own definition): its
+    forward is that convolution's data-gradient GEMM (dY = x, dX = y), its data gradient that
+    one's forward (X = dy, Y = dx) and its weight gradient that one's (the same filters). Each
+    GEMM keeps that convolution's shape, tensors, layout in memory (``GemmShape.rows``) and
+    cuDNN's transposes (cuDNN runs a transposed convolution as that data gradient, on the same
+    kernels); its pass and its roles say the transposed convolution's. H_o = (H - 1) stride -
+    2 padding + dilation (R - 1) + output_padding + 1, so the convolution's P = H + floor(
+    output_padding / stride): H for an output padding below the stride (``_convolution``
+    refuses any other)."""
+    n, c_in, h, width = (int(s) for s in x.shape)
+    c_out, h_o, w_o = (int(s) for s in y.shape[1:])
+    layer = _conv_layer(owner, w, conv, c_out, h_o, w_o)
+    assert (layer.p, layer.q) == (h, width), "an output padding below the stride"
+    moved = _transposed(y.numel(), w, conv, x.numel(), nhwc)
+    wanted = {new: old for old, new in TRANSPOSED_PASSES.items()}
+    passes = (wanted["forward"],) if mask is None else (
+        (wanted["backward-data"],) * mask[0] + (wanted["backward-weight"],) * mask[1])
+    return [i._replace(pass_=TRANSPOSED_PASSES[i.pass_], rows=PASS_ROWS[i.pass_],
+                       roles=cast(tuple[str, str, str],
+                                  tuple(TRANSPOSED_ROLES.get(r, r) for r in i.roles)),
+                       transposed=moved.get(i.pass_, 0))
+            for i in _conv_gemms(layer, n, x.element_size(), mask, passes)]
+
+
+def _transposed(x: int, w: Any, conv: _ConvArgs, y: int, nhwc: bool) -> dict[str, int]:
+    """The values cuDNN moves between NCHW and NHWC around each GEMM of a convolution on NCHW
+    maps (``GemmShape.transposed``), by pass: its Tensor-Core kernels take NHWC, so it
+    transposes what each GEMM reads into NHWC and what it writes back, the forward X and W in
+    and Y out, the data gradient dY and W in and dX out, the weight gradient dY and X in and dW
+    out; a 1 x 1 filter's W is the same in both layouts. A lent H100 (torch 2.11, cuDNN 9.19;
+    benchmarks/data/h100_live_convkernels.csv) ran exactly those for ResNet-50's 3 x 3, 7 x 7
+    and strided 1 x 1 convolutions and none for its 1 x 1 stride-1 ones at 28 x 28 and more
+    (at 14 x 14 and 7 x 7 it transposed some of those too, left out here). ``x`` and ``y``: the
+    input's and the output's values. None (an empty dict) where the maps are channels last
+    (``nhwc``) and for a 1 x 1 stride-1 or a grouped convolution; whether the GEMM runs on
+    Tensor Cores is the device's business (``analysis.gpu_layout.transpose_s``)."""
+    r, s = int(w.shape[2]), int(w.shape[3])
+    if nhwc or conv.groups != 1 or (r == s == 1 and conv.stride == (1, 1)):
+        return {}
+    ws = w.numel() if r * s > 1 else 0
+    return {"forward": x + ws + y, "backward-data": y + ws + x, "backward-weight": y + x + ws}
+
+
+def _conv_bias(out: Any, pass_: str, owner: str, bias: bool,
+               nhwc: bool = False) -> list[Item]:
+    """A convolution's bias, the op a conv2d layer's ``bias: true`` gives after its GEMM
+    (``model.ops.bias_activation``): forward the add over ``out`` (``bias``: the convolution has
+    one), backward the sum of ``out``, the output gradient, per channel (``bias``: its gradient
+    is asked for; ``_conv_bias_sums``). Both run inside the one ``convolution`` /
+    ``convolution_backward`` op a capture sees; which device runs the add as a kernel of its
+    own is ``analysis``'s business (``follows`` "conv")."""
+    if not bias:
+        return []
+    if pass_ == "forward":
+        return [_bias_op(owner, pass_, "bias", out.numel(), out.shape[1], "conv")]
+    return [_bias_op(owner, pass_, "bias-backward", out.numel(), out.shape[1], "conv",
+                     _conv_bias_sums(out, nhwc))]
+
+
+def _conv_bias_sums(grad: Any, nhwc: bool) -> SumShape | None:
+    """What torch sums a 2-D convolution's bias gradient as (``grad.sum((0, 2, 3))``, as its
+    ``convolution_backward`` does) over an output gradient of N x C x H x W: in channels_last
+    (``nhwc``, the convolution's operands laid out so) N H W rows of C adjacent channels, else
+    as ``_channel_sums``."""
+    if grad.dim() != 4 or grad.numel() == 0:
+        return None
+    n, c, h, w = (int(d) for d in grad.shape)
+    return SumShape(n * h * w, c) if nhwc else _channel_sums((n, c, h, w))
+
+
+def _nchw_16bit(x: Any, w: Any) -> bool:
+    """Whether a 16-bit 2-D convolution runs in NCHW: torch's CUDA convolution runs channels
+    last when its input or its weight is (``cudnn_conv_suggest_memory_format``,
+    aten/src/ATen/native/ConvUtils.h), so NCHW when neither is. Read from the weight's strides
+    as much as the input's: on the meta device a convolution's output is NCHW whatever its
+    operands, so a channels_last module's later inputs would read NCHW."""
+    import torch
+
+    return (x.dim() == 4 and x.dtype in (torch.float16, torch.bfloat16)
+            and not _channels_last(x) and not _channels_last(w))
+
+
+def _channels_last(t: Any) -> bool:
+    """A 4-D tensor whose channels are adjacent in memory and whose columns are a pixel apart
+    (NHWC strides; a 1 x 1 weight's too, whose NCHW strides have channels adjacent as well)."""
+    return t.dim() == 4 and t.shape[1] > 1 and t.stride(1) == 1 and t.stride(3) == t.shape[1]

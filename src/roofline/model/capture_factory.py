@@ -1,0 +1,111 @@
+"""The factory a command line names a PyTorch module by, ``package.module:callable``
+(``is_factory``), imported and called for the module and its example inputs (``load_factory``),
+each way it can fail one line (``CaptureError``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import CaptureError
+
+_FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def is_factory(text: str) -> bool:
+    """Whether ``text`` reads as ``package.module:callable``."""
+    return bool(_FACTORY.match(text))
+
+
+def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, ...]]:
+    """``package.module:callable`` imported and called: it returns ``(module, inputs)`` where
+    ``inputs`` is one tensor or a tuple of them. Given a ``batch``, a callable with a ``batch``
+    parameter is called with it (its inputs then have that batch); one without is called as is,
+    and its capture refuses another batch than its inputs' (``Captured``). The module is looked
+    up in the current directory first, as ``python -c`` would (an installed console script's
+    ``sys.path`` lacks it), then on ``sys.path``. Each way it can fail is one line
+    (``CaptureError``) that says which: the module not found; found, but its import raising
+    (a ``SyntaxError``, an import-time ``1/0``, an ``AttributeError`` or a failed import of its
+    own: the error, its file and line); imported, but without the callable.
+    ``KeyboardInterrupt`` and ``SystemExit`` pass through."""
+    with _cwd_importable():
+        return _load_factory(spec, batch)
+
+
+@contextmanager
+def _cwd_importable() -> Iterator[None]:
+    """The current directory first on ``sys.path`` while inside, unless it is there already."""
+    import os
+    import sys
+
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+
+
+def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
+    import importlib
+    import inspect
+
+    path, _, attr = spec.partition(":")
+    try:
+        found = importlib.import_module(path)
+    except Exception as exc:  # the module's own code failing; KeyboardInterrupt, SystemExit pass
+        if _not_found(exc, path):
+            raise CaptureError(f"{spec}: cannot import {path} ({exc}; looked in the current "
+                               f"directory and on sys.path)") from None
+        raise CaptureError(f"{spec}: importing {path} failed: {_raised(exc)}") from None
+    if not hasattr(found, attr):  # looked up apart: the import's errors are its own
+        raise CaptureError(f"{spec}: {path} has no {attr}")
+    factory = getattr(found, attr)
+    if not callable(factory):
+        raise CaptureError(f"{spec}: {attr} is not callable")
+    try:
+        takes_batch = "batch" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        takes_batch = False
+    try:
+        made = factory(batch=batch) if batch is not None and takes_batch else factory()
+    except Exception as exc:
+        raise CaptureError(f"{spec}: the factory raised {type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:300]}") from None
+    if not (isinstance(made, tuple) and len(made) == 2):
+        got = (f"a tuple of {len(made)}" if isinstance(made, tuple)
+               else f"a {type(made).__name__}")
+        raise CaptureError(f"{spec}: the factory must return a 2-tuple (module, example_inputs), "
+                           f"example_inputs one tensor or a tuple of them; got {got}")
+    module, inputs = made
+    return module, inputs if isinstance(inputs, tuple) else (inputs,)
+
+
+def _not_found(exc: Exception, path: str) -> bool:
+    """Whether ``exc`` says that ``path`` itself (or a package above it) is nowhere to be
+    found, rather than that the module, found, failed as it ran (a ``SyntaxError``, an
+    import-time ``1/0``, an ``AttributeError``, or an import of its own that failed)."""
+    name = getattr(exc, "name", None)
+    return (isinstance(exc, ModuleNotFoundError) and name is not None
+            and (path == name or path.startswith(f"{name}.")))
+
+
+def _raised(exc: BaseException) -> str:
+    """``exc`` as one line for a message: its type, its text and where it was raised (the
+    file and line: a ``SyntaxError``'s own, else the innermost frame outside importlib's)."""
+    import traceback
+
+    if isinstance(exc, SyntaxError):
+        text, file, line = exc.msg, exc.filename, exc.lineno
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not f.filename.startswith("<frozen ")]
+        text = str(exc)
+        file, line = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
+    where = f" ({file}, line {line})" if file else ""
+    return f"{type(exc).__name__}: {' '.join(text.split())[:300]}{where}"
