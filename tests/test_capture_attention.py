@@ -209,3 +209,31 @@ def test_a_mask_that_needs_its_gradient_is_marked_for_the_memory_efficient_kerne
     assert [a.mask_grad for a in shapes(Biased(), "train")] == [True, True]
     assert [a.mask_grad for a in shapes(Biased(), "inference")] == [False]
     assert all(a.masked and not a.mask_grad for a in shapes(Windowed(), "inference"))
+
+
+class Latent(torch.nn.Module):
+    """Attention whose V is narrower than Q and K (DeepSeek's multi-head latent attention:
+    Q and K heads of 192, V of 128), here 8 and 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(1))  # a trainable step's one parameter
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q * self.scale, k, v)
+
+
+def test_a_v_narrower_than_q_counts_its_own_head_dim():
+    """q, k: 1 x 1 x 4 x 8, v: 1 x 1 x 4 x 2 (fp32). Forward: S = Q K^T, 2 x 4 x 4 x 8 = 256
+    FLOPs, O = P V, 2 x 4 x 4 x 2 = 64: 320 (counted at Q's head dim, 512); Q 32, K 32, V 8
+    values read, O 8 written (O is V's width, not Q's): 80 values, 320 B (was 416). Backward:
+    S again, dQ = dS K and dK = dS^T Q over 8 (3 x 256 = 768), dP = dO V^T and dV = P^T dO over
+    2 (2 x 64 = 128): 896 FLOPs (was 10 x 128 = 1,280); Q, K, V, O, dO read and dQ, dK, dV
+    written: 2 x 80 = 160 values, 640 B, and the 4 query rows' fp32 log-sum-exp, 16 B."""
+    q, k, v = torch.zeros(1, 1, 4, 8), torch.zeros(1, 1, 4, 8), torch.zeros(1, 1, 4, 2)
+    ops = _by_kind(capture(Latent(), q, k, v, mode="inference"))
+    forward = ops["flash-attention", "forward"]
+    assert (forward.flops, forward.bytes) == (320, 320)
+    ops = _by_kind(capture(Latent(), q, k, v, mode="train"))
+    backward = ops["flash-attention-backward", "backward"]
+    assert (backward.flops, backward.bytes) == (896, 640 + 16)

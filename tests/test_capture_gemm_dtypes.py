@@ -231,3 +231,25 @@ def test_the_tf32_flags_are_read_when_the_capture_runs():
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
     assert [g.tf32 for g in net.gemms()] == [True, True]
+
+
+class Fp8Stored(torch.nn.Module):
+    """A bf16 model whose first tensor is a float8 weight (stored scaled, as torchao keeps
+    one): its projection dequantizes the weight to bf16 and runs a bf16 GEMM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("w", torch.zeros(32, 64, dtype=torch.float8_e4m3fn))
+        self.register_buffer("scale", torch.ones(32, dtype=torch.bfloat16))
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.w.to(torch.bfloat16)) * self.scale
+
+
+def test_a_float8_first_tensor_is_passed_over_not_read_as_fp32():
+    # the float8 buffer came first and read as "fp32" (no float8 name in the table): the model
+    # is bf16, its next tensor's and its input's; its GEMM, 16 x 32 x 64, priced in bf16
+    net = capture(Fp8Stored(), torch.zeros(16, 64, dtype=torch.bfloat16), mode="inference")
+    assert net.dtype == "bf16"
+    (gemm,) = net.gemms()
+    assert (gemm.dtype, gemm.bytes) == ("bf16", 2 * (16 * 64 + 64 * 32 + 16 * 32))

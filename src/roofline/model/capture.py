@@ -263,13 +263,17 @@ def _torch_dtype(dtype: str) -> Any:
 
 
 def _dtype_of(params: dict[str, Any], inputs: tuple[Any, ...]) -> str | None:
-    """The first floating-point tensor's dtype among ``params`` and ``inputs``; None if none is
-    floating point."""
+    """The first floating-point tensor's dtype among ``params`` and ``inputs`` that a model
+    computes in (``TORCH_DTYPES``); None if none is. A float8 tensor (weights stored scaled,
+    as torchao keeps them) is passed over, not read as fp32: the next one, else the dtype
+    most GEMMs ran in, sets the model's."""
     import torch
 
     for x in [*params.values(), *inputs]:
         if isinstance(x, torch.Tensor) and x.is_floating_point():
-            return TORCH_DTYPES.get(str(x.dtype).removeprefix("torch."), "fp32")
+            name = TORCH_DTYPES.get(str(x.dtype).removeprefix("torch."))
+            if name is not None:
+                return name
     return None
 
 

@@ -56,9 +56,14 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
     import torch
 
     count = _numel(tuple(q.shape[:-2]))  # batch x heads
-    sq, sk, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    sq, sk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     causal = 0.5 if is_causal else 1.0
-    elements = q.numel() * 2 + k.numel() + v.numel()  # read Q, K, V; write O
+    # read Q, K, V; write O, of V's head dim (MLA's: Q and K 192, V 128)
+    elements = q.numel() + k.numel() + v.numel() + count * sq * dv
+    # S = Q K^T over d, O = P V over dv; the backward's five GEMMs: S again, dQ = dS K and
+    # dK = dS^T Q over d, dP = dO V^T and dV = P^T dO over dv
+    forward_flops = 2 * count * sq * sk * (d + dv) * causal
+    backward_flops = 2 * count * sq * sk * (3 * d + 2 * dv) * causal
     # training, the forward writes one fp32 log-sum-exp per query row that the backward reads
     lse = count * sq * LSE_BYTES if rec.train else 0
     mask = _additive_mask(attn_mask, q)
@@ -87,7 +92,7 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
             wants = mask is not None and ctx.needs_input_grad[3]
             written = _split(mask, count * sq * sk if wants else 0, rec)
             rec.add(owner, True, CapturedOp(owner, "backward", "flash-attention-backward",
-                                            int(10 * count * sq * sk * d * causal),
+                                            int(backward_flops),
                                             2 * elements + read[0] + written[0],
                                             lse + read[1] + written[1], shape))
             return (_laid_out(q, d, masked), _laid_out(k, d, masked),
@@ -95,7 +100,7 @@ def _fused_attention(rec: _Recorder, owner: str, q: Any, k: Any, v: Any,
                     _mask_gradient(mask, (*q.shape[:-1], sk)) if wants else None)
 
     rec.add(owner, False, CapturedOp(owner, "forward", "flash-attention",
-                                     int(4 * count * sq * sk * d * causal), elements + read[0],
+                                     int(forward_flops), elements + read[0],
                                      lse + read[1], shape))
     rec.quiet += 1
     try:
