@@ -175,3 +175,25 @@ def test_the_counts_by_hand(built):
     assert Counter((g.m, g.n, g.k) for g in net.gemms()) == {
         (TOKENS, 4096, 4096): 4 * 32, (TOKENS, 11008, 4096): 2 * 32, (TOKENS, 4096, 11008): 32,
         (TOKENS, 32000, 4096): 1}
+
+
+def test_keyword_inputs_are_given_as_example_kwargs(built):
+    """A Hugging Face model called with keywords, as a training loop calls it: input_ids, an
+    attention mask of ones (its values read back by transformers' padding check) and labels,
+    which make it return its loss. The GEMMs are the positional capture's (GPT-2's 49 forward
+    and their gradients), the batch the first keyword tensor's (2), and the loss captured."""
+    from roofline.errors import CaptureError
+
+    module = built["gpt2"].train()
+    tokens = torch.zeros(BATCH, SEQ, dtype=torch.long)
+    by_keyword = capture(module, mode="train", dtype="fp32", example_kwargs={
+        "input_ids": tokens, "attention_mask": torch.ones(BATCH, SEQ, dtype=torch.long),
+        "labels": tokens})
+    positional = capture(module, tokens, mode="train", dtype="fp32")
+    assert by_keyword.batch == BATCH and by_keyword.captured_loss
+    assert not positional.captured_loss
+    keys = lambda n: Counter(map(_key, n.gemms()))  # noqa: E731
+    assert keys(by_keyword) == keys(positional)
+    with pytest.raises(CaptureError, match="example_kwargs: expected a dict of keyword inputs, "
+                                           "got list"):
+        capture(module, tokens, example_kwargs=[tokens])

@@ -100,7 +100,7 @@ torch is imported inside the functions: it is an optional extra (``roofline[torc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -128,31 +128,26 @@ ATTENTION = ("flash", "naive")
 
 def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inference",
                     dtype: str | None = None, attention: str = "flash",
-                    optimizer: Any = "none", name: str | None = None) -> Network:
-    """``module`` run on ``example_inputs`` (tensors keep their shapes, not their values), its
-    work as a Network at the batch of the first input's leading dimension. ``optimizer``: a
+                    optimizer: Any = "none", name: str | None = None,
+                    example_kwargs: Mapping[str, Any] | None = None) -> Network:
+    """``module`` run on ``example_inputs`` and the keyword inputs ``example_kwargs``
+    (``module(*example_inputs, **example_kwargs)``: a Hugging Face model's ``input_ids=``,
+    ``attention_mask=``; tensors keep their shapes, not their values), its work as a Network
+    at the batch of the first input's leading dimension (the first positional tensor, else the
+    first keyword one). ``optimizer``: a
     name (none, sgd, adam: the update op of ``model/ops.py``) or a torch optimizer, recorded
     (see ``_optimizer``). The module runs in ``mode`` (``module.train(mode == "train")``: an
     inference step without dropout and with the running statistics, whatever mode it was left
     in), and gets its own flags back."""
     import torch
 
-    if not isinstance(module, torch.nn.Module):
-        raise CaptureError(f"expected a torch.nn.Module, got {type(module).__name__}")
-    checks: list[tuple[str, Any, tuple[str, ...]]] = [("mode", mode, MODES),
-                                                      ("attention", attention, ATTENTION)]
-    if isinstance(optimizer, str):
-        checks.append(("optimizer", optimizer, OPTIMIZER_CHOICES))
-    for key, value, choices in checks:
-        if value not in choices:
-            raise CaptureError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
-    if not isinstance(optimizer, str) and mode != "train":
-        raise CaptureError("optimizer: a torch optimizer steps in mode train only, the mode "
-                           f"is {mode}")
+    _check_arguments(module, mode, attention, optimizer, example_kwargs)
     dtype = dtype_name(dtype)  # type: ignore[assignment]  # torch.float16, "bfloat16", ...
     cast = _torch_dtype(dtype) if dtype is not None else None
     label = name or type(module).__name__
-    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    kwargs = dict(example_kwargs or {})
+    every = (*example_inputs, *kwargs.values())
+    tensors = [x for x in every if isinstance(x, torch.Tensor)]
     if not tensors or tensors[0].dim() == 0:
         raise CaptureError(f"{label}: the first example input must be a tensor whose leading "
                            f"dimension is the batch")
@@ -164,10 +159,10 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     # else the dtype most of its GEMMs ran in (weights kept as plain tensors: the module then
     # runs again, each tensor counted against that dtype); a GEMM that ran in another is priced
     # in its own (``_own_gemm_dtypes``)
-    run = (module, example_inputs, cast, train, attention == "flash", label, step)
+    run = (module, (tuple(example_inputs), kwargs), cast, train, attention == "flash", label,
+           step)
     rec = _recorded(*run, dtype or _dtype_of({**dict(module.named_parameters()),
-                                               **dict(module.named_buffers())},
-                                              tuple(example_inputs)))
+                                               **dict(module.named_buffers())}, every))
     if rec.dtype is None and rec.gemm_dtypes:
         rec = _recorded(*run, max(rec.gemm_dtypes, key=rec.gemm_dtypes.__getitem__))
     net_dtype = rec.dtype or "fp32"
@@ -192,13 +187,37 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                    captured_optimizer=rec.optimizer_states, captured_attention=attention)
 
 
-def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool, flash: bool,
-              label: str, step: Callable[[list[Any]], Any] | None,
-              model_dtype: str | None) -> _Recorder:
-    """``module`` run once on meta copies of its state and inputs (floating-point ones cast to
-    ``cast`` when given), in mode train or not, each tensor counted against ``model_dtype``
-    (``_scales``)."""
+def _check_arguments(module: Any, mode: str, attention: str, optimizer: Any,
+                     example_kwargs: Any) -> None:
+    """A capture's arguments as it takes them, else one line (CaptureError)."""
     import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise CaptureError(f"expected a torch.nn.Module, got {type(module).__name__}")
+    checks: list[tuple[str, Any, tuple[str, ...]]] = [("mode", mode, MODES),
+                                                      ("attention", attention, ATTENTION)]
+    if isinstance(optimizer, str):
+        checks.append(("optimizer", optimizer, OPTIMIZER_CHOICES))
+    for key, value, choices in checks:
+        if value not in choices:
+            raise CaptureError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    if not isinstance(optimizer, str) and mode != "train":
+        raise CaptureError("optimizer: a torch optimizer steps in mode train only, the mode "
+                           f"is {mode}")
+    if example_kwargs is not None and not isinstance(example_kwargs, Mapping):
+        raise CaptureError(f"example_kwargs: expected a dict of keyword inputs, got "
+                           f"{type(example_kwargs).__name__}")
+
+
+def _recorded(module: Any, given: tuple[tuple[Any, ...], dict[str, Any]], cast: Any,
+              train: bool, flash: bool, label: str, step: Callable[[list[Any]], Any] | None,
+              model_dtype: str | None) -> _Recorder:
+    """``module`` run once on meta copies of its state and inputs, ``given`` positional and by
+    keyword (floating-point ones cast to ``cast`` when given), in mode train or not, each
+    tensor counted against ``model_dtype`` (``_scales``)."""
+    import torch
+
+    example_inputs = (*given[0], *given[1].values())
 
     meta_params = {n: _meta(p, cast).requires_grad_(train and p.requires_grad)
                    for n, p in module.named_parameters()}
@@ -212,6 +231,8 @@ def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool
     torch_names = {v: k for k, v in TORCH_DTYPES.items()}
     rec.live = Live(getattr(torch, torch_names.get(model_dtype or "", "float32")),
                     [*meta_params.values(), *meta_buffers.values()], inputs)
+    positional = len(given[0])
+    args, kwargs = inputs[:positional], dict(zip(given[1], inputs[positional:]))
     # values given (not on the meta device) for a read back to answer (capture_values.py): the
     # inputs' (token ids, an attention mask) and the integer buffers' (position ids)
     for meta, given in zip(inputs, example_inputs):
@@ -225,7 +246,7 @@ def _recorded(module: Any, example_inputs: Sequence[Any], cast: Any, train: bool
     flags = {m: m.training for m in module.modules()}
     module.train(train)
     try:
-        _run(module, meta_params | meta_buffers, inputs, rec, label, step)
+        _run(module, meta_params | meta_buffers, (args, kwargs), rec, label, step)
     finally:
         for m, flag in flags.items():
             m.training = flag
@@ -277,14 +298,15 @@ def _dtype_of(params: dict[str, Any], inputs: tuple[Any, ...]) -> str | None:
     return None
 
 
-def _run(module: Any, state: dict[str, Any], inputs: tuple[Any, ...], rec: _Recorder,
-         label: str, optimizer: Callable[[list[Any]], Any] | None = None) -> None:
+def _run(module: Any, state: dict[str, Any], inputs: tuple[tuple[Any, ...], dict[str, Any]],
+         rec: _Recorder, label: str,
+         optimizer: Callable[[list[Any]], Any] | None = None) -> None:
     import torch
     from torch.utils.module_tracker import ModuleTracker
 
     try:
         with ModuleTracker() as tracker, _modes(rec, tracker):
-            out = torch.func.functional_call(module, state, inputs)
+            out = torch.func.functional_call(module, state, inputs[0], inputs[1])
             if rec.train:
                 outs = [o for o in _flatten(out) if isinstance(o, torch.Tensor)
                         and o.requires_grad]
