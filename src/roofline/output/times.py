@@ -32,6 +32,7 @@ from ..units import count, seconds, si, three_digits
 if TYPE_CHECKING:
     from ..analysis.report import GemmResult, Report
     from ..hardware.spec import HardwareSpec
+    from ..model.network import Network
 
 _LEFT = frozenset({0, 8})
 
@@ -479,6 +480,28 @@ def calibration_warning(report: Report) -> str | None:
             f"1.0-1.7x apart from numpy's on the same shapes: `roofline probe --library "
             f"{report.network.framework} --save NAME` calibrates through "
             f"{report.network.framework}")
+
+
+def tf32_warning(network: Network, hardware: HardwareSpec) -> str | None:
+    """On a GPU with a TF32 peak, the sentence for a model.yaml's (or config.json's) fp32
+    convolutions: priced at the fp32 peak, as written, while PyTorch runs fp32 convolutions in
+    TF32 by default (``torch.backends.cudnn.allow_tf32``), as a captured module is priced
+    (``GemmShape.tf32``); else None. ResNet-50's training step on an A100 reads 18% memory-bound
+    at the fp32 peak and 74% in TF32: the verdict turns on it."""
+    from ..model.layers.conv2d import Conv2d
+
+    if (hardware.kind != "gpu" or "tf32" not in hardware.peak_tflops
+            or network.captured_batch is not None or network.dtype != "fp32"):
+        return None
+    convs = sum(run.count for run in network.layer_runs if isinstance(run.layer, Conv2d))
+    if not convs:
+        return None
+    peaks = hardware.peak_tflops
+    return (f"{convs} convolution{'s' if convs > 1 else ''} priced in fp32 at the "
+            f"{peaks['fp32']:g} TFLOP/s fp32 peak, as the model states; PyTorch runs fp32 "
+            f"convolutions in TF32 on this GPU by default (torch.backends.cudnn.allow_tf32), at "
+            f"the {peaks['tf32']:g} TFLOP/s TF32 peak, as a captured module is priced: dtype "
+            f"tf32 (--dtype tf32) prices them so")
 
 
 #: A lent H100 SXM5's ResNet-50 bf16 training step at batch 64 (torch 2.11, eager;
