@@ -116,15 +116,24 @@ def kernel_notes(report: Report) -> list[str]:
 
 def dequant_lines(report: Report) -> list[str]:
     """Where a GEMM dequantizes a stored B (``Gemm.dequant_flops``), that its bound and time
-    count that work beside the FLOP/B column's (the GEMM's FLOPs alone), with the first such
-    GEMM's two figures: a GEMM just under the ridge by the column can be compute-bound."""
+    count that work beside the FLOP/B column's (the GEMM's FLOPs alone), with the two figures
+    of the GEMM it moves most (the first of those alike: 1 + 1 / M of its FLOPs, so the
+    fewest rows; a prefill's output layer on its last tokens): a GEMM just under the ridge by
+    the column can be compute-bound. Where even that one's two figures print alike (a
+    prefill's 65,536 rows: 2434.1 and 2434.1), it says so once."""
+    from fractions import Fraction
+
     if not any(r.gemm.dequant_flops for r in distinct(report.results)):
         return []  # (asked of one copy of each run: a deep model's rows are not built)
-    first = next(r.gemm for r in first_copies(report.results) if r.gemm.dequant_flops)
+    most = max((r.gemm for r in first_copies(report.results) if r.gemm.dequant_flops),
+               key=lambda g: Fraction(g.dequant_flops, g.flops))
+    column, work = f"{most.intensity:.1f}", f"{most.work_intensity:.1f}"
+    figures = (f"{column} FLOP/B in the column, {work} with it" if work != column else
+               f"{column} FLOP/B in the column and with it (to 0.1 FLOP/B: its rows share each "
+               f"weight's dequantization)")
     return [f"dequantized B: a GEMM with a stored B narrower than its math is placed on the "
             f"roof by its FLOPs and B's dequantization, 2 FLOPs a weight (JSON dequant_flops), "
-            f"over its bytes: {first.name} {first.intensity:.1f} FLOP/B in the column, "
-            f"{first.work_intensity:.1f} with it"]
+            f"over its bytes: {most.name} {figures}"]
 
 
 def expert_lines(report: Report) -> list[str]:
