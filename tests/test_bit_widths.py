@@ -234,3 +234,24 @@ def test_a_gemm_just_under_the_ridge_by_its_flops_says_its_dequantization_binds_
     plain = invoke("analyze", LLAMA, "--hw", A100, "--batch", "41", "--seq", "2047",
                    "--mode", "inference", "--phase", "decode", "--gemms-only").stdout
     assert "dequantized B" not in plain
+
+
+def test_the_dequantization_note_shows_the_gemm_it_moves_and_says_when_it_moves_none(invoke):
+    """Mistral-7B's int4 prefill on an L4, batch 64 x 1024 tokens. With the last token's
+    logits, the output layer runs on 64 rows: 2 x 64 x 32000 x 4096 = 16,777,216,000 FLOPs
+    over A 64 x 4096 x 2 = 524,288 + B 32000 x 4096 / 2 = 65,536,000 and its scales
+    32000 x 4096 / 128 x 2 = 2,048,000 + C 64 x 32000 x 2 = 4,096,000: 72,204,288 bytes,
+    232.4 FLOP/B; with 2 x 32000 x 4096 = 262,144,000 FLOPs of dequantization 236.0. The
+    note named MM1 (65,536 rows): 2434.1 in the column and 2434.1 with it. With every
+    token's logits MM1 is what it moves most, still alike: 2 x 65536 x 6144 x 4096 =
+    3,298,534,883,328 FLOPs over 536,870,912 + 12,976,128 (_w4) + 805,306,368 =
+    1,355,153,408 bytes: 2434.06; plus 50,331,648: 2434.10."""
+    mistral = "examples/hf/mistral-7b.json"
+    args = [mistral, "--hw", "l4", "--batch", "64", "--seq", "1024", "--mode", "inference",
+            "--weights", "int4", "--gemms-only"]
+    assert _w4(4096, 6144) == 12_976_128
+    out = " ".join(invoke("analyze", *args, "--logits", "last").stdout.split())
+    assert "over its bytes: MM129 232.4 FLOP/B in the column, 236.0 with it" in out
+    out = " ".join(invoke("analyze", *args).stdout.split())
+    assert ("over its bytes: MM1 2434.1 FLOP/B in the column and with it (to 0.1 FLOP/B: its "
+            "rows share each weight's dequantization)") in out

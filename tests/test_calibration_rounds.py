@@ -219,3 +219,12 @@ def test_the_widest_gap_between_rounds_is_a_ratio_naming_its_kernel():
         "rounds at most 590x apart at their best (fp64 GEMM 32x32x32)")
     steady = BenchResult((0.001, 0.0013), (), 1, round_best_s=(0.001, 0.0013))
     assert spread_text("read stream", steady).startswith("rounds at most 1.3x apart")
+
+
+def test_a_progress_line_gives_efficiencies_as_percentages_by_size():
+    """The calibration's progress line printed Python's dicts, ``{'32': 0.2769, '64':
+    0.4522}``; it now reads ``32: 28%, 64: 45%`` (27.69% and 45.22% rounded)."""
+    from roofline.probe.calibrate import _shares
+
+    assert _shares({"32": 0.2769, "64": 0.4522}) == "32: 28%, 64: 45%"
+    assert _shares({}) == ""

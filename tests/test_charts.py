@@ -12,7 +12,7 @@ import pytest
 matplotlib.use("Agg")
 
 from roofline.analysis.whatif import sweep  # noqa: E402
-from roofline.plot.data import no_fit_span  # noqa: E402
+from roofline.output.fit_bands import no_fit_span  # noqa: E402
 from roofline.units import seconds, times  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

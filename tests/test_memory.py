@@ -239,3 +239,26 @@ def test_a_cpu_step_has_no_cuda_workspace():
     gpu = analyze_model(MLP, "a100-sxm4-80gb", batch=64, dtype="fp32").memory
     assert gpu.workspace == WORKSPACE_BYTES == 10**9
     assert gpu.total_bytes - cpu.total_bytes == 10**9
+
+
+def test_an_aligned_batch_that_does_not_fit_is_not_offered(invoke):
+    """Llama-2-7B decoding at seq 700 on an A100 80GB (fp16). Memory: (80e9 - 13,476,831,232
+    weights - 10^9 workspace) // (700 x 524,288 KV + 74,240 activations a sequence) =
+    65,523,168,768 // 367,075,840 = 178 sequences fit. Ridge 312 / 2.039 = 153.015 FLOP/B; a
+    decode GEMM B x N x K turns compute-bound where B N K / (B K + N K + B N) >= R, i.e.
+    B >= R N K / (N K - R (N + K)): qkv (12288 x 4096) 161.04 -> 162, proj (4096 x 4096)
+    165.37 -> 166, ffn_up (22016 x 4096) 160.11 -> 161, ffn_down (4096 x 11008) 161.28 -> 162,
+    lm_head (32000 x 4096) 159.75 -> 160: each fits, but 192, the next multiple of 64 (the
+    A100's 128-byte tier in fp16), does not. The advice offered 192 beside each."""
+    args = [LLAMA, "--hw", "a100", "--seq", "700", "--mode", "inference", "--phase", "decode",
+            "--gemms-only"]
+    text = " ".join(invoke("analyze", *args, "--batch", "150").stdout.split())
+    assert "fits up to batch 178 at seq 700" in text
+    for names, batch in (("MM1, MM4", 162), ("MM2", 166), ("MM3", 161), ("MM129", 160)):
+        assert f"{names}: batch >= {batch} makes it compute-bound " in text + " "
+    assert "192" not in text.partition("warnings and advice:")[2]
+    # at batch 176 (fits; compute-bound) the 128-byte tier's advice pads to 192 and says so
+    text = " ".join(invoke("analyze", *args, "--batch", "176").stdout.split())
+    assert ("advice: batch 176: MM1, MM2, MM3, MM4, MM129: pad to 192 (128-byte tier: multiples "
+            "of 64 run best here), but batch 192 does not fit in memory (at most batch 178)"
+            ) in text

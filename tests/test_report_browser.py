@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
 RESNET = ROOT / "examples" / "resnet50.yaml"
 LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
+MISTRAL = ROOT / "examples" / "hf" / "mistral-7b.json"
 #: Debian's chromium package; ROOFLINE_CHROMIUM names another binary.
 CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 
@@ -302,11 +303,31 @@ def test_chart_text_stays_inside_the_chart_and_off_its_lines(open_page):
                                 mode="inference", batch=8, seq=4096)),  # "..., does not fit"
         sweep_page(sweep(MLP, "a100", "1..512")),  # a transition near the right edge
         report_page([analyze_model(RESNET, "h100", mode="train")]),
+        # five transitions within 12 px (batch 116-129) and a band past batch 227: the fifth
+        # label was drawn over the first, and the ones turned left ran across the others' lines
+        sweep_page(sweep(MISTRAL, "l4", "1..256", mode="inference", phase="decode",
+                         seqs=1279, weights="int4", kv_cache="fp8")),
     ]
     for index, text in enumerate(pages):
         opened = open_page(text, f"chart{index}.html")
         assert opened.page.evaluate(_MISPLACED_TEXT) == [], index
+        assert opened.page.evaluate(_OVERLAPPING_MARK_LABELS) == [], index
         assert opened.errors == []
+
+
+#: pairs of a chart's transition labels whose drawn boxes overlap
+_OVERLAPPING_MARK_LABELS = """() => {
+  const out = [];
+  document.querySelectorAll(".rl svg").forEach(svg => {
+    const boxes = Array.from(svg.querySelectorAll("text.mark-label"),
+                             t => [t.textContent, t.getBoundingClientRect()]);
+    boxes.forEach(([a, r], i) => boxes.slice(i + 1).forEach(([b, q]) => {
+      if (r.left < q.right - 0.5 && q.left < r.right - 0.5 && r.top < q.bottom - 0.5
+          && q.top < r.bottom - 0.5) out.push([a, b]);
+    }));
+  });
+  return out;
+}"""
 
 
 #: A4's printable width at 1 cm margins, 190 mm, in CSS pixels (96 to the inch)
@@ -358,6 +379,13 @@ def test_a_narrow_screen_keeps_chart_text_readable_and_charts_equal(open_page, r
     widths = opened.page.eval_on_selector_all("svg[role=img]", "s => s.map(e => "
                                               "e.getBoundingClientRect().width)")
     assert widths and min(widths) >= 540
+    assert opened.page.evaluate("document.documentElement.scrollWidth") <= 420
+    # compare's "why" list names runs of GEMMs with no space to wrap at (Mistral-7B on an L4
+    # and an A10: "MM2,MM6,MM10,MM14,MM18,MM22,MM26,+25" in bold): the page was 441 px wide
+    opened = open_page(comparison_page(compare(MISTRAL, ["l4", "a10"], batch=96, seq=1279,
+                                               mode="inference", phase="decode",
+                                               weights="int4", kv_cache="fp8")), "why.html")
+    opened.page.set_viewport_size({"width": 420, "height": 900})
     assert opened.page.evaluate("document.documentElement.scrollWidth") <= 420
     opened = open_page(comparison_page(compare(MLP, ["v100", "a100", "h100"])), "wide.html")
     widths = opened.page.eval_on_selector_all(".charts figure", "f => f.map(e => "

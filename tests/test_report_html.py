@@ -537,3 +537,59 @@ def test_a_generations_page_leads_with_what_serving_asks():
                       "last decode step, predicted"]
     plain = report_page([analyze_model(MLP, "a100")], View())
     assert "<span>step time, roof</span>" in plain and "first token" not in plain
+
+
+def test_transition_labels_take_rows_of_their_own_and_keep_off_other_marks_lines():
+    """Mistral-7B's int4 decode on an L4 at seq 1279 swept over batch 1..256 turns its GEMMs
+    compute-bound at batch 116, 117, 118, 124 and 129 (closed form: the sweep's list): five
+    lines within 12 px. Labels took rows ``index % 4``, so the fifth was drawn over the first
+    ("MM2,MM6,+30 -> computeMM129 -> compute") and the ones turned left ran across the other
+    lines. Now no two labels share a row and overlap, and none crosses a line outside its
+    cluster."""
+    from roofline.output.html import svg
+
+    x_range = (0.5, 500.0)
+    marks = [svg.Mark(b, f"{name} \u2192 compute") for b, name in
+             ((116, "MM129"), (117, "MM3,MM7,+30"), (118, "MM4,MM8,+30"), (124, "MM1,MM5,+30"),
+              (129, "MM2,MM6,+30"), (2, "MM9"))]
+    chart = svg.line_chart([svg.Curve([(1, 1, ""), (256, 2, "")])], x_range, (0.5, 5),
+                           ("batch", "samples/s"), "sweep", marks=marks)
+    x = svg.Axis(*x_range, svg.LEFT, svg.WIDTH - svg.LEFT - svg.RIGHT)
+    boxes = []
+    for attrs, words in _texts(chart):
+        if attrs.get("class") != "mark-label":
+            continue
+        at, width = float(attrs["x"]), svg.text_px(words)
+        start = at - width if attrs.get("text-anchor") == "end" else at
+        assert x.start <= start and start + width <= x.start + x.length, words
+        boxes.append((start, start + width, float(attrs["y"]), words))
+    assert len(boxes) == 6
+    for i, (a0, a1, ay, words) in enumerate(boxes):
+        for b0, b1, by, other in boxes[i + 1:]:
+            assert ay != by or a1 <= b0 or b1 <= a0, (words, other)
+    # batch 2's label, alone, crosses none of the five lines near 120
+    (start, end, _, _), = [b for b in boxes if b[3].startswith("MM9")]
+    assert not any(start < x.at(m.x) < end for m in marks if m.x != 2)
+
+
+def test_a_sweep_page_shades_the_batches_that_do_not_fit_as_the_png_does():
+    """Llama-2-7B training at seq 4096 on an H100 fits batch 2 (tests/test_charts.py: the PNG
+    shades from 2.5 to 16 x 1.5 = 24, "does not fit in memory (batch > 2)"); the page's two
+    charts drew nothing, though the README promised "a shaded band on its chart"."""
+    from roofline import sweep
+    from roofline.output.html import svg, sweep_page
+
+    s = sweep(LLAMA, "h100", [1, 2, 4, 8, 16], seqs=[4096], mode="train")
+    page = sweep_page(s)
+    rects = re.findall(r'<rect class="nofit" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*>'
+                       r"<title>([^<]*)</title>", page)
+    # the x axis: 1 / 1.5 and 16 x 1.5 widened to 0.5 and 50, log, over 720 - 72 - 24 px
+    x = svg.Axis(0.5, 50.0, svg.LEFT, svg.WIDTH - svg.LEFT - svg.RIGHT)
+    assert len(rects) == 2  # throughput and memory-bound share
+    for at, width, label in rects:
+        assert float(at) == pytest.approx(x.at(2.5), abs=0.06)
+        assert float(at) + float(width) == pytest.approx(x.at(24), abs=0.11)
+        assert label == "does not fit in memory (batch &gt; 2)"
+    assert page.count(">does not fit in memory (batch &gt; 2)</text>") == 2  # each chart's key
+    fits = sweep(MLP, "a100", "1..512")  # every batch fits: nothing shaded
+    assert 'class="nofit' not in sweep_page(fits)

@@ -713,7 +713,10 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     (--batch), each sequence length (--seq) or each pair of both; the batch at which each GEMM
     turns compute-bound (closed form; null/never if no batch does) and, for a model with a
     sequence, the sequence length at which it does. Steps that do not fit in the device's
-    memory are marked, not dropped."""
+    memory are marked, not dropped.
+
+    One phase at one seq a point: a generation's tokens/s (time to first token and every
+    decode step) is `analyze --prompt P --generate G`, one batch a run."""
     from .analysis.whatif import parse_batches
     from .analysis.whatif import sweep as run_sweep
     from .output.whatif import SWEEP_FORMATS

@@ -128,7 +128,9 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
                  generation: bool = False) -> BatchAdvice:
     """The minimum compute-bound batch for a memory-bound GEMM, and what it takes to align;
     marked (``max_batch``) when that batch does not fit in memory (above ``max_batch``, a whole
-    generation's with ``generation``). A GEMM
+    generation's with ``generation``); an aligned batch (``pad_to``) above ``max_batch`` is not
+    offered (L4's Mistral-7B decode: batch 116 fits and turns the output layer compute-bound,
+    128, the 128-byte tier's, does not fit). A GEMM
     of a module ``captured`` at a batch gets no batch: a capture records each GEMM's shape at
     its one batch, not which dimension is the batch (an M of 64 at batch 64 may be the batch or
     a layer's width), so its ``batch_dims`` say none and would read as a shape no batch changes.
@@ -145,8 +147,12 @@ def batch_advice(gemm: Gemm, ridge: float, rule: Alignment | None,
         if len(_ADVICE) >= _ADVICE_LIMIT:
             _ADVICE.clear()
         advice = _ADVICE[key] = _batch_advice(gemm, ridge, rule)
-    if advice.batch is not None and max_batch is not None and advice.batch > max_batch:
+    if advice.batch is None or max_batch is None:
+        return advice
+    if advice.batch > max_batch:
         return advice._replace(max_batch=max_batch, generation=generation)
+    if advice.pad_to is not None and advice.pad_to > max_batch:
+        return advice._replace(pad_to=None)  # the aligned batch would not fit: not offered
     return advice
 
 

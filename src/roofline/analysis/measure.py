@@ -394,11 +394,11 @@ def _line(i: int, count: int, key: tuple, result: BenchResult, budget_s: float,
     over = f" over {weights} weights" if weights > 1 else ""
     if values == 1:  # one value has no median or spread of its own
         return (f"  [{i}/{count}] {_shape(key)}{over}{laid}: "
-                f"{result.best_s / calls * 1e6:.1f} us (1 value, no spread{cut})")
+                f"{seconds(result.best_s / calls)} (1 value, no spread{cut})")
     rounds = (f", rounds {result.round_spread:.0%} apart" if len(result.round_best_s) > 1
               else "")
     return (f"  [{i}/{count}] {_shape(key)}{over}{laid}: "
-            f"{result.best_s / calls * 1e6:.1f} us (median {result.median_s / calls * 1e6:.1f}, "
+            f"{seconds(result.best_s / calls)} (median {seconds(result.median_s / calls)}, "
             f"spread {result.spread:.1%}{rounds}{cut})")
 
 

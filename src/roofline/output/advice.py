@@ -108,7 +108,8 @@ def report_warnings(report: Report) -> tuple[str, ...]:
     a config.json key whose effect is not modelled (``model.hf.UNMODELLED``), a prediction
     calibrated through another library than the one the model runs in
     (``output.times.calibration_warning``), 16-bit convolutions on NCHW tensors on a GPU
-    (``output.times.layout_warning``), GEMMs ``--measure`` timed on a shared machine
+    (``output.times.layout_warning``), fp32 convolutions PyTorch would run in TF32
+    (``output.times.tf32_warning``), GEMMs ``--measure`` timed on a shared machine
     (``output.times.shared_machine_warning``), a measured entry saved past the probe's own
     checks (``output.times.forced_warning``)."""
     from .times import (
@@ -116,22 +117,29 @@ def report_warnings(report: Report) -> tuple[str, ...]:
         forced_warning,
         layout_warning,
         shared_machine_warning,
+        tf32_warning,
     )
 
     more = [w for w in (forced_warning(report.hardware), calibration_warning(report),
-                        layout_warning(report), shared_machine_warning(report)) if w]
+                        layout_warning(report), tf32_warning(report.network, report.hardware),
+                        shared_machine_warning(report)) if w]
     return (*config_warnings(report.network), *more)
 
 
 def whatif_warnings(network: Network, hardware: Iterable[HardwareSpec],
                     context: bool = True) -> tuple[str, ...]:
     """compare's, sweep's and plan's warnings, in their text, JSON and HTML alike: the model's
-    (``config_warnings``) and each device entry's saved past the probe's own checks
-    (``output.times.forced_warning``), once per entry, as analyze warns of its one."""
-    from .times import forced_warning
+    (``config_warnings``), each device entry's saved past the probe's own checks
+    (``output.times.forced_warning``), once per entry, as analyze warns of its one, and each
+    GPU's fp32 convolutions that PyTorch would run in TF32 (``output.times.tf32_warning``),
+    named by device where there are several."""
+    from .times import forced_warning, tf32_warning
 
-    forced = dict.fromkeys(forced_warning(hw) for hw in hardware)  # in order, each once
-    return (*config_warnings(network, context), *(text for text in forced if text))
+    devices = list(hardware)
+    forced = dict.fromkeys(forced_warning(hw) for hw in devices)  # in order, each once
+    tf32 = [(hw.name, text) for hw in devices if (text := tf32_warning(network, hw))]
+    return (*config_warnings(network, context), *(text for text in forced if text),
+            *(f"{name}: {text}" if len(devices) > 1 else text for name, text in tf32))
 
 
 def config_warnings(network: Network, context: bool = True) -> tuple[str, ...]:

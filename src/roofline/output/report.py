@@ -587,10 +587,11 @@ def _dimension_label(layer: str, role: str) -> str:
     return f"{layer}.{role}"
 
 
-def _alignment_groups(gemms: Shown | Sequence[Any]) -> list[tuple[str, str]]:
+def _alignment_groups(gemms: Shown | Sequence[Any], max_batch: int | None = None
+                      ) -> list[tuple[str, str]]:
     """Alignment notes grouped by the dimension value they are about, most severe tier first,
     as ``(tier, text)``: ``("advice", "width 1000 (fc2.out, fc3.in): MM2, MM3, MM4: pad to 1024
-    (...)")``."""
+    (...)")``. A batch padded past ``max_batch``, the largest that fits in memory, says so."""
     from ..analysis.alignment import TIERS
 
     groups: dict[tuple[int, int, int], _Group] = {}
@@ -623,9 +624,19 @@ def _alignment_groups(gemms: Shown | Sequence[Any]) -> list[tuple[str, str]]:
             "channels" if "channels" in note.role else "dimension")
         where = "" if labels == ["batch"] else f" ({listed(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
+        fits = ("" if labels != ["batch"] or not max_batch or note.pad_to <= max_batch
+                else f", but batch {note.pad_to} does not fit in memory (at most batch "
+                     f"{max_batch})")
         lines.append((note.tier, f"{noun} {value}{where}: {listed(group.names)}: "
-                                 f"pad to {note.pad_to} ({reason}){tier_hint(note)}"))
+                                 f"pad to {note.pad_to} ({reason}){tier_hint(note)}{fits}"))
     return lines
+
+
+def _max_batch(report: Report | None) -> int | None:
+    """The largest batch that fits in the device's memory (a whole generation's), where the
+    report knows it: what a batch padded for alignment is held to."""
+    memory = report.memory if report is not None else None
+    return memory.max_batch if memory is not None else None
 
 
 #: A note names at most this many GEMMs or layers, then counts the rest.
@@ -669,7 +680,7 @@ def _notes(report: Report, gemms: Shown | Sequence[Any]) -> list[str]:
     value and tier, then every other sentence once, with the GEMMs it is about (``MM4, MM5: no
     batch reaches ...``). JSON and CSV keep the per-GEMM lists."""
     return [f"  warning: {text}" for text in report.warnings] + [
-        f"  {tier}: {text}" for tier, text in _alignment_groups(gemms)] + [
+        f"  {tier}: {text}" for tier, text in _alignment_groups(gemms, _max_batch(report))] + [
         f"  {text}" for _, text in _other_notes(gemms)]
 
 
@@ -682,7 +693,7 @@ def notes_by_tier(gemms: Shown | Sequence[Any], report: Report | None = None
 
     tiers: dict[str, list[str]] = {tier: [] for tier in TIERS}
     own = [("warning", text) for text in report.warnings] if report is not None else []
-    for tier, text in own + _alignment_groups(gemms) + _other_notes(gemms):
+    for tier, text in own + _alignment_groups(gemms, _max_batch(report)) + _other_notes(gemms):
         tiers[tier].append(text)
     return {tier: texts for tier, texts in tiers.items() if texts}
 

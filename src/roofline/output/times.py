@@ -32,6 +32,7 @@ from ..units import count, seconds, si, three_digits
 if TYPE_CHECKING:
     from ..analysis.report import GemmResult, Report
     from ..hardware.spec import HardwareSpec
+    from ..model.network import Network
 
 _LEFT = frozenset({0, 8})
 
@@ -115,15 +116,24 @@ def kernel_notes(report: Report) -> list[str]:
 
 def dequant_lines(report: Report) -> list[str]:
     """Where a GEMM dequantizes a stored B (``Gemm.dequant_flops``), that its bound and time
-    count that work beside the FLOP/B column's (the GEMM's FLOPs alone), with the first such
-    GEMM's two figures: a GEMM just under the ridge by the column can be compute-bound."""
+    count that work beside the FLOP/B column's (the GEMM's FLOPs alone), with the two figures
+    of the GEMM it moves most (the first of those alike: 1 + 1 / M of its FLOPs, so the
+    fewest rows; a prefill's output layer on its last tokens): a GEMM just under the ridge by
+    the column can be compute-bound. Where even that one's two figures print alike (a
+    prefill's 65,536 rows: 2434.1 and 2434.1), it says so once."""
+    from fractions import Fraction
+
     if not any(r.gemm.dequant_flops for r in distinct(report.results)):
         return []  # (asked of one copy of each run: a deep model's rows are not built)
-    first = next(r.gemm for r in first_copies(report.results) if r.gemm.dequant_flops)
+    most = max((r.gemm for r in first_copies(report.results) if r.gemm.dequant_flops),
+               key=lambda g: Fraction(g.dequant_flops, g.flops))
+    column, work = f"{most.intensity:.1f}", f"{most.work_intensity:.1f}"
+    figures = (f"{column} FLOP/B in the column, {work} with it" if work != column else
+               f"{column} FLOP/B in the column and with it (to 0.1 FLOP/B: its rows share each "
+               f"weight's dequantization)")
     return [f"dequantized B: a GEMM with a stored B narrower than its math is placed on the "
             f"roof by its FLOPs and B's dequantization, 2 FLOPs a weight (JSON dequant_flops), "
-            f"over its bytes: {first.name} {first.intensity:.1f} FLOP/B in the column, "
-            f"{first.work_intensity:.1f} with it"]
+            f"over its bytes: {most.name} {figures}"]
 
 
 def expert_lines(report: Report) -> list[str]:
@@ -479,6 +489,28 @@ def calibration_warning(report: Report) -> str | None:
             f"1.0-1.7x apart from numpy's on the same shapes: `roofline probe --library "
             f"{report.network.framework} --save NAME` calibrates through "
             f"{report.network.framework}")
+
+
+def tf32_warning(network: Network, hardware: HardwareSpec) -> str | None:
+    """On a GPU with a TF32 peak, the sentence for a model.yaml's (or config.json's) fp32
+    convolutions: priced at the fp32 peak, as written, while PyTorch runs fp32 convolutions in
+    TF32 by default (``torch.backends.cudnn.allow_tf32``), as a captured module is priced
+    (``GemmShape.tf32``); else None. ResNet-50's training step on an A100 reads 18% memory-bound
+    at the fp32 peak and 74% in TF32: the verdict turns on it."""
+    from ..model.layers.conv2d import Conv2d
+
+    if (hardware.kind != "gpu" or "tf32" not in hardware.peak_tflops
+            or network.captured_batch is not None or network.dtype != "fp32"):
+        return None
+    convs = sum(run.count for run in network.layer_runs if isinstance(run.layer, Conv2d))
+    if not convs:
+        return None
+    peaks = hardware.peak_tflops
+    return (f"{convs} convolution{'s' if convs > 1 else ''} priced in fp32 at the "
+            f"{peaks['fp32']:g} TFLOP/s fp32 peak, as the model states; PyTorch runs fp32 "
+            f"convolutions in TF32 on this GPU by default (torch.backends.cudnn.allow_tf32), at "
+            f"the {peaks['tf32']:g} TFLOP/s TF32 peak, as a captured module is priced: dtype "
+            f"tf32 (--dtype tf32) prices them so")
 
 
 #: A lent H100 SXM5's ResNet-50 bf16 training step at batch 64 (torch 2.11, eager;

@@ -338,17 +338,6 @@ MOVED = 1.5
 MAJOR_SHARE = 0.25
 
 
-def no_fit_span(xs: Sequence[int], limit: int) -> tuple[float, float] | None:
-    """The x range a sweep chart shades as not fitting in memory: ``xs`` the swept batches (or
-    seqs) in order, ``limit`` the largest that fits (0: none). From halfway between the
-    largest that fits and the next integer, which does not (2.5 where batch 2 fits: the
-    shading began at 2, on batch 2's own point, as if it did not fit), or from before the
-    first point when none fits, to past the last; None when every swept value fits."""
-    if not xs or xs[-1] <= limit:
-        return None
-    return max(limit + 0.5, xs[0] / 1.5), xs[-1] * 1.5
-
-
 def series_label(gemms: list[Gemm]) -> str:
     """A sweep curve's label: the first copy's GEMM names, and ``x32`` when the curve stands
     for 32 copies."""

@@ -14,7 +14,6 @@ from ..units import rate_unit, three_digits
 from .data import (
     as_reports,
     main_roof,
-    no_fit_span,
     op_sweep_series,
     series_label,
     sweep_series,
@@ -65,26 +64,13 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
 
 def _mark_no_fit(ax: Axes, items: list[Report], batches: list[int], axis: str) -> None:
     """Shade the batches (or seqs) whose step does not fit in the device's memory (they stay
-    drawn)."""
-    from ..output.whatif import no_fit_label
+    drawn): ``output.fit_bands``, as the HTML page shades them."""
+    from ..output.fit_bands import no_fit_bands
 
-    memory = items[0].memory
-    limit = None if memory is None else memory.max_seq if axis == "seq" else memory.max_batch
-    if limit is None or all(r.memory and r.memory.fits for r in items):
-        return
-    span = no_fit_span(batches, limit)
-    if span is None:
-        return
-    context = axis == "seq" and memory is not None and memory.seq_limit == "context"
-    ax.axvspan(*span, color="#888888", alpha=0.18, lw=0, gid="sweep-no-fit",
-               label=no_fit_label(limit, axis, context))
-    if context:  # past the context some steps may not fit in memory either: said apart
-        first = next((x for x, r in zip(batches, items) if r.memory and not r.memory.fits),
-                     None)
-        if first is not None:  # from just before the first swept seq that does not fit
-            ax.axvspan(first / 1.15, batches[-1] * 1.5, color="#555555", alpha=0.22, lw=0,
-                       gid="sweep-no-memory",
-                       label=f"does not fit in memory either (from {axis} {first:,})")
+    for band in no_fit_bands(items, batches, axis):
+        ax.axvspan(band.low, band.high, color="#555555" if band.darker else "#888888",
+                   alpha=0.22 if band.darker else 0.18, lw=0,
+                   gid="sweep-no-memory" if band.darker else "sweep-no-fit", label=band.label)
 
 
 def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],

@@ -143,11 +143,17 @@ def _dtype_calibration(s: Session, dtype: str, kernels: list[CalKernel], best: l
     if held:
         s.warnings.append(Note("calibration_at_ceiling", {
             "dtype": dtype, "kernels": ", ".join(held), "overhead_us": call_s * 1e6}))
-    s.say(f"  {dtype} efficiency: squares {block['square']}; thin M (N = K = {p.cal_thin_nk}) "
-          f"{block['thin']}, (N = K = {block['thin_dram_nk']}, beyond the LLC) "
-          f"{block['thin_dram']}; C write ({c.size}x{c.nk}x{c.k}): {passes:.2f} passes of C "
-          f"at DRAM speed")
+    s.say(f"  {dtype} efficiency (of its peak): squares {_shares(block['square'])}; thin M "
+          f"(N = K = {p.cal_thin_nk}) {_shares(block['thin'])}, (N = K = "
+          f"{block['thin_dram_nk']}, beyond the LLC) {_shares(block['thin_dram'])}; C write "
+          f"({c.size}x{c.nk}x{c.k}): {passes:.2f} passes of C at DRAM speed")
     return block
+
+
+def _shares(by_size: dict[str, float]) -> str:
+    """``32: 28%, 64: 45%``: a progress line's efficiencies by size (they read as Python's
+    ``{'32': 0.2769, '64': 0.4522}``)."""
+    return ", ".join(f"{size}: {share:.0%}" for size, share in by_size.items())
 
 
 #: The kinds of calibration kernel whose efficiency the block keeps, per size.

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from html import escape
 
 from ...units import nice_above, nice_below, si
+from ..fit_bands import Band
 
 WIDTH, HEIGHT = 720, 420
 LEFT, RIGHT, TOP, BOTTOM = 72, 24, 18, 52  # room for tick labels and axis titles
@@ -234,25 +235,29 @@ class Curve:
     name: str = ""
 
 
-KEY_ROW = 24  # the key's row under a line chart's axis title
+KEY_ROW = 24  # a row of the key under a line chart's axis title
+MARK_ROW = 14  # a transition label's row under the chart's top edge
+CLUSTER_PX = 24  # transitions nearer than this share a side for their labels
 
 
 def line_chart(curves: Sequence[Curve], x_range: Range, y_range: Range,
                titles: tuple[str, str], label: str, y_log: bool = True,
-               percent: bool = False, marks: Sequence[Mark] = ()) -> str:
-    """Each curve through its points (log x), a marker at each, ``marks``, and under the axis
-    title a key naming the curves that have a name."""
+               percent: bool = False, marks: Sequence[Mark] = (),
+               bands: Sequence[Band] = ()) -> str:
+    """Each curve through its points (log x), a marker at each, ``marks`` (each label on a row
+    of its own where it would overlap another, off the other marks' lines where a side allows),
+    ``bands`` shaded behind them (a sweep's steps that do not fit in memory), and under the
+    axis title a key naming the curves that have a name and the bands, in as many rows as it
+    takes."""
     x, y = _x_axis(*x_range), _y_axis(*y_range, log=y_log)
-    named = [curve for curve in curves if curve.name]
-    out = [_open(label, HEIGHT + (KEY_ROW if named else 0)),
-           *_frame(x, y, *titles, percent=percent)]
-    for index, mark in enumerate(marks):
-        at = x.at(mark.x)
-        out.append(f'<line class="mark" x1="{_f(at)}" y1="{_f(y.start)}" x2="{_f(at)}" '
-                   f'y2="{_f(y.start + y.length)}"/>'
-                   f'<text {beside(at, mark.label, x.start + x.length - 2, 3)} '
-                   f'y="{_f(y.start + 14 + 14 * (index % 4))}" '
-                   f'class="mark-label">{escape(mark.label)}</text>')
+    key, rows = _key([c for c in curves if c.name], bands)
+    out = [_open(label, HEIGHT + KEY_ROW * rows), *_frame(x, y, *titles, percent=percent)]
+    for band in bands:
+        low, high = (x.at(min(max(v, x.low), x.high)) for v in (band.low, band.high))
+        out.append(f'<rect class="nofit{" darker" if band.darker else ""}" x="{_f(low)}" '
+                   f'y="{_f(y.start)}" width="{_f(high - low)}" height="{_f(y.length)}">'
+                   f"<title>{escape(band.label)}</title></rect>")
+    out += _marks(marks, x, y)
     for curve in curves:
         kind = " pred" if curve.predicted else ""
         line = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b, _ in curve.points)
@@ -260,17 +265,68 @@ def line_chart(curves: Sequence[Curve], x_range: Range, y_range: Range,
         for a, b, tip in curve.points:
             out.append(_curve_marker(x.at(a), y.at(b), curve.predicted,
                                      f"<title>{escape(tip)}</title>"))
-    left = x.start
-    for curve in named:  # a swatch of the line and its marker, then the name
-        row = HEIGHT + KEY_ROW / 2
+    return "".join(out + key) + "</svg>"
+
+
+def _marks(marks: Sequence[Mark], x: Axis, y: Axis) -> list[str]:
+    """Each mark's dashed line and label. Marks nearer than ``CLUSTER_PX`` are a cluster whose
+    labels go to its right (or, past the chart's edge, its left), so that none crosses a line
+    of its own cluster; a side that crosses another mark's line is left for the other where
+    that one is free; each label takes the first row where it overlaps no other (five marks
+    within 12 px, Mistral-7B's decode on an L4, drew the fifth label over the first)."""
+    right = x.start + x.length - 2
+    ats = sorted((x.at(m.x), m) for m in marks)
+    clusters: list[list[tuple[float, Mark]]] = []
+    for at, mark in ats:
+        if clusters and at - clusters[-1][-1][0] <= CLUSTER_PX:
+            clusters[-1].append((at, mark))
+        else:
+            clusters.append([(at, mark)])
+    lines = [at for at, _ in ats]
+    placed: list[tuple[float, float, int]] = []  # a label's extent and row
+    out = [f'<line class="mark" x1="{_f(at)}" y1="{_f(y.start)}" x2="{_f(at)}" '
+           f'y2="{_f(y.start + y.length)}"/>' for at in lines]
+    for cluster in clusters:
+        low, high = cluster[0][0], cluster[-1][0]
+        for _, mark in cluster:
+            width = text_px(mark.label)
+            sides = [(high + 3, high + 3 + width, f'x="{_f(high + 3)}"'),
+                     (low - 3 - width, low - 3, f'x="{_f(low - 3)}" text-anchor="end"')]
+            inside = [s for s in sides if s[0] >= x.start + 2 and s[1] <= right] or sides[1:]
+            clear = [s for s in inside if not any(s[0] < at < s[1] for at in lines)]
+            start, end, attr = (clear or inside)[0]
+            row = 0
+            while any(r == row and a < end and start < b for a, b, r in placed):
+                row += 1
+            placed.append((start, end, row))
+            out.append(f'<text {attr} y="{_f(y.start + MARK_ROW * (row + 1))}" '
+                       f'class="mark-label">{escape(mark.label)}</text>')
+    return out
+
+
+def _key(curves: Sequence[Curve], bands: Sequence[Band]) -> tuple[list[str], int]:
+    """The key under a line chart: a swatch of each named curve's line and marker, or of each
+    band's shade, then its name; a new row where the next would pass the chart's width. The
+    parts and the number of rows."""
+    items: list[tuple[str, str, float]] = []  # the swatch (drawn at 0, 0), the name, width
+    for curve in curves:
         kind = " pred" if curve.predicted else ""
-        out.append(f'<line class="curve{kind}" x1="{_f(left)}" y1="{_f(row)}" '
-                   f'x2="{_f(left + 24)}" y2="{_f(row)}"/>'
-                   + _curve_marker(left + 12, row, curve.predicted, "", point=False)
-                   + f'<text x="{_f(left + 30)}" y="{_f(row)}" dominant-baseline="middle">'
-                   f'{escape(curve.name)}</text>')
-        left += 30 + 7 * len(curve.name) + 24  # a 12 px font's characters, about 7 px each
-    return "".join(out) + "</svg>"
+        swatch = (f'<line class="curve{kind}" x1="0" y1="0" x2="24" y2="0"/>'
+                  + _curve_marker(12, 0, curve.predicted, "", point=False))
+        items.append((swatch, curve.name, 30 + text_px(curve.name)))
+    for band in bands:
+        swatch = (f'<rect class="nofit{" darker" if band.darker else ""}" x="0" y="-6" '
+                  f'width="24" height="12"/>')
+        items.append((swatch, band.label, 30 + text_px(band.label)))
+    out, left, row = [], float(LEFT), 0
+    for swatch, name, width in items:
+        if left > LEFT and left + width > WIDTH - RIGHT:
+            left, row = float(LEFT), row + 1
+        middle = HEIGHT + KEY_ROW * row + KEY_ROW / 2
+        out.append(f'<g transform="translate({_f(left)} {_f(middle)})">{swatch}'
+                   f'<text x="30" y="0" dominant-baseline="middle">{escape(name)}</text></g>')
+        left += width + 24
+    return out, row + 1 if items else 0
 
 
 def _curve_marker(x: float, y: float, predicted: bool, inner: str, point: bool = True) -> str:

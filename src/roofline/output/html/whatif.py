@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...analysis.predict import basis_of
 from ...units import nice_above, nice_below, rate_unit, seconds, si, times
+from ..fit_bands import no_fit_bands
 from ..report import compact_names, precision_text, quantization_line, step_text
 from ..times import STEP_ROOF_TEXT
 from ..whatif import (
@@ -222,14 +223,15 @@ def _sweep_charts(s: Sweep) -> str:
                                   _tip(r, predicted=True)) for r in reports],
                                 predicted=True, name=f"predicted ({basis})"))
     ys = [y for curve in curves for _, y, _ in curve.points]
+    bands = no_fit_bands(reports, xs, axis)  # as the PNG shades them
     throughput = svg.line_chart(curves, x_range, (nice_below(min(ys) / 1.5),
                                                   nice_above(max(ys) * 1.5)),
                                 (axis, "samples/s"), f"samples per second by {axis}",
-                                marks=marks)
+                                marks=marks, bands=bands)
     bound = svg.line_chart([svg.Curve(share)], x_range, (0.0, 1.0),
                            (axis, "memory-bound share of time"),
                            f"memory-bound share of the step by {axis}", y_log=False,
-                           percent=True, marks=marks)
+                           percent=True, marks=marks, bands=bands)
     how = "closed form" if axis == "batch" else "searched"
     caption = (f"Dashed lines: the {axis} at which GEMMs turn compute-bound ({how}; the list "
                f"below names every GEMM)." if marks else
