@@ -141,6 +141,15 @@ def test_unknown_name_lists_close_matches():
         load_hardware("h100-sxm5")
 
 
+
+@pytest.mark.parametrize("given, meant", [("nvidia-l4", "l4"), ("NVIDIA Tesla V100", "v100"),
+                                          ("amd-epyc-9654", "epyc-9654")])
+def test_a_name_with_its_vendor_in_front_is_matched_without_it(given, meant):
+    # a new user's --hw nvidia-l4 got no suggestion: "l4" is too short for a close match of it
+    with pytest.raises(UnknownHardwareError, match=rf"did you mean {meant}[-a-z0-9]*\?"):
+        load_hardware(given)
+
+
 CPU = {"sockets": 1, "cores_per_socket": 4, "simd_bits": 512, "fma_units": 2,
        "clocks": {"avx512": {"base": {"ghz": 2.0, "tag": "R", "source": "x"}}},
        "peak_clock": {"vector": "avx512.base"}}

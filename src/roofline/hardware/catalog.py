@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import warnings
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -232,9 +233,20 @@ def _not_hardware(given: object, expected: str) -> InputError:
     return InputError("hardware", "", f"expected {expected}, got {described(given)}{hint}")
 
 
+#: Vendor and brand words a user may put before a device's own name (``nvidia-l4``,
+#: ``NVIDIA Tesla V100``), tried without them for the suggestion.
+_BRANDS = re.compile(r"^((nvidia|amd|intel|tesla|geforce|quadro|rtx|xeon|epyc)[-_ ]+)+")
+
+
 def _unknown_message(name: str, cat: Catalog) -> str:
     known = sorted(cat.entries)
-    close = difflib.get_close_matches(name.lower(), known + sorted(cat.aliases), n=3, cutoff=0.6)
+    names = known + sorted(cat.aliases)
+    given = name.lower().strip()
+    bare = _BRANDS.sub("", given).replace(" ", "-")
+    close = [bare] if bare in names else difflib.get_close_matches(given, names, n=3,
+                                                                   cutoff=0.6)
+    if not close and bare != given:
+        close = difflib.get_close_matches(bare, names, n=3, cutoff=0.6)
     close = list(dict.fromkeys(cat.aliases.get(c, c) for c in close))
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"unknown hardware {name!r}{hint} (known: {', '.join(known)})"
