@@ -220,6 +220,42 @@ def test_pipeline_stages_and_their_memory():
         [send, 2 * send, 2 * send, send])
 
 
+def _blocks_model(repeat: bool) -> str:
+    """Two linear layers, four blocks and a head (no embedding: every linear layer is
+    replicated under tensor parallelism), as a ``repeat`` or written out one by one."""
+    head = ("batch: 8\nseq: 16\ndtype: fp16\nmode: train\noptimizer: adam\nlayers:\n")
+    if repeat:
+        return (head + "  - {type: linear, in: 64, out: 64, name: fc, repeat: 2}\n"
+                "  - {type: transformer, hidden: 64, heads: 4, ffn: 256, name: blk, "
+                "repeat: 4}\n  - {type: linear, in: 64, out: 10, name: out}\n")
+    return (head + "".join(f"  - {{type: linear, in: 64, out: 64, name: fc.{c}}}\n"
+                           for c in (1, 2))
+            + "".join(f"  - {{type: transformer, hidden: 64, heads: 4, ffn: 256, "
+                      f"name: blk.{c}}}\n" for c in (1, 2, 3, 4))
+            + "  - {type: linear, in: 64, out: 10, name: out}\n")
+
+
+@pytest.mark.parametrize("layout", [Layout(tp=2, pp=2, dp=2, zero=1, micro_batch=2),
+                                    Layout(tp=4, pp=1, dp=2, zero=3, micro_batch=1)])
+def test_a_layout_of_a_repeat_is_that_of_its_copies_written_out(layout):
+    """The layout rules walk a repeat's copies without naming each one (a 126-block model's
+    plan took 10 s building them): every stage's times, communication and memory, the
+    replicated layers' names and the step equal those of the copies written out. Per GPU at
+    tp 2, pp 2, dp 2, zero 1: stage 0 holds fc.1, fc.2 (64 x 64 each, no bias: 4,096
+    parameters each) and blocks 1-2; each block, heads and ffn halved, 64 x (32 + 2 x 32) qkv
+    + 32 x 64 proj + 64 x 128 up + 128 x 64 down = 6,144 + 2,048 + 16,384 = 24,576 weights
+    and two layernorms' 64 weights and 64 biases, unsplit: 256; 24,832 a block; so 2 x 4,096
+    + 2 x 24,832 = 57,856."""
+    a100, fabric = load_hardware("a100"), no_latency_fabric()
+    run = evaluate(network_from_yaml(_blocks_model(True)), a100, layout, 8, fabric)
+    out = evaluate(network_from_yaml(_blocks_model(False)), a100, layout, 8, fabric)
+    assert run.stages == out.stages and run.predicted_stages == out.predicted_stages
+    assert run.step_s == out.step_s and run.memory == out.memory
+    assert run.replicated == out.replicated == ("fc.1", "fc.2", "out")  # no vocabulary
+    if layout.pp == 2:
+        assert run.stages[0].parameters == 2 * 4096 + 2 * 24832
+
+
 def test_a_pipeline_boundary_crosses_nodes_only_where_its_ranks_do():
     # ranks tensor, data, pipeline; 8 GPUs a node. tp 2, pp 8: stage i holds ranks 2i, 2i + 1,
     # so stages 0-3 sit in node 0 and 4-7 in node 1: only the boundary after stage 3 (ranks 6,

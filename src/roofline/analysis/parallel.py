@@ -146,9 +146,17 @@ def padded_vocab(vocab: int, tp: int) -> int:
     return -(-vocab // multiple) * multiple
 
 
+def unnamed_layers(network: Network) -> tuple[Any, ...]:
+    """Every layer of ``network`` in order, a repeat's copies unrenamed (``Layers.unnamed``):
+    what the layout rules read, none of which reads a copy's name."""
+    assert isinstance(network.layers, Layers)
+    return network.layers.unnamed()
+
+
 def blocks_of(network: Network) -> list[int]:
     """Indices of the transformer blocks."""
-    return [i for i, layer in enumerate(network.layers) if isinstance(layer, Transformer)]
+    return [i for i, layer in enumerate(unnamed_layers(network))
+            if isinstance(layer, Transformer)]
 
 
 def _vocabularies(network: Network) -> set[int]:
@@ -179,16 +187,19 @@ def check_layout(network: Network, layout: Layout) -> None:
             raise InputError(src, "", f"{option(name)} must be at least 1, got {value}")
     if layout.zero not in ZERO_STAGES:
         raise InputError(src, "", f"{option('zero')} must be 0, 1, 2 or 3, got {layout.zero}")
-    blocks = [layer for layer in network.layers if isinstance(layer, Transformer)]
-    if not blocks and (layout.tp > 1 or layout.pp > 1 or layout.ep > 1):
+    runs = [run for run in network.layer_runs if isinstance(run.layer, Transformer)]
+    if not runs and (layout.tp > 1 or layout.pp > 1 or layout.ep > 1):
         raise InputError(src, "", f"tensor, pipeline and expert parallelism split transformer "
                                   f"blocks; the model has none (use {option('tp', '1')} "
                                   f"{option('pp', '1')})")
-    for block in blocks:
+    for run in runs:  # a run's copies alike: its first named in the message
+        block = run.copy(0)
+        assert isinstance(block, Transformer)
         _check_block(src, block, layout)
-    if layout.pp > len(blocks) and layout.pp > 1:
+    blocks = sum(run.count for run in runs)
+    if layout.pp > blocks and layout.pp > 1:
         raise InputError(src, "", f"a pipeline of {layout.pp} stages is deeper than the model's "
-                                  f"{len(blocks)} transformer blocks ({option('pp')})")
+                                  f"{blocks} transformer blocks ({option('pp')})")
     if layout.dp % layout.ep:
         raise InputError(src, "", f"expert parallelism {layout.ep} must divide the "
                                   f"data-parallel degree {layout.dp} ({option('ep')})")
@@ -243,10 +254,10 @@ def replicated_layers(network: Network, tp: int) -> list[str]:
     if tp == 1:
         return []
     vocabularies = _vocabularies(network)
-    return [layer.name for layer in network.layers
-            if layer.has_weights and not isinstance(layer, (Transformer, Embedding))
-            and not _is_logits(layer, vocabularies) and layer.parameters > 0
-            and type(layer).__name__ != "Norm"]
+    return [run.name(c) for run in network.layer_runs
+            if run.layer.has_weights and not isinstance(run.layer, (Transformer, Embedding))
+            and not _is_logits(run.layer, vocabularies) and run.layer.parameters > 0
+            and type(run.layer).__name__ != "Norm" for c in range(run.count)]
 
 
 def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
@@ -385,9 +396,10 @@ class LayoutResult:
                 "dp_comm_exposed_s": tail.dp_exposed_s,
                 "dp_comm_overlapped_s": tail.dp_overlapped_s, "optimizer_s": tail.optimizer_s}
 
-    @property
+    @cached_property
     def memory(self) -> dict[str, int]:
-        """The stage that needs the most memory, by part."""
+        """The stage that needs the most memory, by part (made once: ranking reads it for
+        every layout)."""
         return max((s.memory for s in self.stages), key=lambda parts: sum(parts.values()))
 
     @property
@@ -552,11 +564,12 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
         both = cache.get((id(report), sp_tp)) or cache.setdefault(
             (id(report), sp_tp), layer_times(report, sp_tp))
 
-    stages = [_stage(ctx, s, [sharded.layers[i] for i in indices],
+    layers = unnamed_layers(sharded)
+    stages = [_stage(ctx, s, [layers[i] for i in indices],
                      {key: ([rows[i] for i in indices], update)
                       for key, (rows, update) in both.items()}, sharded.parameters)
               for s, indices in enumerate(stage_indices)]
-    blocks = [layer for layer in sharded.layers if isinstance(layer, Transformer)]
+    blocks = [layer for layer in layers if isinstance(layer, Transformer)]
     allreduce = ctx.step.tokens * blocks[0].hidden * e if blocks else 0
     capacity = hardware.memory_capacity_bytes
     return LayoutResult(layout, batch, sharded.seq or 1, ctx.m,
@@ -573,7 +586,8 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: LayerTimes,
     over the shard's ``parameters``). Communication and memory do not depend on the times
     and are worked out once."""
     layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
-    tp_comm, ep_comm = _model_parallel_comm(ctx, layers)
+    runs = _runs(layers)
+    tp_comm, ep_comm = _model_parallel_comm(ctx, runs)
     p2p = 0.0
     if layout.pp > 1:
         # what crosses each boundary: the activations the stage's last layer hands forward
@@ -586,13 +600,13 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: LayerTimes,
         if s > 0:
             p2p += fabric.p2p_s(t * (layers[0].in_width or 0) * e,
                                 crosses_nodes(s - 1, stride, fabric.gpus_per_node))
-    params = sum(layer.parameters for layer in layers)
-    expert = sum(_expert_parameters(layer) for layer in layers)
+    params = sum(layer.parameters * count for layer, count in runs)
+    expert = sum(_expert_parameters(layer) * count for layer, count in runs)
     dense = params - expert
     dp_comm = _dp_comm(ctx, dense, expert)
     sharded_update = (dense / (layout.dp if layout.zero >= 1 else 1)
                       + expert / (ctx.edp if layout.zero >= 1 else 1))
-    memory = _stage_memory(ctx, s, layers, dense, expert)
+    memory = _stage_memory(ctx, s, runs, dense, expert)
 
     def timed(predicted: bool) -> StageCost:
         rows, update = times[predicted]
@@ -614,22 +628,48 @@ def crosses_nodes(boundary: int, stride: int, gpus_per_node: int) -> bool:
     return (first // gpus_per_node + 1) * gpus_per_node < first + 2 * stride
 
 
-def _model_parallel_comm(ctx: _Context, layers: list[Any]) -> tuple[float, float]:
-    """Tensor- and expert-parallel communication of one micro-batch on these layers."""
-    tp, fabric, t, e = ctx.layout.tp, ctx.fabric, ctx.step.tokens, ctx.e
-    tp_comm = ep_comm = 0.0
+def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
+    """``layers`` as (layer, how many times in a row): a repeat's unnamed copies are one
+    object (``unnamed_layers``), so what a copy costs is worked out once."""
+    runs: list[tuple[Any, int]] = []
     for layer in layers:
-        if isinstance(layer, Transformer):
-            tp_comm += 4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)
-            if layer.experts and ctx.layout.ep > 1:
-                routed = t * layer.top_k * layer.hidden * e
-                ep_comm += 4 * fabric.time_s("all-to-all", routed, ctx.layout.ep, tp)
-        elif isinstance(layer, Embedding):
-            tp_comm += fabric.time_s("all-reduce", t * layer.dim * e, tp, 1)
-        elif isinstance(layer, Linear) and layer.out_features in ctx.vocabularies and tp > 1:
-            tp_comm += fabric.time_s("all-reduce", t * layer.in_features * e, tp, 1)
-            tp_comm += CE_ALLREDUCES * fabric.time_s("all-reduce", t * CE_BYTES, tp, 1)
+        if runs and runs[-1][0] is layer:
+            runs[-1] = (layer, runs[-1][1] + 1)
+        else:
+            runs.append((layer, 1))
+    return runs
+
+
+def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[float, float]:
+    """Tensor- and expert-parallel communication of one micro-batch on these layers (as
+    ``_runs``), each copy's transfers added in layer order."""
+    tp_comm = ep_comm = 0.0
+    for layer, count in runs:
+        tp_times, ep_times = _layer_comm(ctx, layer)
+        for _ in range(count):
+            for time in tp_times:
+                tp_comm += time
+            for time in ep_times:
+                ep_comm += time
     return tp_comm, ep_comm
+
+
+def _layer_comm(ctx: _Context, layer: Any) -> tuple[list[float], list[float]]:
+    """The tensor- and expert-parallel transfers of one micro-batch on one layer, each a
+    time."""
+    tp, fabric, t, e = ctx.layout.tp, ctx.fabric, ctx.step.tokens, ctx.e
+    if isinstance(layer, Transformer):
+        ep = []
+        if layer.experts and ctx.layout.ep > 1:
+            routed = t * layer.top_k * layer.hidden * e
+            ep = [4 * fabric.time_s("all-to-all", routed, ctx.layout.ep, tp)]
+        return [4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)], ep
+    if isinstance(layer, Embedding):
+        return [fabric.time_s("all-reduce", t * layer.dim * e, tp, 1)], []
+    if isinstance(layer, Linear) and layer.out_features in ctx.vocabularies and tp > 1:
+        return [fabric.time_s("all-reduce", t * layer.in_features * e, tp, 1),
+                CE_ALLREDUCES * fabric.time_s("all-reduce", t * CE_BYTES, tp, 1)], []
+    return [], []
 
 
 def _dp_comm(ctx: _Context, dense: int, expert: int) -> float:
@@ -651,10 +691,11 @@ def _dp_comm(ctx: _Context, dense: int, expert: int) -> float:
     return total
 
 
-def _stage_memory(ctx: _Context, s: int, layers: list[Any], dense: int,
+def _stage_memory(ctx: _Context, s: int, runs: list[tuple[Any, int]], dense: int,
                   expert: int) -> dict[str, int]:
-    """One GPU of stage ``s``: weights, gradients and optimizer states by ZeRO stage, the
-    activations of the micro-batches 1F1B keeps in flight, the workspace."""
+    """One GPU of stage ``s`` (its layers as ``_runs``): weights, gradients and optimizer
+    states by ZeRO stage, the activations of the micro-batches 1F1B keeps in flight, the
+    workspace."""
     layout, step, zero = ctx.layout, ctx.step, ctx.layout.zero
 
     def part(per: int, divide: bool) -> int:
@@ -662,15 +703,17 @@ def _stage_memory(ctx: _Context, s: int, layers: list[Any], dense: int,
             return (dense + expert) * per
         return -(-dense * per // layout.dp) + -(-expert * per // ctx.edp)
 
-    kept = sum(activation_bytes_per_block(layer, step, ctx.recompute, layout.tp, ctx.sp)
-               if isinstance(layer, Transformer) else saved_bytes(layer, step, ctx.recompute)
-               for layer in layers)
+    kept = sum(count * (activation_bytes_per_block(layer, step, ctx.recompute, layout.tp,
+                                                   ctx.sp)
+                        if isinstance(layer, Transformer)
+                        else saved_bytes(layer, step, ctx.recompute))
+               for layer, count in runs)
     activations = kept * min(ctx.m, layout.pp - s)
     if s == layout.pp - 1:  # the logits the loss reads, one micro-batch at a time
-        activations += step.tokens * (layers[-1].out_width or 0) * ctx.e
+        activations += step.tokens * (runs[-1][0].out_width or 0) * ctx.e
     if ctx.recompute == "full":  # one block's tensors while it is recomputed
         activations += max(saved_bytes(layer, step, "none") - saved_bytes(layer, step, "full")
-                           for layer in layers)
+                           for layer, _ in runs)
     return {"weights": part(ctx.e, zero >= 3), "gradients": part(ctx.grad_e, zero >= 2),
             "optimizer": part(ctx.state_e, zero >= 1), "activations": activations,
             "workspace": WORKSPACE_BYTES}

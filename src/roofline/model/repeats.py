@@ -144,6 +144,14 @@ class Layers(Sequence[L]):
         """Every layer's copy number (0: not a repeat of the one before)."""
         return tuple(run.first_copy + c for run in self.runs for c in range(run.count))
 
+    def unnamed(self) -> tuple[L, ...]:
+        """Every layer in order, each copy as its run's stored layer, not renamed: for a walk
+        that reads no copy's name (a copy differs from its run's layer by its name only), which
+        building each named copy would slow (a layout search walks the model thousands of
+        times). Made once for these layers (``cached``)."""
+        return self.cached(("unnamed",), lambda: tuple(
+            run.layer for run in self.runs for _ in range(run.count)))
+
     def repeated(self) -> int:
         """How many layers are copies after a first one (copy number above 0)."""
         return sum(run.count - (run.first_copy == 0) for run in self.runs)
