@@ -587,3 +587,21 @@ def test_a_wide_comparison_draws_dots_not_bars_on_its_log_axis():
     assert "dots-step" in gids and not any(g.startswith("bars-") for g in gids)
     low, high = ax.get_ylim()
     assert low <= -0.5 and high >= 2.5  # every row's dot clear of the frame
+
+
+def test_a_sweep_of_a_model_without_gemms_names_none_memory_bound():
+    """An embedding and a norm, no GEMM: the sweep row's memory-bound GEMMs are ``none`` in
+    the table and the HTML page alike (the table said ``all`` of its zero GEMMs, the page
+    ``none``: one rule now, ``memory_bound_gemms``)."""
+    from roofline.output.html.whatif import sweep_page
+    from roofline.output.whatif import memory_bound_gemms, sweep_table
+
+    net = network_from_yaml("batch: 4\nseq: 16\ndtype: fp16\nmode: inference\nlayers:\n"
+                            "  - {type: embedding, vocab: 1000, dim: 64}\n"
+                            "  - {type: norm, dim: 64}\n")
+    s = sweep(net, "h100", [1, 2])
+    assert [memory_bound_gemms(r) for r in s.reports] == ["none", "none"]
+    rows = [line.split() for line in sweep_table(s).splitlines()
+            if line.startswith(("    1 ", "    2 "))]
+    assert [row[-1] for row in rows] == ["none", "none"]
+    assert ">all<" not in sweep_page(s)

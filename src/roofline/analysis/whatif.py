@@ -31,7 +31,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize, output_problem
 from ..model.layers import Linear
 from ..model.network import Network, check_overrides, load_network
-from ..model.repeats import MAX_LISTED
+from ..model.repeats import MAX_LISTED, named
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
 from .predict import basis_of, fit_of, library_of
@@ -447,13 +447,15 @@ class Sweep:
         does not depend on the batch gets 1 when it is compute-bound, else None."""
         report = report or self.reports[0]
         out: dict[str, int | None] = {}
-        for result in report.results:
-            gemm = result.gemm
-            ridge = report.hardware.ridge(gemm.dtype)
-            if not any(gemm.batch_dims):
-                out[gemm.name] = 1 if roof_bound(gemm.intensity, ridge) == "compute" else None
-            else:
-                out[gemm.name] = min_compute_bound_batch(gemm, ridge)
+        found: dict[int, int | None] = {}  # per stored result: a repeat's copies share one
+        for name, _, _, result in named(report.results, lambda r: r.gemm):
+            if id(result) not in found:
+                gemm = result.gemm
+                ridge = report.hardware.ridge(gemm.dtype)
+                found[id(result)] = (
+                    min_compute_bound_batch(gemm, ridge) if any(gemm.batch_dims) else
+                    1 if roof_bound(gemm.intensity, ridge) == "compute" else None)
+            out[name] = found[id(result)]
         return out
 
     def _first_at_each_seq(self) -> dict[int, Report]:
@@ -493,15 +495,16 @@ class Sweep:
 
         def bound_at(seq: int) -> dict[str, bool]:
             if seq not in cache:
-                # a search, not a user's seq: past batch x seq's bound on purpose
-                gemms = replace(network, seq=seq).gemms()
-                cache[seq] = {g.name: g.intensity >= ridges.setdefault(
-                    g.name, self.hardware.ridge(g.dtype)) for g in gemms}
+                # a search, not a user's seq: past batch x seq's bound on purpose; each GEMM
+                # named beside its stored template, none built (a deep model has thousands)
+                gemms = replace(network, seq=seq).expand()[0]
+                cache[seq] = {name: g.intensity >= ridges.setdefault(
+                    name, self.hardware.ridge(g.dtype))
+                    for name, _, _, g in named(gemms, lambda g: g)}
             return cache[seq]
 
         out: dict[str, int | None] = {}
-        for result in first.results:
-            name = result.gemm.name
+        for name, _, _, _ in named(first.results, lambda r: r.gemm):
             if not bound_at(limit).get(name, False):
                 out[name] = None
                 continue
@@ -531,9 +534,9 @@ class Sweep:
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                 "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
                 "weights_from_dram": report.residency.from_dram if report.residency else None,
-                "gemms": [{"name": r.gemm.name, "intensity": r.gemm.intensity, "bound": r.bound,
+                "gemms": [{"name": name, "intensity": r.gemm.intensity, "bound": r.bound,
                            "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
-                          for r in report.results]})
+                          for name, _, _, r in named(report.results, lambda r: r.gemm)]})
         by_seq = self.transitions_by_seq() if self.grid else None
         return {"model": first.network.name, "hardware": first.hardware.name,
                 "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,

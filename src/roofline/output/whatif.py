@@ -8,6 +8,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import basis_of, fit_of
+from ..model.repeats import named
 from ..units import rate_unit, seconds, si, times
 from .advice import past_context_text, whatif_warnings
 from .hardware import capacity_text
@@ -532,19 +533,27 @@ def _memory_cell(r: Report) -> str:
     return text + (": does not fit" if memory.fits is False else "")
 
 
+def memory_bound_gemms(r: Report) -> str:
+    """A sweep row's memory-bound GEMMs: ``all``, ``none`` or their names, compacted (each
+    named beside its stored result, none built: a deep model has thousands)."""
+    memory = [name for name, _, _, x in named(r.results, lambda x: x.gemm)
+              if x.bound == "memory"]
+    if memory and len(memory) == len(r.results):
+        return "all"
+    return compact_names(memory, 6) or "none"
+
+
 def _sweep_rows(s: Sweep) -> list[list[str]]:
     with_seq = len(s.seqs) > 1
     rows = [["batch", *(["seq"] if with_seq else []), "step time", "samples/s", "predicted",
              "pred. samples/s", "memory", "memory-bound time", "memory-bound GEMMs"]]
     for r in s.reports:
         t = r.totals
-        memory = [x.gemm.name for x in r.results if x.bound == "memory"]
-        names = compact_names(memory, 6) if len(memory) < len(r.results) else "all"
         rows.append([str(r.network.batch), *([str(r.network.seq)] if with_seq else []),
                      seconds(t["time_s"]), si(r.batch / t["time_s"], ""),
                      seconds(t["predicted_time_s"]), si(r.batch / t["predicted_time_s"], ""),
                      _memory_cell(r), f"{t['memory_bound_time_fraction']:.0%}",
-                     names or "none"])
+                     memory_bound_gemms(r)])
     return rows
 
 

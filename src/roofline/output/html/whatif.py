@@ -19,6 +19,7 @@ from ..whatif import (
     compare_warnings,
     dtype_note,
     fits_cell,
+    memory_bound_gemms,
     memory_cell,
     predicted_cell,
     slow_kernel_lines,
@@ -265,9 +266,6 @@ def _sweep_table(s: Sweep) -> str:
     rows = []
     for r in s.reports:
         t = r.totals
-        memory = [x.gemm.name for x in r.results if x.bound == "memory"]
-        names = ("all" if memory and len(memory) == len(r.results)
-                 else compact_names(memory, 6) or "none")
         rate, predicted = r.batch / t["time_s"], t["predicted_time_s"]
         held = r.memory
         rows.append(("", [Cell(str(r.batch)),
@@ -281,7 +279,7 @@ def _sweep_table(s: Sweep) -> str:
                                + (": does not fit" if held.fits is False else ""),
                                held.total_bytes),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
-                               t["memory_bound_time_fraction"]), text(names)]))
+                               t["memory_bound_time_fraction"]), text(memory_bound_gemms(r))]))
     return table(header, rows)
 
 
