@@ -353,7 +353,11 @@ def _as_gemm(result: GemmResult, gemm: Gemm) -> GemmResult:
 
 
 def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
-    return replace(result, op=replace(result.op, name=name, layer=layer, copy=copy))
+    """A copy's result: the stored copy's, renamed (``Op.renamed``, not ``replace``: an
+    --expand of a deep model renames thousands)."""
+    return OpResult(result.op.renamed(name, layer, copy), result.bound,
+                    result.attainable_flops_per_s, result.time_s, result.predicted_time_s,
+                    result.predicted_basis, result.dtype)
 
 
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],

@@ -330,8 +330,11 @@ def report_header(report: Report) -> list[tuple[str, str]]:
 def report_article(report: Report, view: View, prefix: str, level: int = 1) -> str:
     """One report: header, summary, chart, table, time notes, scaling, advice, sources; its
     title an ``<h{level}>``, its sections one level below."""
-    gemms, ops = shown_results(report, view)
-    points = report_points(report, gemms, ops, prefix)
+    gemms, shown_ops = shown_results(report, view)
+    # each row built once: the chart, the table and the left-out note read them all (an
+    # --expand of a deep model's copies: thousands each)
+    rows, ops = list(gemms), list(shown_ops)
+    points = report_points(report, rows, ops, prefix)
     left_out = [r.op.kind for r in ops if not r.op.flops]
     notes = [f"roof: {ROOF_TEXT}; predicted: "
              + basis_sentence(report.hardware).removeprefix("predicted: "),
@@ -346,7 +349,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
     return (f'<article aria-label="{escape(title)}">{head(title, 0)}'
             f"{facts(report_header(report))}{head('Summary')}{_summary(report, view)}"
             + (head("Roofline") + _chart(report, points, left_out) if points else "")
-            + head("GEMMs and ops") + _rows_table(report, gemms, ops, prefix)
+            + head("GEMMs and ops") + _rows_table(report, rows, ops, prefix)
             + paragraphs(notes, "muted")
             + (head("Scaling") + f"<pre>{escape(chr(10).join(scaling))}</pre>" if scaling else "")
             + head("Warnings and advice") + _advice(report, gemms, level + 2)
