@@ -746,7 +746,7 @@ def test_a_captured_step_is_judged_at_its_own_batch_only(invoke, tmp_path, monke
     result = invoke("analyze", "capture_factory_example:make", "--hw", "h100", "--format",
                     "json")
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)  # stderr: the capture said as it starts
     assert report["memory"]["not_counted"] == []
     assert report["memory"]["max_batch"] is None and report["memory"]["activations"] > 0
     assert report["step"]["min_compute_bound_batch"] is None
@@ -924,3 +924,33 @@ def test_an_in_place_op_that_overwrites_its_tensor_does_not_read_it():
     net = capture(Write(), torch.zeros(2, 8, 4, 16), mode="inference")
     assert [(o.kind, o.bytes) for o in net.ops()] == [("aten.copy_", 2 * 1024 * 4),
                                                       ("aten.zero_", 2048 * 4)]
+
+
+COUNTED = '''
+import torch
+CALLS = []
+def make():
+    CALLS.append(1)
+    return torch.nn.Linear(64, 128), torch.zeros(32, 64)
+'''
+
+
+def test_analyze_captures_a_factory_once_for_every_device_and_says_so(invoke, tmp_path,
+                                                                      monkeypatch):
+    """``analyze MODEL --hw a --hw b --hw c`` ran the factory and the capture once a device (a
+    70B training step: 14-28 s each, silent); now once, said on stderr as it starts. Its one
+    GEMM, 32 x 128 x 64: 2 x 32 x 128 x 64 = 524,288 FLOPs on each device."""
+    import json
+
+    (tmp_path / "capture_counted_example.py").write_text(COUNTED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import capture_counted_example
+
+    result = invoke("analyze", "capture_counted_example:make", "--hw", "a100", "--hw", "h100",
+                    "--hw", "v100", "--mode", "inference", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert capture_counted_example.CALLS == [1]
+    assert result.stderr == ("capturing capture_counted_example:make (Linear) on the meta "
+                             "device, inference...\n")
+    reports = json.loads(result.stdout)
+    assert [[g["flops"] for g in r["gemms"]] for r in reports] == [[524288]] * 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from .analysis.report import Report, analyze
 from .errors import InputError
@@ -24,18 +25,45 @@ def model_framework(model: Network | str | os.PathLike[str]) -> str | None:
 
 def load_model(model: Network | str | os.PathLike[str], batch: int | None = None,
                dtype: str | None = None, mode: str | None = None,
-               attention: str | None = None, optimizer: str | None = None) -> Network:
+               attention: str | None = None, optimizer: str | None = None, *,
+               progress: Callable[[str], None] | None = None) -> Network:
     """``model`` as a Network: itself, a model.yaml or config.json read, or
     ``package.module:callable`` captured (``batch`` given to a callable that takes one; the
     capture runs in ``mode``, ``dtype``, ``attention`` and ``optimizer``, train, the module's
-    own dtype, flash and none unless given). Other settings are the caller's overrides."""
+    own dtype, flash and none unless given; ``progress``, when given, is told as the capture
+    starts: a large model's takes tens of seconds). Other settings are the caller's
+    overrides."""
     if isinstance(model, Network):
         return model
     if model_framework(model) == "torch":  # package.module:callable
         module, inputs = load_factory(str(model), batch)  # a batch keyword: made at batch
-        return capture_network(module, inputs, mode or "train", dtype, attention or "flash",
+        mode = mode or "train"
+        if progress is not None:
+            progress(f"capturing {model} ({type(module).__name__}) on the meta device, "
+                     f"{mode}...")
+        return capture_network(module, inputs, mode, dtype, attention or "flash",
                                optimizer or "none")
     return load_network(model)
+
+
+def generation_settings(model: Network | str | os.PathLike[str], mode: str | None,
+                        phase: str | None, prompt: int | None, generate: int | None
+                        ) -> tuple[str | None, str | None]:
+    """The mode and phase ``analyze_model`` runs ``model`` in: a generation (``prompt`` or
+    ``generate`` given) is an inference that starts with its prefill (so a model file's phase,
+    decode, does not refuse its logits), and refuses a phase or mode train in one line, before
+    any capture; other steps as given."""
+    if prompt is None and generate is None:
+        return mode, phase
+    check_model(model)  # before its refusals name it
+    source = model.source if isinstance(model, Network) else os.fspath(model)
+    if phase is not None:  # it runs both phases itself, at the lengths it is given
+        raise InputError(source, "phase", "a generation (prompt and generate) runs its "
+                         "prefill and decode steps itself: give no phase with it")
+    if mode == "train":
+        raise InputError(source, "mode", "a generation (prompt and generate) is an "
+                         "inference: give no mode train with it")
+    return "inference", "prefill"
 
 
 def analyze_model(model: Network | str | os.PathLike[str],
@@ -69,17 +97,7 @@ def analyze_model(model: Network | str | os.PathLike[str],
     per output token, tokens/s, latency); they set the sequence lengths, so ``seq`` is not
     given with them.
     """
-    if prompt is not None or generate is not None:  # a generation is an inference
-        check_model(model)  # before its refusals name it
-        source = model.source if isinstance(model, Network) else os.fspath(model)
-        if phase is not None:  # it runs both phases itself, at the lengths it is given
-            raise InputError(source, "phase", "a generation (prompt and generate) runs its "
-                             "prefill and decode steps itself: give no phase with it")
-        if mode == "train":
-            raise InputError(source, "mode", "a generation (prompt and generate) is an "
-                             "inference: give no mode train with it")
-        # it starts with the prefill: a model file's phase (decode) does not refuse its logits
-        mode, phase = "inference", "prefill"
+    mode, phase = generation_settings(model, mode, phase, prompt, generate)
     network = load_model(model, batch, dtype, mode, attention, optimizer)
     network = network.with_overrides(batch=batch, dtype=dtype, mode=mode,
                                       output_dtype=output_dtype,

@@ -13,7 +13,7 @@ import math
 import re
 import sys
 import warnings
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -333,6 +333,21 @@ def _local_library(model: str) -> str:
 _CAPTURE_SETTINGS = ("batch", "dtype", "mode", "attention", "optimizer")
 
 
+def _loaded(model: str, overrides: dict[str, Any]) -> Any:
+    """MODEL read once as a Network for every device of the commands that take a captured
+    module (analyze, compare): a model file read, ``package.module:callable`` captured once
+    (the module run forward, and backward in training: tens of seconds for a 70B model, said
+    on stderr as it starts) in the mode a generation (``--prompt``/``--generate``) implies."""
+    from .api import generation_settings, load_model, model_framework
+
+    settings = {key: overrides.get(key) for key in _CAPTURE_SETTINGS}
+    if model_framework(model) == "torch":
+        settings["mode"], _ = generation_settings(
+            model, settings["mode"], overrides.get("phase"), overrides.get("prompt"),
+            overrides.get("generate"))
+    return load_model(model, **settings, progress=_progress)
+
+
 def _not_captured(model: str) -> None:
     """InputError for ``package.module:callable`` given to a command that varies the batch
     (sweep, plan): a capture holds the one batch it ran at."""
@@ -443,7 +458,8 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
     names = [spec.name for spec in specs]
     if len(set(names)) < len(names):
         raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
-    reports = [scale(analyze_model(model, spec, quantization=quantization, **overrides),
+    network = _loaded(model, overrides)  # a module captured once for every --hw
+    reports = [scale(analyze_model(network, spec, quantization=quantization, **overrides),
                      stream_input, host_link, workers, interconnect) for spec in specs]
     from .output.report import View, check_listed
 
@@ -668,13 +684,12 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
     kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.
     """
     from .analysis.whatif import compare as run_compare
-    from .api import load_model
     from .output.whatif import COMPARE_FORMATS
     from .probe import resolve_hardware
 
     _check_plot(plot)
     library = _local_library(model)
-    network = load_model(model, **{key: overrides.get(key) for key in _CAPTURE_SETTINGS})
+    network = _loaded(model, overrides)
     result = run_compare(network, [resolve_hardware(hw, _progress, library) for hw in hardware],
                          quantization=quantization, **overrides)
     if fmt == "table":  # its GEMM table's layer names cut to the terminal's width
