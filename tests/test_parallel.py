@@ -617,3 +617,31 @@ def test_plan_names_the_attention_it_counts_activations_for(invoke):
                              "--seq", "4096", "--top", "1", "--attention", "naive",
                              "--format", "json").stdout)
     assert data["attention"] == "naive"
+
+
+LLAMA_405B = {  # Llama-3.1-405B's published config.json (the keys roofline reads)
+    "model_type": "llama", "hidden_size": 16384, "intermediate_size": 53248,
+    "num_attention_heads": 128, "num_key_value_heads": 8, "num_hidden_layers": 126,
+    "vocab_size": 128256, "max_position_embeddings": 131072, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16"}
+
+
+def test_a_plan_where_nothing_fits_says_what_was_not_tried(invoke, tmp_path):
+    """Llama-3.1-405B on 64 H100s read "none fits" and nothing more, though plan had tried
+    two pipelines only: pp divides the GPU count and the 126 blocks (126 = 2 x 3^2 x 7), and of
+    64's divisors only 1 and 2 divide 126; the next divisors of 126 are 3, 6, 7, 9. Nor was
+    recomputation tried (none by default); with --recompute selective, full is left."""
+    config = tmp_path / "llama-405b.json"
+    config.write_text(json.dumps(LLAMA_405B))
+    args = ("plan", config, "--hw", "h100", "--gpus", "64", "--batch", "64", "--seq", "8192")
+    out = invoke(*args).stdout
+    assert "none fits" in out
+    assert out.splitlines()[-1] == (
+        "to fit: --recompute selective or full keeps fewer activations (recompute none "
+        "here); a deeper pipeline: pp divides both the GPU count and the model's 126 "
+        "transformer blocks (plan keeps the stages even), so it tried pp 1, 2; a GPU count "
+        "that 3, 6, 7, 9 or another divisor of 126 divides allows a deeper one")
+    out = invoke(*args, "--recompute", "selective").stdout
+    assert out.splitlines()[-1].startswith(
+        "to fit: --recompute full keeps fewer activations (recompute selective here); a "
+        "deeper pipeline")

@@ -86,6 +86,9 @@ def plan_table(plan: Plan, top: int = 3) -> str:
     lines += ["", f"fastest layouts that fit (up to {top} per GPU count):"]
     lines += aligned(HEADER, rows, {17}) if rows else ["none fits"]
     lines += skipped
+    hint = _fit_hint(plan) if skipped else None
+    if hint:
+        lines.append(hint)
     front = plan.front
     if front:
         base = front[0]
@@ -98,6 +101,31 @@ def plan_table(plan: Plan, top: int = 3) -> str:
                           "efficiency", "bound"], front_rows, {1, 6})
         lines += ["", *best_lines(front[-1])]
     return "\n".join(lines) + "\n"
+
+
+def _fit_hint(plan: Plan) -> str | None:
+    """Where a GPU count had no layout that fits, what else would keep less per GPU and was
+    not tried: recomputation (its setting here) and, for a model whose blocks the GPU counts'
+    divisors miss (Llama-3.1-405B's 126 on powers of two), the pipelines plan's even stages
+    left out."""
+    from ..analysis.parallel import blocks_of, divisors
+
+    ways = []
+    recompute = plan.network.recompute
+    if recompute != "full":
+        more = "selective or full" if recompute == "none" else "full"
+        ways.append(f"--recompute {more} keeps fewer activations (recompute {recompute} here)")
+    blocks = len(blocks_of(plan.network))
+    uneven = {d for n in plan.gpus for d in divisors(n) if 1 < d <= blocks and blocks % d}
+    if uneven:
+        tried = sorted({r.layout.pp for r in plan.results})
+        deeper = [d for d in divisors(blocks) if d > max(tried, default=1)][:4]
+        ways.append(f"a deeper pipeline: pp divides both the GPU count and the model's {blocks} "
+                    f"transformer blocks (plan keeps the stages even), so it tried pp "
+                    f"{', '.join(map(str, tried))}; a GPU count that "
+                    f"{', '.join(map(str, deeper))} or another divisor of {blocks} divides "
+                    f"allows a deeper one")
+    return f"to fit: {'; '.join(ways)}" if ways else None
 
 
 def _efficiency(base: LayoutResult, r: LayoutResult) -> float:
