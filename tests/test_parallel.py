@@ -502,6 +502,15 @@ def test_an_mlp_plan_tries_zero_only_where_dp_is_two_or_more():
         1, 2, 4, 8, 512]
     assert len(two) == 20 and {x.zero for x in two} == {0, 1, 2, 3}
     assert {x.dp for x in two} == {2}
+    # its chart's title: the table header's step (it read "global batch 512 x seq None, fp16")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from roofline.plot import plot_plan
+
+    assert plot_plan(plan).get_title() == (
+        "mlp-1024-4096-1000 on h100-sxm5-80gb: training step\nglobal batch 512, fp16, "
+        "optimizer adam, recompute none")
 
 
 def test_plan_cli_table_json_and_chart(runner, tmp_path):

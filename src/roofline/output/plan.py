@@ -47,18 +47,25 @@ HEADER = ["gpus", "tp", "pp", "dp", "ep", "zero", "mb", "m", "sp", "predicted", 
           "compute", "comm exposed", "comm hidden", "bubble", "mem GB", "throughput", "bound"]
 
 
+def step_settings(plan: Plan) -> str:
+    """The step every layout runs, in words: ``global batch 1024 x seq 8192, bf16, optimizer
+    adam, recompute none, attention flash`` (no seq for a model without one); the table's
+    header and the chart's title."""
+    from ..analysis.plan import attention_form
+
+    net = plan.network
+    per = f" x seq {net.seq}" if net.seq else ""
+    attention = attention_form(net)
+    return (f"global batch {plan.batch}{per}, {net.operand_dtype}, optimizer {net.optimizer}, "
+            f"recompute {net.recompute}" + (f", attention {attention}" if attention else ""))
+
+
 def plan_table(plan: Plan, top: int = 3) -> str:
     """The header, the ``top`` fastest fitting layouts at each count, the front, the best."""
     net, hw, fabric = plan.network, plan.hardware, plan.fabric
     capacity = hw.memory_capacity_bytes
-    from ..analysis.plan import attention_form
-
-    per = f" x seq {net.seq}" if net.seq else ""
     unit = _rate_unit(plan)
-    attention = attention_form(net)
-    lines = [f"model: {net.name}   hardware: {hw.name}   training step: global batch "
-             f"{plan.batch}{per}, {net.operand_dtype}, optimizer {net.optimizer}, "
-             f"recompute {net.recompute}" + (f", attention {attention}" if attention else ""),
+    lines = [f"model: {net.name}   hardware: {hw.name}   training step: {step_settings(plan)}",
              f"links: inside a node ({count(fabric.gpus_per_node, 'GPU')}) "
              + link_text(fabric.intra.label, fabric.intra.bandwidth_gbs, " per direction",
                          f"{fabric.intra.latency_us:g} us a step")

@@ -61,9 +61,12 @@ def plot_plan(plan: Plan, ax: Axes | None = None) -> Axes:
     ax.set_xlabel("GPUs" + (f" (no layout fits in memory at {shown})" if empty else ""),
                   fontsize=LABEL_SIZE)
     ax.set_ylabel("predicted step time per global batch", fontsize=LABEL_SIZE)
-    net = plan.network
-    ax.set_title(f"{net.name} on {plan.hardware.name}: training step, global batch "
-                 f"{plan.batch} x seq {net.seq}, {net.operand_dtype}", fontsize=LABEL_SIZE + 1)
+    from ..output.plan import step_settings
+
+    # the step's settings as the table's header gives them (a model without a seq has none:
+    # "x seq None" until 0.9.0; nor did the title say the recomputation plan leaves out)
+    ax.set_title(f"{plan.network.name} on {plan.hardware.name}: training step\n"
+                 f"{step_settings(plan)}", fontsize=LABEL_SIZE + 1)
     ax.grid(True, which="both", alpha=0.25)
     legend_below(ax)
     return ax
