@@ -187,3 +187,25 @@ def test_the_plan_chart_says_which_gpu_counts_no_layout_fits():
         r.layout.gpus == 2 for r in plan.fitting)
     ax = plot_plan(plan)
     assert ax.get_xlabel() == "GPUs (no layout fits in memory at 1)"
+
+
+def test_a_long_seq_sweep_labels_the_ticks_its_labels_leave_room_for():
+    """A seq sweep 1..2^20 (21 ticks, one a power of two) ran its labels into each other from
+    8192 on, and wrote 1048576 as 1.04858e+06: each tick is labelled whole where its label
+    clears the last one labelled, the largest always. Drawn, no two labels overlap; a batch
+    sweep 1..4096 (13 ticks, four digits at most) keeps every label."""
+    mlp = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
+    short = sweep(mlp, "h100", "1..4096").plot()
+    assert _labels(short.xaxis) == [str(2**i) for i in range(13)]
+    ax = sweep(LLAMA, "h100", [1], seqs="1..1048576", mode="inference", phase="decode").plot()
+    shown = [label for label in _labels(ax.xaxis) if label]
+    assert shown[:4] == ["1", "2", "4", "8"] and shown[-1] == "1048576"
+    assert len(shown) < 21
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(ax.figure)
+    canvas.draw()
+    boxes = [t.get_window_extent(canvas.get_renderer()) for t in ax.get_xticklabels()
+             if t.get_text()]
+    assert len(boxes) == len(shown)
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:]))

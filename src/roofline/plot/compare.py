@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Union
 
 from ..output.report import step_text
+from ..units import three_digits
 from .figure import below_axes, figure_class
 from .style import BOUND_COLORS, LABEL_SIZE
 
@@ -96,7 +97,7 @@ def _step_dots(ax: Axes, rows: list[int], times: list[float],
     ax.scatter(times, rows, s=110, color=colors, edgecolors="white", linewidths=0.8,
                zorder=3, gid="dots-step")
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: three_digits(value)))
     return [Line2D([], [], ls="none", marker="o", ms=9, color=BOUND_COLORS[k],
                    label=f"roofline step time, mostly {k}-bound") for k in BOUND_COLORS]
 

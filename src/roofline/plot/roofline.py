@@ -100,7 +100,7 @@ def _setup_axes(ax: Axes, xlim: Range, ylim: Range, title: str) -> None:
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
-    plain = FuncFormatter(lambda value, _pos: f"{value:g}")
+    plain = FuncFormatter(lambda value, _pos: three_digits(value))  # 1e6, not 1e+06
     for axis, (low, high) in ((ax.xaxis, xlim), (ax.yaxis, ylim)):
         if high / low <= 1e3:  # a short range gets ticks at 1, 2, 5 x 10^k too
             axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))

@@ -92,7 +92,11 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     ax.set_ylim(min(span[0], level) / 1.5, max(span[1], level) * 1.5)
     ax.xaxis.set_major_locator(FixedLocator(batches))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    # each tick a swept batch or seq, whole (1048576, not 1.04858e+06), labelled where its
+    # label clears its neighbours'
+    shown = _labelled_ticks(ax, batches)
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda value, _pos: f"{value:.0f}" if value in shown else ""))
     label_log_axis(ax.yaxis, three_digits)
     ax.set_xlabel("batch size" if axis == "batch" else "sequence length (tokens)")
     ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
@@ -104,3 +108,41 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
                  f"{precision_text(net)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     legend_below(ax)
+
+
+#: A digit's width in DejaVu Sans, matplotlib's font, in ems (0.636); the room a label keeps
+#: clear on each side, in ems.
+DIGIT_EM, TICK_GAP_EM = 0.64, 0.3
+
+
+def _labelled_ticks(ax: Axes, values: list[int]) -> set[int]:
+    """The swept values whose tick gets its label: each whose label clears the last one
+    labelled, from the smallest; the largest always, the ones before it that it would touch
+    given up (a seq sweep 1..2^20 has 21 ticks, and from 8192 on their labels ran into each
+    other on the 10-inch chart). Widths in points from the font size, so any dpi."""
+    import math
+
+    low, high = ax.get_xlim()
+    width_pt = ax.get_window_extent().width * 72 / ax.figure.dpi
+    ticks = ax.xaxis.get_major_ticks()
+    size = float(ticks[0].label1.get_fontsize()) if ticks else 10.0
+
+    def at(value: float) -> float:
+        return (math.log(value / low) / math.log(high / low)) * width_pt
+
+    def half(value: int) -> float:
+        return (len(f"{value}") * DIGIT_EM + TICK_GAP_EM) * size / 2
+
+    def clear(a: int, b: int) -> bool:
+        return at(b) - half(b) >= at(a) + half(a)
+
+    shown: list[int] = []
+    for value in sorted(set(values)):
+        if not shown or clear(shown[-1], value):
+            shown.append(value)
+    last = max(values)
+    if shown[-1] != last:
+        while shown and not clear(shown[-1], last):
+            shown.pop()
+        shown.append(last)
+    return set(shown)
