@@ -19,7 +19,7 @@ Numbers stay raw here; ``output.whatif`` renders them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -35,12 +35,17 @@ from ..model.repeats import MAX_LISTED, named
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
 from .predict import basis_of, fit_of, library_of
-from .report import Report, analyze
+from .report import GemmResult, Report, analyze
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 GEMM_LAYER = "gemm"
+
+
+def _gemm_of(result: GemmResult) -> Any:
+    return result.gemm
+
 #: The most points (batches x seqs) one sweep analyzes: each is a whole analysis, about 1 ms
 #: for a small MLP on a 2-core machine (5,000 listed batches: 4 s), so this bounds a sweep to
 #: seconds rather than the minutes a longer list (or a large grid) would take.
@@ -225,7 +230,25 @@ class Comparison:
     def why(self, index: int, report: Report) -> GemmChange:
         """Why GEMM ``index`` runs faster or slower on ``report``'s device than on the
         baseline."""
-        base, other = self.baseline.results[index], report.results[index]
+        return self._change(self.baseline.results[index], report.results[index], report)
+
+    def changes(self, report: Report) -> Iterator[tuple[str, GemmChange]]:
+        """Every GEMM's name and ``why`` on ``report``'s device, in numbering order, read
+        beside the stored results and worked out once a distinct pair (a repeat's copies share
+        theirs: Llama-3.1-405B's 1,515 training GEMMs on 27 devices built 126,000 named copies
+        for it)."""
+        found: dict[tuple[int, int], GemmChange] = {}
+        pairs = zip(named(self.baseline.results, _gemm_of), named(report.results, _gemm_of),
+                    strict=True)
+        for (name, _, _, base), (_, _, _, other) in pairs:
+            key = (id(base), id(other))
+            if key not in found:
+                found[key] = self._change(base, other, report)
+            yield name, found[key]
+
+    def _change(self, base: GemmResult, other: GemmResult, report: Report) -> GemmChange:
+        """Why ``other`` (a GEMM on ``report``'s device) runs faster or slower than ``base``
+        (the same GEMM on the baseline)."""
         b_hw, o_hw = self.baseline.hardware, report.hardware
         if base.bound == other.bound == "memory":
             return GemmChange("memory", b_hw.bandwidth_gbs, o_hw.bandwidth_gbs,

@@ -231,10 +231,9 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
     data = c.to_dict()
     for device, report in zip(data["devices"], c.reports):
         device["dtype_note"] = dtype_note(c, report)
-    baseline = c.baseline.hardware.name
+    whys = {r.hardware.name: why_texts(c, r) for r in c.reports[1:]}
     for index, row in enumerate(data["gemms"]):
-        row["why"] = {r.hardware.name: change_text(c.why(index, r), baseline)
-                      for r in c.reports[1:]}
+        row["why"] = {name: texts[index][1] for name, texts in whys.items()}
     data["verdict"] = verdict_text(c)
     data["warnings"] = list(compare_warnings(c))
     return data
@@ -337,21 +336,36 @@ def _gemm_rows(c: Comparison) -> list[list[str]]:
 
 def _hidden_note(c: Comparison) -> list[str]:
     """Says how many rows the GEMM table leaves out as repeated copies, if any."""
-    hidden = sum(1 for r in c.baseline.results if r.gemm.copy)
+    hidden = sum(1 for _, _, copy, _ in named(c.baseline.results, lambda r: r.gemm) if copy)
     return [f"({hidden} rows of repeated layer copies not shown: each repeats its first copy's; "
             f"the step times count every copy)"] if hidden else []
+
+
+def why_texts(c: Comparison, report: Report) -> list[tuple[str, str]]:
+    """Every GEMM's name and why it gains or loses on ``report``'s device, in order
+    (``Comparison.changes``; each distinct change written once)."""
+    texts: dict[int, str] = {}
+    baseline = c.baseline.hardware.name
+    return [(name, texts.get(id(change)) or texts.setdefault(id(change),
+                                                             change_text(change, baseline)))
+            for name, change in c.changes(report)]
+
+
+def why_groups(c: Comparison, report: Report) -> dict[str, list[str]]:
+    """The GEMMs' names grouped by why they gain or lose on ``report``'s device."""
+    groups: dict[str, list[str]] = {}
+    for name, why in why_texts(c, report):
+        groups.setdefault(why, []).append(name)
+    return groups
 
 
 def _why_lines(c: Comparison) -> list[str]:
     """Per device, the GEMMs grouped by why they gain or lose."""
     lines = []
     for r in c.reports[1:]:
-        groups: dict[str, list[str]] = {}
-        for i, result in enumerate(c.baseline.results):
-            why = change_text(c.why(i, r), c.baseline.hardware.name)
-            groups.setdefault(why, []).append(result.gemm.name)
         lines.append(f"{r.hardware.name} vs {c.baseline.hardware.name}:")
-        lines += [f"  {compact_names(names, 8)}: {why}" for why, names in groups.items()]
+        lines += [f"  {compact_names(names, 8)}: {why}"
+                  for why, names in why_groups(c, r).items()]
     return lines
 
 
@@ -419,11 +433,11 @@ def comparison_csv(c: Comparison) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["name", "layer", "pass", "hardware", "dtype", "time_s", "speedup", "bound",
                      "why", "m", "n", "k", "batch_count", "predicted_time_s"])
+    whys = [why_texts(c, r) if r is not c.baseline else None for r in c.reports]
     for i, base in enumerate(c.baseline.results):
-        for r in c.reports:
+        for r, texts in zip(c.reports, whys):
             other = r.results[i]
-            why = ("" if r is c.baseline
-                   else change_text(c.why(i, r), c.baseline.hardware.name))
+            why = "" if texts is None else texts[i][1]
             gemm = base.gemm
             writer.writerow([gemm.name, gemm.layer, gemm.pass_, r.hardware.name,
                              r.dtype, other.time_s, base.time_s / other.time_s, other.bound, why,

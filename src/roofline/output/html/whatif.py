@@ -15,7 +15,6 @@ from ..fit_bands import no_fit_bands
 from ..report import compact_names, precision_text, quantization_line, step_text
 from ..times import STEP_ROOF_TEXT
 from ..whatif import (
-    change_text,
     compare_warnings,
     dtype_note,
     fits_cell,
@@ -27,6 +26,7 @@ from ..whatif import (
     sweep_header,
     transition_lines,
     verdict_text,
+    why_groups,
 )
 from . import svg
 from .page import (
@@ -102,9 +102,7 @@ def _why(c: Comparison) -> str:
     out = []
     base = c.baseline.hardware.name
     for r in c.reports[1:]:
-        groups: dict[str, list[str]] = {}
-        for i, result in enumerate(c.baseline.results):
-            groups.setdefault(change_text(c.why(i, r), base), []).append(result.gemm.name)
+        groups = why_groups(c, r)
         items = "".join(f"<li><b>{escape(compact_names(names, 8))}</b>: {escape(why)}</li>"
                         for why, names in groups.items())
         out.append(f"<h4>{escape(r.hardware.name)} vs {escape(base)}</h4><ul>{items}</ul>")
