@@ -47,6 +47,17 @@ def _config(name: str, **changes):
                                                  "load_in_8bit": True}},
      [("quantization_config", "bitsandbytes, 8-bit weights")]),
     ("llama-2-7b.json", {"quantization_config": {}}, []),
+    # DeepSeek-V3's published MoE and MLA keys on a config written as mixtral (its
+    # moe_intermediate_size 2048 differs from the intermediate_size the experts are built at)
+    ("mixtral-8x7b.json", {"n_shared_experts": 1, "moe_intermediate_size": 2048,
+                           "first_k_dense_replace": 3, "q_lora_rank": 1536,
+                           "kv_lora_rank": 512},
+     [("n_shared_experts", "1"), ("moe_intermediate_size", "2048"),
+      ("first_k_dense_replace", "3"), ("q_lora_rank", "1536"), ("kv_lora_rank", "512")]),
+    # an expert width equal to the one built, and keys set to none or 0, change nothing
+    ("mixtral-8x7b.json", {"moe_intermediate_size": 14336, "n_shared_experts": 0,
+                           "q_lora_rank": None, "shared_expert_intermediate_size": 5632},
+     [("shared_expert_intermediate_size", "5632")]),
 ])
 def test_the_keys_a_config_sets_and_no_adapter_models(name, changes, expected):
     assert model_from_config(_config(name, **changes), name).unmodelled == expected

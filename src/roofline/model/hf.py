@@ -44,7 +44,11 @@ WINDOWED = ("mistral", "mixtral")
 #: and Mixtral's cover every layer and are the block's ``window``); ``attention_bias`` /
 #: ``mlp_bias``: Llama-family biases on the attention projections / the FFN (the adapters build
 #: them without); ``quantization_config``: weights stored quantized (GPTQ, AWQ, bitsandbytes,
-#: fp8), which a config's dtype does not say (``--weights`` does).
+#: fp8), which a config's dtype does not say (``--weights`` does). The keys of the mixtures of
+#: experts and attention that no adapter builds (DeepSeek's, Qwen2-MoE's), where a config of a
+#: supported ``model_type`` carries them (a DeepSeek-like model written as ``mixtral``): shared
+#: experts, the experts' own width, the first dense blocks, low-rank (MLA) query and KV
+#: projections, each a positive integer.
 UNMODELLED = {
     "sliding_window": "attention and the KV cache are counted over every earlier token, not "
                       "the last {value} only (more than the model does beyond {value} tokens)",
@@ -53,7 +57,19 @@ UNMODELLED = {
     "quantization_config": "the weights are counted unquantized, in the model's dtype (in "
                            "inference, --weights int4 with --group-size, int8 or fp8 counts "
                            "them as stored)",
+    "n_shared_experts": "the shared experts ({value}) every token also runs are left out",
+    "shared_expert_intermediate_size": "the shared expert every token also runs is left out",
+    "moe_intermediate_size": "each expert is taken at intermediate_size, not {value} wide "
+                             "(the dense blocks' width)",
+    "first_k_dense_replace": "every block is taken as a mixture of experts, the first {value} "
+                             "too, which are dense",
+    "q_lora_rank": "queries are taken as one full projection, not through a rank-{value} one",
+    "kv_lora_rank": "keys and values are taken as plain grouped-query projections and cache, "
+                    "not compressed through a rank-{value} latent",
 }
+#: The keys of ``UNMODELLED`` that count when set to a positive integer.
+_POSITIVE_KEYS = ("n_shared_experts", "shared_expert_intermediate_size", "moe_intermediate_size",
+                  "first_k_dense_replace", "q_lora_rank", "kv_lora_rank")
 
 #: In a layer an adapter builds: which config key gave each model.yaml field. model_from_config
 #: takes it out of the layer (model.yaml has no such field) into ``ConfigModel.names``.
@@ -112,7 +128,7 @@ def model_from_config(config: Any, source: str) -> ConfigModel:
 def _unmodelled(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The keys of ``UNMODELLED`` the config sets to have an effect, as (key, value): a
     positive ``sliding_window`` not turned off by ``use_sliding_window: false`` (Qwen2's), a
-    true ``attention_bias`` or ``mlp_bias``."""
+    true ``attention_bias`` or ``mlp_bias``, a quantization, a positive ``_POSITIVE_KEYS``."""
     out = []
     window = config.get("sliding_window")
     if (config.get("model_type") not in WINDOWED and isinstance(window, int)
@@ -123,6 +139,10 @@ def _unmodelled(config: dict[str, Any]) -> list[tuple[str, str]]:
     quantized = config.get("quantization_config")
     if isinstance(quantized, dict) and quantized:
         out.append(("quantization_config", _quantization_text(quantized)))
+    out += [(key, str(config[key])) for key in _POSITIVE_KEYS
+            if isinstance(config.get(key), int) and not isinstance(config.get(key), bool)
+            and config[key] > 0 and not (key == "moe_intermediate_size"
+                                         and config[key] == config.get("intermediate_size"))]
     return out
 
 
