@@ -402,7 +402,7 @@ class LayoutResult:
         every layout)."""
         return max((s.memory for s in self.stages), key=lambda parts: sum(parts.values()))
 
-    @property
+    @cached_property
     def memory_bytes(self) -> int:
         return sum(self.memory.values())
 
@@ -473,9 +473,9 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
     dropouts and residual adds of the blocks take 1 / tp of their time. The same for every
     layout that shares the shard's report and ``sp_tp`` (``evaluate``'s ``cache``)."""
     net = report.network
-    owner = _owner_of([layer.name for layer in net.layers])
-    roof = [[0.0, 0.0, 0.0] for _ in net.layers]
-    predicted = [[0.0, 0.0, 0.0] for _ in net.layers]
+    owner = _owner_of([run.name(c) for run in net.layer_runs for c in range(run.count)])
+    roof = [[0.0, 0.0, 0.0] for _ in range(len(net.layers))]
+    predicted = [[0.0, 0.0, 0.0] for _ in range(len(net.layers))]
     update = [0.0, 0.0]
     blocks = set(blocks_of(net))
     # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
@@ -535,11 +535,12 @@ class _Context:
 
 def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: int,
              fabric: Fabric, report: Report | None = None,
-             cache: dict[tuple[int, int], LayerTimes] | None = None) -> LayoutResult:
+             cache: dict[tuple[Any, ...], Any] | None = None) -> LayoutResult:
     """``layout`` for a global batch of ``batch`` sequences (module docstring). ``report``: the
     sharded network analyzed at the micro-batch (``shard_report``), when already made;
-    ``cache``: its ``layer_times`` by (``id(report)``, sp_tp), kept by a caller that evaluates
-    many layouts over the same reports (``plan``)."""
+    ``cache``: its ``layer_times`` by (``id(report)``, sp_tp) and each stage's
+    ``stage_times`` by (``id(report)``, sp_tp, the stage's layers), kept by a caller that
+    evaluates many layouts over the same reports (``plan``)."""
     check_layout(network, layout)
     per_rank = layout.dp * layout.micro_batch
     if batch % per_rank:
@@ -565,9 +566,16 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
             (id(report), sp_tp), layer_times(report, sp_tp))
 
     layers = unnamed_layers(sharded)
-    stages = [_stage(ctx, s, [layers[i] for i in indices],
-                     {key: ([rows[i] for i in indices], update)
-                      for key, (rows, update) in both.items()}, sharded.parameters)
+
+    def sums(indices: tuple[int, ...]) -> StageTimes:
+        if cache is None:
+            return stage_times(both, indices)
+        key = (id(report), sp_tp, indices)  # layouts alike but for dp, ZeRO or m share it
+        found = cache.get(key)
+        return found if found is not None else cache.setdefault(key,
+                                                                stage_times(both, indices))
+
+    stages = [_stage(ctx, s, [layers[i] for i in indices], sums(indices), sharded.parameters)
               for s, indices in enumerate(stage_indices)]
     blocks = [layer for layer in layers if isinstance(layer, Transformer)]
     allreduce = ctx.step.tokens * blocks[0].hidden * e if blocks else 0
@@ -579,12 +587,27 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                         tuple(predicted for _, predicted in stages))
 
 
-def _stage(ctx: _Context, s: int, layers: list[Any], times: LayerTimes,
+#: One stage's [forward, backward, memory-bound] seconds of a micro-batch summed over its
+#: layers, and the optimizer update's seconds: at the roof (``False``) and predicted (``True``)
+StageTimes = dict[bool, tuple[float, float, float, float]]
+
+
+def stage_times(both: LayerTimes, indices: tuple[int, ...]) -> StageTimes:
+    """The layers ``indices``' times (``layer_times``) summed, each column in layer order."""
+    out: StageTimes = {}
+    for key, (rows, update) in both.items():
+        picked = [rows[i] for i in indices]
+        fwd, bwd, mem_s = (sum(row[k] for row in picked) for k in range(3))
+        out[key] = (fwd, bwd, mem_s, update)
+    return out
+
+
+def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes,
            parameters: int) -> tuple[StageCost, StageCost]:
     """Stage ``s``: its compute per micro-batch, its communication, its memory; at the roof
-    and at the predicted times (``times``: the stage's layers' ``layer_times``, the update
-    over the shard's ``parameters``). Communication and memory do not depend on the times
-    and are worked out once."""
+    and at the predicted times (``times``: the stage's ``stage_times``, the update over the
+    shard's ``parameters``). Communication and memory do not depend on the times and are
+    worked out once."""
     layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
     runs = _runs(layers)
     tp_comm, ep_comm = _model_parallel_comm(ctx, runs)
@@ -609,8 +632,7 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: LayerTimes,
     memory = _stage_memory(ctx, s, runs, dense, expert)
 
     def timed(predicted: bool) -> StageCost:
-        rows, update = times[predicted]
-        fwd, bwd, mem_s = (sum(row[k] for row in rows) for k in range(3))
+        fwd, bwd, mem_s, update = times[predicted]
         window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
         return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
                          update / max(1, parameters) * sharded_update, dp_comm, window, params,

@@ -34,7 +34,6 @@ from ..model.network import Network
 from .collectives import Fabric
 from .parallel import (
     ZERO_STAGES,
-    LayerTimes,
     Layout,
     LayoutResult,
     blocks_of,
@@ -169,7 +168,7 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     check_training(network)  # before the layouts: an inference step has none to divide
     _check_choices(network, gpus, tp, pp, zero, ep)
     reports: dict[tuple[int, int, int], Report] = {}
-    times: dict[tuple[int, int], LayerTimes] = {}  # per report and sp_tp (evaluate's cache)
+    times: dict[tuple[Any, ...], Any] = {}  # evaluate's cache: per report, sp_tp (and stage)
     results: list[LayoutResult] = []
     layouts, why_none = _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
                                     sequence_parallel)
