@@ -954,3 +954,28 @@ def test_analyze_captures_a_factory_once_for_every_device_and_says_so(invoke, tm
                              "device, inference...\n")
     reports = json.loads(result.stdout)
     assert [[g["flops"] for g in r["gemms"]] for r in reports] == [[524288]] * 3
+
+
+class _EmptySlice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(64, 128)
+
+    def forward(self, x):
+        return self.fc(x[:0])
+
+
+def test_an_empty_input_or_slice_is_one_line_not_a_traceback():
+    """A batch of 0 (``torch.zeros(0, 64)``) was a ValueError traceback from deep in the
+    analysis ("m must be a positive integer, got 0"): the capture refuses it, naming the input;
+    a module that multiplies an empty slice is named with its op."""
+    with pytest.raises(CaptureError, match=r"^Linear: example input 0 has shape \(0, 64\): a "
+                                           r"dimension of 0 holds no values"):
+        capture(torch.nn.Linear(64, 128), torch.zeros(0, 64))
+    with pytest.raises(CaptureError, match=r"^module 'fc': op aten.addmm multiplies an empty "
+                                           r"matrix \(M 0, N 128, K 64\)"):
+        capture(_EmptySlice(), torch.zeros(8, 64))
+    # a keyword input is named by its keyword
+    with pytest.raises(CaptureError, match=r"^Linear: example input 'input' has shape \(0, "
+                                           r"64\): a dimension of 0 holds no values"):
+        capture(torch.nn.Linear(64, 128), example_kwargs={"input": torch.zeros(0, 64)})

@@ -139,19 +139,13 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     (see ``_optimizer``). The module runs in ``mode`` (``module.train(mode == "train")``: an
     inference step without dropout and with the running statistics, whatever mode it was left
     in), and gets its own flags back."""
-    import torch
-
     _check_arguments(module, mode, attention, optimizer, example_kwargs)
     dtype = dtype_name(dtype)  # type: ignore[assignment]  # torch.float16, "bfloat16", ...
     cast = _torch_dtype(dtype) if dtype is not None else None
     label = name or type(module).__name__
     kwargs = dict(example_kwargs or {})
     every = (*example_inputs, *kwargs.values())
-    tensors = [x for x in every if isinstance(x, torch.Tensor)]
-    if not tensors or tensors[0].dim() == 0:
-        raise CaptureError(f"{label}: the first example input must be a tensor whose leading "
-                           f"dimension is the batch")
-    batch = int(tensors[0].shape[0])
+    batch = _batch_of(example_inputs, kwargs, label)
     train = mode == "train"
     params = _owned(module, remove_duplicate=True)  # each parameter counted once
     step = None if isinstance(optimizer, str) else _optimizer(optimizer, label)
@@ -185,6 +179,25 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                    gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())), captured_loss=rec.loss,
                    captured_live=rec.live.peak if rec.live is not None else None,
                    captured_optimizer=rec.optimizer_states, captured_attention=attention)
+
+
+def _batch_of(example_inputs: Sequence[Any], kwargs: dict[str, Any], label: str) -> int:
+    """The batch the inputs hold, the first tensor's leading dimension (the first positional
+    one, else the first keyword one); one line for no such tensor, or for an input with a
+    dimension of 0 (nothing to run: its GEMMs would have an empty dimension)."""
+    import torch
+
+    given = [*((f"example input {i}", x) for i, x in enumerate(example_inputs)),
+             *((f"example input {key!r}", x) for key, x in kwargs.items())]
+    tensors = [(what, x) for what, x in given if isinstance(x, torch.Tensor)]
+    if not tensors or tensors[0][1].dim() == 0:
+        raise CaptureError(f"{label}: the first example input must be a tensor whose leading "
+                           f"dimension is the batch")
+    for what, x in tensors:
+        if 0 in x.shape:
+            raise CaptureError(f"{label}: {what} has shape {tuple(x.shape)}: a dimension of 0 "
+                               f"holds no values (give a batch of 1 or more)")
+    return int(tensors[0][1].shape[0])
 
 
 def _check_arguments(module: Any, mode: str, attention: str, optimizer: Any,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import CaptureError
 from .capture_recorder import _Recorder
 from .capture_tensors import _dtype_name
 from .dtypes import TORCH_DTYPES
@@ -70,6 +71,10 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
     # embedding gathers from (an output layer tied to it) is "tied": stored at the model's
     # dtype whatever the weight format, as memory counts it (``_weight_kind``)
     kept = _weight_kind(b, rec) if role != "backward-weight" else ""
+    if 0 in (int(m), int(n), int(k)):  # an empty slice inside the module: no GEMM to cost
+        where = f"module {owner!r}" if owner else f"the top-level module ({rec.root})"
+        raise CaptureError(f"{where}: op aten.{op} multiplies an empty matrix (M {int(m)}, "
+                           f"N {int(n)}, K {int(k)}): a dimension of 0 holds no values")
     gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
                      int(g), tensors=counts, b_operand=kept, rows=_rows(a, b),
                      dtype=own[0] if own else "", c_dtype=own[1] if own else "")
