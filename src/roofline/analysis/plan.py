@@ -131,8 +131,8 @@ class Plan:
 def attention_form(network: Network) -> str | None:
     """The attention its transformer blocks run (``flash``, ``naive``, or both joined by
     ``+``), which sets the activations a layout keeps; None without blocks."""
-    forms = dict.fromkeys(layer.attention for layer in network.layers
-                          if isinstance(layer, Transformer))
+    forms = dict.fromkeys(run.layer.attention for run in network.layer_runs
+                          if isinstance(run.layer, Transformer))
     return "+".join(forms) or None
 
 
@@ -225,8 +225,8 @@ def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabri
     """Every layout the module docstring allows, GPU count by count; and, when there is
     none, the rule the splits that got furthest broke (``_broken_rule``), as a clause."""
     blocks = len(blocks_of(network))
-    experts = max((layer.experts for layer in network.layers
-                   if isinstance(layer, Transformer)), default=0)
+    experts = max((run.layer.experts for run in network.layer_runs
+                   if isinstance(run.layer, Transformer)), default=0)
     tp_ok = {t: _tp_ok(network, t) for n in gpus for t in divisors(n)} | {
         t: _tp_ok(network, t) for t in tp or ()}
     layouts: list[Layout] = []

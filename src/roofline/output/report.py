@@ -439,7 +439,8 @@ def _window_text(network) -> str:
     from ..model.layers import Transformer
 
     seq = network.seq
-    windows = {layer.active_window for layer in network.layers if isinstance(layer, Transformer)}
+    windows = {run.layer.active_window for run in network.layer_runs
+               if isinstance(run.layer, Transformer)}  # a repeat's copies alike: none built
     if seq is None or len(windows) != 1:  # no blocks, or blocks of several windows
         return ""
     (window,) = windows

@@ -144,7 +144,8 @@ def expert_lines(report: Report) -> list[str]:
     from ..model.layers.transformer import Transformer
 
     step = report.network.step()
-    for layer in report.network.layers:
+    for run in report.network.layer_runs:  # a run's copies alike: its first named, none built
+        layer = run.layer
         if not isinstance(layer, Transformer):
             continue
         reached = layer.experts_reached(step)
@@ -153,7 +154,7 @@ def expert_lines(report: Report) -> list[str]:
         active, mean = reached
         if active - mean < 0.5:
             return []
-        return [f"experts: {layer.name}'s {step.tokens * layer.top_k} routed rows are spread "
+        return [f"experts: {run.name(0)}'s {step.tokens * layer.top_k} routed rows are spread "
                 f"evenly, over {active} of its {layer.local_experts} experts, whose weights "
                 f"the step reads (the most it can); {step.tokens} tokens routed to "
                 f"{layer.top_k} experts each uniformly and independently reach {mean:.2f} on "
