@@ -13,6 +13,7 @@ import roofline
 from roofline import InputError
 
 MODEL = Path(__file__).resolve().parents[1] / "examples" / "mlp-1024-4096-1000.yaml"
+LLAMA = MODEL.parent / "hf" / "llama-2-7b.json"
 SPEC_OR_NAME = "expected a HardwareSpec, an entry's name or a YAML file's path, got"
 
 
@@ -120,3 +121,7 @@ def test_a_result_prints_as_one_line():
         "<Comparison mlp-1024-4096-1000 on v100-sxm2-16gb, a100-sxm4-80gb>")
     assert repr(roofline.sweep(MODEL, "a100", batches="1..4096")) == (
         "<Sweep mlp-1024-4096-1000 on a100-sxm4-80gb: batch 1..4096 (13); 13 points>")
+    # one value is that value, not a range of one ("seq 1279..1279 (1)")
+    assert repr(roofline.sweep(LLAMA, "l4", batches="1..4", seqs=[1279], mode="inference",
+                               phase="decode")) == (
+        "<Sweep llama-2-7b on l4: batch 1..4 (3), seq 1279; 3 points>")

@@ -581,7 +581,8 @@ class Sweep:
 
     def __repr__(self) -> str:
         """One line (the dataclass's own repr printed every report: 74 KB for 1..4096)."""
-        swept = [f"{name} {values[0]}..{values[-1]} ({len(values)})"
+        swept = [f"{name} {values[0]}..{values[-1]} ({len(values)})" if len(values) > 1
+                 else f"{name} {values[0]}"
                  for name, values in (("batch", self.batches), ("seq", self.seqs)) if values]
         return (f"<Sweep {self.reports[0].network.name} on {self.hardware.name}: "
                 f"{', '.join(swept)}; {len(self.reports)} points>")

@@ -610,8 +610,9 @@ def transition_lines(s: Sweep) -> list[str]:
                   *_grouped(s.transitions(), "batch", s.max_batch)]
     by_seq = s.seq_transitions()
     if by_seq is not None:
+        which = " (the sweep's first)" if s.axis == "batch" and len(s.batches) > 1 else ""
         lines += [f"compute-bound from (searched, any seq up to {s.seq_limit}) at batch "
-                  f"{first.batch}:",
+                  f"{first.batch}{which}:",
                   *_grouped(by_seq, "seq", s.max_seq, f"not up to {s.seq_limit}")]
     # the whole step's verdict (analyze's), at the first swept seq: the GEMMs' crossings
     # above are each GEMM's own, and a step with ops may never follow them
