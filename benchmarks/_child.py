@@ -48,3 +48,13 @@ def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = Non
         stdout, stderr = out.read() if keep_output else "", err.read()
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
     return ChildRun(wall, usage.ru_maxrss * scale / 2**20, child.returncode, stdout, stderr)
+
+
+def best_of(cmd: list[str], repeat: int, timeout_s: float,
+            env: dict[str, str] | None = None) -> str:
+    """``cmd`` run ``repeat`` times (output not read) and its figures as a line's tail: the best
+    wall time, the spread (the worst over the best), the best run's peak memory and exit."""
+    runs = [run_child(cmd, timeout_s, env, keep_output=False) for _ in range(repeat)]
+    wall, rss, code = min(run[:3] for run in runs)
+    worst = max(r[0] for r in runs)
+    return f"best {wall:6.2f} s  spread {worst / wall:5.2f}x  peak {rss:6.0f} MiB  exit {code}"

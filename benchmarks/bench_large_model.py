@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _child import run_child
+from _child import best_of, run_child
 
 
 def write_mlp(folder: Path, layers: int) -> Path:
@@ -86,12 +86,8 @@ def main() -> None:
             for fmt in args.formats:
                 cmd = [sys.executable, "-m", "roofline", "analyze", str(model), "--hw", "a100",
                        "--format", fmt, *extra]
-                runs = [run_child(cmd, max(60.0, 3 * args.limit), env, keep_output=False)
-                        for _ in range(args.repeat)]
-                wall, rss, code = min(run[:3] for run in runs)
-                worst = max(r[0] for r in runs)
-                print(f"{label:<48} {fmt:<6} best {wall:6.2f} s  spread {worst / wall:5.2f}x  "
-                      f"peak {rss:6.0f} MiB  exit {code}", flush=True)
+                figures = best_of(cmd, args.repeat, max(60.0, 3 * args.limit), env)
+                print(f"{label:<48} {fmt:<6} {figures}", flush=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _child import run_child
+from _child import best_of, run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,11 +79,7 @@ def main() -> None:
                   keep_output=False)  # bytecode, untimed
         for label, argv in cases:
             cmd = [sys.executable, "-m", "roofline", *argv]
-            runs = [run_child(cmd, 300.0, env, keep_output=False) for _ in range(args.repeat)]
-            wall, rss, code = min(run[:3] for run in runs)
-            worst = max(r[0] for r in runs)
-            print(f"{label:<40} best {wall:6.2f} s  spread {worst / wall:5.2f}x  "
-                  f"peak {rss:6.0f} MiB  exit {code}", flush=True)
+            print(f"{label:<40} {best_of(cmd, args.repeat, 300.0, env)}", flush=True)
 
 
 if __name__ == "__main__":
