@@ -289,10 +289,12 @@ MODEL_FILE = click.Path(dir_okay=False)
 
 def _write_plot(plot: str | None, draw) -> None:
     """When ``--plot`` was given, ``draw(roofline.plot)`` draws the chart (an Axes) and it is
-    written to the file (replacing one only with --force); says where."""
+    written to the file (replacing one only with --force); says so as it starts (matplotlib's
+    import and drawing take 2-3 s here, after the report is out) and where it wrote."""
     if plot is not None:
         from . import plot as charts
 
+        click.echo(f"drawing {plot} ...", err=True)
         charts.save_chart(draw(charts), plot, force=_forced())
         click.echo(f"wrote {plot}", err=True)
 
