@@ -979,3 +979,16 @@ def test_an_empty_input_or_slice_is_one_line_not_a_traceback():
     with pytest.raises(CaptureError, match=r"^Linear: example input 'input' has shape \(0, "
                                            r"64\): a dimension of 0 holds no values"):
         capture(torch.nn.Linear(64, 128), example_kwargs={"input": torch.zeros(0, 64)})
+
+
+def test_a_gemm_past_2_to_the_40_is_refused_as_in_a_model_file():
+    """The config route refuses batch x seq past 2**40 = 1,099,511,627,776 rows; a capture took
+    a GEMM of M = 2**41 = 2,199,023,255,552 rows (a 2**21 x 2**20 input on the meta device,
+    nothing allocated) and printed it. Now one line naming the module and op."""
+    with pytest.raises(CaptureError, match=r"^the top-level module \(Linear\): op aten.mm "
+                                           r"multiplies M 2199023255552, "
+                                           r"N 128, K 64 over 1: a dimension past 2\*\*40 = "
+                                           r"1099511627776 is out of range") as caught:
+        capture(torch.nn.Linear(64, 128, bias=False),
+                torch.empty(2**21, 2**20, 64, device="meta"), mode="inference")
+    assert caught.value.args[0].count("\n") == 0

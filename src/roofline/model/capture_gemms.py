@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import CaptureError
+from ..files.numbers import MAX_INT
 from .capture_recorder import _Recorder
 from .capture_tensors import _dtype_name
 from .dtypes import TORCH_DTYPES
@@ -71,10 +72,14 @@ def _gemm(op: str, args: Sequence[Any], tensors: list[Any], outs: list[Any],
     # embedding gathers from (an output layer tied to it) is "tied": stored at the model's
     # dtype whatever the weight format, as memory counts it (``_weight_kind``)
     kept = _weight_kind(b, rec) if role != "backward-weight" else ""
+    where = f"module {owner!r}" if owner else f"the top-level module ({rec.root})"
     if 0 in (int(m), int(n), int(k)):  # an empty slice inside the module: no GEMM to cost
-        where = f"module {owner!r}" if owner else f"the top-level module ({rec.root})"
         raise CaptureError(f"{where}: op aten.{op} multiplies an empty matrix (M {int(m)}, "
                            f"N {int(n)}, K {int(k)}): a dimension of 0 holds no values")
+    if max(int(m), int(n), int(k), int(g)) > MAX_INT:  # the config route's bound (2**40)
+        raise CaptureError(f"{where}: op aten.{op} multiplies M {int(m)}, N {int(n)}, K "
+                           f"{int(k)} over {int(g)}: a dimension past 2**40 = {MAX_INT} is "
+                           f"out of range, as in a model file; capture smaller inputs")
     gemm = GemmShape(owner, role, int(m), int(n), int(k), ("M", "N", "K"), (0, 0, 0),
                      int(g), tensors=counts, b_operand=kept, rows=_rows(a, b),
                      dtype=own[0] if own else "", c_dtype=own[1] if own else "")
