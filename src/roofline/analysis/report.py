@@ -313,7 +313,7 @@ def gemm_objects(results: Sequence[GemmResult]) -> Iterator[tuple[dict[str, Any]
     shapes). A measured GEMM's object (its measurement first) is its own: ``({}, object)``."""
     tails: dict[int, dict[str, Any]] = {}  # by the result read: one per shape in a deep model
     shapes: dict[tuple[object, ...], dict[str, Any]] = {}
-    for name, layer, copy, r in named(results, _gemm_of):
+    for name, layer, copy, r in named(results, gemm_of):
         if r.measured is not None:
             yield {}, _rename_result(r, name, layer, copy).to_dict()
             continue
@@ -327,7 +327,8 @@ def gemm_objects(results: Sequence[GemmResult]) -> Iterator[tuple[dict[str, Any]
         yield {"name": name, "layer": layer}, tail
 
 
-def _gemm_of(result: GemmResult) -> Gemm:
+def gemm_of(result: GemmResult) -> Gemm:
+    """A result's GEMM: the key ``model.repeats.named`` reads a result list's names by."""
     return result.gemm
 
 

@@ -35,16 +35,12 @@ from ..model.repeats import MAX_LISTED, named
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
 from .predict import basis_of, fit_of, library_of
-from .report import GemmResult, Report, analyze
+from .report import GemmResult, Report, analyze, gemm_of
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 GEMM_LAYER = "gemm"
-
-
-def _gemm_of(result: GemmResult) -> Any:
-    return result.gemm
 
 #: The most points (batches x seqs) one sweep analyzes: each is a whole analysis, about 1 ms
 #: for a small MLP on a 2-core machine (5,000 listed batches: 4 s), so this bounds a sweep to
@@ -238,7 +234,7 @@ class Comparison:
         theirs: Llama-3.1-405B's 1,515 training GEMMs on 27 devices built 126,000 named copies
         for it)."""
         found: dict[tuple[int, int], GemmChange] = {}
-        pairs = zip(named(self.baseline.results, _gemm_of), named(report.results, _gemm_of),
+        pairs = zip(named(self.baseline.results, gemm_of), named(report.results, gemm_of),
                     strict=True)
         for (name, _, _, base), (_, _, _, other) in pairs:
             key = (id(base), id(other))
@@ -471,7 +467,7 @@ class Sweep:
         report = report or self.reports[0]
         out: dict[str, int | None] = {}
         found: dict[int, int | None] = {}  # per stored result: a repeat's copies share one
-        for name, _, _, result in named(report.results, lambda r: r.gemm):
+        for name, _, _, result in named(report.results, gemm_of):
             if id(result) not in found:
                 gemm = result.gemm
                 ridge = report.hardware.ridge(gemm.dtype)
@@ -527,7 +523,7 @@ class Sweep:
             return cache[seq]
 
         out: dict[str, int | None] = {}
-        for name, _, _, _ in named(first.results, lambda r: r.gemm):
+        for name, _, _, _ in named(first.results, gemm_of):
             if not bound_at(limit).get(name, False):
                 out[name] = None
                 continue
@@ -559,7 +555,7 @@ class Sweep:
                 "weights_from_dram": report.residency.from_dram if report.residency else None,
                 "gemms": [{"name": name, "intensity": r.gemm.intensity, "bound": r.bound,
                            "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
-                          for name, _, _, r in named(report.results, lambda r: r.gemm)]})
+                          for name, _, _, r in named(report.results, gemm_of)]})
         by_seq = self.transitions_by_seq() if self.grid else None
         return {"model": first.network.name, "hardware": first.hardware.name,
                 "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
