@@ -19,6 +19,7 @@ from .data import (
     sweep_series,
 )
 from .figure import label_log_axis, legend_below, new_axes
+from .labels import text_width_pt
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -110,9 +111,8 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     legend_below(ax)
 
 
-#: A digit's width in DejaVu Sans, matplotlib's font, in ems (0.636); the room a label keeps
-#: clear on each side, in ems.
-DIGIT_EM, TICK_GAP_EM = 0.64, 0.3
+#: The room a tick label keeps clear on each side, in ems.
+TICK_GAP_EM = 0.3
 
 
 def _labelled_ticks(ax: Axes, values: list[int]) -> set[int]:
@@ -130,8 +130,8 @@ def _labelled_ticks(ax: Axes, values: list[int]) -> set[int]:
     def at(value: float) -> float:
         return (math.log(value / low) / math.log(high / low)) * width_pt
 
-    def half(value: int) -> float:
-        return (len(f"{value}") * DIGIT_EM + TICK_GAP_EM) * size / 2
+    def half(value: int) -> float:  # the label's width from its glyphs (labels.text_width_pt)
+        return (text_width_pt(f"{value}", size) + TICK_GAP_EM * size) / 2
 
     def clear(a: int, b: int) -> bool:
         return at(b) - half(b) >= at(a) + half(a)
