@@ -950,7 +950,9 @@ def test_analyze_captures_a_factory_once_for_every_device_and_says_so(invoke, tm
                     "--hw", "v100", "--mode", "inference", "--format", "json")
     assert result.exit_code == 0, result.output
     assert capture_counted_example.CALLS == [1]
-    assert result.stderr == ("capturing capture_counted_example:make (Linear) on the meta "
+    assert result.stderr == ("importing capture_counted_example:make and calling it for its "
+                             "module and inputs ...\n"
+                             "capturing capture_counted_example:make (Linear) on the meta "
                              "device, inference...\n")
     reports = json.loads(result.stdout)
     assert [[g["flops"] for g in r["gemms"]] for r in reports] == [[524288]] * 3

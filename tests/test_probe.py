@@ -229,6 +229,54 @@ def test_cli_analyze_hw_local(no_gpu, invoke, monkeypatch, stable_probe):
     assert "saved as 'local'" in res.stderr
 
 
+def _no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    def probed(**kwargs):
+        raise AssertionError("the dtype is refused before any probe")
+
+    monkeypatch.setattr(runner, "run_probe", probed)
+
+
+@pytest.mark.parametrize("args, words", [
+    # the fake CPU (tests/_probe_fakes.CPUINFO) has AVX512_BF16 and AMX_BF16, no fp16 units
+    (("--dtype", "fp16"), "no fp16 peak: this CPU (Intel(R) Xeon(R) Processor @ 2.10GHz) has "
+                          "no native fp16 units (none of AMX_FP16, AVX512_FP16, ASIMDHP)"),
+    # no probe times int8 or tf32 GEMMs, on a CPU or a GPU
+    (("--dtype", "int8"), "no int8 peak: a probe times GEMMs in fp64 and fp32"),
+    (("--dtype", "tf32"), "never tf32; choose one of those with --dtype"),
+    # its bf16 units need torch, which no_gpu hides; the setting named is the one that chose it
+    (("--dtype", "fp32", "--activations", "bf16"),
+     "no bf16 peak: bf16 GEMMs on a CPU run through torch, which is not installed, so its "
+     "probe would time fp64 and fp32 GEMMs only; choose one of them with --activations"),
+])
+def test_hw_local_refuses_a_dtype_before_probing(no_gpu, invoke, monkeypatch, args, words):
+    _no_probe(monkeypatch)
+    for command in (("analyze", MODEL), ("compare", MODEL, "--hw", "a100"),
+                    ("sweep", MODEL, "--batch", "1,2")):
+        res = invoke(*command, "--hw", "local", *args)
+        assert res.exit_code == 2, res.output
+        assert words in res.stderr and "(nothing was probed)" in res.stderr, res.stderr
+        assert "Traceback" not in res.output
+
+
+def test_hw_local_checks_gemm_and_plan_dtypes_too(no_gpu, invoke, monkeypatch):
+    _no_probe(monkeypatch)
+    res = invoke("gemm", "64", "64", "64", "--hw", "local", "--dtype", "fp16")
+    assert res.exit_code == 2 and "no fp16 peak" in res.stderr
+    res = invoke("plan", "examples/hf/gpt2.json", "--hw", "local", "--gpus", "2",
+                 "--dtype", "fp8")
+    assert res.exit_code == 2 and "no fp8 peak" in res.stderr
+
+
+def test_hw_local_leaves_a_gpu_to_its_probe(fake_gpu, invoke, monkeypatch):
+    """With a GPU listed by NVML the probe would time bf16 on it: no refusal ahead of it."""
+    def probed(**kwargs):
+        raise ProbeSaveError("probed")
+
+    monkeypatch.setattr(runner, "run_probe", probed)
+    res = invoke("analyze", MODEL, "--hw", "local", "--dtype", "bf16")
+    assert res.exit_code == 2 and "probed" in res.stderr, res.output
+
+
 def test_a_kernel_that_fails_its_check_ends_in_one_line(no_gpu, invoke, monkeypatch):
     from roofline.errors import KernelCheckError
     from roofline.kernels import cpu as cpu_kernels

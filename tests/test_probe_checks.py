@@ -353,7 +353,8 @@ def test_analyze_hw_local_on_a_busy_machine_ends_in_one_line(invoke, monkeypatch
     result.details["other_load_cpus"] = 0.89
     result.metadata["duration_s"] = 23.2
     monkeypatch.setattr(runner, "run_probe", lambda **kwargs: result)
-    res = invoke("analyze", "examples/mlp-1024-4096-1000.yaml", "--hw", "local")
+    res = invoke("analyze", "examples/mlp-1024-4096-1000.yaml", "--hw", "local",
+                 "--dtype", "fp32")  # the example is fp16: its probe would have no fp16 peak
     assert res.exit_code == 2
     assert res.stderr.splitlines()[-1] == (
         "Error: the quick probe behind --hw local failed its own check: other programs kept "

@@ -30,12 +30,14 @@ def load_model(model: Network | str | os.PathLike[str], batch: int | None = None
     """``model`` as a Network: itself, a model.yaml or config.json read, or
     ``package.module:callable`` captured (``batch`` given to a callable that takes one; the
     capture runs in ``mode``, ``dtype``, ``attention`` and ``optimizer``, train, the module's
-    own dtype, flash and none unless given; ``progress``, when given, is told as the capture
-    starts: a large model's takes tens of seconds). Other settings are the caller's
-    overrides."""
+    own dtype, flash and none unless given; ``progress``, when given, is told as the factory
+    is imported and called and as the capture starts: a large model's takes tens of
+    seconds). Other settings are the caller's overrides."""
     if isinstance(model, Network):
         return model
     if model_framework(model) == "torch":  # package.module:callable
+        if progress is not None:  # its imports (torch, transformers) can take seconds
+            progress(f"importing {model} and calling it for its module and inputs ...")
         module, inputs = load_factory(str(model), batch)  # a batch keyword: made at batch
         mode = mode or "train"
         if progress is not None:
@@ -44,6 +46,21 @@ def load_model(model: Network | str | os.PathLike[str], batch: int | None = None
         return capture_network(module, inputs, mode, dtype, attention or "flash",
                                optimizer or "none")
     return load_network(model)
+
+
+def peak_dtypes(network: Network, dtype: str | None = None,
+                activations: str | None = None) -> dict[str, str]:
+    """The dtypes whose peaks a step of ``network``, with these overrides, is placed by, each
+    with the setting that chose it: its operands' (``dtype``) and its weight GEMMs'
+    activations' (``activations``), which ``analysis.report.analyze`` asks the device for;
+    none while the model names no dtype (its analysis says so). What a ``--hw local`` probe
+    must measure (``probe.local.check_probed``)."""
+    network = network.with_overrides(dtype=dtype, activations=activations)
+    if network.dtype is None:
+        return {}
+    needs = {network.operand_dtype: "dtype"}
+    needs.setdefault(network.activation_dtype, "activations")
+    return needs
 
 
 def generation_settings(model: Network | str | os.PathLike[str], mode: str | None,

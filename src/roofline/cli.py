@@ -350,6 +350,15 @@ def _loaded(model: str, overrides: dict[str, Any]) -> Any:
     return load_model(model, **settings, progress=_progress)
 
 
+def _needs(network: Any, overrides: dict[str, Any]) -> Any:
+    """What a ``--hw local`` probe must measure for a model (``probe.local.check_probed``):
+    the dtypes whose peaks its step is placed by, read only when a probe is due; ``network``
+    a callable giving the Network (read once, a capture's seconds spent only then)."""
+    from .api import peak_dtypes
+
+    return lambda: peak_dtypes(network(), overrides.get("dtype"), overrides.get("activations"))
+
+
 def _not_captured(model: str) -> None:
     """InputError for ``package.module:callable`` given to a command that varies the batch
     (sweep, plan): a capture holds the one batch it ran at."""
@@ -455,12 +464,14 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
     library = _local_library(model)
     from .hardware.catalog import load_hardware
 
-    resolved = [resolve_hardware(hw, _progress, library) for hw in hardware]
+    loaded = functools.cache(lambda: _loaded(model, overrides))  # captured once for every --hw
+    needs = _needs(loaded, overrides)
+    resolved = [resolve_hardware(hw, _progress, library, needs) for hw in hardware]
     specs = [hw if not isinstance(hw, str) else load_hardware(hw) for hw in resolved]
     names = [spec.name for spec in specs]
     if len(set(names)) < len(names):
         raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
-    network = _loaded(model, overrides)  # a module captured once for every --hw
+    network = loaded()
     reports = [scale(analyze_model(network, spec, quantization=quantization, **overrides),
                      stream_input, host_link, workers, interconnect) for spec in specs]
     from .output.report import View, check_listed
@@ -655,8 +666,8 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
     from .probe import resolve_hardware
 
     _check_plot(plot)
-    report = gemm_report(m, n, k, resolve_hardware(hardware, _progress), dtype, output_dtype,
-                         quantization, layout)
+    spec = resolve_hardware(hardware, _progress, needs=lambda: {dtype: "dtype"})
+    report = gemm_report(m, n, k, spec, dtype, output_dtype, quantization, layout)
     click.echo(_render_reports([report], fmt), nl=False)
     if fmt in ("table", "markdown"):
         click.echo("\n" + GEMM_NOTE)
@@ -692,7 +703,9 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
     _check_plot(plot)
     library = _local_library(model)
     network = _loaded(model, overrides)
-    result = run_compare(network, [resolve_hardware(hw, _progress, library) for hw in hardware],
+    needs = _needs(lambda: network, overrides)
+    result = run_compare(network, [resolve_hardware(hw, _progress, library, needs)
+                                   for hw in hardware],
                          quantization=quantization, **overrides)
     if fmt == "table":  # its GEMM table's layer names cut to the terminal's width
         from .output.whatif import comparison_table
@@ -748,7 +761,10 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
             seq_values) > 1:
         raise PlotError("--plot draws one swept axis: give one batch or one seq with it (a "
                         "batch x seq grid is a table, CSV, Markdown or JSON)")
-    result = run_sweep(model, resolve_hardware(hardware, _progress), batch_values,
+    from .model.network import load_network
+
+    needs = _needs(lambda: load_network(model), overrides)
+    result = run_sweep(model, resolve_hardware(hardware, _progress, needs=needs), batch_values,
                        quantization=quantization, seqs=seq_values, **overrides)
     click.echo(_render(SWEEP_FORMATS, fmt, result), nl=False)
     _write_plot(plot, lambda charts: result.plot())
@@ -829,7 +845,8 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
         zeros = tuple(sorted({_zero_stage(piece) for piece in zero.split(",")}))
     from .hardware.catalog import load_hardware
 
-    spec = resolve_hardware(hardware, _progress)
+    spec = resolve_hardware(hardware, _progress,
+                            needs=_needs(lambda: load_network(model), overrides))
     spec = spec if not isinstance(spec, str) else load_hardware(spec)
     network = load_network(model).with_overrides(**overrides)
     if overrides.get("optimizer") is None and network.mode == "train":  # plan's default: adam

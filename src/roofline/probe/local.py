@@ -3,6 +3,7 @@ made (a quick probe, saved as ``local``) the first time it is asked for."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from . import entry, runner
@@ -18,9 +19,18 @@ LOCAL_COMMAND = "roofline analyze --hw local (quick probe)"
 #: round (on the 2-vCPU development VM: 23 s with 6 rounds, 16 s of them the rounds; 31 s in
 #: a new user's first run).
 QUICK_PROBE_TIME = "about 10-30 s, longer on a busy machine"
+#: The dtypes a probe times GEMMs in, so the only peaks a ``local`` entry can list: fp64 and
+#: fp32 always; bf16 and fp16 on a GPU (``kernels.gpu.TorchBackend``), and on a CPU where it
+#: has native units for them and torch runs them (``runner._cpu_lowp``).
+PROBED_DTYPES = ("fp64", "fp32", "bf16", "fp16")
+#: The dtypes a model computes in that ``local`` is asked for, each with the setting that
+#: chose it (``dtype``, ``activations``), read only when a probe is due (a model file is read,
+#: a module captured, just to know them).
+Needs = Callable[[], Mapping[str, str]]
 
 
-def local_hardware(progress: Progress | None = None, library: str = "numpy") -> HardwareSpec:
+def local_hardware(progress: Progress | None = None, library: str = "numpy",
+                   needs: Needs | None = None) -> HardwareSpec:
     """The ``local`` entry: a saved one if present, else a quick probe saved as ``local``, its
     GEMMs timed through ``library`` (the caller's: torch for a model captured from torch, when
     torch imports; numpy's BLAS otherwise). A saved ``local`` is used whatever its library (a
@@ -28,8 +38,9 @@ def local_hardware(progress: Progress | None = None, library: str = "numpy") -> 
 
     Whether ``local`` can be saved (the user directory writable, no file in the way) is
     checked before the probe runs, so a read-only directory fails at once, not after the
-    probe's seconds of timing; a probe whose figures fail its own checks
-    (``probe.checks``) is not saved."""
+    probe's seconds of timing, and so is each dtype ``needs()`` names (the model's: its peak
+    is what the analysis asks of the entry), ``check_probed``; a probe whose figures fail its
+    own checks (``probe.checks``) is not saved."""
     from ..errors import ProbeSaveError, UnknownHardwareError, option
     from ..hardware.catalog import load_hardware
     from ..kernels.torch_cpu import installed
@@ -45,6 +56,8 @@ def local_hardware(progress: Progress | None = None, library: str = "numpy") -> 
     except ProbeSaveError as exc:
         raise ProbeSaveError(f"{option('hardware', 'local')} saves a quick probe of this "
                              f"machine, but {exc.args[0]}") from None
+    if needs is not None:
+        check_probed(needs())
     if library == "torch" and not installed():
         library = "numpy"  # the capture says what is missing, in its own words
     through = "numpy's BLAS" if library == "numpy" else library
@@ -64,9 +77,47 @@ def local_hardware(progress: Progress | None = None, library: str = "numpy") -> 
 
 
 def resolve_hardware(name: str, progress: Progress | None = None,
-                     library: str = "numpy") -> HardwareSpec | str:
-    """``name`` unchanged, except that ``local`` becomes local_hardware(progress, library)."""
-    return local_hardware(progress, library) if name.lower() == "local" else name
+                     library: str = "numpy", needs: Needs | None = None) -> HardwareSpec | str:
+    """``name`` unchanged, except that ``local`` becomes local_hardware(progress, library,
+    needs)."""
+    return local_hardware(progress, library, needs) if name.lower() == "local" else name
+
+
+def check_probed(dtypes: Mapping[str, str]) -> None:
+    """UnsupportedDtypeError, before the quick probe behind ``--hw local`` runs, for the first
+    of ``dtypes`` (each with the setting that chose it, which the message names) it would
+    measure no peak for on this machine: one it never times (``PROBED_DTYPES``), or bf16 or
+    fp16 on a CPU alone (no NVIDIA GPU that NVML lists) without native units for it
+    (``ceilings.NATIVE_FLAGS``) or without torch to run them. Without this the model's dtype
+    was refused only after the probe's 10-30 s. A GPU's probe is left to measure what it can:
+    which dtypes its backend runs is not known before torch loads."""
+    from ..errors import UnsupportedDtypeError, option
+    from ..kernels.torch_cpu import installed
+    from .ceilings import NATIVE_FLAGS, native_flag
+    from .identify import identify_cpu, identify_gpus
+
+    hw, measured = option("hardware", "local"), " and ".join(PROBED_DTYPES[:2])
+    for dtype in dtypes:
+        if dtype not in PROBED_DTYPES:
+            raise UnsupportedDtypeError(
+                f"{hw} would have no {dtype} peak: a probe times GEMMs in fp64 and fp32 (bf16 "
+                f"and fp16 on a GPU or a CPU with native units), never {dtype}; choose one "
+                f"of those with {option(dtypes[dtype])} (nothing was probed)")
+    low = [d for d in dtypes if d not in PROBED_DTYPES[:2]]
+    if not low or identify_gpus()[0]:
+        return
+    cpu = identify_cpu()
+    for dtype in low:
+        if native_flag(dtype, cpu.flags) is None:
+            units = ", ".join(f.upper() for f in NATIVE_FLAGS[dtype])
+            why = f"this CPU ({cpu.brand}) has no native {dtype} units (none of {units})"
+        elif not installed():
+            why = f"{dtype} GEMMs on a CPU run through torch, which is not installed"
+        else:
+            continue
+        raise UnsupportedDtypeError(
+            f"{hw} would have no {dtype} peak: {why}, so its probe would time {measured} "
+            f"GEMMs only; choose one of them with {option(dtypes[dtype])} (nothing was probed)")
 
 
 def _refused(reason: str, duration_s: float | None, hw: str) -> str:
