@@ -262,3 +262,10 @@ def test_an_aligned_batch_that_does_not_fit_is_not_offered(invoke):
     assert ("advice: batch 176: MM1, MM2, MM3, MM4, MM129: pad to 192 (128-byte tier: multiples "
             "of 64 run best here), but batch 192 does not fit in memory (at most batch 178)"
             ) in text
+    # and JSON's per-GEMM advice says it too: "(next: 192)" stood alone there
+    data = json.loads(invoke("analyze", *args, "--batch", "176", "--format", "json").stdout)
+    assert data["memory"]["max_batch"] == 178
+    for gemm in data["gemms"]:
+        assert gemm["advice"][0] == ("M=176 (batch): multiples of 64 run best on this device "
+                                     "(next: 192, but batch 192 does not fit in memory (at "
+                                     "most batch 178))")

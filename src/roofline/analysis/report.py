@@ -76,6 +76,9 @@ class GemmResult:
     batch_advice: BatchAdvice | None = None  # memory-bound GEMMs: what a larger batch does
     predicted_time_s: float = 0.0  # analysis.predict: the time to expect (set by analyze_gemm)
     measured: Measurement | None = None  # with `analyze --measure`
+    # the largest batch whose step fits in memory, where known: what a batch padded for
+    # alignment is held to (``output.advice.alignment_text``)
+    max_batch: int | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -350,7 +353,7 @@ def _as_gemm(result: GemmResult, gemm: Gemm) -> GemmResult:
     return GemmResult(gemm, result.bound, result.attainable_flops_per_s, result.time_s,
                       result.aligned, result.min_compute_bound_batch, result.alignment,
                       result.quantization, result.batch_advice, result.predicted_time_s,
-                      result.measured)
+                      result.measured, result.max_batch)
 
 
 def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
@@ -410,7 +413,8 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],
     time = max(work / attainable, gemm.bytes / bandwidth + partials)
     rate = gemm.flops / time if gemm.dequant_flops or partials else attainable
     return GemmResult(gemm, which, rate, time, aligned,
-                      more.batch if more else None, notes, tiles, more, predicted.time_s)
+                      more.batch if more else None, notes, tiles, more, predicted.time_s,
+                      max_batch=max_batch)
 
 
 def analyze_op(op: Op, hardware: HardwareSpec, dtype: str) -> OpResult:

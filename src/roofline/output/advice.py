@@ -18,18 +18,29 @@ if TYPE_CHECKING:
     from ..model.network import Network
 
 
-def alignment_text(note: AlignmentNote) -> str:
-    """One dimension off an alignment tier, and what to pad it to."""
+def alignment_text(note: AlignmentNote, max_batch: int | None = None) -> str:
+    """One dimension off an alignment tier, and what to pad it to; a batch padded past
+    ``max_batch``, the largest that fits in memory, says so (``past_memory``)."""
     label = f"{note.dim}={note.value} ({note.role})"
     if note.unit > 1:
         channels = note.role.split(" x ")[0]
         label = f"{note.dim}={note.value * note.unit} ({note.role}): {channels} {note.value}"
     if note.tier == "advice":
         return (f"{label}: multiples of {note.multiple} run best on this device "
-                f"(next: {note.pad_to})")
+                f"(next: {note.pad_to}{past_memory(note.pad_to, max_batch, note.role)})")
     need = "required for" if note.tier == "error" else "best for"
     return (f"{label} is not a multiple of {note.multiple} ({need} {note.dtype} "
-            f"Tensor Cores): pad to {note.pad_to}{tier_hint(note)}")
+            f"Tensor Cores): pad to {note.pad_to}{tier_hint(note)}"
+            f"{past_memory(note.pad_to, max_batch, note.role)}")
+
+
+def past_memory(pad_to: int, max_batch: int | None, role: str = "batch") -> str:
+    """``, but batch 128 does not fit in memory (at most batch 31)`` after a batch padded past
+    ``max_batch``, the largest that fits (none known, or not even batch 1: nothing), else
+    nothing: the per-GEMM line and the grouped note say it alike."""
+    if role != "batch" or not max_batch or pad_to <= max_batch:
+        return ""
+    return f", but batch {pad_to} does not fit in memory (at most batch {max_batch})"
 
 
 def tier_hint(note: AlignmentNote) -> str:
@@ -88,7 +99,8 @@ def batch_text(advice: BatchAdvice) -> str:
 def gemm_warnings(result: GemmResult) -> tuple[str, ...]:
     """The JSON ``warnings`` of a GEMM: 16-byte misses and FP8 errors, then a tile/wave
     quantization that leaves over a quarter of the GPU idle on a compute-bound GEMM."""
-    texts = [alignment_text(n) for n in result.alignment if n.tier != "advice"]
+    texts = [alignment_text(n, result.max_batch) for n in result.alignment
+             if n.tier != "advice"]
     q = result.quantization
     if result.bound == "compute" and q is not None and q.warns:
         texts.append(quantization_text(q))
@@ -97,7 +109,8 @@ def gemm_warnings(result: GemmResult) -> tuple[str, ...]:
 
 def gemm_advice(result: GemmResult) -> tuple[str, ...]:
     """The JSON ``advice`` of a GEMM: the 128-byte tier, then what a larger batch does."""
-    texts = [alignment_text(n) for n in result.alignment if n.tier == "advice"]
+    texts = [alignment_text(n, result.max_batch) for n in result.alignment
+             if n.tier == "advice"]
     if result.batch_advice is not None:
         texts.append(batch_text(result.batch_advice))
     return tuple(texts)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..errors import RooflineError, option
 from ..model.repeats import MAX_LISTED, Layers, Numbered, distinct, named
 from ..units import count, rate_unit, seconds, si, three_digits
-from .advice import alignment_text, gemm_advice, gemm_warnings, tier_hint
+from .advice import alignment_text, gemm_advice, gemm_warnings, past_memory, tier_hint
 from .hardware import capacity_text
 from .json import to_json
 from .scaling import scaling_lines
@@ -625,9 +625,7 @@ def _alignment_groups(gemms: Shown | Sequence[Any], max_batch: int | None = None
             "channels" if "channels" in note.role else "dimension")
         where = "" if labels == ["batch"] else f" ({listed(labels)})"
         reason = _TIER_REASON[note.tier].format(dtype=note.dtype, multiple=note.multiple)
-        fits = ("" if labels != ["batch"] or not max_batch or note.pad_to <= max_batch
-                else f", but batch {note.pad_to} does not fit in memory (at most batch "
-                     f"{max_batch})")
+        fits = past_memory(note.pad_to, max_batch) if labels == ["batch"] else ""
         lines.append((note.tier, f"{noun} {value}{where}: {listed(group.names)}: "
                                  f"pad to {note.pad_to} ({reason}){tier_hint(note)}{fits}"))
     return lines
@@ -664,7 +662,7 @@ def _other_notes(gemms: Shown | Sequence[Any]) -> list[tuple[str, str]]:
         if lists is None:
             lists = said.get(r.gemm.shape_key)
             if lists is None:
-                aligned = {alignment_text(note) for note in r.alignment}
+                aligned = {alignment_text(note, r.max_batch) for note in r.alignment}
                 lists = said[r.gemm.shape_key] = [
                     others.setdefault(text, (tier, []))[1]
                     for tier, sentences in (("warning", gemm_warnings(r)),
