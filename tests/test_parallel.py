@@ -13,6 +13,7 @@ from roofline.analysis.memory import memory_of
 from roofline.analysis.parallel import (
     Layout,
     activation_bytes_per_block,
+    blocks_of,
     crosses_nodes,
     evaluate,
     padded_vocab,
@@ -20,6 +21,7 @@ from roofline.analysis.parallel import (
     shard_network,
     shard_report,
     split_stages,
+    stage_blocks,
 )
 from roofline.analysis.plan import ASSUMPTIONS, make_fabric, parse_counts, plan_layouts
 from roofline.cli import cli
@@ -538,8 +540,6 @@ def test_plan_cli_table_json_and_chart(runner, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--tp", "3"], "tensor parallelism 3 does not divide heads (32) of block 'blk.1'"),
     (["--pp", "64"], "a pipeline of 64 stages is deeper than the model's 32 transformer"),
-    (["--pp", "3"], "a pipeline of 3 stages does not divide the model's 32 transformer blocks: "
-                    "plan keeps the stages even (--pp)"),
     (["--micro-batch", "64"], "no layout of the global batch 32 runs on 16 GPUs with the "
                               "choices given: dp x micro-batch must divide the global batch "
                               "(--batch)"),
@@ -572,18 +572,46 @@ def test_zero_stages_given_with_depths_are_tried_where_they_combine():
     assert any("ZeRO 2 and 3 without a pipeline only" in text for text in ASSUMPTIONS)
 
 
+def test_stage_blocks_split_as_evenly_as_they_go():
+    """By hand: 126 blocks (Llama-3.1-405B) over 16 stages, 126 = 16 x 7 + 14: 14 stages of 8
+    and 2 of 7 (112 + 14 = 126; Llama 3 trained 405B at pp 16, its first and last stages a block
+    short, the same slowest stage of 8); 32 over 3 = 3 x 10 + 2: 11, 11, 10; 32 over 4: 8 each."""
+    assert stage_blocks(126, 16) == (8,) * 14 + (7,) * 2
+    assert stage_blocks(32, 3) == (11, 11, 10)
+    assert stage_blocks(32, 4) == (8, 8, 8, 8)
+    assert [len([i for i in stage if i in blocks_of(llama())])
+            for stage in split_stages(llama(), 3)] == [11, 11, 10]
+
+
+def test_plan_tries_uneven_pipeline_stages(invoke):
+    """--pp 3 of Llama-2-7B's 32 blocks was refused ("plan keeps the stages even"); it now runs
+    stages of 11, 11 and 10 blocks, the step paced by an 11-block stage: a block's forward is
+    2 (4 h^2 + 3 h ffn) = 2 (4 x 4096^2 + 3 x 4096 x 11008) = 404 MFLOP a token, the output
+    layer's 2 h vocab = 2 x 4096 x 32000 = 262 MFLOP, so the last stage's 10 blocks and the
+    output layer (10.65 blocks' work) are lighter than 11 blocks."""
+    net, h100, fabric = llama(), load_hardware("h100"), h100_fabric()
+    plan = plan_layouts(net, h100, (24,), 512, fabric, pp=[3])
+    best = plan.ranked(24)[0]
+    assert best.layout.pp == 3
+    computes = [stage.forward_s + stage.backward_s for stage in best.stages]
+    assert computes.index(max(computes)) in (0, 1)
+    args = ("plan", str(LLAMA), "--hw", "h100", "--gpus", "24", "--batch", "512", "--seq",
+            "4096", "--pp", "3")
+    out = invoke(*args).stdout
+    assert ("uneven stages: pp 3 split the model's 32 transformer blocks with the first "
+            "stages one block more") in out
+    assert "pipeline: 3 uneven stages (the first 2 of 11 blocks, the other 1 of 10)" in out
+    data = json.loads(invoke(*args, "--format", "json").stdout)
+    assert data["counts"][0]["layouts"][0]["stage_blocks"] == [11, 11, 10]
+
+
 def test_plan_names_the_rule_that_leaves_no_layout():
     """A new user's plan of Llama-2-7B on 24 GPUs with --pp 3 (and 10 with --pp 5) was told
-    "dp x micro-batch must divide --batch", which 512 sequences did: the search skips a pp that
-    leaves the 32 blocks in uneven stages (32 = 3 x 10 + 2; 32 = 5 x 6 + 2). A given pp that
-    does is now refused by name; when the choices leave no layout, the error names the rule
-    the splits that got furthest broke."""
+    "dp x micro-batch must divide --batch", which 512 sequences did: the search skipped a pp
+    that leaves the 32 blocks in uneven stages. Uneven stages are now tried (see
+    test_plan_tries_uneven_pipeline_stages); when the choices leave no layout, the error names
+    the rule the splits that got furthest broke."""
     net, h100, fabric = llama(), load_hardware("h100"), h100_fabric()
-    for gpus, stages in ((24, 3), (10, 5)):
-        with pytest.raises(InputError, match=f"a pipeline of {stages} stages does not divide "
-                                             f"the model's 32 transformer blocks: plan keeps "
-                                             f"the stages even"):
-            plan_layouts(net, h100, (gpus,), 512, fabric, pp=[stages])
     # tp 8 x pp (1, 2, 3, 4, 6, 12: the divisors of 12) never divides 12 GPUs
     with pytest.raises(InputError, match="runs on 12 GPUs with the choices given: tp x pp "
                                          "must divide the GPU count"):
@@ -647,10 +675,12 @@ def test_a_plan_where_nothing_fits_says_what_was_not_tried(invoke, tmp_path):
     assert "none fits" in out
     assert out.splitlines()[-1] == (
         "to fit: --recompute selective or full keeps fewer activations (recompute none "
-        "here); a deeper pipeline: pp divides both the GPU count and the model's 126 "
-        "transformer blocks (plan keeps the stages even), so it tried pp 1, 2; a GPU count "
-        "that 3, 6, 7, 9 or another divisor of 126 divides allows a deeper one")
+        "here)")
     out = invoke(*args, "--recompute", "selective").stdout
-    assert out.splitlines()[-1].startswith(
-        "to fit: --recompute full keeps fewer activations (recompute selective here); a "
-        "deeper pipeline")
+    assert out.splitlines()[-1] == (
+        "to fit: --recompute full keeps fewer activations (recompute selective here)")
+    # every pipeline up to 64 stages was tried, uneven over the 126 blocks but 1 and 2: 405B
+    # parameters x 16 B (Adam, mixed precision) / 64 GPUs = 101 GB a GPU before activations,
+    # past 80 GB at any depth, so none fits
+    data = json.loads(invoke(*args, "--format", "json").stdout)
+    assert data["counts"][0]["fitting"] == 0

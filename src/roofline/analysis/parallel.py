@@ -260,16 +260,21 @@ def replicated_layers(network: Network, tp: int) -> list[str]:
             and type(run.layer).__name__ != "Norm" for c in range(run.count)]
 
 
+def stage_blocks(blocks: int, pp: int) -> tuple[int, ...]:
+    """The transformer blocks each of ``pp`` stages runs, as evenly as they go, the first ones
+    one more where they do not divide (126 over 16: 14 stages of 8, then 2 of 7)."""
+    base, extra = divmod(blocks, pp)
+    return tuple(base + (1 if stage < extra else 0) for stage in range(pp))
+
+
 def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
     """Layer indices of each pipeline stage (module docstring)."""
     blocks = blocks_of(network)
     if pp == 1 or not blocks:
         return (tuple(range(len(network.layers))),)
-    base, extra = divmod(len(blocks), pp)
     owner: dict[int, int] = {}
     start = 0
-    for stage in range(pp):
-        count = base + (1 if stage < extra else 0)
+    for stage, count in enumerate(stage_blocks(len(blocks), pp)):
         for index in blocks[start:start + count]:
             owner[index] = stage
         start += count

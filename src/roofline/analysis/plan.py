@@ -5,18 +5,20 @@ beside it, a lower bound), and the Pareto front of predicted step time against G
 
 Candidates, for each N: tp a divisor of N up to the GPUs of one node (tensor parallelism stays
 inside a node, on its fastest link) that divides every block's heads, kv_heads and ffn; pp a
-divisor of N / tp that divides the number of transformer blocks (even stages, as Megatron-LM
-asks; ``parallel.split_stages`` can evaluate uneven ones, the search does not, and a given pp
-that leaves them uneven is refused); dp = N / (tp pp); the micro-batch a power of two (1, 2, 4,
-8 unless given) with dp x micro-batch dividing the global batch; ZeRO 0 to 3 (0 and 1 with a
-pipeline; 0 alone where dp is 1, unless stages are given: ZeRO shards the weights, gradients and
-optimizer states over the data-parallel ranks, and over one it leaves every byte and collective
-as stage 0 has them, ``_zero_stages``); ep (MoE models) a divisor of dp and of the experts (1
-unless given). These rules are ``_broken_rule``'s, in one place: when no split of any count
-keeps them all, the error names the rule the splits that got furthest broke. Sequence
-parallelism is on whenever tp > 1 unless turned off (it costs no more communication and saves
-activation memory). Each distinct (tp, ep, micro-batch) shard is analyzed once. The front:
-the fastest fitting layout at each GPU count that is faster than every smaller count's.
+divisor of N / tp no larger than the number of transformer blocks, the blocks split as evenly
+as they go where pp does not divide them (``parallel.stage_blocks``: the first stages one block
+more; Llama 3's 405B trained with pp 16 over its 126 blocks, Meta's "The Llama 3 Herd of
+Models", 2024, Table 4, its first and last stages one block fewer, sec. 3.3.2), the step paced
+by the slowest stage (``parallel.evaluate``); dp = N / (tp pp); the micro-batch a power of two
+(1, 2, 4, 8 unless given) with dp x micro-batch dividing the global batch; ZeRO 0 to 3 (0 and 1
+with a pipeline; 0 alone where dp is 1, unless stages are given: ZeRO shards the weights,
+gradients and optimizer states over the data-parallel ranks, and over one it leaves every byte
+and collective as stage 0 has them, ``_zero_stages``); ep (MoE models) a divisor of dp and of
+the experts (1 unless given). These rules are ``_broken_rule``'s, in one place: when no split
+of any count keeps them all, the error names the rule the splits that got furthest broke.
+Sequence parallelism is on whenever tp > 1 unless turned off (it costs no more communication
+and saves activation memory). Each distinct (tp, ep, micro-batch) shard is analyzed once. The
+front: the fastest fitting layout at each GPU count that is faster than every smaller count's.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from .parallel import (
     divisors,
     evaluate,
     shard_report,
+    stage_blocks,
 )
 from .predict import basis_of, fit_of
 from .report import Report
@@ -110,13 +113,18 @@ class Plan:
         assumptions, per GPU count the fitting layouts fastest first (``top`` of them), and the
         front."""
         net = self.network
+        blocks = len(blocks_of(net))
+
+        def layout(r: LayoutResult) -> dict[str, Any]:  # with the blocks each stage runs
+            return r.to_dict() | {"stage_blocks": list(stage_blocks(blocks, r.layout.pp))}
+
         per_count = []
         for n in self.gpus:
             ranked = self.ranked(n)
             considered = [r for r in self.results if r.layout.gpus == n]
             per_count.append({"gpus": n, "candidates": len(considered),
                               "fitting": len(ranked),
-                              "layouts": [r.to_dict() for r in ranked[:top]]})
+                              "layouts": [layout(r) for r in ranked[:top]]})
         return {"model": net.name, "hardware": self.hardware.name, "dtype": net.operand_dtype,
                 "batch": self.batch, "seq": net.seq, "optimizer": net.optimizer,
                 "recompute": net.recompute, "attention": attention_form(net),
@@ -125,7 +133,7 @@ class Plan:
                 "prediction_fit": fit_of(self.hardware),
                 "capacity_basis": self.hardware.memory_capacity_basis,
                 "assumptions": list(ASSUMPTIONS), "counts": per_count,
-                "front": [r.to_dict() for r in self.front]}
+                "front": [layout(r) for r in self.front]}
 
 
 def attention_form(network: Network) -> str | None:
@@ -195,13 +203,8 @@ def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | No
     """Explicit choices the model cannot take, and a layout no count can hold: one line."""
     for value in tp or ():
         check_layout(network, Layout(tp=value))
-    blocks = len(blocks_of(network))
     for value in pp or ():
-        check_layout(network, Layout(pp=value))
-        if value > 1 and blocks % value:
-            raise InputError(network.source, "", f"a pipeline of {value} stages does not divide "
-                                                 f"the model's {blocks} transformer blocks: "
-                                                 f"plan keeps the stages even ({option('pp')})")
+        check_layout(network, Layout(pp=value))  # no deeper than the blocks
     for value in ep or ():
         check_layout(network, Layout(ep=value, dp=value))
     for value in zero or ():
@@ -276,7 +279,7 @@ def _broken_rule(n: int, tp: int, pp: int, ep: int, micro_batch: int, zero: int,
     if n % (tp * pp):
         return 0
     dp = n // (tp * pp)
-    broken = (not tp_ok, pp > 1 and (not blocks or blocks % pp), dp % ep,
+    broken = (not tp_ok, pp > 1 and pp > blocks, dp % ep,
               ep > 1 and (not experts or experts % ep), batch % (dp * micro_batch),
               zero >= 2 and pp > 1)
     return next((index for index, fails in enumerate(broken, 1) if fails), None)
@@ -286,8 +289,7 @@ def _rule_text(rule: int, blocks: int, experts: int) -> str:
     """``_broken_rule``'s rule ``rule`` as a clause."""
     return (f"tp x pp must divide the GPU count ({option('gpus')})",
             f"tp must divide every block's heads, kv_heads and ffn ({option('tp')})",
-            f"pp must divide the model's {blocks} transformer blocks: plan keeps the stages "
-            f"even ({option('pp')})",
+            f"pp must be at most the model's {blocks} transformer blocks ({option('pp')})",
             f"ep must divide dp, the GPUs over tp x pp ({option('ep')})",
             f"ep must divide the {experts} experts ({option('ep')})",
             f"dp x micro-batch must divide the global batch ({option('batch')})",

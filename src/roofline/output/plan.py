@@ -62,6 +62,8 @@ def step_settings(plan: Plan) -> str:
 
 def plan_table(plan: Plan, top: int = 3) -> str:
     """The header, the ``top`` fastest fitting layouts at each count, the front, the best."""
+    from ..analysis.parallel import blocks_of
+
     net, hw, fabric = plan.network, plan.hardware, plan.fabric
     capacity = hw.memory_capacity_bytes
     unit = _rate_unit(plan)
@@ -92,6 +94,12 @@ def plan_table(plan: Plan, top: int = 3) -> str:
         rows += [_row(r, unit) for r in ranked[:top]]
     lines += ["", f"fastest layouts that fit (up to {top} per GPU count):"]
     lines += aligned(HEADER, rows, {17}) if rows else ["none fits"]
+    blocks = len(blocks_of(net))
+    uneven = sorted({r.layout.pp for n in plan.gpus for r in plan.ranked(n)[:top]
+                     if blocks and r.layout.pp > 1 and blocks % r.layout.pp})
+    if uneven:
+        lines.append(f"uneven stages: pp {', '.join(map(str, uneven))} split the model's "
+                     f"{blocks} transformer blocks with the first stages one block more")
     lines += skipped
     hint = _fit_hint(plan) if skipped else None
     if hint:
@@ -106,33 +114,35 @@ def plan_table(plan: Plan, top: int = 3) -> str:
                        f"{_efficiency(base, r):.0%}", r.predicted.bound] for r in front]
         lines += aligned(["gpus", "layout", "predicted", "roofline", "throughput",
                           "efficiency", "bound"], front_rows, {1, 6})
-        lines += ["", *best_lines(front[-1])]
+        lines += ["", *best_lines(front[-1], len(blocks_of(net)))]
     return "\n".join(lines) + "\n"
 
 
 def _fit_hint(plan: Plan) -> str | None:
     """Where a GPU count had no layout that fits, what else would keep less per GPU and was
-    not tried: recomputation (its setting here) and, for a model whose blocks the GPU counts'
-    divisors miss (Llama-3.1-405B's 126 on powers of two), the pipelines plan's even stages
-    left out."""
-    from ..analysis.parallel import blocks_of, divisors
-
-    ways = []
+    not tried: recomputation (its setting here). (Every pipeline no deeper than the blocks is
+    tried, in uneven stages where it does not divide them.)"""
     recompute = plan.network.recompute
-    if recompute != "full":
-        more = "selective or full" if recompute == "none" else "full"
-        ways.append(f"--recompute {more} keeps fewer activations (recompute {recompute} here)")
-    blocks = len(blocks_of(plan.network))
-    uneven = {d for n in plan.gpus for d in divisors(n) if 1 < d <= blocks and blocks % d}
-    if uneven:
-        tried = sorted({r.layout.pp for r in plan.results})
-        deeper = [d for d in divisors(blocks) if d > max(tried, default=1)][:4]
-        ways.append(f"a deeper pipeline: pp divides both the GPU count and the model's {blocks} "
-                    f"transformer blocks (plan keeps the stages even), so it tried pp "
-                    f"{', '.join(map(str, tried))}; a GPU count that "
-                    f"{', '.join(map(str, deeper))} or another divisor of {blocks} divides "
-                    f"allows a deeper one")
-    return f"to fit: {'; '.join(ways)}" if ways else None
+    if recompute == "full":
+        return None
+    more = "selective or full" if recompute == "none" else "full"
+    return f"to fit: --recompute {more} keeps fewer activations (recompute {recompute} here)"
+
+
+def _stages_text(blocks: int, pp: int) -> str:
+    """``16 stages of 8 transformer blocks each``, or uneven ``16 uneven stages (the first 14
+    of 8 blocks, the other 2 of 7)`` (``parallel.stage_blocks``); ``16 stages`` for a model
+    without blocks."""
+    from ..analysis.parallel import stage_blocks
+
+    if not blocks:
+        return f"{pp} stages"
+    sizes = stage_blocks(blocks, pp)
+    if len(set(sizes)) == 1:
+        return f"{pp} stages of {count(sizes[0], 'transformer block')} each"
+    more = sum(1 for size in sizes if size == sizes[0])
+    return (f"{pp} uneven stages (the first {more} of {count(sizes[0], 'block')}, the other "
+            f"{len(sizes) - more} of {sizes[-1]})")
 
 
 def _efficiency(base: LayoutResult, r: LayoutResult) -> float:
@@ -140,7 +150,7 @@ def _efficiency(base: LayoutResult, r: LayoutResult) -> float:
     return (base.predicted_step_s * base.layout.gpus) / (r.predicted_step_s * r.layout.gpus)
 
 
-def best_lines(r: LayoutResult) -> list[str]:
+def best_lines(r: LayoutResult, blocks: int = 0) -> list[str]:
     """One layout in words: its predicted step by part (the roofline beside it),
     communication and memory."""
     lay, mem, p = r.layout, r.memory, r.predicted
@@ -161,8 +171,8 @@ def best_lines(r: LayoutResult) -> list[str]:
                    + (" as reduce-scatter + all-gather (sequence parallel)"
                       if lay.sequence_parallel else ""))
     if lay.pp > 1:
-        out.append(f"  pipeline: {lay.pp} stages, bubble {r.bubble_fraction:.1%} = (p - 1) / "
-                   f"(m + p - 1) with m = {r.micro_batches}")
+        out.append(f"  pipeline: {_stages_text(blocks, lay.pp)}, bubble "
+                   f"{r.bubble_fraction:.1%} = (p - 1) / (m + p - 1) with m = {r.micro_batches}")
     # each part at three digits in its own unit: an MLP's 24.6 MB of weights read "0.0 GB"
     out.append("  memory per GPU: " + ", ".join(f"{PART_NAMES.get(key, key)} {si(value, 'B')}"
                                                  for key, value in mem.items() if value)
