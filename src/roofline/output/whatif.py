@@ -17,6 +17,7 @@ from .report import (
     LAYER_COLUMN,
     PASS_SHORT,
     compact_names,
+    optimizer_states_text,
     precision_text,
     quantization_line,
     ridge_text,
@@ -257,6 +258,8 @@ def _compare_header(c: Comparison) -> list[str]:
             if r.memory is not None and r.memory.capacity_bytes is not None]
     if held:
         lines.append("memory against: " + ", ".join(held))
+    if left := optimizer_states_text(net):  # the same parameters on every device
+        lines.append(f"memory: not counted: {left}")
     notes = (dtype_note(c, r) for r in c.reports)
     return (lines + [f"note: {note}" for note in notes if note]
             + [f"warning: {text}" for text in compare_warnings(c)])
@@ -519,7 +522,9 @@ def sweep_header(s: Sweep) -> list[str]:
                   "a row whose step does not fit is marked 'does not fit'" if at_context and
                   s.axis == "seq" else f"{larger} are marked 'does not fit'")
         basis = first.memory.capacity_basis if first.memory else None
-        lines.append(f"memory: {fit} ({capacity_text(si(capacity, 'B'), basis)}); {marked}"
+        left = optimizer_states_text(net)
+        lines.append(f"memory: {fit} ({capacity_text(si(capacity, 'B'), basis)})"
+                     + (f"; not counted: {left}" if left else "") + f"; {marked}"
                      + ("; each row says whether its step fits" if s.grid else ""))
     context = net.context
     past = [seq for seq in s.seqs if context is not None and seq > context]
