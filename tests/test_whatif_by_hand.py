@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from roofline import analyze_model, compare, gemm_report, sweep
+from roofline.output.whatif import comparison_dict
 
 ROOT = Path(__file__).parent.parent
 LLAMA3 = ROOT / "tests" / "data" / "llama-3-8b.json"
@@ -99,6 +100,26 @@ def test_prefill_compare_a_gemm_that_changes_roof():
     assert a100["time_s"] / h100["time_s"] == pytest.approx(2.49, abs=0.005)
     assert c.reports[0].ridge == pytest.approx(312 / 2.039, abs=0.05)
     assert c.reports[1].ridge == pytest.approx(989.5 / 3.35, abs=0.05)
+
+
+def test_a_memory_bound_verdict_names_the_bytes_a_substituted_dtype_moves():
+    """Llama-3-8B decode in fp8, batch 16 at 1024 keys: the A100 has no fp8 and runs fp16, so
+    it reads every weight and cached key in 2 B where the H100 reads 1: the GEMM weights
+    7,504,658,432 x 1 + the cache 16 x 1024 x 65,536 = 8,578,400,256 B against 2 x
+    7,504,658,432 + 16 x 1024 x 131,072 = 17,156,800,512 B, 2.0x (the activations and norms
+    add ~1%). The A100 is then 3350 / 2039 x 2.0 = 3.28x slower, not the bandwidth ratio's
+    1.64x: the verdict, which said "bandwidth decides (2039 vs 3350 GB/s)" alone, must name the
+    doubled bytes (the per-GEMM line already did)."""
+    c = compare(LLAMA3, ["h100", "a100"], batch=16, seq=1024, mode="inference",
+                phase="decode", dtype="fp8")
+    h100, a100 = c.reports
+    assert (h100.dtype, a100.dtype) == ("fp8", "fp16")
+    moved = a100.totals["bytes"] / h100.totals["bytes"]
+    assert moved == pytest.approx(17_156_800_512 / 8_578_400_256, rel=0.01)
+    assert 1 / c.speedup(a100) == pytest.approx(3350 / 2039 * moved, rel=1e-3)
+    assert 1 / c.speedup(a100) == pytest.approx(3.28, abs=0.01)
+    assert ("so bandwidth decides (2039 vs 3350 GB/s), and it runs fp16 for fp8, moving 2x the "
+            "bytes") in comparison_dict(c)["verdict"]
 
 
 def test_training_compare_qkv_is_flops_over_each_peak(llama_1b):

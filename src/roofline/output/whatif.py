@@ -87,7 +87,12 @@ def _decider(report: Report, base: Report) -> str:
                 f"{theirs}-bound, so each runs at a different roof (peaks {peaks}; bandwidth "
                 f"{bandwidths})")
     if fraction >= 0.5:
-        return f"{fraction:.0%} of its step is memory-bound, so bandwidth decides ({bandwidths})"
+        # a device that runs another dtype moves other bytes: the ratio is not bandwidth alone
+        moved = report.totals["bytes"] / base.totals["bytes"]
+        other = (f", and it runs {report.dtype} for {base.dtype}, moving {moved:.2g}x the bytes"
+                 if report.dtype != base.dtype and abs(moved - 1) > 0.005 else "")
+        return (f"{fraction:.0%} of its step is memory-bound, so bandwidth decides "
+                f"({bandwidths}){other}")
     return (f"{1 - fraction:.0%} of its step is compute-bound, so the compute peak decides "
             f"({peaks})")
 
