@@ -151,13 +151,34 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str
         logits + working)
     grad_e = itemsize(net.grad_accumulation) if net.grad_accumulation else e
     parts["gradients"] = parameters * grad_e
-    master = MASTER_BYTES if e < MASTER_BYTES and net.optimizer != "none" else 0
-    parts["optimizer"] = parameters * (OPTIMIZER_STATE_BYTES[net.optimizer] + master)
+    parts["optimizer"] = optimizer_bytes(parameters, e, net.optimizer)
     if net.captured_live is not None:
         parts["activations"] = _captured(net.captured_live, e, parts["gradients"])
     if net.captured_optimizer is not None:  # the states torch made, not mixed precision's
         parts["optimizer"] = _captured(net.captured_optimizer, e, 0)
     return parts
+
+
+def optimizer_bytes(parameters: int, e: int, optimizer: str) -> int:
+    """The optimizer's fp32 states for ``parameters`` weights of ``e`` bytes: its moments
+    (``OPTIMIZER_STATE_BYTES``) and, when the weights are narrower than fp32, a master copy
+    (``MASTER_BYTES``); nothing without an optimizer. Adam on bf16 weights: 8 + 4 = 12 B a
+    parameter."""
+    if optimizer == "none":
+        return 0
+    master = MASTER_BYTES if e < MASTER_BYTES else 0
+    return parameters * (OPTIMIZER_STATE_BYTES[optimizer] + master)
+
+
+def optimizer_left_out(network: Network) -> int | None:
+    """The bytes mixed-precision Adam's states would add to a training step that counts no
+    optimizer (``optimizer: none``, the default of a config.json), so that a memory verdict
+    without them is not read as a training run's; None for any other step (inference, an
+    optimizer given, a captured torch optimizer's own states)."""
+    net = network
+    if net.mode != "train" or net.optimizer != "none" or net.captured_optimizer is not None:
+        return None
+    return optimizer_bytes(net.parameters, itemsize(net.settled()[1]), "adam")
 
 
 def _captured(live: tuple[int, int], e: int, gradients: int) -> int:

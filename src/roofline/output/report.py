@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..analysis.alignment import AlignmentNote
     from ..analysis.report import Report
     from ..hardware.spec import HardwareSpec
+    from ..model.network import Network
 
 PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
 
@@ -388,6 +389,9 @@ def memory_line(report: Report) -> str | None:
     if memory.not_counted:
         parts += "; not counted: " + ", ".join(
             f"{PART_NAMES[part]} (a capture does not record them)" for part in memory.not_counted)
+    left_out = optimizer_states_text(report.network)
+    if left_out:
+        parts += f"; not counted: {left_out}"
     if memory.capacity_bytes is None:
         return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
                 f"whether it fits is not checked")
@@ -400,6 +404,20 @@ def memory_line(report: Report) -> str | None:
     if g is not None:
         return head + "; " + _generation_fitting(memory, net, g.memory_step)
     return head + "; " + _largest_fitting(memory, net)
+
+
+def optimizer_states_text(network: Network) -> str | None:
+    """``optimizer states (optimizer none: Adam's fp32 states would add 14.8 GB; give
+    --optimizer adam)``: what a training step without an optimizer leaves out of its memory
+    (``memory.optimizer_left_out``), so that its fit is not read as a training run's; None
+    where nothing is left out."""
+    from ..analysis.memory import optimizer_left_out
+
+    extra = optimizer_left_out(network)
+    if extra is None:
+        return None
+    return (f"optimizer states (optimizer none: Adam's fp32 states would add "
+            f"{si(extra, 'B')}; give --optimizer adam)")
 
 
 def _peak_text(report: Report) -> str:

@@ -17,6 +17,7 @@ from .report import (
     LAYER_COLUMN,
     PASS_SHORT,
     compact_names,
+    optimizer_states_text,
     precision_text,
     quantization_line,
     ridge_text,
@@ -86,7 +87,12 @@ def _decider(report: Report, base: Report) -> str:
                 f"{theirs}-bound, so each runs at a different roof (peaks {peaks}; bandwidth "
                 f"{bandwidths})")
     if fraction >= 0.5:
-        return f"{fraction:.0%} of its step is memory-bound, so bandwidth decides ({bandwidths})"
+        # a device that runs another dtype moves other bytes: the ratio is not bandwidth alone
+        moved = report.totals["bytes"] / base.totals["bytes"]
+        other = (f", and it runs {report.dtype} for {base.dtype}, moving {moved:.2g}x the bytes"
+                 if report.dtype != base.dtype and abs(moved - 1) > 0.005 else "")
+        return (f"{fraction:.0%} of its step is memory-bound, so bandwidth decides "
+                f"({bandwidths}){other}")
     return (f"{1 - fraction:.0%} of its step is compute-bound, so the compute peak decides "
             f"({peaks})")
 
@@ -257,6 +263,8 @@ def _compare_header(c: Comparison) -> list[str]:
             if r.memory is not None and r.memory.capacity_bytes is not None]
     if held:
         lines.append("memory against: " + ", ".join(held))
+    if left := optimizer_states_text(net):  # the same parameters on every device
+        lines.append(f"memory: not counted: {left}")
     notes = (dtype_note(c, r) for r in c.reports)
     return (lines + [f"note: {note}" for note in notes if note]
             + [f"warning: {text}" for text in compare_warnings(c)])
@@ -519,7 +527,9 @@ def sweep_header(s: Sweep) -> list[str]:
                   "a row whose step does not fit is marked 'does not fit'" if at_context and
                   s.axis == "seq" else f"{larger} are marked 'does not fit'")
         basis = first.memory.capacity_basis if first.memory else None
-        lines.append(f"memory: {fit} ({capacity_text(si(capacity, 'B'), basis)}); {marked}"
+        left = optimizer_states_text(net)
+        lines.append(f"memory: {fit} ({capacity_text(si(capacity, 'B'), basis)})"
+                     + (f"; not counted: {left}" if left else "") + f"; {marked}"
                      + ("; each row says whether its step fits" if s.grid else ""))
     context = net.context
     past = [seq for seq in s.seqs if context is not None and seq > context]

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 from ...analysis.predict import basis_of
 from ...units import nice_above, nice_below, rate_unit, seconds, si, times
 from ..fit_bands import no_fit_bands
-from ..report import compact_names, precision_text, quantization_line, step_text
+from ..report import (
+    compact_names,
+    optimizer_states_text,
+    precision_text,
+    quantization_line,
+    step_text,
+)
 from ..times import STEP_ROOF_TEXT
 from ..whatif import (
     compare_warnings,
@@ -58,6 +64,8 @@ def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
              ("baseline", c.baseline.hardware.name)]
     if c.baseline.quantization:
         pairs.append(("quantization", quantization_line(False, [r.hardware for r in c.reports])))
+    if left := optimizer_states_text(net):
+        pairs.append(("memory not counted", left))
     notes = [("note", note) for note in (dtype_note(c, r) for r in c.reports) if note]
     return pairs + notes + [("warning", text) for text in compare_warnings(c)]
 
