@@ -180,12 +180,16 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     results: list[LayoutResult] = []
     layouts, why_none = _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
                                     sequence_parallel)
+    shards = len({(lay.tp, lay.ep, lay.micro_batch) for lay in layouts})
+    if progress and layouts:  # one line, then each quarter: a line a shard was 44 for 405B
+        progress(f"plan: {len(layouts):,} layouts over {shards} distinct shards (tp, ep, "
+                 f"micro-batch), each shard analyzed once ...")
+    quarters = {shards * q // 4 for q in (1, 2, 3)} - {0, shards} if shards >= 8 else set()
     for layout in layouts:
         key = (layout.tp, layout.ep, layout.micro_batch)
         if key not in reports:
-            if progress:
-                progress(f"plan: analyzing the shard tp={layout.tp} ep={layout.ep} "
-                         f"micro-batch={layout.micro_batch}")
+            if progress and len(reports) in quarters:
+                progress(f"plan: {len(reports)} of {shards} shards analyzed")
             reports[key] = shard_report(network, hardware, layout, quantization)
         results.append(evaluate(network, hardware, layout, batch, fabric, reports[key], times))
     if not results:
