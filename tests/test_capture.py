@@ -673,15 +673,19 @@ def test_a_module_that_fails_to_import_is_one_line_naming_it(invoke, tmp_path, m
         spec = f"capture_failing_pkg.{name}:f"
         result = invoke("analyze", spec, "--hw", "h100")
         assert result.exit_code == 2, result.output
-        assert result.stderr == (f"Error: {spec}: importing capture_failing_pkg.{name} failed: "
-                                 f"{error} ({where}/{name}.py, line {line})\n")
+        # the one line, after the progress line that says the import starts
+        assert result.stderr == (f"importing {spec} and calling it for its module and inputs "
+                                 f"...\nError: {spec}: importing capture_failing_pkg.{name} "
+                                 f"failed: {error} ({where}/{name}.py, line {line})\n")
     # only a module that imported and lacks the name has no f; only one not found is not found
     for spec, text in (("capture_failing_pkg.fine:g", "capture_failing_pkg.fine has no g"),
                        ("capture_failing_pkg.absent:f", "cannot import capture_failing_pkg."
                         "absent (No module named 'capture_failing_pkg.absent'; looked in the "
                         "current directory and on sys.path)")):
         result = invoke("analyze", spec, "--hw", "h100")
-        assert result.exit_code == 2 and result.stderr == f"Error: {spec}: {text}\n"
+        assert result.exit_code == 2 and result.stderr.splitlines() == [
+            f"importing {spec} and calling it for its module and inputs ...",
+            f"Error: {spec}: {text}"]
 
 
 def test_an_import_that_exits_or_is_interrupted_is_not_caught(tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
-"""Transposed and 1-D convolutions captured as GEMMs (model.capture_convs._convolution): a
+"""Transposed, 1-D and 3-D convolutions captured as GEMMs (model.capture_convs._convolution): a
 transposed convolution as the data gradient of the conv2d of the same filters, a 1-D one as the
-2-D one of height 1. FLOPs against torch's FlopCounterMode on the same modules, shapes and
+2-D one of height 1, a 3-D one by the conv2d rules a dimension more. FLOPs against torch's FlopCounterMode on the same modules, shapes and
 bytes by hand.
 
 Needs torch (the `torch` extra)."""
@@ -69,6 +69,19 @@ CASES = {
                                   nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1,
                                                      output_padding=1)),
             (2, 4, 40), 17_920, 46_080),
+    # 3-D (a video model's): Conv3d(3, 8, 1) on 2 x 3 x 4 x 6 x 6, 2 N K C D H W = 2 x 2 x 8 x 3
+    # x 144 = 13,824; Conv3d(8, 16, 3, stride 2, padding 1) to 2 x 3 x 3 (D' = (4 + 2 - 2 - 1)
+    # // 2 + 1, P = Q = (6 + 2 - 2 - 1) // 2 + 1): 2 x 2 x 16 x 8 x 27 x 18 = 248,832; 262,656
+    # forward; train + 13,824 (the first's weight gradient) + 2 x 248,832 = 774,144
+    "3-d": (lambda: nn.Sequential(nn.Conv3d(3, 8, 1), nn.Conv3d(8, 16, 3, stride=2,
+                                                                  padding=1)),
+            (2, 3, 4, 6, 6), 262_656, 774_144),
+    # ConvTranspose3d(8, 4, 2, stride 2) on 2 x 8 x 2 x 3 x 3: 2 x N x prod(w) x prod(input
+    # spatial) = 2 x 2 x 256 x 18 = 18,432, the 1 x 1 x 1 one before it 2 x 2 x 8 x 3 x 18 =
+    # 1,728: 20,160; train + 1,728 + 2 x 18,432 = 58,752
+    "3-d-transposed": (lambda: nn.Sequential(nn.Conv3d(3, 8, 1),
+                                             nn.ConvTranspose3d(8, 4, 2, stride=2)),
+                       (2, 3, 2, 3, 3), 20_160, 58_752),
 }
 
 
@@ -163,19 +176,67 @@ def test_a_1d_convolution_is_the_2d_one_of_height_1():
     assert one_net.captured_live == two_net.captured_live
 
 
-def test_a_3d_convolution_is_refused_naming_the_module_or_its_class():
-    with pytest.raises(CaptureError, match=r"^the top-level module \(Conv3d\): only 1-D and "
-                                           r"2-D convolutions are captured, this one has 3 "
-                                           r"spatial dimensions$"):
-        capture(nn.Conv3d(3, 4, 3), torch.randn(1, 3, 4, 4, 4))
-    with pytest.raises(CaptureError, match=r"^module 'enc\.0': only 1-D and 2-D"):
-        capture(_Enc(), torch.randn(1, 3, 4, 4, 4))
+def test_a_3d_convolutions_gemms_and_bytes_by_hand():
+    """Conv3d(8, 16, 3, stride 2, padding 1) on 2 x 8 x 4 x 6 x 6, fp32, by the conv2d rules a
+    dimension more: output 2 x 16 x 2 x 3 x 3 (D'P'Q' = 18); forward M = N D'P'Q' = 36, N = 16,
+    K = C T R S = 8 x 27 = 216; every input position is read (depth: windows o = 0, 1 read rows
+    2 o - 1 .. 2 o + 1, so 0..3; height and width 0..5): X 2 x 8 x 144 = 2,304, W 16 x 8 x 27 =
+    3,456, Y 2 x 16 x 18 = 576 values, (2,304 + 3,456 + 576) x 4 = 25,344 B each pass. The
+    data gradient M = 36, N = 8, K = 16 x 27 = 432; the weight gradient M = 216, N = 16, K = 36.
+    """
+    module = nn.Sequential(nn.Conv3d(3, 8, 1), nn.Conv3d(8, 16, 3, stride=2, padding=1),
+                           nn.Conv3d(16, 4, 1, stride=2))
+    net = capture(module, torch.randn(2, 3, 4, 6, 6), mode="train")
+    conv = {g.pass_: g for g in net.gemms() if g.layer == "1"}
+    assert {p: (g.m, g.n, g.k, g.tensors, g.bytes) for p, g in conv.items()} == {
+        "forward": (36, 16, 216, (2_304, 3_456, 576), 25_344),
+        "backward-data": (36, 8, 432, (576, 3_456, 2_304), 25_344),
+        "backward-weight": (216, 16, 36, (2_304, 576, 3_456), 25_344)}
+    assert conv["forward"].roles == ("batch x D x P x Q", "out_channels",
+                                     "in_channels x T x R x S")
+    assert conv["forward"].align == (0, 1, 27)  # K = C x 27: the channels checked
+    assert {g.transposed for g in conv.values()} == {0}  # 3-D: cuDNN's not measured
+    # a stride-2 1 x 1 x 1 one on the 2 x 16 x 2 x 3 x 3 output: 1 x 2 x 2 out (D' = (2 - 1) //
+    # 2 + 1 = 1, P = Q = (3 - 1) // 2 + 1 = 2), reading every other plane, row and column: X
+    # as read 2 x 16 x 1 x 2 x 2 = 128 of its 576 values
+    strided = next(g for g in net.gemms() if g.layer == "2" and g.pass_ == "forward")
+    assert (strided.m, strided.n, strided.k, strided.tensors[0]) == (8, 4, 16, 128)
+    # the first, 1 x 1 x 1: M = 2 x 144 = 288, N = 8, K = 3; X 864, W 24, Y 2,304
+    one = next(g for g in net.gemms() if g.layer == "0" and g.pass_ == "forward")
+    assert (one.m, one.n, one.k, one.tensors) == (288, 8, 3, (864, 24, 2_304))
+    # a transposed one: the data gradient of Conv3d(4, 8, 2, stride 2) over its 4 x 6 x 6
+    # output: M = N D H W = 2 x 18 = 36 (its input's positions), N = 4, K = 8 x 8 = 64; its
+    # roles the 3-D axes, its channels the other way round
+    up = capture(nn.Sequential(nn.Conv3d(3, 8, 1), nn.ConvTranspose3d(8, 4, 2, stride=2)),
+                 torch.randn(2, 3, 2, 3, 3), mode="inference")
+    forward = next(g for g in up.gemms() if g.layer == "1")
+    assert (forward.m, forward.n, forward.k) == (36, 4, 64)
+    assert forward.roles == ("batch x D x H x W", "out_channels", "in_channels x T x R x S")
+
+
+def test_a_4d_convolution_is_refused_naming_the_module():
+    with pytest.raises(CaptureError, match=r"^module 'enc\.0': only 1-D, 2-D and 3-D "
+                                           r"convolutions are captured, this one has 4 spatial"):
+        capture(_Enc(), torch.randn(1, 3, 4, 4, 4, 4))
+
+
+class _Conv4d(nn.Module):
+    """A convolution over four spatial dimensions, which no nn module makes:
+    ``torch.convolution`` itself takes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 3, 1, 1, 1, 1))
+
+    def forward(self, x):
+        return torch.convolution(x, self.weight, None, [1] * 4, [0] * 4, [1] * 4, False,
+                                 [0] * 4, 1)
 
 
 class _Enc(nn.Module):
     def __init__(self):
         super().__init__()
-        self.enc = nn.Sequential(nn.Conv3d(3, 4, 3))
+        self.enc = nn.Sequential(_Conv4d())
 
     def forward(self, x):
         return self.enc(x)
@@ -189,3 +250,20 @@ def test_an_output_padding_past_the_stride_is_refused():
     with pytest.raises(CaptureError, match=r"^module '1': a transposed convolution whose output "
                                            r"padding 1x1 is its stride 1x1 or more"):
         capture(module, torch.randn(2, 12))
+
+
+def test_3d_pooling_is_costed_as_the_2d_pooling():
+    """MaxPool3d(2) on 1 x 2 x 4 x 4 x 4 fp32 (after a convolution, so its gradient is asked
+    for): forward reads X (128 values, 512 B) and writes Y and the argmax indices (16 values,
+    64 B + 16 int64, 128 B): 704 B, no FLOPs (comparisons); backward reads dY (64 B) and the
+    indices (128 B), not X (its shape only), and writes dX (512 B): 704 B. AvgPool3d(2) forward:
+    1 FLOP a value written, as avg_pool2d's (``FLOPS_PER_ELEMENT``): 16, X and Y, 576 B. Their
+    FLOPs were unknown (bytes only) and the CPU's pooling rate not applied."""
+    net = capture(nn.Sequential(nn.Conv3d(2, 2, 1), nn.MaxPool3d(2)),
+                  torch.randn(1, 2, 4, 4, 4), mode="train")
+    pools = {o.pass_: (o.flops, o.bytes) for o in net.ops() if o.layer == "1"}
+    assert pools == {"forward": (0, 704), "backward": (0, 704)}
+    assert not net.uncosted
+    avg = capture(nn.Sequential(nn.Conv3d(2, 2, 1), nn.AvgPool3d(2)),
+                  torch.randn(1, 2, 4, 4, 4), mode="inference")
+    assert [(o.flops, o.bytes) for o in avg.ops() if o.layer == "1"] == [(16, 576)]

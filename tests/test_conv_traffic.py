@@ -108,7 +108,7 @@ def test_rows_read_match_a_listing_and_stay_quick_on_huge_maps():
     padding and dilation), and without listing on a map of 2**40 rows."""
     import itertools
 
-    from roofline.model.layers.conv2d import _touched
+    from roofline.model.layers.conv2d import touched
 
     for size, k, s, p, d in itertools.product(range(1, 13), range(1, 5), range(1, 5),
                                               range(3), range(1, 3)):
@@ -117,7 +117,7 @@ def test_rows_read_match_a_listing_and_stay_quick_on_huge_maps():
             continue
         out = span // s + 1
         listed = {o * s - p + r * d for o in range(out) for r in range(k)} & set(range(size))
-        assert _touched(size, k, s, p, d, out) == len(listed), (size, k, s, p, d)
+        assert touched(size, k, s, p, d, out) == len(listed), (size, k, s, p, d)
     huge = 2**40
-    assert _touched(huge, 1, 2, 0, 1, huge // 2) == huge // 2  # a strided 1x1 reads half
-    assert _touched(huge, 3, 1, 1, 1, huge) == huge
+    assert touched(huge, 1, 2, 0, 1, huge // 2) == huge // 2  # a strided 1x1 reads half
+    assert touched(huge, 3, 1, 1, 1, huge) == huge

@@ -184,6 +184,13 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     "avg_pool2d_backward": (STREAMING, None),
     "_adaptive_avg_pool2d": (STREAMING, None),  # a global mean per channel: one read pass
     "_adaptive_avg_pool2d_backward": (STREAMING, None),
+    # a 3-D map's: the probe times 2-D windows; a 3-D window walks its planes the same way
+    "max_pool3d_with_indices": (POOLING, "max_pool2d"),
+    "max_pool3d_with_indices_backward": (STREAMING, None),
+    "avg_pool3d": (POOLING, "max_pool2d"),
+    "avg_pool3d_backward": (STREAMING, None),
+    "_adaptive_avg_pool3d": (STREAMING, None),
+    "_adaptive_avg_pool3d_backward": (STREAMING, None),
 }
 
 

@@ -2,12 +2,14 @@
 layer gives (``_convolution``, ``_conv``, ``_conv_gemms``), a transposed one as the conv2d of
 the same filters whose data gradient it is (``_conv_transposed``, ``TRANSPOSED_PASSES``,
 ``TRANSPOSED_ROLES``), a 1-D one (Conv1d, ConvTranspose1d) as the 2-D one of height 1
-(``_as_2d``), a 3-D one refused; the values cuDNN transposes around each GEMM on NCHW maps
-(``_transposed``), the layout a convolution runs in (``_channels_last``, ``_nchw_16bit``), and
-its bias op and the sum its bias gradient is (``_conv_bias``, ``_conv_bias_sums``)."""
+(``_as_2d``), a 3-D one (Conv3d, ConvTranspose3d) by the same rules a dimension more
+(``_conv3d``); the values cuDNN transposes around each GEMM on NCHW maps (``_transposed``), the
+layout a convolution runs in (``_channels_last``, ``_nchw_16bit``), and its bias op and the sum
+its bias gradient is (``_conv_bias``, ``_conv_bias_sums``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple, cast
 
@@ -17,17 +19,18 @@ from .capture_recorder import _Recorder
 from .capture_shapes import _channel_sums
 from .gemm import PASS_ROWS, GemmShape
 from .layers.captured import Item
-from .layers.conv2d import Conv2d
-from .layers.step import Step
+from .layers.conv2d import Conv2d, ConvGemms, touched
+from .layers.spatial import window_out
 from .ops import SumShape
 
 
 class _ConvArgs(NamedTuple):
-    """A convolution's stride, padding and dilation, (height, width) each, and its groups."""
+    """A convolution's stride, padding and dilation, (height, width) each ((depth, height,
+    width) for a 3-D one), and its groups."""
 
-    stride: tuple[int, int]
-    padding: tuple[int, int]
-    dilation: tuple[int, int]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
     groups: int
 
 
@@ -53,19 +56,20 @@ def _convolution(op: str, args: Sequence[Any], outs: list[Any], pass_: str, owne
     backward = op == "convolution_backward"
     x, w = args[int(backward)], args[1 + int(backward)]
     where = f"module {owner!r}" if owner else f"the top-level module ({rec.root})"
-    if x.dim() not in (3, 4):
-        raise CaptureError(f"{where}: only 1-D and 2-D convolutions are captured, this one has "
-                           f"{x.dim() - 2} spatial dimensions")
+    if x.dim() not in (3, 4, 5):
+        raise CaptureError(f"{where}: only 1-D, 2-D and 3-D convolutions are captured, this "
+                           f"one has {x.dim() - 2} spatial dimensions")
     at = 4 if backward else 3  # stride, padding, dilation, transposed, output_padding, groups
     stride, padding, dilation, transposed, padded, groups = args[at:at + 6]
-    conv = _ConvArgs(_as_pair(stride, 1), _as_pair(padding, 0), _as_pair(dilation, 1),
-                     int(groups))
-    output_padding = _as_pair(padded, 0)
+    axes = max(x.dim() - 2, 2)
+    conv = _ConvArgs(_as_axes(stride, 1, axes), _as_axes(padding, 0, axes),
+                     _as_axes(dilation, 1, axes), int(groups))
+    output_padding = _as_axes(padded, 0, axes)
     if transposed and any(o >= s for o, s in zip(output_padding, conv.stride)):
         # torch allows it under a larger dilation: output rows (columns) no input reaches
         raise CaptureError(f"{where}: a transposed convolution whose output padding "
-                           f"{output_padding[0]}x{output_padding[1]} is its stride "
-                           f"{conv.stride[0]}x{conv.stride[1]} or more is not captured")
+                           f"{'x'.join(map(str, output_padding))} is its stride "
+                           f"{'x'.join(map(str, conv.stride))} or more is not captured")
     x4, w4 = _as_2d(x), _as_2d(w)
     nhwc = _channels_last(x4) or _channels_last(w4)
     mask = tuple(bool(m) for m in args[10]) if backward else None
@@ -88,42 +92,74 @@ def _as_2d(t: Any) -> Any:
     return t.unsqueeze(2) if t.dim() == 3 else t
 
 
-def _as_pair(values: Sequence[int], height: int) -> tuple[int, int]:
-    """A convolution's stride, padding, dilation or output padding as (height, width): a 1-D
-    one's single value as the width, ``height`` the height's (1 for a stride or a dilation, 0
-    for a padding)."""
+def _as_axes(values: Sequence[int], height: int, axes: int) -> tuple[int, ...]:
+    """A convolution's stride, padding, dilation or output padding as one value a spatial
+    axis, (height, width) or (depth, height, width): a 1-D one's single value as the width,
+    ``height`` the height's (1 for a stride or a dilation, 0 for a padding)."""
     given = tuple(int(v) for v in values)
-    return (height, given[0]) if len(given) == 1 else (given[0], given[1])
+    return (height, given[0]) if len(given) == 1 else given[:axes]
 
 
 def _conv_layer(owner: str, w: Any, conv: _ConvArgs, c: int, h: int, width: int) -> Conv2d:
     """The conv2d layer of filters ``w`` (K x C/g x R x S) over a C x H x W map."""
-    return Conv2d(owner, int(w.shape[0]), (int(w.shape[2]), int(w.shape[3])), conv.stride,
-                  conv.padding, conv.dilation, conv.groups, c, h, width)
+    return Conv2d(owner, int(w.shape[0]), (int(w.shape[2]), int(w.shape[3])),
+                  (conv.stride[0], conv.stride[1]), (conv.padding[0], conv.padding[1]),
+                  (conv.dilation[0], conv.dilation[1]), conv.groups, c, h, width)
 
 
-def _conv_gemms(layer: Conv2d, n: int, e: int, mask: tuple[bool, ...] | None,
+def _conv_of(owner: str, w: Any, conv: _ConvArgs, n: int, c: int,
+             spatial: Sequence[int]) -> tuple[ConvGemms, tuple[int, ...]]:
+    """The implicit GEMMs of filters ``w`` over a batch of ``n`` maps of ``c`` channels and
+    sizes ``spatial``, and the output's sizes: a 2-D map's as the conv2d layer gives them
+    (``_conv_layer``), a 3-D one's by ``_conv3d``."""
+    if len(spatial) == 3:
+        return _conv3d(owner, w, conv, n, c, spatial)
+    layer = _conv_layer(owner, w, conv, c, spatial[0], spatial[1])
+    return layer.gemms(n), (layer.p, layer.q)
+
+
+def _conv3d(owner: str, w: Any, conv: _ConvArgs, n: int, c: int,
+            spatial: Sequence[int]) -> tuple[ConvGemms, tuple[int, ...]]:
+    """A 3-D convolution's implicit GEMMs by the conv2d layer's rules (its module docstring) a
+    dimension more: input N x C x D x H x W, filters K x C/g x T x R x S, output N x K x D' x P x
+    Q, each output size by the window formula (``spatial.window_out``) and each input axis's
+    positions some window reads by ``conv2d.touched``: forward M = N.D'.P.Q, N = K / g, K =
+    C / g . T.R.S; the data gradient M = N.D'.P.Q, N = C / g, K = K / g . T.R.S; the weight
+    gradient M = C / g . T.R.S, N = K / g, K = N.D'.P.Q, g of each; tensors X as read, W, Y
+    and dX whole."""
+    k = int(w.shape[0])
+    kernel = [int(size) for size in w.shape[2:]]
+    out = tuple(window_out(size, r, st, pad, dil) for size, r, st, pad, dil in zip(
+        spatial, kernel, conv.stride, conv.padding, conv.dilation))
+    read = math.prod(touched(size, r, st, pad, dil, o) for size, r, st, pad, dil, o in zip(
+        spatial, kernel, conv.stride, conv.padding, conv.dilation, out))
+    taps, positions = math.prod(kernel), math.prod(out)
+    tensors = (n * c * read, k * (c // conv.groups) * taps, n * k * positions,
+               n * c * math.prod(spatial))
+    return ConvGemms(owner, n, c // conv.groups, k // conv.groups, taps, positions, conv.groups,
+                     tensors, "D x P x Q", "T x R x S"), out
+
+
+def _conv_gemms(gemms: ConvGemms, mask: tuple[bool, ...] | None,
                 passes: tuple[str, ...] = ()) -> list[GemmShape]:
-    """``layer``'s GEMMs at batch ``n`` and ``e`` bytes an element: ``passes`` when given, else
-    the forward (``mask`` None) or the gradients ``mask`` asks for (input, weight; the bias
-    gradient is an op)."""
-    step = Step(n, None, "train", e)
-    made = [*layer.forward(step), *layer.backward(step, data_grad=True)]
+    """``gemms``' GEMMs: ``passes`` when given, else the forward (``mask`` None) or the
+    gradients ``mask`` asks for (input, weight; the bias gradient is an op)."""
     if not passes:
         passes = ("forward",) if mask is None else (
             ("backward-data",) * mask[0] + ("backward-weight",) * mask[1])
-    return [i for i in made if isinstance(i, GemmShape) and i.pass_ in passes]
+    made = {"forward": gemms.forward, "backward-data": gemms.backward_data,
+            "backward-weight": gemms.backward_weight}
+    return [made[pass_]() for pass_ in passes]
 
 
 def _conv(x: Any, w: Any, conv: _ConvArgs, owner: str, mask: tuple[bool, ...] | None,
           nhwc: bool) -> list[Item]:
-    """A 2-D convolution's GEMMs as the conv2d layer gives them (``_conv_gemms``), each with
-    the values cuDNN transposes around it (``_transposed``)."""
-    n, c, h, width = (int(s) for s in x.shape)
-    layer = _conv_layer(owner, w, conv, c, h, width)
-    moved = _transposed(x.numel(), w, conv, layer.p * layer.q * n * int(w.shape[0]), nhwc)
-    return [i._replace(transposed=moved.get(i.pass_, 0))
-            for i in _conv_gemms(layer, n, x.element_size(), mask)]
+    """A 2-D or 3-D convolution's GEMMs (``_conv_of``), each with the values cuDNN transposes
+    around it (``_transposed``)."""
+    n, c, *spatial = (int(s) for s in x.shape)
+    gemms, out = _conv_of(owner, w, conv, n, c, spatial)
+    moved = _transposed(x.numel(), w, conv, math.prod(out) * n * int(w.shape[0]), nhwc)
+    return [i._replace(transposed=moved.get(i.pass_, 0)) for i in _conv_gemms(gemms, mask)]
 
 
 def _conv_transposed(x: Any, w: Any, y: Any, conv: _ConvArgs, owner: str,
@@ -140,19 +176,29 @@ def _conv_transposed(x: Any, w: Any, y: Any, conv: _ConvArgs, owner: str,
     2 padding + dilation (R - 1) + output_padding + 1, so the convolution's P = H + floor(
     output_padding / stride): H for an output padding below the stride (``_convolution``
     refuses any other)."""
-    n, c_in, h, width = (int(s) for s in x.shape)
-    c_out, h_o, w_o = (int(s) for s in y.shape[1:])
-    layer = _conv_layer(owner, w, conv, c_out, h_o, w_o)
-    assert (layer.p, layer.q) == (h, width), "an output padding below the stride"
+    n, _, *spatial = (int(s) for s in x.shape)
+    c_out, *spatial_out = (int(s) for s in y.shape[1:])
+    gemms, out = _conv_of(owner, w, conv, n, c_out, spatial_out)
+    assert out == tuple(spatial), "an output padding below the stride"
     moved = _transposed(y.numel(), w, conv, x.numel(), nhwc)
     wanted = {new: old for old, new in TRANSPOSED_PASSES.items()}
     passes = (wanted["forward"],) if mask is None else (
         (wanted["backward-data"],) * mask[0] + (wanted["backward-weight"],) * mask[1])
     return [i._replace(pass_=TRANSPOSED_PASSES[i.pass_], rows=PASS_ROWS[i.pass_],
                        roles=cast(tuple[str, str, str],
-                                  tuple(TRANSPOSED_ROLES.get(r, r) for r in i.roles)),
+                                  tuple(_transposed_role(r) for r in i.roles)),
                        transposed=moved.get(i.pass_, 0))
-            for i in _conv_gemms(layer, n, x.element_size(), mask, passes)]
+            for i in _conv_gemms(gemms, mask, passes)]
+
+
+def _transposed_role(role: str) -> str:
+    """A GEMM role of the conv2d (or 3-D convolution) whose data gradient a transposed one is,
+    as the transposed convolution's (``TRANSPOSED_ROLES``; a 3-D one's axes alike)."""
+    flat = role.replace("D x P x Q", "P x Q").replace("T x R x S", "R x S")
+    if flat == role:
+        return TRANSPOSED_ROLES.get(role, role)
+    return TRANSPOSED_ROLES.get(flat, flat).replace("H x W", "D x H x W").replace(
+        "R x S", "T x R x S")
 
 
 def _transposed(x: int, w: Any, conv: _ConvArgs, y: int, nhwc: bool) -> dict[str, int]:
@@ -166,9 +212,12 @@ def _transposed(x: int, w: Any, conv: _ConvArgs, y: int, nhwc: bool) -> dict[str
     (at 14 x 14 and 7 x 7 it transposed some of those too, left out here). ``x`` and ``y``: the
     input's and the output's values. None (an empty dict) where the maps are channels last
     (``nhwc``) and for a 1 x 1 stride-1 or a grouped convolution; whether the GEMM runs on
-    Tensor Cores is the device's business (``analysis.gpu_layout.transpose_s``)."""
+    Tensor Cores is the device's business (``analysis.gpu_layout.transpose_s``). None for a
+    3-D convolution: which cuDNN transposes around its GEMMs was not measured."""
+    if w.dim() != 4:  # a 3-D convolution's: not measured, none counted
+        return {}
     r, s = int(w.shape[2]), int(w.shape[3])
-    if nhwc or conv.groups != 1 or (r == s == 1 and conv.stride == (1, 1)):
+    if nhwc or conv.groups != 1 or (r == s == 1 and tuple(conv.stride) == (1, 1)):
         return {}
     ws = w.numel() if r * s > 1 else 0
     return {"forward": x + ws + y, "backward-data": y + ws + x, "backward-weight": y + x + ws}
@@ -195,9 +244,10 @@ def _conv_bias_sums(grad: Any, nhwc: bool) -> SumShape | None:
     ``convolution_backward`` does) over an output gradient of N x C x H x W: in channels_last
     (``nhwc``, the convolution's operands laid out so) N H W rows of C adjacent channels, else
     as ``_channel_sums``."""
-    if grad.dim() != 4 or grad.numel() == 0:
+    if grad.dim() not in (4, 5) or grad.numel() == 0:
         return None
-    n, c, h, w = (int(d) for d in grad.shape)
+    n, c, *spatial = (int(d) for d in grad.shape)
+    h, w = math.prod(spatial[:-1]), spatial[-1]  # a 3-D map's depth and height as one
     return SumShape(n * h * w, c) if nhwc else _channel_sums((n, c, h, w))
 
 
@@ -214,6 +264,8 @@ def _nchw_16bit(x: Any, w: Any) -> bool:
 
 
 def _channels_last(t: Any) -> bool:
-    """A 4-D tensor whose channels are adjacent in memory and whose columns are a pixel apart
-    (NHWC strides; a 1 x 1 weight's too, whose NCHW strides have channels adjacent as well)."""
-    return t.dim() == 4 and t.shape[1] > 1 and t.stride(1) == 1 and t.stride(3) == t.shape[1]
+    """A 4-D (5-D) tensor whose channels are adjacent in memory and whose columns are a pixel
+    apart (NHWC, NDHWC strides; a 1 x 1 weight's too, whose NCHW strides have channels adjacent
+    as well)."""
+    return (t.dim() in (4, 5) and t.shape[1] > 1 and t.stride(1) == 1
+            and t.stride(-1) == t.shape[1])

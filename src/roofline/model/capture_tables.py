@@ -71,6 +71,10 @@ FLOPS_PER_ELEMENT = {
     "max_pool2d_with_indices": 0, "max_pool2d_with_indices_backward": 0,
     "avg_pool2d": 1, "avg_pool2d_backward": 1, "_adaptive_avg_pool2d": 1,
     "_adaptive_avg_pool2d_backward": 1, "native_dropout": 2, "native_dropout_backward": 1,
+    # a 3-D map's pooling (a video model's), as the 2-D one's per value
+    "max_pool3d_with_indices": 0, "max_pool3d_with_indices_backward": 0,
+    "avg_pool3d": 1, "avg_pool3d_backward": 1, "_adaptive_avg_pool3d": 1,
+    "_adaptive_avg_pool3d_backward": 1,
     # the loss after a log-softmax, per target (``GATHERS``): the forward subtracts each
     # target's gathered value (times its class weight) into the sum, the backward writes one
     # value per target into the zeroed gradient (pytorch aten/src/ATen/native/cuda/Loss.cu,
@@ -97,6 +101,7 @@ FLOPS_PER_ELEMENT = {
 #: a cache assigned (``cache[:, :, a:b] = k``: ``copy_`` of the slice) moves k twice, not three
 #: times, and an in-place dropout draws its noise without reading it.
 SHAPE_ONLY_ARGS = {"max_pool2d_with_indices_backward": 1, "avg_pool2d_backward": 1,
+                   "max_pool3d_with_indices_backward": 1, "avg_pool3d_backward": 1,
                    "nll_loss_backward": 1, "nll_loss2d_backward": 1,
                    **{name: 0 for name in ("zeros_like", "ones_like", "full_like", "new_zeros",
                                            "new_ones", "new_full", "copy_", "fill_", "zero_",

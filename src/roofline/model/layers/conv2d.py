@@ -47,7 +47,7 @@ K . (C / g) . R . S (+ K with bias).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..gemm import GemmShape
 from ..ops import OpShape, bias_activation
@@ -175,47 +175,80 @@ class Conv2d:
 
     def _tensors(self, batch: int) -> tuple[int, int, int, int]:
         """Elements of (X as read, W, Y, dX): N.C.H'.W', K.(C / g).R.S, N.K.P.Q, N.C.H.W."""
-        rows = _touched(self.h, self.kernel[0], self.stride[0], self.padding[0],
-                        self.dilation[0], self.p)
-        cols = _touched(self.w, self.kernel[1], self.stride[1], self.padding[1],
-                        self.dilation[1], self.q)
+        rows = touched(self.h, self.kernel[0], self.stride[0], self.padding[0],
+                       self.dilation[0], self.p)
+        cols = touched(self.w, self.kernel[1], self.stride[1], self.padding[1],
+                       self.dilation[1], self.q)
         channels = batch * self.c
         return (channels * rows * cols, self.parameters - (self.out_channels if self.bias else 0),
                 batch * self.out_channels * self.p * self.q, channels * self.h * self.w)
 
-    def forward(self, step: Step) -> list[GemmShape | OpShape]:
+    def gemms(self, batch: int) -> ConvGemms:
+        """This convolution's implicit GEMMs at ``batch``."""
         c, k, rs, pq = self._dims()
-        n = step.batch
-        x, w, y, _ = self._tensors(n)
-        items: list[GemmShape | OpShape] = [GemmShape(
-            self.name, "forward", n * pq, k, c * rs,
-            ("batch x P x Q", "out_channels", "in_channels x R x S"), (pq, 0, 0), self.groups,
-            (0, 1, rs), (x, w, y), b_operand="weight")]
-        elements = n * self.out_channels * pq
-        return items + bias_activation(self.name, "forward", elements, step.e, self.bias,
-                                       self.activation, "conv")
+        return ConvGemms(self.name, batch, c, k, rs, pq, self.groups, self._tensors(batch))
+
+    def forward(self, step: Step) -> list[GemmShape | OpShape]:
+        elements = step.batch * self.out_channels * self.p * self.q
+        return [self.gemms(step.batch).forward(), *bias_activation(
+            self.name, "forward", elements, step.e, self.bias, self.activation, "conv")]
 
     def backward(self, step: Step, data_grad: bool) -> list[GemmShape | OpShape]:
-        c, k, rs, pq = self._dims()
-        n = step.batch
-        x, w, dy, dx = self._tensors(n)
-        elements = n * self.out_channels * pq
+        gemms = self.gemms(step.batch)
+        elements = step.batch * self.out_channels * self.p * self.q
         # the bias gradient sums channels-last rows, the layout the GEMMs are priced in
         items: list[GemmShape | OpShape] = list(bias_activation(
             self.name, "backward", elements, step.e, self.bias, self.activation, "conv",
             self.out_channels))
         if data_grad:
-            items.append(GemmShape(self.name, "backward-data", n * pq, c, k * rs,
-                                   ("batch x P x Q", "in_channels", "out_channels x R x S"),
-                                   (pq, 0, 0), self.groups, (0, 1, rs), (dy, w, dx),
-                                   b_operand="weight"))
-        items.append(GemmShape(self.name, "backward-weight", c * rs, k, n * pq,
-                               ("in_channels x R x S", "out_channels", "batch x P x Q"),
-                               (0, 0, pq), self.groups, (rs, 1, 0), (x, dy, w)))
+            items.append(gemms.backward_data())
+        items.append(gemms.backward_weight())
         return items
 
 
-def _touched(size: int, kernel: int, stride: int, padding: int, dilation: int, out: int) -> int:
+class ConvGemms(NamedTuple):
+    """A convolution's three implicit GEMMs (the module docstring's table) from its sizes: a
+    2-D one's (``Conv2d.gemms``) or a 3-D one's (``model.capture_convs``: D.P.Q output positions,
+    T.R.S taps, the same rules a dimension more). ``c`` and ``k``: the input and output
+    channels a group; ``taps``: R.S (T.R.S); ``positions``: P.Q (D.P.Q) a sample; ``tensors``:
+    the elements of X as read, W, Y and dX."""
+
+    layer: str
+    batch: int
+    c: int
+    k: int
+    taps: int
+    positions: int
+    groups: int
+    tensors: tuple[int, int, int, int]
+    axes: str = "P x Q"  # the output positions' axes, "D x P x Q" for a 3-D one
+    kernel: str = "R x S"  # the filter's, "T x R x S"
+
+    def forward(self) -> GemmShape:
+        x, w, y, _ = self.tensors
+        return GemmShape(self.layer, "forward", self.batch * self.positions, self.k,
+                         self.c * self.taps, (f"batch x {self.axes}", "out_channels",
+                                              f"in_channels x {self.kernel}"),
+                         (self.positions, 0, 0), self.groups, (0, 1, self.taps), (x, w, y),
+                         b_operand="weight")
+
+    def backward_data(self) -> GemmShape:
+        _, w, dy, dx = self.tensors
+        return GemmShape(self.layer, "backward-data", self.batch * self.positions, self.c,
+                         self.k * self.taps, (f"batch x {self.axes}", "in_channels",
+                                              f"out_channels x {self.kernel}"),
+                         (self.positions, 0, 0), self.groups, (0, 1, self.taps), (dy, w, dx),
+                         b_operand="weight")
+
+    def backward_weight(self) -> GemmShape:
+        x, w, dy, _ = self.tensors
+        return GemmShape(self.layer, "backward-weight", self.c * self.taps, self.k,
+                         self.batch * self.positions, (f"in_channels x {self.kernel}",
+                                                       "out_channels", f"batch x {self.axes}"),
+                         (0, 0, self.positions), self.groups, (self.taps, 1, 0), (x, dy, w))
+
+
+def touched(size: int, kernel: int, stride: int, padding: int, dilation: int, out: int) -> int:
     """How many of ``size`` input rows (or columns) some of the ``out`` windows reads.
 
     Tap r of window o reads ``o stride + r dilation - padding``. Taps whose offsets
