@@ -94,6 +94,15 @@ class Generation:
     def predicted_tpot_s(self) -> float | None:
         return self.predicted_decode_s / self.decode_steps if self.decode_steps else None
 
+    def wait_s(self, predicted: bool = False) -> float:
+        """What a sequence waits for each output token: the time per output token, or, where
+        one token is generated (no decode step), the time to first token; roofline or
+        ``predicted``."""
+        tpot = self.predicted_tpot_s if predicted else self.tpot_s
+        if tpot is not None:
+            return tpot
+        return self.predicted_ttft_s if predicted else self.ttft_s
+
     @property
     def predicted_latency_s(self) -> float:
         return self.predicted_ttft_s + self.predicted_decode_s

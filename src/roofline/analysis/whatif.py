@@ -371,6 +371,12 @@ class Comparison:
         return comparison_fragment(self)
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
+        """Step time by device; of generations, each device's latency, its time to first
+        token and decode steps (``plot.plot_generation_comparison``)."""
+        if self.generating:
+            from ..plot import plot_generation_comparison
+
+            return plot_generation_comparison(self, ax=ax, **options)
         from ..plot import plot_comparison
 
         return plot_comparison(self, ax=ax, **options)

@@ -39,6 +39,20 @@ def cells(g: Generation, predicted: bool) -> list[str]:
     return out
 
 
+def values(g: Generation, predicted: bool) -> list[float | None]:
+    """The raw numbers of ``cells``, in their order (what an HTML table sorts by)."""
+    out = [g.ttft_s, g.tpot_s, g.latency_s, g.tokens_per_s]
+    if predicted:
+        out += [g.predicted_ttft_s, g.predicted_tpot_s, g.predicted_tokens_per_s]
+    return out
+
+
+def wait_text(g: Generation) -> str:
+    """What ``Generation.wait_s`` is for ``g``: ``time per output token``, or ``time to first
+    token`` where one token is generated."""
+    return "time per output token" if g.decode_steps else "time to first token"
+
+
 def _tpot(value: float | None) -> str:
     return "-" if value is None else seconds(value)
 

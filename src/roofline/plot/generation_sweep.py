@@ -32,6 +32,7 @@ def plot_generation_sweep(sweep: Sweep, ax: Axes | None = None) -> Axes:
     if not sweep.generating:
         raise PlotError("a generation chart needs a sweep of generations (prompt and generate)")
     from ..analysis.predict import basis_of
+    from ..output.generations import wait_text
     from ..output.report import precision_text
 
     reports = list(sweep.reports)
@@ -42,14 +43,13 @@ def plot_generation_sweep(sweep: Sweep, ax: Axes | None = None) -> Axes:
     right = ax.twinx()
     basis = basis_of(sweep.hardware)
     predicted = basis != "datasheet"
-    per_token = first.decode_steps > 0
-    what = "time per output token" if per_token else "time to first token"
+    what = wait_text(first)
     for guess in (False, True)[:1 + predicted]:
         style, name = ("--", f"predicted ({basis})") if guess else ("-", "roofline")
         rates = [g.predicted_tokens_per_s if guess else g.tokens_per_s for g in gens]
         ax.plot(batches, rates, marker="o", ms=4, ls=style, color=RATE_COLOR,
                 label=f"tokens/s, {name}", gid=f"generation-rate:{name}")
-        waits = [_wait(g, guess, per_token) for g in gens]
+        waits = [g.wait_s(guess) for g in gens]
         right.plot(batches, waits, marker="s", ms=4, ls=style, color=TIME_COLOR,
                    label=f"{what}, {name}", gid=f"generation-time:{name}")
     mark_no_fit(ax, reports, batches, "batch")
@@ -70,13 +70,3 @@ def plot_generation_sweep(sweep: Sweep, ax: Axes | None = None) -> Axes:
     ax.grid(True, which="both", alpha=0.25)
     legend_below(ax, right)
     return ax
-
-
-def _wait(g: Generation, predicted: bool, per_token: bool) -> float:
-    """A generation's time per output token (or, with no decode step, its time to first
-    token), roofline or predicted."""
-    if not per_token:
-        return g.predicted_ttft_s if predicted else g.ttft_s
-    value = g.predicted_tpot_s if predicted else g.tpot_s
-    assert value is not None
-    return value
