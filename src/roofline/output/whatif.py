@@ -422,8 +422,9 @@ def _generation_table(c: Comparison, markdown_rows: bool = False) -> list[str]:
     left = {0, 1}
     table = markdown(*_split(rows), left) if markdown_rows else aligned(*_split(rows), left)
     step = f"{generations.step_shown(c.baseline)}:"
-    return [*table, "", markdown_text(step[0].upper() + step[1:]) if markdown_rows else
-            step[0].upper() + step[1:]]
+    step = step[0].upper() + step[1:]
+    # Markdown: a blank line before the step table, which may not interrupt a paragraph
+    return [*table, "", markdown_text(step), ""] if markdown_rows else [*table, "", step]
 
 
 def memory_cell(report: Report) -> str:
@@ -692,7 +693,9 @@ def _generation_header(s: Sweep) -> list[str]:
              f"precision: {precision_text(net)}", ridge_text(first), generations.terms_line(g),
              f"memory-bound time (its share in memory-bound GEMMs and ops), the compute-bound "
              f"batches and the step's verdict: {generations.step_shown(first)}",
-             basis_sentence(s.hardware) + " (the predicted columns: GEMMs and ops)"]
+             basis_sentence(s.hardware) + (" (the predicted columns: GEMMs and ops)"
+                                           if predicts(s.hardware) else
+                                           " (so no predicted columns)")]
     if first.quantization:
         lines.append(quantization_line(False, [s.hardware]))
     memory = first.memory
@@ -805,7 +808,8 @@ def transition_lines(s: Sweep) -> list[str]:
             lines += [f"compute-bound from (closed form, any batch) at seq {seq}:",
                       *_grouped(transitions, "batch", limits[seq])]
     elif s.generating:
-        lines += ["the last step's GEMMs compute-bound from (closed form, any batch):",
+        shown = generations.step_shown(s.reports[0], brackets=False)
+        lines += [f"compute-bound from (closed form, any batch), {shown}:",
                   *_grouped(s.transitions(), "batch", s.max_batch)]
     elif s.axis == "batch":
         lines += ["compute-bound from (closed form, any batch)"

@@ -328,8 +328,9 @@ def _generation_charts(s: Sweep, marks: list[svg.Mark]) -> str:
                                                 nice_above(max(ys) * 1.5)),
                               ("batch", title), label, marks=marks, bands=bands)
 
-    caption = ("Dashed lines: the batch at which the last decode step's GEMMs turn "
-               "compute-bound (closed form)." if marks else "")
+    step = generations.step_shown(s.reports[0], brackets=False)
+    caption = (f"Dashed lines: the batch at which GEMMs turn compute-bound (closed form), "
+               f"{step}." if marks else "")
     drawn = ("Roofline: an upper bound on tokens/s, a lower bound on times; predicted on the "
              f"entry's {basis} basis." if len(rates) > 1 else
              "At the roofline: an upper bound on tokens/s, a lower bound on times; a datasheet "
