@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from .analysis.generation import check_request, check_settings
+from .analysis.generation import generate as run_generation
 from .analysis.report import Report, analyze
-from .errors import InputError
 from .hardware.catalog import hardware_spec
 from .hardware.spec import HardwareSpec
 from .model.capture import capture_network
@@ -73,13 +74,8 @@ def generation_settings(model: Network | str | os.PathLike[str], mode: str | Non
     if prompt is None and generate is None:
         return mode, phase
     check_model(model)  # before its refusals name it
-    source = model.source if isinstance(model, Network) else os.fspath(model)
-    if phase is not None:  # it runs both phases itself, at the lengths it is given
-        raise InputError(source, "phase", "a generation (prompt and generate) runs its "
-                         "prefill and decode steps itself: give no phase with it")
-    if mode == "train":
-        raise InputError(source, "mode", "a generation (prompt and generate) is an "
-                         "inference: give no mode train with it")
+    check_settings(model.source if isinstance(model, Network) else os.fspath(model), phase,
+                   mode)
     return "inference", "prefill"
 
 
@@ -127,12 +123,6 @@ def analyze_model(model: Network | str | os.PathLike[str],
     spec = hardware_spec(hardware)
     if prompt is None and generate is None:
         return analyze(network, spec, quantization)
-    if prompt is None or generate is None:
-        raise InputError(network.source, "prompt" if prompt is None else "generate",
-                         "a generation needs both a prompt length and an output length")
-    if seq is not None:
-        raise InputError(network.source, "seq", "a generation sets the sequence lengths from "
-                                                "the prompt and output lengths: give no seq")
-    from .analysis.generation import generate as run_generation
-
+    check_request(network.source, prompt, generate, seq)
+    assert prompt is not None and generate is not None  # check_request's
     return run_generation(network, spec, prompt, generate, quantization)

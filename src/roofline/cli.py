@@ -275,6 +275,20 @@ def model_options(command, batch: bool = True, seq: bool = True):
     return command
 
 
+def generation_options(command):
+    """Decorate ``command`` (analyze, compare, sweep) with ``--prompt`` and ``--generate``."""
+    command = click.option("--generate", type=COUNT, metavar="G",
+                           help="Generation: G output tokens per sequence (with --prompt).")(
+        command)
+    return click.option(
+        "--prompt", type=COUNT, metavar="P",
+        help="Generation: P prompt tokens per sequence (with --generate; sets the sequence "
+             "lengths, so no --seq): time to first token, time per output token over the "
+             "growing KV cache, tokens/s, latency (JSON generation), memory at the "
+             "generation's peak. P + G must fit the model's context: the model writes each "
+             "token at a position it has.")(command)
+
+
 QUANTIZATION_HELP = ("Fold tile and wave quantization into compute-bound GEMM times (best "
                      "candidate tile of the entry, split-K where chosen); stated in the header.")
 
@@ -415,14 +429,7 @@ def _check_plot(plot: str | None) -> None:
               help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
                    "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
                    "direction.")
-@click.option("--prompt", type=COUNT, metavar="P",
-              help="Generation: P prompt tokens per sequence (with --generate; sets the "
-                   "sequence lengths, so no --seq): time to first token, time per output "
-                   "token over the growing KV cache, tokens/s, latency (JSON generation). "
-                   "P + G must fit the model's context: the model writes each token at a "
-                   "position it has.")
-@click.option("--generate", type=COUNT, metavar="G",
-              help="Generation: G output tokens per sequence (with --prompt).")
+@generation_options
 @click.option("--measure", is_flag=True,
               help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
                    "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
@@ -679,10 +686,13 @@ def gemm(m: str, n: str, k: str, hardware: str, dtype: str, output_dtype: str | 
 @click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
               help="A device to compare (two or more; the first is the baseline).")
 @model_options
+@generation_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
-              help="Also draw step time by device (stacked memory/compute-bound) to FILE.")
+              help="Also draw step time by device (stacked memory/compute-bound) to FILE; "
+                   "with --prompt/--generate, each device's generation latency (time to "
+                   "first token and decode steps).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
             quantization: bool, **overrides) -> None:
@@ -695,6 +705,10 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
 
     A device without the model's dtype runs the nearest one it has (same element size and
     kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.
+
+    With --prompt P --generate G each device runs a whole generation: time to first token,
+    time per output token, latency and tokens/s, the speedup of its tokens/s, whether the
+    generation fits at its peak; the step and GEMM tables are its last decode step.
     """
     from .analysis.whatif import compare as run_compare
     from .output.whatif import COMPARE_FORMATS
@@ -730,11 +744,13 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
                    "way: one value, or several to sweep them (with several batches too: a "
                    "batch x seq grid) [default: the model's].")
 @functools.partial(model_options, batch=False, seq=False)
+@generation_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
               help="Also draw per-GEMM intensity against the swept batch (or seq), with the "
-                   "ridge, to FILE (not for a batch x seq grid).")
+                   "ridge, to FILE (not for a batch x seq grid); with --prompt/--generate, "
+                   "tokens/s and time per output token against batch.")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt: str,
           plot: str | None, quantization: bool, **overrides) -> None:
@@ -745,8 +761,11 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     sequence, the sequence length at which it does. Steps that do not fit in the device's
     memory are marked, not dropped.
 
-    One phase at one seq a point: a generation's tokens/s (time to first token and every
-    decode step) is `analyze --prompt P --generate G`, one batch a run."""
+    With --prompt P --generate G each point is a whole generation at that batch (as `analyze
+    --prompt P --generate G` gives it): time to first token, time per output token, latency,
+    tokens/s, and memory at the generation's peak (the prefill's or the last decode step's,
+    the larger), batches past the largest the whole generation fits marked; the step columns
+    and transitions are its last decode step."""
     from .analysis.whatif import parse_batches
     from .analysis.whatif import sweep as run_sweep
     from .output.whatif import SWEEP_FORMATS

@@ -94,6 +94,15 @@ class Generation:
     def predicted_tpot_s(self) -> float | None:
         return self.predicted_decode_s / self.decode_steps if self.decode_steps else None
 
+    def wait_s(self, predicted: bool = False) -> float:
+        """What a sequence waits for each output token: the time per output token, or, where
+        one token is generated (no decode step), the time to first token; roofline or
+        ``predicted``."""
+        tpot = self.predicted_tpot_s if predicted else self.tpot_s
+        if tpot is not None:
+            return tpot
+        return self.predicted_ttft_s if predicted else self.ttft_s
+
     @property
     def predicted_latency_s(self) -> float:
         return self.predicted_ttft_s + self.predicted_decode_s
@@ -115,6 +124,30 @@ class Generation:
                 "decode_steps": self.decode_steps,
                 "kv_cache_tokens": [self.prompt + 1, self.prompt + self.generate - 1]
                 if self.decode_steps else None, "memory_step": self.memory_step}
+
+
+def check_settings(source: str, phase: str | None, mode: str | None) -> None:
+    """A generation runs its prefill and decode steps itself, as an inference: a phase, or
+    mode train, given with it is refused (InputError naming ``source``)."""
+    if phase is not None:  # it runs both phases itself, at the lengths it is given
+        raise InputError(source, "phase", "a generation (prompt and generate) runs its "
+                         "prefill and decode steps itself: give no phase with it")
+    if mode == "train":
+        raise InputError(source, "mode", "a generation (prompt and generate) is an "
+                         "inference: give no mode train with it")
+
+
+def check_request(source: str, prompt: int | None, generate: int | None,
+                  seq: Any = None) -> None:
+    """A generation needs both lengths, and sets the sequence lengths from them: one length
+    alone, or a seq (one or several) given with them, is refused (InputError naming
+    ``source``). The one check of analyze's, sweep's and compare's ``prompt``/``generate``."""
+    if prompt is None or generate is None:
+        raise InputError(source, "prompt" if prompt is None else "generate",
+                         "a generation needs both a prompt length and an output length")
+    if seq is not None:
+        raise InputError(source, "seq", "a generation sets the sequence lengths from the "
+                                        "prompt and output lengths: give no seq")
 
 
 def check_lengths(network: Network, prompt: int, generate: int) -> None:
@@ -153,13 +186,21 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
         first = analyze(_decode(network, low), hardware, quantization, fits)
         second = analyze(_decode(network, low + 1), hardware, quantization, fits)
         decode_s += _decode_sum(first, second, low, high)
-        shown = (first if high == low else
+        shown = (first if high == low else second if high == low + 1 else
                  analyze(_decode(network, high), hardware, quantization, fits))
         predicted_s += (high - low + 1) * (first.totals["predicted_time_s"]
                                            + shown.totals["predicted_time_s"]) / 2  # trapezoid
     result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],
                         decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s, step)
     return replace(shown, generation=result, memory=memory)
+
+
+def analyses(network: Network, prompt: int, generate: int) -> int:
+    """How many steps ``generate`` analyzes: the prefill, and for each piece of the decode
+    steps (``_segments``) its first two key lengths and its last (what a sweep of generations
+    bounds)."""
+    return 1 + sum(2 + (high > low + 1) for low, high in
+                   _segments(network, prompt + 1, prompt + generate - 1))
 
 
 def _segments(network: Network, first: int, last: int) -> list[tuple[int, int]]:

@@ -12,6 +12,11 @@
   per sequence length, or on a batch x seq grid; the batch at which each GEMM turns
   compute-bound (closed form, ``analysis.batch.min_compute_bound_batch``) and the sequence
   length at which it does (``seq_transitions``: the smallest seq, searched).
+- With ``prompt=`` and ``generate=``, compare's devices and sweep's points are each a whole
+  generation (``analysis.generation.generate``, as analyze's ``--prompt``/``--generate``): a
+  Report of its last decode step (the prefill's when one token is generated) carrying its
+  ``Generation`` (time to first token, time per output token, tokens/s, latency) and the
+  memory at the generation's peak, with the largest batch the whole generation fits.
 
 Numbers stay raw here; ``output.whatif`` renders them.
 """
@@ -30,10 +35,12 @@ from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize, output_problem
 from ..model.layers import Linear
-from ..model.network import Network, check_overrides, load_network
+from ..model.network import Network, check_model, check_overrides, load_network
 from ..model.repeats import MAX_LISTED, named
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
+from .generation import analyses, check_lengths, check_request, check_settings
+from .generation import generate as run_generation
 from .predict import basis_of, fit_of, library_of
 from .report import GemmResult, Report, analyze, gemm_of
 
@@ -57,6 +64,20 @@ def _network(model: Network | str | os.PathLike[str], call: str, **overrides: An
     check_overrides(overrides, call)
     network = model if isinstance(model, Network) else load_network(model)
     return network.with_overrides(**overrides)
+
+
+def _generation_overrides(model: Network | str | os.PathLike[str], overrides: dict[str, Any],
+                          prompt: int | None, generate: int | None, seq: Any
+                          ) -> dict[str, Any]:
+    """The model settings of a generation asked of compare or sweep, refused as analyze
+    refuses them (``analysis.generation.check_settings``, ``check_request``): an inference
+    that starts with its prefill (a model file's own phase decode does not refuse its
+    logits)."""
+    check_model(model)  # before its refusals name it
+    source = model.source if isinstance(model, Network) else os.fspath(model)
+    check_settings(source, overrides.get("phase"), overrides.get("mode"))
+    check_request(source, prompt, generate, seq if seq is not None else overrides.get("seq"))
+    return overrides | {"mode": "inference", "phase": "prefill"}
 
 
 # ---------------------------------------------------------------------------------------- gemm
@@ -173,7 +194,31 @@ class Comparison:
         return report.dtype != self.requested_dtype
 
     def speedup(self, report: Report) -> float:
+        """The baseline's step time over ``report``'s (a generation's: its last decode
+        step's; ``generation_speedup`` is the whole generation's)."""
         return self.baseline.totals["time_s"] / report.totals["time_s"]
+
+    @property
+    def generating(self) -> bool:
+        """Whether each device ran a whole generation (``compare(..., prompt=, generate=)``)."""
+        return self.baseline.generation is not None
+
+    @staticmethod
+    def latency(report: Report, predicted: bool = False) -> float:
+        """A device's whole generation, roofline (or ``predicted``) seconds."""
+        g = report.generation
+        assert g is not None, "a generation's comparison"
+        return g.predicted_latency_s if predicted else g.latency_s
+
+    def generation_speedup(self, report: Report, predicted: bool = False) -> float | None:
+        """The baseline's generation latency over ``report``'s, which is also ``report``'s
+        tokens/s over the baseline's (the same tokens on every device); ``predicted``: the
+        same at the predicted times, None where either device has no prediction beyond its
+        roofline (``predicts``). None without a generation."""
+        if not self.generating or (predicted and not (self.predicts(self.baseline)
+                                                      and self.predicts(report))):
+            return None
+        return self.latency(self.baseline, predicted) / self.latency(report, predicted)
 
     def predicts(self, report: Report) -> bool:
         """Whether ``report``'s device has a prediction beyond its roofline: a ``fitted`` or
@@ -281,7 +326,8 @@ class Comparison:
                             "memory_bytes": memory.total_bytes if memory else None,
                             "capacity_bytes": memory.capacity_bytes if memory else None,
                             "capacity_basis": memory.capacity_basis if memory else None,
-                            "fits": self.fits(report)})
+                            "fits": self.fits(report)}
+                           | self._generation_dict(report))
         gemms = []
         for index, result in enumerate(base.results):
             g = result.gemm
@@ -294,15 +340,29 @@ class Comparison:
                               for r in self.reports}
             row["bound"] = {r.hardware.name: r.results[index].bound for r in self.reports}
             gemms.append(row)
+        gen = base.generation
         return {"model": first.name, "baseline": base.hardware.name, "batch": base.batch,
                 "seq": first.seq, "mode": first.mode, "phase": first.step_phase,
+                "prompt": gen.prompt if gen else None, "generate": gen.generate if gen else None,
+                "point_step": point_step(base),
                 "optimizer": first.optimizer, "quantization_in_time": base.quantization,
                 "devices": devices, "gemms": gemms}
 
+    def _generation_dict(self, report: Report) -> dict[str, Any]:
+        """A device's JSON ``generation`` (analyze's keys, with its ``speedup`` and
+        ``predicted_speedup`` over the baseline's), where the comparison is of generations."""
+        if report.generation is None:
+            return {}
+        return {"generation": report.generation.to_dict() | {
+            "speedup": self.generation_speedup(report),
+            "predicted_speedup": self.generation_speedup(report, predicted=True)}}
+
     def __repr__(self) -> str:
-        """One line: the model and its devices, the baseline first."""
+        """One line: the model and its devices, the baseline first (and the generation)."""
         devices = ", ".join(r.hardware.name for r in self.reports)
-        return f"<Comparison {self.baseline.network.name} on {devices}>"
+        g = self.baseline.generation
+        what = f", a generation of prompt {g.prompt} + {g.generate}" if g else ""
+        return f"<Comparison {self.baseline.network.name} on {devices}{what}>"
 
     def _repr_html_(self) -> str:
         """Jupyter: the compare page's block (verdict, devices, why, rooflines, GEMMs)."""
@@ -311,16 +371,28 @@ class Comparison:
         return comparison_fragment(self)
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
+        """Step time by device; of generations, each device's latency, its time to first
+        token and decode steps (``plot.plot_generation_comparison``)."""
+        if self.generating:
+            from ..plot import plot_generation_comparison
+
+            return plot_generation_comparison(self, ax=ax, **options)
         from ..plot import plot_comparison
 
         return plot_comparison(self, ax=ax, **options)
 
 
 def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec | str],
-            quantization: bool = False, **overrides: Any) -> Comparison:
+            quantization: bool = False, prompt: int | None = None,
+            generate: int | None = None, **overrides: Any) -> Comparison:
     """Analyze ``model`` on each device; the first is the baseline. A device without the
     model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more,
-    a list: one name given alone is refused, not read as a list of its letters."""
+    a list: one name given alone is refused, not read as a list of its letters. ``prompt``
+    and ``generate`` (together, as ``analyze_model`` takes them) run a whole generation on
+    each device."""
+    generating = prompt is not None or generate is not None
+    if generating:
+        overrides = _generation_overrides(model, overrides, prompt, generate, None)
     if isinstance(hardware, (str, os.PathLike, HardwareSpec)):
         if isinstance(hardware, str) and "," in hardware:
             hardware = [hardware]  # the comma's own hint, below
@@ -336,7 +408,12 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
         raise InputError("hardware", "", "give two devices or more (the first is the "
                                          "baseline)")
     network = _network(model, "compare", **overrides)
-    network.check()  # a missing batch, dtype or seq is named once, not per device
+    if generating:  # its lengths, and its prefill's settings, checked once, not per device
+        assert prompt is not None and generate is not None  # _generation_overrides'
+        check_lengths(network, prompt, generate)
+        network.with_overrides(seq=prompt).check()
+    else:
+        network.check()  # a missing batch, dtype or seq is named once, not per device
     _check_rows(network, "compare")
     requested = network.operand_dtype
     reports = []
@@ -347,11 +424,23 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
             spec.peak_flops_per_s(requested)  # raises: the entry has no peak at all
             raise AssertionError("unreachable: an entry without peaks fails validation")
         run = network if dtype == requested else substitute_dtype(network, dtype)
-        reports.append(analyze(run, spec, quantization))
+        reports.append(run_generation(run, spec, prompt, generate, quantization)
+                       if prompt is not None and generate is not None else
+                       analyze(run, spec, quantization))
     names = [r.hardware.name for r in reports]
     if len(set(names)) < len(names):
         raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
     return Comparison(tuple(reports), requested)
+
+
+def point_step(report: Report) -> str | None:
+    """Which step of a generation ``report``'s own figures (step time, GEMMs, transitions)
+    are: ``"last-decode"``, or ``"prefill"`` where one token is generated; None for a plain
+    step (the JSON's ``point_step``)."""
+    g = report.generation
+    if g is None:
+        return None
+    return "last-decode" if g.decode_steps else "prefill"
 
 
 def _check_rows(network: Network, command: str) -> None:
@@ -432,6 +521,12 @@ class Sweep:
         return self.reports[0].hardware
 
     @property
+    def generating(self) -> bool:
+        """Whether each point is a whole generation (``sweep(..., prompt=, generate=)``): its
+        Report the last decode step's, with the ``Generation`` attached."""
+        return self.reports[0].generation is not None
+
+    @property
     def axis(self) -> str:
         """``"seq"`` when only the sequence length varies, else ``"batch"``."""
         return "seq" if len(self.seqs) > 1 and len(self.batches) <= 1 else "batch"
@@ -449,7 +544,8 @@ class Sweep:
     @property
     def max_batch(self) -> int | None:
         """The largest batch whose step fits in the device's memory at the first swept seq (0:
-        none; None: the entry states no capacity)."""
+        none; None: the entry states no capacity); of a generation, the largest whose whole
+        generation fits (its prefill and its last decode step)."""
         memory = self.reports[0].memory
         return memory.max_batch if memory else None
 
@@ -502,11 +598,12 @@ class Sweep:
     def seq_transitions(self) -> dict[str, int | None] | None:
         """Per GEMM, the smallest sequence length at which it is compute-bound at the first
         swept batch (searched up to the model's context, else ``SEQ_SEARCH_LIMIT``), or None
-        if none is; None for a model without a sequence. The search assumes a GEMM stays
-        compute-bound once it is (its intensity does not fall as seq grows)."""
+        if none is; None for a model without a sequence, or for generations (their lengths are
+        given). The search assumes a GEMM stays compute-bound once it is (its intensity does
+        not fall as seq grows)."""
         first = self.reports[0]
         network = first.network
-        if network.seq is None:
+        if network.seq is None or self.generating:
             return None
         limit = self.seq_limit
         ridges: dict[str, float] = {}
@@ -555,11 +652,15 @@ class Sweep:
                 "weights_from_dram": report.residency.from_dram if report.residency else None,
                 "gemms": [{"name": name, "intensity": r.gemm.intensity, "bound": r.bound,
                            "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
-                          for name, _, _, r in named(report.results, gemm_of)]})
+                          for name, _, _, r in named(report.results, gemm_of)]}
+                | ({"generation": report.generation.to_dict()} if report.generation else {}))
         by_seq = self.transitions_by_seq() if self.grid else None
         return {"model": first.network.name, "hardware": first.hardware.name,
                 "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
                 "phase": first.network.step_phase, "ridge": first.ridge,
+                "prompt": first.generation.prompt if first.generation else None,
+                "generate": first.generation.generate if first.generation else None,
+                "point_step": point_step(first),
                 "quantization_in_time": first.quantization,
                 "prediction_basis": basis_of(first.hardware),
                 "prediction_fit": fit_of(first.hardware),
@@ -580,8 +681,10 @@ class Sweep:
         swept = [f"{name} {values[0]}..{values[-1]} ({len(values)})" if len(values) > 1
                  else f"{name} {values[0]}"
                  for name, values in (("batch", self.batches), ("seq", self.seqs)) if values]
+        g = self.reports[0].generation
+        what = f"generations of prompt {g.prompt} + {g.generate}, " if g else ""
         return (f"<Sweep {self.reports[0].network.name} on {self.hardware.name}: "
-                f"{', '.join(swept)}; {len(self.reports)} points>")
+                f"{what}{', '.join(swept)}; {len(self.reports)} points>")
 
     def _repr_html_(self) -> str:
         """Jupyter: the sweep page's block (charts, steps, transitions)."""
@@ -590,6 +693,12 @@ class Sweep:
         return sweep_fragment(self)
 
     def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
+        """The sweep chart: per-GEMM intensity over the swept axis; of generations, tokens/s
+        and time per output token over batch (``plot.plot_generation_sweep``)."""
+        if self.generating:
+            from ..plot import plot_generation_sweep
+
+            return plot_generation_sweep(self, ax=ax, **options)
         from ..plot import plot_batch_sweep
 
         return plot_batch_sweep(list(self.reports), ax=ax, **options)
@@ -614,10 +723,16 @@ def _values(given: str | int | Iterable[int], what: str) -> tuple[int, ...]:
 
 def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
           batches: str | int | Iterable[int] | None = None, quantization: bool = False,
-          seqs: str | int | Iterable[int] | None = None, **overrides: Any) -> Sweep:
+          seqs: str | int | Iterable[int] | None = None, prompt: int | None = None,
+          generate: int | None = None, **overrides: Any) -> Sweep:
     """Analyze ``model`` on ``hardware`` at each batch, each sequence length, or each pair
-    (lists, one int, or ``parse_batches`` text); the one not given stays the model's own."""
-    if batches is None and seqs is None:
+    (lists, one int, or ``parse_batches`` text); the one not given stays the model's own.
+    ``prompt`` and ``generate`` (together, as ``analyze_model`` takes them, without ``seqs``)
+    make each point a whole generation at its batch (``analysis.generation``)."""
+    generating = prompt is not None or generate is not None
+    if generating:
+        overrides = _generation_overrides(model, overrides, prompt, generate, seqs)
+    elif batches is None and seqs is None:
         raise InputError("sweep", "", f"give the batches or the sequence lengths to sweep "
                                       f"({option('batches')} or {option('seqs')})")
     network, spec = _network(model, "sweep", **overrides), hardware_spec(hardware)
@@ -635,6 +750,22 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
             raise InputError(network.source, "batch", f"missing required field (give batch "
                                                       f"in the model or {option('batch')})")
     points = len(batch_values) * max(1, len(seq_values))
+    _check_grid(points, batch_values, seq_values)
+    if prompt is not None and generate is not None:
+        return _generations(network, spec, batch_values, prompt, generate, quantization)
+    grid = [(b, s) for s in (seq_values or (None,)) for b in batch_values]
+    # every point set up before any is analyzed: one whose batch x seq passes 2**40 stops here
+    nets = [network.with_overrides(batch=b, seq=s) for b, s in grid]
+    first = analyze(nets[0], spec, quantization)
+    _check_items(first, points, 1, batch_values)
+    reports = (first,) + tuple(analyze(net, spec, quantization) for net in nets[1:])
+    seq_list = seq_values or ((network.seq,) if network.seq is not None else ())
+    return Sweep(reports, batch_values, seq_list)
+
+
+def _check_grid(points: int, batch_values: tuple[int, ...], seq_values: tuple[int, ...]
+                ) -> None:
+    """At most ``MAX_SWEEP_GRID`` points, else InputError."""
     if points > MAX_SWEEP_GRID:
         shape = (f"{len(batch_values):,} batches x {len(seq_values):,} seqs" if seq_values
                  else f"{len(batch_values):,} batches")
@@ -642,20 +773,36 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                          f"{points:,} points ({shape}) are more than the {MAX_SWEEP_GRID:,} a "
                          f"sweep analyzes (each point is a whole analysis); give fewer values, "
                          f"or {RANGE_TEXT}")
-    grid = [(b, s) for s in (seq_values or (None,)) for b in batch_values]
-    # every point set up before any is analyzed: one whose batch x seq passes 2**40 stops here
-    nets = [network.with_overrides(batch=b, seq=s) for b, s in grid]
-    first = analyze(nets[0], spec, quantization)
-    items = len(first.results) + len(first.ops)
+
+
+def _check_items(first: Report, points: int, steps: int, batch_values: tuple[int, ...]
+                 ) -> None:
+    """At most ``MAX_SWEEP_ITEMS`` GEMMs and ops analyzed in all (``points`` of ``steps``
+    steps each, ``first`` one of them), else InputError before the other points."""
+    items = (len(first.results) + len(first.ops)) * steps
     if items * points > MAX_SWEEP_ITEMS:
+        each = (f"{items:,} GEMMs and ops each" if steps == 1 else
+                f"{steps} steps each (a generation's prefill and decode steps), "
+                f"{items:,} GEMMs and ops")
         raise InputError("batches" if len(batch_values) > 1 else "seqs", "",
-                         f"{points:,} points of {items:,} GEMMs and ops each are "
+                         f"{points:,} points of {each} are "
                          f"{items * points:,} analyses, more than the {MAX_SWEEP_ITEMS:,} a "
                          f"sweep does (about {MAX_SWEEP_ITEMS // items:,} points of this "
                          f"model); give fewer values, or {RANGE_TEXT}")
-    reports = (first,) + tuple(analyze(net, spec, quantization) for net in nets[1:])
-    seq_list = seq_values or ((network.seq,) if network.seq is not None else ())
-    return Sweep(reports, batch_values, seq_list)
+
+
+def _generations(network: Network, spec: HardwareSpec, batch_values: tuple[int, ...],
+                 prompt: int, generate: int, quantization: bool) -> Sweep:
+    """A whole generation at each batch (``analysis.generation.generate``): its lengths
+    checked and every point set up before the first is analyzed."""
+    check_lengths(network, prompt, generate)
+    nets = [network.with_overrides(batch=b) for b in batch_values]
+    first = run_generation(nets[0], spec, prompt, generate, quantization)
+    _check_items(first.generation.prefill if first.generation else first, len(nets),
+                 analyses(network, prompt, generate), batch_values)
+    reports = (first,) + tuple(run_generation(net, spec, prompt, generate, quantization)
+                               for net in nets[1:])
+    return Sweep(reports, batch_values, ())
 
 
 def _residency(report: Report) -> dict[str, Any] | None:

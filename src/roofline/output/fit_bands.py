@@ -50,7 +50,8 @@ def no_fit_bands(reports: Sequence[Report], xs: Sequence[int], axis: str) -> lis
     if span is None:
         return []
     context = axis == "seq" and memory is not None and memory.seq_limit == "context"
-    bands = [Band(*span, no_fit_label(limit, axis, context))]
+    generation = reports[0].generation is not None  # memory at the generation's peak
+    bands = [Band(*span, no_fit_label(limit, axis, context, generation))]
     if context:  # past the context some steps may not fit in memory either: said apart
         first = next((x for x, r in zip(xs, reports) if r.memory and not r.memory.fits), None)
         if first is not None:

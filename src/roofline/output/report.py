@@ -396,7 +396,7 @@ def memory_line(report: Report) -> str | None:
         return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
                 f"whether it fits is not checked")
     capacity = capacity_text(si(memory.capacity_bytes, "B"), memory.capacity_basis)
-    label = "memory" + _peak_text(report)
+    label = "memory" + peak_text(report)
     if memory.fits:
         head = f"{label}: {total} of {capacity} ({parts})"
     else:
@@ -420,7 +420,7 @@ def optimizer_states_text(network: Network) -> str | None:
             f"{si(extra, 'B')}; give --optimizer adam)")
 
 
-def _peak_text(report: Report) -> str:
+def peak_text(report: Report) -> str:
     """A generation's memory is its larger step's: `` at the generation's peak, the prefill
     (2048 tokens a sequence)`` or `` ..., the last decode step (a KV cache of 2559 tokens)``;
     empty for one step."""
@@ -439,9 +439,9 @@ def _generation_fitting(memory, net, step: str) -> str:
     larger) or KV cache (the last decode step) fitting at this batch."""
     if memory.max_batch is None:
         return f"captured at batch {net.batch}, so no other batch is judged"
+    text = whole_generation_text(memory.max_batch)
     if not memory.max_batch:
-        return "not even batch 1 fits the whole generation"
-    text = f"the whole generation fits up to batch {memory.max_batch}"
+        return text
     what = "a prompt" if step == "prefill" else "a KV cache"
     if memory.seq_limit == "context":
         return text + f", and {what} up to the model's context ({memory.max_seq}) at batch " \
@@ -449,6 +449,14 @@ def _generation_fitting(memory, net, step: str) -> str:
     if not memory.max_seq:
         return text
     return text + f", and {what} up to {memory.max_seq} tokens at batch {net.batch}"
+
+
+def whole_generation_text(max_batch: int) -> str:
+    """``the whole generation fits up to batch 147`` (its prefill and its last decode step),
+    or that not even batch 1 does (``max_batch`` 0)."""
+    if not max_batch:
+        return "not even batch 1 fits the whole generation"
+    return f"the whole generation fits up to batch {max_batch}"
 
 
 def _window_text(network) -> str:
@@ -496,14 +504,10 @@ def generation_line(report: Report) -> str | None:
     g = report.generation
     if g is None:
         return None
-    logits = "last-token logits" if g.logits == "last" else "every token's logits"
     text = (f"generation: prompt {g.prompt} + {g.generate} tokens, batch {g.batch}: time to "
-            f"first token {seconds(g.ttft_s)} (prefill, {logits})")
+            f"first token {seconds(g.ttft_s)} ({prefill_text(g)})")
     if g.tpot_s is not None:
-        first, last = g.prompt + 1, g.prompt + g.generate - 1
-        cache = f"{first} to {last}" if last > first else f"{first}"
-        text += (f"; time per output token {seconds(g.tpot_s)} (mean of "
-                 f"{count(g.decode_steps, 'decode step')}, KV cache {cache} tokens)")
+        text += f"; time per output token {seconds(g.tpot_s)} ({decode_text(g)})"
     text += (f"; latency {seconds(g.latency_s)}; {si(g.tokens_per_s_per_sequence, '')}"
              f"tokens/s per sequence, {si(g.tokens_per_s, '')}tokens/s on the device "
              f"(roofline times: lower bounds); predicted: time to first token "
@@ -513,6 +517,19 @@ def generation_line(report: Report) -> str | None:
     return text + (f", latency {seconds(g.predicted_latency_s)}, "
                    f"{si(g.predicted_tokens_per_s, '')}tokens/s on the device (the prediction's "
                    f"basis above); the table is the last step")
+
+
+def prefill_text(g) -> str:
+    """What a generation's time to first token is: ``prefill, last-token logits``."""
+    return "prefill, " + ("last-token logits" if g.logits == "last" else "every token's logits")
+
+
+def decode_text(g) -> str:
+    """What a generation's time per output token is: ``mean of 255 decode steps, KV cache
+    1025 to 1279 tokens``."""
+    first, last = g.prompt + 1, g.prompt + g.generate - 1
+    cache = f"{first} to {last}" if last > first else f"{first}"
+    return f"mean of {count(g.decode_steps, 'decode step')}, KV cache {cache} tokens"
 
 
 def _largest_fitting(memory, net) -> str:

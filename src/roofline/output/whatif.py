@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import basis_of, fit_of
 from ..model.repeats import named
 from ..units import rate_unit, seconds, si, times
+from . import generations
 from .advice import past_context_text, whatif_warnings
 from .hardware import capacity_text
 from .json import to_json
@@ -18,11 +20,13 @@ from .report import (
     PASS_SHORT,
     compact_names,
     optimizer_states_text,
+    peak_text,
     precision_text,
     quantization_line,
     ridge_text,
     step_line,
     step_text,
+    whole_generation_text,
 )
 from .table import Fit, aligned, markdown, markdown_text
 from .times import STEP_ROOF_TEXT, basis_sentence
@@ -30,6 +34,7 @@ from .times import STEP_ROOF_TEXT, basis_sentence
 if TYPE_CHECKING:
     from ..analysis.report import Report
     from ..analysis.whatif import Comparison, GemmChange, Sweep
+    from ..hardware.spec import HardwareSpec
 
 
 #: What ``roofline gemm`` prints under its table: how it reads a bare shape
@@ -130,38 +135,55 @@ def _peaks(report: Report, base: Report) -> str:
 
 def no_fit_text(report: Report) -> str | None:
     """``the step does not fit in its memory: needs 192 GB of 80 GB`` where ``report``'s
-    device cannot hold the step (``Comparison.fits``, analyze's figure); else None."""
+    device cannot hold the step (``Comparison.fits``, analyze's figure; a generation's at its
+    peak); else None."""
     memory = report.memory
     if memory is None or memory.capacity_bytes is None or memory.fits:
         return None
-    return (f"the step does not fit in its memory: needs {si(memory.total_bytes, 'B')} of "
-            f"{_capacity(report)}")
+    return (f"the {_held(report)} does not fit in its memory: needs "
+            f"{si(memory.total_bytes, 'B')} of {_capacity(report)}")
 
 
-def _memory_clauses(c: Comparison) -> str:
-    """What the verdict adds where a device cannot hold the step (the fastest already says
-    it): that none can; else which others cannot and, when the fastest cannot, the fastest
-    that can."""
+def _held(report: Report) -> str:
+    """What a device's memory must hold: the ``step``, or the whole ``generation``."""
+    return "step" if report.generation is None else "generation"
+
+
+def _memory_clauses(c: Comparison, fastest: Report, at: Callable[[Report], str]) -> str:
+    """What the verdict adds where a device cannot hold the step (or generation; the fastest,
+    ``fastest``, already says it): that none can; else which others cannot and, when the
+    fastest cannot, the fastest that can, ``at(it)``."""
     unheld = [r for r in c.reports if c.fits(r) is False]
+    held = _held(c.baseline)
     if not unheld:
         return ""
     if len(unheld) == len(c.reports):
-        return "; none of them can hold the step"
+        return f"; none of them can hold the {held}"
     text = ""
-    others = [r.hardware.name for r in unheld if r is not c.fastest]
+    others = [r.hardware.name for r in unheld if r is not fastest]
     if others:
-        text += f"; the step does not fit in the memory of {', '.join(others)}"
-    held = c.fastest_fitting
-    if c.fits(c.fastest) is False and held is not None:
-        text += (f"; the fastest that holds it is {held.hardware.name}, at "
-                 f"{seconds(held.totals['time_s'])} per {_step(c)}")
+        text += f"; the {held} does not fit in the memory of {', '.join(others)}"
+    fitting = [r for r in c.reports if c.fits(r)]
+    if c.fits(fastest) is False and fitting:
+        best = min(fitting, key=lambda r: _rank(c, r))
+        text += f"; the fastest that holds it is {best.hardware.name}, {at(best)}"
     return text
+
+
+def _rank(c: Comparison, report: Report, predicted: bool = False) -> float:
+    """What a verdict ranks devices by: the step time, or a generation's latency."""
+    if c.generating:
+        return c.latency(report, predicted)
+    return report.totals["predicted_time_s" if predicted else "time_s"]
 
 
 def verdict_text(c: Comparison) -> str:
     """One plain sentence: who is fastest, by how much, what decides it, and who is slowest
     (the baseline included); where a device cannot hold the step, the fastest says so, and
-    so do the others or the fastest that can (``_memory_clauses``)."""
+    so do the others or the fastest that can (``_memory_clauses``). Of generations,
+    ``generation_verdict_text``."""
+    if c.generating:
+        return generation_verdict_text(c)
     base, fastest, slowest = c.baseline, c.fastest, c.slowest
     short = no_fit_text(fastest)
     if fastest is base:
@@ -176,41 +198,115 @@ def verdict_text(c: Comparison) -> str:
                 f"{seconds(fastest.totals['time_s'])} per {_step(c)}, "
                 f"{times(c.speedup(fastest))} faster than {base.hardware.name}"
                 f"{_parts(fastest, base)}; {_decider(fastest, base)}")
-    if len(c.reports) > 2 and slowest is base:
-        text += f"; the baseline, {base.hardware.name}, is the slowest"
-    elif len(c.reports) > 2:
-        text += f"; the slowest, {slowest.hardware.name}, runs at {times(c.speedup(slowest))}"
-    text += _memory_clauses(c)
+    text += _slowest(c, slowest, c.speedup(slowest))
+    text += _memory_clauses(c, fastest, lambda r: f"at {seconds(r.totals['time_s'])} per "
+                                                  f"{_step(c)}")
     predicted = predicted_verdict_text(c)
     return text + "." + (f" {predicted}" if predicted else "")
+
+
+def _slowest(c: Comparison, slowest: Report, speedup: float | None) -> str:
+    """The verdict's clause on the slowest device, where there are three or more."""
+    if len(c.reports) <= 2:
+        return ""
+    if slowest is c.baseline:
+        return f"; the baseline, {slowest.hardware.name}, is the slowest"
+    return f"; the slowest, {slowest.hardware.name}, runs at {speedup_text(speedup)}"
+
+
+def generation_verdict_text(c: Comparison) -> str:
+    """``verdict_text`` of whole generations: who serves the generation fastest (its latency,
+    so its tokens/s), by how much in each phase, what decides it (the phase that takes most
+    of its latency, and that phase's roof: ``_decider``), who is slowest, who cannot hold it;
+    then the same at the predicted times."""
+    base = c.baseline
+    g = base.generation
+    assert g is not None, "a comparison of generations"
+    fastest = min(c.reports, key=lambda r: _rank(c, r))
+    slowest = max(c.reports, key=lambda r: _rank(c, r))
+    what = f"the whole generation (prompt {g.prompt} + {g.generate} tokens, batch {g.batch})"
+    short = no_fit_text(fastest)
+    if fastest is base:
+        best = min(c.reports[1:], key=lambda r: _rank(c, r))
+        baseline = f"the baseline; {short}" if short else "the baseline"
+        ratio = c.generation_speedup(best)
+        assert ratio is not None
+        text = (f"{base.hardware.name} ({baseline}) stays fastest over {what}: {_rate(base)}; "
+                f"the next, {best.hardware.name}, is {times(1 / ratio)} slower than it"
+                f"{_phases(base, best)}: {_phase_decider(best, base)}")
+    else:
+        text = (f"{fastest.hardware.name} is the fastest over {what}"
+                f"{f' ({short})' if short else ''}: {_rate(fastest)}, "
+                f"{speedup_text(c.generation_speedup(fastest))} the tokens/s of "
+                f"{base.hardware.name}{_phases(fastest, base)}; "
+                f"{_phase_decider(fastest, base)}")
+    text += _slowest(c, slowest, c.generation_speedup(slowest))
+    text += _memory_clauses(c, fastest, _rate)
+    predicted = predicted_verdict_text(c)
+    return text + "." + (f" {predicted}" if predicted else "")
+
+
+def _rate(report: Report, predicted: bool = False) -> str:
+    """``2.41 ktokens/s (latency 6.8 s)``: a device's generation, roofline or predicted."""
+    g = report.generation
+    assert g is not None
+    rate = g.predicted_tokens_per_s if predicted else g.tokens_per_s
+    latency = g.predicted_latency_s if predicted else g.latency_s
+    return f"{si(rate, '')}tokens/s (latency {seconds(latency)})"
+
+
+def _phases(report: Report, base: Report) -> str:
+    """`` (time to first token 3.1x, time per output token 1.64x)``: how much faster each
+    phase of ``report``'s generation runs than ``base``'s."""
+    g, b = report.generation, base.generation
+    assert g is not None and b is not None
+    parts = [f"time to first token {times(b.ttft_s / g.ttft_s)}"]
+    if g.tpot_s and b.tpot_s:
+        parts.append(f"time per output token {times(b.tpot_s / g.tpot_s)}")
+    return f" ({', '.join(parts)})"
+
+
+def _phase_decider(report: Report, base: Report) -> str:
+    """What sets ``report``'s generation against ``base``'s: the phase that takes most of its
+    latency, and in it the roof that decides (``_decider`` of the two prefills, or of the two
+    last decode steps)."""
+    g, b = report.generation, base.generation
+    assert g is not None and b is not None
+    share = g.decode_s / g.latency_s
+    if share >= 0.5:
+        return (f"its decode steps take {share:.0%} of its latency, and in the last of them "
+                f"{_decider(report, base)}")
+    return (f"its prefill takes {1 - share:.0%} of its latency, and there "
+            f"{_decider(g.prefill, b.prefill)}")
 
 
 def predicted_verdict_text(c: Comparison) -> str:
     """The same question at the predicted step times, among the devices that have a
     prediction beyond their roofline (``Comparison.predicts``), each on its own basis; whether
     they pick another device than the roofline; which devices have none."""
-    best = c.predicted_fastest
+    predicted = [r for r in c.reports if c.predicts(r)]
+    best = min(predicted, key=lambda r: _rank(c, r, True)) if len(predicted) > 1 else None
     without = [r.hardware.name for r in c.reports if not c.predicts(r)]
     none = (f"{', '.join(without)}: datasheet, no prediction beyond the roofline"
             if without else "")
     if best is None:
         return f"Predicted: {none}." if without else ""
-    predicted = [r for r in c.reports if c.predicts(r)]
     bases = ", ".join(f"{r.hardware.name} {basis_of(r.hardware)}" for r in predicted)
-    runner = min((r for r in predicted if r is not best),
-                 key=lambda r: r.totals["predicted_time_s"])
-    ratio = runner.totals["predicted_time_s"] / best.totals["predicted_time_s"]
+    runner = min((r for r in predicted if r is not best), key=lambda r: _rank(c, r, True))
+    ratio = _rank(c, runner, True) / _rank(c, best, True)
     short = " (does not fit)" if c.fits(best) is False else ""
-    text = (f"Predicted ({bases}): {best.hardware.name}{short} at "
-            f"{seconds(best.totals['predicted_time_s'])} per {_step(c)}, {times(ratio)} faster "
-            f"than {runner.hardware.name}")
+    at = (_rate(best, predicted=True) if c.generating else
+          f"{seconds(best.totals['predicted_time_s'])} per {_step(c)}")
+    text = (f"Predicted ({bases}): {best.hardware.name}{short} at {at}, {times(ratio)} "
+            f"faster than {runner.hardware.name}")
     base = c.baseline
     if len(predicted) > 2 and c.predicts(base) and base not in (best, runner):
         # the roofline's sentence is against the baseline: say this one's too, beside the next
-        against = base.totals["predicted_time_s"] / best.totals["predicted_time_s"]
+        against = _rank(c, base, True) / _rank(c, best, True)
         text += f" (the next), {times(against)} faster than {base.hardware.name} (the baseline)"
-    if best is not c.fastest:
-        text += f" (the roofline picks {c.fastest.hardware.name})"
+    fastest = min(c.reports, key=lambda r: _rank(c, r))
+    if best is not fastest:
+        text += f" (the roofline picks {fastest.hardware.name})"
     clocks = clocks_text(predicted)
     if clocks:
         text += f"; {clocks}"
@@ -251,18 +347,24 @@ def _compare_header(c: Comparison) -> list[str]:
     # the model's precision, from a device that runs it (the baseline may run another dtype)
     model = next((r for r in c.reports if not c.substituted(r)), c.baseline).network
     other = any(c.substituted(r) for r in c.reports)
-    lines = [f"{net.name}: {step_text(net)}; baseline {c.baseline.hardware.name}",
+    g = c.baseline.generation
+    step = (step_text(net) if g is None else
+            f"{net.mode}, a whole generation at batch {net.batch}")
+    lines = [f"{net.name}: {step}; baseline {c.baseline.hardware.name}",
              "precision"
              + (" (the model's; a device without its dtype runs the nearest, as noted)"
                 if other else "") + f": {precision_text(model)}",
              f"step time: {STEP_ROOF_TEXT}, at each entry's peak and bandwidth ({origins}); "
              f"predicted: each device's own basis (the verdict names it)"]
+    if g is not None:
+        lines += [generations.terms_line(g),
+                  f"the step and GEMM tables: {generations.step_shown(c.baseline)}"]
     if c.baseline.quantization:
         lines.append(quantization_line(False, [r.hardware for r in c.reports]))
     held = [f"{r.hardware.name} {_capacity(r)}" for r in c.reports
             if r.memory is not None and r.memory.capacity_bytes is not None]
     if held:
-        lines.append("memory against: " + ", ".join(held))
+        lines.append("memory" + peak_text(c.baseline) + " against: " + ", ".join(held))
     if left := optimizer_states_text(net):  # the same parameters on every device
         lines.append(f"memory: not counted: {left}")
     notes = (dtype_note(c, r) for r in c.reports)
@@ -283,15 +385,54 @@ def _capacity(report: Report) -> str:
 
 
 def _device_rows(c: Comparison) -> list[list[str]]:
+    """A row per device: its step (of generations, its last decode step: the memory and fits
+    columns are the generation table's, ``_generation_rows``)."""
+    held = not c.generating
     rows = [["hardware", "dtype", "ridge", "step time", "speedup", "predicted", "pred. speedup",
-             "memory-bound time", "memory", "fits"]]
+             "memory-bound time", *(["memory", "fits"] if held else [])]]
     for r in c.reports:
         t = r.totals
         rows.append([r.hardware.name, r.dtype, f"{r.ridge:.1f}", seconds(t["time_s"]),
                      times(c.speedup(r)), predicted_cell(c, r),
                      speedup_text(c.predicted_speedup(r)),
-                     f"{t['memory_bound_time_fraction']:.0%}", memory_cell(r), fits_cell(c, r)])
+                     f"{t['memory_bound_time_fraction']:.0%}",
+                     *([memory_cell(r), fits_cell(c, r)] if held else [])])
     return rows
+
+
+def _generation_rows(c: Comparison) -> list[list[str]]:
+    """A row per device's whole generation: TTFT, TPOT, latency, tokens/s, its speedup over the
+    baseline's; predicted where any device predicts beyond its roofline (``= roof`` where
+    that device does not); its memory at the generation's peak, and whether it fits. Empty
+    where the comparison is not of generations."""
+    if not c.generating:
+        return []
+    predicted = any(c.predicts(r) for r in c.reports)
+    rows = [["hardware", "dtype", *generations.columns(False), "speedup",
+             *(["pred. tokens/s", "pred. speedup"] if predicted else []), "memory", "fits"]]
+    for r in c.reports:
+        g = r.generation
+        assert g is not None
+        rows.append([r.hardware.name, r.dtype, *generations.cells(g, False),
+                     speedup_text(c.generation_speedup(r)),
+                     *([si(g.predicted_tokens_per_s, "") if c.predicts(r) else "= roof",
+                        speedup_text(c.generation_speedup(r, True))] if predicted else []),
+                     memory_cell(r), fits_cell(c, r)])
+    return rows
+
+
+def _generation_table(c: Comparison, markdown_rows: bool = False) -> list[str]:
+    """The generation table (``_generation_rows``) and the caption of the step table after
+    it, as text or Markdown; nothing for a comparison of steps."""
+    rows = _generation_rows(c)
+    if not rows:
+        return []
+    left = {0, 1}
+    table = markdown(*_split(rows), left) if markdown_rows else aligned(*_split(rows), left)
+    step = f"{generations.step_shown(c.baseline)}:"
+    step = step[0].upper() + step[1:]
+    # Markdown: a blank line before the step table, which may not interrupt a paragraph
+    return [*table, "", markdown_text(step), ""] if markdown_rows else [*table, "", step]
 
 
 def memory_cell(report: Report) -> str:
@@ -411,7 +552,8 @@ def comparison_table(c: Comparison, width: int | None = None) -> str:
     (m / c: memory- or compute-bound), why, and the verdict; the GEMM table's layer names cut
     to fit ``width`` characters where it is given (``report.View.width``)."""
     fit = None if width is None else Fit(width, LAYER_COLUMN)
-    out = [*_compare_header(c), "", *aligned(*_split(_device_rows(c)), {0, 1}), "",
+    out = [*_compare_header(c), "", *_generation_table(c),
+           *aligned(*_split(_device_rows(c)), {0, 1}), "",
            *aligned(*_split(_gemm_rows(c)), {0, 1, 2}, fit),
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
            *_hidden_note(c), "",
@@ -423,6 +565,7 @@ def comparison_markdown(c: Comparison) -> str:
     """``comparison_table`` as Markdown: its tables as Markdown's, its sentences escaped
     (``table.markdown_text``), the why nested as in the text and the verdict in bold."""
     out = ["  \n".join(map(markdown_text, _compare_header(c))), "",
+           *_generation_table(c, markdown_rows=True),
            *markdown(*_split(_device_rows(c)), {0, 1}), "",
            *markdown(*_split(_gemm_rows(c)), {0, 1, 2}), "",
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
@@ -436,11 +579,13 @@ def comparison_markdown(c: Comparison) -> str:
 def comparison_csv(c: Comparison) -> str:
     """One row per (GEMM, device): raw seconds, speedup over the baseline, bound, why; then the
     GEMM's shape and its predicted time (the JSON's ``gemms`` fields; after ``why`` so that the
-    first nine columns keep their places)."""
+    first nine columns keep their places); then, of generations, the device's whole
+    generation (``generations.CSV_FIELDS``)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["name", "layer", "pass", "hardware", "dtype", "time_s", "speedup", "bound",
-                     "why", "m", "n", "k", "batch_count", "predicted_time_s"])
+                     "why", "m", "n", "k", "batch_count", "predicted_time_s",
+                     *generations.csv_fields(c.generating)])
     whys = [why_texts(c, r) if r is not c.baseline else None for r in c.reports]
     for i, base in enumerate(c.baseline.results):
         for r, texts in zip(c.reports, whys):
@@ -449,7 +594,8 @@ def comparison_csv(c: Comparison) -> str:
             gemm = base.gemm
             writer.writerow([gemm.name, gemm.layer, gemm.pass_, r.hardware.name,
                              r.dtype, other.time_s, base.time_s / other.time_s, other.bound, why,
-                             gemm.m, gemm.n, gemm.k, gemm.batch_count, other.predicted_time_s])
+                             gemm.m, gemm.n, gemm.k, gemm.batch_count, other.predicted_time_s,
+                             *generations.csv_values(r)])
     return buffer.getvalue()
 
 
@@ -467,10 +613,13 @@ COMPARE_FORMATS = {"table": comparison_table, "markdown": comparison_markdown,
 
 # --------------------------------------------------------------------------------------- sweep
 
-def fit_text(max_batch: int | None, seq: int | None) -> str | None:
-    """The largest batch that fits in memory, in words (None: no capacity stated)."""
+def fit_text(max_batch: int | None, seq: int | None, generation: bool = False) -> str | None:
+    """The largest batch that fits in memory (with ``generation``, whose whole generation
+    does: ``report.whole_generation_text``), in words (None: no capacity stated)."""
     if max_batch is None:
         return None
+    if generation:
+        return whole_generation_text(max_batch)
     at = f" at seq {seq}" if seq is not None else ""
     return (f"batch <= {max_batch} fits in memory{at}" if max_batch else
             f"no batch fits in memory{at}")
@@ -487,18 +636,23 @@ def seq_fit_text(max_seq: int | None, batch: int | None, context: bool = False) 
             f"no seq fits in memory at batch {batch}")
 
 
-def no_fit_label(limit: int, axis: str = "batch", context: bool = False) -> str:
-    """A sweep chart's label for the batches (or seqs) whose step does not fit in memory, or
-    (``context``) the seqs past the model's context, the memory limit lying beyond it; where
-    none fits (``limit`` 0), it says so (not ``batch > 0``, as if batch 0 did)."""
+def no_fit_label(limit: int, axis: str = "batch", context: bool = False,
+                 generation: bool = False) -> str:
+    """A sweep chart's label for the batches (or seqs) whose step (with ``generation``, whose
+    whole generation) does not fit in memory, or (``context``) the seqs past the model's
+    context, the memory limit lying beyond it; where none fits (``limit`` 0), it says so (not
+    ``batch > 0``, as if batch 0 did)."""
     if context:
         return f"past the model's context (seq > {limit})"
+    what = "the generation does not fit" if generation else "does not fit"
     if not limit:
-        return f"does not fit in memory (no {axis} fits)"
-    return f"does not fit in memory ({axis} > {limit})"
+        return f"{what} in memory (no {axis} fits)"
+    return f"{what} in memory ({axis} > {limit})"
 
 
 def sweep_header(s: Sweep) -> list[str]:
+    if s.generating:
+        return _generation_header(s)
     first = s.reports[0]
     net = first.network
     what = {"batch": "batch sweep", "seq": f"seq sweep at batch {net.batch}"}[s.axis]
@@ -538,6 +692,32 @@ def sweep_header(s: Sweep) -> list[str]:
     return lines + [f"warning: {text}" for text in sweep_warnings(s)]
 
 
+def _generation_header(s: Sweep) -> list[str]:
+    """``sweep_header`` of generations: what each column is, which step the step columns
+    are, and the batch the whole generation fits."""
+    first = s.reports[0]
+    net, g = first.network, first.generation
+    assert g is not None
+    lines = [f"{net.name} on {s.hardware.name}: {first.dtype}, {net.mode}, a whole generation "
+             f"at each batch (batch sweep)",
+             f"precision: {precision_text(net)}", ridge_text(first), generations.terms_line(g),
+             f"memory-bound time (its share in memory-bound GEMMs and ops), the compute-bound "
+             f"batches and the step's verdict: {generations.step_shown(first)}",
+             basis_sentence(s.hardware) + (" (the predicted columns: GEMMs and ops)"
+                                           if predicts(s.hardware) else
+                                           " (so no predicted columns)")]
+    if first.quantization:
+        lines.append(quantization_line(False, [s.hardware]))
+    memory = first.memory
+    if memory is not None and memory.capacity_bytes is not None and s.max_batch is not None:
+        marked = ("every row is marked 'does not fit'" if s.max_batch == 0 else
+                  "larger batches are marked 'does not fit'")
+        lines.append(f"memory{peak_text(first)}: {fit_text(s.max_batch, None, True)} "
+                     f"({capacity_text(si(memory.capacity_bytes, 'B'), memory.capacity_basis)})"
+                     f"; {marked}")
+    return lines + [f"warning: {text}" for text in sweep_warnings(s)]
+
+
 def sweep_warnings(s: Sweep) -> tuple[str, ...]:
     """sweep's warnings: the model's, but its seq past the context, which a note names with
     every swept seq past it, and its device entry's (``advice.whatif_warnings``)."""
@@ -568,6 +748,8 @@ def memory_bound_gemms(r: Report) -> str:
 
 
 def _sweep_rows(s: Sweep) -> list[list[str]]:
+    if s.generating:
+        return _generation_sweep_rows(s)
     with_seq = len(s.seqs) > 1
     rows = [["batch", *(["seq"] if with_seq else []), "step time", "samples/s", "predicted",
              "pred. samples/s", "memory", "memory-bound time", "memory-bound GEMMs"]]
@@ -581,8 +763,29 @@ def _sweep_rows(s: Sweep) -> list[list[str]]:
     return rows
 
 
+def _generation_sweep_rows(s: Sweep) -> list[list[str]]:
+    """A row per batch's whole generation (``generations.cells``; predicted where the entry
+    predicts beyond its roofline), its memory at its peak and the last step's memory-bound
+    share."""
+    predicted = predicts(s.hardware)
+    rows = [["batch", *generations.columns(predicted), "memory", "memory-bound time"]]
+    for r in s.reports:
+        assert r.generation is not None
+        rows.append([str(r.network.batch), *generations.cells(r.generation, predicted),
+                     _memory_cell(r), f"{r.totals['memory_bound_time_fraction']:.0%}"])
+    return rows
+
+
+def predicts(hardware: HardwareSpec) -> bool:
+    """Whether an entry predicts beyond its roofline (a ``fitted`` or ``calibrated`` basis;
+    a datasheet entry's predicted time is its roofline's)."""
+    return basis_of(hardware) != "datasheet"
+
+
 def _left(s: Sweep) -> set[int]:
     """The left-aligned columns of the sweep table (memory, memory-bound GEMMs)."""
+    if s.generating:
+        return {len(generations.columns(predicts(s.hardware))) + 1}
     shift = 1 if len(s.seqs) > 1 else 0
     return {5 + shift, 7 + shift}
 
@@ -614,6 +817,10 @@ def transition_lines(s: Sweep) -> list[str]:
         for seq, transitions in s.transitions_by_seq().items():
             lines += [f"compute-bound from (closed form, any batch) at seq {seq}:",
                       *_grouped(transitions, "batch", limits[seq])]
+    elif s.generating:
+        shown = generations.step_shown(s.reports[0], brackets=False)
+        lines += [f"compute-bound from (closed form, any batch), {shown}:",
+                  *_grouped(s.transitions(), "batch", s.max_batch)]
     elif s.axis == "batch":
         lines += ["compute-bound from (closed form, any batch)"
                   + (f" at seq {first.seq}:" if first.seq is not None else ":"),
@@ -628,7 +835,10 @@ def transition_lines(s: Sweep) -> list[str]:
     # above are each GEMM's own, and a step with ops may never follow them
     head = s.reports[0]
     at = f" (at seq {head.network.seq})" if s.axis == "seq" or s.grid else ""
-    return lines + [step_line(head) + at]
+    line = step_line(head) + at
+    if s.generating:  # "step (the last decode step, KV cache 2559 tokens): ..."
+        line = f"step ({generations.step_shown(head, brackets=False)}):{line[len('step:'):]}"
+    return lines + [line]
 
 
 def sweep_table(s: Sweep) -> str:
@@ -651,13 +861,16 @@ def sweep_markdown(s: Sweep) -> str:
 
 def sweep_csv(s: Sweep) -> str:
     """One row per (batch, seq, GEMM), raw numbers; the step's totals repeated on each row;
-    ``seq`` and ``compute_bound_from_seq`` at the end (empty without a sequence)."""
+    ``seq`` and ``compute_bound_from_seq`` at the end (empty without a sequence); then, of
+    generations, the point's whole generation (``generations.CSV_FIELDS``), its step the
+    last decode step."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["batch", "name", "intensity", "bound", "time_s", "step_time_s",
                      "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
                      "memory_bytes", "fits", "seq", "compute_bound_from_seq",
-                     "predicted_time_s", "predicted_step_time_s"])
+                     "predicted_time_s", "predicted_step_time_s",
+                     *generations.csv_fields(s.generating)])
     # a row's batch crossings are at its own seq (a seq sweep's too, not only a grid's)
     by_seq = s.transitions_by_seq() if len(s.seqs) > 1 else None
     seq_transitions = s.seq_transitions() or {}
@@ -676,7 +889,7 @@ def sweep_csv(s: Sweep) -> str:
                              "" if r.network.seq is None else r.network.seq,
                              "" if seq_transitions.get(name) is None
                              else seq_transitions[name], x.predicted_time_s,
-                             t["predicted_time_s"]])
+                             t["predicted_time_s"], *generations.csv_values(r)])
     return buffer.getvalue()
 
 

@@ -38,14 +38,14 @@ def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
     unless the times span more than ``COMPARISON_LOG_SPAN``; many devices stay readable (one
     row each). Returns the Axes."""
     reports = list(comparison.reports)
-    ax = ax if ax is not None else _bar_axes(len(reports))
+    ax = ax if ax is not None else bar_axes(len(reports))
     names = [r.hardware.name for r in reports]
     rows = list(range(len(reports)))[::-1]  # the baseline on top
     times = [r.totals["time_s"] for r in reports]
     predicted = [r.totals["predicted_time_s"] if comparison.predicts(r) else None
                  for r in reports]
     longest = max([*times, *(p for p in predicted if p is not None)])
-    scale, unit = _time_unit(longest)
+    scale, unit = time_unit(longest)
     fractions = [r.totals["memory_bound_time_fraction"] for r in reports]
     wide = max(times) / min(times) > COMPARISON_LOG_SPAN
     if wide:
@@ -77,7 +77,7 @@ def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
     return ax
 
 
-def _bar_axes(count: int) -> Axes:
+def bar_axes(count: int) -> Axes:
     """An Axes on a new RooflineFigure sized for ``count`` bars: 2 in plus 0.5 in a bar tall,
     room on the left for the device names and below for the legend."""
     height_in = 2.0 + 0.5 * count
@@ -144,7 +144,7 @@ def _bar_labels(ax: Axes, comparison: Comparison, rows: list[int], scale: float,
                 linespacing=1.3, gid=f"bar-label:{report.hardware.name}")
 
 
-def _time_unit(seconds_max: float) -> tuple[float, str]:
+def time_unit(seconds_max: float) -> tuple[float, str]:
     """The scale (seconds per unit) and unit the axis is written in: the largest of s, ms and
     us that ``seconds_max`` reaches, else ns."""
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):

@@ -67,9 +67,13 @@ def label_log_axis(axis: Axis, text: Callable[[float], str]) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def legend_below(ax: Axes) -> None:
-    """The legend in columns under the x-axis label, as wide as the Axes at most."""
+def legend_below(ax: Axes, *others: Axes) -> None:
+    """The legend in columns under the x-axis label, as wide as the Axes at most; with
+    ``others`` (a twin Axes sharing its x axis), their entries too."""
     handles, names = ax.get_legend_handles_labels()
+    for other in others:
+        more, more_names = other.get_legend_handles_labels()
+        handles, names = [*handles, *more], [*names, *more_names]
     first: dict[str, Artist] = {}  # one per name: the devices' predicted-time points share one
     for handle, name in zip(handles, names):
         first.setdefault(name, handle)

@@ -58,12 +58,12 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
         ax.plot(batches, ys, marker="s", ms=4, color=("#555555", "#999999")[index % 2],
                 ls=(":", "-.")[index % 2], label=label, gid=f"sweep-op:{label}")
     values = [y for _, ys in series for y in ys] + [y for _, ys in ops for y in ys]
-    _mark_no_fit(ax, items, batches, axis)
+    mark_no_fit(ax, items, batches, axis)
     _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)), axis)
     return ax
 
 
-def _mark_no_fit(ax: Axes, items: list[Report], batches: list[int], axis: str) -> None:
+def mark_no_fit(ax: Axes, items: list[Report], batches: list[int], axis: str) -> None:
     """Shade the batches (or seqs) whose step does not fit in the device's memory (they stay
     drawn): ``output.fit_bands``, as the HTML page shades them."""
     from ..output.fit_bands import no_fit_bands
@@ -78,8 +78,6 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
                  span: tuple[float, float], axis: str = "batch") -> None:
     """The limit line (ridge or peak), log axes (batch in powers of 2, each batch a tick), axis
     names, the title (the step and precision in output/'s words) and the legend."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-
     from ..output.report import precision_text, step_text
 
     roof = main_roof(report)
@@ -88,16 +86,9 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
                          f"peak {roof.peak_tflops:g} {rate_unit(report.dtype)}"))
     ax.axhline(level, color="#222222", ls="--", lw=1.2, gid=f"sweep-{metric}-limit",
                label=f"{what} ({report.dtype})")
-    ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_ylim(min(span[0], level) / 1.5, max(span[1], level) * 1.5)
-    ax.xaxis.set_major_locator(FixedLocator(batches))
-    ax.xaxis.set_minor_locator(NullLocator())
-    # each tick a swept batch or seq, whole (1048576, not 1.04858e+06), labelled where its
-    # label clears its neighbours'
-    shown = _labelled_ticks(ax, batches)
-    ax.xaxis.set_major_formatter(FuncFormatter(
-        lambda value, _pos: f"{value:.0f}" if value in shown else ""))
+    swept_axis(ax, batches)
     label_log_axis(ax.yaxis, three_digits)
     ax.set_xlabel("batch size" if axis == "batch" else "sequence length (tokens)")
     ax.set_ylabel("arithmetic intensity (FLOP/byte)" if metric == "intensity"
@@ -111,11 +102,24 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     legend_below(ax)
 
 
+def swept_axis(ax: Axes, values: list[int]) -> None:
+    """The swept x axis: log in powers of 2, each swept value a tick, whole (1048576, not
+    1.04858e+06), labelled where its label clears its neighbours' (``labelled_ticks``)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(values))
+    ax.xaxis.set_minor_locator(NullLocator())
+    shown = labelled_ticks(ax, values)
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda value, _pos: f"{value:.0f}" if value in shown else ""))
+
+
 #: The room a tick label keeps clear on each side, in ems.
 TICK_GAP_EM = 0.3
 
 
-def _labelled_ticks(ax: Axes, values: list[int]) -> set[int]:
+def labelled_ticks(ax: Axes, values: list[int]) -> set[int]:
     """The swept values whose tick gets its label: each whose label clears the last one
     labelled, from the smallest; the largest always, the ones before it that it would touch
     given up (a seq sweep 1..2^20 has 21 ticks, and from 8192 on their labels ran into each

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...analysis.predict import basis_of
 from ...units import nice_above, nice_below, rate_unit, seconds, si, times
+from .. import generations
 from ..fit_bands import no_fit_bands
 from ..report import (
     compact_names,
@@ -27,6 +28,7 @@ from ..whatif import (
     memory_bound_gemms,
     memory_cell,
     predicted_cell,
+    predicts,
     slow_kernel_lines,
     speedup_text,
     sweep_header,
@@ -59,9 +61,12 @@ if TYPE_CHECKING:
 # ------------------------------------------------------------------------------------- compare
 
 def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
-    net = c.baseline.network
+    net, g = c.baseline.network, c.baseline.generation
     pairs = [("model", net.name), ("step", step_text(net)), ("precision", precision_text(net)),
              ("baseline", c.baseline.hardware.name)]
+    if g is not None:
+        pairs[1:2] = [("generation", generations.terms_line(g).partition(": ")[2]),
+                      ("step and GEMM tables", generations.step_shown(c.baseline))]
     if c.baseline.quantization:
         pairs.append(("quantization", quantization_line(False, [r.hardware for r in c.reports])))
     if left := optimizer_states_text(net):
@@ -71,10 +76,11 @@ def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
 
 
 def _device_table(c: Comparison) -> str:
+    held = not c.generating  # a generation's memory and fits are its own table's
     header = (("hardware", True), ("dtype", True), ("ridge FLOP/B", False),
               ("step time", False), ("speedup", False), ("predicted", False),
-              ("predicted speedup", False), ("memory-bound time", False), ("memory", False),
-              ("fits", True))
+              ("predicted speedup", False), ("memory-bound time", False),
+              *((("memory", False), ("fits", True)) if held else ()))
     rows = []
     for r in c.reports:
         t, memory = r.totals, r.memory
@@ -85,9 +91,42 @@ def _device_table(c: Comparison) -> str:
                           Cell(speedup_text(c.predicted_speedup(r)), c.predicted_speedup(r)),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
                                t["memory_bound_time_fraction"]),
-                          Cell(memory_cell(r), memory.total_bytes if memory else None),
-                          text(fits_cell(c, r))]))
+                          *([Cell(memory_cell(r), memory.total_bytes if memory else None),
+                             text(fits_cell(c, r))] if held else [])]))
     return table(header, rows)
+
+
+def _generation_table(c: Comparison) -> str:
+    """Of generations, a row per device's whole generation (``output.whatif``'s generation
+    table: ``generations.cells``), its tokens/s over the baseline's, its memory at the
+    generation's peak and whether it fits; nothing for a comparison of steps."""
+    if not c.generating:
+        return ""
+    predicted = any(c.predicts(r) for r in c.reports)
+    header = [("hardware", True), ("dtype", True),
+              *((name, False) for name in generations.columns(False)), ("speedup", False),
+              *((("predicted tokens/s", False), ("predicted speedup", False)) if predicted
+                else ()), ("memory", False), ("fits", True)]
+    rows = []
+    for r in c.reports:
+        g, memory = r.generation, r.memory
+        assert g is not None
+        speedup, guess = c.generation_speedup(r), c.generation_speedup(r, True)
+        cells = [name_cell(r.hardware.name), text(r.dtype),
+                 *(Cell(shown, value) for shown, value in
+                   zip(generations.cells(g, False), generations.values(g, False))),
+                 Cell(speedup_text(speedup), speedup)]
+        if predicted:
+            rate = g.predicted_tokens_per_s if c.predicts(r) else None
+            cells += [Cell(si(rate, "") if rate is not None else "= roof", rate),
+                      Cell(speedup_text(guess), guess)]
+        cells += [Cell(memory_cell(r), memory.total_bytes if memory else None),
+                  text(fits_cell(c, r))]
+        rows.append(("", cells))
+    step = generations.step_shown(c.baseline)
+    return (table(header, rows, caption="the whole generation on each device; its memory at "
+                                        "the generation's peak")
+            + f"<p class=muted>The table below: {escape(step)}.</p>")
 
 
 def _bars(c: Comparison) -> str:
@@ -100,7 +139,10 @@ def _bars(c: Comparison) -> str:
         bars.append(svg.Bar(r.hardware.name, memory, t["time_s"] - memory,
                             f"{seconds(t['time_s'])} ({speed}){short}"))
     chart = svg.bar_chart(bars, "step time by device")
-    return (f"<figure>{chart}<figcaption>Step time by device, {STEP_ROOF_TEXT}: the hatched "
+    which = (f" ({generations.step_shown(c.baseline, brackets=False)})" if c.generating
+             else "")
+    return (f"<figure>{chart}<figcaption>Step time by device{escape(which)}, "
+            f"{STEP_ROOF_TEXT}: the hatched "
             "part is memory-bound (GEMMs and ops), the solid part compute-bound."
             "</figcaption></figure>")
 
@@ -177,19 +219,31 @@ def _comparison_body(c: Comparison, prefix: str) -> tuple[str, str]:
     """The page's title and its content (ids start with ``prefix``)."""
     names = " vs ".join(r.hardware.name for r in c.reports)
     title = f"{c.baseline.network.name}: {names}"
-    fastest = c.fastest
     body = (f"<h1>{escape(title)}</h1>{facts(_compare_facts(c))}"
-            f'<p class="verdict">{escape(verdict_text(c))}</p>'
-            + figures([("fastest", fastest.hardware.name),
-                       ("its step time", seconds(fastest.totals["time_s"])),
-                       ("speedup over the baseline", times(c.speedup(fastest)))])
-            + f"<h2>Devices</h2>{_device_table(c)}{_bars(c)}"
+            f'<p class="verdict">{escape(verdict_text(c))}</p>' + figures(_compare_figures(c))
+            + f"<h2>Devices</h2>{_generation_table(c)}{_device_table(c)}{_bars(c)}"
             + f"<h2>Why</h2>{_why(c)}"
             + f"<h2>Roofline per device</h2>{_compare_charts(c, prefix)}"
             + f"<h2>GEMMs</h2>{_gemm_table(c, prefix)}"
             + "<h2>Sources</h2>" + "".join(f"<h3>{escape(r.hardware.name)}</h3>"
                                            f"{hardware_sources(r.hardware)}" for r in c.reports))
     return title, body
+
+
+def _compare_figures(c: Comparison) -> list[tuple[str, str]]:
+    """The page's summary figures: the fastest device, its step time (of generations, its
+    tokens/s) and its speedup over the baseline."""
+    if not c.generating:
+        fastest = c.fastest
+        return [("fastest", fastest.hardware.name),
+                ("its step time", seconds(fastest.totals["time_s"])),
+                ("speedup over the baseline", times(c.speedup(fastest)))]
+    fastest = min(c.reports, key=c.latency)
+    g = fastest.generation
+    assert g is not None
+    return [("fastest over the whole generation", fastest.hardware.name),
+            ("its output tokens a second", si(g.tokens_per_s, "")),
+            ("its tokens/s over the baseline's", speedup_text(c.generation_speedup(fastest)))]
 
 
 def comparison_page(c: Comparison, command: str | None = None) -> str:
@@ -221,6 +275,8 @@ def _sweep_charts(s: Sweep) -> str:
     marks = [svg.Mark(b, f"{compact_names(names, 3)} \u2192 compute")
              for b, names in sorted(groups.items(), key=lambda i: (i[0] is None, i[0] or 0))
              if b is not None and x_range[0] <= b <= x_range[1]]
+    if s.generating:
+        return _generation_charts(s, marks)
     rate = [(s.x(r), r.batch / r.totals["time_s"], _tip(r)) for r in reports]
     share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(r)) for r in reports]
     basis = basis_of(s.hardware)
@@ -253,6 +309,60 @@ def _sweep_charts(s: Sweep) -> str:
             f"</figcaption></figure></div><p class=muted>{escape(caption)}</p>")
 
 
+def _generation_charts(s: Sweep, marks: list[svg.Mark]) -> str:
+    """Of generations: output tokens/s and the time per output token (the time to first token
+    where one token is generated) by batch, the roofline's and, where the entry predicts
+    beyond it, the predicted; the batches whose whole generation does not fit shaded; the
+    batches at which the last decode step's GEMMs turn compute-bound marked."""
+    reports = [r for r in s.reports if r.generation is not None]
+    gens = [r.generation for r in s.reports if r.generation is not None]
+    xs = [r.batch for r in reports]
+    x_range = (nice_below(min(xs) / 1.5), nice_above(max(xs) * 1.5))
+    basis = basis_of(s.hardware)
+    what = generations.wait_text(gens[0])
+    rates, waits = [], []
+    for guess in (False, True)[:1 + predicts(s.hardware)]:
+        name = f"predicted ({basis})" if guess else "roofline"
+        rates.append(svg.Curve([(r.batch, g.predicted_tokens_per_s if guess else g.tokens_per_s,
+                                 _generation_tip(r, guess)) for r, g in zip(reports, gens)],
+                               predicted=guess, name=name))
+        waits.append(svg.Curve([(r.batch, g.wait_s(guess), _generation_tip(r, guess))
+                                for r, g in zip(reports, gens)], predicted=guess, name=name))
+    bands = no_fit_bands(reports, xs, "batch")  # as the PNG shades them
+
+    def chart(curves: list[svg.Curve], title: str, label: str) -> str:
+        ys = [y for curve in curves for _, y, _ in curve.points]
+        return svg.line_chart(curves, x_range, (nice_below(min(ys) / 1.5),
+                                                nice_above(max(ys) * 1.5)),
+                              ("batch", title), label, marks=marks, bands=bands)
+
+    step = generations.step_shown(s.reports[0], brackets=False)
+    caption = (f"Dashed lines: the batch at which GEMMs turn compute-bound (closed form), "
+               f"{step}." if marks else "")
+    drawn = ("Roofline: an upper bound on tokens/s, a lower bound on times; predicted on the "
+             f"entry's {basis} basis." if len(rates) > 1 else
+             "At the roofline: an upper bound on tokens/s, a lower bound on times; a datasheet "
+             "entry predicts nothing beyond it.")
+    return (f'<div class="charts"><figure>'
+            f'{chart(rates, "output tokens/s", "output tokens per second by batch")}'
+            f"<figcaption>Output tokens a second on the device, the whole generation. "
+            f"{escape(drawn)}</figcaption></figure><figure>"
+            f"{chart(waits, what, f'{what} by batch')}<figcaption>{escape(what.capitalize())}: "
+            f"what each sequence waits.</figcaption></figure></div>"
+            + (f"<p class=muted>{escape(caption)}</p>" if caption else ""))
+
+
+def _generation_tip(r: Report, predicted: bool) -> str:
+    """A generation point's tooltip: its batch, TTFT, TPOT, latency and tokens/s (roofline or
+    ``predicted``)."""
+    g = r.generation
+    assert g is not None
+    pairs = [f"{name.removeprefix('pred. ')} {cell}" for name, cell in
+             zip(generations.columns(True), generations.cells(g, True))
+             if name.startswith("pred.") == predicted]
+    return f"batch {r.batch}, {'predicted' if predicted else 'roofline'}\n" + ", ".join(pairs)
+
+
 def _tip(r: Report, predicted: bool = False) -> str:
     """A sweep point's tooltip: its batch (and seq), its step time and samples/s (the
     roofline's, or the ``predicted``), its memory-bound share."""
@@ -265,6 +375,8 @@ def _tip(r: Report, predicted: bool = False) -> str:
 
 
 def _sweep_table(s: Sweep) -> str:
+    if s.generating:
+        return _generation_sweep_table(s)
     with_seq = len(s.seqs) > 1
     header = (("batch", False), *((("seq", False),) if with_seq else ()), ("step time", False),
               ("samples/s", False), ("predicted", False), ("predicted samples/s", False),
@@ -286,6 +398,28 @@ def _sweep_table(s: Sweep) -> str:
                                held.total_bytes),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
                                t["memory_bound_time_fraction"]), text(memory_bound_gemms(r))]))
+    return table(header, rows)
+
+
+def _generation_sweep_table(s: Sweep) -> str:
+    """A row per batch's whole generation (``generations.cells``), its memory at its peak and
+    the last decode step's memory-bound share."""
+    predicted = predicts(s.hardware)
+    header = (("batch", False), *((name, False) for name in generations.columns(predicted)),
+              ("memory", False), ("memory-bound time, last step", False))
+    rows = []
+    for r in s.reports:
+        g, held, share = r.generation, r.memory, r.totals["memory_bound_time_fraction"]
+        assert g is not None
+        rows.append(("", [Cell(str(r.batch)),
+                          *(Cell(shown, value) for shown, value in
+                            zip(generations.cells(g, predicted),
+                                generations.values(g, predicted))),
+                          Cell("", None) if held is None else
+                          Cell(si(held.total_bytes, "B")
+                               + (": does not fit" if held.fits is False else ""),
+                               held.total_bytes),
+                          Cell(f"{share:.0%}", share)]))
     return table(header, rows)
 
 
@@ -311,7 +445,8 @@ def _transitions_html(s: Sweep) -> str:
 def _sweep_body(s: Sweep) -> tuple[str, str]:
     """The page's title and its content."""
     first = s.reports[0]
-    what = "batch x seq grid" if s.grid else f"{s.axis} sweep"
+    what = ("batch x seq grid" if s.grid else "a whole generation at each batch"
+            if s.generating else f"{s.axis} sweep")
     title = f"{first.network.name} on {s.hardware.name}: {what}"
     pairs = [("model", first.network.name), ("device", s.hardware.name),
              ("dtype", first.dtype), ("mode", first.network.mode),
@@ -320,11 +455,15 @@ def _sweep_body(s: Sweep) -> tuple[str, str]:
              ("batches", ", ".join(map(str, s.batches)))]
     if s.seqs:
         pairs.append(("seqs" if len(s.seqs) > 1 else "seq", ", ".join(map(str, s.seqs))))
+    g = first.generation
+    if g is not None:
+        pairs.append(("generation", f"prompt {g.prompt} + {g.generate} tokens a sequence"))
     if first.quantization:
         pairs.append(("quantization", quantization_line(False, [s.hardware])))
     notes = "".join(f"<p>{escape(line)}</p>" for line in sweep_header(s)
                     if line.startswith(("step time", "memory:", "note:", "predicted:",
-                                        "warning:")))
+                                        "warning:", "generation:", "memory-bound time",
+                                        "memory at")))
     body = (f"<h1>{escape(title)}</h1>{facts(pairs)}{notes}<h2>Throughput and bound</h2>"
             f"{_sweep_charts(s)}<h2>Steps</h2>{_sweep_table(s)}"
             f"<h2>Compute-bound from</h2>{_transitions_html(s)}"
