@@ -14,7 +14,7 @@ MLP = "examples/mlp-1024-4096-1000.yaml"
 
 
 def test_the_caps_are_the_stated_ones():
-    assert (MAX_SWEEP_GRID, MAX_SWEEP_ITEMS) == (10_000, 250_000)
+    assert (MAX_SWEEP_GRID, MAX_SWEEP_ITEMS) == (10_000, 1_000_000)
 
 
 def test_a_sweep_never_searches_the_nearest_better_shape(monkeypatch):
@@ -44,18 +44,19 @@ def test_more_points_than_the_cap_are_refused_before_any_analysis(monkeypatch):
 
 
 def test_a_model_with_many_gemms_is_capped_by_the_analyses(tmp_path, monkeypatch):
-    # 100 linear layers trained: 3 x 100 - 1 = 299 GEMMs, no ops; 837 batches x 299 =
-    # 250,263 analyses > 250,000 (836 x 299 = 249,964 would pass); refused after the first
+    # 100 linear layers trained: 3 x 100 - 1 = 299 GEMMs, no ops; 3,345 batches x 299 =
+    # 1,000,155 analyses > 1,000,000 (3,344 x 299 = 999,856 would pass); refused after the
+    # first
     model = tmp_path / "deep.yaml"
     model.write_text("batch: 8\ndtype: fp16\nmode: train\nmlp: [" + ", ".join(["64"] * 101)
                      + "]\n")
     calls = []
     real = whatif.analyze
     monkeypatch.setattr(whatif, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
-    with pytest.raises(InputError, match=r"837 points of 299 GEMMs and ops each are 250,263 "
-                                         r"analyses, more than the 250,000 a sweep does \(about "
-                                         r"836 points of this model\)"):
-        sweep(model, "a100", list(range(1, 838)))
+    with pytest.raises(InputError, match=r"3,345 points of 299 GEMMs and ops each are "
+                                         r"1,000,155 analyses, more than the 1,000,000 a sweep "
+                                         r"does \(about 3,344 points of this model\)"):
+        sweep(model, "a100", list(range(1, 3346)))
     assert len(calls) == 1
 
 

@@ -53,9 +53,10 @@ GEMM_LAYER = "gemm"
 #: for a small MLP on a 2-core machine (5,000 listed batches: 4 s), so this bounds a sweep to
 #: seconds rather than the minutes a longer list (or a large grid) would take.
 MAX_SWEEP_GRID = 10_000
-#: The most GEMMs and ops (points x those of one step) one sweep analyzes: about 0.04 ms each
-#: on a 2-core machine (Llama-2-7B's 839 a step: about 300 points in 10 s).
-MAX_SWEEP_ITEMS = 250_000
+#: The most GEMMs and ops (points x those of one step) one sweep analyzes: about 0.006 ms each
+#: on a 2-core machine (290 points of Llama-2-7B's 839 a decode step, 243,310 analyses: 1.4 s;
+#: it read 0.04 ms and capped that sweep at 297 points, a generation's at 149), so about 6 s.
+MAX_SWEEP_ITEMS = 1_000_000
 #: How the error messages say what a range gives.
 RANGE_TEXT = "a range a..b (a, the powers of two between, b)"
 
