@@ -214,12 +214,20 @@ def test_a_sweep_says_what_its_times_are_based_on(invoke):
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
     assert "ridge 295.4 FLOP/B = dense peak 989.5 TFLOP/s / 3350 GB/s (datasheet)" in lines
-    roof = next(line for line in lines if line.startswith("step time, samples/s:"))
+    roof = next(line for line in lines if line.startswith("step time, tokens/s:"))
     assert "the pure roofline time, a lower bound from DRAM" in roof
-    assert "samples/s are tokens/s" in roof
+    assert roof.endswith("; a decode step makes one token a sequence")
+    # a prefill's tokens are batch x seq a step: at batch 8, 8 x 1024 = 8,192 over its time
+    # (a sequence a sample read 1/1024 of that as samples/s)
     prefill = invoke("sweep", LLAMA, "--hw", "h100", "--batch", "1,8", "--seq", "1024",
-                     "--mode", "inference", "--dtype", "fp16").output
-    assert "tokens/s" not in prefill
+                     "--mode", "inference", "--dtype", "fp16", "--format", "json").output
+    point = json.loads(prefill)["points"][1]
+    assert point["batch"] == 8 and point["tokens_per_s"] == pytest.approx(
+        8 * 1024 / point["time_s"], rel=1e-12)
+    assert point["samples_per_s"] == pytest.approx(8 / point["time_s"], rel=1e-12)
+    text = invoke("sweep", LLAMA, "--hw", "h100", "--batch", "1,8", "--seq", "1024",
+                  "--mode", "inference", "--dtype", "fp16").output
+    assert "; tokens/s: batch x seq tokens a step" in text and "samples/s" not in text
 
 
 def test_a_gemm_that_crosses_past_the_context_is_not_called_never(invoke):

@@ -537,6 +537,19 @@ class Sweep:
         """Whether both the batch and the sequence length vary."""
         return len(self.seqs) > 1 and len(self.batches) > 1
 
+    @property
+    def unit(self) -> str:
+        """What a point's throughput counts: ``tokens`` for a model with a sequence (a
+        prefill's or a training step's batch x seq, a decode step's one a sequence), else
+        ``samples``."""
+        return "tokens" if self.reports[0].network.seq is not None else "samples"
+
+    def rate(self, report: Report, time_s: float) -> float:
+        """A point's throughput at a step time of ``time_s``: its step's tokens
+        (``Step.tokens``) or samples a second, as ``unit`` says."""
+        per_step = report.network.step().tokens if self.unit == "tokens" else report.batch
+        return per_step / time_s
+
     def x(self, report: Report) -> int:
         """A report's value on the swept axis (its batch, or its seq)."""
         seq = report.network.seq
@@ -648,6 +661,9 @@ class Sweep:
                 "samples_per_s": report.batch / totals["time_s"],
                 "predicted_time_s": totals["predicted_time_s"],
                 "predicted_samples_per_s": report.batch / totals["predicted_time_s"],
+                **({"tokens_per_s": self.rate(report, totals["time_s"]),
+                    "predicted_tokens_per_s": self.rate(report, totals["predicted_time_s"])}
+                   if self.unit == "tokens" else {}),
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                 "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
                 "weights_from_dram": report.residency.from_dram if report.residency else None,

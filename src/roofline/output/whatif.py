@@ -662,10 +662,10 @@ def sweep_header(s: Sweep) -> list[str]:
              + f" ({'batch x seq grid' if s.grid else what})",
              f"precision: {precision_text(net)}",
              ridge_text(first),
-             f"step time, samples/s: {STEP_ROOF_TEXT}; memory-bound time: its share in "
+             f"step time, {s.unit}/s: {STEP_ROOF_TEXT}; memory-bound time: its share in "
              f"memory-bound GEMMs and ops"
-             + ("; a decode step makes one token a sequence: samples/s are tokens/s"
-                if net.seq is not None and net.step_phase == "decode" else ""),
+             + (("; a decode step makes one token a sequence" if net.step_phase == "decode"
+                 else "; tokens/s: batch x seq tokens a step") if s.unit == "tokens" else ""),
              basis_sentence(s.hardware) + " (the predicted column: GEMMs and ops)"]
     if first.quantization:
         lines.append(quantization_line(False, [s.hardware]))
@@ -751,13 +751,13 @@ def _sweep_rows(s: Sweep) -> list[list[str]]:
     if s.generating:
         return _generation_sweep_rows(s)
     with_seq = len(s.seqs) > 1
-    rows = [["batch", *(["seq"] if with_seq else []), "step time", "samples/s", "predicted",
-             "pred. samples/s", "memory", "memory-bound time", "memory-bound GEMMs"]]
+    rows = [["batch", *(["seq"] if with_seq else []), "step time", f"{s.unit}/s", "predicted",
+             f"pred. {s.unit}/s", "memory", "memory-bound time", "memory-bound GEMMs"]]
     for r in s.reports:
         t = r.totals
         rows.append([str(r.network.batch), *([str(r.network.seq)] if with_seq else []),
-                     seconds(t["time_s"]), si(r.batch / t["time_s"], ""),
-                     seconds(t["predicted_time_s"]), si(r.batch / t["predicted_time_s"], ""),
+                     seconds(t["time_s"]), si(s.rate(r, t["time_s"]), ""),
+                     seconds(t["predicted_time_s"]), si(s.rate(r, t["predicted_time_s"]), ""),
                      _memory_cell(r), f"{t['memory_bound_time_fraction']:.0%}",
                      memory_bound_gemms(r)])
     return rows

@@ -277,19 +277,19 @@ def _sweep_charts(s: Sweep) -> str:
              if b is not None and x_range[0] <= b <= x_range[1]]
     if s.generating:
         return _generation_charts(s, marks)
-    rate = [(s.x(r), r.batch / r.totals["time_s"], _tip(r)) for r in reports]
-    share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(r)) for r in reports]
+    rate = [(s.x(r), s.rate(r, r.totals["time_s"]), _tip(s, r)) for r in reports]
+    share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(s, r)) for r in reports]
     basis = basis_of(s.hardware)
     curves = [svg.Curve(rate, name="roofline")]
     if basis != "datasheet":  # a datasheet entry's predicted time is its roofline's
-        curves.append(svg.Curve([(s.x(r), r.batch / r.totals["predicted_time_s"],
-                                  _tip(r, predicted=True)) for r in reports],
+        curves.append(svg.Curve([(s.x(r), s.rate(r, r.totals["predicted_time_s"]),
+                                  _tip(s, r, predicted=True)) for r in reports],
                                 predicted=True, name=f"predicted ({basis})"))
     ys = [y for curve in curves for _, y, _ in curve.points]
     bands = no_fit_bands(reports, xs, axis)  # as the PNG shades them
     throughput = svg.line_chart(curves, x_range, (nice_below(min(ys) / 1.5),
                                                   nice_above(max(ys) * 1.5)),
-                                (axis, "samples/s"), f"samples per second by {axis}",
+                                (axis, f"{s.unit}/s"), f"{s.unit} per second by {axis}",
                                 marks=marks, bands=bands)
     bound = svg.line_chart([svg.Curve(share)], x_range, (0.0, 1.0),
                            (axis, "memory-bound share of time"),
@@ -363,14 +363,15 @@ def _generation_tip(r: Report, predicted: bool) -> str:
     return f"batch {r.batch}, {'predicted' if predicted else 'roofline'}\n" + ", ".join(pairs)
 
 
-def _tip(r: Report, predicted: bool = False) -> str:
-    """A sweep point's tooltip: its batch (and seq), its step time and samples/s (the
-    roofline's, or the ``predicted``), its memory-bound share."""
+def _tip(s: Sweep, r: Report, predicted: bool = False) -> str:
+    """A sweep point's tooltip: its batch (and seq), its step time and throughput (samples/s,
+    or tokens/s with a seq: ``Sweep.rate``; the roofline's, or the ``predicted``), its
+    memory-bound share."""
     t = r.totals
     seq = f", seq {r.network.seq}" if r.network.seq is not None else ""
     time_s = t["predicted_time_s"] if predicted else t["time_s"]
     return (f"batch {r.batch}{seq}\n{'predicted' if predicted else 'roofline'} step "
-            f"{seconds(time_s)}, {si(r.batch / time_s, 'samples/s')}\n"
+            f"{seconds(time_s)}, {si(s.rate(r, time_s), s.unit + '/s')}\n"
             f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound")
 
 
@@ -379,19 +380,19 @@ def _sweep_table(s: Sweep) -> str:
         return _generation_sweep_table(s)
     with_seq = len(s.seqs) > 1
     header = (("batch", False), *((("seq", False),) if with_seq else ()), ("step time", False),
-              ("samples/s", False), ("predicted", False), ("predicted samples/s", False),
+              (f"{s.unit}/s", False), ("predicted", False), (f"predicted {s.unit}/s", False),
               ("memory", False), ("memory-bound time", False), ("memory-bound GEMMs", True))
     rows = []
     for r in s.reports:
         t = r.totals
-        rate, predicted = r.batch / t["time_s"], t["predicted_time_s"]
+        rate, predicted = s.rate(r, t["time_s"]), t["predicted_time_s"]
         held = r.memory
         rows.append(("", [Cell(str(r.batch)),
                           *([Cell(str(r.network.seq))] if with_seq else []),
                           Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(si(rate, ""), rate),
                           Cell(seconds(predicted), predicted),
-                          Cell(si(r.batch / predicted, ""), r.batch / predicted),
+                          Cell(si(s.rate(r, predicted), ""), s.rate(r, predicted)),
                           Cell("", None) if held is None else
                           Cell(si(held.total_bytes, "B")
                                + (": does not fit" if held.fits is False else ""),
