@@ -60,7 +60,6 @@ from ..files.fields import Fields, load_yaml_file, load_yaml_text
 from ..files.numbers import MAX_INT
 from ..units import three_digits
 from .dtypes import (
-    ACCUMULATION_DTYPES,
     ACTIVATION_DTYPES,
     DEFAULT_GROUP_SIZE,
     DTYPES,
@@ -77,28 +76,24 @@ from .dtypes import (
     output_problem,
 )
 from .gemm import Gemm, GemmShape
-from .layers import (
-    Captured,
-    Layer,
-    Step,
-    Transformer,
-    idle_parameters,
-)
+from .layers import Captured, Layer, Step, Transformer, idle_parameters
 from .layers.captured import CapturedOp
-from .layers.transformer import ATTENTION_FORMS
 from .network_layers import _layers
-from .ops import OPTIMIZERS, Op, optimizer_update
+from .network_settings import (
+    INFERENCE_PHASES,
+    LOGITS,
+    MODES,
+    OPTIMIZER_CHOICES,
+    RECOMPUTE,
+    _accumulation,
+    overridden,
+)
+from .ops import Op, optimizer_update
 from .repeats import ItemRun, LayerRun, Layers, Numbered, rebuild
 
-MODES = ("train", "inference")
-INFERENCE_PHASES = ("prefill", "decode")
-OPTIMIZER_CHOICES = ("none", *OPTIMIZERS)
-RECOMPUTE = ("none", "selective", "full")
 _TOP_KEYS = frozenset({"name", "batch", "seq", "dtype", "output_dtype", "grad_accumulation",
                        "mode", "phase", "optimizer", "layers", "mlp", "input", "recompute",
                        "context", "weights", "activations", "kv_cache", "group_size", "logits"})
-LOGITS = ("all", "last")
-NO_ACCUMULATION = "none"
 
 
 @dataclass(frozen=True)
@@ -289,44 +284,13 @@ class Network:
         ``grad_accumulation="none"``
         turns accumulation off; ``attention``, --attention, sets every transformer block's
         attention form: a config.json has none of its own)."""
-        network = self
         dtype = dtype_name(dtype)  # type: ignore[assignment]  # torch.float16, "bfloat16", ...
-        if attention is not None:
-            form = Fields({"attention": attention}, "overrides").choice("attention",
-                                                                        ATTENTION_FORMS)
-            assert isinstance(self.layers, Layers)
-            network = replace(self, layers=self.layers.map(
-                lambda layer: replace(layer, attention=form) if isinstance(layer, Transformer)
-                else layer))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase,
                  "optimizer": optimizer, "recompute": recompute, "weights": weights,
                  "activations": activations, "kv_cache": kv_cache, "group_size": group_size,
                  "logits": logits}
-        changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
-        fields = Fields(changes, "overrides")
-        checks: dict[str, Callable[[str], object]] = {
-                  "batch": fields.positive_int, "seq": fields.positive_int,
-                  "dtype": lambda k: fields.choice(k, DTYPES),
-                  "mode": lambda k: fields.choice(k, MODES),
-                  "phase": lambda k: fields.choice(k, INFERENCE_PHASES),
-                  "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
-                  "optimizer": lambda k: fields.choice(k, OPTIMIZER_CHOICES),
-                  "recompute": lambda k: fields.choice(k, RECOMPUTE),
-                  "weights": lambda k: fields.choice(k, WEIGHT_DTYPES),
-                  "activations": lambda k: fields.choice(k, ACTIVATION_DTYPES),
-                  "kv_cache": lambda k: fields.choice(k, KV_DTYPES),
-                  "group_size": fields.positive_int,
-                  "logits": lambda k: fields.choice(k, LOGITS),
-                  "grad_accumulation": lambda k: _accumulation(fields)}
-        changes = {key: checks[key](key) for key in changes}
-        if network.captured_batch is not None:
-            _check_captured(network, changes, attention)
-        _check_mode_settings(changes, changes.get("mode", network.mode),
-                             changes.get("phase", network.phase), network.source)
-        if changes.get("optimizer", network.optimizer) != network.optimizer:
-            changes["update"] = ()  # another optimizer than the captured one: its own update
-        return replace(network, **changes).check_tokens()
+        return overridden(self, given, attention)
 
     def check_tokens(self) -> Network:
         """This network, or InputError when batch x seq passes ``files.numbers.MAX_INT``.
@@ -736,27 +700,6 @@ def _fields_key(layer: Any) -> tuple[Any, ...] | None:
     return key
 
 
-def _check_captured(network: Network, changes: dict[str, Any], attention: str | None) -> None:
-    """InputError for a setting a captured module's step cannot take after its capture: its
-    mode and attention form (the ops autograd and the module ran are the capture's: another
-    needs a capture in it) and a seq or phase (its inputs' shapes are the step: a
-    transformer layer's settings, which it has none of). The batch is refused where the
-    step is built (``layers.captured``); its dtype, weight format and optimizer are overrides
-    of what it ran."""
-    ran = {"mode": network.mode, "attention": network.captured_attention}
-    asked = {"mode": changes.get("mode"), "attention": attention}
-    for key, value in asked.items():
-        if value is not None and ran[key] is not None and value != ran[key]:
-            raise InputError(network.source, key, f"captured in {key} {ran[key]}; {key} "
-                             f"{value} needs a capture in it (roofline.torch.capture(..., "
-                             f"{key}={value!r}))")
-    for key in ("seq", "phase"):
-        if changes.get(key) not in (None, getattr(network, key)):
-            raise InputError(network.source, key, f"a captured module's step is its example "
-                             f"inputs' shapes: a {key} of {changes[key]} needs a capture with "
-                             f"inputs of that shape")
-
-
 def check_model(model: object) -> None:
     """The ``model`` argument of every library call is a Network, or a path (text or
     ``os.PathLike``: a file, or ``package.module:callable``): the one place it is checked, so
@@ -811,37 +754,6 @@ def _stem(path: str | os.PathLike[str]) -> str:
     return one_line(Path(path).stem)
 
 
-#: Overrides only a step of one mode reads: given for a step of the other, refused (the step
-#: would run without them, unsaid). A training setting's "none" changes nothing and passes.
-INFERENCE_SETTINGS = ("phase", "kv_cache", "logits")
-TRAINING_SETTINGS = ("optimizer", "grad_accumulation", "recompute")
-
-
-def _check_mode_settings(changes: dict[str, Any], mode: str, phase: str, source: str) -> None:
-    """InputError for an override the step's ``mode`` would ignore (``INFERENCE_SETTINGS`` in a
-    training step, ``TRAINING_SETTINGS`` other than none in an inference step), and for
-    ``logits``, a prefill setting, in a decode step: it computes one new token's logits a
-    sequence whatever ``logits`` says."""
-    if mode == "train":
-        given = [key for key in INFERENCE_SETTINGS if key in changes]
-        kind, step, other = "an inference", "trains", "inference"
-    else:
-        given = [key for key in TRAINING_SETTINGS if changes.get(key, "none") != "none"]
-        kind, step, other = "a training", "runs inference", "train"
-    if given:
-        key = given[0]
-        raise InputError(source, key, f"{option(key)} is {kind} setting, but the step {step} "
-                                      f"(mode {mode}): give {option('mode', other)}, or leave "
-                                      f"{option(key)} out")
-    if "logits" in changes and phase == "decode":
-        raise InputError(source, "logits", f"{option('logits')} is a prefill setting (every "
-                                           f"token's logits or each sequence's last), but the "
-                                           f"step decodes ({option('phase', 'decode')}: one "
-                                           f"new token a sequence, its logits alone): give "
-                                           f"{option('phase', 'prefill')}, or leave "
-                                           f"{option('logits')} out")
-
-
 def network_from_yaml(text: str, source: str = "<model>") -> Network:
     """Parse model.yaml text (for notebooks and tests)."""
     return network_from_dict(load_yaml_text(text, source), source, default_name=source)
@@ -872,15 +784,6 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
         group_size=top.positive_int("group_size", None),
         logits=top.choice("logits", LOGITS, None),
     ).check_tokens()
-
-
-def _accumulation(fields: Fields) -> str | None:
-    """``grad_accumulation``: a dtype, or none (absent, null or "none")."""
-    if fields.get("grad_accumulation", None) is None:
-        return None
-    choice = fields.choice("grad_accumulation", (NO_ACCUMULATION,) + ACCUMULATION_DTYPES)
-    return None if choice == NO_ACCUMULATION else choice
-
 
 
 class _CopyNumbers(Sequence[int]):
