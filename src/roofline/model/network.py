@@ -55,10 +55,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..errors import InputError, described, one_line, option
+from ..errors import InputError, described, one_line
 from ..files.fields import Fields, load_yaml_file, load_yaml_text
-from ..files.numbers import MAX_INT
-from ..units import three_digits
 from .dtypes import (
     ACTIVATION_DTYPES,
     DEFAULT_GROUP_SIZE,
@@ -66,18 +64,15 @@ from .dtypes import (
     GROUPED_DTYPES,
     KV_DTYPES,
     OUTPUT_DTYPES,
-    TORCH_DTYPES,
     WEIGHT_DTYPES,
-    bits,
     default_output_dtype,
     dtype_name,
-    is_float,
     itemsize,
-    output_problem,
 )
 from .gemm import Gemm, GemmShape
-from .layers import Captured, Layer, Step, Transformer, idle_parameters
+from .layers import Captured, Layer, Step, idle_parameters
 from .layers.captured import CapturedOp
+from .network_checks import check_step, check_tokens
 from .network_layers import _layers
 from .network_settings import (
     INFERENCE_PHASES,
@@ -293,20 +288,9 @@ class Network:
         return overridden(self, given, attention)
 
     def check_tokens(self) -> Network:
-        """This network, or InputError when batch x seq passes ``files.numbers.MAX_INT``.
-
-        Each is bounded where it is read, but their product is the rows of every per-token
-        GEMM (and a decode's KV cache): batch 2**40 at seq 2**40 gave M = 1.2e24 and exit 0.
-        Checked where a user's batch and seq meet (a model file, ``with_overrides``: every
-        command's options, sweep's points, a generation's lengths), not in ``check()``: the
-        memory and step-verdict searches try batches and seqs past it on purpose."""
-        if self.batch is None or self.seq is None or self.batch * self.seq <= MAX_INT:
-            return self
-        raise InputError(self.source, "batch, seq", f"{self.batch} x {self.seq} = "
-                         f"{three_digits(self.batch * self.seq)} tokens is out of range (at "
-                         f"most 2**40 = {MAX_INT}: the rows of a step's GEMMs, or its KV cache "
-                         f"in decode): lower batch or seq (in the model or {option('batch')} / "
-                         f"{option('seq')})")
+        """This network, or InputError when batch x seq passes ``files.numbers.MAX_INT``
+        (``network_checks.check_tokens``)."""
+        return check_tokens(self)
 
     def input_bytes(self) -> int | None:
         """The bytes one step reads as input (the first layer's input: a dense batch, sparse
@@ -345,104 +329,9 @@ class Network:
         return tuple(self.expand()[1])
 
     def check(self) -> None:
-        """Raise InputError naming the first setting the step still lacks (batch, dtype, seq):
-        a config.json gives no batch, and maybe no dtype; the CLI's options fill them in. Two or
-        more missing are named together, in one line (not one a run)."""
-        # the first layer that needs a seq the step lacks, searched once
-        needs_seq = None if self.seq is not None else next(
-            (layer for _, layer in self.layer_groups() if getattr(layer, "needs_seq", False)),
-            None)
-        missing = [key for key, lacks in (("batch", self.batch is None),
-                                          ("dtype", self.dtype is None),
-                                          ("seq", needs_seq is not None)) if lacks]
-        if len(missing) > 1:
-            given = ", ".join(option(key) for key in missing[:-1]) + f" and {option(missing[-1])}"
-            raise InputError(self.source, ", ".join(missing), f"missing required fields (give "
-                             f"them in the model or {given})")
-        for key, value in (("batch", self.batch), ("dtype", self.dtype)):
-            if value is None:
-                where = (self._config_dtype_text() if key == "dtype" and
-                         self.source.endswith(".json") else f"give {key} in the model or")
-                raise InputError(self.source, key, f"missing required field ({where} "
-                                                   f"{option(key)})")
-        self._check_precision()
-        self._check_phase()
-        self._check_seq()
-        if needs_seq is not None:
-            raise InputError(self.source, "seq", f"missing required field: layer "
-                             f"{needs_seq.name!r} needs tokens per sample (give seq in the "
-                             f"model or {option('seq')})")
-
-    def _config_dtype_text(self) -> str:
-        """Why a config.json's step has no dtype: the config gives none, or gives one not read
-        here (``torch_dtype 'int8'``), and the dtypes read (``dtypes.TORCH_DTYPES``)."""
-        names = list(TORCH_DTYPES)
-        read = f"{', '.join(names[:-1])} or {names[-1]}"
-        if self.unread_dtype is None:
-            return f"the config.json gives no torch_dtype read here: {read}; give"
-        key, value = self.unread_dtype
-        return (f"the config.json gives {key} {value}, which is not read here: only {read} "
-                f"are; give")
-
-    def _check_phase(self) -> None:
-        """``phase: decode`` is an inference phase, one new token per sequence against the KV
-        cache attention keeps: refused in a training step and on a model without attention,
-        where it would change nothing (never ignored in silence)."""
-        if self.phase != "decode":
-            return
-        if self.mode == "train":
-            raise InputError(self.source, "phase", f"decode is an inference phase but the "
-                             f"model trains (mode train): set mode to inference (in the model "
-                             f"or {option('mode', 'inference')}) or leave phase out")
-        blocks = [run.layer for run in self.layer_runs if isinstance(run.layer, Transformer)]
-        if not blocks:
-            raise InputError(self.source, "phase", "decode reads a KV cache of seq tokens per "
-                             "sequence, but no layer keeps one (no transformer block): leave "
-                             "phase out (prefill)")
-        if not any(block.causal for block in blocks):
-            raise InputError(self.source, "phase", "decode reads the KV cache a causal "
-                             "transformer keeps, but every block here is bidirectional (causal: "
-                             "false, the default; an encoder such as BERT keeps none): set "
-                             "causal: true on a decoder's blocks, or leave phase out (prefill)")
-
-    def _check_seq(self) -> None:
-        """``seq`` is tokens per sample: a model that starts from an image (its first layer
-        reads a feature map) and has no layer that reads tokens (a transformer block) has none,
-        its features after the pooling one row a sample; a seq there would multiply only the
-        layers after the flatten, so it is refused."""
-        first = self.layer_runs[0].layer
-        if (self.seq is not None and hasattr(first, "with_input") and not any(
-                getattr(run.layer, "needs_seq", False) for run in self.layer_runs)):
-            raise InputError(self.source, "seq", f"seq is tokens per sample, but the model "
-                             f"starts from an image (its first layer {first.name!r} reads a "
-                             f"feature map): leave seq out")
-
-    def _check_precision(self) -> None:
-        """Weights may be stored narrower than the activations they meet (weight-only formats:
-        W4A16, W8A16, fp8 weights under fp16 math; int4 under int8 math, W4A8), never wider,
-        and integer weights need integer or float math, fp8 weights float math; a group size
-        belongs to int4 weights; a training step keeps its weights at the activations' dtype.
-        C follows the math: float math writes a float C (``dtypes.output_problem``), so fp16
-        into int32 is refused, not priced as a GEMM nobody runs."""
-        weights, act = self.weight_dtype, self.activation_dtype
-        problem = self.output_dtype and output_problem(act, self.output_dtype)
-        if problem:
-            raise InputError(self.source, "output_dtype", problem)
-        if weights != act:
-            narrower = bits(weights) < bits(act)
-            kinds = is_float(act) or (weights == "int4" and act == "int8")
-            if not (narrower and kinds):
-                raise InputError(self.source, "weights", f"{weights} weights cannot meet {act} "
-                                 f"activations: a stored weight format must be narrower than the "
-                                 f"activations (weight-only: int4, int8 or fp8 weights with fp16 "
-                                 f"or bf16 activations; W4A8: int4 with int8) or the same")
-            if self.mode == "train":
-                raise InputError(self.source, "weights", f"{weights} weights with {act} "
-                                 f"activations are modelled for inference only (a training step"
-                                 f" keeps its weights at the activations' dtype)")
-        if self.group_size is not None and weights not in GROUPED_DTYPES:
-            raise InputError(self.source, "group_size", f"a group size needs group-quantized "
-                             f"weights ({', '.join(GROUPED_DTYPES)}); the weights are {weights}")
+        """Raise InputError naming the first setting the step still lacks (batch, dtype, seq),
+        or one it cannot take (``network_checks.check_step``)."""
+        check_step(self)
 
     def settled(self) -> tuple[int, str]:
         """``(batch, dtype)`` once ``check()`` passes (it raises InputError otherwise)."""
