@@ -48,10 +48,8 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from dataclasses import fields as dataclass_fields
-from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -73,6 +71,7 @@ from .gemm import Gemm, GemmShape
 from .layers import Captured, Layer, Step, idle_parameters
 from .layers.captured import CapturedOp
 from .network_checks import check_step, check_tokens
+from .network_groups import _fields_key, layer_groups
 from .network_layers import _layers
 from .network_settings import (
     INFERENCE_PHASES,
@@ -242,24 +241,9 @@ class Network:
                                      for count, layer in self.layer_groups())
 
     def layer_groups(self, but_last: bool = False) -> list[tuple[int, Layer]]:
-        """The layers (``but_last``: all but the last run) grouped by their fields but their
-        name (``_fields_key``; a layer whose fields make no key is a group of its own), as
-        (copies, a layer of the group) in order of first appearance: what a figure summed or
-        maximized over the layers needs, once per distinct layer (a 100,000-layer MLP of seven
-        widths has seven). The same at every batch: made once for these layers."""
-        assert isinstance(self.layers, Layers)
-        layers = self.layers
-
-        def make() -> list[tuple[int, Layer]]:
-            groups: dict[Any, list[Any]] = {}
-            runs = layers.runs[:-1] if but_last else layers.runs
-            for i, run in enumerate(runs):
-                key = layers.key_of(run.layer, _fields_key)
-                found = groups.setdefault(i if key is None else key, [0, run.layer])
-                found[0] += run.count
-            return [(count, layer) for count, layer in groups.values()]
-
-        return layers.cached(("layer_groups", but_last), make)
+        """The layers (``but_last``: all but the last run) grouped alike, as (copies, a layer of
+        the group) in order of first appearance (``network_groups.layer_groups``)."""
+        return layer_groups(self, but_last)
 
     @property
     def step_phase(self) -> str:
@@ -556,37 +540,6 @@ class _Update(NamedTuple):
 
 
 _UPDATE = _Update()
-#: a layer type -> (how many fields, a getter of every field but the name, as a tuple)
-_KEY_OF: dict[type, tuple[int, Callable[[Any], tuple[Any, ...]]]] = {}
-
-
-def _one_field(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """A getter of at most one field, as a tuple (``attrgetter`` gives a bare value)."""
-    if not names:
-        return lambda layer: ()
-    at = attrgetter(names[0])
-    return lambda layer: (at(layer),)
-
-
-def _fields_key(layer: Any) -> tuple[Any, ...] | None:
-    """A layer's fields but its name, as a key (None when a field cannot be hashed): two
-    layers with one key give the same GEMMs and ops, named for each. Read through one getter
-    per type (a deep model asks 200,000 times)."""
-    kind = type(layer)
-    found = _KEY_OF.get(kind)
-    if found is None:
-        names = [f.name for f in dataclass_fields(kind) if f.name != "name"]
-        getter = attrgetter(*names) if len(names) > 1 else _one_field(names)
-        found = _KEY_OF[kind] = (len(names) + 1, getter)
-    count, getter = found
-    if len(layer.__dict__) != count:
-        return None  # something beside the fields (a cached value): not a key
-    key = (kind, getter(layer))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
 
 
 def check_model(model: object) -> None:
