@@ -92,7 +92,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.dtypes import itemsize
 from ..model.layers import Embedding, Linear, Step, Transformer, saved_bytes
 from ..model.network import Network
-from ..model.repeats import Layers, labelled
+from ..model.repeats import labelled
 from .collectives import Fabric
 from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES, WORKSPACE_BYTES
 from .parallel_layout import (
@@ -103,6 +103,15 @@ from .parallel_layout import (
     check_training,
     divisors,
 )
+from .parallel_shard import (
+    _vocabularies,
+    blocks_of,
+    padded_vocab,
+    replicated_layers,
+    shard_network,
+    split_stages,
+    unnamed_layers,
+)
 from .report import Report, analyze
 
 #: the names callers import from here, some of them defined in the parallel_* modules
@@ -110,98 +119,10 @@ __all__ = ["ZERO_STAGES", "Layout", "LayoutResult", "activation_bytes_per_block"
            "check_layout", "check_training", "crosses_nodes", "divisors", "evaluate",
            "padded_vocab", "pipeline_bubble", "shard_network", "shard_report", "split_stages"]
 
-VOCAB_MULTIPLE = 128  # Megatron-LM's --make-vocab-size-divisible-by default
 #: Ops that sequence parallelism runs on T / tp tokens.
 SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
 CE_ALLREDUCES = 3  # the vocabulary-parallel cross entropy: max, sum of exp, target logit
 CE_BYTES = 4  # fp32
-
-
-def padded_vocab(vocab: int, tp: int) -> int:
-    """The vocabulary Megatron-LM shards: padded to a multiple of 128 tp when tp > 1."""
-    if tp <= 1:
-        return vocab
-    multiple = VOCAB_MULTIPLE * tp
-    return -(-vocab // multiple) * multiple
-
-
-def unnamed_layers(network: Network) -> tuple[Any, ...]:
-    """Every layer of ``network`` in order, a repeat's copies unrenamed (``Layers.unnamed``):
-    what the layout rules read, none of which reads a copy's name."""
-    assert isinstance(network.layers, Layers)
-    return network.layers.unnamed()
-
-
-def blocks_of(network: Network) -> list[int]:
-    """Indices of the transformer blocks."""
-    return [i for i, layer in enumerate(unnamed_layers(network))
-            if isinstance(layer, Transformer)]
-
-
-def _vocabularies(network: Network) -> set[int]:
-    return {run.layer.vocab for run in network.layer_runs if isinstance(run.layer, Embedding)}
-
-
-def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
-    return isinstance(layer, Linear) and layer.out_features in vocabularies
-
-
-def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
-    """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
-    block with heads, kv_heads and ffn divided by tp and the experts it holds by ep (its router
-    whole), the embedding and the logits with vocab / tp rows (padded); other layers whole
-    (module docstring)."""
-    if tp == 1 and ep == 1:
-        return network
-    vocabularies = _vocabularies(network)
-
-    def shard(layer: Any) -> Any:
-        if isinstance(layer, Transformer):
-            layer = replace(layer, heads=layer.heads // tp, kv_heads=layer.kv_heads // tp,
-                            ffn=layer.ffn // tp, expert_shards=ep if layer.experts else 1)
-        elif isinstance(layer, Embedding):
-            layer = replace(layer, vocab=padded_vocab(layer.vocab, tp) // tp)
-        elif _is_logits(layer, vocabularies):
-            assert isinstance(layer, Linear)
-            layer = replace(layer, out_features=padded_vocab(layer.out_features, tp) // tp)
-        return layer
-
-    assert isinstance(network.layers, Layers)  # a repeat's copies sharded once
-    return replace(network, layers=network.layers.map(shard))
-
-
-def replicated_layers(network: Network, tp: int) -> list[str]:
-    """Layers with weights that tensor parallelism leaves whole on every GPU of the group."""
-    if tp == 1:
-        return []
-    vocabularies = _vocabularies(network)
-    return [run.name(c) for run in network.layer_runs
-            if run.layer.has_weights and not isinstance(run.layer, (Transformer, Embedding))
-            and not _is_logits(run.layer, vocabularies) and run.layer.parameters > 0
-            and type(run.layer).__name__ != "Norm" for c in range(run.count)]
-
-
-def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
-    """Layer indices of each pipeline stage (module docstring)."""
-    blocks = blocks_of(network)
-    if pp == 1 or not blocks:
-        return (tuple(range(len(network.layers))),)
-    base, extra = divmod(len(blocks), pp)
-    owner: dict[int, int] = {}
-    start = 0
-    for stage in range(pp):
-        count = base + (1 if stage < extra else 0)
-        for index in blocks[start:start + count]:
-            owner[index] = stage
-        start += count
-    stages: list[list[int]] = [[] for _ in range(pp)]
-    current = 0
-    for index in range(len(network.layers)):
-        current = owner.get(index, current if index > blocks[0] else 0)
-        if index > blocks[-1]:
-            current = pp - 1
-        stages[current].append(index)
-    return tuple(tuple(stage) for stage in stages)
 
 
 def activation_bytes_per_block(block: Transformer, step: Step, recompute: str, tp: int,
