@@ -88,10 +88,11 @@ from typing import Any
 from ..errors import InputError, option
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import itemsize
-from ..model.layers import Embedding, Linear, Step, Transformer, saved_bytes
+from ..model.layers import Transformer
 from ..model.network import Network
 from .collectives import Fabric
-from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES, WORKSPACE_BYTES
+from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES
+from .parallel_comm import _dp_comm, _model_parallel_comm, crosses_nodes
 from .parallel_layout import (
     ZERO_STAGES,
     Layout,
@@ -100,6 +101,7 @@ from .parallel_layout import (
     check_training,
     divisors,
 )
+from .parallel_memory import _stage_memory, activation_bytes_per_block
 from .parallel_result import LayoutResult, StageCost, pipeline_bubble
 from .parallel_shard import (
     _vocabularies,
@@ -118,22 +120,6 @@ __all__ = ["ZERO_STAGES", "Layout", "LayoutResult", "activation_bytes_per_block"
            "check_layout", "check_training", "crosses_nodes", "divisors", "evaluate",
            "padded_vocab", "pipeline_bubble", "shard_network", "shard_report", "split_stages"]
 
-CE_ALLREDUCES = 3  # the vocabulary-parallel cross entropy: max, sum of exp, target logit
-CE_BYTES = 4  # fp32
-
-
-def activation_bytes_per_block(block: Transformer, step: Step, recompute: str, tp: int,
-                               sequence_parallel: bool) -> int:
-    """What one (sharded) block keeps for the backward pass: ``saved_bytes`` of the shard,
-    with sequence parallelism its replicated part (module docstring) divided by tp too."""
-    kept = saved_bytes(block, step, recompute)
-    if not sequence_parallel or tp == 1:
-        return kept
-    if recompute == "full":  # the block's input, kept sharded along the sequence
-        return kept // tp
-    t, h, e = step.tokens, block.hidden, step.e
-    replicated = 4 * t * h * e + (2 * t * h if block.dropout else 0)
-    return kept - replicated + replicated // tp
 
 
 def _expert_parameters(layer: Any) -> int:
@@ -235,15 +221,6 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes,
     return timed(False), timed(True)
 
 
-def crosses_nodes(boundary: int, stride: int, gpus_per_node: int) -> bool:
-    """Whether the boundary after stage ``boundary`` (its ``stride`` ranks from ``boundary x
-    stride`` on, each sending to the rank ``stride`` later) has a pair in two nodes of
-    ``gpus_per_node``: some node's first rank M with boundary x stride < M <= the last sender's
-    partner, (boundary + 2) x stride - 1."""
-    first = boundary * stride
-    return (first // gpus_per_node + 1) * gpus_per_node < first + 2 * stride
-
-
 def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
     """``layers`` as (layer, how many times in a row): a repeat's unnamed copies are one
     object (``unnamed_layers``), so what a copy costs is worked out once."""
@@ -254,85 +231,6 @@ def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
         else:
             runs.append((layer, 1))
     return runs
-
-
-def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[float, float]:
-    """Tensor- and expert-parallel communication of one micro-batch on these layers (as
-    ``_runs``), each copy's transfers added in layer order."""
-    tp_comm = ep_comm = 0.0
-    for layer, count in runs:
-        tp_times, ep_times = _layer_comm(ctx, layer)
-        for _ in range(count):
-            for time in tp_times:
-                tp_comm += time
-            for time in ep_times:
-                ep_comm += time
-    return tp_comm, ep_comm
-
-
-def _layer_comm(ctx: _Context, layer: Any) -> tuple[list[float], list[float]]:
-    """The tensor- and expert-parallel transfers of one micro-batch on one layer, each a
-    time."""
-    tp, fabric, t, e = ctx.layout.tp, ctx.fabric, ctx.step.tokens, ctx.e
-    if isinstance(layer, Transformer):
-        ep = []
-        if layer.experts and ctx.layout.ep > 1:
-            routed = t * layer.top_k * layer.hidden * e
-            ep = [4 * fabric.time_s("all-to-all", routed, ctx.layout.ep, tp)]
-        return [4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)], ep
-    if isinstance(layer, Embedding):
-        return [fabric.time_s("all-reduce", t * layer.dim * e, tp, 1)], []
-    if isinstance(layer, Linear) and layer.out_features in ctx.vocabularies and tp > 1:
-        return [fabric.time_s("all-reduce", t * layer.in_features * e, tp, 1),
-                CE_ALLREDUCES * fabric.time_s("all-reduce", t * CE_BYTES, tp, 1)], []
-    return [], []
-
-
-def _dp_comm(ctx: _Context, dense: int, expert: int) -> float:
-    """The data-parallel collectives of one step, by ZeRO stage (module docstring): dense
-    weights over dp GPUs tp apart, expert weights over dp / ep GPUs tp ep apart."""
-    layout, fabric, m = ctx.layout, ctx.fabric, ctx.m
-    total = 0.0
-    for group, stride, count in ((layout.dp, layout.tp, dense),
-                                 (ctx.edp, layout.tp * layout.ep, expert)):
-        grads, weights = count * ctx.grad_e, count * ctx.e
-        if layout.zero <= 1:
-            total += fabric.time_s("all-reduce", grads, group, stride)
-        elif layout.zero == 2:
-            total += (m * fabric.time_s("reduce-scatter", grads, group, stride)
-                      + fabric.time_s("all-gather", weights, group, stride))
-        else:
-            total += m * (2 * fabric.time_s("all-gather", weights, group, stride)
-                          + fabric.time_s("reduce-scatter", grads, group, stride))
-    return total
-
-
-def _stage_memory(ctx: _Context, s: int, runs: list[tuple[Any, int]], dense: int,
-                  expert: int) -> dict[str, int]:
-    """One GPU of stage ``s`` (its layers as ``_runs``): weights, gradients and optimizer
-    states by ZeRO stage, the activations of the micro-batches 1F1B keeps in flight, the
-    workspace."""
-    layout, step, zero = ctx.layout, ctx.step, ctx.layout.zero
-
-    def part(per: int, divide: bool) -> int:
-        if not divide:
-            return (dense + expert) * per
-        return -(-dense * per // layout.dp) + -(-expert * per // ctx.edp)
-
-    kept = sum(count * (activation_bytes_per_block(layer, step, ctx.recompute, layout.tp,
-                                                   ctx.sp)
-                        if isinstance(layer, Transformer)
-                        else saved_bytes(layer, step, ctx.recompute))
-               for layer, count in runs)
-    activations = kept * min(ctx.m, layout.pp - s)
-    if s == layout.pp - 1:  # the logits the loss reads, one micro-batch at a time
-        activations += step.tokens * (runs[-1][0].out_width or 0) * ctx.e
-    if ctx.recompute == "full":  # one block's tensors while it is recomputed
-        activations += max(saved_bytes(layer, step, "none") - saved_bytes(layer, step, "full")
-                           for layer, _ in runs)
-    return {"weights": part(ctx.e, zero >= 3), "gradients": part(ctx.grad_e, zero >= 2),
-            "optimizer": part(ctx.state_e, zero >= 1), "activations": activations,
-            "workspace": WORKSPACE_BYTES}
 
 
 def shard_report(network: Network, hardware: HardwareSpec, layout: Layout,

@@ -63,7 +63,7 @@ class LayoutResult:
 
     @cached_property
     def predicted(self) -> LayoutResult:
-        """This layout with every GEMM and op at its predicted time (module docstring); made
+        """This layout with every GEMM and op at its predicted time (``analysis.parallel``); made
         once (ranking, the front and the table all read it)."""
         if not self.predicted_stages:
             return self

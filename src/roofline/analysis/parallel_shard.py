@@ -49,7 +49,7 @@ def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
     """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
     block with heads, kv_heads and ffn divided by tp and the experts it holds by ep (its router
     whole), the embedding and the logits with vocab / tp rows (padded); other layers whole
-    (module docstring)."""
+    (``analysis.parallel``)."""
     if tp == 1 and ep == 1:
         return network
     vocabularies = _vocabularies(network)
@@ -81,7 +81,7 @@ def replicated_layers(network: Network, tp: int) -> list[str]:
 
 
 def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
-    """Layer indices of each pipeline stage (module docstring)."""
+    """Layer indices of each pipeline stage (``analysis.parallel``)."""
     blocks = blocks_of(network)
     if pp == 1 or not blocks:
         return (tuple(range(len(network.layers))),)
