@@ -79,6 +79,14 @@ time).
 
 Not modelled: the work recomputation adds, interleaved (virtual) pipeline stages, context
 parallelism, ZeRO-3's gathered-layer buffer, compute-communication contention.
+
+Here: ``evaluate`` (a layout for a global batch) and ``shard_report`` (one GPU's shard analyzed).
+The rules above are worked out in ``parallel_layout`` (``Layout``, the layouts a network can
+run), ``parallel_shard`` (what one GPU holds: its shard, its pipeline stage),
+``parallel_times`` (a shard's compute per layer and stage), ``parallel_comm`` (the
+collectives), ``parallel_memory`` (one GPU's memory), ``parallel_stage`` (a stage's cost, all
+of these combined) and ``parallel_result`` (``LayoutResult``: the 1F1B step, its parts and
+bound).
 """
 
 from __future__ import annotations
@@ -92,7 +100,7 @@ from ..model.layers import Transformer
 from ..model.network import Network
 from .collectives import Fabric
 from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES
-from .parallel_comm import _dp_comm, _model_parallel_comm, crosses_nodes
+from .parallel_comm import crosses_nodes
 from .parallel_layout import (
     ZERO_STAGES,
     Layout,
@@ -101,8 +109,8 @@ from .parallel_layout import (
     check_training,
     divisors,
 )
-from .parallel_memory import _stage_memory, activation_bytes_per_block
-from .parallel_result import LayoutResult, StageCost, pipeline_bubble
+from .parallel_memory import activation_bytes_per_block
+from .parallel_result import LayoutResult, pipeline_bubble
 from .parallel_shard import (
     _vocabularies,
     blocks_of,
@@ -112,6 +120,7 @@ from .parallel_shard import (
     split_stages,
     unnamed_layers,
 )
+from .parallel_stage import _stage
 from .parallel_times import StageTimes, layer_times, stage_times
 from .report import Report, analyze
 
@@ -119,13 +128,6 @@ from .report import Report, analyze
 __all__ = ["ZERO_STAGES", "Layout", "LayoutResult", "activation_bytes_per_block", "blocks_of",
            "check_layout", "check_training", "crosses_nodes", "divisors", "evaluate",
            "padded_vocab", "pipeline_bubble", "shard_network", "shard_report", "split_stages"]
-
-
-
-def _expert_parameters(layer: Any) -> int:
-    """A block's expert weights (and their biases), those this GPU holds: data-parallel
-    over dp / ep GPUs (its router's weight is dense, over dp)."""
-    return layer.expert_parameters if isinstance(layer, Transformer) else 0
 
 
 def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: int,
@@ -182,57 +184,6 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                         tuple(predicted for _, predicted in stages))
 
 
-def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes,
-           parameters: int) -> tuple[StageCost, StageCost]:
-    """Stage ``s``: its compute per micro-batch, its communication, its memory; at the roof
-    and at the predicted times (``times``: the stage's ``stage_times``, the update over the
-    shard's ``parameters``). Communication and memory do not depend on the times and are
-    worked out once."""
-    layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
-    runs = _runs(layers)
-    tp_comm, ep_comm = _model_parallel_comm(ctx, runs)
-    p2p = 0.0
-    if layout.pp > 1:
-        # what crosses each boundary: the activations the stage's last layer hands forward
-        # (not the last stage's: its output layer's are the logits, which stay), and the
-        # gradient of its first layer's input sent back (not the first stage's)
-        stride = layout.tp * layout.dp
-        if s < layout.pp - 1:
-            p2p += fabric.p2p_s(t * (layers[-1].out_width or 0) * e,
-                                crosses_nodes(s, stride, fabric.gpus_per_node))
-        if s > 0:
-            p2p += fabric.p2p_s(t * (layers[0].in_width or 0) * e,
-                                crosses_nodes(s - 1, stride, fabric.gpus_per_node))
-    params = sum(layer.parameters * count for layer, count in runs)
-    expert = sum(_expert_parameters(layer) * count for layer, count in runs)
-    dense = params - expert
-    dp_comm = _dp_comm(ctx, dense, expert)
-    sharded_update = (dense / (layout.dp if layout.zero >= 1 else 1)
-                      + expert / (ctx.edp if layout.zero >= 1 else 1))
-    memory = _stage_memory(ctx, s, runs, dense, expert)
-
-    def timed(predicted: bool) -> StageCost:
-        fwd, bwd, mem_s, update = times[predicted]
-        window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
-        return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
-                         update / max(1, parameters) * sharded_update, dp_comm, window, params,
-                         memory)
-
-    return timed(False), timed(True)
-
-
-def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
-    """``layers`` as (layer, how many times in a row): a repeat's unnamed copies are one
-    object (``unnamed_layers``), so what a copy costs is worked out once."""
-    runs: list[tuple[Any, int]] = []
-    for layer in layers:
-        if runs and runs[-1][0] is layer:
-            runs[-1] = (layer, runs[-1][1] + 1)
-        else:
-            runs.append((layer, 1))
-    return runs
-
-
 def shard_report(network: Network, hardware: HardwareSpec, layout: Layout,
                  quantization: bool = False) -> Report:
     """One GPU's step at the layout's micro-batch: the tensor- and expert-parallel shard
@@ -240,5 +191,3 @@ def shard_report(network: Network, hardware: HardwareSpec, layout: Layout,
     check_layout(network, layout)
     sharded = shard_network(network, layout.tp, layout.ep)
     return analyze(sharded.with_overrides(batch=layout.micro_batch), hardware, quantization)
-
-
