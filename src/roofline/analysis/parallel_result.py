@@ -99,9 +99,8 @@ class LayoutResult:
 
     @property
     def bubble_fraction(self) -> float:
-        """(p - 1) / (m + p - 1)."""
-        p, m = self.layout.pp, self.micro_batches
-        return (p - 1) / (m + p - 1)
+        """(p - 1) / (m + p - 1) (``pipeline_bubble``)."""
+        return pipeline_bubble(self.layout.pp, self.micro_batches)
 
     @property
     def parts(self) -> dict[str, float]:
