@@ -79,463 +79,57 @@ time).
 
 Not modelled: the work recomputation adds, interleaved (virtual) pipeline stages, context
 parallelism, ZeRO-3's gathered-layer buffer, compute-communication contention.
+
+Here: ``evaluate`` (a layout for a global batch) and ``shard_report`` (one GPU's shard analyzed).
+The rules above are worked out in ``parallel_layout`` (``Layout``, the layouts a network can
+run), ``parallel_shard`` (what one GPU holds: its shard, its pipeline stage),
+``parallel_times`` (a shard's compute per layer and stage), ``parallel_comm`` (the
+collectives), ``parallel_memory`` (one GPU's memory), ``parallel_stage`` (a stage's cost, all
+of these combined) and ``parallel_result`` (``LayoutResult``: the 1F1B step, its parts and
+bound).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any
 
 from ..errors import InputError, option
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import itemsize
-from ..model.layers import Embedding, Linear, Step, Transformer, saved_bytes
+from ..model.layers import Transformer
 from ..model.network import Network
-from ..model.repeats import Layers, labelled
 from .collectives import Fabric
-from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES, WORKSPACE_BYTES
+from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES
+from .parallel_comm import crosses_nodes
+from .parallel_layout import (
+    ZERO_STAGES,
+    Layout,
+    _Context,
+    check_layout,
+    check_training,
+    divisors,
+)
+from .parallel_memory import activation_bytes_per_block
+from .parallel_result import LayoutResult, pipeline_bubble
+from .parallel_shard import (
+    _vocabularies,
+    blocks_of,
+    padded_vocab,
+    replicated_layers,
+    shard_network,
+    split_stages,
+    stage_blocks,
+    unnamed_layers,
+)
+from .parallel_stage import _stage
+from .parallel_times import StageTimes, layer_times, stage_times
 from .report import Report, analyze
 
-VOCAB_MULTIPLE = 128  # Megatron-LM's --make-vocab-size-divisible-by default
-#: Ops that sequence parallelism runs on T / tp tokens.
-SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
-CE_ALLREDUCES = 3  # the vocabulary-parallel cross entropy: max, sum of exp, target logit
-CE_BYTES = 4  # fp32
-ZERO_STAGES = (0, 1, 2, 3)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How a step is split: tp x pp x dp GPUs, ep experts groups inside dp, ZeRO stage, the
-    micro-batch (sequences per GPU per forward pass) and sequence parallelism."""
-
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: int = 1
-    zero: int = 0
-    micro_batch: int = 1
-    sequence_parallel: bool = False
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
-
-    @property
-    def label(self) -> str:
-        """``tp8 pp2 dp4 z1 mb2`` (ep and sp only when used)."""
-        parts = [f"tp{self.tp}", f"pp{self.pp}", f"dp{self.dp}"]
-        parts += [f"ep{self.ep}"] if self.ep > 1 else []
-        parts += [f"z{self.zero}", f"mb{self.micro_batch}"]
-        return " ".join(parts) + (" sp" if self.sequence_parallel and self.tp > 1 else "")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "zero": self.zero,
-                "micro_batch": self.micro_batch,
-                "sequence_parallel": self.sequence_parallel and self.tp > 1,
-                "gpus": self.gpus}
-
-
-def padded_vocab(vocab: int, tp: int) -> int:
-    """The vocabulary Megatron-LM shards: padded to a multiple of 128 tp when tp > 1."""
-    if tp <= 1:
-        return vocab
-    multiple = VOCAB_MULTIPLE * tp
-    return -(-vocab // multiple) * multiple
-
-
-def unnamed_layers(network: Network) -> tuple[Any, ...]:
-    """Every layer of ``network`` in order, a repeat's copies unrenamed (``Layers.unnamed``):
-    what the layout rules read, none of which reads a copy's name."""
-    assert isinstance(network.layers, Layers)
-    return network.layers.unnamed()
-
-
-def blocks_of(network: Network) -> list[int]:
-    """Indices of the transformer blocks."""
-    return [i for i, layer in enumerate(unnamed_layers(network))
-            if isinstance(layer, Transformer)]
-
-
-def _vocabularies(network: Network) -> set[int]:
-    return {run.layer.vocab for run in network.layer_runs if isinstance(run.layer, Embedding)}
-
-
-def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
-    return isinstance(layer, Linear) and layer.out_features in vocabularies
-
-
-def check_training(network: Network) -> None:
-    """One line (InputError) for a step that is not a training step: the layouts are
-    modelled for training only."""
-    if network.mode != "train":
-        raise InputError(network.source, "mode", "parallel layouts are modelled for training "
-                                                 "steps (give mode train)")
-
-
-def check_layout(network: Network, layout: Layout) -> None:
-    """One line (InputError) for a layout this network cannot run: tp not dividing a block's
-    heads, kv_heads or ffn, a pipeline deeper than the blocks, ep not dividing the experts or
-    dp, ZeRO 2 or 3 with a pipeline, a training-only split of an inference step."""
-    src = network.source
-    check_training(network)
-    for name, value in (("tp", layout.tp), ("pp", layout.pp), ("dp", layout.dp),
-                        ("ep", layout.ep), ("micro_batch", layout.micro_batch)):
-        if value < 1:
-            raise InputError(src, "", f"{option(name)} must be at least 1, got {value}")
-    if layout.zero not in ZERO_STAGES:
-        raise InputError(src, "", f"{option('zero')} must be 0, 1, 2 or 3, got {layout.zero}")
-    runs = [run for run in network.layer_runs if isinstance(run.layer, Transformer)]
-    if not runs and (layout.tp > 1 or layout.pp > 1 or layout.ep > 1):
-        raise InputError(src, "", f"tensor, pipeline and expert parallelism split transformer "
-                                  f"blocks; the model has none (use {option('tp', '1')} "
-                                  f"{option('pp', '1')})")
-    for run in runs:  # a run's copies alike: its first named in the message
-        block = run.copy(0)
-        assert isinstance(block, Transformer)
-        _check_block(src, block, layout)
-    blocks = sum(run.count for run in runs)
-    if layout.pp > blocks and layout.pp > 1:
-        raise InputError(src, "", f"a pipeline of {layout.pp} stages is deeper than the model's "
-                                  f"{blocks} transformer blocks ({option('pp')})")
-    if layout.dp % layout.ep:
-        raise InputError(src, "", f"expert parallelism {layout.ep} must divide the "
-                                  f"data-parallel degree {layout.dp} ({option('ep')})")
-    if layout.zero >= 2 and layout.pp > 1:
-        raise InputError(src, "", f"ZeRO stage {layout.zero} does not combine with pipeline "
-                                  f"parallelism (DeepSpeed refuses it; use {option('zero', '1')}"
-                                  f" or {option('pp', '1')})")
-
-
-def _check_block(src: str, block: Transformer, layout: Layout) -> None:
-    """tp divides the block's heads, kv_heads and ffn; ep its experts. (top_k may exceed
-    the experts a GPU holds: a token's experts then sit on several GPUs, and the shard's
-    ceil(T k / (E / ep)) rows per local expert are still what uniform routing sends it.)"""
-    for what, value in (("heads", block.heads), ("kv_heads", block.kv_heads),
-                        ("ffn", block.ffn)):
-        if value % layout.tp:
-            raise InputError(src, "", f"tensor parallelism {layout.tp} does not divide "
-                                      f"{what} ({value}) of block {block.name!r}: each GPU "
-                                      f"must get whole {what} ({option('tp')})")
-    if layout.ep > 1 and (not block.experts or block.experts % layout.ep):
-        raise InputError(src, "", f"expert parallelism {layout.ep} needs a number of "
-                                  f"experts it divides; block {block.name!r} has "
-                                  f"{block.experts} ({option('ep')})")
-
-
-def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
-    """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
-    block with heads, kv_heads and ffn divided by tp and the experts it holds by ep (its router
-    whole), the embedding and the logits with vocab / tp rows (padded); other layers whole
-    (module docstring)."""
-    if tp == 1 and ep == 1:
-        return network
-    vocabularies = _vocabularies(network)
-
-    def shard(layer: Any) -> Any:
-        if isinstance(layer, Transformer):
-            layer = replace(layer, heads=layer.heads // tp, kv_heads=layer.kv_heads // tp,
-                            ffn=layer.ffn // tp, expert_shards=ep if layer.experts else 1)
-        elif isinstance(layer, Embedding):
-            layer = replace(layer, vocab=padded_vocab(layer.vocab, tp) // tp)
-        elif _is_logits(layer, vocabularies):
-            assert isinstance(layer, Linear)
-            layer = replace(layer, out_features=padded_vocab(layer.out_features, tp) // tp)
-        return layer
-
-    assert isinstance(network.layers, Layers)  # a repeat's copies sharded once
-    return replace(network, layers=network.layers.map(shard))
-
-
-def replicated_layers(network: Network, tp: int) -> list[str]:
-    """Layers with weights that tensor parallelism leaves whole on every GPU of the group."""
-    if tp == 1:
-        return []
-    vocabularies = _vocabularies(network)
-    return [run.name(c) for run in network.layer_runs
-            if run.layer.has_weights and not isinstance(run.layer, (Transformer, Embedding))
-            and not _is_logits(run.layer, vocabularies) and run.layer.parameters > 0
-            and type(run.layer).__name__ != "Norm" for c in range(run.count)]
-
-
-def stage_blocks(blocks: int, pp: int) -> tuple[int, ...]:
-    """The transformer blocks each of ``pp`` stages runs, as evenly as they go, the first ones
-    one more where they do not divide (126 over 16: 14 stages of 8, then 2 of 7)."""
-    base, extra = divmod(blocks, pp)
-    return tuple(base + (1 if stage < extra else 0) for stage in range(pp))
-
-
-def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
-    """Layer indices of each pipeline stage (module docstring)."""
-    blocks = blocks_of(network)
-    if pp == 1 or not blocks:
-        return (tuple(range(len(network.layers))),)
-    owner: dict[int, int] = {}
-    start = 0
-    for stage, count in enumerate(stage_blocks(len(blocks), pp)):
-        for index in blocks[start:start + count]:
-            owner[index] = stage
-        start += count
-    stages: list[list[int]] = [[] for _ in range(pp)]
-    current = 0
-    for index in range(len(network.layers)):
-        current = owner.get(index, current if index > blocks[0] else 0)
-        if index > blocks[-1]:
-            current = pp - 1
-        stages[current].append(index)
-    return tuple(tuple(stage) for stage in stages)
-
-
-def activation_bytes_per_block(block: Transformer, step: Step, recompute: str, tp: int,
-                               sequence_parallel: bool) -> int:
-    """What one (sharded) block keeps for the backward pass: ``saved_bytes`` of the shard,
-    with sequence parallelism its replicated part (module docstring) divided by tp too."""
-    kept = saved_bytes(block, step, recompute)
-    if not sequence_parallel or tp == 1:
-        return kept
-    if recompute == "full":  # the block's input, kept sharded along the sequence
-        return kept // tp
-    t, h, e = step.tokens, block.hidden, step.e
-    replicated = 4 * t * h * e + (2 * t * h if block.dropout else 0)
-    return kept - replicated + replicated // tp
-
-
-@dataclass(frozen=True)
-class StageCost:
-    """One pipeline stage on one GPU: per micro-batch times, and the step's memory."""
-
-    forward_s: float
-    backward_s: float
-    memory_bound_s: float  # of forward + backward, the memory-bound time
-    tp_comm_s: float
-    ep_comm_s: float
-    p2p_s: float
-    optimizer_s: float
-    dp_comm_s: float
-    dp_window_s: float  # the compute the data-parallel collectives can hide behind
-    parameters: int
-    memory: dict[str, int]
-
-    @property
-    def microbatch_s(self) -> float:
-        return (self.forward_s + self.backward_s + self.tp_comm_s + self.ep_comm_s
-                + self.p2p_s)
-
-    @property
-    def dp_overlapped_s(self) -> float:
-        return min(self.dp_comm_s, self.dp_window_s)
-
-    @property
-    def dp_exposed_s(self) -> float:
-        return self.dp_comm_s - self.dp_overlapped_s
-
-
-@dataclass(frozen=True)
-class LayoutResult:
-    """A layout of one training step on ``layout.gpus`` GPUs: per GPU, its step time and its
-    parts, communication exposed and overlapped, memory against the capacity, the bound."""
-
-    layout: Layout
-    batch: int  # the global batch: sequences per optimizer step
-    seq: int
-    micro_batches: int  # m, per data-parallel rank
-    stages: tuple[StageCost, ...]
-    capacity_bytes: int | None
-    allreduce_bytes: int  # one tensor-parallel all-reduce of a block (T h e)
-    replicated: tuple[str, ...] = ()
-    report: Report | None = field(default=None, compare=False, repr=False)
-    #: the stages with every GEMM and op at its predicted time (empty: the prediction's own view)
-    predicted_stages: tuple[StageCost, ...] = ()
-
-    @cached_property
-    def predicted(self) -> LayoutResult:
-        """This layout with every GEMM and op at its predicted time (module docstring); made
-        once (ranking, the front and the table all read it)."""
-        if not self.predicted_stages:
-            return self
-        return replace(self, stages=self.predicted_stages, predicted_stages=())
-
-    @property
-    def predicted_step_s(self) -> float:
-        return self.predicted.step_s
-
-    @property
-    def critical(self) -> StageCost:
-        """The slowest stage per micro-batch: it sets the pipeline's pace."""
-        return max(self.stages, key=lambda s: s.microbatch_s)
-
-    @property
-    def pipeline_s(self) -> float:
-        """(m + p - 1) x the slowest stage's micro-batch time (m x it without a pipeline)."""
-        return (self.micro_batches + self.layout.pp - 1) * self.critical.microbatch_s
-
-    @property
-    def tail(self) -> StageCost:
-        """The stage whose exposed data-parallel communication and update take longest."""
-        return max(self.stages, key=lambda s: s.dp_exposed_s + s.optimizer_s)
-
-    @property
-    def step_s(self) -> float:
-        tail = self.tail
-        return self.pipeline_s + tail.dp_exposed_s + tail.optimizer_s
-
-    @property
-    def step_no_overlap_s(self) -> float:
-        return self.pipeline_s + max(s.dp_comm_s + s.optimizer_s for s in self.stages)
-
-    @property
-    def bubble_fraction(self) -> float:
-        """(p - 1) / (m + p - 1)."""
-        p, m = self.layout.pp, self.micro_batches
-        return (p - 1) / (m + p - 1)
-
-    @property
-    def parts(self) -> dict[str, float]:
-        """The step by part, seconds per GPU (they add up to ``step_s``)."""
-        c, m, tail = self.critical, self.micro_batches, self.tail
-        return {"compute_s": m * (c.forward_s + c.backward_s), "tp_comm_s": m * c.tp_comm_s,
-                "ep_comm_s": m * c.ep_comm_s, "p2p_s": m * c.p2p_s,
-                "bubble_s": (self.layout.pp - 1) * c.microbatch_s,
-                "dp_comm_exposed_s": tail.dp_exposed_s,
-                "dp_comm_overlapped_s": tail.dp_overlapped_s, "optimizer_s": tail.optimizer_s}
-
-    @cached_property
-    def memory(self) -> dict[str, int]:
-        """The stage that needs the most memory, by part (made once: ranking reads it for
-        every layout)."""
-        return max((s.memory for s in self.stages), key=lambda parts: sum(parts.values()))
-
-    @cached_property
-    def memory_bytes(self) -> int:
-        return sum(self.memory.values())
-
-    @property
-    def fits(self) -> bool | None:
-        return None if self.capacity_bytes is None else self.memory_bytes <= self.capacity_bytes
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.batch * self.seq / self.step_s
-
-    @property
-    def bound(self) -> str:
-        """What takes the largest share of the step: compute (compute-bound work), memory
-        (memory-bound work and the optimizer update), communication (exposed), or the
-        pipeline bubble."""
-        parts, c, m = self.parts, self.critical, self.micro_batches
-        memory = m * c.memory_bound_s + parts["optimizer_s"]
-        shares = {"compute": parts["compute_s"] - m * c.memory_bound_s, "memory": memory,
-                  "communication": parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
-                  + parts["dp_comm_exposed_s"], "pipeline bubble": parts["bubble_s"]}
-        return max(shares, key=lambda k: shares[k])
-
-    def to_dict(self) -> dict[str, Any]:
-        memory, predicted = self.memory, self.predicted
-        return self.layout.to_dict() | {
-            "micro_batches": self.micro_batches, "step_s": self.step_s,
-            "step_no_overlap_s": self.step_no_overlap_s, "tokens_per_s": self.tokens_per_s,
-            "tokens_per_s_per_gpu": self.tokens_per_s / self.layout.gpus,
-            "parts": self.parts, "bubble_fraction": self.bubble_fraction, "bound": self.bound,
-            "predicted_step_s": predicted.step_s,
-            "predicted_tokens_per_s": predicted.tokens_per_s,
-            "predicted_parts": predicted.parts, "predicted_bound": predicted.bound,
-            "tp_allreduce_bytes": self.allreduce_bytes,
-            "memory": memory | {"total_bytes": self.memory_bytes,
-                                "capacity_bytes": self.capacity_bytes, "fits": self.fits},
-            "replicated_layers": list(self.replicated)}
-
-
-def _owner_of(names: list[str]):
-    """A function from an item's layer (``blk.3.qkv``) to the index of its layer (``blk.3``):
-    the longest layer name equal to it or followed by a dot."""
-    by_name = {name: i for i, name in enumerate(names)}
-    cache: dict[str, int | None] = {}
-
-    def owner(item_layer: str) -> int | None:
-        if item_layer not in cache:
-            found, probe = None, item_layer
-            while probe:
-                if probe in by_name:
-                    found = by_name[probe]
-                    break
-                probe = probe.rpartition(".")[0]
-            cache[item_layer] = found
-        return cache[item_layer]
-    return owner
-
-
-#: per layer [forward, backward, memory-bound] seconds of one micro-batch, and the optimizer
-#: update's seconds: at the roof (``False``) and at the predicted times (``True``)
-LayerTimes = dict[bool, tuple[list[list[float]], float]]
-
-
-def layer_times(report: Report, sp_tp: int) -> LayerTimes:
-    """Per layer: [forward, backward, memory-bound] seconds of one micro-batch; and the
-    optimizer update's time; each GEMM and op at its roof (key ``False``) and at its predicted
-    time (key ``True``), in one pass. With sequence parallelism (sp_tp > 1) the norms,
-    dropouts and residual adds of the blocks take 1 / tp of their time. The same for every
-    layout that shares the shard's report and ``sp_tp`` (``evaluate``'s ``cache``)."""
-    net = report.network
-    owner = _owner_of([run.name(c) for run in net.layer_runs for c in range(run.count)])
-    roof = [[0.0, 0.0, 0.0] for _ in range(len(net.layers))]
-    predicted = [[0.0, 0.0, 0.0] for _ in range(len(net.layers))]
-    update = [0.0, 0.0]
-    blocks = set(blocks_of(net))
-    # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
-    items = [(layer, r.gemm.pass_, r.time_s, r.predicted_time_s, r.bound, "")
-             for layer, r in labelled(report.results, lambda r: r.gemm.layer)]
-    items += [(layer, r.op.pass_, r.time_s, r.predicted_time_s, r.bound, r.op.kind)
-              for layer, r in labelled(report.ops, lambda r: r.op.layer)]
-    for layer, pass_, time, expected, bound, kind in items:
-        if pass_ == "update":
-            update[0] += time
-            update[1] += expected
-            continue
-        index = owner(layer)
-        if index is None:
-            raise AssertionError(f"no layer owns {layer!r}")  # every item names its layer
-        if sp_tp > 1 and index in blocks and kind.removesuffix("-backward") in SP_KINDS:
-            time /= sp_tp
-            expected /= sp_tp
-        column = 0 if pass_ == "forward" else 1
-        roof[index][column] += time
-        predicted[index][column] += expected
-        if bound == "memory":
-            roof[index][2] += time
-            predicted[index][2] += expected
-    return {False: (roof, update[0]), True: (predicted, update[1])}
-
-
-def _expert_parameters(layer: Any) -> int:
-    """A block's expert weights (and their biases), those this GPU holds: data-parallel
-    over dp / ep GPUs (its router's weight is dense, over dp)."""
-    return layer.expert_parameters if isinstance(layer, Transformer) else 0
-
-
-@dataclass(frozen=True)
-class _Context:
-    """What every stage of one layout shares."""
-
-    layout: Layout
-    fabric: Fabric
-    step: Step
-    m: int  # micro-batches per data-parallel rank
-    e: int  # activation and weight bytes
-    grad_e: int
-    state_e: int  # optimizer state bytes per parameter
-    recompute: str
-    vocabularies: set[int]  # the sharded vocabularies (the logits' widths)
-
-    @property
-    def sp(self) -> bool:
-        return self.layout.sequence_parallel and self.layout.tp > 1
-
-    @property
-    def edp(self) -> int:
-        """The expert weights' data-parallel group: dp / ep."""
-        return self.layout.dp // self.layout.ep
+#: the names callers import from here, some of them defined in the parallel_* modules
+__all__ = ["ZERO_STAGES", "Layout", "LayoutResult", "activation_bytes_per_block", "blocks_of",
+           "check_layout", "check_training", "crosses_nodes", "divisors", "evaluate",
+           "padded_vocab", "pipeline_bubble", "shard_network", "shard_report", "split_stages",
+           "stage_blocks"]
 
 
 def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: int,
@@ -592,160 +186,6 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                         tuple(predicted for _, predicted in stages))
 
 
-#: One stage's [forward, backward, memory-bound] seconds of a micro-batch summed over its
-#: layers, and the optimizer update's seconds: at the roof (``False``) and predicted (``True``)
-StageTimes = dict[bool, tuple[float, float, float, float]]
-
-
-def stage_times(both: LayerTimes, indices: tuple[int, ...]) -> StageTimes:
-    """The layers ``indices``' times (``layer_times``) summed, each column in layer order."""
-    out: StageTimes = {}
-    for key, (rows, update) in both.items():
-        picked = [rows[i] for i in indices]
-        fwd, bwd, mem_s = (sum(row[k] for row in picked) for k in range(3))
-        out[key] = (fwd, bwd, mem_s, update)
-    return out
-
-
-def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes,
-           parameters: int) -> tuple[StageCost, StageCost]:
-    """Stage ``s``: its compute per micro-batch, its communication, its memory; at the roof
-    and at the predicted times (``times``: the stage's ``stage_times``, the update over the
-    shard's ``parameters``). Communication and memory do not depend on the times and are
-    worked out once."""
-    layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
-    runs = _runs(layers)
-    tp_comm, ep_comm = _model_parallel_comm(ctx, runs)
-    p2p = 0.0
-    if layout.pp > 1:
-        # what crosses each boundary: the activations the stage's last layer hands forward
-        # (not the last stage's: its output layer's are the logits, which stay), and the
-        # gradient of its first layer's input sent back (not the first stage's)
-        stride = layout.tp * layout.dp
-        if s < layout.pp - 1:
-            p2p += fabric.p2p_s(t * (layers[-1].out_width or 0) * e,
-                                crosses_nodes(s, stride, fabric.gpus_per_node))
-        if s > 0:
-            p2p += fabric.p2p_s(t * (layers[0].in_width or 0) * e,
-                                crosses_nodes(s - 1, stride, fabric.gpus_per_node))
-    params = sum(layer.parameters * count for layer, count in runs)
-    expert = sum(_expert_parameters(layer) * count for layer, count in runs)
-    dense = params - expert
-    dp_comm = _dp_comm(ctx, dense, expert)
-    sharded_update = (dense / (layout.dp if layout.zero >= 1 else 1)
-                      + expert / (ctx.edp if layout.zero >= 1 else 1))
-    memory = _stage_memory(ctx, s, runs, dense, expert)
-
-    def timed(predicted: bool) -> StageCost:
-        fwd, bwd, mem_s, update = times[predicted]
-        window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
-        return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
-                         update / max(1, parameters) * sharded_update, dp_comm, window, params,
-                         memory)
-
-    return timed(False), timed(True)
-
-
-def crosses_nodes(boundary: int, stride: int, gpus_per_node: int) -> bool:
-    """Whether the boundary after stage ``boundary`` (its ``stride`` ranks from ``boundary x
-    stride`` on, each sending to the rank ``stride`` later) has a pair in two nodes of
-    ``gpus_per_node``: some node's first rank M with boundary x stride < M <= the last sender's
-    partner, (boundary + 2) x stride - 1."""
-    first = boundary * stride
-    return (first // gpus_per_node + 1) * gpus_per_node < first + 2 * stride
-
-
-def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
-    """``layers`` as (layer, how many times in a row): a repeat's unnamed copies are one
-    object (``unnamed_layers``), so what a copy costs is worked out once."""
-    runs: list[tuple[Any, int]] = []
-    for layer in layers:
-        if runs and runs[-1][0] is layer:
-            runs[-1] = (layer, runs[-1][1] + 1)
-        else:
-            runs.append((layer, 1))
-    return runs
-
-
-def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[float, float]:
-    """Tensor- and expert-parallel communication of one micro-batch on these layers (as
-    ``_runs``), each copy's transfers added in layer order."""
-    tp_comm = ep_comm = 0.0
-    for layer, count in runs:
-        tp_times, ep_times = _layer_comm(ctx, layer)
-        for _ in range(count):
-            for time in tp_times:
-                tp_comm += time
-            for time in ep_times:
-                ep_comm += time
-    return tp_comm, ep_comm
-
-
-def _layer_comm(ctx: _Context, layer: Any) -> tuple[list[float], list[float]]:
-    """The tensor- and expert-parallel transfers of one micro-batch on one layer, each a
-    time."""
-    tp, fabric, t, e = ctx.layout.tp, ctx.fabric, ctx.step.tokens, ctx.e
-    if isinstance(layer, Transformer):
-        ep = []
-        if layer.experts and ctx.layout.ep > 1:
-            routed = t * layer.top_k * layer.hidden * e
-            ep = [4 * fabric.time_s("all-to-all", routed, ctx.layout.ep, tp)]
-        return [4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)], ep
-    if isinstance(layer, Embedding):
-        return [fabric.time_s("all-reduce", t * layer.dim * e, tp, 1)], []
-    if isinstance(layer, Linear) and layer.out_features in ctx.vocabularies and tp > 1:
-        return [fabric.time_s("all-reduce", t * layer.in_features * e, tp, 1),
-                CE_ALLREDUCES * fabric.time_s("all-reduce", t * CE_BYTES, tp, 1)], []
-    return [], []
-
-
-def _dp_comm(ctx: _Context, dense: int, expert: int) -> float:
-    """The data-parallel collectives of one step, by ZeRO stage (module docstring): dense
-    weights over dp GPUs tp apart, expert weights over dp / ep GPUs tp ep apart."""
-    layout, fabric, m = ctx.layout, ctx.fabric, ctx.m
-    total = 0.0
-    for group, stride, count in ((layout.dp, layout.tp, dense),
-                                 (ctx.edp, layout.tp * layout.ep, expert)):
-        grads, weights = count * ctx.grad_e, count * ctx.e
-        if layout.zero <= 1:
-            total += fabric.time_s("all-reduce", grads, group, stride)
-        elif layout.zero == 2:
-            total += (m * fabric.time_s("reduce-scatter", grads, group, stride)
-                      + fabric.time_s("all-gather", weights, group, stride))
-        else:
-            total += m * (2 * fabric.time_s("all-gather", weights, group, stride)
-                          + fabric.time_s("reduce-scatter", grads, group, stride))
-    return total
-
-
-def _stage_memory(ctx: _Context, s: int, runs: list[tuple[Any, int]], dense: int,
-                  expert: int) -> dict[str, int]:
-    """One GPU of stage ``s`` (its layers as ``_runs``): weights, gradients and optimizer
-    states by ZeRO stage, the activations of the micro-batches 1F1B keeps in flight, the
-    workspace."""
-    layout, step, zero = ctx.layout, ctx.step, ctx.layout.zero
-
-    def part(per: int, divide: bool) -> int:
-        if not divide:
-            return (dense + expert) * per
-        return -(-dense * per // layout.dp) + -(-expert * per // ctx.edp)
-
-    kept = sum(count * (activation_bytes_per_block(layer, step, ctx.recompute, layout.tp,
-                                                   ctx.sp)
-                        if isinstance(layer, Transformer)
-                        else saved_bytes(layer, step, ctx.recompute))
-               for layer, count in runs)
-    activations = kept * min(ctx.m, layout.pp - s)
-    if s == layout.pp - 1:  # the logits the loss reads, one micro-batch at a time
-        activations += step.tokens * (runs[-1][0].out_width or 0) * ctx.e
-    if ctx.recompute == "full":  # one block's tensors while it is recomputed
-        activations += max(saved_bytes(layer, step, "none") - saved_bytes(layer, step, "full")
-                           for layer, _ in runs)
-    return {"weights": part(ctx.e, zero >= 3), "gradients": part(ctx.grad_e, zero >= 2),
-            "optimizer": part(ctx.state_e, zero >= 1), "activations": activations,
-            "workspace": WORKSPACE_BYTES}
-
-
 def shard_report(network: Network, hardware: HardwareSpec, layout: Layout,
                  quantization: bool = False) -> Report:
     """One GPU's step at the layout's micro-batch: the tensor- and expert-parallel shard
@@ -753,14 +193,3 @@ def shard_report(network: Network, hardware: HardwareSpec, layout: Layout,
     check_layout(network, layout)
     sharded = shard_network(network, layout.tp, layout.ep)
     return analyze(sharded.with_overrides(batch=layout.micro_batch), hardware, quantization)
-
-
-def pipeline_bubble(pp: int, micro_batches: int) -> float:
-    """The 1F1B bubble's share of the step: (p - 1) / (m + p - 1)."""
-    return (pp - 1) / (micro_batches + pp - 1)
-
-
-def divisors(n: int) -> list[int]:
-    """Every divisor of n, ascending."""
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))

@@ -116,13 +116,13 @@ from .capture_tensors import _flatten, _numel
 from .capture_values import LIMIT as VALUES_LIMIT
 from .dtypes import DTYPES, TORCH_DTYPES, dtype_name
 from .layers.captured import Captured, CapturedOp
-from .network import OPTIMIZER_CHOICES, Network
+from .network import Network
+from .network_settings import MODES, OPTIMIZER_CHOICES
 
 #: the names callers import from here, some of them defined in the capture_* modules
 __all__ = ["ATTENTION", "MODES", "CaptureError", "FLOPS_PER_ELEMENT", "capture_network",
            "is_factory", "load_factory"]
 
-MODES = ("train", "inference")
 ATTENTION = ("flash", "naive")
 
 

@@ -1,4 +1,12 @@
-"""A network described by model.yaml, and its expansion into GEMMs and non-GEMM ops.
+"""A network described by model.yaml: ``Network``, the face of the ``network_*`` modules.
+
+Here: the dataclass, its derived dtypes, parameters and steps; reading model.yaml or a
+config.json (``load_network``, ``network_from_dict``); a library call's ``model`` argument and
+model-setting keywords checked (``check_model``, ``OVERRIDES``, ``check_overrides``). Beside it:
+``network_settings`` (each setting's choices, and ``with_overrides``), ``network_checks``
+(``check``, ``check_tokens``), ``network_layers`` (model.yaml's layers read as a chain),
+``network_groups`` (``layer_groups``) and ``network_parts`` (``parts``, ``expand``, ``tally``:
+the step's GEMMs and ops).
 
 model.yaml (the contract in docs/design.md)::
 
@@ -33,85 +41,57 @@ model.yaml (the contract in docs/design.md)::
       - {type: linear, in: 4096, out: 1000}
 
 or ``mlp: [1024, 4096, 1000]`` in place of ``layers``. Each layer type (roofline.model.layers) reads
-its own fields and gives its own GEMMs and ops; this module orders and numbers them. A layer
-with ``repeat: n`` stands for n identical copies (``name.1`` .. ``name.n``), kept as one run
-(``model.repeats``): expanded once, its copies numbered and named when read; the copies must
-chain (the layer gives what it takes), and a model expands to at most ``MAX_LAYERS`` layers.
-Layer names, the copies' and the defaults' counted, are unique (``_LayerNames``).
-
-Layers are chained: each layer's ``in_width`` must equal the previous ``out_width`` (features,
-or channels for a feature map). A layer that reads a feature map (it has ``with_input``) gets
-the previous layer's ``out_shape`` (or the top-level ``input``) and returns itself bound to it;
-a layer marked ``branch`` (a side branch such as a projection shortcut) reads its own input and
-leaves the chain where it was; a branch layer right after another one (the shortcut's batch
-norm) reads that branch's map. The step's host input is the first layer's ``input_bytes``.
-
-Numbering: forward GEMMs first in layer order (MM1..MMn), then the backward pass in reverse
-layer order, each layer's data-gradient GEMMs before its weight-gradient GEMMs; ops are numbered
-OP1.. in the same order, the optimizer update last. A layer computes its data gradient only
-when an earlier layer has trainable weights (the first weighted layer of an MLP has none; every
-layer after an embedding has one). Training an n-layer MLP therefore takes 3n - 1 GEMMs.
+its own fields and gives its own GEMMs and ops; ``network_layers`` reads them as a chain (a layer
+with ``repeat: n`` stands for n copies, kept as one run) and ``network_parts`` orders and
+numbers them (forward, then backward in reverse layer order: MM1.., OP1..). The step's host
+input is the first layer's ``input_bytes``.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from dataclasses import fields as dataclass_fields
-from operator import attrgetter
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn
+from typing import Any
 
-from ..errors import InputError, described, one_line, option
-from ..files.fields import Fields, load_yaml_file, load_yaml_text, positive_int
-from ..files.numbers import MAX_INT
-from ..units import three_digits
+from ..errors import InputError, described, one_line
+from ..files.fields import Fields, load_yaml_file, load_yaml_text
 from .dtypes import (
-    ACCUMULATION_DTYPES,
     ACTIVATION_DTYPES,
     DEFAULT_GROUP_SIZE,
     DTYPES,
     GROUPED_DTYPES,
     KV_DTYPES,
     OUTPUT_DTYPES,
-    TORCH_DTYPES,
     WEIGHT_DTYPES,
-    bits,
     default_output_dtype,
     dtype_name,
-    is_float,
     itemsize,
-    output_problem,
 )
-from .gemm import Gemm, GemmShape
-from .layers import (
-    Add,
-    Captured,
-    Conv2d,
-    Layer,
-    Linear,
-    Step,
-    Transformer,
-    idle_parameters,
-    layer_from_fields,
-)
+from .gemm import Gemm
+from .layers import Captured, Layer, Step, idle_parameters
 from .layers.captured import CapturedOp
-from .layers.spatial import Shape
-from .layers.transformer import ATTENTION_FORMS
-from .ops import OPTIMIZERS, Op, optimizer_update
-from .repeats import MAX_LAYERS, ItemRun, LayerRun, Layers, Numbered, rebuild
+from .network_checks import check_step, check_tokens
+from .network_groups import layer_groups
+from .network_layers import _layers
+from .network_parts import Part, expand, parts, tally
+from .network_settings import (
+    INFERENCE_PHASES,
+    LOGITS,
+    MODES,
+    OPTIMIZER_CHOICES,
+    RECOMPUTE,
+    _accumulation,
+    overridden,
+)
+from .ops import Op
+from .repeats import LayerRun, Layers, Numbered
 
-MODES = ("train", "inference")
-INFERENCE_PHASES = ("prefill", "decode")
-OPTIMIZER_CHOICES = ("none", *OPTIMIZERS)
-RECOMPUTE = ("none", "selective", "full")
 _TOP_KEYS = frozenset({"name", "batch", "seq", "dtype", "output_dtype", "grad_accumulation",
                        "mode", "phase", "optimizer", "layers", "mlp", "input", "recompute",
                        "context", "weights", "activations", "kv_cache", "group_size", "logits"})
-LOGITS = ("all", "last")
-NO_ACCUMULATION = "none"
 
 
 @dataclass(frozen=True)
@@ -265,24 +245,9 @@ class Network:
                                      for count, layer in self.layer_groups())
 
     def layer_groups(self, but_last: bool = False) -> list[tuple[int, Layer]]:
-        """The layers (``but_last``: all but the last run) grouped by their fields but their
-        name (``_fields_key``; a layer whose fields make no key is a group of its own), as
-        (copies, a layer of the group) in order of first appearance: what a figure summed or
-        maximized over the layers needs, once per distinct layer (a 100,000-layer MLP of seven
-        widths has seven). The same at every batch: made once for these layers."""
-        assert isinstance(self.layers, Layers)
-        layers = self.layers
-
-        def make() -> list[tuple[int, Layer]]:
-            groups: dict[Any, list[Any]] = {}
-            runs = layers.runs[:-1] if but_last else layers.runs
-            for i, run in enumerate(runs):
-                key = layers.key_of(run.layer, _fields_key)
-                found = groups.setdefault(i if key is None else key, [0, run.layer])
-                found[0] += run.count
-            return [(count, layer) for count, layer in groups.values()]
-
-        return layers.cached(("layer_groups", but_last), make)
+        """The layers (``but_last``: all but the last run) grouped alike, as (copies, a layer of
+        the group) in order of first appearance (``network_groups.layer_groups``)."""
+        return layer_groups(self, but_last)
 
     @property
     def step_phase(self) -> str:
@@ -302,60 +267,18 @@ class Network:
         ``grad_accumulation="none"``
         turns accumulation off; ``attention``, --attention, sets every transformer block's
         attention form: a config.json has none of its own)."""
-        network = self
         dtype = dtype_name(dtype)  # type: ignore[assignment]  # torch.float16, "bfloat16", ...
-        if attention is not None:
-            form = Fields({"attention": attention}, "overrides").choice("attention",
-                                                                        ATTENTION_FORMS)
-            assert isinstance(self.layers, Layers)
-            network = replace(self, layers=self.layers.map(
-                lambda layer: replace(layer, attention=form) if isinstance(layer, Transformer)
-                else layer))
         given = {"batch": batch, "dtype": dtype, "mode": mode, "output_dtype": output_dtype,
                  "grad_accumulation": grad_accumulation, "seq": seq, "phase": phase,
                  "optimizer": optimizer, "recompute": recompute, "weights": weights,
                  "activations": activations, "kv_cache": kv_cache, "group_size": group_size,
                  "logits": logits}
-        changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
-        fields = Fields(changes, "overrides")
-        checks: dict[str, Callable[[str], object]] = {
-                  "batch": fields.positive_int, "seq": fields.positive_int,
-                  "dtype": lambda k: fields.choice(k, DTYPES),
-                  "mode": lambda k: fields.choice(k, MODES),
-                  "phase": lambda k: fields.choice(k, INFERENCE_PHASES),
-                  "output_dtype": lambda k: fields.choice(k, OUTPUT_DTYPES),
-                  "optimizer": lambda k: fields.choice(k, OPTIMIZER_CHOICES),
-                  "recompute": lambda k: fields.choice(k, RECOMPUTE),
-                  "weights": lambda k: fields.choice(k, WEIGHT_DTYPES),
-                  "activations": lambda k: fields.choice(k, ACTIVATION_DTYPES),
-                  "kv_cache": lambda k: fields.choice(k, KV_DTYPES),
-                  "group_size": fields.positive_int,
-                  "logits": lambda k: fields.choice(k, LOGITS),
-                  "grad_accumulation": lambda k: _accumulation(fields)}
-        changes = {key: checks[key](key) for key in changes}
-        if network.captured_batch is not None:
-            _check_captured(network, changes, attention)
-        _check_mode_settings(changes, changes.get("mode", network.mode),
-                             changes.get("phase", network.phase), network.source)
-        if changes.get("optimizer", network.optimizer) != network.optimizer:
-            changes["update"] = ()  # another optimizer than the captured one: its own update
-        return replace(network, **changes).check_tokens()
+        return overridden(self, given, attention)
 
     def check_tokens(self) -> Network:
-        """This network, or InputError when batch x seq passes ``files.numbers.MAX_INT``.
-
-        Each is bounded where it is read, but their product is the rows of every per-token
-        GEMM (and a decode's KV cache): batch 2**40 at seq 2**40 gave M = 1.2e24 and exit 0.
-        Checked where a user's batch and seq meet (a model file, ``with_overrides``: every
-        command's options, sweep's points, a generation's lengths), not in ``check()``: the
-        memory and step-verdict searches try batches and seqs past it on purpose."""
-        if self.batch is None or self.seq is None or self.batch * self.seq <= MAX_INT:
-            return self
-        raise InputError(self.source, "batch, seq", f"{self.batch} x {self.seq} = "
-                         f"{three_digits(self.batch * self.seq)} tokens is out of range (at "
-                         f"most 2**40 = {MAX_INT}: the rows of a step's GEMMs, or its KV cache "
-                         f"in decode): lower batch or seq (in the model or {option('batch')} / "
-                         f"{option('seq')})")
+        """This network, or InputError when batch x seq passes ``files.numbers.MAX_INT``
+        (``network_checks.check_tokens``)."""
+        return check_tokens(self)
 
     def input_bytes(self) -> int | None:
         """The bytes one step reads as input (the first layer's input: a dense batch, sparse
@@ -386,7 +309,7 @@ class Network:
         return step
 
     def gemms(self) -> tuple[Gemm, ...]:
-        """Every GEMM of one step, numbered MM1..MMk as the module docstring describes."""
+        """Every GEMM of one step, numbered MM1..MMk as ``network_parts`` describes."""
         return tuple(self.expand()[0])
 
     def ops(self) -> tuple[Op, ...]:
@@ -394,104 +317,9 @@ class Network:
         return tuple(self.expand()[1])
 
     def check(self) -> None:
-        """Raise InputError naming the first setting the step still lacks (batch, dtype, seq):
-        a config.json gives no batch, and maybe no dtype; the CLI's options fill them in. Two or
-        more missing are named together, in one line (not one a run)."""
-        # the first layer that needs a seq the step lacks, searched once
-        needs_seq = None if self.seq is not None else next(
-            (layer for _, layer in self.layer_groups() if getattr(layer, "needs_seq", False)),
-            None)
-        missing = [key for key, lacks in (("batch", self.batch is None),
-                                          ("dtype", self.dtype is None),
-                                          ("seq", needs_seq is not None)) if lacks]
-        if len(missing) > 1:
-            given = ", ".join(option(key) for key in missing[:-1]) + f" and {option(missing[-1])}"
-            raise InputError(self.source, ", ".join(missing), f"missing required fields (give "
-                             f"them in the model or {given})")
-        for key, value in (("batch", self.batch), ("dtype", self.dtype)):
-            if value is None:
-                where = (self._config_dtype_text() if key == "dtype" and
-                         self.source.endswith(".json") else f"give {key} in the model or")
-                raise InputError(self.source, key, f"missing required field ({where} "
-                                                   f"{option(key)})")
-        self._check_precision()
-        self._check_phase()
-        self._check_seq()
-        if needs_seq is not None:
-            raise InputError(self.source, "seq", f"missing required field: layer "
-                             f"{needs_seq.name!r} needs tokens per sample (give seq in the "
-                             f"model or {option('seq')})")
-
-    def _config_dtype_text(self) -> str:
-        """Why a config.json's step has no dtype: the config gives none, or gives one not read
-        here (``torch_dtype 'int8'``), and the dtypes read (``dtypes.TORCH_DTYPES``)."""
-        names = list(TORCH_DTYPES)
-        read = f"{', '.join(names[:-1])} or {names[-1]}"
-        if self.unread_dtype is None:
-            return f"the config.json gives no torch_dtype read here: {read}; give"
-        key, value = self.unread_dtype
-        return (f"the config.json gives {key} {value}, which is not read here: only {read} "
-                f"are; give")
-
-    def _check_phase(self) -> None:
-        """``phase: decode`` is an inference phase, one new token per sequence against the KV
-        cache attention keeps: refused in a training step and on a model without attention,
-        where it would change nothing (never ignored in silence)."""
-        if self.phase != "decode":
-            return
-        if self.mode == "train":
-            raise InputError(self.source, "phase", f"decode is an inference phase but the "
-                             f"model trains (mode train): set mode to inference (in the model "
-                             f"or {option('mode', 'inference')}) or leave phase out")
-        blocks = [run.layer for run in self.layer_runs if isinstance(run.layer, Transformer)]
-        if not blocks:
-            raise InputError(self.source, "phase", "decode reads a KV cache of seq tokens per "
-                             "sequence, but no layer keeps one (no transformer block): leave "
-                             "phase out (prefill)")
-        if not any(block.causal for block in blocks):
-            raise InputError(self.source, "phase", "decode reads the KV cache a causal "
-                             "transformer keeps, but every block here is bidirectional (causal: "
-                             "false, the default; an encoder such as BERT keeps none): set "
-                             "causal: true on a decoder's blocks, or leave phase out (prefill)")
-
-    def _check_seq(self) -> None:
-        """``seq`` is tokens per sample: a model that starts from an image (its first layer
-        reads a feature map) and has no layer that reads tokens (a transformer block) has none,
-        its features after the pooling one row a sample; a seq there would multiply only the
-        layers after the flatten, so it is refused."""
-        first = self.layer_runs[0].layer
-        if (self.seq is not None and hasattr(first, "with_input") and not any(
-                getattr(run.layer, "needs_seq", False) for run in self.layer_runs)):
-            raise InputError(self.source, "seq", f"seq is tokens per sample, but the model "
-                             f"starts from an image (its first layer {first.name!r} reads a "
-                             f"feature map): leave seq out")
-
-    def _check_precision(self) -> None:
-        """Weights may be stored narrower than the activations they meet (weight-only formats:
-        W4A16, W8A16, fp8 weights under fp16 math; int4 under int8 math, W4A8), never wider,
-        and integer weights need integer or float math, fp8 weights float math; a group size
-        belongs to int4 weights; a training step keeps its weights at the activations' dtype.
-        C follows the math: float math writes a float C (``dtypes.output_problem``), so fp16
-        into int32 is refused, not priced as a GEMM nobody runs."""
-        weights, act = self.weight_dtype, self.activation_dtype
-        problem = self.output_dtype and output_problem(act, self.output_dtype)
-        if problem:
-            raise InputError(self.source, "output_dtype", problem)
-        if weights != act:
-            narrower = bits(weights) < bits(act)
-            kinds = is_float(act) or (weights == "int4" and act == "int8")
-            if not (narrower and kinds):
-                raise InputError(self.source, "weights", f"{weights} weights cannot meet {act} "
-                                 f"activations: a stored weight format must be narrower than the "
-                                 f"activations (weight-only: int4, int8 or fp8 weights with fp16 "
-                                 f"or bf16 activations; W4A8: int4 with int8) or the same")
-            if self.mode == "train":
-                raise InputError(self.source, "weights", f"{weights} weights with {act} "
-                                 f"activations are modelled for inference only (a training step"
-                                 f" keeps its weights at the activations' dtype)")
-        if self.group_size is not None and weights not in GROUPED_DTYPES:
-            raise InputError(self.source, "group_size", f"a group size needs group-quantized "
-                             f"weights ({', '.join(GROUPED_DTYPES)}); the weights are {weights}")
+        """Raise InputError naming the first setting the step still lacks (batch, dtype, seq),
+        or one it cannot take (``network_checks.check_step``)."""
+        check_step(self)
 
     def settled(self) -> tuple[int, str]:
         """``(batch, dtype)`` once ``check()`` passes (it raises InputError otherwise)."""
@@ -500,274 +328,18 @@ class Network:
         return self.batch, self.dtype
 
     def expand(self) -> tuple[Numbered[Gemm], Numbered[Op]]:
-        """The step's GEMMs and ops, in the order the module docstring describes: each run's
-        templates (``parts``), numbered and named for each copy and layer when read, so that
-        a deep model's 300,000 GEMMs are never built unless something reads them one by one."""
-        gemm_runs: list[ItemRun[Gemm]] = []
-        op_runs: list[ItemRun[Op]] = []
-        gemm_count = op_count = 0
-        split: dict[int, tuple[tuple[Gemm, ...], tuple[Op, ...]]] = {}  # per template tuple
-        for part in self.parts():
-            run = part.run
-            found = split.get(id(part.items))
-            if found is None:
-                found = split[id(part.items)] = (
-                    tuple(item for item in part.items if isinstance(item, Gemm)),
-                    tuple(item for item in part.items if not isinstance(item, Gemm)))
-            gemms, ops = found
-            if gemms:
-                gemm_runs.append(ItemRun(gemms, run.count, run, gemm_count, part.first))
-            if ops:
-                op_runs.append(ItemRun(ops, run.count, run, op_count, part.first))
-            gemm_count += len(gemms) * run.count
-            op_count += len(ops) * run.count
-        return Numbered(gemm_runs, "MM", rebuild), Numbered(op_runs, "OP", rebuild)
+        """The step's GEMMs and ops, numbered and named when read (``network_parts.expand``)."""
+        return expand(self)
 
     def parts(self) -> list[Part]:
-        """The step's runs in numbering order (the forward pass, then the backward pass in
-        reverse, then the optimizer's update), each with its first copy's GEMMs and ops as
-        templates: not numbered, and named for ``Part.first``, the first layer of the step with
-        the same fields and the same pass (``Part.own`` is the run's own name). A layer and its
-        GEMMs are built once per distinct set of fields, not once per layer: a 100,000-layer
-        MLP of seven widths has seven. The step's totals read these without numbering
-        anything (``analysis.step``); ``expand`` numbers and names them."""
-        step, last_step = self.step(), self.last_step()
-        templates = _Templates(self)
-        parts: list[Part] = []
-        for run, same, last, data_grad in self._passes():
-            layer = run.copy(0)  # a run's items are its first copy's (renamed when read)
-            first, shared = templates.of(layer, same, last_step if last else step, data_grad)
-            parts.append(Part(run, first, layer.name, shared))
-        update = self._update(step)
-        if update:
-            parts.append(Part(LayerRun(_UPDATE), "", "", update))
-        return parts
+        """The step's runs in numbering order, each with its first copy's GEMMs and ops as
+        templates (``network_parts.parts``)."""
+        return parts(self)
 
     def tally(self) -> list[tuple[int, tuple[Gemm | Op, ...]]]:
-        """The step's GEMMs and ops as (how many times, templates), once per distinct layer
-        and pass: what the step's totals need, in time that grows with the distinct layers,
-        not the layers (the grouping does not depend on the batch and is made once for the
-        layers of every batch, ``Layers.cached``). Not in numbering order."""
-        step, last_step = self.step(), self.last_step()
-        templates = _Templates(self)
-        out = [(count, templates.of(layer, same, last_step if last else step, data_grad)[1])
-               for count, layer, same, last, data_grad in self._groups()]
-        update = self._update(step)
-        return out + [(1, update)] if update else out
-
-    def _passes(self) -> list[tuple[LayerRun[Layer], Any, bool, bool | None]]:
-        """Every run's pass in numbering order (module docstring): (the run, its layer's
-        ``_fields_key``, whether it sees ``last_step``, and ``data_grad``: None in the forward
-        pass, else whether its backward pass computes a data gradient). The same at every
-        batch: made once for these layers (``Layers.cached``)."""
-        assert isinstance(self.layers, Layers)
-        return self.layers.cached(("passes", *self._layout()), self._make_passes)
-
-    def _make_passes(self) -> list[tuple[LayerRun[Layer], Any, bool, bool | None]]:
-        assert isinstance(self.layers, Layers)
-        runs = self._split_runs(self.layer_runs)
-        keys = [self.layers.key_of(run.layer, _fields_key) for run in runs]
-        out: list[tuple[LayerRun[Layer], Any, bool, bool | None]] = [
-            (run, key, i == len(runs) - 1, None) for i, (run, key) in enumerate(zip(runs, keys))]
-        if self.mode == "train":
-            weighted = False  # does any layer before this run's first copy have weights?
-            data_grads = []
-            for run in runs:
-                data_grads.append(weighted)
-                weighted = weighted or run.layer.has_weights
-            for run, data_grad, key in zip(reversed(runs), reversed(data_grads), reversed(keys)):
-                if run.count > 1:
-                    run = replace(run, reverse=True)  # last copy first
-                out.append((run, key, False, data_grad))
-        return out
-
-    def _groups(self) -> list[tuple[int, Layer, Any, bool, bool | None]]:
-        """``_passes`` grouped by (fields, last, data_grad): (copies, a layer of the group,
-        its key, last, data_grad); a layer whose fields make no key is a group of its own."""
-        assert isinstance(self.layers, Layers)
-
-        def make() -> list[tuple[int, Layer, Any, bool, bool | None]]:
-            groups: dict[Any, list[Any]] = {}
-            for i, (run, key, last, data_grad) in enumerate(self._passes()):
-                group = (key, last, data_grad) if key is not None else i
-                found = groups.setdefault(group, [0, run.copy(0), key, last, data_grad])
-                found[0] += run.count
-            return [tuple(group) for group in groups.values()]
-
-        return self.layers.cached(("groups", *self._layout()), make)
-
-    def _layout(self) -> tuple[str, bool]:
-        """What ``_passes`` depends on beside the layers: the mode (a backward pass or not) and
-        whether the last layer sees a step of its own (``_split_runs``)."""
-        return self.mode, self.last_step() != self.step()
-
-    def _update(self, step: Step) -> tuple[Op, ...]:
-        """The optimizer's step as templates (``parts``): a recorded one (a capture's) op by op,
-        else the fused update; none outside training or without an optimizer."""
-        if self.mode != "train" or not (self.update or self.optimizer != "none"):
-            return ()
-        shapes = ([op.at(step.e) for op in self.update] if self.update
-                  else [optimizer_update(self.optimizer, self.parameters)])
-        return tuple(Op("OP0", *shape) for shape in shapes)
-
-    def _split_runs(self, runs: tuple[LayerRun[Layer], ...]) -> list[LayerRun[Layer]]:
-        """The runs, copies named, with the first copy of a weighted run apart when nothing
-        before it has weights (it computes no data gradient; its copies do) and the last copy
-        apart when the last layer sees its own step (``logits: last``)."""
-        out: list[LayerRun[Layer]] = []
-        weighted = False
-        for run in runs:
-            if run.count > 1 and self.mode == "train" and not weighted and run.layer.has_weights:
-                out += [LayerRun(run.copy(0), 1, run.first_copy),
-                        replace(run, count=run.count - 1, first_copy=run.first_copy + 1)]
-            else:
-                out.append(run)
-            weighted = weighted or run.layer.has_weights
-        last = out[-1]
-        if last.count > 1 and self.last_step() != self.step():
-            c = last.count - 1
-            out[-1:] = [replace(last, count=c),
-                        LayerRun(last.copy(c), 1, last.first_copy + c)]
-        return [run if run.count > 1 or not run.named else LayerRun(run.copy(0), 1,
-                                                                    run.first_copy)
-                for run in out]
-
-    def _gemm(self, index: int, s: GemmShape, copy: int) -> Gemm:
-        """GEMM ``index``: weight GEMMs (B a weight, and weight gradients) compute in the
-        activations' dtype, B stored as the weights are (a group-quantized B needs a group size
-        dividing K); naive attention in decode reads B from the KV cache; C is ``output_dtype``,
-        else the math dtype's default, except under separate activations, where a weight GEMM
-        writes the model's dtype (the dequantizing epilogue of W8A8 kernels). A captured
-        quantized GEMM (``GemmShape.dtype``) keeps its own operand and output dtypes; a GEMM torch
-        runs in TF32 (``GemmShape.tf32``) stays so while its math is fp32."""
-        weighted = s.b_operand == "weight" or s.pass_ == "backward-weight"
-        math = self.activation_dtype if weighted else self.operand_dtype
-        accumulate = s.pass_ == "backward-weight" and self.grad_accumulation is not None
-        c_dtype = self.grad_accumulation if self.grad_accumulation and accumulate else (
-            self.weight_c_dtype if weighted else self.c_dtype)
-        b_dtype, group = "", 0
-        if s.b_operand == "weight" and not s.dtype:
-            b_dtype, group = self.weight_dtype, self.group
-            if group and s.k % group:
-                raise InputError(self.source, "group_size", f"group size {group} does not "
-                                 f"divide {s.roles[2]} ({s.k}) of layer {s.layer!r}")
-        elif s.b_operand == "kv":
-            b_dtype = self.kv_dtype
-        if s.dtype:  # a captured quantized GEMM: its operands and output in its own dtypes
-            math, b_dtype, group, accumulate = s.dtype, "", 0, False
-            c_dtype = s.c_dtype or default_output_dtype(s.dtype)
-        return Gemm(f"MM{index}", s.layer, s.pass_, s.m, s.n, s.k, math, s.roles,
-                    s.batch_dims, c_dtype, accumulate, s.batch_count, copy, s.align, s.tensors,
-                    b_dtype, group, s.b_operand, s.rows, s.tf32 and math == "fp32",
-                    s.transposed)
-
-class _Templates:
-    """The GEMMs and ops of ``Network.parts``, made once per distinct layer (its fields but
-    its name, ``_fields_key``) and pass, and each GEMM once per distinct shape: named for the
-    first layer that made them, not numbered."""
-
-    def __init__(self, network: Network) -> None:
-        self.network = network
-        self.made: dict[Any, tuple[str, tuple[Gemm | Op, ...]]] = {}
-        self.gemms: dict[tuple[Any, ...], Gemm] = {}  # a GemmShape but its layer -> its Gemm
-
-    def of(self, layer: Layer, same: tuple[Any, ...] | None, step: Step,
-           data_grad: bool | None) -> tuple[str, tuple[Gemm | Op, ...]]:
-        """(the layer they are named for, the templates) of ``layer``'s forward pass
-        (``data_grad`` None) or backward pass at ``step``; ``same`` is its ``_fields_key``."""
-        key = (same, id(step), data_grad)  # (the caller's steps outlive this object)
-        found = self.made.get(key) if same is not None else None
-        if found is not None:
-            return found
-        shapes = list(layer.forward(step) if data_grad is None
-                      else layer.backward(step, data_grad=data_grad))
-        out: list[Gemm | Op] = []
-        for shape in shapes:
-            if isinstance(shape, GemmShape):
-                gemm = self.gemms.get(shape[1:])
-                if gemm is None:
-                    gemm = self.gemms[shape[1:]] = self.network._gemm(0, shape, 0)
-                out.append(gemm if gemm.layer == shape.layer else
-                           gemm.renamed(gemm.name, shape.layer, 0))
-            else:
-                out.append(Op("OP0", *shape))
-        found = (layer.name, tuple(out))
-        if same is not None and all(shape.layer.startswith(layer.name) for shape in shapes):
-            self.made[key] = found  # (a layer whose items it names otherwise is not shared)
-        return found
-
-
-class Part(NamedTuple):
-    """One run of ``Network.parts``: the run, the layer its templates are named for
-    (``first``), the run's own first copy's name (``own``) and the templates, GEMMs and ops in
-    order."""
-
-    run: LayerRun[Any]
-    first: str
-    own: str
-    items: tuple[Gemm | Op, ...]
-
-
-class _Update(NamedTuple):
-    """What the optimizer's update stands in place of a layer (``parts``): no name, so its ops
-    keep their own layer, ``optimizer``."""
-
-    name: str = ""
-
-
-_UPDATE = _Update()
-#: a layer type -> (how many fields, a getter of every field but the name, as a tuple)
-_KEY_OF: dict[type, tuple[int, Callable[[Any], tuple[Any, ...]]]] = {}
-
-
-def _one_field(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """A getter of at most one field, as a tuple (``attrgetter`` gives a bare value)."""
-    if not names:
-        return lambda layer: ()
-    at = attrgetter(names[0])
-    return lambda layer: (at(layer),)
-
-
-def _fields_key(layer: Any) -> tuple[Any, ...] | None:
-    """A layer's fields but its name, as a key (None when a field cannot be hashed): two
-    layers with one key give the same GEMMs and ops, named for each. Read through one getter
-    per type (a deep model asks 200,000 times)."""
-    kind = type(layer)
-    found = _KEY_OF.get(kind)
-    if found is None:
-        names = [f.name for f in dataclass_fields(kind) if f.name != "name"]
-        getter = attrgetter(*names) if len(names) > 1 else _one_field(names)
-        found = _KEY_OF[kind] = (len(names) + 1, getter)
-    count, getter = found
-    if len(layer.__dict__) != count:
-        return None  # something beside the fields (a cached value): not a key
-    key = (kind, getter(layer))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def _check_captured(network: Network, changes: dict[str, Any], attention: str | None) -> None:
-    """InputError for a setting a captured module's step cannot take after its capture: its
-    mode and attention form (the ops autograd and the module ran are the capture's: another
-    needs a capture in it) and a seq or phase (its inputs' shapes are the step: a
-    transformer layer's settings, which it has none of). The batch is refused where the
-    step is built (``layers.captured``); its dtype, weight format and optimizer are overrides
-    of what it ran."""
-    ran = {"mode": network.mode, "attention": network.captured_attention}
-    asked = {"mode": changes.get("mode"), "attention": attention}
-    for key, value in asked.items():
-        if value is not None and ran[key] is not None and value != ran[key]:
-            raise InputError(network.source, key, f"captured in {key} {ran[key]}; {key} "
-                             f"{value} needs a capture in it (roofline.torch.capture(..., "
-                             f"{key}={value!r}))")
-    for key in ("seq", "phase"):
-        if changes.get(key) not in (None, getattr(network, key)):
-            raise InputError(network.source, key, f"a captured module's step is its example "
-                             f"inputs' shapes: a {key} of {changes[key]} needs a capture with "
-                             f"inputs of that shape")
+        """The step's GEMMs and ops as (how many times, templates), once per distinct layer and
+        pass, for totals (``network_parts.tally``)."""
+        return tally(self)
 
 
 def check_model(model: object) -> None:
@@ -824,37 +396,6 @@ def _stem(path: str | os.PathLike[str]) -> str:
     return one_line(Path(path).stem)
 
 
-#: Overrides only a step of one mode reads: given for a step of the other, refused (the step
-#: would run without them, unsaid). A training setting's "none" changes nothing and passes.
-INFERENCE_SETTINGS = ("phase", "kv_cache", "logits")
-TRAINING_SETTINGS = ("optimizer", "grad_accumulation", "recompute")
-
-
-def _check_mode_settings(changes: dict[str, Any], mode: str, phase: str, source: str) -> None:
-    """InputError for an override the step's ``mode`` would ignore (``INFERENCE_SETTINGS`` in a
-    training step, ``TRAINING_SETTINGS`` other than none in an inference step), and for
-    ``logits``, a prefill setting, in a decode step: it computes one new token's logits a
-    sequence whatever ``logits`` says."""
-    if mode == "train":
-        given = [key for key in INFERENCE_SETTINGS if key in changes]
-        kind, step, other = "an inference", "trains", "inference"
-    else:
-        given = [key for key in TRAINING_SETTINGS if changes.get(key, "none") != "none"]
-        kind, step, other = "a training", "runs inference", "train"
-    if given:
-        key = given[0]
-        raise InputError(source, key, f"{option(key)} is {kind} setting, but the step {step} "
-                                      f"(mode {mode}): give {option('mode', other)}, or leave "
-                                      f"{option(key)} out")
-    if "logits" in changes and phase == "decode":
-        raise InputError(source, "logits", f"{option('logits')} is a prefill setting (every "
-                                           f"token's logits or each sequence's last), but the "
-                                           f"step decodes ({option('phase', 'decode')}: one "
-                                           f"new token a sequence, its logits alone): give "
-                                           f"{option('phase', 'prefill')}, or leave "
-                                           f"{option('logits')} out")
-
-
 def network_from_yaml(text: str, source: str = "<model>") -> Network:
     """Parse model.yaml text (for notebooks and tests)."""
     return network_from_dict(load_yaml_text(text, source), source, default_name=source)
@@ -885,189 +426,6 @@ def network_from_dict(data: Any, source: str, default_name: str = "model") -> Ne
         group_size=top.positive_int("group_size", None),
         logits=top.choice("logits", LOGITS, None),
     ).check_tokens()
-
-
-def _accumulation(fields: Fields) -> str | None:
-    """``grad_accumulation``: a dtype, or none (absent, null or "none")."""
-    if fields.get("grad_accumulation", None) is None:
-        return None
-    choice = fields.choice("grad_accumulation", (NO_ACCUMULATION,) + ACCUMULATION_DTYPES)
-    return None if choice == NO_ACCUMULATION else choice
-
-
-def _layers(top: Fields) -> Layers[Layer]:
-    """The layers, a repeat kept as one run of its copies (at most ``MAX_LAYERS`` in all)."""
-    if top.has("layers") == top.has("mlp"):
-        raise InputError(top.source, "layers", "give exactly one of 'layers' or 'mlp'")
-    if top.has("mlp"):
-        mlp = _mlp_layers(top)
-        if len(mlp) > MAX_LAYERS:
-            raise top.fail("mlp", f"{len(mlp):,} layers: a model may have at most "
-                                  f"{MAX_LAYERS:,} layers")
-        return Layers.of(mlp)
-    entries = top.items("layers")
-    if not entries:
-        raise top.fail("layers", "expected at least one layer")
-    runs: list[LayerRun[Layer]] = []
-    names = _LayerNames()
-    total = 0
-    previous, shape = None, _input_shape(top)
-    branch_shape = None  # the map the side branch just before gives (a branch's batch norm)
-    fork: Shape | None = None  # the map a side branch read from outside the chain (an add's)
-    for i, entry in enumerate(entries):
-        fields = Fields(entry, top.source, top.where("layers") + f"[{i}]")
-        layer = layer_from_fields(fields, i)
-        repeat = fields.positive_int("repeat", 1)
-        branch = getattr(layer, "branch", False)
-        if hasattr(layer, "with_input"):
-            layer = layer.with_input(branch_shape if branch and branch_shape else shape, fields)
-        layer, fork = _track_fork(layer, fork, branch and not branch_shape)
-        branch_shape = getattr(layer, "out_shape", None) if branch else None
-        if not branch:
-            _check_widths(fields, previous, layer, i)
-            if previous is None:
-                _check_input(fields, layer, shape)
-        out_shape = getattr(layer, "out_shape", None)
-        total += repeat
-        _check_repeat(fields, layer, repeat, shape, total)
-        names.add(fields, layer.name, repeat, i)
-        runs.append(LayerRun(layer, repeat, 0, named=repeat > 1))
-        if not branch:
-            previous, shape = runs[-1].copy(repeat - 1), out_shape
-    return Layers(runs)
-
-
-class _LayerNames:
-    """The names a model.yaml's layers take, each once: every output names a GEMM's or op's
-    layer by it (``width 10 (a.out, a.in)`` read two layers as one). A repeated layer's copies
-    take ``name.1`` .. ``name.n`` (``repeats.copy_name``), so a plain ``a.2`` meets the second
-    copy of a repeated ``a``, and two repeated layers of one name meet at ``name.1``. Checked
-    without expanding a repeat: a plain name ``base.k`` is kept by its base and k."""
-
-    def __init__(self) -> None:
-        self.plain: dict[str, int] = {}  # name -> its layer's index
-        self.repeated: dict[str, tuple[int, int]] = {}  # base -> (index, copies)
-        self.numbered: dict[str, list[tuple[int, int]]] = {}  # base of 'base.k' -> [(k, index)]
-
-    def add(self, fields: Fields, name: str, repeat: int, index: int) -> None:
-        if repeat == 1:
-            base, _, suffix = name.rpartition(".")
-            copy = int(suffix) if suffix.isascii() and suffix.isdigit() and suffix[0] != "0" else 0
-            if name in self.plain:
-                self._fail(fields, name, f"is also the name of layers[{self.plain[name]}]")
-            if copy and base in self.repeated and copy <= self.repeated[base][1]:
-                first, copies = self.repeated[base]
-                self._fail(fields, name, f"is also the name of copy {copy} of layers[{first}] "
-                                         f"({base!r}, repeat {copies})")
-            self.plain[name] = index
-            if copy:
-                self.numbered.setdefault(base, []).append((copy, index))
-            return
-        if name in self.repeated:
-            self._fail(fields, name, f"is also the name of layers[{self.repeated[name][0]}], "
-                                     f"repeated too: both name their copies {name}.1, "
-                                     f"{name}.2, ...")
-        clash = next(((k, i) for k, i in self.numbered.get(name, []) if k <= repeat), None)
-        if clash is not None:
-            self._fail(fields, name, f"names its copies {name}.1 .. {name}.{repeat}, and "
-                                     f"{name}.{clash[0]} is the name of layers[{clash[1]}]")
-        self.repeated[name] = (index, repeat)
-
-    @staticmethod
-    def _fail(fields: Fields, name: str, clash: str) -> NoReturn:
-        given = fields.has("name")
-        problem = (f"{'' if given else 'its default name '}{name!r} {clash}: layer names must "
-                   f"be unique (every output names a GEMM's layer by it)")
-        raise fields.fail("name", problem) if given else InputError(fields.source, fields.path,
-                                                                      problem)
-
-
-def _check_repeat(fields: Fields, layer: Any, repeat: int, shape: Shape | None,
-                  total: int) -> None:
-    """A repeated layer's copies must chain (its output fits its own input: widths, and a
-    feature map's size), and the model may expand to at most ``MAX_LAYERS`` layers (``total``
-    so far, every copy counted)."""
-    if total > MAX_LAYERS:
-        raise fields.fail("repeat" if repeat > 1 else "type",
-                          f"the model expands to {total:,} layers or more (every copy of a "
-                          f"repeat counted): a model may have at most {MAX_LAYERS:,}")
-    if repeat == 1:
-        return
-    if layer.in_width is not None and layer.out_width is not None and (
-            layer.in_width != layer.out_width):
-        raise fields.fail("repeat", f"{layer.name!r} takes {layer.in_width} but gives "
-                                    f"{layer.out_width}: its copies cannot follow each other "
-                                    f"(only a layer whose output width is its input width can "
-                                    f"repeat)")
-    out_shape = getattr(layer, "out_shape", None)
-    if out_shape is not None and out_shape != shape:
-        raise fields.fail("repeat", f"{layer.name!r} changes its input {tuple(shape or ())}"
-                                    f" to {tuple(out_shape)}: only a layer that keeps its"
-                                    f" input's size can repeat")
-
-
-def _track_fork(layer: Layer, fork: Shape | None, opens: bool) -> tuple[Layer, Shape | None]:
-    """A side branch that reads from outside the chain (``opens``: a projection shortcut's
-    convolution) marks where the paths fork; the add that joins them takes that map, where its
-    gradients are summed."""
-    if opens and isinstance(layer, Conv2d):
-        return layer, layer.in_shape
-    if isinstance(layer, Add):
-        return layer.with_fork(fork), None
-    return layer, fork
-
-
-def _input_shape(top: Fields) -> Shape | None:
-    """Top-level ``input: {channels, height, width}``: the image a CNN starts from."""
-    given = top.sub("input", None)
-    if given is None:
-        return None
-    given.reject_unknown(frozenset({"channels", "height", "width"}))
-    return Shape(given.positive_int("channels"), given.positive_int("height"),
-                 given.positive_int("width"))
-
-
-def _check_input(fields: Fields, layer: Any, shape: Shape | None) -> None:
-    """The first layer that reads a feature map takes the channels of the top-level
-    ``input`` (the image the model starts from)."""
-    if shape is None or not hasattr(layer, "with_input") or layer.in_width is None:
-        return
-    if layer.in_width != shape.channels:
-        key = "in_channels" if fields.has("in_channels") else ""
-        raise InputError(fields.source, f"{fields.path}.{key}" if key else fields.path,
-                         f"layer {layer.name!r} takes {layer.in_width} channels but the "
-                         f"input gives {shape.channels} (input.channels)")
-
-
-def _check_widths(fields: Fields, previous: Any, layer: Any, index: int) -> None:
-    """A layer's input width must be the previous layer's output width (features; channels for
-    a feature map; an embedding takes token ids), and a layer that reads features cannot follow
-    a map larger than 1 x 1 without a ``flatten``."""
-    if previous is None or layer.in_width is None or previous.out_width is None:
-        return
-    if layer.in_width != previous.out_width:
-        spatial = hasattr(layer, "with_input")
-        what = ("channels", "channels") if spatial else ("inputs", "outputs")
-        key = "in" if fields.has("in") else ""
-        raise InputError(fields.source, f"{fields.path}.{key}" if key else fields.path,
-                         f"layer {layer.name!r} takes {layer.in_width} {what[0]} but the "
-                         f"previous layer {previous.name!r} (layers[{index - 1}]) gives "
-                         f"{previous.out_width} {what[1]}")
-    shape = getattr(previous, "out_shape", None)
-    if shape is not None and not hasattr(layer, "with_input") and shape.height * shape.width > 1:
-        raise InputError(fields.source, fields.path,
-                         f"{layer.name!r} reads features but the previous layer "
-                         f"{previous.name!r} gives a {shape.channels}x{shape.height}x"
-                         f"{shape.width} map: put a flatten between them")
-
-
-def _mlp_layers(top: Fields) -> tuple[Linear, ...]:
-    widths = top.items("mlp")
-    if len(widths) < 2:
-        raise top.fail("mlp", "expected at least two widths (inputs, outputs)")
-    for i, width in enumerate(widths):
-        positive_int(width, lambda key, problem: InputError(top.source, f"mlp[{key}]", problem), i)
-    return tuple(Linear(f"fc{i + 1}", a, b) for i, (a, b) in enumerate(zip(widths, widths[1:])))
 
 
 class _CopyNumbers(Sequence[int]):

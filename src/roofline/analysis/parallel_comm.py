@@ -1,0 +1,76 @@
+"""A stage's collectives, each a time on the layout's fabric (``analysis.collectives``; the rules
+in ``analysis.parallel``): tensor parallelism's all-reduces of each block, the embedding and the
+logits (with the vocabulary-parallel cross entropy's, ``CE_ALLREDUCES``) and expert
+parallelism's all-to-alls (``_layer_comm``, ``_model_parallel_comm``), data parallelism's by
+ZeRO stage (``_dp_comm``), and whether a pipeline boundary's transfers cross nodes
+(``crosses_nodes``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.layers import Embedding, Linear, Transformer
+from .parallel_layout import _Context
+
+CE_ALLREDUCES = 3  # the vocabulary-parallel cross entropy: max, sum of exp, target logit
+CE_BYTES = 4  # fp32
+
+
+def crosses_nodes(boundary: int, stride: int, gpus_per_node: int) -> bool:
+    """Whether the boundary after stage ``boundary`` (its ``stride`` ranks from ``boundary x
+    stride`` on, each sending to the rank ``stride`` later) has a pair in two nodes of
+    ``gpus_per_node``: some node's first rank M with boundary x stride < M <= the last sender's
+    partner, (boundary + 2) x stride - 1."""
+    first = boundary * stride
+    return (first // gpus_per_node + 1) * gpus_per_node < first + 2 * stride
+
+
+def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[float, float]:
+    """Tensor- and expert-parallel communication of one micro-batch on these layers (as
+    ``_runs``), each copy's transfers added in layer order."""
+    tp_comm = ep_comm = 0.0
+    for layer, count in runs:
+        tp_times, ep_times = _layer_comm(ctx, layer)
+        for _ in range(count):
+            for time in tp_times:
+                tp_comm += time
+            for time in ep_times:
+                ep_comm += time
+    return tp_comm, ep_comm
+
+
+def _layer_comm(ctx: _Context, layer: Any) -> tuple[list[float], list[float]]:
+    """The tensor- and expert-parallel transfers of one micro-batch on one layer, each a
+    time."""
+    tp, fabric, t, e = ctx.layout.tp, ctx.fabric, ctx.step.tokens, ctx.e
+    if isinstance(layer, Transformer):
+        ep = []
+        if layer.experts and ctx.layout.ep > 1:
+            routed = t * layer.top_k * layer.hidden * e
+            ep = [4 * fabric.time_s("all-to-all", routed, ctx.layout.ep, tp)]
+        return [4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)], ep
+    if isinstance(layer, Embedding):
+        return [fabric.time_s("all-reduce", t * layer.dim * e, tp, 1)], []
+    if isinstance(layer, Linear) and layer.out_features in ctx.vocabularies and tp > 1:
+        return [fabric.time_s("all-reduce", t * layer.in_features * e, tp, 1),
+                CE_ALLREDUCES * fabric.time_s("all-reduce", t * CE_BYTES, tp, 1)], []
+    return [], []
+
+
+def _dp_comm(ctx: _Context, dense: int, expert: int) -> float:
+    """The data-parallel collectives of one step, by ZeRO stage (``analysis.parallel``): dense
+    weights over dp GPUs tp apart, expert weights over dp / ep GPUs tp ep apart."""
+    layout, fabric, m = ctx.layout, ctx.fabric, ctx.m
+    total = 0.0
+    for group, stride, count in ((layout.dp, layout.tp, dense),
+                                 (ctx.edp, layout.tp * layout.ep, expert)):
+        grads, weights = count * ctx.grad_e, count * ctx.e
+        if layout.zero <= 1:
+            total += fabric.time_s("all-reduce", grads, group, stride)
+        elif layout.zero == 2:
+            total += (m * fabric.time_s("reduce-scatter", grads, group, stride)
+                      + fabric.time_s("all-gather", weights, group, stride))
+        else:
+            total += m * (2 * fabric.time_s("all-gather", weights, group, stride)
+                          + fabric.time_s("reduce-scatter", grads, group, stride))
+    return total

@@ -1,0 +1,54 @@
+"""One GPU's memory in a layout (the rules in ``analysis.parallel``): weights, gradients and
+optimizer states as the ZeRO stage divides them, the activations of the micro-batches 1F1B keeps
+in flight (a block's under sequence parallelism, ``activation_bytes_per_block``), the logits, a
+recomputed block's tensors and the workspace (``_stage_memory``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.layers import Step, Transformer, saved_bytes
+from .memory import WORKSPACE_BYTES
+from .parallel_layout import _Context
+
+
+def activation_bytes_per_block(block: Transformer, step: Step, recompute: str, tp: int,
+                               sequence_parallel: bool) -> int:
+    """What one (sharded) block keeps for the backward pass: ``saved_bytes`` of the shard,
+    with sequence parallelism its replicated part (``analysis.parallel``) divided by tp too."""
+    kept = saved_bytes(block, step, recompute)
+    if not sequence_parallel or tp == 1:
+        return kept
+    if recompute == "full":  # the block's input, kept sharded along the sequence
+        return kept // tp
+    t, h, e = step.tokens, block.hidden, step.e
+    replicated = 4 * t * h * e + (2 * t * h if block.dropout else 0)
+    return kept - replicated + replicated // tp
+
+
+def _stage_memory(ctx: _Context, s: int, runs: list[tuple[Any, int]], dense: int,
+                  expert: int) -> dict[str, int]:
+    """One GPU of stage ``s`` (its layers as ``_runs``): weights, gradients and optimizer
+    states by ZeRO stage, the activations of the micro-batches 1F1B keeps in flight, the
+    workspace."""
+    layout, step, zero = ctx.layout, ctx.step, ctx.layout.zero
+
+    def part(per: int, divide: bool) -> int:
+        if not divide:
+            return (dense + expert) * per
+        return -(-dense * per // layout.dp) + -(-expert * per // ctx.edp)
+
+    kept = sum(count * (activation_bytes_per_block(layer, step, ctx.recompute, layout.tp,
+                                                   ctx.sp)
+                        if isinstance(layer, Transformer)
+                        else saved_bytes(layer, step, ctx.recompute))
+               for layer, count in runs)
+    activations = kept * min(ctx.m, layout.pp - s)
+    if s == layout.pp - 1:  # the logits the loss reads, one micro-batch at a time
+        activations += step.tokens * (runs[-1][0].out_width or 0) * ctx.e
+    if ctx.recompute == "full":  # one block's tensors while it is recomputed
+        activations += max(saved_bytes(layer, step, "none") - saved_bytes(layer, step, "full")
+                           for layer, _ in runs)
+    return {"weights": part(ctx.e, zero >= 3), "gradients": part(ctx.grad_e, zero >= 2),
+            "optimizer": part(ctx.state_e, zero >= 1), "activations": activations,
+            "workspace": WORKSPACE_BYTES}

@@ -1,0 +1,163 @@
+"""A layout's result (``LayoutResult``): per GPU, each pipeline stage's micro-batch times,
+communication and memory (``StageCost``), the 1F1B step they make ((m + p - 1) times the
+slowest stage; the bubble, ``pipeline_bubble``), the data-parallel communication exposed and
+hidden, the memory against the capacity, the bound, and the same at the predicted times;
+``to_dict`` is plan's JSON contract (docs/design.md). The rules: ``analysis.parallel``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from .parallel_layout import Layout
+from .report import Report
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """One pipeline stage on one GPU: per micro-batch times, and the step's memory."""
+
+    forward_s: float
+    backward_s: float
+    memory_bound_s: float  # of forward + backward, the memory-bound time
+    tp_comm_s: float
+    ep_comm_s: float
+    p2p_s: float
+    optimizer_s: float
+    dp_comm_s: float
+    dp_window_s: float  # the compute the data-parallel collectives can hide behind
+    parameters: int
+    memory: dict[str, int]
+
+    @property
+    def microbatch_s(self) -> float:
+        return (self.forward_s + self.backward_s + self.tp_comm_s + self.ep_comm_s
+                + self.p2p_s)
+
+    @property
+    def dp_overlapped_s(self) -> float:
+        return min(self.dp_comm_s, self.dp_window_s)
+
+    @property
+    def dp_exposed_s(self) -> float:
+        return self.dp_comm_s - self.dp_overlapped_s
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    """A layout of one training step on ``layout.gpus`` GPUs: per GPU, its step time and its
+    parts, communication exposed and overlapped, memory against the capacity, the bound."""
+
+    layout: Layout
+    batch: int  # the global batch: sequences per optimizer step
+    seq: int
+    micro_batches: int  # m, per data-parallel rank
+    stages: tuple[StageCost, ...]
+    capacity_bytes: int | None
+    allreduce_bytes: int  # one tensor-parallel all-reduce of a block (T h e)
+    replicated: tuple[str, ...] = ()
+    report: Report | None = field(default=None, compare=False, repr=False)
+    #: the stages with every GEMM and op at its predicted time (empty: the prediction's own view)
+    predicted_stages: tuple[StageCost, ...] = ()
+
+    @cached_property
+    def predicted(self) -> LayoutResult:
+        """This layout with every GEMM and op at its predicted time (``analysis.parallel``); made
+        once (ranking, the front and the table all read it)."""
+        if not self.predicted_stages:
+            return self
+        return replace(self, stages=self.predicted_stages, predicted_stages=())
+
+    @property
+    def predicted_step_s(self) -> float:
+        return self.predicted.step_s
+
+    @property
+    def critical(self) -> StageCost:
+        """The slowest stage per micro-batch: it sets the pipeline's pace."""
+        return max(self.stages, key=lambda s: s.microbatch_s)
+
+    @property
+    def pipeline_s(self) -> float:
+        """(m + p - 1) x the slowest stage's micro-batch time (m x it without a pipeline)."""
+        return (self.micro_batches + self.layout.pp - 1) * self.critical.microbatch_s
+
+    @property
+    def tail(self) -> StageCost:
+        """The stage whose exposed data-parallel communication and update take longest."""
+        return max(self.stages, key=lambda s: s.dp_exposed_s + s.optimizer_s)
+
+    @property
+    def step_s(self) -> float:
+        tail = self.tail
+        return self.pipeline_s + tail.dp_exposed_s + tail.optimizer_s
+
+    @property
+    def step_no_overlap_s(self) -> float:
+        return self.pipeline_s + max(s.dp_comm_s + s.optimizer_s for s in self.stages)
+
+    @property
+    def bubble_fraction(self) -> float:
+        """(p - 1) / (m + p - 1) (``pipeline_bubble``)."""
+        return pipeline_bubble(self.layout.pp, self.micro_batches)
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """The step by part, seconds per GPU (they add up to ``step_s``)."""
+        c, m, tail = self.critical, self.micro_batches, self.tail
+        return {"compute_s": m * (c.forward_s + c.backward_s), "tp_comm_s": m * c.tp_comm_s,
+                "ep_comm_s": m * c.ep_comm_s, "p2p_s": m * c.p2p_s,
+                "bubble_s": (self.layout.pp - 1) * c.microbatch_s,
+                "dp_comm_exposed_s": tail.dp_exposed_s,
+                "dp_comm_overlapped_s": tail.dp_overlapped_s, "optimizer_s": tail.optimizer_s}
+
+    @cached_property
+    def memory(self) -> dict[str, int]:
+        """The stage that needs the most memory, by part (made once: ranking reads it for
+        every layout)."""
+        return max((s.memory for s in self.stages), key=lambda parts: sum(parts.values()))
+
+    @cached_property
+    def memory_bytes(self) -> int:
+        return sum(self.memory.values())
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.capacity_bytes is None else self.memory_bytes <= self.capacity_bytes
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch * self.seq / self.step_s
+
+    @property
+    def bound(self) -> str:
+        """What takes the largest share of the step: compute (compute-bound work), memory
+        (memory-bound work and the optimizer update), communication (exposed), or the
+        pipeline bubble."""
+        parts, c, m = self.parts, self.critical, self.micro_batches
+        memory = m * c.memory_bound_s + parts["optimizer_s"]
+        shares = {"compute": parts["compute_s"] - m * c.memory_bound_s, "memory": memory,
+                  "communication": parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
+                  + parts["dp_comm_exposed_s"], "pipeline bubble": parts["bubble_s"]}
+        return max(shares, key=lambda k: shares[k])
+
+    def to_dict(self) -> dict[str, Any]:
+        memory, predicted = self.memory, self.predicted
+        return self.layout.to_dict() | {
+            "micro_batches": self.micro_batches, "step_s": self.step_s,
+            "step_no_overlap_s": self.step_no_overlap_s, "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s / self.layout.gpus,
+            "parts": self.parts, "bubble_fraction": self.bubble_fraction, "bound": self.bound,
+            "predicted_step_s": predicted.step_s,
+            "predicted_tokens_per_s": predicted.tokens_per_s,
+            "predicted_parts": predicted.parts, "predicted_bound": predicted.bound,
+            "tp_allreduce_bytes": self.allreduce_bytes,
+            "memory": memory | {"total_bytes": self.memory_bytes,
+                                "capacity_bytes": self.capacity_bytes, "fits": self.fits},
+            "replicated_layers": list(self.replicated)}
+
+
+def pipeline_bubble(pp: int, micro_batches: int) -> float:
+    """The 1F1B bubble's share of the step: (p - 1) / (m + p - 1)."""
+    return (pp - 1) / (micro_batches + pp - 1)

@@ -1,0 +1,108 @@
+"""What one GPU holds (the rules in ``analysis.parallel``): its tensor- and expert-parallel
+group's shard of the network (``shard_network``: heads, kv_heads and ffn / tp, experts / ep, the
+vocabulary padded to 128 tp and divided, ``padded_vocab``), the layers tensor parallelism
+leaves whole (``replicated_layers``), and the pipeline's stages (``split_stages``); the layers
+as the layout rules walk them, a repeat's copies unnamed (``unnamed_layers``, ``blocks_of``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..model.layers import Embedding, Linear, Transformer
+from ..model.network import Network
+from ..model.repeats import Layers
+
+VOCAB_MULTIPLE = 128  # Megatron-LM's --make-vocab-size-divisible-by default
+
+
+def padded_vocab(vocab: int, tp: int) -> int:
+    """The vocabulary Megatron-LM shards: padded to a multiple of 128 tp when tp > 1."""
+    if tp <= 1:
+        return vocab
+    multiple = VOCAB_MULTIPLE * tp
+    return -(-vocab // multiple) * multiple
+
+
+def unnamed_layers(network: Network) -> tuple[Any, ...]:
+    """Every layer of ``network`` in order, a repeat's copies unrenamed (``Layers.unnamed``):
+    what the layout rules read, none of which reads a copy's name."""
+    assert isinstance(network.layers, Layers)
+    return network.layers.unnamed()
+
+
+def blocks_of(network: Network) -> list[int]:
+    """Indices of the transformer blocks."""
+    return [i for i, layer in enumerate(unnamed_layers(network))
+            if isinstance(layer, Transformer)]
+
+
+def _vocabularies(network: Network) -> set[int]:
+    return {run.layer.vocab for run in network.layer_runs if isinstance(run.layer, Embedding)}
+
+
+def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
+    return isinstance(layer, Linear) and layer.out_features in vocabularies
+
+
+def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
+    """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
+    block with heads, kv_heads and ffn divided by tp and the experts it holds by ep (its router
+    whole), the embedding and the logits with vocab / tp rows (padded); other layers whole
+    (``analysis.parallel``)."""
+    if tp == 1 and ep == 1:
+        return network
+    vocabularies = _vocabularies(network)
+
+    def shard(layer: Any) -> Any:
+        if isinstance(layer, Transformer):
+            layer = replace(layer, heads=layer.heads // tp, kv_heads=layer.kv_heads // tp,
+                            ffn=layer.ffn // tp, expert_shards=ep if layer.experts else 1)
+        elif isinstance(layer, Embedding):
+            layer = replace(layer, vocab=padded_vocab(layer.vocab, tp) // tp)
+        elif _is_logits(layer, vocabularies):
+            assert isinstance(layer, Linear)
+            layer = replace(layer, out_features=padded_vocab(layer.out_features, tp) // tp)
+        return layer
+
+    assert isinstance(network.layers, Layers)  # a repeat's copies sharded once
+    return replace(network, layers=network.layers.map(shard))
+
+
+def replicated_layers(network: Network, tp: int) -> list[str]:
+    """Layers with weights that tensor parallelism leaves whole on every GPU of the group."""
+    if tp == 1:
+        return []
+    vocabularies = _vocabularies(network)
+    return [run.name(c) for run in network.layer_runs
+            if run.layer.has_weights and not isinstance(run.layer, (Transformer, Embedding))
+            and not _is_logits(run.layer, vocabularies) and run.layer.parameters > 0
+            and type(run.layer).__name__ != "Norm" for c in range(run.count)]
+
+
+def stage_blocks(blocks: int, pp: int) -> tuple[int, ...]:
+    """The transformer blocks each of ``pp`` stages runs, as evenly as they go, the first ones
+    one more where they do not divide (126 over 16: 14 stages of 8, then 2 of 7)."""
+    base, extra = divmod(blocks, pp)
+    return tuple(base + (1 if stage < extra else 0) for stage in range(pp))
+
+
+def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
+    """Layer indices of each pipeline stage (``analysis.parallel``)."""
+    blocks = blocks_of(network)
+    if pp == 1 or not blocks:
+        return (tuple(range(len(network.layers))),)
+    owner: dict[int, int] = {}
+    start = 0
+    for stage, count in enumerate(stage_blocks(len(blocks), pp)):
+        for index in blocks[start:start + count]:
+            owner[index] = stage
+        start += count
+    stages: list[list[int]] = [[] for _ in range(pp)]
+    current = 0
+    for index in range(len(network.layers)):
+        current = owner.get(index, current if index > blocks[0] else 0)
+        if index > blocks[-1]:
+            current = pp - 1
+        stages[current].append(index)
+    return tuple(tuple(stage) for stage in stages)

@@ -1,0 +1,73 @@
+"""One pipeline stage of a layout on one GPU (``_stage``): its compute per micro-batch
+(``parallel_times``), its tensor- and expert-parallel communication and point-to-point
+transfers (``parallel_comm``), its data-parallel collectives and share of the optimizer update,
+and its memory (``parallel_memory``), at the roof and at the predicted times; a repeat's copies
+worked out once (``_runs``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.layers import Transformer
+from .parallel_comm import _dp_comm, _model_parallel_comm, crosses_nodes
+from .parallel_layout import _Context
+from .parallel_memory import _stage_memory
+from .parallel_result import StageCost
+from .parallel_times import StageTimes
+
+
+def _expert_parameters(layer: Any) -> int:
+    """A block's expert weights (and their biases), those this GPU holds: data-parallel
+    over dp / ep GPUs (its router's weight is dense, over dp)."""
+    return layer.expert_parameters if isinstance(layer, Transformer) else 0
+
+
+def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes,
+           parameters: int) -> tuple[StageCost, StageCost]:
+    """Stage ``s``: its compute per micro-batch, its communication, its memory; at the roof
+    and at the predicted times (``times``: the stage's ``stage_times``, the update over the
+    shard's ``parameters``). Communication and memory do not depend on the times and are
+    worked out once."""
+    layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
+    runs = _runs(layers)
+    tp_comm, ep_comm = _model_parallel_comm(ctx, runs)
+    p2p = 0.0
+    if layout.pp > 1:
+        # what crosses each boundary: the activations the stage's last layer hands forward
+        # (not the last stage's: its output layer's are the logits, which stay), and the
+        # gradient of its first layer's input sent back (not the first stage's)
+        stride = layout.tp * layout.dp
+        if s < layout.pp - 1:
+            p2p += fabric.p2p_s(t * (layers[-1].out_width or 0) * e,
+                                crosses_nodes(s, stride, fabric.gpus_per_node))
+        if s > 0:
+            p2p += fabric.p2p_s(t * (layers[0].in_width or 0) * e,
+                                crosses_nodes(s - 1, stride, fabric.gpus_per_node))
+    params = sum(layer.parameters * count for layer, count in runs)
+    expert = sum(_expert_parameters(layer) * count for layer, count in runs)
+    dense = params - expert
+    dp_comm = _dp_comm(ctx, dense, expert)
+    sharded_update = (dense / (layout.dp if layout.zero >= 1 else 1)
+                      + expert / (ctx.edp if layout.zero >= 1 else 1))
+    memory = _stage_memory(ctx, s, runs, dense, expert)
+
+    def timed(predicted: bool) -> StageCost:
+        fwd, bwd, mem_s, update = times[predicted]
+        window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
+        return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
+                         update / max(1, parameters) * sharded_update, dp_comm, window, params,
+                         memory)
+
+    return timed(False), timed(True)
+
+
+def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
+    """``layers`` as (layer, how many times in a row): a repeat's unnamed copies are one
+    object (``unnamed_layers``), so what a copy costs is worked out once."""
+    runs: list[tuple[Any, int]] = []
+    for layer in layers:
+        if runs and runs[-1][0] is layer:
+            runs[-1] = (layer, runs[-1][1] + 1)
+        else:
+            runs.append((layer, 1))
+    return runs

@@ -1,0 +1,89 @@
+"""A shard's compute per layer and per pipeline stage, read from its report (``layer_times``,
+``stage_times``): each GEMM and op at its roof and at its predicted time, forward, backward and
+memory-bound apart, the blocks' norms, dropouts and residual adds divided by tp under sequence
+parallelism (``SP_KINDS``), and the optimizer update's time."""
+
+from __future__ import annotations
+
+from ..model.repeats import labelled
+from .parallel_shard import blocks_of
+from .report import Report
+
+#: Ops that sequence parallelism runs on T / tp tokens.
+SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
+
+
+def _owner_of(names: list[str]):
+    """A function from an item's layer (``blk.3.qkv``) to the index of its layer (``blk.3``):
+    the longest layer name equal to it or followed by a dot."""
+    by_name = {name: i for i, name in enumerate(names)}
+    cache: dict[str, int | None] = {}
+
+    def owner(item_layer: str) -> int | None:
+        if item_layer not in cache:
+            found, probe = None, item_layer
+            while probe:
+                if probe in by_name:
+                    found = by_name[probe]
+                    break
+                probe = probe.rpartition(".")[0]
+            cache[item_layer] = found
+        return cache[item_layer]
+    return owner
+
+
+#: per layer [forward, backward, memory-bound] seconds of one micro-batch, and the optimizer
+#: update's seconds: at the roof (``False``) and at the predicted times (``True``)
+LayerTimes = dict[bool, tuple[list[list[float]], float]]
+
+
+def layer_times(report: Report, sp_tp: int) -> LayerTimes:
+    """Per layer: [forward, backward, memory-bound] seconds of one micro-batch; and the
+    optimizer update's time; each GEMM and op at its roof (key ``False``) and at its predicted
+    time (key ``True``), in one pass. With sequence parallelism (sp_tp > 1) the norms,
+    dropouts and residual adds of the blocks take 1 / tp of their time. The same for every
+    layout that shares the shard's report and ``sp_tp`` (``evaluate``'s ``cache``)."""
+    net = report.network
+    owner = _owner_of([run.name(c) for run in net.layer_runs for c in range(run.count)])
+    roof = [[0.0, 0.0, 0.0] for _ in range(len(net.layers))]
+    predicted = [[0.0, 0.0, 0.0] for _ in range(len(net.layers))]
+    update = [0.0, 0.0]
+    blocks = set(blocks_of(net))
+    # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
+    items = [(layer, r.gemm.pass_, r.time_s, r.predicted_time_s, r.bound, "")
+             for layer, r in labelled(report.results, lambda r: r.gemm.layer)]
+    items += [(layer, r.op.pass_, r.time_s, r.predicted_time_s, r.bound, r.op.kind)
+              for layer, r in labelled(report.ops, lambda r: r.op.layer)]
+    for layer, pass_, time, expected, bound, kind in items:
+        if pass_ == "update":
+            update[0] += time
+            update[1] += expected
+            continue
+        index = owner(layer)
+        if index is None:
+            raise AssertionError(f"no layer owns {layer!r}")  # every item names its layer
+        if sp_tp > 1 and index in blocks and kind.removesuffix("-backward") in SP_KINDS:
+            time /= sp_tp
+            expected /= sp_tp
+        column = 0 if pass_ == "forward" else 1
+        roof[index][column] += time
+        predicted[index][column] += expected
+        if bound == "memory":
+            roof[index][2] += time
+            predicted[index][2] += expected
+    return {False: (roof, update[0]), True: (predicted, update[1])}
+
+
+#: One stage's [forward, backward, memory-bound] seconds of a micro-batch summed over its
+#: layers, and the optimizer update's seconds: at the roof (``False``) and predicted (``True``)
+StageTimes = dict[bool, tuple[float, float, float, float]]
+
+
+def stage_times(both: LayerTimes, indices: tuple[int, ...]) -> StageTimes:
+    """The layers ``indices``' times (``layer_times``) summed, each column in layer order."""
+    out: StageTimes = {}
+    for key, (rows, update) in both.items():
+        picked = [rows[i] for i in indices]
+        fwd, bwd, mem_s = (sum(row[k] for row in picked) for k in range(3))
+        out[key] = (fwd, bwd, mem_s, update)
+    return out
