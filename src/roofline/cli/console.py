@@ -7,6 +7,8 @@ import sys
 
 import click
 
+#: Where ``group.RooflineGroup.parse_args`` keeps the command line's words (``ctx.meta``) for
+#: ``_command``.
 _ARGV = "roofline.argv"
 
 
