@@ -191,6 +191,10 @@ CLASSES: dict[str, tuple[str, str | None]] = {
     "avg_pool3d_backward": (STREAMING, None),
     "_adaptive_avg_pool3d": (STREAMING, None),
     "_adaptive_avg_pool3d_backward": (STREAMING, None),
+    # a weight norm: a pass over the filters, a sum a channel, and a pass writing them: the
+    # filters stream (no kernel of the probe's is like it)
+    "_weight_norm_interface": (STREAMING, None),
+    "_weight_norm_interface_backward": (STREAMING, None),
 }
 
 
