@@ -267,3 +267,19 @@ def test_3d_pooling_is_costed_as_the_2d_pooling():
     avg = capture(nn.Sequential(nn.Conv3d(2, 2, 1), nn.AvgPool3d(2)),
                   torch.randn(1, 2, 4, 4, 4), mode="inference")
     assert [(o.flops, o.bytes) for o in avg.ops() if o.layer == "1"] == [(16, 576)]
+
+
+def test_a_weight_norm_is_costed():
+    """nn.utils.parametrizations.weight_norm on Conv1d(4, 8, 3) (HiFi-GAN's convolutions): v 8 x
+    4 x 3 = 96 values, g 8. Forward (aten._weight_norm_interface): each channel's norm, a
+    multiply and an add a value, then w = v g / norm, a multiply: 3 x 96 = 288 FLOPs; it reads v
+    and g and writes w and the 8 norms, (96 + 8 + 96 + 8) x 4 = 832 B. Backward: grad_g =
+    sum(grad_w v) / norm (2 a value) and grad_v = g / norm (grad_w - v grad_g / norm) (3): 480
+    FLOPs; grad_w, v, g, the norms in, grad_v and grad_g out: (96 + 96 + 8 + 8 + 96 + 8) x 4 =
+    1,248 B. Both were uncosted ops, their FLOPs unknown."""
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 8, 3))
+    net = capture(nn.Sequential(nn.Conv1d(4, 4, 1), conv), torch.randn(2, 4, 16), mode="train")
+    norms = {o.kind: (o.flops, o.bytes) for o in net.ops() if "weight_norm" in o.kind}
+    assert norms == {"aten._weight_norm_interface": (288, 832),
+                     "aten._weight_norm_interface_backward": (480, 1_248)}
+    assert not net.uncosted

@@ -309,9 +309,9 @@ def test_a_long_per_row_output_says_so_first(invoke, tmp_path, monkeypatch):
     # 100,000 rows, seconds to write): past ROWS_SAID rows a line on stderr says so first. Here
     # 3 blocks of 4 GEMMs and 6 ops, 30 rows, against a bound of 20; the table, which shows the
     # first copy, says nothing
-    import roofline.cli
+    import roofline.cli.reports
 
-    monkeypatch.setattr(roofline.cli, "ROWS_SAID", 20)
+    monkeypatch.setattr(roofline.cli.reports, "ROWS_SAID", 20)  # where _say_rows reads it
     model = tmp_path / "blocks.yaml"
     model.write_text("batch: 1\ndtype: fp16\nseq: 16\nmode: inference\nlayers:\n"
                      "  - {type: transformer, hidden: 64, heads: 4, repeat: 3}\n")

@@ -1,6 +1,6 @@
 """A deep model's GEMMs are named when read, never built one by one for a table or JSON
 (model.repeats.Numbered.named, output.report.Shown, output.table.aligned_shared); its text
-leaves in large writes (cli._Chunked); a plain integer list parses at once
+leaves in large writes (cli.console._Chunked); a plain integer list parses at once
 (files.safe_yaml). Names, layers and lines checked against values written out by hand."""
 
 from __future__ import annotations

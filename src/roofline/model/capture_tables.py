@@ -75,6 +75,12 @@ FLOPS_PER_ELEMENT = {
     "max_pool3d_with_indices": 0, "max_pool3d_with_indices_backward": 0,
     "avg_pool3d": 1, "avg_pool3d_backward": 1, "_adaptive_avg_pool3d": 1,
     "_adaptive_avg_pool3d_backward": 1,
+    # a weight norm (nn.utils.weight_norm, parametrizations.weight_norm: HiFi-GAN's and
+    # WaveNet's convolutions), per value of v (pytorch aten/src/ATen/native/WeightNorm.cpp and
+    # cuda/WeightNorm.cu): forward each output channel's norm, sqrt(sum v^2) (a multiply and an
+    # add a value), then w = v g / norm (one multiply); backward grad_g = sum(grad_w v) / norm
+    # (two a value) and grad_v = g / norm (grad_w - v grad_g / norm) (three)
+    "_weight_norm_interface": 3, "_weight_norm_interface_backward": 5,
     # the loss after a log-softmax, per target (``GATHERS``): the forward subtracts each
     # target's gathered value (times its class weight) into the sum, the backward writes one
     # value per target into the zeroed gradient (pytorch aten/src/ATen/native/cuda/Loss.cu,

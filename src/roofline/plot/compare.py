@@ -55,12 +55,8 @@ def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
     else:
         handles = _split_bars(ax, rows, times, fractions, scale)
         ax.set_xlim(0, longest / scale * 1.45)
-    marked = [(row, p / scale) for row, p in zip(rows, predicted) if p is not None]
-    if marked:
-        handles.append(ax.scatter([x for _, x in marked], [row for row, _ in marked],
-                                  marker="D", s=42, color="#222222", edgecolors="white",
-                                  linewidths=0.8, zorder=3, gid="predicted-step",
-                                  label="predicted step time (each device's own basis)"))
+    handles += predicted_marks(ax, rows, predicted, scale, "predicted-step",
+                               "predicted step time (each device's own basis)")
     ax.legend(handles=handles, **below_axes(ax))
     _bar_labels(ax, comparison, rows, scale, wide)
     ax.set_yticks(rows, names, fontsize=LABEL_SIZE + 1)
@@ -75,6 +71,18 @@ def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
                  f"{comparison.requested_dtype} (devices without it run the nearest dtype)",
                  fontsize=LABEL_SIZE + 2)
     return ax
+
+
+def predicted_marks(ax: Axes, rows: list[int], predicted: list[float | None], scale: float,
+                    gid: str, label: str) -> list[Handle]:
+    """A diamond on each row with a predicted time (``None``: the device predicts nothing
+    beyond its roofline), at ``predicted / scale``: the compare charts' one mark of it."""
+    marked = [(row, p / scale) for row, p in zip(rows, predicted) if p is not None]
+    if not marked:
+        return []
+    return [ax.scatter([x for _, x in marked], [row for row, _ in marked], marker="D", s=42,
+                       color="#222222", edgecolors="white", linewidths=0.8, zorder=3, gid=gid,
+                       label=label)]
 
 
 def bar_axes(count: int) -> Axes:

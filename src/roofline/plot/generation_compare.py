@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import PlotError
-from .compare import Handle, bar_axes, time_unit
+from .compare import Handle, bar_axes, predicted_marks, time_unit
 from .figure import below_axes
 from .style import BOUND_COLORS, LABEL_SIZE
 
@@ -48,12 +48,8 @@ def plot_generation_comparison(comparison: Comparison, ax: Axes | None = None) -
                              ax.barh(rows, [g.decode_s / scale for g in gens], left=first,
                                      color=DECODE_COLOR, height=0.6, gid="bars-decode",
                                      label="decode steps, roofline")]
-    marked = [(row, p / scale) for row, p in zip(rows, predicted) if p is not None]
-    if marked:
-        handles.append(ax.scatter([x for _, x in marked], [row for row, _ in marked],
-                                  marker="D", s=42, color="#222222", edgecolors="white",
-                                  linewidths=0.8, zorder=3, gid="predicted-latency",
-                                  label="predicted latency (each device's own basis)"))
+    handles += predicted_marks(ax, rows, predicted, scale, "predicted-latency",
+                               "predicted latency (each device's own basis)")
     for row, report, g, guess in zip(rows, reports, gens, predicted):
         text = (f"{si(g.tokens_per_s, '')}tokens/s  "
                 f"{times(comparison.generation_speedup(report) or 1.0)}")

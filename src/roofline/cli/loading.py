@@ -1,0 +1,61 @@
+"""MODEL as the commands read it: read or captured once for every device, refused where a
+command varies the batch of a captured module, and what a ``--hw local`` probe must measure
+for it and through which library."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import InputError
+from .console import _progress
+
+
+def _local_library(model: str) -> str:
+    """What a new ``--hw local`` probe times through: torch for a captured PyTorch module (the
+    library it runs in), numpy's BLAS for a model file."""
+    from ..api import model_framework
+
+    return "torch" if model_framework(model) == "torch" else "numpy"
+
+
+#: The settings a capture runs with (``api.load_model``); the rest are overrides of its result.
+_CAPTURE_SETTINGS = ("batch", "dtype", "mode", "attention", "optimizer")
+
+
+def _loaded(model: str, overrides: dict[str, Any]) -> Any:
+    """MODEL read once as a Network for every device of the commands that take a captured
+    module (analyze, compare): a model file read, ``package.module:callable`` captured once
+    (the module run forward, and backward in training: tens of seconds for a 70B model, said
+    on stderr as it starts) in the mode a generation (``--prompt``/``--generate``) implies."""
+    from ..api import generation_settings, load_model, model_framework
+
+    settings = {key: overrides.get(key) for key in _CAPTURE_SETTINGS}
+    if model_framework(model) == "torch":
+        settings["mode"], _ = generation_settings(
+            model, settings["mode"], overrides.get("phase"), overrides.get("prompt"),
+            overrides.get("generate"))
+    return load_model(model, **settings, progress=_progress)
+
+
+def _needs(network: Any, overrides: dict[str, Any]) -> Any:
+    """What a ``--hw local`` probe must measure for a model (``probe.local.check_probed``):
+    the dtypes whose peaks its step is placed by, read only when a probe is due; ``network``
+    a callable giving the Network (read once, a capture's seconds spent only then)."""
+    from ..api import peak_dtypes
+
+    return lambda: peak_dtypes(network(), overrides.get("dtype"), overrides.get("activations"))
+
+
+def _not_captured(model: str) -> None:
+    """InputError for ``package.module:callable`` given to a command that varies the batch
+    (sweep, plan): a capture holds the one batch it ran at."""
+    from ..api import model_framework
+
+    if model_framework(model) == "torch":
+        command = click.get_current_context().info_name
+        raise InputError(str(model), "", f"`roofline {command}` needs a model.yaml or "
+                                         f"config.json: it varies the batch, and a captured "
+                                         f"module holds the one batch it ran at (analyze and "
+                                         f"compare take package.module:callable)")

@@ -1,0 +1,87 @@
+"""The options that override a model's own settings (``--batch``, ``--dtype``, ``--mode``,
+``--seq``, ...) and the generation's ``--prompt`` / ``--generate``, as decorators."""
+
+from __future__ import annotations
+
+import click
+
+from ..model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
+from .options import COUNT
+
+
+def _model_option_list(batch: bool = True, seq: bool = True) -> list:
+    """The options that override a model's own settings (every command that reads a model);
+    sweep gives its batches and sequence lengths its own way."""
+    options = [
+        click.option("--batch", type=COUNT,
+                     help="Override the model's batch (required when the file has none)."),
+        click.option("--dtype", type=click.Choice(DTYPES),
+                     help="Override the model's dtype (of A and B, the operands)."),
+        click.option("--output-dtype", type=click.Choice(OUTPUT_DTYPES),
+                     help="dtype of C, the output [default: the operands'; int8 -> int32, "
+                          "fp8 -> bf16]."),
+        click.option("--grad-accumulation", type=click.Choice(ACCUMULATION_DTYPES + ("none",)),
+                     help="Weight gradients accumulate into a buffer of this dtype (C read "
+                          "and written, beta = 1); none: written once [default: the model's]."),
+        click.option("--mode", type=click.Choice(("train", "inference")),
+                     help="train: forward and backward GEMMs (3n-1 for n linear layers); "
+                          "inference: forward only."),
+        click.option("--seq", type=COUNT,
+                     help="Override the tokens per sample (transformer models need it). Past "
+                          "the model's context the step is still analyzed, with a warning: a "
+                          "shape to ask about."),
+        click.option("--phase", type=click.Choice(("prefill", "decode")),
+                     help="Inference phase: prefill (seq tokens at once) or decode (one new "
+                          "token per sequence against a KV cache of seq tokens)."),
+        click.option("--optimizer", type=click.Choice(("none", "sgd", "adam")),
+                     help="Training: the optimizer update the step counts, on fp32 master "
+                          "weights (a config.json has none) [default: the model's, else none]."),
+        click.option("--weights", type=click.Choice(WEIGHT_DTYPES),
+                     help="Inference: how weights are stored (int4 group-quantized, int8, fp8: "
+                          "weight-only when narrower than --activations, dequantized and "
+                          "counted) [default: the activations' dtype]."),
+        click.option("--group-size", type=COUNT,
+                     help="int4 weights: values per fp16 scale (must divide every weight "
+                          "GEMM's K) [default: 128]."),
+        click.option("--activations", type=click.Choice(DTYPES),
+                     help="The activation operand and math dtype of weight GEMMs (int8 with "
+                          "int8 weights: W8A8 at the int8 peak) [default: --dtype]."),
+        click.option("--kv-cache", type=click.Choice(KV_DTYPES),
+                     help="Inference: the KV cache's dtype (fp8, int8: half the cache and its "
+                          "reads) [default: --dtype]."),
+        click.option("--logits", type=click.Choice(("all", "last")),
+                     help="Prefill: the output layer on every token (all: scoring) or on each "
+                          "sequence's last token (last: generation); refused with --phase "
+                          "decode, whose step makes one token a sequence [default: all; last "
+                          "with --prompt/--generate]."),
+        click.option("--recompute", type=click.Choice(("none", "selective", "full")),
+                     help="Training: activation recomputation, for the memory count: none "
+                          "(keep every tensor), selective (recompute the attention core), full "
+                          "(keep each block's input) [default: the model's, else none]."),
+        click.option("--attention", type=click.Choice(("flash", "naive")),
+                     help="Attention form of every transformer block (a config.json has "
+                          "none: flash) [default: the model's]."),
+    ]
+    omitted = {index for index, given in ((0, batch), (5, seq)) if not given}  # --batch, --seq
+    return [o for index, o in enumerate(options) if index not in omitted]
+
+
+def model_options(command, batch: bool = True, seq: bool = True):
+    """Decorate ``command`` with the model-override options."""
+    for option in reversed(_model_option_list(batch, seq)):
+        command = option(command)
+    return command
+
+
+def generation_options(command):
+    """Decorate ``command`` (analyze, compare, sweep) with ``--prompt`` and ``--generate``."""
+    command = click.option("--generate", type=COUNT, metavar="G",
+                           help="Generation: G output tokens per sequence (with --prompt).")(
+        command)
+    return click.option(
+        "--prompt", type=COUNT, metavar="P",
+        help="Generation: P prompt tokens per sequence (with --generate; sets the sequence "
+             "lengths, so no --seq): time to first token, time per output token over the "
+             "growing KV cache, tokens/s, latency (JSON generation), memory at the "
+             "generation's peak. P + G must fit the model's context: the model writes each "
+             "token at a position it has.")(command)

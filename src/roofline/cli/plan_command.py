@@ -1,0 +1,124 @@
+"""``roofline plan``: the best split of a training step over N GPUs, and its ``--zero`` list."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import InputError
+from .console import _progress, _terminal_width
+from .group import cli
+from .loading import _needs, _not_captured
+from .options import COUNT, MODEL_FILE, PLOT_FILE, QUANTIZATION_HELP, Count, _given, _one_device
+from .overrides import model_options
+from .plots import _check_plot, _write_plot, force_option
+
+
+@cli.command(short_help="The best split of a training step over N GPUs.")
+@click.argument("model", type=MODEL_FILE)
+@click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
+              metavar="NAME", help="The GPU every rank is (entry name, alias or file).")
+@click.option("--gpus", required=True, metavar="N|LIST|A..B",
+              help="GPU counts to plan for: 64, a comma list (8,16,64) or A..B (A, every "
+                   "power of two between, and B: 8..512; 6..48 is 6,8,16,32,48).")
+@model_options
+@click.option("--tp", metavar="LIST", help="Tensor-parallel degrees to consider [default: "
+              "every divisor of N up to --gpus-per-node that divides the heads, kv_heads and "
+              "FFN].")
+@click.option("--pp", metavar="LIST", help="Pipeline stages to consider [default: every "
+              "divisor that divides the transformer blocks].")
+@click.option("--zero", metavar="LIST", help="ZeRO stages to consider, 0-3 (3 = FSDP's full "
+              "sharding; 2 and 3 not with a pipeline) [default: 0,1,2,3; 0 alone where dp is "
+              "1, which a stage leaves unchanged].")
+@click.option("--micro-batch", metavar="LIST", help="Sequences per micro-batch to consider "
+              "[default: 1,2,4,8 and each data-parallel rank's whole share of --batch].")
+@click.option("--ep", metavar="LIST", help="Expert-parallel degrees (MoE models; divide dp and "
+              "the experts) [default: 1].")
+@click.option("--sequence-parallel/--no-sequence-parallel", default=True, show_default=True,
+              help="Sequence parallelism with tensor parallelism (Korthikanti et al.): "
+                   "activations and norms divided by tp, same communication.")
+@click.option("--gpus-per-node", type=Count(high=1024), default=8,
+              show_default=True, help="GPUs that share the intra-node link.")
+@click.option("--intra", metavar="NAME|GBPS", help="The link inside a node (links.yaml: "
+              "nvswitch-h100, nvswitch-a100, nvlink4, pcie5-x16, ...; or GB/s per direction) "
+              "[default: the NVSwitch of an SXM entry's NVLink, else PCIe of its host link].")
+@click.option("--inter", metavar="NAME|GBPS", help="The link between nodes, per GPU (ib-ndr, "
+              "ib-hdr, 400gbe, 100gbe, ...; or GB/s per direction) [default: ib-ndr].")
+@click.option("--top", type=COUNT, default=3, show_default=True,
+              help="Layouts shown per GPU count (JSON: all that fit unless given).")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
+              show_default=True)
+@click.option("--gemms", is_flag=True, help="Also print one GPU's GEMMs and ops in the best "
+              "layout (its tensor-parallel shard at the micro-batch: shapes, alignment, "
+              "advice), as analyze does.")
+@force_option
+@click.option("--plot", type=PLOT_FILE, metavar="FILE",
+              help="Also draw step time against GPUs, every fitting layout and the Pareto "
+                   "front, to FILE (.png, .svg or .pdf).")
+@click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
+         zero: str | None, micro_batch: str | None, ep: str | None, sequence_parallel: bool,
+         gpus_per_node: int, intra: str | None, inter: str | None, top: int, fmt: str,
+         gemms: bool, plot: str | None, quantization: bool, **overrides) -> None:
+    """The best way to split MODEL's training step over N GPUs: every tensor-, pipeline-,
+    data- (ZeRO 0-3) and expert-parallel layout that fits in each GPU's memory, ranked by
+    predicted step time (the roofline's beside it), and the Pareto front of predicted step time
+    against GPU count.
+
+    --batch is the global batch (sequences per optimizer step); each layout runs it as dp x
+    micro-batches of --micro-batch. Per GPU: the tensor-parallel shard's GEMMs and ops at their
+    roof and at their predicted times,
+    communication by ring (hierarchical across nodes) on the links given, the 1F1B bubble,
+    memory with ZeRO. The optimizer defaults to adam (mixed precision, 16 B per parameter).
+    """
+    from ..analysis.plan import make_fabric, parse_counts, plan_layouts
+    from ..model.network import load_network
+    from ..probe import resolve_hardware
+
+    _check_plot(plot)
+    _not_captured(model)
+    if gemms and fmt != "table":
+        raise InputError("gemms", "", "the per-GPU GEMM table goes with --format table (for "
+                                      "JSON: roofline analyze on the shard)")
+    counts = parse_counts(gpus, "gpus")
+    lists = {name: parse_counts(value, name) if value is not None else None
+             for name, value in (("tp", tp), ("pp", pp), ("micro_batch", micro_batch),
+                                 ("ep", ep))}
+    zeros = None
+    if zero is not None:
+        zeros = tuple(sorted({_zero_stage(piece) for piece in zero.split(",")}))
+    from ..hardware.catalog import load_hardware
+
+    spec = resolve_hardware(hardware, _progress,
+                            needs=_needs(lambda: load_network(model), overrides))
+    spec = spec if not isinstance(spec, str) else load_hardware(spec)
+    network = load_network(model).with_overrides(**overrides)
+    if overrides.get("optimizer") is None and network.mode == "train":  # plan's default: adam
+        network = network.with_overrides(optimizer="adam")
+    fabric = make_fabric(spec, intra, inter, gpus_per_node)
+    result = plan_layouts(network, spec, counts, network.settled()[0], fabric,
+                          zero=zeros, sequence_parallel=sequence_parallel,
+                          quantization=quantization, progress=_progress, **lists)
+    from ..output.plan import plan_json, plan_table
+
+    if fmt == "json":
+        click.echo(plan_json(result, top if _given("top") else None), nl=False)
+    else:
+        click.echo(plan_table(result, top), nl=False)
+    best = result.best
+    if gemms and best is not None and best.report is not None and fmt == "table":
+        from ..output.report import View, report_table
+
+        click.echo(f"\none GPU of {best.layout.label}: its shard at micro-batch "
+                   f"{best.layout.micro_batch}")
+        click.echo(report_table(best.report, View(width=_terminal_width())), nl=False)
+    _write_plot(plot, lambda charts: charts.plot_plan(result))
+
+
+def _zero_stage(piece: str) -> int:
+    from ..files.numbers import parse_int, quoted
+
+    try:
+        return parse_int(piece, low=0, high=3)
+    except ValueError:
+        raise InputError("zero", "", f"expected ZeRO stages 0, 1, 2 or 3 (a comma list), got "
+                                     f"{quoted(piece)}") from None

@@ -1,0 +1,124 @@
+"""``roofline compare`` (one model on several devices) and ``roofline sweep`` (one device over
+batches or sequence lengths): the what-if questions of ``analysis.whatif``."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from ..errors import PlotError
+from .console import _progress, _render, _terminal_width
+from .group import cli
+from .loading import _loaded, _local_library, _needs, _not_captured
+from .options import FORMATS, MODEL_FILE, PLOT_FILE, QUANTIZATION_HELP, _one_device
+from .overrides import generation_options, model_options
+from .plots import _check_plot, _write_plot, force_option
+
+
+@cli.command(short_help="One model on several devices: per-GEMM and step speedups.")
+@click.argument("model", type=MODEL_FILE)
+@click.option("--hw", "hardware", multiple=True, required=True, metavar="NAME",
+              help="A device to compare (two or more; the first is the baseline).")
+@model_options
+@generation_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@force_option
+@click.option("--plot", type=PLOT_FILE, metavar="FILE",
+              help="Also draw step time by device (stacked memory/compute-bound) to FILE; "
+                   "with --prompt/--generate, each device's generation latency (time to "
+                   "first token and decode steps).")
+@click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
+            quantization: bool, **overrides) -> None:
+    """Per-GEMM and whole-step time of MODEL (a model.yaml, a Hugging Face config.json, or
+    package.module:factory, captured as analyze captures it) on each device, the speedup over
+    the first, and why: a GEMM memory-bound on both gains the bandwidth ratio, one
+    compute-bound on both the peak ratio, one that changes side says so. Ends in one plain
+    sentence, then the same at each device's predicted step time (GEMMs and ops; a datasheet
+    CPU entry has no prediction beyond its roofline and is left out of that ranking).
+
+    A device without the model's dtype runs the nearest one it has (same element size and
+    kind first, e.g. fp16 -> bf16 on a Xeon; then wider, e.g. fp16 -> fp32) and says so.
+
+    With --prompt P --generate G each device runs a whole generation: time to first token,
+    time per output token, latency and tokens/s, the speedup of its tokens/s, whether the
+    generation fits at its peak; the step and GEMM tables are its last decode step.
+    """
+    from ..analysis.whatif import compare as run_compare
+    from ..output.whatif import COMPARE_FORMATS
+    from ..probe import resolve_hardware
+
+    _check_plot(plot)
+    library = _local_library(model)
+    network = _loaded(model, overrides)
+    needs = _needs(lambda: network, overrides)
+    result = run_compare(network, [resolve_hardware(hw, _progress, library, needs)
+                                   for hw in hardware],
+                         quantization=quantization, **overrides)
+    if fmt == "table":  # its GEMM table's layer names cut to the terminal's width
+        from ..output.whatif import comparison_table
+
+        click.echo(comparison_table(result, _terminal_width()), nl=False)
+    else:
+        click.echo(_render(COMPARE_FORMATS, fmt, result), nl=False)
+    _write_plot(plot, lambda charts: result.plot())
+
+
+@cli.command(short_help="Step time, throughput and memory over batches or seqs.")
+@click.argument("model", type=MODEL_FILE)
+@click.option("--hw", "hardware", multiple=True, required=True, callback=_one_device,
+              metavar="NAME",
+              help="Hardware entry name, alias or entry file; `local` probes this machine.")
+@click.option("--batch", "batches", metavar="LIST|A..B",
+              help="Batches: a comma list (1,8,64,512) or a..b: a, every power of two "
+                   "between, and b (3..100: 3, 4, 8, 16, 32, 64, 100; 1..4096: 1, 2, 4, ..., "
+                   "4096) [default: the model's].")
+@click.option("--seq", "seqs", metavar="N|LIST|A..B",
+              help="Sequence lengths (tokens per sample; in decode, the KV cache), the same "
+                   "way: one value, or several to sweep them (with several batches too: a "
+                   "batch x seq grid) [default: the model's].")
+@functools.partial(model_options, batch=False, seq=False)
+@generation_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@force_option
+@click.option("--plot", type=PLOT_FILE, metavar="FILE",
+              help="Also draw per-GEMM intensity against the swept batch (or seq), with the "
+                   "ridge, to FILE (not for a batch x seq grid); with --prompt/--generate, "
+                   "tokens/s and time per output token against batch.")
+@click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
+def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt: str,
+          plot: str | None, quantization: bool, **overrides) -> None:
+    """Step time and samples/s (roofline and predicted), memory and which GEMMs are
+    memory-bound for MODEL at each batch
+    (--batch), each sequence length (--seq) or each pair of both; the batch at which each GEMM
+    turns compute-bound (closed form; null/never if no batch does) and, for a model with a
+    sequence, the sequence length at which it does. Steps that do not fit in the device's
+    memory are marked, not dropped.
+
+    With --prompt P --generate G each point is a whole generation at that batch (as `analyze
+    --prompt P --generate G` gives it): time to first token, time per output token, latency,
+    tokens/s, and memory at the generation's peak (the prefill's or the last decode step's,
+    the larger), batches past the largest the whole generation fits marked; the step columns
+    and transitions are its last decode step."""
+    from ..analysis.whatif import parse_batches
+    from ..analysis.whatif import sweep as run_sweep
+    from ..output.whatif import SWEEP_FORMATS
+    from ..probe import resolve_hardware
+
+    _check_plot(plot)
+    _not_captured(model)
+    # bad input fails before any work
+    batch_values = parse_batches(batches) if batches is not None else None
+    seq_values = parse_batches(seqs, "seqs") if seqs is not None else None
+    if plot is not None and batch_values and seq_values and len(batch_values) > 1 and len(
+            seq_values) > 1:
+        raise PlotError("--plot draws one swept axis: give one batch or one seq with it (a "
+                        "batch x seq grid is a table, CSV, Markdown or JSON)")
+    from ..model.network import load_network
+
+    needs = _needs(lambda: load_network(model), overrides)
+    result = run_sweep(model, resolve_hardware(hardware, _progress, needs=needs), batch_values,
+                       quantization=quantization, seqs=seq_values, **overrides)
+    click.echo(_render(SWEEP_FORMATS, fmt, result), nl=False)
+    _write_plot(plot, lambda charts: result.plot())
