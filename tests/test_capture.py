@@ -985,6 +985,13 @@ def test_an_empty_input_or_slice_is_one_line_not_a_traceback():
     with pytest.raises(CaptureError, match=r"^Linear: example input 'input' has shape \(0, "
                                            r"64\): a dimension of 0 holds no values"):
         capture(torch.nn.Linear(64, 128), example_kwargs={"input": torch.zeros(0, 64)})
+    # an empty depth is no empty batch: the advice names the dimension, not the batch
+    with pytest.raises(CaptureError, match=r"^Conv3d: example input 0 has shape \(2, 8, 0, 16, "
+                                           r"16\): a dimension of 0 holds no values \(its "
+                                           r"dimension 2 is 0: give it 1 or more\)$"):
+        capture(torch.nn.Conv3d(8, 16, 3), torch.zeros(2, 8, 0, 16, 16))
+    with pytest.raises(CaptureError, match=r"\(give a batch of 1 or more\)$"):
+        capture(torch.nn.Conv3d(8, 16, 3), torch.zeros(0, 8, 4, 16, 16))
 
 
 def test_a_gemm_past_2_to_the_40_is_refused_as_in_a_model_file():

@@ -54,6 +54,21 @@ def test_a_captured_step_keeps_its_shapes_and_attention():
                       phase="decode")
 
 
+def test_a_captured_module_is_refused_a_generation_by_its_capture():
+    """A generation runs the prefill at the prompt's length and decode steps over a growing KV
+    cache; a capture holds its inputs' one length. A transformer layer captured at 10 tokens
+    was refused as if it had no attention ("no layer keeps one (no transformer block)")."""
+    layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    net = capture(layer, torch.zeros(2, 10, 64), mode="inference")
+    for run in (lambda: analyze_model(net, "h100", prompt=8, generate=4),
+                lambda: roofline.compare(net, ["h100", "a100"], prompt=8, generate=4),
+                lambda: roofline.sweep(net, "h100", batches=[2], prompt=8, generate=4)):
+        with pytest.raises(InputError, match="generate: a captured module's step is its "
+                                             "example inputs' shapes, one length") as caught:
+            run()
+        assert "no transformer block" not in str(caught.value)
+
+
 def test_the_cli_refuses_a_seq_on_a_capture(invoke, tmp_path, monkeypatch):
     (tmp_path / "mkmod.py").write_text(
         "import torch\nfrom torch import nn\n\ndef make():\n    return nn.TransformerEncoderLayer"

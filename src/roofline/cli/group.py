@@ -102,13 +102,17 @@ def _with_flag(exc: RooflineError) -> str:
 
 
 def _print_warning(warning: warnings.WarningMessage) -> None:
+    """A warning the command raised, on stderr: a hardware file's as one line, any other (the
+    user's module's, torch's, matplotlib's) as Python formats it. Written here, not through
+    ``warnings.showwarning``: inside ``catch_warnings(record=True)`` that appends to the very
+    list being printed, and a captured module that warned once looped until memory ran out."""
     from ..hardware.catalog import HwdbWarning
 
     if issubclass(warning.category, HwdbWarning):
         click.echo(f"Warning: {one_line(str(warning.message))}", err=True)
     else:
-        warnings.showwarning(warning.message, warning.category, warning.filename,
-                             warning.lineno)
+        click.echo(warnings.formatwarning(warning.message, warning.category, warning.filename,
+                                          warning.lineno).rstrip("\n"), err=True)
 
 
 @click.group(cls=RooflineGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -195,8 +195,11 @@ def _batch_of(example_inputs: Sequence[Any], kwargs: dict[str, Any], label: str)
                            f"dimension is the batch")
     for what, x in tensors:
         if 0 in x.shape:
+            empty = list(x.shape).index(0)
+            fix = ("give a batch of 1 or more" if empty == 0 else
+                   f"its dimension {empty} is 0: give it 1 or more")
             raise CaptureError(f"{label}: {what} has shape {tuple(x.shape)}: a dimension of 0 "
-                               f"holds no values (give a batch of 1 or more)")
+                               f"holds no values ({fix})")
     return int(tensors[0][1].shape[0])
 
 
