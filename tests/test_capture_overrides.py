@@ -121,3 +121,20 @@ def test_a_group_norm_is_costed_as_a_layer_norm_per_value():
     ops = {op.kind: op.flops for op in net.ops()}
     assert ops["aten.native_group_norm"] == 8 * 4096
     assert ops["aten.native_group_norm_backward"] == 12 * 4096
+
+
+def test_a_factory_given_a_generation_is_refused_before_its_capture(invoke, tmp_path,
+                                                                     monkeypatch):
+    """analyze and compare captured ``package.module:callable`` (seconds for a large model)
+    and only then refused --prompt/--generate; the refusal now comes first: the factory is
+    never imported (its module would raise if it were)."""
+    (tmp_path / "mkboom.py").write_text("raise RuntimeError('imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for command in (("analyze", "mkboom:make", "--hw", "h100"),
+                    ("compare", "mkboom:make", "--hw", "h100", "--hw", "a100")):
+        result = invoke(*command, "--prompt", "8", "--generate", "4")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.splitlines() == [
+            "Error: mkboom:make: generate: a captured module's step is its example inputs' "
+            "shapes, one length: a generation's prefill and decode steps at every length need "
+            "a model.yaml or config.json"], result.stderr

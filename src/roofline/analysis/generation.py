@@ -150,6 +150,15 @@ def check_request(source: str, prompt: int | None, generate: int | None,
                                         "prompt and output lengths: give no seq")
 
 
+def refuse_captured(source: str) -> None:
+    """InputError: a generation of a captured module (``package.module:callable``, or its
+    Network), refused before its capture where the caller knows it is one
+    (``api.generation_settings``)."""
+    raise InputError(source, "generate", "a captured module's step is its example inputs' "
+                     "shapes, one length: a generation's prefill and decode steps at every "
+                     "length need a model.yaml or config.json")
+
+
 def check_lengths(network: Network, prompt: int, generate: int) -> None:
     """Positive lengths whose total the model's context holds, on a model with attention (a
     KV cache to decode against) built from a model.yaml or config.json (a captured module ran
@@ -158,9 +167,7 @@ def check_lengths(network: Network, prompt: int, generate: int) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(network.source, key, f"expected a positive integer, got {value!r}")
     if network.framework is not None:  # its attention, if any, ran at its inputs' one length
-        raise InputError(network.source, "generate", "a captured module's step is its example "
-                         "inputs' shapes, one length: a generation's prefill and decode steps "
-                         "at every length need a model.yaml or config.json")
+        refuse_captured(network.source)
     if not any(isinstance(run.layer, Transformer) for run in network.layer_runs):
         raise InputError(network.source, "generate", "a generation decodes against the KV "
                          "cache attention keeps, but no layer keeps one (no transformer block)")
