@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..units import seconds, si
+from ..units import count, seconds, si
 from .report import decode_text, prefill_text
 
 if TYPE_CHECKING:
@@ -32,11 +32,17 @@ def columns(predicted: bool) -> list[str]:
 def cells(g: Generation, predicted: bool) -> list[str]:
     """A generation's cells: TTFT, TPOT (``-`` where one token is generated: no decode step),
     latency, tokens/s on the device; then the same predicted but latency, with ``predicted``."""
-    out = [seconds(g.ttft_s), _tpot(g.tpot_s), seconds(g.latency_s), si(g.tokens_per_s, "")]
+    out = [seconds(g.ttft_s), _tpot(g.tpot_s), seconds(g.latency_s), rate(g.tokens_per_s)]
     if predicted:
         out += [seconds(g.predicted_ttft_s), _tpot(g.predicted_tpot_s),
-                si(g.predicted_tokens_per_s, "")]
+                rate(g.predicted_tokens_per_s)]
     return out
+
+
+def rate(tokens_per_s: float) -> str:
+    """A tokens/s cell: the figure and its prefix, no trailing space (a Markdown cell kept
+    ``si``'s ``"876 "``)."""
+    return si(tokens_per_s, "").rstrip()
 
 
 def values(g: Generation, predicted: bool) -> list[float | None]:
@@ -81,7 +87,7 @@ def step_shown(report: Report, brackets: bool = True) -> str:
     if g.decode_steps:
         step, what = "the last decode step", f"KV cache {g.prompt + g.generate - 1} tokens"
     else:
-        step, what = "the prefill", f"{g.prompt} tokens a sequence, one token generated"
+        step, what = "the prefill", f"{count(g.prompt, 'token')} a sequence, one token generated"
     return f"{step} ({what})" if brackets else f"{step}, {what}"
 
 

@@ -428,7 +428,7 @@ def peak_text(report: Report) -> str:
     if g is None:
         return ""
     if g.memory_step == "prefill":
-        return f" at the generation's peak, the prefill ({g.prompt} tokens a sequence)"
+        return f" at the generation's peak, the prefill ({count(g.prompt, 'token')} a sequence)"
     return (f" at the generation's peak, the last decode step (a KV cache of "
             f"{g.prompt + g.generate - 1} tokens)")
 

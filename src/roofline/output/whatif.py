@@ -415,7 +415,8 @@ def _generation_rows(c: Comparison) -> list[list[str]]:
         assert g is not None
         rows.append([r.hardware.name, r.dtype, *generations.cells(g, False),
                      speedup_text(c.generation_speedup(r)),
-                     *([si(g.predicted_tokens_per_s, "") if c.predicts(r) else "= roof",
+                     *([generations.rate(g.predicted_tokens_per_s) if c.predicts(r)
+                        else "= roof",
                         speedup_text(c.generation_speedup(r, True))] if predicted else []),
                      memory_cell(r), fits_cell(c, r)])
     return rows
