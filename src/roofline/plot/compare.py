@@ -62,10 +62,7 @@ def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
     ax.set_yticks(rows, names, fontsize=LABEL_SIZE + 1)
     ax.set_xlabel(f"roofline step time ({unit}{', log scale' if wide else ''}), a lower "
                   f"bound; speedup over {names[0]}", fontsize=LABEL_SIZE + 1)
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    bar_frame(ax)
     net = reports[0].network
     ax.set_title(f"{net.name}, {step_text(net)}: roofline step time by device\n"
                  f"{comparison.requested_dtype} (devices without it run the nearest dtype)",
@@ -83,6 +80,15 @@ def predicted_marks(ax: Axes, rows: list[int], predicted: list[float | None], sc
     return [ax.scatter([x for _, x in marked], [row for row, _ in marked], marker="D", s=42,
                        color="#222222", edgecolors="white", linewidths=0.8, zorder=3, gid=gid,
                        label=label)]
+
+
+def bar_frame(ax: Axes) -> None:
+    """A bar chart's frame: light vertical grid lines behind the bars, no top or right spine
+    (the compare charts' one look)."""
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
 
 
 def bar_axes(count: int) -> Axes:

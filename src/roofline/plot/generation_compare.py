@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import PlotError
-from .compare import Handle, bar_axes, predicted_marks, time_unit
+from .compare import Handle, bar_axes, bar_frame, predicted_marks, time_unit
 from .figure import below_axes
 from .style import BOUND_COLORS, LABEL_SIZE
 
@@ -66,10 +66,7 @@ def plot_generation_comparison(comparison: Comparison, ax: Axes | None = None) -
     ax.set_yticks(rows, [r.hardware.name for r in reports], fontsize=LABEL_SIZE + 1)
     ax.set_xlabel(f"roofline latency of the whole generation ({unit}), a lower bound; "
                   f"tokens/s over {reports[0].hardware.name}'s", fontsize=LABEL_SIZE + 1)
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    bar_frame(ax)
     net, g = reports[0].network, gens[0]
     ax.set_title(f"{net.name}, batch {g.batch}: a generation of prompt {g.prompt} + "
                  f"{g.generate} tokens by device\n{comparison.requested_dtype} (devices "
