@@ -282,3 +282,12 @@ def test_a_generation_fills_the_context_and_the_help_says_why_seq_only_warns(inv
     helps = " ".join(invoke("analyze", "--help").stdout.split())
     assert "Past the model's context the step is still analyzed, with a warning" in helps
     assert "P + G must fit the model's context" in helps
+
+
+def test_a_one_token_prompt_reads_one_token(invoke):
+    """A prompt of 1 read "the prefill (1 tokens a sequence)"; the generation of one token is
+    its prefill alone, so that step is the memory line's."""
+    out = invoke("analyze", "examples/hf/llama-2-7b.json", "--hw", "h100", "--batch", "4",
+                 "--prompt", "1", "--generate", "1").output
+    text = " ".join(out.split())
+    assert "the prefill (1 token a sequence)" in text and "(1 tokens" not in text

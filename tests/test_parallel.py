@@ -684,3 +684,19 @@ def test_a_plan_where_nothing_fits_says_what_was_not_tried(invoke, tmp_path):
     # past 80 GB at any depth, so none fits
     data = json.loads(invoke(*args, "--format", "json").stdout)
     assert data["counts"][0]["fitting"] == 0
+
+
+def test_plans_progress_is_a_line_then_one_a_quarter(invoke):
+    """plan printed a stderr line for every shard it analyzed (44 for Llama-3.1-405B on
+    64..2048 GPUs). Llama-2-7B on 8 GPUs at batch 64: tp 1, 2, 4, 8 x micro-batches 1, 2, 4, 8
+    and each rank's whole share (64 / dp: 64, 32, 16, 8 where it is past 8) make the distinct
+    shards; one line says how many, then one at each quarter of them."""
+    result = invoke("plan", str(LLAMA), "--hw", "h100", "--gpus", "8", "--batch", "64", "--seq",
+                    "4096")
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("plan: ")]
+    first, shards = lines[0], int(lines[1].split(" of ")[1].split()[0])
+    assert first.endswith(f"over {shards} distinct shards (tp, ep, micro-batch), each shard "
+                          f"analyzed once ...")
+    assert lines[1:] == [f"plan: {shards * q // 4} of {shards} shards analyzed"
+                         for q in (1, 2, 3)]
