@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from .analysis.generation import check_request, check_settings, refuse_captured
+from .analysis.generation import check_request, checked_source, refuse_captured
 from .analysis.generation import generate as run_generation
 from .analysis.report import Report, analyze
 from .hardware.catalog import hardware_spec
@@ -73,9 +73,7 @@ def generation_settings(model: Network | str | os.PathLike[str], mode: str | Non
     any capture; other steps as given."""
     if prompt is None and generate is None:
         return mode, phase
-    check_model(model)  # before its refusals name it
-    source = model.source if isinstance(model, Network) else os.fspath(model)
-    check_settings(source, phase, mode)
+    source = checked_source(model, phase, mode)
     if model_framework(model) == "torch":  # before a capture's seconds, not after them
         refuse_captured(source)
     return "inference", "prefill"

@@ -38,6 +38,7 @@ The Report shown is the last decode step (the prefill when G = 1), with this att
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -45,7 +46,7 @@ from typing import Any
 from ..errors import InputError
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Transformer
-from ..model.network import Network
+from ..model.network import Network, check_model
 from ..model.repeats import Numbered, repeated_values
 from .memory import Memory, memory_of
 from .report import GemmResult, OpResult, Report, analyze
@@ -135,6 +136,17 @@ def check_settings(source: str, phase: str | None, mode: str | None) -> None:
     if mode == "train":
         raise InputError(source, "mode", "a generation (prompt and generate) is an "
                          "inference: give no mode train with it")
+
+
+def checked_source(model: Network | str | os.PathLike[str], phase: str | None,
+                   mode: str | None) -> str:
+    """``model``'s name as a generation's refusals give it, once ``model`` is checked to be a
+    Network or a path and the settings a generation refuses are (``check_settings``): the one
+    start of analyze's (``api.generation_settings``), compare's and sweep's checks."""
+    check_model(model)  # before its refusals name it
+    source = model.source if isinstance(model, Network) else os.fspath(model)
+    check_settings(source, phase, mode)
+    return source
 
 
 def check_request(source: str, prompt: int | None, generate: int | None,

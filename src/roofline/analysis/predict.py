@@ -121,6 +121,13 @@ def basis_of(hardware: HardwareSpec) -> str:
     return "fitted" if hardware.kind == "gpu" and hardware.gpu is not None else "datasheet"
 
 
+def predicts(hardware: HardwareSpec) -> bool:
+    """Whether an entry predicts beyond its roofline: a ``fitted`` or ``calibrated`` basis. A
+    ``datasheet`` entry's predicted time is its roofline, with no per-call or per-kernel cost,
+    so it is not set against another device's prediction nor drawn as a curve of its own."""
+    return basis_of(hardware) != "datasheet"
+
+
 def fit_of(hardware: HardwareSpec) -> dict[str, Any] | None:
     """What a ``fitted`` prediction was fitted on: ``data`` (the measurements, named),
     ``devices`` (hwdb entries they were measured on) and ``architecture_in_data`` (whether

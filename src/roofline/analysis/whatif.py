@@ -35,13 +35,13 @@ from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize, output_problem
 from ..model.layers import Linear
-from ..model.network import Network, check_model, check_overrides, load_network
+from ..model.network import Network, check_overrides, load_network
 from ..model.repeats import MAX_LISTED, named
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
-from .generation import analyses, check_lengths, check_request, check_settings
+from .generation import analyses, check_lengths, check_request, checked_source
 from .generation import generate as run_generation
-from .predict import basis_of, fit_of, library_of
+from .predict import basis_of, fit_of, library_of, predicts
 from .report import GemmResult, Report, analyze, gemm_of
 
 if TYPE_CHECKING:
@@ -74,9 +74,7 @@ def _generation_overrides(model: Network | str | os.PathLike[str], overrides: di
     refuses them (``analysis.generation.check_settings``, ``check_request``): an inference
     that starts with its prefill (a model file's own phase decode does not refuse its
     logits)."""
-    check_model(model)  # before its refusals name it
-    source = model.source if isinstance(model, Network) else os.fspath(model)
-    check_settings(source, overrides.get("phase"), overrides.get("mode"))
+    source = checked_source(model, overrides.get("phase"), overrides.get("mode"))
     check_request(source, prompt, generate, seq if seq is not None else overrides.get("seq"))
     return overrides | {"mode": "inference", "phase": "prefill"}
 
@@ -222,10 +220,9 @@ class Comparison:
         return self.latency(self.baseline, predicted) / self.latency(report, predicted)
 
     def predicts(self, report: Report) -> bool:
-        """Whether ``report``'s device has a prediction beyond its roofline: a ``fitted`` or
-        ``calibrated`` basis. A ``datasheet`` entry's predicted time is its roofline, with no
-        per-call or per-kernel cost, so it is not set against another device's prediction."""
-        return basis_of(report.hardware) != "datasheet"
+        """Whether ``report``'s device has a prediction beyond its roofline
+        (``predict.predicts``)."""
+        return predicts(report.hardware)
 
     def predicted_speedup(self, report: Report) -> float | None:
         """The baseline's predicted step time (every GEMM and op at its ``predicted_time_s``,

@@ -8,7 +8,7 @@ import io
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.predict import basis_of, fit_of
+from ..analysis.predict import basis_of, fit_of, predicts
 from ..model.repeats import named
 from ..units import rate_unit, seconds, si, times
 from . import generations
@@ -34,7 +34,6 @@ from .times import STEP_ROOF_TEXT, basis_sentence
 if TYPE_CHECKING:
     from ..analysis.report import Report
     from ..analysis.whatif import Comparison, GemmChange, Sweep
-    from ..hardware.spec import HardwareSpec
 
 
 #: What ``roofline gemm`` prints under its table: how it reads a bare shape
@@ -775,12 +774,6 @@ def _generation_sweep_rows(s: Sweep) -> list[list[str]]:
         rows.append([str(r.network.batch), *generations.cells(r.generation, predicted),
                      _memory_cell(r), f"{r.totals['memory_bound_time_fraction']:.0%}"])
     return rows
-
-
-def predicts(hardware: HardwareSpec) -> bool:
-    """Whether an entry predicts beyond its roofline (a ``fitted`` or ``calibrated`` basis;
-    a datasheet entry's predicted time is its roofline's)."""
-    return basis_of(hardware) != "datasheet"
 
 
 def _left(s: Sweep) -> set[int]:

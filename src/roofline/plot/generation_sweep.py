@@ -31,7 +31,7 @@ def plot_generation_sweep(sweep: Sweep, ax: Axes | None = None) -> Axes:
     past the largest whose whole generation fits shaded. Returns the left Axes."""
     if not sweep.generating:
         raise PlotError("a generation chart needs a sweep of generations (prompt and generate)")
-    from ..analysis.predict import basis_of
+    from ..analysis.predict import basis_of, predicts
     from ..output.generations import wait_text
     from ..output.report import precision_text
 
@@ -42,7 +42,7 @@ def plot_generation_sweep(sweep: Sweep, ax: Axes | None = None) -> Axes:
     ax = ax if ax is not None else new_axes((10.0, 6.5))
     right = ax.twinx()
     basis = basis_of(sweep.hardware)
-    predicted = basis != "datasheet"
+    predicted = predicts(sweep.hardware)
     what = wait_text(first)
     for guess in (False, True)[:1 + predicted]:
         style, name = ("--", f"predicted ({basis})") if guess else ("-", "roofline")

@@ -9,7 +9,7 @@ import secrets
 from html import escape
 from typing import TYPE_CHECKING
 
-from ...analysis.predict import basis_of
+from ...analysis.predict import basis_of, predicts
 from ...units import nice_above, nice_below, rate_unit, seconds, si, times
 from .. import generations
 from ..fit_bands import no_fit_bands
@@ -28,7 +28,6 @@ from ..whatif import (
     memory_bound_gemms,
     memory_cell,
     predicted_cell,
-    predicts,
     slow_kernel_lines,
     speedup_text,
     sweep_header,
@@ -281,7 +280,7 @@ def _sweep_charts(s: Sweep) -> str:
     share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(s, r)) for r in reports]
     basis = basis_of(s.hardware)
     curves = [svg.Curve(rate, name="roofline")]
-    if basis != "datasheet":  # a datasheet entry's predicted time is its roofline's
+    if predicts(s.hardware):  # a datasheet entry's predicted time is its roofline's
         curves.append(svg.Curve([(s.x(r), s.rate(r, r.totals["predicted_time_s"]),
                                   _tip(s, r, predicted=True)) for r in reports],
                                 predicted=True, name=f"predicted ({basis})"))
