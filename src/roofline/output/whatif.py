@@ -729,7 +729,9 @@ def sweep_dict(s: Sweep) -> dict[str, Any]:
     return s.to_dict() | {"warnings": list(sweep_warnings(s))}
 
 
-def _memory_cell(r: Report) -> str:
+def sweep_memory_cell(r: Report) -> str:
+    """A sweep row's memory: its total, marked where it does not fit (empty without a
+    capacity model), in the text, Markdown and HTML tables alike."""
     memory = r.memory
     if memory is None:
         return ""
@@ -758,7 +760,7 @@ def _sweep_rows(s: Sweep) -> list[list[str]]:
         rows.append([str(r.network.batch), *([str(r.network.seq)] if with_seq else []),
                      seconds(t["time_s"]), si(s.rate(r, t["time_s"]), ""),
                      seconds(t["predicted_time_s"]), si(s.rate(r, t["predicted_time_s"]), ""),
-                     _memory_cell(r), f"{t['memory_bound_time_fraction']:.0%}",
+                     sweep_memory_cell(r), f"{t['memory_bound_time_fraction']:.0%}",
                      memory_bound_gemms(r)])
     return rows
 
@@ -772,7 +774,7 @@ def _generation_sweep_rows(s: Sweep) -> list[list[str]]:
     for r in s.reports:
         assert r.generation is not None
         rows.append([str(r.network.batch), *generations.cells(r.generation, predicted),
-                     _memory_cell(r), f"{r.totals['memory_bound_time_fraction']:.0%}"])
+                     sweep_memory_cell(r), f"{r.totals['memory_bound_time_fraction']:.0%}"])
     return rows
 
 

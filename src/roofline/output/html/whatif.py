@@ -31,6 +31,7 @@ from ..whatif import (
     slow_kernel_lines,
     speedup_text,
     sweep_header,
+    sweep_memory_cell,
     transition_lines,
     verdict_text,
     why_groups,
@@ -117,7 +118,7 @@ def _generation_table(c: Comparison) -> str:
                  Cell(speedup_text(speedup), speedup)]
         if predicted:
             rate = g.predicted_tokens_per_s if c.predicts(r) else None
-            cells += [Cell(si(rate, "") if rate is not None else "= roof", rate),
+            cells += [Cell(generations.rate(rate) if rate is not None else "= roof", rate),
                       Cell(speedup_text(guess), guess)]
         cells += [Cell(memory_cell(r), memory.total_bytes if memory else None),
                   text(fits_cell(c, r))]
@@ -392,10 +393,8 @@ def _sweep_table(s: Sweep) -> str:
                           Cell(si(rate, ""), rate),
                           Cell(seconds(predicted), predicted),
                           Cell(si(s.rate(r, predicted), ""), s.rate(r, predicted)),
-                          Cell("", None) if held is None else
-                          Cell(si(held.total_bytes, "B")
-                               + (": does not fit" if held.fits is False else ""),
-                               held.total_bytes),
+                          Cell(sweep_memory_cell(r),
+                               held.total_bytes if held is not None else None),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
                                t["memory_bound_time_fraction"]), text(memory_bound_gemms(r))]))
     return table(header, rows)
@@ -415,10 +414,8 @@ def _generation_sweep_table(s: Sweep) -> str:
                           *(Cell(shown, value) for shown, value in
                             zip(generations.cells(g, predicted),
                                 generations.values(g, predicted))),
-                          Cell("", None) if held is None else
-                          Cell(si(held.total_bytes, "B")
-                               + (": does not fit" if held.fits is False else ""),
-                               held.total_bytes),
+                          Cell(sweep_memory_cell(r),
+                               held.total_bytes if held is not None else None),
                           Cell(f"{share:.0%}", share)]))
     return table(header, rows)
 
