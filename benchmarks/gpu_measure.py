@@ -78,6 +78,9 @@ the files this writes). Every figure is timed with CUDA events after warm-up cal
 - ``convbias.csv`` (``--parts convbias``): a Conv2d with a bias (``CONVBIAS_SHAPES``), its three
   gradients as autograd asks for them, NCHW and channels_last, bf16, and the call's kernels
   (``reduce_ms``: torch's reduce kernel, the bias gradient).
+- ``convs3d.csv``, ``video_steps.json`` (``--parts video``): R3D-18's 3-D convolutions and
+  3-D U-Net's up-convolutions one layer at a time, kernel by kernel, and R3D-18's whole steps
+  (_video.py).
 - ``env.json``: the GPU, its SMs, L2, clocks read before and after, torch and CUDA versions.
 """
 
@@ -98,6 +101,7 @@ from _hf_steps import HF_STEPS, hf_step
 from _quant_gemms import measure_quant
 from _resnet_kernels import measure_resnet_kernels
 from _steps import step_function
+from _video import measure_video
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -112,7 +116,7 @@ DECODE = tuple((m, n, k) for m in (1, 8, 32, 128)
 GEMM_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 PARTS = ("gemm", "ops", "steps", "passes", "quant", "decode", "waves", "norms",
          "rows", "hf", "masks", "fits", "convs", "bnorms", "resnets", "seqs",
-         "colsums", "smallsums", "convbias")  # --parts
+         "colsums", "smallsums", "convbias", "video")  # --parts
 #: row widths and total values of ``--parts norms``
 NORM_COLS = (768, 1024, 2048, 4096, 8192)
 NORM_VALUES = (2**20, 2**23, 2**26)
@@ -1252,7 +1256,10 @@ def main() -> int:
                       ("seqs", lambda: measure_seqs(torch, args.out, args.quick)),
                       ("colsums", lambda: measure_colsums(torch, args.out, args.quick)),
                       ("smallsums", lambda: measure_smallsums(torch, args.out, args.quick)),
-                      ("convbias", lambda: measure_convbias(torch, args.out, args.quick))):
+                      ("convbias", lambda: measure_convbias(torch, args.out, args.quick)),
+                      ("video", lambda: measure_video(torch, args.out, args.quick, DEV,
+                                                      time_calls, kernel_times, step_record,
+                                                      step_function, log))):
         if part in parts:
             t0 = time.perf_counter()
             try:
