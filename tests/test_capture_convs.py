@@ -195,7 +195,8 @@ def test_a_3d_convolutions_gemms_and_bytes_by_hand():
     assert conv["forward"].roles == ("batch x D x P x Q", "out_channels",
                                      "in_channels x T x R x S")
     assert conv["forward"].align == (0, 1, 27)  # K = C x 27: the channels checked
-    assert {g.transposed for g in conv.values()} == {0}  # 3-D: cuDNN's not measured
+    # NCDHW: cuDNN transposes X (2,304), W (3,456) and Y (576) around each pass, as in 2-D
+    assert {g.transposed for g in conv.values()} == {2_304 + 3_456 + 576}
     # a stride-2 1 x 1 x 1 one on the 2 x 16 x 2 x 3 x 3 output: 1 x 2 x 2 out (D' = (2 - 1) //
     # 2 + 1 = 1, P = Q = (3 - 1) // 2 + 1 = 2), reading every other plane, row and column: X
     # as read 2 x 16 x 1 x 2 x 2 = 128 of its 576 values

@@ -53,3 +53,40 @@ def test_the_layout_warning_counts_every_gemm_in_the_streamed_json_too(capsys):
     assert json.loads(capsys.readouterr().out)["warnings"] == list(report.warnings)
     # on a V100 (no TF32: CUDA cores) no transposes are added and nothing is said
     assert not [w for w in analyze(_net(), load_hardware("v100")).warnings if "NCHW" in w]
+
+
+def _net3d(channels_last: bool = False, dtype=torch.float32):
+    module = torch.nn.Sequential(torch.nn.Conv3d(4, 8, 3, padding=1, bias=False),
+                                 torch.nn.Conv3d(8, 8, 1, bias=False),
+                                 torch.nn.Conv3d(8, 16, 1, stride=2, bias=False)).to(dtype)
+    x = torch.randn(2, 4, 4, 6, 6, dtype=dtype)
+    if channels_last:
+        module = module.to(memory_format=torch.channels_last_3d)
+        x = x.to(memory_format=torch.channels_last_3d)
+    return capture(module, x, mode="train")
+
+
+def test_a_3d_convolution_carries_its_transposes_by_the_same_rule():
+    # the 3 x 3 x 3 one: X 2 x 4 x 144 = 1,152, W 8 x 4 x 27 = 864, Y 2 x 8 x 144 = 2,304:
+    # forward and weight gradient 4,320 each (the input needs no gradient); the 1 x 1 x 1
+    # stride-1 one nothing; the strided 1 x 1 x 1 one X 2 x 8 x 144 = 2,304, Y 2 x 16 x 2 x 3 x
+    # 3 = 576, its W the same in both layouts: 2,880 in each pass
+    got = {(g.layer, g.pass_): g.transposed for g in _net3d().gemms()}
+    assert got == {("0", "forward"): 4320, ("0", "backward-weight"): 4320,
+                   ("1", "forward"): 0, ("1", "backward-data"): 0, ("1", "backward-weight"): 0,
+                   ("2", "forward"): 2880, ("2", "backward-data"): 2880,
+                   ("2", "backward-weight"): 2880}
+    # channels_last_3d: none, the strided 1 x 1 x 1 filter too (its K x C x 1 x 1 x 1 strides
+    # read NCDHW's to torch.empty_like, which a meta copy had taken)
+    assert all(g.transposed == 0 for g in _net3d(channels_last=True).gemms())
+
+
+def test_the_layout_warning_names_channels_last_3d_for_3d_maps():
+    h100 = load_hardware("h100-sxm5-80gb")
+    (warning,) = [w for w in analyze(_net3d(dtype=torch.bfloat16), h100).warnings
+                  if "NCDHW" in w]
+    assert warning.startswith("3 convolutions ran in bf16 on NCDHW tensors")
+    assert ("module.to(memory_format=torch.channels_last_3d), and the input likewise, runs "
+            "them in NDHWC") in warning
+    (warning,) = [w for w in analyze(_net(dtype=torch.bfloat16), h100).warnings if "NCHW" in w]
+    assert "torch.channels_last), and the input likewise, runs them in NHWC" in warning

@@ -15,7 +15,8 @@ whose forward created it (``torch.utils.module_tracker`` names the module in the
   layer code makes them; a 1-D convolution's (``Conv1d``, ``ConvTranspose1d``) as the 2-D one
   of height 1 it is (``_as_2d``); a transposed convolution's as the conv2d of the same filters
   whose data gradient it is (its forward that conv2d's data gradient, its data gradient that
-  one's forward, its weight gradient that one's: ``_conv_transposed``); a 3-D one is refused.
+  one's forward, its weight gradient that one's: ``_conv_transposed``); a 3-D one's (``Conv3d``,
+  ``ConvTranspose3d``) by the same rules a dimension more (``capture_convs._conv3d``).
   In the backward, a GEMM whose output has the shape of one of its module's parameters is the
   weight gradient; any other is a data gradient.
 - ``_int_mm`` and ``_scaled_mm`` (torch's int8 and scaled fp8 GEMMs, torchao's and fp8
@@ -283,9 +284,16 @@ def _owned(module: Any, remove_duplicate: bool) -> dict[str, list[tuple[int, ...
 
 
 def _meta(x: Any, cast: Any) -> Any:
+    """A meta copy of ``x`` (cast to ``cast`` where it is floating point) of its strides where
+    it is channels last: ``empty_like`` gives a 1 x 1 x 1 filter in channels_last_3d NCDHW's
+    strides (its size-1 axes make both layouts contiguous), and the convolution would then be
+    taken as one cuDNN transposes around (``capture_convs._channels_last``)."""
     import torch
 
     dtype = cast if cast is not None and x.is_floating_point() else x.dtype
+    if (x.dim() == 5 and x.is_contiguous(memory_format=torch.channels_last_3d)) or (
+            x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last)):
+        return torch.empty_strided(x.shape, x.stride(), device="meta", dtype=dtype)
     return torch.empty_like(x, device="meta", dtype=dtype)
 
 

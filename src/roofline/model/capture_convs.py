@@ -51,8 +51,8 @@ def _convolution(op: str, args: Sequence[Any], outs: list[Any], pass_: str, owne
     then the same five, then output_mask) as its GEMMs and its bias op (``_conv_bias``): a 2-D
     one as the conv2d layer gives them (``_conv``), a transposed one as the conv2d whose data
     gradient it is (``_conv_transposed``), a 1-D one (Conv1d, ConvTranspose1d) as the 2-D one it
-    is with a height of 1 (``_as_2d``: torch's own convolution views it so). A 3-D one is
-    refused."""
+    is with a height of 1 (``_as_2d``: torch's own convolution views it so), a 3-D one by the
+    same rules a dimension more (``_conv3d``)."""
     backward = op == "convolution_backward"
     x, w = args[int(backward)], args[1 + int(backward)]
     where = f"module {owner!r}" if owner else f"the top-level module ({rec.root})"
@@ -203,23 +203,24 @@ def _transposed_role(role: str) -> str:
 
 def _transposed(x: int, w: Any, conv: _ConvArgs, y: int, nhwc: bool) -> dict[str, int]:
     """The values cuDNN moves between NCHW and NHWC around each GEMM of a convolution on NCHW
-    maps (``GemmShape.transposed``), by pass: its Tensor-Core kernels take NHWC, so it
+    (NCDHW) maps (``GemmShape.transposed``), by pass: its Tensor-Core kernels take NHWC, so it
     transposes what each GEMM reads into NHWC and what it writes back, the forward X and W in
     and Y out, the data gradient dY and W in and dX out, the weight gradient dY and X in and dW
     out; a 1 x 1 filter's W is the same in both layouts. A lent H100 (torch 2.11, cuDNN 9.19;
     benchmarks/data/h100_live_convkernels.csv) ran exactly those for ResNet-50's 3 x 3, 7 x 7
     and strided 1 x 1 convolutions and none for its 1 x 1 stride-1 ones at 28 x 28 and more
-    (at 14 x 14 and 7 x 7 it transposed some of those too, left out here). ``x`` and ``y``: the
+    (at 14 x 14 and 7 x 7 it transposed some of those too, left out here). A 3-D convolution
+    likewise (h100_live_convs3d.csv, h100_live_video_steps.json: R3D-18's 3 x 3 x 3, 3 x 7 x 7
+    and strided 1 x 1 x 1 ones, fp32 as TF32 one layer at a time, bf16 in the whole network;
+    some forwards there wrote Y in NCDHW from the kernel itself, so Y's share is an upper
+    bound); a 1 x 1 x 1 stride-1 one, which R3D-18 has not, as a 2-D one. ``x`` and ``y``: the
     input's and the output's values. None (an empty dict) where the maps are channels last
     (``nhwc``) and for a 1 x 1 stride-1 or a grouped convolution; whether the GEMM runs on
-    Tensor Cores is the device's business (``analysis.gpu_layout.transpose_s``). None for a
-    3-D convolution: which cuDNN transposes around its GEMMs was not measured."""
-    if w.dim() != 4:  # a 3-D convolution's: not measured, none counted
+    Tensor Cores is the device's business (``analysis.gpu_layout.transpose_s``)."""
+    taps = math.prod(int(size) for size in w.shape[2:])
+    if nhwc or conv.groups != 1 or (taps == 1 and all(st == 1 for st in conv.stride)):
         return {}
-    r, s = int(w.shape[2]), int(w.shape[3])
-    if nhwc or conv.groups != 1 or (r == s == 1 and tuple(conv.stride) == (1, 1)):
-        return {}
-    ws = w.numel() if r * s > 1 else 0
+    ws = w.numel() if taps > 1 else 0
     return {"forward": x + ws + y, "backward-data": y + ws + x, "backward-weight": y + x + ws}
 
 
@@ -252,14 +253,14 @@ def _conv_bias_sums(grad: Any, nhwc: bool) -> SumShape | None:
 
 
 def _nchw_16bit(x: Any, w: Any) -> bool:
-    """Whether a 16-bit 2-D convolution runs in NCHW: torch's CUDA convolution runs channels
-    last when its input or its weight is (``cudnn_conv_suggest_memory_format``,
+    """Whether a 16-bit 2-D or 3-D convolution runs in NCHW (NCDHW): torch's CUDA convolution
+    runs channels last when its input or its weight is (``cudnn_conv_suggest_memory_format``,
     aten/src/ATen/native/ConvUtils.h), so NCHW when neither is. Read from the weight's strides
     as much as the input's: on the meta device a convolution's output is NCHW whatever its
     operands, so a channels_last module's later inputs would read NCHW."""
     import torch
 
-    return (x.dim() == 4 and x.dtype in (torch.float16, torch.bfloat16)
+    return (x.dim() in (4, 5) and x.dtype in (torch.float16, torch.bfloat16)
             and not _channels_last(x) and not _channels_last(w))
 
 

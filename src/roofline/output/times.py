@@ -550,12 +550,31 @@ def layout_warning(report: Report) -> str | None:
                 f"{e['channels_last_predicted_ms']:g}")
     norms = (f", and batch norm on NCHW runs torch's slower kernels, counted too ({evidence})"
              if _torch_nchw_batch_norm(report) else f"; {evidence}")
-    return (f"{n} convolution{'s' if n > 1 else ''} ran in {dtype} on NCHW tensors "
+    formats = _channels_last_formats(report)
+    return (f"{n} convolution{'s' if n > 1 else ''} ran in {dtype} on "
+            f"{' and '.join(NCHW[f] for f in formats)} tensors "
             f"(torch's default memory format): cuDNN's Tensor-Core convolutions take NHWC and "
             f"transpose NCHW around them ({seconds(moved)} of the predicted step; not around "
             f"1 x 1 stride-1 ones, though at 14 x 14 and less it does around some){norms}: "
-            f"module.to(memory_format=torch.channels_last), and the input likewise, runs them in "
-            f"NHWC")
+            f"{' or '.join(f'module.to(memory_format=torch.{f})' for f in formats)}, and the "
+            f"input likewise, runs them in {' and '.join(NHWC[f] for f in formats)}")
+
+
+#: torch's channels-last memory formats, the layout each gives a convolution's maps and the one
+#: torch's default gives them
+NHWC = {"channels_last": "NHWC", "channels_last_3d": "NDHWC"}
+NCHW = {"channels_last": "NCHW", "channels_last_3d": "NCDHW"}
+
+
+def _channels_last_formats(report: Report) -> list[str]:
+    """The channels-last memory formats for the convolutions of ``report``: ``channels_last``
+    for 2-D ones, ``channels_last_3d`` for 3-D ones (a role of their filter's T x R x S axes),
+    both when the step has both."""
+    three = {"T x R x S" in roles for roles in (" ".join(r.gemm.roles)
+                                                 for r in distinct(report.results))
+             if "R x S" in roles}
+    return [f for f, is_3d in (("channels_last", False), ("channels_last_3d", True))
+            if is_3d in three] or ["channels_last"]
 
 
 def _torch_nchw_batch_norm(report: Report) -> bool:
