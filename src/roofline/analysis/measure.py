@@ -319,11 +319,14 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
 
 def untimed_s(result: GemmResult, report: Report) -> float:
     """What a GEMM's prediction holds that its timing does not run: on a GPU, the transposes
-    cuDNN makes around an NCHW convolution's GEMM (``predict.added_transposes_s``), which the
-    bare GEMM timed here leaves out; 0 for every other GEMM."""
-    from .predict import added_transposes_s
+    cuDNN makes around an NCHW convolution's GEMM (``predict.added_transposes_s``) and the
+    CUDA-core bound of a convolution whose input channels miss 16 bytes
+    (``predict.added_narrow_channels_s``), which the bare GEMM timed here leaves out; 0 for
+    every other GEMM."""
+    from .predict import added_narrow_channels_s, added_transposes_s
 
-    return added_transposes_s(result.gemm, report.hardware)
+    return (added_transposes_s(result.gemm, report.hardware)
+            + added_narrow_channels_s(result.gemm, report.hardware))
 
 
 def _untimed(measured: Measurement, result: GemmResult, report: Report) -> Measurement:

@@ -207,6 +207,19 @@ def added_transposes_s(gemm: Gemm, hardware: HardwareSpec) -> float:
     return transpose_s(gemm, hardware)
 
 
+def added_narrow_channels_s(gemm: Gemm, hardware: HardwareSpec) -> float:
+    """The seconds ``predict_gemm`` adds to a convolution's GEMM whose input channels miss 16
+    bytes, to hold it to the CUDA cores' rate (``gpu_conv_channels``; its term
+    ``narrow_channels_s``), on a GPU entry not calibrated through per-dtype efficiencies; 0
+    elsewhere: what a bare GEMM of its shape, as ``--measure`` times it, does not run."""
+    calibration = hardware.calibration
+    if calibration is not None and gemm.dtype in calibration.efficiency:
+        return 0.0
+    if hardware.kind != "gpu" or hardware.gpu is None:
+        return 0.0
+    return float(predict_gemm(gemm, hardware).terms.get("narrow_channels_s", 0.0))
+
+
 def _with_transposes(kernel: Prediction, gemm: Gemm, hardware: HardwareSpec) -> Prediction:
     """``kernel`` with the time cuDNN spends transposing a convolution's NCHW maps around it on
     this GPU added (``added_transposes_s``; its term ``transpose_s``), where it does."""
@@ -233,6 +246,7 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
     """The GPU GEMM model (``analysis.gpu_gemm``) with its fitted constants (or a GPU
     calibration's, ``basis`` calibrated); ``k_major``: A and B taken as K-major whatever
     ``gemm.operand_rows`` says."""
+    from .gpu_conv_channels import narrow_channels_s
     from .gpu_gemm import FITTED, WEIGHT_ONLY_TILES, device_for, gemm_time
 
     e_b = bits(gemm.stored_b) / 8 if gemm.b_dtype else None
@@ -246,6 +260,9 @@ def fitted_gemm(gemm: Gemm, hardware: HardwareSpec, constants: GpuGemmConstants 
                       constants or FITTED,
                       e_b=e_b, dequant=dequant,
                       kept=gemm.kept_bytes if weights_from_dram else 0, **layout)
+    floor = narrow_channels_s(gemm, hardware, device, constants or FITTED)
+    if floor > terms["time_s"]:  # a 3-channel stem's, no faster than CUDA cores: what it adds
+        terms = terms | {"time_s": floor, "narrow_channels_s": floor - terms["time_s"]}
     return Prediction(terms["time_s"], basis, terms)
 
 
