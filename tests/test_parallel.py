@@ -700,3 +700,29 @@ def test_plans_progress_is_a_line_then_one_a_quarter(invoke):
                           f"analyzed once ...")
     assert lines[1:] == [f"plan: {shards * q // 4} of {shards} shards analyzed"
                          for q in (1, 2, 3)]
+
+
+def test_values_of_a_list_the_model_cannot_take_are_left_out_and_said():
+    """Llama-2-7B has 32 blocks and 32 heads: ``--pp 1..64`` on 64 GPUs plans pp 1-32 and says
+    64 was left out, where it refused the whole range; ``--tp 3,4`` leaves 3 out (32 heads do
+    not split in 3); a list with nothing left, or a lone value, stays one error."""
+    from roofline.errors import InputError
+    from roofline.output.plan import plan_table
+
+    net, h100 = llama(batch=64, seq=2048), load_hardware("h100")
+    plan = plan_layouts(net, h100, (64,), 64, h100_fabric(), tp=(1,), zero=(1,),
+                        micro_batch=(1,), pp=(1, 2, 4, 8, 16, 32, 64))
+    assert plan.left_out == ("pp 64: a pipeline of 64 stages is deeper than the model's 32 "
+                             "transformer blocks",)
+    assert {r.layout.pp for r in plan.results} == {1, 2, 4, 8, 16, 32}
+    assert ("left out: pp 64: a pipeline of 64 stages is deeper than the model's 32 "
+            "transformer blocks") in plan_table(plan).splitlines()
+    assert plan.to_dict()["left_out"] == list(plan.left_out)
+    plan = plan_layouts(net, h100, (8,), 64, h100_fabric(), tp=(3, 4), pp=(1,), zero=(1,),
+                        micro_batch=(1,))
+    (out,) = plan.left_out
+    assert out.startswith("tp 3: tensor parallelism 3 does not divide heads (32)")
+    assert {r.layout.tp for r in plan.results} == {4}
+    for pp in ((64,), (48, 64)):
+        with pytest.raises(InputError, match="a pipeline of 48 stages|a pipeline of 64 stages"):
+            plan_layouts(net, h100, (64,), 64, h100_fabric(), pp=pp)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
-from ..errors import InputError, option
+from ..errors import InputError, option, render_options
 from ..files.numbers import parse_int, quoted, span
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Transformer
@@ -81,6 +81,9 @@ class Plan:
     gpus: tuple[int, ...]
     results: tuple[LayoutResult, ...]  # every candidate, by GPUs then predicted step time
     reports: dict[tuple[int, int, int], Report] = field(default_factory=dict, repr=False)
+    #: values of a given --tp, --pp or --ep list the model cannot take, each with why, where the
+    #: list held others it can (``_usable``)
+    left_out: tuple[str, ...] = ()
 
     @property
     def fitting(self) -> list[LayoutResult]:
@@ -132,8 +135,8 @@ class Plan:
                 "prediction_basis": basis_of(self.hardware),
                 "prediction_fit": fit_of(self.hardware),
                 "capacity_basis": self.hardware.memory_capacity_basis,
-                "assumptions": list(ASSUMPTIONS), "counts": per_count,
-                "front": [layout(r) for r in self.front]}
+                "assumptions": list(ASSUMPTIONS), "left_out": list(self.left_out),
+                "counts": per_count, "front": [layout(r) for r in self.front]}
 
 
 def attention_form(network: Network) -> str | None:
@@ -174,6 +177,9 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     pipeline) is one line, and so is a layout no count can hold."""
     network.check()
     check_training(network)  # before the layouts: an inference step has none to divide
+    tp, tp_out = _usable(network, "tp", tp, lambda v: Layout(tp=v))
+    pp, pp_out = _usable(network, "pp", pp, lambda v: Layout(pp=v))
+    ep, ep_out = _usable(network, "ep", ep, lambda v: Layout(ep=v, dp=v))
     _check_choices(network, gpus, tp, pp, zero, ep)
     reports: dict[tuple[int, int, int], Report] = {}
     times: dict[tuple[Any, ...], Any] = {}  # evaluate's cache: per report, sp_tp (and stage)
@@ -198,7 +204,35 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
                                              f"choices given: {why_none}")
     results.sort(key=lambda r: (r.layout.gpus, r.predicted_step_s, r.step_s,
                                 r.step_no_overlap_s, r.memory_bytes))
-    return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports)
+    return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports,
+                (*tp_out, *pp_out, *ep_out))
+
+
+def _usable(network: Network, name: str, given: Sequence[int] | None,
+            layout: Callable[[int], Layout]) -> tuple[Sequence[int] | None, list[str]]:
+    """``given`` (the ``name`` list: tp, pp or ep) without the values the model cannot take
+    (``check_layout``: a pipeline deeper than the blocks, tp not dividing the heads, ...), and
+    each of those as ``pp 64: why``; where none is left, the first one's error: a range such as
+    ``--pp 1..64`` on 32 blocks plans its 1-32 and says 64 was left out, a lone value the
+    model cannot take stays an error."""
+    if not given:
+        return given, []
+    kept: list[int] = []
+    out: list[str] = []
+    first: InputError | None = None
+    for value in sorted(set(given)):
+        try:
+            check_layout(network, layout(value))
+        except InputError as exc:
+            first = first or exc
+            why = render_options(exc.problem, lambda n, v: n if v is None else f"{n} {v}")
+            out.append(f"{name} {value}: {why.removesuffix(f' ({name})')}")
+        else:
+            kept.append(value)
+    if not kept:
+        assert first is not None
+        raise first
+    return kept, out
 
 
 def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | None,

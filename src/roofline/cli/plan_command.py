@@ -24,8 +24,11 @@ from .plots import _check_plot, _write_plot, force_option
 @click.option("--tp", metavar="LIST", help="Tensor-parallel degrees to consider [default: "
               "every divisor of N up to --gpus-per-node that divides the heads, kv_heads and "
               "FFN].")
-@click.option("--pp", metavar="LIST", help="Pipeline stages to consider [default: every "
-              "divisor that divides the transformer blocks].")
+@click.option("--pp", metavar="LIST", help="Pipeline stages to consider, a list or A..B "
+              "[default: every divisor of N no deeper than the transformer blocks; stages "
+              "uneven where the depth does not divide them]. Values the model cannot take are "
+              "left out, on a 'left out:' line, and the plan refused only where none is left "
+              "(--tp and --ep alike).")
 @click.option("--zero", metavar="LIST", help="ZeRO stages to consider, 0-3 (3 = FSDP's full "
               "sharding; 2 and 3 not with a pipeline) [default: 0,1,2,3; 0 alone where dp is "
               "1, which a stage leaves unchanged].")

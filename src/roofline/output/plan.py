@@ -80,6 +80,7 @@ def plan_table(plan: Plan, top: int = 3) -> str:
     from ..analysis.plan import ASSUMPTIONS
 
     lines += [f"assumes: {text}" for text in ASSUMPTIONS]
+    lines += [f"left out: {text}" for text in plan.left_out]
     lines.append(basis_sentence(hw))
     lines += [f"warning: {text}" for text in whatif_warnings(net, [hw])]
     rows, skipped = [], []
