@@ -24,11 +24,11 @@ from 47-116 us predicted to 281 (measured 226-387: 0.80-1.38x, were 2.1-8.2x) an
 from 54-116 us to 422 (measured 478-690: 1.13-1.64x; the bf16 forward's 1,604, which cuDNN runs
 on CUDA cores at 21% of their peak, 3.8x, was 30x). The whole GPU GEMM model for CUDA-core
 work (its SIMT tiles and main loop) was tried in its place and put the 2-D stem's weight
-gradient at 677 us, 2.8x its 241: only the rate is taken. Input channels of 4 (16 bytes in fp32,
-8 in 16-bit) or 8 were never measured, nor a
-layer whose output channels alone miss (an RGB decoder's last convolution); the rule takes the
-16 bytes as the line, as cuDNN's Tensor-Core kernels do (their ``align8`` for 16-bit, four TF32
-values). Only the standard library is imported.
+gradient at 677 us, 2.8x its 241: only the rate is taken. Input channels of 4 (16 bytes in
+fp32, 8 in 16-bit) or 8 were never measured, nor a layer whose output channels alone miss (an
+RGB decoder's last convolution); the rule takes the 16 bytes as the line, as cuDNN's Tensor-Core
+kernels do (their ``align8`` for 16-bit, four TF32 values). Only the standard library is
+imported.
 """
 
 from __future__ import annotations

@@ -321,19 +321,19 @@ def measured_untimed_lines(report: Report) -> list[str]:
     convolution's GEMM, and the CUDA-core bound of one whose input channels miss 16 bytes, in
     its prediction but not in the bare GEMM timed (``analysis.measure.untimed_s``), so that
     meas/pred compares like with like."""
-    from ..analysis.predict import added_narrow_channels_s
+    from ..analysis.predict import added_narrow_channels_s, added_transposes_s
 
     untimed = [r for r in report.results if r.measured is not None and r.measured.untimed_s]
     if not untimed:
         return []
-    total = sum(r.measured.untimed_s for r in untimed if r.measured is not None)
+    moved = sum(added_transposes_s(r.gemm, report.hardware) for r in untimed)
     narrow = sum(added_narrow_channels_s(r.gemm, report.hardware) for r in untimed)
     many = len(untimed) > 1
-    what = [f"{seconds(total - narrow)} of cuDNN's transposes around "
-            f"{'them' if many else 'it'}"] if total - narrow > 0 else []
+    what = [f"{seconds(moved)} of cuDNN's transposes around {'them' if many else 'it'}"
+            ] if moved else []
     what += [f"{seconds(narrow)} of the CUDA cores' rate for channels off 16 bytes"
              ] if narrow else []
-    layout = "NCHW " if total - narrow > 0 and not narrow else ""
+    layout = "NCHW " if not narrow else ""
     return [f"measured: {len(untimed)} {layout}convolution GEMM{'s' * many} timed bare: "
             f"{'their' if many else 'its'} meas/pred is against the GEMM's own prediction, "
             f"without the {' and the '.join(what)} that the predicted step adds"]
