@@ -171,6 +171,22 @@ class Fields:
         return tuple(values)
 
 
+def int_fields(obj: object, keys: tuple[str, ...], fail: Callable[[Any, str], Exception]
+               ) -> None:
+    """Set each of the fields ``keys`` of the frozen dataclass ``obj`` (a Network, a layer
+    built in Python, not read from a file) that holds an integer of another type (numpy's:
+    ``files.numbers.integer``) to it as an int, so that no product wraps at 2**63 and JSON
+    prints it; raise ``fail(key, ...)`` for one that holds no integer (a bool, a float). None
+    stays (not given). Its range is the step's to check, as a file's fields' is."""
+    for key in keys:
+        value = getattr(obj, key)
+        if value is not None and type(value) is not int:
+            number = integer(value)
+            if number is None:
+                raise fail(key, f"expected an integer, got {_describe(value)}")
+            object.__setattr__(obj, key, number)
+
+
 def positive_int(value: Any, fail: Callable[[Any, str], Exception], key: Any,
                  minimum: int = 1) -> int:
     """``value`` as an int if it is an integer (``files.numbers.integer``: numpy's too, never a
