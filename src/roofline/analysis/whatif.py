@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError, RooflineError, described, option
 from ..files.fields import positive_int, positive_ints
-from ..files.numbers import OutOfRange, integer, parse_int, quoted, span
+from ..files.numbers import OutOfRange, parse_int, quoted, span
 from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import DTYPES, check_dtype, itemsize, output_problem
@@ -83,12 +83,12 @@ def _generation_overrides(model: Network | str | os.PathLike[str], overrides: di
 
 def parse_dimension(value: Any, name: str) -> int:
     """A GEMM dimension: a positive integer of at most 2**40 (an integer, numpy's too:
-    ``files.numbers.integer``; or text read by ``files.numbers.parse_int``), else
+    ``files.fields.positive_int``; or text read by ``files.numbers.parse_int``), else
     InputError."""
-    if integer(value) is not None:
+    if not isinstance(value, str):  # a float or a bool named as itself, not as text
         return positive_int(value, lambda _, problem: InputError("gemm", name, problem), name)
     try:
-        return parse_int(value if isinstance(value, str) else repr(value))
+        return parse_int(value)
     except ValueError as exc:
         raise InputError("gemm", name, str(exc)) from None
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, overload
 
 from ..errors import InputError, a_kind, one_line
-from .numbers import MAX_INT, int_digits, int_range_problem, integer
+from .numbers import MAX_INT, describe_int, int_digits, int_range_problem, integer
 
 _T = TypeVar("_T")
 
@@ -219,7 +219,8 @@ def positive_ints(given: Any, fail: Callable[[Any, str], Exception], key: Any
     for item in items:
         number = integer(item)
         if number is None or number < 1:
-            raise fail(key, f"expected positive integers, got {_describe(item)}")
+            shown = _describe(item) if number is None else describe_int(number)
+            raise fail(key, f"expected positive integers, got {shown}")
         problem = int_range_problem(number)
         if problem:
             raise fail(key, problem)
