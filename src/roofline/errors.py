@@ -32,6 +32,17 @@ def described(given: object) -> str:
     return f"{type(given).__name__} {shown if len(shown) <= 40 else shown[:37] + '...'}"
 
 
+def a_kind(given: object) -> str:
+    """What ``given`` is, with its article, for a message about a value of the wrong kind:
+    ``a list``, ``an int64``; an array by its dimensions and shape, ``a 2-d ndarray of shape
+    (2, 3)`` (read from its own ``ndim`` and ``shape``: numpy is not imported)."""
+    name = type(given).__name__
+    ndim, shape = getattr(given, "ndim", None), getattr(given, "shape", None)
+    if isinstance(ndim, int) and isinstance(shape, tuple):
+        return f"a {ndim}-d {name} of shape {tuple(shape)}"
+    return f"{'an' if name[:1].lower() in 'aeio' else 'a'} {name}"  # a uint8, a list
+
+
 #: An option the user can set, written into a message as ``option("batch")`` or with a value,
 #: ``option("hardware", "local")``. A library user reads it as the keyword argument (``batch=``,
 #: ``hardware="local"``), the command line as its flag (``--batch``, ``--hw local``): the library

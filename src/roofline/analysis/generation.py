@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
+from ..files.fields import positive_int
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Transformer
 from ..model.network import Network, check_model
@@ -171,13 +172,16 @@ def refuse_captured(source: str) -> None:
                      "length need a model.yaml or config.json")
 
 
-def check_lengths(network: Network, prompt: int, generate: int) -> None:
-    """Positive lengths whose total the model's context holds, on a model with attention (a
-    KV cache to decode against) built from a model.yaml or config.json (a captured module ran
-    at its inputs' one length), else InputError."""
-    for key, value in (("prompt", prompt), ("generate", generate)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(network.source, key, f"expected a positive integer, got {value!r}")
+def check_lengths(network: Network, prompt: int, generate: int) -> tuple[int, int]:
+    """``(prompt, generate)`` as ints: positive integers (``files.fields.positive_int``: numpy's
+    too) whose total the model's context holds, on a model with attention (a KV cache to
+    decode against) built from a model.yaml or config.json (a captured module ran at its
+    inputs' one length), else InputError."""
+    def fail(key: str, problem: str) -> InputError:
+        return InputError(network.source, key, problem)
+
+    prompt, generate = positive_int(prompt, fail, "prompt"), positive_int(generate, fail,
+                                                                          "generate")
     if network.framework is not None:  # its attention, if any, ran at its inputs' one length
         refuse_captured(network.source)
     if not any(isinstance(run.layer, Transformer) for run in network.layer_runs):
@@ -188,6 +192,7 @@ def check_lengths(network: Network, prompt: int, generate: int) -> None:
         raise InputError(network.source, "prompt", f"prompt {prompt} + generate {generate} = "
                          f"{prompt + generate} tokens is longer than the model's context "
                          f"({context} tokens)")
+    return prompt, generate
 
 
 def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: int,
@@ -195,7 +200,7 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
     """The last decode step's Report (the prefill's when ``generate`` is 1) with the
     ``Generation`` attached (see the module docstring)."""
     network = network.with_overrides(mode="inference")
-    check_lengths(network, prompt, generate)
+    prompt, generate = check_lengths(network, prompt, generate)
     logits = network.logits or "last"
     prefill = analyze(network.with_overrides(phase="prefill", seq=prompt, logits=logits),
                       hardware, quantization)

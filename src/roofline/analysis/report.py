@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import InputError, UnsupportedDtypeError, described
+from ..files.fields import positive_int
 from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
 from ..model.gemm import DIMENSIONS, Gemm
@@ -364,6 +365,11 @@ def _rename_op(result: OpResult, name: str, layer: str, copy: int) -> OpResult:
                     result.predicted_basis, result.dtype)
 
 
+def _argument_error(name: str, problem: str) -> InputError:
+    """A library argument's problem, named by it (``max_batch: expected ...``)."""
+    return InputError(name, "", problem)
+
+
 def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],
                  quantization: bool = False,
                  max_batch: int | None = None, weights_from_dram: bool = False,
@@ -379,12 +385,18 @@ def analyze_gemm(gemm: Gemm, hardware: HardwareSpec | str | os.PathLike[str],
     ``quantization`` a compute-bound GEMM's time is divided by its tile/wave efficiency (after
     split-K when chosen), and is no shorter than its bytes and split-K's FP32 partial sums
     (``SplitK.extra_bytes``) over the bandwidth; memory-bound times are set by bandwidth.
-    Public: ``gemm`` is checked to be a Gemm (a shape's three numbers are ``gemm_report``'s)
-    and ``hardware`` is read as every call reads it (``hardware_spec``: a name or a path too).
+    Public: ``gemm`` is checked to be a Gemm (a shape's three numbers are ``gemm_report``'s),
+    ``max_batch`` and ``captured_batch`` to be integers (``files.fields.positive_int``: numpy's
+    too; ``max_batch`` 0 when not even batch 1 fits) and ``hardware`` is read as every call
+    reads it (``hardware_spec``: a name or a path too).
     """
     if not isinstance(gemm, Gemm):
         raise InputError("gemm", "", f"expected a Gemm, got {described(gemm)} (a shape M, N, "
                                      f"K: gemm_report(m, n, k, hardware))")
+    if max_batch is not None:
+        max_batch = positive_int(max_batch, _argument_error, "max_batch", minimum=0)
+    if captured_batch is not None:
+        captured_batch = positive_int(captured_batch, _argument_error, "captured_batch")
     hardware = hardware_spec(hardware)
     peak = hardware.peak_flops_per_s(gemm.dtype)
     bandwidth = hardware.bandwidth_bytes_per_s

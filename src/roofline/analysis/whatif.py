@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InputError, RooflineError, described, option
-from ..files.fields import positive_int
+from ..files.fields import positive_int, positive_ints
 from ..files.numbers import OutOfRange, parse_int, quoted, span
 from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
@@ -82,12 +82,13 @@ def _generation_overrides(model: Network | str | os.PathLike[str], overrides: di
 # ---------------------------------------------------------------------------------------- gemm
 
 def parse_dimension(value: Any, name: str) -> int:
-    """A GEMM dimension: a positive integer of at most 2**40 (an int, or text read by
-    ``files.numbers.parse_int``), else InputError."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    """A GEMM dimension: a positive integer of at most 2**40 (an integer, numpy's too:
+    ``files.fields.positive_int``; or text read by ``files.numbers.parse_int``), else
+    InputError."""
+    if not isinstance(value, str):  # a float or a bool named as itself, not as text
         return positive_int(value, lambda _, problem: InputError("gemm", name, problem), name)
     try:
-        return parse_int(value if isinstance(value, str) else repr(value))
+        return parse_int(value)
     except ValueError as exc:
         raise InputError("gemm", name, str(exc)) from None
 
@@ -408,7 +409,7 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
     network = _network(model, "compare", **overrides)
     if generating:  # its lengths, and its prefill's settings, checked once, not per device
         assert prompt is not None and generate is not None  # _generation_overrides'
-        check_lengths(network, prompt, generate)
+        prompt, generate = check_lengths(network, prompt, generate)
         network.with_overrides(seq=prompt).check()
     else:
         network.check()  # a missing batch, dtype or seq is named once, not per device
@@ -719,17 +720,21 @@ class Sweep:
 
 
 def _values(given: str | int | Iterable[int], what: str) -> tuple[int, ...]:
-    """The batches or seqs a sweep is given: ``parse_batches`` text, a list, or one int (one
-    point: ``batches=64`` reads as naturally as ``batch=64``)."""
+    """The batches or seqs a sweep is given: ``parse_batches`` text, a list (a numpy array
+    too: ``files.fields.positive_ints``), or one integer (one point: ``batches=64`` reads as
+    naturally as ``batch=64``; numpy's too, ``files.numbers.integer``)."""
     if isinstance(given, str):
         return parse_batches(given, what)
-    if not isinstance(given, (int, Iterable)):
-        raise InputError(what, "", f"expected an integer, a list of them or text (1,8,64 or "
-                                   f"1..512), got {described(given)}")
-    values: tuple[Any, ...] = (given,) if isinstance(given, int) else tuple(given)
-    for value in values:  # True is no batch of 1
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InputError(what, "", f"expected positive integers, got {value!r}")
+
+    def fail(_: str, problem: str) -> InputError:
+        return InputError(what, "", problem)
+
+    if not hasattr(given, "__iter__"):  # one integer (a 0-d array, iterable, is no list)
+        if not hasattr(given, "__index__"):  # a bool has one: True is no batch of 1, below
+            raise InputError(what, "", f"expected an integer, a list of them or text (1,8,64 "
+                                       f"or 1..512), got {described(given)}")
+        return positive_ints((given,), fail, what)
+    values = positive_ints(given, fail, what)
     if not values:
         raise InputError(what, "", "expected at least one value")
     return tuple(sorted(set(values)))
@@ -809,7 +814,7 @@ def _generations(network: Network, spec: HardwareSpec, batch_values: tuple[int, 
                  prompt: int, generate: int, quantization: bool) -> Sweep:
     """A whole generation at each batch (``analysis.generation.generate``): its lengths
     checked and every point set up before the first is analyzed."""
-    check_lengths(network, prompt, generate)
+    prompt, generate = check_lengths(network, prompt, generate)
     nets = [network.with_overrides(batch=b) for b in batch_values]
     first = run_generation(nets[0], spec, prompt, generate, quantization)
     _check_items(first.generation.prefill if first.generation else first, len(nets),

@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, overload
 
-from ..errors import InputError
-from .numbers import MAX_INT, int_digits, int_range_problem
+from ..errors import InputError, a_kind, one_line
+from .numbers import MAX_INT, describe_int, int_digits, int_range_problem, integer
 
 _T = TypeVar("_T")
 
@@ -171,17 +171,61 @@ class Fields:
         return tuple(values)
 
 
+def int_fields(obj: object, keys: tuple[str, ...], fail: Callable[[Any, str], Exception]
+               ) -> None:
+    """Set each of the fields ``keys`` of the frozen dataclass ``obj`` (a Network, a layer
+    built in Python, not read from a file) that holds an integer of another type (numpy's:
+    ``files.numbers.integer``) to it as an int, so that no product wraps at 2**63 and JSON
+    prints it; raise ``fail(key, ...)`` for one that holds no integer (a bool, a float). None
+    stays (not given). Its range is the step's to check, as a file's fields' is."""
+    for key in keys:
+        value = getattr(obj, key)
+        if value is not None and type(value) is not int:
+            number = integer(value)
+            if number is None:
+                raise fail(key, f"expected an integer, got {_describe(value)}")
+            object.__setattr__(obj, key, number)
+
+
 def positive_int(value: Any, fail: Callable[[Any, str], Exception], key: Any,
                  minimum: int = 1) -> int:
-    """Return ``value`` if it is an int (not a bool) in ``minimum`` .. ``MAX_INT``, else raise
-    ``fail(key, ...)`` (the bounds of ``files.numbers``)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """``value`` as an int if it is an integer (``files.numbers.integer``: numpy's too, never a
+    bool or a float) in ``minimum`` .. ``MAX_INT``, else raise ``fail(key, ...)`` (the bounds
+    of ``files.numbers``)."""
+    number = integer(value)
+    if number is None:
         expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise fail(key, f"expected {expected}, got {_describe(value)}")
-    problem = int_range_problem(value, minimum)
+    problem = int_range_problem(number, minimum)
     if problem:
         raise fail(key, problem)
-    return value
+    return number
+
+
+def positive_ints(given: Any, fail: Callable[[Any, str], Exception], key: Any
+                  ) -> tuple[int, ...]:
+    """The items of ``given``, a flat sequence (a list, a tuple, a range, a 1-d numpy array or
+    tensor), each a ``positive_int``, in order; else raise ``fail(key, ...)``: an item that is
+    not one, or an array of another shape (a 0-d one is one number, a 2-d one a table: neither
+    is a list of them)."""
+    ndim = getattr(given, "ndim", 1)
+    if ndim != 1 or isinstance(given, (str, bytes, Mapping)):
+        raise fail(key, f"expected a list of positive integers, got {_describe(given)}")
+    try:
+        items = tuple(given)
+    except TypeError:  # not iterable
+        raise fail(key, f"expected a list of positive integers, got {_describe(given)}") from None
+    values = []
+    for item in items:
+        number = integer(item)
+        if number is None or number < 1:
+            shown = _describe(item) if number is None else describe_int(number)
+            raise fail(key, f"expected positive integers, got {shown}")
+        problem = int_range_problem(number)
+        if problem:
+            raise fail(key, problem)
+        values.append(number)
+    return tuple(values)
 
 
 def positive_number(value: Any, fail: Callable[[Any, str], Exception], key: Any,
@@ -247,5 +291,8 @@ def _describe(value: Any) -> str:
         return f"an integer of {int_digits(value):,} digits"
     if isinstance(value, (bool, int, float)) or value is None:
         return f"{value!r}" if value is not None else "nothing (null)"
-    return f"a {type(value).__name__}"
+    shown = one_line(repr(value))  # another library's number, by its value: np.float64(8.0)
+    if getattr(value, "ndim", 0) == 0 and hasattr(value, "__float__") and len(shown) <= 40:
+        return shown
+    return a_kind(value)  # a list, an ndarray of shape (2, 3)
 

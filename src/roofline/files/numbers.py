@@ -11,11 +11,15 @@ Figures with a unit (a peak, a bandwidth, a clock, a latency) from a hardware en
 a command-line option go through ``plausible``: one table of ranges, far wider than any real
 device, which catches typos in units and absurd values (``1e-320`` GB/s, ``1e308`` TFLOP/s)
 that would overflow a time or print ``Infinity`` in JSON.
+
+Integers given to the library as objects (``batch=``, ``batches=``, a GEMM's M) are read by
+``integer``: what an integer argument is, for every integer parameter of the library.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from typing import Final
 
@@ -27,6 +31,25 @@ MAX_INT: Final = 2**40
 
 #: The longest integer literal read (files and options alike): 40 characters.
 MAX_INT_DIGITS: Final = 40
+
+
+def integer(value: object) -> int | None:
+    """``value`` as a Python int where the library takes it as an integer: an ``int``, or any
+    object that says it is one through ``__index__`` (``operator.index``: numpy's integer
+    scalars and 0-d arrays, torch's integer tensors of one value: a notebook's numbers); None
+    for anything else: a bool, numpy's or torch's bool too (a ``dtype`` named bool), a float
+    even when whole (``8.0``, ``np.float64(8)``), text. Its range is the caller's to check
+    (``int_range_problem``). numpy is never imported: the test is the object's own."""
+    if type(value) is int:  # the common case, first: a deep model's GEMMs pass here
+        return value
+    if isinstance(value, bool) or str(getattr(value, "dtype", "")).rpartition(".")[2] in (
+            "bool", "bool_"):
+        return None  # True is no batch of 1 (operator.index(True) is 1; torch's too)
+    try:
+        return operator.index(value)  # type: ignore[arg-type]  # TypeError: no __index__
+    except TypeError:
+        return None
+
 
 class OutOfRange(ValueError):
     """An integer written correctly but above its bound (``parse_int``)."""

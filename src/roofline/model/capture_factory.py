@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import CaptureError
+from ..errors import CaptureError, a_kind
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -29,7 +29,12 @@ def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, .
     (``CaptureError``) that says which: the module not found; found, but its import raising
     (a ``SyntaxError``, an import-time ``1/0``, an ``AttributeError`` or a failed import of its
     own: the error, its file and line); imported, but without the callable.
-    ``KeyboardInterrupt`` and ``SystemExit`` pass through."""
+    ``KeyboardInterrupt`` and ``SystemExit`` pass through. The batch is checked first, as the
+    model's override is (``network_settings.int_override``: numpy's integers given as ints)."""
+    if batch is not None:
+        from .network_settings import int_override  # its layers: not at --help's import
+
+        batch = int_override("batch", batch)
     with _cwd_importable():
         return _load_factory(spec, batch)
 
@@ -79,7 +84,7 @@ def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
                            f"{' '.join(str(exc).split())[:300]}") from None
     if not (isinstance(made, tuple) and len(made) == 2):
         got = (f"a tuple of {len(made)}" if isinstance(made, tuple)
-               else f"a {type(made).__name__}")
+               else a_kind(made))
         raise CaptureError(f"{spec}: the factory must return a 2-tuple (module, example_inputs), "
                            f"example_inputs one tensor or a tuple of them; got {got}")
     module, inputs = made

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import NamedTuple
 
+from ..files.numbers import integer
 from .dtypes import SCALE_BYTES, bits, check_dtype, default_output_dtype, itemsize
 
 PASSES = ("forward", "backward-data", "backward-weight")
@@ -107,8 +108,25 @@ class GemmShape(NamedTuple):
     transposed: int = 0
 
 
+def gemm_dims(m: object, n: object, k: object) -> tuple[int, int, int]:
+    """``(m, n, k)`` as ints, each a positive integer (``files.numbers.integer``: numpy's too,
+    turned into Python's, whose products do not wrap at 2**63), else ValueError naming it: the
+    one check of the public functions below and of ``Gemm``."""
+    dims = []
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        number = integer(value)
+        if number is None or number <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        dims.append(number)
+    return dims[0], dims[1], dims[2]
+
+
 def gemm_flops(m: int, n: int, k: int) -> int:
-    """FLOPs of C(m, n) = A(m, k) . B(k, n): ``2 * m * n * k``."""
+    """FLOPs of C(m, n) = A(m, k) . B(k, n): ``2 * m * n * k`` (``gemm_dims``)."""
+    return _flops(*gemm_dims(m, n, k))
+
+
+def _flops(m: int, n: int, k: int) -> int:
     return 2 * m * n * k
 
 
@@ -132,8 +150,9 @@ def operand_bytes(m: int, n: int, k: int, dtype: str, c_dtype: str | None = None
 
 def gemm_bytes(m: int, n: int, k: int, dtype: str, c_dtype: str | None = None,
                c_read: bool = False) -> int:
-    """Compulsory traffic in bytes: A + B + C as ``operand_bytes`` counts them."""
-    return sum(operand_bytes(m, n, k, dtype, c_dtype, c_read))
+    """Compulsory traffic in bytes: A + B + C as ``operand_bytes`` counts them
+    (``gemm_dims``)."""
+    return sum(operand_bytes(*gemm_dims(m, n, k), dtype, c_dtype, c_read))
 
 
 def gemm_intensity(m: int, n: int, k: int, dtype: str, c_dtype: str | None = None,
@@ -181,10 +200,13 @@ class Gemm:
         itemsize(self.c_dtype)
         if self.pass_ not in PASSES:
             raise ValueError(f"pass must be one of {PASSES}, got {self.pass_!r}")
-        for dim in ("m", "n", "k"):
-            value = getattr(self, dim)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{dim} must be a positive integer, got {value!r}")
+        if any(type(v) is not int or v <= 0 for v in (self.m, self.n, self.k)):
+            for dim, value in zip("mnk", gemm_dims(self.m, self.n, self.k), strict=True):
+                object.__setattr__(self, dim, value)
+        for name in ("batch_count", "copy", "group_size", "transposed"):  # numpy's, as above
+            value = getattr(self, name)
+            if type(value) is not int and integer(value) is not None:
+                object.__setattr__(self, name, integer(value))
         if self.b_operand not in B_OPERANDS:
             raise ValueError(f"b_operand must be one of {B_OPERANDS}, got {self.b_operand!r}")
         if self.b_dtype == self.dtype:
@@ -193,7 +215,7 @@ class Gemm:
                 len(self.rows) == 3 and self.rows[0] in (0, 2) and self.rows[1] in (1, 2)
                 and self.rows[2] in (0, 1)):
             raise ValueError(f"rows must be (0 or 2, 1 or 2, 0 or 1), got {self.rows!r}")
-        flops = gemm_flops(self.m, self.n, self.k) * self.batch_count
+        flops = _flops(self.m, self.n, self.k) * self.batch_count
         nbytes = self.traffic((self.m, self.n, self.k))
         object.__setattr__(self, "flops", flops)
         object.__setattr__(self, "bytes", nbytes)

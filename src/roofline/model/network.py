@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, described, one_line
-from ..files.fields import Fields, load_yaml_file, load_yaml_text
+from ..files.fields import Fields, int_fields, load_yaml_file, load_yaml_text
 from .dtypes import (
     ACTIVATION_DTYPES,
     DEFAULT_GROUP_SIZE,
@@ -127,6 +127,8 @@ class Network:
     # None: all, except in a generation (analysis.generation), which keeps the last
 
     def __post_init__(self) -> None:
+        int_fields(self, ("batch", "seq", "context", "group_size"),
+                   lambda key, problem: InputError(self.source, key, problem))
         layers = self.layers
         if not isinstance(layers, Layers):
             layers = Layers.of(layers, self.copies)

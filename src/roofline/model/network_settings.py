@@ -38,19 +38,30 @@ LOGITS = ("all", "last")
 NO_ACCUMULATION = "none"
 
 
+#: What an override's error names as its source: ``overrides: batch: expected ...``.
+OVERRIDES_SOURCE = "overrides"
+
+
+def int_override(key: str, value: Any) -> int:
+    """The integer override ``key`` (batch, seq, group_size) checked as ``overridden`` checks
+    it (numpy's integers too), for a caller that needs it before (a capture's factory is
+    called with the batch)."""
+    return Fields({key: value}, OVERRIDES_SOURCE).positive_int(key)
+
+
 def overridden(network: Network, given: dict[str, Any], attention: str | None) -> Network:
     """``Network.with_overrides``: ``network`` with the settings ``given`` (each keyword's value,
     None where not given) checked and replaced, and ``attention`` set on every transformer
     block."""
     if attention is not None:
-        form = Fields({"attention": attention}, "overrides").choice("attention",
-                                                                    ATTENTION_FORMS)
+        form = Fields({"attention": attention}, OVERRIDES_SOURCE).choice("attention",
+                                                                         ATTENTION_FORMS)
         assert isinstance(network.layers, Layers)
         network = replace(network, layers=network.layers.map(
             lambda layer: replace(layer, attention=form) if isinstance(layer, Transformer)
             else layer))
     changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
-    fields = Fields(changes, "overrides")
+    fields = Fields(changes, OVERRIDES_SOURCE)
     checks: dict[str, Callable[[str], object]] = {
               "batch": fields.positive_int, "seq": fields.positive_int,
               "dtype": lambda k: fields.choice(k, DTYPES),

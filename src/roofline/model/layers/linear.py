@@ -40,6 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...errors import InputError
+from ...files.fields import int_fields
 from ..gemm import GemmShape
 from ..ops import OpShape, bias_activation
 from .step import Step
@@ -70,6 +72,10 @@ class Linear:
     # gemm what-if's layout, not by model.yaml
     weight_in_out: bool = False
     has_weights = True
+
+    def __post_init__(self) -> None:  # built in Python: numpy's integers read as Python's
+        int_fields(self, ("in_features", "out_features", "input_nnz", "active_out"),
+                   lambda key, problem: InputError(self.name, key, problem))
 
     @classmethod
     def from_fields(cls, fields: Fields, index: int) -> Linear:
