@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from roofline import network_from_yaml
-from roofline.analysis.whatif import compare, gemm_report, nearest_dtype, parse_batches, sweep
+from roofline.analysis.whatif import compare, gemm_report, nearest_dtype, sweep
+from roofline.analysis.whatif_values import parse_batches
 from roofline.output.whatif import change_text, comparison_dict, comparison_table
 
 EXAMPLES = Path(__file__).parent.parent / "examples"

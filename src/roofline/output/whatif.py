@@ -33,7 +33,8 @@ from .times import STEP_ROOF_TEXT, basis_sentence
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
-    from ..analysis.whatif import Comparison, GemmChange, Sweep
+    from ..analysis.whatif_comparison import Comparison, GemmChange
+    from ..analysis.whatif_sweep import Sweep
 
 
 #: What ``roofline gemm`` prints under its table: how it reads a bare shape

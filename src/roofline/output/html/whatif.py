@@ -55,7 +55,8 @@ from .page import (
 
 if TYPE_CHECKING:
     from ...analysis.report import Report
-    from ...analysis.whatif import Comparison, Sweep
+    from ...analysis.whatif_comparison import Comparison
+    from ...analysis.whatif_sweep import Sweep
 
 
 # ------------------------------------------------------------------------------------- compare
