@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class GemmChange(NamedTuple):
     """Why one GEMM runs faster or slower on a device than on the baseline (data; the sentence
-    is ``output.whatif.change_text``).
+    is ``output.whatif_why.change_text``).
 
     ``kind``: ``"memory"`` (memory-bound on both: the bandwidth ratio, ``other / base`` GB/s,
     times the ratio of the bytes it moves), ``"compute"`` (compute-bound on both: the peak

@@ -103,7 +103,7 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     and transitions are its last decode step."""
     from ..analysis.whatif import sweep as run_sweep
     from ..analysis.whatif_values import parse_batches
-    from ..output.whatif import SWEEP_FORMATS
+    from ..output.whatif_sweep import SWEEP_FORMATS
     from ..probe import resolve_hardware
 
     _check_plot(plot)
