@@ -32,9 +32,10 @@ UPWARD_ALLOWED = {
                                                               # Report.warnings
     ("roofline.probe.result", "roofline.output.probe_notes"),  # ProbeResult.to_dict
     ("roofline.analysis.report", "roofline.plot"),            # Report.plot()
-    ("roofline.analysis.whatif", "roofline.plot"),            # Comparison.plot(), Sweep.plot()
-    ("roofline.analysis.whatif", "roofline.output.html"),     # Comparison._repr_html_,
-                                                              # Sweep._repr_html_
+    ("roofline.analysis.whatif_comparison", "roofline.plot"),         # Comparison.plot()
+    ("roofline.analysis.whatif_comparison", "roofline.output.html"),  # Comparison._repr_html_
+    ("roofline.analysis.whatif_sweep", "roofline.plot"),              # Sweep.plot()
+    ("roofline.analysis.whatif_sweep", "roofline.output.html"),       # Sweep._repr_html_
 }
 
 

@@ -142,7 +142,7 @@ def test_the_generation_memory_limit_by_hand(tiny):
         decode = sweep(tiny, A100, [1], seqs=prompt + generate - 1, phase="decode")
         assert decode.max_batch == left // last
     table = sweep(tiny, A100, [1, 14_027], prompt=1000, generate=1000)
-    from roofline.output.whatif import sweep_table
+    from roofline.output.whatif_sweep import sweep_table
 
     text = sweep_table(table)
     assert ("memory at the generation's peak, the prefill (1000 tokens a sequence): the whole "

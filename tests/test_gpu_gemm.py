@@ -482,7 +482,8 @@ def test_the_gemm_what_if_takes_the_operands_layout(invoke):
     K); the layouts are cli's literal list."""
     import json
 
-    from roofline.analysis.whatif import GEMM_LAYOUTS, gemm_report
+    from roofline.analysis.whatif import gemm_report
+    from roofline.analysis.whatif_gemm import GEMM_LAYOUTS
     from roofline.cli import GEMM_LAYOUTS as CLI_LAYOUTS
     from roofline.errors import RooflineError
 

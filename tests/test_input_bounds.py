@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from roofline.analysis.whatif import gemm_report, parse_batches
+from roofline.analysis.whatif import gemm_report
+from roofline.analysis.whatif_values import parse_batches
 from roofline.errors import InputError, PlotError
 from roofline.files.atomic import write_atomic
 from roofline.files.numbers import MAX_INT, OutOfRange, parse_int, parse_number, plausible

@@ -284,7 +284,8 @@ def test_the_cli_choices_are_the_renderers():
     renderers' tables, html included."""
     from roofline.cli import FORMATS
     from roofline.output.report import REPORT_FORMATS
-    from roofline.output.whatif import COMPARE_FORMATS, SWEEP_FORMATS
+    from roofline.output.whatif import COMPARE_FORMATS
+    from roofline.output.whatif_sweep import SWEEP_FORMATS
 
     assert set(FORMATS) == set(REPORT_FORMATS) == set(COMPARE_FORMATS) == set(SWEEP_FORMATS)
     assert "html" in FORMATS

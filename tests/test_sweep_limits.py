@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from roofline.analysis import quantization, whatif
-from roofline.analysis.whatif import MAX_SWEEP_GRID, MAX_SWEEP_ITEMS, sweep
+from roofline.analysis.whatif import sweep
+from roofline.analysis.whatif_limits import MAX_SWEEP_GRID, MAX_SWEEP_ITEMS
 from roofline.errors import InputError
 
 MLP = "examples/mlp-1024-4096-1000.yaml"

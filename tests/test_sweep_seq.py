@@ -170,7 +170,7 @@ def test_a_seq_sweeps_csv_gives_each_row_the_batch_crossing_at_its_own_seq():
     import csv
     import io
 
-    from roofline.output.whatif import sweep_csv
+    from roofline.output.whatif_sweep import sweep_csv
 
     # Llama-2-7B prefill at batch 1: the attention output projection (4096 x 4096) reaches the
     # A100's ridge from _min_tokens(4096, 4096) = 166 tokens: batch ceil(166 / 64) = 3 at seq

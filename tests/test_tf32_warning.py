@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from roofline import analyze_model, compare, sweep
-from roofline.output.whatif import compare_warnings, sweep_warnings
+from roofline.output.whatif_header import compare_warnings, sweep_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 RESNET = ROOT / "examples" / "resnet50.yaml"

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from roofline import network_from_yaml
-from roofline.analysis.whatif import compare, gemm_report, nearest_dtype, parse_batches, sweep
-from roofline.output.whatif import change_text, comparison_dict, comparison_table
+from roofline.analysis.whatif import compare, gemm_report, nearest_dtype, sweep
+from roofline.analysis.whatif_values import parse_batches
+from roofline.output.whatif import comparison_dict, comparison_table
+from roofline.output.whatif_why import change_text
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -340,7 +342,7 @@ def test_sweep_points_carry_the_predicted_step_of_analyze():
     times), its samples/s the batch over it; the table has the column and the basis line; the
     CSV's last two columns are the GEMM's and the step's predicted times."""
     from roofline import analyze_model
-    from roofline.output.whatif import sweep_csv, sweep_table
+    from roofline.output.whatif_sweep import sweep_csv, sweep_table
 
     s = sweep(EXAMPLE, "a100-sxm4-80gb", [1, 256])
     points = s.to_dict()["points"]
@@ -360,7 +362,7 @@ def test_sweep_points_carry_the_predicted_step_of_analyze():
 def test_a_training_sweep_header_names_the_mode_once():
     """A training step's phase is its mode: the header read "fp16, train, train"; an
     inference step keeps its phase (prefill / decode)."""
-    from roofline.output.whatif import sweep_header
+    from roofline.output.whatif_header import sweep_header
 
     train = sweep(EXAMPLES / "hf" / "gpt2.json", "h100", [1], seq=128, dtype="fp16")
     assert sweep_header(train)[0] == "gpt2 on h100-sxm5-80gb: fp16, train (batch sweep)"
@@ -373,7 +375,7 @@ def test_a_training_sweep_header_names_the_mode_once():
 def test_the_predicted_verdict_names_the_baseline_as_the_roofline_one_does():
     # the roofline's sentence says "x faster than <baseline>", the predicted one "than the
     # next": with three devices the two referred to different devices unsaid
-    from roofline.output.whatif import predicted_verdict_text
+    from roofline.output.whatif_verdict import predicted_verdict_text
     from roofline.units import seconds
 
     c = compare(EXAMPLES / "resnet50.yaml", ["v100", "a100", "h100"])
@@ -599,7 +601,8 @@ def test_a_sweep_of_a_model_without_gemms_names_none_memory_bound():
     the table and the HTML page alike (the table said ``all`` of its zero GEMMs, the page
     ``none``: one rule now, ``memory_bound_gemms``)."""
     from roofline.output.html.whatif import sweep_page
-    from roofline.output.whatif import memory_bound_gemms, sweep_table
+    from roofline.output.whatif_cells import memory_bound_gemms
+    from roofline.output.whatif_sweep import sweep_table
 
     net = network_from_yaml("batch: 4\nseq: 16\ndtype: fp16\nmode: inference\nlayers:\n"
                             "  - {type: embedding, vocab: 1000, dim: 64}\n"

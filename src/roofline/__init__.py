@@ -16,7 +16,10 @@ __version__ = "0.9.0"  # moves when a contract changes: CHANGES.md
 
 _EXPORTS = {
     "analysis.report": ("GemmResult", "Report", "analyze", "analyze_gemm"),
-    "analysis.whatif": ("Comparison", "Sweep", "compare", "gemm_report", "nearest_dtype", "sweep"),
+    "analysis.whatif": ("compare", "gemm_report", "sweep"),
+    "analysis.whatif_comparison": ("Comparison",),
+    "analysis.whatif_dtype": ("nearest_dtype",),
+    "analysis.whatif_sweep": ("Sweep",),
     "api": ("analyze_model",),
     "errors": ("InputError", "RooflineError", "UnknownHardwareError", "UnsupportedDtypeError"),
     "hardware.catalog": ("HwdbWarning", "list_hardware", "load_hardware", "user_hwdb_dir"),
@@ -27,7 +30,10 @@ _EXPORTS = {
 }
 if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ imports on first use
     from .analysis.report import GemmResult, Report, analyze, analyze_gemm
-    from .analysis.whatif import Comparison, Sweep, compare, gemm_report, nearest_dtype, sweep
+    from .analysis.whatif import compare, gemm_report, sweep
+    from .analysis.whatif_comparison import Comparison
+    from .analysis.whatif_dtype import nearest_dtype
+    from .analysis.whatif_sweep import Sweep
     from .api import analyze_model
     from .errors import InputError, RooflineError, UnknownHardwareError, UnsupportedDtypeError
     from .hardware.catalog import HwdbWarning, list_hardware, load_hardware, user_hwdb_dir

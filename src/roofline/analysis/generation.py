@@ -232,6 +232,16 @@ def analyses(network: Network, prompt: int, generate: int) -> int:
                    _segments(network, prompt + 1, prompt + generate - 1))
 
 
+def point_step(report: Report) -> str | None:
+    """Which step of a generation ``report``'s own figures (step time, GEMMs, transitions)
+    are: ``"last-decode"``, or ``"prefill"`` where one token is generated; None for a plain
+    step (the JSON's ``point_step``)."""
+    g = report.generation
+    if g is None:
+        return None
+    return "last-decode" if g.decode_steps else "prefill"
+
+
 def _segments(network: Network, first: int, last: int) -> list[tuple[int, int]]:
     """The key lengths ``first`` .. ``last`` (none when ``last`` < ``first``) split after each
     sliding window inside them: a windowed block's decode step is affine in the key length up

@@ -13,8 +13,8 @@ import click
 from ..files.numbers import MAX_INT, parse_int
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
-#: analysis.whatif.GEMM_LAYOUTS, a literal so that --help imports no analysis (a test holds them
-#: equal)
+#: analysis.whatif_gemm.GEMM_LAYOUTS, a literal so that --help imports no analysis (a test holds
+#: them equal)
 GEMM_LAYOUTS = ("linear", "matmul")
 
 

@@ -101,9 +101,9 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     tokens/s, and memory at the generation's peak (the prefill's or the last decode step's,
     the larger), batches past the largest the whole generation fits marked; the step columns
     and transitions are its last decode step."""
-    from ..analysis.whatif import parse_batches
     from ..analysis.whatif import sweep as run_sweep
-    from ..output.whatif import SWEEP_FORMATS
+    from ..analysis.whatif_values import parse_batches
+    from ..output.whatif_sweep import SWEEP_FORMATS
     from ..probe import resolve_hardware
 
     _check_plot(plot)

@@ -40,7 +40,7 @@ def no_fit_bands(reports: Sequence[Report], xs: Sequence[int], axis: str) -> lis
     values that do not fit in memory, or past the model's context (the memory limit lying
     beyond it), and then, darker, from just before the first swept seq that does not fit in
     memory either; none where every step fits."""
-    from .whatif import no_fit_label
+    from .whatif_header import no_fit_label
 
     memory = reports[0].memory if reports else None
     limit = None if memory is None else memory.max_seq if axis == "seq" else memory.max_batch

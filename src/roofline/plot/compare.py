@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from ..analysis.report import Report
-    from ..analysis.whatif import Comparison
+    from ..analysis.whatif_comparison import Comparison
 
 #: A legend's entry: an artist, or a group of them (the bars ``barh`` returns).
 Handle = Union["Artist", tuple["Artist", ...]]

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from ..analysis.generation import Generation
-    from ..analysis.whatif import Comparison
+    from ..analysis.whatif_comparison import Comparison
 
 PREFILL_COLOR = BOUND_COLORS["compute"]
 DECODE_COLOR = "#ff7f0e"

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from ..analysis.generation import Generation
-    from ..analysis.whatif import Sweep
+    from ..analysis.whatif_sweep import Sweep
 
 RATE_COLOR = BOUND_COLORS["compute"]
 TIME_COLOR = "#ff7f0e"

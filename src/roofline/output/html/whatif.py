@@ -1,7 +1,7 @@
 """The compare and sweep pages: the verdict and why, bars of step time and one roofline per
 device (compare); throughput (the roofline's and, where the device has one, the predicted) and
 memory-bound share over batch with each GEMM's transition marked (sweep). Sentences are
-``output.whatif``'s."""
+``output.whatif``'s and its ``whatif_*`` modules'."""
 
 from __future__ import annotations
 
@@ -21,21 +21,18 @@ from ..report import (
     step_text,
 )
 from ..times import STEP_ROOF_TEXT
-from ..whatif import (
-    compare_warnings,
-    dtype_note,
+from ..whatif_cells import (
     fits_cell,
     memory_bound_gemms,
     memory_cell,
     predicted_cell,
-    slow_kernel_lines,
     speedup_text,
-    sweep_header,
     sweep_memory_cell,
-    transition_lines,
-    verdict_text,
-    why_groups,
 )
+from ..whatif_header import compare_warnings, dtype_note, sweep_header
+from ..whatif_transitions import transition_lines
+from ..whatif_verdict import verdict_text
+from ..whatif_why import slow_kernel_lines, why_groups
 from . import svg
 from .page import (
     Cell,
@@ -55,7 +52,8 @@ from .page import (
 
 if TYPE_CHECKING:
     from ...analysis.report import Report
-    from ...analysis.whatif import Comparison, Sweep
+    from ...analysis.whatif_comparison import Comparison
+    from ...analysis.whatif_sweep import Sweep
 
 
 # ------------------------------------------------------------------------------------- compare
@@ -421,8 +419,8 @@ def _generation_sweep_table(s: Sweep) -> str:
 
 
 def _transitions_html(s: Sweep) -> str:
-    """The transition lines of the table output (``output.whatif.transition_lines``), as
-    headed lists."""
+    """The transition lines of the table output
+    (``output.whatif_transitions.transition_lines``), as headed lists."""
     out, items = "", ""
     for line in transition_lines(s):
         if line.startswith("step:"):  # the whole step's verdict: a sentence, not a heading

@@ -1,0 +1,247 @@
+"""``compare``'s answer: ``Comparison``, one model on several devices (the baseline first),
+its speedups at the roof and predicted, of generations too, which device is fastest and which
+hold the step, and why each GEMM gains or loses (``GemmChange``); the numbers of the compare
+JSON contract."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..model.repeats import named
+from .generation import point_step
+from .predict import basis_of, fit_of, library_of, predicts
+from .report import GemmResult, Report, gemm_of
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+
+class GemmChange(NamedTuple):
+    """Why one GEMM runs faster or slower on a device than on the baseline (data; the sentence
+    is ``output.whatif_why.change_text``).
+
+    ``kind``: ``"memory"`` (memory-bound on both: the bandwidth ratio, ``other / base`` GB/s,
+    times the ratio of the bytes it moves), ``"compute"`` (compute-bound on both: the peak
+    ratio, TFLOP/s) or ``"turns"`` (the bound changes: ``intensity`` against the device's
+    ``ridge``)."""
+
+    kind: str
+    base: float  # GB/s or TFLOP/s on the baseline ("memory", "compute")
+    other: float  # the same on the device
+    bytes_ratio: float = 1.0  # "memory": the device's bytes over the baseline's
+    bound: str = ""  # "turns": the bound on the device, and on the baseline
+    base_bound: str = ""
+    intensity: float = 0.0
+    ridge: float = 0.0
+    dtypes: tuple[str, str] = ("", "")  # "compute": the baseline's dtype and the device's
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One model on several devices; ``reports[0]`` is the baseline."""
+
+    reports: tuple[Report, ...]
+    requested_dtype: str
+
+    @property
+    def baseline(self) -> Report:
+        return self.reports[0]
+
+    def substituted(self, report: Report) -> bool:
+        """True when ``report``'s device runs another dtype than the model's (it has no peak
+        for it: ``nearest_dtype`` chose)."""
+        return report.dtype != self.requested_dtype
+
+    def speedup(self, report: Report) -> float:
+        """The baseline's step time over ``report``'s (a generation's: its last decode
+        step's; ``generation_speedup`` is the whole generation's)."""
+        return self.baseline.totals["time_s"] / report.totals["time_s"]
+
+    @property
+    def generating(self) -> bool:
+        """Whether each device ran a whole generation (``compare(..., prompt=, generate=)``)."""
+        return self.baseline.generation is not None
+
+    @staticmethod
+    def latency(report: Report, predicted: bool = False) -> float:
+        """A device's whole generation, roofline (or ``predicted``) seconds."""
+        g = report.generation
+        assert g is not None, "a generation's comparison"
+        return g.predicted_latency_s if predicted else g.latency_s
+
+    def generation_speedup(self, report: Report, predicted: bool = False) -> float | None:
+        """The baseline's generation latency over ``report``'s, which is also ``report``'s
+        tokens/s over the baseline's (the same tokens on every device); ``predicted``: the
+        same at the predicted times, None where either device has no prediction beyond its
+        roofline (``predicts``). None without a generation."""
+        if not self.generating or (predicted and not (self.predicts(self.baseline)
+                                                      and self.predicts(report))):
+            return None
+        return self.latency(self.baseline, predicted) / self.latency(report, predicted)
+
+    def predicts(self, report: Report) -> bool:
+        """Whether ``report``'s device has a prediction beyond its roofline
+        (``predict.predicts``)."""
+        return predicts(report.hardware)
+
+    def predicted_speedup(self, report: Report) -> float | None:
+        """The baseline's predicted step time (every GEMM and op at its ``predicted_time_s``,
+        on each device's own basis) over ``report``'s; None where either device has no
+        prediction beyond its roofline (``predicts``)."""
+        if not (self.predicts(self.baseline) and self.predicts(report)):
+            return None
+        return self.baseline.totals["predicted_time_s"] / report.totals["predicted_time_s"]
+
+    @property
+    def predicted_fastest(self) -> Report | None:
+        """The device with the shortest predicted step among those that have a prediction
+        (``predicts``; the baseline included); None when fewer than two do."""
+        predicted = [r for r in self.reports if self.predicts(r)]
+        if len(predicted) < 2:
+            return None
+        return min(predicted, key=lambda r: r.totals["predicted_time_s"])
+
+    @property
+    def fastest(self) -> Report:
+        """The device with the shortest step (the baseline included)."""
+        return min(self.reports, key=lambda r: r.totals["time_s"])
+
+    @staticmethod
+    def fits(report: Report) -> bool | None:
+        """Whether ``report``'s device holds the step: analyze's ``Memory.fits``, the step's
+        memory by part against the entry's capacity (None: it states no capacity). The times
+        are the step's either way, so that a device too small still shows what it would give;
+        a reader is told it cannot run it."""
+        return report.memory.fits if report.memory else None
+
+    @property
+    def fastest_fitting(self) -> Report | None:
+        """The device with the shortest step among those whose memory holds it (``fits``);
+        None when none does."""
+        fitting = [r for r in self.reports if self.fits(r)]
+        return min(fitting, key=lambda r: r.totals["time_s"]) if fitting else None
+
+    @property
+    def slowest(self) -> Report:
+        """The device with the longest step (the baseline included)."""
+        return max(self.reports, key=lambda r: r.totals["time_s"])
+
+    def why(self, index: int, report: Report) -> GemmChange:
+        """Why GEMM ``index`` runs faster or slower on ``report``'s device than on the
+        baseline."""
+        return self._change(self.baseline.results[index], report.results[index], report)
+
+    def changes(self, report: Report) -> Iterator[tuple[str, GemmChange]]:
+        """Every GEMM's name and ``why`` on ``report``'s device, in numbering order, read
+        beside the stored results and worked out once a distinct pair (a repeat's copies share
+        theirs: Llama-3.1-405B's 1,515 training GEMMs on 27 devices built 126,000 named copies
+        for it)."""
+        found: dict[tuple[int, int], GemmChange] = {}
+        pairs = zip(named(self.baseline.results, gemm_of), named(report.results, gemm_of),
+                    strict=True)
+        for (name, _, _, base), (_, _, _, other) in pairs:
+            key = (id(base), id(other))
+            if key not in found:
+                found[key] = self._change(base, other, report)
+            yield name, found[key]
+
+    def _change(self, base: GemmResult, other: GemmResult, report: Report) -> GemmChange:
+        """Why ``other`` (a GEMM on ``report``'s device) runs faster or slower than ``base``
+        (the same GEMM on the baseline)."""
+        b_hw, o_hw = self.baseline.hardware, report.hardware
+        if base.bound == other.bound == "memory":
+            return GemmChange("memory", b_hw.bandwidth_gbs, o_hw.bandwidth_gbs,
+                              other.gemm.bytes / base.gemm.bytes)
+        if base.bound == other.bound == "compute":
+            return GemmChange("compute", b_hw.peak_tflops[base.gemm.dtype],
+                              o_hw.peak_tflops[other.gemm.dtype],
+                              dtypes=(base.gemm.dtype, other.gemm.dtype))
+        return GemmChange("turns", 0.0, 0.0, bound=other.bound, base_bound=base.bound,
+                          intensity=other.gemm.intensity,
+                          ridge=o_hw.ridge(other.gemm.dtype))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The numbers of the compare JSON contract (docs/design.md); the sentences it carries
+        (``why``, ``dtype_note``, ``verdict``) are added by ``output.whatif``."""
+        base, first = self.baseline, self.baseline.network
+        devices = []
+        for report in self.reports:
+            totals, memory = report.totals, report.memory
+            devices.append({"hardware": report.hardware.name, "dtype": report.dtype,
+                            "origin": report.hardware.origin,
+                            "peak_flops_per_s": report.peak_flops_per_s,
+                            "bandwidth_bytes_per_s": report.bandwidth_bytes_per_s,
+                            "ridge": report.ridge,
+                            "time_s": totals["time_s"], "speedup": self.speedup(report),
+                            "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
+                            "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
+                            "predicted_time_s": totals["predicted_time_s"],
+                            "predicted_speedup": self.predicted_speedup(report),
+                            "prediction_basis": basis_of(report.hardware),
+                            "prediction_fit": fit_of(report.hardware),
+                            "calibration_library": library_of(report.hardware),
+                            "residency": _residency(report),
+                            "memory_bytes": memory.total_bytes if memory else None,
+                            "capacity_bytes": memory.capacity_bytes if memory else None,
+                            "capacity_basis": memory.capacity_basis if memory else None,
+                            "fits": self.fits(report)}
+                           | self._generation_dict(report))
+        gemms = []
+        for index, result in enumerate(base.results):
+            g = result.gemm
+            row: dict[str, Any] = {"name": g.name, "layer": g.layer, "pass": g.pass_,
+                                   "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count}
+            row["time_s"] = {r.hardware.name: r.results[index].time_s for r in self.reports}
+            row["predicted_time_s"] = {r.hardware.name: r.results[index].predicted_time_s
+                                       for r in self.reports}
+            row["speedup"] = {r.hardware.name: result.time_s / r.results[index].time_s
+                              for r in self.reports}
+            row["bound"] = {r.hardware.name: r.results[index].bound for r in self.reports}
+            gemms.append(row)
+        gen = base.generation
+        return {"model": first.name, "baseline": base.hardware.name, "batch": base.batch,
+                "seq": first.seq, "mode": first.mode, "phase": first.step_phase,
+                "prompt": gen.prompt if gen else None, "generate": gen.generate if gen else None,
+                "point_step": point_step(base),
+                "optimizer": first.optimizer, "quantization_in_time": base.quantization,
+                "devices": devices, "gemms": gemms}
+
+    def _generation_dict(self, report: Report) -> dict[str, Any]:
+        """A device's JSON ``generation`` (analyze's keys, with its ``speedup`` and
+        ``predicted_speedup`` over the baseline's), where the comparison is of generations."""
+        if report.generation is None:
+            return {}
+        return {"generation": report.generation.to_dict() | {
+            "speedup": self.generation_speedup(report),
+            "predicted_speedup": self.generation_speedup(report, predicted=True)}}
+
+    def __repr__(self) -> str:
+        """One line: the model and its devices, the baseline first (and the generation)."""
+        devices = ", ".join(r.hardware.name for r in self.reports)
+        g = self.baseline.generation
+        what = f", a generation of prompt {g.prompt} + {g.generate}" if g else ""
+        return f"<Comparison {self.baseline.network.name} on {devices}{what}>"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the compare page's block (verdict, devices, why, rooflines, GEMMs)."""
+        from ..output.html import comparison_fragment
+
+        return comparison_fragment(self)
+
+    def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
+        """Step time by device; of generations, each device's latency, its time to first
+        token and decode steps (``plot.plot_generation_comparison``)."""
+        if self.generating:
+            from ..plot import plot_generation_comparison
+
+            return plot_generation_comparison(self, ax=ax, **options)
+        from ..plot import plot_comparison
+
+        return plot_comparison(self, ax=ax, **options)
+
+
+def _residency(report: Report) -> dict[str, Any] | None:
+    """A report's JSON ``residency`` object (``analysis.residency``), None without one."""
+    return report.residency.to_dict() if report.residency else None

@@ -1,0 +1,237 @@
+"""``sweep``'s answer: ``Sweep``, one model on one device at several batches, sequence lengths
+or both; each point's throughput, the largest batch and seq that fit, the batch at which each
+GEMM turns compute-bound (closed form) and the seq at which it does (searched); the sweep JSON
+contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ..hardware.spec import HardwareSpec
+from ..model.repeats import named
+from ..roof import bound as roof_bound
+from .batch import min_compute_bound_batch
+from .generation import point_step
+from .predict import basis_of, fit_of, library_of
+from .report import Report, gemm_of
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+#: ``seq_transitions`` searches sequence lengths up to the model's context, or this without one.
+SEQ_SEARCH_LIMIT = 2**20
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One model on one device at several batches, sequence lengths, or both (``reports``
+    sorted by seq, then batch). ``batches`` and ``seqs`` are the values swept (``seqs`` empty
+    for a model without a sequence)."""
+
+    reports: tuple[Report, ...]
+    batches: tuple[int, ...] = ()
+    seqs: tuple[int, ...] = ()
+
+    @property
+    def hardware(self) -> HardwareSpec:
+        return self.reports[0].hardware
+
+    @property
+    def generating(self) -> bool:
+        """Whether each point is a whole generation (``sweep(..., prompt=, generate=)``): its
+        Report the last decode step's, with the ``Generation`` attached."""
+        return self.reports[0].generation is not None
+
+    @property
+    def axis(self) -> str:
+        """``"seq"`` when only the sequence length varies, else ``"batch"``."""
+        return "seq" if len(self.seqs) > 1 and len(self.batches) <= 1 else "batch"
+
+    @property
+    def grid(self) -> bool:
+        """Whether both the batch and the sequence length vary."""
+        return len(self.seqs) > 1 and len(self.batches) > 1
+
+    @property
+    def unit(self) -> str:
+        """What a point's throughput counts: ``tokens`` for a model with a sequence (a
+        prefill's or a training step's batch x seq, a decode step's one a sequence), else
+        ``samples``."""
+        return "tokens" if self.reports[0].network.seq is not None else "samples"
+
+    def rate(self, report: Report, time_s: float) -> float:
+        """A point's throughput at a step time of ``time_s``: its step's tokens
+        (``Step.tokens``) or samples a second, as ``unit`` says."""
+        per_step = report.network.step().tokens if self.unit == "tokens" else report.batch
+        return per_step / time_s
+
+    def x(self, report: Report) -> int:
+        """A report's value on the swept axis (its batch, or its seq)."""
+        seq = report.network.seq
+        return seq if self.axis == "seq" and seq is not None else report.network.batch or 1
+
+    @property
+    def max_batch(self) -> int | None:
+        """The largest batch whose step fits in the device's memory at the first swept seq (0:
+        none; None: the entry states no capacity); of a generation, the largest whose whole
+        generation fits (its prefill and its last decode step)."""
+        memory = self.reports[0].memory
+        return memory.max_batch if memory else None
+
+    @property
+    def max_seq(self) -> int | None:
+        """The largest seq whose step fits at the first swept batch (None: no capacity, or no
+        sequence)."""
+        memory = self.reports[0].memory
+        return memory.max_seq if memory else None
+
+    def transitions(self, report: Report | None = None) -> dict[str, int | None]:
+        """Per GEMM, the smallest batch at which it is compute-bound (closed form), or None if
+        no batch makes it so, at the seq of ``report`` (default: the first); a GEMM whose shape
+        does not depend on the batch gets 1 when it is compute-bound, else None."""
+        report = report or self.reports[0]
+        out: dict[str, int | None] = {}
+        found: dict[int, int | None] = {}  # per stored result: a repeat's copies share one
+        for name, _, _, result in named(report.results, gemm_of):
+            if id(result) not in found:
+                gemm = result.gemm
+                ridge = report.hardware.ridge(gemm.dtype)
+                found[id(result)] = (
+                    min_compute_bound_batch(gemm, ridge) if any(gemm.batch_dims) else
+                    1 if roof_bound(gemm.intensity, ridge) == "compute" else None)
+            out[name] = found[id(result)]
+        return out
+
+    def _first_at_each_seq(self) -> dict[int, Report]:
+        firsts: dict[int, Report] = {}
+        for report in self.reports:
+            if report.network.seq is not None:
+                firsts.setdefault(report.network.seq, report)
+        return firsts
+
+    def transitions_by_seq(self) -> dict[int, dict[str, int | None]]:
+        """``transitions`` at each swept seq (a grid's batch transitions move with the seq)."""
+        return {seq: self.transitions(r) for seq, r in self._first_at_each_seq().items()}
+
+    def max_batch_by_seq(self) -> dict[int, int | None]:
+        """The largest batch that fits in memory at each swept seq (None: no capacity)."""
+        return {seq: r.memory.max_batch if r.memory else None
+                for seq, r in self._first_at_each_seq().items()}
+
+    @property
+    def seq_limit(self) -> int:
+        """How far ``seq_transitions`` searches: the model's context, else
+        ``SEQ_SEARCH_LIMIT``."""
+        return self.reports[0].network.context or SEQ_SEARCH_LIMIT
+
+    def seq_transitions(self) -> dict[str, int | None] | None:
+        """Per GEMM, the smallest sequence length at which it is compute-bound at the first
+        swept batch (searched up to the model's context, else ``SEQ_SEARCH_LIMIT``), or None
+        if none is; None for a model without a sequence, or for generations (their lengths are
+        given). The search assumes a GEMM stays compute-bound once it is (its intensity does
+        not fall as seq grows)."""
+        first = self.reports[0]
+        network = first.network
+        if network.seq is None or self.generating:
+            return None
+        limit = self.seq_limit
+        ridges: dict[str, float] = {}
+        cache: dict[int, dict[str, bool]] = {}
+
+        def bound_at(seq: int) -> dict[str, bool]:
+            if seq not in cache:
+                # a search, not a user's seq: past batch x seq's bound on purpose; each GEMM
+                # named beside its stored template, none built (a deep model has thousands)
+                gemms = replace(network, seq=seq).expand()[0]
+                cache[seq] = {name: g.intensity >= ridges.setdefault(
+                    name, self.hardware.ridge(g.dtype))
+                    for name, _, _, g in named(gemms, lambda g: g)}
+            return cache[seq]
+
+        out: dict[str, int | None] = {}
+        for name, _, _, _ in named(first.results, gemm_of):
+            if not bound_at(limit).get(name, False):
+                out[name] = None
+                continue
+            low, high = 0, limit  # bound at high; not at low (or low is 0)
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (low, middle) if bound_at(middle).get(name, False) else (
+                    middle, high)
+            out[name] = high
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sweep JSON contract of docs/design.md (plus ``dtype``, ``mode``, ``ridge``)."""
+        first = self.reports[0]
+        points = []
+        for report in self.reports:
+            totals = report.totals
+            memory = report.memory
+            points.append({
+                "batch": report.network.batch, "seq": report.network.seq,
+                "time_s": totals["time_s"],
+                "memory_bytes": memory.total_bytes if memory else None,
+                "fits": memory.fits if memory else None,
+                "samples_per_s": report.batch / totals["time_s"],
+                "predicted_time_s": totals["predicted_time_s"],
+                "predicted_samples_per_s": report.batch / totals["predicted_time_s"],
+                **({"tokens_per_s": self.rate(report, totals["time_s"]),
+                    "predicted_tokens_per_s": self.rate(report, totals["predicted_time_s"])}
+                   if self.unit == "tokens" else {}),
+                "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
+                "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
+                "weights_from_dram": report.residency.from_dram if report.residency else None,
+                "gemms": [{"name": name, "intensity": r.gemm.intensity, "bound": r.bound,
+                           "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
+                          for name, _, _, r in named(report.results, gemm_of)]}
+                | ({"generation": report.generation.to_dict()} if report.generation else {}))
+        by_seq = self.transitions_by_seq() if self.grid else None
+        return {"model": first.network.name, "hardware": first.hardware.name,
+                "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
+                "phase": first.network.step_phase, "ridge": first.ridge,
+                "prompt": first.generation.prompt if first.generation else None,
+                "generate": first.generation.generate if first.generation else None,
+                "point_step": point_step(first),
+                "quantization_in_time": first.quantization,
+                "prediction_basis": basis_of(first.hardware),
+                "prediction_fit": fit_of(first.hardware),
+                "calibration_library": library_of(first.hardware),
+                "capacity_bytes": first.memory.capacity_bytes if first.memory else None,
+                "capacity_basis": first.memory.capacity_basis if first.memory else None,
+                "max_batch": self.max_batch, "max_seq": self.max_seq,
+                "axis": self.axis, "batches": list(self.batches), "seqs": list(self.seqs),
+                "points": points, "transitions": self.transitions(),
+                "step": first.step.to_dict(),  # the whole step's verdict at the first point
+                "seq_transitions": self.seq_transitions(),
+                "transitions_by_seq": None if by_seq is None else [
+                    {"seq": seq, "transitions": t, "max_batch": self.max_batch_by_seq()[seq]}
+                    for seq, t in by_seq.items()]}
+
+    def __repr__(self) -> str:
+        """One line (the dataclass's own repr printed every report: 74 KB for 1..4096)."""
+        swept = [f"{name} {values[0]}..{values[-1]} ({len(values)})" if len(values) > 1
+                 else f"{name} {values[0]}"
+                 for name, values in (("batch", self.batches), ("seq", self.seqs)) if values]
+        g = self.reports[0].generation
+        what = f"generations of prompt {g.prompt} + {g.generate}, " if g else ""
+        return (f"<Sweep {self.reports[0].network.name} on {self.hardware.name}: "
+                f"{what}{', '.join(swept)}; {len(self.reports)} points>")
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the sweep page's block (charts, steps, transitions)."""
+        from ..output.html import sweep_fragment
+
+        return sweep_fragment(self)
+
+    def plot(self, ax: Axes | None = None, **options: Any) -> Axes:
+        """The sweep chart: per-GEMM intensity over the swept axis; of generations, tokens/s
+        and time per output token over batch (``plot.plot_generation_sweep``)."""
+        if self.generating:
+            from ..plot import plot_generation_sweep
+
+            return plot_generation_sweep(self, ax=ax, **options)
+        from ..plot import plot_batch_sweep
+
+        return plot_batch_sweep(list(self.reports), ax=ax, **options)

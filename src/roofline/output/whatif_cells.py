@@ -1,0 +1,70 @@
+"""The cells compare's and sweep's tables share, text, Markdown and HTML alike: a device's
+memory against its capacity, whether it fits, its predicted step and a speedup (compare); a
+row's memory and its memory-bound GEMMs (sweep); and ``_split``, a table's rows as header and
+body."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..model.repeats import named
+from ..units import seconds, si, times
+from .report import compact_names
+
+if TYPE_CHECKING:
+    from ..analysis.report import Report
+    from ..analysis.whatif_comparison import Comparison
+
+
+def _split(rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """``(header, body)`` of rows whose first row is the header."""
+    return rows[0], rows[1:]
+
+
+def memory_cell(report: Report) -> str:
+    """The step's memory on a device against its capacity, ``192 GB of 80 GB`` (analyze's
+    total); the total alone where the entry states no capacity."""
+    memory = report.memory
+    if memory is None:
+        return "-"
+    total = si(memory.total_bytes, "B")
+    if memory.capacity_bytes is None:
+        return total
+    return f"{total} of {si(memory.capacity_bytes, 'B')}"
+
+
+def fits_cell(c: Comparison, report: Report) -> str:
+    """``yes`` or ``no``: whether the device holds the step (``Comparison.fits``); ``-``
+    where its entry states no capacity, so it is not checked."""
+    return {True: "yes", False: "no", None: "-"}[c.fits(report)]
+
+
+def predicted_cell(c: Comparison, report: Report) -> str:
+    """A device's predicted step time; ``= roof`` where it has no prediction beyond its
+    roofline (a datasheet entry)."""
+    return seconds(report.totals["predicted_time_s"]) if c.predicts(report) else "= roof"
+
+
+def speedup_text(ratio: float | None) -> str:
+    """A speedup as ``1.83x``; ``-`` where there is none (``Comparison.predicted_speedup``)."""
+    return "-" if ratio is None else times(ratio)
+
+
+def sweep_memory_cell(r: Report) -> str:
+    """A sweep row's memory: its total, marked where it does not fit (empty without a
+    capacity model), in the text, Markdown and HTML tables alike."""
+    memory = r.memory
+    if memory is None:
+        return ""
+    text = si(memory.total_bytes, "B")
+    return text + (": does not fit" if memory.fits is False else "")
+
+
+def memory_bound_gemms(r: Report) -> str:
+    """A sweep row's memory-bound GEMMs: ``all``, ``none`` or their names, compacted (each
+    named beside its stored result, none built: a deep model has thousands)."""
+    memory = [name for name, _, _, x in named(r.results, lambda x: x.gemm)
+              if x.bound == "memory"]
+    if memory and len(memory) == len(r.results):
+        return "all"
+    return compact_names(memory, 6) or "none"

@@ -1,0 +1,126 @@
+"""``sweep``'s results as table, JSON, CSV and Markdown (display only): a row per point (step
+time, throughput, memory, memory-bound share and GEMMs; of generations, the whole generation),
+then the transitions; its HTML page is ``output.html.whatif``'s."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import TYPE_CHECKING, Any
+
+from ..analysis.predict import predicts
+from ..units import seconds, si
+from . import generations
+from .json import to_json
+from .table import aligned, markdown, markdown_text
+from .whatif_cells import _split, memory_bound_gemms, sweep_memory_cell
+from .whatif_header import sweep_header, sweep_warnings
+from .whatif_transitions import transition_lines
+
+if TYPE_CHECKING:
+    from ..analysis.whatif_sweep import Sweep
+
+
+def sweep_dict(s: Sweep) -> dict[str, Any]:
+    """The sweep JSON contract: ``Sweep.to_dict``'s numbers with the model's warnings."""
+    return s.to_dict() | {"warnings": list(sweep_warnings(s))}
+
+
+def _sweep_rows(s: Sweep) -> list[list[str]]:
+    if s.generating:
+        return _generation_sweep_rows(s)
+    with_seq = len(s.seqs) > 1
+    rows = [["batch", *(["seq"] if with_seq else []), "step time", f"{s.unit}/s", "predicted",
+             f"pred. {s.unit}/s", "memory", "memory-bound time", "memory-bound GEMMs"]]
+    for r in s.reports:
+        t = r.totals
+        rows.append([str(r.network.batch), *([str(r.network.seq)] if with_seq else []),
+                     seconds(t["time_s"]), si(s.rate(r, t["time_s"]), ""),
+                     seconds(t["predicted_time_s"]), si(s.rate(r, t["predicted_time_s"]), ""),
+                     sweep_memory_cell(r), f"{t['memory_bound_time_fraction']:.0%}",
+                     memory_bound_gemms(r)])
+    return rows
+
+
+def _generation_sweep_rows(s: Sweep) -> list[list[str]]:
+    """A row per batch's whole generation (``generations.cells``; predicted where the entry
+    predicts beyond its roofline), its memory at its peak and the last step's memory-bound
+    share."""
+    predicted = predicts(s.hardware)
+    rows = [["batch", *generations.columns(predicted), "memory", "memory-bound time"]]
+    for r in s.reports:
+        assert r.generation is not None
+        rows.append([str(r.network.batch), *generations.cells(r.generation, predicted),
+                     sweep_memory_cell(r), f"{r.totals['memory_bound_time_fraction']:.0%}"])
+    return rows
+
+
+def _left(s: Sweep) -> set[int]:
+    """The left-aligned columns of the sweep table (memory, memory-bound GEMMs)."""
+    if s.generating:
+        return {len(generations.columns(predicts(s.hardware))) + 1}
+    shift = 1 if len(s.seqs) > 1 else 0
+    return {5 + shift, 7 + shift}
+
+
+def sweep_table(s: Sweep) -> str:
+    """One row per batch (or seq, or pair: step time, samples/s, memory, memory-bound share
+    and GEMMs), then the batch (and seq) at which each GEMM turns compute-bound."""
+    out = [*sweep_header(s), "", *aligned(*_split(_sweep_rows(s)), _left(s)), ""]
+    out += transition_lines(s)
+    return "\n".join(out) + "\n"
+
+
+def sweep_markdown(s: Sweep) -> str:
+    """``sweep_table`` as Markdown, its sentences escaped (``table.markdown_text``)."""
+    out = ["  \n".join(map(markdown_text, sweep_header(s))), "",
+           *markdown(*_split(_sweep_rows(s)), _left(s))]
+    for line in map(markdown_text, transition_lines(s)):
+        out += ["", line[0].upper() + line[1:], ""] if not line.startswith(" ") else [
+            f"- {line.strip()}"]
+    return "\n".join(out) + "\n"
+
+
+def sweep_csv(s: Sweep) -> str:
+    """One row per (batch, seq, GEMM), raw numbers; the step's totals repeated on each row;
+    ``seq`` and ``compute_bound_from_seq`` at the end (empty without a sequence); then, of
+    generations, the point's whole generation (``generations.CSV_FIELDS``), its step the
+    last decode step."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["batch", "name", "intensity", "bound", "time_s", "step_time_s",
+                     "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
+                     "memory_bytes", "fits", "seq", "compute_bound_from_seq",
+                     "predicted_time_s", "predicted_step_time_s",
+                     *generations.csv_fields(s.generating)])
+    # a row's batch crossings are at its own seq (a seq sweep's too, not only a grid's)
+    by_seq = s.transitions_by_seq() if len(s.seqs) > 1 else None
+    seq_transitions = s.seq_transitions() or {}
+    for r in s.reports:
+        t = r.totals
+        transitions = by_seq[r.network.seq] if by_seq and r.network.seq else s.transitions()
+        for x in r.results:
+            name = x.gemm.name
+            writer.writerow([r.network.batch, name, x.gemm.intensity, x.bound, x.time_s,
+                             t["time_s"], r.batch / t["time_s"],
+                             t["memory_bound_time_fraction"],
+                             "" if transitions.get(name) is None else transitions[name],
+                             r.memory.total_bytes if r.memory else "",
+                             "" if r.memory is None or r.memory.fits is None
+                             else r.memory.fits,
+                             "" if r.network.seq is None else r.network.seq,
+                             "" if seq_transitions.get(name) is None
+                             else seq_transitions[name], x.predicted_time_s,
+                             t["predicted_time_s"], *generations.csv_values(r)])
+    return buffer.getvalue()
+
+
+def sweep_html(s: Sweep, command: str | None = None) -> str:
+    """The self-contained HTML page (``output.html.sweep_page``)."""
+    from .html import sweep_page
+
+    return sweep_page(s, command)
+
+
+SWEEP_FORMATS = {"table": sweep_table, "markdown": sweep_markdown, "csv": sweep_csv,
+                 "json": lambda s: to_json(sweep_dict(s)) + "\n", "html": sweep_html}
