@@ -5,7 +5,7 @@ JSON contract."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -94,19 +94,28 @@ class Comparison:
             return None
         return self.baseline.totals["predicted_time_s"] / report.totals["predicted_time_s"]
 
+    def rank(self, report: Report, predicted: bool = False) -> float:
+        """What compare ranks devices by: the step's seconds, or of generations the whole
+        generation's latency; at the roofline, or ``predicted``."""
+        if self.generating:
+            return self.latency(report, predicted)
+        return report.totals["predicted_time_s" if predicted else "time_s"]
+
+    def fastest_of(self, reports: Sequence[Report], predicted: bool = False) -> Report:
+        """The first of ``reports`` by ``rank``."""
+        return min(reports, key=lambda r: self.rank(r, predicted))
+
     @property
     def predicted_fastest(self) -> Report | None:
-        """The device with the shortest predicted step among those that have a prediction
-        (``predicts``; the baseline included); None when fewer than two do."""
+        """The device fastest at its prediction among those that have one (``predicts``; the
+        baseline included); None when fewer than two do."""
         predicted = [r for r in self.reports if self.predicts(r)]
-        if len(predicted) < 2:
-            return None
-        return min(predicted, key=lambda r: r.totals["predicted_time_s"])
+        return self.fastest_of(predicted, True) if len(predicted) > 1 else None
 
     @property
     def fastest(self) -> Report:
-        """The device with the shortest step (the baseline included)."""
-        return min(self.reports, key=lambda r: r.totals["time_s"])
+        """The fastest device by ``rank`` (the baseline included)."""
+        return self.fastest_of(self.reports)
 
     @staticmethod
     def fits(report: Report) -> bool | None:
@@ -118,15 +127,15 @@ class Comparison:
 
     @property
     def fastest_fitting(self) -> Report | None:
-        """The device with the shortest step among those whose memory holds it (``fits``);
+        """The fastest device by ``rank`` among those whose memory holds the step (``fits``);
         None when none does."""
         fitting = [r for r in self.reports if self.fits(r)]
-        return min(fitting, key=lambda r: r.totals["time_s"]) if fitting else None
+        return self.fastest_of(fitting) if fitting else None
 
     @property
     def slowest(self) -> Report:
-        """The device with the longest step (the baseline included)."""
-        return max(self.reports, key=lambda r: r.totals["time_s"])
+        """The slowest device by ``rank`` (the baseline included)."""
+        return max(self.reports, key=self.rank)
 
     def why(self, index: int, report: Report) -> GemmChange:
         """Why GEMM ``index`` runs faster or slower on ``report``'s device than on the

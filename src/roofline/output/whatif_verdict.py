@@ -112,18 +112,10 @@ def _memory_clauses(c: Comparison, fastest: Report, at: Callable[[Report], str])
     others = [r.hardware.name for r in unheld if r is not fastest]
     if others:
         text += f"; the {held} does not fit in the memory of {', '.join(others)}"
-    fitting = [r for r in c.reports if c.fits(r)]
-    if c.fits(fastest) is False and fitting:
-        best = min(fitting, key=lambda r: _rank(c, r))
+    best = c.fastest_fitting
+    if c.fits(fastest) is False and best is not None:
         text += f"; the fastest that holds it is {best.hardware.name}, {at(best)}"
     return text
-
-
-def _rank(c: Comparison, report: Report, predicted: bool = False) -> float:
-    """What a verdict ranks devices by: the step time, or a generation's latency."""
-    if c.generating:
-        return c.latency(report, predicted)
-    return report.totals["predicted_time_s" if predicted else "time_s"]
 
 
 def verdict_text(c: Comparison) -> str:
@@ -136,7 +128,7 @@ def verdict_text(c: Comparison) -> str:
     base, fastest, slowest = c.baseline, c.fastest, c.slowest
     short = no_fit_text(fastest)
     if fastest is base:
-        best = min(c.reports[1:], key=lambda r: r.totals["time_s"])
+        best = c.fastest_of(c.reports[1:])
         baseline = f"the baseline; {short}" if short else "the baseline"
         text = (f"{base.hardware.name} ({baseline}) stays fastest at "
                 f"{seconds(base.totals['time_s'])} per {_step(c)}; the next, {best.hardware.name}, "
@@ -171,12 +163,11 @@ def generation_verdict_text(c: Comparison) -> str:
     base = c.baseline
     g = base.generation
     assert g is not None, "a comparison of generations"
-    fastest = min(c.reports, key=lambda r: _rank(c, r))
-    slowest = max(c.reports, key=lambda r: _rank(c, r))
+    fastest, slowest = c.fastest, c.slowest
     what = f"the whole generation (prompt {g.prompt} + {g.generate} tokens, batch {g.batch})"
     short = no_fit_text(fastest)
     if fastest is base:
-        best = min(c.reports[1:], key=lambda r: _rank(c, r))
+        best = c.fastest_of(c.reports[1:])
         baseline = f"the baseline; {short}" if short else "the baseline"
         ratio = c.generation_speedup(best)
         assert ratio is not None
@@ -234,15 +225,15 @@ def predicted_verdict_text(c: Comparison) -> str:
     prediction beyond their roofline (``Comparison.predicts``), each on its own basis; whether
     they pick another device than the roofline; which devices have none."""
     predicted = [r for r in c.reports if c.predicts(r)]
-    best = min(predicted, key=lambda r: _rank(c, r, True)) if len(predicted) > 1 else None
+    best = c.predicted_fastest
     without = [r.hardware.name for r in c.reports if not c.predicts(r)]
     none = (f"{', '.join(without)}: datasheet, no prediction beyond the roofline"
             if without else "")
     if best is None:
         return f"Predicted: {none}." if without else ""
     bases = ", ".join(f"{r.hardware.name} {basis_of(r.hardware)}" for r in predicted)
-    runner = min((r for r in predicted if r is not best), key=lambda r: _rank(c, r, True))
-    ratio = _rank(c, runner, True) / _rank(c, best, True)
+    runner = c.fastest_of([r for r in predicted if r is not best], True)
+    ratio = c.rank(runner, True) / c.rank(best, True)
     short = " (does not fit)" if c.fits(best) is False else ""
     at = (_rate(best, predicted=True) if c.generating else
           f"{seconds(best.totals['predicted_time_s'])} per {_step(c)}")
@@ -251,9 +242,9 @@ def predicted_verdict_text(c: Comparison) -> str:
     base = c.baseline
     if len(predicted) > 2 and c.predicts(base) and base not in (best, runner):
         # the roofline's sentence is against the baseline: say this one's too, beside the next
-        against = _rank(c, base, True) / _rank(c, best, True)
+        against = c.rank(base, True) / c.rank(best, True)
         text += f" (the next), {times(against)} faster than {base.hardware.name} (the baseline)"
-    fastest = min(c.reports, key=lambda r: _rank(c, r))
+    fastest = c.fastest
     if best is not fastest:
         text += f" (the roofline picks {fastest.hardware.name})"
     clocks = clocks_text(predicted)
