@@ -137,6 +137,11 @@ class Comparison:
         """The slowest device by ``rank`` (the baseline included)."""
         return max(self.reports, key=self.rank)
 
+    def gemm_speedup(self, index: int, report: Report) -> float:
+        """GEMM ``index``'s roofline time on the baseline over its time on ``report``'s
+        device."""
+        return self.baseline.results[index].time_s / report.results[index].time_s
+
     def why(self, index: int, report: Report) -> GemmChange:
         """Why GEMM ``index`` runs faster or slower on ``report``'s device than on the
         baseline."""
@@ -205,7 +210,7 @@ class Comparison:
             row["time_s"] = {r.hardware.name: r.results[index].time_s for r in self.reports}
             row["predicted_time_s"] = {r.hardware.name: r.results[index].predicted_time_s
                                        for r in self.reports}
-            row["speedup"] = {r.hardware.name: result.time_s / r.results[index].time_s
+            row["speedup"] = {r.hardware.name: self.gemm_speedup(index, r)
                               for r in self.reports}
             row["bound"] = {r.hardware.name: r.results[index].bound for r in self.reports}
             gemms.append(row)

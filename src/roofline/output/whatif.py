@@ -111,7 +111,7 @@ def _gemm_rows(c: Comparison) -> list[list[str]]:
             other = r.results[i]
             cell = f"{seconds(other.time_s)} {other.bound[0]}"
             if r is not c.baseline:
-                cell += f" {times(result.time_s / other.time_s)}"
+                cell += f" {times(c.gemm_speedup(i, r))}"
             cells.append(cell)
         rows.append([g.name, g.layer, PASS_SHORT[g.pass_], str(g.m), str(g.n),
                      str(g.k), *cells])
@@ -171,7 +171,7 @@ def comparison_csv(c: Comparison) -> str:
             why = "" if texts is None else texts[i][1]
             gemm = base.gemm
             writer.writerow([gemm.name, gemm.layer, gemm.pass_, r.hardware.name,
-                             r.dtype, other.time_s, base.time_s / other.time_s, other.bound, why,
+                             r.dtype, other.time_s, c.gemm_speedup(i, r), other.bound, why,
                              gemm.m, gemm.n, gemm.k, gemm.batch_count, other.predicted_time_s,
                              *generations.csv_values(r)])
     return buffer.getvalue()

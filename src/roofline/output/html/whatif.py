@@ -205,7 +205,7 @@ def _gemm_table(c: Comparison, prefix: str) -> str:
             cells.append(Cell(f"{bound.text.split()[0]} {seconds(other.time_s)}",
                               other.time_s))
             if r is not c.baseline:
-                speedup = result.time_s / other.time_s
+                speedup = c.gemm_speedup(i, r)
                 cells.append(Cell(times(speedup), speedup))
         rows.append((f' id="{prefix}-{escape(g.name)}" tabindex="0" class="{result.bound[0]}"',
                      cells))
