@@ -289,8 +289,8 @@ def test_every_capacity_says_what_it_is_based_on(invoke):
     h100, a100 = load_hardware("h100"), load_hardware("a100-sxm4-80gb")
     assert (h100.memory_capacity_basis, h100.memory_capacity_bytes) == ("cuda", CAPACITY)
     assert (a100.memory_capacity_basis, a100.memory_capacity_bytes) == ("datasheet", 80e9)
-    assert capacity_text("80.1 GB", "probe") == "the 80.1 GB the probe read"
-    assert capacity_text("8 GB", None) == "8 GB"
+    assert capacity_text(80.1e9, "probe") == "the 80.1 GB the probe read"
+    assert capacity_text(8e9, None) == "8 GB"
     args = ["--batch", "1", "--seq", "4096", "--mode", "inference", "--phase", "decode"]
     for hw, said in (("h100", "of the 85 GB CUDA reports"), ("a100", "of the datasheet's 80 GB")):
         out = invoke("analyze", LLAMA3, "--hw", hw, *args)

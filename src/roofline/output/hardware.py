@@ -6,7 +6,7 @@ import textwrap
 
 from ..hardware.spec import Calibration, HardwareSpec
 from ..model.dtypes import DTYPES
-from ..units import rate_unit
+from ..units import rate_unit, si
 from .json import to_json
 from .table import aligned
 from .times import forced_warning
@@ -17,9 +17,10 @@ _CAPACITY = {"cuda": "the {} CUDA reports", "probe": "the {} the probe read",
              "datasheet": "the datasheet's {}"}
 
 
-def capacity_text(capacity: str, basis: str | None) -> str:
-    """``the 85 GB CUDA reports``, ``the datasheet's 80 GB``: a capacity with its basis (the
-    capacity alone where the basis is unknown)."""
+def capacity_text(capacity_bytes: float, basis: str | None) -> str:
+    """``the 85 GB CUDA reports``, ``the datasheet's 80 GB``: a capacity in bytes with its basis
+    (the capacity alone where the basis is unknown)."""
+    capacity = si(capacity_bytes, "B")
     return _CAPACITY[basis].format(capacity) if basis in _CAPACITY else capacity
 
 

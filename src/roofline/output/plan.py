@@ -74,8 +74,7 @@ def plan_table(plan: Plan, top: int = 3) -> str:
              + "; between nodes "
              + link_text(fabric.inter.label, fabric.inter.bandwidth_gbs,
                          " per direction per GPU", f"{fabric.inter.latency_us:g} us a step"),
-             "memory per GPU against " + (capacity_text(si(capacity, "B"),
-                                                        hw.memory_capacity_basis)
+             "memory per GPU against " + (capacity_text(capacity, hw.memory_capacity_basis)
                                           if capacity else "no stated capacity")]
     from ..analysis.plan import ASSUMPTIONS
 

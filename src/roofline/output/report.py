@@ -395,7 +395,7 @@ def memory_line(report: Report) -> str | None:
     if memory.capacity_bytes is None:
         return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
                 f"whether it fits is not checked")
-    capacity = capacity_text(si(memory.capacity_bytes, "B"), memory.capacity_basis)
+    capacity = capacity_text(memory.capacity_bytes, memory.capacity_basis)
     label = "memory" + peak_text(report)
     if memory.fits:
         head = f"{label}: {total} of {capacity} ({parts})"

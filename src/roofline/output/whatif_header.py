@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..analysis.predict import predicts
-from ..units import si
 from . import generations
 from .advice import past_context_text, whatif_warnings
 from .hardware import capacity_text
@@ -144,7 +143,7 @@ def sweep_header(s: Sweep) -> list[str]:
                   s.axis == "seq" else f"{larger} are marked 'does not fit'")
         basis = first.memory.capacity_basis if first.memory else None
         left = optimizer_states_text(net)
-        lines.append(f"memory: {fit} ({capacity_text(si(capacity, 'B'), basis)})"
+        lines.append(f"memory: {fit} ({capacity_text(capacity, basis)})"
                      + (f"; not counted: {left}" if left else "") + f"; {marked}"
                      + ("; each row says whether its step fits" if s.grid else ""))
     context = net.context
@@ -175,7 +174,7 @@ def _generation_header(s: Sweep) -> list[str]:
         marked = ("every row is marked 'does not fit'" if s.max_batch == 0 else
                   "larger batches are marked 'does not fit'")
         lines.append(f"memory{peak_text(first)}: {fit_text(s.max_batch, None, True)} "
-                     f"({capacity_text(si(memory.capacity_bytes, 'B'), memory.capacity_basis)})"
+                     f"({capacity_text(memory.capacity_bytes, memory.capacity_basis)})"
                      f"; {marked}")
     return lines + [f"warning: {text}" for text in sweep_warnings(s)]
 

@@ -95,7 +95,7 @@ def _capacity(report: Report) -> str:
     """``the 85 GB CUDA reports``: a device's capacity with its basis (``capacity_text``)."""
     memory = report.memory
     assert memory is not None and memory.capacity_bytes is not None
-    return capacity_text(si(memory.capacity_bytes, "B"), memory.capacity_basis)
+    return capacity_text(memory.capacity_bytes, memory.capacity_basis)
 
 
 def _memory_clauses(c: Comparison, fastest: Report, at: Callable[[Report], str]) -> str:
