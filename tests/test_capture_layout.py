@@ -130,3 +130,4 @@ def test_no_layout_warning_where_no_16bit_convolution_is_transposed():
         assert network.nchw_convs == 2
         assert sum(g.transposed for g in network.gemms()) == 0
         assert not [w for w in analyze(network, h100).warnings if "NCHW" in w or "NCDHW" in w]
+
