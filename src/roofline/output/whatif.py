@@ -141,8 +141,11 @@ def _peak_dtype(report: Report) -> str:
     dtypes = {r.gemm.dtype for r in distinct(report.results)} - {report.dtype}
     if not dtypes:
         return report.dtype
-    held = {d: float_total(report.results, lambda r, d=d: r.time_s * (
-        r.bound == "compute" and r.gemm.dtype == d)) for d in (report.dtype, *dtypes)}
+    def held_in(dtype: str) -> float:
+        return float_total(report.results, lambda r: r.time_s * (
+            r.bound == "compute" and r.gemm.dtype == dtype))
+
+    held = {d: held_in(d) for d in (report.dtype, *dtypes)}
     best = max(held, key=held.__getitem__)
     return best if held[best] > held[report.dtype] else report.dtype
 
