@@ -284,3 +284,19 @@ def test_a_weight_norm_is_costed():
     assert norms == {"aten._weight_norm_interface": (288, 832),
                      "aten._weight_norm_interface_backward": (480, 1_248)}
     assert not net.uncosted
+
+
+def test_an_unbatched_input_is_a_batch_of_one():
+    # torch runs a convolution on an unbatched (C, D, H, W) or (C, L) input at a batch of 1
+    # (it unsqueezes one): the capture read the channels as the batch ("batch 3", "batch 80").
+    # By hand: Conv3d(3, 8, 3) over 3 x 8 x 16 x 16, M = 1 x 6 x 14 x 14 = 1,176, N = 8,
+    # K = 3 x 27 = 81; Conv1d(80, 64, 3) over 80 x 1000, M = 1 x 998, N = 64, K = 80 x 3 = 240
+    for module, x, shape in ((nn.Conv3d(3, 8, 3), torch.randn(3, 8, 16, 16), (1176, 8, 81)),
+                             (nn.Conv1d(80, 64, 3), torch.randn(80, 1000), (998, 64, 240))):
+        network = capture(module, x, mode="inference")
+        assert network.batch == 1
+        (gemm,) = network.gemms()
+        assert (gemm.m, gemm.n, gemm.k) == shape
+        assert gemm.flops == _torch_flops(module, x, "inference")
+    # batched, the leading dimension stays the batch
+    assert capture(nn.Conv3d(3, 8, 3), torch.randn(2, 3, 8, 16, 16)).batch == 2

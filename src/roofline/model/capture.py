@@ -160,6 +160,8 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                                                **dict(module.named_buffers())}, every))
     if rec.dtype is None and rec.gemm_dtypes:
         rec = _recorded(*run, max(rec.gemm_dtypes, key=rec.gemm_dtypes.__getitem__))
+    if _first_tensor(example_inputs, kwargs) in rec.unbatched:
+        batch = 1  # an unbatched input, (C, D, H, W): its leading dimension is not the batch
     net_dtype = rec.dtype or "fp32"
     source = f"<torch {label}>"
     layers = []
@@ -202,6 +204,16 @@ def _batch_of(example_inputs: Sequence[Any], kwargs: dict[str, Any], label: str)
             raise CaptureError(f"{label}: {what} has shape {tuple(x.shape)}: a dimension of 0 "
                                f"holds no values ({fix})")
     return int(tensors[0][1].shape[0])
+
+
+def _first_tensor(example_inputs: Sequence[Any], kwargs: dict[str, Any]) -> tuple[int, ...]:
+    """The shape of the first tensor among the inputs, whose leading dimension ``_batch_of``
+    reads as the batch; a convolution that takes it unbatched (``_Recorder.unbatched``) runs it
+    at a batch of 1, as torch does (``batchify``, aten/src/ATen/native/Convolution.cpp)."""
+    import torch
+
+    return next(tuple(x.shape) for x in (*example_inputs, *kwargs.values())
+                if isinstance(x, torch.Tensor))
 
 
 def _check_arguments(module: Any, mode: str, attention: str, optimizer: Any,
@@ -377,6 +389,8 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
 
     sdpa = torch._C._nn.scaled_dot_product_attention  # F's, the function the mode sees
     dropouts = (torch.nn.functional.dropout, torch.dropout)
+    convolutions = (torch.conv1d, torch.conv2d, torch.conv3d, torch.conv_transpose1d,
+                    torch.conv_transpose2d, torch.conv_transpose3d)  # F.conv3d's, ...
 
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
@@ -384,6 +398,8 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             kwargs = kwargs or {}
             if func is sdpa and rec.flash:
                 return _fused_attention(rec, current(), *args, **kwargs)
+            if func in convolutions and len(args) > 1 and args[0].dim() == args[1].dim() - 1:
+                rec.unbatched.add(tuple(args[0].shape))  # torch unsqueezes a batch of 1
             naive = func is sdpa
             rec.in_attention += naive  # torch's math attention upcasts its GEMMs to fp32
             rec.handling += 1
