@@ -300,3 +300,21 @@ def test_an_unbatched_input_is_a_batch_of_one():
         assert gemm.flops == _torch_flops(module, x, "inference")
     # batched, the leading dimension stays the batch
     assert capture(nn.Conv3d(3, 8, 3), torch.randn(2, 3, 8, 16, 16)).batch == 2
+
+
+def test_a_top_level_modules_gemms_and_ops_take_its_name():
+    # a bare Conv3d has no qualified name: its GEMMs and its bias ops were recorded under "", so
+    # the table's layer column was empty and the advice read "channels 3 (.in_channels)"; its
+    # layer is named by its class, and now so are they
+    from roofline.analysis.report import analyze
+    from roofline.hardware.catalog import load_hardware
+
+    network = capture(nn.Conv3d(3, 8, 3), torch.randn(2, 3, 8, 16, 16), mode="train")
+    assert [layer.name for layer in network.layers] == ["Conv3d"]
+    assert {g.layer for g in network.gemms()} == {"Conv3d"}
+    assert {o.layer for o in network.ops()} == {"Conv3d"}
+    from roofline.output.report import notes_by_tier
+
+    report = analyze(network, load_hardware("h100-sxm5-80gb"))
+    (warning,) = [w for w in notes_by_tier(report.results, report)["warning"] if "channels 3" in w]
+    assert warning.startswith("channels 3 (Conv3d.in_channels): MM1, MM2: pad to 4")

@@ -167,8 +167,9 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     layers = []
     for owner in dict.fromkeys([*rec.forward, *params]):
         count = sum(_numel(s) for s in params.get(owner, []))
-        layers.append(Captured(owner or label, batch, tuple(rec.forward.get(owner, [])),
-                               tuple(rec.backward.get(owner, [])), count, source,
+        forward, backward = (_named(book.get(owner, []), owner or label)
+                             for book in (rec.forward, rec.backward))
+        layers.append(Captured(owner or label, batch, forward, backward, count, source,
                                rec.owned_matrices.get(owner, 0)))
     if not layers:
         raise CaptureError(f"{label}: the module ran no op that computes or moves data (only "
@@ -204,6 +205,13 @@ def _batch_of(example_inputs: Sequence[Any], kwargs: dict[str, Any], label: str)
             raise CaptureError(f"{label}: {what} has shape {tuple(x.shape)}: a dimension of 0 "
                                f"holds no values ({fix})")
     return int(tensors[0][1].shape[0])
+
+
+def _named(items: list[Any], name: str) -> tuple[Any, ...]:
+    """A module's GEMMs and ops under its layer's name: the top-level module's, recorded under
+    "" (no qualified name), under its class's, as its layer is named (tables read an empty
+    layer column and advice "channels 3 (.in_channels)")."""
+    return tuple(i if i.layer else i._replace(layer=name) for i in items)
 
 
 def _first_tensor(example_inputs: Sequence[Any], kwargs: dict[str, Any]) -> tuple[int, ...]:
