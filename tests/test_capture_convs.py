@@ -324,8 +324,9 @@ def test_a_stem_priced_at_the_cuda_core_rate_says_so():
     # R3D-18's stem at batch 2, fp32 (TF32 on an H100), trained: its forward and weight
     # gradient, 2 x (2 x 16 x 56 x 56) x 64 x (3 x 147) = 5,664,669,696 FLOPs each, are held to
     # the CUDA cores' 67 TFLOP/s x 1.83 / 1.98 GHz x 0.868 = 53.751 TFLOP/s (their 3 x 4 = 12 B
-    # of channels miss 16): nothing said so, the forward predicted at 126 us against the roof's 11.5 us
-    # unexplained. With 4 channels (16 B), or on a V100 (fp32 on CUDA cores already), nothing
+    # of channels miss 16): nothing said so, the forward predicted at 126 us against the roof's
+    # 11.5 us unexplained. With 4 channels (16 B), or on a V100 (fp32 on CUDA cores already),
+    # nothing
     from roofline.analysis.report import analyze
     from roofline.hardware.catalog import load_hardware
 
