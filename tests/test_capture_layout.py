@@ -90,3 +90,44 @@ def test_the_layout_warning_names_channels_last_3d_for_3d_maps():
             "them in NDHWC") in warning
     (warning,) = [w for w in analyze(_net(dtype=torch.bfloat16), h100).warnings if "NCHW" in w]
     assert "torch.channels_last), and the input likewise, runs them in NHWC" in warning
+
+
+def test_a_3d_layout_warning_speaks_of_3d_maps_and_r3d18():
+    # a 3-D step's warning says NDHWC / NCDHW and 1 x 1 x 1 (it read "take NHWC and transpose
+    # NCHW around them", "1 x 1 stride-1", "14 x 14" and ResNet-50's 2-D step), and cites the lent
+    # H100's R3D-18 bf16 training step: its best time and channels_last_3d kernels' sum read here
+    # from the measurement itself (17.41 ms, 15.00 ms), the 2.48 ms of transposes and the 13.35 /
+    # 10.59 ms predictions bench_gpu_video.py's last table printed for them
+    from pathlib import Path
+
+    steps = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "data"
+                        / "h100_live_video_steps.json").read_text())
+    ran = {(s["dtype"], s["layout"], s["step"]): s for s in steps}
+    assert round(ran["bf16", "ncdhw", "r3d18-train"]["best_s"] * 1e3, 2) == 17.41
+    assert round(ran["bf16", "ndhwc", "r3d18-train"]["kernel_s"] * 1e3, 2) == 15.0
+    h100 = load_hardware("h100-sxm5-80gb")
+    (warning,) = [w for w in analyze(_net3d(dtype=torch.bfloat16), h100).warnings
+                  if "NCDHW" in w]
+    assert "take NDHWC and transpose NCDHW around them" in warning
+    assert "not around 1 x 1 x 1 stride-1 ones" in warning
+    assert "NHWC" not in warning.replace("NDHWC", "") and "14 x 14" not in warning
+    assert ("a lent H100's R3D-18 bf16 training step at batch 8 took 17.41 ms against 13.35 "
+            "predicted, 2.48 ms of it in transposes; in channels_last_3d its kernels took 15 ms "
+            "against 10.59") in warning
+
+
+def test_no_layout_warning_where_no_16bit_convolution_is_transposed():
+    # bf16 on NCHW / NCDHW maps, but cuDNN transposes around none of them (a 1 x 1 stride-1
+    # convolution moves 0 values, a depthwise or grouped one 0 by capture_convs._transposed,
+    # and there is no batch norm): the warning said "2 convolutions ran in bf16 on NCHW tensors
+    # ... (0 s of the predicted step ...)"; the fp32 (TF32) path already said nothing
+    h100 = load_hardware("h100-sxm5-80gb")
+    flat = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 1), torch.nn.Conv2d(16, 8, 1))
+    deep = torch.nn.Sequential(torch.nn.Conv3d(16, 16, 3, padding=1, groups=16),
+                               torch.nn.Conv3d(16, 32, 3, padding=1, groups=4))
+    for module, x in ((flat, torch.randn(2, 8, 8, 8)), (deep, torch.randn(2, 16, 4, 8, 8))):
+        network = capture(module.to(torch.bfloat16), x.to(torch.bfloat16), mode="train")
+        assert network.nchw_convs == 2
+        assert sum(g.transposed for g in network.gemms()) == 0
+        assert not [w for w in analyze(network, h100).warnings if "NCHW" in w or "NCDHW" in w]
+

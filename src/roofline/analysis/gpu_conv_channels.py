@@ -24,11 +24,13 @@ from 47-116 us predicted to 281 (measured 226-387: 0.80-1.38x, were 2.1-8.2x) an
 from 54-116 us to 422 (measured 478-690: 1.13-1.64x; the bf16 forward's 1,604, which cuDNN runs
 on CUDA cores at 21% of their peak, 3.8x, was 30x). The whole GPU GEMM model for CUDA-core
 work (its SIMT tiles and main loop) was tried in its place and put the 2-D stem's weight
-gradient at 677 us, 2.8x its 241: only the rate is taken. Input channels of 4 (16 bytes in
-fp32, 8 in 16-bit) or 8 were never measured, nor a layer whose output channels alone miss (an
-RGB decoder's last convolution); the rule takes the 16 bytes as the line, as cuDNN's Tensor-Core
-kernels do (their ``align8`` for 16-bit, four TF32 values). Only the standard library is
-imported.
+gradient at 677 us, 2.8x its 241: only the rate is taken. The rule takes the 16 bytes as the
+line, as cuDNN's Tensor-Core kernels do (their ``align8`` for 16-bit, four TF32 values). Stems of
+4 and 8 channels timed since on that H100 (benchmarks/data/h100_live_convs_align.csv,
+``bench_gpu_convs_align.py``) put 4 channels in bf16 (8 bytes) at 0.81-1.23x this rule's price,
+but those that meet it, 4 in TF32 and 8 in bf16, at 1.6-8.4x the Tensor-Core model's: a stem's
+few channels cost more than the 16 bytes explain, which the rule does not model
+(``output.channels`` says so beside its price). Only the standard library is imported.
 """
 
 from __future__ import annotations

@@ -160,13 +160,16 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
                                                **dict(module.named_buffers())}, every))
     if rec.dtype is None and rec.gemm_dtypes:
         rec = _recorded(*run, max(rec.gemm_dtypes, key=rec.gemm_dtypes.__getitem__))
+    if _first_tensor(example_inputs, kwargs) in rec.unbatched:
+        batch = 1  # an unbatched input, (C, D, H, W): its leading dimension is not the batch
     net_dtype = rec.dtype or "fp32"
     source = f"<torch {label}>"
     layers = []
     for owner in dict.fromkeys([*rec.forward, *params]):
         count = sum(_numel(s) for s in params.get(owner, []))
-        layers.append(Captured(owner or label, batch, tuple(rec.forward.get(owner, [])),
-                               tuple(rec.backward.get(owner, [])), count, source,
+        forward, backward = (_named(book.get(owner, []), owner or label)
+                             for book in (rec.forward, rec.backward))
+        layers.append(Captured(owner or label, batch, forward, backward, count, source,
                                rec.owned_matrices.get(owner, 0)))
     if not layers:
         raise CaptureError(f"{label}: the module ran no op that computes or moves data (only "
@@ -202,6 +205,23 @@ def _batch_of(example_inputs: Sequence[Any], kwargs: dict[str, Any], label: str)
             raise CaptureError(f"{label}: {what} has shape {tuple(x.shape)}: a dimension of 0 "
                                f"holds no values ({fix})")
     return int(tensors[0][1].shape[0])
+
+
+def _named(items: list[Any], name: str) -> tuple[Any, ...]:
+    """A module's GEMMs and ops under its layer's name: the top-level module's, recorded under
+    "" (no qualified name), under its class's, as its layer is named (tables read an empty
+    layer column and advice "channels 3 (.in_channels)")."""
+    return tuple(i if i.layer else i._replace(layer=name) for i in items)
+
+
+def _first_tensor(example_inputs: Sequence[Any], kwargs: dict[str, Any]) -> tuple[int, ...]:
+    """The shape of the first tensor among the inputs, whose leading dimension ``_batch_of``
+    reads as the batch; a convolution that takes it unbatched (``_Recorder.unbatched``) runs it
+    at a batch of 1, as torch does (``batchify``, aten/src/ATen/native/Convolution.cpp)."""
+    import torch
+
+    return next(tuple(x.shape) for x in (*example_inputs, *kwargs.values())
+                if isinstance(x, torch.Tensor))
 
 
 def _check_arguments(module: Any, mode: str, attention: str, optimizer: Any,
@@ -377,6 +397,8 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
 
     sdpa = torch._C._nn.scaled_dot_product_attention  # F's, the function the mode sees
     dropouts = (torch.nn.functional.dropout, torch.dropout)
+    convolutions = (torch.conv1d, torch.conv2d, torch.conv3d, torch.conv_transpose1d,
+                    torch.conv_transpose2d, torch.conv_transpose3d)  # F.conv3d's, ...
 
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
@@ -384,6 +406,8 @@ def _modes(rec: _Recorder, tracker: Any) -> Iterator[None]:
             kwargs = kwargs or {}
             if func is sdpa and rec.flash:
                 return _fused_attention(rec, current(), *args, **kwargs)
+            if func in convolutions and len(args) > 1 and args[0].dim() == args[1].dim() - 1:
+                rec.unbatched.add(tuple(args[0].shape))  # torch unsqueezes a batch of 1
             naive = func is sdpa
             rec.in_attention += naive  # torch's math attention upcasts its GEMMs to fp32
             rec.handling += 1

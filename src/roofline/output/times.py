@@ -529,14 +529,22 @@ def tf32_warning(network: Network, hardware: HardwareSpec) -> str | None:
 #: those transposes, and the kernels' time in channels_last against its prediction.
 NCHW_EVIDENCE = {"step_ms": 30.9, "predicted_ms": 25.3, "transposes_ms": 3.5,
                  "channels_last_kernels_ms": 17.0, "channels_last_predicted_ms": 15.7}
+#: The same for 3-D maps: the lent H100's R3D-18 bf16 training step at batch 8 of 16 x 112 x 112
+#: clips (torch 2.11, cuDNN 9.19; benchmarks/data/h100_live_video_steps.json, README "3-D
+#: convolutions, and stems of 3 channels", ``benchmarks/bench_gpu_video.py``'s last table).
+NCDHW_EVIDENCE = {"step_ms": 17.41, "predicted_ms": 13.35, "transposes_ms": 2.48,
+                  "channels_last_kernels_ms": 15.0, "channels_last_predicted_ms": 10.59}
 
 
 def layout_warning(report: Report) -> str | None:
     """On a GPU, the sentence for a captured module whose 16-bit convolutions ran on NCHW
-    tensors (``Network.nchw_convs``), or whose fp32 ones cuDNN transposes around in TF32: what
-    those transposes add to the prediction (``analysis.gpu_layout``), that torch's batch norm
-    runs slower kernels on NCHW maps where the step has one (``_torch_nchw_batch_norm``), and
-    what channels_last saves; else None."""
+    (NCDHW) tensors, or whose fp32 ones cuDNN transposes around in TF32: what those transposes
+    add to the prediction (``analysis.gpu_layout``), that torch's batch norm runs slower kernels
+    on NCHW maps where the step has one (``_torch_nchw_batch_norm``), and what channels_last
+    saves, in the words of the maps' dimensions (a 3-D step's NCDHW, 1 x 1 x 1 filters and
+    R3D-18's measurement, ``NCDHW_EVIDENCE``); else None, also where the 16-bit ones are all
+    convolutions cuDNN does not transpose around (1 x 1 stride-1, depthwise, grouped) and no
+    such batch norm runs: the sentence would warn of 0 s."""
     from ..analysis.gpu_layout import transpose_s
 
     nchw = report.network.nchw_convs
@@ -547,25 +555,32 @@ def layout_warning(report: Report) -> str | None:
     # 16-bit convolutions on NCHW maps, or (fp32 in TF32) those cuDNN transposes around
     n = nchw or int_total(report.results, lambda r: int(
         r.gemm.pass_ == "forward" and transpose_s(r.gemm, report.hardware) > 0))
-    if not n:
+    batch_norm = _torch_nchw_batch_norm(report)
+    if not n or not (moved or batch_norm):
         return None
-    e = NCHW_EVIDENCE
-    dtype = "fp32 (TF32)" if report.network.dtype == "fp32" else report.network.dtype
-    evidence = (f"a lent H100's ResNet-50 bf16 training step at batch 64 took "
-                f"{e['step_ms']:g} ms against {e['predicted_ms']:g} predicted, "
-                f"{e['transposes_ms']:g} ms of it in transposes; in channels_last its kernels "
-                f"took {e['channels_last_kernels_ms']:g} ms against "
-                f"{e['channels_last_predicted_ms']:g}")
-    norms = (f", and batch norm on NCHW runs torch's slower kernels, counted too ({evidence})"
-             if _torch_nchw_batch_norm(report) else f"; {evidence}")
     formats = _channels_last_formats(report)
-    return (f"{n} convolution{'s' if n > 1 else ''} ran in {dtype} on "
-            f"{' and '.join(NCHW[f] for f in formats)} tensors "
-            f"(torch's default memory format): cuDNN's Tensor-Core convolutions take NHWC and "
-            f"transpose NCHW around them ({seconds(moved)} of the predicted step; not around "
-            f"1 x 1 stride-1 ones, though at 14 x 14 and less it does around some){norms}: "
+    only_3d = formats == ["channels_last_3d"]
+    e = NCDHW_EVIDENCE if only_3d else NCHW_EVIDENCE
+    measured_in = "channels_last_3d" if only_3d else "channels_last"
+    dtype = "fp32 (TF32)" if report.network.dtype == "fp32" else report.network.dtype
+    evidence = (f"a lent H100's {'R3D-18' if only_3d else 'ResNet-50'} bf16 training step at "
+                f"batch {8 if only_3d else 64} took {e['step_ms']:g} ms against "
+                f"{e['predicted_ms']:g} predicted, {e['transposes_ms']:g} ms of it in "
+                f"transposes; in {measured_in} its kernels took "
+                f"{e['channels_last_kernels_ms']:g} ms against "
+                f"{e['channels_last_predicted_ms']:g}")
+    maps, last = (" and ".join(table[f] for f in formats) for table in (NCHW, NHWC))
+    norms = (f", and batch norm on {maps} runs torch's slower kernels, counted too "
+             f"({evidence})" if batch_norm else f"; {evidence}")
+    # R3D-18 has no 1 x 1 x 1 stride-1 convolution: the 2-D rule, and ResNet-50's small maps
+    skipped = ("not around 1 x 1 x 1 stride-1 ones, as in 2-D" if only_3d else
+               "not around 1 x 1 stride-1 ones, though at 14 x 14 and less it does around some")
+    return (f"{n} convolution{'s' if n > 1 else ''} ran in {dtype} on {maps} tensors "
+            f"(torch's default memory format): cuDNN's Tensor-Core convolutions take {last} "
+            f"and transpose {maps} around them ({seconds(moved)} of the predicted step; "
+            f"{skipped}){norms}: "
             f"{' or '.join(f'module.to(memory_format=torch.{f})' for f in formats)}, and the "
-            f"input likewise, runs them in {' and '.join(NHWC[f] for f in formats)}")
+            f"input likewise, runs them in {last}")
 
 
 #: torch's channels-last memory formats, the layout each gives a convolution's maps and the one

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..analysis.predict import basis_of, fit_of
+from ..model.repeats import distinct, float_total
 from ..units import rate_unit, seconds, si, times
 from .hardware import capacity_text
 from .whatif_cells import speedup_text
@@ -67,12 +68,31 @@ def _peaks(report: Report, base: Report) -> str:
     and its entry's basis where the two differ in either (a probed CPU's measured fp32 rate
     beside a GPU's datasheet fp16 peak)."""
     hw, b_hw = report.hardware, base.hardware
-    peak, b_peak = hw.peak_tflops[report.dtype], b_hw.peak_tflops[base.dtype]
-    unit, b_unit = rate_unit(report.dtype), rate_unit(base.dtype)
-    if report.dtype == base.dtype and hw.origin == b_hw.origin:
-        return f"{report.dtype} {peak:g} vs {b_peak:g} {unit}"
-    return (f"{report.dtype} {peak:g} {unit}, {hw.origin}, vs {base.dtype} {b_peak:g}"
+    dtype, b_dtype = _peak_dtype(report), _peak_dtype(base)
+    peak, b_peak = hw.peak_tflops[dtype], b_hw.peak_tflops[b_dtype]
+    unit, b_unit = rate_unit(dtype), rate_unit(b_dtype)
+    if dtype == b_dtype and hw.origin == b_hw.origin:
+        return f"{dtype} {peak:g} vs {b_peak:g} {unit}"
+    return (f"{dtype} {peak:g} {unit}, {hw.origin}, vs {b_dtype} {b_peak:g}"
             f"{'' if b_unit == unit else ' ' + b_unit}, {b_hw.origin}")
+
+
+def _peak_dtype(report: Report) -> str:
+    """The dtype whose peak holds most of ``report``'s compute-bound GEMM time: the step's, or
+    TF32 where its fp32 GEMMs run so (a captured module's convolutions on a GPU with a TF32
+    peak, ``GemmShape.tf32``; the verdict named the fp32 peak, 19.5 vs 67 TFLOP/s, for GEMMs at
+    156 vs 494.5)."""
+    dtypes = {r.gemm.dtype for r in distinct(report.results)} - {report.dtype}
+    if not dtypes:
+        return report.dtype
+
+    def held_in(dtype: str) -> float:
+        return float_total(report.results, lambda r: r.time_s * (
+            r.bound == "compute" and r.gemm.dtype == dtype))
+
+    held = {d: held_in(d) for d in (report.dtype, *dtypes)}
+    best = max(held, key=held.__getitem__)
+    return best if held[best] > held[report.dtype] else report.dtype
 
 
 def no_fit_text(report: Report) -> str | None:

@@ -18,6 +18,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from ... import __version__
+from ...model.repeats import distinct
 from ...units import rate_unit, seconds, si, three_digits
 from ..hardware import flat
 from ..report import (
@@ -231,6 +232,15 @@ def report_points(report: Report, gemms: Iterable[Any], ops: Iterable[Any],
     return points
 
 
+def other_peaks(report: Report) -> list[tuple[str, float]]:
+    """(dtype, peak TFLOP/s) of each dtype some of ``report``'s GEMMs run in other than its own
+    (a captured fp32 module's convolutions in TF32): their roofs, which the step's does not
+    hold (``svg.roofline_chart``'s ``others``)."""
+    dtypes = sorted({r.gemm.dtype for r in distinct(report.results)} - {report.dtype})
+    return [(d, report.hardware.peak_tflops[d]) for d in dtypes
+            if d in report.hardware.peak_tflops]
+
+
 def _chart(report: Report, points: list[svg.Point], left_out: list[str],
            ranges: tuple[svg.Range, svg.Range] | None = None) -> str:
     peak, gbs = report.peak_flops_per_s / 1e12, report.bandwidth_bytes_per_s / 1e9
@@ -238,7 +248,7 @@ def _chart(report: Report, points: list[svg.Point], left_out: list[str],
                                                      [(peak, gbs)])
     label = f"roofline of {report.network.name} on {report.hardware.name}"
     chart = svg.roofline_chart(points, peak, gbs, x_range, y_range, label,
-                               rate_unit(report.dtype))
+                               rate_unit(report.dtype), other_peaks(report))
     gemms = sum(1 for p in points if not p.op)
     caption = (f"{len(points)} points: {gemms} GEMMs, {len(points) - gemms} ops "
                f"(\u25cf memory-bound GEMM, \u25a0 compute-bound GEMM, \u25cb \u25a1 the same "

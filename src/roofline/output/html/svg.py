@@ -156,17 +156,25 @@ def roofline_ranges(xy: Sequence[tuple[float, float]],
     x_range = (nice_below(min(xs) / 2), nice_above(max(xs) * 2))
     lows = [y / 2.5 for _, y in xy] + [x_range[0] * gbs / 1e3 / 1.2 for _, gbs in roofs]
     lows += [peak / 1.2 for peak, _ in roofs]
-    return x_range, (nice_below(min(lows)), nice_above(max(p for p, _ in roofs) * 1.5))
+    # a point above the roof's peak (a GEMM on another dtype's, TF32 under an fp32 step's roof:
+    # ``roofline_chart``'s ``others``) stays in the frame
+    highs = [p for p, _ in roofs] + [y for _, y in xy]
+    return x_range, (nice_below(min(lows)), nice_above(max(highs) * 1.5))
 
 
 def roofline_chart(points: Sequence[Point], peak_tflops: float, bandwidth_gbs: float,
-                   x_range: Range, y_range: Range, label: str, unit: str = "TFLOP/s") -> str:
+                   x_range: Range, y_range: Range, label: str, unit: str = "TFLOP/s",
+                   others: Sequence[tuple[str, float]] = ()) -> str:
     """The roof (memory slope, ridge, compute ceiling) and one marker per point, each a
     ``.pt`` element carrying its row id (``data-r``) and its tooltip as ``<title>``; ``unit``
-    the peak's and the rate axis's (TOPS for an int8 step: ``units.rate_unit``)."""
+    the peak's and the rate axis's (TOPS for an int8 step: ``units.rate_unit``); ``others``:
+    (dtype, peak) of the dtypes some of its GEMMs run in instead (TF32 in an fp32 step), each a
+    dashed roof of its own (``_other_roof``), as the PNG chart draws other dtypes' ceilings."""
     x, y = _x_axis(*x_range), _y_axis(*y_range)
     out = [_open(label), *_frame(x, y, "arithmetic intensity (FLOP/B)", f"attainable {unit}")]
     out += _roof(x, y, peak_tflops, bandwidth_gbs, unit)
+    for dtype, peak in others:
+        out += _other_roof(x, y, peak, bandwidth_gbs, f"{dtype} {peak:,.4g}")
     for p in points:
         kind = f'pt {"m" if p.bound == "memory" else "c"}{" op" if p.op else ""}'
         out.append(marker(x.at(p.x), y.at(p.y), p.bound,
@@ -203,6 +211,21 @@ def _roof(x: Axis, y: Axis, peak: float, gbs: float, unit: str) -> list[str]:
         out.append(f'<text transform="translate({_f(px)} {_f(py - 9)}) rotate({angle:.1f})">'
                    f'{gbs:,.4g} GB/s</text>')
     return out
+
+
+def _other_roof(x: Axis, y: Axis, peak: float, gbs: float, label: str) -> list[str]:
+    """Another dtype's roof, dashed: the memory slope on to its ridge, then its ceiling,
+    labelled at the right end above it."""
+    ridge = peak * 1e3 / gbs
+    start = max(x.low, y.low * 1e3 / gbs)
+    corners = ([(start, start * gbs / 1e3)] if start < ridge else []) + (
+        [(max(ridge, x.low), peak), (x.high, peak)] if ridge <= x.high
+        else [(x.high, x.high * gbs / 1e3)])
+    line = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b in corners)
+    right = x.start + x.length
+    return [f'<polyline class="ridge" fill="none" points="{line}"/>',
+            f'<text x="{_f(right - 4)}" y="{_f(y.at(peak) - 5)}" text-anchor="end">'
+            f"{escape(label)}</text>"]
 
 
 def _peak_label(label: str, top: float, right: float, ceiling: float,

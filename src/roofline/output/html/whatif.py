@@ -45,6 +45,7 @@ from .page import (
     gemm_tip,
     hardware_sources,
     name_cell,
+    other_peaks,
     provenance,
     table,
     text,
@@ -175,7 +176,8 @@ def _compare_charts(c: Comparison, prefix: str) -> str:
     charts = []
     for r, points, (peak, gbs) in zip(c.reports, per_device, roofs):
         chart = svg.roofline_chart(points, peak, gbs, x_range, y_range,
-                                   f"roofline on {r.hardware.name}", rate_unit(r.dtype))
+                                   f"roofline on {r.hardware.name}", rate_unit(r.dtype),
+                                   other_peaks(r))
         ops = sum(1 for o in r.ops if not o.op.copy)
         drawn = (f": its GEMMs; its {ops} other op{'s' if ops != 1 else ''} (first copies) "
                  f"count in the step times above, not drawn here (analyze's page draws them)"

@@ -1,0 +1,152 @@
+"""Do convolutions of few input channels, and grouped ones, take the time roofline predicts on an
+H100? On demand (no test):
+
+    .venv/bin/python benchmarks/bench_gpu_convs_align.py [--markdown]
+
+Needs torch (``pip install -e ".[torch]"``); no GPU: it reads what ``gpu_convs_align.py`` timed
+on a lent H100 SXM5 (2026-11-28, torch 2.11.0+cu130, cuDNN 9.19:
+benchmarks/data/h100_live_convs_align.csv). Each layer, fp32 (TF32) and bf16, NCDHW and
+channels_last_3d (NCHW and channels_last in 2-D, the layout column's ncdhw and ndhwc there
+too), forward and backward: its kernels' profiled
+time (cuDNN's layout transposes among them) against the GEMM time ``roofline.torch.capture``
+predicts for the lone layer on the datasheet entry (``h100-sxm5-80gb``; past the stem, behind a
+trainable scale so that its input's gradient is counted as the measurement took it), and the
+rate of its main kernels (the FLOPs over the time less the transposes). Then what padding a stem
+of 3 input channels to the 16-byte rule's 4 (TF32) or 8 (bf16) did to its measured time, and
+what the prediction says it does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+from _tables import table_lines
+
+DATA = Path(__file__).resolve().parent / "data"
+ENTRY = "h100-sxm5-80gb"
+
+
+def _layer(row: dict[str, str]) -> tuple[Any, tuple[int, ...]]:
+    """The row's convolution on "meta" and its input's shape; past the stem (more than 8 input
+    channels) behind a trainable scale."""
+    import torch
+
+    def dims(s: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in s.split("x"))
+    n, c, k, s = int(row["n"]), int(row["c"]), int(row["k"]), int(row["side"])
+    if row["op"] == "conv1d":
+        conv, shape = torch.nn.Conv1d(c, k, int(row["kernel"]), stride=int(row["stride"]),
+                                      bias=False), (n, c, s)
+    else:
+        three = row["op"] == "conv3d"
+        conv = (torch.nn.Conv3d if three else torch.nn.Conv2d)(
+            c, k, dims(row["kernel"]), stride=dims(row["stride"]), padding=dims(row["pad"]),
+            groups=int(row["groups"]), bias=False)
+        shape = (n, c, int(row["frames"]), s, s) if three else (n, c, s, s)
+    if c <= 8:
+        return conv, shape
+
+    class Scaled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(1))
+            self.conv = conv
+
+        def forward(self, x: Any) -> Any:
+            return self.conv(x * self.scale)
+    return Scaled(), shape
+
+
+def predicted(row: dict[str, str], hw: Any) -> tuple[float, int]:
+    """The row's predicted GEMM seconds and its GEMMs' FLOPs, for its pass."""
+    import torch
+
+    from roofline.analysis.report import analyze
+    from roofline.torch import capture
+
+    dt = torch.float32 if row["dtype"] == "fp32" else torch.bfloat16
+    with torch.device("meta"):
+        module, shape = _layer(row)
+        module, x = module.to(dt), torch.empty(*shape, dtype=dt)
+    if row["layout"] == "ndhwc":
+        fmt = torch.channels_last_3d if x.dim() == 5 else torch.channels_last
+        module, x = module.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+    got = {}
+    for mode in ("inference", "train"):
+        report = analyze(capture(module, x, mode=mode, name="conv"), hw)
+        got[mode] = (report.totals["predicted_gemm_time_s"],
+                     sum(r.gemm.flops for r in report.results))
+    if row["mode"] == "forward":
+        return got["inference"]
+    return got["train"][0] - got["inference"][0], got["train"][1] - got["inference"][1]
+
+
+def layer_lines(rows: list[dict[str, str]], hw: Any, markdown: bool) -> list[str]:
+    header = ["set", "layer", "dtype", "layout", "pass", "kernels", "transposes", "predicted",
+              "measured / predicted", "main kernels"]
+    body = []
+    for row in rows:
+        seconds, flops = predicted(row, hw)
+        measured, moved = float(row["kernel_us"]) * 1e-6, float(row["transpose_us"]) * 1e-6
+        layer = (f"{row['op']} {row['c']} > {row['k']}, {row['kernel']}"
+                 + (f" / g{row['groups']}" if row["groups"] != "1" else ""))
+        body.append([row["set"], layer, row["dtype"], row["layout"], row["mode"],
+                     f"{measured * 1e6:.0f} us", f"{moved * 1e6:.0f} us",
+                     f"{seconds * 1e6:.0f} us", f"{measured / seconds:.2f}",
+                     f"{flops / (measured - moved) / 1e12:.1f} TFLOP/s"])
+    return table_lines(header, body, markdown)
+
+
+def padding_lines(rows: list[dict[str, str]], hw: Any, markdown: bool) -> list[str]:
+    """Each stem's forward plus backward, 3 input channels against the 16-byte rule's 4 (fp32,
+    TF32) or 8 (bf16), measured and predicted."""
+    sums: dict[tuple[str, ...], list[float]] = {}
+    for row in rows:
+        if row["set"] != "align" or int(row["c"]) > 8:
+            continue
+        key = (row["op"], row["dtype"], row["layout"], row["c"])
+        both = sums.setdefault(key, [0.0, 0.0])
+        both[0] += float(row["kernel_us"]) * 1e-6
+        both[1] += predicted(row, hw)[0]
+    header = ["stem", "dtype", "layout", "3 channels", "padded", "measured: padded / 3",
+              "predicted: padded / 3"]
+    body = []
+    for (op, dtype, layout, c), (three, three_p) in sorted(sums.items()):
+        if c != "3":
+            continue
+        padded, padded_p = sums[(op, dtype, layout, "4" if dtype == "fp32" else "8")]
+        body.append([op, dtype, layout, f"{three * 1e6:.0f} us",
+                     f"{padded * 1e6:.0f} us ({4 if dtype == 'fp32' else 8})",
+                     f"{padded / three:.2f}", f"{padded_p / three_p:.2f}"])
+    return table_lines(header, body, markdown)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("error: needs torch (pip install -e \".[torch]\")", file=sys.stderr)
+        return 2
+    from roofline.hardware.catalog import load_hardware
+
+    hw = load_hardware(ENTRY)
+    with open(DATA / "h100_live_convs_align.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if not r.get("error")]
+    print(f"Convolutions on a lent H100 SXM5 (data/h100_live_convs_align.csv): kernels' profiled "
+          f"time against the lone layer's predicted GEMM time on {ENTRY}")
+    print("\n".join(layer_lines(rows, hw, args.markdown)))
+    print()
+    print("A stem padded to the 16-byte rule (forward plus backward)")
+    print("\n".join(padding_lines(rows, hw, args.markdown)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""The sentence for a step's convolutions priced no faster than the GPU's CUDA cores for input
+channels that miss the 16 bytes a Tensor-Core kernel loads at a time
+(``analysis.gpu_conv_channels``): which GEMMs, what the bound adds and at what rate, and what
+padding such a stem did on a lent H100. Display only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..analysis.report import Report
+
+#: A lent H100 SXM5's stems of 3 input channels padded to the 16-byte rule, 4 (TF32) or 8 (bf16)
+#: (torch 2.11, cuDNN 9.19; benchmarks/data/h100_live_convs_align.csv, printed by
+#: benchmarks/bench_gpu_convs_align.py: each stem's forward plus backward kernels, padded over
+#: 3 channels): 3-D 0.50-0.58 in bf16 and 1.33-1.50 in TF32, 2-D 0.92-0.98 but 2.06 in bf16 on
+#: NCHW maps (cuDNN ran that one on CUDA cores); the prediction gives 0.37-0.67 for all.
+PADDED_STEMS = {"3-D bf16": (0.50, 0.58), "3-D TF32": (1.33, 1.50), "2-D": (0.92, 0.98),
+                "2-D bf16 NCHW": (2.06, 2.06)}
+
+
+def narrow_channels_warning(report: Report) -> str | None:
+    """``MM1, MM62 (stem.0: 3 input channels): ...``: the convolution GEMMs of ``report`` that
+    ``analysis.predict`` holds to the CUDA cores' rate, the seconds that adds and that rate
+    (their FLOPs over their predicted kernels' time, cuDNN's transposes left out), and
+    ``PADDED_STEMS``; None where none is (a CPU,
+    a dtype the GPU runs on CUDA cores anyway, channels on 16 bytes)."""
+    from ..analysis.gpu_conv_channels import input_channels
+    from ..analysis.predict import added_narrow_channels_s, predict_gemm
+    from ..analysis.report import gemm_of
+    from ..model.repeats import named
+    from ..units import seconds
+    from .report import listed
+
+    if report.hardware.kind != "gpu":
+        return None
+    found: dict[int, tuple[float, float]] = {}  # id(Gemm) -> the bound's seconds, the kernel's
+    names, layers, added, flops, time = [], {}, 0.0, 0.0, 0.0
+    for name, layer, _, result in named(report.results, gemm_of):
+        gemm = result.gemm
+        if id(gemm) not in found:
+            bound = (added_narrow_channels_s(gemm, report.hardware)
+                     if input_channels(gemm) is not None else 0.0)
+            made = predict_gemm(gemm, report.hardware) if bound else None
+            found[id(gemm)] = (bound, made.time_s - made.terms.get("transpose_s", 0.0)
+                               if made else 0.0)
+        bound, kernel = found[id(gemm)]
+        if bound > 0:
+            names.append(name)
+            layers[layer] = input_channels(gemm)
+            added, flops, time = added + bound, flops + gemm.flops, time + kernel
+    if not names:
+        return None
+    channels = ", ".join(f"{layer}: {c} input channel{'s' * (c != 1)}"
+                         for layer, c in layers.items())
+    p = {k: "-".join(f"{v:.2f}" for v in dict.fromkeys(pair)) for k, pair in PADDED_STEMS.items()}
+    return (f"{listed(names)} ({channels}): input channels that miss the 16 bytes a Tensor-Core "
+            f"kernel loads at a time are predicted no faster than the GPU's CUDA cores (the fp32 "
+            f"peak at the model's sustained share: {flops / time / 1e12:.3g} TFLOP/s, "
+            f"{seconds(added)} more than the Tensor-Core model), as a lent H100 ran stems of 3 "
+            f"channels (analysis.gpu_conv_channels). Padded there to the 16-byte rule's 4 (TF32) "
+            f"or 8 (bf16) channels, a stem's forward and backward took {p['3-D bf16']} of their "
+            f"time in 3-D bf16, {p['3-D TF32']} in 3-D TF32, {p['2-D']} in 2-D and "
+            f"{p['2-D bf16 NCHW']} in 2-D bf16 on NCHW maps, where the prediction, which prices "
+            f"a padded stem on Tensor Cores, gives 0.37-0.67 "
+            f"(benchmarks/data/h100_live_convs_align.csv)")
