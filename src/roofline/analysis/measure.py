@@ -320,7 +320,7 @@ def measure_report(report: Report, progress: Callable[[str], None] | None = None
 def untimed_s(result: GemmResult, report: Report) -> float:
     """What a GEMM's prediction holds that its timing does not run: on a GPU, the transposes
     cuDNN makes around an NCHW convolution's GEMM (``predict.added_transposes_s``) and the
-    CUDA-core bound of a convolution whose input channels miss 16 bytes
+    CUDA-core bound of a convolution of fewer than 16 input channels
     (``predict.added_narrow_channels_s``), which the bare GEMM timed here leaves out; 0 for
     every other GEMM."""
     from .predict import added_narrow_channels_s, added_transposes_s

@@ -208,8 +208,8 @@ def added_transposes_s(gemm: Gemm, hardware: HardwareSpec) -> float:
 
 
 def added_narrow_channels_s(gemm: Gemm, hardware: HardwareSpec) -> float:
-    """The seconds ``predict_gemm`` adds to a convolution's GEMM whose input channels miss 16
-    bytes, to hold it to the CUDA cores' rate (``gpu_conv_channels``; its term
+    """The seconds ``predict_gemm`` adds to a convolution's GEMM of fewer than 16 input
+    channels, to hold it to the CUDA cores' rate (``gpu_conv_channels``; its term
     ``narrow_channels_s``), on a GPU entry not calibrated through per-dtype efficiencies; 0
     elsewhere: what a bare GEMM of its shape, as ``--measure`` times it, does not run."""
     calibration = hardware.calibration

@@ -1,7 +1,6 @@
-"""The sentence for a step's convolutions priced no faster than the GPU's CUDA cores for input
-channels that miss the 16 bytes a Tensor-Core kernel loads at a time
-(``analysis.gpu_conv_channels``): which GEMMs, what the bound adds and at what rate, and what
-padding such a stem did on a lent H100. Display only."""
+"""The sentence for a step's convolutions priced no faster than the GPU's CUDA cores for their
+few input channels, fewer than 16 (``analysis.gpu_conv_channels``): which GEMMs, what the bound
+adds and at what rate, and what padding such a stem did on a lent H100. Display only."""
 
 from __future__ import annotations
 
@@ -14,7 +13,8 @@ if TYPE_CHECKING:
 #: (torch 2.11, cuDNN 9.19; benchmarks/data/h100_live_convs_align.csv, printed by
 #: benchmarks/bench_gpu_convs_align.py: each stem's forward plus backward kernels, padded over
 #: 3 channels): 3-D 0.50-0.58 in bf16 and 1.33-1.50 in TF32, 2-D 0.92-0.98 but 2.06 in bf16 on
-#: NCHW maps (cuDNN ran that one on CUDA cores); the prediction gives 0.37-0.67 for all.
+#: NCHW maps (cuDNN ran that one on CUDA cores); the prediction, which holds 4 and 8 channels
+#: to the CUDA cores' rate too, gives 1.23-2.67 (the FLOPs padding adds).
 PADDED_STEMS = {"3-D bf16": (0.50, 0.58), "3-D TF32": (1.33, 1.50), "2-D": (0.92, 0.98),
                 "2-D bf16 NCHW": (2.06, 2.06)}
 
@@ -24,7 +24,7 @@ def narrow_channels_warning(report: Report) -> str | None:
     ``analysis.predict`` holds to the CUDA cores' rate, the seconds that adds and that rate
     (their FLOPs over their predicted kernels' time, cuDNN's transposes left out), and
     ``PADDED_STEMS``; None where none is (a CPU,
-    a dtype the GPU runs on CUDA cores anyway, channels on 16 bytes)."""
+    a dtype the GPU runs on CUDA cores anyway, 16 channels or more)."""
     from ..analysis.gpu_conv_channels import input_channels
     from ..analysis.predict import added_narrow_channels_s, predict_gemm
     from ..analysis.report import gemm_of
@@ -54,13 +54,13 @@ def narrow_channels_warning(report: Report) -> str | None:
     channels = ", ".join(f"{layer}: {c} input channel{'s' * (c != 1)}"
                          for layer, c in layers.items())
     p = {k: "-".join(f"{v:.2f}" for v in dict.fromkeys(pair)) for k, pair in PADDED_STEMS.items()}
-    return (f"{listed(names)} ({channels}): input channels that miss the 16 bytes a Tensor-Core "
-            f"kernel loads at a time are predicted no faster than the GPU's CUDA cores (the fp32 "
-            f"peak at the model's sustained share: {flops / time / 1e12:.3g} TFLOP/s, "
-            f"{seconds(added)} more than the Tensor-Core model), as a lent H100 ran stems of 3 "
-            f"channels (analysis.gpu_conv_channels). Padded there to the 16-byte rule's 4 (TF32) "
-            f"or 8 (bf16) channels, a stem's forward and backward took {p['3-D bf16']} of their "
-            f"time in 3-D bf16, {p['3-D TF32']} in 3-D TF32, {p['2-D']} in 2-D and "
-            f"{p['2-D bf16 NCHW']} in 2-D bf16 on NCHW maps, where the prediction, which prices "
-            f"a padded stem on Tensor Cores, gives 0.37-0.67 "
+    return (f"{listed(names)} ({channels}): fewer than 16 input channels are predicted no "
+            f"faster than the GPU's CUDA cores (the fp32 peak at the model's sustained share: "
+            f"{flops / time / 1e12:.3g} TFLOP/s, {seconds(added)} more than the Tensor-Core "
+            f"model), as a lent H100 ran stems of 3, 4 and 8 channels "
+            f"(analysis.gpu_conv_channels). Padded there to the 16-byte rule's 4 (TF32) or 8 "
+            f"(bf16) channels, a stem's forward and backward took {p['3-D bf16']} of their time "
+            f"in 3-D bf16, {p['3-D TF32']} in 3-D TF32, {p['2-D']} in 2-D and "
+            f"{p['2-D bf16 NCHW']} in 2-D bf16 on NCHW maps, where the prediction gives "
+            f"1.23-2.67, the FLOPs padding adds at the same rate "
             f"(benchmarks/data/h100_live_convs_align.csv)")

@@ -318,7 +318,7 @@ def measured_residency_lines(report: Report) -> list[str]:
 
 def measured_untimed_lines(report: Report) -> list[str]:
     """What ``--measure`` times without: the transposes cuDNN makes around an NCHW
-    convolution's GEMM, and the CUDA-core bound of one whose input channels miss 16 bytes, in
+    convolution's GEMM, and the CUDA-core bound of one of fewer than 16 input channels, in
     its prediction but not in the bare GEMM timed (``analysis.measure.untimed_s``), so that
     meas/pred compares like with like."""
     from ..analysis.predict import added_narrow_channels_s, added_transposes_s
@@ -331,7 +331,7 @@ def measured_untimed_lines(report: Report) -> list[str]:
     many = len(untimed) > 1
     what = [f"{seconds(moved)} of cuDNN's transposes around {'them' if many else 'it'}"
             ] if moved else []
-    what += [f"{seconds(narrow)} of the CUDA cores' rate for channels off 16 bytes"
+    what += [f"{seconds(narrow)} of the CUDA cores' rate for fewer than 16 input channels"
              ] if narrow else []
     layout = "NCHW " if not narrow else ""
     return [f"measured: {len(untimed)} {layout}convolution GEMM{'s' * many} timed bare: "
