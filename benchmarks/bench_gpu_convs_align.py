@@ -20,69 +20,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 from pathlib import Path
 from typing import Any
 
+from _conv_rows import needs_torch, predicted
 from _tables import table_lines
 
 DATA = Path(__file__).resolve().parent / "data"
 ENTRY = "h100-sxm5-80gb"
-
-
-def _layer(row: dict[str, str]) -> tuple[Any, tuple[int, ...]]:
-    """The row's convolution on "meta" and its input's shape; past the stem (more than 8 input
-    channels) behind a trainable scale."""
-    import torch
-
-    def dims(s: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in s.split("x"))
-    n, c, k, s = int(row["n"]), int(row["c"]), int(row["k"]), int(row["side"])
-    if row["op"] == "conv1d":
-        conv, shape = torch.nn.Conv1d(c, k, int(row["kernel"]), stride=int(row["stride"]),
-                                      bias=False), (n, c, s)
-    else:
-        three = row["op"] == "conv3d"
-        conv = (torch.nn.Conv3d if three else torch.nn.Conv2d)(
-            c, k, dims(row["kernel"]), stride=dims(row["stride"]), padding=dims(row["pad"]),
-            groups=int(row["groups"]), bias=False)
-        shape = (n, c, int(row["frames"]), s, s) if three else (n, c, s, s)
-    if c <= 8:
-        return conv, shape
-
-    class Scaled(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.scale = torch.nn.Parameter(torch.ones(1))
-            self.conv = conv
-
-        def forward(self, x: Any) -> Any:
-            return self.conv(x * self.scale)
-    return Scaled(), shape
-
-
-def predicted(row: dict[str, str], hw: Any) -> tuple[float, int]:
-    """The row's predicted GEMM seconds and its GEMMs' FLOPs, for its pass."""
-    import torch
-
-    from roofline.analysis.report import analyze
-    from roofline.torch import capture
-
-    dt = torch.float32 if row["dtype"] == "fp32" else torch.bfloat16
-    with torch.device("meta"):
-        module, shape = _layer(row)
-        module, x = module.to(dt), torch.empty(*shape, dtype=dt)
-    if row["layout"] == "ndhwc":
-        fmt = torch.channels_last_3d if x.dim() == 5 else torch.channels_last
-        module, x = module.to(memory_format=fmt), x.contiguous(memory_format=fmt)
-    got = {}
-    for mode in ("inference", "train"):
-        report = analyze(capture(module, x, mode=mode, name="conv"), hw)
-        got[mode] = (report.totals["predicted_gemm_time_s"],
-                     sum(r.gemm.flops for r in report.results))
-    if row["mode"] == "forward":
-        return got["inference"]
-    return got["train"][0] - got["inference"][0], got["train"][1] - got["inference"][1]
 
 
 def layer_lines(rows: list[dict[str, str]], hw: Any, markdown: bool) -> list[str]:
@@ -129,10 +74,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        print("error: needs torch (pip install -e \".[torch]\")", file=sys.stderr)
+    if not needs_torch():
         return 2
     from roofline.hardware.catalog import load_hardware
 

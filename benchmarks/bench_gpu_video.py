@@ -22,65 +22,16 @@ import argparse
 import csv
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
+from _conv_rows import needs_torch, predicted
 from _tables import table_lines
 from _video import clip, r3d18
 
 DATA = Path(__file__).resolve().parent / "data"
 ENTRY = "h100-sxm5-80gb"
 DTYPES = {"fp32": "float32", "bf16": "bfloat16"}
-
-
-def _layer(row: dict[str, str]) -> Any:
-    """The row's convolution on "meta", behind a trainable scale past the stem."""
-    import torch
-
-    def dims(s: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in s.split("x"))
-    c, k = int(row["c"]), int(row["k"])
-    if row["op"] == "conv3d":
-        conv = torch.nn.Conv3d(c, k, dims(row["kernel"]), stride=dims(row["stride"]),
-                               padding=dims(row["pad"]), bias=False)
-    else:
-        conv = torch.nn.ConvTranspose3d(c, k, dims(row["kernel"]), stride=dims(row["stride"]),
-                                        bias=False)
-    if c == 3:
-        return conv
-
-    class Scaled(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.scale = torch.nn.Parameter(torch.ones(1))
-            self.conv = conv
-
-        def forward(self, x: Any) -> Any:
-            return self.conv(x * self.scale)
-    return Scaled()
-
-
-def layer_times(row: dict[str, str], hw: Any) -> dict[str, float]:
-    """The row's predicted GEMM seconds, forward and backward (module docstring)."""
-    import torch
-
-    from roofline.analysis.report import analyze
-    from roofline.torch import capture
-
-    dt = getattr(torch, DTYPES[row["dtype"]])
-    with torch.device("meta"):
-        module = _layer(row).to(dt)
-        x = torch.empty(int(row["n"]), int(row["c"]), int(row["frames"]), int(row["side"]),
-                        int(row["side"]), dtype=dt)
-    if row["layout"] == "ndhwc":
-        module = module.to(memory_format=torch.channels_last_3d)
-        x = x.contiguous(memory_format=torch.channels_last_3d)
-    times = {}
-    for mode in ("inference", "train"):
-        network = capture(module, x, mode=mode, name="conv")
-        times[mode] = analyze(network, hw).totals["predicted_gemm_time_s"]
-    return {"forward": times["inference"], "backward": times["train"] - times["inference"]}
 
 
 def mislaid(row: dict[str, str]) -> bool:
@@ -99,15 +50,15 @@ def conv_lines(rows: list[dict[str, str]], hw: Any, markdown: bool) -> tuple[lis
     for row in rows:
         if row.get("error") or mislaid(row):
             continue
-        predicted = layer_times(row, hw)[row["mode"]]
+        fit = predicted(row, hw)[0]
         measured = float(row["kernel_us"]) * 1e-6
-        ratio = measured / predicted
+        ratio = measured / fit
         ratios.setdefault((row["dtype"], row["layout"]), []).append(ratio)
         name = "up-conv" if row["op"] != "conv3d" else "conv"
         body.append([f"{name} {row['n']} x {row['c']} > {row['k']}, {row['frames']} x "
                      f"{row['side']}^2, {row['kernel']} / {row['stride']}", row["dtype"],
                      row["layout"], row["mode"], f"{measured * 1e6:.0f} us",
-                     f"{float(row['transpose_us']):.0f} us", f"{predicted * 1e6:.0f} us",
+                     f"{float(row['transpose_us']):.0f} us", f"{fit * 1e6:.0f} us",
                      f"{ratio:.2f}"])
     return table_lines(header, body, markdown), ratios
 
@@ -218,10 +169,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        print("error: needs torch (pip install -e \".[torch]\")", file=sys.stderr)
+    if not needs_torch():
         return 2
     from roofline.hardware.catalog import load_hardware
 

@@ -1,0 +1,90 @@
+"""A convolution a GPU measurement timed one layer at a time (a row of ``gpu_measure.py
+--parts video``'s convs3d.csv or ``gpu_convs_align.py``'s CSV), rebuilt on the "meta" device and
+predicted as ``roofline.torch.capture`` counts it: the benchmarks that hold such rows against
+the model (bench_gpu_video.py, bench_gpu_convs_align.py) share it. Only torch and roofline are
+imported, and only when a row is predicted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: a network's input has this many channels or fewer: its stem, whose input needs no gradient,
+#: as the measurements took it (``_video.conv_functions``)
+STEM_CHANNELS = 8
+
+
+def _dims(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("x"))
+
+
+def layer(row: dict[str, str]) -> tuple[Any, tuple[int, ...]]:
+    """The row's convolution on "meta" (Conv1d, Conv2d, Conv3d, ConvTranspose3d; its groups
+    where the row has them) and its input's shape; past the stem (``STEM_CHANNELS``) behind a
+    trainable scale, so that a training capture counts its input's gradient as the measurement
+    took it."""
+    import torch
+
+    n, c, k, s = int(row["n"]), int(row["c"]), int(row["k"]), int(row["side"])
+    groups = int(row.get("groups") or 1)
+    if row["op"] == "conv1d":
+        conv, shape = torch.nn.Conv1d(c, k, int(row["kernel"]), stride=int(row["stride"]),
+                                      bias=False), (n, c, s)
+    elif row["op"] == "conv_transpose3d":
+        conv = torch.nn.ConvTranspose3d(c, k, _dims(row["kernel"]), stride=_dims(row["stride"]),
+                                        bias=False)
+        shape = (n, c, int(row["frames"]), s, s)
+    else:
+        three = row["op"] == "conv3d"
+        conv = (torch.nn.Conv3d if three else torch.nn.Conv2d)(
+            c, k, _dims(row["kernel"]), stride=_dims(row["stride"]), padding=_dims(row["pad"]),
+            groups=groups, bias=False)
+        shape = (n, c, int(row["frames"]), s, s) if three else (n, c, s, s)
+    if c <= STEM_CHANNELS:
+        return conv, shape
+
+    class Scaled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(1))
+            self.conv = conv
+
+        def forward(self, x: Any) -> Any:
+            return self.conv(x * self.scale)
+    return Scaled(), shape
+
+
+def predicted(row: dict[str, str], hw: Any) -> tuple[float, int]:
+    """The row's predicted GEMM seconds on ``hw`` and its GEMMs' FLOPs, for its pass
+    (``mode``: forward, a capture in inference; backward, a training capture less that)."""
+    import torch
+
+    from roofline.analysis.report import analyze
+    from roofline.torch import capture
+
+    dt = torch.float32 if row["dtype"] == "fp32" else torch.bfloat16
+    with torch.device("meta"):
+        module, shape = layer(row)
+        module, x = module.to(dt), torch.empty(*shape, dtype=dt)
+    if row["layout"] == "ndhwc":
+        fmt = torch.channels_last_3d if x.dim() == 5 else torch.channels_last
+        module, x = module.to(memory_format=fmt), x.contiguous(memory_format=fmt)
+    got = {}
+    for mode in ("inference", "train"):
+        report = analyze(capture(module, x, mode=mode, name="conv"), hw)
+        got[mode] = (report.totals["predicted_gemm_time_s"],
+                     sum(r.gemm.flops for r in report.results))
+    if row["mode"] == "forward":
+        return got["inference"]
+    return got["train"][0] - got["inference"][0], got["train"][1] - got["inference"][1]
+
+
+def needs_torch() -> bool:
+    """Whether torch imports; else the one-line error the benchmarks print (exit 2)."""
+    import sys
+
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("error: needs torch (pip install -e \".[torch]\")", file=sys.stderr)
+        return False
+    return True
