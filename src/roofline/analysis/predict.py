@@ -211,12 +211,8 @@ def added_narrow_channels_s(gemm: Gemm, hardware: HardwareSpec) -> float:
     """The seconds ``predict_gemm`` adds to a convolution's GEMM of fewer than 16 input
     channels, to hold it to the CUDA cores' rate (``gpu_conv_channels``; its term
     ``narrow_channels_s``), on a GPU entry not calibrated through per-dtype efficiencies; 0
-    elsewhere: what a bare GEMM of its shape, as ``--measure`` times it, does not run."""
-    calibration = hardware.calibration
-    if calibration is not None and gemm.dtype in calibration.efficiency:
-        return 0.0
-    if hardware.kind != "gpu" or hardware.gpu is None:
-        return 0.0
+    elsewhere (only ``fitted_gemm`` sets the term): what a bare GEMM of its shape, as
+    ``--measure`` times it, does not run."""
     return float(predict_gemm(gemm, hardware).terms.get("narrow_channels_s", 0.0))
 
 

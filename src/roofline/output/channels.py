@@ -26,7 +26,7 @@ def narrow_channels_warning(report: Report) -> str | None:
     ``PADDED_STEMS``; None where none is (a CPU,
     a dtype the GPU runs on CUDA cores anyway, 16 channels or more)."""
     from ..analysis.gpu_conv_channels import input_channels
-    from ..analysis.predict import added_narrow_channels_s, predict_gemm
+    from ..analysis.predict import predict_gemm
     from ..analysis.report import gemm_of
     from ..model.repeats import named
     from ..units import seconds
@@ -39,11 +39,11 @@ def narrow_channels_warning(report: Report) -> str | None:
     for name, layer, _, result in named(report.results, gemm_of):
         gemm = result.gemm
         if id(gemm) not in found:
-            bound = (added_narrow_channels_s(gemm, report.hardware)
-                     if input_channels(gemm) is not None else 0.0)
-            made = predict_gemm(gemm, report.hardware) if bound else None
+            made = (predict_gemm(gemm, report.hardware)
+                    if input_channels(gemm) is not None else None)
+            bound = made.terms.get("narrow_channels_s", 0.0) if made else 0.0
             found[id(gemm)] = (bound, made.time_s - made.terms.get("transpose_s", 0.0)
-                               if made else 0.0)
+                               if made and bound else 0.0)
         bound, kernel = found[id(gemm)]
         if bound > 0:
             names.append(name)
