@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from roofline.errors import InputError
+from roofline.model.network import load_network
+
 GOOD = "batch: 512\ndtype: fp16\nlayers:\n  - {type: linear, in: 1024, out: 4096}\n"
 
 
@@ -162,8 +165,39 @@ def test_analyze_refuses_a_device_given_twice(invoke):
 def test_plan_of_an_inference_step_says_why_first(invoke):
     line = one_error_line(invoke("plan", EXAMPLES / "hf" / "llama-2-7b.json", "--hw", "h100", "--gpus",
                                  "1", "--batch", "1", "--seq", "2048", "--mode", "inference"))
-    assert line.endswith("mode: parallel layouts are modelled for training steps (give mode "
-                         "train)")
+    assert line == ("Error: --mode: inference, but `roofline plan` splits training steps only: "
+                    "serving over several GPUs is not modelled (analyze, compare and sweep take "
+                    "--prompt P --generate G for one GPU's)")
+
+
+@pytest.mark.parametrize("option", [("--phase", "decode"), ("--weights", "int4"),
+                                    ("--kv-cache", "fp8"), ("--logits", "last"),
+                                    ("--group-size", "64")])
+def test_plan_refuses_a_serving_setting_without_sending_the_user_in_a_circle(invoke, option):
+    # A serving engineer's tour: `plan ... --phase decode` read "--phase is an inference setting,
+    # but the step trains (mode train): give --mode inference", and `--mode inference` then
+    # "parallel layouts are modelled for training steps (give mode train)". Now the first says
+    # that plan lays out training only; its --help no longer lists the inference options.
+    line = one_error_line(invoke("plan", EXAMPLES / "hf" / "mixtral-8x7b.json", "--hw", "h100",
+                                 "--gpus", "4", "--batch", "8", "--seq", "2048", *option))
+    assert line.startswith(f"Error: {option[0]}: an inference setting, but `roofline plan` "
+                           f"splits training steps only: serving over several GPUs is not "
+                           f"modelled")
+    assert "give --mode inference" not in line
+    help_text = invoke("plan", "--help").stdout
+    listed = help_text.split("Options:")[1]
+    assert f"  {option[0]} " not in listed and "Training steps only" in help_text
+    assert "  --mode " in listed  # a model.yaml of mode inference is planned with --mode train
+
+
+def test_plan_of_an_inference_model_file_says_plan_is_for_training():
+    from roofline.analysis.parallel import check_training
+
+    network = load_network(EXAMPLES / "hf" / "llama-2-7b.json").with_overrides(
+        batch=1, seq=16, mode="inference")
+    with pytest.raises(InputError, match=r"training steps only, not for serving \(give mode "
+                                         r"train\)"):
+        check_training(network)
 
 
 def test_plan_of_a_model_without_a_sequence_counts_samples(invoke):

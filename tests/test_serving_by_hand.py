@@ -186,6 +186,53 @@ def test_a_generations_memory_says_which_step_it_is(invoke):
     assert short.memory is not None and short.memory.kv_cache == 8 * 4223 * 131_072
 
 
+QWEN2 = ROOT / "examples" / "hf" / "qwen2-7b.json"
+
+
+def test_a_prefill_limited_generation_names_the_last_decode_steps_own_batch(invoke):
+    """Qwen2-7B (hidden 3584, 28 layers, 28 heads of 128, 4 KV heads, FFN 18944 gated, vocab
+    152064, untied, qkv biases) on an L40S (48 GB, the datasheet's 10^9 B), int4 weights in
+    groups of 128, an fp8 cache, prompt 3000 + 400 tokens.
+
+    Weights: the matrices a block holds, q 3584 x 3584, k and v 3584 x 512 each, o 3584 x 3584,
+    gate, up, down 3 x 3584 x 18944: 12,845,056 + 3,670,016 + 12,845,056 + 203,685,888 =
+    233,046,016; x 28 = 6,525,288,448, and lm_head 152064 x 3584 = 544,997,376: 7,070,285,824
+    matrix values, at half a byte (3,535,142,912) and an fp16 scale per 128 (110,473,216); the
+    rest at bf16, embedding 544,997,376, norms 2 x 3584 x 28 + 3584 = 204,288, qkv biases 4608 x
+    28 = 129,024: 545,330,688 x 2 = 1,090,661,376. Weights 4,736,277,504 B.
+    The fp8 cache: 2 (K, V) x 28 x 4 x 128 x 1 B = 28,672 B a token.
+    Prefill, per sequence: 3000 x 28,672 = 86,016,000 B of cache and the widest layer's live
+    activations, 3000 tokens x (3584 in + 2 x 18944 gate/up + 18944 silu) x 2 B = 362,496,000:
+    448,512,000 B. (48e9 - 4,736,277,504 - 1e9) / 448,512,000 = 94.2: batch 94.
+    The last decode step alone, per sequence: 3399 x 28,672 = 97,456,128 B of cache and the
+    logits' layer live, (3584 + 152064) x 2 = 311,296: (48e9 - 4,736,277,504 - 1e9) /
+    97,767,424 = 432.3: batch 432, what a server that prefills a few sequences, or chunks, at a
+    time can hold. Until 0.9.0 only the 94 was said."""
+    weights = 3_535_142_912 + 110_473_216 + 1_090_661_376
+    free = 48e9 - weights - 1e9
+    assert int(free // (3000 * 28_672 + 3000 * (3584 + 3 * 18944) * 2)) == 94
+    assert int(free // (3399 * 28_672 + (3584 + 152_064) * 2)) == 432
+    report = analyze_model(QWEN2, "l40s", batch=32, prompt=3000, generate=400, weights="int4",
+                           kv_cache="fp8")
+    g, memory = report.generation, report.memory
+    assert g is not None and memory is not None and memory.weights == weights
+    assert g.memory_step == "prefill" and memory.max_batch == 94
+    assert g.decode_max_batch == 432 and report.to_dict()["generation"]["decode_max_batch"] == 432
+    said = ("its prefill, every prompt of the batch at once, is the limit: the last decode step "
+            "alone fits up to batch 432")
+    options = ["--hw", "l40s", "--prompt", "3000", "--generate", "400", "--weights", "int4",
+               "--kv-cache", "fp8"]
+    out = invoke("analyze", QWEN2, "--batch", "32", *options).stdout
+    assert said in " ".join(out.split())
+    out = invoke("sweep", QWEN2, "--batch", "1,32,128", *options).stdout
+    assert said in " ".join(out.split())
+    # a generation the last decode step limits says nothing more (Llama-2-7B's README example:
+    # its fp8 cache of 2047 tokens, not the prefill, is the limit)
+    plain = analyze_model(ROOT / "examples" / "hf" / "llama-2-7b.json", "a100-sxm4-80gb",
+                          batch=16, prompt=1024, generate=1024, weights="int4", kv_cache="fp8")
+    assert plain.generation is not None and plain.generation.decode_max_batch is None
+
+
 # -- training over GPUs -------------------------------------------------------------------
 
 

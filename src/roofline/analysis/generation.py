@@ -30,7 +30,10 @@ per second and the end-to-end latency, at the roofline (lower bounds).
   step's longer KV cache), so that a reader does not take the prefill's KV cache of P tokens
   for the last step's; the batch advice of the report shown says that batch too (a long
   prompt's prefill can fit fewer than the last decode step, as with a sliding window, whose
-  cache stops growing).
+  cache stops growing); where the prefill fits fewer, ``decode_max_batch`` is the last
+  decode step's own largest batch, what a server that prefills a few sequences, or chunks, at a
+  time is held to (the prefill of batch x P tokens at once holds activations such a server does
+  not).
 
 The Report shown is the last decode step (the prefill when G = 1), with this attached.
 """
@@ -69,6 +72,10 @@ class Generation:
     #: the step whose memory the report's ``memory`` parts are, the larger: "prefill" (P tokens
     #: a sequence) or "decode" (the last decode step, a KV cache of P + G - 1 tokens)
     memory_step: str = "prefill"
+    #: the largest batch the last decode step alone fits where the prefill fits fewer (its
+    #: activations of batch x P tokens at once the limit, not the KV cache), else None: what a
+    #: server that prefills a few sequences, or chunks, at a time is held to instead
+    decode_max_batch: int | None = None
 
     @property
     def decode_steps(self) -> int:
@@ -125,7 +132,8 @@ class Generation:
                 "predicted_tokens_per_s": self.predicted_tokens_per_s,
                 "decode_steps": self.decode_steps,
                 "kv_cache_tokens": [self.prompt + 1, self.prompt + self.generate - 1]
-                if self.decode_steps else None, "memory_step": self.memory_step}
+                if self.decode_steps else None, "memory_step": self.memory_step,
+                "decode_max_batch": self.decode_max_batch}
 
 
 def check_settings(source: str, phase: str | None, mode: str | None) -> None:
@@ -207,8 +215,8 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
     steps = generate - 1
     # the larger of the prefill's and the last decode step's memory, known before the decode
     # steps are analyzed, so their batch advice says the batch the whole generation fits
-    memory, step = _peak_memory(prefill.memory, memory_of(_decode(network, prompt + steps),
-                                                           hardware) if steps else None)
+    last = memory_of(_decode(network, prompt + steps), hardware) if steps else None
+    memory, step = _peak_memory(prefill.memory, last)
     fits = memory.max_batch if memory is not None else None
     shown, decode_s, predicted_s = prefill, 0.0, 0.0
     for low, high in _segments(network, prompt + 1, prompt + steps):
@@ -220,7 +228,8 @@ def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: in
         predicted_s += (high - low + 1) * (first.totals["predicted_time_s"]
                                            + shown.totals["predicted_time_s"]) / 2  # trapezoid
     result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],
-                        decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s, step)
+                        decode_s, prefill, prefill.totals["predicted_time_s"], predicted_s, step,
+                        _decode_limit(prefill.memory, last))
     return replace(shown, generation=result, memory=memory)
 
 
@@ -271,6 +280,15 @@ def _peak_memory(prefill: Memory | None, decode: Memory | None
     if prefill.max_batch is None or decode.max_batch is None:
         return peak, step
     return replace(peak, max_batch=min(prefill.max_batch, decode.max_batch)), step
+
+
+def _decode_limit(prefill: Memory | None, decode: Memory | None) -> int | None:
+    """The largest batch the last decode step fits, where the prefill, all the batch's prompts
+    at once, fits fewer (``Generation.decode_max_batch``); else None."""
+    if prefill is None or decode is None or prefill.max_batch is None or \
+            decode.max_batch is None or decode.max_batch <= prefill.max_batch:
+        return None
+    return decode.max_batch
 
 
 def _decode_sum(a: Report, b: Report, first: int, last: int) -> float:

@@ -79,7 +79,8 @@ def check_training(network: Network) -> None:
     modelled for training only."""
     if network.mode != "train":
         raise InputError(network.source, "mode", "parallel layouts are modelled for training "
-                                                 "steps (give mode train)")
+                                                 "steps only, not for serving (give mode "
+                                                 "train)")
 
 
 def check_layout(network: Network, layout: Layout) -> None:

@@ -8,10 +8,17 @@ import click
 from ..model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
 from .options import COUNT
 
+#: The options only an inference step reads: plan, which lays out training steps, parses them
+#: unlisted in its --help and refuses each, and --mode inference, in one line
+#: (``plan_command._refuse_inference``).
+INFERENCE_ONLY = ("phase", "weights", "group_size", "kv_cache", "logits")
 
-def _model_option_list(batch: bool = True, seq: bool = True) -> list:
+
+def _model_option_list(batch: bool = True, seq: bool = True, training: bool = False) -> list:
     """The options that override a model's own settings (every command that reads a model);
-    sweep gives its batches and sequence lengths its own way."""
+    sweep gives its batches and sequence lengths its own way; ``training`` (plan) hides the
+    inference-only ones from --help."""
+    hide = INFERENCE_ONLY if training else ()
     options = [
         click.option("--batch", type=COUNT,
                      help="Override the model's batch (required when the file has none)."),
@@ -30,26 +37,26 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
                      help="Override the tokens per sample (transformer models need it). Past "
                           "the model's context the step is still analyzed, with a warning: a "
                           "shape to ask about."),
-        click.option("--phase", type=click.Choice(("prefill", "decode")),
+        click.option("--phase", hidden="phase" in hide, type=click.Choice(("prefill", "decode")),
                      help="Inference phase: prefill (seq tokens at once) or decode (one new "
                           "token per sequence against a KV cache of seq tokens)."),
         click.option("--optimizer", type=click.Choice(("none", "sgd", "adam")),
                      help="Training: the optimizer update the step counts, on fp32 master "
                           "weights (a config.json has none) [default: the model's, else none]."),
-        click.option("--weights", type=click.Choice(WEIGHT_DTYPES),
+        click.option("--weights", hidden="weights" in hide, type=click.Choice(WEIGHT_DTYPES),
                      help="Inference: how weights are stored (int4 group-quantized, int8, fp8: "
                           "weight-only when narrower than --activations, dequantized and "
                           "counted) [default: the activations' dtype]."),
-        click.option("--group-size", type=COUNT,
+        click.option("--group-size", hidden="group_size" in hide, type=COUNT,
                      help="int4 weights: values per fp16 scale (must divide every weight "
                           "GEMM's K) [default: 128]."),
         click.option("--activations", type=click.Choice(DTYPES),
                      help="The activation operand and math dtype of weight GEMMs (int8 with "
                           "int8 weights: W8A8 at the int8 peak) [default: --dtype]."),
-        click.option("--kv-cache", type=click.Choice(KV_DTYPES),
+        click.option("--kv-cache", hidden="kv_cache" in hide, type=click.Choice(KV_DTYPES),
                      help="Inference: the KV cache's dtype (fp8, int8: half the cache and its "
                           "reads) [default: --dtype]."),
-        click.option("--logits", type=click.Choice(("all", "last")),
+        click.option("--logits", hidden="logits" in hide, type=click.Choice(("all", "last")),
                      help="Prefill: the output layer on every token (all: scoring) or on each "
                           "sequence's last token (last: generation); refused with --phase "
                           "decode, whose step makes one token a sequence [default: all; last "
@@ -66,9 +73,9 @@ def _model_option_list(batch: bool = True, seq: bool = True) -> list:
     return [o for index, o in enumerate(options) if index not in omitted]
 
 
-def model_options(command, batch: bool = True, seq: bool = True):
+def model_options(command, batch: bool = True, seq: bool = True, training: bool = False):
     """Decorate ``command`` with the model-override options."""
-    for option in reversed(_model_option_list(batch, seq)):
+    for option in reversed(_model_option_list(batch, seq, training)):
         command = option(command)
     return command
 

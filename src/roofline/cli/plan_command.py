@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 from ..errors import InputError
@@ -9,7 +11,7 @@ from .console import _progress, _terminal_width
 from .group import cli
 from .loading import _needs, _not_captured
 from .options import COUNT, MODEL_FILE, PLOT_FILE, QUANTIZATION_HELP, Count, _given, _one_device
-from .overrides import model_options
+from .overrides import INFERENCE_ONLY, model_options
 from .plots import _check_plot, _write_plot, force_option
 
 
@@ -20,7 +22,7 @@ from .plots import _check_plot, _write_plot, force_option
 @click.option("--gpus", required=True, metavar="N|LIST|A..B",
               help="GPU counts to plan for: 64, a comma list (8,16,64) or A..B (A, every "
                    "power of two between, and B: 8..512; 6..48 is 6,8,16,32,48).")
-@model_options
+@functools.partial(model_options, training=True)
 @click.option("--tp", metavar="LIST", help="Tensor-parallel degrees to consider [default: "
               "every divisor of N up to --gpus-per-node that divides the heads, kv_heads and "
               "FFN].")
@@ -72,6 +74,9 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
     roof and at their predicted times,
     communication by ring (hierarchical across nodes) on the links given, the 1F1B bubble,
     memory with ZeRO. The optimizer defaults to adam (mixed precision, 16 B per parameter).
+
+    Training steps only: serving (an inference step, --phase, --weights, --kv-cache, a
+    generation) split over GPUs is not modelled; analyze, compare and sweep give one GPU's.
     """
     from ..analysis.plan import make_fabric, parse_counts, plan_layouts
     from ..model.network import load_network
@@ -79,6 +84,7 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
 
     _check_plot(plot)
     _not_captured(model)
+    _refuse_inference(overrides)
     if gemms and fmt != "table":
         raise InputError("gemms", "", "the per-GPU GEMM table goes with --format table (for "
                                       "JSON: roofline analyze on the shard)")
@@ -115,6 +121,22 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
                    f"{best.layout.micro_batch}")
         click.echo(report_table(best.report, View(width=_terminal_width())), nl=False)
     _write_plot(plot, lambda charts: charts.plot_plan(result))
+
+
+def _refuse_inference(overrides: dict) -> None:
+    """One line for an inference setting given to plan, which lays out training steps only:
+    without it, --phase was refused as 'an inference setting, but the step trains: give --mode
+    inference', and --mode inference then as 'modelled for training steps (give mode train)'."""
+    given = [name for name in INFERENCE_ONLY if overrides.get(name) is not None]
+    if overrides.get("mode") == "inference":
+        given.insert(0, "mode")
+    if given:
+        option = "--" + given[0].replace("_", "-")
+        what = "inference" if given[0] == "mode" else "an inference setting"
+        raise InputError(option, "", f"{what}, but `roofline plan` splits training steps "
+                                     f"only: serving over several GPUs is not modelled "
+                                     f"(analyze, compare and sweep take --prompt P --generate "
+                                     f"G for one GPU's)")
 
 
 def _zero_stage(piece: str) -> int:

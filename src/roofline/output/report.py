@@ -402,7 +402,7 @@ def memory_line(report: Report) -> str | None:
     else:
         head = f"{label}: does not fit: needs {total} of {capacity} ({parts})"
     if g is not None:
-        return head + "; " + _generation_fitting(memory, net, g.memory_step)
+        return head + "; " + _generation_fitting(memory, net, g)
     return head + "; " + _largest_fitting(memory, net)
 
 
@@ -433,22 +433,23 @@ def peak_text(report: Report) -> str:
             f"{g.prompt + g.generate - 1} tokens)")
 
 
-def _generation_fitting(memory, net, step: str) -> str:
+def _generation_fitting(memory, net, g) -> str:
     """``the whole generation fits up to batch 147, and a prompt up to the model's context
     (8192) at batch 8``: the batch fitting both steps; the longest prompt (the prefill the
     larger) or KV cache (the last decode step) fitting at this batch."""
     if memory.max_batch is None:
         return f"captured at batch {net.batch}, so no other batch is judged"
     text = whole_generation_text(memory.max_batch)
+    limit = prefill_limit_text(g.decode_max_batch)
     if not memory.max_batch:
-        return text
-    what = "a prompt" if step == "prefill" else "a KV cache"
+        return text + limit
+    what = "a prompt" if g.memory_step == "prefill" else "a KV cache"
     if memory.seq_limit == "context":
         return text + f", and {what} up to the model's context ({memory.max_seq}) at batch " \
-            f"{net.batch}"
+            f"{net.batch}" + limit
     if not memory.max_seq:
-        return text
-    return text + f", and {what} up to {memory.max_seq} tokens at batch {net.batch}"
+        return text + limit
+    return text + f", and {what} up to {memory.max_seq} tokens at batch {net.batch}" + limit
 
 
 def whole_generation_text(max_batch: int) -> str:
@@ -457,6 +458,17 @@ def whole_generation_text(max_batch: int) -> str:
     if not max_batch:
         return "not even batch 1 fits the whole generation"
     return f"the whole generation fits up to batch {max_batch}"
+
+
+def prefill_limit_text(decode_max_batch: int | None) -> str:
+    """``; its prefill, every prompt of the batch at once, is the limit: the last decode step
+    alone fits up to batch 432 (...)`` where a generation's prefill fits fewer sequences than
+    its last decode step (``Generation.decode_max_batch``), else empty."""
+    if decode_max_batch is None:
+        return ""
+    return (f"; its prefill, every prompt of the batch at once, is the limit: the last decode "
+            f"step alone fits up to batch {decode_max_batch} (a server that prefills a few "
+            f"sequences, or chunks, at a time)")
 
 
 def _window_text(network) -> str:

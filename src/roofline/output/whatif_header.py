@@ -14,6 +14,7 @@ from .report import (
     optimizer_states_text,
     peak_text,
     precision_text,
+    prefill_limit_text,
     quantization_line,
     ridge_text,
     step_text,
@@ -175,7 +176,7 @@ def _generation_header(s: Sweep) -> list[str]:
                   "larger batches are marked 'does not fit'")
         lines.append(f"memory{peak_text(first)}: {fit_text(s.max_batch, None, True)} "
                      f"({capacity_text(memory.capacity_bytes, memory.capacity_basis)})"
-                     f"; {marked}")
+                     f"{prefill_limit_text(g.decode_max_batch)}; {marked}")
     return lines + [f"warning: {text}" for text in sweep_warnings(s)]
 
 
