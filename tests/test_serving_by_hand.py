@@ -281,23 +281,24 @@ def test_pipeline_bubble_two_stages_four_micro_batches():
 
 def test_every_capacity_says_what_it_is_based_on(invoke):
     """An H100 SXM5 80GB is held against the 85,017,493,504 B CUDA reported on one (hwdb
-    memory.reported_bytes), an A100 80GB against its datasheet's 80 x 10^9 B (no reading
+    memory.reported_bytes), an H100 PCIe 80GB against its datasheet's 80 x 10^9 B (no reading
     recorded): the same "80GB" on both boxes, 6% apart, so every line naming a capacity says
     which, and JSON says it beside capacity_bytes."""
     from roofline.output.hardware import capacity_text
 
-    h100, a100 = load_hardware("h100"), load_hardware("a100-sxm4-80gb")
+    h100, pcie = load_hardware("h100"), load_hardware("h100-pcie-80gb")
     assert (h100.memory_capacity_basis, h100.memory_capacity_bytes) == ("cuda", CAPACITY)
-    assert (a100.memory_capacity_basis, a100.memory_capacity_bytes) == ("datasheet", 80e9)
+    assert (pcie.memory_capacity_basis, pcie.memory_capacity_bytes) == ("datasheet", 80e9)
     assert capacity_text(80.1e9, "probe") == "the 80.1 GB the probe read"
     assert capacity_text(8e9, None) == "8 GB"
     args = ["--batch", "1", "--seq", "4096", "--mode", "inference", "--phase", "decode"]
-    for hw, said in (("h100", "of the 85 GB CUDA reports"), ("a100", "of the datasheet's 80 GB")):
+    for hw, said in (("h100", "of the 85 GB CUDA reports"),
+                     ("h100-pcie-80gb", "of the datasheet's 80 GB")):
         out = invoke("analyze", LLAMA3, "--hw", hw, *args)
         assert said in " ".join(out.stdout.split()), hw
-    compared = " ".join(invoke("compare", LLAMA3, "--hw", "a100", "--hw", "h100", *args).stdout
-                        .split())
-    assert ("memory against: a100-sxm4-80gb the datasheet's 80 GB, h100-sxm5-80gb the 85 GB "
+    compared = " ".join(invoke("compare", LLAMA3, "--hw", "h100-pcie-80gb", "--hw", "h100",
+                               *args).stdout.split())
+    assert ("memory against: h100-pcie-80gb the datasheet's 80 GB, h100-sxm5-80gb the 85 GB "
             "CUDA reports") in compared
     data = json.loads(invoke("analyze", LLAMA3, "--hw", "h100", *args, "--format", "json")
                       .stdout)
