@@ -20,7 +20,7 @@ ROOT = Path(__file__).parent.parent
 LLAMA = str(ROOT / "examples" / "hf" / "llama-2-7b.json")
 A100 = "a100-sxm4-80gb"
 PEAK, BW = 312e12, 2039e9  # A100 SXM4 80GB (hwdb): dense fp16 FLOP/s, HBM bytes/s
-CAPACITY = 80e9  # its datasheet's 80 GB, as 10^9 B (its entry records no CUDA figure)
+CAPACITY = 85_100_068_864  # what CUDA reports on one (hwdb memory.reported_bytes, deviceQuery)
 WORKSPACE = 1e9  # the stated GPU workspace allowance (analysis.memory.WORKSPACE_BYTES)
 
 # One transformer block (hidden 256, 4 heads of 64, FFN 1024 with GELU, LayerNorm, causal
@@ -114,7 +114,8 @@ def test_a_sweep_point_by_hand(tiny):
 def test_the_generation_memory_limit_by_hand(tiny):
     """Memory a sequence, on top of the weights (2 x 1,043,456 parameters = 2,086,912 B:
     qkv 256 x 768, proj 256 x 256, FFN 2 x 256 x 1024, two LayerNorms' 2 x 2 x 256, the
-    output layer 256 x 1000) and the 1 GB workspace, against 80e9 B: 78,997,913,088 B left.
+    output layer 256 x 1000) and the 1 GB workspace, against the 85,100,068,864 B CUDA reports:
+    84,097,981,952 B left.
 
     Prefill of P tokens a sequence: its KV cache P x 2h x 2 B = 1024 P, and the most one layer
     holds at once, the residual stream P h 2 B = 512 P plus the FFN's up and GELU outputs
@@ -122,14 +123,14 @@ def test_the_generation_memory_limit_by_hand(tiny):
     5632 P B. Last decode step: its KV cache of P + G - 1 tokens, 1024 (P + G - 1), and one
     token's 512 + 4096 = 4608 B.
 
-    P = 1000, G = 1000: the prefill holds 5,632,000 B a sequence (14,026 sequences fit), the
-    last step 2,051,584 (38,505): the generation fits up to 14,026, where a decode sweep at
-    seq 1999 says 38,505. P = 100, G = 3000: 563,200 (140,266) against 3,177,984 (24,857):
+    P = 1000, G = 1000: the prefill holds 5,632,000 B a sequence (14,932 sequences fit), the
+    last step 2,051,584 (40,991): the generation fits up to 14,932, where a decode sweep at
+    seq 1999 says 40,991. P = 100, G = 3000: 563,200 (149,321) against 3,177,984 (26,462):
     the last decode step is the limit."""
     left = int(CAPACITY - WORKSPACE - 2_086_912)
-    assert left == 78_997_913_088
-    for prompt, generate, limit, step in ((1000, 1000, 14_026, "prefill"),
-                                          (100, 3000, 24_857, "decode")):
+    assert left == 84_097_981_952
+    for prompt, generate, limit, step in ((1000, 1000, 14_932, "prefill"),
+                                          (100, 3000, 26_462, "decode")):
         prefill, last = 5632 * prompt, 1024 * (prompt + generate - 1) + 4608
         assert limit == left // max(prefill, last)
         s = sweep(tiny, A100, [1, limit, limit + 1], prompt=prompt, generate=generate)
@@ -141,14 +142,15 @@ def test_the_generation_memory_limit_by_hand(tiny):
         # a decode sweep at the last step's seq judges that step alone
         decode = sweep(tiny, A100, [1], seqs=prompt + generate - 1, phase="decode")
         assert decode.max_batch == left // last
-    table = sweep(tiny, A100, [1, 14_027], prompt=1000, generate=1000)
+    table = sweep(tiny, A100, [1, 14_933], prompt=1000, generate=1000)
     from roofline.output.whatif_sweep import sweep_table
 
     text = sweep_table(table)
     assert ("memory at the generation's peak, the prefill (1000 tokens a sequence): the whole "
-            "generation fits up to batch 14026") in text
-    row = next(line for line in text.splitlines() if line.startswith("14027 "))
-    assert row.endswith("80 GB: does not fit                99%")  # marked, not dropped
+            "generation fits up to batch 14932") in text
+    row = next(line for line in text.splitlines() if line.startswith("14933 "))
+    # 2,086,912 + 10^9 + 14,933 x 5,632,000 = 85,104,642,912 B, over 85,100,068,864
+    assert row.endswith("85.1 GB: does not fit                99%")  # marked, not dropped
 
 
 @pytest.mark.parametrize("batches", [[1, 8, 64], [256]])

@@ -32,11 +32,13 @@ def test_entry_loads_and_is_named_after_its_file(path):
             assert "gpu_measure.py" in source.command
             assert source.covers in (("llc_mb",), ("memory",))
     if spec.memory_reported_bytes is not None:
-        # the datasheet's GB are binary on these boards, less what the driver reserves: the
-        # reading lies between the decimal and the binary reading of the datasheet's figure
+        # the datasheet's GB are binary on these boards, less what the driver reserves (ECC
+        # on a GDDR6 card keeps up to 1/16 of it): the reading lies under the binary reading
+        # of the datasheet's figure and at most 7% under its decimal one (an L4's "24GB" is
+        # 23,570,219,008 B as CUDA reports it, 1.8% under 24 x 10^9; an A100 80GB's 6% over)
         assert spec.memory_capacity_gb is not None
         gb = spec.memory_capacity_gb
-        assert gb * 1e9 < spec.memory_reported_bytes <= gb * 2**30
+        assert 0.93 * gb * 1e9 < spec.memory_reported_bytes <= gb * 2**30
         assert spec.memory_capacity_bytes == spec.memory_reported_bytes
 
 
@@ -72,7 +74,49 @@ CAPACITY_GB = {"a10": 24, "a100-pcie-40gb": 40, "a100-pcie-80gb": 80, "a100-sxm4
                "v100-sxm2-16gb": 16, "v100-sxm2-32gb": 32, "b200-sxm-180gb": 180}
 
 
-REPORTED_BYTES = {"h100-sxm5-80gb": 85_017_493_504, "h200-sxm-141gb": 150_109_880_320}
+MIB = 2**20
+# What CUDA reports (totalGlobalMem), as each entry's source printed it: read on lent GPUs
+# (H100, H200: benchmarks/data/), else a public paste of deviceQuery (its "N MBytes (B bytes)",
+# the bytes exact) or of a tool printing totalGlobalMem in MiB (to within 1 MiB). The entries
+# not here have no trustworthy public reading found and keep the datasheet's GB x 10^9.
+REPORTED_BYTES = {
+    "h100-sxm5-80gb": 85_017_493_504, "h200-sxm-141gb": 150_109_880_320,
+    # deviceQuery, driver 12.5: "81158 MBytes (85100068864 bytes)" (thamada/nvidia-smi)
+    "a100-sxm4-80gb": 85_100_068_864,
+    # deviceQuery, driver 12.2: "40339 MBytes (42298834944 bytes)" (bottlerocket PR 3873)
+    "a100-sxm4-40gb": 42_298_834_944,
+    # mixbench-cuda, driver 12.3: "Total global mem: 81049 MB", MiB (ekondis/mixbench#47)
+    "a100-pcie-80gb": 81_049 * MIB,
+    # deviceQuery, driver 12.4: "22478 MBytes (23570219008 bytes)" (thamada/nvidia-smi)
+    "l4": 23_570_219_008,
+    # deviceQuery, driver 12.4: "45589 MBytes (47803596800 bytes)" (thamada/nvidia-smi)
+    "l40s": 47_803_596_800,
+    # deviceQuery, driver 11.0: "15110 MBytes (15843721216 bytes)" (chiemon.github.io)
+    "t4": 15_843_721_216,
+    # collect_device (totalGlobalMem), driver 12.2: "21.99 GBytes (23609475072 bytes)"
+    "a10": 23_609_475_072,
+    # deviceQuery, driver 9.0: "11172 MBytes (11715084288 bytes)" (ethminer#536)
+    "gtx-1080-ti": 11_715_084_288,
+    # deviceQuery, driver 10.1: "12205 MBytes (12797607936 bytes)" (gpgpu-sim#169)
+    "gtx-titan-x": 12_797_607_936,
+}
+
+
+@pytest.mark.parametrize("name", sorted(set(REPORTED_BYTES) - {"h100-sxm5-80gb",
+                                                                "h200-sxm-141gb"}))
+def test_each_public_memory_reading_is_sourced_with_the_figure_it_printed(name):
+    # a public reading names, in its memory source's title, the figure printed there, and
+    # links the page or thread it was printed on; the figure's MiB agree with the bytes
+    # (deviceQuery rounds bytes / 2^20 to whole MBytes; mixbench prints whole MiB)
+    spec = load_hardware(name)
+    reading = REPORTED_BYTES[name]
+    assert spec.memory_reported_bytes == reading
+    sources = [s for s in spec.sources
+               if s.covers == ("memory",) and "global mem" in s.title.lower()]
+    assert len(sources) == 1, [s.title for s in spec.sources]
+    assert sources[0].url and sources[0].url.startswith("https://")
+    # deviceQuery prints "N MBytes (B bytes)": B is the reading; mixbench prints whole MiB
+    assert str(reading) in sources[0].title or f"{reading // MIB} MB" in sources[0].title
 
 
 @pytest.mark.parametrize("name", GPU_NAMES)

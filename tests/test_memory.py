@@ -72,13 +72,35 @@ def test_largest_decode_batch_at_1024_plus_1024_tokens_on_a100_80gb():
     memory = _memory(batch=1, seq=2048, phase="decode")
     fixed = 13_476_831_232 + 10**9  # weights + the stated workspace
     per_sequence = 2048 * 524_288 + 74_240  # KV cache of 2048 tokens + decode activations
-    # (80e9 - 14,476,831,232) / 1,073,816,064 = 61.02 -> 61
-    assert memory.max_batch == (80 * 10**9 - fixed) // per_sequence == 61
+    # against the 85,100,068,864 B CUDA reports on an A100-SXM4-80GB (hwdb, deviceQuery):
+    # (85,100,068,864 - 14,476,831,232) / 1,073,816,064 = 65.77 -> 65 (the datasheet's
+    # 80e9 said 61.02 -> 61)
+    assert memory.max_batch == (85_100_068_864 - fixed) // per_sequence == 65
     assert WORKSPACE_BYTES == 10**9
-    at_61 = _memory(batch=61, seq=2048, phase="decode")
-    at_62 = _memory(batch=62, seq=2048, phase="decode")
-    assert at_61.fits and not at_62.fits
-    assert at_62.total_bytes == fixed + 62 * per_sequence
+    at_65 = _memory(batch=65, seq=2048, phase="decode")
+    at_66 = _memory(batch=66, seq=2048, phase="decode")
+    assert at_65.fits and not at_66.fits
+    assert at_66.total_bytes == fixed + 66 * per_sequence
+
+
+def test_a100_80gb_batch_65_fits_what_cuda_reports_where_the_datasheet_said_it_did_not(invoke):
+    """The edge the datasheet's decimal GB got wrong. Llama-2-7B decoding 2048 tokens, fp16,
+    batch 65 on an A100-SXM4-80GB: 13,476,831,232 weights + 65 x 2048 x 524,288 KV
+    (69,793,218,560) + 65 x 74,240 activations (4,825,600) + 10^9 workspace =
+    84,274,875,392 B. That is over 80 x 10^9 (the datasheet's "80GB" read as decimal: "does
+    not fit") but under the 85,100,068,864 B CUDA reports on the device (deviceQuery, hwdb's
+    memory.reported_bytes): it fits. Batch 66 needs 1,073,816,064 more, 85,348,691,456 B:
+    over either, so it does not."""
+    args = [LLAMA, "--hw", "a100-sxm4-80gb", "--seq", "2048", "--mode", "inference",
+            "--phase", "decode", "--format", "json"]
+    at_65 = json.loads(invoke("analyze", *args, "--batch", "65").stdout)["memory"]
+    assert at_65["total_bytes"] == 13_476_831_232 + 69_793_218_560 + 4_825_600 + 10**9
+    assert at_65["total_bytes"] == 84_274_875_392 > 80 * 10**9
+    assert (at_65["capacity_bytes"], at_65["capacity_basis"]) == (85_100_068_864, "cuda")
+    assert at_65["fits"] is True
+    at_66 = json.loads(invoke("analyze", *args, "--batch", "66").stdout)["memory"]
+    assert at_66["total_bytes"] == 85_348_691_456 > 85_100_068_864
+    assert at_66["fits"] is False
 
 
 def test_h100_batch_66_seq_2048_decode_does_not_fit(invoke):
@@ -242,30 +264,31 @@ def test_a_cpu_step_has_no_cuda_workspace():
 
 
 def test_an_aligned_batch_that_does_not_fit_is_not_offered(invoke):
-    """Llama-2-7B decoding at seq 700 on an A100 80GB (fp16). Memory: (80e9 - 13,476,831,232
-    weights - 10^9 workspace) // (700 x 524,288 KV + 74,240 activations a sequence) =
-    65,523,168,768 // 367,075,840 = 178 sequences fit. Ridge 312 / 2.039 = 153.015 FLOP/B; a
+    """Llama-2-7B decoding at seq 702 on an A100 80GB (fp16). Memory: (85,100,068,864 B as
+    CUDA reports it - 13,476,831,232 weights - 10^9 workspace) // (702 x 524,288 KV + 74,240
+    activations a sequence) = 70,623,237,632 // 368,198,656 = 191.85 -> 191 sequences fit
+    (at seq 700, 192.39: 192 would fit). Ridge 312 / 2.039 = 153.015 FLOP/B; a
     decode GEMM B x N x K turns compute-bound where B N K / (B K + N K + B N) >= R, i.e.
     B >= R N K / (N K - R (N + K)): qkv (12288 x 4096) 161.04 -> 162, proj (4096 x 4096)
     165.37 -> 166, ffn_up (22016 x 4096) 160.11 -> 161, ffn_down (4096 x 11008) 161.28 -> 162,
     lm_head (32000 x 4096) 159.75 -> 160: each fits, but 192, the next multiple of 64 (the
     A100's 128-byte tier in fp16), does not. The advice offered 192 beside each."""
-    args = [LLAMA, "--hw", "a100", "--seq", "700", "--mode", "inference", "--phase", "decode",
+    args = [LLAMA, "--hw", "a100", "--seq", "702", "--mode", "inference", "--phase", "decode",
             "--gemms-only"]
     text = " ".join(invoke("analyze", *args, "--batch", "150").stdout.split())
-    assert "fits up to batch 178 at seq 700" in text
+    assert "fits up to batch 191 at seq 702" in text
     for names, batch in (("MM1, MM4", 162), ("MM2", 166), ("MM3", 161), ("MM129", 160)):
         assert f"{names}: batch >= {batch} makes it compute-bound " in text + " "
     assert "192" not in text.partition("warnings and advice:")[2]
     # at batch 176 (fits; compute-bound) the 128-byte tier's advice pads to 192 and says so
     text = " ".join(invoke("analyze", *args, "--batch", "176").stdout.split())
     assert ("advice: batch 176: MM1, MM2, MM3, MM4, MM129: pad to 192 (128-byte tier: multiples "
-            "of 64 run best here), but batch 192 does not fit in memory (at most batch 178)"
+            "of 64 run best here), but batch 192 does not fit in memory (at most batch 191)"
             ) in text
     # and JSON's per-GEMM advice says it too: "(next: 192)" stood alone there
     data = json.loads(invoke("analyze", *args, "--batch", "176", "--format", "json").stdout)
-    assert data["memory"]["max_batch"] == 178
+    assert data["memory"]["max_batch"] == 191
     for gemm in data["gemms"]:
         assert gemm["advice"][0] == ("M=176 (batch): multiples of 64 run best on this device "
                                      "(next: 192, but batch 192 does not fit in memory (at "
-                                     "most batch 178))")
+                                     "most batch 191))")

@@ -191,7 +191,8 @@ QWEN2 = ROOT / "examples" / "hf" / "qwen2-7b.json"
 
 def test_a_prefill_limited_generation_names_the_last_decode_steps_own_batch(invoke):
     """Qwen2-7B (hidden 3584, 28 layers, 28 heads of 128, 4 KV heads, FFN 18944 gated, vocab
-    152064, untied, qkv biases) on an L40S (48 GB, the datasheet's 10^9 B), int4 weights in
+    152064, untied, qkv biases) on an L40S (47,803,596,800 B, what CUDA reports: hwdb's
+    memory.reported_bytes), int4 weights in
     groups of 128, an fp8 cache, prompt 3000 + 400 tokens.
 
     Weights: the matrices a block holds, q 3584 x 3584, k and v 3584 x 512 each, o 3584 x 3584,
@@ -203,23 +204,23 @@ def test_a_prefill_limited_generation_names_the_last_decode_steps_own_batch(invo
     The fp8 cache: 2 (K, V) x 28 x 4 x 128 x 1 B = 28,672 B a token.
     Prefill, per sequence: 3000 x 28,672 = 86,016,000 B of cache and the widest layer's live
     activations, 3000 tokens x (3584 in + 2 x 18944 gate/up + 18944 silu) x 2 B = 362,496,000:
-    448,512,000 B. (48e9 - 4,736,277,504 - 1e9) / 448,512,000 = 94.2: batch 94.
+    448,512,000 B. (47,803,596,800 - 4,736,277,504 - 1e9) / 448,512,000 = 93.8: batch 93.
     The last decode step alone, per sequence: 3399 x 28,672 = 97,456,128 B of cache and the
-    logits' layer live, (3584 + 152064) x 2 = 311,296: (48e9 - 4,736,277,504 - 1e9) /
-    97,767,424 = 432.3: batch 432, what a server that prefills a few sequences, or chunks, at a
-    time can hold. Until 0.9.0 only the 94 was said."""
+    logits' layer live, (3584 + 152064) x 2 = 311,296: (47,803,596,800 - 4,736,277,504 -
+    1e9) / 97,767,424 = 430.3: batch 430, what a server that prefills a few sequences, or chunks, at a
+    time can hold. Until 0.9.0 only the 93 was said."""
     weights = 3_535_142_912 + 110_473_216 + 1_090_661_376
-    free = 48e9 - weights - 1e9
-    assert int(free // (3000 * 28_672 + 3000 * (3584 + 3 * 18944) * 2)) == 94
-    assert int(free // (3399 * 28_672 + (3584 + 152_064) * 2)) == 432
+    free = 47_803_596_800 - weights - 1e9
+    assert int(free // (3000 * 28_672 + 3000 * (3584 + 3 * 18944) * 2)) == 93
+    assert int(free // (3399 * 28_672 + (3584 + 152_064) * 2)) == 430
     report = analyze_model(QWEN2, "l40s", batch=32, prompt=3000, generate=400, weights="int4",
                            kv_cache="fp8")
     g, memory = report.generation, report.memory
     assert g is not None and memory is not None and memory.weights == weights
-    assert g.memory_step == "prefill" and memory.max_batch == 94
-    assert g.decode_max_batch == 432 and report.to_dict()["generation"]["decode_max_batch"] == 432
+    assert g.memory_step == "prefill" and memory.max_batch == 93
+    assert g.decode_max_batch == 430 and report.to_dict()["generation"]["decode_max_batch"] == 430
     said = ("its prefill, every prompt of the batch at once, is the limit: the last decode step "
-            "alone fits up to batch 432")
+            "alone fits up to batch 430")
     options = ["--hw", "l40s", "--prompt", "3000", "--generate", "400", "--weights", "int4",
                "--kv-cache", "fp8"]
     out = invoke("analyze", QWEN2, "--batch", "32", *options).stdout
@@ -328,23 +329,24 @@ def test_pipeline_bubble_two_stages_four_micro_batches():
 
 def test_every_capacity_says_what_it_is_based_on(invoke):
     """An H100 SXM5 80GB is held against the 85,017,493,504 B CUDA reported on one (hwdb
-    memory.reported_bytes), an A100 80GB against its datasheet's 80 x 10^9 B (no reading
+    memory.reported_bytes), an H100 PCIe 80GB against its datasheet's 80 x 10^9 B (no reading
     recorded): the same "80GB" on both boxes, 6% apart, so every line naming a capacity says
     which, and JSON says it beside capacity_bytes."""
     from roofline.output.hardware import capacity_text
 
-    h100, a100 = load_hardware("h100"), load_hardware("a100-sxm4-80gb")
+    h100, pcie = load_hardware("h100"), load_hardware("h100-pcie-80gb")
     assert (h100.memory_capacity_basis, h100.memory_capacity_bytes) == ("cuda", CAPACITY)
-    assert (a100.memory_capacity_basis, a100.memory_capacity_bytes) == ("datasheet", 80e9)
+    assert (pcie.memory_capacity_basis, pcie.memory_capacity_bytes) == ("datasheet", 80e9)
     assert capacity_text(80.1e9, "probe") == "the 80.1 GB the probe read"
     assert capacity_text(8e9, None) == "8 GB"
     args = ["--batch", "1", "--seq", "4096", "--mode", "inference", "--phase", "decode"]
-    for hw, said in (("h100", "of the 85 GB CUDA reports"), ("a100", "of the datasheet's 80 GB")):
+    for hw, said in (("h100", "of the 85 GB CUDA reports"),
+                     ("h100-pcie-80gb", "of the datasheet's 80 GB")):
         out = invoke("analyze", LLAMA3, "--hw", hw, *args)
         assert said in " ".join(out.stdout.split()), hw
-    compared = " ".join(invoke("compare", LLAMA3, "--hw", "a100", "--hw", "h100", *args).stdout
-                        .split())
-    assert ("memory against: a100-sxm4-80gb the datasheet's 80 GB, h100-sxm5-80gb the 85 GB "
+    compared = " ".join(invoke("compare", LLAMA3, "--hw", "h100-pcie-80gb", "--hw", "h100",
+                               *args).stdout.split())
+    assert ("memory against: h100-pcie-80gb the datasheet's 80 GB, h100-sxm5-80gb the 85 GB "
             "CUDA reports") in compared
     data = json.loads(invoke("analyze", LLAMA3, "--hw", "h100", *args, "--format", "json")
                       .stdout)

@@ -53,21 +53,22 @@ def test_decode_gemms_never_turn_compute_bound_by_seq():
 
 
 def test_seq_sweep_marks_the_sequences_that_do_not_fit(invoke):
-    # decode at batch 64 on 80 GB: (80e9 - 14,476,831,232 - 4,751,360) // (64 x 524,288)
-    # = 1952 tokens fit (tests/test_memory.py); 2048 does not
+    # decode at batch 64 against the 85,100,068,864 B CUDA reports on an A100 80GB (hwdb):
+    # (85,100,068,864 - 14,476,831,232 - 4,751,360) // (64 x 524,288) = 2104 tokens fit
+    # (80e9 said 1952); 2176 does not: 14,481,582,592 + 64 x 2176 x 524,288 = 87.5 GB
     out = invoke("sweep", LLAMA, "--hw", "a100-sxm4-80gb", "--batch", "64", "--seq",
-                 "1024,2048", "--mode", "inference", "--phase", "decode", "--dtype", "fp16",
+                 "1024,2176", "--mode", "inference", "--phase", "decode", "--dtype", "fp16",
                  "--format", "json")
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
-    assert data["axis"] == "seq" and data["seqs"] == [1024, 2048] and data["batches"] == [64]
-    assert data["max_seq"] == 1952
-    assert [(p["seq"], p["fits"]) for p in data["points"]] == [(1024, True), (2048, False)]
+    assert data["axis"] == "seq" and data["seqs"] == [1024, 2176] and data["batches"] == [64]
+    assert data["max_seq"] == 2104
+    assert [(p["seq"], p["fits"]) for p in data["points"]] == [(1024, True), (2176, False)]
     table = invoke("sweep", LLAMA, "--hw", "a100-sxm4-80gb", "--batch", "64", "--seq",
-                   "1024,2048", "--mode", "inference", "--phase", "decode", "--dtype",
+                   "1024,2176", "--mode", "inference", "--phase", "decode", "--dtype",
                    "fp16").output
-    assert "seq <= 1952 fits in memory at batch 64" in table
-    assert "83.2 GB: does not fit" in table
+    assert "seq <= 2104 fits in memory at batch 64" in table
+    assert "87.5 GB: does not fit" in table
 
 
 def test_a_grid_has_every_pair_and_batch_transitions_per_seq(invoke):
@@ -157,13 +158,14 @@ def test_bad_sweeps_are_one_line(invoke, tmp_path, monkeypatch, args, message):
 
 
 def test_a_seq_sweep_chart_has_seq_on_its_x_axis(tmp_path):
-    s = sweep(LLAMA, "a100-sxm4-80gb", [64], seqs=[1024, 2048], mode="inference",
+    # 2104 tokens fit at batch 64 (test_seq_sweep_marks_the_sequences_that_do_not_fit)
+    s = sweep(LLAMA, "a100-sxm4-80gb", [64], seqs=[1024, 2176], mode="inference",
               phase="decode", dtype="fp16")
     ax = s.plot()
     assert ax.get_xlabel() == "sequence length (tokens)"
     assert "vs seq" in ax.get_title() and "seq 1024" not in ax.get_title()
     labels = ax.get_legend_handles_labels()[1]
-    assert "does not fit in memory (seq > 1952)" in labels
+    assert "does not fit in memory (seq > 2104)" in labels
 
 
 def test_a_seq_sweeps_csv_gives_each_row_the_batch_crossing_at_its_own_seq():

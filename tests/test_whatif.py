@@ -486,7 +486,8 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
     2,885,681,152 + 8 x 32 heads x 4096 queries x 4 B of log-sum-exp = 4,194,304, so
     5,037,359,104 x 32 = 161,195,491,328, plus the final norm's and lm_head's inputs (T h 2 =
     268,435,456 each) and the logits (T x 32000 x 2 = 2,097,152,000): 163,829,514,240; and the
-    1 GB workspace: 191,783,176,704 B, 192 GB, more than 16 or 80 GB."""
+    1 GB workspace: 191,783,176,704 B, 192 GB, more than the V100's 16 GB or the 85.1 and 85.0 GB
+    CUDA reports on an A100 and an H100 80GB."""
     from roofline.analysis.report import analyze
     from roofline.output.whatif import comparison_html
 
@@ -494,8 +495,8 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
                 ["v100-sxm2-16gb", "a100-sxm4-80gb", "h100-sxm5-80gb"], seq=4096, batch=8)
     data = comparison_dict(c)
     assert [(d["memory_bytes"], d["capacity_bytes"], d["fits"]) for d in data["devices"]] == [
-        (191_783_176_704, 16 * 10**9, False), (191_783_176_704, 80 * 10**9, False),
-        (191_783_176_704, 85_017_493_504, False)]  # the H100's as CUDA reports it
+        (191_783_176_704, 16 * 10**9, False), (191_783_176_704, 85_100_068_864, False),
+        (191_783_176_704, 85_017_493_504, False)]  # the A100's and H100's as CUDA reports them
     # the figure is analyze's, not a second count
     alone = analyze(c.reports[2].network, c.reports[2].hardware).memory
     assert alone is not None and alone.total_bytes == 191_783_176_704 and alone.fits is False
@@ -507,7 +508,7 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
     table = comparison_table(c)
     # the header's fourth line says each capacity's basis (0.9.0), then the devices' table
     assert table.splitlines()[3] == ("memory against: v100-sxm2-16gb the datasheet's 16 GB, "
-                                     "a100-sxm4-80gb the datasheet's 80 GB, h100-sxm5-80gb the "
+                                     "a100-sxm4-80gb the 85.1 GB CUDA reports, h100-sxm5-80gb the "
                                      "85 GB CUDA reports")
     # a training step without an optimizer says what its memory leaves out (0.9.0): 12 B a
     # parameter, 12 x 6,738,415,616 = 80.9 GB
@@ -526,7 +527,7 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
 def test_compare_names_the_fastest_device_that_holds_the_step():
     """At batch 2 the same step needs 26,953,662,464 (weights and gradients) + 163,829,514,240
     / 4 (activations, by the batch) + 10^9 = 68,911,041,024 B, 68.9 GB: the 80 GB A100 holds
-    it, the L40S (48 GB) and the 40 GB A100 do not. The L40S is the fastest (fp16 362 against
+    it, the L40S (47.8 GB as CUDA reports it) and the 40 GB A100 (42.3) do not. The L40S is the fastest (fp16 362 against
     312 TFLOP/s, 86% compute-bound) and says it cannot hold it; the verdict names the other
     that cannot and the fastest that can. A CPU entry states no capacity: not checked."""
     c = compare(EXAMPLES / "hf" / "llama-2-7b.json",
@@ -538,7 +539,7 @@ def test_compare_names_the_fastest_device_that_holds_the_step():
     assert c.fastest_fitting is c.baseline
     verdict = data["verdict"]
     assert verdict.startswith("l40s is the fastest (the step does not fit in its memory: needs "
-                              "68.9 GB of the datasheet's 48 GB): ")
+                              "68.9 GB of the 47.8 GB CUDA reports): ")
     assert ("; the step does not fit in the memory of a100-sxm4-40gb; the fastest that holds "
             "it is a100-sxm4-80gb, at 1.21 s per step. Predicted") in verdict
     assert "l40s (does not fit) at" in verdict
