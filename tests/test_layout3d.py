@@ -1,7 +1,8 @@
 """Depthwise and grouped 3-D convolutions as a lent H100 ran them (benchmarks/data/
 h100_live_convs_align.csv): the values cuDNN transposes around a grouped one on NCDHW maps
 (model.capture_convs._transposed), worked out by hand and held against the transposes' profiled
-time.
+time, and the layout warning's channels_last_3d advice qualified by what that layout did to them
+(output.layout3d), its numbers read from the CSV.
 
 Needs torch (the `torch` extra)."""
 
@@ -99,3 +100,91 @@ def test_the_grouped_transposes_price_near_what_cudnn_took():
     assert "convolveNd_dgrad_float_engine" in backward["kernels"]
     assert round(float(backward["transpose_us"]), 1) == 76.7
     assert round(2 * 4 * 2 * 25_703_936 / (0.88 * 3.35e12) * 1e6, 1) == 139.5
+
+
+def test_the_evidence_is_the_csv_and_depthwise_ran_slower_in_every_case():
+    from roofline.output.layout3d import GROUPED_3D_EVIDENCE
+
+    rows = _rows()
+    sets = {"depthwise": "dw", "8 groups": "grouped", "32 groups": "grouped4"}
+    for (kind, dtype, pass_), (ncdhw, ndhwc) in GROUPED_3D_EVIDENCE.items():
+        assert float(rows[sets[kind], dtype, "ncdhw", pass_]["eager_us"]) == ncdhw
+        assert float(rows[sets[kind], dtype, "ndhwc", pass_]["eager_us"]) == ndhwc
+        # the wall clock the warning says "slower" of, and the kernels' sums agree in direction
+        if kind == "depthwise":
+            assert ndhwc > 3.9 * ncdhw
+            assert (float(rows["dw", dtype, "ndhwc", pass_]["kernel_us"])
+                    > 4 * float(rows["dw", dtype, "ncdhw", pass_]["kernel_us"]))
+    assert len(GROUPED_3D_EVIDENCE) == 12
+
+
+def _x3d(dtype, channels_last: bool = False, grouped: bool = True, mode: str = "train"):
+    """A stem, a depthwise Conv3d and (``grouped``) one of 4 groups, as X3D and ResNeXt-3D have
+    them."""
+    layers = [torch.nn.Conv3d(3, 24, (1, 3, 3), padding=(0, 1, 1), bias=False),
+              torch.nn.Conv3d(24, 24, 3, padding=1, groups=24, bias=False)]
+    if grouped:
+        layers.append(torch.nn.Conv3d(24, 24, 3, padding=1, groups=4, bias=False))
+    module = torch.nn.Sequential(*layers).to(dtype)
+    x = torch.randn(2, 3, 4, 8, 8, dtype=dtype)
+    if channels_last:
+        module = module.to(memory_format=torch.channels_last_3d)
+        x = x.to(memory_format=torch.channels_last_3d)
+    return capture(module, x, mode=mode)
+
+
+def _warning(network) -> str:
+    (warning,) = [w for w in analyze(network, load_hardware("h100-sxm5-80gb")).warnings
+                  if "NCDHW" in w]
+    return warning
+
+
+def test_the_layout_warning_keeps_depthwise_3d_ones_ncdhw():
+    # it said only "module.to(memory_format=torch.channels_last_3d), and the input likewise,
+    # runs them in NDHWC", which ran the H100's depthwise Conv3d 4.43x slower forward in bf16
+    # (3,230.592 against 728.608 us a call: 4.434) and 35.7x backward (112,944.450 against
+    # 3,167.648: 35.66)
+    warning = _warning(_x3d(torch.bfloat16))
+    assert ("runs them in NDHWC, but not for every 3-D convolution: on a lent H100 "
+            "(benchmarks/data/h100_live_convs_align.csv; a call's wall clock, bf16) a depthwise "
+            "3 x 3 x 3 Conv3d of 96 channels ran slower in channels_last_3d than in NCDHW, where "
+            "torch runs its own depthwise kernels, 4.43x forward (3.23 against 0.73 ms) and "
+            "35.7x backward (112.94 against 3.17 ms), so keep this step's 1 depthwise 3-D "
+            "convolution (1) in NCDHW, weight and input contiguous") in warning
+    # grouped ones went either way, bf16: 8 groups 625.419 / 2,439.008 = 0.256 forward and
+    # 1,346.256 / 815.792 = 1.65 backward; 32 groups 4,129.760 / 3,701.216 = 1.12 and
+    # 310.848 / 406.668 = 0.764
+    assert ("grouped ones of 8 groups of 24 channels and of 32 of 4 took 0.256x and 1.12x "
+            "forward, 1.65x and 0.764x backward their NCDHW time in channels_last_3d, so time "
+            "this step's 1 grouped 3-D convolution (2) both ways") in warning
+
+
+def test_the_layout_warning_says_the_steps_dtype_and_passes_only():
+    # fp32 (TF32) inference: the forward alone, 7,506.336 / 698.182 = 10.75 (depthwise),
+    # 893.048 / 607.128 = 1.471 and 239.880 / 321.735 = 0.746 (grouped)
+    warning = _warning(_x3d(torch.float32, mode="inference"))
+    assert ("a call's wall clock, fp32 (TF32)) a depthwise 3 x 3 x 3 Conv3d of 96 channels "
+            "ran slower in channels_last_3d than in NCDHW, where torch runs its own depthwise "
+            "kernels, 10.8x forward (7.51 against 0.70 ms), so keep") in warning
+    assert "took 1.47x and 0.746x forward their NCDHW time" in warning
+    assert "backward" not in warning
+    # fp32 training: backward 10,788.320 / 2,708.480 = 3.98; grouped 2,269.888 / 1,879.008 =
+    # 1.21 and 3,845.568 / 3,653.568 = 1.05
+    warning = _warning(_x3d(torch.float32))
+    assert "and 3.98x backward (10.79 against 2.71 ms)" in warning
+    assert "1.47x and 0.746x forward, 1.21x and 1.05x backward" in warning
+
+
+def test_no_such_words_without_depthwise_or_grouped_3d_ones():
+    # a dense 3-D step, and a 2-D one with a depthwise Conv2d (channels_last never timed for it)
+    dense = torch.nn.Sequential(torch.nn.Conv3d(3, 24, 3, padding=1), torch.nn.Conv3d(24, 24, 3))
+    assert "not for every" not in _warning(capture(dense.to(torch.bfloat16),
+                                                   torch.randn(2, 3, 4, 8, 8).to(torch.bfloat16),
+                                                   mode="train"))
+    flat = torch.nn.Sequential(torch.nn.Conv2d(3, 24, 3, padding=1),
+                               torch.nn.Conv2d(24, 24, 3, padding=1, groups=24))
+    network = capture(flat.to(torch.bfloat16), torch.randn(2, 3, 8, 8).to(torch.bfloat16),
+                      mode="train")
+    (warning,) = [w for w in analyze(network, load_hardware("h100-sxm5-80gb")).warnings
+                  if "NCHW" in w]
+    assert "depthwise" not in warning and "not for every" not in warning
