@@ -225,14 +225,15 @@ def _transposed(x: int, w: Any, conv: _ConvArgs, y: int, nhwc: bool,
     an NHWC Tensor-Core kernel it transposed exactly the rule's operands (9 of the 12 GEMMs),
     fp32 (TF32) 124 and 75 us forward, 246 and 77 backward, against 105, 70, 210 and 140 by the
     rule (``gpu_layout``); bf16 backward 245 and 103 against 180 and 120. None for a 16-bit
-    forward: cuDNN ran both bf16 forwards on CUDA cores over NCDHW directly (22x and 42x their
-    GEMM's prediction), no transposes. Chosen on those rows (in sample), and one of them
-    contradicts it: the 32 groups' fp32 data gradient also ran on CUDA cores (3.8 ms), so that
-    backward moved the weight gradient's 77 us where the rule counts 140. None for a depthwise
+    forward (fp16, not timed, as bf16): cuDNN ran both bf16 forwards on CUDA cores over NCDHW
+    directly (22x and 42x their GEMM's prediction), no transposes. Chosen on those rows (in
+    sample), and one of them contradicts it: the 32 groups' fp32 data gradient also ran on CUDA
+    cores (3.8 ms), so that backward moved the weight gradient's 77 us where the rule counts
+    140. None for a depthwise
     convolution (a group's input channels 1: torch's own ``conv_depthwise3d`` kernels, no
-    transposes, timed), a grouped 1 x 1 x 1 one, a grouped 1-D or 2-D one and a grouped
-    transposed one (``transposed_conv``), none of which was timed; a strided grouped one, not
-    timed either, is taken as the dense rule takes it."""
+    transposes, timed) and, never timed, for a grouped 1 x 1 x 1 one, a grouped 1-D or 2-D one
+    and a grouped transposed one (``transposed_conv``); a strided grouped one, not timed either,
+    is taken as the dense rule takes it."""
     taps = math.prod(int(size) for size in w.shape[2:])
     if nhwc or (taps == 1 and all(st == 1 for st in conv.stride)):
         return {}
