@@ -53,12 +53,15 @@ def layer(row: dict[str, str]) -> tuple[Any, tuple[int, ...]]:
     return Scaled(), shape
 
 
-def predicted(row: dict[str, str], hw: Any) -> tuple[float, int]:
-    """The row's predicted GEMM seconds on ``hw`` and its GEMMs' FLOPs, for its pass
+def predicted(row: dict[str, str], hw: Any) -> tuple[float, int, float]:
+    """The row's predicted GEMM seconds on ``hw``, its GEMMs' FLOPs and the seconds of cuDNN's
+    layout transposes among those (``analysis.gpu_layout.transpose_s``), for its pass
     (``mode``: forward, a capture in inference; backward, a training capture less that)."""
     import torch
 
+    from roofline.analysis.gpu_layout import transpose_s
     from roofline.analysis.report import analyze
+    from roofline.model.repeats import float_total
     from roofline.torch import capture
 
     dt = torch.float32 if row["dtype"] == "fp32" else torch.bfloat16
@@ -72,10 +75,12 @@ def predicted(row: dict[str, str], hw: Any) -> tuple[float, int]:
     for mode in ("inference", "train"):
         report = analyze(capture(module, x, mode=mode, name="conv"), hw)
         got[mode] = (report.totals["predicted_gemm_time_s"],
-                     sum(r.gemm.flops for r in report.results))
+                     sum(r.gemm.flops for r in report.results),
+                     float_total(report.results, lambda r: transpose_s(r.gemm, hw)))
     if row["mode"] == "forward":
         return got["inference"]
-    return got["train"][0] - got["inference"][0], got["train"][1] - got["inference"][1]
+    train, inference = got["train"], got["inference"]
+    return train[0] - inference[0], train[1] - inference[1], train[2] - inference[2]
 
 
 def needs_torch() -> bool:

@@ -30,19 +30,43 @@ DATA = Path(__file__).resolve().parent / "data"
 ENTRY = "h100-sxm5-80gb"
 
 
+def _layer(row: dict[str, str]) -> str:
+    return (f"{row['op']} {row['c']} > {row['k']}, {row['kernel']}"
+            + (f" / g{row['groups']}" if row["groups"] != "1" else ""))
+
+
 def layer_lines(rows: list[dict[str, str]], hw: Any, markdown: bool) -> list[str]:
-    header = ["set", "layer", "dtype", "layout", "pass", "kernels", "transposes", "predicted",
-              "measured / predicted", "main kernels"]
+    header = ["set", "layer", "dtype", "layout", "pass", "kernels", "transposes",
+              "predicted", "of which transposes", "measured / predicted", "main kernels"]
     body = []
     for row in rows:
-        seconds, flops = predicted(row, hw)
+        seconds, flops, moved_p = predicted(row, hw)
         measured, moved = float(row["kernel_us"]) * 1e-6, float(row["transpose_us"]) * 1e-6
-        layer = (f"{row['op']} {row['c']} > {row['k']}, {row['kernel']}"
-                 + (f" / g{row['groups']}" if row["groups"] != "1" else ""))
-        body.append([row["set"], layer, row["dtype"], row["layout"], row["mode"],
+        body.append([row["set"], _layer(row), row["dtype"], row["layout"], row["mode"],
                      f"{measured * 1e6:.0f} us", f"{moved * 1e6:.0f} us",
-                     f"{seconds * 1e6:.0f} us", f"{measured / seconds:.2f}",
+                     f"{seconds * 1e6:.0f} us", f"{moved_p * 1e6:.0f} us",
+                     f"{measured / seconds:.2f}",
                      f"{flops / (measured - moved) / 1e12:.1f} TFLOP/s"])
+    return table_lines(header, body, markdown)
+
+
+def grouped_lines(rows: list[dict[str, str]], hw: Any, markdown: bool) -> list[str]:
+    """The grouped (not depthwise) 3-D convolutions on NCDHW maps: cuDNN's transposes against
+    the ones a capture counts (``capture_convs._transposed``), and the whole row's measured /
+    predicted before (0.9.0's first rule: none for a grouped convolution, the prediction less
+    those) and after."""
+    header = ["layer", "dtype", "pass", "transposes", "predicted", "measured / predicted",
+              "before", "after"]
+    body = []
+    for row in rows:
+        if row["set"] not in ("grouped", "grouped4") or row["layout"] != "ncdhw":
+            continue
+        seconds, _, moved_p = predicted(row, hw)
+        measured, moved = float(row["kernel_us"]) * 1e-6, float(row["transpose_us"]) * 1e-6
+        body.append([_layer(row), row["dtype"], row["mode"], f"{moved * 1e6:.0f} us",
+                     f"{moved_p * 1e6:.0f} us",
+                     f"{moved / moved_p:.2f}" if moved_p else "-",
+                     f"{measured / (seconds - moved_p):.2f}", f"{measured / seconds:.2f}"])
     return table_lines(header, body, markdown)
 
 
@@ -84,6 +108,11 @@ def main() -> int:
     print(f"Convolutions on a lent H100 SXM5 (data/h100_live_convs_align.csv): kernels' profiled "
           f"time against the lone layer's predicted GEMM time on {ENTRY}")
     print("\n".join(layer_lines(rows, hw, args.markdown)))
+    print()
+    print("Grouped Conv3d on NCDHW maps: cuDNN's layout transposes against the capture's "
+          "(capture_convs._transposed), and the kernels' measured / predicted before and after "
+          "a capture counted them")
+    print("\n".join(grouped_lines(rows, hw, args.markdown)))
     print()
     print("A stem padded to the 16-byte rule (forward plus backward)")
     print("\n".join(padding_lines(rows, hw, args.markdown)))

@@ -180,7 +180,7 @@ def _conv_transposed(x: Any, w: Any, y: Any, conv: _ConvArgs, owner: str,
     c_out, *spatial_out = (int(s) for s in y.shape[1:])
     gemms, out = _conv_of(owner, w, conv, n, c_out, spatial_out)
     assert out == tuple(spatial), "an output padding below the stride"
-    moved = _transposed(y.numel(), w, conv, x.numel(), nhwc)
+    moved = _transposed(y.numel(), w, conv, x.numel(), nhwc, transposed_conv=True)
     wanted = {new: old for old, new in TRANSPOSED_PASSES.items()}
     passes = (wanted["forward"],) if mask is None else (
         (wanted["backward-data"],) * mask[0] + (wanted["backward-weight"],) * mask[1])
@@ -201,7 +201,8 @@ def _transposed_role(role: str) -> str:
         "R x S", "T x R x S")
 
 
-def _transposed(x: int, w: Any, conv: _ConvArgs, y: int, nhwc: bool) -> dict[str, int]:
+def _transposed(x: int, w: Any, conv: _ConvArgs, y: int, nhwc: bool,
+                transposed_conv: bool = False) -> dict[str, int]:
     """The values cuDNN moves between NCHW and NHWC around each GEMM of a convolution on NCHW
     (NCDHW) maps (``GemmShape.transposed``), by pass: its Tensor-Core kernels take NHWC, so it
     transposes what each GEMM reads into NHWC and what it writes back, the forward X and W in
@@ -215,13 +216,36 @@ def _transposed(x: int, w: Any, conv: _ConvArgs, y: int, nhwc: bool) -> dict[str
     some forwards there wrote Y in NCDHW from the kernel itself, so Y's share is an upper
     bound); a 1 x 1 x 1 stride-1 one, which R3D-18 has not, as a 2-D one. ``x`` and ``y``: the
     input's and the output's values. None (an empty dict) where the maps are channels last
-    (``nhwc``) and for a 1 x 1 stride-1 or a grouped convolution; whether the GEMM runs on
-    Tensor Cores is the device's business (``analysis.gpu_layout.transpose_s``)."""
+    (``nhwc``) and for a 1 x 1 stride-1 convolution; whether the GEMM runs on Tensor Cores is
+    the device's business (``analysis.gpu_layout.transpose_s``).
+
+    A grouped 3-D convolution (``conv.groups`` > 1) by the same rule where that H100 timed one
+    (h100_live_convs_align.csv, ``bench_gpu_convs_align.py``: 3 x 3 x 3, stride 1, 8 groups of
+    24 channels and 32 of 4 over 8 x 16 x 28 x 28 maps): wherever cuDNN ran a grouped GEMM on
+    an NHWC Tensor-Core kernel it transposed exactly the rule's operands (9 of the 12 GEMMs),
+    fp32 (TF32) 124 and 75 us forward, 246 and 77 backward, against 105, 70, 210 and 140 by the
+    rule (``gpu_layout``); bf16 backward 245 and 103 against 180 and 120. None for a 16-bit
+    forward (fp16, not timed, as bf16): cuDNN ran both bf16 forwards on CUDA cores over NCDHW
+    directly (22x and 42x their GEMM's prediction), no transposes. Chosen on those rows (in
+    sample), and one of them contradicts it: the 32 groups' fp32 data gradient also ran on CUDA
+    cores (3.8 ms), so that backward moved the weight gradient's 77 us where the rule counts
+    140. None for a depthwise
+    convolution (a group's input channels 1: torch's own ``conv_depthwise3d`` kernels, no
+    transposes, timed) and, never timed, for a grouped 1 x 1 x 1 one, a grouped 1-D or 2-D one
+    and a grouped transposed one (``transposed_conv``); a strided grouped one, not timed either,
+    is taken as the dense rule takes it."""
     taps = math.prod(int(size) for size in w.shape[2:])
-    if nhwc or conv.groups != 1 or (taps == 1 and all(st == 1 for st in conv.stride)):
+    if nhwc or (taps == 1 and all(st == 1 for st in conv.stride)):
         return {}
     ws = w.numel() if taps > 1 else 0
-    return {"forward": x + ws + y, "backward-data": y + ws + x, "backward-weight": y + x + ws}
+    moved = {"forward": x + ws + y, "backward-data": y + ws + x, "backward-weight": y + x + ws}
+    if conv.groups == 1:
+        return moved
+    if transposed_conv or w.dim() != 5 or int(w.shape[1]) == 1 or taps == 1:
+        return {}  # grouped, and not as that H100 timed it (docstring)
+    if w.element_size() == 2:
+        del moved["forward"]  # a 16-bit grouped forward ran on CUDA cores over NCDHW
+    return moved
 
 
 def _conv_bias(out: Any, pass_: str, owner: str, bias: bool,

@@ -542,10 +542,14 @@ def layout_warning(report: Report) -> str | None:
     add to the prediction (``analysis.gpu_layout``), that torch's batch norm runs slower kernels
     on NCHW maps where the step has one (``_torch_nchw_batch_norm``), and what channels_last
     saves, in the words of the maps' dimensions (a 3-D step's NCDHW, 1 x 1 x 1 filters and
-    R3D-18's measurement, ``NCDHW_EVIDENCE``); else None, also where the 16-bit ones are all
-    convolutions cuDNN does not transpose around (1 x 1 stride-1, depthwise, grouped) and no
-    such batch norm runs: the sentence would warn of 0 s."""
+    R3D-18's measurement, ``NCDHW_EVIDENCE``), qualified where the step has depthwise or grouped
+    3-D convolutions by what channels_last_3d did to them on a lent H100 (``output.layout3d``:
+    keep depthwise ones NCDHW, time grouped ones both ways); else None, also where the 16-bit
+    ones are all convolutions cuDNN does not transpose around (1 x 1 stride-1, depthwise, and
+    grouped but 3-D backward ones) and no such batch norm runs: the sentence would warn of
+    0 s."""
     from ..analysis.gpu_layout import transpose_s
+    from .layout3d import grouped_3d_words
 
     nchw = report.network.nchw_convs
     if report.hardware.kind != "gpu" or not (nchw or any(
@@ -575,12 +579,14 @@ def layout_warning(report: Report) -> str | None:
     # R3D-18 has no 1 x 1 x 1 stride-1 convolution: the 2-D rule, and ResNet-50's small maps
     skipped = ("not around 1 x 1 x 1 stride-1 ones, as in 2-D" if only_3d else
                "not around 1 x 1 stride-1 ones, though at 14 x 14 and less it does around some")
+    # depthwise and grouped 3-D ones: what channels_last_3d did to them (output.layout3d)
+    grouped = grouped_3d_words(report) if "channels_last_3d" in formats else None
     return (f"{n} convolution{'s' if n > 1 else ''} ran in {dtype} on {maps} tensors "
             f"(torch's default memory format): cuDNN's Tensor-Core convolutions take {last} "
             f"and transpose {maps} around them ({seconds(moved)} of the predicted step; "
             f"{skipped}){norms}: "
             f"{' or '.join(f'module.to(memory_format=torch.{f})' for f in formats)}, and the "
-            f"input likewise, runs them in {last}")
+            f"input likewise, runs them in {last}" + (f", but {grouped}" if grouped else ""))
 
 
 #: torch's channels-last memory formats, the layout each gives a convolution's maps and the one

@@ -1,0 +1,190 @@
+"""Depthwise and grouped 3-D convolutions as a lent H100 ran them (benchmarks/data/
+h100_live_convs_align.csv): the values cuDNN transposes around a grouped one on NCDHW maps
+(model.capture_convs._transposed), worked out by hand and held against the transposes' profiled
+time, and the layout warning's channels_last_3d advice qualified by what that layout did to them
+(output.layout3d), its numbers read from the CSV.
+
+Needs torch (the `torch` extra)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from _extras import need
+
+need("torch", extra="torch")
+import torch  # noqa: E402
+
+from roofline.analysis.gpu_layout import transpose_s  # noqa: E402
+from roofline.analysis.report import analyze  # noqa: E402
+from roofline.hardware.catalog import load_hardware  # noqa: E402
+from roofline.torch import capture  # noqa: E402
+
+CSV = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "h100_live_convs_align.csv"
+
+
+def _rows() -> dict[tuple[str, str, str, str], dict[str, str]]:
+    with open(CSV, newline="") as f:
+        return {(r["set"], r["dtype"], r["layout"], r["mode"]): r for r in csv.DictReader(f)}
+
+
+class _Scaled(torch.nn.Module):
+    """A convolution behind a trainable scale: its input's gradient is asked for, as the lent
+    H100's backward took it (``benchmarks/_conv_rows.layer``)."""
+
+    def __init__(self, conv: torch.nn.Module) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(1))
+        self.conv = conv
+
+    def forward(self, x):
+        return self.conv(x * self.scale)
+
+
+def _timed(c: int, groups: int, side: int, dtype, conv=torch.nn.Conv3d, mode: str = "train"):
+    """The measured layer, on "meta": batch 8 of 16 frames, 3 x 3 x 3, padding 1."""
+    with torch.device("meta"):
+        module = _Scaled(conv(c, c, 3, padding=1, groups=groups, bias=False)).to(dtype)
+        x = torch.empty(8, c, 16, side, side, dtype=dtype)
+    return capture(module, x, mode=mode)
+
+
+def _moved(network) -> dict[str, int]:
+    return {g.pass_: g.transposed for g in network.gemms() if g.layer == "conv"}
+
+
+def test_a_grouped_3d_convolution_carries_the_dense_rule_but_a_16bit_forward():
+    # 8 groups of 24 channels over 8 x 16 x 28 x 28: X = 8 x 192 x 16 x 784 = 19,267,584, Y the
+    # same, W = 192 x 24 x 27 = 124,416; forward X + W + Y, data gradient dY + W + dX, weight
+    # gradient dY + X + dW: 38,659,584 each (it was 0: no grouped convolution counted)
+    assert _moved(_timed(192, 8, 28, torch.float32)) == {
+        "forward": 38_659_584, "backward-data": 38_659_584, "backward-weight": 38_659_584}
+    # bf16: cuDNN ran both grouped forwards on CUDA cores over NCDHW, no transposes
+    assert _moved(_timed(192, 8, 28, torch.bfloat16)) == {
+        "forward": 0, "backward-data": 38_659_584, "backward-weight": 38_659_584}
+    # 32 groups of 4: X = 8 x 128 x 16 x 784 = 12,845,056, W = 128 x 4 x 27 = 13,824: 25,703,936
+    assert _moved(_timed(128, 32, 28, torch.float32)) == {
+        "forward": 25_703_936, "backward-data": 25_703_936, "backward-weight": 25_703_936}
+    # depthwise (a group's input channels 1: torch's own kernels), a grouped 2-D one and a
+    # grouped transposed 3-D one (never timed): none
+    assert set(_moved(_timed(96, 96, 56, torch.float32)).values()) == {0}
+    with torch.device("meta"):
+        flat = capture(_Scaled(torch.nn.Conv2d(192, 192, 3, padding=1, groups=8, bias=False)),
+                       torch.empty(8, 192, 28, 28), mode="train")
+    assert set(_moved(flat).values()) == {0}
+    assert set(_moved(_timed(192, 8, 28, torch.float32, torch.nn.ConvTranspose3d)).values()) \
+        == {0}
+
+
+def test_the_grouped_transposes_price_near_what_cudnn_took():
+    # the 8 groups' fp32 forward: 38,659,584 values, DRAM-bound on the H100 datasheet entry, as
+    # gpu_layout prices a transpose: 2 reads-and-writes x 4 bytes x 38,659,584 / (0.88 x 3.35
+    # TB/s) = 104.9 us (the SMs' bound, 38,659,584 / (1.64 x 132 SMs x 1.98 GHz) = 90.2 us, is
+    # lower). cuDNN took 123.9 us there (nchwToNhwc 60.1 + nhwcToNchw 63.8): 1.18x
+    h100 = load_hardware("h100-sxm5-80gb")
+    (forward,) = [g for g in analyze(_timed(192, 8, 28, torch.float32, mode="inference"),
+                                     h100).network.gemms() if g.layer == "conv"]
+    rows = _rows()
+    measured = float(rows["grouped", "fp32", "ncdhw", "forward"]["transpose_us"])
+    assert abs(measured - 123.92) < 0.01
+    hand = 2 * 4 * 38_659_584 / (0.88 * 3.35e12)
+    assert abs(hand * 1e6 - 104.91) < 0.01
+    priced = analyze(_timed(192, 8, 28, torch.float32, mode="inference"), h100)
+    got = sum(transpose_s(r.gemm, h100) for r in priced.results)
+    assert forward.transposed == 38_659_584 and abs(got - hand) < 1e-9
+    # the row that contradicts the rule: the 32 groups' fp32 backward moved 76.7 us (only the
+    # weight gradient's: its data gradient ran on CUDA cores, convolveNd_dgrad_float_engine)
+    # where the rule counts both gradients, 2 x 25,703,936 values = 139.5 us
+    backward = rows["grouped4", "fp32", "ncdhw", "backward"]
+    assert "convolveNd_dgrad_float_engine" in backward["kernels"]
+    assert round(float(backward["transpose_us"]), 1) == 76.7
+    assert round(2 * 4 * 2 * 25_703_936 / (0.88 * 3.35e12) * 1e6, 1) == 139.5
+
+
+def test_the_evidence_is_the_csv_and_depthwise_ran_slower_in_every_case():
+    from roofline.output.layout3d import GROUPED_3D_EVIDENCE
+
+    rows = _rows()
+    sets = {"depthwise": "dw", "8 groups": "grouped", "32 groups": "grouped4"}
+    for (kind, dtype, pass_), (ncdhw, ndhwc) in GROUPED_3D_EVIDENCE.items():
+        assert float(rows[sets[kind], dtype, "ncdhw", pass_]["eager_us"]) == ncdhw
+        assert float(rows[sets[kind], dtype, "ndhwc", pass_]["eager_us"]) == ndhwc
+        # the wall clock the warning says "slower" of, and the kernels' sums agree in direction
+        if kind == "depthwise":
+            assert ndhwc > 3.9 * ncdhw
+            assert (float(rows["dw", dtype, "ndhwc", pass_]["kernel_us"])
+                    > 4 * float(rows["dw", dtype, "ncdhw", pass_]["kernel_us"]))
+    assert len(GROUPED_3D_EVIDENCE) == 12
+
+
+def _x3d(dtype, channels_last: bool = False, grouped: bool = True, mode: str = "train"):
+    """A stem, a depthwise Conv3d and (``grouped``) one of 4 groups, as X3D and ResNeXt-3D have
+    them."""
+    layers = [torch.nn.Conv3d(3, 24, (1, 3, 3), padding=(0, 1, 1), bias=False),
+              torch.nn.Conv3d(24, 24, 3, padding=1, groups=24, bias=False)]
+    if grouped:
+        layers.append(torch.nn.Conv3d(24, 24, 3, padding=1, groups=4, bias=False))
+    module = torch.nn.Sequential(*layers).to(dtype)
+    x = torch.randn(2, 3, 4, 8, 8, dtype=dtype)
+    if channels_last:
+        module = module.to(memory_format=torch.channels_last_3d)
+        x = x.to(memory_format=torch.channels_last_3d)
+    return capture(module, x, mode=mode)
+
+
+def _warning(network) -> str:
+    (warning,) = [w for w in analyze(network, load_hardware("h100-sxm5-80gb")).warnings
+                  if "NCDHW" in w]
+    return warning
+
+
+def test_the_layout_warning_keeps_depthwise_3d_ones_ncdhw():
+    # it said only "module.to(memory_format=torch.channels_last_3d), and the input likewise,
+    # runs them in NDHWC", which ran the H100's depthwise Conv3d 4.43x slower forward in bf16
+    # (3,230.592 against 728.608 us a call: 4.434) and 35.7x backward (112,944.450 against
+    # 3,167.648: 35.66)
+    warning = _warning(_x3d(torch.bfloat16))
+    assert ("runs them in NDHWC, but not for every 3-D convolution: on a lent H100 "
+            "(benchmarks/data/h100_live_convs_align.csv; a call's wall clock, bf16) a depthwise "
+            "3 x 3 x 3 Conv3d of 96 channels ran slower in channels_last_3d than in NCDHW, where "
+            "torch runs its own depthwise kernels, 4.43x forward (3.23 against 0.73 ms) and "
+            "35.7x backward (112.94 against 3.17 ms), so keep this step's 1 depthwise 3-D "
+            "convolution (1) in NCDHW, weight and input contiguous") in warning
+    # grouped ones went either way, bf16: 8 groups 625.419 / 2,439.008 = 0.256 forward and
+    # 1,346.256 / 815.792 = 1.65 backward; 32 groups 4,129.760 / 3,701.216 = 1.12 and
+    # 310.848 / 406.668 = 0.764
+    assert ("grouped ones of 8 groups of 24 channels and of 32 of 4 took 0.256x and 1.12x "
+            "forward, 1.65x and 0.764x backward their NCDHW time in channels_last_3d, so time "
+            "this step's 1 grouped 3-D convolution (2) both ways") in warning
+
+
+def test_the_layout_warning_says_the_steps_dtype_and_passes_only():
+    # fp32 (TF32) inference: the forward alone, 7,506.336 / 698.182 = 10.75 (depthwise),
+    # 893.048 / 607.128 = 1.471 and 239.880 / 321.735 = 0.746 (grouped)
+    warning = _warning(_x3d(torch.float32, mode="inference"))
+    assert ("a call's wall clock, fp32 (TF32)) a depthwise 3 x 3 x 3 Conv3d of 96 channels "
+            "ran slower in channels_last_3d than in NCDHW, where torch runs its own depthwise "
+            "kernels, 10.8x forward (7.51 against 0.70 ms), so keep") in warning
+    assert "took 1.47x and 0.746x forward their NCDHW time" in warning
+    assert "backward" not in warning
+    # fp32 training: backward 10,788.320 / 2,708.480 = 3.98; grouped 2,269.888 / 1,879.008 =
+    # 1.21 and 3,845.568 / 3,653.568 = 1.05
+    warning = _warning(_x3d(torch.float32))
+    assert "and 3.98x backward (10.79 against 2.71 ms)" in warning
+    assert "1.47x and 0.746x forward, 1.21x and 1.05x backward" in warning
+
+
+def test_no_such_words_without_depthwise_or_grouped_3d_ones():
+    # a dense 3-D step, and a 2-D one with a depthwise Conv2d (channels_last never timed for it)
+    dense = torch.nn.Sequential(torch.nn.Conv3d(3, 24, 3, padding=1), torch.nn.Conv3d(24, 24, 3))
+    assert "not for every" not in _warning(capture(dense.to(torch.bfloat16),
+                                                   torch.randn(2, 3, 4, 8, 8).to(torch.bfloat16),
+                                                   mode="train"))
+    flat = torch.nn.Sequential(torch.nn.Conv2d(3, 24, 3, padding=1),
+                               torch.nn.Conv2d(24, 24, 3, padding=1, groups=24))
+    network = capture(flat.to(torch.bfloat16), torch.randn(2, 3, 8, 8).to(torch.bfloat16),
+                      mode="train")
+    (warning,) = [w for w in analyze(network, load_hardware("h100-sxm5-80gb")).warnings
+                  if "NCHW" in w]
+    assert "depthwise" not in warning and "not for every" not in warning
