@@ -188,3 +188,35 @@ def test_no_such_words_without_depthwise_or_grouped_3d_ones():
     (warning,) = [w for w in analyze(network, load_hardware("h100-sxm5-80gb")).warnings
                   if "NCHW" in w]
     assert "depthwise" not in warning and "not for every" not in warning
+
+
+def test_a_grouped_convolutions_few_channels_get_no_stems_padding_advice():
+    # 128 channels in 16 groups of 8 onto 1024 filters (3 x 3) at batch 32 of 56 x 56, bf16: each
+    # group's GEMM K = 8 x 9 = 72, fewer than 16 input channels, so held to the CUDA cores'
+    # 53.75 TFLOP/s (analysis.gpu_conv_channels). Before, the warning said what padding a stem to
+    # 8 channels did on the H100, advice for a stem's 3 colour channels, not a group's 8; now it
+    # names the groups and says what was timed of grouped ones there: 32 groups of 4 channels and
+    # 96 of 1 (depthwise), each below that rate (h100_live_convs_align.csv: 0.6-20 and 1.4-3.0
+    # TFLOP/s). A stem beside it keeps the padding sentence.
+    from roofline.output.channels import narrow_channels_warning
+
+    h100 = load_hardware("h100-sxm5-80gb")
+
+    def warning(stem: bool) -> str:
+        with torch.device("meta"):
+            layers = [torch.nn.Conv2d(3, 128, 3, padding=1)] if stem else []
+            module = torch.nn.Sequential(
+                *layers, torch.nn.Conv2d(128, 1024, 3, padding=1, groups=16)).to(torch.bfloat16)
+            x = torch.empty(32, 3 if stem else 128, 56, 56, dtype=torch.bfloat16)
+        text = narrow_channels_warning(analyze(capture(module, x, mode="train"), h100))
+        assert text is not None
+        return text
+
+    grouped = warning(stem=False)
+    assert "(0: 8 input channels a group, 16 groups)" in grouped
+    assert "Padded there" not in grouped
+    assert grouped.endswith("timed there in 32 groups of 4 channels and 96 of 1 only, each "
+                            "below that rate")
+    both = warning(stem=True)
+    assert "0: 3 input channels, 1: 8 input channels a group, 16 groups" in both
+    assert "Padded there to the 16-byte rule's 4 (TF32) or 8 (bf16) channels" in both

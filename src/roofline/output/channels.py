@@ -23,7 +23,8 @@ def narrow_channels_warning(report: Report) -> str | None:
     """``MM1, MM62 (stem.0: 3 input channels): ...``: the convolution GEMMs of ``report`` that
     ``analysis.predict`` holds to the CUDA cores' rate, the seconds that adds and that rate
     (their FLOPs over their predicted kernels' time, cuDNN's transposes left out), and
-    ``PADDED_STEMS``; None where none is (a CPU,
+    ``PADDED_STEMS`` where one of them is a stem (a grouped convolution's few channels a group,
+    named with its groups, are the network's own, not a stem's to pad); None where none is (a CPU,
     a dtype the GPU runs on CUDA cores anyway, 16 channels or more)."""
     from ..analysis.gpu_conv_channels import input_channels
     from ..analysis.predict import predict_gemm
@@ -36,6 +37,7 @@ def narrow_channels_warning(report: Report) -> str | None:
         return None
     found: dict[int, tuple[float, float]] = {}  # id(Gemm) -> the bound's seconds, the kernel's
     names, layers, added, flops, time = [], {}, 0.0, 0.0, 0.0
+    groups: dict[str, int] = {}  # a grouped convolution's layer -> its groups
     for name, layer, _, result in named(report.results, gemm_of):
         gemm = result.gemm
         if id(gemm) not in found:
@@ -48,19 +50,27 @@ def narrow_channels_warning(report: Report) -> str | None:
         if bound > 0:
             names.append(name)
             layers[layer] = input_channels(gemm)
+            if gemm.batch_count > 1:  # a group's channels: the network's design, not a stem's
+                groups[layer] = gemm.batch_count
             added, flops, time = added + bound, flops + gemm.flops, time + kernel
     if not names:
         return None
-    channels = ", ".join(f"{layer}: {c} input channel{'s' * (c != 1)}"
-                         for layer, c in layers.items())
-    p = {k: "-".join(f"{v:.2f}" for v in dict.fromkeys(pair)) for k, pair in PADDED_STEMS.items()}
-    return (f"{listed(names)} ({channels}): fewer than 16 input channels are predicted no "
+    channels = ", ".join(
+        f"{layer}: {c} input channel{'s' * (c != 1)}"
+        + (f" a group, {groups[layer]} groups" if layer in groups else "")
+        for layer, c in layers.items())
+    head = (f"{listed(names)} ({channels}): fewer than 16 input channels are predicted no "
             f"faster than the GPU's CUDA cores (the fp32 peak at the model's sustained share: "
             f"{flops / time / 1e12:.3g} TFLOP/s, {seconds(added)} more than the Tensor-Core "
             f"model), as a lent H100 ran stems of 3, 4 and 8 channels "
-            f"(analysis.gpu_conv_channels). Padded there to the 16-byte rule's 4 (TF32) or 8 "
-            f"(bf16) channels, a stem's forward and backward took {p['3-D bf16']} of their time "
-            f"in 3-D bf16, {p['3-D TF32']} in 3-D TF32, {p['2-D']} in 2-D and "
-            f"{p['2-D bf16 NCHW']} in 2-D bf16 on NCHW maps, where the prediction gives "
-            f"1.23-2.67, the FLOPs padding adds at the same rate "
-            f"(benchmarks/data/h100_live_convs_align.csv)")
+            f"(analysis.gpu_conv_channels)")
+    if len(groups) == len(layers):  # grouped ones only: no stem to pad
+        return (head + "; a grouped convolution's channels a group are the network's own, "
+                       "and were timed there in 32 groups of 4 channels and 96 of 1 only, each "
+                       "below that rate")
+    p = {k: "-".join(f"{v:.2f}" for v in dict.fromkeys(pair)) for k, pair in PADDED_STEMS.items()}
+    return (f"{head}. Padded there to the 16-byte rule's 4 (TF32) or 8 (bf16) channels, a "
+            f"stem's forward and backward took {p['3-D bf16']} of their time in 3-D bf16, "
+            f"{p['3-D TF32']} in 3-D TF32, {p['2-D']} in 2-D and {p['2-D bf16 NCHW']} in 2-D "
+            f"bf16 on NCHW maps, where the prediction gives 1.23-2.67, the FLOPs padding adds "
+            f"at the same rate (benchmarks/data/h100_live_convs_align.csv)")
