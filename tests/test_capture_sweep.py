@@ -180,7 +180,11 @@ def test_the_sweep_says_why_a_transition_is_unknown(factory):
 
 
 def test_one_batch_says_nothing_of_the_others(factory):
-    sweep = roofline.sweep(f"{factory}:make", "h100", batches=[8], mode="inference")
+    said: list[str] = []
+    sweep = roofline.sweep(f"{factory}:make", "h100", batches=[8], mode="inference",
+                           progress=said.append)
+    assert said == [f"capturing {factory}:make at batch 8 (1 of 1) on the meta device, "
+                    f"inference (the factory called for its module and inputs) ..."]
     reason = ("captured at one batch (8): which of its dimensions grow with the batch is not "
               "known; sweep two batches or more")
     assert sweep.to_dict()["transitions"] == {"MM1": None, "MM2": None}

@@ -98,10 +98,11 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
 
     MODEL may be package.module:factory, a factory with a batch parameter (def
     make(batch=8): return module, inputs_of_that_batch): the module is captured at each
-    --batch (on the meta device, said on stderr; no --seq or --prompt/--generate), and the
-    batch at which each GEMM turns compute-bound is read from the captures: the dimension that
-    grew in proportion to the batch between them (unknown, with the reason, where none did so,
-    or with one batch).
+    --batch (on the meta device, said on stderr; at most 64 batches; no --seq or
+    --prompt/--generate), and the batch at which each GEMM turns compute-bound is read from
+    the captures: the closed form over the dimension that grew in proportion to the batch
+    between them; unknown, with the reason, where they show neither that nor a shape that
+    stays the same (or one batch is swept).
 
     With --prompt P --generate G each point is a whole generation at that batch (as `analyze
     --prompt P --generate G` gives it): time to first token, time per output token, latency,
