@@ -700,8 +700,7 @@ def test_an_import_that_exits_or_is_interrupted_is_not_caught(tmp_path, monkeypa
         load_factory("capture_interrupted_example:f")
 
 
-def test_compare_captures_a_factory_and_the_batch_varying_commands_say_they_cannot(
-        invoke, tmp_path, monkeypatch):
+def test_compare_captures_a_factory_and_plan_says_it_cannot(invoke, tmp_path, monkeypatch):
     import json
 
     (tmp_path / "capture_compare_example.py").write_text(FACTORY)
@@ -713,13 +712,16 @@ def test_compare_captures_a_factory_and_the_batch_varying_commands_say_they_cann
     # captured at --batch 64 (the factory takes a batch): its one GEMM on each device
     assert data["batch"] == 64 and len(data["gemms"]) == 1
     assert set(data["gemms"][0]["time_s"]) == {"a100-sxm4-80gb", "h100-sxm5-80gb"}
-    for command, extra in (("sweep", ("--batch", "1,8")), ("plan", ("--gpus", "8"))):
-        result = invoke(command, "capture_compare_example:make", "--hw", "h100", *extra)
-        assert result.exit_code == 2
-        assert result.stderr == (f"Error: capture_compare_example:make: `roofline {command}` "
-                                 f"needs a model.yaml or config.json: it varies the batch, and "
-                                 f"a captured module holds the one batch it ran at (analyze "
-                                 f"and compare take package.module:callable)\n")
+    # plan divides a model's layers over GPUs: a capture has ops, not layers (sweep captures a
+    # factory at each batch: tests/test_capture_sweep.py)
+    result = invoke("plan", "capture_compare_example:batched", "--hw", "h100", "--gpus", "8")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: capture_compare_example:batched: `roofline plan` needs a "
+                             "model.yaml or config.json: it divides each layer's heads and FFN "
+                             "over the tensor-parallel ranks and runs it at each micro-batch, "
+                             "and a captured module holds the ops it ran at its one batch, not "
+                             "its layers (analyze, compare and sweep take "
+                             "package.module:callable)\n")
 
 
 def test_a_factory_in_the_current_directory_is_found(invoke, tmp_path, monkeypatch):

@@ -10,8 +10,7 @@ from .analysis.generation import generate as run_generation
 from .analysis.report import Report, analyze
 from .hardware.catalog import hardware_spec
 from .hardware.spec import HardwareSpec
-from .model.capture import capture_network
-from .model.capture_factory import is_factory, load_factory
+from .model.capture_factory import capture_factory, names_factory
 from .model.network import Network, check_model, load_network
 
 
@@ -21,7 +20,7 @@ def model_framework(model: Network | str | os.PathLike[str]) -> str | None:
     check_model(model)  # before str(): None is no factory, 5 no file descriptor
     if isinstance(model, Network):
         return model.framework
-    return "torch" if is_factory(str(model)) and not os.path.exists(model) else None
+    return "torch" if names_factory(model) else None
 
 
 def load_model(model: Network | str | os.PathLike[str], batch: int | None = None,
@@ -37,15 +36,8 @@ def load_model(model: Network | str | os.PathLike[str], batch: int | None = None
     if isinstance(model, Network):
         return model
     if model_framework(model) == "torch":  # package.module:callable
-        if progress is not None:  # its imports (torch, transformers) can take seconds
-            progress(f"importing {model} and calling it for its module and inputs ...")
-        module, inputs = load_factory(str(model), batch)  # a batch keyword: made at batch
-        mode = mode or "train"
-        if progress is not None:
-            progress(f"capturing {model} ({type(module).__name__}) on the meta device, "
-                     f"{mode}...")
-        return capture_network(module, inputs, mode, dtype, attention or "flash",
-                               optimizer or "none")
+        return capture_factory(os.fspath(model), batch, mode, dtype, attention, optimizer,
+                               progress=progress)
     return load_network(model)
 
 

@@ -12,6 +12,9 @@
   per sequence length, or on a batch x seq grid; the batch at which each GEMM turns
   compute-bound (closed form, ``analysis.batch.min_compute_bound_batch``) and the sequence
   length at which it does (``seq_transitions``: the smallest seq, searched).
+- ``sweep`` of ``package.module:callable``, a PyTorch module's factory with a ``batch``
+  parameter: the module captured at each batch (``whatif_captures``), the transitions read from
+  what the captures show (``captured_scaling``).
 - With ``prompt=`` and ``generate=``, compare's devices and sweep's points are each a whole
   generation (``analysis.generation.generate``, as analyze's ``--prompt``/``--generate``): a
   Report of its last decode step (the prefill's when one token is generated) carrying its
@@ -21,8 +24,9 @@
 This module asks the three questions and checks what they are given; the answers and their
 parts live beside it: ``whatif_gemm`` (a bare shape as a one-layer network), ``whatif_dtype``
 (the dtype a device runs a model in), ``whatif_comparison`` (``Comparison``, ``GemmChange``),
-``whatif_values`` (the batches and seqs a sweep is given), ``whatif_sweep`` (``Sweep``) and
-``whatif_limits`` (the caps on compare's and sweep's work).
+``whatif_values`` (the batches and seqs a sweep is given), ``whatif_sweep`` (``Sweep``),
+``whatif_captures`` (a sweep of a captured module) and ``whatif_limits`` (the caps on
+compare's and sweep's work).
 
 Numbers stay raw here; ``output.whatif`` renders them.
 """
@@ -30,12 +34,13 @@ Numbers stay raw here; ``output.whatif`` renders them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import InputError, described, option
 from ..hardware.catalog import hardware_spec
 from ..hardware.spec import HardwareSpec
+from ..model.capture_factory import names_factory
 from ..model.network import Network, check_overrides, load_network
 from .generation import analyses, check_lengths, check_request, checked_source
 from .generation import generate as run_generation
@@ -134,12 +139,23 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
 def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
           batches: str | int | Iterable[int] | None = None, quantization: bool = False,
           seqs: str | int | Iterable[int] | None = None, prompt: int | None = None,
-          generate: int | None = None, **overrides: Any) -> Sweep:
+          generate: int | None = None,
+          progress: Callable[[str], None] | None = None, **overrides: Any) -> Sweep:
     """Analyze ``model`` on ``hardware`` at each batch, each sequence length, or each pair
     (lists, one int, or ``parse_batches`` text); the one not given stays the model's own.
     ``prompt`` and ``generate`` (together, as ``analyze_model`` takes them, without ``seqs``)
-    make each point a whole generation at its batch (``analysis.generation``)."""
+    make each point a whole generation at its batch (``analysis.generation``).
+
+    ``model`` may be ``package.module:callable``, a factory with a ``batch`` parameter
+    returning a torch module and its example inputs: it is called and its module captured at
+    each batch (``whatif_captures``; batches only, no seqs or generation), ``progress``, when
+    given, told as each capture starts."""
     generating = prompt is not None or generate is not None
+    if names_factory(model):
+        from .whatif_captures import captured_sweep
+
+        return captured_sweep(os.fspath(model), hardware_spec(hardware), batches,
+                              quantization, seqs, generating, progress, overrides)
     if generating:
         overrides = _generation_overrides(model, overrides, prompt, generate, seqs)
     elif batches is None and seqs is None:

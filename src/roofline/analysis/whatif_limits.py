@@ -1,6 +1,7 @@
 """The caps on compare's and sweep's work, each refused in one line before the work: the GEMMs
-and ops of one step (``_check_rows``), a sweep's points (``MAX_SWEEP_GRID``, ``_check_grid``)
-and its analyses in all (``MAX_SWEEP_ITEMS``, ``_check_items``)."""
+and ops of one step (``_check_rows``), a sweep's points (``MAX_SWEEP_GRID``, ``_check_grid``),
+its analyses in all (``MAX_SWEEP_ITEMS``, ``_check_items``) and its captures of a PyTorch
+module (``MAX_SWEEP_CAPTURES``, ``_check_captures``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ MAX_SWEEP_GRID = 10_000
 #: on a 2-core machine (290 points of Llama-2-7B's 839 a decode step, 243,310 analyses: 1.4 s;
 #: it read 0.04 ms and capped that sweep at 297 points, a generation's at 149), so about 6 s.
 MAX_SWEEP_ITEMS = 1_000_000
+#: The most batches a sweep of a captured module captures it at: each capture runs the module
+#: (forward, and backward in training) on the meta device, tens of milliseconds for a small
+#: MLP and seconds to tens of seconds for a large model, so this bounds such a sweep to
+#: minutes; 1..2**31 as a range is 32 batches.
+MAX_SWEEP_CAPTURES = 64
 #: How the error messages say what a range gives.
 RANGE_TEXT = "a range a..b (a, the powers of two between, b)"
 
@@ -50,6 +56,16 @@ def _check_grid(points: int, batch_values: tuple[int, ...], seq_values: tuple[in
                          f"{points:,} points ({shape}) are more than the {MAX_SWEEP_GRID:,} a "
                          f"sweep analyzes (each point is a whole analysis); give fewer values, "
                          f"or {RANGE_TEXT}")
+
+
+def _check_captures(batch_values: tuple[int, ...]) -> None:
+    """At most ``MAX_SWEEP_CAPTURES`` batches of a captured module, else InputError before the
+    first capture."""
+    if len(batch_values) > MAX_SWEEP_CAPTURES:
+        raise InputError("batches", "", f"{len(batch_values):,} batches are more than the "
+                         f"{MAX_SWEEP_CAPTURES} a sweep of a captured module captures it at "
+                         f"(each a run of the module, seconds for a large one); give fewer "
+                         f"values, or {RANGE_TEXT}")
 
 
 def _check_items(first: Report, points: int, steps: int, batch_values: tuple[int, ...]

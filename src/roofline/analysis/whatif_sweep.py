@@ -1,17 +1,21 @@
 """``sweep``'s answer: ``Sweep``, one model on one device at several batches, sequence lengths
 or both; each point's throughput, the largest batch and seq that fit, the batch at which each
-GEMM turns compute-bound (closed form) and the seq at which it does (searched); the sweep JSON
-contract."""
+GEMM turns compute-bound (closed form; of a captured module, over the dimension its captures
+show growing with the batch, ``captured_scaling``) and the seq at which it does (searched);
+the sweep JSON contract."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..hardware.spec import HardwareSpec
+from ..model.gemm import Gemm
 from ..model.repeats import named
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
+from .captured_scaling import one_batch_reason, scaled_gemm
 from .generation import point_step
 from .predict import basis_of, fit_of, library_of
 from .report import Report, gemm_of
@@ -86,22 +90,62 @@ class Sweep:
         memory = self.reports[0].memory
         return memory.max_seq if memory else None
 
+    @property
+    def captured(self) -> bool:
+        """Whether the points are captures of a PyTorch module (one a batch), whose GEMMs'
+        batch dimensions are read from the captures (``captured_scaling``)."""
+        return self.reports[0].network.captured_batch is not None
+
     def transitions(self, report: Report | None = None) -> dict[str, int | None]:
         """Per GEMM, the smallest batch at which it is compute-bound (closed form), or None if
         no batch makes it so, at the seq of ``report`` (default: the first); a GEMM whose shape
-        does not depend on the batch gets 1 when it is compute-bound, else None."""
+        does not depend on the batch gets 1 when it is compute-bound, else None. Of a captured
+        module: over the batch dimensions its captures show, None too where they cannot be
+        read (``unknown_transitions`` says why)."""
+        if self.captured:
+            return dict(self._captured_transitions[0])
         report = report or self.reports[0]
         out: dict[str, int | None] = {}
         found: dict[int, int | None] = {}  # per stored result: a repeat's copies share one
         for name, _, _, result in named(report.results, gemm_of):
             if id(result) not in found:
-                gemm = result.gemm
-                ridge = report.hardware.ridge(gemm.dtype)
-                found[id(result)] = (
-                    min_compute_bound_batch(gemm, ridge) if any(gemm.batch_dims) else
-                    1 if roof_bound(gemm.intensity, ridge) == "compute" else None)
+                found[id(result)] = _transition(result.gemm, report.hardware)
             out[name] = found[id(result)]
         return out
+
+    @property
+    def unknown_transitions(self) -> dict[str, str]:
+        """Per GEMM whose transition is not known, why (a phrase): a captured module's GEMM
+        whose batch dimension its captures do not show (one capture; a GEMM that changes
+        otherwise, ``captured_scaling.scaled_gemm``); empty for a model file's, whose
+        dimensions say it."""
+        return dict(self._captured_transitions[1]) if self.captured else {}
+
+    @property
+    def transitions_basis(self) -> str:
+        """What the transitions are read from: ``"model"``, the batch dimensions the model's
+        layers give; ``"captures"``, those the captures at the swept batches show."""
+        return "captures" if self.captured else "model"
+
+    @cached_property
+    def _captured_transitions(self) -> tuple[dict[str, int | None], dict[str, str]]:
+        """``transitions`` and ``unknown_transitions`` of a captured module, each GEMM (by its
+        name at every point) scaled as its captures show (``captured_scaling``)."""
+        batches = [r.network.captured_batch or 0 for r in self.reports]
+        at = [{name: result.gemm for name, _, _, result in named(r.results, gemm_of)}
+              for r in self.reports]
+        names = list(dict.fromkeys(name for points in at for name in points))
+        out: dict[str, int | None] = dict.fromkeys(names)
+        if len(set(batches)) < 2:
+            return out, dict.fromkeys(names, one_batch_reason(batches[0]))
+        unknown: dict[str, str] = {}
+        for name in names:
+            scaled = scaled_gemm([points.get(name) for points in at], batches)
+            if isinstance(scaled, str):
+                unknown[name] = scaled
+            else:
+                out[name] = _transition(scaled, self.hardware)
+        return out, unknown
 
     def _first_at_each_seq(self) -> dict[int, Report]:
         firsts: dict[int, Report] = {}
@@ -203,6 +247,8 @@ class Sweep:
                 "max_batch": self.max_batch, "max_seq": self.max_seq,
                 "axis": self.axis, "batches": list(self.batches), "seqs": list(self.seqs),
                 "points": points, "transitions": self.transitions(),
+                "transitions_basis": self.transitions_basis,
+                "transitions_unknown": self.unknown_transitions,
                 "step": first.step.to_dict(),  # the whole step's verdict at the first point
                 "seq_transitions": self.seq_transitions(),
                 "transitions_by_seq": None if by_seq is None else [
@@ -235,3 +281,13 @@ class Sweep:
         from ..plot import plot_batch_sweep
 
         return plot_batch_sweep(list(self.reports), ax=ax, **options)
+
+
+def _transition(gemm: Gemm, hardware: HardwareSpec) -> int | None:
+    """The smallest batch at which ``gemm`` is compute-bound on ``hardware`` (closed form,
+    ``batch.min_compute_bound_batch``), or None if none is; a GEMM whose shape does not depend
+    on the batch (no ``batch_dims``) 1 where it is compute-bound, else None."""
+    ridge = hardware.ridge(gemm.dtype)
+    if any(gemm.batch_dims):
+        return min_compute_bound_batch(gemm, ridge)
+    return 1 if roof_bound(gemm.intensity, ridge) == "compute" else None

@@ -1,6 +1,6 @@
-"""MODEL as the commands read it: read or captured once for every device, refused where a
-command varies the batch of a captured module, and what a ``--hw local`` probe must measure
-for it and through which library."""
+"""MODEL as the commands read it: read or captured once for every device, a captured module
+refused by plan (which divides a model's layers over GPUs), and what a ``--hw local`` probe
+must measure for it and through which library."""
 
 from __future__ import annotations
 
@@ -49,13 +49,17 @@ def _needs(network: Any, overrides: dict[str, Any]) -> Any:
 
 
 def _not_captured(model: str) -> None:
-    """InputError for ``package.module:callable`` given to a command that varies the batch
-    (sweep, plan): a capture holds the one batch it ran at."""
+    """InputError for ``package.module:callable`` given to plan: it divides each layer's heads
+    and FFN over the tensor-parallel ranks and runs it at each micro-batch, and a capture holds
+    the ops the module ran at its one batch, not its layers. (sweep captures a factory at each
+    batch: ``analysis.whatif_captures``.)"""
     from ..api import model_framework
 
     if model_framework(model) == "torch":
         command = click.get_current_context().info_name
         raise InputError(str(model), "", f"`roofline {command}` needs a model.yaml or "
-                                         f"config.json: it varies the batch, and a captured "
-                                         f"module holds the one batch it ran at (analyze and "
-                                         f"compare take package.module:callable)")
+                                         f"config.json: it divides each layer's heads and FFN "
+                                         f"over the tensor-parallel ranks and runs it at each "
+                                         f"micro-batch, and a captured module holds the ops it "
+                                         f"ran at its one batch, not its layers (analyze, "
+                                         f"compare and sweep take package.module:callable)")

@@ -10,7 +10,7 @@ import click
 from ..errors import PlotError
 from .console import _progress, _render, _terminal_width
 from .group import cli
-from .loading import _loaded, _local_library, _needs, _not_captured
+from .loading import _loaded, _local_library, _needs
 from .options import FORMATS, MODEL_FILE, PLOT_FILE, QUANTIZATION_HELP, _one_device
 from .overrides import generation_options, model_options
 from .plots import _check_plot, _write_plot, force_option
@@ -96,6 +96,14 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     sequence, the sequence length at which it does. Steps that do not fit in the device's
     memory are marked, not dropped.
 
+    MODEL may be package.module:factory, a factory with a batch parameter (def
+    make(batch=8): return module, inputs_of_that_batch): the module is captured at each
+    --batch (on the meta device, said on stderr; at most 64 batches; no --seq or
+    --prompt/--generate), and the batch at which each GEMM turns compute-bound is read from
+    the captures: the closed form over the dimension that grew in proportion to the batch
+    between them; unknown, with the reason, where they show neither that nor a shape that
+    stays the same (or one batch is swept).
+
     With --prompt P --generate G each point is a whole generation at that batch (as `analyze
     --prompt P --generate G` gives it): time to first token, time per output token, latency,
     tokens/s, and memory at the generation's peak (the prefill's or the last decode step's,
@@ -107,7 +115,6 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     from ..probe import resolve_hardware
 
     _check_plot(plot)
-    _not_captured(model)
     # bad input fails before any work
     batch_values = parse_batches(batches) if batches is not None else None
     seq_values = parse_batches(seqs, "seqs") if seqs is not None else None
@@ -115,10 +122,12 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
             seq_values) > 1:
         raise PlotError("--plot draws one swept axis: give one batch or one seq with it (a "
                         "batch x seq grid is a table, CSV, Markdown or JSON)")
-    from ..model.network import load_network
-
-    needs = _needs(lambda: load_network(model), overrides)
-    result = run_sweep(model, resolve_hardware(hardware, _progress, needs=needs), batch_values,
-                       quantization=quantization, seqs=seq_values, **overrides)
+    # the dtypes a due --hw local probe measures: a captured module's at the first batch
+    first = {"batch": batch_values[0] if batch_values else None}
+    needs = _needs(lambda: _loaded(model, overrides | first), overrides)
+    result = run_sweep(model, resolve_hardware(hardware, _progress, _local_library(model),
+                                               needs),
+                       batch_values, quantization=quantization, seqs=seq_values,
+                       progress=_progress, **overrides)
     click.echo(_render(SWEEP_FORMATS, fmt, result), nl=False)
     _write_plot(plot, lambda charts: result.plot())

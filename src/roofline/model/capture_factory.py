@@ -1,15 +1,21 @@
 """The factory a command line names a PyTorch module by, ``package.module:callable``
-(``is_factory``), imported and called for the module and its example inputs (``load_factory``),
-each way it can fail one line (``CaptureError``)."""
+(``is_factory``, ``names_factory``), imported and called for the module and its example inputs
+(``load_factory``), each way it can fail one line (``CaptureError``), and captured
+(``capture_factory``: analyze's and compare's capture, and sweep's, once a batch, of a factory
+that takes one, ``takes_batch``)."""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..errors import CaptureError, a_kind
+
+if TYPE_CHECKING:
+    from .network import Network
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -17,6 +23,55 @@ _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 def is_factory(text: str) -> bool:
     """Whether ``text`` reads as ``package.module:callable``."""
     return bool(_FACTORY.match(text))
+
+
+def names_factory(model: object) -> TypeGuard[str | os.PathLike[str]]:
+    """Whether ``model``, a library call's or a command line's MODEL, names a factory to
+    capture: text (or a path) that reads as ``package.module:callable`` and is no file."""
+    return (isinstance(model, (str, os.PathLike)) and is_factory(os.fspath(model))
+            and not os.path.exists(model))
+
+
+def takes_batch(spec: str) -> bool:
+    """Whether the factory ``spec`` names has a ``batch`` parameter (``load_factory`` calls it
+    with the batch asked for): imported and looked up, not called (each way that fails is
+    ``load_factory``'s line)."""
+    with _cwd_importable():
+        return _takes_batch(_factory(spec))
+
+
+def _takes_batch(factory: Callable[..., Any]) -> bool:
+    import inspect
+
+    try:
+        return "batch" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
+
+
+def capture_factory(spec: str, batch: int | None = None, mode: str | None = None,
+                    dtype: str | None = None, attention: str | None = None,
+                    optimizer: str | None = None, *,
+                    progress: Callable[[str], None] | None = None, point: str = "") -> Network:
+    """The factory ``spec`` called (with ``batch`` where it takes one: ``load_factory``) and
+    its module captured (``capture.capture_network``) in ``mode``, ``dtype``, ``attention``
+    and ``optimizer`` (train, the module's own dtype, flash and none unless given).
+    ``progress``, when given, is told as the factory is called and as the capture starts (a
+    large model's takes tens of seconds), or, given a ``point`` (sweep's ``" at batch 8 (2 of
+    3)"``), once as both start."""
+    from .capture import capture_network  # it imports this module
+
+    mode = mode or "train"
+    if progress is not None:  # its imports (torch, transformers) can take seconds
+        progress(f"capturing {spec}{point} on the meta device, {mode} (the factory called "
+                 f"for its module and inputs) ..." if point else
+                 f"importing {spec} and calling it for its module and inputs ...")
+    module, inputs = load_factory(spec, batch)  # a batch keyword: made at batch
+    if progress is not None and not point:
+        progress(f"capturing {spec} ({type(module).__name__}) on the meta device, "
+                 f"{mode}...")
+    return capture_network(module, inputs, mode, dtype, attention or "flash",
+                           optimizer or "none")
 
 
 def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, ...]]:
@@ -42,7 +97,6 @@ def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, .
 @contextmanager
 def _cwd_importable() -> Iterator[None]:
     """The current directory first on ``sys.path`` while inside, unless it is there already."""
-    import os
     import sys
 
     cwd = os.getcwd()
@@ -56,9 +110,10 @@ def _cwd_importable() -> Iterator[None]:
             sys.path.remove(cwd)
 
 
-def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
+def _factory(spec: str) -> Callable[..., Any]:
+    """The callable ``spec`` names, imported and looked up (CaptureError naming each way that
+    fails)."""
     import importlib
-    import inspect
 
     path, _, attr = spec.partition(":")
     try:
@@ -73,12 +128,14 @@ def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
     factory = getattr(found, attr)
     if not callable(factory):
         raise CaptureError(f"{spec}: {attr} is not callable")
+    return factory
+
+
+def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
+    factory = _factory(spec)
     try:
-        takes_batch = "batch" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):  # a builtin or C callable without a signature
-        takes_batch = False
-    try:
-        made = factory(batch=batch) if batch is not None and takes_batch else factory()
+        made = (factory(batch=batch) if batch is not None and _takes_batch(factory)
+                else factory())
     except Exception as exc:
         raise CaptureError(f"{spec}: the factory raised {type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:300]}") from None

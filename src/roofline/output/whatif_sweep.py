@@ -85,14 +85,17 @@ def sweep_csv(s: Sweep) -> str:
     """One row per (batch, seq, GEMM), raw numbers; the step's totals repeated on each row;
     ``seq`` and ``compute_bound_from_seq`` at the end (empty without a sequence); then, of
     generations, the point's whole generation (``generations.CSV_FIELDS``), its step the
-    last decode step."""
+    last decode step; of a captured module, ``compute_bound_from_unknown``: why its
+    ``compute_bound_from`` is not known (``Sweep.unknown_transitions``), else empty."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["batch", "name", "intensity", "bound", "time_s", "step_time_s",
                      "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
                      "memory_bytes", "fits", "seq", "compute_bound_from_seq",
                      "predicted_time_s", "predicted_step_time_s",
-                     *generations.csv_fields(s.generating)])
+                     *generations.csv_fields(s.generating),
+                     *(["compute_bound_from_unknown"] if s.captured else [])])
+    unknown = s.unknown_transitions
     # a row's batch crossings are at its own seq (a seq sweep's too, not only a grid's)
     by_seq = s.transitions_by_seq() if len(s.seqs) > 1 else None
     seq_transitions = s.seq_transitions() or {}
@@ -111,7 +114,8 @@ def sweep_csv(s: Sweep) -> str:
                              "" if r.network.seq is None else r.network.seq,
                              "" if seq_transitions.get(name) is None
                              else seq_transitions[name], x.predicted_time_s,
-                             t["predicted_time_s"], *generations.csv_values(r)])
+                             t["predicted_time_s"], *generations.csv_values(r),
+                             *([unknown.get(name, "")] if s.captured else [])])
     return buffer.getvalue()
 
 

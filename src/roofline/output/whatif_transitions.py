@@ -1,6 +1,6 @@
 """The batch (and, with a sequence, the seq) at which each GEMM of a sweep turns compute-bound,
-grouped, each marked where it does not fit in memory, and the whole step's verdict after
-them."""
+grouped, each marked where it does not fit in memory (of a captured module, what the captures
+show, those they do not grouped by why), and the whole step's verdict after them."""
 
 from __future__ import annotations
 
@@ -44,6 +44,8 @@ def transition_lines(s: Sweep) -> list[str]:
         shown = generations.step_shown(s.reports[0], brackets=False)
         lines += [f"compute-bound from (closed form, any batch), {shown}:",
                   *_grouped(s.transitions(), "batch", s.max_batch)]
+    elif s.captured:
+        lines += _captured_lines(s)
     elif s.axis == "batch":
         lines += ["compute-bound from (closed form, any batch)"
                   + (f" at seq {first.seq}:" if first.seq is not None else ":"),
@@ -59,6 +61,33 @@ def transition_lines(s: Sweep) -> list[str]:
     head = s.reports[0]
     at = f" (at seq {head.network.seq})" if s.axis == "seq" or s.grid else ""
     line = step_line(head) + at
+    if s.captured:  # each row is its own capture's step
+        line = ("step: not judged across batches: a captured module's step is known at the "
+                "batches it was captured at, each row above")
     if s.generating:  # "step (the last decode step, KV cache 2559 tokens): ..."
         line = f"step ({generations.step_shown(head, brackets=False)}):{line[len('step:'):]}"
     return lines + [line]
+
+
+def _captured_lines(s: Sweep) -> list[str]:
+    """A captured module's transitions: over the dimension its captures show growing with the
+    batch (``analysis.captured_scaling``), then those they do not show, grouped by why."""
+    unknown = s.unknown_transitions
+    known = {name: b for name, b in s.transitions().items() if name not in unknown}
+    lines = []
+    if known:
+        lines += [f"compute-bound from (closed form over the dimension that grew in proportion "
+                  f"to the batch across the captures at batches {_batches(s.batches)}; "
+                  f"assumed to keep doing so):", *_grouped(known, "batch", s.max_batch)]
+    reasons: dict[str, list[str]] = {}
+    for name, why in unknown.items():
+        reasons.setdefault(why, []).append(name)
+    if reasons:
+        lines.append("compute-bound from: unknown")
+        lines += [f"  {compact_names(names, 8)}: {why}" for why, names in reasons.items()]
+    return lines
+
+
+def _batches(values: tuple[int, ...]) -> str:
+    return ", ".join(map(str, values)) if len(values) <= 8 else (
+        f"{values[0]} to {values[-1]} ({len(values)})")
