@@ -220,3 +220,70 @@ def test_a_grouped_convolutions_few_channels_get_no_stems_padding_advice():
     both = warning(stem=True)
     assert "0: 3 input channels, 1: 8 input channels a group, 16 groups" in both
     assert "Padded there to the 16-byte rule's 4 (TF32) or 8 (bf16) channels" in both
+
+
+def test_channels_last_is_read_as_torch_reads_it():
+    # torch's own reading of a tensor's layout (torch._prims_common.suggest_memory_format, the
+    # rule of c10's is_channels_last_strides_2d / _3d) is the reference: a depthwise filter
+    # (96 x 1 x 3 x 3 x 3) in channels_last_3d has strides (27, 1, 9, 3, 1) and is channels
+    # last, in NCDHW (27, 27, 9, 3, 1) it is not, though its one channel makes it contiguous both
+    # ways; the old reading needed more than one channel and took both for NCDHW
+    from torch._prims_common import suggest_memory_format
+
+    from roofline.model.capture_convs import _channels_last
+
+    shapes = [(96, 1, 3, 3, 3), (64, 32, 1, 1), (2, 3, 8, 8), (2, 1, 8, 8), (2, 64, 1, 1),
+              (2, 96, 4, 8, 8), (8, 4, 1, 1, 1), (3, 1, 1, 5, 5), (2, 3, 1, 8), (1, 1, 1, 1)]
+    for shape in shapes:
+        last = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+        for layout in (torch.contiguous_format, last):
+            t = torch.empty(shape, device="meta").to(memory_format=layout)
+            assert _channels_last(t) == (suggest_memory_format(t) == last), (shape, t.stride())
+    dw = torch.empty(96, 1, 3, 3, 3).to(memory_format=torch.channels_last_3d)
+    assert dw.stride() == (27, 1, 9, 3, 1) and _channels_last(dw)
+
+
+def _x3d_like(channels_last: bool):
+    """bf16, batch 8 of 16 x 112 x 112 clips: a 3 x 7 x 7 / 1, 2, 2 stem to 96 channels, batch
+    norm, a depthwise 3 x 3 x 3 Conv3d (as X3D's), batch norm; in channels_last_3d or not."""
+    with torch.device("meta"):
+        module = torch.nn.Sequential(
+            torch.nn.Conv3d(3, 96, (3, 7, 7), stride=(1, 2, 2), padding=(1, 3, 3), bias=False),
+            torch.nn.BatchNorm3d(96),
+            torch.nn.Conv3d(96, 96, 3, padding=1, groups=96, bias=False),
+            torch.nn.BatchNorm3d(96)).to(torch.bfloat16)
+        x = torch.empty(8, 3, 16, 112, 112, dtype=torch.bfloat16)
+    if channels_last:
+        module = module.to(memory_format=torch.channels_last_3d)
+        x = x.to(memory_format=torch.channels_last_3d)
+    return capture(module, x, mode="train")
+
+
+def test_depthwise_3d_convolutions_in_channels_last_3d_are_warned_of():
+    # A module already in channels_last_3d: its depthwise convolution (layer "2") ran cuDNN's
+    # kernels, which the lent H100 ran (a call's wall clock, bf16) 3,230.592 / 728.608 = 4.43x
+    # forward and 112,944.45 / 3,167.648 = 35.66x backward its NCDHW time; the prediction prices
+    # its GEMMs. Before, nothing was said, and its depthwise filter, one channel, read as NCDHW:
+    # the step counted a 16-bit convolution on NCDHW maps (the layout warning's), none ran.
+    from roofline.output.layout3d import channels_last_depthwise_warning
+
+    h100 = load_hardware("h100-sxm5-80gb")
+    net = _x3d_like(channels_last=True)
+    assert net.channels_last_depthwise_3d == ("2",) and net.nchw_convs == 0
+    text = channels_last_depthwise_warning(analyze(net, h100))
+    assert text is not None and text.startswith(
+        "depthwise 3-D convolutions ran in channels_last_3d (2), priced as their GEMMs")
+    assert "4.43x forward (3.23 against 0.73 ms) and 35.7x backward (112.94 against 3.17 ms)" \
+        in text
+    assert "keep those layers NCDHW" in text
+    # and the layout warning, which told this module, all in channels_last_3d, that "1
+    # convolution ran in bf16 on NCDHW tensors" (0 s of transposes) and to convert it, is gone
+    from roofline.output.times import layout_warning
+
+    assert layout_warning(analyze(net, h100)) is None
+    # NCDHW, as torch's default: no such warning; its 2 convolutions on NCDHW maps counted
+    plain = _x3d_like(channels_last=False)
+    assert plain.channels_last_depthwise_3d == () and plain.nchw_convs == 2
+    assert channels_last_depthwise_warning(analyze(plain, h100)) is None
+    assert channels_last_depthwise_warning(analyze(net, load_hardware("xeon-platinum-8480plus"))) \
+        is None

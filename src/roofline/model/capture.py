@@ -180,6 +180,7 @@ def capture_network(module: Any, example_inputs: Sequence[Any], mode: str = "inf
     return Network(label, batch, net_dtype, mode, tuple(layers), optimizer=kind,
                    source=source, uncosted=tuple(sorted(rec.uncosted)), update=update,
                    nchw_convs=rec.nchw_convs,
+                   channels_last_depthwise_3d=tuple(rec.channels_last_depthwise),
                    gemm_dtypes=tuple(sorted(rec.gemm_dtypes.items())), captured_loss=rec.loss,
                    captured_live=rec.live.peak if rec.live is not None else None,
                    captured_optimizer=rec.optimizer_states, captured_attention=attention)

@@ -76,6 +76,8 @@ def _convolution(op: str, args: Sequence[Any], outs: list[Any], pass_: str, owne
     if mask is None:
         rec.nchw_convs += _nchw_16bit(x4, w4)
         rec.conv_nhwc = nhwc
+        if nhwc and x.dim() == 5 and not transposed and conv.groups > 1 and w.shape[1] == 1:
+            rec.channels_last_depthwise[owner or rec.root] = None
         _weight_kind(w, rec)  # its filters are a matrix of the step, as conv2d's
     y = _as_2d(args[0] if backward else outs[0])  # the output (its gradient backward)
     gemms = (_conv_transposed(x4, w4, y, conv, owner, mask, nhwc) if transposed
@@ -289,8 +291,20 @@ def _nchw_16bit(x: Any, w: Any) -> bool:
 
 
 def _channels_last(t: Any) -> bool:
-    """A 4-D (5-D) tensor whose channels are adjacent in memory and whose columns are a pixel
-    apart (NHWC, NDHWC strides; a 1 x 1 weight's too, whose NCHW strides have channels adjacent
-    as well)."""
-    return (t.dim() in (4, 5) and t.shape[1] > 1 and t.stride(1) == 1
-            and t.stride(-1) == t.shape[1])
+    """Whether torch takes a 4-D (5-D) tensor for channels last (NHWC, NDHWC), as its
+    ``suggest_memory_format`` does (c10's ``is_channels_last_strides_2d`` / ``_3d``): walking
+    the channels, then the axes from the last to the first, then the batch, no stride is less
+    than the span of those before it (a size-1 axis spans nothing), and the channels' stride is
+    not the batch's. So a depthwise filter (K x 1 x T x R x S) in channels_last_3d is channels
+    last by its channels' stride of 1 where NCDHW gives it T.R.S, though its one channel makes
+    both layouts contiguous; a 1 x 1 filter's NCHW strides are not."""
+    if t.dim() not in (4, 5) or t.stride(1) == 0:
+        return False
+    span = 0
+    for axis in (1, *range(t.dim() - 1, 1, -1), 0):
+        if t.shape[axis] == 0 or t.stride(axis) < span:
+            return False
+        if axis == 0 and span == t.stride(1):
+            return False
+        span = t.stride(axis) * (t.shape[axis] if t.shape[axis] > 1 else 1)
+    return True

@@ -30,6 +30,9 @@ class _Recorder:
     # whether the latest convolution ran channels last: the layout of the maps after it, which
     # the meta device does not keep (its convolution's output is NCHW whatever its operands)
     conv_nhwc: bool = False
+    # the modules whose depthwise 3-D convolutions ran channels last
+    # (Network.channels_last_depthwise_3d)
+    channels_last_depthwise: dict[str, None] = field(default_factory=dict)
     # the shapes of the inputs a convolution took unbatched, (C, L), (C, H, W) or (C, D, H, W):
     # torch gives them a batch of 1 itself (``capture._batch_of``)
     unbatched: set[tuple[int, ...]] = field(default_factory=set)

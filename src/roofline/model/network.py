@@ -190,6 +190,10 @@ class Network:
     # forward 16-bit convolutions a captured module ran on NCHW inputs (model.capture): on a
     # GPU, work the prediction leaves out (output.times.layout_warning)
     nchw_convs: int = 0
+    #: the layers of a captured module whose depthwise 3-D convolutions ran in channels_last_3d
+    #: (model.capture): on a GPU, cuDNN's kernels, which a lent H100 ran 4-36x slower than
+    #: torch's own on NCDHW maps, unpriced (output.layout3d.channels_last_depthwise_warning)
+    channels_last_depthwise_3d: tuple[str, ...] = ()
     #: a captured module's GEMMs by the dtype they ran in, (dtype, count); those in another
     #: than ``dtype`` are priced in their own (``GemmShape.dtype``)
     gemm_dtypes: tuple[tuple[str, int], ...] = ()

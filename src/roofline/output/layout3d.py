@@ -68,6 +68,29 @@ def _times(ratio: float) -> str:
     return f"{ratio:.3g}x"
 
 
+def _timed_as(report: Report) -> tuple[str, str, list[str]]:
+    """The dtype of ``GROUPED_3D_EVIDENCE`` that speaks for ``report``'s step (bf16 for fp16,
+    never timed), how to say it, and the passes the step runs (forward; and backward)."""
+    dtype = "fp32" if report.network.dtype in ("fp32", "tf32") else "bf16"
+    said = {"fp32": "fp32 (TF32)", "bf16": "bf16"}[dtype] + (
+        " (fp16 was not timed)" if report.network.dtype == "fp16" else "")
+    passes = ["forward"] + (["backward"] if any(
+        r.gemm.pass_.startswith("backward") for r in report.results) else [])
+    return dtype, said, passes
+
+
+def _depthwise_evidence(dtype: str, passes: list[str]) -> str:
+    """``a depthwise 3 x 3 x 3 Conv3d of 96 channels ran slower ... 10.8x forward (7.51 against
+    0.70 ms)``: the H100's depthwise rows of ``GROUPED_3D_EVIDENCE`` in ``dtype`` and
+    ``passes``."""
+    each = []
+    for pass_ in passes:
+        nc, cl = GROUPED_3D_EVIDENCE["depthwise", dtype, pass_]
+        each.append(f"{_times(cl / nc)} {pass_} ({cl / 1e3:.2f} against {nc / 1e3:.2f} ms)")
+    return (f"a depthwise 3 x 3 x 3 Conv3d of 96 channels ran slower in channels_last_3d than "
+            f"in NCDHW, where torch runs its own depthwise kernels, {' and '.join(each)}")
+
+
 def grouped_3d_words(report: Report) -> str | None:
     """The clause the layout warning adds to its channels_last_3d advice for a step with
     depthwise or grouped 3-D convolutions (module docstring): what the lent H100 measured in the
@@ -79,20 +102,10 @@ def grouped_3d_words(report: Report) -> str | None:
     depthwise, grouped, n_depthwise, n_grouped = grouped_3d_convs(report)
     if not depthwise and not grouped:
         return None
-    dtype = "fp32" if report.network.dtype in ("fp32", "tf32") else "bf16"
-    said = {"fp32": "fp32 (TF32)", "bf16": "bf16"}[dtype] + (
-        " (fp16 was not timed)" if report.network.dtype == "fp16" else "")
-    passes = ["forward"] + (["backward"] if any(
-        r.gemm.pass_.startswith("backward") for r in report.results) else [])
+    dtype, said, passes = _timed_as(report)
     parts = []
     if depthwise:
-        each = []
-        for pass_ in passes:
-            nc, cl = GROUPED_3D_EVIDENCE["depthwise", dtype, pass_]
-            each.append(f"{_times(cl / nc)} {pass_} ({cl / 1e3:.2f} against {nc / 1e3:.2f} ms)")
-        parts.append(f"a depthwise 3 x 3 x 3 Conv3d of 96 channels ran slower in "
-                     f"channels_last_3d than in NCDHW, where torch runs its own depthwise "
-                     f"kernels, {' and '.join(each)}, so keep this step's {n_depthwise} "
+        parts.append(f"{_depthwise_evidence(dtype, passes)}, so keep this step's {n_depthwise} "
                      f"depthwise 3-D convolution{'s' * (n_depthwise != 1)} "
                      f"({listed(depthwise)}) in NCDHW, weight and input contiguous")
     if grouped:
@@ -108,3 +121,21 @@ def grouped_3d_words(report: Report) -> str | None:
                      f"({listed(grouped)}) both ways")
     return (f"not for every 3-D convolution: on a lent H100 ({EVIDENCE_FILE}; a call's wall "
             f"clock, {said}) {'; '.join(parts)}")
+
+
+def channels_last_depthwise_warning(report: Report) -> str | None:
+    """On a GPU, the sentence for a captured module whose depthwise 3-D convolutions ran in
+    channels_last_3d (``Network.channels_last_depthwise_3d``): cuDNN's kernels there, which the
+    lent H100 ran 4.0-36x slower than torch's own on NCDHW maps (``GROUPED_3D_EVIDENCE``), and
+    which the prediction, their GEMMs at the GPU's rates, does not price; None otherwise."""
+    from .report import listed
+
+    layers = report.network.channels_last_depthwise_3d
+    if report.hardware.kind != "gpu" or not layers:
+        return None
+    dtype, said, passes = _timed_as(report)
+    return (f"depthwise 3-D convolutions ran in channels_last_3d ({listed(list(layers))}), "
+            f"priced as their GEMMs: on a lent H100 ({EVIDENCE_FILE}; a call's wall clock, "
+            f"{said}) {_depthwise_evidence(dtype, passes)}, which the prediction does not "
+            f"count; keep those layers NCDHW (their weight and their input contiguous: "
+            f"layer.to(memory_format=torch.contiguous_format), x.contiguous())")
