@@ -287,3 +287,52 @@ def test_depthwise_3d_convolutions_in_channels_last_3d_are_warned_of():
     assert channels_last_depthwise_warning(analyze(plain, h100)) is None
     assert channels_last_depthwise_warning(analyze(net, load_hardware("xeon-platinum-8480plus"))) \
         is None
+
+
+def test_a_3d_weight_gradient_to_few_output_channels_is_warned_of_at_the_h100s_rate():
+    # The H100's RGB output layer (64 to 3 channels, 3 x 3 x 3, padding 1, batch 8 of 16 x 112
+    # x 112): its weight gradient is 2 x (64 x 27) x 3 x (8 x 16 x 112 x 112) = 2 x 1,728 x 3 x
+    # 1,605,632 = 16,647,192,576 FLOPs; the CSV's backward rows' wgrad kernels took 6,459.09 and
+    # 6,484.67 us in TF32 (2.577 and 2.567 TFLOP/s), 34,667.36 and 37,524.38 us in bf16 (0.480,
+    # 0.444). The same layer captured in bf16 is warned of with those times back, its FLOPs at
+    # the bf16 rates: 34.7 ms to 37.5 ms. Before, nothing was said of it (its backward ran 25-40x
+    # its prediction there).
+    from roofline.output.channels import FEW_OUTPUTS_FLOPS, FEW_OUTPUTS_MS, few_outputs_warning
+
+    flops = 2 * (64 * 27) * 3 * (8 * 16 * 112 * 112)
+    assert flops == FEW_OUTPUTS_FLOPS == 16_647_192_576
+    wgrad = {}
+    with open(CSV, newline="") as f:
+        for r in csv.DictReader(f):
+            if (r["set"], r["op"], r["k"], r["mode"]) == ("align", "conv3d", "3", "backward"):
+                wgrad[r["dtype"], r["layout"]] = next(
+                    float(k.rsplit("=", 1)[1].split("x")[0]) / 1e3
+                    for k in r["kernels"].split(";") if "wgrad" in k)
+    assert sorted(FEW_OUTPUTS_MS["tf32"]) == sorted(
+        (wgrad["fp32", "ncdhw"], wgrad["fp32", "ndhwc"]))
+    assert sorted(FEW_OUTPUTS_MS["bf16"]) == sorted(
+        (wgrad["bf16", "ncdhw"], wgrad["bf16", "ndhwc"]))
+
+    def warned(out: int, conv=torch.nn.Conv3d, dtype=torch.bfloat16, hw="h100-sxm5-80gb",
+               groups: int = 1):
+        with torch.device("meta"):
+            module = conv(64, out, 3, padding=1, groups=groups).to(dtype)
+            shape = (8, 64, 16, 112, 112) if conv is torch.nn.Conv3d else (8, 64, 112, 112)
+            x = torch.empty(*shape, dtype=dtype)
+        return few_outputs_warning(analyze(capture(module, x, mode="train"), load_hardware(hw)))
+
+    text = warned(3)
+    assert text is not None and text.startswith(
+        "MM2 (Conv3d: 3 output channels): the weight gradient of a 3-D convolution to fewer "
+        "than 16 output channels ran far below the GEMM model on a lent H100")
+    assert "took 6.46 ms in TF32 (2.57 TFLOP/s) and 34.7-37.5 ms in bf16 (0.444-0.48 " \
+           "TFLOP/s)" in text
+    assert "At that bf16 rate this one would take 34.7 ms to 37.5 ms where" in text
+    # in TF32 (fp32, as torch runs it): 16.647 GFLOP at 2.567-2.577 TFLOP/s, 6.46-6.48 ms, one
+    assert "At that TF32 rate this one would take 6.46 ms where" in warned(3, dtype=torch.float32)
+    # 16 output channels, a 2-D convolution (Tensor-Core kernels there) or a CPU: nothing said
+    assert warned(16) is None and warned(3, conv=torch.nn.Conv2d) is None
+    assert warned(3, hw="xeon-platinum-8480plus") is None
+    # a depthwise one (one output channel a group), whose backward the H100 ran 1.07-2.46x its
+    # prediction, is not this
+    assert warned(64, groups=64) is None

@@ -123,12 +123,13 @@ def report_warnings(report: Report) -> tuple[str, ...]:
     (``output.times.calibration_warning``), 16-bit convolutions on NCHW tensors on a GPU
     (``output.times.layout_warning``), depthwise 3-D convolutions in channels_last_3d
     (``output.layout3d.channels_last_depthwise_warning``), convolutions held to the CUDA
-    cores' rate for their input channels (``output.channels.narrow_channels_warning``), fp32
-    convolutions PyTorch would run in TF32
+    cores' rate for their input channels (``output.channels.narrow_channels_warning``), a 3-D
+    convolution's weight gradient to few output channels
+    (``output.channels.few_outputs_warning``), fp32 convolutions PyTorch would run in TF32
     (``output.times.tf32_warning``), GEMMs ``--measure`` timed on a shared machine
     (``output.times.shared_machine_warning``), a measured entry saved past the probe's own
     checks (``output.times.forced_warning``)."""
-    from .channels import narrow_channels_warning
+    from .channels import few_outputs_warning, narrow_channels_warning
     from .layout3d import channels_last_depthwise_warning
     from .times import (
         calibration_warning,
@@ -140,7 +141,7 @@ def report_warnings(report: Report) -> tuple[str, ...]:
 
     more = [w for w in (forced_warning(report.hardware), calibration_warning(report),
                         layout_warning(report), channels_last_depthwise_warning(report),
-                        narrow_channels_warning(report),
+                        narrow_channels_warning(report), few_outputs_warning(report),
                         tf32_warning(report.network, report.hardware),
                         shared_machine_warning(report)) if w]
     return (*config_warnings(report.network), *more)

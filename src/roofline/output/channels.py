@@ -1,6 +1,8 @@
 """The sentence for a step's convolutions priced no faster than the GPU's CUDA cores for their
 few input channels, fewer than 16 (``analysis.gpu_conv_channels``): which GEMMs, what the bound
-adds and at what rate, and what padding such a stem did on a lent H100. Display only."""
+adds and at what rate, and what padding such a stem did on a lent H100; and the one for a 3-D
+convolution's weight gradient to few output channels, which that H100 ran far below the GEMM
+model, unpriced (``few_outputs_warning``). Display only."""
 
 from __future__ import annotations
 
@@ -74,3 +76,73 @@ def narrow_channels_warning(report: Report) -> str | None:
             f"{p['3-D TF32']} in 3-D TF32, {p['2-D']} in 2-D and {p['2-D bf16 NCHW']} in 2-D "
             f"bf16 on NCHW maps, where the prediction gives 1.23-2.67, the FLOPs padding adds "
             f"at the same rate (benchmarks/data/h100_live_convs_align.csv)")
+
+
+#: a 3-D convolution to fewer output channels, not grouped, is warned of (``few_outputs_warning``;
+#: the H100's depthwise ones, one a group, ran their backward 1.07-2.46x their prediction)
+NARROW_OUTPUTS = 16
+
+#: A lent H100 SXM5's weight gradient of a 3-D convolution to 3 output channels (an RGB or a
+#: 3-class output layer: 64 to 3 channels, 3 x 3 x 3, padding 1, batch 8 of 16 x 112 x 112;
+#: torch 2.11, cuDNN 9.19; benchmarks/data/h100_live_convs_align.csv, set ``align``, its
+#: ``backward`` rows' weight-gradient kernel): 2 x (64 x 27) x 3 x (8 x 16 x 112 x 112) =
+#: 16,647,192,576 FLOPs in the milliseconds below, NCDHW and NDHWC. cuDNN ran
+#: ``sm80_xmma_wgrad_implicit_gemm_indexed_wo_smem`` in TF32 and
+#: ``wgrad2d_grouped_direct_kernel`` in bf16, 2.6 and 0.44-0.48 TFLOP/s, where the GEMM model
+#: prices a Tensor-Core GEMM (the layer's backward ran 3.4-4.2x its prediction in TF32 and
+#: 25-40x in bf16: bench_gpu_convs_align.py). One layer, so a rate to show, not to price by; the
+#: 2-D one (64 to 3, 3 x 3) ran Tensor-Core kernels at 6-21 TFLOP/s, its backward 1.06-1.75x.
+FEW_OUTPUTS_FLOPS = 16_647_192_576
+FEW_OUTPUTS_MS = {"tf32": (6.45909, 6.48467), "bf16": (34.66736, 37.52438)}
+
+
+def few_outputs_warning(report: Report) -> str | None:
+    """``MM9 (out: 3 output channels): ...``: on a GPU, the weight-gradient GEMMs of ``report``'s
+    3-D convolutions to fewer than 16 output channels, not grouped, what the lent H100 ran such a
+    one at (``FEW_OUTPUTS_FLOPS`` in ``FEW_OUTPUTS_MS``) and what they would take at that rate,
+    which the prediction does not count; None where there is none (a CPU, a 2-D one, 16
+    channels or more)."""
+    from ..analysis.predict import predict_gemm
+    from ..analysis.report import gemm_of
+    from ..model.repeats import named
+    from ..units import seconds
+    from .report import listed
+
+    if report.hardware.kind != "gpu":
+        return None
+    names, layers, flops, predicted = [], {}, 0.0, 0.0
+    for name, layer, _, result in named(report.results, gemm_of):
+        gemm = result.gemm
+        if (gemm.pass_ != "backward-weight" or "T x R x S" not in gemm.roles[0]
+                or gemm.roles[1] != "out_channels" or gemm.n >= NARROW_OUTPUTS
+                or gemm.batch_count > 1):  # a grouped one's (depthwise ones ran 1.1-2.5x)
+            continue
+        names.append(name)
+        layers[layer] = gemm.n
+        flops += gemm.flops
+        predicted += predict_gemm(gemm, report.hardware).time_s
+    if not names:
+        return None
+    e = FEW_OUTPUTS_MS
+    rates = {d: tuple(FEW_OUTPUTS_FLOPS / (ms * 1e-3) for ms in e[d]) for d in e}
+    dtype = "bf16" if report.network.dtype in ("bf16", "fp16") else "tf32"
+    low, high = flops / max(rates[dtype]), flops / min(rates[dtype])
+    outputs = ", ".join(f"{layer}: {k} output channel{'s' * (k != 1)}"
+                        for layer, k in layers.items())
+    said = {"tf32": "TF32", "bf16": "bf16"}[dtype]
+
+    def span(values: tuple[float, ...], scale: float, unit: str) -> str:
+        low_v, high_v = min(values) * scale, max(values) * scale
+        return (f"{low_v:.3g} {unit}" if high_v < low_v * 1.02 else
+                f"{low_v:.3g}-{high_v:.3g} {unit}")
+
+    at = (seconds(low) if high < low * 1.02 else f"{seconds(low)} to {seconds(high)}")
+    return (f"{listed(names)} ({outputs}): the weight gradient of a 3-D convolution to fewer "
+            f"than {NARROW_OUTPUTS} output channels ran far below the GEMM model on a lent "
+            f"H100: one of 64 to 3 channels, 3 x 3 x 3, took {span(e['tf32'], 1, 'ms')} in "
+            f"TF32 ({span(rates['tf32'], 1e-12, 'TFLOP/s')}) and "
+            f"{span(e['bf16'], 1, 'ms')} in bf16 ({span(rates['bf16'], 1e-12, 'TFLOP/s')}) "
+            f"for its 16.6 GFLOP (benchmarks/data/h100_live_convs_align.csv). At that {said} "
+            f"rate {'these' if len(names) > 1 else 'this one'} would take {at} where "
+            f"{seconds(predicted)} is predicted; the prediction does not count it (one layer "
+            f"timed: time yours)")
