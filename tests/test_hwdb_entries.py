@@ -99,6 +99,12 @@ REPORTED_BYTES = {
     "gtx-1080-ti": 11_715_084_288,
     # deviceQuery, driver 10.1: "12205 MBytes (12797607936 bytes)" (gpgpu-sim#169)
     "gtx-titan-x": 12_797_607_936,
+    # deviceQuery, driver 11.2: "16281 MBytes (17071734784 bytes)" (docker-training-neic)
+    "p100-pcie-16gb": 17_071_734_784,
+    # deviceQuery, driver 10.2: "16160 MBytes (16945512448 bytes)" (ULHPC/ulhpc-docs)
+    "v100-sxm2-16gb": 16_945_512_448,
+    # deviceQuery, driver 11.2: "32510 MBytes (34089730048 bytes)" (infn-esc/esc21)
+    "v100-sxm2-32gb": 34_089_730_048,
 }
 
 

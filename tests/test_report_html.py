@@ -101,11 +101,12 @@ def test_a_gathers_point_is_left_out_and_the_caption_says_so():
 
 
 def test_every_sourced_figure_has_its_value():
-    # V100's datasheet: 300 W, HBM2 16 GB; the whitepaper: 6 MB of L2; NVLink 2.0, 6 links
+    # V100's datasheet: 300 W, HBM2 16 GB; the whitepaper: 6 MB of L2; NVLink 2.0, 6 links;
+    # a public deviceQuery: "16160 MBytes (16945512448 bytes)" as CUDA reports it
     text = report_page([analyze_model(MLP, "v100-sxm2-16gb")])
     rows = dict(re.findall(r"<tr><td class=t>([a-z_]+)</td><td class=t>(.*?)</td>", text))
     assert rows["tdp_w"] == "300" and rows["llc_mb"] == "6"
-    assert rows["memory"] == "type=HBM2, capacity_gb=16"
+    assert rows["memory"] == "type=HBM2, capacity_gb=16, reported_bytes=16945512448"
     assert rows["nvlink"] == "version=2, links=6, bandwidth_gbs=300"
     assert all(rows.values()), [k for k, v in rows.items() if not v]
     assert "Entry <b>v100-sxm2-16gb</b> (datasheet) bundled with roofline." in text

@@ -486,8 +486,8 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
     2,885,681,152 + 8 x 32 heads x 4096 queries x 4 B of log-sum-exp = 4,194,304, so
     5,037,359,104 x 32 = 161,195,491,328, plus the final norm's and lm_head's inputs (T h 2 =
     268,435,456 each) and the logits (T x 32000 x 2 = 2,097,152,000): 163,829,514,240; and the
-    1 GB workspace: 191,783,176,704 B, 192 GB, more than the V100's 16 GB or the 85.1 and 85.0 GB
-    CUDA reports on an A100 and an H100 80GB."""
+    1 GB workspace: 191,783,176,704 B, 192 GB, more than the 16.9, 85.1 and 85.0 GB CUDA reports
+    on a V100 SXM2 16GB (16,945,512,448 B), an A100 and an H100 80GB."""
     from roofline.analysis.report import analyze
     from roofline.output.whatif import comparison_html
 
@@ -495,8 +495,8 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
                 ["v100-sxm2-16gb", "a100-sxm4-80gb", "h100-sxm5-80gb"], seq=4096, batch=8)
     data = comparison_dict(c)
     assert [(d["memory_bytes"], d["capacity_bytes"], d["fits"]) for d in data["devices"]] == [
-        (191_783_176_704, 16 * 10**9, False), (191_783_176_704, 85_100_068_864, False),
-        (191_783_176_704, 85_017_493_504, False)]  # the A100's and H100's as CUDA reports them
+        (191_783_176_704, 16_945_512_448, False), (191_783_176_704, 85_100_068_864, False),
+        (191_783_176_704, 85_017_493_504, False)]  # each as CUDA reports it
     # the figure is analyze's, not a second count
     alone = analyze(c.reports[2].network, c.reports[2].hardware).memory
     assert alone is not None and alone.total_bytes == 191_783_176_704 and alone.fits is False
@@ -507,7 +507,8 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
     assert "h100-sxm5-80gb (does not fit) at" in verdict
     table = comparison_table(c)
     # the header's fourth line says each capacity's basis (0.9.0), then the devices' table
-    assert table.splitlines()[3] == ("memory against: v100-sxm2-16gb the datasheet's 16 GB, "
+    # (the datasheet's basis beside a reading: test_serving_by_hand's H100 PCIe and SXM5)
+    assert table.splitlines()[3] == ("memory against: v100-sxm2-16gb the 16.9 GB CUDA reports, "
                                      "a100-sxm4-80gb the 85.1 GB CUDA reports, h100-sxm5-80gb the "
                                      "85 GB CUDA reports")
     # a training step without an optimizer says what its memory leaves out (0.9.0): 12 B a
@@ -516,7 +517,7 @@ def test_compare_says_when_no_device_holds_the_step(invoke):
                                      "Adam's fp32 states would add 80.9 GB; give --optimizer "
                                      "adam)")
     assert table.splitlines()[6].split()[-2:] == ["memory", "fits"]
-    assert "v100-sxm2-16gb " in table and "192 GB of 16 GB    no" in table
+    assert "v100-sxm2-16gb " in table and "192 GB of 16.9 GB    no" in table
     page = comparison_html(c)
     assert "192 GB of the 85 GB CUDA reports" in page and "(7.48x), does not fit" in page
     out = invoke("compare", EXAMPLES / "hf" / "llama-2-7b.json", "--hw", "v100", "--hw", "a100",
