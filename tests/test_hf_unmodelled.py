@@ -109,6 +109,13 @@ def test_a_seq_past_the_context_is_said_by_every_command_once(invoke):
     text = invoke("sweep", model, "--hw", "h100", "--batch", "1", "--seq", "2048,8192",
                   "--mode", "inference").stdout
     assert text.count("past the model's context") == 1 and f"note: {PAST_4096}" in text
+    # and in its JSON, as analyze's and compare's carry theirs (found on the CPU tour: the
+    # sweep JSON said nothing, its seq-8192 point reading fits: true)
+    for command, extra in (("sweep", ("--seq", "2048,8192")), ("analyze", ("--seq", "8192")),
+                           ("compare", ("--hw", "a100", "--seq", "8192"))):
+        data = json.loads(invoke(command, model, "--hw", "h100", "--batch", "1", *extra,
+                                 "--mode", "inference", "--format", "json").stdout)
+        assert data["warnings"] == [PAST_4096], command
     data = json.loads(invoke("analyze", model, "--hw", "h100", "--batch", "1", "--seq", "4096",
                              "--mode", "inference", "--format", "json").stdout)
     assert data["warnings"] == []  # at the context itself: none

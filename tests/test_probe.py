@@ -267,6 +267,27 @@ def test_hw_local_checks_gemm_and_plan_dtypes_too(no_gpu, invoke, monkeypatch):
     assert res.exit_code == 2 and "no fp8 peak" in res.stderr
 
 
+def test_hw_local_refuses_a_step_it_cannot_analyze_before_probing(no_gpu, invoke, monkeypatch):
+    """A config.json gives no batch, seq or dtype: `--hw local` refused them only after its
+    quick probe's 10-30 s (found on the CPU tour: GPT-2's config without --dtype probed for
+    28 s, then failed). The same one line as the analysis gives, nothing probed."""
+    _no_probe(monkeypatch)
+    config = "examples/hf/gpt2.json"
+    dtype = (f"Error: {config}: dtype: missing required field (the config.json gives no "
+             f"torch_dtype read here: bfloat16, float16, float32 or float64; give --dtype)")
+    shape = ("--batch", "1", "--seq", "128")
+    for command in (("analyze", config, *shape), ("compare", config, "--hw", "a100", *shape),
+                    ("sweep", config, "--batch", "1,2", "--seq", "128")):
+        res = invoke(*command, "--hw", "local")
+        assert res.exit_code == 2, res.output
+        assert res.stderr.strip() == dtype, (command, res.stderr)
+    for command in (("analyze", config), ("compare", config, "--hw", "a100")):
+        res = invoke(*command, "--hw", "local", "--dtype", "fp32")
+        assert res.exit_code == 2, res.output
+        assert res.stderr.strip() == (f"Error: {config}: batch, seq: missing required fields "
+                                      f"(give them in the model or --batch and --seq)")
+
+
 def test_hw_local_leaves_a_gpu_to_its_probe(fake_gpu, invoke, monkeypatch):
     """With a GPU listed by NVML the probe would time bf16 on it: no refusal ahead of it."""
     def probed(**kwargs):

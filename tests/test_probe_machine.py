@@ -108,8 +108,36 @@ def test_known_cpu_uses_the_hwdb_block():
     peak = ceilings.cpu_peak(cpu, entry)
     # the entry's AVX-512 all-core turbo, not the 2.5 GHz base: cores x 2.3 x 2 x 16 x 2
     assert peak.gflops["fp32"] == pytest.approx(cpu.cores * 2.3 * 64)
-    assert peak.bandwidth_gbs == entry.bandwidth_gbs
+    # the entry's two sockets' 2 x 6 x 2666 x 8 = 255.9 GB/s, scaled to this process's sockets
+    assert peak.bandwidth_gbs == pytest.approx(entry.bandwidth_gbs * cpu.sockets / 2)
     assert identify.match_cpu("AMD EPYC", list_hardware()) is None
+
+
+@pytest.mark.parametrize(("name", "sockets", "hand"), [
+    # one socket of the two-socket entry: 1 socket x 8 channels x 4800 MT/s x 8 B (Intel ARK:
+    # 8 x DDR5-4800 a socket) = 307.2 GB/s, not the entry's 614.4
+    ("xeon-platinum-8480plus", 1, 1 * 8 * 4800 * 8 / 1000),
+    ("xeon-platinum-8480plus", 2, 2 * 8 * 4800 * 8 / 1000),
+    # Cooper Lake is a 4- and 8-socket platform: 4 x 6 x 3200 x 8 = 614.4 GB/s, where the
+    # two-socket entry's 307.2 would have put a good DRAM stream over its ceiling
+    ("xeon-platinum-8380h", 4, 4 * 6 * 3200 * 8 / 1000),
+    ("epyc-9654", 1, 1 * 12 * 4800 * 8 / 1000),
+])
+def test_the_entrys_dram_ceiling_is_scaled_to_the_sockets_probed(name, sockets, hand):
+    """The probe's theoretical DRAM bandwidth from a matched entry is that of the sockets this
+    process runs on: the entry's figure covers its own cpu.sockets (found on the CPU tour: a
+    one-socket 8480+ would read its DRAM stream as a share of two sockets' 614.4 GB/s)."""
+    import dataclasses
+
+    entry = load_hardware(name)
+    cpu = dataclasses.replace(identify.identify_cpu(CPUINFO | {"brand_raw": entry.cpu_brands[0]}),
+                              sockets=sockets)
+    peak = ceilings.cpu_peak(cpu, entry)
+    assert peak.bandwidth_gbs == pytest.approx(hand)
+    note = next(n for n in peak.assumptions if n.code == "dram_from_entry")
+    assert note_text(note) == (f"DRAM bandwidth {hand:g} GB/s from hwdb entry {name}: its "
+                               f"{entry.bandwidth_gbs:g} GB/s over the 2 socket(s) it models, "
+                               f"for the {sockets} socket(s) this process runs on")
 
 
 def test_identify_gpus_with_a_fake_pynvml(monkeypatch):

@@ -37,6 +37,12 @@ def test_cli_optimizer_and_not_counted(invoke):
     out = invoke("analyze", HF / "gpt2.json", "--hw", "a100", "--batch", "2", "--seq", "64",
                  "--dtype", "fp16", "--mode", "train", "--optimizer", "sgd")
     assert "not counted: the loss and its gradient, dropout" in " ".join(out.stdout.split())
+    # a config.json's dropout rates are not read (model.hf), so not "the model's rate is 0":
+    # transformers' GPT2Config trains at resid_pdrop = embd_pdrop = attn_pdrop = 0.1
+    assert ("dropout (a config.json's rates are not read: the blocks are taken without it, "
+            "where transformers trains GPT-2 and BERT at 0.1; a model.yaml block's dropout "
+            "counts it)") in " ".join(out.stdout.split())
+    assert "rate is 0" not in out.stdout
     inference = invoke("analyze", HF / "gpt2.json", "--hw", "a100", "--batch", "2", "--seq",
                        "64", "--dtype", "fp16", "--mode", "inference", "--format", "json")
     assert json.loads(inference.stdout)["not_counted"] == []

@@ -45,12 +45,15 @@ def peak_dtypes(network: Network, dtype: str | None = None,
                 activations: str | None = None) -> dict[str, str]:
     """The dtypes whose peaks a step of ``network``, with these overrides, is placed by, each
     with the setting that chose it: its operands' (``dtype``) and its weight GEMMs'
-    activations' (``activations``), which ``analysis.report.analyze`` asks the device for;
-    none while the model names no dtype (its analysis says so). What a ``--hw local`` probe
-    must measure (``probe.local.check_probed``)."""
+    activations' (``activations``), which ``analysis.report.analyze`` asks the device for.
+    What a ``--hw local`` probe must measure (``probe.local.check_probed``), so a model that
+    names no dtype is refused here, as its analysis would refuse it, before a probe's seconds
+    are spent (before 0.9.0 a config.json without one probed, then failed)."""
+    from .model.network_checks import missing_field
+
     network = network.with_overrides(dtype=dtype, activations=activations)
     if network.dtype is None:
-        return {}
+        raise missing_field(network, "dtype")
     needs = {network.operand_dtype: "dtype"}
     needs.setdefault(network.activation_dtype, "activations")
     return needs

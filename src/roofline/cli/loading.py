@@ -39,13 +39,24 @@ def _loaded(model: str, overrides: dict[str, Any]) -> Any:
     return load_model(model, **settings, progress=_progress)
 
 
-def _needs(network: Any, overrides: dict[str, Any]) -> Any:
+def _needs(network: Any, overrides: dict[str, Any], whole_step: bool = False) -> Any:
     """What a ``--hw local`` probe must measure for a model (``probe.local.check_probed``):
     the dtypes whose peaks its step is placed by, read only when a probe is due; ``network``
-    a callable giving the Network (read once, a capture's seconds spent only then)."""
+    a callable giving the Network (read once, a capture's seconds spent only then). With
+    ``whole_step`` (analyze, compare: the step is the model's with ``overrides``, no
+    generation) the step is checked first as its analysis checks it, so a setting it lacks (a
+    config.json's batch or seq) is refused before the probe, not after its seconds."""
     from ..api import peak_dtypes
+    from ..model.network import OVERRIDES
 
-    return lambda: peak_dtypes(network(), overrides.get("dtype"), overrides.get("activations"))
+    def needs() -> Any:
+        model = network()
+        if whole_step and overrides.get("prompt") is None and overrides.get("generate") is None:
+            model.with_overrides(**{key: value for key, value in overrides.items()
+                                    if key in OVERRIDES}).check()
+        return peak_dtypes(model, overrides.get("dtype"), overrides.get("activations"))
+
+    return needs
 
 
 def _not_captured(model: str) -> None:

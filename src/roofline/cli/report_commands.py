@@ -107,7 +107,7 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
     from ..hardware.catalog import load_hardware
 
     loaded = functools.cache(lambda: _loaded(model, overrides))  # captured once for every --hw
-    needs = _needs(loaded, overrides)
+    needs = _needs(loaded, overrides, whole_step=True)
     resolved = [resolve_hardware(hw, _progress, library, needs) for hw in hardware]
     specs = [hw if not isinstance(hw, str) else load_hardware(hw) for hw in resolved]
     names = [spec.name for spec in specs]

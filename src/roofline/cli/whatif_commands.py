@@ -52,7 +52,7 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
     _check_plot(plot)
     library = _local_library(model)
     network = _loaded(model, overrides)
-    needs = _needs(lambda: network, overrides)
+    needs = _needs(lambda: network, overrides, whole_step=True)
     result = run_compare(network, [resolve_hardware(hw, _progress, library, needs)
                                    for hw in hardware],
                          quantization=quantization, **overrides)

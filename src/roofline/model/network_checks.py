@@ -52,10 +52,7 @@ def check_step(network: Network) -> None:
                          f"them in the model or {given})")
     for key, value in (("batch", network.batch), ("dtype", network.dtype)):
         if value is None:
-            where = (_config_dtype_text(network) if key == "dtype" and
-                     network.source.endswith(".json") else f"give {key} in the model or")
-            raise InputError(network.source, key, f"missing required field ({where} "
-                                                  f"{option(key)})")
+            raise missing_field(network, key)
     _check_precision(network)
     _check_phase(network)
     _check_seq(network)
@@ -63,6 +60,14 @@ def check_step(network: Network) -> None:
         raise InputError(network.source, "seq", f"missing required field: layer "
                          f"{needs_seq.name!r} needs tokens per sample (give seq in the "
                          f"model or {option('seq')})")
+
+
+def missing_field(network: Network, key: str) -> InputError:
+    """The one line for a step without ``key`` (batch or dtype): where to give it, and for a
+    config.json's dtype why it has none (``_config_dtype_text``)."""
+    where = (_config_dtype_text(network) if key == "dtype" and network.source.endswith(".json")
+             else f"give {key} in the model or")
+    return InputError(network.source, key, f"missing required field ({where} {option(key)})")
 
 
 def _config_dtype_text(network: Network) -> str:

@@ -83,8 +83,9 @@ TEXT: dict[str, str] = {
     "clock": "clock {ghz:.2f} GHz = {basis}",
     "amd_avx512_on_256": "AMD family < 26 (Zen 4 and older) executes AVX-512 on 256-bit units",
     "no_avx": "no AVX flags seen: 128-bit SIMD assumed",
-    "dram_from_entry": ("DRAM bandwidth {bandwidth:g} GB/s from hwdb entry {entry} (all sockets "
-                        "and channels it models)"),
+    "dram_from_entry": ("DRAM bandwidth {bandwidth:g} GB/s from hwdb entry {entry}: its "
+                        "{total:g} GB/s over the {modeled} socket(s) it models, for the "
+                        "{sockets} socket(s) this process runs on"),
     "dram_unknown": ("theoretical DRAM bandwidth unknown: channels and memory speed are not "
                      "visible without root (dmidecode)"),
     "dtype_amx": "{dtype}: AMX, {ops} ops/cycle/core",

@@ -351,7 +351,7 @@ def totals_line(report: Report) -> str:
         text = (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops "
                 f"{seconds(t['op_time_s'])}); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
-    left = [_NOT_COUNTED[key] for key in report.not_counted()]
+    left = [_not_counted_text(report, key) for key in report.not_counted()]
     uncosted = report.network.uncosted
     return text + (f"; not counted: {', '.join(left)}" if left else "") + (
         f"; FLOPs unknown (their bytes counted): {', '.join(uncosted)}" if uncosted else "")
@@ -364,6 +364,23 @@ _NOT_COUNTED = {
     "dropout": "dropout (the model's rate is 0)",
     "recomputation": "the recomputed forward work (recompute changes the memory count only)",
 }
+
+
+#: Dropout left out of a step read from a config.json: the adapters read no dropout key
+#: (``model.hf``), so its rate is not the model's 0 but unread; transformers' GPT2Config
+#: (``resid_pdrop``, ``embd_pdrop``, ``attn_pdrop``) and BertConfig (``hidden_dropout_prob``,
+#: ``attention_probs_dropout_prob``) default to 0.1.
+CONFIG_DROPOUT = ("dropout (a config.json's rates are not read: the blocks are taken without "
+                  "it, where transformers trains GPT-2 and BERT at 0.1; a model.yaml block's "
+                  "dropout counts it)")
+
+
+def _not_counted_text(report: Report, key: str) -> str:
+    """What ``Report.not_counted``'s ``key`` means to a reader of this report: dropout from a
+    config.json is unread, not 0 (``CONFIG_DROPOUT``)."""
+    if key == "dropout" and report.network.source.endswith(".json"):
+        return CONFIG_DROPOUT
+    return _NOT_COUNTED[key]
 
 
 #: How each part of ``Memory`` reads in a sentence.

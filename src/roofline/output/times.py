@@ -435,7 +435,7 @@ def basis_sentence(hardware: HardwareSpec) -> str:
         through = (f" through {library_text(hardware)}"
                    if hardware.calibration.library is not None else "")
         library = hardware.calibration.library
-        again = ("re-run `roofline probe --save NAME --force` to time them in a CUDA graph"
+        again = (f"re-run `{reprobe_command(hardware)}` to time them in a CUDA graph"
                  if library is None or library.name == "torch" else
                  f"{library.name}'s probe times them so")
         timed = ("timed in a CUDA graph: the GPU's own" if hardware.calibration.gpu_ops.timing
@@ -448,9 +448,9 @@ def basis_sentence(hardware: HardwareSpec) -> str:
                 f"{library_text(hardware)} (per-call overhead, small and thin GEMM efficiency, "
                 f"C's write cost, cache-resident operands)")
     if hardware.origin == "measured":
-        return ("predicted: uncalibrated (this measured entry has no calibration block, probe "
-                "method < 3; re-run `roofline probe --save NAME --force`): roofline on its "
-                "measured figures")
+        return (f"predicted: uncalibrated (this measured entry has no calibration block, probe "
+                f"method < 3; re-run `{reprobe_command(hardware)}`): roofline on its "
+                f"measured figures")
     fit = fit_of(hardware)
     if fit is not None:
         where = (f"{hardware.architecture} among them" if fit["architecture_in_data"] else
@@ -629,6 +629,17 @@ def shared_machine_warning(report: Report) -> str | None:
             f"the thread another program holds); rerun when the machine is idle")
 
 
+def reprobe_command(hardware: HardwareSpec) -> str:
+    """The probe command that measures measured entry ``hardware`` again in its place: its own
+    name (a user's ``mybox``, not ``local``), through the library its calibration was timed
+    through (a CPU entry calibrated through torch keeps ``--library torch``, or the new entry
+    would predict a torch model from numpy's BLAS), ``--force`` to replace it. One place for
+    every sentence that tells a user to re-probe an entry."""
+    through = hardware.calibration.through if hardware.calibration is not None else None
+    torch = hardware.kind == "cpu" and through is not None and through.name == "torch"
+    return f"roofline probe{' --library torch' if torch else ''} --save {hardware.name} --force"
+
+
 def forced_warning(hardware: HardwareSpec) -> str | None:
     """The sentence for a measured entry saved past the probe's own checks
     (``HardwareSpec.forced_past``): its figures, and every prediction from them, are a
@@ -638,14 +649,15 @@ def forced_warning(hardware: HardwareSpec) -> str | None:
         return None
     return (f"entry {hardware.name} was saved with --force past the probe's own checks: "
             f"{'; '.join(reasons)}; its figures, and the predictions from them, may be a "
-            f"disturbed run's: `roofline probe --save {hardware.name} --force` on an idle "
-            f"machine replaces them")
+            f"disturbed run's: `{reprobe_command(hardware)}` on an idle machine replaces "
+            f"them")
 
 
 def beats_roof_notes(report: Report) -> list[str]:
     """One sentence per GEMM that ran faster than its roof (``analysis.measure.beats_roof``)."""
     from ..analysis.measure import beats_roof
 
-    return [f"{name}: measured {eff:.2f}x its roof: the ceiling is too low (rerun `roofline "
-            f"probe --save local --force`) or the operands sat in a cache the DRAM roof does "
-            f"not count" for name, eff in beats_roof(report)]
+    again = reprobe_command(report.hardware)
+    return [f"{name}: measured {eff:.2f}x its roof: the ceiling is too low (rerun `{again}`) "
+            f"or the operands sat in a cache the DRAM roof does not count"
+            for name, eff in beats_roof(report)]

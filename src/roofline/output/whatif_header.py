@@ -147,10 +147,7 @@ def sweep_header(s: Sweep) -> list[str]:
         lines.append(f"memory: {fit} ({capacity_text(capacity, basis)})"
                      + (f"; not counted: {left}" if left else "") + f"; {marked}"
                      + ("; each row says whether its step fits" if s.grid else ""))
-    context = net.context
-    past = [seq for seq in s.seqs if context is not None and seq > context]
-    if past and context is not None:
-        lines.append(f"note: {past_context_text(past, context)}")
+    lines += [f"note: {text}" for text in past_context_note(s)]
     return lines + [f"warning: {text}" for text in sweep_warnings(s)]
 
 
@@ -178,6 +175,18 @@ def _generation_header(s: Sweep) -> list[str]:
                      f"({capacity_text(memory.capacity_bytes, memory.capacity_basis)})"
                      f"{prefill_limit_text(g.decode_max_batch)}; {marked}")
     return lines + [f"warning: {text}" for text in sweep_warnings(s)]
+
+
+def past_context_note(s: Sweep) -> list[str]:
+    """The sentence naming every swept seq past the model's context, if any: the text's and
+    HTML's note, and one of the JSON's ``warnings`` (as analyze's and compare's JSON carry
+    theirs; before 0.9.0 the sweep JSON had none, its points past the context reading
+    ``fits: true``)."""
+    context = s.reports[0].network.context
+    past = [seq for seq in s.seqs if context is not None and seq > context]
+    if s.generating or not past or context is None:
+        return []
+    return [past_context_text(past, context)]
 
 
 def sweep_warnings(s: Sweep) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from . import generations
 from .json import to_json
 from .table import aligned, markdown, markdown_text
 from .whatif_cells import _split, memory_bound_gemms, sweep_memory_cell
-from .whatif_header import sweep_header, sweep_warnings
+from .whatif_header import past_context_note, sweep_header, sweep_warnings
 from .whatif_transitions import transition_lines
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def sweep_dict(s: Sweep) -> dict[str, Any]:
     """The sweep JSON contract: ``Sweep.to_dict``'s numbers with the model's warnings."""
-    return s.to_dict() | {"warnings": list(sweep_warnings(s))}
+    return s.to_dict() | {"warnings": [*past_context_note(s), *sweep_warnings(s)]}
 
 
 def _sweep_rows(s: Sweep) -> list[list[str]]:

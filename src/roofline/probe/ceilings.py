@@ -147,12 +147,26 @@ def cpu_peak(cpu: CpuInfo, entry: HardwareSpec | None = None,
     gflops = {d: cpu.cores * clocks[units[d]] * r for d, r in rates.items()}
     bandwidth = None
     if entry is not None:
-        bandwidth = entry.bandwidth_gbs
-        notes.append(Note("dram_from_entry", {"bandwidth": bandwidth, "entry": entry.name}))
+        bandwidth, modeled = entry_bandwidth(entry, cpu.sockets)
+        notes.append(Note("dram_from_entry", {"bandwidth": bandwidth, "entry": entry.name,
+                                              "total": entry.bandwidth_gbs,
+                                              "modeled": modeled, "sockets": cpu.sockets}))
     else:
         notes.append(Note("dram_unknown"))
     return CpuPeak(cpu.cores, max(1, cpu.sockets), simd, fma, clocks["vector"], basis, gflops,
                    bandwidth, assumptions + notes + dtype_notes, rates, units, clocks)
+
+
+def entry_bandwidth(entry: HardwareSpec, sockets: int) -> tuple[float, int]:
+    """The theoretical DRAM bandwidth of ``sockets`` sockets of the CPU ``entry`` describes,
+    and the sockets the entry models: its ``bandwidth_gbs`` covers ``cpu.sockets`` sockets
+    (each its own channels: sockets x channels x MT/s x 8 B), so a machine whose process runs
+    on another number has that share. A one-socket Xeon 8480+ reads 1 x 8 x 4800 x 8 = 307.2
+    GB/s, not the 614.4 of the two-socket entry; a four-socket 8380H 614.4, not 307.2."""
+    modeled = entry.cpu.sockets if entry.cpu is not None else 0
+    if not modeled or sockets < 1:
+        return entry.bandwidth_gbs, modeled
+    return entry.bandwidth_gbs * sockets / modeled, modeled
 
 
 def raise_to_measured(peak: CpuPeak | None, measured: dict[str, float]) -> CpuPeak | None:
