@@ -317,8 +317,8 @@ def test_a_sweep_page_says_what_its_step_times_are_and_ends_with_the_step_verdic
 
     page = sweep_page(sweep("examples/mlp-1024-4096-1000.yaml", "v100", [1, 256],
                             mode="inference"))
-    assert "<p>step time, samples/s: the roof (the pure roofline time, a lower bound from " \
-           "DRAM)" in page
+    assert "<p>step time, samples/s: the roof (the pure roofline time of each GEMM and op as " \
+           "a pass of its own, a lower bound from DRAM)" in page
     assert ("<p>step: compute-bound from batch 168 (the whole step&#x27;s FLOP time reaches "
             "its byte time)</p>") in page
     assert "<h3>Step:" not in page

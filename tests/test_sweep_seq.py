@@ -217,7 +217,8 @@ def test_a_sweep_says_what_its_times_are_based_on(invoke):
     lines = out.output.splitlines()
     assert "ridge 295.4 FLOP/B = dense peak 989.5 TFLOP/s / 3350 GB/s (datasheet)" in lines
     roof = next(line for line in lines if line.startswith("step time, tokens/s:"))
-    assert "the pure roofline time, a lower bound from DRAM" in roof
+    assert "the pure roofline time of each GEMM and op as a pass of its own, a lower bound from " \
+        "DRAM" in roof
     assert roof.endswith("; a decode step makes one token a sequence")
     # a prefill's tokens are batch x seq a step: at batch 8, 8 x 1024 = 8,192 over its time
     # (a sequence a sample read 1/1024 of that as samples/s)

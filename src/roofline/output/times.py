@@ -79,8 +79,11 @@ def _time_cells(r: GemmResult, measured: bool) -> list[str]:
     return row
 
 
-#: What every "roof" time is, in every output that prints one.
-ROOF_TEXT = "the pure roofline time, a lower bound from DRAM"
+#: What every "roof" time is, in every output that prints one: each GEMM and op as a pass of
+#: its own, so a prediction that fuses one into another (a Linear's bias in its GEMM's epilogue
+#: on a GPU, ``analysis.gpu_ops``) can fall below the step's roof.
+ROOF_TEXT = ("the pure roofline time of each GEMM and op as a pass of its own, a lower bound "
+             "from DRAM")
 #: What a step's roof time is, where a table or chart gives one per step (sweep, compare).
 STEP_ROOF_TEXT = f"the roof ({ROOF_TEXT}) summed over every GEMM and op"
 
