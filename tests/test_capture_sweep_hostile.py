@@ -166,3 +166,16 @@ def test_a_sweep_chart_follows_each_gemm_by_name(factory, name, tmp_path):
     save_chart(sweep.plot(), tmp_path / f"{name}.png")  # an IndexError for fewer
     assert (tmp_path / f"{name}.png").stat().st_size > 0
     assert all(not math.isnan(y) for ys in series.values() for y in ys if y is not None)
+
+
+def test_the_html_caption_says_batches_and_the_unknown(factory):
+    """``more`` at batches 4, 8, 16, 32: MM1 (64 -> 256, intensity 9.85 at 32 < the ridge 20)
+    turns compute-bound at 183 (7,168 b >= 1,310,720: hand), past the swept ones; MM2 ran at 16
+    and 32 only, unknown. The caption read "within the swept batchs" and nothing of MM2."""
+    from roofline.output.html.whatif import sweep_fragment
+
+    sweep = roofline.sweep(f"{factory}:more", "h100", batches=[4, 8, 16, 32], mode="inference")
+    assert sweep.transitions() == {"MM1": 183, "MM2": None}
+    assert ("No GEMM turns compute-bound within the swept batches that the captures tell (the "
+            "list below says where each does, if any does, and why the others are unknown)."
+            ) in sweep_fragment(sweep)
