@@ -688,13 +688,17 @@ def test_a_module_that_fails_to_import_is_one_line_naming_it(invoke, tmp_path, m
             f"Error: {spec}: {text}"]
 
 
-def test_an_import_that_exits_or_is_interrupted_is_not_caught(tmp_path, monkeypatch):
+def test_an_import_that_exits_is_one_line_and_an_interrupt_not_caught(tmp_path, monkeypatch):
+    """A ``sys.exit`` as the module is imported (a script's) ended roofline with its status and
+    not a word; it is a CaptureError now. Ctrl-C still stops the run."""
     from roofline.torch import load_factory
 
     (tmp_path / "capture_exits_example.py").write_text("import sys\nsys.exit(3)\n")
     (tmp_path / "capture_interrupted_example.py").write_text("raise KeyboardInterrupt\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(SystemExit):
+    with pytest.raises(CaptureError, match=r"^capture_exits_example:f: importing "
+                       r"capture_exits_example called sys.exit\(3\) \(.*capture_exits_"
+                       r"example.py, line 2\)"):
         load_factory("capture_exits_example:f")
     with pytest.raises(KeyboardInterrupt):
         load_factory("capture_interrupted_example:f")

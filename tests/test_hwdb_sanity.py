@@ -64,6 +64,9 @@ def _warnings_of(path: Path) -> list[str]:
 def test_the_fixtures_themselves_pass(tmp_path):
     assert _warnings_of(_write(tmp_path, _cpu("c1"))) == []
     assert _warnings_of(_write(tmp_path, _gpu("g1"))) == []
+    # the V100 16GB's CUDA report, 16,945,512,448 B (hwdb's v100-pcie-16gb): 1.059x 16e9
+    assert _warnings_of(_write(tmp_path, _gpu("g2", memory={
+        "type": "HBM2", "capacity_gb": 16, "reported_bytes": 16945512448}))) == []
 
 
 @pytest.mark.parametrize("data, field, words", [
@@ -85,6 +88,15 @@ def test_the_fixtures_themselves_pass(tmp_path):
      "0.001 GHz; GPUs run at 0.2 to 5"),
     # HBM2 reaches 2050 GB/s at most (5 stacks x 410); 125 / 2100 = 59.5 FLOP/B stays in range
     (_gpu("g1", bandwidth_gbs=2100), "bandwidth_gbs", "2100 GB/s is more than HBM2 reaches (2050)"),
+    # deviceQuery's "16280 MBytes (17070817280 bytes)": the MBytes copied, 16,280 / 16e9 =
+    # 1.0175e-06 of the capacity; a digit too many, 170,708,172,800 / 16e9 = 10.67 (CUDA
+    # reports 0.85 to 1.1x capacity_gb x 10^9: at most 2^30 / 10^9 = 1.074)
+    (_gpu("g1", memory={"type": "HBM2", "capacity_gb": 16, "reported_bytes": 16280}),
+     "memory.reported_bytes", "16,280 B is 1.02e-06x capacity_gb 16 (x 10^9 B), where CUDA "
+     "reports 0.85 to 1.1x it: deviceQuery's bytes, in brackets, not its MBytes?"),
+    (_gpu("g1", memory={"type": "HBM2", "capacity_gb": 16, "reported_bytes": 170708172800}),
+     "memory.reported_bytes", "170,708,172,800 B is 10.7x capacity_gb 16 (x 10^9 B), where "
+     "CUDA reports 0.85 to 1.1x it: deviceQuery's bytes, in brackets, not its MBytes?"),
     # 400 TFLOP/s against 3.9936 from the cpu block
     (_cpu("c2", **{"peak_tflops.fp32": 400}), "peak_tflops.fp32",
      "400 TFLOP/s is not what the cpu block gives, 1 x 32 cores x 3.9 GHz x 2 FMA x 8 lanes x 2 "

@@ -29,6 +29,11 @@ RIDGE_OTHER = (2.0, 200.0)
 #: named here is not checked.
 MAX_GBS = {"GDDR5": 512, "GDDR5X": 560, "GDDR6": 960, "HBM2": 2050, "HBM2e": 2400,
            "HBM3": 4100, "HBM3e": 9830}
+#: What CUDA reports (memory.reported_bytes) over the datasheet's capacity_gb x 10^9: at most
+#: binary gigabytes (2^30 / 10^9 = 1.074), less what the driver and ECC keep; the bundled
+#: entries run from 0.982 (L4: 23,570,219,008 of 24 GB) to 1.067 (V100 16GB). deviceQuery's
+#: MBytes copied for its bytes (22478 for 23570219008), or a digit dropped, leaves it.
+REPORTED_OVER_CAPACITY = (0.85, 1.1)
 #: A CPU's DDR channels per socket at most (Genoa, Granite Rapids: 12).
 MAX_CHANNELS = 12
 #: per-cycle rate of one vector FMA lane pair, relative to fp32: fp64 lanes are twice as wide;
@@ -60,8 +65,8 @@ FLOORED_FROM_VERSION = 3
 def doubts(spec: HardwareSpec) -> list[tuple[str, str]]:
     """``(field, why)`` for each figure of ``spec`` that looks wrong; empty for every bundled
     entry."""
-    rules = (_cpu, _gpu, _measured, _ridges, _orders, _engines, _bandwidth, _alignment, _calls,
-             _efficiencies)
+    rules = (_cpu, _gpu, _measured, _ridges, _orders, _engines, _bandwidth, _reported,
+             _alignment, _calls, _efficiencies)
     found: dict[str, str] = {}
     for rule in rules:  # the most specific first: one line a figure, its first rule's
         for key, why in rule(spec, frozenset(found)):
@@ -187,6 +192,18 @@ def _bandwidth(spec: HardwareSpec, found: frozenset[str]) -> Iterator[tuple[str,
                f"reach")
     if spec.bandwidth_gbs > most:
         yield "bandwidth_gbs", f"{spec.bandwidth_gbs:g} GB/s is more than {how} ({most:g})"
+
+
+def _reported(spec: HardwareSpec, found: frozenset[str]) -> Iterator[tuple[str, str]]:
+    reported, gb = spec.memory_reported_bytes, spec.memory_capacity_gb
+    if reported is None or not gb:
+        return
+    ratio = reported / (gb * 1e9)
+    low, high = REPORTED_OVER_CAPACITY
+    if not low <= ratio <= high:
+        yield "memory.reported_bytes", (
+            f"{reported:,} B is {ratio:.3g}x capacity_gb {gb:g} (x 10^9 B), where CUDA reports "
+            f"{low:g} to {high:g}x it: deviceQuery's bytes, in brackets, not its MBytes?")
 
 
 def _alignment(spec: HardwareSpec, found: frozenset[str]) -> Iterator[tuple[str, str]]:

@@ -36,7 +36,7 @@ def takes_batch(spec: str) -> bool:
     """Whether the factory ``spec`` names has a ``batch`` parameter (``load_factory`` calls it
     with the batch asked for): imported and looked up, not called (each way that fails is
     ``load_factory``'s line)."""
-    with _cwd_importable():
+    with _as_run(spec):
         return _takes_batch(_factory(spec))
 
 
@@ -70,8 +70,9 @@ def capture_factory(spec: str, batch: int | None = None, mode: str | None = None
     if progress is not None and not point:
         progress(f"capturing {spec} ({type(module).__name__}) on the meta device, "
                  f"{mode}...")
-    return capture_network(module, inputs, mode, dtype, attention or "flash",
-                           optimizer or "none")
+    with _as_run(spec):  # its forward's print()s too
+        return capture_network(module, inputs, mode, dtype, attention or "flash",
+                               optimizer or "none")
 
 
 def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, ...]]:
@@ -83,29 +84,39 @@ def load_factory(spec: str, batch: int | None = None) -> tuple[Any, tuple[Any, .
     ``sys.path`` lacks it), then on ``sys.path``. Each way it can fail is one line
     (``CaptureError``) that says which: the module not found; found, but its import raising
     (a ``SyntaxError``, an import-time ``1/0``, an ``AttributeError`` or a failed import of its
-    own: the error, its file and line); imported, but without the callable.
-    ``KeyboardInterrupt`` and ``SystemExit`` pass through. The batch is checked first, as the
+    own: the error, its file and line); imported, but without the callable; its import or the
+    factory calling ``sys.exit`` (a training script's ``argparse`` on a command line not its
+    own: ``sys.argv`` is ``[spec]`` while they run, ``_as_run``). ``KeyboardInterrupt`` passes
+    through. The batch is checked first, as the
     model's override is (``network_settings.int_override``: numpy's integers given as ints)."""
     if batch is not None:
         from .network_settings import int_override  # its layers: not at --help's import
 
         batch = int_override("batch", batch)
-    with _cwd_importable():
+    with _as_run(spec):
         return _load_factory(spec, batch)
 
 
 @contextmanager
-def _cwd_importable() -> Iterator[None]:
-    """The current directory first on ``sys.path`` while inside, unless it is there already."""
+def _as_run(spec: str) -> Iterator[None]:
+    """While the user's code runs inside (its import, the factory, the capture): the current
+    directory first on ``sys.path``, unless it is there already; ``sys.argv`` ``[spec]``, so a
+    script that parses its command line as it is imported reads none of roofline's options
+    (``python -c`` gives ``['-c']``); and ``sys.stdout`` is ``sys.stderr``, so what it prints
+    never mixes into the report on stdout (``--format json`` stays JSON)."""
     import sys
+    from contextlib import redirect_stdout
 
     cwd = os.getcwd()
     added = cwd not in sys.path and "" not in sys.path
     if added:
         sys.path.insert(0, cwd)
+    argv, sys.argv = sys.argv, [spec]
     try:
-        yield
+        with redirect_stdout(sys.stderr):
+            yield
     finally:
+        sys.argv = argv
         if added and cwd in sys.path:
             sys.path.remove(cwd)
 
@@ -118,7 +129,9 @@ def _factory(spec: str) -> Callable[..., Any]:
     path, _, attr = spec.partition(":")
     try:
         found = importlib.import_module(path)
-    except Exception as exc:  # the module's own code failing; KeyboardInterrupt, SystemExit pass
+    except SystemExit as exc:
+        raise CaptureError(f"{spec}: importing {path} {_exited(exc)}") from None
+    except Exception as exc:  # the module's own code failing; KeyboardInterrupt passes
         if _not_found(exc, path):
             raise CaptureError(f"{spec}: cannot import {path} ({exc}; looked in the current "
                                f"directory and on sys.path)") from None
@@ -136,6 +149,8 @@ def _load_factory(spec: str, batch: int | None) -> tuple[Any, tuple[Any, ...]]:
     try:
         made = (factory(batch=batch) if batch is not None and _takes_batch(factory)
                 else factory())
+    except SystemExit as exc:
+        raise CaptureError(f"{spec}: the factory {_exited(exc)}") from None
     except Exception as exc:
         raise CaptureError(f"{spec}: the factory raised {type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:300]}") from None
@@ -155,6 +170,22 @@ def _not_found(exc: Exception, path: str) -> bool:
     name = getattr(exc, "name", None)
     return (isinstance(exc, ModuleNotFoundError) and name is not None
             and (path == name or path.startswith(f"{name}.")))
+
+
+def _exited(exc: SystemExit) -> str:
+    """What a ``sys.exit`` in the user's code reads as: where it was called from (the outermost
+    frame of theirs: a script's ``parser.parse_args()`` line, not argparse's own ``exit``)."""
+    import importlib
+    import traceback
+
+    skipped = ("<frozen ", os.path.dirname(os.path.dirname(__file__)),  # roofline's own
+               os.path.dirname(importlib.__file__ or ""))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(skipped)]
+    where = f" ({frames[0].filename}, line {frames[0].lineno})" if frames else ""
+    return (f"called sys.exit({exc.code!r}){where}: a script that exits or parses its command "
+            f"line as it runs cannot give a module; keep that under `if __name__ == "
+            f"'__main__':`")
 
 
 def _raised(exc: BaseException) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..errors import PlotError
-from ..model.repeats import Numbered, first_copies
+from ..model.repeats import Numbered, first_copies, named
 from ..output.report import compact_names
 from ..roof import ridge_point
 from ..units import nice_above, nice_below
@@ -280,31 +280,48 @@ def chart_limits(reports: Sequence[Report], other_dtypes: bool) -> tuple[Range, 
     return x_range, (nice_below(min(lows)), nice_above(max(ceilings) * 1.5))
 
 
-def sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[list[Gemm], list[float]]]:
+def sweep_series(reports: Sequence[Report], metric: str
+                 ) -> list[tuple[list[Gemm], list[float | None]]]:
     """``(GEMMs, values per batch)`` of reports at several batches: intensity (FLOP/B) or
     attainable throughput (TFLOP/s) by ``metric``, GEMMs whose values coincide at every batch
-    merged into one curve."""
+    merged into one curve. A GEMM is followed by its name (``at_each``): a captured module
+    may run other GEMMs at another batch, and one a point lacks has None there (a gap)."""
     def value(result: GemmResult) -> float:
         if metric == "intensity":
             return result.gemm.intensity
         return result.attainable_flops_per_s / 1e12
 
-    series: dict[tuple[float, ...], tuple[list[Gemm], list[float]]] = {}
-    for position, result in enumerate(reports[0].results):
-        ys = [value(r.results[position]) for r in reports]
-        key = tuple(round(math.log10(y), 9) for y in ys)
-        series.setdefault(key, ([], ys))[0].append(result.gemm)
+    series: dict[tuple[float | None, ...], tuple[list[Gemm], list[float | None]]] = {}
+    for found in at_each([r.results for r in reports], lambda r: r.gemm):
+        ys = [None if r is None else value(r) for r in found]
+        key = tuple(None if y is None else round(math.log10(y), 9) for y in ys)
+        series.setdefault(key, ([], ys))[0].append(next(r for r in found if r).gemm)
     return list(series.values())
 
 
-def op_sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[str, list[float]]]:
+def at_each(points: Sequence[Sequence[_R]], item_of: Callable[[_R], _P]
+            ) -> Iterator[list[_R | None]]:
+    """Each name any point has (in the order first met), as the item of that name at every
+    point, None where a point has none. Points of a model file name the same items in the
+    same order; a captured module's may not (a branch on the batch, a layer only some batches
+    run), so items are matched by name, not place."""
+    places = [{name: i for i, (name, _, _, _) in enumerate(named(items, item_of))}
+              for items in points]
+    for name in dict.fromkeys(name for place in places for name in place):
+        yield [items[place[name]] if name in place else None
+               for items, place in zip(points, places, strict=True)]
+
+
+def op_sweep_series(reports: Sequence[Report], metric: str
+                    ) -> list[tuple[str, list[float | None]]]:
     """``(label, values per batch)`` of the non-GEMM ops the sweep moves: those whose share of
     the step's bytes grows ``MOVED``-fold or more from the first point to the last, to
     ``MAJOR_SHARE`` or more (a decode step's attention over its growing KV cache, flat in
     intensity, which a seq sweep's GEMMs do not show), or whose intensity (or attainable
     throughput, by ``metric``) changes ``MOVED``-fold (prefill's attention, quadratic in
     seq). Ops alike in kind and values share a curve, labelled by kind (``flash-attention x32
-    (op)``), its share the sum of theirs; ops without FLOPs have no place on the log axis."""
+    (op)``), its share the sum of theirs; ops without FLOPs have no place on the log axis.
+    Ops are matched by name across the points (``at_each``), None where a point lacks one."""
     def value(result: OpResult) -> float:
         if metric == "intensity":
             return result.op.intensity
@@ -312,21 +329,23 @@ def op_sweep_series(reports: Sequence[Report], metric: str) -> list[tuple[str, l
 
     first, last = reports[0], reports[-1]
     # per curve: its kind, its ops' copies, values, and bytes at the first and last point
-    series: dict[tuple[object, ...], tuple[str, set[int], list[float], list[int]]] = {}
-    for position, result in enumerate(first.ops):
-        if not result.op.flops:
+    series: dict[tuple[object, ...], tuple[str, set[int], list[float | None], list[int]]] = {}
+    for found in at_each([r.ops for r in reports], lambda r: r.op):
+        op = next(r for r in found if r).op
+        if not op.flops:
             continue
-        ys = [value(r.ops[position]) for r in reports]
-        key = (result.op.kind, *(round(math.log10(y), 9) for y in ys))
-        kind, copies, _, nbytes = series.setdefault(key, (result.op.kind, set(), ys, [0, 0]))
-        copies.add(result.op.copy)
-        nbytes[0] += result.op.bytes
-        nbytes[1] += last.ops[position].op.bytes
+        ys = [None if r is None else value(r) for r in found]
+        key = (op.kind, *(None if y is None else round(math.log10(y), 9) for y in ys))
+        kind, copies, _, nbytes = series.setdefault(key, (op.kind, set(), ys, [0, 0]))
+        copies.add(op.copy)
+        nbytes[0] += 0 if found[0] is None else found[0].op.bytes
+        nbytes[1] += 0 if found[-1] is None else found[-1].op.bytes
     out = []
     for kind, copies, ys, (start, end) in series.values():
         share = (start / first.totals["bytes"], end / last.totals["bytes"])
         grew = share[1] >= MOVED * share[0] and share[1] >= MAJOR_SHARE
-        if grew or max(ys) >= MOVED * min(ys):
+        drawn = [y for y in ys if y is not None]
+        if grew or max(drawn) >= MOVED * min(drawn):
             out.append((copies_label([kind], len(copies)) + " (op)", ys))
     return out
 

@@ -6,6 +6,7 @@ sweep moves (``data.op_sweep_series``: a decode step's attention over its KV cac
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -51,16 +52,21 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
     series = sweep_series(items, metric)
     for index, (gemms, ys) in enumerate(series):
         names = [g.name for g in gemms]
-        ax.plot(batches, ys, marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
+        ax.plot(batches, _gaps(ys), marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
                 label=series_label(gemms), gid=f"sweep:{','.join(names)}")
     ops = op_sweep_series(items, metric)
     for index, (label, ys) in enumerate(ops):  # the ops the sweep moves, grey, square markers
-        ax.plot(batches, ys, marker="s", ms=4, color=("#555555", "#999999")[index % 2],
+        ax.plot(batches, _gaps(ys), marker="s", ms=4, color=("#555555", "#999999")[index % 2],
                 ls=(":", "-.")[index % 2], label=label, gid=f"sweep-op:{label}")
-    values = [y for _, ys in series for y in ys] + [y for _, ys in ops for y in ys]
+    values = [y for _, ys in [*series, *ops] for y in ys if y is not None]
     mark_no_fit(ax, items, batches, axis)
     _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)), axis)
     return ax
+
+
+def _gaps(ys: list[float | None]) -> list[float]:
+    """A curve's values, NaN (no point, a gap in the line) where a point has no such GEMM."""
+    return [math.nan if y is None else y for y in ys]
 
 
 def mark_no_fit(ax: Axes, items: list[Report], batches: list[int], axis: str) -> None:

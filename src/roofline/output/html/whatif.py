@@ -296,10 +296,13 @@ def _sweep_charts(s: Sweep) -> str:
                            f"memory-bound share of the step by {axis}", y_log=False,
                            percent=True, marks=marks, bands=bands)
     how = "closed form" if axis == "batch" else "searched"
+    swept = "batches" if axis == "batch" else "seqs"  # "the swept batchs" it read
+    told, why = ((" that the captures tell", ", and why the others are unknown")
+                 if s.unknown_transitions else ("", ""))
     caption = (f"Dashed lines: the {axis} at which GEMMs turn compute-bound ({how}; the list "
                f"below names every GEMM)." if marks else
-               f"No GEMM turns compute-bound within the swept {axis}s (the list below says "
-               f"where each does, if any does).")
+               f"No GEMM turns compute-bound within the swept {swept}{told} (the list below "
+               f"says where each does, if any does{why}).")
     drawn = ("Throughput: the roofline's, an upper bound (its step time a lower bound), and the "
              f"predicted, on the entry's {basis} basis." if len(curves) > 1 else
              "Throughput at the roofline, an upper bound (its step time a lower bound); a "
