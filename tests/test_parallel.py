@@ -702,17 +702,43 @@ def test_a_plan_where_nothing_fits_says_what_was_not_tried(invoke, tmp_path):
     args = ("plan", config, "--hw", "h100", "--gpus", "64", "--batch", "64", "--seq", "8192")
     out = invoke(*args).stdout
     assert "none fits" in out
-    assert out.splitlines()[-1] == (
-        "to fit: --recompute selective or full keeps fewer activations (recompute none "
-        "here)")
-    out = invoke(*args, "--recompute", "selective").stdout
-    assert out.splitlines()[-1] == (
-        "to fit: --recompute full keeps fewer activations (recompute selective here)")
     # every pipeline up to 64 stages was tried, uneven over the 126 blocks but 1 and 2: 405B
     # parameters x 16 B (Adam, mixed precision) / 64 GPUs = 101 GB a GPU before activations,
-    # past 80 GB at any depth, so none fits
+    # past 85 GB at any depth, so none fits, and no recomputation can fit it: until 0.9.0 the
+    # last line read "to fit: --recompute selective or full keeps fewer activations". Psi =
+    # 126 x (2 x 16384^2 + 2 x 16384 x 1024 + 3 x 16384 x 53248 + 2 x 16384) + 2 x 128256 x
+    # 16384 + 16384 = 405,853,388,800; ZeRO-3 over 64: 16 Psi / 64 = 101,463,347,200 B, and
+    # the 1 GB workspace allowance: 102.5 GB; the H100's 85,017,493,504 B: 85.0 GB
+    assert out.splitlines()[-2].endswith("; without activations, at least 102.5 GB)")
+    assert out.splitlines()[-1] == (
+        "no recomputation fits 64 GPUs: the weights, gradients, optimizer states and workspace "
+        "alone need 102.5 GB a GPU or more, past the 85.0 GB; more GPUs divide them further")
+    for recompute in ("selective", "full"):
+        out = invoke(*args, "--recompute", recompute).stdout
+        assert "recompute" not in out.splitlines()[-1]
     data = json.loads(invoke(*args, "--format", "json").stdout)
     assert data["counts"][0]["fitting"] == 0
+    assert data["counts"][0]["least_without_activations_bytes"] == 101_463_347_200 + 10**9
+
+
+def test_a_plan_where_activations_alone_do_not_fit_points_to_recomputation(invoke):
+    """Llama-2-7B at seq 16384 on 8 H100s, data parallel only: ZeRO-3 keeps 16 Psi / 8 =
+    16 x 6,738,415,616 / 8 = 13,476,831,232 B of weights, gradients and optimizer states, and
+    the 1 GB workspace: 14,476,831,232 B, which fits 85 GB; the activations (about 32 blocks x
+    37.5 s b h bytes at s b h = 16384 x 4096, 80 GB) do not, so recomputation is the way, and
+    with --recompute full a layout fits (each block keeps its input, 2 s b h = 134 MB)."""
+    args = ("plan", LLAMA, "--hw", "h100", "--gpus", "8", "--batch", "8", "--seq", "16384",
+            "--tp", "1", "--pp", "1")
+    out = invoke(*args).stdout
+    assert out.splitlines()[-1] == (
+        "to fit: --recompute selective or full keeps fewer activations (recompute none here)")
+    assert "without activations, at least 14.5 GB" in out
+    data = json.loads(invoke(*args, "--format", "json").stdout)
+    assert data["counts"][0]["least_without_activations_bytes"] == 14_476_831_232
+    assert data["counts"][0]["least_bytes"] > 85_017_493_504
+    fitted = json.loads(invoke(*args, "--recompute", "full", "--format", "json").stdout)
+    assert fitted["counts"][0]["fitting"] > 0
+    assert fitted["counts"][0]["least_bytes"] is None
 
 
 def test_plans_progress_is_a_line_then_one_a_quarter(invoke):

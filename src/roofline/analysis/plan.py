@@ -95,6 +95,20 @@ class Plan:
         return sorted((r for r in self.fitting if r.layout.gpus == gpus),
                       key=lambda r: (r.predicted_step_s, r.step_s))
 
+    def shortfall(self, gpus: int) -> dict[str, int] | None:
+        """Where layouts on ``gpus`` GPUs were tried and none fits: the least memory a GPU needs
+        in any of them (``least_bytes``), and the least without the activations
+        (``least_without_activations_bytes``: weights, gradients, optimizer states and the
+        workspace allowance of a layout's fullest stage), which no recomputation lowers. None
+        where one fits or none was tried."""
+        considered = [r for r in self.results if r.layout.gpus == gpus]
+        if not considered or self.ranked(gpus):
+            return None
+        return {"least_bytes": min(r.memory_bytes for r in considered),
+                "least_without_activations_bytes": min(
+                    max(sum(s.memory.values()) - s.memory["activations"] for s in r.stages)
+                    for r in considered)}
+
     @property
     def front(self) -> list[LayoutResult]:
         """The Pareto front of predicted step time against GPUs: the best layout at each count
@@ -127,7 +141,9 @@ class Plan:
             considered = [r for r in self.results if r.layout.gpus == n]
             per_count.append({"gpus": n, "candidates": len(considered),
                               "fitting": len(ranked),
-                              "layouts": [layout(r) for r in ranked[:top]]})
+                              "layouts": [layout(r) for r in ranked[:top]]}
+                             | (self.shortfall(n) or {"least_bytes": None,
+                                                      "least_without_activations_bytes": None}))
         return {"model": net.name, "hardware": self.hardware.name, "dtype": net.operand_dtype,
                 "batch": self.batch, "seq": net.seq, "optimizer": net.optimizer,
                 "recompute": net.recompute, "attention": attention_form(net),
