@@ -41,9 +41,9 @@ parallelism its T / tp tokens' (T h / tp: the activations at a boundary are divi
 the sequence; Megatron-LM's ``get_tensor_shapes`` divides the sequence by tp; until 0.9.0
 every GPU was charged T h; Narayanan et al.'s scatter/gather of the whole T h without
 sequence parallelism is not modelled). Ranks run tensor first, then data, then pipeline (as
-Megatron-LM orders them), so stage i holds the tp x dp ranks from i tp dp on and each GPU sends to the one tp dp
-ranks later or earlier: over the inter-node link where some such pair sits in two nodes
-(``crosses_nodes``), else the intra-node link.
+Megatron-LM orders them), so stage i holds the tp x dp ranks from i tp dp on and each GPU
+sends to the one tp dp ranks later or earlier: over the inter-node link where some such pair
+sits in two nodes (``crosses_nodes``), else the intra-node link.
 
 Data parallelism (``dp``) with ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward
 Training Trillion Parameter Models", SC'20): per GPU, Psi parameters (its TP and pipeline
