@@ -136,14 +136,15 @@ class Plan:
             return r.to_dict() | {"stage_blocks": list(stage_blocks(blocks, r.layout.pp))}
 
         per_count = []
+        unknown: dict[str, int | None] = {"least_bytes": None,
+                                          "least_without_activations_bytes": None}
         for n in self.gpus:
             ranked = self.ranked(n)
             considered = [r for r in self.results if r.layout.gpus == n]
             per_count.append({"gpus": n, "candidates": len(considered),
                               "fitting": len(ranked),
                               "layouts": [layout(r) for r in ranked[:top]]}
-                             | (self.shortfall(n) or {"least_bytes": None,
-                                                      "least_without_activations_bytes": None}))
+                             | (self.shortfall(n) or unknown))
         return {"model": net.name, "hardware": self.hardware.name, "dtype": net.operand_dtype,
                 "batch": self.batch, "seq": net.seq, "optimizer": net.optimizer,
                 "recompute": net.recompute, "attention": attention_form(net),
