@@ -781,3 +781,30 @@ def test_values_of_a_list_the_model_cannot_take_are_left_out_and_said():
     for pp in ((64,), (48, 64)):
         with pytest.raises(InputError, match="a pipeline of 48 stages|a pipeline of 64 stages"):
             plan_layouts(net, h100, (64,), 64, h100_fabric(), pp=pp)
+
+
+def test_the_library_plan_counts_adam_as_the_cli_does():
+    """``roofline.plan`` is the CLI's plan as a call. Before it, a library user called
+    ``analysis.plan.plan_layouts`` with the config.json's optimizer, none, where the CLI counts
+    Adam: Mistral-7B on 64 H100s (global batch 1024 x 4096) read optimizer states 0 B and chose
+    ZeRO 0. By hand, Psi = 32 x (4096 x (4096 + 2 x 1024) + 4096 x 4096 + 3 x 4096 x 14336 + 2 x
+    4096) + 2 x 32000 x 4096 + 4096 = 7,241,732,096 (Mistral's published 7.24 B); Adam's fp32
+    states 12 B a parameter, ZeRO-1 over dp 64: 12 Psi / 64 = 1,357,824,768 B."""
+    import roofline
+
+    mistral = EXAMPLES / "hf" / "mistral-7b.json"
+    result = roofline.plan(mistral, "h100", 64, batch=1024, seq=4096, tp=1, pp=1, zero=1,
+                           micro_batch=2)
+    best = result.best
+    assert best is not None and best.layout.zero == 1 and best.layout.dp == 64
+    assert best.memory["optimizer"] == 1_357_824_768
+    assert best.memory["weights"] == 2 * 7_241_732_096
+    assert result.to_dict()["optimizer"] == "adam"
+    # the CLI's text forms read alike: "64", "1", a ZeRO list as text
+    same = roofline.plan(mistral, "h100", "64", batch=1024, seq=4096, tp="1", pp=[1],
+                         zero="1", micro_batch=2)
+    assert same.best is not None and same.best.predicted_step_s == best.predicted_step_s
+    with pytest.raises(InputError, match="zero: expected ZeRO stages 0, 1, 2 or 3"):
+        roofline.plan(mistral, "h100", 64, batch=1024, seq=4096, zero=[1, 4])
+    with pytest.raises(InputError, match="unknown keyword 'seqs'"):
+        roofline.plan(mistral, "h100", 64, batch=1024, seqs=4096)
