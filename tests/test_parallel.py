@@ -601,6 +601,21 @@ def test_zero_stages_given_with_depths_are_tried_where_they_combine():
     assert any("ZeRO 2 and 3 without a pipeline only" in text for text in ASSUMPTIONS)
 
 
+def test_a_zero_stage_no_given_depth_takes_is_left_out_as_a_tp_value_is():
+    """--pp 2 --zero 1,2 stopped the whole plan on ZeRO 2 (which no pipeline takes), though
+    ZeRO 1 runs at pp 2; --tp, --pp and --ep lists leave out what the model cannot take and
+    say so. Now ZeRO 2 is left out on the `left out:` line, and only a list with nothing left
+    (--pp 2 --zero 2,3) is refused. Llama-2-7B, 16 GPUs, pp 2: dp 8 at tp 1, so the plan's
+    layouts are ZeRO 1 only."""
+    net, h100, fabric = llama(), load_hardware("h100"), h100_fabric()
+    plan = plan_layouts(net, h100, (16,), 32, fabric, tp=[1], pp=[2], zero=[1, 2])
+    assert {r.layout.zero for r in plan.results} == {1}
+    assert plan.left_out == ("zero 2: ZeRO stage 2 does not combine with pipeline parallelism "
+                             "(DeepSpeed refuses it; use zero 1 or pp 1)",)
+    with pytest.raises(InputError, match="ZeRO stage 2 does not combine"):
+        plan_layouts(net, h100, (16,), 32, fabric, pp=[2], zero=[2, 3])
+
+
 def test_stage_blocks_split_as_evenly_as_they_go():
     """By hand: 126 blocks (Llama-3.1-405B) over 16 stages, 126 = 16 x 7 + 14: 14 stages of 8
     and 2 of 7 (112 + 14 = 126; Llama 3 trained 405B at pp 16, its first and last stages a block

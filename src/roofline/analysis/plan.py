@@ -198,6 +198,9 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     pp, pp_out = _usable(network, "pp", pp, lambda v: Layout(pp=v))
     ep, ep_out = _usable(network, "ep", ep, lambda v: Layout(ep=v, dp=v))
     _check_choices(network, gpus, tp, pp, zero, ep)
+    zero_out: list[str] = []
+    if zero and pp and min(pp) > 1:  # a stage no given depth takes: left out, as tp's values
+        zero, zero_out = _usable(network, "zero", zero, lambda v: Layout(pp=min(pp), zero=v))
     reports: dict[tuple[int, int, int], Report] = {}
     times: dict[tuple[Any, ...], Any] = {}  # evaluate's cache: per report, sp_tp (and stage)
     results: list[LayoutResult] = []
@@ -222,13 +225,14 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     results.sort(key=lambda r: (r.layout.gpus, r.predicted_step_s, r.step_s,
                                 r.step_no_overlap_s, r.memory_bytes))
     return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports,
-                (*tp_out, *pp_out, *ep_out))
+                (*tp_out, *pp_out, *ep_out, *zero_out))
 
 
 def _usable(network: Network, name: str, given: Sequence[int] | None,
             layout: Callable[[int], Layout]) -> tuple[Sequence[int] | None, list[str]]:
-    """``given`` (the ``name`` list: tp, pp or ep) without the values the model cannot take
-    (``check_layout``: a pipeline deeper than the blocks, tp not dividing the heads, ...), and
+    """``given`` (the ``name`` list: tp, pp, ep, or the ZeRO stages at the shallowest pipeline
+    given) without the values the model cannot take (``check_layout``: a pipeline deeper than
+    the blocks, tp not dividing the heads, ZeRO 2 with a pipeline, ...), and
     each of those as ``pp 64: why``; where none is left, the first one's error: a range such as
     ``--pp 1..64`` on 32 blocks plans its 1-32 and says 64 was left out, a lone value the
     model cannot take stays an error."""
@@ -266,8 +270,6 @@ def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | No
         if value not in ZERO_STAGES:
             raise InputError(network.source, "", f"{option('zero')} must be 0, 1, 2 or 3, got "
                                                  f"{value}")
-        if pp and min(pp) > 1:  # a stage no given depth takes; else tried where it combines
-            check_layout(network, Layout(pp=min(pp), zero=value))
     smallest = min(tp or [1]) * min(pp or [1]) * min(ep or [1])
     if smallest > max(gpus):
         raise InputError(network.source, "", f"the smallest layout asked for (tp x pp x ep = "

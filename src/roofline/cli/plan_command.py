@@ -32,7 +32,8 @@ from .plots import _check_plot, _write_plot, force_option
               "left out, on a 'left out:' line, and the plan refused only where none is left "
               "(--tp and --ep alike).")
 @click.option("--zero", metavar="LIST", help="ZeRO stages to consider, 0-3 (3 = FSDP's full "
-              "sharding; 2 and 3 not with a pipeline) [default: 0,1,2,3; 0 alone where dp is "
+              "sharding; 2 and 3 not with a pipeline: left out where every --pp given has one, "
+              "as --tp values are) [default: 0,1,2,3; 0 alone where dp is "
               "1, which a stage leaves unchanged].")
 @click.option("--micro-batch", metavar="LIST", help="Sequences per micro-batch to consider "
               "[default: 1,2,4,8 and each data-parallel rank's whole share of --batch].")
