@@ -278,6 +278,35 @@ def test_a_pipeline_boundary_crosses_nodes_only_where_its_ranks_do():
          nvlink])
 
 
+def test_a_sequence_parallel_boundary_sends_each_gpus_share_of_the_tokens():
+    """With sequence parallelism the activations at a pipeline boundary are divided along the
+    sequence: each of the tp GPUs holds, and sends to its peer of the next stage, T / tp
+    tokens (Megatron-LM, ``core/pipeline_parallel/schedules.py``, ``get_tensor_shapes``:
+    ``if config.sequence_parallel: seq_length = seq_length // tensor_model_parallel_world_size``).
+    Until 0.9.0 each GPU was charged all T h: Llama-2-7B, tp 2, pp 2, dp 16, mb 1 at seq 4096
+    over 64 H100s read p2p 43.8 ms a step where it is 22.4 ms."""
+    # tp 2, pp 2, dp 1: stage 0 holds ranks 0-1 and stage 1 ranks 2-3, one node: NVLink 4
+    # T h e / tp = 4096 x 4096 x 2 / 2 = 16,777,216 bytes each way, at 450 GB/s + 3.4 us
+    sp = evaluate(llama(batch=8), load_hardware("h100"),
+                  Layout(tp=2, pp=2, dp=1, zero=1, micro_batch=1, sequence_parallel=True), 8,
+                  h100_fabric())
+    send = 16777216 / 4.5e11 + 3.4e-6
+    assert [stage.p2p_s for stage in sp.stages] == pytest.approx([send, send])
+    assert sp.parts["p2p_s"] == pytest.approx(8 * send)  # m = 8 micro-batches
+    # without sequence parallelism every GPU holds the whole T h: 33,554,432 bytes
+    plain = evaluate(llama(batch=8), load_hardware("h100"),
+                     Layout(tp=2, pp=2, dp=1, zero=1, micro_batch=1), 8, h100_fabric())
+    send = 33554432 / 4.5e11 + 3.4e-6
+    assert [stage.p2p_s for stage in plain.stages] == pytest.approx([send, send])
+    # across nodes, the README's 64-GPU layout: tp 2 x dp 16 = 32 ranks a stage, so each
+    # boundary pair sits in two nodes: InfiniBand NDR, 16,777,216 / 50 GB/s + 14 us =
+    # 349.5 us, 64 micro-batches (1024 / 16): 22.4 ms
+    wide = evaluate(llama(batch=1024), load_hardware("h100"),
+                    Layout(tp=2, pp=2, dp=16, zero=1, micro_batch=1, sequence_parallel=True),
+                    1024, h100_fabric())
+    assert wide.parts["p2p_s"] == pytest.approx(64 * (16777216 / 5e10 + 14e-6))
+
+
 def test_pipeline_deeper_than_blocks_is_refused():
     with pytest.raises(InputError, match="a pipeline of 64 stages is deeper than the model's 32"):
         evaluate(llama(batch=64), load_hardware("h100"), Layout(pp=64), 64, h100_fabric())
@@ -572,6 +601,21 @@ def test_zero_stages_given_with_depths_are_tried_where_they_combine():
     assert any("ZeRO 2 and 3 without a pipeline only" in text for text in ASSUMPTIONS)
 
 
+def test_a_zero_stage_no_given_depth_takes_is_left_out_as_a_tp_value_is():
+    """--pp 2 --zero 1,2 stopped the whole plan on ZeRO 2 (which no pipeline takes), though
+    ZeRO 1 runs at pp 2; --tp, --pp and --ep lists leave out what the model cannot take and
+    say so. Now ZeRO 2 is left out on the `left out:` line, and only a list with nothing left
+    (--pp 2 --zero 2,3) is refused. Llama-2-7B, 16 GPUs, pp 2: dp 8 at tp 1, so the plan's
+    layouts are ZeRO 1 only."""
+    net, h100, fabric = llama(), load_hardware("h100"), h100_fabric()
+    plan = plan_layouts(net, h100, (16,), 32, fabric, tp=[1], pp=[2], zero=[1, 2])
+    assert {r.layout.zero for r in plan.results} == {1}
+    assert plan.left_out == ("zero 2: ZeRO stage 2 does not combine with pipeline parallelism "
+                             "(DeepSpeed refuses it; use zero 1 or pp 1)",)
+    with pytest.raises(InputError, match="ZeRO stage 2 does not combine"):
+        plan_layouts(net, h100, (16,), 32, fabric, pp=[2], zero=[2, 3])
+
+
 def test_stage_blocks_split_as_evenly_as_they_go():
     """By hand: 126 blocks (Llama-3.1-405B) over 16 stages, 126 = 16 x 7 + 14: 14 stages of 8
     and 2 of 7 (112 + 14 = 126; Llama 3 trained 405B at pp 16, its first and last stages a block
@@ -673,17 +717,43 @@ def test_a_plan_where_nothing_fits_says_what_was_not_tried(invoke, tmp_path):
     args = ("plan", config, "--hw", "h100", "--gpus", "64", "--batch", "64", "--seq", "8192")
     out = invoke(*args).stdout
     assert "none fits" in out
-    assert out.splitlines()[-1] == (
-        "to fit: --recompute selective or full keeps fewer activations (recompute none "
-        "here)")
-    out = invoke(*args, "--recompute", "selective").stdout
-    assert out.splitlines()[-1] == (
-        "to fit: --recompute full keeps fewer activations (recompute selective here)")
     # every pipeline up to 64 stages was tried, uneven over the 126 blocks but 1 and 2: 405B
     # parameters x 16 B (Adam, mixed precision) / 64 GPUs = 101 GB a GPU before activations,
-    # past 80 GB at any depth, so none fits
+    # past 85 GB at any depth, so none fits, and no recomputation can fit it: until 0.9.0 the
+    # last line read "to fit: --recompute selective or full keeps fewer activations". Psi =
+    # 126 x (2 x 16384^2 + 2 x 16384 x 1024 + 3 x 16384 x 53248 + 2 x 16384) + 2 x 128256 x
+    # 16384 + 16384 = 405,853,388,800; ZeRO-3 over 64: 16 Psi / 64 = 101,463,347,200 B, and
+    # the 1 GB workspace allowance: 102.5 GB; the H100's 85,017,493,504 B: 85.0 GB
+    assert out.splitlines()[-2].endswith("; without activations, at least 102.5 GB)")
+    assert out.splitlines()[-1] == (
+        "no recomputation fits 64 GPUs: the weights, gradients, optimizer states and workspace "
+        "alone need 102.5 GB a GPU or more, past the 85.0 GB; more GPUs divide them further")
+    for recompute in ("selective", "full"):
+        out = invoke(*args, "--recompute", recompute).stdout
+        assert "recompute" not in out.splitlines()[-1]
     data = json.loads(invoke(*args, "--format", "json").stdout)
     assert data["counts"][0]["fitting"] == 0
+    assert data["counts"][0]["least_without_activations_bytes"] == 101_463_347_200 + 10**9
+
+
+def test_a_plan_where_activations_alone_do_not_fit_points_to_recomputation(invoke):
+    """Llama-2-7B at seq 16384 on 8 H100s, data parallel only: ZeRO-3 keeps 16 Psi / 8 =
+    16 x 6,738,415,616 / 8 = 13,476,831,232 B of weights, gradients and optimizer states, and
+    the 1 GB workspace: 14,476,831,232 B, which fits 85 GB; the activations (about 32 blocks x
+    37.5 s b h bytes at s b h = 16384 x 4096, 80 GB) do not, so recomputation is the way, and
+    with --recompute full a layout fits (each block keeps its input, 2 s b h = 134 MB)."""
+    args = ("plan", LLAMA, "--hw", "h100", "--gpus", "8", "--batch", "8", "--seq", "16384",
+            "--tp", "1", "--pp", "1")
+    out = invoke(*args).stdout
+    assert out.splitlines()[-1] == (
+        "to fit: --recompute selective or full keeps fewer activations (recompute none here)")
+    assert "without activations, at least 14.5 GB" in out
+    data = json.loads(invoke(*args, "--format", "json").stdout)
+    assert data["counts"][0]["least_without_activations_bytes"] == 14_476_831_232
+    assert data["counts"][0]["least_bytes"] > 85_017_493_504
+    fitted = json.loads(invoke(*args, "--recompute", "full", "--format", "json").stdout)
+    assert fitted["counts"][0]["fitting"] > 0
+    assert fitted["counts"][0]["least_bytes"] is None
 
 
 def test_plans_progress_is_a_line_then_one_a_quarter(invoke):
@@ -726,3 +796,30 @@ def test_values_of_a_list_the_model_cannot_take_are_left_out_and_said():
     for pp in ((64,), (48, 64)):
         with pytest.raises(InputError, match="a pipeline of 48 stages|a pipeline of 64 stages"):
             plan_layouts(net, h100, (64,), 64, h100_fabric(), pp=pp)
+
+
+def test_the_library_plan_counts_adam_as_the_cli_does():
+    """``roofline.plan`` is the CLI's plan as a call. Before it, a library user called
+    ``analysis.plan.plan_layouts`` with the config.json's optimizer, none, where the CLI counts
+    Adam: Mistral-7B on 64 H100s (global batch 1024 x 4096) read optimizer states 0 B and chose
+    ZeRO 0. By hand, Psi = 32 x (4096 x (4096 + 2 x 1024) + 4096 x 4096 + 3 x 4096 x 14336 + 2 x
+    4096) + 2 x 32000 x 4096 + 4096 = 7,241,732,096 (Mistral's published 7.24 B); Adam's fp32
+    states 12 B a parameter, ZeRO-1 over dp 64: 12 Psi / 64 = 1,357,824,768 B."""
+    import roofline
+
+    mistral = EXAMPLES / "hf" / "mistral-7b.json"
+    result = roofline.plan(mistral, "h100", 64, batch=1024, seq=4096, tp=1, pp=1, zero=1,
+                           micro_batch=2)
+    best = result.best
+    assert best is not None and best.layout.zero == 1 and best.layout.dp == 64
+    assert best.memory["optimizer"] == 1_357_824_768
+    assert best.memory["weights"] == 2 * 7_241_732_096
+    assert result.to_dict()["optimizer"] == "adam"
+    # the CLI's text forms read alike: "64", "1", a ZeRO list as text
+    same = roofline.plan(mistral, "h100", "64", batch=1024, seq=4096, tp="1", pp=[1],
+                         zero="1", micro_batch=2)
+    assert same.best is not None and same.best.predicted_step_s == best.predicted_step_s
+    with pytest.raises(InputError, match="zero: expected ZeRO stages 0, 1, 2 or 3"):
+        roofline.plan(mistral, "h100", 64, batch=1024, seq=4096, zero=[1, 4])
+    with pytest.raises(InputError, match="unknown keyword 'seqs'"):
+        roofline.plan(mistral, "h100", 64, batch=1024, seqs=4096)

@@ -20,7 +20,7 @@ _EXPORTS = {
     "analysis.whatif_comparison": ("Comparison",),
     "analysis.whatif_dtype": ("nearest_dtype",),
     "analysis.whatif_sweep": ("Sweep",),
-    "api": ("analyze_model",),
+    "api": ("analyze_model", "plan"),
     "errors": ("InputError", "RooflineError", "UnknownHardwareError", "UnsupportedDtypeError"),
     "hardware.catalog": ("HwdbWarning", "list_hardware", "load_hardware", "user_hwdb_dir"),
     "hardware.spec": ("HardwareSpec",),
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ imports o
     from .analysis.whatif_comparison import Comparison
     from .analysis.whatif_dtype import nearest_dtype
     from .analysis.whatif_sweep import Sweep
-    from .api import analyze_model
+    from .api import analyze_model, plan
     from .errors import InputError, RooflineError, UnknownHardwareError, UnsupportedDtypeError
     from .hardware.catalog import HwdbWarning, list_hardware, load_hardware, user_hwdb_dir
     from .hardware.spec import HardwareSpec
@@ -49,7 +49,7 @@ __all__ = [  # the names of _EXPORTS (tests/test_architecture.py checks), writte
     "Network", "Report", "RooflineError", "Sweep", "UnknownHardwareError",
     "UnsupportedDtypeError", "__version__", "analyze", "analyze_gemm", "analyze_model", "compare",
     "gemm_bytes", "gemm_flops", "gemm_intensity", "gemm_report", "list_hardware", "load_hardware",
-    "load_network", "nearest_dtype", "network_from_yaml", "sweep", "user_hwdb_dir",
+    "load_network", "nearest_dtype", "network_from_yaml", "plan", "sweep", "user_hwdb_dir",
 ]
 
 

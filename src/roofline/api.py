@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .analysis.generation import check_request, checked_source, refuse_captured
 from .analysis.generation import generate as run_generation
@@ -12,6 +13,9 @@ from .hardware.catalog import hardware_spec
 from .hardware.spec import HardwareSpec
 from .model.capture_factory import capture_factory, names_factory
 from .model.network import Network, check_model, load_network
+
+if TYPE_CHECKING:
+    from .analysis.plan import Plan
 
 
 def model_framework(model: Network | str | os.PathLike[str]) -> str | None:
@@ -121,3 +125,84 @@ def analyze_model(model: Network | str | os.PathLike[str],
     check_request(network.source, prompt, generate, seq)
     assert prompt is not None and generate is not None  # check_request's
     return run_generation(network, spec, prompt, generate, quantization)
+
+
+def plan(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
+         gpus: str | int | Iterable[int], *, tp: str | int | Iterable[int] | None = None,
+         pp: str | int | Iterable[int] | None = None, zero: int | Iterable[int] | None = None,
+         micro_batch: str | int | Iterable[int] | None = None,
+         ep: str | int | Iterable[int] | None = None, sequence_parallel: bool = True,
+         gpus_per_node: int = 8, intra: str | None = None, inter: str | None = None,
+         quantization: bool = False, progress: Callable[[str], None] | None = None,
+         **overrides: Any) -> Plan:
+    """``roofline plan`` as a call: every layout of ``model``'s training step over each GPU
+    count in ``gpus`` (``analysis.plan``), a ``Plan`` (``best``, ``front``, ``ranked(n)``,
+    ``to_dict()``: the JSON contract). ``gpus``, ``tp``, ``pp``, ``micro_batch`` and ``ep``
+    take an int, a list or the CLI's text (``"8..512"``: 8, the powers of two between, 512);
+    ``zero`` a stage or a list; ``intra`` and ``inter`` a link of ``links.yaml`` or GB/s as
+    text. ``overrides`` are the model settings (``batch``, the global batch, ``seq``,
+    ``dtype``, ``recompute``, ``optimizer``, ...); the optimizer is Adam unless given, as the
+    CLI's (``PLAN_OPTIMIZER``: a config.json names none, and without one the states ZeRO
+    divides were counted as nothing)."""
+    from .analysis.plan import make_fabric, plan_layouts
+    from .analysis.whatif_values import _values
+    from .model.network import check_overrides
+
+    check_overrides(overrides, "plan")
+    if model_framework(model) == "torch":
+        raise not_captured_error(model.source if isinstance(model, Network)
+                                 else os.fspath(model), "plan")
+    spec = hardware_spec(hardware)
+    network = load_model(model).with_overrides(**overrides)
+    if overrides.get("optimizer") is None and network.mode == "train":
+        network = network.with_overrides(optimizer=PLAN_OPTIMIZER)
+    lists = {name: None if given is None else _values(given, name)
+             for name, given in (("tp", tp), ("pp", pp), ("micro_batch", micro_batch),
+                                 ("ep", ep))}
+    return plan_layouts(network, spec, _values(gpus, "gpus"), network.settled()[0],
+                        make_fabric(spec, intra, inter, gpus_per_node),
+                        zero=None if zero is None else zero_stages(zero),
+                        sequence_parallel=sequence_parallel, quantization=quantization,
+                        progress=progress, **lists)
+
+
+#: the optimizer plan counts unless one is given: Adam in mixed precision, 16 B a parameter
+PLAN_OPTIMIZER = "adam"
+
+
+def zero_stages(given: str | int | Iterable[int]) -> tuple[int, ...]:
+    """ZeRO stages a plan is given: ``--zero`` text (``0,1``), one stage or a list, each 0-3
+    (``files.numbers.integer``: numpy's integers too, never a bool or a float); one line
+    otherwise."""
+    from .errors import InputError, described
+    from .files.numbers import integer, parse_int, quoted
+
+    def fail(got: str) -> InputError:
+        return InputError("zero", "", f"expected ZeRO stages 0, 1, 2 or 3 (a comma list), got "
+                                      f"{got}")
+
+    if isinstance(given, str):
+        try:
+            return tuple(sorted({parse_int(piece, low=0, high=3)
+                                 for piece in given.split(",")}))
+        except ValueError:
+            raise fail(quoted(given)) from None
+    values = list(given) if hasattr(given, "__iter__") else [given]
+    stages = {integer(value) for value in values}
+    if not values or None in stages or not stages <= {0, 1, 2, 3}:
+        raise fail(described(given))
+    return tuple(sorted(stage for stage in stages if stage is not None))
+
+
+def not_captured_error(model: str, command: str) -> Exception:
+    """plan refuses ``package.module:callable``: it divides each layer's heads and FFN over the
+    tensor-parallel ranks and runs it at each micro-batch, and a capture holds the ops the
+    module ran at its one batch, not its layers (sweep captures a factory at each batch:
+    ``analysis.whatif_captures``)."""
+    from .errors import InputError
+
+    return InputError(model, "", f"`roofline {command}` needs a model.yaml or config.json: it "
+                                 f"divides each layer's heads and FFN over the tensor-parallel "
+                                 f"ranks and runs it at each micro-batch, and a captured module "
+                                 f"holds the ops it ran at its one batch, not its layers "
+                                 f"(analyze, compare and sweep take package.module:callable)")

@@ -36,10 +36,14 @@ the last. Schedule 1F1B (Narayanan et al., sec. 2.2): with m micro-batches a ste
 - 1) times the slowest stage's micro-batch time, the bubble (p - 1) / (m + p - 1) of the step;
 stage i keeps the activations of min(m, p - i) micro-batches (the first stage p). Between
 stages each micro-batch sends T h elements forward and their gradient backward
-(point-to-point). Ranks run tensor first, then data, then pipeline (as Megatron-LM orders
-them), so stage i holds the tp x dp ranks from i tp dp on and each GPU sends to the one tp dp
-ranks later or earlier: over the inter-node link where some such pair sits in two nodes
-(``crosses_nodes``), else the intra-node link.
+(point-to-point), each GPU of the tensor-parallel group all of them, or with sequence
+parallelism its T / tp tokens' (T h / tp: the activations at a boundary are divided along
+the sequence; Megatron-LM's ``get_tensor_shapes`` divides the sequence by tp; until 0.9.0
+every GPU was charged T h; Narayanan et al.'s scatter/gather of the whole T h without
+sequence parallelism is not modelled). Ranks run tensor first, then data, then pipeline (as
+Megatron-LM orders them), so stage i holds the tp x dp ranks from i tp dp on and each GPU
+sends to the one tp dp ranks later or earlier: over the inter-node link where some such pair
+sits in two nodes (``crosses_nodes``), else the intra-node link.
 
 Data parallelism (``dp``) with ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward
 Training Trillion Parameter Models", SC'20): per GPU, Psi parameters (its TP and pipeline

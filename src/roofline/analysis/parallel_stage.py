@@ -35,13 +35,15 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes,
     if layout.pp > 1:
         # what crosses each boundary: the activations the stage's last layer hands forward
         # (not the last stage's: its output layer's are the logits, which stay), and the
-        # gradient of its first layer's input sent back (not the first stage's)
-        stride = layout.tp * layout.dp
+        # gradient of its first layer's input sent back (not the first stage's); with
+        # sequence parallelism each GPU of the tensor-parallel group holds, and sends, T / tp
+        # tokens of them (Megatron-LM's ``get_tensor_shapes``)
+        stride, sent = layout.tp * layout.dp, -(-t // (layout.tp if ctx.sp else 1))
         if s < layout.pp - 1:
-            p2p += fabric.p2p_s(t * (layers[-1].out_width or 0) * e,
+            p2p += fabric.p2p_s(sent * (layers[-1].out_width or 0) * e,
                                 crosses_nodes(s, stride, fabric.gpus_per_node))
         if s > 0:
-            p2p += fabric.p2p_s(t * (layers[0].in_width or 0) * e,
+            p2p += fabric.p2p_s(sent * (layers[0].in_width or 0) * e,
                                 crosses_nodes(s - 1, stride, fabric.gpus_per_node))
     params = sum(layer.parameters * count for layer, count in runs)
     expert = sum(_expert_parameters(layer) * count for layer, count in runs)

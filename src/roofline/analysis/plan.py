@@ -95,6 +95,20 @@ class Plan:
         return sorted((r for r in self.fitting if r.layout.gpus == gpus),
                       key=lambda r: (r.predicted_step_s, r.step_s))
 
+    def shortfall(self, gpus: int) -> dict[str, int] | None:
+        """Where layouts on ``gpus`` GPUs were tried and none fits: the least memory a GPU needs
+        in any of them (``least_bytes``), and the least without the activations
+        (``least_without_activations_bytes``: weights, gradients, optimizer states and the
+        workspace allowance of a layout's fullest stage), which no recomputation lowers. None
+        where one fits or none was tried."""
+        considered = [r for r in self.results if r.layout.gpus == gpus]
+        if not considered or self.ranked(gpus):
+            return None
+        return {"least_bytes": min(r.memory_bytes for r in considered),
+                "least_without_activations_bytes": min(
+                    max(sum(s.memory.values()) - s.memory["activations"] for s in r.stages)
+                    for r in considered)}
+
     @property
     def front(self) -> list[LayoutResult]:
         """The Pareto front of predicted step time against GPUs: the best layout at each count
@@ -122,12 +136,15 @@ class Plan:
             return r.to_dict() | {"stage_blocks": list(stage_blocks(blocks, r.layout.pp))}
 
         per_count = []
+        unknown: dict[str, int | None] = {"least_bytes": None,
+                                          "least_without_activations_bytes": None}
         for n in self.gpus:
             ranked = self.ranked(n)
             considered = [r for r in self.results if r.layout.gpus == n]
             per_count.append({"gpus": n, "candidates": len(considered),
                               "fitting": len(ranked),
-                              "layouts": [layout(r) for r in ranked[:top]]})
+                              "layouts": [layout(r) for r in ranked[:top]]}
+                             | (self.shortfall(n) or unknown))
         return {"model": net.name, "hardware": self.hardware.name, "dtype": net.operand_dtype,
                 "batch": self.batch, "seq": net.seq, "optimizer": net.optimizer,
                 "recompute": net.recompute, "attention": attention_form(net),
@@ -181,6 +198,9 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     pp, pp_out = _usable(network, "pp", pp, lambda v: Layout(pp=v))
     ep, ep_out = _usable(network, "ep", ep, lambda v: Layout(ep=v, dp=v))
     _check_choices(network, gpus, tp, pp, zero, ep)
+    zero_out: list[str] = []
+    if zero and pp and min(pp) > 1:  # a stage no given depth takes: left out, as tp's values
+        zero, zero_out = _usable(network, "zero", zero, lambda v: Layout(pp=min(pp), zero=v))
     reports: dict[tuple[int, int, int], Report] = {}
     times: dict[tuple[Any, ...], Any] = {}  # evaluate's cache: per report, sp_tp (and stage)
     results: list[LayoutResult] = []
@@ -205,13 +225,14 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     results.sort(key=lambda r: (r.layout.gpus, r.predicted_step_s, r.step_s,
                                 r.step_no_overlap_s, r.memory_bytes))
     return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports,
-                (*tp_out, *pp_out, *ep_out))
+                (*tp_out, *pp_out, *ep_out, *zero_out))
 
 
 def _usable(network: Network, name: str, given: Sequence[int] | None,
             layout: Callable[[int], Layout]) -> tuple[Sequence[int] | None, list[str]]:
-    """``given`` (the ``name`` list: tp, pp or ep) without the values the model cannot take
-    (``check_layout``: a pipeline deeper than the blocks, tp not dividing the heads, ...), and
+    """``given`` (the ``name`` list: tp, pp, ep, or the ZeRO stages at the shallowest pipeline
+    given) without the values the model cannot take (``check_layout``: a pipeline deeper than
+    the blocks, tp not dividing the heads, ZeRO 2 with a pipeline, ...), and
     each of those as ``pp 64: why``; where none is left, the first one's error: a range such as
     ``--pp 1..64`` on 32 blocks plans its 1-32 and says 64 was left out, a lone value the
     model cannot take stays an error."""
@@ -249,8 +270,6 @@ def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | No
         if value not in ZERO_STAGES:
             raise InputError(network.source, "", f"{option('zero')} must be 0, 1, 2 or 3, got "
                                                  f"{value}")
-        if pp and min(pp) > 1:  # a stage no given depth takes; else tried where it combines
-            check_layout(network, Layout(pp=min(pp), zero=value))
     smallest = min(tp or [1]) * min(pp or [1]) * min(ep or [1])
     if smallest > max(gpus):
         raise InputError(network.source, "", f"the smallest layout asked for (tp x pp x ep = "

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from ..errors import InputError
 from .console import _progress
 
 
@@ -64,13 +63,7 @@ def _not_captured(model: str) -> None:
     and FFN over the tensor-parallel ranks and runs it at each micro-batch, and a capture holds
     the ops the module ran at its one batch, not its layers. (sweep captures a factory at each
     batch: ``analysis.whatif_captures``.)"""
-    from ..api import model_framework
+    from ..api import model_framework, not_captured_error
 
     if model_framework(model) == "torch":
-        command = click.get_current_context().info_name
-        raise InputError(str(model), "", f"`roofline {command}` needs a model.yaml or "
-                                         f"config.json: it divides each layer's heads and FFN "
-                                         f"over the tensor-parallel ranks and runs it at each "
-                                         f"micro-batch, and a captured module holds the ops it "
-                                         f"ran at its one batch, not its layers (analyze, "
-                                         f"compare and sweep take package.module:callable)")
+        raise not_captured_error(str(model), str(click.get_current_context().info_name))

@@ -32,7 +32,8 @@ from .plots import _check_plot, _write_plot, force_option
               "left out, on a 'left out:' line, and the plan refused only where none is left "
               "(--tp and --ep alike).")
 @click.option("--zero", metavar="LIST", help="ZeRO stages to consider, 0-3 (3 = FSDP's full "
-              "sharding; 2 and 3 not with a pipeline) [default: 0,1,2,3; 0 alone where dp is "
+              "sharding; 2 and 3 not with a pipeline: left out where every --pp given has one, "
+              "as --tp values are) [default: 0,1,2,3; 0 alone where dp is "
               "1, which a stage leaves unchanged].")
 @click.option("--micro-batch", metavar="LIST", help="Sequences per micro-batch to consider "
               "[default: 1,2,4,8 and each data-parallel rank's whole share of --batch].")
@@ -78,7 +79,9 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
     Training steps only: serving (an inference step, --phase, --weights, --kv-cache, a
     generation) split over GPUs is not modelled; analyze, compare and sweep give one GPU's.
     """
-    from ..analysis.plan import make_fabric, parse_counts, plan_layouts
+    from ..analysis.plan import parse_counts
+    from ..api import plan as plan_call
+    from ..api import zero_stages
     from ..model.network import load_network
     from ..probe import resolve_hardware
 
@@ -92,21 +95,15 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
     lists = {name: parse_counts(value, name) if value is not None else None
              for name, value in (("tp", tp), ("pp", pp), ("micro_batch", micro_batch),
                                  ("ep", ep))}
-    zeros = None
-    if zero is not None:
-        zeros = tuple(sorted({_zero_stage(piece) for piece in zero.split(",")}))
+    zeros = None if zero is None else zero_stages(zero)
     from ..hardware.catalog import load_hardware
 
     spec = resolve_hardware(hardware, _progress,
                             needs=_needs(lambda: load_network(model), overrides))
     spec = spec if not isinstance(spec, str) else load_hardware(spec)
-    network = load_network(model).with_overrides(**overrides)
-    if overrides.get("optimizer") is None and network.mode == "train":  # plan's default: adam
-        network = network.with_overrides(optimizer="adam")
-    fabric = make_fabric(spec, intra, inter, gpus_per_node)
-    result = plan_layouts(network, spec, counts, network.settled()[0], fabric,
-                          zero=zeros, sequence_parallel=sequence_parallel,
-                          quantization=quantization, progress=_progress, **lists)
+    result = plan_call(model, spec, counts, zero=zeros, sequence_parallel=sequence_parallel,
+                       gpus_per_node=gpus_per_node, intra=intra, inter=inter,
+                       quantization=quantization, progress=_progress, **lists, **overrides)
     from ..output.plan import plan_json, plan_table
 
     if fmt == "json":
@@ -137,13 +134,3 @@ def _refuse_inference(overrides: dict) -> None:
                                      f"only: serving over several GPUs is not modelled "
                                      f"(analyze, compare and sweep take --prompt P --generate "
                                      f"G for one GPU's)")
-
-
-def _zero_stage(piece: str) -> int:
-    from ..files.numbers import parse_int, quoted
-
-    try:
-        return parse_int(piece, low=0, high=3)
-    except ValueError:
-        raise InputError("zero", "", f"expected ZeRO stages 0, 1, 2 or 3 (a comma list), got "
-                                     f"{quoted(piece)}") from None

@@ -85,12 +85,14 @@ def plan_table(plan: Plan, top: int = 3) -> str:
     rows, skipped = [], []
     for n in plan.gpus:
         ranked = plan.ranked(n)
-        if not ranked:
-            considered = [r for r in plan.results if r.layout.gpus == n]
-            why = (f"none of {len(considered)} layouts fits (the smallest needs "
-                   f"{_gb(min(r.memory_bytes for r in considered))} GB)" if considered else
-                   "no layout divides the batch")
-            skipped.append(f"{count(n, 'GPU')}: {why}")
+        short = plan.shortfall(n)
+        if short:
+            considered = sum(1 for r in plan.results if r.layout.gpus == n)
+            skipped.append(f"{count(n, 'GPU')}: none of {considered} layouts fits (the smallest "
+                           f"needs {_gb(short['least_bytes'])} GB; without activations, at "
+                           f"least {_gb(short['least_without_activations_bytes'])} GB)")
+        elif not ranked:
+            skipped.append(f"{count(n, 'GPU')}: no layout divides the batch")
         rows += [_row(r, unit) for r in ranked[:top]]
     lines += ["", f"fastest layouts that fit (up to {top} per GPU count):"]
     lines += aligned(HEADER, rows, {17}) if rows else ["none fits"]
@@ -101,9 +103,7 @@ def plan_table(plan: Plan, top: int = 3) -> str:
         lines.append(f"uneven stages: pp {', '.join(map(str, uneven))} split the model's "
                      f"{blocks} transformer blocks with the first stages one block more")
     lines += skipped
-    hint = _fit_hint(plan) if skipped else None
-    if hint:
-        lines.append(hint)
+    lines += _fit_hints(plan)
     front = plan.front
     if front:
         base = front[0]
@@ -118,15 +118,28 @@ def plan_table(plan: Plan, top: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fit_hint(plan: Plan) -> str | None:
+def _fit_hints(plan: Plan) -> list[str]:
     """Where a GPU count had no layout that fits, what else would keep less per GPU and was
-    not tried: recomputation (its setting here). (Every pipeline no deeper than the blocks is
-    tried, in uneven stages where it does not divide them.)"""
+    not tried: recomputation (its setting here), which lowers the activations only; where the
+    weights, gradients, optimizer states and workspace alone outgrow every layout's GPU
+    (``Plan.shortfall``), no recomputation fits it, and that is said instead. (Every pipeline
+    no deeper than the blocks is tried, in uneven stages where it does not divide them.)"""
+    capacity = plan.hardware.memory_capacity_bytes or 0
+    shorts = {n: short for n in plan.gpus if (short := plan.shortfall(n))}
+    states = [n for n, short in shorts.items()
+              if short["least_without_activations_bytes"] > capacity]
+    lines = []
     recompute = plan.network.recompute
-    if recompute == "full":
-        return None
-    more = "selective or full" if recompute == "none" else "full"
-    return f"to fit: --recompute {more} keeps fewer activations (recompute {recompute} here)"
+    if len(states) < len(shorts) and recompute != "full":
+        more = "selective or full" if recompute == "none" else "full"
+        lines.append(f"to fit: --recompute {more} keeps fewer activations (recompute "
+                     f"{recompute} here)")
+    if states:
+        least = min(shorts[n]["least_without_activations_bytes"] for n in states)
+        lines.append(f"no recomputation fits {', '.join(map(str, states))} GPUs: the weights, "
+                     f"gradients, optimizer states and workspace alone need {_gb(least)} GB a "
+                     f"GPU or more, past the {_gb(capacity)} GB; more GPUs divide them further")
+    return lines
 
 
 def _stages_text(blocks: int, pp: int) -> str:
