@@ -64,7 +64,7 @@ def _warnings_of(path: Path) -> list[str]:
 def test_the_fixtures_themselves_pass(tmp_path):
     assert _warnings_of(_write(tmp_path, _cpu("c1"))) == []
     assert _warnings_of(_write(tmp_path, _gpu("g1"))) == []
-    # the V100 16GB's CUDA report, 16,945,512,448 B (hwdb's v100-pcie-16gb): 1.059x 16e9
+    # the V100 16GB's CUDA report, 16,945,512,448 B (hwdb's v100-sxm2-16gb): 1.059x 16e9
     assert _warnings_of(_write(tmp_path, _gpu("g2", memory={
         "type": "HBM2", "capacity_gb": 16, "reported_bytes": 16945512448}))) == []
 

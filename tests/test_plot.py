@@ -412,6 +412,22 @@ def test_batch_sweep_rejects_mixed_hardware_and_unknown_metric():
         plot_batch_sweep(reports[:1], metric="time")
 
 
+def test_a_sweep_chart_with_nothing_to_draw_is_one_line(invoke, tmp_path):
+    """A step of one layer norm: no GEMM, and its op's intensity the same at every batch
+    (FLOPs and bytes both grow with it), so nothing for the chart's curves. ``min()`` of no
+    values was a ValueError traceback after the table; now one line, exit 2."""
+    model = tmp_path / "ops.yaml"
+    model.write_text("name: ops-only\ndtype: fp16\nmode: inference\n"
+                     "layers:\n  - {type: norm, dim: 1024, name: ln}\n")
+    result = invoke("sweep", model, "--hw", "h100", "--batch", "1,8", "--plot",
+                    tmp_path / "sweep.png")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        "Error: nothing to draw: the step has no GEMM, and no op whose value the batch moves "
+        "(its table holds every point)")
+    assert not (tmp_path / "sweep.png").exists()
+
+
 def test_ridge_of_a_chart_matches_the_report(a100_512):
     ax = plot_roofline(a100_512)
     assert by_gid(ax, "ridge:a100-sxm4-80gb").get_xdata()[0] == pytest.approx(a100_512.ridge)

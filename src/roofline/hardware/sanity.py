@@ -31,8 +31,9 @@ MAX_GBS = {"GDDR5": 512, "GDDR5X": 560, "GDDR6": 960, "HBM2": 2050, "HBM2e": 240
            "HBM3": 4100, "HBM3e": 9830}
 #: What CUDA reports (memory.reported_bytes) over the datasheet's capacity_gb x 10^9: at most
 #: binary gigabytes (2^30 / 10^9 = 1.074), less what the driver and ECC keep; the bundled
-#: entries run from 0.982 (L4: 23,570,219,008 of 24 GB) to 1.067 (V100 16GB). deviceQuery's
-#: MBytes copied for its bytes (22478 for 23570219008), or a digit dropped, leaves it.
+#: entries run from 0.982 (L4: 23,570,219,008 of 24 GB) to 1.067 (P100 PCIe 16GB:
+#: 17,071,734,784 of 16 GB). deviceQuery's MBytes copied for its bytes (22478 for
+#: 23570219008), or a digit dropped, leaves it.
 REPORTED_OVER_CAPACITY = (0.85, 1.1)
 #: A CPU's DDR channels per socket at most (Genoa, Granite Rapids: 12).
 MAX_CHANNELS = 12

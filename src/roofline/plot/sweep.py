@@ -47,18 +47,20 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
         raise PlotError("a sweep chart draws one swept axis: give reports at one batch or at "
                         "one seq (a batch x seq grid is a table)")
     items = sorted(items, key=lambda r: (r.network.seq or 0) if axis == "seq" else r.batch)
+    series, ops = sweep_series(items, metric), op_sweep_series(items, metric)
+    values = [y for _, ys in [*series, *ops] for y in ys if y is not None]
+    if not values:  # min() of nothing was a ValueError traceback
+        raise PlotError(f"nothing to draw: the step has no GEMM, and no op whose value the "
+                        f"{axis} moves (its table holds every point)")
     ax = ax if ax is not None else new_axes((10.0, 6.5))
     batches = [(r.network.seq or 0) if axis == "seq" else r.batch for r in items]
-    series = sweep_series(items, metric)
     for index, (gemms, ys) in enumerate(series):
         names = [g.name for g in gemms]
         ax.plot(batches, _gaps(ys), marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
                 label=series_label(gemms), gid=f"sweep:{','.join(names)}")
-    ops = op_sweep_series(items, metric)
     for index, (label, ys) in enumerate(ops):  # the ops the sweep moves, grey, square markers
         ax.plot(batches, _gaps(ys), marker="s", ms=4, color=("#555555", "#999999")[index % 2],
                 ls=(":", "-.")[index % 2], label=label, gid=f"sweep-op:{label}")
-    values = [y for _, ys in [*series, *ops] for y in ys if y is not None]
     mark_no_fit(ax, items, batches, axis)
     _sweep_frame(ax, items[0], metric, batches, (min(values), max(values)), axis)
     return ax
