@@ -98,7 +98,8 @@ FEW_OUTPUTS_MS = {"tf32": (6.45909, 6.48467), "bf16": (34.66736, 37.52438)}
 
 def few_outputs_warning(report: Report) -> str | None:
     """``MM9 (out: 3 output channels): ...``: on a GPU, the weight-gradient GEMMs of ``report``'s
-    3-D convolutions to fewer than 16 output channels, not grouped, what the lent H100 ran such a
+    3-D convolutions to fewer than 16 output channels, not grouped, of a filter of more than one
+    tap (a 1 x 1 x 1 one was never timed), what the lent H100 ran such a
     one at (``FEW_OUTPUTS_FLOPS`` in ``FEW_OUTPUTS_MS``) and what they would take at that rate,
     which the prediction does not count; None where there is none (a CPU, a 2-D one, 16
     channels or more)."""
@@ -115,7 +116,8 @@ def few_outputs_warning(report: Report) -> str | None:
         gemm = result.gemm
         if (gemm.pass_ != "backward-weight" or "T x R x S" not in gemm.roles[0]
                 or gemm.roles[1] != "out_channels" or gemm.n >= NARROW_OUTPUTS
-                or gemm.batch_count > 1):  # a grouped one's (depthwise ones ran 1.1-2.5x)
+                or gemm.batch_count > 1  # a grouped one's (depthwise ones ran 1.1-2.5x)
+                or gemm.align[0] < 2):  # a 1 x 1 x 1 filter's (one tap), never timed
             continue
         names.append(name)
         layers[layer] = gemm.n
