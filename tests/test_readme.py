@@ -74,11 +74,20 @@ def _console_examples():
 
 
 def test_readme_analyze_examples_show_real_output(invoke, monkeypatch):
+    # a captured module's example (package.module:callable) needs the torch extra, which the
+    # quick start's `pip install ".[test]"` leaves out: checked where torch is installed (CI)
+    import importlib.util
+
+    from roofline.api import model_framework
+
     monkeypatch.chdir(ROOT)
     examples = list(_console_examples())
     assert len(examples) >= 2
     assert {args[0] for args, _ in examples} >= {"analyze", "gemm", "compare", "sweep"}
+    have_torch = importlib.util.find_spec("torch") is not None
     for args, output in examples:
+        if model_framework(args[1]) == "torch" and not have_torch:
+            continue
         assert invoke(*args).stdout == output, " ".join(args)
 
 
