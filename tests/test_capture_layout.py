@@ -133,3 +133,29 @@ def test_no_layout_warning_where_no_16bit_convolution_is_transposed():
         assert sum(g.transposed for g in network.gemms()) == 0
         assert not [w for w in analyze(network, h100).warnings if "NCHW" in w or "NCDHW" in w]
 
+
+
+def test_an_input_made_channels_last_alone_runs_every_convolution_channels_last():
+    # torch runs a convolution channels last where its input or its weight is
+    # (cudnn_conv_suggest_memory_format) and gives its output that layout, so an NCHW module fed
+    # a channels_last input runs every convolution in NHWC: no transposes, no NCHW convolution.
+    # The meta device returns a contiguous output, which made the second and third read as NCHW:
+    # the strided 1 x 1 one (X 2 x 16 x 64 = 2,048, Y 2 x 16 x 16 = 512) charged 2,560 values
+    # a pass, and in bf16 the step counted 2 convolutions on NCHW maps.
+    for dtype in (torch.float32, torch.bfloat16):
+        module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, bias=False),
+                                     torch.nn.Conv2d(8, 16, 1, bias=False),
+                                     torch.nn.Conv2d(16, 16, 1, stride=2, bias=False)).to(dtype)
+        x = torch.randn(2, 3, 8, 8, dtype=dtype).to(memory_format=torch.channels_last)
+        net = capture(module, x, mode="train")
+        assert {g.transposed for g in net.gemms()} == {0}
+        assert net.nchw_convs == 0
+    # a channels_last_3d input alike (3-D, bf16)
+    with torch.device("meta"):
+        module = torch.nn.Sequential(torch.nn.Conv3d(3, 8, 3, padding=1, bias=False),
+                                     torch.nn.Conv3d(8, 8, 3, padding=1, bias=False)).to(
+            torch.bfloat16)
+        x = torch.empty(2, 3, 4, 8, 8, dtype=torch.bfloat16).to(
+            memory_format=torch.channels_last_3d)
+    net = capture(module, x, mode="train")
+    assert {g.transposed for g in net.gemms()} == {0} and net.nchw_convs == 0

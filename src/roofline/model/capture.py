@@ -457,10 +457,30 @@ def _ran(rec: _Recorder, func: Any, args: Any, kwargs: dict[str, Any]) -> tuple[
         raise
     finally:
         rec.depth -= 1
+    out = _laid_out(func, args, out)
     rec.values.follow(func, args, kwargs, out)
     if rec.live is not None:
         rec.live.made(out)
     return False, out
+
+
+def _laid_out(func: Any, args: Any, out: Any) -> Any:
+    """``out`` as torch lays it out on a device: a 2-D or 3-D convolution's output channels last
+    where its input or its weight is (``cudnn_conv_suggest_memory_format``, and the CPU's
+    oneDNN alike), which the meta device does not do (its ``convolution`` returns a contiguous
+    output whatever its operands; its ``convolution_backward`` already lays the input's gradient
+    out as the input). Without it, a module whose input alone was made channels last would read
+    as NCHW from its second convolution on, charged cuDNN's transposes it does not run."""
+    import torch
+
+    from .capture_convs import _channels_last
+
+    if (func.overloadpacket.__name__ != "convolution" or not isinstance(out, torch.Tensor)
+            or out.dim() not in (4, 5) or not (_channels_last(args[0])
+                                              or _channels_last(args[1]))):
+        return out
+    last = torch.channels_last if out.dim() == 4 else torch.channels_last_3d
+    return out.contiguous(memory_format=last)
 
 
 def _fused_dropout(func: Callable[..., Any], x: Any, p: float = 0.5, *rest: Any,
