@@ -83,13 +83,25 @@ def predicted(row: dict[str, str], hw: Any) -> tuple[float, int, float]:
     return train[0] - inference[0], train[1] - inference[1], train[2] - inference[2]
 
 
-def needs_torch() -> bool:
-    """Whether torch imports; else the one-line error the benchmarks print (exit 2)."""
+#: the entry the rows are predicted on: the lent H100's datasheet entry
+ENTRY = "h100-sxm5-80gb"
+
+
+def started(doc: str) -> tuple[bool, Any] | None:
+    """What the benchmarks that read such rows start from: their ``--markdown`` flag (their
+    description the first line of ``doc``) and the ``ENTRY`` spec; None, with the one-line
+    error they exit 2 on, where torch does not import."""
+    import argparse
     import sys
 
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--markdown", action="store_true")
+    markdown = parser.parse_args().markdown
     try:
         import torch  # noqa: F401
     except ImportError:
         print("error: needs torch (pip install -e \".[torch]\")", file=sys.stderr)
-        return False
-    return True
+        return None
+    from roofline.hardware.catalog import load_hardware
+
+    return markdown, load_hardware(ENTRY)

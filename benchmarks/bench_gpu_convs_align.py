@@ -18,16 +18,14 @@ what the prediction says it does.
 
 from __future__ import annotations
 
-import argparse
 import csv
 from pathlib import Path
 from typing import Any
 
-from _conv_rows import needs_torch, predicted
+from _conv_rows import ENTRY, predicted, started
 from _tables import table_lines
 
 DATA = Path(__file__).resolve().parent / "data"
-ENTRY = "h100-sxm5-80gb"
 
 
 def _layer(row: dict[str, str]) -> str:
@@ -95,27 +93,23 @@ def padding_lines(rows: list[dict[str, str]], hw: Any, markdown: bool) -> list[s
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    if not needs_torch():
+    start = started(__doc__ or "")
+    if start is None:
         return 2
-    from roofline.hardware.catalog import load_hardware
-
-    hw = load_hardware(ENTRY)
+    markdown, hw = start
     with open(DATA / "h100_live_convs_align.csv", newline="") as f:
         rows = [r for r in csv.DictReader(f) if not r.get("error")]
     print(f"Convolutions on a lent H100 SXM5 (data/h100_live_convs_align.csv): kernels' profiled "
           f"time against the lone layer's predicted GEMM time on {ENTRY}")
-    print("\n".join(layer_lines(rows, hw, args.markdown)))
+    print("\n".join(layer_lines(rows, hw, markdown)))
     print()
     print("Grouped Conv3d on NCDHW maps: cuDNN's layout transposes against the capture's "
           "(capture_convs._transposed), and the kernels' measured / predicted before and after "
           "a capture counted them")
-    print("\n".join(grouped_lines(rows, hw, args.markdown)))
+    print("\n".join(grouped_lines(rows, hw, markdown)))
     print()
     print("A stem padded to the 16-byte rule (forward plus backward)")
-    print("\n".join(padding_lines(rows, hw, args.markdown)))
+    print("\n".join(padding_lines(rows, hw, markdown)))
     return 0
 
 

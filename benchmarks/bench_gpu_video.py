@@ -18,19 +18,17 @@ measurement took it. Then cuDNN's layout transposes among the kernels, and R3D-1
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import statistics
 from pathlib import Path
 from typing import Any
 
-from _conv_rows import needs_torch, predicted
+from _conv_rows import ENTRY, predicted, started
 from _tables import table_lines
 from _video import clip, r3d18
 
 DATA = Path(__file__).resolve().parent / "data"
-ENTRY = "h100-sxm5-80gb"
 DTYPES = {"fp32": "float32", "bf16": "bfloat16"}
 
 
@@ -166,31 +164,27 @@ def step_lines(hw: Any, markdown: bool) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    if not needs_torch():
+    start = started(__doc__ or "")
+    if start is None:
         return 2
-    from roofline.hardware.catalog import load_hardware
-
-    hw = load_hardware(ENTRY)
+    markdown, hw = start
     with open(DATA / "h100_live_convs3d.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    lines, ratios = conv_lines(rows, hw, args.markdown)
+    lines, ratios = conv_lines(rows, hw, markdown)
     print(f"3-D convolutions on a lent H100 SXM5 (data/h100_live_convs3d.csv): kernels' "
           f"profiled time against the lone layer's predicted GEMM time on {ENTRY}")
     print("\n".join(lines))
     print()
     print("measured / predicted by dtype and layout")
-    print("\n".join(summary_lines(ratios, args.markdown)))
+    print("\n".join(summary_lines(ratios, markdown)))
     print()
     print("cuDNN's layout transposes (nchwToNhwc / nhwcToNchw kernels) around R3D-18's "
           "convolutions, summed by count")
-    print("\n".join(transpose_lines(rows, hw, args.markdown)))
+    print("\n".join(transpose_lines(rows, hw, markdown)))
     print()
     print(f"R3D-18's whole steps, batch 8 of 16 x 112 x 112 clips (data/"
           f"h100_live_video_steps.json), against the capture on {ENTRY}")
-    print("\n".join(step_lines(hw, args.markdown)))
+    print("\n".join(step_lines(hw, markdown)))
     return 0
 
 
