@@ -96,11 +96,8 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
              for name, value in (("tp", tp), ("pp", pp), ("micro_batch", micro_batch),
                                  ("ep", ep))}
     zeros = None if zero is None else zero_stages(zero)
-    from ..hardware.catalog import load_hardware
-
     spec = resolve_hardware(hardware, _progress,
                             needs=_needs(lambda: load_network(model), overrides))
-    spec = spec if not isinstance(spec, str) else load_hardware(spec)
     result = plan_call(model, spec, counts, zero=zeros, sequence_parallel=sequence_parallel,
                        gpus_per_node=gpus_per_node, intra=intra, inter=inter,
                        quantization=quantization, progress=_progress, **lists, **overrides)
