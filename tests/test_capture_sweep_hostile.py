@@ -137,6 +137,23 @@ def test_a_sys_exit_in_the_users_code_is_one_line(invoke, factory, tmp_path):
         roofline.sweep(f"{factory}:exits", "h100", batches=[1, 8])
 
 
+def test_a_sys_exit_beside_rooflines_folder_is_named_as_the_users():
+    """Where a ``sys.exit`` was called is the outermost frame outside roofline's own folder and
+    importlib's: a file in a folder whose name only begins like roofline's (``roofline_ext``
+    beside ``src/roofline``) is the user's, and was skipped as roofline's by a bare prefix."""
+    import os
+
+    from roofline.model import capture_factory
+
+    here = os.path.dirname(os.path.dirname(capture_factory.__file__))
+    path = here + "_ext" + os.sep + "train.py"
+    try:
+        exec(compile("\n\nraise SystemExit(4)", path, "exec"))
+    except SystemExit as exc:  # this test's own frame left out: the exit's file alone
+        said = capture_factory._exited(exc.with_traceback(exc.__traceback__.tb_next))
+    assert said.startswith(f"called sys.exit(4) ({path}, line 3): ")
+
+
 def _intensity(b: int, n: int, k: int) -> float:
     """A Linear k -> n (no bias) in fp32 at batch b: 2 b n k FLOPs over 4 (b k + k n + b n)
     bytes."""

@@ -178,8 +178,8 @@ def _exited(exc: SystemExit) -> str:
     import importlib
     import traceback
 
-    skipped = ("<frozen ", os.path.dirname(os.path.dirname(__file__)),  # roofline's own
-               os.path.dirname(importlib.__file__ or ""))
+    skipped = ("<frozen ", os.path.dirname(os.path.dirname(__file__)) + os.sep,  # roofline's
+               os.path.dirname(importlib.__file__ or "") + os.sep)  # a folder, not a prefix
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith(skipped)]
     where = f" ({frames[0].filename}, line {frames[0].lineno})" if frames else ""
