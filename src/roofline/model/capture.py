@@ -471,13 +471,14 @@ def _laid_out(func: Any, args: Any, out: Any) -> Any:
     output whatever its operands; its ``convolution_backward`` already lays the input's gradient
     out as the input). Without it, a module whose input alone was made channels last would read
     as NCHW from its second convolution on, charged cuDNN's transposes it does not run."""
+    if func.overloadpacket.__name__ != "convolution":  # every op passes here: the name first
+        return out
     import torch
 
     from .capture_convs import _channels_last
 
-    if (func.overloadpacket.__name__ != "convolution" or not isinstance(out, torch.Tensor)
-            or out.dim() not in (4, 5) or not (_channels_last(args[0])
-                                              or _channels_last(args[1]))):
+    if (not isinstance(out, torch.Tensor) or out.dim() not in (4, 5)
+            or not (_channels_last(args[0]) or _channels_last(args[1]))):
         return out
     last = torch.channels_last if out.dim() == 4 else torch.channels_last_3d
     return out.contiguous(memory_format=last)
