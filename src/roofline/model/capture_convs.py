@@ -281,9 +281,9 @@ def _conv_bias_sums(grad: Any, nhwc: bool) -> SumShape | None:
 def _nchw_16bit(x: Any, w: Any) -> bool:
     """Whether a 16-bit 2-D or 3-D convolution runs in NCHW (NCDHW): torch's CUDA convolution
     runs channels last when its input or its weight is (``cudnn_conv_suggest_memory_format``,
-    aten/src/ATen/native/ConvUtils.h), so NCHW when neither is. Read from the weight's strides
-    as much as the input's: on the meta device a convolution's output is NCHW whatever its
-    operands, so a channels_last module's later inputs would read NCHW."""
+    aten/src/ATen/native/ConvUtils.h), so NCHW when neither is: the input's strides and the
+    weight's, as torch reads them (``_channels_last``; the meta device's convolution outputs are
+    laid out as torch's, ``capture._laid_out``)."""
     import torch
 
     return (x.dim() in (4, 5) and x.dtype in (torch.float16, torch.bfloat16)

@@ -28,7 +28,8 @@ class _Recorder:
     uncosted: dict[str, int] = field(default_factory=dict)
     nchw_convs: int = 0  # forward 16-bit convolutions on NCHW inputs (Network.nchw_convs)
     # whether the latest convolution ran channels last: the layout of the maps after it, which
-    # the meta device does not keep (its convolution's output is NCHW whatever its operands)
+    # a batch norm is priced by (capture_shapes._norm_shape); its output's strides say it too
+    # since capture._laid_out, this flag kept as the batch norm's reading was fitted with it
     conv_nhwc: bool = False
     # the modules whose depthwise 3-D convolutions ran channels last
     # (Network.channels_last_depthwise_3d)

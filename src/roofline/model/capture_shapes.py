@@ -125,10 +125,10 @@ def _norm_shape(op: str, args: Sequence[Any], conv_nhwc: bool) -> NormShape | No
     """A batch norm's map (``NormShape``) where its input has three dimensions or more, with the
     layout torch picks its kernels by: channels_last where the input is laid out so (a 4-D map
     only) and not also contiguous, or where the latest convolution ran channels last
-    (``conv_nhwc``: torch gives its output that layout, as it does the ops after it, which the
-    meta device does not), and whether its weights are fp32 under a 16-bit input (autocast's,
-    ``mixed``); None for any other op. A module that mixes layouts between a convolution and
-    its batch norm is read by the convolution's."""
+    (``conv_nhwc``: torch gives its output that layout, as it does the ops after it; the meta
+    device's convolution does too since ``capture._laid_out``), and whether its weights are
+    fp32 under a 16-bit input (autocast's, ``mixed``); None for any other op. A module that
+    mixes layouts between a convolution and its batch norm is read by the convolution's."""
     import torch
 
     if op not in BATCH_NORMS or len(args) <= max(BATCH_NORMS[op]):
