@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
+    from ..model.gemm import Gemm
 
 #: A lent H100 SXM5's stems of 3 input channels padded to the 16-byte rule, 4 (TF32) or 8 (bf16)
 #: (torch 2.11, cuDNN 9.19; benchmarks/data/h100_live_convs_align.csv, printed by
@@ -28,14 +29,17 @@ def narrow_channels_warning(report: Report) -> str | None:
     ``PADDED_STEMS`` where one of them is a stem (a grouped convolution's few channels a group,
     named with its groups, are the network's own, not a stem's to pad); None where none is (a CPU,
     a dtype the GPU runs on CUDA cores anyway, 16 channels or more)."""
-    from ..analysis.gpu_conv_channels import input_channels
+    from ..analysis.gpu_conv_channels import input_channels, narrow_channels
     from ..analysis.predict import predict_gemm
     from ..analysis.report import gemm_of
-    from ..model.repeats import named
+    from ..model.repeats import distinct, named
     from ..units import seconds
     from .report import listed
 
-    if report.hardware.kind != "gpu":
+    # the bound holds only narrow channels' GEMMs: a step without one is not walked copy by
+    # copy (a layer repeated 10**6 times is 10**6 copies)
+    if report.hardware.kind != "gpu" or not any(
+            narrow_channels(r.gemm) for r in distinct(report.results)):
         return None
     found: dict[int, tuple[float, float]] = {}  # id(Gemm) -> the bound's seconds, the kernel's
     names, layers, added, flops, time = [], {}, 0.0, 0.0, 0.0
@@ -105,24 +109,26 @@ def few_outputs_warning(report: Report) -> str | None:
     channels or more)."""
     from ..analysis.predict import predict_gemm
     from ..analysis.report import gemm_of
-    from ..model.repeats import named
+    from ..model.repeats import distinct, named
     from ..units import seconds
     from .report import listed
 
-    if report.hardware.kind != "gpu":
+    # a step without such a GEMM is not walked copy by copy
+    if report.hardware.kind != "gpu" or not any(
+            _few_outputs(r.gemm) for r in distinct(report.results)):
         return None
     names, layers, flops, predicted = [], {}, 0.0, 0.0
+    times: dict[int, float] = {}  # id(Gemm) -> its predicted time: a repeat's copies share one
     for name, layer, _, result in named(report.results, gemm_of):
         gemm = result.gemm
-        if (gemm.pass_ != "backward-weight" or "T x R x S" not in gemm.roles[0]
-                or gemm.roles[1] != "out_channels" or gemm.n >= NARROW_OUTPUTS
-                or gemm.batch_count > 1  # a grouped one's (depthwise ones ran 1.1-2.5x)
-                or gemm.align[0] < 2):  # a 1 x 1 x 1 filter's (one tap), never timed
+        if not _few_outputs(gemm):
             continue
         names.append(name)
         layers[layer] = gemm.n
         flops += gemm.flops
-        predicted += predict_gemm(gemm, report.hardware).time_s
+        if id(gemm) not in times:
+            times[id(gemm)] = predict_gemm(gemm, report.hardware).time_s
+        predicted += times[id(gemm)]
     if not names:
         return None
     e = FEW_OUTPUTS_MS
@@ -148,3 +154,12 @@ def few_outputs_warning(report: Report) -> str | None:
             f"rate {'these' if len(names) > 1 else 'this one'} would take {at} where "
             f"{seconds(predicted)} is predicted; the prediction does not count it (one layer "
             f"timed: time yours)")
+
+
+def _few_outputs(gemm: Gemm) -> bool:
+    """Whether ``gemm`` is the weight gradient ``few_outputs_warning`` speaks of: a 3-D
+    convolution's to fewer than ``NARROW_OUTPUTS`` output channels, not grouped (depthwise ones
+    ran 1.1-2.5x their prediction), of a filter of more than one tap (1 x 1 x 1: never timed)."""
+    return (gemm.pass_ == "backward-weight" and "T x R x S" in gemm.roles[0]
+            and gemm.roles[1] == "out_channels" and gemm.n < NARROW_OUTPUTS
+            and gemm.batch_count == 1 and gemm.align[0] >= 2)
