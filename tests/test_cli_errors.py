@@ -402,3 +402,30 @@ def test_the_library_refuses_an_empty_model_path():
     with pytest.raises(InputError, match=r"^model: expected a model file's path, got an empty "
                                          r"path ''$"):
         analyze_model("", "a100")
+
+
+def test_ctrl_c_is_one_line_and_exit_130():
+    """A real SIGINT to a running command: 'Interrupted.' on stderr and exit 130 (128 + SIGINT,
+    as a shell reports it), no traceback; click's own handling said 'Aborted!' and exited 1."""
+    import signal
+    import subprocess
+    import sys
+
+    script = ("import sys, time\n"
+              "from roofline.cli import group, main\n"
+              "@group.cli.command('nap')\n"
+              "def nap():\n"
+              "    print('ready', flush=True)\n"
+              "    time.sleep(60)\n"
+              "sys.argv = ['roofline', 'nap']\n"
+              "main()\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "ready\n"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == 130, err
+    assert err == "Interrupted.\n"

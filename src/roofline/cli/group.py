@@ -1,7 +1,7 @@
 """The ``roofline`` group: every RooflineError a command raises, and click's usage errors, as one
 ``Error:`` line with exit 2 (the library's argument names given as the options that set them,
 ``_FLAGS``); skipped user hardware files as ``Warning:`` lines; ``main``, the console script,
-whose stdout failures end in one line too."""
+whose stdout failures end in one line too; Ctrl-C as ``Interrupted.`` and exit 130."""
 
 from __future__ import annotations
 
@@ -58,6 +58,13 @@ class RooflineGroup(click.Group):
             except RooflineError as exc:
                 error = str(exc)
                 raise BadInput(one_line(_with_flag(exc))) from None
+            except KeyboardInterrupt:
+                # Ctrl-C: one line and exit 130 (128 + SIGINT), as a shell reports a program
+                # the signal ended, so a script can tell an interrupted run from a failed one
+                # (click says 'Aborted!' and exits 1); a file being written is left as it was
+                # (files.atomic)
+                click.echo("Interrupted.", err=True)
+                raise click.exceptions.Exit(130) from None
             except OSError as exc:  # stdout failed: main() says so (click would exit 0 on EPIPE)
                 if exc.filename is not None:
                     raise
