@@ -370,6 +370,37 @@ def test_moe_all_to_all_by_hand():
         evaluate(net, load_hardware("h100"), Layout(dp=16, ep=16), 16, h100_fabric())
 
 
+def test_moe_with_tensor_parallelism_moves_what_megatron_core_moves():
+    """Megatron-Core's all-to-all token dispatcher with tp > 1 (``MoEAlltoAllTokenDispatcher``:
+    A2A over EP, AG over TP; RS over TP, A2A over EP; sequence parallel, which ``MoELayer``
+    requires): each GPU all-to-alls its own T / tp tokens' routed rows, and the expert-tensor-
+    parallel group (tp GPUs) all-gathers the T k rows. Until 0.9.0 each GPU all-to-alled all
+    T tokens' rows (twice these bytes at tp 2) and the FFN all-reduced T h."""
+    net = load_network(EXAMPLES / "hf" / "mixtral-8x7b.json").with_overrides(
+        batch=8, seq=4096, optimizer="adam")
+    result = evaluate(net, load_hardware("h100"), Layout(tp=2, dp=4, ep=4, zero=1,
+                                                         sequence_parallel=True), 8,
+                      h100_fabric())
+    link, step = 4.5e11, 3.4e-6  # NVSwitch inside the node
+    # all-to-all over 4 GPUs 2 ranks apart, one node: T / tp x k x h x e =
+    # 2048 x 2 x 4096 x 2 = 33,554,432 bytes, 3/4 of them sent, 3 steps
+    a2a = 3 / 4 * 33_554_432 / link + 3 * step
+    assert result.stages[0].ep_comm_s == pytest.approx(32 * 4 * a2a)
+    # per block: the attention's 2 all-reduces of T h e = 4096 x 4096 x 2 = 33,554,432 bytes
+    # over 2 GPUs (2 x 1/2 of it sent, 2 steps) and 4 all-gathers of T k h e = 67,108,864
+    # (1/2 sent, 1 step); the embedding's and the output layer's all-reduces of T h e, and
+    # the cross entropy's 3 of T fp32 values (16,384 bytes)
+    all_reduce = 33_554_432 / link + 2 * step
+    gather = 67_108_864 / 2 / link + step
+    cross_entropy = 3 * (16_384 / link + 2 * step)
+    assert result.stages[0].tp_comm_s == pytest.approx(
+        32 * (2 * all_reduce + 4 * gather) + 2 * all_reduce + cross_entropy)
+    # without sequence parallelism plan leaves MoE at tp > 1 out, naming the rule
+    with pytest.raises(InputError, match="experts with tp > 1 need sequence parallelism"):
+        plan_layouts(net, load_hardware("h100"), [8], 8, h100_fabric(), tp=[2],
+                     sequence_parallel=False)
+
+
 def test_expert_parallelism_splits_the_experts_not_the_router():
     """plan --ep 4 --gemms showed Mixtral's router as 4096 x 2 x 4096 (N = E / ep, alignment
     NO; --ep 8: N = 1): the shard divided the block's experts, the router's with them. Each

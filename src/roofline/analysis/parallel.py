@@ -66,13 +66,19 @@ not fit in that window is exposed; ``step_s`` counts it, ``step_no_overlap_s`` c
 
 Expert parallelism (``ep``, mixture-of-experts blocks): the experts are split over ep GPUs of
 the data-parallel group (ep divides dp and the experts); each GPU holds experts / ep of them
-and, with uniform routing, computes the same T k expert rows as before. Each MoE block
-all-to-alls the T k routed rows of h elements four times per micro-batch (dispatch and combine,
-forward and backward). Expert weights are data-parallel over dp / ep GPUs. The router is not
-split, by expert nor by tensor parallelism (Megatron-Core's ``TopKRouter`` keeps its E x h weight
-whole on every GPU): each GPU scores its own tokens against all E experts before the dispatch,
-so its GEMMs keep N = E, its softmax and logits T E, and its weight is a dense parameter
-(``Transformer.expert_shards``, ``local_experts``).
+and, with uniform routing, computes the same T k expert rows as before. Each MoE block moves
+them as Megatron-Core's all-to-all token dispatcher does (``parallel_comm._moe_comm``): each GPU
+all-to-alls the routed rows (k h elements a token) of its own tokens, T / tp of them with tensor
+parallelism (sequence parallel, which Megatron-Core requires of MoE with tp > 1), four times per
+micro-batch (dispatch and combine, forward and backward); with tp > 1 the experts are split over
+the tensor-parallel group too (Megatron-LM's default expert tensor parallelism), which
+all-gathers the T k rows before them and reduce-scatters their output, forward and backward, in
+place of the FFN's all-reduces of T h (the attention keeps its two). Expert weights are
+data-parallel over dp / ep GPUs. The router is not split, by expert nor by tensor parallelism
+(Megatron-Core's ``TopKRouter`` keeps its E x h weight whole on every GPU): each GPU scores its
+own tokens against all E experts before the dispatch, so its GEMMs keep N = E, its softmax and
+logits T E, and its weight is a dense parameter (``Transformer.expert_shards``,
+``local_experts``).
 
 Two step times per layout: the roofline (``step_s``: every GEMM and op at its roof, a lower
 bound) and the prediction (``predicted_step_s``: every GEMM and op at analyze's

@@ -44,17 +44,35 @@ def _layer_comm(ctx: _Context, layer: Any) -> tuple[list[float], list[float]]:
     time."""
     tp, fabric, t, e = ctx.layout.tp, ctx.fabric, ctx.step.tokens, ctx.e
     if isinstance(layer, Transformer):
-        ep = []
-        if layer.experts and ctx.layout.ep > 1:
-            routed = t * layer.top_k * layer.hidden * e
-            ep = [4 * fabric.time_s("all-to-all", routed, ctx.layout.ep, tp)]
-        return [4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)], ep
+        if not layer.experts:
+            return [4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)], []
+        return _moe_comm(ctx, layer)
     if isinstance(layer, Embedding):
         return [fabric.time_s("all-reduce", t * layer.dim * e, tp, 1)], []
     if isinstance(layer, Linear) and layer.out_features in ctx.vocabularies and tp > 1:
         return [fabric.time_s("all-reduce", t * layer.in_features * e, tp, 1),
                 CE_ALLREDUCES * fabric.time_s("all-reduce", t * CE_BYTES, tp, 1)], []
     return [], []
+
+
+def _moe_comm(ctx: _Context, layer: Transformer) -> tuple[list[float], list[float]]:
+    """A mixture-of-experts block's transfers of one micro-batch, as Megatron-Core's all-to-all
+    token dispatcher moves them (``MoEAlltoAllTokenDispatcher``: A2A over EP, then AG over TP;
+    RS over TP, then A2A over EP): the attention's two all-reduces of T h; each GPU all-to-alls
+    the routed rows of its own T / tp tokens (sequence parallel: Megatron-Core refuses MoE with
+    tp > 1 without it) four times (dispatch and combine, forward and backward), and the
+    expert-tensor-parallel group (tp GPUs, Megatron-LM's default
+    ``expert_tensor_parallel_size``) all-gathers the T k rows its experts run and
+    reduce-scatters their outputs, forward and backward. Until 0.9.0 each GPU all-to-alled all T
+    tokens' rows (tp times the bytes) and the FFN's all-reduces were of T h."""
+    tp, ep, fabric, t, e = ctx.layout.tp, ctx.layout.ep, ctx.fabric, ctx.step.tokens, ctx.e
+    row = layer.top_k * layer.hidden * e  # one token's routed rows
+    tp_times = [2 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)]
+    if tp > 1:
+        tp_times.append(4 * fabric.time_s("all-gather", t * row, tp, 1))
+    mine = -(-t // tp) * row  # this GPU's own tokens' routed rows
+    ep_times = [4 * fabric.time_s("all-to-all", mine, ep, tp)] if ep > 1 else []
+    return tp_times, ep_times
 
 
 def _dp_comm(ctx: _Context, dense: int, expert: int) -> float:

@@ -5,8 +5,8 @@ beside it, a lower bound), and the Pareto front of predicted step time against G
 
 Candidates, for each N: tp a divisor of N up to the GPUs of one node (tensor parallelism stays
 inside a node, on its fastest link) that divides every block's heads, kv_heads and ffn; pp a
-divisor of N / tp no larger than the number of transformer blocks, the blocks split as evenly
-as they go where pp does not divide them (``parallel.stage_blocks``: the first stages one block
+divisor of N / tp no larger than the number of transformer blocks, the blocks split as evenly as
+they go where pp does not divide them (``parallel.stage_blocks``: the first stages one block
 more; Llama 3's 405B trained with pp 16 over its 126 blocks, Meta's "The Llama 3 Herd of
 Models", 2024, Table 4, its first and last stages one block fewer, sec. 3.3.2), the step paced
 by the slowest stage (``parallel.evaluate``); dp = N / (tp pp); the micro-batch a power of two
@@ -14,11 +14,14 @@ by the slowest stage (``parallel.evaluate``); dp = N / (tp pp); the micro-batch 
 with a pipeline; 0 alone where dp is 1, unless stages are given: ZeRO shards the weights,
 gradients and optimizer states over the data-parallel ranks, and over one it leaves every byte
 and collective as stage 0 has them, ``_zero_stages``); ep (MoE models) a divisor of dp and of
-the experts (1 unless given). These rules are ``_broken_rule``'s, in one place: when no split
-of any count keeps them all, the error names the rule the splits that got furthest broke.
-Sequence parallelism is on whenever tp > 1 unless turned off (it costs no more communication
-and saves activation memory). Each distinct (tp, ep, micro-batch) shard is analyzed once. The
-front: the fastest fitting layout at each GPU count that is faster than every smaller count's.
+the experts (1 unless given); with experts, tp > 1 only with sequence parallelism
+(Megatron-Core's ``MoELayer`` refuses MoE training with tensor parallelism without it, and its
+dispatcher starts from each GPU's T / tp tokens, ``parallel_comm._moe_comm``). These rules are
+``_broken_rule``'s, in one place: when no split of any count keeps them all, the error names the
+rule the splits that got furthest broke. Sequence parallelism is on whenever tp > 1 unless
+turned off (it costs no more communication and saves activation memory). Each distinct (tp, ep,
+micro-batch) shard is analyzed once. The front: the fastest fitting layout at each GPU count
+that is faster than every smaller count's.
 """
 
 from __future__ import annotations
@@ -297,7 +300,8 @@ def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabri
             dp = n // (t * p) if n % (t * p) == 0 else 0
             for b, z in product(_micro_batches(micro_batch, batch, dp),
                                 _zero_stages(zero, dp)):
-                broken = _broken_rule(n, t, p, e, b, z, tp_ok[t], blocks, experts, batch)
+                broken = _broken_rule(n, t, p, e, b, z, tp_ok[t], blocks, experts, batch,
+                                      sequence_parallel)
                 if broken is None:
                     layouts.append(Layout(t, p, dp, e, z, b, sequence_parallel and t > 1))
                 elif furthest is None or broken > furthest:
@@ -329,7 +333,7 @@ def _micro_batches(given: Sequence[int] | None, batch: int, dp: int) -> list[int
 
 
 def _broken_rule(n: int, tp: int, pp: int, ep: int, micro_batch: int, zero: int, tp_ok: bool,
-                 blocks: int, experts: int, batch: int) -> int | None:
+                 blocks: int, experts: int, batch: int, sequence_parallel: bool) -> int | None:
     """The first rule (module docstring) the split breaks, as its index in the order they are
     checked, which ``_rule_text`` words; None when it keeps them all. A split that breaks a
     later rule kept the earlier ones: the error names the furthest."""
@@ -338,7 +342,7 @@ def _broken_rule(n: int, tp: int, pp: int, ep: int, micro_batch: int, zero: int,
     dp = n // (tp * pp)
     broken = (not tp_ok, pp > 1 and pp > blocks, dp % ep,
               ep > 1 and (not experts or experts % ep), batch % (dp * micro_batch),
-              zero >= 2 and pp > 1)
+              zero >= 2 and pp > 1, experts > 0 and tp > 1 and not sequence_parallel)
     return next((index for index, fails in enumerate(broken, 1) if fails), None)
 
 
@@ -350,7 +354,11 @@ def _rule_text(rule: int, blocks: int, experts: int) -> str:
             f"ep must divide dp, the GPUs over tp x pp ({option('ep')})",
             f"ep must divide the {experts} experts ({option('ep')})",
             f"dp x micro-batch must divide the global batch ({option('batch')})",
-            f"ZeRO 2 and 3 do not combine with a pipeline ({option('zero')})")[rule]
+            f"ZeRO 2 and 3 do not combine with a pipeline ({option('zero')})",
+            "experts with tp > 1 need sequence parallelism (Megatron-Core refuses MoE training "
+            f"with tensor parallelism without it; {option('tp', '1')} or "
+            f"{option('sequence_parallel')})"
+            )[rule]
 
 
 DEFAULT_INTER = "ib-ndr"
