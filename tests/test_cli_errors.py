@@ -429,3 +429,30 @@ def test_ctrl_c_is_one_line_and_exit_130():
         child.kill()
     assert child.returncode == 130, err
     assert err == "Interrupted.\n"
+
+
+@pytest.mark.parametrize("given, spec, where", [
+    ("examples/torch_mlp.py", "examples.torch_mlp:<callable>", "the current folder"),
+    ("examples/torch_mlp.py:make", "examples.torch_mlp:make", "the current folder"),
+    ("./examples/torch_mlp.py:make", "examples.torch_mlp:make", "the current folder"),
+])
+def test_a_python_file_says_how_to_name_its_factory(invoke, monkeypatch, given, spec, where):
+    """A Python file given as MODEL was read as YAML ('invalid YAML: line 1, column 3'), and
+    ``file.py:make`` was 'cannot read file'; each now says how to name the callable."""
+    monkeypatch.chdir(EXAMPLES.parent)
+    for command in (("analyze",), ("sweep", "--batch", "1,8")):
+        line = one_error_line(invoke(*command, given, "--hw", "h100"))
+        assert line == (f"Error: {given}: a Python file, not a model.yaml or config.json: to "
+                        "capture a PyTorch module, name the callable that returns it and its "
+                        f"inputs as package.module:callable, {spec} (imported from {where})")
+
+
+def test_a_python_file_outside_the_folder_names_its_own(invoke, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    given = str(EXAMPLES / "torch_mlp.py") + ":make"
+    line = one_error_line(invoke("analyze", given, "--hw", "h100"))
+    assert line.endswith(f"torch_mlp:make (imported from its folder: cd {EXAMPLES} first)")
+    # a file whose name is no module name stays a file read as YAML
+    odd = tmp_path / "my-model.py"
+    odd.write_text("import torch\n")
+    assert "a Python file" not in one_error_line(invoke("analyze", odd, "--hw", "h100"))

@@ -1,5 +1,6 @@
 """The factory a command line names a PyTorch module by, ``package.module:callable``
-(``is_factory``, ``names_factory``), imported and called for the module and its example inputs
+(``is_factory``, ``names_factory``; a Python file's path spelled as one,
+``python_file_spec``), imported and called for the module and its example inputs
 (``load_factory``), each way it can fail one line (``CaptureError``), and captured
 (``capture_factory``: analyze's and compare's capture, and sweep's, once a batch, of a factory
 that takes one, ``takes_batch``)."""
@@ -23,6 +24,25 @@ _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 def is_factory(text: str) -> bool:
     """Whether ``text`` reads as ``package.module:callable``."""
     return bool(_FACTORY.match(text))
+
+
+def python_file_spec(path: str) -> tuple[str, str] | None:
+    """Where ``path`` names a Python file (``examples/torch_mlp.py``, or with a callable after
+    it, ``examples/torch_mlp.py:make``), the factory spelling that captures it and the folder
+    to run from: ``examples.torch_mlp:make`` from the current folder where the file is under
+    it, else the file's own (``<callable>`` where none was given); else None. The file is not
+    imported: this only spells what was typed."""
+    text, _, name = path.rpartition(":") if ":" in path else (path, "", "")
+    if not text.lower().endswith(".py") or not os.path.isfile(text) or (
+            name and not re.fullmatch(r"[A-Za-z_]\w*", name)):
+        return None
+    folder, relative = os.curdir, os.path.relpath(text)
+    if relative.startswith(os.pardir):  # not under the current folder: from the file's own
+        folder, relative = os.path.split(os.path.abspath(text))
+    module = relative[:-3].replace(os.sep, ".")
+    if not is_factory(f"{module}:x"):
+        return None
+    return f"{module}:{name or '<callable>'}", folder
 
 
 def names_factory(model: object) -> TypeGuard[str | os.PathLike[str]]:

@@ -377,6 +377,7 @@ def load_network(path: str | os.PathLike[str]) -> Network:
     """Read a model.yaml file, or a Hugging Face config.json (one with ``model_type``), into a
     Network; bad input raises InputError naming the file and the field."""
     check_model(path)
+    _refuse_python_file(os.fspath(path))
     data = load_yaml_file(path)
     if (str(path).lower().endswith(".json") and isinstance(data, dict)
             and not {"model_type", "layers", "mlp"} & set(data)):
@@ -394,6 +395,23 @@ def load_network(path: str | os.PathLike[str]) -> Network:
         return replace(network, unmodelled=tuple(model.unmodelled),
                        unread_dtype=model.unread_dtype)
     return network_from_dict(data, str(path), default_name=_stem(path))
+
+
+def _refuse_python_file(path: str) -> None:
+    """A Python file's path given as MODEL, in one line saying how to name the callable that
+    builds its module (``package.module:callable``, imported from the current folder): read
+    as YAML it failed at its first line, and ``file.py:make`` was a file not found."""
+    from .capture_factory import python_file_spec
+
+    found = python_file_spec(path)
+    if found is not None:
+        spec, folder = found
+        where = ("the current folder" if folder == os.curdir
+                 else f"its folder: cd {one_line(folder)} first")
+        raise InputError(path, "", "a Python file, not a model.yaml or config.json: to capture "
+                                   "a PyTorch module, name the callable that returns it and its "
+                                   f"inputs as package.module:callable, {spec} (imported from "
+                                   f"{where})")
 
 
 def _stem(path: str | os.PathLike[str]) -> str:
