@@ -23,6 +23,7 @@ from roofline.analysis.parallel import (
     split_stages,
     stage_blocks,
 )
+from roofline.analysis.parallel_times import layer_times
 from roofline.analysis.plan import ASSUMPTIONS, make_fabric, parse_counts, plan_layouts
 from roofline.cli import cli
 from roofline.errors import InputError
@@ -178,6 +179,30 @@ def test_activation_memory_per_block_is_korthikanti(tp, sp, per_sbh):
     assert isinstance(block, Transformer)
     kept = activation_bytes_per_block(block, net.step(), "none", tp, sp)
     assert kept == 2048 * 1024 * per_sbh
+
+
+
+def test_sequence_parallelism_divides_the_blocks_norms_dropouts_and_residuals_not_its_attention():
+    """Sequence parallelism (Korthikanti et al., sec. 4.2.2) splits along the sequence the
+    layer norms, the residual adds and the dropouts after the attention and the FFN, which
+    tensor parallelism leaves replicated; the attention core runs inside the tensor-parallel
+    region, already split by heads, and its dropout over the scores stays whole. Until 0.9.0
+    ``layer_times`` divided every op of kind dropout by tp, that one too (found holding plan
+    against Korthikanti et al.'s Table 4, benchmarks/bench_plan_published.py: sequence
+    parallelism took 2.24 ms off a 22B layer at tp 8, 0.66 of it the attention dropout's; 1.58
+    now, where the paper measured 0.6)."""
+    report = shard_report(network_from_yaml(KORTHIKANTI), load_hardware("h100"), Layout(tp=2))
+    (whole, _), (split, _) = (layer_times(report, sp)[False] for sp in (1, 2))
+    # tp 2: T h = 2048 x 1024 = 2,097,152 values each, at the roof, bytes over 3.35 TB/s;
+    # forward: layernorm 4 B a value (read 2, write 2) = 8,388,608 B, dropout 5 B (and its
+    # 1-byte mask) = 10,485,760, residual add 6 B = 12,582,912, two of each, halved:
+    # (8,388,608 + 10,485,760 + 12,582,912) / 3.35e12 = 9.39 us
+    assert whole[0][0] - split[0][0] == pytest.approx(31_457_280 / 3.35e12)
+    # backward: layernorm 6 B a value = 12,582,912, dropout 10,485,760, residual 12,582,912
+    assert whole[0][1] - split[0][1] == pytest.approx(35_651_584 / 3.35e12)
+    # the attention core's dropout: 8 heads x 2048 x 2048 = 33,554,432 values, 5 B each, whole
+    core = [r for r in report.ops if r.op.layer.endswith(".attn") and r.op.kind == "dropout"]
+    assert [r.op.bytes for r in core] == [167_772_160]
 
 
 # -- pipeline parallelism -------------------------------------------------------------------

@@ -22,8 +22,9 @@ times T fp32 values (the maximum, the sum of exponentials, the target logit).
 Sequence parallelism (``sequence_parallel``; Korthikanti et al., "Reducing Activation
 Recomputation in Large Transformer Models", 2022): each all-reduce becomes a reduce-scatter and
 an all-gather (the same bytes and ring steps, so the same time); the norms, dropouts and
-residual adds run on T / tp tokens (their op time is divided by tp) and the activations they
-keep are divided by tp. Activation memory per block (the paper's sec. 4.2, with its 2-byte
+residual adds run on T / tp tokens (their op time is divided by tp; not the attention core's
+dropout over the scores, already split by heads) and the activations they keep are divided by
+tp. Activation memory per block (the paper's sec. 4.2, with its 2-byte
 activations, dropout and naive attention): sbh (34 + 5as/h) without TP, sbh (10 + 24/t +
 5as/(ht)) with TP (10 sbh replicated: the two norms' inputs, the inputs of the QKV and the first
 FFN projection, the two dropout masks), sbh/t (34 + 5as/h) with TP and SP. The replicated part

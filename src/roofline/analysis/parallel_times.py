@@ -1,7 +1,8 @@
 """A shard's compute per layer and per pipeline stage, read from its report (``layer_times``,
 ``stage_times``): each GEMM and op at its roof and at its predicted time, forward, backward and
 memory-bound apart, the blocks' norms, dropouts and residual adds divided by tp under sequence
-parallelism (``SP_KINDS``), and the optimizer update's time."""
+parallelism (``SP_KINDS``; the block's own, not its attention core's), and the optimizer
+update's time."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from ..model.repeats import labelled
 from .parallel_shard import blocks_of
 from .report import Report
 
-#: Ops that sequence parallelism runs on T / tp tokens.
+#: Ops that sequence parallelism runs on T / tp tokens, where they are a block's own (its layer
+#: the block's name): not the attention core's (``blk.1.attn``: a naive attention's dropout
+#: over the scores), which runs inside the tensor-parallel region, already split by heads.
 SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
 
 
@@ -41,10 +44,12 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
     """Per layer: [forward, backward, memory-bound] seconds of one micro-batch; and the
     optimizer update's time; each GEMM and op at its roof (key ``False``) and at its predicted
     time (key ``True``), in one pass. With sequence parallelism (sp_tp > 1) the norms,
-    dropouts and residual adds of the blocks take 1 / tp of their time. The same for every
-    layout that shares the shard's report and ``sp_tp`` (``evaluate``'s ``cache``)."""
+    dropouts and residual adds of the blocks take 1 / tp of their time (``SP_KINDS``). The
+    same for every layout that shares the shard's report and ``sp_tp`` (``evaluate``'s
+    ``cache``)."""
     net = report.network
-    owner = _owner_of([run.name(c) for run in net.layer_runs for c in range(run.count)])
+    names = [run.name(c) for run in net.layer_runs for c in range(run.count)]
+    owner = _owner_of(names)
     roof = [[0.0, 0.0, 0.0] for _ in range(len(net.layers))]
     predicted = [[0.0, 0.0, 0.0] for _ in range(len(net.layers))]
     update = [0.0, 0.0]
@@ -62,7 +67,8 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
         index = owner(layer)
         if index is None:
             raise AssertionError(f"no layer owns {layer!r}")  # every item names its layer
-        if sp_tp > 1 and index in blocks and kind.removesuffix("-backward") in SP_KINDS:
+        if (sp_tp > 1 and index in blocks and layer == names[index]
+                and kind.removesuffix("-backward") in SP_KINDS):
             time /= sp_tp
             expected /= sp_tp
         column = 0 if pass_ == "forward" else 1
