@@ -46,8 +46,11 @@ def test_json_contract_and_values_for_the_example_on_a100(invoke):
     totals = data["totals"]
     assert set(totals) == {"flops", "bytes", "time_s", "memory_bound_time_fraction", "gemm_flops",
                            "gemm_time_s", "predicted_gemm_time_s", "predicted_time_s", "op_time_s",
-                           "predicted_op_time_s",
+                           "predicted_op_time_s", "recompute_flops", "recompute_gemm_flops",
+                           "recompute_time_s", "predicted_recompute_time_s",
                            "parameters", "active_parameters"}
+    # no recomputation (recompute none): nothing run again (tests/test_recompute_time.py)
+    assert totals["recompute_flops"] == totals["recompute_time_s"] == 0
     assert data["ops"] == [] and totals["op_time_s"] == 0  # linear layers without bias/activation
     assert totals["parameters"] == totals["active_parameters"] == 1024 * 4096 + 4096 * 1000
     assert totals["flops"] == sum(g["flops"] for g in data["gemms"])

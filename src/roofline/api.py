@@ -98,7 +98,8 @@ def analyze_model(model: Network | str | os.PathLike[str],
     ``"none"``), ``seq``, ``phase`` (inference: ``"prefill"`` or ``"decode"``) and ``attention``
     (``"flash"`` or ``"naive"``, every transformer block) and ``optimizer`` (``"none"``,
     ``"sgd"``, ``"adam"``: the update a training step counts) and ``recompute`` (``"none"``,
-    ``"selective"``, ``"full"``: activation recomputation, for the memory count), ``weights``
+    ``"selective"``, ``"full"``: activation recomputation, the activations it keeps and the
+    forward work it runs again, ``totals``' ``recompute_time_s``), ``weights``
     (how weights are stored: ``"int4"`` with ``group_size``, ``"int8"``, ``"fp8"``, ...),
     ``activations`` (weight GEMMs' activation and math dtype) and ``kv_cache`` (the KV cache's
     dtype) and ``logits`` (``"all"`` or ``"last"``: a prefill's output layer on every token or

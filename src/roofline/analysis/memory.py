@@ -12,10 +12,11 @@ Parts (bytes, per device):
 - ``activations``: inference, the most one layer holds at once (``live_bytes``; the peak of a
   forward pass that frees each layer's inputs once it has run); training, everything the forward
   pass keeps for the backward pass (``saved_bytes``, by ``recompute``: Korthikanti et al.'s
-  per-layer counts, see ``model.layers.transformer``), plus the logits the loss reads (the last
-  layer's output), plus with full recomputation one block's saved tensors while it is
-  recomputed. A captured module: the most its tensors held at once beyond its parameters, as
-  the capture's run allocated and freed them (``model.capture_memory``), less its gradients.
+  per-layer counts, see ``model.layers.transformer``; the forward work it runs again is timed
+  in ``analysis.recompute``), plus the logits the loss reads (the last layer's output), plus
+  with full recomputation one block's saved tensors while it is recomputed. A captured
+  module: the most its tensors held at once beyond its parameters, as the capture's run
+  allocated and freed them (``model.capture_memory``), less its gradients.
 - ``gradients`` (training): one per parameter at the weight-gradient buffer's size
   (``grad_accumulation``, else the model's dtype).
 - ``optimizer`` (training): fp32 states, as the update op counts them: Adam's two moments (8 B

@@ -88,8 +88,18 @@ pipeline and overlap rules; layouts are ranked by the prediction, which sees wha
 not (a small micro-batch's or a narrow tensor-parallel shard's tile waste, a kernel's fixed
 time).
 
-Not modelled: the work recomputation adds, interleaved (virtual) pipeline stages, context
-parallelism, ZeRO-3's gathered-layer buffer, compute-communication contention.
+Recomputation (``recompute``, ``analysis.recompute``): the forward work it runs again is in
+the backward pass of each recomputing layer (``parallel_times``), at the roof and predicted,
+so the 1F1B step and the data-parallel overlap windows see it: with full recomputation each
+block's whole forward (Narayanan et al., sec. 5.1: 96 B s l h^2 (1 + ...) FLOPs an iteration
+against 72 without), and its forward transfers made again, six tensor-parallel all-reduces (or
+their reduce-scatter and all-gather pairs) and six expert-parallel all-to-alls a micro-batch,
+not four (``parallel_comm.RECOMPUTED_TRANSFERS``); with selective, naive attention's core
+(Korthikanti et al. 2022, sec. 5), which sends nothing; flash attention's backward already
+recomputes its scores. A layout's JSON ``recompute_s`` is that share of its compute.
+
+Not modelled: interleaved (virtual) pipeline stages, context parallelism, ZeRO-3's
+gathered-layer buffer, compute-communication contention.
 
 Here: ``evaluate`` (a layout for a global batch) and ``shard_report`` (one GPU's shard analyzed).
 The rules above are worked out in ``parallel_layout`` (``Layout``, the layouts a network can

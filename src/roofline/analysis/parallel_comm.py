@@ -14,6 +14,9 @@ from .parallel_layout import _Context
 
 CE_ALLREDUCES = 3  # the vocabulary-parallel cross entropy: max, sum of exp, target logit
 CE_BYTES = 4  # fp32
+#: A block's tensor- (and expert-) parallel transfers its forward pass makes, made again where
+#: full recomputation runs that forward once more in the backward pass
+RECOMPUTED_TRANSFERS = 2
 
 
 def crosses_nodes(boundary: int, stride: int, gpus_per_node: int) -> bool:
@@ -41,12 +44,17 @@ def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[fl
 
 def _layer_comm(ctx: _Context, layer: Any) -> tuple[list[float], list[float]]:
     """The tensor- and expert-parallel transfers of one micro-batch on one layer, each a
-    time."""
+    time. A block's are four, two in its forward pass and two in its backward; with full
+    recomputation its forward runs again in the backward pass, transfers included (the
+    all-reduces, or all-gather and reduce-scatter, of its tensor-parallel projections; an
+    MoE block's dispatch and combine): six (``RECOMPUTED_TRANSFERS``)."""
     tp, fabric, t, e = ctx.layout.tp, ctx.fabric, ctx.step.tokens, ctx.e
     if isinstance(layer, Transformer):
+        scale = 1 + (RECOMPUTED_TRANSFERS / 4 if ctx.recompute == "full" else 0)
         if not layer.experts:
-            return [4 * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)], []
-        return _moe_comm(ctx, layer)
+            return [4 * scale * fabric.time_s("all-reduce", t * layer.hidden * e, tp, 1)], []
+        tp_times, ep_times = _moe_comm(ctx, layer)
+        return [scale * time for time in tp_times], [scale * time for time in ep_times]
     if isinstance(layer, Embedding):
         return [fabric.time_s("all-reduce", t * layer.dim * e, tp, 1)], []
     if isinstance(layer, Linear) and layer.out_features in ctx.vocabularies and tp > 1:

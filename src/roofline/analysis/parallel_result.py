@@ -19,7 +19,7 @@ class StageCost:
     """One pipeline stage on one GPU: per micro-batch times, and the step's memory."""
 
     forward_s: float
-    backward_s: float
+    backward_s: float  # recomputation's forward work included (``recompute_s``)
     memory_bound_s: float  # of forward + backward, the memory-bound time
     tp_comm_s: float
     ep_comm_s: float
@@ -29,6 +29,7 @@ class StageCost:
     dp_window_s: float  # the compute the data-parallel collectives can hide behind
     parameters: int
     memory: dict[str, int]
+    recompute_s: float = 0.0  # of backward_s, the forward run again (analysis.recompute)
 
     @property
     def microbatch_s(self) -> float:
@@ -103,6 +104,13 @@ class LayoutResult:
         return pipeline_bubble(self.layout.pp, self.micro_batches)
 
     @property
+    def recompute_s(self) -> float:
+        """Of the parts' ``compute_s``, the forward work recomputation runs again: the critical
+        stage's per micro-batch, m times (0 with ``recompute`` none, or where it runs nothing
+        again: selective with flash attention)."""
+        return self.micro_batches * self.critical.recompute_s
+
+    @property
     def parts(self) -> dict[str, float]:
         """The step by part, seconds per GPU (they add up to ``step_s``)."""
         c, m, tail = self.critical, self.micro_batches, self.tail
@@ -149,9 +157,11 @@ class LayoutResult:
             "step_no_overlap_s": self.step_no_overlap_s, "tokens_per_s": self.tokens_per_s,
             "tokens_per_s_per_gpu": self.tokens_per_s / self.layout.gpus,
             "parts": self.parts, "bubble_fraction": self.bubble_fraction, "bound": self.bound,
+            "recompute_s": self.recompute_s,
             "predicted_step_s": predicted.step_s,
             "predicted_tokens_per_s": predicted.tokens_per_s,
             "predicted_parts": predicted.parts, "predicted_bound": predicted.bound,
+            "predicted_recompute_s": predicted.recompute_s,
             "tp_allreduce_bytes": self.allreduce_bytes,
             "memory": memory | {"total_bytes": self.memory_bytes,
                                 "capacity_bytes": self.capacity_bytes, "fits": self.fits},

@@ -54,11 +54,11 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes,
     memory = _stage_memory(ctx, s, runs, dense, expert)
 
     def timed(predicted: bool) -> StageCost:
-        fwd, bwd, mem_s, update = times[predicted]
+        fwd, bwd, mem_s, again, update = times[predicted]
         window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
         return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
                          update / max(1, parameters) * sharded_update, dp_comm, window, params,
-                         memory)
+                         memory, again)
 
     return timed(False), timed(True)
 

@@ -177,7 +177,10 @@ ASSUMPTIONS = (
     "1F1B pipeline schedule; ranks ordered tensor, data, pipeline; ZeRO 2 and 3 without a "
     "pipeline only (pp 1: DeepSpeed refuses the combination)",
     "memory per GPU without ZeRO-3's gathered-layer buffer (the full weights of the layer "
-    "running and of the next, being gathered); recomputation's extra forward work not timed",
+    "running and of the next, being gathered)",
+    "recomputation runs its forward work again in each layer's backward pass, timed there "
+    "(full: every block's forward, its tensor- and expert-parallel transfers again; "
+    "selective: naive attention's core; with flash attention nothing)",
 )
 
 

@@ -26,6 +26,7 @@ from .gpu_ops import op_constants, op_sources, predict_op
 from .memory import Memory, memory_of
 from .predict import basis_of, fit_of, library_of, predict_gemm
 from .quantization import Quantization, quantization_of
+from .recompute import recomputation
 from .residency import Residency, residency_of
 from .step import StepVerdict, step_verdict
 
@@ -39,26 +40,34 @@ if TYPE_CHECKING:
 
 class Totals(TypedDict):
     """A step's totals (the JSON ``totals`` object): FLOPs and bytes of GEMMs and ops, the
-    roofline time, the share of it that is memory-bound, the GEMMs' predicted time."""
+    roofline time, the share of it that is memory-bound, the GEMMs' predicted time; and
+    recomputation's part (``analysis.recompute``): the forward GEMMs and ops the backward pass
+    runs again under ``recompute`` selective or full, in ``time_s`` and ``predicted_time_s``,
+    not in ``flops``, ``bytes``, ``gemm_*`` or ``op_*`` (each item once: the model's)."""
 
-    flops: int
+    flops: int  # the model's: each GEMM and op once (MFU's numerator)
     bytes: int
-    time_s: float
+    time_s: float  # the GEMMs', the ops' and the recomputation's roofline times
     memory_bound_time_fraction: float
     gemm_flops: int
     gemm_time_s: float
     predicted_gemm_time_s: float
-    predicted_time_s: float  # the GEMMs' predictions plus the ops' (analysis.gpu_ops)
+    predicted_time_s: float  # the GEMMs', the ops' (analysis.gpu_ops), the recomputation's
     predicted_op_time_s: float
     op_time_s: float
+    recompute_flops: int  # run again in the backward pass: flops + this is HFU's numerator
+    recompute_gemm_flops: int
+    recompute_time_s: float
+    predicted_recompute_time_s: float
     parameters: int
     active_parameters: int  # all but a mixture of experts' unrouted experts
 
 
 #: What a training step may leave out (``Report.not_counted``): the optimizer update when the
 #: optimizer is none, the loss and its gradient (never modelled), dropout when the blocks'
-#: rate is 0 (a config.json gives none), the forward work recomputed in the backward pass
-#: (``recompute`` selective or full changes the memory count only).
+#: rate is 0 (a config.json gives none), and a captured module's recomputation (``recompute``
+#: selective or full changes neither its time nor its memory: its step is what its run
+#: recorded; a model file's is timed, ``analysis.recompute``).
 NOT_COUNTED = ("optimizer", "loss", "dropout", "recomputation")
 
 
@@ -183,20 +192,26 @@ class Report:
         gemm_flops = int_total(results, lambda r: r.gemm.flops)
         predicted_gemm_s = float_total(results, lambda r: r.predicted_time_s)
         predicted_op_s = float_total(ops, lambda r: r.predicted_time_s)
+        again = recomputation(self)  # the forward run again in the backward pass
         return {
             # with the GEMMs' dequantization, as an fp8 KV cache's is in its attention op's
             "flops": gemm_flops + int_total(results, lambda r: r.gemm.dequant_flops)
             + int_total(ops, lambda r: r.op.flops),
             "bytes": int_total(results, lambda r: r.gemm.bytes) + int_total(
                 ops, lambda r: r.op.bytes),
-            "time_s": gemm_s + op_s,
-            "memory_bound_time_fraction": memory_s / (gemm_s + op_s),
+            "time_s": gemm_s + op_s + again.time_s,
+            "memory_bound_time_fraction": (memory_s + again.memory_bound_s)
+            / (gemm_s + op_s + again.time_s),
             "gemm_flops": gemm_flops,
             "gemm_time_s": gemm_s,
             "predicted_gemm_time_s": predicted_gemm_s,
-            "predicted_time_s": predicted_gemm_s + predicted_op_s,
+            "predicted_time_s": predicted_gemm_s + predicted_op_s + again.predicted_time_s,
             "predicted_op_time_s": predicted_op_s,
             "op_time_s": op_s,
+            "recompute_flops": again.flops,
+            "recompute_gemm_flops": again.gemm_flops,
+            "recompute_time_s": again.time_s,
+            "predicted_recompute_time_s": again.predicted_time_s,
             "parameters": self.network.parameters,
             "active_parameters": self.network.active_parameters,
         }
@@ -211,14 +226,15 @@ class Report:
     def not_counted(self) -> tuple[str, ...]:
         """What this step leaves out (of ``NOT_COUNTED``), so that no reader takes the step
         for more than it is; nothing for inference. The loss is left out but where a captured
-        module computed it (``Network.captured_loss``)."""
+        module computed it (``Network.captured_loss``); recomputation only where the module is
+        a capture (a model file's is timed: ``analysis.recompute``)."""
         net = self.network
         if net.mode != "train":
             return ()
         no_dropout = any(getattr(run.layer, "dropout", None) == 0 for run in net.layer_runs)
         left = {"optimizer": net.optimizer == "none", "loss": not net.captured_loss,
                 "dropout": no_dropout,
-                "recomputation": net.recompute != "none"}
+                "recomputation": net.recompute != "none" and net.captured_batch is not None}
         return tuple(key for key in NOT_COUNTED if left[key])
 
     def op_prediction(self) -> dict[str, Any] | None:
@@ -259,6 +275,9 @@ class Report:
             "mode": self.network.mode,
             "phase": self.network.step_phase,
             "optimizer": self.network.optimizer,
+            # the recomputation the step runs under (none outside training, whatever a file
+            # says: an inference step keeps nothing for a backward pass)
+            "recompute": self.network.recompute if self.network.mode == "train" else "none",
             "ridge": self.ridge,
             "peak_basis": "dense",
             "peak_tflops": self.peak_flops_per_s / 1e12,

@@ -196,12 +196,14 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
 
 def backward_s(report: Report) -> float:
     """The roofline time of the step's backward pass (its GEMMs' and ops' whose pass is a
-    backward one, every copy counted): the window a data-parallel all-reduce hides behind."""
+    backward one, every copy counted, and the forward work recomputation runs again in it,
+    ``totals['recompute_time_s']``): the window a data-parallel all-reduce hides behind."""
     def backward(item: Any) -> bool:
         return item.pass_.startswith("backward")
 
     return (float_total(report.results, lambda r: r.time_s, lambda r: backward(r.gemm))
-            + float_total(report.ops, lambda r: r.time_s, lambda r: backward(r.op)))
+            + float_total(report.ops, lambda r: r.time_s, lambda r: backward(r.op))
+            + report.totals["recompute_time_s"])
 
 
 def _stream(report: Report, host_link: str | None) -> Report:

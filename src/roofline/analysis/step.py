@@ -2,8 +2,9 @@
 compute-bound, or never, and why.
 
 The step is compute-bound at batch B when its compute time, the sum of every GEMM's and op's
-work over its peak (a GEMM's dequantization included), reaches its memory time, the sum of
-their bytes over the bandwidth: the roofline of the step as one fused kernel, beside the
+work over its peak (a GEMM's dequantization included, and the forward GEMMs and ops
+recomputation runs again: ``Network.tally``), reaches its memory time, the sum of their bytes
+over the bandwidth: the roofline of the step as one fused kernel, beside the
 per-GEMM transitions (``analysis.batch``). Both are affine in the batch, C(B) = c0 + c1 B and
 M(B) = m0 + m1 B (weights and the optimizer update are fixed, tokens grow with B), over the
 batches that are multiples of the step's routing period P (``_period``: 1 without a mixture of

@@ -62,9 +62,11 @@ def _model_option_list(batch: bool = True, seq: bool = True, training: bool = Fa
                           "decode, whose step makes one token a sequence [default: all; last "
                           "with --prompt/--generate]."),
         click.option("--recompute", type=click.Choice(("none", "selective", "full")),
-                     help="Training: activation recomputation, for the memory count: none "
-                          "(keep every tensor), selective (recompute the attention core), full "
-                          "(keep each block's input) [default: the model's, else none]."),
+                     help="Training: activation recomputation, fewer activations kept and "
+                          "their forward work run again in the backward pass, timed in the "
+                          "step: none (keep every tensor), selective (recompute naive "
+                          "attention's core), full (keep each block's input, recompute the "
+                          "block) [default: the model's, else none]."),
         click.option("--attention", type=click.Choice(("flash", "naive")),
                      help="Attention form of every transformer block (a config.json has "
                           "none: flash) [default: the model's]."),

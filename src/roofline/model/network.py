@@ -31,8 +31,9 @@ model.yaml (the contract in docs/design.md)::
     logits: all                 # prefill: all (scoring: every token's logits) | last (generation:
                                 # the output layer runs on each sequence's last token only);
                                 # default all, and last in a generation (--prompt, --generate)
-    recompute: none             # train: none | selective | full activation recomputation
-                                # (memory only: the recomputed work is not timed)
+    recompute: none             # train: none | selective | full activation recomputation:
+                                # fewer activations kept, their forward work run again in
+                                # the backward pass and timed (analysis.recompute)
     context: 4096               # optional: the longest sequence the model takes (a config's
                                 # max_position_embeddings)
     input: {channels: 3, height: 224, width: 224}   # optional: the image a CNN starts from
@@ -344,7 +345,7 @@ class Network:
 
     def tally(self) -> list[tuple[int, tuple[Gemm | Op, ...]]]:
         """The step's GEMMs and ops as (how many times, templates), once per distinct layer and
-        pass, for totals (``network_parts.tally``)."""
+        pass, and those recomputation runs again, for totals (``network_parts.tally``)."""
         return tally(self)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..errors import InputError
 from .dtypes import default_output_dtype
 from .gemm import Gemm, GemmShape
-from .layers import Layer, Step
+from .layers import Layer, Step, recomputed
 from .network_groups import _fields_key
 from .ops import Op, optimizer_update
 from .repeats import ItemRun, LayerRun, Layers, Numbered, rebuild
@@ -77,11 +77,19 @@ def tally(network: Network) -> list[tuple[int, tuple[Gemm | Op, ...]]]:
     """The step's GEMMs and ops as (how many times, templates), once per distinct layer
     and pass: what the step's totals need, in time that grows with the distinct layers,
     not the layers (the grouping does not depend on the batch and is made once for the
-    layers of every batch, ``Layers.cached``). Not in numbering order."""
+    layers of every batch, ``Layers.cached``), and after each forward pass the templates of
+    it that recomputation runs again in the backward pass (``layers.recomputed``). Not in
+    numbering order."""
     step, last_step = network.step(), network.last_step()
     templates = _Templates(network)
-    out = [(count, templates.of(layer, same, last_step if last else step, data_grad)[1])
-           for count, layer, same, last, data_grad in _groups(network)]
+    out: list[tuple[int, tuple[Gemm | Op, ...]]] = []
+    for count, layer, same, last, data_grad in _groups(network):
+        at = last_step if last else step
+        items = templates.of(layer, same, at, data_grad)[1]
+        out.append((count, items))
+        flags = recomputed(layer, at, network.recompute) if data_grad is None else ()
+        if flags:
+            out.append((count, tuple(item for item, again in zip(items, flags) if again)))
     update = _update(network, step)
     return out + [(1, update)] if update else out
 

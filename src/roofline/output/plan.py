@@ -178,9 +178,19 @@ def best_lines(r: LayoutResult, blocks: int = 0) -> list[str]:
                                     if value and key != "dp_comm_overlapped_s")
            + (f" (data-parallel {seconds(parts['dp_comm_overlapped_s'])} hidden)"
               if parts["dp_comm_overlapped_s"] else "")]
+    again = r.report.network.recompute if r.report is not None else "none"
+    if p.recompute_s:
+        out.append(f"  recompute {again}: {seconds(p.recompute_s)} of the compute, the forward "
+                   f"work run again in the backward passes (roofline "
+                   f"{seconds(r.recompute_s)})")
     if lay.tp > 1:
-        out.append(f"  tensor parallel: 4 all-reduces of {si(r.allreduce_bytes, 'B')} per "
-                   f"block per micro-batch (2 forward, 2 backward)"
+        from ..analysis.parallel_comm import RECOMPUTED_TRANSFERS as more
+
+        full = again == "full"  # the recomputed forward's transfers made again
+        out.append(f"  tensor parallel: {4 + more if full else 4} all-reduces of "
+                   f"{si(r.allreduce_bytes, 'B')} per block per micro-batch (2 forward, "
+                   + (f"{more} again in the recomputed forward, " if full else "")
+                   + "2 backward)"
                    + (" as reduce-scatter + all-gather (sequence parallel)"
                       if lay.sequence_parallel else ""))
     if lay.pp > 1:

@@ -343,13 +343,18 @@ def quantization_line(detail: bool, hardware: Sequence[HardwareSpec]) -> str:
 
 def totals_line(report: Report) -> str:
     t = report.totals
+    again = t["recompute_time_s"]  # the forward run again: in the time, not in the FLOPs
     head = f"total: {si(t['flops'], 'FLOP')}, {si(t['bytes'], 'B')}, {seconds(t['time_s'])}"
     if not report.ops:
-        text = (f"{head}; {t['memory_bound_time_fraction']:.0%} of the time in memory-bound "
+        text = (f"{head}" + (f" (GEMMs {seconds(t['gemm_time_s'])}, recomputation "
+                             f"{seconds(again)})" if again else "")
+                + f"; {t['memory_bound_time_fraction']:.0%} of the time in memory-bound "
                 f"GEMMs; {_parameters(t['parameters'], t['active_parameters'])}")
     else:
         text = (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops "
-                f"{seconds(t['op_time_s'])}); {t['memory_bound_time_fraction']:.0%} of the time "
+                f"{seconds(t['op_time_s'])}" + (f", recomputation {seconds(again)}" if again
+                                                 else "")
+                + f"); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
     left = [_not_counted_text(report, key) for key in report.not_counted()]
     uncosted = report.network.uncosted
@@ -362,8 +367,46 @@ _NOT_COUNTED = {
     "optimizer": "the optimizer update (optimizer none: give --optimizer sgd|adam)",
     "loss": "the loss and its gradient",
     "dropout": "dropout (the model's rate is 0)",
-    "recomputation": "the recomputed forward work (recompute changes the memory count only)",
+    "recomputation": "recomputation (a captured module's step is what its run recorded: "
+                     "recompute changes neither its time nor its memory)",
 }
+
+
+#: What each ``recompute`` setting runs again in the backward pass
+#: (``model.layers.recomputed``), in words.
+RECOMPUTED_TEXT = {
+    "full": "each transformer block's whole forward, from the input it keeps, and a linear "
+            "layer's product and bias before its activation",
+    "selective": "each naive-attention block's attention core (QK^T, softmax, its dropout, "
+                 "attention over V)",
+}
+#: Why a setting runs nothing again in a step that has nothing it recomputes.
+NOTHING_AGAIN = {
+    "full": "no layer drops a tensor its backward pass reads (a transformer block or a linear "
+            "layer with an activation would)",
+    "selective": "flash attention's backward already recomputes the scores (in its "
+                 "flash-attention-backward op) and keeps no s x s matrix; naive attention's core "
+                 "would be",
+}
+
+
+def recompute_line(report: Report) -> str | None:
+    """Recomputation's part of a training step, in one sentence: what it adds to the roofline
+    and the predicted step time (``Report.totals``' ``recompute_time_s``,
+    ``predicted_recompute_time_s``), what runs again and its FLOPs against the model's (HFU
+    over MFU); or that it runs nothing again here, and why; None without recomputation, outside
+    training, and for a captured module (``not_counted`` says so)."""
+    net, t = report.network, report.totals
+    how = net.recompute
+    if net.mode != "train" or how == "none" or net.captured_batch is not None:
+        return None
+    if not (t["recompute_time_s"] or t["recompute_flops"]):
+        return f"recompute {how}: nothing is run again here: {NOTHING_AGAIN[how]}"
+    more = f", {t['recompute_flops'] / t['flops']:.0%} above the model's" if t["flops"] else ""
+    return (f"recompute {how}: +{seconds(t['recompute_time_s'])} roof, "
+            f"+{seconds(t['predicted_recompute_time_s'])} predicted, in the step time above: "
+            f"{RECOMPUTED_TEXT[how]}, run again in the backward pass "
+            f"({si(t['recompute_flops'], 'FLOP')} more{more})")
 
 
 #: Dropout left out of a step read from a config.json: the adapters read no dropout key
@@ -793,6 +836,8 @@ def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
     gemms, ops = shown_results(report, view)
     note = repeat_note(report, view)
     end = ["", *textwrap.wrap(totals_line(report), width=100)]
+    again = recompute_line(report)
+    end += textwrap.wrap(again, width=100, subsequent_indent="  ") if again else []
     memory = memory_line(report)
     end += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
     end += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
@@ -914,7 +959,9 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     note = repeat_note(report, view)
     memory = memory_line(report)
     generated = generation_line(report)
-    end = ["", totals_line(report)] + (["", memory] if memory else []) + [
+    again = recompute_line(report)
+    end = ["", totals_line(report)] + (["", again] if again else []) + (
+        ["", memory] if memory else []) + [
         "", step_line(report)] + (["", generated] if generated else []) + (
         ["", note] if note else [])
     end = list(map(markdown_text, end))

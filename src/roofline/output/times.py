@@ -102,9 +102,11 @@ def time_lines(report: Report) -> list[str]:
         lines += measured_residency_lines(report) + measured_untimed_lines(report)
     step = []
     if report.ops:  # else the step is its GEMMs
+        again = (", the forward work recomputation runs again as its GEMMs and ops are"
+                 if totals["recompute_time_s"] else "")
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
-                f"{op_basis_text(report)})"]
+                f"{op_basis_text(report)}{again})"]
     return lines + [text] + step + kernel_notes(report)
 
 

@@ -25,7 +25,10 @@ rule for a layer without them): ``matrix_parameters`` (the weights its GEMMs rea
 weight format stores; default 0), ``kv_cache_bytes(step)`` (default 0), ``saved_bytes(step,
 recompute)`` (training: what the forward pass keeps for the backward pass; default the layer's
 input) and ``live_bytes(step)`` (inference: the most it holds at once; default its input and
-output).
+output). Recomputation's time (optional): ``recomputed(step, recompute)`` (training: which of
+its forward items the backward pass runs again, a flag per item in order, what its
+``saved_bytes`` under ``recompute`` no longer keeps; default none: a layer whose saved bytes do
+not change with ``recompute`` recomputes nothing).
 
 ``REGISTRY`` maps model.yaml's ``type:`` to the class: a new layer type is one new file here and
 one line in ``REGISTRY``.
@@ -63,7 +66,7 @@ REGISTRY: dict[str, type[FileLayer]] = {"linear": Linear, "transformer": Transfo
                              "flatten": Flatten, "batchnorm": BatchNorm, "add": Add}
 
 __all__ = ["PHASES", "idle_parameters", "kv_cache_bytes", "live_bytes", "matrix_parameters",
-           "routing_period", "saved_bytes",
+           "recomputed", "routing_period", "saved_bytes",
            "REGISTRY", "Add", "AvgPool2d", "BatchNorm", "Captured", "Conv2d", "Embedding",
            "Flatten", "GemmShape", "Layer", "Linear", "MaxPool2d", "Norm", "Step", "Transformer",
            "layer_from_fields"]
@@ -118,6 +121,19 @@ def saved_bytes(layer: Layer, step: Step, recompute: str) -> int:
         return int(layer.input_bytes(step))
     spatial = _map_bytes(layer, step, "in")
     return spatial if spatial is not None else step.tokens * (layer.in_width or 0) * step.e
+
+
+def recomputed(layer: Layer, step: Step, recompute: str) -> tuple[bool, ...]:
+    """Training: which of ``layer.forward(step)``'s items its backward pass runs again under
+    ``recompute``, a flag per item in order (its own rule: a transformer block's whole forward
+    under ``full``, its naive attention core under ``selective``; a linear layer's product and
+    bias before its activation under ``full``); () where it runs nothing again: ``none``, a
+    step outside training, a layer without the rule."""
+    own = getattr(layer, "recomputed", None)
+    if own is None or recompute == "none" or step.phase != "train":
+        return ()
+    flags = tuple(own(step, recompute))
+    return flags if any(flags) else ()
 
 
 def live_bytes(layer: Layer, step: Step) -> int:

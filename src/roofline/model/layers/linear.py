@@ -126,11 +126,24 @@ class Linear:
 
     def saved_bytes(self, step: Step, recompute: str) -> int:
         """Training: the input the weight gradient reads (T x in, or T x nnz values and their
-        indices), and the pre-activation output when an activation follows (T x out)."""
+        indices), and the pre-activation output when an activation follows (T x out), which
+        ``full`` recomputation drops (and ``recomputed`` makes again)."""
         kept = self.input_bytes(step)
         if self.activation != "none" and recompute != "full":
             kept += self._outputs(step) * step.e
         return kept
+
+    def recomputed(self, step: Step, recompute: str) -> tuple[bool, ...]:
+        """Training: which of ``forward(step)``'s items the backward pass runs again, a flag
+        per item. Under ``full`` a layer with an activation keeps no pre-activation output
+        (``saved_bytes``), which its activation's gradient reads: its product (the GEMM, or
+        the sparse product) and its bias add run again from the input it keeps; the
+        activation does not (its output is the next layer's input, kept there, and its
+        gradient reads the pre-activation values). Nothing otherwise: without an activation,
+        or under ``selective`` or ``none``, what it keeps is all its backward reads."""
+        if recompute != "full" or self.activation == "none" or step.phase != "train":
+            return ()
+        return (True,) + (True,) * self.bias + (False,)
 
     def live_bytes(self, step: Step) -> int:
         """Inference: the input and the output at once."""

@@ -49,6 +49,12 @@ matrix and keeps every token, as torch's eager attention does: the window change
 With attention naive, kv_heads = heads, ffn = 4 hidden and no gating, a training step's GEMM
 FLOPs per block are 72 B s h^2 (1 + s / (6 h)) / L of Megatron-LM's formula (Narayanan et al.,
 2021).
+
+Recomputation (training, ``recompute``): what ``saved_bytes`` does not keep, the backward pass
+makes again from what it does, ``recomputed``: with ``full`` the whole block's forward (its
+GEMMs then 96 B s h^2 (1 + s / (6 h)) a block, 4/3 of the above), with ``selective`` and naive
+attention the attention core (its scores and context GEMMs, 4 B s^2 h, and its softmax and
+dropout), with flash nothing (its backward already recomputes the scores).
 """
 
 from __future__ import annotations
@@ -245,6 +251,8 @@ class Transformer:
           FlashAttention already recomputes it, so with flash selective equals none.
         - ``full``: only the block's input, T h e (2 s b h); the block is recomputed in the
           backward pass.
+
+        What is recomputed, and timed in the step, is ``recomputed``'s.
         """
         t, e, h = step.tokens, step.e, self.hidden
         if recompute == "full":
@@ -282,22 +290,55 @@ class Transformer:
     # -- forward ------------------------------------------------------------------------------
 
     def forward(self, step: Step) -> list[Item]:
+        before, core, after = self._forward_parts(step)
+        return before + core + after
+
+    def _forward_parts(self, step: Step) -> tuple[list[Item], list[Item], list[Item]]:
+        """The forward pass in three, in order: what precedes the attention core (norm1, the
+        QKV projection, the rotary embedding, the KV-cache write), the core
+        (``_attention_forward``: naive attention's scores, softmax, its dropout and context;
+        flash's one kernel) and what follows it (the output projection to the last residual
+        add): ``forward`` joined, ``recomputed`` told apart."""
         t = step.tokens
-        items: list[Item] = [self._op("forward", self.norm, t * self.hidden, step)]
-        items += self._proj_forward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
-                                    self.bias != "none")
+        before: list[Item] = [self._op("forward", self.norm, t * self.hidden, step)]
+        before += self._proj_forward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
+                                     self.bias != "none")
         if self.rotary:
-            items.append(self._op("forward", "rotary", t * (self.hq + self.hkv), step, "attn"))
-        items += self._kv_cache_write(step)
-        items += self._attention_forward(step)
-        items += self._proj_forward("proj", self.hidden, self.hq, step, self.bias == "all")
-        items += self._dropout("forward", t * self.hidden, step)
-        items += [self._op("forward", "residual", t * self.hidden, step),
+            before.append(self._op("forward", "rotary", t * (self.hq + self.hkv), step, "attn"))
+        before += self._kv_cache_write(step)
+        after = self._proj_forward("proj", self.hidden, self.hq, step, self.bias == "all")
+        after += self._dropout("forward", t * self.hidden, step)
+        after += [self._op("forward", "residual", t * self.hidden, step),
                   self._op("forward", self.norm, t * self.hidden, step)]
-        items += self._moe_forward(step) if self.experts else self._ffn_forward(step)
-        items += self._dropout("forward", t * self.hidden, step)
-        items.append(self._op("forward", "residual", t * self.hidden, step))
-        return items
+        after += self._moe_forward(step) if self.experts else self._ffn_forward(step)
+        after += self._dropout("forward", t * self.hidden, step)
+        after.append(self._op("forward", "residual", t * self.hidden, step))
+        return before, self._attention_forward(step), after
+
+    def recomputed(self, step: Step, recompute: str) -> tuple[bool, ...]:
+        """Training: which of ``forward(step)``'s items the backward pass runs again, a flag
+        per item, the time that ``saved_bytes``'s tensors not kept cost:
+
+        - ``full``: every item, the block's whole forward (its GEMMs and ops) from the input it
+          keeps, once more before its backward (Megatron-LM's full, uniform recomputation;
+          Narayanan et al., SC21, sec. 5.1, eq. 3, 96 B s l h^2 (1 + s / (6 h) + V / (16 l h))
+          FLOPs an iteration with it: the blocks' 72 B s l h^2 (1 + s / (6 h)) forward and
+          backward, their forward's 24 B s l h^2 (1 + s / (6 h)) again, a third more, and
+          the output layer's 6 B s h V, not recomputed);
+        - ``selective`` (Korthikanti et al. 2022, sec. 5): with naive attention the attention
+          core, the scores GEMM, the softmax, its dropout and the context GEMM (the G q s
+          tensors it does not keep; 4 B s^2 h FLOPs a block in its two GEMMs, kv_heads =
+          heads); with flash attention nothing, the kernel's backward already recomputes the
+          scores (``_flash``'s backward FLOPs, 10 G q s head_dim: five GEMMs, S = Q K^T among
+          them) and keeps no s x s matrix;
+        - ``none``, and every step outside training: nothing (())."""
+        if recompute == "none" or step.phase != "train":
+            return ()
+        before, core, after = self._forward_parts(step)
+        if recompute == "full":
+            return (True,) * (len(before) + len(core) + len(after))
+        again = recompute == "selective" and self.attention == "naive"
+        return (False,) * len(before) + (again,) * len(core) + (False,) * len(after)
 
     def _proj_forward(self, part: str, out: int, inp: int, step: Step, bias: bool) -> list[Item]:
         items: list[Item] = [GemmShape(f"{self.name}.{part}", "forward", step.tokens, out, inp,

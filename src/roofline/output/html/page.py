@@ -30,6 +30,7 @@ from ..report import (
     notes_by_tier,
     precision_text,
     quantization_line,
+    recompute_line,
     repeat_note,
     shown_results,
     step_line,
@@ -304,7 +305,8 @@ def _summary(report: Report, view: View) -> str:
     pairs += [("of the time memory-bound", f"{t['memory_bound_time_fraction']:.0%}"),
               ("FLOP a step", si(t["flops"], "FLOP")), ("bytes a step", si(t["bytes"], "B")),
               ("GEMMs, ops", f"{len(report.results)}, {len(report.ops)}")]
-    lines = [totals_line(report), memory_line(report), step_line(report),
+    lines = [totals_line(report), recompute_line(report), memory_line(report),
+             step_line(report),
              generation_line(report), repeat_note(report, view)]
     return figures(pairs) + paragraphs([line for line in lines if line])
 
