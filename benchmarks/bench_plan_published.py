@@ -18,8 +18,9 @@ row: published and predicted TFLOP/s per GPU, the ratio, the predicted step and 
 memory count, and flags for what plan does not model at that row:
 
 - ``R``: the row recomputes activations (``full`` or ``selective``); plan counts their memory
-  but does not time the recomputed forward work (its header says so), so its step is short by
-  that work: rerun these rows once plan times recomputation.
+  and times the forward work run again in the backward pass (with ``full``, the forward's
+  tensor-parallel transfers too: ``analysis.recompute``, ``parallel_comm``), so these rows
+  depend on that model.
 - ``V``: the row ran an interleaved pipeline schedule (virtual stages); plan runs 1F1B
   without interleaving, whose bubble is larger.
 - ``A``: a setting the source does not publish was assumed (the ``assumed`` column).
@@ -346,16 +347,21 @@ def load_layer_rows(path: Path = LAYERS) -> list[LayerRow]:
 
 
 def layer_ms(row: Row) -> tuple[float, float]:
-    """plan's forward and backward time of one of the row's transformer layers, each with
-    half of the layer's tensor-parallel communication (two all-reduces each way), in ms: the
-    row planned with one layer less, one micro-batch's times of its (only) stage subtracted.
-    The row must run without a pipeline (pp 1), so that its one stage holds every layer."""
+    """plan's forward and backward time of one of the row's transformer layers, each with its
+    share of the layer's tensor-parallel communication (two all-reduces in the forward, two in
+    the backward, and with full recomputation the forward's two again in the backward:
+    ``parallel_comm.RECOMPUTED_TRANSFERS``), in ms: the row planned with one layer less, one
+    micro-batch's times of its (only) stage subtracted. The row must run without a pipeline
+    (pp 1), so that its one stage holds every layer."""
+    from roofline.analysis.parallel_comm import RECOMPUTED_TRANSFERS
+
     assert row.pp == 1, row.key
     whole, less = (planned(replace(row, layers=n)).predicted.stages[0]
                    for n in (row.layers, row.layers - 1))
-    comm = (whole.tp_comm_s - less.tp_comm_s) / 2
-    return ((whole.forward_s - less.forward_s + comm) * 1e3,
-            (whole.backward_s - less.backward_s + comm) * 1e3)
+    transfers = 4 + (RECOMPUTED_TRANSFERS if row.recompute == "full" else 0)
+    comm = whole.tp_comm_s - less.tp_comm_s
+    return ((whole.forward_s - less.forward_s + comm * 2 / transfers) * 1e3,
+            (whole.backward_s - less.backward_s + comm * (transfers - 2) / transfers) * 1e3)
 
 
 def layer_table(markdown: bool = False) -> list[str]:
@@ -386,8 +392,8 @@ def main(argv: list[str] | None = None) -> int:
           " TFLOP/s per GPU by each source's own FLOP count; published / predicted below 1 "
           "where plan is optimistic")
     print("\n".join(table(outcomes, args.markdown)))
-    print("\nflags: R recomputation (plan does not time the recomputed work yet: rerun once it "
-          "does), V interleaved pipeline (plan: 1F1B, not interleaved; v ? not published), "
+    print("\nflags: R recomputation (plan times the forward work run again, and with full "
+          "recomputation the forward's transfers), V interleaved pipeline (plan: 1F1B, not interleaved; v ? not published), "
           "A a setting assumed (the data file's assumed column)")
     print("\n".join(summary(outcomes)))
     print()
