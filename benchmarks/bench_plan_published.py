@@ -393,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
           "where plan is optimistic")
     print("\n".join(table(outcomes, args.markdown)))
     print("\nflags: R recomputation (plan times the forward work run again, and with full "
-          "recomputation the forward's transfers), V interleaved pipeline (plan: 1F1B, not interleaved; v ? not published), "
-          "A a setting assumed (the data file's assumed column)")
+          "recomputation the forward's transfers), V interleaved pipeline (plan: 1F1B, not "
+          "interleaved; v ? not published), A a setting assumed (the data file's assumed column)")
     print("\n".join(summary(outcomes)))
     print()
     print("\n".join(layer_table(args.markdown)))
