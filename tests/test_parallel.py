@@ -879,3 +879,19 @@ def test_the_library_plan_counts_adam_as_the_cli_does():
         roofline.plan(mistral, "h100", 64, batch=1024, seq=4096, zero=[1, 4])
     with pytest.raises(InputError, match="unknown keyword 'seqs'"):
         roofline.plan(mistral, "h100", 64, batch=1024, seqs=4096)
+
+
+def test_sequence_parallelism_divides_the_final_norm_too():
+    """Megatron-LM runs the final layer norm in the sequence-parallel region (the last block's
+    output stays split along the sequence; the output layer gathers it): under sequence
+    parallelism it takes 1 / tp of its time, as a block's norms do. Until 0.9.0 only the
+    blocks' were divided."""
+    report = shard_report(llama(batch=8), load_hardware("h100"), Layout(tp=2))
+    names = [run.name(c) for run in report.network.layer_runs for c in range(run.count)]
+    final = names.index("norm")
+    (whole, _), (split, _) = (layer_times(report, sp)[False] for sp in (1, 2))
+    # RMSNorm over T h = 4096 x 4096 values (micro-batch 1 of seq 4096), fp16: forward reads
+    # and writes 2 B each, 16,777,216 x 4 = 67,108,864 B at 3.35 TB/s, halved
+    assert whole[final][0] == pytest.approx(67_108_864 / 3.35e12)
+    assert split[final][0] == pytest.approx(whole[final][0] / 2)
+    assert split[final][1] == pytest.approx(whole[final][1] / 2)

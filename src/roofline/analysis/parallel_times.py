@@ -2,19 +2,21 @@
 ``stage_times``): each GEMM and op at its roof and at its predicted time, forward, backward and
 memory-bound apart, the forward items recomputation runs again (``analysis.recompute``) in the
 backward pass of their layer too, the blocks' norms, dropouts and residual adds divided by tp
-under sequence parallelism (``SP_KINDS``; the block's own, not its attention core's), and the
-optimizer update's time."""
+under sequence parallelism, the final norm too (``SP_KINDS``; not the attention core's), and
+the optimizer update's time."""
 
 from __future__ import annotations
 
 from ..model.repeats import labelled
-from .parallel_shard import blocks_of
 from .recompute import recomputed_results
 from .report import Report
 
-#: Ops that sequence parallelism runs on T / tp tokens, where they are a block's own (its layer
-#: the block's name): not the attention core's (``blk.1.attn``: a naive attention's dropout
-#: over the scores), which runs inside the tensor-parallel region, already split by heads.
+#: Ops that sequence parallelism runs on T / tp tokens, where they are a layer's own (the op's
+#: layer the layer's name): a block's norms, residual adds and dropouts, and outside the
+#: blocks the final norm and the embedding's dropout (Megatron-LM scatters the embedding's
+#: output along the sequence and gathers the final norm's for the output layer); not a block's
+#: attention core's (``blk.1.attn``: a naive attention's dropout over the scores), which runs
+#: inside the tensor-parallel region, already split by heads.
 SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
 
 
@@ -50,16 +52,16 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
     predicted time (key ``True``), in one pass; a forward item that recomputation runs again
     (``recomputed_results``) counted in its layer's backward pass a second time, so that the
     1F1B pipeline and the data-parallel overlap windows see it. With sequence parallelism
-    (sp_tp > 1) the norms, dropouts and residual adds of the blocks take 1 / tp of their
-    time (``SP_KINDS``; recomputed too). The same for every layout that shares the shard's
-    report and ``sp_tp`` (``evaluate``'s ``cache``)."""
+    (sp_tp > 1) the norms, dropouts and residual adds of the blocks, the final norm and the
+    embedding's dropout take 1 / tp of their time (``SP_KINDS``; recomputed too). The same
+    for every layout that shares the shard's report and ``sp_tp`` (``evaluate``'s
+    ``cache``)."""
     net = report.network
     names = [run.name(c) for run in net.layer_runs for c in range(run.count)]
     owner = _owner_of(names)
     roof = [[0.0, 0.0, 0.0, 0.0] for _ in range(len(net.layers))]
     predicted = [[0.0, 0.0, 0.0, 0.0] for _ in range(len(net.layers))]
     update = [0.0, 0.0]
-    blocks = set(blocks_of(net))
     again = recomputed_results(report)  # the stored results a copy's backward runs again
     # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
     items = [(layer, r.gemm.pass_, r.time_s, r.predicted_time_s, r.bound, "", id(r) in again)
@@ -75,7 +77,7 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
         index = owner(layer)
         if index is None:
             raise AssertionError(f"no layer owns {layer!r}")  # every item names its layer
-        if (sp_tp > 1 and index in blocks and layer == names[index]
+        if (sp_tp > 1 and layer == names[index]
                 and kind.removesuffix("-backward") in SP_KINDS):
             time /= sp_tp
             expected /= sp_tp
