@@ -447,6 +447,16 @@ def test_a_python_file_says_how_to_name_its_factory(invoke, monkeypatch, given, 
                         f"inputs as package.module:callable, {spec} (imported from {where})")
 
 
+def test_plan_of_a_python_file_says_plan_needs_a_model_file(invoke, monkeypatch):
+    """plan takes no capture: a factory's file is refused as the factory is, not sent to
+    spell a factory plan refuses next."""
+    monkeypatch.chdir(EXAMPLES.parent)
+    line = one_error_line(invoke("plan", "examples/torch_mlp.py", "--hw", "h100", "--gpus", "8",
+                                 "--batch", "8"))
+    assert line.startswith("Error: examples/torch_mlp.py: `roofline plan` needs a model.yaml or "
+                           "config.json")
+
+
 def test_a_python_file_outside_the_folder_names_its_own(invoke, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     given = str(EXAMPLES / "torch_mlp.py") + ":make"

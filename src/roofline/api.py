@@ -11,7 +11,7 @@ from .analysis.generation import generate as run_generation
 from .analysis.report import Report, analyze
 from .hardware.catalog import hardware_spec
 from .hardware.spec import HardwareSpec
-from .model.capture_factory import capture_factory, names_factory
+from .model.capture_factory import capture_factory, names_factory, python_file_spec
 from .model.network import Network, check_model, load_network
 
 if TYPE_CHECKING:
@@ -150,7 +150,8 @@ def plan(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
     from .model.network import check_overrides
 
     check_overrides(overrides, "plan")
-    if model_framework(model) == "torch":
+    if model_framework(model) == "torch" or (  # a factory, or a Python file that holds one
+            not isinstance(model, Network) and python_file_spec(os.fspath(model))):
         raise not_captured_error(model.source if isinstance(model, Network)
                                  else os.fspath(model), "plan")
     spec = hardware_spec(hardware)

@@ -64,6 +64,7 @@ def _not_captured(model: str) -> None:
     the ops the module ran at its one batch, not its layers. (sweep captures a factory at each
     batch: ``analysis.whatif_captures``.)"""
     from ..api import model_framework, not_captured_error
+    from ..model.capture_factory import python_file_spec
 
-    if model_framework(model) == "torch":
+    if model_framework(model) == "torch" or python_file_spec(model):  # or a factory's file
         raise not_captured_error(str(model), str(click.get_current_context().info_name))
