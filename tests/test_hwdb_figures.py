@@ -232,6 +232,27 @@ def test_only_the_pinned_entries_give_a_sustained_clock():
         assert given == (name in pinned), name
 
 
+# gpu.boost_clock_ghz on Hopper: the clock NVIDIA's dense 16-bit Tensor-Core peak assumes (not
+# the 1.98 GHz maximum SM clock), by hand from the datasheet's figure (the starred sparse one
+# halved) and the whitepaper's SMs x 4 Tensor Cores x 512 dense FP16 FMA per clock x 2 FLOPs;
+# stas00/ml-engineering, compute/accelerator/README.md ("How to calculate theoretical TFLOPS"
+# and "Clock speed", note 12): 1830 MHz is NVIDIA's official H100 / H200 compute clock, where
+# 1980 MHz would give 1,070 TFLOP/s. The model runs a GEMM at this clock unless the entry gives
+# a sustained one (no source found does for these: README, "Large Hopper GEMMs")
+TENSOR_CORE_CLOCKS = [
+    ("h100-sxm5-80gb", 1.83, 1979e12 / 2 / (132 * 4 * 512 * 2)),   # 1.8302 GHz
+    ("h200-sxm-141gb", 1.83, 1979e12 / 2 / (132 * 4 * 512 * 2)),   # the H100 SXM5 compute
+    ("h100-pcie-80gb", 1.62, 1513e12 / 2 / (114 * 4 * 512 * 2)),   # 1.6201 GHz
+]
+
+
+@pytest.mark.parametrize("name,expected,derived", TENSOR_CORE_CLOCKS)
+def test_hopper_boost_clock_is_the_clock_of_the_tensor_core_figure(name, expected, derived):
+    hw = load_hardware(name)
+    assert hw.gpu.boost_clock_ghz == pytest.approx(expected)
+    assert derived / 1e9 == pytest.approx(expected, abs=0.005)
+
+
 # gpu.vector_clock_ghz: the clock the vendor's FP32 / FP64 figures assume where its 16-bit
 # Tensor-Core figures assume another, by hand from the datasheet figure and the SMs x 128 FP32
 # lanes x 2 FLOPs of the whitepaper
