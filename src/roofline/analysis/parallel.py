@@ -135,6 +135,8 @@ from .parallel_result import LayoutResult, pipeline_bubble
 from .parallel_shard import (
     _vocabularies,
     blocks_of,
+    gpu_blocks,
+    gpu_chunks,
     padded_vocab,
     replicated_layers,
     shard_network,
@@ -149,8 +151,8 @@ from .report import Report, analyze
 #: the names callers import from here, some of them defined in the parallel_* modules
 __all__ = ["ZERO_STAGES", "Layout", "LayoutResult", "activation_bytes_per_block", "blocks_of",
            "check_layout", "check_training", "crosses_nodes", "divisors", "evaluate",
-           "padded_vocab", "pipeline_bubble", "shard_network", "shard_report", "split_stages",
-           "stage_blocks"]
+           "gpu_blocks", "gpu_chunks", "padded_vocab", "pipeline_bubble", "shard_network",
+           "shard_report", "split_stages", "stage_blocks"]
 
 
 def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: int,
@@ -167,6 +169,13 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
         raise InputError(network.source, "", f"the global batch {batch} is not a multiple of "
                                              f"dp x micro-batch = {layout.dp} x "
                                              f"{layout.micro_batch} ({option('batch')})")
+    if layout.vp > 1 and (batch // per_rank) % layout.pp:
+        raise InputError(network.source, "", f"the interleaved schedule runs the "
+                                             f"{batch // per_rank} micro-batches of a "
+                                             f"data-parallel rank in groups of pp = {layout.pp}"
+                                             f" (Megatron-LM's default micro-batch group): "
+                                             f"they must be a multiple of it "
+                                             f"({option('batch')}, {option('vp')})")
     if report is None:
         report = shard_report(network, hardware, layout)
     sharded = report.network
@@ -177,7 +186,11 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                    itemsize(sharded.grad_accumulation) if sharded.grad_accumulation else e,
                    state_e, sharded.recompute,
                    {padded_vocab(v, layout.tp) // layout.tp for v in _vocabularies(network)})
-    stage_indices = split_stages(sharded, layout.pp)
+    if layout.vp > 1:  # each GPU's chunks, its layers in chunk order
+        chunks = gpu_chunks(sharded, layout.pp, layout.vp)
+        stage_indices = tuple(tuple(i for chunk in mine for i in chunk) for mine in chunks)
+    else:
+        chunks, stage_indices = (), split_stages(sharded, layout.pp)
     sp_tp = layout.tp if ctx.sp else 1
     if cache is None:
         both = layer_times(report, sp_tp)
@@ -195,7 +208,9 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
         return found if found is not None else cache.setdefault(key,
                                                                 stage_times(both, indices))
 
-    stages = [_stage(ctx, s, [layers[i] for i in indices], sums(indices), sharded.parameters)
+    stages = [_stage(ctx, s, [layers[i] for i in indices], sums(indices), sharded.parameters,
+                     [(layers[chunk[0]], layers[chunk[-1]]) for chunk in chunks[s]]
+                     if chunks else None)
               for s, indices in enumerate(stage_indices)]
     blocks = [layer for layer in layers if isinstance(layer, Transformer)]
     allreduce = ctx.step.tokens * blocks[0].hidden * e if blocks else 0
