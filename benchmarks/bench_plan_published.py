@@ -9,20 +9,22 @@ data-parallel degrees, micro-batch, global batch, recomputation and sequence par
 the throughput the paper reports (TFLOP/s per GPU and/or MFU), each with its citation.
 
 Each row is planned at its published layout and nothing else (``roofline.plan`` with the row's
-one tp, pp, micro-batch and ZeRO stage, its global batch, sequence length, recompute setting,
-dtype and inter-node link), and the predicted step time is turned into TFLOP/s per GPU with the
-FLOP count the paper itself used (``FLOP_COUNTS``), so published / predicted is a ratio of
-times: below 1 where the GPUs were slower than plan predicts (plan optimistic). Printed per
-row: published and predicted TFLOP/s per GPU, the ratio, the predicted step and its parts
-(compute, communication exposed, pipeline bubble, optimizer), whether the layout fits plan's
-memory count, and flags for what plan does not model at that row:
+one tp, pp, virtual stages (1 where not published), micro-batch and ZeRO stage, its global
+batch, sequence length, recompute setting, dtype and inter-node link), and the predicted step
+time is turned into TFLOP/s per GPU with the FLOP count the paper itself used (``FLOP_COUNTS``),
+so published / predicted is a ratio of times: below 1 where the GPUs were slower than plan
+predicts (plan optimistic). Printed per row: published and predicted TFLOP/s per GPU, the ratio,
+the predicted step and its parts (compute, communication exposed, pipeline bubble, optimizer),
+whether the layout fits plan's memory count, and flags for what plan does not model at that row:
 
 - ``R``: the row recomputes activations (``full`` or ``selective``); plan counts their memory
   and times the forward work run again in the backward pass (with ``full``, the forward's
   tensor-parallel transfers too: ``analysis.recompute``, ``parallel_comm``), so these rows
   depend on that model.
-- ``V``: the row ran an interleaved pipeline schedule (virtual stages); plan runs 1F1B
-  without interleaving, whose bubble is larger.
+- ``V``: the row ran an interleaved pipeline schedule whose depth (virtual stages a GPU) the
+  source does not publish (Llama 3); plan runs it as 1F1B, whose bubble is larger. Rows that
+  publish it are planned at it (``--vp``: the interleaved schedule's bubble, transfers and
+  memory).
 - ``A``: a setting the source does not publish was assumed (the ``assumed`` column).
 
 Beside each row, plan's own first layout at that GPU count (its default tp, pp, micro-batch and
@@ -94,9 +96,14 @@ class Row:
         return self.mfu * peak_tflops
 
     @property
+    def vp(self) -> int:
+        """The virtual stages plan runs: the published ones, 1 (1F1B) where not published."""
+        return self.virtual_stages or 1
+
+    @property
     def flags(self) -> str:
         return ((("R" if self.recompute != "none" else "")
-                 + ("V" if self.virtual_stages is None or self.virtual_stages > 1 else "")
+                 + ("V" if self.virtual_stages is None else "")
                  + ("A" if self.assumed else "")) or "-")
 
 
@@ -191,11 +198,12 @@ def network(row: Row) -> Any:
 
 
 def planned(row: Row, net: Any = None) -> Any:
-    """``roofline.plan`` at the row's published layout (its tp, pp, micro-batch, ZeRO stage and
-    sequence parallelism, dp their quotient): the one layout's result, fitting or not."""
+    """``roofline.plan`` at the row's published layout (its tp, pp, virtual stages, micro-batch,
+    ZeRO stage and sequence parallelism, dp their quotient): the one layout's result, fitting
+    or not."""
     from roofline import plan
 
-    result = plan(net or network(row), row.device, row.gpus, tp=row.tp, pp=row.pp,
+    result = plan(net or network(row), row.device, row.gpus, tp=row.tp, pp=row.pp, vp=row.vp,
                   micro_batch=row.micro_batch, zero=row.zero,
                   sequence_parallel=row.sequence_parallel, inter=row.inter,
                   batch=row.global_batch, seq=row.seq, recompute=row.recompute,
@@ -232,18 +240,6 @@ class Outcome:
         """Published / predicted TFLOP/s: the predicted step time over the published one."""
         return self.published_tflops / self.predicted_tflops
 
-    @property
-    def interleaved_ratio(self) -> float | None:
-        """``ratio`` with plan's bubble divided by the row's virtual stages v: the interleaved
-        schedule's bubble, (p - 1) / v micro-batch times (Narayanan et al., sec. 2.2.2), where
-        1F1B's is p - 1; its extra point-to-point transfers left out. A reading of plan's
-        output beside it, not plan's prediction; None where v is not published."""
-        v = self.row.virtual_stages
-        if v is None:
-            return None
-        step = self.step_s - self.parts["bubble_s"] * (1 - 1 / v)
-        return self.ratio * step / self.step_s
-
 
 def outcome(row: Row, best: bool = False) -> Outcome:
     """The row planned at its layout, its published and predicted TFLOP/s per GPU by the
@@ -265,7 +261,7 @@ def outcome(row: Row, best: bool = False) -> Outcome:
 
 
 def _layout(lay: Any) -> str:
-    return f"tp{lay.tp} pp{lay.pp} dp{lay.dp} z{lay.zero} mb{lay.micro_batch}"
+    return lay.label.removesuffix(" sp")  # tp8 pp16 vp2 dp64 z1 mb1 (vp where above 1)
 
 
 def exposed_comm_s(parts: dict[str, float]) -> float:
@@ -278,7 +274,7 @@ def table(outcomes: list[Outcome], markdown: bool = False) -> list[str]:
     from roofline.units import seconds
 
     header = ["row", "GPUs", "tp/pp/dp, mb, v", "recompute", "published TFLOP/s (of peak)",
-              "predicted (of peak)", "published / predicted", "bubble / v", "step", "compute",
+              "predicted (of peak)", "published / predicted", "step", "compute",
               "comm exposed", "bubble", "optimizer", "fits", "flags"]
     if any(o.best for o in outcomes):
         header.append("plan's own layout: TFLOP/s")
@@ -292,7 +288,6 @@ def table(outcomes: list[Outcome], markdown: bool = False) -> list[str]:
                 f"{o.published_tflops:.0f} ({o.published_tflops / o.peak_tflops:.0%})",
                 f"{o.predicted_tflops:.0f} ({o.predicted_tflops / o.peak_tflops:.0%})",
                 f"{o.ratio:.2f}",
-                "-" if o.interleaved_ratio is None else f"{o.interleaved_ratio:.2f}",
                 seconds(o.step_s), seconds(p["compute_s"]),
                 seconds(exposed_comm_s(p)), seconds(p["bubble_s"]), seconds(p["optimizer_s"]),
                 {True: "yes", False: "no", None: "-"}[o.fits], r.flags]
@@ -393,8 +388,9 @@ def main(argv: list[str] | None = None) -> int:
           "where plan is optimistic")
     print("\n".join(table(outcomes, args.markdown)))
     print("\nflags: R recomputation (plan times the forward work run again, and with full "
-          "recomputation the forward's transfers), V interleaved pipeline (plan: 1F1B, not "
-          "interleaved; v ? not published), A a setting assumed (the data file's assumed column)")
+          "recomputation the forward's transfers), V an interleaved pipeline of unpublished "
+          "depth (v ?), planned as 1F1B (plan runs each published v interleaved), A a setting "
+          "assumed (the data file's assumed column)")
     print("\n".join(summary(outcomes)))
     print()
     print("\n".join(layer_table(args.markdown)))

@@ -135,16 +135,17 @@ def plan(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
          ep: str | int | Iterable[int] | None = None, sequence_parallel: bool = True,
          gpus_per_node: int = 8, intra: str | None = None, inter: str | None = None,
          quantization: bool = False, progress: Callable[[str], None] | None = None,
-         **overrides: Any) -> Plan:
+         vp: str | int | Iterable[int] | None = None, **overrides: Any) -> Plan:
     """``roofline plan`` as a call: every layout of ``model``'s training step over each GPU
     count in ``gpus`` (``analysis.plan``), a ``Plan`` (``best``, ``front``, ``ranked(n)``,
-    ``to_dict()``: the JSON contract). ``gpus``, ``tp``, ``pp``, ``micro_batch`` and ``ep``
-    take an int, a list or the CLI's text (``"8..512"``: 8, the powers of two between, 512);
-    ``zero`` a stage or a list; ``intra`` and ``inter`` a link of ``links.yaml`` or GB/s as
-    text. ``overrides`` are the model settings (``batch``, the global batch, ``seq``,
-    ``dtype``, ``recompute``, ``optimizer``, ...); the optimizer is Adam unless given, as the
-    CLI's (``PLAN_OPTIMIZER``: a config.json names none, and without one the states ZeRO
-    divides were counted as nothing)."""
+    ``to_dict()``: the JSON contract). ``gpus``, ``tp``, ``pp``, ``vp`` (model chunks a
+    pipeline GPU holds, Megatron-LM's interleaved schedule; 1, 1F1B, unless given),
+    ``micro_batch`` and ``ep`` take an int, a list or the CLI's text (``"8..512"``: 8, the
+    powers of two between, 512); ``zero`` a stage or a list; ``intra`` and ``inter`` a link of
+    ``links.yaml`` or GB/s as text. ``overrides`` are the model settings (``batch``, the
+    global batch, ``seq``, ``dtype``, ``recompute``, ``optimizer``, ...); the optimizer is Adam
+    unless given, as the CLI's (``PLAN_OPTIMIZER``: a config.json names none, and without one
+    the states ZeRO divides were counted as nothing)."""
     from .analysis.plan import make_fabric, plan_layouts
     from .analysis.whatif_values import _values
     from .model.network import check_overrides
@@ -160,7 +161,7 @@ def plan(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
         network = network.with_overrides(optimizer=PLAN_OPTIMIZER)
     lists = {name: None if given is None else _values(given, name)
              for name, given in (("tp", tp), ("pp", pp), ("micro_batch", micro_batch),
-                                 ("ep", ep))}
+                                 ("ep", ep), ("vp", vp))}
     return plan_layouts(network, spec, _values(gpus, "gpus"), network.settled()[0],
                         make_fabric(spec, intra, inter, gpus_per_node),
                         zero=None if zero is None else zero_stages(zero),

@@ -98,16 +98,32 @@ not four (``parallel_comm.RECOMPUTED_TRANSFERS``); with selective, naive attenti
 (Korthikanti et al. 2022, sec. 5), which sends nothing; flash attention's backward already
 recomputes its scores. A layout's JSON ``recompute_s`` is that share of its compute.
 
-Not modelled: interleaved (virtual) pipeline stages, context parallelism, ZeRO-3's
-gathered-layer buffer, compute-communication contention.
+Interleaved pipeline stages (``vp``, Megatron-LM's virtual pipeline stages; Narayanan et al.,
+sec. 2.2.2): each pipeline GPU holds vp model chunks, the blocks split into pp x vp chunks as
+stages are (``gpu_chunks``, ``gpu_blocks``), chunk c on GPU c mod pp. A step takes (m + (p -
+1) / vp) times the slowest GPU's micro-batch time, all its chunks one after another (the fill
+and drain run chunks of 1 / vp of a GPU's work; in the steady state each GPU runs every chunk
+of every micro-batch, as a 1F1B stage its layers): the bubble (p - 1) / (vp m + p - 1) of the
+step. Every chunk boundary is between two GPUs: each chunk sends its output forward and its
+input's gradient back (``parallel_stage._interleaved_p2p``), vp times a middle 1F1B stage's,
+the last stage's forward sends and the first's backward ones over the wrap from the last stage
+to the first (``wrap_crosses_nodes``). Stage s keeps 2 (p - s - 1) + (vp - 1) p + 1 chunks of
+micro-batches in flight (Megatron-Core's ``get_pp_rank_microbatches``, at most m vp;
+``parallel_memory.in_flight``): the first stage 1 + (p - 1) / (p vp) times 1F1B's p. It needs
+pp > 1, pp x vp no more than the blocks and m a multiple of pp (Megatron-Core's default
+micro-batch group, pp; a larger ``--microbatch-group-size-per-virtual-pipeline-stage`` is not
+modelled).
+
+Not modelled: context parallelism, ZeRO-3's gathered-layer buffer, compute-communication
+contention.
 
 Here: ``evaluate`` (a layout for a global batch) and ``shard_report`` (one GPU's shard analyzed).
 The rules above are worked out in ``parallel_layout`` (``Layout``, the layouts a network can
 run), ``parallel_shard`` (what one GPU holds: its shard, its pipeline stage),
 ``parallel_times`` (a shard's compute per layer and stage), ``parallel_comm`` (the
 collectives), ``parallel_memory`` (one GPU's memory), ``parallel_stage`` (a stage's cost, all
-of these combined) and ``parallel_result`` (``LayoutResult``: the 1F1B step, its parts and
-bound).
+of these combined) and ``parallel_result`` (``LayoutResult``: the pipelined step, 1F1B or
+interleaved, its parts and bound).
 """
 
 from __future__ import annotations
@@ -135,6 +151,8 @@ from .parallel_result import LayoutResult, pipeline_bubble
 from .parallel_shard import (
     _vocabularies,
     blocks_of,
+    gpu_blocks,
+    gpu_chunks,
     padded_vocab,
     replicated_layers,
     shard_network,
@@ -149,8 +167,8 @@ from .report import Report, analyze
 #: the names callers import from here, some of them defined in the parallel_* modules
 __all__ = ["ZERO_STAGES", "Layout", "LayoutResult", "activation_bytes_per_block", "blocks_of",
            "check_layout", "check_training", "crosses_nodes", "divisors", "evaluate",
-           "padded_vocab", "pipeline_bubble", "shard_network", "shard_report", "split_stages",
-           "stage_blocks"]
+           "gpu_blocks", "gpu_chunks", "padded_vocab", "pipeline_bubble", "shard_network",
+           "shard_report", "split_stages", "stage_blocks"]
 
 
 def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: int,
@@ -167,6 +185,13 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
         raise InputError(network.source, "", f"the global batch {batch} is not a multiple of "
                                              f"dp x micro-batch = {layout.dp} x "
                                              f"{layout.micro_batch} ({option('batch')})")
+    if layout.vp > 1 and (batch // per_rank) % layout.pp:
+        raise InputError(network.source, "", f"the interleaved schedule runs the "
+                                             f"{batch // per_rank} micro-batches of a "
+                                             f"data-parallel rank in groups of pp = {layout.pp}"
+                                             f" (Megatron-LM's default micro-batch group): "
+                                             f"they must be a multiple of it "
+                                             f"({option('batch')}, {option('vp')})")
     if report is None:
         report = shard_report(network, hardware, layout)
     sharded = report.network
@@ -177,7 +202,11 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                    itemsize(sharded.grad_accumulation) if sharded.grad_accumulation else e,
                    state_e, sharded.recompute,
                    {padded_vocab(v, layout.tp) // layout.tp for v in _vocabularies(network)})
-    stage_indices = split_stages(sharded, layout.pp)
+    if layout.vp > 1:  # each GPU's chunks, its layers in chunk order
+        chunks = gpu_chunks(sharded, layout.pp, layout.vp)
+        stage_indices = tuple(tuple(i for chunk in mine for i in chunk) for mine in chunks)
+    else:
+        chunks, stage_indices = (), split_stages(sharded, layout.pp)
     sp_tp = layout.tp if ctx.sp else 1
     if cache is None:
         both = layer_times(report, sp_tp)
@@ -195,7 +224,9 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
         return found if found is not None else cache.setdefault(key,
                                                                 stage_times(both, indices))
 
-    stages = [_stage(ctx, s, [layers[i] for i in indices], sums(indices), sharded.parameters)
+    stages = [_stage(ctx, s, [layers[i] for i in indices], sums(indices), sharded.parameters,
+                     [(layers[chunk[0]], layers[chunk[-1]]) for chunk in chunks[s]]
+                     if chunks else None)
               for s, indices in enumerate(stage_indices)]
     blocks = [layer for layer in layers if isinstance(layer, Transformer)]
     allreduce = ctx.step.tokens * blocks[0].hidden * e if blocks else 0

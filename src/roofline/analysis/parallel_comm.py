@@ -3,7 +3,8 @@ in ``analysis.parallel``): tensor parallelism's all-reduces of each block, the e
 logits (with the vocabulary-parallel cross entropy's, ``CE_ALLREDUCES``) and expert
 parallelism's all-to-alls (``_layer_comm``, ``_model_parallel_comm``), data parallelism's by
 ZeRO stage (``_dp_comm``), and whether a pipeline boundary's transfers cross nodes
-(``crosses_nodes``)."""
+(``crosses_nodes``; the interleaved schedule's wrap from the last stage to the first,
+``wrap_crosses_nodes``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,16 @@ def crosses_nodes(boundary: int, stride: int, gpus_per_node: int) -> bool:
     partner, (boundary + 2) x stride - 1."""
     first = boundary * stride
     return (first // gpus_per_node + 1) * gpus_per_node < first + 2 * stride
+
+
+def wrap_crosses_nodes(pp: int, stride: int, gpus_per_node: int) -> bool:
+    """Whether the interleaved schedule's wrap-around boundary, from the last pipeline stage's
+    chunk to the first stage's next one (ranks ``(pp - 1) stride + j`` to ``j``, j below
+    ``stride``), has a pair in two nodes: the ranks are ``d = (pp - 1) stride`` apart, so
+    always where d reaches a node, else where some j's place in its node, at most
+    min(stride, gpus_per_node) - 1, is d or less from the node's end."""
+    d = (pp - 1) * stride
+    return d >= gpus_per_node or min(stride, gpus_per_node) - 1 >= gpus_per_node - d
 
 
 def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[float, float]:

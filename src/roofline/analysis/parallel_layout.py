@@ -21,7 +21,9 @@ ZERO_STAGES = (0, 1, 2, 3)
 @dataclass(frozen=True)
 class Layout:
     """How a step is split: tp x pp x dp GPUs, ep experts groups inside dp, ZeRO stage, the
-    micro-batch (sequences per GPU per forward pass) and sequence parallelism."""
+    micro-batch (sequences per GPU per forward pass), sequence parallelism, and vp: the model
+    chunks (virtual pipeline stages) each pipeline GPU holds, 1 for the 1F1B schedule, more for
+    Megatron-LM's interleaved one (``analysis.parallel``)."""
 
     tp: int = 1
     pp: int = 1
@@ -30,6 +32,7 @@ class Layout:
     zero: int = 0
     micro_batch: int = 1
     sequence_parallel: bool = False
+    vp: int = 1
 
     @property
     def gpus(self) -> int:
@@ -37,15 +40,16 @@ class Layout:
 
     @property
     def label(self) -> str:
-        """``tp8 pp2 dp4 z1 mb2`` (ep and sp only when used)."""
-        parts = [f"tp{self.tp}", f"pp{self.pp}", f"dp{self.dp}"]
+        """``tp8 pp2 dp4 z1 mb2`` (vp, ep and sp only when used: ``tp8 pp16 vp4 dp64 ...``)."""
+        parts = [f"tp{self.tp}", f"pp{self.pp}"] + ([f"vp{self.vp}"] if self.vp > 1 else [])
+        parts += [f"dp{self.dp}"]
         parts += [f"ep{self.ep}"] if self.ep > 1 else []
         parts += [f"z{self.zero}", f"mb{self.micro_batch}"]
         return " ".join(parts) + (" sp" if self.sequence_parallel and self.tp > 1 else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "zero": self.zero,
-                "micro_batch": self.micro_batch,
+        return {"tp": self.tp, "pp": self.pp, "vp": self.vp, "dp": self.dp, "ep": self.ep,
+                "zero": self.zero, "micro_batch": self.micro_batch,
                 "sequence_parallel": self.sequence_parallel and self.tp > 1,
                 "gpus": self.gpus}
 
@@ -86,11 +90,13 @@ def check_training(network: Network) -> None:
 def check_layout(network: Network, layout: Layout) -> None:
     """One line (InputError) for a layout this network cannot run: tp not dividing a block's
     heads, kv_heads or ffn, a pipeline deeper than the blocks, ep not dividing the experts or
-    dp, ZeRO 2 or 3 with a pipeline, a training-only split of an inference step."""
+    dp, ZeRO 2 or 3 with a pipeline, a training-only split of an inference step, interleaved
+    stages (vp > 1) without a pipeline or with more chunks (pp x vp) than blocks."""
     src = network.source
     check_training(network)
     for name, value in (("tp", layout.tp), ("pp", layout.pp), ("dp", layout.dp),
-                        ("ep", layout.ep), ("micro_batch", layout.micro_batch)):
+                        ("ep", layout.ep), ("micro_batch", layout.micro_batch),
+                        ("vp", layout.vp)):
         if value < 1:
             raise InputError(src, "", f"{option(name)} must be at least 1, got {value}")
     if layout.zero not in ZERO_STAGES:
@@ -108,6 +114,7 @@ def check_layout(network: Network, layout: Layout) -> None:
     if layout.pp > blocks and layout.pp > 1:
         raise InputError(src, "", f"a pipeline of {layout.pp} stages is deeper than the model's "
                                   f"{blocks} transformer blocks ({option('pp')})")
+    _check_chunks(src, layout, blocks)
     if layout.dp % layout.ep:
         raise InputError(src, "", f"expert parallelism {layout.ep} must divide the "
                                   f"data-parallel degree {layout.dp} ({option('ep')})")
@@ -115,6 +122,19 @@ def check_layout(network: Network, layout: Layout) -> None:
         raise InputError(src, "", f"ZeRO stage {layout.zero} does not combine with pipeline "
                                   f"parallelism (DeepSpeed refuses it; use {option('zero', '1')}"
                                   f" or {option('pp', '1')})")
+
+
+def _check_chunks(src: str, layout: Layout, blocks: int) -> None:
+    """Interleaved stages (vp > 1) split a pipeline's stages into pp x vp model chunks of one
+    block at least (Megatron-LM: the layers of a stage divide into its virtual stages)."""
+    if layout.vp > 1 and layout.pp == 1:
+        raise InputError(src, "", f"interleaved pipeline stages ({option('vp', str(layout.vp))})"
+                                  f" split a pipeline's stages into chunks: give one "
+                                  f"({option('pp')} 2 or more)")
+    if layout.vp > 1 and layout.pp * layout.vp > blocks:
+        raise InputError(src, "", f"pp x vp = {layout.pp} x {layout.vp} model chunks are more "
+                                  f"than the model's {blocks} transformer blocks: each chunk "
+                                  f"runs one at least ({option('vp')})")
 
 
 def _check_block(src: str, block: Transformer, layout: Layout) -> None:

@@ -1,8 +1,9 @@
 """A layout's result (``LayoutResult``): per GPU, each pipeline stage's micro-batch times,
-communication and memory (``StageCost``), the 1F1B step they make ((m + p - 1) times the
-slowest stage; the bubble, ``pipeline_bubble``), the data-parallel communication exposed and
-hidden, the memory against the capacity, the bound, and the same at the predicted times;
-``to_dict`` is plan's JSON contract (docs/design.md). The rules: ``analysis.parallel``."""
+communication and memory (``StageCost``), the pipelined step they make ((m + p - 1) times the
+slowest stage under 1F1B, (m + (p - 1) / v) interleaved; the bubble, ``pipeline_bubble``), the
+data-parallel communication exposed and hidden, the memory against the capacity, the bound,
+and the same at the predicted times; ``to_dict`` is plan's JSON contract (docs/design.md).
+The rules: ``analysis.parallel``."""
 
 from __future__ import annotations
 
@@ -81,8 +82,18 @@ class LayoutResult:
 
     @property
     def pipeline_s(self) -> float:
-        """(m + p - 1) x the slowest stage's micro-batch time (m x it without a pipeline)."""
-        return (self.micro_batches + self.layout.pp - 1) * self.critical.microbatch_s
+        """(m + p - 1) x the slowest stage's micro-batch time (m x it without a pipeline);
+        interleaved, (m + (p - 1) / v) x it (``bubble_s``)."""
+        return (self.micro_batches + self.bubble_slots) * self.critical.microbatch_s
+
+    @property
+    def bubble_slots(self) -> float:
+        """The bubble in micro-batch times of the slowest stage: p - 1 under 1F1B; (p - 1) / v
+        interleaved (Narayanan et al., sec. 2.2.2: the fill and drain run chunks of 1 / v of a
+        stage's work). A stage is a GPU: all its v chunks, whose micro-batch time is one chunk
+        after another, pace the steady state, as its whole stage does in 1F1B."""
+        lay = self.layout
+        return lay.pp - 1 if lay.vp == 1 else (lay.pp - 1) / lay.vp
 
     @property
     def tail(self) -> StageCost:
@@ -100,8 +111,8 @@ class LayoutResult:
 
     @property
     def bubble_fraction(self) -> float:
-        """(p - 1) / (m + p - 1) (``pipeline_bubble``)."""
-        return pipeline_bubble(self.layout.pp, self.micro_batches)
+        """(p - 1) / (m + p - 1); interleaved (p - 1) / (v m + p - 1) (``pipeline_bubble``)."""
+        return pipeline_bubble(self.layout.pp, self.micro_batches, self.layout.vp)
 
     @property
     def recompute_s(self) -> float:
@@ -116,7 +127,7 @@ class LayoutResult:
         c, m, tail = self.critical, self.micro_batches, self.tail
         return {"compute_s": m * (c.forward_s + c.backward_s), "tp_comm_s": m * c.tp_comm_s,
                 "ep_comm_s": m * c.ep_comm_s, "p2p_s": m * c.p2p_s,
-                "bubble_s": (self.layout.pp - 1) * c.microbatch_s,
+                "bubble_s": self.bubble_slots * c.microbatch_s,
                 "dp_comm_exposed_s": tail.dp_exposed_s,
                 "dp_comm_overlapped_s": tail.dp_overlapped_s, "optimizer_s": tail.optimizer_s}
 
@@ -168,6 +179,8 @@ class LayoutResult:
             "replicated_layers": list(self.replicated)}
 
 
-def pipeline_bubble(pp: int, micro_batches: int) -> float:
-    """The 1F1B bubble's share of the step: (p - 1) / (m + p - 1)."""
-    return (pp - 1) / (micro_batches + pp - 1)
+def pipeline_bubble(pp: int, micro_batches: int, vp: int = 1) -> float:
+    """The bubble's share of the step: (p - 1) / (m + p - 1) under 1F1B; interleaved over vp
+    chunks a GPU, (p - 1) / (vp m + p - 1), its (p - 1) / vp micro-batch times over m + (p - 1) /
+    vp (Narayanan et al., sec. 2.2.2: (p - 1) / (vp m) of the ideal m)."""
+    return (pp - 1) / (vp * micro_batches + pp - 1)

@@ -87,6 +87,27 @@ def stage_blocks(blocks: int, pp: int) -> tuple[int, ...]:
     return tuple(base + (1 if stage < extra else 0) for stage in range(pp))
 
 
+def gpu_blocks(blocks: int, pp: int, vp: int = 1) -> tuple[int, ...]:
+    """The transformer blocks each of ``pp`` pipeline GPUs runs: ``stage_blocks``, or with
+    ``vp`` model chunks a GPU (interleaved stages) the sum of its chunks, chunk c of the
+    ``stage_blocks(blocks, pp x vp)`` on GPU c mod pp (126 over 16 x 2 chunks: 30 of 4, then 2
+    of 3; GPUs 14 and 15 run 4 + 3)."""
+    if vp == 1:
+        return stage_blocks(blocks, pp)
+    chunks = stage_blocks(blocks, pp * vp)
+    return tuple(sum(chunks[gpu::pp]) for gpu in range(pp))
+
+
+def gpu_chunks(network: Network, pp: int,
+               vp: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """Per pipeline GPU, the layer indices of each model chunk it holds, in order: the model
+    split into pp x vp chunks as ``split_stages`` splits stages, chunk c on GPU c mod pp
+    (Megatron-LM's interleaved assignment: with 8 layers, 2 GPUs and 2 chunks a GPU, GPU 0 runs
+    layers 0-1 and 4-5)."""
+    chunks = split_stages(network, pp * vp)
+    return tuple(tuple(chunks[gpu::pp]) for gpu in range(pp))
+
+
 def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
     """Layer indices of each pipeline stage (``analysis.parallel``)."""
     blocks = blocks_of(network)

@@ -1,6 +1,7 @@
 """One pipeline stage of a layout on one GPU (``_stage``): its compute per micro-batch
 (``parallel_times``), its tensor- and expert-parallel communication and point-to-point
-transfers (``parallel_comm``), its data-parallel collectives and share of the optimizer update,
+transfers (``parallel_comm``; with interleaved stages one pair per model chunk,
+``_interleaved_p2p``), its data-parallel collectives and share of the optimizer update,
 and its memory (``parallel_memory``), at the roof and at the predicted times; a repeat's copies
 worked out once (``_runs``)."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.layers import Transformer
-from .parallel_comm import _dp_comm, _model_parallel_comm, crosses_nodes
+from .parallel_comm import _dp_comm, _model_parallel_comm, crosses_nodes, wrap_crosses_nodes
 from .parallel_layout import _Context
 from .parallel_memory import _stage_memory
 from .parallel_result import StageCost
@@ -22,17 +23,20 @@ def _expert_parameters(layer: Any) -> int:
     return layer.expert_parameters if isinstance(layer, Transformer) else 0
 
 
-def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes,
-           parameters: int) -> tuple[StageCost, StageCost]:
+def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes, parameters: int,
+           chunks: list[tuple[Any, Any]] | None = None) -> tuple[StageCost, StageCost]:
     """Stage ``s``: its compute per micro-batch, its communication, its memory; at the roof
     and at the predicted times (``times``: the stage's ``stage_times``, the update over the
     shard's ``parameters``). Communication and memory do not depend on the times and are
-    worked out once."""
+    worked out once. ``chunks``: with interleaved stages, each model chunk the GPU holds as
+    (its first layer, its last layer), in order (``_interleaved_p2p``)."""
     layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
     runs = _runs(layers)
     tp_comm, ep_comm = _model_parallel_comm(ctx, runs)
     p2p = 0.0
-    if layout.pp > 1:
+    if chunks:
+        p2p = _interleaved_p2p(ctx, s, chunks)
+    elif layout.pp > 1:
         # what crosses each boundary: the activations the stage's last layer hands forward
         # (not the last stage's: its output layer's are the logits, which stay), and the
         # gradient of its first layer's input sent back (not the first stage's); with
@@ -73,3 +77,28 @@ def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
         else:
             runs.append((layer, 1))
     return runs
+
+
+def _interleaved_p2p(ctx: _Context, s: int, chunks: list[tuple[Any, Any]]) -> float:
+    """Pipeline GPU ``s``'s point-to-point transfers of one micro-batch under the interleaved
+    schedule: every chunk boundary is between two GPUs (chunk c on GPU c mod pp), so each of
+    its chunks sends its output forward (but the model's last chunk) and its input's gradient
+    back (but the first), v times a 1F1B middle stage's sends; GPU pp - 1's forward sends and
+    GPU 0's backward ones cross the wrap-around boundary (``wrap_crosses_nodes``). The same
+    T h / tp elements a boundary with sequence parallelism as 1F1B's."""
+    layout, fabric, e = ctx.layout, ctx.fabric, ctx.e
+    pp, gpn = layout.pp, fabric.gpus_per_node
+    stride, sent = layout.tp * layout.dp, -(-ctx.step.tokens // (layout.tp if ctx.sp else 1))
+    last = pp * layout.vp - 1
+    forward = (crosses_nodes(s, stride, gpn) if s < pp - 1
+               else wrap_crosses_nodes(pp, stride, gpn))
+    backward = (crosses_nodes(s - 1, stride, gpn) if s > 0
+                else wrap_crosses_nodes(pp, stride, gpn))
+    p2p = 0.0
+    for k, (first, final) in enumerate(chunks):
+        chunk = s + k * pp
+        if chunk < last:
+            p2p += fabric.p2p_s(sent * (final.out_width or 0) * e, forward)
+        if chunk > 0:
+            p2p += fabric.p2p_s(sent * (first.in_width or 0) * e, backward)
+    return p2p

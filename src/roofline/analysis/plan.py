@@ -16,7 +16,13 @@ gradients and optimizer states over the data-parallel ranks, and over one it lea
 and collective as stage 0 has them, ``_zero_stages``); ep (MoE models) a divisor of dp and of
 the experts (1 unless given); with experts, tp > 1 only with sequence parallelism
 (Megatron-Core's ``MoELayer`` refuses MoE training with tensor parallelism without it, and its
-dispatcher starts from each GPU's T / tp tokens, ``parallel_comm._moe_comm``). These rules are
+dispatcher starts from each GPU's T / tp tokens, ``parallel_comm._moe_comm``); vp, the model
+chunks of Megatron-LM's interleaved schedule a pipeline GPU holds (1, the 1F1B schedule, unless
+given), above 1 only with pp > 1, pp x vp chunks no more than the blocks (split as evenly as
+they go, as stages are: ``parallel.gpu_blocks``) and the micro-batches a data-parallel rank runs
+a multiple of pp (Megatron-Core's interleaved schedule runs them in groups of
+``microbatch_group_size_per_vp_stage``, pp by default, and refuses a last group smaller than
+pp). These rules are
 ``_broken_rule``'s, in one place: when no split of any count keeps them all, the error names the
 rule the splits that got furthest broke. Sequence parallelism is on whenever tp > 1 unless
 turned off (it costs no more communication and saves activation memory). Each distinct (tp, ep,
@@ -46,8 +52,8 @@ from .parallel import (
     check_training,
     divisors,
     evaluate,
+    gpu_blocks,
     shard_report,
-    stage_blocks,
 )
 from .predict import basis_of, fit_of
 from .report import Report
@@ -124,6 +130,14 @@ class Plan:
         return out
 
     @property
+    def assumptions(self) -> tuple[str, ...]:
+        """``ASSUMPTIONS``, the schedule's line saying the interleaved one where a layout
+        interleaves (``INTERLEAVED``)."""
+        if not any(r.layout.vp > 1 for r in self.results):
+            return ASSUMPTIONS
+        return tuple(INTERLEAVED if text.startswith("1F1B") else text for text in ASSUMPTIONS)
+
+    @property
     def best(self) -> LayoutResult | None:
         front = self.front
         return front[-1] if front else None
@@ -136,7 +150,8 @@ class Plan:
         blocks = len(blocks_of(net))
 
         def layout(r: LayoutResult) -> dict[str, Any]:  # with the blocks each stage runs
-            return r.to_dict() | {"stage_blocks": list(stage_blocks(blocks, r.layout.pp))}
+            return r.to_dict() | {"stage_blocks": list(gpu_blocks(blocks, r.layout.pp,
+                                                                  r.layout.vp))}
 
         per_count = []
         unknown: dict[str, int | None] = {"least_bytes": None,
@@ -155,7 +170,7 @@ class Plan:
                 "prediction_basis": basis_of(self.hardware),
                 "prediction_fit": fit_of(self.hardware),
                 "capacity_basis": self.hardware.memory_capacity_basis,
-                "assumptions": list(ASSUMPTIONS), "left_out": list(self.left_out),
+                "assumptions": list(self.assumptions), "left_out": list(self.left_out),
                 "counts": per_count, "front": [layout(r) for r in self.front]}
 
 
@@ -184,6 +199,15 @@ ASSUMPTIONS = (
 )
 
 
+#: the schedule's assumption where a layout interleaves (vp > 1)
+INTERLEAVED = (
+    "1F1B pipeline schedule, interleaved where vp > 1 (Megatron-LM's: each GPU holds vp model "
+    "chunks, chunk c of pp x vp on GPU c mod pp; bubble (p - 1) / vp micro-batch times, "
+    "point-to-point transfers at every chunk boundary, the micro-batches a multiple of pp); "
+    "ranks ordered tensor, data, pipeline; ZeRO 2 and 3 without a pipeline only (pp 1: "
+    "DeepSpeed refuses the combination)")
+
+
 def _choices(given: Sequence[int] | None, default: Sequence[int]) -> list[int]:
     return sorted(set(given)) if given else list(default)
 
@@ -193,16 +217,22 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
                  pp: Sequence[int] | None = None, zero: Sequence[int] | None = None,
                  micro_batch: Sequence[int] | None = None, ep: Sequence[int] | None = None,
                  sequence_parallel: bool = True, quantization: bool = False,
-                 progress: Callable[[str], None] | None = None) -> Plan:
+                 progress: Callable[[str], None] | None = None,
+                 vp: Sequence[int] | None = None) -> Plan:
     """Every layout of ``network``'s training step (global batch ``batch``) on each count in
     ``gpus`` (module docstring). Given lists restrict the choices; a given value the model
     cannot take (tp not dividing the heads, a pipeline deeper than the blocks, ZeRO 2 with a
-    pipeline) is one line, and so is a layout no count can hold."""
+    pipeline) is one line, and so is a layout no count can hold. ``vp``: the model chunks a
+    pipeline GPU holds (interleaved stages; default 1, 1F1B)."""
     network.check()
     check_training(network)  # before the layouts: an inference step has none to divide
     tp, tp_out = _usable(network, "tp", tp, lambda v: Layout(tp=v))
     pp, pp_out = _usable(network, "pp", pp, lambda v: Layout(pp=v))
     ep, ep_out = _usable(network, "ep", ep, lambda v: Layout(ep=v, dp=v))
+    # a chunk count no given pipeline takes: the shallowest given deeper than 1 (2 when none
+    # is given) takes the most chunks
+    shallow = min((p for p in pp or [2] if p > 1), default=1)
+    vp, vp_out = _usable(network, "vp", vp, lambda v: Layout(pp=shallow if v > 1 else 1, vp=v))
     _check_choices(network, gpus, tp, pp, zero, ep)
     zero_out: list[str] = []
     if zero and pp and min(pp) > 1:  # a stage no given depth takes: left out, as tp's values
@@ -211,7 +241,7 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     times: dict[tuple[Any, ...], Any] = {}  # evaluate's cache: per report, sp_tp (and stage)
     results: list[LayoutResult] = []
     layouts, why_none = _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
-                                    sequence_parallel)
+                                    sequence_parallel, vp)
     shards = len({(lay.tp, lay.ep, lay.micro_batch) for lay in layouts})
     if progress and layouts:  # one line, then each quarter: a line a shard was 44 for 405B
         progress(f"plan: {len(layouts):,} layouts over {shards} distinct shards (tp, ep, "
@@ -231,7 +261,7 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     results.sort(key=lambda r: (r.layout.gpus, r.predicted_step_s, r.step_s,
                                 r.step_no_overlap_s, r.memory_bytes))
     return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports,
-                (*tp_out, *pp_out, *ep_out, *zero_out))
+                (*tp_out, *pp_out, *vp_out, *ep_out, *zero_out))
 
 
 def _usable(network: Network, name: str, given: Sequence[int] | None,
@@ -286,8 +316,8 @@ def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | No
 def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabric,
                 tp: Sequence[int] | None, pp: Sequence[int] | None,
                 zero: Sequence[int] | None, micro_batch: Sequence[int] | None,
-                ep: Sequence[int] | None,
-                sequence_parallel: bool) -> tuple[list[Layout], str]:
+                ep: Sequence[int] | None, sequence_parallel: bool,
+                vp: Sequence[int] | None = None) -> tuple[list[Layout], str]:
     """Every layout the module docstring allows, GPU count by count; and, when there is
     none, the rule the splits that got furthest broke (``_broken_rule``), as a clause."""
     blocks = len(blocks_of(network))
@@ -299,14 +329,15 @@ def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabri
     furthest: int | None = None
     for n in gpus:
         tps = _choices(tp, [d for d in divisors(n) if d <= fabric.gpus_per_node])
-        for t, p, e in product(tps, _choices(pp, divisors(n)), _choices(ep, [1])):
+        for t, p, e, v in product(tps, _choices(pp, divisors(n)), _choices(ep, [1]),
+                                  _choices(vp, [1])):
             dp = n // (t * p) if n % (t * p) == 0 else 0
             for b, z in product(_micro_batches(micro_batch, batch, dp),
                                 _zero_stages(zero, dp)):
                 broken = _broken_rule(n, t, p, e, b, z, tp_ok[t], blocks, experts, batch,
-                                      sequence_parallel)
+                                      sequence_parallel, v)
                 if broken is None:
-                    layouts.append(Layout(t, p, dp, e, z, b, sequence_parallel and t > 1))
+                    layouts.append(Layout(t, p, dp, e, z, b, sequence_parallel and t > 1, v))
                 elif furthest is None or broken > furthest:
                     furthest = broken
     if layouts or furthest is None:
@@ -336,7 +367,8 @@ def _micro_batches(given: Sequence[int] | None, batch: int, dp: int) -> list[int
 
 
 def _broken_rule(n: int, tp: int, pp: int, ep: int, micro_batch: int, zero: int, tp_ok: bool,
-                 blocks: int, experts: int, batch: int, sequence_parallel: bool) -> int | None:
+                 blocks: int, experts: int, batch: int, sequence_parallel: bool,
+                 vp: int = 1) -> int | None:
     """The first rule (module docstring) the split breaks, as its index in the order they are
     checked, which ``_rule_text`` words; None when it keeps them all. A split that breaks a
     later rule kept the earlier ones: the error names the furthest."""
@@ -345,7 +377,9 @@ def _broken_rule(n: int, tp: int, pp: int, ep: int, micro_batch: int, zero: int,
     dp = n // (tp * pp)
     broken = (not tp_ok, pp > 1 and pp > blocks, dp % ep,
               ep > 1 and (not experts or experts % ep), batch % (dp * micro_batch),
-              zero >= 2 and pp > 1, experts > 0 and tp > 1 and not sequence_parallel)
+              zero >= 2 and pp > 1, experts > 0 and tp > 1 and not sequence_parallel,
+              vp > 1 and pp == 1, vp > 1 and pp * vp > blocks,
+              vp > 1 and batch // (dp * micro_batch) % pp > 0)
     return next((index for index, fails in enumerate(broken, 1) if fails), None)
 
 
@@ -360,7 +394,11 @@ def _rule_text(rule: int, blocks: int, experts: int) -> str:
             f"ZeRO 2 and 3 do not combine with a pipeline ({option('zero')})",
             "experts with tp > 1 need sequence parallelism (Megatron-Core refuses MoE training "
             f"with tensor parallelism without it; {option('tp', '1')} or "
-            f"{option('sequence_parallel')})"
+            f"{option('sequence_parallel')})",
+            f"interleaved stages (vp > 1) need a pipeline, pp > 1 ({option('vp')})",
+            f"pp x vp must be at most the model's {blocks} transformer blocks ({option('vp')})",
+            "interleaved stages need the micro-batches a data-parallel rank runs to be a "
+            f"multiple of pp ({option('batch')}, {option('vp')})"
             )[rule]
 
 

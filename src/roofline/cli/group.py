@@ -89,7 +89,8 @@ class _OutputFailed(Exception):
 _FLAGS = {"hardware": "--hw", "batches": "--batch", "seqs": "--seq", "workers": "--data-parallel",
           "interconnect": "--interconnect", "host_link": "--host-link",
           "name": "--save",  # probe's entry name
-          "gpus": "--gpus", "tp": "--tp", "pp": "--pp", "zero": "--zero", "ep": "--ep",
+          "gpus": "--gpus", "tp": "--tp", "pp": "--pp", "vp": "--vp", "zero": "--zero",
+          "ep": "--ep",
           "micro_batch": "--micro-batch", "intra": "--intra", "inter": "--inter",
           "gpus_per_node": "--gpus-per-node", "gemms": "--gemms",
           "measure_budget": "--measure-budget", "force": "--force"}

@@ -31,6 +31,15 @@ from .plots import _check_plot, _write_plot, force_option
               "uneven where the depth does not divide them]. Values the model cannot take are "
               "left out, on a 'left out:' line, and the plan refused only where none is left "
               "(--tp and --ep alike).")
+@click.option("--vp", metavar="LIST", help="Model chunks each pipeline GPU holds (virtual "
+              "pipeline stages: Megatron-LM's interleaved 1F1B schedule, its "
+              "--num-virtual-stages-per-pipeline-rank; named for the chunk count its "
+              "virtual_pipeline_model_parallel_size is, not --num-layers-per-virtual-pipeline-"
+              "stage's layers a chunk). The pp x vp chunks split the blocks as evenly as they "
+              "go, chunk c on GPU c mod pp; the bubble shrinks to (p - 1) / vp micro-batch "
+              "times, point-to-point transfers grow vp times, the first stage keeps (1 + (p - "
+              "1) / (p vp)) times 1F1B's activations; the micro-batches a data-parallel rank "
+              "runs must be a multiple of pp. Needs --pp above 1 [default: 1, plain 1F1B].")
 @click.option("--zero", metavar="LIST", help="ZeRO stages to consider, 0-3 (3 = FSDP's full "
               "sharding; 2 and 3 not with a pipeline: left out where every --pp given has one, "
               "as --tp values are) [default: 0,1,2,3; 0 alone where dp is "
@@ -62,9 +71,10 @@ from .plots import _check_plot, _write_plot, force_option
                    "front, to FILE (.png, .svg or .pdf).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
-         zero: str | None, micro_batch: str | None, ep: str | None, sequence_parallel: bool,
-         gpus_per_node: int, intra: str | None, inter: str | None, top: int, fmt: str,
-         gemms: bool, plot: str | None, quantization: bool, **overrides) -> None:
+         vp: str | None, zero: str | None, micro_batch: str | None, ep: str | None,
+         sequence_parallel: bool, gpus_per_node: int, intra: str | None, inter: str | None,
+         top: int, fmt: str, gemms: bool, plot: str | None, quantization: bool,
+         **overrides) -> None:
     """The best way to split MODEL's training step over N GPUs: every tensor-, pipeline-,
     data- (ZeRO 0-3) and expert-parallel layout that fits in each GPU's memory, ranked by
     predicted step time (the roofline's beside it), and the Pareto front of predicted step time
@@ -72,8 +82,8 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
 
     --batch is the global batch (sequences per optimizer step); each layout runs it as dp x
     micro-batches of --micro-batch. Per GPU: the tensor-parallel shard's GEMMs and ops at their
-    roof and at their predicted times,
-    communication by ring (hierarchical across nodes) on the links given, the 1F1B bubble,
+    roof and at their predicted times, communication by ring (hierarchical across nodes) on
+    the links given, the 1F1B bubble (interleaved over --vp model chunks a GPU where given),
     memory with ZeRO. The optimizer defaults to adam (mixed precision, 16 B per parameter).
 
     Training steps only: serving (an inference step, --phase, --weights, --kv-cache, a
@@ -94,7 +104,7 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
     counts = parse_counts(gpus, "gpus")
     lists = {name: parse_counts(value, name) if value is not None else None
              for name, value in (("tp", tp), ("pp", pp), ("micro_batch", micro_batch),
-                                 ("ep", ep))}
+                                 ("ep", ep), ("vp", vp))}
     zeros = None if zero is None else zero_stages(zero)
     spec = resolve_hardware(hardware, _progress,
                             needs=_needs(lambda: load_network(model), overrides))

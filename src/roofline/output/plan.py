@@ -29,13 +29,15 @@ def _rate_unit(plan: Plan) -> str:
     return "tok/s" if plan.network.seq else "samples/s"
 
 
-def _row(r: LayoutResult, unit: str) -> list[str]:
-    """One layout: its predicted step and the parts of it, the roofline step beside it."""
+def _row(r: LayoutResult, unit: str, vp: bool = False) -> list[str]:
+    """One layout: its predicted step and the parts of it, the roofline step beside it (its
+    vp after pp where ``vp``: a plan with interleaved layouts)."""
     lay, p = r.layout, r.predicted
     parts = p.parts
     comm = (parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
             + parts["dp_comm_exposed_s"])
-    return [str(lay.gpus), str(lay.tp), str(lay.pp), str(lay.dp), str(lay.ep), str(lay.zero),
+    return [str(lay.gpus), str(lay.tp), str(lay.pp), *([str(lay.vp)] if vp else []),
+            str(lay.dp), str(lay.ep), str(lay.zero),
             str(lay.micro_batch), str(r.micro_batches),
             "yes" if lay.sequence_parallel and lay.tp > 1 else "no", seconds(p.step_s),
             seconds(r.step_s), seconds(parts["compute_s"]), seconds(comm),
@@ -76,13 +78,12 @@ def plan_table(plan: Plan, top: int = 3) -> str:
                          " per direction per GPU", f"{fabric.inter.latency_us:g} us a step"),
              "memory per GPU against " + (capacity_text(capacity, hw.memory_capacity_basis)
                                           if capacity else "no stated capacity")]
-    from ..analysis.plan import ASSUMPTIONS
-
-    lines += [f"assumes: {text}" for text in ASSUMPTIONS]
+    lines += [f"assumes: {text}" for text in plan.assumptions]
     lines += [f"left out: {text}" for text in plan.left_out]
     lines.append(basis_sentence(hw))
     lines += [f"warning: {text}" for text in whatif_warnings(net, [hw])]
     rows, skipped = [], []
+    vp = any(r.layout.vp > 1 for r in plan.results)  # a vp column only where one interleaves
     for n in plan.gpus:
         ranked = plan.ranked(n)
         short = plan.shortfall(n)
@@ -93,15 +94,23 @@ def plan_table(plan: Plan, top: int = 3) -> str:
                            f"least {_gb(short['least_without_activations_bytes'])} GB)")
         elif not ranked:
             skipped.append(f"{count(n, 'GPU')}: no layout divides the batch")
-        rows += [_row(r, unit) for r in ranked[:top]]
+        rows += [_row(r, unit, vp) for r in ranked[:top]]
     lines += ["", f"fastest layouts that fit (up to {top} per GPU count):"]
-    lines += aligned(HEADER, rows, {17}) if rows else ["none fits"]
+    header = [*HEADER[:3], "vp", *HEADER[3:]] if vp else HEADER
+    lines += aligned(header, rows, {len(header) - 1}) if rows else ["none fits"]
     blocks = len(blocks_of(net))
-    uneven = sorted({r.layout.pp for n in plan.gpus for r in plan.ranked(n)[:top]
-                     if blocks and r.layout.pp > 1 and blocks % r.layout.pp})
+    shown = [r.layout for n in plan.gpus for r in plan.ranked(n)[:top]]
+    uneven = sorted({lay.pp for lay in shown
+                     if blocks and lay.pp > 1 and lay.vp == 1 and blocks % lay.pp})
     if uneven:
         lines.append(f"uneven stages: pp {', '.join(map(str, uneven))} split the model's "
                      f"{blocks} transformer blocks with the first stages one block more")
+    chunked = sorted({(lay.pp, lay.vp) for lay in shown
+                      if blocks and lay.vp > 1 and blocks % (lay.pp * lay.vp)})
+    if chunked:
+        lines.append(f"uneven chunks: {', '.join(f'pp {p} vp {v}' for p, v in chunked)} split "
+                     f"the model's {blocks} transformer blocks into pp x vp chunks with the "
+                     f"first chunks one block more")
     lines += skipped
     lines += _fit_hints(plan)
     front = plan.front
@@ -142,14 +151,23 @@ def _fit_hints(plan: Plan) -> list[str]:
     return lines
 
 
-def _stages_text(blocks: int, pp: int) -> str:
+def _stages_text(blocks: int, pp: int, vp: int = 1) -> str:
     """``16 stages of 8 transformer blocks each``, or uneven ``16 uneven stages (the first 14
     of 8 blocks, the other 2 of 7)`` (``parallel.stage_blocks``); ``16 stages`` for a model
-    without blocks."""
+    without blocks; interleaved, ``16 stages of 2 chunks (32 chunks of 4 transformer blocks
+    each)``, the chunks as uneven stages are."""
     from ..analysis.parallel import stage_blocks
 
     if not blocks:
-        return f"{pp} stages"
+        return f"{pp} stages" + (f" of {vp} chunks" if vp > 1 else "")
+    if vp > 1:
+        sizes = stage_blocks(blocks, pp * vp)
+        more = sum(1 for size in sizes if size == sizes[0])
+        chunks = (f"{len(sizes)} chunks of {count(sizes[0], 'transformer block')} each"
+                  if more == len(sizes) else
+                  f"{len(sizes)} uneven chunks: the first {more} of {count(sizes[0], 'block')},"
+                  f" the other {len(sizes) - more} of {sizes[-1]}")
+        return f"{pp} stages of {vp} chunks ({chunks})"
     sizes = stage_blocks(blocks, pp)
     if len(set(sizes)) == 1:
         return f"{pp} stages of {count(sizes[0], 'transformer block')} each"
@@ -193,7 +211,12 @@ def best_lines(r: LayoutResult, blocks: int = 0) -> list[str]:
                    + "2 backward)"
                    + (" as reduce-scatter + all-gather (sequence parallel)"
                       if lay.sequence_parallel else ""))
-    if lay.pp > 1:
+    if lay.pp > 1 and lay.vp > 1:
+        out.append(f"  pipeline: {_stages_text(blocks, lay.pp, lay.vp)}, interleaved: chunk c "
+                   f"on GPU c mod {lay.pp}; bubble {r.bubble_fraction:.1%} = (p - 1) / (v m + "
+                   f"p - 1) with m = {r.micro_batches}, v = {lay.vp}; point-to-point "
+                   f"{seconds(p.parts['p2p_s'])}, a transfer at every chunk boundary")
+    elif lay.pp > 1:
         out.append(f"  pipeline: {_stages_text(blocks, lay.pp)}, bubble "
                    f"{r.bubble_fraction:.1%} = (p - 1) / (m + p - 1) with m = {r.micro_batches}")
     # each part at three digits in its own unit: an MLP's 24.6 MB of weights read "0.0 GB"
