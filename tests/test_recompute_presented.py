@@ -1,0 +1,72 @@
+"""Activation recomputation as a reader meets it (0.9.0): GPT-2 small's recomputed FLOPs worked
+by hand from its config (h 768, 12 blocks, vocabulary 50257), the recompute line naming only
+what the step runs again, and every output that gives a step time (analyze's header, compare's
+and sweep's text, JSON, HTML and charts) saying that time holds the recomputation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+GPT2 = EXAMPLES / "hf" / "gpt2.json"
+H, BLOCKS, BATCH, SEQ = 768, 12, 8, 1024  # GPT-2 small: n_embd 768, n_layer 12
+T = BATCH * SEQ  # tokens a step
+# one block's forward GEMMs: qkv 2 T h 3h, proj 2 T h h, ffn 2 x 2 T h 4h = 24 T h^2; naive
+# attention's QK^T and attention over V 2 T s h each (not halved for the causal mask: the
+# naive form computes every score)
+PROJECTIONS = 24 * T * H * H
+CORE = 4 * T * SEQ * H
+GPT2_ARGS = ("--hw", "h100", "--batch", BATCH, "--seq", SEQ, "--dtype", "bf16")
+MLP = ("batch: 512\ndtype: fp16\nmode: train\nlayers:\n"
+       "  - {type: linear, in: 1024, out: 4096, activation: relu}\n"
+       "  - {type: linear, in: 4096, out: 1000}\n")
+
+
+def _json(invoke, command, model, *args):
+    result = invoke(command, model, *args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("attention, recompute, expected", [
+    ("naive", "full", BLOCKS * (PROJECTIONS + CORE)),  # = 1,700,807,049,216
+    ("flash", "full", BLOCKS * PROJECTIONS),  # the core is the flash op's, not a GEMM
+    ("naive", "selective", BLOCKS * CORE),
+    ("flash", "selective", 0),  # flash's backward recomputes the scores itself
+])
+def test_gpt2_small_recomputed_gemm_flops_by_hand(invoke, attention, recompute, expected):
+    data = _json(invoke, "analyze", GPT2, *GPT2_ARGS, "--attention", attention,
+                 "--recompute", recompute)
+    assert data["totals"]["recompute_gemm_flops"] == expected
+    assert data["recompute"] == recompute
+
+
+def test_the_recompute_line_names_only_what_the_step_runs_again(invoke, tmp_path):
+    gpt2 = invoke("analyze", GPT2, *GPT2_ARGS, "--recompute", "full").stdout
+    line = " ".join(gpt2.split("recompute full: +")[1].split("\nmemory:")[0].split())
+    assert "each transformer block's whole forward" in line
+    assert "linear layer" not in line  # GPT-2's output layer has no activation
+    mlp = tmp_path / "mlp.yaml"
+    mlp.write_text(MLP, encoding="utf-8")
+    text = invoke("analyze", mlp, "--hw", "a100", "--recompute", "full").stdout
+    line = " ".join(text.split("recompute full: +")[1].split("\nmemory:")[0].split())
+    assert "each linear layer's product and bias before its activation" in line
+    assert "transformer" not in line
+
+
+def test_selective_says_why_nothing_runs_again(invoke, tmp_path):
+    flash = " ".join(invoke("analyze", GPT2, *GPT2_ARGS, "--recompute", "selective")
+                     .stdout.split())
+    assert ("keeps no s x s matrix; with --attention naive its attention core would run "
+            "again memory:") in flash  # a whole sentence, not one cut at "would be"
+    mlp = tmp_path / "mlp.yaml"
+    mlp.write_text(MLP, encoding="utf-8")
+    text = " ".join(invoke("analyze", mlp, "--hw", "a100", "--recompute", "selective")
+                    .stdout.split())
+    assert ("recompute selective: nothing is run again here: selective recomputes a "
+            "transformer block's naive attention core, and the step has no transformer "
+            "block") in text
+    assert "flash" not in text
