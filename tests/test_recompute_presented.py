@@ -70,3 +70,43 @@ def test_selective_says_why_nothing_runs_again(invoke, tmp_path):
             "transformer block's naive attention core, and the step has no transformer "
             "block") in text
     assert "flash" not in text
+
+
+def test_headers_name_the_recomputation_their_step_times_hold(invoke):
+    text = invoke("analyze", GPT2, *GPT2_ARGS, "--recompute", "full").stdout
+    assert text.startswith("gpt2 on h100-sxm5-80gb: bf16, batch 8, seq 1024, train, "
+                           "recompute full\n")
+    plain = invoke("analyze", GPT2, *GPT2_ARGS).stdout
+    assert plain.startswith("gpt2 on h100-sxm5-80gb: bf16, batch 8, seq 1024, train\n")
+    compare = invoke("compare", GPT2, "--hw", "a100", "--hw", "h100", "--batch", BATCH,
+                     "--seq", SEQ, "--dtype", "bf16", "--recompute", "full").stdout
+    assert compare.startswith("gpt2: batch 8, seq 1024, train, recompute full; baseline")
+    assert ("summed over every GEMM and op, and the forward work recompute full runs again in "
+            "the backward pass, at each entry's peak") in compare
+    verdict = compare.split("verdict: ")[1]
+    assert "other ops " in verdict and ", recomputation " in verdict.split(");")[0]
+    sweep = invoke("sweep", GPT2, "--hw", "h100", "--batch", "1,2", "--seq", SEQ, "--dtype",
+                   "bf16", "--recompute", "full").stdout
+    assert sweep.startswith("gpt2 on h100-sxm5-80gb: bf16, train, recompute full (batch sweep)")
+    assert "and the forward work recompute full runs again in the backward pass;" in sweep
+    assert "(the predicted column: GEMMs, ops and recomputation)" in sweep
+    plain_sweep = invoke("sweep", GPT2, "--hw", "h100", "--batch", "1,2", "--seq", SEQ,
+                         "--dtype", "bf16").stdout
+    assert "recomput" not in plain_sweep
+
+
+def test_compare_chart_and_page_label_the_recomputation(invoke):
+    pytest.importorskip("matplotlib")
+    from roofline import compare
+    from roofline.output.html import comparison_page
+    from roofline.plot.compare import plot_comparison
+
+    c = compare(str(GPT2), ["a100", "h100"], batch=BATCH, seq=SEQ, dtype="bf16",
+                recompute="full")
+    ax = plot_comparison(c)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "memory-bound roofline time (GEMMs, other ops and recomputation)" in legend
+    assert "recompute full" in ax.get_title()
+    page = comparison_page(c)
+    assert "the forward work recompute full runs again in the backward pass" in page
+    assert "memory-bound (GEMMs, ops and recomputation)" in page

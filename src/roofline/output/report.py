@@ -272,11 +272,25 @@ def _mixed_precision_text(network) -> str:
 
 def step_text(network) -> str:
     """``batch 8, seq 4096, inference (decode)``: the step a report describes (the phase only
-    for a model with a sequence, where it changes anything)."""
+    for a model with a sequence, where it changes anything); a training step that recomputes
+    activations says how (``batch 8, seq 4096, train, recompute full``), its time holding the
+    forward work run again (``analysis.recompute``; a captured module's does not)."""
+    setting = recompute_setting(network)
+    again = f", {setting}" if setting else ""
     if network.seq is None:
-        return f"batch {network.batch}, {network.mode}"
+        return f"batch {network.batch}, {network.mode}{again}"
     mode = network.mode if network.mode == "train" else f"{network.mode} ({network.step_phase})"
-    return f"batch {network.batch}, seq {network.seq}, {mode}"
+    return f"batch {network.batch}, seq {network.seq}, {mode}{again}"
+
+
+def recompute_setting(network) -> str:
+    """``recompute full``: a training step's recomputation, where its time holds the forward
+    work run again (``analysis.recompute``); "" for none, outside training and for a captured
+    module, whose step is what its run recorded."""
+    if network.mode != "train" or network.recompute == "none" or (
+            network.captured_batch is not None):
+        return ""
+    return f"recompute {network.recompute}"
 
 
 def tf32_text(report: Report) -> str:
