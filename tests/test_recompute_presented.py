@@ -95,6 +95,25 @@ def test_headers_name_the_recomputation_their_step_times_hold(invoke):
     assert "recomput" not in plain_sweep
 
 
+def test_compare_and_sweep_json_carry_the_recomputation(invoke):
+    """compare's devices and sweep's points give the share of their step times recomputation
+    is, the same as analyze's totals at that device or batch; the top level names it."""
+    analyzed = _json(invoke, "analyze", GPT2, *GPT2_ARGS, "--recompute", "full")["totals"]
+    assert analyzed["recompute_time_s"] > 0
+    compared = _json(invoke, "compare", GPT2, "--hw", "h100", "--hw", "a100", "--batch", BATCH,
+                     "--seq", SEQ, "--dtype", "bf16", "--recompute", "full")
+    swept = _json(invoke, "sweep", GPT2, "--hw", "h100", "--batch", f"1,{BATCH}", "--seq", SEQ,
+                  "--dtype", "bf16", "--recompute", "full")
+    h100, point = compared["devices"][0], swept["points"][1]
+    assert compared["recompute"] == swept["recompute"] == "full"
+    for item in (h100, point):
+        assert item["recompute_time_s"] == analyzed["recompute_time_s"]
+        assert item["predicted_recompute_time_s"] == analyzed["predicted_recompute_time_s"]
+    plain = _json(invoke, "compare", GPT2, "--hw", "h100", "--hw", "a100", "--batch", BATCH,
+                  "--seq", SEQ, "--dtype", "bf16")
+    assert plain["recompute"] == "none" and plain["devices"][0]["recompute_time_s"] == 0
+
+
 def test_compare_chart_and_page_label_the_recomputation(invoke):
     pytest.importorskip("matplotlib")
     from roofline import compare
