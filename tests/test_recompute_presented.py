@@ -44,6 +44,19 @@ def test_gpt2_small_recomputed_gemm_flops_by_hand(invoke, attention, recompute, 
     assert data["recompute"] == recompute
 
 
+def test_mfu_and_hfu_as_the_readme_derives_them(invoke):
+    """README: MFU = flops / (step time x peak_tflops x 10^12), HFU the same over flops +
+    recompute_flops; GPT-2 at 8 x 1024 in bf16 on an H100 with full recomputation: 21%, 26%."""
+    data = _json(invoke, "analyze", GPT2, *GPT2_ARGS, "--recompute", "full")
+    t = data["totals"]
+    peak = data["peak_tflops"] * 1e12
+    assert data["peak_tflops"] == 989.5  # NVIDIA's H100 SXM5 dense bf16
+    assert round(100 * t["flops"] / (t["predicted_time_s"] * peak)) == 21
+    assert round(100 * (t["flops"] + t["recompute_flops"]) / (t["predicted_time_s"] * peak)) == 26
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert "runs at 21%\nMFU and 26% HFU" in readme or "runs at 21% MFU and 26% HFU" in readme
+
+
 def test_the_recompute_line_names_only_what_the_step_runs_again(invoke, tmp_path):
     gpt2 = invoke("analyze", GPT2, *GPT2_ARGS, "--recompute", "full").stdout
     line = " ".join(gpt2.split("recompute full: +")[1].split("\nmemory:")[0].split())
