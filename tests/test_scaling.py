@@ -98,7 +98,8 @@ def test_every_named_link_has_a_source_and_a_bandwidth():
 @pytest.mark.parametrize("args, message", [
     (["--data-parallel", "0", "--interconnect", "10gbe"], "Error: --data-parallel: expected worker counts >= 1"),
     (["--data-parallel", "4", "--interconnect", "11gbe"], "Error: --interconnect: unknown link '11gbe' (known: pcie3-x16"),
-    (["--data-parallel", "4"], "Error: --data-parallel: a worker count and an interconnect go together"),
+    (["--data-parallel", "4"], "Error: --data-parallel: no interconnect to all-reduce over: give --interconnect ib-ndr too"),
+    (["--interconnect", "10gbe"], "Error: --interconnect: no worker counts to all-reduce among: give --data-parallel 8"),
     (["--host-link", "-3"], "Error: --host-link: expected a positive bandwidth in GB/s"),
 ])
 def test_bad_scaling_options_are_one_line_errors(runner, args, message):

@@ -165,9 +165,13 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
     """``report`` with what was asked for: the streamed input over the entry's host link (or
     ``host_link``, a links.yaml name or GB/s, which also replaces the entry's link on the plot)
     and a data-parallel table over ``interconnect`` for each worker count."""
-    if (workers is None) != (interconnect is None):
-        raise InputError("workers", "", "a worker count and an interconnect go "
-                                                "together: give both")
+    if workers is None and interconnect is not None:
+        raise InputError("interconnect", "", f"no worker counts to all-reduce among: give "
+                                             f"{option('workers', '8')} (or a list, 1,8,32) too")
+    if workers is not None and interconnect is None:
+        raise InputError("workers", "", f"no interconnect to all-reduce over: give "
+                                        f"{option('interconnect', 'ib-ndr')} too (a links.yaml "
+                                        f"name such as ib-ndr or nvlink4, or GB/s per direction)")
     result = Scaling()
     if host_link is not None or stream_input:
         report = _stream(report, host_link)

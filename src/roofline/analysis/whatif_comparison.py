@@ -192,6 +192,10 @@ class Comparison:
                             "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                             "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
                             "predicted_time_s": totals["predicted_time_s"],
+                            # of time_s and predicted_time_s, the forward work recomputation
+                            # runs again (analysis.recompute; 0 without)
+                            "recompute_time_s": totals["recompute_time_s"],
+                            "predicted_recompute_time_s": totals["predicted_recompute_time_s"],
                             "predicted_speedup": self.predicted_speedup(report),
                             "prediction_basis": basis_of(report.hardware),
                             "prediction_fit": fit_of(report.hardware),
@@ -219,7 +223,9 @@ class Comparison:
                 "seq": first.seq, "mode": first.mode, "phase": first.step_phase,
                 "prompt": gen.prompt if gen else None, "generate": gen.generate if gen else None,
                 "point_step": point_step(base),
-                "optimizer": first.optimizer, "quantization_in_time": base.quantization,
+                "optimizer": first.optimizer,
+                "recompute": first.recompute if first.mode == "train" else "none",
+                "quantization_in_time": base.quantization,
                 "devices": devices, "gemms": gemms}
 
     def _generation_dict(self, report: Report) -> dict[str, Any]:

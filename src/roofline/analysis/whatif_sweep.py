@@ -221,6 +221,9 @@ class Sweep:
                 "samples_per_s": report.batch / totals["time_s"],
                 "predicted_time_s": totals["predicted_time_s"],
                 "predicted_samples_per_s": report.batch / totals["predicted_time_s"],
+                # of time_s and predicted_time_s, the forward work recomputation runs again
+                "recompute_time_s": totals["recompute_time_s"],
+                "predicted_recompute_time_s": totals["predicted_recompute_time_s"],
                 **({"tokens_per_s": self.rate(report, totals["time_s"]),
                     "predicted_tokens_per_s": self.rate(report, totals["predicted_time_s"])}
                    if self.unit == "tokens" else {}),
@@ -234,7 +237,9 @@ class Sweep:
         by_seq = self.transitions_by_seq() if self.grid else None
         return {"model": first.network.name, "hardware": first.hardware.name,
                 "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
-                "phase": first.network.step_phase, "ridge": first.ridge,
+                "phase": first.network.step_phase,
+                "recompute": first.network.recompute if first.network.mode == "train" else "none",
+                "ridge": first.ridge,
                 "prompt": first.generation.prompt if first.generation else None,
                 "generate": first.generation.generate if first.generation else None,
                 "point_step": point_step(first),

@@ -272,11 +272,25 @@ def _mixed_precision_text(network) -> str:
 
 def step_text(network) -> str:
     """``batch 8, seq 4096, inference (decode)``: the step a report describes (the phase only
-    for a model with a sequence, where it changes anything)."""
+    for a model with a sequence, where it changes anything); a training step that recomputes
+    activations says how (``batch 8, seq 4096, train, recompute full``), its time holding the
+    forward work run again (``analysis.recompute``; a captured module's does not)."""
+    setting = recompute_setting(network)
+    again = f", {setting}" if setting else ""
     if network.seq is None:
-        return f"batch {network.batch}, {network.mode}"
+        return f"batch {network.batch}, {network.mode}{again}"
     mode = network.mode if network.mode == "train" else f"{network.mode} ({network.step_phase})"
-    return f"batch {network.batch}, seq {network.seq}, {mode}"
+    return f"batch {network.batch}, seq {network.seq}, {mode}{again}"
+
+
+def recompute_setting(network) -> str:
+    """``recompute full``: a training step's recomputation, where its time holds the forward
+    work run again (``analysis.recompute``); "" for none, outside training and for a captured
+    module, whose step is what its run recorded."""
+    if network.mode != "train" or network.recompute == "none" or (
+            network.captured_batch is not None):
+        return ""
+    return f"recompute {network.recompute}"
 
 
 def tf32_text(report: Report) -> str:
@@ -373,21 +387,41 @@ _NOT_COUNTED = {
 
 
 #: What each ``recompute`` setting runs again in the backward pass
-#: (``model.layers.recomputed``), in words.
+#: (``model.layers.recomputed``), in words: under ``full``, by the kind of layer that does
+#: (a transformer block, False; a linear layer with an activation, True), only those the
+#: step has (``recomputed_text``).
 RECOMPUTED_TEXT = {
-    "full": "each transformer block's whole forward, from the input it keeps, and a linear "
-            "layer's product and bias before its activation",
-    "selective": "each naive-attention block's attention core (QK^T, softmax, its dropout, "
-                 "attention over V)",
+    "full": {False: "each transformer block's whole forward, from the input it keeps",
+             True: "each linear layer's product and bias before its activation, from the "
+                   "input it keeps"},
+    "selective": {False: "each naive-attention block's attention core (QK^T, softmax, its "
+                         "dropout, attention over V)"},
 }
 #: Why a setting runs nothing again in a step that has nothing it recomputes.
 NOTHING_AGAIN = {
     "full": "no layer drops a tensor its backward pass reads (a transformer block or a linear "
             "layer with an activation would)",
     "selective": "flash attention's backward already recomputes the scores (in its "
-                 "flash-attention-backward op) and keeps no s x s matrix; naive attention's core "
-                 "would be",
+                 "flash-attention-backward op) and keeps no s x s matrix; with --attention "
+                 "naive its attention core would run again",
+    "selective-blockless": "selective recomputes a transformer block's naive attention core, "
+                           "and the step has no transformer block",
 }
+
+
+def recomputed_text(report: Report) -> str:
+    """What ``report``'s step runs again in its backward pass, naming only the kinds of layer
+    that do here: a GPT-2 has no linear layer with an activation, an MLP no transformer
+    block."""
+    from ..model.layers import recomputed
+    from ..model.layers.linear import Linear
+
+    net = report.network
+    how, step = net.recompute, net.step()
+    kinds = {isinstance(run.layer, Linear) for run in net.layer_runs
+             if recomputed(run.layer, step, how)}
+    parts = RECOMPUTED_TEXT[how]
+    return " and ".join(text for kind, text in parts.items() if kind in kinds or not kinds)
 
 
 def recompute_line(report: Report) -> str | None:
@@ -401,11 +435,16 @@ def recompute_line(report: Report) -> str | None:
     if net.mode != "train" or how == "none" or net.captured_batch is not None:
         return None
     if not (t["recompute_time_s"] or t["recompute_flops"]):
-        return f"recompute {how}: nothing is run again here: {NOTHING_AGAIN[how]}"
+        from ..model.layers.transformer import Transformer
+
+        blockless = how == "selective" and not any(isinstance(run.layer, Transformer)
+                                                   for run in net.layer_runs)
+        why = NOTHING_AGAIN["selective-blockless" if blockless else how]
+        return f"recompute {how}: nothing is run again here: {why}"
     more = f", {t['recompute_flops'] / t['flops']:.0%} above the model's" if t["flops"] else ""
     return (f"recompute {how}: +{seconds(t['recompute_time_s'])} roof, "
             f"+{seconds(t['predicted_recompute_time_s'])} predicted, in the step time above: "
-            f"{RECOMPUTED_TEXT[how]}, run again in the backward pass "
+            f"{recomputed_text(report)}, run again in the backward pass "
             f"({si(t['recompute_flops'], 'FLOP')} more{more})")
 
 

@@ -88,6 +88,24 @@ ROOF_TEXT = ("the pure roofline time of each GEMM and op as a pass of its own, a
 STEP_ROOF_TEXT = f"the roof ({ROOF_TEXT}) summed over every GEMM and op"
 
 
+def step_roof_text(report: Report) -> str:
+    """``STEP_ROOF_TEXT`` for ``report``'s step (compare's baseline, sweep's first point):
+    where it recomputes activations, that its times hold the forward work run again too
+    (``totals['recompute_time_s']``), as analyze's total names it."""
+    if not report.totals["recompute_time_s"]:
+        return STEP_ROOF_TEXT
+    return (f"{STEP_ROOF_TEXT}, and the forward work recompute {report.network.recompute} "
+            f"runs again in the backward pass")
+
+
+def parts_text(report: Report, ops: str = "other ops") -> str:
+    """What a step's time is made of, in a label: ``GEMMs and other ops``, or with the
+    forward work recomputation runs again, ``GEMMs, other ops and recomputation``."""
+    if not report.totals["recompute_time_s"]:
+        return f"GEMMs and {ops}"
+    return f"GEMMs, {ops} and recomputation"
+
+
 def time_lines(report: Report) -> list[str]:
     """What says which time is which, and the step's totals of each."""
     lines = [f"roof: {ROOF_TEXT} (the time column above)",

@@ -16,11 +16,12 @@ from .report import (
     precision_text,
     prefill_limit_text,
     quantization_line,
+    recompute_setting,
     ridge_text,
     step_text,
     whole_generation_text,
 )
-from .times import STEP_ROOF_TEXT, basis_sentence
+from .times import basis_sentence, parts_text, step_roof_text
 from .whatif_verdict import _capacity
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def _compare_header(c: Comparison) -> list[str]:
              "precision"
              + (" (the model's; a device without its dtype runs the nearest, as noted)"
                 if other else "") + f": {precision_text(model)}",
-             f"step time: {STEP_ROOF_TEXT}, at each entry's peak and bandwidth ({origins}); "
+             f"step time: {step_roof_text(c.baseline)}, at each entry's peak and bandwidth "
+             f"({origins}); "
              f"predicted: each device's own basis (the verdict names it)"]
     if g is not None:
         lines += [generations.terms_line(g),
@@ -121,14 +123,15 @@ def sweep_header(s: Sweep) -> list[str]:
     lines = [f"{net.name} on {s.hardware.name}: {first.dtype}, {net.mode}"
              + (f", {net.step_phase}" if net.seq is not None and net.step_phase != net.mode
                 else "")
+             + (f", {again}" if (again := recompute_setting(net)) else "")
              + f" ({'batch x seq grid' if s.grid else what})",
              f"precision: {precision_text(net)}",
              ridge_text(first),
-             f"step time, {s.unit}/s: {STEP_ROOF_TEXT}; memory-bound time: its share in "
-             f"memory-bound GEMMs and ops"
+             f"step time, {s.unit}/s: {step_roof_text(first)}; memory-bound time: its share "
+             f"in memory-bound {parts_text(first, 'ops')}"
              + (("; a decode step makes one token a sequence" if net.step_phase == "decode"
                  else "; tokens/s: batch x seq tokens a step") if s.unit == "tokens" else ""),
-             basis_sentence(s.hardware) + " (the predicted column: GEMMs and ops)"]
+             basis_sentence(s.hardware) + f" (the predicted column: {parts_text(first, 'ops')})"]
     if first.quantization:
         lines.append(quantization_line(False, [s.hardware]))
     capacity = first.memory.capacity_bytes if first.memory else None

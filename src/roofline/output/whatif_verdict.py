@@ -55,12 +55,15 @@ def _step(c: Comparison) -> str:
 def _parts(report: Report, base: Report) -> str:
     """`` (GEMMs 3.43x, other ops 1.64x)``: how much faster ``report``'s GEMMs and other ops
     run than ``base``'s, where both steps have ops (a speedup that the peak ratio alone does
-    not explain); else nothing."""
+    not explain), and the forward work recomputation runs again, where both run some; else
+    nothing."""
     t, b = report.totals, base.totals
     if not (t["op_time_s"] and b["op_time_s"] and t["gemm_time_s"] and b["gemm_time_s"]):
         return ""
+    again = (f", recomputation {times(b['recompute_time_s'] / t['recompute_time_s'])}"
+             if t["recompute_time_s"] and b["recompute_time_s"] else "")
     return (f" (GEMMs {times(b['gemm_time_s'] / t['gemm_time_s'])}, other ops "
-            f"{times(b['op_time_s'] / t['op_time_s'])})")
+            f"{times(b['op_time_s'] / t['op_time_s'])}{again})")
 
 
 def _peaks(report: Report, base: Report) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Union
 
 from ..output.report import step_text
+from ..output.times import parts_text
 from ..units import three_digits
 from .figure import below_axes, figure_class
 from .style import BOUND_COLORS, LABEL_SIZE
@@ -53,7 +54,7 @@ def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
         ax.set_xlim(min(times) / scale / 2, longest / scale * 40)
         ax.set_ylim(-0.6, len(rows) - 0.4)  # a bar's height of room about each row's dot
     else:
-        handles = _split_bars(ax, rows, times, fractions, scale)
+        handles = _split_bars(ax, rows, times, fractions, scale, parts_text(reports[0]))
         ax.set_xlim(0, longest / scale * 1.45)
     handles += predicted_marks(ax, rows, predicted, scale, "predicted-step",
                                "predicted step time (each device's own basis)")
@@ -117,15 +118,16 @@ def _step_dots(ax: Axes, rows: list[int], times: list[float],
 
 
 def _split_bars(ax: Axes, rows: list[int], times_s: list[float], fractions: list[float],
-                scale: float) -> list[Handle]:
+                scale: float, parts: str = "GEMMs and other ops") -> list[Handle]:
     """Linear: each bar split into memory-bound time (time x fraction) and compute-bound time
-    (the rest), in units of ``scale`` seconds. Returns the legend's handles."""
+    (the rest), in units of ``scale`` seconds, of ``parts`` (``output.times.parts_text``: the
+    recomputation named where the step has one). Returns the legend's handles."""
     memory = [t * f / scale for t, f in zip(times_s, fractions)]
     compute = [t / scale - m for t, m in zip(times_s, memory)]
     return [ax.barh(rows, memory, color=BOUND_COLORS["memory"], height=0.6, gid="bars-memory",
-                    label="memory-bound roofline time (GEMMs and other ops)"),
+                    label=f"memory-bound roofline time ({parts})"),
             ax.barh(rows, compute, left=memory, color=BOUND_COLORS["compute"], height=0.6,
-                    gid="bars-compute", label="compute-bound roofline time (GEMMs and other ops)")]
+                    gid="bars-compute", label=f"compute-bound roofline time ({parts})")]
 
 
 def _bar_labels(ax: Axes, comparison: Comparison, rows: list[int], scale: float,

@@ -18,9 +18,10 @@ from ..report import (
     optimizer_states_text,
     precision_text,
     quantization_line,
+    recompute_setting,
     step_text,
 )
-from ..times import STEP_ROOF_TEXT
+from ..times import parts_text, step_roof_text
 from ..whatif_cells import (
     fits_cell,
     memory_bound_gemms,
@@ -141,8 +142,8 @@ def _bars(c: Comparison) -> str:
     which = (f" ({generations.step_shown(c.baseline, brackets=False)})" if c.generating
              else "")
     return (f"<figure>{chart}<figcaption>Step time by device{escape(which)}, "
-            f"{STEP_ROOF_TEXT}: the hatched "
-            "part is memory-bound (GEMMs and ops), the solid part compute-bound."
+            f"{escape(step_roof_text(c.baseline))}: the hatched part is memory-bound "
+            f"({escape(parts_text(c.baseline, 'ops'))}), the solid part compute-bound."
             "</figcaption></figure>")
 
 
@@ -449,7 +450,9 @@ def _sweep_body(s: Sweep) -> tuple[str, str]:
             if s.generating else f"{s.axis} sweep")
     title = f"{first.network.name} on {s.hardware.name}: {what}"
     pairs = [("model", first.network.name), ("device", s.hardware.name),
-             ("dtype", first.dtype), ("mode", first.network.mode),
+             ("dtype", first.dtype),
+             ("mode", ", ".join(filter(None, (first.network.mode,
+                                              recompute_setting(first.network))))),
              ("precision", precision_text(first.network)),
              ("ridge", f"{first.ridge:.1f} FLOP/B"),
              ("batches", ", ".join(map(str, s.batches)))]
