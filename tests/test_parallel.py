@@ -421,9 +421,19 @@ def test_moe_with_tensor_parallelism_moves_what_megatron_core_moves():
     assert result.stages[0].tp_comm_s == pytest.approx(
         32 * (2 * all_reduce + 4 * gather) + 2 * all_reduce + cross_entropy)
     # without sequence parallelism plan leaves MoE at tp > 1 out, naming the rule
-    with pytest.raises(InputError, match="experts with tp > 1 need sequence parallelism"):
+    with pytest.raises(InputError, match="experts with tensor parallelism need sequence "
+                                         "parallelism"):
         plan_layouts(net, load_hardware("h100"), [8], 8, h100_fabric(), tp=[2],
                      sequence_parallel=False)
+    # in a list with a value that runs, said on plan's left-out line, not dropped unsaid
+    kept = plan_layouts(net, load_hardware("h100"), [8], 8, h100_fabric(), tp=[1, 2], ep=[8],
+                        sequence_parallel=False)
+    assert any(line.startswith("tp 2: experts with tensor parallelism need sequence "
+                               "parallelism") for line in kept.left_out)
+    # the default candidates (no --tp) leave them out of the search
+    searched = plan_layouts(net, load_hardware("h100"), [8], 8, h100_fabric(), ep=[8],
+                            sequence_parallel=False)
+    assert {result.layout.tp for result in searched.results} == {1}
 
 
 def test_expert_parallelism_splits_the_experts_not_the_router():

@@ -90,7 +90,8 @@ def check_training(network: Network) -> None:
 def check_layout(network: Network, layout: Layout) -> None:
     """One line (InputError) for a layout this network cannot run: tp not dividing a block's
     heads, kv_heads or ffn, a pipeline deeper than the blocks, ep not dividing the experts or
-    dp, ZeRO 2 or 3 with a pipeline, a training-only split of an inference step, interleaved
+    dp, ZeRO 2 or 3 with a pipeline, experts at tp > 1 without sequence parallelism, a
+    training-only split of an inference step, interleaved
     stages (vp > 1) without a pipeline or with more chunks (pp x vp) than blocks."""
     src = network.source
     check_training(network)
@@ -118,6 +119,11 @@ def check_layout(network: Network, layout: Layout) -> None:
     if layout.dp % layout.ep:
         raise InputError(src, "", f"expert parallelism {layout.ep} must divide the "
                                   f"data-parallel degree {layout.dp} ({option('ep')})")
+    if layout.tp > 1 and not layout.sequence_parallel and any(run.layer.experts
+                                                               for run in runs):
+        raise InputError(src, "", "experts with tensor parallelism need sequence parallelism: "
+                                  "Megatron-Core refuses MoE training with tp > 1 without it "
+                                  f"({option('sequence_parallel')})")
     if layout.zero >= 2 and layout.pp > 1:
         raise InputError(src, "", f"ZeRO stage {layout.zero} does not combine with pipeline "
                                   f"parallelism (DeepSpeed refuses it; use {option('zero', '1')}"

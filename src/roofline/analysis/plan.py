@@ -226,7 +226,8 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     pipeline GPU holds (interleaved stages; default 1, 1F1B)."""
     network.check()
     check_training(network)  # before the layouts: an inference step has none to divide
-    tp, tp_out = _usable(network, "tp", tp, lambda v: Layout(tp=v))
+    tp, tp_out = _usable(network, "tp", tp,
+                         lambda v: Layout(tp=v, sequence_parallel=sequence_parallel))
     pp, pp_out = _usable(network, "pp", pp, lambda v: Layout(pp=v))
     ep, ep_out = _usable(network, "ep", ep, lambda v: Layout(ep=v, dp=v))
     # a chunk count no given pipeline takes: the shallowest given deeper than 1 (2 when none
@@ -392,8 +393,8 @@ def _rule_text(rule: int, blocks: int, experts: int) -> str:
             f"ep must divide the {experts} experts ({option('ep')})",
             f"dp x micro-batch must divide the global batch ({option('batch')})",
             f"ZeRO 2 and 3 do not combine with a pipeline ({option('zero')})",
-            "experts with tp > 1 need sequence parallelism (Megatron-Core refuses MoE training "
-            f"with tensor parallelism without it; {option('tp', '1')} or "
+            "experts with tensor parallelism need sequence parallelism: Megatron-Core refuses "
+            f"MoE training with tp > 1 without it ({option('tp', '1')} or "
             f"{option('sequence_parallel')})",
             f"interleaved stages (vp > 1) need a pipeline, pp > 1 ({option('vp')})",
             f"pp x vp must be at most the model's {blocks} transformer blocks ({option('vp')})",
