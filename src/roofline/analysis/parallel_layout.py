@@ -119,8 +119,8 @@ def check_layout(network: Network, layout: Layout) -> None:
     if layout.dp % layout.ep:
         raise InputError(src, "", f"expert parallelism {layout.ep} must divide the "
                                   f"data-parallel degree {layout.dp} ({option('ep')})")
-    if layout.tp > 1 and not layout.sequence_parallel and any(run.layer.experts
-                                                               for run in runs):
+    experts = any(isinstance(run.layer, Transformer) and run.layer.experts for run in runs)
+    if layout.tp > 1 and not layout.sequence_parallel and experts:
         raise InputError(src, "", "experts with tensor parallelism need sequence parallelism: "
                                   "Megatron-Core refuses MoE training with tp > 1 without it "
                                   f"({option('sequence_parallel')})")
