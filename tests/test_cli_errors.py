@@ -166,8 +166,8 @@ def test_plan_of_an_inference_step_says_why_first(invoke):
     line = one_error_line(invoke("plan", EXAMPLES / "hf" / "llama-2-7b.json", "--hw", "h100", "--gpus",
                                  "1", "--batch", "1", "--seq", "2048", "--mode", "inference"))
     assert line == ("Error: --mode: inference, but `roofline plan` splits training steps only: "
-                    "serving over several GPUs is not modelled (analyze, compare and sweep take "
-                    "--prompt P --generate G for one GPU's)")
+                    "serving over several GPUs is `roofline analyze --tp N`'s (a step, or "
+                    "--prompt P --generate G)")
 
 
 @pytest.mark.parametrize("option", [("--phase", "decode"), ("--weights", "int4"),
@@ -181,8 +181,8 @@ def test_plan_refuses_a_serving_setting_without_sending_the_user_in_a_circle(inv
     line = one_error_line(invoke("plan", EXAMPLES / "hf" / "mixtral-8x7b.json", "--hw", "h100",
                                  "--gpus", "4", "--batch", "8", "--seq", "2048", *option))
     assert line.startswith(f"Error: {option[0]}: an inference setting, but `roofline plan` "
-                           f"splits training steps only: serving over several GPUs is not "
-                           f"modelled")
+                           f"splits training steps only: serving over several GPUs is "
+                           f"`roofline analyze --tp N`'s")
     assert "give --mode inference" not in line
     help_text = invoke("plan", "--help").stdout
     listed = help_text.split("Options:")[1]

@@ -88,7 +88,8 @@ def analyze_model(model: Network | str | os.PathLike[str],
                   recompute: str | None = None, weights: str | None = None,
                   activations: str | None = None, kv_cache: str | None = None,
                   group_size: int | None = None, logits: str | None = None,
-                  prompt: int | None = None, generate: int | None = None) -> Report:
+                  prompt: int | None = None, generate: int | None = None, tp: int = 1,
+                  gpus_per_node: int = 8, intra: str | None = None) -> Report:
     """Analyze ``model`` (a Network, a model.yaml path, a Hugging Face config.json path, or
     ``package.module:callable`` returning a torch module and its example inputs, captured by
     ``roofline.torch``; a callable with a ``batch`` parameter is called with ``batch``) on
@@ -109,6 +110,12 @@ def analyze_model(model: Network | str | os.PathLike[str],
     the Report of its last decode step, with ``report.generation`` (time to first token, time
     per output token, tokens/s, latency); they set the sequence lengths, so ``seq`` is not
     given with them.
+
+    ``tp`` above 1 serves the step or the generation over that many GPUs of one node by
+    tensor parallelism (``analysis.serving_tp``): the Report is one GPU's shard, with
+    ``report.tensor_parallel`` (the all-reduces and the logits' gather each step, on ``intra``,
+    a links.yaml name or GB/s, by default the entry's NVSwitch or PCIe) and the communication in
+    its times; ``gpus_per_node`` bounds tp (serving across nodes is not modelled).
     """
     mode, phase = generation_settings(model, mode, phase, prompt, generate)
     network = load_model(model, batch, dtype, mode, attention, optimizer)
@@ -121,9 +128,15 @@ def analyze_model(model: Network | str | os.PathLike[str],
                                       kv_cache=kv_cache, group_size=group_size,
                                       logits=logits)
     spec = hardware_spec(hardware)
-    if prompt is None and generate is None:
+    generating = prompt is not None or generate is not None
+    if generating:
+        check_request(network.source, prompt, generate, seq)
+    if tp != 1 or intra is not None or gpus_per_node != 8:
+        from .analysis.serving_tp import serve
+
+        return serve(network, spec, tp, gpus_per_node, intra, prompt, generate, quantization)
+    if not generating:
         return analyze(network, spec, quantization)
-    check_request(network.source, prompt, generate, seq)
     assert prompt is not None and generate is not None  # check_request's
     return run_generation(network, spec, prompt, generate, quantization)
 

@@ -87,6 +87,20 @@ def check_training(network: Network) -> None:
                                                  "train)")
 
 
+def check_tensor_parallel(network: Network, tp: int) -> None:
+    """One line (InputError) where ``tp`` does not divide every block's heads, kv_heads and
+    ffn, or the model has no transformer block to split: plan's rule, which ``analyze --tp``
+    (serving) checks too."""
+    runs = [run for run in network.layer_runs if isinstance(run.layer, Transformer)]
+    if not runs and tp > 1:
+        raise InputError(network.source, "", f"tensor parallelism splits transformer blocks; "
+                                             f"the model has none (use {option('tp', '1')})")
+    for run in runs:  # a run's copies alike: its first named in the message
+        block = run.copy(0)
+        assert isinstance(block, Transformer)
+        _check_block(network.source, block, Layout(tp=tp))
+
+
 def check_layout(network: Network, layout: Layout) -> None:
     """One line (InputError) for a layout this network cannot run: tp not dividing a block's
     heads, kv_heads or ffn, a pipeline deeper than the blocks, ep not dividing the experts or

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .generation import Generation
     from .measure import Measurement
     from .scaling import Scaling
+    from .serving_tp import TensorParallel
 
 
 class Totals(TypedDict):
@@ -61,6 +62,14 @@ class Totals(TypedDict):
     predicted_recompute_time_s: float
     parameters: int
     active_parameters: int  # all but a mixture of experts' unrouted experts
+
+
+class ServedTotals(Totals):
+    """A tensor-parallel shard's totals (``analyze --tp``): its exposed communication each
+    step, in ``time_s`` and ``predicted_time_s`` (``analysis.serving_tp``)."""
+
+    tp_comm_time_s: float
+    predicted_tp_comm_time_s: float
 
 
 #: What a training step may leave out (``Report.not_counted``): the optimizer update when the
@@ -170,6 +179,9 @@ class Report:
     memory: Memory | None = None  # the step's memory against the device's capacity
     generation: Generation | None = None  # with a prompt and an output length
     residency: Residency | None = None  # whether the step's weights stay in the cache
+    #: served over several GPUs (``analyze --tp``): this is one GPU's shard, and the step's
+    #: time holds the group's exposed communication (``analysis.serving_tp``)
+    tensor_parallel: TensorParallel | None = None
     #: other programs' load (CPUs, /proc/stat) while ``--measure`` timed the GEMMs; None: not
     #: measured, or not readable here
     measured_other_load_cpus: float | None = None
@@ -193,19 +205,22 @@ class Report:
         predicted_gemm_s = float_total(results, lambda r: r.predicted_time_s)
         predicted_op_s = float_total(ops, lambda r: r.predicted_time_s)
         again = recomputation(self)  # the forward run again in the backward pass
-        return {
+        tp = self.tensor_parallel
+        comm, predicted_comm = (tp.step.roof_s, tp.step.predicted_s) if tp else (0.0, 0.0)
+        totals: Totals = {
             # with the GEMMs' dequantization, as an fp8 KV cache's is in its attention op's
             "flops": gemm_flops + int_total(results, lambda r: r.gemm.dequant_flops)
             + int_total(ops, lambda r: r.op.flops),
             "bytes": int_total(results, lambda r: r.gemm.bytes) + int_total(
                 ops, lambda r: r.op.bytes),
-            "time_s": gemm_s + op_s + again.time_s,
+            "time_s": gemm_s + op_s + again.time_s + comm,
             "memory_bound_time_fraction": (memory_s + again.memory_bound_s)
             / (gemm_s + op_s + again.time_s),
             "gemm_flops": gemm_flops,
             "gemm_time_s": gemm_s,
             "predicted_gemm_time_s": predicted_gemm_s,
-            "predicted_time_s": predicted_gemm_s + predicted_op_s + again.predicted_time_s,
+            "predicted_time_s": predicted_gemm_s + predicted_op_s + again.predicted_time_s
+            + predicted_comm,
             "predicted_op_time_s": predicted_op_s,
             "op_time_s": op_s,
             "recompute_flops": again.flops,
@@ -215,6 +230,9 @@ class Report:
             "parameters": self.network.parameters,
             "active_parameters": self.network.active_parameters,
         }
+        if tp is None:
+            return totals
+        return ServedTotals(**totals, tp_comm_time_s=comm, predicted_tp_comm_time_s=predicted_comm)
 
     @cached_property
     def step(self) -> StepVerdict:
@@ -299,6 +317,8 @@ class Report:
              if self.measured_other_load_cpus is not None else {}) | (
             {"memory": self.memory.to_dict()} if self.memory else {}) | (
             {"generation": self.generation.to_dict()} if self.generation else {}) | (
+            {"tensor_parallel": self.tensor_parallel.to_dict()} if self.tensor_parallel
+            else {}) | (
             self.scaling.to_dict() if self.scaling else {})
 
     def __repr__(self) -> str:

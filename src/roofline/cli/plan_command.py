@@ -87,7 +87,7 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
     memory with ZeRO. The optimizer defaults to adam (mixed precision, 16 B per parameter).
 
     Training steps only: serving (an inference step, --phase, --weights, --kv-cache, a
-    generation) split over GPUs is not modelled; analyze, compare and sweep give one GPU's.
+    generation) over the GPUs of a node is `roofline analyze --tp N`'s.
     """
     from ..analysis.plan import parse_counts
     from ..api import plan as plan_call
@@ -138,6 +138,6 @@ def _refuse_inference(overrides: dict) -> None:
         option = "--" + given[0].replace("_", "-")
         what = "inference" if given[0] == "mode" else "an inference setting"
         raise InputError(option, "", f"{what}, but `roofline plan` splits training steps "
-                                     f"only: serving over several GPUs is not modelled "
-                                     f"(analyze, compare and sweep take --prompt P --generate "
-                                     f"G for one GPU's)")
+                                     f"only: serving over several GPUs is `roofline "
+                                     f"analyze --tp N`'s (a step, or --prompt P --generate "
+                                     f"G)")

@@ -22,6 +22,7 @@ from .advice import alignment_text, gemm_advice, gemm_warnings, past_memory, tie
 from .hardware import capacity_text
 from .json import to_json
 from .scaling import scaling_lines
+from .serving_tp import comm_line, header_line
 from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_text
 
 if TYPE_CHECKING:
@@ -315,7 +316,10 @@ def _header(report: Report) -> str:
             + (textwrap.fill(f"tf32: {tf32}", 100, subsequent_indent="  ") + "\n"
                if tf32 else "")
             + f"{ridge_text(report)}"
-            + ("\n" + quantization_line(True, [hw]) if report.quantization else ""))
+            + ("\n" + quantization_line(True, [hw]) if report.quantization else "")
+            + ("\n" + textwrap.fill(header_line(report.tensor_parallel), 100,
+                                     subsequent_indent="  ")
+               if report.tensor_parallel else ""))
 
 
 def ridge_text(report: Report) -> str:
@@ -368,6 +372,9 @@ def totals_line(report: Report) -> str:
         text = (f"{head} (GEMMs {seconds(t['gemm_time_s'])}, other ops "
                 f"{seconds(t['op_time_s'])}" + (f", recomputation {seconds(again)}" if again
                                                  else "")
+                + (f", tensor-parallel communication "
+                   f"{seconds(report.tensor_parallel.step.roof_s)}"
+                   if report.tensor_parallel else "")
                 + f"); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
     left = [_not_counted_text(report, key) for key in report.not_counted()]
@@ -615,18 +622,21 @@ def generation_line(report: Report) -> str | None:
     g = report.generation
     if g is None:
         return None
+    tp = report.tensor_parallel
+    where = f"on the {tp.tp} GPUs" if tp else "on the device"
+    sent = ", all-reduces included" if tp else ""
     text = (f"generation: prompt {g.prompt} + {g.generate} tokens, batch {g.batch}: time to "
-            f"first token {seconds(g.ttft_s)} ({prefill_text(g)})")
+            f"first token {seconds(g.ttft_s)} ({prefill_text(g)}{sent})")
     if g.tpot_s is not None:
-        text += f"; time per output token {seconds(g.tpot_s)} ({decode_text(g)})"
+        text += f"; time per output token {seconds(g.tpot_s)} ({decode_text(g)}{sent})"
     text += (f"; latency {seconds(g.latency_s)}; {si(g.tokens_per_s_per_sequence, '')}"
-             f"tokens/s per sequence, {si(g.tokens_per_s, '')}tokens/s on the device "
+             f"tokens/s per sequence, {si(g.tokens_per_s, '')}tokens/s {where} "
              f"(roofline times: lower bounds); predicted: time to first token "
              f"{seconds(g.predicted_ttft_s)}")
     if g.predicted_tpot_s is not None:
         text += f", time per output token {seconds(g.predicted_tpot_s)}"
     return text + (f", latency {seconds(g.predicted_latency_s)}, "
-                   f"{si(g.predicted_tokens_per_s, '')}tokens/s on the device (the prediction's "
+                   f"{si(g.predicted_tokens_per_s, '')}tokens/s {where} (the prediction's "
                    f"basis above); the table is the last step")
 
 
@@ -877,6 +887,8 @@ def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
     end = ["", *textwrap.wrap(totals_line(report), width=100)]
     again = recompute_line(report)
     end += textwrap.wrap(again, width=100, subsequent_indent="  ") if again else []
+    sent = comm_line(report)
+    end += textwrap.wrap(sent, width=100, subsequent_indent="  ") if sent else []
     memory = memory_line(report)
     end += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
     end += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
@@ -999,7 +1011,9 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     memory = memory_line(report)
     generated = generation_line(report)
     again = recompute_line(report)
+    sent = comm_line(report)
     end = ["", totals_line(report)] + (["", again] if again else []) + (
+        ["", sent] if sent else []) + (
         ["", memory] if memory else []) + [
         "", step_line(report)] + (["", generated] if generated else []) + (
         ["", note] if note else [])

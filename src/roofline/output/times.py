@@ -121,7 +121,9 @@ def time_lines(report: Report) -> list[str]:
     step = []
     if report.ops:  # else the step is its GEMMs
         again = (", the forward work recomputation runs again as its GEMMs and ops are"
-                 if totals["recompute_time_s"] else "")
+                 if totals["recompute_time_s"] else "") + (
+            ", the tensor-parallel communication as said below"
+            if report.tensor_parallel else "")
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)}{again})"]

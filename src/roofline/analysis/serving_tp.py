@@ -1,0 +1,271 @@
+"""Serving a model over ``tp`` GPUs of one node by tensor parallelism (``analyze --tp N``):
+each GPU runs its shard (``parallel_shard.shard_network``: heads, kv_heads and ffn / tp, the
+vocabulary-parallel embedding and output layer), analyzed as any model (its GEMMs, memory per
+GPU, the batch that fits), plus the communication of every forward step, exposed (nothing
+overlaps it: each transfer waits for the GEMM before it and holds up the one after).
+
+A step of T tokens (batch x prompt in a prefill, batch in a decode step) sends, Megatron-style
+(Shoeybi et al. 2019, sec. 3; vLLM's ``RowParallelLinear`` and ``VocabParallelEmbedding``):
+
+- two all-reduces of T x hidden per transformer block (after the attention's output
+  projection and after the FFN's down projection), and one after the vocabulary-parallel
+  embedding;
+- the logits gathered to one rank for sampling: vLLM's ``LogitsProcessor._gather_logits``
+  calls ``tensor_model_parallel_gather`` (to rank 0; an all-gather only on devices without a
+  gather, TPUs): rows x vocab (padded, ``padded_vocab``) elements, rows the logits the step
+  keeps (the batch, or every token with ``logits all``).
+
+Times, on the node's intra-node link (``plan.make_fabric``: NVSwitch in an SXM node, PCIe for
+PCIe cards) of bandwidth B per direction and per-step latency a (``Link.latency_us``, NCCL's
+figure), for a buffer of S bytes on each of p GPUs:
+
+- roof: the bytes alone at the link's bandwidth, a lower bound: 2 (p - 1) / p x S / B for an
+  all-reduce (bandwidth-optimal), (p - 1) / p x S / B for the gather.
+- predicted: the algorithm vLLM runs (its custom all-reduce, ``csrc/custom_all_reduce.cuh``,
+  ``CustomAllreduce::allreduce``, for 2, 4, 6 or 8 GPUs and buffers under its 8 MiB buffer):
+  with 2 GPUs, or on NVLink with 4 or fewer under 512 KiB or 8 or fewer under 256 KiB, the
+  one-shot kernel (``cross_device_reduce_1stage``: every GPU reads its p - 1 peers' whole
+  buffers and adds them), 2 a + (p - 1) S / B; larger buffers on NVLink the two-shot kernel
+  (``cross_device_reduce_2stage``: reduce-scatter, then all-gather, through peer memory),
+  2 a + 2 (p - 1) / p x S / B; each kernel synchronizes the GPUs twice (its start and end
+  syncs), each charged one step's latency a. Otherwise (PCIe with more than 2 GPUs, where vLLM
+  turns its kernel off; larger buffers) NCCL's ring, ``collectives.ring_time_s``:
+  2 (p - 1) a + 2 (p - 1) / p x S / B. The gather: (p - 1) / p x S / B + a (the root receives
+  every peer's part at once).
+
+The ring's 2 (p - 1) latencies would make a decode step's small all-reduces cost 47.6 us each
+at tp 8 on NVSwitch (14 x 3.4 us); vLLM's one-shot kernel was timed at 9.3 us for 16 KB and
+11.8 us for 128 KB on 8 H100s (sgl-project/sglang#2904, host-timed without a CUDA graph),
+against this module's 7.05 and 8.84 us; its two-shot at 24.1 us for 1 MB (10.9 here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import InputError, option
+from ..files.fields import positive_int
+from ..hardware.links import Link
+from ..hardware.spec import HardwareSpec
+from ..model.layers import Embedding, Linear, Transformer
+from ..model.network import Network
+from .collectives import ring_time_s
+from .parallel_layout import check_tensor_parallel
+from .parallel_shard import padded_vocab, shard_network
+
+#: vLLM's custom all-reduce: the GPU counts it runs on and the largest buffer it takes (its
+#: ``max_size`` default, 8 MiB); its one-shot kernel's limits by GPU count (bytes below)
+CUSTOM_GPUS = (2, 4, 6, 8)
+CUSTOM_MAX_BYTES = 8 * 1024 * 1024
+ONE_SHOT_BELOW = ((4, 512 * 1024), (8, 256 * 1024))
+KERNEL_SYNCS = 2  # start_sync and end_sync of either kernel
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """``count`` collectives of one kind in a step, each of ``nbytes`` on every GPU."""
+
+    what: str  # "all-reduce" or "gather"
+    count: int
+    nbytes: int
+    algorithm: str  # "one-shot", "two-shot", "ring" or "gather"
+    roof_s: float  # one of them
+    predicted_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"collective": self.what, "count": self.count, "bytes": self.nbytes,
+                "algorithm": self.algorithm, "time_s": self.roof_s,
+                "predicted_time_s": self.predicted_s}
+
+
+@dataclass(frozen=True)
+class StepComm:
+    """One forward step's tensor-parallel transfers: ``tokens`` rows each."""
+
+    tokens: int
+    transfers: tuple[Transfer, ...]
+
+    @property
+    def roof_s(self) -> float:
+        return sum(t.count * t.roof_s for t in self.transfers)
+
+    @property
+    def predicted_s(self) -> float:
+        return sum(t.count * t.predicted_s for t in self.transfers)
+
+    @property
+    def count(self) -> int:
+        return sum(t.count for t in self.transfers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "time_s": self.roof_s,
+                "predicted_time_s": self.predicted_s, "collectives": self.count,
+                "transfers": [t.to_dict() for t in self.transfers]}
+
+
+@dataclass(frozen=True)
+class TensorParallel:
+    """The tensor-parallel group a Report's shard runs in, and its communication: of the
+    report's own step (``step``), and of a generation's prefill and each decode step."""
+
+    tp: int
+    link: Link
+    gpus_per_node: int
+    basis: str  # where the link came from
+    step: StepComm
+    prefill: StepComm | None = None
+    decode: StepComm | None = None
+    decode_steps: int = 0
+
+    @property
+    def generation_s(self) -> float | None:
+        """All the generation's communication at the roof (None for a single step)."""
+        if self.prefill is None:
+            return None
+        return self.prefill.roof_s + self.decode_steps * (self.decode.roof_s
+                                                          if self.decode else 0.0)
+
+    @property
+    def predicted_generation_s(self) -> float | None:
+        if self.prefill is None:
+            return None
+        return self.prefill.predicted_s + self.decode_steps * (
+            self.decode.predicted_s if self.decode else 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``tensor_parallel`` object."""
+        return {"tp": self.tp, "gpus_per_node": self.gpus_per_node,
+                "link": {"name": self.link.name, "label": self.link.label,
+                         "bandwidth_gbs": self.link.bandwidth_gbs,
+                         "latency_us": self.link.latency_us},
+                "link_basis": self.basis, "overlap": False, "step": self.step.to_dict(),
+                "prefill": self.prefill.to_dict() if self.prefill else None,
+                "decode": self.decode.to_dict() if self.decode else None,
+                "generation_time_s": self.generation_s,
+                "predicted_generation_time_s": self.predicted_generation_s}
+
+
+def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
+    """One line (InputError) for a tensor-parallel serving request the model cannot take: a
+    training step (``plan`` lays those out), tp below 1 or past one node's GPUs (serving
+    across nodes is not modelled), tp not dividing a block's heads, kv_heads or ffn (plan's
+    rule, ``parallel_layout.check_tensor_parallel``)."""
+    src = network.source
+    if network.mode == "train":
+        raise InputError(src, "", f"{option('tp')} serves an inference step or a generation; a "
+                                  f"training step's split over GPUs is `roofline plan`'s")
+    if tp < 1:
+        raise InputError(src, "", f"{option('tp')} must be at least 1, got {tp}")
+    if tp > gpus_per_node:
+        raise InputError(src, "", f"tensor parallelism {tp} spans more than one node of "
+                                  f"{gpus_per_node} GPUs ({option('gpus_per_node')}): serving "
+                                  f"across nodes is not modelled")
+    check_tensor_parallel(network, tp)
+
+
+def allreduce(nbytes: int, p: int, link: Link) -> tuple[str, float, float]:
+    """One all-reduce of ``nbytes`` on each of ``p`` GPUs: (algorithm, roof, predicted
+    seconds) (module docstring)."""
+    if p <= 1 or nbytes <= 0:
+        return "none", 0.0, 0.0
+    b, a = link.bandwidth_gbs * 1e9, link.latency_us * 1e-6
+    roof = ring_time_s("all-reduce", nbytes, p, link.bandwidth_gbs)
+    nvlink = link.type == "nvlink"
+    if p in CUSTOM_GPUS and nbytes < CUSTOM_MAX_BYTES and (p == 2 or nvlink):
+        if p == 2 or any(p <= most and nbytes < below for most, below in ONE_SHOT_BELOW):
+            return "one-shot", roof, KERNEL_SYNCS * a + (p - 1) * nbytes / b
+        return "two-shot", roof, KERNEL_SYNCS * a + roof
+    return "ring", roof, ring_time_s("all-reduce", nbytes, p, link.bandwidth_gbs,
+                                     link.latency_us)
+
+
+def gather(nbytes: int, p: int, link: Link) -> tuple[float, float]:
+    """The logits gathered to one rank: (roof, predicted seconds); ``nbytes`` the whole."""
+    if p <= 1 or nbytes <= 0:
+        return 0.0, 0.0
+    roof = (p - 1) / p * nbytes / (link.bandwidth_gbs * 1e9)
+    return roof, roof + link.latency_us * 1e-6
+
+
+def step_comm(network: Network, tp: int, link: Link) -> StepComm:
+    """The tensor-parallel transfers of ``network``'s (the whole model's, not the shard's)
+    forward step (module docstring)."""
+    step = network.step()
+    tokens, e = step.tokens, step.e
+    vocabularies = {run.layer.vocab for run in network.layer_runs
+                    if isinstance(run.layer, Embedding)}
+    sizes: dict[tuple[str, int], int] = {}  # (collective, bytes) -> count
+
+    def add(what: str, nbytes: int, count: int) -> None:
+        sizes[(what, nbytes)] = sizes.get((what, nbytes), 0) + count
+
+    for run in network.layer_runs:
+        layer = run.layer
+        if isinstance(layer, Transformer):
+            add("all-reduce", tokens * layer.hidden * e, 2 * run.count)
+        elif isinstance(layer, Embedding):
+            add("all-reduce", tokens * layer.dim * e, run.count)
+        elif isinstance(layer, Linear) and layer.out_features in vocabularies:
+            vocab = padded_vocab(layer.out_features, tp)
+            add("gather", _logit_rows(network) * vocab * e, run.count)
+    transfers = []
+    for (what, nbytes), count in sizes.items():
+        if what == "gather":
+            roof, predicted = gather(nbytes, tp, link)
+            transfers.append(Transfer(what, count, nbytes, "gather", roof, predicted))
+        else:
+            algorithm, roof, predicted = allreduce(nbytes, tp, link)
+            transfers.append(Transfer(what, count, nbytes, algorithm, roof, predicted))
+    return StepComm(tokens, tuple(transfers))
+
+
+def _logit_rows(network: Network) -> int:
+    """The rows of logits a step keeps: its output layer's tokens (``Network.last_step``: the
+    batch in a decode step or a prefill keeping the last token's, else every token)."""
+    return network.last_step().tokens
+
+
+def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int = 8,
+          intra: str | None = None, prompt: int | None = None, generate: int | None = None,
+          quantization: bool = False) -> Any:
+    """The Report of one GPU's shard of ``network`` served over ``tp`` GPUs: a step as
+    ``analyze`` gives it, or with ``prompt`` and ``generate`` a generation
+    (``generation.generate``), with ``tensor_parallel`` attached and its communication in the
+    step's totals and the generation's times (module docstring)."""
+    from .generation import generate as run_generation
+    from .plan import make_fabric
+    from .report import analyze
+
+    def fail(key: str, problem: str) -> InputError:
+        return InputError(network.source, key, problem)
+
+    tp, gpus_per_node = positive_int(tp, fail, "tp"), positive_int(gpus_per_node, fail,
+                                                                    "gpus_per_node")
+    check_serving(network, tp, gpus_per_node)
+    fabric = make_fabric(hardware, intra, None, gpus_per_node)
+    link = fabric.intra
+    basis = fabric.basis.split("; ")[0] if intra is None else "given"
+    shard = shard_network(network, tp)
+    if prompt is None or generate is None:
+        report = analyze(shard, hardware, quantization)
+        comm = step_comm(network, tp, link)
+        return replace(report, tensor_parallel=TensorParallel(tp, link, gpus_per_node, basis,
+                                                               comm))
+    report = run_generation(shard, hardware, prompt, generate, quantization)
+    g = report.generation
+    assert g is not None
+    whole = network.with_overrides(mode="inference")
+    prefill = step_comm(whole.with_overrides(phase="prefill", seq=g.prompt, logits=g.logits),
+                        tp, link)
+    steps = g.decode_steps
+    decode = step_comm(whole.with_overrides(phase="decode", seq=g.prompt + steps), tp,
+                       link) if steps else None
+    d_roof, d_predicted = (decode.roof_s, decode.predicted_s) if decode else (0.0, 0.0)
+    g = replace(g, ttft_s=g.ttft_s + prefill.roof_s,
+                predicted_ttft_s=g.predicted_ttft_s + prefill.predicted_s,
+                decode_s=g.decode_s + steps * d_roof,
+                predicted_decode_s=g.predicted_decode_s + steps * d_predicted)
+    group = TensorParallel(tp, link, gpus_per_node, basis, decode or prefill, prefill, decode,
+                           steps)
+    return replace(report, generation=g, tensor_parallel=group)

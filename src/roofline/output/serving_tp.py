@@ -1,0 +1,61 @@
+"""The lines of a report served over several GPUs by tensor parallelism (``analyze --tp``,
+``analysis.serving_tp``): the header line that says the tables are one GPU's shard, and the
+communication line under the totals."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..units import count, seconds, si
+
+if TYPE_CHECKING:
+    from ..analysis.report import Report
+    from ..analysis.serving_tp import StepComm, TensorParallel
+
+
+def link_text(tp: TensorParallel) -> str:
+    """``NVSwitch (DGX H100 / HGX H100, 8 GPUs) (450 GB/s, 3.4 us a step)``."""
+    link = tp.link
+    latency = f", {seconds(link.latency_us * 1e-6)} a step" if link.latency_us else \
+        ", no latency stated"
+    return f"{link.label} ({link.bandwidth_gbs:g} GB/s{latency})"
+
+
+def header_line(tp: TensorParallel) -> str:
+    """The header's line: ``tensor-parallel over 8 GPUs (each GPU's shard below); all-reduces
+    on <link> (<GB/s>, <latency>), exposed``."""
+    return (f"tensor-parallel over {count(tp.tp, 'GPU')} (each GPU's shard below); "
+            f"all-reduces on {link_text(tp)}, exposed")
+
+
+def _step_text(step: StepComm) -> str:
+    """``65 all-reduces of 8.19 kB (one-shot) and 1 gather of 65.5 kB: 2.2 us roof, 454 us
+    predicted``."""
+    parts = []
+    for t in step.transfers:
+        what = "gather" if t.what == "gather" else "all-reduce"
+        how = "" if t.algorithm == "gather" else f" ({t.algorithm})"
+        parts.append(f"{count(t.count, what)} of {si(t.nbytes, 'B')}{how}")
+    return (f"{', '.join(parts)}: {seconds(step.roof_s)} roof, {seconds(step.predicted_s)} "
+            f"predicted")
+
+
+def comm_line(report: Report) -> str | None:
+    """What the group sends and what it costs, in the step time above (and the generation's
+    times below)."""
+    tp = report.tensor_parallel
+    if tp is None:
+        return None
+    if tp.prefill is None:
+        text = f"tensor-parallel communication, in the step time above: {_step_text(tp.step)}"
+    else:
+        text = (f"tensor-parallel communication, in the generation's times below: prefill "
+                f"{_step_text(tp.prefill)}")
+        if tp.decode is not None:
+            text += f"; each decode step {_step_text(tp.decode)}"
+        text += (f"; the whole generation {seconds(tp.generation_s or 0.0)} roof, "
+                 f"{seconds(tp.predicted_generation_s or 0.0)} predicted")
+    return (text + " (roof: the bytes at the link's bandwidth; predicted: vLLM's custom "
+            "all-reduce kernels, one-shot or two-shot, two syncs of one step's latency each, "
+            "else NCCL's ring, 2 (p - 1) steps; not overlapped with compute); memory, the "
+            "fitting batch and the batch advice are one GPU's")
