@@ -434,6 +434,12 @@ def test_moe_with_tensor_parallelism_moves_what_megatron_core_moves():
     searched = plan_layouts(net, load_hardware("h100"), [8], 8, h100_fabric(), ep=[8],
                             sequence_parallel=False)
     assert {result.layout.tp for result in searched.results} == {1}
+    # with sequence parallelism (the default) tp 2 is planned, searched or given (a check of
+    # tp that built its layout without sequence parallelism once dropped every tp > 1 here)
+    for given in (None, [2]):
+        planned = plan_layouts(net, load_hardware("h100"), [8], 8, h100_fabric(), tp=given,
+                               ep=[2])
+        assert 2 in {result.layout.tp for result in planned.results}
 
 
 def test_expert_parallelism_splits_the_experts_not_the_router():
@@ -905,3 +911,24 @@ def test_sequence_parallelism_divides_the_final_norm_too():
     assert whole[final][0] == pytest.approx(67_108_864 / 3.35e12)
     assert split[final][0] == pytest.approx(whole[final][0] / 2)
     assert split[final][1] == pytest.approx(whole[final][1] / 2)
+
+
+def test_sequence_parallelism_divides_an_moe_blocks_router():
+    """Under sequence parallelism Megatron-Core's MoE layer routes the sequence-parallel hidden
+    states: each GPU of the tensor-parallel group scores its own T / tp tokens (its router
+    weight marked ``sequence_parallel``). Until 0.9.0 every GPU scored all T."""
+    net = load_network(EXAMPLES / "hf" / "mixtral-8x7b.json").with_overrides(
+        batch=8, seq=4096, optimizer="adam")
+    report = shard_report(net, load_hardware("h100"),
+                          Layout(tp=2, dp=4, ep=4, sequence_parallel=True))
+    names = [run.name(c) for run in report.network.layer_runs for c in range(run.count)]
+    block = names.index("blk.1")
+    (whole, _), (split, _) = (layer_times(report, sp)[False] for sp in (1, 2))
+    # the router's forward GEMM T x E x h = 4096 x 8 x 4096 in bf16 at the roof: its bytes,
+    # A 4096 x 4096 x 2 + B 4096 x 8 x 2 + C 4096 x 8 x 2 = 33,685,504, over 3.35 TB/s, and
+    # its softmax over T E = 32,768 values read and written, 2 bytes each: 131,072 B
+    router_forward = (33_685_504 + 131_072) / 3.35e12
+    # the block's norms and residual adds (SP_KINDS) halve too: T h = 16,777,216 values,
+    # RMSNorm 4 B a value twice, the residual adds 6 B twice, forward (no dropout in Mixtral)
+    sp_ops = (2 * 4 + 2 * 6) * 16_777_216 / 3.35e12
+    assert whole[block][0] - split[block][0] == pytest.approx((router_forward + sp_ops) / 2)

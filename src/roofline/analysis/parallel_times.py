@@ -2,8 +2,8 @@
 ``stage_times``): each GEMM and op at its roof and at its predicted time, forward, backward and
 memory-bound apart, the forward items recomputation runs again (``analysis.recompute``) in the
 backward pass of their layer too, the blocks' norms, dropouts and residual adds divided by tp
-under sequence parallelism, the final norm too (``SP_KINDS``; not the attention core's), and
-the optimizer update's time."""
+under sequence parallelism, the final norm and an MoE block's router too (``SP_KINDS``,
+``ROUTER``; not the attention core's), and the optimizer update's time."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ from .report import Report
 #: attention core's (``blk.1.attn``: a naive attention's dropout over the scores), which runs
 #: inside the tensor-parallel region, already split by heads.
 SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
+
+#: A mixture-of-experts block's router (its layer ``blk.1.router``): under sequence parallelism
+#: each GPU of the tensor-parallel group scores its own T / tp tokens (Megatron-Core's
+#: ``MoELayer`` routes the sequence-parallel hidden states; ``TopKRouter`` marks its weight
+#: ``sequence_parallel``, its gradient summed over the group), so its GEMMs and softmax take
+#: 1 / tp of their time, as ``SP_KINDS`` do.
+ROUTER = ".router"
 
 
 def _owner_of(names: list[str]):
@@ -77,8 +84,8 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
         index = owner(layer)
         if index is None:
             raise AssertionError(f"no layer owns {layer!r}")  # every item names its layer
-        if (sp_tp > 1 and layer == names[index]
-                and kind.removesuffix("-backward") in SP_KINDS):
+        if sp_tp > 1 and (layer == names[index] and kind.removesuffix("-backward") in SP_KINDS
+                          or layer == names[index] + ROUTER):
             time /= sp_tp
             expected /= sp_tp
         column = 0 if pass_ == "forward" else 1

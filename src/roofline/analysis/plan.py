@@ -234,7 +234,7 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     # is given) takes the most chunks
     shallow = min((p for p in pp or [2] if p > 1), default=1)
     vp, vp_out = _usable(network, "vp", vp, lambda v: Layout(pp=shallow if v > 1 else 1, vp=v))
-    _check_choices(network, gpus, tp, pp, zero, ep)
+    _check_choices(network, gpus, tp, pp, zero, ep, sequence_parallel)
     zero_out: list[str] = []
     if zero and pp and min(pp) > 1:  # a stage no given depth takes: left out, as tp's values
         zero, zero_out = _usable(network, "zero", zero, lambda v: Layout(pp=min(pp), zero=v))
@@ -295,10 +295,10 @@ def _usable(network: Network, name: str, given: Sequence[int] | None,
 
 def _check_choices(network: Network, gpus: Sequence[int], tp: Sequence[int] | None,
                    pp: Sequence[int] | None, zero: Sequence[int] | None,
-                   ep: Sequence[int] | None) -> None:
+                   ep: Sequence[int] | None, sequence_parallel: bool) -> None:
     """Explicit choices the model cannot take, and a layout no count can hold: one line."""
     for value in tp or ():
-        check_layout(network, Layout(tp=value))
+        check_layout(network, Layout(tp=value, sequence_parallel=sequence_parallel))
     for value in pp or ():
         check_layout(network, Layout(pp=value))  # no deeper than the blocks
     for value in ep or ():
@@ -443,8 +443,10 @@ def _default_intra(hardware: HardwareSpec) -> str:
 
 
 def _tp_ok(network: Network, tp: int) -> bool:
+    """Whether tp divides every block's heads, kv_heads and ffn (sequence parallelism, which
+    an MoE model's tp needs, is ``_broken_rule``'s to check)."""
     try:
-        check_layout(network, Layout(tp=tp))
+        check_layout(network, Layout(tp=tp, sequence_parallel=True))
     except InputError:
         return False
     return True
