@@ -62,13 +62,13 @@ def test_the_default_run_leaves_out_the_slow_and_browser_groups():
 
 def _console_examples():
     """``(command args, printed output)`` of each README console block that runs analyze,
-    gemm, compare or sweep."""
+    gemm, compare, sweep or plan."""
     text = README.read_text(encoding="utf-8")
     for block in text.split("```console\n")[1:]:
         body = block.split("```")[0]
         first, _, output = body.partition("\n")
         commands = ("$ roofline analyze", "$ roofline gemm", "$ roofline compare",
-                    "$ roofline sweep")
+                    "$ roofline sweep", "$ roofline plan")
         if first.startswith(commands) and "\\" not in first and "--plot" not in first:
             yield first.removeprefix("$ roofline ").split(), output
 

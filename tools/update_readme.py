@@ -1,5 +1,5 @@
 """Regenerate the README's table of bundled hardware from hwdb/ (run after editing an entry),
-and the printed output of its analyze / gemm / compare / sweep console examples (run after
+and the printed output of its analyze / gemm / compare / sweep / plan console examples (run after
 changing what those commands print; tests/test_readme.py checks both).
 
     python tools/update_readme.py          # rewrite README.md in place
@@ -24,7 +24,7 @@ def expected_readme(text: str) -> str:
 
 
 EXAMPLE_COMMANDS = ("$ roofline analyze", "$ roofline gemm", "$ roofline compare",
-                    "$ roofline sweep")
+                    "$ roofline sweep", "$ roofline plan")
 
 
 def with_example_outputs(text: str) -> str:
