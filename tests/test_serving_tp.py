@@ -164,3 +164,34 @@ def test_refusals_are_one_line(invoke, args, expected):
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert lines == [expected.format(m=LLAMA)]
+
+
+def test_every_format_says_the_rows_are_one_gpus_shard(invoke):
+    """The HTML page carries the header's tensor-parallel line and the communication line as
+    the text does, and its title and the chart's say one GPU of tp N; the CSV a tp column."""
+    from roofline.output.html.page import report_page
+    from roofline.output.report import report_csv
+    from roofline.plot.roofline import _title
+
+    served = analyze_model(LLAMA, H100, batch=2, prompt=16, generate=4, tp=8)
+    page = " ".join(report_page([served]).split())
+    assert "tensor-parallel over 8 GPUs (each GPU&#x27;s shard below)" in page
+    assert "tensor-parallel communication, in the generation&#x27;s times below" in page
+    assert "llama-2-7b on h100-sxm5-80gb (one GPU of tp 8)" in page
+    assert _title([served]).startswith("llama-2-7b on h100-sxm5-80gb (one GPU of tp 8), ")
+    header, row = report_csv(served).splitlines()[:2]
+    assert header.startswith("hardware,batch,mode,seq,phase,tp,name,")
+    assert row.startswith("h100-sxm5-80gb,2,inference,19,decode,8,MM1,")
+    alone = analyze_model(LLAMA, H100, batch=2, prompt=16, generate=4)
+    assert report_csv(alone).startswith("hardware,batch,mode,seq,phase,name,")
+    assert "one GPU of tp" not in _title([alone])
+
+
+@pytest.mark.parametrize("command", ["compare", "sweep"])
+def test_compare_and_sweep_name_analyze_for_tp(invoke, command):
+    result = invoke(command, LLAMA, "--hw", H100, "--tp", "2")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: No such option '--tp': `roofline {command}` analyzes one GPU; a step or a "
+        f"generation served over several is `roofline analyze MODEL --hw GPU --tp N`'s (see "
+        f"`roofline {command} --help`)"]
