@@ -178,6 +178,7 @@ def test_every_format_says_the_rows_are_one_gpus_shard(invoke):
     assert "tensor-parallel over 8 GPUs (each GPU&#x27;s shard below)" in page
     assert "tensor-parallel communication, in the generation&#x27;s times below" in page
     assert "llama-2-7b on h100-sxm5-80gb (one GPU of tp 8)" in page
+    assert "output tokens a second on the 8 GPUs, predicted" in page
     assert _title([served]).startswith("llama-2-7b on h100-sxm5-80gb (one GPU of tp 8), ")
     header, row = report_csv(served).splitlines()[:2]
     assert header.startswith("hardware,batch,mode,seq,phase,tp,name,")

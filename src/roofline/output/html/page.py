@@ -288,6 +288,11 @@ def _rows_table(report: Report, gemms: Iterable[Any], ops: Iterable[Any], prefix
             + table(header, rows, "sortable filterable"))
 
 
+def _group(report: Report) -> str:
+    """`` on the 8 GPUs`` where a generation is served over several (the group's tokens/s)."""
+    return f" on the {report.tensor_parallel.tp} GPUs" if report.tensor_parallel else ""
+
+
 def _summary(report: Report, view: View) -> str:
     t = report.totals
     g = report.generation
@@ -296,7 +301,8 @@ def _summary(report: Report, view: View) -> str:
         pairs = [("time to first token, predicted", seconds(g.predicted_ttft_s)),
                  ("per output token, predicted",
                   seconds(g.predicted_tpot_s) if g.predicted_tpot_s is not None else "-"),
-                 ("output tokens a second, predicted", si(g.predicted_tokens_per_s, ""))]
+                 (f"output tokens a second{_group(report)}, predicted",
+                  si(g.predicted_tokens_per_s, ""))]
     step = "last decode step" if g is not None else "step time"
     pairs += [(f"{step}, roof", seconds(t["time_s"])),
               (f"{step}, predicted", seconds(t["predicted_time_s"]))]
