@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from roofline.analysis.collectives import ring_time_s
+from roofline.analysis.parallel_shard import padded_vocab
 from roofline.analysis.serving_tp import allreduce, gather
 from roofline.api import analyze_model
 from roofline.hardware.links import resolve_link
@@ -85,11 +86,15 @@ def test_small_all_reduces_are_vllms_one_shot_and_large_ones_two_shot_or_ring():
 
 
 def test_llama_7b_decode_at_tp_8_pays_454_us_a_token_in_its_step_time():
-    # 65 one-shot all-reduces of 8192 B (6.9274 us each) + the gather of 32768 (32000 padded
-    # to 128 x 8) x 2 B (3.5274 us): 453.81 us a token; the ring would be 65 x 47.63 = 3.1 ms
+    # 65 one-shot all-reduces of 8192 B (2 x 3.4 us + 7 x 8192 / 450e9 = 6.927431 us each) +
+    # the gather of 32000 x 2 B = 64,000 B (vLLM pads the vocabulary to 64, not Megatron's
+    # 128 x tp: 0.875 x 64000 / 450e9 + 3.4 us = 3.524444 us): 453.81 us a token; the ring
+    # would be 65 x 47.63 = 3.1 ms. Roof: 65 x 2 x 0.875 x 8192 / 450e9 + 0.875 x 64000 /
+    # 450e9 = 2.1952 us
     report, alone = _decode(8), _decode(1)
     t = report.totals
-    assert t["predicted_tp_comm_time_s"] == pytest.approx(65 * 6.927431e-6 + 3.527431e-6)
+    assert t["predicted_tp_comm_time_s"] == pytest.approx(65 * 6.927431e-6 + 3.524444e-6)
+    assert t["tp_comm_time_s"] == pytest.approx(2.1952e-6)
     assert t["predicted_time_s"] == pytest.approx(
         t["predicted_gemm_time_s"] + t["predicted_op_time_s"] + t["predicted_tp_comm_time_s"])
     assert t["time_s"] == pytest.approx(t["gemm_time_s"] + t["op_time_s"] + t["tp_comm_time_s"])
@@ -107,6 +112,22 @@ def test_a_generation_counts_the_prefill_and_every_decode_steps_communication():
     shard = analyze_model(LLAMA, H100, batch=2, prompt=16, generate=5).generation
     assert g.ttft_s > tp.prefill.roof_s and g.tokens_per_s == 2 * 5 / g.latency_s
     assert shard.latency_s != g.latency_s
+
+
+def test_the_vocabulary_is_padded_as_vllm_pads_it_not_as_megatron_trains():
+    """vLLM's VocabParallelEmbedding and ParallelLMHead pad the vocabulary to a multiple of 64
+    (DEFAULT_VOCAB_PADDING_SIZE) and give each GPU 1/tp of it: Llama's 32000 is 4000 rows a
+    GPU at tp 8 (Megatron-LM's training rule, 128 x tp, would make it 32768 and 4096) and the
+    gathered logits 32000 x 2 B whatever tp; GPT-2's 50257 pads to 50304 (786 x 64), 12576 a
+    GPU at tp 4. plan (training) keeps Megatron's rule."""
+    for tp in (2, 4, 8):
+        report = analyze_model(LLAMA, H100, mode="inference", phase="decode", seq=2048,
+                               batch=3, tp=tp)
+        assert report.results[-1].gemm.n == 32000 // tp  # lm_head
+        gathered = report.tensor_parallel.step.transfers[-1]
+        assert (gathered.what, gathered.nbytes) == ("gather", 3 * 32000 * 2)
+    assert padded_vocab(50257, 4, serving=True) == 50304
+    assert padded_vocab(32000, 8) == 32768  # Megatron-LM's, plan's
 
 
 def test_cli_header_and_json(invoke):
@@ -143,3 +164,35 @@ def test_refusals_are_one_line(invoke, args, expected):
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert lines == [expected.format(m=LLAMA)]
+
+
+def test_every_format_says_the_rows_are_one_gpus_shard(invoke):
+    """The HTML page carries the header's tensor-parallel line and the communication line as
+    the text does, and its title and the chart's say one GPU of tp N; the CSV a tp column."""
+    from roofline.output.html.page import report_page
+    from roofline.output.report import report_csv
+    from roofline.plot.roofline import _title
+
+    served = analyze_model(LLAMA, H100, batch=2, prompt=16, generate=4, tp=8)
+    page = " ".join(report_page([served]).split())
+    assert "tensor-parallel over 8 GPUs (each GPU&#x27;s shard below)" in page
+    assert "tensor-parallel communication, in the generation&#x27;s times below" in page
+    assert "llama-2-7b on h100-sxm5-80gb (one GPU of tp 8)" in page
+    assert "output tokens a second on the 8 GPUs, predicted" in page
+    assert _title([served]).startswith("llama-2-7b on h100-sxm5-80gb (one GPU of tp 8), ")
+    header, row = report_csv(served).splitlines()[:2]
+    assert header.startswith("hardware,batch,mode,seq,phase,tp,name,")
+    assert row.startswith("h100-sxm5-80gb,2,inference,19,decode,8,MM1,")
+    alone = analyze_model(LLAMA, H100, batch=2, prompt=16, generate=4)
+    assert report_csv(alone).startswith("hardware,batch,mode,seq,phase,name,")
+    assert "one GPU of tp" not in _title([alone])
+
+
+@pytest.mark.parametrize("command", ["compare", "sweep"])
+def test_compare_and_sweep_name_analyze_for_tp(invoke, command):
+    result = invoke(command, LLAMA, "--hw", H100, "--tp", "2")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: No such option '--tp': `roofline {command}` analyzes one GPU; a step or a "
+        f"generation served over several is `roofline analyze MODEL --hw GPU --tp N`'s (see "
+        f"`roofline {command} --help`)"]

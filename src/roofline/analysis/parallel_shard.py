@@ -1,8 +1,9 @@
 """What one GPU holds (the rules in ``analysis.parallel``): its tensor- and expert-parallel
 group's shard of the network (``shard_network``: heads, kv_heads and ffn / tp, experts / ep, the
-vocabulary padded to 128 tp and divided, ``padded_vocab``), the layers tensor parallelism
-leaves whole (``replicated_layers``), and the pipeline's stages (``split_stages``); the layers
-as the layout rules walk them, a repeat's copies unnamed (``unnamed_layers``, ``blocks_of``)."""
+vocabulary padded to 128 tp, or to 64 when serving, and divided, ``padded_vocab``), the layers
+tensor parallelism leaves whole (``replicated_layers``), and the pipeline's stages
+(``split_stages``); the layers as the layout rules walk them, a repeat's copies unnamed
+(``unnamed_layers``, ``blocks_of``)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,20 @@ from ..model.network import Network
 from ..model.repeats import Layers
 
 VOCAB_MULTIPLE = 128  # Megatron-LM's --make-vocab-size-divisible-by default
+#: vLLM's ``DEFAULT_VOCAB_PADDING_SIZE`` (``vocab_parallel_embedding.pad_vocab_size``)
+SERVING_VOCAB_MULTIPLE = 64
 
 
-def padded_vocab(vocab: int, tp: int) -> int:
-    """The vocabulary Megatron-LM shards: padded to a multiple of 128 tp when tp > 1."""
+def padded_vocab(vocab: int, tp: int, serving: bool = False) -> int:
+    """The vocabulary a tensor-parallel group shards when tp > 1: Megatron-LM's (training),
+    padded to a multiple of 128 tp; with ``serving`` vLLM's, padded to a multiple of 64
+    (``pad_vocab_size``) and divided by tp (vLLM requires tp to divide it; here a remainder
+    rounds up to a multiple of tp)."""
     if tp <= 1:
         return vocab
+    if serving:
+        padded = -(-vocab // SERVING_VOCAB_MULTIPLE) * SERVING_VOCAB_MULTIPLE
+        return -(-padded // tp) * tp
     multiple = VOCAB_MULTIPLE * tp
     return -(-vocab // multiple) * multiple
 
@@ -45,10 +54,11 @@ def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
     return isinstance(layer, Linear) and layer.out_features in vocabularies
 
 
-def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
+def shard_network(network: Network, tp: int, ep: int = 1, serving: bool = False) -> Network:
     """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
     block with heads, kv_heads and ffn divided by tp and the experts it holds by ep (its router
-    whole), the embedding and the logits with vocab / tp rows (padded); other layers whole
+    whole), the embedding and the logits with vocab / tp rows (padded, ``padded_vocab``:
+    Megatron-LM's rule, or vLLM's with ``serving``); other layers whole
     (``analysis.parallel``)."""
     if tp == 1 and ep == 1:
         return network
@@ -59,10 +69,11 @@ def shard_network(network: Network, tp: int, ep: int = 1) -> Network:
             layer = replace(layer, heads=layer.heads // tp, kv_heads=layer.kv_heads // tp,
                             ffn=layer.ffn // tp, expert_shards=ep if layer.experts else 1)
         elif isinstance(layer, Embedding):
-            layer = replace(layer, vocab=padded_vocab(layer.vocab, tp) // tp)
+            layer = replace(layer, vocab=padded_vocab(layer.vocab, tp, serving) // tp)
         elif _is_logits(layer, vocabularies):
             assert isinstance(layer, Linear)
-            layer = replace(layer, out_features=padded_vocab(layer.out_features, tp) // tp)
+            layer = replace(layer, out_features=padded_vocab(layer.out_features, tp, serving)
+                                                     // tp)
         return layer
 
     assert isinstance(network.layers, Layers)  # a repeat's copies sharded once

@@ -12,8 +12,10 @@ A step of T tokens (batch x prompt in a prefill, batch in a decode step) sends, 
   embedding;
 - the logits gathered to one rank for sampling: vLLM's ``LogitsProcessor._gather_logits``
   calls ``tensor_model_parallel_gather`` (to rank 0; an all-gather only on devices without a
-  gather, TPUs): rows x vocab (padded, ``padded_vocab``) elements, rows the logits the step
-  keeps (the batch, or every token with ``logits all``).
+  gather, TPUs): rows x vocab elements, rows the logits the step keeps (the batch, or every
+  token with ``logits all``), the vocabulary padded as vLLM pads it (to a multiple of 64,
+  ``padded_vocab(serving=True)``; Llama's 32000 stays 32000), which the shard's embedding and
+  output layer divide by tp.
 
 Times, on the node's intra-node link (``plan.make_fabric``: NVSwitch in an SXM node, PCIe for
 PCIe cards) of bandwidth B per direction and per-step latency a (``Link.latency_us``, NCCL's
@@ -207,7 +209,7 @@ def step_comm(network: Network, tp: int, link: Link) -> StepComm:
         elif isinstance(layer, Embedding):
             add("all-reduce", tokens * layer.dim * e, run.count)
         elif isinstance(layer, Linear) and layer.out_features in vocabularies:
-            vocab = padded_vocab(layer.out_features, tp)
+            vocab = padded_vocab(layer.out_features, tp, serving=True)
             add("gather", _logit_rows(network) * vocab * e, run.count)
     transfers = []
     for (what, nbytes), count in sizes.items():
@@ -246,7 +248,7 @@ def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int 
     fabric = make_fabric(hardware, intra, None, gpus_per_node)
     link = fabric.intra
     basis = fabric.basis.split("; ")[0] if intra is None else "given"
-    shard = shard_network(network, tp)
+    shard = shard_network(network, tp, serving=True)
     if prompt is None or generate is None:
         report = analyze(shard, hardware, quantization)
         comm = step_comm(network, tp, link)

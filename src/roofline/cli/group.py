@@ -30,7 +30,17 @@ def _usage_line(exc: click.UsageError) -> click.ClickException:
     if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
         return exc
     where = exc.ctx.command_path if exc.ctx is not None else "roofline"
-    return BadInput(f"{one_line(exc.format_message()).rstrip('.')} (see `{where} --help`)")
+    message = one_line(exc.format_message()).rstrip(".")
+    if isinstance(exc, click.NoSuchOption) and exc.option_name in _SERVING_OPTIONS:
+        message = (f"No such option '{exc.option_name}': `{where}` analyzes one GPU; a step "
+                   f"or a generation served over several is `roofline analyze MODEL --hw GPU "
+                   f"--tp N`'s")
+    return BadInput(f"{message} (see `{where} --help`)")
+
+
+#: analyze's options for serving over several GPUs (``--tp N``), which compare, sweep and gemm
+#: lack: their "No such option" names the command that has them
+_SERVING_OPTIONS = ("--tp", "--gpus-per-node", "--intra")
 
 
 class RooflineGroup(click.Group):

@@ -934,7 +934,8 @@ def reports_csv(reports: list[Report], view: View = View()) -> str:
     """ONE table for one or several reports (``analyze --hw A --hw B``): a header, then a row
     per GEMM (kind ``gemm``) and per op (``--gemms-only``: GEMMs only) per report, every copy of
     a repeated layer included, each row starting with its hardware, batch, mode, seq (empty
-    without one) and phase; raw numbers
+    without one) and phase (and tp where a report is served over several GPUs, ``--tp``: the
+    row is one GPU's shard); raw numbers
     in SI units; warnings and advice joined with '; '."""
     return "".join(csv_chunks(reports, view))
 
@@ -943,21 +944,24 @@ def csv_chunks(reports: list[Report], view: View = View()) -> Iterator[str]:
     """``reports_csv``'s text in pieces, made as they are read: a row's cells after its name
     and layer are a function of its shape, written once per shape (a deep model's 300,000 rows
     are never held at once)."""
-    yield _csv_line(_CSV_CONTEXT + _CSV_FIELDS)
+    # served over several GPUs (--tp N): a tp column says each row is one GPU's shard
+    keys = _CSV_CONTEXT + (("tp",) if any(r.tensor_parallel for r in reports) else ())
+    yield _csv_line(keys + _CSV_FIELDS)
     for report in reports:
         net = report.network
         context = {"hardware": report.hardware.name, "batch": net.batch, "mode": net.mode,
-                   "seq": "" if net.seq is None else net.seq, "phase": net.step_phase}
-        yield from _csv_rows(report.results, context, _gemm_csv, _gemm_of)
+                   "seq": "" if net.seq is None else net.seq, "phase": net.step_phase,
+                   "tp": report.tensor_parallel.tp if report.tensor_parallel else 1}
+        yield from _csv_rows(report.results, context, _gemm_csv, _gemm_of, keys)
         if not view.gemms_only:
-            yield from _csv_rows(report.ops, context, _op_csv, _op_of)
+            yield from _csv_rows(report.ops, context, _op_csv, _op_of, keys)
 
 
 def _csv_rows(results: Sequence[Any], context: dict[str, Any], data: Callable[[Any], dict],
-              what: Callable[[Any], Any]) -> Iterator[str]:
+              what: Callable[[Any], Any], keys: Sequence[str] = _CSV_CONTEXT) -> Iterator[str]:
     """One CSV line per result (each copy of a repeat its own), its name and layer written
     into the line its shape's other cells make once."""
-    head = _csv_line([context[key] for key in _CSV_CONTEXT])[:-1]
+    head = _csv_line([context[key] for key in keys])[:-1]
     tails: dict[int, str] = {}  # by the result read: one per shape in a deep model
     for name, layer, _, r in named(results, what):
         tail = tails.get(id(r))

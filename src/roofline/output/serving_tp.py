@@ -1,6 +1,6 @@
 """The lines of a report served over several GPUs by tensor parallelism (``analyze --tp``,
 ``analysis.serving_tp``): the header line that says the tables are one GPU's shard, and the
-communication line under the totals."""
+communication line under the totals; what a title adds, ``shard_words``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ def link_text(tp: TensorParallel) -> str:
     latency = f", {seconds(link.latency_us * 1e-6)} a step" if link.latency_us else \
         ", no latency stated"
     return f"{link.label} ({link.bandwidth_gbs:g} GB/s{latency})"
+
+
+def shard_words(report: Report) -> str:
+    """What a title adds to the device's name where the report is one GPU's shard: `` (one
+    GPU of tp 8)``; nothing otherwise (the chart's and the HTML page's titles)."""
+    tp = report.tensor_parallel
+    return f" (one GPU of tp {tp.tp})" if tp else ""
 
 
 def header_line(tp: TensorParallel) -> str:

@@ -85,9 +85,10 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
 
 def _title(reports: Sequence[Report]) -> str:
     from ..output.report import precision_text, step_text
+    from ..output.serving_tp import shard_words
 
     names = list(dict.fromkeys(r.network.name for r in reports))
-    hardware = " vs ".join(dict.fromkeys(r.hardware.name for r in reports))
+    hardware = " vs ".join(dict.fromkeys(r.hardware.name + shard_words(r) for r in reports))
     precision = " | ".join(dict.fromkeys(precision_text(r.network) for r in reports))
     steps = " | ".join(dict.fromkeys(step_text(r.network) for r in reports))
     return f"{' / '.join(names)} on {hardware}, {steps}\n{precision}"

@@ -39,6 +39,7 @@ from ..report import (
     totals_line,
 )
 from ..scaling import scaling_lines
+from ..serving_tp import comm_line, header_line, shard_words
 from ..times import (
     ROOF_TEXT,
     basis_sentence,
@@ -287,6 +288,11 @@ def _rows_table(report: Report, gemms: Iterable[Any], ops: Iterable[Any], prefix
             + table(header, rows, "sortable filterable"))
 
 
+def _group(report: Report) -> str:
+    """`` on the 8 GPUs`` where a generation is served over several (the group's tokens/s)."""
+    return f" on the {report.tensor_parallel.tp} GPUs" if report.tensor_parallel else ""
+
+
 def _summary(report: Report, view: View) -> str:
     t = report.totals
     g = report.generation
@@ -295,7 +301,8 @@ def _summary(report: Report, view: View) -> str:
         pairs = [("time to first token, predicted", seconds(g.predicted_ttft_s)),
                  ("per output token, predicted",
                   seconds(g.predicted_tpot_s) if g.predicted_tpot_s is not None else "-"),
-                 ("output tokens a second, predicted", si(g.predicted_tokens_per_s, ""))]
+                 (f"output tokens a second{_group(report)}, predicted",
+                  si(g.predicted_tokens_per_s, ""))]
     step = "last decode step" if g is not None else "step time"
     pairs += [(f"{step}, roof", seconds(t["time_s"])),
               (f"{step}, predicted", seconds(t["predicted_time_s"]))]
@@ -305,8 +312,8 @@ def _summary(report: Report, view: View) -> str:
     pairs += [("of the time memory-bound", f"{t['memory_bound_time_fraction']:.0%}"),
               ("FLOP a step", si(t["flops"], "FLOP")), ("bytes a step", si(t["bytes"], "B")),
               ("GEMMs, ops", f"{len(report.results)}, {len(report.ops)}")]
-    lines = [totals_line(report), recompute_line(report), memory_line(report),
-             step_line(report),
+    lines = [totals_line(report), recompute_line(report), comm_line(report),
+             memory_line(report), step_line(report),
              generation_line(report), repeat_note(report, view)]
     return figures(pairs) + paragraphs([line for line in lines if line])
 
@@ -336,6 +343,8 @@ def report_header(report: Report) -> list[tuple[str, str]]:
         pairs.insert(4, ("tf32", tf32))
     if report.quantization:
         pairs.append(("quantization", quantization_line(True, [hw])))
+    if report.tensor_parallel:
+        pairs.insert(2, ("tensor parallelism", header_line(report.tensor_parallel)))
     return pairs
 
 
@@ -353,7 +362,7 @@ def report_article(report: Report, view: View, prefix: str, level: int = 1) -> s
              *(["ops predicted: " + op_basis_text(report)] if report.ops else []),
              *residency_lines(report), *kernel_notes(report)]
     scaling = scaling_lines(report.scaling) if report.scaling else []
-    title = f"{report.network.name} on {report.hardware.name}"
+    title = f"{report.network.name} on {report.hardware.name}{shard_words(report)}"
 
     def head(text: str, depth: int = 1) -> str:
         return f"<h{level + depth}>{escape(text)}</h{level + depth}>"
@@ -372,7 +381,7 @@ def report_page(reports: Sequence[Report], view: View | None = None,
                 command: str | None = None) -> str:
     """analyze ``--format html``: one page, a section per report (one per ``--hw``)."""
     view = view or View()
-    names = ", ".join(dict.fromkeys(r.hardware.name for r in reports))
+    names = ", ".join(dict.fromkeys(r.hardware.name + shard_words(r) for r in reports))
     title = f"{reports[0].network.name} on {names}: roofline report"
     if len(reports) == 1:
         body = report_article(reports[0], view, "r0")
