@@ -81,6 +81,14 @@ def test_small_all_reduces_are_vllms_one_shot_and_large_ones_two_shot_or_ring():
     pcie = resolve_link("pcie4-x16", "intra")
     assert allreduce(8192, 4, pcie) == ("ring", pytest.approx(1.5 * 8192 / 31.5e9),
                                         pytest.approx(34.2e-6 + 0.390095e-6))
+    # 2 PCIe GPUs: vLLM's one-shot (peer memory over PCIe): 2 x 5.7 us + 8192 / 31.5e9
+    assert allreduce(8192, 2, pcie)[0] == "one-shot"
+    assert allreduce(8192, 2, pcie)[2] == pytest.approx(11.4e-6 + 8192 / 31.5e9)
+    # a link without peer memory given as --intra (InfiniBand): no custom kernel, the ring:
+    # 2 x 14 us + 8192 / 50e9 (one step each way at p 2)
+    ib = resolve_link("ib-ndr", "intra")
+    assert allreduce(8192, 2, ib) == ("ring", pytest.approx(8192 / 50e9),
+                                      pytest.approx(28e-6 + 8192 / 50e9))
     # the logits' gather: (p - 1) / p x S / B + a
     assert gather(65536, 8, nvswitch)[1] == pytest.approx(3.4e-6 + 0.875 * 65536 / 450e9)
 
@@ -196,3 +204,18 @@ def test_compare_and_sweep_name_analyze_for_tp(invoke, command):
         f"Error: No such option '--tp': `roofline {command}` analyzes one GPU; a step or a "
         f"generation served over several is `roofline analyze MODEL --hw GPU --tp N`'s (see "
         f"`roofline {command} --help`)"]
+
+
+def test_a_served_prefill_gathers_each_sequences_last_logits_unless_told_all(invoke):
+    """A server samples each sequence's next token from its last token's logits (vLLM's
+    LogitsProcessor prunes to the sampled positions), so a bare prefill step served over tp
+    GPUs keeps and gathers those: batch 4 x 32000 x 2 B = 256,000 B, not every token's
+    (4 x 1024 x 32000 x 2 = 262,144,000), which --logits all still asks for."""
+    args = ("analyze", str(LLAMA), "--hw", "h100", "--mode", "inference", "--phase",
+            "prefill", "--batch", "4", "--seq", "1024", "--tp", "8", "--format", "json")
+    for extra, logits, gathered in (((), "last", 256_000),
+                                    (("--logits", "all"), "all", 262_144_000)):
+        doc = json.loads(invoke(*args, *extra).stdout)
+        assert doc["logits"] == logits
+        sent = {t["collective"]: t["bytes"] for t in doc["tensor_parallel"]["step"]["transfers"]}
+        assert sent["gather"] == gathered

@@ -31,7 +31,9 @@ figure), for a buffer of S bytes on each of p GPUs:
   (``cross_device_reduce_2stage``: reduce-scatter, then all-gather, through peer memory),
   2 a + 2 (p - 1) / p x S / B; each kernel synchronizes the GPUs twice (its start and end
   syncs), each charged one step's latency a. Otherwise (PCIe with more than 2 GPUs, where vLLM
-  turns its kernel off; larger buffers) NCCL's ring, ``collectives.ring_time_s``:
+  turns its kernel off; larger buffers; a link whose GPUs cannot read each other's memory,
+  InfiniBand or Ethernet given as ``--intra``: the kernel needs P2P access) NCCL's ring,
+  ``collectives.ring_time_s``:
   2 (p - 1) a + 2 (p - 1) / p x S / B. The gather: (p - 1) / p x S / B + a (the root receives
   every peer's part at once).
 
@@ -174,7 +176,8 @@ def allreduce(nbytes: int, p: int, link: Link) -> tuple[str, float, float]:
     b, a = link.bandwidth_gbs * 1e9, link.latency_us * 1e-6
     roof = ring_time_s("all-reduce", nbytes, p, link.bandwidth_gbs)
     nvlink = link.type == "nvlink"
-    if p in CUSTOM_GPUS and nbytes < CUSTOM_MAX_BYTES and (p == 2 or nvlink):
+    peer = nvlink or link.type == "pcie"  # GPUs that read each other's memory (P2P)
+    if p in CUSTOM_GPUS and nbytes < CUSTOM_MAX_BYTES and (p == 2 and peer or nvlink):
         if p == 2 or any(p <= most and nbytes < below for most, below in ONE_SHOT_BELOW):
             return "one-shot", roof, KERNEL_SYNCS * a + (p - 1) * nbytes / b
         return "two-shot", roof, KERNEL_SYNCS * a + roof
@@ -248,6 +251,11 @@ def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int 
     fabric = make_fabric(hardware, intra, None, gpus_per_node)
     link = fabric.intra
     basis = fabric.basis.split("; ")[0] if intra is None else "given"
+    if network.phase == "prefill" and network.logits is None:
+        # a server samples each sequence's next token: it keeps the last token's logits
+        # (vLLM's LogitsProcessor prunes the hidden states to the sampled positions first),
+        # where a bare prefill step otherwise computes, and here would gather, every token's
+        network = network.with_overrides(logits="last")
     shard = shard_network(network, tp, serving=True)
     if prompt is None or generate is None:
         report = analyze(shard, hardware, quantization)

@@ -55,6 +55,10 @@ def comm_line(report: Report) -> str | None:
         return None
     if tp.prefill is None:
         text = f"tensor-parallel communication, in the step time above: {_step_text(tp.step)}"
+        if report.network.phase == "prefill":  # whose logits the gather sends
+            text += (" (the logits of each sequence's last token, which a server samples; "
+                     "--logits all: every token's)" if report.network.logits == "last"
+                     else " (every token's logits, --logits all)")
     else:
         text = (f"tensor-parallel communication, in the generation's times below: prefill "
                 f"{_step_text(tp.prefill)}")
