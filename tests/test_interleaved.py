@@ -163,6 +163,16 @@ def test_a_vp_list_leaves_out_what_no_pipeline_takes():
     assert any("interleaved where vp > 1" in text for text in plan.assumptions)
 
 
+def test_a_vp_no_split_of_the_batch_runs_is_left_out_not_dropped():
+    # 48 sequences over dp 16 in micro-batches of 1: m = 3 a rank, not a multiple of pp 4, so
+    # no vp 2 layout runs; the 1F1B ones do, and vp 2 is said, with the rule
+    plan = plan_layouts(llama(48), load_hardware("h100"), (64,), 48, fabric(), tp=[1], pp=[4],
+                        micro_batch=[1], zero=[1], vp=[1, 2])
+    assert sorted(r.layout.vp for r in plan.results) == [1]
+    assert plan.left_out == ("vp 2: interleaved stages need the micro-batches a data-parallel "
+                             "rank runs to be a multiple of pp",)
+
+
 @pytest.fixture
 def runner():
     from click.testing import CliRunner
