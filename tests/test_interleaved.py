@@ -22,7 +22,7 @@ from roofline.analysis.parallel import (
     shard_network,
 )
 from roofline.analysis.parallel_comm import wrap_crosses_nodes
-from roofline.analysis.parallel_memory import in_flight
+from roofline.analysis.parallel_memory import chunks_in_flight, in_flight
 from roofline.analysis.plan import plan_layouts
 from roofline.cli import cli
 from roofline.errors import InputError
@@ -88,22 +88,43 @@ def test_the_first_stage_keeps_one_and_three_eighths_of_1f1bs_activations():
     # 1F1B: the first stage keeps p = 4 micro-batches of its 8 blocks (32 blocks' worth).
     # Interleaved: Megatron warms up 2 (p - 1) + (v - 1) p = 6 + 4 = 10 chunk forwards and
     # keeps one more, 11 chunks of 4 blocks = 44 blocks' worth: p (1 + (p - 1) / (p v)) =
-    # 4 x 11 / 8 = 5.5 micro-batches. The last stage: (v - 1) p + 1 = 5 chunks, 20 blocks.
+    # 4 x 11 / 8 = 5.5 micro-batches. The last stage: (v - 1) p + 1 = 5 chunks, 20 blocks:
+    # chunk 3 of micro-batches 0-3 and chunk 7 of micro-batch 0, whose backward follows.
     net = llama(1)  # a micro-batch of 1 sequence
     block = shard_network(net, 8).layers[1]
     per_block = activation_bytes_per_block(block, net.step(), "none", 8, False)
     plain, interleaved = pair()
     assert plain.stages[0].memory["activations"] == 32 * per_block
     assert interleaved.stages[0].memory["activations"] == 44 * per_block
-    # the head's inputs (the final norm's and the output layer's, T h e = 4096 x 4096 x 2 each)
-    # are counted as the blocks are, 5 / 2 micro-batches' worth where 1F1B counts 1: the
-    # in-flight chunks spread evenly over the GPU's layers (parallel_memory.in_flight)
-    head = 2 * 4096 * 4096 * 2
+    # the head's inputs (the final norm's and the output layer's, T h e = 4096 x 4096 x 2
+    # each) sit in chunk 7, one micro-batch deep, as 1F1B keeps them (until 0.9.0 they were
+    # counted as the blocks are, 5 / 2 micro-batches' worth: the chunks spread evenly)
     assert (interleaved.stages[3].memory["activations"] - 20 * per_block
-            == plain.stages[3].memory["activations"] - 8 * per_block + 3 * head // 2)
+            == plain.stages[3].memory["activations"] - 8 * per_block)
     assert in_flight(8, 4, 0, 2) == 11 and in_flight(8, 4, 3, 2) == 5
+    assert chunks_in_flight(8, 4, 0, 2) == (7, 4) and chunks_in_flight(8, 4, 3, 2) == (4, 1)
     assert in_flight(4, 4, 0, 2) == 8  # m = p: every chunk of every micro-batch, m v
     assert in_flight(8, 4, 0) == 4 and in_flight(8, 4, 3) == 1  # 1F1B: min(m, p - i)
+
+
+def test_uneven_chunks_keep_the_chunks_megatron_warms_up():
+    # Llama-2-7B's 32 blocks over pp 4 x vp 3 = 12 chunks: 8 of 3 blocks, then 4 of 2. GPU 0
+    # holds chunks 0, 4, 8 (3, 3, 2 blocks), GPU 3 chunks 3, 7, 11 (3, 3, 2 and the head).
+    # m = 8: GPU 0 warms up 2 (p - 1) + (v - 1) p = 14 chunk forwards and keeps one more, 15,
+    # in groups of p a chunk: chunk 0 of micro-batches 0-3, 4 of 0-3, 8 of 0-3, 0 of 4-6: 7 x
+    # 3 + 4 x 3 + 4 x 2 = 41 blocks' worth (spread evenly, 15 / 3 x 8 = 40). GPU 3 keeps
+    # (v - 1) p + 1 = 9: chunks 3 and 7 of micro-batches 0-3 and chunk 11 of micro-batch 0:
+    # 4 x 3 + 4 x 3 + 2 = 26 blocks and the head once (1F1B: 8 blocks and the head)
+    assert chunks_in_flight(8, 4, 0, 3) == (7, 4, 4) and chunks_in_flight(8, 4, 3, 3) == (4, 4, 1)
+    net, h100 = llama(8), load_hardware("h100")
+    block = shard_network(net, 8).layers[1]
+    per_block = activation_bytes_per_block(block, llama(1).step(), "none", 8, False)
+    plain = evaluate(net, h100, Layout(tp=8, pp=4, dp=1, zero=1, micro_batch=1), 8, fabric())
+    three = evaluate(net, h100, Layout(tp=8, pp=4, dp=1, zero=1, micro_batch=1, vp=3), 8,
+                     fabric())
+    assert three.stages[0].memory["activations"] == 41 * per_block
+    assert (three.stages[3].memory["activations"] - 26 * per_block
+            == plain.stages[3].memory["activations"] - 8 * per_block)
 
 
 def test_uneven_chunks_split_as_stages_do():
@@ -140,6 +161,16 @@ def test_a_vp_list_leaves_out_what_no_pipeline_takes():
     assert sorted(r.layout.vp for r in plan.results) == [1, 2]
     assert any(text.startswith("vp 16: pp x vp = 4 x 16") for text in plan.left_out)
     assert any("interleaved where vp > 1" in text for text in plan.assumptions)
+
+
+def test_a_vp_no_split_of_the_batch_runs_is_left_out_not_dropped():
+    # 48 sequences over dp 16 in micro-batches of 1: m = 3 a rank, not a multiple of pp 4, so
+    # no vp 2 layout runs; the 1F1B ones do, and vp 2 is said, with the rule
+    plan = plan_layouts(llama(48), load_hardware("h100"), (64,), 48, fabric(), tp=[1], pp=[4],
+                        micro_batch=[1], zero=[1], vp=[1, 2])
+    assert sorted(r.layout.vp for r in plan.results) == [1]
+    assert plan.left_out == ("vp 2: interleaved stages need the micro-batches a data-parallel "
+                             "rank runs to be a multiple of pp",)
 
 
 @pytest.fixture

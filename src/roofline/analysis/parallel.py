@@ -109,7 +109,9 @@ input's gradient back (``parallel_stage._interleaved_p2p``), vp times a middle 1
 the last stage's forward sends and the first's backward ones over the wrap from the last stage
 to the first (``wrap_crosses_nodes``). Stage s keeps 2 (p - s - 1) + (vp - 1) p + 1 chunks of
 micro-batches in flight (Megatron-Core's ``get_pp_rank_microbatches``, at most m vp;
-``parallel_memory.in_flight``): the first stage 1 + (p - 1) / (p vp) times 1F1B's p. It needs
+``parallel_memory.in_flight``): the first stage 1 + (p - 1) / (p vp) times 1F1B's p; each
+chunk's share of them as Megatron-Core orders its forwards (``chunks_in_flight``: the last
+stage's last chunk, the model's head with it, one micro-batch deep, as under 1F1B). It needs
 pp > 1, pp x vp no more than the blocks and m a multiple of pp (Megatron-Core's default
 micro-batch group, pp; a larger ``--microbatch-group-size-per-virtual-pipeline-stage`` is not
 modelled).
@@ -225,7 +227,7 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                                                                 stage_times(both, indices))
 
     stages = [_stage(ctx, s, [layers[i] for i in indices], sums(indices), sharded.parameters,
-                     [(layers[chunk[0]], layers[chunk[-1]]) for chunk in chunks[s]]
+                     [[layers[i] for i in chunk] for chunk in chunks[s]]
                      if chunks else None)
               for s, indices in enumerate(stage_indices)]
     blocks = [layer for layer in layers if isinstance(layer, Transformer)]

@@ -24,12 +24,12 @@ def _expert_parameters(layer: Any) -> int:
 
 
 def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes, parameters: int,
-           chunks: list[tuple[Any, Any]] | None = None) -> tuple[StageCost, StageCost]:
+           chunks: list[list[Any]] | None = None) -> tuple[StageCost, StageCost]:
     """Stage ``s``: its compute per micro-batch, its communication, its memory; at the roof
     and at the predicted times (``times``: the stage's ``stage_times``, the update over the
     shard's ``parameters``). Communication and memory do not depend on the times and are
-    worked out once. ``chunks``: with interleaved stages, each model chunk the GPU holds as
-    (its first layer, its last layer), in order (``_interleaved_p2p``)."""
+    worked out once. ``chunks``: with interleaved stages, the layers of each model chunk the
+    GPU holds, in order (``_interleaved_p2p``, ``_stage_memory``)."""
     layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
     runs = _runs(layers)
     tp_comm, ep_comm = _model_parallel_comm(ctx, runs)
@@ -55,7 +55,8 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes, paramete
     dp_comm = _dp_comm(ctx, dense, expert)
     sharded_update = (dense / (layout.dp if layout.zero >= 1 else 1)
                       + expert / (ctx.edp if layout.zero >= 1 else 1))
-    memory = _stage_memory(ctx, s, runs, dense, expert)
+    memory = _stage_memory(ctx, s, runs, dense, expert,
+                           [_runs(chunk) for chunk in chunks] if chunks else None)
 
     def timed(predicted: bool) -> StageCost:
         fwd, bwd, mem_s, again, update = times[predicted]
@@ -79,7 +80,7 @@ def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
     return runs
 
 
-def _interleaved_p2p(ctx: _Context, s: int, chunks: list[tuple[Any, Any]]) -> float:
+def _interleaved_p2p(ctx: _Context, s: int, chunks: list[list[Any]]) -> float:
     """Pipeline GPU ``s``'s point-to-point transfers of one micro-batch under the interleaved
     schedule: every chunk boundary is between two GPUs (chunk c on GPU c mod pp), so each of
     its chunks sends its output forward (but the model's last chunk) and its input's gradient
@@ -95,8 +96,8 @@ def _interleaved_p2p(ctx: _Context, s: int, chunks: list[tuple[Any, Any]]) -> fl
     backward = (crosses_nodes(s - 1, stride, gpn) if s > 0
                 else wrap_crosses_nodes(pp, stride, gpn))
     p2p = 0.0
-    for k, (first, final) in enumerate(chunks):
-        chunk = s + k * pp
+    for k, layers in enumerate(chunks):
+        chunk, first, final = s + k * pp, layers[0], layers[-1]
         if chunk < last:
             p2p += fabric.p2p_s(sent * (final.out_width or 0) * e, forward)
         if chunk > 0:

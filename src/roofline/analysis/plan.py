@@ -243,6 +243,13 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
     results: list[LayoutResult] = []
     layouts, why_none = _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
                                     sequence_parallel, vp)
+    # a chunk count every pipeline takes but no split of the batch runs (its micro-batches
+    # never a multiple of pp): said, not dropped, with the rule its splits broke
+    taken = {lay.vp for lay in layouts}
+    for v in [v for v in vp or () if layouts and v not in taken]:
+        why = _candidates(network, gpus, batch, fabric, tp, pp, zero, micro_batch, ep,
+                          sequence_parallel, [v])[1]
+        vp_out.append(f"vp {v}: " + render_options(why, lambda n, _: n).rsplit(" (", 1)[0])
     shards = len({(lay.tp, lay.ep, lay.micro_batch) for lay in layouts})
     if progress and layouts:  # one line, then each quarter: a line a shard was 44 for 405B
         progress(f"plan: {len(layouts):,} layouts over {shards} distinct shards (tp, ep, "

@@ -39,7 +39,8 @@ from .plots import _check_plot, _write_plot, force_option
               "go, chunk c on GPU c mod pp; the bubble shrinks to (p - 1) / vp micro-batch "
               "times, point-to-point transfers grow vp times, the first stage keeps (1 + (p - "
               "1) / (p vp)) times 1F1B's activations; the micro-batches a data-parallel rank "
-              "runs must be a multiple of pp. Needs --pp above 1 [default: 1, plain 1F1B].")
+              "runs must be a multiple of pp (a value no layout runs is named on the 'left out:' "
+              "line). Needs --pp above 1 [default: 1, plain 1F1B].")
 @click.option("--zero", metavar="LIST", help="ZeRO stages to consider, 0-3 (3 = FSDP's full "
               "sharding; 2 and 3 not with a pipeline: left out where every --pp given has one, "
               "as --tp values are) [default: 0,1,2,3; 0 alone where dp is "
