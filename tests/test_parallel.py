@@ -932,3 +932,17 @@ def test_sequence_parallelism_divides_an_moe_blocks_router():
     # RMSNorm 4 B a value twice, the residual adds 6 B twice, forward (no dropout in Mixtral)
     sp_ops = (2 * 4 + 2 * 6) * 16_777_216 / 3.35e12
     assert whole[block][0] - split[block][0] == pytest.approx((router_forward + sp_ops) / 2)
+
+
+def test_plans_table_says_its_columns_are_the_predicted_steps_parts(invoke):
+    """The table's compute, comm and bubble columns are parts of the predicted step (a reader
+    could only infer it from compute falling between the roofline and the prediction), and
+    compute holds the forward recomputation runs again."""
+    args = ("plan", str(EXAMPLES / "hf" / "llama-2-7b.json"), "--hw", "h100", "--gpus", "8",
+            "--batch", "8", "--seq", "1024", "--top", "1")
+    plain = invoke(*args).stdout
+    assert ("fastest layouts that fit (up to 1 per GPU count; compute, comm and bubble: parts "
+            "of the predicted step):") in plain
+    again = invoke(*args, "--recompute", "full").stdout
+    assert ("parts of the predicted step, the forward recomputation runs again in compute):"
+            in again)

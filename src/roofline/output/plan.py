@@ -95,7 +95,9 @@ def plan_table(plan: Plan, top: int = 3) -> str:
         elif not ranked:
             skipped.append(f"{count(n, 'GPU')}: no layout divides the batch")
         rows += [_row(r, unit, vp) for r in ranked[:top]]
-    lines += ["", f"fastest layouts that fit (up to {top} per GPU count):"]
+    again = ", the forward recomputation runs again in compute" if net.recompute != "none" else ""
+    lines += ["", f"fastest layouts that fit (up to {top} per GPU count; compute, comm and "
+                  f"bubble: parts of the predicted step{again}):"]
     header = [*HEADER[:3], "vp", *HEADER[3:]] if vp else HEADER
     lines += aligned(header, rows, {len(header) - 1}) if rows else ["none fits"]
     blocks = len(blocks_of(net))
