@@ -100,12 +100,23 @@ layers:
     ("qwen2-7b.json", 7_615_616_512),      # Qwen2-7B (7.6 B, with the QKV bias)
     ("gpt2.json", 124_439_808),            # GPT2LMHeadModel (tied output)
     ("bert-base-uncased.json", 109_514_298),  # BertForMaskedLM
+    # Llama-3.1-405B: the Llama 3 paper's Table 3 (126 layers, 16384 wide, FFN 53248, 128
+    # heads, 8 KV heads) and Hugging Face's vocabulary of 128256; published 405,853,388,800
+    ("llama-3.1-405b.json", 405_853_388_800),
 ])
 def test_parameter_counts_from_hugging_face_configs(config, parameters):
     net = load_network(HF / config).with_overrides(batch=1, seq=128, dtype="fp16")
     assert net.parameters == parameters
     report = analyze_model(net, "h100")
     assert report.totals["parameters"] == parameters
+
+
+def test_llama_3_1_405b_parameters_by_hand():
+    # embed and untied lm_head 128256 x 16384 = 2,101,346,304 each; per block: q and o
+    # 16384^2 = 268,435,456 each, k and v 16384 x 1024 = 16,777,216 each, gated FFN 3 x 16384
+    # x 53248 = 2,617,245,696, 2 rmsnorms 32,768: 3,187,703,808; x 126; final norm 16384
+    assert (2 * 2_101_346_304 + 126 * (2 * 268_435_456 + 2 * 16_777_216 + 2_617_245_696
+                                       + 32_768) + 16_384) == 405_853_388_800
 
 
 def test_llama_2_7b_parameters_by_hand():
