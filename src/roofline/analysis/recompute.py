@@ -75,8 +75,8 @@ def _flagged(items: Sequence[Any], network: Network, gemms: bool) -> Iterator[tu
     its op results) that the backward pass runs again: per run of a ``Numbered`` sequence its
     stored results, flagged once per distinct tuple, with the run's count; in a plain list of
     every copy, each copy's result, found by the step's own numbering."""
-    how = network.recompute
-    if network.mode != "train" or how == "none":
+    how = network.step_recompute
+    if how == "none":
         return iter(())
     step = network.step()
     flags_of: dict[int, tuple[bool, ...]] = {}  # per stored tuple: runs alike share theirs

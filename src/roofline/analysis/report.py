@@ -295,7 +295,7 @@ class Report:
             "optimizer": self.network.optimizer,
             # the recomputation the step runs under (none outside training, whatever a file
             # says: an inference step keeps nothing for a backward pass)
-            "recompute": self.network.recompute if self.network.mode == "train" else "none",
+            "recompute": self.network.step_recompute,
             "ridge": self.ridge,
             "peak_basis": "dense",
             "peak_tflops": self.peak_flops_per_s / 1e12,

@@ -224,7 +224,7 @@ class Comparison:
                 "prompt": gen.prompt if gen else None, "generate": gen.generate if gen else None,
                 "point_step": point_step(base),
                 "optimizer": first.optimizer,
-                "recompute": first.recompute if first.mode == "train" else "none",
+                "recompute": first.step_recompute,
                 "quantization_in_time": base.quantization,
                 "devices": devices, "gemms": gemms}
 

@@ -238,7 +238,7 @@ class Sweep:
         return {"model": first.network.name, "hardware": first.hardware.name,
                 "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
                 "phase": first.network.step_phase,
-                "recompute": first.network.recompute if first.network.mode == "train" else "none",
+                "recompute": first.network.step_recompute,
                 "ridge": first.ridge,
                 "prompt": first.generation.prompt if first.generation else None,
                 "generate": first.generation.generate if first.generation else None,

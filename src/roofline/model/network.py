@@ -260,6 +260,12 @@ class Network:
     def step_phase(self) -> str:
         return "train" if self.mode == "train" else self.phase
 
+    @property
+    def step_recompute(self) -> str:
+        """The activation recomputation the step applies: ``recompute`` in training, else
+        ``none`` (the JSON ``recompute`` of analyze, compare and sweep)."""
+        return self.recompute if self.mode == "train" else "none"
+
     def with_overrides(self, batch: int | None = None, dtype: str | None = None,
                        mode: str | None = None, output_dtype: str | None = None,
                        grad_accumulation: str | None = None, seq: int | None = None,

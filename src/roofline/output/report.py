@@ -288,8 +288,7 @@ def recompute_setting(network) -> str:
     """``recompute full``: a training step's recomputation, where its time holds the forward
     work run again (``analysis.recompute``); "" for none, outside training and for a captured
     module, whose step is what its run recorded."""
-    if network.mode != "train" or network.recompute == "none" or (
-            network.captured_batch is not None):
+    if network.step_recompute == "none" or network.captured_batch is not None:
         return ""
     return f"recompute {network.recompute}"
 
@@ -439,7 +438,7 @@ def recompute_line(report: Report) -> str | None:
     training, and for a captured module (``not_counted`` says so)."""
     net, t = report.network, report.totals
     how = net.recompute
-    if net.mode != "train" or how == "none" or net.captured_batch is not None:
+    if not recompute_setting(net):  # none, outside training, or a captured module
         return None
     if not (t["recompute_time_s"] or t["recompute_flops"]):
         from ..model.layers.transformer import Transformer
