@@ -54,9 +54,9 @@ from ..hardware.links import Link
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Embedding, Linear, Transformer
 from ..model.network import Network
-from .collectives import ring_time_s
+from .collectives import _link_dict, ring_time_s
 from .parallel_layout import check_tensor_parallel
-from .parallel_shard import padded_vocab, shard_network
+from .parallel_shard import _is_logits, _vocabularies, padded_vocab, shard_network
 
 #: vLLM's custom all-reduce: the GPU counts it runs on and the largest buffer it takes (its
 #: ``max_size`` default, 8 MiB); its one-shot kernel's limits by GPU count (bytes below)
@@ -140,9 +140,7 @@ class TensorParallel:
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``tensor_parallel`` object."""
         return {"tp": self.tp, "gpus_per_node": self.gpus_per_node,
-                "link": {"name": self.link.name, "label": self.link.label,
-                         "bandwidth_gbs": self.link.bandwidth_gbs,
-                         "latency_us": self.link.latency_us},
+                "link": _link_dict(self.link),
                 "link_basis": self.basis, "overlap": False, "step": self.step.to_dict(),
                 "prefill": self.prefill.to_dict() if self.prefill else None,
                 "decode": self.decode.to_dict() if self.decode else None,
@@ -152,15 +150,13 @@ class TensorParallel:
 
 def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
     """One line (InputError) for a tensor-parallel serving request the model cannot take: a
-    training step (``plan`` lays those out), tp below 1 or past one node's GPUs (serving
-    across nodes is not modelled), tp not dividing a block's heads, kv_heads or ffn (plan's
-    rule, ``parallel_layout.check_tensor_parallel``)."""
+    training step (``plan`` lays those out), tp past one node's GPUs (serving across nodes is
+    not modelled; tp below 1 is ``serve``'s positive-integer check), tp not dividing a block's
+    heads, kv_heads or ffn (plan's rule, ``parallel_layout.check_tensor_parallel``)."""
     src = network.source
     if network.mode == "train":
         raise InputError(src, "", f"{option('tp')} serves an inference step or a generation; a "
                                   f"training step's split over GPUs is `roofline plan`'s")
-    if tp < 1:
-        raise InputError(src, "", f"{option('tp')} must be at least 1, got {tp}")
     if tp > gpus_per_node:
         raise InputError(src, "", f"tensor parallelism {tp} spans more than one node of "
                                   f"{gpus_per_node} GPUs ({option('gpus_per_node')}): serving "
@@ -198,8 +194,7 @@ def step_comm(network: Network, tp: int, link: Link) -> StepComm:
     forward step (module docstring)."""
     step = network.step()
     tokens, e = step.tokens, step.e
-    vocabularies = {run.layer.vocab for run in network.layer_runs
-                    if isinstance(run.layer, Embedding)}
+    vocabularies = _vocabularies(network)
     sizes: dict[tuple[str, int], int] = {}  # (collective, bytes) -> count
 
     def add(what: str, nbytes: int, count: int) -> None:
@@ -211,7 +206,8 @@ def step_comm(network: Network, tp: int, link: Link) -> StepComm:
             add("all-reduce", tokens * layer.hidden * e, 2 * run.count)
         elif isinstance(layer, Embedding):
             add("all-reduce", tokens * layer.dim * e, run.count)
-        elif isinstance(layer, Linear) and layer.out_features in vocabularies:
+        elif _is_logits(layer, vocabularies):
+            assert isinstance(layer, Linear)
             vocab = padded_vocab(layer.out_features, tp, serving=True)
             add("gather", _logit_rows(network) * vocab * e, run.count)
     transfers = []
