@@ -164,10 +164,7 @@ def plan(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
     from .model.network import check_overrides
 
     check_overrides(overrides, "plan")
-    if model_framework(model) == "torch" or (  # a factory, or a Python file that holds one
-            not isinstance(model, Network) and python_file_spec(os.fspath(model))):
-        raise not_captured_error(model.source if isinstance(model, Network)
-                                 else os.fspath(model), "plan")
+    refuse_capture(model, "plan")
     spec = hardware_spec(hardware)
     network = load_model(model).with_overrides(**overrides)
     if overrides.get("optimizer") is None and network.mode == "train":
@@ -208,6 +205,16 @@ def zero_stages(given: str | int | Iterable[int]) -> tuple[int, ...]:
     if not values or None in stages or not stages <= {0, 1, 2, 3}:
         raise fail(described(given))
     return tuple(sorted(stage for stage in stages if stage is not None))
+
+
+def refuse_capture(model: Network | str | os.PathLike[str], command: str) -> None:
+    """``command`` (plan) takes no captured module: a factory, a captured Network, or a Python
+    file that holds a factory (``python_file_spec``) is refused in one line
+    (``not_captured_error``), before any hardware is probed or model read."""
+    if model_framework(model) == "torch" or (
+            not isinstance(model, Network) and python_file_spec(os.fspath(model))):
+        raise not_captured_error(model.source if isinstance(model, Network)
+                                 else os.fspath(model), command)
 
 
 def not_captured_error(model: str, command: str) -> Exception:

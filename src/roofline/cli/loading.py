@@ -59,12 +59,11 @@ def _needs(network: Any, overrides: dict[str, Any], whole_step: bool = False) ->
 
 
 def _not_captured(model: str) -> None:
-    """InputError for ``package.module:callable`` given to plan: it divides each layer's heads
+    """InputError for ``package.module:callable`` (or a Python file holding one) given to plan,
+    before ``--hw local`` probes (``api.refuse_capture``): it divides each layer's heads
     and FFN over the tensor-parallel ranks and runs it at each micro-batch, and a capture holds
     the ops the module ran at its one batch, not its layers. (sweep captures a factory at each
     batch: ``analysis.whatif_captures``.)"""
-    from ..api import model_framework, not_captured_error
-    from ..model.capture_factory import python_file_spec
+    from ..api import refuse_capture
 
-    if model_framework(model) == "torch" or python_file_spec(model):  # or a factory's file
-        raise not_captured_error(str(model), str(click.get_current_context().info_name))
+    refuse_capture(model, str(click.get_current_context().info_name))
