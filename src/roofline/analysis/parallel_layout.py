@@ -91,14 +91,24 @@ def check_tensor_parallel(network: Network, tp: int) -> None:
     """One line (InputError) where ``tp`` does not divide every block's heads, kv_heads and
     ffn, or the model has no transformer block to split: plan's rule, which ``analyze --tp``
     (serving) checks too."""
-    runs = [run for run in network.layer_runs if isinstance(run.layer, Transformer)]
-    if not runs and tp > 1:
+    if not _block_runs(network) and tp > 1:
         raise InputError(network.source, "", f"tensor parallelism splits transformer blocks; "
                                              f"the model has none (use {option('tp', '1')})")
-    for run in runs:  # a run's copies alike: its first named in the message
+    _check_blocks(network, Layout(tp=tp))
+
+
+def _block_runs(network: Network) -> list[Any]:
+    """The runs of ``network``'s transformer blocks."""
+    return [run for run in network.layer_runs if isinstance(run.layer, Transformer)]
+
+
+def _check_blocks(network: Network, layout: Layout) -> None:
+    """Every block's split by ``layout`` (``_check_block``), a run's copies alike: its first
+    named in the message."""
+    for run in _block_runs(network):
         block = run.copy(0)
         assert isinstance(block, Transformer)
-        _check_block(network.source, block, Layout(tp=tp))
+        _check_block(network.source, block, layout)
 
 
 def check_layout(network: Network, layout: Layout) -> None:
@@ -116,15 +126,12 @@ def check_layout(network: Network, layout: Layout) -> None:
             raise InputError(src, "", f"{option(name)} must be at least 1, got {value}")
     if layout.zero not in ZERO_STAGES:
         raise InputError(src, "", f"{option('zero')} must be 0, 1, 2 or 3, got {layout.zero}")
-    runs = [run for run in network.layer_runs if isinstance(run.layer, Transformer)]
+    runs = _block_runs(network)
     if not runs and (layout.tp > 1 or layout.pp > 1 or layout.ep > 1):
         raise InputError(src, "", f"tensor, pipeline and expert parallelism split transformer "
                                   f"blocks; the model has none (use {option('tp', '1')} "
                                   f"{option('pp', '1')})")
-    for run in runs:  # a run's copies alike: its first named in the message
-        block = run.copy(0)
-        assert isinstance(block, Transformer)
-        _check_block(src, block, layout)
+    _check_blocks(network, layout)
     blocks = sum(run.count for run in runs)
     if layout.pp > blocks and layout.pp > 1:
         raise InputError(src, "", f"a pipeline of {layout.pp} stages is deeper than the model's "
