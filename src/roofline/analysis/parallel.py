@@ -105,7 +105,7 @@ stages are (``gpu_chunks``, ``gpu_blocks``), chunk c on GPU c mod pp. A step tak
 and drain run chunks of 1 / vp of a GPU's work; in the steady state each GPU runs every chunk
 of every micro-batch, as a 1F1B stage its layers): the bubble (p - 1) / (vp m + p - 1) of the
 step. Every chunk boundary is between two GPUs: each chunk sends its output forward and its
-input's gradient back (``parallel_stage._interleaved_p2p``), vp times a middle 1F1B stage's,
+input's gradient back (``parallel_stage._pipeline_p2p``), vp times a middle 1F1B stage's,
 the last stage's forward sends and the first's backward ones over the wrap from the last stage
 to the first (``wrap_crosses_nodes``). Stage s keeps 2 (p - s - 1) + (vp - 1) p + 1 chunks of
 micro-batches in flight (Megatron-Core's ``get_pp_rank_microbatches``, at most m vp;

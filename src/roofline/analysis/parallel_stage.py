@@ -1,7 +1,7 @@
 """One pipeline stage of a layout on one GPU (``_stage``): its compute per micro-batch
 (``parallel_times``), its tensor- and expert-parallel communication and point-to-point
 transfers (``parallel_comm``; with interleaved stages one pair per model chunk,
-``_interleaved_p2p``), its data-parallel collectives and share of the optimizer update,
+``_pipeline_p2p``), its data-parallel collectives and share of the optimizer update,
 and its memory (``parallel_memory``), at the roof and at the predicted times; a repeat's copies
 worked out once (``_runs``)."""
 
@@ -29,26 +29,11 @@ def _stage(ctx: _Context, s: int, layers: list[Any], times: StageTimes, paramete
     and at the predicted times (``times``: the stage's ``stage_times``, the update over the
     shard's ``parameters``). Communication and memory do not depend on the times and are
     worked out once. ``chunks``: with interleaved stages, the layers of each model chunk the
-    GPU holds, in order (``_interleaved_p2p``, ``_stage_memory``)."""
-    layout, fabric, t, e = ctx.layout, ctx.fabric, ctx.step.tokens, ctx.e
+    GPU holds, in order (``_pipeline_p2p``, ``_stage_memory``)."""
+    layout = ctx.layout
     runs = _runs(layers)
     tp_comm, ep_comm = _model_parallel_comm(ctx, runs)
-    p2p = 0.0
-    if chunks:
-        p2p = _interleaved_p2p(ctx, s, chunks)
-    elif layout.pp > 1:
-        # what crosses each boundary: the activations the stage's last layer hands forward
-        # (not the last stage's: its output layer's are the logits, which stay), and the
-        # gradient of its first layer's input sent back (not the first stage's); with
-        # sequence parallelism each GPU of the tensor-parallel group holds, and sends, T / tp
-        # tokens of them (Megatron-LM's ``get_tensor_shapes``)
-        stride, sent = layout.tp * layout.dp, -(-t // (layout.tp if ctx.sp else 1))
-        if s < layout.pp - 1:
-            p2p += fabric.p2p_s(sent * (layers[-1].out_width or 0) * e,
-                                crosses_nodes(s, stride, fabric.gpus_per_node))
-        if s > 0:
-            p2p += fabric.p2p_s(sent * (layers[0].in_width or 0) * e,
-                                crosses_nodes(s - 1, stride, fabric.gpus_per_node))
+    p2p = _pipeline_p2p(ctx, s, chunks or [layers]) if layout.pp > 1 else 0.0
     params = sum(layer.parameters * count for layer, count in runs)
     expert = sum(_expert_parameters(layer) * count for layer, count in runs)
     dense = params - expert
@@ -80,13 +65,16 @@ def _runs(layers: list[Any]) -> list[tuple[Any, int]]:
     return runs
 
 
-def _interleaved_p2p(ctx: _Context, s: int, chunks: list[list[Any]]) -> float:
-    """Pipeline GPU ``s``'s point-to-point transfers of one micro-batch under the interleaved
-    schedule: every chunk boundary is between two GPUs (chunk c on GPU c mod pp), so each of
-    its chunks sends its output forward (but the model's last chunk) and its input's gradient
-    back (but the first), v times a 1F1B middle stage's sends; GPU pp - 1's forward sends and
-    GPU 0's backward ones cross the wrap-around boundary (``wrap_crosses_nodes``). The same
-    T h / tp elements a boundary with sequence parallelism as 1F1B's."""
+def _pipeline_p2p(ctx: _Context, s: int, chunks: list[list[Any]]) -> float:
+    """Pipeline GPU ``s``'s point-to-point transfers of one micro-batch, ``chunks`` the layers
+    of each model chunk it holds (one under 1F1B, vp interleaved): each chunk sends the
+    activations its last layer hands forward (not the model's last chunk: its output layer's
+    are the logits, which stay) and the gradient of its first layer's input back (not the
+    first chunk's). Interleaved, every chunk boundary is between two GPUs (chunk c on GPU c mod
+    pp), v times a 1F1B middle stage's sends, and GPU pp - 1's forward sends and GPU 0's
+    backward ones cross the wrap-around boundary (``wrap_crosses_nodes``). With sequence
+    parallelism each GPU of the tensor-parallel group holds, and sends, T / tp tokens of them
+    (Megatron-LM's ``get_tensor_shapes``)."""
     layout, fabric, e = ctx.layout, ctx.fabric, ctx.e
     pp, gpn = layout.pp, fabric.gpus_per_node
     stride, sent = layout.tp * layout.dp, -(-ctx.step.tokens // (layout.tp if ctx.sp else 1))
