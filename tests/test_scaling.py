@@ -175,6 +175,11 @@ def test_inference_has_no_gradients_to_all_reduce(runner):
     with pytest.raises(InputError, match=r"^workers: an inference step has no gradients.*"
                                         r"\(mode='train'\)$"):
         scale(report, workers=(8,), interconnect="ib-ndr")
+    # said first, before asking for an interconnect it would not use
+    without = runner.invoke(cli, ["analyze", str(EXAMPLES / "mlp-1024-4096-1000.yaml"), "--hw",
+                                  "h100", "--mode", "inference", "--data-parallel", "8"])
+    assert without.exit_code == 2
+    assert "an inference step has no gradients to all-reduce" in without.output
     # the same model trained still all-reduces
     trained = scale(analyze_model(str(EXAMPLES / "mlp-1024-4096-1000.yaml"), "h100",
                                   mode="train"), workers=(8,), interconnect="ib-ndr")

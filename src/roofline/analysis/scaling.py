@@ -168,10 +168,6 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
     if workers is None and interconnect is not None:
         raise InputError("interconnect", "", f"no worker counts to all-reduce among: give "
                                              f"{option('workers', '8')} (or a list, 1,8,32) too")
-    if workers is not None and interconnect is None:
-        raise InputError("workers", "", f"no interconnect to all-reduce over: give "
-                                        f"{option('interconnect', 'ib-ndr')} too (a links.yaml "
-                                        f"name such as ib-ndr or nvlink4, or GB/s per direction)")
     result = Scaling()
     if host_link is not None or stream_input:
         report = _stream(report, host_link)
@@ -186,7 +182,11 @@ def scale(report: Report, stream_input: bool = False, host_link: str | None = No
                              f"serve {max(counts)}x one's throughput (100% scaling); this "
                              f"models training's gradient all-reduce "
                              f"({option('mode', 'train')})")
-        link = resolve_link(interconnect or "", "interconnect")
+        if interconnect is None:
+            raise InputError("workers", "", f"no interconnect to all-reduce over: give "
+                             f"{option('interconnect', 'ib-ndr')} too (a links.yaml name such "
+                             f"as ib-ndr or nvlink4, or GB/s per direction)")
+        link = resolve_link(interconnect, "interconnect")
         net = report.network
         grad = itemsize(net.grad_accumulation or net.operand_dtype) * net.parameters
         compute, backward = report.totals["time_s"], backward_s(report)
