@@ -154,6 +154,16 @@ def test_cli_header_and_json(invoke):
     assert data["totals"]["predicted_tp_comm_time_s"] == group["step"]["predicted_time_s"]
 
 
+def test_a_bare_bandwidth_link_is_named_once(invoke):
+    """``--intra 100`` is a link of 100 GB/s and no latency (``resolve_link``): the header says
+    the figure once and that no latency is counted, not ``100 GB/s (100 GB/s, ...)``."""
+    result = invoke("analyze", LLAMA, "--hw", H100, "--batch", "1", "--prompt", "8",
+                    "--generate", "8", "--tp", "2", "--intra", "100")
+    assert result.exit_code == 0, result.output
+    assert ("all-reduces on 100 GB/s (no latency stated), exposed"
+            in " ".join(result.output.split()))
+
+
 @pytest.mark.parametrize("args, expected", [
     (("--mode", "train", "--seq", "128", "--tp", "2"),
      "Error: {m}: --tp serves an inference step or a generation; a training step's split over "

@@ -10,7 +10,7 @@ from .advice import whatif_warnings
 from .hardware import capacity_text
 from .json import to_json
 from .report import PART_NAMES
-from .scaling import link_text
+from .scaling import link_text, step_latency
 from .table import aligned
 from .times import basis_sentence
 
@@ -72,10 +72,10 @@ def plan_table(plan: Plan, top: int = 3) -> str:
     lines = [f"model: {net.name}   hardware: {hw.name}   training step: {step_settings(plan)}",
              f"links: inside a node ({count(fabric.gpus_per_node, 'GPU')}) "
              + link_text(fabric.intra.label, fabric.intra.bandwidth_gbs, " per direction",
-                         f"{fabric.intra.latency_us:g} us a step")
+                         step_latency(fabric.intra.latency_us))
              + "; between nodes "
              + link_text(fabric.inter.label, fabric.inter.bandwidth_gbs,
-                         " per direction per GPU", f"{fabric.inter.latency_us:g} us a step"),
+                         " per direction per GPU", step_latency(fabric.inter.latency_us)),
              "memory per GPU against " + (capacity_text(capacity, hw.memory_capacity_basis)
                                           if capacity else "no stated capacity")]
     lines += [f"assumes: {text}" for text in plan.assumptions]

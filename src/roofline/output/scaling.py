@@ -22,6 +22,12 @@ def link_text(label: str, gbs: float, qualifier: str = "", more: str = "") -> st
     return f"{label} ({figure}{qualifier}" + (f", {more})" if more else ")")
 
 
+def step_latency(latency_us: float) -> str:
+    """A link's latency a ring step as a sentence says it: ``3.4 us a step``; a link given as a
+    bare bandwidth has none (``hardware.links.resolve_link``): ``no latency stated``."""
+    return f"{seconds(latency_us * 1e-6)} a step" if latency_us else "no latency stated"
+
+
 def host_link_lines(stream: HostLinkStream) -> list[str]:
     """The streamed input's verdict: transfer time against compute time."""
     verdict = ("host-link-bound: the transfer outlasts the compute" if stream.bound ==

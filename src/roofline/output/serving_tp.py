@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..units import count, seconds, si
+from .scaling import link_text as scaling_link_text
+from .scaling import step_latency
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
@@ -14,11 +16,10 @@ if TYPE_CHECKING:
 
 
 def link_text(tp: TensorParallel) -> str:
-    """``NVSwitch (DGX H100 / HGX H100, 8 GPUs) (450 GB/s, 3.4 us a step)``."""
+    """``NVSwitch (DGX H100 / HGX H100, 8 GPUs) (450 GB/s, 3.4 us a step)``; a bandwidth given
+    as a number, ``100 GB/s (no latency stated)``."""
     link = tp.link
-    latency = f", {seconds(link.latency_us * 1e-6)} a step" if link.latency_us else \
-        ", no latency stated"
-    return f"{link.label} ({link.bandwidth_gbs:g} GB/s{latency})"
+    return scaling_link_text(link.label, link.bandwidth_gbs, more=step_latency(link.latency_us))
 
 
 def shard_words(report: Report) -> str:
