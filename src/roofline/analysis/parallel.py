@@ -21,7 +21,12 @@ times T fp32 values (the maximum, the sum of exponentials, the target logit).
 
 Sequence parallelism (``sequence_parallel``; Korthikanti et al., "Reducing Activation
 Recomputation in Large Transformer Models", 2022): each all-reduce becomes a reduce-scatter and
-an all-gather (the same bytes and ring steps, so the same time); the norms, dropouts and
+an all-gather (the same bytes and ring steps, so the same time), the output layer's too (its
+input all-gathered in the forward pass, its input gradient reduce-scattered in the backward
+one, where the all-reduce was); the all-gather of a column-parallel layer's input again in the
+backward pass for its weight gradient (Megatron-LM keeps each GPU's T / tp rows only,
+``LinearWithGradAccumulationAndAsyncCommunication.backward``) is issued asynchronously before
+the data-gradient GEMM and taken hidden behind it, not charged; the norms, dropouts and
 residual adds run on T / tp tokens (their op time is divided by tp; not the attention core's
 dropout over the scores, already split by heads) and the activations they keep are divided by
 tp. Activation memory per block (the paper's sec. 4.2, with its 2-byte
