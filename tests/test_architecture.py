@@ -36,6 +36,8 @@ UPWARD_ALLOWED = {
     ("roofline.analysis.whatif_comparison", "roofline.output.html"),  # Comparison._repr_html_
     ("roofline.analysis.whatif_sweep", "roofline.plot"),              # Sweep.plot()
     ("roofline.analysis.whatif_sweep", "roofline.output.html"),       # Sweep._repr_html_
+    ("roofline.analysis.plan", "roofline.plot"),                      # Plan.plot()
+    ("roofline.analysis.plan", "roofline.output.plan"),               # Plan._repr_html_
 }
 
 

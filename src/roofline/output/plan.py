@@ -235,3 +235,12 @@ def plan_json(plan: Plan, top: int | None = None) -> str:
     """``Plan.to_dict`` with the model's and the entry's warnings (``advice.whatif_warnings``)."""
     warnings = whatif_warnings(plan.network, [plan.hardware])
     return to_json(plan.to_dict(top) | {"warnings": list(warnings)}) + "\n"
+
+
+def plan_fragment(plan: Plan, top: int = 3) -> str:
+    """The plan's table (``plan_table``) as an HTML block for Jupyter (``Plan._repr_html_``):
+    preformatted, as the shell shows it."""
+    from html import escape
+
+    return (f'<div class="roofline-plan"><pre style="font-size: 12px; line-height: 1.3">'
+            f"{escape(plan_table(plan, top))}</pre></div>")
