@@ -70,7 +70,9 @@ from .reports import _render_reports, _say_rows, _stream_json
               help="Serve the step or the generation over N GPUs of one node by tensor "
                    "parallelism (inference only; training splits are `roofline plan`'s): "
                    "every table and figure is one GPU's shard (heads, kv_heads, FFN and "
-                   "vocabulary / N; N must divide them, as plan's rule), plus two all-reduces "
+                   "vocabulary / N, which N must divide, as vLLM splits them; past the "
+                   "kv_heads, a multiple of them, each GPU holds one KV head, replicated), "
+                   "plus two all-reduces "
                    "a transformer block, the embedding's, and the logits' gather each step on "
                    "the intra-node link, exposed (vLLM's one-shot all-reduce for small "
                    "buffers, NCCL's ring for large). Tokens/s are the N GPUs'.")

@@ -30,9 +30,23 @@ def shard_words(report: Report) -> str:
 
 def header_line(tp: TensorParallel) -> str:
     """The header's line: ``tensor-parallel over 8 GPUs (each GPU's shard below); all-reduces
-    on <link> (<GB/s>, <latency>), exposed``."""
+    on <link> (<GB/s>, <latency>), exposed``, and where KV heads are replicated what each GPU
+    holds (``replication_text``)."""
     return (f"tensor-parallel over {count(tp.tp, 'GPU')} (each GPU's shard below); "
-            f"all-reduces on {link_text(tp)}, exposed")
+            f"all-reduces on {link_text(tp)}, exposed{replication_text(tp)}")
+
+
+def replication_text(tp: TensorParallel) -> str:
+    """``; KV heads replicated: tp 16 passes the 8 KV heads, so each GPU holds one, the same
+    on 2 GPUs (vLLM's QKVParallelLinear): its K and V weights and KV cache are 1/8 of the
+    model's, not 1/16``; nothing where each GPU holds its own KV heads."""
+    if tp.kv_replicas == 1:
+        return ""
+    heads = tp.tp // tp.kv_replicas
+    share = "the model's whole" if heads == 1 else f"1/{heads} of the model's"
+    return (f"; KV heads replicated: tp {tp.tp} passes the model's {count(heads, 'KV head')}, "
+            f"so each GPU holds one, the same on {count(tp.kv_replicas, 'GPU')} (vLLM's "
+            f"QKVParallelLinear): its K and V weights and KV cache are {share}, not 1/{tp.tp}")
 
 
 def _step_text(step: StepComm) -> str:
