@@ -53,7 +53,7 @@ against this module's 7.05 and 8.84 us; its two-shot at 24.1 us for 1 MB (10.9 h
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, option
 from ..files.fields import positive_int
@@ -61,9 +61,11 @@ from ..hardware.links import Link
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Embedding, Linear, Transformer
 from ..model.network import Network
-from .collectives import _link_dict, ring_time_s
+from .collectives import DEFAULT_GPUS_PER_NODE, _link_dict, ring_time_s
 from .parallel_shard import _is_logits, _vocabularies, padded_vocab, shard_network
 
+if TYPE_CHECKING:
+    from .report import Report
 #: vLLM's custom all-reduce: the GPU counts it runs on and the largest buffer it takes (its
 #: ``max_size`` default, 8 MiB); its one-shot kernel's limits by GPU count (bytes below)
 CUSTOM_GPUS = (2, 4, 6, 8)
@@ -155,6 +157,38 @@ class TensorParallel:
                 "decode": self.decode.to_dict() if self.decode else None,
                 "generation_time_s": self.generation_s,
                 "predicted_generation_time_s": self.predicted_generation_s}
+
+
+def requested(tp: Any = 1, gpus_per_node: Any = DEFAULT_GPUS_PER_NODE,
+              intra: str | None = None) -> bool:
+    """Whether a call asks for serving over several GPUs (any of its settings given off its
+    default): ``api.analyze_model``, ``whatif.compare`` and ``whatif.sweep`` then ``serve``."""
+    return tp != 1 or intra is not None or gpus_per_node != DEFAULT_GPUS_PER_NODE
+
+
+def checked(network: Network, tp: Any, gpus_per_node: Any) -> tuple[int, int]:
+    """``tp`` and ``gpus_per_node`` as positive integers (``files.fields.positive_int``),
+    which ``network`` can be served over (``check_serving``); one line otherwise. compare and
+    sweep ask it once, before the first device or point."""
+    def fail(key: str, problem: str) -> InputError:
+        return InputError(network.source, key, problem)
+
+    tp, gpus_per_node = positive_int(tp, fail, "tp"), positive_int(gpus_per_node, fail,
+                                                                    "gpus_per_node")
+    check_serving(network, tp, gpus_per_node)
+    return tp, gpus_per_node
+
+
+def served_fields(report: Report) -> dict[str, Any]:
+    """A compare device's or a sweep point's JSON fields of its serving over several GPUs:
+    analyze's ``totals.tp_comm_time_s`` and ``predicted_tp_comm_time_s`` (its step's exposed
+    communication, inside its ``time_s`` and ``predicted_time_s``) and analyze's
+    ``tensor_parallel`` object; none where one GPU runs the step."""
+    tp = report.tensor_parallel
+    if tp is None:
+        return {}
+    return {"tp_comm_time_s": tp.step.roof_s, "predicted_tp_comm_time_s": tp.step.predicted_s,
+            "tensor_parallel": tp.to_dict()}
 
 
 def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
@@ -287,7 +321,8 @@ def _logit_rows(network: Network) -> int:
     return network.last_step().tokens
 
 
-def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int = 8,
+def serve(network: Network, hardware: HardwareSpec, tp: int,
+          gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
           intra: str | None = None, prompt: int | None = None, generate: int | None = None,
           quantization: bool = False) -> Any:
     """The Report of one GPU's shard of ``network`` served over ``tp`` GPUs: a step as
@@ -298,12 +333,7 @@ def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int 
     from .plan import make_fabric
     from .report import analyze
 
-    def fail(key: str, problem: str) -> InputError:
-        return InputError(network.source, key, problem)
-
-    tp, gpus_per_node = positive_int(tp, fail, "tp"), positive_int(gpus_per_node, fail,
-                                                                    "gpus_per_node")
-    check_serving(network, tp, gpus_per_node)
+    tp, gpus_per_node = checked(network, tp, gpus_per_node)
     fabric = make_fabric(hardware, intra, None, gpus_per_node)
     link = fabric.intra
     basis = fabric.basis.split("; ")[0] if intra is None else "given"
