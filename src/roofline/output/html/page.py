@@ -293,10 +293,11 @@ def _summary(report: Report, view: View) -> str:
     g = report.generation
     pairs = []
     if g is not None:  # what a serving user asks first, then the step the page lists
+        group = f" {where_text(report)}" if report.tensor_parallel else ""  # the group's
         pairs = [("time to first token, predicted", seconds(g.predicted_ttft_s)),
                  ("per output token, predicted",
                   seconds(g.predicted_tpot_s) if g.predicted_tpot_s is not None else "-"),
-                 (f"output tokens a second {where_text(report)}, predicted",
+                 (f"output tokens a second{group}, predicted",
                   si(g.predicted_tokens_per_s, ""))]
     step = "last decode step" if g is not None else "step time"
     pairs += [(f"{step}, roof", seconds(t["time_s"])),

@@ -253,7 +253,8 @@ def _compare_figures(c: Comparison) -> list[tuple[str, str]]:
     g = fastest.generation
     assert g is not None
     return [("fastest over the whole generation", fastest.hardware.name),
-            (f"its output tokens a second {where_text(fastest)}", si(g.tokens_per_s, "")),
+            ("its output tokens a second" + (f" {where_text(fastest)}" if c.tp > 1 else ""),
+             si(g.tokens_per_s, "")),
             ("its tokens/s over the baseline's", speedup_text(c.generation_speedup(fastest)))]
 
 
