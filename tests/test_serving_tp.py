@@ -206,14 +206,16 @@ def test_every_format_says_the_rows_are_one_gpus_shard(invoke):
     assert "one GPU of tp" not in _title([alone])
 
 
-@pytest.mark.parametrize("command", ["compare", "sweep"])
-def test_compare_and_sweep_name_analyze_for_tp(invoke, command):
-    result = invoke(command, LLAMA, "--hw", H100, "--tp", "2")
+@pytest.mark.parametrize("option", ["--tp", "--gpus-per-node", "--intra"])
+def test_gemm_names_analyze_for_tp(invoke, option):
+    """gemm, a bare shape, takes no --tp (compare and sweep do since 0.9.0:
+    tests/test_serving_tp_whatif.py)."""
+    result = invoke("gemm", "64", "64", "64", "--hw", H100, option, "2")
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        f"Error: No such option '--tp': `roofline {command}` analyzes one GPU; a step or a "
+        f"Error: No such option '{option}': `roofline gemm` analyzes one GPU; a step or a "
         f"generation served over several is `roofline analyze MODEL --hw GPU --tp N`'s (see "
-        f"`roofline {command} --help`)"]
+        f"`roofline gemm --help`)"]
 
 
 def test_a_served_prefill_gathers_each_sequences_last_logits_unless_told_all(invoke):

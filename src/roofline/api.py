@@ -131,9 +131,9 @@ def analyze_model(model: Network | str | os.PathLike[str],
     generating = prompt is not None or generate is not None
     if generating:
         check_request(network.source, prompt, generate, seq)
-    if tp != 1 or intra is not None or gpus_per_node != 8:
-        from .analysis.serving_tp import serve
+    from .analysis.serving_tp import requested, serve
 
+    if requested(tp, gpus_per_node, intra):
         return serve(network, spec, tp, gpus_per_node, intra, prompt, generate, quantization)
     if not generating:
         return analyze(network, spec, quantization)

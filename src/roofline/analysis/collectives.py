@@ -53,6 +53,11 @@ def p2p_time_s(nbytes: float, gbs: float, latency_us: float = 0.0) -> float:
     return nbytes / (gbs * 1e9) + latency_us * 1e-6 if nbytes > 0 else 0.0
 
 
+#: a node's GPUs unless given (``--gpus-per-node``): an HGX / DGX board's 8 (plan's default
+#: and serving's, ``plan.make_fabric``, ``serving_tp``)
+DEFAULT_GPUS_PER_NODE = 8
+
+
 @dataclass(frozen=True)
 class Fabric:
     """The links a layout's collectives run over: inside a node and between nodes."""

@@ -87,16 +87,6 @@ def check_training(network: Network) -> None:
                                                  "train)")
 
 
-def check_tensor_parallel(network: Network, tp: int) -> None:
-    """One line (InputError) where ``tp`` does not divide every block's heads, kv_heads and
-    ffn, or the model has no transformer block to split: plan's rule, which ``analyze --tp``
-    (serving) checks too."""
-    if not _block_runs(network) and tp > 1:
-        raise InputError(network.source, "", f"tensor parallelism splits transformer blocks; "
-                                             f"the model has none (use {option('tp', '1')})")
-    _check_blocks(network, Layout(tp=tp))
-
-
 def _block_runs(network: Network) -> list[Any]:
     """The runs of ``network``'s transformer blocks."""
     return [run for run in network.layer_runs if isinstance(run.layer, Transformer)]

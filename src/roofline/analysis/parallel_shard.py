@@ -1,6 +1,7 @@
 """What one GPU holds (the rules in ``analysis.parallel``): its tensor- and expert-parallel
 group's shard of the network (``shard_network``: heads, kv_heads and ffn / tp, experts / ep, the
-vocabulary padded to 128 tp, or to 64 when serving, and divided, ``padded_vocab``), the layers
+vocabulary padded to 128 tp, or to 64 when serving, and divided, ``padded_vocab``; when serving
+one KV head a GPU where tp passes kv_heads, ``served_kv_heads``), the layers
 tensor parallelism leaves whole (``replicated_layers``), and the pipeline's stages
 (``split_stages``); the layers as the layout rules walk them, a repeat's copies unnamed
 (``unnamed_layers``, ``blocks_of``)."""
@@ -33,6 +34,17 @@ def padded_vocab(vocab: int, tp: int, serving: bool = False) -> int:
     return -(-vocab // multiple) * multiple
 
 
+def served_kv_heads(kv_heads: int, tp: int) -> int:
+    """The KV heads one GPU of a vLLM tensor-parallel group holds: kv_heads / tp, or where tp
+    reaches kv_heads one, the same head on tp / kv_heads GPUs (vLLM's ``QKVParallelLinear``:
+    ``num_kv_heads = 1`` and ``num_kv_head_replicas = divide(tp_size, total_num_kv_heads)``
+    when ``tp_size >= total_num_kv_heads``, else ``divide(total_num_kv_heads, tp_size)``;
+    ``ModelConfig.get_num_kv_heads``, the KV cache's heads a GPU, ``max(1, total // tp)``).
+    Megatron-LM, which plan follows, has no such replication. That tp divides kv_heads or is a
+    multiple of them is ``serving_tp.check_serving``'s to check."""
+    return max(1, kv_heads // tp)
+
+
 def unnamed_layers(network: Network) -> tuple[Any, ...]:
     """Every layer of ``network`` in order, a repeat's copies unrenamed (``Layers.unnamed``):
     what the layout rules read, none of which reads a copy's name."""
@@ -58,15 +70,17 @@ def shard_network(network: Network, tp: int, ep: int = 1, serving: bool = False)
     """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
     block with heads, kv_heads and ffn divided by tp and the experts it holds by ep (its router
     whole), the embedding and the logits with vocab / tp rows (padded, ``padded_vocab``:
-    Megatron-LM's rule, or vLLM's with ``serving``); other layers whole
-    (``analysis.parallel``)."""
+    Megatron-LM's rule, or vLLM's with ``serving``, which also keeps one KV head a GPU where tp
+    passes kv_heads, ``served_kv_heads``: its QKV GEMM, attention, K and V weights and KV cache
+    then hold that head); other layers whole (``analysis.parallel``)."""
     if tp == 1 and ep == 1:
         return network
     vocabularies = _vocabularies(network)
 
     def shard(layer: Any) -> Any:
         if isinstance(layer, Transformer):
-            layer = replace(layer, heads=layer.heads // tp, kv_heads=layer.kv_heads // tp,
+            kv_heads = served_kv_heads(layer.kv_heads, tp) if serving else layer.kv_heads // tp
+            layer = replace(layer, heads=layer.heads // tp, kv_heads=kv_heads,
                             ffn=layer.ffn // tp, expert_shards=ep if layer.experts else 1)
         elif isinstance(layer, Embedding):
             layer = replace(layer, vocab=padded_vocab(layer.vocab, tp, serving) // tp)

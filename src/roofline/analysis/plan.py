@@ -42,7 +42,7 @@ from ..files.numbers import parse_int, quoted, span
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Transformer
 from ..model.network import Network
-from .collectives import Fabric
+from .collectives import DEFAULT_GPUS_PER_NODE, Fabric
 from .parallel import (
     ZERO_STAGES,
     Layout,
@@ -440,7 +440,6 @@ def _rule_text(rule: int, blocks: int, experts: int) -> str:
 
 
 DEFAULT_INTER = "ib-ndr"
-DEFAULT_GPUS_PER_NODE = 8
 
 
 def make_fabric(hardware: HardwareSpec, intra: str | None = None, inter: str | None = None,

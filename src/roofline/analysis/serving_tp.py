@@ -1,8 +1,15 @@
-"""Serving a model over ``tp`` GPUs of one node by tensor parallelism (``analyze --tp N``):
-each GPU runs its shard (``parallel_shard.shard_network``: heads, kv_heads and ffn / tp, the
-vocabulary-parallel embedding and output layer), analyzed as any model (its GEMMs, memory per
-GPU, the batch that fits), plus the communication of every forward step, exposed (nothing
-overlaps it: each transfer waits for the GEMM before it and holds up the one after).
+"""Serving a model over ``tp`` GPUs of one node by tensor parallelism (``analyze --tp N``,
+``compare --tp N``, ``sweep --tp N``): each GPU runs its shard (``parallel_shard.shard_network``:
+heads, kv_heads and ffn / tp, the vocabulary-parallel embedding and output layer), analyzed as
+any model (its GEMMs, memory per GPU, the batch that fits), plus the communication of every
+forward step, exposed (nothing overlaps it: each transfer waits for the GEMM before it and
+holds up the one after).
+
+Where tp passes a block's kv_heads, vLLM gives each GPU one KV head, the same head on tp /
+kv_heads GPUs (``QKVParallelLinear``, ``parallel_shard.served_kv_heads``; tp must then be a
+multiple of kv_heads, ``check_serving``): each GPU's QKV GEMM is (heads / tp + 2) x head_dim
+wide, its attention reads its one head's K and V, and the K and V weights and the KV cache it
+holds are 1 / kv_heads of the model's, not 1 / tp (``TensorParallel.kv_replicas``).
 
 A step of T tokens (batch x prompt in a prefill, batch in a decode step) sends, Megatron-style
 (Shoeybi et al. 2019, sec. 3; vLLM's ``RowParallelLinear`` and ``VocabParallelEmbedding``):
@@ -46,7 +53,7 @@ against this module's 7.05 and 8.84 us; its two-shot at 24.1 us for 1 MB (10.9 h
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, option
 from ..files.fields import positive_int
@@ -54,10 +61,11 @@ from ..hardware.links import Link
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Embedding, Linear, Transformer
 from ..model.network import Network
-from .collectives import _link_dict, ring_time_s
-from .parallel_layout import check_tensor_parallel
+from .collectives import DEFAULT_GPUS_PER_NODE, _link_dict, ring_time_s
 from .parallel_shard import _is_logits, _vocabularies, padded_vocab, shard_network
 
+if TYPE_CHECKING:
+    from .report import Report
 #: vLLM's custom all-reduce: the GPU counts it runs on and the largest buffer it takes (its
 #: ``max_size`` default, 8 MiB); its one-shot kernel's limits by GPU count (bytes below)
 CUSTOM_GPUS = (2, 4, 6, 8)
@@ -121,6 +129,8 @@ class TensorParallel:
     prefill: StepComm | None = None
     decode: StepComm | None = None
     decode_steps: int = 0
+    #: the GPUs that hold each KV head: tp / kv_heads where tp passes kv_heads, else 1
+    kv_replicas: int = 1
 
     @property
     def generation_s(self) -> float | None:
@@ -141,18 +151,52 @@ class TensorParallel:
         """The JSON ``tensor_parallel`` object."""
         return {"tp": self.tp, "gpus_per_node": self.gpus_per_node,
                 "link": _link_dict(self.link),
-                "link_basis": self.basis, "overlap": False, "step": self.step.to_dict(),
+                "link_basis": self.basis, "overlap": False,
+                "kv_head_replicas": self.kv_replicas, "step": self.step.to_dict(),
                 "prefill": self.prefill.to_dict() if self.prefill else None,
                 "decode": self.decode.to_dict() if self.decode else None,
                 "generation_time_s": self.generation_s,
                 "predicted_generation_time_s": self.predicted_generation_s}
 
 
+def requested(tp: Any = 1, gpus_per_node: Any = DEFAULT_GPUS_PER_NODE,
+              intra: str | None = None) -> bool:
+    """Whether a call asks for serving over several GPUs (any of its settings given off its
+    default): ``api.analyze_model``, ``whatif.compare`` and ``whatif.sweep`` then ``serve``."""
+    return tp != 1 or intra is not None or gpus_per_node != DEFAULT_GPUS_PER_NODE
+
+
+def checked(network: Network, tp: Any, gpus_per_node: Any) -> tuple[int, int]:
+    """``tp`` and ``gpus_per_node`` as positive integers (``files.fields.positive_int``),
+    which ``network`` can be served over (``check_serving``); one line otherwise. compare and
+    sweep ask it once, before the first device or point."""
+    def fail(key: str, problem: str) -> InputError:
+        return InputError(network.source, key, problem)
+
+    tp, gpus_per_node = positive_int(tp, fail, "tp"), positive_int(gpus_per_node, fail,
+                                                                    "gpus_per_node")
+    check_serving(network, tp, gpus_per_node)
+    return tp, gpus_per_node
+
+
+def served_fields(report: Report) -> dict[str, Any]:
+    """A compare device's or a sweep point's JSON fields of its serving over several GPUs:
+    analyze's ``totals.tp_comm_time_s`` and ``predicted_tp_comm_time_s`` (its step's exposed
+    communication, inside its ``time_s`` and ``predicted_time_s``) and analyze's
+    ``tensor_parallel`` object; none where one GPU runs the step."""
+    tp = report.tensor_parallel
+    if tp is None:
+        return {}
+    return {"tp_comm_time_s": tp.step.roof_s, "predicted_tp_comm_time_s": tp.step.predicted_s,
+            "tensor_parallel": tp.to_dict()}
+
+
 def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
     """One line (InputError) for a tensor-parallel serving request the model cannot take: a
     training step (``plan`` lays those out), tp past one node's GPUs (serving across nodes is
-    not modelled; tp below 1 is ``serve``'s positive-integer check), tp not dividing a block's
-    heads, kv_heads or ffn (plan's rule, ``parallel_layout.check_tensor_parallel``)."""
+    not modelled; tp below 1 is ``serve``'s positive-integer check), a model without
+    transformer blocks, tp not dividing a block's heads or ffn, or neither dividing its kv_heads
+    nor a multiple of them (vLLM's rule, ``_check_block``)."""
     src = network.source
     if network.mode == "train":
         raise InputError(src, "", f"{option('tp')} serves an inference step or a generation; a "
@@ -161,7 +205,57 @@ def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
         raise InputError(src, "", f"tensor parallelism {tp} spans more than one node of "
                                   f"{gpus_per_node} GPUs ({option('gpus_per_node')}): serving "
                                   f"across nodes is not modelled")
-    check_tensor_parallel(network, tp)
+    blocks = _blocks(network)
+    if not blocks and tp > 1:
+        raise InputError(src, "", f"tensor parallelism splits transformer blocks; the model "
+                                  f"has none (use {option('tp', '1')})")
+    for block in blocks:
+        _check_block(src, block, tp)
+
+
+def _blocks(network: Network) -> list[Transformer]:
+    """The first copy of each run of ``network``'s transformer blocks (a run's copies alike: its
+    first named in a message)."""
+    blocks = []
+    for run in network.layer_runs:
+        if isinstance(run.layer, Transformer):
+            block = run.copy(0)
+            assert isinstance(block, Transformer)
+            blocks.append(block)
+    return blocks
+
+
+def _check_block(src: str, block: Transformer, tp: int) -> None:
+    """vLLM's split of a block over tp GPUs: ``heads`` and the FFN's width divided by tp (its
+    ``ModelConfig.verify_with_parallel_config``, "Total number of attention heads (...) must be
+    divisible by tensor parallel size (...)"; ``MergedColumnParallelLinear``'s ``divide``);
+    kv_heads divided by tp, or where tp reaches them one a GPU, replicated tp / kv_heads times,
+    which needs tp a multiple of them (``QKVParallelLinear``: ``divide(tp_size,
+    total_num_kv_heads)``, else ``divide(total_num_kv_heads, tp_size)``, whose assertion reads
+    "<numerator> is not divisible by <denominator>"). Megatron-LM's rule, plan's, asks tp to
+    divide kv_heads (``parallel_layout._check_block``)."""
+    for what, value in (("heads", block.heads), ("kv_heads", block.kv_heads),
+                        ("ffn", block.ffn)):
+        if what == "kv_heads" and tp >= value:
+            if tp % value:
+                raise InputError(src, "", f"tensor parallelism {tp} is past kv_heads ({value}) "
+                                          f"of block {block.name!r} but no multiple of them: "
+                                          f"vLLM gives each GPU one KV head, the same on tp / "
+                                          f"kv_heads GPUs, and refuses it ({tp} is not "
+                                          f"divisible by {value}) ({option('tp')})")
+        elif value % tp:
+            either = (", or one replicated where tp is a multiple of them (vLLM: "
+                      f"{value} is not divisible by {tp})" if what == "kv_heads" else "")
+            raise InputError(src, "", f"tensor parallelism {tp} does not divide {what} "
+                                      f"({value}) of block {block.name!r}: each GPU must get "
+                                      f"whole {what}{either} ({option('tp')})")
+
+
+def kv_head_replicas(network: Network, tp: int) -> int:
+    """How many GPUs of the group hold each KV head (``parallel_shard.served_kv_heads``): tp /
+    kv_heads where tp passes a block's kv_heads (the most over the blocks), else 1."""
+    return max((tp // block.kv_heads for block in _blocks(network) if tp > block.kv_heads),
+               default=1)
 
 
 def allreduce(nbytes: int, p: int, link: Link) -> tuple[str, float, float]:
@@ -227,7 +321,8 @@ def _logit_rows(network: Network) -> int:
     return network.last_step().tokens
 
 
-def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int = 8,
+def serve(network: Network, hardware: HardwareSpec, tp: int,
+          gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
           intra: str | None = None, prompt: int | None = None, generate: int | None = None,
           quantization: bool = False) -> Any:
     """The Report of one GPU's shard of ``network`` served over ``tp`` GPUs: a step as
@@ -238,12 +333,7 @@ def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int 
     from .plan import make_fabric
     from .report import analyze
 
-    def fail(key: str, problem: str) -> InputError:
-        return InputError(network.source, key, problem)
-
-    tp, gpus_per_node = positive_int(tp, fail, "tp"), positive_int(gpus_per_node, fail,
-                                                                    "gpus_per_node")
-    check_serving(network, tp, gpus_per_node)
+    tp, gpus_per_node = checked(network, tp, gpus_per_node)
     fabric = make_fabric(hardware, intra, None, gpus_per_node)
     link = fabric.intra
     basis = fabric.basis.split("; ")[0] if intra is None else "given"
@@ -253,11 +343,12 @@ def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int 
         # where a bare prefill step otherwise computes, and here would gather, every token's
         network = network.with_overrides(logits="last")
     shard = shard_network(network, tp, serving=True)
+    replicas = kv_head_replicas(network, tp)
     if prompt is None or generate is None:
         report = analyze(shard, hardware, quantization)
         comm = step_comm(network, tp, link)
         return replace(report, tensor_parallel=TensorParallel(tp, link, gpus_per_node, basis,
-                                                               comm))
+                                                               comm, kv_replicas=replicas))
     report = run_generation(shard, hardware, prompt, generate, quantization)
     g = report.generation
     assert g is not None
@@ -273,5 +364,5 @@ def serve(network: Network, hardware: HardwareSpec, tp: int, gpus_per_node: int 
                 decode_s=g.decode_s + steps * d_roof,
                 predicted_decode_s=g.predicted_decode_s + steps * d_predicted)
     group = TensorParallel(tp, link, gpus_per_node, basis, decode or prefill, prefill, decode,
-                           steps)
+                           steps, replicas)
     return replace(report, generation=g, tensor_parallel=group)

@@ -20,6 +20,12 @@
   Report of its last decode step (the prefill's when one token is generated) carrying its
   ``Generation`` (time to first token, time per output token, tokens/s, latency) and the
   memory at the generation's peak, with the largest batch the whole generation fits.
+- With ``tp=`` (and ``gpus_per_node=``, ``intra=``), compare's devices and sweep's points are
+  each served over tp GPUs of one node by tensor parallelism, as analyze's ``--tp``
+  (``analysis.serving_tp.serve``): a Report of one GPU's shard, its step's (or generation's)
+  times holding the group's exposed communication on that device's intra-node link (its
+  default, ``plan.make_fabric``, or ``intra`` for every device), ``Report.tensor_parallel``
+  attached; tokens/s are the group's.
 
 This module asks the three questions and checks what they are given; the answers and their
 parts live beside it: ``whatif_gemm`` (a bare shape as a one-layer network), ``whatif_dtype``
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError, described, option
@@ -45,6 +52,7 @@ from ..model.network import Network, check_overrides, load_network
 from .generation import analyses, check_lengths, check_request, checked_source
 from .generation import generate as run_generation
 from .report import Report, analyze
+from .serving_tp import DEFAULT_GPUS_PER_NODE, checked, requested, serve
 from .whatif_comparison import Comparison
 from .whatif_dtype import nearest_dtype, substitute_dtype
 from .whatif_gemm import gemm_network
@@ -71,6 +79,48 @@ def _generation_overrides(model: Network | str | os.PathLike[str], overrides: di
     return overrides | {"mode": "inference", "phase": "prefill"}
 
 
+@dataclass(frozen=True)
+class _Run:
+    """How compare runs each device and sweep each point: a step, or a whole generation
+    (``prompt`` and ``generate``), on one GPU or served over ``serving`` = (tp, gpus_per_node,
+    intra) by tensor parallelism."""
+
+    quantization: bool
+    prompt: int | None = None
+    generate: int | None = None
+    serving: tuple[int, int, str | None] | None = None
+
+    def __call__(self, network: Network, spec: HardwareSpec) -> Report:
+        if self.serving is not None:
+            tp, gpus_per_node, intra = self.serving
+            return serve(network, spec, tp, gpus_per_node, intra, self.prompt, self.generate,
+                         self.quantization)
+        if self.prompt is not None and self.generate is not None:
+            return run_generation(network, spec, self.prompt, self.generate, self.quantization)
+        return analyze(network, spec, self.quantization)
+
+    def check_links(self, specs: Iterable[HardwareSpec]) -> None:
+        """Served over several GPUs, each device's intra-node link (``plan.make_fabric``): one
+        a device lacks (a CPU's) refused in one line before any device is analyzed."""
+        if self.serving is None:
+            return
+        from .plan import make_fabric
+
+        _, gpus_per_node, intra = self.serving
+        for spec in specs:
+            make_fabric(spec, intra, None, gpus_per_node)
+
+
+def _serving(network: Network, tp: Any, gpus_per_node: Any,
+             intra: str | None) -> tuple[int, int, str | None] | None:
+    """The tensor-parallel group compare or sweep serves each device or point over, checked
+    once before the first (``serving_tp.checked``); None where one GPU runs it
+    (``serving_tp.requested``)."""
+    if not requested(tp, gpus_per_node, intra):
+        return None
+    return (*checked(network, tp, gpus_per_node), intra)
+
+
 # ---------------------------------------------------------------------------------------- gemm
 
 def gemm_report(m: int | str, n: int | str, k: int | str, hardware: HardwareSpec | str,
@@ -85,15 +135,49 @@ def gemm_report(m: int | str, n: int | str, k: int | str, hardware: HardwareSpec
 
 def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec | str],
             quantization: bool = False, prompt: int | None = None,
-            generate: int | None = None, **overrides: Any) -> Comparison:
+            generate: int | None = None, tp: int = 1,
+            gpus_per_node: int = DEFAULT_GPUS_PER_NODE, intra: str | None = None,
+            **overrides: Any) -> Comparison:
     """Analyze ``model`` on each device; the first is the baseline. A device without the
     model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more,
     a list: one name given alone is refused, not read as a list of its letters. ``prompt``
     and ``generate`` (together, as ``analyze_model`` takes them) run a whole generation on
-    each device."""
+    each device. ``tp`` above 1 serves it over tp GPUs of one node of each device, as
+    ``analyze_model``'s ``tp`` does, on each device's own intra-node link unless ``intra``
+    names one for all (module docstring)."""
     generating = prompt is not None or generate is not None
     if generating:
         overrides = _generation_overrides(model, overrides, prompt, generate, None)
+    hardware = _devices(hardware)
+    network = _network(model, "compare", **overrides)
+    if generating:  # its lengths, and its prefill's settings, checked once, not per device
+        assert prompt is not None and generate is not None  # _generation_overrides'
+        prompt, generate = check_lengths(network, prompt, generate)
+        network.with_overrides(seq=prompt).check()
+    else:
+        network.check()  # a missing batch, dtype or seq is named once, not per device
+    _check_rows(network, "compare")
+    run = _Run(quantization, prompt, generate, _serving(network, tp, gpus_per_node, intra))
+    specs = [hardware_spec(entry) for entry in hardware]
+    run.check_links(specs)  # a device without an intra-node link, before any analysis
+    wanted = network.operand_dtype
+    reports = []
+    for spec in specs:
+        dtype = nearest_dtype(wanted, spec.dtypes)
+        if dtype is None:
+            spec.peak_flops_per_s(wanted)  # raises: the entry has no peak at all
+            raise AssertionError("unreachable: an entry without peaks fails validation")
+        reports.append(run(network if dtype == wanted else substitute_dtype(network, dtype),
+                           spec))
+    names = [r.hardware.name for r in reports]
+    if len(set(names)) < len(names):
+        raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
+    return Comparison(tuple(reports), wanted)
+
+
+def _devices(hardware: Any) -> list[HardwareSpec | str]:
+    """compare's devices: a list of two or more; one name given alone is refused, not read as
+    a list of its letters, and a comma inside one name says to give each its own --hw."""
     if isinstance(hardware, (str, os.PathLike, HardwareSpec)):
         if isinstance(hardware, str) and "," in hardware:
             hardware = [hardware]  # the comma's own hint, below
@@ -108,30 +192,7 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
                              f"--hw ({' '.join('--hw ' + n.strip() for n in one.split(','))})")
         raise InputError("hardware", "", "give two devices or more (the first is the "
                                          "baseline)")
-    network = _network(model, "compare", **overrides)
-    if generating:  # its lengths, and its prefill's settings, checked once, not per device
-        assert prompt is not None and generate is not None  # _generation_overrides'
-        prompt, generate = check_lengths(network, prompt, generate)
-        network.with_overrides(seq=prompt).check()
-    else:
-        network.check()  # a missing batch, dtype or seq is named once, not per device
-    _check_rows(network, "compare")
-    requested = network.operand_dtype
-    reports = []
-    for entry in hardware:
-        spec = hardware_spec(entry)
-        dtype = nearest_dtype(requested, spec.dtypes)
-        if dtype is None:
-            spec.peak_flops_per_s(requested)  # raises: the entry has no peak at all
-            raise AssertionError("unreachable: an entry without peaks fails validation")
-        run = network if dtype == requested else substitute_dtype(network, dtype)
-        reports.append(run_generation(run, spec, prompt, generate, quantization)
-                       if prompt is not None and generate is not None else
-                       analyze(run, spec, quantization))
-    names = [r.hardware.name for r in reports]
-    if len(set(names)) < len(names):
-        raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
-    return Comparison(tuple(reports), requested)
+    return list(hardware)
 
 
 # --------------------------------------------------------------------------------------- sweep
@@ -140,19 +201,29 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
           batches: str | int | Iterable[int] | None = None, quantization: bool = False,
           seqs: str | int | Iterable[int] | None = None, prompt: int | None = None,
           generate: int | None = None,
-          progress: Callable[[str], None] | None = None, **overrides: Any) -> Sweep:
+          progress: Callable[[str], None] | None = None, tp: int = 1,
+          gpus_per_node: int = DEFAULT_GPUS_PER_NODE, intra: str | None = None,
+          **overrides: Any) -> Sweep:
     """Analyze ``model`` on ``hardware`` at each batch, each sequence length, or each pair
     (lists, one int, or ``parse_batches`` text); the one not given stays the model's own.
     ``prompt`` and ``generate`` (together, as ``analyze_model`` takes them, without ``seqs``)
-    make each point a whole generation at its batch (``analysis.generation``).
+    make each point a whole generation at its batch (``analysis.generation``). ``tp`` above 1
+    serves each point over tp GPUs of one node, as ``analyze_model``'s ``tp`` does (module
+    docstring).
 
     ``model`` may be ``package.module:callable``, a factory with a ``batch`` parameter
     returning a torch module and its example inputs: it is called and its module captured at
-    each batch (``whatif_captures``; batches only, no seqs or generation), ``progress``, when
-    given, told as each capture starts."""
+    each batch (``whatif_captures``; batches only, no seqs, generation or tp), ``progress``,
+    when given, told as each capture starts."""
     generating = prompt is not None or generate is not None
     if names_factory(model):
         from .whatif_captures import captured_sweep
+
+        if requested(tp, gpus_per_node, intra):  # before any capture's seconds
+            raise InputError(os.fspath(model), "", f"{option('tp')} splits a model's transformer "
+                                                   f"blocks over GPUs, and a captured module "
+                                                   f"holds the ops it ran, not its layers "
+                                                   f"(sweep a model.yaml or config.json)")
 
         return captured_sweep(os.fspath(model), hardware_spec(hardware), batches,
                               quantization, seqs, generating, progress, overrides)
@@ -177,27 +248,31 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                                                       f"in the model or {option('batch')})")
     points = len(batch_values) * max(1, len(seq_values))
     _check_grid(points, batch_values, seq_values)
+    serving = _serving(network, tp, gpus_per_node, intra)
     if prompt is not None and generate is not None:
-        return _generations(network, spec, batch_values, prompt, generate, quantization)
+        return _generations(network, spec, batch_values, prompt, generate,
+                            _Run(quantization, serving=serving))
+    run = _Run(quantization, serving=serving)
     grid = [(b, s) for s in (seq_values or (None,)) for b in batch_values]
     # every point set up before any is analyzed: one whose batch x seq passes 2**40 stops here
     nets = [network.with_overrides(batch=b, seq=s) for b, s in grid]
-    first = analyze(nets[0], spec, quantization)
+    first = run(nets[0], spec)
     _check_items(first, points, 1, batch_values)
-    reports = (first,) + tuple(analyze(net, spec, quantization) for net in nets[1:])
+    reports = (first,) + tuple(run(net, spec) for net in nets[1:])
     seq_list = seq_values or ((network.seq,) if network.seq is not None else ())
     return Sweep(reports, batch_values, seq_list)
 
 
 def _generations(network: Network, spec: HardwareSpec, batch_values: tuple[int, ...],
-                 prompt: int, generate: int, quantization: bool) -> Sweep:
-    """A whole generation at each batch (``analysis.generation.generate``): its lengths
-    checked and every point set up before the first is analyzed."""
+                 prompt: int, generate: int, step: _Run) -> Sweep:
+    """A whole generation at each batch (``analysis.generation.generate``, or served over
+    ``step.serving``): its lengths checked and every point set up before the first is
+    analyzed."""
     prompt, generate = check_lengths(network, prompt, generate)
+    run = replace(step, prompt=prompt, generate=generate)
     nets = [network.with_overrides(batch=b) for b in batch_values]
-    first = run_generation(nets[0], spec, prompt, generate, quantization)
+    first = run(nets[0], spec)
     _check_items(first.generation.prefill if first.generation else first, len(nets),
                  analyses(network, prompt, generate), batch_values)
-    reports = (first,) + tuple(run_generation(net, spec, prompt, generate, quantization)
-                               for net in nets[1:])
+    reports = (first,) + tuple(run(net, spec) for net in nets[1:])
     return Sweep(reports, batch_values, ())

@@ -13,6 +13,7 @@ from ..model.repeats import named
 from .generation import point_step
 from .predict import basis_of, fit_of, library_of, predicts
 from .report import GemmResult, Report, gemm_of
+from .serving_tp import served_fields
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -63,6 +64,13 @@ class Comparison:
     def generating(self) -> bool:
         """Whether each device ran a whole generation (``compare(..., prompt=, generate=)``)."""
         return self.baseline.generation is not None
+
+    @property
+    def tp(self) -> int:
+        """The GPUs each device serves the model over (``compare(..., tp=)``): each report is
+        then one GPU's shard, its tokens/s the group's; 1 where one GPU runs it."""
+        group = self.baseline.tensor_parallel
+        return group.tp if group else 1
 
     @staticmethod
     def latency(report: Report, predicted: bool = False) -> float:
@@ -205,7 +213,7 @@ class Comparison:
                             "capacity_bytes": memory.capacity_bytes if memory else None,
                             "capacity_basis": memory.capacity_basis if memory else None,
                             "fits": self.fits(report)}
-                           | self._generation_dict(report))
+                           | served_fields(report) | self._generation_dict(report))
         gemms = []
         for index, result in enumerate(base.results):
             g = result.gemm
@@ -226,6 +234,9 @@ class Comparison:
                 "optimizer": first.optimizer,
                 "recompute": first.step_recompute,
                 "quantization_in_time": base.quantization,
+                # 0.9.0: the GPUs each device serves over (compare --tp); above 1 every figure
+                # is one GPU's shard, tokens/s the group's, each device's tensor_parallel
+                "tp": self.tp,
                 "devices": devices, "gemms": gemms}
 
     def _generation_dict(self, report: Report) -> dict[str, Any]:
@@ -242,7 +253,8 @@ class Comparison:
         devices = ", ".join(r.hardware.name for r in self.reports)
         g = self.baseline.generation
         what = f", a generation of prompt {g.prompt} + {g.generate}" if g else ""
-        return f"<Comparison {self.baseline.network.name} on {devices}{what}>"
+        served = f", one GPU of tp {self.tp} each" if self.tp > 1 else ""
+        return f"<Comparison {self.baseline.network.name} on {devices}{what}{served}>"
 
     def _repr_html_(self) -> str:
         """Jupyter: the compare page's block (verdict, devices, why, rooflines, GEMMs)."""

@@ -19,6 +19,7 @@ from .captured_scaling import one_batch_reason, scaled_gemm
 from .generation import point_step
 from .predict import basis_of, fit_of, library_of
 from .report import Report, gemm_of
+from .serving_tp import served_fields
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -46,6 +47,13 @@ class Sweep:
         """Whether each point is a whole generation (``sweep(..., prompt=, generate=)``): its
         Report the last decode step's, with the ``Generation`` attached."""
         return self.reports[0].generation is not None
+
+    @property
+    def tp(self) -> int:
+        """The GPUs each point is served over (``sweep(..., tp=)``): each report is then one
+        GPU's shard, its throughput the group's; 1 where one GPU runs it."""
+        group = self.reports[0].tensor_parallel
+        return group.tp if group else 1
 
     @property
     def axis(self) -> str:
@@ -233,6 +241,7 @@ class Sweep:
                 "gemms": [{"name": name, "intensity": r.gemm.intensity, "bound": r.bound,
                            "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
                           for name, _, _, r in named(report.results, gemm_of)]}
+                | served_fields(report)
                 | ({"generation": report.generation.to_dict()} if report.generation else {}))
         by_seq = self.transitions_by_seq() if self.grid else None
         return {"model": first.network.name, "hardware": first.hardware.name,
@@ -244,6 +253,9 @@ class Sweep:
                 "generate": first.generation.generate if first.generation else None,
                 "point_step": point_step(first),
                 "quantization_in_time": first.quantization,
+                # 0.9.0: the GPUs each point is served over (sweep --tp); above 1 every figure
+                # is one GPU's shard, throughput the group's, each point's tensor_parallel
+                "tp": self.tp,
                 "prediction_basis": basis_of(first.hardware),
                 "prediction_fit": fit_of(first.hardware),
                 "calibration_library": library_of(first.hardware),
@@ -267,7 +279,8 @@ class Sweep:
                  for name, values in (("batch", self.batches), ("seq", self.seqs)) if values]
         g = self.reports[0].generation
         what = f"generations of prompt {g.prompt} + {g.generate}, " if g else ""
-        return (f"<Sweep {self.reports[0].network.name} on {self.hardware.name}: "
+        served = f" (one GPU of tp {self.tp})" if self.tp > 1 else ""
+        return (f"<Sweep {self.reports[0].network.name} on {self.hardware.name}{served}: "
                 f"{what}{', '.join(swept)}; {len(self.reports)} points>")
 
     def _repr_html_(self) -> str:

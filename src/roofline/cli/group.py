@@ -38,8 +38,8 @@ def _usage_line(exc: click.UsageError) -> click.ClickException:
     return BadInput(f"{message} (see `{where} --help`)")
 
 
-#: analyze's options for serving over several GPUs (``--tp N``), which compare, sweep and gemm
-#: lack: their "No such option" names the command that has them
+#: analyze's, compare's and sweep's options for serving over several GPUs (``--tp N``), which
+#: gemm lacks: its "No such option" names the command that has them
 _SERVING_OPTIONS = ("--tp", "--gpus-per-node", "--intra")
 
 

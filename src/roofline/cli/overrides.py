@@ -1,12 +1,14 @@
 """The options that override a model's own settings (``--batch``, ``--dtype``, ``--mode``,
-``--seq``, ...) and the generation's ``--prompt`` / ``--generate``, as decorators."""
+``--seq``, ...), the generation's ``--prompt`` / ``--generate`` and serving over several GPUs'
+``--tp`` / ``--gpus-per-node`` / ``--intra``, as decorators."""
 
 from __future__ import annotations
 
 import click
 
+from ..errors import InputError
 from ..model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
-from .options import COUNT
+from .options import COUNT, Count, _given
 
 #: The options only an inference step reads: plan, which lays out training steps, parses them
 #: unlisted in its --help and refuses each, and --mode inference, in one line
@@ -94,3 +96,37 @@ def generation_options(command):
              "growing KV cache, tokens/s, latency (JSON generation), memory at the "
              "generation's peak. P + G must fit the model's context: the model writes each "
              "token at a position it has.")(command)
+
+
+def serving_options(command):
+    """Decorate ``command`` (analyze, compare, sweep) with ``--tp``, ``--gpus-per-node`` and
+    ``--intra``: the step or the generation served over several GPUs of one node
+    (``analysis.serving_tp``)."""
+    command = click.option(
+        "--intra", metavar="NAME|GBPS",
+        help="With --tp: the link inside the node (links.yaml: nvswitch-h100, nvswitch-a100, "
+             "pcie5-x16, ...; or GB/s per direction, no latency), every device's [default: "
+             "each device's own, the NVSwitch of an SXM entry's NVLink, else PCIe of its host "
+             "link].")(command)
+    command = click.option(
+        "--gpus-per-node", type=Count(high=1024), default=8, show_default=True,
+        help="With --tp: GPUs that share the intra-node link (tp may not exceed it).")(command)
+    return click.option(
+        "--tp", type=Count(high=1024), default=1, show_default=True,
+        help="Serve the step or the generation over N GPUs of one node by tensor "
+             "parallelism (inference only; training splits are `roofline plan`'s): every "
+             "table and figure is one GPU's shard (heads, kv_heads, FFN and vocabulary / N, "
+             "which N must divide, as vLLM splits them; past the kv_heads, a multiple of "
+             "them, each GPU holds one KV head, replicated), plus two all-reduces a "
+             "transformer block, the embedding's, and the logits' gather each step on the "
+             "intra-node link, exposed (vLLM's one-shot all-reduce for small buffers, NCCL's "
+             "ring for large). Tokens/s are the N GPUs'.")(command)
+
+
+def check_serving_options(tp: int) -> None:
+    """--gpus-per-node and --intra describe the node a --tp group serves on: one line without
+    it."""
+    for name in ("gpus_per_node", "intra"):
+        if _given(name) and tp == 1:
+            raise InputError(name, "", "goes with --tp N (the node a tensor-parallel group "
+                                       "serves on)")

@@ -18,13 +18,12 @@ from .options import (
     MODEL_FILE,
     PLOT_FILE,
     QUANTIZATION_HELP,
-    Count,
     Seconds,
     SignedArguments,
     _given,
     _one_device,
 )
-from .overrides import generation_options, model_options
+from .overrides import check_serving_options, generation_options, model_options, serving_options
 from .plots import _check_plot, _write_plot, force_option
 from .reports import _render_reports, _say_rows, _stream_json
 
@@ -66,20 +65,7 @@ from .reports import _render_reports, _say_rows, _stream_json
                    "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
                    "direction.")
 @generation_options
-@click.option("--tp", type=Count(high=1024), default=1, show_default=True,
-              help="Serve the step or the generation over N GPUs of one node by tensor "
-                   "parallelism (inference only; training splits are `roofline plan`'s): "
-                   "every table and figure is one GPU's shard (heads, kv_heads, FFN and "
-                   "vocabulary / N; N must divide them, as plan's rule), plus two all-reduces "
-                   "a transformer block, the embedding's, and the logits' gather each step on "
-                   "the intra-node link, exposed (vLLM's one-shot all-reduce for small "
-                   "buffers, NCCL's ring for large). Tokens/s are the N GPUs'.")
-@click.option("--gpus-per-node", type=Count(high=1024), default=8, show_default=True,
-              help="With --tp: GPUs that share the intra-node link (tp may not exceed it).")
-@click.option("--intra", metavar="NAME|GBPS", help="With --tp: the link inside the node "
-              "(links.yaml: nvswitch-h100, nvswitch-a100, pcie5-x16, ...; or GB/s per "
-              "direction, no latency) [default: the NVSwitch of an SXM entry's NVLink, else "
-              "PCIe of its host link].")
+@serving_options
 @click.option("--measure", is_flag=True,
               help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
                    "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
@@ -112,7 +98,7 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
     from ..api import analyze_model
 
     _check_plot(plot)
-    _check_serving_options(tp)
+    check_serving_options(tp)
     if _given("measure_budget") and not measure:
         raise InputError("measure_budget", "", "goes with --measure (it bounds the time "
                                                "--measure spends timing GEMMs)")
@@ -168,15 +154,6 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
     else:
         click.echo(_render_reports(reports, fmt, view), nl=False)
     _write_plot(plot, lambda charts: charts.plot_roofline(reports))
-
-
-def _check_serving_options(tp: int) -> None:
-    """--gpus-per-node and --intra describe the node a --tp group serves on: one line without
-    it."""
-    for name in ("gpus_per_node", "intra"):
-        if _given(name) and tp == 1:
-            raise InputError(name, "", "goes with --tp N (the node a tensor-parallel group "
-                                       "serves on)")
 
 
 @cli.command(cls=SignedArguments,

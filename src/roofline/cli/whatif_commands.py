@@ -12,7 +12,7 @@ from .console import _progress, _render, _terminal_width
 from .group import cli
 from .loading import _loaded, _local_library, _needs
 from .options import FORMATS, MODEL_FILE, PLOT_FILE, QUANTIZATION_HELP, _one_device
-from .overrides import generation_options, model_options
+from .overrides import check_serving_options, generation_options, model_options, serving_options
 from .plots import _check_plot, _write_plot, force_option
 
 
@@ -22,6 +22,7 @@ from .plots import _check_plot, _write_plot, force_option
               help="A device to compare (two or more; the first is the baseline).")
 @model_options
 @generation_options
+@serving_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
@@ -30,7 +31,8 @@ from .plots import _check_plot, _write_plot, force_option
                    "first token and decode steps).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
-            quantization: bool, **overrides) -> None:
+            quantization: bool, tp: int, gpus_per_node: int, intra: str | None,
+            **overrides) -> None:
     """Per-GEMM and whole-step time of MODEL (a model.yaml, a Hugging Face config.json, or
     package.module:factory, captured as analyze captures it) on each device, the speedup over
     the first, and why: a GEMM memory-bound on both gains the bandwidth ratio, one
@@ -44,18 +46,24 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
     With --prompt P --generate G each device runs a whole generation: time to first token,
     time per output token, latency and tokens/s, the speedup of its tokens/s, whether the
     generation fits at its peak; the step and GEMM tables are its last decode step.
+
+    With --tp N each device serves it over N GPUs of one node, as `analyze --tp N` does, on
+    its own intra-node link (or --intra's): every figure is one GPU's shard, its times
+    holding the group's all-reduces, and tokens/s are the N GPUs'.
     """
     from ..analysis.whatif import compare as run_compare
     from ..output.whatif import COMPARE_FORMATS
     from ..probe import resolve_hardware
 
     _check_plot(plot)
+    check_serving_options(tp)
     library = _local_library(model)
     network = _loaded(model, overrides)
     needs = _needs(lambda: network, overrides, whole_step=True)
     result = run_compare(network, [resolve_hardware(hw, _progress, library, needs)
                                    for hw in hardware],
-                         quantization=quantization, **overrides)
+                         quantization=quantization, tp=tp, gpus_per_node=gpus_per_node,
+                         intra=intra, **overrides)
     if fmt == "table":  # its GEMM table's layer names cut to the terminal's width
         from ..output.whatif import comparison_table
 
@@ -80,6 +88,7 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
                    "batch x seq grid) [default: the model's].")
 @functools.partial(model_options, batch=False, seq=False)
 @generation_options
+@serving_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
@@ -88,7 +97,8 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
                    "tokens/s and time per output token against batch.")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt: str,
-          plot: str | None, quantization: bool, **overrides) -> None:
+          plot: str | None, quantization: bool, tp: int, gpus_per_node: int,
+          intra: str | None, **overrides) -> None:
     """Step time and samples/s (roofline and predicted), memory and which GEMMs are
     memory-bound for MODEL at each batch
     (--batch), each sequence length (--seq) or each pair of both; the batch at which each GEMM
@@ -108,13 +118,18 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     --prompt P --generate G` gives it): time to first token, time per output token, latency,
     tokens/s, and memory at the generation's peak (the prefill's or the last decode step's,
     the larger), batches past the largest the whole generation fits marked; the step columns
-    and transitions are its last decode step."""
+    and transitions are its last decode step.
+
+    With --tp N each point is served over N GPUs of one node, as `analyze --tp N` does (a
+    model file's, not a captured module's): every figure is one GPU's shard, its times holding
+    the group's all-reduces (the tp comm column), and throughput is the N GPUs'."""
     from ..analysis.whatif import sweep as run_sweep
     from ..analysis.whatif_values import parse_batches
     from ..output.whatif_sweep import SWEEP_FORMATS
     from ..probe import resolve_hardware
 
     _check_plot(plot)
+    check_serving_options(tp)
     # bad input fails before any work
     batch_values = parse_batches(batches) if batches is not None else None
     seq_values = parse_batches(seqs, "seqs") if seqs is not None else None
@@ -128,6 +143,7 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     result = run_sweep(model, resolve_hardware(hardware, _progress, _local_library(model),
                                                needs),
                        batch_values, quantization=quantization, seqs=seq_values,
-                       progress=_progress, **overrides)
+                       progress=_progress, tp=tp, gpus_per_node=gpus_per_node, intra=intra,
+                       **overrides)
     click.echo(_render(SWEEP_FORMATS, fmt, result), nl=False)
     _write_plot(plot, lambda charts: result.plot())

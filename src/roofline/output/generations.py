@@ -31,7 +31,8 @@ def columns(predicted: bool) -> list[str]:
 
 def cells(g: Generation, predicted: bool) -> list[str]:
     """A generation's cells: TTFT, TPOT (``-`` where one token is generated: no decode step),
-    latency, tokens/s on the device; then the same predicted but latency, with ``predicted``."""
+    latency, tokens/s (on the device, or its tensor-parallel group); then the same predicted
+    but latency, with ``predicted``."""
     out = [seconds(g.ttft_s), _tpot(g.tpot_s), seconds(g.latency_s), rate(g.tokens_per_s)]
     if predicted:
         out += [seconds(g.predicted_ttft_s), _tpot(g.predicted_tpot_s),
@@ -63,9 +64,10 @@ def _tpot(value: float | None) -> str:
     return "-" if value is None else seconds(value)
 
 
-def terms_line(g: Generation) -> str:
+def terms_line(g: Generation, where: str = "on the device") -> str:
     """What a generation's columns are: ``generation: prompt 1024 + 256 tokens a sequence;
-    TTFT = time to first token (prefill, last-token logits); TPOT = ...``."""
+    TTFT = time to first token (prefill, last-token logits); TPOT = ...``; tokens/s made
+    ``where`` (``serving_tp.where_text``: ``on the 8 GPUs`` of a group)."""
     text = (f"generation: prompt {g.prompt} + {g.generate} tokens a sequence; TTFT = time to "
             f"first token ({prefill_text(g)})")
     if g.decode_steps:
@@ -73,7 +75,7 @@ def terms_line(g: Generation) -> str:
                  f"{g.decode_steps} x TPOT")
     else:
         text += "; latency = TTFT (one token: no decode step)"
-    return text + (f"; tokens/s = batch x {g.generate} / latency, on the device; roofline "
+    return text + (f"; tokens/s = batch x {g.generate} / latency, {where}; roofline "
                    f"times are lower bounds, tokens/s upper bounds")
 
 

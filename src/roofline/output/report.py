@@ -22,7 +22,7 @@ from .advice import alignment_text, gemm_advice, gemm_warnings, past_memory, tie
 from .hardware import capacity_text
 from .json import to_json
 from .scaling import scaling_lines
-from .serving_tp import comm_line, header_line
+from .serving_tp import comm_line, header_line, where_text
 from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_text
 
 if TYPE_CHECKING:
@@ -621,9 +621,8 @@ def generation_line(report: Report) -> str | None:
     g = report.generation
     if g is None:
         return None
-    tp = report.tensor_parallel
-    where = f"on the {tp.tp} GPUs" if tp else "on the device"
-    sent = ", all-reduces included" if tp else ""
+    where = where_text(report)
+    sent = ", all-reduces included" if report.tensor_parallel else ""
     text = (f"generation: prompt {g.prompt} + {g.generate} tokens, batch {g.batch}: time to "
             f"first token {seconds(g.ttft_s)} ({prefill_text(g)}{sent})")
     if g.tpot_s is not None:

@@ -1,9 +1,12 @@
 """The lines of a report served over several GPUs by tensor parallelism (``analyze --tp``,
 ``analysis.serving_tp``): the header line that says the tables are one GPU's shard, and the
-communication line under the totals; what a title adds, ``shard_words``."""
+communication line under the totals; what a title adds, ``shard_words``; where tokens/s are
+made, ``where_text``. compare's and sweep's (``--tp``, 0.9.0): the header line over their
+devices or points, ``group_line``, and each device's communication, ``device_comm_lines``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..units import count, seconds, si
@@ -13,6 +16,11 @@ from .scaling import step_latency
 if TYPE_CHECKING:
     from ..analysis.report import Report
     from ..analysis.serving_tp import StepComm, TensorParallel
+
+#: What the predicted communication is, after each line that gives it.
+PREDICTED_TEXT = ("roof: the bytes at the link's bandwidth; predicted: vLLM's custom "
+                  "all-reduce kernels, one-shot or two-shot, two syncs of one step's latency "
+                  "each, else NCCL's ring, 2 (p - 1) steps; not overlapped with compute")
 
 
 def link_text(tp: TensorParallel) -> str:
@@ -29,11 +37,32 @@ def shard_words(report: Report) -> str:
     return f" (one GPU of tp {tp.tp})" if tp else ""
 
 
+def where_text(report: Report) -> str:
+    """Where a generation's tokens/s are made: ``on the 8 GPUs`` where the report is one GPU's
+    shard (the group's tokens), else ``on the device``."""
+    tp = report.tensor_parallel
+    return f"on the {tp.tp} GPUs" if tp else "on the device"
+
+
 def header_line(tp: TensorParallel) -> str:
     """The header's line: ``tensor-parallel over 8 GPUs (each GPU's shard below); all-reduces
-    on <link> (<GB/s>, <latency>), exposed``."""
+    on <link> (<GB/s>, <latency>), exposed``, and where KV heads are replicated what each GPU
+    holds (``replication_text``)."""
     return (f"tensor-parallel over {count(tp.tp, 'GPU')} (each GPU's shard below); "
-            f"all-reduces on {link_text(tp)}, exposed")
+            f"all-reduces on {link_text(tp)}, exposed{replication_text(tp)}")
+
+
+def replication_text(tp: TensorParallel) -> str:
+    """``; KV heads replicated: tp 16 passes the 8 KV heads, so each GPU holds one, the same
+    on 2 GPUs (vLLM's QKVParallelLinear): its K and V weights and KV cache are 1/8 of the
+    model's, not 1/16``; nothing where each GPU holds its own KV heads."""
+    if tp.kv_replicas == 1:
+        return ""
+    heads = tp.tp // tp.kv_replicas
+    share = "the model's whole" if heads == 1 else f"1/{heads} of the model's"
+    return (f"; KV heads replicated: tp {tp.tp} passes the model's {count(heads, 'KV head')}, "
+            f"so each GPU holds one, the same on {count(tp.kv_replicas, 'GPU')} (vLLM's "
+            f"QKVParallelLinear): its K and V weights and KV cache are {share}, not 1/{tp.tp}")
 
 
 def _step_text(step: StepComm) -> str:
@@ -48,26 +77,63 @@ def _step_text(step: StepComm) -> str:
             f"predicted")
 
 
+def _comm_text(report: Report, tp: TensorParallel) -> str:
+    """What the group sends each step and what it costs: the step's transfers, or a
+    generation's prefill's, each decode step's and the whole generation's."""
+    if tp.prefill is None:
+        text = _step_text(tp.step)
+        if report.network.phase == "prefill":  # whose logits the gather sends
+            text += (" (the logits of each sequence's last token, which a server samples; "
+                     "--logits all: every token's)" if report.network.logits == "last"
+                     else " (every token's logits, --logits all)")
+        return text
+    text = f"prefill {_step_text(tp.prefill)}"
+    if tp.decode is not None:
+        text += f"; each decode step {_step_text(tp.decode)}"
+    return text + (f"; the whole generation {seconds(tp.generation_s or 0.0)} roof, "
+                   f"{seconds(tp.predicted_generation_s or 0.0)} predicted")
+
+
 def comm_line(report: Report) -> str | None:
     """What the group sends and what it costs, in the step time above (and the generation's
     times below)."""
     tp = report.tensor_parallel
     if tp is None:
         return None
-    if tp.prefill is None:
-        text = f"tensor-parallel communication, in the step time above: {_step_text(tp.step)}"
-        if report.network.phase == "prefill":  # whose logits the gather sends
-            text += (" (the logits of each sequence's last token, which a server samples; "
-                     "--logits all: every token's)" if report.network.logits == "last"
-                     else " (every token's logits, --logits all)")
-    else:
-        text = (f"tensor-parallel communication, in the generation's times below: prefill "
-                f"{_step_text(tp.prefill)}")
-        if tp.decode is not None:
-            text += f"; each decode step {_step_text(tp.decode)}"
-        text += (f"; the whole generation {seconds(tp.generation_s or 0.0)} roof, "
-                 f"{seconds(tp.predicted_generation_s or 0.0)} predicted")
-    return (text + " (roof: the bytes at the link's bandwidth; predicted: vLLM's custom "
-            "all-reduce kernels, one-shot or two-shot, two syncs of one step's latency each, "
-            "else NCCL's ring, 2 (p - 1) steps; not overlapped with compute); memory, the "
-            "fitting batch and the batch advice are one GPU's")
+    where = ("the generation's times below" if tp.prefill is not None else
+             "the step time above")
+    return (f"tensor-parallel communication, in {where}: {_comm_text(report, tp)} "
+            f"({PREDICTED_TEXT}); memory, the fitting batch and the batch advice are one GPU's")
+
+
+def group_line(reports: Sequence[Report]) -> str | None:
+    """compare's and sweep's header line where each device or point is served over several
+    GPUs (``--tp``): ``tensor-parallel over 2 GPUs: every figure below is one GPU's shard
+    (memory and fits too), its times holding the group's all-reduces, exposed, on <link>``
+    (each device's own where they differ) ``; throughput (tokens/s) is the 2 GPUs' together``,
+    and where KV heads are replicated what each GPU holds (``replication_text``); None for
+    one GPU."""
+    tp = reports[0].tensor_parallel
+    if tp is None:
+        return None
+    links = {r.hardware.name: link_text(r.tensor_parallel) for r in reports
+             if r.tensor_parallel is not None}
+    on = (f"on {next(iter(links.values()))}" if len(set(links.values())) == 1 else
+          "on each device's own: " + "; ".join(f"{name} {link}" for name, link in links.items()))
+    return (f"tensor-parallel over {count(tp.tp, 'GPU')}: every figure below is one GPU's "
+            f"shard (memory and fits too), its times holding the group's all-reduces, "
+            f"exposed, {on}; throughput (tokens/s) is the {tp.tp} GPUs' together"
+            f"{replication_text(tp)}")
+
+
+def device_comm_lines(reports: Sequence[Report]) -> list[str]:
+    """compare's lines under its device table: what each device's group sends a step and what
+    it costs, in its step time (of generations, in its generation's times); none for one
+    GPU."""
+    served = [(r, r.tensor_parallel) for r in reports if r.tensor_parallel is not None]
+    if not served:
+        return []
+    where = ("its generation's times" if served[0][1].prefill is not None else
+             "its step time")
+    return [f"tensor-parallel communication on {r.hardware.name}, in {where}: "
+            f"{_comm_text(r, tp)}" for r, tp in served] + [f"({PREDICTED_TEXT})"]

@@ -16,6 +16,7 @@ from ..units import seconds, times
 from . import generations
 from .json import to_json
 from .report import LAYER_COLUMN, PASS_SHORT
+from .serving_tp import device_comm_lines
 from .table import Fit, aligned, markdown, markdown_text
 from .whatif_cells import _split, fits_cell, memory_cell, predicted_cell, speedup_text
 from .whatif_header import _compare_header, compare_warnings, dtype_note
@@ -130,8 +131,9 @@ def comparison_table(c: Comparison, width: int | None = None) -> str:
     (m / c: memory- or compute-bound), why, and the verdict; the GEMM table's layer names cut
     to fit ``width`` characters where it is given (``report.View.width``)."""
     fit = None if width is None else Fit(width, LAYER_COLUMN)
+    comm = device_comm_lines(c.reports)
     out = [*_compare_header(c), "", *_generation_table(c),
-           *aligned(*_split(_device_rows(c)), {0, 1}), "",
+           *aligned(*_split(_device_rows(c)), {0, 1}), *comm, "",
            *aligned(*_split(_gemm_rows(c)), {0, 1, 2}, fit),
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
            *_hidden_note(c), "",
@@ -142,9 +144,11 @@ def comparison_table(c: Comparison, width: int | None = None) -> str:
 def comparison_markdown(c: Comparison) -> str:
     """``comparison_table`` as Markdown: its tables as Markdown's, its sentences escaped
     (``table.markdown_text``), the why nested as in the text and the verdict in bold."""
+    comm = device_comm_lines(c.reports)
     out = ["  \n".join(map(markdown_text, _compare_header(c))), "",
            *_generation_table(c, markdown_rows=True),
            *markdown(*_split(_device_rows(c)), {0, 1}), "",
+           *(["  \n".join(map(markdown_text, comm)), ""] if comm else []),
            *markdown(*_split(_gemm_rows(c)), {0, 1, 2}), "",
            "(per device: time, m/c = memory/compute-bound, speedup over the baseline)",
            *map(markdown_text, _hidden_note(c)), "",
@@ -158,12 +162,14 @@ def comparison_csv(c: Comparison) -> str:
     """One row per (GEMM, device): raw seconds, speedup over the baseline, bound, why; then the
     GEMM's shape and its predicted time (the JSON's ``gemms`` fields; after ``why`` so that the
     first nine columns keep their places); then, of generations, the device's whole
-    generation (``generations.CSV_FIELDS``)."""
+    generation (``generations.CSV_FIELDS``); last, served over several GPUs (``--tp``), ``tp``:
+    each row is one GPU's shard."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    served = c.tp > 1
     writer.writerow(["name", "layer", "pass", "hardware", "dtype", "time_s", "speedup", "bound",
                      "why", "m", "n", "k", "batch_count", "predicted_time_s",
-                     *generations.csv_fields(c.generating)])
+                     *generations.csv_fields(c.generating), *(["tp"] if served else [])])
     whys = [why_texts(c, r) if r is not c.baseline else None for r in c.reports]
     for i, base in enumerate(c.baseline.results):
         for r, texts in zip(c.reports, whys):
@@ -173,7 +179,7 @@ def comparison_csv(c: Comparison) -> str:
             writer.writerow([gemm.name, gemm.layer, gemm.pass_, r.hardware.name,
                              r.dtype, other.time_s, c.gemm_speedup(i, r), other.bound, why,
                              gemm.m, gemm.n, gemm.k, gemm.batch_count, other.predicted_time_s,
-                             *generations.csv_values(r)])
+                             *generations.csv_values(r), *([c.tp] if served else [])])
     return buffer.getvalue()
 
 

@@ -1,7 +1,7 @@
 """The cells compare's and sweep's tables share, text, Markdown and HTML alike: a device's
 memory against its capacity, whether it fits, its predicted step and a speedup (compare); a
-row's memory and its memory-bound GEMMs (sweep); and ``_split``, a table's rows as header and
-body."""
+row's memory, its memory-bound GEMMs and, served over several GPUs, its communication
+(sweep); and ``_split``, a table's rows as header and body."""
 
 from __future__ import annotations
 
@@ -68,3 +68,12 @@ def memory_bound_gemms(r: Report) -> str:
     if memory and len(memory) == len(r.results):
         return "all"
     return compact_names(memory, 6) or "none"
+
+
+def tp_comm_cell(report: Report) -> str:
+    """A sweep point's ``tp comm`` (``--tp``): its step's exposed communication, or of a
+    generation the whole generation's, predicted (``whatif_header.TP_COMM_TEXT``)."""
+    tp = report.tensor_parallel
+    assert tp is not None, "a point served over several GPUs"
+    whole = tp.predicted_generation_s  # None for a single step
+    return seconds(tp.step.predicted_s if whole is None else whole)

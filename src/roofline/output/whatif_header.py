@@ -21,8 +21,13 @@ from .report import (
     step_text,
     whole_generation_text,
 )
+from .serving_tp import group_line, where_text
 from .times import basis_sentence, parts_text, step_roof_text
 from .whatif_verdict import _capacity
+
+#: What sweep's ``tp comm`` column is (``--tp``): each point's exposed communication.
+TP_COMM_TEXT = ("the all-reduces and the logits' gather, predicted (vLLM's custom all-reduce, "
+                "else NCCL's ring), inside the times")
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
@@ -54,8 +59,10 @@ def _compare_header(c: Comparison) -> list[str]:
              f"step time: {step_roof_text(c.baseline)}, at each entry's peak and bandwidth "
              f"({origins}); "
              f"predicted: each device's own basis (the verdict names it)"]
+    if group := group_line(c.reports):
+        lines.append(group)
     if g is not None:
-        lines += [generations.terms_line(g),
+        lines += [generations.terms_line(g, where_text(c.baseline)),
                   f"the step and GEMM tables: {generations.step_shown(c.baseline)}"]
     if c.baseline.quantization:
         lines.append(quantization_line(False, [r.hardware for r in c.reports]))
@@ -132,6 +139,8 @@ def sweep_header(s: Sweep) -> list[str]:
              + (("; a decode step makes one token a sequence" if net.step_phase == "decode"
                  else "; tokens/s: batch x seq tokens a step") if s.unit == "tokens" else ""),
              basis_sentence(s.hardware) + f" (the predicted column: {parts_text(first, 'ops')})"]
+    if group := group_line(s.reports):
+        lines.append(f"{group}; tp comm: {TP_COMM_TEXT}, of each step")
     if first.quantization:
         lines.append(quantization_line(False, [s.hardware]))
     capacity = first.memory.capacity_bytes if first.memory else None
@@ -162,7 +171,10 @@ def _generation_header(s: Sweep) -> list[str]:
     assert g is not None
     lines = [f"{net.name} on {s.hardware.name}: {first.dtype}, {net.mode}, a whole generation "
              f"at each batch (batch sweep)",
-             f"precision: {precision_text(net)}", ridge_text(first), generations.terms_line(g),
+             f"precision: {precision_text(net)}", ridge_text(first),
+             *([f"{group}; tp comm: {TP_COMM_TEXT}, of the whole generation"]
+               if (group := group_line(s.reports)) else []),
+             generations.terms_line(g, where_text(first)),
              f"memory-bound time (its share in memory-bound GEMMs and ops), the compute-bound "
              f"batches and the step's verdict: {generations.step_shown(first)}",
              basis_sentence(s.hardware) + (" (the predicted columns: GEMMs and ops)"

@@ -13,7 +13,7 @@ from ..units import seconds, si
 from . import generations
 from .json import to_json
 from .table import aligned, markdown, markdown_text
-from .whatif_cells import _split, memory_bound_gemms, sweep_memory_cell
+from .whatif_cells import _split, memory_bound_gemms, sweep_memory_cell, tp_comm_cell
 from .whatif_header import past_context_note, sweep_header, sweep_warnings
 from .whatif_transitions import transition_lines
 
@@ -29,14 +29,16 @@ def sweep_dict(s: Sweep) -> dict[str, Any]:
 def _sweep_rows(s: Sweep) -> list[list[str]]:
     if s.generating:
         return _generation_sweep_rows(s)
-    with_seq = len(s.seqs) > 1
+    with_seq, served = len(s.seqs) > 1, s.tp > 1
     rows = [["batch", *(["seq"] if with_seq else []), "step time", f"{s.unit}/s", "predicted",
-             f"pred. {s.unit}/s", "memory", "memory-bound time", "memory-bound GEMMs"]]
+             f"pred. {s.unit}/s", *(["tp comm"] if served else []), "memory",
+             "memory-bound time", "memory-bound GEMMs"]]
     for r in s.reports:
         t = r.totals
         rows.append([str(r.network.batch), *([str(r.network.seq)] if with_seq else []),
                      seconds(t["time_s"]), si(s.rate(r, t["time_s"]), ""),
                      seconds(t["predicted_time_s"]), si(s.rate(r, t["predicted_time_s"]), ""),
+                     *([tp_comm_cell(r)] if served else []),
                      sweep_memory_cell(r), f"{t['memory_bound_time_fraction']:.0%}",
                      memory_bound_gemms(r)])
     return rows
@@ -44,22 +46,25 @@ def _sweep_rows(s: Sweep) -> list[list[str]]:
 
 def _generation_sweep_rows(s: Sweep) -> list[list[str]]:
     """A row per batch's whole generation (``generations.cells``; predicted where the entry
-    predicts beyond its roofline), its memory at its peak and the last step's memory-bound
-    share."""
-    predicted = predicts(s.hardware)
-    rows = [["batch", *generations.columns(predicted), "memory", "memory-bound time"]]
+    predicts beyond its roofline), served over several GPUs its communication, its memory at
+    its peak and the last step's memory-bound share."""
+    predicted, served = predicts(s.hardware), s.tp > 1
+    rows = [["batch", *generations.columns(predicted), *(["tp comm"] if served else []),
+             "memory", "memory-bound time"]]
     for r in s.reports:
         assert r.generation is not None
         rows.append([str(r.network.batch), *generations.cells(r.generation, predicted),
+                     *([tp_comm_cell(r)] if served else []),
                      sweep_memory_cell(r), f"{r.totals['memory_bound_time_fraction']:.0%}"])
     return rows
 
 
 def _left(s: Sweep) -> set[int]:
     """The left-aligned columns of the sweep table (memory, memory-bound GEMMs)."""
+    shift = 1 if s.tp > 1 else 0  # the tp comm column
     if s.generating:
-        return {len(generations.columns(predicts(s.hardware))) + 1}
-    shift = 1 if len(s.seqs) > 1 else 0
+        return {len(generations.columns(predicts(s.hardware))) + 1 + shift}
+    shift += 1 if len(s.seqs) > 1 else 0
     return {5 + shift, 7 + shift}
 
 
@@ -86,15 +91,19 @@ def sweep_csv(s: Sweep) -> str:
     ``seq`` and ``compute_bound_from_seq`` at the end (empty without a sequence); then, of
     generations, the point's whole generation (``generations.CSV_FIELDS``), its step the
     last decode step; of a captured module, ``compute_bound_from_unknown``: why its
-    ``compute_bound_from`` is not known (``Sweep.unknown_transitions``), else empty."""
+    ``compute_bound_from`` is not known (``Sweep.unknown_transitions``), else empty; served
+    over several GPUs (``--tp``), last, ``tp``: each row is one GPU's shard (its step times
+    holding the group's communication)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    served = s.tp > 1
     writer.writerow(["batch", "name", "intensity", "bound", "time_s", "step_time_s",
                      "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
                      "memory_bytes", "fits", "seq", "compute_bound_from_seq",
                      "predicted_time_s", "predicted_step_time_s",
                      *generations.csv_fields(s.generating),
-                     *(["compute_bound_from_unknown"] if s.captured else [])])
+                     *(["compute_bound_from_unknown"] if s.captured else []),
+                     *(["tp"] if served else [])])
     unknown = s.unknown_transitions
     # a row's batch crossings are at its own seq (a seq sweep's too, not only a grid's)
     by_seq = s.transitions_by_seq() if len(s.seqs) > 1 else None
@@ -115,7 +124,8 @@ def sweep_csv(s: Sweep) -> str:
                              "" if seq_transitions.get(name) is None
                              else seq_transitions[name], x.predicted_time_s,
                              t["predicted_time_s"], *generations.csv_values(r),
-                             *([unknown.get(name, "")] if s.captured else [])])
+                             *([unknown.get(name, "")] if s.captured else []),
+                             *([s.tp] if served else [])])
     return buffer.getvalue()
 
 

@@ -210,12 +210,14 @@ def generation_verdict_text(c: Comparison) -> str:
 
 
 def _rate(report: Report, predicted: bool = False) -> str:
-    """``2.41 ktokens/s (latency 6.8 s)``: a device's generation, roofline or predicted."""
+    """``2.41 ktokens/s (latency 6.8 s)``: a device's generation, roofline or predicted
+    (``2.41 ktokens/s on its 8 GPUs (...)`` served over several, ``--tp``)."""
     g = report.generation
     assert g is not None
     rate = g.predicted_tokens_per_s if predicted else g.tokens_per_s
     latency = g.predicted_latency_s if predicted else g.latency_s
-    return f"{si(rate, '')}tokens/s (latency {seconds(latency)})"
+    group = f" on its {report.tensor_parallel.tp} GPUs" if report.tensor_parallel else ""
+    return f"{si(rate, '')}tokens/s{group} (latency {seconds(latency)})"
 
 
 def _phases(report: Report, base: Report) -> str:

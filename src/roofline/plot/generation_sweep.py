@@ -34,6 +34,7 @@ def plot_generation_sweep(sweep: Sweep, ax: Axes | None = None) -> Axes:
     from ..analysis.predict import basis_of, predicts
     from ..output.generations import wait_text
     from ..output.report import precision_text
+    from ..output.serving_tp import shard_words, where_text
 
     reports = list(sweep.reports)
     gens: list[Generation] = [g for r in reports if (g := r.generation) is not None]
@@ -61,11 +62,12 @@ def plot_generation_sweep(sweep: Sweep, ax: Axes | None = None) -> Axes:
     label_log_axis(ax.yaxis, lambda value: si(value, ""))
     label_log_axis(right.yaxis, seconds)
     ax.set_xlabel("batch size (sequences generated at once)")
-    ax.set_ylabel("output tokens/s on the device", color=RATE_COLOR)
+    ax.set_ylabel(f"output tokens/s {where_text(reports[0])}", color=RATE_COLOR)
     right.set_ylabel(what, color=TIME_COLOR)
     net = reports[0].network
-    ax.set_title(f"{net.name} on {sweep.hardware.name}: a generation of prompt {first.prompt} "
-                 f"+ {first.generate} tokens, tokens/s and {what} vs batch\n"
+    ax.set_title(f"{net.name} on {sweep.hardware.name}{shard_words(reports[0])}: a generation "
+                 f"of prompt {first.prompt} + {first.generate} tokens, tokens/s and {what} vs "
+                 f"batch\n"
                  f"{precision_text(net)}; roofline times are lower bounds", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     legend_below(ax, right)

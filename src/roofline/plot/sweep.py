@@ -87,6 +87,7 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     """The limit line (ridge or peak), log axes (batch in powers of 2, each batch a tick), axis
     names, the title (the step and precision in output/'s words) and the legend."""
     from ..output.report import precision_text, step_text
+    from ..output.serving_tp import shard_words
 
     roof = main_roof(report)
     level, what = ((roof.ridge, f"ridge {three_digits(roof.ridge)} FLOP/B") if metric == "intensity"
@@ -104,7 +105,8 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
     net = report.network
     parts = step_text(net).split(", ")  # without the swept one, which is the x axis
     step = ", ".join(p for p in parts if not p.startswith(f"{axis} "))
-    ax.set_title(f"{net.name} on {report.hardware.name}: {metric} vs {axis}, {step}\n"
+    ax.set_title(f"{net.name} on {report.hardware.name}{shard_words(report)}: {metric} vs "
+                 f"{axis}, {step}\n"
                  f"{precision_text(net)}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     legend_below(ax)

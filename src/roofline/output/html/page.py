@@ -39,7 +39,7 @@ from ..report import (
     totals_line,
 )
 from ..scaling import scaling_lines
-from ..serving_tp import comm_line, header_line, shard_words
+from ..serving_tp import comm_line, header_line, shard_words, where_text
 from ..times import (
     ROOF_TEXT,
     basis_sentence,
@@ -288,20 +288,16 @@ def _rows_table(report: Report, gemms: Iterable[Any], ops: Iterable[Any], prefix
             + table(header, rows, "sortable filterable"))
 
 
-def _group(report: Report) -> str:
-    """`` on the 8 GPUs`` where a generation is served over several (the group's tokens/s)."""
-    return f" on the {report.tensor_parallel.tp} GPUs" if report.tensor_parallel else ""
-
-
 def _summary(report: Report, view: View) -> str:
     t = report.totals
     g = report.generation
     pairs = []
     if g is not None:  # what a serving user asks first, then the step the page lists
+        group = f" {where_text(report)}" if report.tensor_parallel else ""  # the group's
         pairs = [("time to first token, predicted", seconds(g.predicted_ttft_s)),
                  ("per output token, predicted",
                   seconds(g.predicted_tpot_s) if g.predicted_tpot_s is not None else "-"),
-                 (f"output tokens a second{_group(report)}, predicted",
+                 (f"output tokens a second{group}, predicted",
                   si(g.predicted_tokens_per_s, ""))]
     step = "last decode step" if g is not None else "step time"
     pairs += [(f"{step}, roof", seconds(t["time_s"])),

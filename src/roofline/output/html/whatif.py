@@ -21,6 +21,7 @@ from ..report import (
     recompute_setting,
     step_text,
 )
+from ..serving_tp import device_comm_lines, group_line, shard_words, where_text
 from ..times import parts_text, step_roof_text
 from ..whatif_cells import (
     fits_cell,
@@ -29,8 +30,9 @@ from ..whatif_cells import (
     predicted_cell,
     speedup_text,
     sweep_memory_cell,
+    tp_comm_cell,
 )
-from ..whatif_header import compare_warnings, dtype_note, sweep_header
+from ..whatif_header import TP_COMM_TEXT, compare_warnings, dtype_note, sweep_header
 from ..whatif_transitions import transition_lines
 from ..whatif_verdict import verdict_text
 from ..whatif_why import slow_kernel_lines, why_groups
@@ -47,6 +49,7 @@ from .page import (
     hardware_sources,
     name_cell,
     other_peaks,
+    paragraphs,
     provenance,
     table,
     text,
@@ -64,8 +67,11 @@ def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
     net, g = c.baseline.network, c.baseline.generation
     pairs = [("model", net.name), ("step", step_text(net)), ("precision", precision_text(net)),
              ("baseline", c.baseline.hardware.name)]
+    if group := group_line(c.reports):
+        pairs.append(("tensor parallelism", group))
     if g is not None:
-        pairs[1:2] = [("generation", generations.terms_line(g).partition(": ")[2]),
+        pairs[1:2] = [("generation",
+                       generations.terms_line(g, where_text(c.baseline)).partition(": ")[2]),
                       ("step and GEMM tables", generations.step_shown(c.baseline))]
     if c.baseline.quantization:
         pairs.append(("quantization", quantization_line(False, [r.hardware for r in c.reports])))
@@ -124,8 +130,9 @@ def _generation_table(c: Comparison) -> str:
                   text(fits_cell(c, r))]
         rows.append(("", cells))
     step = generations.step_shown(c.baseline)
-    return (table(header, rows, caption="the whole generation on each device; its memory at "
-                                        "the generation's peak")
+    group = f" over {c.tp} GPUs (tokens/s the group's)" if c.tp > 1 else ""
+    return (table(header, rows, caption=f"the whole generation on each device{group}; its "
+                                        f"memory at the generation's peak")
             + f"<p class=muted>The table below: {escape(step)}.</p>")
 
 
@@ -140,7 +147,8 @@ def _bars(c: Comparison) -> str:
                             f"{seconds(t['time_s'])} ({speed}){short}"))
     chart = svg.bar_chart(bars, "step time by device")
     which = (f" ({generations.step_shown(c.baseline, brackets=False)})" if c.generating
-             else "")
+             else "") + (f", one GPU of tp {c.tp} each, its all-reduces included" if c.tp > 1
+                         else "")
     return (f"<figure>{chart}<figcaption>Step time by device{escape(which)}, "
             f"{escape(step_roof_text(c.baseline))}: the hatched part is memory-bound "
             f"({escape(parts_text(c.baseline, 'ops'))}), the solid part compute-bound."
@@ -219,10 +227,12 @@ def _gemm_table(c: Comparison, prefix: str) -> str:
 def _comparison_body(c: Comparison, prefix: str) -> tuple[str, str]:
     """The page's title and its content (ids start with ``prefix``)."""
     names = " vs ".join(r.hardware.name for r in c.reports)
-    title = f"{c.baseline.network.name}: {names}"
+    served = f" (one GPU of tp {c.tp} each)" if c.tp > 1 else ""
+    title = f"{c.baseline.network.name}: {names}{served}"
     body = (f"<h1>{escape(title)}</h1>{facts(_compare_facts(c))}"
             f'<p class="verdict">{escape(verdict_text(c))}</p>' + figures(_compare_figures(c))
-            + f"<h2>Devices</h2>{_generation_table(c)}{_device_table(c)}{_bars(c)}"
+            + f"<h2>Devices</h2>{_generation_table(c)}{_device_table(c)}"
+            + paragraphs(device_comm_lines(c.reports), "muted") + _bars(c)
             + f"<h2>Why</h2>{_why(c)}"
             + f"<h2>Roofline per device</h2>{_compare_charts(c, prefix)}"
             + f"<h2>GEMMs</h2>{_gemm_table(c, prefix)}"
@@ -243,7 +253,8 @@ def _compare_figures(c: Comparison) -> list[tuple[str, str]]:
     g = fastest.generation
     assert g is not None
     return [("fastest over the whole generation", fastest.hardware.name),
-            ("its output tokens a second", si(g.tokens_per_s, "")),
+            ("its output tokens a second" + (f" {where_text(fastest)}" if c.tp > 1 else ""),
+             si(g.tokens_per_s, "")),
             ("its tokens/s over the baseline's", speedup_text(c.generation_speedup(fastest)))]
 
 
@@ -279,6 +290,7 @@ def _sweep_charts(s: Sweep) -> str:
     if s.generating:
         return _generation_charts(s, marks)
     rate = [(s.x(r), s.rate(r, r.totals["time_s"]), _tip(s, r)) for r in reports]
+    where = f" on the {s.tp} GPUs" if s.tp > 1 else ""
     share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(s, r)) for r in reports]
     basis = basis_of(s.hardware)
     curves = [svg.Curve(rate, name="roofline")]
@@ -290,7 +302,7 @@ def _sweep_charts(s: Sweep) -> str:
     bands = no_fit_bands(reports, xs, axis)  # as the PNG shades them
     throughput = svg.line_chart(curves, x_range, (nice_below(min(ys) / 1.5),
                                                   nice_above(max(ys) * 1.5)),
-                                (axis, f"{s.unit}/s"), f"{s.unit} per second by {axis}",
+                                (axis, f"{s.unit}/s"), f"{s.unit} per second{where} by {axis}",
                                 marks=marks, bands=bands)
     bound = svg.line_chart([svg.Curve(share)], x_range, (0.0, 1.0),
                            (axis, "memory-bound share of time"),
@@ -349,7 +361,8 @@ def _generation_charts(s: Sweep, marks: list[svg.Mark]) -> str:
              "entry predicts nothing beyond it.")
     return (f'<div class="charts"><figure>'
             f'{chart(rates, "output tokens/s", "output tokens per second by batch")}'
-            f"<figcaption>Output tokens a second on the device, the whole generation. "
+            f"<figcaption>Output tokens a second {escape(where_text(s.reports[0]))}, the whole "
+            f"generation. "
             f"{escape(drawn)}</figcaption></figure><figure>"
             f"{chart(waits, what, f'{what} by batch')}<figcaption>{escape(what.capitalize())}: "
             f"what each sequence waits.</figcaption></figure></div>"
@@ -382,9 +395,10 @@ def _tip(s: Sweep, r: Report, predicted: bool = False) -> str:
 def _sweep_table(s: Sweep) -> str:
     if s.generating:
         return _generation_sweep_table(s)
-    with_seq = len(s.seqs) > 1
+    with_seq, served = len(s.seqs) > 1, s.tp > 1
     header = (("batch", False), *((("seq", False),) if with_seq else ()), ("step time", False),
               (f"{s.unit}/s", False), ("predicted", False), (f"predicted {s.unit}/s", False),
+              *((("tp comm", False),) if served else ()),
               ("memory", False), ("memory-bound time", False), ("memory-bound GEMMs", True))
     rows = []
     for r in s.reports:
@@ -397,6 +411,7 @@ def _sweep_table(s: Sweep) -> str:
                           Cell(si(rate, ""), rate),
                           Cell(seconds(predicted), predicted),
                           Cell(si(s.rate(r, predicted), ""), s.rate(r, predicted)),
+                          *([_comm_cell(r)] if served else []),
                           Cell(sweep_memory_cell(r),
                                held.total_bytes if held is not None else None),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
@@ -407,8 +422,9 @@ def _sweep_table(s: Sweep) -> str:
 def _generation_sweep_table(s: Sweep) -> str:
     """A row per batch's whole generation (``generations.cells``), its memory at its peak and
     the last decode step's memory-bound share."""
-    predicted = predicts(s.hardware)
+    predicted, served = predicts(s.hardware), s.tp > 1
     header = (("batch", False), *((name, False) for name in generations.columns(predicted)),
+              *((("tp comm", False),) if served else ()),
               ("memory", False), ("memory-bound time, last step", False))
     rows = []
     for r in s.reports:
@@ -418,10 +434,19 @@ def _generation_sweep_table(s: Sweep) -> str:
                           *(Cell(shown, value) for shown, value in
                             zip(generations.cells(g, predicted),
                                 generations.values(g, predicted))),
+                          *([_comm_cell(r)] if served else []),
                           Cell(sweep_memory_cell(r),
                                held.total_bytes if held is not None else None),
                           Cell(f"{share:.0%}", share)]))
     return table(header, rows)
+
+
+def _comm_cell(report: Report) -> Cell:
+    """A point's ``tp comm`` cell (``whatif_cells.tp_comm_cell``), sorted by its seconds."""
+    tp = report.tensor_parallel
+    assert tp is not None
+    whole = tp.predicted_generation_s
+    return Cell(tp_comm_cell(report), tp.step.predicted_s if whole is None else whole)
 
 
 def _transitions_html(s: Sweep) -> str:
@@ -448,7 +473,7 @@ def _sweep_body(s: Sweep) -> tuple[str, str]:
     first = s.reports[0]
     what = ("batch x seq grid" if s.grid else "a whole generation at each batch"
             if s.generating else f"{s.axis} sweep")
-    title = f"{first.network.name} on {s.hardware.name}: {what}"
+    title = f"{first.network.name} on {s.hardware.name}{shard_words(first)}: {what}"
     pairs = [("model", first.network.name), ("device", s.hardware.name),
              ("dtype", first.dtype),
              ("mode", ", ".join(filter(None, (first.network.mode,
@@ -463,6 +488,8 @@ def _sweep_body(s: Sweep) -> tuple[str, str]:
         pairs.append(("generation", f"prompt {g.prompt} + {g.generate} tokens a sequence"))
     if first.quantization:
         pairs.append(("quantization", quantization_line(False, [s.hardware])))
+    if group := group_line(s.reports):
+        pairs.append(("tensor parallelism", f"{group}; tp comm: {TP_COMM_TEXT}"))
     notes = "".join(f"<p>{escape(line)}</p>" for line in sweep_header(s)
                     if line.startswith(("step time", "memory:", "note:", "predicted:",
                                         "warning:", "generation:", "memory-bound time",
