@@ -8,6 +8,7 @@ ZeRO stage (``_dp_comm``), and whether a pipeline boundary's transfers cross nod
 
 from __future__ import annotations
 
+from itertools import chain, repeat
 from typing import Any
 
 from ..model.layers import Embedding, Linear, Transformer
@@ -43,13 +44,10 @@ def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[fl
     """Tensor- and expert-parallel communication of one micro-batch on these layers (as
     ``_runs``), each copy's transfers added in layer order."""
     tp_comm = ep_comm = 0.0
-    for layer, count in runs:
+    for layer, count in runs:  # (sum adds one after another, as a loop would, in C)
         tp_times, ep_times = _layer_comm(ctx, layer)
-        for _ in range(count):
-            for time in tp_times:
-                tp_comm += time
-            for time in ep_times:
-                ep_comm += time
+        tp_comm = sum(chain.from_iterable(repeat(tp_times, count)), tp_comm)
+        ep_comm = sum(chain.from_iterable(repeat(ep_times, count)), ep_comm)
     return tp_comm, ep_comm
 
 
