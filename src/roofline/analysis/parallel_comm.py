@@ -8,10 +8,10 @@ ZeRO stage (``_dp_comm``), and whether a pipeline boundary's transfers cross nod
 
 from __future__ import annotations
 
-from itertools import chain, repeat
 from typing import Any
 
 from ..model.layers import Embedding, Linear, Transformer
+from ..model.repeated_sum import repeated_sum
 from .parallel_layout import _Context
 
 CE_ALLREDUCES = 3  # the vocabulary-parallel cross entropy: max, sum of exp, target logit
@@ -44,10 +44,10 @@ def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[fl
     """Tensor- and expert-parallel communication of one micro-batch on these layers (as
     ``_runs``), each copy's transfers added in layer order."""
     tp_comm = ep_comm = 0.0
-    for layer, count in runs:  # (sum adds one after another, as a loop would, in C)
+    for layer, count in runs:  # a repeat's copies added at once, as one by one (repeated_sum)
         tp_times, ep_times = _layer_comm(ctx, layer)
-        tp_comm = sum(chain.from_iterable(repeat(tp_times, count)), tp_comm)
-        ep_comm = sum(chain.from_iterable(repeat(ep_times, count)), ep_comm)
+        tp_comm = repeated_sum(tp_comm, tp_times, count)
+        ep_comm = repeated_sum(ep_comm, ep_times, count)
     return tp_comm, ep_comm
 
 

@@ -8,10 +8,10 @@ under sequence parallelism, the final norm and an MoE block's router too (``SP_K
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..model.repeated_sum import run_sum
 from ..model.repeats import ItemRun, Layers, Numbered
 from .recompute import recomputed_results
 from .report import Report
@@ -97,12 +97,10 @@ class LayerRows:
 
     def sums(self, spans: Sequence[range]) -> list[float]:
         """Each column summed over the layers of ``spans`` in order, one layer at a time (the
-        sum a list of every layer's row gives, to the last bit), in time that grows with the
-        layers only as a C loop over repeated values does."""
+        sum a list of every layer's row gives, to the last bit: ``run_sum``), in time that
+        grows with the segments, not the layers."""
         pieces = [piece for span in spans for piece in self.segments(span)]
-        return [sum(itertools.chain.from_iterable(itertools.repeat(row[k], n)
-                                                  for row, n in pieces))
-                for k in range(4)]
+        return [run_sum((row[k], n) for row, n in pieces) for k in range(4)]
 
 
 #: per layer [forward, backward, memory-bound, recomputed] seconds of one micro-batch (the
