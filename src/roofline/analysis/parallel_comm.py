@@ -44,10 +44,16 @@ def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[fl
     """Tensor- and expert-parallel communication of one micro-batch on these layers (as
     ``_runs``), each copy's transfers added in layer order."""
     tp_comm = ep_comm = 0.0
-    for layer, count in runs:  # a repeat's copies added at once, as one by one (repeated_sum)
+    for layer, count in runs:
         tp_times, ep_times = _layer_comm(ctx, layer)
-        tp_comm = repeated_sum(tp_comm, tp_times, count)
-        ep_comm = repeated_sum(ep_comm, ep_times, count)
+        if count > 1:  # a repeat's copies added at once, as one by one (repeated_sum)
+            tp_comm = repeated_sum(tp_comm, tp_times, count)
+            ep_comm = repeated_sum(ep_comm, ep_times, count)
+            continue
+        for time in tp_times:
+            tp_comm += time
+        for time in ep_times:
+            ep_comm += time
     return tp_comm, ep_comm
 
 

@@ -11,7 +11,7 @@ import bisect
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..model.repeated_sum import run_sum
+from ..model.repeated_sum import FEW, run_sum
 from ..model.repeats import ItemRun, Layers, Numbered
 from .recompute import recomputed_results
 from .report import Report
@@ -100,6 +100,9 @@ class LayerRows:
         sum a list of every layer's row gives, to the last bit: ``run_sum``), in time that
         grows with the segments, not the layers."""
         pieces = [piece for span in spans for piece in self.segments(span)]
+        if sum(n for _, n in pieces) <= FEW:  # a few layers: row by row
+            rows = [row for row, n in pieces for _ in range(n)]
+            return [sum(row[k] for row in rows) for k in range(4)]
         return [run_sum((row[k], n) for row, n in pieces) for k in range(4)]
 
 

@@ -12,7 +12,7 @@ work grows with the binades s crosses (a few dozen at most), not with ``n``. Whe
 each addition's rounding depends on s's last bit: one value alone settles it after one
 addition (it then moves s by the same even step each time); a tie in a period of several
 values has the periods that stay in the binade added one by one, as the loop does (in C).
-Any value that is not a finite float of 0 or more, a few additions (``_FEW``), or a sum too
+Any value that is not a finite float of 0 or more, a few additions (``FEW``), or a sum too
 small for its binade's spacing to be uniform (below 2**-1021) or so large that its binade ends
 past the largest double, is added by the loop itself (in C). The same result, bit for bit:
 ``tests/test_repeated_sum.py`` holds it to the loop on values from every part of a binade,
@@ -30,7 +30,7 @@ _SMALLEST = 2.0**-1021  # below, subnormal spacings are near: added by the loop
 _LARGEST = 2.0**1022  # above, a binade's end is past the largest double: added by the loop
 #: additions the loop makes sooner than the binades are stepped through (a C loop adds a value
 #: in about 10 ns; a binade's steps take a few microseconds)
-_FEW = 256
+FEW = 256
 
 
 def repeated_sum(start: float, values: Sequence[float], times: int) -> float:
@@ -40,7 +40,7 @@ def repeated_sum(start: float, values: Sequence[float], times: int) -> float:
     s = start
     if not values or times <= 0:
         return s
-    if times * len(values) <= _FEW or not all(type(v) is float and 0.0 <= v < math.inf
+    if times * len(values) <= FEW or not all(type(v) is float and 0.0 <= v < math.inf
                                               for v in values):
         return _loop(s, values, times)
     while times > 0:
