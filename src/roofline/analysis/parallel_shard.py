@@ -1,9 +1,9 @@
 """What one GPU holds (the rules in ``analysis.parallel``): its tensor- and expert-parallel
 group's shard of the network (``shard_network``: heads, kv_heads and ffn / tp, experts / ep, the
 vocabulary padded to 128 tp, or to 64 when serving, and divided, ``padded_vocab``), the layers
-tensor parallelism leaves whole (``replicated_layers``), and the pipeline's stages
-(``split_stages``); the layers as the layout rules walk them, a repeat's copies unnamed
-(``unnamed_layers``, ``blocks_of``)."""
+tensor parallelism leaves whole (``replicated_layers``), and the pipeline's stages, a range of
+layers each read from the runs (``stage_spans``; ``split_stages`` as index tuples); the layers
+as a rule walks them, a repeat's copies unnamed (``unnamed_layers``, ``blocks_of``)."""
 
 from __future__ import annotations
 
