@@ -1,6 +1,7 @@
-"""What sweep, compare and plan cost on the largest published dense and MoE configs: wall time
-and peak memory of a fresh process per command. Run on demand (not a test):
-``python benchmarks/bench_scale_commands.py``.
+"""What sweep, compare and plan cost on the largest published dense and MoE configs, and every
+command on a block repeated 10**3 to 10**5 times: wall time and peak memory of a fresh process
+per command. Run on demand (not a test): ``python benchmarks/bench_scale_commands.py
+[--cases published repeats] [--blocks 1000 100000]``.
 
 Each command runs ``--repeat`` times in a child process (``_child.run_child``: its own peak
 memory) after one untimed run that writes Python's bytecode; each line gives the best wall
@@ -11,7 +12,16 @@ machine, none silent for long (plan says each shard it analyzes). Before 0.9.0 t
 README's Mixtral-8x7B example took 11 s, Mixtral-8x22B's over 8..4096 GPUs 34 s, and a compare
 of Llama-3.1-405B on all 28 bundled entries 5 s as JSON: each built every copy of a repeated
 block by name, again and again.
-"""
+
+``--cases repeats`` (0.9.0): a small transformer (hidden 256, 4 heads, a gated FFN of 1024,
+vocabulary 32,000, batch 8 x seq 512) whose block repeats ``--blocks`` times (10**5 by default),
+through ``plan`` at one layout (tp 2, pp 4, dp 2) and over 8..64 GPUs, ``analyze`` with
+``--recompute full`` as a table, JSON, CSV and HTML, ``analyze --tp 2`` serving it, ``compare``
+on three devices and ``sweep`` over batch 1..64. Goal: what the model's distinct layers cost,
+not its copies: each under 10 s at 10**5 blocks (a format that lists every row refuses past
+``MAX_LISTED``, exit 2, by design; compare's cap is the same, and sweep's counts every copy).
+Before 0.9.0's change plan walked every copy once a shard (``layer_times``) and once a layout:
+7.2 s for one layout of 10**5 blocks, 230 s over 8..64 GPUs (README, "How large a model")."""
 
 from __future__ import annotations
 
@@ -68,18 +78,63 @@ def commands(folder: Path) -> list[tuple[str, list[str]]]:
     ]
 
 
+REPEAT_MODEL = """name: repeat-{blocks}
+batch: 8
+seq: 512
+dtype: bf16
+mode: train
+layers:
+  - {{type: embedding, vocab: 32000, dim: 256, name: emb}}
+  - {{type: transformer, hidden: 256, heads: 4, ffn: 1024, gated: true, norm: rmsnorm,
+      causal: true, repeat: {blocks}, name: blk}}
+  - {{type: norm, norm: rmsnorm, dim: 256, name: final_norm}}
+  - {{type: linear, in: 256, out: 32000, name: lm_head}}
+"""
+
+
+def repeat_commands(folder: Path, sizes: list[int]) -> list[tuple[str, list[str]]]:
+    """(label, roofline arguments) of each command timed on a block repeated ``sizes`` times."""
+    out = []
+    for blocks in sizes:
+        model = folder / f"repeat-{blocks}.yaml"
+        model.write_text(REPEAT_MODEL.format(blocks=blocks))
+        m, n = str(model), f"{blocks:,} blocks"
+        full = ["analyze", m, "--hw", "h100", "--recompute", "full"]
+        out += [
+            (f"plan {n}, one layout", ["plan", m, "--hw", "h100", "--gpus", "16", "--tp", "2",
+                                       "--pp", "4", "--zero", "1", "--micro-batch", "1",
+                                       "--batch", "64"]),
+            (f"plan {n}, 8..64 GPUs", ["plan", m, "--hw", "h100", "--gpus", "8..64",
+                                       "--batch", "256"]),
+            *((f"analyze {n}, full, {fmt}", [*full, "--format", fmt])
+              for fmt in ("table", "json", "csv", "html")),
+            (f"analyze {n}, serving tp 2", ["analyze", m, "--hw", "h100", "--mode",
+                                            "inference", "--tp", "2"]),
+            (f"compare {n}, 3 devices", ["compare", m, "--hw", "h100", "--hw", "a100", "--hw",
+                                         "l4"]),
+            (f"sweep {n}, batch 1..64", ["sweep", m, "--hw", "h100", "--batch", "1..64"]),
+        ]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command")
+    parser.add_argument("--cases", nargs="+", default=["published", "repeats"],
+                        choices=["published", "repeats"])
+    parser.add_argument("--blocks", type=int, nargs="+", default=[100_000],
+                        help="the repeat's copies (--cases repeats)")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
-        cases = commands(Path(tmp))
+        cases = [*(commands(Path(tmp)) if "published" in args.cases else []),
+                 *(repeat_commands(Path(tmp), args.blocks) if "repeats" in args.cases
+                   else [])]
         run_child([sys.executable, "-m", "roofline", *cases[0][1]], 600.0, env,
                   keep_output=False)  # bytecode, untimed
         for label, argv in cases:
             cmd = [sys.executable, "-m", "roofline", *argv]
-            print(f"{label:<40} {best_of(cmd, args.repeat, 300.0, env)}", flush=True)
+            print(f"{label:<40} {best_of(cmd, args.repeat, 600.0, env)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -130,3 +130,23 @@ def test_a_generation_needs_attention():
     mlp = network_from_yaml("batch: 1\ndtype: fp16\nmlp: [8, 8]\n")
     with pytest.raises(InputError, match="generate: a generation decodes against the KV cache"):
         generate(mlp, A100, 8, 4)
+
+
+def test_layers_are_found_by_name_from_their_runs():
+    """``Layers.index_of`` reads a copy's index from its run (pre 0, blk.1 .. blk.5 at 1 .. 5,
+    head 6) without naming every copy; ``sole_copies`` says where a repeat's copies are the
+    only layers their names begin: what ``parallel_times`` reads each copy's items once by;
+    ``runs_in`` gives a range of layers as (stored layer, copies) pieces."""
+    layers = network_from_yaml(_repeated(5, "train")).layers
+    assert [layers.index_of(n) for n in ("pre", "blk.1", "blk.5", "head")] == [0, 1, 5, 6]
+    assert [layers.index_of(n) for n in ("blk", "blk.6", "blk.0", "blk.01", "blk.1.attn")] == [
+        None] * 5
+    assert layers.sole_copies("blk", 0, 5) == 1 and layers.sole_copies("blk", 2, 3) == 3
+    assert layers.sole_copies("blk", 3, 5) is None  # copies 4 .. 8: blk.6 .. blk.8 are none
+    assert [(layer.name, n) for layer, n in layers.runs_in(0, 7)] == [
+        ("pre", 1), ("blk", 5), ("head", 1)]
+    assert [(layer.name, n) for layer, n in layers.runs_in(3, 6)] == [("blk", 3)]
+    clash = network_from_yaml(HEAD + "mode: train\nlayers:\n"
+                              f"  - {BLOCK.replace('}', ', repeat: 4}') % ''}\n"
+                              "  - {type: linear, in: 64, out: 64, name: blk.2.attn}\n").layers
+    assert clash.index_of("blk.2.attn") == 4 and clash.sole_copies("blk", 0, 4) is None

@@ -142,6 +142,7 @@ from ..hardware.spec import HardwareSpec
 from ..model.dtypes import itemsize
 from ..model.layers import Transformer
 from ..model.network import Network
+from ..model.repeats import Layers
 from .collectives import Fabric
 from .memory import MASTER_BYTES, OPTIMIZER_STATE_BYTES
 from .parallel_comm import crosses_nodes
@@ -165,9 +166,9 @@ from .parallel_shard import (
     shard_network,
     split_stages,
     stage_blocks,
-    unnamed_layers,
+    stage_spans,
 )
-from .parallel_stage import _stage
+from .parallel_stage import _runs, _stage
 from .parallel_times import StageTimes, layer_times, stage_times
 from .report import Report, analyze
 
@@ -184,8 +185,10 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
     """``layout`` for a global batch of ``batch`` sequences (module docstring). ``report``: the
     sharded network analyzed at the micro-batch (``shard_report``), when already made;
     ``cache``: its ``layer_times`` by (``id(report)``, sp_tp) and each stage's
-    ``stage_times`` by (``id(report)``, sp_tp, the stage's layers), kept by a caller that
-    evaluates many layouts over the same reports (``plan``)."""
+    ``stage_times`` by (``id(report)``, sp_tp, the stage's ranges of layers), kept by a caller
+    that evaluates many layouts over the same reports (``plan``). A stage's layers are read as
+    ranges and runs (``stage_spans``, ``Layers.runs_in``): a layout costs what the model's
+    runs do, not its copies."""
     check_layout(network, layout)
     per_rank = layout.dp * layout.micro_batch
     if batch % per_rank:
@@ -211,9 +214,9 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                    {padded_vocab(v, layout.tp) // layout.tp for v in _vocabularies(network)})
     if layout.vp > 1:  # each GPU's chunks, its layers in chunk order
         chunks = gpu_chunks(sharded, layout.pp, layout.vp)
-        stage_indices = tuple(tuple(i for chunk in mine for i in chunk) for mine in chunks)
+        stage_spans_ = chunks
     else:
-        chunks, stage_indices = (), split_stages(sharded, layout.pp)
+        chunks, stage_spans_ = (), tuple((span,) for span in stage_spans(sharded, layout.pp))
     sp_tp = layout.tp if ctx.sp else 1
     if cache is None:
         both = layer_times(report, sp_tp)
@@ -221,22 +224,25 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
         both = cache.get((id(report), sp_tp)) or cache.setdefault(
             (id(report), sp_tp), layer_times(report, sp_tp))
 
-    layers = unnamed_layers(sharded)
+    layers = sharded.layers
+    assert isinstance(layers, Layers)
 
-    def sums(indices: tuple[int, ...]) -> StageTimes:
+    def sums(spans: tuple[range, ...]) -> StageTimes:
         if cache is None:
-            return stage_times(both, indices)
-        key = (id(report), sp_tp, indices)  # layouts alike but for dp, ZeRO or m share it
+            return stage_times(both, spans)
+        key = (id(report), sp_tp, spans)  # layouts alike but for dp, ZeRO or m share it
         found = cache.get(key)
-        return found if found is not None else cache.setdefault(key,
-                                                                stage_times(both, indices))
+        return found if found is not None else cache.setdefault(key, stage_times(both, spans))
 
-    stages = [_stage(ctx, s, [layers[i] for i in indices], sums(indices), sharded.parameters,
-                     [[layers[i] for i in chunk] for chunk in chunks[s]]
-                     if chunks else None)
-              for s, indices in enumerate(stage_indices)]
-    blocks = [layer for layer in layers if isinstance(layer, Transformer)]
-    allreduce = ctx.step.tokens * blocks[0].hidden * e if blocks else 0
+    def runs(spans: tuple[range, ...]) -> list[tuple[Any, int]]:
+        return _runs(piece for span in spans for piece in layers.runs_in(span.start, span.stop))
+
+    stages = [_stage(ctx, s, runs(spans), sums(spans), sharded.parameters,
+                     [runs((chunk,)) for chunk in chunks[s]] if chunks else None)
+              for s, spans in enumerate(stage_spans_)]
+    first_block = next((run.layer for run in sharded.layer_runs
+                        if isinstance(run.layer, Transformer)), None)
+    allreduce = ctx.step.tokens * first_block.hidden * e if first_block else 0
     capacity = hardware.memory_capacity_bytes
     return LayoutResult(layout, batch, sharded.seq or 1, ctx.m,
                         tuple(roof for roof, _ in stages),

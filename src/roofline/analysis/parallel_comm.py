@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.layers import Embedding, Linear, Transformer
+from ..model.repeated_sum import repeated_sum
 from .parallel_layout import _Context
 
 CE_ALLREDUCES = 3  # the vocabulary-parallel cross entropy: max, sum of exp, target logit
@@ -45,11 +46,14 @@ def _model_parallel_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[fl
     tp_comm = ep_comm = 0.0
     for layer, count in runs:
         tp_times, ep_times = _layer_comm(ctx, layer)
-        for _ in range(count):
-            for time in tp_times:
-                tp_comm += time
-            for time in ep_times:
-                ep_comm += time
+        if count > 1:  # a repeat's copies added at once, as one by one (repeated_sum)
+            tp_comm = repeated_sum(tp_comm, tp_times, count)
+            ep_comm = repeated_sum(ep_comm, ep_times, count)
+            continue
+        for time in tp_times:
+            tp_comm += time
+        for time in ep_times:
+            ep_comm += time
     return tp_comm, ep_comm
 
 

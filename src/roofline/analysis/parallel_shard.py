@@ -1,10 +1,10 @@
 """What one GPU holds (the rules in ``analysis.parallel``): its tensor- and expert-parallel
 group's shard of the network (``shard_network``: heads, kv_heads and ffn / tp, experts / ep, the
 vocabulary padded to 128 tp, or to 64 when serving, and divided, ``padded_vocab``; when serving
-one KV head a GPU where tp passes kv_heads, ``served_kv_heads``), the layers
-tensor parallelism leaves whole (``replicated_layers``), and the pipeline's stages
-(``split_stages``); the layers as the layout rules walk them, a repeat's copies unnamed
-(``unnamed_layers``, ``blocks_of``)."""
+one KV head a GPU where tp passes kv_heads, ``served_kv_heads``), the layers tensor parallelism
+leaves whole (``replicated_layers``), and the pipeline's stages, a range of layers each read
+from the runs (``stage_spans``; ``split_stages`` as index tuples); the layers as a rule walks
+them, a repeat's copies unnamed (``unnamed_layers``, ``blocks_of``)."""
 
 from __future__ import annotations
 
@@ -123,32 +123,60 @@ def gpu_blocks(blocks: int, pp: int, vp: int = 1) -> tuple[int, ...]:
     return tuple(sum(chunks[gpu::pp]) for gpu in range(pp))
 
 
-def gpu_chunks(network: Network, pp: int,
-               vp: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
-    """Per pipeline GPU, the layer indices of each model chunk it holds, in order: the model
-    split into pp x vp chunks as ``split_stages`` splits stages, chunk c on GPU c mod pp
-    (Megatron-LM's interleaved assignment: with 8 layers, 2 GPUs and 2 chunks a GPU, GPU 0 runs
-    layers 0-1 and 4-5)."""
-    chunks = split_stages(network, pp * vp)
+def gpu_chunks(network: Network, pp: int, vp: int) -> tuple[tuple[range, ...], ...]:
+    """Per pipeline GPU, the layer indices of each model chunk it holds, in order (a range
+    each): the model split into pp x vp chunks as ``stage_spans`` splits stages, chunk c on GPU
+    c mod pp (Megatron-LM's interleaved assignment: with 8 layers, 2 GPUs and 2 chunks a GPU,
+    GPU 0 runs layers 0-1 and 4-5)."""
+    chunks = stage_spans(network, pp * vp)
     return tuple(tuple(chunks[gpu::pp]) for gpu in range(pp))
 
 
 def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
-    """Layer indices of each pipeline stage (``analysis.parallel``)."""
+    """Layer indices of each pipeline stage (``analysis.parallel``; ``stage_spans`` as
+    tuples)."""
+    return tuple(tuple(span) for span in stage_spans(network, pp))
+
+
+def stage_spans(network: Network, pp: int) -> tuple[range, ...]:
+    """The layers of each pipeline stage, a range of layer indices each (``analysis.parallel``):
+    the transformer blocks split as ``stage_blocks`` splits them, each stage from its first
+    block to the next stage's, the layers before the first block in the first stage and
+    those after the last block in the last. Read from the runs, in time that grows with them,
+    not the copies (a layout search asks it once a layout)."""
+    size = len(network.layers)
+    assert isinstance(network.layers, Layers)
+    blocks = [(start, run.count) for start, run in zip(network.layers.starts(),
+                                                       network.layer_runs)
+              if isinstance(run.layer, Transformer)]
+    total = sum(count for _, count in blocks)
+    if pp == 1 or not total:
+        return (range(size),)
+    if pp > total:  # more stages than blocks (no layout runs it): the last ones have none
+        return _sparse_stages(network, pp)
+
+    def block(j: int) -> int:  # the layer index of block j (0-based)
+        for start, count in blocks:
+            if j < count:
+                return start + j
+            j -= count
+        raise IndexError(j)
+
+    firsts, j = [], 0
+    for count in stage_blocks(total, pp):
+        firsts.append(block(j))
+        j += count
+    edges = [0, *firsts[1:], size]
+    return tuple(range(a, b) for a, b in zip(edges, edges[1:]))
+
+
+def _sparse_stages(network: Network, pp: int) -> tuple[range, ...]:
+    """``stage_spans`` where pp is more than the blocks: stage i < blocks runs block i (the
+    first also the layers before it, each the layers after it up to the next block), the
+    stages after the last block's none, but the last, which runs the layers after it."""
     blocks = blocks_of(network)
-    if pp == 1 or not blocks:
-        return (tuple(range(len(network.layers))),)
-    owner: dict[int, int] = {}
-    start = 0
-    for stage, count in enumerate(stage_blocks(len(blocks), pp)):
-        for index in blocks[start:start + count]:
-            owner[index] = stage
-        start += count
-    stages: list[list[int]] = [[] for _ in range(pp)]
-    current = 0
-    for index in range(len(network.layers)):
-        current = owner.get(index, current if index > blocks[0] else 0)
-        if index > blocks[-1]:
-            current = pp - 1
-        stages[current].append(index)
-    return tuple(tuple(stage) for stage in stages)
+    size = len(network.layers)
+    edges = [0, *blocks[1:], blocks[-1] + 1]
+    stages = [range(a, b) for a, b in zip(edges, edges[1:])]
+    stages += [range(blocks[-1] + 1, blocks[-1] + 1)] * (pp - len(blocks) - 1)
+    return (*stages, range(blocks[-1] + 1, size))

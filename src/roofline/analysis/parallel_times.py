@@ -7,7 +7,12 @@ under sequence parallelism, the final norm and an MoE block's router too (``SP_K
 
 from __future__ import annotations
 
-from ..model.repeats import labelled
+import bisect
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..model.repeated_sum import FEW, run_sum
+from ..model.repeats import ItemRun, Layers, Numbered
 from .recompute import recomputed_results
 from .report import Report
 
@@ -27,30 +32,85 @@ SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
 ROUTER = ".router"
 
 
-def _owner_of(names: list[str]):
-    """A function from an item's layer (``blk.3.qkv``) to the index of its layer (``blk.3``):
-    the longest layer name equal to it or followed by a dot."""
-    by_name = {name: i for i, name in enumerate(names)}
-    cache: dict[str, int | None] = {}
+class _Owners:
+    """Which layer an item's layer (``blk.3.qkv``, ``blk.3.attn``) belongs to: the longest
+    layer name equal to it or followed by a dot, read from the runs (``Layers.index_of``)
+    without naming every copy. ``owner`` gives its index and whether the item is the layer's
+    own (its layer the layer's name: ``SP_KINDS``) or its router's (``ROUTER``)."""
 
-    def owner(item_layer: str) -> int | None:
-        if item_layer not in cache:
+    def __init__(self, layers: Layers[Any]) -> None:
+        self.layers = layers
+        self.found: dict[str, tuple[int, str] | None] = {}
+
+    def owner(self, item_layer: str) -> tuple[int, str] | None:
+        """(the owner's index, the item's layer past the owner's name: "" for the layer's own,
+        ``.attn`` for its attention's), or None where no layer owns it."""
+        if item_layer not in self.found:
             found, probe = None, item_layer
             while probe:
-                if probe in by_name:
-                    found = by_name[probe]
+                index = self.layers.index_of(probe)
+                if index is not None:
+                    found = (index, item_layer[len(probe):])
                     break
                 probe = probe.rpartition(".")[0]
-            cache[item_layer] = found
-        return cache[item_layer]
-    return owner
+            self.found[item_layer] = found
+        return self.found[item_layer]
+
+
+#: what one GEMM or op adds to its layer's row (``_add``): its time at the roof and predicted
+#: (divided by tp where sequence parallelism splits it), its column (0 forward, 1 backward),
+#: whether it is memory-bound, whether recomputation runs it again
+_Entry = tuple[float, float, int, bool, bool]
+
+
+class LayerRows:
+    """Per layer a row of [forward, backward, memory-bound, recomputed] seconds, held as
+    segments of layers in a row whose rows are equal (a repeat's copies, whose items are the
+    same stored results: one row for all of them); ``rows[i]`` is layer i's row (shared by
+    its segment: read it, do not change it). ``sums`` adds a column over ranges of layers one
+    layer after another, as a list of every layer's row would be added."""
+
+    __slots__ = ("starts", "rows", "size")
+
+    def __init__(self, starts: list[int], rows: list[list[float]], size: int) -> None:
+        self.starts, self.rows, self.size = starts, rows, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> list[float]:
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
+            raise IndexError("layer index out of range")
+        return self.rows[bisect.bisect_right(self.starts, index) - 1]
+
+    def segments(self, span: range) -> Iterator[tuple[list[float], int]]:
+        """The rows of the layers in ``span`` (a range, step 1), as (row, how many layers)."""
+        start, stop = span.start, span.stop
+        segment = bisect.bisect_right(self.starts, start) - 1
+        while start < stop:
+            end = min(stop, self.starts[segment + 1] if segment + 1 < len(self.starts)
+                      else self.size)
+            yield self.rows[segment], end - start
+            start, segment = end, segment + 1
+
+    def sums(self, spans: Sequence[range]) -> list[float]:
+        """Each column summed over the layers of ``spans`` in order, one layer at a time (the
+        sum a list of every layer's row gives, to the last bit: ``run_sum``), in time that
+        grows with the segments, not the layers."""
+        pieces = [piece for span in spans for piece in self.segments(span)]
+        if sum(n for _, n in pieces) <= FEW:  # a few layers: row by row
+            rows = [row for row, n in pieces for _ in range(n)]
+            return [sum(row[k] for row in rows) for k in range(4)]
+        return [run_sum((row[k], n) for row, n in pieces) for k in range(4)]
 
 
 #: per layer [forward, backward, memory-bound, recomputed] seconds of one micro-batch (the
 #: recomputed forward is in the backward column too, and in the memory-bound one where its item
 #: is memory-bound), and the optimizer update's seconds: at the roof (``False``) and at the
 #: predicted times (``True``)
-LayerTimes = dict[bool, tuple[list[list[float]], float]]
+LayerTimes = dict[bool, tuple[LayerRows, float]]
 
 
 def layer_times(report: Report, sp_tp: int) -> LayerTimes:
@@ -62,44 +122,125 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
     (sp_tp > 1) the norms, dropouts and residual adds of the blocks, the final norm and the
     embedding's dropout take 1 / tp of their time (``SP_KINDS``; recomputed too). The same
     for every layout that shares the shard's report and ``sp_tp`` (``evaluate``'s
-    ``cache``)."""
-    net = report.network
-    names = [run.name(c) for run in net.layer_runs for c in range(run.count)]
-    owner = _owner_of(names)
-    roof = [[0.0, 0.0, 0.0, 0.0] for _ in range(len(net.layers))]
-    predicted = [[0.0, 0.0, 0.0, 0.0] for _ in range(len(net.layers))]
-    update = [0.0, 0.0]
-    again = recomputed_results(report)  # the stored results a copy's backward runs again
-    # a repeat's copies: their layer names, the stored copy's figures (model.repeats)
-    items = [(layer, r.gemm.pass_, r.time_s, r.predicted_time_s, r.bound, "", id(r) in again)
-             for layer, r in labelled(report.results, lambda r: r.gemm.layer)]
-    items += [(layer, r.op.pass_, r.time_s, r.predicted_time_s, r.bound, r.op.kind,
-               id(r) in again)
-              for layer, r in labelled(report.ops, lambda r: r.op.layer)]
-    for layer, pass_, time, expected, bound, kind, recomputed in items:
-        if pass_ == "update":
-            update[0] += time
-            update[1] += expected
+    ``cache``).
+
+    A repeat's copies read the same stored results, so each copy's row is the same, added in
+    the same order: a run of copies whose items all belong to their own copy
+    (``Layers.sole_copies``) is worked out once for all of them (``LayerRows``), in time that
+    grows with the distinct layers, not the copies; any other item is added to the layer that
+    owns it (``_Owners``), one copy at a time."""
+    layers = report.network.layers
+    assert isinstance(layers, Layers)
+    parts = _Parts(layers, sp_tp, recomputed_results(report))
+    for items in (report.results, report.ops):
+        if not isinstance(items, Numbered):  # a plain list of every copy's results
+            for r in items:
+                parts.add(r, _item(r).layer)
             continue
-        index = owner(layer)
-        if index is None:
+        for run in items.runs:
+            first = _sole_copies(layers, run)
+            if first is not None:  # every copy alike, worked out once
+                parts.add_copies(first, run)
+                continue
+            for c in range(run.count):  # one copy at a time, each item to its layer's owner
+                own = run.layer.name(c)
+                for r in run.items:
+                    parts.add(r, run.layer_name(own, _item(r).layer))
+    rows = {key: _rows(parts.parts, len(layers), key) for key in (False, True)}
+    return {key: (rows[key], sum((value[key] for value in parts.update), 0.0))
+            for key in (False, True)}
+
+
+class _Parts:
+    """What each GEMM and op adds to the layers' rows, in the order they are numbered:
+    ``parts``, (the first layer, how many layers in a row, what each of them adds: a list of
+    ``_Entry``), and ``update``, the optimizer's items' (roof, predicted) times."""
+
+    def __init__(self, layers: Layers[Any], sp_tp: int, again: frozenset[int]) -> None:
+        self.owners = _Owners(layers)
+        self.sp_tp, self.again = sp_tp, again  # (again: the stored results run again)
+        self.parts: list[tuple[int, int, list[_Entry]]] = []
+        self.update: list[tuple[float, float]] = []
+
+    def entry(self, r: Any, rest: str) -> _Entry:
+        """What result ``r`` adds to its layer's row, its layer ``rest`` past the layer's
+        name (``_split``)."""
+        divide = self.sp_tp if self.sp_tp > 1 and _split(rest, _kind(r)) else 1
+        return (r.time_s / divide, r.predicted_time_s / divide,
+                0 if _pass(r) == "forward" else 1, r.bound == "memory", id(r) in self.again)
+
+    def add(self, r: Any, layer: str) -> None:
+        """Result ``r`` of the item whose layer is ``layer``, to the layer owning it."""
+        if _pass(r) == "update":
+            self.update.append((r.time_s, r.predicted_time_s))
+            return
+        found = self.owners.owner(layer)
+        if found is None:
             raise AssertionError(f"no layer owns {layer!r}")  # every item names its layer
-        if sp_tp > 1 and (layer == names[index] and kind.removesuffix("-backward") in SP_KINDS
-                          or layer == names[index] + ROUTER):
-            time /= sp_tp
-            expected /= sp_tp
-        column = 0 if pass_ == "forward" else 1
-        times = 2 if recomputed else 1  # once in its pass, once more in the backward
-        roof[index][column] += time
-        predicted[index][column] += expected
-        if bound == "memory":
-            roof[index][2] += time * times
-            predicted[index][2] += expected * times
-        if recomputed:
-            for row, value in ((roof[index], time), (predicted[index], expected)):
-                row[1] += value
-                row[3] += value
-    return {False: (roof, update[0]), True: (predicted, update[1])}
+        index, rest = found
+        self.parts.append((index, 1, [self.entry(r, rest)]))
+
+    def add_copies(self, first: int, run: ItemRun[Any]) -> None:
+        """``run``'s copies, layers ``first`` on, each its own items (``_sole_copies``)."""
+        self.parts.append((first, run.count, [self.entry(r, _item(r).layer[len(run.first):])
+                                              for r in run.items]))
+
+
+def _rows(parts: list[tuple[int, int, list[_Entry]]], size: int, predicted: bool) -> LayerRows:
+    """Every layer's row, each segment of layers that the same parts cover worked out once."""
+    starts = sorted({0, size} | {first for first, _, _ in parts}
+                    | {first + count for first, count, _ in parts})[:-1]
+    if not starts:
+        starts = [0]
+    rows = [[0.0, 0.0, 0.0, 0.0] for _ in starts]
+    k = 1 if predicted else 0
+    for first, count, entries in parts:
+        segment = bisect.bisect_left(starts, first)
+        while segment < len(starts) and starts[segment] < first + count:
+            row = rows[segment]
+            for values in entries:
+                time, column, memory, recomputed = values[k], values[2], values[3], values[4]
+                row[column] += time
+                if memory:
+                    row[2] += time * (2 if recomputed else 1)  # once more in the backward
+                if recomputed:
+                    row[1] += time
+                    row[3] += time
+            segment += 1
+    return LayerRows(starts, rows, size)
+
+
+def _sole_copies(layers: Layers[Any], run: ItemRun[Any]) -> int | None:
+    """The index of ``run``'s lowest-numbered copy where each of its copies' items belong to
+    that copy alone (``Layers.sole_copies``: a repeat of more than one copy, each item's
+    layer its copy's name or a part of it); else None."""
+    if run.count == 1 or not run.layer.named:
+        return None
+    first, dotted = run.first, run.first + "."
+    if not all(_item(r).layer == first or _item(r).layer.startswith(dotted)
+               for r in run.items) or any(_pass(r) == "update" for r in run.items):
+        return None
+    return layers.sole_copies(run.layer.layer.name, run.layer.first_copy, run.count)
+
+
+def _split(rest: str, kind: str) -> bool:
+    """Whether sequence parallelism divides an item by tp: a layer's own norm, dropout or
+    residual add (``rest`` "": its layer the layer's name), or its router's (``ROUTER``)."""
+    return rest == "" and kind.removesuffix("-backward") in SP_KINDS or rest == ROUTER
+
+
+def _item(r: Any) -> Any:
+    """The GEMM or op a result holds."""
+    return r.gemm if hasattr(r, "gemm") else r.op
+
+
+def _pass(r: Any) -> str:
+    return str(_item(r).pass_)
+
+
+def _kind(r: Any) -> str:
+    """An op's kind ("" for a GEMM's result)."""
+    return str(r.op.kind) if hasattr(r, "op") else ""
 
 
 #: One stage's [forward, backward, memory-bound, recomputed] seconds of a micro-batch summed
@@ -108,11 +249,11 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
 StageTimes = dict[bool, tuple[float, float, float, float, float]]
 
 
-def stage_times(both: LayerTimes, indices: tuple[int, ...]) -> StageTimes:
-    """The layers ``indices``' times (``layer_times``) summed, each column in layer order."""
+def stage_times(both: LayerTimes, spans: Sequence[range]) -> StageTimes:
+    """The times (``layer_times``) of the layers in ``spans`` (ranges of layer indices, in
+    order) summed, each column one layer after another (``LayerRows.sums``)."""
     out: StageTimes = {}
     for key, (rows, update) in both.items():
-        picked = [rows[i] for i in indices]
-        fwd, bwd, mem_s, again = (sum(row[k] for row in picked) for k in range(4))
+        fwd, bwd, mem_s, again = rows.sums(spans)
         out[key] = (fwd, bwd, mem_s, again, update)
     return out

@@ -63,8 +63,9 @@ def recomputation(report: Report) -> Recomputation:
 
 def recomputed_results(report: Report) -> frozenset[int]:
     """The ids of the results (GEMMs' and ops') of ``report`` that the backward pass runs
-    again: for a walk over every copy that reads each copy's stored result (``labelled``), so
-    that it asks this once per item without building or flagging each copy."""
+    again: for a walk that reads a run's stored results for its copies
+    (``parallel_times.layer_times``), so that it asks this once per item without building or
+    flagging each copy."""
     net = report.network
     return frozenset(id(r) for items, gemms in ((report.results, True), (report.ops, False))
                      for _, r in _flagged(items, net, gemms))

@@ -69,13 +69,14 @@ class Layers(Sequence[L]):
     """A model's layers as runs of copies; reads as the tuple of every copy (built on demand).
     Equal and hashed by its runs."""
 
-    __slots__ = ("runs", "_ends", "_keys", "_cache")
+    __slots__ = ("runs", "_ends", "_keys", "_cache", "_names")
 
     def __init__(self, runs: Iterable[LayerRun[L]]) -> None:
         self.runs: tuple[LayerRun[L], ...] = tuple(runs)
         self._ends = list(itertools.accumulate(run.count for run in self.runs))
         self._keys: dict[int, Any] | None = None
         self._cache: dict[Any, Any] = {}
+        self._names: _Names | None = None  # made when a layer is first looked up by name
 
     def cached(self, key: Any, make: Callable[[], Any]) -> Any:
         """``make()``, once per ``key``, for a value that depends on these layers and on what
@@ -156,9 +157,83 @@ class Layers(Sequence[L]):
         """How many layers are copies after a first one (copy number above 0)."""
         return sum(run.count - (run.first_copy == 0) for run in self.runs)
 
+    def starts(self) -> list[int]:
+        """The index of each run's first layer."""
+        return [0, *self._ends[:-1]]
+
+    def runs_in(self, start: int, stop: int) -> Iterator[tuple[L, int]]:
+        """Layers ``start`` to ``stop`` (an index range) as (a run's stored layer, how many of
+        its copies): what ``unnamed`` holds there, run by run, without walking each copy."""
+        run = bisect.bisect_right(self._ends, start)
+        while start < stop:
+            end = min(stop, self._ends[run])
+            yield self.runs[run].layer, end - start
+            start, run = end, run + 1
+
+    def index_of(self, name: str) -> int | None:
+        """The index of the layer named ``name`` (the last one, where several are), or None:
+        read from the runs, a repeat's copy by its number, without naming each copy."""
+        if self._names is None:
+            self._names = _Names(self.runs)
+        return self._names.index_of(name)
+
+    def sole_copies(self, base: str, first: int, count: int) -> int | None:
+        """The index of copy ``first`` of the repeat named ``base`` where its copies ``first``
+        to ``first + count - 1`` are layers of one run in a row and no other layer is named
+        ``base`` or a name beginning ``base.`` (so that a name beginning with a copy's name
+        and a dot, its items' layers, ``blk.2.attn``, names a part of that copy, and each
+        copy's index is the first's plus its number's offset); else None."""
+        if self._names is None:
+            self._names = _Names(self.runs)
+        return self._names.sole_copies(base, first, count)
+
     def map(self, change: Callable[[L], L]) -> Layers[L]:
         """The same runs with ``change`` applied to each run's layer (which keeps its name)."""
         return Layers(replace(run, layer=change(run.layer)) for run in self.runs)
+
+
+class _Names:
+    """Layer names looked up without naming every copy (``Layers.index_of``): a plain layer's
+    by its name, a repeat's copy ``base.k`` by its base and number."""
+
+    __slots__ = ("plain", "bases", "_clash")
+
+    def __init__(self, runs: tuple[LayerRun[Any], ...]) -> None:
+        self.plain: dict[str, int] = {}  # a run's name (unnamed copies) -> its last index
+        self.bases: dict[str, list[tuple[int, int, int]]] = {}  # -> (first copy, count, start)
+        self._clash: dict[str, bool] = {}  # base -> does another layer's name begin 'base.'
+        start = 0
+        for run in runs:
+            name = run.layer.name
+            if run.named:
+                self.bases.setdefault(name, []).append((run.first_copy, run.count, start))
+            else:
+                self.plain[name] = start + run.count - 1
+            start += run.count
+
+    def index_of(self, name: str) -> int | None:
+        found = self.plain.get(name, -1)
+        base, dot, number = name.rpartition(".")
+        if dot and number.isascii() and number.isdigit() and number[0] != "0":
+            copy = int(number) - 1  # (copy_name writes a copy's number so, and only so)
+            for first, count, start in self.bases.get(base, ()):
+                if first <= copy < first + count:
+                    found = max(found, start + copy - first)
+        return None if found < 0 else found
+
+    def sole_copies(self, base: str, first: int, count: int) -> int | None:
+        mine = [(f, n, start) for f, n, start in self.bases.get(base, ())
+                if f < first + count and first < f + n]
+        if len(mine) != 1 or not mine[0][0] <= first <= first + count <= mine[0][0] + mine[0][1]:
+            return None
+        if base not in self._clash:
+            prefix = base + "."
+            self._clash[base] = any(name.startswith(prefix)
+                                    for name in itertools.chain(self.plain, self.bases))
+        if self._clash[base]:
+            return None
+        copy, _, start = mine[0]
+        return start + first - copy
 
 
 class ItemRun(Generic[T]):
@@ -331,11 +406,6 @@ class Numbered(Sequence[T]):
             for item in self.items_of(run):
                 yield item, start, start + run.count
 
-    def labelled(self) -> Iterator[tuple[str, T]]:
-        """Every item as (its copy's layer name, the template it is built from), in order:
-        the copies' figures without building each copy."""
-        return ((layer, item) for _, layer, _, item in self.named())
-
     def firsts(self) -> Iterator[T]:
         """The first copy (copy number 0) of each run: the rows a table shows of a repeated
         layer."""
@@ -442,10 +512,3 @@ def named(items: Sequence[T], what: Callable[[T], Any], firsts: bool = False
         return items.named(firsts)
     return ((own.name, own.layer, own.copy, item) for item, own in (
         (item, what(item)) for item in items) if not (firsts and own.copy))
-
-
-def labelled(items: Sequence[T], layer_of: Callable[[T], str]) -> Iterable[tuple[str, T]]:
-    """Every item as (its layer name, the item or the stored one it repeats), in order."""
-    if isinstance(items, Numbered):
-        return items.labelled()
-    return ((layer_of(item), item) for item in items)
