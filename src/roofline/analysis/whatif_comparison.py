@@ -5,11 +5,12 @@ JSON contract."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from ..model.repeats import named
+from ..model.item_numbers import Names, grouped, same_runs
+from ..model.repeats import first_copies, named
 from .generation import point_step
 from .predict import basis_of, fit_of, library_of, predicts
 from .report import GemmResult, Report, gemm_of
@@ -17,6 +18,8 @@ from .serving_tp import served_fields
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+
+K = TypeVar("K", bound=Hashable)
 
 
 class GemmChange(NamedTuple):
@@ -168,6 +171,30 @@ class Comparison:
             if key not in found:
                 found[key] = self._change(base, other, report)
             yield name, found[key]
+
+    def grouped_changes(self, report: Report, key: Callable[[GemmChange], K]
+                        ) -> dict[K, Names]:
+        """The GEMMs grouped by ``key`` of why each gains or loses on ``report``'s device
+        (``why``), in the order each key first comes: their numbers as runs where the devices'
+        steps share their runs (a repeat's copies share their change: worked out, and
+        grouped, once a distinct pair of templates, ``model.item_numbers.grouped``), else
+        their names."""
+        return grouped([self.baseline.results, report.results],
+                       lambda pair: key(self._change(pair[0], pair[1], report)), gemm_of)
+
+    def first_copies(self) -> Iterator[tuple[GemmResult, ...]]:
+        """Each GEMM a table shows (not a repeated copy: copy number 0) as its result on each
+        device, the baseline's first, in numbering order; read run by run where the devices'
+        steps share their runs."""
+        steps = [r.results for r in self.reports]
+        if same_runs(steps):
+            for results in zip(*map(first_copies, steps), strict=True):
+                if not results[0].gemm.copy:
+                    yield results
+            return
+        for index, result in enumerate(self.baseline.results):
+            if not result.gemm.copy:
+                yield tuple(r.results[index] for r in self.reports)
 
     def _change(self, base: GemmResult, other: GemmResult, report: Report) -> GemmChange:
         """Why ``other`` (a GEMM on ``report``'s device) runs faster or slower than ``base``

@@ -11,7 +11,7 @@ import csv
 import io
 from typing import TYPE_CHECKING, Any
 
-from ..model.repeats import named
+from ..model.repeats import repeated_count
 from ..units import seconds, times
 from . import generations
 from .json import to_json
@@ -101,18 +101,17 @@ def _generation_table(c: Comparison, markdown_rows: bool = False) -> list[str]:
 
 
 def _gemm_rows(c: Comparison) -> list[list[str]]:
+    """A row per GEMM, a repeated block's first copy only (the totals count every copy)."""
     short = [r.hardware.name for r in c.reports]
     rows = [["GEMM", "layer", "pass", "M", "N", "K", *short]]
-    for i, result in enumerate(c.baseline.results):
-        g = result.gemm
-        if g.copy:  # a repeated block's rows are shown once (the totals count every copy)
-            continue
+    for results in c.first_copies():
+        base = results[0]
+        g = base.gemm
         cells = []
-        for r in c.reports:
-            other = r.results[i]
+        for r, other in zip(c.reports, results):
             cell = f"{seconds(other.time_s)} {other.bound[0]}"
             if r is not c.baseline:
-                cell += f" {times(c.gemm_speedup(i, r))}"
+                cell += f" {times(base.time_s / other.time_s)}"
             cells.append(cell)
         rows.append([g.name, g.layer, PASS_SHORT[g.pass_], str(g.m), str(g.n),
                      str(g.k), *cells])
@@ -120,8 +119,9 @@ def _gemm_rows(c: Comparison) -> list[list[str]]:
 
 
 def _hidden_note(c: Comparison) -> list[str]:
-    """Says how many rows the GEMM table leaves out as repeated copies, if any."""
-    hidden = sum(1 for _, _, copy, _ in named(c.baseline.results, lambda r: r.gemm) if copy)
+    """Says how many rows the GEMM table leaves out as repeated copies, if any (counted run by
+    run)."""
+    hidden = repeated_count(c.baseline.results, lambda r: r.gemm.copy)
     return [f"({hidden} rows of repeated layer copies not shown: each repeats its first copy's; "
             f"the step times count every copy)"] if hidden else []
 
