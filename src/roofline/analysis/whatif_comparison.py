@@ -182,6 +182,17 @@ class Comparison:
         return grouped([self.baseline.results, report.results],
                        lambda pair: key(self._change(pair[0], pair[1], report)), gemm_of)
 
+    def listed(self) -> Iterator[tuple[str, str, tuple[GemmResult, ...]]]:
+        """Every GEMM, a repeat's copies included, as its name, its layer and its result on
+        each device (the baseline's first; a repeat's copies read their stored result, not
+        renamed: its figures are the copy's), in numbering order: what the JSON and CSV list,
+        each copy named beside its stored result, none built (they had built each copy's
+        result five times a device: 28 s for 10**4 blocks on three devices)."""
+        steps = [named(r.results, gemm_of) for r in self.reports]
+        for at in zip(*steps, strict=True):
+            name, layer, _, _ = at[0]
+            yield name, layer, tuple(result for _, _, _, result in at)
+
     def first_copies(self) -> Iterator[tuple[GemmResult, ...]]:
         """Each GEMM a table shows (not a repeated copy: copy number 0) as its result on each
         device, the baseline's first, in numbering order; read run by run where the devices'
@@ -242,16 +253,16 @@ class Comparison:
                             "fits": self.fits(report)}
                            | served_fields(report) | self._generation_dict(report))
         gemms = []
-        for index, result in enumerate(base.results):
-            g = result.gemm
-            row: dict[str, Any] = {"name": g.name, "layer": g.layer, "pass": g.pass_,
+        hardware = [r.hardware.name for r in self.reports]
+        for name, layer, results in self.listed():
+            g, own = results[0].gemm, results[0].time_s
+            row: dict[str, Any] = {"name": name, "layer": layer, "pass": g.pass_,
                                    "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count}
-            row["time_s"] = {r.hardware.name: r.results[index].time_s for r in self.reports}
-            row["predicted_time_s"] = {r.hardware.name: r.results[index].predicted_time_s
-                                       for r in self.reports}
-            row["speedup"] = {r.hardware.name: self.gemm_speedup(index, r)
-                              for r in self.reports}
-            row["bound"] = {r.hardware.name: r.results[index].bound for r in self.reports}
+            row["time_s"] = {hw: x.time_s for hw, x in zip(hardware, results)}
+            row["predicted_time_s"] = {hw: x.predicted_time_s
+                                       for hw, x in zip(hardware, results)}
+            row["speedup"] = {hw: own / x.time_s for hw, x in zip(hardware, results)}
+            row["bound"] = {hw: x.bound for hw, x in zip(hardware, results)}
             gemms.append(row)
         gen = base.generation
         return {"model": first.name, "baseline": base.hardware.name, "batch": base.batch,

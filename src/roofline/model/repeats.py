@@ -481,6 +481,14 @@ def first_copies(items: Sequence[T]) -> Iterable[T]:
     return items.firsts() if isinstance(items, Numbered) else items
 
 
+def items_per_run(items: Sequence[T]) -> int:
+    """How many items one copy of each run holds (a plain sequence's length): what working
+    through a step run by run reads, a repeat's copies counted once."""
+    if isinstance(items, Numbered):
+        return sum(len(templates) for _, _, templates in items.blocks())
+    return len(items)
+
+
 def repeated_count(items: Sequence[T], copy: Callable[[T], int]) -> int:
     """How many of ``items`` repeat a first copy (copy number above 0, ``copy(item)``): of
     runs, counted run by run (``Numbered.repeated``)."""

@@ -11,9 +11,11 @@ import csv
 import io
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.whatif_limits import check_listed_comparison
 from ..model.repeats import repeated_count
 from ..units import seconds, times
 from . import generations
+from .csv_rows import csv_line, names_cells
 from .json import to_json
 from .report import LAYER_COLUMN, PASS_SHORT
 from .serving_tp import device_comm_lines
@@ -36,7 +38,9 @@ GEMM_NOTE = ("M is read as the batch: the shape is the forward GEMM of a linear 
 # ------------------------------------------------------------------------------------- compare
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:
-    """The compare JSON contract: ``Comparison.to_dict``'s numbers with the sentences."""
+    """The compare JSON contract: ``Comparison.to_dict``'s numbers with the sentences (every
+    GEMM listed: at most ``whatif_limits.MAX_LISTED``, ``check_listed_comparison``)."""
+    check_listed_comparison(c, "json")
     data = c.to_dict()
     for device, report in zip(data["devices"], c.reports):
         device["dtype_note"] = dtype_note(c, report)
@@ -164,6 +168,7 @@ def comparison_csv(c: Comparison) -> str:
     first nine columns keep their places); then, of generations, the device's whole
     generation (``generations.CSV_FIELDS``); last, served over several GPUs (``--tp``), ``tp``:
     each row is one GPU's shard."""
+    check_listed_comparison(c, "csv")
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     served = c.tp > 1
@@ -171,15 +176,25 @@ def comparison_csv(c: Comparison) -> str:
                      "why", "m", "n", "k", "batch_count", "predicted_time_s",
                      *generations.csv_fields(c.generating), *(["tp"] if served else [])])
     whys = [why_texts(c, r) if r is not c.baseline else None for r in c.reports]
-    for i, base in enumerate(c.baseline.results):
-        for r, texts in zip(c.reports, whys):
-            other = r.results[i]
+    # per device, what ends each row: its generation's figures and the tp
+    tails = [[*generations.csv_values(r), *([c.tp] if served else [])] for r in c.reports]
+    # a row after its GEMM's name and layer, written once per device, stored results and why:
+    # a repeat's copies differ by their names only
+    rests: dict[tuple[int, int, int, str], str] = {}
+    for i, (name, layer, results) in enumerate(c.listed()):
+        base = results[0]
+        gemm = base.gemm
+        names = names_cells(name, layer)
+        for d, (r, other, texts, tail) in enumerate(zip(c.reports, results, whys, tails)):
             why = "" if texts is None else texts[i][1]
-            gemm = base.gemm
-            writer.writerow([gemm.name, gemm.layer, gemm.pass_, r.hardware.name,
-                             r.dtype, other.time_s, c.gemm_speedup(i, r), other.bound, why,
-                             gemm.m, gemm.n, gemm.k, gemm.batch_count, other.predicted_time_s,
-                             *generations.csv_values(r), *([c.tp] if served else [])])
+            key = (d, id(base), id(other), why)
+            line = rests.get(key)
+            if line is None:
+                line = rests[key] = csv_line([
+                    gemm.pass_, r.hardware.name, r.dtype, other.time_s,
+                    base.time_s / other.time_s, other.bound, why, gemm.m, gemm.n, gemm.k,
+                    gemm.batch_count, other.predicted_time_s, *tail])
+            buffer.write(f"{names},{line}")
     return buffer.getvalue()
 
 
