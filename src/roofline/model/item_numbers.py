@@ -37,7 +37,11 @@ class ItemNumbers:
 
     def add(self, first: int, period: int, count: int, offsets: tuple[int, ...]) -> None:
         """The numbers ``first + c x period + o`` (c below ``count``, o in ``offsets``,
-        increasing), after every number held so far."""
+        increasing), after every number held so far, or more offsets of the last block added
+        (the same run: its first number, period and copies), past its own."""
+        if self.blocks and self.blocks[-1][:3] == (first, period, count):
+            self.blocks[-1] = (first, period, count, self.blocks[-1][3] + offsets)
+            return
         self.blocks.append((first, period, count, offsets))
 
     def __len__(self) -> int:

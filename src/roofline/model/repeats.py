@@ -321,6 +321,11 @@ class Numbered(Sequence[T]):
         for run in self._runs:
             yield run.start + 1, run.count, self.items_of(run)
 
+    def layer_runs(self) -> Iterator[LayerRun[Any]]:
+        """Each run's layer run (its copy numbers, ``LayerRun.number``), as ``blocks``."""
+        for run in self._runs:
+            yield run.layer
+
     def map(self, change: Callable[[T], Any], build: Callable[[Any, str, str, int], Any],
             layer_of: Callable[[Any], str]) -> Numbered[Any]:
         """These items with ``change`` applied to each distinct template tuple's items once
