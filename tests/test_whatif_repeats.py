@@ -126,3 +126,19 @@ def test_runs_group_as_the_gemms_named_one_by_one():
     seq = s.seq_transition_groups()
     assert seq is not None and {n: g.names() for n, g in seq.items()} == grouped_names(
         s.seq_transitions() or {})
+
+
+@pytest.mark.parametrize("names", [("MM7", "blk.2.qkv"), ("MM1", ""), ("a,b", 'say "x"'),
+                                   ("line\nbreak", "cr\r"), (" spaced ", "tab\there")])
+def test_a_row_written_in_two_parts_is_the_writer_s_row(names):
+    """compare's and sweep's CSV write a row's names, then its rest once per stored result
+    (``output.csv_rows``): the same line as csv.writer gives the whole row, quoting included."""
+    import csv
+    import io
+
+    from roofline.output.csv_rows import csv_line, names_cells
+
+    rest = [0.1, "memory", None, "", 3, True]
+    whole = io.StringIO()
+    csv.writer(whole, lineterminator="\n").writerow([*names, *rest])
+    assert f"{names_cells(*names)},{csv_line(rest)}" == whole.getvalue()

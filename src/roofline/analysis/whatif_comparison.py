@@ -187,7 +187,7 @@ class Comparison:
         each device (the baseline's first; a repeat's copies read their stored result, not
         renamed: its figures are the copy's), in numbering order: what the JSON and CSV list,
         each copy named beside its stored result, none built (they had built each copy's
-        result five times a device: 28 s for 10**4 blocks on three devices)."""
+        result five times a device: 22 s for 10**4 blocks on three devices)."""
         steps = [named(r.results, gemm_of) for r in self.reports]
         for at in zip(*steps, strict=True):
             name, layer, _, _ = at[0]
