@@ -37,7 +37,7 @@ UPWARD_ALLOWED = {
     ("roofline.analysis.whatif_sweep", "roofline.plot"),              # Sweep.plot()
     ("roofline.analysis.whatif_sweep", "roofline.output.html"),       # Sweep._repr_html_
     ("roofline.analysis.plan", "roofline.plot"),                      # Plan.plot()
-    ("roofline.analysis.plan", "roofline.output.plan"),               # Plan._repr_html_
+    ("roofline.analysis.plan", "roofline.output.html"),               # Plan._repr_html_
 }
 
 

@@ -116,3 +116,42 @@ def test_names_that_only_look_alike_are_kept():
     net = network_from_yaml(f"batch: 8\ndtype: fp16\nlayers: [{layers}]\n", "model.yaml")
     assert [g.layer for g in net.gemms() if g.pass_ == "forward"] == [
         "a.1", "a.2", "a.3", "a", "a.4", "a.02", "a.x"]
+
+
+_BLOCK = "{type: transformer, hidden: 64, heads: 4, ffn: 256, name: blk"
+_INSIDE_CASES = [
+    # a block names its parts blk.qkv, blk.attn, ...: a layer of such a name, after or before
+    (f"[{_BLOCK}}}, {{type: linear, in: 64, out: 64, name: blk.attn}}]",
+     "layers[1].name: 'blk.attn' lies inside the transformer block layers[0] ('blk'), whose "
+     "parts are named blk.qkv, blk.attn, ..."),
+    (f"[{{type: linear, in: 64, out: 64, name: blk.qkv}}, {_BLOCK}}}]",
+     "layers[1].name: 'blk' names a transformer block's parts blk.qkv, blk.attn, ..., and "
+     "layers[0] ('blk.qkv') lies inside it"),
+    # a repeat's copy k names them blk.k.qkv, ...: inside copy 3 of 4, after or before
+    (f"[{_BLOCK}, repeat: 4}}, {{type: linear, in: 64, out: 64, name: blk.3.attn}}]",
+     "layers[1].name: 'blk.3.attn' lies inside copy 3 of the transformer block layers[0] "
+     "('blk', repeat 4), whose parts are named blk.3.qkv, blk.3.attn, ..."),
+    (f"[{{type: linear, in: 64, out: 64, name: blk.3.attn}}, {_BLOCK}, repeat: 4}}]",
+     "layers[1].name: 'blk' names the parts of its copies blk.1 .. blk.4 blk.k.qkv, "
+     "blk.k.attn, ..., and layers[0] ('blk.3.attn') lies inside copy 3"),
+]
+
+
+@pytest.mark.parametrize("layers, expected", _INSIDE_CASES)
+def test_a_name_inside_a_blocks_parts_is_refused(layers, expected):
+    """plan gave an item to the layer whose name is the longest its layer begins with, so a
+    plain ``blk.3.attn`` took copy 3's attention core (found by the scale work of 0.9.0)."""
+    with pytest.raises(InputError) as caught:
+        network_from_yaml("batch: 8\nseq: 16\ndtype: fp16\nlayers: " + layers, "model.yaml")
+    assert str(caught.value) == (f"model.yaml: {expected}: layer names must be unique (every "
+                                 f"output names a GEMM's layer by it)")
+
+
+def test_a_name_past_a_repeats_copies_or_beside_a_linear_is_kept():
+    """Copies 1..4 only: blk.7.attn is no copy's part; a linear layer names no parts."""
+    text = ("batch: 8\nseq: 16\ndtype: fp16\nlayers:\n"
+            f"  - {_BLOCK}, repeat: 4}}\n  - {{type: linear, in: 64, out: 64, name: blk.7.attn}}\n"
+            "  - {type: linear, in: 64, out: 64, name: enc}\n"
+            "  - {type: linear, in: 64, out: 64, name: enc.proj}\n")
+    assert [run.layer.name for run in network_from_yaml(text).layer_runs][-3:] == [
+        "blk.7.attn", "enc", "enc.proj"]

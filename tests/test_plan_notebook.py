@@ -3,12 +3,12 @@ chart from ``.plot()``; as a Report, a Comparison and a Sweep are."""
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 import pytest
 
 from roofline import plan
-from roofline.output.plan import plan_table
 
 MODEL = "examples/mlp-1024-4096-1000.yaml"
 
@@ -29,10 +29,22 @@ def test_repr_is_one_line_naming_the_best(planned):
     assert f"{len(planned.fitting)} fit" in text
 
 
-def test_html_is_the_shells_table(planned):
-    html = planned._repr_html_()
-    assert html.startswith('<div class="roofline-plan"><pre')
-    assert escape(plan_table(planned)) in html
+def test_html_is_the_pages_block(planned):
+    """Jupyter shows the block of ``plan --format html``'s page (until 0.9.0 the shell's table
+    in a <pre>): its chart, the layouts' sortable tables, the front and the best layout, with
+    its own stylesheet and script and ids of its own."""
+    from roofline.output.html import plan_page
+
+    html, again = planned._repr_html_(), planned._repr_html_()
+    assert html.startswith("<div><style>") and html.count("<script>") == 1
+    assert '<div class="rl">' in html and "<!DOCTYPE" not in html
+    page = plan_page(planned)
+    for piece in ("<h3>Step time against GPUs</h3>", "<h3>Pareto front</h3>",
+                  'class="sortable"', 'class="pt front-pt"'):
+        assert piece.replace("h3>", "h2>") in page and piece in html
+    first = {row for row in re.findall(r' id="([^"]+)"', html)}
+    assert first and not first & set(re.findall(r' id="([^"]+)"', again))
+    assert escape(planned.best.layout.label) in html
 
 
 def test_plot_draws_the_front(planned):

@@ -14,6 +14,7 @@ from roofline.analysis.collectives import Fabric
 from roofline.analysis.parallel import Layout, evaluate, shard_report, stage_blocks
 from roofline.analysis.parallel_shard import split_stages, stage_spans
 from roofline.analysis.parallel_times import layer_times, stage_times
+from roofline.errors import RooflineError
 from roofline.hardware.catalog import load_hardware
 from roofline.hardware.links import links
 from roofline.model.network import network_from_yaml
@@ -104,30 +105,14 @@ def test_a_layout_of_100000_blocks_is_the_8_block_ones_scaled_by_hand():
         (k - per) * small.stages[1].parameters // per)
 
 
-def test_a_name_that_clashes_with_a_copys_part_keeps_its_owner():
-    """A plain layer named ``blk.3.attn`` beside a repeat ``blk`` owns the items whose layer is
-    ``blk.3.attn`` (the owner is the longest layer name the item's layer begins with): the
-    repeat's copies are then read one by one, and blk.3's row lacks its attention core, which
-    the linear layer's row holds."""
-    net = network_from_yaml("""
-name: clash
-batch: 8
-seq: 512
-dtype: bf16
-mode: train
-layers:
-  - {type: embedding, vocab: 32000, dim: 256, name: emb}
-  - {type: transformer, hidden: 256, heads: 4, ffn: 1024, repeat: 6, name: blk}
-  - {type: linear, in: 256, out: 256, name: blk.3.attn}
-  - {type: linear, in: 256, out: 32000, name: lm_head}
-""")
-    report = shard_report(net, load_hardware("h100"), Layout())
-    rows, _ = layer_times(report, 1)[False]
-    attention = [r.time_s for r in report.ops if r.op.layer == "blk.3.attn"]
-    assert attention  # flash attention's forward and backward
-    linear = [r.time_s for r in report.results if r.gemm.layer == "blk.3.attn"]
-    linear += [r.time_s for r in report.ops if r.op.layer == "blk.3.attn"]
-    # blk.2 (index 2) holds its attention; blk.3 (index 3) does not; the linear (7) holds it
-    assert sum(rows[2][:2]) - sum(rows[3][:2]) == pytest.approx(sum(
-        r.time_s for r in report.ops if r.op.layer == "blk.2.attn"))
-    assert sum(rows[7][:2]) == pytest.approx(sum(linear))
+def test_a_name_inside_a_copys_parts_is_refused():
+    """A plain layer named ``blk.3.attn`` beside a repeat ``blk`` would take copy 3's attention
+    core as its own (an item's owner is the longest layer name it begins with: plan gave it to
+    the linear layer's row). model.yaml refuses the name, in either order, in one line."""
+    layers = ["  - {type: transformer, hidden: 256, heads: 4, ffn: 1024, repeat: 6, name: blk}",
+              "  - {type: linear, in: 256, out: 256, name: blk.3.attn}"]
+    for order in (layers, layers[::-1]):
+        with pytest.raises(RooflineError, match=r"lies inside copy 3") as caught:
+            network_from_yaml("name: clash\nbatch: 8\nseq: 512\ndtype: bf16\nlayers:\n"
+                              + "\n".join(order) + "\n")
+        assert "\n" not in str(caught.value)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline import analyze_model, compare, sweep
-from roofline.output.html import comparison_page, report_page, sweep_page
+from roofline import analyze_model, compare, plan, sweep
+from roofline.output.html import comparison_page, plan_page, report_page, sweep_page
+from roofline.units import seconds
 
 pytestmark = pytest.mark.browser
 
@@ -27,6 +28,7 @@ MLP = ROOT / "examples" / "mlp-1024-4096-1000.yaml"
 RESNET = ROOT / "examples" / "resnet50.yaml"
 LLAMA = ROOT / "examples" / "hf" / "llama-2-7b.json"
 MISTRAL = ROOT / "examples" / "hf" / "mistral-7b.json"
+MIXTRAL = ROOT / "examples" / "hf" / "mixtral-8x7b.json"
 #: Debian's chromium package; ROOFLINE_CHROMIUM names another binary.
 CHROMIUM = os.environ.get("ROOFLINE_CHROMIUM", "/usr/bin/chromium")
 
@@ -336,11 +338,12 @@ A4_PRINTABLE_PX = round(190 / 25.4 * 96)
 
 def test_wide_tables_print_whole_with_their_header_on_every_page(open_page):
     """A page printed to A4 keeps every column of its widest tables (analyze's 15, compare's
-    per-device GEMM table) inside the printable width, a header row Chromium repeats on every
+    per-device GEMM table, plan's layouts) inside the printable width, a header row Chromium repeats on every
     page it spans, the sort buttons laid out as text (a button is painted on a table's first
     page only). A table 983-1285 px wide, cells kept on one line, lost its right columns."""
     pages = [report_page([analyze_model(RESNET, "h100", mode="train")]),
-             comparison_page(compare(RESNET, ["v100", "a100", "h100"]))]
+             comparison_page(compare(RESNET, ["v100", "a100", "h100"])),
+             plan_page(plan(MIXTRAL, "a100", "16..32", batch=64, seq=4096))]  # 18 columns
     for index, text in enumerate(pages):
         opened = open_page(text, f"print{index}.html")
         opened.page.set_viewport_size({"width": A4_PRINTABLE_PX, "height": 1000})
@@ -426,3 +429,74 @@ def test_two_jupyter_compare_blocks_on_one_page_work_apart(open_page):
             "data-r").split("-")[0] for i in (0, 1))
     assert first_prefix != second_prefix and focused.startswith(second_prefix + "-")
     assert opened.page.locator("div.rl >> nth=1").locator(f"#{focused}").count() == 1
+
+
+#: pairs of a plan chart's front labels whose glyphs overlap: each label's box as the browser
+#: measures it (``getBBox``, before its turn), in the frame turned by the labels' common slope
+#: (``translate(x y) rotate(-a)``), where two boxes overlap only if both their spans do
+_OVERLAPPING_FRONT_LABELS = """() => {
+  const out = [];
+  document.querySelectorAll(".rl svg").forEach(svg => {
+    const boxes = Array.from(svg.querySelectorAll("text.front-label"), t => {
+      const m = /translate\\(([-\\d.]+) ([-\\d.]+)\\) rotate\\(([-\\d.]+)\\)/.exec(
+        t.getAttribute("transform"));
+      const [x, y, a] = [+m[1], +m[2], -m[3] * Math.PI / 180], b = t.getBBox();
+      const along = x * Math.cos(a) - y * Math.sin(a), across = x * Math.sin(a) + y * Math.cos(a);
+      return [t.textContent, along + b.x, along + b.x + b.width, across + b.y,
+              across + b.y + b.height];
+    });
+    boxes.forEach((p, i) => boxes.slice(i + 1).forEach(q => {
+      if (p[1] < q[2] && q[1] < p[2] && p[3] < q[4] && q[3] < p[4]) out.push([p[0], q[0]]);
+    }));
+  });
+  return out;
+}"""
+
+
+def test_a_plan_page(open_page):
+    """plan's page: no console error, nothing fetched; a point per fitting layout and per
+    layout on the front; a front point's tooltip, and a click on it finds its row; a count's
+    table sorts by its figures; the chart's text inside the chart, the front's labels apart
+    (Mixtral-8x7B on 8-32 A100s, 8 GPUs holding none of its layouts, and Llama-2-7B over
+    8..512 H100s, its last label turned down-left off the chart's right edge)."""
+    mixtral = plan(MIXTRAL, "a100", "8..32", batch=64, seq=4096)
+    opened = open_page(plan_page(mixtral, command="roofline plan mixtral"), "plan.html")
+    assert opened.errors == []
+    assert [url for url in opened.requests if url != opened.page.url] == []
+    assert opened.page.locator("main.rl[data-ready]").count() == 1
+    assert opened.page.locator("svg .pt.lay").count() == len(mixtral.fitting) == 84
+    assert opened.page.locator("svg .pt.front-pt").count() == len(mixtral.front) == 2
+    best = mixtral.best
+    tip = opened.page.locator(".rl .tip")
+    x, y = opened.hover('svg .pt.front-pt[data-r="p-32-0"]')
+    assert tip.is_visible()
+    assert tip.inner_text().startswith(f"Pareto front: {best.layout.label} on 32 GPUs\n"
+                                       f"predicted {seconds(best.predicted_step_s)} (fitted)")
+    opened.page.mouse.click(x, y)
+    assert opened.page.evaluate("document.activeElement.id") == "p-32-0"
+    # the 32 GPUs' table (the second: 8 GPUs have none) sorted by the data-parallel time
+    # hidden behind the backward passes, both ways (printed fastest step first: 2.65 s, 1.75
+    # s, 643 ms)
+    held = sorted(r.predicted.parts["dp_comm_overlapped_s"] for r in mixtral.ranked(32)[:3])
+    table = opened.page.locator("table.sortable").nth(1)
+    index = 13  # gpus tp pp dp ep zero mb m sp predicted roofline compute comm exposed, hidden
+
+    def column() -> list[float]:
+        return [float(v) for v in table.evaluate(
+            "(t, i) => Array.from(t.tBodies[0].rows, r => r.cells[i].dataset.v)", index)]
+
+    assert column() != held
+    header = table.locator("th", has_text="comm hidden")
+    header.locator("button").click()
+    assert column() == held
+    header.locator("button").click()
+    assert column() == held[::-1]
+    assert header.get_attribute("aria-sort") == "descending"
+    assert opened.page.evaluate(_MISPLACED_TEXT) == []
+    assert opened.page.evaluate(_OVERLAPPING_FRONT_LABELS) == []
+    llama = plan(LLAMA, "h100", "8..512", batch=512, seq=4096)
+    opened = open_page(plan_page(llama, top=1), "plan-llama.html")
+    assert opened.errors == []
+    assert opened.page.locator("svg text.front-label").count() == len(llama.front) == 7
+    assert opened.page.evaluate(_MISPLACED_TEXT) == []
+    assert opened.page.evaluate(_OVERLAPPING_FRONT_LABELS) == []

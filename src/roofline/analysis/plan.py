@@ -158,8 +158,9 @@ class Plan:
                 f"{count(len(self.results), 'layout')}, {len(self.fitting)} fit; {found}>")
 
     def _repr_html_(self) -> str:
-        """Jupyter: ``roofline plan``'s table, as the shell prints it."""
-        from ..output.plan import plan_fragment
+        """Jupyter: the block of ``roofline plan --format html``'s page (its chart, the
+        layouts' sortable tables, the front, the best layout)."""
+        from ..output.html import plan_fragment
 
         return plan_fragment(self)
 

@@ -7,10 +7,19 @@ import functools
 import click
 
 from ..errors import InputError
-from .console import _progress, _terminal_width
+from .console import _command, _progress, _terminal_width
 from .group import cli
 from .loading import _needs, _not_captured
-from .options import COUNT, MODEL_FILE, PLOT_FILE, QUANTIZATION_HELP, Count, _given, _one_device
+from .options import (
+    COUNT,
+    MODEL_FILE,
+    PLAN_FORMATS,
+    PLOT_FILE,
+    QUANTIZATION_HELP,
+    Count,
+    _given,
+    _one_device,
+)
 from .overrides import INFERENCE_ONLY, model_options
 from .plots import _check_plot, _write_plot, force_option
 
@@ -61,8 +70,10 @@ from .plots import _check_plot, _write_plot, force_option
               "ib-hdr, 400gbe, 100gbe, ...; or GB/s per direction) [default: ib-ndr].")
 @click.option("--top", type=COUNT, default=3, show_default=True,
               help="Layouts shown per GPU count (JSON: all that fit unless given).")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(PLAN_FORMATS), default="table",
+              show_default=True, help="table: the text; json: every fitting layout unless "
+              "--top is given; markdown: the text's lines and tables; html: one "
+              "self-contained page, its chart and sortable tables (redirect it to a file).")
 @click.option("--gemms", is_flag=True, help="Also print one GPU's GEMMs and ops in the best "
               "layout (its tensor-parallel shard at the micro-batch: shapes, alignment, "
               "advice), as analyze does.")
@@ -112,12 +123,14 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
     result = plan_call(model, spec, counts, zero=zeros, sequence_parallel=sequence_parallel,
                        gpus_per_node=gpus_per_node, intra=intra, inter=inter,
                        quantization=quantization, progress=_progress, **lists, **overrides)
-    from ..output.plan import plan_json, plan_table
+    from ..output.plan import PLAN_FORMATS as RENDERERS
 
     if fmt == "json":
-        click.echo(plan_json(result, top if _given("top") else None), nl=False)
+        click.echo(RENDERERS["json"](result, top if _given("top") else None), nl=False)
+    elif fmt == "html":  # the page names the command that made it
+        click.echo(RENDERERS["html"](result, top, command=_command()), nl=False)
     else:
-        click.echo(plan_table(result, top), nl=False)
+        click.echo(RENDERERS[fmt](result, top), nl=False)
     best = result.best
     if gemms and best is not None and best.report is not None and fmt == "table":
         from ..output.report import View, report_table

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from ..errors import InputError
 from ..files.fields import Fields, positive_int
-from .layers import Add, Conv2d, Layer, Linear, layer_from_fields
+from .layers import Add, Conv2d, Layer, Linear, Transformer, layer_from_fields
 from .layers.spatial import Shape
 from .repeats import MAX_LAYERS, LayerRun, Layers
 
@@ -61,11 +61,19 @@ def _layers(top: Fields) -> Layers[Layer]:
         out_shape = getattr(layer, "out_shape", None)
         total += repeat
         _check_repeat(fields, layer, repeat, shape, total)
-        names.add(fields, layer.name, repeat, i)
+        names.add(fields, layer.name, repeat, i, isinstance(layer, Transformer))
         runs.append(LayerRun(layer, repeat, 0, named=repeat > 1))
         if not branch:
             previous, shape = runs[-1].copy(repeat - 1), out_shape
     return Layers(runs)
+
+
+def _copy_of(name: str) -> tuple[str, int]:
+    """``base.k`` as (base, k), the name a repeat's copy k takes (``repeats.copy_name``); k 0
+    where the last part is not a copy's number (no leading zero)."""
+    base, _, suffix = name.rpartition(".")
+    copy = suffix.isascii() and suffix.isdigit() and suffix[0] != "0"
+    return base, int(suffix) if copy else 0
 
 
 class _LayerNames:
@@ -73,17 +81,28 @@ class _LayerNames:
     layer by it (``width 10 (a.out, a.in)`` read two layers as one). A repeated layer's copies
     take ``name.1`` .. ``name.n`` (``repeats.copy_name``), so a plain ``a.2`` meets the second
     copy of a repeated ``a``, and two repeated layers of one name meet at ``name.1``. Checked
-    without expanding a repeat: a plain name ``base.k`` is kept by its base and k."""
+    without expanding a repeat: a plain name ``base.k`` is kept by its base and k.
+
+    A transformer block names its parts' GEMMs and ops ``name.part`` (``blk.3.attn``,
+    ``blk.3.qkv``), so no layer's name may lie inside a block's or one of its copies' (a plain
+    ``blk.3.attn`` beside a repeated ``blk``: plan gave block 3's attention to that layer, the
+    longest name it starts with), whichever comes first. Checked by the name's dotted
+    prefixes, each kept as a ``base.k`` is (``inside``, ``inside_numbered``)."""
 
     def __init__(self) -> None:
         self.plain: dict[str, int] = {}  # name -> its layer's index
         self.repeated: dict[str, tuple[int, int]] = {}  # base -> (index, copies)
         self.numbered: dict[str, list[tuple[int, int]]] = {}  # base of 'base.k' -> [(k, index)]
+        self.blocks: dict[str, tuple[int, int]] = {}  # a block's name -> (index, copies)
+        self.inside: dict[str, tuple[str, int]] = {}  # a proper prefix -> (a name, its index)
+        # base of a proper prefix 'base.k' -> [(k, a name under it, its index)]
+        self.inside_numbered: dict[str, list[tuple[int, str, int]]] = {}
 
-    def add(self, fields: Fields, name: str, repeat: int, index: int) -> None:
+    def add(self, fields: Fields, name: str, repeat: int, index: int,
+            block: bool = False) -> None:
+        self._check_parts(fields, name, repeat, index, block)
         if repeat == 1:
-            base, _, suffix = name.rpartition(".")
-            copy = int(suffix) if suffix.isascii() and suffix.isdigit() and suffix[0] != "0" else 0
+            base, copy = _copy_of(name)
             if name in self.plain:
                 self._fail(fields, name, f"is also the name of layers[{self.plain[name]}]")
             if copy and base in self.repeated and copy <= self.repeated[base][1]:
@@ -103,6 +122,43 @@ class _LayerNames:
             self._fail(fields, name, f"names its copies {name}.1 .. {name}.{repeat}, and "
                                      f"{name}.{clash[0]} is the name of layers[{clash[1]}]")
         self.repeated[name] = (index, repeat)
+
+    def _check_parts(self, fields: Fields, name: str, repeat: int, index: int,
+                     block: bool) -> None:
+        """No name inside a transformer block's parts (class docstring): this name under an
+        earlier block's or copy's, or, for a block, an earlier name under it or its copies'."""
+        prefixes = [name[:i] for i, c in enumerate(name) if c == "."]
+        for prefix in prefixes:
+            base, copy = _copy_of(prefix)
+            if prefix in self.blocks and self.blocks[prefix][1] == 1:
+                self._fail(fields, name, f"lies inside the transformer block layers["
+                                         f"{self.blocks[prefix][0]}] ({prefix!r}), whose parts "
+                                         f"are named {prefix}.qkv, {prefix}.attn, ...")
+            if copy and base in self.blocks and 1 < self.blocks[base][1] and (
+                    copy <= self.blocks[base][1]):
+                first, copies = self.blocks[base]
+                self._fail(fields, name, f"lies inside copy {copy} of the transformer block "
+                                         f"layers[{first}] ({base!r}, repeat {copies}), whose "
+                                         f"parts are named {prefix}.qkv, {prefix}.attn, ...")
+        if block:
+            if repeat == 1 and name in self.inside:
+                under, at = self.inside[name]
+                self._fail(fields, name, f"names a transformer block's parts {name}.qkv, "
+                                         f"{name}.attn, ..., and layers[{at}] ({under!r}) lies "
+                                         f"inside it")
+            clash = next(((k, under, at) for k, under, at in self.inside_numbered.get(name, [])
+                          if k <= repeat), None) if repeat > 1 else None
+            if clash is not None:
+                self._fail(fields, name, f"names the parts of its copies {name}.1 .. "
+                                         f"{name}.{repeat} {name}.k.qkv, {name}.k.attn, ..., "
+                                         f"and layers[{clash[2]}] ({clash[1]!r}) lies inside "
+                                         f"copy {clash[0]}")
+            self.blocks[name] = (index, repeat)
+        for prefix in prefixes:
+            self.inside.setdefault(prefix, (name, index))
+            base, copy = _copy_of(prefix)
+            if copy:
+                self.inside_numbered.setdefault(base, []).append((copy, name, index))
 
     @staticmethod
     def _fail(fields: Fields, name: str, clash: str) -> NoReturn:

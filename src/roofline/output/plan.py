@@ -1,8 +1,11 @@
-"""``roofline plan`` as text: the header (model, device, batch, links, assumptions), the fastest
-fitting layouts at each GPU count, the Pareto front, and the best layout's details; JSON."""
+"""``roofline plan`` as text, Markdown and JSON: the header (model, device, batch, links,
+assumptions), the fastest fitting layouts at each GPU count, the Pareto front, and the best
+layout's details. The pieces are shared with the HTML page (``output.html.plan``): each line and
+cell is made once here, so every format says the same."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..units import count, seconds, si
@@ -11,42 +14,66 @@ from .hardware import capacity_text
 from .json import to_json
 from .report import PART_NAMES
 from .scaling import link_text, step_latency
-from .table import aligned
+from .table import aligned, markdown, markdown_text
 from .times import basis_sentence
 
 if TYPE_CHECKING:
     from ..analysis.parallel import LayoutResult
     from ..analysis.plan import Plan
 
+#: A cell: its text and the raw figure it shows (None for a word), which the HTML page sorts
+#: by and the JSON holds.
+FigureCell = tuple[str, "float | None"]
+
 
 def _gb(nbytes: float) -> str:
     return f"{nbytes / 1e9:.1f}"
 
 
-def _rate_unit(plan: Plan) -> str:
+def rate_unit(plan: Plan) -> str:
     """Throughput's unit: tokens, or samples for a model without a sequence (its JSON
     ``tokens_per_s`` counts a sample as one token)."""
     return "tok/s" if plan.network.seq else "samples/s"
 
 
-def _row(r: LayoutResult, unit: str, vp: bool = False) -> list[str]:
+def layout_cells(r: LayoutResult, unit: str, vp: bool = False) -> list[FigureCell]:
     """One layout: its predicted step and the parts of it, the roofline step beside it (its
-    vp after pp where ``vp``: a plan with interleaved layouts)."""
+    vp after pp where ``vp``: a plan with interleaved layouts); each cell with its figure."""
     lay, p = r.layout, r.predicted
     parts = p.parts
     comm = (parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
             + parts["dp_comm_exposed_s"])
-    return [str(lay.gpus), str(lay.tp), str(lay.pp), *([str(lay.vp)] if vp else []),
-            str(lay.dp), str(lay.ep), str(lay.zero),
-            str(lay.micro_batch), str(r.micro_batches),
-            "yes" if lay.sequence_parallel and lay.tp > 1 else "no", seconds(p.step_s),
-            seconds(r.step_s), seconds(parts["compute_s"]), seconds(comm),
-            seconds(parts["dp_comm_overlapped_s"]), f"{r.bubble_fraction:.0%}",
-            _gb(r.memory_bytes), si(p.tokens_per_s, unit), p.bound]
+    ints = [lay.gpus, lay.tp, lay.pp, *([lay.vp] if vp else []), lay.dp, lay.ep, lay.zero,
+            lay.micro_batch, r.micro_batches]
+    return [*((str(n), float(n)) for n in ints),
+            ("yes" if lay.sequence_parallel and lay.tp > 1 else "no", None),
+            (seconds(p.step_s), p.step_s), (seconds(r.step_s), r.step_s),
+            (seconds(parts["compute_s"]), parts["compute_s"]), (seconds(comm), comm),
+            (seconds(parts["dp_comm_overlapped_s"]), parts["dp_comm_overlapped_s"]),
+            (f"{r.bubble_fraction:.0%}", r.bubble_fraction),
+            (_gb(r.memory_bytes), float(r.memory_bytes)),
+            (si(p.tokens_per_s, unit), p.tokens_per_s), (p.bound, None)]
+
+
+def _row(r: LayoutResult, unit: str, vp: bool = False) -> list[str]:
+    """``layout_cells``' texts."""
+    return [text for text, _ in layout_cells(r, unit, vp)]
 
 
 HEADER = ["gpus", "tp", "pp", "dp", "ep", "zero", "mb", "m", "sp", "predicted", "roofline",
           "compute", "comm exposed", "comm hidden", "bubble", "mem GB", "throughput", "bound"]
+#: The columns of text: ``sp`` and ``bound`` (the last).
+TEXT_COLUMNS = ("sp", "bound")
+
+
+def interleaves(plan: Plan) -> bool:
+    """Whether some layout interleaves (vp > 1): its tables then have a vp column."""
+    return any(r.layout.vp > 1 for r in plan.results)
+
+
+def layout_header(plan: Plan) -> list[str]:
+    """The layout table's columns: ``HEADER``, vp after pp where a layout interleaves."""
+    return [*HEADER[:3], "vp", *HEADER[3:]] if interleaves(plan) else HEADER
 
 
 def step_settings(plan: Plan) -> str:
@@ -62,46 +89,74 @@ def step_settings(plan: Plan) -> str:
             f"recompute {net.recompute}" + (f", attention {attention}" if attention else ""))
 
 
-def plan_table(plan: Plan, top: int = 3) -> str:
-    """The header, the ``top`` fastest fitting layouts at each count, the front, the best."""
+def title_line(plan: Plan) -> str:
+    """``model: ...   hardware: ...   training step: ...``, the table's first line."""
+    return (f"model: {plan.network.name}   hardware: {plan.hardware.name}   training step: "
+            f"{step_settings(plan)}")
+
+
+def links_text(plan: Plan) -> str:
+    """The links the collectives run on, inside a node and between nodes."""
+    fabric = plan.fabric
+    return (f"inside a node ({count(fabric.gpus_per_node, 'GPU')}) "
+            + link_text(fabric.intra.label, fabric.intra.bandwidth_gbs, " per direction",
+                        step_latency(fabric.intra.latency_us))
+            + "; between nodes "
+            + link_text(fabric.inter.label, fabric.inter.bandwidth_gbs,
+                        " per direction per GPU", step_latency(fabric.inter.latency_us)))
+
+
+def capacity_line(plan: Plan) -> str:
+    """What a GPU's memory is checked against, and what that figure rests on."""
+    hw = plan.hardware
+    capacity = hw.memory_capacity_bytes
+    return "memory per GPU against " + (capacity_text(capacity, hw.memory_capacity_basis)
+                                        if capacity else "no stated capacity")
+
+
+def plan_warnings(plan: Plan) -> tuple[str, ...]:
+    """The model's and the entry's warnings (``advice.whatif_warnings``)."""
+    return tuple(whatif_warnings(plan.network, [plan.hardware]))
+
+
+def header_lines(plan: Plan) -> list[str]:
+    """The lines above the tables: the step, the links, memory, what is assumed and left out,
+    the prediction's basis, the warnings."""
+    return [title_line(plan), f"links: {links_text(plan)}", capacity_line(plan),
+            *(f"assumes: {text}" for text in plan.assumptions),
+            *(f"left out: {text}" for text in plan.left_out),
+            basis_sentence(plan.hardware), *(f"warning: {text}" for text in plan_warnings(plan))]
+
+
+def layouts_title(plan: Plan, top: int) -> str:
+    """What the layout table holds and what its columns are parts of (no colon)."""
+    again = (", the forward recomputation runs again in compute"
+             if plan.network.recompute != "none" else "")
+    return (f"fastest layouts that fit (up to {top} per GPU count; compute, comm and bubble: "
+            f"parts of the predicted step{again})")
+
+
+def shortfall_text(plan: Plan, n: int) -> str | None:
+    """Why ``n`` GPUs have no row: none of the layouts tried fits (and what the smallest
+    needs), or none divides the batch; None where one fits."""
+    if plan.ranked(n):
+        return None
+    short = plan.shortfall(n)
+    if short:
+        considered = sum(1 for r in plan.results if r.layout.gpus == n)
+        return (f"{count(n, 'GPU')}: none of {considered} layouts fits (the smallest needs "
+                f"{_gb(short['least_bytes'])} GB; without activations, at least "
+                f"{_gb(short['least_without_activations_bytes'])} GB)")
+    return f"{count(n, 'GPU')}: no layout divides the batch"
+
+
+def stage_lines(plan: Plan, top: int) -> list[str]:
+    """The depths among the layouts shown that split the blocks unevenly, stages or chunks."""
     from ..analysis.parallel import blocks_of
 
-    net, hw, fabric = plan.network, plan.hardware, plan.fabric
-    capacity = hw.memory_capacity_bytes
-    unit = _rate_unit(plan)
-    lines = [f"model: {net.name}   hardware: {hw.name}   training step: {step_settings(plan)}",
-             f"links: inside a node ({count(fabric.gpus_per_node, 'GPU')}) "
-             + link_text(fabric.intra.label, fabric.intra.bandwidth_gbs, " per direction",
-                         step_latency(fabric.intra.latency_us))
-             + "; between nodes "
-             + link_text(fabric.inter.label, fabric.inter.bandwidth_gbs,
-                         " per direction per GPU", step_latency(fabric.inter.latency_us)),
-             "memory per GPU against " + (capacity_text(capacity, hw.memory_capacity_basis)
-                                          if capacity else "no stated capacity")]
-    lines += [f"assumes: {text}" for text in plan.assumptions]
-    lines += [f"left out: {text}" for text in plan.left_out]
-    lines.append(basis_sentence(hw))
-    lines += [f"warning: {text}" for text in whatif_warnings(net, [hw])]
-    rows, skipped = [], []
-    vp = any(r.layout.vp > 1 for r in plan.results)  # a vp column only where one interleaves
-    for n in plan.gpus:
-        ranked = plan.ranked(n)
-        short = plan.shortfall(n)
-        if short:
-            considered = sum(1 for r in plan.results if r.layout.gpus == n)
-            skipped.append(f"{count(n, 'GPU')}: none of {considered} layouts fits (the smallest "
-                           f"needs {_gb(short['least_bytes'])} GB; without activations, at "
-                           f"least {_gb(short['least_without_activations_bytes'])} GB)")
-        elif not ranked:
-            skipped.append(f"{count(n, 'GPU')}: no layout divides the batch")
-        rows += [_row(r, unit, vp) for r in ranked[:top]]
-    again = ", the forward recomputation runs again in compute" if net.recompute != "none" else ""
-    lines += ["", f"fastest layouts that fit (up to {top} per GPU count; compute, comm and "
-                  f"bubble: parts of the predicted step{again}):"]
-    header = [*HEADER[:3], "vp", *HEADER[3:]] if vp else HEADER
-    lines += aligned(header, rows, {len(header) - 1}) if rows else ["none fits"]
-    blocks = len(blocks_of(net))
+    blocks = len(blocks_of(plan.network))
     shown = [r.layout for n in plan.gpus for r in plan.ranked(n)[:top]]
+    lines = []
     uneven = sorted({lay.pp for lay in shown
                      if blocks and lay.pp > 1 and lay.vp == 1 and blocks % lay.pp})
     if uneven:
@@ -113,23 +168,118 @@ def plan_table(plan: Plan, top: int = 3) -> str:
         lines.append(f"uneven chunks: {', '.join(f'pp {p} vp {v}' for p, v in chunked)} split "
                      f"the model's {blocks} transformer blocks into pp x vp chunks with the "
                      f"first chunks one block more")
-    lines += skipped
-    lines += _fit_hints(plan)
-    front = plan.front
+    return lines
+
+
+def notes_lines(plan: Plan, top: int) -> list[str]:
+    """The lines under the layout table: uneven stages, the counts without a row and why,
+    what else would fit (``fit_hints``)."""
+    skipped = [text for n in plan.gpus if (text := shortfall_text(plan, n))]
+    return [*stage_lines(plan, top), *skipped, *fit_hints(plan)]
+
+
+FRONT_TITLE = "Pareto front (predicted step time against GPUs; efficiency against the smallest)"
+FRONT_HEADER = ["gpus", "layout", "predicted", "roofline", "throughput", "efficiency", "bound"]
+
+
+def front_cells(plan: Plan) -> list[list[FigureCell]]:
+    """A row per layout on the front: GPUs, layout, predicted and roofline step, predicted
+    throughput, efficiency against the smallest count's and what bounds it."""
+    front, unit = plan.front, rate_unit(plan)
+    if not front:
+        return []
+    base = front[0]
+    return [[(str(r.layout.gpus), float(r.layout.gpus)), (r.layout.label, None),
+             (seconds(r.predicted_step_s), r.predicted_step_s), (seconds(r.step_s), r.step_s),
+             (si(r.predicted.tokens_per_s, unit), r.predicted.tokens_per_s),
+             (f"{_efficiency(base, r):.0%}", _efficiency(base, r)), (r.predicted.bound, None)]
+            for r in front]
+
+
+#: The chart's words, the PNG's (``plot.plan``) and the page's (``output.html.plan``) alike:
+#: its y axis and the key's lines.
+STEP_AXIS = "predicted step time per global batch"
+FRONT_KEY = "Pareto front (best, predicted)"
+FRONT_ROOF_KEY = "the front's roofline (lower bound)"
+IDEAL_KEY = "linear scaling from the first"
+
+
+def bound_key(bound: str) -> str:
+    """The key's name of the layouts a part bounds: ``a layout, compute-bound``."""
+    return f"a layout, {bound}-bound"
+
+
+def gpus_axis(plan: Plan) -> str:
+    """The chart's x axis: ``GPUs``, and the counts asked for where no layout fits (no point
+    there: said, not left off unsaid)."""
+    drawn = {r.layout.gpus for r in plan.fitting}
+    empty = [n for n in plan.gpus if n not in drawn]
+    shown = ", ".join(str(n) for n in empty[:6]) + (", ..." if len(empty) > 6 else "")
+    return "GPUs" + (f" (no layout fits in memory at {shown})" if empty else "")
+
+
+def plan_table(plan: Plan, top: int = 3) -> str:
+    """The header, the ``top`` fastest fitting layouts at each count, the front, the best."""
+    from ..analysis.parallel import blocks_of
+
+    unit, vp = rate_unit(plan), interleaves(plan)
+    lines = header_lines(plan)
+    rows = [_row(r, unit, vp) for n in plan.gpus for r in plan.ranked(n)[:top]]
+    lines += ["", f"{layouts_title(plan, top)}:"]
+    header = layout_header(plan)
+    lines += aligned(header, rows, {len(header) - 1}) if rows else ["none fits"]
+    lines += notes_lines(plan, top)
+    front = front_cells(plan)
     if front:
-        base = front[0]
-        lines += ["", "Pareto front (predicted step time against GPUs; efficiency against the "
-                      "smallest):"]
-        front_rows = [[str(r.layout.gpus), r.layout.label, seconds(r.predicted_step_s),
-                       seconds(r.step_s), si(r.predicted.tokens_per_s, unit),
-                       f"{_efficiency(base, r):.0%}", r.predicted.bound] for r in front]
-        lines += aligned(["gpus", "layout", "predicted", "roofline", "throughput",
-                          "efficiency", "bound"], front_rows, {1, 6})
-        lines += ["", *best_lines(front[-1], len(blocks_of(net)))]
+        lines += ["", f"{FRONT_TITLE}:"]
+        lines += aligned(FRONT_HEADER, [[text for text, _ in row] for row in front], {1, 6})
+        lines += ["", *best_lines(plan.front[-1], len(blocks_of(plan.network)))]
     return "\n".join(lines) + "\n"
 
 
-def _fit_hints(plan: Plan) -> list[str]:
+def plan_markdown(plan: Plan, top: int = 3) -> str:
+    """``plan_table`` as Markdown: the header's lines (what is assumed, left out and warned of
+    as bullets), each table a pipe table under a heading, the best layout's details as
+    bullets; every sentence escaped (``table.markdown_text``)."""
+    return "".join(f"{line}\n" for line in _markdown_lines(plan, top))
+
+
+def _markdown_lines(plan: Plan, top: int) -> Iterator[str]:
+    from ..analysis.parallel import blocks_of
+
+    def bullets(prefix: str, texts: tuple[str, ...] | list[str]) -> list[str]:
+        return [f"- {markdown_text(f'{prefix}: {text}')}" for text in texts]
+
+    def heading(text: str) -> str:
+        return f"## {markdown_text(text[0].upper() + text[1:])}"
+
+    def lines(texts: list[str]) -> list[str]:  # one paragraph, a hard break after each line
+        return ["  \n".join(map(markdown_text, texts)), ""] if texts else []
+
+    unit, vp = rate_unit(plan), interleaves(plan)
+    yield from lines([title_line(plan), f"links: {links_text(plan)}", capacity_line(plan)])
+    yield from [*bullets("assumes", plan.assumptions), *bullets("left out", plan.left_out), ""]
+    yield from lines([basis_sentence(plan.hardware)])
+    if warned := plan_warnings(plan):
+        yield from [*bullets("warning", warned), ""]
+    yield heading(layouts_title(plan, top))
+    yield ""
+    rows = [_row(r, unit, vp) for n in plan.gpus for r in plan.ranked(n)[:top]]
+    header = layout_header(plan)
+    yield from [*markdown(header, rows, {header.index("sp"), len(header) - 1}), ""] if rows \
+        else ["none fits", ""]
+    yield from lines(notes_lines(plan, top))
+    front = front_cells(plan)
+    if front:
+        yield heading(FRONT_TITLE)
+        yield ""
+        yield from markdown(FRONT_HEADER, [[text for text, _ in row] for row in front], {1, 6})
+        best = best_lines(plan.front[-1], len(blocks_of(plan.network)))
+        yield from ["", heading(best[0].partition(":")[0]), "", markdown_text(best[0]), "",
+                    *(f"- {markdown_text(line.strip())}" for line in best[1:])]
+
+
+def fit_hints(plan: Plan) -> list[str]:
     """Where a GPU count had no layout that fits, what else would keep less per GPU and was
     not tried: recomputation (its setting here), which lowers the activations only; where the
     weights, gradients, optimizer states and workspace alone outgrow every layout's GPU
@@ -233,14 +383,17 @@ def best_lines(r: LayoutResult, blocks: int = 0) -> list[str]:
 
 def plan_json(plan: Plan, top: int | None = None) -> str:
     """``Plan.to_dict`` with the model's and the entry's warnings (``advice.whatif_warnings``)."""
-    warnings = whatif_warnings(plan.network, [plan.hardware])
-    return to_json(plan.to_dict(top) | {"warnings": list(warnings)}) + "\n"
+    return to_json(plan.to_dict(top) | {"warnings": list(plan_warnings(plan))}) + "\n"
 
 
-def plan_fragment(plan: Plan, top: int = 3) -> str:
-    """The plan's table (``plan_table``) as an HTML block for Jupyter (``Plan._repr_html_``):
-    preformatted, as the shell shows it."""
-    from html import escape
+def plan_html(plan: Plan, top: int = 3, command: str | None = None) -> str:
+    """The self-contained HTML page (``output.html.plan_page``)."""
+    from .html import plan_page
 
-    return (f'<div class="roofline-plan"><pre style="font-size: 12px; line-height: 1.3">'
-            f"{escape(plan_table(plan, top))}</pre></div>")
+    return plan_page(plan, top, command)
+
+
+#: plan's ``--format`` renderers, each of a Plan and the layouts shown per count (``--top``;
+#: JSON's all that fit unless given); the CLI's choices are ``cli.options.PLAN_FORMATS``.
+PLAN_FORMATS: dict[str, Callable[..., str]] = {
+    "table": plan_table, "json": plan_json, "markdown": plan_markdown, "html": plan_html}

@@ -26,6 +26,16 @@ def plot_plan(plan: Plan, ax: Axes | None = None) -> Axes:
     """Every fitting layout's predicted step time against its GPU count, the front joined and
     labelled, its roofline times below it, and the ideal (time x GPUs constant) from the
     front's first point. Returns the Axes."""
+    from ..output.plan import (
+        FRONT_KEY,
+        FRONT_ROOF_KEY,
+        IDEAL_KEY,
+        STEP_AXIS,
+        bound_key,
+        gpus_axis,
+        step_settings,
+    )
+
     fitting = plan.fitting
     if not fitting:
         raise PlotError("no layout fits in memory: nothing to draw")
@@ -34,17 +44,16 @@ def plot_plan(plan: Plan, ax: Axes | None = None) -> Axes:
         points = [r.predicted for r in fitting if r.predicted.bound == bound]
         if points:
             ax.scatter([r.layout.gpus for r in points], [r.step_s for r in points], s=14,
-                       color=color, alpha=0.45, lw=0, label=f"a layout, {bound}-bound",
+                       color=color, alpha=0.45, lw=0, label=bound_key(bound),
                        gid=f"plan:{bound}")
     front = plan.front
     xs, ys = [r.layout.gpus for r in front], [r.predicted_step_s for r in front]
     ax.plot(xs, ys, color="#222222", marker="o", ms=6, lw=1.6,
-            label="Pareto front (best, predicted)", gid="plan-front")
+            label=FRONT_KEY, gid="plan-front")
     ax.plot(xs, [r.step_s for r in front], color="#222222", ls=":", lw=1.2,
-            label="the front's roofline (lower bound)", gid="plan-front-roofline")
+            label=FRONT_ROOF_KEY, gid="plan-front-roofline")
     ideal = [ys[0] * xs[0] / x for x in xs]
-    ax.plot(xs, ideal, color="#888888", ls="--", lw=1, label="linear scaling from the first",
-            gid="plan-ideal")
+    ax.plot(xs, ideal, color="#888888", ls="--", lw=1, label=IDEAL_KEY, gid="plan-ideal")
     for r in front:
         ax.annotate(r.layout.label, (r.layout.gpus, r.predicted_step_s), xytext=(6, 6),
                     textcoords="offset points", fontsize=LABEL_SIZE - 2, rotation=20)
@@ -55,14 +64,8 @@ def plot_plan(plan: Plan, ax: Axes | None = None) -> Axes:
     ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.6)
     ax.set_ylim(*ax.get_ylim())  # as the points set them, fixed before they are labelled
     label_log_axis(ax.yaxis, seconds)  # "500 ms", "1 s", not "5x10^-1", "10^0"
-    # a count asked for where no layout fits has no point: said, not left off unsaid
-    empty = [n for n in plan.gpus if n not in counts]
-    shown = ", ".join(str(n) for n in empty[:6]) + (", ..." if len(empty) > 6 else "")
-    ax.set_xlabel("GPUs" + (f" (no layout fits in memory at {shown})" if empty else ""),
-                  fontsize=LABEL_SIZE)
-    ax.set_ylabel("predicted step time per global batch", fontsize=LABEL_SIZE)
-    from ..output.plan import step_settings
-
+    ax.set_xlabel(gpus_axis(plan), fontsize=LABEL_SIZE)  # with the counts where none fits
+    ax.set_ylabel(STEP_AXIS, fontsize=LABEL_SIZE)
     # the step's settings as the table's header gives them (a model without a seq has none:
     # "x seq None" until 0.9.0; nor did the title say the recomputation plan leaves out)
     ax.set_title(f"{plan.network.name} on {plan.hardware.name}: training step\n"

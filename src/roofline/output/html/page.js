@@ -14,7 +14,11 @@
       all.forEach(function (pt) {
         var x = parseFloat(pt.getAttribute("cx") || pt.getAttribute("x"));
         var y = parseFloat(pt.getAttribute("cy") || pt.getAttribute("y"));
-        if (!pt.hasAttribute("cx")) { /* a square: its middle */
+        if (pt.hasAttribute("points")) { /* a diamond or triangle (a plan's): its box's middle */
+          var box = pt.getBBox();
+          x = box.x + box.width / 2;
+          y = box.y + box.height / 2;
+        } else if (!pt.hasAttribute("cx")) { /* a square: its middle */
           x += parseFloat(pt.getAttribute("width")) / 2;
           y += parseFloat(pt.getAttribute("height")) / 2;
         }

@@ -13,11 +13,11 @@ the curve: squares the roofline's, hollow circles a prediction's, named in a key
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from ...units import nice_above, nice_below, si
+from ...units import log_ticks, nice_above, nice_below, si
 from ..fit_bands import Band
 
 WIDTH, HEIGHT = 720, 420
@@ -66,6 +66,9 @@ class Axis:
     length: float
     log: bool = True
     flip: bool = False
+    #: the values ticked, where not ``ticks``' own (a plan's GPU counts, its step times'
+    #: ``units.log_ticks``)
+    values: tuple[float, ...] = ()
 
     def at(self, value: float) -> float:
         if self.log:
@@ -75,8 +78,10 @@ class Axis:
         return self.start + (self.length * (1 - share) if self.flip else self.length * share)
 
     def ticks(self) -> list[float]:
-        """Decades on a log axis (with 2 and 5 when it spans under two decades); on a linear
-        one, five equal steps."""
+        """``values`` where given; else decades on a log axis (with 2 and 5 when it spans
+        under two decades), on a linear one five equal steps."""
+        if self.values:
+            return list(self.values)
         if not self.log:
             step = (self.high - self.low) / 5
             return [self.low + i * step for i in range(6)]
@@ -86,12 +91,12 @@ class Axis:
         return [v for v in values if self.low * (1 - 1e-9) <= v <= self.high * (1 + 1e-9)]
 
 
-def _x_axis(low: float, high: float, log: bool = True) -> Axis:
-    return Axis(low, high, LEFT, WIDTH - LEFT - RIGHT, log)
+def _x_axis(low: float, high: float, log: bool = True, values: Sequence[float] = ()) -> Axis:
+    return Axis(low, high, LEFT, WIDTH - LEFT - RIGHT, log, values=tuple(values))
 
 
-def _y_axis(low: float, high: float, log: bool = True) -> Axis:
-    return Axis(low, high, TOP, HEIGHT - TOP - BOTTOM, log, flip=True)
+def _y_axis(low: float, high: float, log: bool = True, values: Sequence[float] = ()) -> Axis:
+    return Axis(low, high, TOP, HEIGHT - TOP - BOTTOM, log, flip=True, values=tuple(values))
 
 
 def tick_text(value: float, percent: bool = False) -> str:
@@ -113,21 +118,26 @@ def _open(label: str, height: int = HEIGHT) -> str:
             f'xmlns="http://www.w3.org/2000/svg">')
 
 
-def _frame(x: Axis, y: Axis, x_title: str, y_title: str, percent: bool = False) -> list[str]:
-    """Grid, ticks and their labels, the axes' box and titles."""
+def _frame(x: Axis, y: Axis, x_title: str, y_title: str, percent: bool = False,
+           x_text: Callable[[float], str] = tick_text,
+           y_text: Callable[[float], str] | None = None) -> list[str]:
+    """Grid, ticks and their labels (``x_text``, ``y_text`` of each value: ``tick_text``'s
+    unless given; an empty one a grid line alone), the axes' box and titles."""
     out = []
     x0, x1 = x.start, x.start + x.length
     y0, y1 = y.start, y.start + y.length
     for value in x.ticks():
         px = _f(x.at(value))
-        out.append(f'<line class="grid" x1="{px}" y1="{_f(y0)}" x2="{px}" y2="{_f(y1)}"/>'
-                   f'<text x="{px}" y="{_f(y1 + 16)}" text-anchor="middle">'
-                   f'{tick_text(value)}</text>')
+        out.append(f'<line class="grid" x1="{px}" y1="{_f(y0)}" x2="{px}" y2="{_f(y1)}"/>')
+        if shown := x_text(value):
+            out.append(f'<text x="{px}" y="{_f(y1 + 16)}" text-anchor="middle">'
+                       f"{escape(shown)}</text>")
     for value in y.ticks():
         py = _f(y.at(value))
+        shown = y_text(value) if y_text is not None else tick_text(value, percent)
         out.append(f'<line class="grid" x1="{_f(x0)}" y1="{py}" x2="{_f(x1)}" y2="{py}"/>'
                    f'<text x="{_f(x0 - 6)}" y="{py}" text-anchor="end" dominant-baseline='
-                   f'"middle">{tick_text(value, percent)}</text>')
+                   f'"middle">{escape(shown)}</text>')
     out.append(f'<rect class="ax" x="{_f(x0)}" y="{_f(y0)}" width="{_f(x.length)}" '
                f'height="{_f(y.length)}"/>')
     out.append(f'<text x="{_f((x0 + x1) / 2)}" y="{HEIGHT - 8}" text-anchor="middle">'
@@ -139,11 +149,7 @@ def _frame(x: Axis, y: Axis, x_title: str, y_title: str, percent: bool = False) 
 
 def marker(x: float, y: float, bound: str, extra: str = "", inner: str = "") -> str:
     """A circle (memory-bound) or a square of the same area (compute-bound) at pixel x, y."""
-    if bound == "memory":
-        return (f'<circle {extra}cx="{_f(x)}" cy="{_f(y)}" r="{POINT_R}">{inner}</circle>')
-    side = POINT_R * math.sqrt(math.pi)
-    return (f'<rect {extra}x="{_f(x - side / 2)}" y="{_f(y - side / 2)}" width="{side:.1f}" '
-            f'height="{side:.1f}">{inner}</rect>')
+    return shape("circle" if bound == "memory" else "square", x, y, POINT_R, extra, inner)
 
 
 def roofline_ranges(xy: Sequence[tuple[float, float]],
@@ -329,20 +335,26 @@ def _marks(marks: Sequence[Mark], x: Axis, y: Axis) -> list[str]:
 
 def _key(curves: Sequence[Curve], bands: Sequence[Band]) -> tuple[list[str], int]:
     """The key under a line chart: a swatch of each named curve's line and marker, or of each
-    band's shade, then its name; a new row where the next would pass the chart's width. The
-    parts and the number of rows."""
-    items: list[tuple[str, str, float]] = []  # the swatch (drawn at 0, 0), the name, width
+    band's shade, then its name (``_key_rows``)."""
+    items: list[tuple[str, str]] = []
     for curve in curves:
         kind = " pred" if curve.predicted else ""
         swatch = (f'<line class="curve{kind}" x1="0" y1="0" x2="24" y2="0"/>'
                   + _curve_marker(12, 0, curve.predicted, "", point=False))
-        items.append((swatch, curve.name, 30 + text_px(curve.name)))
+        items.append((swatch, curve.name))
     for band in bands:
         swatch = (f'<rect class="nofit{" darker" if band.darker else ""}" x="0" y="-6" '
                   f'width="24" height="12"/>')
-        items.append((swatch, band.label, 30 + text_px(band.label)))
+        items.append((swatch, band.label))
+    return _key_rows(items)
+
+
+def _key_rows(items: Sequence[tuple[str, str]]) -> tuple[list[str], int]:
+    """A key under a chart: each item's swatch (drawn at 0, 0, 24 wide) then its name, a new
+    row where the next would pass the chart's width. The parts and the number of rows."""
     out, left, row = [], float(LEFT), 0
-    for swatch, name, width in items:
+    for swatch, name in items:
+        width = 30 + text_px(name)
         if left > LEFT and left + width > WIDTH - RIGHT:
             left, row = float(LEFT), row + 1
         middle = HEIGHT + KEY_ROW * row + KEY_ROW / 2
@@ -409,3 +421,175 @@ def bar_chart(bars: Sequence[Bar], label: str) -> str:
                f'<rect class="bar-c" x="{left + 170}" y="{key}" width="18" height="12"/>'
                f'<text x="{left + 194}" y="{key + 10}">compute-bound time</text>')
     return "".join(out) + "</svg>"
+
+
+# ---------------------------------------------------------------------------------- plan chart
+
+#: A layout's shape by what bounds it: memory circles and compute squares as on the roofline,
+#: communication diamonds, pipeline-bubble triangles; its class colours it (``page.css``).
+BOUND_SHAPES = {"memory": ("circle", "m"), "compute": ("square", "c"),
+                "communication": ("diamond", "x"), "pipeline bubble": ("triangle", "b")}
+LAYOUT_R = 3.5  # a layout's marker: smaller than a GEMM's, many share a GPU count
+FRONT_R = 4.5
+#: A front label's slope, as ``plot.plan``'s annotations (20 degrees up to the right).
+LABEL_DEGREES = 20.0
+LABEL_GAP = 8  # from its point to a front label's start, along both axes (the PNG's 6 points)
+
+
+def shape(kind: str, x: float, y: float, r: float, extra: str = "", inner: str = "") -> str:
+    """A circle, square, diamond or triangle of about the area of a circle of radius ``r``,
+    centred at pixel x, y."""
+    if kind == "circle":
+        return f'<circle {extra}cx="{_f(x)}" cy="{_f(y)}" r="{r}">{inner}</circle>'
+    if kind == "square":
+        side = r * math.sqrt(math.pi)
+        return (f'<rect {extra}x="{_f(x - side / 2)}" y="{_f(y - side / 2)}" '
+                f'width="{side:.1f}" height="{side:.1f}">{inner}</rect>')
+    if kind == "diamond":
+        half = r * math.sqrt(math.pi / 2)  # a square of the circle's area, turned
+        corners = [(x, y - half), (x + half, y), (x, y + half), (x - half, y)]
+    else:  # an equilateral triangle, point up, centred on its centroid
+        side = r * math.sqrt(4 * math.pi / math.sqrt(3))
+        height = side * math.sqrt(3) / 2
+        corners = [(x, y - 2 * height / 3), (x + side / 2, y + height / 3),
+                   (x - side / 2, y + height / 3)]
+    points = " ".join(f"{_f(a)},{_f(b)}" for a, b in corners)
+    return f'<polygon {extra}points="{points}">{inner}</polygon>'
+
+
+@dataclass(frozen=True)
+class FrontPoint:
+    """A layout on a plan's Pareto front: GPUs, its predicted and roofline step seconds, its
+    label, the id of its table row and its tooltip."""
+
+    x: float
+    y: float
+    roof: float
+    label: str
+    row: str
+    tip: str
+
+
+def count_labels(values: Sequence[float], x: Axis) -> dict[float, str]:
+    """The GPU counts an x axis writes: each that clears the last one written by its width,
+    and the largest always, in place of those it would overlap (a comma list 8,9,10,12 wrote
+    them over each other)."""
+    ordered = sorted(values)
+    shown: list[float] = []
+
+    def written(value: float) -> str:  # a count as the text writes it: 1024, not 1,024
+        return f"{value:.0f}"
+
+    def clears(value: float, before: float) -> bool:
+        gap = (text_px(written(value)) + text_px(written(before))) / 2 + 8
+        return x.at(value) - x.at(before) >= gap
+
+    for value in ordered:
+        if not shown or clears(value, shown[-1]):
+            shown.append(value)
+        elif value == ordered[-1]:
+            while shown and not clears(value, shown[-1]):
+                shown.pop()
+            shown.append(value)
+    return {value: written(value) for value in shown}
+
+
+def _front_labels(front: Sequence[FrontPoint], x: Axis,
+                  y: Axis) -> tuple[list[str], set[str]]:
+    """Each front point's label on a slope of ``LABEL_DEGREES``: up and to its right, as the
+    PNG's, or where that passes the chart's edge or another label, down and to its left. Both
+    sides lie along the same slope, so two labels overlap only where their spans along it and
+    across it both do (checked exactly in the turned frame). The parts, and where a label fits
+    on neither side, the edges (``top``, ``bottom``) whose room would take it."""
+    angle = math.radians(LABEL_DEGREES)
+    cos, sin = math.cos(angle), math.sin(angle)
+    left, right, top, bottom = x.start + 2, x.start + x.length - 2, 2.0, y.start + y.length
+    placed: list[tuple[float, float, float, float]] = []  # along, across: spans
+    out, grow = [], set()
+    for point in front:
+        px, py = x.at(point.x), y.at(point.y)
+        width = text_px(point.label)
+        options = []
+        for sign in (1, -1):  # up-right from its start, else down-left to its end
+            ax, ay = px + sign * LABEL_GAP, py - sign * LABEL_GAP
+            ex, ey = ax + sign * width * cos, ay - sign * width * sin
+            xs = (ax, ex, ax - 12 * sin, ex - 12 * sin)  # the baseline's ends, the tops'
+            ys = (ay, ey, ay - 12 * cos, ey - 12 * cos)
+            sides = {side for side, out_of in (("top", min(ys) < top),
+                                               ("bottom", max(ys) > bottom),
+                                               ("left", min(xs) < left),
+                                               ("right", max(xs) > right)) if out_of}
+            along, across = ax * cos - ay * sin, ax * sin + ay * cos
+            span = (min(along, along + sign * width), max(along, along + sign * width),
+                    across - 10, across + 3)
+            clear = not any(s[0] < span[1] and span[0] < s[1] and s[2] < span[3]
+                            and span[2] < s[3] for s in placed)
+            options.append((bool(sides) or not clear, bool(sides), sign, ax, ay, span, sides))
+        best = min(options, key=lambda o: o[:2])
+        _, outside, sign, ax, ay, span, _ = best
+        if outside:  # neither side inside: the room one side needs, if only top or bottom
+            grow |= next((o[6] for o in options if o[6] <= {"top", "bottom"}), set())
+        placed.append(span)
+        anchor = "" if sign > 0 else ' text-anchor="end"'
+        out.append(f'<text class="front-label"{anchor} transform="translate({_f(ax)} '
+                   f'{_f(ay)}) rotate({-LABEL_DEGREES:g})">{escape(point.label)}</text>')
+    return out, grow
+
+
+#: How much a plan chart's step-time range grows, a side at a time, to make room for a front
+#: label, and how often at most.
+GROW, GROW_TRIES = 1.25, 8
+
+
+def plan_chart(points: Sequence[Point], front: Sequence[FrontPoint], counts: Sequence[float],
+               x_range: Range, y_range: Range, titles: tuple[str, str], label: str,
+               key: Sequence[tuple[str, str]], y_text: Callable[[float], str]) -> str:
+    """A plan's step time against GPUs, both axes log: each layout in ``points`` a marker
+    whose shape and colour say what bounds it (``BOUND_SHAPES``), the front joined by a line
+    with each point labelled, its roofline times dotted under it, and the ideal (time x GPUs
+    constant from the front's first point) dashed; the x axis ticked at ``counts``, the y at
+    ``units.log_ticks``, written by ``y_text``. ``key``: (what, name) under the chart, what a
+    bound or ``front``, ``front-roof``, ``ideal``."""
+    x = _x_axis(*x_range, values=counts)
+    low, high = y_range
+    for _ in range(GROW_TRIES):  # room for the front's labels above or below, where needed
+        y = _y_axis(low, high, values=log_ticks(low, high, least=5))
+        labels, grow = _front_labels(front, x, y)
+        if not grow:
+            break
+        low, high = low / (GROW if "bottom" in grow else 1), high * (GROW if "top" in grow
+                                                                    else 1)
+    written = count_labels(counts, x)
+    items = []
+    for what, name in key:
+        if what in BOUND_SHAPES:
+            kind, css = BOUND_SHAPES[what]
+            swatch = shape(kind, 12, 0, LAYOUT_R, f'class="lay {css}" ')
+        else:
+            swatch = f'<line class="{what}" x1="0" y1="0" x2="24" y2="0"/>' + (
+                shape("circle", 12, 0, FRONT_R - 1, 'class="front-pt" ') if what == "front"
+                else "")
+        items.append((swatch, name))
+    parts, rows = _key_rows(items)
+    out = [_open(label, HEIGHT + KEY_ROW * rows),
+           *_frame(x, y, *titles, x_text=lambda v: written.get(v, ""), y_text=y_text)]
+    for p in points:
+        kind, css = BOUND_SHAPES[p.bound]
+        row = f'data-r="{escape(p.row)}" ' if p.row else ""
+        out.append(shape(kind, x.at(p.x), y.at(p.y), LAYOUT_R, f'class="pt lay {css}" {row}',
+                         f"<title>{escape(p.tip)}</title>"))
+    if front:
+        first = front[0]
+
+        def line(css: str, xy: Sequence[tuple[float, float]]) -> str:
+            drawn = " ".join(f"{_f(x.at(a))},{_f(y.at(b))}" for a, b in xy)
+            return f'<polyline class="{css}" points="{drawn}"/>'
+
+        out.append(line("ideal", [(p.x, first.y * first.x / p.x) for p in front]))
+        out.append(line("front-roof", [(p.x, p.roof) for p in front]))
+        out.append(line("front", [(p.x, p.y) for p in front]))
+        out += [shape("circle", x.at(p.x), y.at(p.y), FRONT_R,
+                      f'class="pt front-pt" data-r="{escape(p.row)}" ',
+                      f"<title>{escape(p.tip)}</title>") for p in front]
+        out += labels
+    return "".join(out + parts) + "</svg>"
