@@ -17,11 +17,14 @@ block by name, again and again.
 vocabulary 32,000, batch 8 x seq 512) whose block repeats ``--blocks`` times (10**5 by default),
 through ``plan`` at one layout (tp 2, pp 4, dp 2) and over 8..64 GPUs, ``analyze`` with
 ``--recompute full`` as a table, JSON, CSV and HTML, ``analyze --tp 2`` serving it, ``compare``
-on three devices and ``sweep`` over batch 1..64. Goal: what the model's distinct layers cost,
-not its copies: each under 10 s at 10**5 blocks (a format that lists every row refuses past
-``MAX_LISTED``, exit 2, by design; compare's cap is the same, and sweep's counts every copy).
-Before 0.9.0's change plan walked every copy once a shard (``layer_times``) and once a layout:
-7.2 s for one layout of 10**5 blocks, 230 s over 8..64 GPUs (README, "How large a model")."""
+on three devices and ``sweep`` over batch 1..64, each as a table, Markdown, HTML, JSON and CSV,
+``sweep`` over seq 64..4096 and sweep's chart (``--plot``, a PNG). Goal: what the model's
+distinct layers cost, not its copies: each under 10 s at 10**5 blocks (a format that lists
+every row refuses past its cap, exit 2, by design: analyze's and compare's JSON and CSV past
+``MAX_LISTED`` rows, sweep's past ``MAX_SWEEP_LISTED``). Before 0.9.0's changes plan walked
+every copy once a shard (``layer_times``) and once a layout: 7.2 s for one layout of 10**5
+blocks, 230 s over 8..64 GPUs; compare named every GEMM for its why lines and sweep's cap
+counted every copy (README, "How large a model")."""
 
 from __future__ import annotations
 
@@ -113,6 +116,17 @@ def repeat_commands(folder: Path, sizes: list[int]) -> list[tuple[str, list[str]
             (f"compare {n}, 3 devices", ["compare", m, "--hw", "h100", "--hw", "a100", "--hw",
                                          "l4"]),
             (f"sweep {n}, batch 1..64", ["sweep", m, "--hw", "h100", "--batch", "1..64"]),
+            # 0.9.0: compare's and sweep's other formats, and sweep's chart
+            *((f"compare {n}, 3 devices, {fmt}", ["compare", m, "--hw", "h100", "--hw", "a100",
+                                                  "--hw", "l4", "--format", fmt])
+              for fmt in ("markdown", "html", "json", "csv")),
+            *((f"sweep {n}, batch 1..64, {fmt}", ["sweep", m, "--hw", "h100", "--batch",
+                                                  "1..64", "--format", fmt])
+              for fmt in ("markdown", "html", "json", "csv")),
+            (f"sweep {n}, seq 64..4096", ["sweep", m, "--hw", "h100", "--batch", "8", "--seq",
+                                          "64..4096", "--mode", "inference"]),
+            (f"sweep {n}, batch 1..64, plot", ["sweep", m, "--hw", "h100", "--batch", "1..64",
+                                               "--plot", str(folder / "sweep.png"), "--force"]),
         ]
     return out
 

@@ -171,7 +171,7 @@ def test_a_sweep_chart_follows_each_gemm_by_name(factory, name, tmp_path):
     from roofline.plot.data import sweep_series
 
     sweep = roofline.sweep(f"{factory}:{name}", "h100", batches=[4, 8, 16, 32], mode="inference")
-    series = {gemms[0].name: ys for gemms, ys in sweep_series(sweep.reports, "intensity")}
+    series = {curve.names[0]: ys for curve, ys in sweep_series(sweep.reports, "intensity")}
     assert series["MM1"] == pytest.approx([_intensity(b, 256, 64) for b in (4, 8, 16, 32)])
     assert [round(_intensity(b, 256, 64), 3) for b in (4, 8, 16, 32)] == [
         1.855, 3.459, 6.095, 9.846]

@@ -421,12 +421,23 @@ CASES |= {
                                "capped at 2,097,152 rows"], model=LINEAR_REPEAT % 10**6),
     "repeat-10**6-expand": Case(AN + ["--expand"], 2, ["--expand lists each one"],
                                 model=LINEAR_REPEAT % 10**6),
-    "repeat-10**6-compare": Case(["compare", "{model}", "--hw", "a100", "--hw", "h100"], 2,
-                                 ["2,999,999 GEMMs and ops; compare reads each one and is "
-                                  "capped at 2,097,152"], model=LINEAR_REPEAT % 10**6),
-    "repeat-10**6-sweep": Case(["sweep", "{model}", "--hw", "a100", "--batch", "1..4"], 2,
-                               ["sweep reads each one and is capped at 2,097,152"],
+    # compare's and sweep's text names a repeat's copies as runs (0.9.0; before, refused past
+    # 2,097,152 GEMMs and ops whatever the format); their JSON and CSV list each copy, capped
+    # by the rows they would write
+    "repeat-10**6-compare": Case(["compare", "{model}", "--hw", "a100", "--hw", "h100"], 0,
+                                 model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-compare-json": Case(["compare", "{model}", "--hw", "a100", "--hw", "h100",
+                                       "--format", "json"], 2,
+                                      ["the step's 2,999,999 GEMMs on 2 devices are 5,999,998 "
+                                       "rows; --format json lists each one and is capped at "
+                                       "2,097,152 rows"], model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-sweep": Case(["sweep", "{model}", "--hw", "a100", "--batch", "1..4"], 0,
                                model=LINEAR_REPEAT % 10**6),
+    "repeat-10**6-sweep-csv": Case(["sweep", "{model}", "--hw", "a100", "--batch", "1..4",
+                                    "--format", "csv"], 2,
+                                   ["3 points of 2,999,999 GEMMs each are 8,999,997 rows; "
+                                    "--format csv lists every GEMM at every point and is "
+                                    "capped at 1,000,000"], model=LINEAR_REPEAT % 10**6),
     "repeat-not-chaining": Case(AN, 2, ["model.yaml: layers[0].repeat: 'fc1' takes 64 but "
                                         "gives 32: its copies cannot follow each other"],
                                 model=LINEAR_REPEAT.replace("in: 8, out: 8", "in: 64, out: 32")

@@ -148,5 +148,5 @@ def test_layers_are_found_by_name_from_their_runs():
     assert [(layer.name, n) for layer, n in layers.runs_in(3, 6)] == [("blk", 3)]
     clash = network_from_yaml(HEAD + "mode: train\nlayers:\n"
                               f"  - {BLOCK.replace('}', ', repeat: 4}') % ''}\n"
-                              "  - {type: linear, in: 64, out: 64, name: blk.2.attn}\n").layers
-    assert clash.index_of("blk.2.attn") == 4 and clash.sole_copies("blk", 0, 4) is None
+                              "  - {type: linear, in: 64, out: 64, name: blk.tail}\n").layers
+    assert clash.index_of("blk.tail") == 4 and clash.sole_copies("blk", 0, 4) is None

@@ -56,7 +56,7 @@ from .serving_tp import DEFAULT_GPUS_PER_NODE, checked, requested, serve
 from .whatif_comparison import Comparison
 from .whatif_dtype import nearest_dtype, substitute_dtype
 from .whatif_gemm import gemm_network
-from .whatif_limits import _check_grid, _check_items, _check_rows
+from .whatif_limits import _check_grid, _check_items
 from .whatif_sweep import Sweep
 from .whatif_values import _values
 
@@ -156,7 +156,6 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
         network.with_overrides(seq=prompt).check()
     else:
         network.check()  # a missing batch, dtype or seq is named once, not per device
-    _check_rows(network, "compare")
     run = _Run(quantization, prompt, generate, _serving(network, tp, gpus_per_node, intra))
     specs = [hardware_spec(entry) for entry in hardware]
     run.check_links(specs)  # a device without an intra-node link, before any analysis
@@ -233,7 +232,6 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
         raise InputError("sweep", "", f"give the batches or the sequence lengths to sweep "
                                       f"({option('batches')} or {option('seqs')})")
     network, spec = _network(model, "sweep", **overrides), hardware_spec(hardware)
-    _check_rows(network, "sweep")
     # a seq on a model without a transformer is analyze's: an MLP applied per token (batch x
     # seq rows, a prefill), refused with analyze's words on an image model (Network.check)
     seq_values = _values(seqs, "seqs") if seqs is not None else ()

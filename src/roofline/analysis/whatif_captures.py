@@ -19,7 +19,7 @@ from ..model.capture_factory import capture_factory, takes_batch
 from ..model.network import Network, check_overrides
 from .generation import checked_source, refuse_captured
 from .report import Report, analyze
-from .whatif_limits import _check_captures, _check_grid, _check_items, _check_rows
+from .whatif_limits import _check_captures, _check_grid, _check_items
 from .whatif_sweep import Sweep
 from .whatif_values import _values
 
@@ -57,8 +57,6 @@ def captured_sweep(spec: str, hardware: HardwareSpec, batches: str | int | Itera
     for index, batch in enumerate(values):
         network = _captured(spec, batch, f" at batch {batch} ({index + 1} of {len(values)})",
                             settings, progress).with_overrides(**overrides)
-        if not reports:
-            _check_rows(network, "sweep")
         reports.append(analyze(network, hardware, quantization))
         if len(reports) == 1:
             _check_items(reports[0], len(values), 1, values)

@@ -5,11 +5,12 @@ JSON contract."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from ..model.repeats import named
+from ..model.item_numbers import Names, grouped, same_runs
+from ..model.repeats import first_copies, named
 from .generation import point_step
 from .predict import basis_of, fit_of, library_of, predicts
 from .report import GemmResult, Report, gemm_of
@@ -17,6 +18,8 @@ from .serving_tp import served_fields
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+
+K = TypeVar("K", bound=Hashable)
 
 
 class GemmChange(NamedTuple):
@@ -169,6 +172,41 @@ class Comparison:
                 found[key] = self._change(base, other, report)
             yield name, found[key]
 
+    def grouped_changes(self, report: Report, key: Callable[[GemmChange], K]
+                        ) -> dict[K, Names]:
+        """The GEMMs grouped by ``key`` of why each gains or loses on ``report``'s device
+        (``why``), in the order each key first comes: their numbers as runs where the devices'
+        steps share their runs (a repeat's copies share their change: worked out, and
+        grouped, once a distinct pair of templates, ``model.item_numbers.grouped``), else
+        their names."""
+        return grouped([self.baseline.results, report.results],
+                       lambda pair: key(self._change(pair[0], pair[1], report)), gemm_of)
+
+    def listed(self) -> Iterator[tuple[str, str, tuple[GemmResult, ...]]]:
+        """Every GEMM, a repeat's copies included, as its name, its layer and its result on
+        each device (the baseline's first; a repeat's copies read their stored result, not
+        renamed: its figures are the copy's), in numbering order: what the JSON and CSV list,
+        each copy named beside its stored result, none built (they had built each copy's
+        result five times a device: 22 s for 10**4 blocks on three devices)."""
+        steps = [named(r.results, gemm_of) for r in self.reports]
+        for at in zip(*steps, strict=True):
+            name, layer, _, _ = at[0]
+            yield name, layer, tuple(result for _, _, _, result in at)
+
+    def first_copies(self) -> Iterator[tuple[GemmResult, ...]]:
+        """Each GEMM a table shows (not a repeated copy: copy number 0) as its result on each
+        device, the baseline's first, in numbering order; read run by run where the devices'
+        steps share their runs."""
+        steps = [r.results for r in self.reports]
+        if same_runs(steps):
+            for results in zip(*map(first_copies, steps), strict=True):
+                if not results[0].gemm.copy:
+                    yield results
+            return
+        for index, result in enumerate(self.baseline.results):
+            if not result.gemm.copy:
+                yield tuple(r.results[index] for r in self.reports)
+
     def _change(self, base: GemmResult, other: GemmResult, report: Report) -> GemmChange:
         """Why ``other`` (a GEMM on ``report``'s device) runs faster or slower than ``base``
         (the same GEMM on the baseline)."""
@@ -215,16 +253,16 @@ class Comparison:
                             "fits": self.fits(report)}
                            | served_fields(report) | self._generation_dict(report))
         gemms = []
-        for index, result in enumerate(base.results):
-            g = result.gemm
-            row: dict[str, Any] = {"name": g.name, "layer": g.layer, "pass": g.pass_,
+        hardware = [r.hardware.name for r in self.reports]
+        for name, layer, results in self.listed():
+            g, own = results[0].gemm, results[0].time_s
+            row: dict[str, Any] = {"name": name, "layer": layer, "pass": g.pass_,
                                    "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count}
-            row["time_s"] = {r.hardware.name: r.results[index].time_s for r in self.reports}
-            row["predicted_time_s"] = {r.hardware.name: r.results[index].predicted_time_s
-                                       for r in self.reports}
-            row["speedup"] = {r.hardware.name: self.gemm_speedup(index, r)
-                              for r in self.reports}
-            row["bound"] = {r.hardware.name: r.results[index].bound for r in self.reports}
+            row["time_s"] = {hw: x.time_s for hw, x in zip(hardware, results)}
+            row["predicted_time_s"] = {hw: x.predicted_time_s
+                                       for hw, x in zip(hardware, results)}
+            row["speedup"] = {hw: own / x.time_s for hw, x in zip(hardware, results)}
+            row["bound"] = {hw: x.bound for hw, x in zip(hardware, results)}
             gemms.append(row)
         gen = base.generation
         return {"model": first.name, "baseline": base.hardware.name, "batch": base.batch,

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..hardware.spec import HardwareSpec
 from ..model.gemm import Gemm
-from ..model.repeats import named
+from ..model.item_numbers import (
+    Names,
+    grouped,
+    grouped_names,
+    grouped_rows,
+    named_rows,
+    same_runs,
+)
+from ..model.repeats import Numbered, named
 from ..roof import bound as roof_bound
 from .batch import min_compute_bound_batch
 from .captured_scaling import one_batch_reason, scaled_gemm
@@ -121,6 +129,16 @@ class Sweep:
             out[name] = found[id(result)]
         return out
 
+    def transition_groups(self, report: Report | None = None) -> dict[int | None, Names]:
+        """The GEMMs grouped by ``transitions``' batch, each group's numbers as runs (a
+        repeat's copies share theirs: worked out once a distinct GEMM, and not named one by
+        one, ``model.item_numbers``), or of a captured module its GEMMs' names."""
+        if self.captured:
+            return grouped_names(self._captured_transitions[0])
+        report = report or self.reports[0]
+        hardware = report.hardware
+        return grouped([report.results], lambda at: _transition(at[0].gemm, hardware), gemm_of)
+
     @property
     def unknown_transitions(self) -> dict[str, str]:
         """Per GEMM whose transition is not known, why (a phrase): a captured module's GEMM
@@ -166,6 +184,10 @@ class Sweep:
         """``transitions`` at each swept seq (a grid's batch transitions move with the seq)."""
         return {seq: self.transitions(r) for seq, r in self._first_at_each_seq().items()}
 
+    def transition_groups_by_seq(self) -> dict[int, dict[int | None, Names]]:
+        """``transition_groups`` at each swept seq."""
+        return {seq: self.transition_groups(r) for seq, r in self._first_at_each_seq().items()}
+
     def max_batch_by_seq(self) -> dict[int, int | None]:
         """The largest batch that fits in memory at each swept seq (None: no capacity)."""
         return {seq: r.memory.max_batch if r.memory else None
@@ -183,10 +205,90 @@ class Sweep:
         if none is; None for a model without a sequence, or for generations (their lengths are
         given). The search assumes a GEMM stays compute-bound once it is (its intensity does
         not fall as seq grows)."""
+        found = self._seq_found
+        if found is None or isinstance(found, dict):
+            return None if found is None else dict(found)
+        results = self.reports[0].results
+        assert isinstance(results, Numbered)
+        return dict(named_rows(results, found))
+
+    def seq_transition_groups(self) -> dict[int | None, Names] | None:
+        """The GEMMs grouped by ``seq_transitions``' seq, each group's numbers as runs (or the
+        names of GEMMs not in runs); None where there is no such search."""
+        found = self._seq_found
+        if found is None or isinstance(found, dict):
+            return None if found is None else grouped_names(found)
+        results = self.reports[0].results
+        assert isinstance(results, Numbered)
+        return grouped_rows(results, found)
+
+    @cached_property
+    def _seq_found(self) -> list[list[int | None]] | dict[str, int | None] | None:
+        """``seq_transitions``' search: run by run, the seq found for each GEMM of one copy
+        (each run's copies are the same GEMM at every seq: searched once), where the step at
+        every seq searched has the same runs as the first point's; else by name."""
         first = self.reports[0]
         network = first.network
         if network.seq is None or self.generating:
             return None
+        if same_runs([first.results]):
+            try:
+                return self._seq_search_runs()
+            except _OtherRuns:
+                pass
+        return self._seq_search_names()
+
+    def _seq_search_runs(self) -> list[list[int | None]]:
+        """The search of ``_seq_found`` over the runs of the first point's GEMMs, each GEMM
+        of a run's copy (its intensity against the ridge of its dtype at each seq probed
+        worked out once per distinct template); ``_OtherRuns`` where a seq's step is laid
+        out otherwise."""
+        first = self.reports[0]
+        network, results = first.network, first.results
+        assert isinstance(results, Numbered)
+        shape = [(start, count, len(items)) for start, count, items in results.blocks()]
+        limit = self.seq_limit
+        ridges: dict[str, float] = {}
+        cache: dict[int, list[list[bool]]] = {}
+
+        def bound_at(seq: int) -> list[list[bool]]:
+            if seq not in cache:
+                # a search, not a user's seq: past batch x seq's bound on purpose
+                gemms = replace(network, seq=seq).expand()[0]
+                if not isinstance(gemms, Numbered) or [
+                        (start, count, len(items))
+                        for start, count, items in gemms.blocks()] != shape:
+                    raise _OtherRuns
+                rows: list[list[bool]] = []
+                seen: dict[int, list[bool]] = {}
+                for _, _, items in gemms.blocks():
+                    if id(items) not in seen:
+                        seen[id(items)] = [g.intensity >= ridges.setdefault(
+                            g.dtype, self.hardware.ridge(g.dtype)) for g in items]
+                    rows.append(seen[id(items)])
+                cache[seq] = rows
+            return cache[seq]
+
+        out: list[list[int | None]] = []
+        for i, (_, _, items) in enumerate(results.blocks()):
+            row: list[int | None] = []
+            for j in range(len(items)):
+                if not bound_at(limit)[i][j]:
+                    row.append(None)
+                    continue
+                low, high = 0, limit  # bound at high; not at low (or low is 0)
+                while high - low > 1:
+                    middle = (low + high) // 2
+                    low, high = (low, middle) if bound_at(middle)[i][j] else (middle, high)
+                row.append(high)
+            out.append(row)
+        return out
+
+    def _seq_search_names(self) -> dict[str, int | None]:
+        """The search of ``_seq_found`` GEMM by GEMM, each found by its name at every seq
+        probed."""
+        first = self.reports[0]
+        network = first.network
         limit = self.seq_limit
         ridges: dict[str, float] = {}
         cache: dict[int, dict[str, bool]] = {}
@@ -299,6 +401,11 @@ class Sweep:
         from ..plot import plot_batch_sweep
 
         return plot_batch_sweep(list(self.reports), ax=ax, **options)
+
+
+class _OtherRuns(Exception):
+    """A step searched at another seq is laid out in other runs than the first point's: the
+    search goes GEMM by GEMM, by name (``Sweep._seq_search_names``)."""
 
 
 def _transition(gemm: Gemm, hardware: HardwareSpec) -> int | None:

@@ -309,6 +309,23 @@ class Numbered(Sequence[T]):
         return tuple(ItemRun(self.items_of(run), run.count, run.layer, run.start, run.first)
                      for run in self._runs)
 
+    @property
+    def prefix(self) -> str:
+        """What its items' names begin with, their number after it (``MM``, ``OP``)."""
+        return self._prefix
+
+    def blocks(self) -> Iterator[tuple[int, int, tuple[T, ...]]]:
+        """Each run as (the number of its first item, its copies, the items of one copy this
+        sequence reads): copy c's item j is numbered first + c x len(items) + j, whatever
+        the copy's own number (``model.item_numbers`` groups items so)."""
+        for run in self._runs:
+            yield run.start + 1, run.count, self.items_of(run)
+
+    def layer_runs(self) -> Iterator[LayerRun[Any]]:
+        """Each run's layer run (its copy numbers, ``LayerRun.number``), as ``blocks``."""
+        for run in self._runs:
+            yield run.layer
+
     def map(self, change: Callable[[T], Any], build: Callable[[Any, str, str, int], Any],
             layer_of: Callable[[Any], str]) -> Numbered[Any]:
         """These items with ``change`` applied to each distinct template tuple's items once
@@ -467,6 +484,22 @@ def first_copies(items: Sequence[T]) -> Iterable[T]:
     """The first copy of each run of ``items`` (every item when they are not in runs): every
     item of copy 0 among them, in order."""
     return items.firsts() if isinstance(items, Numbered) else items
+
+
+def items_per_run(items: Sequence[T]) -> int:
+    """How many items one copy of each run holds (a plain sequence's length): what working
+    through a step run by run reads, a repeat's copies counted once."""
+    if isinstance(items, Numbered):
+        return sum(len(templates) for _, _, templates in items.blocks())
+    return len(items)
+
+
+def repeated_count(items: Sequence[T], copy: Callable[[T], int]) -> int:
+    """How many of ``items`` repeat a first copy (copy number above 0, ``copy(item)``): of
+    runs, counted run by run (``Numbered.repeated``)."""
+    if isinstance(items, Numbered):
+        return items.repeated()
+    return sum(1 for item in items if copy(item))
 
 
 def distinct(items: Sequence[T]) -> Iterable[T]:

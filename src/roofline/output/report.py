@@ -16,7 +16,8 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RooflineError, option
-from ..model.repeats import MAX_LISTED, Layers, Numbered, distinct, named
+from ..model.item_numbers import ItemNumbers
+from ..model.repeats import MAX_LISTED, Layers, Numbered, distinct, named, repeated_count
 from ..units import count, rate_unit, seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings, past_memory, tier_hint
 from .hardware import capacity_text
@@ -34,9 +35,19 @@ if TYPE_CHECKING:
 PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-weight": "bwd-wgt"}
 
 
-def compact_names(names: Sequence[str], limit: int = 4) -> str:
+def compact_names(names: Sequence[str] | ItemNumbers, limit: int = 4) -> str:
     """One label for coincident GEMMs: ``MM1,MM5``; runs of three or more become ``MM2-MM4``;
-    past ``limit`` pieces the rest is counted: ``MM1,MM3,MM5,MM7,+4``."""
+    past ``limit`` pieces the rest is counted: ``MM1,MM3,MM5,MM7,+4``. ``names`` may be the
+    GEMMs' numbers as runs (``ItemNumbers``, a repeat's copies among them): the same label,
+    its pieces counted run by run, no name written but those shown."""
+    if isinstance(names, ItemNumbers):
+        if names.prefix != "MM":  # (only GEMM names are read as numbers)
+            return compact_names(names.names(), limit)
+        shown, total = names.pieces(limit)
+        texts = [f"MM{low}-MM{high}" if high > low else f"MM{low}" for low, high in shown]
+        if total > limit:
+            texts = texts[:limit - 1] + [f"+{total - limit + 1}"]
+        return ",".join(texts)
     if not names:
         return ""
     numbers = [re.fullmatch(r"MM(\d+)", n) for n in names]
@@ -198,13 +209,6 @@ def check_listed(reports: Sequence[Report], fmt: str, view: View) -> None:
         raise RooflineError(f"{reports[0].network.source}: the step has {rows:,} GEMMs and ops; "
                             f"{how} lists each one and is capped at {MAX_LISTED:,} rows (the "
                             f"table shows a repeated layer once)")
-
-
-def _repeated(items: Sequence[Any], copy: Callable[[Any], int]) -> int:
-    """How many of ``items`` repeat a first copy (copy number above 0)."""
-    if isinstance(items, Numbered):
-        return items.repeated()
-    return sum(1 for item in items if copy(item))
 
 
 def _rows(report: Report, results: Shown | Sequence[Any]
@@ -684,7 +688,7 @@ def _parameters(count: int, active: int) -> str:
 
 def repeat_note(report: Report, view: View) -> str | None:
     """Says how many rows a table hides because they repeat the first copy of a layer."""
-    hidden = _repeated(report.results, lambda r: r.gemm.copy) + _repeated(
+    hidden = repeated_count(report.results, lambda r: r.gemm.copy) + repeated_count(
         report.ops, lambda r: r.op.copy)
     if view.expand or not hidden:
         return None

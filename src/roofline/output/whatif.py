@@ -11,9 +11,11 @@ import csv
 import io
 from typing import TYPE_CHECKING, Any
 
-from ..model.repeats import named
+from ..analysis.whatif_limits import check_listed_comparison
+from ..model.repeats import repeated_count
 from ..units import seconds, times
 from . import generations
+from .csv_rows import csv_line, names_cells
 from .json import to_json
 from .report import LAYER_COLUMN, PASS_SHORT
 from .serving_tp import device_comm_lines
@@ -36,7 +38,9 @@ GEMM_NOTE = ("M is read as the batch: the shape is the forward GEMM of a linear 
 # ------------------------------------------------------------------------------------- compare
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:
-    """The compare JSON contract: ``Comparison.to_dict``'s numbers with the sentences."""
+    """The compare JSON contract: ``Comparison.to_dict``'s numbers with the sentences (every
+    GEMM listed: at most ``whatif_limits.MAX_LISTED``, ``check_listed_comparison``)."""
+    check_listed_comparison(c, "json")
     data = c.to_dict()
     for device, report in zip(data["devices"], c.reports):
         device["dtype_note"] = dtype_note(c, report)
@@ -101,18 +105,17 @@ def _generation_table(c: Comparison, markdown_rows: bool = False) -> list[str]:
 
 
 def _gemm_rows(c: Comparison) -> list[list[str]]:
+    """A row per GEMM, a repeated block's first copy only (the totals count every copy)."""
     short = [r.hardware.name for r in c.reports]
     rows = [["GEMM", "layer", "pass", "M", "N", "K", *short]]
-    for i, result in enumerate(c.baseline.results):
-        g = result.gemm
-        if g.copy:  # a repeated block's rows are shown once (the totals count every copy)
-            continue
+    for results in c.first_copies():
+        base = results[0]
+        g = base.gemm
         cells = []
-        for r in c.reports:
-            other = r.results[i]
+        for r, other in zip(c.reports, results):
             cell = f"{seconds(other.time_s)} {other.bound[0]}"
             if r is not c.baseline:
-                cell += f" {times(c.gemm_speedup(i, r))}"
+                cell += f" {times(base.time_s / other.time_s)}"
             cells.append(cell)
         rows.append([g.name, g.layer, PASS_SHORT[g.pass_], str(g.m), str(g.n),
                      str(g.k), *cells])
@@ -120,8 +123,9 @@ def _gemm_rows(c: Comparison) -> list[list[str]]:
 
 
 def _hidden_note(c: Comparison) -> list[str]:
-    """Says how many rows the GEMM table leaves out as repeated copies, if any."""
-    hidden = sum(1 for _, _, copy, _ in named(c.baseline.results, lambda r: r.gemm) if copy)
+    """Says how many rows the GEMM table leaves out as repeated copies, if any (counted run by
+    run)."""
+    hidden = repeated_count(c.baseline.results, lambda r: r.gemm.copy)
     return [f"({hidden} rows of repeated layer copies not shown: each repeats its first copy's; "
             f"the step times count every copy)"] if hidden else []
 
@@ -164,6 +168,7 @@ def comparison_csv(c: Comparison) -> str:
     first nine columns keep their places); then, of generations, the device's whole
     generation (``generations.CSV_FIELDS``); last, served over several GPUs (``--tp``), ``tp``:
     each row is one GPU's shard."""
+    check_listed_comparison(c, "csv")
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     served = c.tp > 1
@@ -171,15 +176,25 @@ def comparison_csv(c: Comparison) -> str:
                      "why", "m", "n", "k", "batch_count", "predicted_time_s",
                      *generations.csv_fields(c.generating), *(["tp"] if served else [])])
     whys = [why_texts(c, r) if r is not c.baseline else None for r in c.reports]
-    for i, base in enumerate(c.baseline.results):
-        for r, texts in zip(c.reports, whys):
-            other = r.results[i]
+    # per device, what ends each row: its generation's figures and the tp
+    tails = [[*generations.csv_values(r), *([c.tp] if served else [])] for r in c.reports]
+    # a row after its GEMM's name and layer, written once per device, stored results and why:
+    # a repeat's copies differ by their names only
+    rests: dict[tuple[int, int, int, str], str] = {}
+    for i, (name, layer, results) in enumerate(c.listed()):
+        base = results[0]
+        gemm = base.gemm
+        names = names_cells(name, layer)
+        for d, (r, other, texts, tail) in enumerate(zip(c.reports, results, whys, tails)):
             why = "" if texts is None else texts[i][1]
-            gemm = base.gemm
-            writer.writerow([gemm.name, gemm.layer, gemm.pass_, r.hardware.name,
-                             r.dtype, other.time_s, c.gemm_speedup(i, r), other.bound, why,
-                             gemm.m, gemm.n, gemm.k, gemm.batch_count, other.predicted_time_s,
-                             *generations.csv_values(r), *([c.tp] if served else [])])
+            key = (d, id(base), id(other), why)
+            line = rests.get(key)
+            if line is None:
+                line = rests[key] = csv_line([
+                    gemm.pass_, r.hardware.name, r.dtype, other.time_s,
+                    base.time_s / other.time_s, other.bound, why, gemm.m, gemm.n, gemm.k,
+                    gemm.batch_count, other.predicted_time_s, *tail])
+            buffer.write(f"{names},{line}")
     return buffer.getvalue()
 
 

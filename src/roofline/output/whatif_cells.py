@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model.repeats import named
+from ..model.item_numbers import grouped
 from ..units import seconds, si, times
 from .report import compact_names
 
@@ -61,10 +61,11 @@ def sweep_memory_cell(r: Report) -> str:
 
 
 def memory_bound_gemms(r: Report) -> str:
-    """A sweep row's memory-bound GEMMs: ``all``, ``none`` or their names, compacted (each
-    named beside its stored result, none built: a deep model has thousands)."""
-    memory = [name for name, _, _, x in named(r.results, lambda x: x.gemm)
-              if x.bound == "memory"]
+    """A sweep row's memory-bound GEMMs: ``all``, ``none`` or their names, compacted (their
+    numbers as runs, ``model.item_numbers.grouped``: a repeat's copies are not named one by
+    one)."""
+    memory = grouped([r.results], lambda at: at[0].bound == "memory",
+                     lambda x: x.gemm).get(True, [])
     if memory and len(memory) == len(r.results):
         return "all"
     return compact_names(memory, 6) or "none"

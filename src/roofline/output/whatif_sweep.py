@@ -9,8 +9,12 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.predict import predicts
+from ..analysis.report import gemm_of
+from ..analysis.whatif_limits import check_listed_sweep
+from ..model.repeats import named
 from ..units import seconds, si
 from . import generations
+from .csv_rows import csv_line, names_cells
 from .json import to_json
 from .table import aligned, markdown, markdown_text
 from .whatif_cells import _split, memory_bound_gemms, sweep_memory_cell, tp_comm_cell
@@ -22,7 +26,10 @@ if TYPE_CHECKING:
 
 
 def sweep_dict(s: Sweep) -> dict[str, Any]:
-    """The sweep JSON contract: ``Sweep.to_dict``'s numbers with the model's warnings."""
+    """The sweep JSON contract: ``Sweep.to_dict``'s numbers with the model's warnings (every
+    GEMM at every point listed: at most ``whatif_limits.MAX_SWEEP_LISTED`` rows,
+    ``check_listed_sweep``)."""
+    check_listed_sweep(s, "json")
     return s.to_dict() | {"warnings": [*past_context_note(s), *sweep_warnings(s)]}
 
 
@@ -94,6 +101,7 @@ def sweep_csv(s: Sweep) -> str:
     ``compute_bound_from`` is not known (``Sweep.unknown_transitions``), else empty; served
     over several GPUs (``--tp``), last, ``tp``: each row is one GPU's shard (its step times
     holding the group's communication)."""
+    check_listed_sweep(s, "csv")
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     served = s.tp > 1
@@ -108,24 +116,33 @@ def sweep_csv(s: Sweep) -> str:
     # a row's batch crossings are at its own seq (a seq sweep's too, not only a grid's)
     by_seq = s.transitions_by_seq() if len(s.seqs) > 1 else None
     seq_transitions = s.seq_transitions() or {}
+    first_seq = s.transitions()  # (at the first point's seq; every point's without a grid)
+    captured, last = s.captured, [s.tp] if served else []
     for r in s.reports:
         t = r.totals
-        transitions = by_seq[r.network.seq] if by_seq and r.network.seq else s.transitions()
-        for x in r.results:
-            name = x.gemm.name
-            writer.writerow([r.network.batch, name, x.gemm.intensity, x.bound, x.time_s,
-                             t["time_s"], r.batch / t["time_s"],
-                             t["memory_bound_time_fraction"],
-                             "" if transitions.get(name) is None else transitions[name],
-                             r.memory.total_bytes if r.memory else "",
-                             "" if r.memory is None or r.memory.fits is None
-                             else r.memory.fits,
-                             "" if r.network.seq is None else r.network.seq,
-                             "" if seq_transitions.get(name) is None
-                             else seq_transitions[name], x.predicted_time_s,
-                             t["predicted_time_s"], *generations.csv_values(r),
-                             *([unknown.get(name, "")] if s.captured else []),
-                             *([s.tp] if served else [])])
+        transitions = by_seq[r.network.seq] if by_seq and r.network.seq else first_seq
+        # what each of the point's rows repeats: its step's figures, memory, seq, generation
+        step = [t["time_s"], r.batch / t["time_s"], t["memory_bound_time_fraction"]]
+        held = [r.memory.total_bytes if r.memory else "",
+                "" if r.memory is None or r.memory.fits is None else r.memory.fits,
+                "" if r.network.seq is None else r.network.seq]
+        tail = [t["predicted_time_s"], *generations.csv_values(r)]
+        # a row after its name, written once per stored result and crossings: a repeat's
+        # copies differ by their names only
+        rests: dict[tuple[int, Any, Any, Any], str] = {}
+        head = ("" if r.network.batch is None else str(r.network.batch)) + ","
+        for name, _, _, x in named(r.results, gemm_of):  # none built (a repeat's copies)
+            batch_from, seq_from = transitions.get(name), seq_transitions.get(name)
+            why = unknown.get(name, "") if captured else None
+            key = (id(x), batch_from, seq_from, why)
+            line = rests.get(key)
+            if line is None:
+                line = rests[key] = csv_line([
+                    x.gemm.intensity, x.bound, x.time_s, *step,
+                    "" if batch_from is None else batch_from, *held,
+                    "" if seq_from is None else seq_from, x.predicted_time_s, *tail,
+                    *([why] if captured else []), *last])
+            buffer.write(f"{head}{names_cells(name)},{line}")
     return buffer.getvalue()
 
 

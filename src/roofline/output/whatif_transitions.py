@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..model.item_numbers import grouped_names
 from . import generations
 from .report import compact_names, step_line
 
 if TYPE_CHECKING:
     from ..analysis.whatif_sweep import Sweep
+    from ..model.item_numbers import Names
 
 
-def _grouped(transitions: dict[str, int | None], unit: str, limit: int | None,
+def _grouped(groups: dict[int | None, Names], unit: str, limit: int | None,
              never: str = "never") -> list[str]:
-    groups: dict[int | None, list[str]] = {}
-    for name, value in transitions.items():
-        groups.setdefault(value, []).append(name)
+    """A line per group of GEMMs that turn compute-bound at one value (``Sweep.transition_groups``
+    and the like), the smallest first, never last."""
     order = sorted(groups, key=lambda b: (b is None, b or 0))
 
     def mark(b: int | None) -> str:
@@ -37,20 +38,20 @@ def transition_lines(s: Sweep) -> list[str]:
     lines: list[str] = []
     if s.grid:
         limits = s.max_batch_by_seq()
-        for seq, transitions in s.transitions_by_seq().items():
+        for seq, transitions in s.transition_groups_by_seq().items():
             lines += [f"compute-bound from (closed form, any batch) at seq {seq}:",
                       *_grouped(transitions, "batch", limits[seq])]
     elif s.generating:
         shown = generations.step_shown(s.reports[0], brackets=False)
         lines += [f"compute-bound from (closed form, any batch), {shown}:",
-                  *_grouped(s.transitions(), "batch", s.max_batch)]
+                  *_grouped(s.transition_groups(), "batch", s.max_batch)]
     elif s.captured:
         lines += _captured_lines(s)
     elif s.axis == "batch":
         lines += ["compute-bound from (closed form, any batch)"
                   + (f" at seq {first.seq}:" if first.seq is not None else ":"),
-                  *_grouped(s.transitions(), "batch", s.max_batch)]
-    by_seq = s.seq_transitions()
+                  *_grouped(s.transition_groups(), "batch", s.max_batch)]
+    by_seq = s.seq_transition_groups()
     if by_seq is not None:
         which = " (the sweep's first)" if s.axis == "batch" and len(s.batches) > 1 else ""
         lines += [f"compute-bound from (searched, any seq up to {s.seq_limit}) at batch "
@@ -78,7 +79,8 @@ def _captured_lines(s: Sweep) -> list[str]:
     if known:
         lines += [f"compute-bound from (closed form over the dimension that grew in proportion "
                   f"to the batch across the captures at batches {_batches(s.batches)}; "
-                  f"assumed to keep doing so):", *_grouped(known, "batch", s.max_batch)]
+                  f"assumed to keep doing so):",
+                  *_grouped(grouped_names(known), "batch", s.max_batch)]
     reasons: dict[str, list[str]] = {}
     for name, why in unknown.items():
         reasons.setdefault(why, []).append(name)

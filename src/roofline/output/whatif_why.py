@@ -13,6 +13,7 @@ from .report import compact_names
 if TYPE_CHECKING:
     from ..analysis.report import Report
     from ..analysis.whatif_comparison import Comparison, GemmChange
+    from ..model.item_numbers import Names
 
 
 def change_text(change: GemmChange, baseline: str) -> str:
@@ -44,12 +45,12 @@ def why_texts(c: Comparison, report: Report) -> list[tuple[str, str]]:
             for name, change in c.changes(report)]
 
 
-def why_groups(c: Comparison, report: Report) -> dict[str, list[str]]:
-    """The GEMMs' names grouped by why they gain or lose on ``report``'s device."""
-    groups: dict[str, list[str]] = {}
-    for name, why in why_texts(c, report):
-        groups.setdefault(why, []).append(name)
-    return groups
+def why_groups(c: Comparison, report: Report) -> dict[str, Names]:
+    """The GEMMs grouped by why they gain or lose on ``report``'s device, in the order each
+    reason first comes: their numbers as runs (``Comparison.grouped_changes``; a repeat's
+    copies are not named one by one), for ``compact_names``."""
+    baseline = c.baseline.hardware.name
+    return c.grouped_changes(report, lambda change: change_text(change, baseline))
 
 
 def _why_lines(c: Comparison) -> list[str]:

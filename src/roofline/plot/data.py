@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..errors import PlotError
-from ..model.repeats import Numbered, first_copies, named
+from ..model.item_numbers import ItemNumbers, same_runs
+from ..model.repeats import LayerRun, Numbered, first_copies, named
 from ..output.report import compact_names
 from ..roof import ridge_point
 from ..units import nice_above, nice_below
@@ -280,23 +281,99 @@ def chart_limits(reports: Sequence[Report], other_dtypes: bool) -> tuple[Range, 
     return x_range, (nice_below(min(lows)), nice_above(max(ceilings) * 1.5))
 
 
+@dataclass
+class SweepCurve:
+    """The GEMMs one sweep curve stands for: each one's name in numbering order, a repeat's
+    every copy's (``names``), the names of those of copy 0 (``firsts``) and how many copy
+    numbers they cover (``copies``); labelled ``MM1,MM5 x32`` (``label``)."""
+
+    names: list[str]
+    firsts: list[str]
+    copies: int
+
+    @property
+    def label(self) -> str:
+        """The first copy's GEMM names, and ``x32`` when the curve stands for 32 copies."""
+        return copies_label(self.firsts, self.copies)
+
+
 def sweep_series(reports: Sequence[Report], metric: str
-                 ) -> list[tuple[list[Gemm], list[float | None]]]:
+                 ) -> list[tuple[SweepCurve, list[float | None]]]:
     """``(GEMMs, values per batch)`` of reports at several batches: intensity (FLOP/B) or
     attainable throughput (TFLOP/s) by ``metric``, GEMMs whose values coincide at every batch
     merged into one curve. A GEMM is followed by its name (``at_each``): a captured module
-    may run other GEMMs at another batch, and one a point lacks has None there (a gap)."""
+    may run other GEMMs at another batch, and one a point lacks has None there (a gap). Where
+    every point's step is laid out in the same runs (a model file's), each run's copies are
+    the same GEMM at every point: worked out run by run (``_run_series``), a repeat's copies
+    not built one by one."""
     def value(result: GemmResult) -> float:
         if metric == "intensity":
             return result.gemm.intensity
         return result.attainable_flops_per_s / 1e12
 
+    steps = [r.results for r in reports]
+    if same_runs(steps):
+        return _run_series(steps, value)
     series: dict[tuple[float | None, ...], tuple[list[Gemm], list[float | None]]] = {}
-    for found in at_each([r.results for r in reports], lambda r: r.gemm):
+    for found in at_each(steps, lambda r: r.gemm):
         ys = [None if r is None else value(r) for r in found]
         key = tuple(None if y is None else round(math.log10(y), 9) for y in ys)
         series.setdefault(key, ([], ys))[0].append(next(r for r in found if r).gemm)
-    return list(series.values())
+    return [(SweepCurve([g.name for g in gemms],
+                        [g.name for g in gemms if g.copy == 0] or [gemms[0].name],
+                        len({g.copy for g in gemms})), ys)
+            for gemms, ys in series.values()]
+
+
+def _run_series(steps: list[Sequence[GemmResult]], value: Callable[[GemmResult], float]
+                ) -> list[tuple[SweepCurve, list[float | None]]]:
+    """``sweep_series`` of steps laid out in the same runs: the GEMMs at each place of one
+    copy of a run (their values at every point read from the stored results) stand for that
+    run's every copy."""
+    # per curve: its values, its GEMMs' numbers as runs, copy 0's names, copy-number spans
+    series: dict[tuple[float, ...], tuple[list[float | None], ItemNumbers, list[int],
+                                          list[tuple[int, int]]]] = {}
+    for first, period, count, j, layer, found in _places(steps):
+        ys: list[float | None] = [value(r) for r in found]
+        key = tuple(round(math.log10(y), 9) for y in ys if y is not None)
+        _, numbers, firsts, spans = series.setdefault(key, (ys, ItemNumbers("MM"), [], []))
+        numbers.add(first, period, count, (j,))
+        if layer.first_copy == 0:  # its copy 0 (the last of a run walked backward)
+            firsts.append(first + (count - 1 if layer.reverse else 0) * period + j)
+        spans.append((layer.first_copy, layer.first_copy + count))
+    out = []
+    for ys, numbers, firsts, spans in series.values():
+        names = numbers.names()
+        shown = [f"MM{n}" for n in sorted(firsts)] or names[:1]
+        out.append((SweepCurve(names, shown, _covered(spans)), ys))
+    return out
+
+
+def _places(steps: Sequence[Sequence[_R]]
+            ) -> Iterator[tuple[int, int, int, int, LayerRun[object], tuple[_R, ...]]]:
+    """Each place of one copy of each run of ``steps`` (laid out in the same runs) in
+    numbering order: the run's first item number, items a copy, copies, the place, the run's
+    layer run (its copy numbers) and the stored item there at each step."""
+    runs = [s.blocks() for s in steps if isinstance(s, Numbered)]
+    head = steps[0]
+    assert isinstance(head, Numbered)
+    for layer, parts in zip(head.layer_runs(), zip(*runs, strict=True), strict=True):
+        first, count, items = parts[0]
+        for j in range(len(items)):
+            yield first, len(items), count, j, layer, tuple(p[2][j] for p in parts)
+
+
+def _covered(spans: list[tuple[int, int]]) -> int:
+    """How many numbers the ranges ``[start, stop)`` cover together."""
+    total, reach = 0, None
+    for start, stop in sorted(spans):
+        if reach is None or start > reach:
+            total += stop - start
+            reach = stop
+        elif stop > reach:
+            total += stop - reach
+            reach = stop
+    return total
 
 
 def at_each(points: Sequence[Sequence[_R]], item_of: Callable[[_R], _P]
@@ -328,25 +405,36 @@ def op_sweep_series(reports: Sequence[Report], metric: str
         return result.attainable_flops_per_s / 1e12
 
     first, last = reports[0], reports[-1]
-    # per curve: its kind, its ops' copies, values, and bytes at the first and last point
-    series: dict[tuple[object, ...], tuple[str, set[int], list[float | None], list[int]]] = {}
-    for found in at_each([r.ops for r in reports], lambda r: r.op):
+    # per curve: its kind, its ops' copy-number spans, values, and bytes at the first and last
+    # point; where every point's ops are laid out in the same runs (a model file's), each
+    # run's copies are read once, their bytes times the copies (``_places``)
+    series: dict[tuple[object, ...], tuple[str, list[tuple[int, int]], list[float | None],
+                                           list[int]]] = {}
+    steps = [r.ops for r in reports]
+    if same_runs(steps):
+        places: Iterator[tuple[list[OpResult | None], int, int]] = (
+            (list(found), layer.first_copy, count)
+            for _, _, count, _, layer, found in _places(steps))
+    else:
+        places = ((found, next(r for r in found if r).op.copy, 1)
+                  for found in at_each(steps, lambda r: r.op))
+    for found, copy, count in places:
         op = next(r for r in found if r).op
         if not op.flops:
             continue
         ys = [None if r is None else value(r) for r in found]
         key = (op.kind, *(None if y is None else round(math.log10(y), 9) for y in ys))
-        kind, copies, _, nbytes = series.setdefault(key, (op.kind, set(), ys, [0, 0]))
-        copies.add(op.copy)
-        nbytes[0] += 0 if found[0] is None else found[0].op.bytes
-        nbytes[1] += 0 if found[-1] is None else found[-1].op.bytes
+        kind, spans, _, nbytes = series.setdefault(key, (op.kind, [], ys, [0, 0]))
+        spans.append((copy, copy + count))
+        nbytes[0] += 0 if found[0] is None else found[0].op.bytes * count
+        nbytes[1] += 0 if found[-1] is None else found[-1].op.bytes * count
     out = []
-    for kind, copies, ys, (start, end) in series.values():
+    for kind, spans, ys, (start, end) in series.values():
         share = (start / first.totals["bytes"], end / last.totals["bytes"])
         grew = share[1] >= MOVED * share[0] and share[1] >= MAJOR_SHARE
         drawn = [y for y in ys if y is not None]
         if grew or max(drawn) >= MOVED * min(drawn):
-            out.append((copies_label([kind], len(copies)) + " (op)", ys))
+            out.append((copies_label([kind], _covered(spans)) + " (op)", ys))
     return out
 
 
@@ -357,8 +445,3 @@ MOVED = 1.5
 MAJOR_SHARE = 0.25
 
 
-def series_label(gemms: list[Gemm]) -> str:
-    """A sweep curve's label: the first copy's GEMM names, and ``x32`` when the curve stands
-    for 32 copies."""
-    first = [g.name for g in gemms if g.copy == 0] or [gemms[0].name]
-    return copies_label(first, len({g.copy for g in gemms}))

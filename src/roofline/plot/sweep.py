@@ -16,7 +16,6 @@ from .data import (
     as_reports,
     main_roof,
     op_sweep_series,
-    series_label,
     sweep_series,
 )
 from .figure import label_log_axis, legend_below, new_axes
@@ -54,10 +53,9 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
                         f"{axis} moves (its table holds every point)")
     ax = ax if ax is not None else new_axes((10.0, 6.5))
     batches = [(r.network.seq or 0) if axis == "seq" else r.batch for r in items]
-    for index, (gemms, ys) in enumerate(series):
-        names = [g.name for g in gemms]
+    for index, (curve, ys) in enumerate(series):
         ax.plot(batches, _gaps(ys), marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
-                label=series_label(gemms), gid=f"sweep:{','.join(names)}")
+                label=curve.label, gid=f"sweep:{','.join(curve.names)}")
     for index, (label, ys) in enumerate(ops):  # the ops the sweep moves, grey, square markers
         ax.plot(batches, _gaps(ys), marker="s", ms=4, color=("#555555", "#999999")[index % 2],
                 ls=(":", "-.")[index % 2], label=label, gid=f"sweep-op:{label}")

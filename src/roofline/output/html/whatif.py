@@ -10,6 +10,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from ...analysis.predict import basis_of, predicts
+from ...model.repeats import first_copies, repeated_count
 from ...units import nice_above, nice_below, rate_unit, seconds, si, times
 from .. import generations
 from ..fit_bands import no_fit_bands
@@ -179,7 +180,7 @@ def _compare_charts(c: Comparison, prefix: str) -> str:
         per_device.append([svg.Point(x.gemm.intensity, x.attainable_flops_per_s / 1e12, x.bound,
                                      False, f"{prefix}-{x.gemm.name}",
                                      f"{r.hardware.name}: " + gemm_tip(x))
-                           for x in r.results if not x.gemm.copy])
+                           for x in first_copies(r.results) if not x.gemm.copy])
     roofs = [(r.peak_flops_per_s / 1e12, r.bandwidth_bytes_per_s / 1e9) for r in c.reports]
     x_range, y_range = svg.roofline_ranges([(p.x, p.y) for ps in per_device for p in ps], roofs)
     charts = []
@@ -187,7 +188,7 @@ def _compare_charts(c: Comparison, prefix: str) -> str:
         chart = svg.roofline_chart(points, peak, gbs, x_range, y_range,
                                    f"roofline on {r.hardware.name}", rate_unit(r.dtype),
                                    other_peaks(r))
-        ops = sum(1 for o in r.ops if not o.op.copy)
+        ops = len(r.ops) - repeated_count(r.ops, lambda o: o.op.copy)
         drawn = (f": its GEMMs; its {ops} other op{'s' if ops != 1 else ''} (first copies) "
                  f"count in the step times above, not drawn here (analyze's page draws them)"
                  if ops else "")
@@ -204,19 +205,17 @@ def _gemm_table(c: Comparison, prefix: str) -> str:
         if r is not c.baseline:
             header.append((f"{r.hardware.name} speedup", False))
     rows = []
-    for i, result in enumerate(c.baseline.results):
+    for results in c.first_copies():
+        result = results[0]
         g = result.gemm
-        if g.copy:
-            continue
         cells = [name_cell(g.name), name_cell(g.layer), Cell(str(g.m)), Cell(str(g.n)),
                  Cell(str(g.k))]
-        for r in c.reports:
-            other = r.results[i]
+        for r, other in zip(c.reports, results):
             bound = bound_cell(other.bound)
             cells.append(Cell(f"{bound.text.split()[0]} {seconds(other.time_s)}",
                               other.time_s))
             if r is not c.baseline:
-                speedup = c.gemm_speedup(i, r)
+                speedup = result.time_s / other.time_s
                 cells.append(Cell(times(speedup), speedup))
         rows.append((f' id="{prefix}-{escape(g.name)}" tabindex="0" class="{result.bound[0]}"',
                      cells))
@@ -280,10 +279,7 @@ def _sweep_charts(s: Sweep) -> str:
     axis = s.axis
     xs = [s.x(r) for r in reports]
     x_range = (nice_below(min(xs) / 1.5), nice_above(max(xs) * 1.5))
-    groups: dict[int | None, list[str]] = {}
-    transitions = s.transitions() if axis == "batch" else (s.seq_transitions() or {})
-    for name, value in transitions.items():
-        groups.setdefault(value, []).append(name)
+    groups = s.transition_groups() if axis == "batch" else (s.seq_transition_groups() or {})
     marks = [svg.Mark(b, f"{compact_names(names, 3)} \u2192 compute")
              for b, names in sorted(groups.items(), key=lambda i: (i[0] is None, i[0] or 0))
              if b is not None and x_range[0] <= b <= x_range[1]]
