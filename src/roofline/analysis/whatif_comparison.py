@@ -150,8 +150,14 @@ class Comparison:
 
     def gemm_speedup(self, index: int, report: Report) -> float:
         """GEMM ``index``'s roofline time on the baseline over its time on ``report``'s
-        device."""
-        return self.baseline.results[index].time_s / report.results[index].time_s
+        device (``result_speedup``)."""
+        return self.result_speedup(self.baseline.results[index], report.results[index])
+
+    @staticmethod
+    def result_speedup(base: GemmResult, other: GemmResult) -> float:
+        """A GEMM's roofline time on the baseline (``base``) over its time on another device
+        (``other``): what ``gemm_speedup`` and the JSON's ``speedup`` give."""
+        return base.time_s / other.time_s
 
     def why(self, index: int, report: Report) -> GemmChange:
         """Why GEMM ``index`` runs faster or slower on ``report``'s device than on the
@@ -255,13 +261,14 @@ class Comparison:
         gemms = []
         hardware = [r.hardware.name for r in self.reports]
         for name, layer, results in self.listed():
-            g, own = results[0].gemm, results[0].time_s
+            g = results[0].gemm
             row: dict[str, Any] = {"name": name, "layer": layer, "pass": g.pass_,
                                    "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count}
             row["time_s"] = {hw: x.time_s for hw, x in zip(hardware, results)}
             row["predicted_time_s"] = {hw: x.predicted_time_s
                                        for hw, x in zip(hardware, results)}
-            row["speedup"] = {hw: own / x.time_s for hw, x in zip(hardware, results)}
+            row["speedup"] = {hw: self.result_speedup(results[0], x)
+                              for hw, x in zip(hardware, results)}
             row["bound"] = {hw: x.bound for hw, x in zip(hardware, results)}
             gemms.append(row)
         gen = base.generation
