@@ -33,7 +33,7 @@ def _config(tmp_path, name="llama-3-70b", **changes):
 
 def _decode(path, tp, batch=1, seq=1024):
     return analyze_model(path, H100, batch=batch, mode="inference", phase="decode", seq=seq,
-                         tp=tp, gpus_per_node=16)
+                         tp=tp, gpus_per_node=16, intra="nvswitch-h100")
 
 
 def test_tp_16_gives_each_gpu_one_of_the_8_kv_heads(tmp_path):
@@ -72,7 +72,8 @@ def test_the_weights_a_gpu_holds_count_the_replicated_k_and_v(tmp_path):
 def test_json_and_header_say_the_kv_heads_are_replicated(invoke, tmp_path):
     path = _config(tmp_path)
     args = ("analyze", str(path), "--hw", H100, "--mode", "inference", "--phase", "decode",
-            "--batch", "1", "--seq", "1024", "--tp", "16", "--gpus-per-node", "16")
+            "--batch", "1", "--seq", "1024", "--tp", "16", "--gpus-per-node", "16",
+            "--intra", "nvswitch-h100")
     doc = json.loads(invoke(*args, "--format", "json").stdout)
     assert doc["tensor_parallel"]["kv_head_replicas"] == 2
     text = " ".join(invoke(*args, "--gemms-only").stdout.split())
@@ -116,7 +117,8 @@ def test_a_tp_vllm_cannot_split_is_refused_in_one_line(invoke, tmp_path, changes
                                                         expected):
     path = _config(tmp_path, **changes)
     result = invoke("analyze", str(path), "--hw", H100, "--batch", "1", "--prompt", "8",
-                    "--generate", "8", "--tp", str(tp), "--gpus-per-node", "16")
+                    "--generate", "8", "--tp", str(tp), "--gpus-per-node", "16",
+                    "--intra", "nvswitch-h100")
     assert result.exit_code == 2, result.output
     assert result.stderr.strip().splitlines() == [f"Error: {path}: {expected}"]
 

@@ -61,6 +61,8 @@ from .report import Report
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
+    from ..hardware.links import Link
+
 DEFAULT_MICRO_BATCHES = (1, 2, 4, 8)
 
 
@@ -449,7 +451,8 @@ def make_fabric(hardware: HardwareSpec, intra: str | None = None, inter: str | N
     GB/s) when given; else inside a node the NVSwitch of an SXM entry's NVLink generation (an
     8-GPU HGX board), or PCIe of the entry's host-link generation (a PCIe card's NVLink
     bridge joins two GPUs only), and between nodes InfiniBand NDR, one 400 Gb/s NIC per GPU (as
-    in a DGX H100). The basis says which were defaults."""
+    in a DGX H100). The basis says which were defaults. A default switch joins the GPUs of its
+    board only (``Link.node_gpus``, 8): a node of more GPUs names its link (one line)."""
     from ..hardware.links import resolve_link
 
     if gpus_per_node < 1:
@@ -458,6 +461,7 @@ def make_fabric(hardware: HardwareSpec, intra: str | None = None, inter: str | N
     if intra is None:
         intra = _default_intra(hardware)
         said.append(f"intra-node {intra} (default for {hardware.name})")
+        _check_node(resolve_link(intra, "intra"), hardware, gpus_per_node)
     if inter is None:
         inter = DEFAULT_INTER
         said.append(f"inter-node {inter} (default)")
@@ -466,16 +470,32 @@ def make_fabric(hardware: HardwareSpec, intra: str | None = None, inter: str | N
     return fabric
 
 
+#: The intra-node link of an SXM entry by its NVLink generation: V100's NVLink 2 (a DGX-1's
+#: hybrid cube-mesh, no switch), then each generation's 8-GPU HGX board's switch.
+SXM_INTRA = {2: "nvlink2", 3: "nvswitch-a100", 4: "nvswitch-h100", 5: "nvswitch-b200"}
+
+
 def _default_intra(hardware: HardwareSpec) -> str:
     nvlink = hardware.stored.get("nvlink") or {}
     version = nvlink.get("version") if isinstance(nvlink, dict) else None
-    if "sxm" in hardware.name.lower() and version in (2, 3, 4):
-        return {2: "nvlink2", 3: "nvswitch-a100", 4: "nvswitch-h100"}[version]
+    if "sxm" in hardware.name.lower() and version in SXM_INTRA:
+        return SXM_INTRA[version]
     link = hardware.host_link
     if link is not None and link.type == "pcie" and link.generation in (3, 4, 5):
         return f"pcie{link.generation}-x16"
     raise InputError(hardware.name, "", f"no intra-node link known for this entry: give one "
                                         f"({option('intra')} NAME or GB/s)")
+
+
+def _check_node(link: Link, hardware: HardwareSpec, gpus_per_node: int) -> None:
+    """One line where the default switch of ``hardware``'s board joins fewer GPUs than a node
+    is said to hold: its bandwidth and latency are that board's, not a larger node's."""
+    if link.node_gpus is not None and gpus_per_node > link.node_gpus:
+        raise InputError(hardware.name, "", f"{option('gpus_per_node')} {gpus_per_node}: the "
+                                            f"default link inside a node, {link.label}, joins "
+                                            f"{link.node_gpus}; name the link of a "
+                                            f"{gpus_per_node}-GPU node ({option('intra')} "
+                                            f"NAME|GBPS)")
 
 
 def _tp_ok(network: Network, tp: int) -> bool:

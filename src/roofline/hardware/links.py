@@ -28,6 +28,7 @@ class Link:
     generation: int | None = None
     tier: str = ""  # intra | inter | host; "" for a bare bandwidth
     latency_us: float = 0.0  # per step of a ring collective; 0 when not stated
+    node_gpus: int | None = None  # the GPUs a switched link joins in one node; None: any
 
 
 @functools.lru_cache(maxsize=1)
@@ -41,7 +42,7 @@ def links() -> dict[str, Link]:
         entry = table.sub(name)
         entry.reject_unknown(frozenset({"label", "type", "generation", "bandwidth_gbs",
                                         "basis", "source", "tier", "latency_us",
-                                        "source_latency"}))
+                                        "source_latency", "node_gpus"}))
         for key in ("source", "source_latency"):  # every figure has a source
             if key == "source" or entry.has("latency_us"):
                 source = entry.sub(key)
@@ -55,7 +56,8 @@ def links() -> dict[str, Link]:
                          entry.positive_number("bandwidth_gbs"), entry.string("basis"),
                          entry.positive_int("generation", None),
                          entry.choice("tier", ("intra", "inter", "host"), ""),
-                         entry.positive_number("latency_us", 0.0))
+                         entry.positive_number("latency_us", 0.0),
+                         entry.positive_int("node_gpus", None))
     return out
 
 
