@@ -142,17 +142,19 @@ def _stage(network: Network, span: range) -> Network:
 
 
 def _tied_bytes(network: Network, span: range) -> int:
-    """The embedding weights a tied LM head in ``span`` holds where the embedding is not in
-    it (vLLM builds ``embed_tokens`` on the last stage for a tied head), at the model's dtype."""
+    """The embedding weights a tied LM head in ``span`` holds where its embedding (the one of
+    its vocabulary) is not in it (vLLM builds ``embed_tokens`` on the last stage for a tied
+    head), at the model's dtype."""
     layers = network.layers
     assert isinstance(layers, Layers)
     inside = [layer for layer, _ in layers.runs_in(span.start, span.stop)]
-    if not any(isinstance(layer, Linear) and layer.tied for layer in inside) or any(
-            isinstance(layer, Embedding) for layer in inside):
+    heads = {layer.out_features for layer in inside if isinstance(layer, Linear) and layer.tied}
+    if not heads or any(isinstance(layer, Embedding) and layer.vocab in heads
+                        for layer in inside):
         return 0
-    e = network.step().e
-    return sum(run.layer.vocab * run.layer.dim * e for run in network.layer_runs
-               if isinstance(run.layer, Embedding))
+    embedding = next(run.layer for run in network.layer_runs
+                     if isinstance(run.layer, Embedding) and run.layer.vocab in heads)
+    return embedding.vocab * embedding.dim * network.step().e
 
 
 def _memory(network: Network, span: range, hardware: HardwareSpec, pp: int) -> Memory:
