@@ -264,3 +264,14 @@ def test_gpt2_hands_off_its_hidden_states_only_and_its_tied_head_holds_the_embed
     first, second = report.pipeline_parallel.stages.memories
     assert first.parts["weights"] + second.parts["weights"] == (
         alone.memory.parts["weights"] + 50_257 * 768 * 2)
+
+
+def test_only_the_hand_offs_between_two_nodes_take_the_inter_node_link(small):
+    # pp 4 over nodes of 2 GPUs (tp 1): vLLM numbers ranks tp fastest, then pp, so stages 0-1
+    # sit in node 0 and 2-3 in node 1: only the hand-off after stage 1 crosses. 5 blocks over
+    # 4 stages: 1 each, the remainder on the second-last (get_pp_indices): 1, 1, 2, 1
+    pp = analyze_model(small, H100, pp=4, gpus_per_node=2).pipeline_parallel
+    assert pp.stages.blocks == (1, 1, 2, 1)
+    assert [h.crosses_nodes for h in pp.step.handoffs] == [False, True, False]
+    assert [h.link.name for h in pp.step.handoffs] == ["nvswitch-h100", "ib-ndr", "nvswitch-h100"]
+    assert pp.nodes == 2
