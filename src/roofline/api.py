@@ -89,7 +89,8 @@ def analyze_model(model: Network | str | os.PathLike[str],
                   activations: str | None = None, kv_cache: str | None = None,
                   group_size: int | None = None, logits: str | None = None,
                   prompt: int | None = None, generate: int | None = None, tp: int = 1,
-                  gpus_per_node: int = 8, intra: str | None = None) -> Report:
+                  gpus_per_node: int = 8, intra: str | None = None, pp: int = 1,
+                  inter: str | None = None) -> Report:
     """Analyze ``model`` (a Network, a model.yaml path, a Hugging Face config.json path, or
     ``package.module:callable`` returning a torch module and its example inputs, captured by
     ``roofline.torch``; a callable with a ``batch`` parameter is called with ``batch``) on
@@ -115,7 +116,12 @@ def analyze_model(model: Network | str | os.PathLike[str],
     tensor parallelism (``analysis.serving_tp``): the Report is one GPU's shard, with
     ``report.tensor_parallel`` (the all-reduces and the logits' gather each step, on ``intra``,
     a links.yaml name or GB/s, by default the entry's NVSwitch or PCIe) and the communication in
-    its times; ``gpus_per_node`` bounds tp (serving across nodes is not modelled).
+    its times; ``gpus_per_node`` bounds tp (tensor parallelism across nodes is not
+    modelled). ``pp`` above 1 serves it over a pipeline of pp such groups, as vLLM's
+    ``--pipeline-parallel-size`` (``analysis.serving_pp``): ``report.pipeline_parallel`` (the
+    stages' layers, times and memory, the hand-offs between them, on ``inter`` between nodes,
+    a links.yaml name or GB/s, by default InfiniBand NDR; the batches in flight and tokens/s),
+    every GEMM and op one GPU's of its stage, the memory the most loaded stage's.
     """
     mode, phase = generation_settings(model, mode, phase, prompt, generate)
     network = load_model(model, batch, dtype, mode, attention, optimizer)
@@ -133,8 +139,9 @@ def analyze_model(model: Network | str | os.PathLike[str],
         check_request(network.source, prompt, generate, seq)
     from .analysis.serving_tp import requested, serve
 
-    if requested(tp, gpus_per_node, intra):
-        return serve(network, spec, tp, gpus_per_node, intra, prompt, generate, quantization)
+    if requested(tp, gpus_per_node, intra, pp, inter):
+        return serve(network, spec, tp, gpus_per_node, intra, prompt, generate, quantization,
+                     pp, inter)
     if not generating:
         return analyze(network, spec, quantization)
     assert prompt is not None and generate is not None  # check_request's

@@ -76,6 +76,12 @@ class Generation:
     #: activations of batch x P tokens at once the limit, not the KV cache), else None: what a
     #: server that prefills a few sequences, or chunks, at a time is held to instead
     decode_max_batch: int | None = None
+    #: the batches in flight at once (a pipeline's, ``analysis.serving_pp``: pp), each taking
+    #: ``steady_s`` (predicted: ``predicted_steady_s``) for its generation while the others
+    #: run; None: one batch, alone, its latency
+    in_flight: int = 1
+    steady_s: float | None = None
+    predicted_steady_s: float | None = None
 
     @property
     def decode_steps(self) -> int:
@@ -92,8 +98,9 @@ class Generation:
 
     @property
     def tokens_per_s(self) -> float:
-        """Output tokens per second on the device: batch x G / latency."""
-        return self.batch * self.generate / self.latency_s
+        """Output tokens per second on the device (or the group): batch x G / latency; with
+        batches in flight, in_flight x batch x G / their steady generation time."""
+        return self.in_flight * self.batch * self.generate / (self.steady_s or self.latency_s)
 
     @property
     def tokens_per_s_per_sequence(self) -> float:
@@ -118,7 +125,8 @@ class Generation:
 
     @property
     def predicted_tokens_per_s(self) -> float:
-        return self.batch * self.generate / self.predicted_latency_s
+        return self.in_flight * self.batch * self.generate / (self.predicted_steady_s
+                                                              or self.predicted_latency_s)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``generation`` object."""
@@ -204,27 +212,34 @@ def check_lengths(network: Network, prompt: int, generate: int) -> tuple[int, in
 
 
 def generate(network: Network, hardware: HardwareSpec, prompt: int, generate: int,
-             quantization: bool = False) -> Report:
+             quantization: bool = False, memory: Memory | None = None) -> Report:
     """The last decode step's Report (the prefill's when ``generate`` is 1) with the
-    ``Generation`` attached (see the module docstring)."""
+    ``Generation`` attached (see the module docstring); ``memory``, where the caller knows
+    what one GPU holds through the generation otherwise (a pipeline's most loaded stage,
+    ``analysis.serving_pp``), is what every step's residency and batch advice are judged by
+    (the Report's memory stays the network's own: the caller sets it)."""
     network = network.with_overrides(mode="inference")
     prompt, generate = check_lengths(network, prompt, generate)
     logits = network.logits or "last"
+    fitting = memory.max_batch if memory is not None else None
     prefill = analyze(network.with_overrides(phase="prefill", seq=prompt, logits=logits),
-                      hardware, quantization)
+                      hardware, quantization, fitting, memory)
     steps = generate - 1
     # the larger of the prefill's and the last decode step's memory, known before the decode
     # steps are analyzed, so their batch advice says the batch the whole generation fits
     last = memory_of(_decode(network, prompt + steps), hardware) if steps else None
+    given = memory
     memory, step = _peak_memory(prefill.memory, last)
     fits = memory.max_batch if memory is not None else None
+    if given is not None:
+        fits = given.max_batch
     shown, decode_s, predicted_s = prefill, 0.0, 0.0
     for low, high in _segments(network, prompt + 1, prompt + steps):
-        first = analyze(_decode(network, low), hardware, quantization, fits)
-        second = analyze(_decode(network, low + 1), hardware, quantization, fits)
+        first = analyze(_decode(network, low), hardware, quantization, fits, given)
+        second = analyze(_decode(network, low + 1), hardware, quantization, fits, given)
         decode_s += _decode_sum(first, second, low, high)
         shown = (first if high == low else second if high == low + 1 else
-                 analyze(_decode(network, high), hardware, quantization, fits))
+                 analyze(_decode(network, high), hardware, quantization, fits, given))
         predicted_s += (high - low + 1) * (first.totals["predicted_time_s"]
                                            + shown.totals["predicted_time_s"]) / 2  # trapezoid
     result = Generation(prompt, generate, prefill.batch, logits, prefill.totals["time_s"],

@@ -114,8 +114,11 @@ class Memory:
                              "not_counted": list(self.not_counted)}
 
 
-def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str, int]:
-    """The step's memory by part (see the module docstring), in bytes."""
+def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES,
+                 kv_copies: int = 1) -> dict[str, int]:
+    """The step's memory by part (see the module docstring), in bytes; ``kv_copies``: the
+    batches whose KV cache the device holds at once (a pipeline stage's in-flight batches,
+    ``analysis.serving_pp``; 1 otherwise)."""
     net = network
     batch, dtype = net.settled()
     e = itemsize(dtype)
@@ -132,7 +135,8 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES) -> dict[str
         weights += matrices // net.group * SCALE_BYTES
     parts = dict.fromkeys(PARTS, 0) | {"weights": weights, "workspace": workspace}
     if net.mode != "train":
-        parts["kv_cache"] = sum(kv_cache_bytes(layer, step) * count for count, layer in groups)
+        parts["kv_cache"] = kv_copies * sum(kv_cache_bytes(layer, step) * count
+                                            for count, layer in groups)
         last = net.last_step()
         parts["activations"] = max(
             [live_bytes(layer, step) for _, layer in net.layer_groups(but_last=True)]
@@ -191,17 +195,19 @@ def _captured(live: tuple[int, int], e: int, gradients: int) -> int:
     return max(0, elements * e + other - gradients)
 
 
-def _total(network: Network, workspace: int) -> int:
-    return sum(memory_parts(network, workspace).values())
+def _total(network: Network, workspace: int, kv_copies: int = 1) -> int:
+    return sum(memory_parts(network, workspace, kv_copies).values())
 
 
-def memory_of(network: Network, hardware: HardwareSpec, workspace: int | None = None) -> Memory:
+def memory_of(network: Network, hardware: HardwareSpec, workspace: int | None = None,
+              kv_copies: int = 1) -> Memory:
     """The step's memory on ``hardware``: its parts, and against the capacity, the largest
     batch and sequence length that fit. ``workspace``: by default ``WORKSPACE_BYTES`` on a GPU,
-    0 on a CPU (module docstring)."""
+    0 on a CPU (module docstring); ``kv_copies`` as ``memory_parts``'s (the batch that fits is
+    then each copy's)."""
     if workspace is None:
         workspace = WORKSPACE_BYTES if hardware.kind == "gpu" else 0
-    parts = memory_parts(network, workspace)
+    parts = memory_parts(network, workspace, kv_copies)
     # a captured module exists at one batch and seq (its activations recorded there, where the
     # capture kept them: ``Network.captured_live``)
     captured = network.captured_batch is not None
@@ -212,20 +218,21 @@ def memory_of(network: Network, hardware: HardwareSpec, workspace: int | None = 
     if captured:
         return Memory(parts, capacity_bytes=capacity, not_counted=unknown,
                       capacity_basis=basis)
-    max_seq, limit = _max_seq(network, capacity, workspace)
+    max_seq, limit = _max_seq(network, capacity, workspace, kv_copies)
     return Memory(parts, capacity_bytes=capacity,
-                  max_batch=max_batch(network, capacity, workspace), max_seq=max_seq,
+                  max_batch=max_batch(network, capacity, workspace, kv_copies), max_seq=max_seq,
                   seq_limit=limit, capacity_basis=basis)
 
 
-def max_batch(network: Network, capacity: float, workspace: int = WORKSPACE_BYTES) -> int:
+def max_batch(network: Network, capacity: float, workspace: int = WORKSPACE_BYTES,
+              kv_copies: int = 1) -> int:
     """The largest batch whose step fits in ``capacity`` bytes (0: not even batch 1).
 
     Every part is a + b x batch (weights and optimizer states fixed; the KV cache and the
     activations proportional to the batch), so B = floor((capacity - a) / b), then checked
     against the parts themselves (a step or two, for rounding)."""
     def total(batch: int) -> int:
-        return _total(replace(network, batch=batch), workspace)
+        return _total(replace(network, batch=batch), workspace, kv_copies)
 
     one, two = total(1), total(2)
     if one > capacity:
@@ -241,14 +248,15 @@ def max_batch(network: Network, capacity: float, workspace: int = WORKSPACE_BYTE
     return batch
 
 
-def _max_seq(network: Network, capacity: float, workspace: int) -> tuple[int | None, str]:
+def _max_seq(network: Network, capacity: float, workspace: int,
+             kv_copies: int = 1) -> tuple[int | None, str]:
     """The largest seq whose step fits at the network's batch (None for a model without a
     sequence), bisected up to the model's context (``"context"`` when that is the limit)."""
     if network.seq is None:
         return None, ""
 
     def fits(seq: int) -> bool:
-        return _total(replace(network, seq=seq), workspace) <= capacity
+        return _total(replace(network, seq=seq), workspace, kv_copies) <= capacity
 
     high = network.context or MAX_INT
     if fits(high):

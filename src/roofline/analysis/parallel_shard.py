@@ -8,6 +8,7 @@ them, a repeat's copies unnamed (``unnamed_layers``, ``blocks_of``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -138,10 +139,13 @@ def split_stages(network: Network, pp: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(span) for span in stage_spans(network, pp))
 
 
-def stage_spans(network: Network, pp: int) -> tuple[range, ...]:
+def stage_spans(network: Network, pp: int,
+                counts: Sequence[int] | None = None) -> tuple[range, ...]:
     """The layers of each pipeline stage, a range of layer indices each (``analysis.parallel``):
-    the transformer blocks split as ``stage_blocks`` splits them, each stage from its first
-    block to the next stage's, the layers before the first block in the first stage and
+    the transformer blocks split as ``stage_blocks`` splits them (or ``counts``, the blocks of
+    each stage, where a caller splits them otherwise: serving's vLLM split,
+    ``serving_pp.vllm_stage_blocks``; at most the blocks' number of stages), each stage from
+    its first block to the next stage's, the layers before the first block in the first stage and
     those after the last block in the last. Read from the runs, in time that grows with them,
     not the copies (a layout search asks it once a layout)."""
     size = len(network.layers)
@@ -163,7 +167,7 @@ def stage_spans(network: Network, pp: int) -> tuple[range, ...]:
         raise IndexError(j)
 
     firsts, j = [], 0
-    for count in stage_blocks(total, pp):
+    for count in (stage_blocks(total, pp) if counts is None else counts):
         firsts.append(block(j))
         j += count
     edges = [0, *firsts[1:], size]

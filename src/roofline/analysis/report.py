@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .generation import Generation
     from .measure import Measurement
     from .scaling import Scaling
+    from .serving_pp import PipelineParallel
     from .serving_tp import TensorParallel
 
 
@@ -64,12 +65,16 @@ class Totals(TypedDict):
     active_parameters: int  # all but a mixture of experts' unrouted experts
 
 
-class ServedTotals(Totals):
+class ServedTotals(Totals, total=False):
     """A tensor-parallel shard's totals (``analyze --tp``): its exposed communication each
-    step, in ``time_s`` and ``predicted_time_s`` (``analysis.serving_tp``)."""
+    step, in ``time_s`` and ``predicted_time_s`` (``analysis.serving_tp``); over a pipeline
+    (``analyze --pp``), the step's hand-offs between stages, in them too
+    (``analysis.serving_pp``). Each pair only where its parallelism is above 1."""
 
     tp_comm_time_s: float
     predicted_tp_comm_time_s: float
+    pp_comm_time_s: float
+    predicted_pp_comm_time_s: float
 
 
 #: What a training step may leave out (``Report.not_counted``): the optimizer update when the
@@ -182,6 +187,10 @@ class Report:
     #: served over several GPUs (``analyze --tp``): this is one GPU's shard, and the step's
     #: time holds the group's exposed communication (``analysis.serving_tp``)
     tensor_parallel: TensorParallel | None = None
+    #: served over a pipeline of stages (``analyze --pp``): every GEMM and op above is run by
+    #: one GPU of its stage, the step's time one batch's through every stage and the hand-offs
+    #: between them, the memory the most loaded stage's (``analysis.serving_pp``)
+    pipeline_parallel: PipelineParallel | None = None
     #: other programs' load (CPUs, /proc/stat) while ``--measure`` timed the GEMMs; None: not
     #: measured, or not readable here
     measured_other_load_cpus: float | None = None
@@ -205,8 +214,11 @@ class Report:
         predicted_gemm_s = float_total(results, lambda r: r.predicted_time_s)
         predicted_op_s = float_total(ops, lambda r: r.predicted_time_s)
         again = recomputation(self)  # the forward run again in the backward pass
-        tp = self.tensor_parallel
-        comm, predicted_comm = (tp.step.roof_s, tp.step.predicted_s) if tp else (0.0, 0.0)
+        tp, pp = self.tensor_parallel, self.pipeline_parallel
+        tp_comm, predicted_tp = (tp.step.roof_s, tp.step.predicted_s) if tp else (0.0, 0.0)
+        pp_comm, predicted_pp = ((pp.step.transfer_s, pp.step.predicted_transfer_s) if pp
+                                 else (0.0, 0.0))
+        comm, predicted_comm = tp_comm + pp_comm, predicted_tp + predicted_pp
         totals: Totals = {
             # with the GEMMs' dequantization, as an fp8 KV cache's is in its attention op's
             "flops": gemm_flops + int_total(results, lambda r: r.gemm.dequant_flops)
@@ -230,9 +242,14 @@ class Report:
             "parameters": self.network.parameters,
             "active_parameters": self.network.active_parameters,
         }
-        if tp is None:
+        if tp is None and pp is None:
             return totals
-        return ServedTotals(**totals, tp_comm_time_s=comm, predicted_tp_comm_time_s=predicted_comm)
+        served = ServedTotals(**totals)
+        if tp is not None:
+            served |= {"tp_comm_time_s": tp_comm, "predicted_tp_comm_time_s": predicted_tp}
+        if pp is not None:
+            served |= {"pp_comm_time_s": pp_comm, "predicted_pp_comm_time_s": predicted_pp}
+        return served
 
     @cached_property
     def step(self) -> StepVerdict:
@@ -318,6 +335,8 @@ class Report:
             {"memory": self.memory.to_dict()} if self.memory else {}) | (
             {"generation": self.generation.to_dict()} if self.generation else {}) | (
             {"tensor_parallel": self.tensor_parallel.to_dict()} if self.tensor_parallel
+            else {}) | (
+            {"pipeline_parallel": self.pipeline_parallel.to_dict()} if self.pipeline_parallel
             else {}) | (
             self.scaling.to_dict() if self.scaling else {})
 
@@ -497,14 +516,17 @@ def _check_activations(network: Network, hardware: HardwareSpec) -> None:
 
 
 def analyze(network: Network, hardware: HardwareSpec | str | os.PathLike[str],
-            quantization: bool = False, max_batch: int | None = None) -> Report:
+            quantization: bool = False, max_batch: int | None = None,
+            memory: Memory | None = None) -> Report:
     """Every GEMM and op of one training (or inference) step of ``network`` on ``hardware``;
     ``quantization`` folds tile and wave losses into compute-bound GEMM times. ``max_batch``:
     the largest batch that fits, where the caller knows a tighter one than this step's own
     (a generation: the smaller of its prefill's and its last decode step's; the batch advice
-    then says it is the whole generation's). Public: ``network`` is checked to be a Network
-    (a model file's path is ``analyze_model``'s) and ``hardware`` is read as every call reads
-    it (``hardware_spec``: a name or a path too)."""
+    then says it is the whole generation's). ``memory``: what one GPU holds where the caller
+    knows it better than this network's own (a pipeline's most loaded stage,
+    ``analysis.serving_pp``): the residency and the fitting batch are judged by it. Public:
+    ``network`` is checked to be a Network (a model file's path is ``analyze_model``'s) and
+    ``hardware`` is read as every call reads it (``hardware_spec``: a name or a path too)."""
     if not isinstance(network, Network):
         path = isinstance(network, (str, os.PathLike))
         raise InputError("network", "", f"expected a Network, got {described(network)}"
@@ -516,7 +538,7 @@ def analyze(network: Network, hardware: HardwareSpec | str | os.PathLike[str],
     _check_activations(network, hardware)
     bandwidth = hardware.bandwidth_bytes_per_s
     gemms, ops = network.expand()
-    memory = memory_of(network, hardware)
+    memory = memory_of(network, hardware) if memory is None else memory
     residency = residency_of(memory, hardware)
     fits = memory.max_batch if max_batch is None else max_batch
     captured = network.captured_batch  # a captured module's GEMMs: no batch judged

@@ -61,6 +61,7 @@ from ..hardware.links import Link
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Embedding, Linear, Transformer
 from ..model.network import Network
+from ..model.repeats import Layers
 from .collectives import DEFAULT_GPUS_PER_NODE, _link_dict, ring_time_s
 from .parallel_shard import _is_logits, _vocabularies, padded_vocab, shard_network
 
@@ -160,10 +161,11 @@ class TensorParallel:
 
 
 def requested(tp: Any = 1, gpus_per_node: Any = DEFAULT_GPUS_PER_NODE,
-              intra: str | None = None) -> bool:
+              intra: str | None = None, pp: Any = 1, inter: str | None = None) -> bool:
     """Whether a call asks for serving over several GPUs (any of its settings given off its
     default): ``api.analyze_model``, ``whatif.compare`` and ``whatif.sweep`` then ``serve``."""
-    return tp != 1 or intra is not None or gpus_per_node != DEFAULT_GPUS_PER_NODE
+    return (tp != 1 or intra is not None or gpus_per_node != DEFAULT_GPUS_PER_NODE or pp != 1
+            or inter is not None)
 
 
 def checked(network: Network, tp: Any, gpus_per_node: Any) -> tuple[int, int]:
@@ -204,7 +206,8 @@ def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
     if tp > gpus_per_node:
         raise InputError(src, "", f"tensor parallelism {tp} spans more than one node of "
                                   f"{gpus_per_node} GPUs ({option('gpus_per_node')}): serving "
-                                  f"across nodes is not modelled")
+                                  f"across nodes is not modelled by tensor parallelism (by "
+                                  f"pipeline stages it is: `roofline analyze --pp N`)")
     blocks = _blocks(network)
     if not blocks and tp > 1:
         raise InputError(src, "", f"tensor parallelism splits transformer blocks; the model "
@@ -283,9 +286,10 @@ def gather(nbytes: int, p: int, link: Link) -> tuple[float, float]:
     return roof, roof + link.latency_us * 1e-6
 
 
-def step_comm(network: Network, tp: int, link: Link) -> StepComm:
+def step_comm(network: Network, tp: int, link: Link, span: range | None = None) -> StepComm:
     """The tensor-parallel transfers of ``network``'s (the whole model's, not the shard's)
-    forward step (module docstring)."""
+    forward step (module docstring); with ``span``, of those layers only (a pipeline stage's,
+    ``analysis.serving_pp``)."""
     step = network.step()
     tokens, e = step.tokens, step.e
     vocabularies = _vocabularies(network)
@@ -294,16 +298,18 @@ def step_comm(network: Network, tp: int, link: Link) -> StepComm:
     def add(what: str, nbytes: int, count: int) -> None:
         sizes[(what, nbytes)] = sizes.get((what, nbytes), 0) + count
 
-    for run in network.layer_runs:
-        layer = run.layer
+    layers = network.layers
+    assert isinstance(layers, Layers)
+    span = range(len(layers)) if span is None else span
+    for layer, copies in layers.runs_in(span.start, span.stop):
         if isinstance(layer, Transformer):
-            add("all-reduce", tokens * layer.hidden * e, 2 * run.count)
+            add("all-reduce", tokens * layer.hidden * e, 2 * copies)
         elif isinstance(layer, Embedding):
-            add("all-reduce", tokens * layer.dim * e, run.count)
+            add("all-reduce", tokens * layer.dim * e, copies)
         elif _is_logits(layer, vocabularies):
             assert isinstance(layer, Linear)
             vocab = padded_vocab(layer.out_features, tp, serving=True)
-            add("gather", _logit_rows(network) * vocab * e, run.count)
+            add("gather", _logit_rows(network) * vocab * e, copies)
     transfers = []
     for (what, nbytes), count in sizes.items():
         if what == "gather":
@@ -324,17 +330,21 @@ def _logit_rows(network: Network) -> int:
 def serve(network: Network, hardware: HardwareSpec, tp: int,
           gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
           intra: str | None = None, prompt: int | None = None, generate: int | None = None,
-          quantization: bool = False) -> Any:
+          quantization: bool = False, pp: Any = 1, inter: str | None = None) -> Any:
     """The Report of one GPU's shard of ``network`` served over ``tp`` GPUs: a step as
     ``analyze`` gives it, or with ``prompt`` and ``generate`` a generation
     (``generation.generate``), with ``tensor_parallel`` attached and its communication in the
-    step's totals and the generation's times (module docstring)."""
+    step's totals and the generation's times (module docstring); with ``pp`` above 1 over a
+    pipeline of pp such groups, the stages linked by ``inter`` between nodes
+    (``serving_pp``: ``pipeline_parallel`` attached, the memory the most loaded stage's)."""
     from .generation import generate as run_generation
     from .plan import make_fabric
     from .report import analyze
+    from .serving_pp import checked_pp, pipelined, stages_of
 
+    pp = checked_pp(network, pp, inter)  # first: its refusal of training names --pp
     tp, gpus_per_node = checked(network, tp, gpus_per_node)
-    fabric = make_fabric(hardware, intra, None, gpus_per_node)
+    fabric = make_fabric(hardware, intra, inter, gpus_per_node)
     link = fabric.intra
     basis = fabric.basis.split("; ")[0] if intra is None else "given"
     if network.phase == "prefill" and network.logits is None:
@@ -344,12 +354,17 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
         network = network.with_overrides(logits="last")
     shard = shard_network(network, tp, serving=True)
     replicas = kv_head_replicas(network, tp)
+    # a pipeline's stages and their memory first: the batch advice names the batch they fit
+    stages = stages_of(network, shard, pp, hardware, prompt, generate) if pp > 1 else None
+    memory = stages.memory() if stages else None
+    served = tp > 1 or stages is None  # a tensor-parallel object only where tp is (or asked)
     if prompt is None or generate is None:
-        report = analyze(shard, hardware, quantization)
+        report = analyze(shard, hardware, quantization, memory=memory)
         comm = step_comm(network, tp, link)
-        return replace(report, tensor_parallel=TensorParallel(tp, link, gpus_per_node, basis,
-                                                               comm, kv_replicas=replicas))
-    report = run_generation(shard, hardware, prompt, generate, quantization)
+        report = replace(report, tensor_parallel=TensorParallel(
+            tp, link, gpus_per_node, basis, comm, kv_replicas=replicas) if served else None)
+        return pipelined(report, network, stages, fabric, tp) if stages else report
+    report = run_generation(shard, hardware, prompt, generate, quantization, memory)
     g = report.generation
     assert g is not None
     whole = network.with_overrides(mode="inference")
@@ -364,5 +379,6 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
                 decode_s=g.decode_s + steps * d_roof,
                 predicted_decode_s=g.predicted_decode_s + steps * d_predicted)
     group = TensorParallel(tp, link, gpus_per_node, basis, decode or prefill, prefill, decode,
-                           steps, replicas)
-    return replace(report, generation=g, tensor_parallel=group)
+                           steps, replicas) if served else None
+    report = replace(report, generation=g, tensor_parallel=group)
+    return pipelined(report, network, stages, fabric, tp) if stages else report

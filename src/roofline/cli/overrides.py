@@ -1,6 +1,7 @@
 """The options that override a model's own settings (``--batch``, ``--dtype``, ``--mode``,
 ``--seq``, ...), the generation's ``--prompt`` / ``--generate`` and serving over several GPUs'
-``--tp`` / ``--gpus-per-node`` / ``--intra``, as decorators."""
+``--tp`` / ``--gpus-per-node`` / ``--intra`` (and analyze's ``--pp`` / ``--inter``), as
+decorators."""
 
 from __future__ import annotations
 
@@ -123,10 +124,46 @@ def serving_options(command):
              "ring for large). Tokens/s are the N GPUs'.")(command)
 
 
-def check_serving_options(tp: int) -> None:
-    """--gpus-per-node and --intra describe the node a --tp group serves on: one line without
-    it."""
+def check_serving_options(tp: int, pp: int = 1) -> None:
+    """--gpus-per-node and --intra describe the node a --tp group (or a --pp pipeline) serves
+    on, --inter the link between a pipeline's nodes: one line without them."""
     for name in ("gpus_per_node", "intra"):
-        if _given(name) and tp == 1:
+        if _given(name) and tp == 1 and pp == 1:
             raise InputError(name, "", "goes with --tp N (the node a tensor-parallel group "
                                        "serves on)")
+    if _given("inter") and pp == 1:
+        raise InputError("inter", "", "goes with --pp N (the link between nodes a pipeline's "
+                                      "stages hand off over)")
+
+
+def pipeline_options(command):
+    """Decorate ``command`` (analyze) with ``--pp`` and ``--inter``: the step or the generation
+    served over a pipeline of stages, each a --tp group (``analysis.serving_pp``)."""
+    command = click.option(
+        "--inter", metavar="NAME|GBPS",
+        help="With --pp: the link between nodes, per GPU, the stages' hand-offs cross (ib-ndr, "
+             "ib-hdr, 400gbe, 100gbe, ...; or GB/s per direction) [default: ib-ndr, as "
+             "plan's].")(command)
+    return click.option(
+        "--pp", type=Count(high=1024), default=1, show_default=True,
+        help="Serve over a pipeline of N stages, each a --tp group (tp x pp GPUs; inference "
+             "only), as vLLM's --pipeline-parallel-size: its transformer blocks split as vLLM "
+             "splits them, each stage handing the next its hidden states (and residual) on the "
+             "inter-node link where the stages sit in two nodes, else the intra-node one; "
+             "every figure one GPU's, its memory the most loaded stage's with the KV cache of "
+             "N batches in flight; tokens/s the tp x pp GPUs'.")(command)
+
+
+def refused_pipeline_option(command):
+    """Decorate ``command`` (compare, sweep) with ``--pp``, refused above 1 in one line: a
+    pipeline of stages is analyze's for now."""
+    def refuse(ctx: click.Context, param: click.Parameter, value: int) -> int:
+        if value != 1:
+            raise InputError("pp", "", "compare and sweep do not serve over a pipeline yet: "
+                                       "ask `roofline analyze --pp N` device by device")
+        return value
+
+    return click.option(
+        "--pp", type=Count(high=1024), default=1, expose_value=False, callback=refuse,
+        help="Not yet: serving over a pipeline of stages is `roofline analyze --pp N`'s; "
+             "above 1 refused.")(command)

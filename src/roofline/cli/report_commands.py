@@ -23,7 +23,13 @@ from .options import (
     _given,
     _one_device,
 )
-from .overrides import check_serving_options, generation_options, model_options, serving_options
+from .overrides import (
+    check_serving_options,
+    generation_options,
+    model_options,
+    pipeline_options,
+    serving_options,
+)
 from .plots import _check_plot, _write_plot, force_option
 from .reports import _render_reports, _say_rows, _stream_json
 
@@ -66,6 +72,7 @@ from .reports import _render_reports, _say_rows, _stream_json
                    "direction.")
 @generation_options
 @serving_options
+@pipeline_options
 @click.option("--measure", is_flag=True,
               help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
                    "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
@@ -81,7 +88,8 @@ from .reports import _render_reports, _say_rows, _stream_json
 def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
             plot: str | None, quantization: bool, stream_input: bool, host_link: str | None,
             workers: str | None, interconnect: str | None, tp: int, gpus_per_node: int,
-            intra: str | None, measure: bool, measure_budget: float, **overrides) -> None:
+            intra: str | None, pp: int, inter: str | None, measure: bool,
+            measure_budget: float, **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml, a Hugging Face config.json, or
     package.module:factory, a callable returning a PyTorch module and its example inputs,
     captured on the meta device; called with --batch when it has a batch parameter) and its
@@ -98,7 +106,7 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
     from ..api import analyze_model
 
     _check_plot(plot)
-    check_serving_options(tp)
+    check_serving_options(tp, pp)
     if _given("measure_budget") and not measure:
         raise InputError("measure_budget", "", "goes with --measure (it bounds the time "
                                                "--measure spends timing GEMMs)")
@@ -117,7 +125,8 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
         raise InputError("hardware", "", f"a device is given twice: {', '.join(names)}")
     network = loaded()
     reports = [scale(analyze_model(network, spec, quantization=quantization, tp=tp,
-                                   gpus_per_node=gpus_per_node, intra=intra, **overrides),
+                                   gpus_per_node=gpus_per_node, intra=intra, pp=pp,
+                                   inter=inter, **overrides),
                      stream_input, host_link, workers, interconnect) for spec in specs]
     from ..output.report import View, check_listed
 

@@ -12,7 +12,13 @@ from .console import _progress, _render, _terminal_width
 from .group import cli
 from .loading import _loaded, _local_library, _needs
 from .options import FORMATS, MODEL_FILE, PLOT_FILE, QUANTIZATION_HELP, _one_device
-from .overrides import check_serving_options, generation_options, model_options, serving_options
+from .overrides import (
+    check_serving_options,
+    generation_options,
+    model_options,
+    refused_pipeline_option,
+    serving_options,
+)
 from .plots import _check_plot, _write_plot, force_option
 
 
@@ -23,6 +29,7 @@ from .plots import _check_plot, _write_plot, force_option
 @model_options
 @generation_options
 @serving_options
+@refused_pipeline_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
@@ -89,6 +96,7 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
 @functools.partial(model_options, batch=False, seq=False)
 @generation_options
 @serving_options
+@refused_pipeline_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",

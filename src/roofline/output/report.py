@@ -23,6 +23,8 @@ from .advice import alignment_text, gemm_advice, gemm_warnings, past_memory, tie
 from .hardware import capacity_text
 from .json import to_json
 from .scaling import scaling_lines
+from .serving_pp import header_line as pipeline_header
+from .serving_pp import pipeline_line
 from .serving_tp import comm_line, header_line, where_text
 from .table import Fit, aligned_lines, aligned_shared, markdown_lines, markdown_text
 
@@ -322,7 +324,10 @@ def _header(report: Report) -> str:
             + ("\n" + quantization_line(True, [hw]) if report.quantization else "")
             + ("\n" + textwrap.fill(header_line(report.tensor_parallel), 100,
                                      subsequent_indent="  ")
-               if report.tensor_parallel else ""))
+               if report.tensor_parallel else "")
+            + ("\n" + textwrap.fill(pipeline_header(report.pipeline_parallel), 100,
+                                     subsequent_indent="  ")
+               if report.pipeline_parallel else ""))
 
 
 def ridge_text(report: Report) -> str:
@@ -378,6 +383,9 @@ def totals_line(report: Report) -> str:
                 + (f", tensor-parallel communication "
                    f"{seconds(report.tensor_parallel.step.roof_s)}"
                    if report.tensor_parallel else "")
+                + (f", pipeline hand-offs "
+                   f"{seconds(report.pipeline_parallel.step.transfer_s)}"
+                   if report.pipeline_parallel else "")
                 + f"); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
     left = [_not_counted_text(report, key) for key in report.not_counted()]
@@ -506,6 +514,11 @@ def memory_line(report: Report) -> str | None:
                 f"whether it fits is not checked")
     capacity = capacity_text(memory.capacity_bytes, memory.capacity_basis)
     label = "memory" + peak_text(report)
+    pp = report.pipeline_parallel
+    if pp is not None:  # one GPU of the most loaded stage, the KV cache of every batch in flight
+        label += (f" (one GPU of stage {pp.stages.heaviest}, the most loaded; the KV cache of "
+                  f"its layers for the {pp.in_flight} batches in flight, each batch below "
+                  f"one of them)")
     if memory.fits:
         head = f"{label}: {total} of {capacity} ({parts})"
     else:
@@ -627,6 +640,8 @@ def generation_line(report: Report) -> str | None:
         return None
     where = where_text(report)
     sent = ", all-reduces included" if report.tensor_parallel else ""
+    if report.pipeline_parallel:
+        sent += ", one batch through every stage, hand-offs included"
     text = (f"generation: prompt {g.prompt} + {g.generate} tokens, batch {g.batch}: time to "
             f"first token {seconds(g.ttft_s)} ({prefill_text(g)}{sent})")
     if g.tpot_s is not None:
@@ -891,6 +906,8 @@ def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
     end += textwrap.wrap(again, width=100, subsequent_indent="  ") if again else []
     sent = comm_line(report)
     end += textwrap.wrap(sent, width=100, subsequent_indent="  ") if sent else []
+    piped = pipeline_line(report)
+    end += textwrap.wrap(piped, width=100, subsequent_indent="  ") if piped else []
     memory = memory_line(report)
     end += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
     end += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
@@ -947,13 +964,15 @@ def csv_chunks(reports: list[Report], view: View = View()) -> Iterator[str]:
     and layer are a function of its shape, written once per shape (a deep model's 300,000 rows
     are never held at once)."""
     # served over several GPUs (--tp N): a tp column says each row is one GPU's shard
-    keys = _CSV_CONTEXT + (("tp",) if any(r.tensor_parallel for r in reports) else ())
+    keys = _CSV_CONTEXT + (("tp",) if any(r.tensor_parallel for r in reports) else ()) + (
+        ("pp",) if any(r.pipeline_parallel for r in reports) else ())  # (a pipeline's stages)
     yield _csv_line(keys + _CSV_FIELDS)
     for report in reports:
         net = report.network
         context = {"hardware": report.hardware.name, "batch": net.batch, "mode": net.mode,
                    "seq": "" if net.seq is None else net.seq, "phase": net.step_phase,
-                   "tp": report.tensor_parallel.tp if report.tensor_parallel else 1}
+                   "tp": report.tensor_parallel.tp if report.tensor_parallel else 1,
+                   "pp": report.pipeline_parallel.pp if report.pipeline_parallel else 1}
         yield from _csv_rows(report.results, context, _gemm_csv, _gemm_of, keys)
         if not view.gemms_only:
             yield from _csv_rows(report.ops, context, _op_csv, _op_of, keys)
@@ -1018,8 +1037,9 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     generated = generation_line(report)
     again = recompute_line(report)
     sent = comm_line(report)
+    piped = pipeline_line(report)
     end = ["", totals_line(report)] + (["", again] if again else []) + (
-        ["", sent] if sent else []) + (
+        ["", sent] if sent else []) + (["", piped] if piped else []) + (
         ["", memory] if memory else []) + [
         "", step_line(report)] + (["", generated] if generated else []) + (
         ["", note] if note else [])

@@ -32,15 +32,20 @@ def link_text(tp: TensorParallel) -> str:
 
 def shard_words(report: Report) -> str:
     """What a title adds to the device's name where the report is one GPU's shard: `` (one
-    GPU of tp 8)``; nothing otherwise (the chart's and the HTML page's titles)."""
-    tp = report.tensor_parallel
+    GPU of tp 8)``, over a pipeline `` (one GPU of tp 8 x pp 2)``; nothing otherwise (the
+    chart's and the HTML page's titles)."""
+    tp, pp = report.tensor_parallel, report.pipeline_parallel
+    if pp is not None:
+        return f" (one GPU of tp {pp.tp} x pp {pp.pp})"
     return f" (one GPU of tp {tp.tp})" if tp else ""
 
 
 def where_text(report: Report) -> str:
     """Where a generation's tokens/s are made: ``on the 8 GPUs`` where the report is one GPU's
-    shard (the group's tokens), else ``on the device``."""
-    tp = report.tensor_parallel
+    shard (the group's tokens; a pipeline's tp x pp), else ``on the device``."""
+    tp, pp = report.tensor_parallel, report.pipeline_parallel
+    if pp is not None:
+        return f"on the {pp.tp * pp.pp} GPUs"
     return f"on the {tp.tp} GPUs" if tp else "on the device"
 
 

@@ -123,7 +123,8 @@ def time_lines(report: Report) -> list[str]:
         again = (", the forward work recomputation runs again as its GEMMs and ops are"
                  if totals["recompute_time_s"] else "") + (
             ", the tensor-parallel communication as said below"
-            if report.tensor_parallel else "")
+            if report.tensor_parallel else "") + (
+            ", the pipeline's hand-offs as said below" if report.pipeline_parallel else "")
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)}{again})"]

@@ -39,6 +39,8 @@ from ..report import (
     totals_line,
 )
 from ..scaling import scaling_lines
+from ..serving_pp import header_line as pipeline_header
+from ..serving_pp import pipeline_line
 from ..serving_tp import comm_line, header_line, shard_words, where_text
 from ..times import (
     ROOF_TEXT,
@@ -293,7 +295,8 @@ def _summary(report: Report, view: View) -> str:
     g = report.generation
     pairs = []
     if g is not None:  # what a serving user asks first, then the step the page lists
-        group = f" {where_text(report)}" if report.tensor_parallel else ""  # the group's
+        group = (f" {where_text(report)}" if report.tensor_parallel or report.pipeline_parallel
+                 else "")  # the group's
         pairs = [("time to first token, predicted", seconds(g.predicted_ttft_s)),
                  ("per output token, predicted",
                   seconds(g.predicted_tpot_s) if g.predicted_tpot_s is not None else "-"),
@@ -309,7 +312,7 @@ def _summary(report: Report, view: View) -> str:
               ("FLOP a step", si(t["flops"], "FLOP")), ("bytes a step", si(t["bytes"], "B")),
               ("GEMMs, ops", f"{len(report.results)}, {len(report.ops)}")]
     lines = [totals_line(report), recompute_line(report), comm_line(report),
-             memory_line(report), step_line(report),
+             pipeline_line(report), memory_line(report), step_line(report),
              generation_line(report), repeat_note(report, view)]
     return figures(pairs) + paragraphs([line for line in lines if line])
 
@@ -341,6 +344,8 @@ def report_header(report: Report) -> list[tuple[str, str]]:
         pairs.append(("quantization", quantization_line(True, [hw])))
     if report.tensor_parallel:
         pairs.insert(2, ("tensor parallelism", header_line(report.tensor_parallel)))
+    if report.pipeline_parallel:
+        pairs.insert(2, ("pipeline parallelism", pipeline_header(report.pipeline_parallel)))
     return pairs
 
 
