@@ -68,7 +68,7 @@ from .reports import _render_reports, _say_rows, _stream_json
                    "--interconnect; --mode train only (inference has no gradients).")
 @click.option("--interconnect", metavar="NAME|GBPS",
               help="The network the all-reduce runs over: 10gbe, 25gbe, 100gbe, ib-edr, "
-                   "ib-hdr, ib-ndr, nvlink2, nvlink3, nvlink4 (links.yaml), or GB/s per "
+                   "ib-hdr, ib-ndr, nvlink2 .. nvlink5 (links.yaml), or GB/s per "
                    "direction.")
 @generation_options
 @serving_options
