@@ -266,8 +266,8 @@ def test_the_cli_writes_the_page_on_stdout_and_the_chart_beside_it(invoke, tmp_p
 def test_the_cli_help_lists_the_formats_and_they_are_the_renderers(invoke):
     from roofline.cli.options import PLAN_FORMATS as CHOICES
 
-    assert set(CHOICES) == set(PLAN_FORMATS) == {"table", "json", "markdown", "html"}
+    assert set(CHOICES) == set(PLAN_FORMATS) == {"table", "json", "csv", "markdown", "html"}
     res = invoke("plan", "--help")
     assert res.exit_code == 0
-    assert "[table|json|markdown|html]" in res.stdout
+    assert "[table|json|csv|markdown|html]" in res.stdout
     assert "self-contained page" in re.sub(r"\s+", " ", res.stdout)

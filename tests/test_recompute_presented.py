@@ -142,3 +142,76 @@ def test_compare_chart_and_page_label_the_recomputation(invoke):
     page = comparison_page(c)
     assert "the forward work recompute full runs again in the backward pass" in page
     assert "memory-bound (GEMMs, ops and recomputation)" in page
+
+
+TINY = ("name: tiny\nbatch: 2\nseq: 128\ndtype: fp16\nmode: train\nlayers:\n"
+        "  - {type: embedding, vocab: 1000, dim: 256, name: emb}\n"
+        "  - {type: transformer, hidden: 256, heads: 4, ffn: 1024, attention: naive, "
+        "dropout: 0.1, repeat: 2, name: blk}\n"
+        "  - {type: linear, in: 256, out: 1000, name: head}\n")
+
+
+def _csv_rows(invoke, model, *args):
+    import csv
+    import io
+
+    result = invoke("analyze", model, "--hw", "h100", *args, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    header = result.stdout.splitlines()[0].split(",")
+    assert header[-2:] == ["predicted_basis", "recomputed"]  # appended: other columns stay
+    return list(csv.DictReader(io.StringIO(result.stdout)))
+
+
+@pytest.mark.parametrize("recompute, marked", [
+    # selective: each block's naive attention core, QK^T and attention over V, its softmax and
+    # the dropout on the probabilities (Korthikanti et al. 2022, sec. 5), in both copies
+    ("selective", {("blk.1.scores", "forward"), ("blk.1.context", "forward"),
+                   ("blk.2.scores", "forward"), ("blk.2.context", "forward"),
+                   ("blk.1.attn", "forward"), ("blk.2.attn", "forward")}),
+    # full: every forward GEMM and op of both blocks (not the embedding's, not the output
+    # layer's, which has no activation after it)
+    ("full", {(f"blk.{c}{part}", "forward") for c in (1, 2)
+              for part in ("", ".qkv", ".scores", ".context", ".proj", ".ffn_up",
+                           ".ffn_down", ".attn", ".ffn")}),
+    ("none", set()),
+])
+def test_analyze_csv_marks_the_rows_recomputation_runs_again(invoke, tmp_path, recompute,
+                                                             marked):
+    """A two-block naive-attention model (T = B s = 2 x 128 = 256 tokens, h 256, ffn 1024):
+    the rows marked are those the rule names, and their GEMM FLOPs are worked by hand:
+    selective, per block QK^T and attention over V, 2 x 2 T s h = 4 x 256 x 128 x 256 =
+    33,554,432; full, per block also qkv 2 T h 3h = 100,663,296, proj 2 T h^2 = 33,554,432,
+    ffn up and down 2 x 2 T h 4h = 268,435,456: 436,207,616 (24 T h^2 + 4 T s h)."""
+    model = tmp_path / "tiny.yaml"
+    model.write_text(TINY)
+    rows = _csv_rows(invoke, model, "--recompute", recompute)
+    again = [r for r in rows if r["recomputed"] == "True"]
+    assert {r["recomputed"] for r in rows} <= {"True", "False"}
+    assert {(r["layer"], r["pass"]) for r in again} == marked
+    gemm_flops = sum(int(r["flops"]) for r in again if r["kind"] == "gemm")
+    per_block = {"selective": 4 * 256 * 128 * 256, "full": 436_207_616, "none": 0}[recompute]
+    assert gemm_flops == 2 * per_block
+    ops = {r["kind"] for r in again if r["kind"] != "gemm"}
+    assert ops == {"selective": {"softmax", "dropout"},
+                   "full": {"layernorm", "softmax", "dropout", "residual", "gelu"},
+                   "none": set()}[recompute]
+    # the step's own count of what runs again: its GEMMs' FLOPs are these rows'
+    data = _json(invoke, "analyze", model, "--hw", "h100", "--recompute", recompute)
+    assert data["totals"]["recompute_gemm_flops"] == gemm_flops
+
+
+def test_analyze_csv_marks_a_linear_layers_product_before_its_activation(invoke, tmp_path):
+    """Under full recomputation the MLP's fc1 (relu after it) runs its product again: MM1, the
+    forward GEMM, is marked, and nothing else (fc2 has no activation; relu's output is fc2's
+    kept input); --gemms-only and a second device mark the same GEMM."""
+    model = tmp_path / "mlp.yaml"
+    model.write_text(MLP)
+    rows = _csv_rows(invoke, model, "--recompute", "full")
+    assert [(r["name"], r["recomputed"]) for r in rows] == [
+        ("MM1", "True"), ("MM2", "False"), ("MM3", "False"), ("MM4", "False"),
+        ("MM5", "False"), ("OP1", "False"), ("OP2", "False")]
+    both = _csv_rows(invoke, model, "--hw", "a100", "--recompute", "full", "--gemms-only")
+    assert [(r["hardware"], r["name"]) for r in both if r["recomputed"] == "True"] == [
+        ("h100-sxm5-80gb", "MM1"), ("a100-sxm4-80gb", "MM1")]
+    inference = _csv_rows(invoke, model, "--mode", "inference", "--batch", "64")
+    assert {r["recomputed"] for r in inference} == {"False"}

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
@@ -174,17 +175,24 @@ class Plan:
 
         return plot_plan(self, ax=ax)
 
+    @cached_property
+    def _blocks(self) -> int:
+        """The transformer blocks the pipeline stages split (``parallel.blocks_of``)."""
+        return len(blocks_of(self.network))
+
+    def layout_dict(self, r: LayoutResult) -> dict[str, Any]:
+        """One layout as the JSON holds it (``LayoutResult.to_dict``) with the blocks each
+        pipeline GPU runs, ``stage_blocks`` (``parallel.gpu_blocks``); the CSV's row reads the
+        same dict (``output.plan_csv``)."""
+        return r.to_dict() | {"stage_blocks": list(gpu_blocks(self._blocks, r.layout.pp,
+                                                              r.layout.vp))}
+
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON: the model and device, the fabric, the prediction's basis (as analyze's), the
         assumptions, per GPU count the fitting layouts fastest first (``top`` of them), and the
         front."""
         net = self.network
-        blocks = len(blocks_of(net))
-
-        def layout(r: LayoutResult) -> dict[str, Any]:  # with the blocks each stage runs
-            return r.to_dict() | {"stage_blocks": list(gpu_blocks(blocks, r.layout.pp,
-                                                                  r.layout.vp))}
-
+        layout = self.layout_dict
         per_count = []
         unknown: dict[str, int | None] = {"least_bytes": None,
                                           "least_without_activations_bytes": None}

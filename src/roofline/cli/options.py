@@ -13,8 +13,8 @@ import click
 from ..files.numbers import MAX_INT, parse_int
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
-#: plan's formats (``output.plan.PLAN_FORMATS``: no CSV), a literal as FORMATS is
-PLAN_FORMATS = ("table", "json", "markdown", "html")
+#: plan's formats (``output.plan.PLAN_FORMATS``), a literal as FORMATS is
+PLAN_FORMATS = ("table", "json", "csv", "markdown", "html")
 #: analysis.whatif_gemm.GEMM_LAYOUTS, a literal so that --help imports no analysis (a test holds
 #: them equal)
 GEMM_LAYOUTS = ("linear", "matmul")

@@ -69,10 +69,11 @@ from .plots import _check_plot, _write_plot, force_option
 @click.option("--inter", metavar="NAME|GBPS", help="The link between nodes, per GPU (ib-ndr, "
               "ib-hdr, 400gbe, 100gbe, ...; or GB/s per direction) [default: ib-ndr].")
 @click.option("--top", type=COUNT, default=3, show_default=True,
-              help="Layouts shown per GPU count (JSON: all that fit unless given).")
+              help="Layouts shown per GPU count (JSON and CSV: all that fit unless given).")
 @click.option("--format", "fmt", type=click.Choice(PLAN_FORMATS), default="table",
               show_default=True, help="table: the text; json: every fitting layout unless "
-              "--top is given; markdown: the text's lines and tables; html: one "
+              "--top is given; csv: a row per fitting layout (every one unless --top is "
+              "given), the JSON's figures; markdown: the text's lines and tables; html: one "
               "self-contained page, its chart and sortable tables (redirect it to a file).")
 @click.option("--gemms", is_flag=True, help="Also print one GPU's GEMMs and ops in the best "
               "layout (its tensor-parallel shard at the micro-batch: shapes, alignment, "
@@ -127,6 +128,13 @@ def plan(model: str, hardware: str, gpus: str, tp: str | None, pp: str | None,
 
     if fmt == "json":
         click.echo(RENDERERS["json"](result, top if _given("top") else None), nl=False)
+    elif fmt == "csv":  # what it leaves out and the warnings on stderr: stdout stays CSV
+        from ..output.plan_csv import csv_notes
+
+        listed = top if _given("top") else None
+        for line in csv_notes(result, listed):
+            _progress(line)
+        click.echo(RENDERERS["csv"](result, listed), nl=False)
     elif fmt == "html":  # the page names the command that made it
         click.echo(RENDERERS["html"](result, top, command=_command()), nl=False)
     else:

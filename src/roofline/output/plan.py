@@ -1,7 +1,7 @@
-"""``roofline plan`` as text, Markdown and JSON: the header (model, device, batch, links,
-assumptions), the fastest fitting layouts at each GPU count, the Pareto front, and the best
-layout's details. The pieces are shared with the HTML page (``output.html.plan``): each line and
-cell is made once here, so every format says the same."""
+"""``roofline plan`` as text, Markdown and JSON (its CSV: ``output.plan_csv``): the header
+(model, device, batch, links, assumptions), the fastest fitting layouts at each GPU count, the
+Pareto front, and the best layout's details. The pieces are shared with the HTML page
+(``output.html.plan``): each line and cell is made once here, so every format says the same."""
 
 from __future__ import annotations
 
@@ -393,7 +393,16 @@ def plan_html(plan: Plan, top: int = 3, command: str | None = None) -> str:
     return plan_page(plan, top, command)
 
 
+def plan_csv(plan: Plan, top: int | None = None) -> str:
+    """A row per fitting layout per GPU count, the JSON's figures (``output.plan_csv``)."""
+    from .plan_csv import plan_csv as rows
+
+    return rows(plan, top)
+
+
 #: plan's ``--format`` renderers, each of a Plan and the layouts shown per count (``--top``;
-#: JSON's all that fit unless given); the CLI's choices are ``cli.options.PLAN_FORMATS``.
+#: JSON's and CSV's all that fit unless given); the CLI's choices are
+#: ``cli.options.PLAN_FORMATS``.
 PLAN_FORMATS: dict[str, Callable[..., str]] = {
-    "table": plan_table, "json": plan_json, "markdown": plan_markdown, "html": plan_html}
+    "table": plan_table, "json": plan_json, "csv": plan_csv, "markdown": plan_markdown,
+    "html": plan_html}

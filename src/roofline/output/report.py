@@ -937,7 +937,7 @@ _CSV_FIELDS = ("name", "layer", "pass", "kind", "m", "n", "k", "batch_count", "d
                "c_read", "flops", "bytes", "bytes_a", "bytes_b", "bytes_c", "intensity", "bound",
                "attainable_tflops", "time_s", "predicted_time_s", "measured_time_s",
                "efficiency", "aligned", "min_compute_bound_batch", "warnings",
-               "advice", "predicted_basis")
+               "advice", "predicted_basis", "recomputed")
 
 
 # so that rows of several reports share one table
@@ -955,7 +955,9 @@ def reports_csv(reports: list[Report], view: View = View()) -> str:
     a repeated layer included, each row starting with its hardware, batch, mode, seq (empty
     without one) and phase (and tp where a report is served over several GPUs, ``--tp``: the
     row is one GPU's shard); raw numbers
-    in SI units; warnings and advice joined with '; '."""
+    in SI units; warnings and advice joined with '; '; last (0.9.0), ``recomputed``: True for a
+    forward GEMM or op the backward pass runs again under ``recompute`` selective or full
+    (``analysis.recompute.recomputed_results``), its time counted once more in the step's."""
     return "".join(csv_chunks(reports, view))
 
 
@@ -964,30 +966,36 @@ def csv_chunks(reports: list[Report], view: View = View()) -> Iterator[str]:
     and layer are a function of its shape, written once per shape (a deep model's 300,000 rows
     are never held at once)."""
     # served over several GPUs (--tp N): a tp column says each row is one GPU's shard
+    from ..analysis.recompute import recomputed_results
+
     keys = _CSV_CONTEXT + (("tp",) if any(r.tensor_parallel for r in reports) else ()) + (
         ("pp",) if any(r.pipeline_parallel for r in reports) else ())  # (a pipeline's stages)
     yield _csv_line(keys + _CSV_FIELDS)
     for report in reports:
+        again = recomputed_results(report)
         net = report.network
         context = {"hardware": report.hardware.name, "batch": net.batch, "mode": net.mode,
                    "seq": "" if net.seq is None else net.seq, "phase": net.step_phase,
                    "tp": report.tensor_parallel.tp if report.tensor_parallel else 1,
                    "pp": report.pipeline_parallel.pp if report.pipeline_parallel else 1}
-        yield from _csv_rows(report.results, context, _gemm_csv, _gemm_of, keys)
+        yield from _csv_rows(report.results, context, _gemm_csv, _gemm_of, keys, again)
         if not view.gemms_only:
-            yield from _csv_rows(report.ops, context, _op_csv, _op_of, keys)
+            yield from _csv_rows(report.ops, context, _op_csv, _op_of, keys, again)
 
 
 def _csv_rows(results: Sequence[Any], context: dict[str, Any], data: Callable[[Any], dict],
-              what: Callable[[Any], Any], keys: Sequence[str] = _CSV_CONTEXT) -> Iterator[str]:
+              what: Callable[[Any], Any], keys: Sequence[str] = _CSV_CONTEXT,
+              again: frozenset[int] = frozenset()) -> Iterator[str]:
     """One CSV line per result (each copy of a repeat its own), its name and layer written
-    into the line its shape's other cells make once."""
+    into the line its shape's other cells make once; ``again``, the ids of the results the
+    backward pass runs again (a run's stored result flags every copy, as the step counts
+    it)."""
     head = _csv_line([context[key] for key in keys])[:-1]
     tails: dict[int, str] = {}  # by the result read: one per shape in a deep model
     for name, layer, _, r in named(results, what):
         tail = tails.get(id(r))
         if tail is None:
-            row = data(r)
+            row = data(r) | {"recomputed": id(r) in again}
             tail = tails[id(r)] = _csv_line([row.get(key, "") for key in _CSV_FIELDS[2:]])
         yield f"{head},{_csv_cell(name)},{_csv_cell(layer)},{tail}"
 
