@@ -32,8 +32,8 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
 
 A key that changes what the model computes or keeps and that no adapter models
 (``UNMODELLED``: Qwen2's and Qwen3's sliding window, which covers only some layers, Llama's
-optional biases) is kept as ``ConfigModel.unmodelled`` and becomes a warning in every command's output,
-never dropped silently.
+optional biases) is kept as ``ConfigModel.unmodelled`` and becomes a warning in every command's
+output, never dropped silently.
 """
 
 from __future__ import annotations
@@ -255,9 +255,8 @@ def _qwen3_moe(f: Fields, layers: int) -> bool:
     sparse = layers // step - len(dense)
     if sparse in (0, layers):
         return sparse == layers
-    key, why = (("decoder_sparse_step", f"decoder_sparse_step {step} makes every layer but each "
-                 f"{_ordinal(step)} dense") if step > 1 else
-                ("mlp_only_layers", f"mlp_only_layers makes layers {_listed(dense)} dense"))
+    key, why = (("decoder_sparse_step", f"every layer but each {_ordinal(step)} is dense")
+                if step > 1 else ("mlp_only_layers", f"layers {_listed(dense)} are dense"))
     raise f.fail(key, f"{why}: {layers - sparse} dense layers (intermediate_size) among {sparse} "
                       f"sparse ones (num_experts), which one repeated block cannot say; read are "
                       f"configs whose layers are all sparse (decoder_sparse_step 1, "

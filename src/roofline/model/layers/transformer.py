@@ -10,14 +10,14 @@ fused QKV projection only, as Qwen2), dropout 0, experts 0 (a dense FFN; experts
 a mixture of experts), rotary false (true: a rotary position embedding on q and k, RoPE, as
 Llama), qk_norm false (true: each query and key head normalized over its head_dim by the block's
 ``norm`` before the rotary embedding, with a head_dim-wide scale of its own for q and one for k,
-as Qwen3's ``q_norm`` and ``k_norm``). With T tokens (batch x seq; batch in decode), hq = heads x head_dim,
-hkv = kv_heads x head_dim, G = batch x heads, and a query length q and key length s (both seq;
-in decode q = 1 against a KV cache of s = seq):
+as Qwen3's ``q_norm`` and ``k_norm``). With T tokens (batch x seq; batch in decode), hq = heads
+x head_dim, hkv = kv_heads x head_dim, G = batch x heads, and a query length q and key length s
+(both seq; in decode q = 1 against a KV cache of s = seq):
 
 Forward, in order (M x N x K):
   norm1 (op); ``qkv`` T x (hq + 2 hkv) x hidden; with ``qk_norm: true`` the per-head norm of q
-  and k (op ``rmsnorm`` (``layernorm``) of the attention: T (hq + hkv) values, read and written
-  at the activations' size, as the block's other norms); with ``rotary: true`` the rotary position
+  and k (an op of the block's ``norm`` kind on its ``attn``: T (hq + hkv) values, read and
+  written at the activations' size, as the block's other norms); with ``rotary: true`` the rotary position
   embedding on q and k (op ``rotary``: T (hq + hkv) values, 3 FLOPs each); in inference with a
   KV cache (a causal block) the new tokens' K and V copied into it (op ``kv-cache-write``: T 2
   hkv values read at the activations' size and written at the cache's);
