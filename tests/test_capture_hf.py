@@ -1,6 +1,7 @@
 """Two routes to the same transformer: Hugging Face transformers builds GPT-2, BERT, Llama-2-7B,
-Mixtral-8x7B, Qwen3-8B and Qwen3-30B-A3B from the repo's example configs (examples/hf/*.json; random weights on the meta device, nothing
-downloaded) and roofline.torch.capture records what they run; roofline's own config.json
+Mixtral-8x7B, Qwen3-8B and Qwen3-30B-A3B from the repo's example configs (examples/hf/*.json;
+random weights on the meta device, nothing downloaded) and roofline.torch.capture records what
+they run; roofline's own config.json
 adapters (model/hf.py) describe the same models as model.yaml layers. Both must give the same
 GEMMs (shapes, passes, count), the same parameter count and the same fused-attention ops, up to
 one stated, intentional difference:

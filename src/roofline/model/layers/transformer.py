@@ -17,8 +17,9 @@ x head_dim, hkv = kv_heads x head_dim, G = batch x heads, and a query length q a
 Forward, in order (M x N x K):
   norm1 (op); ``qkv`` T x (hq + 2 hkv) x hidden; with ``qk_norm: true`` the per-head norm of q
   and k (an op of the block's ``norm`` kind on its ``attn``: T (hq + hkv) values, read and
-  written at the activations' size, as the block's other norms); with ``rotary: true`` the rotary position
-  embedding on q and k (op ``rotary``: T (hq + hkv) values, 3 FLOPs each); in inference with a
+  written at the activations' size, as the block's other norms); with ``rotary: true`` the
+  rotary position embedding on q and k (op ``rotary``: T (hq + hkv) values, 3 FLOPs each); in
+  inference with a
   KV cache (a causal block) the new tokens' K and V copied into it (op ``kv-cache-write``: T 2
   hkv values read at the activations' size and written at the cache's);
   attention, naive: ``scores`` G batched q x s x head_dim, softmax (op), ``context`` G batched
