@@ -1,6 +1,7 @@
-"""Two routes to the same transformer: Hugging Face transformers builds GPT-2, BERT and Llama-2-7B
-from the repo's example configs (examples/hf/*.json; random weights on the meta device, nothing
-downloaded) and roofline.torch.capture records what they run; roofline's own config.json
+"""Two routes to the same transformer: Hugging Face transformers builds GPT-2, BERT, Llama-2-7B,
+Mixtral-8x7B, Qwen3-8B and Qwen3-30B-A3B from the repo's example configs (examples/hf/*.json;
+random weights on the meta device, nothing downloaded) and roofline.torch.capture records what
+they run; roofline's own config.json
 adapters (model/hf.py) describe the same models as model.yaml layers. Both must give the same
 GEMMs (shapes, passes, count), the same parameter count and the same fused-attention ops, up to
 one stated, intentional difference:
@@ -63,6 +64,13 @@ MODELS = {
     # one already
     "mixtral-8x7b": ("AutoModelForCausalLM",
                      (("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),)),
+    # Qwen3: Llama's projections with an explicit head_dim (32 x 128 query heads on 4096) and
+    # the per-head q_norm and k_norm; Qwen3-MoE: 128 experts of 768 (grouped GEMMs, as Mixtral's)
+    "qwen3-8b": ("AutoModelForCausalLM",
+                 (("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+                  ("mlp.gate_proj", "mlp.up_proj"))),
+    "qwen3-30b-a3b": ("AutoModelForCausalLM",
+                      (("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),)),
 }
 
 
@@ -113,8 +121,9 @@ def _key(g):
 
 
 def _dtype(name):
-    """fp32, but bf16 for Mixtral: torch's grouped GEMM takes bf16 operands only."""
-    return "bf16" if name == "mixtral-8x7b" else "fp32"
+    """fp32, but bf16 for the mixtures of experts: torch's grouped GEMM takes bf16 operands
+    only."""
+    return "bf16" if name in ("mixtral-8x7b", "qwen3-30b-a3b") else "fp32"
 
 
 def _reference(name, mode):

@@ -7,11 +7,23 @@ like any other; ``batch`` and ``seq`` are never in a config (give ``--batch`` an
 ``dtype`` comes from ``torch_dtype`` (or ``dtype``) when the config has it, ``context`` (the
 longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_positions``).
 
-- llama, mistral, qwen2, mixtral: rmsnorm, gated (SwiGLU) FFN, causal, rotary position
-  embeddings (RoPE), no biases (qwen2: a
+- llama, mistral, qwen2, mixtral, qwen3, qwen3_moe: rmsnorm, gated (SwiGLU) FFN, causal, rotary
+  position embeddings (RoPE), no biases (qwen2: a
   bias on the fused QKV projection), untied output unless ``tie_word_embeddings``; mixtral:
   ``num_local_experts`` experts, ``num_experts_per_tok`` per token; mistral, mixtral: a
   ``sliding_window`` (Mistral 7B v0.1's 4096) as the block's ``window``.
+- qwen3, qwen3_moe (transformers' ``Qwen3ForCausalLM``, ``Qwen3MoeForCausalLM``): as llama with
+  an explicit ``head_dim`` (Qwen3-32B: 64 heads x 128 = 8192 wide attention on a 5120 hidden) and
+  the per-head RMSNorm on queries and keys before the rotary embedding (``q_norm``, ``k_norm``:
+  the block's ``qk_norm``); no QKV bias (``attention_bias``, false in every published config, is
+  Llama's key and warned of as Llama's is). qwen3_moe: every block a mixture of ``num_experts``
+  experts of ``moe_intermediate_size``, ``num_experts_per_tok`` a token, where every layer is
+  sparse (``decoder_sparse_step`` 1, ``mlp_only_layers`` empty, as every published Qwen3-MoE;
+  the dense ``intermediate_size`` then unused); none sparse, dense blocks of
+  ``intermediate_size``; dense layers among sparse ones are refused in one line (``_qwen3_moe``).
+  ``norm_topk_prob`` (the top-k weights renormalized: k values a token), ``router_aux_loss_coef``
+  and ``output_router_logits`` (the load-balancing loss, a training objective over the router's
+  logits the step computes anyway) change no GEMM, op or memory roofline counts: read by none.
 - gpt2: learned positions, layernorm, GELU FFN of ``n_inner`` (4 x n_embd), biases, causal,
   output tied to the token embedding.
 - bert: as BertForMaskedLM: word, position and token-type embeddings and their layernorm,
@@ -19,9 +31,9 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
   vocabulary projection tied to the word embedding, with its bias).
 
 A key that changes what the model computes or keeps and that no adapter models
-(``UNMODELLED``: Qwen2's sliding window, which covers only some layers, Llama's optional
-biases) is kept as ``ConfigModel.unmodelled`` and becomes a warning in every command's output,
-never dropped silently.
+(``UNMODELLED``: Qwen2's and Qwen3's sliding window, which covers only some layers, Llama's
+optional biases) is kept as ``ConfigModel.unmodelled`` and becomes a warning in every command's
+output, never dropped silently.
 """
 
 from __future__ import annotations
@@ -40,7 +52,8 @@ WINDOWED = ("mistral", "mixtral")
 #: Config keys that change what a model computes or keeps and that no adapter models, with what
 #: the model counts instead (``ConfigModel.unmodelled``; ``Report.warnings`` says so): never
 #: dropped silently. ``sliding_window`` where ``use_sliding_window`` turns it on (Qwen2: a window
-#: on the layers from ``max_window_layers`` on, which one block repeated cannot say; Mistral's
+#: on the layers from ``max_window_layers`` on, which one block repeated cannot say; Qwen3's and
+#: Qwen3-MoE's read as Qwen2's, off in every published config; Mistral's
 #: and Mixtral's cover every layer and are the block's ``window``); ``attention_bias`` /
 #: ``mlp_bias``: Llama-family biases on the attention projections / the FFN (the adapters build
 #: them without); ``quantization_config``: weights stored quantized (GPTQ, AWQ, bitsandbytes,
@@ -141,8 +154,9 @@ def _unmodelled(config: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(("quantization_config", _quantization_text(quantized)))
     out += [(key, str(config[key])) for key in _POSITIVE_KEYS
             if isinstance(config.get(key), int) and not isinstance(config.get(key), bool)
-            and config[key] > 0 and not (key == "moe_intermediate_size"
-                                         and config[key] == config.get("intermediate_size"))]
+            and config[key] > 0 and not (key == "moe_intermediate_size" and (
+                config[key] == config.get("intermediate_size")
+                or config.get("model_type") == "qwen3_moe"))]  # qwen3_moe's experts' width
     return out
 
 
@@ -184,26 +198,35 @@ def renamed(error: InputError, model: ConfigModel) -> InputError:
 
 def _llama(f: Fields) -> list[dict[str, Any]]:
     hidden, vocab = f.positive_int("hidden_size"), f.positive_int("vocab_size")
-    heads = f.positive_int("num_attention_heads")
+    heads, kind = f.positive_int("num_attention_heads"), f.get("model_type")
+    layers = f.positive_int("num_hidden_layers")
+    sparse = kind == "qwen3_moe" and _qwen3_moe(f, layers)
+    ffn = "moe_intermediate_size" if sparse else "intermediate_size"
     block: dict[str, Any] = {
         "type": "transformer", "name": "blk", "hidden": hidden, "heads": heads,
         "kv_heads": f.positive_int("num_key_value_heads", heads),
-        "ffn": f.positive_int("intermediate_size"), "gated": True, "causal": True,
-        "norm": "rmsnorm", "rotary": True, "repeat": f.positive_int("num_hidden_layers"),
+        "ffn": f.positive_int(ffn), "gated": True, "causal": True,
+        "norm": "rmsnorm", "rotary": True, "repeat": layers,
         _FROM: {"hidden": "hidden_size", "heads": "num_attention_heads",
                 "kv_heads": "num_key_value_heads" if f.has("num_key_value_heads")
-                else "num_attention_heads", "ffn": "intermediate_size",
+                else "num_attention_heads", "ffn": ffn,
                 "repeat": "num_hidden_layers", "head_dim": "head_dim",
-                "experts": "num_local_experts", "top_k": "num_experts_per_tok"}}
+                "experts": "num_experts" if sparse else "num_local_experts",
+                "top_k": "num_experts_per_tok"}}
     if f.get("head_dim", None) is not None:
         block["head_dim"] = f.positive_int("head_dim")
-    if f.get("model_type") == "qwen2":
+    if kind == "qwen2":
         block["bias"] = "qkv"
-    if f.get("model_type") in WINDOWED and f.get("sliding_window", None) is not None:
+    if kind in ("qwen3", "qwen3_moe"):  # q_norm, k_norm: RMSNorm over each head's head_dim
+        block["qk_norm"] = True
+    if kind in WINDOWED and f.get("sliding_window", None) is not None:
         block["window"] = f.positive_int("sliding_window")
         block[_FROM]["window"] = "sliding_window"
-    if f.get("model_type") == "mixtral":
+    if kind == "mixtral":
         block["experts"] = f.positive_int("num_local_experts")
+        block["top_k"] = f.positive_int("num_experts_per_tok")
+    if sparse:
+        block["experts"] = f.positive_int("num_experts")
         block["top_k"] = f.positive_int("num_experts_per_tok")
     return [{"type": "embedding", "name": "embed_tokens", "vocab": vocab, "dim": hidden,
              _FROM: {"vocab": "vocab_size", "dim": "hidden_size"}},
@@ -212,6 +235,42 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
              _FROM: {"dim": "hidden_size"}},
             {"type": "linear", "name": "lm_head", "in": hidden, "out": vocab,
              "tied": _tied(f, False), _FROM: _HEAD}]
+
+
+def _qwen3_moe(f: Fields, layers: int) -> bool:
+    """Whether every one of a qwen3_moe config's ``layers`` is sparse (a mixture of experts):
+    transformers' ``Qwen3MoeDecoderLayer`` makes layer i (from 0) sparse when i is not in
+    ``mlp_only_layers`` and (i + 1) is a multiple of ``decoder_sparse_step``, else a dense MLP of
+    ``intermediate_size``. True where every layer is sparse, False where none is; dense layers
+    among sparse ones are refused in one line, naming the key that makes them: one block
+    repeated cannot be both, and taking them all as either would be silently wrong."""
+    step = f.positive_int("decoder_sparse_step", 1)
+    only = f.get("mlp_only_layers", None)
+    only = [] if only is None else f.items("mlp_only_layers")  # None: transformers' []
+    for i, value in enumerate(only):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f.source, f"mlp_only_layers[{i}]",
+                             f"expected a layer index (an integer), got {value!r:.40}")
+    dense = sorted({i for i in only if 0 <= i < layers and (i + 1) % step == 0})
+    sparse = layers // step - len(dense)
+    if sparse in (0, layers):
+        return sparse == layers
+    key, why = (("decoder_sparse_step", f"every layer but each {_ordinal(step)} is dense")
+                if step > 1 else ("mlp_only_layers", f"layers {_listed(dense)} are dense"))
+    raise f.fail(key, f"{why}: {layers - sparse} dense layers (intermediate_size) among {sparse} "
+                      f"sparse ones (num_experts), which one repeated block cannot say; read are "
+                      f"configs whose layers are all sparse (decoder_sparse_step 1, "
+                      f"mlp_only_layers []) or all dense")
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _listed(indices: list[int]) -> str:
+    """Layer indices as a message writes them: the first 5, then how many more."""
+    shown = ", ".join(map(str, indices[:5]))
+    return shown + (f" and {len(indices) - 5} more" if len(indices) > 5 else "")
 
 
 def _gpt2(f: Fields) -> list[dict[str, Any]]:
@@ -265,5 +324,5 @@ def _tied(f: Fields, default: bool) -> bool:
 
 
 ADAPTERS: dict[str, Callable[[Fields], list[dict[str, Any]]]] = {
-    "llama": _llama, "mistral": _llama, "qwen2": _llama, "mixtral": _llama, "gpt2": _gpt2,
-    "bert": _bert}
+    "llama": _llama, "mistral": _llama, "qwen2": _llama, "mixtral": _llama, "qwen3": _llama,
+    "qwen3_moe": _llama, "gpt2": _gpt2, "bert": _bert}

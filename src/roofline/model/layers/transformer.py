@@ -1,5 +1,6 @@
 """``{type: transformer, hidden, heads, kv_heads, head_dim, ffn, gated, causal, window, attention,
-norm, bias, dropout, experts, top_k, rotary, repeat, name}``: a pre-norm transformer block.
+norm, bias, dropout, experts, top_k, rotary, qk_norm, repeat, name}``: a pre-norm transformer
+block.
 
 Defaults: kv_heads = heads (grouped-query attention when fewer), head_dim = hidden / heads,
 ffn = 4 x hidden, gated (SwiGLU FFN) false, causal false, window none, attention ``flash`` (or
@@ -7,13 +8,18 @@ ffn = 4 x hidden, gated (SwiGLU FFN) false, causal false, window none, attention
 norm ``layernorm`` (or ``rmsnorm``), bias ``none`` (``all``: every projection; ``qkv``: the
 fused QKV projection only, as Qwen2), dropout 0, experts 0 (a dense FFN; experts E with top_k k:
 a mixture of experts), rotary false (true: a rotary position embedding on q and k, RoPE, as
-Llama). With T tokens (batch x seq; batch in decode), hq = heads x head_dim,
-hkv = kv_heads x head_dim, G = batch x heads, and a query length q and key length s (both seq;
-in decode q = 1 against a KV cache of s = seq):
+Llama), qk_norm false (true: each query and key head normalized over its head_dim by the block's
+``norm`` before the rotary embedding, with a head_dim-wide scale of its own for q and one for k,
+as Qwen3's ``q_norm`` and ``k_norm``). With T tokens (batch x seq; batch in decode), hq = heads
+x head_dim, hkv = kv_heads x head_dim, G = batch x heads, and a query length q and key length s
+(both seq; in decode q = 1 against a KV cache of s = seq):
 
 Forward, in order (M x N x K):
-  norm1 (op); ``qkv`` T x (hq + 2 hkv) x hidden; with ``rotary: true`` the rotary position
-  embedding on q and k (op ``rotary``: T (hq + hkv) values, 3 FLOPs each); in inference with a
+  norm1 (op); ``qkv`` T x (hq + 2 hkv) x hidden; with ``qk_norm: true`` the per-head norm of q
+  and k (an op of the block's ``norm`` kind on its ``attn``: T (hq + hkv) values, read and
+  written at the activations' size, as the block's other norms); with ``rotary: true`` the
+  rotary position embedding on q and k (op ``rotary``: T (hq + hkv) values, 3 FLOPs each); in
+  inference with a
   KV cache (a causal block) the new tokens' K and V copied into it (op ``kv-cache-write``: T 2
   hkv values read at the activations' size and written at the cache's);
   attention, naive: ``scores`` G batched q x s x head_dim, softmax (op), ``context`` G batched
@@ -36,7 +42,8 @@ when an earlier layer has weights) and its weight-gradient GEMM; each batched at
 two data-gradient GEMMs (scores: dQ = dS.K, dK = dS^T.Q; context: dP = dO.V^T, dV = P^T.dO);
 the fused flash kernel's backward recomputes the scores (10 G q s head_dim FLOPs: five GEMMs,
 halved when causal; bytes: Q, K, V, O, dO read, dQ, dK, dV written); every op has its
-backward op.
+backward op (the q/k norm's: ``rmsnorm-backward`` on dq and dk, T (hq + hkv) values, after
+the rotary embedding's).
 
 ``window: w`` (causal only): each token attends to the last w tokens, its own included (a
 sliding window, Mistral 7B v0.1's 4096). With flash attention the kernel does only the window's
@@ -73,7 +80,7 @@ if TYPE_CHECKING:
 Item = GemmShape | OpShape
 _KEYS = frozenset({"type", "name", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated",
                    "causal", "window", "attention", "norm", "bias", "dropout", "experts",
-                   "top_k", "rotary", "repeat"})
+                   "top_k", "rotary", "qk_norm", "repeat"})
 ATTENTION_FORMS = ("flash", "naive")
 LSE_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 
@@ -98,6 +105,9 @@ class Transformer:
     experts: int = 0
     top_k: int = 0
     rotary: bool = False  # a rotary position embedding on q and k (Llama, Mistral, Qwen2)
+    #: each q and k head normalized over head_dim (the block's ``norm``) before the rotary
+    #: embedding, a head_dim-wide scale each (Qwen3's q_norm and k_norm)
+    qk_norm: bool = False
     #: one GPU of an expert-parallel group of this many: it holds ``local_experts`` of the
     #: experts and their GEMMs; the router still scores all ``experts`` (set by
     #: ``analysis.parallel.shard_network``, never by a model file)
@@ -131,7 +141,7 @@ class Transformer:
             norm=fields.choice("norm", ("layernorm", "rmsnorm"), "layernorm"),
             bias=fields.choice("bias", ("none", "all", "qkv"), "none"),
             dropout=_dropout(fields), experts=experts, top_k=top_k,
-            rotary=fields.boolean("rotary", False))
+            rotary=fields.boolean("rotary", False), qk_norm=fields.boolean("qk_norm", False))
 
     @property
     def hq(self) -> int:
@@ -174,12 +184,14 @@ class Transformer:
     @property
     def parameters(self) -> int:
         """Weights (and biases) of the projections, FFN or experts held and router, and 2
-        norms."""
+        norms (with ``qk_norm`` 2 more, head_dim wide: q's and k's, every head sharing its
+        scale)."""
         qkv, proj = self.hidden * (self.hq + 2 * self.hkv), self.hq * self.hidden
         ffn = self.hidden * self.up_width + self.ffn * self.hidden
         if self.experts:
             ffn = self.local_experts * ffn + self.hidden * self.experts
-        norms = 2 * self.hidden * (2 if self.norm == "layernorm" else 1)
+        norms = 2 * (self.hidden + (self.head_dim if self.qk_norm else 0)) * (
+            2 if self.norm == "layernorm" else 1)
         biases = 0
         if self.bias != "none":
             biases = self.hq + 2 * self.hkv
@@ -244,7 +256,8 @@ class Transformer:
           matrix); the projection's input T hq e; the FFN input T h e; the FFN's inner tensors,
           R up e + R ffn e (R = T, or T x top_k with experts; gated: up = 2 ffn, plus the
           gate's product R ffn e), the router's logits T E e; dropout masks T h (1 byte) after
-          the attention and the FFN.
+          the attention and the FFN; with ``qk_norm`` the q/k norm's input, the projected q and
+          k, T (hq + hkv) e (a norm's input, kept as the block's two norms' are).
           With e = 2, dropout, naive attention, kv_heads = heads, ffn = 4h, ungated: 34 s b h +
           5 a s^2 b bytes, the paper's per-layer figure.
         - ``selective``: the attention core is recomputed: the G q s terms go (34 s b h).
@@ -262,8 +275,9 @@ class Transformer:
         rows = self._ffn_rows(step)
         inner = rows * self.up_width * e + rows * self.ffn * e * (2 if self.gated else 1)
         router = t * self.experts * e if self.experts else 0
+        qk = t * (self.hq + self.hkv) * e if self.qk_norm else 0
         kept = (2 * t * h * e + t * h * e + t * (self.hq + 2 * self.hkv) * e
-                + t * self.hq * e + t * h * e + inner + router + masks)
+                + t * self.hq * e + t * h * e + inner + router + masks + qk)
         if self.attention == "flash":
             return kept + count * q * LSE_BYTES
         if recompute == "selective":
@@ -295,7 +309,7 @@ class Transformer:
 
     def _forward_parts(self, step: Step) -> tuple[list[Item], list[Item], list[Item]]:
         """The forward pass in three, in order: what precedes the attention core (norm1, the
-        QKV projection, the rotary embedding, the KV-cache write), the core
+        QKV projection, the q/k norm, the rotary embedding, the KV-cache write), the core
         (``_attention_forward``: naive attention's scores, softmax, its dropout and context;
         flash's one kernel) and what follows it (the output projection to the last residual
         add): ``forward`` joined, ``recomputed`` told apart."""
@@ -303,6 +317,8 @@ class Transformer:
         before: list[Item] = [self._op("forward", self.norm, t * self.hidden, step)]
         before += self._proj_forward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
                                      self.bias != "none")
+        if self.qk_norm:
+            before.append(self._op("forward", self.norm, t * (self.hq + self.hkv), step, "attn"))
         if self.rotary:
             before.append(self._op("forward", "rotary", t * (self.hq + self.hkv), step, "attn"))
         before += self._kv_cache_write(step)
@@ -504,6 +520,9 @@ class Transformer:
         if self.rotary:
             items.append(self._op("backward", "rotary-backward", t * (self.hq + self.hkv), step,
                                   "attn"))
+        if self.qk_norm:
+            items.append(self._op("backward", f"{self.norm}-backward", t * (self.hq + self.hkv),
+                                  step, "attn"))
         items += self._proj_backward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
                                      self.bias != "none", data_grad)
         items.append(self._op("backward", f"{self.norm}-backward", t * self.hidden, step))
