@@ -58,6 +58,23 @@ class ItemNumbers:
         """Every item's name in order (one by one)."""
         return [f"{self.prefix}{n}" for n in self]
 
+    def spelled(self) -> str:
+        """Every number as one text, none left out and no copy of a run written one by one
+        (a chart's element id, ``plot.sweep``): a block of one copy its items' names
+        (``MM1,MM5``); a block of several copies, each offset as the numbers it takes in
+        every copy, first-last/period as a cron range with a step reads (``MM2-MM119990/12``:
+        MM2, MM14, ..., MM119990; ``MM3-MM9`` where a copy holds one item)."""
+        texts: list[str] = []
+        prefix = self.prefix
+        for first, period, count, offsets in self.blocks:
+            if count == 1:
+                texts += [f"{prefix}{first + o}" for o in offsets]
+                continue
+            step = f"/{period}" if period > 1 else ""
+            last = first + (count - 1) * period
+            texts += [f"{prefix}{first + o}-{prefix}{last + o}{step}" for o in offsets]
+        return ",".join(texts)
+
     def __repr__(self) -> str:
         return f"ItemNumbers({self.prefix}: {len(self)} in {len(self.blocks)} blocks)"
 
