@@ -165,6 +165,18 @@ def test_the_csv_rows_are_the_json_figures(comparisons, sweeps):
         assert next(rows, None) is None
 
 
+def test_run_values_are_named_rows_without_the_names():
+    """A run's copies repeat its row, in numbering order: 10 copies of 12 GEMMs between the
+    embedding's none and the head's 3."""
+    from roofline.model.item_numbers import named_rows, run_values, template_values
+
+    results = sweep(network_from_yaml(REPEATED % 10), "h100", "8").reports[0].results
+    rows = template_values([results], lambda at: at[0].gemm.m)
+    values = list(run_values(results, rows))
+    assert values == [v for _, v in named_rows(results, rows)]
+    assert len(values) == 12 * 10 + 3
+
+
 def test_a_bounded_cache_emptied_often_writes_the_same(monkeypatch, comparisons, sweeps):
     """With room for two rows' tails the listings re-make what they forgot: the same text."""
     texts = [(comparison_json, c) for c in comparisons[:2]] + [

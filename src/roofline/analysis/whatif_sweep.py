@@ -20,6 +20,7 @@ from ..model.item_numbers import (
     grouped_rows,
     named_rows,
     same_runs,
+    template_values,
 )
 from ..model.repeats import Numbered, named
 from ..roof import bound as roof_bound
@@ -134,6 +135,18 @@ class Sweep:
                 found[id(result)] = _transition(result.gemm, report.hardware)
             yield name, found[id(result)]
 
+    def transition_rows(self, report: Report | None = None) -> list[list[int | None]] | None:
+        """``transitions`` run by run: each run's values for one copy of ``report``'s GEMMs
+        (default: the first point's; ``model.item_numbers.template_values``, worked out once
+        a distinct template), which every copy of the run shares; None where the GEMMs are
+        not in runs (a captured module's)."""
+        report = report or self.reports[0]
+        results = report.results
+        if self.captured or not isinstance(results, Numbered):
+            return None
+        hardware = report.hardware
+        return template_values([results], lambda at: _transition(at[0].gemm, hardware))
+
     def transition_groups(self, report: Report | None = None) -> dict[int | None, Names]:
         """The GEMMs grouped by ``transitions``' batch, each group's numbers as runs (a
         repeat's copies share theirs: worked out once a distinct GEMM, and not named one by
@@ -224,6 +237,12 @@ class Sweep:
         results = self.reports[0].results
         assert isinstance(results, Numbered)
         return named_rows(results, found)
+
+    def seq_transition_rows(self) -> list[list[int | None]] | None:
+        """``seq_transitions`` run by run (the first point's runs), where the search went so;
+        None where it went GEMM by GEMM or there is none."""
+        found = self._seq_found
+        return found if isinstance(found, list) else None
 
     def seq_transition_groups(self) -> dict[int | None, Names] | None:
         """The GEMMs grouped by ``seq_transitions``' seq, each group's numbers as runs (or the

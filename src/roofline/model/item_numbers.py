@@ -15,6 +15,7 @@ A plain sequence of items (not in runs: a captured module's) is grouped by name,
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -244,6 +245,15 @@ def named_rows(step: Numbered[Any], rows: Sequence[Sequence[K]]) -> Iterator[tup
             for v in values:
                 yield f"{prefix}{number}", v
                 number += 1
+
+
+def run_values(step: Numbered[Any], rows: Sequence[Sequence[K]]) -> Iterator[K]:
+    """Every item's value in numbering order, ``rows`` holding each run's values for one copy
+    (``template_values``): ``named_rows`` without the names, a run's copies repeating its row
+    (for a listing that reads them beside items it names itself)."""
+    return itertools.chain.from_iterable(
+        itertools.chain.from_iterable(itertools.repeat(values, count))
+        for (_, count, _), values in zip(step.blocks(), rows, strict=True))
 
 
 def grouped(sequences: Sequence[Sequence[Any]], value: Callable[[tuple[Any, ...]], K],

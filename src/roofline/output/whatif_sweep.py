@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..analysis.predict import predicts
 from ..analysis.report import gemm_of
 from ..analysis.whatif_limits import check_listed_sweep
 from ..analysis.whatif_sweep import Sweep
-from ..model.repeats import named
+from ..model.item_numbers import run_values, same_runs
+from ..model.repeats import Numbered, named
 from ..units import seconds, si
 from . import generations
 from .csv_rows import csv_line, names_cells
@@ -152,13 +154,11 @@ def _csv_chunks(s: Sweep) -> Iterator[str]:
     unknown = s.unknown_transitions
     # a row's batch crossings are at its own seq (a seq sweep's too, not only a grid's), read
     # at the first point of that seq; else at the first point
-    firsts = s.first_at_each_seq() if len(s.seqs) > 1 else {}
+    firsts: dict[int, Report] = s.first_at_each_seq() if len(s.seqs) > 1 else {}
     captured, last = s.captured, [s.tp] if served else []
     for r in s.reports:
         t = r.totals
-        at = firsts.get(r.network.seq) if r.network.seq else None
-        transitions = _InStep(partial(s.transition_items, at))
-        seq_transitions = _InStep(lambda: s.seq_transition_items() or iter(()))
+        crossings = _crossings(s, r, firsts.get(r.network.seq) if r.network.seq else None)
         # what each of the point's rows repeats: its step's figures, memory, seq, generation
         step = [t["time_s"], r.batch / t["time_s"], t["memory_bound_time_fraction"]]
         held = [r.memory.total_bytes if r.memory else "",
@@ -170,7 +170,7 @@ def _csv_chunks(s: Sweep) -> Iterator[str]:
         rests = Bounded()
         head = ("" if r.network.batch is None else str(r.network.batch)) + ","
         for name, _, _, x in named(r.results, gemm_of):  # none built (a repeat's copies)
-            batch_from, seq_from = transitions.get(name), seq_transitions.get(name)
+            batch_from, seq_from = crossings(name)
             why = unknown.get(name, "") if captured else None
             key = (id(x), batch_from, seq_from, why)
             line = rests.get(key)
@@ -181,6 +181,33 @@ def _csv_chunks(s: Sweep) -> Iterator[str]:
                     "" if seq_from is None else seq_from, x.predicted_time_s, *tail,
                     *([why] if captured else []), *last]))
             yield f"{head}{names_cells(name)},{line}"
+
+
+Crossings = tuple[int | None, int | None]
+
+
+def _crossings(s: Sweep, r: Report, at: Report | None) -> Callable[[str], Crossings]:
+    """The batch at which each of point ``r``'s GEMMs turns compute-bound, read at point
+    ``at`` (its seq's first; default the sweep's first), and the seq at which it does (read
+    at the first point), as a function of the GEMM's name called for each row in numbering
+    order. Where the three points' GEMMs are laid out in the same runs (a model file's), a
+    row's are its run's template's, read in order without a name (``run_values``); else by
+    name (``_InStep``)."""
+    first = s.reports[0]
+    ref = at or first
+    batch_rows = s.transition_rows(ref)
+    seq_rows = s.seq_transition_rows()
+    searched = s.seq_transition_items() is not None
+    if (batch_rows is not None and (seq_rows is not None or not searched)
+            and same_runs([r.results, ref.results, first.results])):
+        assert isinstance(ref.results, Numbered) and isinstance(first.results, Numbered)
+        seqs: Iterator[int | None] = (run_values(first.results, seq_rows)
+                                      if seq_rows is not None else repeat(None))
+        pairs = zip(run_values(ref.results, batch_rows), seqs)
+        return lambda _name: next(pairs)
+    transitions = _InStep(partial(s.transition_items, at))
+    seq_transitions = _InStep(lambda: s.seq_transition_items() or iter(()))
+    return lambda name: (transitions.get(name), seq_transitions.get(name))
 
 
 class _InStep(Generic[V]):

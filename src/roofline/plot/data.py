@@ -298,6 +298,14 @@ class SweepCurve:
         return copies_label(self.firsts, self.copies)
 
     @property
+    def names(self) -> list[str]:
+        """Every GEMM's name in numbering order, one by one (a repeat's every copy's: for a
+        small curve, or a test)."""
+        if isinstance(self.numbers, ItemNumbers):
+            return self.numbers.names()
+        return list(self.numbers)
+
+    @property
     def spelled(self) -> str:
         """Every GEMM of the curve in one text (the chart's element id): the names, a
         repeat's copies as runs (``ItemNumbers.spelled``: ``MM2-MM119990/12``), never each
