@@ -207,7 +207,9 @@ def _joined(own: dict, rest: dict, shared: Bounded) -> str:
         return found[1]
     if not rest:
         return _dumps(own)
-    if all(type(value) is str for value in own.values()):  # a name and a layer: at once
-        head = ", ".join(f"{_STRING(key)}: {_STRING(value)}" for key, value in own.items())
-        return f"{{{head}, {found[1][1:]}"
-    return f"{_dumps(own)[:-1]}, {found[1][1:]}"
+    head = []
+    for key, value in own.items():  # a name and a layer: at once, without the encoder
+        if type(value) is not str:
+            return f"{_dumps(own)[:-1]}, {found[1][1:]}"
+        head.append(f"{_STRING(key)}: {_STRING(value)}")
+    return f"{{{', '.join(head)}, {found[1][1:]}"
