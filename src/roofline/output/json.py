@@ -64,7 +64,6 @@ def _json_items(items: list, indent: str) -> str:
     return f"[\n{inner}\n{indent}]"
 
 
-
 class Members:
     """A JSON object written as it is read (``json_chunks``): its (key, value) pairs, text
     keys, in order, never held as a dict (sweep's ``transitions``: a value per GEMM name, a
@@ -100,7 +99,7 @@ class Bounded(dict[Any, Any]):
 
 
 def json_chunks(data: dict) -> Iterator[str]:
-    """``to_json(data) + "\n"`` in pieces, made as they are written, so a document of
+    """``to_json(data) + "\\n"`` in pieces, made as they are written, so a document of
     millions of rows is never held as dicts or as one string. A value may be lazy: an
     iterator (a JSON array; at the top level one line per item, as ``to_json`` lays out a
     list of objects, else inline), ``Members`` (a JSON object, inline), or a dict or list
