@@ -138,12 +138,19 @@ def main() -> None:
                         choices=["published", "repeats"])
     parser.add_argument("--blocks", type=int, nargs="+", default=[100_000],
                         help="the repeat's copies (--cases repeats)")
+    parser.add_argument("--only", nargs="+", metavar="TEXT",
+                        help="time only the commands whose label holds one of these "
+                             "(\"compare\", \"json\", \"sweep 10,000\")")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
         cases = [*(commands(Path(tmp)) if "published" in args.cases else []),
                  *(repeat_commands(Path(tmp), args.blocks) if "repeats" in args.cases
                    else [])]
+        if args.only:
+            cases = [case for case in cases if any(text in case[0] for text in args.only)]
+            if not cases:
+                parser.error(f"no command's label holds {' or '.join(args.only)}")
         run_child([sys.executable, "-m", "roofline", *cases[0][1]], 600.0, env,
                   keep_output=False)  # bytecode, untimed
         for label, argv in cases:

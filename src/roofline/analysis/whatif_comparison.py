@@ -162,7 +162,7 @@ class Comparison:
     def why(self, index: int, report: Report) -> GemmChange:
         """Why GEMM ``index`` runs faster or slower on ``report``'s device than on the
         baseline."""
-        return self._change(self.baseline.results[index], report.results[index], report)
+        return self.result_change(self.baseline.results[index], report.results[index], report)
 
     def changes(self, report: Report) -> Iterator[tuple[str, GemmChange]]:
         """Every GEMM's name and ``why`` on ``report``'s device, in numbering order, read
@@ -175,7 +175,7 @@ class Comparison:
         for (name, _, _, base), (_, _, _, other) in pairs:
             key = (id(base), id(other))
             if key not in found:
-                found[key] = self._change(base, other, report)
+                found[key] = self.result_change(base, other, report)
             yield name, found[key]
 
     def grouped_changes(self, report: Report, key: Callable[[GemmChange], K]
@@ -186,7 +186,7 @@ class Comparison:
         grouped, once a distinct pair of templates, ``model.item_numbers.grouped``), else
         their names."""
         return grouped([self.baseline.results, report.results],
-                       lambda pair: key(self._change(pair[0], pair[1], report)), gemm_of)
+                       lambda pair: key(self.result_change(pair[0], pair[1], report)), gemm_of)
 
     def listed(self) -> Iterator[tuple[str, str, tuple[GemmResult, ...]]]:
         """Every GEMM, a repeat's copies included, as its name, its layer and its result on
@@ -213,9 +213,11 @@ class Comparison:
             if not result.gemm.copy:
                 yield tuple(r.results[index] for r in self.reports)
 
-    def _change(self, base: GemmResult, other: GemmResult, report: Report) -> GemmChange:
+    def result_change(self, base: GemmResult, other: GemmResult, report: Report
+                      ) -> GemmChange:
         """Why ``other`` (a GEMM on ``report``'s device) runs faster or slower than ``base``
-        (the same GEMM on the baseline)."""
+        (the same GEMM on the baseline): what ``why`` and ``changes`` give, and the JSON's and
+        CSV's listings read beside each row's stored results (``output.whatif``)."""
         b_hw, o_hw = self.baseline.hardware, report.hardware
         if base.bound == other.bound == "memory":
             return GemmChange("memory", b_hw.bandwidth_gbs, o_hw.bandwidth_gbs,
@@ -228,9 +230,27 @@ class Comparison:
                           intensity=other.gemm.intensity,
                           ridge=o_hw.ridge(other.gemm.dtype))
 
-    def to_dict(self) -> dict[str, Any]:
+    def gemm_fields(self, results: Sequence[GemmResult]) -> dict[str, Any]:
+        """A GEMM's JSON object after its name and layer, from its result on each device (the
+        baseline's first: ``listed``): its pass and shape, then its time, predicted time,
+        speedup over the baseline and bound on each device, by device name; the same for
+        every copy of a repeat (each reads its run's stored results)."""
+        g = results[0].gemm
+        hardware = [r.hardware.name for r in self.reports]
+        return {"pass": g.pass_, "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count,
+                "time_s": {hw: x.time_s for hw, x in zip(hardware, results)},
+                "predicted_time_s": {hw: x.predicted_time_s
+                                     for hw, x in zip(hardware, results)},
+                "speedup": {hw: self.result_speedup(results[0], x)
+                            for hw, x in zip(hardware, results)},
+                "bound": {hw: x.bound for hw, x in zip(hardware, results)}}
+
+    def to_dict(self, gemms: Any = None) -> dict[str, Any]:
         """The numbers of the compare JSON contract (docs/design.md); the sentences it carries
-        (``why``, ``dtype_note``, ``verdict``) are added by ``output.whatif``."""
+        (``why``, ``dtype_note``, ``verdict``) are added by ``output.whatif``. ``gemms``: what
+        to list under ``gemms`` in place of each GEMM's dict (``{"name", "layer"} |
+        gemm_fields``, every copy's, in ``listed`` order): ``output.whatif`` gives them with
+        their why, as a list or as an iterator its JSON writes as it reads (0.9.0)."""
         base, first = self.baseline, self.baseline.network
         devices = []
         for report in self.reports:
@@ -258,19 +278,9 @@ class Comparison:
                             "capacity_basis": memory.capacity_basis if memory else None,
                             "fits": self.fits(report)}
                            | served_fields(report) | self._generation_dict(report))
-        gemms = []
-        hardware = [r.hardware.name for r in self.reports]
-        for name, layer, results in self.listed():
-            g = results[0].gemm
-            row: dict[str, Any] = {"name": name, "layer": layer, "pass": g.pass_,
-                                   "m": g.m, "n": g.n, "k": g.k, "batch_count": g.batch_count}
-            row["time_s"] = {hw: x.time_s for hw, x in zip(hardware, results)}
-            row["predicted_time_s"] = {hw: x.predicted_time_s
-                                       for hw, x in zip(hardware, results)}
-            row["speedup"] = {hw: self.result_speedup(results[0], x)
-                              for hw, x in zip(hardware, results)}
-            row["bound"] = {hw: x.bound for hw, x in zip(hardware, results)}
-            gemms.append(row)
+        if gemms is None:
+            gemms = [{"name": name, "layer": layer} | self.gemm_fields(results)
+                     for name, layer, results in self.listed()]
         gen = base.generation
         return {"model": first.name, "baseline": base.hardware.name, "batch": base.batch,
                 "seq": first.seq, "mode": first.mode, "phase": first.step_phase,

@@ -8,7 +8,10 @@ of a point's GEMM, ``check_listed_sweep``). The text, Markdown and HTML formats 
 repeated layer once and name a repeat's copies as runs (``model.item_numbers``): they cost
 what the distinct layers cost and have no such cap (0.9.0; before, compare and sweep refused a
 step of more than ``MAX_LISTED`` GEMMs and ops whatever the format, and a sweep's cap counted
-every copy)."""
+every copy). Both listings are written as they are made, in memory that does not grow with
+their rows (0.9.0, ``output.json.json_chunks``), so these two caps bound their time and size
+only: with them lifted, 10**5 blocks wrote compare's JSON on three devices (848 MiB) in 16 s
+and sweep's over batch 1..64 (1.2 GiB) in 43 s on a 2-core machine."""
 
 from __future__ import annotations
 

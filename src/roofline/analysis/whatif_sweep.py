@@ -6,6 +6,7 @@ the sweep JSON contract."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from ..model.item_numbers import (
     grouped_rows,
     named_rows,
     same_runs,
+    template_values,
 )
 from ..model.repeats import Numbered, named
 from ..roof import bound as roof_bound
@@ -26,7 +28,7 @@ from .batch import min_compute_bound_batch
 from .captured_scaling import one_batch_reason, scaled_gemm
 from .generation import point_step
 from .predict import basis_of, fit_of, library_of
-from .report import Report, gemm_of
+from .report import GemmResult, Report, gemm_of
 from .serving_tp import served_fields
 
 if TYPE_CHECKING:
@@ -117,17 +119,33 @@ class Sweep:
         no batch makes it so, at the seq of ``report`` (default: the first); a GEMM whose shape
         does not depend on the batch gets 1 when it is compute-bound, else None. Of a captured
         module: over the batch dimensions its captures show, None too where they cannot be
-        read (``unknown_transitions`` says why)."""
+        read (``unknown_transitions`` says why). ``transition_items`` gives them one by one."""
+        return dict(self.transition_items(report))
+
+    def transition_items(self, report: Report | None = None) -> Iterator[tuple[str, int | None]]:
+        """``transitions`` as (name, batch) pairs in numbering order, made as they are read
+        (the sweep JSON writes a repeat's every copy's without holding them)."""
         if self.captured:
-            return dict(self._captured_transitions[0])
+            yield from self._captured_transitions[0].items()
+            return
         report = report or self.reports[0]
-        out: dict[str, int | None] = {}
         found: dict[int, int | None] = {}  # per stored result: a repeat's copies share one
         for name, _, _, result in named(report.results, gemm_of):
             if id(result) not in found:
                 found[id(result)] = _transition(result.gemm, report.hardware)
-            out[name] = found[id(result)]
-        return out
+            yield name, found[id(result)]
+
+    def transition_rows(self, report: Report | None = None) -> list[list[int | None]] | None:
+        """``transitions`` run by run: each run's values for one copy of ``report``'s GEMMs
+        (default: the first point's; ``model.item_numbers.template_values``, worked out once
+        a distinct template), which every copy of the run shares; None where the GEMMs are
+        not in runs (a captured module's)."""
+        report = report or self.reports[0]
+        results = report.results
+        if self.captured or not isinstance(results, Numbered):
+            return None
+        hardware = report.hardware
+        return template_values([results], lambda at: _transition(at[0].gemm, hardware))
 
     def transition_groups(self, report: Report | None = None) -> dict[int | None, Names]:
         """The GEMMs grouped by ``transitions``' batch, each group's numbers as runs (a
@@ -173,7 +191,9 @@ class Sweep:
                 out[name] = _transition(scaled, self.hardware)
         return out, unknown
 
-    def _first_at_each_seq(self) -> dict[int, Report]:
+    def first_at_each_seq(self) -> dict[int, Report]:
+        """Each swept seq's first point (its lowest batch): what the transitions at that seq
+        are read at."""
         firsts: dict[int, Report] = {}
         for report in self.reports:
             if report.network.seq is not None:
@@ -182,16 +202,16 @@ class Sweep:
 
     def transitions_by_seq(self) -> dict[int, dict[str, int | None]]:
         """``transitions`` at each swept seq (a grid's batch transitions move with the seq)."""
-        return {seq: self.transitions(r) for seq, r in self._first_at_each_seq().items()}
+        return {seq: self.transitions(r) for seq, r in self.first_at_each_seq().items()}
 
     def transition_groups_by_seq(self) -> dict[int, dict[int | None, Names]]:
         """``transition_groups`` at each swept seq."""
-        return {seq: self.transition_groups(r) for seq, r in self._first_at_each_seq().items()}
+        return {seq: self.transition_groups(r) for seq, r in self.first_at_each_seq().items()}
 
     def max_batch_by_seq(self) -> dict[int, int | None]:
         """The largest batch that fits in memory at each swept seq (None: no capacity)."""
         return {seq: r.memory.max_batch if r.memory else None
-                for seq, r in self._first_at_each_seq().items()}
+                for seq, r in self.first_at_each_seq().items()}
 
     @property
     def seq_limit(self) -> int:
@@ -204,13 +224,25 @@ class Sweep:
         swept batch (searched up to the model's context, else ``SEQ_SEARCH_LIMIT``), or None
         if none is; None for a model without a sequence, or for generations (their lengths are
         given). The search assumes a GEMM stays compute-bound once it is (its intensity does
-        not fall as seq grows)."""
+        not fall as seq grows). ``seq_transition_items`` gives them one by one."""
+        items = self.seq_transition_items()
+        return None if items is None else dict(items)
+
+    def seq_transition_items(self) -> Iterator[tuple[str, int | None]] | None:
+        """``seq_transitions`` as (name, seq) pairs in numbering order, made as they are read
+        (a repeat's copies named from its runs' values); None where there is no such search."""
         found = self._seq_found
         if found is None or isinstance(found, dict):
-            return None if found is None else dict(found)
+            return None if found is None else iter(found.items())
         results = self.reports[0].results
         assert isinstance(results, Numbered)
-        return dict(named_rows(results, found))
+        return named_rows(results, found)
+
+    def seq_transition_rows(self) -> list[list[int | None]] | None:
+        """``seq_transitions`` run by run (the first point's runs), where the search went so;
+        None where it went GEMM by GEMM or there is none."""
+        found = self._seq_found
+        return found if isinstance(found, list) else None
 
     def seq_transition_groups(self) -> dict[int | None, Names] | None:
         """The GEMMs grouped by ``seq_transitions``' seq, each group's numbers as runs (or the
@@ -316,9 +348,27 @@ class Sweep:
             out[name] = high
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """The sweep JSON contract of docs/design.md (plus ``dtype``, ``mode``, ``ridge``)."""
+    @staticmethod
+    def gemm_fields(result: GemmResult) -> dict[str, Any]:
+        """A GEMM's JSON object at a point after its name: intensity, bound, time and predicted
+        time (the same for every copy of a repeat: each reads its run's stored result)."""
+        return {"intensity": result.gemm.intensity, "bound": result.bound,
+                "time_s": result.time_s, "predicted_time_s": result.predicted_time_s}
+
+    def to_dict(self, gemms: Callable[[Report], Any] | None = None,
+                members: Callable[[Iterator[tuple[str, Any]]], Any] = dict) -> dict[str, Any]:
+        """The sweep JSON contract of docs/design.md (plus ``dtype``, ``mode``, ``ridge``).
+        ``gemms``: what to list as a point's ``gemms`` in place of each GEMM's dict
+        (``{"name"} | gemm_fields``, every copy's, in numbering order); ``members``: what
+        makes the objects of a value per GEMM name (``transitions``, ``seq_transitions``,
+        ``transitions_by_seq``'s) from their pairs, a dict by default. ``output.whatif_sweep``
+        gives both as what its JSON writes as it reads (0.9.0)."""
+        def listed(report: Report) -> Any:
+            return [{"name": name} | self.gemm_fields(r)
+                    for name, _, _, r in named(report.results, gemm_of)]
+
         first = self.reports[0]
+        rows = gemms or listed
         points = []
         for report in self.reports:
             totals = report.totals
@@ -340,12 +390,10 @@ class Sweep:
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                 "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
                 "weights_from_dram": report.residency.from_dram if report.residency else None,
-                "gemms": [{"name": name, "intensity": r.gemm.intensity, "bound": r.bound,
-                           "time_s": r.time_s, "predicted_time_s": r.predicted_time_s}
-                          for name, _, _, r in named(report.results, gemm_of)]}
+                "gemms": rows(report)}
                 | served_fields(report)
                 | ({"generation": report.generation.to_dict()} if report.generation else {}))
-        by_seq = self.transitions_by_seq() if self.grid else None
+        seq_items = self.seq_transition_items()
         return {"model": first.network.name, "hardware": first.hardware.name,
                 "dtype": first.dtype, "seq": first.network.seq, "mode": first.network.mode,
                 "phase": first.network.step_phase,
@@ -365,14 +413,15 @@ class Sweep:
                 "capacity_basis": first.memory.capacity_basis if first.memory else None,
                 "max_batch": self.max_batch, "max_seq": self.max_seq,
                 "axis": self.axis, "batches": list(self.batches), "seqs": list(self.seqs),
-                "points": points, "transitions": self.transitions(),
+                "points": points, "transitions": members(self.transition_items()),
                 "transitions_basis": self.transitions_basis,
                 "transitions_unknown": self.unknown_transitions,
                 "step": first.step.to_dict(),  # the whole step's verdict at the first point
-                "seq_transitions": self.seq_transitions(),
-                "transitions_by_seq": None if by_seq is None else [
-                    {"seq": seq, "transitions": t, "max_batch": self.max_batch_by_seq()[seq]}
-                    for seq, t in by_seq.items()]}
+                "seq_transitions": None if seq_items is None else members(seq_items),
+                "transitions_by_seq": [
+                    {"seq": seq, "transitions": members(self.transition_items(r)),
+                     "max_batch": self.max_batch_by_seq()[seq]}
+                    for seq, r in self.first_at_each_seq().items()] if self.grid else None}
 
     def __repr__(self) -> str:
         """One line (the dataclass's own repr printed every report: 74 KB for 1..4096)."""

@@ -15,6 +15,7 @@ A plain sequence of items (not in runs: a captured module's) is grouped by name,
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -57,6 +58,23 @@ class ItemNumbers:
     def names(self) -> list[str]:
         """Every item's name in order (one by one)."""
         return [f"{self.prefix}{n}" for n in self]
+
+    def spelled(self) -> str:
+        """Every number as one text, none left out and no copy of a run written one by one
+        (a chart's element id, ``plot.sweep``): a block of one copy its items' names
+        (``MM1,MM5``); a block of several copies, each offset as the numbers it takes in
+        every copy, first-last/period as a cron range with a step reads (``MM2-MM119990/12``:
+        MM2, MM14, ..., MM119990; ``MM3-MM9`` where a copy holds one item)."""
+        texts: list[str] = []
+        prefix = self.prefix
+        for first, period, count, offsets in self.blocks:
+            if count == 1:
+                texts += [f"{prefix}{first + o}" for o in offsets]
+                continue
+            step = f"/{period}" if period > 1 else ""
+            last = first + (count - 1) * period
+            texts += [f"{prefix}{first + o}-{prefix}{last + o}{step}" for o in offsets]
+        return ",".join(texts)
 
     def __repr__(self) -> str:
         return f"ItemNumbers({self.prefix}: {len(self)} in {len(self.blocks)} blocks)"
@@ -227,6 +245,15 @@ def named_rows(step: Numbered[Any], rows: Sequence[Sequence[K]]) -> Iterator[tup
             for v in values:
                 yield f"{prefix}{number}", v
                 number += 1
+
+
+def run_values(step: Numbered[Any], rows: Sequence[Sequence[K]]) -> Iterator[K]:
+    """Every item's value in numbering order, ``rows`` holding each run's values for one copy
+    (``template_values``): ``named_rows`` without the names, a run's copies repeating its row
+    (for a listing that reads them beside items it names itself)."""
+    return itertools.chain.from_iterable(
+        itertools.chain.from_iterable(itertools.repeat(values, count))
+        for (_, count, _), values in zip(step.blocks(), rows, strict=True))
 
 
 def grouped(sequences: Sequence[Sequence[Any]], value: Callable[[tuple[Any, ...]], K],

@@ -24,6 +24,7 @@ def csv_line(fields: list[Any]) -> str:
 def names_cells(*names: str) -> str:
     """Text cells (a GEMM's name, its layer) as the start of a CSV line with more cells after
     them: as they are, or quoted where one needs it (``csv_line``)."""
-    if any(_QUOTED.intersection(name) for name in names):
-        return csv_line(list(names))[:-1]
+    for name in names:
+        if not _QUOTED.isdisjoint(name):
+            return csv_line(list(names))[:-1]
     return ",".join(names)

@@ -64,52 +64,151 @@ def _json_items(items: list, indent: str) -> str:
     return f"[\n{inner}\n{indent}]"
 
 
+class Members:
+    """A JSON object written as it is read (``json_chunks``): its (key, value) pairs, text
+    keys, in order, never held as a dict (sweep's ``transitions``: a value per GEMM name, a
+    repeat's every copy's). Written inline, ``{"k": v, ...}``: the text ``_dumps`` writes of
+    the dict they make."""
 
-def write_json(data: dict, write: Callable[[str], Any]) -> None:
-    """``to_json(data) + "\\n"`` written piece by piece through ``write``. A value may be an
-    iterator of objects (a generator), written one line per item as it comes, so a
-    300,000-GEMM report is never held as 300,000 dicts and one giant string at once; an item
-    may be a pair of dicts (its own keys, keys it shares with other items: ``analysis.report.
-    gemm_objects``), written as one object, the shared part encoded once. Every
-    other value is encoded before the first byte is written, so one that cannot be printed
-    (a non-finite number) fails without leaving half a document on stdout."""
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: Iterable[tuple[str, Any]]) -> None:
+        self.pairs = pairs
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        return iter(self.pairs)
+
+
+#: The most shared parts (``_joined``) and rows' tails (``Bounded``) a streamed document keeps
+#: encoded at once: a repeat's copies reuse their few within a copy's rows, so this bounds the
+#: memory of a document whose rows are all distinct (a 100,000-layer MLP) without re-encoding
+#: a repeat's.
+KEPT = 2**14
+
+
+class Bounded(dict[Any, Any]):
+    """A cache of at most ``KEPT`` entries, emptied when full (``keep``): what a streamed
+    listing remembers of the rows before (a row's tail made once per stored result) stays
+    bounded whatever the row count."""
+
+    def keep(self, key: Any, value: Any) -> Any:
+        if len(self) >= KEPT:
+            self.clear()
+        self[key] = value
+        return value
+
+
+def json_chunks(data: dict) -> Iterator[str]:
+    """``to_json(data) + "\\n"`` in pieces, made as they are written, so a document of
+    millions of rows is never held as dicts or as one string. A value may be lazy: an
+    iterator (a JSON array; at the top level one line per item, as ``to_json`` lays out a
+    list of objects, else inline), ``Members`` (a JSON object, inline), or a dict or list
+    holding one (a sweep's point, its GEMMs an iterator); an array's item may be a pair of
+    dicts (its own keys, keys it shares with other items: ``analysis.report.gemm_objects``),
+    written as one object, the shared part encoded once. Every top-level value that is not
+    lazy is encoded before the first piece is given, so one that cannot be printed (a
+    non-finite number) fails without leaving half a document; a lazy one is encoded as it
+    comes."""
     def is_rows(value: Any) -> bool:
         return isinstance(value, Iterator) or (isinstance(value, list) and bool(value)
                                                and isinstance(value[0], dict))
 
-    encoded = {key: None if is_rows(value) else _dumps(value) for key, value in data.items()}
-    write("{")
+    shared = Bounded()
+    encoded = {key: None if is_rows(value) else _text(value) for key, value in data.items()}
+    yield "{"
     for i, (key, value) in enumerate(data.items()):
-        write(("," if i else "") + f"\n  {_dumps(key)}: ")
+        yield ("," if i else "") + f"\n  {_dumps(key)}: "
         text = encoded[key]
-        if text is None:
-            _write_items(value, write)
+        if text is not None:
+            yield text
+        elif is_rows(value):
+            yield from _rows(value, shared)
         else:
-            write(text)
-    write("\n}\n")
+            yield from _inline(value, shared)
+    yield "\n}\n"
 
 
-def _write_items(items: Iterable, write: Callable[[str], Any]) -> None:
+def write_json(data: dict, write: Callable[[str], Any]) -> None:
+    """``json_chunks(data)`` written piece by piece through ``write``."""
+    for chunk in json_chunks(data):
+        write(chunk)
+
+
+def _rows(items: Iterable, shared: Bounded) -> Iterator[str]:
+    """A top-level array, one line per item (``to_json``'s ``_json_items``)."""
     count = 0
-    shared: dict[int, tuple[dict, str]] = {}  # id -> (the shared dict, kept alive; its text)
     for item in items:
-        text = _joined(item[0], item[1], shared) if isinstance(item, tuple) else _dumps(item)
-        write(("," if count else "[") + f"\n    {text}")
+        head = ("," if count else "[") + "\n    "
+        text = _joined(item[0], item[1], shared) if isinstance(item, tuple) else _text(item)
+        if text is None:
+            yield head
+            yield from _inline(item, shared)
+        else:
+            yield head + text
         count += 1
-    write("\n  ]" if count else "[]")
+    yield "\n  ]" if count else "[]"
 
 
-def _joined(own: dict, rest: dict, shared: dict[int, tuple[dict, str]]) -> str:
+def _text(value: Any) -> str | None:
+    """``value`` as JSON (``_dumps``); None where it holds a lazy part (``json_chunks``)."""
+    if value is None:
+        return "null"
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)  # what the encoder writes of an int
+    if kind is str:
+        return _STRING(value)
+    if isinstance(value, (Iterator, Members)):
+        return None
+    try:
+        return _dumps(value)
+    except TypeError:  # a lazy part inside (the encoder takes no iterator)
+        return None
+
+
+def _inline(value: Any, shared: Bounded) -> Iterator[str]:
+    """A value holding a lazy part on one line, as ``_dumps`` writes the value it stands for
+    (``", "`` between items, ``": "`` after a key)."""
+    if isinstance(value, (Members, dict)):
+        pairs = iter(value) if isinstance(value, Members) else iter(value.items())
+        opened = False
+        for key, item in pairs:
+            head = (", " if opened else "{") + _STRING(key) + ": "
+            opened = True
+            text = _text(item)
+            if text is None:
+                yield head
+                yield from _inline(item, shared)
+            else:
+                yield head + text
+        yield "}" if opened else "{}"
+        return
+    opened = False
+    for item in value:  # an iterator or a list
+        head = ", " if opened else "["
+        opened = True
+        text = _joined(item[0], item[1], shared) if isinstance(item, tuple) else _text(item)
+        if text is None:
+            yield head
+            yield from _inline(item, shared)
+        else:
+            yield head + text
+    yield "]" if opened else "[]"
+
+
+def _joined(own: dict, rest: dict, shared: Bounded) -> str:
     """``_dumps(own | rest)`` (``own``'s keys first, none of them in ``rest``), with ``rest``
     encoded once however many items share it."""
     found = shared.get(id(rest))
     if found is None or found[0] is not rest:
-        found = shared[id(rest)] = (rest, _dumps(rest))
+        found = shared.keep(id(rest), (rest, _dumps(rest)))  # (kept alive: its id stays its)
     if not own:
         return found[1]
     if not rest:
         return _dumps(own)
-    if all(type(value) is str for value in own.values()):  # a name and a layer: at once
-        head = ", ".join(f"{_STRING(key)}: {_STRING(value)}" for key, value in own.items())
-        return f"{{{head}, {found[1][1:]}"
-    return f"{_dumps(own)[:-1]}, {found[1][1:]}"
+    head = []
+    for key, value in own.items():  # a name and a layer: at once, without the encoder
+        if type(value) is not str:
+            return f"{_dumps(own)[:-1]}, {found[1][1:]}"
+        head.append(f"{_STRING(key)}: {_STRING(value)}")
+    return f"{{{', '.join(head)}, {found[1][1:]}"

@@ -7,8 +7,7 @@ lines above the tables (``whatif_header``), their cells (``whatif_cells``), the 
 
 from __future__ import annotations
 
-import csv
-import io
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.whatif_limits import check_listed_comparison
@@ -16,14 +15,14 @@ from ..model.repeats import repeated_count
 from ..units import seconds, times
 from . import generations
 from .csv_rows import csv_line, names_cells
-from .json import to_json
+from .json import Bounded, json_chunks
 from .report import LAYER_COLUMN, PASS_SHORT
 from .serving_tp import device_comm_lines
 from .table import Fit, aligned, markdown, markdown_text
 from .whatif_cells import _split, fits_cell, memory_cell, predicted_cell, speedup_text
 from .whatif_header import _compare_header, compare_warnings, dtype_note
 from .whatif_verdict import verdict_text
-from .whatif_why import _why_lines, slow_kernel_lines, why_texts
+from .whatif_why import _why_lines, change_text, slow_kernel_lines
 
 if TYPE_CHECKING:
     from ..analysis.whatif_comparison import Comparison
@@ -39,17 +38,51 @@ GEMM_NOTE = ("M is read as the batch: the shape is the forward GEMM of a linear 
 
 def comparison_dict(c: Comparison) -> dict[str, Any]:
     """The compare JSON contract: ``Comparison.to_dict``'s numbers with the sentences (every
-    GEMM listed: at most ``whatif_limits.MAX_LISTED``, ``check_listed_comparison``)."""
+    GEMM listed: at most ``whatif_limits.MAX_LISTED``, ``check_listed_comparison``), each
+    GEMM a dict of its own; ``comparison_json`` writes the same as it is made."""
     check_listed_comparison(c, "json")
-    data = c.to_dict()
+    return _with_sentences(c, [own | rest for own, rest in _gemm_objects(c, shared=False)])
+
+
+def comparison_json(c: Comparison) -> Iterator[str]:
+    """``to_json(comparison_dict(c)) + "\\n"`` in pieces made as they are written
+    (``json.json_chunks``): every GEMM, a repeat's copies included, read beside its stored
+    results, its object's tail made once per distinct results and never held for the whole
+    step. Refused before anything is made past the cap (``check_listed_comparison``)."""
+    check_listed_comparison(c, "json")
+    return json_chunks(_with_sentences(c, _gemm_objects(c)))
+
+
+def _with_sentences(c: Comparison, gemms: Any) -> dict[str, Any]:
+    """``Comparison.to_dict`` listing ``gemms``, with each device's dtype note, the verdict and
+    the warnings."""
+    data = c.to_dict(gemms)
     for device, report in zip(data["devices"], c.reports):
         device["dtype_note"] = dtype_note(c, report)
-    whys = {r.hardware.name: why_texts(c, r) for r in c.reports[1:]}
-    for index, row in enumerate(data["gemms"]):
-        row["why"] = {name: texts[index][1] for name, texts in whys.items()}
     data["verdict"] = verdict_text(c)
     data["warnings"] = list(compare_warnings(c))
     return data
+
+
+def _gemm_objects(c: Comparison, shared: bool = True) -> Iterator[tuple[dict[str, Any],
+                                                                       dict[str, Any]]]:
+    """Each GEMM's JSON object as (its name and layer, the rest: ``Comparison.gemm_fields``
+    and why it gains or loses on each device but the baseline, ``why``), in ``listed`` order;
+    ``shared``: the rest made once per distinct stored results and shared by the copies that
+    read them (``json.Bounded``), else made for each."""
+    baseline = c.baseline.hardware.name
+    others = c.reports[1:]
+    rests = Bounded()
+    for name, layer, results in c.listed():
+        key = tuple(map(id, results))
+        rest = rests.get(key) if shared else None
+        if rest is None:
+            rest = c.gemm_fields(results) | {"why": {
+                r.hardware.name: change_text(c.result_change(results[0], x, r), baseline)
+                for r, x in zip(others, results[1:])}}
+            if shared:
+                rests.keep(key, rest)
+        yield {"name": name, "layer": layer}, rest
 
 
 def _device_rows(c: Comparison) -> list[list[str]]:
@@ -163,39 +196,48 @@ def comparison_markdown(c: Comparison) -> str:
 
 
 def comparison_csv(c: Comparison) -> str:
+    """``comparison_csv_chunks``'s text whole."""
+    return "".join(comparison_csv_chunks(c))
+
+
+def comparison_csv_chunks(c: Comparison) -> Iterator[str]:
     """One row per (GEMM, device): raw seconds, speedup over the baseline, bound, why; then the
     GEMM's shape and its predicted time (the JSON's ``gemms`` fields; after ``why`` so that the
     first nine columns keep their places); then, of generations, the device's whole
     generation (``generations.CSV_FIELDS``); last, served over several GPUs (``--tp``), ``tp``:
-    each row is one GPU's shard."""
+    each row is one GPU's shard. In pieces made as they are written (a GEMM's rows on every
+    device one piece), refused before anything is made past the cap
+    (``check_listed_comparison``)."""
     check_listed_comparison(c, "csv")
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    return _csv_chunks(c)
+
+
+def _csv_chunks(c: Comparison) -> Iterator[str]:
     served = c.tp > 1
-    writer.writerow(["name", "layer", "pass", "hardware", "dtype", "time_s", "speedup", "bound",
-                     "why", "m", "n", "k", "batch_count", "predicted_time_s",
-                     *generations.csv_fields(c.generating), *(["tp"] if served else [])])
-    whys = [why_texts(c, r) if r is not c.baseline else None for r in c.reports]
+    yield csv_line(["name", "layer", "pass", "hardware", "dtype", "time_s", "speedup", "bound",
+                    "why", "m", "n", "k", "batch_count", "predicted_time_s",
+                    *generations.csv_fields(c.generating), *(["tp"] if served else [])])
+    baseline = c.baseline.hardware.name
     # per device, what ends each row: its generation's figures and the tp
     tails = [[*generations.csv_values(r), *([c.tp] if served else [])] for r in c.reports]
-    # a row after its GEMM's name and layer, written once per device, stored results and why:
-    # a repeat's copies differ by their names only
-    rests: dict[tuple[int, int, int, str], str] = {}
-    for i, (name, layer, results) in enumerate(c.listed()):
-        base = results[0]
-        gemm = base.gemm
+    # a GEMM's rows after its name and layer, made once per distinct stored results: a
+    # repeat's copies differ by their names only
+    rests: Bounded = Bounded()
+    for name, layer, results in c.listed():
+        key = tuple(map(id, results))
+        lines = rests.get(key)
+        if lines is None:
+            base = results[0]
+            gemm = base.gemm
+            lines = rests.keep(key, [csv_line([
+                gemm.pass_, r.hardware.name, r.dtype, other.time_s,
+                base.time_s / other.time_s, other.bound,
+                "" if r is c.baseline else change_text(c.result_change(base, other, r),
+                                                       baseline),
+                gemm.m, gemm.n, gemm.k, gemm.batch_count, other.predicted_time_s, *tail])
+                for r, other, tail in zip(c.reports, results, tails)])
         names = names_cells(name, layer)
-        for d, (r, other, texts, tail) in enumerate(zip(c.reports, results, whys, tails)):
-            why = "" if texts is None else texts[i][1]
-            key = (d, id(base), id(other), why)
-            line = rests.get(key)
-            if line is None:
-                line = rests[key] = csv_line([
-                    gemm.pass_, r.hardware.name, r.dtype, other.time_s,
-                    base.time_s / other.time_s, other.bound, why, gemm.m, gemm.n, gemm.k,
-                    gemm.batch_count, other.predicted_time_s, *tail])
-            buffer.write(f"{names},{line}")
-    return buffer.getvalue()
+        yield "".join(f"{names},{line}" for line in lines)
 
 
 def comparison_html(c: Comparison, command: str | None = None) -> str:
@@ -206,5 +248,7 @@ def comparison_html(c: Comparison, command: str | None = None) -> str:
 
 
 COMPARE_FORMATS = {"table": comparison_table, "markdown": comparison_markdown,
-                   "csv": comparison_csv, "json": lambda c: to_json(comparison_dict(c)) + "\n",
+                   "csv": comparison_csv, "json": lambda c: "".join(comparison_json(c)),
                    "html": comparison_html}
+#: The formats that list every GEMM, in pieces made as they are written (the CLI's).
+COMPARE_CHUNKS = {"json": comparison_json, "csv": comparison_csv_chunks}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..errors import PlotError
-from ..model.item_numbers import ItemNumbers, same_runs
+from ..model.item_numbers import ItemNumbers, Names, same_runs
 from ..model.repeats import LayerRun, Numbered, first_copies, named
 from ..output.report import compact_names
 from ..roof import ridge_point
@@ -283,11 +283,12 @@ def chart_limits(reports: Sequence[Report], other_dtypes: bool) -> tuple[Range, 
 
 @dataclass
 class SweepCurve:
-    """The GEMMs one sweep curve stands for: each one's name in numbering order, a repeat's
-    every copy's (``names``), the names of those of copy 0 (``firsts``) and how many copy
-    numbers they cover (``copies``); labelled ``MM1,MM5 x32`` (``label``)."""
+    """The GEMMs one sweep curve stands for: their numbers, a repeat's copies as runs
+    (``numbers``: ``ItemNumbers``, or the names in numbering order of GEMMs not in runs), the
+    names of those of copy 0 (``firsts``) and how many copy numbers they cover (``copies``);
+    labelled ``MM1,MM5 x32`` (``label``)."""
 
-    names: list[str]
+    numbers: Names
     firsts: list[str]
     copies: int
 
@@ -295,6 +296,23 @@ class SweepCurve:
     def label(self) -> str:
         """The first copy's GEMM names, and ``x32`` when the curve stands for 32 copies."""
         return copies_label(self.firsts, self.copies)
+
+    @property
+    def names(self) -> list[str]:
+        """Every GEMM's name in numbering order, one by one (a repeat's every copy's: for a
+        small curve, or a test)."""
+        if isinstance(self.numbers, ItemNumbers):
+            return self.numbers.names()
+        return list(self.numbers)
+
+    @property
+    def spelled(self) -> str:
+        """Every GEMM of the curve in one text (the chart's element id): the names, a
+        repeat's copies as runs (``ItemNumbers.spelled``: ``MM2-MM119990/12``), never each
+        copy's name (0.9.0: 10**5 blocks wrote megabytes into one SVG attribute)."""
+        if isinstance(self.numbers, ItemNumbers):
+            return self.numbers.spelled()
+        return ",".join(self.numbers)
 
 
 def sweep_series(reports: Sequence[Report], metric: str
@@ -343,9 +361,8 @@ def _run_series(steps: list[Sequence[GemmResult]], value: Callable[[GemmResult],
         spans.append((layer.first_copy, layer.first_copy + count))
     out = []
     for ys, numbers, firsts, spans in series.values():
-        names = numbers.names()
-        shown = [f"MM{n}" for n in sorted(firsts)] or names[:1]
-        out.append((SweepCurve(names, shown, _covered(spans)), ys))
+        shown = [f"MM{n}" for n in sorted(firsts)] or [f"MM{next(iter(numbers))}"]
+        out.append((SweepCurve(numbers, shown, _covered(spans)), ys))
     return out
 
 

@@ -55,7 +55,7 @@ def plot_batch_sweep(reports: Sequence[Report], ax: Axes | None = None,
     batches = [(r.network.seq or 0) if axis == "seq" else r.batch for r in items]
     for index, (curve, ys) in enumerate(series):
         ax.plot(batches, _gaps(ys), marker="o", ms=4, ls=("-", "--", "-.", ":")[index % 4],
-                label=curve.label, gid=f"sweep:{','.join(curve.names)}")
+                label=curve.label, gid=f"sweep:{curve.spelled}")
     for index, (label, ys) in enumerate(ops):  # the ops the sweep moves, grey, square markers
         ax.plot(batches, _gaps(ys), marker="s", ms=4, color=("#555555", "#999999")[index % 2],
                 ls=(":", "-.")[index % 2], label=label, gid=f"sweep-op:{label}")
