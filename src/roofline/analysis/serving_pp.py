@@ -10,8 +10,13 @@ Every rule read from vLLM's source:
   (``LlamaModel``: ``get_pp_group().is_first_rank`` / ``is_last_rank``; ``make_layers``), so
   a stage is its blocks with the layers before the first (first stage) or after the last (last
   stage): ``parallel_shard.stage_spans`` with these counts. ``VLLM_PP_LAYER_PARTITION``, a
-  split given by hand, is not modelled. A tied LM head (GPT-2's) holds the embedding's weights
-  on the last stage too (vLLM builds ``embed_tokens`` there for it), counted in its weights.
+  split given by hand, is not modelled. What a stage holds besides its own layers' weights:
+  for the Llama family (RMSNorm blocks) a tied LM head's embedding on the last stage (``Qwen2Model``
+  and ``LlamaModel`` build ``embed_tokens`` on the first rank, or on the last where
+  ``tie_word_embeddings``; every other rank a ``PPMissingLayer``); for GPT-2 (LayerNorm blocks)
+  every layer outside the blocks on every stage, whichever runs it (``GPT2Model.__init__``
+  builds ``wte``, ``wpe`` and ``ln_f`` on every rank, not ``PPMissingLayer``s, and
+  ``GPT2LMHeadModel`` its ``lm_head``, tied to ``wte`` or its own): ``_held_bytes``.
 - What a stage hands the next each step (``IntermediateTensors``): for the Llama family
   (Llama, Mistral, Qwen2, Mixtral: RMSNorm blocks, whose fused residual add keeps the residual
   apart) ``hidden_states`` and ``residual`` (``LlamaModel.forward``), for GPT-2 (LayerNorm
@@ -63,7 +68,7 @@ from ..model.layers import Embedding, Linear, Transformer
 from ..model.network import Network
 from ..model.repeats import LayerRun, Layers
 from .collectives import Fabric, _link_dict, p2p_time_s, ring_time_s
-from .memory import WORKSPACE_BYTES, Memory, memory_of
+from .memory import WORKSPACE_BYTES, Memory, memory_of, memory_parts
 from .parallel_comm import crosses_nodes
 from .parallel_shard import stage_spans
 from .parallel_times import layer_times, stage_times
@@ -128,17 +133,48 @@ def checked_pp(network: Network, pp: Any, inter: str | None = None) -> int:
     return pp
 
 
-def _stage(network: Network, span: range) -> Network:
-    """The layers of ``span`` as a network of their own (a stage's, for its memory)."""
+def _stage(network: Network, *spans: range) -> Network:
+    """The layers of ``spans`` as a network of their own, in the model's order (a stage's, for
+    its memory)."""
     layers = network.layers
     assert isinstance(layers, Layers)
-    runs, start = [], span.start
-    for index, run in zip(layers.starts(), layers.runs):
-        first, last = max(start, index), min(span.stop, index + run.count)
-        if first < last:
-            runs.append(LayerRun(run.layer, last - first, run.first_copy + first - index,
-                                 run.named))
+    runs = []
+    for span in sorted(spans, key=lambda span: span.start):
+        for index, run in zip(layers.starts(), layers.runs):
+            first, last = max(span.start, index), min(span.stop, index + run.count)
+            if first < last:
+                runs.append(LayerRun(run.layer, last - first, run.first_copy + first - index,
+                                     run.named))
     return replace(network, layers=Layers(runs))
+
+
+def _llama_like(block: Transformer) -> bool:
+    """Whether ``block`` is of the Llama family's layout in vLLM (RMSNorm blocks: Llama,
+    Mistral, Qwen2, Mixtral), else GPT-2's (LayerNorm blocks) (module docstring)."""
+    return block.norm == "rmsnorm"
+
+
+def _held_bytes(network: Network, span: range) -> int:
+    """The weights the stage ``span`` holds of layers it does not run (module docstring): for
+    GPT-2's layout every layer before the first block and after the last the stage lacks
+    (``GPT2Model`` builds them on every rank), for the Llama family's a tied head's embedding
+    (``_tied_bytes``)."""
+    layers = network.layers
+    assert isinstance(layers, Layers)
+    runs = list(zip(layers.starts(), layers.runs))
+    blocks = [(start, run) for start, run in runs if isinstance(run.layer, Transformer)]
+    if _llama_like(blocks[0][1].layer):
+        return _tied_bytes(network, span)
+    first = blocks[0][0]
+    last = blocks[-1][0] + blocks[-1][1].count
+    missing = [r for r in (range(0, first), range(last, len(layers)))
+               if r and not (span.start <= r.start and r.stop <= span.stop)]
+    if not missing:
+        return 0
+
+    def weights(stage: Network) -> int:
+        return memory_parts(stage, 0)["weights"]
+    return weights(_stage(network, span, *missing)) - weights(_stage(network, span))
 
 
 def _tied_bytes(network: Network, span: range) -> int:
@@ -158,11 +194,11 @@ def _tied_bytes(network: Network, span: range) -> int:
 
 
 def _memory(network: Network, span: range, hardware: HardwareSpec, pp: int) -> Memory:
-    """One GPU of the stage ``span``: its layers' weights and, for pp batches, KV cache, and a
-    tied head's embedding in its weights (the fitting batch held to it: it rides in the
-    workspace while that is worked out)."""
+    """One GPU of the stage ``span``: its layers' weights and, for pp batches, KV cache, and
+    the weights it holds of layers it does not run (``_held_bytes``) in its weights (the
+    fitting batch held to them: they ride in the workspace while that is worked out)."""
     stage = _stage(network, span)
-    tied = _tied_bytes(network, span)
+    tied = _held_bytes(network, span)
     workspace = (WORKSPACE_BYTES if hardware.kind == "gpu" else 0)
     memory = memory_of(stage, hardware, workspace + tied, kv_copies=pp)
     if not tied:
@@ -272,7 +308,7 @@ def handoff(after: int, block: Transformer, tokens: int, e: int, tp: int, fabric
             ) -> Handoff:
     """The hand-off after stage ``after``, whose last block is ``block``, of a step of
     ``tokens`` (module docstring)."""
-    tensors = LLAMA_TENSORS if block.norm == "rmsnorm" else GPT2_TENSORS
+    tensors = LLAMA_TENSORS if _llama_like(block) else GPT2_TENSORS
     values = tokens * block.hidden
     nbytes = values * e
     gathered = tp > 1 and values % tp == 0
