@@ -307,3 +307,18 @@ def test_compare_and_sweep_refuse_a_pipeline_in_one_line(invoke, mixed, command)
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ")
+
+
+# -- what every format says: nothing contradicts the header --------------------------------
+
+def test_an_inter_node_link_given_but_unused_is_said(invoke, mixed):
+    # tp 1 x pp 2 fits an 8-GPU node: no hand-off crosses nodes, so --inter carries nothing;
+    # said in the header, not dropped (plan's default, not given, is not mentioned)
+    said = " ".join(invoke("analyze", mixed, "--hw", H100, "--pp", "2", "--inter",
+                           "ib-hdr").output.split())
+    assert "(--inter ib-hdr unused: the 2 GPUs sit in one node of 8)" in said
+    default = " ".join(invoke("analyze", mixed, "--hw", H100, "--pp", "2").output.split())
+    assert "unused" not in default
+    across = " ".join(invoke("analyze", mixed, "--hw", H100, "--pp", "2", "--gpus-per-node",
+                             "1", "--inter", "ib-hdr").output.split())
+    assert "unused" not in across and "between nodes on InfiniBand HDR 4x" in across

@@ -420,6 +420,7 @@ class PipelineParallel:
     prefill: PipelineStep | None = None
     decode: PipelineStep | None = None
     decode_steps: int = 0
+    inter_given: bool = False  # whether ``--inter`` was given (said where no hand-off takes it)
 
     @property
     def in_flight(self) -> int:
@@ -458,17 +459,19 @@ class PipelineParallel:
                 "predicted_generation_transfer_time_s": self.generation_transfer(True)}
 
 
-def pipelined(report: Report, network: Network, stages: Stages, fabric: Fabric, tp: int
-              ) -> Report:
+def pipelined(report: Report, network: Network, stages: Stages, fabric: Fabric, tp: int,
+              inter_given: bool = False) -> Report:
     """``report`` (one GPU's tensor-parallel shard of ``network``, as ``serving_tp.serve``
     makes it) served over the pipeline: ``Report.pipeline_parallel`` attached, the hand-offs in
-    its step's totals (and a generation's times), its memory the most loaded stage's."""
+    its step's totals (and a generation's times), its memory the most loaded stage's;
+    ``inter_given``: whether the inter-node link was given, not plan's default."""
     pp = len(stages.spans)
     memory = stages.memory()
     g = report.generation
     if g is None:
         group = PipelineParallel(pp, tp, fabric, stages,
-                                 pipeline_step(report, network, stages, fabric, tp))
+                                 pipeline_step(report, network, stages, fabric, tp),
+                                 inter_given=inter_given)
         return replace(report, memory=memory, pipeline_parallel=group)
     whole = network.with_overrides(mode="inference")
     prefill = pipeline_step(g.prefill, whole.with_overrides(
@@ -499,5 +502,6 @@ def pipelined(report: Report, network: Network, stages: Stages, fabric: Fabric, 
                 in_flight=pp, steady_s=steady(False), predicted_steady_s=steady(True),
                 memory_step=stages.memory_steps[stages.heaviest] if stages.memory_steps
                 else g.memory_step, decode_max_batch=stages.decode_max_batch)
-    group = PipelineParallel(pp, tp, fabric, stages, decode or prefill, prefill, decode, steps)
+    group = PipelineParallel(pp, tp, fabric, stages, decode or prefill, prefill, decode, steps,
+                             inter_given)
     return replace(report, generation=g, memory=memory, pipeline_parallel=group)

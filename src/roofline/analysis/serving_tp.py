@@ -363,7 +363,8 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
         comm = step_comm(network, tp, link)
         report = replace(report, tensor_parallel=TensorParallel(
             tp, link, gpus_per_node, basis, comm, kv_replicas=replicas) if served else None)
-        return pipelined(report, network, stages, fabric, tp) if stages else report
+        return (pipelined(report, network, stages, fabric, tp, inter is not None) if stages
+                else report)
     report = run_generation(shard, hardware, prompt, generate, quantization, memory)
     g = report.generation
     assert g is not None
@@ -381,4 +382,5 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
     group = TensorParallel(tp, link, gpus_per_node, basis, decode or prefill, prefill, decode,
                            steps, replicas) if served else None
     report = replace(report, generation=g, tensor_parallel=group)
-    return pipelined(report, network, stages, fabric, tp) if stages else report
+    return (pipelined(report, network, stages, fabric, tp, inter is not None) if stages
+            else report)
