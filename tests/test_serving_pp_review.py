@@ -322,3 +322,14 @@ def test_an_inter_node_link_given_but_unused_is_said(invoke, mixed):
     across = " ".join(invoke("analyze", mixed, "--hw", H100, "--pp", "2", "--gpus-per-node",
                              "1", "--inter", "ib-hdr").output.split())
     assert "unused" not in across and "between nodes on InfiniBand HDR 4x" in across
+
+
+def test_the_totals_say_they_sum_one_gpu_of_each_stage(invoke, mixed):
+    # the header says every figure is one GPU's of its stage; the totals line sums the stages:
+    # its parameters are the whole model's at tp 1, EMBED + 2 x PROJ + 5 x BLOCK + 512 + HEAD =
+    # 15,857,152 (15.9 M), not one GPU's (stage 0 holds 9,047,040)
+    report = analyze_model(mixed, H100, pp=2)
+    assert report.totals["parameters"] == EMBED + 2 * PROJ + 5 * BLOCK + 512 + HEAD
+    text = " ".join(invoke("analyze", mixed, "--hw", H100, "--pp", "2").output.split())
+    assert ("15.9 M parameters; these totals: one batch through one GPU of each of the 2 "
+            "stages") in text

@@ -388,6 +388,9 @@ def totals_line(report: Report) -> str:
                    if report.pipeline_parallel else "")
                 + f"); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
+    pp = report.pipeline_parallel
+    if pp is not None:  # the stages' figures summed: not one GPU's, as the header says the rest
+        text += f"; these totals: one batch through one GPU of each of the {pp.pp} stages"
     left = [_not_counted_text(report, key) for key in report.not_counted()]
     uncosted = report.network.uncosted
     return text + (f"; not counted: {', '.join(left)}" if left else "") + (
