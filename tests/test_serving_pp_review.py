@@ -333,3 +333,12 @@ def test_the_totals_say_they_sum_one_gpu_of_each_stage(invoke, mixed):
     text = " ".join(invoke("analyze", mixed, "--hw", H100, "--pp", "2").output.split())
     assert ("15.9 M parameters; these totals: one batch through one GPU of each of the 2 "
             "stages") in text
+
+
+def test_the_memory_line_names_the_stage_on_an_entry_without_a_capacity(invoke, mixed):
+    # a CPU entry states no capacity: the memory line still says whose memory it is
+    text = " ".join(invoke("analyze", mixed, "--hw", "xeon-platinum-8180", "--dtype", "fp32",
+                           "--pp", "2", "--intra", "10").output.split())
+    assert ("memory (one GPU of stage 0, the most loaded; the KV cache of its layers for the 2 "
+            "batches in flight, each batch below one of them): ") in text
+    assert "states no capacity, so whether it fits is not checked" in text
