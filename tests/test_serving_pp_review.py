@@ -342,3 +342,29 @@ def test_the_memory_line_names_the_stage_on_an_entry_without_a_capacity(invoke, 
     assert ("memory (one GPU of stage 0, the most loaded; the KV cache of its layers for the 2 "
             "batches in flight, each batch below one of them): ") in text
     assert "states no capacity, so whether it fits is not checked" in text
+
+
+@pytest.mark.parametrize("tp, gpus_per_node, stage, ranks", [
+    # ranks tp fastest, then pp: stage 1 of tp 2 runs ranks 2 and 3, in nodes 0 and 1 of 3
+    (2, 3, 1, "2 to 3"),
+    # stage 1 of tp 4 on nodes of 6: ranks 4 to 7, in nodes 0 and 1
+    (4, 6, 1, "4 to 7"),
+])
+def test_a_stage_whose_tensor_parallel_group_straddles_two_nodes_is_one_line(
+        invoke, mixed, tp, gpus_per_node, stage, ranks):
+    result = invoke("analyze", mixed, "--hw", H100, "--pp", "2", "--tp", tp, "--gpus-per-node",
+                    gpus_per_node, "--intra", "100")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {mixed}: tensor parallelism {tp} x pipeline parallelism 2 on nodes of "
+        f"{gpus_per_node} GPUs puts stage {stage}'s tensor-parallel group (ranks {ranks}) in two "
+        f"nodes, its all-reduces between them, which is not modelled: give a tp that divides "
+        f"--gpus-per-node (--tp)"]
+
+
+def test_tensor_parallel_groups_inside_nodes_are_taken_though_tp_does_not_divide_them(mixed):
+    # tp 2 x pp 2 on nodes of 6 (2 does divide 6) and on nodes of 4: every group in one node
+    for gpus_per_node in (4, 6):
+        report = analyze_model(mixed, H100, tp=2, pp=2, gpus_per_node=gpus_per_node,
+                               intra="100")
+        assert report.pipeline_parallel.nodes == 1

@@ -133,6 +133,23 @@ def checked_pp(network: Network, pp: Any, inter: str | None = None) -> int:
     return pp
 
 
+def check_groups(network: Network, tp: int, pp: int, gpus_per_node: int) -> None:
+    """One line (InputError) where a stage's tensor-parallel group would straddle two nodes:
+    vLLM numbers ranks tp fastest, then pp (module docstring), so stage s runs ranks s x tp to
+    (s + 1) x tp - 1, and where those sit in two nodes of ``gpus_per_node`` its all-reduces
+    cross between them, which serving prices on the node's link only (tp 2 x pp 2 on nodes of
+    3: stage 1's ranks 2 and 3)."""
+    for s in range(pp):
+        first, last = s * tp, (s + 1) * tp - 1
+        if first // gpus_per_node != last // gpus_per_node:
+            raise InputError(network.source, "", (
+                f"tensor parallelism {tp} x pipeline parallelism {pp} on nodes of "
+                f"{gpus_per_node} GPUs puts stage {s}'s tensor-parallel group (ranks {first} "
+                f"to {last}) in two nodes, its all-reduces between them, which is not "
+                f"modelled: give a tp that divides {option('gpus_per_node')} "
+                f"({option('tp')})"))
+
+
 def _stage(network: Network, *spans: range) -> Network:
     """The layers of ``spans`` as a network of their own, in the model's order (a stage's, for
     its memory)."""

@@ -340,10 +340,11 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
     from .generation import generate as run_generation
     from .plan import make_fabric
     from .report import analyze
-    from .serving_pp import checked_pp, pipelined, stages_of
+    from .serving_pp import check_groups, checked_pp, pipelined, stages_of
 
     pp = checked_pp(network, pp, inter)  # first: its refusal of training names --pp
     tp, gpus_per_node = checked(network, tp, gpus_per_node)
+    check_groups(network, tp, pp, gpus_per_node)
     fabric = make_fabric(hardware, intra, inter, gpus_per_node)
     link = fabric.intra
     basis = fabric.basis.split("; ")[0] if intra is None else "given"
