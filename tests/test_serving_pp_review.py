@@ -368,3 +368,37 @@ def test_tensor_parallel_groups_inside_nodes_are_taken_though_tp_does_not_divide
         report = analyze_model(mixed, H100, tp=2, pp=2, gpus_per_node=gpus_per_node,
                                intra="100")
         assert report.pipeline_parallel.nodes == 1
+
+
+WIDEN = """\
+name: widen
+batch: 2
+seq: 16
+dtype: bf16
+mode: inference
+phase: decode
+layers:
+  - {type: embedding, name: embed, vocab: 4096, dim: 512}
+  - {type: transformer, name: small, hidden: 512, heads: 8, kv_heads: 2, ffn: 1024,
+     gated: true, causal: true, norm: rmsnorm, repeat: 2}
+  - {type: linear, name: up, in: 512, out: 1024}
+  - {type: transformer, name: big, hidden: 1024, heads: 8, kv_heads: 2, ffn: 2048,
+     gated: true, causal: true, norm: rmsnorm, repeat: 2}
+  - {type: norm, name: norm, dim: 1024, norm: rmsnorm}
+  - {type: linear, name: lm_head, in: 1024, out: 4096}
+"""
+
+
+def test_a_stage_ending_in_a_widening_layer_hands_off_its_width(tmp_path):
+    # 4 blocks over 2 stages: stage 0 runs embed, small.1-2 and `up` (a plain layer goes with
+    # the block before it), whose output, 1024 wide, is what stage 1's first block reads:
+    # 2 tokens x 1024 x 2 B = 4,096 B a tensor, not the last block's 512 (2,048 B); at tp 2
+    # (`up` whole on each GPU) each GPU sends half, 2,048 B
+    path = tmp_path / "widen.yaml"
+    path.write_text(WIDEN)
+    pp = analyze_model(path, H100, pp=2).pipeline_parallel
+    assert pp.stages.names == (("embed", "up"), ("big.1", "lm_head"))
+    (h,) = pp.step.handoffs
+    assert h.nbytes == 4_096
+    (h,) = analyze_model(path, H100, pp=2, tp=2).pipeline_parallel.step.handoffs
+    assert (h.nbytes, h.sent) == (4_096, 2_048)

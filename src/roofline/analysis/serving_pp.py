@@ -321,12 +321,14 @@ class Handoff:
                 "time_s": self.roof_s, "predicted_time_s": self.predicted_s}
 
 
-def handoff(after: int, block: Transformer, tokens: int, e: int, tp: int, fabric: Fabric
-            ) -> Handoff:
+def handoff(after: int, block: Transformer, tokens: int, e: int, tp: int, fabric: Fabric,
+            width: int | None = None) -> Handoff:
     """The hand-off after stage ``after``, whose last block is ``block``, of a step of
-    ``tokens`` (module docstring)."""
+    ``tokens`` (module docstring), each tensor ``width`` wide: the stage's last layer's output
+    (a model.yaml's plain layer after the block, a projection, widens what the next stage
+    reads), else the block's hidden size."""
     tensors = LLAMA_TENSORS if _llama_like(block) else GPT2_TENSORS
-    values = tokens * block.hidden
+    values = tokens * (width or block.hidden)
     nbytes = values * e
     gathered = tp > 1 and values % tp == 0
     sent = nbytes // tp if gathered else nbytes
@@ -419,7 +421,8 @@ def pipeline_step(report: Report, network: Network, stages: Stages, fabric: Fabr
         if s + 1 < len(stages.spans):
             block = [layer for layer, _ in layers.runs_in(span.start, span.stop)
                      if isinstance(layer, Transformer)][-1]
-            handoffs.append(handoff(s, block, step.tokens, step.e, tp, fabric))
+            width = layers[span.stop - 1].out_width
+            handoffs.append(handoff(s, block, step.tokens, step.e, tp, fabric, width))
     return PipelineStep(step.tokens, len(stages.spans), tuple(roof), tuple(predicted),
                         tuple(handoffs))
 
