@@ -9,9 +9,10 @@ vLLM rules used (read from its source):
 
 - ``vllm/distributed/utils.py``, ``get_pp_indices``: blocks // pp each, the remainder one
   more each to the stages before the last, from the second-last back.
-- ``LlamaModel`` / ``Qwen2Model`` / ``MixtralModel``: ``embed_tokens`` on the first rank (and
-  the last where the head is tied), ``norm`` on the last, ``lm_head`` on the last;
-  ``IntermediateTensors({"hidden_states", "residual"})`` between stages.
+- ``LlamaModel`` / ``Qwen2Model``: ``embed_tokens`` on the first rank (and the last where the
+  head is tied), ``norm`` and ``lm_head`` on the last; ``MixtralModel`` /
+  ``MixtralForCausalLM``: ``embed_tokens``, ``norm`` and ``lm_head`` on every rank; all three
+  hand on ``IntermediateTensors({"hidden_states", "residual"})``.
 - ``GPT2Model.__init__``: ``wte``, ``wpe``, ``ln_f`` on every rank; ``IntermediateTensors(
   {"hidden_states"})``.
 - ``MixtralMoE``: each expert's w1/w3 and w2 split over tp by the intermediate size, the
@@ -82,7 +83,8 @@ def _kv(report):
     return [m.parts["kv_cache"] for m in report.pipeline_parallel.stages.memories]
 
 
-# -- Mixtral-8x7B: experts split over tp, the router whole, 16 blocks a stage --------------
+# -- Mixtral-8x7B: experts split over tp, the router whole, 16 blocks a stage, and the
+# embedding, final norm and head on every stage --------------------------------------------
 # hidden 4096, 32 heads of 128, 8 KV heads, 8 experts of FFN 14336, 32 blocks, vocabulary
 # 32000 (a multiple of 64: no padding), untied. A block: QKV 4096 x 6144 = 25,165,824, O
 # 16,777,216, experts 8 x 3 x 4096 x 14336 = 1,409,286,144, router 4096 x 8 = 32,768, two norms
@@ -101,8 +103,10 @@ def test_mixtral_stages_hold_their_experts_over_tp_and_the_router_whole(tp, bloc
     # 32 blocks over 2: 16 each; the embedding first, the final norm and the head last
     assert pp.stages.blocks == (16, 16)
     assert pp.stages.names == (("embed_tokens", "blk.16"), ("blk.17", "lm_head"))
+    # MixtralModel builds embed_tokens and norm, MixtralForCausalLM lm_head, on every rank (no
+    # PPMissingLayer): each stage holds them all, whichever runs them
     embed = vocab_rows * 4096
-    assert _weights(report) == [2 * (16 * block + embed), 2 * (16 * block + 4096 + embed)]
+    assert _weights(report) == [2 * (16 * block + embed + 4096 + embed)] * 2
     # KV cache: K and V x kv_heads x 128 x 2 B a token a block, 4 x 512 tokens, 16 blocks, 2
     # batches in flight
     assert _kv(report) == [2 * kv_heads * 128 * 2 * 4 * 512 * 16 * 2] * 2

@@ -10,13 +10,17 @@ Every rule read from vLLM's source:
   (``LlamaModel``: ``get_pp_group().is_first_rank`` / ``is_last_rank``; ``make_layers``), so
   a stage is its blocks with the layers before the first (first stage) or after the last (last
   stage): ``parallel_shard.stage_spans`` with these counts. ``VLLM_PP_LAYER_PARTITION``, a
-  split given by hand, is not modelled. What a stage holds besides its own layers' weights:
-  for the Llama family (RMSNorm blocks) a tied LM head's embedding on the last stage (``Qwen2Model``
-  and ``LlamaModel`` build ``embed_tokens`` on the first rank, or on the last where
-  ``tie_word_embeddings``; every other rank a ``PPMissingLayer``); for GPT-2 (LayerNorm blocks)
-  every layer outside the blocks on every stage, whichever runs it (``GPT2Model.__init__``
-  builds ``wte``, ``wpe`` and ``ln_f`` on every rank, not ``PPMissingLayer``s, and
-  ``GPT2LMHeadModel`` its ``lm_head``, tied to ``wte`` or its own): ``_held_bytes``.
+  split given by hand, is not modelled. What a stage holds besides its own layers' weights
+  (``_held_bytes``): for Llama, Mistral and Qwen2 (dense RMSNorm blocks) a tied LM head's
+  embedding on the last stage (``LlamaModel`` and ``Qwen2Model`` build ``embed_tokens`` on the
+  first rank, or on the last where ``tie_word_embeddings``, ``norm`` on the last, and
+  ``LlamaForCausalLM`` / ``Qwen2ForCausalLM`` ``lm_head`` on the last; every other rank a
+  ``PPMissingLayer``); for GPT-2 (LayerNorm blocks) and Mixtral (RMSNorm blocks of experts)
+  every layer outside the blocks on every stage, whichever runs it: ``GPT2Model.__init__``
+  builds ``wte``, ``wpe`` and ``ln_f`` on every rank and ``GPT2LMHeadModel`` its ``lm_head``
+  (tied to ``wte`` or its own), ``MixtralModel.__init__`` ``embed_tokens`` and ``norm`` and
+  ``MixtralForCausalLM`` its ``lm_head``, none a ``PPMissingLayer``. A model.yaml's blocks of
+  experts are taken as Mixtral's (vLLM's other MoE models differ model by model).
 - What a stage hands the next each step (``IntermediateTensors``): for the Llama family
   (Llama, Mistral, Qwen2, Mixtral: RMSNorm blocks, whose fused residual add keeps the residual
   apart) ``hidden_states`` and ``residual`` (``LlamaModel.forward``), for GPT-2 (LayerNorm
@@ -166,21 +170,28 @@ def _stage(network: Network, *spans: range) -> Network:
 
 
 def _llama_like(block: Transformer) -> bool:
-    """Whether ``block`` is of the Llama family's layout in vLLM (RMSNorm blocks: Llama,
-    Mistral, Qwen2, Mixtral), else GPT-2's (LayerNorm blocks) (module docstring)."""
+    """Whether ``block`` hands on a residual as the Llama family's do in vLLM (RMSNorm blocks:
+    Llama, Mistral, Qwen2, Mixtral), else GPT-2's hidden states alone (LayerNorm blocks)
+    (module docstring)."""
     return block.norm == "rmsnorm"
 
 
+def _held_everywhere(block: Transformer) -> bool:
+    """Whether vLLM builds the layers outside the blocks on every pipeline rank for a model of
+    ``block``: GPT-2's (LayerNorm) and Mixtral's (experts), not the dense Llama family's
+    (module docstring)."""
+    return not _llama_like(block) or block.experts > 0
+
+
 def _held_bytes(network: Network, span: range) -> int:
-    """The weights the stage ``span`` holds of layers it does not run (module docstring): for
-    GPT-2's layout every layer before the first block and after the last the stage lacks
-    (``GPT2Model`` builds them on every rank), for the Llama family's a tied head's embedding
-    (``_tied_bytes``)."""
+    """The weights the stage ``span`` holds of layers it does not run (module docstring): where
+    vLLM builds them on every rank (GPT-2, Mixtral) every layer before the first block and after
+    the last the stage lacks, else a tied head's embedding (``_tied_bytes``)."""
     layers = network.layers
     assert isinstance(layers, Layers)
     runs = list(zip(layers.starts(), layers.runs))
     blocks = [(start, run) for start, run in runs if isinstance(run.layer, Transformer)]
-    if _llama_like(blocks[0][1].layer):
+    if not _held_everywhere(blocks[0][1].layer):
         return _tied_bytes(network, span)
     first = blocks[0][0]
     last = blocks[-1][0] + blocks[-1][1].count
