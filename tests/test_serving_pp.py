@@ -249,11 +249,12 @@ def test_models_vllm_serves_no_pipeline_for_are_refused():
         analyze_model(mlp, H100, mode="inference", pp=2)
 
 
-def test_gpt2_hands_off_its_hidden_states_only_and_its_tied_head_holds_the_embedding():
+def test_gpt2_hands_off_its_hidden_states_only_and_every_stage_holds_its_embeddings():
     # GPT2Model.forward returns IntermediateTensors({"hidden_states": ...}): one tensor of
-    # batch x 768 x 2 B (fp16 of --dtype). Its LM head is tied to wte (50257 x 768): vLLM's last
-    # stage builds its own copy, 50257 x 768 x 2 B = 77,194,752 more weights there (wpe, the
-    # position table, stays on the first)
+    # batch x 768 x 2 B (fp16 of --dtype). GPT2Model.__init__ builds wte (50257 x 768), wpe
+    # (1024 x 768) and ln_f (2 x 768) on every pipeline rank (none a PPMissingLayer), and the
+    # LM head is tied to wte: each stage holds 50257 x 768 + 1024 x 768 + 1536 = 39,385,344
+    # parameters besides its blocks, 78,770,688 B in fp16; the whole model holds them once
     gpt2 = Path(__file__).resolve().parents[1] / "examples" / "hf" / "gpt2.json"
     alone = analyze_model(gpt2, H100, batch=2, seq=64, mode="inference", phase="decode",
                           dtype="fp16")
@@ -263,7 +264,7 @@ def test_gpt2_hands_off_its_hidden_states_only_and_its_tied_head_holds_the_embed
     assert h.tensors == ("hidden_states",) and h.nbytes == 2 * 768 * 2
     first, second = report.pipeline_parallel.stages.memories
     assert first.parts["weights"] + second.parts["weights"] == (
-        alone.memory.parts["weights"] + 50_257 * 768 * 2)
+        alone.memory.parts["weights"] + 78_770_688)
 
 
 def test_only_the_hand_offs_between_two_nodes_take_the_inter_node_link(small):

@@ -10,8 +10,17 @@ Every rule read from vLLM's source:
   (``LlamaModel``: ``get_pp_group().is_first_rank`` / ``is_last_rank``; ``make_layers``), so
   a stage is its blocks with the layers before the first (first stage) or after the last (last
   stage): ``parallel_shard.stage_spans`` with these counts. ``VLLM_PP_LAYER_PARTITION``, a
-  split given by hand, is not modelled. A tied LM head (GPT-2's) holds the embedding's weights
-  on the last stage too (vLLM builds ``embed_tokens`` there for it), counted in its weights.
+  split given by hand, is not modelled. What a stage holds besides its own layers' weights
+  (``_held_bytes``): for Llama, Mistral and Qwen2 (dense RMSNorm blocks) a tied LM head's
+  embedding on the last stage (``LlamaModel`` and ``Qwen2Model`` build ``embed_tokens`` on the
+  first rank, or on the last where ``tie_word_embeddings``, ``norm`` on the last, and
+  ``LlamaForCausalLM`` / ``Qwen2ForCausalLM`` ``lm_head`` on the last; every other rank a
+  ``PPMissingLayer``); for GPT-2 (LayerNorm blocks) and Mixtral (RMSNorm blocks of experts)
+  every layer outside the blocks on every stage, whichever runs it: ``GPT2Model.__init__``
+  builds ``wte``, ``wpe`` and ``ln_f`` on every rank and ``GPT2LMHeadModel`` its ``lm_head``
+  (tied to ``wte`` or its own), ``MixtralModel.__init__`` ``embed_tokens`` and ``norm`` and
+  ``MixtralForCausalLM`` its ``lm_head``, none a ``PPMissingLayer``. A model.yaml's blocks of
+  experts are taken as Mixtral's (vLLM's other MoE models differ model by model).
 - What a stage hands the next each step (``IntermediateTensors``): for the Llama family
   (Llama, Mistral, Qwen2, Mixtral: RMSNorm blocks, whose fused residual add keeps the residual
   apart) ``hidden_states`` and ``residual`` (``LlamaModel.forward``), for GPT-2 (LayerNorm
@@ -63,7 +72,7 @@ from ..model.layers import Embedding, Linear, Transformer
 from ..model.network import Network
 from ..model.repeats import LayerRun, Layers
 from .collectives import Fabric, _link_dict, p2p_time_s, ring_time_s
-from .memory import WORKSPACE_BYTES, Memory, memory_of
+from .memory import WORKSPACE_BYTES, Memory, memory_of, memory_parts
 from .parallel_comm import crosses_nodes
 from .parallel_shard import stage_spans
 from .parallel_times import layer_times, stage_times
@@ -128,17 +137,72 @@ def checked_pp(network: Network, pp: Any, inter: str | None = None) -> int:
     return pp
 
 
-def _stage(network: Network, span: range) -> Network:
-    """The layers of ``span`` as a network of their own (a stage's, for its memory)."""
+def check_groups(network: Network, tp: int, pp: int, gpus_per_node: int) -> None:
+    """One line (InputError) where a stage's tensor-parallel group would straddle two nodes:
+    vLLM numbers ranks tp fastest, then pp (module docstring), so stage s runs ranks s x tp to
+    (s + 1) x tp - 1, and where those sit in two nodes of ``gpus_per_node`` its all-reduces
+    cross between them, which serving prices on the node's link only (tp 2 x pp 2 on nodes of
+    3: stage 1's ranks 2 and 3)."""
+    for s in range(pp):
+        first, last = s * tp, (s + 1) * tp - 1
+        if first // gpus_per_node != last // gpus_per_node:
+            raise InputError(network.source, "", (
+                f"tensor parallelism {tp} x pipeline parallelism {pp} on nodes of "
+                f"{gpus_per_node} GPUs puts stage {s}'s tensor-parallel group (ranks {first} "
+                f"to {last}) in two nodes, its all-reduces between them, which is not "
+                f"modelled: give a tp that divides {option('gpus_per_node')} "
+                f"({option('tp')})"))
+
+
+def _stage(network: Network, *spans: range) -> Network:
+    """The layers of ``spans`` as a network of their own, in the model's order (a stage's, for
+    its memory)."""
     layers = network.layers
     assert isinstance(layers, Layers)
-    runs, start = [], span.start
-    for index, run in zip(layers.starts(), layers.runs):
-        first, last = max(start, index), min(span.stop, index + run.count)
-        if first < last:
-            runs.append(LayerRun(run.layer, last - first, run.first_copy + first - index,
-                                 run.named))
+    runs = []
+    for span in sorted(spans, key=lambda span: span.start):
+        for index, run in zip(layers.starts(), layers.runs):
+            first, last = max(span.start, index), min(span.stop, index + run.count)
+            if first < last:
+                runs.append(LayerRun(run.layer, last - first, run.first_copy + first - index,
+                                     run.named))
     return replace(network, layers=Layers(runs))
+
+
+def _llama_like(block: Transformer) -> bool:
+    """Whether ``block`` hands on a residual as the Llama family's do in vLLM (RMSNorm blocks:
+    Llama, Mistral, Qwen2, Mixtral), else GPT-2's hidden states alone (LayerNorm blocks)
+    (module docstring)."""
+    return block.norm == "rmsnorm"
+
+
+def _held_everywhere(block: Transformer) -> bool:
+    """Whether vLLM builds the layers outside the blocks on every pipeline rank for a model of
+    ``block``: GPT-2's (LayerNorm) and Mixtral's (experts), not the dense Llama family's
+    (module docstring)."""
+    return not _llama_like(block) or block.experts > 0
+
+
+def _held_bytes(network: Network, span: range) -> int:
+    """The weights the stage ``span`` holds of layers it does not run (module docstring): where
+    vLLM builds them on every rank (GPT-2, Mixtral) every layer before the first block and after
+    the last the stage lacks, else a tied head's embedding (``_tied_bytes``)."""
+    layers = network.layers
+    assert isinstance(layers, Layers)
+    runs = list(zip(layers.starts(), layers.runs))
+    blocks = [(start, run) for start, run in runs if isinstance(run.layer, Transformer)]
+    if not _held_everywhere(blocks[0][1].layer):
+        return _tied_bytes(network, span)
+    first = blocks[0][0]
+    last = blocks[-1][0] + blocks[-1][1].count
+    missing = [r for r in (range(0, first), range(last, len(layers)))
+               if r and not (span.start <= r.start and r.stop <= span.stop)]
+    if not missing:
+        return 0
+
+    def weights(stage: Network) -> int:
+        return memory_parts(stage, 0)["weights"]
+    return weights(_stage(network, span, *missing)) - weights(_stage(network, span))
 
 
 def _tied_bytes(network: Network, span: range) -> int:
@@ -158,11 +222,11 @@ def _tied_bytes(network: Network, span: range) -> int:
 
 
 def _memory(network: Network, span: range, hardware: HardwareSpec, pp: int) -> Memory:
-    """One GPU of the stage ``span``: its layers' weights and, for pp batches, KV cache, and a
-    tied head's embedding in its weights (the fitting batch held to it: it rides in the
-    workspace while that is worked out)."""
+    """One GPU of the stage ``span``: its layers' weights and, for pp batches, KV cache, and
+    the weights it holds of layers it does not run (``_held_bytes``) in its weights (the
+    fitting batch held to them: they ride in the workspace while that is worked out)."""
     stage = _stage(network, span)
-    tied = _tied_bytes(network, span)
+    tied = _held_bytes(network, span)
     workspace = (WORKSPACE_BYTES if hardware.kind == "gpu" else 0)
     memory = memory_of(stage, hardware, workspace + tied, kv_copies=pp)
     if not tied:
@@ -268,12 +332,14 @@ class Handoff:
                 "time_s": self.roof_s, "predicted_time_s": self.predicted_s}
 
 
-def handoff(after: int, block: Transformer, tokens: int, e: int, tp: int, fabric: Fabric
-            ) -> Handoff:
+def handoff(after: int, block: Transformer, tokens: int, e: int, tp: int, fabric: Fabric,
+            width: int | None = None) -> Handoff:
     """The hand-off after stage ``after``, whose last block is ``block``, of a step of
-    ``tokens`` (module docstring)."""
-    tensors = LLAMA_TENSORS if block.norm == "rmsnorm" else GPT2_TENSORS
-    values = tokens * block.hidden
+    ``tokens`` (module docstring), each tensor ``width`` wide: the stage's last layer's output
+    (a model.yaml's plain layer after the block, a projection, widens what the next stage
+    reads), else the block's hidden size."""
+    tensors = LLAMA_TENSORS if _llama_like(block) else GPT2_TENSORS
+    values = tokens * (width or block.hidden)
     nbytes = values * e
     gathered = tp > 1 and values % tp == 0
     sent = nbytes // tp if gathered else nbytes
@@ -366,7 +432,8 @@ def pipeline_step(report: Report, network: Network, stages: Stages, fabric: Fabr
         if s + 1 < len(stages.spans):
             block = [layer for layer, _ in layers.runs_in(span.start, span.stop)
                      if isinstance(layer, Transformer)][-1]
-            handoffs.append(handoff(s, block, step.tokens, step.e, tp, fabric))
+            width = layers[span.stop - 1].out_width
+            handoffs.append(handoff(s, block, step.tokens, step.e, tp, fabric, width))
     return PipelineStep(step.tokens, len(stages.spans), tuple(roof), tuple(predicted),
                         tuple(handoffs))
 
@@ -384,6 +451,7 @@ class PipelineParallel:
     prefill: PipelineStep | None = None
     decode: PipelineStep | None = None
     decode_steps: int = 0
+    inter_given: bool = False  # whether ``--inter`` was given (said where no hand-off takes it)
 
     @property
     def in_flight(self) -> int:
@@ -422,17 +490,19 @@ class PipelineParallel:
                 "predicted_generation_transfer_time_s": self.generation_transfer(True)}
 
 
-def pipelined(report: Report, network: Network, stages: Stages, fabric: Fabric, tp: int
-              ) -> Report:
+def pipelined(report: Report, network: Network, stages: Stages, fabric: Fabric, tp: int,
+              inter_given: bool = False) -> Report:
     """``report`` (one GPU's tensor-parallel shard of ``network``, as ``serving_tp.serve``
     makes it) served over the pipeline: ``Report.pipeline_parallel`` attached, the hand-offs in
-    its step's totals (and a generation's times), its memory the most loaded stage's."""
+    its step's totals (and a generation's times), its memory the most loaded stage's;
+    ``inter_given``: whether the inter-node link was given, not plan's default."""
     pp = len(stages.spans)
     memory = stages.memory()
     g = report.generation
     if g is None:
         group = PipelineParallel(pp, tp, fabric, stages,
-                                 pipeline_step(report, network, stages, fabric, tp))
+                                 pipeline_step(report, network, stages, fabric, tp),
+                                 inter_given=inter_given)
         return replace(report, memory=memory, pipeline_parallel=group)
     whole = network.with_overrides(mode="inference")
     prefill = pipeline_step(g.prefill, whole.with_overrides(
@@ -463,5 +533,6 @@ def pipelined(report: Report, network: Network, stages: Stages, fabric: Fabric, 
                 in_flight=pp, steady_s=steady(False), predicted_steady_s=steady(True),
                 memory_step=stages.memory_steps[stages.heaviest] if stages.memory_steps
                 else g.memory_step, decode_max_batch=stages.decode_max_batch)
-    group = PipelineParallel(pp, tp, fabric, stages, decode or prefill, prefill, decode, steps)
+    group = PipelineParallel(pp, tp, fabric, stages, decode or prefill, prefill, decode, steps,
+                             inter_given)
     return replace(report, generation=g, memory=memory, pipeline_parallel=group)

@@ -340,10 +340,11 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
     from .generation import generate as run_generation
     from .plan import make_fabric
     from .report import analyze
-    from .serving_pp import checked_pp, pipelined, stages_of
+    from .serving_pp import check_groups, checked_pp, pipelined, stages_of
 
     pp = checked_pp(network, pp, inter)  # first: its refusal of training names --pp
     tp, gpus_per_node = checked(network, tp, gpus_per_node)
+    check_groups(network, tp, pp, gpus_per_node)
     fabric = make_fabric(hardware, intra, inter, gpus_per_node)
     link = fabric.intra
     basis = fabric.basis.split("; ")[0] if intra is None else "given"
@@ -363,7 +364,8 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
         comm = step_comm(network, tp, link)
         report = replace(report, tensor_parallel=TensorParallel(
             tp, link, gpus_per_node, basis, comm, kv_replicas=replicas) if served else None)
-        return pipelined(report, network, stages, fabric, tp) if stages else report
+        return (pipelined(report, network, stages, fabric, tp, inter is not None) if stages
+                else report)
     report = run_generation(shard, hardware, prompt, generate, quantization, memory)
     g = report.generation
     assert g is not None
@@ -381,4 +383,5 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
     group = TensorParallel(tp, link, gpus_per_node, basis, decode or prefill, prefill, decode,
                            steps, replicas) if served else None
     report = replace(report, generation=g, tensor_parallel=group)
-    return pipelined(report, network, stages, fabric, tp) if stages else report
+    return (pipelined(report, network, stages, fabric, tp, inter is not None) if stages
+            else report)

@@ -388,6 +388,9 @@ def totals_line(report: Report) -> str:
                    if report.pipeline_parallel else "")
                 + f"); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
+    pp = report.pipeline_parallel
+    if pp is not None:  # the stages' figures summed: not one GPU's, as the header says the rest
+        text += f"; these totals: one batch through one GPU of each of the {pp.pp} stages"
     left = [_not_counted_text(report, key) for key in report.not_counted()]
     uncosted = report.network.uncosted
     return text + (f"; not counted: {', '.join(left)}" if left else "") + (
@@ -509,16 +512,16 @@ def memory_line(report: Report) -> str | None:
     left_out = optimizer_states_text(report.network)
     if left_out:
         parts += f"; not counted: {left_out}"
-    if memory.capacity_bytes is None:
-        return (f"memory: {total} ({parts}); {report.hardware.name} states no capacity, so "
-                f"whether it fits is not checked")
-    capacity = capacity_text(memory.capacity_bytes, memory.capacity_basis)
-    label = "memory" + peak_text(report)
     pp = report.pipeline_parallel
-    if pp is not None:  # one GPU of the most loaded stage, the KV cache of every batch in flight
-        label += (f" (one GPU of stage {pp.stages.heaviest}, the most loaded; the KV cache of "
-                  f"its layers for the {pp.in_flight} batches in flight, each batch below "
-                  f"one of them)")
+    # one GPU of the most loaded stage, the KV cache of every batch in flight
+    stage = (f" (one GPU of stage {pp.stages.heaviest}, the most loaded; the KV cache of its "
+             f"layers for the {pp.in_flight} batches in flight, each batch below one of them)"
+             if pp is not None else "")
+    if memory.capacity_bytes is None:
+        return (f"memory{stage}: {total} ({parts}); {report.hardware.name} states no "
+                f"capacity, so whether it fits is not checked")
+    capacity = capacity_text(memory.capacity_bytes, memory.capacity_basis)
+    label = "memory" + peak_text(report) + stage
     if memory.fits:
         head = f"{label}: {total} of {capacity} ({parts})"
     else:

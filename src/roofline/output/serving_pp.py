@@ -43,6 +43,9 @@ def header_line(pp: PipelineParallel) -> str:
     links = sorted({h.crosses_nodes for h in pp.step.handoffs})
     on = "; ".join(("between nodes on " + _link(pp.fabric.inter)) if across else
                    ("inside a node on " + _link(pp.fabric.intra)) for across in links)
+    if pp.inter_given and True not in links:  # a link given and left unused: said, not dropped
+        on += (f" (--inter {pp.fabric.inter.name} unused: the {count(gpus, 'GPU')} sit in one "
+               f"node of {pp.fabric.gpus_per_node})")
     return (f"pipeline-parallel over {count(pp.pp, 'stage')} of tp {pp.tp} "
             f"({count(gpus, 'GPU')}, {count(pp.nodes, 'node')} of {pp.fabric.gpus_per_node}): "
             f"every figure below is one GPU's of its stage, the step time one batch's through "
