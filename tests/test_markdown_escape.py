@@ -66,3 +66,19 @@ def test_a_code_block_is_left_as_it_is(invoke):
     assert block.startswith("data parallel: ring all-reduce of 16.6 MB of gradients")
     assert "&" not in block
     assert "precision: A, B fp16 -&gt; C fp16" in text  # outside it, escaped
+
+
+def test_a_served_headers_lines_are_whole_lines_in_markdown(invoke):
+    # the terminal's header wraps a long line at 100 columns, continuing it indented; in
+    # Markdown each header line ends in a hard break ("  "), so a wrapped one broke mid-sentence
+    # ("... (DGX H100 / HGX H100," / "8 GPUs) ..."): each is one line there
+    llama = "examples/hf/llama-2-7b.json"
+    out = invoke("analyze", llama, "--hw", "h100-sxm5-80gb", "--tp", "2", "--pp", "2",
+                 "--batch", "8", "--prompt", "128", "--generate", "16",
+                 "--format", "markdown").stdout
+    header = out.split("\n\n")[0].split("\n")
+    assert len(header) == 5  # title, precision, ridge, tensor- and pipeline-parallel lines
+    assert all(line.endswith("  ") for line in header[:-1])
+    assert not any(line.startswith(" ") for line in header)
+    assert header[3].startswith("tensor-parallel over 2 GPUs") and header[3].endswith(
+        "(DGX H100 / HGX H100, 8 GPUs) (450 GB/s, 3.4 us a step), exposed  ")

@@ -1060,7 +1060,8 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     notes = _notes(report, gemms)
     if notes:
         end += ["", *(f"- {markdown_text(note.strip())}" for note in notes)]
-    yield from [markdown_text(_header(report)).replace("\n", "  \n"), ""]
+    # one line a header line (a hard break after each), its terminal wrapping undone
+    yield from [markdown_text(_header(report)).replace("\n  ", " ").replace("\n", "  \n"), ""]
     yield from markdown_lines(gemm_columns(report), ((name, layer, *tails[key])
                                          for name, layer, key in rows), _LEFT_COLUMNS)
     if ops:
