@@ -238,7 +238,8 @@ def _check_block(src: str, block: Transformer, tp: int) -> None:
     "<numerator> is not divisible by <denominator>"). Megatron-LM's rule, plan's, asks tp to
     divide kv_heads (``parallel_layout._check_block``)."""
     for what, value in (("heads", block.heads), ("kv_heads", block.kv_heads),
-                        ("ffn", block.ffn)):
+                        ("ffn", block.ffn),
+                        *((("shared_ffn", block.shared_ffn),) if block.shared_ffn else ())):
         if what == "kv_heads" and tp >= value:
             if tp % value:
                 raise InputError(src, "", f"tensor parallelism {tp} is past kv_heads ({value}) "
