@@ -43,6 +43,11 @@ rope, V = v_head_dim, h hidden):
   ``process_weights_after_loading`` dequantizes them): their GEMMs read them as plain operands,
   not as the stored weight format, and the parameters count them once, as ``kv_b``.
 
+The attention kernel takes the values at v_head_dim, as FlashAttention-3 on Hopper does; vLLM
+pads V to the query/key head dim for kernels that need one head dim (its
+``_flash_attn_varlen_diff_headdims``: DeepSeek-V3's 128 values a head read and computed as 192):
+not modelled.
+
 Backward (training), in reverse: ``proj``, the attention kernel's, ``rotary-backward``, ``kv_b``
 and ``q_b`` (data and weight gradients), the two latent norms' backward, ``qkv_a`` (its data
 gradient only when an earlier layer has weights), as the block's other projections.
