@@ -294,3 +294,20 @@ def test_a_shared_expert_by_hand():
     with pytest.raises(InputError, match=r"layers\[0\].shared_ffn: .*needs experts"):
         network_from_yaml(_SHARED.format(extra=", shared_ffn: 64").replace(
             "experts: 4, top_k: 2, ", ""))
+
+
+def test_what_an_mla_block_keeps_for_training_by_hand():
+    """The small block above, training at batch 1, seq 8, bf16 (T = 8, e = 2), flash attention,
+    nothing recomputed: the two norms' inputs 2 T h e = 2,048 and qkv_a's input T h e = 1,024;
+    the MLA tensors (``mla.kept``): qkv_a's output T (32 + 16 + 4) e = 832, the latent norms'
+    outputs T (32 + 16) e = 768, Q, K, V T 4 (12 + 12 + 8) e = 2,048, proj's input T 4 x 8 e =
+    512; the FFN's input T h e = 1,024; its inner tensors, gated: T 256 e + T 128 e x 2 = 8,192;
+    the log-sum-exps 4 heads x 8 x 4 = 128: 16,576 bytes. Full recomputation keeps the block's
+    input, T h e = 1,024."""
+    from roofline.model.layers import saved_bytes
+
+    net = network_from_yaml(_MLA.format(mode="train", extra=""))
+    block, step = net.layer_runs[0].layer, net.step()
+    assert saved_bytes(block, step, "none") == (2_048 + 1_024 + 832 + 768 + 2_048 + 512 + 1_024
+                                                + 8_192 + 128) == 16_576
+    assert saved_bytes(block, step, "full") == 1_024
