@@ -203,6 +203,14 @@ def test_tp_8_splits_the_heads_and_keeps_the_latent_whole():
             ("moe_blk.1.shared_up", 2, 512, 7168, 1),
             ("moe_blk.1.shared_down", 2, 7168, 256, 1)} <= shapes
     assert report.memory.parts["kv_cache"] == 70_272 * 32
+    # vLLM's one KV head for MLA, on all 8 GPUs: said in the header, kv_head_replicas 8
+    assert report.tensor_parallel.kv_replicas == 8 and report.tensor_parallel.latent
+    assert report.tensor_parallel.to_dict()["kv_head_replicas"] == 8
+    from roofline.output.serving_tp import replication_text
+    assert replication_text(report.tensor_parallel) == (
+        "; latent KV cache whole on every GPU: latent attention keeps one latent a token for "
+        "all heads, which vLLM does not split (MLA as one KV head), so each GPU's KV cache is "
+        "the model's whole, not 1/8")
 
 
 _MLA = """
