@@ -98,7 +98,8 @@ UNMODELLED = {
     "num_nextn_predict_layers": "the {value} multi-token-prediction module(s) (a block, its "
                                 "projection and norms, which speculative decoding runs; not "
                                 "loaded by transformers) are left out: plain inference does not "
-                                "run them, and the parameters do not count them",
+                                "run them, training with their objective would, and the "
+                                "parameters do not count them",
 }
 #: The keys of ``UNMODELLED`` that count when set to a positive integer.
 _POSITIVE_KEYS = ("n_shared_experts", "shared_expert_intermediate_size", "moe_intermediate_size",

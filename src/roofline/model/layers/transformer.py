@@ -43,7 +43,9 @@ Forward, in order (M x N x K):
   batch 1 runs, and reads the weights of, top_k experts), the activation ops on T k rows, and
   the weighted combine (op); one GPU of an expert-parallel group (``expert_shards``) runs the
   expert GEMMs over the experts it holds, ``local_experts``, and the router over all E;
-  residual add (op).
+  with ``shared_ffn`` the shared expert after the combine (``shared_up``, its activation,
+  ``shared_down``, and its add, op ``residual`` on ``shared``; backward, its add's, its
+  projections' and its activation's, before the routed experts'); residual add (op).
 Backward, in reverse: every weight GEMM has its data-gradient GEMM (the first projection's only
 when an earlier layer has weights) and its weight-gradient GEMM; each batched attention GEMM has
 two data-gradient GEMMs (scores: dQ = dS.K, dK = dS^T.Q; context: dP = dO.V^T, dV = P^T.dO);
