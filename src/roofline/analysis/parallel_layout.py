@@ -159,7 +159,8 @@ def _check_block(src: str, block: Transformer, layout: Layout) -> None:
     the experts a GPU holds: a token's experts then sit on several GPUs, and the shard's
     ceil(T k / (E / ep)) rows per local expert are still what uniform routing sends it.)"""
     for what, value in (("heads", block.heads), ("kv_heads", block.kv_heads),
-                        ("ffn", block.ffn)):
+                        ("ffn", block.ffn),
+                        *((("shared_ffn", block.shared_ffn),) if block.shared_ffn else ())):
         if value % layout.tp:
             raise InputError(src, "", f"tensor parallelism {layout.tp} does not divide "
                                       f"{what} ({value}) of block {block.name!r}: each GPU "

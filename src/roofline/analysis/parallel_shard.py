@@ -69,11 +69,13 @@ def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
 
 def shard_network(network: Network, tp: int, ep: int = 1, serving: bool = False) -> Network:
     """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
-    block with heads, kv_heads and ffn divided by tp and the experts it holds by ep (its router
-    whole), the embedding and the logits with vocab / tp rows (padded, ``padded_vocab``:
-    Megatron-LM's rule, or vLLM's with ``serving``, which also keeps one KV head a GPU where tp
-    passes kv_heads, ``served_kv_heads``: its QKV GEMM, attention, K and V weights and KV cache
-    then hold that head); other layers whole (``analysis.parallel``)."""
+    block with heads, kv_heads, ffn and a shared expert's width divided by tp (vLLM's
+    ``DeepseekV2MLP`` shared experts: column- and row-parallel) and the experts it holds by ep
+    (its router whole; a latent-attention block's latent projections and KV cache whole on
+    every GPU, ``layers.mla``), the embedding and the logits with vocab / tp rows (padded,
+    ``padded_vocab``: Megatron-LM's rule, or vLLM's with ``serving``, which also keeps one KV
+    head a GPU where tp passes kv_heads, ``served_kv_heads``: its QKV GEMM, attention, K and V
+    weights and KV cache then hold that head); other layers whole (``analysis.parallel``)."""
     if tp == 1 and ep == 1:
         return network
     vocabularies = _vocabularies(network)
@@ -82,7 +84,8 @@ def shard_network(network: Network, tp: int, ep: int = 1, serving: bool = False)
         if isinstance(layer, Transformer):
             kv_heads = served_kv_heads(layer.kv_heads, tp) if serving else layer.kv_heads // tp
             layer = replace(layer, heads=layer.heads // tp, kv_heads=kv_heads,
-                            ffn=layer.ffn // tp, expert_shards=ep if layer.experts else 1)
+                            ffn=layer.ffn // tp, shared_ffn=layer.shared_ffn // tp,
+                            expert_shards=ep if layer.experts else 1)
         elif isinstance(layer, Embedding):
             layer = replace(layer, vocab=padded_vocab(layer.vocab, tp, serving) // tp)
         elif _is_logits(layer, vocabularies):

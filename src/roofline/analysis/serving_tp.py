@@ -130,8 +130,11 @@ class TensorParallel:
     prefill: StepComm | None = None
     decode: StepComm | None = None
     decode_steps: int = 0
-    #: the GPUs that hold each KV head: tp / kv_heads where tp passes kv_heads, else 1
+    #: the GPUs that hold each KV head: tp / kv_heads where tp passes kv_heads, else 1; tp
+    #: with latent attention (vLLM counts MLA's latent as one KV head)
     kv_replicas: int = 1
+    #: the model's blocks use latent attention (MLA): its KV cache whole on every GPU
+    latent: bool = False
 
     @property
     def generation_s(self) -> float | None:
@@ -238,7 +241,8 @@ def _check_block(src: str, block: Transformer, tp: int) -> None:
     "<numerator> is not divisible by <denominator>"). Megatron-LM's rule, plan's, asks tp to
     divide kv_heads (``parallel_layout._check_block``)."""
     for what, value in (("heads", block.heads), ("kv_heads", block.kv_heads),
-                        ("ffn", block.ffn)):
+                        ("ffn", block.ffn),
+                        *((("shared_ffn", block.shared_ffn),) if block.shared_ffn else ())):
         if what == "kv_heads" and tp >= value:
             if tp % value:
                 raise InputError(src, "", f"tensor parallelism {tp} is past kv_heads ({value}) "
@@ -256,9 +260,16 @@ def _check_block(src: str, block: Transformer, tp: int) -> None:
 
 def kv_head_replicas(network: Network, tp: int) -> int:
     """How many GPUs of the group hold each KV head (``parallel_shard.served_kv_heads``): tp /
-    kv_heads where tp passes a block's kv_heads (the most over the blocks), else 1."""
-    return max((tp // block.kv_heads for block in _blocks(network) if tp > block.kv_heads),
-               default=1)
+    kv_heads where tp passes a block's kv_heads (the most over the blocks), else 1; all tp
+    with latent attention, whose one latent a token vLLM keeps whole on every GPU
+    (``ModelConfig.get_num_kv_heads``: 1 for MLA; ``layers.mla``)."""
+    return max((tp if block.mla else tp // block.kv_heads for block in _blocks(network)
+                if block.mla or tp > block.kv_heads), default=1)
+
+
+def latent_kv(network: Network) -> bool:
+    """Whether ``network``'s blocks keep a latent-attention (MLA) KV cache."""
+    return any(block.mla for block in _blocks(network))
 
 
 def allreduce(nbytes: int, p: int, link: Link) -> tuple[str, float, float]:
@@ -363,7 +374,8 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
         report = analyze(shard, hardware, quantization, memory=memory)
         comm = step_comm(network, tp, link)
         report = replace(report, tensor_parallel=TensorParallel(
-            tp, link, gpus_per_node, basis, comm, kv_replicas=replicas) if served else None)
+            tp, link, gpus_per_node, basis, comm, kv_replicas=replicas,
+            latent=latent_kv(network)) if served else None)
         return (pipelined(report, network, stages, fabric, tp, inter is not None) if stages
                 else report)
     report = run_generation(shard, hardware, prompt, generate, quantization, memory)
@@ -381,7 +393,7 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
                 decode_s=g.decode_s + steps * d_roof,
                 predicted_decode_s=g.predicted_decode_s + steps * d_predicted)
     group = TensorParallel(tp, link, gpus_per_node, basis, decode or prefill, prefill, decode,
-                           steps, replicas) if served else None
+                           steps, replicas, latent_kv(network)) if served else None
     report = replace(report, generation=g, tensor_parallel=group)
     return (pipelined(report, network, stages, fabric, tp, inter is not None) if stages
             else report)

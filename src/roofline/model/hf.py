@@ -24,6 +24,22 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
   ``norm_topk_prob`` (the top-k weights renormalized: k values a token), ``router_aux_loss_coef``
   and ``output_router_logits`` (the load-balancing loss, a training objective over the router's
   logits the step computes anyway) change no GEMM, op or memory roofline counts: read by none.
+- deepseek_v3 (transformers' ``DeepseekV3ForCausalLM``; DeepSeek-V3 and R1): as llama, with
+  multi-head latent attention (the block's ``q_lora_rank``, ``kv_lora_rank``,
+  ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``: ``layers.mla``) and two runs of
+  blocks, as ``DeepseekV3DecoderLayer`` builds them: the first ``first_k_dense_replace`` dense,
+  a gated FFN of ``intermediate_size`` (``blk``), the rest (``moe_blk``) a mixture of
+  ``n_routed_experts`` experts of ``moe_intermediate_size``, ``num_experts_per_tok`` a token,
+  beside ``n_shared_experts`` shared experts every token runs (``DeepseekV3MoE``'s
+  ``shared_experts``: one gated FFN of moe_intermediate_size x n_shared_experts, the block's
+  ``shared_ffn``). The router is one hidden x n_routed_experts GEMM and its top-k (an op):
+  transformers' ``DeepseekV3TopkRouter``, whose sigmoid scores, grouped top-k (``n_group``,
+  ``topk_group``, ``topk_method``), ``e_score_correction_bias`` (a buffer, not a parameter),
+  ``norm_topk_prob`` and ``routed_scaling_factor`` change no GEMM and no memory a roofline
+  counts: read by none. ``moe_layer_freq`` other than 1 (every layer past the dense ones
+  sparse, which transformers' model assumes) is refused in one line. The multi-token-prediction
+  module (``num_nextn_predict_layers``: layer 61 of the checkpoint, which transformers does not
+  load and plain inference does not run) is left out, said as a warning (``UNMODELLED``).
 - gpt2: learned positions, layernorm, GELU FFN of ``n_inner`` (4 x n_embd), biases, causal,
   output tied to the token embedding.
 - bert: as BertForMaskedLM: word, position and token-type embeddings and their layernorm,
@@ -79,10 +95,21 @@ UNMODELLED = {
     "q_lora_rank": "queries are taken as one full projection, not through a rank-{value} one",
     "kv_lora_rank": "keys and values are taken as plain grouped-query projections and cache, "
                     "not compressed through a rank-{value} latent",
+    "num_nextn_predict_layers": "the {value} multi-token-prediction module(s) (a block, its "
+                                "projection and norms, which speculative decoding runs; not "
+                                "loaded by transformers) are left out: plain inference does not "
+                                "run them, training with their objective would, and the "
+                                "parameters do not count them",
 }
 #: The keys of ``UNMODELLED`` that count when set to a positive integer.
 _POSITIVE_KEYS = ("n_shared_experts", "shared_expert_intermediate_size", "moe_intermediate_size",
-                  "first_k_dense_replace", "q_lora_rank", "kv_lora_rank")
+                  "first_k_dense_replace", "q_lora_rank", "kv_lora_rank",
+                  "num_nextn_predict_layers")
+#: The keys of ``UNMODELLED`` a model type's adapter models (none said of it): qwen3_moe's
+#: experts' width, deepseek_v3's latent attention, shared experts and first dense blocks.
+MODELLED = {"qwen3_moe": frozenset({"moe_intermediate_size"}),
+            "deepseek_v3": frozenset({"n_shared_experts", "moe_intermediate_size",
+                                      "first_k_dense_replace", "q_lora_rank", "kv_lora_rank"})}
 
 #: In a layer an adapter builds: which config key gave each model.yaml field. model_from_config
 #: takes it out of the layer (model.yaml has no such field) into ``ConfigModel.names``.
@@ -152,11 +179,11 @@ def _unmodelled(config: dict[str, Any]) -> list[tuple[str, str]]:
     quantized = config.get("quantization_config")
     if isinstance(quantized, dict) and quantized:
         out.append(("quantization_config", _quantization_text(quantized)))
+    modelled = MODELLED.get(str(config.get("model_type")), frozenset())
     out += [(key, str(config[key])) for key in _POSITIVE_KEYS
             if isinstance(config.get(key), int) and not isinstance(config.get(key), bool)
-            and config[key] > 0 and not (key == "moe_intermediate_size" and (
-                config[key] == config.get("intermediate_size")
-                or config.get("model_type") == "qwen3_moe"))]  # qwen3_moe's experts' width
+            and config[key] > 0 and key not in modelled and not (
+                key == "moe_intermediate_size" and config[key] == config.get("intermediate_size"))]
     return out
 
 
@@ -273,6 +300,65 @@ def _listed(indices: list[int]) -> str:
     return shown + (f" and {len(indices) - 5} more" if len(indices) > 5 else "")
 
 
+def _deepseek(f: Fields) -> list[dict[str, Any]]:
+    """DeepSeek-V3's layers (the module docstring): embedding, ``first_k_dense_replace`` dense
+    blocks (``blk``), the sparse ones (``moe_blk``), final norm, untied output layer. A run of
+    no blocks (none dense, or none sparse) is left out."""
+    hidden, vocab = f.positive_int("hidden_size"), f.positive_int("vocab_size")
+    heads, layers = f.positive_int("num_attention_heads"), f.positive_int("num_hidden_layers")
+    dense = f.get("first_k_dense_replace", None)
+    dense = 0 if dense is None else min(layers, _count(f, "first_k_dense_replace"))
+    if f.get("moe_layer_freq", None) not in (None, 1):
+        raise f.fail("moe_layer_freq", f"expected 1 (every layer past first_k_dense_replace a "
+                                       f"mixture of experts, as transformers builds "
+                                       f"DeepseekV3), got {f.get('moe_layer_freq')!r:.40}: "
+                                       f"dense layers among sparse ones are not read")
+    q_rank = f.get("q_lora_rank", None)
+    attention: dict[str, Any] = {
+        "type": "transformer", "hidden": hidden, "heads": heads, "gated": True,
+        "causal": True, "norm": "rmsnorm", "rotary": True,
+        "kv_lora_rank": f.positive_int("kv_lora_rank"),
+        "qk_nope_head_dim": f.positive_int("qk_nope_head_dim"),
+        "qk_rope_head_dim": f.positive_int("qk_rope_head_dim"),
+        "v_head_dim": f.positive_int("v_head_dim")}
+    if q_rank is not None:  # None: one full query projection (DeepSeek-V2-Lite)
+        attention["q_lora_rank"] = f.positive_int("q_lora_rank")
+    names = {"hidden": "hidden_size", "heads": "num_attention_heads",
+             **{key: key for key in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                     "qk_rope_head_dim", "v_head_dim")}}
+    blocks = []
+    if dense:
+        blocks.append({**attention, "name": "blk", "ffn": f.positive_int("intermediate_size"),
+                       "repeat": dense, _FROM: {**names, "ffn": "intermediate_size",
+                                                "repeat": "first_k_dense_replace"}})
+    if layers > dense:
+        shared = f.get("n_shared_experts", None)
+        sparse = {**attention, "name": "moe_blk", "ffn": f.positive_int("moe_intermediate_size"),
+                  "experts": f.positive_int("n_routed_experts"),
+                  "top_k": f.positive_int("num_experts_per_tok"), "repeat": layers - dense,
+                  _FROM: {**names, "ffn": "moe_intermediate_size", "experts": "n_routed_experts",
+                          "top_k": "num_experts_per_tok", "shared_ffn": "n_shared_experts",
+                          "repeat": "num_hidden_layers"}}
+        if shared is not None and _count(f, "n_shared_experts"):
+            sparse["shared_ffn"] = sparse["ffn"] * _count(f, "n_shared_experts")
+        blocks.append(sparse)
+    return [{"type": "embedding", "name": "embed_tokens", "vocab": vocab, "dim": hidden,
+             _FROM: {"vocab": "vocab_size", "dim": "hidden_size"}},
+            *blocks,
+            {"type": "norm", "name": "norm", "dim": hidden, "norm": "rmsnorm",
+             _FROM: {"dim": "hidden_size"}},
+            {"type": "linear", "name": "lm_head", "in": hidden, "out": vocab,
+             "tied": _tied(f, False), _FROM: _HEAD}]
+
+
+def _count(f: Fields, key: str) -> int:
+    """A non-negative integer key (``first_k_dense_replace``, ``n_shared_experts``: 0 allowed)."""
+    value = f.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise f.fail(key, f"expected a non-negative integer, got {value!r:.40}")
+    return value
+
+
 def _gpt2(f: Fields) -> list[dict[str, Any]]:
     hidden, vocab = f.positive_int("n_embd"), f.positive_int("vocab_size")
     inner = f.get("n_inner", None)
@@ -325,4 +411,4 @@ def _tied(f: Fields, default: bool) -> bool:
 
 ADAPTERS: dict[str, Callable[[Fields], list[dict[str, Any]]]] = {
     "llama": _llama, "mistral": _llama, "qwen2": _llama, "mixtral": _llama, "qwen3": _llama,
-    "qwen3_moe": _llama, "gpt2": _gpt2, "bert": _bert}
+    "qwen3_moe": _llama, "deepseek_v3": _deepseek, "gpt2": _gpt2, "bert": _bert}

@@ -60,7 +60,12 @@ def header_line(tp: TensorParallel) -> str:
 def replication_text(tp: TensorParallel) -> str:
     """``; KV heads replicated: tp 16 passes the 8 KV heads, so each GPU holds one, the same
     on 2 GPUs (vLLM's QKVParallelLinear): its K and V weights and KV cache are 1/8 of the
-    model's, not 1/16``; nothing where each GPU holds its own KV heads."""
+    model's, not 1/16``; nothing where each GPU holds its own KV heads. With latent attention
+    (MLA): its cache whole on every GPU, as vLLM keeps it."""
+    if tp.latent:
+        return (f"; latent KV cache whole on every GPU: latent attention keeps one latent a "
+                f"token for all heads, which vLLM does not split (MLA as one KV head), so each "
+                f"GPU's KV cache is the model's whole, not 1/{tp.tp}")
     if tp.kv_replicas == 1:
         return ""
     heads = tp.tp // tp.kv_replicas

@@ -1,6 +1,6 @@
 """``{type: transformer, hidden, heads, kv_heads, head_dim, ffn, gated, causal, window, attention,
-norm, bias, dropout, experts, top_k, rotary, qk_norm, repeat, name}``: a pre-norm transformer
-block.
+norm, bias, dropout, experts, top_k, shared_ffn, rotary, qk_norm, q_lora_rank, kv_lora_rank,
+qk_nope_head_dim, qk_rope_head_dim, v_head_dim, repeat, name}``: a pre-norm transformer block.
 
 Defaults: kv_heads = heads (grouped-query attention when fewer), head_dim = hidden / heads,
 ffn = 4 x hidden, gated (SwiGLU FFN) false, causal false, window none, attention ``flash`` (or
@@ -10,7 +10,14 @@ fused QKV projection only, as Qwen2), dropout 0, experts 0 (a dense FFN; experts
 a mixture of experts), rotary false (true: a rotary position embedding on q and k, RoPE, as
 Llama), qk_norm false (true: each query and key head normalized over its head_dim by the block's
 ``norm`` before the rotary embedding, with a head_dim-wide scale of its own for q and one for k,
-as Qwen3's ``q_norm`` and ``k_norm``). With T tokens (batch x seq; batch in decode), hq = heads
+as Qwen3's ``q_norm`` and ``k_norm``), shared_ffn 0 (N, with experts: a gated, or with ``gated:
+false`` plain, FFN of width N that every token runs beside its top_k routed experts, as
+DeepSeek's shared experts: ``shared_up`` T x N (2 N gated) x hidden, its activation,
+``shared_down`` T x hidden x N, after the routed experts' combine; its weights are always
+active), kv_lora_rank 0 (with it, and qk_nope_head_dim, qk_rope_head_dim, v_head_dim and
+optionally q_lora_rank: multi-head latent attention, DeepSeek's MLA, whose projections, KV cache
+and decode form are ``mla``'s, in place of the ``qkv`` projection and K/V cache below; head_dim
+is then nope + rope). With T tokens (batch x seq; batch in decode), hq = heads
 x head_dim, hkv = kv_heads x head_dim, G = batch x heads, and a query length q and key length s
 (both seq; in decode q = 1 against a KV cache of s = seq):
 
@@ -36,7 +43,9 @@ Forward, in order (M x N x K):
   batch 1 runs, and reads the weights of, top_k experts), the activation ops on T k rows, and
   the weighted combine (op); one GPU of an expert-parallel group (``expert_shards``) runs the
   expert GEMMs over the experts it holds, ``local_experts``, and the router over all E;
-  residual add (op).
+  with ``shared_ffn`` the shared expert after the combine (``shared_up``, its activation,
+  ``shared_down``, and its add, op ``residual`` on ``shared``; backward, its add's, its
+  projections' and its activation's, before the routed experts'); residual add (op).
 Backward, in reverse: every weight GEMM has its data-gradient GEMM (the first projection's only
 when an earlier layer has weights) and its weight-gradient GEMM; each batched attention GEMM has
 two data-gradient GEMMs (scores: dQ = dS.K, dK = dS^T.Q; context: dP = dO.V^T, dV = P^T.dO);
@@ -72,6 +81,7 @@ from typing import TYPE_CHECKING
 
 from ..gemm import GemmShape
 from ..ops import AttentionShape, OpShape, SumShape, elementwise
+from . import mla
 from .step import Step
 
 if TYPE_CHECKING:
@@ -80,7 +90,7 @@ if TYPE_CHECKING:
 Item = GemmShape | OpShape
 _KEYS = frozenset({"type", "name", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated",
                    "causal", "window", "attention", "norm", "bias", "dropout", "experts",
-                   "top_k", "rotary", "qk_norm", "repeat"})
+                   "top_k", "shared_ffn", "rotary", "qk_norm", "repeat", *mla.FIELDS})
 ATTENTION_FORMS = ("flash", "naive")
 LSE_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 
@@ -108,6 +118,17 @@ class Transformer:
     #: each q and k head normalized over head_dim (the block's ``norm``) before the rotary
     #: embedding, a head_dim-wide scale each (Qwen3's q_norm and k_norm)
     qk_norm: bool = False
+    #: with experts: the width of the gated FFN every token runs beside its routed experts
+    #: (DeepSeek's shared experts, moe_intermediate_size x n_shared_experts); 0: none
+    shared_ffn: int = 0
+    #: multi-head latent attention (``mla``; 0: none): the query latent's rank (0: one full
+    #: query projection), the key/value latent's, and the per-head widths of the query/key part
+    #: without and with the rotary embedding and of the values
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
     #: one GPU of an expert-parallel group of this many: it holds ``local_experts`` of the
     #: experts and their GEMMs; the router still scores all ``experts`` (set by
     #: ``analysis.parallel.shard_network``, never by a model file)
@@ -122,11 +143,16 @@ class Transformer:
         kv_heads = fields.positive_int("kv_heads", heads)
         if heads % kv_heads:
             raise fields.fail("kv_heads", f"expected a divisor of heads ({heads}), got {kv_heads}")
-        if not fields.has("head_dim") and hidden % heads:
+        latent = mla.read_fields(fields, heads)
+        if not fields.has("head_dim") and not latent and hidden % heads:
             raise fields.fail("heads", f"hidden ({hidden}) is not a multiple of heads ({heads}); "
                                        f"give head_dim")
         experts = fields.positive_int("experts", 0)
         top_k = _top_k(fields, experts)
+        shared = fields.positive_int("shared_ffn", 0)
+        if shared and not experts:
+            raise fields.fail("shared_ffn", "a shared expert runs beside routed ones: shared_ffn "
+                                            "needs experts (a dense block's FFN is ffn)")
         causal = fields.boolean("causal", False)
         window = fields.positive_int("window", 0)
         if window and not causal:
@@ -134,14 +160,16 @@ class Transformer:
                                         "to the last window tokens before it)")
         return cls(
             name=fields.string("name", f"block{index + 1}"), hidden=hidden, heads=heads,
-            kv_heads=kv_heads, head_dim=fields.positive_int("head_dim", hidden // heads),
+            kv_heads=kv_heads,
+            head_dim=latent.pop("head_dim", 0) or fields.positive_int("head_dim", hidden // heads),
             ffn=fields.positive_int("ffn", 4 * hidden), gated=fields.boolean("gated", False),
             causal=causal, window=window,
             attention=fields.choice("attention", ATTENTION_FORMS, "flash"),
             norm=fields.choice("norm", ("layernorm", "rmsnorm"), "layernorm"),
             bias=fields.choice("bias", ("none", "all", "qkv"), "none"),
-            dropout=_dropout(fields), experts=experts, top_k=top_k,
-            rotary=fields.boolean("rotary", False), qk_norm=fields.boolean("qk_norm", False))
+            dropout=_dropout(fields), experts=experts, top_k=top_k, shared_ffn=shared,
+            rotary=fields.boolean("rotary", False), qk_norm=fields.boolean("qk_norm", False),
+            **latent)
 
     @property
     def hq(self) -> int:
@@ -182,23 +210,50 @@ class Transformer:
         return size + (self.up_width + self.hidden if self.bias == "all" else 0)
 
     @property
-    def parameters(self) -> int:
-        """Weights (and biases) of the projections, FFN or experts held and router, and 2
-        norms (with ``qk_norm`` 2 more, head_dim wide: q's and k's, every head sharing its
-        scale)."""
-        qkv, proj = self.hidden * (self.hq + 2 * self.hkv), self.hq * self.hidden
+    def mla(self) -> bool:
+        """Multi-head latent attention (``kv_lora_rank``; module ``mla``)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def shared_up(self) -> int:
+        """The shared expert's ``shared_up`` width: shared_ffn, 2 shared_ffn gated."""
+        return self.shared_ffn * (2 if self.gated else 1)
+
+    @property
+    def _proj_in(self) -> int:
+        """``proj``'s K: hq, or with MLA heads x v_head_dim."""
+        return mla.out_width(self) if self.mla else self.hq
+
+    def _attention_matrices(self) -> int:
+        """The attention's weight matrices: ``qkv`` and ``proj``, or MLA's (``mla.matrices``)."""
+        if self.mla:
+            return mla.matrices(self)
+        return self.hidden * (self.hq + 2 * self.hkv) + self.hq * self.hidden
+
+    def _ffn_matrices(self) -> int:
+        """The FFN's weight matrices, or the experts held, the router and the shared expert."""
         ffn = self.hidden * self.up_width + self.ffn * self.hidden
         if self.experts:
-            ffn = self.local_experts * ffn + self.hidden * self.experts
+            ffn = (self.local_experts * ffn + self.hidden * self.experts
+                   + self.hidden * self.shared_up + self.shared_ffn * self.hidden)
+        return ffn
+
+    @property
+    def parameters(self) -> int:
+        """Weights (and biases) of the projections, FFN or experts held, router and shared
+        expert, and 2 norms (with ``qk_norm`` 2 more, head_dim wide: q's and k's, every head
+        sharing its scale; with MLA the latents' norms, ``mla.norms``)."""
         norms = 2 * (self.hidden + (self.head_dim if self.qk_norm else 0)) * (
-            2 if self.norm == "layernorm" else 1)
+            2 if self.norm == "layernorm" else 1) + (mla.norms(self) if self.mla else 0)
         biases = 0
         if self.bias != "none":
             biases = self.hq + 2 * self.hkv
         if self.bias == "all":
             ffn_bias = self.up_width + self.hidden
             biases += self.hidden + (self.local_experts or 1) * ffn_bias
-        return qkv + proj + ffn + norms + biases
+            if self.shared_ffn:
+                biases += self.shared_up + self.hidden
+        return self._attention_matrices() + self._ffn_matrices() + norms + biases
 
     @property
     def idle_parameters(self) -> int:
@@ -212,24 +267,29 @@ class Transformer:
     @property
     def matrix_parameters(self) -> int:
         """The weights GEMMs read as their B operand (projections, FFN or experts held,
-        router): what a weight format (int4, int8, fp8) stores; biases and norms stay at the
-        model's dtype."""
-        ffn = self.hidden * self.up_width + self.ffn * self.hidden
-        if self.experts:
-            ffn = self.local_experts * ffn + self.hidden * self.experts
-        return self.hidden * (self.hq + 2 * self.hkv) + self.hq * self.hidden + ffn
+        router, shared expert): what a weight format (int4, int8, fp8) stores; biases and norms
+        stay at the model's dtype."""
+        return self._attention_matrices() + self._ffn_matrices()
 
     # -- memory -------------------------------------------------------------------------------
 
     def kv_cache_bytes(self, step: Step) -> int:
         """Inference: the K and V of ``seq`` tokens per sequence, 2 x kv_heads x head_dim x seq
-        x batch elements of the KV cache's size (prefill writes them, decode reads them); none
+        x batch elements of the KV cache's size (with MLA the latent and rotary key,
+        (kv_lora_rank + qk_rope_head_dim) x seq x batch, shared by every head: ``mla``; in
+        both, prefill writes them, decode reads them); none
         in training, nor in a bidirectional block (``causal: false``, an encoder such as BERT):
         a new token would change every earlier token's K and V, so nothing is kept to decode
         against, and the K and V of a prefill are its activations."""
         if step.phase == "train" or not self.causal:
             return 0
-        return 2 * self.hkv * self._kept(step.seq or 1) * step.batch * step.kv_e
+        return self._cache_width * self._kept(step.seq or 1) * step.batch * step.kv_e
+
+    @property
+    def _cache_width(self) -> int:
+        """Values a token keeps in the KV cache: its K and V, 2 hkv, or with MLA its latent and
+        rotary key, kv_lora_rank + qk_rope_head_dim, for all heads (``mla``)."""
+        return mla.cache_width(self) if self.mla else 2 * self.hkv
 
     @property
     def active_window(self) -> int:
@@ -255,7 +315,9 @@ class Transformer:
           G q s (1 byte) and output G q s e; flash, the log-sum-exp G q 4 bytes (no s x s
           matrix); the projection's input T hq e; the FFN input T h e; the FFN's inner tensors,
           R up e + R ffn e (R = T, or T x top_k with experts; gated: up = 2 ffn, plus the
-          gate's product R ffn e), the router's logits T E e; dropout masks T h (1 byte) after
+          gate's product R ffn e; a shared expert's likewise over T rows), the router's logits
+          T E e; with MLA ``mla.kept`` in place of Q, K, V and the projection's input; dropout
+          masks T h (1 byte) after
           the attention and the FFN; with ``qk_norm`` the q/k norm's input, the projected q and
           k, T (hq + hkv) e (a norm's input, kept as the block's two norms' are).
           With e = 2, dropout, naive attention, kv_heads = heads, ffn = 4h, ungated: 34 s b h +
@@ -274,10 +336,12 @@ class Transformer:
         masks = 2 * t * h if self.dropout else 0
         rows = self._ffn_rows(step)
         inner = rows * self.up_width * e + rows * self.ffn * e * (2 if self.gated else 1)
+        inner += t * self.shared_up * e + t * self.shared_ffn * e * (2 if self.gated else 1)
         router = t * self.experts * e if self.experts else 0
         qk = t * (self.hq + self.hkv) * e if self.qk_norm else 0
-        kept = (2 * t * h * e + t * h * e + t * (self.hq + 2 * self.hkv) * e
-                + t * self.hq * e + t * h * e + inner + router + masks + qk)
+        attention = (mla.kept(self, step) if self.mla
+                     else t * (self.hq + 2 * self.hkv) * e + t * self.hq * e)
+        kept = (2 * t * h * e + t * h * e + attention + t * h * e + inner + router + masks + qk)
         if self.attention == "flash":
             return kept + count * q * LSE_BYTES
         if recompute == "selective":
@@ -289,16 +353,18 @@ class Transformer:
     def live_bytes(self, step: Step) -> int:
         """Inference: the most this block holds at once: the residual stream T h e, plus the
         larger branch: attention (Q, K, V and the attention output, T (hq + 2 hkv + hq) e, and
-        with naive attention the G q s scores) or the FFN (R (up + ffn) e, and the router's
-        logits T E e with experts)."""
+        with naive attention the G q s scores; with MLA ``mla.live``) or the FFN (R (up + ffn)
+        e, and the router's logits T E e with experts, a shared expert's T (up + ffn) e)."""
         t, e = step.tokens, step.e
         q, s, count = self._attention_shape(step)
-        attention = t * (2 * self.hq + 2 * self.hkv) * e
+        attention = (mla.live(self, step) if self.mla
+                     else t * (2 * self.hq + 2 * self.hkv) * e)
         if self.attention == "naive":
             attention += count * q * s * e
         rows = self._ffn_rows(step)
         ffn = rows * (self.up_width + self.ffn) * e + (t * self.experts * e if self.experts
                                                        else 0)
+        ffn += t * (self.shared_up + self.shared_ffn) * e  # the shared expert's, beside them
         return t * self.hidden * e + max(attention, ffn)
 
     # -- forward ------------------------------------------------------------------------------
@@ -315,14 +381,21 @@ class Transformer:
         add): ``forward`` joined, ``recomputed`` told apart."""
         t = step.tokens
         before: list[Item] = [self._op("forward", self.norm, t * self.hidden, step)]
-        before += self._proj_forward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
-                                     self.bias != "none")
-        if self.qk_norm:
-            before.append(self._op("forward", self.norm, t * (self.hq + self.hkv), step, "attn"))
-        if self.rotary:
-            before.append(self._op("forward", "rotary", t * (self.hq + self.hkv), step, "attn"))
-        before += self._kv_cache_write(step)
-        after = self._proj_forward("proj", self.hidden, self.hq, step, self.bias == "all")
+        if self.mla:
+            before += mla.projections(self, step)
+        else:
+            before += self._proj_forward("qkv", self.hq + 2 * self.hkv, self.hidden, step,
+                                         self.bias != "none")
+            if self.qk_norm:
+                before.append(self._op("forward", self.norm, t * (self.hq + self.hkv), step,
+                                       "attn"))
+            if self.rotary:
+                before.append(self._op("forward", "rotary", t * (self.hq + self.hkv), step,
+                                       "attn"))
+            before += self._kv_cache_write(step)
+        after = mla.after_attention(self, step) if self.mla else []
+        after += self._proj_forward("proj", self.hidden, self._proj_in, step,
+                                    self.bias == "all")
         after += self._dropout("forward", t * self.hidden, step)
         after += [self._op("forward", "residual", t * self.hidden, step),
                   self._op("forward", self.norm, t * self.hidden, step)]
@@ -369,16 +442,17 @@ class Transformer:
         q, s, count = self._attention_shape(step)
         if self.attention == "flash":
             return [self._flash(step, "forward")]
-        qs, qd, kv = self._attention_tensors(step)
+        qk, v, _ = self._dims(step)
+        qs, (qq, kk), (qv, vv) = self._attention_tensors(step)
         items: list[Item] = [
-            GemmShape(f"{self.name}.scores", "forward", q, s, self.head_dim,
+            GemmShape(f"{self.name}.scores", "forward", q, s, qk,
                       ("query", "key", "head_dim"), (0, 0, 0), count, (1, 1, 1),
-                      self._shared_kv(step, (qd, kv, qs)), self._cache(step)),
+                      self._shared_kv(step, (qq, kk, qs)), self._cache(step)),
             self._op("forward", "softmax", count * q * s, step, "attn")]
         items += self._dropout("forward", count * q * s, step, "attn")
-        items.append(GemmShape(f"{self.name}.context", "forward", q, self.head_dim, s,
+        items.append(GemmShape(f"{self.name}.context", "forward", q, v, s,
                                ("query", "head_dim", "key"), (0, 0, 0), count, (1, 1, 1),
-                               self._shared_kv(step, (qs, kv, qd)), self._cache(step),
+                               self._shared_kv(step, (qs, vv, qv)), self._cache(step),
                                rows=(2, 1, 1)))  # O = P.V: V's rows run along head_dim (N)
         return items
 
@@ -391,7 +465,7 @@ class Transformer:
         cache keeps."""
         if not self.kv_cache_bytes(step):
             return []
-        elements = step.tokens * 2 * self.hkv
+        elements = step.tokens * self._cache_width
         flops = 2 * elements if step.kv_e != step.e else 0
         return [OpShape(f"{self.name}.attn", "forward", "kv-cache-write", flops,
                         elements * (step.e + step.kv_e))]
@@ -401,17 +475,27 @@ class Transformer:
         """In decode, naive attention's B (K, then V) is read from the KV cache."""
         return "kv" if step.phase == "decode" else ""
 
-    def _attention_tensors(self, step: Step) -> tuple[int, int, int]:
-        """Elements of a q x s score matrix, of q x head_dim query rows (all query heads), and
-        of K or V (the kv_heads the query heads share): G q s, G q d, Gkv s d."""
+    def _dims(self, step: Step) -> tuple[int, int, int]:
+        """The attention's query/key head dim, value head dim and the K/V heads it reads:
+        (head_dim, head_dim, kv_heads), or with MLA ``mla.dims`` (nope + rope, v_head_dim,
+        heads; in decode, absorbed, kv_lora_rank + rope, kv_lora_rank, 1)."""
+        return mla.dims(self, step) if self.mla else (self.head_dim, self.head_dim,
+                                                      self.kv_heads)
+
+    def _attention_tensors(self, step: Step) -> tuple[int, tuple[int, int], tuple[int, int]]:
+        """Elements of a q x s score matrix (G q s); of the q query rows and of K, at the
+        query/key head dim (G q qk, Gkv s qk: the K/V heads the query heads share); of the
+        output rows and of V, at the value head dim (G q v, Gkv s v)."""
         q, s, count = self._attention_shape(step)
-        kv = step.batch * self.kv_heads * s * self.head_dim
-        return count * q * s, count * q * self.head_dim, kv
+        qk, v, groups = self._dims(step)
+        kv = step.batch * groups * s
+        return count * q * s, (count * q * qk, kv * qk), (count * q * v, kv * v)
 
     def _shared_kv(self, step: Step, tensors: tuple[int, int, int]) -> tuple[int, int, int] | None:
-        """``tensors`` when query heads share K and V (grouped-query attention: K and V are read
-        once per KV head, not once per query head); None (the matrices) otherwise."""
-        return tensors if self.kv_heads < self.heads else None
+        """``tensors`` when query heads share K and V (grouped-query attention, and MLA's
+        absorbed decode: K and V are read once per KV head, not once per query head); None (the
+        matrices) otherwise."""
+        return tensors if self._dims(step)[2] < self.heads else None
 
     def _attention_shape(self, step: Step) -> tuple[int, int, int]:
         """(query rows, key length, batched count) of the attention GEMMs."""
@@ -425,19 +509,26 @@ class Transformer:
         decode = step.phase == "decode"
         keys = self._kept(s) if decode else s  # decode: the one query reads the window's keys
         forward = pass_ == "forward"
-        flops = int((4 if forward else 10) * count * self.head_dim * self._pairs(q, keys))
+        qk, v, groups = self._dims(step)
+        pairs = count * self._pairs(q, keys)
+        # forward: S = Q K^T, O = P V; backward: S again, dP = dO V^T, dV = P^T dO, dQ = dS K,
+        # dK = dS^T Q (qk = v = head_dim: 4 and 10 G q s head_dim)
+        flops = int(2 * pairs * (qk + v) if forward else 2 * pairs * (3 * qk + 2 * v))
         rows_q, rows_kv = step.batch * q, step.batch * keys
+        q_o = rows_q * self.heads * (qk + v)  # Q (or dQ, dO) and O at their head dims
+        k_v = rows_kv * groups * (qk + v)
+        if self.mla and decode:  # the cached latent is both K and V, read once (``mla``)
+            k_v = rows_kv * mla.cache_width(self)
         if forward:  # read Q, K, V; write O (and the log-sum-exp when training)
-            nbytes = rows_q * 2 * self.hq * step.e + rows_kv * 2 * self.hkv * step.e
+            nbytes = q_o * step.e + k_v * (step.kv_e if decode else step.e)
             lse = count * q * LSE_BYTES if step.phase == "train" else 0
-            if step.phase == "decode" and step.kv_e != step.e:  # K, V from a narrower cache,
-                nbytes = rows_q * 2 * self.hq * step.e + rows_kv * 2 * self.hkv * step.kv_e
-                flops += 2 * rows_kv * 2 * self.hkv  # dequantized: 2 FLOPs per element
+            if decode and step.kv_e != step.e:  # K, V from a narrower cache, dequantized:
+                flops += 2 * k_v  # 2 FLOPs per element
         else:  # read Q, O, dO, K, V, LSE; write dQ, dK, dV
-            nbytes = (rows_q * 4 * self.hq + rows_kv * 4 * self.hkv) * step.e
+            nbytes = (2 * q_o + 2 * k_v) * step.e
             lse = count * q * LSE_BYTES
         kind = "flash-attention" if forward else "flash-attention-backward"
-        shape = AttentionShape(self.head_dim, q, keys, self.causal and not decode)
+        shape = AttentionShape(qk, q, keys, self.causal and not decode)
         return OpShape(f"{self.name}.attn", pass_, kind, flops, nbytes + lse, shape)
 
     def _pairs(self, q: int, s: int) -> float:
@@ -503,7 +594,33 @@ class Transformer:
             GemmShape(f"{self.name}.expert_down", "forward", rows, self.hidden, self.ffn,
                       ("expert tokens", "hidden", "ffn"), (f, 0, 0), active,
                       b_operand="weight"),
-            self._op("forward", "gate", routed * self.hidden, step, "combine")]
+            self._op("forward", "gate", routed * self.hidden, step, "combine"),
+            *self._shared_forward(step)]
+
+    def _shared_forward(self, step: Step) -> list[Item]:
+        """The shared expert (``shared_ffn``): every token's gated FFN beside the routed
+        experts, its output added to theirs (op ``residual`` on the block's ``shared``)."""
+        if not self.shared_ffn:
+            return []
+        t, bias = step.tokens, self.bias == "all"
+        items = self._proj_forward("shared_up", self.shared_up, self.hidden, step, bias)
+        items += self._activation("forward", t * self.shared_ffn, step, "shared")
+        items += self._proj_forward("shared_down", self.hidden, self.shared_ffn, step, bias)
+        items.append(self._op("forward", "residual", t * self.hidden, step, "shared"))
+        return items
+
+    def _shared_backward(self, step: Step) -> list[Item]:
+        """The shared expert's backward: its add's (``residual-backward``), its projections'
+        and its activation's, in reverse."""
+        if not self.shared_ffn:
+            return []
+        t, bias = step.tokens, self.bias == "all"
+        items: list[Item] = [self._op("backward", "residual-backward", t * self.hidden, step,
+                                      "shared")]
+        items += self._proj_backward("shared_down", self.hidden, self.shared_ffn, step, bias)
+        items += self._activation("backward", t * self.shared_ffn, step, "shared")
+        items += self._proj_backward("shared_up", self.shared_up, self.hidden, step, bias)
+        return items
 
     # -- backward -----------------------------------------------------------------------------
 
@@ -515,8 +632,13 @@ class Transformer:
         items.append(self._op("backward", f"{self.norm}-backward", t * self.hidden, step))
         items.append(self._op("backward", "residual-backward", t * self.hidden, step))
         items += self._dropout("backward", t * self.hidden, step)
-        items += self._proj_backward("proj", self.hidden, self.hq, step, self.bias == "all")
+        items += self._proj_backward("proj", self.hidden, self._proj_in, step,
+                                     self.bias == "all")
         items += self._attention_backward(step)
+        if self.mla:
+            items += mla.backward(self, step, data_grad)
+            items.append(self._op("backward", f"{self.norm}-backward", t * self.hidden, step))
+            return items
         if self.rotary:
             items.append(self._op("backward", "rotary-backward", t * (self.hq + self.hkv), step,
                                   "attn"))
@@ -547,27 +669,28 @@ class Transformer:
         if self.attention == "flash":
             return [self._flash(step, "backward")]
         q, s, count = self._attention_shape(step)
-        d, scores, context = self.head_dim, f"{self.name}.scores", f"{self.name}.context"
-        qs, qd, kv = self._attention_tensors(step)
+        scores, context = f"{self.name}.scores", f"{self.name}.context"
+        qk, v, _ = self._dims(step)
+        qs, (qq, kk), (qv, vv) = self._attention_tensors(step)
         one = (1, 1, 1)
         # rows (the dimension each of A, B, C runs along in memory, Gemm.rows): dO, Q, K, V and
         # their gradients run along head_dim, P and dS along the keys; a transposed operand
         # (V^T, P^T, dS^T) runs along its other dimension
         items: list[Item] = [
-            GemmShape(context, "backward-data", q, s, d, ("query", "key", "head_dim"),
-                      (0, 0, 0), count, one, self._shared_kv(step, (qd, kv, qs)),
+            GemmShape(context, "backward-data", q, s, v, ("query", "key", "head_dim"),
+                      (0, 0, 0), count, one, self._shared_kv(step, (qv, vv, qs)),
                       rows=(2, 2, 1)),  # dP = dO.V^T
-            GemmShape(context, "backward-data", s, d, q, ("key", "head_dim", "query"),
-                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qd, kv)),
+            GemmShape(context, "backward-data", s, v, q, ("key", "head_dim", "query"),
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qv, vv)),
                       rows=(0, 1, 1))]  # dV = P^T.dO
         items += self._dropout("backward", count * q * s, step, "attn")
         items.append(self._op("backward", "softmax-backward", count * q * s, step, "attn"))
         items += [
-            GemmShape(scores, "backward-data", q, d, s, ("query", "head_dim", "key"),
-                      (0, 0, 0), count, one, self._shared_kv(step, (qs, kv, qd)),
+            GemmShape(scores, "backward-data", q, qk, s, ("query", "head_dim", "key"),
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, kk, qq)),
                       rows=(2, 1, 1)),  # dQ = dS.K
-            GemmShape(scores, "backward-data", s, d, q, ("key", "head_dim", "query"),
-                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qd, kv)),
+            GemmShape(scores, "backward-data", s, qk, q, ("key", "head_dim", "query"),
+                      (0, 0, 0), count, one, self._shared_kv(step, (qs, qq, kk)),
                       rows=(0, 1, 1))]  # dK = dS^T.Q
         return items
 
@@ -584,6 +707,7 @@ class Transformer:
         up, down = f"{self.name}.expert_up", f"{self.name}.expert_down"
         router = f"{self.name}.router"
         return [
+            *self._shared_backward(step),
             self._op("backward", "gate-backward", routed * self.hidden, step, "combine"),
             GemmShape(down, "backward-data", rows, self.ffn, self.hidden,
                       ("expert tokens", "ffn", "hidden"), (f, 0, 0), active,
