@@ -946,3 +946,40 @@ def test_plans_table_says_its_columns_are_the_predicted_steps_parts(invoke):
     again = invoke(*args, "--recompute", "full").stdout
     assert ("parts of the predicted step, the forward recomputation runs again in compute):"
             in again)
+
+
+MIXED = """\
+name: mixed
+batch: 8
+seq: 128
+dtype: bf16
+mode: train
+optimizer: adam
+layers:
+  - {type: embedding, name: emb, vocab: 1000, dim: 256}
+  - {type: transformer, name: dense, hidden: 256, heads: 4, ffn: 1024, gated: true,
+     causal: true, norm: rmsnorm, rotary: true}
+  - {type: transformer, name: moe, hidden: 256, heads: 4, ffn: 512, gated: true,
+     causal: true, norm: rmsnorm, rotary: true, experts: 8, top_k: 2, repeat: 2}
+  - {type: linear, name: head, in: 256, out: 1000}
+"""
+
+
+def test_expert_parallelism_beside_dense_blocks():
+    """DeepSeek-V3 opens with 3 dense blocks (first_k_dense_replace) before its 58 of experts:
+    plan --ep refused it (`block 'blk.1' has 0` experts). Megatron's expert-parallel group
+    splits the experts of the blocks that have them; a dense block's FFN stays whole,
+    data-parallel. A micro-batch of 1 sequence: T = 128 tokens."""
+    net = network_from_yaml(MIXED)
+    result = evaluate(net, load_hardware("h100"), Layout(dp=8, ep=4), 8, h100_fabric())
+    gemms, _ = result.report.network.expand()
+    shapes = {(g.layer, g.pass_): (g.m, g.n, g.k, g.batch_count) for g in gemms}
+    # the dense block's gated FFN: T x 2 ffn x h = 128 x 2048 x 256, one GEMM, not split
+    assert shapes["dense.ffn_up", "forward"] == (128, 2048, 256, 1)
+    # 8 / 4 = 2 local experts, each taking the group's 4 x T k / E = 4 x 128 x 2 / 8 = 128
+    # rows; gated: 2 x 512 = 1024 wide
+    assert shapes["moe.1.expert_up", "forward"] == (128, 1024, 256, 2)
+    # a model with no experts at all is still refused, in words that say why
+    with pytest.raises(InputError, match="expert parallelism 2 splits experts; the model's "
+                                         "transformer blocks have none"):
+        evaluate(llama(batch=8), load_hardware("h100"), Layout(dp=8, ep=2), 8, h100_fabric())

@@ -131,6 +131,9 @@ def check_layout(network: Network, layout: Layout) -> None:
         raise InputError(src, "", f"expert parallelism {layout.ep} must divide the "
                                   f"data-parallel degree {layout.dp} ({option('ep')})")
     experts = any(isinstance(run.layer, Transformer) and run.layer.experts for run in runs)
+    if layout.ep > 1 and not experts:
+        raise InputError(src, "", f"expert parallelism {layout.ep} splits experts; the model's "
+                                  f"transformer blocks have none ({option('ep', '1')})")
     if layout.tp > 1 and not layout.sequence_parallel and experts:
         raise InputError(src, "", "experts with tensor parallelism need sequence parallelism: "
                                   "Megatron-Core refuses MoE training with tp > 1 without it "
@@ -165,7 +168,7 @@ def _check_block(src: str, block: Transformer, layout: Layout) -> None:
             raise InputError(src, "", f"tensor parallelism {layout.tp} does not divide "
                                       f"{what} ({value}) of block {block.name!r}: each GPU "
                                       f"must get whole {what} ({option('tp')})")
-    if layout.ep > 1 and (not block.experts or block.experts % layout.ep):
+    if layout.ep > 1 and block.experts % layout.ep:  # a dense block (0) is data-parallel
         raise InputError(src, "", f"expert parallelism {layout.ep} needs a number of "
                                   f"experts it divides; block {block.name!r} has "
                                   f"{block.experts} ({option('ep')})")
