@@ -75,6 +75,14 @@ class Comparison:
         group = self.baseline.tensor_parallel
         return group.tp if group else 1
 
+    @property
+    def pp(self) -> int:
+        """The pipeline stages each device serves the model over (``compare(..., pp=)``): each
+        report is then one GPU's of tp x pp, its memory the most loaded stage's, its tokens/s
+        the pipeline's with its pp batches in flight; 1 without a pipeline."""
+        pipeline = self.baseline.pipeline_parallel
+        return pipeline.pp if pipeline else 1
+
     @staticmethod
     def latency(report: Report, predicted: bool = False) -> float:
         """A device's whole generation, roofline (or ``predicted``) seconds."""
@@ -292,6 +300,9 @@ class Comparison:
                 # 0.9.0: the GPUs each device serves over (compare --tp); above 1 every figure
                 # is one GPU's shard, tokens/s the group's, each device's tensor_parallel
                 "tp": self.tp,
+                # 0.9.0: the pipeline's stages (compare --pp); above 1 every figure is one
+                # GPU's of tp x pp, each device's pipeline_parallel
+                "pp": self.pp,
                 "devices": devices, "gemms": gemms}
 
     def _generation_dict(self, report: Report) -> dict[str, Any]:
@@ -308,7 +319,8 @@ class Comparison:
         devices = ", ".join(r.hardware.name for r in self.reports)
         g = self.baseline.generation
         what = f", a generation of prompt {g.prompt} + {g.generate}" if g else ""
-        served = f", one GPU of tp {self.tp} each" if self.tp > 1 else ""
+        served = (f", one GPU of tp {self.tp} x pp {self.pp} each" if self.pp > 1 else
+                  f", one GPU of tp {self.tp} each" if self.tp > 1 else "")
         return f"<Comparison {self.baseline.network.name} on {devices}{what}{served}>"
 
     def _repr_html_(self) -> str:
