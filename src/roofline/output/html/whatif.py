@@ -305,7 +305,7 @@ def _sweep_charts(s: Sweep) -> str:
     if s.generating:
         return _generation_charts(s, marks)
     rate = [(s.x(r), s.rate(r), _tip(s, r)) for r in reports]
-    where = (f" on the {served_gpus(reports[0])} GPUs, {s.pp} batches in flight" if s.pp > 1
+    where = (f" on the {served_gpus(reports[0])} GPUs ({s.pp} batches in flight)" if s.pp > 1
              else f" on the {s.tp} GPUs" if s.tp > 1 else "")
     share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(s, r)) for r in reports]
     basis = basis_of(s.hardware)
