@@ -188,7 +188,7 @@ def test_every_compare_format_says_one_gpu_of_tp_x_pp(invoke, small):
         plot_comparison(c).get_title())
     g = compare(small, [H100, A100], batch=2, prompt=16, generate=4, pp=2)
     assert g.tp == 1 and g.pp == 2
-    assert "over tp 1 x pp 2 GPUs each (tokens/s the pipeline's, 2 batches in flight)" in (
+    assert "over 2 GPUs each, tp 1 x pp 2 (tokens/s the pipeline's, 2 batches in flight)" in (
         plot_generation_comparison(g).get_title())
     generation = " ".join(invoke("compare", str(small), "--hw", H100, "--hw", A100, "--batch",
                                  "2", "--prompt", "16", "--generate", "4", "--pp",
