@@ -57,8 +57,8 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
 
     With --tp N each device serves it over N GPUs of one node, as `analyze --tp N` does, on
     its own intra-node link (or --intra's): every figure is one GPU's shard, its times
-    holding the group's all-reduces, and tokens/s are the N GPUs'. With --pp N as well, each
-    device serves it over a pipeline of N such groups, as `analyze --pp N` does: every figure
+    holding the group's all-reduces, and tokens/s are the N GPUs'. With --pp N each device
+    serves it over a pipeline of N stages, each a --tp group, as `analyze --pp N` does: every figure
     is one GPU's of tp x pp, its memory the most loaded stage's with the KV cache of the N
     batches in flight, its step time one batch's through every stage and hand-off, and
     tokens/s the pipeline's with its N batches in flight.
@@ -138,7 +138,7 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     With --tp N each point is served over N GPUs of one node, as `analyze --tp N` does (a
     model file's, not a captured module's): every figure is one GPU's shard, its times holding
     the group's all-reduces (the tp comm column), and throughput is the N GPUs'. With --pp N
-    as well, each point is served over a pipeline of N such groups, as `analyze --pp N` does:
+    each point is served over a pipeline of N stages, each a --tp group, as `analyze --pp N` does:
     every figure is one GPU's of tp x pp, its memory the most loaded stage's (batches past
     what it fits marked), its times holding the hand-offs (the pp comm column), and throughput
     the pipeline's with its N batches in flight."""
