@@ -229,16 +229,6 @@ def test_refusals_are_one_line(invoke, small, args, expected):
         assert lines == [expected.format(m=small)]
 
 
-def test_compare_and_sweep_refuse_a_pipeline_for_now(invoke, small):
-    for command in (("compare", small, "--hw", H100, "--hw", "a100-sxm4-80gb"),
-                    ("sweep", small, "--hw", H100, "--batch", "1,2")):
-        result = invoke(*command, "--pp", "2")
-        assert result.exit_code == 2
-        assert result.stderr.strip().splitlines() == [
-            "Error: --pp: compare and sweep do not serve over a pipeline yet: ask `roofline "
-            "analyze --pp N` device by device"]
-
-
 def test_models_vllm_serves_no_pipeline_for_are_refused():
     # BERT's blocks are not causal: vLLM's encoders implement no SupportsPP
     with pytest.raises(InputError, match="not causal: vLLM serves a pipeline for decoder "

@@ -174,7 +174,7 @@ def test_a_bare_bandwidth_link_is_named_once(invoke):
     (("--prompt", "8", "--generate", "8", "--tp", "16"),
      "Error: {m}: tensor parallelism 16 spans more than one node of 8 GPUs (--gpus-per-node): "
      "serving across nodes is not modelled by tensor parallelism (by pipeline stages it is: "
-     "`roofline analyze --pp N`)"),
+     "--pp N)"),
     (("--prompt", "8", "--generate", "8", "--intra", "nvswitch-h100"),
      "Error: --intra: goes with --tp N (the node a tensor-parallel group serves on)"),
 ])

@@ -238,7 +238,7 @@ def test_a_swept_generation_is_analyzes_served_generation_at_each_batch():
       "--tp", "16"),
      "Error: {m}: tensor parallelism 16 spans more than one node of 8 GPUs (--gpus-per-node): "
      "serving across nodes is not modelled by tensor parallelism (by pipeline stages it is: "
-     "`roofline analyze --pp N`)"),
+     "--pp N)"),
     (("sweep", "{m}", "--hw", H100, "--batch", "1,2", "--prompt", "8", "--generate", "8",
       "--gpus-per-node", "4"),
      "Error: --gpus-per-node: goes with --tp N (the node a tensor-parallel group serves on)"),

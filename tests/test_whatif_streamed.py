@@ -93,6 +93,8 @@ def _comparisons():
     return [compare(EXAMPLE, ["v100", "a100", "xeon-platinum-8480plus"], batch=64),
             compare(mixed, ["h100", "xeon-platinum-8380"], quantization=True),
             compare(mixed, ["h100", "a100"], mode="inference", tp=2),
+            # over a pipeline (0.9.0): each device's pipeline_parallel, a top-level pp
+            compare(mixed, ["h100", "a100"], mode="inference", tp=2, pp=2),
             compare(mixed, ["a100", "h100"], prompt=32, generate=4, batch=2)]
 
 
@@ -102,7 +104,8 @@ def _sweeps():
             sweep(mixed, "t4", "1..512"),
             sweep(mixed, "t4", "1,4,16", seqs="32,256,2048"),  # a grid: transitions by seq
             sweep(mixed, "h100", 8, seqs="64..4096", mode="inference"),
-            sweep(mixed, "h100", "1,8", prompt=64, generate=8)]
+            sweep(mixed, "h100", "1,8", prompt=64, generate=8),
+            sweep(mixed, "h100", "1,8", mode="inference", pp=2)]
 
 
 @pytest.fixture(scope="module")

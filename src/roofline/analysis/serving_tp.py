@@ -185,15 +185,24 @@ def checked(network: Network, tp: Any, gpus_per_node: Any) -> tuple[int, int]:
 
 
 def served_fields(report: Report) -> dict[str, Any]:
-    """A compare device's or a sweep point's JSON fields of its serving over several GPUs:
-    analyze's ``totals.tp_comm_time_s`` and ``predicted_tp_comm_time_s`` (its step's exposed
-    communication, inside its ``time_s`` and ``predicted_time_s``) and analyze's
-    ``tensor_parallel`` object; none where one GPU runs the step."""
-    tp = report.tensor_parallel
-    if tp is None:
-        return {}
-    return {"tp_comm_time_s": tp.step.roof_s, "predicted_tp_comm_time_s": tp.step.predicted_s,
-            "tensor_parallel": tp.to_dict()}
+    """A compare device's or a sweep point's JSON fields of its serving over several GPUs, as
+    analyze gives them: its ``totals.tp_comm_time_s`` and ``predicted_tp_comm_time_s`` (the
+    step's exposed communication, inside its ``time_s`` and ``predicted_time_s``) and its
+    ``tensor_parallel`` object; over a pipeline its ``totals.pp_comm_time_s`` and
+    ``predicted_pp_comm_time_s`` (the step's hand-offs, inside them too) and its
+    ``pipeline_parallel`` object; none where one GPU runs the step."""
+    tp, pp = report.tensor_parallel, report.pipeline_parallel
+    fields: dict[str, Any] = {}
+    totals: Any = report.totals  # a ServedTotals where either is attached
+    if tp is not None:
+        fields |= {"tp_comm_time_s": totals["tp_comm_time_s"],
+                   "predicted_tp_comm_time_s": totals["predicted_tp_comm_time_s"],
+                   "tensor_parallel": tp.to_dict()}
+    if pp is not None:
+        fields |= {"pp_comm_time_s": totals["pp_comm_time_s"],
+                   "predicted_pp_comm_time_s": totals["predicted_pp_comm_time_s"],
+                   "pipeline_parallel": pp.to_dict()}
+    return fields
 
 
 def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
@@ -210,7 +219,7 @@ def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
         raise InputError(src, "", f"tensor parallelism {tp} spans more than one node of "
                                   f"{gpus_per_node} GPUs ({option('gpus_per_node')}): serving "
                                   f"across nodes is not modelled by tensor parallelism (by "
-                                  f"pipeline stages it is: `roofline analyze --pp N`)")
+                                  f"pipeline stages it is: {option('pp', 'N')})")
     blocks = _blocks(network)
     if not blocks and tp > 1:
         raise InputError(src, "", f"tensor parallelism splits transformer blocks; the model "

@@ -26,6 +26,11 @@
   times holding the group's exposed communication on that device's intra-node link (its
   default, ``plan.make_fabric``, or ``intra`` for every device), ``Report.tensor_parallel``
   attached; tokens/s are the group's.
+- With ``pp=`` (and ``inter=``), each is served over a pipeline of pp such groups, as
+  analyze's ``--pp`` (the same ``serve``, ``analysis.serving_pp``): ``Report.pipeline_parallel``
+  attached, the memory the most loaded stage's with the KV cache of its pp batches in flight,
+  the step time one batch's through every stage and hand-off; tokens/s the tp x pp GPUs' with
+  the pp batches in flight (a sweep's step throughput ``Sweep.rate``).
 
 This module asks the three questions and checks what they are given; the answers and their
 parts live beside it: ``whatif_gemm`` (a bare shape as a one-layer network), ``whatif_dtype``
@@ -52,6 +57,7 @@ from ..model.network import Network, check_overrides, load_network
 from .generation import analyses, check_lengths, check_request, checked_source
 from .generation import generate as run_generation
 from .report import Report, analyze
+from .serving_pp import checked_pp
 from .serving_tp import DEFAULT_GPUS_PER_NODE, checked, requested, serve
 from .whatif_comparison import Comparison
 from .whatif_dtype import nearest_dtype, substitute_dtype
@@ -83,42 +89,44 @@ def _generation_overrides(model: Network | str | os.PathLike[str], overrides: di
 class _Run:
     """How compare runs each device and sweep each point: a step, or a whole generation
     (``prompt`` and ``generate``), on one GPU or served over ``serving`` = (tp, gpus_per_node,
-    intra) by tensor parallelism."""
+    intra, pp, inter): tp GPUs by tensor parallelism, over a pipeline of pp such groups."""
 
     quantization: bool
     prompt: int | None = None
     generate: int | None = None
-    serving: tuple[int, int, str | None] | None = None
+    serving: tuple[int, int, str | None, int, str | None] | None = None
 
     def __call__(self, network: Network, spec: HardwareSpec) -> Report:
         if self.serving is not None:
-            tp, gpus_per_node, intra = self.serving
+            tp, gpus_per_node, intra, pp, inter = self.serving
             return serve(network, spec, tp, gpus_per_node, intra, self.prompt, self.generate,
-                         self.quantization)
+                         self.quantization, pp, inter)
         if self.prompt is not None and self.generate is not None:
             return run_generation(network, spec, self.prompt, self.generate, self.quantization)
         return analyze(network, spec, self.quantization)
 
     def check_links(self, specs: Iterable[HardwareSpec]) -> None:
-        """Served over several GPUs, each device's intra-node link (``plan.make_fabric``): one
-        a device lacks (a CPU's) refused in one line before any device is analyzed."""
+        """Served over several GPUs, each device's links (``plan.make_fabric``): one a device
+        lacks (a CPU's intra-node link) refused in one line before any device is analyzed."""
         if self.serving is None:
             return
         from .plan import make_fabric
 
-        _, gpus_per_node, intra = self.serving
+        _, gpus_per_node, intra, _, inter = self.serving
         for spec in specs:
-            make_fabric(spec, intra, None, gpus_per_node)
+            make_fabric(spec, intra, inter, gpus_per_node)
 
 
-def _serving(network: Network, tp: Any, gpus_per_node: Any,
-             intra: str | None) -> tuple[int, int, str | None] | None:
-    """The tensor-parallel group compare or sweep serves each device or point over, checked
-    once before the first (``serving_tp.checked``); None where one GPU runs it
-    (``serving_tp.requested``)."""
-    if not requested(tp, gpus_per_node, intra):
+def _serving(network: Network, tp: Any, gpus_per_node: Any, intra: str | None, pp: Any = 1,
+             inter: str | None = None) -> tuple[int, int, str | None, int, str | None] | None:
+    """The tensor-parallel group (and the pipeline of pp of them) compare or sweep serves each
+    device or point over, checked once before the first as ``serve`` checks it
+    (``serving_pp.checked_pp`` first, then ``serving_tp.checked``); None where one GPU runs
+    it (``serving_tp.requested``)."""
+    if not requested(tp, gpus_per_node, intra, pp, inter):
         return None
-    return (*checked(network, tp, gpus_per_node), intra)
+    pp = checked_pp(network, pp, inter)
+    return (*checked(network, tp, gpus_per_node), intra, pp, inter)
 
 
 # ---------------------------------------------------------------------------------------- gemm
@@ -137,14 +145,15 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
             quantization: bool = False, prompt: int | None = None,
             generate: int | None = None, tp: int = 1,
             gpus_per_node: int = DEFAULT_GPUS_PER_NODE, intra: str | None = None,
-            **overrides: Any) -> Comparison:
+            pp: int = 1, inter: str | None = None, **overrides: Any) -> Comparison:
     """Analyze ``model`` on each device; the first is the baseline. A device without the
     model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more,
     a list: one name given alone is refused, not read as a list of its letters. ``prompt``
     and ``generate`` (together, as ``analyze_model`` takes them) run a whole generation on
     each device. ``tp`` above 1 serves it over tp GPUs of one node of each device, as
     ``analyze_model``'s ``tp`` does, on each device's own intra-node link unless ``intra``
-    names one for all (module docstring)."""
+    names one for all; ``pp`` above 1 over a pipeline of pp such groups, as ``analyze_model``'s
+    ``pp`` does, the hand-offs between nodes on ``inter`` (module docstring)."""
     generating = prompt is not None or generate is not None
     if generating:
         overrides = _generation_overrides(model, overrides, prompt, generate, None)
@@ -156,7 +165,8 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
         network.with_overrides(seq=prompt).check()
     else:
         network.check()  # a missing batch, dtype or seq is named once, not per device
-    run = _Run(quantization, prompt, generate, _serving(network, tp, gpus_per_node, intra))
+    run = _Run(quantization, prompt, generate,
+               _serving(network, tp, gpus_per_node, intra, pp, inter))
     specs = [hardware_spec(entry) for entry in hardware]
     run.check_links(specs)  # a device without an intra-node link, before any analysis
     wanted = network.operand_dtype
@@ -202,24 +212,25 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
           generate: int | None = None,
           progress: Callable[[str], None] | None = None, tp: int = 1,
           gpus_per_node: int = DEFAULT_GPUS_PER_NODE, intra: str | None = None,
-          **overrides: Any) -> Sweep:
+          pp: int = 1, inter: str | None = None, **overrides: Any) -> Sweep:
     """Analyze ``model`` on ``hardware`` at each batch, each sequence length, or each pair
     (lists, one int, or ``parse_batches`` text); the one not given stays the model's own.
     ``prompt`` and ``generate`` (together, as ``analyze_model`` takes them, without ``seqs``)
     make each point a whole generation at its batch (``analysis.generation``). ``tp`` above 1
-    serves each point over tp GPUs of one node, as ``analyze_model``'s ``tp`` does (module
-    docstring).
+    serves each point over tp GPUs of one node, as ``analyze_model``'s ``tp`` does, ``pp``
+    above 1 over a pipeline of pp such groups, as its ``pp`` does (module docstring).
 
     ``model`` may be ``package.module:callable``, a factory with a ``batch`` parameter
     returning a torch module and its example inputs: it is called and its module captured at
-    each batch (``whatif_captures``; batches only, no seqs, generation or tp), ``progress``,
+    each batch (``whatif_captures``; batches only, no seqs, generation, tp or pp), ``progress``,
     when given, told as each capture starts."""
     generating = prompt is not None or generate is not None
     if names_factory(model):
         from .whatif_captures import captured_sweep
 
-        if requested(tp, gpus_per_node, intra):  # before any capture's seconds
-            raise InputError(os.fspath(model), "", f"{option('tp')} splits a model's transformer "
+        if requested(tp, gpus_per_node, intra, pp, inter):  # before any capture's seconds
+            which = option("pp") if pp != 1 else option("tp")
+            raise InputError(os.fspath(model), "", f"{which} splits a model's transformer "
                                                    f"blocks over GPUs, and a captured module "
                                                    f"holds the ops it ran, not its layers "
                                                    f"(sweep a model.yaml or config.json)")
@@ -246,7 +257,7 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
                                                       f"in the model or {option('batch')})")
     points = len(batch_values) * max(1, len(seq_values))
     _check_grid(points, batch_values, seq_values)
-    serving = _serving(network, tp, gpus_per_node, intra)
+    serving = _serving(network, tp, gpus_per_node, intra, pp, inter)
     if prompt is not None and generate is not None:
         return _generations(network, spec, batch_values, prompt, generate,
                             _Run(quantization, serving=serving))

@@ -75,6 +75,14 @@ class Comparison:
         group = self.baseline.tensor_parallel
         return group.tp if group else 1
 
+    @property
+    def pp(self) -> int:
+        """The pipeline stages each device serves the model over (``compare(..., pp=)``): each
+        report is then one GPU's of tp x pp, its memory the most loaded stage's, its tokens/s
+        the pipeline's with its pp batches in flight; 1 without a pipeline."""
+        pipeline = self.baseline.pipeline_parallel
+        return pipeline.pp if pipeline else 1
+
     @staticmethod
     def latency(report: Report, predicted: bool = False) -> float:
         """A device's whole generation, roofline (or ``predicted``) seconds."""
@@ -82,15 +90,26 @@ class Comparison:
         assert g is not None, "a generation's comparison"
         return g.predicted_latency_s if predicted else g.latency_s
 
+    @staticmethod
+    def round_s(report: Report, predicted: bool = False) -> float:
+        """A device's whole generation as its tokens/s count it: its latency; over a pipeline
+        (``compare(..., pp=)``) the steady time of each of its batches in flight
+        (``Generation.steady_s``: each phase max(its latency, pp x its slowest stage))."""
+        g = report.generation
+        assert g is not None, "a generation's comparison"
+        steady = g.predicted_steady_s if predicted else g.steady_s
+        return steady or Comparison.latency(report, predicted)
+
     def generation_speedup(self, report: Report, predicted: bool = False) -> float | None:
-        """The baseline's generation latency over ``report``'s, which is also ``report``'s
-        tokens/s over the baseline's (the same tokens on every device); ``predicted``: the
-        same at the predicted times, None where either device has no prediction beyond its
-        roofline (``predicts``). None without a generation."""
+        """The baseline's generation time (``round_s``: its latency, over a pipeline its
+        steady time) over ``report``'s, which is ``report``'s tokens/s over the baseline's
+        (the same tokens on every device); ``predicted``: the same at the predicted times,
+        None where either device has no prediction beyond its roofline (``predicts``). None
+        without a generation."""
         if not self.generating or (predicted and not (self.predicts(self.baseline)
                                                       and self.predicts(report))):
             return None
-        return self.latency(self.baseline, predicted) / self.latency(report, predicted)
+        return self.round_s(self.baseline, predicted) / self.round_s(report, predicted)
 
     def predicts(self, report: Report) -> bool:
         """Whether ``report``'s device has a prediction beyond its roofline
@@ -107,9 +126,10 @@ class Comparison:
 
     def rank(self, report: Report, predicted: bool = False) -> float:
         """What compare ranks devices by: the step's seconds, or of generations the whole
-        generation's latency; at the roofline, or ``predicted``."""
+        generation's latency (over a pipeline its steady time, ``round_s``: its tokens/s); at
+        the roofline, or ``predicted``."""
         if self.generating:
-            return self.latency(report, predicted)
+            return self.round_s(report, predicted)
         return report.totals["predicted_time_s" if predicted else "time_s"]
 
     def fastest_of(self, reports: Sequence[Report], predicted: bool = False) -> Report:
@@ -292,6 +312,9 @@ class Comparison:
                 # 0.9.0: the GPUs each device serves over (compare --tp); above 1 every figure
                 # is one GPU's shard, tokens/s the group's, each device's tensor_parallel
                 "tp": self.tp,
+                # 0.9.0: the pipeline's stages (compare --pp); above 1 every figure is one
+                # GPU's of tp x pp, each device's pipeline_parallel
+                "pp": self.pp,
                 "devices": devices, "gemms": gemms}
 
     def _generation_dict(self, report: Report) -> dict[str, Any]:
@@ -308,7 +331,8 @@ class Comparison:
         devices = ", ".join(r.hardware.name for r in self.reports)
         g = self.baseline.generation
         what = f", a generation of prompt {g.prompt} + {g.generate}" if g else ""
-        served = f", one GPU of tp {self.tp} each" if self.tp > 1 else ""
+        served = (f", one GPU of tp {self.tp} x pp {self.pp} each" if self.pp > 1 else
+                  f", one GPU of tp {self.tp} each" if self.tp > 1 else "")
         return f"<Comparison {self.baseline.network.name} on {devices}{what}{served}>"
 
     def _repr_html_(self) -> str:

@@ -66,6 +66,14 @@ class Sweep:
         return group.tp if group else 1
 
     @property
+    def pp(self) -> int:
+        """The pipeline stages each point is served over (``sweep(..., pp=)``): each report is
+        then one GPU's of tp x pp, its memory the most loaded stage's, its throughput the
+        pipeline's with its pp batches in flight (``rate``); 1 without a pipeline."""
+        pipeline = self.reports[0].pipeline_parallel
+        return pipeline.pp if pipeline else 1
+
+    @property
     def axis(self) -> str:
         """``"seq"`` when only the sequence length varies, else ``"batch"``."""
         return "seq" if len(self.seqs) > 1 and len(self.batches) <= 1 else "batch"
@@ -82,11 +90,18 @@ class Sweep:
         ``samples``."""
         return "tokens" if self.reports[0].network.seq is not None else "samples"
 
-    def rate(self, report: Report, time_s: float) -> float:
-        """A point's throughput at a step time of ``time_s``: its step's tokens
-        (``Step.tokens``) or samples a second, as ``unit`` says."""
-        per_step = report.network.step().tokens if self.unit == "tokens" else report.batch
-        return per_step / time_s
+    def rate(self, report: Report, predicted: bool = False, unit: str | None = None) -> float:
+        """A point's throughput, at its step time (``predicted``: its predicted one): its
+        step's tokens (``Step.tokens``) or samples a second, as ``unit`` (default: the sweep's)
+        says; over a pipeline of pp stages the pp batches in flight's, one coming round every
+        ``PipelineStep.cycle`` (``analysis.serving_pp``), as analyze's pipeline line gives
+        it."""
+        per_step = (report.network.step().tokens if (unit or self.unit) == "tokens"
+                    else report.batch)
+        pipeline = report.pipeline_parallel
+        if pipeline is not None and pipeline.prefill is None:  # a step's, not a generation's
+            return pipeline.pp * per_step / pipeline.step.cycle(predicted)
+        return per_step / report.totals["predicted_time_s" if predicted else "time_s"]
 
     def x(self, report: Report) -> int:
         """A report's value on the swept axis (its batch, or its seq)."""
@@ -378,14 +393,14 @@ class Sweep:
                 "time_s": totals["time_s"],
                 "memory_bytes": memory.total_bytes if memory else None,
                 "fits": memory.fits if memory else None,
-                "samples_per_s": report.batch / totals["time_s"],
+                "samples_per_s": self.rate(report, unit="samples"),
                 "predicted_time_s": totals["predicted_time_s"],
-                "predicted_samples_per_s": report.batch / totals["predicted_time_s"],
+                "predicted_samples_per_s": self.rate(report, True, "samples"),
                 # of time_s and predicted_time_s, the forward work recomputation runs again
                 "recompute_time_s": totals["recompute_time_s"],
                 "predicted_recompute_time_s": totals["predicted_recompute_time_s"],
-                **({"tokens_per_s": self.rate(report, totals["time_s"]),
-                    "predicted_tokens_per_s": self.rate(report, totals["predicted_time_s"])}
+                **({"tokens_per_s": self.rate(report),
+                    "predicted_tokens_per_s": self.rate(report, True)}
                    if self.unit == "tokens" else {}),
                 "memory_bound_time_fraction": totals["memory_bound_time_fraction"],
                 "predicted_gemm_time_s": totals["predicted_gemm_time_s"],
@@ -406,6 +421,10 @@ class Sweep:
                 # 0.9.0: the GPUs each point is served over (sweep --tp); above 1 every figure
                 # is one GPU's shard, throughput the group's, each point's tensor_parallel
                 "tp": self.tp,
+                # 0.9.0: the pipeline's stages (sweep --pp); above 1 every figure is one GPU's
+                # of tp x pp, throughput the pipeline's with its batches in flight, each
+                # point's pipeline_parallel
+                "pp": self.pp,
                 "prediction_basis": basis_of(first.hardware),
                 "prediction_fit": fit_of(first.hardware),
                 "calibration_library": library_of(first.hardware),
@@ -430,7 +449,8 @@ class Sweep:
                  for name, values in (("batch", self.batches), ("seq", self.seqs)) if values]
         g = self.reports[0].generation
         what = f"generations of prompt {g.prompt} + {g.generate}, " if g else ""
-        served = f" (one GPU of tp {self.tp})" if self.tp > 1 else ""
+        served = (f" (one GPU of tp {self.tp} x pp {self.pp})" if self.pp > 1 else
+                  f" (one GPU of tp {self.tp})" if self.tp > 1 else "")
         return (f"<Sweep {self.reports[0].network.name} on {self.hardware.name}{served}: "
                 f"{what}{', '.join(swept)}; {len(self.reports)} points>")
 

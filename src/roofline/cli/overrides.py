@@ -137,8 +137,9 @@ def check_serving_options(tp: int, pp: int = 1) -> None:
 
 
 def pipeline_options(command):
-    """Decorate ``command`` (analyze) with ``--pp`` and ``--inter``: the step or the generation
-    served over a pipeline of stages, each a --tp group (``analysis.serving_pp``)."""
+    """Decorate ``command`` (analyze, compare, sweep) with ``--pp`` and ``--inter``: the step or
+    the generation served over a pipeline of stages, each a --tp group
+    (``analysis.serving_pp``)."""
     command = click.option(
         "--inter", metavar="NAME|GBPS",
         help="With --pp: the link between nodes, per GPU, the stages' hand-offs cross (ib-ndr, "
@@ -152,18 +153,3 @@ def pipeline_options(command):
              "inter-node link where the stages sit in two nodes, else the intra-node one; "
              "every figure one GPU's, its memory the most loaded stage's with the KV cache of "
              "N batches in flight; tokens/s the tp x pp GPUs'.")(command)
-
-
-def refused_pipeline_option(command):
-    """Decorate ``command`` (compare, sweep) with ``--pp``, refused above 1 in one line: a
-    pipeline of stages is analyze's for now."""
-    def refuse(ctx: click.Context, param: click.Parameter, value: int) -> int:
-        if value != 1:
-            raise InputError("pp", "", "compare and sweep do not serve over a pipeline yet: "
-                                       "ask `roofline analyze --pp N` device by device")
-        return value
-
-    return click.option(
-        "--pp", type=Count(high=1024), default=1, expose_value=False, callback=refuse,
-        help="Not yet: serving over a pipeline of stages is `roofline analyze --pp N`'s; "
-             "above 1 refused.")(command)

@@ -17,7 +17,7 @@ from .overrides import (
     check_serving_options,
     generation_options,
     model_options,
-    refused_pipeline_option,
+    pipeline_options,
     serving_options,
 )
 from .plots import _check_plot, _write_plot, force_option
@@ -30,7 +30,7 @@ from .plots import _check_plot, _write_plot, force_option
 @model_options
 @generation_options
 @serving_options
-@refused_pipeline_option
+@pipeline_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
@@ -39,8 +39,8 @@ from .plots import _check_plot, _write_plot, force_option
                    "first token and decode steps).")
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
-            quantization: bool, tp: int, gpus_per_node: int, intra: str | None,
-            **overrides) -> None:
+            quantization: bool, tp: int, gpus_per_node: int, intra: str | None, pp: int,
+            inter: str | None, **overrides) -> None:
     """Per-GEMM and whole-step time of MODEL (a model.yaml, a Hugging Face config.json, or
     package.module:factory, captured as analyze captures it) on each device, the speedup over
     the first, and why: a GEMM memory-bound on both gains the bandwidth ratio, one
@@ -57,21 +57,25 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
 
     With --tp N each device serves it over N GPUs of one node, as `analyze --tp N` does, on
     its own intra-node link (or --intra's): every figure is one GPU's shard, its times
-    holding the group's all-reduces, and tokens/s are the N GPUs'.
+    holding the group's all-reduces, and tokens/s are the N GPUs'. With --pp N each device
+    serves it over a pipeline of N stages, each a --tp group, as `analyze --pp N` does: every figure
+    is one GPU's of tp x pp, its memory the most loaded stage's with the KV cache of the N
+    batches in flight, its step time one batch's through every stage and hand-off, and
+    tokens/s the pipeline's with its N batches in flight.
     """
     from ..analysis.whatif import compare as run_compare
     from ..output.whatif import COMPARE_CHUNKS, COMPARE_FORMATS
     from ..probe import resolve_hardware
 
     _check_plot(plot)
-    check_serving_options(tp)
+    check_serving_options(tp, pp)
     library = _local_library(model)
     network = _loaded(model, overrides)
     needs = _needs(lambda: network, overrides, whole_step=True)
     result = run_compare(network, [resolve_hardware(hw, _progress, library, needs)
                                    for hw in hardware],
                          quantization=quantization, tp=tp, gpus_per_node=gpus_per_node,
-                         intra=intra, **overrides)
+                         intra=intra, pp=pp, inter=inter, **overrides)
     if fmt == "table":  # its GEMM table's layer names cut to the terminal's width
         from ..output.whatif import comparison_table
 
@@ -99,7 +103,7 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
 @functools.partial(model_options, batch=False, seq=False)
 @generation_options
 @serving_options
-@refused_pipeline_option
+@pipeline_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
@@ -109,7 +113,7 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt: str,
           plot: str | None, quantization: bool, tp: int, gpus_per_node: int,
-          intra: str | None, **overrides) -> None:
+          intra: str | None, pp: int, inter: str | None, **overrides) -> None:
     """Step time and samples/s (roofline and predicted), memory and which GEMMs are
     memory-bound for MODEL at each batch
     (--batch), each sequence length (--seq) or each pair of both; the batch at which each GEMM
@@ -133,14 +137,18 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
 
     With --tp N each point is served over N GPUs of one node, as `analyze --tp N` does (a
     model file's, not a captured module's): every figure is one GPU's shard, its times holding
-    the group's all-reduces (the tp comm column), and throughput is the N GPUs'."""
+    the group's all-reduces (the tp comm column), and throughput is the N GPUs'. With --pp N
+    each point is served over a pipeline of N stages, each a --tp group, as `analyze --pp N` does:
+    every figure is one GPU's of tp x pp, its memory the most loaded stage's (batches past
+    what it fits marked), its times holding the hand-offs (the pp comm column), and throughput
+    the pipeline's with its N batches in flight."""
     from ..analysis.whatif import sweep as run_sweep
     from ..analysis.whatif_values import parse_batches
     from ..output.whatif_sweep import SWEEP_CHUNKS, SWEEP_FORMATS
     from ..probe import resolve_hardware
 
     _check_plot(plot)
-    check_serving_options(tp)
+    check_serving_options(tp, pp)
     # bad input fails before any work
     batch_values = parse_batches(batches) if batches is not None else None
     seq_values = parse_batches(seqs, "seqs") if seqs is not None else None
@@ -155,7 +163,7 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
                                                needs),
                        batch_values, quantization=quantization, seqs=seq_values,
                        progress=_progress, tp=tp, gpus_per_node=gpus_per_node, intra=intra,
-                       **overrides)
+                       pp=pp, inter=inter, **overrides)
     if fmt in SWEEP_CHUNKS:
         _write_chunks(SWEEP_CHUNKS[fmt](result))
     else:

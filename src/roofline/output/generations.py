@@ -67,7 +67,8 @@ def _tpot(value: float | None) -> str:
 def terms_line(g: Generation, where: str = "on the device") -> str:
     """What a generation's columns are: ``generation: prompt 1024 + 256 tokens a sequence;
     TTFT = time to first token (prefill, last-token logits); TPOT = ...``; tokens/s made
-    ``where`` (``serving_tp.where_text``: ``on the 8 GPUs`` of a group)."""
+    ``where`` (``serving_tp.where_text``: ``on the 8 GPUs`` of a group), over a pipeline by
+    its ``in_flight`` batches."""
     text = (f"generation: prompt {g.prompt} + {g.generate} tokens a sequence; TTFT = time to "
             f"first token ({prefill_text(g)})")
     if g.decode_steps:
@@ -75,8 +76,12 @@ def terms_line(g: Generation, where: str = "on the device") -> str:
                  f"{g.decode_steps} x TPOT")
     else:
         text += "; latency = TTFT (one token: no decode step)"
-    return text + (f"; tokens/s = batch x {g.generate} / latency, {where}; roofline "
-                   f"times are lower bounds, tokens/s upper bounds")
+    made = (f"batch x {g.generate} / latency" if g.in_flight == 1 else
+            f"{g.in_flight} x batch x {g.generate} / the steady time of each of the "
+            f"{g.in_flight} batches in flight (each phase max(its latency, {g.in_flight} x its "
+            f"slowest stage))")
+    return text + (f"; tokens/s = {made}, {where}; roofline times are lower bounds, tokens/s "
+                   f"upper bounds")
 
 
 def step_shown(report: Report, brackets: bool = True) -> str:

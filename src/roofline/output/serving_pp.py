@@ -2,10 +2,12 @@
 ``analysis.serving_pp``): the header line that says every figure is one GPU's of tp x pp and
 how the stages split the model (``header_line``), and the pipeline's line under the totals:
 each stage's time, the bottleneck, the hand-offs and what the batches in flight make
-(``pipeline_line``)."""
+(``pipeline_line``). compare's and sweep's (``--pp``, 0.9.0): the header line over their
+devices or points, ``group_line``, and each device's pipeline, ``device_lines``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..units import count, seconds, si
@@ -95,3 +97,66 @@ def pipeline_line(report: Report) -> str | None:
             f"roof, {seconds(pp.generation_transfer(True) or 0.0)} predicted; tokens/s below "
             f"are {pp.in_flight} batches' in flight; memory: stage {pp.stages.heaviest}'s, the "
             f"most loaded ({PIPELINE_TEXT})")
+
+
+def group_line(reports: Sequence[Report]) -> str | None:
+    """compare's and sweep's header line where each device or point is served over a pipeline
+    (``--pp``): ``pipeline-parallel over 2 stages of tp 8 (16 GPUs, 2 nodes of 8): every
+    figure below is one GPU's of tp x pp, ...; <stages> (vLLM's split); hand-offs <links>
+    (each device's own where they differ), exposed; tokens/s are the 16 GPUs' with 2 batches
+    in flight``; None without a pipeline."""
+    pp = reports[0].pipeline_parallel
+    if pp is None:
+        return None
+    gpus = pp.tp * pp.pp
+    links = {r.hardware.name: _links_text(r.pipeline_parallel) for r in reports
+             if r.pipeline_parallel is not None}
+    on = (next(iter(links.values())) if len(set(links.values())) == 1 else
+          "on each device's own: " + "; ".join(f"{name} {text}" for name, text in links.items()))
+    return (f"pipeline-parallel over {count(pp.pp, 'stage')} of tp {pp.tp} "
+            f"({count(gpus, 'GPU')}, {count(pp.nodes, 'node')} of {pp.fabric.gpus_per_node}): "
+            f"every figure below is one GPU's of tp x pp, its memory and fits the most loaded "
+            f"stage's with the KV cache of the {pp.in_flight} batches in flight, its step time "
+            f"one batch's through every stage, the hand-offs included; {_stages_text(pp)} "
+            f"(vLLM's split); hand-offs {on}, exposed; tokens/s are the {gpus} GPUs' with "
+            f"{pp.in_flight} batches in flight, a batch every max(its latency, "
+            f"{pp.pp} x the slowest stage)")
+
+
+def _links_text(pp: PipelineParallel) -> str:
+    """``between nodes on InfiniBand NDR 4x (50 GB/s, 14 us a step)``: where the hand-offs
+    go (``header_line``'s words)."""
+    links = sorted({h.crosses_nodes for h in pp.step.handoffs})
+    return "; ".join(("between nodes on " + _link(pp.fabric.inter)) if across else
+                     ("inside a node on " + _link(pp.fabric.intra)) for across in links)
+
+
+def device_lines(reports: Sequence[Report]) -> list[str]:
+    """compare's lines under its device table: each device's pipeline, in its step time (of
+    generations, its generation's times): its stages, the hand-offs, and what its batches in
+    flight make; then how they are worked out (``PIPELINE_TEXT``); none without a pipeline."""
+    lines = []
+    for r in reports:
+        pp = r.pipeline_parallel
+        if pp is None:
+            continue
+        gpus = f"on the {pp.tp * pp.pp} GPUs"
+        if pp.prefill is None:
+            step = pp.step
+            lines.append(
+                f"pipeline on {r.hardware.name}, in its step time: {_step_text(step)}; "
+                f"{pp.in_flight} batches in flight: a batch every {seconds(step.cycle())} "
+                f"roof, {seconds(step.cycle(True))} predicted, "
+                f"{si(step.tokens_per_s(), '')}tokens/s {gpus} roof, "
+                f"{si(step.tokens_per_s(True), '')}tokens/s predicted; memory: stage "
+                f"{pp.stages.heaviest}'s")
+            continue
+        text = (f"pipeline on {r.hardware.name}, in its generation's times: prefill "
+                f"{_step_text(pp.prefill)}")
+        if pp.decode is not None:
+            text += f"; the last decode step {_step_text(pp.decode)}"
+        lines.append(text + f"; the generation's hand-offs "
+                            f"{seconds(pp.generation_transfer() or 0.0)} roof, "
+                            f"{seconds(pp.generation_transfer(True) or 0.0)} predicted; "
+                            f"memory: stage {pp.stages.heaviest}'s")
+    return lines + [f"({PIPELINE_TEXT})"] if lines else []

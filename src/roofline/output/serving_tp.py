@@ -43,10 +43,17 @@ def shard_words(report: Report) -> str:
 def where_text(report: Report) -> str:
     """Where a generation's tokens/s are made: ``on the 8 GPUs`` where the report is one GPU's
     shard (the group's tokens; a pipeline's tp x pp), else ``on the device``."""
+    served = report.tensor_parallel or report.pipeline_parallel
+    return f"on the {served_gpus(report)} GPUs" if served else "on the device"
+
+
+def served_gpus(report: Report) -> int:
+    """The GPUs the report's figures are one GPU's of: tp, over a pipeline tp x pp; 1 where
+    one GPU runs the step."""
     tp, pp = report.tensor_parallel, report.pipeline_parallel
     if pp is not None:
-        return f"on the {pp.tp * pp.pp} GPUs"
-    return f"on the {tp.tp} GPUs" if tp else "on the device"
+        return pp.tp * pp.pp
+    return tp.tp if tp else 1
 
 
 def header_line(tp: TensorParallel) -> str:
@@ -120,9 +127,9 @@ def group_line(reports: Sequence[Report]) -> str | None:
     """compare's and sweep's header line where each device or point is served over several
     GPUs (``--tp``): ``tensor-parallel over 2 GPUs: every figure below is one GPU's shard
     (memory and fits too), its times holding the group's all-reduces, exposed, on <link>``
-    (each device's own where they differ) ``; throughput (tokens/s) is the 2 GPUs' together``,
-    and where KV heads are replicated what each GPU holds (``replication_text``); None for
-    one GPU."""
+    (each device's own where they differ) ``; throughput (tokens/s) is the 2 GPUs' together``
+    (over a pipeline, ``--pp``, the pipeline's line says whose), and where KV heads are
+    replicated what each GPU holds (``replication_text``); None for one GPU."""
     tp = reports[0].tensor_parallel
     if tp is None:
         return None
@@ -130,10 +137,11 @@ def group_line(reports: Sequence[Report]) -> str | None:
              if r.tensor_parallel is not None}
     on = (f"on {next(iter(links.values()))}" if len(set(links.values())) == 1 else
           "on each device's own: " + "; ".join(f"{name} {link}" for name, link in links.items()))
+    whose = ("" if reports[0].pipeline_parallel else
+             f"; throughput (tokens/s) is the {tp.tp} GPUs' together")
     return (f"tensor-parallel over {count(tp.tp, 'GPU')}: every figure below is one GPU's "
             f"shard (memory and fits too), its times holding the group's all-reduces, "
-            f"exposed, {on}; throughput (tokens/s) is the {tp.tp} GPUs' together"
-            f"{replication_text(tp)}")
+            f"exposed, {on}{whose}{replication_text(tp)}")
 
 
 def device_comm_lines(reports: Sequence[Report]) -> list[str]:

@@ -17,6 +17,7 @@ from . import generations
 from .csv_rows import csv_line, names_cells
 from .json import Bounded, json_chunks
 from .report import LAYER_COLUMN, PASS_SHORT
+from .serving_pp import device_lines
 from .serving_tp import device_comm_lines
 from .table import Fit, aligned, markdown, markdown_text
 from .whatif_cells import _split, fits_cell, memory_cell, predicted_cell, speedup_text
@@ -168,7 +169,7 @@ def comparison_table(c: Comparison, width: int | None = None) -> str:
     (m / c: memory- or compute-bound), why, and the verdict; the GEMM table's layer names cut
     to fit ``width`` characters where it is given (``report.View.width``)."""
     fit = None if width is None else Fit(width, LAYER_COLUMN)
-    comm = device_comm_lines(c.reports)
+    comm = device_comm_lines(c.reports) + device_lines(c.reports)
     out = [*_compare_header(c), "", *_generation_table(c),
            *aligned(*_split(_device_rows(c)), {0, 1}), *comm, "",
            *aligned(*_split(_gemm_rows(c)), {0, 1, 2}, fit),
@@ -181,7 +182,7 @@ def comparison_table(c: Comparison, width: int | None = None) -> str:
 def comparison_markdown(c: Comparison) -> str:
     """``comparison_table`` as Markdown: its tables as Markdown's, its sentences escaped
     (``table.markdown_text``), the why nested as in the text and the verdict in bold."""
-    comm = device_comm_lines(c.reports)
+    comm = device_comm_lines(c.reports) + device_lines(c.reports)
     out = ["  \n".join(map(markdown_text, _compare_header(c))), "",
            *_generation_table(c, markdown_rows=True),
            *markdown(*_split(_device_rows(c)), {0, 1}), "",
@@ -205,21 +206,23 @@ def comparison_csv_chunks(c: Comparison) -> Iterator[str]:
     GEMM's shape and its predicted time (the JSON's ``gemms`` fields; after ``why`` so that the
     first nine columns keep their places); then, of generations, the device's whole
     generation (``generations.CSV_FIELDS``); last, served over several GPUs (``--tp``), ``tp``:
-    each row is one GPU's shard. In pieces made as they are written (a GEMM's rows on every
-    device one piece), refused before anything is made past the cap
-    (``check_listed_comparison``)."""
+    each row is one GPU's shard, and over a pipeline (``--pp``) ``pp``. In pieces made as they
+    are written (a GEMM's rows on every device one piece), refused before anything is made
+    past the cap (``check_listed_comparison``)."""
     check_listed_comparison(c, "csv")
     return _csv_chunks(c)
 
 
 def _csv_chunks(c: Comparison) -> Iterator[str]:
-    served = c.tp > 1
+    served, piped = c.tp > 1, c.pp > 1
     yield csv_line(["name", "layer", "pass", "hardware", "dtype", "time_s", "speedup", "bound",
                     "why", "m", "n", "k", "batch_count", "predicted_time_s",
-                    *generations.csv_fields(c.generating), *(["tp"] if served else [])])
+                    *generations.csv_fields(c.generating), *(["tp"] if served else []),
+                    *(["pp"] if piped else [])])
     baseline = c.baseline.hardware.name
-    # per device, what ends each row: its generation's figures and the tp
-    tails = [[*generations.csv_values(r), *([c.tp] if served else [])] for r in c.reports]
+    # per device, what ends each row: its generation's figures, the tp and the pp
+    tails = [[*generations.csv_values(r), *([c.tp] if served else []),
+              *([c.pp] if piped else [])] for r in c.reports]
     # a GEMM's rows after its name and layer, made once per distinct stored results: a
     # repeat's copies differ by their names only
     rests: Bounded = Bounded()

@@ -71,6 +71,20 @@ def memory_bound_gemms(r: Report) -> str:
     return compact_names(memory, 6) or "none"
 
 
+def pp_comm_cell(report: Report) -> str:
+    """A sweep point's ``pp comm`` (``--pp``): its step's hand-offs between stages, or of a
+    generation the whole generation's, predicted (``whatif_header.PP_COMM_TEXT``)."""
+    return seconds(pp_comm_s(report))
+
+
+def pp_comm_s(report: Report) -> float:
+    """``pp_comm_cell``'s seconds."""
+    pp = report.pipeline_parallel
+    assert pp is not None, "a point served over a pipeline"
+    whole = pp.generation_transfer(True)  # None for a single step
+    return pp.step.predicted_transfer_s if whole is None else whole
+
+
 def tp_comm_cell(report: Report) -> str:
     """A sweep point's ``tp comm`` (``--tp``): its step's exposed communication, or of a
     generation the whole generation's, predicted (``whatif_header.TP_COMM_TEXT``)."""

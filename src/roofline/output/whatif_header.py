@@ -21,6 +21,7 @@ from .report import (
     step_text,
     whole_generation_text,
 )
+from .serving_pp import group_line as pipeline_line
 from .serving_tp import group_line, where_text
 from .times import basis_sentence, parts_text, step_roof_text
 from .whatif_verdict import _capacity
@@ -28,6 +29,9 @@ from .whatif_verdict import _capacity
 #: What sweep's ``tp comm`` column is (``--tp``): each point's exposed communication.
 TP_COMM_TEXT = ("the all-reduces and the logits' gather, predicted (vLLM's custom all-reduce, "
                 "else NCCL's ring), inside the times")
+#: What sweep's ``pp comm`` column is (``--pp``): each point's hand-offs between stages.
+PP_COMM_TEXT = ("the hand-offs between the pipeline's stages, predicted (each tensor's "
+                "latency too), inside the times")
 
 if TYPE_CHECKING:
     from ..analysis.report import Report
@@ -61,6 +65,8 @@ def _compare_header(c: Comparison) -> list[str]:
              f"predicted: each device's own basis (the verdict names it)"]
     if group := group_line(c.reports):
         lines.append(group)
+    if pipeline := pipeline_line(c.reports):
+        lines.append(pipeline)
     if g is not None:
         lines += [generations.terms_line(g, where_text(c.baseline)),
                   f"the step and GEMM tables: {generations.step_shown(c.baseline)}"]
@@ -141,6 +147,8 @@ def sweep_header(s: Sweep) -> list[str]:
              basis_sentence(s.hardware) + f" (the predicted column: {parts_text(first, 'ops')})"]
     if group := group_line(s.reports):
         lines.append(f"{group}; tp comm: {TP_COMM_TEXT}, of each step")
+    if pipeline := pipeline_line(s.reports):
+        lines.append(f"{pipeline}; pp comm: {PP_COMM_TEXT}, of each step")
     if first.quantization:
         lines.append(quantization_line(False, [s.hardware]))
     capacity = first.memory.capacity_bytes if first.memory else None
@@ -174,6 +182,8 @@ def _generation_header(s: Sweep) -> list[str]:
              f"precision: {precision_text(net)}", ridge_text(first),
              *([f"{group}; tp comm: {TP_COMM_TEXT}, of the whole generation"]
                if (group := group_line(s.reports)) else []),
+             *([f"{pipeline}; pp comm: {PP_COMM_TEXT}, of the whole generation"]
+               if (pipeline := pipeline_line(s.reports)) else []),
              generations.terms_line(g, where_text(first)),
              f"memory-bound time (its share in memory-bound GEMMs and ops), the compute-bound "
              f"batches and the step's verdict: {generations.step_shown(first)}",

@@ -20,7 +20,13 @@ from . import generations
 from .csv_rows import csv_line, names_cells
 from .json import Bounded, Members, json_chunks
 from .table import aligned, markdown, markdown_text
-from .whatif_cells import _split, memory_bound_gemms, sweep_memory_cell, tp_comm_cell
+from .whatif_cells import (
+    _split,
+    memory_bound_gemms,
+    pp_comm_cell,
+    sweep_memory_cell,
+    tp_comm_cell,
+)
 from .whatif_header import past_context_note, sweep_header, sweep_warnings
 from .whatif_transitions import transition_lines
 
@@ -67,16 +73,18 @@ def _gemm_objects(report: Report) -> Iterator[tuple[dict[str, Any], dict[str, An
 def _sweep_rows(s: Sweep) -> list[list[str]]:
     if s.generating:
         return _generation_sweep_rows(s)
-    with_seq, served = len(s.seqs) > 1, s.tp > 1
+    with_seq, served, piped = len(s.seqs) > 1, s.tp > 1, s.pp > 1
     rows = [["batch", *(["seq"] if with_seq else []), "step time", f"{s.unit}/s", "predicted",
-             f"pred. {s.unit}/s", *(["tp comm"] if served else []), "memory",
-             "memory-bound time", "memory-bound GEMMs"]]
+             f"pred. {s.unit}/s", *(["tp comm"] if served else []),
+             *(["pp comm"] if piped else []), "memory", "memory-bound time",
+             "memory-bound GEMMs"]]
     for r in s.reports:
         t = r.totals
         rows.append([str(r.network.batch), *([str(r.network.seq)] if with_seq else []),
-                     seconds(t["time_s"]), si(s.rate(r, t["time_s"]), ""),
-                     seconds(t["predicted_time_s"]), si(s.rate(r, t["predicted_time_s"]), ""),
+                     seconds(t["time_s"]), si(s.rate(r), ""),
+                     seconds(t["predicted_time_s"]), si(s.rate(r, True), ""),
                      *([tp_comm_cell(r)] if served else []),
+                     *([pp_comm_cell(r)] if piped else []),
                      sweep_memory_cell(r), f"{t['memory_bound_time_fraction']:.0%}",
                      memory_bound_gemms(r)])
     return rows
@@ -86,20 +94,21 @@ def _generation_sweep_rows(s: Sweep) -> list[list[str]]:
     """A row per batch's whole generation (``generations.cells``; predicted where the entry
     predicts beyond its roofline), served over several GPUs its communication, its memory at
     its peak and the last step's memory-bound share."""
-    predicted, served = predicts(s.hardware), s.tp > 1
+    predicted, served, piped = predicts(s.hardware), s.tp > 1, s.pp > 1
     rows = [["batch", *generations.columns(predicted), *(["tp comm"] if served else []),
-             "memory", "memory-bound time"]]
+             *(["pp comm"] if piped else []), "memory", "memory-bound time"]]
     for r in s.reports:
         assert r.generation is not None
         rows.append([str(r.network.batch), *generations.cells(r.generation, predicted),
                      *([tp_comm_cell(r)] if served else []),
+                     *([pp_comm_cell(r)] if piped else []),
                      sweep_memory_cell(r), f"{r.totals['memory_bound_time_fraction']:.0%}"])
     return rows
 
 
 def _left(s: Sweep) -> set[int]:
     """The left-aligned columns of the sweep table (memory, memory-bound GEMMs)."""
-    shift = 1 if s.tp > 1 else 0  # the tp comm column
+    shift = (s.tp > 1) + (s.pp > 1)  # the tp comm and pp comm columns
     if s.generating:
         return {len(generations.columns(predicts(s.hardware))) + 1 + shift}
     shift += 1 if len(s.seqs) > 1 else 0
@@ -136,31 +145,33 @@ def sweep_csv_chunks(s: Sweep) -> Iterator[str]:
     last decode step; of a captured module, ``compute_bound_from_unknown``: why its
     ``compute_bound_from`` is not known (``Sweep.unknown_transitions``), else empty; served
     over several GPUs (``--tp``), last, ``tp``: each row is one GPU's shard (its step times
-    holding the group's communication). In pieces made as they are written (a row each),
-    refused before anything is made past the cap (``check_listed_sweep``)."""
+    holding the group's communication), and over a pipeline (``--pp``) ``pp`` (its
+    ``samples_per_s`` the pipeline's with its batches in flight). In pieces made as they are
+    written (a row each), refused before anything is made past the cap
+    (``check_listed_sweep``)."""
     check_listed_sweep(s, "csv")
     return _csv_chunks(s)
 
 
 def _csv_chunks(s: Sweep) -> Iterator[str]:
-    served = s.tp > 1
+    served, piped = s.tp > 1, s.pp > 1
     yield csv_line(["batch", "name", "intensity", "bound", "time_s", "step_time_s",
                     "samples_per_s", "memory_bound_time_fraction", "compute_bound_from",
                     "memory_bytes", "fits", "seq", "compute_bound_from_seq",
                     "predicted_time_s", "predicted_step_time_s",
                     *generations.csv_fields(s.generating),
                     *(["compute_bound_from_unknown"] if s.captured else []),
-                    *(["tp"] if served else [])])
+                    *(["tp"] if served else []), *(["pp"] if piped else [])])
     unknown = s.unknown_transitions
     # a row's batch crossings are at its own seq (a seq sweep's too, not only a grid's), read
     # at the first point of that seq; else at the first point
     firsts: dict[int, Report] = s.first_at_each_seq() if len(s.seqs) > 1 else {}
-    captured, last = s.captured, [s.tp] if served else []
+    captured, last = s.captured, [*([s.tp] if served else []), *([s.pp] if piped else [])]
     for r in s.reports:
         t = r.totals
         crossings = _crossings(s, r, firsts.get(r.network.seq) if r.network.seq else None)
         # what each of the point's rows repeats: its step's figures, memory, seq, generation
-        step = [t["time_s"], r.batch / t["time_s"], t["memory_bound_time_fraction"]]
+        step = [t["time_s"], s.rate(r, unit="samples"), t["memory_bound_time_fraction"]]
         held = [r.memory.total_bytes if r.memory else "",
                 "" if r.memory is None or r.memory.fits is None else r.memory.fits,
                 "" if r.network.seq is None else r.network.seq]

@@ -13,6 +13,7 @@ from ..analysis.predict import basis_of, fit_of
 from ..model.repeats import distinct, float_total
 from ..units import rate_unit, seconds, si, times
 from .hardware import capacity_text
+from .serving_tp import served_gpus
 from .whatif_cells import speedup_text
 
 if TYPE_CHECKING:
@@ -211,12 +212,13 @@ def generation_verdict_text(c: Comparison) -> str:
 
 def _rate(report: Report, predicted: bool = False) -> str:
     """``2.41 ktokens/s (latency 6.8 s)``: a device's generation, roofline or predicted
-    (``2.41 ktokens/s on its 8 GPUs (...)`` served over several, ``--tp``)."""
+    (``2.41 ktokens/s on its 8 GPUs (...)`` served over several, ``--tp``, ``--pp``)."""
     g = report.generation
     assert g is not None
     rate = g.predicted_tokens_per_s if predicted else g.tokens_per_s
     latency = g.predicted_latency_s if predicted else g.latency_s
-    group = f" on its {report.tensor_parallel.tp} GPUs" if report.tensor_parallel else ""
+    served = report.tensor_parallel or report.pipeline_parallel
+    group = f" on its {served_gpus(report)} GPUs" if served else ""
     return f"{si(rate, '')}tokens/s{group} (latency {seconds(latency)})"
 
 

@@ -65,7 +65,9 @@ def plot_comparison(comparison: Comparison, ax: Axes | None = None) -> Axes:
                   f"bound; speedup over {names[0]}", fontsize=LABEL_SIZE + 1)
     bar_frame(ax)
     net = reports[0].network
-    served = (f", one GPU of tp {comparison.tp} each (its all-reduces included)"
+    served = (f", one GPU of tp {comparison.tp} x pp {comparison.pp} each (one batch through "
+              f"every stage, its all-reduces and hand-offs included)" if comparison.pp > 1 else
+              f", one GPU of tp {comparison.tp} each (its all-reduces included)"
               if comparison.tp > 1 else "")
     ax.set_title(f"{net.name}, {step_text(net)}: roofline step time by device{served}\n"
                  f"{comparison.requested_dtype} (devices without it run the nearest dtype)",

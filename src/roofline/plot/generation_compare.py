@@ -68,7 +68,10 @@ def plot_generation_comparison(comparison: Comparison, ax: Axes | None = None) -
                   f"tokens/s over {reports[0].hardware.name}'s", fontsize=LABEL_SIZE + 1)
     bar_frame(ax)
     net, g = reports[0].network, gens[0]
-    served = (f", over {comparison.tp} GPUs each (tokens/s the group's)"
+    served = (f", over {comparison.tp * comparison.pp} GPUs each, tp {comparison.tp} x pp "
+              f"{comparison.pp} (tokens/s the pipeline's, {comparison.pp} batches in flight)"
+              if comparison.pp > 1 else
+              f", over {comparison.tp} GPUs each (tokens/s the group's)"
               if comparison.tp > 1 else "")
     ax.set_title(f"{net.name}, batch {g.batch}: a generation of prompt {g.prompt} + "
                  f"{g.generate} tokens by device{served}\n{comparison.requested_dtype} (devices "

@@ -22,18 +22,28 @@ from ..report import (
     recompute_setting,
     step_text,
 )
-from ..serving_tp import device_comm_lines, group_line, shard_words, where_text
+from ..serving_pp import device_lines
+from ..serving_pp import group_line as pipeline_line
+from ..serving_tp import device_comm_lines, group_line, served_gpus, shard_words, where_text
 from ..times import parts_text, step_roof_text
 from ..whatif_cells import (
     fits_cell,
     memory_bound_gemms,
     memory_cell,
+    pp_comm_cell,
+    pp_comm_s,
     predicted_cell,
     speedup_text,
     sweep_memory_cell,
     tp_comm_cell,
 )
-from ..whatif_header import TP_COMM_TEXT, compare_warnings, dtype_note, sweep_header
+from ..whatif_header import (
+    PP_COMM_TEXT,
+    TP_COMM_TEXT,
+    compare_warnings,
+    dtype_note,
+    sweep_header,
+)
 from ..whatif_transitions import transition_lines
 from ..whatif_verdict import verdict_text
 from ..whatif_why import slow_kernel_lines, why_groups
@@ -70,6 +80,8 @@ def _compare_facts(c: Comparison) -> list[tuple[str, str]]:
              ("baseline", c.baseline.hardware.name)]
     if group := group_line(c.reports):
         pairs.append(("tensor parallelism", group))
+    if pipeline := pipeline_line(c.reports):
+        pairs.append(("pipeline parallelism", pipeline))
     if g is not None:
         pairs[1:2] = [("generation",
                        generations.terms_line(g, where_text(c.baseline)).partition(": ")[2]),
@@ -131,7 +143,9 @@ def _generation_table(c: Comparison) -> str:
                   text(fits_cell(c, r))]
         rows.append(("", cells))
     step = generations.step_shown(c.baseline)
-    group = f" over {c.tp} GPUs (tokens/s the group's)" if c.tp > 1 else ""
+    group = (f" over {served_gpus(c.baseline)} GPUs, tp {c.tp} x pp {c.pp} (tokens/s the "
+             f"pipeline's with its {c.pp} batches in flight)" if c.pp > 1 else
+             f" over {c.tp} GPUs (tokens/s the group's)" if c.tp > 1 else "")
     return (table(header, rows, caption=f"the whole generation on each device{group}; its "
                                         f"memory at the generation's peak")
             + f"<p class=muted>The table below: {escape(step)}.</p>")
@@ -148,7 +162,9 @@ def _bars(c: Comparison) -> str:
                             f"{seconds(t['time_s'])} ({speed}){short}"))
     chart = svg.bar_chart(bars, "step time by device")
     which = (f" ({generations.step_shown(c.baseline, brackets=False)})" if c.generating
-             else "") + (f", one GPU of tp {c.tp} each, its all-reduces included" if c.tp > 1
+             else "") + (f", one GPU of tp {c.tp} x pp {c.pp} each, one batch through every "
+                         f"stage, its all-reduces and hand-offs included" if c.pp > 1 else
+                         f", one GPU of tp {c.tp} each, its all-reduces included" if c.tp > 1
                          else "")
     return (f"<figure>{chart}<figcaption>Step time by device{escape(which)}, "
             f"{escape(step_roof_text(c.baseline))}: the hatched part is memory-bound "
@@ -226,12 +242,14 @@ def _gemm_table(c: Comparison, prefix: str) -> str:
 def _comparison_body(c: Comparison, prefix: str) -> tuple[str, str]:
     """The page's title and its content (ids start with ``prefix``)."""
     names = " vs ".join(r.hardware.name for r in c.reports)
-    served = f" (one GPU of tp {c.tp} each)" if c.tp > 1 else ""
+    served = (f" (one GPU of tp {c.tp} x pp {c.pp} each)" if c.pp > 1 else
+              f" (one GPU of tp {c.tp} each)" if c.tp > 1 else "")
     title = f"{c.baseline.network.name}: {names}{served}"
     body = (f"<h1>{escape(title)}</h1>{facts(_compare_facts(c))}"
             f'<p class="verdict">{escape(verdict_text(c))}</p>' + figures(_compare_figures(c))
             + f"<h2>Devices</h2>{_generation_table(c)}{_device_table(c)}"
-            + paragraphs(device_comm_lines(c.reports), "muted") + _bars(c)
+            + paragraphs(device_comm_lines(c.reports) + device_lines(c.reports), "muted")
+            + _bars(c)
             + f"<h2>Why</h2>{_why(c)}"
             + f"<h2>Roofline per device</h2>{_compare_charts(c, prefix)}"
             + f"<h2>GEMMs</h2>{_gemm_table(c, prefix)}"
@@ -252,7 +270,8 @@ def _compare_figures(c: Comparison) -> list[tuple[str, str]]:
     g = fastest.generation
     assert g is not None
     return [("fastest over the whole generation", fastest.hardware.name),
-            ("its output tokens a second" + (f" {where_text(fastest)}" if c.tp > 1 else ""),
+            ("its output tokens a second" + (f" {where_text(fastest)}"
+                                             if c.tp > 1 or c.pp > 1 else ""),
              si(g.tokens_per_s, "")),
             ("its tokens/s over the baseline's", speedup_text(c.generation_speedup(fastest)))]
 
@@ -285,13 +304,14 @@ def _sweep_charts(s: Sweep) -> str:
              if b is not None and x_range[0] <= b <= x_range[1]]
     if s.generating:
         return _generation_charts(s, marks)
-    rate = [(s.x(r), s.rate(r, r.totals["time_s"]), _tip(s, r)) for r in reports]
-    where = f" on the {s.tp} GPUs" if s.tp > 1 else ""
+    rate = [(s.x(r), s.rate(r), _tip(s, r)) for r in reports]
+    where = (f" on the {served_gpus(reports[0])} GPUs ({s.pp} batches in flight)" if s.pp > 1
+             else f" on the {s.tp} GPUs" if s.tp > 1 else "")
     share = [(s.x(r), r.totals["memory_bound_time_fraction"], _tip(s, r)) for r in reports]
     basis = basis_of(s.hardware)
     curves = [svg.Curve(rate, name="roofline")]
     if predicts(s.hardware):  # a datasheet entry's predicted time is its roofline's
-        curves.append(svg.Curve([(s.x(r), s.rate(r, r.totals["predicted_time_s"]),
+        curves.append(svg.Curve([(s.x(r), s.rate(r, True),
                                   _tip(s, r, predicted=True)) for r in reports],
                                 predicted=True, name=f"predicted ({basis})"))
     ys = [y for curve in curves for _, y, _ in curve.points]
@@ -384,30 +404,32 @@ def _tip(s: Sweep, r: Report, predicted: bool = False) -> str:
     seq = f", seq {r.network.seq}" if r.network.seq is not None else ""
     time_s = t["predicted_time_s"] if predicted else t["time_s"]
     return (f"batch {r.batch}{seq}\n{'predicted' if predicted else 'roofline'} step "
-            f"{seconds(time_s)}, {si(s.rate(r, time_s), s.unit + '/s')}\n"
+            f"{seconds(time_s)}, {si(s.rate(r, predicted), s.unit + '/s')}\n"
             f"{t['memory_bound_time_fraction']:.0%} of the time memory-bound")
 
 
 def _sweep_table(s: Sweep) -> str:
     if s.generating:
         return _generation_sweep_table(s)
-    with_seq, served = len(s.seqs) > 1, s.tp > 1
+    with_seq, served, piped = len(s.seqs) > 1, s.tp > 1, s.pp > 1
     header = (("batch", False), *((("seq", False),) if with_seq else ()), ("step time", False),
               (f"{s.unit}/s", False), ("predicted", False), (f"predicted {s.unit}/s", False),
               *((("tp comm", False),) if served else ()),
+              *((("pp comm", False),) if piped else ()),
               ("memory", False), ("memory-bound time", False), ("memory-bound GEMMs", True))
     rows = []
     for r in s.reports:
         t = r.totals
-        rate, predicted = s.rate(r, t["time_s"]), t["predicted_time_s"]
+        rate, predicted, predicted_rate = s.rate(r), t["predicted_time_s"], s.rate(r, True)
         held = r.memory
         rows.append(("", [Cell(str(r.batch)),
                           *([Cell(str(r.network.seq))] if with_seq else []),
                           Cell(seconds(t["time_s"]), t["time_s"]),
                           Cell(si(rate, ""), rate),
                           Cell(seconds(predicted), predicted),
-                          Cell(si(s.rate(r, predicted), ""), s.rate(r, predicted)),
+                          Cell(si(predicted_rate, ""), predicted_rate),
                           *([_comm_cell(r)] if served else []),
+                          *([Cell(pp_comm_cell(r), pp_comm_s(r))] if piped else []),
                           Cell(sweep_memory_cell(r),
                                held.total_bytes if held is not None else None),
                           Cell(f"{t['memory_bound_time_fraction']:.0%}",
@@ -418,9 +440,10 @@ def _sweep_table(s: Sweep) -> str:
 def _generation_sweep_table(s: Sweep) -> str:
     """A row per batch's whole generation (``generations.cells``), its memory at its peak and
     the last decode step's memory-bound share."""
-    predicted, served = predicts(s.hardware), s.tp > 1
+    predicted, served, piped = predicts(s.hardware), s.tp > 1, s.pp > 1
     header = (("batch", False), *((name, False) for name in generations.columns(predicted)),
               *((("tp comm", False),) if served else ()),
+              *((("pp comm", False),) if piped else ()),
               ("memory", False), ("memory-bound time, last step", False))
     rows = []
     for r in s.reports:
@@ -431,6 +454,7 @@ def _generation_sweep_table(s: Sweep) -> str:
                             zip(generations.cells(g, predicted),
                                 generations.values(g, predicted))),
                           *([_comm_cell(r)] if served else []),
+                          *([Cell(pp_comm_cell(r), pp_comm_s(r))] if piped else []),
                           Cell(sweep_memory_cell(r),
                                held.total_bytes if held is not None else None),
                           Cell(f"{share:.0%}", share)]))
@@ -486,6 +510,8 @@ def _sweep_body(s: Sweep) -> tuple[str, str]:
         pairs.append(("quantization", quantization_line(False, [s.hardware])))
     if group := group_line(s.reports):
         pairs.append(("tensor parallelism", f"{group}; tp comm: {TP_COMM_TEXT}"))
+    if pipeline := pipeline_line(s.reports):
+        pairs.append(("pipeline parallelism", f"{pipeline}; pp comm: {PP_COMM_TEXT}"))
     notes = "".join(f"<p>{escape(line)}</p>" for line in sweep_header(s)
                     if line.startswith(("step time", "memory:", "note:", "predicted:",
                                         "warning:", "generation:", "memory-bound time",
