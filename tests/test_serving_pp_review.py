@@ -300,13 +300,12 @@ def test_a_cnn_with_a_pipeline_is_one_line(invoke):
         f"(use --pp 1)"]
 
 
-@pytest.mark.parametrize("command", [
-    ("compare", "--hw", H100, "--hw", "a100-sxm4-80gb", "--pp", "2"),
-    ("sweep", "--hw", H100, "--batch", "1,2", "--pp", "3"),
+@pytest.mark.parametrize("command", [  # (--pp itself they serve: test_serving_pp_whatif.py)
     ("compare", "--hw", H100, "--hw", "a100-sxm4-80gb", "--inter", "ib-ndr"),
     ("sweep", "--hw", H100, "--batch", "1,2", "--inter", "50"),
 ])
-def test_compare_and_sweep_refuse_a_pipeline_in_one_line(invoke, mixed, command):
+def test_compare_and_sweep_refuse_an_inter_node_link_without_a_pipeline(invoke, mixed,
+                                                                         command):
     result = invoke(command[0], mixed, *command[1:])
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
