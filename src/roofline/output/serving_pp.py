@@ -42,10 +42,9 @@ def header_line(pp: PipelineParallel) -> str:
     every figure below is one GPU's of its stage; <stages>; hand-offs on <link>, exposed; 2
     batches in flight, each GPU holding their KV cache for its stage's layers``."""
     gpus = pp.tp * pp.pp
-    links = sorted({h.crosses_nodes for h in pp.step.handoffs})
-    on = "; ".join(("between nodes on " + _link(pp.fabric.inter)) if across else
-                   ("inside a node on " + _link(pp.fabric.intra)) for across in links)
-    if pp.inter_given and True not in links:  # a link given and left unused: said, not dropped
+    on = _links_text(pp)
+    if pp.inter_given and not any(h.crosses_nodes for h in pp.step.handoffs):
+        # a link given and left unused: said, not dropped
         on += (f" (--inter {pp.fabric.inter.name} unused: the {count(gpus, 'GPU')} sit in one "
                f"node of {pp.fabric.gpus_per_node})")
     return (f"pipeline-parallel over {count(pp.pp, 'stage')} of tp {pp.tp} "
