@@ -16,6 +16,7 @@ from pathlib import Path
 
 import matplotlib
 import pytest
+from test_serving_pp import SMALL  # the 5-block Llama-like model.yaml
 
 matplotlib.use("Agg")
 
@@ -27,22 +28,6 @@ LLAMA_405B = ROOT / "examples" / "hf" / "llama-3.1-405b.json"
 H100, B200, A100 = "h100-sxm5-80gb", "b200-sxm-180gb", "a100-sxm4-80gb"
 DECODE = {"mode": "inference", "phase": "decode", "seq": 4096}
 KV_PER_BATCH = 63 * 2 * 128 * 4096 * 2 * 2  # one GPU of a stage, 2 batches in flight
-
-SMALL = """\
-name: llama-5
-batch: 4
-seq: 64
-dtype: bf16
-mode: inference
-phase: decode
-layers:
-  - {type: embedding, name: embed, vocab: 32000, dim: 1024}
-  - {type: transformer, name: blk, hidden: 1024, heads: 16, kv_heads: 8, ffn: 2816,
-     gated: true, causal: true, norm: rmsnorm, rotary: true, repeat: 5}
-  - {type: norm, name: norm, dim: 1024, norm: rmsnorm}
-  - {type: linear, name: lm_head, in: 1024, out: 32000}
-"""
-
 
 @pytest.fixture
 def small(tmp_path):
