@@ -319,3 +319,30 @@ def test_what_an_mla_block_keeps_for_training_by_hand():
     assert saved_bytes(block, step, "none") == (2_048 + 1_024 + 832 + 768 + 2_048 + 512 + 1_024
                                                 + 8_192 + 128) == 16_576
     assert saved_bytes(block, step, "full") == 1_024
+
+
+def test_keys_left_out_take_transformers_defaults(tmp_path):
+    # transformers' DeepseekV3Config.__init__ (configuration_deepseek_v3.py) defaults
+    # q_lora_rank=1536, first_k_dense_replace=3, n_shared_experts=1: DeepSeek-V3's own values,
+    # which a config without the keys gets in transformers and in vLLM (which reads it through
+    # that class). Left out, the model is V3's 671,026,404,352 parameters (the published
+    # config's count, by hand in test_parameters_are_the_published_671b_and_37b), not a full
+    # q projection (61 x (11,010,048 + 1,536 + 37,748,736 - 7168 x 128 x 192) fewer), no dense
+    # block (3 x (11,507,286,016 - 583,483,392) more) or no shared expert (58 x 44,040,192
+    # fewer).
+    config = json.loads(V3.read_text())
+    for key in ("q_lora_rank", "first_k_dense_replace", "n_shared_experts"):
+        path = tmp_path / f"without-{key}.json"
+        path.write_text(json.dumps({k: v for k, v in config.items() if k != key}))
+        assert load_network(path).parameters == 671_026_404_352, key
+    # null is not left out: q_lora_rank null is the full projection (transformers' ``is None``),
+    # n_shared_experts null no shared expert (vLLM's ``is None``), first_k_dense_replace null
+    # refused (both compare it with each layer's index)
+    full_q = load_network(_config(tmp_path, q_lora_rank=None))
+    assert 671_026_404_352 - full_q.parameters == 61 * (
+        11_010_048 + 1_536 + 37_748_736 - HIDDEN * 128 * 192)
+    assert 671_026_404_352 - load_network(_config(
+        tmp_path, n_shared_experts=None)).parameters == 58 * EXPERT
+    with pytest.raises(InputError, match=r"ds.json: first_k_dense_replace: expected a "
+                                         r"non-negative integer, got None"):
+        load_network(_config(tmp_path, first_k_dense_replace=None))

@@ -39,7 +39,11 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
   counts: read by none. ``moe_layer_freq`` other than 1 (every layer past the dense ones
   sparse, which transformers' model assumes) is refused in one line. The multi-token-prediction
   module (``num_nextn_predict_layers``: layer 61 of the checkpoint, which transformers does not
-  load and plain inference does not run) is left out, said as a warning (``UNMODELLED``).
+  load and plain inference does not run) is left out, said as a warning (``UNMODELLED``). A
+  key left out takes transformers' ``DeepseekV3Config`` default (``DEEPSEEK_DEFAULTS``:
+  ``q_lora_rank`` 1536, ``first_k_dense_replace`` 3, ``n_shared_experts`` 1); ``q_lora_rank:
+  null`` is one full query projection, ``n_shared_experts: null`` none (vLLM's), a null
+  ``first_k_dense_replace`` refused.
 - gpt2: learned positions, layernorm, GELU FFN of ``n_inner`` (4 x n_embd), biases, causal,
   output tied to the token embedding.
 - bert: as BertForMaskedLM: word, position and token-type embeddings and their layernorm,
@@ -306,14 +310,13 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
     no blocks (none dense, or none sparse) is left out."""
     hidden, vocab = f.positive_int("hidden_size"), f.positive_int("vocab_size")
     heads, layers = f.positive_int("num_attention_heads"), f.positive_int("num_hidden_layers")
-    dense = f.get("first_k_dense_replace", None)
-    dense = 0 if dense is None else min(layers, _count(f, "first_k_dense_replace"))
+    dense = min(layers, _count(f, "first_k_dense_replace"))
     if f.get("moe_layer_freq", None) not in (None, 1):
         raise f.fail("moe_layer_freq", f"expected 1 (every layer past first_k_dense_replace a "
                                        f"mixture of experts, as transformers builds "
                                        f"DeepseekV3), got {f.get('moe_layer_freq')!r:.40}: "
                                        f"dense layers among sparse ones are not read")
-    q_rank = f.get("q_lora_rank", None)
+    q_rank = f.get("q_lora_rank", DEEPSEEK_DEFAULTS["q_lora_rank"])
     attention: dict[str, Any] = {
         "type": "transformer", "hidden": hidden, "heads": heads, "gated": True,
         "causal": True, "norm": "rmsnorm", "rotary": True,
@@ -321,8 +324,8 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
         "qk_nope_head_dim": f.positive_int("qk_nope_head_dim"),
         "qk_rope_head_dim": f.positive_int("qk_rope_head_dim"),
         "v_head_dim": f.positive_int("v_head_dim")}
-    if q_rank is not None:  # None: one full query projection (DeepSeek-V2-Lite)
-        attention["q_lora_rank"] = f.positive_int("q_lora_rank")
+    if q_rank is not None:  # null: one full query projection (DeepSeek-V2-Lite)
+        attention["q_lora_rank"] = f.positive_int("q_lora_rank", q_rank)
     names = {"hidden": "hidden_size", "heads": "num_attention_heads",
              **{key: key for key in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                      "qk_rope_head_dim", "v_head_dim")}}
@@ -332,14 +335,14 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
                        "repeat": dense, _FROM: {**names, "ffn": "intermediate_size",
                                                 "repeat": "first_k_dense_replace"}})
     if layers > dense:
-        shared = f.get("n_shared_experts", None)
+        shared = f.get("n_shared_experts", DEEPSEEK_DEFAULTS["n_shared_experts"])
         sparse = {**attention, "name": "moe_blk", "ffn": f.positive_int("moe_intermediate_size"),
                   "experts": f.positive_int("n_routed_experts"),
                   "top_k": f.positive_int("num_experts_per_tok"), "repeat": layers - dense,
                   _FROM: {**names, "ffn": "moe_intermediate_size", "experts": "n_routed_experts",
                           "top_k": "num_experts_per_tok", "shared_ffn": "n_shared_experts",
                           "repeat": "num_hidden_layers"}}
-        if shared is not None and _count(f, "n_shared_experts"):
+        if shared is not None and _count(f, "n_shared_experts"):  # null: none (vLLM's)
             sparse["shared_ffn"] = sparse["ffn"] * _count(f, "n_shared_experts")
         blocks.append(sparse)
     return [{"type": "embedding", "name": "embed_tokens", "vocab": vocab, "dim": hidden,
@@ -351,9 +354,19 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
              "tied": _tied(f, False), _FROM: _HEAD}]
 
 
+#: What transformers' ``DeepseekV3Config`` takes for a key a config leaves out (its
+#: ``__init__`` defaults, DeepSeek-V3's own values; vLLM reads the config through the same class):
+#: a config without ``q_lora_rank`` has V3's rank-1536 query latent, not the full projection of a
+#: ``q_lora_rank: null`` (DeepSeek-V2-Lite's), without ``first_k_dense_replace`` 3 dense blocks,
+#: without ``n_shared_experts`` one shared expert.
+DEEPSEEK_DEFAULTS = {"q_lora_rank": 1536, "first_k_dense_replace": 3, "n_shared_experts": 1}
+
+
 def _count(f: Fields, key: str) -> int:
-    """A non-negative integer key (``first_k_dense_replace``, ``n_shared_experts``: 0 allowed)."""
-    value = f.get(key)
+    """A non-negative integer key (``first_k_dense_replace``, ``n_shared_experts``: 0 allowed),
+    ``DEEPSEEK_DEFAULTS``' value when the config leaves it out; null refused (transformers and
+    vLLM compare ``first_k_dense_replace`` with each layer's index)."""
+    value = f.get(key, DEEPSEEK_DEFAULTS[key])
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise f.fail(key, f"expected a non-negative integer, got {value!r:.40}")
     return value
