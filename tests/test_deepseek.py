@@ -346,3 +346,26 @@ def test_keys_left_out_take_transformers_defaults(tmp_path):
     with pytest.raises(InputError, match=r"ds.json: first_k_dense_replace: expected a "
                                          r"non-negative integer, got None"):
         load_network(_config(tmp_path, first_k_dense_replace=None))
+
+
+def test_pipeline_stages_hold_embedding_first_and_head_last(tmp_path):
+    # vLLM (vllm/model_executor/models/deepseek_v2.py): DeepseekV2Model builds embed_tokens on
+    # the first pipeline rank and norm on the last, DeepseekV2ForCausalLM (DeepseekV3ForCausalLM
+    # its subclass) lm_head on the last, every other rank a PPMissingLayer; unlike Mixtral's,
+    # whose every rank holds all three. Every block sparse (first_k_dense_replace 0), tp 8, pp
+    # 2: 61 blocks split 31 + 30 (get_pp_indices: the remainder to the stage before the last).
+    # One GPU's block at tp 8 (h = 7168, 16 heads a GPU): qkv_a whole 7168 x (1536 + 576) =
+    # 15,138,816, its two latent norms whole 1,536 + 512, q_b 1536 x 16 x 192 = 4,718,592, kv_b
+    # 512 x 16 x 256 = 2,097,152, o_proj 16 x 128 x 7168 = 14,680,064, two block norms 14,336,
+    # 256 experts of 3 x 7168 x 2048 / 8 = 1,409,286,144, the shared one 3 x 7168 x 256 =
+    # 5,505,024, the router whole 256 x 7168 = 1,835,008: 1,453,277,184. The embedding and head
+    # 129,280 / 8 = 16,160 rows x 7168 = 115,834,880 each; the final norm 7,168. bf16: 2 B.
+    block = (15_138_816 + 1_536 + 512 + 4_718_592 + 2_097_152 + 14_680_064 + 14_336
+             + 1_409_286_144 + 5_505_024 + 1_835_008)
+    assert block == 1_453_277_184
+    rows = 16_160 * HIDDEN
+    report = analyze_model(_config(tmp_path, first_k_dense_replace=0), H100, batch=4, seq=512,
+                           tp=8, pp=2, mode="inference", phase="decode")
+    assert report.pipeline_parallel.stages.blocks == (31, 30)
+    assert [m.parts["weights"] for m in report.pipeline_parallel.stages.memories] == [
+        2 * (rows + 31 * block), 2 * (30 * block + HIDDEN + rows)]
