@@ -369,3 +369,50 @@ def test_pipeline_stages_hold_embedding_first_and_head_last(tmp_path):
     assert report.pipeline_parallel.stages.blocks == (31, 30)
     assert [m.parts["weights"] for m in report.pipeline_parallel.stages.memories] == [
         2 * (rows + 31 * block), 2 * (30 * block + HIDDEN + rows)]
+
+
+def test_decode_at_tp_8_batch_16_over_4096_cached_tokens_by_hand():
+    """DeepSeek-V3 decode on 8 H200s, fp8 weights, batch 16, 4096 cached tokens a sequence.
+    Per GPU (16 of the 128 heads; the latent cache whole on every GPU, vLLM's one KV head):
+    - each block's attention reads the whole latent cache once for its 16 heads: 16 x 4096
+      tokens x 576 values x 2 B = 75,497,472 B, plus the absorbed queries 16 x 16 x 576 and
+      outputs 16 x 16 x 512 at 2 B (294,912 + 262,144): 76,054,528 B; over 61 blocks the
+      cache read a step is 61 x 576 x 2 x 4096 x 16 = 4,605,345,792 B, the cache itself;
+      FLOPs 2 x 16 x 16 x 4096 x (576 + 512) = 2,281,701,376 a block (MQA over the latent);
+    - W_UK and W_UV per head, 16 batched: k_up 16 x 512 x 128, v_up 16 x 128 x 512;
+    - all-reduces: o_proj's and the FFN's (the dense MLP's down_proj, or the routed experts'
+      and the shared expert's outputs summed, reduced once: vLLM's DeepseekV2MoE, the shared
+      experts with reduce_results=False) in each of the 61 blocks, and the vocabulary-parallel
+      embedding's: 2 x 61 + 1 = 123 of 16 x 7168 x 2 = 229,376 B; the logits gathered once,
+      16 x 129,280 x 2 = 4,136,960 B."""
+    report = analyze_model(V3, "h200", batch=16, seq=4096, mode="inference", phase="decode",
+                           tp=8, weights="fp8")
+    flash = [r.op for r in report.ops if r.op.kind == "flash-attention"]
+    assert len(flash) == 61
+    assert {(op.flops, op.bytes) for op in flash} == {(2_281_701_376, 76_054_528)}
+    assert 16 * 4096 * 576 * 2 + 16 * 16 * 576 * 2 + 16 * 16 * 512 * 2 == 76_054_528
+    cache = 61 * 576 * 2 * 4096 * 16
+    assert cache == 4_605_345_792 == report.memory.parts["kv_cache"]
+    assert sum(op.bytes - (16 * 16 * 576 + 16 * 16 * 512) * 2 for op in flash) == cache
+    shapes = {(r.gemm.layer.split(".", 2)[-1], r.gemm.m, r.gemm.n, r.gemm.k, r.gemm.batch_count)
+              for r in report.results if r.gemm.layer.endswith(("k_up", "v_up"))}
+    assert shapes == {("k_up", 16, 512, 128, 16), ("v_up", 16, 128, 512, 16)}
+    transfers = {t["collective"]: (t["count"], t["bytes"])
+                 for t in report.tensor_parallel.to_dict()["step"]["transfers"]}
+    assert transfers == {"all-reduce": (2 * 61 + 1, 16 * 7168 * 2),
+                         "gather": (1, 16 * 129_280 * 2)}
+
+
+def test_prefill_attention_flops_by_hand():
+    """The fused attention kernel's FLOPs (transformer._flash: 2 per (query, key) pair and head
+    dim, over the scores' q/k head dim and the values' v head dim, pairs halved when causal):
+    a 4096-token prefill of one sequence, 128 heads, q/k head dim 128 + 64 = 192, v 128:
+    2 x 128 x 4096^2 / 2 x (192 + 128) = 687,194,767,360 FLOPs a block; at tp 8, 16 heads a
+    GPU, 1/8 of it, 85,899,345,920. Bytes: Q and K 4096 x 128 x 192, V and O 4096 x 128 x 128,
+    at 2 B: 671,088,640 (no s x s matrix in memory)."""
+    for tp, heads in ((1, 128), (8, 16)):
+        report = analyze_model(V3, "h200", batch=1, seq=4096, mode="inference", tp=tp)
+        flash = {(r.op.flops, r.op.bytes) for r in report.ops if r.op.kind == "flash-attention"}
+        assert flash == {(2 * heads * 4096 * 4096 // 2 * (192 + 128),
+                          2 * 4096 * heads * (2 * 192 + 2 * 128))}
+    assert 2 * 128 * 4096 * 4096 // 2 * 320 == 687_194_767_360

@@ -302,3 +302,24 @@ def test_235b_at_tp_8_replicates_its_4_kv_heads(invoke):
                            "decode", "--tp", "8").stdout.split())
     assert ("KV heads replicated: tp 8 passes the model's 4 KV heads, so each GPU holds one, "
             "the same on 2 GPUs") in text
+
+
+def test_qwen3_moe_at_tp_4_by_hand():
+    """Qwen3-30B-A3B decode at tp 4, batch 64 over 2048 cached tokens: vLLM's Qwen3MoeSparseMoeBlock
+    runs FusedMoE, each expert's intermediate split over tp (moe_intermediate_size 768 / 4 =
+    192: gated up 2 x 192 = 384 wide, down K 192), the router (gate, ReplicatedLinear) whole,
+    128 x 2048; 64 tokens x 8 experts = 512 routed rows, 4 for each of the 128 experts. The
+    attention: 32 / 4 = 8 query heads and 4 / 4 = 1 KV head a GPU of head_dim 128: qkv 64 x
+    (1024 + 2 x 128) x 2048, proj 64 x 2048 x 1024. All-reduces: o_proj's and the experts' in
+    each of 48 blocks and the embedding's, 2 x 48 + 1 = 97."""
+    report = analyze_model(HF / "qwen3-30b-a3b.json", "h100", batch=64, seq=2048,
+                           mode="inference", phase="decode", tp=4)
+    gemms = [(r.gemm.layer, r.gemm.m, r.gemm.n, r.gemm.k, r.gemm.batch_count)
+             for r in report.results if r.gemm.layer.startswith("blk.1.")]
+    assert gemms == [("blk.1.qkv", 64, 1280, 2048, 1), ("blk.1.proj", 64, 2048, 1024, 1),
+                     ("blk.1.router", 64, 128, 2048, 1),
+                     ("blk.1.expert_up", 4, 2 * 768 // 4, 2048, 128),
+                     ("blk.1.expert_down", 4, 2048, 768 // 4, 128)]
+    transfers = {t["collective"]: t["count"]
+                 for t in report.tensor_parallel.to_dict()["step"]["transfers"]}
+    assert transfers["all-reduce"] == 2 * 48 + 1
