@@ -246,7 +246,10 @@ def test_the_refusal_is_one_line_on_the_command_line(invoke, tmp_path):
 
 
 @pytest.mark.parametrize("changes", [{"mlp_only_layers": list(range(48))},
-                                     {"decoder_sparse_step": 49}])
+                                     {"decoder_sparse_step": 49},
+                                     # transformers' and vLLM's rule: sparse where also
+                                     # num_experts > 0
+                                     {"num_experts": 0}])
 def test_no_sparse_layer_is_a_dense_model(changes):
     # every layer dense: transformers' Qwen3MoeMLP of intermediate_size 6144, no router; by
     # hand 48 blocks of 18,874,368 attention + 3 x 2048 x 6144 + 4096 + 256 norms, the final

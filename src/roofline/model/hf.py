@@ -20,7 +20,8 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
   experts of ``moe_intermediate_size``, ``num_experts_per_tok`` a token, where every layer is
   sparse (``decoder_sparse_step`` 1, ``mlp_only_layers`` empty, as every published Qwen3-MoE;
   the dense ``intermediate_size`` then unused); none sparse, dense blocks of
-  ``intermediate_size``; dense layers among sparse ones are refused in one line (``_qwen3_moe``).
+  ``intermediate_size`` (so with ``num_experts`` 0); dense layers among sparse ones are refused
+  in one line (``_qwen3_moe``).
   ``norm_topk_prob`` (the top-k weights renormalized: k values a token), ``router_aux_loss_coef``
   and ``output_router_logits`` (the load-balancing loss, a training objective over the router's
   logits the step computes anyway) change no GEMM, op or memory roofline counts: read by none.
@@ -274,7 +275,11 @@ def _qwen3_moe(f: Fields, layers: int) -> bool:
     ``mlp_only_layers`` and (i + 1) is a multiple of ``decoder_sparse_step``, else a dense MLP of
     ``intermediate_size``. True where every layer is sparse, False where none is; dense layers
     among sparse ones are refused in one line, naming the key that makes them: one block
-    repeated cannot be both, and taking them all as either would be silently wrong."""
+    repeated cannot be both, and taking them all as either would be silently wrong. A
+    ``num_experts`` of 0 makes none sparse (transformers' and vLLM's rule asks ``num_experts >
+    0`` too)."""
+    if f.get("num_experts", None) == 0 and not isinstance(f.get("num_experts"), bool):
+        return False
     step = f.positive_int("decoder_sparse_step", 1)
     only = f.get("mlp_only_layers", None)
     only = [] if only is None else f.items("mlp_only_layers")  # None: transformers' []
