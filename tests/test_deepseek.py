@@ -369,6 +369,11 @@ def test_pipeline_stages_hold_embedding_first_and_head_last(tmp_path):
     assert report.pipeline_parallel.stages.blocks == (31, 30)
     assert [m.parts["weights"] for m in report.pipeline_parallel.stages.memories] == [
         2 * (rows + 31 * block), 2 * (30 * block + HIDDEN + rows)]
+    # the latent cache: whole on every GPU of a stage's tp group (vLLM's one KV head for MLA),
+    # its stage's blocks only, for the pp = 2 batches in flight: 576 values x 2 B a token and
+    # block, 4 x 512 tokens a batch
+    assert [m.parts["kv_cache"] for m in report.pipeline_parallel.stages.memories] == [
+        blocks * 576 * 2 * 4 * 512 * 2 for blocks in (31, 30)]
 
 
 def test_decode_at_tp_8_batch_16_over_4096_cached_tokens_by_hand():
