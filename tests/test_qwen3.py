@@ -326,3 +326,21 @@ def test_qwen3_moe_at_tp_4_by_hand():
     transfers = {t["collective"]: t["count"]
                  for t in report.tensor_parallel.to_dict()["step"]["transfers"]}
     assert transfers["all-reduce"] == 2 * 48 + 1
+
+
+def test_a_qwen3_config_without_head_dim_takes_qwen3configs_128(tmp_path):
+    """transformers' Qwen3Config declares ``head_dim: int = 128`` (configuration_qwen3.py), and
+    vLLM's Qwen3Attention takes the config's head_dim: Qwen3-32B without the key is still 64
+    heads of 128 (its block by hand in test_the_blocks_by_hand, 64 blocks), not 5120 / 64 = 80
+    (q, o 5120 x 5120 and k, v 5120 x 640: 2 x (41,943,040 - 26,214,400) + 2 x (5,242,880 -
+    3,276,800) = 35,389,440 fewer a block, and q/k norms of 80). Qwen3MoeConfig has no such
+    default (its modelling code takes hidden / heads): unchanged."""
+    config = json.loads((HF / "qwen3-32b.json").read_text())
+    del config["head_dim"]
+    path = tmp_path / "qwen3-32b-no-head-dim.json"
+    path.write_text(json.dumps(config))
+    assert load_network(path).parameters == load_network(HF / "qwen3-32b.json").parameters
+    assert load_network(path).parameters == 64 * CARDS[1][2] + 5120 + 2 * VOCAB * 5120
+    moe = _moe()
+    del moe["head_dim"]
+    assert "head_dim" not in model_from_config(moe, "c.json")["layers"][1]

@@ -15,8 +15,9 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
 - qwen3, qwen3_moe (transformers' ``Qwen3ForCausalLM``, ``Qwen3MoeForCausalLM``): as llama with
   an explicit ``head_dim`` (Qwen3-32B: 64 heads x 128 = 8192 wide attention on a 5120 hidden) and
   the per-head RMSNorm on queries and keys before the rotary embedding (``q_norm``, ``k_norm``:
-  the block's ``qk_norm``); no QKV bias (``attention_bias``, false in every published config, is
-  Llama's key and warned of as Llama's is). qwen3_moe: every block a mixture of ``num_experts``
+  the block's ``qk_norm``; qwen3 without ``head_dim``: 128, ``Qwen3Config``'s default); no QKV
+  bias (``attention_bias``, false in every published config, is Llama's key and warned of as
+  Llama's is). qwen3_moe: every block a mixture of ``num_experts``
   experts of ``moe_intermediate_size``, ``num_experts_per_tok`` a token, where every layer is
   sparse (``decoder_sparse_step`` 1, ``mlp_only_layers`` empty, as every published Qwen3-MoE;
   the dense ``intermediate_size`` then unused); none sparse, dense blocks of
@@ -247,6 +248,8 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
                 "top_k": "num_experts_per_tok"}}
     if f.get("head_dim", None) is not None:
         block["head_dim"] = f.positive_int("head_dim")
+    elif kind == "qwen3" and not f.has("head_dim"):  # Qwen3Config's default, not hidden / heads
+        block["head_dim"] = QWEN3_HEAD_DIM
     if kind == "qwen2":
         block["bias"] = "qkv"
     if kind in ("qwen3", "qwen3_moe"):  # q_norm, k_norm: RMSNorm over each head's head_dim
@@ -358,6 +361,12 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
             {"type": "linear", "name": "lm_head", "in": hidden, "out": vocab,
              "tied": _tied(f, False), _FROM: _HEAD}]
 
+
+#: The head_dim transformers' ``Qwen3Config`` takes when a qwen3 config leaves it out (its
+#: ``head_dim: int = 128``; vLLM reads the config through that class): Qwen3-32B's 64 heads of
+#: 128 on a 5120 hidden, not 5120 / 64 = 80. (``Qwen3MoeConfig`` has no such default: its
+#: modelling code takes hidden / heads, as every other adapter does.)
+QWEN3_HEAD_DIM = 128
 
 #: What transformers' ``DeepseekV3Config`` takes for a key a config leaves out (its
 #: ``__init__`` defaults, DeepSeek-V3's own values; vLLM reads the config through the same class):
