@@ -319,3 +319,105 @@ def test_what_an_mla_block_keeps_for_training_by_hand():
     assert saved_bytes(block, step, "none") == (2_048 + 1_024 + 832 + 768 + 2_048 + 512 + 1_024
                                                 + 8_192 + 128) == 16_576
     assert saved_bytes(block, step, "full") == 1_024
+
+
+def test_keys_left_out_take_transformers_defaults(tmp_path):
+    # transformers' DeepseekV3Config.__init__ (configuration_deepseek_v3.py) defaults
+    # q_lora_rank=1536, first_k_dense_replace=3, n_shared_experts=1: DeepSeek-V3's own values,
+    # which a config without the keys gets in transformers and in vLLM (which reads it through
+    # that class). Left out, the model is V3's 671,026,404,352 parameters (the published
+    # config's count, by hand in test_parameters_are_the_published_671b_and_37b), not a full
+    # q projection (61 x (11,010,048 + 1,536 + 37,748,736 - 7168 x 128 x 192) fewer), no dense
+    # block (3 x (11,507,286,016 - 583,483,392) more) or no shared expert (58 x 44,040,192
+    # fewer).
+    config = json.loads(V3.read_text())
+    for key in ("q_lora_rank", "first_k_dense_replace", "n_shared_experts"):
+        path = tmp_path / f"without-{key}.json"
+        path.write_text(json.dumps({k: v for k, v in config.items() if k != key}))
+        assert load_network(path).parameters == 671_026_404_352, key
+    # null is not left out: q_lora_rank null is the full projection (transformers' ``is None``),
+    # n_shared_experts null no shared expert (vLLM's ``is None``), first_k_dense_replace null
+    # refused (both compare it with each layer's index)
+    full_q = load_network(_config(tmp_path, q_lora_rank=None))
+    assert 671_026_404_352 - full_q.parameters == 61 * (
+        11_010_048 + 1_536 + 37_748_736 - HIDDEN * 128 * 192)
+    assert 671_026_404_352 - load_network(_config(
+        tmp_path, n_shared_experts=None)).parameters == 58 * EXPERT
+    with pytest.raises(InputError, match=r"ds.json: first_k_dense_replace: expected a "
+                                         r"non-negative integer, got None"):
+        load_network(_config(tmp_path, first_k_dense_replace=None))
+
+
+def test_pipeline_stages_hold_embedding_first_and_head_last(tmp_path):
+    # vLLM (vllm/model_executor/models/deepseek_v2.py): DeepseekV2Model builds embed_tokens on
+    # the first pipeline rank and norm on the last, DeepseekV2ForCausalLM (DeepseekV3ForCausalLM
+    # its subclass) lm_head on the last, every other rank a PPMissingLayer; unlike Mixtral's,
+    # whose every rank holds all three. Every block sparse (first_k_dense_replace 0), tp 8, pp
+    # 2: 61 blocks split 31 + 30 (get_pp_indices: the remainder to the stage before the last).
+    # One GPU's block at tp 8 (h = 7168, 16 heads a GPU): qkv_a whole 7168 x (1536 + 576) =
+    # 15,138,816, its two latent norms whole 1,536 + 512, q_b 1536 x 16 x 192 = 4,718,592, kv_b
+    # 512 x 16 x 256 = 2,097,152, o_proj 16 x 128 x 7168 = 14,680,064, two block norms 14,336,
+    # 256 experts of 3 x 7168 x 2048 / 8 = 1,409,286,144, the shared one 3 x 7168 x 256 =
+    # 5,505,024, the router whole 256 x 7168 = 1,835,008: 1,453,277,184. The embedding and head
+    # 129,280 / 8 = 16,160 rows x 7168 = 115,834,880 each; the final norm 7,168. bf16: 2 B.
+    block = (15_138_816 + 1_536 + 512 + 4_718_592 + 2_097_152 + 14_680_064 + 14_336
+             + 1_409_286_144 + 5_505_024 + 1_835_008)
+    assert block == 1_453_277_184
+    rows = 16_160 * HIDDEN
+    report = analyze_model(_config(tmp_path, first_k_dense_replace=0), H100, batch=4, seq=512,
+                           tp=8, pp=2, mode="inference", phase="decode")
+    assert report.pipeline_parallel.stages.blocks == (31, 30)
+    assert [m.parts["weights"] for m in report.pipeline_parallel.stages.memories] == [
+        2 * (rows + 31 * block), 2 * (30 * block + HIDDEN + rows)]
+    # the latent cache: whole on every GPU of a stage's tp group (vLLM's one KV head for MLA),
+    # its stage's blocks only, for the pp = 2 batches in flight: 576 values x 2 B a token and
+    # block, 4 x 512 tokens a batch
+    assert [m.parts["kv_cache"] for m in report.pipeline_parallel.stages.memories] == [
+        blocks * 576 * 2 * 4 * 512 * 2 for blocks in (31, 30)]
+
+
+def test_decode_at_tp_8_batch_16_over_4096_cached_tokens_by_hand():
+    """DeepSeek-V3 decode on 8 H200s, fp8 weights, batch 16, 4096 cached tokens a sequence.
+    Per GPU (16 of the 128 heads; the latent cache whole on every GPU, vLLM's one KV head):
+    - each block's attention reads the whole latent cache once for its 16 heads: 16 x 4096
+      tokens x 576 values x 2 B = 75,497,472 B, plus the absorbed queries 16 x 16 x 576 and
+      outputs 16 x 16 x 512 at 2 B (294,912 + 262,144): 76,054,528 B; over 61 blocks the
+      cache read a step is 61 x 576 x 2 x 4096 x 16 = 4,605,345,792 B, the cache itself;
+      FLOPs 2 x 16 x 16 x 4096 x (576 + 512) = 2,281,701,376 a block (MQA over the latent);
+    - W_UK and W_UV per head, 16 batched: k_up 16 x 512 x 128, v_up 16 x 128 x 512;
+    - all-reduces: o_proj's and the FFN's (the dense MLP's down_proj, or the routed experts'
+      and the shared expert's outputs summed, reduced once: vLLM's DeepseekV2MoE, the shared
+      experts with reduce_results=False) in each of the 61 blocks, and the vocabulary-parallel
+      embedding's: 2 x 61 + 1 = 123 of 16 x 7168 x 2 = 229,376 B; the logits gathered once,
+      16 x 129,280 x 2 = 4,136,960 B."""
+    report = analyze_model(V3, "h200", batch=16, seq=4096, mode="inference", phase="decode",
+                           tp=8, weights="fp8")
+    flash = [r.op for r in report.ops if r.op.kind == "flash-attention"]
+    assert len(flash) == 61
+    assert {(op.flops, op.bytes) for op in flash} == {(2_281_701_376, 76_054_528)}
+    assert 16 * 4096 * 576 * 2 + 16 * 16 * 576 * 2 + 16 * 16 * 512 * 2 == 76_054_528
+    cache = 61 * 576 * 2 * 4096 * 16
+    assert cache == 4_605_345_792 == report.memory.parts["kv_cache"]
+    assert sum(op.bytes - (16 * 16 * 576 + 16 * 16 * 512) * 2 for op in flash) == cache
+    shapes = {(r.gemm.layer.split(".", 2)[-1], r.gemm.m, r.gemm.n, r.gemm.k, r.gemm.batch_count)
+              for r in report.results if r.gemm.layer.endswith(("k_up", "v_up"))}
+    assert shapes == {("k_up", 16, 512, 128, 16), ("v_up", 16, 128, 512, 16)}
+    transfers = {t["collective"]: (t["count"], t["bytes"])
+                 for t in report.tensor_parallel.to_dict()["step"]["transfers"]}
+    assert transfers == {"all-reduce": (2 * 61 + 1, 16 * 7168 * 2),
+                         "gather": (1, 16 * 129_280 * 2)}
+
+
+def test_prefill_attention_flops_by_hand():
+    """The fused attention kernel's FLOPs (transformer._flash: 2 per (query, key) pair and head
+    dim, over the scores' q/k head dim and the values' v head dim, pairs halved when causal):
+    a 4096-token prefill of one sequence, 128 heads, q/k head dim 128 + 64 = 192, v 128:
+    2 x 128 x 4096^2 / 2 x (192 + 128) = 687,194,767,360 FLOPs a block; at tp 8, 16 heads a
+    GPU, 1/8 of it, 85,899,345,920. Bytes: Q and K 4096 x 128 x 192, V and O 4096 x 128 x 128,
+    at 2 B: 671,088,640 (no s x s matrix in memory)."""
+    for tp, heads in ((1, 128), (8, 16)):
+        report = analyze_model(V3, "h200", batch=1, seq=4096, mode="inference", tp=tp)
+        flash = {(r.op.flops, r.op.bytes) for r in report.ops if r.op.kind == "flash-attention"}
+        assert flash == {(2 * heads * 4096 * 4096 // 2 * (192 + 128),
+                          2 * 4096 * heads * (2 * 192 + 2 * 128))}
+    assert 2 * 128 * 4096 * 4096 // 2 * 320 == 687_194_767_360

@@ -983,3 +983,36 @@ def test_expert_parallelism_beside_dense_blocks():
     with pytest.raises(InputError, match="expert parallelism 2 splits experts; the model's "
                                          "transformer blocks have none"):
         evaluate(llama(batch=8), load_hardware("h100"), Layout(dp=8, ep=2), 8, h100_fabric())
+
+
+def test_sequence_parallelism_divides_latent_attentions_down_projections():
+    """Megatron-Core's MLASelfAttention builds its q and kv down projections whole on every GPU
+    (``parallel_mode='duplicated'``) and runs them, and the latent norms, on the
+    sequence-parallel hidden states, T / tp tokens (multi_latent_attention.py: "q_compressed:
+    [s / TP, b, q_lora_rank]"); the up projections gather the sequence. A block of hidden 256,
+    4 heads, q_lora_rank 64, kv_lora_rank 32, rope 8, micro-batch 1 of seq 1024 (T = 1024), bf16
+    on an H100 (3.35 TB/s; ridge 989.5 / 3.35 = 295 FLOP/B): under sequence parallelism at tp 2
+    its forward loses half of, at the roof, each memory-bound part:
+    - qkv_a, T x (64 + 32 + 8) x 256: 2 x 1024 x 104 x 256 = 54,525,952 FLOPs over (1024 x 256
+      + 256 x 104 + 1024 x 104) x 2 = 790,528 B (69 FLOP/B, memory-bound);
+    - the two latent RMSNorms, T x 64 and T x 32 values, 4 B a value (read and written);
+    - the block's two RMSNorms, 4 B, and two residual adds, 6 B, a value of T x 256 (as
+      before)."""
+    net = network_from_yaml("""
+batch: 8
+seq: 1024
+dtype: bf16
+mode: train
+optimizer: adam
+layers:
+  - {type: transformer, name: blk, hidden: 256, heads: 4, ffn: 512, gated: true, causal: true,
+     norm: rmsnorm, rotary: true, q_lora_rank: 64, kv_lora_rank: 32, qk_nope_head_dim: 16,
+     qk_rope_head_dim: 8, v_head_dim: 16, repeat: 2}
+""")
+    report = shard_report(net, load_hardware("h100"), Layout(tp=2, dp=1, sequence_parallel=True))
+    (whole, _), (split, _) = (layer_times(report, sp)[False] for sp in (1, 2))
+    t = 1024
+    assert 2 * t * 104 * 256 / 790_528 < 295
+    latent = (790_528 + 4 * t * 64 + 4 * t * 32) / 3.35e12
+    block_ops = (2 * 4 + 2 * 6) * t * 256 / 3.35e12
+    assert whole[0][0] - split[0][0] == pytest.approx((latent + block_ops) / 2)

@@ -486,3 +486,32 @@ def test_a_plot_path_ending_in_a_separator_is_refused_before_any_work(tmp_path, 
                              "give a file name ending in .png, .svg or .pdf\n")
     assert result.stdout == ""
     assert list(work.iterdir()) == []  # no file x.png
+
+
+def test_labels_of_layers_repeated_unlike_often_say_how_many_in_all():
+    """Alike GEMMs of two repeated layers, 3 dense blocks ``a`` and 5 blocks of experts ``b``
+    (as DeepSeek-V3's 3 dense and 58 sparse blocks, whose attention is the same GEMMs), share a
+    point and a curve; no one count says what it stands for: not ``x5``, the most the copy
+    numbers reach (each layer numbers its own copies from 0), nor ``x8``, as if each name were
+    8 GEMMs, but ``(8 in all)``: a.1.qkv (MM1) 3 times, b.1.qkv (MM13: a's 3 copies of 4 GEMMs
+    come first) 5 times. Each layer numbers 4 GEMMs a copy (qkv, proj, then the FFN's two, or
+    the router and the experts' two). The dense FFN's two GEMMs, 512 x 2048 and 2048 x 512
+    (alike in intensity), are 3 copies each: ``x3``; b's two expert GEMMs ``x5``; a decode
+    step's flash attention, one op a block: 8 in all."""
+    from roofline.analysis.whatif import sweep
+    from roofline.plot.data import gemm_groups, op_sweep_series, sweep_series
+
+    net = network_from_yaml(
+        "dtype: bf16\nseq: 256\nmode: inference\nphase: decode\nlayers:\n"
+        "  - {type: transformer, name: a, hidden: 512, heads: 8, ffn: 2048, causal: true, "
+        "repeat: 3}\n"
+        "  - {type: transformer, name: b, hidden: 512, heads: 8, ffn: 1024, experts: 8, "
+        "top_k: 2, causal: true, repeat: 5}\n")
+    s = sweep(net, "h100", batches=[1, 16, 256])
+    labels = {curve.label for curve, _ in sweep_series(s.reports, "intensity")}
+    assert {"MM1,MM13 (8 in all)", "MM2,MM14 (8 in all)", "MM3,MM4 x3",
+            "MM16,MM17 x5"} <= labels
+    assert [label for label, _ in op_sweep_series(s.reports, "intensity")] == [
+        "flash-attention (8 in all) (op)"]
+    points = {g.label for g in gemm_groups(analyze_model(net, "h100", batch=16))}
+    assert {"MM1,MM13 (8 in all)", "MM2,MM14 (8 in all)", "MM3,MM4 x3"} <= points

@@ -246,7 +246,10 @@ def test_the_refusal_is_one_line_on_the_command_line(invoke, tmp_path):
 
 
 @pytest.mark.parametrize("changes", [{"mlp_only_layers": list(range(48))},
-                                     {"decoder_sparse_step": 49}])
+                                     {"decoder_sparse_step": 49},
+                                     # transformers' and vLLM's rule: sparse where also
+                                     # num_experts > 0
+                                     {"num_experts": 0}])
 def test_no_sparse_layer_is_a_dense_model(changes):
     # every layer dense: transformers' Qwen3MoeMLP of intermediate_size 6144, no router; by
     # hand 48 blocks of 18,874,368 attention + 3 x 2048 x 6144 + 4096 + 256 norms, the final
@@ -302,3 +305,42 @@ def test_235b_at_tp_8_replicates_its_4_kv_heads(invoke):
                            "decode", "--tp", "8").stdout.split())
     assert ("KV heads replicated: tp 8 passes the model's 4 KV heads, so each GPU holds one, "
             "the same on 2 GPUs") in text
+
+
+def test_qwen3_moe_at_tp_4_by_hand():
+    """Qwen3-30B-A3B decode at tp 4, batch 64 over 2048 cached tokens: vLLM's Qwen3MoeSparseMoeBlock
+    runs FusedMoE, each expert's intermediate split over tp (moe_intermediate_size 768 / 4 =
+    192: gated up 2 x 192 = 384 wide, down K 192), the router (gate, ReplicatedLinear) whole,
+    128 x 2048; 64 tokens x 8 experts = 512 routed rows, 4 for each of the 128 experts. The
+    attention: 32 / 4 = 8 query heads and 4 / 4 = 1 KV head a GPU of head_dim 128: qkv 64 x
+    (1024 + 2 x 128) x 2048, proj 64 x 2048 x 1024. All-reduces: o_proj's and the experts' in
+    each of 48 blocks and the embedding's, 2 x 48 + 1 = 97."""
+    report = analyze_model(HF / "qwen3-30b-a3b.json", "h100", batch=64, seq=2048,
+                           mode="inference", phase="decode", tp=4)
+    gemms = [(r.gemm.layer, r.gemm.m, r.gemm.n, r.gemm.k, r.gemm.batch_count)
+             for r in report.results if r.gemm.layer.startswith("blk.1.")]
+    assert gemms == [("blk.1.qkv", 64, 1280, 2048, 1), ("blk.1.proj", 64, 2048, 1024, 1),
+                     ("blk.1.router", 64, 128, 2048, 1),
+                     ("blk.1.expert_up", 4, 2 * 768 // 4, 2048, 128),
+                     ("blk.1.expert_down", 4, 2048, 768 // 4, 128)]
+    transfers = {t["collective"]: t["count"]
+                 for t in report.tensor_parallel.to_dict()["step"]["transfers"]}
+    assert transfers["all-reduce"] == 2 * 48 + 1
+
+
+def test_a_qwen3_config_without_head_dim_takes_qwen3configs_128(tmp_path):
+    """transformers' Qwen3Config declares ``head_dim: int = 128`` (configuration_qwen3.py), and
+    vLLM's Qwen3Attention takes the config's head_dim: Qwen3-32B without the key is still 64
+    heads of 128 (its block by hand in test_the_blocks_by_hand, 64 blocks), not 5120 / 64 = 80
+    (q, o 5120 x 5120 and k, v 5120 x 640: 2 x (41,943,040 - 26,214,400) + 2 x (5,242,880 -
+    3,276,800) = 35,389,440 fewer a block, and q/k norms of 80). Qwen3MoeConfig has no such
+    default (its modelling code takes hidden / heads): unchanged."""
+    config = json.loads((HF / "qwen3-32b.json").read_text())
+    del config["head_dim"]
+    path = tmp_path / "qwen3-32b-no-head-dim.json"
+    path.write_text(json.dumps(config))
+    assert load_network(path).parameters == load_network(HF / "qwen3-32b.json").parameters
+    assert load_network(path).parameters == 64 * CARDS[1][2] + 5120 + 2 * VOCAB * 5120
+    moe = _moe()
+    del moe["head_dim"]
+    assert "head_dim" not in model_from_config(moe, "c.json")["layers"][1]

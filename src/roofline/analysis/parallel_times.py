@@ -2,8 +2,9 @@
 ``stage_times``): each GEMM and op at its roof and at its predicted time, forward, backward and
 memory-bound apart, the forward items recomputation runs again (``analysis.recompute``) in the
 backward pass of their layer too, the blocks' norms, dropouts and residual adds divided by tp
-under sequence parallelism, the final norm and an MoE block's router too (``SP_KINDS``,
-``ROUTER``; not the attention core's), and the optimizer update's time."""
+under sequence parallelism, the final norm, an MoE block's router and a latent-attention
+block's down projections and latent norms too (``SP_KINDS``, ``ROUTER``, ``LATENT``; not the
+attention core's), and the optimizer update's time."""
 
 from __future__ import annotations
 
@@ -30,6 +31,17 @@ SP_KINDS = frozenset({"layernorm", "rmsnorm", "residual", "dropout"})
 #: ``sequence_parallel``, its gradient summed over the group), so its GEMMs and softmax take
 #: 1 / tp of their time, as ``SP_KINDS`` do.
 ROUTER = ".router"
+
+#: A multi-head latent attention block's down projections and their norms (``layers.mla``: the
+#: GEMM ``qkv_a``, or ``kv_a`` without a query latent, and the RMSNorms on ``q_a`` and
+#: ``kv_a``): Megatron-Core's ``MLASelfAttention`` builds ``linear_q_down_proj`` and
+#: ``linear_kv_down_proj`` whole on every GPU (TELinear, ``parallel_mode='duplicated'``) and runs
+#: them on the sequence-parallel hidden states, T / tp tokens ("q_compressed: [s / TP, b,
+#: q_lora_rank]", megatron/core/transformer/multi_latent_attention.py), then the latent norms
+#: on those, the up projections (column-parallel) gathering the sequence: 1 / tp of their time,
+#: as ``SP_KINDS`` do. (A query projection without a latent, ``q``, is column-parallel: split by
+#: heads already.)
+LATENT = frozenset({".qkv_a", ".kv_a", ".q_a"})
 
 
 class _Owners:
@@ -120,7 +132,9 @@ def layer_times(report: Report, sp_tp: int) -> LayerTimes:
     (``recomputed_results``) counted in its layer's backward pass a second time, so that the
     1F1B pipeline and the data-parallel overlap windows see it. With sequence parallelism
     (sp_tp > 1) the norms, dropouts and residual adds of the blocks, the final norm and the
-    embedding's dropout take 1 / tp of their time (``SP_KINDS``; recomputed too). The same
+    embedding's dropout take 1 / tp of their time (``SP_KINDS``; recomputed too), an MoE
+    block's router and a latent attention's down projections and latent norms too
+    (``ROUTER``, ``LATENT``). The same
     for every layout that shares the shard's report and ``sp_tp`` (``evaluate``'s
     ``cache``).
 
@@ -225,8 +239,10 @@ def _sole_copies(layers: Layers[Any], run: ItemRun[Any]) -> int | None:
 
 def _split(rest: str, kind: str) -> bool:
     """Whether sequence parallelism divides an item by tp: a layer's own norm, dropout or
-    residual add (``rest`` "": its layer the layer's name), or its router's (``ROUTER``)."""
-    return rest == "" and kind.removesuffix("-backward") in SP_KINDS or rest == ROUTER
+    residual add (``rest`` "": its layer the layer's name), its router's (``ROUTER``) or a
+    latent attention's down projections and latent norms (``LATENT``)."""
+    return (rest == "" and kind.removesuffix("-backward") in SP_KINDS or rest == ROUTER
+            or rest in LATENT)
 
 
 def _item(r: Any) -> Any:

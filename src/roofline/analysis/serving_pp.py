@@ -20,7 +20,11 @@ Every rule read from vLLM's source:
   builds ``wte``, ``wpe`` and ``ln_f`` on every rank and ``GPT2LMHeadModel`` its ``lm_head``
   (tied to ``wte`` or its own), ``MixtralModel.__init__`` ``embed_tokens`` and ``norm`` and
   ``MixtralForCausalLM`` its ``lm_head``, none a ``PPMissingLayer``. A model.yaml's blocks of
-  experts are taken as Mixtral's (vLLM's other MoE models differ model by model).
+  experts are taken as Mixtral's (vLLM's other MoE models differ model by model), but for
+  blocks of multi-head latent attention, DeepSeek-V2 / V3's, which hold as Llama's:
+  ``DeepseekV2Model`` builds ``embed_tokens`` on the first rank and ``norm`` on the last,
+  ``DeepseekV2ForCausalLM`` (V3's too) ``lm_head`` on the last, every other rank a
+  ``PPMissingLayer`` (vllm/model_executor/models/deepseek_v2.py), its dense first blocks or not.
 - What a stage hands the next each step (``IntermediateTensors``): for the Llama family
   (Llama, Mistral, Qwen2, Mixtral: RMSNorm blocks, whose fused residual add keeps the residual
   apart) ``hidden_states`` and ``residual`` (``LlamaModel.forward``), for GPT-2 (LayerNorm
@@ -176,11 +180,13 @@ def _llama_like(block: Transformer) -> bool:
     return block.norm == "rmsnorm"
 
 
-def _held_everywhere(block: Transformer) -> bool:
+def _held_everywhere(blocks: list[Transformer]) -> bool:
     """Whether vLLM builds the layers outside the blocks on every pipeline rank for a model of
-    ``block``: GPT-2's (LayerNorm) and Mixtral's (experts), not the dense Llama family's
-    (module docstring)."""
-    return not _llama_like(block) or block.experts > 0
+    ``blocks``: GPT-2's (LayerNorm) and Mixtral's (experts), not the dense Llama family's nor
+    DeepSeek's (latent attention), whichever of its blocks has experts (module docstring)."""
+    if any(block.mla for block in blocks):
+        return False
+    return any(not _llama_like(block) or block.experts > 0 for block in blocks)
 
 
 def _held_bytes(network: Network, span: range) -> int:
@@ -191,7 +197,7 @@ def _held_bytes(network: Network, span: range) -> int:
     assert isinstance(layers, Layers)
     runs = list(zip(layers.starts(), layers.runs))
     blocks = [(start, run) for start, run in runs if isinstance(run.layer, Transformer)]
-    if not _held_everywhere(blocks[0][1].layer):
+    if not _held_everywhere([run.layer for _, run in blocks]):
         return _tied_bytes(network, span)
     first = blocks[0][0]
     last = blocks[-1][0] + blocks[-1][1].count

@@ -15,12 +15,14 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
 - qwen3, qwen3_moe (transformers' ``Qwen3ForCausalLM``, ``Qwen3MoeForCausalLM``): as llama with
   an explicit ``head_dim`` (Qwen3-32B: 64 heads x 128 = 8192 wide attention on a 5120 hidden) and
   the per-head RMSNorm on queries and keys before the rotary embedding (``q_norm``, ``k_norm``:
-  the block's ``qk_norm``); no QKV bias (``attention_bias``, false in every published config, is
-  Llama's key and warned of as Llama's is). qwen3_moe: every block a mixture of ``num_experts``
+  the block's ``qk_norm``; qwen3 without ``head_dim``: 128, ``Qwen3Config``'s default); no QKV
+  bias (``attention_bias``, false in every published config, is Llama's key and warned of as
+  Llama's is). qwen3_moe: every block a mixture of ``num_experts``
   experts of ``moe_intermediate_size``, ``num_experts_per_tok`` a token, where every layer is
   sparse (``decoder_sparse_step`` 1, ``mlp_only_layers`` empty, as every published Qwen3-MoE;
   the dense ``intermediate_size`` then unused); none sparse, dense blocks of
-  ``intermediate_size``; dense layers among sparse ones are refused in one line (``_qwen3_moe``).
+  ``intermediate_size`` (so with ``num_experts`` 0); dense layers among sparse ones are refused
+  in one line (``_qwen3_moe``).
   ``norm_topk_prob`` (the top-k weights renormalized: k values a token), ``router_aux_loss_coef``
   and ``output_router_logits`` (the load-balancing loss, a training objective over the router's
   logits the step computes anyway) change no GEMM, op or memory roofline counts: read by none.
@@ -39,7 +41,11 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
   counts: read by none. ``moe_layer_freq`` other than 1 (every layer past the dense ones
   sparse, which transformers' model assumes) is refused in one line. The multi-token-prediction
   module (``num_nextn_predict_layers``: layer 61 of the checkpoint, which transformers does not
-  load and plain inference does not run) is left out, said as a warning (``UNMODELLED``).
+  load and plain inference does not run) is left out, said as a warning (``UNMODELLED``). A
+  key left out takes transformers' ``DeepseekV3Config`` default (``DEEPSEEK_DEFAULTS``:
+  ``q_lora_rank`` 1536, ``first_k_dense_replace`` 3, ``n_shared_experts`` 1); ``q_lora_rank:
+  null`` is one full query projection, ``n_shared_experts: null`` none (vLLM's), a null
+  ``first_k_dense_replace`` refused.
 - gpt2: learned positions, layernorm, GELU FFN of ``n_inner`` (4 x n_embd), biases, causal,
   output tied to the token embedding.
 - bert: as BertForMaskedLM: word, position and token-type embeddings and their layernorm,
@@ -242,6 +248,8 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
                 "top_k": "num_experts_per_tok"}}
     if f.get("head_dim", None) is not None:
         block["head_dim"] = f.positive_int("head_dim")
+    elif kind == "qwen3" and not f.has("head_dim"):  # Qwen3Config's default, not hidden / heads
+        block["head_dim"] = QWEN3_HEAD_DIM
     if kind == "qwen2":
         block["bias"] = "qkv"
     if kind in ("qwen3", "qwen3_moe"):  # q_norm, k_norm: RMSNorm over each head's head_dim
@@ -270,7 +278,11 @@ def _qwen3_moe(f: Fields, layers: int) -> bool:
     ``mlp_only_layers`` and (i + 1) is a multiple of ``decoder_sparse_step``, else a dense MLP of
     ``intermediate_size``. True where every layer is sparse, False where none is; dense layers
     among sparse ones are refused in one line, naming the key that makes them: one block
-    repeated cannot be both, and taking them all as either would be silently wrong."""
+    repeated cannot be both, and taking them all as either would be silently wrong. A
+    ``num_experts`` of 0 makes none sparse (transformers' and vLLM's rule asks ``num_experts >
+    0`` too)."""
+    if f.get("num_experts", None) == 0 and not isinstance(f.get("num_experts"), bool):
+        return False
     step = f.positive_int("decoder_sparse_step", 1)
     only = f.get("mlp_only_layers", None)
     only = [] if only is None else f.items("mlp_only_layers")  # None: transformers' []
@@ -306,14 +318,13 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
     no blocks (none dense, or none sparse) is left out."""
     hidden, vocab = f.positive_int("hidden_size"), f.positive_int("vocab_size")
     heads, layers = f.positive_int("num_attention_heads"), f.positive_int("num_hidden_layers")
-    dense = f.get("first_k_dense_replace", None)
-    dense = 0 if dense is None else min(layers, _count(f, "first_k_dense_replace"))
+    dense = min(layers, _count(f, "first_k_dense_replace"))
     if f.get("moe_layer_freq", None) not in (None, 1):
         raise f.fail("moe_layer_freq", f"expected 1 (every layer past first_k_dense_replace a "
                                        f"mixture of experts, as transformers builds "
                                        f"DeepseekV3), got {f.get('moe_layer_freq')!r:.40}: "
                                        f"dense layers among sparse ones are not read")
-    q_rank = f.get("q_lora_rank", None)
+    q_rank = f.get("q_lora_rank", DEEPSEEK_DEFAULTS["q_lora_rank"])
     attention: dict[str, Any] = {
         "type": "transformer", "hidden": hidden, "heads": heads, "gated": True,
         "causal": True, "norm": "rmsnorm", "rotary": True,
@@ -321,8 +332,8 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
         "qk_nope_head_dim": f.positive_int("qk_nope_head_dim"),
         "qk_rope_head_dim": f.positive_int("qk_rope_head_dim"),
         "v_head_dim": f.positive_int("v_head_dim")}
-    if q_rank is not None:  # None: one full query projection (DeepSeek-V2-Lite)
-        attention["q_lora_rank"] = f.positive_int("q_lora_rank")
+    if q_rank is not None:  # null: one full query projection (DeepSeek-V2-Lite)
+        attention["q_lora_rank"] = f.positive_int("q_lora_rank", q_rank)
     names = {"hidden": "hidden_size", "heads": "num_attention_heads",
              **{key: key for key in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                      "qk_rope_head_dim", "v_head_dim")}}
@@ -332,14 +343,14 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
                        "repeat": dense, _FROM: {**names, "ffn": "intermediate_size",
                                                 "repeat": "first_k_dense_replace"}})
     if layers > dense:
-        shared = f.get("n_shared_experts", None)
+        shared = f.get("n_shared_experts", DEEPSEEK_DEFAULTS["n_shared_experts"])
         sparse = {**attention, "name": "moe_blk", "ffn": f.positive_int("moe_intermediate_size"),
                   "experts": f.positive_int("n_routed_experts"),
                   "top_k": f.positive_int("num_experts_per_tok"), "repeat": layers - dense,
                   _FROM: {**names, "ffn": "moe_intermediate_size", "experts": "n_routed_experts",
                           "top_k": "num_experts_per_tok", "shared_ffn": "n_shared_experts",
                           "repeat": "num_hidden_layers"}}
-        if shared is not None and _count(f, "n_shared_experts"):
+        if shared is not None and _count(f, "n_shared_experts"):  # null: none (vLLM's)
             sparse["shared_ffn"] = sparse["ffn"] * _count(f, "n_shared_experts")
         blocks.append(sparse)
     return [{"type": "embedding", "name": "embed_tokens", "vocab": vocab, "dim": hidden,
@@ -351,9 +362,25 @@ def _deepseek(f: Fields) -> list[dict[str, Any]]:
              "tied": _tied(f, False), _FROM: _HEAD}]
 
 
+#: The head_dim transformers' ``Qwen3Config`` takes when a qwen3 config leaves it out (its
+#: ``head_dim: int = 128``; vLLM reads the config through that class): Qwen3-32B's 64 heads of
+#: 128 on a 5120 hidden, not 5120 / 64 = 80. (``Qwen3MoeConfig`` has no such default: its
+#: modelling code takes hidden / heads, as every other adapter does.)
+QWEN3_HEAD_DIM = 128
+
+#: What transformers' ``DeepseekV3Config`` takes for a key a config leaves out (its
+#: ``__init__`` defaults, DeepSeek-V3's own values; vLLM reads the config through the same class):
+#: a config without ``q_lora_rank`` has V3's rank-1536 query latent, not the full projection of a
+#: ``q_lora_rank: null`` (DeepSeek-V2-Lite's), without ``first_k_dense_replace`` 3 dense blocks,
+#: without ``n_shared_experts`` one shared expert.
+DEEPSEEK_DEFAULTS = {"q_lora_rank": 1536, "first_k_dense_replace": 3, "n_shared_experts": 1}
+
+
 def _count(f: Fields, key: str) -> int:
-    """A non-negative integer key (``first_k_dense_replace``, ``n_shared_experts``: 0 allowed)."""
-    value = f.get(key)
+    """A non-negative integer key (``first_k_dense_replace``, ``n_shared_experts``: 0 allowed),
+    ``DEEPSEEK_DEFAULTS``' value when the config leaves it out; null refused (transformers and
+    vLLM compare ``first_k_dense_replace`` with each layer's index)."""
+    value = f.get(key, DEEPSEEK_DEFAULTS[key])
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise f.fail(key, f"expected a non-negative integer, got {value!r:.40}")
     return value

@@ -415,13 +415,15 @@ class Numbered(Sequence[T]):
                         number += 1
                         yield f"{prefix}{number}", own + suffix, copy, item
 
-    def placed(self) -> Iterator[tuple[T, int, int]]:
+    def placed(self) -> Iterator[tuple[T, int, int, str]]:
         """Each run's stored items with the copy numbers they stand for (``start`` to
-        ``stop``): where every copy sits, without naming any."""
+        ``stop``) and the layer those numbers count copies of (its name before numbering):
+        where every copy sits, without naming any."""
         for run in self._runs:
             start = run.layer.first_copy
+            base = run.layer.layer.name
             for item in self.items_of(run):
-                yield item, start, start + run.count
+                yield item, start, start + run.count, base
 
     def firsts(self) -> Iterator[T]:
         """The first copy (copy number 0) of each run: the rows a table shows of a repeated

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import PlotError
 from ..model.item_numbers import ItemNumbers, Names, same_runs
@@ -82,9 +82,13 @@ def main_dtypes(report: Report) -> str:
     return report.dtype + (f" (= {', '.join(same)})" if same else "")
 
 
-def copies_label(names: list[str], copies: int) -> str:
+def copies_label(names: list[str], copies: int, total: int = 0) -> str:
     """``MM1,MM5`` for the first copy's names, and ``x32`` when they stand for 32 copies of a
-    repeated layer: one rule for a chart's points and a sweep's curves."""
+    repeated layer: one rule for a chart's points and a sweep's curves. ``copies`` 0: the names
+    are of layers repeated unlike often (DeepSeek-V3's 3 dense blocks' and 58 sparse blocks'
+    alike attention), which no one count says: ``(61 in all)``, the ``total`` they stand for."""
+    if not copies:
+        return compact_names(names) + f" ({total} in all)"
     return compact_names(names) + (f" x{copies}" if copies > 1 else "")
 
 
@@ -119,12 +123,13 @@ class Group:
     x: float
     y: float
     names: list[str]
-    copies: int
+    copies: int  # each name's copies; 0: its layers' differ (``copies_label``)
+    total: int = 0  # the rows it stands for
 
     @property
     def label(self) -> str:
         """``MM1,MM5``, and ``x32`` when the point stands for 32 copies of a repeated layer."""
-        return copies_label(self.names, self.copies)
+        return copies_label(self.names, self.copies, self.total)
 
 
 def _groups(rows: Sequence[_R], item_of: Callable[[_R], _P],
@@ -144,13 +149,13 @@ def _groups(rows: Sequence[_R], item_of: Callable[[_R], _P],
                 row.attainable_flops_per_s / 1e12), 9)) if keep(item) else None
         return keys[id(row)]
 
-    found: dict[tuple[float, float], tuple[float, float, set[tuple[int, int]]]] = {}
-    for row, start, stop in _placed(rows, item_of):
+    found: dict[tuple[float, float], tuple[float, float, list[Span]]] = {}
+    for row, start, stop, layer in _placed(rows, item_of):
         k = point(row)
         if k is not None:
-            at: tuple[float, float, set[tuple[int, int]]] = (
-                item_of(row).intensity, row.attainable_flops_per_s / 1e12, set())
-            found.setdefault(k, at)[2].add((start, stop))
+            at: tuple[float, float, list[Span]] = (
+                item_of(row).intensity, row.attainable_flops_per_s / 1e12, [])
+            found.setdefault(k, at)[2].append((layer, start, stop))
     names: dict[tuple[float, float], dict[str, None]] = {}  # of copy 0, in numbering order
     first: dict[tuple[float, float], str] = {}  # the lowest-numbered row's, whatever its copy
     for own, copy, row in _named(rows, item_of):
@@ -160,20 +165,21 @@ def _groups(rows: Sequence[_R], item_of: Callable[[_R], _P],
             first.setdefault(k, label)
             if not copy:
                 names.setdefault(k, {})[label] = None
-    groups = [Group(x, y, list(names.get(k) or [first[k]]),
-                    _union_size([range(a, b) for a, b in copies]))
-              for k, (x, y, copies) in found.items()]
+    groups = [Group(x, y, list(names.get(k) or [first[k]]), *_covered(spans))
+              for k, (x, y, spans) in found.items()]
     return sorted(groups, key=lambda g: (g.x, g.y))
 
 
-def _placed(rows: Sequence[_R], item_of: Callable[[_R], _P]) -> Iterator[tuple[_R, int, int]]:
-    """Each stored row with the copy numbers it stands for (``start`` to ``stop``)."""
+def _placed(rows: Sequence[_R], item_of: Callable[[_R], _P]
+            ) -> Iterator[tuple[_R, int, int, str]]:
+    """Each stored row with the copy numbers it stands for (``start`` to ``stop``) and the
+    layer whose copies they number (``Numbered.placed``; a plain sequence's rows: one)."""
     if isinstance(rows, Numbered):
         yield from rows.placed()
         return
     for row in rows:
         copy = item_of(row).copy
-        yield row, copy, copy + 1
+        yield row, copy, copy + 1, ""
 
 
 def _named(rows: Sequence[_R], item_of: Callable[[_R], _P]) -> Iterator[tuple[str, int, _R]]:
@@ -182,17 +188,6 @@ def _named(rows: Sequence[_R], item_of: Callable[[_R], _P]) -> Iterator[tuple[st
     if isinstance(rows, Numbered):
         return ((own, copy, row) for own, _, copy, row in rows.named(lowest=True))
     return ((item_of(row).name, item_of(row).copy, row) for row in rows)
-
-
-def _union_size(ranges: list[range]) -> int:
-    """How many integers the ranges cover together."""
-    total, end = 0, None
-    for r in sorted(ranges, key=lambda r: r.start):
-        start = r.start if end is None else max(r.start, end)
-        if r.stop > start:
-            total += r.stop - start
-        end = r.stop if end is None else max(end, r.stop)
-    return total
 
 
 def gemm_groups(report: Report) -> list[Group]:
@@ -290,12 +285,13 @@ class SweepCurve:
 
     numbers: Names
     firsts: list[str]
-    copies: int
+    copies: int  # each name's copies; 0: its layers' differ (``copies_label``)
+    total: int = 0  # the GEMMs it stands for
 
     @property
     def label(self) -> str:
         """The first copy's GEMM names, and ``x32`` when the curve stands for 32 copies."""
-        return copies_label(self.firsts, self.copies)
+        return copies_label(self.firsts, self.copies, self.total)
 
     @property
     def names(self) -> list[str]:
@@ -350,7 +346,7 @@ def _run_series(steps: list[Sequence[GemmResult]], value: Callable[[GemmResult],
     run's every copy."""
     # per curve: its values, its GEMMs' numbers as runs, copy 0's names, copy-number spans
     series: dict[tuple[float, ...], tuple[list[float | None], ItemNumbers, list[int],
-                                          list[tuple[int, int]]]] = {}
+                                          list[Span]]] = {}
     for first, period, count, j, layer, found in _places(steps):
         ys: list[float | None] = [value(r) for r in found]
         key = tuple(round(math.log10(y), 9) for y in ys if y is not None)
@@ -358,16 +354,16 @@ def _run_series(steps: list[Sequence[GemmResult]], value: Callable[[GemmResult],
         numbers.add(first, period, count, (j,))
         if layer.first_copy == 0:  # its copy 0 (the last of a run walked backward)
             firsts.append(first + (count - 1 if layer.reverse else 0) * period + j)
-        spans.append((layer.first_copy, layer.first_copy + count))
+        spans.append((layer.layer.name, layer.first_copy, layer.first_copy + count))
     out = []
     for ys, numbers, firsts, spans in series.values():
         shown = [f"MM{n}" for n in sorted(firsts)] or [f"MM{next(iter(numbers))}"]
-        out.append((SweepCurve(numbers, shown, _covered(spans)), ys))
+        out.append((SweepCurve(numbers, shown, *_covered(spans)), ys))
     return out
 
 
 def _places(steps: Sequence[Sequence[_R]]
-            ) -> Iterator[tuple[int, int, int, int, LayerRun[object], tuple[_R, ...]]]:
+            ) -> Iterator[tuple[int, int, int, int, LayerRun[Any], tuple[_R, ...]]]:
     """Each place of one copy of each run of ``steps`` (laid out in the same runs) in
     numbering order: the run's first item number, items a copy, copies, the place, the run's
     layer run (its copy numbers) and the stored item there at each step."""
@@ -380,17 +376,24 @@ def _places(steps: Sequence[Sequence[_R]]
             yield first, len(items), count, j, layer, tuple(p[2][j] for p in parts)
 
 
-def _covered(spans: list[tuple[int, int]]) -> int:
-    """How many numbers the ranges ``[start, stop)`` cover together."""
-    total, reach = 0, None
-    for start, stop in sorted(spans):
-        if reach is None or start > reach:
-            total += stop - start
-            reach = stop
-        elif stop > reach:
-            total += stop - reach
-            reach = stop
-    return total
+#: Copy numbers ``start`` to ``stop`` of the layer named (before numbering): a run's copies.
+Span = tuple[str, int, int]
+
+
+def _covered(spans: list[Span]) -> tuple[int, int]:
+    """The copies each of a group's names stands for and the rows the group does, from each of
+    its rows' spans: per layer, the copy numbers its ranges ``[start, stop)`` cover together (a
+    repeat split over runs, or its forward and backward passes, counted once), one count where
+    every layer's is the same, else 0 (DeepSeek-V3's 3 dense blocks and 58 sparse ones: their
+    alike rows are no 58 copies, the most their numbers reach); the rows, each span's copies."""
+    counts: dict[str, int] = {}
+    reach: dict[str, int] = {}
+    for layer, start, stop in sorted(spans):
+        low = max(start, reach.get(layer, start))
+        counts[layer] = counts.get(layer, 0) + max(0, stop - low)
+        reach[layer] = max(stop, reach.get(layer, stop))
+    distinct = set(counts.values())
+    return (distinct.pop() if len(distinct) == 1 else 0), sum(b - a for _, a, b in spans)
 
 
 def at_each(points: Sequence[Sequence[_R]], item_of: Callable[[_R], _P]
@@ -425,24 +428,24 @@ def op_sweep_series(reports: Sequence[Report], metric: str
     # per curve: its kind, its ops' copy-number spans, values, and bytes at the first and last
     # point; where every point's ops are laid out in the same runs (a model file's), each
     # run's copies are read once, their bytes times the copies (``_places``)
-    series: dict[tuple[object, ...], tuple[str, list[tuple[int, int]], list[float | None],
+    series: dict[tuple[object, ...], tuple[str, list[Span], list[float | None],
                                            list[int]]] = {}
     steps = [r.ops for r in reports]
     if same_runs(steps):
-        places: Iterator[tuple[list[OpResult | None], int, int]] = (
-            (list(found), layer.first_copy, count)
+        places: Iterator[tuple[list[OpResult | None], int, int, str]] = (
+            (list(found), layer.first_copy, count, layer.layer.name)
             for _, _, count, _, layer, found in _places(steps))
     else:
-        places = ((found, next(r for r in found if r).op.copy, 1)
+        places = ((found, next(r for r in found if r).op.copy, 1, "")
                   for found in at_each(steps, lambda r: r.op))
-    for found, copy, count in places:
+    for found, copy, count, layer_name in places:
         op = next(r for r in found if r).op
         if not op.flops:
             continue
         ys = [None if r is None else value(r) for r in found]
         key = (op.kind, *(None if y is None else round(math.log10(y), 9) for y in ys))
         kind, spans, _, nbytes = series.setdefault(key, (op.kind, [], ys, [0, 0]))
-        spans.append((copy, copy + count))
+        spans.append((layer_name, copy, copy + count))
         nbytes[0] += 0 if found[0] is None else found[0].op.bytes * count
         nbytes[1] += 0 if found[-1] is None else found[-1].op.bytes * count
     out = []
@@ -451,7 +454,7 @@ def op_sweep_series(reports: Sequence[Report], metric: str
         grew = share[1] >= MOVED * share[0] and share[1] >= MAJOR_SHARE
         drawn = [y for y in ys if y is not None]
         if grew or max(drawn) >= MOVED * min(drawn):
-            out.append((copies_label([kind], _covered(spans)) + " (op)", ys))
+            out.append((copies_label([kind], *_covered(spans)) + " (op)", ys))
     return out
 
 

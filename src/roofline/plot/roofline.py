@@ -405,10 +405,13 @@ def _merged(ax: Axes, groups: list[Group], within_px: float, same_y: bool) -> li
         for x0, y0, kept in merged:
             if (px - x0 <= within_px and kept.copies == group.copies
                     and (not same_y or abs(py - y0) <= within_px)):
-                kept.names += [n for n in group.names if n not in kept.names]
+                new = [n for n in group.names if n not in kept.names]
+                kept.names += new
+                kept.total += group.total if new else 0  # (another device's same rows: once)
                 if not same_y and group.y > kept.y:
                     kept.x, kept.y = group.x, group.y
                 break
         else:
-            merged.append((px, py, Group(group.x, group.y, list(group.names), group.copies)))
+            merged.append((px, py, Group(group.x, group.y, list(group.names), group.copies,
+                                         group.total)))
     return [group for _, _, group in merged]
