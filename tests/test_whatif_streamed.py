@@ -13,6 +13,7 @@ import re
 import tracemalloc
 
 import pytest
+from test_whatif_repeats import MODEL
 
 from roofline.analysis.whatif import compare, sweep
 from roofline.model.item_numbers import ItemNumbers
@@ -57,17 +58,7 @@ layers:
 
 #: tests/test_whatif_repeats.py's block, repeated ``%d`` times: 12 N + 3 GEMMs, the 4 forward
 #: ones of copy c MM4c+1 .. MM4c+4, the head's 3 after them, then 8 backward ones a copy.
-REPEATED = """name: r
-batch: 8
-seq: 512
-dtype: bf16
-mode: train
-layers:
-  - {type: embedding, vocab: 1000, dim: 256, name: emb}
-  - {type: transformer, hidden: 256, heads: 4, ffn: 1024, gated: true, norm: rmsnorm,
-     causal: true, repeat: %d, name: blk}
-  - {type: linear, in: 256, out: 1000, name: head}
-"""
+REPEATED = MODEL
 
 
 def _old_comparison_dict(c) -> dict:
