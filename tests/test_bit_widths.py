@@ -39,7 +39,9 @@ def test_w4a16_decode_step_bytes_with_group_size_128():
     block = sum(2 * k + _w4(k, n) + 2 * n for k, n in shapes)
     # qkv: 8,192 + 25,165,824 + 786,432 + 24,576 = 25,985,024
     assert 2 * H + _w4(H, 3 * H) + 2 * 3 * H == 25_985_024
-    lm_head = 2 * H + _w4(H, VOCAB) + 2 * VOCAB
+    # the LM head stays fp16 under --weights (vLLM quantizes LinearBase layers, not its
+    # ParallelLMHead: model.lm_head): A 2 h, B 2 h V, C 2 V
+    lm_head = 2 * H + 2 * H * VOCAB + 2 * VOCAB
     gemm_bytes = LAYERS * block + lm_head
     assert sum(r.gemm.bytes for r in report.results) == gemm_bytes
     first = report.results[0].gemm
@@ -58,12 +60,13 @@ def test_w4a16_decode_step_bytes_with_group_size_128():
 
 
 def test_w4a16_weights_in_memory():
-    # matrices 6,607,077,376 at 0.5 B plus their scales, embedding and norms at 2 B
-    matrices = LAYERS * (H * 3 * H + H * H + H * 2 * FFN + FFN * H) + H * VOCAB
-    assert matrices == 6_607_077_376
-    rest = 6_738_415_616 - matrices  # embedding 131,072,000 + norms 266,240
+    # the blocks' matrices 6,476,005,376 at 0.5 B plus their scales; the LM head (131,072,000,
+    # kept fp16 as vLLM keeps it), embedding and norms at 2 B
+    matrices = LAYERS * (H * 3 * H + H * H + H * 2 * FFN + FFN * H)
+    assert matrices == 6_476_005_376
+    rest = 6_738_415_616 - matrices  # LM head and embedding 2 x 131,072,000 + norms 266,240
     expected = matrices // 2 + matrices // 128 * 2 + rest * 2
-    assert expected == 3_669_450_752
+    assert expected == 3_864_010_752
     assert _decode(weights="int4").memory.weights == expected
 
 
@@ -149,8 +152,8 @@ def test_bad_bit_widths_are_one_line_and_exit_2(invoke, options, message):
 def test_precision_line_names_each_width(invoke, tmp_path):
     out = invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", "--seq", "64", "--mode",
                  "inference", "--weights", "int4", "--kv-cache", "fp8").stdout
-    assert ("precision: weights int4-g128 (fp16 scales) x activations fp16 -> C fp16; KV cache "
-            "fp8; rest fp16") in out
+    assert ("precision: weights int4-g128 (fp16 scales), the LM head fp16 (as vLLM keeps it) x "
+            "activations fp16 -> C fp16; KV cache fp8; rest fp16") in out
     plain = json.loads(invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", "--seq", "64",
                               "--format", "json").stdout)
     assert (plain["weights"], plain["activations"], plain["kv_cache"]) == ("fp16",) * 3
@@ -167,10 +170,10 @@ def test_precision_line_names_each_width(invoke, tmp_path):
 def test_the_total_flops_count_a_weight_formats_dequantization_as_an_fp8_caches():
     """An fp8 KV cache's dequantization was in totals.flops (inside its attention op) and an int4
     weight's was not. By hand: 2 FLOPs a stored weight element, the 32 blocks' qkv, proj and
-    FFN and the LM head: 2 x (32 x (4096 x 12288 + 4096^2 + 4096 x 22016 + 11008 x 4096) +
-    4096 x 32000) = 2 x 6,607,077,376."""
-    matrices = LAYERS * (H * 3 * H + H * H + H * 2 * FFN + FFN * H) + H * VOCAB
-    assert matrices == 6_607_077_376
+    FFN (the LM head stays fp16: nothing to dequantize): 2 x 32 x (4096 x 12288 + 4096^2 +
+    4096 x 22016 + 11008 x 4096) = 2 x 6,476,005,376."""
+    matrices = LAYERS * (H * 3 * H + H * H + H * 2 * FFN + FFN * H)
+    assert matrices == 6_476_005_376
     plain, int4 = _decode().totals, _decode(weights="int4").totals
     assert int4["gemm_flops"] == plain["gemm_flops"]  # 2MNK: the format changes no product
     assert int4["flops"] - plain["flops"] == 2 * matrices
@@ -237,21 +240,38 @@ def test_a_gemm_just_under_the_ridge_by_its_flops_says_its_dequantization_binds_
 
 
 def test_the_dequantization_note_shows_the_gemm_it_moves_and_says_when_it_moves_none(invoke):
-    """Mistral-7B's int4 prefill on an L4, batch 64 x 1024 tokens. With the last token's
-    logits, the output layer runs on 64 rows: 2 x 64 x 32000 x 4096 = 16,777,216,000 FLOPs
-    over A 64 x 4096 x 2 = 524,288 + B 32000 x 4096 / 2 = 65,536,000 and its scales
-    32000 x 4096 / 128 x 2 = 2,048,000 + C 64 x 32000 x 2 = 4,096,000: 72,204,288 bytes,
-    232.4 FLOP/B; with 2 x 32000 x 4096 = 262,144,000 FLOPs of dequantization 236.0. The
-    note named MM1 (65,536 rows): 2434.1 in the column and 2434.1 with it. With every
-    token's logits MM1 is what it moves most, still alike: 2 x 65536 x 6144 x 4096 =
-    3,298,534,883,328 FLOPs over 536,870,912 + 12,976,128 (_w4) + 805,306,368 =
-    1,355,153,408 bytes: 2434.06; plus 50,331,648: 2434.10."""
+    """Mistral-7B's int4 prefill on an L4, batch 64 x 1024 tokens. MM1 (65,536 rows) is what
+    the dequantization moves most, hardly: 2 x 65536 x 6144 x 4096 = 3,298,534,883,328 FLOPs
+    over 536,870,912 + 12,976,128 (_w4) + 805,306,368 = 1,355,153,408 bytes: 2434.06; plus
+    50,331,648: 2434.10. With the last token's logits the output layer runs on 64 rows, but
+    its B stays bf16 (the LM head, as vLLM keeps it): no dequantization to move it (it moved
+    232.4 -> 236.0 FLOP/B while it was counted int4), so the note names MM1 again; the head's
+    bytes by hand: A 64 x 4096 x 2 = 524,288 + B 32000 x 4096 x 2 = 262,144,000 + C 64 x
+    32000 x 2 = 4,096,000."""
     mistral = "examples/hf/mistral-7b.json"
     args = [mistral, "--hw", "l4", "--batch", "64", "--seq", "1024", "--mode", "inference",
             "--weights", "int4", "--gemms-only"]
     assert _w4(4096, 6144) == 12_976_128
+    head = analyze_model(mistral, "l4", batch=64, seq=1024, mode="inference", weights="int4",
+                         logits="last").results[-1].gemm
+    assert (head.layer, head.stored_b, head.dequant_flops) == ("lm_head", "bf16", 0)
+    assert head.bytes == 524_288 + 262_144_000 + 4_096_000
     out = " ".join(invoke("analyze", *args, "--logits", "last").stdout.split())
-    assert "over its bytes: MM129 232.4 FLOP/B in the column, 236.0 with it" in out
+    assert "MM129" not in out.partition("dequantized B:")[2].partition(")")[0]
     out = " ".join(invoke("analyze", *args).stdout.split())
     assert ("over its bytes: MM1 2434.1 FLOP/B in the column and with it (to 0.1 FLOP/B: its "
             "rows share each weight's dequantization)") in out
+
+
+def test_an_lm_head_stays_16_bit_on_a_pipeline_stage_without_the_embedding():
+    """Llama-2-7B at pp 2, int4: stage 1 runs blk.17 .. blk.32, the final norm and the LM head,
+    but not the embedding whose vocabulary names the head (its int4 count read the head as a
+    block's matrix: 67,584,000 B where vLLM holds 262,144,000). By hand: 16 blocks' matrices
+    16 x 202,375,168 = 3,238,002,688 at half a byte (1,619,001,344) plus a scale per 128
+    (50,593,792); their norms 16 x 2 x 4096 x 2 B = 262,144; the final norm 8,192; the head
+    32000 x 4096 x 2 B = 262,144,000: 1,932,009,472."""
+    report = _decode(weights="int4", pp=2)
+    stages = report.to_dict()["pipeline_parallel"]["stages"]
+    assert (stages[1]["first_layer"], stages[1]["last_layer"]) == ("blk.17", "lm_head")
+    assert stages[1]["memory"]["weights"] == (1_619_001_344 + 50_593_792 + 262_144 + 8_192
+                                              + 262_144_000) == 1_932_009_472

@@ -52,18 +52,22 @@ def _op_sum(report, kind, what):
 def test_llama_3_8b_parameters_and_weight_bytes_by_format():
     """Parameters 8,030,261,248 (Meta's Llama-3-8B: the count its safetensors hold). Weights as
     the tool documents its formats (analysis.memory): every GEMM weight (B operand) in the
-    format, everything else (embedding, norms) at bf16.
+    format but the LM head's, everything else (LM head, embedding, norms) at bf16, as vLLM
+    loads an fp8, AWQ or GPTQ checkpoint (its ``ParallelLMHead`` unquantized: model.lm_head).
+    The blocks' matrices: 7,504,658,432 GEMM weights less the LM head's 128256 x 4096 =
+    525,336,576: 6,979,321,856; the rest 8,030,261,248 - 6,979,321,856 = 1,050,939,392.
 
     bf16: 2 x 8,030,261,248 = 16,060,522,496 B.
-    int8: 7,504,658,432 x 1 + 525,602,816 x 2 = 8,555,864,064 B (no scales: a per-tensor int8).
-    int4, groups of 128 with an fp16 scale each: 7,504,658,432 / 2 = 3,752,329,216, scales
-    7,504,658,432 / 128 x 2 = 117,260,288, the rest 1,051,205,632: 4,920,795,136 B."""
+    int8: 6,979,321,856 x 1 + 1,050,939,392 x 2 = 9,081,200,640 B (no scales: per-tensor).
+    int4, groups of 128 with an fp16 scale each: 6,979,321,856 / 2 = 3,489,660,928, scales
+    6,979,321,856 / 128 x 2 = 109,051,904, the rest 2,101,878,784: 5,700,591,616 B (with the
+    head at int4 it was 4,920,795,136: 16% less than a served int4 Llama-3-8B holds)."""
     bf16 = _decode(LLAMA3, batch=1, seq=1)
     assert bf16.network.parameters == 8_030_261_248 == L3_PARAMETERS
     assert bf16.memory.weights == 16_060_522_496
-    assert _decode(LLAMA3, batch=1, seq=1, weights="int8").memory.weights == 8_555_864_064
+    assert _decode(LLAMA3, batch=1, seq=1, weights="int8").memory.weights == 9_081_200_640
     int4 = _decode(LLAMA3, batch=1, seq=1, weights="int4", group_size=128)
-    assert int4.memory.weights == 3_752_329_216 + 117_260_288 + 1_051_205_632 == 4_920_795_136
+    assert int4.memory.weights == 3_489_660_928 + 109_051_904 + 2_101_878_784 == 5_700_591_616
 
 
 def test_mixtral_total_and_active_parameters():
@@ -197,30 +201,30 @@ def test_a_prefill_limited_generation_names_the_last_decode_steps_own_batch(invo
 
     Weights: the matrices a block holds, q 3584 x 3584, k and v 3584 x 512 each, o 3584 x 3584,
     gate, up, down 3 x 3584 x 18944: 12,845,056 + 3,670,016 + 12,845,056 + 203,685,888 =
-    233,046,016; x 28 = 6,525,288,448, and lm_head 152064 x 3584 = 544,997,376: 7,070,285,824
-    matrix values, at half a byte (3,535,142,912) and an fp16 scale per 128 (110,473,216); the
-    rest at bf16, embedding 544,997,376, norms 2 x 3584 x 28 + 3584 = 204,288, qkv biases 4608 x
-    28 = 129,024: 545,330,688 x 2 = 1,090,661,376. Weights 4,736,277,504 B.
+    233,046,016; x 28 = 6,525,288,448 matrix values, at half a byte (3,262,644,224) and an
+    fp16 scale per 128 (101,957,632); the rest at bf16: lm_head 152064 x 3584 = 544,997,376
+    (vLLM keeps it unquantized), embedding 544,997,376, norms 2 x 3584 x 28 + 3584 = 204,288,
+    qkv biases 4608 x 28 = 129,024: 1,090,328,064 x 2 = 2,180,656,128. Weights 5,545,257,984 B.
     The fp8 cache: 2 (K, V) x 28 x 4 x 128 x 1 B = 28,672 B a token.
     Prefill, per sequence: 3000 x 28,672 = 86,016,000 B of cache and the widest layer's live
     activations, 3000 tokens x (3584 in + 2 x 18944 gate/up + 18944 silu) x 2 B = 362,496,000:
-    448,512,000 B. (47,803,596,800 - 4,736,277,504 - 1e9) / 448,512,000 = 93.8: batch 93.
+    448,512,000 B. (47,803,596,800 - 5,545,257,984 - 1e9) / 448,512,000 = 91.99: batch 91.
     The last decode step alone, per sequence: 3399 x 28,672 = 97,456,128 B of cache and the
-    logits' layer live, (3584 + 152064) x 2 = 311,296: (47,803,596,800 - 4,736,277,504 -
-    1e9) / 97,767,424 = 430.3: batch 430, what a server that prefills a few sequences, or chunks, at a
-    time can hold. Until 0.9.0 only the 93 was said."""
-    weights = 3_535_142_912 + 110_473_216 + 1_090_661_376
+    logits' layer live, (3584 + 152064) x 2 = 311,296: (47,803,596,800 - 5,545,257,984 -
+    1e9) / 97,767,424 = 422.0: batch 422, what a server that prefills a few sequences, or
+    chunks, at a time can hold. Until 0.9.0 only the prefill's batch was said."""
+    weights = 3_262_644_224 + 101_957_632 + 2_180_656_128
     free = 47_803_596_800 - weights - 1e9
-    assert int(free // (3000 * 28_672 + 3000 * (3584 + 3 * 18944) * 2)) == 93
-    assert int(free // (3399 * 28_672 + (3584 + 152_064) * 2)) == 430
+    assert int(free // (3000 * 28_672 + 3000 * (3584 + 3 * 18944) * 2)) == 91
+    assert int(free // (3399 * 28_672 + (3584 + 152_064) * 2)) == 422
     report = analyze_model(QWEN2, "l40s", batch=32, prompt=3000, generate=400, weights="int4",
                            kv_cache="fp8")
     g, memory = report.generation, report.memory
     assert g is not None and memory is not None and memory.weights == weights
-    assert g.memory_step == "prefill" and memory.max_batch == 93
-    assert g.decode_max_batch == 430 and report.to_dict()["generation"]["decode_max_batch"] == 430
+    assert g.memory_step == "prefill" and memory.max_batch == 91
+    assert g.decode_max_batch == 422 and report.to_dict()["generation"]["decode_max_batch"] == 422
     said = ("its prefill, every prompt of the batch at once, is the limit: the last decode step "
-            "alone fits up to batch 430")
+            "alone fits up to batch 422")
     options = ["--hw", "l40s", "--prompt", "3000", "--generate", "400", "--weights", "int4",
                "--kv-cache", "fp8"]
     out = invoke("analyze", QWEN2, "--batch", "32", *options).stdout

@@ -45,6 +45,7 @@ from ..files.numbers import MAX_INT
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import SCALE_BYTES, bits, itemsize
 from ..model.layers import kv_cache_bytes, live_bytes, matrix_parameters, saved_bytes
+from ..model.lm_head import is_lm_head, vocabularies
 from ..model.network import Network
 
 #: The stated allowance for what a step needs beyond its tensors: the CUDA context (about
@@ -128,7 +129,10 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES,
     # layers alike (a repeat's copies, layers of the same fields) hold the same: each counted
     # once, times its copies (Network.layer_groups)
     groups = net.layer_groups()
-    matrices = sum(matrix_parameters(layer) * count for count, layer in groups)
+    # the matrices --weights stores: every GEMM's B but an LM head's (model.lm_head)
+    vocabulary = vocabularies(net)
+    matrices = sum(matrix_parameters(layer) * count for count, layer in groups
+                   if not is_lm_head(layer, vocabulary))
     stored = net.weight_dtype if net.mode != "train" else dtype
     weights = -(-matrices * bits(stored) // 8) + (parameters - matrices) * e
     if net.group and net.mode != "train":  # one fp16 scale per group of each column

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..model.layers import Embedding, Linear, Transformer
+from ..model.lm_head import is_lm_head, vocabularies
 from ..model.network import Network
 from ..model.repeats import Layers
 
@@ -59,12 +60,8 @@ def blocks_of(network: Network) -> list[int]:
             if isinstance(layer, Transformer)]
 
 
-def _vocabularies(network: Network) -> set[int]:
-    return {run.layer.vocab for run in network.layer_runs if isinstance(run.layer, Embedding)}
-
-
-def _is_logits(layer: Any, vocabularies: set[int]) -> bool:
-    return isinstance(layer, Linear) and layer.out_features in vocabularies
+_vocabularies = vocabularies  # the LM head's rule is model.lm_head's
+_is_logits = is_lm_head
 
 
 def shard_network(network: Network, tp: int, ep: int = 1, serving: bool = False) -> Network:

@@ -73,6 +73,7 @@ from ..errors import InputError, option
 from ..files.fields import positive_int
 from ..hardware.links import Link
 from ..model.layers import Embedding, Linear, Transformer
+from ..model.lm_head import keep_vocabularies
 from ..model.network import Network
 from ..model.repeats import LayerRun, Layers
 from .collectives import Fabric, _link_dict, p2p_time_s, ring_time_s
@@ -170,7 +171,7 @@ def _stage(network: Network, *spans: range) -> Network:
             if first < last:
                 runs.append(LayerRun(run.layer, last - first, run.first_copy + first - index,
                                      run.named))
-    return replace(network, layers=Layers(runs))
+    return keep_vocabularies(replace(network, layers=Layers(runs)), network)
 
 
 def _llama_like(block: Transformer) -> bool:

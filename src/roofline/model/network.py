@@ -143,6 +143,14 @@ class Network:
         return self.layers.runs
 
     @property
+    def lm_heads(self) -> frozenset[str]:
+        """The names of its untied LM heads (``model.lm_head``), which ``--weights`` leaves in
+        the activations' dtype as vLLM does; kept with its layers."""
+        from .lm_head import lm_head_names
+
+        return lm_head_names(self)
+
+    @property
     def activation_dtype(self) -> str:
         """The dtype weight GEMMs compute in and read their activation operand as."""
         return self.activations or self.operand_dtype

@@ -269,6 +269,8 @@ def _mixed_precision_text(network) -> str:
         stored += f"-g{network.group} (fp16 scales)"
     else:  # per-channel scales: N values a K x N weight, under 0.1% of its bytes from K 1024
         stored += " (scales not counted)"
+    if network.weights and network.mode != "train" and network.lm_heads:
+        stored += f", the LM head {network.activation_dtype} (as vLLM keeps it)"
     text = (f"weights {stored} x activations {network.activation_dtype} -> C "
             f"{network.weight_c_dtype}")
     if network.mode != "train" and any(hasattr(run.layer, "kv_cache_bytes")

@@ -1,0 +1,57 @@
+"""A language model's output layer, the LM head: a Linear whose outputs are an embedding's
+vocabulary (the logits). One rule read by the tensor-parallel shard (vocabulary-parallel, padded
+as Megatron-LM or vLLM pads it) and by the weight formats (``--weights`` leaves it 16-bit: vLLM's
+``Fp8Config``, ``AWQConfig`` and ``GPTQConfig`` give a quantized method to ``LinearBase``
+layers, and to the ``ParallelLMHead`` only where a GPTQ checkpoint says ``lm_head: true``, which
+is not the default; ``vllm/model_executor/layers/quantization/{fp8,awq,gptq}.py``,
+``get_quant_method``). A tied head (GPT-2's) is the embedding's table, left at the model's dtype
+by the same rule."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .layers import Embedding, Linear
+
+if TYPE_CHECKING:
+    from .network import Network
+
+
+def vocabularies(network: Network) -> set[int]:
+    """The vocabularies of the network's embeddings, kept with its layers: a part of a model
+    cut from it (a pipeline stage without the embedding, ``analysis.serving_pp``) is given the
+    whole model's (``keep_vocabularies``), so that its head is still known for one."""
+    from .repeats import Layers
+
+    layers = network.layers
+    assert isinstance(layers, Layers)
+    return layers.cached("vocabularies", lambda: {
+        run.layer.vocab for run in network.layer_runs if isinstance(run.layer, Embedding)})
+
+
+def keep_vocabularies(part: Network, whole: Network) -> Network:
+    """``part``, a network of some of ``whole``'s layers, knowing ``whole``'s vocabularies."""
+    from .repeats import Layers
+
+    layers = part.layers
+    assert isinstance(layers, Layers)
+    known = vocabularies(whole)
+    layers.cached("vocabularies", lambda: known)
+    return part
+
+
+def is_lm_head(layer: Any, vocabulary: set[int]) -> bool:
+    """Whether ``layer`` writes logits over one of ``vocabulary`` (``vocabularies``)."""
+    return isinstance(layer, Linear) and layer.out_features in vocabulary
+
+
+def lm_head_names(network: Network) -> frozenset[str]:
+    """The names of the network's LM heads (an untied one is a Linear of its own), kept with
+    its layers."""
+    from .repeats import Layers
+
+    layers = network.layers
+    assert isinstance(layers, Layers)
+    vocabulary = vocabularies(network)
+    return layers.cached("lm_heads", lambda: frozenset(
+        run.layer.name for run in network.layer_runs if is_lm_head(run.layer, vocabulary)))
