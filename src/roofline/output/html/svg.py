@@ -24,12 +24,19 @@ WIDTH, HEIGHT = 720, 420
 LEFT, RIGHT, TOP, BOTTOM = 72, 24, 18, 52  # room for tick labels and axis titles
 POINT_R = 4.5  # a circle's radius; a square of equal area has side r * sqrt(pi)
 CHAR_PX = 7  # a 12 px sans-serif character, generously (Chromium's system-ui: 6.4-6.6 px)
+#: wider glyphs at 12 px, generously: measured in Debian's chromium (its default sans) per
+#: character over ten of each, M 10.3, W 11.9, m 11.7, the arrow and + 10.05 px; the digits
+#: 7.6 and capitals 7.4-8.2 (a label of "MM129 → compute" ran 9 px past a 7 px a character
+#: estimate, across a transition's line)
+WIDE_PX, UPPER_PX = 12, 8.5
+_WIDE = frozenset("MWmw\u2192+=%@")
 
 
 def text_px(text: str) -> float:
     """About how wide ``text`` is drawn, in viewBox pixels: enough to keep a label inside the
-    chart (no browser measures it here)."""
-    return CHAR_PX * len(text)
+    chart and off the lines beside it (no browser measures it here)."""
+    return sum(WIDE_PX if c in _WIDE else UPPER_PX if c.isupper() or c.isdigit() else CHAR_PX
+               for c in text)
 
 
 def beside(at: float, text: str, right: float, gap: float = 4) -> str:
@@ -323,6 +330,11 @@ def _marks(marks: Sequence[Mark], x: Axis, y: Axis) -> list[str]:
                      (low - 3 - width, low - 3, f'x="{_f(low - 3)}" text-anchor="end"')]
             inside = [s for s in sides if s[0] >= x.start + 2 and s[1] <= right] or sides[1:]
             clear = [s for s in inside if not any(s[0] < at < s[1] for at in lines)]
+            if not clear and len(cluster) == 1:
+                # no side of its line clears the others' (a lone mark at the chart's right
+                # edge, its left side across a cluster's lines): written up along its line
+                out.append(_along(cluster[0][0], y, mark.label))
+                continue
             start, end, attr = (clear or inside)[0]
             row = 0
             while any(r == row and a < end and start < b for a, b, r in placed):
@@ -331,6 +343,15 @@ def _marks(marks: Sequence[Mark], x: Axis, y: Axis) -> list[str]:
             out.append(f'<text {attr} y="{_f(y.start + MARK_ROW * (row + 1))}" '
                        f'class="mark-label">{escape(mark.label)}</text>')
     return out
+
+
+def _along(at: float, y: Axis, label: str) -> str:
+    """A mark's label written up along the left of its line from the chart's top (its glyphs
+    within 14 px of the line), where neither side holds it clear of other lines."""
+    ax, ay = at - 4, y.start + 4
+    return (f'<text x="{_f(ax)}" y="{_f(ay)}" text-anchor="end" '
+            f'transform="rotate(-90 {_f(ax)} {_f(ay)})" class="mark-label">{escape(label)}'
+            f'</text>')
 
 
 def _key(curves: Sequence[Curve], bands: Sequence[Band]) -> tuple[list[str], int]:
@@ -397,8 +418,8 @@ def bar_chart(bars: Sequence[Bar], label: str) -> str:
     longest device name and on the right for the longest text at a bar's end (the chart grows
     wider where ``WIDTH`` would leave the bars under ``BAR_MIN``)."""
     row = 34
-    left = max(150, 8 + text_px(max((b.label for b in bars), key=len)) + 8)
-    after = 6 + text_px(max((b.text for b in bars), key=len)) + 4
+    left = max(150, 8 + max(text_px(b.label) for b in bars) + 8)
+    after = 6 + max(text_px(b.text) for b in bars) + 4
     width = max(WIDTH, math.ceil(left + BAR_MIN + after))
     height = TOP + row * len(bars) + 40
     longest = max(b.memory_s + b.compute_s for b in bars)
