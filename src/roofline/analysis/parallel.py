@@ -141,6 +141,7 @@ from ..errors import InputError, option
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import itemsize
 from ..model.layers import Transformer
+from ..model.lm_head import vocabularies
 from ..model.network import Network
 from ..model.repeats import Layers
 from .collectives import Fabric
@@ -157,7 +158,6 @@ from .parallel_layout import (
 from .parallel_memory import activation_bytes_per_block
 from .parallel_result import LayoutResult, pipeline_bubble
 from .parallel_shard import (
-    _vocabularies,
     blocks_of,
     gpu_blocks,
     gpu_chunks,
@@ -211,7 +211,7 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
     ctx = _Context(layout, fabric, sharded.step(), batch // per_rank, e,
                    itemsize(sharded.grad_accumulation) if sharded.grad_accumulation else e,
                    state_e, sharded.recompute,
-                   {padded_vocab(v, layout.tp) // layout.tp for v in _vocabularies(network)})
+                   {padded_vocab(v, layout.tp) // layout.tp for v in vocabularies(network)})
     if layout.vp > 1:  # each GPU's chunks, its layers in chunk order
         chunks = gpu_chunks(sharded, layout.pp, layout.vp)
         stage_spans_ = chunks

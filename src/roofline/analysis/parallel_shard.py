@@ -60,10 +60,6 @@ def blocks_of(network: Network) -> list[int]:
             if isinstance(layer, Transformer)]
 
 
-_vocabularies = vocabularies  # the LM head's rule is model.lm_head's
-_is_logits = is_lm_head
-
-
 def shard_network(network: Network, tp: int, ep: int = 1, serving: bool = False) -> Network:
     """What one GPU of a tensor-parallel group (and an expert-parallel group) computes: every
     block with heads, kv_heads, ffn and a shared expert's width divided by tp (vLLM's
@@ -75,7 +71,7 @@ def shard_network(network: Network, tp: int, ep: int = 1, serving: bool = False)
     weights and KV cache then hold that head); other layers whole (``analysis.parallel``)."""
     if tp == 1 and ep == 1:
         return network
-    vocabularies = _vocabularies(network)
+    vocabulary = vocabularies(network)
 
     def shard(layer: Any) -> Any:
         if isinstance(layer, Transformer):
@@ -85,7 +81,7 @@ def shard_network(network: Network, tp: int, ep: int = 1, serving: bool = False)
                             expert_shards=ep if layer.experts else 1)
         elif isinstance(layer, Embedding):
             layer = replace(layer, vocab=padded_vocab(layer.vocab, tp, serving) // tp)
-        elif _is_logits(layer, vocabularies):
+        elif is_lm_head(layer, vocabulary):
             assert isinstance(layer, Linear)
             layer = replace(layer, out_features=padded_vocab(layer.out_features, tp, serving)
                                                      // tp)
@@ -99,10 +95,10 @@ def replicated_layers(network: Network, tp: int) -> list[str]:
     """Layers with weights that tensor parallelism leaves whole on every GPU of the group."""
     if tp == 1:
         return []
-    vocabularies = _vocabularies(network)
+    vocabulary = vocabularies(network)
     return [run.name(c) for run in network.layer_runs
             if run.layer.has_weights and not isinstance(run.layer, (Transformer, Embedding))
-            and not _is_logits(run.layer, vocabularies) and run.layer.parameters > 0
+            and not is_lm_head(run.layer, vocabulary) and run.layer.parameters > 0
             and type(run.layer).__name__ != "Norm" for c in range(run.count)]
 
 

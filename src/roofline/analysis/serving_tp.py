@@ -60,10 +60,11 @@ from ..files.fields import positive_int
 from ..hardware.links import Link
 from ..hardware.spec import HardwareSpec
 from ..model.layers import Embedding, Linear, Transformer
+from ..model.lm_head import is_lm_head, vocabularies
 from ..model.network import Network
 from ..model.repeats import Layers
 from .collectives import DEFAULT_GPUS_PER_NODE, _link_dict, ring_time_s
-from .parallel_shard import _is_logits, _vocabularies, padded_vocab, shard_network
+from .parallel_shard import padded_vocab, shard_network
 
 if TYPE_CHECKING:
     from .report import Report
@@ -312,7 +313,7 @@ def step_comm(network: Network, tp: int, link: Link, span: range | None = None) 
     ``analysis.serving_pp``)."""
     step = network.step()
     tokens, e = step.tokens, step.e
-    vocabularies = _vocabularies(network)
+    vocabulary = vocabularies(network)
     sizes: dict[tuple[str, int], int] = {}  # (collective, bytes) -> count
 
     def add(what: str, nbytes: int, count: int) -> None:
@@ -326,7 +327,7 @@ def step_comm(network: Network, tp: int, link: Link, span: range | None = None) 
             add("all-reduce", tokens * layer.hidden * e, 2 * copies)
         elif isinstance(layer, Embedding):
             add("all-reduce", tokens * layer.dim * e, copies)
-        elif _is_logits(layer, vocabularies):
+        elif is_lm_head(layer, vocabulary):
             assert isinstance(layer, Linear)
             vocab = padded_vocab(layer.out_features, tp, serving=True)
             add("gather", _logit_rows(network) * vocab * e, copies)

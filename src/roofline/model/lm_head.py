@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .layers import Embedding, Linear
+from .repeats import Layers
 
 if TYPE_CHECKING:
     from .network import Network
@@ -21,22 +22,14 @@ def vocabularies(network: Network) -> set[int]:
     """The vocabularies of the network's embeddings, kept with its layers: a part of a model
     cut from it (a pipeline stage without the embedding, ``analysis.serving_pp``) is given the
     whole model's (``keep_vocabularies``), so that its head is still known for one."""
-    from .repeats import Layers
-
-    layers = network.layers
-    assert isinstance(layers, Layers)
-    return layers.cached("vocabularies", lambda: {
+    return _layers(network).cached("vocabularies", lambda: {
         run.layer.vocab for run in network.layer_runs if isinstance(run.layer, Embedding)})
 
 
 def keep_vocabularies(part: Network, whole: Network) -> Network:
     """``part``, a network of some of ``whole``'s layers, knowing ``whole``'s vocabularies."""
-    from .repeats import Layers
-
-    layers = part.layers
-    assert isinstance(layers, Layers)
     known = vocabularies(whole)
-    layers.cached("vocabularies", lambda: known)
+    _layers(part).cached("vocabularies", lambda: known)
     return part
 
 
@@ -48,10 +41,13 @@ def is_lm_head(layer: Any, vocabulary: set[int]) -> bool:
 def lm_head_names(network: Network) -> frozenset[str]:
     """The names of the network's LM heads (an untied one is a Linear of its own), kept with
     its layers."""
-    from .repeats import Layers
+    vocabulary = vocabularies(network)
+    return _layers(network).cached("lm_heads", lambda: frozenset(
+        run.layer.name for run in network.layer_runs if is_lm_head(run.layer, vocabulary)))
 
+
+def _layers(network: Network) -> Layers:
+    """The network's layers as runs, where what depends on them alone is kept."""
     layers = network.layers
     assert isinstance(layers, Layers)
-    vocabulary = vocabularies(network)
-    return layers.cached("lm_heads", lambda: frozenset(
-        run.layer.name for run in network.layer_runs if is_lm_head(run.layer, vocabulary)))
+    return layers
