@@ -467,15 +467,16 @@ def make_fabric(hardware: HardwareSpec, intra: str | None = None, inter: str | N
         raise InputError("gpus_per_node", "", f"expected at least 1, got {gpus_per_node}")
     said = []
     if intra is None:
-        intra = _default_intra(hardware)
-        said.append(f"intra-node {intra} (default for {hardware.name})")
-        _check_node(resolve_link(intra, "intra"), hardware, gpus_per_node)
+        name = _default_intra(hardware)
+        said.append(f"intra-node {name} (default for {hardware.name})")
+        inside = resolve_link(name, "intra")
+        _check_node(inside, hardware, gpus_per_node)
+    else:
+        inside = resolve_link(intra, "intra")
     if inter is None:
         inter = DEFAULT_INTER
         said.append(f"inter-node {inter} (default)")
-    fabric = Fabric(resolve_link(intra, "intra"), resolve_link(inter, "inter"), gpus_per_node,
-                    "; ".join(said) or "given")
-    return fabric
+    return Fabric(inside, resolve_link(inter, "inter"), gpus_per_node, "; ".join(said) or "given")
 
 
 #: The intra-node link of an SXM entry by its NVLink generation: V100's NVLink 2 (a DGX-1's
