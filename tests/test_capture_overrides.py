@@ -138,3 +138,15 @@ def test_a_factory_given_a_generation_is_refused_before_its_capture(invoke, tmp_
             "Error: mkboom:make: generate: a captured module's step is its example inputs' "
             "shapes, one length: a generation's prefill and decode steps at every length need "
             "a model.yaml or config.json"], result.stderr
+
+
+@pytest.mark.parametrize("kind, key", [("tensor", "tp"), ("pipeline", "pp")])
+def test_serving_a_captured_module_over_gpus_says_it_was_captured(kind, key):
+    # a captured module's layers are the ops torch ran, never a transformer block: tp and pp
+    # have nothing to split, which the refusal says of the capture (it said "the model has
+    # none" of a module that may well be a transformer)
+    net = capture(_mlp(), torch.zeros(8, 256), mode="inference")
+    with pytest.raises(InputError, match=rf"{kind} parallelism splits transformer blocks, and "
+                                         rf"a captured module has none: its layers are the ops "
+                                         rf"torch ran; serve the model from its config.json"):
+        analyze_model(net, "h100", **{key: 2})

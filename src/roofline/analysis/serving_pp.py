@@ -81,7 +81,7 @@ from .memory import WORKSPACE_BYTES, Memory, memory_of, memory_parts
 from .parallel_comm import crosses_nodes
 from .parallel_shard import stage_spans
 from .parallel_times import layer_times, stage_times
-from .serving_tp import step_comm
+from .serving_tp import no_blocks_problem, step_comm
 
 if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
@@ -127,8 +127,7 @@ def checked_pp(network: Network, pp: Any, inter: str | None = None) -> int:
     runs = [run for run in network.layer_runs if isinstance(run.layer, Transformer)]
     blocks = sum(run.count for run in runs)
     if not blocks:
-        raise InputError(src, "", f"pipeline parallelism splits transformer blocks; the model "
-                                  f"has none (use {option('pp', '1')})")
+        raise InputError(src, "", no_blocks_problem(network, "pipeline", "pp"))
     encoder = next((run.copy(0) for run in runs
                     if isinstance(run.layer, Transformer) and not run.layer.causal), None)
     if encoder is not None:

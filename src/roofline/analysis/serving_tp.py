@@ -223,10 +223,21 @@ def check_serving(network: Network, tp: int, gpus_per_node: int) -> None:
                                   f"pipeline stages it is: {option('pp', 'N')})")
     blocks = _blocks(network)
     if not blocks and tp > 1:
-        raise InputError(src, "", f"tensor parallelism splits transformer blocks; the model "
-                                  f"has none (use {option('tp', '1')})")
+        raise InputError(src, "", no_blocks_problem(network, "tensor", "tp"))
     for block in blocks:
         _check_block(src, block, tp)
+
+
+def no_blocks_problem(network: Network, kind: str, key: str) -> str:
+    """Why ``kind`` ("tensor", "pipeline") parallelism has nothing to split in ``network``,
+    which has no transformer blocks: a captured module's layers are the ops torch ran, never a
+    block (``model.capture``), which its config.json or a model.yaml describes."""
+    if network.framework == "torch":
+        return (f"{kind} parallelism splits transformer blocks, and a captured module has none: "
+                f"its layers are the ops torch ran; serve the model from its config.json or a "
+                f"model.yaml with {option(key, 'N')}, or use {option(key, '1')}")
+    return (f"{kind} parallelism splits transformer blocks; the model has none (use "
+            f"{option(key, '1')})")
 
 
 def _blocks(network: Network) -> list[Transformer]:
