@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .analysis.generation import check_request, checked_source, refuse_captured
@@ -89,7 +89,8 @@ def analyze_model(model: Network | str | os.PathLike[str],
                   activations: str | None = None, kv_cache: str | None = None,
                   group_size: int | None = None, logits: str | None = None,
                   prompt: int | None = None, generate: int | None = None, tp: int = 1,
-                  gpus_per_node: int = 8, intra: str | None = None, pp: int = 1,
+                  gpus_per_node: int = 8, intra: str | None = None,
+                  pp: int | Sequence[int] = 1,
                   inter: str | None = None) -> Report:
     """Analyze ``model`` (a Network, a model.yaml path, a Hugging Face config.json path, or
     ``package.module:callable`` returning a torch module and its example inputs, captured by
@@ -118,7 +119,9 @@ def analyze_model(model: Network | str | os.PathLike[str],
     a links.yaml name or GB/s, by default the entry's NVSwitch or PCIe) and the communication in
     its times; ``gpus_per_node`` bounds tp (tensor parallelism across nodes is not
     modelled). ``pp`` above 1 serves it over a pipeline of pp such groups, as vLLM's
-    ``--pipeline-parallel-size`` (``analysis.serving_pp``): ``report.pipeline_parallel`` (the
+    ``--pipeline-parallel-size`` (``analysis.serving_pp``), its blocks split as vLLM splits
+    them, or a list, the blocks of each stage (vLLM's ``VLLM_PP_LAYER_PARTITION``, adding up
+    to the model's): ``report.pipeline_parallel`` (the
     stages' layers, times and memory, the hand-offs between them, on ``inter`` between nodes,
     a links.yaml name or GB/s, by default InfiniBand NDR; the batches in flight and tokens/s),
     every GEMM and op one GPU's of its stage, the memory the most loaded stage's.

@@ -2,29 +2,32 @@
 with ``--tp``: tp x pp GPUs over one or more nodes), as vLLM runs ``--pipeline-parallel-size``.
 Every rule read from vLLM's source:
 
-- The split: vLLM's ``get_pp_indices`` (``vllm/distributed/utils.py``) gives each stage
-  blocks // pp transformer blocks and the remainder one more each to the stages before the
-  last, from the second-last backwards (``partitions[-i] += 1`` for i from 2: the last stage
-  holds the final norm and the LM head; 5 blocks over 2 stages: 3 and 2); ``vllm_stage_blocks``.
-  The embedding runs on the first stage, the final norm and the LM head on the last
-  (``LlamaModel``: ``get_pp_group().is_first_rank`` / ``is_last_rank``; ``make_layers``), so
-  a stage is its blocks with the layers before the first (first stage) or after the last (last
-  stage): ``parallel_shard.stage_spans`` with these counts. ``VLLM_PP_LAYER_PARTITION``, a
-  split given by hand, is not modelled. What a stage holds besides its own layers' weights
-  (``_held_bytes``): for Llama, Mistral and Qwen2 (dense RMSNorm blocks) a tied LM head's
-  embedding on the last stage (``LlamaModel`` and ``Qwen2Model`` build ``embed_tokens`` on the
-  first rank, or on the last where ``tie_word_embeddings``, ``norm`` on the last, and
-  ``LlamaForCausalLM`` / ``Qwen2ForCausalLM`` ``lm_head`` on the last; every other rank a
-  ``PPMissingLayer``); for GPT-2 (LayerNorm blocks) and Mixtral (RMSNorm blocks of experts)
-  every layer outside the blocks on every stage, whichever runs it: ``GPT2Model.__init__``
-  builds ``wte``, ``wpe`` and ``ln_f`` on every rank and ``GPT2LMHeadModel`` its ``lm_head``
-  (tied to ``wte`` or its own), ``MixtralModel.__init__`` ``embed_tokens`` and ``norm`` and
-  ``MixtralForCausalLM`` its ``lm_head``, none a ``PPMissingLayer``. A model.yaml's blocks of
-  experts are taken as Mixtral's (vLLM's other MoE models differ model by model), but for
-  blocks of multi-head latent attention, DeepSeek-V2 / V3's, which hold as Llama's:
-  ``DeepseekV2Model`` builds ``embed_tokens`` on the first rank and ``norm`` on the last,
-  ``DeepseekV2ForCausalLM`` (V3's too) ``lm_head`` on the last, every other rank a
-  ``PPMissingLayer`` (vllm/model_executor/models/deepseek_v2.py), its dense first blocks or not.
+- The split: vLLM's ``get_pp_indices`` (``vllm/distributed/utils.py``) gives each stage blocks
+  // pp transformer blocks and the remainder one more each to the stages before the last, from
+  the second-last backwards (``partitions[-i] += 1`` for i from 2: the last stage holds the
+  final norm and the LM head; 5 blocks over 2 stages: 3 and 2); ``vllm_stage_blocks``. The
+  embedding runs on the first stage, the final norm and the LM head on the last (``LlamaModel``:
+  ``get_pp_group().is_first_rank`` / ``is_last_rank``; ``make_layers``), so a stage is its
+  blocks with the layers before the first (first stage) or after the last (last stage):
+  ``parallel_shard.stage_spans`` with these counts. A split given by hand, as
+  ``VLLM_PP_LAYER_PARTITION`` gives vLLM one (``--pp A,B,...``: the blocks of each stage,
+  ``get_pp_indices`` taking them as they are where they add up to the model's layers and
+  refusing them otherwise), is taken instead (``stage_blocks``). What a stage holds besides its
+  own layers' weights (``_held_bytes``): for Llama, Mistral and Qwen2 (dense RMSNorm blocks) a
+  tied LM head's embedding on the last stage (``LlamaModel`` and ``Qwen2Model`` build
+  ``embed_tokens`` on the first rank, or on the last where ``tie_word_embeddings``, ``norm`` on
+  the last, and ``LlamaForCausalLM`` / ``Qwen2ForCausalLM`` ``lm_head`` on the last; every other
+  rank a ``PPMissingLayer``); for GPT-2 (LayerNorm blocks) and Mixtral (RMSNorm blocks of
+  experts) every layer outside the blocks on every stage, whichever runs it:
+  ``GPT2Model.__init__`` builds ``wte``, ``wpe`` and ``ln_f`` on every rank and
+  ``GPT2LMHeadModel`` its ``lm_head`` (tied to ``wte`` or its own), ``MixtralModel.__init__``
+  ``embed_tokens`` and ``norm`` and ``MixtralForCausalLM`` its ``lm_head``, none a
+  ``PPMissingLayer``. A model.yaml's blocks of experts are taken as Mixtral's (vLLM's other MoE
+  models differ model by model), but for blocks of multi-head latent attention, DeepSeek-V2 /
+  V3's, which hold as Llama's: ``DeepseekV2Model`` builds ``embed_tokens`` on the first rank and
+  ``norm`` on the last, ``DeepseekV2ForCausalLM`` (V3's too) ``lm_head`` on the last, every
+  other rank a ``PPMissingLayer`` (vllm/model_executor/models/deepseek_v2.py), its dense first
+  blocks or not.
 - What a stage hands the next each step (``IntermediateTensors``): for the Llama family
   (Llama, Mistral, Qwen2, Mixtral: RMSNorm blocks, whose fused residual add keeps the residual
   apart) ``hidden_states`` and ``residual`` (``LlamaModel.forward``), for GPT-2 (LayerNorm
@@ -104,16 +107,42 @@ def vllm_stage_blocks(blocks: int, pp: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
+def stage_blocks(network: Network, pp: Any) -> tuple[int, ...]:
+    """The transformer blocks of each stage ``pp`` asks for (``checked_pp`` first): vLLM's
+    split of a count (``vllm_stage_blocks``), or the blocks of each stage as given (a list, as
+    ``VLLM_PP_LAYER_PARTITION`` gives them)."""
+    if isinstance(pp, (list, tuple)):
+        return tuple(int(blocks) for blocks in pp)
+    return vllm_stage_blocks(_blocks(network), int(pp))
+
+
+def _blocks(network: Network) -> int:
+    return sum(run.count for run in network.layer_runs if isinstance(run.layer, Transformer))
+
+
+def _given_blocks(pp: Any, fail: Any) -> tuple[int, ...] | None:
+    """The blocks of each stage where ``pp`` lists them (each a positive integer), else
+    None."""
+    if not isinstance(pp, (list, tuple)):
+        return None
+    if not pp:
+        raise fail("pp", "expected the blocks of each stage, got an empty list")
+    return tuple(positive_int(blocks, fail, "pp") for blocks in pp)
+
+
 def checked_pp(network: Network, pp: Any, inter: str | None = None) -> int:
-    """``pp`` as a positive integer that ``network`` can be served over; one line
-    (InputError) otherwise: a training step (``plan`` lays those out), a model without
-    transformer blocks, or encoder blocks (vLLM serves a pipeline for models that implement
-    ``SupportsPP``, its decoders), more stages than blocks (each stage runs one at least),
-    and ``inter`` without a pipeline (the link between nodes is the hand-offs')."""
+    """The stages ``pp`` asks for (a positive integer, or the blocks of each stage as a list
+    that adds up to the model's: ``VLLM_PP_LAYER_PARTITION``'s rule in ``get_pp_indices``), a
+    count that ``network`` can be served over; one line (InputError) otherwise: a training step
+    (``plan`` lays those out), a model without transformer blocks, or encoder blocks (vLLM
+    serves a pipeline for models that implement ``SupportsPP``, its decoders), more stages than
+    blocks (each stage runs one at least), a list that does not add up, and ``inter`` without
+    a pipeline (the link between nodes is the hand-offs')."""
     def fail(key: str, problem: str) -> InputError:
         return InputError(network.source, key, problem)
 
-    pp = positive_int(pp, fail, "pp")
+    given = _given_blocks(pp, fail)
+    pp = positive_int(len(given) if given is not None else pp, fail, "pp")
     src = network.source
     if pp == 1:
         if inter is not None:
@@ -125,7 +154,7 @@ def checked_pp(network: Network, pp: Any, inter: str | None = None) -> int:
         raise InputError(src, "", f"{option('pp')} serves an inference step or a generation; "
                                   f"a training step's pipeline is `roofline plan`'s")
     runs = [run for run in network.layer_runs if isinstance(run.layer, Transformer)]
-    blocks = sum(run.count for run in runs)
+    blocks = _blocks(network)
     if not blocks:
         raise InputError(src, "", no_blocks_problem(network, "pipeline", "pp"))
     encoder = next((run.copy(0) for run in runs
@@ -138,6 +167,11 @@ def checked_pp(network: Network, pp: Any, inter: str | None = None) -> int:
         raise InputError(src, "", f"pipeline parallelism {pp} is more stages than the "
                                   f"model's {blocks} transformer blocks: each stage runs one "
                                   f"at least ({option('pp')})")
+    if given is not None and sum(given) != blocks:
+        raise InputError(src, "", f"the stages' blocks {','.join(map(str, given))} add up to "
+                                  f"{sum(given)}, not the model's {blocks} transformer blocks "
+                                  f"(vLLM refuses such a VLLM_PP_LAYER_PARTITION) "
+                                  f"({option('pp')})")
     return pp
 
 
@@ -255,6 +289,7 @@ class Stages:
     memories: tuple[Memory | None, ...]
     memory_steps: tuple[str, ...] = ()  # a generation's: "prefill" or "decode" per stage
     decode_max_batch: int | None = None  # as ``Generation.decode_max_batch``, every stage's
+    given: bool = False  # the blocks of each stage given (``--pp A,B,...``), not vLLM's split
 
     @property
     def heaviest(self) -> int:
@@ -277,20 +312,22 @@ class Stages:
                        max_seq=min(seqs) if seqs else memory.max_seq)
 
 
-def stages_of(network: Network, shard: Network, pp: int, hardware: HardwareSpec,
+def stages_of(network: Network, shard: Network, pp: Any, hardware: HardwareSpec,
               prompt: int | None = None, generate: int | None = None) -> Stages:
-    """``shard``'s (one tensor-parallel GPU's network) stages and their memory; with
-    ``prompt`` and ``generate``, a generation's (``generation.generate``'s steps)."""
+    """``shard``'s (one tensor-parallel GPU's network) stages, as ``pp`` asks for them
+    (``stage_blocks``), and their memory; with ``prompt`` and ``generate``, a generation's
+    (``generation.generate``'s steps)."""
     from .generation import _peak_memory, check_lengths
 
-    blocks = sum(run.count for run in network.layer_runs if isinstance(run.layer, Transformer))
-    counts = vllm_stage_blocks(blocks, pp)
+    counts = stage_blocks(network, pp)
+    given = isinstance(pp, (list, tuple))
+    pp = len(counts)
     spans = stage_spans(shard, pp, counts)
     layers = shard.layers
     names = tuple((layers[s.start].name, layers[s.stop - 1].name) for s in spans)
     if prompt is None or generate is None:
         return Stages(spans, counts, names, tuple(_memory(shard, s, hardware, pp)
-                                                  for s in spans))
+                                                  for s in spans), given=given)
     whole = shard.with_overrides(mode="inference")
     prompt, generate = check_lengths(whole, prompt, generate)
     steps = generate - 1
@@ -311,7 +348,7 @@ def stages_of(network: Network, shard: Network, pp: int, hardware: HardwareSpec,
     limit = None
     if steps and len(low) == len(high) == len(spans) and min(high) > min(low):
         limit = min(high)
-    return Stages(spans, counts, names, tuple(memories), tuple(which), limit)
+    return Stages(spans, counts, names, tuple(memories), tuple(which), limit, given)
 
 
 @dataclass(frozen=True)
@@ -483,6 +520,7 @@ class PipelineParallel:
                 "inter": _link_dict(self.fabric.inter), "intra": _link_dict(self.fabric.intra),
                 "link_basis": self.fabric.basis, "overlap": False,
                 "in_flight_batches": self.in_flight,
+                "split": "given" if stages.given else "vllm",
                 "stages": [{"stage": s, "layers": [span.start, span.stop - 1],
                             "first_layer": first, "last_layer": last, "blocks": blocks,
                             "memory": memory.to_dict() if memory else None}

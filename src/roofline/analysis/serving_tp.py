@@ -374,7 +374,7 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
     from .report import analyze
     from .serving_pp import check_groups, checked_pp, pipelined, stages_of
 
-    pp = checked_pp(network, pp, inter)  # first: its refusal of training names --pp
+    asked, pp = pp, checked_pp(network, pp, inter)  # first: its refusal of training names --pp
     tp, gpus_per_node = checked(network, tp, gpus_per_node)
     check_groups(network, tp, pp, gpus_per_node)
     fabric = make_fabric(hardware, intra, inter, gpus_per_node)
@@ -388,7 +388,7 @@ def serve(network: Network, hardware: HardwareSpec, tp: int,
     shard = shard_network(network, tp, serving=True)
     replicas = kv_head_replicas(network, tp)
     # a pipeline's stages and their memory first: the batch advice names the batch they fit
-    stages = stages_of(network, shard, pp, hardware, prompt, generate) if pp > 1 else None
+    stages = stages_of(network, shard, asked, hardware, prompt, generate) if pp > 1 else None
     memory = stages.memory() if stages else None
     served = tp > 1 or stages is None  # a tensor-parallel object only where tp is (or asked)
     if prompt is None or generate is None:

@@ -45,7 +45,7 @@ Numbers stay raw here; ``output.whatif`` renders them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -118,14 +118,16 @@ class _Run:
 
 
 def _serving(network: Network, tp: Any, gpus_per_node: Any, intra: str | None, pp: Any = 1,
-             inter: str | None = None) -> tuple[int, int, str | None, int, str | None] | None:
+             inter: str | None = None) -> tuple[int, int, str | None, Any, str | None] | None:
     """The tensor-parallel group (and the pipeline of pp of them) compare or sweep serves each
     device or point over, checked once before the first as ``serve`` checks it
     (``serving_pp.checked_pp`` first, then ``serving_tp.checked``); None where one GPU runs
-    it (``serving_tp.requested``)."""
+    it (``serving_tp.requested``). ``pp`` stays the blocks of each stage where they are
+    given (``--pp A,B,...``), else it is the count."""
     if not requested(tp, gpus_per_node, intra, pp, inter):
         return None
-    pp = checked_pp(network, pp, inter)
+    stages = checked_pp(network, pp, inter)
+    pp = tuple(pp) if isinstance(pp, (list, tuple)) and stages > 1 else stages
     return (*checked(network, tp, gpus_per_node), intra, pp, inter)
 
 
@@ -145,7 +147,8 @@ def compare(model: Network | str | os.PathLike[str], hardware: list[HardwareSpec
             quantization: bool = False, prompt: int | None = None,
             generate: int | None = None, tp: int = 1,
             gpus_per_node: int = DEFAULT_GPUS_PER_NODE, intra: str | None = None,
-            pp: int = 1, inter: str | None = None, **overrides: Any) -> Comparison:
+            pp: int | Sequence[int] = 1, inter: str | None = None,
+            **overrides: Any) -> Comparison:
     """Analyze ``model`` on each device; the first is the baseline. A device without the
     model's dtype runs ``nearest_dtype`` (the Comparison notes it). Needs two devices or more,
     a list: one name given alone is refused, not read as a list of its letters. ``prompt``
@@ -212,7 +215,8 @@ def sweep(model: Network | str | os.PathLike[str], hardware: HardwareSpec | str,
           generate: int | None = None,
           progress: Callable[[str], None] | None = None, tp: int = 1,
           gpus_per_node: int = DEFAULT_GPUS_PER_NODE, intra: str | None = None,
-          pp: int = 1, inter: str | None = None, **overrides: Any) -> Sweep:
+          pp: int | Sequence[int] = 1, inter: str | None = None,
+          **overrides: Any) -> Sweep:
     """Analyze ``model`` on ``hardware`` at each batch, each sequence length, or each pair
     (lists, one int, or ``parse_batches`` text); the one not given stays the model's own.
     ``prompt`` and ``generate`` (together, as ``analyze_model`` takes them, without ``seqs``)

@@ -41,6 +41,38 @@ class Count(click.ParamType):
 COUNT = Count()
 
 
+class Stages(click.ParamType):
+    """``--pp``: a count of pipeline stages (``N``) or the transformer blocks of each stage
+    (``A,B,...``, as vLLM's ``VLLM_PP_LAYER_PARTITION`` gives them), each read by the tool's one
+    integer parser; anything else is click's usage error, exit 2. A list's sum is the model's
+    to check (``serving_pp.checked_pp``)."""
+
+    name = "N|A,B,..."
+
+    def __init__(self, high: int) -> None:
+        self.high = high
+
+    def convert(self, value, param, ctx) -> int | tuple[int, ...]:
+        if isinstance(value, (int, tuple)) and not isinstance(value, bool):  # a default
+            return value
+        text = str(value)
+        try:
+            if "," not in text:
+                return parse_int(text, 1, self.high)
+            parts = text.split(",")
+            if len(parts) > self.high:
+                raise ValueError(f"{len(parts)} stages is more than {self.high}")
+            blocks = []
+            for stage, part in enumerate(parts):
+                try:
+                    blocks.append(parse_int(part, 1, MAX_INT))
+                except ValueError as exc:
+                    raise ValueError(f"stage {stage}'s blocks: {exc}") from None
+            return tuple(blocks)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 class Seconds(click.FloatRange):
     """A float option in a closed range that also refuses nan: click's range compares, and
     every comparison with nan is false, so ``nan`` passed it (``--measure-budget nan`` then

@@ -9,7 +9,7 @@ import click
 
 from ..errors import InputError
 from ..model.dtypes import ACCUMULATION_DTYPES, DTYPES, KV_DTYPES, OUTPUT_DTYPES, WEIGHT_DTYPES
-from .options import COUNT, Count, _given
+from .options import COUNT, Count, Stages, _given
 
 #: The options only an inference step reads: plan, which lays out training steps, parses them
 #: unlisted in its --help and refuses each, and --mode inference, in one line
@@ -146,10 +146,12 @@ def pipeline_options(command):
              "ib-hdr, 400gbe, 100gbe, ...; or GB/s per direction) [default: ib-ndr, as "
              "plan's].")(command)
     return click.option(
-        "--pp", type=Count(high=1024), default=1, show_default=True,
+        "--pp", type=Stages(high=1024), default=1, show_default=True,
         help="Serve over a pipeline of N stages, each a --tp group (tp x pp GPUs; inference "
              "only), as vLLM's --pipeline-parallel-size: its transformer blocks split as vLLM "
-             "splits them, each stage handing the next its hidden states (and residual) on the "
-             "inter-node link where the stages sit in two nodes, else the intra-node one; "
-             "every figure one GPU's, its memory the most loaded stage's with the KV cache of "
-             "N batches in flight; tokens/s the tp x pp GPUs'.")(command)
+             "splits them, or A,B,... blocks to each stage as vLLM's VLLM_PP_LAYER_PARTITION "
+             "gives them (adding up to the model's blocks), each stage handing the next its "
+             "hidden states (and residual) on the inter-node link where the stages sit in two "
+             "nodes, else the intra-node one; every figure one GPU's, its memory the most "
+             "loaded stage's with the KV cache of N batches in flight; tokens/s the tp x pp "
+             "GPUs'.")(command)

@@ -37,6 +37,12 @@ def _stages_text(pp: PipelineParallel) -> str:
                                                                      stages.blocks)))
 
 
+def _split_text(pp: PipelineParallel) -> str:
+    """Whose split of the blocks the stages are: vLLM's, or the one given (``--pp A,B``)."""
+    return ("the split given, as VLLM_PP_LAYER_PARTITION gives vLLM one" if pp.stages.given
+            else "vLLM's split")
+
+
 def header_line(pp: PipelineParallel) -> str:
     """The header's line: ``pipeline-parallel over 2 stages of tp 8 (16 GPUs, 2 nodes of 8):
     every figure below is one GPU's of its stage; <stages>; hand-offs on <link>, exposed; 2
@@ -50,7 +56,7 @@ def header_line(pp: PipelineParallel) -> str:
     return (f"pipeline-parallel over {count(pp.pp, 'stage')} of tp {pp.tp} "
             f"({count(gpus, 'GPU')}, {count(pp.nodes, 'node')} of {pp.fabric.gpus_per_node}): "
             f"every figure below is one GPU's of its stage, the step time one batch's through "
-            f"every stage; {_stages_text(pp)} (vLLM's split); hand-offs {on}, exposed; "
+            f"every stage; {_stages_text(pp)} ({_split_text(pp)}); hand-offs {on}, exposed; "
             f"{pp.in_flight} batches in flight, each GPU holding their KV cache for its "
             f"stage's layers")
 
@@ -117,7 +123,7 @@ def group_line(reports: Sequence[Report]) -> str | None:
             f"every figure below is one GPU's of tp x pp, its memory and fits the most loaded "
             f"stage's with the KV cache of the {pp.in_flight} batches in flight, its step time "
             f"one batch's through every stage, the hand-offs included; {_stages_text(pp)} "
-            f"(vLLM's split); hand-offs {on}, exposed; tokens/s are the {gpus} GPUs' with "
+            f"({_split_text(pp)}); hand-offs {on}, exposed; tokens/s are the {gpus} GPUs' with "
             f"{pp.in_flight} batches in flight, a batch every max(its latency, "
             f"{pp.pp} x the slowest stage)")
 
