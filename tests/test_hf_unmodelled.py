@@ -133,3 +133,18 @@ def test_a_quantized_config_says_its_weights_are_counted_unquantized(invoke, tmp
         "quantization_config = gptq, 4-bit weights, groups of 128 in the config is not "
         "modelled: the weights are counted unquantized, in the model's dtype (in inference, "
         "--weights int4 with --group-size, int8 or fp8 counts them as stored)"]
+
+
+def test_a_quantized_config_with_weights_given_says_the_option_counts_them(invoke, tmp_path):
+    # with --weights given the config's quantization is not read, the weights are counted as
+    # the option stores them: the warning said "counted unquantized" beside a memory line that
+    # counted them at 4 bits (DeepSeek-V3's fp8 config under --weights fp8 said the same)
+    gptq = tmp_path / "llama-gptq.json"
+    gptq.write_text(json.dumps(_config("llama-2-7b.json", quantization_config={
+        "quant_method": "gptq", "bits": 4, "group_size": 128})))
+    data = json.loads(invoke("analyze", str(gptq), "--hw", "h100", "--batch", "1", "--seq", "512",
+                             "--mode", "inference", "--weights", "int4", "--format",
+                             "json").stdout)
+    assert data["warnings"] == [
+        "quantization_config = gptq, 4-bit weights, groups of 128 in the config is not read: "
+        "the weights are counted as --weights int4 stores them"]

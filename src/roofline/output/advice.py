@@ -167,13 +167,23 @@ def config_warnings(network: Network, context: bool = True) -> tuple[str, ...]:
     """A sentence per config.json key whose effect is not modelled (``model.hf.UNMODELLED``),
     and (``context``) one for a seq past the model's context: analyze's, compare's, sweep's
     and plan's warnings (sweep names every swept seq past it in its own note)."""
-    from ..model.hf import UNMODELLED
-
-    texts = [f"{key} = {value} in the config is not modelled: "
-             f"{UNMODELLED[key].format(value=value)}" for key, value in network.unmodelled]
+    texts = [_config_text(network, key, value) for key, value in network.unmodelled]
     if context:
         texts += context_warnings(network)
     return tuple(texts)
+
+
+def _config_text(network: Network, key: str, value: str) -> str:
+    """A config key's warning: what the model counts instead. A quantization_config with
+    ``--weights`` given is not read, the weights counted as the option stores them (its own
+    line, the precision line, says how): said so, where "counted unquantized" would contradict
+    the memory line."""
+    from ..model.hf import UNMODELLED
+
+    if key == "quantization_config" and network.weights is not None:
+        return (f"{key} = {value} in the config is not read: the weights are counted as "
+                f"--weights {network.weights} stores them")
+    return f"{key} = {value} in the config is not modelled: {UNMODELLED[key].format(value=value)}"
 
 
 def context_warnings(network: Network) -> list[str]:
