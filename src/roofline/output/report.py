@@ -472,7 +472,8 @@ def memory_line(report: Report) -> str | None:
     if g is not None and g.memory_step == "prefill":  # the parts are the prefill's
         net = g.prefill.network
     parts = ", ".join(f"{PART_NAMES[part]} {si(value, 'B')}" + (
-        _window_text(net) if part == "kv_cache" else "")
+        _window_text(net) if part == "kv_cache" else
+        _copies_text(memory) if part == "weights" else "")
                       for part, value in memory.parts.items() if value)
     total = si(memory.total_bytes, "B")
     if memory.not_counted:
@@ -498,6 +499,14 @@ def memory_line(report: Report) -> str | None:
     if g is not None:
         return head + "; " + _generation_fitting(memory, net, g)
     return head + "; " + _largest_fitting(memory, net)
+
+
+def _copies_text(memory) -> str:
+    """`` (256 MB of them MLA's 16-bit W_UK and W_UV)``: the copies vLLM keeps beside a
+    quantized ``kv_b`` (``Memory.dequantized_bytes``); "" for none."""
+    if not memory.dequantized_bytes:
+        return ""
+    return f" ({si(memory.dequantized_bytes, 'B')} of them MLA's 16-bit W_UK and W_UV)"
 
 
 def optimizer_states_text(network: Network) -> str | None:
