@@ -152,8 +152,8 @@ def test_bad_bit_widths_are_one_line_and_exit_2(invoke, options, message):
 def test_precision_line_names_each_width(invoke, tmp_path):
     out = invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", "--seq", "64", "--mode",
                  "inference", "--weights", "int4", "--kv-cache", "fp8").stdout
-    assert ("precision: weights int4-g128 (fp16 scales), the LM head fp16 (as vLLM keeps it) x "
-            "activations fp16 -> C fp16; KV cache fp8; rest fp16") in out
+    assert ("precision: weights int4-g128 (fp16 scales) x activations fp16 -> C fp16; embedding "
+            "and LM head fp16 (vLLM quantizes neither); KV cache fp8; rest fp16") in out
     plain = json.loads(invoke("analyze", LLAMA, "--hw", A100, "--batch", "1", "--seq", "64",
                               "--format", "json").stdout)
     assert (plain["weights"], plain["activations"], plain["kv_cache"]) == ("fp16",) * 3

@@ -2,10 +2,13 @@
 
 Parts (bytes, per device):
 
-- ``weights``: the matrices GEMMs read as B (``matrix_parameters``) as stored (``weights``:
-  int4 is half a byte per value plus one fp16 scale per ``group_size`` values), every other
-  parameter (norms, biases, embeddings) at the model's dtype. Llama-2-7B in fp16:
-  6,738,415,616 x 2 = 13,476,831,232 B. A training step keeps all at the model's dtype.
+- ``weights``: the matrices a weight format stores (``model.quantized.format_matrices``: what
+  GEMMs read as B, ``matrix_parameters``, but an LM head and a router vLLM keeps unquantized)
+  as stored (``weights``: int4 is half a byte per value plus one fp16 scale per ``group_size``
+  values), every other parameter (norms, biases, embeddings, the LM head) at the model's
+  dtype, and, with MLA's ``kv_b`` in a format, the 16-bit W_UK and W_UV vLLM keeps beside it
+  (``model.quantized.dequantized_copies``). Llama-2-7B in fp16: 6,738,415,616 x 2 =
+  13,476,831,232 B. A training step keeps all at the model's dtype.
 - The KV cache is stored at ``kv_cache``'s size (default the model's dtype).
 - ``kv_cache`` (inference): per attention block 2 x kv_heads x head_dim x seq x batch elements
   (Llama-2-7B in fp16: 32 blocks x 2 x 32 x 128 x 2 B = 0.5 MiB per token).
@@ -44,9 +47,9 @@ from typing import Any
 from ..files.numbers import MAX_INT
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import SCALE_BYTES, bits, itemsize
-from ..model.layers import kv_cache_bytes, live_bytes, matrix_parameters, saved_bytes
-from ..model.lm_head import is_lm_head, vocabularies
+from ..model.layers import kv_cache_bytes, live_bytes, saved_bytes
 from ..model.network import Network
+from ..model.quantized import dequantized_copies, format_matrices
 
 #: The stated allowance for what a step needs beyond its tensors: the CUDA context (about
 #: 0.3-0.5 GB), cuBLAS and attention workspaces, allocator fragmentation. A round figure.
@@ -70,6 +73,10 @@ class Memory:
     #: where the capacity comes from (``HardwareSpec.memory_capacity_basis``): "cuda",
     #: "probe" or "datasheet"; None without a capacity
     capacity_basis: str | None = None
+    #: of ``weights``, the bytes of MLA's 16-bit W_UK and W_UV that vLLM keeps beside a
+    #: ``kv_b`` stored in a weight format (``model.quantized.dequantized_copies``), said with
+    #: the weights; not a part of its own
+    dequantized_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
@@ -129,12 +136,11 @@ def memory_parts(network: Network, workspace: int = WORKSPACE_BYTES,
     # layers alike (a repeat's copies, layers of the same fields) hold the same: each counted
     # once, times its copies (Network.layer_groups)
     groups = net.layer_groups()
-    # the matrices --weights stores: every GEMM's B but an LM head's (model.lm_head)
-    vocabulary = vocabularies(net)
-    matrices = sum(matrix_parameters(layer) * count for count, layer in groups
-                   if not is_lm_head(layer, vocabulary))
+    # the matrices --weights stores, the rest at the model's dtype (model.quantized)
+    matrices = format_matrices(net)
     stored = net.weight_dtype if net.mode != "train" else dtype
     weights = -(-matrices * bits(stored) // 8) + (parameters - matrices) * e
+    weights += dequantized_copies(net) * e  # MLA's W_UK and W_UV beside a quantized kv_b
     if net.group and net.mode != "train":  # one fp16 scale per group of each column
         weights += matrices // net.group * SCALE_BYTES
     parts = dict.fromkeys(PARTS, 0) | {"weights": weights, "workspace": workspace}
@@ -212,20 +218,22 @@ def memory_of(network: Network, hardware: HardwareSpec, workspace: int | None = 
     if workspace is None:
         workspace = WORKSPACE_BYTES if hardware.kind == "gpu" else 0
     parts = memory_parts(network, workspace, kv_copies)
+    copies = dequantized_copies(network) * itemsize(network.operand_dtype)
     # a captured module exists at one batch and seq (its activations recorded there, where the
     # capture kept them: ``Network.captured_live``)
     captured = network.captured_batch is not None
     unknown = ("activations",) if captured and network.captured_live is None else ()
     if hardware.memory_capacity_bytes is None:
-        return Memory(parts, capacity_bytes=None, not_counted=unknown)
+        return Memory(parts, capacity_bytes=None, not_counted=unknown,
+                      dequantized_bytes=copies)
     capacity, basis = round(hardware.memory_capacity_bytes), hardware.memory_capacity_basis
     if captured:
         return Memory(parts, capacity_bytes=capacity, not_counted=unknown,
-                      capacity_basis=basis)
+                      capacity_basis=basis, dequantized_bytes=copies)
     max_seq, limit = _max_seq(network, capacity, workspace, kv_copies)
     return Memory(parts, capacity_bytes=capacity,
                   max_batch=max_batch(network, capacity, workspace, kv_copies), max_seq=max_seq,
-                  seq_limit=limit, capacity_basis=basis)
+                  seq_limit=limit, capacity_basis=basis, dequantized_bytes=copies)
 
 
 def max_batch(network: Network, capacity: float, workspace: int = WORKSPACE_BYTES,

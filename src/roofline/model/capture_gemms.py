@@ -18,7 +18,7 @@ from ..files.numbers import MAX_INT
 from .capture_recorder import _Recorder
 from .capture_tensors import _dtype_name
 from .dtypes import TORCH_DTYPES
-from .gemm import GemmShape
+from .gemm import UNQUANTIZED, GemmShape
 from .layers.captured import CapturedOp, Item
 from .ops import ELEMENTWISE, SumShape
 
@@ -104,14 +104,24 @@ def _root(t: Any) -> Any:
 
 def _weight_kind(b: Any, rec: _Recorder) -> str:
     """What a GEMM's B is (``GemmShape.b_operand``): "weight" for a parameter (or a view of
-    one), recorded among the step's matrices (``Captured.matrix_parameters``); "tied" for a
-    table an embedding of the step gathers from (GPT-2's LM head reads the token embedding's);
-    "" for anything else."""
+    one), recorded among the step's matrices (``Captured.matrix_parameters``: what a weight
+    format stores); "tied" for a table an embedding of the step gathers from (GPT-2's LM head
+    reads the token embedding's); "unquantized" for an untied LM head's weight, a matrix whose
+    rows (nn.Linear's out_features) are the vocabulary, the rows of the largest table the step
+    gathered from before it (the token embedding's, not a position or token-type table: BERT's
+    2-row token types against a 2-label classifier), the rule of ``model.lm_head``: a weight
+    format leaves it at the model's dtype (``model.quantized``), not among the matrices; "" for
+    anything else."""
     if id(b) not in rec.weights:
         return ""
-    root = id(_root(b))
+    parameter = _root(b)
+    root = id(parameter)
     if root in rec.tables:
         return "tied"
+    vocabulary = max((rec.weights[t].shape[0] for t in rec.tables if t in rec.weights),
+                     default=None)
+    if parameter.dim() == 2 and parameter.shape[0] == vocabulary:
+        return UNQUANTIZED
     rec.matrices.add(root)
     return "weight"
 

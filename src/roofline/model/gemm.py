@@ -52,9 +52,14 @@ def rows_text(rows: tuple[int, int, int]) -> str:
     return f", rows of A, B, C along {', '.join(DIMENSIONS[r] for r in rows)}"
 
 
-#: what B is: an activation or gradient, a weight, the KV cache, or a weight another layer
-#: stores (an output layer tied to the embedding reads the embedding's table)
-B_OPERANDS = ("", "weight", "kv", "tied")
+#: ``GemmShape.b_operand`` of a weight its layer keeps at the model's dtype whatever the weight
+#: format (``model.quantized``: a router vLLM builds unquantized, MLA's absorbed W_UK and W_UV,
+#: a captured LM head)
+UNQUANTIZED = "unquantized"
+#: what B is: an activation or gradient, a weight (in the weight format, or kept at the
+#: model's dtype), the KV cache, or a weight another layer stores (an output layer tied to the
+#: embedding reads the embedding's table)
+B_OPERANDS = ("", "weight", UNQUANTIZED, "kv", "tied")
 Dims = tuple[int, int, int]
 
 
@@ -74,10 +79,11 @@ class GemmShape(NamedTuple):
     (a convolution's input map, not its unfolded matrix; K and V that query heads share; a
     captured operand broadcast along the batch, one matrix for all). ``b_operand`` says what B
     is when the model may store it in its own format: ``"weight"`` (a weight matrix: forward and
-    data-gradient GEMMs of a weighted layer), ``"kv"`` (K or V read from the KV cache: naive
-    attention in decode), ``"tied"`` (a weight another layer stores: an output layer tied to
-    the embedding reads its table, kept at the model's dtype whatever the weight format), else
-    ``""``. ``rows`` gives the dimension each of A, B and C runs
+    data-gradient GEMMs of a weighted layer), ``"unquantized"`` (a weight its layer keeps at the
+    model's dtype whatever the weight format, ``UNQUANTIZED``), ``"kv"`` (K or V read from the
+    KV cache: naive attention in decode), ``"tied"`` (a weight another layer stores: an output
+    layer tied to the embedding reads its table, kept at the model's dtype whatever the weight
+    format), else ``""``. ``rows`` gives the dimension each of A, B and C runs
     along in memory (0 M, 1 N, 2 K) where the pass's convention (``PASS_ROWS``) does not hold:
     attention's products, a captured GEMM's operands as their strides say. ``dtype`` and
     ``c_dtype``, where given, are the operand and output dtypes of a GEMM that runs in its own
@@ -94,7 +100,7 @@ class GemmShape(NamedTuple):
     batch_count: int = 1
     align: tuple[int, int, int] = (1, 1, 1)
     tensors: tuple[int, int, int] | None = None  # A, B, C elements when not the matrices
-    b_operand: str = ""  # "weight" | "kv" | "tied" | "": what B is
+    b_operand: str = ""  # "weight" | "unquantized" | "kv" | "tied" | "": what B is
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension; None: PASS_ROWS
     dtype: str = ""  # a captured quantized GEMM's own operand dtype ("": the model's)
     c_dtype: str = ""  # and its output's (torch._int_mm's int32, torch._scaled_mm's out_dtype)
@@ -183,8 +189,8 @@ class Gemm:
     tensors: tuple[int, int, int] | None = None  # A, B, C elements read/written (GemmShape)
     b_dtype: str = ""  # B as stored when not ``dtype`` (int4/int8/fp8 weights, an fp8 KV cache)
     group_size: int = 0  # values per fp16 scale of a group-quantized B (int4); 0: none
-    b_operand: str = ""  # "weight" | "kv" | "tied" | "": what B is (GemmShape), kept from step
-    #                      to step
+    b_operand: str = ""  # "weight" | "unquantized" | "kv" | "tied" | "": what B is (GemmShape),
+    #                      kept from step to step
     rows: tuple[int, int, int] | None = None  # A's, B's, C's row dimension (GemmShape)
     tf32: bool = False  # fp32 that torch runs in TF32 where the GPU has it (GemmShape)
     transposed: int = 0  # values cuDNN transposes around it on Tensor Cores (GemmShape)

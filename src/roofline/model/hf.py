@@ -22,7 +22,9 @@ longest sequence the model takes) from ``max_position_embeddings`` (gpt2: ``n_po
   sparse (``decoder_sparse_step`` 1, ``mlp_only_layers`` empty, as every published Qwen3-MoE;
   the dense ``intermediate_size`` then unused); none sparse, dense blocks of
   ``intermediate_size`` (so with ``num_experts`` 0); dense layers among sparse ones are refused
-  in one line (``_qwen3_moe``).
+  in one line (``_qwen3_moe``). Its router takes a weight format (the block's
+  ``quantized_router``), as vLLM's ``Qwen3MoeSparseMoeBlock`` hands its gate the quantization
+  config (``model.quantized``); mixtral's and deepseek_v3's stay at the model's dtype.
   ``norm_topk_prob`` (the top-k weights renormalized: k values a token), ``router_aux_loss_coef``
   and ``output_router_logits`` (the load-balancing loss, a training objective over the router's
   logits the step computes anyway) change no GEMM, op or memory roofline counts: read by none.
@@ -263,6 +265,7 @@ def _llama(f: Fields) -> list[dict[str, Any]]:
     if sparse:
         block["experts"] = f.positive_int("num_experts")
         block["top_k"] = f.positive_int("num_experts_per_tok")
+        block["quantized_router"] = True  # vLLM's Qwen3-MoE gate takes the format
     return [{"type": "embedding", "name": "embed_tokens", "vocab": vocab, "dim": hidden,
              _FROM: {"vocab": "vocab_size", "dim": "hidden_size"}},
             block,

@@ -1,11 +1,10 @@
 """A language model's output layer, the LM head: a Linear whose outputs are an embedding's
 vocabulary (the logits). One rule read by the tensor-parallel shard (vocabulary-parallel, padded
-as Megatron-LM or vLLM pads it) and by the weight formats (``--weights`` leaves it 16-bit: vLLM's
-``Fp8Config``, ``AWQConfig`` and ``GPTQConfig`` give a quantized method to ``LinearBase``
-layers, and to the ``ParallelLMHead`` only where a GPTQ checkpoint says ``lm_head: true``, which
-is not the default; ``vllm/model_executor/layers/quantization/{fp8,awq,gptq}.py``,
-``get_quant_method``). A tied head (GPT-2's) is the embedding's table, left at the model's dtype
-by the same rule."""
+as Megatron-LM or vLLM pads it) and by the weight formats (``model.quantized``: a weight format
+leaves its weights and its GEMM at the model's dtype, as vLLM serves its ``ParallelLMHead``). A
+tied head (GPT-2's) reads the embedding's table; a captured module's head is found by the same
+rule, a matrix whose rows are the vocabulary of the table its embedding gathers from
+(``capture_gemms._weight_kind``)."""
 
 from __future__ import annotations
 

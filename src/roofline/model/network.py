@@ -144,8 +144,9 @@ class Network:
 
     @property
     def lm_heads(self) -> frozenset[str]:
-        """The names of its untied LM heads (``model.lm_head``), which ``--weights`` leaves in
-        the activations' dtype as vLLM does; kept with its layers."""
+        """The names of its untied LM heads (``model.lm_head``), which a weight format leaves at
+        the model's dtype, weights and GEMM, as vLLM does (``model.quantized``); kept with its
+        layers."""
         from .lm_head import lm_head_names
 
         return lm_head_names(self)

@@ -21,6 +21,7 @@ from .gemm import Gemm, GemmShape
 from .layers import Layer, Step, recomputed
 from .network_groups import _fields_key
 from .ops import Op, optimizer_update
+from .quantized import in_format
 from .repeats import ItemRun, LayerRun, Layers, Numbered, rebuild
 
 if TYPE_CHECKING:
@@ -178,21 +179,24 @@ def _split_runs(network: Network, runs: tuple[LayerRun[Layer], ...]) -> list[Lay
 
 
 def _gemm(network: Network, index: int, s: GemmShape, copy: int) -> Gemm:
-    """GEMM ``index``: weight GEMMs (B a weight, and weight gradients) compute in the
-    activations' dtype, B stored as the weights are (a group-quantized B needs a group size
-    dividing K); naive attention in decode reads B from the KV cache; C is ``output_dtype``,
-    else the math dtype's default, except under separate activations, where a weight GEMM
-    writes the model's dtype (the dequantizing epilogue of W8A8 kernels). An LM head's B stays
-    in the activations' dtype whatever ``--weights`` says (``model.lm_head``: vLLM's rule). A
+    """GEMM ``index``: weight GEMMs (B a weight in the weight format, and weight gradients)
+    compute in the activations' dtype, B stored as the weights are (a group-quantized B needs a
+    group size dividing K); naive attention in decode reads B from the KV cache; C is
+    ``output_dtype``, else the math dtype's default, except under separate activations, where a
+    weight GEMM writes the model's dtype (the dequantizing epilogue of W8A8 kernels). A weight
+    the format leaves alone in inference (``model.quantized.in_format``: an LM head, a router
+    vLLM builds unquantized, MLA's absorbed W_UK and W_UV) is read at the model's dtype, its
+    GEMM computed and written there, whatever ``--weights`` and ``--activations`` say. A
     captured quantized GEMM (``GemmShape.dtype``) keeps its own operand and output dtypes; a
     GEMM torch runs in TF32 (``GemmShape.tf32``) stays so while its math is fp32."""
-    weighted = s.b_operand == "weight" or s.pass_ == "backward-weight"
+    stored = in_format(network, s)
+    weighted = stored or s.pass_ == "backward-weight"
     math = network.activation_dtype if weighted else network.operand_dtype
     accumulate = s.pass_ == "backward-weight" and network.grad_accumulation is not None
     c_dtype = network.grad_accumulation if network.grad_accumulation and accumulate else (
         network.weight_c_dtype if weighted else network.c_dtype)
     b_dtype, group = "", 0
-    if s.b_operand == "weight" and not s.dtype and s.layer not in network.lm_heads:
+    if stored and not s.dtype:
         b_dtype, group = network.weight_dtype, network.group
         if group and s.k % group:
             raise InputError(network.source, "group_size", f"group size {group} does not "

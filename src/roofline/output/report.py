@@ -22,6 +22,7 @@ from ..units import count, rate_unit, seconds, si, three_digits
 from .advice import alignment_text, gemm_advice, gemm_warnings, past_memory, tier_hint
 from .hardware import capacity_text
 from .json import to_json
+from .precision import precision_text
 from .scaling import scaling_lines
 from .serving_pp import header_line as pipeline_header
 from .serving_pp import pipeline_line
@@ -243,40 +244,6 @@ def _op_row(result) -> list[str]:
     return [o.name, o.layer, o.pass_, o.kind, si(o.flops, ""), si(o.bytes, "B"),
             f"{o.intensity:.2f}", result.bound, three_digits(result.attainable_flops_per_s / 1e12),
             seconds(result.time_s)]
-
-
-def precision_text(network) -> str:
-    """The precision a report assumed, in words: operands, output, weight-gradient buffer;
-    with separate weights, activations or KV cache, each of them."""
-    if network.mixed_precision:
-        return _mixed_precision_text(network)
-    text = f"A, B {network.dtype} -> C {network.c_dtype}"
-    if network.mode != "train":
-        return text
-    if network.grad_accumulation:
-        return text + (f"; weight gradients accumulate into {network.grad_accumulation} "
-                       f"(C read and written)")
-    return text + "; weight gradients written once (no accumulation buffer)"
-
-
-def _mixed_precision_text(network) -> str:
-    """``weights int4-g128 (fp16 scales) x activations fp16 -> C fp16; KV cache fp8; rest
-    fp16``: the weight GEMMs compute in the activations' dtype (a narrower weight is
-    dequantized to it), everything else in the model's dtype. An int8 or fp8 weight's
-    per-channel scales are not counted, and it says so."""
-    stored = network.weight_dtype
-    if network.group:
-        stored += f"-g{network.group} (fp16 scales)"
-    else:  # per-channel scales: N values a K x N weight, under 0.1% of its bytes from K 1024
-        stored += " (scales not counted)"
-    if network.weights and network.mode != "train" and network.lm_heads:
-        stored += f", the LM head {network.activation_dtype} (as vLLM keeps it)"
-    text = (f"weights {stored} x activations {network.activation_dtype} -> C "
-            f"{network.weight_c_dtype}")
-    if network.mode != "train" and any(hasattr(run.layer, "kv_cache_bytes")
-                                       for run in network.layer_runs):  # attention keeps one
-        text += f"; KV cache {network.kv_dtype}"
-    return text + f"; rest {network.dtype}"
 
 
 def step_text(network) -> str:
@@ -505,7 +472,8 @@ def memory_line(report: Report) -> str | None:
     if g is not None and g.memory_step == "prefill":  # the parts are the prefill's
         net = g.prefill.network
     parts = ", ".join(f"{PART_NAMES[part]} {si(value, 'B')}" + (
-        _window_text(net) if part == "kv_cache" else "")
+        _window_text(net) if part == "kv_cache" else
+        _copies_text(memory) if part == "weights" else "")
                       for part, value in memory.parts.items() if value)
     total = si(memory.total_bytes, "B")
     if memory.not_counted:
@@ -531,6 +499,14 @@ def memory_line(report: Report) -> str | None:
     if g is not None:
         return head + "; " + _generation_fitting(memory, net, g)
     return head + "; " + _largest_fitting(memory, net)
+
+
+def _copies_text(memory) -> str:
+    """`` (256 MB of them MLA's 16-bit W_UK and W_UV)``: the copies vLLM keeps beside a
+    quantized ``kv_b`` (``Memory.dequantized_bytes``); "" for none."""
+    if not memory.dequantized_bytes:
+        return ""
+    return f" ({si(memory.dequantized_bytes, 'B')} of them MLA's 16-bit W_UK and W_UV)"
 
 
 def optimizer_states_text(network: Network) -> str | None:

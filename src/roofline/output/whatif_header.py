@@ -10,10 +10,10 @@ from ..analysis.predict import predicts
 from . import generations
 from .advice import past_context_text, whatif_warnings
 from .hardware import capacity_text
+from .precision import precision_text
 from .report import (
     optimizer_states_text,
     peak_text,
-    precision_text,
     prefill_limit_text,
     quantization_line,
     recompute_setting,

@@ -33,7 +33,7 @@ def plot_generation_sweep(sweep: Sweep, ax: Axes | None = None) -> Axes:
         raise PlotError("a generation chart needs a sweep of generations (prompt and generate)")
     from ..analysis.predict import basis_of, predicts
     from ..output.generations import wait_text
-    from ..output.report import precision_text
+    from ..output.precision import precision_text
     from ..output.serving_tp import shard_words, where_text
 
     reports = list(sweep.reports)

@@ -84,7 +84,8 @@ def plot_roofline(reports: Report | Sequence[Report], ax: Axes | None = None, *,
 
 
 def _title(reports: Sequence[Report]) -> str:
-    from ..output.report import precision_text, step_text
+    from ..output.precision import precision_text
+    from ..output.report import step_text
     from ..output.serving_tp import shard_words
 
     names = list(dict.fromkeys(r.network.name for r in reports))

@@ -84,7 +84,8 @@ def _sweep_frame(ax: Axes, report: Report, metric: str, batches: list[int],
                  span: tuple[float, float], axis: str = "batch") -> None:
     """The limit line (ridge or peak), log axes (batch in powers of 2, each batch a tick), axis
     names, the title (the step and precision in output/'s words) and the legend."""
-    from ..output.report import precision_text, step_text
+    from ..output.precision import precision_text
+    from ..output.report import step_text
     from ..output.serving_tp import shard_words
 
     roof = main_roof(report)

@@ -39,9 +39,12 @@ rope, V = v_head_dim, h hidden):
   cache, head dims Lkv + R (scores) and Lkv (values: the latent itself), the cache's Lkv + R
   values a token read once for all H heads; ``v_up``, W_UV after it (``_v_up_proj``,
   ``torch.bmm(x, self.W_UV)``): H batched T x V x Lkv; ``proj`` as above. W_UK and W_UV are
-  ``kv_b``'s weight split per head, which vLLM keeps in the activations' dtype (its
-  ``process_weights_after_loading`` dequantizes them): their GEMMs read them as plain operands,
-  not as the stored weight format, and the parameters count them once, as ``kv_b``.
+  ``kv_b``'s weight split per head, which vLLM keeps at the model's dtype whatever the weight
+  format (``process_weights_after_loading`` dequantizes a quantized ``kv_b`` into them:
+  ``model.quantized``): their GEMMs read them as weights at the model's dtype
+  (``b_operand`` ``"unquantized"``) and compute there, and the parameters count them once, as
+  ``kv_b``; a ``kv_b`` stored in a weight format adds their 16-bit copies to memory
+  (``absorbed_matrices``).
 
 The attention kernel takes the values at v_head_dim, as FlashAttention-3 on Hopper does; vLLM
 pads V to the query/key head dim for kernels that need one head dim (its
@@ -61,7 +64,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..gemm import GemmShape
+from ..gemm import UNQUANTIZED, GemmShape
 from ..ops import OpShape
 from .step import Step
 
@@ -113,6 +116,12 @@ def matrices(b: Transformer) -> int:
     q = (h * b.q_lora_rank + b.q_lora_rank * heads * qk) if b.q_lora_rank else h * heads * qk
     kv = h * cache_width(b) + b.kv_lora_rank * heads * (b.qk_nope_head_dim + b.v_head_dim)
     return q + kv + heads * b.v_head_dim * h
+
+
+def absorbed_matrices(b: Transformer) -> int:
+    """W_UK and W_UV, the decode's absorbed up projections, heads x Lkv x (P + V) values: the
+    copies vLLM keeps beside a ``kv_b`` stored in a weight format (``model.quantized``)."""
+    return b.heads * b.kv_lora_rank * (b.qk_nope_head_dim + b.v_head_dim)
 
 
 def norms(b: Transformer) -> int:
@@ -167,11 +176,11 @@ def after_attention(b: Transformer, step: Step) -> list[Item]:
 
 def _absorbed(b: Transformer, step: Step, part: str, n: int, k: int) -> GemmShape:
     """One of decode's per-head products, H batched T x n x k: vLLM's (N, B, K) x (N, K, n)
-    ``torch.bmm``, one matrix of W_UK or W_UV a head (``kv_b``'s weight, at the activations'
-    dtype: no ``b_operand``)."""
+    ``torch.bmm``, one matrix of W_UK or W_UV a head (``kv_b``'s weight, kept at the model's
+    dtype whatever the weight format: ``UNQUANTIZED``)."""
     return GemmShape(f"{b.name}.{part}", "forward", step.tokens, n, k,
                      (step.row_role, f"{part}.out", f"{part}.in"), (step.per_sample, 0, 0),
-                     b.heads)
+                     b.heads, b_operand=UNQUANTIZED)
 
 
 def rotary_values(b: Transformer) -> int:

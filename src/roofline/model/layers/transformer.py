@@ -79,7 +79,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..gemm import GemmShape
+from ..gemm import UNQUANTIZED, GemmShape
 from ..ops import AttentionShape, OpShape, SumShape, elementwise
 from . import mla
 from .step import Step
@@ -90,7 +90,8 @@ if TYPE_CHECKING:
 Item = GemmShape | OpShape
 _KEYS = frozenset({"type", "name", "hidden", "heads", "kv_heads", "head_dim", "ffn", "gated",
                    "causal", "window", "attention", "norm", "bias", "dropout", "experts",
-                   "top_k", "shared_ffn", "rotary", "qk_norm", "repeat", *mla.FIELDS})
+                   "top_k", "shared_ffn", "quantized_router", "rotary", "qk_norm", "repeat",
+                   *mla.FIELDS})
 ATTENTION_FORMS = ("flash", "naive")
 LSE_BYTES = 4  # FlashAttention keeps one fp32 log-sum-exp per query row for the backward pass
 
@@ -121,6 +122,10 @@ class Transformer:
     #: with experts: the width of the gated FFN every token runs beside its routed experts
     #: (DeepSeek's shared experts, moe_intermediate_size x n_shared_experts); 0: none
     shared_ffn: int = 0
+    #: with experts: whether a weight format stores the router too (vLLM's Qwen3-MoE hands
+    #: its gate the quantization config); False: the router stays at the model's dtype, its
+    #: GEMM too, as vLLM builds DeepSeek's, Mixtral's and Qwen2-MoE's (``model.quantized``)
+    quantized_router: bool = False
     #: multi-head latent attention (``mla``; 0: none): the query latent's rank (0: one full
     #: query projection), the key/value latent's, and the per-head widths of the query/key part
     #: without and with the rotary embedding and of the values
@@ -153,6 +158,10 @@ class Transformer:
         if shared and not experts:
             raise fields.fail("shared_ffn", "a shared expert runs beside routed ones: shared_ffn "
                                             "needs experts (a dense block's FFN is ffn)")
+        quantized_router = fields.boolean("quantized_router", False)
+        if fields.has("quantized_router") and not experts:
+            raise fields.fail("quantized_router", "a router routes tokens to experts: "
+                                                  "quantized_router needs experts")
         causal = fields.boolean("causal", False)
         window = fields.positive_int("window", 0)
         if window and not causal:
@@ -168,6 +177,7 @@ class Transformer:
             norm=fields.choice("norm", ("layernorm", "rmsnorm"), "layernorm"),
             bias=fields.choice("bias", ("none", "all", "qkv"), "none"),
             dropout=_dropout(fields), experts=experts, top_k=top_k, shared_ffn=shared,
+            quantized_router=quantized_router,
             rotary=fields.boolean("rotary", False), qk_norm=fields.boolean("qk_norm", False),
             **latent)
 
@@ -234,9 +244,21 @@ class Transformer:
         """The FFN's weight matrices, or the experts held, the router and the shared expert."""
         ffn = self.hidden * self.up_width + self.ffn * self.hidden
         if self.experts:
-            ffn = (self.local_experts * ffn + self.hidden * self.experts
+            ffn = (self.local_experts * ffn + self._router_matrix
                    + self.hidden * self.shared_up + self.shared_ffn * self.hidden)
         return ffn
+
+    @property
+    def _router_matrix(self) -> int:
+        """The router's weights, hidden x experts (0 in a dense block)."""
+        return self.hidden * self.experts
+
+    @property
+    def _router_operand(self) -> str:
+        """What the router's GEMMs read as B (``GemmShape.b_operand``): a weight in the weight
+        format with ``quantized_router``, else one kept at the model's dtype
+        (``model.quantized``)."""
+        return "weight" if self.quantized_router else UNQUANTIZED
 
     @property
     def parameters(self) -> int:
@@ -266,10 +288,19 @@ class Transformer:
 
     @property
     def matrix_parameters(self) -> int:
-        """The weights GEMMs read as their B operand (projections, FFN or experts held,
-        router, shared expert): what a weight format (int4, int8, fp8) stores; biases and norms
-        stay at the model's dtype."""
-        return self._attention_matrices() + self._ffn_matrices()
+        """The weights GEMMs read as their B operand that a weight format (int4, int8, fp8)
+        stores: the projections, the FFN or the experts held and the shared expert, the router
+        only with ``quantized_router`` (``model.quantized``); biases, norms and an unquantized
+        router stay at the model's dtype."""
+        router = 0 if self.quantized_router else self._router_matrix
+        return self._attention_matrices() + self._ffn_matrices() - router
+
+    @property
+    def absorbed_matrices(self) -> int:
+        """MLA's W_UK and W_UV as vLLM keeps them for the absorbed decode, heads x kv_lora_rank
+        x (qk_nope_head_dim + v_head_dim) values (``mla.absorbed_matrices``; 0 without MLA):
+        16-bit copies beside a ``kv_b`` stored in a weight format (``model.quantized``)."""
+        return mla.absorbed_matrices(self) if self.mla else 0
 
     # -- memory -------------------------------------------------------------------------------
 
@@ -585,7 +616,7 @@ class Transformer:
         return [
             GemmShape(f"{self.name}.router", "forward", t, self.experts, self.hidden,
                       (step.row_role, "experts", "hidden"), (step.per_sample, 0, 0),
-                      b_operand="weight"),
+                      b_operand=self._router_operand),
             self._op("forward", "softmax", t * self.experts, step, "router"),
             GemmShape(f"{self.name}.expert_up", "forward", rows, self.up_width, self.hidden,
                       ("expert tokens", "ffn_up.out", "hidden"), (f, 0, 0), active,
@@ -723,7 +754,7 @@ class Transformer:
             self._op("backward", "softmax-backward", t * self.experts, step, "router"),
             GemmShape(router, "backward-data", t, self.hidden, self.experts,
                       (role, "hidden", "experts"), (step.per_sample, 0, 0),
-                      b_operand="weight"),
+                      b_operand=self._router_operand),
             GemmShape(router, "backward-weight", self.hidden, self.experts, t,
                       ("hidden", "experts", role), (0, 0, step.per_sample))]
 

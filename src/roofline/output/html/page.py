@@ -21,6 +21,7 @@ from ... import __version__
 from ...model.repeats import distinct
 from ...units import rate_unit, seconds, si, three_digits
 from ..hardware import flat
+from ..precision import precision_text
 from ..report import (
     Shown,
     View,
@@ -28,7 +29,6 @@ from ..report import (
     memory_line,
     no_place_text,
     notes_by_tier,
-    precision_text,
     quantization_line,
     recompute_line,
     repeat_note,

@@ -14,10 +14,10 @@ from ...model.repeats import first_copies, repeated_count
 from ...units import nice_above, nice_below, rate_unit, seconds, si, times
 from .. import generations
 from ..fit_bands import no_fit_bands
+from ..precision import precision_text
 from ..report import (
     compact_names,
     optimizer_states_text,
-    precision_text,
     quantization_line,
     recompute_setting,
     step_text,
