@@ -267,6 +267,8 @@ def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
      "gpu.vector_clock_ghz"),
     ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "resident_threads": 1.5}},
      "gpu.resident_threads: expected a positive integer, got 1.5"),
+    ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "pcie_p2p": "no"}},
+     "gpu.pcie_p2p: expected true or false, got 'no'"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"turbo": {}}})},
      "cpu.clocks.avx512.turbo: unknown field"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"base": {"ghz": 2, "tag": "K", "source": "x"}}})},
