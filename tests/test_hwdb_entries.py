@@ -71,7 +71,8 @@ CAPACITY_GB = {"a10": 24, "a100-pcie-40gb": 40, "a100-pcie-80gb": 80, "a100-sxm4
                "gtx-1080-ti": 11, "h200-sxm-141gb": 141, "l4": 24, "l40s": 48, "p100-pcie-16gb": 16,
                "t4": 16, "titan-xp": 12, "v100-pcie-16gb": 16, "m40-24gb": 24,
                "gtx-titan-x": 12, "titan-x-pascal": 12,
-               "v100-sxm2-16gb": 16, "v100-sxm2-32gb": 32, "b200-sxm-180gb": 180}
+               "v100-sxm2-16gb": 16, "v100-sxm2-32gb": 32, "b200-sxm-180gb": 180,
+               "rtx-4090": 24, "rtx-3090": 24, "rtx-a6000": 48, "rtx-6000-ada": 48}
 
 
 MIB = 2**20
@@ -105,6 +106,14 @@ REPORTED_BYTES = {
     "v100-sxm2-16gb": 16_945_512_448,
     # deviceQuery, driver 11.2: "32510 MBytes (34089730048 bytes)" (infn-esc/esc21)
     "v100-sxm2-32gb": 34_089_730_048,
+    # deviceQuery, driver 12.4: "24210 MBytes (25386352640 bytes)" (thamada/nvidia-smi)
+    "rtx-4090": 25_386_352_640,
+    # deviceQuery, driver 12.6: "24154 MBytes (25327697920 bytes)" (thamada/nvidia-smi)
+    "rtx-3090": 25_327_697_920,
+    # deviceQuery, driver 12.4, ECC on: "45619 MBytes (47834660864 bytes)" (thamada/gls)
+    "rtx-a6000": 47_834_660_864,
+    # deviceQuery, driver 12.4, ECC off: "48640 MBytes (51002867712 bytes)" (thamada/nvidia-smi)
+    "rtx-6000-ada": 51_002_867_712,
 }
 
 
@@ -267,6 +276,8 @@ def test_user_entry_overrides_a_bundled_one(isolated_user_hwdb):
      "gpu.vector_clock_ghz"),
     ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "resident_threads": 1.5}},
      "gpu.resident_threads: expected a positive integer, got 1.5"),
+    ({"gpu": {"sms": 80, "boost_clock_ghz": 1.5, "pcie_p2p": "no"}},
+     "gpu.pcie_p2p: expected true or false, got 'no'"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"turbo": {}}})},
      "cpu.clocks.avx512.turbo: unknown field"),
     ({**AS_CPU, "cpu": dict(CPU, clocks={"avx512": {"base": {"ghz": 2, "tag": "K", "source": "x"}}})},

@@ -119,6 +119,36 @@ PEAKS = [
     ("p100-pcie-16gb", "fp32", 9.3, "P100 PCIe datasheet: single-precision 9.3 TFLOPS"),
     ("p100-pcie-16gb", "fp64", 4.7, "P100 PCIe datasheet: double-precision 4.7 TFLOPS"),
     ("p100-pcie-16gb", "fp16", 9.3, "no FP16 x FP16 -> FP32 unit: the FP32 rate (entry notes)"),
+    # Desk cards. GeForce (RTX 4090, 3090): FP16 / BF16 / TF32 Tensor-Core math with FP32
+    # accumulate runs at HALF the FP16-accumulate rate, and fp16 here means FP32 accumulate.
+    # RTX 4090: NVIDIA Ada GPU Architecture whitepaper v2.1, Appendix A, Table 2 ("x/y" = dense /
+    # sparse)
+    ("rtx-4090", "fp16", 165.2, "Ada whitepaper: Peak FP16 Tensor TFLOPS with FP32 Accumulate "
+                                "165.2/330.4 (FP16 accumulate 330.3/660.6: not this dtype)"),
+    ("rtx-4090", "bf16", 165.2, "Ada whitepaper: Peak BF16 Tensor TFLOPS with FP32 Accumulate "
+                                "165.2/330.4; RTX Blackwell whitepaper Table 3 the same"),
+    ("rtx-4090", "tf32", 82.6, "Ada whitepaper: Peak TF32 Tensor TFLOPS 82.6/165.2"),
+    ("rtx-4090", "fp8", 330.3, "Ada whitepaper v2.02+: Peak FP8 Tensor TFLOPS with FP32 "
+                               "Accumulate 330.3/660.6 (footnote 4: corrected from 660.6)"),
+    ("rtx-4090", "int8", 660.6, "Ada whitepaper: Peak INT8 Tensor TOPS 660.6/1321.2"),
+    ("rtx-4090", "fp32", 82.6, "Ada whitepaper: Peak FP32 TFLOPS (non-Tensor) 82.6"),
+    # RTX 3090: GA102 whitepaper Appendix A ("Peak FP16 Tensor TFLOPS with FP32 Accumulate 71",
+    # FP32 35.6); NVIDIA's RTX Blackwell whitepaper Table 3 prints the BF16 row as 71.2/142.4
+    ("rtx-3090", "fp16", 71.2, "RTX Blackwell whitepaper Table 3: BF16 w/ FP32 acc 71.2/142.4 "
+                               "(GA102 whitepaper: FP16 w/ FP32 acc 71)"),
+    ("rtx-3090", "bf16", 71.2, "RTX Blackwell whitepaper Table 3: BF16 w/ FP32 acc 71.2/142.4"),
+    ("rtx-3090", "fp32", 35.6, "GA102 whitepaper: Peak FP32 TFLOPS (non-Tensor) 35.6"),
+    # RTX A6000: NVIDIA datasheet (single-precision 38.7; Tensor performance 309.7, 2:4 sparse)
+    # and the GA102 whitepaper's Table 3 (BF16 with FP32 accumulate 154.8/309.6): full rate
+    ("rtx-a6000", "fp16", 154.8, "A6000 datasheet: Tensor performance 309.7 (sparse) / 2"),
+    ("rtx-a6000", "bf16", 154.8, "GA102 whitepaper Table 3: BF16 w/ FP32 acc 154.8/309.6"),
+    ("rtx-a6000", "fp32", 38.7, "A6000 datasheet: single-precision performance 38.7 TFLOPS"),
+    # RTX 6000 Ada: NVIDIA datasheet (single-precision 91.1; Tensor performance 1,457 = FP8
+    # sparse) and the RTX PRO Blackwell whitepaper's Table 4 (BF16 w/ FP32 acc 364/728)
+    ("rtx-6000-ada", "bf16", 364.0, "RTX PRO Blackwell whitepaper Table 4: 364/728"),
+    ("rtx-6000-ada", "fp16", 364.0, "full rate as BF16 (pro board; 142 x 1024 x 2.505 GHz)"),
+    ("rtx-6000-ada", "fp8", 728.5, "RTX 6000 Ada datasheet: Tensor Performance 1,457 / 2"),
+    ("rtx-6000-ada", "fp32", 91.1, "RTX 6000 Ada datasheet: Single-Precision Performance 91.1"),
     # GTX 1080 Ti / TITAN Xp: derived, cores x 2 x boost clock (NVIDIA specification pages)
     ("gtx-1080-ti", "fp32", 11.34, "3584 cores x 2 x 1.582 GHz = 11.34 (GTX 1080 Ti specs)"),
     ("gtx-1080-ti", "fp64", 0.354, "fp32 / 32, compute capability 6.1 (CUDA guide)"),
@@ -156,6 +186,10 @@ BANDWIDTHS = [
     ("titan-x-pascal", 480.0),  # TITAN X (Pascal) specifications: 480 GB/s (10 Gbps x 384 / 8)
     ("m40-24gb", 288.0),  # M40 24GB datasheet: 288 GB/s
     ("gtx-titan-x", 336.5),  # GTX TITAN X specifications: 336.5 GB/s
+    ("rtx-4090", 1008.0),  # Ada whitepaper Table 2: 384-bit x 21 Gbps / 8 = 1008 GB/sec
+    ("rtx-3090", 936.0),  # GA102 whitepaper: 936 GB/sec (384-bit x 19.5 Gbps / 8)
+    ("rtx-a6000", 768.0),  # A6000 datasheet: 768 GB/s (384-bit x 16 Gbps / 8)
+    ("rtx-6000-ada", 960.0),  # RTX 6000 Ada datasheet: 960 GB/s (384-bit x 20 Gbps / 8)
     ("xeon-platinum-8180", 255.9),  # derived: 2 sockets x 6 ch x DDR4-2666 x 8 B (Intel ARK)
     ("xeon-platinum-8280", 281.6),  # derived: 2 x 6 x DDR4-2933 x 8 B (Intel ARK)
     ("xeon-platinum-8380h", 307.2),  # derived: 2 x 6 x DDR4-3200 x 8 B (Intel ARK)
@@ -179,7 +213,7 @@ GPUS = [
     "v100-sxm2-16gb", "v100-sxm2-32gb", "v100-pcie-16gb", "t4", "a100-sxm4-40gb", "a100-sxm4-80gb",
     "a100-pcie-40gb", "a100-pcie-80gb", "a10", "l4", "l40s", "h100-sxm5-80gb", "h100-pcie-80gb",
     "h200-sxm-141gb", "p100-pcie-16gb", "gtx-1080-ti", "titan-xp", "titan-x-pascal", "m40-24gb",
-    "gtx-titan-x", "b200-sxm-180gb",
+    "gtx-titan-x", "b200-sxm-180gb", "rtx-4090", "rtx-3090", "rtx-a6000", "rtx-6000-ada",
 ]
 CPUS = [
     "xeon-platinum-8180", "xeon-platinum-8280", "xeon-platinum-8380h", "xeon-platinum-8380",
@@ -283,7 +317,8 @@ def test_only_the_pinned_entries_give_a_vector_clock():
 # gpu.resident_threads: the most threads an SM holds, where it is not 2048 (CUDA's technical
 # specifications per compute capability: 7.5 Turing 1024 = 32 warps; 8.6 GA10x and 8.9 Ada 1536
 # = 48 warps); every other entry's architecture holds 2048 (64 warps) and says nothing
-RESIDENT_THREADS = {"t4": 1024, "a10": 1536, "l4": 1536, "l40s": 1536}
+RESIDENT_THREADS = {"t4": 1024, "a10": 1536, "l4": 1536, "l40s": 1536, "rtx-4090": 1536,
+                    "rtx-3090": 1536, "rtx-a6000": 1536, "rtx-6000-ada": 1536}
 
 
 def test_only_turing_ga10x_and_ada_entries_hold_fewer_threads_an_sm():
@@ -313,9 +348,76 @@ def test_cpu_kind(name):
         ("v100-sxm2-16gb", ["bf16", "tf32", "int8", "fp8"]),  # Volta TCs are FP16-only
         ("t4", ["bf16", "tf32", "fp8"]),  # Turing: FP16/INT8/INT4 TCs
         ("a100-sxm4-80gb", ["fp8"]),  # no FP8 before Ada/Hopper
+        ("rtx-3090", ["fp8"]),  # GA102: no FP8
+        ("rtx-a6000", ["fp8"]),
     ],
 )
 def test_unsupported_dtypes_absent(name, absent):
     peaks = load_hardware(name).peak_tflops
     for dtype in absent:
         assert dtype not in peaks, f"{name} must not list {dtype}"
+
+
+# The desk cards' peaks by hand: SMs x FLOP (or integer ops) per clock per SM x the boost clock
+# the vendor's figures assume. Per-SM rates of one GA10x / Ada SM (4 Tensor Cores, 128 FP32
+# lanes; GA102 and Ada whitepapers): FP32 128 lanes x 2 = 256; dense FP16 / BF16 Tensor math
+# with FP32 accumulate 1,024 on a professional board (A6000 154.8 = 84 x 1,024 x 1.8; L40S
+# 362.05 = 142 x 1,024 x 2.49) and 512 on a GeForce one (half its FP16-accumulate 1,024: RTX
+# 4090 330.3 / 165.2); TF32 half the FP16 rate (512 pro, 256 GeForce); FP8 twice FP16 (Ada);
+# INT8 2,048 on both (4090 660.6 = 128 x 2,048 x 2.52, full rate on GeForce too).
+# (name, dtype, SMs, FLOP per clock per SM, GHz, the published figure it reproduces)
+DESK_DERIVATIONS = [
+    ("rtx-4090", "fp32", 128, 256, 2.52, 82.6),     # 82.58: Ada whitepaper 82.6
+    ("rtx-4090", "fp16", 128, 512, 2.52, 165.2),    # 165.15: FP32 accumulate, half of 330.3
+    ("rtx-4090", "bf16", 128, 512, 2.52, 165.2),
+    ("rtx-4090", "tf32", 128, 256, 2.52, 82.6),     # 82.58
+    ("rtx-4090", "fp8", 128, 1024, 2.52, 330.3),    # 330.30: FP32 accumulate, half of 660.6
+    ("rtx-4090", "int8", 128, 2048, 2.52, 660.6),   # 660.60
+    ("rtx-3090", "fp32", 82, 256, 1.695, 35.6),     # 35.58
+    ("rtx-3090", "fp16", 82, 512, 1.695, 71.2),     # 71.16: FP32 accumulate, half of 142
+    ("rtx-3090", "tf32", 82, 256, 1.695, 35.6),     # 35.58
+    ("rtx-3090", "int8", 82, 2048, 1.695, 284.6),   # 284.6 (derived: no copy of the row read)
+    ("rtx-a6000", "fp32", 84, 256, 1.8, 38.7),      # 38.71
+    ("rtx-a6000", "fp16", 84, 1024, 1.8, 154.8),    # 154.83: full rate (pro board)
+    ("rtx-a6000", "tf32", 84, 512, 1.8, 77.4),      # 77.41 (derived)
+    ("rtx-a6000", "int8", 84, 2048, 1.8, 309.7),    # 309.66: datasheet's 309.7 is FP16 sparse
+    ("rtx-6000-ada", "fp32", 142, 256, 2.505, 91.1),   # 91.06: datasheet 91.1
+    ("rtx-6000-ada", "fp16", 142, 1024, 2.505, 364.0),  # 364.25: whitepaper 364 (full rate)
+    ("rtx-6000-ada", "tf32", 142, 512, 2.505, 182.1),  # 182.12 (derived)
+    ("rtx-6000-ada", "fp8", 142, 2048, 2.505, 728.5),  # 728.50: datasheet 1,457 sparse / 2
+    ("rtx-6000-ada", "int8", 142, 2048, 2.505, 728.5),  # (derived)
+]
+
+
+@pytest.mark.parametrize("name,dtype,sms,per_clock,ghz,published", DESK_DERIVATIONS,
+                         ids=lambda v: str(v))
+def test_desk_card_peaks_are_sms_x_rate_per_sm_x_boost_clock(name, dtype, sms, per_clock, ghz,
+                                                             published):
+    hw = load_hardware(name)
+    assert hw.gpu.sms == sms and hw.gpu.boost_clock_ghz == ghz
+    by_hand = sms * per_clock * ghz / 1e3  # TFLOP/s
+    assert by_hand == pytest.approx(published, rel=1e-3)
+    assert hw.peak_tflops[dtype] == pytest.approx(by_hand, rel=1e-3)
+
+
+# GeForce halves FP16 / BF16 with FP32 accumulate, the professional boards on the same die do
+# not: per SM and clock, the 4090 does half what the RTX 6000 Ada does (both AD102, both Ada
+# whitepaper / datasheet figures), the 3090 half what the A6000 does (both GA102), while INT8 is
+# the same on both pairs
+@pytest.mark.parametrize("geforce,pro", [("rtx-4090", "rtx-6000-ada"), ("rtx-3090", "rtx-a6000")])
+def test_geforce_halves_fp32_accumulate_where_its_pro_twin_does_not(geforce, pro):
+    def per_sm_clock(hw, dtype):
+        return hw.peak_tflops[dtype] / (hw.gpu.sms * hw.gpu.boost_clock_ghz)
+
+    g, p = load_hardware(geforce), load_hardware(pro)
+    for dtype in ("fp16", "bf16", "tf32"):
+        assert per_sm_clock(g, dtype) == pytest.approx(per_sm_clock(p, dtype) / 2, rel=2e-3)
+    assert per_sm_clock(g, "int8") == pytest.approx(per_sm_clock(p, "int8"), rel=2e-3)
+
+
+def test_geforce_boards_say_they_have_no_peer_to_peer_access_the_pro_ones_do():
+    # deviceQuery's "Peer access ... : No" between 4090s and between 3090s, "Yes" between
+    # A6000s and RTX 6000 Adas (the entries' sources); every other entry says nothing
+    no_p2p = {"rtx-4090", "rtx-3090"}
+    for name in GPUS:
+        assert (load_hardware(name).gpu.pcie_p2p is False) == (name in no_p2p), name

@@ -132,3 +132,19 @@ def test_a_gpu_entry_keeps_the_threads_its_datasheet_entry_says_an_sm_holds(
     entry = run_probe(preset="tiny").to_hardware_dict("my-a10")
     assert entry["gpu"]["resident_threads"] == 1536
     assert HardwareSpec.from_dict(entry, "probe").gpu.resident_threads == 1536
+    assert "pcie_p2p" not in entry["gpu"]
+
+
+def test_a_geforce_entry_keeps_that_its_boards_cannot_read_each_other_over_pcie(
+        fake_gpu, stable_probe, monkeypatch):
+    """Two RTX 4090s have no peer-to-peer access (the datasheet entry's gpu.pcie_p2p, from
+    deviceQuery): a probe of one saves it with the entry, so --tp on the probed entry runs
+    NCCL's ring through host memory as on the bundled one."""
+    import sys
+
+    from _probe_fakes import fake_pynvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml("NVIDIA GeForce RTX 4090"))
+    entry = run_probe(preset="tiny").to_hardware_dict("my-4090")
+    assert entry["gpu"]["pcie_p2p"] is False
+    assert HardwareSpec.from_dict(entry, "probe").gpu.pcie_p2p is False

@@ -33,7 +33,7 @@ that is faster than every smaller count's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import product
 from typing import TYPE_CHECKING, Any
@@ -458,9 +458,12 @@ def make_fabric(hardware: HardwareSpec, intra: str | None = None, inter: str | N
     """The links of a cluster of ``hardware``: ``intra`` and ``inter`` (links.yaml names or
     GB/s) when given; else inside a node the NVSwitch of an SXM entry's NVLink generation (an
     8-GPU HGX board), or PCIe of the entry's host-link generation (a PCIe card's NVLink
-    bridge joins two GPUs only), and between nodes InfiniBand NDR, one 400 Gb/s NIC per GPU (as
-    in a DGX H100). The basis says which were defaults. A default switch joins the GPUs of its
-    board only (``Link.node_gpus``, 8): a node of more GPUs names its link (one line)."""
+    bridge joins two GPUs only: ``nvlink3-bridge`` names a GA102 pair's), and between nodes
+    InfiniBand NDR, one 400 Gb/s NIC per GPU (as in a DGX H100). The basis says which were
+    defaults. A default switch joins the GPUs of its board only (``Link.node_gpus``, 8): a node
+    of more GPUs names its link (one line). A PCIe link between boards without peer-to-peer
+    access (``gpu.pcie_p2p`` false) is marked so, ``Link.p2p``, and its label and the basis say
+    it (``NO_P2P``)."""
     from ..hardware.links import resolve_link
 
     if gpus_per_node < 1:
@@ -473,11 +476,22 @@ def make_fabric(hardware: HardwareSpec, intra: str | None = None, inter: str | N
         _check_node(inside, hardware, gpus_per_node)
     else:
         inside = resolve_link(intra, "intra")
+    if inside.type == "pcie" and hardware.gpu is not None and hardware.gpu.pcie_p2p is False:
+        inside = replace(inside, p2p=False, label=f"{inside.label}, {NO_P2P}")
+        said.append(f"{hardware.name}: {NO_P2P}")
     if inter is None:
         inter = DEFAULT_INTER
         said.append(f"inter-node {inter} (default)")
     return Fabric(inside, resolve_link(inter, "inter"), gpus_per_node, "; ".join(said) or "given")
 
+
+#: What a PCIe link is between boards that cannot read each other's memory over it
+#: (``gpu.pcie_p2p`` false: GeForce RTX 3090 and 4090, whose deviceQuery says ``Peer access
+#: ... : No``): NCCL's ring through host memory, which NCCL's own model prices as any PCI path
+#: (``src/graph/tuning.cc``: every intra-node path but NVLink is ``NCCL_HW_PCI``), and no vLLM
+#: custom all-reduce (``CustomAllreduce.__init__``: "disabled because your platform lacks GPU
+#: P2P capability"; ``serving_tp.allreduce``).
+NO_P2P = "no peer-to-peer access (through host memory)"
 
 #: The intra-node link of an SXM entry by its NVLink generation: V100's NVLink 2 (a DGX-1's
 #: hybrid cube-mesh, no switch), then each generation's 8-GPU HGX board's switch.

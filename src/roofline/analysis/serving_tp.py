@@ -39,7 +39,9 @@ figure), for a buffer of S bytes on each of p GPUs:
   2 a + 2 (p - 1) / p x S / B; each kernel synchronizes the GPUs twice (its start and end
   syncs), each charged one step's latency a. Otherwise (PCIe with more than 2 GPUs, where vLLM
   turns its kernel off; larger buffers; a link whose GPUs cannot read each other's memory,
-  InfiniBand or Ethernet given as ``--intra``: the kernel needs P2P access) NCCL's ring,
+  InfiniBand or Ethernet given as ``--intra``, or PCIe between GeForce boards, ``Link.p2p``
+  false (vLLM's ``CustomAllreduce`` checks P2P access and is "disabled because your platform
+  lacks GPU P2P capability" on two RTX 3090s or 4090s): the kernel needs P2P access) NCCL's ring,
   ``collectives.ring_time_s``:
   2 (p - 1) a + 2 (p - 1) / p x S / B. The gather: (p - 1) / p x S / B + a (the root receives
   every peer's part at once).
@@ -301,7 +303,9 @@ def allreduce(nbytes: int, p: int, link: Link) -> tuple[str, float, float]:
     b, a = link.bandwidth_gbs * 1e9, link.latency_us * 1e-6
     roof = ring_time_s("all-reduce", nbytes, p, link.bandwidth_gbs)
     nvlink = link.type == "nvlink"
-    peer = nvlink or link.type == "pcie"  # GPUs that read each other's memory (P2P)
+    # GPUs that read each other's memory (P2P): not on a PCIe link between GeForce boards
+    # (``Link.p2p``, ``plan.make_fabric``), where vLLM turns its kernel off
+    peer = link.p2p and (nvlink or link.type == "pcie")
     if p in CUSTOM_GPUS and nbytes < CUSTOM_MAX_BYTES and (p == 2 and peer or nvlink):
         if p == 2 or any(p <= most and nbytes < below for most, below in ONE_SHOT_BELOW):
             return "one-shot", roof, KERNEL_SYNCS * a + (p - 1) * nbytes / b

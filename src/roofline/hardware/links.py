@@ -29,6 +29,9 @@ class Link:
     tier: str = ""  # intra | inter | host; "" for a bare bandwidth
     latency_us: float = 0.0  # per step of a ring collective; 0 when not stated
     node_gpus: int | None = None  # the GPUs a switched link joins in one node; None: any
+    # whether the GPUs on the link read each other's memory (peer-to-peer); False where the
+    # boards cannot over PCIe (``gpu.pcie_p2p``, set by ``analysis.plan.make_fabric``)
+    p2p: bool = True
 
 
 @functools.lru_cache(maxsize=1)

@@ -206,7 +206,7 @@ def _gpu_block(top: Fields, kind: str) -> GpuBlock | None:
     gpu = top.sub("gpu")
     gpu.reject_unknown(frozenset({"sms", "boost_clock_ghz", "tiles", "simt_tiles",
                                   "sustained_clock_ghz", "vector_clock_ghz",
-                                  "resident_threads"}))
+                                  "resident_threads", "pcie_p2p"}))
     sms, clock = gpu.positive_int("sms"), gpu.positive_number("boost_clock_ghz")
     vector = gpu.positive_number("vector_clock_ghz", None)
     if vector is not None and vector < clock:
@@ -216,7 +216,7 @@ def _gpu_block(top: Fields, kind: str) -> GpuBlock | None:
                        f"the higher clock the FP32 and FP64 figures assume")
     return GpuBlock(sms, clock, _tiles(gpu, "tiles"), _tiles(gpu, "simt_tiles"),
                     gpu.positive_number("sustained_clock_ghz", None), vector,
-                    gpu.positive_int("resident_threads", None))
+                    gpu.positive_int("resident_threads", None), gpu.boolean("pcie_p2p", None))
 
 
 def _tiles(gpu: Fields, key: str) -> tuple[tuple[int, int], ...]:

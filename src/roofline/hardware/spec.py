@@ -83,7 +83,11 @@ class GpuBlock:
     ``boost_clock_ghz`` (H100 SXM5: FP32 67 TFLOP/s is 132 SMs x 128 lanes x 2 x 1.98 GHz, its
     16-bit Tensor-Core figures 1.83 GHz); None: the same clock. ``resident_threads``: the most
     threads an SM holds at once (CUDA's technical specifications per compute capability), where
-    it is not 2,048 (Turing 1,024; GA10x Ampere and Ada 1,536); None: 2,048."""
+    it is not 2,048 (Turing 1,024; GA10x Ampere and Ada 1,536); None: 2,048. ``pcie_p2p``:
+    False where two of these boards cannot read each other's memory over PCIe (peer-to-peer
+    access; GeForce RTX 3090 and 4090: deviceQuery says ``Peer access ... : No``), so their
+    all-reduces go through host memory and vLLM turns its custom all-reduce off
+    (``plan.make_fabric``, ``serving_tp.allreduce``); None: they can."""
 
     sms: int
     boost_clock_ghz: float
@@ -92,6 +96,7 @@ class GpuBlock:
     sustained_clock_ghz: float | None = None
     vector_clock_ghz: float | None = None
     resident_threads: int | None = None
+    pcie_p2p: bool | None = None
 
 
 CLOCK_ISAS = ("non_avx", "avx2", "avx512", "amx")

@@ -139,6 +139,8 @@ def _gpu_entry(result: ProbeResult, name: str) -> dict[str, Any]:
     gpu_block.update(tiles)
     if match is not None and match.gpu is not None and match.gpu.resident_threads:
         gpu_block["resident_threads"] = match.gpu.resident_threads
+    if match is not None and match.gpu is not None and match.gpu.pcie_p2p is False:
+        gpu_block["pcie_p2p"] = False  # the board's, as the matched entry says (GeForce)
     if l2_mb:
         data["llc_mb"] = l2_mb
     data["gpu"] = gpu_block
