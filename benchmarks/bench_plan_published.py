@@ -265,9 +265,12 @@ def _layout(lay: Any) -> str:
 
 
 def exposed_comm_s(parts: dict[str, float]) -> float:
-    """The step's communication on the critical path: tensor-, expert-, pipeline-parallel and
-    the data-parallel collectives' exposed part (``LayoutResult.parts``)."""
-    return parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"] + parts["dp_comm_exposed_s"]
+    """The step's communication on the critical path: tensor-, expert-, pipeline-parallel,
+    the data-parallel collectives' exposed part and the duplicated gradients' all-reduce
+    (``LayoutResult.parts``, ``parallel_result.exposed_comm_s``)."""
+    from roofline.analysis.parallel_result import exposed_comm_s as exposed
+
+    return exposed(parts)
 
 
 def table(outcomes: list[Outcome], markdown: bool = False) -> list[str]:

@@ -128,7 +128,7 @@ def test_the_markdown_figures_are_the_jsons(mixtral):
     for cells, lay in zip(piped, layouts):
         parts = lay["predicted_parts"]
         comm = (parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
-                + parts["dp_comm_exposed_s"])
+                + parts["dp_comm_exposed_s"] + parts["tp_grad_allreduce_s"])
         assert cells[:8] == [str(lay[k]) for k in ("gpus", "tp", "pp", "dp", "ep", "zero",
                                                    "micro_batch", "micro_batches")]
         assert cells[9:13] == [seconds(lay["predicted_step_s"]), seconds(lay["step_s"]),
@@ -159,7 +159,7 @@ def test_the_pages_figures_are_the_jsons(mixtral):
             cell = {head: value for head, (value, _) in zip(heads, row)}
             parts = lay["predicted_parts"]
             comm = (parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
-                    + parts["dp_comm_exposed_s"])
+                    + parts["dp_comm_exposed_s"] + parts["tp_grad_allreduce_s"])
             assert float(cell["predicted"]) == lay["predicted_step_s"]
             assert float(cell["roofline"]) == lay["step_s"]
             assert float(cell["compute"]) == parts["compute_s"]

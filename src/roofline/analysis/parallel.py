@@ -29,10 +29,20 @@ backward pass for its weight gradient (Megatron-LM keeps each GPU's T / tp rows 
 the data-gradient GEMM and taken hidden behind it, not charged; the norms, dropouts and
 residual adds run on T / tp tokens (their op time is divided by tp; not the attention core's
 dropout over the scores, already split by heads) and the activations they keep are divided by
-tp. Activation memory per block (the paper's sec. 4.2, with its 2-byte
-activations, dropout and naive attention): sbh (34 + 5as/h) without TP, sbh (10 + 24/t +
-5as/(ht)) with TP (10 sbh replicated: the two norms' inputs, the inputs of the QKV and the first
-FFN projection, the two dropout masks), sbh/t (34 + 5as/h) with TP and SP. The replicated part
+tp. The parameters every GPU of the group holds whole and runs on its T / tp tokens (a block's
+norms, the row-parallel projections' biases, an MoE block's router, a latent attention's down
+projections and latent norms, the final norm) then get a part of their gradient on each GPU:
+Megatron-Core sums them over the group once a step, after the data-parallel reduce and before
+the optimizer (``finalize_model_grads``' ``_allreduce_non_tensor_model_parallel_grads``, the
+parameters marked ``sequence_parallel``), one all-reduce of a GPU's such gradients flattened
+together, at the gradient's size (as the data-parallel reduce), exposed
+(``parallel_comm.duplicated_parameters``, ``_tp_grad_comm``; until 0.9.0 not counted). A block's
+query and key norms (``qk_norm``) are summed so with or without sequence parallelism
+(``qk_layernorm``): each GPU normalizes its own heads. Activation memory per block (the
+paper's sec. 4.2, with its 2-byte activations, dropout and naive attention): sbh (34 + 5as/h)
+without TP, sbh (10 + 24/t + 5as/(ht)) with TP (10 sbh replicated: the two norms' inputs, the
+inputs of the QKV and the first FFN projection, the two dropout masks), sbh/t (34 + 5as/h) with
+TP and SP. The replicated part
 here is what ``Transformer.saved_bytes`` counts for those tensors: 4 T h e + 2 T h (masks).
 
 Pipeline parallelism (``pp``): the transformer blocks are split into pp stages as evenly as

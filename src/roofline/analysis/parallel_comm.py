@@ -2,7 +2,9 @@
 in ``analysis.parallel``): tensor parallelism's all-reduces of each block, the embedding and the
 logits (with the vocabulary-parallel cross entropy's, ``CE_ALLREDUCES``) and expert
 parallelism's all-to-alls (``_layer_comm``, ``_model_parallel_comm``), data parallelism's by
-ZeRO stage (``_dp_comm``), and whether a pipeline boundary's transfers cross nodes
+ZeRO stage (``_dp_comm``), the once-a-step all-reduce over the tensor-parallel group of the
+gradients of the parameters each of its GPUs holds whole (``duplicated_parameters``,
+``_tp_grad_comm``), and whether a pipeline boundary's transfers cross nodes
 (``crosses_nodes``; the interleaved schedule's wrap from the last stage to the first,
 ``wrap_crosses_nodes``)."""
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.layers import Embedding, Linear, Transformer
+from ..model.layers import Embedding, Linear, Norm, Transformer, mla
 from ..model.repeated_sum import repeated_sum
 from .parallel_layout import _Context
 
@@ -115,3 +117,62 @@ def _dp_comm(ctx: _Context, dense: int, expert: int) -> float:
             total += m * (2 * fabric.time_s("all-gather", weights, group, stride)
                           + fabric.time_s("reduce-scatter", grads, group, stride))
     return total
+
+
+def duplicated_parameters(layer: Any, sp: bool) -> int:
+    """The parameters of one (sharded) layer that every GPU of its tensor-parallel group holds
+    whole and makes a part of the gradient of, which Megatron-Core all-reduces (sums) over the
+    group once a step (``finalize_model_grads``' ``_allreduce_non_tensor_model_parallel_grads``:
+    each parameter marked ``sequence_parallel`` under sequence parallelism, and ``q_layernorm`` /
+    ``k_layernorm`` whatever it). Under sequence parallelism (``sp``), each GPU running them on
+    its own T / tp tokens (``parallel_times``' ``SP_KINDS``, ``ROUTER``, ``LATENT``):
+
+    - a block's two norms (``TENorm`` and ``TELayerNormColumnParallelLinear``'s
+      ``layer_norm_weight`` and ``layer_norm_bias``, marked by Transformer Engine), hidden each,
+      twice that for a layernorm (its shift);
+    - with ``bias: all`` the row-parallel projections' biases, hidden each: ``proj``'s and the
+      FFN's down projection's, or in an MoE block the shared expert's (``RowParallelLinear``
+      marks its bias); a routed expert's is not (its expert-tensor-parallel group gathers every
+      row routed to it: a whole gradient on each GPU), nor a column-parallel bias (split);
+    - an MoE block's router, hidden x experts (``TopKRouter``);
+    - a latent attention's down projections, hidden x (q_lora_rank + kv_lora_rank +
+      qk_rope_head_dim), ``kv_a`` alone without a query latent, and its latent norms
+      (``linear_q_down_proj`` / ``linear_kv_down_proj``, ``TELinear(parallel_mode=
+      'duplicated')``, marked ``sequence_parallel``);
+    - a norm layer (the final norm: ``TENorm``).
+
+    With or without it, the query and key norms of a block with ``qk_norm`` (head_dim each,
+    twice for a layernorm): the group's GPUs normalize different heads with the one scale
+    (Megatron-Core's ``qk_layernorm``). Layers tensor parallelism leaves whole and runs on all T
+    tokens (``replicated_layers``), an embedding's position and token-type tables (the sequence
+    is scattered after them) and an expert's weights make whole gradients: none."""
+    if isinstance(layer, Norm):
+        return layer.parameters if sp else 0
+    if not isinstance(layer, Transformer):
+        return 0
+    scale = 2 if layer.norm == "layernorm" else 1
+    total = 2 * layer.head_dim * scale if layer.qk_norm else 0
+    if not sp:
+        return total
+    total += 2 * layer.hidden * scale
+    if layer.bias == "all":  # proj's, and the dense FFN's or the shared expert's down projection's
+        total += layer.hidden * (2 if not layer.experts or layer.shared_ffn else 1)
+    if layer.experts:
+        total += layer.hidden * layer.experts
+    if layer.mla:
+        total += layer.hidden * (layer.q_lora_rank + mla.cache_width(layer)) + mla.norms(layer)
+    return total
+
+
+def _tp_grad_comm(ctx: _Context, runs: list[tuple[Any, int]]) -> tuple[int, float]:
+    """A stage's duplicated gradients (``duplicated_parameters``) in bytes, at the gradient's
+    size (the main-grad buffer, as data parallelism reduces it: ``_dp_comm``), and the time of
+    their one all-reduce over the tp GPUs of the group (``Fabric.time_s``, stride 1: inside a
+    node): Megatron-Core flattens every such gradient of the GPU's model chunks into one buffer
+    and all-reduces it once a step, after the data-parallel reduce, before the optimizer
+    (exposed). None at tp 1."""
+    if ctx.layout.tp == 1:
+        return 0, 0.0
+    nbytes = sum(duplicated_parameters(layer, ctx.sp) * count for layer, count in runs)
+    nbytes *= ctx.grad_e
+    return nbytes, ctx.fabric.time_s("all-reduce", nbytes, ctx.layout.tp, 1)

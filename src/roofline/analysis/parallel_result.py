@@ -1,7 +1,8 @@
 """A layout's result (``LayoutResult``): per GPU, each pipeline stage's micro-batch times,
 communication and memory (``StageCost``), the pipelined step they make ((m + p - 1) times the
 slowest stage under 1F1B, (m + (p - 1) / v) interleaved; the bubble, ``pipeline_bubble``), the
-data-parallel communication exposed and hidden, the memory against the capacity, the bound,
+data-parallel communication exposed and hidden, the duplicated parameters' gradient all-reduce
+over the tensor-parallel group after it (exposed), the memory against the capacity, the bound,
 and the same at the predicted times; ``to_dict`` is plan's JSON contract (docs/design.md).
 The rules: ``analysis.parallel``."""
 
@@ -31,6 +32,11 @@ class StageCost:
     parameters: int
     memory: dict[str, int]
     recompute_s: float = 0.0  # of backward_s, the forward run again (analysis.recompute)
+    #: once a step, after the data-parallel reduce: the all-reduce over the tensor-parallel
+    #: group of the gradients of the parameters each of its GPUs holds whole, and their bytes
+    #: (``parallel_comm.duplicated_parameters``); exposed
+    tp_grad_s: float = 0.0
+    tp_grad_bytes: int = 0
 
     @property
     def microbatch_s(self) -> float:
@@ -97,17 +103,25 @@ class LayoutResult:
 
     @property
     def tail(self) -> StageCost:
-        """The stage whose exposed data-parallel communication and update take longest."""
-        return max(self.stages, key=lambda s: s.dp_exposed_s + s.optimizer_s)
+        """The stage whose exposed data-parallel communication, duplicated gradients'
+        all-reduce and update take longest: what follows the pipeline's last backward."""
+        return max(self.stages, key=lambda s: s.dp_exposed_s + s.tp_grad_s + s.optimizer_s)
 
     @property
     def step_s(self) -> float:
         tail = self.tail
-        return self.pipeline_s + tail.dp_exposed_s + tail.optimizer_s
+        return self.pipeline_s + tail.dp_exposed_s + tail.tp_grad_s + tail.optimizer_s
 
     @property
     def step_no_overlap_s(self) -> float:
-        return self.pipeline_s + max(s.dp_comm_s + s.optimizer_s for s in self.stages)
+        return self.pipeline_s + max(s.dp_comm_s + s.tp_grad_s + s.optimizer_s
+                                     for s in self.stages)
+
+    @property
+    def tp_grad_bytes(self) -> int:
+        """The most bytes of duplicated gradients a stage all-reduces over its tensor-parallel
+        group once a step (``StageCost.tp_grad_bytes``; 0 at tp 1)."""
+        return max(s.tp_grad_bytes for s in self.stages)
 
     @property
     def bubble_fraction(self) -> float:
@@ -129,7 +143,8 @@ class LayoutResult:
                 "ep_comm_s": m * c.ep_comm_s, "p2p_s": m * c.p2p_s,
                 "bubble_s": self.bubble_slots * c.microbatch_s,
                 "dp_comm_exposed_s": tail.dp_exposed_s,
-                "dp_comm_overlapped_s": tail.dp_overlapped_s, "optimizer_s": tail.optimizer_s}
+                "dp_comm_overlapped_s": tail.dp_overlapped_s,
+                "tp_grad_allreduce_s": tail.tp_grad_s, "optimizer_s": tail.optimizer_s}
 
     @cached_property
     def memory(self) -> dict[str, int]:
@@ -157,8 +172,7 @@ class LayoutResult:
         parts, c, m = self.parts, self.critical, self.micro_batches
         memory = m * c.memory_bound_s + parts["optimizer_s"]
         shares = {"compute": parts["compute_s"] - m * c.memory_bound_s, "memory": memory,
-                  "communication": parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
-                  + parts["dp_comm_exposed_s"], "pipeline bubble": parts["bubble_s"]}
+                  "communication": exposed_comm_s(parts), "pipeline bubble": parts["bubble_s"]}
         return max(shares, key=lambda k: shares[k])
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,9 +188,24 @@ class LayoutResult:
             "predicted_parts": predicted.parts, "predicted_bound": predicted.bound,
             "predicted_recompute_s": predicted.recompute_s,
             "tp_allreduce_bytes": self.allreduce_bytes,
+            "tp_grad_allreduce_bytes": self.tp_grad_bytes,
             "memory": memory | {"total_bytes": self.memory_bytes,
                                 "capacity_bytes": self.capacity_bytes, "fits": self.fits},
             "replicated_layers": list(self.replicated)}
+
+
+#: The parts of a step (``LayoutResult.parts``) that are communication on its critical path:
+#: tensor-, expert- and pipeline-parallel transfers, the data-parallel collectives' exposed
+#: share and the duplicated gradients' all-reduce (the "comm exposed" of plan's tables)
+EXPOSED_COMM = ("tp_comm_s", "ep_comm_s", "p2p_s", "dp_comm_exposed_s", "tp_grad_allreduce_s")
+
+
+def exposed_comm_s(parts: dict[str, float]) -> float:
+    """The step's exposed communication: ``EXPOSED_COMM``'s parts added in that order."""
+    total = 0.0
+    for key in EXPOSED_COMM:
+        total += parts[key]
+    return total
 
 
 def pipeline_bubble(pp: int, micro_batches: int, vp: int = 1) -> float:

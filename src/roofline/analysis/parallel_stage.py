@@ -1,7 +1,8 @@
 """One pipeline stage of a layout on one GPU (``_stage``): its compute per micro-batch
 (``parallel_times``), its tensor- and expert-parallel communication and point-to-point
 transfers (``parallel_comm``; with interleaved stages one pair per model chunk,
-``_pipeline_p2p``), its data-parallel collectives and share of the optimizer update,
+``_pipeline_p2p``), its data-parallel collectives, its duplicated parameters' gradient
+all-reduce over the tensor-parallel group (``_tp_grad_comm``) and share of the optimizer update,
 and its memory (``parallel_memory``), at the roof and at the predicted times; a repeat's copies
 worked out once (``_runs``)."""
 
@@ -11,7 +12,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..model.layers import Transformer
-from .parallel_comm import _dp_comm, _model_parallel_comm, crosses_nodes, wrap_crosses_nodes
+from .parallel_comm import (
+    _dp_comm,
+    _model_parallel_comm,
+    _tp_grad_comm,
+    crosses_nodes,
+    wrap_crosses_nodes,
+)
 from .parallel_layout import _Context
 from .parallel_memory import _stage_memory
 from .parallel_result import StageCost
@@ -40,6 +47,7 @@ def _stage(ctx: _Context, s: int, runs: list[tuple[Any, int]], times: StageTimes
     expert = sum(_expert_parameters(layer) * count for layer, count in runs)
     dense = params - expert
     dp_comm = _dp_comm(ctx, dense, expert)
+    grad_bytes, tp_grad = _tp_grad_comm(ctx, runs)
     sharded_update = (dense / (layout.dp if layout.zero >= 1 else 1)
                       + expert / (ctx.edp if layout.zero >= 1 else 1))
     memory = _stage_memory(ctx, s, runs, dense, expert, chunks)
@@ -49,7 +57,7 @@ def _stage(ctx: _Context, s: int, runs: list[tuple[Any, int]], times: StageTimes
         window = {0: bwd, 1: bwd, 2: ctx.m * bwd, 3: ctx.m * (fwd + bwd)}[layout.zero]
         return StageCost(fwd, bwd, mem_s, tp_comm, ep_comm, p2p,
                          update / max(1, parameters) * sharded_update, dp_comm, window, params,
-                         memory, again)
+                         memory, again, tp_grad, grad_bytes)
 
     return timed(False), timed(True)
 

@@ -25,7 +25,9 @@ a multiple of pp (Megatron-Core's interleaved schedule runs them in groups of
 pp). These rules are
 ``_broken_rule``'s, in one place: when no split of any count keeps them all, the error names the
 rule the splits that got furthest broke. Sequence parallelism is on whenever tp > 1 unless
-turned off (it costs no more communication and saves activation memory). Each distinct (tp, ep,
+turned off (its reduce-scatters and all-gathers take the all-reduces' time, it saves activation
+memory, and it adds one small all-reduce a step: the gradients of the parameters every GPU of
+the group holds whole, ``parallel_comm.duplicated_parameters``). Each distinct (tp, ep,
 micro-batch) shard is analyzed once. The front: the fastest fitting layout at each GPU count
 that is faster than every smaller count's.
 """
@@ -227,7 +229,10 @@ ASSUMPTIONS = (
     "(each GEMM and op at its predicted time); layouts ranked by the prediction",
     "tensor-, expert- and pipeline-parallel transfers are exposed; data-parallel collectives "
     "hide behind the backward passes they are issued with (ZeRO 0/1: the last micro-batch's, "
-    "2: every backward, 3: every forward and backward)",
+    "2: every backward, 3: every forward and backward); after them the gradients of the "
+    "parameters every tensor-parallel GPU holds whole (norms, routers, latent down "
+    "projections) are all-reduced over its group once a step, exposed (Megatron-Core's "
+    "finalize_model_grads)",
     "ring collectives, hierarchical across nodes, one NIC per GPU; NCCL's per-step latency",
     "1F1B pipeline schedule; ranks ordered tensor, data, pipeline; ZeRO 2 and 3 without a "
     "pipeline only (pp 1: DeepSpeed refuses the combination)",

@@ -60,7 +60,9 @@ from .plots import _check_plot, _write_plot, force_option
               "the experts) [default: 1].")
 @click.option("--sequence-parallel/--no-sequence-parallel", default=True, show_default=True,
               help="Sequence parallelism with tensor parallelism (Korthikanti et al.): "
-                   "activations and norms divided by tp, same communication.")
+                   "activations and norms divided by tp, the same transfers a micro-batch, "
+                   "and once a step the gradients of the parameters every GPU of the group "
+                   "holds whole (norms, routers) all-reduced over it.")
 @click.option("--gpus-per-node", type=Count(high=1024), default=8,
               show_default=True, help="GPUs that share the intra-node link.")
 @click.option("--intra", metavar="NAME|GBPS", help="The link inside a node (links.yaml: "

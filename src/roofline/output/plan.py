@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ..analysis.parallel_result import exposed_comm_s
 from ..units import count, seconds, si
 from .advice import whatif_warnings
 from .hardware import capacity_text
@@ -41,8 +42,7 @@ def layout_cells(r: LayoutResult, unit: str, vp: bool = False) -> list[FigureCel
     vp after pp where ``vp``: a plan with interleaved layouts); each cell with its figure."""
     lay, p = r.layout, r.predicted
     parts = p.parts
-    comm = (parts["tp_comm_s"] + parts["ep_comm_s"] + parts["p2p_s"]
-            + parts["dp_comm_exposed_s"])
+    comm = exposed_comm_s(parts)
     ints = [lay.gpus, lay.tp, lay.pp, *([lay.vp] if vp else []), lay.dp, lay.ep, lay.zero,
             lay.micro_batch, r.micro_batches]
     return [*((str(n), float(n)) for n in ints),
@@ -363,6 +363,13 @@ def best_lines(r: LayoutResult, blocks: int = 0) -> list[str]:
                    + "2 backward)"
                    + (" as reduce-scatter + all-gather (sequence parallel)"
                       if lay.sequence_parallel else ""))
+    if r.tp_grad_bytes:
+        held = ("norms, routers, latent down projections, row-parallel biases: each GPU runs "
+                "them on its T / tp tokens" if lay.sequence_parallel
+                else "the query and key norms: each GPU normalizes its own heads")
+        out.append(f"  tensor parallel, once a step: the gradients of the parameters every GPU "
+                   f"of the group holds whole ({held}) all-reduced after the data-parallel "
+                   f"reduce, exposed: {si(r.tp_grad_bytes, 'B')} (the largest stage's)")
     if lay.pp > 1 and lay.vp > 1:
         out.append(f"  pipeline: {_stages_text(blocks, lay.pp, lay.vp)}, interleaved: chunk c "
                    f"on GPU c mod {lay.pp}; bubble {r.bubble_fraction:.1%} = (p - 1) / (v m + "

@@ -10,7 +10,8 @@ micro-batches a data-parallel rank runs; ``rank`` (1 the fastest predicted at it
 the best there) and ``front`` (on the Pareto front); the predicted step, its bound,
 throughput, recomputation and parts; the roofline's the same (with ``step_no_overlap_s`` and
 the throughput per GPU, which the JSON gives for the roofline only); the bubble's share, one
-tensor-parallel all-reduce's bytes; memory per GPU by part, its total, the capacity and
+tensor-parallel all-reduce's bytes and the duplicated gradients' a step (the most a stage
+all-reduces); memory per GPU by part, its total, the capacity and
 whether it fits; the blocks each pipeline GPU runs and the layers every tensor-parallel GPU
 holds whole, each list joined with ``; ``. Throughput is ``tokens_per_s`` for a model with a
 sequence and ``samples_per_s`` for one without (the JSON's ``tokens_per_s`` counts a sample
@@ -35,7 +36,7 @@ KNOBS = ("gpus", "tp", "pp", "vp", "dp", "ep", "zero", "micro_batch", "sequence_
 #: The parts of a step (``LayoutResult.parts``' keys), each a column of the predicted step
 #: (``predicted_compute_s``, ...) and of the roofline's (``compute_s``, ...).
 PARTS = ("compute_s", "tp_comm_s", "ep_comm_s", "p2p_s", "bubble_s", "dp_comm_exposed_s",
-         "dp_comm_overlapped_s", "optimizer_s")
+         "dp_comm_overlapped_s", "tp_grad_allreduce_s", "optimizer_s")
 #: Memory per GPU by part (``parallel_memory``'s keys), each ``memory_<part>_bytes``.
 MEMORY = ("weights", "gradients", "optimizer", "activations", "workspace")
 
@@ -48,8 +49,9 @@ def csv_header(plan: Plan) -> list[str]:
             "predicted_recompute_s", *(f"predicted_{part}" for part in PARTS),
             "step_s", "step_no_overlap_s", "bound", f"{rate}_per_s", f"{rate}_per_s_per_gpu",
             "recompute_s", *PARTS, "bubble_fraction", "tp_allreduce_bytes",
-            *(f"memory_{part}_bytes" for part in MEMORY), "memory_total_bytes",
-            "memory_capacity_bytes", "fits", "stage_blocks", "replicated_layers"]
+            "tp_grad_allreduce_bytes", *(f"memory_{part}_bytes" for part in MEMORY),
+            "memory_total_bytes", "memory_capacity_bytes", "fits", "stage_blocks",
+            "replicated_layers"]
 
 
 def _cells(data: dict[str, Any], rank: int, front: bool) -> list[Any]:
@@ -60,7 +62,7 @@ def _cells(data: dict[str, Any], rank: int, front: bool) -> list[Any]:
             data["predicted_recompute_s"], *(predicted[part] for part in PARTS),
             data["step_s"], data["step_no_overlap_s"], data["bound"], data["tokens_per_s"],
             data["tokens_per_s_per_gpu"], data["recompute_s"], *(parts[part] for part in PARTS),
-            data["bubble_fraction"], data["tp_allreduce_bytes"],
+            data["bubble_fraction"], data["tp_allreduce_bytes"], data["tp_grad_allreduce_bytes"],
             *(memory[part] for part in MEMORY), memory["total_bytes"],
             memory["capacity_bytes"], memory["fits"],
             "; ".join(map(str, data["stage_blocks"])), "; ".join(data["replicated_layers"])]
