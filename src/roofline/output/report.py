@@ -23,6 +23,8 @@ from .advice import alignment_text, gemm_advice, gemm_warnings, past_memory, tie
 from .hardware import capacity_text
 from .json import to_json
 from .scaling import scaling_lines
+from .serving_dp import dp_line
+from .serving_dp import header_line as dp_header
 from .serving_pp import header_line as pipeline_header
 from .serving_pp import pipeline_line
 from .serving_tp import comm_line, header_line, where_text
@@ -329,7 +331,10 @@ def _header(report: Report) -> str:
                if report.tensor_parallel else "")
             + ("\n" + textwrap.fill(pipeline_header(report.pipeline_parallel), 100,
                                      subsequent_indent="  ")
-               if report.pipeline_parallel else ""))
+               if report.pipeline_parallel else "")
+            + ("\n" + textwrap.fill(dp_header(report.data_parallel), 100,
+                                     subsequent_indent="  ")
+               if report.data_parallel else ""))
 
 
 def ridge_text(report: Report) -> str:
@@ -388,6 +393,9 @@ def totals_line(report: Report) -> str:
                 + (f", pipeline hand-offs "
                    f"{seconds(report.pipeline_parallel.step.transfer_s)}"
                    if report.pipeline_parallel else "")
+                + (f", experts' dispatch and combine "
+                   f"{seconds(report.data_parallel.step.roof_s)}"
+                   if report.data_parallel and report.data_parallel.moe else "")
                 + f"); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
     pp = report.pipeline_parallel
@@ -913,6 +921,8 @@ def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
     end += textwrap.wrap(sent, width=100, subsequent_indent="  ") if sent else []
     piped = pipeline_line(report)
     end += textwrap.wrap(piped, width=100, subsequent_indent="  ") if piped else []
+    ranks = dp_line(report)
+    end += textwrap.wrap(ranks, width=100, subsequent_indent="  ") if ranks else []
     memory = memory_line(report)
     end += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
     end += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
@@ -1051,8 +1061,10 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     again = recompute_line(report)
     sent = comm_line(report)
     piped = pipeline_line(report)
+    ranks = dp_line(report)
     end = ["", totals_line(report)] + (["", again] if again else []) + (
         ["", sent] if sent else []) + (["", piped] if piped else []) + (
+        ["", ranks] if ranks else []) + (
         ["", memory] if memory else []) + [
         "", step_line(report)] + (["", generated] if generated else []) + (
         ["", note] if note else [])
