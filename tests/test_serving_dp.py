@@ -170,3 +170,13 @@ def test_cli_header_json_and_refusals(invoke):
     result = invoke("analyze", DEEPSEEK, "--hw", H200, "--batch", "8", "--seq", "16",
                     "--intra", "nvswitch-h100")
     assert result.exit_code == 2  # --intra still wants a group: --tp, --pp or --dp
+
+
+def test_csv_and_html_say_the_ranks(invoke):
+    args = ("analyze", DEEPSEEK, "--hw", H200, "--mode", "inference", "--phase", "decode",
+            "--batch", "16", "--seq", "64", "--dp", "8")
+    rows = invoke(*args, "--format", "csv").stdout.splitlines()
+    header, first = rows[0].split(","), rows[1].split(",")
+    assert first[header.index("dp")] == "8" and first[header.index("batch")] == "2"
+    page = invoke(*args, "--format", "html").stdout
+    assert "data parallelism" in page and "(one GPU of dp 8 x tp 1)" in page

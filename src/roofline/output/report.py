@@ -984,7 +984,8 @@ def csv_chunks(reports: list[Report], view: View = View()) -> Iterator[str]:
     from ..analysis.recompute import recomputed_results
 
     keys = _CSV_CONTEXT + (("tp",) if any(r.tensor_parallel for r in reports) else ()) + (
-        ("pp",) if any(r.pipeline_parallel for r in reports) else ())  # (a pipeline's stages)
+        ("pp",) if any(r.pipeline_parallel for r in reports) else ()) + (  # (its stages)
+        ("dp",) if any(r.data_parallel for r in reports) else ())  # (data-parallel ranks)
     yield _csv_line(keys + _CSV_FIELDS)
     for report in reports:
         again = recomputed_results(report)
@@ -992,7 +993,8 @@ def csv_chunks(reports: list[Report], view: View = View()) -> Iterator[str]:
         context = {"hardware": report.hardware.name, "batch": net.batch, "mode": net.mode,
                    "seq": "" if net.seq is None else net.seq, "phase": net.step_phase,
                    "tp": report.tensor_parallel.tp if report.tensor_parallel else 1,
-                   "pp": report.pipeline_parallel.pp if report.pipeline_parallel else 1}
+                   "pp": report.pipeline_parallel.pp if report.pipeline_parallel else 1,
+                   "dp": report.data_parallel.dp if report.data_parallel else 1}
         yield from _csv_rows(report.results, context, _gemm_csv, _gemm_of, keys, again)
         if not view.gemms_only:
             yield from _csv_rows(report.ops, context, _op_csv, _op_of, keys, again)
