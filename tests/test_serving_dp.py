@@ -130,6 +130,8 @@ def test_a_generation_adds_the_prefill_and_decode_dispatches():
 
 @pytest.mark.parametrize("kw, words", [
     (dict(dp=3), "batch 256 does not spread evenly over 3 data-parallel ranks"),
+    (dict(dp=0), "dp: expected a positive integer, got 0"),
+    (dict(dp=True), "dp: expected a positive integer, got True"),
     (dict(dp=8, tp=2), "sequence-parallel MoE"),
     (dict(dp=8, pp=2), "is not modelled: serve data-parallel ranks of one"),
     (dict(dp=8, gpus_per_node=4), "past one node of 4"),

@@ -248,8 +248,9 @@ class DataParallel:
 
 
 def requested(dp: Any = 1) -> bool:
-    """Whether a call asks for data-parallel serving (``dp`` off its default)."""
-    return dp != 1
+    """Whether a call asks for data-parallel serving (``dp`` off its default; a bool, which
+    equals 1 in Python, is taken as asked, so that ``checked_dp`` refuses it)."""
+    return dp != 1 or isinstance(dp, bool)
 
 
 def checked_dp(network: Network, dp: Any, tp: Any, pp: Any, gpus_per_node: Any) -> tuple[int,
