@@ -91,7 +91,7 @@ def analyze_model(model: Network | str | os.PathLike[str],
                   prompt: int | None = None, generate: int | None = None, tp: int = 1,
                   gpus_per_node: int = 8, intra: str | None = None,
                   pp: int | Sequence[int] = 1,
-                  inter: str | None = None) -> Report:
+                  inter: str | None = None, dp: int = 1) -> Report:
     """Analyze ``model`` (a Network, a model.yaml path, a Hugging Face config.json path, or
     ``package.module:callable`` returning a torch module and its example inputs, captured by
     ``roofline.torch``; a callable with a ``batch`` parameter is called with ``batch``) on
@@ -124,7 +124,14 @@ def analyze_model(model: Network | str | os.PathLike[str],
     to the model's): ``report.pipeline_parallel`` (the
     stages' layers, times and memory, the hand-offs between them, on ``inter`` between nodes,
     a links.yaml name or GB/s, by default InfiniBand NDR; the batches in flight and tokens/s),
-    every GEMM and op one GPU's of its stage, the memory the most loaded stage's.
+    every GEMM and op one GPU's of its stage, the memory the most loaded stage's. ``dp`` above
+    1 serves it over dp data-parallel ranks of tp GPUs each, as vLLM's
+    ``--data-parallel-size`` with ``--enable-expert-parallel`` (``analysis.serving_dp``): the
+    batch spread evenly over the ranks, the Report one GPU's running its rank's batch / dp
+    sequences, a mixture of experts' experts split whole over the dp x tp GPUs with their
+    dispatch and combine each MoE layer (``report.data_parallel``), a dense model's ranks
+    replicas; tokens/s the dp ranks'. Inference only, one node, no ``pp``; a mixture of experts
+    with ``tp`` 1 only.
     """
     mode, phase = generation_settings(model, mode, phase, prompt, generate)
     network = load_model(model, batch, dtype, mode, attention, optimizer)
@@ -140,8 +147,13 @@ def analyze_model(model: Network | str | os.PathLike[str],
     generating = prompt is not None or generate is not None
     if generating:
         check_request(network.source, prompt, generate, seq)
+    from .analysis.serving_dp import requested as data_parallel
+    from .analysis.serving_dp import serve_dp
     from .analysis.serving_tp import requested, serve
 
+    if data_parallel(dp):
+        return serve_dp(network, spec, dp, tp, gpus_per_node, intra, prompt, generate,
+                        quantization, pp)
     if requested(tp, gpus_per_node, intra, pp, inter):
         return serve(network, spec, tp, gpus_per_node, intra, prompt, generate, quantization,
                      pp, inter)

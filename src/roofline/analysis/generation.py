@@ -82,6 +82,9 @@ class Generation:
     in_flight: int = 1
     steady_s: float | None = None
     predicted_steady_s: float | None = None
+    #: the data-parallel ranks generating alike at once (``analysis.serving_dp``: dp), each its
+    #: own ``batch``: tokens/s are theirs together
+    ranks: int = 1
 
     @property
     def decode_steps(self) -> int:
@@ -99,8 +102,10 @@ class Generation:
     @property
     def tokens_per_s(self) -> float:
         """Output tokens per second on the device (or the group): batch x G / latency; with
-        batches in flight, in_flight x batch x G / their steady generation time."""
-        return self.in_flight * self.batch * self.generate / (self.steady_s or self.latency_s)
+        batches in flight, in_flight x batch x G / their steady generation time; over
+        data-parallel ranks, ranks x that."""
+        return (self.ranks * self.in_flight * self.batch * self.generate
+                / (self.steady_s or self.latency_s))
 
     @property
     def tokens_per_s_per_sequence(self) -> float:
@@ -125,8 +130,8 @@ class Generation:
 
     @property
     def predicted_tokens_per_s(self) -> float:
-        return self.in_flight * self.batch * self.generate / (self.predicted_steady_s
-                                                              or self.predicted_latency_s)
+        return (self.ranks * self.in_flight * self.batch * self.generate
+                / (self.predicted_steady_s or self.predicted_latency_s))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``generation`` object."""

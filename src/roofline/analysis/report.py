@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .generation import Generation
     from .measure import Measurement
     from .scaling import Scaling
+    from .serving_dp import DataParallel
     from .serving_pp import PipelineParallel
     from .serving_tp import TensorParallel
 
@@ -69,12 +70,16 @@ class ServedTotals(Totals, total=False):
     """A tensor-parallel shard's totals (``analyze --tp``): its exposed communication each
     step, in ``time_s`` and ``predicted_time_s`` (``analysis.serving_tp``); over a pipeline
     (``analyze --pp``), the step's hand-offs between stages, in them too
-    (``analysis.serving_pp``). Each pair only where its parallelism is above 1."""
+    (``analysis.serving_pp``); over data-parallel ranks (``analyze --dp``), the experts'
+    dispatch and combine, in them too (``analysis.serving_dp``). Each pair only where its
+    parallelism is above 1."""
 
     tp_comm_time_s: float
     predicted_tp_comm_time_s: float
     pp_comm_time_s: float
     predicted_pp_comm_time_s: float
+    dp_comm_time_s: float
+    predicted_dp_comm_time_s: float
 
 
 #: What a training step may leave out (``Report.not_counted``): the optimizer update when the
@@ -191,6 +196,10 @@ class Report:
     #: one GPU of its stage, the step's time one batch's through every stage and the hand-offs
     #: between them, the memory the most loaded stage's (``analysis.serving_pp``)
     pipeline_parallel: PipelineParallel | None = None
+    #: served over data-parallel ranks (``analyze --dp``): every GEMM and op above is one GPU's
+    #: of one rank, running that rank's batch / dp sequences and its share of the experts; the
+    #: step's time holds the experts' exposed dispatch and combine (``analysis.serving_dp``)
+    data_parallel: DataParallel | None = None
     #: other programs' load (CPUs, /proc/stat) while ``--measure`` timed the GEMMs; None: not
     #: measured, or not readable here
     measured_other_load_cpus: float | None = None
@@ -218,7 +227,10 @@ class Report:
         tp_comm, predicted_tp = (tp.step.roof_s, tp.step.predicted_s) if tp else (0.0, 0.0)
         pp_comm, predicted_pp = ((pp.step.transfer_s, pp.step.predicted_transfer_s) if pp
                                  else (0.0, 0.0))
-        comm, predicted_comm = tp_comm + pp_comm, predicted_tp + predicted_pp
+        dp = self.data_parallel
+        dp_comm, predicted_dp = (dp.step.roof_s, dp.step.predicted_s) if dp else (0.0, 0.0)
+        comm = tp_comm + pp_comm + dp_comm
+        predicted_comm = predicted_tp + predicted_pp + predicted_dp
         totals: Totals = {
             # with the GEMMs' dequantization, as an fp8 KV cache's is in its attention op's
             "flops": gemm_flops + int_total(results, lambda r: r.gemm.dequant_flops)
@@ -242,13 +254,15 @@ class Report:
             "parameters": self.network.parameters,
             "active_parameters": self.network.active_parameters,
         }
-        if tp is None and pp is None:
+        if tp is None and pp is None and dp is None:
             return totals
         served = ServedTotals(**totals)
         if tp is not None:
             served |= {"tp_comm_time_s": tp_comm, "predicted_tp_comm_time_s": predicted_tp}
         if pp is not None:
             served |= {"pp_comm_time_s": pp_comm, "predicted_pp_comm_time_s": predicted_pp}
+        if dp is not None:
+            served |= {"dp_comm_time_s": dp_comm, "predicted_dp_comm_time_s": predicted_dp}
         return served
 
     @cached_property
@@ -337,6 +351,8 @@ class Report:
             {"tensor_parallel": self.tensor_parallel.to_dict()} if self.tensor_parallel
             else {}) | (
             {"pipeline_parallel": self.pipeline_parallel.to_dict()} if self.pipeline_parallel
+            else {}) | (
+            {"data_parallel": self.data_parallel.to_dict()} if self.data_parallel
             else {}) | (
             self.scaling.to_dict() if self.scaling else {})
 

@@ -124,11 +124,11 @@ def serving_options(command):
              "ring for large). Tokens/s are the N GPUs'.")(command)
 
 
-def check_serving_options(tp: int, pp: int = 1) -> None:
-    """--gpus-per-node and --intra describe the node a --tp group (or a --pp pipeline) serves
-    on, --inter the link between a pipeline's nodes: one line without them."""
+def check_serving_options(tp: int, pp: int = 1, dp: int = 1) -> None:
+    """--gpus-per-node and --intra describe the node a --tp group (or a --pp pipeline, or --dp
+    ranks) serves on, --inter the link between a pipeline's nodes: one line without them."""
     for name in ("gpus_per_node", "intra"):
-        if _given(name) and tp == 1 and pp == 1:
+        if _given(name) and tp == 1 and pp == 1 and dp == 1:
             raise InputError(name, "", "goes with --tp N (the node a tensor-parallel group "
                                        "serves on)")
     if _given("inter") and pp == 1:
@@ -155,3 +155,28 @@ def pipeline_options(command):
              "nodes, else the intra-node one; every figure one GPU's, its memory the most "
              "loaded stage's with the KV cache of N batches in flight; tokens/s the tp x pp "
              "GPUs'.")(command)
+
+
+def data_parallel_option(command):
+    """Decorate ``command`` (analyze; compare and sweep, which refuse it,
+    ``refuse_data_parallel``) with ``--dp``: the step or the generation served over
+    data-parallel ranks (``analysis.serving_dp``)."""
+    return click.option(
+        "--dp", type=Count(high=1024), default=1, show_default=True,
+        help="Serve over D data-parallel ranks of --tp GPUs each, as vLLM's "
+             "--data-parallel-size D --enable-expert-parallel (inference only, one node, no "
+             "--pp; not --data-parallel, which is training's gradient all-reduce): the batch "
+             "spread evenly over the ranks (D must divide it), every figure one GPU's running "
+             "its rank's batch / D sequences, its KV cache theirs only; a mixture of experts' "
+             "experts split whole over the D x tp GPUs (--tp 1 only), each MoE layer's tokens "
+             "all-gathered and its output reduce-scattered on the intra-node link (vLLM's "
+             "default allgather_reducescatter backend), exposed; a dense model's ranks "
+             "replicas. Tokens/s are the D ranks'.")(command)
+
+
+def refuse_data_parallel(dp: int, command: str) -> None:
+    """compare and sweep take no ``--dp`` (each device's or point's outputs would need the
+    ranks' lines): one line naming ``analyze --dp``."""
+    if dp != 1:
+        raise InputError("dp", "", f"{command} does not serve over data-parallel ranks; "
+                                   f"`roofline analyze --dp {dp}` does, one device at a time")

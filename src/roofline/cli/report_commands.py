@@ -25,6 +25,7 @@ from .options import (
 )
 from .overrides import (
     check_serving_options,
+    data_parallel_option,
     generation_options,
     model_options,
     pipeline_options,
@@ -73,6 +74,7 @@ from .reports import _render_reports, _say_rows, _stream_json
 @generation_options
 @serving_options
 @pipeline_options
+@data_parallel_option
 @click.option("--measure", is_flag=True,
               help="Also time every GEMM at its shape and dtype on this machine (--hw local or "
                    "an entry probed here; numpy's BLAS: fp64/fp32; torch or cupy on a GPU): "
@@ -88,7 +90,7 @@ from .reports import _render_reports, _say_rows, _stream_json
 def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, expand: bool,
             plot: str | None, quantization: bool, stream_input: bool, host_link: str | None,
             workers: str | None, interconnect: str | None, tp: int, gpus_per_node: int,
-            intra: str | None, pp: int, inter: str | None, measure: bool,
+            intra: str | None, pp: int, inter: str | None, dp: int, measure: bool,
             measure_budget: float, **overrides) -> None:
     """List every GEMM of MODEL (a model.yaml, a Hugging Face config.json, or
     package.module:factory, a callable returning a PyTorch module and its example inputs,
@@ -106,7 +108,7 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
     from ..api import analyze_model
 
     _check_plot(plot)
-    check_serving_options(tp, pp)
+    check_serving_options(tp, pp, dp)
     if _given("measure_budget") and not measure:
         raise InputError("measure_budget", "", "goes with --measure (it bounds the time "
                                                "--measure spends timing GEMMs)")
@@ -126,7 +128,7 @@ def analyze(model: str, hardware: tuple[str, ...], fmt: str, gemms_only: bool, e
     network = loaded()
     reports = [scale(analyze_model(network, spec, quantization=quantization, tp=tp,
                                    gpus_per_node=gpus_per_node, intra=intra, pp=pp,
-                                   inter=inter, **overrides),
+                                   inter=inter, dp=dp, **overrides),
                      stream_input, host_link, workers, interconnect) for spec in specs]
     from ..output.report import View, check_listed
 

@@ -15,9 +15,11 @@ from .loading import _loaded, _local_library, _needs
 from .options import FORMATS, MODEL_FILE, PLOT_FILE, QUANTIZATION_HELP, _one_device
 from .overrides import (
     check_serving_options,
+    data_parallel_option,
     generation_options,
     model_options,
     pipeline_options,
+    refuse_data_parallel,
     serving_options,
 )
 from .plots import _check_plot, _write_plot, force_option
@@ -31,6 +33,7 @@ from .plots import _check_plot, _write_plot, force_option
 @generation_options
 @serving_options
 @pipeline_options
+@data_parallel_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
@@ -40,7 +43,7 @@ from .plots import _check_plot, _write_plot, force_option
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
             quantization: bool, tp: int, gpus_per_node: int, intra: str | None, pp: int,
-            inter: str | None, **overrides) -> None:
+            inter: str | None, dp: int, **overrides) -> None:
     """Per-GEMM and whole-step time of MODEL (a model.yaml, a Hugging Face config.json, or
     package.module:factory, captured as analyze captures it) on each device, the speedup over
     the first, and why: a GEMM memory-bound on both gains the bandwidth ratio, one
@@ -68,6 +71,7 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
     from ..probe import resolve_hardware
 
     _check_plot(plot)
+    refuse_data_parallel(dp, "compare")
     check_serving_options(tp, pp)
     library = _local_library(model)
     network = _loaded(model, overrides)
@@ -104,6 +108,7 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
 @generation_options
 @serving_options
 @pipeline_options
+@data_parallel_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @force_option
 @click.option("--plot", type=PLOT_FILE, metavar="FILE",
@@ -113,7 +118,7 @@ def compare(model: str, hardware: tuple[str, ...], fmt: str, plot: str | None,
 @click.option("--quantization", is_flag=True, help=QUANTIZATION_HELP)
 def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt: str,
           plot: str | None, quantization: bool, tp: int, gpus_per_node: int,
-          intra: str | None, pp: int, inter: str | None, **overrides) -> None:
+          intra: str | None, pp: int, inter: str | None, dp: int, **overrides) -> None:
     """Step time and samples/s (roofline and predicted), memory and which GEMMs are
     memory-bound for MODEL at each batch
     (--batch), each sequence length (--seq) or each pair of both; the batch at which each GEMM
@@ -148,6 +153,7 @@ def sweep(model: str, hardware: str, batches: str | None, seqs: str | None, fmt:
     from ..probe import resolve_hardware
 
     _check_plot(plot)
+    refuse_data_parallel(dp, "sweep")
     check_serving_options(tp, pp)
     # bad input fails before any work
     batch_values = parse_batches(batches) if batches is not None else None

@@ -76,7 +76,8 @@ def terms_line(g: Generation, where: str = "on the device") -> str:
                  f"{g.decode_steps} x TPOT")
     else:
         text += "; latency = TTFT (one token: no decode step)"
-    made = (f"batch x {g.generate} / latency" if g.in_flight == 1 else
+    made = (f"{g.ranks} ranks x batch x {g.generate} / latency, each rank's batch" if g.ranks > 1
+            else f"batch x {g.generate} / latency" if g.in_flight == 1 else
             f"{g.in_flight} x batch x {g.generate} / the steady time of each of the "
             f"{g.in_flight} batches in flight (each phase max(its latency, {g.in_flight} x its "
             f"slowest stage))")

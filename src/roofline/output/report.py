@@ -24,6 +24,8 @@ from .hardware import capacity_text
 from .json import to_json
 from .precision import precision_text
 from .scaling import scaling_lines
+from .serving_dp import dp_line
+from .serving_dp import header_line as dp_header
 from .serving_pp import header_line as pipeline_header
 from .serving_pp import pipeline_line
 from .serving_tp import comm_line, header_line, where_text
@@ -296,7 +298,10 @@ def _header(report: Report) -> str:
                if report.tensor_parallel else "")
             + ("\n" + textwrap.fill(pipeline_header(report.pipeline_parallel), 100,
                                      subsequent_indent="  ")
-               if report.pipeline_parallel else ""))
+               if report.pipeline_parallel else "")
+            + ("\n" + textwrap.fill(dp_header(report.data_parallel), 100,
+                                     subsequent_indent="  ")
+               if report.data_parallel else ""))
 
 
 def ridge_text(report: Report) -> str:
@@ -355,6 +360,9 @@ def totals_line(report: Report) -> str:
                 + (f", pipeline hand-offs "
                    f"{seconds(report.pipeline_parallel.step.transfer_s)}"
                    if report.pipeline_parallel else "")
+                + (f", experts' dispatch and combine "
+                   f"{seconds(report.data_parallel.step.roof_s)}"
+                   if report.data_parallel and report.data_parallel.moe else "")
                 + f"); {t['memory_bound_time_fraction']:.0%} of the time "
                 f"memory-bound; {_parameters(t['parameters'], t['active_parameters'])}")
     pp = report.pipeline_parallel
@@ -889,6 +897,8 @@ def report_table_lines(report: Report, view: View = View()) -> Iterator[str]:
     end += textwrap.wrap(sent, width=100, subsequent_indent="  ") if sent else []
     piped = pipeline_line(report)
     end += textwrap.wrap(piped, width=100, subsequent_indent="  ") if piped else []
+    ranks = dp_line(report)
+    end += textwrap.wrap(ranks, width=100, subsequent_indent="  ") if ranks else []
     memory = memory_line(report)
     end += textwrap.wrap(memory, width=100, subsequent_indent="  ") if memory else []
     end += textwrap.wrap(step_line(report), width=100, subsequent_indent="  ")
@@ -950,7 +960,8 @@ def csv_chunks(reports: list[Report], view: View = View()) -> Iterator[str]:
     from ..analysis.recompute import recomputed_results
 
     keys = _CSV_CONTEXT + (("tp",) if any(r.tensor_parallel for r in reports) else ()) + (
-        ("pp",) if any(r.pipeline_parallel for r in reports) else ())  # (a pipeline's stages)
+        ("pp",) if any(r.pipeline_parallel for r in reports) else ()) + (  # (its stages)
+        ("dp",) if any(r.data_parallel for r in reports) else ())  # (data-parallel ranks)
     yield _csv_line(keys + _CSV_FIELDS)
     for report in reports:
         again = recomputed_results(report)
@@ -958,7 +969,8 @@ def csv_chunks(reports: list[Report], view: View = View()) -> Iterator[str]:
         context = {"hardware": report.hardware.name, "batch": net.batch, "mode": net.mode,
                    "seq": "" if net.seq is None else net.seq, "phase": net.step_phase,
                    "tp": report.tensor_parallel.tp if report.tensor_parallel else 1,
-                   "pp": report.pipeline_parallel.pp if report.pipeline_parallel else 1}
+                   "pp": report.pipeline_parallel.pp if report.pipeline_parallel else 1,
+                   "dp": report.data_parallel.dp if report.data_parallel else 1}
         yield from _csv_rows(report.results, context, _gemm_csv, _gemm_of, keys, again)
         if not view.gemms_only:
             yield from _csv_rows(report.ops, context, _op_csv, _op_of, keys, again)
@@ -1027,8 +1039,10 @@ def report_markdown_lines(report: Report, view: View = View()) -> Iterator[str]:
     again = recompute_line(report)
     sent = comm_line(report)
     piped = pipeline_line(report)
+    ranks = dp_line(report)
     end = ["", totals_line(report)] + (["", again] if again else []) + (
         ["", sent] if sent else []) + (["", piped] if piped else []) + (
+        ["", ranks] if ranks else []) + (
         ["", memory] if memory else []) + [
         "", step_line(report)] + (["", generated] if generated else []) + (
         ["", note] if note else [])

@@ -34,7 +34,9 @@ def shard_words(report: Report) -> str:
     """What a title adds to the device's name where the report is one GPU's shard: `` (one
     GPU of tp 8)``, over a pipeline `` (one GPU of tp 8 x pp 2)``; nothing otherwise (the
     chart's and the HTML page's titles)."""
-    tp, pp = report.tensor_parallel, report.pipeline_parallel
+    tp, pp, dp = report.tensor_parallel, report.pipeline_parallel, report.data_parallel
+    if dp is not None:  # (analysis.serving_dp: never with a pipeline)
+        return f" (one GPU of dp {dp.dp} x tp {dp.tp})"
     if pp is not None:
         return f" (one GPU of tp {pp.tp} x pp {pp.pp})"
     return f" (one GPU of tp {tp.tp})" if tp else ""
@@ -43,14 +45,16 @@ def shard_words(report: Report) -> str:
 def where_text(report: Report) -> str:
     """Where a generation's tokens/s are made: ``on the 8 GPUs`` where the report is one GPU's
     shard (the group's tokens; a pipeline's tp x pp), else ``on the device``."""
-    served = report.tensor_parallel or report.pipeline_parallel
+    served = report.tensor_parallel or report.pipeline_parallel or report.data_parallel
     return f"on the {served_gpus(report)} GPUs" if served else "on the device"
 
 
 def served_gpus(report: Report) -> int:
-    """The GPUs the report's figures are one GPU's of: tp, over a pipeline tp x pp; 1 where
-    one GPU runs the step."""
-    tp, pp = report.tensor_parallel, report.pipeline_parallel
+    """The GPUs the report's figures are one GPU's of: tp, over a pipeline tp x pp, over
+    data-parallel ranks dp x tp; 1 where one GPU runs the step."""
+    tp, pp, dp = report.tensor_parallel, report.pipeline_parallel, report.data_parallel
+    if dp is not None:
+        return dp.gpus
     if pp is not None:
         return pp.tp * pp.pp
     return tp.tp if tp else 1

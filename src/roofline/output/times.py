@@ -124,7 +124,9 @@ def time_lines(report: Report) -> list[str]:
                  if totals["recompute_time_s"] else "") + (
             ", the tensor-parallel communication as said below"
             if report.tensor_parallel else "") + (
-            ", the pipeline's hand-offs as said below" if report.pipeline_parallel else "")
+            ", the pipeline's hand-offs as said below" if report.pipeline_parallel else "") + (
+            ", the experts' dispatch and combine as said below"
+            if report.data_parallel and report.data_parallel.moe else "")
         step = [f"step time: roof {seconds(totals['time_s'])}, predicted "
                 f"{seconds(totals['predicted_time_s'])} (the GEMMs as predicted, "
                 f"{op_basis_text(report)}{again})"]

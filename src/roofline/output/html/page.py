@@ -39,6 +39,8 @@ from ..report import (
     totals_line,
 )
 from ..scaling import scaling_lines
+from ..serving_dp import dp_line
+from ..serving_dp import header_line as dp_header
 from ..serving_pp import header_line as pipeline_header
 from ..serving_pp import pipeline_line
 from ..serving_tp import comm_line, header_line, shard_words, where_text
@@ -312,7 +314,7 @@ def _summary(report: Report, view: View) -> str:
               ("FLOP a step", si(t["flops"], "FLOP")), ("bytes a step", si(t["bytes"], "B")),
               ("GEMMs, ops", f"{len(report.results)}, {len(report.ops)}")]
     lines = [totals_line(report), recompute_line(report), comm_line(report),
-             pipeline_line(report), memory_line(report), step_line(report),
+             pipeline_line(report), dp_line(report), memory_line(report), step_line(report),
              generation_line(report), repeat_note(report, view)]
     return figures(pairs) + paragraphs([line for line in lines if line])
 
@@ -346,6 +348,8 @@ def report_header(report: Report) -> list[tuple[str, str]]:
         pairs.insert(2, ("tensor parallelism", header_line(report.tensor_parallel)))
     if report.pipeline_parallel:
         pairs.insert(2, ("pipeline parallelism", pipeline_header(report.pipeline_parallel)))
+    if report.data_parallel:
+        pairs.insert(2, ("data parallelism", dp_header(report.data_parallel)))
     return pairs
 
 
