@@ -126,6 +126,12 @@ def test_a_generation_adds_the_prefill_and_decode_dispatches():
     assert group.decode.dispatch.per_gpu == 2 * 14_400 and group.decode_steps == 3
     assert g.tokens_per_s == pytest.approx(8 * 2 * 4 / g.latency_s)
     assert group.generation_s == pytest.approx(group.prefill.roof_s + 3 * group.decode.roof_s)
+    # the JSON's group tokens/s are the generation's alone: the last decode step's rate, 8 x 2
+    # tokens over that step, is a larger figure and is not said beside them
+    data = report.to_dict()
+    assert data["data_parallel"]["tokens_per_s"] is None
+    assert data["data_parallel"]["predicted_tokens_per_s"] is None
+    assert data["generation"]["tokens_per_s"] == pytest.approx(8 * 2 * 4 / g.latency_s)
 
 
 @pytest.mark.parametrize("kw, words", [

@@ -251,8 +251,10 @@ class DataParallel:
                 "link": _link_dict(self.link), "link_basis": self.basis, "overlap": False,
                 "lockstep": self.moe, "step": self.step.to_dict(),
                 "step_time_s": self.step_s, "predicted_step_time_s": self.predicted_step_s,
-                "tokens_per_s": self.tokens_per_s(),
-                "predicted_tokens_per_s": self.tokens_per_s(True),
+                # a generation's are its own (``generation.tokens_per_s``, the D ranks'): the
+                # last decode step's rate beside them would be a second, larger figure
+                "tokens_per_s": None if self.prefill else self.tokens_per_s(),
+                "predicted_tokens_per_s": None if self.prefill else self.tokens_per_s(True),
                 "rank_max_batch": self.rank_max_batch, "max_batch": self.max_batch,
                 "prefill": self.prefill.to_dict() if self.prefill else None,
                 "decode": self.decode.to_dict() if self.decode else None,
