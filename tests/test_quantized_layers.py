@@ -161,7 +161,9 @@ def test_qwen3_moes_router_takes_the_format_as_vllm_hands_it_the_config(invoke):
                  "--mode", "inference", "--phase", "decode", "--weights", "fp8",
                  "--activations", "fp8").stdout
     assert ("; embedding and LM head bf16 (vLLM quantizes neither); routers fp8 "
-            "(quantized_router: vLLM's Qwen3-MoE hands its gate the format);") in out
+            "(quantized_router: vLLM's Qwen3-MoE hands its gate the format; a checkpoint "
+            "that leaves its gates unconverted, as Qwen's own FP8 ones list every mlp.gate, "
+            "keeps them bf16: a checkpoint's list is not read here);") in " ".join(out.split())
 
 
 def test_a_model_yaml_router_is_kept_unless_quantized_router(tmp_path):
@@ -257,3 +259,22 @@ def test_a_training_step_is_left_as_it_was():
     forward = next(r.gemm for r in report.results
                    if r.gemm.layer == "blk.1.router" and r.gemm.pass_ == "forward")
     assert forward.dtype == "fp8"
+
+
+def test_plan_under_fp8_activations_says_the_head_and_routers_run_fp8():
+    """Training keeps every weight GEMM in the activations' dtype (``in_format``), the LM head's
+    and Mixtral's router's too; Megatron-Core runs its output layer as a plain
+    ``tensor_parallel.ColumnParallelLinear`` and its router through ``router_gating_linear`` at
+    the input's dtype, outside fp8 (megatron/core/models/gpt/gpt_model.py,
+    transformer/moe/router.py). Not modelled: the plan says so, and its step says fp8."""
+    from roofline.api import plan
+    from roofline.output.plan import step_settings
+
+    result = plan("examples/hf/mixtral-8x7b.json", H100, 8, batch=8, seq=1024, tp=8, pp=1,
+                  activations="fp8")
+    assert "bf16 (weight GEMMs fp8)" in step_settings(result)
+    (line,) = [a for a in result.assumptions if "--activations" in a]
+    assert "the LM head's and the routers' too" in line and "not modelled" in line
+    plain = plan("examples/hf/mixtral-8x7b.json", H100, 8, batch=8, seq=1024, tp=8, pp=1)
+    assert not any("--activations" in a for a in plain.assumptions)
+    assert "weight GEMMs" not in step_settings(plain)

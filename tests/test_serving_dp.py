@@ -126,6 +126,12 @@ def test_a_generation_adds_the_prefill_and_decode_dispatches():
     assert group.decode.dispatch.per_gpu == 2 * 14_400 and group.decode_steps == 3
     assert g.tokens_per_s == pytest.approx(8 * 2 * 4 / g.latency_s)
     assert group.generation_s == pytest.approx(group.prefill.roof_s + 3 * group.decode.roof_s)
+    # the JSON's group tokens/s are the generation's alone: the last decode step's rate, 8 x 2
+    # tokens over that step, is a larger figure and is not said beside them
+    data = report.to_dict()
+    assert data["data_parallel"]["tokens_per_s"] is None
+    assert data["data_parallel"]["predicted_tokens_per_s"] is None
+    assert data["generation"]["tokens_per_s"] == pytest.approx(8 * 2 * 4 / g.latency_s)
 
 
 @pytest.mark.parametrize("kw, words", [
@@ -182,3 +188,84 @@ def test_csv_and_html_say_the_ranks(invoke):
     assert first[header.index("dp")] == "8" and first[header.index("batch")] == "2"
     page = invoke(*args, "--format", "html").stdout
     assert "data parallelism" in page and "(one GPU of dp 8 x tp 1)" in page
+
+
+QWEN3_30B = "examples/hf/qwen3-30b-a3b.json"  # Qwen's config: hidden 2048, 48 blocks, 128
+# experts of top_k 8, 4 KV heads of 128 (its config.json, examples/hf/SOURCES.md)
+
+
+def _qwen(**kw):
+    settings = dict(batch=64, seq=2048, mode="inference", phase="decode", dp=4) | kw
+    return analyze_model(QWEN3_30B, H200, **settings)
+
+
+def test_qwen3_30b_at_dp_4_by_hand():
+    # dp 4, batch 64: 16 sequences a rank; 128 experts / 4 GPUs = 32 a GPU. KV a GPU: 16 seq x
+    # 2048 tokens x 48 blocks x 4 KV heads x 128 x 2 (K, V) x 2 B (bf16) = 3,221,225,472 B.
+    # Dispatch a MoE layer: t = 16 tokens, h = 2048 at 2 B, top_k 8 ids int32 + weights fp32:
+    # 16 x (2048 x 2 + 8 x 8) = 66,560 B a GPU, 4 x that = 266,240 gathered; combine the 4 x 16
+    # tokens' output at bf16, 4 x 16 x 2048 x 2 = 262,144. Roof on 450 GB/s NVSwitch, ring
+    # (p - 1) / p = 3/4: (266,240 + 262,144) x 3/4 / 450e9 = 880.64 ns a layer, x 48 blocks
+    # = 42.27 us; predicted adds 3 steps x 3.4 us a collective: 48 x 2 x 10.2 us = 979.2 us
+    r = _qwen()
+    dp = r.data_parallel
+    assert dp.local_experts == 32 and r.network.batch == 16
+    assert r.memory.parts["kv_cache"] == 16 * 2048 * 48 * 4 * 128 * 2 * 2 == 3_221_225_472
+    step = dp.step
+    assert step.layers == 48 and step.hidden_dtype == "bf16"
+    assert step.dispatch.per_gpu == 66_560 and step.dispatch.nbytes == 266_240
+    assert step.combine.nbytes == 262_144
+    assert step.roof_s == pytest.approx(48 * (266_240 + 262_144) * 0.75 / 450e9)
+    assert step.roof_s == pytest.approx(42.27e-6, rel=1e-3)
+    assert step.predicted_s == pytest.approx(step.roof_s + 48 * 2 * 3 * 3.4e-6)
+    # each of the 32 local experts gets the group's 64 x 8 / 128 = 4 routed rows
+    shapes = {(x.gemm.batch_count, x.gemm.m) for x in r.results if x.gemm.layer.endswith("expert_up")}
+    assert shapes == {(32, 4)}
+
+
+def test_a_w8a8_dispatch_gathers_fp8_hidden_states_and_combines_at_bf16():
+    # vLLM's naive DP/EP prepare quantizes the hidden states before the all-gather
+    # (_quantize_and_setup_dispatch, quant_dtype fp8 under W8A8); the experts' output comes
+    # back bf16. Dispatch: 16 x (2048 x 1 + 64) = 33,792 B a GPU, 135,168 gathered; the
+    # combine stays 262,144. A weight-only format (int4, W4A16) leaves quant_dtype None: bf16
+    w8a8 = _qwen(weights="fp8", activations="fp8").data_parallel.step
+    assert w8a8.hidden_dtype == "fp8"
+    assert w8a8.dispatch.per_gpu == 33_792 and w8a8.dispatch.nbytes == 135_168
+    assert w8a8.combine.nbytes == 262_144
+    w4a16 = _qwen(weights="int4").data_parallel.step
+    assert w4a16.dispatch.nbytes == 266_240 and w4a16.hidden_dtype == "bf16"
+
+
+def test_the_experts_line_counts_the_groups_tokens():
+    # the GPU's 32 experts of 128 are reached by all 4 GPUs' 16 tokens: 64 tokens, each
+    # missing a given expert with probability 1 - 8/128: 32 (1 - (15/16)^64) = 31.49
+    from roofline.output.times import expert_lines
+
+    (line,) = expert_lines(_qwen(batch=64))
+    assert "the group's 64 (4 GPUs x 16) tokens" in line
+    assert f"{32 * (1 - (15 / 16) ** 64):.2f}" == "31.49" and "31.49" in line
+
+
+def test_mixtral_at_dp_8_holds_one_whole_expert_a_gpu():
+    # Mixtral-8x7B: 8 experts over 8 GPUs, 1 each. batch 64: 8 a rank; each expert gets the
+    # group's 64 x 2 / 8 = 16 routed rows. Weights a GPU: attention 4096 x (4096 + 2 x 1024)
+    # + 4096 x 4096 = 41,943,040, router 4096 x 8, one expert 3 x 4096 x 14336 = 176,160,768,
+    # two norms 8192: 218,144,768 a block x 32, plus the embedding and the untied head 2 x
+    # 32000 x 4096 and the final norm 4096: 7,242,780,672 at 2 B. KV: 8 seq x 2048 x 32 blocks
+    # x 8 heads x 128 x 2 x 2 B = 2,147,483,648. Dispatch 8 x (4096 x 2 + 2 x 8) = 65,664 a GPU
+    r = analyze_model("examples/hf/mixtral-8x7b.json", H200, batch=64, seq=2048,
+                      mode="inference", phase="decode", dp=8)
+    dp = r.data_parallel
+    assert dp.local_experts == 1 and r.network.batch == 8
+    assert r.memory.parts["weights"] == 2 * (32 * 218_144_768 + 2 * 32000 * 4096 + 4096)
+    assert r.memory.parts["kv_cache"] == 8 * 2048 * 32 * 8 * 128 * 2 * 2 == 2_147_483_648
+    assert dp.step.dispatch.per_gpu == 65_664 and dp.step.combine.nbytes == 8 * 8 * 4096 * 2
+    shapes = {(x.gemm.batch_count, x.gemm.m) for x in r.results if x.gemm.layer.endswith("expert_up")}
+    assert shapes == {(1, 16)}
+    assert "1 whole expert a GPU" in dp_header(r)
+
+
+def dp_header(report):
+    from roofline.output.serving_dp import header_line
+
+    return header_line(report.data_parallel)

@@ -141,9 +141,21 @@ class Plan:
     def assumptions(self) -> tuple[str, ...]:
         """``ASSUMPTIONS``, the schedule's line saying the interleaved one where a layout
         interleaves (``INTERLEAVED``)."""
-        if not any(r.layout.vp > 1 for r in self.results):
-            return ASSUMPTIONS
-        return tuple(INTERLEAVED if text.startswith("1F1B") else text for text in ASSUMPTIONS)
+        lines: tuple[str, ...] = ASSUMPTIONS
+        if any(r.layout.vp > 1 for r in self.results):
+            lines = tuple(INTERLEAVED if text.startswith("1F1B") else text for text in lines)
+        net = self.network
+        if net.activation_dtype != net.operand_dtype:
+            # Megatron-Core: GPTModel's output_layer is tensor_parallel.ColumnParallelLinear
+            # (a TE layer only under fp8_output_proj with the MXFP8 recipe), the router's
+            # logits router_gating_linear at the input's dtype or moe_router_dtype
+            # (megatron/core/models/gpt/gpt_model.py, transformer/moe/router.py)
+            act, d = net.activation_dtype, net.operand_dtype
+            lines += (f"every weight GEMM in {act} (--activations), forward and backward, the "
+                      f"LM head's and the routers' too; Megatron-Core runs its output layer and "
+                      f"router gating outside {act}, in {d} (or fp32), which is not modelled: "
+                      f"their time is {act}'s",)
+        return lines
 
     @property
     def best(self) -> LayoutResult | None:

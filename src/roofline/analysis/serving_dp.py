@@ -44,17 +44,26 @@ rule read from vLLM's source or documentation:
   all-gather over the DP group (``dispatch``: ``all_gatherv`` of the hidden states, the top-k
   weights and the top-k ids, as ``MoEPrepareAndFinalizeNaiveDPEPModular.prepare`` calls it in
   ``fused_moe/prepare_finalize/naive_dp_ep.py``) and combines by a reduce-scatter of the experts'
-  output (``combine``: ``reduce_scatterv``). For t tokens a rank, hidden h, top_k k and the
-  activations' element size e, each GPU adds t (h e + 8 k) bytes to the gathered buffer (the
-  top-k weights fp32, the ids int32: vLLM's routing returns ``topk_weights.to(torch.float32),
-  topk_ids.to(torch.int32)``), whole D t (h e + 8 k); the combine reduce-scatters D t h e.
+  output (``combine``: ``reduce_scatterv``). The hidden states are gathered as the experts
+  read them: ``prepare`` quantizes them before the dispatch (``_quantize_and_setup_dispatch``:
+  ``moe_kernel_quantize_input`` to the MoE quantization config's ``quant_dtype``, fp8 or int8
+  under W8A8, None, so the model's dtype, for a weight-only format or none), so their element
+  size e is the activations' dtype's (``--activations``: 1 byte under fp8 or int8, else the
+  model's 2); the experts' output comes back at the model's dtype, e_o (``finalize``'s
+  ``TopKWeightAndReduceContiguous`` sum, then ``combine``). For t tokens a rank, hidden h,
+  top_k k, each GPU adds t (h e + 8 k) bytes to the gathered buffer (the top-k weights fp32,
+  the ids int32: vLLM's routing returns ``topk_weights.to(torch.float32),
+  topk_ids.to(torch.int32)``), whole D t (h e + 8 k); the combine reduce-scatters D t h e_o.
   Priced as every collective here (``collectives.ring_time_s``, NCCL's ring on the node's link,
   ``plan.make_fabric``): roof (p - 1) / p x the whole buffer / B, predicted plus (p - 1)
   steps' latency; exposed (nothing overlaps them: the experts wait for the dispatch, the next
   layer for the combine). vLLM's ``deepep_*`` (DeepEP all-to-all kernels), ``naive`` and
-  ``flashinfer_*`` backends move other bytes and are not modelled, nor are fp8 dispatch's
-  scales (``extra_tensors``: h / 128 fp32 values a token under block quantization, 3% of its
-  bf16 hidden states) or the sum of the top-k outputs over all D t gathered rows that the
+  ``flashinfer_*`` backends move other bytes and are not modelled, nor are a W8A8 dispatch's
+  scales (``extra_tensors``: under fp8 block quantization h / 128 fp32 values a token, 3% of
+  its fp8 hidden states; one fp32 a token per-token, none per-tensor, a scalar kept on every
+  rank), nor the monolithic kernels' path that gathers the router logits in place of the top-k
+  ids and weights (``MoEPrepareAndFinalizeNaiveDPEPMonolithic``, for kernels that route
+  inside), or the sum of the top-k outputs over all D t gathered rows that the
   all-gather path runs before its combine (the even spread's routed rows are counted, a GPU's
   t k).
 - Lockstep. A mixture of experts' ranks synchronize in every MoE layer, so each step is the
@@ -76,6 +85,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError, option
 from ..files.fields import positive_int
 from ..hardware.links import Link
+from ..model.dtypes import itemsize
 from ..model.layers import Transformer
 from ..model.network import Network
 from .collectives import DEFAULT_GPUS_PER_NODE, _link_dict, ring_time_s
@@ -128,6 +138,7 @@ class DispatchComm:
     layers: int
     dispatch: Collective | None
     combine: Collective | None
+    hidden_dtype: str = ""  # the dtype the dispatch gathers the hidden states in ("": none)
 
     @property
     def roof_s(self) -> float:
@@ -141,6 +152,7 @@ class DispatchComm:
 
     def to_dict(self) -> dict[str, Any]:
         return {"tokens": self.tokens, "moe_layers": self.layers,
+                "hidden_dtype": self.hidden_dtype or None,
                 "dispatch": self.dispatch.to_dict() if self.dispatch else None,
                 "combine": self.combine.to_dict() if self.combine else None,
                 "time_s": self.roof_s, "predicted_time_s": self.predicted_s}
@@ -153,17 +165,18 @@ def dispatch_comm(network: Network, dp: int, link: Link) -> DispatchComm:
     step = network.step()
     if block is None or dp <= 1:
         return DispatchComm(step.tokens, layers, None, None)
-    t, e, h, k = step.tokens, step.e, block.hidden, block.top_k
+    # the hidden states as the experts read them, the output at the model's dtype (docstring)
+    t, e, h, k = step.tokens, itemsize(network.activation_dtype), block.hidden, block.top_k
     each = t * (h * e + ROUTE_BYTES * k)
     gathered = dp * each
-    out = dp * t * h * e
+    out = dp * t * h * step.e
     bw, lat = link.bandwidth_gbs, link.latency_us
     dispatch = Collective("all-gather", gathered, each, ring_time_s("all-gather", gathered, dp, bw),
                           ring_time_s("all-gather", gathered, dp, bw, lat))
     combine = Collective("reduce-scatter", out, out // dp,
                          ring_time_s("reduce-scatter", out, dp, bw),
                          ring_time_s("reduce-scatter", out, dp, bw, lat))
-    return DispatchComm(t, layers, dispatch, combine)
+    return DispatchComm(t, layers, dispatch, combine, network.activation_dtype)
 
 
 @dataclass(frozen=True)
@@ -238,8 +251,10 @@ class DataParallel:
                 "link": _link_dict(self.link), "link_basis": self.basis, "overlap": False,
                 "lockstep": self.moe, "step": self.step.to_dict(),
                 "step_time_s": self.step_s, "predicted_step_time_s": self.predicted_step_s,
-                "tokens_per_s": self.tokens_per_s(),
-                "predicted_tokens_per_s": self.tokens_per_s(True),
+                # a generation's are its own (``generation.tokens_per_s``, the D ranks'): the
+                # last decode step's rate beside them would be a second, larger figure
+                "tokens_per_s": None if self.prefill else self.tokens_per_s(),
+                "predicted_tokens_per_s": None if self.prefill else self.tokens_per_s(True),
                 "rank_max_batch": self.rank_max_batch, "max_batch": self.max_batch,
                 "prefill": self.prefill.to_dict() if self.prefill else None,
                 "decode": self.decode.to_dict() if self.decode else None,

@@ -85,7 +85,9 @@ def step_settings(plan: Plan) -> str:
     net = plan.network
     per = f" x seq {net.seq}" if net.seq else ""
     attention = attention_form(net)
-    return (f"global batch {plan.batch}{per}, {net.operand_dtype}, optimizer {net.optimizer}, "
+    act = net.activation_dtype
+    dtype = net.operand_dtype + (f" (weight GEMMs {act})" if act != net.operand_dtype else "")
+    return (f"global batch {plan.batch}{per}, {dtype}, optimizer {net.optimizer}, "
             f"recompute {net.recompute}" + (f", attention {attention}" if attention else ""))
 
 

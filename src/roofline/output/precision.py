@@ -68,7 +68,9 @@ def kept_text(network: Network) -> str:
         text += f"; {listed} {d} ({why})"
     if kept.quantized_routers:
         text += (f"; {'other ' if kept.routers else ''}routers {network.weight_dtype} "
-                 f"(quantized_router: vLLM's Qwen3-MoE hands its gate the format)")
+                 f"(quantized_router: vLLM's Qwen3-MoE hands its gate the format; a "
+                 f"checkpoint that leaves its gates unconverted, as Qwen's own FP8 ones list "
+                 f"every mlp.gate, keeps them {d}: a checkpoint's list is not read here)")
     if kept.absorbed:
         text += f"; MLA's k_up and v_up {d}, on 16-bit copies of kv_b (in the weights)"
     return text

@@ -39,7 +39,8 @@ def header_line(dp: DataParallel) -> str:
                 f"{dp.dp} replicas' together")
     return (f"data-parallel attention over {count(dp.dp, 'rank')} of tp {dp.tp}, experts over "
             f"{count(dp.gpus, 'GPU')} (expert-parallel: {dp.experts}/{dp.gpus} = "
-            f"{dp.local_experts} whole experts a GPU), as vLLM's --data-parallel-size {dp.dp} "
+            f"{count(dp.local_experts or 0, 'whole expert')} a GPU), as vLLM's "
+            f"--data-parallel-size {dp.dp} "
             f"--enable-expert-parallel: {ranks}; attention, dense layers, shared experts, "
             f"embedding and LM head whole on every GPU (tp {dp.tp}), its KV cache its own "
             f"rank's sequences only; each MoE layer's tokens all-gathered to every GPU and its "
@@ -56,7 +57,8 @@ def _step_text(step: DispatchComm) -> str:
         return "none"
     return (f"{count(step.layers, 'MoE layer')} x (all-gather of "
             f"{si(step.dispatch.nbytes, 'B')}: each GPU's {count(step.tokens, 'token')}' hidden "
-            f"states, top-k ids and weights, {si(step.dispatch.per_gpu, 'B')}; reduce-scatter "
+            f"states in {step.hidden_dtype}, top-k ids and weights, "
+            f"{si(step.dispatch.per_gpu, 'B')}; reduce-scatter "
             f"of {si(step.combine.nbytes, 'B')}): {seconds(step.roof_s)} roof, "
             f"{seconds(step.predicted_s)} predicted")
 

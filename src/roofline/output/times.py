@@ -182,11 +182,17 @@ def expert_lines(report: Report) -> list[str]:
         active, mean = reached
         if active - mean < 0.5:
             return []
+        # over an expert-parallel group the GPU's experts are reached by every GPU's tokens
+        shards = layer.expert_shards
+        tokens = (f"{step.tokens}" if shards == 1 else
+                  f"the group's {step.tokens * shards} ({shards} GPUs x {step.tokens})")
+        formula = ("E (1 - (1 - k/E)^T)" if shards == 1 else
+                   f"E/{shards} (1 - (1 - k/E)^T), E = {layer.experts}")
         return [f"experts: {run.name(0)}'s {step.tokens * layer.top_k} routed rows are spread "
                 f"evenly, over {active} of its {layer.local_experts} experts, whose weights "
-                f"the step reads (the most it can); {step.tokens} tokens routed to "
+                f"the step reads (the most it can); {tokens} tokens routed to "
                 f"{layer.top_k} experts each uniformly and independently reach {mean:.2f} on "
-                f"average (E (1 - (1 - k/E)^T)), fewer weights read: the roof and the "
+                f"average ({formula}), fewer weights read: the roof and the "
                 f"prediction are the even spread's"]
     return []
 
