@@ -251,30 +251,37 @@ def test_compare_substitutes_the_dtype_under_the_same_rule():
         assert _gemm(report, "blk.1.qkv").gemm.stored_b == "int4"
 
 
-def test_a_training_step_is_left_as_it_was():
-    """The rule is serving's: training (plan, analyze --mode train) keeps every weight at the
-    activations' dtype, the head's and the router's GEMMs in it too: Mixtral under fp8
-    activations computes its router's forward GEMM in fp8."""
+def test_a_training_step_under_fp8_runs_the_head_and_routers_at_the_models_dtype():
+    """Training under fp8 activations (a Transformer Engine recipe) runs its weight GEMMs in fp8,
+    forward and backward, but Megatron-Core keeps two outside it: ``GPTModel``'s output layer,
+    a plain ``tensor_parallel.ColumnParallelLinear``, and the router's gating,
+    ``router_gating_linear``, at the input's dtype or fp32 (megatron/core/models/gpt/
+    gpt_model.py, transformer/moe/router.py): Mixtral's router and LM head, every pass, bf16."""
     report = analyze_model(MIXTRAL, H100, batch=1, seq=128, mode="train", activations="fp8")
-    forward = next(r.gemm for r in report.results
-                   if r.gemm.layer == "blk.1.router" and r.gemm.pass_ == "forward")
-    assert forward.dtype == "fp8"
+    kept = [r.gemm for r in report.results if r.gemm.layer in ("blk.1.router", "lm_head")]
+    assert sorted((g.layer, g.pass_) for g in kept) == [
+        ("blk.1.router", "backward-data"), ("blk.1.router", "backward-weight"),
+        ("blk.1.router", "forward"), ("lm_head", "backward-data"),
+        ("lm_head", "backward-weight"), ("lm_head", "forward")]
+    assert {g.dtype for g in kept} == {"bf16"}
+    fp8 = [r.gemm for r in report.results if r.gemm.layer == "blk.1.qkv"]
+    assert len(fp8) == 3 and {g.dtype for g in fp8} == {"fp8"}
+    # without other activations nothing changes: every GEMM in the model's dtype
+    plain = analyze_model(MIXTRAL, H100, batch=1, seq=128, mode="train")
+    assert {r.gemm.dtype for r in plain.results} == {"bf16"}
 
 
-def test_plan_under_fp8_activations_says_the_head_and_routers_run_fp8():
-    """Training keeps every weight GEMM in the activations' dtype (``in_format``), the LM head's
-    and Mixtral's router's too; Megatron-Core runs its output layer as a plain
-    ``tensor_parallel.ColumnParallelLinear`` and its router through ``router_gating_linear`` at
-    the input's dtype, outside fp8 (megatron/core/models/gpt/gpt_model.py,
-    transformer/moe/router.py). Not modelled: the plan says so, and its step says fp8."""
+def test_plan_under_fp8_activations_says_the_head_and_routers_run_bf16():
+    """Plan's step and assumptions say what it runs: the weight GEMMs in fp8, the LM head's and
+    the routers' in bf16 (the rule above)."""
     from roofline.api import plan
     from roofline.output.plan import step_settings
 
     result = plan("examples/hf/mixtral-8x7b.json", H100, 8, batch=8, seq=1024, tp=8, pp=1,
                   activations="fp8")
-    assert "bf16 (weight GEMMs fp8)" in step_settings(result)
+    assert "bf16 (weight GEMMs fp8, the LM head's and routers' bf16)" in step_settings(result)
     (line,) = [a for a in result.assumptions if "--activations" in a]
-    assert "the LM head's and the routers' too" in line and "not modelled" in line
+    assert "but the LM head's and the routers', in bf16" in line
     plain = plan("examples/hf/mixtral-8x7b.json", H100, 8, batch=8, seq=1024, tp=8, pp=1)
     assert not any("--activations" in a for a in plain.assumptions)
     assert "weight GEMMs" not in step_settings(plain)

@@ -146,15 +146,12 @@ class Plan:
             lines = tuple(INTERLEAVED if text.startswith("1F1B") else text for text in lines)
         net = self.network
         if net.activation_dtype != net.operand_dtype:
-            # Megatron-Core: GPTModel's output_layer is tensor_parallel.ColumnParallelLinear
-            # (a TE layer only under fp8_output_proj with the MXFP8 recipe), the router's
-            # logits router_gating_linear at the input's dtype or moe_router_dtype
-            # (megatron/core/models/gpt/gpt_model.py, transformer/moe/router.py)
+            # model.quantized.kept_in_training: Megatron-Core's output layer and router gating
+            # run outside the fp8 recipe
             act, d = net.activation_dtype, net.operand_dtype
-            lines += (f"every weight GEMM in {act} (--activations), forward and backward, the "
-                      f"LM head's and the routers' too; Megatron-Core runs its output layer and "
-                      f"router gating outside {act}, in {d} (or fp32), which is not modelled: "
-                      f"their time is {act}'s",)
+            lines += (f"every weight GEMM in {act} (--activations), forward and backward, but "
+                      f"the LM head's and the routers', in {d}: Megatron-Core runs its output "
+                      f"layer and router gating outside {act}",)
         return lines
 
     @property

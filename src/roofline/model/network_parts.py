@@ -21,7 +21,7 @@ from .gemm import Gemm, GemmShape
 from .layers import Layer, Step, recomputed
 from .network_groups import _fields_key
 from .ops import Op, optimizer_update
-from .quantized import in_format
+from .quantized import in_format, kept_in_training
 from .repeats import ItemRun, LayerRun, Layers, Numbered, rebuild
 
 if TYPE_CHECKING:
@@ -186,11 +186,13 @@ def _gemm(network: Network, index: int, s: GemmShape, copy: int) -> Gemm:
     weight GEMM writes the model's dtype (the dequantizing epilogue of W8A8 kernels). A weight
     the format leaves alone in inference (``model.quantized.in_format``: an LM head, a router
     vLLM builds unquantized, MLA's absorbed W_UK and W_UV) is read at the model's dtype, its
-    GEMM computed and written there, whatever ``--weights`` and ``--activations`` say. A
+    GEMM computed and written there, whatever ``--weights`` and ``--activations`` say; in
+    training under other activations an LM head's and a router's GEMMs, every pass, stay at
+    the model's dtype (``model.quantized.kept_in_training``). A
     captured quantized GEMM (``GemmShape.dtype``) keeps its own operand and output dtypes; a
     GEMM torch runs in TF32 (``GemmShape.tf32``) stays so while its math is fp32."""
     stored = in_format(network, s)
-    weighted = stored or s.pass_ == "backward-weight"
+    weighted = stored or (s.pass_ == "backward-weight" and not kept_in_training(network, s))
     math = network.activation_dtype if weighted else network.operand_dtype
     accumulate = s.pass_ == "backward-weight" and network.grad_accumulation is not None
     c_dtype = network.grad_accumulation if network.grad_accumulation and accumulate else (

@@ -43,7 +43,14 @@ None, and keeps the checkpoint's dtype (``--dtype``). So:
   8, 16 heads a GPU: 16 x 512 x 256 x 2 B x 61 blocks = 255,852,544 B).
 
 Training keeps every weight at the activations' dtype (a stored format is refused there,
-``network_checks``); a training step's GEMMs are left as they were (``in_format``).
+``network_checks``), and with ``--activations`` other than the model's dtype (an fp8 recipe)
+runs its weight GEMMs, forward and backward, in the activations' dtype, but for the LM head's
+and a router's, which stay at the model's dtype, all three passes (``kept_in_training``), as
+Megatron-Core runs them: ``GPTModel``'s ``output_layer`` is a plain
+``tensor_parallel.ColumnParallelLinear``, outside Transformer Engine's fp8 autocast (a TE
+layer only under ``fp8_output_proj`` with the MXFP8 recipe), and ``TopKRouter``'s gating,
+``router_gating_linear``, computes in the input's dtype or ``moe_router_dtype`` (fp32)
+(``megatron/core/models/gpt/gpt_model.py``, ``megatron/core/transformer/moe/router.py``).
 """
 
 from __future__ import annotations
@@ -62,16 +69,31 @@ if TYPE_CHECKING:
 WEIGHTS = ("weight", UNQUANTIZED)
 
 
+#: the name a transformer block gives its router's GEMMs: ``<block>.router``
+ROUTER = ".router"
+
+
 def in_format(network: Network, shape: GemmShape) -> bool:
     """Whether ``shape`` reads a weight (``WEIGHTS``) stored in the weight format, computing in
     the activations' dtype: every weight but, in inference, one its layer keeps at the model's
     dtype (``UNQUANTIZED``) and an LM head's (``Network.lm_heads``), which then compute at the
-    model's dtype; in training, every weight (the rule is serving's: module docstring)."""
+    model's dtype; in training, every weight but those ``kept_in_training`` keeps (module
+    docstring)."""
     if shape.b_operand not in WEIGHTS:
         return False
     if network.mode == "train":
-        return True
+        return not kept_in_training(network, shape)
     return shape.b_operand != UNQUANTIZED and shape.layer not in network.lm_heads
+
+
+def kept_in_training(network: Network, shape: GemmShape) -> bool:
+    """Whether a training step runs ``shape`` (any pass) at the model's dtype where its weight
+    GEMMs run in other activations (``--activations fp8``): the LM head's and a router's, as
+    Megatron-Core keeps them out of fp8 (module docstring)."""
+    if network.mode != "train" or network.activation_dtype == network.operand_dtype:
+        return False
+    return (shape.layer in network.lm_heads or shape.b_operand == UNQUANTIZED
+            or shape.layer.endswith(ROUTER))
 
 
 def format_matrices(network: Network) -> int:

@@ -86,7 +86,8 @@ def step_settings(plan: Plan) -> str:
     per = f" x seq {net.seq}" if net.seq else ""
     attention = attention_form(net)
     act = net.activation_dtype
-    dtype = net.operand_dtype + (f" (weight GEMMs {act})" if act != net.operand_dtype else "")
+    dtype = net.operand_dtype + (f" (weight GEMMs {act}, the LM head's and routers' "
+                                 f"{net.operand_dtype})" if act != net.operand_dtype else "")
     return (f"global batch {plan.batch}{per}, {dtype}, optimizer {net.optimizer}, "
             f"recompute {net.recompute}" + (f", attention {attention}" if attention else ""))
 
