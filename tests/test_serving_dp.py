@@ -129,8 +129,8 @@ def test_a_generation_adds_the_prefill_and_decode_dispatches():
     # the JSON's group tokens/s are the generation's alone: the last decode step's rate, 8 x 2
     # tokens over that step, is a larger figure and is not said beside them
     data = report.to_dict()
-    assert data["data_parallel"]["tokens_per_s"] is None
-    assert data["data_parallel"]["predicted_tokens_per_s"] is None
+    assert data["data_parallel_ranks"]["tokens_per_s"] is None
+    assert data["data_parallel_ranks"]["predicted_tokens_per_s"] is None
     assert data["generation"]["tokens_per_s"] == pytest.approx(8 * 2 * 4 / g.latency_s)
 
 
@@ -165,7 +165,7 @@ def test_cli_header_json_and_refusals(invoke):
     assert "the routed rows spread evenly over the experts" in text
     assert "data-parallel communication, in the step time above: 58 MoE layers" in text
     doc = json.loads(invoke(*args, "--format", "json").stdout)
-    group = doc["data_parallel"]
+    group = doc["data_parallel_ranks"]
     assert (group["dp"], group["gpus"], group["local_experts"], group["lockstep"]) == (
         8, 8, 32, True)
     assert group["all2all_backend"] == "allgather_reducescatter"

@@ -352,7 +352,7 @@ class Report:
             else {}) | (
             {"pipeline_parallel": self.pipeline_parallel.to_dict()} if self.pipeline_parallel
             else {}) | (
-            {"data_parallel": self.data_parallel.to_dict()} if self.data_parallel
+            {"data_parallel_ranks": self.data_parallel.to_dict()} if self.data_parallel
             else {}) | (
             self.scaling.to_dict() if self.scaling else {})
 
