@@ -285,3 +285,15 @@ def test_plan_under_fp8_activations_says_the_head_and_routers_run_bf16():
     plain = plan("examples/hf/mixtral-8x7b.json", H100, 8, batch=8, seq=1024, tp=8, pp=1)
     assert not any("--activations" in a for a in plain.assumptions)
     assert "weight GEMMs" not in step_settings(plain)
+
+
+def test_fp8_weights_on_a_gpu_with_fp8_tensor_cores_say_vllm_runs_w8a8(invoke):
+    """vLLM's Fp8LinearMethod runs an fp8 checkpoint as W8A8 where the GPU has fp8 (compute
+    capability 8.9 and up: Ada, Hopper, Blackwell) and as Marlin's weight-only GEMM below it
+    (an A100): --weights fp8 alone is the weight-only form, so on an H100 the note says which
+    option prices what vLLM runs there, and on an A100 it does not."""
+    args = ("analyze", "examples/hf/llama-2-7b.json", "--batch", "4", "--prompt", "256",
+            "--generate", "16", "--weights", "fp8", "--hw")
+    said = "vLLM runs an fp8 checkpoint on a GPU with fp8 Tensor Cores as W8A8"
+    assert said in " ".join(invoke(*args, H100).stdout.split())
+    assert said not in " ".join(invoke(*args, "a100-sxm4-80gb").stdout.split())

@@ -252,6 +252,12 @@ def quantized_lines(report: Report, shown: int = 6) -> list[str]:
             torch_text += f"; {', '.join(untimed)} weights: no torch kernel timed"
         kernel = ("TensorRT-LLM's fpA_intB, its thin tiles; " if set(stored) & {"int4", "int8"}
                   else "")
+        if "fp8" in stored and "fp8" in hw.peak_tflops:
+            # vllm/model_executor/layers/quantization/fp8.py, Fp8LinearMethod: Marlin's
+            # weight-only fp8 only where the GPU lacks fp8 (below compute capability 8.9)
+            torch_text += ("; vLLM runs an fp8 checkpoint on a GPU with fp8 Tensor Cores as "
+                           "W8A8, its activations quantized to fp8 as they come (weight-only "
+                           "only below compute capability 8.9): --activations fp8 prices that")
         lines.append(
             f"weight-only GEMMs: {_named([g.name for g in weight_only], len(weight_only), shown)}"
             f" (B {', '.join(stored)}): predicted as one kernel that dequantizes B as it loads "
