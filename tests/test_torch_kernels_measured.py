@@ -73,8 +73,8 @@ def test_each_prediction_of_a_quantized_gemm_on_a_gpu_says_what_it_assumes():
     fp8 = analyze_model(LLAMA, "h100", mode="inference", phase="decode", batch=1, seq=1024,
                         dtype="bf16", weights="fp8")
     (line,) = quantized_lines(fp8)
-    assert line.endswith("(no weight-only timing is in the fit); fp8 weights: no torch kernel "
-                         "timed")
+    assert ("(no weight-only timing is in the fit); fp8 weights: no torch kernel timed; vLLM "
+            "runs an fp8 checkpoint on a GPU with fp8 Tensor Cores as W8A8") in line
     # an entry whose probe timed its kernels from Python says its prediction is eager's
     from roofline.output.times import launch_lines
 
