@@ -75,7 +75,7 @@ class LayoutResult:
     def predicted_step_s(self) -> float:
         return self.predicted.step_s
 
-    @property
+    @cached_property
     def critical(self) -> StageCost:
         """The slowest stage per micro-batch: it sets the pipeline's pace."""
         return max(self.stages, key=lambda s: s.microbatch_s)
@@ -95,12 +95,12 @@ class LayoutResult:
         lay = self.layout
         return lay.pp - 1 if lay.vp == 1 else (lay.pp - 1) / lay.vp
 
-    @property
+    @cached_property
     def tail(self) -> StageCost:
         """The stage whose exposed data-parallel communication and update take longest."""
         return max(self.stages, key=lambda s: s.dp_exposed_s + s.optimizer_s)
 
-    @property
+    @cached_property
     def step_s(self) -> float:
         tail = self.tail
         return self.pipeline_s + tail.dp_exposed_s + tail.optimizer_s

@@ -102,13 +102,27 @@ class Plan:
 
     @property
     def fitting(self) -> list[LayoutResult]:
-        return [r for r in self.results if r.fits is not False]
+        return list(self._fitting)
+
+    @cached_property
+    def _fitting(self) -> tuple[LayoutResult, ...]:
+        return tuple(r for r in self.results if r.fits is not False)
+
+    @cached_property
+    def _by_count(self) -> dict[int, tuple[list[LayoutResult], list[LayoutResult]]]:
+        """Per GPU count, the layouts tried and those that fit fastest first (``ranked``),
+        made once: the outputs read them count by count, a plan of 64 counts 70 times."""
+        tried: dict[int, list[LayoutResult]] = {}
+        for r in self.results:
+            tried.setdefault(r.layout.gpus, []).append(r)
+        return {n: (tried_n, sorted((r for r in tried_n if r.fits is not False),
+                                    key=lambda r: (r.predicted_step_s, r.step_s)))
+                for n, tried_n in tried.items()}
 
     def ranked(self, gpus: int) -> list[LayoutResult]:
         """The layouts on ``gpus`` GPUs that fit, fastest predicted first (then by the
         roofline step time)."""
-        return sorted((r for r in self.fitting if r.layout.gpus == gpus),
-                      key=lambda r: (r.predicted_step_s, r.step_s))
+        return list(self._by_count.get(gpus, ([], []))[1])
 
     def shortfall(self, gpus: int) -> dict[str, int] | None:
         """Where layouts on ``gpus`` GPUs were tried and none fits: the least memory a GPU needs
@@ -116,7 +130,7 @@ class Plan:
         (``least_without_activations_bytes``: weights, gradients, optimizer states and the
         workspace allowance of a layout's fullest stage), which no recomputation lowers. None
         where one fits or none was tried."""
-        considered = [r for r in self.results if r.layout.gpus == gpus]
+        considered = self._by_count.get(gpus, ([], []))[0]
         if not considered or self.ranked(gpus):
             return None
         return {"least_bytes": min(r.memory_bytes for r in considered),
@@ -198,7 +212,7 @@ class Plan:
                                           "least_without_activations_bytes": None}
         for n in self.gpus:
             ranked = self.ranked(n)
-            considered = [r for r in self.results if r.layout.gpus == n]
+            considered = self._by_count.get(n, ([], []))[0]
             per_count.append({"gpus": n, "candidates": len(considered),
                               "fitting": len(ranked),
                               "layouts": [layout(r) for r in ranked[:top]]}
