@@ -7,7 +7,7 @@ The rules: ``analysis.parallel``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -32,6 +32,19 @@ class StageCost:
     memory: dict[str, int]
     recompute_s: float = 0.0  # of backward_s, the forward run again (analysis.recompute)
 
+    @classmethod
+    def of(cls, *values: Any) -> StageCost:
+        """A stage's cost from every field's value in order, the same object as
+        ``StageCost(*values)`` made without the frozen dataclass's ``__init__``, which sets a
+        field at a time through ``object.__setattr__`` (two a stage, a third of a layout
+        search's time; ``parallel_stage._stage``); given fewer values, that ``__init__``, its
+        defaults."""
+        if len(values) != len(_STAGE_FIELDS):
+            return cls(*values)
+        cost = object.__new__(cls)
+        cost.__dict__.update(zip(_STAGE_FIELDS, values))
+        return cost
+
     @property
     def microbatch_s(self) -> float:
         return (self.forward_s + self.backward_s + self.tp_comm_s + self.ep_comm_s
@@ -44,6 +57,9 @@ class StageCost:
     @property
     def dp_exposed_s(self) -> float:
         return self.dp_comm_s - self.dp_overlapped_s
+
+
+_STAGE_FIELDS = tuple(f.name for f in fields(StageCost))
 
 
 @dataclass(frozen=True)

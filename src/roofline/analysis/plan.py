@@ -26,8 +26,9 @@ pp). These rules are
 ``_broken_rule``'s, in one place: when no split of any count keeps them all, the error names the
 rule the splits that got furthest broke. Sequence parallelism is on whenever tp > 1 unless
 turned off (it costs no more communication and saves activation memory). Each distinct (tp, ep,
-micro-batch) shard is analyzed once. The front: the fastest fitting layout at each GPU count
-that is faster than every smaller count's.
+micro-batch) shard is analyzed once, and what a part of a layout sets is worked out once for the
+layouts that share it (``parallel.evaluate``'s ``cache``). The front: the fastest fitting layout
+at each GPU count that is faster than every smaller count's.
 """
 
 from __future__ import annotations
