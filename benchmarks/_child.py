@@ -1,5 +1,6 @@
-"""One child process timed for the benchmarks: its wall time, its own peak memory (from
-``os.wait4``, so one child's peak never hides another's), its exit status and its output.
+"""One child process timed for the benchmarks: its wall time, its own peak memory and CPU time
+(from ``os.wait4``, so one child's peak never hides another's), its exit status and its
+output.
 
 Linux starts a child's peak at the parent's when it execs (the kernel carries the old memory's
 high-water mark over), so the parent must stay small: a child's output that the caller does
@@ -22,6 +23,7 @@ class ChildRun(NamedTuple):
     code: int
     stdout: str
     stderr: str
+    cpu_s: float = 0.0  # the child's own user + system time (less swayed by a shared machine)
 
 
 def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = None,
@@ -47,7 +49,8 @@ def run_child(cmd: list[str], timeout_s: float, env: dict[str, str] | None = Non
         err.seek(0)
         stdout, stderr = out.read() if keep_output else "", err.read()
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    return ChildRun(wall, usage.ru_maxrss * scale / 2**20, child.returncode, stdout, stderr)
+    return ChildRun(wall, usage.ru_maxrss * scale / 2**20, child.returncode, stdout, stderr,
+                    usage.ru_utime + usage.ru_stime)
 
 
 def best_of(cmd: list[str], repeat: int, timeout_s: float,

@@ -145,12 +145,13 @@ interleaved, its parts and bound).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, option
 from ..hardware.spec import HardwareSpec
 from ..model.dtypes import itemsize
-from ..model.layers import Transformer
+from ..model.layers import Step, Transformer
 from ..model.lm_head import vocabularies
 from ..model.network import Network
 from ..model.repeats import Layers
@@ -166,7 +167,7 @@ from .parallel_layout import (
     divisors,
 )
 from .parallel_memory import activation_bytes_per_block
-from .parallel_result import LayoutResult, pipeline_bubble
+from .parallel_result import LayoutResult, StageCost, pipeline_bubble
 from .parallel_shard import (
     blocks_of,
     gpu_blocks,
@@ -178,8 +179,8 @@ from .parallel_shard import (
     stage_blocks,
     stage_spans,
 )
-from .parallel_stage import _runs, _stage
-from .parallel_times import StageTimes, layer_times, stage_times
+from .parallel_stage import StageShape, _runs, _stage, stage_shape
+from .parallel_times import LayerTimes, StageTimes, layer_times, stage_times
 from .report import Report, analyze
 
 #: the names callers import from here, some of them defined in the parallel_* modules
@@ -194,11 +195,16 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
              cache: dict[tuple[Any, ...], Any] | None = None) -> LayoutResult:
     """``layout`` for a global batch of ``batch`` sequences (module docstring). ``report``: the
     sharded network analyzed at the micro-batch (``shard_report``), when already made;
-    ``cache``: its ``layer_times`` by (``id(report)``, sp_tp) and each stage's
-    ``stage_times`` by (``id(report)``, sp_tp, the stage's ranges of layers), kept by a caller
-    that evaluates many layouts over the same reports (``plan``). A stage's layers are read as
-    ranges and runs (``stage_spans``, ``Layers.runs_in``): a layout costs what the model's
-    runs do, not its copies."""
+    ``cache``: what a part of the layout sets, kept by a caller that evaluates many layouts of
+    one network on one device and fabric over the same reports (``plan``): by the report
+    (``id(report)``) the shard's step, parameters, vocabularies and replicated layers
+    (``_ShardFacts``), by it and sp_tp its ``layer_times`` and stages alike (``_stages``), by
+    them, pp and vp each stage's ``StageShape`` and ``stage_times``, and the data-parallel
+    collectives by what they read (``_stage``'s ``dp_comms``); a layout then adds what its
+    dp, ZeRO stage and micro-batches change, each of its stages alike made once (``_stage``'s
+    ``made``). A stage's layers are read as ranges and runs
+    (``stage_spans``, ``Layers.runs_in``): a layout costs what the model's runs do, not its
+    copies. Without a cache each stage is worked out on its own, nothing shared."""
     check_layout(network, layout)
     per_rank = layout.dp * layout.micro_batch
     if batch % per_rank:
@@ -214,51 +220,103 @@ def evaluate(network: Network, hardware: HardwareSpec, layout: Layout, batch: in
                                              f"({option('batch')}, {option('vp')})")
     if report is None:
         report = shard_report(network, hardware, layout)
+    shared, cache = cache is not None, {} if cache is None else cache
     sharded = report.network
+    facts = cache.get((id(report),))
+    if facts is None:
+        facts = cache.setdefault((id(report),), _ShardFacts.of(network, sharded, layout.tp))
     e = itemsize(sharded.operand_dtype)
     state_e = OPTIMIZER_STATE_BYTES[sharded.optimizer] + (
         MASTER_BYTES if e < MASTER_BYTES and sharded.optimizer != "none" else 0)
-    ctx = _Context(layout, fabric, sharded.step(), batch // per_rank, e,
+    ctx = _Context(layout, fabric, facts.step, batch // per_rank, e,
                    itemsize(sharded.grad_accumulation) if sharded.grad_accumulation else e,
-                   state_e, sharded.recompute,
-                   {padded_vocab(v, layout.tp) // layout.tp for v in vocabularies(network)})
+                   state_e, sharded.recompute, facts.vocabularies)
+    sp_tp = layout.tp if ctx.sp else 1
+    key = (id(report), sp_tp, layout.pp, layout.vp)  # layouts alike but for dp, ZeRO or m
+    stages_of = cache.get(key)
+    if stages_of is None:
+        both, known = cache.get((id(report), sp_tp)) or cache.setdefault(
+            (id(report), sp_tp), (layer_times(report, sp_tp), {}))
+        stages_of = cache.setdefault(key, _stages(ctx, sharded, both, known if shared else None))
+    dp_comms = cache.setdefault(("dp_comm",), {}) if shared else None
+    made: dict[tuple[Any, ...], tuple[StageCost, StageCost]] | None = {} if shared else None
+    stages = [_stage(ctx, s, shape, times, facts.parameters, dp_comms, made)
+              for s, (shape, times) in enumerate(stages_of)]
+    capacity = hardware.memory_capacity_bytes
+    return LayoutResult(layout, batch, sharded.seq or 1, ctx.m,
+                        tuple(roof for roof, _ in stages),
+                        None if capacity is None else round(capacity), facts.allreduce(e),
+                        facts.replicated, report,
+                        tuple(predicted for _, predicted in stages))
+
+
+@dataclass(frozen=True)
+class _ShardFacts:
+    """What ``evaluate`` reads of a shard's network, the same for every layout over its
+    report: its step, parameters, sharded vocabularies (the logits' widths), the layers tensor
+    parallelism leaves whole, its first block's hidden width."""
+
+    step: Step
+    parameters: int
+    vocabularies: set[int]
+    replicated: tuple[str, ...]
+    hidden: int | None
+
+    @classmethod
+    def of(cls, network: Network, sharded: Network, tp: int) -> _ShardFacts:
+        first_block = next((run.layer for run in sharded.layer_runs
+                            if isinstance(run.layer, Transformer)), None)
+        return cls(sharded.step(), sharded.parameters,
+                   {padded_vocab(v, tp) // tp for v in vocabularies(network)},
+                   tuple(replicated_layers(network, tp)),
+                   first_block.hidden if first_block else None)
+
+    def allreduce(self, e: int) -> int:
+        """One tensor-parallel all-reduce of a block, T h e bytes (0 without blocks)."""
+        return self.step.tokens * self.hidden * e if self.hidden is not None else 0
+
+
+def _stages(ctx: _Context, sharded: Network, both: LayerTimes,
+            known: dict[tuple[Any, ...], tuple[StageShape, StageTimes]] | None
+            ) -> list[tuple[StageShape, StageTimes]]:
+    """Each pipeline GPU's ``StageShape`` and ``stage_times`` (``both``: the shard's
+    ``layer_times``), its layers in chunk order with interleaved stages; of ``ctx`` it reads
+    what the shard, sequence parallelism, pp and vp set. ``known``: those of the stages worked
+    out already over the same ``both``, by what sets them: whether the stage is the first or
+    the last (the logits, the point-to-point transfers at the model's ends), its layers' runs
+    (each chunk's) and the segments of layer times they cover (``LayerRows.cover``: the same
+    for the roof's and the prediction's rows); the middle stages of a pipeline and of other
+    depths alike share one (Llama-2-70B's search over 64 GPU counts: 84,704 stages, 2,629
+    unlike). None: each stage worked out on its own (``evaluate`` without a cache)."""
+    layout = ctx.layout
     if layout.vp > 1:  # each GPU's chunks, its layers in chunk order
         chunks = gpu_chunks(sharded, layout.pp, layout.vp)
         stage_spans_ = chunks
     else:
         chunks, stage_spans_ = (), tuple((span,) for span in stage_spans(sharded, layout.pp))
-    sp_tp = layout.tp if ctx.sp else 1
-    if cache is None:
-        both = layer_times(report, sp_tp)
-    else:
-        both = cache.get((id(report), sp_tp)) or cache.setdefault(
-            (id(report), sp_tp), layer_times(report, sp_tp))
-
     layers = sharded.layers
     assert isinstance(layers, Layers)
-
-    def sums(spans: tuple[range, ...]) -> StageTimes:
-        if cache is None:
-            return stage_times(both, spans)
-        key = (id(report), sp_tp, spans)  # layouts alike but for dp, ZeRO or m share it
-        found = cache.get(key)
-        return found if found is not None else cache.setdefault(key, stage_times(both, spans))
+    rows = both[False][0]
 
     def runs(spans: tuple[range, ...]) -> list[tuple[Any, int]]:
         return _runs(piece for span in spans for piece in layers.runs_in(span.start, span.stop))
 
-    stages = [_stage(ctx, s, runs(spans), sums(spans), sharded.parameters,
-                     [runs((chunk,)) for chunk in chunks[s]] if chunks else None)
-              for s, spans in enumerate(stage_spans_)]
-    first_block = next((run.layer for run in sharded.layer_runs
-                        if isinstance(run.layer, Transformer)), None)
-    allreduce = ctx.step.tokens * first_block.hidden * e if first_block else 0
-    capacity = hardware.memory_capacity_bytes
-    return LayoutResult(layout, batch, sharded.seq or 1, ctx.m,
-                        tuple(roof for roof, _ in stages),
-                        None if capacity is None else round(capacity), allreduce,
-                        tuple(replicated_layers(network, layout.tp)), report,
-                        tuple(predicted for _, predicted in stages))
+    def alike(pieces: list[tuple[Any, int]]) -> tuple[tuple[int, int], ...]:
+        return tuple((id(layer), count) for layer, count in pieces)
+
+    out = []
+    for s, spans in enumerate(stage_spans_):
+        stage_runs = runs(spans)
+        chunk_runs = [runs((chunk,)) for chunk in chunks[s]] if chunks else None
+        key = (s == 0, s == layout.pp - 1, alike(stage_runs),
+               chunk_runs and tuple(alike(chunk) for chunk in chunk_runs), rows.cover(spans))
+        found = None if known is None else known.get(key)
+        if found is None:
+            found = (stage_shape(ctx, s, stage_runs, chunk_runs), stage_times(both, spans))
+            if known is not None:
+                known[key] = found
+        out.append(found)
+    return out
 
 
 def shard_report(network: Network, hardware: HardwareSpec, layout: Layout,

@@ -8,7 +8,7 @@ The rules: ``analysis.parallel``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -38,6 +38,19 @@ class StageCost:
     tp_grad_s: float = 0.0
     tp_grad_bytes: int = 0
 
+    @classmethod
+    def of(cls, *values: Any) -> StageCost:
+        """A stage's cost from every field's value in order, the same object as
+        ``StageCost(*values)`` made without the frozen dataclass's ``__init__``, which sets a
+        field at a time through ``object.__setattr__`` (two a stage, a third of a layout
+        search's time; ``parallel_stage._stage``); given fewer values, that ``__init__``, its
+        defaults."""
+        if len(values) != len(_STAGE_FIELDS):
+            return cls(*values)
+        cost = object.__new__(cls)
+        cost.__dict__.update(zip(_STAGE_FIELDS, values))
+        return cost
+
     @property
     def microbatch_s(self) -> float:
         return (self.forward_s + self.backward_s + self.tp_comm_s + self.ep_comm_s
@@ -50,6 +63,9 @@ class StageCost:
     @property
     def dp_exposed_s(self) -> float:
         return self.dp_comm_s - self.dp_overlapped_s
+
+
+_STAGE_FIELDS = tuple(f.name for f in fields(StageCost))
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,7 @@ class LayoutResult:
     def predicted_step_s(self) -> float:
         return self.predicted.step_s
 
-    @property
+    @cached_property
     def critical(self) -> StageCost:
         """The slowest stage per micro-batch: it sets the pipeline's pace."""
         return max(self.stages, key=lambda s: s.microbatch_s)
@@ -101,13 +117,13 @@ class LayoutResult:
         lay = self.layout
         return lay.pp - 1 if lay.vp == 1 else (lay.pp - 1) / lay.vp
 
-    @property
+    @cached_property
     def tail(self) -> StageCost:
         """The stage whose exposed data-parallel communication, duplicated gradients'
         all-reduce and update take longest: what follows the pipeline's last backward."""
         return max(self.stages, key=lambda s: s.dp_exposed_s + s.tp_grad_s + s.optimizer_s)
 
-    @property
+    @cached_property
     def step_s(self) -> float:
         tail = self.tail
         return self.pipeline_s + tail.dp_exposed_s + tail.tp_grad_s + tail.optimizer_s

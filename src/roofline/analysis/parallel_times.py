@@ -99,12 +99,22 @@ class LayerRows:
 
     def segments(self, span: range) -> Iterator[tuple[list[float], int]]:
         """The rows of the layers in ``span`` (a range, step 1), as (row, how many layers)."""
+        for segment, layers in self._covered(span):
+            yield self.rows[segment], layers
+
+    def cover(self, spans: Sequence[range]) -> tuple[tuple[int, int], ...]:
+        """The segments the layers of ``spans`` read, in order, as (segment, how many layers):
+        all that ``sums`` reads of them, so spans that cover the same give the same sums (a
+        layout search's stages alike, ``evaluate``)."""
+        return tuple(piece for span in spans for piece in self._covered(span))
+
+    def _covered(self, span: range) -> Iterator[tuple[int, int]]:
         start, stop = span.start, span.stop
         segment = bisect.bisect_right(self.starts, start) - 1
         while start < stop:
             end = min(stop, self.starts[segment + 1] if segment + 1 < len(self.starts)
                       else self.size)
-            yield self.rows[segment], end - start
+            yield segment, end - start
             start, segment = end, segment + 1
 
     def sums(self, spans: Sequence[range]) -> list[float]:

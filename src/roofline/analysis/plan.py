@@ -28,13 +28,16 @@ rule the splits that got furthest broke. Sequence parallelism is on whenever tp 
 turned off (its reduce-scatters and all-gathers take the all-reduces' time, it saves activation
 memory, and it adds one small all-reduce a step: the gradients of the parameters every GPU of
 the group holds whole, ``parallel_comm.duplicated_parameters``). Each distinct (tp, ep,
-micro-batch) shard is analyzed once. The front: the fastest fitting layout at each GPU count
-that is faster than every smaller count's.
+micro-batch) shard is analyzed once, and what a part of a layout sets is worked out once for the
+layouts that share it (``parallel.evaluate``'s ``cache``). The front: the fastest fitting layout
+at each GPU count that is faster than every smaller count's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import product
@@ -104,13 +107,27 @@ class Plan:
 
     @property
     def fitting(self) -> list[LayoutResult]:
-        return [r for r in self.results if r.fits is not False]
+        return list(self._fitting)
+
+    @cached_property
+    def _fitting(self) -> tuple[LayoutResult, ...]:
+        return tuple(r for r in self.results if r.fits is not False)
+
+    @cached_property
+    def _by_count(self) -> dict[int, tuple[list[LayoutResult], list[LayoutResult]]]:
+        """Per GPU count, the layouts tried and those that fit fastest first (``ranked``),
+        made once: the outputs read them count by count, a plan of 64 counts 70 times."""
+        tried: dict[int, list[LayoutResult]] = {}
+        for r in self.results:
+            tried.setdefault(r.layout.gpus, []).append(r)
+        return {n: (tried_n, sorted((r for r in tried_n if r.fits is not False),
+                                    key=lambda r: (r.predicted_step_s, r.step_s)))
+                for n, tried_n in tried.items()}
 
     def ranked(self, gpus: int) -> list[LayoutResult]:
         """The layouts on ``gpus`` GPUs that fit, fastest predicted first (then by the
         roofline step time)."""
-        return sorted((r for r in self.fitting if r.layout.gpus == gpus),
-                      key=lambda r: (r.predicted_step_s, r.step_s))
+        return list(self._by_count.get(gpus, ([], []))[1])
 
     def shortfall(self, gpus: int) -> dict[str, int] | None:
         """Where layouts on ``gpus`` GPUs were tried and none fits: the least memory a GPU needs
@@ -118,7 +135,7 @@ class Plan:
         (``least_without_activations_bytes``: weights, gradients, optimizer states and the
         workspace allowance of a layout's fullest stage), which no recomputation lowers. None
         where one fits or none was tried."""
-        considered = [r for r in self.results if r.layout.gpus == gpus]
+        considered = self._by_count.get(gpus, ([], []))[0]
         if not considered or self.ranked(gpus):
             return None
         return {"least_bytes": min(r.memory_bytes for r in considered),
@@ -209,7 +226,7 @@ class Plan:
                                           "least_without_activations_bytes": None}
         for n in self.gpus:
             ranked = self.ranked(n)
-            considered = [r for r in self.results if r.layout.gpus == n]
+            considered = self._by_count.get(n, ([], []))[0]
             per_count.append({"gpus": n, "candidates": len(considered),
                               "fitting": len(ranked),
                               "layouts": [layout(r) for r in ranked[:top]]}
@@ -309,21 +326,39 @@ def plan_layouts(network: Network, hardware: HardwareSpec, gpus: Sequence[int], 
         progress(f"plan: {len(layouts):,} layouts over {shards} distinct shards (tp, ep, "
                  f"micro-batch), each shard analyzed once ...")
     quarters = {shards * q // 4 for q in (1, 2, 3)} - {0, shards} if shards >= 8 else set()
-    for layout in layouts:
-        key = (layout.tp, layout.ep, layout.micro_batch)
-        if key not in reports:
-            if progress and len(reports) in quarters:
-                progress(f"plan: {len(reports)} of {shards} shards analyzed")
-            reports[key] = shard_report(network, hardware, layout, quantization)
-        results.append(evaluate(network, hardware, layout, batch, fabric, reports[key], times))
+    with _collector_paused():
+        for layout in layouts:
+            key = (layout.tp, layout.ep, layout.micro_batch)
+            if key not in reports:
+                if progress and len(reports) in quarters:
+                    progress(f"plan: {len(reports)} of {shards} shards analyzed")
+                reports[key] = shard_report(network, hardware, layout, quantization)
+            results.append(evaluate(network, hardware, layout, batch, fabric, reports[key],
+                                    times))
+        results.sort(key=lambda r: (r.layout.gpus, r.predicted_step_s, r.step_s,
+                                    r.step_no_overlap_s, r.memory_bytes))
     if not results:
         raise InputError(network.source, "", f"no layout of the global batch {batch} runs on "
                                              f"{', '.join(map(str, gpus))} GPUs with the "
                                              f"choices given: {why_none}")
-    results.sort(key=lambda r: (r.layout.gpus, r.predicted_step_s, r.step_s,
-                                r.step_no_overlap_s, r.memory_bytes))
     return Plan(network, hardware, batch, fabric, tuple(gpus), tuple(results), reports,
                 (*tp_out, *pp_out, *vp_out, *ep_out, *zero_out))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the search, as it was after: the search keeps
+    hundreds of thousands of small objects and makes no cycles (two ``StageCost`` a stage,
+    341,860 for Llama-2-70B over 64 GPU counts), which the collector scanned again and again as
+    they grew (9 full passes over up to 0.8 million objects there): a fifth of that model's
+    search over 8..4096 GPUs, an eighth of the one over 64 counts."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _usable(network: Network, name: str, given: Sequence[int] | None,
@@ -394,14 +429,20 @@ def _candidates(network: Network, gpus: Sequence[int], batch: int, fabric: Fabri
         for t, p, e, v in product(tps, _choices(pp, divisors(n)), _choices(ep, [1]),
                                   _choices(vp, [1])):
             dp = n // (t * p) if n % (t * p) == 0 else 0
-            for b, z in product(_micro_batches(micro_batch, batch, dp),
-                                _zero_stages(zero, dp)):
-                broken = _broken_rule(n, t, p, e, b, z, tp_ok[t], blocks, experts, batch,
-                                      sequence_parallel, v)
-                if broken is None:
-                    layouts.append(Layout(t, p, dp, e, z, b, sequence_parallel and t > 1, v))
-                elif furthest is None or broken > furthest:
-                    furthest = broken
+            for b in _micro_batches(micro_batch, batch, dp):
+                for z in _zero_stages(zero, dp):
+                    broken = _broken_rule(n, t, p, e, b, z, tp_ok[t], blocks, experts, batch,
+                                          sequence_parallel, v)
+                    if broken is None:
+                        layouts.append(Layout(t, p, dp, e, z, b, sequence_parallel and t > 1,
+                                              v))
+                        continue
+                    if furthest is None or broken > furthest:
+                        furthest = broken
+                    if broken <= MICRO_BATCH_RULES:  # every ZeRO stage breaks it too
+                        break
+                if broken is not None and broken <= SPLIT_RULES:  # every micro-batch too
+                    break
     if layouts or furthest is None:
         return layouts, ""
     return layouts, _rule_text(furthest, blocks, experts)
@@ -426,6 +467,13 @@ def _micro_batches(given: Sequence[int] | None, batch: int, dp: int) -> list[int
         return list(given)
     share = batch // dp if dp and batch % dp == 0 else 0
     return [*DEFAULT_MICRO_BATCHES, *([share] if share > max(DEFAULT_MICRO_BATCHES) else [])]
+
+
+#: ``_broken_rule``'s first rules, 0 to 4, read the GPU count, tp, pp and ep only, and rule 5
+#: the micro-batch too: a split that breaks one of them breaks it at every ZeRO stage (and
+#: micro-batch), so ``_candidates`` asks no further (Llama-2-70B over 64 GPU counts, every
+#: knob open: 255,330 splits asked, 1,464,760 before)
+SPLIT_RULES, MICRO_BATCH_RULES = 4, 5
 
 
 def _broken_rule(n: int, tp: int, pp: int, ep: int, micro_batch: int, zero: int, tp_ok: bool,
