@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_serving_pp import SMALL  # the 5-block Llama-like model.yaml
 
 from roofline import analyze_model, compare
 from roofline.errors import InputError
@@ -18,20 +19,6 @@ from roofline.errors import InputError
 H100 = "h100-sxm5-80gb"
 BLOCK = 11_798_528
 EMBED = 32_000 * 1024
-SMALL = """\
-name: llama-5
-batch: 4
-seq: 64
-dtype: bf16
-mode: inference
-phase: decode
-layers:
-  - {type: embedding, name: embed, vocab: 32000, dim: 1024}
-  - {type: transformer, name: blk, hidden: 1024, heads: 16, kv_heads: 8, ffn: 2816,
-     gated: true, causal: true, norm: rmsnorm, rotary: true, repeat: 5}
-  - {type: norm, name: norm, dim: 1024, norm: rmsnorm}
-  - {type: linear, name: lm_head, in: 1024, out: 32000}
-"""
 
 
 @pytest.fixture

@@ -89,6 +89,7 @@ from ..model.dtypes import itemsize
 from ..model.layers import Transformer
 from ..model.network import Network
 from .collectives import DEFAULT_GPUS_PER_NODE, _link_dict, ring_time_s
+from .serving_tp import generation_comm_s
 
 if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
@@ -229,20 +230,14 @@ class DataParallel:
 
     @property
     def generation_s(self) -> float | None:
-        if self.prefill is None:
-            return None
-        return self.prefill.roof_s + self.decode_steps * (self.decode.roof_s
-                                                          if self.decode else 0.0)
+        return generation_comm_s(self.prefill, self.decode, self.decode_steps)
 
     @property
     def predicted_generation_s(self) -> float | None:
-        if self.prefill is None:
-            return None
-        return self.prefill.predicted_s + self.decode_steps * (
-            self.decode.predicted_s if self.decode else 0.0)
+        return generation_comm_s(self.prefill, self.decode, self.decode_steps, True)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON ``data_parallel`` object."""
+        """The JSON ``data_parallel_ranks`` object."""
         return {"dp": self.dp, "tp": self.tp, "gpus": self.gpus,
                 "gpus_per_node": self.gpus_per_node, "batch": self.batch,
                 "rank_batch": self.rank_batch, "expert_parallel": self.moe,

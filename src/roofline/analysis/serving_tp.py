@@ -120,6 +120,21 @@ class StepComm:
                 "transfers": [t.to_dict() for t in self.transfers]}
 
 
+def generation_comm_s(prefill: Any, decode: Any, steps: int,
+                      predicted: bool = False) -> float | None:
+    """A generation's communication, ``roof_s`` or ``predicted_s``: its prefill's and its
+    ``steps`` decode steps', each as ``decode`` (a decode step's transfers are of its tokens, not
+    of the KV cache it reads, so every step's are alike); None for a single step (no
+    ``prefill``). The tensor-parallel group's and the data-parallel ranks' (``serving_dp``)."""
+    if prefill is None:
+        return None
+
+    def one(comm: Any) -> float:
+        return (comm.predicted_s if predicted else comm.roof_s) if comm is not None else 0.0
+
+    return one(prefill) + steps * one(decode)
+
+
 @dataclass(frozen=True)
 class TensorParallel:
     """The tensor-parallel group a Report's shard runs in, and its communication: of the
@@ -142,17 +157,11 @@ class TensorParallel:
     @property
     def generation_s(self) -> float | None:
         """All the generation's communication at the roof (None for a single step)."""
-        if self.prefill is None:
-            return None
-        return self.prefill.roof_s + self.decode_steps * (self.decode.roof_s
-                                                          if self.decode else 0.0)
+        return generation_comm_s(self.prefill, self.decode, self.decode_steps)
 
     @property
     def predicted_generation_s(self) -> float | None:
-        if self.prefill is None:
-            return None
-        return self.prefill.predicted_s + self.decode_steps * (
-            self.decode.predicted_s if self.decode else 0.0)
+        return generation_comm_s(self.prefill, self.decode, self.decode_steps, True)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``tensor_parallel`` object."""
