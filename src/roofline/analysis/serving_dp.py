@@ -89,7 +89,7 @@ from ..model.dtypes import itemsize
 from ..model.layers import Transformer
 from ..model.network import Network
 from .collectives import DEFAULT_GPUS_PER_NODE, _link_dict, ring_time_s
-from .serving_tp import generation_comm_s
+from .serving_tp import GenerationComm
 
 if TYPE_CHECKING:
     from ..hardware.spec import HardwareSpec
@@ -181,7 +181,7 @@ def dispatch_comm(network: Network, dp: int, link: Link) -> DispatchComm:
 
 
 @dataclass(frozen=True)
-class DataParallel:
+class DataParallel(GenerationComm):
     """The data-parallel ranks a Report's GPU serves in (``Report.data_parallel``): the batch
     spread over them, where the experts sit, and the expert-parallel communication of the
     report's own step (``step``) and of a generation's prefill and each decode step."""
@@ -227,14 +227,6 @@ class DataParallel:
         """The D ranks' tokens a second: D x a rank's step tokens over the step's time."""
         time = self.predicted_step_s if predicted else self.step_s
         return self.dp * self.step.tokens / time if time > 0 else 0.0
-
-    @property
-    def generation_s(self) -> float | None:
-        return generation_comm_s(self.prefill, self.decode, self.decode_steps)
-
-    @property
-    def predicted_generation_s(self) -> float | None:
-        return generation_comm_s(self.prefill, self.decode, self.decode_steps, True)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``data_parallel_ranks`` object."""

@@ -120,23 +120,39 @@ class StepComm:
                 "transfers": [t.to_dict() for t in self.transfers]}
 
 
-def generation_comm_s(prefill: Any, decode: Any, steps: int,
-                      predicted: bool = False) -> float | None:
-    """A generation's communication, ``roof_s`` or ``predicted_s``: its prefill's and its
-    ``steps`` decode steps', each as ``decode`` (a decode step's transfers are of its tokens, not
-    of the KV cache it reads, so every step's are alike); None for a single step (no
-    ``prefill``). The tensor-parallel group's and the data-parallel ranks' (``serving_dp``)."""
-    if prefill is None:
-        return None
+class GenerationComm:
+    """A served group's communication over a generation, for a dataclass holding a
+    generation's ``prefill`` and ``decode`` step communication (``roof_s``, ``predicted_s``)
+    and its ``decode_steps``: the prefill's plus each decode step's, each as ``decode`` (a
+    decode step's transfers are of its tokens, not of the KV cache it reads, so every step's
+    are alike); None for a single step (no ``prefill``). ``TensorParallel``'s and the
+    data-parallel ranks' (``serving_dp.DataParallel``)."""
 
-    def one(comm: Any) -> float:
-        return (comm.predicted_s if predicted else comm.roof_s) if comm is not None else 0.0
+    prefill: Any
+    decode: Any
+    decode_steps: int
 
-    return one(prefill) + steps * one(decode)
+    def _generation(self, predicted: bool) -> float | None:
+        if self.prefill is None:
+            return None
+
+        def one(comm: Any) -> float:
+            return (comm.predicted_s if predicted else comm.roof_s) if comm is not None else 0.0
+
+        return one(self.prefill) + self.decode_steps * one(self.decode)
+
+    @property
+    def generation_s(self) -> float | None:
+        """All the generation's communication at the roof (None for a single step)."""
+        return self._generation(False)
+
+    @property
+    def predicted_generation_s(self) -> float | None:
+        return self._generation(True)
 
 
 @dataclass(frozen=True)
-class TensorParallel:
+class TensorParallel(GenerationComm):
     """The tensor-parallel group a Report's shard runs in, and its communication: of the
     report's own step (``step``), and of a generation's prefill and each decode step."""
 
@@ -153,15 +169,6 @@ class TensorParallel:
     kv_replicas: int = 1
     #: the model's blocks use latent attention (MLA): its KV cache whole on every GPU
     latent: bool = False
-
-    @property
-    def generation_s(self) -> float | None:
-        """All the generation's communication at the roof (None for a single step)."""
-        return generation_comm_s(self.prefill, self.decode, self.decode_steps)
-
-    @property
-    def predicted_generation_s(self) -> float | None:
-        return generation_comm_s(self.prefill, self.decode, self.decode_steps, True)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``tensor_parallel`` object."""
